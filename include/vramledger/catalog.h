@@ -1,0 +1,66 @@
+/* vramledger: the GPU catalog (data/gpus.json) and the fit check.
+ * Pure: the caller reads the file; the library parses text. */
+#ifndef VRAMLEDGER_CATALOG_H
+#define VRAMLEDGER_CATALOG_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vramledger/model.h"
+#include "vramledger/status.h"
+
+#define VL_GPU_NAME 32
+#define VL_GPU_ALIASES 4
+
+struct vl_gpu {
+  char name[VL_GPU_NAME];
+  char aliases[VL_GPU_ALIASES][VL_GPU_NAME];
+  int n_aliases;
+  char label[64];        /* "NVIDIA H100 80GB HBM3 (SXM)" */
+  uint64_t memory_bytes; /* what cudaMemGetInfo reports as total */
+  double bf16_tflops;    /* dense, vendor datasheet */
+  double hbm_gb_s;       /* memory bandwidth, GB/s */
+};
+
+struct vl_catalog {
+  struct vl_gpu *gpus;
+  size_t n;
+  char date[16]; /* the date the figures were taken */
+};
+
+/*! Parse a catalog held in text[0..len). The caller releases it with
+ * vl_catalog_release(). @return VL_OK, VL_EPARSE (line and column),
+ * VL_EKEY, VL_ERANGE, VL_ENOMEM. */
+vl_status vl_catalog_parse(const char *text, size_t len, struct vl_catalog *cat,
+                           struct vl_err *err) VL_MUST_USE;
+void vl_catalog_release(struct vl_catalog *cat);
+
+/*! Look up a GPU by name or alias, case-insensitively; NULL if absent. */
+const struct vl_gpu *vl_catalog_find(const struct vl_catalog *cat, const char *name);
+
+/* Fit of a bill on a card, keeping a fraction of it free for fragmentation
+ * (seeds: keep 10-15 %). */
+struct vl_fit {
+  uint64_t capacity_bytes; /* the card */
+  uint64_t usable_bytes;   /* capacity * (1 - margin) */
+  int64_t headroom_bytes;  /* usable - total (negative: short by) */
+  double margin;           /* fraction */
+  bool fits;
+};
+
+/*! Check total_bytes against a card with the given margin (0 <= margin < 1). */
+void vl_fit_check(uint64_t total_bytes, const struct vl_gpu *gpu, double margin,
+                  struct vl_fit *fit);
+
+enum vl_search_dim { VL_SEARCH_BATCH, VL_SEARCH_SEQ };
+
+/*! Largest micro-batch (or sequence length) for which the job fits the card
+ * with the margin; every other setting as in *job. *best is 0 when not even
+ * 1 fits. The bill of the best value is left in *bill when best > 0.
+ * @return VL_OK, or the error of a bill computation other than overflow. */
+vl_status vl_search_max(const struct vl_arch *arch, const struct vl_job *job,
+                        const struct vl_overheads *ov, const struct vl_gpu *gpu, double margin,
+                        enum vl_search_dim dim, uint64_t *best, struct vl_bill *bill,
+                        struct vl_err *err) VL_MUST_USE;
+
+#endif

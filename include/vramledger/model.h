@@ -1,0 +1,197 @@
+/* vramledger: the memory bill of one training step or one generation, per
+ * GPU. Pure: no I/O, no globals, no printing.
+ *
+ * Data flows one way: struct vl_arch (config) + struct vl_job (flags) +
+ * struct vl_overheads (the installed stack's constants) -> struct vl_bill.
+ * Every number in the bill carries a term with its formula and source
+ * (struct vl_term) so that renderers can explain it without computing. */
+#ifndef VRAMLEDGER_MODEL_H
+#define VRAMLEDGER_MODEL_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vramledger/arch.h"
+#include "vramledger/status.h"
+
+enum vl_task { VL_TASK_TRAIN, VL_TASK_INFER };
+
+enum vl_precision {
+  VL_PREC_FP32,
+  VL_PREC_AMP_BF16, /* fp32 weights, autocast to bf16 (PyTorch AMP, HF Trainer) */
+  VL_PREC_AMP_FP16,
+  VL_PREC_BF16, /* weights, grads and optimizer state in bf16 */
+  VL_PREC_FP16,
+  VL_PREC_MIXED_BF16, /* bf16 weights + fp32 master copy (Megatron/DeepSpeed) */
+  VL_PREC_MIXED_FP16,
+  VL_PREC_COUNT
+};
+
+enum vl_optimizer {
+  VL_OPT_SGD,
+  VL_OPT_SGD_MOMENTUM,
+  VL_OPT_ADAM,
+  VL_OPT_ADAMW,
+  VL_OPT_LION,
+  VL_OPT_ADAFACTOR,
+  VL_OPT_ADAM8BIT,
+  VL_OPT_COUNT
+};
+
+enum vl_opt_impl { VL_IMPL_FOREACH, VL_IMPL_FUSED, VL_IMPL_FORLOOP, VL_IMPL_COUNT };
+enum vl_attention { VL_ATTN_EAGER, VL_ATTN_SDPA, VL_ATTN_COUNT };
+enum vl_ckpt { VL_CKPT_NONE, VL_CKPT_SELECTIVE, VL_CKPT_FULL, VL_CKPT_COUNT };
+/* Whose accounting conventions: Hugging Face/PyTorch (default), Megatron-LM
+ * (Korthikanti activations, fp32 main grads), DeepSpeed (ZeRO buffers). */
+enum vl_framework { VL_FW_HF, VL_FW_MEGATRON, VL_FW_DEEPSPEED, VL_FW_COUNT };
+enum vl_offload { VL_OFFLOAD_NONE, VL_OFFLOAD_OPTIMIZER, VL_OFFLOAD_FULL, VL_OFFLOAD_COUNT };
+enum vl_kv_layout { VL_KV_CONTIGUOUS, VL_KV_PAGED, VL_KV_COUNT };
+
+/* Names of enum values as the CLI spells them; NULL when out of range. */
+const char *vl_precision_name(enum vl_precision p);
+const char *vl_optimizer_name(enum vl_optimizer o);
+const char *vl_opt_impl_name(enum vl_opt_impl i);
+const char *vl_attention_name(enum vl_attention a);
+const char *vl_ckpt_name(enum vl_ckpt c);
+const char *vl_framework_name(enum vl_framework f);
+const char *vl_offload_name(enum vl_offload o);
+const char *vl_kv_layout_name(enum vl_kv_layout k);
+
+#define VL_MAX_LORA_TARGETS 16
+
+struct vl_job {
+  enum vl_task task;
+  uint64_t batch;      /* micro-batch per GPU (sequences) */
+  uint64_t seq;        /* tokens per sequence (prompt length for infer) */
+  uint64_t grad_accum; /* micro-batches per optimizer step (>= 1) */
+  enum vl_precision precision;
+  enum vl_optimizer optimizer;
+  enum vl_opt_impl opt_impl;
+  enum vl_attention attention;
+  enum vl_ckpt checkpointing;
+  enum vl_framework framework;
+  bool grads_persist;     /* zero_grad(set_to_none=False): grads live all step */
+  bool master_grads_fp32; /* mixed-*: keep fp32 main grads (Megatron's 18 B/param) */
+  /* LoRA / QLoRA */
+  uint64_t lora_rank;                            /* 0: full fine-tuning */
+  const char *lora_targets[VL_MAX_LORA_TARGETS]; /* module names; "all-linear" */
+  int n_lora_targets;                            /* 0: the PEFT default for the architecture */
+  bool qlora;                                    /* 4-bit NF4 base weights (bitsandbytes) */
+  /* parallelism, per GPU */
+  unsigned zero;       /* 0..3 */
+  uint64_t dp, tp, pp; /* >= 1 each */
+  bool sp;             /* sequence parallelism (with tp) */
+  enum vl_offload offload;
+  /* inference */
+  uint64_t new_tokens;
+  enum vl_kv_layout kv_layout;
+  uint64_t kv_block_tokens; /* paged KV block size (vLLM: 16) */
+};
+
+/*! Defaults: batch 1, seq 2048, amp-bf16, adamw foreach, sdpa, no
+ * checkpointing, HF accounting, 1 GPU. */
+void vl_job_init(struct vl_job *job);
+
+/* Constants of the installed software stack. Calibration changes these
+ * numbers, not the structure. Sources in docs/model.md. */
+struct vl_overheads {
+  uint64_t cuda_context_bytes;     /* driver context + loaded kernels, outside PyTorch */
+  uint64_t cublas_workspace_bytes; /* cuBLAS/cuBLASLt workspace, inside the allocator */
+  uint64_t nccl_bytes;             /* NCCL internal buffers per process, when ranks > 1 */
+  double allocator_churn;          /* reserved - allocated, as a fraction of the churning
+                                      bytes (activations + temporaries) */
+};
+
+/*! The constants measured on the reference stack (H200, CUDA 13, PyTorch
+ * 2.11): bench/results/2026-11-29-h200-basics.json. */
+void vl_overheads_default(struct vl_overheads *o);
+
+/* ---- the bill --------------------------------------------------------- */
+
+enum vl_line {
+  VL_LINE_PARAMETERS,
+  VL_LINE_MASTER,
+  VL_LINE_GRADIENTS,
+  VL_LINE_OPTIMIZER,
+  VL_LINE_ACTIVATIONS,
+  VL_LINE_AUTOCAST,
+  VL_LINE_TRANSIENT,
+  VL_LINE_KV_CACHE,
+  VL_LINE_COMM,
+  VL_LINE_WORKSPACE,
+  VL_LINE_RESERVE,
+  VL_LINE_CONTEXT,
+  VL_LINE_COUNT
+};
+
+/*! JSON key of a bill line ("parameters", "master_weights", ...). */
+const char *vl_line_key(enum vl_line l);
+/*! Human label of a bill line ("optimizer states", ...). */
+const char *vl_line_label(enum vl_line l);
+/*! true for lines held by PyTorch's caching allocator (counted in
+ * torch.cuda.max_memory_allocated); false for reserve and context. */
+bool vl_line_in_allocated(enum vl_line l);
+
+enum vl_phase {
+  VL_PH_FORWARD,
+  VL_PH_BACKWARD,
+  VL_PH_OPTIMIZER,
+  VL_PH_PREFILL,
+  VL_PH_DECODE,
+  VL_PH_COUNT
+};
+const char *vl_phase_name(enum vl_phase p);
+
+struct vl_input {
+  const char *name; /* symbol as in the formula */
+  double value;
+  const char *unit; /* "bytes", "tokens", "" */
+};
+
+#define VL_TERM_INPUTS 8
+
+/* One formula of the bill with its numbers plugged in. Detail terms explain
+ * a part of another term and are not summed. */
+struct vl_term {
+  enum vl_line line;
+  const char *name;
+  const char *formula;
+  const char *source;
+  uint64_t bytes;
+  bool detail;
+  int n_in;
+  struct vl_input in[VL_TERM_INPUTS];
+};
+
+#define VL_MAX_TERMS 96
+
+struct vl_bill {
+  enum vl_task task;
+  uint64_t params;                  /* sum(p.numel()) of the whole model */
+  uint64_t trainable_params;        /* whole model; LoRA: adapters only */
+  uint64_t params_per_gpu;          /* elements this GPU stores (after TP/PP/ZeRO-3) */
+  uint64_t lines[VL_LINE_COUNT];    /* bytes at the peak moment */
+  uint64_t line_max[VL_LINE_COUNT]; /* each line's own maximum over the step */
+  unsigned live[VL_LINE_COUNT];     /* bit mask of phases where the line is live */
+  uint64_t phase_peak[VL_PH_COUNT]; /* allocated bytes at each phase's peak */
+  enum vl_phase peak_phase;
+  uint64_t peak_allocated_bytes; /* comparable with max_memory_allocated() */
+  uint64_t peak_reserved_bytes;  /* comparable with max_memory_reserved() */
+  uint64_t cuda_context_bytes;   /* outside PyTorch: context, NCCL */
+  uint64_t total_bytes;          /* comparable with NVML process memory */
+  uint64_t host_bytes;           /* CPU RAM for offloaded states */
+  uint64_t tokens;               /* tokens per micro-batch (train) or per batch */
+  uint64_t pp_stage;             /* which pipeline stage the bill is for (0-based) */
+  int n_terms;
+  struct vl_term terms[VL_MAX_TERMS];
+};
+
+/*! Compute the per-GPU bill of one training step (job->task == TRAIN) or
+ * one generate() call (INFER).
+ * @return VL_OK; VL_ECONFLICT for inconsistent settings (message says which);
+ * VL_EINVAL for an unknown LoRA target (message lists the valid ones);
+ * VL_EOVERFLOW when a product does not fit 64 bits. */
+vl_status vl_bill_compute(const struct vl_arch *arch, const struct vl_job *job,
+                          const struct vl_overheads *ov, struct vl_bill *bill,
+                          struct vl_err *err) VL_MUST_USE;
+
+#endif

@@ -1,0 +1,37 @@
+/* vramledger: renderers. They format what the model computed; they never
+ * compute. Output goes to a caller-given FILE. */
+#ifndef VRAMLEDGER_RENDER_H
+#define VRAMLEDGER_RENDER_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "vramledger/arch.h"
+#include "vramledger/catalog.h"
+#include "vramledger/model.h"
+
+/* Everything an estimate report shows. */
+struct vl_estimate_view {
+  const char *model_name; /* bundled name or file path */
+  const struct vl_arch *arch;
+  const struct vl_job *job;
+  const struct vl_bill *bill;
+  const struct vl_gpu *gpu; /* NULL: no fit check */
+  const struct vl_fit *fit; /* with gpu */
+  bool explain;             /* show every formula */
+  int searched;             /* 0 none, 1 --max-batch, 2 --max-seq */
+  uint64_t search_best;     /* 0: not even 1 fits */
+  const char *version;
+};
+
+enum vl_format { VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD };
+
+/*! Write the estimate report. @return 0, or -1 on a write error. */
+int vl_render_estimate(FILE *out, enum vl_format fmt, const struct vl_estimate_view *v);
+
+/*! Format bytes as GiB with two decimals into buf ("12.34 GiB"). */
+const char *vl_fmt_gib(char *buf, size_t n, uint64_t bytes);
+/*! Format an integer with thousands separators ("6,738,415,616"). */
+const char *vl_fmt_int(char *buf, size_t n, uint64_t v);
+
+#endif

@@ -1,0 +1,104 @@
+/* GPU catalog reader. */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../util/internal.h"
+#include "vramledger/alloc.h"
+#include "vramledger/catalog.h"
+
+static vl_status copy_name(char *dst, json_t *v, size_t i, const char *key, struct vl_err *err) {
+  if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) >= VL_GPU_NAME)
+    return vl__fail(err, VL_EKEY, "gpus[%zu].%s: expected a name of 1 to %d characters", i, key,
+                    VL_GPU_NAME - 1);
+  snprintf(dst, VL_GPU_NAME, "%s", json_string_value(v));
+  return VL_OK;
+}
+
+static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_err *err) {
+  memset(out, 0, sizeof *out);
+  if (!json_is_object(g)) return vl__fail(err, VL_EKEY, "gpus[%zu]: expected an object", i);
+  vl_status s = copy_name(out->name, json_object_get(g, "name"), i, "name", err);
+  if (s != VL_OK) return s;
+  json_t *al = json_object_get(g, "aliases");
+  if (al && !json_is_array(al))
+    return vl__fail(err, VL_EKEY, "gpus[%zu].aliases: expected an array of names", i);
+  size_t k;
+  json_t *v;
+  json_array_foreach(al, k, v) {
+    if (k >= VL_GPU_ALIASES)
+      return vl__fail(err, VL_ERANGE, "gpus[%zu].aliases: at most %d", i, VL_GPU_ALIASES);
+    s = copy_name(out->aliases[k], v, i, "aliases", err);
+    if (s != VL_OK) return s;
+    out->n_aliases = (int)k + 1;
+  }
+  json_t *label = json_object_get(g, "label");
+  if (json_is_string(label))
+    snprintf(out->label, sizeof out->label, "%s", json_string_value(label));
+  json_t *mem = json_object_get(g, "memory_bytes");
+  if (!json_is_integer(mem) || json_integer_value(mem) < (1ll << 30) ||
+      json_integer_value(mem) > (1ll << 44))
+    return vl__fail(err, VL_EKEY,
+                    "gpus[%zu].memory_bytes: expected an integer between 1 GiB "
+                    "and 16 TiB",
+                    i);
+  out->memory_bytes = (uint64_t)json_integer_value(mem);
+  json_t *tf = json_object_get(g, "bf16_tflops");
+  json_t *bw = json_object_get(g, "hbm_gb_s");
+  out->bf16_tflops = json_is_number(tf) ? json_number_value(tf) : 0.0;
+  out->hbm_gb_s = json_is_number(bw) ? json_number_value(bw) : 0.0;
+  if (out->bf16_tflops < 0 || out->hbm_gb_s < 0)
+    return vl__fail(err, VL_ERANGE, "gpus[%zu]: negative throughput", i);
+  return VL_OK;
+}
+
+vl_status vl_catalog_parse(const char *text, size_t len, struct vl_catalog *cat,
+                           struct vl_err *err) {
+  memset(cat, 0, sizeof *cat);
+  json_error_t jerr;
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!root)
+    return vl__fail(err, VL_EPARSE, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+  vl_status s = VL_OK;
+  json_t *gpus = json_object_get(root, "gpus");
+  if (!json_is_array(gpus) || json_array_size(gpus) == 0 || json_array_size(gpus) > 4096) {
+    s = vl__fail(err, VL_EKEY, "expected a non-empty array 'gpus'");
+    goto done;
+  }
+  json_t *date = json_object_get(root, "date");
+  if (json_is_string(date)) snprintf(cat->date, sizeof cat->date, "%s", json_string_value(date));
+  cat->gpus = vl_calloc(json_array_size(gpus), sizeof *cat->gpus);
+  if (!cat->gpus) {
+    s = vl__fail(err, VL_ENOMEM, "out of memory reading the catalog");
+    goto done;
+  }
+  size_t i;
+  json_t *g;
+  json_array_foreach(gpus, i, g) {
+    s = parse_gpu(g, i, &cat->gpus[i], err);
+    if (s != VL_OK) break;
+    cat->n = i + 1;
+  }
+  if (s != VL_OK) vl_catalog_release(cat);
+done:
+  json_decref(root);
+  return s;
+}
+
+void vl_catalog_release(struct vl_catalog *cat) {
+  if (!cat) return;
+  vl_free(cat->gpus);
+  cat->gpus = NULL;
+  cat->n = 0;
+}
+
+const struct vl_gpu *vl_catalog_find(const struct vl_catalog *cat, const char *name) {
+  for (size_t i = 0; i < cat->n; i++) {
+    const struct vl_gpu *g = &cat->gpus[i];
+    if (strcasecmp(g->name, name) == 0) return g;
+    for (int k = 0; k < g->n_aliases; k++)
+      if (strcasecmp(g->aliases[k], name) == 0) return g;
+  }
+  return NULL;
+}

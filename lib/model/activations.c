@@ -1,0 +1,215 @@
+/* Activation memory: what one micro-batch leaves saved for backward.
+ *
+ * Two accounting conventions:
+ *  - vl__act_hf: Hugging Face modules from first principles, tensor by
+ *    tensor (what each autograd node saves; storages shared by several
+ *    nodes counted once). Sources: transformers modeling_<family>.py,
+ *    torch/csrc/autograd/FunctionsManual.cpp (what backward formulas need),
+ *    PyTorch autocast op lists (layer_norm, softmax and cross_entropy run in
+ *    fp32). Calibrated against measurements by issue 3.
+ *  - vl__act_megatron: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2 and
+ *    Megatron-LM megatron/training/theoretical_memory_usage.py.
+ * Shapes: b micro-batch, s sequence, h hidden, a heads, g kv heads, d head
+ * dim, I MLP width, V vocabulary, t tensor-parallel size. */
+#include "internal.h"
+
+/* Tokens whose h-sized tensors live on this GPU: all of them, or 1/t with
+ * sequence parallelism. */
+static uint64_t tokens_rep(const struct vl__shape *sh) {
+  uint64_t T = sh->b * sh->s;
+  return sh->sp ? vl__div_ceil(T, sh->tp) : T;
+}
+
+void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const struct vl__policy *pol,
+                const struct vl__shape *sh, struct vl_bill *bill, struct vl__ck *ck,
+                struct vl__act *act) {
+  const uint64_t T = sh->b * sh->s;   /* tokens of the micro-batch */
+  const uint64_t Tr = tokens_rep(sh); /* tokens of replicated h-tensors */
+  const uint64_t t = sh->tp;
+  const uint64_t e = pol->act, r = pol->resid;
+  const uint64_t a_loc = vl__div_ceil(sh->a, t), g_loc = vl__div_ceil(sh->g, t);
+  const uint64_t I_loc = vl__div_ceil(sh->I, t);
+  struct vl_term *tm;
+
+  /* Norms. LayerNorm saves its input, mean and rstd (fp32 under autocast:
+   * layer_norm is on autocast's fp32 list). HF RMSNorm upcasts to fp32 and
+   * saves the fp32 input, rstd, and the normalised tensor in the residual
+   * dtype for the weight multiply. */
+  uint64_t norm_in = arch->rms_norm ? 4 : (pol->autocast ? 4 : r);
+  uint64_t norm =
+      vl__add(ck, vl__mul3(ck, Tr, sh->h, norm_in), vl__mul(ck, Tr, arch->rms_norm ? 4 : 8));
+  if (arch->rms_norm) norm = vl__add(ck, norm, vl__mul3(ck, Tr, sh->h, r));
+  tm = vl__term(bill, VL_LINE_ACTIVATIONS, "norm (each of 2 per layer)",
+                arch->rms_norm ? "T*h*4 (fp32 input) + T*4 (rstd) + T*h*r (normalised)"
+                               : "T*h*n (input) + T*8 (mean, rstd)",
+                "transformers RMSNorm/LayerNorm forward; autocast fp32 ops", norm);
+  tm->detail = true;
+  vl__term_in(tm, "T", (double)Tr, "tokens");
+  vl__term_in(tm, "h", (double)sh->h, "");
+  vl__term_in(tm, arch->rms_norm ? "r" : "n", (double)(arch->rms_norm ? r : norm_in), "bytes");
+
+  /* Attention. Inputs of trainable projections (shared q/k/v input once). */
+  uint64_t attn = 0;
+  if (sh->attn_in_saved) attn = vl__add(ck, attn, vl__mul3(ck, Tr, sh->h, e));
+  /* q, k, v as the attention kernel keeps them. Eager attention repeats k
+   * and v to all heads (repeat_kv) before the matmuls. */
+  uint64_t kv_heads_saved = g_loc;
+  if (job->attention == VL_ATTN_EAGER && job->checkpointing != VL_CKPT_SELECTIVE)
+    kv_heads_saved = a_loc;
+  attn = vl__add(ck, attn, vl__mul4(ck, T, a_loc + 2 * kv_heads_saved, sh->d, e));
+  uint64_t scores = 0;
+  if (job->checkpointing != VL_CKPT_SELECTIVE) {
+    if (job->attention == VL_ATTN_EAGER) {
+      /* softmax(dtype=fp32) saves its fp32 output; .to(q.dtype) makes the
+       * copy the PV matmul saves; dropout adds a bool mask and its output */
+      uint64_t s2 = vl__mul4(ck, sh->b, a_loc, sh->s, sh->s);
+      uint64_t per = 4 + (e != 4 ? e : 0);
+      if (arch->attn_dropout > 0) per += 1 + e;
+      scores = vl__mul(ck, s2, per);
+      tm = vl__term(bill, VL_LINE_ACTIVATIONS, "attention scores (eager, per layer)",
+                    "b*a*s^2*(4 + e + [dropout] (1 + e))",
+                    "transformers eager_attention_forward; seed 002 (b*heads*s*s)", scores);
+      tm->detail = true;
+      vl__term_in(tm, "b", (double)sh->b, "");
+      vl__term_in(tm, "a", (double)a_loc, "heads");
+      vl__term_in(tm, "s", (double)sh->s, "tokens");
+      vl__term_in(tm, "e", (double)e, "bytes");
+    } else {
+      /* SDPA flash / memory-efficient: output and log-sum-exp (fp32) */
+      scores = vl__add(ck, vl__mul4(ck, T, a_loc, sh->d, e),
+                       vl__mul3(ck, sh->b, a_loc, vl__mul(ck, sh->s, 4)));
+    }
+  }
+  attn = vl__add(ck, attn, scores);
+  if (sh->o_in_saved) attn = vl__add(ck, attn, vl__mul4(ck, T, a_loc, sh->d, e));
+  if (arch->hidden_dropout > 0) attn = vl__add(ck, attn, vl__mul(ck, Tr, sh->h));
+
+  /* MLP. */
+  uint64_t mlp = 0;
+  if (sh->mlp_in_saved) mlp = vl__add(ck, mlp, vl__mul3(ck, Tr, sh->h, e));
+  uint64_t k = arch->experts ? arch->experts_per_token : 1;
+  uint64_t width = vl__mul(ck, k, I_loc);
+  if (arch->gated_mlp) {
+    /* act(gate) saves gate; act out and up saved by the multiply; the
+     * product saved by down_proj when trainable */
+    uint64_t n = 3 + (sh->down_in_saved ? 1 : 0);
+    mlp = vl__add(ck, mlp, vl__mul4(ck, T, width, e, n));
+  } else if (arch->relu_act) {
+    /* ReLU saves its output, which is also fc2's input */
+    mlp = vl__add(ck, mlp, vl__mul3(ck, T, width, e));
+  } else {
+    /* GELU saves its input; fc2 saves GELU's output */
+    mlp = vl__add(ck, mlp, vl__mul4(ck, T, width, e, sh->down_in_saved ? 2 : 1));
+  }
+  if (arch->experts) {
+    /* router logits (fp32 softmax) and each expert's gathered inputs */
+    mlp = vl__add(ck, mlp, vl__mul3(ck, T, arch->experts, 4));
+    mlp = vl__add(ck, mlp, vl__mul4(ck, T, k, sh->h, 2 * e));
+  }
+  if (arch->hidden_dropout > 0) mlp = vl__add(ck, mlp, vl__mul(ck, Tr, sh->h));
+
+  act->layer = vl__add(ck, vl__add(ck, vl__mul(ck, norm, 2), attn), mlp);
+  /* LoRA adapters: lora_A's output, saved by lora_B, per target */
+  if (sh->lora_rank) {
+    uint64_t targets = (uint64_t)(job->n_lora_targets ? job->n_lora_targets : 2);
+    act->layer = vl__add(ck, act->layer, vl__mul4(ck, T, sh->lora_rank, e, targets));
+  }
+
+  tm = vl__term(bill, VL_LINE_ACTIVATIONS, "one layer, saved for backward",
+                "2*norm + attention (inputs, q/k/v, scores, o input, masks) + MLP",
+                "transformers modeling files; autograd saved tensors", act->layer);
+  tm->detail = true;
+  vl__term_in(tm, "attention", (double)attn, "bytes");
+  vl__term_in(tm, "mlp", (double)mlp, "bytes");
+  vl__term_in(tm, "norm", (double)norm, "bytes");
+
+  /* Recomputation: HF gradient checkpointing keeps each layer's input. */
+  if (job->checkpointing == VL_CKPT_FULL)
+    act->layer_kept = vl__mul3(ck, Tr, sh->h, r);
+  else
+    act->layer_kept = act->layer;
+
+  /* Inside a layer: eager raw scores and masked scores before softmax; the
+   * backward of attention holds grad of probabilities (e) and scores (fp32). */
+  uint64_t s2 = vl__mul4(ck, sh->b, a_loc, sh->s, sh->s);
+  act->layer_fwd_tmp =
+      job->attention == VL_ATTN_EAGER ? vl__mul(ck, s2, 2 * e) : vl__mul3(ck, T, sh->h, e);
+  uint64_t bwd_attn = job->attention == VL_ATTN_EAGER ? vl__mul(ck, s2, 4 + 2 * e)
+                                                      : vl__mul4(ck, T, a_loc, sh->d, 3 * e);
+  uint64_t bwd_mlp = vl__mul4(ck, T, width, e, arch->gated_mlp ? 3 : 2);
+  act->layer_bwd_tmp = vl__add(ck, vl__max(bwd_attn, bwd_mlp), vl__mul4(ck, Tr, sh->h, 4, 2));
+
+  /* Embeddings: int64 ids and the dropout mask. */
+  act->embed = vl__mul(ck, T, 8);
+  if (arch->embed_dropout > 0) act->embed = vl__add(ck, act->embed, vl__mul(ck, Tr, sh->h));
+
+  /* Head: final norm, LM head input, logits (held by the model output) and
+   * the loss: HF upcasts logits to fp32 and log_softmax saves its output. */
+  uint64_t V_loc = vl__div_ceil(sh->V, t);
+  uint64_t logits = vl__mul3(ck, T, V_loc, e);
+  uint64_t logp = vl__mul3(ck, T, V_loc, 4);
+  act->head = vl__add(ck, vl__add(ck, norm, vl__mul3(ck, Tr, sh->h, e)), vl__add(ck, logits, logp));
+  if (!arch->causal) /* BERT MLM transform: dense + GELU + LayerNorm */
+    act->head = vl__add(ck, act->head, vl__mul4(ck, T, sh->h, e, 3));
+  act->head_fwd_tmp = e == 4 ? 0 : logp; /* the fp32 copy of the logits */
+  /* nll backward's dense grad (fp32), log_softmax backward's (fp32) and its
+   * cast to the logits' dtype */
+  act->loss_bwd_tmp = vl__add(ck, vl__mul(ck, logp, 2), e == 4 ? 0 : logits);
+  tm = vl__term(bill, VL_LINE_ACTIVATIONS, "logits and loss",
+                "T*V*e (logits) + T*V*4 (fp32 log_softmax) + T*h*e (head input) + norm",
+                "transformers ForCausalLMLoss (logits.float()); F.cross_entropy", act->head);
+  tm->detail = true;
+  vl__term_in(tm, "T", (double)T, "tokens");
+  vl__term_in(tm, "V", (double)V_loc, "");
+  vl__term_in(tm, "e", (double)e, "bytes");
+  act->misc_fraction = 0.0;
+}
+
+void vl__act_megatron(const struct vl_arch *arch, const struct vl_job *job,
+                      const struct vl__shape *sh, uint64_t in_flight, bool last_stage,
+                      struct vl_bill *bill, struct vl__ck *ck, struct vl__act *act) {
+  (void)arch;
+  const uint64_t s = sh->s, b = sh->b, h = sh->h, t = sh->tp;
+  const uint64_t sbh = vl__mul3(ck, s, b, h);
+  struct vl_term *tm;
+  /* Table 2, generalised to an MLP of width I as Megatron does (18 + 4I/h
+   * bytes per sbh with I = 4h gives 34): 10 sbh not split by TP (norm
+   * inputs 4, attention and MLP inputs 4, dropout masks 2), the rest split. */
+  double lin = 18.0 + 4.0 * (double)sh->I / (double)h;
+  double per_sbh = sh->sp ? lin / (double)t : 10.0 + (lin - 10.0) / (double)t;
+  uint64_t linear = vl__scale(ck, sbh, per_sbh);
+  uint64_t quad = 0;
+  if (job->attention == VL_ATTN_EAGER && job->checkpointing == VL_CKPT_NONE)
+    quad = vl__mul4(ck, 5, sh->a, vl__mul(ck, s, s), b) / t; /* 5as^2b/t */
+  act->layer = vl__add(ck, linear, quad);
+  tm = vl__term(bill, VL_LINE_ACTIVATIONS, "one layer (Korthikanti Table 2)",
+                sh->sp ? "s*b*h*(18 + 4*I/h)/t + 5*a*s^2*b/t"
+                       : "s*b*h*(10 + (8 + 4*I/h)/t) + 5*a*s^2*b/t",
+                "Korthikanti et al. 2022 (arXiv 2205.05198) Table 2", act->layer);
+  tm->detail = true;
+  vl__term_in(tm, "s", (double)s, "tokens");
+  vl__term_in(tm, "b", (double)b, "");
+  vl__term_in(tm, "h", (double)h, "");
+  vl__term_in(tm, "a", (double)sh->a, "heads");
+  vl__term_in(tm, "I", (double)sh->I, "");
+  vl__term_in(tm, "t", (double)t, "");
+  if (job->checkpointing == VL_CKPT_FULL) {
+    act->layer_kept = sh->sp ? vl__div_ceil(vl__mul(ck, 2, sbh), t) : vl__mul(ck, 2, sbh);
+    tm = vl__term(bill, VL_LINE_ACTIVATIONS, "kept per layer (full recomputation)",
+                  sh->sp ? "2*s*b*h/t" : "2*s*b*h",
+                  "Korthikanti et al. 2022 (arXiv 2205.05198) Table 2", act->layer_kept);
+    tm->detail = true;
+  } else {
+    act->layer_kept = act->layer;
+  }
+  act->layer_fwd_tmp = 0;
+  act->layer_bwd_tmp = 0;
+  /* Megatron: input ids (8 s b) and embedding dropout mask (s b h), for
+   * each micro-batch in flight on the first stage */
+  act->embed = vl__mul(ck, vl__add(ck, vl__mul3(ck, 8, s, b), sbh), in_flight);
+  /* output layer (last stage): final norm output and logits, 2 bytes each */
+  act->head = last_stage ? vl__mul(ck, 2, vl__add(ck, vl__mul3(ck, s, b, sh->V) / t, sbh)) : 0;
+  act->head_fwd_tmp = 0;
+  act->loss_bwd_tmp = 0;
+  act->misc_fraction = 0.05; /* theoretical_memory_usage.py: 5 % temporaries */
+}

@@ -1,0 +1,628 @@
+/* The training bill: model states, activations, temporaries and overheads of
+ * one step on one GPU, and the phase where the peak falls.
+ *
+ * Sources by line (docs/model.md has them all):
+ *  parameters/gradients/master/optimizer: seed 004 bytes-per-parameter table;
+ *    ZeRO (Rajbhandari et al., arXiv 1910.02054) sharding; Megatron-LM
+ *    theoretical_memory_usage.py (18 B/param, 6 + 12/DP with the distributed
+ *    optimizer); DeepSpeed estimate_zero{2,3}_model_states_mem_needs.
+ *  activations: activations.c.
+ *  transient: PyTorch torch/optim/adam.py (_multi_tensor_adam keeps one
+ *    state-sized list for the denominator), the loss backward, attention
+ *    backward, FSDP/ZeRO-3 gathered layers.
+ *  workspace, context: measured, struct vl_overheads. */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Tensor-parallel split of a tensor of the inventory: matmul weights and
+ * vocabulary-parallel embeddings/heads are split, norms and biases are not. */
+static uint64_t tp_split(const struct vl_tensor *t, uint64_t tp, uint64_t elems) {
+  if (tp <= 1) return elems;
+  if (t->kind == VL_T_LINEAR || t->kind == VL_T_HEAD ||
+      (t->kind == VL_T_EMBED && strstr(t->name, "position") == NULL && strcmp(t->name, "wpe")))
+    return vl__div_ceil(elems, tp);
+  return elems;
+}
+
+struct lora {
+  bool target[VL_MAX_TENSORS]; /* inventory index -> adapted */
+  uint64_t params;             /* adapter elements in the whole model */
+  int n_targets;
+};
+
+static const char *default_targets(enum vl_family f, const char **second) {
+  *second = NULL;
+  switch (f) {
+  case VL_FAM_GPT2: return "c_attn";
+  case VL_FAM_GPT_NEOX: return "query_key_value";
+  case VL_FAM_PHI3: return "qkv_proj";
+  case VL_FAM_BERT: *second = "value"; return "query";
+  default: *second = "v_proj"; return "q_proj";
+  }
+}
+
+static vl_status resolve_lora(const struct vl_arch *arch, const struct vl_inventory *inv,
+                              const struct vl_job *job, struct lora *lo, struct vl_err *err) {
+  memset(lo, 0, sizeof *lo);
+  if (!job->lora_rank) return VL_OK;
+  const char *names[VL_MAX_LORA_TARGETS + 2];
+  int n = 0;
+  if (job->n_lora_targets == 0) {
+    const char *second;
+    names[n++] = default_targets(arch->family, &second);
+    if (second) names[n++] = second;
+  } else {
+    for (int i = 0; i < job->n_lora_targets && i < VL_MAX_LORA_TARGETS; i++)
+      names[n++] = job->lora_targets[i];
+  }
+  struct vl__ck ck = {false};
+  for (int k = 0; k < n; k++) {
+    bool all = strcmp(names[k], "all-linear") == 0, found = false;
+    for (int i = 0; i < inv->n; i++) {
+      const struct vl_tensor *t = &inv->t[i];
+      if (t->kind != VL_T_LINEAR || !t->per_layer) continue;
+      if (all ? strcmp(t->name, "gate") == 0 : strcmp(t->name, names[k]) != 0) continue;
+      found = true;
+      if (lo->target[i]) continue;
+      lo->target[i] = true;
+      lo->n_targets++;
+      /* lora_A: r x in, lora_B: out x r (PEFT LoraLayer) */
+      lo->params =
+          vl__add(&ck, lo->params, vl__mul3(&ck, job->lora_rank, t->rows + t->cols, t->count));
+    }
+    if (!found) {
+      char list[256] = "";
+      size_t used = 0;
+      for (int i = 0; i < inv->n; i++) {
+        const struct vl_tensor *t = &inv->t[i];
+        if (t->kind != VL_T_LINEAR || !t->per_layer || strcmp(t->name, "gate") == 0) continue;
+        int w = snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", t->name);
+        if (w < 0 || (size_t)w >= sizeof list - used) break;
+        used += (size_t)w;
+      }
+      return vl__fail(err, VL_EINVAL,
+                      "LoRA target '%.40s' is not a linear layer of %s; valid: %s, all-linear",
+                      names[k], arch->model_type, list);
+    }
+  }
+  if (ck.overflow) return vl__fail(err, VL_EOVERFLOW, "LoRA parameter count overflows");
+  return VL_OK;
+}
+
+static bool name_is(const struct vl_tensor *t, const char *a, const char *b, const char *c) {
+  return strcmp(t->name, a) == 0 || (b && strcmp(t->name, b) == 0) ||
+         (c && strcmp(t->name, c) == 0);
+}
+
+static vl_status check_job(const struct vl_arch *arch, const struct vl_job *job,
+                           struct vl_err *err) {
+  if (job->batch == 0 || job->seq == 0)
+    return vl__fail(err, VL_ERANGE, "batch and sequence length must be at least 1");
+  if (job->batch > (1u << 20) || job->seq > (1u << 24))
+    return vl__fail(err, VL_ERANGE,
+                    "batch %llu x seq %llu is beyond any real job (limits 1048576 x 16777216)",
+                    (unsigned long long)job->batch, (unsigned long long)job->seq);
+  if (job->dp == 0 || job->tp == 0 || job->pp == 0 || job->dp > 65536 || job->tp > 1024 ||
+      job->pp > 1024)
+    return vl__fail(err, VL_ERANGE, "--dp, --tp and --pp must be between 1 and 65536/1024");
+  if (job->grad_accum == 0 || job->grad_accum > 65536)
+    return vl__fail(err, VL_ERANGE, "--grad-accum must be between 1 and 65536");
+  if (job->zero > 3) return vl__fail(err, VL_ERANGE, "--zero must be 0, 1, 2 or 3");
+  if (job->zero > 0 && job->dp < 2)
+    return vl__fail(err, VL_ECONFLICT,
+                    "--zero %u shards across data-parallel ranks, but --dp is 1; give --dp N "
+                    "with N >= 2, or drop --zero",
+                    job->zero);
+  if (job->sp && job->tp < 2)
+    return vl__fail(err, VL_ECONFLICT,
+                    "--sp splits activations across tensor-parallel ranks; "
+                    "it needs --tp 2 or more");
+  if (arch->heads % job->tp || arch->kv_heads % job->tp)
+    if (!(arch->kv_heads < job->tp && job->tp % arch->kv_heads == 0 && arch->heads % job->tp == 0))
+      return vl__fail(err, VL_ECONFLICT,
+                      "--tp %llu does not divide the %llu attention heads (%llu key/value heads)",
+                      (unsigned long long)job->tp, (unsigned long long)arch->heads,
+                      (unsigned long long)arch->kv_heads);
+  if (job->pp > arch->layers)
+    return vl__fail(err, VL_ECONFLICT, "--pp %llu exceeds the model's %llu layers",
+                    (unsigned long long)job->pp, (unsigned long long)arch->layers);
+  if (job->offload != VL_OFFLOAD_NONE && job->zero == 0)
+    return vl__fail(err, VL_ECONFLICT, "--offload needs ZeRO (--zero 1..3 with --dp >= 2)");
+  if (job->offload == VL_OFFLOAD_FULL && job->zero != 3)
+    return vl__fail(err, VL_ECONFLICT, "--offload full (parameters too) needs --zero 3");
+  if (job->qlora && job->lora_rank == 0)
+    return vl__fail(err, VL_ECONFLICT, "--qlora needs --lora-rank R");
+  if (job->lora_rank > 65536) return vl__fail(err, VL_ERANGE, "--lora-rank is absurdly large");
+  if (job->master_grads_fp32 && job->precision != VL_PREC_MIXED_BF16 &&
+      job->precision != VL_PREC_MIXED_FP16)
+    return vl__fail(err, VL_ECONFLICT, "--master-grads fp32 applies to mixed-bf16/mixed-fp16");
+  if (job->checkpointing == VL_CKPT_SELECTIVE && job->framework != VL_FW_MEGATRON &&
+      job->attention == VL_ATTN_SDPA)
+    return vl__fail(err, VL_ECONFLICT,
+                    "--checkpointing selective recomputes the attention scores, which sdpa "
+                    "never keeps; use none or full");
+  uint64_t total_seq = job->task == VL_TASK_INFER ? job->seq + job->new_tokens : job->seq;
+  if (arch->learned_pos && total_seq > arch->max_positions)
+    return vl__fail(
+        err, VL_ECONFLICT, "%s has learned positions for %llu tokens, and the job needs %llu",
+        arch->model_type, (unsigned long long)arch->max_positions, (unsigned long long)total_seq);
+  return VL_OK;
+}
+
+/* Per-GPU, per-stage model states. */
+struct states {
+  uint64_t weights_elems; /* stored elements on this GPU */
+  uint64_t weight_bytes;
+  uint64_t trainable_elems; /* on this GPU, before ZeRO sharding */
+  uint64_t linear_elems;    /* matmul weights on this GPU (autocast copies) */
+  uint64_t layer_elems;     /* one layer on this GPU (gathered under ZeRO-3) */
+  uint64_t layer_trainable; /* trainable elements of one layer */
+  uint64_t head_trainable;  /* trainable elements outside layers */
+  uint64_t largest_elems;   /* largest tensor (ZeRO-3 DeepSpeed buffer, forloop) */
+  uint64_t factored_elems;  /* Adafactor: rows + cols of matrices, n of vectors */
+  uint64_t largest_linear;  /* elements, for QLoRA dequantisation */
+  uint64_t seg_waste;       /* bytes the allocator's segments add to the weights */
+};
+
+static void model_states(const struct vl_arch *arch, const struct vl_inventory *inv,
+                         const struct vl_job *job, const struct lora *lo,
+                         const struct vl__policy *pol, uint64_t stage_layers, bool first, bool last,
+                         struct vl__ck *ck, struct states *st) {
+  memset(st, 0, sizeof *st);
+  for (int i = 0; i < inv->n; i++) {
+    const struct vl_tensor *t = &inv->t[i];
+    uint64_t one = tp_split(t, job->tp, vl__mul(ck, t->rows, t->cols));
+    uint64_t count = t->count;
+    if (t->per_layer) {
+      count = vl__mul(ck, count / arch->layers, stage_layers);
+    } else {
+      /* embeddings on the first stage; final norm and head on the last; a
+       * tied head keeps a copy of the embedding on the last stage (Megatron) */
+      bool is_head = t->kind == VL_T_HEAD || (t->kind != VL_T_EMBED && arch->causal);
+      if (t->kind == VL_T_EMBED && !first &&
+          !(last && arch->tie_embeddings && strstr(t->name, "position") == NULL &&
+            strcmp(t->name, "wpe")))
+        continue;
+      if (is_head && !last) continue;
+      if (!arch->causal && t->kind != VL_T_EMBED && !last) continue;
+    }
+    uint64_t elems = vl__mul(ck, one, count);
+    st->weights_elems = vl__add(ck, st->weights_elems, elems);
+    if (one > st->largest_elems) st->largest_elems = one;
+    bool linear = t->kind == VL_T_LINEAR || t->kind == VL_T_HEAD;
+    double wb = (double)pol->weight;
+    if (job->qlora && t->kind == VL_T_LINEAR && t->per_layer) {
+      /* bitsandbytes NF4 with double quantisation: 4 bits + an 8-bit absmax
+       * per 64 values + an fp32 constant per 256 absmax blocks */
+      wb = 0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0);
+      if (one > st->largest_linear) st->largest_linear = one;
+    } else if (job->qlora && job->precision == VL_PREC_FP32) {
+      wb = 4.0;
+    }
+    st->weight_bytes = vl__add(ck, st->weight_bytes, vl__scale(ck, elems, wb));
+    if (linear && !job->qlora) st->linear_elems = vl__add(ck, st->linear_elems, elems);
+    if (t->per_layer)
+      st->layer_elems = vl__add(ck, st->layer_elems, vl__mul(ck, one, t->count / arch->layers));
+    /* segment rounding of each weight (and its gradient when trained) */
+    uint64_t wbytes = vl__scale(ck, one, wb);
+    uint64_t waste = vl__sub0(vl__alloc_segment_bytes(wbytes), wbytes);
+    st->seg_waste = vl__add(ck, st->seg_waste, vl__mul(ck, waste, count));
+    uint64_t trainable = 0, tr_factored = 0;
+    if (!job->lora_rank) {
+      trainable = elems;
+      tr_factored = t->cols > 1
+                        ? vl__mul(ck, vl__add(ck, tp_split(t, job->tp, t->rows), t->cols), count)
+                        : elems;
+    } else if (lo->target[i]) {
+      uint64_t ad = vl__mul(ck, job->lora_rank, t->rows + t->cols);
+      trainable = vl__mul(ck, vl__div_ceil(ad, job->tp), count);
+      tr_factored = vl__mul(
+          ck, vl__add(ck, vl__mul(ck, 2, job->lora_rank), vl__add(ck, t->rows, t->cols)), count);
+    }
+    st->trainable_elems = vl__add(ck, st->trainable_elems, trainable);
+    st->factored_elems = vl__add(ck, st->factored_elems, tr_factored);
+    if (t->per_layer)
+      st->layer_trainable = vl__add(ck, st->layer_trainable, count ? trainable / stage_layers : 0);
+    else
+      st->head_trainable = vl__add(ck, st->head_trainable, trainable);
+  }
+}
+
+/* Optimizer state bytes per trainable element (seed 004 table). */
+static uint64_t optimizer_bytes(const struct vl_job *job, const struct vl__policy *pol,
+                                const struct states *st, uint64_t trainable, struct vl__ck *ck) {
+  uint64_t sb = job->lora_rank ? 4 : pol->state; /* PEFT keeps adapters in fp32 */
+  switch (job->optimizer) {
+  case VL_OPT_SGD: return 0;
+  case VL_OPT_SGD_MOMENTUM:
+  case VL_OPT_LION: return vl__mul(ck, trainable, sb);
+  case VL_OPT_ADAM:
+  case VL_OPT_ADAMW: return vl__mul3(ck, trainable, sb, 2);
+  case VL_OPT_ADAFACTOR: {
+    /* factored second moment: a row and a column vector per matrix */
+    uint64_t f = st->trainable_elems ? st->factored_elems : 0;
+    if (st->trainable_elems && trainable != st->trainable_elems)
+      f = vl__div_ceil(vl__mul(ck, f, trainable), st->trainable_elems);
+    return vl__mul(ck, f, sb);
+  }
+  case VL_OPT_ADAM8BIT:
+    /* bitsandbytes: two 8-bit states + an fp32 absmax per 2048-value block each */
+    return vl__scale(ck, trainable, 2.0 + 8.0 / 2048.0);
+  default: return 0;
+  }
+}
+
+struct phase_comp {
+  uint64_t line[VL_LINE_COUNT];
+};
+
+static uint64_t comp_alloc(const struct phase_comp *p) {
+  uint64_t s = 0;
+  for (int l = 0; l < VL_LINE_COUNT; l++)
+    if (vl_line_in_allocated((enum vl_line)l)) s += p->line[l];
+  return s;
+}
+
+static void note(struct vl_bill *b, enum vl_line line, const char *name, const char *formula,
+                 const char *source, uint64_t bytes, const char *n1, double v1, const char *u1,
+                 const char *n2, double v2, const char *u2, const char *n3, double v3,
+                 const char *u3) {
+  struct vl_term *t = vl__term(b, line, name, formula, source, bytes);
+  if (n1) vl__term_in(t, n1, v1, u1);
+  if (n2) vl__term_in(t, n2, v2, u2);
+  if (n3) vl__term_in(t, n3, v3, u3);
+}
+
+/* Bill of one pipeline stage. */
+static vl_status train_stage(const struct vl_arch *arch, const struct vl_inventory *inv,
+                             const struct vl_job *job, const struct vl_overheads *ov,
+                             const struct lora *lo, uint64_t stage, struct vl_bill *bill,
+                             struct vl_err *err) {
+  struct vl__ck ck = {false};
+  struct vl__policy pol;
+  vl__policy_get(job->precision, &pol);
+  const bool first = stage == 0, last = stage == job->pp - 1;
+  const uint64_t Ls = vl__div_ceil(arch->layers, job->pp);
+  const uint64_t dp = job->dp;
+  const bool ds = job->framework == VL_FW_DEEPSPEED, mg = job->framework == VL_FW_MEGATRON;
+  const bool mixed = pol.master != 0;
+  struct states st;
+  model_states(arch, inv, job, lo, &pol, Ls, first, last, &ck, &st);
+
+  /* ---- model states ---- */
+  uint64_t W = st.weight_bytes;
+  uint64_t adapters = 0;
+  if (job->lora_rank) { /* PEFT adapters, fp32 */
+    adapters = vl__mul(&ck, st.trainable_elems, 4);
+    W = vl__add(&ck, W, adapters);
+  }
+  uint64_t W_sharded = job->zero >= 3 ? vl__div_ceil(W, dp) : W;
+  uint64_t tr = st.trainable_elems;
+  uint64_t tr_opt = job->zero >= 1 ? vl__div_ceil(tr, dp) : tr; /* optimizer shard */
+  uint64_t M = mixed ? vl__mul(&ck, tr_opt, pol.master) : 0;
+  uint64_t gb = job->lora_rank ? 4 : pol.grad;
+  if (mixed && (mg || job->master_grads_fp32)) gb = 4; /* fp32 main_grad buffer */
+  uint64_t G = vl__mul(&ck, job->zero >= 2 ? vl__div_ceil(tr, dp) : tr, gb);
+  uint64_t G_extra = 0;
+  if (ds && mixed) { /* DeepSpeed: fp32 gradient partition for the optimizer */
+    G_extra = vl__mul(&ck, vl__div_ceil(tr, dp), 4);
+    /* ZeRO-3 reduce-scatters half gradients straight into it: 18 B/param
+     * over N in all (estimate_zero3_model_states_mem_needs); ZeRO-2 keeps
+     * a half partition too (2P + 18P/N) */
+    if (job->zero >= 3) G = 0;
+  }
+  uint64_t O = optimizer_bytes(job, &pol, &st, tr_opt, &ck);
+  uint64_t host = 0;
+  if (job->offload != VL_OFFLOAD_NONE) {
+    host = vl__add(&ck, vl__add(&ck, M, O), G_extra);
+    M = O = 0;
+    if (ds) { /* ZeRO-Offload moves the gradient partitions too */
+      host = vl__add(&ck, host, G);
+      G_extra = 0;
+      G = 0;
+    }
+    if (job->offload == VL_OFFLOAD_FULL) {
+      host = vl__add(&ck, host, W_sharded);
+      W_sharded = 0;
+    }
+    if (ds) host = vl__scale(&ck, host, 1.5); /* DeepSpeed's pinned-buffer factor */
+  }
+  G = vl__add(&ck, G, G_extra);
+  /* gradient bytes of one layer and of the head, in proportion to their
+   * trainable elements (ratios in double: products of bytes and elements
+   * overflow 64 bits for 100B-parameter models) */
+  uint64_t G_layer = tr ? vl__scale(&ck, G, (double)st.layer_trainable / (double)tr) : 0;
+  uint64_t G_head = tr ? vl__scale(&ck, G, (double)st.head_trainable / (double)tr) : 0;
+
+  note(bill, VL_LINE_PARAMETERS, "parameters", "P_gpu * w (+ LoRA adapters * 4)",
+       "seed 004; QLoRA NF4: bitsandbytes", W_sharded, "P_gpu", (double)st.weights_elems, "", "w",
+       (double)pol.weight, "bytes", "shard", (double)(job->zero >= 3 ? dp : 1), "");
+  if (M || mixed)
+    note(bill, VL_LINE_MASTER, "fp32 master weights", "P_train / shard * 4",
+         "seed 004 (2 + 2 + 4 master); ZeRO-1 shards it", M, "P_train", (double)tr, "", "shard",
+         (double)(job->zero >= 1 ? dp : 1), "", NULL, 0, NULL);
+  note(bill, VL_LINE_GRADIENTS, "gradients", "P_train / shard * g",
+       mg ? "Megatron-LM fp32 main_grad" : "seed 004; ZeRO-2 shards them", G, "P_train", (double)tr,
+       "", "g", (double)gb, "bytes", "shard", (double)(job->zero >= 2 ? dp : 1), "");
+  note(bill, VL_LINE_OPTIMIZER, "optimizer states", "P_train / shard * k",
+       "seed 004: SGD 0, momentum/Lion 4, Adam 8, 8-bit Adam 2, Adafactor rows+cols", O, "P_train",
+       (double)tr, "", "k", tr_opt ? (double)O / (double)tr_opt : 0.0, "bytes", "shard",
+       (double)(job->zero >= 1 ? dp : 1), "");
+
+  /* ---- activations ---- */
+  struct vl__shape sh = {
+      .b = job->batch,
+      .s = job->seq,
+      .h = arch->hidden,
+      .a = arch->heads,
+      .g = arch->kv_heads,
+      .d = arch->head_dim,
+      .I = arch->intermediate,
+      .V = arch->vocab,
+      .tp = job->tp,
+      .sp = job->sp,
+      .lora_rank = job->lora_rank,
+  };
+  if (!job->lora_rank) {
+    sh.attn_in_saved = sh.o_in_saved = sh.mlp_in_saved = sh.down_in_saved = true;
+  } else {
+    for (int i = 0; i < inv->n; i++) {
+      if (!lo->target[i]) continue;
+      const struct vl_tensor *t = &inv->t[i];
+      if (name_is(t, "q_proj", "k_proj", "v_proj") ||
+          name_is(t, "c_attn", "query_key_value", "qkv_proj") ||
+          name_is(t, "query", "key", "value"))
+        sh.attn_in_saved = true;
+      else if (name_is(t, "o_proj", "out_proj", "attn.c_proj") ||
+               name_is(t, "dense", "attention.output.dense", NULL))
+        sh.o_in_saved = true;
+      else if (name_is(t, "down_proj", "fc2", "mlp.c_proj") ||
+               name_is(t, "dense_4h_to_h", "output.dense", "w2"))
+        sh.down_in_saved = true;
+      else
+        sh.mlp_in_saved = true;
+    }
+  }
+  uint64_t in_flight = first ? vl__min(job->pp, job->grad_accum) : 1;
+  if (job->pp > 1 && first) in_flight = vl__min(job->pp, vl__max(job->grad_accum, 1));
+  struct vl__act act;
+  if (mg)
+    vl__act_megatron(arch, job, &sh, in_flight, last, bill, &ck, &act);
+  else
+    vl__act_hf(arch, job, &pol, &sh, bill, &ck, &act);
+  uint64_t A_layers = vl__mul3(&ck, Ls, act.layer_kept, in_flight);
+  uint64_t A_embed = first ? (mg ? act.embed : vl__mul(&ck, act.embed, in_flight)) : 0;
+  uint64_t A_head = last ? act.head : 0;
+  uint64_t A = vl__add(&ck, vl__add(&ck, A_layers, A_embed), A_head);
+  uint64_t recompute = job->checkpointing == VL_CKPT_FULL ? vl__sub0(act.layer, act.layer_kept) : 0;
+  note(bill, VL_LINE_ACTIVATIONS, "activations (end of forward)",
+       "L_stage * per_layer * in_flight + embeddings + head",
+       mg ? "Korthikanti et al. 2022; Megatron-LM theoretical_memory_usage.py"
+          : "activations.c (transformers modules)",
+       A, "L_stage", (double)Ls, "", "per_layer", (double)act.layer_kept, "bytes", "in_flight",
+       (double)in_flight, "");
+
+  /* autocast keeps a half copy of every fp32 matmul weight it casts; the
+   * linear saves it for backward (torch/csrc/autograd autocast_mode.cpp) */
+  uint64_t C = 0, C_layer = 0;
+  if (pol.autocast) {
+    C = vl__mul(&ck, st.linear_elems, 2);
+    if (job->zero >= 3) C = vl__mul(&ck, vl__min(st.layer_elems, st.linear_elems), 2 * 2);
+    C_layer = Ls ? C / (Ls + 1) : 0;
+    note(bill, VL_LINE_AUTOCAST, "autocast weight copies", "P_matmul * 2",
+         "PyTorch autocast weight cast cache (autocast_mode.cpp)", C, "P_matmul",
+         (double)st.linear_elems, "", NULL, 0, NULL, NULL, 0, NULL);
+  }
+  uint64_t C_ckpt = job->checkpointing == VL_CKPT_FULL ? 0 : C; /* not saved when recomputed */
+
+  /* ---- temporaries ---- */
+  uint64_t sb = job->lora_rank ? 4 : pol.state;
+  uint64_t T_opt = 0;
+  /* Megatron-LM and DeepSpeed step with fused multi-tensor kernels (apex or
+   * Transformer Engine FusedAdam, DeepSpeed FusedAdam): no state-sized lists */
+  enum vl_opt_impl impl = job->framework == VL_FW_HF ? job->opt_impl : VL_IMPL_FUSED;
+  if (impl == VL_IMPL_FOREACH &&
+      (job->optimizer == VL_OPT_ADAM || job->optimizer == VL_OPT_ADAMW ||
+       job->optimizer == VL_OPT_LION || job->optimizer == VL_OPT_ADAFACTOR))
+    T_opt = vl__mul(&ck, job->offload != VL_OFFLOAD_NONE ? 0 : tr_opt, sb);
+  else if (impl == VL_IMPL_FORLOOP && job->optimizer != VL_OPT_SGD)
+    T_opt = vl__mul(&ck, vl__min(st.largest_elems, tr_opt), sb);
+  note(bill, VL_LINE_TRANSIENT, "optimizer step temporaries",
+       impl == VL_IMPL_FOREACH ? "P_shard * s (one state-sized list)"
+                               : "largest tensor * s (for-loop) / 0 (fused)",
+       "torch/optim/adam.py _multi_tensor_adam (exp_avg_sq_sqrt)", T_opt, "P_shard", (double)tr_opt,
+       "", "s", (double)sb, "bytes", NULL, 0, NULL);
+  uint64_t gathered = 0, gathered_bwd = 0;
+  if (job->zero >= 3) {
+    if (ds) {
+      gathered = vl__mul(&ck, st.largest_elems, 4); /* DeepSpeed: 4 * largest layer */
+      gathered_bwd = gathered;
+    } else { /* FSDP: current + prefetched unit, and one unit's unsharded grads */
+      gathered = vl__mul3(&ck, st.layer_elems, pol.weight, 2);
+      gathered_bwd = vl__add(&ck, gathered, vl__mul(&ck, st.layer_elems, gb));
+    }
+    note(bill, VL_LINE_TRANSIENT, "ZeRO-3 gathered parameters",
+         ds ? "4 * largest_layer" : "2 * P_layer * w (+ P_layer * g in backward)",
+         ds ? "DeepSpeed estimate_zero3_model_states_mem_needs"
+            : "PyTorch FSDP (one unit gathered, one prefetched)",
+         gathered_bwd, "P_layer", (double)(ds ? st.largest_elems : st.layer_elems), "", NULL, 0,
+         NULL, NULL, 0, NULL);
+  }
+  uint64_t qlora_tmp = job->qlora ? vl__mul(&ck, st.largest_linear, 2) : 0;
+
+  /* ---- communication ---- */
+  uint64_t comm = 0;
+  uint64_t ranks = vl__mul3(&ck, job->dp, job->tp, job->pp);
+  if (dp > 1 && job->zero == 0 && !mg && !ds) {
+    comm = G; /* DDP buckets copy every gradient (gradient_as_bucket_view=False) */
+    note(bill, VL_LINE_COMM, "DDP gradient buckets", "G (bucket copies)",
+         "torch/nn/parallel/distributed.py (gradient_as_bucket_view=False)", comm, NULL, 0, NULL,
+         NULL, 0, NULL, NULL, 0, NULL);
+  } else if (dp > 1 && ds && job->zero <= 2) {
+    comm = vl__min(vl__mul(&ck, 500000000ull, pol.grad), vl__mul(&ck, tr, pol.grad));
+    note(bill, VL_LINE_COMM, "ZeRO reduce bucket", "min(5e8, P_train) * g",
+         "DeepSpeed reduce_bucket_size default 5e8", comm, NULL, 0, NULL, NULL, 0, NULL, NULL, 0,
+         NULL);
+  } else if (dp > 1 && job->zero >= 1 && !mg) {
+    comm = vl__mul(&ck, st.layer_elems, gb); /* FSDP reduce-scatter of one unit */
+    note(bill, VL_LINE_COMM, "FSDP reduce-scatter buffer", "P_layer * g", "PyTorch FSDP", comm,
+         NULL, 0, NULL, NULL, 0, NULL, NULL, 0, NULL);
+  }
+  uint64_t ctx = ov->cuda_context_bytes + (ranks > 1 ? ov->nccl_bytes : 0);
+  note(bill, VL_LINE_CONTEXT, "CUDA context + libraries", "context (+ NCCL when ranks > 1)",
+       "bench/results/2026-11-29-h200-basics.json", ctx, "context", (double)ov->cuda_context_bytes,
+       "bytes", "nccl", ranks > 1 ? (double)ov->nccl_bytes : 0, "bytes", NULL, 0, NULL);
+  note(bill, VL_LINE_WORKSPACE, "cuBLAS workspace", "measured",
+       "bench/results/2026-11-29-h200-basics.json", ov->cublas_workspace_bytes, NULL, 0, NULL, NULL,
+       0, NULL, NULL, 0, NULL);
+
+  /* ---- phases ---- */
+  bool persist = job->grads_persist || job->grad_accum > 1;
+  struct phase_comp ph[VL_PH_COUNT];
+  memset(ph, 0, sizeof ph);
+  for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++) {
+    ph[p].line[VL_LINE_PARAMETERS] = W_sharded;
+    ph[p].line[VL_LINE_MASTER] = M;
+    ph[p].line[VL_LINE_OPTIMIZER] = O;
+    ph[p].line[VL_LINE_COMM] = comm;
+    ph[p].line[VL_LINE_WORKSPACE] = ov->cublas_workspace_bytes;
+    ph[p].line[VL_LINE_CONTEXT] = ctx;
+  }
+  /* forward: the larger of the loss (all activations) and the top layer */
+  struct phase_comp *f = &ph[VL_PH_FORWARD];
+  f->line[VL_LINE_GRADIENTS] = persist ? G : 0;
+  f->line[VL_LINE_AUTOCAST] = C;
+  uint64_t at_loss = vl__add(&ck, A, act.head_fwd_tmp);
+  uint64_t at_layer = vl__add(&ck, vl__add(&ck, vl__sub0(A, A_head), recompute), act.layer_fwd_tmp);
+  uint64_t f_tmp = vl__add(&ck, gathered, qlora_tmp);
+  if (at_loss >= at_layer) {
+    f->line[VL_LINE_ACTIVATIONS] = A;
+    f->line[VL_LINE_TRANSIENT] = vl__add(&ck, act.head_fwd_tmp, f_tmp);
+  } else {
+    f->line[VL_LINE_ACTIVATIONS] = vl__sub0(A, A_head);
+    f->line[VL_LINE_TRANSIENT] = vl__add(&ck, vl__add(&ck, recompute, act.layer_fwd_tmp), f_tmp);
+  }
+  /* backward: points at the loss, the top layer, the bottom layer, the end */
+  struct phase_comp *bw = &ph[VL_PH_BACKWARD];
+  uint64_t G0 = persist ? G : 0;
+  struct {
+    uint64_t act, cast, grads, tmp;
+  } pts[4] = {
+      {A, C_ckpt, G0, act.loss_bwd_tmp},
+      {vl__sub0(A, A_head), C_ckpt, vl__max(G0, vl__add(&ck, G_head, G_layer)),
+       vl__add(&ck, recompute, act.layer_bwd_tmp)},
+      {vl__add(&ck, A_embed, vl__mul(&ck, act.layer_kept, in_flight)),
+       job->checkpointing == VL_CKPT_FULL ? 0 : C_layer,
+       vl__max(G0, vl__add(&ck, G_head, vl__mul(&ck, G_layer, Ls))),
+       vl__add(&ck, recompute, act.layer_bwd_tmp)},
+      {A_embed, 0, G, 0},
+  };
+  uint64_t best = 0;
+  unsigned bwd_live = 0; /* lines present at any point of the backward */
+  for (int i = 0; i < 4; i++) {
+    uint64_t tmp = vl__add(&ck, pts[i].tmp, vl__add(&ck, gathered_bwd, qlora_tmp));
+    uint64_t live =
+        vl__add(&ck, vl__add(&ck, pts[i].act, pts[i].cast), vl__add(&ck, pts[i].grads, tmp));
+    if (pts[i].act) bwd_live |= 1u << VL_LINE_ACTIVATIONS;
+    if (pts[i].cast) bwd_live |= 1u << VL_LINE_AUTOCAST;
+    if (pts[i].grads) bwd_live |= 1u << VL_LINE_GRADIENTS;
+    if (tmp) bwd_live |= 1u << VL_LINE_TRANSIENT;
+    if (i == 0 || live > best) {
+      best = live;
+      bw->line[VL_LINE_ACTIVATIONS] = pts[i].act;
+      bw->line[VL_LINE_AUTOCAST] = pts[i].cast;
+      bw->line[VL_LINE_GRADIENTS] = pts[i].grads;
+      bw->line[VL_LINE_TRANSIENT] = tmp;
+    }
+  }
+  /* optimizer step */
+  struct phase_comp *op = &ph[VL_PH_OPTIMIZER];
+  op->line[VL_LINE_GRADIENTS] = G;
+  op->line[VL_LINE_TRANSIENT] = T_opt;
+  /* Megatron's 5 % temporaries ride on the activations */
+  if (act.misc_fraction > 0) {
+    uint64_t misc = vl__scale(&ck, A, act.misc_fraction);
+    f->line[VL_LINE_TRANSIENT] = vl__add(&ck, f->line[VL_LINE_TRANSIENT], misc);
+    note(bill, VL_LINE_TRANSIENT, "miscellaneous temporaries", "0.05 * activations",
+         "Megatron-LM theoretical_memory_usage.py (overhead_factor 1.05)", misc, NULL, 0, NULL,
+         NULL, 0, NULL, NULL, 0, NULL);
+  }
+
+  /* allocator: rounding of persistent tensors + churn among the rest */
+  enum vl_phase peak = VL_PH_FORWARD;
+  for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++) {
+    uint64_t churn =
+        vl__add(&ck, ph[p].line[VL_LINE_ACTIVATIONS],
+                vl__add(&ck, ph[p].line[VL_LINE_TRANSIENT], ph[p].line[VL_LINE_AUTOCAST]));
+    /* weights' rounding, and the same for gradients and each fp32 copy of
+     * the trained weights when they are present */
+    uint64_t seg_waste = job->zero >= 3 ? vl__div_ceil(st.seg_waste, dp) : st.seg_waste;
+    if (!job->lora_rank && ph[p].line[VL_LINE_GRADIENTS]) seg_waste = vl__mul(&ck, seg_waste, 2);
+    ph[p].line[VL_LINE_RESERVE] =
+        vl__add(&ck, vl__scale(&ck, churn, ov->allocator_churn), seg_waste);
+    if (comp_alloc(&ph[p]) > comp_alloc(&ph[peak])) peak = (enum vl_phase)p;
+  }
+  note(bill, VL_LINE_RESERVE, "allocator reserve", "churn * (activations + temporaries) + rounding",
+       "PyTorch CUDACachingAllocator (512 B blocks, 2/20 MiB segments); churn to be calibrated",
+       ph[peak].line[VL_LINE_RESERVE], "churn", ov->allocator_churn, "", NULL, 0, NULL, NULL, 0,
+       NULL);
+
+  if (ck.overflow)
+    return vl__fail(err, VL_EOVERFLOW,
+                    "the bill overflows 64 bits (batch %llu x seq %llu is too large to model)",
+                    (unsigned long long)job->batch, (unsigned long long)job->seq);
+
+  memset(bill->lines, 0, sizeof bill->lines);
+  memset(bill->line_max, 0, sizeof bill->line_max);
+  memset(bill->live, 0, sizeof bill->live);
+  for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++) {
+    bill->phase_peak[p] = comp_alloc(&ph[p]);
+    for (int l = 0; l < VL_LINE_COUNT; l++) {
+      if (ph[p].line[l] || (p == VL_PH_BACKWARD && (bwd_live >> l & 1u))) bill->live[l] |= 1u << p;
+      bill->line_max[l] = vl__max(bill->line_max[l], ph[p].line[l]);
+    }
+  }
+  memcpy(bill->lines, ph[peak].line, sizeof bill->lines);
+  bill->peak_phase = peak;
+  bill->peak_allocated_bytes = comp_alloc(&ph[peak]);
+  bill->peak_reserved_bytes = bill->peak_allocated_bytes + ph[peak].line[VL_LINE_RESERVE];
+  bill->cuda_context_bytes = ctx;
+  bill->total_bytes = bill->peak_reserved_bytes + ctx;
+  bill->host_bytes = host;
+  bill->params_per_gpu = job->zero >= 3 ? vl__div_ceil(st.weights_elems, dp) : st.weights_elems;
+  bill->tokens = job->batch * job->seq;
+  bill->pp_stage = stage;
+  return VL_OK;
+}
+
+vl_status vl_bill_compute(const struct vl_arch *arch, const struct vl_job *job,
+                          const struct vl_overheads *ov, struct vl_bill *bill, struct vl_err *err) {
+  memset(bill, 0, sizeof *bill);
+  bill->task = job->task;
+  vl_status s = check_job(arch, job, err);
+  if (s != VL_OK) return s;
+  struct vl_inventory inv;
+  s = vl_inventory_build(arch, &inv, err);
+  if (s != VL_OK) return s;
+  bill->params = inv.total;
+  if (job->task == VL_TASK_INFER) return vl__bill_infer(arch, &inv, job, ov, bill, err);
+  struct lora lo;
+  s = resolve_lora(arch, &inv, job, &lo, err);
+  if (s != VL_OK) return s;
+  bill->trainable_params = job->lora_rank ? lo.params : inv.total;
+  s = train_stage(arch, &inv, job, ov, &lo, 0, bill, err);
+  if (s != VL_OK || job->pp == 1) return s;
+  /* pipeline: the first stage holds micro-batches in flight, the last the
+   * LM head and logits; report whichever needs more */
+  struct vl_bill last;
+  memset(&last, 0, sizeof last);
+  last.task = bill->task;
+  last.params = bill->params;
+  last.trainable_params = bill->trainable_params;
+  s = train_stage(arch, &inv, job, ov, &lo, job->pp - 1, &last, err);
+  if (s != VL_OK) return s;
+  if (last.total_bytes > bill->total_bytes) *bill = last;
+  return VL_OK;
+}

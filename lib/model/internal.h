@@ -1,0 +1,69 @@
+/* Internal interfaces between the files of lib/model. */
+#ifndef VRAMLEDGER_MODEL_INTERNAL_H
+#define VRAMLEDGER_MODEL_INTERNAL_H
+#include "../util/internal.h"
+#include "vramledger/model.h"
+
+/* Bytes per element under a precision policy. */
+struct vl__policy {
+  uint64_t weight; /* stored parameters */
+  uint64_t master; /* fp32 master copy (mixed-*), else 0 */
+  uint64_t grad;   /* gradients as autograd writes them */
+  uint64_t act;    /* activations in matmuls (autocast dtype) */
+  uint64_t resid;  /* residual stream dtype (fp32 under AMP) */
+  uint64_t state;  /* one optimizer state element (fp32 unless pure half) */
+  bool autocast;   /* amp-*: autocast keeps half copies of fp32 weights */
+};
+void vl__policy_get(enum vl_precision p, struct vl__policy *pol);
+
+/* Term recorder: appends to bill->terms. */
+struct vl__terms {
+  struct vl_bill *bill;
+};
+struct vl_term *vl__term(struct vl_bill *b, enum vl_line line, const char *name,
+                         const char *formula, const char *source, uint64_t bytes);
+void vl__term_in(struct vl_term *t, const char *name, double value, const char *unit);
+
+/* Activation model of one micro-batch on this GPU. All bytes. */
+struct vl__act {
+  uint64_t layer;         /* saved for backward by one layer, no recomputation */
+  uint64_t layer_kept;    /* kept per layer under the chosen recomputation */
+  uint64_t layer_fwd_tmp; /* extra live inside one layer's forward */
+  uint64_t layer_bwd_tmp; /* extra live while back-propagating one layer */
+  uint64_t embed;         /* embedding stage (ids, dropout mask) */
+  uint64_t head;          /* final norm, LM head input, logits, loss */
+  uint64_t head_fwd_tmp;  /* inside the loss forward */
+  uint64_t loss_bwd_tmp;  /* gradient of the logits */
+  double misc_fraction;   /* Megatron's 5 % temporaries (0 otherwise) */
+};
+
+struct vl__shape {
+  uint64_t b, s, h, a, g, d, I, V, tp;
+  bool sp;
+  uint64_t lora_rank; /* 0 without LoRA */
+  bool attn_in_saved; /* q/k/v weights (or their adapters) need their input */
+  bool o_in_saved;
+  bool mlp_in_saved;
+  bool down_in_saved;
+};
+
+/* Hugging Face modules, from first principles; records its terms. */
+void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const struct vl__policy *pol,
+                const struct vl__shape *sh, struct vl_bill *bill, struct vl__ck *ck,
+                struct vl__act *act);
+/* Megatron-LM / Korthikanti et al. 2022, Table 2; records its terms. */
+void vl__act_megatron(const struct vl_arch *arch, const struct vl_job *job,
+                      const struct vl__shape *sh, uint64_t in_flight, bool last_stage,
+                      struct vl_bill *bill, struct vl__ck *ck, struct vl__act *act);
+
+/* Inference bill. */
+vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *inv,
+                         const struct vl_job *job, const struct vl_overheads *ov,
+                         struct vl_bill *bill, struct vl_err *err);
+
+/* PyTorch caching allocator: bytes a tensor of n bytes occupies (512 B
+ * rounding) and the segment bytes reserved for it when it is alone. */
+uint64_t vl__alloc_block_bytes(uint64_t n);
+uint64_t vl__alloc_segment_bytes(uint64_t n);
+
+#endif

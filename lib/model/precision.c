@@ -1,0 +1,101 @@
+/* Precision policies and the names of every enum the CLI spells.
+ * Bytes per element: seed 004 (8 B/param for weight + gradient under both
+ * FP32 and mixed precision; 2 + 2 + 4 master), ZeRO paper (fp16 params and
+ * grads, K = 12 for Adam with fp32 master), PyTorch autocast (fp32 weights,
+ * half activations; layer_norm/softmax run in fp32). */
+#include <string.h>
+
+#include "internal.h"
+
+void vl__policy_get(enum vl_precision p, struct vl__policy *pol) {
+  memset(pol, 0, sizeof *pol);
+  switch (p) {
+  case VL_PREC_FP32: *pol = (struct vl__policy){4, 0, 4, 4, 4, 4, false}; break;
+  case VL_PREC_AMP_BF16:
+  case VL_PREC_AMP_FP16: *pol = (struct vl__policy){4, 0, 4, 2, 4, 4, true}; break;
+  case VL_PREC_BF16:
+  case VL_PREC_FP16: *pol = (struct vl__policy){2, 0, 2, 2, 2, 2, false}; break;
+  case VL_PREC_MIXED_BF16:
+  case VL_PREC_MIXED_FP16: *pol = (struct vl__policy){2, 4, 2, 2, 2, 4, false}; break;
+  default: *pol = (struct vl__policy){4, 0, 4, 4, 4, 4, false}; break;
+  }
+}
+
+#define NAME_FN(fn, type, count, ...)                                                              \
+  const char *fn(type v) {                                                                         \
+    static const char *const names[] = {__VA_ARGS__};                                              \
+    return (unsigned)v < (unsigned)(count) ? names[v] : NULL;                                      \
+  }
+
+NAME_FN(vl_precision_name, enum vl_precision, VL_PREC_COUNT, "fp32", "amp-bf16", "amp-fp16", "bf16",
+        "fp16", "mixed-bf16", "mixed-fp16")
+NAME_FN(vl_optimizer_name, enum vl_optimizer, VL_OPT_COUNT, "sgd", "sgd-momentum", "adam", "adamw",
+        "lion", "adafactor", "adam8bit")
+NAME_FN(vl_opt_impl_name, enum vl_opt_impl, VL_IMPL_COUNT, "foreach", "fused", "forloop")
+NAME_FN(vl_attention_name, enum vl_attention, VL_ATTN_COUNT, "eager", "sdpa")
+NAME_FN(vl_ckpt_name, enum vl_ckpt, VL_CKPT_COUNT, "none", "selective", "full")
+NAME_FN(vl_framework_name, enum vl_framework, VL_FW_COUNT, "hf", "megatron", "deepspeed")
+NAME_FN(vl_offload_name, enum vl_offload, VL_OFFLOAD_COUNT, "none", "optimizer", "full")
+NAME_FN(vl_kv_layout_name, enum vl_kv_layout, VL_KV_COUNT, "contiguous", "paged")
+NAME_FN(vl_phase_name, enum vl_phase, VL_PH_COUNT, "forward", "backward", "optimizer step",
+        "prefill", "decode")
+NAME_FN(vl_line_key, enum vl_line, VL_LINE_COUNT, "parameters", "master_weights", "gradients",
+        "optimizer_states", "activations", "autocast_cache", "transient", "kv_cache",
+        "comm_buffers", "workspace", "allocator_reserve", "cuda_context")
+NAME_FN(vl_line_label, enum vl_line, VL_LINE_COUNT, "parameters", "master weights (fp32)",
+        "gradients", "optimizer states", "activations", "autocast weight copies",
+        "transient buffers", "KV cache", "communication buffers", "cuBLAS workspace",
+        "allocator reserve", "CUDA context + libraries")
+
+bool vl_line_in_allocated(enum vl_line l) {
+  return l != VL_LINE_RESERVE && l != VL_LINE_CONTEXT && l < VL_LINE_COUNT;
+}
+
+void vl_job_init(struct vl_job *job) {
+  memset(job, 0, sizeof *job);
+  job->task = VL_TASK_TRAIN;
+  job->batch = 1;
+  job->seq = 2048;
+  job->grad_accum = 1;
+  job->precision = VL_PREC_AMP_BF16;
+  job->optimizer = VL_OPT_ADAMW;
+  job->opt_impl = VL_IMPL_FOREACH;
+  job->attention = VL_ATTN_SDPA;
+  job->checkpointing = VL_CKPT_NONE;
+  job->framework = VL_FW_HF;
+  job->dp = job->tp = job->pp = 1;
+  job->kv_layout = VL_KV_CONTIGUOUS;
+  job->kv_block_tokens = 16;
+}
+
+void vl_overheads_default(struct vl_overheads *o) {
+  /* bench/results/2026-11-29-h200-basics.json: NVML process memory 640 MiB
+   * after the first bf16 matmul with 54 MiB reserved by PyTorch -> 586 MiB
+   * outside the allocator; the first matmul allocated a 32 MiB workspace. */
+  o->cuda_context_bytes = 671088640ull - 56623104ull;
+  o->cublas_workspace_bytes = 32ull << 20;
+  /* NCCL: 4 MiB NCCL_BUFFSIZE x 2 directions x 16 channels x 2 ring peers */
+  o->nccl_bytes = 256ull << 20;
+  /* by-the-book allowance for cached free blocks among churning tensors;
+   * issue 3 calibrates it against measured reserved bytes */
+  o->allocator_churn = 0.05;
+}
+
+struct vl_term *vl__term(struct vl_bill *b, enum vl_line line, const char *name,
+                         const char *formula, const char *source, uint64_t bytes) {
+  /* the table is sized for every term the model records; should it ever
+   * fill, the last slot is reused rather than writing past the end */
+  struct vl_term *t = &b->terms[b->n_terms < VL_MAX_TERMS ? b->n_terms++ : VL_MAX_TERMS - 1];
+  memset(t, 0, sizeof *t);
+  t->line = line;
+  t->name = name;
+  t->formula = formula;
+  t->source = source;
+  t->bytes = bytes;
+  return t;
+}
+
+void vl__term_in(struct vl_term *t, const char *name, double value, const char *unit) {
+  if (t->n_in >= VL_TERM_INPUTS) return;
+  t->in[t->n_in++] = (struct vl_input){name, value, unit};
+}

@@ -1,0 +1,315 @@
+/* The estimate report: text, Markdown and JSON. */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../util/internal.h"
+#include "vramledger/render.h"
+
+#define GIB(x) ((double)(x) / (double)(1ull << 30))
+
+static void live_list(char *buf, size_t n, unsigned mask, const char *sep) {
+  size_t o = 0;
+  buf[0] = '\0';
+  for (int p = 0; p < VL_PH_COUNT; p++) {
+    if (!(mask & (1u << p))) continue;
+    int w = snprintf(buf + o, n - o, "%s%s", o ? sep : "", vl_phase_name((enum vl_phase)p));
+    if (w < 0 || (size_t)w >= n - o) break;
+    o += (size_t)w;
+  }
+  if (o == 0) snprintf(buf, n, "-");
+}
+
+static void settings_line(char *buf, size_t n, const struct vl_estimate_view *v) {
+  const struct vl_job *j = v->job;
+  size_t o = 0;
+#define ADD(...)                                                                                   \
+  do {                                                                                             \
+    int w_ = snprintf(buf + o, n - o, __VA_ARGS__);                                                \
+    if (w_ > 0 && (size_t)w_ < n - o) o += (size_t)w_;                                             \
+  } while (0)
+  if (j->task == VL_TASK_TRAIN) {
+    ADD("micro-batch %llu x seq %llu", (unsigned long long)j->batch, (unsigned long long)j->seq);
+    if (j->grad_accum > 1) ADD(" x %llu accumulated", (unsigned long long)j->grad_accum);
+    ADD(", %s, %s (%s), %s, ", vl_precision_name(j->precision), vl_optimizer_name(j->optimizer),
+        vl_opt_impl_name(j->opt_impl), vl_attention_name(j->attention));
+    ADD(j->checkpointing == VL_CKPT_NONE ? "no checkpointing" : "%s checkpointing",
+        vl_ckpt_name(j->checkpointing));
+    if (j->lora_rank)
+      ADD(", %s r=%llu", j->qlora ? "QLoRA" : "LoRA", (unsigned long long)j->lora_rank);
+  } else {
+    ADD("batch %llu x (prompt %llu + %llu new tokens), %s, %s, %s KV cache",
+        (unsigned long long)j->batch, (unsigned long long)j->seq, (unsigned long long)j->new_tokens,
+        vl_precision_name(j->precision), vl_attention_name(j->attention),
+        vl_kv_layout_name(j->kv_layout));
+  }
+  uint64_t gpus = j->dp * j->tp * j->pp;
+  if (gpus == 1)
+    ADD(", 1 GPU");
+  else {
+    ADD(", %llu GPUs (dp %llu, tp %llu%s, pp %llu", (unsigned long long)gpus,
+        (unsigned long long)j->dp, (unsigned long long)j->tp, j->sp ? " +sp" : "",
+        (unsigned long long)j->pp);
+    if (j->zero) ADD(", ZeRO-%u", j->zero);
+    ADD(")");
+  }
+  if (j->framework != VL_FW_HF) ADD(", %s accounting", vl_framework_name(j->framework));
+  if (j->offload != VL_OFFLOAD_NONE) ADD(", offload %s", vl_offload_name(j->offload));
+#undef ADD
+}
+
+static const char *verdict(const struct vl_fit *f) { return f->fits ? "fits" : "does not fit"; }
+
+static void text(FILE *o, const struct vl_estimate_view *v) {
+  const struct vl_bill *b = v->bill;
+  char s1[64], s2[64], set[512], live[96];
+  settings_line(set, sizeof set, v);
+  fprintf(o, "%s (%s): %s\n", v->model_name, v->arch->model_type,
+          b->task == VL_TASK_TRAIN ? "training step, per GPU" : "generation, per GPU");
+  fprintf(o, "  %s\n", set);
+  fprintf(o, "  parameters %s", vl_fmt_int(s1, sizeof s1, b->params));
+  if (b->task == VL_TASK_TRAIN)
+    fprintf(o, ", trainable %s", vl_fmt_int(s2, sizeof s2, b->trainable_params));
+  if (b->params_per_gpu != b->params)
+    fprintf(o, ", on this GPU %s", vl_fmt_int(s1, sizeof s1, b->params_per_gpu));
+  if (v->job->pp > 1) fprintf(o, " (pipeline stage %llu)", (unsigned long long)b->pp_stage);
+  fprintf(o, "\n\n");
+  fprintf(o, "  %-26s %10s %7s %10s  %s\n", "at the peak", "GiB", "share", "max GiB", "live in");
+  for (int l = 0; l < VL_LINE_COUNT; l++) {
+    if (!b->line_max[l]) continue;
+    double share = b->total_bytes ? 100.0 * (double)b->lines[l] / (double)b->total_bytes : 0.0;
+    live_list(live, sizeof live, b->live[l], ", ");
+    fprintf(o, "  %-26s %10.2f %6.1f%% %10.2f  %s\n", vl_line_label((enum vl_line)l),
+            GIB(b->lines[l]), share, GIB(b->line_max[l]), live);
+  }
+  fprintf(o, "  %-26s %10.2f          (torch.cuda.max_memory_allocated)\n", "peak allocated",
+          GIB(b->peak_allocated_bytes));
+  fprintf(o, "  %-26s %10.2f          (torch.cuda.max_memory_reserved)\n", "peak reserved",
+          GIB(b->peak_reserved_bytes));
+  fprintf(o, "  %-26s %10.2f %6.1f%%   (process memory in nvidia-smi)\n", "total",
+          GIB(b->total_bytes), 100.0);
+  fprintf(o, "\n  peak during: %s", vl_phase_name(b->peak_phase));
+  for (int p = 0; p < VL_PH_COUNT; p++)
+    if (b->phase_peak[p])
+      fprintf(o, "%s%s %.2f GiB",
+              p == 0 || (b->task == VL_TASK_INFER && p == VL_PH_PREFILL) ? " (" : ", ",
+              vl_phase_name((enum vl_phase)p), GIB(b->phase_peak[p]));
+  fprintf(o, " allocated)\n");
+  if (b->host_bytes) fprintf(o, "  host RAM for offloaded states: %.2f GiB\n", GIB(b->host_bytes));
+  if (v->gpu) {
+    const struct vl_fit *f = v->fit;
+    fprintf(o, "  %s: %.2f GiB, %.0f %% kept free -> %.2f GiB usable: %s, headroom %.2f GiB\n",
+            v->gpu->name, GIB(f->capacity_bytes), f->margin * 100.0, GIB(f->usable_bytes),
+            verdict(f), (double)f->headroom_bytes / (double)(1ull << 30));
+  }
+  if (v->searched) {
+    const char *what = v->searched == 1 ? "micro-batch" : "sequence length";
+    if (v->search_best)
+      fprintf(o, "  largest %s that fits %s: %llu\n", what, v->gpu->name,
+              (unsigned long long)v->search_best);
+    else
+      fprintf(o, "  no %s fits %s, not even 1\n", what, v->gpu->name);
+  }
+  if (!v->explain) return;
+  fprintf(o, "\nformulas (bytes; detail lines explain a part and are not summed)\n");
+  for (int i = 0; i < b->n_terms; i++) {
+    const struct vl_term *t = &b->terms[i];
+    fprintf(o, "  %s%s: %s = %s", t->detail ? "  . " : "", t->name, t->formula,
+            vl_fmt_int(s1, sizeof s1, t->bytes));
+    fprintf(o, " (%.3f GiB)\n", GIB(t->bytes));
+    if (t->n_in) {
+      fprintf(o, "      where");
+      for (int k = 0; k < t->n_in; k++) {
+        double x = t->in[k].value;
+        char num[48];
+        if (x >= 0 && x < 1e18 && x == (double)(uint64_t)x)
+          vl_fmt_int(num, sizeof num, (uint64_t)x);
+        else
+          snprintf(num, sizeof num, "%.4g", x);
+        fprintf(o, "%s %s = %s%s%s", k ? "," : "", t->in[k].name, num, t->in[k].unit[0] ? " " : "",
+                t->in[k].unit);
+      }
+      fprintf(o, "\n");
+    }
+    fprintf(o, "      source: %s\n", t->source);
+  }
+}
+
+static void md(FILE *o, const struct vl_estimate_view *v) {
+  const struct vl_bill *b = v->bill;
+  char set[512], live[96], s1[64];
+  settings_line(set, sizeof set, v);
+  fprintf(o, "## Memory estimate: %s (%s)\n\n%s.\n\n", v->model_name, v->arch->model_type, set);
+  fprintf(o, "Parameters: %s", vl_fmt_int(s1, sizeof s1, b->params));
+  if (b->task == VL_TASK_TRAIN)
+    fprintf(o, "; trainable: %s", vl_fmt_int(s1, sizeof s1, b->trainable_params));
+  fprintf(o, ".\n\n| line | bytes at the peak | GiB | share | max GiB | live in "
+             "|\n|---|---:|---:|---:|---:|---|\n");
+  for (int l = 0; l < VL_LINE_COUNT; l++) {
+    if (!b->line_max[l]) continue;
+    double share = b->total_bytes ? 100.0 * (double)b->lines[l] / (double)b->total_bytes : 0.0;
+    live_list(live, sizeof live, b->live[l], ", ");
+    fprintf(o, "| %s | %s | %.2f | %.1f %% | %.2f | %s |\n", vl_line_label((enum vl_line)l),
+            vl_fmt_int(s1, sizeof s1, b->lines[l]), GIB(b->lines[l]), share, GIB(b->line_max[l]),
+            live);
+  }
+  fprintf(o, "| **peak allocated** | %s | %.2f | | | %s |\n",
+          vl_fmt_int(s1, sizeof s1, b->peak_allocated_bytes), GIB(b->peak_allocated_bytes),
+          vl_phase_name(b->peak_phase));
+  fprintf(o, "| **peak reserved** | %s | %.2f | | | |\n",
+          vl_fmt_int(s1, sizeof s1, b->peak_reserved_bytes), GIB(b->peak_reserved_bytes));
+  fprintf(o, "| **total (process)** | %s | %.2f | 100.0 %% | | |\n",
+          vl_fmt_int(s1, sizeof s1, b->total_bytes), GIB(b->total_bytes));
+  if (v->gpu)
+    fprintf(o, "\n**%s** (%.2f GiB, %.0f %% kept free): %s, headroom %.2f GiB.\n", v->gpu->name,
+            GIB(v->fit->capacity_bytes), v->fit->margin * 100.0, verdict(v->fit),
+            (double)v->fit->headroom_bytes / (double)(1ull << 30));
+  if (v->searched)
+    fprintf(o, "\nLargest %s that fits: %llu.\n",
+            v->searched == 1 ? "micro-batch" : "sequence length",
+            (unsigned long long)v->search_best);
+  if (!v->explain) return;
+  fprintf(o, "\n### Formulas\n\n| term | formula | bytes | source |\n|---|---|---:|---|\n");
+  for (int i = 0; i < b->n_terms; i++) {
+    const struct vl_term *t = &b->terms[i];
+    fprintf(o, "| %s%s | `%s` | %s | %s |\n", t->detail ? "↳ " : "", t->name, t->formula,
+            vl_fmt_int(s1, sizeof s1, t->bytes), t->source);
+  }
+}
+
+static json_t *phases_array(unsigned mask) {
+  json_t *a = json_array();
+  for (int p = 0; p < VL_PH_COUNT; p++)
+    if (mask & (1u << p)) json_array_append_new(a, json_string(vl_phase_name((enum vl_phase)p)));
+  return a;
+}
+
+#define U(x) json_integer((json_int_t)(x))
+
+static json_t *json_report(const struct vl_estimate_view *v) {
+  const struct vl_bill *b = v->bill;
+  const struct vl_job *j = v->job;
+  const struct vl_arch *a = v->arch;
+  json_t *r = json_object();
+  json_object_set_new(r, "schema", json_string("vramledger.estimate/1"));
+  json_object_set_new(r, "version", json_string(v->version));
+  json_t *m = json_object();
+  json_object_set_new(m, "name", json_string(v->model_name));
+  json_object_set_new(m, "model_type", json_string(a->model_type));
+  json_object_set_new(m, "layers", U(a->layers));
+  json_object_set_new(m, "hidden_size", U(a->hidden));
+  json_object_set_new(m, "heads", U(a->heads));
+  json_object_set_new(m, "kv_heads", U(a->kv_heads));
+  json_object_set_new(m, "head_dim", U(a->head_dim));
+  json_object_set_new(m, "intermediate_size", U(a->intermediate));
+  json_object_set_new(m, "vocab_size", U(a->vocab));
+  if (a->experts) {
+    json_object_set_new(m, "experts", U(a->experts));
+    json_object_set_new(m, "experts_per_token", U(a->experts_per_token));
+  }
+  json_object_set_new(r, "model", m);
+  json_t *s = json_object();
+  json_object_set_new(s, "task", json_string(j->task == VL_TASK_TRAIN ? "train" : "infer"));
+  json_object_set_new(s, "batch", U(j->batch));
+  json_object_set_new(s, "seq", U(j->seq));
+  json_object_set_new(s, "precision", json_string(vl_precision_name(j->precision)));
+  json_object_set_new(s, "attention", json_string(vl_attention_name(j->attention)));
+  if (j->task == VL_TASK_TRAIN) {
+    json_object_set_new(s, "grad_accum", U(j->grad_accum));
+    json_object_set_new(s, "optimizer", json_string(vl_optimizer_name(j->optimizer)));
+    json_object_set_new(s, "optimizer_impl", json_string(vl_opt_impl_name(j->opt_impl)));
+    json_object_set_new(s, "checkpointing", json_string(vl_ckpt_name(j->checkpointing)));
+    json_object_set_new(s, "framework", json_string(vl_framework_name(j->framework)));
+    json_object_set_new(s, "lora_rank", U(j->lora_rank));
+    json_object_set_new(s, "qlora", json_boolean(j->qlora));
+    json_object_set_new(s, "zero", U(j->zero));
+    json_object_set_new(s, "offload", json_string(vl_offload_name(j->offload)));
+  } else {
+    json_object_set_new(s, "new_tokens", U(j->new_tokens));
+    json_object_set_new(s, "kv_layout", json_string(vl_kv_layout_name(j->kv_layout)));
+  }
+  json_object_set_new(s, "dp", U(j->dp));
+  json_object_set_new(s, "tp", U(j->tp));
+  json_object_set_new(s, "pp", U(j->pp));
+  json_object_set_new(s, "sp", json_boolean(j->sp));
+  json_object_set_new(r, "settings", s);
+  json_object_set_new(r, "params", U(b->params));
+  json_object_set_new(r, "trainable_params", U(b->trainable_params));
+  json_object_set_new(r, "params_per_gpu", U(b->params_per_gpu));
+  json_t *bill = json_object();
+  for (int l = 0; l < VL_LINE_COUNT; l++)
+    json_object_set_new(bill, vl_line_key((enum vl_line)l), U(b->lines[l]));
+  json_object_set_new(r, "bill", bill);
+  json_t *lines = json_array();
+  for (int l = 0; l < VL_LINE_COUNT; l++) {
+    json_t *e = json_object();
+    json_object_set_new(e, "key", json_string(vl_line_key((enum vl_line)l)));
+    json_object_set_new(e, "label", json_string(vl_line_label((enum vl_line)l)));
+    json_object_set_new(e, "bytes", U(b->lines[l]));
+    json_object_set_new(e, "max_bytes", U(b->line_max[l]));
+    json_object_set_new(
+        e, "share", json_real(b->total_bytes ? (double)b->lines[l] / (double)b->total_bytes : 0.0));
+    json_object_set_new(e, "live", phases_array(b->live[l]));
+    json_object_set_new(e, "in_allocated", json_boolean(vl_line_in_allocated((enum vl_line)l)));
+    json_array_append_new(lines, e);
+  }
+  json_object_set_new(r, "lines", lines);
+  json_object_set_new(r, "peak_phase", json_string(vl_phase_name(b->peak_phase)));
+  json_t *pp = json_object();
+  for (int p = 0; p < VL_PH_COUNT; p++)
+    if (b->phase_peak[p])
+      json_object_set_new(pp, vl_phase_name((enum vl_phase)p), U(b->phase_peak[p]));
+  json_object_set_new(r, "phase_peaks_allocated_bytes", pp);
+  json_object_set_new(r, "peak_allocated_bytes", U(b->peak_allocated_bytes));
+  json_object_set_new(r, "peak_reserved_bytes", U(b->peak_reserved_bytes));
+  json_object_set_new(r, "cuda_context_bytes", U(b->cuda_context_bytes));
+  json_object_set_new(r, "total_bytes", U(b->total_bytes));
+  json_object_set_new(r, "host_bytes", U(b->host_bytes));
+  if (j->pp > 1) json_object_set_new(r, "pp_stage", U(b->pp_stage));
+  if (v->gpu) {
+    json_t *g = json_object();
+    json_object_set_new(g, "name", json_string(v->gpu->name));
+    json_object_set_new(g, "memory_bytes", U(v->fit->capacity_bytes));
+    json_object_set_new(g, "margin", json_real(v->fit->margin));
+    json_object_set_new(g, "usable_bytes", U(v->fit->usable_bytes));
+    json_object_set_new(g, "headroom_bytes", json_integer(v->fit->headroom_bytes));
+    json_object_set_new(g, "fits", json_boolean(v->fit->fits));
+    json_object_set_new(r, "gpu", g);
+    json_object_set_new(r, "fits", json_boolean(v->fit->fits));
+  }
+  if (v->searched)
+    json_object_set_new(r, v->searched == 1 ? "max_batch" : "max_seq", U(v->search_best));
+  json_t *terms = json_array();
+  for (int i = 0; i < b->n_terms; i++) {
+    const struct vl_term *t = &b->terms[i];
+    json_t *e = json_object();
+    json_object_set_new(e, "line", json_string(vl_line_key(t->line)));
+    json_object_set_new(e, "name", json_string(t->name));
+    json_object_set_new(e, "formula", json_string(t->formula));
+    json_object_set_new(e, "bytes", U(t->bytes));
+    json_object_set_new(e, "detail", json_boolean(t->detail));
+    json_t *in = json_object();
+    for (int k = 0; k < t->n_in; k++)
+      json_object_set_new(in, t->in[k].name, json_real(t->in[k].value));
+    json_object_set_new(e, "inputs", in);
+    json_object_set_new(e, "source", json_string(t->source));
+    json_array_append_new(terms, e);
+  }
+  json_object_set_new(r, "terms", terms);
+  return r;
+}
+
+int vl_render_estimate(FILE *out, enum vl_format fmt, const struct vl_estimate_view *v) {
+  if (fmt == VL_FMT_JSON) {
+    json_t *r = json_report(v);
+    int rc = json_dumpf(r, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    json_decref(r);
+    fputc('\n', out);
+    return rc == 0 && !ferror(out) ? 0 : -1;
+  }
+  if (fmt == VL_FMT_MD)
+    md(out, v);
+  else
+    text(out, v);
+  return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,68 @@
+/* Internal helpers shared by the library: checked arithmetic and errors.
+ * Not part of the public API. */
+#ifndef VRAMLEDGER_INTERNAL_H
+#define VRAMLEDGER_INTERNAL_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vramledger/status.h"
+
+/* Checked 64-bit arithmetic that records overflow instead of wrapping, so a
+ * formula can be written as plain arithmetic and checked once at the end.
+ * Saturates at UINT64_MAX once overflowed. */
+struct vl__ck {
+  bool overflow;
+};
+
+static inline uint64_t vl__add(struct vl__ck *c, uint64_t a, uint64_t b) {
+  uint64_t r;
+  if (__builtin_add_overflow(a, b, &r)) {
+    c->overflow = true;
+    return UINT64_MAX;
+  }
+  return r;
+}
+
+static inline uint64_t vl__mul(struct vl__ck *c, uint64_t a, uint64_t b) {
+  uint64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) {
+    c->overflow = true;
+    return UINT64_MAX;
+  }
+  return r;
+}
+
+static inline uint64_t vl__mul3(struct vl__ck *c, uint64_t a, uint64_t b, uint64_t d) {
+  return vl__mul(c, vl__mul(c, a, b), d);
+}
+
+static inline uint64_t vl__mul4(struct vl__ck *c, uint64_t a, uint64_t b, uint64_t d, uint64_t e) {
+  return vl__mul(c, vl__mul3(c, a, b, d), e);
+}
+
+static inline uint64_t vl__sub0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+/* a * f for a non-negative factor f, rounded to nearest; overflow checked. */
+static inline uint64_t vl__scale(struct vl__ck *c, uint64_t a, double f) {
+  double r = (double)a * f + 0.5;
+  if (!(r >= 0.0)) return 0;
+  if (r >= 18446744073709551615.0) {
+    c->overflow = true;
+    return UINT64_MAX;
+  }
+  return (uint64_t)r;
+}
+
+static inline uint64_t vl__div_ceil(uint64_t a, uint64_t b) { return b ? a / b + (a % b != 0) : 0; }
+
+static inline uint64_t vl__round_up(uint64_t a, uint64_t m) { return vl__div_ceil(a, m) * m; }
+
+static inline uint64_t vl__max(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static inline uint64_t vl__min(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+/* Fill err (if not NULL) and return s. printf-style. */
+vl_status vl__fail(struct vl_err *err, vl_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#include "vramledger/banned.h" /* last: after every system header */
+#endif

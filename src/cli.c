@@ -1,0 +1,158 @@
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("vramledger: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+void cli_hint(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("vramledger: hint: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+static size_t edit_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 63 || lb > 63) return (size_t)-1;
+  size_t prev[64], cur[64];
+  for (size_t j = 0; j <= lb; j++)
+    prev[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    cur[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+      size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+      cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+    }
+    memcpy(prev, cur, (lb + 1) * sizeof prev[0]);
+  }
+  return prev[lb];
+}
+
+const char *cli_nearest(const char *s, const char *const *candidates, size_t n) {
+  const char *best = NULL;
+  size_t best_d = (size_t)-1;
+  for (size_t i = 0; i < n; i++) {
+    size_t d = edit_distance(s, candidates[i]);
+    /* a prefix is as good as a near miss: "llama-3-8" -> "llama-3-8b" */
+    if (strncmp(s, candidates[i], strlen(s)) == 0 && strlen(s) >= 3) d = d < 2 ? d : 2;
+    if (d < best_d) {
+      best_d = d;
+      best = candidates[i];
+    }
+  }
+  size_t len = strlen(s);
+  size_t limit = len < 4 ? 1 : len / 3 + 1;
+  return best_d <= limit ? best : NULL;
+}
+
+int cli_parse(int argc, const char **argv, const struct cli_opt *opts, cli_opt_fn fn, void *ctx) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "-h") == 0) a = "--help";
+    if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+      cli_error("unexpected argument '%s'", a);
+      cli_hint("options start with '--'; see --help");
+      return VL_EXIT_USAGE;
+    }
+    const char *name = a + 2, *eq = strchr(name, '=');
+    size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+    const struct cli_opt *o = NULL;
+    for (const struct cli_opt *p = opts; p->name; p++)
+      if (strlen(p->name) == nlen && strncmp(p->name, name, nlen) == 0) o = p;
+    if (!o) {
+      char flag[64];
+      snprintf(flag, sizeof flag, "%.*s", (int)(nlen < 60 ? nlen : 60), name);
+      const char *names[128];
+      size_t n = 0;
+      for (const struct cli_opt *p = opts; p->name && n < 128; p++)
+        names[n++] = p->name;
+      const char *near = cli_nearest(flag, names, n);
+      cli_error("unknown option '--%s'", flag);
+      if (near) cli_hint("did you mean '--%s'?", near);
+      return VL_EXIT_USAGE;
+    }
+    const char *arg = NULL;
+    if (o->has_arg) {
+      if (eq) {
+        arg = eq + 1;
+      } else if (i + 1 < argc) {
+        arg = argv[++i];
+      } else {
+        cli_error("option '--%s' needs a value", o->name);
+        return VL_EXIT_USAGE;
+      }
+    } else if (eq) {
+      cli_error("option '--%s' takes no value", o->name);
+      return VL_EXIT_USAGE;
+    }
+    int rc = fn(ctx, o->id, o->name, arg);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+int cli_u64(const char *flag, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out) {
+  char *end;
+  errno = 0;
+  if (arg[0] == '-' || arg[0] == '+' || arg[0] == '\0' || arg[0] == ' ') goto bad;
+  unsigned long long v = strtoull(arg, &end, 10);
+  if (errno || *end) goto bad;
+  if (v < lo || v > hi) {
+    cli_error("--%s %s is out of range: give %llu to %llu", flag, arg, (unsigned long long)lo,
+              (unsigned long long)hi);
+    return VL_EXIT_USAGE;
+  }
+  *out = v;
+  return 0;
+bad:
+  cli_error("--%s expects a whole number, got '%s'", flag, arg);
+  return VL_EXIT_USAGE;
+}
+
+int cli_double(const char *flag, const char *arg, double lo, double hi, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(arg, &end);
+  if (errno || *end || arg[0] == '\0' || !isfinite(v)) {
+    cli_error("--%s expects a number, got '%s'", flag, arg);
+    return VL_EXIT_USAGE;
+  }
+  if (v < lo || v > hi) {
+    cli_error("--%s %s is out of range: give %g to %g", flag, arg, lo, hi);
+    return VL_EXIT_USAGE;
+  }
+  *out = v;
+  return 0;
+}
+
+int cli_choice(const char *flag, const char *arg, const char *const *names) {
+  size_t n = 0;
+  for (; names[n]; n++)
+    if (strcmp(names[n], arg) == 0) return (int)n;
+  char list[256] = "";
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    int w = snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", names[i]);
+    if (w < 0 || (size_t)w >= sizeof list - o) break;
+    o += (size_t)w;
+  }
+  cli_error("--%s: unknown value '%s'; choose one of: %s", flag, arg, list);
+  const char *near = cli_nearest(arg, names, n);
+  if (near) cli_hint("did you mean '%s'?", near);
+  return -1;
+}

@@ -1,0 +1,50 @@
+/* The command-line tool: shared helpers. All wording for users lives in src/. */
+#ifndef VRAMLEDGER_CLI_H
+#define VRAMLEDGER_CLI_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vramledger/status.h"
+
+enum { VL_EXIT_OK = 0, VL_EXIT_ERROR = 1, VL_EXIT_USAGE = 2, VL_EXIT_NOFIT = 3 };
+
+/* Messages on stderr: "vramledger: error: ...", "vramledger: hint: ...". */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Options: a table of long names; parse_options walks argv. */
+struct cli_opt {
+  const char *name; /* without "--" */
+  bool has_arg;
+  int id;
+};
+
+/* Callback per option; return 0 to go on, or an exit code to stop. */
+typedef int (*cli_opt_fn)(void *ctx, int id, const char *name, const char *arg);
+
+/*! Parse argv[1..argc) against opts. Unknown options get a "did you mean"
+ * hint; positional arguments are refused. @return 0 or an exit code. */
+int cli_parse(int argc, const char **argv, const struct cli_opt *opts, cli_opt_fn fn, void *ctx);
+
+/*! Strict number parsers; print the usage error themselves.
+ * @return 0, or VL_EXIT_USAGE. */
+int cli_u64(const char *flag, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out);
+int cli_double(const char *flag, const char *arg, double lo, double hi, double *out);
+
+/*! Index of arg in the NULL-terminated names, or -1 after printing a usage
+ * error that lists them and suggests the nearest. */
+int cli_choice(const char *flag, const char *arg, const char *const *names);
+
+/*! Nearest of candidates to s by edit distance, or NULL if none is close. */
+const char *cli_nearest(const char *s, const char *const *candidates, size_t n);
+
+/* Files. */
+/*! Read a whole file (at most 64 MiB) into a NUL-terminated heap buffer the
+ * caller frees with vl_free. On failure prints the error and returns NULL. */
+char *cli_read_file(const char *path, size_t *len);
+/*! Directory of the bundled data: $VRAMLEDGER_DATA or the build's data/. */
+const char *cli_data_dir(void);
+
+#include "vramledger/banned.h"
+#endif

@@ -1,0 +1,433 @@
+/* vramledger estimate: the memory bill of a training step or a generation.
+ * docs/cmd/estimate.md is the manual and the --help text. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "vramledger/alloc.h"
+#include "vramledger/catalog.h"
+#include "vramledger/model.h"
+#include "vramledger/render.h"
+
+enum {
+  O_HELP,
+  O_MODEL,
+  O_TASK,
+  O_BATCH,
+  O_SEQ,
+  O_PRECISION,
+  O_OPTIMIZER,
+  O_OPT_IMPL,
+  O_ATTENTION,
+  O_CKPT,
+  O_LORA_RANK,
+  O_LORA_TARGETS,
+  O_QLORA,
+  O_ZERO,
+  O_DP,
+  O_TP,
+  O_PP,
+  O_SP,
+  O_OFFLOAD,
+  O_FRAMEWORK,
+  O_GRAD_ACCUM,
+  O_KEEP_GRADS,
+  O_MASTER_GRADS,
+  O_NEW_TOKENS,
+  O_KV_LAYOUT,
+  O_KV_BLOCK,
+  O_GPU,
+  O_MARGIN,
+  O_MAX_BATCH,
+  O_MAX_SEQ,
+  O_FORMAT,
+  O_EXPLAIN,
+  O_CATALOG
+};
+
+static const struct cli_opt opts[] = {
+    {"help", false, O_HELP},
+    {"model", true, O_MODEL},
+    {"task", true, O_TASK},
+    {"batch", true, O_BATCH},
+    {"seq", true, O_SEQ},
+    {"precision", true, O_PRECISION},
+    {"optimizer", true, O_OPTIMIZER},
+    {"optimizer-impl", true, O_OPT_IMPL},
+    {"attention", true, O_ATTENTION},
+    {"checkpointing", true, O_CKPT},
+    {"lora-rank", true, O_LORA_RANK},
+    {"lora-targets", true, O_LORA_TARGETS},
+    {"qlora", false, O_QLORA},
+    {"zero", true, O_ZERO},
+    {"dp", true, O_DP},
+    {"tp", true, O_TP},
+    {"pp", true, O_PP},
+    {"sp", false, O_SP},
+    {"offload", true, O_OFFLOAD},
+    {"framework", true, O_FRAMEWORK},
+    {"grad-accum", true, O_GRAD_ACCUM},
+    {"keep-grads", false, O_KEEP_GRADS},
+    {"master-grads", true, O_MASTER_GRADS},
+    {"new-tokens", true, O_NEW_TOKENS},
+    {"kv-layout", true, O_KV_LAYOUT},
+    {"kv-block", true, O_KV_BLOCK},
+    {"gpu", true, O_GPU},
+    {"margin", true, O_MARGIN},
+    {"max-batch", false, O_MAX_BATCH},
+    {"max-seq", false, O_MAX_SEQ},
+    {"format", true, O_FORMAT},
+    {"explain", false, O_EXPLAIN},
+    {"catalog", true, O_CATALOG},
+    {NULL, false, 0},
+};
+
+struct est {
+  struct vl_job job;
+  const char *model;
+  const char *gpu;
+  const char *catalog;
+  double margin;
+  int search; /* 0, 1 batch, 2 seq */
+  enum vl_format fmt;
+  bool explain, help;
+  char targets[256];
+  bool seq_given;
+};
+
+static int choose(const char *flag, const char *arg, const char *(*name)(int), int count,
+                  int *out) {
+  const char *names[16];
+  for (int i = 0; i < count && i < 15; i++)
+    names[i] = name(i);
+  names[count < 15 ? count : 15] = NULL;
+  int k = cli_choice(flag, arg, names);
+  if (k < 0) return VL_EXIT_USAGE;
+  *out = k;
+  return 0;
+}
+
+/* adapters: the library's name functions take enums */
+static const char *n_prec(int i) { return vl_precision_name((enum vl_precision)i); }
+static const char *n_opt(int i) { return vl_optimizer_name((enum vl_optimizer)i); }
+static const char *n_impl(int i) { return vl_opt_impl_name((enum vl_opt_impl)i); }
+static const char *n_attn(int i) { return vl_attention_name((enum vl_attention)i); }
+static const char *n_ckpt(int i) { return vl_ckpt_name((enum vl_ckpt)i); }
+static const char *n_fw(int i) { return vl_framework_name((enum vl_framework)i); }
+static const char *n_off(int i) { return vl_offload_name((enum vl_offload)i); }
+static const char *n_kv(int i) { return vl_kv_layout_name((enum vl_kv_layout)i); }
+static const char *n_task(int i) { return i == 0 ? "train" : i == 1 ? "infer" : NULL; }
+static const char *n_fmt(int i) { return i == 0 ? "text" : i == 1 ? "json" : i == 2 ? "md" : NULL; }
+static const char *n_mg(int i) { return i == 0 ? "half" : i == 1 ? "fp32" : NULL; }
+
+static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
+  struct est *e = ctx;
+  struct vl_job *j = &e->job;
+  int k = 0, rc = 0;
+  uint64_t v = 0;
+  switch (id) {
+  case O_HELP: e->help = true; return 0;
+  case O_MODEL: e->model = arg; return 0;
+  case O_TASK:
+    if ((rc = choose(flag, arg, n_task, 2, &k))) return rc;
+    j->task = k ? VL_TASK_INFER : VL_TASK_TRAIN;
+    return 0;
+  case O_BATCH: return cli_u64(flag, arg, 1, 1u << 20, &j->batch);
+  case O_SEQ: e->seq_given = true; return cli_u64(flag, arg, 1, 1u << 24, &j->seq);
+  case O_PRECISION:
+    if ((rc = choose(flag, arg, n_prec, VL_PREC_COUNT, &k))) return rc;
+    j->precision = (enum vl_precision)k;
+    return 0;
+  case O_OPTIMIZER:
+    if ((rc = choose(flag, arg, n_opt, VL_OPT_COUNT, &k))) return rc;
+    j->optimizer = (enum vl_optimizer)k;
+    return 0;
+  case O_OPT_IMPL:
+    if ((rc = choose(flag, arg, n_impl, VL_IMPL_COUNT, &k))) return rc;
+    j->opt_impl = (enum vl_opt_impl)k;
+    return 0;
+  case O_ATTENTION:
+    if ((rc = choose(flag, arg, n_attn, VL_ATTN_COUNT, &k))) return rc;
+    j->attention = (enum vl_attention)k;
+    return 0;
+  case O_CKPT:
+    if ((rc = choose(flag, arg, n_ckpt, VL_CKPT_COUNT, &k))) return rc;
+    j->checkpointing = (enum vl_ckpt)k;
+    return 0;
+  case O_LORA_RANK: return cli_u64(flag, arg, 1, 65536, &j->lora_rank);
+  case O_LORA_TARGETS: {
+    if (strlen(arg) >= sizeof e->targets) {
+      cli_error("--lora-targets is too long");
+      return VL_EXIT_USAGE;
+    }
+    snprintf(e->targets, sizeof e->targets, "%s", arg);
+    j->n_lora_targets = 0;
+    char *p = e->targets;
+    while (*p) {
+      char *c = strchr(p, ',');
+      if (c) *c = '\0';
+      if (*p == '\0' || j->n_lora_targets == VL_MAX_LORA_TARGETS) {
+        cli_error("--lora-targets: expected up to %d comma-separated module names, got '%s'",
+                  VL_MAX_LORA_TARGETS, arg);
+        return VL_EXIT_USAGE;
+      }
+      j->lora_targets[j->n_lora_targets++] = p;
+      if (!c) break;
+      p = c + 1;
+    }
+    return 0;
+  }
+  case O_QLORA: j->qlora = true; return 0;
+  case O_ZERO:
+    if ((rc = cli_u64(flag, arg, 0, 3, &v))) return rc;
+    j->zero = (unsigned)v;
+    return 0;
+  case O_DP: return cli_u64(flag, arg, 1, 65536, &j->dp);
+  case O_TP: return cli_u64(flag, arg, 1, 1024, &j->tp);
+  case O_PP: return cli_u64(flag, arg, 1, 1024, &j->pp);
+  case O_SP: j->sp = true; return 0;
+  case O_OFFLOAD:
+    if ((rc = choose(flag, arg, n_off, VL_OFFLOAD_COUNT, &k))) return rc;
+    j->offload = (enum vl_offload)k;
+    return 0;
+  case O_FRAMEWORK:
+    if ((rc = choose(flag, arg, n_fw, VL_FW_COUNT, &k))) return rc;
+    j->framework = (enum vl_framework)k;
+    return 0;
+  case O_GRAD_ACCUM: return cli_u64(flag, arg, 1, 65536, &j->grad_accum);
+  case O_KEEP_GRADS: j->grads_persist = true; return 0;
+  case O_MASTER_GRADS:
+    if ((rc = choose(flag, arg, n_mg, 2, &k))) return rc;
+    j->master_grads_fp32 = k == 1;
+    return 0;
+  case O_NEW_TOKENS: return cli_u64(flag, arg, 0, 1u << 24, &j->new_tokens);
+  case O_KV_LAYOUT:
+    if ((rc = choose(flag, arg, n_kv, VL_KV_COUNT, &k))) return rc;
+    j->kv_layout = (enum vl_kv_layout)k;
+    return 0;
+  case O_KV_BLOCK: return cli_u64(flag, arg, 1, 4096, &j->kv_block_tokens);
+  case O_GPU: e->gpu = arg; return 0;
+  case O_MARGIN: {
+    double pct;
+    if ((rc = cli_double(flag, arg, 0.0, 50.0, &pct))) return rc;
+    e->margin = pct / 100.0;
+    return 0;
+  }
+  case O_MAX_BATCH: e->search = 1; return 0;
+  case O_MAX_SEQ: e->search = 2; return 0;
+  case O_FORMAT:
+    if ((rc = choose(flag, arg, n_fmt, 3, &k))) return rc;
+    e->fmt = (enum vl_format)k;
+    return 0;
+  case O_EXPLAIN: e->explain = true; return 0;
+  case O_CATALOG: e->catalog = arg; return 0;
+  default: return 0;
+  }
+}
+
+/* Names of the bundled models (data/models/<name>.json), sorted. */
+static size_t bundled_models(char names[][48], size_t cap) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/models", cli_data_dir());
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  size_t n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) && n < cap) {
+    size_t l = strlen(de->d_name);
+    if (l < 6 || l - 5 >= 48 || strcmp(de->d_name + l - 5, ".json")) continue;
+    snprintf(names[n++], 48, "%.*s", (int)(l - 5), de->d_name);
+  }
+  closedir(d);
+  for (size_t i = 1; i < n; i++) /* insertion sort: a few dozen names */
+    for (size_t k = i; k > 0 && strcmp(names[k - 1], names[k]) > 0; k--) {
+      char t[48];
+      memcpy(t, names[k], 48);
+      memcpy(names[k], names[k - 1], 48);
+      memcpy(names[k - 1], t, 48);
+    }
+  return n;
+}
+
+/* Resolve --model to a file: an existing path, or a bundled name. */
+static int model_path(const char *model, char *path, size_t n) {
+  struct stat st;
+  if (stat(model, &st) == 0 || strchr(model, '/') || strstr(model, ".json")) {
+    snprintf(path, n, "%s", model);
+    return 0;
+  }
+  static char names[128][48];
+  size_t count = bundled_models(names, 128);
+  for (size_t i = 0; i < count; i++)
+    if (strcmp(names[i], model) == 0) {
+      snprintf(path, n, "%s/models/%s.json", cli_data_dir(), model);
+      return 0;
+    }
+  cli_error("cannot find model '%s': no such file, and no bundled model of that name", model);
+  const char *cand[128];
+  for (size_t i = 0; i < count; i++)
+    cand[i] = names[i];
+  const char *near = cli_nearest(model, cand, count);
+  if (near) cli_hint("did you mean '%s'?", near);
+  char list[2048] = "";
+  size_t o = 0;
+  for (size_t i = 0; i < count; i++) {
+    int w = snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", names[i]);
+    if (w < 0 || (size_t)w >= sizeof list - o) break;
+    o += (size_t)w;
+  }
+  if (count) cli_hint("bundled models: %s", list);
+  cli_hint("or give the path of a Hugging Face config.json");
+  return VL_EXIT_ERROR;
+}
+
+static int load_catalog(const char *file, struct vl_catalog *cat) {
+  char path[4096];
+  if (file)
+    snprintf(path, sizeof path, "%s", file);
+  else
+    snprintf(path, sizeof path, "%s/gpus.json", cli_data_dir());
+  size_t len;
+  char *text = cli_read_file(path, &len);
+  if (!text) return VL_EXIT_ERROR;
+  struct vl_err err = {""};
+  vl_status s = vl_catalog_parse(text, len, cat, &err);
+  vl_free(text);
+  if (s != VL_OK) {
+    cli_error("cannot use GPU catalog '%s': %s", path, err.msg);
+    return VL_EXIT_ERROR;
+  }
+  return 0;
+}
+
+static int unknown_gpu(const struct vl_catalog *cat, const char *name) {
+  const char *cand[256];
+  size_t n = 0;
+  for (size_t i = 0; i < cat->n && n < 256; i++)
+    cand[n++] = cat->gpus[i].name;
+  cli_error("unknown GPU '%s'", name);
+  const char *near = cli_nearest(name, cand, n);
+  if (near) cli_hint("did you mean '%s'?", near);
+  char list[1024] = "";
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    int w = snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", cand[i]);
+    if (w < 0 || (size_t)w >= sizeof list - o) break;
+    o += (size_t)w;
+  }
+  cli_hint("known GPUs: %s (or add one with --catalog FILE)", list);
+  return VL_EXIT_USAGE;
+}
+
+int cmd_estimate(int argc, const char **argv) {
+  struct est e;
+  memset(&e, 0, sizeof e);
+  vl_job_init(&e.job);
+  e.margin = 0.10;
+  int rc = cli_parse(argc, argv, opts, on_opt, &e);
+  if (rc) return rc;
+  if (e.help) {
+    fputs(vl_help_estimate, stdout);
+    return VL_EXIT_OK;
+  }
+  if (!e.model) {
+    cli_error("estimate needs --model FILE|NAME");
+    cli_hint("for example: vramledger estimate --model llama-3-8b --batch 4 --seq 2048");
+    return VL_EXIT_USAGE;
+  }
+  if (e.search && !e.gpu) {
+    cli_error("--%s needs --gpu NAME to know what must fit",
+              e.search == 1 ? "max-batch" : "max-seq");
+    return VL_EXIT_USAGE;
+  }
+  if (e.job.task == VL_TASK_INFER && !e.seq_given) e.job.seq = 512;
+
+  char path[4096];
+  if ((rc = model_path(e.model, path, sizeof path))) return rc;
+  size_t len;
+  char *text = cli_read_file(path, &len);
+  if (!text) return VL_EXIT_ERROR;
+  struct vl_arch arch;
+  struct vl_err err = {""};
+  vl_status s = vl_arch_from_json(text, len, &arch, &err);
+  vl_free(text);
+  if (s != VL_OK) {
+    cli_error("cannot use '%s': %s", path, err.msg);
+    if (s == VL_EPARSE) cli_hint("the file must be a Hugging Face config.json (JSON)");
+    return VL_EXIT_ERROR;
+  }
+
+  struct vl_catalog cat = {0};
+  const struct vl_gpu *gpu = NULL;
+  if (e.gpu) {
+    if ((rc = load_catalog(e.catalog, &cat))) return rc;
+    gpu = vl_catalog_find(&cat, e.gpu);
+    if (!gpu) {
+      rc = unknown_gpu(&cat, e.gpu);
+      vl_catalog_release(&cat);
+      return rc;
+    }
+  }
+
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_bill *bill = vl_calloc(1, sizeof *bill);
+  if (!bill) {
+    cli_error("out of memory");
+    vl_catalog_release(&cat);
+    return VL_EXIT_ERROR;
+  }
+  uint64_t best = 0;
+  if (e.search) {
+    s = vl_search_max(&arch, &e.job, &ov, gpu, e.margin,
+                      e.search == 1 ? VL_SEARCH_BATCH : VL_SEARCH_SEQ, &best, bill, &err);
+    if (s == VL_OK && best == 0) /* show the bill of 1 to say why */
+      s = vl_bill_compute(&arch, &e.job, &ov, bill, &err);
+    if (s == VL_OK && best) {
+      if (e.search == 1)
+        e.job.batch = best;
+      else
+        e.job.seq = best;
+    }
+  } else {
+    s = vl_bill_compute(&arch, &e.job, &ov, bill, &err);
+  }
+  if (s != VL_OK) {
+    cli_error("cannot estimate '%s': %s", e.model, err.msg);
+    vl_free(bill);
+    vl_catalog_release(&cat);
+    return s == VL_EOVERFLOW || s == VL_ERANGE || s == VL_ECONFLICT || s == VL_EINVAL
+               ? VL_EXIT_USAGE
+               : VL_EXIT_ERROR;
+  }
+  struct vl_fit fit;
+  if (gpu) vl_fit_check(bill->total_bytes, gpu, e.margin, &fit);
+  const char *slash = strrchr(e.model, '/');
+  struct vl_estimate_view view = {
+      .model_name = slash ? slash + 1 : e.model,
+      .arch = &arch,
+      .job = &e.job,
+      .bill = bill,
+      .gpu = gpu,
+      .fit = gpu ? &fit : NULL,
+      .explain = e.explain,
+      .searched = e.search,
+      .search_best = best,
+      .version = VL_VERSION,
+  };
+  if (vl_render_estimate(stdout, e.fmt, &view) != 0) {
+    cli_error("cannot write the output");
+    rc = VL_EXIT_ERROR;
+  } else if (e.search) {
+    rc = best ? VL_EXIT_OK : VL_EXIT_NOFIT;
+  } else {
+    rc = gpu && !fit.fits ? VL_EXIT_NOFIT : VL_EXIT_OK;
+  }
+  vl_free(bill);
+  vl_catalog_release(&cat);
+  return rc;
+}

@@ -1,0 +1,9 @@
+/* One entry per subcommand: src/cmd_<name>.c exports cmd_<name>. */
+#ifndef VRAMLEDGER_COMMANDS_H
+#define VRAMLEDGER_COMMANDS_H
+
+int cmd_estimate(int argc, const char **argv);
+
+extern const char vl_help_estimate[];
+
+#endif

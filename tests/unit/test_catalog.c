@@ -1,0 +1,112 @@
+/* lib/decide/catalog.c and fit.c: the GPU catalog, the fit, the search. */
+#include "testutil.h"
+#include "vramledger/catalog.h"
+
+static struct vl_catalog cat;
+
+static int setup(void **state) {
+  (void)state;
+  size_t len;
+  char *text = tu_read("data/gpus.json", &len);
+  struct vl_err err = {""};
+  vl_status s = vl_catalog_parse(text, len, &cat, &err);
+  free(text);
+  return s == VL_OK ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  vl_catalog_release(&cat);
+  return 0;
+}
+
+static void bundled_catalog(void **state) {
+  (void)state;
+  assert_true(cat.n >= 12);
+  const char *need[] = {"a100-40gb", "a100-80gb", "h100-80gb", "h100-pcie", "h200",      "b200",
+                        "l40s",      "l4",        "a10g",      "rtx-4090",  "v100-32gb", "mi300x"};
+  for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+    assert_non_null(vl_catalog_find(&cat, need[i]));
+  const struct vl_gpu *h = vl_catalog_find(&cat, "H100"); /* alias, any case */
+  assert_non_null(h);
+  assert_string_equal(h->name, "h100-80gb");
+  /* the H200 figure is the one measured on the lent machine */
+  assert_int_equal(vl_catalog_find(&cat, "h200")->memory_bytes, 150109880320ull);
+  assert_null(vl_catalog_find(&cat, "h300"));
+}
+
+static void bad_catalogs(void **state) {
+  (void)state;
+  struct vl_catalog c;
+  struct vl_err err = {""};
+  const char *bad[] = {
+      "{\"gpus\": [",
+      "{\"gpus\": []}",
+      "{\"gpus\": [{\"name\": \"x\"}]}",
+      "{\"gpus\": [{\"name\": \"x\", \"memory_bytes\": 12}]}",
+      "{\"gpus\": [{\"name\": \"\", \"memory_bytes\": 85899345920}]}",
+      "{\"gpus\": [{\"name\": \"x\", \"memory_bytes\": 85899345920, \"aliases\": 3}]}",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    vl_status s = vl_catalog_parse(bad[i], strlen(bad[i]), &c, &err);
+    assert_int_not_equal(s, VL_OK);
+    assert_null(c.gpus);
+  }
+}
+
+static void fit_keeps_the_margin(void **state) {
+  (void)state;
+  struct vl_gpu g = {.name = "test", .memory_bytes = 100ull << 30};
+  struct vl_fit f;
+  vl_fit_check(90ull << 30, &g, 0.10, &f);
+  assert_true(f.fits);
+  assert_int_equal(f.headroom_bytes, 0);
+  vl_fit_check((90ull << 30) + 1, &g, 0.10, &f);
+  assert_false(f.fits);
+  assert_int_equal(f.headroom_bytes, -1);
+  vl_fit_check(50ull << 30, &g, 0.15, &f);
+  assert_int_equal(f.usable_bytes, 85ull << 30);
+}
+
+static void search_finds_the_edge(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/llama-3-8b.json", &a);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.lora_rank = 16;
+  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_bill b;
+  struct vl_err err = {""};
+  uint64_t best = 0;
+  assert_int_equal(vl_search_max(&a, &j, &ov, g, 0.10, VL_SEARCH_BATCH, &best, &b, &err), VL_OK);
+  assert_true(best >= 1);
+  struct vl_fit f;
+  j.batch = best;
+  tu_bill(&a, &j, &b);
+  vl_fit_check(b.total_bytes, g, 0.10, &f);
+  assert_true(f.fits);
+  j.batch = best + 1;
+  tu_bill(&a, &j, &b);
+  vl_fit_check(b.total_bytes, g, 0.10, &f);
+  assert_false(f.fits);
+  /* nothing fits: a 405B model on an L4 */
+  tu_arch("data/models/llama-3.1-405b.json", &a);
+  vl_job_init(&j);
+  assert_int_equal(
+      vl_search_max(&a, &j, &ov, vl_catalog_find(&cat, "l4"), 0.10, VL_SEARCH_SEQ, &best, &b, &err),
+      VL_OK);
+  assert_int_equal(best, 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(bundled_catalog),
+      cmocka_unit_test(bad_catalogs),
+      cmocka_unit_test(fit_keeps_the_margin),
+      cmocka_unit_test(search_finds_the_edge),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,138 @@
+/* lib/model/config.c: Hugging Face config.json -> struct vl_arch. */
+#include "testutil.h"
+
+static vl_status parse(const char *text, struct vl_arch *a, struct vl_err *err) {
+  return vl_arch_from_json(text, strlen(text), a, err);
+}
+
+static void llama_2_7b(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/llama-2-7b.json", &a);
+  assert_int_equal(a.family, VL_FAM_LLAMA);
+  assert_int_equal(a.hidden, 4096);
+  assert_int_equal(a.layers, 32);
+  assert_int_equal(a.heads, 32);
+  assert_int_equal(a.kv_heads, 32);
+  assert_int_equal(a.head_dim, 128);
+  assert_int_equal(a.intermediate, 11008);
+  assert_int_equal(a.vocab, 32000);
+  assert_false(a.tie_embeddings);
+  assert_true(a.gated_mlp);
+  assert_true(a.rms_norm);
+  assert_false(a.qkv_bias);
+}
+
+static void defaults_follow_transformers(void **state) {
+  (void)state;
+  struct vl_arch a;
+  struct vl_err err = {""};
+  assert_int_equal(parse("{\"model_type\": \"mistral\"}", &a, &err), VL_OK);
+  assert_int_equal(a.kv_heads, 8); /* MistralConfig: num_key_value_heads=8 */
+  assert_int_equal(a.intermediate, 14336);
+  assert_int_equal(parse("{\"model_type\": \"gemma\"}", &a, &err), VL_OK);
+  assert_int_equal(a.head_dim, 256);
+  assert_true(a.tie_embeddings);
+  assert_int_equal(parse("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_head\": 4}", &a, &err),
+                   VL_OK);
+  assert_int_equal(a.intermediate, 256); /* n_inner None -> 4 * n_embd */
+  assert_true(a.tie_embeddings);
+  assert_true(a.attn_dropout > 0.09 && a.attn_dropout < 0.11);
+  assert_int_equal(parse("{\"model_type\": \"llama\", \"num_key_value_heads\": null}", &a, &err),
+                   VL_OK);
+  assert_int_equal(a.kv_heads, a.heads);
+}
+
+static void odd_shapes(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/gemma-7b.json", &a);
+  assert_int_equal(a.head_dim, 256); /* not 3072/16 = 192 */
+  tu_arch("data/models/opt-350m.json", &a);
+  assert_int_equal(a.embed_proj_dim, 512);
+  assert_false(a.final_norm); /* do_layer_norm_before=false */
+  assert_true(a.relu_act);
+  assert_int_equal(a.pos_offset, 2);
+  tu_arch("data/models/pythia-160m.json", &a);
+  assert_true(a.rotary_pct > 0.24 && a.rotary_pct < 0.26);
+  assert_true(a.qkv_bias);
+  tu_arch("data/models/mixtral-8x7b.json", &a);
+  assert_int_equal(a.experts, 8);
+  assert_int_equal(a.experts_per_token, 2);
+  tu_arch("data/models/gemma-2b.json", &a);
+  assert_int_equal(a.kv_heads, 1); /* multi-query */
+  tu_arch("data/models/qwen2-0.5b.json", &a);
+  assert_true(a.qkv_bias);
+  assert_false(a.o_bias);
+  assert_true(a.tie_embeddings);
+}
+
+static void malformed_json_names_line_and_column(void **state) {
+  (void)state;
+  struct vl_arch a;
+  struct vl_err err = {""};
+  assert_int_equal(parse("{\"model_type\": \"llama\",\n  \"hidden_size\": 4096,,\n}", &a, &err),
+                   VL_EPARSE);
+  assert_non_null(strstr(err.msg, "line 2"));
+  assert_non_null(strstr(err.msg, "column"));
+  assert_int_equal(parse("{\"model_type\": \"llama\", \"hidden_si", &a, &err), VL_EPARSE);
+  assert_int_equal(parse("", &a, &err), VL_EPARSE);
+  assert_int_equal(parse("{\"model_type\": \"llama\", \"model_type\": \"gpt2\"}", &a, &err),
+                   VL_EPARSE); /* duplicate keys are refused */
+}
+
+static void unknown_and_missing(void **state) {
+  (void)state;
+  struct vl_arch a;
+  struct vl_err err = {""};
+  assert_int_equal(parse("{\"model_type\": \"t5\"}", &a, &err), VL_EARCH);
+  assert_non_null(strstr(err.msg, "'t5'"));
+  assert_non_null(strstr(err.msg, "gpt_neox")); /* lists the supported ones */
+  assert_int_equal(parse("{\"hidden_size\": 4096}", &a, &err), VL_EKEY);
+  assert_non_null(strstr(err.msg, "model_type"));
+  assert_int_equal(parse("[1, 2]", &a, &err), VL_EKEY);
+  assert_int_equal(parse("{\"model_type\": 7}", &a, &err), VL_EKEY);
+}
+
+static void wrong_types_and_absurd_sizes(void **state) {
+  (void)state;
+  struct vl_arch a;
+  struct vl_err err = {""};
+  assert_int_equal(parse("{\"model_type\": \"llama\", \"hidden_size\": \"big\"}", &a, &err),
+                   VL_EKEY);
+  assert_non_null(strstr(err.msg, "hidden_size"));
+  assert_int_equal(parse("{\"model_type\": \"llama\", \"num_hidden_layers\": 0}", &a, &err),
+                   VL_ERANGE);
+  assert_int_equal(parse("{\"model_type\": \"llama\", \"num_hidden_layers\": -3}", &a, &err),
+                   VL_ERANGE);
+  assert_int_equal(parse("{\"model_type\": \"llama\", \"hidden_size\": 1e15}", &a, &err),
+                   VL_ERANGE);
+  assert_int_equal(parse("{\"model_type\": \"llama\", \"hidden_size\": 4096.5}", &a, &err),
+                   VL_EKEY);
+  assert_int_equal(parse("{\"model_type\": \"llama\", \"hidden_size\": 1099511627776}", &a, &err),
+                   VL_ERANGE);
+  assert_int_equal(parse("{\"model_type\": \"llama\", \"num_key_value_heads\": 5}", &a, &err),
+                   VL_ERANGE);
+  assert_non_null(strstr(err.msg, "num_key_value_heads"));
+  assert_int_equal(parse("{\"model_type\": \"llama\", \"hidden_size\": 1000}", &a, &err),
+                   VL_ERANGE); /* 1000 / 32 heads, no head_dim */
+  assert_int_equal(parse("{\"model_type\": \"llama\", \"tie_word_embeddings\": 1}", &a, &err),
+                   VL_EKEY);
+  assert_int_equal(parse("{\"model_type\": \"llama\", \"attention_dropout\": 2}", &a, &err),
+                   VL_ERANGE);
+  assert_int_equal(parse("{\"model_type\": \"mixtral\", \"num_local_experts\": 2, "
+                         "\"num_experts_per_tok\": 3}",
+                         &a, &err),
+                   VL_ERANGE);
+  /* an integral float is accepted, as Python writes 4096.0 */
+  assert_int_equal(parse("{\"model_type\": \"llama\", \"hidden_size\": 4096.0}", &a, &err), VL_OK);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(llama_2_7b),          cmocka_unit_test(defaults_follow_transformers),
+      cmocka_unit_test(odd_shapes),          cmocka_unit_test(malformed_json_names_line_and_column),
+      cmocka_unit_test(unknown_and_missing), cmocka_unit_test(wrong_types_and_absurd_sizes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
