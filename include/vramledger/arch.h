@@ -58,6 +58,7 @@ struct vl_arch {
   unsigned fused_qkv : 1;   /* one qkv matrix (GPT-2, NeoX, Phi-3) */
   unsigned causal : 1;      /* decoder (causal LM head) vs encoder (MLM) */
   unsigned relu_act : 1;    /* ReLU MLP (OPT): one saved tensor, not two */
+  unsigned gelu_python : 1; /* GELU written in Python ops (GPT-2 gelu_new) */
 };
 
 /*! Parse a Hugging Face config.json held in text[0..len).

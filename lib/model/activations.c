@@ -60,14 +60,15 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   uint64_t scores = 0;
   if (job->checkpointing != VL_CKPT_SELECTIVE) {
     if (job->attention == VL_ATTN_EAGER) {
-      /* softmax(dtype=fp32) saves its fp32 output; .to(q.dtype) makes the
-       * copy the PV matmul saves; dropout adds a bool mask and its output */
+      /* softmax (fp32 under autocast) saves its fp32 output; with dropout
+       * the probabilities are cast, dropout keeps a bool mask, and the PV
+       * matmul saves dropout's output (the cast copy itself is freed);
+       * without dropout the PV matmul saves the cast copy */
       uint64_t s2 = vl__mul4(ck, sh->b, a_loc, sh->s, sh->s);
-      uint64_t per = 4 + (e != 4 ? e : 0);
-      if (arch->attn_dropout > 0) per += 1 + e;
+      uint64_t per = 4 + (arch->attn_dropout > 0 ? 1 + e : (e != 4 ? e : 0));
       scores = vl__mul(ck, s2, per);
       tm = vl__term(bill, VL_LINE_ACTIVATIONS, "attention scores (eager, per layer)",
-                    "b*a*s^2*(4 + e + [dropout] (1 + e))",
+                    "b*a*s^2*(4 + [dropout] (1 + e) | [no dropout, half] e)",
                     "transformers eager_attention_forward; seed 002 (b*heads*s*s)", scores);
       tm->detail = true;
       vl__term_in(tm, "b", (double)sh->b, "");
@@ -98,8 +99,12 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
     /* ReLU saves its output, which is also fc2's input */
     mlp = vl__add(ck, mlp, vl__mul3(ck, T, width, e));
   } else {
-    /* GELU saves its input; fc2 saves GELU's output */
-    mlp = vl__add(ck, mlp, vl__mul4(ck, T, width, e, sh->down_in_saved ? 2 : 1));
+    /* GELU saves its input; fc2 saves GELU's output. transformers'
+     * NewGELUActivation, 0.5*x*(1 + tanh(c*(x + 0.044715*x^3))), is Python
+     * ops: pow keeps x, tanh its output, the last multiply both 0.5*x and
+     * (1 + tanh) -> 4 tensors of T x I */
+    uint64_t n = (arch->gelu_python ? 4 : 1) + (sh->down_in_saved ? 1 : 0);
+    mlp = vl__add(ck, mlp, vl__mul4(ck, T, width, e, n));
   }
   if (arch->experts) {
     /* router logits (fp32 softmax) and each expert's gathered inputs */
