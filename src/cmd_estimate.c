@@ -291,7 +291,7 @@ static int load_catalog(const char *file, struct vl_catalog *cat) {
     snprintf(path, sizeof path, "%s", file);
   else
     snprintf(path, sizeof path, "%s/gpus.json", cli_data_dir());
-  size_t len;
+  size_t len = 0;
   char *text = cli_read_file(path, &len);
   if (!text) return VL_EXIT_ERROR;
   struct vl_err err = {""};
@@ -348,7 +348,7 @@ int cmd_estimate(int argc, const char **argv) {
 
   char path[4096];
   if ((rc = model_path(e.model, path, sizeof path))) return rc;
-  size_t len;
+  size_t len = 0;
   char *text = cli_read_file(path, &len);
   if (!text) return VL_EXIT_ERROR;
   struct vl_arch arch;

@@ -40,7 +40,7 @@ static inline char *tu_read(const char *rel, size_t *len) {
 
 /* Load a config (path relative to the source tree) or fail the test. */
 static inline void tu_arch(const char *rel, struct vl_arch *a) {
-  size_t len;
+  size_t len = 0;
   char *text = tu_read(rel, &len);
   assert_non_null(text);
   struct vl_err err = {""};

@@ -143,7 +143,7 @@ static vl_status read_llama_like(struct reader *r, struct vl_arch *a) {
                       (unsigned long long)a->hidden, (unsigned long long)a->heads);
     a->head_dim = a->hidden / a->heads;
   }
-  int tie, ab = 0, mb = 0;
+  int tie = 0, ab = 0, mb = 0;
   TRY(get_bool(r, "tie_word_embeddings", dtie, &tie));
   a->tie_embeddings = (unsigned)tie;
   if (a->family == VL_FAM_LLAMA) {
@@ -184,7 +184,7 @@ static vl_status read_gpt2(struct reader *r, struct vl_arch *a) {
                     (unsigned long long)a->hidden, (unsigned long long)a->heads);
   a->kv_heads = a->heads;
   a->head_dim = a->hidden / a->heads;
-  int tie;
+  int tie = 0;
   TRY(get_bool(r, "tie_word_embeddings", 1, &tie));
   a->tie_embeddings = (unsigned)tie;
   TRY(get_prob(r, "attn_pdrop", 0.1, &a->attn_dropout));
@@ -213,7 +213,7 @@ static vl_status read_neox(struct reader *r, struct vl_arch *a) {
                     (unsigned long long)a->hidden, (unsigned long long)a->heads);
   a->kv_heads = a->heads;
   a->head_dim = a->hidden / a->heads;
-  int tie, bias;
+  int tie = 0, bias = 0;
   TRY(get_bool(r, "tie_word_embeddings", 0, &tie));
   TRY(get_bool(r, "attention_bias", 1, &bias));
   a->tie_embeddings = (unsigned)tie;
@@ -242,7 +242,7 @@ static vl_status read_opt(struct reader *r, struct vl_arch *a) {
                     (unsigned long long)a->hidden, (unsigned long long)a->heads);
   a->kv_heads = a->heads;
   a->head_dim = a->hidden / a->heads;
-  int tie, bias, before, removefinal, affine;
+  int tie = 0, bias = 0, before = 0, removefinal = 0, affine = 0;
   TRY(get_bool(r, "tie_word_embeddings", 1, &tie));
   TRY(get_bool(r, "enable_bias", 1, &bias));
   TRY(get_bool(r, "do_layer_norm_before", 1, &before));
@@ -278,7 +278,7 @@ static vl_status read_bert(struct reader *r, struct vl_arch *a) {
                     (unsigned long long)a->hidden, (unsigned long long)a->heads);
   a->kv_heads = a->heads;
   a->head_dim = a->hidden / a->heads;
-  int tie;
+  int tie = 0;
   TRY(get_bool(r, "tie_word_embeddings", 1, &tie));
   a->tie_embeddings = (unsigned)tie;
   TRY(get_prob(r, "attention_probs_dropout_prob", 0.1, &a->attn_dropout));

@@ -8,7 +8,7 @@
 
 static void every_config_matches_pytorch(void **state) {
   (void)state;
-  size_t len;
+  size_t len = 0;
   char *text = tu_read("bench/results/2026-11-29-h200-param-counts.json", &len);
   assert_non_null(text);
   json_error_t jerr;

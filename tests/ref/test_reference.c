@@ -2,8 +2,8 @@
  * estimator covers, with its source, its tolerance and the difference
  * printed. GB = 1e9 bytes, GiB = 2^30 bytes, MiB = 2^20 bytes, as each source
  * states. */
+#include "testutil.h" /* system headers first: internal.h bans functions */
 #include "model/internal.h"
-#include "testutil.h"
 
 static uint64_t term(const struct vl_bill *b, const char *name) {
   for (int i = 0; i < b->n_terms; i++)

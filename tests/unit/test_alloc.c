@@ -9,7 +9,7 @@
 static void catalog_survives_every_failed_allocation(void **state) {
   (void)state;
   json_set_alloc_funcs(vl_malloc, vl_free);
-  size_t len;
+  size_t len = 0;
   char *text = tu_read("data/gpus.json", &len);
   int ok = 0, nomem = 0;
   for (unsigned long n = 1; n < 2000; n++) {
@@ -37,7 +37,7 @@ static void catalog_survives_every_failed_allocation(void **state) {
 static void config_survives_every_failed_allocation(void **state) {
   (void)state;
   json_set_alloc_funcs(vl_malloc, vl_free);
-  size_t len;
+  size_t len = 0;
   char *text = tu_read("data/models/mixtral-8x7b.json", &len);
   int failures = 0;
   for (unsigned long n = 1; n < 500; n++) {
