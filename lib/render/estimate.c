@@ -98,9 +98,10 @@ static void text(FILE *o, const struct vl_estimate_view *v) {
   if (b->host_bytes) fprintf(o, "  host RAM for offloaded states: %.2f GiB\n", GIB(b->host_bytes));
   if (v->gpu) {
     const struct vl_fit *f = v->fit;
-    fprintf(o, "  %s: %.2f GiB, %.0f %% kept free -> %.2f GiB usable: %s, headroom %.2f GiB\n",
+    double hr = (double)f->headroom_bytes / (double)(1ull << 30);
+    fprintf(o, "  %s: %.2f GiB, %.0f %% kept free -> %.2f GiB usable: %s, %s %.2f GiB\n",
             v->gpu->name, GIB(f->capacity_bytes), f->margin * 100.0, GIB(f->usable_bytes),
-            verdict(f), (double)f->headroom_bytes / (double)(1ull << 30));
+            verdict(f), f->fits ? "headroom" : "short by", f->fits ? hr : -hr);
   }
   if (v->searched) {
     const char *what = v->searched == 1 ? "micro-batch" : "sequence length";
@@ -161,9 +162,11 @@ static void md(FILE *o, const struct vl_estimate_view *v) {
   fprintf(o, "| **total (process)** | %s | %.2f | 100.0 %% | | |\n",
           vl_fmt_int(s1, sizeof s1, b->total_bytes), GIB(b->total_bytes));
   if (v->gpu)
-    fprintf(o, "\n**%s** (%.2f GiB, %.0f %% kept free): %s, headroom %.2f GiB.\n", v->gpu->name,
+    fprintf(o, "\n**%s** (%.2f GiB, %.0f %% kept free): %s, %s %.2f GiB.\n", v->gpu->name,
             GIB(v->fit->capacity_bytes), v->fit->margin * 100.0, verdict(v->fit),
-            (double)v->fit->headroom_bytes / (double)(1ull << 30));
+            v->fit->fits ? "headroom" : "short by",
+            (double)(v->fit->fits ? v->fit->headroom_bytes : -v->fit->headroom_bytes) /
+                (double)(1ull << 30));
   if (v->searched)
     fprintf(o, "\nLargest %s that fits: %llu.\n",
             v->searched == 1 ? "micro-batch" : "sequence length",
