@@ -40,6 +40,7 @@ enum {
   O_NEW_TOKENS,
   O_KV_LAYOUT,
   O_KV_BLOCK,
+  O_KV_DTYPE,
   O_GPU,
   O_MARGIN,
   O_MAX_BATCH,
@@ -76,6 +77,7 @@ static const struct cli_opt opts[] = {
     {"new-tokens", true, O_NEW_TOKENS},
     {"kv-layout", true, O_KV_LAYOUT},
     {"kv-block", true, O_KV_BLOCK},
+    {"kv-dtype", true, O_KV_DTYPE},
     {"gpu", true, O_GPU},
     {"margin", true, O_MARGIN},
     {"max-batch", false, O_MAX_BATCH},
@@ -97,6 +99,7 @@ struct est {
   bool explain, help;
   char targets[256];
   bool seq_given;
+  bool precision_given;
 };
 
 static int choose(const char *flag, const char *arg, const char *(*name)(int), int count,
@@ -122,6 +125,10 @@ static const char *n_off(int i) { return vl_offload_name((enum vl_offload)i); }
 static const char *n_kv(int i) { return vl_kv_layout_name((enum vl_kv_layout)i); }
 static const char *n_task(int i) { return i == 0 ? "train" : i == 1 ? "infer" : NULL; }
 static const char *n_fmt(int i) { return i == 0 ? "text" : i == 1 ? "json" : i == 2 ? "md" : NULL; }
+static const char *n_kvdt(int i) {
+  static const char *const n[] = {"auto", "fp32", "bf16", "fp16", "fp8", "int8"};
+  return i >= 0 && i < 6 ? n[i] : NULL;
+}
 static const char *n_mg(int i) { return i == 0 ? "half" : i == 1 ? "fp32" : NULL; }
 
 static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
@@ -140,6 +147,7 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   case O_SEQ: e->seq_given = true; return cli_u64(flag, arg, 1, 1u << 24, &j->seq);
   case O_PRECISION:
     if ((rc = choose(flag, arg, n_prec, VL_PREC_COUNT, &k))) return rc;
+    e->precision_given = true;
     j->precision = (enum vl_precision)k;
     return 0;
   case O_OPTIMIZER:
@@ -210,6 +218,12 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
     j->kv_layout = (enum vl_kv_layout)k;
     return 0;
   case O_KV_BLOCK: return cli_u64(flag, arg, 1, 4096, &j->kv_block_tokens);
+  case O_KV_DTYPE: {
+    static const uint64_t bytes[] = {0, 4, 2, 2, 1, 1};
+    if ((rc = choose(flag, arg, n_kvdt, 6, &k))) return rc;
+    j->kv_bytes = bytes[k];
+    return 0;
+  }
   case O_GPU: e->gpu = arg; return 0;
   case O_MARGIN: {
     double pct;
@@ -345,6 +359,8 @@ int cmd_estimate(int argc, const char **argv) {
     return VL_EXIT_USAGE;
   }
   if (e.job.task == VL_TASK_INFER && !e.seq_given) e.job.seq = 512;
+  /* serving loads half-precision weights; training defaults to AMP */
+  if (e.job.task == VL_TASK_INFER && !e.precision_given) e.job.precision = VL_PREC_BF16;
 
   char path[4096];
   if ((rc = model_path(e.model, path, sizeof path))) return rc;

@@ -85,6 +85,7 @@ struct vl_job {
   uint64_t new_tokens;
   enum vl_kv_layout kv_layout;
   uint64_t kv_block_tokens; /* paged KV block size (vLLM: 16) */
+  uint64_t kv_bytes;        /* bytes per cached element; 0: the activation dtype */
 };
 
 /*! Defaults: batch 1, seq 2048, amp-bf16, adamw foreach, sdpa, no

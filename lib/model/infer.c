@@ -52,7 +52,7 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
               (double)elems, "");
 
   /* KV cache, per token of one sequence: 2 * L * g * d * bytes */
-  const uint64_t kvb = e;
+  const uint64_t kvb = job->kv_bytes ? job->kv_bytes : e; /* fp8/int8 caches: 1 */
   uint64_t per_token = vl__mul4(&ck, 2 * L, g_loc, d, kvb);
   uint64_t S_cached = S, P_cached = P;
   if (job->kv_layout == VL_KV_PAGED) {

@@ -230,6 +230,7 @@ static json_t *json_report(const struct vl_estimate_view *v) {
   } else {
     json_object_set_new(s, "new_tokens", U(j->new_tokens));
     json_object_set_new(s, "kv_layout", json_string(vl_kv_layout_name(j->kv_layout)));
+    json_object_set_new(s, "kv_bytes_per_element", U(j->kv_bytes));
   }
   json_object_set_new(s, "dp", U(j->dp));
   json_object_set_new(s, "tp", U(j->tp));

@@ -22,6 +22,15 @@ static void kv_cache_is_exact(void **state) {
   (void)state;
   struct vl_bill b = infer("data/models/llama-2-7b.json", 1, 1, 0, VL_KV_CONTIGUOUS);
   assert_int_equal(b.line_max[VL_LINE_KV_CACHE], 524288); /* one token */
+  struct vl_arch a;
+  tu_arch("data/models/llama-2-7b.json", &a);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.task = VL_TASK_INFER;
+  j.seq = 1000;
+  j.kv_bytes = 1; /* fp8 cache: half of bf16 */
+  tu_bill(&a, &j, &b);
+  assert_int_equal(b.line_max[VL_LINE_KV_CACHE], 262144ull * 1000);
   b = infer("data/models/llama-2-7b.json", 3, 100, 28, VL_KV_CONTIGUOUS);
   assert_int_equal(b.line_max[VL_LINE_KV_CACHE], 524288ull * 128 * 3);
   assert_int_equal(b.line_max[VL_LINE_PARAMETERS], 6738415616ull * 2);
