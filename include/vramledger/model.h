@@ -70,6 +70,8 @@ struct vl_job {
   enum vl_ckpt checkpointing;
   enum vl_framework framework;
   bool grads_persist;     /* zero_grad(set_to_none=False): grads live all step */
+  bool drop_outputs;      /* the loop keeps only the loss (HF Trainer), not the
+                             model output with its logits, past the forward */
   bool master_grads_fp32; /* mixed-*: keep fp32 main grads (Megatron's 18 B/param) */
   /* LoRA / QLoRA */
   uint64_t lora_rank;                            /* 0: full fine-tuning */

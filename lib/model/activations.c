@@ -103,8 +103,12 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
      * NewGELUActivation, 0.5*x*(1 + tanh(c*(x + 0.044715*x^3))), is Python
      * ops: pow keeps x, tanh its output, the last multiply both 0.5*x and
      * (1 + tanh) -> 4 tensors of T x I */
-    uint64_t n = (arch->gelu_python ? 4 : 1) + (sh->down_in_saved ? 1 : 0);
-    mlp = vl__add(ck, mlp, vl__mul4(ck, T, width, e, n));
+    uint64_t per = (arch->gelu_python ? 4 : 1) * e + (sh->down_in_saved ? e : 0);
+    /* under autocast pow is on the fp32 list: pow's input copy, tanh's
+     * output and (1 + tanh) are fp32, 0.5*x stays half (measured on GPT-2,
+     * bench/results/2026-11-29-h200-calibration.json) */
+    if (arch->gelu_python && pol->autocast) per = 4 + 4 + 2 + 4 + (sh->down_in_saved ? e : 0);
+    mlp = vl__add(ck, mlp, vl__mul3(ck, T, width, per));
   }
   if (arch->experts) {
     /* router logits (fp32 softmax) and each expert's gathered inputs */
@@ -137,8 +141,10 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   /* Inside a layer: eager raw scores and masked scores before softmax; the
    * backward of attention holds grad of probabilities (e) and scores (fp32). */
   uint64_t s2 = vl__mul4(ck, sh->b, a_loc, sh->s, sh->s);
-  act->layer_fwd_tmp =
-      job->attention == VL_ATTN_EAGER ? vl__mul(ck, s2, 2 * e) : vl__mul3(ck, T, sh->h, e);
+  /* F.softmax(x, dtype=float32) converts its half input to an fp32 copy
+   * first: the masked scores, that copy and the (saved) output coexist */
+  act->layer_fwd_tmp = job->attention == VL_ATTN_EAGER ? vl__mul(ck, s2, e + (e != 4 ? 4 : 0))
+                                                       : vl__mul3(ck, T, sh->h, e);
   uint64_t bwd_attn = job->attention == VL_ATTN_EAGER ? vl__mul(ck, s2, 4 + 2 * e)
                                                       : vl__mul4(ck, T, a_loc, sh->d, 3 * e);
   uint64_t bwd_mlp = vl__mul4(ck, T, width, e, arch->gated_mlp ? 3 : 2);
@@ -156,10 +162,13 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   act->head = vl__add(ck, vl__add(ck, norm, vl__mul3(ck, Tr, sh->h, e)), vl__add(ck, logits, logp));
   if (!arch->causal) /* BERT MLM transform: dense + GELU + LayerNorm */
     act->head = vl__add(ck, act->head, vl__mul4(ck, T, sh->h, e, 3));
+  act->logits = logits;
   act->head_fwd_tmp = e == 4 ? 0 : logp; /* the fp32 copy of the logits */
-  /* nll backward's dense grad (fp32), log_softmax backward's (fp32) and its
-   * cast to the logits' dtype */
-  act->loss_bwd_tmp = vl__add(ck, vl__mul(ck, logp, 2), e == 4 ? 0 : logits);
+  /* nll backward's dense gradient and log_softmax backward's, both fp32,
+   * live together; the cast of the latter to the logits' dtype comes after
+   * the first is freed (measured: bench/results/2026-11-29-h200-train-steps.json,
+   * peak through backward - after forward = 2*T*V*4 on Qwen2-0.5B) */
+  act->loss_bwd_tmp = vl__mul(ck, logp, 2);
   tm = vl__term(bill, VL_LINE_ACTIVATIONS, "logits and loss",
                 "T*V*e (logits) + T*V*4 (fp32 log_softmax) + T*h*e (head input) + norm",
                 "transformers ForCausalLMLoss (logits.float()); F.cross_entropy", act->head);
@@ -214,6 +223,7 @@ void vl__act_megatron(const struct vl_arch *arch, const struct vl_job *job,
   act->embed = vl__mul(ck, vl__add(ck, vl__mul3(ck, 8, s, b), sbh), in_flight);
   /* output layer (last stage): final norm output and logits, 2 bytes each */
   act->head = last_stage ? vl__mul(ck, 2, vl__add(ck, vl__mul3(ck, s, b, sh->V) / t, sbh)) : 0;
+  act->logits = 0; /* Megatron's loop keeps only the loss */
   act->head_fwd_tmp = 0;
   act->loss_bwd_tmp = 0;
   act->misc_fraction = 0.05; /* theoretical_memory_usage.py: 5 % temporaries */

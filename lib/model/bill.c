@@ -408,7 +408,12 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
    * linear saves it for backward (torch/csrc/autograd autocast_mode.cpp) */
   uint64_t C = 0, C_layer = 0;
   if (pol.autocast) {
-    C = vl__mul(&ck, st.linear_elems, 2);
+    /* a tied LM head casts the embedding matrix too */
+    uint64_t matmul = st.linear_elems;
+    if (arch->causal && arch->tie_embeddings && last)
+      matmul = vl__add(&ck, matmul,
+                       vl__div_ceil(vl__mul(&ck, arch->vocab, arch->embed_proj_dim), job->tp));
+    C = vl__mul(&ck, matmul, 2);
     if (job->zero >= 3) C = vl__mul(&ck, vl__min(st.layer_elems, st.linear_elems), 2 * 2);
     C_layer = Ls ? C / (Ls + 1) : 0;
     note(bill, VL_LINE_AUTOCAST, "autocast weight copies", "P_matmul * 2",
@@ -416,6 +421,10 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
          (double)st.linear_elems, "", NULL, 0, NULL, NULL, 0, NULL);
   }
   uint64_t C_ckpt = job->checkpointing == VL_CKPT_FULL ? 0 : C; /* not saved when recomputed */
+  /* autocast caches casts of trainable leaves only (cached_cast in
+   * autocast_mode.cpp); frozen LoRA bases are cast per use, and kept only
+   * when a linear saves the copy for backward, which recomputation avoids */
+  uint64_t C_fwd = job->lora_rank ? C_ckpt : C;
 
   /* ---- temporaries ---- */
   uint64_t sb = job->lora_rank ? 4 : pol.state;
@@ -493,7 +502,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   /* forward: the larger of the loss (all activations) and the top layer */
   struct phase_comp *f = &ph[VL_PH_FORWARD];
   f->line[VL_LINE_GRADIENTS] = persist ? G : 0;
-  f->line[VL_LINE_AUTOCAST] = C;
+  f->line[VL_LINE_AUTOCAST] = C_fwd;
   uint64_t at_loss = vl__add(&ck, A, act.head_fwd_tmp);
   uint64_t at_layer = vl__add(&ck, vl__add(&ck, vl__sub0(A, A_head), recompute), act.layer_fwd_tmp);
   uint64_t f_tmp = vl__add(&ck, gathered, qlora_tmp);
@@ -510,7 +519,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   struct {
     uint64_t act, cast, grads, tmp;
   } pts[4] = {
-      {A, C_ckpt, G0, act.loss_bwd_tmp},
+      {vl__sub0(A, last && job->drop_outputs ? act.logits : 0), C_ckpt, G0, act.loss_bwd_tmp},
       {vl__sub0(A, A_head), C_ckpt, vl__max(G0, vl__add(&ck, G_head, G_layer)),
        vl__add(&ck, recompute, act.layer_bwd_tmp)},
       {vl__add(&ck, A_embed, vl__mul(&ck, act.layer_kept, in_flight)),
@@ -537,10 +546,12 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
       bw->line[VL_LINE_TRANSIENT] = tmp;
     }
   }
-  /* optimizer step */
+  /* optimizer step: a plain loop (`out = model(...)`) still holds the model
+   * output with its logits (measured: bench/results/2026-11-29-h200-calibration.json) */
   struct phase_comp *op = &ph[VL_PH_OPTIMIZER];
   op->line[VL_LINE_GRADIENTS] = G;
   op->line[VL_LINE_TRANSIENT] = T_opt;
+  op->line[VL_LINE_ACTIVATIONS] = job->drop_outputs || !last ? 0 : act.logits;
   /* Megatron's 5 % temporaries ride on the activations */
   if (act.misc_fraction > 0) {
     uint64_t misc = vl__scale(&ck, A, act.misc_fraction);

@@ -32,6 +32,7 @@ struct vl__act {
   uint64_t layer_bwd_tmp; /* extra live while back-propagating one layer */
   uint64_t embed;         /* embedding stage (ids, dropout mask) */
   uint64_t head;          /* final norm, LM head input, logits, loss */
+  uint64_t logits;        /* the logits tensor alone (held by the model output) */
   uint64_t head_fwd_tmp;  /* inside the loss forward */
   uint64_t loss_bwd_tmp;  /* gradient of the logits */
   double misc_fraction;   /* Megatron's 5 % temporaries (0 otherwise) */

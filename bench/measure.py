@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""Measure real training steps and generate() calls on a CUDA GPU, for the
+calibration of `vramledger estimate` (issue 3) and for `vramledger validate`.
+
+Models are built from bundled configs (data/models) with random weights. For
+each training configuration: PyTorch's parameter count, memory_allocated at
+phase boundaries, the peak of each phase (forward, backward, optimizer step;
+peak statistics reset at each boundary), max_memory_reserved over the step,
+the allocator's counters, NVML process memory after the step, and the step
+time; the third step is measured after two warm-up steps.
+
+Precision policies as vramledger names them:
+  fp32 | amp-bf16 | amp-fp16 (autocast; fp16 with GradScaler) | bf16 | fp16
+  (half weights and states) | mixed-bf16 | mixed-fp16 (half weights, fp32
+  master copy, fp32 main gradients accumulated by a post-accumulate hook,
+  as Megatron-LM does: vramledger --master-grads fp32)
+
+Usage: measure.py OUT.json [--suite calibration|quick|NAME,NAME...]
+"""
+import argparse, datetime, gc, json, os, platform, sys, time, traceback
+
+import torch
+
+HALF = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def T(name, model, prec, opt, impl, attn, ckpt, b, s, lora=0, holdout=False, targets=None):
+    return dict(name=name, model=model, task="train", precision=prec, optimizer=opt,
+                optimizer_impl=impl, attention=attn, checkpointing=ckpt, batch=b, seq=s,
+                lora=lora, lora_targets=targets, holdout=holdout)
+
+
+def I(name, model, prec, attn, b, prompt, new, holdout=False):
+    return dict(name=name, model=model, task="infer", precision=prec, attention=attn, batch=b,
+                seq=prompt, new_tokens=new, holdout=holdout)
+
+
+CALIBRATION = [
+    T("gpt2-fp32-adamw-sdpa", "gpt2", "fp32", "adamw", "foreach", "sdpa", "none", 8, 1024),
+    T("gpt2-amp-adamw-eager", "gpt2", "amp-bf16", "adamw", "foreach", "eager", "none", 8, 1024),
+    T("gpt2-ampfp16-adam-fused", "gpt2", "amp-fp16", "adam", "fused", "sdpa", "none", 16, 512),
+    T("gpt2m-bf16-sgdm-sdpa", "gpt2-medium", "bf16", "sgd-momentum", "foreach", "sdpa", "none", 8, 1024),
+    T("gpt2m-mixed-adam-fused", "gpt2-medium", "mixed-bf16", "adam", "fused", "sdpa", "none", 4, 1024, holdout=True),
+    T("gpt2l-amp-adamw-ckpt", "gpt2-large", "amp-bf16", "adamw", "foreach", "sdpa", "full", 4, 1024, holdout=True),
+    T("qwen05-amp-adamw-sdpa", "qwen2-0.5b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 4, 1024),
+    T("qwen05-bf16-adamw-fused", "qwen2-0.5b", "bf16", "adamw", "fused", "sdpa", "none", 4, 2048),
+    T("qwen05-amp-adamw-forloop-eager", "qwen2-0.5b", "amp-bf16", "adamw", "forloop", "eager", "none", 2, 1024),
+    T("qwen05-amp-adafactor-ckpt", "qwen2-0.5b", "amp-bf16", "adafactor", "foreach", "sdpa", "full", 8, 1024),
+    T("qwen05-fp16-sgd", "qwen2-0.5b", "fp16", "sgd", "foreach", "sdpa", "none", 8, 1024, holdout=True),
+    T("qwen05-mixedfp16-adamw", "qwen2-0.5b", "mixed-fp16", "adamw", "foreach", "sdpa", "none", 4, 1024),
+    T("qwen05-bf16-adam8bit", "qwen2-0.5b", "bf16", "adam8bit", "fused", "sdpa", "none", 4, 1024),
+    T("pythia14-amp-adamw-sdpa", "pythia-1.4b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 4, 1024),
+    T("pythia14-amp-adamw-fused-ckpt", "pythia-1.4b", "amp-bf16", "adamw", "fused", "sdpa", "full", 2, 2048, holdout=True),
+    T("pythia160-fp32-sgd-forloop-eager", "pythia-160m", "fp32", "sgd", "forloop", "eager", "none", 16, 512),
+    T("pythia160-ampfp16-adamw", "pythia-160m", "amp-fp16", "adamw", "foreach", "sdpa", "none", 16, 1024),
+    T("opt350-fp32-sgdm-eager", "opt-350m", "fp32", "sgd-momentum", "foreach", "eager", "none", 8, 512),
+    T("opt13-amp-adamw-fused", "opt-1.3b", "amp-bf16", "adamw", "fused", "sdpa", "none", 4, 1024),
+    T("opt13-bf16-adam-eager", "opt-1.3b", "bf16", "adam", "foreach", "eager", "none", 4, 512, holdout=True),
+    T("opt125-fp32-adamw", "opt-125m", "fp32", "adamw", "foreach", "sdpa", "none", 16, 1024),
+    T("bert-amp-adamw-sdpa", "bert-base-uncased", "amp-bf16", "adamw", "foreach", "sdpa", "none", 16, 512),
+    T("bertl-ampfp16-adamw-fused-eager", "bert-large-uncased", "amp-fp16", "adamw", "fused", "eager", "none", 8, 512),
+    T("bert-fp32-sgdm-forloop", "bert-base-uncased", "fp32", "sgd-momentum", "forloop", "sdpa", "none", 32, 128, holdout=True),
+    T("gemma2b-amp-adamw-ckpt", "gemma-2b", "amp-bf16", "adamw", "foreach", "sdpa", "full", 4, 2048),
+    T("gemma2b-bf16-adamw-fused", "gemma-2b", "bf16", "adamw", "fused", "sdpa", "none", 2, 1024),
+    T("gemma2b-amp-lora16", "gemma-2b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 4, 1024, lora=16),
+    T("mistral7b-bf16-adamw-ckpt", "mistral-7b", "bf16", "adamw", "fused", "sdpa", "full", 2, 2048),
+    T("mistral7b-bf16-lora16", "mistral-7b", "bf16", "adamw", "foreach", "sdpa", "none", 4, 1024, lora=16, holdout=True),
+    T("llama7b-bf16-lora16", "llama-2-7b", "bf16", "adamw", "foreach", "sdpa", "none", 2, 2048, lora=16),
+    T("llama7b-amp-lora8-alllinear-ckpt", "llama-2-7b", "amp-bf16", "adamw", "foreach", "sdpa", "full", 1, 2048, lora=8, targets="all-linear"),
+    T("llama7b-bf16-lora16-eager", "llama-2-7b", "bf16", "adamw", "foreach", "eager", "none", 1, 2048, lora=16),
+    T("phi3-bf16-adamw-fused", "phi-3-mini", "bf16", "adamw", "fused", "sdpa", "none", 2, 2048),
+    T("phi3-amp-sgd-ckpt", "phi-3-mini", "amp-bf16", "sgd", "foreach", "sdpa", "full", 2, 1024, holdout=True),
+    T("phi3-mixed-adamw-fused", "phi-3-mini", "mixed-bf16", "adamw", "fused", "sdpa", "none", 1, 2048),
+    T("llama3-8b-bf16-lora16", "llama-3-8b", "bf16", "adamw", "foreach", "sdpa", "none", 2, 1024, lora=16),
+    T("qwen7b-bf16-lora16", "qwen2-7b", "bf16", "adamw", "foreach", "sdpa", "none", 1, 2048, lora=16, holdout=True),
+    I("llama7b-infer", "llama-2-7b", "bf16", "sdpa", 8, 512, 128),
+    I("qwen05-infer", "qwen2-0.5b", "bf16", "sdpa", 16, 1024, 256),
+    I("gpt2-infer-fp32", "gpt2", "fp32", "sdpa", 8, 256, 256),
+    I("mistral7b-infer-long", "mistral-7b", "bf16", "sdpa", 4, 2048, 256, holdout=True),
+    I("phi3-infer-eager", "phi-3-mini", "bf16", "eager", 4, 1024, 128),
+    I("gemma2b-infer", "gemma-2b", "bf16", "sdpa", 8, 512, 512),
+]
+
+QUICK = ["gpt2-fp32-adamw-sdpa", "qwen05-amp-adamw-sdpa", "qwen05-bf16-adamw-fused",
+         "pythia160-ampfp16-adamw", "opt350-fp32-sgdm-eager", "bert-amp-adamw-sdpa",
+         "qwen05-amp-adafactor-ckpt", "qwen05-infer", "gpt2-infer-fp32"]
+
+
+def nvml_used():
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
+            if p.pid == os.getpid():
+                return p.usedGpuMemory
+    except Exception:
+        return None
+    return None
+
+
+def build(c, datadir):
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
+    with open(os.path.join(datadir, "models", c["model"] + ".json")) as f:
+        d = json.load(f)
+    mt = d.pop("model_type")
+    for k in ("architectures", "torch_dtype", "dtype"):
+        d.pop(k, None)
+    cfg = AutoConfig.for_model(mt, **d)
+    prec = c["precision"]
+    dtype = torch.float32 if prec in ("fp32", "amp-bf16", "amp-fp16") else HALF[prec.split("-")[-1]]
+    cls = AutoModelForMaskedLM if mt == "bert" else AutoModelForCausalLM
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        m = cls.from_config(cfg, dtype=dtype, attn_implementation=c["attention"])
+    return m, cfg
+
+
+def optimizer(params, name, impl):
+    kw = {"fused": True} if impl == "fused" else {"foreach": impl == "foreach"}
+    if name in ("adam", "adamw"):
+        return (torch.optim.Adam if name == "adam" else torch.optim.AdamW)(params, lr=1e-5, **kw)
+    if name in ("sgd", "sgd-momentum"):
+        kw = {"foreach": impl == "foreach"}
+        return torch.optim.SGD(params, lr=1e-5, momentum=0.9 if name == "sgd-momentum" else 0.0, **kw)
+    if name == "adafactor":
+        return torch.optim.Adafactor(params, lr=1e-3, foreach=impl == "foreach")
+    if name == "adam8bit":
+        import bitsandbytes as bnb
+        return bnb.optim.Adam8bit(params, lr=1e-5)
+    raise ValueError(name)
+
+
+def peak(reset):
+    v = torch.cuda.max_memory_allocated()
+    if reset:
+        torch.cuda.reset_peak_memory_stats()
+    return v
+
+
+def run_train(c, datadir):
+    m, cfg = build(c, datadir)
+    n_params = sum(p.numel() for p in m.parameters())
+    if c["lora"]:
+        from peft import LoraConfig, get_peft_model
+        m = get_peft_model(m, LoraConfig(r=c["lora"], lora_alpha=2 * c["lora"], lora_dropout=0.0,
+                                          target_modules=c["lora_targets"] or ["q_proj", "v_proj"]))
+    if c["checkpointing"] == "full":
+        m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        m.config.use_cache = False
+    m.train()
+    prec = c["precision"]
+    trainable = [p for p in m.parameters() if p.requires_grad]
+    n_train = sum(p.numel() for p in trainable)
+    mixed = prec.startswith("mixed-")
+    if mixed:  # fp32 master copy and fp32 main gradients, Megatron-style
+        master = [p.detach().float().clone().requires_grad_(True) for p in trainable]
+        for p, mp in zip(trainable, master):
+            def hook(param, mp=mp):
+                if mp.grad is None:
+                    mp.grad = param.grad.float()
+                else:
+                    mp.grad.add_(param.grad)
+                param.grad = None
+            p.register_post_accumulate_grad_hook(hook)
+        o = optimizer(master, c["optimizer"], c["optimizer_impl"])
+    else:
+        o = optimizer(trainable, c["optimizer"], c["optimizer_impl"])
+    amp = prec.startswith("amp-")
+    amp_dtype = torch.float16 if prec == "amp-fp16" else torch.bfloat16
+    scaler = torch.amp.GradScaler("cuda") if prec == "amp-fp16" else None
+    g = torch.Generator(device="cuda").manual_seed(0)
+    ids = torch.randint(0, cfg.vocab_size, (c["batch"], c["seq"]), device="cuda", generator=g)
+    rec = {}
+    for step in range(3):
+        meas = step == 2
+        torch.cuda.synchronize()
+        if meas:
+            torch.cuda.reset_peak_memory_stats()
+            rec["before_forward"] = torch.cuda.memory_allocated()
+            t0 = time.perf_counter()
+        with torch.autocast("cuda", dtype=amp_dtype, enabled=amp):
+            out = m(input_ids=ids, labels=ids)
+        loss = out.loss
+        if meas:
+            torch.cuda.synchronize()
+            rec["after_forward"] = torch.cuda.memory_allocated()
+            rec["peak_forward"] = peak(True)
+        (scaler.scale(loss) if scaler else loss).backward()
+        if meas:
+            torch.cuda.synchronize()
+            rec["after_backward"] = torch.cuda.memory_allocated()
+            rec["peak_backward"] = peak(True)
+        if scaler:
+            scaler.step(o)
+            scaler.update()
+        else:
+            o.step()
+        if mixed:
+            with torch.no_grad():
+                for p, mp in zip(trainable, master):
+                    p.copy_(mp)
+        o.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        if meas:
+            rec["step_s"] = time.perf_counter() - t0
+            rec["after_optimizer"] = torch.cuda.memory_allocated()
+            rec["peak_optimizer"] = peak(False)
+            st = torch.cuda.memory_stats()
+            rec["peak_reserved"] = torch.cuda.max_memory_reserved()
+            rec["allocator"] = {k: st.get(k) for k in (
+                "num_alloc_retries", "num_ooms", "segment.all.peak", "inactive_split_bytes.all.peak",
+                "requested_bytes.all.peak", "reserved_bytes.large_pool.peak", "reserved_bytes.small_pool.peak")}
+            rec["nvml_process"] = nvml_used()
+        del out, loss
+    rec["peak_allocated"] = max(rec["peak_forward"], rec["peak_backward"], rec["peak_optimizer"])
+    rec.update(params=n_params, trainable_params=n_train,
+               tokens_per_s=c["batch"] * c["seq"] / rec["step_s"])
+    return rec
+
+
+def run_infer(c, datadir):
+    m, cfg = build(c, datadir)
+    m.eval()
+    n_params = sum(p.numel() for p in m.parameters())
+    ids = torch.randint(0, cfg.vocab_size, (c["batch"], c["seq"]), device="cuda")
+    rec = {}
+    for _ in range(2):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            m.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=c["new_tokens"],
+                       min_new_tokens=c["new_tokens"], do_sample=False, pad_token_id=0)
+        torch.cuda.synchronize()
+        rec = {"before": before, "peak_allocated": torch.cuda.max_memory_allocated(),
+               "peak_reserved": torch.cuda.max_memory_reserved(), "nvml_process": nvml_used(),
+               "seconds": time.perf_counter() - t0, "params": n_params}
+    return rec
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--suite", default="calibration")
+    ap.add_argument("--data", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
+    a = ap.parse_args()
+    if a.suite == "calibration":
+        todo = CALIBRATION
+    elif a.suite == "quick":
+        todo = [c for c in CALIBRATION if c["name"] in QUICK]
+    else:
+        names = set(a.suite.split(","))
+        todo = [c for c in CALIBRATION if c["name"] in names]
+    import transformers
+    res = {"schema": "vramledger.measure/1",
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "host": platform.node(),
+           "python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
+           "transformers": transformers.__version__, "device": torch.cuda.get_device_name(0),
+           "device_total_bytes": torch.cuda.mem_get_info()[1], "suite": a.suite, "runs": []}
+    for mod in ("peft", "bitsandbytes"):
+        try:
+            res[mod] = __import__(mod).__version__
+        except Exception:
+            res[mod] = None
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        res["driver"] = pynvml.nvmlSystemGetDriverVersion()
+    except Exception:
+        res["driver"] = None
+    for c in todo:
+        e = dict(c)
+        t0 = time.time()
+        try:
+            e["measured"] = (run_train if c["task"] == "train" else run_infer)(c, a.data)
+        except Exception as ex:
+            e["error"] = repr(ex)[:500]
+            traceback.print_exc()
+        gc.collect()
+        torch.cuda.empty_cache()
+        e["wall_s"] = round(time.time() - t0, 2)
+        print(json.dumps({k: e.get(k) for k in ("name", "wall_s", "error")},), flush=True)
+        res["runs"].append(e)
+        with open(a.out, "w") as f:
+            json.dump(res, f, indent=1)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
