@@ -104,7 +104,7 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   uint64_t ranks = vl__mul(&ck, job->tp, job->pp);
   uint64_t ctx = ov->cuda_context_bytes + (ranks > 1 ? ov->nccl_bytes : 0);
   vl__term(bill, VL_LINE_CONTEXT, "CUDA context + libraries", "measured",
-           "bench/results/2026-11-29-h200-basics.json", ctx);
+           "bench/results/2026-11-29-h200-calibration.json", ctx);
   vl__term(bill, VL_LINE_WORKSPACE, "cuBLAS workspace", "measured",
            "bench/results/2026-11-29-h200-basics.json", ov->cublas_workspace_bytes);
 
