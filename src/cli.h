@@ -45,6 +45,13 @@ const char *cli_nearest(const char *s, const char *const *candidates, size_t n);
 char *cli_read_file(const char *path, size_t *len);
 /*! Directory of the bundled data: $VRAMLEDGER_DATA or the build's data/. */
 const char *cli_data_dir(void);
+/*! Directory of the Python side: $VRAMLEDGER_PYTHON_DIR or the build's python/. */
+const char *cli_python_dir(void);
+
+struct vl_arch;
+/*! Load --model (a config.json path or a bundled name) into *arch; on
+ * failure prints the error (with suggestions) and returns an exit code. */
+int cli_load_model(const char *model, struct vl_arch *arch);
 
 #include "vramledger/banned.h"
 #endif

@@ -3,7 +3,9 @@
 #define VRAMLEDGER_COMMANDS_H
 
 int cmd_estimate(int argc, const char **argv);
+int cmd_validate(int argc, const char **argv);
 
 extern const char vl_help_estimate[];
+extern const char vl_help_validate[];
 
 #endif

@@ -66,3 +66,9 @@ const char *cli_data_dir(void) {
   if (env && *env) return env;
   return VL_DATA_DIR;
 }
+
+const char *cli_python_dir(void) {
+  const char *env = getenv("VRAMLEDGER_PYTHON_DIR");
+  if (env && *env) return env;
+  return VL_PYTHON_DIR;
+}

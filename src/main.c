@@ -13,6 +13,8 @@ static const struct command {
 } commands[] = {
     {"estimate", cmd_estimate, vl_help_estimate,
      "the per-GPU memory bill of a training step or a generation, with no GPU"},
+    {"validate", cmd_validate, vl_help_validate,
+     "check the estimator against measurements on this machine's GPU"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

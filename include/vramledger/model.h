@@ -56,6 +56,13 @@ const char *vl_framework_name(enum vl_framework f);
 const char *vl_offload_name(enum vl_offload o);
 const char *vl_kv_layout_name(enum vl_kv_layout k);
 
+/* The reverse: true and *out set when s is one of the names above. */
+bool vl_precision_parse(const char *s, enum vl_precision *out);
+bool vl_optimizer_parse(const char *s, enum vl_optimizer *out);
+bool vl_opt_impl_parse(const char *s, enum vl_opt_impl *out);
+bool vl_attention_parse(const char *s, enum vl_attention *out);
+bool vl_ckpt_parse(const char *s, enum vl_ckpt *out);
+
 #define VL_MAX_LORA_TARGETS 16
 
 struct vl_job {

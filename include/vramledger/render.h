@@ -26,6 +26,24 @@ struct vl_estimate_view {
 
 enum vl_format { VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD };
 
+struct vl_measured;
+struct vl_compare_row;
+struct vl_compare_summary;
+
+/* Everything a validate report shows. */
+struct vl_validate_view {
+  const struct vl_measured *measured;
+  const struct vl_compare_row *rows;
+  size_t n;
+  const struct vl_compare_summary *calibration, *holdout;
+  double tol_allocated, tol_total; /* percent */
+  const char *source;              /* the results file */
+  int beyond;                      /* rows beyond a tolerance */
+};
+
+/*! Write the validate report. @return 0, or -1 on a write error. */
+int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_view *v);
+
 /*! Write the estimate report. @return 0, or -1 on a write error. */
 int vl_render_estimate(FILE *out, enum vl_format fmt, const struct vl_estimate_view *v);
 

@@ -481,8 +481,9 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   }
   uint64_t ctx = ov->cuda_context_bytes + (ranks > 1 ? ov->nccl_bytes : 0);
   note(bill, VL_LINE_CONTEXT, "CUDA context + libraries", "context (+ NCCL when ranks > 1)",
-       "bench/results/2026-11-29-h200-calibration.json", ctx, "context", (double)ov->cuda_context_bytes,
-       "bytes", "nccl", ranks > 1 ? (double)ov->nccl_bytes : 0, "bytes", NULL, 0, NULL);
+       "bench/results/2026-11-29-h200-calibration.json", ctx, "context",
+       (double)ov->cuda_context_bytes, "bytes", "nccl", ranks > 1 ? (double)ov->nccl_bytes : 0,
+       "bytes", NULL, 0, NULL);
   note(bill, VL_LINE_WORKSPACE, "cuBLAS workspace", "measured",
        "bench/results/2026-11-29-h200-basics.json", ov->cublas_workspace_bytes, NULL, 0, NULL, NULL,
        0, NULL, NULL, 0, NULL);

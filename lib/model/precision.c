@@ -47,6 +47,22 @@ NAME_FN(vl_line_label, enum vl_line, VL_LINE_COUNT, "parameters", "master weight
         "transient buffers", "KV cache", "communication buffers", "cuBLAS workspace",
         "allocator reserve", "CUDA context + libraries")
 
+#define PARSE_FN(fn, type, count, namefn)                                                          \
+  bool fn(const char *s, type *out) {                                                              \
+    for (int i = 0; i < (int)(count); i++)                                                         \
+      if (strcmp(namefn((type)i), s) == 0) {                                                       \
+        *out = (type)i;                                                                            \
+        return true;                                                                               \
+      }                                                                                            \
+    return false;                                                                                  \
+  }
+
+PARSE_FN(vl_precision_parse, enum vl_precision, VL_PREC_COUNT, vl_precision_name)
+PARSE_FN(vl_optimizer_parse, enum vl_optimizer, VL_OPT_COUNT, vl_optimizer_name)
+PARSE_FN(vl_opt_impl_parse, enum vl_opt_impl, VL_IMPL_COUNT, vl_opt_impl_name)
+PARSE_FN(vl_attention_parse, enum vl_attention, VL_ATTN_COUNT, vl_attention_name)
+PARSE_FN(vl_ckpt_parse, enum vl_ckpt, VL_CKPT_COUNT, vl_ckpt_name)
+
 bool vl_line_in_allocated(enum vl_line l) {
   return l != VL_LINE_RESERVE && l != VL_LINE_CONTEXT && l < VL_LINE_COUNT;
 }
@@ -69,7 +85,7 @@ void vl_job_init(struct vl_job *job) {
 }
 
 void vl_overheads_default(struct vl_overheads *o) {
-    /* NVML process memory - max_memory_reserved during real training steps:
+  /* NVML process memory - max_memory_reserved during real training steps:
    * 0.725-0.758 GiB over 36 runs (CUDA 13, PyTorch 2.11; kernels load
    * lazily, so it grows past the 586 MiB seen after one matmul in
    * bench/results/2026-11-29-h200-basics.json); the median of the

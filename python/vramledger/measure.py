@@ -15,7 +15,7 @@ Precision policies as vramledger names them:
   master copy, fp32 main gradients accumulated by a post-accumulate hook,
   as Megatron-LM does: vramledger --master-grads fp32)
 
-Usage: measure.py OUT.json [--suite calibration|quick|NAME,NAME...]
+Usage: python3 python/vramledger/measure.py OUT.json [--suite calibration|quick|NAME,NAME...]
 """
 import argparse, datetime, gc, json, os, platform, sys, time, traceback
 
@@ -244,7 +244,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--suite", default="calibration")
-    ap.add_argument("--data", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
+    ap.add_argument("--data", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data"))
     a = ap.parse_args()
     if a.suite == "calibration":
         todo = CALIBRATION

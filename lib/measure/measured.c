@@ -1,0 +1,143 @@
+/* Reader of measured runs: the JSON python/vramledger/measure.py writes
+ * (schema vramledger.measure/1). */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../util/internal.h"
+#include "vramledger/alloc.h"
+#include "vramledger/measure.h"
+
+static void copy_str(char *dst, size_t n, json_t *v) {
+  snprintf(dst, n, "%s", json_is_string(v) ? json_string_value(v) : "");
+}
+
+static uint64_t get_u(json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+static void refuse(struct vl_measured_run *r, const char *why, const char *what) {
+  r->ok = false;
+  snprintf(r->error, sizeof r->error, "%s '%.60s'", why, what);
+}
+
+/* Settings of one run -> its job; a setting this version does not know
+ * marks the run as not comparable rather than failing the file. */
+static void settings(json_t *o, struct vl_measured_run *r) {
+  struct vl_job *j = &r->job;
+  vl_job_init(j);
+  const char *task = json_string_value(json_object_get(o, "task"));
+  j->task = task && strcmp(task, "infer") == 0 ? VL_TASK_INFER : VL_TASK_TRAIN;
+  j->batch = get_u(o, "batch");
+  j->seq = get_u(o, "seq");
+  const char *s = json_string_value(json_object_get(o, "precision"));
+  if (!s || !vl_precision_parse(s, &j->precision)) {
+    refuse(r, "unknown precision", s ? s : "");
+    return;
+  }
+  j->master_grads_fp32 = j->precision == VL_PREC_MIXED_BF16 || j->precision == VL_PREC_MIXED_FP16;
+  s = json_string_value(json_object_get(o, "attention"));
+  if (!s || !vl_attention_parse(s, &j->attention)) {
+    refuse(r, "unknown attention", s ? s : "");
+    return;
+  }
+  if (j->task == VL_TASK_INFER) {
+    j->new_tokens = get_u(o, "new_tokens");
+    return;
+  }
+  s = json_string_value(json_object_get(o, "optimizer"));
+  if (!s || !vl_optimizer_parse(s, &j->optimizer)) {
+    refuse(r, "unknown optimizer", s ? s : "");
+    return;
+  }
+  s = json_string_value(json_object_get(o, "optimizer_impl"));
+  if (!s || !vl_opt_impl_parse(s, &j->opt_impl)) {
+    refuse(r, "unknown optimizer_impl", s ? s : "");
+    return;
+  }
+  s = json_string_value(json_object_get(o, "checkpointing"));
+  if (!s || !vl_ckpt_parse(s, &j->checkpointing)) {
+    refuse(r, "unknown checkpointing", s ? s : "");
+    return;
+  }
+  j->lora_rank = get_u(o, "lora");
+  copy_str(r->lora_targets, sizeof r->lora_targets, json_object_get(o, "lora_targets"));
+  if (j->lora_rank) {
+    if (!r->lora_targets[0]) snprintf(r->lora_targets, sizeof r->lora_targets, "q_proj,v_proj");
+    char *p = r->lora_targets;
+    while (p && *p && j->n_lora_targets < VL_MAX_LORA_TARGETS) {
+      j->lora_targets[j->n_lora_targets++] = p;
+      p = strchr(p, ',');
+      if (p) *p++ = '\0';
+    }
+  }
+}
+
+vl_status vl_measured_parse(const char *text, size_t len, struct vl_measured *m,
+                            struct vl_err *err) {
+  memset(m, 0, sizeof *m);
+  json_error_t jerr;
+  json_t *root = json_loadb(text, len, 0, &jerr);
+  if (!root)
+    return vl__fail(err, VL_EPARSE, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+  vl_status st = VL_OK;
+  json_t *runs = json_object_get(root, "runs");
+  if (!json_is_array(runs) || json_array_size(runs) > 100000) {
+    st = vl__fail(err, VL_EKEY, "expected an array 'runs' (a file written by measure.py)");
+    goto done;
+  }
+  copy_str(m->device, sizeof m->device, json_object_get(root, "device"));
+  copy_str(m->torch, sizeof m->torch, json_object_get(root, "torch"));
+  copy_str(m->cuda, sizeof m->cuda, json_object_get(root, "cuda"));
+  copy_str(m->transformers, sizeof m->transformers, json_object_get(root, "transformers"));
+  copy_str(m->date, sizeof m->date, json_object_get(root, "date"));
+  m->runs = vl_calloc(json_array_size(runs) + 1, sizeof *m->runs);
+  if (!m->runs) {
+    st = vl__fail(err, VL_ENOMEM, "out of memory reading the runs");
+    goto done;
+  }
+  size_t i;
+  json_t *o;
+  json_array_foreach(runs, i, o) {
+    struct vl_measured_run *r = &m->runs[i];
+    if (!json_is_object(o) || !json_is_string(json_object_get(o, "name")) ||
+        !json_is_string(json_object_get(o, "model"))) {
+      st = vl__fail(err, VL_EKEY, "runs[%zu]: expected an object with 'name' and 'model'", i);
+      break;
+    }
+    copy_str(r->name, sizeof r->name, json_object_get(o, "name"));
+    copy_str(r->model, sizeof r->model, json_object_get(o, "model"));
+    r->holdout = json_is_true(json_object_get(o, "holdout"));
+    r->ok = true;
+    settings(o, r);
+    json_t *meas = json_object_get(o, "measured");
+    if (r->ok && !json_is_object(meas)) {
+      r->ok = false;
+      copy_str(r->error, sizeof r->error, json_object_get(o, "error"));
+      if (!r->error[0]) snprintf(r->error, sizeof r->error, "not measured");
+    }
+    if (r->ok) {
+      r->peak_allocated = get_u(meas, "peak_allocated");
+      r->peak_reserved = get_u(meas, "peak_reserved");
+      r->nvml_process = get_u(meas, "nvml_process");
+      r->phase_peak[0] = get_u(meas, "peak_forward");
+      r->phase_peak[1] = get_u(meas, "peak_backward");
+      r->phase_peak[2] = get_u(meas, "peak_optimizer");
+      if (!r->peak_allocated || !r->job.batch || !r->job.seq)
+        refuse(r, "incomplete measurement", r->name);
+    }
+    m->n = i + 1;
+  }
+  if (st != VL_OK) vl_measured_release(m);
+done:
+  json_decref(root);
+  return st;
+}
+
+void vl_measured_release(struct vl_measured *m) {
+  if (!m) return;
+  vl_free(m->runs);
+  m->runs = NULL;
+  m->n = 0;
+}

@@ -1,0 +1,147 @@
+/* The validate report: estimate vs measured, per run and summarised. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "../util/internal.h"
+#include "vramledger/measure.h"
+#include "vramledger/render.h"
+
+#define GIB(x) ((double)(x) / (double)(1ull << 30))
+
+static const char *pct(char *buf, size_t n, double v) {
+  if (isnan(v))
+    snprintf(buf, n, "n/a");
+  else
+    snprintf(buf, n, "%+.1f %%", v);
+  return buf;
+}
+
+static void summary_line(FILE *o, const char *set, const struct vl_compare_summary *s,
+                         const struct vl_validate_view *v, const char *bullet) {
+  if (!s->n) return;
+  fprintf(
+      o, "%s%s: %d run%s; peak allocated |error| median %.1f %%, max %.1f %%, %d/%d within %.0f %%",
+      bullet, set, s->n, s->n == 1 ? "" : "s", s->median_allocated, s->max_allocated,
+      s->within_allocated, s->n, v->tol_allocated);
+  if (s->n_total)
+    fprintf(o, "; process total vs NVML median %.1f %%, max %.1f %%, %d/%d within %.0f %%",
+            s->median_total, s->max_total, s->within_total, s->n_total, v->tol_total);
+  fprintf(o, "\n");
+}
+
+static void text(FILE *o, const struct vl_validate_view *v, bool md) {
+  const struct vl_measured *m = v->measured;
+  char a[32], b[32], c[32];
+  fprintf(o, "%sestimate vs measured on %s (torch %s, CUDA %s, transformers %s, %.10s)\n",
+          md ? "## " : "", m->device, m->torch, m->cuda, m->transformers, m->date);
+  fprintf(o, "%ssource: %s\n\n", md ? "\n" : "  ", v->source);
+  if (md)
+    fprintf(o, "| run | set | peak allocated est / meas GiB | err | reserved est / meas | err | "
+               "process est / NVML | err |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
+  else
+    fprintf(o, "  %-34s %-5s %19s %8s %17s %8s %17s %8s\n", "run", "set", "allocated est/meas",
+            "err", "reserved est/meas", "err", "process est/NVML", "err");
+  for (size_t i = 0; i < v->n; i++) {
+    const struct vl_compare_row *r = &v->rows[i];
+    const char *set = r->run->holdout ? "hold" : "cal";
+    if (!r->estimated) {
+      if (md)
+        fprintf(o, "| %s | %s | not compared: %s |||||||\n", r->run->name, set, r->why);
+      else
+        fprintf(o, "  %-34s %-5s not compared: %s\n", r->run->name, set, r->why);
+      continue;
+    }
+    const struct vl_measured_run *x = r->run;
+    if (md)
+      fprintf(o, "| %s | %s | %.2f / %.2f | %s | %.2f / %.2f | %s | %.2f / %.2f | %s |\n", x->name,
+              set, GIB(r->est_allocated), GIB(x->peak_allocated),
+              pct(a, sizeof a, r->err_allocated), GIB(r->est_reserved), GIB(x->peak_reserved),
+              pct(b, sizeof b, r->err_reserved), GIB(r->est_total), GIB(x->nvml_process),
+              pct(c, sizeof c, r->err_total));
+    else
+      fprintf(o, "  %-34s %-5s %8.2f / %8.2f %8s %7.2f / %7.2f %8s %7.2f / %7.2f %8s\n", x->name,
+              set, GIB(r->est_allocated), GIB(x->peak_allocated),
+              pct(a, sizeof a, r->err_allocated), GIB(r->est_reserved), GIB(x->peak_reserved),
+              pct(b, sizeof b, r->err_reserved), GIB(r->est_total), GIB(x->nvml_process),
+              pct(c, sizeof c, r->err_total));
+  }
+  fprintf(o, "\n");
+  summary_line(o, "calibration set", v->calibration, v, md ? "- " : "  ");
+  summary_line(o, "hold-out set", v->holdout, v, md ? "- " : "  ");
+  if (v->beyond)
+    fprintf(o,
+            "%s%d run%s beyond tolerance (peak allocated %.0f %%, process total %.0f %%): the "
+            "estimator is off on this stack\n",
+            md ? "\n**" : "  ", v->beyond, v->beyond == 1 ? "" : "s", v->tol_allocated,
+            v->tol_total);
+  else
+    fprintf(o, "%severy run within tolerance (peak allocated %.0f %%, process total %.0f %%)\n",
+            md ? "\n" : "  ", v->tol_allocated, v->tol_total);
+}
+
+static json_t *summary_json(const struct vl_compare_summary *s) {
+  json_t *o = json_object();
+  json_object_set_new(o, "runs", json_integer(s->n));
+  json_object_set_new(o, "median_abs_error_allocated_pct",
+                      s->n ? json_real(s->median_allocated) : json_null());
+  json_object_set_new(o, "max_abs_error_allocated_pct",
+                      s->n ? json_real(s->max_allocated) : json_null());
+  json_object_set_new(o, "within_allocated", json_integer(s->within_allocated));
+  json_object_set_new(o, "runs_with_nvml", json_integer(s->n_total));
+  json_object_set_new(o, "median_abs_error_total_pct",
+                      s->n_total ? json_real(s->median_total) : json_null());
+  json_object_set_new(o, "max_abs_error_total_pct",
+                      s->n_total ? json_real(s->max_total) : json_null());
+  json_object_set_new(o, "within_total", json_integer(s->within_total));
+  return o;
+}
+
+static json_t *num_or_null(double v) { return isnan(v) ? json_null() : json_real(v); }
+
+int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_view *v) {
+  if (fmt != VL_FMT_JSON) {
+    text(out, v, fmt == VL_FMT_MD);
+    return ferror(out) ? -1 : 0;
+  }
+  json_t *r = json_object();
+  json_object_set_new(r, "schema", json_string("vramledger.validate/1"));
+  json_object_set_new(r, "device", json_string(v->measured->device));
+  json_object_set_new(r, "torch", json_string(v->measured->torch));
+  json_object_set_new(r, "source", json_string(v->source));
+  json_object_set_new(r, "tolerance_allocated_pct", json_real(v->tol_allocated));
+  json_object_set_new(r, "tolerance_total_pct", json_real(v->tol_total));
+  json_t *rows = json_array();
+  for (size_t i = 0; i < v->n; i++) {
+    const struct vl_compare_row *x = &v->rows[i];
+    json_t *e = json_object();
+    json_object_set_new(e, "name", json_string(x->run->name));
+    json_object_set_new(e, "holdout", json_boolean(x->run->holdout));
+    json_object_set_new(e, "compared", json_boolean(x->estimated));
+    if (!x->estimated) {
+      json_object_set_new(e, "why", json_string(x->why));
+    } else {
+      json_object_set_new(e, "estimate_allocated_bytes",
+                          json_integer((json_int_t)x->est_allocated));
+      json_object_set_new(e, "measured_allocated_bytes",
+                          json_integer((json_int_t)x->run->peak_allocated));
+      json_object_set_new(e, "error_allocated_pct", num_or_null(x->err_allocated));
+      json_object_set_new(e, "estimate_reserved_bytes", json_integer((json_int_t)x->est_reserved));
+      json_object_set_new(e, "measured_reserved_bytes",
+                          json_integer((json_int_t)x->run->peak_reserved));
+      json_object_set_new(e, "error_reserved_pct", num_or_null(x->err_reserved));
+      json_object_set_new(e, "estimate_total_bytes", json_integer((json_int_t)x->est_total));
+      json_object_set_new(e, "nvml_process_bytes", json_integer((json_int_t)x->run->nvml_process));
+      json_object_set_new(e, "error_total_pct", num_or_null(x->err_total));
+    }
+    json_array_append_new(rows, e);
+  }
+  json_object_set_new(r, "runs", rows);
+  json_object_set_new(r, "calibration", summary_json(v->calibration));
+  json_object_set_new(r, "holdout", summary_json(v->holdout));
+  json_object_set_new(r, "beyond_tolerance", json_integer(v->beyond));
+  int rc = json_dumpf(r, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(4));
+  json_decref(r);
+  fputc('\n', out);
+  return rc == 0 && !ferror(out) ? 0 : -1;
+}
