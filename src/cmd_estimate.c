@@ -40,6 +40,7 @@ enum {
   O_KV_LAYOUT,
   O_KV_BLOCK,
   O_KV_DTYPE,
+  O_ALLOCATOR,
   O_GPU,
   O_MARGIN,
   O_MAX_BATCH,
@@ -78,6 +79,7 @@ static const struct cli_opt opts[] = {
     {"kv-layout", true, O_KV_LAYOUT},
     {"kv-block", true, O_KV_BLOCK},
     {"kv-dtype", true, O_KV_DTYPE},
+    {"allocator", true, O_ALLOCATOR},
     {"gpu", true, O_GPU},
     {"margin", true, O_MARGIN},
     {"max-batch", false, O_MAX_BATCH},
@@ -129,6 +131,7 @@ static const char *n_kvdt(int i) {
   static const char *const n[] = {"auto", "fp32", "bf16", "fp16", "fp8", "int8"};
   return i >= 0 && i < 6 ? n[i] : NULL;
 }
+static const char *n_alloc(int i) { return vl_allocator_name((enum vl_allocator)i); }
 static const char *n_mg(int i) { return i == 0 ? "half" : i == 1 ? "fp32" : NULL; }
 
 static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
@@ -219,6 +222,10 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
     j->kv_layout = (enum vl_kv_layout)k;
     return 0;
   case O_KV_BLOCK: return cli_u64(flag, arg, 1, 4096, &j->kv_block_tokens);
+  case O_ALLOCATOR:
+    if ((rc = choose(flag, arg, n_alloc, VL_ALLOC_COUNT, &k))) return rc;
+    j->allocator = (enum vl_allocator)k;
+    return 0;
   case O_KV_DTYPE: {
     static const uint64_t bytes[] = {0, 4, 2, 2, 1, 1};
     if ((rc = choose(flag, arg, n_kvdt, 6, &k))) return rc;

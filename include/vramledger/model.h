@@ -45,6 +45,9 @@ enum vl_ckpt { VL_CKPT_NONE, VL_CKPT_SELECTIVE, VL_CKPT_FULL, VL_CKPT_COUNT };
 enum vl_framework { VL_FW_HF, VL_FW_MEGATRON, VL_FW_DEEPSPEED, VL_FW_COUNT };
 enum vl_offload { VL_OFFLOAD_NONE, VL_OFFLOAD_OPTIMIZER, VL_OFFLOAD_FULL, VL_OFFLOAD_COUNT };
 enum vl_kv_layout { VL_KV_CONTIGUOUS, VL_KV_PAGED, VL_KV_COUNT };
+/* PyTorch's caching allocator mode (PYTORCH_CUDA_ALLOC_CONF):
+ * expandable_segments:True maps pages into growing segments. */
+enum vl_allocator { VL_ALLOC_DEFAULT, VL_ALLOC_EXPANDABLE, VL_ALLOC_COUNT };
 
 /* Names of enum values as the CLI spells them; NULL when out of range. */
 const char *vl_precision_name(enum vl_precision p);
@@ -55,6 +58,7 @@ const char *vl_ckpt_name(enum vl_ckpt c);
 const char *vl_framework_name(enum vl_framework f);
 const char *vl_offload_name(enum vl_offload o);
 const char *vl_kv_layout_name(enum vl_kv_layout k);
+const char *vl_allocator_name(enum vl_allocator a);
 
 /* The reverse: true and *out set when s is one of the names above. */
 bool vl_precision_parse(const char *s, enum vl_precision *out);
@@ -62,6 +66,7 @@ bool vl_optimizer_parse(const char *s, enum vl_optimizer *out);
 bool vl_opt_impl_parse(const char *s, enum vl_opt_impl *out);
 bool vl_attention_parse(const char *s, enum vl_attention *out);
 bool vl_ckpt_parse(const char *s, enum vl_ckpt *out);
+bool vl_allocator_parse(const char *s, enum vl_allocator *out);
 
 #define VL_MAX_LORA_TARGETS 16
 
@@ -95,6 +100,7 @@ struct vl_job {
   enum vl_kv_layout kv_layout;
   uint64_t kv_block_tokens; /* paged KV block size (vLLM: 16) */
   uint64_t kv_bytes;        /* bytes per cached element; 0: the activation dtype */
+  enum vl_allocator allocator;
 };
 
 /*! Defaults: batch 1, seq 2048, amp-bf16, adamw foreach, sdpa, no
@@ -104,11 +110,12 @@ void vl_job_init(struct vl_job *job);
 /* Constants of the installed software stack. Calibration changes these
  * numbers, not the structure. Sources in docs/model.md. */
 struct vl_overheads {
-  uint64_t cuda_context_bytes;     /* driver context + loaded kernels, outside PyTorch */
-  uint64_t cublas_workspace_bytes; /* cuBLAS/cuBLASLt workspace, inside the allocator */
-  uint64_t nccl_bytes;             /* NCCL internal buffers per process, when ranks > 1 */
-  double allocator_churn;          /* reserved - allocated, as a fraction of the churning
-                                      bytes (activations + temporaries) */
+  uint64_t cuda_context_bytes;       /* driver context + loaded kernels, outside PyTorch */
+  uint64_t cublas_workspace_bytes;   /* cuBLAS/cuBLASLt workspace, inside the allocator */
+  uint64_t nccl_bytes;               /* NCCL internal buffers per process, when ranks > 1 */
+  double allocator_churn;            /* reserved - allocated, as a fraction of the churning
+                                        bytes (activations + temporaries) */
+  double allocator_churn_expandable; /* the same with expandable segments */
 };
 
 /*! The constants measured on the reference stack (H200, CUDA 13, PyTorch

@@ -92,6 +92,8 @@ vl_status vl_measured_parse(const char *text, size_t len, struct vl_measured *m,
   copy_str(m->cuda, sizeof m->cuda, json_object_get(root, "cuda"));
   copy_str(m->transformers, sizeof m->transformers, json_object_get(root, "transformers"));
   copy_str(m->date, sizeof m->date, json_object_get(root, "date"));
+  const char *conf = json_string_value(json_object_get(root, "alloc_conf"));
+  bool expandable = conf && strstr(conf, "expandable_segments:True") != NULL;
   m->runs = vl_calloc(json_array_size(runs) + 1, sizeof *m->runs);
   if (!m->runs) {
     st = vl__fail(err, VL_ENOMEM, "out of memory reading the runs");
@@ -111,6 +113,7 @@ vl_status vl_measured_parse(const char *text, size_t len, struct vl_measured *m,
     r->holdout = json_is_true(json_object_get(o, "holdout"));
     r->ok = true;
     settings(o, r);
+    if (expandable) r->job.allocator = VL_ALLOC_EXPANDABLE;
     json_t *meas = json_object_get(o, "measured");
     if (r->ok && !json_is_object(meas)) {
       r->ok = false;

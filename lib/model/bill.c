@@ -563,6 +563,8 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   }
 
   /* allocator: rounding of persistent tensors + churn among the rest */
+  const bool expandable = job->allocator == VL_ALLOC_EXPANDABLE;
+  const double churn_frac = expandable ? ov->allocator_churn_expandable : ov->allocator_churn;
   enum vl_phase peak = VL_PH_FORWARD;
   for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++) {
     uint64_t churn =
@@ -572,14 +574,13 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
      * the trained weights when they are present */
     uint64_t seg_waste = job->zero >= 3 ? vl__div_ceil(st.seg_waste, dp) : st.seg_waste;
     if (!job->lora_rank && ph[p].line[VL_LINE_GRADIENTS]) seg_waste = vl__mul(&ck, seg_waste, 2);
-    ph[p].line[VL_LINE_RESERVE] =
-        vl__add(&ck, vl__scale(&ck, churn, ov->allocator_churn), seg_waste);
+    if (expandable) seg_waste = 0; /* pages are mapped as needed: no per-segment rounding */
+    ph[p].line[VL_LINE_RESERVE] = vl__add(&ck, vl__scale(&ck, churn, churn_frac), seg_waste);
     if (comp_alloc(&ph[p]) > comp_alloc(&ph[peak])) peak = (enum vl_phase)p;
   }
   note(bill, VL_LINE_RESERVE, "allocator reserve", "churn * (activations + temporaries) + rounding",
        "PyTorch CUDACachingAllocator (512 B blocks, 2/20 MiB segments); churn to be calibrated",
-       ph[peak].line[VL_LINE_RESERVE], "churn", ov->allocator_churn, "", NULL, 0, NULL, NULL, 0,
-       NULL);
+       ph[peak].line[VL_LINE_RESERVE], "churn", churn_frac, "", NULL, 0, NULL, NULL, 0, NULL);
 
   if (ck.overflow)
     return vl__fail(err, VL_EOVERFLOW,

@@ -117,7 +117,8 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   line_dec[VL_LINE_KV_CACHE] = kv_full;
   line_dec[VL_LINE_TRANSIENT] = vl__add(&ck, dec, grow);
   /* contiguous caches churn (old copies freed to the cache); paged do not */
-  double churn = ov->allocator_churn;
+  double churn =
+      job->allocator == VL_ALLOC_EXPANDABLE ? ov->allocator_churn_expandable : ov->allocator_churn;
   line_pre[VL_LINE_RESERVE] = vl__scale(&ck, prefill, churn);
   line_dec[VL_LINE_RESERVE] = vl__scale(
       &ck,

@@ -258,7 +258,8 @@ def main():
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "host": platform.node(),
            "python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
            "transformers": transformers.__version__, "device": torch.cuda.get_device_name(0),
-           "device_total_bytes": torch.cuda.mem_get_info()[1], "suite": a.suite, "runs": []}
+           "device_total_bytes": torch.cuda.mem_get_info()[1], "suite": a.suite,
+           "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "runs": []}
     for mod in ("peft", "bitsandbytes"):
         try:
             res[mod] = __import__(mod).__version__
