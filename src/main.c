@@ -13,6 +13,9 @@ static const struct command {
 } commands[] = {
     {"estimate", cmd_estimate, vl_help_estimate,
      "the per-GPU memory bill of a training step or a generation, with no GPU"},
+    {"run", cmd_run, vl_help_run,
+     "run a command unchanged and record its GPU memory (NVML + every allocation)"},
+    {"report", cmd_report, vl_help_report, "what a run record says: peaks, layers, findings"},
     {"validate", cmd_validate, vl_help_validate,
      "check the estimator against measurements on this machine's GPU"},
 };

@@ -41,6 +41,25 @@ struct vl_validate_view {
   int beyond;                      /* rows beyond a tolerance */
 };
 
+struct vl_record;
+struct vl_run_summary;
+struct vl_finding;
+
+/* Everything a run report shows. */
+struct vl_report_view {
+  const struct vl_record *rec;
+  const struct vl_run_summary *sum;
+  const struct vl_finding *findings;
+  int n_findings;
+  const char *source;
+};
+
+enum vl_report_format { VL_REP_TEXT, VL_REP_JSON, VL_REP_MD, VL_REP_TRACE };
+
+/*! Write the run report; VL_REP_TRACE is Chrome/Perfetto trace JSON.
+ * @return 0, or -1 on a write error. */
+int vl_render_report(FILE *out, enum vl_report_format fmt, const struct vl_report_view *v);
+
 /*! Write the validate report. @return 0, or -1 on a write error. */
 int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_view *v);
 

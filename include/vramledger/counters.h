@@ -1,0 +1,33 @@
+/* vramledger: the counters the interposer shares with the sampler.
+ *
+ * `vramledger run` creates a small file in the run directory and passes its
+ * path in $VRAMLEDGER_COUNTERS; every interposed process of the job maps it
+ * and keeps one slot: its pid, live and peak driver-allocated bytes. The
+ * sampler reads the slots at each tick. Header-only; the interposer links
+ * nothing but libc. */
+#ifndef VRAMLEDGER_COUNTERS_H
+#define VRAMLEDGER_COUNTERS_H
+#include <stdint.h>
+
+#define VL_COUNTERS_MAGIC 0x564c4354u /* "VLCT" */
+#define VL_COUNTERS_VERSION 1u
+#define VL_COUNTERS_SLOTS 256u
+
+struct vl_counters_slot {
+  uint32_t pid; /* 0: free; claimed with an atomic compare-and-swap */
+  uint32_t pad;
+  uint64_t live; /* bytes allocated through the runtime or driver API, not freed */
+  uint64_t peak;
+  uint64_t allocs;
+  uint64_t frees;
+};
+
+struct vl_counters {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t slots;
+  uint32_t pad;
+  struct vl_counters_slot slot[VL_COUNTERS_SLOTS];
+};
+
+#endif

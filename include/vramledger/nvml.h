@@ -1,0 +1,52 @@
+/* vramledger: the system layer, read through NVML.
+ *
+ * libnvidia-ml.so.1 is loaded with dlopen, never linked: the tool runs (and
+ * every command that needs no GPU works) on machines without a driver.
+ * $VRAMLEDGER_NVML_LIB names another library (tests use a fake one). */
+#ifndef VRAMLEDGER_NVML_H
+#define VRAMLEDGER_NVML_H
+#include <stdint.h>
+
+#include "vramledger/status.h"
+
+struct vl_nvml; /* opaque: the loaded library and its device handles */
+
+struct vl_gpu_sample {
+  unsigned index; /* NVML index */
+  char name[96];
+  char uuid[96];
+  uint64_t total_bytes;
+  uint64_t reserved_bytes; /* driver/firmware reserve (memory info v2; 0 with v1) */
+  uint64_t used_bytes;
+  uint64_t free_bytes;
+  unsigned util_gpu_pct; /* UINT32_MAX when not available */
+  unsigned util_mem_pct;
+};
+
+struct vl_proc_sample {
+  unsigned pid;
+  unsigned gpu;        /* NVML index */
+  uint64_t used_bytes; /* UINT64_MAX when NVML may not tell (containers) */
+};
+
+/*! Load NVML and initialise it. @return VL_OK; VL_ENOTFOUND when the
+ * library is missing (message says so); VL_EIO when it fails to start (no
+ * GPU, driver mismatch; message has NVML's words). Free with vl_nvml_close. */
+vl_status vl_nvml_open(struct vl_nvml **out, struct vl_err *err) VL_MUST_USE;
+void vl_nvml_close(struct vl_nvml *n); /* accepts NULL */
+
+/*! Number of GPUs NVML sees. */
+unsigned vl_nvml_count(const struct vl_nvml *n);
+/*! Driver version string ("580.159.04"); "" when unknown. */
+const char *vl_nvml_driver(const struct vl_nvml *n);
+
+/*! One GPU's memory and utilisation now. */
+vl_status vl_nvml_sample(struct vl_nvml *n, unsigned index, struct vl_gpu_sample *s) VL_MUST_USE;
+
+/*! Compute processes on one GPU (running processes v3 -> v2 -> v1).
+ * Writes at most cap entries; *count is how many there were.
+ * @return VL_OK, VL_EIO. */
+vl_status vl_nvml_processes(struct vl_nvml *n, unsigned index, struct vl_proc_sample *buf,
+                            unsigned cap, unsigned *count) VL_MUST_USE;
+
+#endif

@@ -1,0 +1,107 @@
+/* vramledger: the run record (schema vramledger.run/1).
+ *
+ * JSON Lines, one event per line, every event stamped with CLOCK_MONOTONIC
+ * nanoseconds (one clock for the sampler, the interposer and the probe).
+ * Writers append whole lines with single write() calls on an O_APPEND file,
+ * so several processes can share it and a crash leaves every line before
+ * the last intact. Event types:
+ *   meta   the command, host, GPUs, driver, sampling interval (first line)
+ *   sample NVML per GPU, the job's process tree, the interposer's counters
+ *   alloc  an interposed process's live/peak driver-allocated bytes
+ *   mark   a phase stamp (vl_mark, the probe)
+ *   note   something the reader should know (no NVML, ...)
+ *   exit   the command's status
+ * Readers skip event types they do not know (forward compatible) and
+ * refuse another major schema. */
+#ifndef VRAMLEDGER_RECORD_H
+#define VRAMLEDGER_RECORD_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vramledger/status.h"
+
+#define VL_RECORD_SCHEMA "vramledger.run/1"
+#define VL_RECORD_MAX_GPUS 16
+
+struct vl_rec_gpu {
+  unsigned index;
+  char name[96];
+  char uuid[96];
+  uint64_t total_bytes;
+};
+
+struct vl_rec_sample {
+  uint64_t t_ns;
+  uint64_t tree_bytes;                   /* NVML: the job's processes, all GPUs */
+  uint64_t other_bytes;                  /* NVML: processes outside the job on its GPUs */
+  uint64_t cuda_alloc_bytes;             /* interposer: live driver allocations of the job */
+  unsigned tree_procs;                   /* processes of the job holding GPU memory */
+  uint64_t gpu_used[VL_RECORD_MAX_GPUS]; /* device used memory */
+  uint64_t gpu_tree[VL_RECORD_MAX_GPUS]; /* the job's bytes per GPU */
+};
+
+struct vl_rec_mark {
+  uint64_t t_ns;
+  unsigned pid;
+  char name[64];
+};
+
+struct vl_record {
+  /* meta */
+  char schema[32];
+  char host[64];
+  char command[512]; /* argv joined by spaces, for display */
+  char driver[64];
+  char nvml[160]; /* "ok" or why not */
+  uint64_t start_ns, start_unix_ms, interval_ms;
+  unsigned n_gpus;
+  struct vl_rec_gpu gpus[VL_RECORD_MAX_GPUS];
+  /* events */
+  struct vl_rec_sample *samples;
+  size_t n_samples;
+  struct vl_rec_mark *marks;
+  size_t n_marks;
+  uint64_t alloc_peak_bytes; /* max over alloc events of the sum of live per pid */
+  unsigned alloc_pids;
+  /* exit */
+  bool exited;
+  int exit_status; /* as a shell reports it: code, or 128 + signal */
+  uint64_t end_ns;
+  bool truncated; /* the last line was cut (a crash mid-write) */
+  size_t lines;
+};
+
+/*! Parse a record held in text[0..len). A cut last line is tolerated
+ * (truncated = true); any other malformed line is an error naming it.
+ * Release with vl_record_release(). @return VL_OK, VL_EPARSE ("line N: ..."),
+ * VL_EKEY (wrong schema, missing meta), VL_ENOMEM. */
+vl_status vl_record_parse(const char *text, size_t len, struct vl_record *rec,
+                          struct vl_err *err) VL_MUST_USE;
+void vl_record_release(struct vl_record *rec);
+
+/* What the record says, ready for a report. */
+struct vl_run_summary {
+  uint64_t peak_process_bytes; /* max of tree_bytes */
+  uint64_t peak_process_t_ns;  /* when, from the start */
+  uint64_t peak_cuda_alloc_bytes;
+  uint64_t context_bytes;    /* tree - cuda_alloc at the process peak */
+  uint64_t peak_other_bytes; /* other processes on the job's GPUs */
+  unsigned max_tree_procs;   /* processes of the job holding GPU memory at once */
+  uint64_t duration_ns;
+  double leak_bytes_per_s; /* slope of tree_bytes over the second half */
+  double imbalance;        /* (max - min) / max of per-GPU peaks of the job */
+  unsigned gpus_used;
+};
+
+#define VL_MAX_FINDINGS 8
+struct vl_finding {
+  char code[32]; /* "leak", "imbalance", "extra-contexts", "no-nvml", ... */
+  char text[256];
+};
+
+/*! Summarise a record and list findings (pure). */
+void vl_record_summarize(const struct vl_record *rec, struct vl_run_summary *s,
+                         struct vl_finding *findings, int *n_findings);
+
+#endif

@@ -1,0 +1,208 @@
+/* NVML through dlopen, with our own minimal declarations of the ABI
+ * (nvml.h, CUDA 12/13): versioned symbols first, older ones as fallbacks. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/internal.h"
+#include "vramledger/alloc.h"
+#include "vramledger/nvml.h"
+
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st *nvmlDevice_t;
+#define NVML_SUCCESS 0
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
+#define NVML_VALUE_NOT_AVAILABLE (~0ull)
+
+typedef struct {
+  unsigned long long total, free, used;
+} nvmlMemory_v1;
+typedef struct {
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+} nvmlMemory_v2;
+/* NVML_STRUCT_VERSION(Memory, 2) */
+#define NVML_MEMORY_V2 ((unsigned int)(sizeof(nvmlMemory_v2) | (2u << 24)))
+typedef struct {
+  unsigned int gpu, memory;
+} nvmlUtilization;
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1;
+typedef struct { /* v2 and v3 share this layout */
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_v2;
+
+#define MAX_GPUS 64
+
+struct vl_nvml {
+  void *lib;
+  nvmlReturn_t (*shutdown)(void);
+  const char *(*error_string)(nvmlReturn_t);
+  nvmlReturn_t (*get_name)(nvmlDevice_t, char *, unsigned);
+  nvmlReturn_t (*get_uuid)(nvmlDevice_t, char *, unsigned);
+  nvmlReturn_t (*mem_v2)(nvmlDevice_t, nvmlMemory_v2 *);
+  nvmlReturn_t (*mem_v1)(nvmlDevice_t, nvmlMemory_v1 *);
+  nvmlReturn_t (*util)(nvmlDevice_t, nvmlUtilization *);
+  nvmlReturn_t (*procs_v3)(nvmlDevice_t, unsigned *, nvmlProcessInfo_v2 *);
+  nvmlReturn_t (*procs_v2)(nvmlDevice_t, unsigned *, nvmlProcessInfo_v2 *);
+  nvmlReturn_t (*procs_v1)(nvmlDevice_t, unsigned *, nvmlProcessInfo_v1 *);
+  unsigned count;
+  nvmlDevice_t dev[MAX_GPUS];
+  char driver[80];
+};
+
+static void *sym(void *lib, const char *name) { return dlsym(lib, name); }
+
+static const char *nvml_err(const struct vl_nvml *n, nvmlReturn_t r) {
+  const char *s = n->error_string ? n->error_string(r) : NULL;
+  return s ? s : "unknown NVML error";
+}
+
+vl_status vl_nvml_open(struct vl_nvml **out, struct vl_err *err) {
+  *out = NULL;
+  const char *path = getenv("VRAMLEDGER_NVML_LIB");
+  if (!path || !*path) path = "libnvidia-ml.so.1";
+  void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!lib)
+    return vl__fail(err, VL_ENOTFOUND,
+                    "NVML ('%s') is not available: no NVIDIA driver on this machine (%s)", path,
+                    dlerror());
+  struct vl_nvml *n = vl_calloc(1, sizeof *n);
+  if (!n) {
+    dlclose(lib);
+    return vl__fail(err, VL_ENOMEM, "out of memory");
+  }
+  n->lib = lib;
+  nvmlReturn_t (*init)(void) = (nvmlReturn_t(*)(void))sym(lib, "nvmlInit_v2");
+  if (!init) init = (nvmlReturn_t(*)(void))sym(lib, "nvmlInit");
+  nvmlReturn_t (*count)(unsigned *) =
+      (nvmlReturn_t(*)(unsigned *))sym(lib, "nvmlDeviceGetCount_v2");
+  if (!count) count = (nvmlReturn_t(*)(unsigned *))sym(lib, "nvmlDeviceGetCount");
+  nvmlReturn_t (*handle)(unsigned, nvmlDevice_t *) =
+      (nvmlReturn_t(*)(unsigned, nvmlDevice_t *))sym(lib, "nvmlDeviceGetHandleByIndex_v2");
+  if (!handle)
+    handle = (nvmlReturn_t(*)(unsigned, nvmlDevice_t *))sym(lib, "nvmlDeviceGetHandleByIndex");
+  nvmlReturn_t (*driver)(char *, unsigned) =
+      (nvmlReturn_t(*)(char *, unsigned))sym(lib, "nvmlSystemGetDriverVersion");
+  *(void **)&n->shutdown = sym(lib, "nvmlShutdown");
+  *(void **)&n->error_string = sym(lib, "nvmlErrorString");
+  *(void **)&n->get_name = sym(lib, "nvmlDeviceGetName");
+  *(void **)&n->get_uuid = sym(lib, "nvmlDeviceGetUUID");
+  *(void **)&n->mem_v2 = sym(lib, "nvmlDeviceGetMemoryInfo_v2");
+  *(void **)&n->mem_v1 = sym(lib, "nvmlDeviceGetMemoryInfo");
+  *(void **)&n->util = sym(lib, "nvmlDeviceGetUtilizationRates");
+  *(void **)&n->procs_v3 = sym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+  *(void **)&n->procs_v2 = sym(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
+  *(void **)&n->procs_v1 = sym(lib, "nvmlDeviceGetComputeRunningProcesses");
+  if (!init || !count || !handle || (!n->mem_v2 && !n->mem_v1)) {
+    vl_nvml_close(n);
+    return vl__fail(err, VL_EIO, "'%s' lacks the NVML functions vramledger needs", path);
+  }
+  nvmlReturn_t r = init();
+  if (r != NVML_SUCCESS) {
+    vl__fail(err, VL_EIO, "NVML did not start: %s", nvml_err(n, r));
+    n->shutdown = NULL; /* nothing to shut down */
+    vl_nvml_close(n);
+    return VL_EIO;
+  }
+  unsigned c = 0;
+  if ((r = count(&c)) != NVML_SUCCESS) {
+    vl__fail(err, VL_EIO, "NVML cannot count GPUs: %s", nvml_err(n, r));
+    vl_nvml_close(n);
+    return VL_EIO;
+  }
+  n->count = c > MAX_GPUS ? MAX_GPUS : c;
+  for (unsigned i = 0; i < n->count; i++)
+    if ((r = handle(i, &n->dev[i])) != NVML_SUCCESS) {
+      vl__fail(err, VL_EIO, "NVML cannot open GPU %u: %s", i, nvml_err(n, r));
+      vl_nvml_close(n);
+      return VL_EIO;
+    }
+  if (!driver || driver(n->driver, sizeof n->driver) != NVML_SUCCESS) n->driver[0] = '\0';
+  *out = n;
+  return VL_OK;
+}
+
+void vl_nvml_close(struct vl_nvml *n) {
+  if (!n) return;
+  if (n->shutdown) n->shutdown();
+  if (n->lib) dlclose(n->lib);
+  vl_free(n);
+}
+
+unsigned vl_nvml_count(const struct vl_nvml *n) { return n ? n->count : 0; }
+const char *vl_nvml_driver(const struct vl_nvml *n) { return n ? n->driver : ""; }
+
+vl_status vl_nvml_sample(struct vl_nvml *n, unsigned index, struct vl_gpu_sample *s) {
+  memset(s, 0, sizeof *s);
+  if (index >= n->count) return VL_EINVAL;
+  nvmlDevice_t d = n->dev[index];
+  s->index = index;
+  if (n->get_name && n->get_name(d, s->name, sizeof s->name) != NVML_SUCCESS) s->name[0] = '\0';
+  if (n->get_uuid && n->get_uuid(d, s->uuid, sizeof s->uuid) != NVML_SUCCESS) s->uuid[0] = '\0';
+  s->name[sizeof s->name - 1] = s->uuid[sizeof s->uuid - 1] = '\0';
+  nvmlReturn_t r = -1;
+  if (n->mem_v2) {
+    nvmlMemory_v2 m = {.version = NVML_MEMORY_V2};
+    if ((r = n->mem_v2(d, &m)) == NVML_SUCCESS) {
+      s->total_bytes = m.total;
+      s->reserved_bytes = m.reserved;
+      s->free_bytes = m.free;
+      s->used_bytes = m.used;
+    }
+  }
+  if (r != NVML_SUCCESS && n->mem_v1) {
+    nvmlMemory_v1 m;
+    if ((r = n->mem_v1(d, &m)) == NVML_SUCCESS) {
+      s->total_bytes = m.total;
+      s->free_bytes = m.free;
+      s->used_bytes = m.used;
+    }
+  }
+  if (r != NVML_SUCCESS) return VL_EIO;
+  nvmlUtilization u;
+  if (n->util && n->util(d, &u) == NVML_SUCCESS) {
+    s->util_gpu_pct = u.gpu;
+    s->util_mem_pct = u.memory;
+  } else {
+    s->util_gpu_pct = s->util_mem_pct = UINT32_MAX;
+  }
+  return VL_OK;
+}
+
+vl_status vl_nvml_processes(struct vl_nvml *n, unsigned index, struct vl_proc_sample *buf,
+                            unsigned cap, unsigned *count) {
+  *count = 0;
+  if (index >= n->count) return VL_EINVAL;
+  enum { CAP = 1024 };
+  static __thread nvmlProcessInfo_v2 v2[CAP]; /* per sampling thread; 24 KiB */
+  unsigned c = CAP;
+  nvmlReturn_t r = -1;
+  if (n->procs_v3) r = n->procs_v3(n->dev[index], &c, v2);
+  if (r != NVML_SUCCESS && n->procs_v2) {
+    c = CAP;
+    r = n->procs_v2(n->dev[index], &c, v2);
+  }
+  if (r == NVML_SUCCESS) {
+    for (unsigned i = 0; i < c && i < cap; i++)
+      buf[i] = (struct vl_proc_sample){v2[i].pid, index, v2[i].usedGpuMemory};
+    *count = c;
+    return VL_OK;
+  }
+  if (n->procs_v1) {
+    static __thread nvmlProcessInfo_v1 v1[CAP];
+    c = CAP;
+    if ((r = n->procs_v1(n->dev[index], &c, v1)) == NVML_SUCCESS) {
+      for (unsigned i = 0; i < c && i < cap; i++)
+        buf[i] = (struct vl_proc_sample){v1[i].pid, index, v1[i].usedGpuMemory};
+      *count = c;
+      return VL_OK;
+    }
+  }
+  return VL_EIO;
+}

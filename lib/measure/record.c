@@ -1,0 +1,269 @@
+/* Reader of run records (schema vramledger.run/1) and their summary. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../util/internal.h"
+#include "vramledger/alloc.h"
+#include "vramledger/record.h"
+
+#define MAX_SAMPLES (1u << 24) /* 46 hours at 100 Hz */
+#define MAX_PIDS 256
+
+static uint64_t u(json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+static void str(char *dst, size_t n, json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  snprintf(dst, n, "%s", json_is_string(v) ? json_string_value(v) : "");
+}
+
+/* Growable arrays with a hard cap. */
+static int grow(void **p, size_t *cap, size_t n, size_t elem, size_t limit) {
+  if (n < *cap) return 0;
+  size_t nc = *cap ? *cap * 2 : 256;
+  if (nc > limit) nc = limit;
+  if (n >= nc) return -1;
+  void *q = vl_realloc(*p, nc * elem);
+  if (!q) return -1;
+  *p = q;
+  *cap = nc;
+  return 0;
+}
+
+struct alloc_state {
+  unsigned pid[MAX_PIDS];
+  uint64_t live[MAX_PIDS];
+  unsigned n;
+};
+
+static vl_status meta(json_t *o, struct vl_record *r, size_t line, struct vl_err *err) {
+  str(r->schema, sizeof r->schema, o, "schema");
+  if (strncmp(r->schema, "vramledger.run/", 15) != 0)
+    return vl__fail(err, VL_EKEY, "line %zu: not a vramledger run record (schema '%s')", line,
+                    r->schema);
+  if (strcmp(r->schema, VL_RECORD_SCHEMA) != 0)
+    return vl__fail(err, VL_EKEY, "line %zu: record schema '%s'; this vramledger reads '%s'", line,
+                    r->schema, VL_RECORD_SCHEMA);
+  str(r->host, sizeof r->host, o, "host");
+  str(r->driver, sizeof r->driver, o, "driver");
+  str(r->nvml, sizeof r->nvml, o, "nvml");
+  r->start_ns = u(o, "t_ns");
+  r->start_unix_ms = u(o, "start_unix_ms");
+  r->interval_ms = u(o, "interval_ms");
+  json_t *cmd = json_object_get(o, "command");
+  size_t i, used = 0;
+  json_t *a;
+  json_array_foreach(cmd, i, a) {
+    if (!json_is_string(a)) continue;
+    int w = snprintf(r->command + used, sizeof r->command - used, "%s%s", i ? " " : "",
+                     json_string_value(a));
+    if (w < 0 || (size_t)w >= sizeof r->command - used) break;
+    used += (size_t)w;
+  }
+  json_t *gpus = json_object_get(o, "gpus");
+  json_array_foreach(gpus, i, a) {
+    if (i >= VL_RECORD_MAX_GPUS) break;
+    struct vl_rec_gpu *g = &r->gpus[i];
+    g->index = (unsigned)u(a, "index");
+    str(g->name, sizeof g->name, a, "name");
+    str(g->uuid, sizeof g->uuid, a, "uuid");
+    g->total_bytes = u(a, "total_bytes");
+    r->n_gpus = (unsigned)i + 1;
+  }
+  return VL_OK;
+}
+
+static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t *cap_s,
+                       size_t *cap_m, struct alloc_state *as, size_t line, struct vl_err *err) {
+  if (strcmp(type, "sample") == 0) {
+    if (grow((void **)&r->samples, cap_s, r->n_samples, sizeof *r->samples, MAX_SAMPLES))
+      return vl__fail(err, VL_ENOMEM, "line %zu: too many samples", line);
+    struct vl_rec_sample *s = &r->samples[r->n_samples++];
+    memset(s, 0, sizeof *s);
+    s->t_ns = u(o, "t_ns");
+    s->tree_bytes = u(o, "tree_bytes");
+    s->other_bytes = u(o, "other_bytes");
+    s->cuda_alloc_bytes = u(o, "cuda_alloc_bytes");
+    s->tree_procs = (unsigned)u(o, "tree_procs");
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(o, "gpus"), i, g) {
+      unsigned k = (unsigned)u(g, "i");
+      if (k >= VL_RECORD_MAX_GPUS) continue;
+      s->gpu_used[k] = u(g, "used");
+      s->gpu_tree[k] = u(g, "tree");
+    }
+  } else if (strcmp(type, "mark") == 0) {
+    if (grow((void **)&r->marks, cap_m, r->n_marks, sizeof *r->marks, 1u << 22))
+      return vl__fail(err, VL_ENOMEM, "line %zu: too many marks", line);
+    struct vl_rec_mark *m = &r->marks[r->n_marks++];
+    m->t_ns = u(o, "t_ns");
+    m->pid = (unsigned)u(o, "pid");
+    str(m->name, sizeof m->name, o, "name");
+  } else if (strcmp(type, "alloc") == 0) {
+    unsigned pid = (unsigned)u(o, "pid");
+    unsigned k = 0;
+    while (k < as->n && as->pid[k] != pid)
+      k++;
+    if (k == as->n && as->n < MAX_PIDS) as->pid[as->n++] = pid;
+    if (k < MAX_PIDS) as->live[k] = u(o, "live");
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < as->n; i++)
+      sum += as->live[i];
+    uint64_t peak = u(o, "peak");
+    if (sum > r->alloc_peak_bytes) r->alloc_peak_bytes = sum;
+    if (peak > r->alloc_peak_bytes && as->n == 1) r->alloc_peak_bytes = peak;
+    r->alloc_pids = as->n;
+  } else if (strcmp(type, "exit") == 0) {
+    r->exited = true;
+    json_t *st = json_object_get(o, "status");
+    r->exit_status = json_is_integer(st) ? (int)json_integer_value(st) : -1;
+    r->end_ns = u(o, "t_ns");
+  }
+  return VL_OK; /* unknown types are skipped: newer writers may add some */
+}
+
+vl_status vl_record_parse(const char *text, size_t len, struct vl_record *r, struct vl_err *err) {
+  memset(r, 0, sizeof *r);
+  size_t cap_s = 0, cap_m = 0, line = 0, pos = 0;
+  struct alloc_state as;
+  memset(&as, 0, sizeof as);
+  vl_status st = VL_OK;
+  bool have_meta = false;
+  while (pos < len) {
+    const char *start = text + pos;
+    const char *nl = memchr(start, '\n', len - pos);
+    size_t n = nl ? (size_t)(nl - start) : len - pos;
+    pos += n + (nl ? 1 : 0);
+    line++;
+    if (n == 0) continue;
+    json_error_t jerr;
+    json_t *o = json_loadb(start, n, 0, &jerr);
+    if (!o || !json_is_object(o)) {
+      json_decref(o);
+      if (!nl) { /* the last line, cut by a crash: everything before it stands */
+        r->truncated = true;
+        break;
+      }
+      st = vl__fail(err, VL_EPARSE, "line %zu: %s", line, o ? "expected a JSON object" : jerr.text);
+      break;
+    }
+    json_t *t = json_object_get(o, "type");
+    const char *type = json_is_string(t) ? json_string_value(t) : "";
+    if (!have_meta) {
+      if (strcmp(type, "meta") != 0) {
+        st = vl__fail(err, VL_EKEY, "line %zu: a record starts with its 'meta' line", line);
+      } else {
+        st = meta(o, r, line, err);
+        have_meta = true;
+      }
+    } else {
+      st = event(o, type, r, &cap_s, &cap_m, &as, line, err);
+    }
+    json_decref(o);
+    if (st != VL_OK) break;
+  }
+  r->lines = line;
+  if (st == VL_OK && !have_meta)
+    st = vl__fail(err, VL_EKEY, "the record is empty (no 'meta' line)");
+  if (st != VL_OK) vl_record_release(r);
+  return st;
+}
+
+void vl_record_release(struct vl_record *r) {
+  if (!r) return;
+  vl_free(r->samples);
+  vl_free(r->marks);
+  r->samples = NULL;
+  r->marks = NULL;
+  r->n_samples = r->n_marks = 0;
+}
+
+static void add_finding(struct vl_finding *f, int *n, const char *code, const char *fmt, double a,
+                        double b) {
+  if (*n >= VL_MAX_FINDINGS) return;
+  snprintf(f[*n].code, sizeof f[*n].code, "%s", code);
+  snprintf(f[*n].text, sizeof f[*n].text, fmt, a, b);
+  (*n)++;
+}
+
+void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, struct vl_finding *f,
+                         int *nf) {
+  memset(s, 0, sizeof *s);
+  *nf = 0;
+  uint64_t gpu_peak[VL_RECORD_MAX_GPUS] = {0};
+  for (size_t i = 0; i < r->n_samples; i++) {
+    const struct vl_rec_sample *x = &r->samples[i];
+    if (x->tree_bytes > s->peak_process_bytes) {
+      s->peak_process_bytes = x->tree_bytes;
+      s->peak_process_t_ns = x->t_ns > r->start_ns ? x->t_ns - r->start_ns : 0;
+      s->context_bytes = vl__sub0(x->tree_bytes, x->cuda_alloc_bytes);
+    }
+    if (x->cuda_alloc_bytes > s->peak_cuda_alloc_bytes)
+      s->peak_cuda_alloc_bytes = x->cuda_alloc_bytes;
+    if (x->other_bytes > s->peak_other_bytes) s->peak_other_bytes = x->other_bytes;
+    if (x->tree_procs > s->max_tree_procs) s->max_tree_procs = x->tree_procs;
+    for (unsigned g = 0; g < VL_RECORD_MAX_GPUS; g++)
+      if (x->gpu_tree[g] > gpu_peak[g]) gpu_peak[g] = x->gpu_tree[g];
+  }
+  if (r->alloc_peak_bytes > s->peak_cuda_alloc_bytes)
+    s->peak_cuda_alloc_bytes = r->alloc_peak_bytes;
+  uint64_t last = r->exited ? r->end_ns : (r->n_samples ? r->samples[r->n_samples - 1].t_ns : 0);
+  s->duration_ns = last > r->start_ns ? last - r->start_ns : 0;
+
+  /* leak: least-squares slope of the job's memory over the second half */
+  size_t h = r->n_samples / 2, m = r->n_samples - h;
+  if (m >= 10) {
+    double st = 0, sy = 0, stt = 0, sty = 0;
+    for (size_t i = h; i < r->n_samples; i++) {
+      double t = (double)(r->samples[i].t_ns - r->start_ns) * 1e-9,
+             y = (double)r->samples[i].tree_bytes;
+      st += t, sy += y, stt += t * t, sty += t * y;
+    }
+    double den = (double)m * stt - st * st;
+    if (den > 0) s->leak_bytes_per_s = ((double)m * sty - st * sy) / den;
+    double span = (double)(r->samples[r->n_samples - 1].t_ns - r->samples[h].t_ns) * 1e-9;
+    double grown = s->leak_bytes_per_s * span;
+    if (s->peak_process_bytes && grown > 0.05 * (double)s->peak_process_bytes)
+      add_finding(
+          f, nf, "leak",
+          "memory grows steadily: %.1f MiB/s over the second half of the run (%.0f MiB); "
+          "look for tensors kept across steps (losses without .item(), growing lists, caches)",
+          s->leak_bytes_per_s / 1048576.0, grown / 1048576.0);
+  }
+  /* imbalance across the GPUs the job uses (seed 000 §4: > 5 %) */
+  uint64_t hi = 0, lo = UINT64_MAX;
+  for (unsigned g = 0; g < VL_RECORD_MAX_GPUS; g++) {
+    if (!gpu_peak[g]) continue;
+    s->gpus_used++;
+    hi = vl__max(hi, gpu_peak[g]);
+    lo = vl__min(lo, gpu_peak[g]);
+  }
+  if (s->gpus_used > 1) {
+    s->imbalance = (double)(hi - lo) / (double)hi;
+    if (s->imbalance > 0.05)
+      add_finding(f, nf, "imbalance",
+                  "GPUs differ by %.1f %% in peak memory (%.0f MiB): the largest rank sets the "
+                  "card you need",
+                  100.0 * s->imbalance, (double)(hi - lo) / 1048576.0);
+  }
+  if (s->max_tree_procs > 1)
+    add_finding(f, nf, "extra-contexts",
+                "%.0f processes of the job held GPU memory at once: each CUDA context costs "
+                "~0.5 GiB (DataLoader workers touching CUDA?)%.0s",
+                (double)s->max_tree_procs, 0.0);
+  if (s->peak_other_bytes)
+    add_finding(f, nf, "other-processes",
+                "other processes held up to %.0f MiB on the job's GPUs%.0s",
+                s->peak_other_bytes / 1048576.0, 0.0);
+  if (strncmp(r->nvml, "ok", 2) != 0)
+    add_finding(f, nf, "no-nvml", "no GPU samples: NVML was not available%.0s%.0s", 0.0, 0.0);
+  if (r->truncated)
+    add_finding(f, nf, "truncated",
+                "the record's last line was cut: the job or vramledger died mid-write%.0s%.0s", 0.0,
+                0.0);
+}

@@ -1,0 +1,559 @@
+/* libvramledger-preload.so: sees every GPU memory allocation of a program
+ * with no code change (LD_PRELOAD, set by `vramledger run`).
+ *
+ * Runtime API by symbol interposition (cudaMalloc, cudaFree, async, managed,
+ * pitch, 3D, pools); driver API (cuMemAlloc, cuMemCreate/cuMemRelease, ...)
+ * by wrapping what dlsym, cuGetProcAddress and cudaGetDriverEntryPoint hand
+ * out, which is how PyTorch reaches cuMemCreate for expandable segments.
+ *
+ * Rules: the program gets exactly what the real call returns; no CUDA call
+ * is made from here, least of all inside dlsym; a failure of ours (no
+ * record, no counters) disables us, never the program; fork-safe (the
+ * child starts with its own slot and table); thread-safe (one mutex around
+ * the pointer table; counters are atomics). libc only. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vramledger/counters.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int cudaError_t;
+typedef int CUresult;
+typedef void *cudaStream_t;
+typedef void *cudaMemPool_t;
+typedef unsigned long long CUdeviceptr;
+typedef unsigned long long CUmemGenericAllocationHandle;
+struct cudaPitchedPtr {
+  void *ptr;
+  size_t pitch, xsize, ysize;
+};
+struct cudaExtent {
+  size_t width, height, depth;
+};
+
+/* ---- state ------------------------------------------------------------ */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vl_counters *counters;       /* shared with the sampler, or NULL */
+static struct vl_counters_slot *slot;      /* ours */
+static struct vl_counters_slot local_slot; /* when there is no shared file */
+static int record_fd = -1;
+static _Atomic int started;
+static __thread int depth; /* > 0 inside a runtime call: its driver calls are not counted again */
+
+/* pointer (or handle) -> size, open addressing; key 0 = empty, ~0 = deleted */
+struct entry {
+  uint64_t key, size;
+};
+static struct entry *table;
+static size_t table_cap, table_used;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static size_t hash(uint64_t k, size_t cap) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  return (size_t)k & (cap - 1);
+}
+
+static int table_grow(void) {
+  size_t nc = table_cap ? table_cap * 2 : 1u << 16;
+  struct entry *nt =
+      mmap(NULL, nc * sizeof *nt, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (nt == MAP_FAILED) return -1;
+  for (size_t i = 0; i < table_cap; i++) {
+    uint64_t k = table[i].key;
+    if (k == 0 || k == ~0ull) continue;
+    size_t j = hash(k, nc);
+    while (nt[j].key)
+      j = (j + 1) & (nc - 1);
+    nt[j] = table[i];
+  }
+  if (table) munmap(table, table_cap * sizeof *table);
+  table = nt;
+  table_cap = nc;
+  return 0;
+}
+
+/* Counters: the slot's fields are updated atomically so the sampler reads
+ * consistent values without a lock. */
+static void start_flusher(void);
+static _Atomic int flusher_started;
+
+static void count_alloc(uint64_t key, uint64_t size) {
+  if (!key || key == ~0ull) return;
+  if (!atomic_load_explicit(&flusher_started, memory_order_relaxed) &&
+      !atomic_exchange(&flusher_started, 1))
+    start_flusher(); /* processes that never allocate never get a thread */
+  pthread_mutex_lock(&lock);
+  if ((table_used + 1) * 4 >= table_cap * 3 && table_grow() != 0) {
+    pthread_mutex_unlock(&lock);
+    return; /* out of memory for bookkeeping: stop counting this one, never fail the program */
+  }
+  size_t j = hash(key, table_cap);
+  while (table[j].key && table[j].key != ~0ull && table[j].key != key)
+    j = (j + 1) & (table_cap - 1);
+  if (table[j].key != key) table_used++;
+  table[j] = (struct entry){key, size};
+  uint64_t live = __atomic_add_fetch(&slot->live, size, __ATOMIC_RELAXED);
+  if (live > __atomic_load_n(&slot->peak, __ATOMIC_RELAXED))
+    __atomic_store_n(&slot->peak, live, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&slot->allocs, 1, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&lock);
+}
+
+static void count_free(uint64_t key) {
+  if (!key || !table) return;
+  pthread_mutex_lock(&lock);
+  size_t j = hash(key, table_cap);
+  while (table[j].key && table[j].key != key)
+    j = (j + 1) & (table_cap - 1);
+  if (table[j].key == key) {
+    __atomic_sub_fetch(&slot->live, table[j].size, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&slot->frees, 1, __ATOMIC_RELAXED);
+    table[j].key = ~0ull;
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+/* ---- the record -------------------------------------------------------- */
+
+static void write_line(const char *buf, int n) {
+  if (record_fd < 0 || n <= 0) return;
+  ssize_t w;
+  do { /* one write() per line: O_APPEND keeps lines of several writers whole */
+    w = write(record_fd, buf, (size_t)n);
+  } while (w < 0 && errno == EINTR);
+}
+
+static void flush_counters(void) {
+  char buf[256];
+  int n = snprintf(buf, sizeof buf,
+                   "{\"type\":\"alloc\",\"t_ns\":%llu,\"pid\":%d,\"live\":%llu,\"peak\":%llu,"
+                   "\"allocs\":%llu,\"frees\":%llu}\n",
+                   (unsigned long long)now_ns(), (int)getpid(),
+                   (unsigned long long)__atomic_load_n(&slot->live, __ATOMIC_RELAXED),
+                   (unsigned long long)__atomic_load_n(&slot->peak, __ATOMIC_RELAXED),
+                   (unsigned long long)__atomic_load_n(&slot->allocs, __ATOMIC_RELAXED),
+                   (unsigned long long)__atomic_load_n(&slot->frees, __ATOMIC_RELAXED));
+  write_line(buf, n);
+}
+
+/* Background flusher: an alloc line every 100 ms while the counts move. */
+static void *flusher(void *arg) {
+  (void)arg;
+  uint64_t last = ~0ull;
+  for (;;) {
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    uint64_t c = __atomic_load_n(&slot->allocs, __ATOMIC_RELAXED) +
+                 __atomic_load_n(&slot->frees, __ATOMIC_RELAXED);
+    if (c != last) flush_counters();
+    last = c;
+  }
+  return NULL;
+}
+
+static void claim_slot(void) {
+  slot = &local_slot;
+  if (!counters) return;
+  uint32_t me = (uint32_t)getpid();
+  for (unsigned i = 0; i < counters->slots && i < VL_COUNTERS_SLOTS; i++) {
+    uint32_t expect = 0;
+    if (__atomic_compare_exchange_n(&counters->slot[i].pid, &expect, me, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+      slot = &counters->slot[i];
+      return;
+    }
+  }
+}
+
+static void on_exit_flush(void) {
+  if (record_fd >= 0 && __atomic_load_n(&slot->allocs, __ATOMIC_RELAXED)) flush_counters();
+}
+
+static void start_flusher(void) {
+  if (record_fd < 0) return;
+  pthread_t t;
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  pthread_create(&t, &a, flusher, NULL);
+  pthread_attr_destroy(&a);
+}
+
+/* In the child of a fork: nothing allocated yet, a slot of its own, a new
+ * flusher (threads do not survive fork), and a usable lock. */
+static void after_fork_child(void) {
+  pthread_mutex_init(&lock, NULL);
+  if (table) memset(table, 0, table_cap * sizeof *table);
+  table_used = 0;
+  local_slot = (struct vl_counters_slot){0};
+  claim_slot();
+  atomic_store(&flusher_started, 0);
+}
+
+__attribute__((constructor)) static void init(void) {
+  if (atomic_exchange(&started, 1)) return;
+  slot = &local_slot;
+  const char *c = getenv("VRAMLEDGER_COUNTERS");
+  if (c && *c) {
+    int fd = open(c, O_RDWR | O_CLOEXEC);
+    if (fd >= 0) {
+      void *p = mmap(NULL, sizeof *counters, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      close(fd);
+      if (p != MAP_FAILED && ((struct vl_counters *)p)->magic == VL_COUNTERS_MAGIC)
+        counters = p;
+      else if (p != MAP_FAILED)
+        munmap(p, sizeof *counters);
+    }
+  }
+  claim_slot();
+  const char *r = getenv("VRAMLEDGER_RECORD");
+  if (r && *r) record_fd = open(r, O_WRONLY | O_APPEND | O_CLOEXEC);
+  pthread_mutex_lock(&lock);
+  table_grow();
+  pthread_mutex_unlock(&lock);
+  pthread_atfork(NULL, NULL, after_fork_child);
+  atexit(on_exit_flush);
+}
+
+/*! Stamp a phase into the run record: `vl_mark("forward")`. A program (or
+ * the PyTorch probe, through ctypes) may call it; harmless outside `run`. */
+EXPORT void vl_mark(const char *name) {
+  char buf[256];
+  char safe[96];
+  size_t k = 0;
+  for (const char *p = name ? name : ""; *p && k + 1 < sizeof safe; p++)
+    safe[k++] = (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) ? '_' : *p;
+  safe[k] = '\0';
+  int n =
+      snprintf(buf, sizeof buf, "{\"type\":\"mark\",\"t_ns\":%llu,\"pid\":%d,\"name\":\"%s\"}\n",
+               (unsigned long long)now_ns(), (int)getpid(), safe);
+  write_line(buf, n);
+}
+
+/*! Live and peak bytes this process allocated through CUDA (for tests and
+ * for the probe). */
+EXPORT void vl_preload_counts(uint64_t *live, uint64_t *peak) {
+  struct vl_counters_slot *s = slot ? slot : &local_slot;
+  if (live) *live = __atomic_load_n(&s->live, __ATOMIC_RELAXED);
+  if (peak) *peak = __atomic_load_n(&s->peak, __ATOMIC_RELAXED);
+}
+
+/* ---- real symbols -------------------------------------------------------- */
+
+typedef void *(*dlsym_fn)(void *, const char *);
+static dlsym_fn real_dlsym_fn;
+
+static dlsym_fn real_dlsym(void) {
+  if (!real_dlsym_fn) {
+    /* dlvsym, not dlsym: we are dlsym */
+    real_dlsym_fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!real_dlsym_fn) real_dlsym_fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  }
+  return real_dlsym_fn;
+}
+
+/* The real runtime functions: found with RTLD_NEXT, or remembered when a
+ * program looks them up in a handle with dlsym (a runtime loaded with
+ * RTLD_LOCAL is not in RTLD_NEXT's scope). */
+enum {
+  RT_cudaMalloc,
+  RT_cudaFree,
+  RT_cudaMallocAsync,
+  RT_cudaMallocFromPoolAsync,
+  RT_cudaFreeAsync,
+  RT_cudaMallocManaged,
+  RT_cudaMallocPitch,
+  RT_cudaMalloc3D,
+  RT_cudaGetDriverEntryPoint,
+  RT_cudaGetDriverEntryPointByVersion,
+  RT_COUNT
+};
+static const char *const rt_names[RT_COUNT] = {"cudaMalloc",
+                                               "cudaFree",
+                                               "cudaMallocAsync",
+                                               "cudaMallocFromPoolAsync",
+                                               "cudaFreeAsync",
+                                               "cudaMallocManaged",
+                                               "cudaMallocPitch",
+                                               "cudaMalloc3D",
+                                               "cudaGetDriverEntryPoint",
+                                               "cudaGetDriverEntryPointByVersion"};
+static void *rt_real[RT_COUNT];
+
+static void *rt(int i) {
+  void *p = __atomic_load_n(&rt_real[i], __ATOMIC_ACQUIRE);
+  if (!p) {
+    dlsym_fn d = real_dlsym();
+    if (d) p = d(RTLD_NEXT, rt_names[i]);
+    if (p) __atomic_store_n(&rt_real[i], p, __ATOMIC_RELEASE);
+  }
+  return p;
+}
+
+#define REAL(name, type) __typeof__(&name) real_##name = (__typeof__(&name))rt(RT_##name);
+
+/* ---- runtime API --------------------------------------------------------- */
+
+#define ENTER() (slot ? (void)0 : init(), depth++)
+#define LEAVE() (depth--)
+
+EXPORT cudaError_t cudaMalloc(void **p, size_t n) {
+  REAL(cudaMalloc, cudaError_t(*)(void **, size_t));
+  if (!real_cudaMalloc) return 35; /* cudaErrorInsufficientDriver: no runtime behind us */
+  int outer = depth == 0;          /* a runtime call made by another is counted once */
+  ENTER();
+  cudaError_t r = real_cudaMalloc(p, n);
+  LEAVE();
+  if (outer && r == 0 && p) count_alloc((uint64_t)(uintptr_t)*p, n);
+  return r;
+}
+
+EXPORT cudaError_t cudaFree(void *p) {
+  REAL(cudaFree, cudaError_t(*)(void *));
+  if (!real_cudaFree) return 35;
+  int outer = depth == 0; /* a runtime call made by another is counted once */
+  ENTER();
+  cudaError_t r = real_cudaFree(p);
+  LEAVE();
+  if (outer && r == 0) count_free((uint64_t)(uintptr_t)p);
+  return r;
+}
+
+EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) {
+  REAL(cudaMallocAsync, cudaError_t(*)(void **, size_t, cudaStream_t));
+  if (!real_cudaMallocAsync) return 35;
+  int outer = depth == 0; /* a runtime call made by another is counted once */
+  ENTER();
+  cudaError_t r = real_cudaMallocAsync(p, n, s);
+  LEAVE();
+  if (outer && r == 0 && p) count_alloc((uint64_t)(uintptr_t)*p, n);
+  return r;
+}
+
+EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t pool, cudaStream_t s) {
+  REAL(cudaMallocFromPoolAsync, cudaError_t(*)(void **, size_t, cudaMemPool_t, cudaStream_t));
+  if (!real_cudaMallocFromPoolAsync) return 35;
+  int outer = depth == 0; /* a runtime call made by another is counted once */
+  ENTER();
+  cudaError_t r = real_cudaMallocFromPoolAsync(p, n, pool, s);
+  LEAVE();
+  if (outer && r == 0 && p) count_alloc((uint64_t)(uintptr_t)*p, n);
+  return r;
+}
+
+EXPORT cudaError_t cudaFreeAsync(void *p, cudaStream_t s) {
+  REAL(cudaFreeAsync, cudaError_t(*)(void *, cudaStream_t));
+  if (!real_cudaFreeAsync) return 35;
+  int outer = depth == 0; /* a runtime call made by another is counted once */
+  ENTER();
+  cudaError_t r = real_cudaFreeAsync(p, s);
+  LEAVE();
+  if (outer && r == 0) count_free((uint64_t)(uintptr_t)p);
+  return r;
+}
+
+EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags) {
+  REAL(cudaMallocManaged, cudaError_t(*)(void **, size_t, unsigned));
+  if (!real_cudaMallocManaged) return 35;
+  int outer = depth == 0; /* a runtime call made by another is counted once */
+  ENTER();
+  cudaError_t r = real_cudaMallocManaged(p, n, flags);
+  LEAVE();
+  if (outer && r == 0 && p) count_alloc((uint64_t)(uintptr_t)*p, n);
+  return r;
+}
+
+EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t h) {
+  REAL(cudaMallocPitch, cudaError_t(*)(void **, size_t *, size_t, size_t));
+  if (!real_cudaMallocPitch) return 35;
+  int outer = depth == 0; /* a runtime call made by another is counted once */
+  ENTER();
+  cudaError_t r = real_cudaMallocPitch(p, pitch, w, h);
+  LEAVE();
+  if (outer && r == 0 && p && pitch) count_alloc((uint64_t)(uintptr_t)*p, *pitch * h);
+  return r;
+}
+
+EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pp, struct cudaExtent e) {
+  REAL(cudaMalloc3D, cudaError_t(*)(struct cudaPitchedPtr *, struct cudaExtent));
+  if (!real_cudaMalloc3D) return 35;
+  int outer = depth == 0; /* a runtime call made by another is counted once */
+  ENTER();
+  cudaError_t r = real_cudaMalloc3D(pp, e);
+  LEAVE();
+  if (outer && r == 0 && pp)
+    count_alloc((uint64_t)(uintptr_t)pp->ptr, pp->pitch * e.height * e.depth);
+  return r;
+}
+
+/* ---- driver API, reached through entry points ----------------------------- */
+
+static CUresult (*drv_cuMemAlloc)(CUdeviceptr *, size_t);
+static CUresult (*drv_cuMemFree)(CUdeviceptr);
+static CUresult (*drv_cuMemAllocAsync)(CUdeviceptr *, size_t, void *);
+static CUresult (*drv_cuMemFreeAsync)(CUdeviceptr, void *);
+static CUresult (*drv_cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned);
+static CUresult (*drv_cuMemAllocPitch)(CUdeviceptr *, size_t *, size_t, size_t, unsigned);
+static CUresult (*drv_cuMemCreate)(CUmemGenericAllocationHandle *, size_t, const void *,
+                                   unsigned long long);
+static CUresult (*drv_cuMemRelease)(CUmemGenericAllocationHandle);
+
+/* Handles of cuMemCreate are counted apart from pointers: a handle and a
+ * pointer may share a value. Keys of handles get the top bit flipped. */
+#define HANDLE_KEY(h) ((uint64_t)(h) ^ 0x8000000000000000ull)
+
+static CUresult w_cuMemAlloc(CUdeviceptr *p, size_t n) {
+  CUresult r = drv_cuMemAlloc(p, n);
+  if (r == 0 && p && !depth) count_alloc(*p, n);
+  return r;
+}
+static CUresult w_cuMemFree(CUdeviceptr p) {
+  CUresult r = drv_cuMemFree(p);
+  if (r == 0 && !depth) count_free(p);
+  return r;
+}
+static CUresult w_cuMemAllocAsync(CUdeviceptr *p, size_t n, void *s) {
+  CUresult r = drv_cuMemAllocAsync(p, n, s);
+  if (r == 0 && p && !depth) count_alloc(*p, n);
+  return r;
+}
+static CUresult w_cuMemFreeAsync(CUdeviceptr p, void *s) {
+  CUresult r = drv_cuMemFreeAsync(p, s);
+  if (r == 0 && !depth) count_free(p);
+  return r;
+}
+static CUresult w_cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned f) {
+  CUresult r = drv_cuMemAllocManaged(p, n, f);
+  if (r == 0 && p && !depth) count_alloc(*p, n);
+  return r;
+}
+static CUresult w_cuMemAllocPitch(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e) {
+  CUresult r = drv_cuMemAllocPitch(p, pitch, w, h, e);
+  if (r == 0 && p && pitch && !depth) count_alloc(*p, *pitch * h);
+  return r;
+}
+static CUresult w_cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const void *prop,
+                              unsigned long long flags) {
+  CUresult r = drv_cuMemCreate(h, n, prop, flags);
+  if (r == 0 && h && !depth) count_alloc(HANDLE_KEY(*h), n);
+  return r;
+}
+static CUresult w_cuMemRelease(CUmemGenericAllocationHandle h) {
+  CUresult r = drv_cuMemRelease(h);
+  if (r == 0 && !depth) count_free(HANDLE_KEY(h));
+  return r;
+}
+
+/* If name is a driver function we count, remember the real pointer and
+ * hand out our wrapper; otherwise hand out the real pointer unchanged. */
+static void *wrap_driver(const char *name, void *real) {
+  if (!real || !name) return real;
+  /* already ours (a runtime entry point may come through our dlsym) */
+  if (real == (void *)w_cuMemAlloc || real == (void *)w_cuMemFree ||
+      real == (void *)w_cuMemAllocAsync || real == (void *)w_cuMemFreeAsync ||
+      real == (void *)w_cuMemAllocManaged || real == (void *)w_cuMemAllocPitch ||
+      real == (void *)w_cuMemCreate || real == (void *)w_cuMemRelease)
+    return real;
+  size_t n = strlen(name);
+  /* entry point names come with or without the _v2 suffix */
+#define WRAP(base, var, fn)                                                                        \
+  if (strncmp(name, base, strlen(base)) == 0 &&                                                    \
+      (n == strlen(base) || strcmp(name + strlen(base), "_v2") == 0)) {                            \
+    *(void **)&var = real;                                                                         \
+    return (void *)fn;                                                                             \
+  }
+  WRAP("cuMemAllocAsync", drv_cuMemAllocAsync, w_cuMemAllocAsync)
+  WRAP("cuMemAllocManaged", drv_cuMemAllocManaged, w_cuMemAllocManaged)
+  WRAP("cuMemAllocPitch", drv_cuMemAllocPitch, w_cuMemAllocPitch)
+  WRAP("cuMemAlloc", drv_cuMemAlloc, w_cuMemAlloc)
+  WRAP("cuMemFreeAsync", drv_cuMemFreeAsync, w_cuMemFreeAsync)
+  WRAP("cuMemFree", drv_cuMemFree, w_cuMemFree)
+  WRAP("cuMemCreate", drv_cuMemCreate, w_cuMemCreate)
+  WRAP("cuMemRelease", drv_cuMemRelease, w_cuMemRelease)
+#undef WRAP
+  return real;
+}
+
+static CUresult (*real_cuGetProcAddress)(const char *, void **, int, unsigned long long);
+static CUresult (*real_cuGetProcAddress_v2)(const char *, void **, int, unsigned long long, void *);
+
+static CUresult w_cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags) {
+  CUresult r = real_cuGetProcAddress(sym, pfn, ver, flags);
+  if (r == 0 && pfn) *pfn = wrap_driver(sym, *pfn);
+  return r;
+}
+
+static CUresult w_cuGetProcAddress_v2(const char *sym, void **pfn, int ver,
+                                      unsigned long long flags, void *status) {
+  CUresult r = real_cuGetProcAddress_v2(sym, pfn, ver, flags, status);
+  if (r == 0 && pfn) *pfn = wrap_driver(sym, *pfn);
+  return r;
+}
+
+EXPORT cudaError_t cudaGetDriverEntryPoint(const char *sym, void **pfn, unsigned long long flags,
+                                           void *status) {
+  REAL(cudaGetDriverEntryPoint, cudaError_t(*)(const char *, void **, unsigned long long, void *));
+  if (!real_cudaGetDriverEntryPoint) return 35;
+  cudaError_t r = real_cudaGetDriverEntryPoint(sym, pfn, flags, status);
+  if (r == 0 && pfn) *pfn = wrap_driver(sym, *pfn);
+  return r;
+}
+
+EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **pfn, unsigned ver,
+                                                    unsigned long long flags, void *status) {
+  REAL(cudaGetDriverEntryPointByVersion,
+       cudaError_t(*)(const char *, void **, unsigned, unsigned long long, void *));
+  if (!real_cudaGetDriverEntryPointByVersion) return 35;
+  cudaError_t r = real_cudaGetDriverEntryPointByVersion(sym, pfn, ver, flags, status);
+  if (r == 0 && pfn) *pfn = wrap_driver(sym, *pfn);
+  return r;
+}
+
+/* dlsym: programs that dlopen libcuda and look functions up by name get our
+ * wrappers; cuGetProcAddress itself is wrapped so the functions it hands out
+ * are too. Nothing here calls CUDA. */
+EXPORT void *dlsym(void *handle, const char *name) {
+  dlsym_fn d = real_dlsym();
+  if (!d) return NULL;
+  void *p = d(handle, name);
+  if (!p || name[0] != 'c' || name[1] != 'u') return p;
+  if (strncmp(name, "cuda", 4) == 0) {
+    for (int i = 0; i < RT_COUNT; i++)
+      if (strcmp(name, rt_names[i]) == 0) {
+        void *ours = d(RTLD_DEFAULT, name);
+        if (ours == p) return p; /* already resolved to us */
+        __atomic_store_n(&rt_real[i], p, __ATOMIC_RELEASE);
+        return ours ? ours : p;
+      }
+    return p;
+  }
+  if (strcmp(name, "cuGetProcAddress") == 0) {
+    *(void **)&real_cuGetProcAddress = p;
+    return (void *)w_cuGetProcAddress;
+  }
+  if (strcmp(name, "cuGetProcAddress_v2") == 0) {
+    *(void **)&real_cuGetProcAddress_v2 = p;
+    return (void *)w_cuGetProcAddress_v2;
+  }
+  return wrap_driver(name, p);
+}

@@ -1,0 +1,80 @@
+/* vramledger report: what a run record says. docs/cmd/report.md. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "vramledger/alloc.h"
+#include "vramledger/record.h"
+#include "vramledger/render.h"
+
+enum { O_HELP, O_FORMAT };
+static const struct cli_opt opts[] = {
+    {"help", false, O_HELP}, {"format", true, O_FORMAT}, {NULL, false, 0}};
+
+struct rep {
+  bool help;
+  int fmt;
+  const char *run;
+};
+
+static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
+  struct rep *r = ctx;
+  static const char *const formats[] = {"text", "json", "md", "trace", NULL};
+  if (id == O_HELP) r->help = true;
+  if (id == O_FORMAT && (r->fmt = cli_choice(flag, arg, formats)) < 0) return VL_EXIT_USAGE;
+  return 0;
+}
+
+int cmd_report(int argc, const char **argv) {
+  struct rep r = {0};
+  /* one positional argument: the run directory or record file */
+  const char *args[64];
+  int n = 0;
+  for (int i = 0; i < argc && n < 63; i++) {
+    if (i > 0 && argv[i][0] != '-' && !r.run && !(i > 1 && strcmp(argv[i - 1], "--format") == 0)) {
+      r.run = argv[i];
+      continue;
+    }
+    args[n++] = argv[i];
+  }
+  int rc = cli_parse(n, args, opts, on_opt, &r);
+  if (rc) return rc;
+  if (r.help) {
+    fputs(vl_help_report, stdout);
+    return VL_EXIT_OK;
+  }
+  if (!r.run) {
+    cli_error("report needs a run: a directory made by 'vramledger run' or its record.jsonl");
+    return VL_EXIT_USAGE;
+  }
+  char path[PATH_MAX];
+  struct stat st;
+  if (stat(r.run, &st) == 0 && S_ISDIR(st.st_mode))
+    snprintf(path, sizeof path, "%.4000s/record.jsonl", r.run);
+  else
+    snprintf(path, sizeof path, "%s", r.run);
+  size_t len = 0;
+  char *text = cli_read_file(path, &len);
+  if (!text) return VL_EXIT_ERROR;
+  struct vl_record rec;
+  struct vl_err err = {""};
+  vl_status s = vl_record_parse(text, len, &rec, &err);
+  vl_free(text);
+  if (s != VL_OK) {
+    cli_error("cannot read the record '%s': %s", path, err.msg);
+    return VL_EXIT_ERROR;
+  }
+  struct vl_run_summary sum;
+  struct vl_finding f[VL_MAX_FINDINGS];
+  int nf = 0;
+  vl_record_summarize(&rec, &sum, f, &nf);
+  struct vl_report_view v = {&rec, &sum, f, nf, path};
+  static const enum vl_report_format map[] = {VL_REP_TEXT, VL_REP_JSON, VL_REP_MD, VL_REP_TRACE};
+  rc = vl_render_report(stdout, map[r.fmt], &v) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
+  if (rc) cli_error("cannot write the output");
+  vl_record_release(&rec);
+  return rc;
+}

@@ -1,0 +1,472 @@
+/* vramledger run: run a command unchanged and record what it held on the
+ * GPU: NVML for the job's process tree, the interposer's live allocations,
+ * phase marks. docs/cmd/run.md is the manual. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "vramledger/counters.h"
+#include "vramledger/nvml.h"
+#include "vramledger/record.h"
+
+enum { O_HELP, O_OUT, O_INTERVAL, O_NO_PRELOAD, O_QUIET };
+static const struct cli_opt opts[] = {
+    {"help", false, O_HELP},           {"out", true, O_OUT},
+    {"interval-ms", true, O_INTERVAL}, {"no-preload", false, O_NO_PRELOAD},
+    {"quiet", false, O_QUIET},         {NULL, false, 0},
+};
+
+struct runopt {
+  bool help, no_preload, quiet;
+  const char *out;
+  uint64_t interval_ms;
+};
+
+static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
+  struct runopt *o = ctx;
+  switch (id) {
+  case O_HELP: o->help = true; return 0;
+  case O_OUT: o->out = arg; return 0;
+  case O_INTERVAL: return cli_u64(flag, arg, 1, 60000, &o->interval_ms);
+  case O_NO_PRELOAD: o->no_preload = true; return 0;
+  case O_QUIET: o->quiet = true; return 0;
+  default: return 0;
+  }
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the record file ------------------------------------------------------ */
+
+static int record_fd = -1;
+
+static int put(json_t *o) {
+  char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(o);
+  if (!s) return -1;
+  size_t n = strlen(s);
+  char *line = malloc(n + 2);
+  if (!line) {
+    free(s);
+    return -1;
+  }
+  memcpy(line, s, n);
+  line[n] = '\n';
+  free(s);
+  ssize_t w;
+  do { /* one write per line: whole lines beside the interposer's */
+    w = write(record_fd, line, n + 1);
+  } while (w < 0 && errno == EINTR);
+  free(line);
+  return w == (ssize_t)(n + 1) ? 0 : -1;
+}
+
+static int mkdir_private(const char *dir) {
+  char buf[PATH_MAX];
+  snprintf(buf, sizeof buf, "%s", dir);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(buf, 0700) != 0 && errno != EEXIST) return -1;
+  return chmod(buf, 0700);
+}
+
+/* ---- the job's process tree ---------------------------------------------- */
+
+static pid_t parent_of(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  char *rp = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+  int ppid;
+  char state;
+  if (!rp || sscanf(rp + 1, " %c %d", &state, &ppid) != 2) return -1;
+  return ppid;
+}
+
+/* pid -> member of the job's tree; cached, as NVML lists the same pids at
+ * every tick. */
+#define TREE_CACHE 1024
+struct tree_entry {
+  pid_t pid;
+  bool member;
+};
+static struct tree_entry tree_cache[TREE_CACHE];
+static unsigned tree_n;
+
+static bool in_tree(pid_t pid, pid_t root) {
+  for (unsigned i = 0; i < tree_n; i++)
+    if (tree_cache[i].pid == pid) return tree_cache[i].member;
+  bool member = false;
+  pid_t p = pid;
+  for (int depth = 0; depth < 64 && p > 1; depth++) {
+    if (p == root) {
+      member = true;
+      break;
+    }
+    p = parent_of(p);
+  }
+  if (tree_n < TREE_CACHE) tree_cache[tree_n++] = (struct tree_entry){pid, member};
+  return member;
+}
+
+/* ---- signals --------------------------------------------------------------- */
+
+static volatile sig_atomic_t child_pid;
+
+static void forward(int sig, siginfo_t *info, void *uc) {
+  (void)uc;
+  /* a terminal's ^C already reached the child (same process group); a
+   * kill aimed at us is passed on */
+  if ((sig == SIGINT || sig == SIGQUIT) && info && info->si_code > 0) return;
+  if (child_pid > 0) kill((pid_t)child_pid, sig);
+}
+
+/* ---- GPUs --------------------------------------------------------------- */
+
+/* NVML indices the job may use: CUDA_VISIBLE_DEVICES (indices or UUID
+ * prefixes), else all. */
+static unsigned visible_gpus(struct vl_nvml *nv, const struct vl_gpu_sample *all, unsigned n,
+                             unsigned *idx) {
+  const char *v = getenv("CUDA_VISIBLE_DEVICES");
+  unsigned k = 0;
+  if (!v) {
+    for (unsigned i = 0; i < n; i++)
+      idx[k++] = i;
+    return k;
+  }
+  (void)nv;
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", v);
+  for (char *tok = buf, *next; tok && *tok && k < n; tok = next) {
+    next = strchr(tok, ',');
+    if (next) *next++ = '\0';
+    char *end;
+    long i = strtol(tok, &end, 10);
+    if (*tok && !*end && i >= 0 && (unsigned long)i < n) {
+      idx[k++] = (unsigned)i;
+      continue;
+    }
+    for (unsigned g = 0; g < n; g++)
+      if (strncmp(all[g].uuid, tok, strlen(tok)) == 0 && strlen(tok) >= 5) {
+        idx[k++] = g;
+        break;
+      }
+  }
+  return k;
+}
+
+static const char *preload_path(void) {
+  const char *env = getenv("VRAMLEDGER_PRELOAD");
+  if (env && *env) return env;
+  return VL_PRELOAD_PATH;
+}
+
+static char *basename_of(const char *p) {
+  const char *s = strrchr(p, '/');
+  return (char *)(s ? s + 1 : p);
+}
+
+int cmd_run(int argc, const char **argv) {
+  int dash = -1;
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--") == 0) {
+      dash = i;
+      break;
+    }
+  struct runopt o = {.interval_ms = 100};
+  int rc = cli_parse(dash < 0 ? argc : dash, argv, opts, on_opt, &o);
+  if (rc) return rc;
+  if (o.help) {
+    fputs(vl_help_run, stdout);
+    return VL_EXIT_OK;
+  }
+  if (dash < 0 || dash + 1 >= argc) {
+    cli_error("run needs a command after '--'");
+    cli_hint("for example: vramledger run -- python train.py --lr 3e-4");
+    return VL_EXIT_USAGE;
+  }
+  const char **cmd = argv + dash + 1;
+  int cmd_argc = argc - dash - 1;
+
+  /* the run directory: 0700, files 0600 */
+  char dir[PATH_MAX];
+  uint64_t start_ns = now_ns();
+  struct timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  if (o.out) {
+    snprintf(dir, sizeof dir, "%s", o.out);
+  } else {
+    struct tm tm;
+    gmtime_r(&wall.tv_sec, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    snprintf(dir, sizeof dir, "runs/%s-%.40s", stamp, basename_of(cmd[0]));
+  }
+  if (mkdir_private(dir) != 0) {
+    cli_error("cannot create the run directory '%s': %s", dir, strerror(errno));
+    return VL_EXIT_ERROR;
+  }
+  char rec_path[PATH_MAX + 32], ctr_path[PATH_MAX + 32];
+  snprintf(rec_path, sizeof rec_path, "%s/record.jsonl", dir);
+  snprintf(ctr_path, sizeof ctr_path, "%s/counters", dir);
+  record_fd = open(rec_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+  if (record_fd < 0) {
+    cli_error("cannot create '%s': %s", rec_path, strerror(errno));
+    if (errno == EEXIST) cli_hint("give a new --out directory; a record is never overwritten");
+    return VL_EXIT_ERROR;
+  }
+  struct vl_counters *ctr = NULL;
+  int cfd = open(ctr_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (cfd >= 0 && ftruncate(cfd, sizeof *ctr) == 0) {
+    void *p = mmap(NULL, sizeof *ctr, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
+    if (p != MAP_FAILED) {
+      ctr = p;
+      ctr->version = VL_COUNTERS_VERSION;
+      ctr->slots = VL_COUNTERS_SLOTS;
+      __atomic_store_n(&ctr->magic, VL_COUNTERS_MAGIC, __ATOMIC_RELEASE);
+    }
+  }
+  if (cfd >= 0) close(cfd);
+
+  /* NVML: optional; the command runs and is recorded without it */
+  struct vl_nvml *nv = NULL;
+  struct vl_err err = {""};
+  vl_status ns = vl_nvml_open(&nv, &err);
+  if (ns != VL_OK && !o.quiet)
+    fprintf(stderr, "vramledger: note: %s; the command runs and is recorded without GPU samples\n",
+            err.msg);
+  unsigned n_all = vl_nvml_count(nv), vis[VL_RECORD_MAX_GPUS], n_vis = 0;
+  struct vl_gpu_sample gs[VL_RECORD_MAX_GPUS];
+  for (unsigned i = 0; i < n_all && i < VL_RECORD_MAX_GPUS; i++)
+    if (vl_nvml_sample(nv, i, &gs[i]) != VL_OK) memset(&gs[i], 0, sizeof gs[i]);
+  if (nv)
+    n_vis = visible_gpus(nv, gs, n_all < VL_RECORD_MAX_GPUS ? n_all : VL_RECORD_MAX_GPUS, vis);
+
+  json_t *meta = json_object();
+  json_object_set_new(meta, "type", json_string("meta"));
+  json_object_set_new(meta, "schema", json_string(VL_RECORD_SCHEMA));
+  json_object_set_new(meta, "t_ns", json_integer((json_int_t)start_ns));
+  json_object_set_new(meta, "start_unix_ms",
+                      json_integer((json_int_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000));
+  json_t *jc = json_array();
+  for (int i = 0; i < cmd_argc; i++)
+    json_array_append_new(jc, json_string(cmd[i]));
+  json_object_set_new(meta, "command", jc);
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  json_object_set_new(meta, "host", json_string(host));
+  json_object_set_new(meta, "interval_ms", json_integer((json_int_t)o.interval_ms));
+  json_object_set_new(meta, "nvml", json_string(ns == VL_OK ? "ok" : err.msg));
+  json_object_set_new(meta, "driver", json_string(vl_nvml_driver(nv)));
+  json_t *jg = json_array();
+  for (unsigned k = 0; k < n_vis; k++) {
+    const struct vl_gpu_sample *g = &gs[vis[k]];
+    json_t *e = json_object();
+    json_object_set_new(e, "index", json_integer(vis[k]));
+    json_object_set_new(e, "name", json_string(g->name));
+    json_object_set_new(e, "uuid", json_string(g->uuid));
+    json_object_set_new(e, "total_bytes", json_integer((json_int_t)g->total_bytes));
+    json_array_append_new(jg, e);
+  }
+  json_object_set_new(meta, "gpus", jg);
+  json_object_set_new(meta, "vramledger", json_string(VL_VERSION));
+  if (put(meta) != 0) {
+    cli_error("cannot write '%s': %s", rec_path, strerror(errno));
+    return VL_EXIT_ERROR;
+  }
+
+  /* the child: the command, with the interposer and the record's paths */
+  const char *pre = preload_path();
+  bool use_preload = !o.no_preload && access(pre, R_OK) == 0;
+  int errpipe[2];
+  if (pipe(errpipe) != 0 || fcntl(errpipe[0], F_SETFD, FD_CLOEXEC) != 0 ||
+      fcntl(errpipe[1], F_SETFD, FD_CLOEXEC) != 0) {
+    cli_error("cannot start '%s': %s", cmd[0], strerror(errno));
+    return VL_EXIT_ERROR;
+  }
+  struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  static const int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+  struct sigaction old[sizeof fwd / sizeof fwd[0]];
+  pid_t pid = fork();
+  if (pid < 0) {
+    cli_error("cannot start '%s': %s", cmd[0], strerror(errno));
+    return VL_EXIT_ERROR;
+  }
+  if (pid == 0) {
+    if (use_preload) {
+      const char *cur = getenv("LD_PRELOAD");
+      char buf[PATH_MAX * 2];
+      snprintf(buf, sizeof buf, "%s%s%s", pre, cur && *cur ? ":" : "", cur ? cur : "");
+      setenv("LD_PRELOAD", buf, 1);
+    }
+    setenv("VRAMLEDGER_RECORD", rec_path, 1);
+    if (ctr) setenv("VRAMLEDGER_COUNTERS", ctr_path, 1);
+    setenv("VRAMLEDGER_RUN_DIR", dir, 1);
+    execvp(cmd[0], (char *const *)cmd);
+    int e = errno;
+    ssize_t w = write(errpipe[1], &e, sizeof e);
+    (void)w;
+    _exit(e == ENOENT ? 127 : 126);
+  }
+  child_pid = pid;
+  for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++)
+    sigaction(fwd[i], &sa, &old[i]);
+  close(errpipe[1]);
+  int exec_errno = 0;
+  ssize_t got;
+  do {
+    got = read(errpipe[0], &exec_errno, sizeof exec_errno);
+  } while (got < 0 && errno == EINTR);
+  close(errpipe[0]);
+  if (got == (ssize_t)sizeof exec_errno) {
+    int st;
+    waitpid(pid, &st, 0);
+    cli_error("cannot run '%s': %s", cmd[0], strerror(exec_errno));
+    json_t *ex = json_object();
+    json_object_set_new(ex, "type", json_string("exit"));
+    json_object_set_new(ex, "t_ns", json_integer((json_int_t)now_ns()));
+    json_object_set_new(ex, "status", json_integer(exec_errno == ENOENT ? 127 : 126));
+    json_object_set_new(ex, "error", json_string(strerror(exec_errno)));
+    put(ex);
+    vl_nvml_close(nv);
+    return exec_errno == ENOENT ? 127 : 126;
+  }
+
+  /* the sampler */
+  uint64_t peak_tree = 0, peak_t = 0, peak_alloc = 0, ctx_at_peak = 0;
+  unsigned peak_procs = 0;
+  int status = 0;
+  bool done = false;
+  struct timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  while (!done) {
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) done = true; /* one last sample below */
+    uint64_t t = now_ns();
+    uint64_t alloc = 0;
+    if (ctr)
+      for (unsigned i = 0; i < VL_COUNTERS_SLOTS; i++)
+        if (__atomic_load_n(&ctr->slot[i].pid, __ATOMIC_ACQUIRE))
+          alloc += __atomic_load_n(&ctr->slot[i].live, __ATOMIC_RELAXED);
+    json_t *s = json_object();
+    json_object_set_new(s, "type", json_string("sample"));
+    json_object_set_new(s, "t_ns", json_integer((json_int_t)t));
+    uint64_t tree = 0, other = 0;
+    unsigned tree_procs = 0;
+    if (nv) {
+      json_t *jgs = json_array(), *jp = json_array();
+      for (unsigned k = 0; k < n_vis; k++) {
+        struct vl_gpu_sample g;
+        if (vl_nvml_sample(nv, vis[k], &g) != VL_OK) continue;
+        struct vl_proc_sample ps[256];
+        unsigned np = 0;
+        uint64_t gtree = 0;
+        if (vl_nvml_processes(nv, vis[k], ps, 256, &np) == VL_OK) {
+          for (unsigned i = 0; i < np && i < 256; i++) {
+            uint64_t b = ps[i].used_bytes == UINT64_MAX ? 0 : ps[i].used_bytes;
+            if (in_tree((pid_t)ps[i].pid, pid)) {
+              gtree += b;
+              tree_procs++;
+              json_t *e = json_object();
+              json_object_set_new(e, "pid", json_integer(ps[i].pid));
+              json_object_set_new(e, "gpu", json_integer(vis[k]));
+              json_object_set_new(e, "bytes", json_integer((json_int_t)b));
+              json_array_append_new(jp, e);
+            } else {
+              other += b;
+            }
+          }
+        }
+        tree += gtree;
+        json_t *e = json_object();
+        json_object_set_new(e, "i", json_integer(vis[k]));
+        json_object_set_new(e, "used", json_integer((json_int_t)g.used_bytes));
+        json_object_set_new(e, "tree", json_integer((json_int_t)gtree));
+        if (g.util_gpu_pct != UINT32_MAX)
+          json_object_set_new(e, "util", json_integer(g.util_gpu_pct));
+        json_array_append_new(jgs, e);
+      }
+      json_object_set_new(s, "gpus", jgs);
+      json_object_set_new(s, "procs", jp);
+    }
+    json_object_set_new(s, "tree_bytes", json_integer((json_int_t)tree));
+    json_object_set_new(s, "tree_procs", json_integer(tree_procs));
+    json_object_set_new(s, "other_bytes", json_integer((json_int_t)other));
+    json_object_set_new(s, "cuda_alloc_bytes", json_integer((json_int_t)alloc));
+    put(s);
+    if (tree > peak_tree) {
+      peak_tree = tree;
+      peak_t = t - start_ns;
+      ctx_at_peak = tree > alloc ? tree - alloc : 0;
+      peak_procs = tree_procs;
+    }
+    if (alloc > peak_alloc) peak_alloc = alloc;
+    if (done) break;
+    next.tv_nsec += (long)(o.interval_ms % 1000) * 1000000L;
+    next.tv_sec += (time_t)(o.interval_ms / 1000) + next.tv_nsec / 1000000000L;
+    next.tv_nsec %= 1000000000L;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
+    }
+  }
+  for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++)
+    sigaction(fwd[i], &old[i], NULL);
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  /* a process's own peak is exact, samples may fall between its peaks */
+  if (ctr)
+    for (unsigned i = 0; i < VL_COUNTERS_SLOTS; i++)
+      if (__atomic_load_n(&ctr->slot[i].pid, __ATOMIC_ACQUIRE) &&
+          __atomic_load_n(&ctr->slot[i].peak, __ATOMIC_RELAXED) > peak_alloc)
+        peak_alloc = __atomic_load_n(&ctr->slot[i].peak, __ATOMIC_RELAXED);
+  json_t *ex = json_object();
+  uint64_t end = now_ns();
+  json_object_set_new(ex, "type", json_string("exit"));
+  json_object_set_new(ex, "t_ns", json_integer((json_int_t)end));
+  json_object_set_new(ex, "status", json_integer(code));
+  if (WIFSIGNALED(status)) json_object_set_new(ex, "signal", json_integer(WTERMSIG(status)));
+  json_object_set_new(ex, "wall_ns", json_integer((json_int_t)(end - start_ns)));
+  put(ex);
+  close(record_fd);
+  vl_nvml_close(nv);
+  if (ctr) munmap(ctr, sizeof *ctr);
+  if (!o.quiet) {
+    double G = (double)(1ull << 30);
+    fprintf(stderr, "vramledger: record: %s\n", rec_path);
+    if (ns == VL_OK)
+      fprintf(stderr,
+              "vramledger: peak process memory %.2f GiB at %.1f s (%u process%s); "
+              "driver-allocated %.2f GiB at peak %.2f GiB; CUDA context and other %.2f GiB\n",
+              (double)peak_tree / G, (double)peak_t * 1e-9, peak_procs, peak_procs == 1 ? "" : "es",
+              (double)(peak_tree - ctx_at_peak) / G, (double)peak_alloc / G,
+              (double)ctx_at_peak / G);
+    else
+      fprintf(stderr, "vramledger: driver-allocated peak %.2f GiB (no NVML samples)\n",
+              (double)peak_alloc / G);
+  }
+  return code;
+}

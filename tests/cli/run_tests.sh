@@ -1,0 +1,91 @@
+#!/bin/sh
+# `vramledger run` and `report` end to end, with a fake NVML and the
+# interposer on stub CUDA libraries: exit status, signals, a missing
+# command, the layers of a record, kill -9 of the job and of vramledger.
+set -u
+vl=$1 prog=$2 fake=$3 preload=$4 stub=$5
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export VRAMLEDGER_NVML_LIB="$fake" VRAMLEDGER_PRELOAD="$preload" LD_LIBRARY_PATH="$stub"
+fail=0
+n=0
+check() { # check NAME CONDITION...
+  name=$1
+  shift
+  n=$((n + 1))
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=$((fail + 1)); fi
+}
+json() { # json DIR KEY VALUE: the report's JSON has "KEY": VALUE
+  "$vl" report "$1" --format json | grep -q "\"$2\": $3"
+}
+
+"$vl" run --out "$tmp/exit7" --quiet -- sh -c 'exit 7'
+check "exit status passes through" [ $? = 7 ]
+check "record has the exit status" json "$tmp/exit7" exit_status 7
+check "run directory is 0700" [ "$(stat -c %a "$tmp/exit7")" = 700 ]
+check "record is 0600" [ "$(stat -c %a "$tmp/exit7/record.jsonl")" = 600 ]
+
+"$vl" run --out "$tmp/missing" --quiet -- /nonexistent/command 2>"$tmp/err"
+check "missing command gives 127" [ $? = 127 ]
+check "missing command is named" grep -q "cannot run '/nonexistent/command'" "$tmp/err"
+
+"$vl" run --out "$tmp/exit7" --quiet -- true 2>"$tmp/err"
+check "an existing record is never overwritten" [ $? = 1 ]
+
+"$vl" run --out "$tmp/term" --quiet -- sh -c 'kill -TERM $$'
+check "death by signal gives 128 + signal" [ $? = 143 ]
+
+"$vl" run --out "$tmp/fwd" --quiet -- sleep 30 &
+vlpid=$!
+sleep 0.5
+kill -TERM $vlpid
+wait $vlpid
+check "TERM sent to vramledger reaches the command" [ $? = 143 ]
+
+# the layers: fake NVML sees the program's process with 64 MiB + 500 MiB,
+# the interposer sees its 64 MiB cudaMalloc
+: >"$tmp/procs"
+export FAKE_NVML_PROCS="$tmp/procs"
+"$vl" run --out "$tmp/hold" --interval-ms 10 --quiet -- "$prog" hold 64 0.6 "$tmp/procs"
+check "the held program succeeds" [ $? = 0 ]
+check "peak process bytes (NVML)" json "$tmp/hold" process_bytes 591396864
+check "peak driver-allocated bytes (interposer)" json "$tmp/hold" cuda_alloc_bytes 67108864
+check "context bytes = process - allocated" json "$tmp/hold" context_bytes 524288000
+check "the fake GPU is named" sh -c "'$vl' report '$tmp/hold' --format json | grep -q 'Fake GPU 0'"
+check "the mark is recorded" grep -q '"name":"holding"' "$tmp/hold/record.jsonl"
+check "samples every 10 ms" sh -c "[ \$(grep -c '\"type\":\"sample\"' '$tmp/hold/record.jsonl') -ge 20 ]"
+"$vl" report "$tmp/hold" --format trace >"$tmp/trace.json"
+check "trace is Chrome trace JSON" grep -q '"traceEvents"' "$tmp/trace.json"
+
+: >"$tmp/procs"
+FAKE_NVML_OLD=1 "$vl" run --out "$tmp/old" --interval-ms 10 --quiet -- "$prog" hold 64 0.3 "$tmp/procs"
+check "NVML v1 fallbacks give the same peak" json "$tmp/old" process_bytes 591396864
+
+: >"$tmp/procs"
+FAKE_NVML_GPUS=2 CUDA_VISIBLE_DEVICES=1 "$vl" run --out "$tmp/vis" --quiet -- true
+check "CUDA_VISIBLE_DEVICES selects the GPUs" sh -c "'$vl' report '$tmp/vis' --format json | grep -q 'Fake GPU 1' && ! '$vl' report '$tmp/vis' --format json | grep -q 'Fake GPU 0'"
+
+VRAMLEDGER_NVML_LIB=/nonexistent/libnvidia-ml.so.1 "$vl" run --out "$tmp/nonvml" -- sh -c 'exit 3' 2>"$tmp/err"
+check "without NVML the command still runs" [ $? = 3 ]
+check "without NVML a note says so" grep -q "without GPU samples" "$tmp/err"
+check "without NVML the report says so" sh -c "'$vl' report '$tmp/nonvml' --format json | grep -q no-nvml"
+
+"$vl" run --out "$tmp/kill9job" --quiet -- sh -c 'kill -9 $$'
+check "kill -9 of the job gives 137" [ $? = 137 ]
+check "and its record is complete" json "$tmp/kill9job" exit_status 137
+
+: >"$tmp/procs"
+"$vl" run --out "$tmp/kill9vl" --interval-ms 10 --quiet -- "$prog" hold 16 1.0 "$tmp/procs" &
+vlpid=$!
+sleep 0.4
+kill -9 $vlpid
+wait $vlpid 2>/dev/null
+sleep 0.8 # the orphaned job finishes
+check "kill -9 of vramledger leaves a readable record" json "$tmp/kill9vl" exit_status null
+check "with its samples" sh -c "[ \$(grep -c '\"type\":\"sample\"' '$tmp/kill9vl/record.jsonl') -ge 5 ]"
+
+"$vl" run --quiet 2>"$tmp/err"
+check "run needs a command" [ $? = 2 ]
+
+echo "$n checks, $fail failed"
+[ $fail = 0 ]

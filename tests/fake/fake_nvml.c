@@ -1,0 +1,162 @@
+/* A fake libnvidia-ml.so.1 for tests: the NVML ABI subset vramledger uses,
+ * with scripted values.
+ *   FAKE_NVML_GPUS=N        number of GPUs (default 1; 0 makes init fail)
+ *   FAKE_NVML_PROCS=FILE    lines "PID BYTES [GPU]": compute processes,
+ *                           re-read at every query
+ *   FAKE_NVML_OLD=1         the v2/v3 process queries and memory info v2
+ *                           report "function not found" (fallback paths)
+ * Device used memory = 1 GiB + the processes' bytes; total 141 GB. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st *nvmlDevice_t;
+typedef struct {
+  unsigned long long total, free, used;
+} nvmlMemory_v1;
+typedef struct {
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+} nvmlMemory_v2;
+typedef struct {
+  unsigned int gpu, memory;
+} nvmlUtilization;
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1;
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_v2;
+
+#define TOTAL 141000000000ull
+#define BASE (1ull << 30)
+static struct nvmlDevice_st { int index; } devs[8];
+
+static int gpus(void) {
+  const char *s = getenv("FAKE_NVML_GPUS");
+  int n = s ? (int)strtol(s, NULL, 10) : 1;
+  return n < 0 ? 0 : n > 8 ? 8 : n;
+}
+static int old(void) { return getenv("FAKE_NVML_OLD") != NULL; }
+
+/* Processes of one GPU from the script file. */
+static unsigned procs(int gpu, unsigned *pids, unsigned long long *bytes, unsigned cap) {
+  const char *path = getenv("FAKE_NVML_PROCS");
+  FILE *f = path ? fopen(path, "r") : NULL;
+  unsigned n = 0;
+  if (!f) return 0;
+  unsigned pid, g;
+  unsigned long long b;
+  char line[256];
+  while (fgets(line, sizeof line, f)) {
+    int k = sscanf(line, "%u %llu %u", &pid, &b, &g);
+    if (k < 2) continue;
+    if (k == 2) g = 0;
+    if ((int)g != gpu) continue;
+    if (n < cap) {
+      pids[n] = pid;
+      bytes[n] = b;
+    }
+    n++;
+  }
+  fclose(f);
+  return n;
+}
+
+nvmlReturn_t nvmlInit_v2(void) {
+  return gpus() > 0 ? 0 : 12; /* NVML_ERROR_DRIVER_NOT_LOADED-ish */
+}
+nvmlReturn_t nvmlShutdown(void) { return 0; }
+const char *nvmlErrorString(nvmlReturn_t r) {
+  return r == 12 ? "Driver Not Loaded (fake)" : "fake error";
+}
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *c) {
+  *c = (unsigned)gpus();
+  return 0;
+}
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d) {
+  if ((int)i >= gpus()) return 2;
+  devs[i].index = (int)i;
+  *d = &devs[i];
+  return 0;
+}
+nvmlReturn_t nvmlSystemGetDriverVersion(char *buf, unsigned n) {
+  snprintf(buf, n, "999.99-fake");
+  return 0;
+}
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *buf, unsigned n) {
+  snprintf(buf, n, "Fake GPU %d", d->index);
+  return 0;
+}
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf, unsigned n) {
+  snprintf(buf, n, "GPU-fake-%04d", d->index);
+  return 0;
+}
+static unsigned long long used(int gpu) {
+  unsigned pids[256];
+  unsigned long long b[256], sum = BASE;
+  unsigned n = procs(gpu, pids, b, 256);
+  for (unsigned i = 0; i < n && i < 256; i++)
+    sum += b[i];
+  return sum;
+}
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2 *m) {
+  if (old()) return 13; /* NVML_ERROR_FUNCTION_NOT_FOUND */
+  if (m->version != (unsigned)(sizeof *m | (2u << 24))) return 25; /* ARGUMENT_VERSION_MISMATCH */
+  m->total = TOTAL;
+  m->reserved = 512ull << 20;
+  m->used = used(d->index);
+  m->free = TOTAL - m->reserved - m->used;
+  return 0;
+}
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_v1 *m) {
+  m->total = TOTAL;
+  m->used = used(d->index);
+  m->free = TOTAL - m->used;
+  return 0;
+}
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization *u) {
+  u->gpu = 50 + (unsigned)d->index;
+  u->memory = 20;
+  return 0;
+}
+static nvmlReturn_t procs_v2(nvmlDevice_t d, unsigned *count, nvmlProcessInfo_v2 *info) {
+  if (old()) return 13;
+  unsigned pids[256];
+  unsigned long long b[256];
+  unsigned n = procs(d->index, pids, b, 256);
+  if (n > *count) {
+    *count = n;
+    return 7; /* INSUFFICIENT_SIZE */
+  }
+  for (unsigned i = 0; i < n; i++)
+    info[i] = (nvmlProcessInfo_v2){pids[i], b[i], 0, 0};
+  *count = n;
+  return 0;
+}
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *c,
+                                                     nvmlProcessInfo_v2 *i) {
+  return procs_v2(d, c, i);
+}
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned *c,
+                                                     nvmlProcessInfo_v2 *i) {
+  return procs_v2(d, c, i);
+}
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned *count,
+                                                  nvmlProcessInfo_v1 *info) {
+  unsigned pids[256];
+  unsigned long long b[256];
+  unsigned n = procs(d->index, pids, b, 256);
+  if (n > *count) {
+    *count = n;
+    return 7;
+  }
+  for (unsigned i = 0; i < n; i++)
+    info[i] = (nvmlProcessInfo_v1){pids[i], b[i]};
+  *count = n;
+  return 0;
+}

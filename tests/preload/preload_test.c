@@ -1,0 +1,150 @@
+/* Exercises the interposer on the stub CUDA libraries:
+ *   preload_test check     assert the counts (under LD_PRELOAD)
+ *   preload_test plain     runs without the interposer: same results
+ *   preload_test hold MiB SECONDS [PROCS_FILE]
+ *                          allocate and hold (for `vramledger run` tests;
+ *                          writes "pid bytes" to PROCS_FILE for fake NVML)
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef int cudaError_t;
+cudaError_t cudaMalloc(void **p, size_t n);
+cudaError_t cudaFree(void *p);
+cudaError_t cudaMallocAsync(void **p, size_t n, void *s);
+cudaError_t cudaFreeAsync(void *p, void *s);
+cudaError_t cudaGetDriverEntryPoint(const char *sym, void **pfn, unsigned long long f, void *st);
+
+typedef void (*counts_fn)(uint64_t *, uint64_t *);
+typedef void (*mark_fn)(const char *);
+
+#define CHECK(c)                                                                                   \
+  do {                                                                                             \
+    if (!(c)) {                                                                                    \
+      fprintf(stderr, "preload_test: %s:%d: failed: %s\n", __FILE__, __LINE__, #c);                \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+static counts_fn counts;
+
+static uint64_t live(void) {
+  uint64_t l = 0, p = 0;
+  counts(&l, &p);
+  return l;
+}
+
+static void *worker(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 2000; i++) {
+    void *p;
+    CHECK(cudaMalloc(&p, 4096) == 0);
+    CHECK(cudaFree(p) == 0);
+  }
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "check";
+  counts = (counts_fn)dlsym(RTLD_DEFAULT, "vl_preload_counts");
+  if (strcmp(mode, "plain") == 0) {
+    CHECK(counts == NULL); /* not preloaded: the program runs as ever */
+    void *p;
+    CHECK(cudaMalloc(&p, 1000) == 0 && p != NULL);
+    CHECK(cudaFree(p) == 0);
+    puts("plain ok");
+    return 0;
+  }
+  if (strcmp(mode, "hold") == 0) {
+    size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
+    double secs = argc > 3 ? atof(argv[3]) : 0.5;
+    void *p;
+    CHECK(cudaMalloc(&p, mib << 20) == 0);
+    if (argc > 4) {
+      FILE *f = fopen(argv[4], "a");
+      CHECK(f);
+      fprintf(f, "%d %zu\n", (int)getpid(), (mib << 20) + (500u << 20));
+      fclose(f);
+    }
+    mark_fn mark = (mark_fn)dlsym(RTLD_DEFAULT, "vl_mark");
+    if (mark) mark("holding");
+    struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+    nanosleep(&ts, NULL);
+    CHECK(cudaFree(p) == 0);
+    return 0;
+  }
+  CHECK(counts != NULL);
+  CHECK(live() == 0);
+  /* runtime API: counted once although the stub runtime calls the driver */
+  void *a, *b;
+  CHECK(cudaMalloc(&a, 1 << 20) == 0);
+  CHECK(live() == 1 << 20);
+  CHECK(cudaMallocAsync(&b, 3000, NULL) == 0);
+  CHECK(live() == (1 << 20) + 3000);
+  CHECK(cudaFreeAsync(b, NULL) == 0);
+  CHECK(cudaFree(a) == 0);
+  CHECK(live() == 0);
+  CHECK(cudaFree(NULL) == 0); /* freeing what we never saw changes nothing */
+  CHECK(live() == 0);
+  /* driver API reached through dlsym and cuGetProcAddress, as PyTorch's
+   * expandable segments do */
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  CHECK(lib);
+  typedef int (*gp_fn)(const char *, void **, int, unsigned long long, void *);
+  gp_fn gp = (gp_fn)dlsym(lib, "cuGetProcAddress_v2");
+  CHECK(gp);
+  int (*create)(unsigned long long *, size_t, const void *, unsigned long long) = NULL;
+  int (*release)(unsigned long long) = NULL;
+  CHECK(gp("cuMemCreate", (void **)&create, 12000, 0, NULL) == 0 && create);
+  CHECK(gp("cuMemRelease", (void **)&release, 12000, 0, NULL) == 0 && release);
+  unsigned long long h1, h2;
+  CHECK(create(&h1, 2 << 20, NULL, 0) == 0);
+  CHECK(create(&h2, 20 << 20, NULL, 0) == 0);
+  CHECK(live() == (22u << 20));
+  CHECK(release(h1) == 0);
+  CHECK(live() == (20u << 20));
+  /* the runtime's entry points hand out wrapped functions too */
+  int (*alloc)(unsigned long long *, size_t) = NULL;
+  int (*dfree)(unsigned long long) = NULL;
+  CHECK(cudaGetDriverEntryPoint("cuMemAlloc", (void **)&alloc, 0, NULL) == 0 && alloc);
+  CHECK(cudaGetDriverEntryPoint("cuMemFree", (void **)&dfree, 0, NULL) == 0 && dfree);
+  unsigned long long d;
+  CHECK(alloc(&d, 5000) == 0);
+  CHECK(live() == (20u << 20) + 5000);
+  CHECK(dfree(d) == 0);
+  CHECK(release(h2) == 0);
+  CHECK(live() == 0);
+  /* threads */
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++)
+    CHECK(pthread_create(&t[i], NULL, worker, NULL) == 0);
+  for (int i = 0; i < 4; i++)
+    pthread_join(t[i], NULL);
+  CHECK(live() == 0);
+  uint64_t l, peak;
+  counts(&l, &peak);
+  CHECK(peak >= (22u << 20));
+  /* fork: the child starts from nothing and can allocate */
+  CHECK(cudaMalloc(&a, 777) == 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (live() != 0) _exit(2);
+    void *c;
+    if (cudaMalloc(&c, 100) != 0 || live() != 100) _exit(3);
+    cudaFree(c);
+    _exit(live() == 0 ? 0 : 4);
+  }
+  int st;
+  CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  CHECK(live() == 777);
+  CHECK(cudaFree(a) == 0);
+  puts("preload ok");
+  return 0;
+}

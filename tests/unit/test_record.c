@@ -1,0 +1,77 @@
+/* lib/measure/record.c: the run record reader and its summary. */
+#include "testutil.h"
+#include "vramledger/record.h"
+
+static vl_status parse_file(const char *rel, struct vl_record *r, struct vl_err *err) {
+  size_t len = 0;
+  char *text = tu_read(rel, &len);
+  vl_status s = vl_record_parse(text, len, r, err);
+  free(text);
+  return s;
+}
+
+static void sample_record(void **state) {
+  (void)state;
+  struct vl_record r;
+  struct vl_err err = {""};
+  assert_int_equal(parse_file("tests/data/records/sample.jsonl", &r, &err), VL_OK);
+  assert_int_equal(r.n_samples, 60);
+  assert_int_equal(r.n_marks, 3);
+  assert_int_equal(r.n_gpus, 2);
+  assert_true(r.exited);
+  assert_int_equal(r.exit_status, 0);
+  assert_false(r.truncated);
+  assert_string_equal(r.command, "python train.py --batch 8");
+  struct vl_run_summary s;
+  struct vl_finding f[VL_MAX_FINDINGS];
+  int nf = 0;
+  vl_record_summarize(&r, &s, f, &nf);
+  double G = 1073741824.0;
+  assert_true(fabs((double)s.peak_process_bytes - (20 + 2.95 + 17 + 2.95) * G) < 4);
+  assert_true(fabs((double)s.context_bytes - 1.5 * G) < 4);
+  assert_true(fabs(s.leak_bytes_per_s - G) < 1e-3 * G); /* 0.05 GiB per 100 ms on two GPUs */
+  assert_int_equal(s.gpus_used, 2);
+  assert_true(s.imbalance > 0.13 && s.imbalance < 0.14);
+  const char *want[] = {"leak", "imbalance", "extra-contexts", "other-processes"};
+  assert_int_equal(nf, 4);
+  for (int i = 0; i < 4; i++)
+    assert_string_equal(f[i].code, want[i]);
+  vl_record_release(&r);
+}
+
+static void damaged_records(void **state) {
+  (void)state;
+  struct vl_record r;
+  struct vl_err err = {""};
+  assert_int_equal(parse_file("tests/data/records/truncated.jsonl", &r, &err), VL_OK);
+  assert_true(r.truncated);
+  assert_false(r.exited);
+  assert_true(r.n_samples > 50);
+  vl_record_release(&r);
+  assert_int_equal(parse_file("tests/data/records/garbage.jsonl", &r, &err), VL_EPARSE);
+  assert_non_null(strstr(err.msg, "line 6"));
+  assert_null(r.samples);
+  assert_int_equal(parse_file("tests/data/records/schema2.jsonl", &r, &err), VL_EKEY);
+  assert_int_equal(parse_file("tests/data/records/nometa.jsonl", &r, &err), VL_EKEY);
+  assert_int_equal(vl_record_parse("", 0, &r, &err), VL_EKEY);
+  /* a steady job: no finding */
+  const char *steady =
+      "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0,\"nvml\":\"ok\"}\n"
+      "{\"type\":\"sample\",\"t_ns\":1,\"tree_bytes\":100,\"tree_procs\":1,\"cuda_alloc_bytes\":60}"
+      "\n"
+      "{\"type\":\"exit\",\"t_ns\":2,\"status\":0}\n";
+  assert_int_equal(vl_record_parse(steady, strlen(steady), &r, &err), VL_OK);
+  struct vl_run_summary s;
+  struct vl_finding f[VL_MAX_FINDINGS];
+  int nf = 9;
+  vl_record_summarize(&r, &s, f, &nf);
+  assert_int_equal(nf, 0);
+  assert_int_equal(s.context_bytes, 40);
+  vl_record_release(&r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(sample_record),
+                                     cmocka_unit_test(damaged_records)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
