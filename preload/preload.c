@@ -532,10 +532,29 @@ EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **pfn,
 /* dlsym: programs that dlopen libcuda and look functions up by name get our
  * wrappers; cuGetProcAddress itself is wrapped so the functions it hands out
  * are too. Nothing here calls CUDA. */
+/* RTLD_NEXT is relative to the caller: called from here, the real dlsym
+ * would search after us, and a library loaded between us and the caller
+ * (a sanitizer runtime resolving its interceptors) would get itself back.
+ * glibc's _dl_sym takes the caller explicitly (GLIBC_PRIVATE, with the same
+ * signature since 2.3); without it, fall back to searching after us. No
+ * dlopen here: it is intercepted by such runtimes before they work. */
+typedef void *(*dl_sym_fn)(void *, const char *, void *);
+
+static void *dlsym_next(dlsym_fn d, const char *name, void *caller) {
+  static dl_sym_fn dl_sym;
+  static int looked;
+  if (!looked) {
+    dl_sym = (dl_sym_fn)dlvsym(RTLD_DEFAULT, "_dl_sym", "GLIBC_PRIVATE");
+    looked = 1;
+  }
+  return dl_sym ? dl_sym(RTLD_NEXT, name, caller) : d(RTLD_NEXT, name);
+}
+
 EXPORT void *dlsym(void *handle, const char *name) {
   dlsym_fn d = real_dlsym();
   if (!d) return NULL;
-  void *p = d(handle, name);
+  void *p =
+      handle == RTLD_NEXT ? dlsym_next(d, name, __builtin_return_address(0)) : d(handle, name);
   if (!p || name[0] != 'c' || name[1] != 'u') return p;
   if (strncmp(name, "cuda", 4) == 0) {
     for (int i = 0; i < RT_COUNT; i++)

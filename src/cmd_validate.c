@@ -180,7 +180,7 @@ int cmd_validate(int argc, const char **argv) {
     }
     s = vl_bill_compute(&arch, &r->run->job, &ov, bill, &err);
     if (s != VL_OK) {
-      snprintf(r->why, sizeof r->why, "%s", err.msg);
+      snprintf(r->why, sizeof r->why, "%.190s", err.msg);
       continue;
     }
     vl_compare_fill(r, bill);
