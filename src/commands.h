@@ -6,10 +6,12 @@ int cmd_estimate(int argc, const char **argv);
 int cmd_validate(int argc, const char **argv);
 int cmd_run(int argc, const char **argv);
 int cmd_report(int argc, const char **argv);
+int cmd_watch(int argc, const char **argv);
 
 extern const char vl_help_estimate[];
 extern const char vl_help_validate[];
 extern const char vl_help_run[];
 extern const char vl_help_report[];
+extern const char vl_help_watch[];
 
 #endif

@@ -16,6 +16,8 @@ static const struct command {
     {"run", cmd_run, vl_help_run,
      "run a command unchanged and record its GPU memory (NVML + every allocation)"},
     {"report", cmd_report, vl_help_report, "what a run record says: peaks, layers, findings"},
+    {"watch", cmd_watch, vl_help_watch,
+     "sample every GPU and process: CSV, JSON Lines, Prometheus, textfiles"},
     {"validate", cmd_validate, vl_help_validate,
      "check the estimator against measurements on this machine's GPU"},
 };

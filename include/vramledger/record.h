@@ -89,7 +89,7 @@ struct vl_run_summary {
   uint64_t peak_other_bytes; /* other processes on the job's GPUs */
   unsigned max_tree_procs;   /* processes of the job holding GPU memory at once */
   uint64_t duration_ns;
-  double leak_bytes_per_s;       /* rise of the memory's floor (0 when it does not rise) */
+  double leak_bytes_per_s; /* rise of the memory's floor (0 when it does not rise) */
   double imbalance;        /* (max - min) / max of per-GPU peaks of the job */
   unsigned gpus_used;
 };

@@ -60,6 +60,31 @@ enum vl_report_format { VL_REP_TEXT, VL_REP_JSON, VL_REP_MD, VL_REP_TRACE };
  * @return 0, or -1 on a write error. */
 int vl_render_report(FILE *out, enum vl_report_format fmt, const struct vl_report_view *v);
 
+struct vl_gpu_sample;
+struct vl_proc_sample;
+
+/* One tick of `watch`: every GPU and the processes on it. */
+#define VL_WATCH_MAX_GPUS 64
+#define VL_WATCH_MAX_PROCS 256
+struct vl_watch_gpu {
+  const struct vl_gpu_sample *gpu;
+  const struct vl_proc_sample *procs;
+  unsigned n_procs;
+};
+struct vl_watch_view {
+  uint64_t t_unix_ms;
+  const struct vl_watch_gpu *gpus;
+  unsigned n_gpus;
+  const char *host;
+};
+
+enum vl_watch_format { VL_WATCH_CSV, VL_WATCH_JSONL, VL_WATCH_PROMETHEUS };
+
+/*! Write one tick. CSV rows carry no header (vl_render_watch_csv_header);
+ * Prometheus text is the exposition format 0.0.4. @return 0 or -1. */
+int vl_render_watch(FILE *out, enum vl_watch_format fmt, const struct vl_watch_view *v);
+int vl_render_watch_csv_header(FILE *out);
+
 /*! Write the validate report. @return 0, or -1 on a write error. */
 int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_view *v);
 
