@@ -22,7 +22,7 @@ struct rep {
 
 static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   struct rep *r = ctx;
-  static const char *const formats[] = {"text", "json", "md", "trace", NULL};
+  static const char *const formats[] = {"text", "json", "md", "trace", "html", NULL};
   if (id == O_HELP) r->help = true;
   if (id == O_FORMAT && (r->fmt = cli_choice(flag, arg, formats)) < 0) return VL_EXIT_USAGE;
   return 0;
@@ -72,7 +72,8 @@ int cmd_report(int argc, const char **argv) {
   int nf = 0;
   vl_record_summarize(&rec, &sum, f, &nf);
   struct vl_report_view v = {&rec, &sum, f, nf, path};
-  static const enum vl_report_format map[] = {VL_REP_TEXT, VL_REP_JSON, VL_REP_MD, VL_REP_TRACE};
+  static const enum vl_report_format map[] = {VL_REP_TEXT, VL_REP_JSON, VL_REP_MD, VL_REP_TRACE,
+                                              VL_REP_HTML};
   rc = vl_render_report(stdout, map[r.fmt], &v) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
   if (rc) cli_error("cannot write the output");
   vl_record_release(&rec);

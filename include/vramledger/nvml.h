@@ -40,7 +40,8 @@ unsigned vl_nvml_count(const struct vl_nvml *n);
 /*! Driver version string ("580.159.04"); "" when unknown. */
 const char *vl_nvml_driver(const struct vl_nvml *n);
 
-/*! One GPU's memory and utilisation now. */
+/*! One GPU's memory and utilisation now; name and UUID are read once,
+ * when the library opens, and copied (no NVML call for them per sample). */
 vl_status vl_nvml_sample(struct vl_nvml *n, unsigned index, struct vl_gpu_sample *s) VL_MUST_USE;
 
 /*! Compute processes on one GPU (running processes v3 -> v2 -> v1).

@@ -54,9 +54,10 @@ struct vl_report_view {
   const char *source;
 };
 
-enum vl_report_format { VL_REP_TEXT, VL_REP_JSON, VL_REP_MD, VL_REP_TRACE };
+enum vl_report_format { VL_REP_TEXT, VL_REP_JSON, VL_REP_MD, VL_REP_TRACE, VL_REP_HTML };
 
-/*! Write the run report; VL_REP_TRACE is Chrome/Perfetto trace JSON.
+/*! Write the run report; VL_REP_TRACE is Chrome/Perfetto trace JSON;
+ * VL_REP_HTML one self-contained page with an SVG timeline.
  * @return 0, or -1 on a write error. */
 int vl_render_report(FILE *out, enum vl_report_format fmt, const struct vl_report_view *v);
 

@@ -53,6 +53,8 @@ struct vl_nvml {
   nvmlReturn_t (*procs_v1)(nvmlDevice_t, unsigned *, nvmlProcessInfo_v1 *);
   unsigned count;
   nvmlDevice_t dev[MAX_GPUS];
+  char name[MAX_GPUS][96];
+  char uuid[MAX_GPUS][96];
   char driver[80];
 };
 
@@ -124,6 +126,13 @@ vl_status vl_nvml_open(struct vl_nvml **out, struct vl_err *err) {
       return VL_EIO;
     }
   if (!driver || driver(n->driver, sizeof n->driver) != NVML_SUCCESS) n->driver[0] = '\0';
+  for (unsigned i = 0; i < n->count; i++) { /* fixed for the device's life: read once */
+    if (!n->get_name || n->get_name(n->dev[i], n->name[i], sizeof n->name[i]) != NVML_SUCCESS)
+      n->name[i][0] = '\0';
+    if (!n->get_uuid || n->get_uuid(n->dev[i], n->uuid[i], sizeof n->uuid[i]) != NVML_SUCCESS)
+      n->uuid[i][0] = '\0';
+    n->name[i][sizeof n->name[i] - 1] = n->uuid[i][sizeof n->uuid[i] - 1] = '\0';
+  }
   *out = n;
   return VL_OK;
 }
@@ -143,9 +152,8 @@ vl_status vl_nvml_sample(struct vl_nvml *n, unsigned index, struct vl_gpu_sample
   if (index >= n->count) return VL_EINVAL;
   nvmlDevice_t d = n->dev[index];
   s->index = index;
-  if (n->get_name && n->get_name(d, s->name, sizeof s->name) != NVML_SUCCESS) s->name[0] = '\0';
-  if (n->get_uuid && n->get_uuid(d, s->uuid, sizeof s->uuid) != NVML_SUCCESS) s->uuid[0] = '\0';
-  s->name[sizeof s->name - 1] = s->uuid[sizeof s->uuid - 1] = '\0';
+  memcpy(s->name, n->name[index], sizeof s->name);
+  memcpy(s->uuid, n->uuid[index], sizeof s->uuid);
   nvmlReturn_t r = -1;
   if (n->mem_v2) {
     nvmlMemory_v2 m = {.version = NVML_MEMORY_V2};

@@ -134,7 +134,111 @@ static void text(FILE *o, const struct vl_report_view *v, bool md) {
     fprintf(o, "%s[%s] %s\n", b, v->findings[i].code, v->findings[i].text);
 }
 
+static void html_text(FILE *o, const char *s) {
+  for (; *s; s++) {
+    if (*s == '<')
+      fputs("&lt;", o);
+    else if (*s == '>')
+      fputs("&gt;", o);
+    else if (*s == '&')
+      fputs("&amp;", o);
+    else if (*s == '"')
+      fputs("&quot;", o);
+    else
+      fputc(*s, o);
+  }
+}
+
+/* One self-contained page: the layers over time as SVG polylines, marks as
+ * vertical lines, the process peak circled, and the findings. */
+static int report_html(FILE *o, const struct vl_report_view *v) {
+  const struct vl_record *r = v->rec;
+  const struct vl_run_summary *s = v->sum;
+  const double W = 900, H = 320, L = 60, B = 30;
+  double tmax = (double)s->duration_ns * 1e-9, ymax = GIB(s->peak_process_bytes);
+  if (GIB(s->peak_cuda_alloc_bytes) > ymax) ymax = GIB(s->peak_cuda_alloc_bytes);
+  if (tmax <= 0) tmax = 1;
+  if (ymax <= 0) ymax = 1;
+  fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>vramledger run</title>\n"
+        "<style>body{font-family:sans-serif;margin:2em;max-width:980px}"
+        "td,th{padding:2px 10px;text-align:left}td.n{text-align:right}</style></head><body>\n",
+        o);
+  fputs("<h1>Run: ", o);
+  html_text(o, r->command);
+  fputs("</h1>\n<p>", o);
+  html_text(o, v->source);
+  fprintf(o, ", %zu samples every %llu ms, %.1f s", r->n_samples,
+          (unsigned long long)r->interval_ms, tmax);
+  if (r->exited) fprintf(o, ", exit status %d", r->exit_status);
+  fputs("</p>\n<table><tr><th>layer</th><th>peak GiB</th></tr>\n", o);
+  fprintf(o, "<tr><td>process memory (NVML)</td><td class=n>%.2f</td></tr>\n",
+          GIB(s->peak_process_bytes));
+  fprintf(o, "<tr><td>driver-allocated (interposer)</td><td class=n>%.2f</td></tr>\n",
+          GIB(s->peak_cuda_alloc_bytes));
+  fprintf(o, "<tr><td>CUDA context and other, at the process peak</td><td class=n>%.2f</td></tr>\n",
+          GIB(s->context_bytes));
+  fputs("</table>\n", o);
+  fprintf(o,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+          "font-size=\"11\">\n",
+          W, H);
+  fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#888\"/>\n", L, H - B,
+          W - 10, H - B);
+  fprintf(o, "<line x1=\"%.0f\" y1=\"10\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#888\"/>\n", L, L,
+          H - B);
+  for (int k = 0; k <= 4; k++) {
+    double y = H - B - (H - B - 10) * k / 4.0;
+    fprintf(o, "<text x=\"5\" y=\"%.1f\">%.1f GiB</text>\n", y + 4, ymax * k / 4.0);
+    fprintf(o, "<text x=\"%.1f\" y=\"%.0f\">%.1f s</text>\n", L + (W - 10 - L) * k / 4.0 - 10,
+            H - 10, tmax * k / 4.0);
+  }
+  static const char *const colour[3] = {"#d62728", "#1f77b4", "#2ca02c"};
+  static const char *const label[3] = {"process (NVML)", "driver-allocated", "context + other"};
+  size_t step = r->n_samples > 2000 ? r->n_samples / 2000 : 1;
+  for (int k = 0; k < 3; k++) {
+    fprintf(o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", colour[k]);
+    for (size_t i = 0; i < r->n_samples; i += step) {
+      const struct vl_rec_sample *x = &r->samples[i];
+      double t = (double)(x->t_ns - r->start_ns) * 1e-9;
+      double val = k == 0   ? GIB(x->tree_bytes)
+                   : k == 1 ? GIB(x->cuda_alloc_bytes)
+                            : GIB(vl__sub0(x->tree_bytes, x->cuda_alloc_bytes));
+      fprintf(o, "%.1f,%.1f ", L + (W - 10 - L) * t / tmax, H - B - (H - B - 10) * val / ymax);
+    }
+    fputs("\"/>\n", o);
+    fprintf(o, "<text x=\"%.0f\" y=\"%d\" fill=\"%s\">%s</text>\n", W - 160, 20 + 14 * k, colour[k],
+            label[k]);
+  }
+  for (size_t i = 0; i < r->n_marks && i < 500; i++) {
+    double x = L + (W - 10 - L) * (double)(r->marks[i].t_ns - r->start_ns) * 1e-9 / tmax;
+    fprintf(o,
+            "<line x1=\"%.1f\" y1=\"10\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#bbb\" "
+            "stroke-dasharray=\"3,3\"><title>",
+            x, x, H - B);
+    html_text(o, r->marks[i].name);
+    fputs("</title></line>\n", o);
+  }
+  fprintf(o,
+          "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"none\" stroke=\"#d62728\">"
+          "<title>peak %.2f GiB</title></circle>\n",
+          L + (W - 10 - L) * (double)s->peak_process_t_ns * 1e-9 / tmax,
+          H - B - (H - B - 10) * GIB(s->peak_process_bytes) / ymax, GIB(s->peak_process_bytes));
+  fputs("</svg>\n", o);
+  if (v->n_findings) fputs("<h2>Findings</h2>\n<ul>\n", o);
+  for (int i = 0; i < v->n_findings; i++) {
+    fputs("<li><b>", o);
+    html_text(o, v->findings[i].code);
+    fputs("</b>: ", o);
+    html_text(o, v->findings[i].text);
+    fputs("</li>\n", o);
+  }
+  if (v->n_findings) fputs("</ul>\n", o);
+  fputs("</body></html>\n", o);
+  return ferror(o) ? -1 : 0;
+}
+
 int vl_render_report(FILE *out, enum vl_report_format fmt, const struct vl_report_view *v) {
+  if (fmt == VL_REP_HTML) return report_html(out, v);
   if (fmt == VL_REP_JSON) return report_json(out, v);
   if (fmt == VL_REP_TRACE) return report_trace(out, v);
   text(out, v, fmt == VL_REP_MD);
