@@ -283,6 +283,12 @@ int cmd_run(int argc, const char **argv) {
   json_object_set_new(meta, "interval_ms", json_integer((json_int_t)o.interval_ms));
   json_object_set_new(meta, "nvml", json_string(ns == VL_OK ? "ok" : err.msg));
   json_object_set_new(meta, "driver", json_string(vl_nvml_driver(nv)));
+  if (vl_nvml_cuda_driver(nv)) {
+    char cuda[16];
+    snprintf(cuda, sizeof cuda, "%d.%d", vl_nvml_cuda_driver(nv) / 1000,
+             vl_nvml_cuda_driver(nv) % 1000 / 10);
+    json_object_set_new(meta, "cuda_driver", json_string(cuda));
+  }
   json_t *jg = json_array();
   for (unsigned k = 0; k < n_vis; k++) {
     const struct vl_gpu_sample *g = &gs[vis[k]];

@@ -39,6 +39,8 @@ void vl_nvml_close(struct vl_nvml *n); /* accepts NULL */
 unsigned vl_nvml_count(const struct vl_nvml *n);
 /*! Driver version string ("580.159.04"); "" when unknown. */
 const char *vl_nvml_driver(const struct vl_nvml *n);
+/*! CUDA version the driver supports (13000 = 13.0); 0 when unknown. */
+int vl_nvml_cuda_driver(const struct vl_nvml *n);
 
 /*! One GPU's memory and utilisation now; name and UUID are read once,
  * when the library opens, and copied (no NVML call for them per sample). */

@@ -56,6 +56,7 @@ struct vl_nvml {
   char name[MAX_GPUS][96];
   char uuid[MAX_GPUS][96];
   char driver[80];
+  int cuda_driver; /* 13000 for CUDA 13.0; 0 unknown */
 };
 
 static void *sym(void *lib, const char *name) { return dlsym(lib, name); }
@@ -126,6 +127,10 @@ vl_status vl_nvml_open(struct vl_nvml **out, struct vl_err *err) {
       return VL_EIO;
     }
   if (!driver || driver(n->driver, sizeof n->driver) != NVML_SUCCESS) n->driver[0] = '\0';
+  nvmlReturn_t (*cuda)(int *) =
+      (nvmlReturn_t(*)(int *))sym(lib, "nvmlSystemGetCudaDriverVersion_v2");
+  if (!cuda) cuda = (nvmlReturn_t(*)(int *))sym(lib, "nvmlSystemGetCudaDriverVersion");
+  if (!cuda || cuda(&n->cuda_driver) != NVML_SUCCESS) n->cuda_driver = 0;
   for (unsigned i = 0; i < n->count; i++) { /* fixed for the device's life: read once */
     if (!n->get_name || n->get_name(n->dev[i], n->name[i], sizeof n->name[i]) != NVML_SUCCESS)
       n->name[i][0] = '\0';
@@ -146,6 +151,7 @@ void vl_nvml_close(struct vl_nvml *n) {
 
 unsigned vl_nvml_count(const struct vl_nvml *n) { return n ? n->count : 0; }
 const char *vl_nvml_driver(const struct vl_nvml *n) { return n ? n->driver : ""; }
+int vl_nvml_cuda_driver(const struct vl_nvml *n) { return n ? n->cuda_driver : 0; }
 
 vl_status vl_nvml_sample(struct vl_nvml *n, unsigned index, struct vl_gpu_sample *s) {
   memset(s, 0, sizeof *s);

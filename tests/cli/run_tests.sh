@@ -53,6 +53,7 @@ check "peak driver-allocated bytes (interposer)" json "$tmp/hold" cuda_alloc_byt
 check "context bytes = process - allocated" json "$tmp/hold" context_bytes 524288000
 check "the fake GPU is named" sh -c "'$vl' report '$tmp/hold' --format json | grep -q 'Fake GPU 0'"
 check "the mark is recorded" grep -q '"name":"holding"' "$tmp/hold/record.jsonl"
+check "the CUDA driver version is recorded" grep -q '"cuda_driver":"13.0"' "$tmp/hold/record.jsonl"
 check "samples every 10 ms" sh -c "[ \$(grep -c '\"type\":\"sample\"' '$tmp/hold/record.jsonl') -ge 20 ]"
 "$vl" report "$tmp/hold" --format trace >"$tmp/trace.json"
 check "trace is Chrome trace JSON" grep -q '"traceEvents"' "$tmp/trace.json"

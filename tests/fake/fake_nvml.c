@@ -84,6 +84,10 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d) {
   *d = &devs[i];
   return 0;
 }
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) {
+  *v = 13000;
+  return 0;
+}
 nvmlReturn_t nvmlSystemGetDriverVersion(char *buf, unsigned n) {
   snprintf(buf, n, "999.99-fake");
   return 0;
