@@ -180,6 +180,30 @@ static unsigned visible_gpus(struct vl_nvml *nv, const struct vl_gpu_sample *all
   return k;
 }
 
+/* Live bytes of the job's processes. A process that exited took its
+ * allocations with it (the driver frees them): its slot no longer counts,
+ * and is handed back for the next process once its peak is kept. */
+static uint64_t read_counters(struct vl_counters *c, uint64_t *peak) {
+  uint64_t live = 0;
+  for (unsigned i = 0; i < VL_COUNTERS_SLOTS; i++) {
+    struct vl_counters_slot *s = &c->slot[i];
+    uint32_t pid = __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE);
+    if (!pid) continue;
+    uint64_t p = __atomic_load_n(&s->peak, __ATOMIC_RELAXED);
+    if (p > *peak) *peak = p;
+    if (kill((pid_t)pid, 0) == 0 || errno == EPERM) {
+      live += __atomic_load_n(&s->live, __ATOMIC_RELAXED);
+      continue;
+    }
+    __atomic_store_n(&s->live, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->peak, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->allocs, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->frees, 0, __ATOMIC_RELAXED);
+    __atomic_compare_exchange_n(&s->pid, &pid, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  }
+  return live;
+}
+
 static const char *preload_path(void) {
   const char *env = getenv("VRAMLEDGER_PRELOAD");
   if (env && *env) return env;
@@ -365,6 +389,7 @@ int cmd_run(int argc, const char **argv) {
   }
 
   /* the sampler */
+  uint64_t slot_peak = 0;
   uint64_t peak_tree = 0, peak_t = 0, peak_alloc = 0, ctx_at_peak = 0;
   unsigned peak_procs = 0;
   int status = 0;
@@ -376,10 +401,7 @@ int cmd_run(int argc, const char **argv) {
     if (w == pid) done = true; /* one last sample below */
     uint64_t t = now_ns();
     uint64_t alloc = 0;
-    if (ctr)
-      for (unsigned i = 0; i < VL_COUNTERS_SLOTS; i++)
-        if (__atomic_load_n(&ctr->slot[i].pid, __ATOMIC_ACQUIRE))
-          alloc += __atomic_load_n(&ctr->slot[i].live, __ATOMIC_RELAXED);
+    if (ctr) alloc = read_counters(ctr, &slot_peak);
     json_t *s = json_object();
     json_object_set_new(s, "type", json_string("sample"));
     json_object_set_new(s, "t_ns", json_integer((json_int_t)t));
@@ -444,11 +466,8 @@ int cmd_run(int argc, const char **argv) {
     sigaction(fwd[i], &old[i], NULL);
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   /* a process's own peak is exact, samples may fall between its peaks */
-  if (ctr)
-    for (unsigned i = 0; i < VL_COUNTERS_SLOTS; i++)
-      if (__atomic_load_n(&ctr->slot[i].pid, __ATOMIC_ACQUIRE) &&
-          __atomic_load_n(&ctr->slot[i].peak, __ATOMIC_RELAXED) > peak_alloc)
-        peak_alloc = __atomic_load_n(&ctr->slot[i].peak, __ATOMIC_RELAXED);
+  if (ctr) read_counters(ctr, &slot_peak);
+  if (slot_peak > peak_alloc) peak_alloc = slot_peak;
   json_t *ex = json_object();
   uint64_t end = now_ns();
   json_object_set_new(ex, "type", json_string("exit"));
@@ -465,8 +484,9 @@ int cmd_run(int argc, const char **argv) {
     fprintf(stderr, "vramledger: record: %s\n", rec_path);
     if (ns == VL_OK)
       fprintf(stderr,
-              "vramledger: peak process memory %.2f GiB at %.1f s (%u process%s); "
-              "driver-allocated %.2f GiB at peak %.2f GiB; CUDA context and other %.2f GiB\n",
+              "vramledger: peak process memory %.2f GiB at %.1f s (%u process%s): "
+              "driver-allocated %.2f GiB (its own peak %.2f GiB), CUDA context and other %.2f "
+              "GiB\n",
               (double)peak_tree / G, (double)peak_t * 1e-9, peak_procs, peak_procs == 1 ? "" : "es",
               (double)(peak_tree - ctx_at_peak) / G, (double)peak_alloc / G,
               (double)ctx_at_peak / G);

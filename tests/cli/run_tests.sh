@@ -71,6 +71,10 @@ check "without NVML the command still runs" [ $? = 3 ]
 check "without NVML a note says so" grep -q "without GPU samples" "$tmp/err"
 check "without NVML the report says so" sh -c "'$vl' report '$tmp/nonvml' --format json | grep -q no-nvml"
 
+"$vl" run --out "$tmp/orphan" --interval-ms 10 --quiet -- "$prog" orphan
+check "a child's allocations count while it lives" json "$tmp/orphan" cuda_alloc_bytes 33554432
+check "and not after it exits" sh -c "grep '\"type\":\"sample\"' '$tmp/orphan/record.jsonl' | tail -1 | grep -q '\"cuda_alloc_bytes\":0'"
+
 "$vl" run --out "$tmp/kill9job" --quiet -- sh -c 'kill -9 $$'
 check "kill -9 of the job gives 137" [ $? = 137 ]
 check "and its record is complete" json "$tmp/kill9job" exit_status 137

@@ -62,6 +62,21 @@ int main(int argc, char **argv) {
     puts("plain ok");
     return 0;
   }
+  if (strcmp(mode, "orphan") == 0) { /* a child allocates and exits without freeing */
+    pid_t c = fork();
+    if (c == 0) {
+      void *p;
+      if (cudaMalloc(&p, 32u << 20) != 0) _exit(1);
+      struct timespec ts = {0, 300 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+      _exit(0);
+    }
+    int st;
+    waitpid(c, &st, 0);
+    struct timespec ts = {0, 400 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+  }
   if (strcmp(mode, "hold") == 0) {
     size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
     double secs = argc > 3 ? atof(argv[3]) : 0.5;
