@@ -1,0 +1,301 @@
+/* The job flags: see jobflags.h and docs/cmd/estimate.md. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "jobflags.h"
+#include "vramledger/alloc.h"
+
+enum {
+  O_HELP,
+  O_MODEL,
+  O_TASK,
+  O_BATCH,
+  O_SEQ,
+  O_PRECISION,
+  O_OPTIMIZER,
+  O_OPT_IMPL,
+  O_ATTENTION,
+  O_CKPT,
+  O_LORA_RANK,
+  O_LORA_TARGETS,
+  O_QLORA,
+  O_ZERO,
+  O_DP,
+  O_TP,
+  O_PP,
+  O_SP,
+  O_OFFLOAD,
+  O_FRAMEWORK,
+  O_GRAD_ACCUM,
+  O_KEEP_GRADS,
+  O_DROP_OUTPUTS,
+  O_MASTER_GRADS,
+  O_NEW_TOKENS,
+  O_KV_LAYOUT,
+  O_KV_BLOCK,
+  O_KV_DTYPE,
+  O_ALLOCATOR,
+  O_GPU,
+  O_MARGIN,
+  O_MAX_BATCH,
+  O_MAX_SEQ,
+  O_FORMAT,
+  O_EXPLAIN,
+  O_CATALOG
+};
+
+static const struct cli_opt opts[] = {
+    {"help", false, O_HELP},
+    {"model", true, O_MODEL},
+    {"task", true, O_TASK},
+    {"batch", true, O_BATCH},
+    {"seq", true, O_SEQ},
+    {"precision", true, O_PRECISION},
+    {"optimizer", true, O_OPTIMIZER},
+    {"optimizer-impl", true, O_OPT_IMPL},
+    {"attention", true, O_ATTENTION},
+    {"checkpointing", true, O_CKPT},
+    {"lora-rank", true, O_LORA_RANK},
+    {"lora-targets", true, O_LORA_TARGETS},
+    {"qlora", false, O_QLORA},
+    {"zero", true, O_ZERO},
+    {"dp", true, O_DP},
+    {"tp", true, O_TP},
+    {"pp", true, O_PP},
+    {"sp", false, O_SP},
+    {"offload", true, O_OFFLOAD},
+    {"framework", true, O_FRAMEWORK},
+    {"grad-accum", true, O_GRAD_ACCUM},
+    {"keep-grads", false, O_KEEP_GRADS},
+    {"drop-outputs", false, O_DROP_OUTPUTS},
+    {"master-grads", true, O_MASTER_GRADS},
+    {"new-tokens", true, O_NEW_TOKENS},
+    {"kv-layout", true, O_KV_LAYOUT},
+    {"kv-block", true, O_KV_BLOCK},
+    {"kv-dtype", true, O_KV_DTYPE},
+    {"allocator", true, O_ALLOCATOR},
+    {"gpu", true, O_GPU},
+    {"margin", true, O_MARGIN},
+    {"max-batch", false, O_MAX_BATCH},
+    {"max-seq", false, O_MAX_SEQ},
+    {"format", true, O_FORMAT},
+    {"explain", false, O_EXPLAIN},
+    {"catalog", true, O_CATALOG},
+    {NULL, false, 0},
+};
+
+static int choose(const char *flag, const char *arg, const char *(*name)(int), int count,
+                  int *out) {
+  const char *names[16];
+  for (int i = 0; i < count && i < 15; i++)
+    names[i] = name(i);
+  names[count < 15 ? count : 15] = NULL;
+  int k = cli_choice(flag, arg, names);
+  if (k < 0) return VL_EXIT_USAGE;
+  *out = k;
+  return 0;
+}
+
+/* adapters: the library's name functions take enums */
+static const char *n_prec(int i) { return vl_precision_name((enum vl_precision)i); }
+static const char *n_opt(int i) { return vl_optimizer_name((enum vl_optimizer)i); }
+static const char *n_impl(int i) { return vl_opt_impl_name((enum vl_opt_impl)i); }
+static const char *n_attn(int i) { return vl_attention_name((enum vl_attention)i); }
+static const char *n_ckpt(int i) { return vl_ckpt_name((enum vl_ckpt)i); }
+static const char *n_fw(int i) { return vl_framework_name((enum vl_framework)i); }
+static const char *n_off(int i) { return vl_offload_name((enum vl_offload)i); }
+static const char *n_kv(int i) { return vl_kv_layout_name((enum vl_kv_layout)i); }
+static const char *n_task(int i) { return i == 0 ? "train" : i == 1 ? "infer" : NULL; }
+static const char *n_fmt(int i) { return i == 0 ? "text" : i == 1 ? "json" : i == 2 ? "md" : NULL; }
+static const char *n_kvdt(int i) {
+  static const char *const n[] = {"auto", "fp32", "bf16", "fp16", "fp8", "int8"};
+  return i >= 0 && i < 6 ? n[i] : NULL;
+}
+static const char *n_alloc(int i) { return vl_allocator_name((enum vl_allocator)i); }
+static const char *n_mg(int i) { return i == 0 ? "half" : i == 1 ? "fp32" : NULL; }
+
+static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
+  struct est *e = ctx;
+  struct vl_job *j = &e->job;
+  int k = 0, rc = 0;
+  uint64_t v = 0;
+  switch (id) {
+  case O_HELP: e->help = true; return 0;
+  case O_MODEL: e->model = arg; return 0;
+  case O_TASK:
+    if ((rc = choose(flag, arg, n_task, 2, &k))) return rc;
+    j->task = k ? VL_TASK_INFER : VL_TASK_TRAIN;
+    return 0;
+  case O_BATCH: return cli_u64(flag, arg, 1, 1u << 20, &j->batch);
+  case O_SEQ: e->seq_given = true; return cli_u64(flag, arg, 1, 1u << 24, &j->seq);
+  case O_PRECISION:
+    if ((rc = choose(flag, arg, n_prec, VL_PREC_COUNT, &k))) return rc;
+    e->precision_given = true;
+    j->precision = (enum vl_precision)k;
+    return 0;
+  case O_OPTIMIZER:
+    if ((rc = choose(flag, arg, n_opt, VL_OPT_COUNT, &k))) return rc;
+    j->optimizer = (enum vl_optimizer)k;
+    return 0;
+  case O_OPT_IMPL:
+    if ((rc = choose(flag, arg, n_impl, VL_IMPL_COUNT, &k))) return rc;
+    j->opt_impl = (enum vl_opt_impl)k;
+    return 0;
+  case O_ATTENTION:
+    if ((rc = choose(flag, arg, n_attn, VL_ATTN_COUNT, &k))) return rc;
+    j->attention = (enum vl_attention)k;
+    return 0;
+  case O_CKPT:
+    if ((rc = choose(flag, arg, n_ckpt, VL_CKPT_COUNT, &k))) return rc;
+    j->checkpointing = (enum vl_ckpt)k;
+    return 0;
+  case O_LORA_RANK: return cli_u64(flag, arg, 1, 65536, &j->lora_rank);
+  case O_LORA_TARGETS: {
+    if (strlen(arg) >= sizeof e->targets) {
+      cli_error("--lora-targets is too long");
+      return VL_EXIT_USAGE;
+    }
+    snprintf(e->targets, sizeof e->targets, "%s", arg);
+    j->n_lora_targets = 0;
+    char *p = e->targets;
+    while (*p) {
+      char *c = strchr(p, ',');
+      if (c) *c = '\0';
+      if (*p == '\0' || j->n_lora_targets == VL_MAX_LORA_TARGETS) {
+        cli_error("--lora-targets: expected up to %d comma-separated module names, got '%s'",
+                  VL_MAX_LORA_TARGETS, arg);
+        return VL_EXIT_USAGE;
+      }
+      j->lora_targets[j->n_lora_targets++] = p;
+      if (!c) break;
+      p = c + 1;
+    }
+    return 0;
+  }
+  case O_QLORA: j->qlora = true; return 0;
+  case O_ZERO:
+    if ((rc = cli_u64(flag, arg, 0, 3, &v))) return rc;
+    j->zero = (unsigned)v;
+    return 0;
+  case O_DP: return cli_u64(flag, arg, 1, 65536, &j->dp);
+  case O_TP: return cli_u64(flag, arg, 1, 1024, &j->tp);
+  case O_PP: return cli_u64(flag, arg, 1, 1024, &j->pp);
+  case O_SP: j->sp = true; return 0;
+  case O_OFFLOAD:
+    if ((rc = choose(flag, arg, n_off, VL_OFFLOAD_COUNT, &k))) return rc;
+    j->offload = (enum vl_offload)k;
+    return 0;
+  case O_FRAMEWORK:
+    if ((rc = choose(flag, arg, n_fw, VL_FW_COUNT, &k))) return rc;
+    j->framework = (enum vl_framework)k;
+    return 0;
+  case O_GRAD_ACCUM: return cli_u64(flag, arg, 1, 65536, &j->grad_accum);
+  case O_KEEP_GRADS: j->grads_persist = true; return 0;
+  case O_DROP_OUTPUTS: j->drop_outputs = true; return 0;
+  case O_MASTER_GRADS:
+    if ((rc = choose(flag, arg, n_mg, 2, &k))) return rc;
+    j->master_grads_fp32 = k == 1;
+    return 0;
+  case O_NEW_TOKENS: return cli_u64(flag, arg, 0, 1u << 24, &j->new_tokens);
+  case O_KV_LAYOUT:
+    if ((rc = choose(flag, arg, n_kv, VL_KV_COUNT, &k))) return rc;
+    j->kv_layout = (enum vl_kv_layout)k;
+    return 0;
+  case O_KV_BLOCK: return cli_u64(flag, arg, 1, 4096, &j->kv_block_tokens);
+  case O_ALLOCATOR:
+    if ((rc = choose(flag, arg, n_alloc, VL_ALLOC_COUNT, &k))) return rc;
+    j->allocator = (enum vl_allocator)k;
+    return 0;
+  case O_KV_DTYPE: {
+    static const uint64_t bytes[] = {0, 4, 2, 2, 1, 1};
+    if ((rc = choose(flag, arg, n_kvdt, 6, &k))) return rc;
+    j->kv_bytes = bytes[k];
+    return 0;
+  }
+  case O_GPU: e->gpu = arg; return 0;
+  case O_MARGIN: {
+    double pct;
+    if ((rc = cli_double(flag, arg, 0.0, 50.0, &pct))) return rc;
+    e->margin = pct / 100.0;
+    return 0;
+  }
+  case O_MAX_BATCH: e->search = 1; return 0;
+  case O_MAX_SEQ: e->search = 2; return 0;
+  case O_FORMAT:
+    if ((rc = choose(flag, arg, n_fmt, 3, &k))) return rc;
+    e->fmt = (enum vl_format)k;
+    return 0;
+  case O_EXPLAIN: e->explain = true; return 0;
+  case O_CATALOG: e->catalog = arg; return 0;
+  default: return 0;
+  }
+}
+
+static int est_load_catalog(const char *file, struct vl_catalog *cat) {
+  char path[4096];
+  if (file)
+    snprintf(path, sizeof path, "%s", file);
+  else
+    snprintf(path, sizeof path, "%s/gpus.json", cli_data_dir());
+  size_t len = 0;
+  char *text = cli_read_file(path, &len);
+  if (!text) return VL_EXIT_ERROR;
+  struct vl_err err = {""};
+  vl_status s = vl_catalog_parse(text, len, cat, &err);
+  vl_free(text);
+  if (s != VL_OK) {
+    cli_error("cannot use GPU catalog '%s': %s", path, err.msg);
+    return VL_EXIT_ERROR;
+  }
+  return 0;
+}
+
+static int unknown_gpu(const struct vl_catalog *cat, const char *name) {
+  const char *cand[256];
+  size_t n = 0;
+  for (size_t i = 0; i < cat->n && n < 256; i++)
+    cand[n++] = cat->gpus[i].name;
+  cli_error("unknown GPU '%s'", name);
+  const char *near = cli_nearest(name, cand, n);
+  if (near) cli_hint("did you mean '%s'?", near);
+  char list[1024] = "";
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    int w = snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", cand[i]);
+    if (w < 0 || (size_t)w >= sizeof list - o) break;
+    o += (size_t)w;
+  }
+  cli_hint("known GPUs: %s (or add one with --catalog FILE)", list);
+  return VL_EXIT_USAGE;
+}
+
+void est_init(struct est *e) {
+  memset(e, 0, sizeof *e);
+  vl_job_init(&e->job);
+  e->margin = 0.10;
+}
+
+int est_parse(int argc, const char **argv, struct est *e) {
+  int rc = cli_parse(argc, argv, opts, on_opt, e);
+  if (rc) return rc;
+  if (e->job.task == VL_TASK_INFER && !e->seq_given) e->job.seq = 512;
+  /* serving loads half-precision weights; training defaults to AMP */
+  if (e->job.task == VL_TASK_INFER && !e->precision_given) e->job.precision = VL_PREC_BF16;
+  return 0;
+}
+
+int est_gpu(const struct est *e, struct vl_catalog *cat, const struct vl_gpu **gpu) {
+  *gpu = NULL;
+  memset(cat, 0, sizeof *cat);
+  if (!e->gpu) return 0;
+  int rc = est_load_catalog(e->catalog, cat);
+  if (rc) return rc;
+  *gpu = vl_catalog_find(cat, e->gpu);
+  if (!*gpu) {
+    rc = unknown_gpu(cat, e->gpu);
+    vl_catalog_release(cat);
+  }
+  return rc;
+}

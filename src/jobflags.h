@@ -1,0 +1,35 @@
+/* The flags that describe a job, shared by estimate, commit and check:
+ * one parser, one meaning. */
+#ifndef VRAMLEDGER_JOBFLAGS_H
+#define VRAMLEDGER_JOBFLAGS_H
+#include <stdbool.h>
+
+#include "vramledger/catalog.h"
+#include "vramledger/model.h"
+#include "vramledger/render.h"
+
+struct est {
+  struct vl_job job;
+  const char *model;
+  const char *gpu;
+  const char *catalog;
+  double margin;
+  int search; /* 0, 1 batch, 2 seq */
+  enum vl_format fmt;
+  bool explain, help;
+  char targets[256];
+  bool seq_given;
+  bool precision_given;
+};
+
+/*! Defaults: vl_job_init, margin 10 %. */
+void est_init(struct est *e);
+/*! Parse estimate flags (all of argv[1..argc)); applies the task's
+ * defaults afterwards. @return 0 or an exit code (message printed). */
+int est_parse(int argc, const char **argv, struct est *e);
+/*! Load the catalog and find e->gpu in it (NULL when no --gpu). The caller
+ * releases cat. @return 0 or an exit code (message printed). */
+int est_gpu(const struct est *e, struct vl_catalog *cat, const struct vl_gpu **gpu);
+
+#include "vramledger/banned.h"
+#endif
