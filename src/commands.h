@@ -7,11 +7,17 @@ int cmd_validate(int argc, const char **argv);
 int cmd_run(int argc, const char **argv);
 int cmd_report(int argc, const char **argv);
 int cmd_watch(int argc, const char **argv);
+int cmd_commit(int argc, const char **argv);
+int cmd_check(int argc, const char **argv);
+int cmd_audit(int argc, const char **argv);
 
 extern const char vl_help_estimate[];
 extern const char vl_help_validate[];
 extern const char vl_help_run[];
 extern const char vl_help_report[];
 extern const char vl_help_watch[];
+extern const char vl_help_commit[];
+extern const char vl_help_check[];
+extern const char vl_help_audit[];
 
 #endif

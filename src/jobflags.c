@@ -299,3 +299,35 @@ int est_gpu(const struct est *e, struct vl_catalog *cat, const struct vl_gpu **g
   }
   return rc;
 }
+
+int take_flags(int argc, const char **argv, const char *const *names, const char **values,
+               const char **rest, int *n_rest) {
+  int n = 0;
+  for (int k = 0; names[k]; k++)
+    values[k] = NULL;
+  for (int i = 0; i < argc; i++) {
+    int k = -1;
+    size_t len = 0;
+    for (int m = 0; i > 0 && names[m]; m++) {
+      len = strlen(names[m]);
+      if (strncmp(argv[i], names[m], len) == 0 && (argv[i][len] == '\0' || argv[i][len] == '=')) {
+        k = m;
+        break;
+      }
+    }
+    if (k < 0) {
+      rest[n++] = argv[i];
+      continue;
+    }
+    if (argv[i][len] == '=') {
+      values[k] = argv[i] + len + 1;
+    } else if (i + 1 < argc) {
+      values[k] = argv[++i];
+    } else {
+      cli_error("option '%s' needs a value", names[k]);
+      return VL_EXIT_USAGE;
+    }
+  }
+  *n_rest = n;
+  return 0;
+}

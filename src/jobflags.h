@@ -31,5 +31,12 @@ int est_parse(int argc, const char **argv, struct est *e);
  * releases cat. @return 0 or an exit code (message printed). */
 int est_gpu(const struct est *e, struct vl_catalog *cat, const struct vl_gpu **gpu);
 
+/*! Take a command's own flags (each with a value) out of argv: names[i]
+ * ("--out") gets its value in values[i] (NULL when absent); the other
+ * arguments are left in rest[0..*n_rest) with rest[0] = argv[0], for
+ * est_parse. @return 0 or VL_EXIT_USAGE (a flag without its value). */
+int take_flags(int argc, const char **argv, const char *const *names, const char **values,
+               const char **rest, int *n_rest);
+
 #include "vramledger/banned.h"
 #endif

@@ -18,6 +18,10 @@ static const struct command {
     {"report", cmd_report, vl_help_report, "what a run record says: peaks, layers, findings"},
     {"watch", cmd_watch, vl_help_watch,
      "sample every GPU and process: CSV, JSON Lines, Prometheus, textfiles"},
+    {"commit", cmd_commit, vl_help_commit,
+     "write the Training Resource Commitment (commitment.json, COMMITMENT.md)"},
+    {"check", cmd_check, vl_help_check, "CI gate: does the job still match its commitment?"},
+    {"audit", cmd_audit, vl_help_audit, "a finished run against its commitment"},
     {"validate", cmd_validate, vl_help_validate,
      "check the estimator against measurements on this machine's GPU"},
 };

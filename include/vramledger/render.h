@@ -86,6 +86,26 @@ enum vl_watch_format { VL_WATCH_CSV, VL_WATCH_JSONL, VL_WATCH_PROMETHEUS };
 int vl_render_watch(FILE *out, enum vl_watch_format fmt, const struct vl_watch_view *v);
 int vl_render_watch_csv_header(FILE *out);
 
+/* Everything a Training Resource Commitment holds. */
+struct vl_commit_view {
+  const char *model_name;
+  const struct vl_arch *arch;
+  const struct vl_job *job;
+  const struct vl_bill *bill;
+  const struct vl_gpu *gpu;
+  const struct vl_fit *fit;
+  const char *created; /* ISO 8601 UTC, given by the caller */
+  const char *run;     /* record of a measured run, or NULL */
+  uint64_t run_peak_process_bytes;
+  uint64_t run_peak_cuda_alloc_bytes;
+  double sla_tokens_per_s; /* 0: none */
+  double gpu_hours;        /* 0: none */
+  const char *version;
+};
+
+/*! commitment.json (md = false) or COMMITMENT.md (md = true). */
+int vl_render_commitment(FILE *out, bool md, const struct vl_commit_view *v);
+
 /*! Write the validate report. @return 0, or -1 on a write error. */
 int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_view *v);
 

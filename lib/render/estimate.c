@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../util/internal.h"
+#include "internal.h"
 #include "vramledger/render.h"
 
 #define GIB(x) ((double)(x) / (double)(1ull << 30))
@@ -189,28 +190,9 @@ static json_t *phases_array(unsigned mask) {
 
 #define U(x) json_integer((json_int_t)(x))
 
-static json_t *json_report(const struct vl_estimate_view *v) {
-  const struct vl_bill *b = v->bill;
-  const struct vl_job *j = v->job;
-  const struct vl_arch *a = v->arch;
-  json_t *r = json_object();
-  json_object_set_new(r, "schema", json_string("vramledger.estimate/1"));
-  json_object_set_new(r, "version", json_string(v->version));
-  json_t *m = json_object();
-  json_object_set_new(m, "name", json_string(v->model_name));
-  json_object_set_new(m, "model_type", json_string(a->model_type));
-  json_object_set_new(m, "layers", U(a->layers));
-  json_object_set_new(m, "hidden_size", U(a->hidden));
-  json_object_set_new(m, "heads", U(a->heads));
-  json_object_set_new(m, "kv_heads", U(a->kv_heads));
-  json_object_set_new(m, "head_dim", U(a->head_dim));
-  json_object_set_new(m, "intermediate_size", U(a->intermediate));
-  json_object_set_new(m, "vocab_size", U(a->vocab));
-  if (a->experts) {
-    json_object_set_new(m, "experts", U(a->experts));
-    json_object_set_new(m, "experts_per_token", U(a->experts_per_token));
-  }
-  json_object_set_new(r, "model", m);
+/* The settings of a job, as `estimate --format json` prints them and a
+ * commitment's baseline keeps them (read back by vl_job_from_settings). */
+json_t *vl__settings_json(const struct vl_job *j) {
   json_t *s = json_object();
   json_object_set_new(s, "task", json_string(j->task == VL_TASK_TRAIN ? "train" : "infer"));
   json_object_set_new(s, "batch", U(j->batch));
@@ -236,7 +218,44 @@ static json_t *json_report(const struct vl_estimate_view *v) {
   json_object_set_new(s, "tp", U(j->tp));
   json_object_set_new(s, "pp", U(j->pp));
   json_object_set_new(s, "sp", json_boolean(j->sp));
-  json_object_set_new(r, "settings", s);
+  if (j->task == VL_TASK_TRAIN) {
+    char t[256] = "";
+    size_t o = 0;
+    for (int i = 0; i < j->n_lora_targets; i++) {
+      int w = snprintf(t + o, sizeof t - o, "%s%s", i ? "," : "", j->lora_targets[i]);
+      if (w < 0 || (size_t)w >= sizeof t - o) break;
+      o += (size_t)w;
+    }
+    json_object_set_new(s, "lora_targets", json_string(t));
+    json_object_set_new(s, "master_grads_fp32", json_boolean(j->master_grads_fp32));
+  }
+  json_object_set_new(s, "allocator", json_string(vl_allocator_name(j->allocator)));
+  return s;
+}
+
+static json_t *json_report(const struct vl_estimate_view *v) {
+  const struct vl_bill *b = v->bill;
+  const struct vl_job *j = v->job;
+  const struct vl_arch *a = v->arch;
+  json_t *r = json_object();
+  json_object_set_new(r, "schema", json_string("vramledger.estimate/1"));
+  json_object_set_new(r, "version", json_string(v->version));
+  json_t *m = json_object();
+  json_object_set_new(m, "name", json_string(v->model_name));
+  json_object_set_new(m, "model_type", json_string(a->model_type));
+  json_object_set_new(m, "layers", U(a->layers));
+  json_object_set_new(m, "hidden_size", U(a->hidden));
+  json_object_set_new(m, "heads", U(a->heads));
+  json_object_set_new(m, "kv_heads", U(a->kv_heads));
+  json_object_set_new(m, "head_dim", U(a->head_dim));
+  json_object_set_new(m, "intermediate_size", U(a->intermediate));
+  json_object_set_new(m, "vocab_size", U(a->vocab));
+  if (a->experts) {
+    json_object_set_new(m, "experts", U(a->experts));
+    json_object_set_new(m, "experts_per_token", U(a->experts_per_token));
+  }
+  json_object_set_new(r, "model", m);
+  json_object_set_new(r, "settings", vl__settings_json(j));
   json_object_set_new(r, "params", U(b->params));
   json_object_set_new(r, "trainable_params", U(b->trainable_params));
   json_object_set_new(r, "params_per_gpu", U(b->params_per_gpu));

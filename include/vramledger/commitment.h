@@ -1,0 +1,59 @@
+/* vramledger: the Training Resource Commitment (seed 000 §3.4).
+ *
+ * A reviewed document: the hardware, the configuration baseline with its
+ * estimated (and measured) memory, the SLA, the fallback triggers and the
+ * audit clause. commitment.json is its machine-readable form; the library
+ * reads it and compares jobs and runs with it (pure: the caller reads the
+ * files). */
+#ifndef VRAMLEDGER_COMMITMENT_H
+#define VRAMLEDGER_COMMITMENT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vramledger/model.h"
+#include "vramledger/status.h"
+
+#define VL_COMMITMENT_SCHEMA "vramledger.commitment/1"
+
+struct vl_commitment {
+  char model[128];
+  struct vl_job job;      /* the configuration baseline */
+  char lora_targets[256]; /* storage for job.lora_targets */
+  char gpu[32];           /* catalog name */
+  uint64_t gpu_memory_bytes;
+  uint64_t gpus; /* dp * tp * pp */
+  double margin;
+  uint64_t est_allocated_bytes, est_reserved_bytes, est_total_bytes;
+  bool measured; /* a run was attached */
+  uint64_t measured_process_bytes;
+  char measured_run[256];
+  double sla_tokens_per_s; /* 0: none stated */
+  double gpu_hours;        /* 0: no budget stated */
+  double peak_trigger;     /* 1.05: measured peak above 105 % -> fallback */
+  double audit_tolerance;  /* 0.05 */
+};
+
+/*! Read commitment.json text. @return VL_OK, VL_EPARSE (line, column),
+ * VL_EKEY (what is missing or wrong; never a pass by accident). */
+vl_status vl_commitment_parse(const char *text, size_t len, struct vl_commitment *c,
+                              struct vl_err *err) VL_MUST_USE;
+
+/*! Read a job's settings object (the "settings" of `estimate --format
+ * json`, the "baseline" of a commitment) into *job; lora targets are kept
+ * in targets[]. @return VL_OK or VL_EKEY naming the key. */
+vl_status vl_job_from_settings(const char *text, size_t len, struct vl_job *job, char *targets,
+                               size_t targets_len, struct vl_err *err) VL_MUST_USE;
+
+struct vl_drift {
+  char field[32]; /* the estimate flag's name, without -- */
+  char committed[64];
+  char now[64];
+};
+
+/*! Compare a job with the baseline, field by field.
+ * @return the number of drifted fields (at most cap are written). */
+int vl_commitment_diff(const struct vl_commitment *c, const struct vl_job *job,
+                       struct vl_drift *out, int cap);
+
+#endif

@@ -1,0 +1,11 @@
+/* Internal interfaces between the renderers. */
+#ifndef VRAMLEDGER_RENDER_INTERNAL_H
+#define VRAMLEDGER_RENDER_INTERNAL_H
+#include <jansson.h>
+
+#include "vramledger/model.h"
+
+/* A job's settings as a JSON object (new reference). */
+json_t *vl__settings_json(const struct vl_job *j);
+
+#endif

@@ -1,0 +1,88 @@
+/* vramledger audit: a finished run against its commitment, line by line;
+ * more than the audit tolerance (5 %) off -> review. docs/cmd/audit.md. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "vramledger/commitment.h"
+
+int cli_run_peaks(const char *run, uint64_t *process, uint64_t *cuda, double *duration_s,
+                  char *path, size_t path_len);
+int cli_load_commitment(const char *path, struct vl_commitment *c);
+
+enum { O_HELP, O_COMMITMENT, O_RUN, O_PRICE };
+static const struct cli_opt opts[] = {{"help", false, O_HELP},
+                                      {"commitment", true, O_COMMITMENT},
+                                      {"run", true, O_RUN},
+                                      {"price", true, O_PRICE},
+                                      {NULL, false, 0}};
+struct au {
+  bool help;
+  const char *commitment, *run;
+  double price;
+};
+
+static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
+  struct au *a = ctx;
+  if (id == O_HELP) a->help = true;
+  if (id == O_COMMITMENT) a->commitment = arg;
+  if (id == O_RUN) a->run = arg;
+  if (id == O_PRICE) return cli_double(flag, arg, 0.0, 1e6, &a->price);
+  return 0;
+}
+
+int cmd_audit(int argc, const char **argv) {
+  struct au a = {0};
+  int rc = cli_parse(argc, argv, opts, on_opt, &a);
+  if (rc) return rc;
+  if (a.help) {
+    fputs(vl_help_audit, stdout);
+    return VL_EXIT_OK;
+  }
+  if (!a.commitment || !a.run) {
+    cli_error("audit needs --commitment FILE and --run RUN");
+    return VL_EXIT_USAGE;
+  }
+  struct vl_commitment c;
+  if ((rc = cli_load_commitment(a.commitment, &c))) return rc;
+  uint64_t mp = 0, mc = 0;
+  double secs = 0;
+  char rec[PATH_MAX];
+  if ((rc = cli_run_peaks(a.run, &mp, &mc, &secs, rec, sizeof rec))) return rc;
+  double G = (double)(1ull << 30), tol = c.audit_tolerance;
+  int review = 0;
+  printf("audit of %s against %s (tolerance %.0f %%)\n\n", rec, a.commitment, tol * 100);
+  printf("  %-28s %14s %14s %9s\n", "line", "committed", "actual", "off");
+  double off =
+      c.est_total_bytes ? ((double)mp - (double)c.est_total_bytes) / (double)c.est_total_bytes : 0;
+  bool bad = !mp || fabs(off) > tol;
+  printf("  %-28s %10.2f GiB %10.2f GiB %+8.1f%%%s\n", "peak memory per GPU",
+         (double)c.est_total_bytes / G, (double)mp / G, off * 100, bad ? "  <- review" : "");
+  review += bad;
+  double hours = secs / 3600.0 * (double)c.gpus;
+  if (c.gpu_hours > 0) {
+    off = (hours - c.gpu_hours) / c.gpu_hours;
+    bad = fabs(off) > tol;
+    printf("  %-28s %14.4g %14.4g %+8.1f%%%s\n", "GPU-hours", c.gpu_hours, hours, off * 100,
+           bad ? "  <- review" : "");
+    review += bad;
+  } else {
+    printf("  %-28s %14s %14.4g\n", "GPU-hours", "not committed", hours);
+  }
+  if (a.price > 0) {
+    printf("  %-28s %14s %13.2f$\n", "cost at the given price", "", hours * a.price);
+    if (c.gpu_hours > 0) printf("  %-28s %13.2f$\n", "committed cost", c.gpu_hours * a.price);
+  }
+  if (!mp) printf("\n  the record has no GPU memory samples (no NVML on that machine?)\n");
+  if (review) {
+    printf("\nreview: %d line%s more than %.0f %% off the commitment; update the commitment or "
+           "explain the difference\n",
+           review, review == 1 ? "" : "s", tol * 100);
+    return VL_EXIT_NOFIT;
+  }
+  printf("\nwithin the commitment\n");
+  return VL_EXIT_OK;
+}

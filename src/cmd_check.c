@@ -1,0 +1,122 @@
+/* vramledger check: the CI gate. A job's configuration against its
+ * Training Resource Commitment; exit 3 naming each drift. docs/cmd/check.md. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "jobflags.h"
+#include "vramledger/alloc.h"
+#include "vramledger/commitment.h"
+
+int cli_run_peaks(const char *run, uint64_t *process, uint64_t *cuda, double *duration_s,
+                  char *path, size_t path_len);
+
+/* commitment.json -> struct; prints the error. */
+int cli_load_commitment(const char *path, struct vl_commitment *c) {
+  size_t len = 0;
+  char *text = cli_read_file(path, &len);
+  if (!text) return VL_EXIT_ERROR;
+  struct vl_err err = {""};
+  vl_status s = vl_commitment_parse(text, len, c, &err);
+  vl_free(text);
+  if (s != VL_OK) {
+    cli_error("cannot use the commitment '%s': %s", path, err.msg);
+    return VL_EXIT_ERROR;
+  }
+  return 0;
+}
+
+int cmd_check(int argc, const char **argv) {
+  static const char *const names[] = {"--commitment", "--config", "--run", NULL};
+  const char *val[3], *rest[256];
+  int n = 0, rc;
+  if (argc > 255) {
+    cli_error("too many arguments");
+    return VL_EXIT_USAGE;
+  }
+  if ((rc = take_flags(argc, argv, names, val, rest, &n))) return rc;
+  struct est e;
+  est_init(&e);
+  if ((rc = est_parse(n, rest, &e))) return rc;
+  if (e.help) {
+    fputs(vl_help_check, stdout);
+    return VL_EXIT_OK;
+  }
+  if (!val[0]) {
+    cli_error("check needs --commitment FILE");
+    return VL_EXIT_USAGE;
+  }
+  struct vl_commitment c;
+  if ((rc = cli_load_commitment(val[0], &c))) return rc;
+  char targets[256];
+  if (val[1]) { /* the job's settings from a file instead of flags */
+    size_t len = 0;
+    char *text = cli_read_file(val[1], &len);
+    if (!text) return VL_EXIT_ERROR;
+    struct vl_err err = {""};
+    vl_status s = vl_job_from_settings(text, len, &e.job, targets, sizeof targets, &err);
+    vl_free(text);
+    if (s != VL_OK) {
+      cli_error("cannot use the job configuration '%s': %s", val[1], err.msg);
+      return VL_EXIT_ERROR;
+    }
+  }
+  const char *model = e.model ? e.model : c.model;
+  int problems = 0;
+  if (strcmp(model, c.model) != 0) {
+    printf("drift: model is '%s', the commitment says '%s'\n", model, c.model);
+    problems++;
+  }
+  struct vl_drift d[32];
+  int nd = vl_commitment_diff(&c, &e.job, d, 32);
+  for (int i = 0; i < nd && i < 32; i++)
+    printf("drift: %s is '%s', the commitment says '%s'\n", d[i].field, d[i].now, d[i].committed);
+  problems += nd;
+  if (problems)
+    printf("  update the baseline (vramledger commit) or attach a new measurement report\n");
+
+  /* does the job as it is still fit the committed card? */
+  struct vl_arch arch;
+  if ((rc = cli_load_model(model, &arch))) return rc;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_bill *bill = vl_calloc(1, sizeof *bill);
+  struct vl_err err = {""};
+  vl_status s = bill ? vl_bill_compute(&arch, &e.job, &ov, bill, &err) : VL_ENOMEM;
+  if (s != VL_OK) {
+    cli_error("cannot estimate the job: %s", bill ? err.msg : "out of memory");
+    vl_free(bill);
+    return VL_EXIT_ERROR;
+  }
+  double usable = (double)c.gpu_memory_bytes * (1.0 - c.margin);
+  double G = (double)(1ull << 30);
+  if ((double)bill->total_bytes > usable) {
+    printf("over budget: the job needs %.2f GiB per GPU, the committed %s gives %.2f GiB with "
+           "%.0f %% kept free\n",
+           (double)bill->total_bytes / G, c.gpu, usable / G, c.margin * 100);
+    problems++;
+  }
+  uint64_t mp = 0, mc = 0;
+  char rec[PATH_MAX];
+  if (val[2]) {
+    if ((rc = cli_run_peaks(val[2], &mp, &mc, NULL, rec, sizeof rec))) {
+      vl_free(bill);
+      return rc;
+    }
+    if ((double)mp > c.peak_trigger * (double)c.est_total_bytes) {
+      printf("trigger: the measured peak %.2f GiB is over %.0f %% of the committed %.2f GiB: "
+             "enable activation checkpointing\n",
+             (double)mp / G, c.peak_trigger * 100, (double)c.est_total_bytes / G);
+      problems++;
+    }
+  }
+  vl_free(bill);
+  if (problems) {
+    printf("check failed: %d problem%s against %s\n", problems, problems == 1 ? "" : "s", val[0]);
+    return VL_EXIT_NOFIT;
+  }
+  printf("consistent with %s\n", val[0]);
+  return VL_EXIT_OK;
+}

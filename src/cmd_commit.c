@@ -1,0 +1,138 @@
+/* vramledger commit: write the Training Resource Commitment for a job
+ * (commitment.json + COMMITMENT.md). docs/cmd/commit.md. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "jobflags.h"
+#include "vramledger/alloc.h"
+#include "vramledger/record.h"
+#include "vramledger/render.h"
+
+/* Peak process and driver-allocated bytes of a run record. */
+int cli_run_peaks(const char *run, uint64_t *process, uint64_t *cuda, double *duration_s,
+                  char *path, size_t path_len) {
+  struct stat st;
+  if (stat(run, &st) == 0 && S_ISDIR(st.st_mode))
+    snprintf(path, path_len, "%.3900s/record.jsonl", run);
+  else
+    snprintf(path, path_len, "%s", run);
+  size_t len = 0;
+  char *text = cli_read_file(path, &len);
+  if (!text) return VL_EXIT_ERROR;
+  struct vl_record rec;
+  struct vl_err err = {""};
+  vl_status s = vl_record_parse(text, len, &rec, &err);
+  vl_free(text);
+  if (s != VL_OK) {
+    cli_error("cannot read the record '%s': %s", path, err.msg);
+    return VL_EXIT_ERROR;
+  }
+  struct vl_run_summary sum;
+  struct vl_finding f[VL_MAX_FINDINGS];
+  int nf;
+  vl_record_summarize(&rec, &sum, f, &nf);
+  *process = sum.peak_process_bytes;
+  *cuda = sum.peak_cuda_alloc_bytes;
+  if (duration_s) *duration_s = (double)sum.duration_ns * 1e-9;
+  vl_record_release(&rec);
+  return 0;
+}
+
+static int write_file(const char *path, bool md, const struct vl_commit_view *v) {
+  FILE *f = fopen(path, "w");
+  if (!f || vl_render_commitment(f, md, v) != 0 || fclose(f) != 0) {
+    cli_error("cannot write '%s': %s", path, strerror(errno));
+    return VL_EXIT_ERROR;
+  }
+  return 0;
+}
+
+int cmd_commit(int argc, const char **argv) {
+  static const char *const names[] = {"--out", "--run", "--sla-tokens-per-s", "--gpu-hours", NULL};
+  const char *val[4], *rest[256];
+  int n = 0, rc;
+  if (argc > 255) {
+    cli_error("too many arguments");
+    return VL_EXIT_USAGE;
+  }
+  if ((rc = take_flags(argc, argv, names, val, rest, &n))) return rc;
+  struct est e;
+  est_init(&e);
+  if ((rc = est_parse(n, rest, &e))) return rc;
+  if (e.help) {
+    fputs(vl_help_commit, stdout);
+    return VL_EXIT_OK;
+  }
+  if (!e.model || !e.gpu) {
+    cli_error("commit needs --model and --gpu (and the job's estimate flags)");
+    return VL_EXIT_USAGE;
+  }
+  double sla = 0, hours = 0;
+  if (val[2] && (rc = cli_double("sla-tokens-per-s", val[2], 0.0, 1e12, &sla))) return rc;
+  if (val[3] && (rc = cli_double("gpu-hours", val[3], 0.0, 1e12, &hours))) return rc;
+  struct vl_arch arch;
+  if ((rc = cli_load_model(e.model, &arch))) return rc;
+  struct vl_catalog cat;
+  const struct vl_gpu *gpu;
+  if ((rc = est_gpu(&e, &cat, &gpu))) return rc;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_bill *bill = vl_calloc(1, sizeof *bill);
+  struct vl_err err = {""};
+  vl_status s = bill ? vl_bill_compute(&arch, &e.job, &ov, bill, &err) : VL_ENOMEM;
+  if (s != VL_OK) {
+    cli_error("cannot estimate '%s': %s", e.model, bill ? err.msg : "out of memory");
+    rc = s == VL_ENOMEM || s == VL_EIO ? VL_EXIT_ERROR : VL_EXIT_USAGE;
+    goto out;
+  }
+  struct vl_fit fit;
+  vl_fit_check(bill->total_bytes, gpu, e.margin, &fit);
+  if (!fit.fits) {
+    cli_error("the job needs %.2f GiB per GPU; %s gives %.2f GiB with %.0f %% kept free: a "
+              "commitment must be feasible",
+              (double)bill->total_bytes / (1ull << 30), gpu->name,
+              (double)fit.usable_bytes / (1ull << 30), e.margin * 100);
+    cli_hint("vramledger estimate ... --max-batch, or checkpointing, LoRA or ZeRO");
+    rc = VL_EXIT_NOFIT;
+    goto out;
+  }
+  uint64_t mp = 0, mc = 0;
+  char rec[PATH_MAX];
+  if (val[1] && (rc = cli_run_peaks(val[1], &mp, &mc, NULL, rec, sizeof rec))) goto out;
+  char created[32];
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  const char *slash = strrchr(e.model, '/');
+  struct vl_commit_view v = {
+      slash ? slash + 1 : e.model, &arch, &e.job, bill, gpu,   &fit,      created,
+      val[1] ? rec : NULL,         mp,    mc,     sla,  hours, VL_VERSION};
+  const char *dir = val[0] ? val[0] : ".";
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    cli_error("cannot create '%s': %s", dir, strerror(errno));
+    rc = VL_EXIT_ERROR;
+    goto out;
+  }
+  char pj[PATH_MAX], pm[PATH_MAX];
+  snprintf(pj, sizeof pj, "%.4000s/commitment.json", dir);
+  snprintf(pm, sizeof pm, "%.4000s/COMMITMENT.md", dir);
+  if ((rc = write_file(pj, false, &v)) || (rc = write_file(pm, true, &v))) goto out;
+  printf("wrote %s and %s: %llu x %s, %.2f GiB per GPU estimated", pj, pm,
+         (unsigned long long)(e.job.dp * e.job.tp * e.job.pp), gpu->name,
+         (double)bill->total_bytes / (1ull << 30));
+  if (val[1]) printf(", %.2f GiB measured", (double)mp / (1ull << 30));
+  printf("\n");
+  rc = VL_EXIT_OK;
+out:
+  vl_free(bill);
+  vl_catalog_release(&cat);
+  return rc;
+}

@@ -1,0 +1,71 @@
+/* lib/decide/commitment.c: reading a commitment, a job's settings, drift. */
+#include "testutil.h"
+#include "vramledger/commitment.h"
+
+static void reads_and_compares(void **state) {
+  (void)state;
+  size_t len = 0;
+  char *text = tu_read("tests/data/commitments/llama3-8b-lora.json", &len);
+  struct vl_commitment c;
+  struct vl_err err = {""};
+  assert_int_equal(vl_commitment_parse(text, len, &c, &err), VL_OK);
+  free(text);
+  assert_string_equal(c.model, "llama-3-8b");
+  assert_string_equal(c.gpu, "h100-80gb");
+  assert_int_equal(c.gpus, 1);
+  assert_int_equal(c.job.lora_rank, 16);
+  assert_int_equal(c.job.checkpointing, VL_CKPT_FULL);
+  assert_int_equal(c.job.precision, VL_PREC_BF16);
+  assert_true(c.gpu_hours > 99.9 && c.gpu_hours < 100.1);
+  assert_true(c.peak_trigger > 1.049 && c.peak_trigger < 1.051);
+  struct vl_drift d[8];
+  assert_int_equal(vl_commitment_diff(&c, &c.job, d, 8), 0); /* itself: no drift */
+  struct vl_job j = c.job;
+  j.batch = 8;
+  j.attention = VL_ATTN_EAGER;
+  j.lora_targets[0] = "all-linear";
+  j.n_lora_targets = 1;
+  assert_int_equal(vl_commitment_diff(&c, &j, d, 8), 3);
+  assert_string_equal(d[0].field, "batch");
+  assert_string_equal(d[0].committed, "2");
+  assert_string_equal(d[0].now, "8");
+  assert_string_equal(d[1].field, "attention");
+  assert_string_equal(d[2].field, "lora-targets");
+  assert_int_equal(vl_commitment_diff(&c, &j, d, 1), 3); /* counts past the cap */
+}
+
+static void never_a_pass_by_accident(void **state) {
+  (void)state;
+  struct vl_commitment c;
+  struct vl_err err = {""};
+  const char *bad[] = {
+      "{}", "[]", "{\"schema\": \"vramledger.commitment/1\"}",
+      "{\"schema\": \"vramledger.commitment/1\", \"model\": \"gpt2\", "
+      "\"hardware\": {}, \"estimate\": {}, \"baseline\": {\"batch\": 1, \"seq\": 8}}",
+      "{\"schema\": \"vramledger.commitment/1\", \"model\": \"gpt2\", "
+      "\"hardware\": {\"gpu\": \"l4\", \"gpu_memory_bytes\": 5, \"count\": 1}, "
+      "\"estimate\": {\"peak_allocated_bytes\": 1, \"peak_reserved_bytes\": 1, "
+      "\"total_bytes\": 1}, \"baseline\": {\"batch\": 1, \"seq\": 8, \"precision\": \"fp8\"}}"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_int_not_equal(vl_commitment_parse(bad[i], strlen(bad[i]), &c, &err), VL_OK);
+  struct vl_job j;
+  char t[64];
+  const char *s =
+      "{\"settings\": {\"batch\": 4, \"seq\": 128, \"zero\": 2, \"dp\": 8, \"sp\": false, "
+      "\"lora_rank\": 8, \"lora_targets\": \"q_proj,v_proj\", \"offload\": \"optimizer\"}}";
+  assert_int_equal(vl_job_from_settings(s, strlen(s), &j, t, sizeof t, &err), VL_OK);
+  assert_int_equal(j.zero, 2);
+  assert_int_equal(j.dp, 8);
+  assert_int_equal(j.offload, VL_OFFLOAD_OPTIMIZER);
+  assert_int_equal(j.n_lora_targets, 2);
+  assert_string_equal(j.lora_targets[1], "v_proj");
+  const char *z = "{\"batch\": 4, \"seq\": 128, \"zero\": 7}";
+  assert_int_equal(vl_job_from_settings(z, strlen(z), &j, t, sizeof t, &err), VL_EKEY);
+  assert_non_null(strstr(err.msg, "zero"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(reads_and_compares),
+                                     cmocka_unit_test(never_a_pass_by_accident)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
