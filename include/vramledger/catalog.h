@@ -20,12 +20,16 @@ struct vl_gpu {
   uint64_t memory_bytes; /* what cudaMemGetInfo reports as total */
   double bf16_tflops;    /* dense, vendor datasheet */
   double hbm_gb_s;       /* memory bandwidth, GB/s */
+  char interconnect[24]; /* "nvlink", "pcie", ... */
+  double link_gb_s;      /* GPU-to-GPU within a node, per direction, GB/s */
+  double usd_per_hour;   /* on-demand price (an input; 0 when unknown) */
 };
 
 struct vl_catalog {
   struct vl_gpu *gpus;
   size_t n;
   char date[16]; /* the date the figures were taken */
+  char prices_date[16];
 };
 
 /*! Parse a catalog held in text[0..len). The caller releases it with

@@ -106,6 +106,21 @@ struct vl_commit_view {
 /*! commitment.json (md = false) or COMMITMENT.md (md = true). */
 int vl_render_commitment(FILE *out, bool md, const struct vl_commit_view *v);
 
+struct vl_plan_query;
+struct vl_plan_result;
+
+/* A plan: the query, the ranked feasible candidates, the trace. */
+struct vl_plan_view {
+  const char *model_name;
+  const struct vl_plan_query *q;
+  const struct vl_plan_result *r;
+  size_t top; /* rows shown in text/md */
+  const char *prices_date;
+};
+
+/*! The plan as the seeds' table (text, md) or JSON (best, candidates). */
+int vl_render_plan(FILE *out, enum vl_format fmt, const struct vl_plan_view *v);
+
 /*! Write the validate report. @return 0, or -1 on a write error. */
 int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_view *v);
 

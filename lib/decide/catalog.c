@@ -48,7 +48,13 @@ static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_er
   json_t *bw = json_object_get(g, "hbm_gb_s");
   out->bf16_tflops = json_is_number(tf) ? json_number_value(tf) : 0.0;
   out->hbm_gb_s = json_is_number(bw) ? json_number_value(bw) : 0.0;
-  if (out->bf16_tflops < 0 || out->hbm_gb_s < 0)
+  json_t *ic = json_object_get(g, "interconnect"), *lb = json_object_get(g, "interconnect_gb_s");
+  json_t *pr = json_object_get(g, "usd_per_hour");
+  if (json_is_string(ic))
+    snprintf(out->interconnect, sizeof out->interconnect, "%s", json_string_value(ic));
+  out->link_gb_s = json_is_number(lb) ? json_number_value(lb) : 0.0;
+  out->usd_per_hour = json_is_number(pr) ? json_number_value(pr) : 0.0;
+  if (out->bf16_tflops < 0 || out->hbm_gb_s < 0 || out->link_gb_s < 0 || out->usd_per_hour < 0)
     return vl__fail(err, VL_ERANGE, "gpus[%zu]: negative throughput", i);
   return VL_OK;
 }
@@ -68,6 +74,9 @@ vl_status vl_catalog_parse(const char *text, size_t len, struct vl_catalog *cat,
   }
   json_t *date = json_object_get(root, "date");
   if (json_is_string(date)) snprintf(cat->date, sizeof cat->date, "%s", json_string_value(date));
+  json_t *pd = json_object_get(root, "prices_date");
+  if (json_is_string(pd))
+    snprintf(cat->prices_date, sizeof cat->prices_date, "%s", json_string_value(pd));
   cat->gpus = vl_calloc(json_array_size(gpus), sizeof *cat->gpus);
   if (!cat->gpus) {
     s = vl__fail(err, VL_ENOMEM, "out of memory reading the catalog");

@@ -1,0 +1,71 @@
+/* vramledger: the planner. Which GPUs, how many, which strategy, what it
+ * costs and how long it takes (seed 000 §3, seed 001 §6). Pure. */
+#ifndef VRAMLEDGER_PLAN_H
+#define VRAMLEDGER_PLAN_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vramledger/arch.h"
+#include "vramledger/catalog.h"
+#include "vramledger/model.h"
+
+struct vl_plan_query {
+  const struct vl_arch *arch;
+  struct vl_job base;        /* precision, optimizer, attention, LoRA...: kept */
+  uint64_t tokens;           /* training tokens, D */
+  uint64_t global_batch;     /* sequences per optimizer step */
+  const struct vl_gpu *gpus; /* candidate cards */
+  size_t n_gpus;
+  unsigned max_gpus;       /* largest count tried (powers of two) */
+  unsigned gpus_per_node;  /* 8: beyond it, gradients cross the network */
+  double inter_node_gb_s;  /* per GPU, per direction; default 50 (400 Gb/s) */
+  double margin;           /* fraction of each card kept free */
+  double mfu;              /* model FLOPs utilisation; default 0.40 */
+  double overlap;          /* communication hidden, as a fraction of compute time; 1.0 */
+  double deadline_hours;   /* 0: none */
+  double budget_usd;       /* 0: none */
+  double value_per_hour;   /* 0: rank by cost */
+  double late_penalty_usd; /* with a deadline */
+};
+
+/*! Defaults for the numeric knobs (mfu 0.40, overlap 1.0, 8 GPUs a node,
+ * 50 GB/s between nodes, margin 0.10, up to 64 GPUs). */
+void vl_plan_query_init(struct vl_plan_query *q);
+
+struct vl_plan_candidate {
+  const struct vl_gpu *gpu;
+  unsigned count, dp, tp, zero;
+  enum vl_ckpt checkpointing;
+  uint64_t micro_batch, grad_accum;
+  uint64_t peak_bytes_per_gpu;
+  double memory_share; /* peak / card */
+  double compute_s, comm_s, step_s;
+  double efficiency; /* compute-only time / step time */
+  double hours, cost_usd, net_value_usd;
+  bool pareto, meets_deadline, within_budget;
+};
+
+#define VL_PLAN_TRACE 8
+
+struct vl_plan_result {
+  struct vl_plan_candidate *c; /* feasible candidates, ranked (best first) */
+  size_t n;
+  size_t evaluated; /* configurations estimated */
+  bool have_best;   /* c[0] meets the deadline and the budget */
+  uint64_t steps;
+  double flops; /* training FLOPs */
+  int n_trace;
+  char trace[VL_PLAN_TRACE][256]; /* the decision tree, for the best */
+};
+
+/*! Search GPU x count x tensor parallelism x ZeRO stage x checkpointing x
+ * micro-batch (x accumulation to the global batch); keep what fits with the
+ * margin; time it from 6ND (+2ND recomputed) over count x peak x MFU plus
+ * the gradient all-reduce over the interconnect; price it; rank by cost (or
+ * by cost + time x value). Release with vl_plan_release. */
+vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overheads *ov,
+                         struct vl_plan_result *r, struct vl_err *err) VL_MUST_USE;
+void vl_plan_release(struct vl_plan_result *r);
+
+#endif

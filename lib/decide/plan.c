@@ -1,0 +1,225 @@
+/* The planner. Time: training FLOPs 6ND (forward 2ND, backward 4ND; full
+ * recomputation adds 2ND; a frozen LoRA base skips its weight gradients,
+ * 2ND) over count x dense bf16 peak x MFU (EleutherAI "Transformer Math
+ * 101"; PaLM appendix B; the default MFU 0.40 is the Llama-2 model card's
+ * 0.39-0.43 on A100s, REFERENCE.md). Data parallelism pays a ring
+ * all-reduce of the gradients, 2(dp-1)/dp x bytes over the interconnect,
+ * ZeRO-3 an all-gather of the weights in forward and backward, tensor
+ * parallelism four all-reduces of a micro-batch's activations per layer.
+ * The published MFU is measured on whole jobs, communication included: only
+ * communication beyond what compute hides (overlap x compute time) is
+ * added. Memory: vl_bill_compute. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/internal.h"
+#include "vramledger/alloc.h"
+#include "vramledger/plan.h"
+
+void vl_plan_query_init(struct vl_plan_query *q) {
+  memset(q, 0, sizeof *q);
+  vl_job_init(&q->base);
+  q->max_gpus = 64;
+  q->gpus_per_node = 8;
+  q->inter_node_gb_s = 50.0;
+  q->margin = 0.10;
+  q->mfu = 0.40;
+  q->overlap = 1.0;
+}
+
+/* Active parameters per token: MoE experts count k of E. */
+static double active_params(const struct vl_arch *a, const struct vl_inventory *inv) {
+  double p = (double)inv->total;
+  if (!a->experts) return p;
+  double experts = 0;
+  for (int i = 0; i < inv->n; i++)
+    if (!strcmp(inv->t[i].name, "w1") || !strcmp(inv->t[i].name, "w2") ||
+        !strcmp(inv->t[i].name, "w3"))
+      experts += (double)inv->t[i].rows * (double)inv->t[i].cols * (double)inv->t[i].count;
+  return p - experts * (1.0 - (double)a->experts_per_token / (double)a->experts);
+}
+
+static int by_rank(const void *x, const void *y) {
+  const struct vl_plan_candidate *a = x, *b = y;
+  double ka = a->net_value_usd, kb = b->net_value_usd; /* higher is better */
+  bool oa = a->meets_deadline && a->within_budget, ob = b->meets_deadline && b->within_budget;
+  if (oa != ob) return oa ? -1 : 1;
+  if (ka != kb) return ka > kb ? -1 : 1;
+  if (a->hours != b->hours) return a->hours < b->hours ? -1 : 1;
+  return a->micro_batch > b->micro_batch ? -1 : (a->micro_batch < b->micro_batch);
+}
+
+static int by_time(const void *x, const void *y) {
+  const struct vl_plan_candidate *a = x, *b = y;
+  if (a->hours != b->hours) return a->hours < b->hours ? -1 : 1;
+  return (a->cost_usd > b->cost_usd) - (a->cost_usd < b->cost_usd);
+}
+
+vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overheads *ov,
+                         struct vl_plan_result *r, struct vl_err *err) {
+  memset(r, 0, sizeof *r);
+  if (!q->tokens || !q->global_batch || !q->base.seq)
+    return vl__fail(err, VL_EINVAL, "--tokens, --global-batch and --seq must be at least 1");
+  if (!(q->mfu > 0 && q->mfu <= 1)) return vl__fail(err, VL_ERANGE, "--mfu must be in (0, 1]");
+  struct vl_inventory inv;
+  vl_status s = vl_inventory_build(q->arch, &inv, err);
+  if (s != VL_OK) return s;
+  const double P = active_params(q->arch, &inv);
+  const double tokens_per_step = (double)q->global_batch * (double)q->base.seq;
+  r->steps = (uint64_t)ceil((double)q->tokens / tokens_per_step);
+  size_t cap = 4096;
+  r->c = vl_malloc(cap * sizeof *r->c);
+  struct vl_bill *bill = vl_malloc(sizeof *bill);
+  if (!r->c || !bill) {
+    vl_free(bill);
+    vl_plan_release(r);
+    return vl__fail(err, VL_ENOMEM, "out of memory planning");
+  }
+  for (size_t gi = 0; gi < q->n_gpus; gi++) {
+    const struct vl_gpu *g = &q->gpus[gi];
+    if (g->bf16_tflops <= 0) continue;
+    for (unsigned count = 1; count <= q->max_gpus; count *= 2) {
+      for (unsigned tp = 1; tp <= 8 && tp <= count && tp <= q->gpus_per_node; tp *= 2) {
+        if (count % tp || q->arch->heads % tp) continue;
+        unsigned dp = count / tp;
+        for (unsigned zero = 0; zero <= 3; zero++) {
+          if (zero && dp < 2) break;
+          for (int ck = 0; ck < 2; ck++) {
+            enum vl_ckpt ckpt = ck ? VL_CKPT_FULL : VL_CKPT_NONE;
+            for (uint64_t mb = 1; mb * dp <= q->global_batch; mb *= 2) {
+              if (q->global_batch % (mb * dp)) continue;
+              struct vl_job j = q->base;
+              j.batch = mb;
+              j.dp = dp;
+              j.tp = tp;
+              j.pp = 1;
+              j.zero = zero;
+              j.checkpointing = ckpt;
+              j.grad_accum = q->global_batch / (mb * dp);
+              r->evaluated++;
+              if (vl_bill_compute(q->arch, &j, ov, bill, NULL) != VL_OK) break;
+              struct vl_fit fit;
+              vl_fit_check(bill->total_bytes, g, q->margin, &fit);
+              if (!fit.fits) break; /* larger micro-batches need more */
+              /* time of one optimizer step */
+              double fwd_bwd = j.lora_rank ? 4.0 : 6.0;
+              if (ckpt == VL_CKPT_FULL) fwd_bwd += 2.0;
+              double compute =
+                  fwd_bwd * P * tokens_per_step / ((double)count * g->bf16_tflops * 1e12 * q->mfu);
+              double link = g->link_gb_s > 0 ? g->link_gb_s : 16.0;
+              double bw = (count <= q->gpus_per_node ? link : fmin(link, q->inter_node_gb_s)) * 1e9;
+              double grad_bytes = (double)bill->trainable_params * 2.0 / tp; /* bf16 buckets */
+              double comm = dp > 1 ? 2.0 * (dp - 1) / dp * grad_bytes / bw : 0.0;
+              if (zero == 3) comm += 2.0 * (dp - 1) / dp * (double)inv.total * 2.0 / tp / bw;
+              if (tp > 1)
+                comm += 4.0 * (double)q->arch->layers * (double)j.grad_accum * (double)mb *
+                        (double)j.seq * (double)q->arch->hidden * 2.0 * 2.0 * (tp - 1) / tp /
+                        (link * 1e9);
+              struct vl_plan_candidate *c;
+              if (r->n == cap) {
+                void *p = vl_realloc(r->c, cap * 2 * sizeof *r->c);
+                if (!p) {
+                  vl_free(bill);
+                  vl_plan_release(r);
+                  return vl__fail(err, VL_ENOMEM, "out of memory planning");
+                }
+                r->c = p;
+                cap *= 2;
+              }
+              c = &r->c[r->n++];
+              memset(c, 0, sizeof *c);
+              c->gpu = g;
+              c->count = count;
+              c->dp = dp;
+              c->tp = tp;
+              c->zero = zero;
+              c->checkpointing = ckpt;
+              c->micro_batch = mb;
+              c->grad_accum = j.grad_accum;
+              c->peak_bytes_per_gpu = bill->total_bytes;
+              c->memory_share = (double)bill->total_bytes / (double)g->memory_bytes;
+              c->compute_s = compute;
+              c->comm_s = comm;
+              /* the published MFU already includes the communication a
+               * well-tuned job hides behind compute: only what exceeds the
+               * hidden share is added */
+              c->step_s = compute + fmax(0.0, comm - q->overlap * compute);
+              c->efficiency = compute / c->step_s;
+              c->hours = (double)r->steps * c->step_s / 3600.0;
+              c->cost_usd = c->hours * count * g->usd_per_hour;
+              c->meets_deadline = q->deadline_hours <= 0 || c->hours <= q->deadline_hours;
+              c->within_budget = q->budget_usd <= 0 || c->cost_usd <= q->budget_usd;
+              /* value: what the business gives up per hour, plus a late penalty */
+              double late =
+                  q->deadline_hours > 0 && c->hours > q->deadline_hours ? q->late_penalty_usd : 0;
+              c->net_value_usd = -(c->cost_usd + c->hours * q->value_per_hour + late);
+            }
+          }
+        }
+      }
+    }
+  }
+  vl_free(bill);
+  /* Pareto front in (hours, cost): by hours, then cost; a candidate is on
+   * the front when it is cheaper than everything faster (n log n) */
+  qsort(r->c, r->n, sizeof *r->c, by_time);
+  double cheapest = INFINITY;
+  for (size_t i = 0; i < r->n; i++) {
+    r->c[i].pareto = r->c[i].cost_usd < cheapest;
+    if (r->c[i].cost_usd < cheapest) cheapest = r->c[i].cost_usd;
+  }
+  qsort(r->c, r->n, sizeof *r->c, by_rank);
+  r->flops =
+      (r->n ? (r->c[0].checkpointing == VL_CKPT_FULL ? 8.0 : 6.0) : 6.0) * P * (double)q->tokens;
+  r->have_best = r->n && r->c[0].meets_deadline && r->c[0].within_budget;
+  if (!r->n) return VL_OK;
+
+  /* the decision tree (seed 000 §3, seed 001 §6) for the best candidate */
+  const struct vl_plan_candidate *b = &r->c[0];
+  struct vl_job j = q->base;
+  j.batch = 1;
+  struct vl_bill *one = vl_malloc(sizeof *one);
+  if (one && vl_bill_compute(q->arch, &j, ov, one, NULL) == VL_OK) {
+    double card = (double)b->gpu->memory_bytes, G = (double)(1ull << 30);
+    double states = (double)(one->line_max[VL_LINE_PARAMETERS] + one->line_max[VL_LINE_MASTER] +
+                             one->line_max[VL_LINE_GRADIENTS] + one->line_max[VL_LINE_OPTIMIZER]);
+    double acts = (double)one->line_max[VL_LINE_ACTIVATIONS];
+    int n = 0;
+    snprintf(
+        r->trace[n++], 256, "model states on one card: %.1f GiB = %.0f %% of %s (%.1f GiB) -> %s",
+        states / G, 100 * states / card, b->gpu->name, card / G,
+        states > 0.8 * card ? (q->base.lora_rank ? "LoRA already" : "shard them: ZeRO / more GPUs")
+                            : "they fit one card");
+    double left = card - states;
+    if (left > 0)
+      snprintf(r->trace[n++], 256,
+               "activations at micro-batch 1: %.1f GiB = %.0f %% of what is left -> %s", acts / G,
+               100 * acts / left,
+               acts > 0.5 * left ? "activation checkpointing" : "no recomputation needed");
+    else
+      snprintf(r->trace[n++], 256,
+               "activations at micro-batch 1: %.1f GiB, and nothing is left on one card: shard the "
+               "states first, then weigh checkpointing",
+               acts / G);
+    snprintf(r->trace[n++], 256, "%.0f %% of each card kept free for fragmentation",
+             100 * q->margin);
+    snprintf(r->trace[n++], 256,
+             "chosen: %u x %s, tp %u, dp %u, ZeRO-%u, %s checkpointing, micro-batch %llu x %llu "
+             "accumulation: %.1f h, $%.0f (%s)",
+             b->count, b->gpu->name, b->tp, b->dp, b->zero, vl_ckpt_name(b->checkpointing),
+             (unsigned long long)b->micro_batch, (unsigned long long)b->grad_accum, b->hours,
+             b->cost_usd, q->value_per_hour > 0 ? "least cost + time x value" : "least cost");
+    r->n_trace = n;
+  }
+  vl_free(one);
+  return VL_OK;
+}
+
+void vl_plan_release(struct vl_plan_result *r) {
+  if (!r) return;
+  vl_free(r->c);
+  r->c = NULL;
+  r->n = 0;
+}

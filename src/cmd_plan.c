@@ -1,0 +1,113 @@
+/* vramledger plan: which GPUs, how many, which strategy, what it costs.
+ * docs/cmd/plan.md. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "jobflags.h"
+#include "vramledger/alloc.h"
+#include "vramledger/plan.h"
+#include "vramledger/render.h"
+
+int cmd_plan(int argc, const char **argv) {
+  static const char *const names[] = {
+      "--tokens", "--global-batch",   "--gpus",         "--max-gpus", "--deadline-hours",
+      "--budget", "--value-per-hour", "--late-penalty", "--mfu",      "--top",
+      NULL};
+  const char *val[10], *rest[256];
+  int n = 0, rc;
+  if (argc > 255) {
+    cli_error("too many arguments");
+    return VL_EXIT_USAGE;
+  }
+  if ((rc = take_flags(argc, argv, names, val, rest, &n))) return rc;
+  struct est e;
+  est_init(&e);
+  if ((rc = est_parse(n, rest, &e))) return rc;
+  if (e.help) {
+    fputs(vl_help_plan, stdout);
+    return VL_EXIT_OK;
+  }
+  if (!e.model || !val[0] || !val[1]) {
+    cli_error("plan needs --model, --tokens N and --global-batch G (and --seq S)");
+    return VL_EXIT_USAGE;
+  }
+  struct vl_plan_query q;
+  vl_plan_query_init(&q);
+  uint64_t u = 0, top = 15;
+  if ((rc = cli_u64("tokens", val[0], 1, UINT64_MAX / 2, &q.tokens)) ||
+      (rc = cli_u64("global-batch", val[1], 1, 1u << 24, &q.global_batch)))
+    return rc;
+  if (val[3]) {
+    if ((rc = cli_u64("max-gpus", val[3], 1, 65536, &u))) return rc;
+    q.max_gpus = (unsigned)u;
+  }
+  if ((val[4] && (rc = cli_double("deadline-hours", val[4], 0, 1e9, &q.deadline_hours))) ||
+      (val[5] && (rc = cli_double("budget", val[5], 0, 1e15, &q.budget_usd))) ||
+      (val[6] && (rc = cli_double("value-per-hour", val[6], 0, 1e12, &q.value_per_hour))) ||
+      (val[7] && (rc = cli_double("late-penalty", val[7], 0, 1e15, &q.late_penalty_usd))) ||
+      (val[8] && (rc = cli_double("mfu", val[8], 0.001, 1, &q.mfu))) ||
+      (val[9] && (rc = cli_u64("top", val[9], 1, 1000000, &top))))
+    return rc;
+  q.margin = e.margin;
+  q.base = e.job;
+  struct vl_arch arch;
+  if ((rc = cli_load_model(e.model, &arch))) return rc;
+  q.arch = &arch;
+  /* the cards: --gpus a,b,c or the whole catalog */
+  const char *gl = val[2] ? val[2] : NULL;
+  struct est ce = e;
+  ce.gpu = "h100-80gb"; /* any known name: loads the catalog */
+  struct vl_catalog cat;
+  const struct vl_gpu *any;
+  if ((rc = est_gpu(&ce, &cat, &any))) return rc;
+  struct vl_gpu *cards = vl_calloc(cat.n + 1, sizeof *cards);
+  size_t nc = 0;
+  if (!cards) {
+    vl_catalog_release(&cat);
+    cli_error("out of memory");
+    return VL_EXIT_ERROR;
+  }
+  if (!gl) {
+    for (size_t i = 0; i < cat.n; i++)
+      cards[nc++] = cat.gpus[i];
+  } else {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", gl);
+    for (char *t = buf, *next; t && *t; t = next) {
+      next = strchr(t, ',');
+      if (next) *next++ = '\0';
+      const struct vl_gpu *g = vl_catalog_find(&cat, t);
+      if (!g) {
+        cli_error("unknown GPU '%s' in --gpus", t);
+        vl_free(cards);
+        vl_catalog_release(&cat);
+        return VL_EXIT_USAGE;
+      }
+      if (nc < cat.n) cards[nc++] = *g;
+    }
+  }
+  q.gpus = cards;
+  q.n_gpus = nc;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_plan_result r;
+  struct vl_err err = {""};
+  vl_status s = vl_plan_search(&q, &ov, &r, &err);
+  if (s != VL_OK) {
+    cli_error("cannot plan: %s", err.msg);
+    vl_free(cards);
+    vl_catalog_release(&cat);
+    return s == VL_ENOMEM ? VL_EXIT_ERROR : VL_EXIT_USAGE;
+  }
+  const char *slash = strrchr(e.model, '/');
+  struct vl_plan_view v = {slash ? slash + 1 : e.model, &q, &r, (size_t)top, cat.prices_date};
+  rc = vl_render_plan(stdout, e.fmt, &v) == 0 ? (r.have_best ? VL_EXIT_OK : VL_EXIT_NOFIT)
+                                              : VL_EXIT_ERROR;
+  vl_plan_release(&r);
+  vl_free(cards);
+  vl_catalog_release(&cat);
+  return rc;
+}
