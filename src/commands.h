@@ -11,6 +11,7 @@ int cmd_commit(int argc, const char **argv);
 int cmd_check(int argc, const char **argv);
 int cmd_audit(int argc, const char **argv);
 int cmd_plan(int argc, const char **argv);
+int cmd_fit(int argc, const char **argv);
 
 extern const char vl_help_estimate[];
 extern const char vl_help_validate[];
@@ -21,5 +22,6 @@ extern const char vl_help_commit[];
 extern const char vl_help_check[];
 extern const char vl_help_audit[];
 extern const char vl_help_plan[];
+extern const char vl_help_fit[];
 
 #endif

@@ -121,6 +121,24 @@ struct vl_plan_view {
 /*! The plan as the seeds' table (text, md) or JSON (best, candidates). */
 int vl_render_plan(FILE *out, enum vl_format fmt, const struct vl_plan_view *v);
 
+struct vl_points;
+struct vl_term_spec;
+struct vl_fit_result;
+
+/* A fit and its predictions. */
+struct vl_fit_view {
+  const struct vl_points *pts;
+  const struct vl_term_spec *terms;
+  size_t n_terms;
+  const struct vl_fit_result *fit;
+  const double *predict_x; /* n_predict x VL_FIT_MAX_VARS */
+  size_t n_predict;
+  const char *source;
+};
+
+/*! The fitted formula, its quality and the predictions. */
+int vl_render_fit(FILE *out, enum vl_format fmt, const struct vl_fit_view *v);
+
 /*! Write the validate report. @return 0, or -1 on a write error. */
 int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_view *v);
 

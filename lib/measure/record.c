@@ -1,6 +1,7 @@
 /* Reader of run records (schema vramledger.run/1) and their summary. */
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -183,11 +184,17 @@ void vl_record_release(struct vl_record *r) {
   r->n_samples = r->n_marks = 0;
 }
 
-static void add_finding(struct vl_finding *f, int *n, const char *code, const char *fmt, double a,
-                        double b) {
+/* printf-checked: every finding's format matches its arguments (a fuzzer
+ * found "%.0s" given a double here) */
+static void add_finding(struct vl_finding *f, int *n, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add_finding(struct vl_finding *f, int *n, const char *code, const char *fmt, ...) {
   if (*n >= VL_MAX_FINDINGS) return;
   snprintf(f[*n].code, sizeof f[*n].code, "%s", code);
-  snprintf(f[*n].text, sizeof f[*n].text, fmt, a, b);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(f[*n].text, sizeof f[*n].text, fmt, ap);
+  va_end(ap);
   (*n)++;
 }
 
@@ -262,16 +269,14 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
   if (s->max_tree_procs > 1)
     add_finding(f, nf, "extra-contexts",
                 "%.0f processes of the job held GPU memory at once: each CUDA context costs "
-                "~0.5 GiB (DataLoader workers touching CUDA?)%.0s",
-                (double)s->max_tree_procs, 0.0);
+                "~0.5 GiB (DataLoader workers touching CUDA?)",
+                (double)s->max_tree_procs);
   if (s->peak_other_bytes)
-    add_finding(f, nf, "other-processes",
-                "other processes held up to %.0f MiB on the job's GPUs%.0s",
-                s->peak_other_bytes / 1048576.0, 0.0);
+    add_finding(f, nf, "other-processes", "other processes held up to %.0f MiB on the job's GPUs",
+                (double)s->peak_other_bytes / 1048576.0);
   if (strncmp(r->nvml, "ok", 2) != 0)
-    add_finding(f, nf, "no-nvml", "no GPU samples: NVML was not available%.0s%.0s", 0.0, 0.0);
+    add_finding(f, nf, "no-nvml", "no GPU samples: NVML was not available");
   if (r->truncated)
     add_finding(f, nf, "truncated",
-                "the record's last line was cut: the job or vramledger died mid-write%.0s%.0s", 0.0,
-                0.0);
+                "the record's last line was cut: the job or vramledger died mid-write");
 }

@@ -1,0 +1,68 @@
+/* vramledger: the memory formula fitted on measured points (seed 000 §3.3:
+ * constant + linear + quadratic in sequence length, regressed on ~20
+ * configurations). Least squares by GSL (gsl_multifit_linear). Pure. */
+#ifndef VRAMLEDGER_REGRESS_H
+#define VRAMLEDGER_REGRESS_H
+#include <stddef.h>
+
+#include "vramledger/status.h"
+
+#define VL_FIT_MAX_VARS 8
+#define VL_FIT_MAX_TERMS 12
+
+struct vl_points {
+  size_t n, nvars;
+  char var[VL_FIT_MAX_VARS][24]; /* column names, e.g. "batch", "seq" */
+  double *x;                     /* n x nvars, row major */
+  double *y;                     /* peak_bytes */
+  size_t skipped;                /* rows whose status was not ok (out of memory, ...) */
+};
+
+/*! Read a CSV with a header: the variables' columns, `peak_bytes`, and
+ * optionally `status` (rows not "ok" are skipped). Only the columns in
+ * vars[] (or all but peak_bytes/status when nvars is 0) are read.
+ * @return VL_OK, VL_EPARSE ("line L column C: ..."), VL_EKEY (missing
+ * column), VL_ENOMEM. Release with vl_points_release. */
+vl_status vl_points_parse(const char *text, size_t len, const char *const *vars, size_t nvars,
+                          struct vl_points *p, struct vl_err *err) VL_MUST_USE;
+void vl_points_release(struct vl_points *p);
+
+/* A term: a product of variables with powers ("const" has none). */
+struct vl_term_spec {
+  char name[32];
+  int nf;
+  int var[4]; /* index into the points' variables */
+  int pow[4];
+};
+
+/*! Parse "const,b,bs,bs2" (b = batch, s = seq) or "batch*seq^2" against
+ * the variables. @return VL_OK or VL_EINVAL naming the term. */
+vl_status vl_terms_parse(const char *spec, const struct vl_points *p, struct vl_term_spec *terms,
+                         size_t *n, struct vl_err *err) VL_MUST_USE;
+
+struct vl_fit_result {
+  size_t n, p;
+  double coef[VL_FIT_MAX_TERMS];
+  double ci95[VL_FIT_MAX_TERMS]; /* half-width of the 95 % interval */
+  double cov[VL_FIT_MAX_TERMS][VL_FIT_MAX_TERMS];
+  double r2;
+  double sigma;       /* residual standard deviation, bytes */
+  double loo_rel_rms; /* leave-one-out relative RMS error */
+  double loo_rel_max;
+  double t95; /* Student t quantile used */
+};
+
+/*! Least squares of y on the terms (columns scaled for conditioning).
+ * @return VL_OK; VL_ERANGE when there are fewer points than terms + 1, or
+ * the design is ill-conditioned (message says which). */
+vl_status vl_fit_points(const struct vl_points *p, const struct vl_term_spec *t, size_t nt,
+                        struct vl_fit_result *r, struct vl_err *err) VL_MUST_USE;
+
+/*! Value of each term at x (nvars values). */
+void vl_terms_eval(const struct vl_term_spec *t, size_t nt, const double *x, double *out);
+
+/*! Prediction at x with its 95 % prediction interval half-width. */
+double vl_fit_predict(const struct vl_fit_result *r, const struct vl_term_spec *t, size_t nt,
+                      const double *x, double *half_width);
+
+#endif

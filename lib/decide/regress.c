@@ -1,0 +1,350 @@
+/* Least squares for the fitted memory formula, with GSL
+ * (gsl_multifit_linear: SVD-based, covariance sigma^2 (X'X)^-1). */
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_multifit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/internal.h"
+#include "vramledger/alloc.h"
+#include "vramledger/regress.h"
+
+/* ---- CSV ----------------------------------------------------------------- */
+
+struct csv {
+  const char *s, *end;
+  size_t line, col;
+};
+
+/* Next field into buf; returns 1 at end of line, 2 at end of input, 0 else. */
+static int field(struct csv *c, char *buf, size_t n) {
+  size_t k = 0;
+  bool quoted = c->s < c->end && *c->s == '"';
+  if (quoted) c->s++, c->col++;
+  while (c->s < c->end) {
+    char ch = *c->s;
+    if (quoted) {
+      if (ch == '"' && c->s + 1 < c->end && c->s[1] == '"') {
+        c->s++;
+      } else if (ch == '"') {
+        quoted = false;
+        c->s++;
+        c->col++;
+        continue;
+      }
+    } else if (ch == ',' || ch == '\n' || ch == '\r') {
+      break;
+    }
+    if (k + 1 < n) buf[k++] = ch;
+    c->s++;
+    c->col++;
+  }
+  buf[k] = '\0';
+  if (c->s >= c->end) return 2;
+  if (*c->s == '\r') c->s++;
+  if (c->s < c->end && *c->s == ',') {
+    c->s++;
+    c->col++;
+    return 0;
+  }
+  if (c->s < c->end && *c->s == '\n') c->s++;
+  c->line++;
+  c->col = 1;
+  return c->s >= c->end ? 2 : 1;
+}
+
+#define MAX_COLS 64
+
+vl_status vl_points_parse(const char *text, size_t len, const char *const *vars, size_t nvars,
+                          struct vl_points *p, struct vl_err *err) {
+  memset(p, 0, sizeof *p);
+  struct csv c = {text, text + len, 1, 1};
+  char head[MAX_COLS][32];
+  size_t nh = 0;
+  char buf[128];
+  int e;
+  do {
+    e = field(&c, buf, sizeof buf);
+    if (nh == MAX_COLS) return vl__fail(err, VL_EPARSE, "line 1: more than %d columns", MAX_COLS);
+    snprintf(head[nh++], sizeof head[0], "%.31s", buf);
+  } while (e == 0);
+  int ycol = -1, scol = -1, vcol[VL_FIT_MAX_VARS];
+  for (size_t i = 0; i < nh; i++) {
+    if (!strcmp(head[i], "peak_bytes")) ycol = (int)i;
+    if (!strcmp(head[i], "status")) scol = (int)i;
+  }
+  if (ycol < 0) return vl__fail(err, VL_EKEY, "line 1: no 'peak_bytes' column");
+  if (nvars == 0) { /* every other column is a variable */
+    for (size_t i = 0; i < nh; i++)
+      if ((int)i != ycol && (int)i != scol && head[i][0] && p->nvars < VL_FIT_MAX_VARS) {
+        snprintf(p->var[p->nvars], sizeof p->var[0], "%.23s", head[i]);
+        vcol[p->nvars++] = (int)i;
+      }
+  } else {
+    for (size_t v = 0; v < nvars && v < VL_FIT_MAX_VARS; v++) {
+      vcol[v] = -1;
+      for (size_t i = 0; i < nh; i++)
+        if (!strcmp(head[i], vars[v])) vcol[v] = (int)i;
+      if (vcol[v] < 0) return vl__fail(err, VL_EKEY, "line 1: no '%s' column", vars[v]);
+      snprintf(p->var[v], sizeof p->var[0], "%s", vars[v]);
+      p->nvars++;
+    }
+  }
+  size_t cap = 64;
+  p->x = vl_malloc(cap * VL_FIT_MAX_VARS * sizeof *p->x);
+  p->y = vl_malloc(cap * sizeof *p->y);
+  if (!p->x || !p->y) goto nomem;
+  while (e != 2) {
+    size_t line = c.line;
+    double row[MAX_COLS];
+    bool ok = true, empty = true;
+    size_t col = 0;
+    do {
+      size_t at = c.col;
+      e = field(&c, buf, sizeof buf);
+      if (buf[0]) empty = false;
+      if (col >= nh) {
+        vl_points_release(p);
+        return vl__fail(err, VL_EPARSE, "line %zu column %zu: more fields than the header", line,
+                        at);
+      }
+      if ((int)col == scol) {
+        ok = strcmp(buf, "ok") == 0;
+      } else {
+        bool used = (int)col == ycol;
+        for (size_t v = 0; v < p->nvars; v++)
+          used |= vcol[v] == (int)col;
+        char *endp;
+        row[col] = used ? strtod(buf, &endp) : 0;
+        if (used && (!buf[0] || *endp || !isfinite(row[col]))) {
+          if (!empty || buf[0]) {
+            vl_points_release(p);
+            return vl__fail(err, VL_EPARSE, "line %zu column %zu: '%s' is not a number (%s)", line,
+                            at, buf, head[col]);
+          }
+        }
+      }
+      col++;
+    } while (e == 0);
+    if (empty) continue; /* a blank line */
+    if (col != nh) {
+      vl_points_release(p);
+      return vl__fail(err, VL_EPARSE, "line %zu: %zu fields, the header has %zu", line, col, nh);
+    }
+    if (!ok) {
+      p->skipped++;
+      continue;
+    }
+    if (p->n == cap) {
+      cap *= 2;
+      double *nx = vl_realloc(p->x, cap * VL_FIT_MAX_VARS * sizeof *p->x);
+      if (!nx) goto nomem;
+      p->x = nx;
+      double *ny = vl_realloc(p->y, cap * sizeof *p->y);
+      if (!ny) goto nomem;
+      p->y = ny;
+    }
+    for (size_t v = 0; v < p->nvars; v++)
+      p->x[p->n * VL_FIT_MAX_VARS + v] = row[vcol[v]];
+    p->y[p->n++] = row[ycol];
+  }
+  return VL_OK;
+nomem:
+  vl_points_release(p);
+  return vl__fail(err, VL_ENOMEM, "out of memory reading the points");
+}
+
+void vl_points_release(struct vl_points *p) {
+  if (!p) return;
+  vl_free(p->x);
+  vl_free(p->y);
+  p->x = p->y = NULL;
+  p->n = 0;
+}
+
+/* ---- terms ---------------------------------------------------------------- */
+
+static int var_index(const struct vl_points *p, const char *name) {
+  const char *alias = !strcmp(name, "b") ? "batch" : !strcmp(name, "s") ? "seq" : name;
+  for (size_t i = 0; i < p->nvars; i++)
+    if (!strcmp(p->var[i], alias)) return (int)i;
+  return -1;
+}
+
+vl_status vl_terms_parse(const char *spec, const struct vl_points *p, struct vl_term_spec *t,
+                         size_t *n, struct vl_err *err) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", spec);
+  *n = 0;
+  for (char *tok = buf, *next; tok && *tok; tok = next) {
+    next = strchr(tok, ',');
+    if (next) *next++ = '\0';
+    if (*n == VL_FIT_MAX_TERMS)
+      return vl__fail(err, VL_EINVAL, "at most %d terms", VL_FIT_MAX_TERMS);
+    struct vl_term_spec *x = &t[(*n)++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->name, sizeof x->name, "%.31s", tok);
+    if (!strcmp(tok, "const") || !strcmp(tok, "1")) continue;
+    if (strchr(tok, '*') || strchr(tok, '^') || var_index(p, tok) >= 0) { /* batch*seq^2 */
+      char w[64];
+      snprintf(w, sizeof w, "%.63s", tok);
+      for (char *f = w, *nf; f && *f; f = nf) {
+        nf = strchr(f, '*');
+        if (nf) *nf++ = '\0';
+        char *caret = strchr(f, '^');
+        int pw = 1;
+        if (caret) {
+          *caret = '\0';
+          long v = strtol(caret + 1, NULL, 10);
+          pw = v > 0 && v <= 4 ? (int)v : 0;
+        }
+        int vi = var_index(p, f);
+        if (vi < 0 || !pw || x->nf == 4)
+          return vl__fail(err, VL_EINVAL, "term '%s': '%s' is not a variable of the points", tok,
+                          f);
+        x->var[x->nf] = vi;
+        x->pow[x->nf++] = pw;
+      }
+      continue;
+    }
+    for (const char *c = tok; *c;) { /* short form: b, s, bs, bs2, s2 */
+      char v[2] = {*c++, 0};
+      int pw = 1;
+      if (*c >= '1' && *c <= '4') pw = *c++ - '0';
+      int vi = var_index(p, v);
+      if (vi < 0 || x->nf == 4)
+        return vl__fail(err, VL_EINVAL,
+                        "term '%s': '%s' is not a variable of the points (b = batch, "
+                        "s = seq)",
+                        tok, v);
+      x->var[x->nf] = vi;
+      x->pow[x->nf++] = pw;
+    }
+  }
+  if (!*n) return vl__fail(err, VL_EINVAL, "no terms");
+  return VL_OK;
+}
+
+void vl_terms_eval(const struct vl_term_spec *t, size_t nt, const double *x, double *out) {
+  for (size_t k = 0; k < nt; k++) {
+    double v = 1.0;
+    for (int f = 0; f < t[k].nf; f++)
+      v *= pow(x[t[k].var[f]], t[k].pow[f]);
+    out[k] = v;
+  }
+}
+
+/* ---- fitting ------------------------------------------------------------- */
+
+/* Fit rows except `skip` (SIZE_MAX: none); coefficients and covariance in
+ * the original units. */
+static vl_status solve(const struct vl_points *p, const struct vl_term_spec *t, size_t nt,
+                       size_t skip, double *coef,
+                       double cov_out[VL_FIT_MAX_TERMS][VL_FIT_MAX_TERMS], double *chisq,
+                       double *rcond) {
+  size_t n = p->n - (skip < p->n ? 1 : 0);
+  gsl_matrix *X = gsl_matrix_alloc(n, nt), *cov = gsl_matrix_alloc(nt, nt);
+  gsl_vector *y = gsl_vector_alloc(n), *c = gsl_vector_alloc(nt);
+  gsl_multifit_linear_workspace *w = gsl_multifit_linear_alloc(n, nt);
+  if (!X || !cov || !y || !c || !w) {
+    if (X) gsl_matrix_free(X);
+    if (cov) gsl_matrix_free(cov);
+    if (y) gsl_vector_free(y);
+    if (c) gsl_vector_free(c);
+    if (w) gsl_multifit_linear_free(w);
+    return VL_ENOMEM;
+  }
+  double scale[VL_FIT_MAX_TERMS] = {0}, row[VL_FIT_MAX_TERMS];
+  for (size_t i = 0, r = 0; i < p->n; i++) {
+    if (i == skip) continue;
+    vl_terms_eval(t, nt, &p->x[i * VL_FIT_MAX_VARS], row);
+    for (size_t k = 0; k < nt; k++) {
+      gsl_matrix_set(X, r, k, row[k]);
+      scale[k] = fmax(scale[k], fabs(row[k]));
+    }
+    gsl_vector_set(y, r++, p->y[i]);
+  }
+  for (size_t k = 0; k < nt; k++) { /* columns scaled to 1: conditioning */
+    if (scale[k] == 0) scale[k] = 1;
+    for (size_t r = 0; r < n; r++)
+      gsl_matrix_set(X, r, k, gsl_matrix_get(X, r, k) / scale[k]);
+  }
+  gsl_error_handler_t *old = gsl_set_error_handler_off();
+  int st = gsl_multifit_linear(X, y, c, cov, chisq, w);
+  *rcond = gsl_multifit_linear_rcond(w);
+  gsl_set_error_handler(old);
+  for (size_t k = 0; k < nt; k++) {
+    coef[k] = gsl_vector_get(c, k) / scale[k];
+    if (cov_out)
+      for (size_t l = 0; l < nt; l++)
+        cov_out[k][l] = gsl_matrix_get(cov, k, l) / (scale[k] * scale[l]);
+  }
+  gsl_matrix_free(X);
+  gsl_matrix_free(cov);
+  gsl_vector_free(y);
+  gsl_vector_free(c);
+  gsl_multifit_linear_free(w);
+  return st ? VL_ERANGE : VL_OK;
+}
+
+vl_status vl_fit_points(const struct vl_points *p, const struct vl_term_spec *t, size_t nt,
+                        struct vl_fit_result *r, struct vl_err *err) {
+  memset(r, 0, sizeof *r);
+  if (nt > VL_FIT_MAX_TERMS) return vl__fail(err, VL_EINVAL, "too many terms");
+  if (p->n < nt + 1)
+    return vl__fail(err, VL_ERANGE, "%zu points for %zu terms: give at least %zu points", p->n, nt,
+                    nt + 1);
+  double chisq, rcond;
+  vl_status s = solve(p, t, nt, SIZE_MAX, r->coef, r->cov, &chisq, &rcond);
+  if (s == VL_ENOMEM) return vl__fail(err, s, "out of memory fitting");
+  if (s != VL_OK || !(rcond > 1e-10))
+    return vl__fail(err, VL_ERANGE,
+                    "the terms cannot be told apart on these points (condition %.2g): vary the "
+                    "variables more, or drop a term",
+                    rcond);
+  r->n = p->n;
+  r->p = nt;
+  double mean = 0, tss = 0;
+  for (size_t i = 0; i < p->n; i++)
+    mean += p->y[i] / (double)p->n;
+  for (size_t i = 0; i < p->n; i++)
+    tss += (p->y[i] - mean) * (p->y[i] - mean);
+  r->r2 = tss > 0 ? 1.0 - chisq / tss : 1.0;
+  size_t dof = p->n - nt;
+  r->sigma = sqrt(chisq / (double)dof);
+  r->t95 = gsl_cdf_tdist_Pinv(0.975, (double)dof);
+  for (size_t k = 0; k < nt; k++)
+    r->ci95[k] = r->t95 * sqrt(fmax(0.0, r->cov[k][k]));
+  /* leave one out: refit without each point, predict it */
+  if (p->n >= nt + 2) {
+    double sum = 0, mx = 0, coef[VL_FIT_MAX_TERMS], row[VL_FIT_MAX_TERMS];
+    for (size_t i = 0; i < p->n; i++) {
+      if (solve(p, t, nt, i, coef, NULL, &chisq, &rcond) != VL_OK) continue;
+      vl_terms_eval(t, nt, &p->x[i * VL_FIT_MAX_VARS], row);
+      double yhat = 0;
+      for (size_t k = 0; k < nt; k++)
+        yhat += coef[k] * row[k];
+      double e = p->y[i] ? fabs(yhat - p->y[i]) / fabs(p->y[i]) : 0;
+      sum += e * e;
+      mx = fmax(mx, e);
+    }
+    r->loo_rel_rms = sqrt(sum / (double)p->n);
+    r->loo_rel_max = mx;
+  }
+  return VL_OK;
+}
+
+double vl_fit_predict(const struct vl_fit_result *r, const struct vl_term_spec *t, size_t nt,
+                      const double *x, double *hw) {
+  double row[VL_FIT_MAX_TERMS], y = 0, var = 0;
+  vl_terms_eval(t, nt, x, row);
+  for (size_t k = 0; k < nt; k++)
+    y += r->coef[k] * row[k];
+  for (size_t k = 0; k < nt; k++)
+    for (size_t l = 0; l < nt; l++)
+      var += row[k] * r->cov[k][l] * row[l];
+  if (hw) *hw = r->t95 * sqrt(fmax(0.0, var + r->sigma * r->sigma));
+  return y;
+}

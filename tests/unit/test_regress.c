@@ -1,0 +1,70 @@
+/* lib/decide/regress.c: points, terms and the least squares. */
+#include "testutil.h"
+#include "vramledger/regress.h"
+
+static void recovers_a_known_formula(void **state) {
+  (void)state;
+  /* y = 5e9 + 2e6 b + 3e5 b s + 500 b s^2, no noise */
+  char csv[4096] = "batch,seq,peak_bytes,status\n";
+  size_t o = strlen(csv);
+  for (int b = 1; b <= 8; b *= 2)
+    for (int s = 256; s <= 2048; s *= 2) {
+      double y = 5e9 + 2e6 * b + 3e5 * b * s + 500.0 * b * s * s;
+      o += (size_t)snprintf(csv + o, sizeof csv - o, "%d,%d,%.0f,ok\n", b, s, y);
+    }
+  o += (size_t)snprintf(csv + o, sizeof csv - o, "16,4096,0,oom\n");
+  struct vl_points p;
+  struct vl_err err = {""};
+  assert_int_equal(vl_points_parse(csv, o, NULL, 0, &p, &err), VL_OK);
+  assert_int_equal(p.n, 16);
+  assert_int_equal(p.skipped, 1);
+  struct vl_term_spec t[VL_FIT_MAX_TERMS];
+  size_t nt;
+  assert_int_equal(vl_terms_parse("const,b,bs,batch*seq^2", &p, t, &nt, &err), VL_OK);
+  assert_int_equal(nt, 4);
+  struct vl_fit_result r;
+  assert_int_equal(vl_fit_points(&p, t, nt, &r, &err), VL_OK);
+  assert_close(r.coef[0], 5e9, 1e-6, "const");
+  assert_close(r.coef[1], 2e6, 1e-5, "b");
+  assert_close(r.coef[2], 3e5, 1e-6, "bs");
+  assert_close(r.coef[3], 500, 1e-6, "bs2");
+  assert_true(r.r2 > 0.999999);
+  assert_true(r.loo_rel_max < 1e-6);
+  double x[VL_FIT_MAX_VARS] = {32, 4096}, hw;
+  double y = vl_fit_predict(&r, t, nt, x, &hw);
+  assert_close(y, 5e9 + 2e6 * 32 + 3e5 * 32 * 4096 + 500.0 * 32 * 4096 * 4096, 1e-6, "prediction");
+  assert_true(hw < 1e-3 * y);
+  vl_points_release(&p);
+}
+
+static void refuses_what_it_cannot_fit(void **state) {
+  (void)state;
+  struct vl_points p;
+  struct vl_err err = {""};
+  const char *few = "batch,seq,peak_bytes\n1,256,10\n2,256,20\n";
+  assert_int_equal(vl_points_parse(few, strlen(few), NULL, 0, &p, &err), VL_OK);
+  struct vl_term_spec t[VL_FIT_MAX_TERMS];
+  size_t nt;
+  assert_int_equal(vl_terms_parse("const,b,bs", &p, t, &nt, &err), VL_OK);
+  struct vl_fit_result r;
+  assert_int_equal(vl_fit_points(&p, t, nt, &r, &err), VL_ERANGE);
+  assert_non_null(strstr(err.msg, "points"));
+  assert_int_equal(vl_terms_parse("const,h", &p, t, &nt, &err), VL_EINVAL);
+  vl_points_release(&p);
+  const char *same = "batch,seq,peak_bytes\n1,256,10\n1,256,11\n1,256,12\n1,256,9\n";
+  assert_int_equal(vl_points_parse(same, strlen(same), NULL, 0, &p, &err), VL_OK);
+  assert_int_equal(vl_terms_parse("const,b", &p, t, &nt, &err), VL_OK);
+  assert_int_equal(vl_fit_points(&p, t, nt, &r, &err), VL_ERANGE); /* b never varies */
+  vl_points_release(&p);
+  const char *bad = "batch,seq,peak_bytes\n1,256,10\n1,x,11\n";
+  assert_int_equal(vl_points_parse(bad, strlen(bad), NULL, 0, &p, &err), VL_EPARSE);
+  assert_non_null(strstr(err.msg, "line 3 column 3"));
+  const char *nopeak = "batch,seq\n1,2\n";
+  assert_int_equal(vl_points_parse(nopeak, strlen(nopeak), NULL, 0, &p, &err), VL_EKEY);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(recovers_a_known_formula),
+                                     cmocka_unit_test(refuses_what_it_cannot_fit)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
