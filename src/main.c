@@ -18,6 +18,8 @@ static const struct command {
     {"report", cmd_report, vl_help_report, "what a run record says: peaks, layers, findings"},
     {"watch", cmd_watch, vl_help_watch,
      "sample every GPU and process: CSV, JSON Lines, Prometheus, textfiles"},
+    {"sensitivity", cmd_sensitivity, vl_help_sensitivity,
+     "Monte Carlo over the inputs: percentiles, P(out of memory) per card, drivers"},
     {"fit", cmd_fit, vl_help_fit, "the memory formula fitted on measured points, with predictions"},
     {"plan", cmd_plan, vl_help_plan, "which GPUs, how many, which strategy, how long, what cost"},
     {"commit", cmd_commit, vl_help_commit,

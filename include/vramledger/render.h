@@ -139,6 +139,14 @@ struct vl_fit_view {
 /*! The fitted formula, its quality and the predictions. */
 int vl_render_fit(FILE *out, enum vl_format fmt, const struct vl_fit_view *v);
 
+struct vl_sens_query;
+struct vl_sens_result;
+
+/*! The sensitivity report: percentiles, P(exceed) per card, tornado,
+ * fallbacks; the seed is printed. */
+int vl_render_sensitivity(FILE *out, enum vl_format fmt, const struct vl_sens_query *q,
+                          const struct vl_sens_result *r);
+
 /*! Write the validate report. @return 0, or -1 on a write error. */
 int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_view *v);
 

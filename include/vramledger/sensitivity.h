@@ -1,0 +1,72 @@
+/* vramledger: how robust a memory plan is (seed 000 §3.3): draw the inputs
+ * (sequence ±20 %, hidden size ±15 %, precision switch, ...), estimate each
+ * draw, and report percentiles, the chance of exceeding each card, the
+ * inputs that drive the peak, and the fallback that helps. Pure; the random
+ * state is a seed the caller prints. */
+#ifndef VRAMLEDGER_SENSITIVITY_H
+#define VRAMLEDGER_SENSITIVITY_H
+#include <stdint.h>
+
+#include "vramledger/arch.h"
+#include "vramledger/catalog.h"
+#include "vramledger/model.h"
+
+enum vl_vary_var {
+  VL_VARY_SEQ,
+  VL_VARY_BATCH,
+  VL_VARY_HIDDEN,
+  VL_VARY_LAYERS,
+  VL_VARY_PRECISION,
+  VL_VARY_ATTENTION,
+  VL_VARY_COUNT
+};
+enum vl_dist { VL_DIST_UNIFORM, VL_DIST_NORMAL, VL_DIST_DISCRETE };
+
+struct vl_vary {
+  enum vl_vary_var var;
+  enum vl_dist dist;
+  double pct;   /* uniform: +-pct; normal: sigma = pct / 2 (pct is the 95 % band) */
+  int n_values; /* discrete: enum values of precision or attention */
+  int values[8];
+};
+
+#define VL_SENS_MAX_VARY 8
+#define VL_SENS_MAX_GPUS 16
+#define VL_SENS_FALLBACKS 4
+
+struct vl_sens_query {
+  const struct vl_arch *arch;
+  struct vl_job job;
+  struct vl_vary vary[VL_SENS_MAX_VARY];
+  int n_vary;
+  uint64_t samples, seed;
+  const struct vl_gpu *gpus[VL_SENS_MAX_GPUS];
+  int n_gpus;
+  double margin;
+};
+
+struct vl_sens_result {
+  uint64_t samples, seed, failed;    /* failed: draws the estimator refused */
+  uint64_t p50, p95, p99, min, max;  /* total bytes (the process on one GPU) */
+  double p_exceed[VL_SENS_MAX_GPUS]; /* P(total > card x (1 - margin)) */
+  int n_tornado;
+  struct {
+    enum vl_vary_var var;
+    uint64_t low, high;        /* total at the low and high end, others at base */
+  } tornado[VL_SENS_MAX_VARY]; /* largest swing first */
+  int n_fallbacks;
+  struct {
+    const char *name;
+    uint64_t p95;
+    double p_exceed; /* on gpus[0] */
+  } fallback[VL_SENS_FALLBACKS];
+};
+
+const char *vl_vary_name(enum vl_vary_var v);
+
+/*! Draw q->samples configurations (seeded mt19937), estimate each, summarise.
+ * @return VL_OK, VL_EINVAL (nothing could be estimated), VL_ENOMEM. */
+vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_overheads *ov,
+                             struct vl_sens_result *r, struct vl_err *err) VL_MUST_USE;
+
+#endif

@@ -1,0 +1,109 @@
+/* The sensitivity report. */
+#include <jansson.h>
+#include <stdio.h>
+
+#include "../util/internal.h"
+#include "vramledger/render.h"
+#include "vramledger/sensitivity.h"
+
+#define GIB(x) ((double)(x) / (double)(1ull << 30))
+
+static const char *dist_name(const struct vl_vary *v, char *buf, size_t n) {
+  if (v->dist == VL_DIST_DISCRETE) {
+    size_t o = 0;
+    for (int i = 0; i < v->n_values && o + 1 < n; i++) {
+      const char *s = v->var == VL_VARY_PRECISION
+                          ? vl_precision_name((enum vl_precision)v->values[i])
+                          : vl_attention_name((enum vl_attention)v->values[i]);
+      int w = snprintf(buf + o, n - o, "%s%s", i ? "," : "one of ", s);
+      if (w < 0 || (size_t)w >= n - o) break;
+      o += (size_t)w;
+    }
+  } else {
+    snprintf(buf, n,
+             v->dist == VL_DIST_UNIFORM ? "uniform +-%.0f %%" : "normal, 95 %% within +-%.0f %%",
+             100 * v->pct);
+  }
+  return buf;
+}
+
+int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_query *q,
+                          const struct vl_sens_result *r) {
+  char d[128];
+  if (fmt == VL_FMT_JSON) {
+    json_t *root = json_object(), *pc = json_object(), *pe = json_object(), *vary = json_array(),
+           *tor = json_array(), *fb = json_array();
+    json_object_set_new(root, "schema", json_string("vramledger.sensitivity/1"));
+    json_object_set_new(root, "samples", json_integer((json_int_t)r->samples));
+    json_object_set_new(root, "seed", json_integer((json_int_t)r->seed));
+    json_object_set_new(root, "failed", json_integer((json_int_t)r->failed));
+    for (int i = 0; i < q->n_vary; i++) {
+      json_t *e = json_object();
+      json_object_set_new(e, "var", json_string(vl_vary_name(q->vary[i].var)));
+      json_object_set_new(e, "distribution", json_string(dist_name(&q->vary[i], d, sizeof d)));
+      json_array_append_new(vary, e);
+    }
+    json_object_set_new(root, "vary", vary);
+    json_object_set_new(pc, "p50", json_integer((json_int_t)r->p50));
+    json_object_set_new(pc, "p95", json_integer((json_int_t)r->p95));
+    json_object_set_new(pc, "p99", json_integer((json_int_t)r->p99));
+    json_object_set_new(pc, "min", json_integer((json_int_t)r->min));
+    json_object_set_new(pc, "max", json_integer((json_int_t)r->max));
+    json_object_set_new(root, "percentiles", pc);
+    for (int g = 0; g < q->n_gpus; g++)
+      json_object_set_new(pe, q->gpus[g]->name, json_real(r->p_exceed[g]));
+    json_object_set_new(root, "p_exceed", pe);
+    json_object_set_new(root, "margin", json_real(q->margin));
+    for (int i = 0; i < r->n_tornado; i++) {
+      json_t *e = json_object();
+      json_object_set_new(e, "var", json_string(vl_vary_name(r->tornado[i].var)));
+      json_object_set_new(e, "low_bytes", json_integer((json_int_t)r->tornado[i].low));
+      json_object_set_new(e, "high_bytes", json_integer((json_int_t)r->tornado[i].high));
+      json_array_append_new(tor, e);
+    }
+    json_object_set_new(root, "tornado", tor);
+    for (int i = 0; i < r->n_fallbacks; i++) {
+      json_t *e = json_object();
+      json_object_set_new(e, "fallback", json_string(r->fallback[i].name));
+      json_object_set_new(e, "p95_bytes", json_integer((json_int_t)r->fallback[i].p95));
+      json_object_set_new(e, "p_exceed", json_real(r->fallback[i].p_exceed));
+      json_array_append_new(fb, e);
+    }
+    json_object_set_new(root, "fallbacks", fb);
+    int rc = json_dumpf(root, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    json_decref(root);
+    fputc('\n', o);
+    return rc == 0 && !ferror(o) ? 0 : -1;
+  }
+  bool md = fmt == VL_FMT_MD;
+  const char *b = md ? "- " : "  ";
+  fprintf(o, "%s%llu draws (seed %llu)",
+          md ? "## Sensitivity: " : "sensitivity: ", (unsigned long long)r->samples,
+          (unsigned long long)r->seed);
+  if (r->failed) fprintf(o, ", %llu refused by the estimator", (unsigned long long)r->failed);
+  fprintf(o, "\n%s", md ? "\n" : "");
+  for (int i = 0; i < q->n_vary; i++)
+    fprintf(o, "%s%s: %s\n", b, vl_vary_name(q->vary[i].var), dist_name(&q->vary[i], d, sizeof d));
+  fprintf(
+      o,
+      "\n%sprocess memory per GPU: p50 %.2f GiB, p95 %.2f GiB, p99 %.2f GiB (min %.2f, max %.2f)\n",
+      b, GIB(r->p50), GIB(r->p95), GIB(r->p99), GIB(r->min), GIB(r->max));
+  for (int g = 0; g < q->n_gpus; g++)
+    fprintf(o, "%sP(over %s with %.0f %% kept free) = %.1f %%\n", b, q->gpus[g]->name,
+            100 * q->margin, 100 * r->p_exceed[g]);
+  if (r->n_tornado) fprintf(o, "\n%s\n", md ? "### What drives the peak" : "what drives the peak:");
+  double top = r->n_tornado ? (double)(r->tornado[0].high - r->tornado[0].low) : 1;
+  for (int i = 0; i < r->n_tornado; i++) {
+    double sw = (double)(r->tornado[i].high - r->tornado[i].low);
+    int bar = top > 0 ? (int)(30 * sw / top + 0.5) : 0;
+    fprintf(o, "%s%-10s %7.2f .. %7.2f GiB  %.*s\n", b, vl_vary_name(r->tornado[i].var),
+            GIB(r->tornado[i].low), GIB(r->tornado[i].high), bar, "##############################");
+  }
+  if (r->n_fallbacks) {
+    fprintf(o, "\n%s\n", md ? "### Fallbacks on the first card" : "fallbacks on the first card:");
+    for (int i = 0; i < r->n_fallbacks; i++)
+      fprintf(o, "%s%s: p95 %.2f GiB, P(over) %.1f %%\n", b, r->fallback[i].name,
+              GIB(r->fallback[i].p95), 100 * r->fallback[i].p_exceed);
+  }
+  return ferror(o) ? -1 : 0;
+}

@@ -1,0 +1,170 @@
+/* vramledger sensitivity: how robust the memory plan is.
+ * docs/cmd/sensitivity.md. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "jobflags.h"
+#include "vramledger/alloc.h"
+#include "vramledger/render.h"
+#include "vramledger/sensitivity.h"
+
+/* "seq=±20%", "hidden=+-15%", "precision=bf16,fp16", "attention=eager,sdpa" */
+static int parse_vary(const char *s, bool normal, struct vl_vary *v) {
+  memset(v, 0, sizeof *v);
+  const char *eq = strchr(s, '=');
+  static const char *const names[] = {"seq",       "batch",     "hidden", "layers",
+                                      "precision", "attention", NULL};
+  int k = -1;
+  for (int i = 0; names[i]; i++)
+    if (eq && (size_t)(eq - s) == strlen(names[i]) && !strncmp(s, names[i], strlen(names[i])))
+      k = i;
+  if (k < 0) {
+    cli_error("--vary '%s': vary one of seq, batch, hidden, layers, precision, attention", s);
+    return VL_EXIT_USAGE;
+  }
+  v->var = (enum vl_vary_var)k;
+  const char *val = eq + 1;
+  if (v->var == VL_VARY_PRECISION || v->var == VL_VARY_ATTENTION) {
+    v->dist = VL_DIST_DISCRETE;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", val);
+    for (char *t = buf, *next; t && *t; t = next) {
+      next = strchr(t, ',');
+      if (next) *next++ = '\0';
+      bool ok = false;
+      if (v->n_values == 8) break;
+      if (v->var == VL_VARY_PRECISION) {
+        enum vl_precision p;
+        ok = vl_precision_parse(t, &p);
+        v->values[v->n_values] = (int)p;
+      } else {
+        enum vl_attention a;
+        ok = vl_attention_parse(t, &a);
+        v->values[v->n_values] = (int)a;
+      }
+      if (!ok) {
+        cli_error("--vary '%s': unknown %s '%s'", s, names[k], t);
+        return VL_EXIT_USAGE;
+      }
+      v->n_values++;
+    }
+    if (!v->n_values) {
+      cli_error("--vary '%s': give at least one value", s);
+      return VL_EXIT_USAGE;
+    }
+    return 0;
+  }
+  if (!strncmp(val, "\xc2\xb1", 2))
+    val += 2; /* ± in UTF-8 */
+  else if (!strncmp(val, "+-", 2))
+    val += 2;
+  char *end;
+  double p = strtod(val, &end);
+  if (end == val || strcmp(end, "%") || !(p > 0 && p < 100)) {
+    cli_error("--vary '%s': expected %s=±P%% with 0 < P < 100", s, names[k]);
+    return VL_EXIT_USAGE;
+  }
+  v->dist = normal ? VL_DIST_NORMAL : VL_DIST_UNIFORM;
+  v->pct = p / 100.0;
+  return 0;
+}
+
+int cmd_sensitivity(int argc, const char **argv) {
+  struct vl_sens_query q;
+  memset(&q, 0, sizeof q);
+  q.samples = 100000;
+  q.seed = 1;
+  const char *rest[256], *vary[VL_SENS_MAX_VARY], *gpus = NULL, *dist = "uniform";
+  int n = 0, nv = 0, rc;
+  if (argc > 255) {
+    cli_error("too many arguments");
+    return VL_EXIT_USAGE;
+  }
+  for (int i = 0; i < argc; i++) { /* our own flags; the rest are estimate's */
+    const char *a = argv[i];
+    bool takes = i > 0 && (!strcmp(a, "--vary") || !strcmp(a, "--samples") ||
+                           !strcmp(a, "--seed") || !strcmp(a, "--gpus") || !strcmp(a, "--dist"));
+    if (!takes) {
+      rest[n++] = a;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      cli_error("option '%s' needs a value", a);
+      return VL_EXIT_USAGE;
+    }
+    const char *v = argv[++i];
+    if (!strcmp(a, "--vary")) {
+      if (nv == VL_SENS_MAX_VARY) {
+        cli_error("at most %d --vary", VL_SENS_MAX_VARY);
+        return VL_EXIT_USAGE;
+      }
+      vary[nv++] = v;
+    } else if (!strcmp(a, "--samples")) {
+      if ((rc = cli_u64("samples", v, 1, 100000000, &q.samples))) return rc;
+    } else if (!strcmp(a, "--seed")) {
+      if ((rc = cli_u64("seed", v, 0, UINT32_MAX, &q.seed))) return rc;
+    } else if (!strcmp(a, "--gpus")) {
+      gpus = v;
+    } else {
+      static const char *const d[] = {"uniform", "normal", NULL};
+      if (cli_choice("dist", v, d) < 0) return VL_EXIT_USAGE;
+      dist = v;
+    }
+  }
+  struct est e;
+  est_init(&e);
+  if ((rc = est_parse(n, rest, &e))) return rc;
+  if (e.help) {
+    fputs(vl_help_sensitivity, stdout);
+    return VL_EXIT_OK;
+  }
+  if (!e.model || !nv) {
+    cli_error("sensitivity needs --model and at least one --vary (e.g. --vary seq=±20%%)");
+    return VL_EXIT_USAGE;
+  }
+  for (int i = 0; i < nv; i++)
+    if ((rc = parse_vary(vary[i], !strcmp(dist, "normal"), &q.vary[q.n_vary++]))) return rc;
+  struct vl_arch arch;
+  if ((rc = cli_load_model(e.model, &arch))) return rc;
+  q.arch = &arch;
+  q.job = e.job;
+  q.margin = e.margin;
+  struct est ce = e;
+  ce.gpu = gpus ? "h100-80gb" : e.gpu; /* loads the catalog when any card is named */
+  struct vl_catalog cat;
+  const struct vl_gpu *g0;
+  if ((rc = est_gpu(&ce, &cat, &g0))) return rc;
+  if (gpus) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", gpus);
+    for (char *t = buf, *next; t && *t; t = next) {
+      next = strchr(t, ',');
+      if (next) *next++ = '\0';
+      const struct vl_gpu *g = vl_catalog_find(&cat, t);
+      if (!g) {
+        cli_error("unknown GPU '%s' in --gpus", t);
+        vl_catalog_release(&cat);
+        return VL_EXIT_USAGE;
+      }
+      if (q.n_gpus < VL_SENS_MAX_GPUS) q.gpus[q.n_gpus++] = g;
+    }
+  } else if (g0) {
+    q.gpus[q.n_gpus++] = g0;
+  }
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_sens_result r;
+  struct vl_err err = {""};
+  vl_status s = vl_sensitivity_run(&q, &ov, &r, &err);
+  if (s != VL_OK) {
+    cli_error("cannot run the sensitivity analysis: %s", err.msg);
+    vl_catalog_release(&cat);
+    return s == VL_ENOMEM ? VL_EXIT_ERROR : VL_EXIT_USAGE;
+  }
+  rc = vl_render_sensitivity(stdout, e.fmt, &q, &r) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
+  vl_catalog_release(&cat);
+  return rc;
+}

@@ -1,0 +1,54 @@
+/* lib/decide/sensitivity.c: seeded, consistent, and the fallbacks help. */
+#include "testutil.h"
+#include "vramledger/catalog.h"
+#include "vramledger/sensitivity.h"
+
+static void seeded_and_consistent(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/llama-2-7b.json", &a);
+  struct vl_gpu g = {.name = "test", .memory_bytes = 80ull << 30};
+  struct vl_sens_query q;
+  memset(&q, 0, sizeof q);
+  q.arch = &a;
+  vl_job_init(&q.job);
+  q.job.lora_rank = 16;
+  q.job.batch = 4;
+  q.job.attention = VL_ATTN_EAGER;
+  q.vary[0] = (struct vl_vary){.var = VL_VARY_SEQ, .dist = VL_DIST_UNIFORM, .pct = 0.2};
+  q.vary[1] = (struct vl_vary){.var = VL_VARY_HIDDEN, .dist = VL_DIST_NORMAL, .pct = 0.15};
+  q.n_vary = 2;
+  q.samples = 3000;
+  q.seed = 42;
+  q.gpus[0] = &g;
+  q.n_gpus = 1;
+  q.margin = 0.1;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_sens_result r1, r2;
+  struct vl_err err = {""};
+  assert_int_equal(vl_sensitivity_run(&q, &ov, &r1, &err), VL_OK);
+  assert_int_equal(vl_sensitivity_run(&q, &ov, &r2, &err), VL_OK);
+  assert_memory_equal(&r1, &r2, sizeof r1); /* same seed, same answer */
+  assert_true(r1.min <= r1.p50 && r1.p50 <= r1.p95 && r1.p95 <= r1.p99 && r1.p99 <= r1.max);
+  /* the base job sits inside the spread */
+  struct vl_bill b;
+  tu_bill(&a, &q.job, &b);
+  assert_true(r1.min <= b.total_bytes && b.total_bytes <= r1.max);
+  assert_int_equal(r1.n_tornado, 2);
+  assert_true(r1.tornado[0].high - r1.tornado[0].low >= r1.tornado[1].high - r1.tornado[1].low);
+  q.seed = 43;
+  assert_int_equal(vl_sensitivity_run(&q, &ov, &r2, &err), VL_OK);
+  assert_true(r1.p50 != r2.p50 || r1.p95 != r2.p95); /* another seed, other draws */
+  /* at risk on the card: checkpointing is offered and lowers the p95 */
+  if (r1.p_exceed[0] > 0.05) {
+    assert_true(r1.n_fallbacks >= 1);
+    assert_string_equal(r1.fallback[0].name, "activation checkpointing");
+    assert_true(r1.fallback[0].p95 < r1.p95);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(seeded_and_consistent)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
