@@ -13,6 +13,7 @@ int cmd_audit(int argc, const char **argv);
 int cmd_plan(int argc, const char **argv);
 int cmd_fit(int argc, const char **argv);
 int cmd_sensitivity(int argc, const char **argv);
+int cmd_sweep(int argc, const char **argv);
 
 extern const char vl_help_estimate[];
 extern const char vl_help_validate[];
@@ -25,5 +26,6 @@ extern const char vl_help_audit[];
 extern const char vl_help_plan[];
 extern const char vl_help_fit[];
 extern const char vl_help_sensitivity[];
+extern const char vl_help_sweep[];
 
 #endif

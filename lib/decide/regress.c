@@ -57,6 +57,14 @@ static int field(struct csv *c, char *buf, size_t n) {
 
 #define MAX_COLS 64
 
+/* Columns that are measurements or bookkeeping, not swept variables (the
+ * CSV of `vramledger sweep`: point, *_bytes, *_pct, seconds). */
+static bool measurement(const char *name) {
+  size_t l = strlen(name);
+  if (!strcmp(name, "point") || !strcmp(name, "seconds")) return true;
+  return (l > 6 && !strcmp(name + l - 6, "_bytes")) || (l > 4 && !strcmp(name + l - 4, "_pct"));
+}
+
 vl_status vl_points_parse(const char *text, size_t len, const char *const *vars, size_t nvars,
                           struct vl_points *p, struct vl_err *err) {
   memset(p, 0, sizeof *p);
@@ -76,9 +84,10 @@ vl_status vl_points_parse(const char *text, size_t len, const char *const *vars,
     if (!strcmp(head[i], "status")) scol = (int)i;
   }
   if (ycol < 0) return vl__fail(err, VL_EKEY, "line 1: no 'peak_bytes' column");
-  if (nvars == 0) { /* every other column is a variable */
+  if (nvars == 0) { /* every other column is a variable, but for measurements */
     for (size_t i = 0; i < nh; i++)
-      if ((int)i != ycol && (int)i != scol && head[i][0] && p->nvars < VL_FIT_MAX_VARS) {
+      if ((int)i != ycol && (int)i != scol && head[i][0] && !measurement(head[i]) &&
+          p->nvars < VL_FIT_MAX_VARS) {
         snprintf(p->var[p->nvars], sizeof p->var[0], "%.23s", head[i]);
         vcol[p->nvars++] = (int)i;
       }

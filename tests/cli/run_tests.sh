@@ -75,6 +75,22 @@ check "without NVML the report says so" sh -c "'$vl' report '$tmp/nonvml' --form
 check "a child's allocations count while it lives" json "$tmp/orphan" cuda_alloc_bytes 33554432
 check "and not after it exits" sh -c "grep '\"type\":\"sample\"' '$tmp/orphan/record.jsonl' | tail -1 | grep -q '\"cuda_alloc_bytes\":0'"
 
+# sweep: a grid of runs, a point out of memory, resume, and fit on the table
+: >"$tmp/procs"
+"$vl" sweep --grid mib=16,32,64,128 --grid secs=0.15 --interval-ms 10 --out "$tmp/sweep" -- "$prog" hold {mib} {secs} "$tmp/procs" >/dev/null 2>&1
+check "sweep: one row per point" [ "$(grep -c ',ok$' "$tmp/sweep/sweep.csv")" = 4 ]
+check "sweep: the driver-allocated peak of each point" grep -q '^2,64,0.15,[0-9]*,67108864,' "$tmp/sweep/sweep.csv"
+"$vl" fit --csv "$tmp/sweep/sweep.csv" --terms const,mib --predict mib=256,secs=0.15 --format json >"$tmp/fit.json"
+check "sweep feeds fit" grep -q '"r2": 1' "$tmp/fit.json"
+"$vl" sweep --grid mib=16,32,64,128 --grid secs=0.15 --out "$tmp/sweep" -- "$prog" hold {mib} {secs} "$tmp/procs" 2>"$tmp/err" >/dev/null
+check "sweep resumes: nothing run again" sh -c "! grep -q 'sweep point' '$tmp/err'"
+"$vl" sweep --grid b=1,2 --out "$tmp/oom" -- sh -c 'if [ {b} = 2 ]; then echo "CUDA out of memory" >&2; exit 1; fi' >/dev/null 2>&1
+check "sweep: an out-of-memory point is recorded and the sweep goes on" grep -q '^1,2,0,0,0.00,[0-9.]*,oom$' "$tmp/oom/sweep.csv"
+"$vl" sweep --grid b=1 --grid c=2 --out "$tmp/bad" -- echo {b} 2>/dev/null
+check "sweep: an unused variable is refused" [ $? = 2 ]
+"$vl" sweep --grid b=1 --out "$tmp/bad" -- echo {x} 2>/dev/null
+check "sweep: an undefined placeholder is refused" [ $? = 2 ]
+
 "$vl" run --out "$tmp/kill9job" --quiet -- sh -c 'kill -9 $$'
 check "kill -9 of the job gives 137" [ $? = 137 ]
 check "and its record is complete" json "$tmp/kill9job" exit_status 137
