@@ -107,7 +107,7 @@ static int run_point(const char *self, const char *dir, char **argv, uint64_t in
     int n = 0;
     while (argv[n])
       n++;
-    const char **a = calloc((size_t)n + 8, sizeof *a);
+    const char **a = calloc((size_t)n + 9, sizeof *a); /* 8 of ours + the command + NULL */
     if (!a) _exit(125);
     int k = 0;
     a[k++] = self;
