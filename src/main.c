@@ -18,7 +18,7 @@ static const struct command {
     {"report", cmd_report, vl_help_report, "what a run record says: peaks, layers, findings"},
     {"watch", cmd_watch, vl_help_watch,
      "sample every GPU and process: CSV, JSON Lines, Prometheus, textfiles"},
-        {"sweep", cmd_sweep, vl_help_sweep, "run a command over a grid of values, each point recorded"},
+    {"sweep", cmd_sweep, vl_help_sweep, "run a command over a grid of values, each point recorded"},
     {"sensitivity", cmd_sensitivity, vl_help_sensitivity,
      "Monte Carlo over the inputs: percentiles, P(out of memory) per card, drivers"},
     {"fit", cmd_fit, vl_help_fit, "the memory formula fitted on measured points, with predictions"},
