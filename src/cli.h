@@ -48,6 +48,18 @@ const char *cli_data_dir(void);
 /*! Directory of the Python side: $VRAMLEDGER_PYTHON_DIR or the build's python/. */
 const char *cli_python_dir(void);
 
+struct vl_record;
+struct vl_commitment;
+/*! Read and parse a run record: RUN is a run directory or its
+ * record.jsonl; the file's path goes to path[]. Release with
+ * vl_record_release. On failure prints the error, returns an exit code. */
+int cli_load_record(const char *run, struct vl_record *rec, char *path, size_t path_len);
+/*! Peak process and driver-allocated bytes (and duration) of a run. */
+int cli_run_peaks(const char *run, uint64_t *process, uint64_t *cuda, double *duration_s,
+                  char *path, size_t path_len);
+/*! Read commitment.json; on failure prints the error, returns an exit code. */
+int cli_load_commitment(const char *path, struct vl_commitment *c);
+
 struct vl_arch;
 /*! Load --model (a config.json path or a bundled name) into *arch; on
  * failure prints the error (with suggestions) and returns an exit code. */

@@ -9,10 +9,6 @@
 #include "commands.h"
 #include "vramledger/commitment.h"
 
-int cli_run_peaks(const char *run, uint64_t *process, uint64_t *cuda, double *duration_s,
-                  char *path, size_t path_len);
-int cli_load_commitment(const char *path, struct vl_commitment *c);
-
 enum { O_HELP, O_COMMITMENT, O_RUN, O_PRICE };
 static const struct cli_opt opts[] = {{"help", false, O_HELP},
                                       {"commitment", true, O_COMMITMENT},

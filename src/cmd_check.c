@@ -10,36 +10,12 @@
 #include "vramledger/alloc.h"
 #include "vramledger/commitment.h"
 
-int cli_run_peaks(const char *run, uint64_t *process, uint64_t *cuda, double *duration_s,
-                  char *path, size_t path_len);
-
-/* commitment.json -> struct; prints the error. */
-int cli_load_commitment(const char *path, struct vl_commitment *c) {
-  size_t len = 0;
-  char *text = cli_read_file(path, &len);
-  if (!text) return VL_EXIT_ERROR;
-  struct vl_err err = {""};
-  vl_status s = vl_commitment_parse(text, len, c, &err);
-  vl_free(text);
-  if (s != VL_OK) {
-    cli_error("cannot use the commitment '%s': %s", path, err.msg);
-    return VL_EXIT_ERROR;
-  }
-  return 0;
-}
-
 int cmd_check(int argc, const char **argv) {
   static const char *const names[] = {"--commitment", "--config", "--run", NULL};
-  const char *val[3], *rest[256];
-  int n = 0, rc;
-  if (argc > 255) {
-    cli_error("too many arguments");
-    return VL_EXIT_USAGE;
-  }
-  if ((rc = take_flags(argc, argv, names, val, rest, &n))) return rc;
+  const char *val[3];
   struct est e;
-  est_init(&e);
-  if ((rc = est_parse(n, rest, &e))) return rc;
+  int rc = est_parse_with(argc, argv, names, val, &e);
+  if (rc) return rc;
   if (e.help) {
     fputs(vl_help_check, stdout);
     return VL_EXIT_OK;

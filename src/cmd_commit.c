@@ -15,36 +15,6 @@
 #include "vramledger/record.h"
 #include "vramledger/render.h"
 
-/* Peak process and driver-allocated bytes of a run record. */
-int cli_run_peaks(const char *run, uint64_t *process, uint64_t *cuda, double *duration_s,
-                  char *path, size_t path_len) {
-  struct stat st;
-  if (stat(run, &st) == 0 && S_ISDIR(st.st_mode))
-    snprintf(path, path_len, "%.3900s/record.jsonl", run);
-  else
-    snprintf(path, path_len, "%s", run);
-  size_t len = 0;
-  char *text = cli_read_file(path, &len);
-  if (!text) return VL_EXIT_ERROR;
-  struct vl_record rec;
-  struct vl_err err = {""};
-  vl_status s = vl_record_parse(text, len, &rec, &err);
-  vl_free(text);
-  if (s != VL_OK) {
-    cli_error("cannot read the record '%s': %s", path, err.msg);
-    return VL_EXIT_ERROR;
-  }
-  struct vl_run_summary sum;
-  struct vl_finding f[VL_MAX_FINDINGS];
-  int nf;
-  vl_record_summarize(&rec, &sum, f, &nf);
-  *process = sum.peak_process_bytes;
-  *cuda = sum.peak_cuda_alloc_bytes;
-  if (duration_s) *duration_s = (double)sum.duration_ns * 1e-9;
-  vl_record_release(&rec);
-  return 0;
-}
-
 static int write_file(const char *path, bool md, const struct vl_commit_view *v) {
   FILE *f = fopen(path, "w");
   if (!f || vl_render_commitment(f, md, v) != 0 || fclose(f) != 0) {
@@ -56,16 +26,10 @@ static int write_file(const char *path, bool md, const struct vl_commit_view *v)
 
 int cmd_commit(int argc, const char **argv) {
   static const char *const names[] = {"--out", "--run", "--sla-tokens-per-s", "--gpu-hours", NULL};
-  const char *val[4], *rest[256];
-  int n = 0, rc;
-  if (argc > 255) {
-    cli_error("too many arguments");
-    return VL_EXIT_USAGE;
-  }
-  if ((rc = take_flags(argc, argv, names, val, rest, &n))) return rc;
+  const char *val[4];
   struct est e;
-  est_init(&e);
-  if ((rc = est_parse(n, rest, &e))) return rc;
+  int rc = est_parse_with(argc, argv, names, val, &e);
+  if (rc) return rc;
   if (e.help) {
     fputs(vl_help_commit, stdout);
     return VL_EXIT_OK;

@@ -16,16 +16,10 @@ int cmd_plan(int argc, const char **argv) {
       "--tokens", "--global-batch",   "--gpus",         "--max-gpus", "--deadline-hours",
       "--budget", "--value-per-hour", "--late-penalty", "--mfu",      "--top",
       NULL};
-  const char *val[10], *rest[256];
-  int n = 0, rc;
-  if (argc > 255) {
-    cli_error("too many arguments");
-    return VL_EXIT_USAGE;
-  }
-  if ((rc = take_flags(argc, argv, names, val, rest, &n))) return rc;
+  const char *val[10];
   struct est e;
-  est_init(&e);
-  if ((rc = est_parse(n, rest, &e))) return rc;
+  int rc = est_parse_with(argc, argv, names, val, &e);
+  if (rc) return rc;
   if (e.help) {
     fputs(vl_help_plan, stdout);
     return VL_EXIT_OK;

@@ -51,22 +51,8 @@ int cmd_report(int argc, const char **argv) {
     return VL_EXIT_USAGE;
   }
   char path[PATH_MAX];
-  struct stat st;
-  if (stat(r.run, &st) == 0 && S_ISDIR(st.st_mode))
-    snprintf(path, sizeof path, "%.4000s/record.jsonl", r.run);
-  else
-    snprintf(path, sizeof path, "%s", r.run);
-  size_t len = 0;
-  char *text = cli_read_file(path, &len);
-  if (!text) return VL_EXIT_ERROR;
   struct vl_record rec;
-  struct vl_err err = {""};
-  vl_status s = vl_record_parse(text, len, &rec, &err);
-  vl_free(text);
-  if (s != VL_OK) {
-    cli_error("cannot read the record '%s': %s", path, err.msg);
-    return VL_EXIT_ERROR;
-  }
+  if ((rc = cli_load_record(r.run, &rec, path, sizeof path))) return rc;
   struct vl_run_summary sum;
   struct vl_finding f[VL_MAX_FINDINGS];
   int nf = 0;

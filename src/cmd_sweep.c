@@ -20,9 +20,6 @@
 #define MAX_VARS 6
 #define MAX_VALUES 32
 
-int cli_run_peaks(const char *run, uint64_t *process, uint64_t *cuda, double *duration_s,
-                  char *path, size_t path_len);
-
 struct grid {
   char name[MAX_VARS][24];
   char value[MAX_VARS][MAX_VALUES][32];

@@ -331,3 +331,16 @@ int take_flags(int argc, const char **argv, const char *const *names, const char
   *n_rest = n;
   return 0;
 }
+
+int est_parse_with(int argc, const char **argv, const char *const *names, const char **values,
+                   struct est *e) {
+  const char *rest[256];
+  int n = 0, rc;
+  if (argc > 255) {
+    cli_error("too many arguments");
+    return VL_EXIT_USAGE;
+  }
+  if ((rc = take_flags(argc, argv, names, values, rest, &n))) return rc;
+  est_init(e);
+  return est_parse(n, rest, e);
+}

@@ -38,5 +38,10 @@ int est_gpu(const struct est *e, struct vl_catalog *cat, const struct vl_gpu **g
 int take_flags(int argc, const char **argv, const char *const *names, const char **values,
                const char **rest, int *n_rest);
 
+/*! A command's own flags (names[], values[] as take_flags) and the job
+ * flags of the rest: est_init + est_parse. @return 0 or an exit code. */
+int est_parse_with(int argc, const char **argv, const char *const *names, const char **values,
+                   struct est *e);
+
 #include "vramledger/banned.h"
 #endif

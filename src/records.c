@@ -1,0 +1,61 @@
+/* Run records and commitments for the commands: read, parse, report
+ * errors in the commands' words. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "vramledger/alloc.h"
+#include "vramledger/commitment.h"
+#include "vramledger/record.h"
+
+int cli_load_record(const char *run, struct vl_record *rec, char *path, size_t path_len) {
+  struct stat st;
+  if (stat(run, &st) == 0 && S_ISDIR(st.st_mode))
+    snprintf(path, path_len, "%.3900s/record.jsonl", run);
+  else
+    snprintf(path, path_len, "%s", run);
+  size_t len = 0;
+  char *text = cli_read_file(path, &len);
+  if (!text) return VL_EXIT_ERROR;
+  struct vl_err err = {""};
+  vl_status s = vl_record_parse(text, len, rec, &err);
+  vl_free(text);
+  if (s != VL_OK) {
+    cli_error("cannot read the record '%s': %s", path, err.msg);
+    return VL_EXIT_ERROR;
+  }
+  return 0;
+}
+
+int cli_run_peaks(const char *run, uint64_t *process, uint64_t *cuda, double *duration_s,
+                  char *path, size_t path_len) {
+  struct vl_record rec;
+  int rc = cli_load_record(run, &rec, path, path_len);
+  if (rc) return rc;
+  struct vl_run_summary sum;
+  struct vl_finding f[VL_MAX_FINDINGS];
+  int nf;
+  vl_record_summarize(&rec, &sum, f, &nf);
+  *process = sum.peak_process_bytes;
+  *cuda = sum.peak_cuda_alloc_bytes;
+  if (duration_s) *duration_s = (double)sum.duration_ns * 1e-9;
+  vl_record_release(&rec);
+  return 0;
+}
+
+/* commitment.json -> struct; prints the error. */
+int cli_load_commitment(const char *path, struct vl_commitment *c) {
+  size_t len = 0;
+  char *text = cli_read_file(path, &len);
+  if (!text) return VL_EXIT_ERROR;
+  struct vl_err err = {""};
+  vl_status s = vl_commitment_parse(text, len, c, &err);
+  vl_free(text);
+  if (s != VL_OK) {
+    cli_error("cannot use the commitment '%s': %s", path, err.msg);
+    return VL_EXIT_ERROR;
+  }
+  return 0;
+}
