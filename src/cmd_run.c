@@ -443,6 +443,13 @@ int cmd_run(int argc, const char **argv) {
       json_object_set_new(s, "gpus", jgs);
       json_object_set_new(s, "procs", jp);
     }
+    /* NVML and the counters are read a moment apart: an allocation made in
+     * between would show in NVML but not in the counters and be taken for
+     * context. Read the counters again and keep the larger. */
+    if (ctr) {
+      uint64_t again = read_counters(ctr, &slot_peak);
+      if (again > alloc) alloc = again;
+    }
     json_object_set_new(s, "tree_bytes", json_integer((json_int_t)tree));
     json_object_set_new(s, "tree_procs", json_integer(tree_procs));
     json_object_set_new(s, "other_bytes", json_integer((json_int_t)other));
