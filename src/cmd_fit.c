@@ -122,7 +122,7 @@ int cmd_fit(int argc, const char **argv) {
   struct vl_term_spec t[VL_FIT_MAX_TERMS];
   size_t nt = 0;
   struct vl_fit_result r;
-  double *px = vl_calloc((size_t)f.n_predict * VL_FIT_MAX_VARS + 1, sizeof *px);
+  struct vl_fit_prediction *px = vl_calloc((size_t)f.n_predict + 1, sizeof *px);
   if (!px) {
     vl_points_release(&pts);
     cli_error("out of memory");
@@ -135,8 +135,10 @@ int cmd_fit(int argc, const char **argv) {
     cli_error("cannot fit '%s': %s", f.csv, err.msg);
     rc = VL_EXIT_ERROR;
   } else {
-    for (int i = 0; i < f.n_predict && !rc; i++)
-      rc = parse_point(f.predict[i], &pts, &px[(size_t)i * VL_FIT_MAX_VARS]);
+    for (int i = 0; i < f.n_predict && !rc; i++) {
+      rc = parse_point(f.predict[i], &pts, px[i].x);
+      if (!rc) vl_fit_predict_parts(&r, t, nt, &px[i]);
+    }
     if (!rc) {
       struct vl_fit_view v = {&pts, t, nt, &r, px, (size_t)f.n_predict, f.csv};
       static const enum vl_format map[] = {VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD};

@@ -61,6 +61,16 @@ vl_status vl_fit_points(const struct vl_points *p, const struct vl_term_spec *t,
 /*! Value of each term at x (nvars values). */
 void vl_terms_eval(const struct vl_term_spec *t, size_t nt, const double *x, double *out);
 
+struct vl_fit_prediction {
+  double x[VL_FIT_MAX_VARS];
+  double y, half_width;     /* bytes; 95 % prediction interval */
+  double linear, quadratic; /* constant + linear terms, and terms with a square */
+};
+
+/*! Prediction at p->x, with its interval and its parts, filled into *p. */
+void vl_fit_predict_parts(const struct vl_fit_result *r, const struct vl_term_spec *t, size_t nt,
+                          struct vl_fit_prediction *p);
+
 /*! Prediction at x with its 95 % prediction interval half-width. */
 double vl_fit_predict(const struct vl_fit_result *r, const struct vl_term_spec *t, size_t nt,
                       const double *x, double *half_width);

@@ -124,6 +124,7 @@ int vl_render_plan(FILE *out, enum vl_format fmt, const struct vl_plan_view *v);
 struct vl_points;
 struct vl_term_spec;
 struct vl_fit_result;
+struct vl_fit_prediction;
 
 /* A fit and its predictions. */
 struct vl_fit_view {
@@ -131,7 +132,7 @@ struct vl_fit_view {
   const struct vl_term_spec *terms;
   size_t n_terms;
   const struct vl_fit_result *fit;
-  const double *predict_x; /* n_predict x VL_FIT_MAX_VARS */
+  const struct vl_fit_prediction *predictions;
   size_t n_predict;
   const char *source;
 };

@@ -357,3 +357,20 @@ double vl_fit_predict(const struct vl_fit_result *r, const struct vl_term_spec *
   if (hw) *hw = r->t95 * sqrt(fmax(0.0, var + r->sigma * r->sigma));
   return y;
 }
+
+void vl_fit_predict_parts(const struct vl_fit_result *r, const struct vl_term_spec *t, size_t nt,
+                          struct vl_fit_prediction *p) {
+  p->y = vl_fit_predict(r, t, nt, p->x, &p->half_width);
+  double row[VL_FIT_MAX_TERMS];
+  vl_terms_eval(t, nt, p->x, row);
+  p->linear = p->quadratic = 0;
+  for (size_t k = 0; k < nt; k++) {
+    bool square = false;
+    for (int f = 0; f < t[k].nf; f++)
+      square |= t[k].pow[f] >= 2;
+    if (square)
+      p->quadratic += r->coef[k] * row[k];
+    else
+      p->linear += r->coef[k] * row[k];
+  }
+}

@@ -11,26 +11,6 @@
 
 #define GIB(x) ((x) / (double)(1ull << 30))
 
-/* a term is quadratic when some variable appears squared or more */
-static bool quadratic(const struct vl_term_spec *t) {
-  for (int f = 0; f < t->nf; f++)
-    if (t->pow[f] >= 2) return true;
-  return false;
-}
-
-static void parts(const struct vl_fit_view *v, const double *x, double *lin, double *quad) {
-  double row[VL_FIT_MAX_TERMS];
-  vl_terms_eval(v->terms, v->n_terms, x, row);
-  *lin = *quad = 0;
-  for (size_t k = 0; k < v->n_terms; k++) {
-    double c = v->fit->coef[k] * row[k];
-    if (quadratic(&v->terms[k]))
-      *quad += c;
-    else
-      *lin += c;
-  }
-}
-
 int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
   const struct vl_fit_result *r = v->fit;
   const struct vl_points *p = v->pts;
@@ -51,9 +31,9 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
     json_object_set_new(root, "loo_rel_rms", json_real(r->loo_rel_rms));
     json_object_set_new(root, "loo_rel_max", json_real(r->loo_rel_max));
     for (size_t i = 0; i < v->n_predict; i++) {
-      const double *x = &v->predict_x[i * VL_FIT_MAX_VARS];
-      double hw, lin, quad, y = vl_fit_predict(r, v->terms, v->n_terms, x, &hw);
-      parts(v, x, &lin, &quad);
+      const struct vl_fit_prediction *q = &v->predictions[i];
+      const double *x = q->x;
+      double hw = q->half_width, lin = q->linear, quad = q->quadratic, y = q->y;
       json_t *e = json_object();
       for (size_t k = 0; k < p->nvars; k++)
         json_object_set_new(e, p->var[k], json_real(x[k]));
@@ -85,9 +65,9 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
                     "|\n|---|---:|---:|---:|---:|\n"
                   : "\n  predictions (GiB):\n");
   for (size_t i = 0; i < v->n_predict; i++) {
-    const double *x = &v->predict_x[i * VL_FIT_MAX_VARS];
-    double hw, lin, quad, y = vl_fit_predict(r, v->terms, v->n_terms, x, &hw);
-    parts(v, x, &lin, &quad);
+    const struct vl_fit_prediction *q = &v->predictions[i];
+    const double *x = q->x;
+    double hw = q->half_width, lin = q->linear, quad = q->quadratic, y = q->y;
     char at[128] = "";
     size_t off = 0;
     for (size_t k = 0; k < p->nvars; k++) {
