@@ -7,41 +7,76 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "jobflags.h"
 #include "vramledger/alloc.h"
+#include "vramledger/model.h"
 #include "vramledger/regress.h"
 #include "vramledger/render.h"
 
 #define MAX_PREDICT 64
 
-enum { O_HELP, O_CSV, O_TERMS, O_PREDICT, O_FORMAT };
-static const struct cli_opt opts[] = {{"help", false, O_HELP},    {"csv", true, O_CSV},
-                                      {"terms", true, O_TERMS},   {"predict", true, O_PREDICT},
-                                      {"format", true, O_FORMAT}, {NULL, false, 0}};
+static const char *const measures[] = {"total", "reserved", "allocated", NULL};
+
 struct fo {
-  bool help;
-  const char *csv, *terms;
+  const char *csv, *terms, *compare;
   const char *predict[MAX_PREDICT];
-  int n_predict, fmt;
+  int n_predict;
+  struct est e;
 };
 
-static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
-  struct fo *f = ctx;
-  static const char *const formats[] = {"text", "json", "md", NULL};
-  switch (id) {
-  case O_HELP: f->help = true; break;
-  case O_CSV: f->csv = arg; break;
-  case O_TERMS: f->terms = arg; break;
-  case O_PREDICT:
-    if (f->n_predict == MAX_PREDICT) {
-      cli_error("at most %d --predict", MAX_PREDICT);
+/* fit's own flags (--predict repeats); the rest are the job's flags, for
+ * the estimator at the same points (--model ...), and --format, --help. */
+static int parse(int argc, const char **argv, struct fo *f) {
+  const char *rest[256];
+  int n = 0;
+  if (argc > 255) {
+    cli_error("too many arguments");
+    return VL_EXIT_USAGE;
+  }
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *v = NULL;
+    static const char *const own[] = {"--csv", "--terms", "--predict", "--compare", NULL};
+    int k = -1;
+    for (int m = 0; i > 0 && own[m]; m++) {
+      size_t l = strlen(own[m]);
+      if (!strncmp(a, own[m], l) && (a[l] == '\0' || a[l] == '=')) {
+        k = m;
+        v = a[l] == '=' ? a + l + 1 : NULL;
+        break;
+      }
+    }
+    if (k < 0) {
+      rest[n++] = a;
+      continue;
+    }
+    if (!v && i + 1 >= argc) {
+      cli_error("option '%s' needs a value", own[k]);
       return VL_EXIT_USAGE;
     }
-    f->predict[f->n_predict++] = arg;
-    break;
-  case O_FORMAT:
-    if ((f->fmt = cli_choice(flag, arg, formats)) < 0) return VL_EXIT_USAGE;
-    break;
+    if (!v) v = argv[++i];
+    if (k == 0) {
+      f->csv = v;
+    } else if (k == 1) {
+      f->terms = v;
+    } else if (k == 2) {
+      if (f->n_predict == MAX_PREDICT) {
+        cli_error("at most %d --predict", MAX_PREDICT);
+        return VL_EXIT_USAGE;
+      }
+      f->predict[f->n_predict++] = v;
+    } else {
+      if (cli_choice("compare", v, measures) < 0) return VL_EXIT_USAGE;
+      f->compare = v;
+    }
   }
+  est_init(&f->e);
+  int rc = est_parse(n, rest, &f->e);
+  if (rc || f->e.model || f->e.help) return rc;
+  for (int i = 1; i < n; i++) /* job flags mean nothing without a model */
+    if (strncmp(rest[i], "--format", 8) && (i == 1 || strcmp(rest[i - 1], "--format"))) {
+      cli_error("'%s' describes the job for the estimator: give --model too", rest[i]);
+      return VL_EXIT_USAGE;
+    }
   return 0;
 }
 
@@ -79,11 +114,48 @@ static int parse_point(const char *s, const struct vl_points *p, double *x) {
   return 0;
 }
 
+/* The estimator at every point and every prediction (--model given). */
+static int estimates(const struct fo *f, const struct vl_points *pts, struct vl_fit_prediction *px,
+                     double **out) {
+  struct vl_err err = {""};
+  if (vl_fit_check_vars(pts, &err) != VL_OK) {
+    cli_error("cannot compare '%s' with the estimator: %s", f->csv, err.msg);
+    return VL_EXIT_USAGE;
+  }
+  struct vl_arch arch;
+  int rc = cli_load_model(f->e.model, &arch);
+  if (rc) return rc;
+  int m = 0;
+  while (f->compare && strcmp(measures[m], f->compare))
+    m++;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  double *est = vl_calloc(pts->n + 1, sizeof *est);
+  if (!est) {
+    cli_error("out of memory");
+    return VL_EXIT_ERROR;
+  }
+  vl_status s = VL_OK;
+  for (size_t i = 0; i < pts->n && s == VL_OK; i++)
+    s = vl_fit_estimate_at(pts, pts->x + i * VL_FIT_MAX_VARS, &arch, &f->e.job, &ov,
+                           (enum vl_fit_measure)m, &est[i], &err);
+  for (int i = 0; i < f->n_predict && s == VL_OK; i++)
+    s = vl_fit_estimate_at(pts, px[i].x, &arch, &f->e.job, &ov, (enum vl_fit_measure)m,
+                           &px[i].estimate, &err);
+  if (s != VL_OK) {
+    cli_error("cannot estimate at the points of '%s': %s", f->csv, err.msg);
+    vl_free(est);
+    return s == VL_ENOMEM ? VL_EXIT_ERROR : VL_EXIT_USAGE;
+  }
+  *out = est;
+  return 0;
+}
+
 int cmd_fit(int argc, const char **argv) {
   struct fo f = {0};
-  int rc = cli_parse(argc, argv, opts, on_opt, &f);
+  int rc = parse(argc, argv, &f);
   if (rc) return rc;
-  if (f.help) {
+  if (f.e.help) {
     fputs(vl_help_fit, stdout);
     return VL_EXIT_OK;
   }
@@ -139,11 +211,17 @@ int cmd_fit(int argc, const char **argv) {
       rc = parse_point(f.predict[i], &pts, px[i].x);
       if (!rc) vl_fit_predict_parts(&r, t, nt, &px[i]);
     }
+    double *est = NULL;
+    if (!rc && f.e.model) rc = estimates(&f, &pts, px, &est);
     if (!rc) {
-      struct vl_fit_view v = {&pts, t, nt, &r, px, (size_t)f.n_predict, f.csv};
-      static const enum vl_format map[] = {VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD};
-      rc = vl_render_fit(stdout, map[f.fmt], &v) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
+      struct vl_fit_view v = {&pts,      t,
+                              nt,        &r,
+                              px,        (size_t)f.n_predict,
+                              f.csv,     est,
+                              f.e.model, f.compare ? f.compare : measures[0]};
+      rc = vl_render_fit(stdout, f.e.fmt, &v) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
     }
+    vl_free(est);
   }
   vl_free(px);
   vl_points_release(&pts);

@@ -3,6 +3,7 @@
  * configurations). Least squares by GSL (gsl_multifit_linear). Pure. */
 #ifndef VRAMLEDGER_REGRESS_H
 #define VRAMLEDGER_REGRESS_H
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "vramledger/status.h"
@@ -13,7 +14,7 @@
 struct vl_points {
   size_t n, nvars;
   char var[VL_FIT_MAX_VARS][24]; /* column names, e.g. "batch", "seq" */
-  double *x;                     /* n x nvars, row major */
+  double *x;                     /* n rows of VL_FIT_MAX_VARS (nvars used) */
   double *y;                     /* peak_bytes */
   size_t skipped;                /* rows whose status was not ok (out of memory, ...) */
 };
@@ -65,6 +66,7 @@ struct vl_fit_prediction {
   double x[VL_FIT_MAX_VARS];
   double y, half_width;     /* bytes; 95 % prediction interval */
   double linear, quadratic; /* constant + linear terms, and terms with a square */
+  double estimate;          /* the estimator at x, bytes; NAN when not asked */
 };
 
 /*! Prediction at p->x, with its interval and its parts, filled into *p. */
@@ -74,5 +76,36 @@ void vl_fit_predict_parts(const struct vl_fit_result *r, const struct vl_term_sp
 /*! Prediction at x with its 95 % prediction interval half-width. */
 double vl_fit_predict(const struct vl_fit_result *r, const struct vl_term_spec *t, size_t nt,
                       const double *x, double *half_width);
+
+/* ---- the estimator at the same points (lib/decide/fitest.c) ------------- */
+
+struct vl_arch;
+struct vl_job;
+struct vl_overheads;
+
+/* Which of the estimator's peaks the points' peak_bytes measure. */
+enum vl_fit_measure {
+  VL_FIT_TOTAL,     /* NVML process memory (what `sweep` writes) */
+  VL_FIT_RESERVED,  /* torch.cuda.max_memory_reserved() */
+  VL_FIT_ALLOCATED, /* torch.cuda.max_memory_allocated() */
+};
+
+/*! Every variable of the points is one the estimator knows (batch, seq).
+ * @return VL_OK or VL_EINVAL naming the variable. */
+vl_status vl_fit_check_vars(const struct vl_points *p, struct vl_err *err) VL_MUST_USE;
+
+/*! The estimator's peak (*bytes) for the job base with the points'
+ * variables set to x. @return VL_OK; VL_ERANGE for a value that is not a
+ * whole number; what vl_bill_compute returns otherwise. */
+vl_status vl_fit_estimate_at(const struct vl_points *p, const double *x, const struct vl_arch *arch,
+                             const struct vl_job *base, const struct vl_overheads *ov,
+                             enum vl_fit_measure m, double *bytes, struct vl_err *err) VL_MUST_USE;
+
+/* The estimator and the fit disagree when they are further apart than this
+ * share of the fit and than the fit's 95 % prediction interval. */
+#define VL_FIT_DISAGREE 0.10
+
+/*! |estimate - fit| > max(VL_FIT_DISAGREE * fit, half_width). */
+bool vl_fit_disagrees(double fit, double half_width, double estimate);
 
 #endif

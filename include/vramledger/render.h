@@ -135,6 +135,9 @@ struct vl_fit_view {
   const struct vl_fit_prediction *predictions;
   size_t n_predict;
   const char *source;
+  const double *estimate; /* the estimator at each point (pts->n), or NULL */
+  const char *model;      /* the estimator's model, when estimate */
+  const char *measure;    /* which peak: "total", "reserved", "allocated" */
 };
 
 /*! The fitted formula, its quality and the predictions. */

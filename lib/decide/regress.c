@@ -361,6 +361,7 @@ double vl_fit_predict(const struct vl_fit_result *r, const struct vl_term_spec *
 void vl_fit_predict_parts(const struct vl_fit_result *r, const struct vl_term_spec *t, size_t nt,
                           struct vl_fit_prediction *p) {
   p->y = vl_fit_predict(r, t, nt, p->x, &p->half_width);
+  p->estimate = NAN;
   double row[VL_FIT_MAX_TERMS];
   vl_terms_eval(t, nt, p->x, row);
   p->linear = p->quadratic = 0;

@@ -11,6 +11,58 @@
 
 #define GIB(x) ((x) / (double)(1ull << 30))
 
+static void at_str(const struct vl_points *p, const double *x, char *at, size_t n) {
+  size_t off = 0;
+  at[0] = '\0';
+  for (size_t k = 0; k < p->nvars; k++) {
+    int w = snprintf(at + off, n - off, "%s%s=%g", k ? "," : "", p->var[k], x[k]);
+    if (w < 0 || (size_t)w >= n - off) break;
+    off += (size_t)w;
+  }
+}
+
+static double rel(double a, double b) { return b != 0 ? (a - b) / b : 0; }
+
+/* The estimator against each measured point: mean |error| and the worst. */
+static void summary(const struct vl_fit_view *v, double *mean_abs, size_t *worst, size_t *beyond) {
+  double sum = 0, w = -1;
+  *worst = 0;
+  *beyond = 0;
+  for (size_t i = 0; i < v->pts->n; i++) {
+    double e = fabs(rel(v->estimate[i], v->pts->y[i]));
+    sum += e;
+    if (e > w) w = e, *worst = i;
+    if (e > VL_FIT_DISAGREE) (*beyond)++;
+  }
+  *mean_abs = v->pts->n ? sum / (double)v->pts->n : 0;
+}
+
+static json_t *estimator_json(const struct vl_fit_view *v) {
+  const struct vl_points *p = v->pts;
+  json_t *e = json_object(), *pts = json_array();
+  json_object_set_new(e, "model", json_string(v->model));
+  json_object_set_new(e, "measure", json_string(v->measure));
+  for (size_t i = 0; i < p->n; i++) {
+    json_t *q = json_object();
+    for (size_t k = 0; k < p->nvars; k++)
+      json_object_set_new(q, p->var[k], json_real(p->x[i * VL_FIT_MAX_VARS + k]));
+    json_object_set_new(q, "measured_bytes", json_integer((json_int_t)llround(p->y[i])));
+    json_object_set_new(q, "estimate_bytes", json_integer((json_int_t)llround(v->estimate[i])));
+    json_object_set_new(q, "rel_error", json_real(rel(v->estimate[i], p->y[i])));
+    json_array_append_new(pts, q);
+  }
+  json_object_set_new(e, "points", pts);
+  double mean;
+  size_t worst, beyond;
+  summary(v, &mean, &worst, &beyond);
+  json_object_set_new(e, "mean_abs_rel_error", json_real(mean));
+  json_object_set_new(e, "max_abs_rel_error",
+                      json_real(p->n ? fabs(rel(v->estimate[worst], p->y[worst])) : 0));
+  json_object_set_new(e, "points_beyond", json_integer((json_int_t)beyond));
+  json_object_set_new(e, "threshold", json_real(VL_FIT_DISAGREE));
+  return e;
+}
+
 int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
   const struct vl_fit_result *r = v->fit;
   const struct vl_points *p = v->pts;
@@ -42,9 +94,14 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
       json_object_set_new(e, "high_bytes", json_integer((json_int_t)llround(y + hw)));
       json_object_set_new(e, "linear_bytes", json_integer((json_int_t)llround(lin)));
       json_object_set_new(e, "quadratic_bytes", json_integer((json_int_t)llround(quad)));
+      if (v->estimate) {
+        json_object_set_new(e, "estimate_bytes", json_integer((json_int_t)llround(q->estimate)));
+        json_object_set_new(e, "disagree", json_boolean(vl_fit_disagrees(y, hw, q->estimate)));
+      }
       json_array_append_new(pred, e);
     }
     json_object_set_new(root, "predictions", pred);
+    if (v->estimate) json_object_set_new(root, "estimator", estimator_json(v));
     int rc = json_dumpf(root, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
     json_decref(root);
     fputc('\n', o);
@@ -61,27 +118,58 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
   fprintf(o, "%sR² %.5f, residual sigma %.3f GiB, leave-one-out error %.2f %% rms, %.2f %% max\n",
           md ? "\n" : "\n  ", r->r2, GIB(r->sigma), 100 * r->loo_rel_rms, 100 * r->loo_rel_max);
   if (v->n_predict)
-    fprintf(o, md ? "\n| at | peak GiB | 95 %% interval GiB | constant + linear | quadratic "
-                    "|\n|---|---:|---:|---:|---:|\n"
-                  : "\n  predictions (GiB):\n");
+    fprintf(o,
+            md ? "\n| at | peak GiB | 95 %% interval GiB | constant + linear | quadratic |%s\n"
+                 "|---|---:|---:|---:|---:|%s\n"
+               : "\n  predictions (GiB):\n",
+            v->estimate ? " estimator GiB |" : "", v->estimate ? "---:|" : "");
   for (size_t i = 0; i < v->n_predict; i++) {
     const struct vl_fit_prediction *q = &v->predictions[i];
-    const double *x = q->x;
     double hw = q->half_width, lin = q->linear, quad = q->quadratic, y = q->y;
-    char at[128] = "";
-    size_t off = 0;
-    for (size_t k = 0; k < p->nvars; k++) {
-      int w = snprintf(at + off, sizeof at - off, "%s%s=%g", k ? "," : "", p->var[k], x[k]);
-      if (w < 0 || (size_t)w >= sizeof at - off) break;
-      off += (size_t)w;
-    }
+    char at[128];
+    at_str(p, q->x, at, sizeof at);
     if (md)
-      fprintf(o, "| %s | %.2f | %.2f – %.2f | %.2f | %.2f |\n", at, GIB(y), GIB(y - hw),
-              GIB(y + hw), GIB(lin), GIB(quad));
+      fprintf(o, "| %s | %.2f | %.2f – %.2f | %.2f | %.2f |", at, GIB(y), GIB(y - hw), GIB(y + hw),
+              GIB(lin), GIB(quad));
     else
-      fprintf(o, "  %-28s %9.2f  [%.2f, %.2f]  constant+linear %.2f, quadratic %.2f%s\n", at,
-              GIB(y), GIB(y - hw), GIB(y + hw), GIB(lin), GIB(quad),
+      fprintf(o, "  %-28s %9.2f  [%.2f, %.2f]  constant+linear %.2f, quadratic %.2f%s", at, GIB(y),
+              GIB(y - hw), GIB(y + hw), GIB(lin), GIB(quad),
               quad > lin ? "  <- quadratic dominates" : "");
+    if (v->estimate) {
+      bool off = vl_fit_disagrees(y, hw, q->estimate);
+      if (md)
+        fprintf(o, " %.2f (%+.1f %%)%s |", GIB(q->estimate), 100 * rel(q->estimate, y),
+                off ? " **disagree**" : "");
+      else
+        fprintf(o, "\n  %-28s %9s  estimator %.2f (%+.1f %%)%s", "", "", GIB(q->estimate),
+                100 * rel(q->estimate, y), off ? "  <- fit and estimator disagree" : "");
+    }
+    fputc('\n', o);
+  }
+  if (v->estimate) {
+    fprintf(o,
+            md ? "\n### Estimator (%s, %s peak) at the measured points\n\n| at | measured GiB | "
+                 "estimate GiB | error |\n|---|---:|---:|---:|\n"
+               : "\n  estimator (%s, %s peak) at the measured points (GiB):\n",
+            v->model, v->measure);
+    for (size_t i = 0; i < p->n; i++) {
+      char at[128];
+      at_str(p, p->x + i * VL_FIT_MAX_VARS, at, sizeof at);
+      double e = v->estimate[i], m = p->y[i];
+      fprintf(o,
+              md ? "| %s | %.2f | %.2f | %+.1f %% |\n"
+                 : "  %-28s measured %7.2f  estimate %7.2f  %+6.1f %%%s\n",
+              at, GIB(m), GIB(e), 100 * rel(e, m),
+              !md && fabs(rel(e, m)) > VL_FIT_DISAGREE ? "  <- beyond 10 %" : "");
+    }
+    double mean;
+    size_t worst, beyond;
+    summary(v, &mean, &worst, &beyond);
+    char at[128] = "";
+    if (p->n) at_str(p, p->x + worst * VL_FIT_MAX_VARS, at, sizeof at);
+    fprintf(o, "%smean |error| %.1f %%, worst %+.1f %% at %s; %zu of %zu points beyond %.0f %%\n",
+            md ? "\n" : "  ", 100 * mean, p->n ? 100 * rel(v->estimate[worst], p->y[worst]) : 0.0,
+            at, beyond, p->n, 100 * VL_FIT_DISAGREE);
   }
   return ferror(o) ? -1 : 0;
 }

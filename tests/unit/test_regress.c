@@ -1,5 +1,6 @@
 /* lib/decide/regress.c: points, terms and the least squares. */
 #include "testutil.h"
+#include "vramledger/model.h"
 #include "vramledger/regress.h"
 
 static void recovers_a_known_formula(void **state) {
@@ -63,8 +64,57 @@ static void refuses_what_it_cannot_fit(void **state) {
   assert_int_equal(vl_points_parse(nopeak, strlen(nopeak), NULL, 0, &p, &err), VL_EKEY);
 }
 
+/* The estimator at a point is the bill of the job with that point's batch
+ * and seq, and the measure picks which of the bill's peaks. */
+static void estimates_at_the_points(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/gpt2.json", &a);
+  struct vl_job j;
+  vl_job_init(&j);
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  const char *csv = "seq,batch,peak_bytes\n512,2,1\n1024,4,2\n";
+  struct vl_points p;
+  struct vl_err err = {""};
+  assert_int_equal(vl_points_parse(csv, strlen(csv), NULL, 0, &p, &err), VL_OK);
+  assert_int_equal(vl_fit_check_vars(&p, &err), VL_OK);
+  static struct vl_bill b;
+  for (size_t i = 0; i < p.n; i++) {
+    struct vl_job k = j;
+    k.seq = (uint64_t)p.x[i * VL_FIT_MAX_VARS];
+    k.batch = (uint64_t)p.x[i * VL_FIT_MAX_VARS + 1];
+    assert_int_equal(vl_bill_compute(&a, &k, &ov, &b, &err), VL_OK);
+    double t, r, al;
+    const double *x = p.x + i * VL_FIT_MAX_VARS;
+    assert_int_equal(vl_fit_estimate_at(&p, x, &a, &j, &ov, VL_FIT_TOTAL, &t, &err), VL_OK);
+    assert_int_equal(vl_fit_estimate_at(&p, x, &a, &j, &ov, VL_FIT_RESERVED, &r, &err), VL_OK);
+    assert_int_equal(vl_fit_estimate_at(&p, x, &a, &j, &ov, VL_FIT_ALLOCATED, &al, &err), VL_OK);
+    assert_true(t == (double)b.total_bytes);
+    assert_true(r == (double)b.peak_reserved_bytes);
+    assert_true(al == (double)b.peak_allocated_bytes);
+    assert_true(al <= r && r < t);
+  }
+  double bad[VL_FIT_MAX_VARS] = {512.5, 2}, y;
+  assert_int_equal(vl_fit_estimate_at(&p, bad, &a, &j, &ov, VL_FIT_TOTAL, &y, &err), VL_ERANGE);
+  assert_non_null(strstr(err.msg, "seq=512.5"));
+  vl_points_release(&p);
+  const char *other = "batch,accum,peak_bytes\n1,1,1\n";
+  assert_int_equal(vl_points_parse(other, strlen(other), NULL, 0, &p, &err), VL_OK);
+  assert_int_equal(vl_fit_check_vars(&p, &err), VL_EINVAL);
+  assert_non_null(strstr(err.msg, "'accum'"));
+  vl_points_release(&p);
+  /* apart by more than 10 % of the fit and more than its interval */
+  assert_false(vl_fit_disagrees(100, 5, 109));
+  assert_true(vl_fit_disagrees(100, 5, 111));
+  assert_false(vl_fit_disagrees(100, 20, 115));
+  assert_true(vl_fit_disagrees(100, 5, 85));
+  assert_false(vl_fit_disagrees(100, 5, NAN));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(recovers_a_known_formula),
-                                     cmocka_unit_test(refuses_what_it_cannot_fit)};
+                                     cmocka_unit_test(refuses_what_it_cannot_fit),
+                                     cmocka_unit_test(estimates_at_the_points)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
