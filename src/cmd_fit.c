@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -14,11 +15,15 @@
 #include "vramledger/render.h"
 
 #define MAX_PREDICT 64
+#define MAX_SOURCES 32
 
 static const char *const measures[] = {"total", "reserved", "allocated", NULL};
 
 struct fo {
-  const char *csv, *terms, *compare;
+  const char *src[MAX_SOURCES]; /* CSV files or sweep directories */
+  int n_src;
+  char label[4200]; /* what the fit is of, for messages and the report */
+  const char *terms, *compare;
   const char *predict[MAX_PREDICT];
   int n_predict;
   struct est e;
@@ -26,6 +31,56 @@ struct fo {
 
 /* fit's own flags (--predict repeats); the rest are the job's flags, for
  * the estimator at the same points (--model ...), and --format, --help. */
+/* One source: a CSV, or a sweep's directory (its sweep.csv). */
+static int load_one(const char *src, struct vl_points *p, char *path, size_t n) {
+  struct stat st;
+  bool dir = stat(src, &st) == 0 && S_ISDIR(st.st_mode);
+  snprintf(path, n, dir ? "%s/sweep.csv" : "%s", src);
+  size_t len = 0;
+  char *text = cli_read_file(path, &len);
+  if (!text) {
+    if (dir) cli_hint("a directory given to fit is a sweep's --out, with its sweep.csv");
+    return VL_EXIT_ERROR;
+  }
+  struct vl_err err = {""};
+  vl_status s = vl_points_parse(text, len, NULL, 0, p, &err);
+  vl_free(text);
+  if (s != VL_OK) {
+    cli_error("cannot read '%s': %s", path, err.msg);
+    return VL_EXIT_ERROR;
+  }
+  return 0;
+}
+
+/* All sources' points in one set; the label names them. */
+static int load_points(struct fo *f, struct vl_points *pts) {
+  char path[4096];
+  int rc = load_one(f->src[0], pts, path, sizeof path);
+  if (rc) return rc;
+  snprintf(f->label, sizeof f->label, "%s", path);
+  for (int i = 1; i < f->n_src; i++) {
+    struct vl_points more;
+    if ((rc = load_one(f->src[i], &more, path, sizeof path))) break;
+    struct vl_err err = {""};
+    vl_status s = vl_points_append(pts, &more, &err);
+    vl_points_release(&more);
+    if (s != VL_OK) {
+      cli_error("cannot add '%s' to '%s': %s", path, f->label, err.msg);
+      rc = VL_EXIT_ERROR;
+      break;
+    }
+  }
+  if (rc) {
+    vl_points_release(pts);
+    return rc;
+  }
+  if (f->n_src > 1) {
+    size_t l = strlen(f->label);
+    snprintf(f->label + l, sizeof f->label - l, " and %d more", f->n_src - 1);
+  }
+  return 0;
+}
+
 static int parse(int argc, const char **argv, struct fo *f) {
   const char *rest[256];
   int n = 0;
@@ -33,11 +88,20 @@ static int parse(int argc, const char **argv, struct fo *f) {
     cli_error("too many arguments");
     return VL_EXIT_USAGE;
   }
-  for (int i = 0; i < argc; i++) {
+  int i = 1;
+  rest[n++] = argv[0];
+  for (; i < argc && argv[i][0] != '-'; i++) { /* leading RUN_DIRS */
+    if (f->n_src == MAX_SOURCES) {
+      cli_error("at most %d sweeps or CSV files", MAX_SOURCES);
+      return VL_EXIT_USAGE;
+    }
+    f->src[f->n_src++] = argv[i];
+  }
+  for (; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
     static const char *const own[] = {"--csv", "--terms", "--predict", "--compare", NULL};
     int k = -1;
-    for (int m = 0; i > 0 && own[m]; m++) {
+    for (int m = 0; own[m]; m++) {
       size_t l = strlen(own[m]);
       if (!strncmp(a, own[m], l) && (a[l] == '\0' || a[l] == '=')) {
         k = m;
@@ -55,7 +119,11 @@ static int parse(int argc, const char **argv, struct fo *f) {
     }
     if (!v) v = argv[++i];
     if (k == 0) {
-      f->csv = v;
+      if (f->n_src == MAX_SOURCES) {
+        cli_error("at most %d sweeps or CSV files", MAX_SOURCES);
+        return VL_EXIT_USAGE;
+      }
+      f->src[f->n_src++] = v;
     } else if (k == 1) {
       f->terms = v;
     } else if (k == 2) {
@@ -72,9 +140,9 @@ static int parse(int argc, const char **argv, struct fo *f) {
   est_init(&f->e);
   int rc = est_parse(n, rest, &f->e);
   if (rc || f->e.model || f->e.help) return rc;
-  for (int i = 1; i < n; i++) /* job flags mean nothing without a model */
-    if (strncmp(rest[i], "--format", 8) && (i == 1 || strcmp(rest[i - 1], "--format"))) {
-      cli_error("'%s' describes the job for the estimator: give --model too", rest[i]);
+  for (int j = 1; j < n; j++) /* job flags mean nothing without a model */
+    if (strncmp(rest[j], "--format", 8) && (j == 1 || strcmp(rest[j - 1], "--format"))) {
+      cli_error("'%s' describes the job for the estimator: give --model too", rest[j]);
       return VL_EXIT_USAGE;
     }
   return 0;
@@ -119,7 +187,7 @@ static int estimates(const struct fo *f, const struct vl_points *pts, struct vl_
                      double **out) {
   struct vl_err err = {""};
   if (vl_fit_check_vars(pts, &err) != VL_OK) {
-    cli_error("cannot compare '%s' with the estimator: %s", f->csv, err.msg);
+    cli_error("cannot compare '%s' with the estimator: %s", f->label, err.msg);
     return VL_EXIT_USAGE;
   }
   struct vl_arch arch;
@@ -143,7 +211,7 @@ static int estimates(const struct fo *f, const struct vl_points *pts, struct vl_
     s = vl_fit_estimate_at(pts, px[i].x, &arch, &f->e.job, &ov, (enum vl_fit_measure)m,
                            &px[i].estimate, &err);
   if (s != VL_OK) {
-    cli_error("cannot estimate at the points of '%s': %s", f->csv, err.msg);
+    cli_error("cannot estimate at the points of '%s': %s", f->label, err.msg);
     vl_free(est);
     return s == VL_ENOMEM ? VL_EXIT_ERROR : VL_EXIT_USAGE;
   }
@@ -159,21 +227,15 @@ int cmd_fit(int argc, const char **argv) {
     fputs(vl_help_fit, stdout);
     return VL_EXIT_OK;
   }
-  if (!f.csv) {
-    cli_error("fit needs --csv FILE (columns: the variables, peak_bytes, optionally status)");
+  if (!f.n_src) {
+    cli_error("fit needs the points: --csv FILE (columns: the variables, peak_bytes, optionally "
+              "status) or the directory of a sweep");
     return VL_EXIT_USAGE;
   }
-  size_t len = 0;
-  char *text = cli_read_file(f.csv, &len);
-  if (!text) return VL_EXIT_ERROR;
   struct vl_points pts;
+  if ((rc = load_points(&f, &pts))) return rc;
+  vl_status s;
   struct vl_err err = {""};
-  vl_status s = vl_points_parse(text, len, NULL, 0, &pts, &err);
-  vl_free(text);
-  if (s != VL_OK) {
-    cli_error("cannot read '%s': %s", f.csv, err.msg);
-    return VL_EXIT_ERROR;
-  }
   bool has_b = false, has_s = false;
   for (size_t k = 0; k < pts.nvars; k++) {
     has_b |= !strcmp(pts.var[k], "batch");
@@ -204,7 +266,7 @@ int cmd_fit(int argc, const char **argv) {
     cli_error("--terms: %s", err.msg);
     rc = VL_EXIT_USAGE;
   } else if ((s = vl_fit_points(&pts, t, nt, &r, &err)) != VL_OK) {
-    cli_error("cannot fit '%s': %s", f.csv, err.msg);
+    cli_error("cannot fit '%s': %s", f.label, err.msg);
     rc = VL_EXIT_ERROR;
   } else {
     for (int i = 0; i < f.n_predict && !rc; i++) {
@@ -217,7 +279,7 @@ int cmd_fit(int argc, const char **argv) {
       struct vl_fit_view v = {&pts,      t,
                               nt,        &r,
                               px,        (size_t)f.n_predict,
-                              f.csv,     est,
+                              f.label,   est,
                               f.e.model, f.compare ? f.compare : measures[0]};
       rc = vl_render_fit(stdout, f.e.fmt, &v) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
     }

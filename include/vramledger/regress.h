@@ -28,6 +28,11 @@ vl_status vl_points_parse(const char *text, size_t len, const char *const *vars,
                           struct vl_points *p, struct vl_err *err) VL_MUST_USE;
 void vl_points_release(struct vl_points *p);
 
+/*! Append src's points to dst; both must have the same variables (in any
+ * order). @return VL_OK, VL_EKEY naming both sets, VL_ENOMEM. */
+vl_status vl_points_append(struct vl_points *dst, const struct vl_points *src,
+                           struct vl_err *err) VL_MUST_USE;
+
 /* A term: a product of variables with powers ("const" has none). */
 struct vl_term_spec {
   char name[32];

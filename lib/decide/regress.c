@@ -165,6 +165,40 @@ nomem:
   return vl__fail(err, VL_ENOMEM, "out of memory reading the points");
 }
 
+vl_status vl_points_append(struct vl_points *dst, const struct vl_points *src, struct vl_err *err) {
+  int map[VL_FIT_MAX_VARS];
+  bool same = src->nvars == dst->nvars;
+  for (size_t k = 0; same && k < dst->nvars; k++) {
+    map[k] = -1;
+    for (size_t m = 0; m < src->nvars; m++)
+      if (!strcmp(src->var[m], dst->var[k])) map[k] = (int)m;
+    same = map[k] >= 0;
+  }
+  if (!same) {
+    char a[256] = "", b[256] = "";
+    for (size_t k = 0; k < dst->nvars; k++)
+      snprintf(a + strlen(a), sizeof a - strlen(a), "%s%s", k ? "," : "", dst->var[k]);
+    for (size_t k = 0; k < src->nvars; k++)
+      snprintf(b + strlen(b), sizeof b - strlen(b), "%s%s", k ? "," : "", src->var[k]);
+    return vl__fail(err, VL_EKEY, "the variables differ (%s against %s)", b, a);
+  }
+  size_t n = dst->n + src->n;
+  double *nx = vl_realloc(dst->x, (n ? n : 1) * VL_FIT_MAX_VARS * sizeof *nx);
+  if (!nx) return vl__fail(err, VL_ENOMEM, "out of memory merging the points");
+  dst->x = nx;
+  double *ny = vl_realloc(dst->y, (n ? n : 1) * sizeof *ny);
+  if (!ny) return vl__fail(err, VL_ENOMEM, "out of memory merging the points");
+  dst->y = ny;
+  for (size_t i = 0; i < src->n; i++) {
+    for (size_t k = 0; k < dst->nvars; k++)
+      dst->x[(dst->n + i) * VL_FIT_MAX_VARS + k] = src->x[i * VL_FIT_MAX_VARS + (size_t)map[k]];
+    dst->y[dst->n + i] = src->y[i];
+  }
+  dst->n = n;
+  dst->skipped += src->skipped;
+  return VL_OK;
+}
+
 void vl_points_release(struct vl_points *p) {
   if (!p) return;
   vl_free(p->x);

@@ -80,7 +80,7 @@ check "and not after it exits" sh -c "grep '\"type\":\"sample\"' '$tmp/orphan/re
 "$vl" sweep --grid mib=16,32,64,128 --grid secs=0.15 --interval-ms 10 --out "$tmp/sweep" -- "$prog" hold {mib} {secs} "$tmp/procs" >/dev/null 2>&1
 check "sweep: one row per point" [ "$(grep -c ',ok$' "$tmp/sweep/sweep.csv")" = 4 ]
 check "sweep: the driver-allocated peak of each point" grep -q '^2,64,0.15,[0-9]*,67108864,' "$tmp/sweep/sweep.csv"
-"$vl" fit --csv "$tmp/sweep/sweep.csv" --terms const,mib --predict mib=256,secs=0.15 --format json >"$tmp/fit.json"
+"$vl" fit "$tmp/sweep" --terms const,mib --predict mib=256,secs=0.15 --format json >"$tmp/fit.json"
 check "sweep feeds fit" grep -q '"r2": 1' "$tmp/fit.json"
 "$vl" sweep --grid mib=16,32,64,128 --grid secs=0.15 --out "$tmp/sweep" -- "$prog" hold {mib} {secs} "$tmp/procs" 2>"$tmp/err" >/dev/null
 check "sweep resumes: nothing run again" sh -c "! grep -q 'sweep point' '$tmp/err'"

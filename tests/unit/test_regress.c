@@ -112,9 +112,33 @@ static void estimates_at_the_points(void **state) {
   assert_false(vl_fit_disagrees(100, 5, NAN));
 }
 
+/* Two sweeps with their columns in another order make one set of points. */
+static void merges_points_by_name(void **state) {
+  (void)state;
+  const char *a = "batch,seq,peak_bytes\n1,256,10\n2,256,20\n";
+  const char *b = "seq,batch,peak_bytes,status\n512,4,80,ok\n1024,8,0,oom\n";
+  const char *c = "batch,accum,peak_bytes\n1,1,1\n";
+  struct vl_points p, q;
+  struct vl_err err = {""};
+  assert_int_equal(vl_points_parse(a, strlen(a), NULL, 0, &p, &err), VL_OK);
+  assert_int_equal(vl_points_parse(b, strlen(b), NULL, 0, &q, &err), VL_OK);
+  assert_int_equal(vl_points_append(&p, &q, &err), VL_OK);
+  vl_points_release(&q);
+  assert_int_equal(p.n, 3);
+  assert_int_equal(p.skipped, 1);
+  assert_true(p.x[2 * VL_FIT_MAX_VARS] == 4 && p.x[2 * VL_FIT_MAX_VARS + 1] == 512);
+  assert_true(p.y[2] == 80);
+  assert_int_equal(vl_points_parse(c, strlen(c), NULL, 0, &q, &err), VL_OK);
+  assert_int_equal(vl_points_append(&p, &q, &err), VL_EKEY);
+  assert_non_null(strstr(err.msg, "batch,accum against batch,seq"));
+  assert_int_equal(p.n, 3);
+  vl_points_release(&q);
+  vl_points_release(&p);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(recovers_a_known_formula),
-                                     cmocka_unit_test(refuses_what_it_cannot_fit),
-                                     cmocka_unit_test(estimates_at_the_points)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(recovers_a_known_formula), cmocka_unit_test(refuses_what_it_cannot_fit),
+      cmocka_unit_test(estimates_at_the_points), cmocka_unit_test(merges_points_by_name)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
