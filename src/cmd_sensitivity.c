@@ -77,7 +77,7 @@ int cmd_sensitivity(int argc, const char **argv) {
   memset(&q, 0, sizeof q);
   q.samples = 100000;
   q.seed = 1;
-  const char *rest[256], *vary[VL_SENS_MAX_VARY], *gpus = NULL, *dist = "uniform";
+  const char *rest[256], *vary[VL_SENS_MAX_VARY], *gpus = NULL, *dist = "uniform", *fit = NULL;
   int n = 0, nv = 0, rc;
   if (argc > 255) {
     cli_error("too many arguments");
@@ -85,8 +85,9 @@ int cmd_sensitivity(int argc, const char **argv) {
   }
   for (int i = 0; i < argc; i++) { /* our own flags; the rest are estimate's */
     const char *a = argv[i];
-    bool takes = i > 0 && (!strcmp(a, "--vary") || !strcmp(a, "--samples") ||
-                           !strcmp(a, "--seed") || !strcmp(a, "--gpus") || !strcmp(a, "--dist"));
+    bool takes =
+        i > 0 && (!strcmp(a, "--vary") || !strcmp(a, "--samples") || !strcmp(a, "--seed") ||
+                  !strcmp(a, "--gpus") || !strcmp(a, "--dist") || !strcmp(a, "--fit"));
     if (!takes) {
       rest[n++] = a;
       continue;
@@ -108,6 +109,8 @@ int cmd_sensitivity(int argc, const char **argv) {
       if ((rc = cli_u64("seed", v, 0, UINT32_MAX, &q.seed))) return rc;
     } else if (!strcmp(a, "--gpus")) {
       gpus = v;
+    } else if (!strcmp(a, "--fit")) {
+      fit = v;
     } else {
       static const char *const d[] = {"uniform", "normal", NULL};
       if (cli_choice("dist", v, d) < 0) return VL_EXIT_USAGE;
@@ -121,16 +124,34 @@ int cmd_sensitivity(int argc, const char **argv) {
     fputs(vl_help_sensitivity, stdout);
     return VL_EXIT_OK;
   }
-  if (!e.model || !nv) {
-    cli_error("sensitivity needs --model and at least one --vary (e.g. --vary seq=±20%%)");
+  if ((!e.model && !fit) || !nv) {
+    cli_error("sensitivity needs --model (or --fit FIT.json) and at least one --vary (e.g. "
+              "--vary seq=±20%%)");
     return VL_EXIT_USAGE;
   }
   for (int i = 0; i < nv; i++)
     if ((rc = parse_vary(vary[i], !strcmp(dist, "normal"), &q.vary[q.n_vary++]))) return rc;
   struct vl_arch arch;
-  if ((rc = cli_load_model(e.model, &arch))) return rc;
+  memset(&arch, 0, sizeof arch); /* with --fit alone, no model is evaluated */
+  if (e.model && (rc = cli_load_model(e.model, &arch))) return rc;
   q.arch = &arch;
   q.job = e.job;
+  struct vl_fitted fitted;
+  if (fit) {
+    size_t len = 0;
+    char *text = cli_read_file(fit, &len);
+    if (!text) return VL_EXIT_ERROR;
+    struct vl_err ferr = {""};
+    vl_status fs = vl_fitted_parse(text, len, &fitted, &ferr);
+    vl_free(text);
+    if (fs != VL_OK) {
+      cli_error("cannot read the fit '%s': %s", fit, ferr.msg);
+      cli_hint("make it with: vramledger fit --csv sweep.csv --format json > FIT.json");
+      return VL_EXIT_ERROR;
+    }
+    q.fit = &fitted;
+    q.fit_source = fit;
+  }
   q.margin = e.margin;
   struct est ce = e;
   ce.gpu = gpus ? "h100-80gb" : e.gpu; /* loads the catalog when any card is named */

@@ -106,6 +106,24 @@ vl_status vl_fit_estimate_at(const struct vl_points *p, const double *x, const s
                              const struct vl_job *base, const struct vl_overheads *ov,
                              enum vl_fit_measure m, double *bytes, struct vl_err *err) VL_MUST_USE;
 
+/* A fit read back from `fit --format json`, to evaluate elsewhere
+ * (sensitivity --fit). */
+struct vl_fitted {
+  struct vl_points vars; /* names only (n = 0) */
+  struct vl_term_spec terms[VL_FIT_MAX_TERMS];
+  double coef[VL_FIT_MAX_TERMS];
+  size_t nt;
+};
+
+/*! Parse the JSON of `fit --format json` (schema vramledger.fit/1 with
+ * variables, terms, coefficients). @return VL_OK, VL_EPARSE (line and
+ * column), VL_EKEY (a missing or wrong field, named). */
+vl_status vl_fitted_parse(const char *text, size_t len, struct vl_fitted *f,
+                          struct vl_err *err) VL_MUST_USE;
+
+/*! The fitted peak at x (the fit's variables, in its order), bytes. */
+double vl_fitted_eval(const struct vl_fitted *f, const double *x);
+
 /* The estimator and the fit disagree when they are further apart than this
  * share of the fit and than the fit's 95 % prediction interval. */
 #define VL_FIT_DISAGREE 0.10

@@ -10,6 +10,7 @@
 #include "vramledger/arch.h"
 #include "vramledger/catalog.h"
 #include "vramledger/model.h"
+#include "vramledger/regress.h"
 
 enum vl_vary_var {
   VL_VARY_SEQ,
@@ -43,6 +44,8 @@ struct vl_sens_query {
   const struct vl_gpu *gpus[VL_SENS_MAX_GPUS];
   int n_gpus;
   double margin;
+  const struct vl_fitted *fit; /* evaluate draws with a fitted formula, not the estimator */
+  const char *fit_source;      /* its file, for the report */
 };
 
 struct vl_sens_result {
@@ -64,8 +67,10 @@ struct vl_sens_result {
 
 const char *vl_vary_name(enum vl_vary_var v);
 
-/*! Draw q->samples configurations (seeded mt19937), estimate each, summarise.
- * @return VL_OK, VL_EINVAL (nothing could be estimated), VL_ENOMEM. */
+/*! Draw q->samples configurations (seeded mt19937), estimate each (with
+ * the estimator, or q->fit at the draw's batch and seq), summarise.
+ * @return VL_OK, VL_EINVAL (nothing could be estimated; with a fit, a
+ * variable it does not know, varied or fitted), VL_ENOMEM. */
 vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_overheads *ov,
                              struct vl_sens_result *r, struct vl_err *err) VL_MUST_USE;
 

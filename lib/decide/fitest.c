@@ -1,7 +1,9 @@
 /* The estimator at the points of a fit: the same job with the swept
  * variables (batch, seq) set to each point's values, so that `fit` can show
  * where the measured curve and the analytic bill part ways. Pure. */
+#include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../util/internal.h"
@@ -49,4 +51,56 @@ vl_status vl_fit_estimate_at(const struct vl_points *p, const double *x, const s
 
 bool vl_fit_disagrees(double fit, double half_width, double estimate) {
   return isfinite(estimate) && fabs(estimate - fit) > fmax(VL_FIT_DISAGREE * fabs(fit), half_width);
+}
+
+vl_status vl_fitted_parse(const char *text, size_t len, struct vl_fitted *f, struct vl_err *err) {
+  memset(f, 0, sizeof *f);
+  json_error_t je;
+  json_t *root = json_loadb(text, len, 0, &je);
+  if (!root) return vl__fail(err, VL_EPARSE, "line %d column %d: %s", je.line, je.column, je.text);
+  vl_status s = VL_OK;
+  const char *schema = json_string_value(json_object_get(root, "schema"));
+  json_t *vars = json_object_get(root, "variables"), *terms = json_object_get(root, "terms");
+  json_t *coef = json_object_get(root, "coefficients");
+  if (!schema || strcmp(schema, "vramledger.fit/1")) {
+    s = vl__fail(err, VL_EKEY, "not the JSON of `vramledger fit --format json` (schema %s)",
+                 schema ? schema : "missing");
+  } else if (!json_is_array(vars) || !json_array_size(vars) ||
+             json_array_size(vars) > VL_FIT_MAX_VARS || !json_is_array(terms) ||
+             !json_array_size(terms) || json_array_size(terms) > VL_FIT_MAX_TERMS ||
+             !json_is_object(coef)) {
+    s = vl__fail(err, VL_EKEY,
+                 "'variables', 'terms' or 'coefficients' missing or of the wrong "
+                 "shape (a fit from an older vramledger? fit it again)");
+  }
+  for (size_t k = 0; s == VL_OK && k < json_array_size(vars); k++) {
+    const char *v = json_string_value(json_array_get(vars, k));
+    if (!v || strlen(v) >= sizeof f->vars.var[0])
+      s = vl__fail(err, VL_EKEY, "variables[%zu] is not a name", k);
+    else
+      snprintf(f->vars.var[f->vars.nvars++], sizeof f->vars.var[0], "%s", v);
+  }
+  char spec[512] = "";
+  for (size_t k = 0; s == VL_OK && k < json_array_size(terms); k++) {
+    const char *t = json_string_value(json_array_get(terms, k));
+    json_t *c = t ? json_object_get(coef, t) : NULL;
+    if (!t || !json_is_number(c) || !isfinite(json_number_value(c))) {
+      s = vl__fail(err, VL_EKEY, "terms[%zu] has no finite coefficient", k);
+      break;
+    }
+    f->coef[k] = json_number_value(c);
+    size_t l = strlen(spec);
+    snprintf(spec + l, sizeof spec - l, "%s%s", k ? "," : "", t);
+  }
+  if (s == VL_OK) s = vl_terms_parse(spec, &f->vars, f->terms, &f->nt, err);
+  json_decref(root);
+  return s;
+}
+
+double vl_fitted_eval(const struct vl_fitted *f, const double *x) {
+  double row[VL_FIT_MAX_TERMS], y = 0;
+  vl_terms_eval(f->terms, f->nt, x, row);
+  for (size_t k = 0; k < f->nt; k++)
+    y += f->coef[k] * row[k];
+  return y;
 }

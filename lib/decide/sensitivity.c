@@ -40,6 +40,24 @@ static void apply(const struct vl_vary *v, double f, int value, struct vl_arch *
   }
 }
 
+/* The peak of one configuration: the estimator's total, or the fit at the
+ * job's batch and seq (the fit's variables are checked to be those). */
+static bool peak(const struct vl_sens_query *q, const struct vl_arch *a, const struct vl_job *j,
+                 const struct vl_overheads *ov, struct vl_bill *bill, uint64_t *out) {
+  if (q->fit) {
+    double x[VL_FIT_MAX_VARS] = {0};
+    for (size_t k = 0; k < q->fit->vars.nvars; k++)
+      x[k] = (double)(!strcmp(q->fit->vars.var[k], "batch") ? j->batch : j->seq);
+    double y = vl_fitted_eval(q->fit, x);
+    if (!(y > 0 && y < 1e19)) return false;
+    *out = (uint64_t)llround(y);
+    return true;
+  }
+  if (vl_bill_compute(a, j, ov, bill, NULL) != VL_OK) return false;
+  *out = bill->total_bytes;
+  return true;
+}
+
 static int cmp_u64(const void *x, const void *y) {
   uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
   return (a > b) - (a < b);
@@ -68,11 +86,11 @@ static uint64_t draw(const struct vl_sens_query *q, const struct vl_job *base,
         apply(x, fmax(f, 0.01), 0, &a, &j);
       }
     }
-    if (vl_bill_compute(&a, &j, ov, bill, NULL) != VL_OK) {
+    if (!peak(q, &a, &j, ov, bill, &totals[k])) {
       (*failed)++;
       continue;
     }
-    totals[k++] = bill->total_bytes;
+    k++;
   }
   gsl_rng_free(rng);
   qsort(totals, k, sizeof *totals, cmp_u64);
@@ -95,6 +113,22 @@ static double exceed(const uint64_t *t, uint64_t n, const struct vl_gpu *g, doub
 vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_overheads *ov,
                              struct vl_sens_result *r, struct vl_err *err) {
   memset(r, 0, sizeof *r);
+  for (size_t k = 0; q->fit && k < q->fit->vars.nvars; k++)
+    if (strcmp(q->fit->vars.var[k], "batch") && strcmp(q->fit->vars.var[k], "seq"))
+      return vl__fail(err, VL_EINVAL,
+                      "the fit's variable '%s' is not one sensitivity can set (batch, seq)",
+                      q->fit->vars.var[k]);
+  for (int v = 0; q->fit && v < q->n_vary; v++) {
+    bool known = false;
+    const char *name = vl_vary_name(q->vary[v].var);
+    for (size_t k = 0; k < q->fit->vars.nvars; k++)
+      known |= !strcmp(q->fit->vars.var[k], name);
+    if (!known)
+      return vl__fail(err, VL_EINVAL,
+                      "the fit does not know '%s' (it was fitted on the swept variables only): "
+                      "vary those, or drop --fit to use the estimator",
+                      name);
+  }
   r->samples = q->samples;
   r->seed = q->seed;
   uint64_t *t = vl_malloc((q->samples + 1) * sizeof *t);
@@ -132,9 +166,10 @@ vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_over
         apply(x, 1.0, x->values[e], &a, &j);
       else
         apply(x, e ? 1.0 + x->pct : fmax(0.01, 1.0 - x->pct), 0, &a, &j);
-      if (vl_bill_compute(&a, &j, ov, bill, NULL) != VL_OK) continue;
-      lo = vl__min(lo, bill->total_bytes);
-      hi = vl__max(hi, bill->total_bytes);
+      uint64_t y;
+      if (!peak(q, &a, &j, ov, bill, &y)) continue;
+      lo = vl__min(lo, y);
+      hi = vl__max(hi, y);
     }
     if (hi == 0) continue;
     int k = r->n_tornado++;
@@ -157,6 +192,7 @@ vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_over
     uint64_t m = q->samples > 20000 ? 20000 : q->samples, failed;
     for (int f = 0; f < VL_SENS_FALLBACKS; f++) {
       struct vl_job j = q->job;
+      if (q->fit && f != 1) continue; /* a fit knows only its variables */
       if (f == 0 && j.checkpointing != VL_CKPT_NONE) continue;
       if (f == 1 && j.batch < 2) continue;
       if (f == 2 && j.attention == VL_ATTN_SDPA) continue;

@@ -72,6 +72,13 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
     json_object_set_new(root, "source", json_string(v->source));
     json_object_set_new(root, "points", json_integer((json_int_t)p->n));
     json_object_set_new(root, "skipped", json_integer((json_int_t)p->skipped));
+    json_t *vars = json_array(), *terms = json_array();
+    for (size_t k = 0; k < p->nvars; k++)
+      json_array_append_new(vars, json_string(p->var[k]));
+    for (size_t k = 0; k < v->n_terms; k++)
+      json_array_append_new(terms, json_string(v->terms[k].name));
+    json_object_set_new(root, "variables", vars);
+    json_object_set_new(root, "terms", terms);
     for (size_t k = 0; k < v->n_terms; k++) {
       json_object_set_new(coef, v->terms[k].name, json_real(r->coef[k]));
       json_object_set_new(ci, v->terms[k].name, json_real(r->ci95[k]));

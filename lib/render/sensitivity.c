@@ -37,6 +37,8 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
     json_object_set_new(root, "samples", json_integer((json_int_t)r->samples));
     json_object_set_new(root, "seed", json_integer((json_int_t)r->seed));
     json_object_set_new(root, "failed", json_integer((json_int_t)r->failed));
+    json_object_set_new(root, "evaluator", json_string(q->fit ? "fit" : "estimator"));
+    if (q->fit) json_object_set_new(root, "fit", json_string(q->fit_source));
     for (int i = 0; i < q->n_vary; i++) {
       json_t *e = json_object();
       json_object_set_new(e, "var", json_string(vl_vary_name(q->vary[i].var)));
@@ -80,14 +82,16 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
   fprintf(o, "%s%llu draws (seed %llu)",
           md ? "## Sensitivity: " : "sensitivity: ", (unsigned long long)r->samples,
           (unsigned long long)r->seed);
-  if (r->failed) fprintf(o, ", %llu refused by the estimator", (unsigned long long)r->failed);
+  if (q->fit) fprintf(o, ", each evaluated with the fit %s", q->fit_source);
+  if (r->failed)
+    fprintf(o, ", %llu refused by the %s", (unsigned long long)r->failed,
+            q->fit ? "fit (a peak not above 0)" : "estimator");
   fprintf(o, "\n%s", md ? "\n" : "");
   for (int i = 0; i < q->n_vary; i++)
     fprintf(o, "%s%s: %s\n", b, vl_vary_name(q->vary[i].var), dist_name(&q->vary[i], d, sizeof d));
-  fprintf(
-      o,
-      "\n%sprocess memory per GPU: p50 %.2f GiB, p95 %.2f GiB, p99 %.2f GiB (min %.2f, max %.2f)\n",
-      b, GIB(r->p50), GIB(r->p95), GIB(r->p99), GIB(r->min), GIB(r->max));
+  fprintf(o, "\n%s%s per GPU: p50 %.2f GiB, p95 %.2f GiB, p99 %.2f GiB (min %.2f, max %.2f)\n", b,
+          q->fit ? "fitted peak" : "process memory", GIB(r->p50), GIB(r->p95), GIB(r->p99),
+          GIB(r->min), GIB(r->max));
   for (int g = 0; g < q->n_gpus; g++)
     fprintf(o, "%sP(over %s with %.0f %% kept free) = %.1f %%\n", b, q->gpus[g]->name,
             100 * q->margin, 100 * r->p_exceed[g]);

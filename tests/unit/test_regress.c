@@ -136,9 +136,33 @@ static void merges_points_by_name(void **state) {
   vl_points_release(&p);
 }
 
+/* A fit read back from its JSON evaluates as the fit itself. */
+static void reads_a_fit_back(void **state) {
+  (void)state;
+  const char *json = "{\"schema\": \"vramledger.fit/1\", \"variables\": [\"batch\", \"seq\"],"
+                     " \"terms\": [\"const\", \"bs\", \"bs2\"],"
+                     " \"coefficients\": {\"const\": 1e9, \"bs\": 2e5, \"bs2\": 100}}";
+  struct vl_fitted f;
+  struct vl_err err = {""};
+  assert_int_equal(vl_fitted_parse(json, strlen(json), &f, &err), VL_OK);
+  assert_int_equal(f.nt, 3);
+  double x[VL_FIT_MAX_VARS] = {4, 1024};
+  assert_close(vl_fitted_eval(&f, x), 1e9 + 2e5 * 4 * 1024 + 100.0 * 4 * 1024 * 1024, 1e-12,
+               "eval");
+  const char *old = "{\"schema\": \"vramledger.fit/1\", \"coefficients\": {\"const\": 1}}";
+  assert_int_equal(vl_fitted_parse(old, strlen(old), &f, &err), VL_EKEY);
+  const char *nan = "{\"schema\": \"vramledger.fit/1\", \"variables\": [\"seq\"],"
+                    " \"terms\": [\"const\", \"s2\"], \"coefficients\": {\"const\": 1}}";
+  assert_int_equal(vl_fitted_parse(nan, strlen(nan), &f, &err), VL_EKEY);
+  assert_non_null(strstr(err.msg, "terms[1]"));
+  assert_int_equal(vl_fitted_parse("{", 1, &f, &err), VL_EPARSE);
+  assert_non_null(strstr(err.msg, "line 1"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(recovers_a_known_formula), cmocka_unit_test(refuses_what_it_cannot_fit),
-      cmocka_unit_test(estimates_at_the_points), cmocka_unit_test(merges_points_by_name)};
+      cmocka_unit_test(estimates_at_the_points), cmocka_unit_test(merges_points_by_name),
+      cmocka_unit_test(reads_a_fit_back)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
