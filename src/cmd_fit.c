@@ -25,7 +25,7 @@ struct fo {
   char label[4200]; /* what the fit is of, for messages and the report */
   const char *terms, *compare;
   const char *predict[MAX_PREDICT];
-  int n_predict;
+  int n_predict, fmt;
   struct est e;
 };
 
@@ -99,7 +99,8 @@ static int parse(int argc, const char **argv, struct fo *f) {
   }
   for (; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
-    static const char *const own[] = {"--csv", "--terms", "--predict", "--compare", NULL};
+    static const char *const own[] = {"--csv",     "--terms",  "--predict",
+                                      "--compare", "--format", NULL};
     int k = -1;
     for (int m = 0; own[m]; m++) {
       size_t l = strlen(own[m]);
@@ -132,19 +133,21 @@ static int parse(int argc, const char **argv, struct fo *f) {
         return VL_EXIT_USAGE;
       }
       f->predict[f->n_predict++] = v;
-    } else {
+    } else if (k == 3) {
       if (cli_choice("compare", v, measures) < 0) return VL_EXIT_USAGE;
       f->compare = v;
+    } else {
+      static const char *const formats[] = {"text", "json", "md", "html", NULL};
+      if ((f->fmt = cli_choice("format", v, formats)) < 0) return VL_EXIT_USAGE;
     }
   }
   est_init(&f->e);
   int rc = est_parse(n, rest, &f->e);
   if (rc || f->e.model || f->e.help) return rc;
-  for (int j = 1; j < n; j++) /* job flags mean nothing without a model */
-    if (strncmp(rest[j], "--format", 8) && (j == 1 || strcmp(rest[j - 1], "--format"))) {
-      cli_error("'%s' describes the job for the estimator: give --model too", rest[j]);
-      return VL_EXIT_USAGE;
-    }
+  if (n > 1) { /* job flags mean nothing without a model */
+    cli_error("'%s' describes the job for the estimator: give --model too", rest[1]);
+    return VL_EXIT_USAGE;
+  }
   return 0;
 }
 
@@ -276,12 +279,24 @@ int cmd_fit(int argc, const char **argv) {
     double *est = NULL;
     if (!rc && f.e.model) rc = estimates(&f, &pts, px, &est);
     if (!rc) {
+      size_t axis = 0;
+      for (size_t k = 0; k < pts.nvars; k++)
+        if (!strcmp(pts.var[k], "seq")) axis = k;
+      struct vl_fit_curve *curves = vl_calloc(VL_FIT_MAX_CURVES, sizeof *curves);
+      size_t n_curves = curves ? vl_fit_curves(&pts, &r, t, nt, px, (size_t)f.n_predict, axis,
+                                               curves, VL_FIT_MAX_CURVES)
+                               : 0;
       struct vl_fit_view v = {&pts,      t,
                               nt,        &r,
                               px,        (size_t)f.n_predict,
                               f.label,   est,
-                              f.e.model, f.compare ? f.compare : measures[0]};
-      rc = vl_render_fit(stdout, f.e.fmt, &v) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
+                              f.e.model, f.compare ? f.compare : measures[0],
+                              curves,    n_curves,
+                              axis};
+      static const enum vl_format map[] = {VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD};
+      int w = f.fmt == 3 ? vl_render_fit_html(stdout, &v) : vl_render_fit(stdout, map[f.fmt], &v);
+      rc = w == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
+      vl_free(curves);
     }
     vl_free(est);
   }

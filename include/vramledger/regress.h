@@ -82,6 +82,24 @@ void vl_fit_predict_parts(const struct vl_fit_result *r, const struct vl_term_sp
 double vl_fit_predict(const struct vl_fit_result *r, const struct vl_term_spec *t, size_t nt,
                       const double *x, double *half_width);
 
+#define VL_FIT_CURVE_N 48
+#define VL_FIT_MAX_CURVES 12
+
+/* The fitted peak along one variable, the others fixed. */
+struct vl_fit_curve {
+  double fixed[VL_FIT_MAX_VARS]; /* the other variables' values (axis entry unused) */
+  size_t n;
+  double x[VL_FIT_CURVE_N], y[VL_FIT_CURVE_N];
+};
+
+/*! Curves of the fit along variable `axis`, one per distinct combination of
+ * the other variables among the points and the predictions (at most max,
+ * the first met), from the smallest to the largest axis value among them.
+ * @return the number of curves. */
+size_t vl_fit_curves(const struct vl_points *p, const struct vl_fit_result *r,
+                     const struct vl_term_spec *t, size_t nt, const struct vl_fit_prediction *pred,
+                     size_t n_pred, size_t axis, struct vl_fit_curve *c, size_t max);
+
 /* ---- the estimator at the same points (lib/decide/fitest.c) ------------- */
 
 struct vl_arch;

@@ -125,6 +125,7 @@ struct vl_points;
 struct vl_term_spec;
 struct vl_fit_result;
 struct vl_fit_prediction;
+struct vl_fit_curve;
 
 /* A fit and its predictions. */
 struct vl_fit_view {
@@ -135,13 +136,18 @@ struct vl_fit_view {
   const struct vl_fit_prediction *predictions;
   size_t n_predict;
   const char *source;
-  const double *estimate; /* the estimator at each point (pts->n), or NULL */
-  const char *model;      /* the estimator's model, when estimate */
-  const char *measure;    /* which peak: "total", "reserved", "allocated" */
+  const double *estimate;            /* the estimator at each point (pts->n), or NULL */
+  const char *model;                 /* the estimator's model, when estimate */
+  const char *measure;               /* which peak: "total", "reserved", "allocated" */
+  const struct vl_fit_curve *curves; /* the fit along `axis`, for the plot */
+  size_t n_curves, axis;
 };
 
 /*! The fitted formula, its quality and the predictions. */
 int vl_render_fit(FILE *out, enum vl_format fmt, const struct vl_fit_view *v);
+/*! One self-contained HTML page: the points, the fitted curves and the
+ * predictions with their intervals (SVG), and the coefficients. */
+int vl_render_fit_html(FILE *out, const struct vl_fit_view *v);
 
 struct vl_sens_query;
 struct vl_sens_result;

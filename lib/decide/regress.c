@@ -409,3 +409,39 @@ void vl_fit_predict_parts(const struct vl_fit_result *r, const struct vl_term_sp
       p->linear += r->coef[k] * row[k];
   }
 }
+
+static bool same_others(const double *a, const double *b, size_t nvars, size_t axis) {
+  for (size_t k = 0; k < nvars; k++)
+    if (k != axis && a[k] != b[k]) return false;
+  return true;
+}
+
+size_t vl_fit_curves(const struct vl_points *p, const struct vl_fit_result *r,
+                     const struct vl_term_spec *t, size_t nt, const struct vl_fit_prediction *pred,
+                     size_t n_pred, size_t axis, struct vl_fit_curve *c, size_t max) {
+  double lo = INFINITY, hi = -INFINITY;
+  size_t n = 0;
+  for (size_t i = 0; i < p->n + n_pred; i++) {
+    const double *x = i < p->n ? p->x + i * VL_FIT_MAX_VARS : pred[i - p->n].x;
+    lo = fmin(lo, x[axis]);
+    hi = fmax(hi, x[axis]);
+    size_t k = 0;
+    while (k < n && !same_others(c[k].fixed, x, p->nvars, axis))
+      k++;
+    if (k == n && n < max) {
+      memcpy(c[n].fixed, x, sizeof c[n].fixed);
+      c[n++].n = 0;
+    }
+  }
+  for (size_t k = 0; k < n; k++) {
+    double x[VL_FIT_MAX_VARS];
+    memcpy(x, c[k].fixed, sizeof x);
+    c[k].n = VL_FIT_CURVE_N;
+    for (size_t i = 0; i < VL_FIT_CURVE_N; i++) {
+      x[axis] = lo + (hi - lo) * (double)i / (VL_FIT_CURVE_N - 1);
+      c[k].x[i] = x[axis];
+      c[k].y[i] = vl_fit_predict(r, t, nt, x, NULL);
+    }
+  }
+  return n;
+}

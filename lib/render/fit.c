@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "internal.h" /* first: it includes <jansson.h> */
 #include "../util/internal.h"
 #include "vramledger/regress.h"
 #include "vramledger/render.h"
@@ -178,5 +179,165 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
             md ? "\n" : "  ", 100 * mean, p->n ? 100 * rel(v->estimate[worst], p->y[worst]) : 0.0,
             at, beyond, p->n, 100 * VL_FIT_DISAGREE);
   }
+  return ferror(o) ? -1 : 0;
+}
+
+/* ---- HTML: points, curves and predictions on one SVG ------------------- */
+
+static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                      "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f",
+                                      "#bcbd22", "#17becf", "#393b79", "#637939"};
+
+/* Which curve a point belongs to: the one whose fixed variables it has. */
+static size_t curve_of(const struct vl_fit_view *v, const double *x) {
+  for (size_t c = 0; c < v->n_curves; c++) {
+    bool same = true;
+    for (size_t k = 0; k < v->pts->nvars; k++)
+      same &= k == v->axis || v->curves[c].fixed[k] == x[k];
+    if (same) return c;
+  }
+  return v->n_curves;
+}
+
+int vl_render_fit_html(FILE *o, const struct vl_fit_view *v) {
+  const struct vl_points *p = v->pts;
+  const struct vl_fit_result *r = v->fit;
+  const double W = 900, H = 420, L = 70, B = 40, T = 15, R = 170;
+  double xlo = INFINITY, xhi = -INFINITY, ymax = 0;
+  for (size_t i = 0; i < p->n; i++) {
+    xlo = fmin(xlo, p->x[i * VL_FIT_MAX_VARS + v->axis]);
+    xhi = fmax(xhi, p->x[i * VL_FIT_MAX_VARS + v->axis]);
+    ymax = fmax(ymax, GIB(p->y[i]));
+  }
+  for (size_t i = 0; i < v->n_predict; i++) {
+    xlo = fmin(xlo, v->predictions[i].x[v->axis]);
+    xhi = fmax(xhi, v->predictions[i].x[v->axis]);
+    ymax = fmax(ymax, GIB(v->predictions[i].y + v->predictions[i].half_width));
+  }
+  for (size_t c = 0; c < v->n_curves; c++)
+    for (size_t i = 0; i < v->curves[c].n; i++)
+      ymax = fmax(ymax, GIB(v->curves[c].y[i]));
+  if (!(xhi > xlo)) xhi = xlo + 1;
+  if (!(ymax > 0)) ymax = 1;
+  ymax *= 1.05;
+#define PX(x) (L + (W - L - R) * ((x)-xlo) / (xhi - xlo))
+#define PY(y) (H - B - (H - B - T) * (y) / ymax)
+  fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>vramledger fit</title>\n"
+        "<style>body{font-family:sans-serif;margin:2em;max-width:980px}"
+        "td,th{padding:2px 10px;text-align:left}td.n{text-align:right}</style></head><body>\n"
+        "<h1>Fit: ",
+        o);
+  vl__html_text(o, v->source);
+  fprintf(o,
+          "</h1>\n<p>%zu points%s; R² %.5f, residual sigma %.3f GiB, leave-one-out error "
+          "%.2f %% rms, %.2f %% max</p>\n",
+          p->n, p->skipped ? " (some not ok, skipped)" : "", r->r2, GIB(r->sigma),
+          100 * r->loo_rel_rms, 100 * r->loo_rel_max);
+  fputs("<table><tr><th>term</th><th>coefficient (bytes)</th><th>95 % interval</th></tr>\n", o);
+  for (size_t k = 0; k < v->n_terms; k++) {
+    fputs("<tr><td>", o);
+    vl__html_text(o, v->terms[k].name);
+    fprintf(o, "</td><td class=n>%.6g</td><td class=n>± %.3g</td></tr>\n", r->coef[k], r->ci95[k]);
+  }
+  fputs("</table>\n", o);
+  fprintf(o,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+          "font-size=\"11\">\n",
+          W, H);
+  fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#888\"/>\n", L, H - B,
+          W - R, H - B);
+  fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#888\"/>\n", L, T, L,
+          H - B);
+  for (int k = 0; k <= 4; k++) {
+    fprintf(o, "<text x=\"5\" y=\"%.1f\">%.1f GiB</text>\n", PY(ymax * k / 4.0) + 4,
+            ymax * k / 4.0);
+    double x = xlo + (xhi - xlo) * k / 4.0;
+    fprintf(o, "<text x=\"%.1f\" y=\"%.0f\">%g</text>\n", PX(x) - 10, H - B + 15, x);
+  }
+  fprintf(o, "<text x=\"%.0f\" y=\"%.0f\">", (L + W - R) / 2, H - 8);
+  vl__html_text(o, p->var[v->axis]);
+  fputs("</text>\n", o);
+  for (size_t c = 0; c < v->n_curves; c++) {
+    const struct vl_fit_curve *cv = &v->curves[c];
+    const char *col = palette[c % (sizeof palette / sizeof *palette)];
+    fprintf(o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", col);
+    for (size_t i = 0; i < cv->n; i++)
+      fprintf(o, "%.1f,%.1f ", PX(cv->x[i]), PY(fmax(0.0, GIB(cv->y[i]))));
+    fputs("\"/>\n", o);
+    char at[128] = "";
+    size_t off = 0;
+    for (size_t k = 0; k < p->nvars; k++) {
+      if (k == v->axis) continue;
+      int w =
+          snprintf(at + off, sizeof at - off, "%s%s=%g", off ? "," : "", p->var[k], cv->fixed[k]);
+      if (w < 0 || (size_t)w >= sizeof at - off) break;
+      off += (size_t)w;
+    }
+    fprintf(o, "<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">", W - R + 10, T + 14.0 * (double)c, col);
+    vl__html_text(o, off ? at : "fit");
+    fputs("</text>\n", o);
+  }
+  for (size_t i = 0; i < p->n; i++) {
+    const double *x = p->x + i * VL_FIT_MAX_VARS;
+    size_t c = curve_of(v, x);
+    char at[128];
+    at_str(p, x, at, sizeof at);
+    fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>", PX(x[v->axis]),
+            PY(GIB(p->y[i])), c < v->n_curves ? palette[c % 12] : "#000");
+    vl__html_text(o, at);
+    fprintf(o, ": measured %.2f GiB", GIB(p->y[i]));
+    if (v->estimate) fprintf(o, ", estimator %.2f GiB", GIB(v->estimate[i]));
+    fputs("</title></circle>\n", o);
+    if (v->estimate)
+      fprintf(o,
+              "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" "
+              "stroke-width=\"2\"/>\n",
+              PX(x[v->axis]) - 4, PY(GIB(v->estimate[i])), PX(x[v->axis]) + 4,
+              PY(GIB(v->estimate[i])));
+  }
+  for (size_t i = 0; i < v->n_predict; i++) {
+    const struct vl_fit_prediction *q = &v->predictions[i];
+    double cx = PX(q->x[v->axis]), cy = PY(GIB(q->y));
+    char at[128];
+    at_str(p, q->x, at, sizeof at);
+    fprintf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>\n", cx,
+            PY(fmax(0.0, GIB(q->y - q->half_width))), cx, PY(GIB(q->y + q->half_width)));
+    fprintf(o, "<path d=\"M%.1f %.1f l5 5 l-5 5 l-5 -5 z\" fill=\"#fff\" stroke=\"#000\"><title>",
+            cx, cy - 5);
+    vl__html_text(o, at);
+    fprintf(o, ": predicted %.2f GiB [%.2f, %.2f]", GIB(q->y), GIB(q->y - q->half_width),
+            GIB(q->y + q->half_width));
+    if (v->estimate) fprintf(o, ", estimator %.2f GiB", GIB(q->estimate));
+    fputs("</title></path>\n", o);
+  }
+  fputs("</svg>\n<p>Dots: measured points (a dash: the estimator at the point); lines: the "
+        "fit; diamonds: predictions with their 95 % interval.</p>\n",
+        o);
+#undef PX
+#undef PY
+  if (v->n_predict) {
+    fprintf(o,
+            "<table><tr><th>at</th><th>peak GiB</th><th>95 %% interval</th><th>constant + "
+            "linear</th><th>quadratic</th>%s</tr>\n",
+            v->estimate ? "<th>estimator GiB</th>" : "");
+    for (size_t i = 0; i < v->n_predict; i++) {
+      const struct vl_fit_prediction *q = &v->predictions[i];
+      char at[128];
+      at_str(p, q->x, at, sizeof at);
+      fputs("<tr><td>", o);
+      vl__html_text(o, at);
+      fprintf(o,
+              "</td><td class=n>%.2f</td><td class=n>%.2f – %.2f</td><td class=n>%.2f</td>"
+              "<td class=n>%.2f</td>",
+              GIB(q->y), GIB(q->y - q->half_width), GIB(q->y + q->half_width), GIB(q->linear),
+              GIB(q->quadratic));
+      if (v->estimate)
+        fprintf(o, "<td class=n>%.2f%s</td>", GIB(q->estimate),
+                vl_fit_disagrees(q->y, q->half_width, q->estimate) ? " (disagrees)" : "");
+      fputs("</tr>\n", o);
+    }
+    fputs("</table>\n", o);
+  }
+  fputs("</body></html>\n", o);
   return ferror(o) ? -1 : 0;
 }

@@ -4,6 +4,7 @@
 
 #include "../util/internal.h"
 #include "vramledger/record.h"
+#include "internal.h"
 #include "vramledger/render.h"
 
 #define GIB(x) ((double)(x) / (double)(1ull << 30))
@@ -134,21 +135,6 @@ static void text(FILE *o, const struct vl_report_view *v, bool md) {
     fprintf(o, "%s[%s] %s\n", b, v->findings[i].code, v->findings[i].text);
 }
 
-static void html_text(FILE *o, const char *s) {
-  for (; *s; s++) {
-    if (*s == '<')
-      fputs("&lt;", o);
-    else if (*s == '>')
-      fputs("&gt;", o);
-    else if (*s == '&')
-      fputs("&amp;", o);
-    else if (*s == '"')
-      fputs("&quot;", o);
-    else
-      fputc(*s, o);
-  }
-}
-
 /* One self-contained page: the layers over time as SVG polylines, marks as
  * vertical lines, the process peak circled, and the findings. */
 static int report_html(FILE *o, const struct vl_report_view *v) {
@@ -164,9 +150,9 @@ static int report_html(FILE *o, const struct vl_report_view *v) {
         "td,th{padding:2px 10px;text-align:left}td.n{text-align:right}</style></head><body>\n",
         o);
   fputs("<h1>Run: ", o);
-  html_text(o, r->command);
+  vl__html_text(o, r->command);
   fputs("</h1>\n<p>", o);
-  html_text(o, v->source);
+  vl__html_text(o, v->source);
   fprintf(o, ", %zu samples every %llu ms, %.1f s", r->n_samples,
           (unsigned long long)r->interval_ms, tmax);
   if (r->exited) fprintf(o, ", exit status %d", r->exit_status);
@@ -215,7 +201,7 @@ static int report_html(FILE *o, const struct vl_report_view *v) {
             "<line x1=\"%.1f\" y1=\"10\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#bbb\" "
             "stroke-dasharray=\"3,3\"><title>",
             x, x, H - B);
-    html_text(o, r->marks[i].name);
+    vl__html_text(o, r->marks[i].name);
     fputs("</title></line>\n", o);
   }
   fprintf(o,
@@ -227,9 +213,9 @@ static int report_html(FILE *o, const struct vl_report_view *v) {
   if (v->n_findings) fputs("<h2>Findings</h2>\n<ul>\n", o);
   for (int i = 0; i < v->n_findings; i++) {
     fputs("<li><b>", o);
-    html_text(o, v->findings[i].code);
+    vl__html_text(o, v->findings[i].code);
     fputs("</b>: ", o);
-    html_text(o, v->findings[i].text);
+    vl__html_text(o, v->findings[i].text);
     fputs("</li>\n", o);
   }
   if (v->n_findings) fputs("</ul>\n", o);

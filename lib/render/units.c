@@ -1,5 +1,6 @@
 #include <stdio.h>
 
+#include "internal.h" /* first: it includes <jansson.h> */
 #include "../util/internal.h"
 #include "vramledger/render.h"
 
@@ -18,4 +19,19 @@ const char *vl_fmt_int(char *buf, size_t n, uint64_t v) {
   }
   buf[o < n ? o : n - 1] = '\0';
   return buf;
+}
+
+void vl__html_text(FILE *o, const char *s) {
+  for (; *s; s++) {
+    if (*s == '<')
+      fputs("&lt;", o);
+    else if (*s == '>')
+      fputs("&gt;", o);
+    else if (*s == '&')
+      fputs("&amp;", o);
+    else if (*s == '"')
+      fputs("&quot;", o);
+    else
+      fputc(*s, o);
+  }
 }

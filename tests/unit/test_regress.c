@@ -31,6 +31,13 @@ static void recovers_a_known_formula(void **state) {
   assert_close(r.coef[3], 500, 1e-6, "bs2");
   assert_true(r.r2 > 0.999999);
   assert_true(r.loo_rel_max < 1e-6);
+  /* curves along seq: one per batch (4 swept + 1 predicted), through the fit */
+  struct vl_fit_prediction pr = {.x = {32, 4096}};
+  static struct vl_fit_curve cv[VL_FIT_MAX_CURVES];
+  assert_int_equal(vl_fit_curves(&p, &r, t, nt, &pr, 1, 1, cv, VL_FIT_MAX_CURVES), 5);
+  assert_true(cv[4].fixed[0] == 32 && cv[0].x[0] == 256 && cv[0].x[VL_FIT_CURVE_N - 1] == 4096);
+  assert_close(cv[2].y[0], 5e9 + 2e6 * 4 + 3e5 * 4 * 256 + 500.0 * 4 * 256 * 256, 1e-6, "curve");
+  assert_int_equal(vl_fit_curves(&p, &r, t, nt, &pr, 1, 1, cv, 2), 2);
   double x[VL_FIT_MAX_VARS] = {32, 4096}, hw;
   double y = vl_fit_predict(&r, t, nt, x, &hw);
   assert_close(y, 5e9 + 2e6 * 32 + 3e5 * 32 * 4096 + 500.0 * 32 * 4096 * 4096, 1e-6, "prediction");
