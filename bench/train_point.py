@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""One point of a sweep: GPT-2 (random init) trained for a few steps at
+--batch x --seq, AMP bf16, AdamW foreach, eager attention (so memory grows
+with seq^2). Prints PyTorch's peaks as JSON. Run under `vramledger sweep`
+(bench/results/2026-11-29-h200-vl-sweep/)."""
+import argparse, json
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--batch", type=int, required=True)
+ap.add_argument("--seq", type=int, required=True)
+ap.add_argument("--steps", type=int, default=3)
+a = ap.parse_args()
+cfg = AutoConfig.for_model("gpt2", attn_implementation="eager")
+torch.manual_seed(0)
+with torch.device("cuda"):
+    m = AutoModelForCausalLM.from_config(cfg)
+o = torch.optim.AdamW(m.parameters(), lr=1e-4, foreach=True)
+ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), device="cuda")
+for _ in range(a.steps):
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = m(input_ids=ids, labels=ids).loss
+    loss.backward()
+    o.step()
+    o.zero_grad(set_to_none=True)
+torch.cuda.synchronize()
+print(json.dumps({"batch": a.batch, "seq": a.seq,
+                  "max_allocated": torch.cuda.max_memory_allocated(),
+                  "max_reserved": torch.cuda.max_memory_reserved()}))
