@@ -3,6 +3,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,11 +142,14 @@ vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_over
   }
   uint64_t n = draw(q, &q->job, ov, q->samples, t, &r->failed, bill);
   if (!n) {
+    struct vl_err why = {""};
+    if (!q->fit && vl_bill_compute(q->arch, &q->job, ov, bill, &why) == VL_OK)
+      snprintf(why.msg, sizeof why.msg, "the base job can be, its variations cannot");
     vl_free(t);
     vl_free(bill);
-    return vl__fail(err, VL_EINVAL,
-                    "none of the %llu draws could be estimated (the base job itself?)",
-                    (unsigned long long)q->samples);
+    return vl__fail(err, VL_EINVAL, "none of the %llu draws could be %s: %s",
+                    (unsigned long long)q->samples, q->fit ? "evaluated" : "estimated",
+                    q->fit ? "the fit gives no positive peak there" : why.msg);
   }
   r->p50 = pct(t, n, 0.50);
   r->p95 = pct(t, n, 0.95);
