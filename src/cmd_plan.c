@@ -11,12 +11,27 @@
 #include "vramledger/plan.h"
 #include "vramledger/render.h"
 
+/* --prices FILE over the catalog's example prices. */
+static int apply_prices(const char *path, struct vl_catalog *cat) {
+  size_t len = 0;
+  char *text = cli_read_file(path, &len);
+  if (!text) return VL_EXIT_ERROR;
+  struct vl_err err = {""};
+  vl_status s = vl_prices_apply(text, len, cat, &err);
+  vl_free(text);
+  if (s != VL_OK) {
+    cli_error("cannot use the prices '%s': %s", path, err.msg);
+    cli_hint("see docs/cmd/plan.md, \"Prices\", or data/prices-example.json");
+    return VL_EXIT_ERROR;
+  }
+  return 0;
+}
+
 int cmd_plan(int argc, const char **argv) {
   static const char *const names[] = {
-      "--tokens", "--global-batch",   "--gpus",         "--max-gpus", "--deadline-hours",
-      "--budget", "--value-per-hour", "--late-penalty", "--mfu",      "--top",
-      NULL};
-  const char *val[10];
+      "--tokens",         "--global-batch", "--gpus", "--max-gpus", "--deadline-hours", "--budget",
+      "--value-per-hour", "--late-penalty", "--mfu",  "--top",      "--prices",         NULL};
+  const char *val[11];
   struct est e;
   int rc = est_parse_with(argc, argv, names, val, &e);
   if (rc) return rc;
@@ -57,6 +72,10 @@ int cmd_plan(int argc, const char **argv) {
   struct vl_catalog cat;
   const struct vl_gpu *any;
   if ((rc = est_gpu(&ce, &cat, &any))) return rc;
+  if (val[10] && (rc = apply_prices(val[10], &cat))) {
+    vl_catalog_release(&cat);
+    return rc;
+  }
   struct vl_gpu *cards = vl_calloc(cat.n + 1, sizeof *cards);
   size_t nc = 0;
   if (!cards) {

@@ -39,6 +39,13 @@ vl_status vl_catalog_parse(const char *text, size_t len, struct vl_catalog *cat,
                            struct vl_err *err) VL_MUST_USE;
 void vl_catalog_release(struct vl_catalog *cat);
 
+/*! Override the catalog's prices with a prices file:
+ * {"date": "YYYY-MM-DD", "source": "...", "usd_per_hour": {"h100-80gb": 2.99, ...}}
+ * (names or aliases). All or nothing. @return VL_OK, VL_EPARSE (line and
+ * column), VL_EKEY (a missing field, an unknown GPU), VL_ERANGE. */
+vl_status vl_prices_apply(const char *text, size_t len, struct vl_catalog *cat,
+                          struct vl_err *err) VL_MUST_USE;
+
 /*! Look up a GPU by name or alias, case-insensitively; NULL if absent. */
 const struct vl_gpu *vl_catalog_find(const struct vl_catalog *cat, const char *name);
 

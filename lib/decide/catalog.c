@@ -111,3 +111,39 @@ const struct vl_gpu *vl_catalog_find(const struct vl_catalog *cat, const char *n
   }
   return NULL;
 }
+
+vl_status vl_prices_apply(const char *text, size_t len, struct vl_catalog *cat,
+                          struct vl_err *err) {
+  json_error_t jerr;
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!root)
+    return vl__fail(err, VL_EPARSE, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+  vl_status s = VL_OK;
+  json_t *date = json_object_get(root, "date"), *prices = json_object_get(root, "usd_per_hour");
+  if (!json_is_string(date) || strlen(json_string_value(date)) >= sizeof cat->prices_date) {
+    s = vl__fail(err, VL_EKEY, "'date' (when the prices were taken, \"YYYY-MM-DD\") is missing");
+  } else if (!json_is_object(prices) || !json_object_size(prices)) {
+    s = vl__fail(err, VL_EKEY,
+                 "'usd_per_hour' (GPU name -> dollars per GPU-hour) is missing or "
+                 "empty");
+  }
+  /* check everything before changing anything: all or nothing */
+  const char *name;
+  json_t *v;
+  json_object_foreach(prices, name, v) {
+    if (s != VL_OK) break;
+    if (!vl_catalog_find(cat, name))
+      s = vl__fail(err, VL_EKEY, "usd_per_hour.%s: no such GPU in the catalog", name);
+    else if (!json_is_number(v) || !(json_number_value(v) >= 0 && json_number_value(v) < 1e6))
+      s = vl__fail(err, VL_ERANGE, "usd_per_hour.%s: expected dollars per hour, 0 to 10^6", name);
+  }
+  if (s == VL_OK) {
+    json_object_foreach(prices, name, v) {
+      struct vl_gpu *g = (struct vl_gpu *)vl_catalog_find(cat, name);
+      g->usd_per_hour = json_number_value(v);
+    }
+    snprintf(cat->prices_date, sizeof cat->prices_date, "%s", json_string_value(date));
+  }
+  json_decref(root);
+  return s;
+}

@@ -35,6 +35,33 @@ static void bundled_catalog(void **state) {
   assert_null(vl_catalog_find(&cat, "h300"));
 }
 
+/* A prices file overrides the cards it names, all or nothing. */
+static void prices_override(void **state) {
+  (void)state;
+  struct vl_catalog c;
+  size_t len = 0;
+  char *text = tu_read("data/gpus.json", &len);
+  struct vl_err err = {""};
+  assert_int_equal(vl_catalog_parse(text, len, &c, &err), VL_OK);
+  free(text);
+  double l4 = vl_catalog_find(&c, "l4")->usd_per_hour;
+  const char *bad = "{\"date\": \"2026-01-01\", \"usd_per_hour\": {\"h100\": 1, \"h900\": 2}}";
+  assert_int_equal(vl_prices_apply(bad, strlen(bad), &c, &err), VL_EKEY);
+  assert_non_null(strstr(err.msg, "h900"));
+  assert_true(vl_catalog_find(&c, "h100-80gb")->usd_per_hour > 1); /* nothing changed */
+  const char *neg = "{\"date\": \"2026-01-01\", \"usd_per_hour\": {\"h100\": -1}}";
+  assert_int_equal(vl_prices_apply(neg, strlen(neg), &c, &err), VL_ERANGE);
+  const char *nodate = "{\"usd_per_hour\": {\"h100\": 1}}";
+  assert_int_equal(vl_prices_apply(nodate, strlen(nodate), &c, &err), VL_EKEY);
+  assert_int_equal(vl_prices_apply("{", 1, &c, &err), VL_EPARSE);
+  const char *ok = "{\"date\": \"2026-01-01\", \"usd_per_hour\": {\"H100\": 2.49}}";
+  assert_int_equal(vl_prices_apply(ok, strlen(ok), &c, &err), VL_OK);
+  assert_true(vl_catalog_find(&c, "h100-80gb")->usd_per_hour == 2.49);
+  assert_true(vl_catalog_find(&c, "l4")->usd_per_hour == l4);
+  assert_string_equal(c.prices_date, "2026-01-01");
+  vl_catalog_release(&c);
+}
+
 static void bad_catalogs(void **state) {
   (void)state;
   struct vl_catalog c;
@@ -103,9 +130,8 @@ static void search_finds_the_edge(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(bundled_catalog),
-      cmocka_unit_test(bad_catalogs),
-      cmocka_unit_test(fit_keeps_the_margin),
+      cmocka_unit_test(bundled_catalog),       cmocka_unit_test(bad_catalogs),
+      cmocka_unit_test(prices_override),       cmocka_unit_test(fit_keeps_the_margin),
       cmocka_unit_test(search_finds_the_edge),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
