@@ -28,10 +28,20 @@ static int apply_prices(const char *path, struct vl_catalog *cat) {
 }
 
 int cmd_plan(int argc, const char **argv) {
-  static const char *const names[] = {
-      "--tokens",         "--global-batch", "--gpus", "--max-gpus", "--deadline-hours", "--budget",
-      "--value-per-hour", "--late-penalty", "--mfu",  "--top",      "--prices",         NULL};
-  const char *val[11];
+  static const char *const names[] = {"--tokens",
+                                      "--global-batch",
+                                      "--gpus",
+                                      "--max-gpus",
+                                      "--deadline-hours",
+                                      "--budget",
+                                      "--value-per-hour",
+                                      "--late-penalty",
+                                      "--mfu",
+                                      "--top",
+                                      "--prices",
+                                      "--format",
+                                      NULL};
+  const char *val[12];
   struct est e;
   int rc = est_parse_with(argc, argv, names, val, &e);
   if (rc) return rc;
@@ -60,6 +70,9 @@ int cmd_plan(int argc, const char **argv) {
       (val[8] && (rc = cli_double("mfu", val[8], 0.001, 1, &q.mfu))) ||
       (val[9] && (rc = cli_u64("top", val[9], 1, 1000000, &top))))
     return rc;
+  int fmt = 0; /* plan's own --format: estimate's three and html */
+  static const char *const formats[] = {"text", "json", "md", "html", NULL};
+  if (val[11] && (fmt = cli_choice("format", val[11], formats)) < 0) return VL_EXIT_USAGE;
   q.margin = e.margin;
   q.base = e.job;
   struct vl_arch arch;
@@ -117,8 +130,9 @@ int cmd_plan(int argc, const char **argv) {
   }
   const char *slash = strrchr(e.model, '/');
   struct vl_plan_view v = {slash ? slash + 1 : e.model, &q, &r, (size_t)top, cat.prices_date};
-  rc = vl_render_plan(stdout, e.fmt, &v) == 0 ? (r.have_best ? VL_EXIT_OK : VL_EXIT_NOFIT)
-                                              : VL_EXIT_ERROR;
+  static const enum vl_format map[] = {VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD};
+  int w = fmt == 3 ? vl_render_plan_html(stdout, &v) : vl_render_plan(stdout, map[fmt], &v);
+  rc = w == 0 ? (r.have_best ? VL_EXIT_OK : VL_EXIT_NOFIT) : VL_EXIT_ERROR;
   vl_plan_release(&r);
   vl_free(cards);
   vl_catalog_release(&cat);

@@ -120,6 +120,9 @@ struct vl_plan_view {
 
 /*! The plan as the seeds' table (text, md) or JSON (best, candidates). */
 int vl_render_plan(FILE *out, enum vl_format fmt, const struct vl_plan_view *v);
+/*! One self-contained page: time against cost of every plan that fits
+ * (SVG, the Pareto front and the best marked), the table, the why. */
+int vl_render_plan_html(FILE *out, const struct vl_plan_view *v);
 
 struct vl_points;
 struct vl_term_spec;

@@ -1,7 +1,9 @@
 /* The plan: the seeds' cost table, the Pareto front, the decision trace. */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 
+#include "internal.h" /* first: it includes <jansson.h> */
 #include "../util/internal.h"
 #include "vramledger/plan.h"
 #include "vramledger/render.h"
@@ -126,5 +128,131 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
     fprintf(o, "%s%s\n", md ? "- " : "  ", r->trace[i]);
   if (!r->have_best)
     fprintf(o, "%sno configuration meets the deadline and the budget\n", md ? "\n" : "  ");
+  return ferror(o) ? -1 : 0;
+}
+
+/* ---- HTML: the table and time against cost for every feasible plan ------ */
+
+int vl_render_plan_html(FILE *o, const struct vl_plan_view *v) {
+  const struct vl_plan_result *r = v->r;
+  const struct vl_plan_query *q = v->q;
+  fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>vramledger plan</title>\n"
+        "<style>body{font-family:sans-serif;margin:2em;max-width:1100px}"
+        "td,th{padding:2px 8px;text-align:left}td.n{text-align:right}</style></head><body>\n"
+        "<h1>Plan: ",
+        o);
+  vl__html_text(o, v->model_name);
+  fprintf(o,
+          "</h1>\n<p>%.3g tokens, seq %llu, global batch %llu: %llu steps, %.3g FLOPs, MFU "
+          "%.2f. %zu configurations estimated, %zu fit with %.0f %% kept free; prices of ",
+          (double)q->tokens, (unsigned long long)q->base.seq, (unsigned long long)q->global_batch,
+          (unsigned long long)r->steps, r->flops, q->mfu, r->evaluated, r->n, 100 * q->margin);
+  vl__html_text(o, v->prices_date && *v->prices_date ? v->prices_date : "the catalog");
+  fputs(".</p>\n", o);
+  if (r->n) {
+    /* log-log: hours across, dollars up */
+    double h0 = INFINITY, h1 = 0, c0 = INFINITY, c1 = 0;
+    for (size_t i = 0; i < r->n; i++) {
+      h0 = fmin(h0, r->c[i].hours), h1 = fmax(h1, r->c[i].hours);
+      c0 = fmin(c0, r->c[i].cost_usd), c1 = fmax(c1, r->c[i].cost_usd);
+    }
+    h0 = log10(fmax(h0, 1e-6)), h1 = log10(fmax(h1, 1e-6)) + 1e-9;
+    c0 = log10(fmax(c0, 1e-6)), c1 = log10(fmax(c1, 1e-6)) + 1e-9;
+    if (h1 - h0 < 0.1) h0 -= 0.05, h1 += 0.05;
+    if (c1 - c0 < 0.1) c0 -= 0.05, c1 += 0.05;
+    const double W = 900, H = 420, L = 80, B = 40, T = 15, R = 20;
+#define PX(h) (L + (W - L - R) * (log10(fmax((h), 1e-6)) - h0) / (h1 - h0))
+#define PY(c) (H - B - (H - B - T) * (log10(fmax((c), 1e-6)) - c0) / (c1 - c0))
+    fprintf(o,
+            "<h2>Time against cost (every plan that fits; log scales)</h2>\n<svg "
+            "xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+            "font-size=\"11\">\n",
+            W, H);
+    fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#888\"/>\n", L,
+            H - B, W - R, H - B);
+    fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#888\"/>\n", L, T, L,
+            H - B);
+    for (int k = 0; k <= 4; k++) {
+      double h = pow(10, h0 + (h1 - h0) * k / 4.0), c = pow(10, c0 + (c1 - c0) * k / 4.0);
+      fprintf(o, "<text x=\"%.1f\" y=\"%.0f\">%.3g h</text>\n", PX(h) - 12, H - B + 15, h);
+      fprintf(o, "<text x=\"5\" y=\"%.1f\">$%.3g</text>\n", PY(c) + 4, c);
+    }
+    size_t step = r->n > 5000 ? r->n / 5000 : 1; /* a page, not a megabyte */
+    for (size_t i = 0; i < r->n; i += step)
+      if (!r->c[i].pareto)
+        fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"#bbb\"/>\n", PX(r->c[i].hours),
+                PY(r->c[i].cost_usd));
+    fputs("<polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"1.5\" points=\"", o);
+    /* the front, by time */
+    double last = -1;
+    for (int pass = 0; pass < 2; pass++) {
+      last = -1;
+      for (;;) {
+        const struct vl_plan_candidate *next = NULL;
+        for (size_t i = 0; i < r->n; i++)
+          if (r->c[i].pareto && r->c[i].hours > last && (!next || r->c[i].hours < next->hours))
+            next = &r->c[i];
+        if (!next) break;
+        last = next->hours;
+        if (pass == 0) {
+          fprintf(o, "%.1f,%.1f ", PX(next->hours), PY(next->cost_usd));
+        } else {
+          char st[32];
+          fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#d62728\"><title>%ux",
+                  PX(next->hours), PY(next->cost_usd), next->count);
+          vl__html_text(o, next->gpu->name);
+          fprintf(o, " %s, mb %llu x %llu: %.1f h, $%.2f</title></circle>\n",
+                  strategy(next, st, sizeof st), (unsigned long long)next->micro_batch,
+                  (unsigned long long)next->grad_accum, next->hours, next->cost_usd);
+        }
+      }
+      if (pass == 0) fputs("\"/>\n", o);
+    }
+    if (r->have_best)
+      fprintf(o,
+              "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"8\" fill=\"none\" stroke=\"#000\" "
+              "stroke-width=\"2\"><title>the best</title></circle>\n",
+              PX(r->c[0].hours), PY(r->c[0].cost_usd));
+#undef PX
+#undef PY
+    fputs("</svg>\n<p>Grey: plans that fit; red: the time/cost Pareto front; circled: the "
+          "best.</p>\n",
+          o);
+    fputs("<table><tr><th>#</th><th>GPU config</th><th>strategy</th><th>micro-batch x "
+          "accum</th><th>ckpt</th><th>time h</th><th>efficiency</th><th>memory share</th>"
+          "<th>cost per GPU $</th><th>total $</th><th></th></tr>\n",
+          o);
+    for (size_t i = 0; i < r->n && i < v->top; i++) {
+      const struct vl_plan_candidate *c = &r->c[i];
+      char st[32];
+      const char *mark = !c->within_budget    ? "over budget"
+                         : !c->meets_deadline ? "late"
+                         : c->pareto          ? "pareto"
+                                              : "";
+      fprintf(o, "<tr><td class=n>%zu</td><td>%ux", i + 1, c->count);
+      vl__html_text(o, c->gpu->name);
+      fprintf(o,
+              "</td><td>%s</td><td>%llu x %llu</td><td>%s</td><td class=n>%.1f</td>"
+              "<td class=n>%.0f %%</td><td class=n>%.0f %%</td><td class=n>%.2f</td>"
+              "<td class=n>%.2f</td><td>%s</td></tr>\n",
+              strategy(c, st, sizeof st), (unsigned long long)c->micro_batch,
+              (unsigned long long)c->grad_accum, vl_ckpt_name(c->checkpointing), c->hours,
+              100 * c->efficiency, 100 * c->memory_share, c->cost_usd / c->count, c->cost_usd,
+              mark);
+    }
+    fputs("</table>\n", o);
+  } else {
+    fputs("<p>Nothing fits: try more GPUs (--max-gpus), LoRA, or a shorter sequence.</p>\n", o);
+  }
+  fputs("<h2>Why</h2>\n<ul>\n", o);
+  for (int i = 0; i < r->n_trace; i++) {
+    fputs("<li>", o);
+    vl__html_text(o, r->trace[i]);
+    fputs("</li>\n", o);
+  }
+  fputs("</ul>\n", o);
+  if (r->n && !r->have_best)
+    fputs("<p>No configuration meets the deadline and the budget.</p>\n", o);
+  fputs("</body></html>\n", o);
   return ferror(o) ? -1 : 0;
 }
