@@ -3,15 +3,18 @@
 --batch x --seq, AMP bf16, AdamW foreach, eager attention (so memory grows
 with seq^2). Prints PyTorch's peaks as JSON. Run under `vramledger sweep`
 (bench/results/2026-11-29-h200-vl-sweep/)."""
-import argparse, json
+import argparse, json, os, sys
 
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import vramledger  # mark("step"): steps and tokens per second in the sweep
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--batch", type=int, required=True)
 ap.add_argument("--seq", type=int, required=True)
-ap.add_argument("--steps", type=int, default=3)
+ap.add_argument("--steps", type=int, default=4)
 a = ap.parse_args()
 cfg = AutoConfig.for_model("gpt2", attn_implementation="eager")
 torch.manual_seed(0)
@@ -25,7 +28,8 @@ for _ in range(a.steps):
     loss.backward()
     o.step()
     o.zero_grad(set_to_none=True)
-torch.cuda.synchronize()
+    torch.cuda.synchronize()
+    vramledger.mark("step")
 print(json.dumps({"batch": a.batch, "seq": a.seq,
                   "max_allocated": torch.cuda.max_memory_allocated(),
                   "max_reserved": torch.cuda.max_memory_reserved()}))

@@ -198,11 +198,18 @@ int cmd_sweep(int argc, const char **argv) {
   fputs("point", f);
   for (int k = 0; k < g.n; k++)
     fprintf(f, ",%s", g.name[k]);
-  fputs(",peak_bytes,peak_cuda_alloc_bytes,spread_pct,seconds,status\n", f);
+  fputs(",peak_bytes,peak_cuda_alloc_bytes,spread_pct,seconds,steps_per_s,tokens_per_s,status\n",
+        f);
+  int kb = -1, ks = -1; /* tokens per step = batch x seq, when both are swept */
+  for (int k = 0; k < g.n; k++) {
+    if (!strcmp(g.name[k], "batch")) kb = k;
+    if (!strcmp(g.name[k], "seq")) ks = k;
+  }
   printf("%-6s", "point");
   for (int k = 0; k < g.n; k++)
     printf(" %10s", g.name[k]);
-  printf(" %12s %12s %8s %8s  %s\n", "process GiB", "alloc GiB", "spread", "s", "status");
+  printf(" %12s %12s %8s %8s %9s %10s  %s\n", "process GiB", "alloc GiB", "spread", "s", "steps/s",
+         "tokens/s", "status");
   size_t total = 1;
   for (int k = 0; k < g.n; k++)
     total *= (size_t)g.n_values[k];
@@ -224,7 +231,8 @@ int cmd_sweep(int argc, const char **argv) {
       av[i] = strdup(buf);
     }
     uint64_t lo = UINT64_MAX, hi = 0, cuda = 0;
-    double secs = 0;
+    double secs = 0, rate = 0;
+    int rated = 0;
     const char *status = "ok";
     for (uint64_t r = 0; r < repeat; r++) {
       char dir[PATH_MAX], rec[PATH_MAX];
@@ -263,6 +271,20 @@ int cmd_sweep(int argc, const char **argv) {
       hi = mp > hi ? mp : hi;
       cuda = mc > cuda ? mc : cuda;
       secs += d / (double)repeat;
+      struct vl_record rcd;
+      double per_s = 0;
+      if (!code && cli_load_record(dir, &rcd, path, sizeof path) == 0) {
+        if (vl_record_mark_rate(&rcd, "step", &per_s) >= 2) rate += per_s, rated++;
+        vl_record_release(&rcd);
+      }
+    }
+    char steps[32] = "", tokens[32] = "";
+    if (rated) {
+      rate /= rated;
+      snprintf(steps, sizeof steps, "%.4g", rate);
+      if (kb >= 0 && ks >= 0)
+        snprintf(tokens, sizeof tokens, "%.6g",
+                 rate * atof(g.value[kb][at[kb]]) * atof(g.value[ks][at[ks]]));
     }
     double spread = hi ? 100.0 * (double)(hi - lo) / (double)hi : 0.0;
     fprintf(f, "%zu", p);
@@ -271,11 +293,12 @@ int cmd_sweep(int argc, const char **argv) {
       fprintf(f, ",%s", g.value[k][at[k]]);
       printf(" %10s", g.value[k][at[k]]);
     }
-    fprintf(f, ",%llu,%llu,%.2f,%.3f,%s\n", (unsigned long long)hi, (unsigned long long)cuda,
-            spread, secs, status);
+    fprintf(f, ",%llu,%llu,%.2f,%.3f,%s,%s,%s\n", (unsigned long long)hi, (unsigned long long)cuda,
+            spread, secs, steps, tokens, status);
     fflush(f);
-    printf(" %12.2f %12.2f %7.1f%% %8.1f  %s\n", (double)hi / (1ull << 30),
-           (double)cuda / (1ull << 30), spread, secs, status);
+    printf(" %12.2f %12.2f %7.1f%% %8.1f %9s %10s  %s\n", (double)hi / (1ull << 30),
+           (double)cuda / (1ull << 30), spread, secs, *steps ? steps : "-", *tokens ? tokens : "-",
+           status);
     for (int i = 0; i < cmd_n; i++)
       free(av[i]);
     vl_free(av);

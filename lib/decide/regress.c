@@ -62,7 +62,8 @@ static int field(struct csv *c, char *buf, size_t n) {
 static bool measurement(const char *name) {
   size_t l = strlen(name);
   if (!strcmp(name, "point") || !strcmp(name, "seconds")) return true;
-  return (l > 6 && !strcmp(name + l - 6, "_bytes")) || (l > 4 && !strcmp(name + l - 4, "_pct"));
+  return (l > 6 && !strcmp(name + l - 6, "_bytes")) || (l > 4 && !strcmp(name + l - 4, "_pct")) ||
+         (l > 6 && !strcmp(name + l - 6, "_per_s"));
 }
 
 vl_status vl_points_parse(const char *text, size_t len, const char *const *vars, size_t nvars,

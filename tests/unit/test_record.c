@@ -22,6 +22,12 @@ static void sample_record(void **state) {
   assert_int_equal(r.exit_status, 0);
   assert_false(r.truncated);
   assert_string_equal(r.command, "python train.py --batch 8");
+  /* three "forward" stamps 2 s apart: 0.5 per second; none of a name: 0 */
+  double rate = -1;
+  assert_int_equal(vl_record_mark_rate(&r, "forward", &rate), 3);
+  assert_true(fabs(rate - 0.5) < 1e-12);
+  assert_int_equal(vl_record_mark_rate(&r, "no-such-mark", &rate), 0);
+  assert_true(rate == 0);
   struct vl_run_summary s;
   struct vl_finding f[VL_MAX_FINDINGS];
   int nf = 0;
