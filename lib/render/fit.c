@@ -222,11 +222,8 @@ int vl_render_fit_html(FILE *o, const struct vl_fit_view *v) {
   ymax *= 1.05;
 #define PX(x) (L + (W - L - R) * ((x)-xlo) / (xhi - xlo))
 #define PY(y) (H - B - (H - B - T) * (y) / ymax)
-  fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>vramledger fit</title>\n"
-        "<style>body{font-family:sans-serif;margin:2em;max-width:980px}"
-        "td,th{padding:2px 10px;text-align:left}td.n{text-align:right}</style></head><body>\n"
-        "<h1>Fit: ",
-        o);
+  vl__html_head(o, "vramledger fit");
+  fputs("<h1>Fit: ", o);
   vl__html_text(o, v->source);
   fprintf(o,
           "</h1>\n<p>%zu points%s; R² %.5f, residual sigma %.3f GiB, leave-one-out error "
@@ -240,14 +237,7 @@ int vl_render_fit_html(FILE *o, const struct vl_fit_view *v) {
     fprintf(o, "</td><td class=n>%.6g</td><td class=n>± %.3g</td></tr>\n", r->coef[k], r->ci95[k]);
   }
   fputs("</table>\n", o);
-  fprintf(o,
-          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-          "font-size=\"11\">\n",
-          W, H);
-  fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#888\"/>\n", L, H - B,
-          W - R, H - B);
-  fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#888\"/>\n", L, T, L,
-          H - B);
+  vl__svg_open(o, W, H, L, T, R, B);
   for (int k = 0; k <= 4; k++) {
     fprintf(o, "<text x=\"5\" y=\"%.1f\">%.1f GiB</text>\n", PY(ymax * k / 4.0) + 4,
             ymax * k / 4.0);

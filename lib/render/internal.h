@@ -11,5 +11,10 @@ json_t *vl__settings_json(const struct vl_job *j);
 
 /* s with <, >, & and " escaped for HTML. */
 void vl__html_text(FILE *o, const char *s);
+/* The page's head and <body>: title, the house style. */
+void vl__html_head(FILE *o, const char *title);
+/* <svg> w x h with its two axes: x along the bottom margin, y along the left. */
+void vl__svg_open(FILE *o, double w, double h, double left, double top, double right,
+                  double bottom);
 
 #endif

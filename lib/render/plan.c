@@ -136,11 +136,8 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
 int vl_render_plan_html(FILE *o, const struct vl_plan_view *v) {
   const struct vl_plan_result *r = v->r;
   const struct vl_plan_query *q = v->q;
-  fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>vramledger plan</title>\n"
-        "<style>body{font-family:sans-serif;margin:2em;max-width:1100px}"
-        "td,th{padding:2px 8px;text-align:left}td.n{text-align:right}</style></head><body>\n"
-        "<h1>Plan: ",
-        o);
+  vl__html_head(o, "vramledger plan");
+  fputs("<h1>Plan: ", o);
   vl__html_text(o, v->model_name);
   fprintf(o,
           "</h1>\n<p>%.3g tokens, seq %llu, global batch %llu: %llu steps, %.3g FLOPs, MFU "
@@ -163,15 +160,8 @@ int vl_render_plan_html(FILE *o, const struct vl_plan_view *v) {
     const double W = 900, H = 420, L = 80, B = 40, T = 15, R = 20;
 #define PX(h) (L + (W - L - R) * (log10(fmax((h), 1e-6)) - h0) / (h1 - h0))
 #define PY(c) (H - B - (H - B - T) * (log10(fmax((c), 1e-6)) - c0) / (c1 - c0))
-    fprintf(o,
-            "<h2>Time against cost (every plan that fits; log scales)</h2>\n<svg "
-            "xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-            "font-size=\"11\">\n",
-            W, H);
-    fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#888\"/>\n", L,
-            H - B, W - R, H - B);
-    fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#888\"/>\n", L, T, L,
-            H - B);
+    fputs("<h2>Time against cost (every plan that fits; log scales)</h2>\n", o);
+    vl__svg_open(o, W, H, L, T, R, B);
     for (int k = 0; k <= 4; k++) {
       double h = pow(10, h0 + (h1 - h0) * k / 4.0), c = pow(10, c0 + (c1 - c0) * k / 4.0);
       fprintf(o, "<text x=\"%.1f\" y=\"%.0f\">%.3g h</text>\n", PX(h) - 12, H - B + 15, h);

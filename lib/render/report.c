@@ -145,10 +145,7 @@ static int report_html(FILE *o, const struct vl_report_view *v) {
   if (GIB(s->peak_cuda_alloc_bytes) > ymax) ymax = GIB(s->peak_cuda_alloc_bytes);
   if (tmax <= 0) tmax = 1;
   if (ymax <= 0) ymax = 1;
-  fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>vramledger run</title>\n"
-        "<style>body{font-family:sans-serif;margin:2em;max-width:980px}"
-        "td,th{padding:2px 10px;text-align:left}td.n{text-align:right}</style></head><body>\n",
-        o);
+  vl__html_head(o, "vramledger run");
   fputs("<h1>Run: ", o);
   vl__html_text(o, r->command);
   fputs("</h1>\n<p>", o);
@@ -164,14 +161,7 @@ static int report_html(FILE *o, const struct vl_report_view *v) {
   fprintf(o, "<tr><td>CUDA context and other, at the process peak</td><td class=n>%.2f</td></tr>\n",
           GIB(s->context_bytes));
   fputs("</table>\n", o);
-  fprintf(o,
-          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-          "font-size=\"11\">\n",
-          W, H);
-  fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#888\"/>\n", L, H - B,
-          W - 10, H - B);
-  fprintf(o, "<line x1=\"%.0f\" y1=\"10\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#888\"/>\n", L, L,
-          H - B);
+  vl__svg_open(o, W, H, L, 10, 10, B);
   for (int k = 0; k <= 4; k++) {
     double y = H - B - (H - B - 10) * k / 4.0;
     fprintf(o, "<text x=\"5\" y=\"%.1f\">%.1f GiB</text>\n", y + 4, ymax * k / 4.0);

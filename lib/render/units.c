@@ -35,3 +35,23 @@ void vl__html_text(FILE *o, const char *s) {
       fputc(*s, o);
   }
 }
+
+void vl__html_head(FILE *o, const char *title) {
+  fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>", o);
+  vl__html_text(o, title);
+  fputs("</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:1100px}"
+        "td,th{padding:2px 10px;text-align:left}td.n{text-align:right}</style></head><body>\n",
+        o);
+}
+
+void vl__svg_open(FILE *o, double w, double h, double left, double top, double right,
+                  double bottom) {
+  fprintf(o,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+          "font-size=\"11\">\n",
+          w, h);
+  fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#888\"/>\n", left,
+          h - bottom, w - right, h - bottom);
+  fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#888\"/>\n", left, top,
+          left, h - bottom);
+}
