@@ -17,20 +17,25 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "vramledger/commitment.h"
 #include "vramledger/counters.h"
 #include "vramledger/nvml.h"
 #include "vramledger/record.h"
 
-enum { O_HELP, O_OUT, O_INTERVAL, O_NO_PRELOAD, O_QUIET };
+enum { O_HELP, O_OUT, O_INTERVAL, O_NO_PRELOAD, O_QUIET, O_COMMITMENT };
 static const struct cli_opt opts[] = {
-    {"help", false, O_HELP},           {"out", true, O_OUT},
-    {"interval-ms", true, O_INTERVAL}, {"no-preload", false, O_NO_PRELOAD},
-    {"quiet", false, O_QUIET},         {NULL, false, 0},
+    {"help", false, O_HELP},
+    {"out", true, O_OUT},
+    {"interval-ms", true, O_INTERVAL},
+    {"no-preload", false, O_NO_PRELOAD},
+    {"quiet", false, O_QUIET},
+    {"commitment", true, O_COMMITMENT},
+    {NULL, false, 0},
 };
 
 struct runopt {
   bool help, no_preload, quiet;
-  const char *out;
+  const char *out, *commitment;
   uint64_t interval_ms;
 };
 
@@ -42,8 +47,37 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   case O_INTERVAL: return cli_u64(flag, arg, 1, 60000, &o->interval_ms);
   case O_NO_PRELOAD: o->no_preload = true; return 0;
   case O_QUIET: o->quiet = true; return 0;
+  case O_COMMITMENT: o->commitment = arg; return 0;
   default: return 0;
   }
+}
+
+/* The commitment's peak trigger fired: record it, leave the fallback file
+ * for the job (vramledger.fallback_requested()), say so. Once per run. */
+static int put(json_t *o);
+static void fire(const char *fb_path, uint64_t t, uint64_t bytes, uint64_t guard,
+                 const char *commitment) {
+  json_t *e = json_object();
+  json_object_set_new(e, "type", json_string("trigger"));
+  json_object_set_new(e, "t_ns", json_integer((json_int_t)t));
+  json_object_set_new(e, "trigger", json_string("peak_over_commitment"));
+  json_object_set_new(e, "bytes", json_integer((json_int_t)bytes));
+  json_object_set_new(e, "threshold_bytes", json_integer((json_int_t)guard));
+  char *line = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  int fd = open(fb_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd >= 0 && line) {
+    size_t n = strlen(line);
+    if (write(fd, line, n) != (ssize_t)n || write(fd, "\n", 1) != 1) {
+      /* the record below still has it */
+    }
+  }
+  if (fd >= 0) close(fd);
+  free(line);
+  put(e);
+  fprintf(stderr,
+          "vramledger: trigger: the job holds %.2f GiB on one GPU, over the %.2f GiB that %s "
+          "allows; its fallback is due (vramledger.fallback_requested() is now true)\n",
+          (double)bytes / (double)(1ull << 30), (double)guard / (double)(1ull << 30), commitment);
 }
 
 static uint64_t now_ns(void) {
@@ -236,6 +270,13 @@ int cmd_run(int argc, const char **argv) {
   }
   const char **cmd = argv + dash + 1;
   int cmd_argc = argc - dash - 1;
+  /* the runtime guard: the commitment's peak trigger, per GPU */
+  uint64_t guard = 0;
+  if (o.commitment) {
+    struct vl_commitment cm;
+    if ((rc = cli_load_commitment(o.commitment, &cm))) return rc;
+    guard = vl_commitment_peak_threshold(&cm);
+  }
 
   /* the run directory: 0700, files 0600 */
   char dir[PATH_MAX];
@@ -258,6 +299,9 @@ int cmd_run(int argc, const char **argv) {
   char rec_path[PATH_MAX + 32], ctr_path[PATH_MAX + 32];
   snprintf(rec_path, sizeof rec_path, "%s/record.jsonl", dir);
   snprintf(ctr_path, sizeof ctr_path, "%s/counters", dir);
+  char fb_path[PATH_MAX + 32];
+  snprintf(fb_path, sizeof fb_path, "%s/fallback", dir);
+  bool fired = false;
   record_fd = open(rec_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
   if (record_fd < 0) {
     cli_error("cannot create '%s': %s", rec_path, strerror(errno));
@@ -358,6 +402,7 @@ int cmd_run(int argc, const char **argv) {
     setenv("VRAMLEDGER_RECORD", rec_path, 1);
     if (ctr) setenv("VRAMLEDGER_COUNTERS", ctr_path, 1);
     setenv("VRAMLEDGER_RUN_DIR", dir, 1);
+    if (guard) setenv("VRAMLEDGER_FALLBACK_FILE", fb_path, 1);
     execvp(cmd[0], (char *const *)cmd);
     int e = errno;
     ssize_t w = write(errpipe[1], &e, sizeof e);
@@ -405,7 +450,7 @@ int cmd_run(int argc, const char **argv) {
     json_t *s = json_object();
     json_object_set_new(s, "type", json_string("sample"));
     json_object_set_new(s, "t_ns", json_integer((json_int_t)t));
-    uint64_t tree = 0, other = 0;
+    uint64_t tree = 0, other = 0, gpu_max = 0; /* gpu_max: the job on its fullest GPU */
     unsigned tree_procs = 0;
     if (nv) {
       json_t *jgs = json_array(), *jp = json_array();
@@ -432,6 +477,7 @@ int cmd_run(int argc, const char **argv) {
           }
         }
         tree += gtree;
+        if (gtree > gpu_max) gpu_max = gtree;
         json_t *e = json_object();
         json_object_set_new(e, "i", json_integer(vis[k]));
         json_object_set_new(e, "used", json_integer((json_int_t)g.used_bytes));
@@ -455,6 +501,11 @@ int cmd_run(int argc, const char **argv) {
     json_object_set_new(s, "other_bytes", json_integer((json_int_t)other));
     json_object_set_new(s, "cuda_alloc_bytes", json_integer((json_int_t)alloc));
     put(s);
+    /* without NVML the driver-allocated bytes stand in (they are less) */
+    if (guard && !fired && (nv ? gpu_max : alloc) > guard) {
+      fired = true;
+      fire(fb_path, t, nv ? gpu_max : alloc, guard, o.commitment);
+    }
     if (tree > peak_tree) {
       peak_tree = tree;
       peak_t = t - start_ns;

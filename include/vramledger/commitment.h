@@ -45,6 +45,11 @@ vl_status vl_commitment_parse(const char *text, size_t len, struct vl_commitment
 vl_status vl_job_from_settings(const char *text, size_t len, struct vl_job *job, char *targets,
                                size_t targets_len, struct vl_err *err) VL_MUST_USE;
 
+/*! The bytes per GPU above which the peak trigger fires: peak_trigger x
+ * the measured process peak when a run was attached, else x the estimated
+ * total. */
+uint64_t vl_commitment_peak_threshold(const struct vl_commitment *c);
+
 struct vl_drift {
   char field[32]; /* the estimate flag's name, without -- */
   char committed[64];

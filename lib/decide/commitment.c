@@ -1,5 +1,6 @@
 /* Commitment reader and the drift between a job and its baseline. */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -227,4 +228,10 @@ int vl_commitment_diff(const struct vl_commitment *c, const struct vl_job *j, st
        j->master_grads_fp32 ? "fp32" : "half");
   addu(out, cap, &n, "new-tokens", b->new_tokens, j->new_tokens);
   return n;
+}
+
+uint64_t vl_commitment_peak_threshold(const struct vl_commitment *c) {
+  uint64_t ref =
+      c->measured && c->measured_process_bytes ? c->measured_process_bytes : c->est_total_bytes;
+  return (uint64_t)llround((double)ref * c->peak_trigger);
 }

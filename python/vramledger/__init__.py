@@ -22,3 +22,13 @@ def mark(name):
             _mark = False
     if _mark:
         _mark(str(name).encode()[:63])
+
+
+def fallback_requested():
+    """True once `vramledger run --commitment C` has seen the job pass the
+    commitment's peak trigger: switch to the fallback the commitment names
+    (for example, enable activation checkpointing) at the next step. Always
+    False outside such a run. Cheap enough to call every step."""
+    import os
+    path = os.environ.get("VRAMLEDGER_FALLBACK_FILE")
+    return bool(path) and os.path.exists(path)

@@ -7,6 +7,7 @@ vl=$1 prog=$2 fake=$3 preload=$4 stub=$5
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export VRAMLEDGER_NVML_LIB="$fake" VRAMLEDGER_PRELOAD="$preload" LD_LIBRARY_PATH="$stub"
+dir=$(cd "$(dirname "$0")" && pwd)
 fail=0
 n=0
 check() { # check NAME CONDITION...
@@ -93,6 +94,18 @@ for i in range(4): vramledger.mark('step')"
 check "python: vramledger.mark() stamps the record" [ "$(grep -c '"name":"step"' "$tmp/pymark/record.jsonl")" = 4 ]
 python3 -c "import sys; sys.path.insert(0, '$pydir'); import vramledger; vramledger.mark('step')"
 check "python: vramledger.mark() outside run does nothing" [ $? = 0 ]
+# the runtime guard: 64 MiB + 500 MiB of context pass 105 % of a 256 MiB commitment
+: >"$tmp/procs"
+"$vl" run --out "$tmp/guard" --interval-ms 10 --quiet --commitment "$dir/../data/commitments/guard-256mib.json" -- "$prog" hold 64 0.3 "$tmp/procs" 2>"$tmp/err"
+check "guard: the job is not stopped" [ $? = 0 ]
+check "guard: the trigger is recorded once" [ "$(grep -c '"type":"trigger"' "$tmp/guard/record.jsonl")" = 1 ]
+check "guard: the fallback file is left for the job" grep -q peak_over_commitment "$tmp/guard/fallback"
+check "guard: stderr says so" grep -q "trigger: the job holds" "$tmp/err"
+: >"$tmp/procs"
+"$vl" run --out "$tmp/guardpy" --interval-ms 10 --quiet --commitment "$dir/../data/commitments/guard-256mib.json" -- sh -c "'$prog' hold 64 1.0 '$tmp/procs' & sleep 0.6; python3 -c \"import sys; sys.path.insert(0, '$pydir'); import vramledger; sys.exit(0 if vramledger.fallback_requested() else 5)\"; st=\$?; wait; exit \$st"
+check "guard: vramledger.fallback_requested() sees it" [ $? = 0 ]
+"$vl" run --out "$tmp/guardbad" --quiet --commitment "$dir/../data/commitments/truncated.json" -- true 2>/dev/null
+check "guard: a bad commitment is refused before the job runs" [ $? = 1 ] && [ ! -e "$tmp/guardbad" ]
 "$vl" sweep --grid b=1,2 --out "$tmp/oom" -- sh -c 'if [ {b} = 2 ]; then echo "CUDA out of memory" >&2; exit 1; fi' >/dev/null 2>&1
 check "sweep: an out-of-memory point is recorded and the sweep goes on" grep -q '^1,2,0,0,0.00,[0-9.]*,,,oom$' "$tmp/oom/sweep.csv"
 "$vl" sweep --grid b=1 --grid c=2 --out "$tmp/bad" -- echo {b} 2>/dev/null

@@ -32,6 +32,11 @@ static void reads_and_compares(void **state) {
   assert_string_equal(d[1].field, "attention");
   assert_string_equal(d[2].field, "lora-targets");
   assert_int_equal(vl_commitment_diff(&c, &j, d, 1), 3); /* counts past the cap */
+  /* the runtime guard: 105 % of the estimated total, or of a measured peak */
+  assert_int_equal(vl_commitment_peak_threshold(&c), 27270630482ull); /* 25972029030 x 1.05 */
+  c.measured = true;
+  c.measured_process_bytes = 20000000000ull;
+  assert_int_equal(vl_commitment_peak_threshold(&c), 21000000000ull);
 }
 
 static void never_a_pass_by_accident(void **state) {
