@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "vramledger/commitment.h"
+#include "vramledger/record.h"
 
 enum { O_HELP, O_COMMITMENT, O_RUN, O_PRICE };
 static const struct cli_opt opts[] = {{"help", false, O_HELP},
@@ -68,11 +69,39 @@ int cmd_audit(int argc, const char **argv) {
   } else {
     printf("  %-28s %14s %14.4g\n", "GPU-hours", "not committed", hours);
   }
+  /* throughput: the job's vl_mark("step") stamps, one per optimizer step */
+  struct vl_record r;
+  char rp[PATH_MAX];
+  double step_s = 0;
+  if (cli_load_record(a.run, &r, rp, sizeof rp) == 0) {
+    step_s = vl_record_mark_median_s(&r, "step");
+    vl_record_release(&r);
+  }
+  const struct vl_job *j = &c.job;
+  double tokens_per_step =
+      (double)j->batch * (double)j->seq * (double)j->grad_accum * (double)(j->dp ? j->dp : 1);
+  double tps = step_s > 0 ? tokens_per_step / step_s : 0;
+  if (c.sla_tokens_per_s > 0 && tps > 0) {
+    off = (tps - c.sla_tokens_per_s) / c.sla_tokens_per_s;
+    bad = off < -tol; /* faster than the SLA is no breach */
+    printf("  %-28s %14.4g %14.4g %+8.1f%%%s\n", "tokens/s (median step)", c.sla_tokens_per_s, tps,
+           off * 100, bad ? "  <- review" : "");
+    review += bad;
+  } else if (tps > 0) {
+    printf("  %-28s %14s %14.4g\n", "tokens/s (median step)", "not committed", tps);
+  } else {
+    printf("  %-28s %14s %14s\n", "tokens/s", c.sla_tokens_per_s > 0 ? "committed" : "",
+           "not stamped");
+  }
   if (a.price > 0) {
     printf("  %-28s %14s %13.2f$\n", "cost at the given price", "", hours * a.price);
     if (c.gpu_hours > 0) printf("  %-28s %13.2f$\n", "committed cost", c.gpu_hours * a.price);
   }
   if (!mp) printf("\n  the record has no GPU memory samples (no NVML on that machine?)\n");
+  if (tps <= 0)
+    printf(
+        "\n  the job stamped no steps: call vl_mark(\"step\") (Python: vramledger.mark(\"step\")) "
+        "once per optimizer step to audit throughput\n");
   if (review) {
     printf("\nreview: %d line%s more than %.0f %% off the commitment; update the commitment or "
            "explain the difference\n",

@@ -109,4 +109,9 @@ void vl_record_summarize(const struct vl_record *rec, struct vl_run_summary *s,
  * two). Each process's stamps count. @return the number of stamps. */
 size_t vl_record_mark_rate(const struct vl_record *rec, const char *name, double *per_s);
 
+/*! The median time between consecutive stamps of `name`, seconds (0 when
+ * fewer than two): a steady step time that start-up and a slow first step
+ * do not move. */
+double vl_record_mark_median_s(const struct vl_record *rec, const char *name);
+
 #endif

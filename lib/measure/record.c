@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../util/internal.h"
@@ -293,4 +294,29 @@ size_t vl_record_mark_rate(const struct vl_record *rec, const char *name, double
   }
   *per_s = n >= 2 && last > first ? (double)(n - 1) * 1e9 / (double)(last - first) : 0.0;
   return n;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+double vl_record_mark_median_s(const struct vl_record *rec, const char *name) {
+  size_t n = 0;
+  for (size_t i = 0; i < rec->n_marks; i++)
+    n += !strcmp(rec->marks[i].name, name);
+  if (n < 2) return 0;
+  uint64_t *t = vl_malloc(n * sizeof *t);
+  if (!t) return 0;
+  size_t k = 0;
+  for (size_t i = 0; i < rec->n_marks; i++)
+    if (!strcmp(rec->marks[i].name, name)) t[k++] = rec->marks[i].t_ns;
+  qsort(t, n, sizeof *t, cmp_u64);
+  for (size_t i = 0; i + 1 < n; i++) /* intervals, in place */
+    t[i] = t[i + 1] - t[i];
+  qsort(t, n - 1, sizeof *t, cmp_u64);
+  size_t m = n - 1;
+  double med = m % 2 ? (double)t[m / 2] : ((double)t[m / 2 - 1] + (double)t[m / 2]) / 2;
+  vl_free(t);
+  return med * 1e-9;
 }

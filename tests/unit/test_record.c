@@ -26,6 +26,8 @@ static void sample_record(void **state) {
   double rate = -1;
   assert_int_equal(vl_record_mark_rate(&r, "forward", &rate), 3);
   assert_true(fabs(rate - 0.5) < 1e-12);
+  assert_true(fabs(vl_record_mark_median_s(&r, "forward") - 2.0) < 1e-12);
+  assert_true(vl_record_mark_median_s(&r, "no-such-mark") == 0);
   assert_int_equal(vl_record_mark_rate(&r, "no-such-mark", &rate), 0);
   assert_true(rate == 0);
   struct vl_run_summary s;
