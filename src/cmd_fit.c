@@ -210,9 +210,11 @@ static int estimates(const struct fo *f, const struct vl_points *pts, struct vl_
   for (size_t i = 0; i < pts->n && s == VL_OK; i++)
     s = vl_fit_estimate_at(pts, pts->x + i * VL_FIT_MAX_VARS, &arch, &f->e.job, &ov,
                            (enum vl_fit_measure)m, &est[i], &err);
-  for (int i = 0; i < f->n_predict && s == VL_OK; i++)
+  for (int i = 0; i < f->n_predict && s == VL_OK; i++) {
     s = vl_fit_estimate_at(pts, px[i].x, &arch, &f->e.job, &ov, (enum vl_fit_measure)m,
                            &px[i].estimate, &err);
+    px[i].disagree = vl_fit_disagrees(px[i].y, px[i].half_width, px[i].estimate);
+  }
   if (s != VL_OK) {
     cli_error("cannot estimate at the points of '%s': %s", f->label, err.msg);
     vl_free(est);
@@ -286,13 +288,22 @@ int cmd_fit(int argc, const char **argv) {
       size_t n_curves = curves ? vl_fit_curves(&pts, &r, t, nt, px, (size_t)f.n_predict, axis,
                                                curves, VL_FIT_MAX_CURVES)
                                : 0;
-      struct vl_fit_view v = {&pts,      t,
-                              nt,        &r,
-                              px,        (size_t)f.n_predict,
-                              f.label,   est,
-                              f.e.model, f.compare ? f.compare : measures[0],
-                              curves,    n_curves,
-                              axis};
+      struct vl_fit_est_summary su = {0};
+      if (est) vl_fit_est_summarize(&pts, est, &su);
+      struct vl_fit_view v = {.pts = &pts,
+                              .terms = t,
+                              .n_terms = nt,
+                              .fit = &r,
+                              .predictions = px,
+                              .n_predict = (size_t)f.n_predict,
+                              .source = f.label,
+                              .estimate = est,
+                              .est_summary = &su,
+                              .model = f.e.model,
+                              .measure = f.compare ? f.compare : measures[0],
+                              .curves = curves,
+                              .n_curves = n_curves,
+                              .axis = axis};
       static const enum vl_format map[] = {VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD};
       int w = f.fmt == 3 ? vl_render_fit_html(stdout, &v) : vl_render_fit(stdout, map[f.fmt], &v);
       rc = w == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;

@@ -90,8 +90,11 @@ int cmd_plan(int argc, const char **argv) {
     return rc;
   }
   struct vl_gpu *cards = vl_calloc(cat.n + 1, sizeof *cards);
+  const struct vl_gpu **named = vl_calloc(cat.n + 1, sizeof *named);
   size_t nc = 0;
-  if (!cards) {
+  if (!cards || !named) {
+    vl_free(cards);
+    vl_free(named);
     vl_catalog_release(&cat);
     cli_error("out of memory");
     return VL_EXIT_ERROR;
@@ -99,21 +102,15 @@ int cmd_plan(int argc, const char **argv) {
   if (!gl) {
     for (size_t i = 0; i < cat.n; i++)
       cards[nc++] = cat.gpus[i];
-  } else {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", gl);
-    for (char *t = buf, *next; t && *t; t = next) {
-      next = strchr(t, ',');
-      if (next) *next++ = '\0';
-      const struct vl_gpu *g = vl_catalog_find(&cat, t);
-      if (!g) {
-        cli_error("unknown GPU '%s' in --gpus", t);
-        vl_free(cards);
-        vl_catalog_release(&cat);
-        return VL_EXIT_USAGE;
-      }
-      if (nc < cat.n) cards[nc++] = *g;
-    }
+  } else if ((rc = est_gpu_list(&cat, gl, named, cat.n, &nc)) == 0) {
+    for (size_t i = 0; i < nc; i++)
+      cards[i] = *named[i];
+  }
+  vl_free(named);
+  if (rc) {
+    vl_free(cards);
+    vl_catalog_release(&cat);
+    return rc;
   }
   q.gpus = cards;
   q.n_gpus = nc;

@@ -159,19 +159,12 @@ int cmd_sensitivity(int argc, const char **argv) {
   const struct vl_gpu *g0;
   if ((rc = est_gpu(&ce, &cat, &g0))) return rc;
   if (gpus) {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", gpus);
-    for (char *t = buf, *next; t && *t; t = next) {
-      next = strchr(t, ',');
-      if (next) *next++ = '\0';
-      const struct vl_gpu *g = vl_catalog_find(&cat, t);
-      if (!g) {
-        cli_error("unknown GPU '%s' in --gpus", t);
-        vl_catalog_release(&cat);
-        return VL_EXIT_USAGE;
-      }
-      if (q.n_gpus < VL_SENS_MAX_GPUS) q.gpus[q.n_gpus++] = g;
+    size_t ng = 0;
+    if ((rc = est_gpu_list(&cat, gpus, q.gpus, VL_SENS_MAX_GPUS, &ng))) {
+      vl_catalog_release(&cat);
+      return rc;
     }
+    q.n_gpus = (int)ng;
   } else if (g0) {
     q.gpus[q.n_gpus++] = g0;
   }

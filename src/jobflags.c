@@ -300,6 +300,24 @@ int est_gpu(const struct est *e, struct vl_catalog *cat, const struct vl_gpu **g
   return rc;
 }
 
+int est_gpu_list(const struct vl_catalog *cat, const char *list, const struct vl_gpu **out,
+                 size_t cap, size_t *n) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", list);
+  *n = 0;
+  for (char *t = buf, *next; t && *t; t = next) {
+    next = strchr(t, ',');
+    if (next) *next++ = '\0';
+    const struct vl_gpu *g = vl_catalog_find(cat, t);
+    if (!g) {
+      cli_error("unknown GPU '%s' in --gpus", t);
+      return VL_EXIT_USAGE;
+    }
+    if (*n < cap) out[(*n)++] = g;
+  }
+  return 0;
+}
+
 int take_flags(int argc, const char **argv, const char *const *names, const char **values,
                const char **rest, int *n_rest) {
   int n = 0;

@@ -31,6 +31,12 @@ int est_parse(int argc, const char **argv, struct est *e);
  * releases cat. @return 0 or an exit code (message printed). */
 int est_gpu(const struct est *e, struct vl_catalog *cat, const struct vl_gpu **gpu);
 
+/*! The cards of a --gpus LIST ("a100-80gb,h100"): pointers into cat in
+ * out[0..*n), at most cap (the rest ignored). @return 0, or VL_EXIT_USAGE
+ * after naming a card the catalog does not have. */
+int est_gpu_list(const struct vl_catalog *cat, const char *list, const struct vl_gpu **out,
+                 size_t cap, size_t *n);
+
 /*! Take a command's own flags (each with a value) out of argv: names[i]
  * ("--out") gets its value in values[i] (NULL when absent); the other
  * arguments are left in rest[0..*n_rest) with rest[0] = argv[0], for

@@ -72,6 +72,7 @@ struct vl_fit_prediction {
   double y, half_width;     /* bytes; 95 % prediction interval */
   double linear, quadratic; /* constant + linear terms, and terms with a square */
   double estimate;          /* the estimator at x, bytes; NAN when not asked */
+  bool disagree;            /* vl_fit_disagrees(y, half_width, estimate) */
 };
 
 /*! Prediction at p->x, with its interval and its parts, filled into *p. */
@@ -148,5 +149,18 @@ double vl_fitted_eval(const struct vl_fitted *f, const double *x);
 
 /*! |estimate - fit| > max(VL_FIT_DISAGREE * fit, half_width). */
 bool vl_fit_disagrees(double fit, double half_width, double estimate);
+
+/* The estimator against the measured points, in relative error
+ * (estimate - measured) / measured. */
+struct vl_fit_est_summary {
+  double mean_abs_rel; /* mean |error| */
+  double worst_rel;    /* the error of largest magnitude, signed */
+  size_t worst;        /* its point */
+  size_t beyond;       /* points with |error| > VL_FIT_DISAGREE */
+};
+
+/*! Summarise estimate[0..p->n) against p->y. */
+void vl_fit_est_summarize(const struct vl_points *p, const double *estimate,
+                          struct vl_fit_est_summary *s);
 
 #endif

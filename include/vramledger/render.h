@@ -129,6 +129,7 @@ struct vl_term_spec;
 struct vl_fit_result;
 struct vl_fit_prediction;
 struct vl_fit_curve;
+struct vl_fit_est_summary;
 
 /* A fit and its predictions. */
 struct vl_fit_view {
@@ -139,10 +140,11 @@ struct vl_fit_view {
   const struct vl_fit_prediction *predictions;
   size_t n_predict;
   const char *source;
-  const double *estimate;            /* the estimator at each point (pts->n), or NULL */
-  const char *model;                 /* the estimator's model, when estimate */
-  const char *measure;               /* which peak: "total", "reserved", "allocated" */
-  const struct vl_fit_curve *curves; /* the fit along `axis`, for the plot */
+  const double *estimate;                       /* the estimator at each point (pts->n), or NULL */
+  const struct vl_fit_est_summary *est_summary; /* with estimate */
+  const char *model;                            /* the estimator's model, when estimate */
+  const char *measure;                          /* which peak: "total", "reserved", "allocated" */
+  const struct vl_fit_curve *curves;            /* the fit along `axis`, for the plot */
   size_t n_curves, axis;
 };
 

@@ -104,3 +104,16 @@ double vl_fitted_eval(const struct vl_fitted *f, const double *x) {
     y += f->coef[k] * row[k];
   return y;
 }
+
+void vl_fit_est_summarize(const struct vl_points *p, const double *estimate,
+                          struct vl_fit_est_summary *s) {
+  memset(s, 0, sizeof *s);
+  double sum = 0;
+  for (size_t i = 0; i < p->n; i++) {
+    double e = p->y[i] != 0 ? (estimate[i] - p->y[i]) / p->y[i] : 0;
+    sum += fabs(e);
+    if (fabs(e) > fabs(s->worst_rel) || i == 0) s->worst_rel = e, s->worst = i;
+    s->beyond += fabs(e) > VL_FIT_DISAGREE;
+  }
+  s->mean_abs_rel = p->n ? sum / (double)p->n : 0;
+}

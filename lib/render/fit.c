@@ -24,20 +24,6 @@ static void at_str(const struct vl_points *p, const double *x, char *at, size_t 
 
 static double rel(double a, double b) { return b != 0 ? (a - b) / b : 0; }
 
-/* The estimator against each measured point: mean |error| and the worst. */
-static void summary(const struct vl_fit_view *v, double *mean_abs, size_t *worst, size_t *beyond) {
-  double sum = 0, w = -1;
-  *worst = 0;
-  *beyond = 0;
-  for (size_t i = 0; i < v->pts->n; i++) {
-    double e = fabs(rel(v->estimate[i], v->pts->y[i]));
-    sum += e;
-    if (e > w) w = e, *worst = i;
-    if (e > VL_FIT_DISAGREE) (*beyond)++;
-  }
-  *mean_abs = v->pts->n ? sum / (double)v->pts->n : 0;
-}
-
 static json_t *estimator_json(const struct vl_fit_view *v) {
   const struct vl_points *p = v->pts;
   json_t *e = json_object(), *pts = json_array();
@@ -53,13 +39,10 @@ static json_t *estimator_json(const struct vl_fit_view *v) {
     json_array_append_new(pts, q);
   }
   json_object_set_new(e, "points", pts);
-  double mean;
-  size_t worst, beyond;
-  summary(v, &mean, &worst, &beyond);
-  json_object_set_new(e, "mean_abs_rel_error", json_real(mean));
-  json_object_set_new(e, "max_abs_rel_error",
-                      json_real(p->n ? fabs(rel(v->estimate[worst], p->y[worst])) : 0));
-  json_object_set_new(e, "points_beyond", json_integer((json_int_t)beyond));
+  const struct vl_fit_est_summary *su = v->est_summary;
+  json_object_set_new(e, "mean_abs_rel_error", json_real(su->mean_abs_rel));
+  json_object_set_new(e, "max_abs_rel_error", json_real(fabs(su->worst_rel)));
+  json_object_set_new(e, "points_beyond", json_integer((json_int_t)su->beyond));
   json_object_set_new(e, "threshold", json_real(VL_FIT_DISAGREE));
   return e;
 }
@@ -104,7 +87,7 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
       json_object_set_new(e, "quadratic_bytes", json_integer((json_int_t)llround(quad)));
       if (v->estimate) {
         json_object_set_new(e, "estimate_bytes", json_integer((json_int_t)llround(q->estimate)));
-        json_object_set_new(e, "disagree", json_boolean(vl_fit_disagrees(y, hw, q->estimate)));
+        json_object_set_new(e, "disagree", json_boolean(q->disagree));
       }
       json_array_append_new(pred, e);
     }
@@ -144,7 +127,7 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
               GIB(y - hw), GIB(y + hw), GIB(lin), GIB(quad),
               quad > lin ? "  <- quadratic dominates" : "");
     if (v->estimate) {
-      bool off = vl_fit_disagrees(y, hw, q->estimate);
+      bool off = q->disagree;
       if (md)
         fprintf(o, " %.2f (%+.1f %%)%s |", GIB(q->estimate), 100 * rel(q->estimate, y),
                 off ? " **disagree**" : "");
@@ -170,14 +153,12 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
               at, GIB(m), GIB(e), 100 * rel(e, m),
               !md && fabs(rel(e, m)) > VL_FIT_DISAGREE ? "  <- beyond 10 %" : "");
     }
-    double mean;
-    size_t worst, beyond;
-    summary(v, &mean, &worst, &beyond);
+    const struct vl_fit_est_summary *su = v->est_summary;
     char at[128] = "";
-    if (p->n) at_str(p, p->x + worst * VL_FIT_MAX_VARS, at, sizeof at);
+    if (p->n) at_str(p, p->x + su->worst * VL_FIT_MAX_VARS, at, sizeof at);
     fprintf(o, "%smean |error| %.1f %%, worst %+.1f %% at %s; %zu of %zu points beyond %.0f %%\n",
-            md ? "\n" : "  ", 100 * mean, p->n ? 100 * rel(v->estimate[worst], p->y[worst]) : 0.0,
-            at, beyond, p->n, 100 * VL_FIT_DISAGREE);
+            md ? "\n" : "  ", 100 * su->mean_abs_rel, 100 * su->worst_rel, at, su->beyond, p->n,
+            100 * VL_FIT_DISAGREE);
   }
   return ferror(o) ? -1 : 0;
 }
@@ -322,8 +303,7 @@ int vl_render_fit_html(FILE *o, const struct vl_fit_view *v) {
               GIB(q->y), GIB(q->y - q->half_width), GIB(q->y + q->half_width), GIB(q->linear),
               GIB(q->quadratic));
       if (v->estimate)
-        fprintf(o, "<td class=n>%.2f%s</td>", GIB(q->estimate),
-                vl_fit_disagrees(q->y, q->half_width, q->estimate) ? " (disagrees)" : "");
+        fprintf(o, "<td class=n>%.2f%s</td>", GIB(q->estimate), q->disagree ? " (disagrees)" : "");
       fputs("</tr>\n", o);
     }
     fputs("</table>\n", o);

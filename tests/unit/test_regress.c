@@ -117,6 +117,17 @@ static void estimates_at_the_points(void **state) {
   assert_false(vl_fit_disagrees(100, 20, 115));
   assert_true(vl_fit_disagrees(100, 5, 85));
   assert_false(vl_fit_disagrees(100, 5, NAN));
+  /* the estimator against measured points: mean |error|, signed worst, beyond 10 % */
+  const char *two = "batch,peak_bytes\n1,100\n2,200\n";
+  assert_int_equal(vl_points_parse(two, strlen(two), NULL, 0, &p, &err), VL_OK);
+  const double e2[] = {110, 150};
+  struct vl_fit_est_summary su;
+  vl_fit_est_summarize(&p, e2, &su);
+  assert_close(su.mean_abs_rel, 0.175, 1e-12, "mean");
+  assert_close(su.worst_rel, -0.25, 1e-12, "worst");
+  assert_int_equal(su.worst, 1);
+  assert_int_equal(su.beyond, 1);
+  vl_points_release(&p);
 }
 
 /* Two sweeps with their columns in another order make one set of points. */
