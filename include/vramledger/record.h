@@ -104,11 +104,6 @@ struct vl_finding {
 void vl_record_summarize(const struct vl_record *rec, struct vl_run_summary *s,
                          struct vl_finding *findings, int *n_findings);
 
-/*! How often the job stamped `name` (vl_mark): (n - 1) over the time from
- * the first to the last stamp, per second, in *per_s (0 when fewer than
- * two). Each process's stamps count. @return the number of stamps. */
-size_t vl_record_mark_rate(const struct vl_record *rec, const char *name, double *per_s);
-
 /*! The median time between consecutive stamps of `name`, seconds (0 when
  * fewer than two): a steady step time that start-up and a slow first step
  * do not move. */

@@ -282,20 +282,6 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
                 "the record's last line was cut: the job or vramledger died mid-write");
 }
 
-size_t vl_record_mark_rate(const struct vl_record *rec, const char *name, double *per_s) {
-  size_t n = 0;
-  uint64_t first = 0, last = 0;
-  for (size_t i = 0; i < rec->n_marks; i++) {
-    if (strcmp(rec->marks[i].name, name)) continue;
-    uint64_t t = rec->marks[i].t_ns;
-    if (!n || t < first) first = t;
-    if (!n || t > last) last = t;
-    n++;
-  }
-  *per_s = n >= 2 && last > first ? (double)(n - 1) * 1e9 / (double)(last - first) : 0.0;
-  return n;
-}
-
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return (x > y) - (x < y);
