@@ -22,19 +22,21 @@
 #include "vramledger/nvml.h"
 #include "vramledger/record.h"
 
-enum { O_HELP, O_OUT, O_INTERVAL, O_NO_PRELOAD, O_QUIET, O_COMMITMENT };
+enum { O_HELP, O_OUT, O_INTERVAL, O_NO_PRELOAD, O_NO_PROBE, O_SNAPSHOT, O_QUIET, O_COMMITMENT };
 static const struct cli_opt opts[] = {
     {"help", false, O_HELP},
     {"out", true, O_OUT},
     {"interval-ms", true, O_INTERVAL},
     {"no-preload", false, O_NO_PRELOAD},
+    {"no-probe", false, O_NO_PROBE},
+    {"snapshot", false, O_SNAPSHOT},
     {"quiet", false, O_QUIET},
     {"commitment", true, O_COMMITMENT},
     {NULL, false, 0},
 };
 
 struct runopt {
-  bool help, no_preload, quiet;
+  bool help, no_preload, no_probe, snapshot, quiet;
   const char *out, *commitment;
   uint64_t interval_ms;
 };
@@ -46,6 +48,8 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   case O_OUT: o->out = arg; return 0;
   case O_INTERVAL: return cli_u64(flag, arg, 1, 60000, &o->interval_ms);
   case O_NO_PRELOAD: o->no_preload = true; return 0;
+  case O_NO_PROBE: o->no_probe = true; return 0;
+  case O_SNAPSHOT: o->snapshot = true; return 0;
   case O_QUIET: o->quiet = true; return 0;
   case O_COMMITMENT: o->commitment = arg; return 0;
   default: return 0;
@@ -244,6 +248,16 @@ static const char *preload_path(void) {
   return VL_PRELOAD_PATH;
 }
 
+/* The probe's sitecustomize and the vramledger package first on the job's
+ * PYTHONPATH (the job's own entries follow). In the child, before exec. */
+static void python_path(void) {
+  const char *py = cli_python_dir(), *cur = getenv("PYTHONPATH");
+  char buf[PATH_MAX * 4];
+  int n =
+      snprintf(buf, sizeof buf, "%s/site:%s%s%s", py, py, cur && *cur ? ":" : "", cur ? cur : "");
+  if (n > 0 && (size_t)n < sizeof buf) setenv("PYTHONPATH", buf, 1);
+}
+
 static char *basename_of(const char *p) {
   const char *s = strrchr(p, '/');
   return (char *)(s ? s + 1 : p);
@@ -403,6 +417,9 @@ int cmd_run(int argc, const char **argv) {
     if (ctr) setenv("VRAMLEDGER_COUNTERS", ctr_path, 1);
     setenv("VRAMLEDGER_RUN_DIR", dir, 1);
     if (guard) setenv("VRAMLEDGER_FALLBACK_FILE", fb_path, 1);
+    if (o.no_probe) setenv("VRAMLEDGER_PROBE", "0", 1);
+    if (o.snapshot) setenv("VRAMLEDGER_SNAPSHOT", "1", 1);
+    python_path();
     execvp(cmd[0], (char *const *)cmd);
     int e = errno;
     ssize_t w = write(errpipe[1], &e, sizeof e);

@@ -1,6 +1,7 @@
-"""vramledger's Python side: the measuring suite behind `vramledger validate`
-(measure.py), and mark(), which stamps a moment of the job in the record of
-`vramledger run` (and so gives `vramledger sweep` its steps per second).
+"""vramledger's Python side: the PyTorch probe (probe.py, attached by itself
+under `vramledger run`, or with attach()), the measuring suite behind
+`vramledger validate` (measure.py), and mark(), which stamps a moment of the
+job in the record of `vramledger run`.
 Runs inside the user's Python with PyTorch."""
 import ctypes
 
@@ -22,6 +23,26 @@ def mark(name):
             _mark = False
     if _mark:
         _mark(str(name).encode()[:63])
+        return
+    # no interposer (run --no-preload): the probe writes the stamp itself
+    import os
+    import time
+    if os.environ.get("VRAMLEDGER_RECORD"):
+        try:
+            from . import probe
+            probe.write({"type": "mark", "t_ns": time.monotonic_ns(), "pid": os.getpid(),
+                         "name": str(name)[:63]})
+        except Exception:
+            pass
+
+
+def attach(model=None, optimizer=None, record=None):
+    """Attach the PyTorch probe explicitly and name the model and the
+    optimizer (under `vramledger run` it attaches by itself and finds them).
+    RECORD: a record file to append to outside `run`. Returns the probe, or
+    None when there is nowhere to write or VRAMLEDGER_PROBE=0."""
+    from . import probe
+    return probe.attach(model, optimizer, record)
 
 
 def fallback_requested():

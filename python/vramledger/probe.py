@@ -1,0 +1,736 @@
+"""The framework layer of a run record: the PyTorch probe.
+
+Attached by sitecustomize (python/site) as soon as the job imports torch, or
+by vramledger.attach(). It writes, into the record of `vramledger run`
+(VRAMLEDGER_RECORD, JSON Lines on an O_APPEND file, one os.write per line,
+CLOCK_MONOTONIC nanoseconds like every other writer):
+
+  probe   once: versions, device, rank, the sampling period
+  phase   one per phase interval of every step: forward, loss (forward end to
+          backward), backward, pre_step (backward end to the optimizer: grad
+          clipping, unscaling), optimizer, idle (optimizer end to the next
+          forward: data, zero_grad, logging), eval (forward without grad);
+          the allocator's counters at the interval's end and its peaks inside
+          the interval; on sampled steps, the bill at the interval's end
+  step    one per optimizer step: time, tokens, micro-batches, the peak and
+          its phase; on sampled steps the modules holding the most saved
+          activation bytes
+  oom     the allocator's out-of-memory: moment, phase, request, the bill
+  mark    vramledger.mark(name) when the interposer is not loaded
+
+The bill (bytes, deduplicated by storage, tensors on the step's device only):
+  parameters        parameters and buffers of the models seen at the top of a
+                    forward (or given to attach())
+  gradients         .grad of those and of the optimizers' parameters
+  optimizer_states  tensors in optimizer.state, and optimizer parameters that
+                    are not model parameters (fp32 master copies)
+  activations       tensors saved for backward (autograd's saved-tensor
+                    hooks), still held by a graph; parameters excluded
+  autocast_weights  autocast's cached low-precision copies of weights, saved
+                    for backward (a cast of a leaf, ToCopyBackward0)
+What the allocator holds beyond these is "other" (the loss, logits not saved,
+temporaries), computed by the reader.
+
+Cost: on every step a handful of hooks at the top level and one allocator
+query per phase; the bill (saved-tensor hooks, per-module hooks, a walk over
+parameters and optimizer state) only on sampled steps: the first three and
+every VRAMLEDGER_PROBE_EVERY-th (default 50).
+
+Correctness: the probe never raises into the job (a failure disables it and
+leaves a note), never allocates on the GPU, never initialises CUDA, and
+keeps torch.cuda.max_memory_allocated() and friends as the job would see
+them without it (it resets the allocator's peaks at phase boundaries, so it
+remembers and merges them back into memory_stats()).
+"""
+import json
+import os
+import sys
+import time
+import weakref
+
+_SCHEMA_PROBE = 1
+_state = None
+
+
+def _now():
+    return time.monotonic_ns()
+
+
+class _Writer:
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        self.pid = os.getpid()
+
+    def put(self, obj):
+        if os.getpid() != self.pid:  # a forked worker: not ours to report
+            return
+        line = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+        os.write(self.fd, line)
+
+
+def _storage(t):
+    """(key, bytes) of the storage under tensor t."""
+    try:
+        s = t.untyped_storage()
+    except AttributeError:  # torch < 2.0
+        s = t.storage()
+    return s.data_ptr(), s.nbytes()
+
+
+class _Probe:
+    def __init__(self, torch, writer, every):
+        self.torch = torch
+        self.w = writer
+        self.every = max(1, every)
+        self.step = 1
+        self.phase = "idle"
+        self.t_phase = _now()
+        self.t_step = None
+        self.tokens = 0
+        self.samples = 0
+        self.micro = 0
+        self.step_peak = (0, 0, "")
+        self.roots = weakref.WeakSet()
+        self.root_ids = set()
+        self.root_depth = 0
+        self.optimizers = weakref.WeakSet()
+        self.models = weakref.WeakSet()
+        self.saved = []  # (weakref to the packed tensor, key, bytes, kind)
+        self.outputs = []  # (weakref to an output of a top-level forward, key, bytes)
+        self.saved_keys = set()
+        self.param_keys = set()
+        self.module_bytes = {}
+        self.names = {}
+        self.stack = []
+        self.global_handles = []
+        self.saved_hooks_on = False
+        self.held = {}  # device -> {stat path: peak} hidden by our resets
+        self.dead = False
+        self.oom_observer = False
+        self.snapshot = os.environ.get("VRAMLEDGER_SNAPSHOT") == "1"
+        self.run_dir = os.environ.get("VRAMLEDGER_RUN_DIR", "")
+        self.compiled = False
+        self.sampled = False
+        self.first_call = None
+        self.rank = _rank()
+
+    # ---- safety -----------------------------------------------------------
+    def fail(self, where, exc):
+        """Never raise into the job: stop probing and say why."""
+        if self.dead:
+            return
+        self.dead = True
+        try:
+            self.remove_global()
+            self.w.put({"type": "note", "t_ns": _now(), "pid": os.getpid(),
+                        "text": "probe stopped in %s: %s: %s" % (where, type(exc).__name__, exc)})
+        except Exception:
+            pass
+
+    # ---- the allocator ----------------------------------------------------
+    def cuda_on(self):
+        c = self.torch.cuda
+        return c.is_available() and c.is_initialized()
+
+    def raw_stats(self):
+        if not self.cuda_on():
+            return None, None
+        dev = self.torch.cuda.current_device()
+        return dev, self.torch._C._cuda_memoryStats(dev)
+
+    def counters(self):
+        """The allocator at this moment, and its peaks since the last
+        boundary (then reset, remembering the peaks for the job)."""
+        dev, st = self.raw_stats()
+        if st is None:
+            return None
+        a = st["allocated_bytes"]["all"]
+        r = st["reserved_bytes"]["all"]
+        out = {
+            "device": dev,
+            "allocated": a["current"],
+            "reserved": r["current"],
+            "active": st["active_bytes"]["all"]["current"],
+            "inactive_split": st["inactive_split_bytes"]["all"]["current"],
+            "peak_allocated": a["peak"],
+            "peak_reserved": r["peak"],
+            "alloc_retries": st.get("num_alloc_retries", 0),
+            "ooms": st.get("num_ooms", 0),
+        }
+        self.remember(dev, st)
+        self.torch._C._cuda_resetPeakMemoryStats(dev)
+        if not self.oom_observer:
+            self.attach_oom()
+        return out
+
+    def remember(self, dev, st):
+        held = self.held.setdefault(dev, {})
+
+        def walk(d, path):
+            for k, v in d.items():
+                if isinstance(v, dict):
+                    walk(v, path + (k,))
+                elif k == "peak":
+                    held[path] = max(held.get(path, 0), v)
+        walk(st, ())
+
+    def merged(self, dev, st):
+        """memory_stats as the job would see them had we never reset."""
+        held = self.held.get(dev)
+        if not held:
+            return st
+
+        def walk(d, path):
+            for k, v in d.items():
+                if isinstance(v, dict):
+                    walk(v, path + (k,))
+                elif k == "peak" and path in held and held[path] > v:
+                    d[k] = held[path]
+        walk(st, ())
+        return st
+
+    def attach_oom(self):
+        self.oom_observer = True
+        att = getattr(self.torch._C, "_cuda_attach_out_of_memory_observer", None)
+        if att is None:
+            return
+        probe = self
+
+        def observer(device, alloc, device_allocated, device_free):
+            try:
+                probe.on_oom(device, alloc, device_allocated, device_free)
+            except Exception:
+                pass
+        att(observer)
+
+    def on_oom(self, device, alloc, device_allocated, device_free):
+        ev = {"type": "oom", "t_ns": _now(), "pid": os.getpid(), "rank": _rank(),
+              "step": self.step, "phase": self.phase, "device": device,
+              "request_bytes": alloc, "device_allocated_bytes": device_allocated,
+              "device_free_bytes": device_free}
+        try:
+            ev["bill"] = self.bill()
+        except Exception:
+            pass
+        if self.snapshot and self.run_dir:
+            path = os.path.join(self.run_dir, "oom_snapshot_pid%d.pickle" % os.getpid())
+            try:
+                import pickle
+                snap = self.torch.cuda.memory._snapshot()
+                with open(path, "wb") as f:
+                    pickle.dump(snap, f)
+                ev["snapshot"] = path
+            except Exception as e:
+                ev["snapshot_error"] = str(e)
+        self.w.put(ev)
+
+    # ---- the bill -----------------------------------------------------------
+    def on_device(self, t):
+        return t.is_cuda if self.cuda_on() else True
+
+    def bill(self):
+        params, grads, states, seen = 0, 0, 0, set()
+        model_params = set()
+        pkeys = set()
+
+        def take(t):
+            if t is None or not self.on_device(t):
+                return 0
+            k, n = _storage(t)
+            if k in seen or n == 0:
+                return 0
+            seen.add(k)
+            return n
+        for m in list(self.models) + list(self.roots):
+            for p in m.parameters():
+                if id(p) in model_params:
+                    continue
+                model_params.add(id(p))
+                params += take(p)
+                if p.is_cuda or not self.cuda_on():
+                    pkeys.add(_storage(p)[0])
+            for b in m.buffers():
+                params += take(b)
+        opt_params = []
+        for o in list(self.optimizers):
+            for g in o.param_groups:
+                opt_params.extend(g["params"])
+        for p in opt_params:
+            if id(p) not in model_params:
+                states += take(p)  # a master copy the optimizer updates
+        for m in list(self.models) + list(self.roots):
+            for p in m.parameters():
+                grads += take(p.grad)
+        for p in opt_params:
+            grads += take(p.grad)
+        for o in list(self.optimizers):
+            for st in o.state.values():
+                if isinstance(st, dict):
+                    for v in st.values():
+                        if isinstance(v, self.torch.Tensor):
+                            states += take(v)
+        self.param_keys = pkeys
+        act, cast, live = 0, 0, []
+        for ref, k, n, kind in self.saved:
+            if ref() is None:
+                continue
+            live.append((ref, k, n, kind))
+            if k in seen:
+                continue
+            seen.add(k)
+            if kind == "autocast":
+                cast += n
+            else:
+                act += n
+        self.saved = live
+        outs, live = 0, []
+        for ref, k, n in self.outputs:
+            if ref() is None:
+                continue
+            live.append((ref, k, n))
+            if k not in seen:
+                seen.add(k)
+                outs += n
+        self.outputs = live
+        return {"parameters": params, "gradients": grads, "optimizer_states": states,
+                "activations": act, "autocast_weights": cast, "outputs": outs}
+
+    def keep_outputs(self, out, depth=0):
+        """Weak references to the tensors a top-level forward returned
+        (logits, the loss): named "outputs" while they live."""
+        T = self.torch.Tensor
+        if isinstance(out, T):
+            if self.on_device(out):
+                k, n = _storage(out)
+                self.outputs.append((weakref.ref(out), k, n))
+        elif depth < 3 and isinstance(out, (tuple, list)):
+            for x in out:
+                self.keep_outputs(x, depth + 1)
+        elif depth < 3 and isinstance(out, dict):
+            for x in out.values():
+                self.keep_outputs(x, depth + 1)
+
+    # ---- saved tensors ----------------------------------------------------------
+    def pack(self, t):
+        try:
+            if self.on_device(t):
+                k, n = _storage(t)
+                if k not in self.param_keys:
+                    kind = "activation"
+                    fn = t.grad_fn
+                    if fn is not None and type(fn).__name__ == "ToCopyBackward0":
+                        nxt = fn.next_functions
+                        if nxt and nxt[0][0] is not None and \
+                                type(nxt[0][0]).__name__ == "AccumulateGrad":
+                            kind = "autocast"
+                    d = t.detach()  # no reference back to the graph: no cycle
+                    self.saved.append((weakref.ref(d), k, n, kind))
+                    if kind == "activation" and k not in self.saved_keys:
+                        self.saved_keys.add(k)
+                        name = self.stack[-1] if self.stack else "(outside modules)"
+                        self.module_bytes[name] = self.module_bytes.get(name, 0) + n
+                    return d
+        except Exception as e:
+            self.fail("pack", e)
+        return t
+
+    @staticmethod
+    def unpack(t):
+        return t
+
+    def saved_hooks(self, on):
+        if on == self.saved_hooks_on:
+            return
+        ag = self.torch._C._autograd
+        if on:
+            ag._push_saved_tensors_default_hooks(self.pack, self.unpack)
+        else:
+            ag._pop_saved_tensors_default_hooks()
+        self.saved_hooks_on = on
+
+    # ---- module hooks -------------------------------------------------------------
+    def add_global(self):
+        if self.global_handles or self.compiled:
+            return
+        import importlib
+        mm = importlib.import_module("torch.nn.modules.module")
+        self.global_handles = [mm.register_module_forward_pre_hook(self.g_pre),
+                               mm.register_module_forward_hook(self.g_post)]
+
+    def remove_global(self):
+        for h in self.global_handles:
+            h.remove()
+        self.global_handles = []
+        self.stack = []
+
+    def g_pre(self, module, args):
+        try:
+            if self.root_depth == 0 and id(module) not in self.root_ids:
+                # a new top-level module: its own hooks take over from its
+                # next call; this call is entered from here
+                self.add_root(module)
+                self.first_call = id(module)
+                self.root_depth = 1
+                self.enter(args, {})
+            self.stack.append(self.names.get(id(module), type(module).__name__))
+        except Exception as e:
+            self.fail("forward pre-hook", e)
+
+    def g_post(self, module, args, out):
+        if self.stack:
+            self.stack.pop()
+
+    def add_root(self, module):
+        self.roots.add(module)
+        self.root_ids.add(id(module))
+        if type(module).__name__ == "OptimizedModule":
+            self.compiled = True  # torch.compile: no hooks inside its graphs
+            self.remove_global()
+        for name, m in module.named_modules():
+            self.names.setdefault(id(m), name or type(module).__name__)
+        try:
+            module.register_forward_pre_hook(self.r_pre_kw, with_kwargs=True)
+        except TypeError:  # torch < 2.0: no keyword arguments
+            module.register_forward_pre_hook(self.r_pre)
+        module.register_forward_hook(self.r_post)
+
+    def r_pre_kw(self, module, args, kwargs):
+        self.r_enter(module, args, kwargs)
+
+    def r_pre(self, module, args):
+        self.r_enter(module, args, {})
+
+    def r_enter(self, module, args, kwargs):
+        if self.dead:
+            return
+        if self.first_call == id(module):  # torch < 2.0 calls a hook added mid-call
+            self.first_call = None
+            return
+        try:
+            self.root_depth += 1
+            if self.root_depth == 1:
+                self.enter(args, kwargs)
+        except Exception as e:
+            self.fail("forward pre-hook", e)
+
+    def r_post(self, module, args, out):
+        if self.dead:
+            return
+        self.first_call = None
+        try:
+            self.root_depth = max(0, self.root_depth - 1)
+            if self.root_depth == 0:
+                if self.sampled:
+                    self.keep_outputs(out)
+                self.leave()
+        except Exception as e:
+            self.fail("forward hook", e)
+
+    # ---- phases -------------------------------------------------------------------
+    def boundary(self, nxt):
+        """End the current interval, start `nxt`."""
+        t = _now()
+        ev = {"type": "phase", "t_ns": t, "pid": os.getpid(), "rank": self.rank,
+              "step": self.step, "phase": self.phase, "t0_ns": self.t_phase}
+        c = self.counters()
+        if c is not None:
+            ev.update(c)
+            if self.phase != "idle" and c["peak_allocated"] > self.step_peak[0]:
+                self.step_peak = (c["peak_allocated"], c["peak_reserved"], self.phase)
+            elif self.phase != "idle" and c["peak_reserved"] > self.step_peak[1]:
+                self.step_peak = (self.step_peak[0], c["peak_reserved"], self.step_peak[2])
+        if self.sampled:
+            ev["bill"] = self.bill()
+        self.w.put(ev)
+        self.phase = nxt
+        self.t_phase = t
+
+    def enter(self, args, kwargs):
+        """The top of a forward."""
+        if not self.torch.is_grad_enabled():
+            self.boundary("eval")
+            return
+        if self.t_step is None:
+            self.start_step()
+        if self.phase == "loss":
+            # another top-level module before backward (a loss module, a
+            # second model): the same micro-batch's forward goes on
+            self.boundary("forward")
+        else:
+            self.boundary("forward")
+            self.micro += 1
+            self.count_tokens(args, kwargs)
+            if self.micro > 64 and self.sampled:
+                # forwards with grad and no optimizer step (inference
+                # without no_grad): stop sampling this long "step"
+                self.sampled = False
+                self.saved_hooks(False)
+                self.remove_global()
+        if self.sampled and not self.compiled:
+            self.saved_hooks(True)
+
+    def leave(self):
+        if self.phase == "eval":
+            self.boundary("idle")
+            return
+        if self.phase != "forward":
+            return
+        # saved-tensor hooks stay on until backward: a loss computed outside
+        # the model saves tensors too
+        self.boundary("loss")
+
+    def start_step(self):
+        self.t_step = _now()
+        self.sampled = self.step <= 3 or self.step % self.every == 0
+        self.micro = self.tokens = self.samples = 0
+        self.step_peak = (0, 0, "")
+        self.module_bytes = {}
+        self.saved_keys = set()
+        if self.sampled:
+            self.add_global()
+        else:
+            self.remove_global()
+
+    def count_tokens(self, args, kwargs):
+        T = self.torch.Tensor
+        cand = kwargs.get("input_ids") if kwargs else None
+        if not isinstance(cand, T):
+            cand = None
+            for a in list(args) + list(kwargs.values() if kwargs else []):
+                if isinstance(a, T) and not a.is_floating_point() and a.dim() >= 1:
+                    cand = a
+                    break
+        if cand is not None and cand.dim() >= 2:
+            self.tokens += cand.numel()
+            self.samples += cand.shape[0]
+        else:
+            for a in list(args) + list(kwargs.values() if kwargs else []):
+                if isinstance(a, T) and a.dim() >= 1:
+                    self.samples += a.shape[0]
+                    break
+
+    def before_backward(self):
+        if self.phase in ("forward", "loss", "idle", "pre_step"):
+            self.saved_hooks(False)
+            if self.t_step is None:
+                self.start_step()
+            self.boundary("backward")
+
+    def after_backward(self):
+        if self.phase == "backward":
+            self.boundary("pre_step")
+
+    def before_step(self, opt):
+        self.optimizers.add(opt)
+        if self.t_step is None:
+            self.start_step()
+        if self.phase != "optimizer":
+            self.boundary("optimizer")
+
+    def after_step(self, opt):
+        if self.phase != "optimizer":
+            return
+        self.saved_hooks(False)
+        self.boundary("idle")
+        t = _now()
+        peak_a, peak_r, peak_phase = self.step_peak
+        ev = {"type": "step", "t_ns": t, "pid": os.getpid(), "rank": _rank(),
+              "step": self.step, "time_ns": t - self.t_step, "tokens": self.tokens,
+              "samples": self.samples, "micro_batches": self.micro,
+              "sampled": self.sampled}
+        if peak_phase:
+            ev.update({"peak_allocated": peak_a, "peak_reserved": peak_r,
+                       "peak_phase": peak_phase})
+        if self.sampled and self.module_bytes:
+            top = sorted(self.module_bytes.items(), key=lambda kv: -kv[1])[:10]
+            ev["modules"] = [{"name": k, "saved_bytes": v} for k, v in top]
+        self.w.put(ev)
+        self.step += 1
+        self.t_step = None
+        if not self.sampled_next():
+            self.remove_global()
+
+    def sampled_next(self):
+        return self.step <= 3 or self.step % self.every == 0
+
+
+def _rank():
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0
+
+
+def _install_backward(torch, probe):
+    ag = torch.autograd
+    orig = ag.backward
+    if getattr(orig, "__vramledger__", False):
+        return
+
+    def backward(*a, **k):
+        if not probe.dead:
+            try:
+                probe.before_backward()
+            except Exception as e:
+                probe.fail("backward", e)
+        r = orig(*a, **k)
+        if not probe.dead:
+            try:
+                probe.after_backward()
+            except Exception as e:
+                probe.fail("backward", e)
+        return r
+    backward.__vramledger__ = True
+    backward.__wrapped__ = orig
+    backward.__doc__ = orig.__doc__
+    ag.backward = backward
+
+
+def _install_optimizer(torch, probe):
+    import importlib
+    o = importlib.import_module("torch.optim.optimizer")
+
+    def pre(opt, args, kwargs):
+        if not probe.dead:
+            try:
+                probe.before_step(opt)
+            except Exception as e:
+                probe.fail("optimizer pre-hook", e)
+
+    def post(opt, args, kwargs):
+        if not probe.dead:
+            try:
+                probe.after_step(opt)
+            except Exception as e:
+                probe.fail("optimizer hook", e)
+    if hasattr(o, "register_optimizer_step_pre_hook"):
+        o.register_optimizer_step_pre_hook(pre)
+        o.register_optimizer_step_post_hook(post)
+        return
+    # torch < 2.0: wrap each optimizer class's step once, when one is made
+    Opt = torch.optim.Optimizer
+    init = Opt.__init__
+
+    def wrap(cls):
+        step = cls.__dict__.get("step")
+        if step is None or getattr(step, "__vramledger__", False):
+            return
+        import functools
+
+        @functools.wraps(step)
+        def wrapped(self, *a, **k):
+            pre(self, a, k)
+            r = step(self, *a, **k)
+            post(self, a, k)
+            return r
+        wrapped.__vramledger__ = True
+        cls.step = wrapped
+
+    def __init__(self, *a, **k):
+        init(self, *a, **k)
+        try:
+            for cls in type(self).__mro__:
+                if "step" in cls.__dict__:
+                    wrap(cls)
+                    break
+        except Exception as e:
+            probe.fail("optimizer", e)
+    Opt.__init__ = __init__
+
+
+def _install_stats(torch, probe):
+    """Keep the job's view of the allocator's peaks (see the module's doc)."""
+    mem = torch.cuda.memory
+    orig_stats = mem.memory_stats_as_nested_dict
+    orig_reset = mem.reset_peak_memory_stats
+
+    def memory_stats_as_nested_dict(device=None):
+        st = orig_stats(device=device)
+        try:
+            if st and probe.held:
+                dev = torch.cuda._utils._get_device_index(device, optional=True)
+                st = probe.merged(dev, st)
+        except Exception:
+            pass
+        return st
+
+    def reset_peak_memory_stats(device=None):
+        r = orig_reset(device=device)
+        try:
+            dev = torch.cuda._utils._get_device_index(device, optional=True)
+            probe.held.pop(dev, None)
+        except Exception:
+            pass
+        return r
+    for f, o in ((memory_stats_as_nested_dict, orig_stats), (reset_peak_memory_stats, orig_reset)):
+        f.__doc__ = o.__doc__
+        f.__wrapped__ = o
+    mem.memory_stats_as_nested_dict = memory_stats_as_nested_dict
+    mem.reset_peak_memory_stats = reset_peak_memory_stats
+    torch.cuda.memory_stats_as_nested_dict = memory_stats_as_nested_dict
+    torch.cuda.reset_peak_memory_stats = reset_peak_memory_stats
+
+
+def install(torch=None, record=None):
+    """Attach the probe (once per process). Returns it, or None when there
+    is no record to write to or VRAMLEDGER_PROBE=0."""
+    global _state
+    if _state is not None:
+        return _state
+    if os.environ.get("VRAMLEDGER_PROBE", "1") == "0":
+        return None
+    path = record or os.environ.get("VRAMLEDGER_RECORD")
+    if not path:
+        return None
+    if torch is None:
+        import torch
+    try:
+        every = int(os.environ.get("VRAMLEDGER_PROBE_EVERY", "50"))
+    except ValueError:
+        every = 50
+    p = _Probe(torch, _Writer(path), every)
+    _install_optimizer(torch, p)
+    if hasattr(torch, "cuda") and hasattr(torch.cuda, "memory"):
+        _install_stats(torch, p)
+    _install_backward(torch, p)
+    if p.snapshot:
+        try:
+            torch.cuda.memory._record_memory_history(max_entries=100000)
+        except Exception:
+            pass
+    p.add_global()
+    p.w.put({"type": "probe", "t_ns": _now(), "pid": os.getpid(), "version": _SCHEMA_PROBE,
+             "torch": torch.__version__, "python": sys.version.split()[0],
+             "cuda": bool(torch.cuda.is_available()), "rank": _rank(),
+             "local_rank": int(os.environ.get("LOCAL_RANK", "0") or 0),
+             "world_size": int(os.environ.get("WORLD_SIZE", "1") or 1),
+             "sample_every": p.every})
+    _state = p
+    return p
+
+
+def attach(model=None, optimizer=None, record=None):
+    """Name the model and the optimizer explicitly (the probe otherwise
+    finds them at the first forward and the first step)."""
+    p = install(record=record)
+    if p is None:
+        return None
+    if model is not None:
+        p.models.add(model)
+        if id(model) not in p.root_ids:
+            p.add_root(model)
+    if optimizer is not None:
+        p.optimizers.add(optimizer)
+    return p
+
+
+def write(obj):
+    """Append an event to the record (used by mark() without the interposer)."""
+    p = _state
+    if p is not None and not p.dead:
+        try:
+            p.w.put(obj)
+            return True
+        except Exception:
+            pass
+    return False

@@ -1,0 +1,33 @@
+"""A tiny training job for the probe's tests: Linear(32,64) -> ReLU ->
+Linear(64,16), MSE loss outside the model, float32 on the CPU.
+argv: optimizer (sgd-momentum|adam) accumulation steps [fail]"""
+import sys
+
+import torch
+
+torch.manual_seed(0)
+B = 8
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 16))
+opt_name, accum, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+if opt_name == "adam":
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+else:
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2, momentum=0.9)
+if len(sys.argv) > 4 and sys.argv[4] == "break-probe":
+    from vramledger import probe
+    p = probe.install()
+
+    def broken():
+        raise RuntimeError("deliberately broken")
+    p.bill = broken
+for step in range(steps):
+    for k in range(accum):
+        x = torch.randn(B, 32)
+        loss = torch.nn.functional.mse_loss(model(x), torch.zeros(B, 16))
+        loss.backward()
+    opt.step()
+    opt.zero_grad()
+with torch.no_grad():
+    model(torch.randn(B, 32))
+print("final loss %.9f" % loss.item())
+print("max_memory_allocated_api", hasattr(torch.cuda, "max_memory_allocated"))

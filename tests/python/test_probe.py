@@ -1,0 +1,175 @@
+"""The PyTorch probe on Debian's CPU build of torch: attachment with no code
+change under `vramledger run`, the phase sequence, and the bill, which on
+the CPU is exact (storages of parameters, gradients, optimizer state and
+saved tensors).  usage: test_probe.py VRAMLEDGER_BINARY"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VL = sys.argv.pop(1) if len(sys.argv) > 1 else "vramledger"
+PY = sys.executable
+B = 8
+P = (32 * 64 + 64 + 64 * 16 + 16) * 4  # parameter bytes of the job's model
+NT = 4  # parameter tensors
+
+
+def run(*args, env=None, flags=()):
+    d = tempfile.mkdtemp(prefix="vl-probe-")
+    e = dict(os.environ)
+    e.pop("PYTHONPATH", None)
+    e.update(env or {})
+    out = subprocess.run([VL, "run", "--quiet", "--no-preload", *flags, "--out", d + "/r", "--",
+                          PY, os.path.join(HERE, "job_train.py"), *args],
+                         env=e, capture_output=True, text=True, timeout=120)
+    events = read(d + "/r/record.jsonl")
+    shutil.rmtree(d)
+    return out, events
+
+
+def read(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def of(events, t):
+    return [e for e in events if e["type"] == t]
+
+
+def billed(events, phase):
+    return [e for e in of(events, "phase") if e["phase"] == phase and "bill" in e]
+
+
+class Probe(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.sgd = run("sgd-momentum", "1", "4")
+        cls.adam = run("adam", "2", "3")
+
+    def test_attaches_without_code_change(self):
+        out, ev = self.sgd
+        self.assertEqual(out.returncode, 0, out.stderr)
+        p = of(ev, "probe")
+        self.assertEqual(len(p), 1)
+        self.assertFalse(p[0]["cuda"])
+        self.assertEqual(len(of(ev, "step")), 4)
+
+    def test_phase_sequence(self):
+        _, ev = self.sgd
+        step2 = [e["phase"] for e in of(ev, "phase") if e["step"] == 2]
+        self.assertEqual(step2, ["idle", "forward", "loss", "backward", "pre_step", "optimizer"])
+        last = of(ev, "phase")[-1]
+        self.assertEqual(last["phase"], "eval")  # the no_grad forward after training
+
+    def test_parameters_and_gradients_exact(self):
+        _, ev = self.sgd
+        for e in of(ev, "phase"):
+            if "bill" in e:
+                self.assertEqual(e["bill"]["parameters"], P)
+        after_bwd = billed(ev, "backward")
+        self.assertEqual(len(after_bwd), 3)
+        for e in after_bwd:
+            self.assertEqual(e["bill"]["gradients"], P)
+
+    def test_momentum_state_equals_parameters(self):
+        _, ev = self.sgd
+        opt_end = billed(ev, "optimizer")
+        self.assertEqual([e["bill"]["optimizer_states"] for e in opt_end], [P] * 3)
+
+    def test_adam_state_is_two_copies_plus_step_counters(self):
+        _, ev = self.adam
+        opt_end = billed(ev, "optimizer")
+        for e in opt_end:  # exp_avg + exp_avg_sq, and a 4-byte step per tensor
+            self.assertEqual(e["bill"]["optimizer_states"], 2 * P + 4 * NT)
+
+    def test_saved_activations_exact(self):
+        _, ev = self.sgd
+        fwd = billed(ev, "forward")
+        self.assertEqual(len(fwd), 3)
+        # Linear 1 saves its input (B x 32), ReLU its output (B x 64), which
+        # Linear 2 saves too (the same storage, counted once)
+        for e in fwd:
+            self.assertEqual(e["bill"]["activations"], B * (32 + 64) * 4)
+            self.assertEqual(e["bill"]["outputs"], B * 16 * 4)
+        loss = billed(ev, "loss")
+        for e in loss:  # mse_loss outside the model saves the output and the target
+            self.assertEqual(e["bill"]["activations"], B * (32 + 64 + 16 + 16) * 4)
+        bwd = billed(ev, "backward")
+        for e in bwd:  # the graph is gone
+            self.assertEqual(e["bill"]["activations"], 0)
+
+    def test_accumulation_is_one_step(self):
+        _, ev = self.adam
+        st = of(ev, "step")
+        self.assertEqual(len(st), 3)
+        self.assertTrue(all(s["micro_batches"] == 2 for s in st))
+        self.assertTrue(all(s["samples"] == 2 * B for s in st))
+        self.assertTrue(all(s["time_ns"] > 0 for s in st))
+
+    def test_modules_by_saved_bytes(self):
+        _, ev = self.sgd
+        mods = {m["name"]: m["saved_bytes"] for m in of(ev, "step")[0]["modules"]}
+        self.assertEqual(mods["0"], B * 32 * 4)
+        self.assertEqual(mods["1"], B * 64 * 4)
+        self.assertEqual(mods["(outside modules)"], B * 16 * 4 * 2)
+
+    def test_sampling(self):
+        out, ev = run("sgd-momentum", "1", "6", env={"VRAMLEDGER_PROBE_EVERY": "5"})
+        st = of(ev, "step")
+        self.assertEqual([s["sampled"] for s in st], [True, True, True, False, True, False])
+        billed = {e["step"] for e in of(ev, "phase") if "bill" in e}
+        self.assertEqual(billed, {1, 2, 3, 5})
+
+    def test_results_unchanged(self):
+        out_on, _ = self.sgd
+        out_off, ev = run("sgd-momentum", "1", "4", flags=("--no-probe",))
+        self.assertEqual(of(ev, "probe"), [])
+        self.assertEqual(out_on.stdout, out_off.stdout)
+        out_env, ev = run("sgd-momentum", "1", "4", env={"VRAMLEDGER_PROBE": "0"})
+        self.assertEqual(of(ev, "probe"), [])
+
+    def test_a_broken_probe_never_breaks_the_job(self):
+        out, ev = run("sgd-momentum", "1", "4", "break-probe")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout, self.sgd[0].stdout)
+        notes = [e["text"] for e in of(ev, "note") if "probe stopped" in e.get("text", "")]
+        self.assertEqual(len(notes), 1)
+        self.assertIn("deliberately broken", notes[0])
+
+    def test_shadowed_sitecustomize_still_runs(self):
+        d = tempfile.mkdtemp(prefix="vl-site-")
+        with open(os.path.join(d, "sitecustomize.py"), "w") as f:
+            f.write("import os\nos.environ['VL_TEST_SITE'] = 'ran'\n")
+        e = dict(os.environ, PYTHONPATH=d)
+        out = subprocess.run([VL, "run", "--quiet", "--no-preload", "--out", d + "/r", "--", PY,
+                              "-c", "import os, torch; print(os.environ.get('VL_TEST_SITE'))"],
+                             env=e, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.stdout.strip(), "ran", out.stderr)
+        ev = read(d + "/r/record.jsonl")
+        shutil.rmtree(d)
+        self.assertEqual(len(of(ev, "probe")), 1)
+
+
+class PeakMerge(unittest.TestCase):
+    """The probe resets the allocator's peaks at phase boundaries; the job's
+    memory_stats() must show the peaks as if it had not."""
+
+    def test_merge(self):
+        sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+        from vramledger import probe
+        import torch
+        p = probe._Probe(torch, None, 50)
+        p.remember(0, {"allocated_bytes": {"all": {"current": 5, "peak": 100}}, "num_ooms": 0})
+        st = p.merged(0, {"allocated_bytes": {"all": {"current": 5, "peak": 40}}, "num_ooms": 0})
+        self.assertEqual(st["allocated_bytes"]["all"]["peak"], 100)
+        st = p.merged(0, {"allocated_bytes": {"all": {"current": 5, "peak": 140}}})
+        self.assertEqual(st["allocated_bytes"]["all"]["peak"], 140)
+        self.assertEqual(p.merged(1, {"x": {"peak": 3}}), {"x": {"peak": 3}})
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=1)
