@@ -34,7 +34,7 @@ temporaries), computed by the reader.
 Cost: on every step a handful of hooks at the top level and one allocator
 query per phase; the bill (saved-tensor hooks, per-module hooks, a walk over
 parameters and optimizer state) only on sampled steps: the first three and
-every VRAMLEDGER_PROBE_EVERY-th (default 50).
+every VRAMLEDGER_PROBE_EVERY-th (default 100).
 
 Correctness: the probe never raises into the job (a failure disables it and
 leaves a note), never allocates on the GPU, never initialises CUDA, and
@@ -113,6 +113,11 @@ class _Probe:
         self.sampled = False
         self.first_call = None
         self.rank = _rank()
+        self.cache = {}
+        self.cuda = False
+        self.in_backward = False
+        self.want_tokens = False
+        self.user_hooks = 0  # the job's saved_tensors_hooks contexts now open
 
     # ---- safety -----------------------------------------------------------
     def fail(self, where, exc):
@@ -129,8 +134,11 @@ class _Probe:
 
     # ---- the allocator ----------------------------------------------------
     def cuda_on(self):
-        c = self.torch.cuda
-        return c.is_available() and c.is_initialized()
+        """CUDA is in use (never initialised by the probe; once on, on)."""
+        if not self.cuda:
+            c = self.torch.cuda
+            self.cuda = c.is_available() and c.is_initialized()
+        return self.cuda
 
     def raw_stats(self):
         if not self.cuda_on():
@@ -165,28 +173,23 @@ class _Probe:
 
     def remember(self, dev, st):
         held = self.held.setdefault(dev, {})
-
-        def walk(d, path):
-            for k, v in d.items():
-                if isinstance(v, dict):
-                    walk(v, path + (k,))
-                elif k == "peak":
-                    held[path] = max(held.get(path, 0), v)
-        walk(st, ())
+        for k, v in st.items():  # {stat: {pool: {current, peak, ...}}}
+            if type(v) is dict:
+                for pool, d in v.items():
+                    if type(d) is dict:
+                        pk = d.get("peak")
+                        if pk is not None and pk > held.get((k, pool), 0):
+                            held[(k, pool)] = pk
 
     def merged(self, dev, st):
         """memory_stats as the job would see them had we never reset."""
         held = self.held.get(dev)
         if not held:
             return st
-
-        def walk(d, path):
-            for k, v in d.items():
-                if isinstance(v, dict):
-                    walk(v, path + (k,))
-                elif k == "peak" and path in held and held[path] > v:
-                    d[k] = held[path]
-        walk(st, ())
+        for (k, pool), pk in held.items():
+            d = st.get(k, {}).get(pool)
+            if type(d) is dict and d.get("peak", pk) < pk:
+                d["peak"] = pk
         return st
 
     def attach_oom(self):
@@ -228,48 +231,73 @@ class _Probe:
     def on_device(self, t):
         return t.is_cuda if self.cuda_on() else True
 
-    def bill(self):
-        params, grads, states, seen = 0, 0, 0, set()
-        model_params = set()
-        pkeys = set()
-
-        def take(t):
-            if t is None or not self.on_device(t):
-                return 0
-            k, n = _storage(t)
-            if k in seen or n == 0:
-                return 0
-            seen.add(k)
-            return n
+    def count_params(self):
+        """Parameters and buffers of the models; the optimizers' own
+        parameters that are not the model's (master copies) go to states."""
+        seen, n, plist, ids = set(), 0, [], set()
         for m in list(self.models) + list(self.roots):
             for p in m.parameters():
-                if id(p) in model_params:
+                if id(p) in ids:
                     continue
-                model_params.add(id(p))
-                params += take(p)
-                if p.is_cuda or not self.cuda_on():
-                    pkeys.add(_storage(p)[0])
+                ids.add(id(p))
+                plist.append(p)
+                n += self.take(p, seen)
             for b in m.buffers():
-                params += take(b)
-        opt_params = []
+                n += self.take(b, seen)
+        extra = []
         for o in list(self.optimizers):
             for g in o.param_groups:
-                opt_params.extend(g["params"])
-        for p in opt_params:
-            if id(p) not in model_params:
-                states += take(p)  # a master copy the optimizer updates
-        for m in list(self.models) + list(self.roots):
-            for p in m.parameters():
-                grads += take(p.grad)
-        for p in opt_params:
-            grads += take(p.grad)
+                for p in g["params"]:
+                    if id(p) not in ids:
+                        ids.add(id(p))
+                        extra.append(p)
+        self.param_keys = seen
+        return n, seen, plist, extra
+
+    def take(self, t, seen):
+        if t is None or not self.on_device(t):
+            return 0
+        k, n = _storage(t)
+        if k in seen:
+            return 0
+        seen.add(k)
+        return n
+
+    def count_grads(self, plist, extra, exclude):
+        seen, n = set(exclude), 0
+        for p in plist:
+            n += self.take(p.grad, seen)
+        for p in extra:
+            n += self.take(p.grad, seen)
+        return n, seen - exclude
+
+    def count_states(self, extra, exclude):
+        seen, n = set(exclude), 0
+        for p in extra:
+            n += self.take(p, seen)  # a master copy the optimizer updates
+        T = self.torch.Tensor
         for o in list(self.optimizers):
             for st in o.state.values():
                 if isinstance(st, dict):
                     for v in st.values():
-                        if isinstance(v, self.torch.Tensor):
-                            states += take(v)
-        self.param_keys = pkeys
+                        if isinstance(v, T):
+                            n += self.take(v, seen)
+        return n, seen - exclude
+
+    def bill(self, refresh=("params", "grads", "states")):
+        """The bill now. Parameters, gradients and states are walked again
+        only where the phase that just ended can have changed them."""
+        c = self.cache
+        if "params" in refresh or "params" not in c:
+            c["params"] = self.count_params()
+        params, pkeys, plist, extra = c["params"]
+        if "states" in refresh or "states" not in c:
+            c["states"] = self.count_states(extra, pkeys)
+        states, skeys = c["states"]
+        if "grads" in refresh or "grads" not in c:
+            c["grads"] = self.count_grads(plist, extra, pkeys | skeys)
+        grads, gkeys = c["grads"]
+        seen = pkeys | skeys | gkeys
         act, cast, live = 0, 0, []
         for ref, k, n, kind in self.saved:
             if ref() is None:
@@ -293,7 +321,8 @@ class _Probe:
                 outs += n
         self.outputs = live
         return {"parameters": params, "gradients": grads, "optimizer_states": states,
-                "activations": act, "autocast_weights": cast, "outputs": outs}
+                "activations": None if self.compiled else act, "autocast_weights": cast,
+                "outputs": outs}
 
     def keep_outputs(self, out, depth=0):
         """Weak references to the tensors a top-level forward returned
@@ -339,14 +368,24 @@ class _Probe:
         return t
 
     def saved_hooks(self, on):
+        """Our saved-tensor hooks on or off. Never over a job's own hooks
+        (checkpointing a whole model, save_on_cpu): those tensors are theirs
+        to keep, so the probe stays out while any is active, and only pops
+        its own from the top of the stack."""
         if on == self.saved_hooks_on:
             return
         ag = self.torch._C._autograd
         if on:
-            ag._push_saved_tensors_default_hooks(self.pack, self.unpack)
-        else:
+            if self.user_hooks:
+                return
+            try:
+                ag._push_saved_tensors_default_hooks(self.pack, self.unpack)
+            except RuntimeError:  # saved-tensor hooks disabled here (compile, FSDP)
+                return
+            self.saved_hooks_on = True
+        elif self.user_hooks == 0:
             ag._pop_saved_tensors_default_hooks()
-        self.saved_hooks_on = on
+            self.saved_hooks_on = False
 
     # ---- module hooks -------------------------------------------------------------
     def add_global(self):
@@ -365,7 +404,11 @@ class _Probe:
 
     def g_pre(self, module, args):
         try:
-            if self.root_depth == 0 and id(module) not in self.root_ids:
+            if self.want_tokens:
+                self.tokens_from_embedding(args)
+            if self.in_backward:  # checkpointing recomputes layers: not a new forward
+                pass
+            elif self.root_depth == 0 and id(module) not in self.root_ids:
                 # a new top-level module: its own hooks take over from its
                 # next call; this call is entered from here
                 self.add_root(module)
@@ -401,7 +444,7 @@ class _Probe:
         self.r_enter(module, args, {})
 
     def r_enter(self, module, args, kwargs):
-        if self.dead:
+        if self.dead or self.in_backward:
             return
         if self.first_call == id(module):  # torch < 2.0 calls a hook added mid-call
             self.first_call = None
@@ -414,7 +457,7 @@ class _Probe:
             self.fail("forward pre-hook", e)
 
     def r_post(self, module, args, out):
-        if self.dead:
+        if self.dead or self.in_backward:
             return
         self.first_call = None
         try:
@@ -440,7 +483,13 @@ class _Probe:
             elif self.phase != "idle" and c["peak_reserved"] > self.step_peak[1]:
                 self.step_peak = (self.step_peak[0], c["peak_reserved"], self.step_peak[2])
         if self.sampled:
-            ev["bill"] = self.bill()
+            ph = self.phase
+            if ph in ("idle", "optimizer"):
+                ev["bill"] = self.bill()
+            elif ph in ("backward", "pre_step"):
+                ev["bill"] = self.bill(("grads",))
+            else:
+                ev["bill"] = self.bill(())
         self.w.put(ev)
         self.phase = nxt
         self.t_phase = t
@@ -470,6 +519,7 @@ class _Probe:
             self.saved_hooks(True)
 
     def leave(self):
+        self.want_tokens = False
         if self.phase == "eval":
             self.boundary("idle")
             return
@@ -503,11 +553,23 @@ class _Probe:
         if cand is not None and cand.dim() >= 2:
             self.tokens += cand.numel()
             self.samples += cand.shape[0]
-        else:
-            for a in list(args) + list(kwargs.values() if kwargs else []):
-                if isinstance(a, T) and a.dim() >= 1:
-                    self.samples += a.shape[0]
-                    break
+            return
+        for a in list(args) + list(kwargs.values() if kwargs else []):
+            if isinstance(a, T) and a.dim() >= 1:
+                self.samples += a.shape[0]
+                return
+        # called with keyword arguments only and torch < 2.0 or the first
+        # call (no keywords seen): the first module given token ids says
+        self.want_tokens = self.global_handles != []
+
+    def tokens_from_embedding(self, args):
+        T = self.torch.Tensor
+        for a in args:
+            if isinstance(a, T) and not a.is_floating_point() and a.dim() >= 2:
+                self.tokens += a.numel()
+                self.samples += a.shape[0]
+                self.want_tokens = False
+                return
 
     def before_backward(self):
         if self.phase in ("forward", "loss", "idle", "pre_step"):
@@ -573,7 +635,11 @@ def _install_backward(torch, probe):
                 probe.before_backward()
             except Exception as e:
                 probe.fail("backward", e)
-        r = orig(*a, **k)
+        probe.in_backward = True
+        try:
+            r = orig(*a, **k)
+        finally:
+            probe.in_backward = False
         if not probe.dead:
             try:
                 probe.after_backward()
@@ -671,6 +737,30 @@ def _install_stats(torch, probe):
     torch.cuda.reset_peak_memory_stats = reset_peak_memory_stats
 
 
+def _install_saved_hooks_count(torch, probe):
+    """Count the job's own saved_tensors_hooks contexts (checkpointing,
+    save_on_cpu and user code all enter through this class)."""
+    G = torch.autograd.graph.saved_tensors_hooks
+    enter, leave = G.__enter__, G.__exit__
+    if getattr(enter, "__vramledger__", False):
+        return
+
+    def __enter__(self):
+        r = enter(self)
+        probe.user_hooks += 1
+        return r
+
+    def __exit__(self, *a):
+        r = leave(self, *a)
+        probe.user_hooks = max(0, probe.user_hooks - 1)
+        if probe.user_hooks == 0 and probe.sampled and probe.phase in ("forward", "loss") \
+                and not probe.compiled and not probe.dead:
+            probe.saved_hooks(True)  # the rest of the forward and the loss
+        return r
+    __enter__.__vramledger__ = True
+    G.__enter__, G.__exit__ = __enter__, __exit__
+
+
 def install(torch=None, record=None):
     """Attach the probe (once per process). Returns it, or None when there
     is no record to write to or VRAMLEDGER_PROBE=0."""
@@ -685,14 +775,15 @@ def install(torch=None, record=None):
     if torch is None:
         import torch
     try:
-        every = int(os.environ.get("VRAMLEDGER_PROBE_EVERY", "50"))
+        every = int(os.environ.get("VRAMLEDGER_PROBE_EVERY", "100"))
     except ValueError:
-        every = 50
+        every = 100
     p = _Probe(torch, _Writer(path), every)
     _install_optimizer(torch, p)
     if hasattr(torch, "cuda") and hasattr(torch.cuda, "memory"):
         _install_stats(torch, p)
     _install_backward(torch, p)
+    _install_saved_hooks_count(torch, p)
     if p.snapshot:
         try:
             torch.cuda.memory._record_memory_history(max_entries=100000)

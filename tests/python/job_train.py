@@ -1,6 +1,8 @@
 """A tiny training job for the probe's tests: Linear(32,64) -> ReLU ->
 Linear(64,16), MSE loss outside the model, float32 on the CPU.
-argv: optimizer (sgd-momentum|adam) accumulation steps [fail]"""
+argv: optimizer (sgd-momentum|adam) accumulation steps [OPTIONS]
+OPTIONS, comma-separated: break-probe (make the probe's bill raise),
+ckpt (the model under non-reentrant activation checkpointing)"""
 import sys
 
 import torch
@@ -13,7 +15,8 @@ if opt_name == "adam":
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 else:
     opt = torch.optim.SGD(model.parameters(), lr=1e-2, momentum=0.9)
-if len(sys.argv) > 4 and sys.argv[4] == "break-probe":
+options = sys.argv[4].split(",") if len(sys.argv) > 4 else []
+if "break-probe" in options:
     from vramledger import probe
     p = probe.install()
 
@@ -23,7 +26,12 @@ if len(sys.argv) > 4 and sys.argv[4] == "break-probe":
 for step in range(steps):
     for k in range(accum):
         x = torch.randn(B, 32)
-        loss = torch.nn.functional.mse_loss(model(x), torch.zeros(B, 16))
+        if "ckpt" in options:
+            from torch.utils.checkpoint import checkpoint
+            y = checkpoint(model, x.requires_grad_(), use_reentrant=False)
+        else:
+            y = model(x)
+        loss = torch.nn.functional.mse_loss(y, torch.zeros(B, 16))
         loss.backward()
     opt.step()
     opt.zero_grad()

@@ -94,7 +94,9 @@ class Probe(unittest.TestCase):
         # Linear 2 saves too (the same storage, counted once)
         for e in fwd:
             self.assertEqual(e["bill"]["activations"], B * (32 + 64) * 4)
-            self.assertEqual(e["bill"]["outputs"], B * 16 * 4)
+            # the model's output; from step 2 on also the previous step's,
+            # which the job's variable y still holds
+            self.assertEqual(e["bill"]["outputs"], B * 16 * 4 * min(e["step"], 2))
         loss = billed(ev, "loss")
         for e in loss:  # mse_loss outside the model saves the output and the target
             self.assertEqual(e["bill"]["activations"], B * (32 + 64 + 16 + 16) * 4)
@@ -139,6 +141,19 @@ class Probe(unittest.TestCase):
         notes = [e["text"] for e in of(ev, "note") if "probe stopped" in e.get("text", "")]
         self.assertEqual(len(notes), 1)
         self.assertIn("deliberately broken", notes[0])
+
+    def test_checkpointing_recomputation_is_not_a_forward(self):
+        plain, _ = run("sgd-momentum", "1", "4", "ckpt", flags=("--no-probe",))
+        out, ev = run("sgd-momentum", "1", "4", "ckpt")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout, plain.stdout)
+        step2 = [e["phase"] for e in of(ev, "phase") if e["step"] == 2]
+        self.assertEqual(step2, ["idle", "forward", "loss", "backward", "pre_step", "optimizer"])
+        self.assertEqual([n["text"] for n in of(ev, "note")], [])
+        # the whole model is checkpointed: it keeps no activations; only
+        # the loss outside saves its input and target
+        for e in billed(ev, "loss"):
+            self.assertEqual(e["bill"]["activations"], B * 16 * 4 * 2)
 
     def test_shadowed_sitecustomize_still_runs(self):
         d = tempfile.mkdtemp(prefix="vl-site-")

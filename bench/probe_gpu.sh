@@ -1,0 +1,73 @@
+#!/bin/sh
+# GPU evidence for the probe (issue 5), on the lent H200. Needs build-rel/
+# (carry). PART=a: the bill on HF models (every step sampled), results with
+# and without the probe, torch.compile, DDP, an OOM with --snapshot.
+# PART=b: step-time overhead, interleaved runs with and without the probe.
+# Writes $OUT/jobs.jsonl (the jobs' own figures, one line per run, with the
+# run's directory) and $OUT/records.tar.gz (every run record).
+set -u
+export VRAMLEDGER_PRELOAD=$PWD/build-rel/libvramledger-preload.so VRAMLEDGER_DATA=$PWD/data
+export VRAMLEDGER_PYTHON_DIR=$PWD/python LD_LIBRARY_PATH=$PWD/build-rel/devlibs PYTHONUNBUFFERED=1
+export NCCL_NVLS_ENABLE=0 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
+vl=$PWD/build-rel/vramledger
+o=${OUT:-/tmp/out}
+recs=/tmp/records
+mkdir -p $recs
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$o/env-$PART.txt"
+python3 -c "import torch, transformers, peft; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__, 'peft', peft.__version__)" >> "$o/env-$PART.txt"
+n=0
+job() { # job NAME [run flags] -- job args
+  name=$1; shift
+  n=$((n + 1))
+  flags=""
+  while [ "$1" != "--" ]; do flags="$flags $1"; shift; done
+  shift
+  d=$recs/$PART-$n-$name
+  line=$($vl run --quiet $flags --out "$d" -- python3 bench/probe_job.py "$@" 2>>"$o/errors-$PART.txt")
+  echo "{\"run\": \"$PART-$n-$name\", \"flags\": \"$flags\", \"job\": ${line:-null}}" >> "$o/jobs-$PART.jsonl"
+}
+if [ "$PART" = a ]; then
+  export VRAMLEDGER_PROBE_EVERY=1
+  job gpt2-amp -- --model gpt2 --precision amp-bf16 --steps 6
+  job gpt2-amp-noprobe --no-probe -- --model gpt2 --precision amp-bf16 --steps 6
+  job gpt2-amp-eager -- --model gpt2 --precision amp-bf16 --attn eager --steps 6
+  job gpt2-bf16 -- --model gpt2 --precision bf16 --steps 6
+  job gpt2-amp-ckpt -- --model gpt2 --precision amp-bf16 --ckpt --steps 6
+  job gpt2-amp-lora -- --model gpt2 --precision amp-bf16 --lora 16 --steps 6
+  job llama-amp -- --model llama --precision amp-bf16 --steps 6
+  job llama-bf16-ckpt -- --model llama --precision bf16 --ckpt --steps 6
+  job llama-bf16-ckpt-noprobe --no-probe -- --model llama --precision bf16 --ckpt --steps 6
+  job llama-bf16-lora -- --model llama --precision bf16 --lora 16 --steps 6
+  job bert-amp -- --model bert --precision amp-bf16 --steps 6
+  job bert-bf16 -- --model bert --precision bf16 --steps 6
+  job gpt2-compile -- --model gpt2 --precision amp-bf16 --compile --steps 6
+  job gpt2-compile-noprobe --no-probe -- --model gpt2 --precision amp-bf16 --compile --steps 6
+  job gpt2-ddp -- --model gpt2 --precision amp-bf16 --ddp --steps 6
+  job gpt2-ddp-noprobe --no-probe -- --model gpt2 --precision amp-bf16 --ddp --steps 6
+  job gpt2-oom --snapshot -- --model gpt2 --precision amp-bf16 --oom --steps 2
+else
+  python3 bench/probe_unexplained.py > "$o/unexplained.json" 2>>"$o/errors-$PART.txt"
+  export VRAMLEDGER_PROBE_EVERY=1
+  job gpt2-amp -- --model gpt2 --precision amp-bf16 --steps 6
+  job gpt2-amp-ckpt -- --model gpt2 --precision amp-bf16 --ckpt --steps 6
+  job llama-bf16-ckpt -- --model llama --precision bf16 --ckpt --steps 6
+  # bit-exact results: eager attention (cuDNN SDPA backward is not deterministic);
+  # two runs without the probe show what run-to-run equality to expect
+  for i in 1 2; do
+    job gpt2-eager-noprobe --no-probe -- --model gpt2 --precision amp-bf16 --attn eager --steps 6
+    job gpt2-eager-ddp-noprobe --no-probe -- --model gpt2 --precision amp-bf16 --attn eager --ddp --steps 6
+  done
+  job gpt2-eager-probe -- --model gpt2 --precision amp-bf16 --attn eager --steps 6
+  job gpt2-eager-ddp-probe -- --model gpt2 --precision amp-bf16 --attn eager --ddp --steps 6
+  unset VRAMLEDGER_PROBE_EVERY
+  for i in 1 2 3 4 5; do
+    job gpt2-ovh-probe -- --model gpt2 --precision amp-bf16 --steps 60
+    job gpt2-ovh-noprobe --no-probe -- --model gpt2 --precision amp-bf16 --steps 60
+  done
+  export VRAMLEDGER_PROBE_EVERY=1
+  for i in 1 2; do
+    job gpt2-ovh-everystep -- --model gpt2 --precision amp-bf16 --steps 60
+  done
+fi
+ls -la $recs/*/ > "$o/ls-$PART.txt" 2>&1
+tar -C $recs -czf "$o/records-$PART.tar.gz" .

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""What holds the bytes the probe's categories do not name? GPT-2 (AMP
+bf16, SDPA, AdamW foreach, batch 8 x 512), PyTorch's allocation history on;
+after the second step's backward, every live block of the caching
+allocator that is not a parameter, gradient or optimizer-state storage is
+listed with its size and the Python frames that allocated it. No probe."""
+import json
+import torch
+from transformers import GPT2Config, AutoModelForCausalLM
+
+torch.manual_seed(0)
+torch.cuda.memory._record_memory_history(max_entries=200000, stacks="python")
+with torch.device("cuda"):
+    m = AutoModelForCausalLM.from_config(GPT2Config(attn_implementation="sdpa"))
+opt = torch.optim.AdamW(m.parameters(), lr=1e-4, foreach=True)
+ids = torch.randint(0, 50257, (8, 512), device="cuda")
+out = {}
+for step in range(2):
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = m(input_ids=ids, labels=ids).loss
+    loss.backward()
+    if step == 1:
+        known = set()
+        for p in m.parameters():
+            known.add(p.untyped_storage().data_ptr())
+            if p.grad is not None:
+                known.add(p.grad.untyped_storage().data_ptr())
+        for s in opt.state.values():
+            for v in s.values():
+                if torch.is_tensor(v) and v.is_cuda:
+                    known.add(v.untyped_storage().data_ptr())
+        known.add(ids.untyped_storage().data_ptr())
+        snap = torch.cuda.memory._snapshot()
+        rest = []
+        for seg in snap["segments"]:
+            addr = seg["address"]
+            for b in seg["blocks"]:
+                if b["state"] == "active_allocated" and addr not in known:
+                    fr = [f"{f['filename'].split('/')[-1]}:{f['line']} {f['name']}"
+                          for f in b.get("frames", [])[:8]]
+                    rest.append({"bytes": b["size"], "requested": b.get("requested_size"),
+                                 "frames": fr})
+                addr += b["size"]
+        rest.sort(key=lambda r: -r["bytes"])
+        out = {"memory_allocated": torch.cuda.memory_allocated(),
+               "named_bytes": None, "unnamed_blocks": len(rest),
+               "unnamed_bytes": sum(r["bytes"] for r in rest), "top": rest[:15],
+               "torch": torch.__version__}
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+print(json.dumps(out))
