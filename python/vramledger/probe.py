@@ -68,6 +68,19 @@ class _Writer:
         os.write(self.fd, line)
 
 
+def _timed(f):
+    """Count the probe's own time (its overhead, reported per step)."""
+    def timed(self, *a):
+        t0 = time.perf_counter_ns()
+        try:
+            return f(self, *a)
+        finally:
+            self.cost_ns += time.perf_counter_ns() - t0
+    timed.__name__ = f.__name__
+    timed.__doc__ = f.__doc__
+    return timed
+
+
 def _storage(t):
     """(key, bytes) of the storage under tensor t."""
     try:
@@ -118,6 +131,7 @@ class _Probe:
         self.in_backward = False
         self.want_tokens = False
         self.user_hooks = 0  # the job's saved_tensors_hooks contexts now open
+        self.cost_ns = 0  # the probe's own time in this step
 
     # ---- safety -----------------------------------------------------------
     def fail(self, where, exc):
@@ -169,6 +183,7 @@ class _Probe:
         self.torch._C._cuda_resetPeakMemoryStats(dev)
         if not self.oom_observer:
             self.attach_oom()
+            self.describe_device(dev)
         return out
 
     def remember(self, dev, st):
@@ -191,6 +206,29 @@ class _Probe:
             if type(d) is dict and d.get("peak", pk) < pk:
                 d["peak"] = pk
         return st
+
+    def describe_device(self, dev):
+        """The device, once, with the size of one cuBLAS workspace as
+        PyTorch sizes it (CUBLAS_WORKSPACE_CONFIG ":SIZE_KiB:COUNT" pairs;
+        default 32 MiB on compute capability 9 and later, ":4096:2:16:8"
+        = 8.125 MiB before; aten/src/ATen/cuda/CublasHandlePool.cpp). One
+        workspace lives per thread and stream that runs a matmul: the
+        reader counts the forward's and autograd's backward thread."""
+        cap = self.torch.cuda.get_device_capability(dev)
+        conf = os.environ.get("CUBLAS_WORKSPACE_CONFIG", "")
+        ws = 0
+        try:
+            nums = [int(x) for x in conf.split(":") if x]
+            ws = sum(nums[i] * nums[i + 1] for i in range(0, len(nums) - 1, 2)) * 1024
+        except ValueError:
+            ws = 0
+        if ws == 0:
+            ws = 32 << 20 if cap[0] >= 9 else (4096 * 2 + 16 * 8) << 10
+        props = self.torch.cuda.get_device_properties(dev)
+        self.w.put({"type": "device", "t_ns": _now(), "pid": os.getpid(), "rank": self.rank,
+                    "device": dev, "name": props.name, "total_bytes": props.total_memory,
+                    "capability": "%d.%d" % cap, "cublas_workspace_bytes": ws,
+                    "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")})
 
     def attach_oom(self):
         self.oom_observer = True
@@ -340,6 +378,7 @@ class _Probe:
                 self.keep_outputs(x, depth + 1)
 
     # ---- saved tensors ----------------------------------------------------------
+    @_timed
     def pack(self, t):
         try:
             if self.on_device(t):
@@ -402,6 +441,7 @@ class _Probe:
         self.global_handles = []
         self.stack = []
 
+    @_timed
     def g_pre(self, module, args):
         try:
             if self.want_tokens:
@@ -419,6 +459,7 @@ class _Probe:
         except Exception as e:
             self.fail("forward pre-hook", e)
 
+    @_timed
     def g_post(self, module, args, out):
         if self.stack:
             self.stack.pop()
@@ -437,9 +478,11 @@ class _Probe:
             module.register_forward_pre_hook(self.r_pre)
         module.register_forward_hook(self.r_post)
 
+    @_timed
     def r_pre_kw(self, module, args, kwargs):
         self.r_enter(module, args, kwargs)
 
+    @_timed
     def r_pre(self, module, args):
         self.r_enter(module, args, {})
 
@@ -456,6 +499,7 @@ class _Probe:
         except Exception as e:
             self.fail("forward pre-hook", e)
 
+    @_timed
     def r_post(self, module, args, out):
         if self.dead or self.in_backward:
             return
@@ -571,6 +615,7 @@ class _Probe:
                 self.want_tokens = False
                 return
 
+    @_timed
     def before_backward(self):
         if self.phase in ("forward", "loss", "idle", "pre_step"):
             self.saved_hooks(False)
@@ -578,10 +623,12 @@ class _Probe:
                 self.start_step()
             self.boundary("backward")
 
+    @_timed
     def after_backward(self):
         if self.phase == "backward":
             self.boundary("pre_step")
 
+    @_timed
     def before_step(self, opt):
         self.optimizers.add(opt)
         if self.t_step is None:
@@ -589,6 +636,7 @@ class _Probe:
         if self.phase != "optimizer":
             self.boundary("optimizer")
 
+    @_timed
     def after_step(self, opt):
         if self.phase != "optimizer":
             return
@@ -599,7 +647,7 @@ class _Probe:
         ev = {"type": "step", "t_ns": t, "pid": os.getpid(), "rank": _rank(),
               "step": self.step, "time_ns": t - self.t_step, "tokens": self.tokens,
               "samples": self.samples, "micro_batches": self.micro,
-              "sampled": self.sampled}
+              "sampled": self.sampled, "probe_ns": self.cost_ns}
         if peak_phase:
             ev.update({"peak_allocated": peak_a, "peak_reserved": peak_r,
                        "peak_phase": peak_phase})
@@ -607,6 +655,7 @@ class _Probe:
             top = sorted(self.module_bytes.items(), key=lambda kv: -kv[1])[:10]
             ev["modules"] = [{"name": k, "saved_bytes": v} for k, v in top]
         self.w.put(ev)
+        self.cost_ns = 0
         self.step += 1
         self.t_step = None
         if not self.sampled_next():
