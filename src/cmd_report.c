@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "vramledger/alloc.h"
+#include "vramledger/probe.h"
 #include "vramledger/record.h"
 #include "vramledger/render.h"
 
@@ -57,7 +58,10 @@ int cmd_report(int argc, const char **argv) {
   struct vl_finding f[VL_MAX_FINDINGS];
   int nf = 0;
   vl_record_summarize(&rec, &sum, f, &nf);
-  struct vl_report_view v = {&rec, &sum, f, nf, path};
+  struct vl_probe_layer fw;
+  vl_probe_analyze(&rec, &fw);
+  vl_probe_ladder(&fw, &sum);
+  struct vl_report_view v = {&rec, &sum, f, nf, path, &fw};
   static const enum vl_report_format map[] = {VL_REP_TEXT, VL_REP_JSON, VL_REP_MD, VL_REP_TRACE,
                                               VL_REP_HTML};
   rc = vl_render_report(stdout, map[r.fmt], &v) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;

@@ -10,6 +10,7 @@
  *   alloc  an interposed process's live/peak driver-allocated bytes
  *   mark   a phase stamp (vl_mark, the probe)
  *   note   something the reader should know (no NVML, ...)
+ *   probe, device, phase, step, oom   the PyTorch probe (probe.py)
  *   exit   the command's status
  * Readers skip event types they do not know (forward compatible) and
  * refuse another major schema. */
@@ -47,6 +48,69 @@ struct vl_rec_mark {
   char name[64];
 };
 
+/* ---- the framework layer (python/vramledger/probe.py) ---- */
+
+/* The bill's parts as the probe counts them (bytes, by storage). */
+enum vl_bill_part {
+  VL_BILL_PARAMETERS,
+  VL_BILL_GRADIENTS,
+  VL_BILL_OPTIMIZER_STATES,
+  VL_BILL_ACTIVATIONS, /* saved for backward, still held by a graph */
+  VL_BILL_AUTOCAST,    /* autocast's cached low-precision weights, saved */
+  VL_BILL_OUTPUTS,     /* tensors a top-level forward returned, while alive */
+  VL_BILL_N
+};
+extern const char *const vl_bill_part_names[VL_BILL_N]; /* JSON keys */
+
+/* One phase interval of a step: forward, loss, backward, pre_step,
+ * optimizer, idle, eval. Counters at its end, peaks inside it. */
+struct vl_rec_phase {
+  uint64_t t0_ns, t_ns;
+  unsigned pid, rank, step;
+  char phase[16];
+  bool has_alloc; /* the CUDA caching allocator's counters are present */
+  uint64_t allocated, reserved, active, inactive_split, peak_allocated, peak_reserved;
+  uint64_t alloc_retries, ooms; /* cumulative */
+  bool has_bill, acts_known;    /* acts_known: false under torch.compile */
+  uint64_t bill[VL_BILL_N];     /* at the interval's end */
+};
+
+#define VL_REC_TOP_MODULES 10
+struct vl_rec_module {
+  char name[96];
+  uint64_t saved_bytes;
+};
+
+struct vl_rec_step {
+  uint64_t t_ns, time_ns, tokens, samples, probe_ns;
+  unsigned pid, rank, step, micro_batches;
+  bool sampled, has_peak;
+  uint64_t peak_allocated, peak_reserved;
+  char peak_phase[16];
+  unsigned n_modules;
+  struct vl_rec_module modules[VL_REC_TOP_MODULES];
+};
+
+struct vl_rec_oom {
+  uint64_t t_ns, request_bytes, device_allocated_bytes, device_free_bytes;
+  unsigned pid, rank, step;
+  char phase[16];
+  bool has_bill;
+  uint64_t bill[VL_BILL_N];
+  char snapshot[256];
+};
+
+#define VL_REC_MAX_PROBES 64
+struct vl_rec_probe {
+  unsigned pid, rank, local_rank, world_size, sample_every;
+  char torch[32];
+  bool cuda;
+  /* from the "device" event, once CUDA is in use */
+  char device_name[96];
+  char capability[8];
+  uint64_t cublas_workspace_bytes;
+};
+
 struct vl_record {
   /* meta */
   char schema[32];
@@ -62,6 +126,15 @@ struct vl_record {
   size_t n_samples;
   struct vl_rec_mark *marks;
   size_t n_marks;
+  struct vl_rec_phase *phases;
+  size_t n_phases;
+  struct vl_rec_step *steps;
+  size_t n_steps;
+  struct vl_rec_oom *ooms;
+  size_t n_ooms;
+  struct vl_rec_probe probes[VL_REC_MAX_PROBES]; /* one per process with the probe */
+  unsigned n_probes;
+  char probe_note[256];      /* why a probe stopped, when one did */
   uint64_t alloc_peak_bytes; /* max over alloc events of the sum of live per pid */
   unsigned alloc_pids;
   /* exit */

@@ -52,6 +52,7 @@ struct vl_report_view {
   const struct vl_finding *findings;
   int n_findings;
   const char *source;
+  const struct vl_probe_layer *fw; /* the probe's layer (fw->present false without it) */
 };
 
 enum vl_report_format { VL_REP_TEXT, VL_REP_JSON, VL_REP_MD, VL_REP_TRACE, VL_REP_HTML };

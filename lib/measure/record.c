@@ -9,6 +9,7 @@
 #include "../util/internal.h"
 #include "vramledger/alloc.h"
 #include "vramledger/record.h"
+#include "probe_events.h"
 
 #define MAX_SAMPLES (1u << 24) /* 46 hours at 100 Hz */
 #define MAX_PIDS 256
@@ -80,7 +81,11 @@ static vl_status meta(json_t *o, struct vl_record *r, size_t line, struct vl_err
 }
 
 static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t *cap_s,
-                       size_t *cap_m, struct alloc_state *as, size_t line, struct vl_err *err) {
+                       size_t *cap_m, struct alloc_state *as, struct vl__probe_caps *pc,
+                       size_t line, struct vl_err *err) {
+  bool probe_event = false;
+  vl_status pst = vl__probe_event(o, type, r, pc, line, err, &probe_event);
+  if (probe_event) return pst;
   if (strcmp(type, "sample") == 0) {
     if (grow((void **)&r->samples, cap_s, r->n_samples, sizeof *r->samples, MAX_SAMPLES))
       return vl__fail(err, VL_ENOMEM, "line %zu: too many samples", line);
@@ -132,6 +137,7 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
 vl_status vl_record_parse(const char *text, size_t len, struct vl_record *r, struct vl_err *err) {
   memset(r, 0, sizeof *r);
   size_t cap_s = 0, cap_m = 0, line = 0, pos = 0;
+  struct vl__probe_caps pc = {0};
   struct alloc_state as;
   memset(&as, 0, sizeof as);
   vl_status st = VL_OK;
@@ -164,7 +170,7 @@ vl_status vl_record_parse(const char *text, size_t len, struct vl_record *r, str
         have_meta = true;
       }
     } else {
-      st = event(o, type, r, &cap_s, &cap_m, &as, line, err);
+      st = event(o, type, r, &cap_s, &cap_m, &as, &pc, line, err);
     }
     json_decref(o);
     if (st != VL_OK) break;
@@ -182,6 +188,7 @@ void vl_record_release(struct vl_record *r) {
   vl_free(r->marks);
   r->samples = NULL;
   r->marks = NULL;
+  vl__probe_release(r);
   r->n_samples = r->n_marks = 0;
 }
 

@@ -2,6 +2,7 @@
 #ifndef VRAMLEDGER_RENDER_INTERNAL_H
 #define VRAMLEDGER_RENDER_INTERNAL_H
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "vramledger/model.h"
@@ -16,5 +17,14 @@ void vl__html_head(FILE *o, const char *title);
 /* <svg> w x h with its two axes: x along the bottom margin, y along the left. */
 void vl__svg_open(FILE *o, double w, double h, double left, double top, double right,
                   double bottom);
+
+struct vl_probe_layer;
+struct vl_record;
+/* The framework layer's parts of the run report (lib/render/framework.c). */
+void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f,
+                 const struct vl_record *r);
+void vl__fw_text(FILE *o, const struct vl_probe_layer *f, bool md);
+void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_record *r);
+void vl__fw_trace(json_t *events, const struct vl_probe_layer *f, const struct vl_record *r);
 
 #endif

@@ -1,0 +1,115 @@
+/* vramledger: the framework layer of a run, analysed (pure).
+ *
+ * From the probe's events in a record: the five-part bill at the step's
+ * peak, where the peak is, the ledger of every phase boundary (named bytes
+ * against memory_allocated()), the ladder NVML >= driver-allocated >=
+ * reserved >= allocated with each gap named, growth across steps, step
+ * time, tokens/s and the probe's own cost, per rank. docs/model.md
+ * ("The measured bill") gives every rule. */
+#ifndef VRAMLEDGER_PROBE_H
+#define VRAMLEDGER_PROBE_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vramledger/record.h"
+
+#define VL_FW_MAX_LEDGER 16
+#define VL_FW_MAX_RANKS 64
+
+/* One phase boundary of the billed step: what is named and what is not. */
+struct vl_fw_boundary {
+  char phase[16]; /* the interval that ends here */
+  uint64_t allocated, named, cublas_workspaces;
+  int64_t unnamed; /* allocated - named - workspaces (may be < 0) */
+};
+
+struct vl_fw_rank {
+  unsigned rank, pid;
+  uint64_t peak_allocated, peak_reserved;
+};
+
+struct vl_probe_layer {
+  bool present;      /* a probe wrote into the record */
+  bool cuda;         /* allocator counters present */
+  char torch[32];    /* the first probe's torch version */
+  char device[96];   /* the GPU as PyTorch names it */
+  unsigned n_ranks;  /* distinct ranks (processes with a probe) */
+  unsigned n_steps;  /* optimizer steps of the main rank */
+  unsigned main_pid; /* the process analysed below (rank 0's) */
+
+  /* time */
+  double step_s_median; /* median step time, s */
+  double tokens_per_s;  /* tokens of a step / its time, median over steps */
+  double samples_per_s;
+  double probe_share_light; /* the probe's own time / step time, median, unsampled steps */
+  double probe_share_sampled;
+  unsigned micro_batches; /* of the billed step */
+
+  /* the peak */
+  uint64_t peak_allocated, peak_reserved; /* max over steps (bytes) */
+  unsigned peak_step;
+  char peak_phase[16];
+  uint64_t peak_inactive_split; /* at the end of the peak's phase */
+  uint64_t alloc_retries, ooms; /* the allocator's counters at the end */
+
+  /* the bill at the peak of the billed step (a sampled step with the
+   * highest peak) */
+  bool has_bill;
+  unsigned bill_step;
+  char bill_phase[16];
+  char bill_taken_at[16]; /* the boundary whose categories are used */
+  uint64_t bill[VL_BILL_N];
+  bool activations_by_difference; /* torch.compile: no saved-tensor hooks */
+  uint64_t cublas_workspaces;     /* estimated: workspace x threads */
+  uint64_t transient;             /* peak - everything named */
+
+  /* the boundaries of the billed step */
+  struct vl_fw_boundary ledger[VL_FW_MAX_LEDGER];
+  unsigned n_ledger;
+  double worst_unnamed_share; /* max |unnamed| / allocated over the ledger */
+
+  /* baseline (the seeds' first questions) */
+  uint64_t load_bytes;          /* allocated when the first forward starts */
+  uint64_t first_forward_bytes; /* what the first forward added */
+
+  /* growth: allocated at the start of each step, steps 4.. (bytes/step) */
+  double growth_bytes_per_step;
+  unsigned growth_steps;
+  uint64_t growth_total;
+
+  /* modules that saved the most in the billed step */
+  unsigned n_modules;
+  struct vl_rec_module modules[VL_REC_TOP_MODULES];
+
+  /* per rank */
+  unsigned n_rank_peaks;
+  struct vl_fw_rank ranks[VL_FW_MAX_RANKS];
+  double rank_imbalance; /* (max - min) / max of per-rank peak allocated */
+
+  /* reserved released between steps (empty_cache churn) */
+  unsigned reserved_drops;
+
+  /* the ladder at the peaks (vl_probe_ladder): process (NVML) >=
+   * driver-allocated (interposer) >= reserved >= allocated, each gap named */
+  bool has_ladder;
+  uint64_t ladder[4];
+  uint64_t gap_context; /* NVML - driver-allocated: CUDA context, kernels, NCCL/cuDNN handles */
+  uint64_t gap_outside; /* driver-allocated - reserved: allocations outside PyTorch's allocator */
+  uint64_t gap_cached;  /* reserved - allocated: cached free blocks */
+  uint64_t gap_fragmented; /* of which inactive split blocks at the peak (fragmentation) */
+
+  /* the first out-of-memory */
+  bool oom;
+  struct vl_rec_oom first_oom;
+};
+
+/*! Analyse the probe's events of a record (pure). f->present is false when
+ * the record has none. */
+void vl_probe_analyze(const struct vl_record *rec, struct vl_probe_layer *f);
+
+struct vl_run_summary;
+/*! Fill the ladder from the record's summary (the system and allocation
+ * layers) and the framework's peaks (pure). */
+void vl_probe_ladder(struct vl_probe_layer *f, const struct vl_run_summary *s);
+
+#endif

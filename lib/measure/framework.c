@@ -1,0 +1,311 @@
+/* The framework layer of a run, analysed: see vramledger/probe.h and
+ * docs/model.md ("The measured bill"). Pure: no I/O. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/internal.h"
+#include "vramledger/alloc.h"
+#include "vramledger/probe.h"
+#include "vramledger/record.h"
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median of v[0..n) (sorted in place); 0 when n == 0. */
+static double median(double *v, size_t n) {
+  if (n == 0) return 0;
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static uint64_t named(const uint64_t b[VL_BILL_N]) {
+  uint64_t s = 0;
+  for (int i = 0; i < VL_BILL_N; i++)
+    s += b[i];
+  return s;
+}
+
+static bool is(const char *a, const char *b) { return strcmp(a, b) == 0; }
+
+/* The phases whose peak is taken with the categories at their own end
+ * (everything saved is still held there); the others with those at their
+ * start (the end of the interval before). */
+static bool billed_at_end(const char *phase) {
+  return is(phase, "forward") || is(phase, "loss") || is(phase, "eval");
+}
+
+/* cuBLAS workspaces live at phase i of the main process: one for the
+ * forward's thread once a forward ran, one for autograd's backward thread
+ * once a backward ran (aten/src/ATen/cuda/CublasHandlePool.cpp keeps one
+ * per thread and stream; measured: bench/results/2026-11-29-h200-probe/
+ * unexplained.json). */
+static uint64_t workspaces(const struct vl_record *r, unsigned pid, size_t upto, uint64_t ws) {
+  bool fwd = false, bwd = false;
+  for (size_t i = 0; i <= upto && i < r->n_phases; i++) {
+    const struct vl_rec_phase *p = &r->phases[i];
+    if (p->pid != pid) continue;
+    if (is(p->phase, "forward") || is(p->phase, "eval")) fwd = true;
+    if (is(p->phase, "backward")) bwd = true;
+  }
+  /* an interval that ends at `upto` ran its own kind already */
+  return ws * ((uint64_t)fwd + (uint64_t)bwd);
+}
+
+static void ranks(const struct vl_record *r, struct vl_probe_layer *f) {
+  for (size_t i = 0; i < r->n_steps; i++) {
+    const struct vl_rec_step *s = &r->steps[i];
+    unsigned k = 0;
+    while (k < f->n_rank_peaks && f->ranks[k].pid != s->pid)
+      k++;
+    if (k == f->n_rank_peaks) {
+      if (k >= VL_FW_MAX_RANKS) continue;
+      f->ranks[k] = (struct vl_fw_rank){.rank = s->rank, .pid = s->pid};
+      f->n_rank_peaks++;
+    }
+    if (s->peak_allocated > f->ranks[k].peak_allocated)
+      f->ranks[k].peak_allocated = s->peak_allocated;
+    if (s->peak_reserved > f->ranks[k].peak_reserved) f->ranks[k].peak_reserved = s->peak_reserved;
+  }
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (unsigned k = 0; k < f->n_rank_peaks; k++) {
+    if (f->ranks[k].peak_allocated < lo) lo = f->ranks[k].peak_allocated;
+    if (f->ranks[k].peak_allocated > hi) hi = f->ranks[k].peak_allocated;
+  }
+  f->rank_imbalance = f->n_rank_peaks > 1 && hi ? (double)(hi - lo) / (double)hi : 0;
+}
+
+static void timing(const struct vl_record *r, struct vl_probe_layer *f, double *buf) {
+  size_t n = 0, nt = 0, nsam = 0, nl = 0, ns = 0;
+  double *t = buf, *tok = buf + r->n_steps, *sam = buf + 2 * r->n_steps,
+         *light = buf + 3 * r->n_steps, *smp = buf + 4 * r->n_steps;
+  for (size_t i = 0; i < r->n_steps; i++) {
+    const struct vl_rec_step *s = &r->steps[i];
+    if (s->pid != f->main_pid || s->time_ns == 0) continue;
+    f->n_steps++;
+    double sec = (double)s->time_ns * 1e-9;
+    bool first = s->step == 1 && f->n_steps == 1; /* start-up: compile, cuBLAS, allocator */
+    if (!first) {
+      t[n++] = sec;
+      if (s->tokens) tok[nt++] = (double)s->tokens / sec;
+      if (s->samples) sam[nsam++] = (double)s->samples / sec;
+    }
+    if (s->probe_ns) {
+      double share = (double)s->probe_ns / (double)s->time_ns;
+      if (s->sampled)
+        smp[ns++] = share;
+      else
+        light[nl++] = share;
+    }
+  }
+  if (n == 0) /* one step only */
+    for (size_t i = 0; i < r->n_steps; i++)
+      if (r->steps[i].pid == f->main_pid && r->steps[i].time_ns)
+        t[n++] = (double)r->steps[i].time_ns * 1e-9;
+  f->step_s_median = median(t, n);
+  f->tokens_per_s = median(tok, nt);
+  f->samples_per_s = median(sam, nsam);
+  f->probe_share_light = median(light, nl);
+  f->probe_share_sampled = median(smp, ns);
+}
+
+/* The billed step: a sampled step with the highest peak (or, without
+ * allocator counters, the highest named sum at a boundary). */
+static const struct vl_rec_step *billed_step(const struct vl_record *r, unsigned pid) {
+  const struct vl_rec_step *best = NULL;
+  uint64_t best_v = 0;
+  for (size_t i = 0; i < r->n_steps; i++) {
+    const struct vl_rec_step *s = &r->steps[i];
+    if (s->pid != pid || !s->sampled) continue;
+    uint64_t v = s->peak_allocated;
+    if (!s->has_peak)
+      for (size_t k = 0; k < r->n_phases; k++) {
+        const struct vl_rec_phase *p = &r->phases[k];
+        if (p->pid == pid && p->step == s->step && p->has_bill && named(p->bill) > v)
+          v = named(p->bill);
+      }
+    if (!best || v > best_v) {
+      best = s;
+      best_v = v;
+    }
+  }
+  return best;
+}
+
+static void bill(const struct vl_record *r, struct vl_probe_layer *f, const struct vl_rec_step *s,
+                 uint64_t ws) {
+  /* the step's intervals, in order */
+  size_t idx[VL_FW_MAX_LEDGER * 4];
+  unsigned n = 0;
+  for (size_t k = 0; k < r->n_phases && n < sizeof idx / sizeof idx[0]; k++)
+    if (r->phases[k].pid == f->main_pid && r->phases[k].step == s->step) idx[n++] = k;
+  if (n == 0) return;
+  /* the peak's interval: the step's peak phase with the highest peak, or
+   * without counters the boundary with the most named */
+  unsigned at = 0;
+  for (unsigned j = 0; j < n; j++) {
+    const struct vl_rec_phase *p = &r->phases[idx[j]], *q = &r->phases[idx[at]];
+    uint64_t pv = s->has_peak ? p->peak_allocated : named(p->bill);
+    uint64_t qv = s->has_peak ? q->peak_allocated : named(q->bill);
+    if (s->has_peak && !is(p->phase, s->peak_phase)) continue;
+    if (s->has_peak && !is(q->phase, s->peak_phase)) at = j;
+    if (pv > qv) at = j;
+  }
+  const struct vl_rec_phase *peak = &r->phases[idx[at]];
+  size_t take = idx[at];
+  if (!billed_at_end(peak->phase)) {
+    /* the boundary before: the previous interval of this process */
+    for (size_t k = idx[at]; k-- > 0;)
+      if (r->phases[k].pid == f->main_pid) {
+        take = k;
+        break;
+      }
+  }
+  const struct vl_rec_phase *b = &r->phases[take];
+  if (!b->has_bill) return;
+  f->has_bill = true;
+  f->bill_step = s->step;
+  snprintf(f->bill_phase, sizeof f->bill_phase, "%s", peak->phase);
+  snprintf(f->bill_taken_at, sizeof f->bill_taken_at, "%s", take == idx[at] ? "end" : "start");
+  memcpy(f->bill, b->bill, sizeof f->bill);
+  f->cublas_workspaces = f->cuda ? workspaces(r, f->main_pid, idx[at], ws) : 0;
+  uint64_t peak_bytes = s->has_peak ? s->peak_allocated : named(b->bill);
+  if (!b->acts_known && b->has_alloc) {
+    f->activations_by_difference = true;
+    f->bill[VL_BILL_ACTIVATIONS] =
+        vl__sub0(b->allocated, named(f->bill) + workspaces(r, f->main_pid, take, ws));
+  }
+  f->transient = vl__sub0(peak_bytes, named(f->bill) + f->cublas_workspaces);
+  f->micro_batches = s->micro_batches;
+  /* the ledger: every boundary of the step */
+  f->worst_unnamed_share = 0;
+  for (unsigned j = 0; j < n && f->n_ledger < VL_FW_MAX_LEDGER; j++) {
+    const struct vl_rec_phase *p = &r->phases[idx[j]];
+    if (!p->has_bill || !p->has_alloc) continue;
+    struct vl_fw_boundary *e = &f->ledger[f->n_ledger++];
+    snprintf(e->phase, sizeof e->phase, "%s", p->phase);
+    e->allocated = p->allocated;
+    e->named = named(p->bill);
+    e->cublas_workspaces = workspaces(r, f->main_pid, idx[j], ws);
+    e->unnamed = (int64_t)p->allocated - (int64_t)e->named - (int64_t)e->cublas_workspaces;
+    if (!p->acts_known) continue; /* compiled: activations are the difference */
+    double share = p->allocated ? (double)llabs(e->unnamed) / (double)p->allocated : 0;
+    if (share > f->worst_unnamed_share) f->worst_unnamed_share = share;
+  }
+  f->n_modules = s->n_modules;
+  memcpy(f->modules, s->modules, sizeof f->modules);
+}
+
+static void growth(const struct vl_record *r, struct vl_probe_layer *f) {
+  /* allocated at the start of each step's first forward, steps 4.. */
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  unsigned n = 0;
+  uint64_t first = 0, last = 0;
+  for (size_t k = 0; k < r->n_phases; k++) {
+    const struct vl_rec_phase *p = &r->phases[k];
+    if (p->pid != f->main_pid || !p->has_alloc || !is(p->phase, "idle") || p->step < 4) continue;
+    double x = p->step, y = (double)p->allocated;
+    if (n == 0) first = p->allocated;
+    last = p->allocated;
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+    n++;
+  }
+  f->growth_steps = n;
+  if (n >= 3) {
+    double d = n * sxx - sx * sx;
+    f->growth_bytes_per_step = d > 0 ? (n * sxy - sx * sy) / d : 0;
+    f->growth_total = last > first ? last - first : 0;
+  }
+}
+
+void vl_probe_analyze(const struct vl_record *r, struct vl_probe_layer *f) {
+  memset(f, 0, sizeof *f);
+  if (r->n_probes == 0 && r->n_phases == 0) return;
+  f->present = true;
+  f->main_pid = r->n_probes ? r->probes[0].pid : r->phases[0].pid;
+  uint64_t ws = 0;
+  for (unsigned i = 0; i < r->n_probes; i++) {
+    const struct vl_rec_probe *p = &r->probes[i];
+    if (p->rank == 0 && p->torch[0]) {
+      f->main_pid = p->pid;
+      break;
+    }
+  }
+  for (unsigned i = 0; i < r->n_probes; i++)
+    if (r->probes[i].pid == f->main_pid) {
+      snprintf(f->torch, sizeof f->torch, "%s", r->probes[i].torch);
+      snprintf(f->device, sizeof f->device, "%s", r->probes[i].device_name);
+      ws = r->probes[i].cublas_workspace_bytes;
+    }
+  f->n_ranks = r->n_probes ? r->n_probes : 1;
+
+  uint64_t prev_reserved = 0;
+  for (size_t k = 0; k < r->n_phases; k++) {
+    const struct vl_rec_phase *p = &r->phases[k];
+    if (p->pid != f->main_pid) continue;
+    if (p->has_alloc) {
+      f->cuda = true;
+      f->alloc_retries = p->alloc_retries;
+      f->ooms = p->ooms;
+      if (prev_reserved && p->reserved < prev_reserved) f->reserved_drops++;
+      prev_reserved = p->reserved;
+    }
+    if (!f->load_bytes && is(p->phase, "idle") && p->step == 1 && p->has_alloc)
+      f->load_bytes = p->allocated;
+    if (!f->first_forward_bytes && is(p->phase, "forward") && p->has_alloc)
+      f->first_forward_bytes = vl__sub0(p->allocated, f->load_bytes);
+  }
+
+  double *buf = r->n_steps ? vl_malloc(5 * r->n_steps * sizeof *buf) : NULL;
+  if (buf) {
+    memset(buf, 0, 5 * r->n_steps * sizeof *buf);
+    timing(r, f, buf);
+    vl_free(buf);
+  }
+  for (size_t i = 0; i < r->n_steps; i++) {
+    const struct vl_rec_step *s = &r->steps[i];
+    if (s->pid != f->main_pid || !s->has_peak) continue;
+    if (s->peak_allocated > f->peak_allocated) {
+      f->peak_allocated = s->peak_allocated;
+      f->peak_step = s->step;
+      snprintf(f->peak_phase, sizeof f->peak_phase, "%s", s->peak_phase);
+    }
+    if (s->peak_reserved > f->peak_reserved) f->peak_reserved = s->peak_reserved;
+  }
+  for (size_t k = 0; k < r->n_phases; k++) {
+    const struct vl_rec_phase *p = &r->phases[k];
+    if (p->pid == f->main_pid && p->step == f->peak_step && is(p->phase, f->peak_phase))
+      f->peak_inactive_split = p->inactive_split;
+  }
+  const struct vl_rec_step *s = billed_step(r, f->main_pid);
+  if (s) bill(r, f, s, ws);
+  if (!f->peak_phase[0] && f->has_bill) { /* no allocator counters (CPU) */
+    snprintf(f->peak_phase, sizeof f->peak_phase, "%s", f->bill_phase);
+    f->peak_step = f->bill_step;
+  }
+  growth(r, f);
+  ranks(r, f);
+  if (r->n_ooms) {
+    f->oom = true;
+    f->first_oom = r->ooms[0];
+  }
+}
+
+void vl_probe_ladder(struct vl_probe_layer *f, const struct vl_run_summary *s) {
+  if (!f->present || !f->cuda) return;
+  f->has_ladder = true;
+  f->ladder[0] = s->peak_process_bytes;
+  f->ladder[1] = s->peak_cuda_alloc_bytes;
+  f->ladder[2] = f->peak_reserved;
+  f->ladder[3] = f->peak_allocated;
+  f->gap_context = vl__sub0(f->ladder[0], f->ladder[1]);
+  f->gap_outside = vl__sub0(f->ladder[1], f->ladder[2]);
+  f->gap_cached = vl__sub0(f->ladder[2], f->ladder[3]);
+  f->gap_fragmented =
+      f->peak_inactive_split < f->gap_cached ? f->peak_inactive_split : f->gap_cached;
+}

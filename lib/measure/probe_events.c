@@ -1,0 +1,160 @@
+/* The framework layer's events in a run record: what python/vramledger/
+ * probe.py writes (probe, device, phase, step, oom). */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../util/internal.h"
+#include "vramledger/alloc.h"
+#include "probe_events.h"
+
+const char *const vl_bill_part_names[VL_BILL_N] = {
+    "parameters", "gradients", "optimizer_states", "activations", "autocast_weights", "outputs"};
+
+static uint64_t u(json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+static void str(char *dst, size_t n, json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  snprintf(dst, n, "%s", json_is_string(v) ? json_string_value(v) : "");
+}
+
+static int grow(void **p, size_t *cap, size_t n, size_t elem, size_t limit) {
+  if (n < *cap) return 0;
+  size_t nc = *cap ? *cap * 2 : 64;
+  if (nc > limit) nc = limit;
+  if (n >= nc) return -1;
+  void *q = vl_realloc(*p, nc * elem);
+  if (!q) return -1;
+  *p = q;
+  *cap = nc;
+  return 0;
+}
+
+/* A bill object; activations null = not tracked (torch.compile). */
+static bool bill(json_t *o, uint64_t out[VL_BILL_N], bool *acts_known) {
+  json_t *b = json_object_get(o, "bill");
+  if (!json_is_object(b)) return false;
+  for (int i = 0; i < VL_BILL_N; i++)
+    out[i] = u(b, vl_bill_part_names[i]);
+  if (acts_known) *acts_known = json_is_integer(json_object_get(b, "activations"));
+  return true;
+}
+
+static struct vl_rec_probe *probe_of(struct vl_record *r, unsigned pid) {
+  for (unsigned i = 0; i < r->n_probes; i++)
+    if (r->probes[i].pid == pid) return &r->probes[i];
+  if (r->n_probes >= VL_REC_MAX_PROBES) return NULL;
+  struct vl_rec_probe *p = &r->probes[r->n_probes++];
+  memset(p, 0, sizeof *p);
+  p->pid = pid;
+  return p;
+}
+
+vl_status vl__probe_event(json_t *o, const char *type, struct vl_record *r,
+                          struct vl__probe_caps *caps, size_t line, struct vl_err *err,
+                          bool *handled) {
+  *handled = true;
+  if (strcmp(type, "phase") == 0) {
+    if (grow((void **)&r->phases, &caps->phases, r->n_phases, sizeof *r->phases, 1u << 24))
+      return vl__fail(err, VL_ENOMEM, "line %zu: too many phase events", line);
+    struct vl_rec_phase *p = &r->phases[r->n_phases++];
+    memset(p, 0, sizeof *p);
+    p->t_ns = u(o, "t_ns");
+    p->t0_ns = u(o, "t0_ns");
+    p->pid = (unsigned)u(o, "pid");
+    p->rank = (unsigned)u(o, "rank");
+    p->step = (unsigned)u(o, "step");
+    str(p->phase, sizeof p->phase, o, "phase");
+    p->has_alloc = json_is_integer(json_object_get(o, "allocated"));
+    p->allocated = u(o, "allocated");
+    p->reserved = u(o, "reserved");
+    p->active = u(o, "active");
+    p->inactive_split = u(o, "inactive_split");
+    p->peak_allocated = u(o, "peak_allocated");
+    p->peak_reserved = u(o, "peak_reserved");
+    p->alloc_retries = u(o, "alloc_retries");
+    p->ooms = u(o, "ooms");
+    p->has_bill = bill(o, p->bill, &p->acts_known);
+  } else if (strcmp(type, "step") == 0) {
+    if (grow((void **)&r->steps, &caps->steps, r->n_steps, sizeof *r->steps, 1u << 22))
+      return vl__fail(err, VL_ENOMEM, "line %zu: too many step events", line);
+    struct vl_rec_step *s = &r->steps[r->n_steps++];
+    memset(s, 0, sizeof *s);
+    s->t_ns = u(o, "t_ns");
+    s->time_ns = u(o, "time_ns");
+    s->tokens = u(o, "tokens");
+    s->samples = u(o, "samples");
+    s->probe_ns = u(o, "probe_ns");
+    s->pid = (unsigned)u(o, "pid");
+    s->rank = (unsigned)u(o, "rank");
+    s->step = (unsigned)u(o, "step");
+    s->micro_batches = (unsigned)u(o, "micro_batches");
+    s->sampled = json_is_true(json_object_get(o, "sampled"));
+    s->has_peak = json_is_integer(json_object_get(o, "peak_allocated"));
+    s->peak_allocated = u(o, "peak_allocated");
+    s->peak_reserved = u(o, "peak_reserved");
+    str(s->peak_phase, sizeof s->peak_phase, o, "peak_phase");
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(o, "modules"), i, m) {
+      if (s->n_modules >= VL_REC_TOP_MODULES) break;
+      str(s->modules[s->n_modules].name, sizeof s->modules[0].name, m, "name");
+      s->modules[s->n_modules++].saved_bytes = u(m, "saved_bytes");
+    }
+  } else if (strcmp(type, "oom") == 0) {
+    if (grow((void **)&r->ooms, &caps->ooms, r->n_ooms, sizeof *r->ooms, 1u << 16))
+      return vl__fail(err, VL_ENOMEM, "line %zu: too many oom events", line);
+    struct vl_rec_oom *x = &r->ooms[r->n_ooms++];
+    memset(x, 0, sizeof *x);
+    x->t_ns = u(o, "t_ns");
+    x->pid = (unsigned)u(o, "pid");
+    x->rank = (unsigned)u(o, "rank");
+    x->step = (unsigned)u(o, "step");
+    str(x->phase, sizeof x->phase, o, "phase");
+    x->request_bytes = u(o, "request_bytes");
+    x->device_allocated_bytes = u(o, "device_allocated_bytes");
+    x->device_free_bytes = u(o, "device_free_bytes");
+    x->has_bill = bill(o, x->bill, NULL);
+    str(x->snapshot, sizeof x->snapshot, o, "snapshot");
+  } else if (strcmp(type, "probe") == 0) {
+    struct vl_rec_probe *p = probe_of(r, (unsigned)u(o, "pid"));
+    if (p) {
+      p->rank = (unsigned)u(o, "rank");
+      p->local_rank = (unsigned)u(o, "local_rank");
+      p->world_size = (unsigned)u(o, "world_size");
+      p->sample_every = (unsigned)u(o, "sample_every");
+      p->cuda = json_is_true(json_object_get(o, "cuda"));
+      str(p->torch, sizeof p->torch, o, "torch");
+    }
+  } else if (strcmp(type, "device") == 0) {
+    struct vl_rec_probe *p = probe_of(r, (unsigned)u(o, "pid"));
+    if (p) {
+      p->cuda = true;
+      str(p->device_name, sizeof p->device_name, o, "name");
+      str(p->capability, sizeof p->capability, o, "capability");
+      p->cublas_workspace_bytes = u(o, "cublas_workspace_bytes");
+    }
+  } else if (strcmp(type, "note") == 0) {
+    char text[256];
+    str(text, sizeof text, o, "text");
+    if (strncmp(text, "probe stopped", 13) == 0 && !r->probe_note[0])
+      snprintf(r->probe_note, sizeof r->probe_note, "%s", text);
+    *handled = false; /* record.c may want notes too */
+  } else {
+    *handled = false;
+  }
+  return VL_OK;
+}
+
+void vl__probe_release(struct vl_record *r) {
+  vl_free(r->phases);
+  vl_free(r->steps);
+  vl_free(r->ooms);
+  r->phases = NULL;
+  r->steps = NULL;
+  r->ooms = NULL;
+  r->n_phases = r->n_steps = r->n_ooms = 0;
+}

@@ -1,0 +1,410 @@
+/* The framework layer in the run report: the bill at the peak, the ladder,
+ * the boundaries' ledger, steps; as text/Markdown, JSON, HTML and trace. */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h" /* first: it includes <jansson.h> */
+#include "../util/internal.h"
+#include "vramledger/probe.h"
+#include "vramledger/record.h"
+
+#define GIB(x) ((double)(x) / (double)(1ull << 30))
+static json_t *U(uint64_t x) { return json_integer((json_int_t)x); }
+
+/* The bill's lines, in the order shown, with the user's words. */
+enum { LINES = VL_BILL_N + 2 };
+static const char *const line_name[LINES] = {"parameters and buffers",
+                                             "gradients",
+                                             "optimizer states",
+                                             "activations saved for backward",
+                                             "autocast weight copies",
+                                             "forward outputs (logits, loss)",
+                                             "cuBLAS workspaces (estimated)",
+                                             "transient (the rest of the peak)"};
+static const char *const line_key[LINES] = {
+    "parameters",       "gradients", "optimizer_states",  "activations",
+    "autocast_weights", "outputs",   "cublas_workspaces", "transient"};
+static const char *const line_colour[LINES] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                               "#9467bd", "#8c564b", "#7f7f7f", "#e377c2"};
+
+static uint64_t line_bytes(const struct vl_probe_layer *f, int i) {
+  if (i < VL_BILL_N) return f->bill[i];
+  return i == VL_BILL_N ? f->cublas_workspaces : f->transient;
+}
+
+void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f,
+                 const struct vl_record *r) {
+  json_object_set_new(o, "framework", json_boolean(f->present));
+  if (!f->present) {
+    json_object_set_new(o, "bill", json_null());
+    json_object_set_new(o, "peak_phase", json_null());
+    json_object_set_new(o, "steps", json_array());
+    return;
+  }
+  if (f->cuda) {
+    json_object_set_new(peak, "allocated_bytes", U(f->peak_allocated));
+    json_object_set_new(peak, "reserved_bytes", U(f->peak_reserved));
+    json_object_set_new(peak, "step", json_integer(f->peak_step));
+  } else {
+    json_object_set_new(peak, "allocated_bytes", json_null());
+    json_object_set_new(peak, "reserved_bytes", json_null());
+  }
+  json_object_set_new(o, "peak_phase", f->peak_phase[0] ? json_string(f->peak_phase) : json_null());
+  if (f->has_bill) {
+    json_t *b = json_object();
+    for (int i = 0; i < LINES; i++)
+      json_object_set_new(b, line_key[i], U(line_bytes(f, i)));
+    json_object_set_new(b, "step", json_integer(f->bill_step));
+    json_object_set_new(b, "phase", json_string(f->bill_phase));
+    json_object_set_new(b, "categories_at", json_string(f->bill_taken_at));
+    json_object_set_new(b, "activations_by_difference", json_boolean(f->activations_by_difference));
+    json_object_set_new(o, "bill", b);
+    json_t *led = json_array();
+    for (unsigned i = 0; i < f->n_ledger; i++) {
+      const struct vl_fw_boundary *e = &f->ledger[i];
+      json_t *x = json_object();
+      json_object_set_new(x, "after", json_string(e->phase));
+      json_object_set_new(x, "allocated_bytes", U(e->allocated));
+      json_object_set_new(x, "named_bytes", U(e->named));
+      json_object_set_new(x, "cublas_workspaces_bytes", U(e->cublas_workspaces));
+      json_object_set_new(x, "unnamed_bytes", json_integer(e->unnamed));
+      json_array_append_new(led, x);
+    }
+    json_object_set_new(o, "ledger", led);
+    json_object_set_new(o, "worst_unnamed_share", json_real(f->worst_unnamed_share));
+  } else {
+    json_object_set_new(o, "bill", json_null());
+  }
+  json_t *fw = json_object();
+  json_object_set_new(fw, "torch", json_string(f->torch));
+  json_object_set_new(fw, "device", json_string(f->device));
+  json_object_set_new(fw, "ranks", json_integer(f->n_ranks));
+  json_object_set_new(fw, "step_s_median", json_real(f->step_s_median));
+  json_object_set_new(fw, "tokens_per_s", json_real(f->tokens_per_s));
+  json_object_set_new(fw, "samples_per_s", json_real(f->samples_per_s));
+  json_object_set_new(fw, "probe_share", json_real(f->probe_share_light));
+  json_object_set_new(fw, "probe_share_sampled", json_real(f->probe_share_sampled));
+  json_object_set_new(fw, "load_bytes", U(f->load_bytes));
+  json_object_set_new(fw, "first_forward_bytes", U(f->first_forward_bytes));
+  json_object_set_new(fw, "growth_bytes_per_step", json_real(f->growth_bytes_per_step));
+  json_object_set_new(fw, "alloc_retries", U(f->alloc_retries));
+  json_object_set_new(fw, "ooms", U(f->ooms));
+  if (f->has_ladder) {
+    json_t *l = json_object();
+    json_object_set_new(l, "process_bytes", U(f->ladder[0]));
+    json_object_set_new(l, "driver_allocated_bytes", U(f->ladder[1]));
+    json_object_set_new(l, "reserved_bytes", U(f->ladder[2]));
+    json_object_set_new(l, "allocated_bytes", U(f->ladder[3]));
+    json_object_set_new(l, "context_and_other_bytes", U(f->gap_context));
+    json_object_set_new(l, "outside_pytorch_bytes", U(f->gap_outside));
+    json_object_set_new(l, "cached_free_bytes", U(f->gap_cached));
+    json_object_set_new(l, "fragmented_bytes", U(f->gap_fragmented));
+    json_object_set_new(fw, "ladder", l);
+  }
+  json_t *mods = json_array();
+  for (unsigned i = 0; i < f->n_modules; i++) {
+    json_t *m = json_object();
+    json_object_set_new(m, "name", json_string(f->modules[i].name));
+    json_object_set_new(m, "saved_bytes", U(f->modules[i].saved_bytes));
+    json_array_append_new(mods, m);
+  }
+  json_object_set_new(fw, "top_modules", mods);
+  json_t *rk = json_array();
+  for (unsigned i = 0; i < f->n_rank_peaks; i++) {
+    json_t *m = json_object();
+    json_object_set_new(m, "rank", json_integer(f->ranks[i].rank));
+    json_object_set_new(m, "pid", json_integer(f->ranks[i].pid));
+    json_object_set_new(m, "peak_allocated_bytes", U(f->ranks[i].peak_allocated));
+    json_object_set_new(m, "peak_reserved_bytes", U(f->ranks[i].peak_reserved));
+    json_array_append_new(rk, m);
+  }
+  json_object_set_new(fw, "ranks_peaks", rk);
+  json_object_set_new(fw, "rank_imbalance", json_real(f->rank_imbalance));
+  if (f->oom) {
+    json_t *x = json_object();
+    json_object_set_new(x, "step", json_integer(f->first_oom.step));
+    json_object_set_new(x, "phase", json_string(f->first_oom.phase));
+    json_object_set_new(x, "request_bytes", U(f->first_oom.request_bytes));
+    json_object_set_new(x, "device_allocated_bytes", U(f->first_oom.device_allocated_bytes));
+    json_object_set_new(x, "device_free_bytes", U(f->first_oom.device_free_bytes));
+    json_object_set_new(x, "snapshot", json_string(f->first_oom.snapshot));
+    json_object_set_new(fw, "oom", x);
+  }
+  json_object_set_new(o, "framework_layer", fw);
+  json_t *steps = json_array();
+  for (size_t i = 0; i < r->n_steps; i++) {
+    const struct vl_rec_step *s = &r->steps[i];
+    if (s->pid != f->main_pid) continue;
+    json_t *x = json_object();
+    json_object_set_new(x, "step", json_integer(s->step));
+    json_object_set_new(x, "time_s", json_real((double)s->time_ns * 1e-9));
+    json_object_set_new(x, "tokens", U(s->tokens));
+    json_object_set_new(
+        x, "tokens_per_s",
+        json_real(s->time_ns ? (double)s->tokens / ((double)s->time_ns * 1e-9) : 0));
+    json_object_set_new(x, "micro_batches", json_integer(s->micro_batches));
+    json_object_set_new(x, "peak_allocated_bytes",
+                        s->has_peak ? U(s->peak_allocated) : json_null());
+    json_object_set_new(x, "peak_reserved_bytes", s->has_peak ? U(s->peak_reserved) : json_null());
+    json_object_set_new(x, "peak_phase", s->has_peak ? json_string(s->peak_phase) : json_null());
+    json_object_set_new(x, "sampled", json_boolean(s->sampled));
+    json_array_append_new(steps, x);
+  }
+  json_object_set_new(o, "steps", steps);
+}
+
+void vl__fw_text(FILE *o, const struct vl_probe_layer *f, bool md) {
+  const char *b = md ? "- " : "  ";
+  if (!f->present) {
+    fprintf(o,
+            "\n%sframework layer: no PyTorch probe in this record (not Python, no torch, "
+            "or run --no-probe)\n",
+            b);
+    return;
+  }
+  fprintf(o, "\n%s\n",
+          md ? "### Framework layer (PyTorch probe)\n" : "framework layer (PyTorch probe):");
+  fprintf(o, "%storch %s%s%s, %u process%s with the probe, %u steps", b, f->torch,
+          f->device[0] ? " on " : "", f->device, f->n_ranks, f->n_ranks == 1 ? "" : "es",
+          f->n_steps);
+  if (f->step_s_median > 0) fprintf(o, ", median step %.1f ms", f->step_s_median * 1e3);
+  if (f->tokens_per_s > 0) fprintf(o, ", %.0f tokens/s", f->tokens_per_s);
+  fprintf(o, "\n");
+  if (f->cuda)
+    fprintf(o,
+            "%sloading the model: %.2f GiB allocated before the first forward; the first "
+            "forward added %.2f GiB\n",
+            b, GIB(f->load_bytes), GIB(f->first_forward_bytes));
+  if (f->has_bill) {
+    uint64_t peak = 0;
+    for (int i = 0; i < LINES; i++)
+      peak += line_bytes(f, i);
+    if (f->cuda)
+      fprintf(o,
+              "\n%sthe bill at the peak: %.2f GiB allocated, step %u, in %s (categories at "
+              "its %s)\n\n",
+              b, GIB(f->peak_allocated), f->bill_step, f->bill_phase, f->bill_taken_at);
+    else
+      fprintf(o,
+              "\n%sthe bill at its largest boundary (no allocator on the CPU): step %u, "
+              "after %s\n\n",
+              b, f->bill_step, f->bill_phase);
+    if (md) fprintf(o, "| part | GiB | share |\n|---|---:|---:|\n");
+    for (int i = 0; i < LINES; i++) {
+      uint64_t x = line_bytes(f, i);
+      if (!f->cuda && i >= VL_BILL_N) continue;
+      double share = peak ? 100.0 * (double)x / (double)peak : 0;
+      const char *note = i == VL_BILL_ACTIVATIONS && f->activations_by_difference
+                             ? " (by difference: torch.compile)"
+                             : "";
+      if (md)
+        fprintf(o, "| %s%s | %.3f | %.1f %% |\n", line_name[i], note, GIB(x), share);
+      else
+        fprintf(o, "    %-34s %9.3f GiB %6.1f %%%s\n", line_name[i], GIB(x), share, note);
+    }
+    if (f->n_ledger) {
+      fprintf(o,
+              "\n%severy boundary of step %u: named + cuBLAS workspaces vs "
+              "memory_allocated() (worst unnamed %.2f %%)\n",
+              b, f->bill_step, 100 * f->worst_unnamed_share);
+      if (md)
+        fprintf(o, "\n| after | allocated GiB | named GiB | workspaces GiB | unnamed MiB "
+                   "|\n|---|---:|---:|---:|---:|\n");
+      for (unsigned i = 0; i < f->n_ledger; i++) {
+        const struct vl_fw_boundary *e = &f->ledger[i];
+        const char *fmt = md ? "| %s | %.3f | %.3f | %.3f | %.1f |\n"
+                             : "    %-10s allocated %8.3f GiB  named %8.3f GiB  workspaces "
+                               "%6.3f GiB  unnamed %8.1f MiB\n";
+        fprintf(o, fmt, e->phase, GIB(e->allocated), GIB(e->named), GIB(e->cublas_workspaces),
+                (double)e->unnamed / 1048576.0);
+      }
+    }
+    if (f->n_modules) {
+      fprintf(o, "\n%smodules that saved the most for backward (step %u):\n", b, f->bill_step);
+      for (unsigned i = 0; i < f->n_modules && i < 5; i++)
+        fprintf(o, "%s  %-40s %8.1f MiB\n", md ? "  -" : "  ", f->modules[i].name,
+                (double)f->modules[i].saved_bytes / 1048576.0);
+    }
+  }
+  if (f->has_ladder) {
+    fprintf(o, "\n%sthe ladder at the peaks:\n", b);
+    if (md) fprintf(o, "\n| layer | GiB | the gap to the next | GiB |\n|---|---:|---|---:|\n");
+    static const char *const lname[4] = {"process (NVML)", "driver-allocated (interposer)",
+                                         "reserved (PyTorch cache)", "allocated (tensors)"};
+    const uint64_t gap[4] = {f->gap_context, f->gap_outside, f->gap_cached, 0};
+    static const char *const gname[4] = {"CUDA context, kernels, libraries' handles",
+                                         "allocations outside PyTorch's allocator",
+                                         "cached free blocks", ""};
+    for (int i = 0; i < 4; i++) {
+      if (i < 2 && f->ladder[i] == 0) { /* no NVML, no interposer */
+        fprintf(o, md ? "| %s | not measured | | |\n" : "    %-32s not measured\n", lname[i]);
+        continue;
+      }
+      if (md)
+        fprintf(o, "| %s | %.2f | %s | %.2f |\n", lname[i], GIB(f->ladder[i]), gname[i],
+                GIB(gap[i]));
+      else if (i < 3)
+        fprintf(o, "    %-32s %8.2f GiB   - %-42s %6.2f GiB\n", lname[i], GIB(f->ladder[i]),
+                gname[i], GIB(gap[i]));
+      else
+        fprintf(o, "    %-32s %8.2f GiB\n", lname[i], GIB(f->ladder[i]));
+    }
+    fprintf(o, "%sof the cached free blocks, %.2f GiB are inactive split blocks (fragmentation)\n",
+            md ? "\n" : "    ", GIB(f->gap_fragmented));
+  }
+  if (f->growth_steps >= 3)
+    fprintf(o,
+            "\n%sgrowth: %+.1f MiB per step at the start of each step (steps 4 on, %u "
+            "points)\n",
+            b, f->growth_bytes_per_step / 1048576.0, f->growth_steps);
+  if (f->probe_share_light > 0 || f->probe_share_sampled > 0)
+    fprintf(o, "%sthe probe's own time: %.2f %% of a step, %.1f %% of a sampled step\n", b,
+            100 * f->probe_share_light, 100 * f->probe_share_sampled);
+  if (f->oom)
+    fprintf(o, "\n%sout of memory at step %u in %s: asked for %.2f GiB with %.2f GiB free%s%s\n", b,
+            f->first_oom.step, f->first_oom.phase, GIB(f->first_oom.request_bytes),
+            GIB(f->first_oom.device_free_bytes), f->first_oom.snapshot[0] ? "; snapshot " : "",
+            f->first_oom.snapshot);
+}
+
+/* The stacked bill (one bar) and the memory timeline of the probe's
+ * boundaries with phase bands and the peak marked. */
+void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_record *r) {
+  if (!f->present) return;
+  fputs("<h2>Framework layer (PyTorch probe)</h2>\n<p>torch ", o);
+  vl__html_text(o, f->torch);
+  fprintf(o, ", %u steps, median step %.1f ms, %.0f tokens/s</p>\n", f->n_steps,
+          f->step_s_median * 1e3, f->tokens_per_s);
+  if (f->has_bill) {
+    uint64_t total = 0;
+    for (int i = 0; i < LINES; i++)
+      total += line_bytes(f, i);
+    fprintf(o, "<h3>The bill at the peak (step %u, %s)</h3>\n", f->bill_step, f->bill_phase);
+    const double W = 900, H = 60;
+    vl__svg_open(o, W, H + 40, 0, 0, 0, 0);
+    double x = 0;
+    for (int i = 0; i < LINES; i++) {
+      double w = total ? (W - 2) * (double)line_bytes(f, i) / (double)total : 0;
+      if (w <= 0) continue;
+      fprintf(o,
+              "<rect x=\"%.1f\" y=\"5\" width=\"%.1f\" height=\"%.0f\" fill=\"%s\"><title>%s: "
+              "%.3f GiB</title></rect>\n",
+              x + 1, w, H, line_colour[i], line_name[i], GIB(line_bytes(f, i)));
+      x += w;
+    }
+    x = 0;
+    for (int i = 0; i < LINES; i++) {
+      fprintf(o, "<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%s</text>\n", x, H + 25, line_colour[i],
+              line_key[i]);
+      x += W / LINES;
+    }
+    fputs("</svg>\n<table><tr><th>part</th><th>GiB</th></tr>\n", o);
+    for (int i = 0; i < LINES; i++)
+      fprintf(o, "<tr><td>%s</td><td class=n>%.3f</td></tr>\n", line_name[i],
+              GIB(line_bytes(f, i)));
+    fputs("</table>\n", o);
+  }
+  /* the timeline: allocated and reserved at every boundary of the main process */
+  if (!f->cuda || r->n_phases == 0) return;
+  uint64_t t0 = r->start_ns, t1 = t0, ymax = 1;
+  for (size_t k = 0; k < r->n_phases; k++) {
+    const struct vl_rec_phase *p = &r->phases[k];
+    if (p->pid != f->main_pid) continue;
+    if (p->t_ns > t1) t1 = p->t_ns;
+    if (p->peak_reserved > ymax) ymax = p->peak_reserved;
+    if (p->reserved > ymax) ymax = p->reserved;
+  }
+  const double W = 900, H = 320, L = 60, B = 30;
+  double span = (double)(t1 - t0) * 1e-9;
+  if (span <= 0) span = 1;
+  fputs("<h3>Memory over time: phases, allocated (blue), reserved (green), peaks (red)</h3>\n", o);
+  vl__svg_open(o, W, H, L, 10, 10, B);
+  for (int k = 0; k <= 4; k++)
+    fprintf(o, "<text x=\"5\" y=\"%.1f\">%.1f GiB</text>\n", H - B - (H - B - 10) * k / 4.0 + 4,
+            GIB(ymax) * k / 4.0);
+#define X(t) (L + (W - 10 - L) * ((double)((t)-t0) * 1e-9) / span)
+#define Y(v) (H - B - (H - B - 10) * (double)(v) / (double)ymax)
+  static const char *const bands[][2] = {{"forward", "#dbe9f6"},   {"loss", "#fde0c5"},
+                                         {"backward", "#f8d5d5"},  {"pre_step", "#eee"},
+                                         {"optimizer", "#d9f0d3"}, {"eval", "#e8e0f0"}};
+  size_t shown = 0;
+  for (size_t k = 0; k < r->n_phases && shown < 4000; k++) {
+    const struct vl_rec_phase *p = &r->phases[k];
+    if (p->pid != f->main_pid || p->t0_ns < t0) continue;
+    for (size_t b = 0; b < sizeof bands / sizeof bands[0]; b++)
+      if (strcmp(p->phase, bands[b][0]) == 0) {
+        fprintf(o,
+                "<rect x=\"%.1f\" y=\"10\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\">"
+                "<title>step %u %s: peak %.2f GiB</title></rect>\n",
+                X(p->t0_ns), X(p->t_ns) - X(p->t0_ns), H - B - 10, bands[b][1], p->step, p->phase,
+                GIB(p->peak_allocated));
+        shown++;
+      }
+  }
+  for (int line = 0; line < 2; line++) {
+    fprintf(o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+            line ? "#2ca02c" : "#1f77b4");
+    for (size_t k = 0; k < r->n_phases; k++) {
+      const struct vl_rec_phase *p = &r->phases[k];
+      if (p->pid != f->main_pid || p->t_ns < t0) continue;
+      fprintf(o, "%.1f,%.1f ", X(p->t_ns), Y(line ? p->reserved : p->allocated));
+    }
+    fputs("\"/>\n", o);
+  }
+  for (size_t k = 0; k < r->n_phases; k++) {
+    const struct vl_rec_phase *p = &r->phases[k];
+    if (p->pid != f->main_pid || p->t0_ns < t0) continue;
+    bool top = p->step == f->peak_step && strcmp(p->phase, f->peak_phase) == 0 &&
+               p->peak_allocated == f->peak_allocated;
+    fprintf(o,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\" "
+            "stroke-width=\"%s\"/>\n",
+            X(p->t0_ns), Y(p->peak_allocated), X(p->t_ns), Y(p->peak_allocated), top ? "3" : "1");
+    if (top)
+      fprintf(o,
+              "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"none\" stroke=\"#d62728\">"
+              "<title>the peak: %.2f GiB, step %u, %s</title></circle>\n",
+              (X(p->t0_ns) + X(p->t_ns)) / 2, Y(p->peak_allocated), GIB(p->peak_allocated), p->step,
+              p->phase);
+  }
+#undef X
+#undef Y
+  fputs("</svg>\n", o);
+}
+
+/* Phase slices ("X") and allocator counters ("C") for Perfetto. */
+void vl__fw_trace(json_t *ev, const struct vl_probe_layer *f, const struct vl_record *r) {
+  if (!f->present) return;
+  for (size_t k = 0; k < r->n_phases; k++) {
+    const struct vl_rec_phase *p = &r->phases[k];
+    if (p->t0_ns < r->start_ns) continue;
+    json_t *e = json_object();
+    json_object_set_new(e, "name", json_string(p->phase));
+    json_object_set_new(e, "ph", json_string("X"));
+    json_object_set_new(e, "ts", json_real((double)(p->t0_ns - r->start_ns) / 1000.0));
+    json_object_set_new(e, "dur", json_real((double)(p->t_ns - p->t0_ns) / 1000.0));
+    json_object_set_new(e, "pid", json_integer(1));
+    json_object_set_new(e, "tid", json_integer(p->pid));
+    json_t *a = json_object();
+    json_object_set_new(a, "step", json_integer(p->step));
+    if (p->has_alloc)
+      json_object_set_new(a, "peak_allocated_GiB", json_real(GIB(p->peak_allocated)));
+    json_object_set_new(e, "args", a);
+    json_array_append_new(ev, e);
+    if (!p->has_alloc) continue;
+    static const char *const names[2] = {"allocated (PyTorch) GiB", "reserved (PyTorch) GiB"};
+    const uint64_t vals[2] = {p->allocated, p->reserved};
+    for (int i = 0; i < 2; i++) {
+      json_t *c = json_object();
+      json_object_set_new(c, "name", json_string(names[i]));
+      json_object_set_new(c, "ph", json_string("C"));
+      json_object_set_new(c, "ts", json_real((double)(p->t_ns - r->start_ns) / 1000.0));
+      json_object_set_new(c, "pid", json_integer(1));
+      json_t *args = json_object();
+      json_object_set_new(args, "GiB", json_real(GIB(vals[i])));
+      json_object_set_new(c, "args", args);
+      json_array_append_new(ev, c);
+    }
+  }
+}

@@ -1,0 +1,119 @@
+/* lib/measure/framework.c and probe_events.c: the probe's events read from
+ * a record and analysed. tests/data/records/probe-synthetic.jsonl: two
+ * ranks, six steps of 6 x 10 ms phases, steps 1-3 sampled; P = 100 MiB of
+ * parameters, S = 200 MiB of optimizer state (from step 2), G = 100 MiB of
+ * gradients, A = 400 MiB saved, C = 50 MiB autocast copies, O = 30 MiB of
+ * outputs, 32 MiB cuBLAS workspaces, 2 MiB x step that nothing names (a
+ * leak); the peak is step 2's backward, rank 1 peaks 100 MiB higher. */
+#include "testutil.h"
+#include "vramledger/probe.h"
+#include "vramledger/record.h"
+
+#define M (1ull << 20)
+static const uint64_t P = 100 * M, S = 200 * M, G = 100 * M, A = 400 * M, C = 50 * M,
+                      O = 30 * M, WS = 32 * M;
+
+static void load(struct vl_record *r) {
+  size_t len = 0;
+  char *text = tu_read("tests/data/records/probe-synthetic.jsonl", &len);
+  struct vl_err err = {""};
+  assert_int_equal(vl_record_parse(text, len, r, &err), VL_OK);
+  free(text);
+}
+
+static void events_are_read(void **state) {
+  (void)state;
+  struct vl_record r;
+  load(&r);
+  assert_int_equal(r.n_probes, 2);
+  assert_int_equal(r.n_phases, 2 * 6 * 6);
+  assert_int_equal(r.n_steps, 12);
+  assert_string_equal(r.probes[0].torch, "2.11.0");
+  assert_int_equal(r.probes[0].cublas_workspace_bytes, WS);
+  const struct vl_rec_phase *p = &r.phases[1]; /* step 1, forward */
+  assert_string_equal(p->phase, "forward");
+  assert_true(p->has_bill && p->acts_known && p->has_alloc);
+  assert_int_equal(p->bill[VL_BILL_ACTIVATIONS], A);
+  assert_int_equal(p->bill[VL_BILL_OUTPUTS], O);
+  assert_false(r.phases[6 * 4].has_bill); /* step 5 is not sampled */
+  assert_int_equal(r.steps[0].n_modules, 2);
+  assert_string_equal(r.steps[0].modules[0].name, "model.h.0.mlp");
+  vl_record_release(&r);
+}
+
+static void bill_at_the_peak(void **state) {
+  (void)state;
+  struct vl_record r;
+  load(&r);
+  struct vl_probe_layer f;
+  vl_probe_analyze(&r, &f);
+  assert_true(f.present && f.cuda);
+  assert_int_equal(f.main_pid, 10);
+  assert_int_equal(f.n_ranks, 2);
+  assert_int_equal(f.n_steps, 6);
+  /* step 2's backward: everything held at the end of the loss, the
+   * gradients appearing, 300 MiB of temporaries, and the 4 MiB leak */
+  uint64_t peak = P + S + A + C + 4 * M + 2 * WS + G + 300 * M;
+  assert_int_equal(f.peak_allocated, peak);
+  assert_int_equal(f.peak_step, 2);
+  assert_string_equal(f.peak_phase, "backward");
+  assert_true(f.has_bill);
+  assert_int_equal(f.bill_step, 2);
+  assert_string_equal(f.bill_taken_at, "start");
+  assert_int_equal(f.bill[VL_BILL_PARAMETERS], P);
+  assert_int_equal(f.bill[VL_BILL_GRADIENTS], 0);
+  assert_int_equal(f.bill[VL_BILL_OPTIMIZER_STATES], S);
+  assert_int_equal(f.bill[VL_BILL_ACTIVATIONS], A);
+  assert_int_equal(f.bill[VL_BILL_AUTOCAST], C);
+  assert_int_equal(f.cublas_workspaces, 2 * WS);
+  assert_int_equal(f.transient, 4 * M + G + 300 * M);
+  /* every boundary of step 2 leaves exactly the leak unnamed */
+  assert_int_equal(f.n_ledger, 6);
+  for (unsigned i = 0; i < f.n_ledger; i++)
+    assert_int_equal(f.ledger[i].unnamed, (int64_t)(4 * M));
+  /* the model loaded: parameters and step 1's 2 MiB; the first forward */
+  assert_int_equal(f.load_bytes, P + 2 * M);
+  assert_int_equal(f.first_forward_bytes, A + C + O + WS);
+  /* growth from steps 4, 5, 6: 2 MiB a step */
+  assert_int_equal(f.growth_steps, 3);
+  assert_true(fabs(f.growth_bytes_per_step - 2.0 * M) < 1);
+  /* six 10 ms phases a step; 4096 tokens */
+  assert_true(fabs(f.step_s_median - 0.06) < 1e-12);
+  assert_true(fabs(f.tokens_per_s - 4096 / 0.06) < 1e-6);
+  assert_true(fabs(f.probe_share_light - 0.001) < 1e-12);
+  assert_true(fabs(f.probe_share_sampled - 0.01) < 1e-12);
+  /* two ranks 100 MiB apart */
+  assert_int_equal(f.n_rank_peaks, 2);
+  assert_true(fabs(f.rank_imbalance - 100.0 * M / (double)(peak + 100 * M)) < 1e-12);
+  /* the ladder */
+  struct vl_run_summary s = {.peak_process_bytes = peak + 2048 * M,
+                             .peak_cuda_alloc_bytes = peak + 1024 * M};
+  vl_probe_ladder(&f, &s);
+  assert_true(f.has_ladder);
+  assert_int_equal(f.gap_context, 1024 * M);
+  assert_int_equal(f.gap_outside, 1024 * M - 64 * M);
+  assert_int_equal(f.gap_cached, 64 * M);
+  assert_int_equal(f.gap_fragmented, 8 * M);
+  vl_record_release(&r);
+}
+
+static void no_probe(void **state) {
+  (void)state;
+  size_t len = 0;
+  char *text = tu_read("tests/data/records/sample.jsonl", &len);
+  struct vl_record r;
+  struct vl_err err = {""};
+  assert_int_equal(vl_record_parse(text, len, &r, &err), VL_OK);
+  free(text);
+  struct vl_probe_layer f;
+  vl_probe_analyze(&r, &f);
+  assert_false(f.present);
+  assert_false(f.has_bill);
+  vl_record_release(&r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(events_are_read),
+                                     cmocka_unit_test(bill_at_the_peak), cmocka_unit_test(no_probe)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
