@@ -16,6 +16,8 @@ static const struct command {
     {"run", cmd_run, vl_help_run,
      "run a command unchanged and record its GPU memory (NVML + every allocation)"},
     {"report", cmd_report, vl_help_report, "what a run record says: peaks, layers, findings"},
+    {"doctor", cmd_doctor, vl_help_doctor,
+     "what is wrong with a run's memory: evidence and a fix, stable ids for CI"},
     {"watch", cmd_watch, vl_help_watch,
      "sample every GPU and process: CSV, JSON Lines, Prometheus, textfiles"},
     {"sweep", cmd_sweep, vl_help_sweep, "run a command over a grid of values, each point recorded"},

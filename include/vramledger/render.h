@@ -174,4 +174,9 @@ const char *vl_fmt_gib(char *buf, size_t n, uint64_t bytes);
 /*! Format an integer with thousands separators ("6,738,415,616"). */
 const char *vl_fmt_int(char *buf, size_t n, uint64_t v);
 
+struct vl_diag;
+/*! Write doctor's findings (text, or JSON with id, code, severity, title,
+ * evidence, fix). @return 0, or -1 on a write error. */
+int vl_render_doctor(FILE *out, bool json, const char *source, const struct vl_diag *d, int n);
+
 #endif

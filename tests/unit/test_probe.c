@@ -6,12 +6,13 @@
  * outputs, 32 MiB cuBLAS workspaces, 2 MiB x step that nothing names (a
  * leak); the peak is step 2's backward, rank 1 peaks 100 MiB higher. */
 #include "testutil.h"
+#include "vramledger/doctor.h"
 #include "vramledger/probe.h"
 #include "vramledger/record.h"
 
 #define M (1ull << 20)
-static const uint64_t P = 100 * M, S = 200 * M, G = 100 * M, A = 400 * M, C = 50 * M,
-                      O = 30 * M, WS = 32 * M;
+static const uint64_t P = 100 * M, S = 200 * M, G = 100 * M, A = 400 * M, C = 50 * M, O = 30 * M,
+                      WS = 32 * M;
 
 static void load(struct vl_record *r) {
   size_t len = 0;
@@ -112,8 +113,76 @@ static void no_probe(void **state) {
   vl_record_release(&r);
 }
 
+static bool found(const struct vl_diag *d, int n, enum vl_diag_kind k) {
+  for (int i = 0; i < n; i++)
+    if (d[i].kind == k) return true;
+  return false;
+}
+
+/* Each rule fires on its evidence and not without it. */
+static void doctor_rules(void **state) {
+  (void)state;
+  struct vl_record r;
+  memset(&r, 0, sizeof r);
+  struct vl_run_summary s = {.max_tree_procs = 1};
+  struct vl_probe_layer f = {.present = true, .cuda = true, .n_ranks = 1};
+  f.peak_allocated = 10000 * M;
+  f.peak_reserved = 10500 * M;
+  struct vl_diag d[VL_MAX_DIAGS];
+  int n = vl_doctor(&r, &s, &f, d);
+  assert_int_equal(n, 0); /* a healthy run */
+  /* DataLoader workers with contexts: 3 processes, 1 rank */
+  s.max_tree_procs = 3;
+  assert_true(found(d, vl_doctor(&r, &s, &f, d), VL_D_EXTRA_CONTEXTS));
+  s.max_tree_procs = 1;
+  /* a leak: 15 MiB a step over 5 steps (60 MiB > 0.5 % of 10000 MiB) */
+  f.growth_steps = 5;
+  f.growth_bytes_per_step = 10.0 * M;
+  f.growth_total = 60 * M;
+  assert_true(found(d, vl_doctor(&r, &s, &f, d), VL_D_LEAK));
+  f.growth_total = 40 * M; /* under 0.5 % of the peak: noise */
+  assert_false(found(d, vl_doctor(&r, &s, &f, d), VL_D_LEAK));
+  f.growth_steps = 0;
+  /* fragmentation: 30 % cached free */
+  f.peak_reserved = 14300 * M;
+  assert_true(found(d, vl_doctor(&r, &s, &f, d), VL_D_FRAGMENTATION));
+  f.peak_reserved = 10500 * M;
+  /* the peak in pre_step: clipping temporaries */
+  snprintf(f.peak_phase, sizeof f.peak_phase, "pre_step");
+  assert_true(found(d, vl_doctor(&r, &s, &f, d), VL_D_CLIP_PEAK));
+  f.peak_phase[0] = '\0';
+  /* optimizer temporaries: 30 % of the peak */
+  f.has_bill = true;
+  snprintf(f.bill_phase, sizeof f.bill_phase, "optimizer");
+  f.transient = 3000 * M;
+  assert_true(found(d, vl_doctor(&r, &s, &f, d), VL_D_OPTIMIZER_PEAK));
+  f.transient = 1000 * M;
+  assert_false(found(d, vl_doctor(&r, &s, &f, d), VL_D_OPTIMIZER_PEAK));
+  /* two copies of every weight under autocast */
+  f.bill[VL_BILL_PARAMETERS] = 1000 * M;
+  f.bill[VL_BILL_AUTOCAST] = 1000 * M;
+  assert_true(found(d, vl_doctor(&r, &s, &f, d), VL_D_CASTS));
+  f.bill[VL_BILL_AUTOCAST] = 500 * M; /* one half-precision copy: expected */
+  assert_false(found(d, vl_doctor(&r, &s, &f, d), VL_D_CASTS));
+  f.alloc_retries = 2;
+  f.reserved_drops = 4;
+  f.n_rank_peaks = 2;
+  f.rank_imbalance = 0.06;
+  n = vl_doctor(&r, &s, &f, d);
+  assert_true(found(d, n, VL_D_ALLOC_RETRIES));
+  assert_true(found(d, n, VL_D_EMPTY_CACHE));
+  assert_true(found(d, n, VL_D_RANK_IMBALANCE));
+  f.present = false;
+  n = vl_doctor(&r, &s, &f, d);
+  assert_int_equal(n, 1);
+  assert_int_equal(d[0].kind, VL_D_NO_PROBE);
+  assert_string_equal(vl_diag_id(VL_D_LEAK), "VL-D004");
+  assert_string_equal(vl_diag_slug(VL_D_LEAK), "leak");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(events_are_read),
-                                     cmocka_unit_test(bill_at_the_peak), cmocka_unit_test(no_probe)};
+                                     cmocka_unit_test(bill_at_the_peak), cmocka_unit_test(no_probe),
+                                     cmocka_unit_test(doctor_rules)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

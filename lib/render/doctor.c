@@ -1,0 +1,173 @@
+/* doctor's findings in words: evidence and a concrete fix for each. */
+#include <jansson.h>
+#include <stdio.h>
+
+#include "internal.h" /* first: it includes <jansson.h> */
+#include "vramledger/doctor.h"
+#include "vramledger/render.h"
+
+#define MIB(x) ((x) / 1048576.0)
+#define GIB(x) ((x) / 1073741824.0)
+
+static const char *const sev_name[] = {"info", "warn", "error"};
+
+static void words(const struct vl_diag *d, char *title, size_t nt, char *ev, size_t ne, char *fix,
+                  size_t nf) {
+  switch (d->kind) {
+  case VL_D_EXTRA_CONTEXTS:
+    snprintf(title, nt, "more processes hold GPU memory than run the model");
+    snprintf(ev, ne,
+             "%.0f processes of the job held GPU memory at once, %.0f with the model; each "
+             "CUDA context costs about %.0f MiB",
+             d->a, d->b, MIB(d->c) / (d->a > 0 ? d->a : 1));
+    snprintf(fix, nf,
+             "keep CUDA out of DataLoader workers and helpers: no .cuda()/.to('cuda') in a "
+             "Dataset or collate_fn, pin_memory in the main process, "
+             "multiprocessing_context='spawn' if a worker must import CUDA code");
+    break;
+  case VL_D_FRAGMENTATION:
+    snprintf(title, nt, "the caching allocator holds memory it cannot use");
+    snprintf(ev, ne,
+             "at the peak %.1f %% of the %.2f GiB reserved is inactive split blocks and %.1f %% "
+             "is cached but free",
+             100 * d->a, GIB(d->c), 100 * d->b);
+    snprintf(fix, nf,
+             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or max_split_size_mb:128 on "
+             "older PyTorch); keep tensor shapes steady between steps");
+    break;
+  case VL_D_ALLOC_RETRIES:
+    snprintf(title, nt, "the allocator ran out and retried");
+    snprintf(ev, ne,
+             "%.0f allocation retries: each freed the whole cache (cudaFree, a device-wide "
+             "synchronisation) to satisfy one request",
+             d->a);
+    snprintf(fix, nf,
+             "the job is at the edge of the card: expandable_segments:True, a smaller "
+             "micro-batch with gradient accumulation, or activation checkpointing");
+    break;
+  case VL_D_LEAK:
+    snprintf(title, nt, "memory grows step after step");
+    snprintf(ev, ne,
+             "allocated at the start of a step rises %.2f MiB per step (%.1f MiB over %.0f "
+             "steps)",
+             MIB(d->a), MIB(d->b), d->c);
+    snprintf(fix, nf,
+             "something keeps tensors across steps: a loss summed without .item() or "
+             ".detach(), outputs appended to a list, a hook or a cache holding references");
+    break;
+  case VL_D_CLIP_PEAK:
+    snprintf(title, nt, "gradient clipping (or unscaling) sets the peak");
+    snprintf(ev, ne, "the peak, %.2f GiB in step %.0f, falls between backward and the optimizer",
+             GIB(d->a), d->c);
+    snprintf(fix, nf,
+             "clip_grad_norm_(..., foreach=False) makes no whole-model temporaries; or clip "
+             "inside the fused optimizer step");
+    break;
+  case VL_D_OPTIMIZER_PEAK:
+    snprintf(title, nt, "the optimizer step's temporaries set the peak");
+    snprintf(ev, ne, "%.2f GiB of the %.2f GiB peak are the optimizer step's temporaries",
+             GIB(d->a), GIB(d->b));
+    snprintf(fix, nf,
+             "fused=True (one kernel, no per-group copies) or foreach=False (one tensor at a "
+             "time)");
+    break;
+  case VL_D_EMPTY_CACHE:
+    snprintf(title, nt, "the cache is emptied and refilled");
+    snprintf(ev, ne, "reserved memory dropped %.0f times between phases", d->a);
+    snprintf(fix, nf,
+             "remove torch.cuda.empty_cache() from the training loop: every refill is a "
+             "cudaMalloc and the memory is needed again at once");
+    break;
+  case VL_D_RANK_IMBALANCE:
+    snprintf(title, nt, "ranks use different amounts of memory");
+    snprintf(ev, ne, "the %.0f ranks' peaks are %.1f %% apart", d->b, 100 * d->a);
+    snprintf(fix, nf,
+             "the fullest rank decides the card: even out uneven batches (packing, "
+             "bucketing by length), rank-0-only work (logging, evaluation, checkpoints)");
+    break;
+  case VL_D_OOM:
+    snprintf(title, nt, "the job ran out of memory");
+    snprintf(ev, ne, "step %.0f, in %s: asked for %.2f GiB with %.2f GiB free", d->c, d->text,
+             GIB(d->a), GIB(d->b));
+    snprintf(fix, nf,
+             "see the bill at that moment in the record (vramledger report); run again with "
+             "--snapshot for pytorch.org/memory_viz; then vramledger estimate --gpu for a "
+             "configuration that fits");
+    break;
+  case VL_D_ACTIVATIONS:
+    snprintf(title, nt, "activations are most of the peak");
+    snprintf(ev, ne, "%.2f GiB saved for backward of a %.2f GiB peak", GIB(d->a), GIB(d->b));
+    snprintf(fix, nf,
+             "activation checkpointing (model.gradient_checkpointing_enable()), a smaller "
+             "micro-batch with gradient accumulation, or SDPA/FlashAttention");
+    break;
+  case VL_D_CASTS:
+    snprintf(title, nt, "weights are cast to half precision more than once");
+    snprintf(ev, ne,
+             "%.2f GiB of autocast weight copies for %.2f GiB of weights (one copy is half)",
+             GIB(d->a), GIB(d->b));
+    snprintf(fix, nf,
+             "one autocast region around the whole forward, one dtype; or keep the weights in "
+             "bf16 (mixed precision with an fp32 master copy)");
+    break;
+  case VL_D_CACHE_GROWS:
+    snprintf(title, nt, "reserved memory grows while allocated does not");
+    snprintf(ev, ne, "reserved at the start of a step rose %.1f %% (%.2f to %.2f GiB)", 100 * d->a,
+             GIB(d->b), GIB(d->c));
+    snprintf(fix, nf,
+             "changing shapes or CUDA graphs' private pools grow the cache: pad to fixed "
+             "shapes, expandable_segments:True, reuse graphs");
+    break;
+  case VL_D_PROBE_STOPPED:
+    snprintf(title, nt, "the probe stopped itself");
+    snprintf(ev, ne, "%s", d->text);
+    snprintf(fix, nf,
+             "the job ran on unchanged; please report this with the record to the vramledger "
+             "developers");
+    break;
+  case VL_D_NO_PROBE:
+  default:
+    snprintf(title, nt, "no framework layer in this record");
+    snprintf(ev, ne,
+             "no PyTorch probe wrote into the record (not Python, no torch, or "
+             "--no-probe / VRAMLEDGER_PROBE=0)");
+    snprintf(fix, nf,
+             "run the job under vramledger run without --no-probe for the bill, "
+             "phases and the findings that need them");
+    break;
+  }
+}
+
+int vl_render_doctor(FILE *o, bool json, const char *source, const struct vl_diag *d, int n) {
+  char title[160], ev[512], fix[512];
+  if (json) {
+    json_t *root = json_object();
+    json_object_set_new(root, "schema", json_string("vramledger.doctor/1"));
+    json_object_set_new(root, "record", json_string(source));
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) {
+      words(&d[i], title, sizeof title, ev, sizeof ev, fix, sizeof fix);
+      json_t *x = json_object();
+      json_object_set_new(x, "id", json_string(vl_diag_id(d[i].kind)));
+      json_object_set_new(x, "code", json_string(vl_diag_slug(d[i].kind)));
+      json_object_set_new(x, "severity", json_string(sev_name[d[i].severity]));
+      json_object_set_new(x, "title", json_string(title));
+      json_object_set_new(x, "evidence", json_string(ev));
+      json_object_set_new(x, "fix", json_string(fix));
+      json_array_append_new(a, x);
+    }
+    json_object_set_new(root, "findings", a);
+    int rc = json_dumpf(root, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    fputc('\n', o);
+    return rc == 0 && !ferror(o) ? 0 : -1;
+  }
+  fprintf(o, "doctor: %s\n", source);
+  if (n == 0) fprintf(o, "  nothing wrong found\n");
+  for (int i = 0; i < n; i++) {
+    words(&d[i], title, sizeof title, ev, sizeof ev, fix, sizeof fix);
+    fprintf(o, "\n  %s %s [%s] %s\n    evidence: %s\n    fix: %s\n", vl_diag_id(d[i].kind),
+            sev_name[d[i].severity], vl_diag_slug(d[i].kind), title, ev, fix);
+  }
+  return ferror(o) ? -1 : 0;
+}

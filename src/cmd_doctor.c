@@ -1,0 +1,109 @@
+/* vramledger doctor: what is wrong with a run's memory. docs/cmd/doctor.md. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "vramledger/doctor.h"
+#include "vramledger/probe.h"
+#include "vramledger/record.h"
+#include "vramledger/render.h"
+
+enum { O_HELP, O_FORMAT, O_FAIL_ON };
+static const struct cli_opt opts[] = {{"help", false, O_HELP},
+                                      {"format", true, O_FORMAT},
+                                      {"fail-on", true, O_FAIL_ON},
+                                      {NULL, false, 0}};
+
+struct doc {
+  bool help;
+  int fmt;
+  const char *fail_on;
+};
+
+static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
+  struct doc *d = ctx;
+  static const char *const formats[] = {"text", "json", NULL};
+  if (id == O_HELP) d->help = true;
+  if (id == O_FORMAT && (d->fmt = cli_choice(flag, arg, formats)) < 0) return VL_EXIT_USAGE;
+  if (id == O_FAIL_ON) d->fail_on = arg;
+  return 0;
+}
+
+/* Is finding k named in LIST (ids or codes, comma-separated; "all";
+ * "warn" = warnings and errors)? */
+static bool listed(const char *list, const struct vl_diag *d) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (strcmp(t, "all") == 0 || strcmp(t, vl_diag_id(d->kind)) == 0 ||
+        strcmp(t, vl_diag_slug(d->kind)) == 0)
+      return true;
+    if (strcmp(t, "warn") == 0 && d->severity >= VL_SEV_WARN) return true;
+    if (strcmp(t, "error") == 0 && d->severity >= VL_SEV_ERROR) return true;
+  }
+  return false;
+}
+
+static int check_list(const char *list) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    bool ok = strcmp(t, "all") == 0 || strcmp(t, "warn") == 0 || strcmp(t, "error") == 0;
+    for (int k = 0; k < VL_D_COUNT && !ok; k++)
+      ok = strcmp(t, vl_diag_id((enum vl_diag_kind)k)) == 0 ||
+           strcmp(t, vl_diag_slug((enum vl_diag_kind)k)) == 0;
+    if (!ok) {
+      cli_error("--fail-on: unknown finding '%s'; use ids (VL-D001..VL-D%03d), codes such as "
+                "'leak', or all, warn, error",
+                t, VL_D_COUNT);
+      return VL_EXIT_USAGE;
+    }
+  }
+  return 0;
+}
+
+int cmd_doctor(int argc, const char **argv) {
+  struct doc d = {0};
+  const char *args[64], *run = NULL;
+  int n = 0;
+  for (int i = 0; i < argc && n < 63; i++) {
+    bool value =
+        i > 1 && (strcmp(argv[i - 1], "--format") == 0 || strcmp(argv[i - 1], "--fail-on") == 0);
+    if (i > 0 && argv[i][0] != '-' && !run && !value) {
+      run = argv[i];
+      continue;
+    }
+    args[n++] = argv[i];
+  }
+  int rc = cli_parse(n, args, opts, on_opt, &d);
+  if (rc) return rc;
+  if (d.help) {
+    fputs(vl_help_doctor, stdout);
+    return VL_EXIT_OK;
+  }
+  if (d.fail_on && (rc = check_list(d.fail_on))) return rc;
+  if (!run) {
+    cli_error("doctor needs a run: a directory made by 'vramledger run' or its record.jsonl");
+    return VL_EXIT_USAGE;
+  }
+  char path[PATH_MAX];
+  struct vl_record rec;
+  if ((rc = cli_load_record(run, &rec, path, sizeof path))) return rc;
+  struct vl_run_summary sum;
+  struct vl_finding f[VL_MAX_FINDINGS];
+  int nf = 0;
+  vl_record_summarize(&rec, &sum, f, &nf);
+  struct vl_probe_layer fw;
+  vl_probe_analyze(&rec, &fw);
+  vl_probe_ladder(&fw, &sum);
+  struct vl_diag diags[VL_MAX_DIAGS];
+  int nd = vl_doctor(&rec, &sum, &fw, diags);
+  rc = vl_render_doctor(stdout, d.fmt == 1, path, diags, nd) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
+  if (rc) cli_error("cannot write the output");
+  for (int i = 0; i < nd && d.fail_on && rc == VL_EXIT_OK; i++)
+    if (listed(d.fail_on, &diags[i])) rc = VL_EXIT_NOFIT;
+  vl_record_release(&rec);
+  return rc;
+}
