@@ -26,7 +26,33 @@ job() { # job NAME [run flags] -- job args
   line=$($vl run --quiet $flags --out "$d" -- python3 bench/probe_job.py "$@" 2>>"$o/errors-$PART.txt")
   echo "{\"run\": \"$PART-$n-$name\", \"flags\": \"$flags\", \"job\": ${line:-null}}" >> "$o/jobs-$PART.jsonl"
 }
-if [ "$PART" = a ]; then
+report() { # the report of the last job, one JSON line, into reports-$PART.jsonl
+  $vl report "$d" --format json 2>>"$o/errors-$PART.txt" | python3 -c "import json,sys; r=json.load(sys.stdin); r['run']='$PART-$n-$name'; print(json.dumps(r))" >> "$o/reports-$PART.jsonl"
+  $vl doctor "$d" --format json 2>>"$o/errors-$PART.txt" | python3 -c "import json,sys; r=json.load(sys.stdin); r['run']='$PART-$n-$name'; print(json.dumps(r))" >> "$o/doctor-$PART.jsonl"
+}
+if [ "$PART" = c ]; then
+  export VRAMLEDGER_PROBE_EVERY=1
+  for spec in "gpt2-amp|--model gpt2 --precision amp-bf16" "gpt2-amp-eager|--model gpt2 --precision amp-bf16 --attn eager" \
+      "gpt2-bf16|--model gpt2 --precision bf16" "gpt2-amp-ckpt|--model gpt2 --precision amp-bf16 --ckpt" \
+      "gpt2-amp-lora|--model gpt2 --precision amp-bf16 --lora 16" "llama-amp|--model llama --precision amp-bf16" \
+      "llama-bf16-ckpt|--model llama --precision bf16 --ckpt" "llama-bf16-lora|--model llama --precision bf16 --lora 16" \
+      "bert-amp|--model bert --precision amp-bf16" "bert-bf16|--model bert --precision bf16" \
+      "gpt2-compile|--model gpt2 --precision amp-bf16 --compile" "gpt2-ddp|--model gpt2 --precision amp-bf16 --ddp"; do
+    name=${spec%%|*}
+    job "$name" -- ${spec#*|} --steps 6
+    report
+  done
+  name=gpt2-oom
+  job gpt2-oom --snapshot -- --model gpt2 --precision amp-bf16 --oom --steps 2
+  report
+  ls -la "$d" >> "$o/errors-$PART.txt"
+  unset VRAMLEDGER_PROBE_EVERY
+  for i in 1 2 3 4; do
+    job gpt2-ovh-probe -- --model gpt2 --precision amp-bf16 --steps 100
+    report
+    job gpt2-ovh-noprobe --no-probe -- --model gpt2 --precision amp-bf16 --steps 100
+  done
+elif [ "$PART" = a ]; then
   export VRAMLEDGER_PROBE_EVERY=1
   job gpt2-amp -- --model gpt2 --precision amp-bf16 --steps 6
   job gpt2-amp-noprobe --no-probe -- --model gpt2 --precision amp-bf16 --steps 6

@@ -40,7 +40,7 @@ struct vl_diag {
   enum vl_diag_kind kind;
   enum vl_severity severity;
   double a, b, c;
-  char text[128]; /* a name the evidence needs (a phase, a note) */
+  char text[256]; /* a name the evidence needs (a phase, a note) */
 };
 
 #define VL_MAX_DIAGS VL_D_COUNT
