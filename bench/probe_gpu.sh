@@ -52,6 +52,15 @@ if [ "$PART" = c ]; then
     report
     job gpt2-ovh-noprobe --no-probe -- --model gpt2 --precision amp-bf16 --steps 100
   done
+elif [ "$PART" = d ]; then
+  for m in "llama amp-bf16" "bert bf16" "gpt2 amp-bf16 ckpt"; do
+    python3 bench/probe_unnamed.py $m >> "$o/unnamed-d.jsonl" 2>>"$o/errors-$PART.txt"
+  done
+  for i in 1 2 3 4; do
+    job gpt2-ovh-probe -- --model gpt2 --precision amp-bf16 --steps 100
+    report
+    job gpt2-ovh-noprobe --no-probe -- --model gpt2 --precision amp-bf16 --steps 100
+  done
 elif [ "$PART" = a ]; then
   export VRAMLEDGER_PROBE_EVERY=1
   job gpt2-amp -- --model gpt2 --precision amp-bf16 --steps 6

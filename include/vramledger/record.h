@@ -63,7 +63,8 @@ enum vl_bill_part {
 extern const char *const vl_bill_part_names[VL_BILL_N]; /* JSON keys */
 
 /* One phase interval of a step: forward, loss, backward, pre_step,
- * optimizer, idle, eval. Counters at its end, peaks inside it. */
+ * optimizer, idle, eval. Counters at its end, peaks inside it (sampled
+ * steps); a step not sampled gives its intervals' times only. */
 struct vl_rec_phase {
   uint64_t t0_ns, t_ns;
   unsigned pid, rank, step;
@@ -83,6 +84,8 @@ struct vl_rec_module {
 
 struct vl_rec_step {
   uint64_t t_ns, time_ns, tokens, samples, probe_ns;
+  bool has_end; /* allocated/reserved after the step */
+  uint64_t allocated, reserved;
   unsigned pid, rank, step, micro_batches;
   bool sampled, has_peak;
   uint64_t peak_allocated, peak_reserved;

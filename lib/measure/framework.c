@@ -199,16 +199,19 @@ static void bill(const struct vl_record *r, struct vl_probe_layer *f, const stru
 }
 
 static void growth(const struct vl_record *r, struct vl_probe_layer *f) {
-  /* allocated at the start of each step's first forward, steps 4.. */
+  /* allocated after each step, steps 4.. (every step has it) */
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
   unsigned n = 0;
-  uint64_t first = 0, last = 0;
-  for (size_t k = 0; k < r->n_phases; k++) {
-    const struct vl_rec_phase *p = &r->phases[k];
-    if (p->pid != f->main_pid || !p->has_alloc || !is(p->phase, "idle") || p->step < 4) continue;
-    double x = p->step, y = (double)p->allocated;
-    if (n == 0) first = p->allocated;
-    last = p->allocated;
+  uint64_t first = 0, last = 0, prev_reserved = 0;
+  for (size_t k = 0; k < r->n_steps; k++) {
+    const struct vl_rec_step *s = &r->steps[k];
+    if (s->pid != f->main_pid || !s->has_end) continue;
+    if (prev_reserved && s->reserved < prev_reserved) f->reserved_drops++;
+    prev_reserved = s->reserved;
+    if (s->step < 4) continue;
+    double x = s->step, y = (double)s->allocated;
+    if (n == 0) first = s->allocated;
+    last = s->allocated;
     sx += x;
     sy += y;
     sxx += x * x;
@@ -270,7 +273,8 @@ void vl_probe_analyze(const struct vl_record *r, struct vl_probe_layer *f) {
   for (size_t i = 0; i < r->n_steps; i++) {
     const struct vl_rec_step *s = &r->steps[i];
     if (s->pid != f->main_pid || !s->has_peak) continue;
-    if (s->peak_allocated > f->peak_allocated) {
+    if (s->peak_allocated > f->peak_allocated ||
+        (s->peak_allocated == f->peak_allocated && !f->peak_phase[0])) {
       f->peak_allocated = s->peak_allocated;
       f->peak_step = s->step;
       snprintf(f->peak_phase, sizeof f->peak_phase, "%s", s->peak_phase);

@@ -97,6 +97,27 @@ vl_status vl__probe_event(json_t *o, const char *type, struct vl_record *r,
     s->peak_allocated = u(o, "peak_allocated");
     s->peak_reserved = u(o, "peak_reserved");
     str(s->peak_phase, sizeof s->peak_phase, o, "peak_phase");
+    s->has_end = json_is_integer(json_object_get(o, "allocated"));
+    s->allocated = u(o, "allocated");
+    s->reserved = u(o, "reserved");
+    /* a step not sampled: its phases' times, as intervals without counters */
+    size_t k;
+    json_t *ph;
+    const struct vl_rec_step copy = *s;
+    json_array_foreach(json_object_get(o, "phases"), k, ph) {
+      json_t *nm = json_array_get(ph, 0), *a = json_array_get(ph, 1), *b = json_array_get(ph, 2);
+      if (!json_is_string(nm) || !json_is_integer(a) || !json_is_integer(b)) continue;
+      if (grow((void **)&r->phases, &caps->phases, r->n_phases, sizeof *r->phases, 1u << 24))
+        return vl__fail(err, VL_ENOMEM, "line %zu: too many phases", line);
+      struct vl_rec_phase *p = &r->phases[r->n_phases++];
+      memset(p, 0, sizeof *p);
+      snprintf(p->phase, sizeof p->phase, "%s", json_string_value(nm));
+      p->t0_ns = json_integer_value(a) > 0 ? (uint64_t)json_integer_value(a) : 0;
+      p->t_ns = json_integer_value(b) > 0 ? (uint64_t)json_integer_value(b) : 0;
+      p->pid = copy.pid;
+      p->rank = copy.rank;
+      p->step = copy.step;
+    }
     size_t i;
     json_t *m;
     json_array_foreach(json_object_get(o, "modules"), i, m) {

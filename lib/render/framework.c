@@ -347,14 +347,14 @@ void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_record
             line ? "#2ca02c" : "#1f77b4");
     for (size_t k = 0; k < r->n_phases; k++) {
       const struct vl_rec_phase *p = &r->phases[k];
-      if (p->pid != f->main_pid || p->t_ns < t0) continue;
+      if (p->pid != f->main_pid || p->t_ns < t0 || !p->has_alloc) continue;
       fprintf(o, "%.1f,%.1f ", X(p->t_ns), Y(line ? p->reserved : p->allocated));
     }
     fputs("\"/>\n", o);
   }
   for (size_t k = 0; k < r->n_phases; k++) {
     const struct vl_rec_phase *p = &r->phases[k];
-    if (p->pid != f->main_pid || p->t0_ns < t0) continue;
+    if (p->pid != f->main_pid || p->t0_ns < t0 || !p->has_alloc) continue;
     bool top = p->step == f->peak_step && strcmp(p->phase, f->peak_phase) == 0 &&
                p->peak_allocated == f->peak_allocated;
     fprintf(o,

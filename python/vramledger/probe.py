@@ -132,6 +132,9 @@ class _Probe:
         self.want_tokens = False
         self.user_hooks = 0  # the job's saved_tensors_hooks contexts now open
         self.cost_ns = 0  # the probe's own time in this step
+        self.light = []  # (phase, t0, t1) of a step that is not sampled
+        self.evals = 0  # forwards without grad outside steps
+        self.last_counters = None
 
     # ---- safety -----------------------------------------------------------
     def fail(self, where, exc):
@@ -385,12 +388,8 @@ class _Probe:
                 k, n = _storage(t)
                 if k not in self.param_keys:
                     kind = "activation"
-                    fn = t.grad_fn
-                    if fn is not None and type(fn).__name__ == "ToCopyBackward0":
-                        nxt = fn.next_functions
-                        if nxt and nxt[0][0] is not None and \
-                                type(nxt[0][0]).__name__ == "AccumulateGrad":
-                            kind = "autocast"
+                    if self.is_weight_cast(t.grad_fn):
+                        kind = "autocast"
                     d = t.detach()  # no reference back to the graph: no cycle
                     self.saved.append((weakref.ref(d), k, n, kind))
                     if kind == "activation" and k not in self.saved_keys:
@@ -401,6 +400,25 @@ class _Probe:
         except Exception as e:
             self.fail("pack", e)
         return t
+
+    @staticmethod
+    def is_weight_cast(fn):
+        """A cast of a leaf (autocast's cached copy of a weight), seen
+        directly or through views (nn.Linear saves weight.t())."""
+        for _ in range(3):
+            if fn is None:
+                return False
+            name = type(fn).__name__
+            nxt = fn.next_functions
+            if name == "ToCopyBackward0":
+                return bool(nxt) and nxt[0][0] is not None and \
+                    type(nxt[0][0]).__name__ == "AccumulateGrad"
+            if name not in ("TBackward0", "TransposeBackward0", "ViewBackward0",
+                            "PermuteBackward0", "ExpandBackward0", "UnsafeViewBackward0",
+                            "AliasBackward0") or not nxt:
+                return False
+            fn = nxt[0][0]
+        return False
 
     @staticmethod
     def unpack(t):
@@ -515,11 +533,28 @@ class _Probe:
 
     # ---- phases -------------------------------------------------------------------
     def boundary(self, nxt):
-        """End the current interval, start `nxt`."""
+        """End the current interval, start `nxt`. On a step that is not
+        sampled only its times are kept (written with the step): one
+        allocator query a step keeps the probe under 1 % of step time."""
         t = _now()
+        if not self.sampled and self.t_step is not None:
+            self.light.append((self.phase, self.t_phase, t))
+            self.phase = nxt
+            self.t_phase = t
+            return
+        if self.t_step is None and "eval" in (self.phase, nxt):
+            # forwards outside training steps (evaluation, generate()): the
+            # first three and every `every`-th are recorded
+            if nxt == "eval":
+                self.evals += 1
+            if self.evals > 3 and self.evals % self.every:
+                self.phase = nxt
+                self.t_phase = t
+                return
         ev = {"type": "phase", "t_ns": t, "pid": os.getpid(), "rank": self.rank,
               "step": self.step, "phase": self.phase, "t0_ns": self.t_phase}
         c = self.counters()
+        self.last_counters = c
         if c is not None:
             ev.update(c)
             if self.phase != "idle" and c["peak_allocated"] > self.step_peak[0]:
@@ -644,13 +679,28 @@ class _Probe:
         self.boundary("idle")
         t = _now()
         peak_a, peak_r, peak_phase = self.step_peak
-        ev = {"type": "step", "t_ns": t, "pid": os.getpid(), "rank": _rank(),
+        ev = {"type": "step", "t_ns": t, "pid": os.getpid(), "rank": self.rank,
               "step": self.step, "time_ns": t - self.t_step, "tokens": self.tokens,
               "samples": self.samples, "micro_batches": self.micro,
               "sampled": self.sampled, "probe_ns": self.cost_ns}
-        if peak_phase:
-            ev.update({"peak_allocated": peak_a, "peak_reserved": peak_r,
-                       "peak_phase": peak_phase})
+        if self.sampled:
+            if peak_phase:
+                ev.update({"peak_allocated": peak_a, "peak_reserved": peak_r,
+                           "peak_phase": peak_phase})
+            if self.last_counters:
+                c = self.last_counters
+                ev.update({"allocated": c["allocated"], "reserved": c["reserved"]})
+        else:
+            # the step's phases as [name, t0, t1] and its peak since the
+            # last step: the one allocator query of a step not sampled
+            ev["phases"] = [list(x) for x in self.light]
+            self.light = []
+            c = self.counters()
+            if c is not None:
+                ev.update({"peak_allocated": c["peak_allocated"],
+                           "peak_reserved": c["peak_reserved"], "allocated": c["allocated"],
+                           "reserved": c["reserved"], "alloc_retries": c["alloc_retries"],
+                           "ooms": c["ooms"]})
         if self.sampled and self.module_bytes:
             top = sorted(self.module_bytes.items(), key=lambda kv: -kv[1])[:10]
             ev["modules"] = [{"name": k, "saved_bytes": v} for k, v in top]

@@ -125,6 +125,14 @@ class Probe(unittest.TestCase):
         self.assertEqual([s["sampled"] for s in st], [True, True, True, False, True, False])
         billed = {e["step"] for e in of(ev, "phase") if "bill" in e}
         self.assertEqual(billed, {1, 2, 3, 5})
+        # a step not sampled writes no phase events: its phases' times
+        # ride in the step event
+        self.assertEqual({e["step"] for e in of(ev, "phase") if e["step"] <= 6}, {1, 2, 3, 5})
+        light = st[3]["phases"]
+        self.assertEqual([p[0] for p in light],
+                         ["idle", "forward", "loss", "backward", "pre_step", "optimizer"])
+        self.assertTrue(all(p[1] <= p[2] for p in light))
+        self.assertLessEqual(light[-1][2] - light[1][1], st[3]["time_ns"])
 
     def test_results_unchanged(self):
         out_on, _ = self.sgd

@@ -27,7 +27,7 @@ static void events_are_read(void **state) {
   struct vl_record r;
   load(&r);
   assert_int_equal(r.n_probes, 2);
-  assert_int_equal(r.n_phases, 2 * 6 * 6);
+  assert_int_equal(r.n_phases, 2 * 6 * 6); /* steps 4-6 from their step events */
   assert_int_equal(r.n_steps, 12);
   assert_string_equal(r.probes[0].torch, "2.11.0");
   assert_int_equal(r.probes[0].cublas_workspace_bytes, WS);
@@ -37,6 +37,8 @@ static void events_are_read(void **state) {
   assert_int_equal(p->bill[VL_BILL_ACTIVATIONS], A);
   assert_int_equal(p->bill[VL_BILL_OUTPUTS], O);
   assert_false(r.phases[6 * 4].has_bill); /* step 5 is not sampled */
+  assert_false(r.phases[6 * 4].has_alloc);
+  assert_string_equal(r.phases[6 * 4].phase, "idle");
   assert_int_equal(r.steps[0].n_modules, 2);
   assert_string_equal(r.steps[0].modules[0].name, "model.h.0.mlp");
   vl_record_release(&r);
