@@ -147,7 +147,8 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f,
     json_object_set_new(x, "peak_allocated_bytes",
                         s->has_peak ? U(s->peak_allocated) : json_null());
     json_object_set_new(x, "peak_reserved_bytes", s->has_peak ? U(s->peak_reserved) : json_null());
-    json_object_set_new(x, "peak_phase", s->has_peak ? json_string(s->peak_phase) : json_null());
+    json_object_set_new(x, "peak_phase",
+                        s->has_peak && s->peak_phase[0] ? json_string(s->peak_phase) : json_null());
     json_object_set_new(x, "sampled", json_boolean(s->sampled));
     json_array_append_new(steps, x);
   }
