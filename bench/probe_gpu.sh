@@ -52,6 +52,17 @@ if [ "$PART" = c ]; then
     report
     job gpt2-ovh-noprobe --no-probe -- --model gpt2 --precision amp-bf16 --steps 100
   done
+elif [ "$PART" = e ]; then
+  # the ledger with PyTorch's defaults (no deterministic algorithms)
+  export VRAMLEDGER_PROBE_EVERY=1 PROBE_JOB_NONDETERMINISTIC=1
+  for spec in "gpt2-amp|--model gpt2 --precision amp-bf16" "gpt2-bf16|--model gpt2 --precision bf16" \
+      "gpt2-amp-ckpt|--model gpt2 --precision amp-bf16 --ckpt" "gpt2-amp-lora|--model gpt2 --precision amp-bf16 --lora 16" \
+      "llama-amp|--model llama --precision amp-bf16" "llama-bf16-ckpt|--model llama --precision bf16 --ckpt" \
+      "bert-amp|--model bert --precision amp-bf16" "bert-bf16|--model bert --precision bf16"; do
+    name=${spec%%|*}
+    job "$name" -- ${spec#*|} --steps 4
+    report
+  done
 elif [ "$PART" = d ]; then
   for m in "llama amp-bf16" "bert bf16" "gpt2 amp-bf16 ckpt"; do
     python3 bench/probe_unnamed.py $m >> "$o/unnamed-d.jsonl" 2>>"$o/errors-$PART.txt"

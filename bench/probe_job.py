@@ -35,8 +35,9 @@ ap.add_argument("--steps", type=int, default=10)
 ap.add_argument("--oom", action="store_true", help="ask for too much and report the error")
 a = ap.parse_args()
 
-os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-torch.use_deterministic_algorithms(True, warn_only=True)
+if not os.environ.get("PROBE_JOB_NONDETERMINISTIC"):  # bit-exact comparisons
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=True)
 torch.manual_seed(0)
 from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, BertConfig, GPT2Config, LlamaConfig
 
