@@ -6,7 +6,9 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "jobflags.h"
 #include "vramledger/alloc.h"
+#include "vramledger/model.h"
 #include "vramledger/probe.h"
 #include "vramledger/record.h"
 #include "vramledger/render.h"
@@ -21,6 +23,37 @@ struct rep {
   const char *run;
 };
 
+/* The estimate for the job flags given after --estimate (as `estimate`
+ * takes them). */
+static int estimate_bill(int argc, const char **argv, struct vl_bill **out) {
+  struct est e;
+  est_init(&e);
+  int rc = est_parse(argc, argv, &e);
+  if (rc) return rc;
+  if (!e.model) {
+    cli_error("--estimate needs the job's settings: --model NAME|FILE and the flags of "
+              "'vramledger estimate' (--batch, --seq, --precision, ...)");
+    return VL_EXIT_USAGE;
+  }
+  struct vl_arch arch;
+  if ((rc = cli_load_model(e.model, &arch))) return rc;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_bill *bill = vl_calloc(1, sizeof *bill);
+  if (!bill) {
+    cli_error("out of memory");
+    return VL_EXIT_ERROR;
+  }
+  struct vl_err err = {""};
+  if (vl_bill_compute(&arch, &e.job, &ov, bill, &err) != VL_OK) {
+    cli_error("--estimate: %s", err.msg);
+    vl_free(bill);
+    return VL_EXIT_USAGE;
+  }
+  *out = bill;
+  return 0;
+}
+
 static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   struct rep *r = ctx;
   static const char *const formats[] = {"text", "json", "md", "trace", "html", NULL};
@@ -31,17 +64,27 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
 
 int cmd_report(int argc, const char **argv) {
   struct rep r = {0};
-  /* one positional argument: the run directory or record file */
-  const char *args[64];
-  int n = 0;
-  for (int i = 0; i < argc && n < 63; i++) {
-    if (i > 0 && argv[i][0] != '-' && !r.run && !(i > 1 && strcmp(argv[i - 1], "--format") == 0)) {
+  /* RUN, the report's own flags, and with --estimate the job's flags */
+  const char *own[8], *job[64];
+  int n_own = 0, n_job = 0;
+  bool estimate = false;
+  own[n_own++] = argv[0];
+  job[n_job++] = argv[0];
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--estimate") == 0) {
+      estimate = true;
+    } else if (strcmp(argv[i], "--format") == 0 || strcmp(argv[i], "--help") == 0) {
+      if (n_own < 6) own[n_own++] = argv[i];
+      if (strcmp(argv[i], "--format") == 0 && i + 1 < argc && n_own < 7) own[n_own++] = argv[++i];
+    } else if (strncmp(argv[i], "--format=", 9) == 0) {
+      if (n_own < 7) own[n_own++] = argv[i];
+    } else if (argv[i][0] != '-' && !r.run && (i == 1 || argv[i - 1][0] != '-' || !estimate)) {
       r.run = argv[i];
-      continue;
+    } else if (n_job < 63) {
+      job[n_job++] = argv[i];
     }
-    args[n++] = argv[i];
   }
-  int rc = cli_parse(n, args, opts, on_opt, &r);
+  int rc = cli_parse(n_own, own, opts, on_opt, &r);
   if (rc) return rc;
   if (r.help) {
     fputs(vl_help_report, stdout);
@@ -51,9 +94,18 @@ int cmd_report(int argc, const char **argv) {
     cli_error("report needs a run: a directory made by 'vramledger run' or its record.jsonl");
     return VL_EXIT_USAGE;
   }
+  if (n_job > 1 && !estimate) {
+    cli_error("report: unexpected '%s' (job flags go with --estimate)", job[1]);
+    return VL_EXIT_USAGE;
+  }
+  struct vl_bill *bill = NULL;
+  if (estimate && (rc = estimate_bill(n_job, job, &bill))) return rc;
   char path[PATH_MAX];
   struct vl_record rec;
-  if ((rc = cli_load_record(r.run, &rec, path, sizeof path))) return rc;
+  if ((rc = cli_load_record(r.run, &rec, path, sizeof path))) {
+    vl_free(bill);
+    return rc;
+  }
   struct vl_run_summary sum;
   struct vl_finding f[VL_MAX_FINDINGS];
   int nf = 0;
@@ -61,11 +113,19 @@ int cmd_report(int argc, const char **argv) {
   struct vl_probe_layer fw;
   vl_probe_analyze(&rec, &fw);
   vl_probe_ladder(&fw, &sum);
-  struct vl_report_view v = {&rec, &sum, f, nf, path, &fw};
+  struct vl_probe_compare cmp = {0};
+  if (bill) {
+    vl_probe_compare(&fw, bill, &cmp);
+    if (!cmp.present)
+      cli_hint("--estimate: the record has no measured bill (no PyTorch probe, or no sampled "
+               "step); nothing to compare");
+  }
+  struct vl_report_view v = {&rec, &sum, f, nf, path, &fw, bill ? &cmp : NULL};
   static const enum vl_report_format map[] = {VL_REP_TEXT, VL_REP_JSON, VL_REP_MD, VL_REP_TRACE,
                                               VL_REP_HTML};
   rc = vl_render_report(stdout, map[r.fmt], &v) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
   if (rc) cli_error("cannot write the output");
   vl_record_release(&rec);
+  vl_free(bill);
   return rc;
 }

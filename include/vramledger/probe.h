@@ -107,6 +107,23 @@ struct vl_probe_layer {
  * the record has none. */
 void vl_probe_analyze(const struct vl_record *rec, struct vl_probe_layer *f);
 
+/* The measured bill beside the estimate for the same settings, line by
+ * line (report --estimate). Lines: the probe's parts, cuBLAS workspaces,
+ * transient, then the peak allocated. */
+#define VL_CMP_LINES (VL_BILL_N + 3)
+struct vl_probe_compare {
+  bool present;
+  uint64_t measured[VL_CMP_LINES], estimate[VL_CMP_LINES];
+  char estimate_phase[16];
+};
+
+struct vl_bill;
+/*! Map an estimate's bill (vl_bill_compute) onto the probe's lines:
+ * master weights go with optimizer states (the probe counts an optimizer's
+ * own fp32 copies there), communication buffers with transient (pure). */
+void vl_probe_compare(const struct vl_probe_layer *f, const struct vl_bill *b,
+                      struct vl_probe_compare *out);
+
 struct vl_run_summary;
 /*! Fill the ladder from the record's summary (the system and allocation
  * layers) and the framework's peaks (pure). */

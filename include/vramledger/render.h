@@ -52,7 +52,8 @@ struct vl_report_view {
   const struct vl_finding *findings;
   int n_findings;
   const char *source;
-  const struct vl_probe_layer *fw; /* the probe's layer (fw->present false without it) */
+  const struct vl_probe_layer *fw;    /* the probe's layer (fw->present false without it) */
+  const struct vl_probe_compare *cmp; /* report --estimate; NULL without */
 };
 
 enum vl_report_format { VL_REP_TEXT, VL_REP_JSON, VL_REP_MD, VL_REP_TRACE, VL_REP_HTML };

@@ -33,8 +33,31 @@ static uint64_t line_bytes(const struct vl_probe_layer *f, int i) {
   return i == VL_BILL_N ? f->cublas_workspaces : f->transient;
 }
 
-void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f,
-                 const struct vl_record *r) {
+static const char *const cmp_key[VL_CMP_LINES] = {
+    "parameters",        "gradients",        "optimizer_states",
+    "activations",       "autocast_weights", "outputs",
+    "cublas_workspaces", "transient",        "peak_allocated_bytes"};
+static const char *const cmp_name[VL_CMP_LINES] = {
+    "parameters and buffers", "gradients",       "optimizer states",  "activations",
+    "autocast copies",        "forward outputs", "cuBLAS workspaces", "transient",
+    "peak allocated"};
+
+void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const struct vl_record *r,
+                 const struct vl_probe_compare *cmp) {
+  if (cmp && cmp->present) {
+    json_t *c = json_object();
+    for (int i = 0; i < VL_CMP_LINES; i++) {
+      json_t *x = json_object();
+      json_object_set_new(x, "measured", U(cmp->measured[i]));
+      json_object_set_new(x, "estimate", U(cmp->estimate[i]));
+      json_object_set_new(
+          x, "difference",
+          json_integer((json_int_t)cmp->estimate[i] - (json_int_t)cmp->measured[i]));
+      json_object_set_new(c, cmp_key[i], x);
+    }
+    json_object_set_new(c, "estimate_peak_phase", json_string(cmp->estimate_phase));
+    json_object_set_new(o, "estimate_vs_measured", c);
+  }
   json_object_set_new(o, "framework", json_boolean(f->present));
   if (!f->present) {
     json_object_set_new(o, "bill", json_null());
@@ -155,7 +178,31 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f,
   json_object_set_new(o, "steps", steps);
 }
 
-void vl__fw_text(FILE *o, const struct vl_probe_layer *f, bool md) {
+static void cmp_text(FILE *o, const struct vl_probe_compare *c, bool md) {
+  fprintf(o, "\n%sthe estimate for the same settings, line by line (its peak in %s):\n\n",
+          md ? "- " : "  ", c->estimate_phase);
+  if (md)
+    fprintf(o, "| line | measured GiB | estimate GiB | estimate - measured |\n"
+               "|---|---:|---:|---:|\n");
+  for (int i = 0; i < VL_CMP_LINES; i++) {
+    char pct[32] = "";
+    if (c->measured[i])
+      snprintf(pct, sizeof pct, "%+.1f %%",
+               100.0 * ((double)c->estimate[i] - (double)c->measured[i]) / (double)c->measured[i]);
+    else if (c->estimate[i])
+      snprintf(pct, sizeof pct, "(none measured)");
+    double diff = GIB(c->estimate[i]) - GIB(c->measured[i]);
+    if (md)
+      fprintf(o, "| %s | %.3f | %.3f | %+.3f GiB %s |\n", cmp_name[i], GIB(c->measured[i]),
+              GIB(c->estimate[i]), diff, pct);
+    else
+      fprintf(o, "    %-24s %9.3f %9.3f GiB  %+8.3f GiB %s\n", cmp_name[i], GIB(c->measured[i]),
+              GIB(c->estimate[i]), diff, pct);
+  }
+}
+
+void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_compare *cmp,
+                 bool md) {
   const char *b = md ? "- " : "  ";
   if (!f->present) {
     fprintf(o,
@@ -204,6 +251,7 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, bool md) {
       else
         fprintf(o, "    %-34s %9.3f GiB %6.1f %%%s\n", line_name[i], GIB(x), share, note);
     }
+    if (cmp && cmp->present) cmp_text(o, cmp, md);
     if (f->n_ledger) {
       fprintf(o,
               "\n%severy boundary of step %u: named + cuBLAS workspaces vs "
@@ -271,7 +319,8 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, bool md) {
 
 /* The stacked bill (one bar) and the memory timeline of the probe's
  * boundaries with phase bands and the peak marked. */
-void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_record *r) {
+void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_record *r,
+                 const struct vl_probe_compare *cmp) {
   if (!f->present) return;
   fputs("<h2>Framework layer (PyTorch probe)</h2>\n<p>torch ", o);
   vl__html_text(o, f->torch);
@@ -305,6 +354,19 @@ void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_record
       fprintf(o, "<tr><td>%s</td><td class=n>%.3f</td></tr>\n", line_name[i],
               GIB(line_bytes(f, i)));
     fputs("</table>\n", o);
+    if (cmp && cmp->present) {
+      fprintf(o,
+              "<h3>Estimate vs measured (the estimate's peak in %s)</h3>\n<table><tr><th>line</th>"
+              "<th>measured GiB</th><th>estimate GiB</th><th>estimate - measured GiB</th></tr>\n",
+              cmp->estimate_phase);
+      for (int i = 0; i < VL_CMP_LINES; i++)
+        fprintf(o,
+                "<tr><td>%s</td><td class=n>%.3f</td><td class=n>%.3f</td><td class=n>%+.3f</td>"
+                "</tr>\n",
+                cmp_name[i], GIB(cmp->measured[i]), GIB(cmp->estimate[i]),
+                GIB(cmp->estimate[i]) - GIB(cmp->measured[i]));
+      fputs("</table>\n", o);
+    }
   }
   /* the timeline: allocated and reserved at every boundary of the main process */
   if (!f->cuda || r->n_phases == 0) return;

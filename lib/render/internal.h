@@ -21,10 +21,13 @@ void vl__svg_open(FILE *o, double w, double h, double left, double top, double r
 struct vl_probe_layer;
 struct vl_record;
 /* The framework layer's parts of the run report (lib/render/framework.c). */
-void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f,
-                 const struct vl_record *r);
-void vl__fw_text(FILE *o, const struct vl_probe_layer *f, bool md);
-void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_record *r);
+struct vl_probe_compare;
+void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const struct vl_record *r,
+                 const struct vl_probe_compare *cmp);
+void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_compare *cmp,
+                 bool md);
+void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_record *r,
+                 const struct vl_probe_compare *cmp);
 void vl__fw_trace(json_t *events, const struct vl_probe_layer *f, const struct vl_record *r);
 
 #endif

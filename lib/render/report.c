@@ -33,7 +33,7 @@ static int report_json(FILE *out, const struct vl_report_view *v) {
   json_object_set_new(peak, "context_bytes", U(s->context_bytes));
   json_object_set_new(peak, "other_processes_bytes", U(s->peak_other_bytes));
   json_object_set_new(o, "peak", peak);
-  if (v->fw) vl__fw_json(o, peak, v->fw, r);
+  if (v->fw) vl__fw_json(o, peak, v->fw, r, v->cmp);
   json_object_set_new(o, "samples", U(r->n_samples));
   json_object_set_new(o, "marks", U(r->n_marks));
   json_object_set_new(o, "duration_s", json_real((double)s->duration_ns * 1e-9));
@@ -132,7 +132,7 @@ static void text(FILE *o, const struct vl_report_view *v, bool md) {
   if (s->peak_other_bytes)
     fprintf(o, fmt, "other processes on the job's GPUs", GIB(s->peak_other_bytes));
   fprintf(o, "\n%speak process memory at %.1f s\n", b, (double)s->peak_process_t_ns * 1e-9);
-  if (v->fw) vl__fw_text(o, v->fw, md);
+  if (v->fw) vl__fw_text(o, v->fw, v->cmp, md);
   if (v->n_findings) fprintf(o, "\n%s\n", md ? "### Findings\n" : "findings:");
   for (int i = 0; i < v->n_findings; i++)
     fprintf(o, "%s[%s] %s\n", b, v->findings[i].code, v->findings[i].text);
@@ -203,7 +203,7 @@ static int report_html(FILE *o, const struct vl_report_view *v) {
           L + (W - 10 - L) * (double)s->peak_process_t_ns * 1e-9 / tmax,
           H - B - (H - B - 10) * GIB(s->peak_process_bytes) / ymax, GIB(s->peak_process_bytes));
   fputs("</svg>\n", o);
-  if (v->fw) vl__fw_html(o, v->fw, r);
+  if (v->fw) vl__fw_html(o, v->fw, r, v->cmp);
   if (v->n_findings) fputs("<h2>Findings</h2>\n<ul>\n", o);
   for (int i = 0; i < v->n_findings; i++) {
     fputs("<li><b>", o);
