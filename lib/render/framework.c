@@ -370,7 +370,11 @@ void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_record
   }
   /* the timeline: allocated and reserved at every boundary of the main process */
   if (!f->cuda || r->n_phases == 0) return;
-  uint64_t t0 = r->start_ns, t1 = t0, ymax = 1;
+  /* from the first forward (the interval before it is the job's start-up) */
+  uint64_t t0 = 0, t1 = 0, ymax = 1;
+  for (size_t k = 0; k < r->n_phases && !t0; k++)
+    if (r->phases[k].pid == f->main_pid) t0 = r->phases[k].t_ns;
+  t1 = t0;
   for (size_t k = 0; k < r->n_phases; k++) {
     const struct vl_rec_phase *p = &r->phases[k];
     if (p->pid != f->main_pid) continue;
