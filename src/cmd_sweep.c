@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "vramledger/alloc.h"
+#include "vramledger/probe.h"
 #include "vramledger/record.h"
 
 #define MAX_VARS 6
@@ -198,7 +199,8 @@ int cmd_sweep(int argc, const char **argv) {
   fputs("point", f);
   for (int k = 0; k < g.n; k++)
     fprintf(f, ",%s", g.name[k]);
-  fputs(",peak_bytes,peak_cuda_alloc_bytes,spread_pct,seconds,steps_per_s,tokens_per_s,status\n",
+  fputs(",peak_bytes,peak_cuda_alloc_bytes,peak_allocated_bytes,peak_reserved_bytes,spread_pct,"
+        "seconds,steps_per_s,tokens_per_s,status\n",
         f);
   int kb = -1, ks = -1; /* tokens per step = batch x seq, when both are swept */
   for (int k = 0; k < g.n; k++) {
@@ -231,8 +233,9 @@ int cmd_sweep(int argc, const char **argv) {
       av[i] = strdup(buf);
     }
     uint64_t lo = UINT64_MAX, hi = 0, cuda = 0;
-    double secs = 0, rate = 0;
-    int rated = 0;
+    double secs = 0, rate = 0, tok_rate = 0;
+    int rated = 0, tok_rated = 0;
+    uint64_t alloc_peak = 0, reserved_peak = 0; /* the probe's, when it ran */
     const char *status = "ok";
     for (uint64_t r = 0; r < repeat; r++) {
       char dir[PATH_MAX], rec[PATH_MAX];
@@ -273,8 +276,16 @@ int cmd_sweep(int argc, const char **argv) {
       secs += d / (double)repeat;
       struct vl_record rcd;
       if (!code && cli_load_record(dir, &rcd, path, sizeof path) == 0) {
-        double step_s = vl_record_mark_median_s(&rcd, "step"); /* as audit measures it */
+        /* the probe's steps (median step time, measured tokens) when it
+         * ran; else the job's "step" stamps, as audit measures them */
+        struct vl_probe_layer fw;
+        vl_probe_analyze(&rcd, &fw);
+        double step_s =
+            fw.step_s_median > 0 ? fw.step_s_median : vl_record_mark_median_s(&rcd, "step");
         if (step_s > 0) rate += 1.0 / step_s, rated++;
+        if (fw.tokens_per_s > 0) tok_rate += fw.tokens_per_s, tok_rated++;
+        if (fw.peak_allocated > alloc_peak) alloc_peak = fw.peak_allocated;
+        if (fw.peak_reserved > reserved_peak) reserved_peak = fw.peak_reserved;
         vl_record_release(&rcd);
       }
     }
@@ -282,9 +293,16 @@ int cmd_sweep(int argc, const char **argv) {
     if (rated) {
       rate /= rated;
       snprintf(steps, sizeof steps, "%.4g", rate);
-      if (kb >= 0 && ks >= 0)
+      if (tok_rated)
+        snprintf(tokens, sizeof tokens, "%.6g", tok_rate / tok_rated);
+      else if (kb >= 0 && ks >= 0)
         snprintf(tokens, sizeof tokens, "%.6g",
                  rate * atof(g.value[kb][at[kb]]) * atof(g.value[ks][at[ks]]));
+    }
+    char palloc[24] = "", pres[24] = "";
+    if (alloc_peak) {
+      snprintf(palloc, sizeof palloc, "%llu", (unsigned long long)alloc_peak);
+      snprintf(pres, sizeof pres, "%llu", (unsigned long long)reserved_peak);
     }
     double spread = hi ? 100.0 * (double)(hi - lo) / (double)hi : 0.0;
     fprintf(f, "%zu", p);
@@ -293,8 +311,8 @@ int cmd_sweep(int argc, const char **argv) {
       fprintf(f, ",%s", g.value[k][at[k]]);
       printf(" %10s", g.value[k][at[k]]);
     }
-    fprintf(f, ",%llu,%llu,%.2f,%.3f,%s,%s,%s\n", (unsigned long long)hi, (unsigned long long)cuda,
-            spread, secs, steps, tokens, status);
+    fprintf(f, ",%llu,%llu,%s,%s,%.2f,%.3f,%s,%s,%s\n", (unsigned long long)hi,
+            (unsigned long long)cuda, palloc, pres, spread, secs, steps, tokens, status);
     fflush(f);
     printf(" %12.2f %12.2f %7.1f%% %8.1f %9s %10s  %s\n", (double)hi / (1ull << 30),
            (double)cuda / (1ull << 30), spread, secs, *steps ? steps : "-", *tokens ? tokens : "-",

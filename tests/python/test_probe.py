@@ -177,6 +177,24 @@ class Probe(unittest.TestCase):
         self.assertEqual(len(of(ev, "probe")), 1)
 
 
+class Sweep(unittest.TestCase):
+    def test_sweep_takes_steps_per_second_from_the_probe(self):
+        d = tempfile.mkdtemp(prefix="vl-sweep-")
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        out = subprocess.run([VL, "sweep", "--grid", "steps=5", "--out", d + "/s", "--", PY,
+                              os.path.join(HERE, "job_train.py"), "adam", "1", "{steps}"],
+                             env=e, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(d + "/s/sweep.csv") as f:
+            head, row = f.read().splitlines()[:2]
+        cells = dict(zip(head.split(","), row.split(",")))
+        shutil.rmtree(d)
+        self.assertEqual(cells["status"], "ok")
+        self.assertGreater(float(cells["steps_per_s"]), 0)  # the job never calls mark()
+        self.assertEqual(cells["peak_allocated_bytes"], "")  # CPU: no CUDA allocator
+
+
 class PeakMerge(unittest.TestCase):
     """The probe resets the allocator's peaks at phase boundaries; the job's
     memory_stats() must show the peaks as if it had not."""
