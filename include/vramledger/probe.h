@@ -26,6 +26,7 @@ struct vl_fw_boundary {
 struct vl_fw_rank {
   unsigned rank, pid;
   uint64_t peak_allocated, peak_reserved;
+  uint64_t peak_named; /* the most the bill named at a boundary (CPU: no allocator) */
 };
 
 struct vl_probe_layer {
@@ -84,7 +85,7 @@ struct vl_probe_layer {
   /* per rank */
   unsigned n_rank_peaks;
   struct vl_fw_rank ranks[VL_FW_MAX_RANKS];
-  double rank_imbalance; /* (max - min) / max of per-rank peak allocated */
+  double rank_imbalance; /* (max - min) / max of per-rank peak allocated (named on the CPU) */
 
   /* reserved released between steps (empty_cache churn) */
   unsigned reserved_drops;

@@ -70,10 +70,20 @@ static void ranks(const struct vl_record *r, struct vl_probe_layer *f) {
       f->ranks[k].peak_allocated = s->peak_allocated;
     if (s->peak_reserved > f->ranks[k].peak_reserved) f->ranks[k].peak_reserved = s->peak_reserved;
   }
+  bool alloc = true;
+  for (unsigned k = 0; k < f->n_rank_peaks; k++) {
+    struct vl_fw_rank *x = &f->ranks[k];
+    for (size_t i = 0; i < r->n_phases; i++)
+      if (r->phases[i].pid == x->pid && r->phases[i].has_bill &&
+          named(r->phases[i].bill) > x->peak_named)
+        x->peak_named = named(r->phases[i].bill);
+    if (!x->peak_allocated) alloc = false;
+  }
   uint64_t lo = UINT64_MAX, hi = 0;
   for (unsigned k = 0; k < f->n_rank_peaks; k++) {
-    if (f->ranks[k].peak_allocated < lo) lo = f->ranks[k].peak_allocated;
-    if (f->ranks[k].peak_allocated > hi) hi = f->ranks[k].peak_allocated;
+    uint64_t v = alloc ? f->ranks[k].peak_allocated : f->ranks[k].peak_named;
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
   }
   f->rank_imbalance = f->n_rank_peaks > 1 && hi ? (double)(hi - lo) / (double)hi : 0;
 }
@@ -231,22 +241,32 @@ void vl_probe_analyze(const struct vl_record *r, struct vl_probe_layer *f) {
   memset(f, 0, sizeof *f);
   if (r->n_probes == 0 && r->n_phases == 0) return;
   f->present = true;
-  f->main_pid = r->n_probes ? r->probes[0].pid : r->phases[0].pid;
-  uint64_t ws = 0;
-  for (unsigned i = 0; i < r->n_probes; i++) {
-    const struct vl_rec_probe *p = &r->probes[i];
-    if (p->rank == 0 && p->torch[0]) {
-      f->main_pid = p->pid;
+  /* the process analysed: rank 0 among those that ran steps (a launcher
+   * such as torchrun imports torch too, and runs none) */
+  f->main_pid = r->n_steps ? r->steps[0].pid : r->n_phases ? r->phases[0].pid : r->probes[0].pid;
+  for (size_t i = 0; i < r->n_steps; i++)
+    if (r->steps[i].rank == 0) {
+      f->main_pid = r->steps[i].pid;
       break;
     }
-  }
+  uint64_t ws = 0;
   for (unsigned i = 0; i < r->n_probes; i++)
     if (r->probes[i].pid == f->main_pid) {
       snprintf(f->torch, sizeof f->torch, "%s", r->probes[i].torch);
       snprintf(f->device, sizeof f->device, "%s", r->probes[i].device_name);
       ws = r->probes[i].cublas_workspace_bytes;
     }
-  f->n_ranks = r->n_probes ? r->n_probes : 1;
+  f->n_ranks = 0; /* processes that ran steps (or wrote phases) */
+  {
+    unsigned seen[VL_FW_MAX_RANKS];
+    for (size_t i = 0; i < r->n_phases && f->n_ranks < VL_FW_MAX_RANKS; i++) {
+      unsigned k = 0;
+      while (k < f->n_ranks && seen[k] != r->phases[i].pid)
+        k++;
+      if (k == f->n_ranks) seen[f->n_ranks++] = r->phases[i].pid;
+    }
+    if (f->n_ranks == 0) f->n_ranks = 1;
+  }
 
   uint64_t prev_reserved = 0;
   for (size_t k = 0; k < r->n_phases; k++) {

@@ -140,6 +140,7 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
     json_object_set_new(m, "pid", json_integer(f->ranks[i].pid));
     json_object_set_new(m, "peak_allocated_bytes", U(f->ranks[i].peak_allocated));
     json_object_set_new(m, "peak_reserved_bytes", U(f->ranks[i].peak_reserved));
+    json_object_set_new(m, "peak_named_bytes", U(f->ranks[i].peak_named));
     json_array_append_new(rk, m);
   }
   json_object_set_new(fw, "ranks_peaks", rk);
@@ -301,6 +302,14 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
     }
     fprintf(o, "%sof the cached free blocks, %.2f GiB are inactive split blocks (fragmentation)\n",
             md ? "\n" : "    ", GIB(f->gap_fragmented));
+  }
+  if (f->n_rank_peaks > 1) {
+    fprintf(o, "\n%sranks (%s):\n", b,
+            f->cuda ? "peak allocated" : "the most named at a boundary; no allocator on the CPU");
+    for (unsigned i = 0; i < f->n_rank_peaks; i++)
+      fprintf(o, "%s  rank %-3u pid %-8u %10.3f GiB\n", md ? "  -" : "  ", f->ranks[i].rank,
+              f->ranks[i].pid, GIB(f->cuda ? f->ranks[i].peak_allocated : f->ranks[i].peak_named));
+    fprintf(o, "%s  %.1f %% apart\n", md ? "  -" : "  ", 100 * f->rank_imbalance);
   }
   if (f->growth_steps >= 3)
     fprintf(o,

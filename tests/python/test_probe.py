@@ -177,6 +177,33 @@ class Probe(unittest.TestCase):
         self.assertEqual(len(of(ev, "probe")), 1)
 
 
+class Ranks(unittest.TestCase):
+    def test_two_ranks_in_one_record(self):
+        d = tempfile.mkdtemp(prefix="vl-ddp-")
+        job = os.path.join(HERE, "job_ddp.py")
+        script = ("export MASTER_ADDR=127.0.0.1 MASTER_PORT=%d WORLD_SIZE=2; "
+                  "RANK=0 LOCAL_RANK=0 %s %s & RANK=1 LOCAL_RANK=1 %s %s & wait"
+                  % (29500 + os.getpid() % 400, PY, job, PY, job))
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        out = subprocess.run([VL, "run", "--quiet", "--no-preload", "--out", d + "/r", "--", "sh",
+                              "-c", script], env=e, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        ev = read(d + "/r/record.jsonl")
+        self.assertEqual(sorted(p["rank"] for p in of(ev, "probe")), [0, 1])
+        self.assertEqual(sorted({s["rank"] for s in of(ev, "step")}), [0, 1])
+        rep = json.loads(subprocess.run([VL, "report", d + "/r", "--format", "json"],
+                                        capture_output=True, text=True).stdout)
+        fw = rep["framework_layer"]
+        self.assertEqual(fw["ranks"], 2)
+        named = {x["rank"]: x["peak_named_bytes"] for x in fw["ranks_peaks"]}
+        self.assertGreater(named[1], named[0])  # twice the batch
+        doc = subprocess.run([VL, "doctor", d + "/r", "--fail-on", "rank-imbalance"],
+                             capture_output=True, text=True)
+        self.assertEqual(doc.returncode, 3, doc.stdout)
+        shutil.rmtree(d)
+
+
 class Sweep(unittest.TestCase):
     def test_sweep_takes_steps_per_second_from_the_probe(self):
         d = tempfile.mkdtemp(prefix="vl-sweep-")
