@@ -313,7 +313,7 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
   }
   if (f->growth_steps >= 3)
     fprintf(o,
-            "\n%sgrowth: %+.1f MiB per step at the start of each step (steps 4 on, %u "
+            "\n%sgrowth: %+.1f MiB per step in what is allocated after each step (steps 4 on, %u "
             "points)\n",
             b, f->growth_bytes_per_step / 1048576.0, f->growth_steps);
   if (f->probe_share_light > 0 || f->probe_share_sampled > 0)
