@@ -1,0 +1,556 @@
+/* A model of PyTorch's CUDA caching allocator (vramledger/caching.h).
+ *
+ * The rules, from c10/cuda/CUDACachingAllocator.cpp (PyTorch 2.x):
+ * - round_size: requests round up to 512 B (kMinBlockSize).
+ * - pools: rounded sizes <= 1 MiB (kSmallSize) go to the small pool, the
+ *   rest to the large pool; a block never moves between pools.
+ * - get_free_block: the smallest free block of the pool with size >= the
+ *   request, ties to the lowest address (BlockComparatorSize). With
+ *   max_split_size: a request below it never takes a block at or above it;
+ *   a request at or above it takes only blocks < request + 20 MiB.
+ * - a new segment (cudaMalloc) when none fits: 2 MiB (kSmallBuffer) for the
+ *   small pool, 20 MiB (kLargeBuffer) for requests < 10 MiB
+ *   (kMinLargeAlloc), else the request rounded up to 2 MiB (kRoundLarge).
+ * - should_split: small pool when the remainder >= 512 B; large pool when
+ *   the request < max_split_size and the remainder > 1 MiB. The request
+ *   takes the front of the block, the remainder stays free after it.
+ * - free: the block merges with free neighbours of its segment.
+ * - when cudaMalloc would exceed the device: free cached blocks
+ *   (release_available_cached_blocks: with max_split_size, the oversize
+ *   free blocks, largest first; then release_cached_blocks: every wholly
+ *   free segment, counted in num_alloc_retries) and try again; then OOM.
+ * - garbage_collection_threshold: before a cudaMalloc that would take
+ *   reserved above threshold x device, wholly free segments are returned,
+ *   the least recently used first (PyTorch ages blocks by gc_count; this
+ *   model orders them by when they were last freed).
+ * - expandable_segments: one segment per pool that grows by 2 MiB pages
+ *   at its end and gives free pages back on empty_cache (the model of
+ *   ExpandableSegment: map/unmap of kLargeBuffer-aligned pages; to be
+ *   checked on a GPU trace).
+ * Free blocks are kept per pool in a treap ordered by (size, address), so
+ * each event costs O(log n). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/internal.h"
+#include "vramledger/alloc.h"
+#include "vramledger/caching.h"
+
+#define KMIN_BLOCK 512ull
+#define KSMALL_SIZE (1ull << 20)
+#define KSMALL_BUFFER (2ull << 20)
+#define KLARGE_BUFFER (20ull << 20)
+#define KMIN_LARGE (10ull << 20)
+#define KROUND_LARGE (2ull << 20)
+#define KPAGE (2ull << 20) /* expandable segments' page */
+#define NONE (-1)
+
+uint64_t vl_cache_round(uint64_t size) {
+  return size < KMIN_BLOCK ? KMIN_BLOCK : (size + KMIN_BLOCK - 1) / KMIN_BLOCK * KMIN_BLOCK;
+}
+
+uint64_t vl_cache_segment_for(uint64_t size) {
+  if (size <= KSMALL_SIZE) return KSMALL_BUFFER;
+  if (size < KMIN_LARGE) return KLARGE_BUFFER;
+  return (size + KROUND_LARGE - 1) / KROUND_LARGE * KROUND_LARGE;
+}
+
+struct blk {
+  uint64_t addr, size, requested, freed_at;
+  int32_t prev, next; /* neighbours in the segment */
+  int32_t l, r;       /* the free treap */
+  uint32_t prio;
+  uint32_t seg;
+  uint8_t pool, allocated, in_tree, live;
+};
+
+struct seg {
+  uint64_t size;
+  int32_t first; /* its first block */
+  uint8_t pool, live;
+};
+
+struct vl_cache {
+  struct vl_cache_conf conf;
+  struct blk *b;
+  uint32_t nb, capb;
+  int32_t free_slot; /* a chain of unused block slots (through .next) */
+  struct seg *s;
+  uint32_t ns, caps;
+  int32_t root[2];     /* free treaps: small, large */
+  int32_t grow_seg[2]; /* expandable: each pool's segment */
+  uint64_t next_addr, clock;
+  uint32_t rng;
+  struct vl_cache_stats st;
+};
+
+static uint32_t rnd(struct vl_cache *c) {
+  c->rng ^= c->rng << 13;
+  c->rng ^= c->rng >> 17;
+  c->rng ^= c->rng << 5;
+  return c->rng;
+}
+
+/* (size, addr) order */
+static bool less(const struct blk *x, const struct blk *y) {
+  return x->size < y->size || (x->size == y->size && x->addr < y->addr);
+}
+
+static void split_tree(struct vl_cache *c, int32_t t, int32_t key, int32_t *a, int32_t *b) {
+  /* a: nodes < key, b: nodes >= key */
+  if (t == NONE) {
+    *a = *b = NONE;
+    return;
+  }
+  if (less(&c->b[t], &c->b[key])) {
+    split_tree(c, c->b[t].r, key, &c->b[t].r, b);
+    *a = t;
+  } else {
+    split_tree(c, c->b[t].l, key, a, &c->b[t].l);
+    *b = t;
+  }
+}
+
+static int32_t merge_tree(struct vl_cache *c, int32_t a, int32_t b) {
+  if (a == NONE) return b;
+  if (b == NONE) return a;
+  if (c->b[a].prio > c->b[b].prio) {
+    c->b[a].r = merge_tree(c, c->b[a].r, b);
+    return a;
+  }
+  c->b[b].l = merge_tree(c, a, c->b[b].l);
+  return b;
+}
+
+static void tree_insert(struct vl_cache *c, int32_t x) {
+  struct blk *n = &c->b[x];
+  n->l = n->r = NONE;
+  n->prio = rnd(c);
+  n->in_tree = 1;
+  int32_t a, b;
+  split_tree(c, c->root[n->pool], x, &a, &b);
+  c->root[n->pool] = merge_tree(c, merge_tree(c, a, x), b);
+}
+
+static int32_t remove_rec(struct vl_cache *c, int32_t t, int32_t x) {
+  if (t == NONE) return NONE;
+  if (t == x) return merge_tree(c, c->b[t].l, c->b[t].r);
+  if (less(&c->b[x], &c->b[t]))
+    c->b[t].l = remove_rec(c, c->b[t].l, x);
+  else
+    c->b[t].r = remove_rec(c, c->b[t].r, x);
+  return t;
+}
+
+static void tree_remove(struct vl_cache *c, int32_t x) {
+  if (!c->b[x].in_tree) return;
+  c->root[c->b[x].pool] = remove_rec(c, c->root[c->b[x].pool], x);
+  c->b[x].in_tree = 0;
+}
+
+/* the smallest free block of the pool with size >= want */
+static int32_t lower_bound(const struct vl_cache *c, int pool, uint64_t want) {
+  int32_t t = c->root[pool], best = NONE;
+  while (t != NONE) {
+    if (c->b[t].size >= want) {
+      best = t; /* ties: the leftmost of equal sizes has the lowest address */
+      t = c->b[t].l;
+    } else {
+      t = c->b[t].r;
+    }
+  }
+  return best;
+}
+
+static int32_t new_blk(struct vl_cache *c) {
+  if (c->free_slot != NONE) {
+    int32_t x = c->free_slot;
+    c->free_slot = c->b[x].next;
+    memset(&c->b[x], 0, sizeof c->b[x]);
+    return x;
+  }
+  if (c->nb == c->capb) {
+    uint32_t nc = c->capb ? c->capb * 2 : 1024;
+    struct blk *q = vl_realloc(c->b, (size_t)nc * sizeof *q);
+    if (!q) return NONE;
+    c->b = q;
+    c->capb = nc;
+  }
+  memset(&c->b[c->nb], 0, sizeof c->b[0]);
+  return (int32_t)c->nb++;
+}
+
+static void drop_blk(struct vl_cache *c, int32_t x) {
+  c->b[x].live = 0;
+  c->b[x].next = c->free_slot;
+  c->free_slot = x;
+}
+
+static void account(struct vl_cache *c) {
+  if (c->st.allocated > c->st.peak_allocated) c->st.peak_allocated = c->st.allocated;
+  if (c->st.reserved > c->st.peak_reserved) c->st.peak_reserved = c->st.reserved;
+}
+
+/* Is this free block inside a segment that is not wholly free? */
+static bool is_split(const struct vl_cache *c, int32_t x) {
+  return c->b[x].prev != NONE || c->b[x].next != NONE;
+}
+
+static void set_free(struct vl_cache *c, int32_t x, bool free_now) {
+  /* inactive_split bookkeeping happens around every change of a block */
+  if (!c->b[x].allocated && is_split(c, x) && !free_now) c->st.inactive_split -= c->b[x].size;
+  if (free_now && is_split(c, x)) c->st.inactive_split += c->b[x].size;
+}
+
+static void release_segment(struct vl_cache *c, uint32_t si) {
+  struct seg *s = &c->s[si];
+  int32_t x = s->first;
+  tree_remove(c, x);
+  drop_blk(c, x);
+  c->st.reserved -= s->size;
+  c->st.segments--;
+  c->st.cuda_frees++;
+  s->live = 0;
+  if (c->grow_seg[s->pool] == (int32_t)si) c->grow_seg[s->pool] = NONE;
+}
+
+/* Return wholly free segments: all of them (max_age 0), or those freed
+ * before `before` until reserved <= target. */
+static void release_free_segments(struct vl_cache *c, uint64_t target, bool oldest_first) {
+  for (;;) {
+    int32_t pick = NONE;
+    for (uint32_t i = 0; i < c->ns; i++) {
+      struct seg *s = &c->s[i];
+      if (!s->live) continue;
+      int32_t x = s->first;
+      if (c->b[x].allocated || c->b[x].next != NONE) continue; /* not wholly free */
+      if (!oldest_first) {
+        release_segment(c, i);
+        continue;
+      }
+      if (pick == NONE || c->b[x].freed_at < c->b[c->s[pick].first].freed_at) pick = (int32_t)i;
+    }
+    if (!oldest_first || pick == NONE || c->st.reserved <= target) return;
+    release_segment(c, (uint32_t)pick);
+  }
+}
+
+/* With max_split_size: free oversize cached blocks, the smallest that is
+ * large enough first, else the largest ones until enough is freed
+ * (release_available_cached_blocks). Only wholly free segments can go. */
+static bool release_available(struct vl_cache *c, uint64_t want) {
+  if (!c->conf.max_split_size) return false;
+  bool any = false;
+  for (uint32_t i = 0; i < c->ns; i++) {
+    struct seg *s = &c->s[i];
+    int32_t x = s->live ? s->first : NONE;
+    if (x == NONE || c->b[x].allocated || c->b[x].next != NONE) continue;
+    if (s->size < c->conf.max_split_size || s->pool == 0) continue;
+    release_segment(c, i);
+    any = true;
+    if (s->size >= want) break;
+  }
+  return any;
+}
+
+static bool would_fit(const struct vl_cache *c, uint64_t more) {
+  return !c->conf.device_bytes || c->st.reserved + more <= c->conf.device_bytes;
+}
+
+static int32_t new_segment(struct vl_cache *c, int pool, uint64_t size) {
+  if (c->ns == c->caps) {
+    uint32_t nc = c->caps ? c->caps * 2 : 64;
+    struct seg *q = vl_realloc(c->s, (size_t)nc * sizeof *q);
+    if (!q) return NONE;
+    c->s = q;
+    c->caps = nc;
+  }
+  int32_t x = new_blk(c);
+  if (x == NONE) return NONE;
+  uint32_t si = c->ns++;
+  c->s[si] = (struct seg){.size = size, .first = x, .pool = (uint8_t)pool, .live = 1};
+  c->b[x] = (struct blk){.addr = c->next_addr,
+                         .size = size,
+                         .prev = NONE,
+                         .next = NONE,
+                         .l = NONE,
+                         .r = NONE,
+                         .seg = si,
+                         .pool = (uint8_t)pool,
+                         .live = 1};
+  c->next_addr += size + KROUND_LARGE; /* segments never touch: no merging across */
+  c->st.reserved += size;
+  c->st.segments++;
+  c->st.cuda_mallocs++;
+  account(c);
+  return x;
+}
+
+/* expandable: grow the pool's segment at its end by whole pages so that a
+ * free tail block of at least `need` exists; returns that block. */
+static int32_t grow(struct vl_cache *c, int pool, uint64_t need) {
+  int32_t si = c->grow_seg[pool];
+  if (si == NONE) {
+    uint64_t size = (need + KPAGE - 1) / KPAGE * KPAGE;
+    if (!would_fit(c, size)) return NONE;
+    int32_t x = new_segment(c, pool, size);
+    if (x == NONE) return NONE;
+    c->grow_seg[pool] = (int32_t)c->b[x].seg;
+    return x;
+  }
+  int32_t last = c->s[si].first;
+  while (c->b[last].next != NONE)
+    last = c->b[last].next;
+  uint64_t tail = c->b[last].allocated ? 0 : c->b[last].size;
+  uint64_t more = (need - tail + KPAGE - 1) / KPAGE * KPAGE;
+  if (!would_fit(c, more)) return NONE;
+  c->s[si].size += more;
+  c->st.reserved += more;
+  c->st.cuda_mallocs++; /* a map, not a cudaMalloc: counted the same */
+  account(c);
+  if (tail) {
+    set_free(c, last, false);
+    tree_remove(c, last);
+    c->b[last].size += more;
+    set_free(c, last, true);
+    tree_insert(c, last);
+    return last;
+  }
+  int32_t x = new_blk(c);
+  if (x == NONE) return NONE;
+  c->b[x] = (struct blk){.addr = c->b[last].addr + c->b[last].size,
+                         .size = more,
+                         .prev = last,
+                         .next = NONE,
+                         .seg = (uint32_t)si,
+                         .pool = (uint8_t)pool,
+                         .live = 1};
+  c->b[last].next = x;
+  set_free(c, x, true);
+  tree_insert(c, x);
+  return x;
+}
+
+vl_status vl_cache_new(const struct vl_cache_conf *conf, struct vl_cache **out) {
+  *out = NULL;
+  if (conf->gc_threshold < 0 || conf->gc_threshold >= 1) return VL_EINVAL;
+  struct vl_cache *c = vl_calloc(1, sizeof *c);
+  if (!c) return VL_ENOMEM;
+  c->conf = *conf;
+  c->root[0] = c->root[1] = NONE;
+  c->grow_seg[0] = c->grow_seg[1] = NONE;
+  c->free_slot = NONE;
+  c->next_addr = 1ull << 32;
+  c->rng = 0x9e3779b9u;
+  *out = c;
+  return VL_OK;
+}
+
+void vl_cache_destroy(struct vl_cache *c) {
+  if (!c) return;
+  vl_free(c->b);
+  vl_free(c->s);
+  vl_free(c);
+}
+
+static int32_t find(struct vl_cache *c, int pool, uint64_t size) {
+  uint64_t mss = c->conf.max_split_size;
+  int32_t x = lower_bound(c, pool, size);
+  if (x == NONE || !mss) return x;
+  if (size < mss && c->b[x].size >= mss) return NONE;
+  if (size >= mss && c->b[x].size >= size + KLARGE_BUFFER) return NONE;
+  return x;
+}
+
+vl_status vl_cache_malloc(struct vl_cache *c, uint64_t req, uint32_t *handle) {
+  uint64_t size = vl_cache_round(req);
+  int pool = size <= KSMALL_SIZE ? 0 : 1;
+  int32_t x = find(c, pool, size);
+  if (x == NONE && c->conf.expandable) {
+    x = grow(c, pool, size);
+    if (x == NONE) { /* give back what is free, then try once more */
+      vl_cache_empty(c);
+      c->st.alloc_retries++;
+      x = grow(c, pool, size);
+    }
+    if (x == NONE) {
+      c->st.ooms++;
+      return VL_ERANGE;
+    }
+  } else if (x == NONE) {
+    uint64_t segsz = vl_cache_segment_for(size);
+    if (c->conf.gc_threshold > 0 && c->conf.device_bytes &&
+        (double)(c->st.reserved + segsz) > c->conf.gc_threshold * (double)c->conf.device_bytes)
+      release_free_segments(
+          c, (uint64_t)(c->conf.gc_threshold * (double)c->conf.device_bytes) - segsz, true);
+    if (!would_fit(c, segsz)) {
+      if (!(release_available(c, segsz) && would_fit(c, segsz))) {
+        release_free_segments(c, 0, false);
+        c->st.alloc_retries++;
+        x = find(c, pool, size); /* nothing to find: every free segment is gone */
+      }
+    }
+    if (x == NONE) {
+      if (!would_fit(c, segsz)) {
+        c->st.ooms++;
+        return VL_ERANGE;
+      }
+      x = new_segment(c, pool, segsz);
+      if (x == NONE) return VL_ENOMEM;
+    }
+  }
+  /* take x: split when the rules say so */
+  tree_remove(c, x);
+  set_free(c, x, false);
+  uint64_t rest = c->b[x].size - size;
+  bool split =
+      pool == 0 ? rest >= KMIN_BLOCK
+                : (!c->conf.max_split_size || size < c->conf.max_split_size) && rest > KSMALL_SIZE;
+  if (c->conf.expandable && pool == 1) split = rest >= KMIN_BLOCK;
+  if (split) {
+    int32_t y = new_blk(c);
+    if (y == NONE) return VL_ENOMEM;
+    struct blk *bx = &c->b[x];
+    c->b[y] = (struct blk){.addr = bx->addr + size,
+                           .size = rest,
+                           .prev = x,
+                           .next = bx->next,
+                           .seg = bx->seg,
+                           .pool = bx->pool,
+                           .live = 1};
+    if (bx->next != NONE) c->b[bx->next].prev = y;
+    bx->next = y;
+    bx->size = size;
+    set_free(c, y, true);
+    tree_insert(c, y);
+  }
+  struct blk *bx = &c->b[x];
+  bx->allocated = 1;
+  bx->requested = req;
+  c->st.allocated += bx->size;
+  c->st.requested += req;
+  c->st.live_blocks++;
+  account(c);
+  *handle = (uint32_t)x;
+  return VL_OK;
+}
+
+void vl_cache_free(struct vl_cache *c, uint32_t h) {
+  if (h >= c->nb || !c->b[h].live || !c->b[h].allocated) return;
+  int32_t x = (int32_t)h;
+  struct blk *bx = &c->b[x];
+  bx->allocated = 0;
+  bx->freed_at = ++c->clock;
+  c->st.allocated -= bx->size;
+  c->st.requested -= bx->requested;
+  c->st.live_blocks--;
+  /* merge with free neighbours */
+  for (int side = 0; side < 2; side++) {
+    int32_t y = side ? c->b[x].next : c->b[x].prev;
+    if (y == NONE || c->b[y].allocated) continue;
+    set_free(c, y, false);
+    tree_remove(c, y);
+    if (side) { /* y after x */
+      c->b[x].size += c->b[y].size;
+      c->b[x].next = c->b[y].next;
+      if (c->b[y].next != NONE) c->b[c->b[y].next].prev = x;
+    } else { /* y before x: y absorbs x */
+      c->b[y].size += c->b[x].size;
+      c->b[y].next = c->b[x].next;
+      if (c->b[x].next != NONE) c->b[c->b[x].next].prev = y;
+      c->b[y].freed_at = c->b[x].freed_at;
+      drop_blk(c, x);
+      x = y;
+    }
+    if (side) drop_blk(c, y);
+  }
+  c->s[c->b[x].seg].first = c->b[x].prev == NONE ? x : c->s[c->b[x].seg].first;
+  set_free(c, x, true);
+  tree_insert(c, x);
+}
+
+void vl_cache_empty(struct vl_cache *c) {
+  if (c->conf.expandable) { /* unmap the free pages at each segment's end */
+    for (int pool = 0; pool < 2; pool++) {
+      int32_t si = c->grow_seg[pool];
+      if (si == NONE) continue;
+      int32_t last = c->s[si].first;
+      while (c->b[last].next != NONE)
+        last = c->b[last].next;
+      if (c->b[last].allocated) continue;
+      uint64_t start = (c->b[last].addr - c->b[c->s[si].first].addr + KPAGE - 1) / KPAGE * KPAGE;
+      uint64_t end = c->s[si].size, give = end > start ? end - start : 0;
+      if (c->b[last].prev == NONE && give == c->s[si].size) {
+        release_segment(c, (uint32_t)si);
+        continue;
+      }
+      if (!give) continue;
+      set_free(c, last, false);
+      tree_remove(c, last);
+      c->b[last].size -= give;
+      c->s[si].size -= give;
+      c->st.reserved -= give;
+      c->st.cuda_frees++;
+      if (c->b[last].size) {
+        set_free(c, last, true);
+        tree_insert(c, last);
+      } else { /* the page boundary fell on the block's start */
+        c->b[c->b[last].prev].next = NONE;
+        drop_blk(c, last);
+      }
+    }
+    return;
+  }
+  release_free_segments(c, 0, false);
+}
+
+void vl_cache_reset_peaks(struct vl_cache *c) {
+  c->st.peak_allocated = c->st.allocated;
+  c->st.peak_reserved = c->st.reserved;
+}
+
+void vl_cache_stats(const struct vl_cache *c, struct vl_cache_stats *s) { *s = c->st; }
+
+static uint32_t tree_count(const struct vl_cache *c, int32_t t, uint64_t lo_size, bool *ok) {
+  if (t == NONE) return 0;
+  const struct blk *b = &c->b[t];
+  if (!b->live || b->allocated || !b->in_tree) *ok = false;
+  if (b->l != NONE && !less(&c->b[b->l], b)) *ok = false;
+  if (b->r != NONE && !less(b, &c->b[b->r])) *ok = false;
+  (void)lo_size;
+  return 1 + tree_count(c, b->l, 0, ok) + tree_count(c, b->r, 0, ok);
+}
+
+bool vl_cache_check(const struct vl_cache *c) {
+  uint64_t alloc = 0, res = 0, split = 0, segs = 0, live = 0;
+  uint32_t free_blocks = 0;
+  bool ok = true;
+  for (uint32_t i = 0; i < c->ns; i++) {
+    const struct seg *s = &c->s[i];
+    if (!s->live) continue;
+    segs++;
+    res += s->size;
+    uint64_t sum = 0, addr = c->b[s->first].addr;
+    if (c->b[s->first].prev != NONE) ok = false;
+    for (int32_t x = s->first, prev = NONE; x != NONE; prev = x, x = c->b[x].next) {
+      const struct blk *b = &c->b[x];
+      if (!b->live || b->prev != prev || b->addr != addr || b->seg != i) ok = false;
+      if (prev != NONE && !b->allocated && !c->b[prev].allocated) ok = false; /* unmerged */
+      addr += b->size;
+      sum += b->size;
+      if (b->allocated) {
+        alloc += b->size;
+        live++;
+      } else {
+        free_blocks++;
+        if (!b->in_tree) ok = false;
+        if (b->prev != NONE || b->next != NONE) split += b->size;
+      }
+    }
+    if (sum != s->size) ok = false;
+  }
+  uint32_t in_trees = tree_count(c, c->root[0], 0, &ok) + tree_count(c, c->root[1], 0, &ok);
+  return ok && in_trees == free_blocks && alloc == c->st.allocated && res == c->st.reserved &&
+         split == c->st.inactive_split && segs == c->st.segments && live == c->st.live_blocks &&
+         alloc <= res;
+}

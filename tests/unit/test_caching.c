@@ -1,0 +1,202 @@
+/* lib/model/caching.c: the model of PyTorch's caching allocator, on cases
+ * worked out by hand from c10/cuda/CUDACachingAllocator.cpp's rules, and a
+ * long random sequence whose books must balance after every event. */
+#include "testutil.h"
+#include "vramledger/caching.h"
+
+#define KiB (1ull << 10)
+#define MB (1ull << 20)
+
+static struct vl_cache *mk(uint64_t device, uint64_t mss, double gc, bool exp) {
+  struct vl_cache_conf conf = {device, mss, gc, exp};
+  struct vl_cache *c = NULL;
+  assert_int_equal(vl_cache_new(&conf, &c), VL_OK);
+  return c;
+}
+
+static uint32_t A(struct vl_cache *c, uint64_t n) {
+  uint32_t h = 0;
+  assert_int_equal(vl_cache_malloc(c, n, &h), VL_OK);
+  assert_true(vl_cache_check(c));
+  return h;
+}
+
+static struct vl_cache_stats S(const struct vl_cache *c) {
+  struct vl_cache_stats s;
+  vl_cache_stats(c, &s);
+  return s;
+}
+
+static void
+sizes(void **state) {
+  (void)state;
+  /* measured on the H200 (bench/results/2026-11-29-h200-basics.json) */
+  assert_int_equal(vl_cache_round(1), 512);
+  assert_int_equal(vl_cache_round(513), 1024);
+  assert_int_equal(vl_cache_round(MB + 1), MB + 512);
+  assert_int_equal(vl_cache_segment_for(1024), 2 * MB);
+  assert_int_equal(vl_cache_segment_for(MB + 512), 20 * MB);
+  assert_int_equal(vl_cache_segment_for(10 * MB), 10 * MB);
+  assert_int_equal(vl_cache_segment_for(100 * MB + 1), 102 * MB);
+}
+
+static void pools_and_splitting(void **state) {
+  (void)state;
+  struct vl_cache *c = mk(0, 0, 0, false);
+  A(c, 513);
+  A(c, 513); /* the same 2 MiB small segment */
+  assert_int_equal(S(c).allocated, 2048);
+  assert_int_equal(S(c).reserved, 2 * MB);
+  A(c, MB + 1); /* large pool: a 20 MiB segment, the rest split off */
+  assert_int_equal(S(c).reserved, 22 * MB);
+  assert_int_equal(S(c).segments, 2);
+  A(c, 100 * MB); /* its own segment, exactly */
+  assert_int_equal(S(c).reserved, 122 * MB);
+  assert_int_equal(S(c).peak_allocated, 2048 + MB + 512 + 100 * MB);
+  vl_cache_destroy(c);
+}
+
+static void reuse_merge_and_empty(void **state) {
+  (void)state;
+  struct vl_cache *c = mk(0, 0, 0, false);
+  uint32_t a = A(c, 8 * MB), b = A(c, 8 * MB); /* both in one 20 MiB segment */
+  assert_int_equal(S(c).reserved, 20 * MB);
+  assert_int_equal(S(c).inactive_split, 4 * MB); /* the free rest of the segment */
+  vl_cache_free(c, a);
+  assert_true(vl_cache_check(c));
+  assert_int_equal(S(c).inactive_split, 12 * MB);
+  vl_cache_free(c, b); /* merges back into one free segment: nothing split */
+  assert_true(vl_cache_check(c));
+  assert_int_equal(S(c).inactive_split, 0);
+  assert_int_equal(S(c).reserved, 20 * MB); /* cached, not returned */
+  uint32_t d = A(c, 16 * MB);               /* reuses it: no new segment */
+  assert_int_equal(S(c).cuda_mallocs, 1);
+  vl_cache_free(c, d);
+  vl_cache_empty(c);
+  assert_true(vl_cache_check(c));
+  assert_int_equal(S(c).reserved, 0);
+  assert_int_equal(S(c).cuda_frees, 1);
+  vl_cache_destroy(c);
+}
+
+static void fragmentation(void **state) {
+  (void)state;
+  struct vl_cache *c = mk(0, 0, 0, false);
+  A(c, 6 * MB);
+  uint32_t mid = A(c, 6 * MB);
+  A(c, 6 * MB); /* 18 of 20 MiB; 2 MiB free at the end */
+  vl_cache_free(c, mid);
+  assert_int_equal(S(c).inactive_split, 8 * MB);
+  A(c, 7 * MB); /* 6 and 2 MiB free, apart: a new 20 MiB segment */
+  assert_int_equal(S(c).reserved, 40 * MB);
+  assert_int_equal(S(c).segments, 2);
+  A(c, 5 * MB); /* best fit: the 6 MiB hole, leaving 1 MiB unsplit (not > 1 MiB) */
+  assert_int_equal(S(c).allocated, 6 * MB * 2 + 7 * MB + 6 * MB);
+  vl_cache_destroy(c);
+}
+
+static void retry_and_oom(void **state) {
+  (void)state;
+  struct vl_cache *c = mk(40 * MB, 0, 0, false);
+  uint32_t a = A(c, 20 * MB);
+  vl_cache_free(c, a); /* cached */
+  A(c, 30 * MB);       /* 20 + 30 > 40: the cache is freed, then it fits */
+  assert_int_equal(S(c).alloc_retries, 1);
+  assert_int_equal(S(c).reserved, 30 * MB);
+  uint32_t h;
+  assert_int_equal(vl_cache_malloc(c, 30 * MB, &h), VL_ERANGE);
+  assert_int_equal(S(c).ooms, 1);
+  assert_true(vl_cache_check(c));
+  vl_cache_destroy(c);
+}
+
+static void max_split_size(void **state) {
+  (void)state;
+  struct vl_cache *c = mk(0, 64 * MB, 0, false);
+  uint32_t big = A(c, 100 * MB);
+  vl_cache_free(c, big);
+  A(c, 8 * MB); /* below max_split_size: never from the oversize block */
+  assert_int_equal(S(c).reserved, 120 * MB);
+  A(c, 110 * MB); /* oversize, but the 100 MiB block is too small: new */
+  assert_int_equal(S(c).reserved, 230 * MB);
+  vl_cache_destroy(c);
+}
+
+static void expandable(void **state) {
+  (void)state;
+  struct vl_cache *c = mk(0, 0, 0, true);
+  uint32_t a = A(c, 8 * MB); /* pages of 2 MiB, no 20 MiB segment */
+  assert_int_equal(S(c).reserved, 8 * MB);
+  uint32_t b = A(c, 3 * MB); /* the segment grows by 4 MiB */
+  assert_int_equal(S(c).reserved, 12 * MB);
+  assert_int_equal(S(c).segments, 1);
+  vl_cache_free(c, b);
+  vl_cache_free(c, a);
+  assert_true(vl_cache_check(c));
+  vl_cache_empty(c);
+  assert_true(vl_cache_check(c));
+  assert_int_equal(S(c).reserved, 0);
+  vl_cache_destroy(c);
+}
+
+static void gc_threshold(void **state) {
+  (void)state;
+  struct vl_cache *c = mk(100 * MB, 0, 0.5, false);
+  uint32_t a = A(c, 30 * MB);
+  vl_cache_free(c, a); /* 30 MiB cached */
+  A(c, 40 * MB);       /* 30 + 40 > 50: the old free segment goes first */
+  assert_int_equal(S(c).reserved, 40 * MB);
+  assert_int_equal(S(c).alloc_retries, 0);
+  vl_cache_destroy(c);
+}
+
+/* 200,000 random events of PyTorch-like sizes: the books balance after
+ * each one, and freeing everything leaves nothing allocated. */
+static void books_balance(void **state) {
+  (void)state;
+  for (int mode = 0; mode < 3; mode++) {
+    struct vl_cache *c = mk(mode == 1 ? 2048 * MB : 0, mode == 1 ? 32 * MB : 0, 0, mode == 2);
+    uint32_t live[4096];
+    int n = 0;
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < 200000; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      if (n > 0 && (x % 100 < 45 || n == 4096)) {
+        int k = (int)((x >> 8) % (uint64_t)n);
+        vl_cache_free(c, live[k]);
+        live[k] = live[--n];
+      } else {
+        uint64_t size = (x >> 20) % 4 == 0 ? (x >> 24) % (64 * MB) : (x >> 24) % (2 * MB);
+        uint32_t h;
+        vl_status s = vl_cache_malloc(c, size, &h);
+        if (s == VL_OK)
+          live[n++] = h;
+        else
+          assert_int_equal(s, VL_ERANGE);
+      }
+      if (i % 997 == 0) assert_true(vl_cache_check(c));
+      if (i % 50000 == 0) vl_cache_empty(c);
+    }
+    while (n)
+      vl_cache_free(c, live[--n]);
+    assert_true(vl_cache_check(c));
+    assert_int_equal(S(c).allocated, 0);
+    assert_int_equal(S(c).inactive_split, 0);
+    vl_cache_empty(c);
+    assert_int_equal(S(c).reserved, 0);
+    vl_cache_destroy(c);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(sizes),
+                                     cmocka_unit_test(pools_and_splitting),
+                                     cmocka_unit_test(reuse_merge_and_empty),
+                                     cmocka_unit_test(fragmentation),
+                                     cmocka_unit_test(retry_and_oom),
+                                     cmocka_unit_test(max_split_size),
+                                     cmocka_unit_test(expandable),
+                                     cmocka_unit_test(gc_threshold),
+                                     cmocka_unit_test(books_balance)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
