@@ -58,8 +58,6 @@ uint64_t vl_cache_segment_for(uint64_t size) {
 struct blk {
   uint64_t addr, size, requested, freed_at;
   int32_t prev, next; /* neighbours in the segment */
-  int32_t l, r;       /* the free treap */
-  uint32_t prio;
   uint32_t seg;
   uint8_t pool, allocated, in_tree, live;
 };
@@ -73,6 +71,7 @@ struct seg {
 struct vl_cache {
   struct vl_cache_conf conf;
   struct blk *b;
+  struct tn *t; /* the free treaps' nodes, by block index */
   uint32_t nb, capb;
   int32_t free_slot; /* a chain of unused block slots (through .next) */
   struct seg *s;
@@ -91,72 +90,92 @@ static uint32_t rnd(struct vl_cache *c) {
   return c->rng;
 }
 
+/* The free treaps: nodes apart from the blocks (compact: the search walks
+ * only these), parent links, insert and remove by rotations. */
+struct tn {
+  uint64_t size, addr;
+  int32_t l, r, p;
+  uint32_t prio;
+};
+
 /* (size, addr) order */
-static bool less(const struct blk *x, const struct blk *y) {
+static bool tless(const struct tn *x, const struct tn *y) {
   return x->size < y->size || (x->size == y->size && x->addr < y->addr);
 }
 
-static void split_tree(struct vl_cache *c, int32_t t, int32_t key, int32_t *a, int32_t *b) {
-  /* a: nodes < key, b: nodes >= key */
-  if (t == NONE) {
-    *a = *b = NONE;
-    return;
-  }
-  if (less(&c->b[t], &c->b[key])) {
-    split_tree(c, c->b[t].r, key, &c->b[t].r, b);
-    *a = t;
-  } else {
-    split_tree(c, c->b[t].l, key, a, &c->b[t].l);
-    *b = t;
-  }
+static void relink(struct vl_cache *c, int pool, int32_t parent, int32_t old, int32_t x) {
+  if (parent == NONE)
+    c->root[pool] = x;
+  else if (c->t[parent].l == old)
+    c->t[parent].l = x;
+  else
+    c->t[parent].r = x;
 }
 
-static int32_t merge_tree(struct vl_cache *c, int32_t a, int32_t b) {
-  if (a == NONE) return b;
-  if (b == NONE) return a;
-  if (c->b[a].prio > c->b[b].prio) {
-    c->b[a].r = merge_tree(c, c->b[a].r, b);
-    return a;
+/* x goes up over its parent */
+static void rotate_up(struct vl_cache *c, int pool, int32_t x) {
+  struct tn *t = c->t;
+  int32_t p = t[x].p, g = t[p].p;
+  if (t[p].l == x) {
+    t[p].l = t[x].r;
+    if (t[x].r != NONE) t[t[x].r].p = p;
+    t[x].r = p;
+  } else {
+    t[p].r = t[x].l;
+    if (t[x].l != NONE) t[t[x].l].p = p;
+    t[x].l = p;
   }
-  c->b[b].l = merge_tree(c, a, c->b[b].l);
-  return b;
+  t[p].p = x;
+  t[x].p = g;
+  relink(c, pool, g, p, x);
 }
 
 static void tree_insert(struct vl_cache *c, int32_t x) {
   struct blk *n = &c->b[x];
-  n->l = n->r = NONE;
-  n->prio = rnd(c);
+  struct tn *t = c->t;
+  int pool = n->pool;
+  t[x] = (struct tn){
+      .size = n->size, .addr = n->addr, .l = NONE, .r = NONE, .p = NONE, .prio = rnd(c)};
   n->in_tree = 1;
-  int32_t a, b;
-  split_tree(c, c->root[n->pool], x, &a, &b);
-  c->root[n->pool] = merge_tree(c, merge_tree(c, a, x), b);
-}
-
-static int32_t remove_rec(struct vl_cache *c, int32_t t, int32_t x) {
-  if (t == NONE) return NONE;
-  if (t == x) return merge_tree(c, c->b[t].l, c->b[t].r);
-  if (less(&c->b[x], &c->b[t]))
-    c->b[t].l = remove_rec(c, c->b[t].l, x);
+  int32_t y = c->root[pool], parent = NONE;
+  while (y != NONE) {
+    parent = y;
+    y = tless(&t[x], &t[y]) ? t[y].l : t[y].r;
+  }
+  t[x].p = parent;
+  if (parent == NONE)
+    c->root[pool] = x;
+  else if (tless(&t[x], &t[parent]))
+    t[parent].l = x;
   else
-    c->b[t].r = remove_rec(c, c->b[t].r, x);
-  return t;
+    t[parent].r = x;
+  while (t[x].p != NONE && t[t[x].p].prio < t[x].prio)
+    rotate_up(c, pool, x);
 }
 
 static void tree_remove(struct vl_cache *c, int32_t x) {
   if (!c->b[x].in_tree) return;
-  c->root[c->b[x].pool] = remove_rec(c, c->root[c->b[x].pool], x);
+  struct tn *t = c->t;
+  int pool = c->b[x].pool;
+  while (t[x].l != NONE && t[x].r != NONE) /* down, under the child of higher priority */
+    rotate_up(c, pool, t[t[x].l].prio > t[t[x].r].prio ? t[x].l : t[x].r);
+  int32_t child = t[x].l != NONE ? t[x].l : t[x].r;
+  if (child != NONE) t[child].p = t[x].p;
+  relink(c, pool, t[x].p, x, child);
   c->b[x].in_tree = 0;
 }
 
-/* the smallest free block of the pool with size >= want */
+/* the smallest free block of the pool with size >= want, ties to the
+ * lowest address */
 static int32_t lower_bound(const struct vl_cache *c, int pool, uint64_t want) {
-  int32_t t = c->root[pool], best = NONE;
-  while (t != NONE) {
-    if (c->b[t].size >= want) {
-      best = t; /* ties: the leftmost of equal sizes has the lowest address */
-      t = c->b[t].l;
+  const struct tn *t = c->t;
+  int32_t y = c->root[pool], best = NONE;
+  while (y != NONE) {
+    if (t[y].size >= want) {
+      best = y;
+      y = t[y].l;
     } else {
-      t = c->b[t].r;
+      y = t[y].r;
     }
   }
   return best;
@@ -174,6 +193,9 @@ static int32_t new_blk(struct vl_cache *c) {
     struct blk *q = vl_realloc(c->b, (size_t)nc * sizeof *q);
     if (!q) return NONE;
     c->b = q;
+    struct tn *u = vl_realloc(c->t, (size_t)nc * sizeof *u);
+    if (!u) return NONE;
+    c->t = u;
     c->capb = nc;
   }
   memset(&c->b[c->nb], 0, sizeof c->b[0]);
@@ -273,8 +295,6 @@ static int32_t new_segment(struct vl_cache *c, int pool, uint64_t size) {
                          .size = size,
                          .prev = NONE,
                          .next = NONE,
-                         .l = NONE,
-                         .r = NONE,
                          .seg = si,
                          .pool = (uint8_t)pool,
                          .live = 1};
@@ -349,6 +369,7 @@ vl_status vl_cache_new(const struct vl_cache_conf *conf, struct vl_cache **out) 
 void vl_cache_destroy(struct vl_cache *c) {
   if (!c) return;
   vl_free(c->b);
+  vl_free(c->t);
   vl_free(c->s);
   vl_free(c);
 }
@@ -511,14 +532,15 @@ void vl_cache_reset_peaks(struct vl_cache *c) {
 
 void vl_cache_stats(const struct vl_cache *c, struct vl_cache_stats *s) { *s = c->st; }
 
-static uint32_t tree_count(const struct vl_cache *c, int32_t t, uint64_t lo_size, bool *ok) {
-  if (t == NONE) return 0;
-  const struct blk *b = &c->b[t];
-  if (!b->live || b->allocated || !b->in_tree) *ok = false;
-  if (b->l != NONE && !less(&c->b[b->l], b)) *ok = false;
-  if (b->r != NONE && !less(b, &c->b[b->r])) *ok = false;
-  (void)lo_size;
-  return 1 + tree_count(c, b->l, 0, ok) + tree_count(c, b->r, 0, ok);
+static uint32_t tree_count(const struct vl_cache *c, int32_t x, int32_t parent, bool *ok) {
+  if (x == NONE) return 0;
+  const struct blk *b = &c->b[x];
+  const struct tn *t = &c->t[x];
+  if (!b->live || b->allocated || !b->in_tree || t->p != parent) *ok = false;
+  if (t->size != b->size || t->addr != b->addr) *ok = false;
+  if (t->l != NONE && (!tless(&c->t[t->l], t) || c->t[t->l].prio > t->prio)) *ok = false;
+  if (t->r != NONE && (!tless(t, &c->t[t->r]) || c->t[t->r].prio > t->prio)) *ok = false;
+  return 1 + tree_count(c, t->l, x, ok) + tree_count(c, t->r, x, ok);
 }
 
 bool vl_cache_check(const struct vl_cache *c) {
@@ -549,7 +571,7 @@ bool vl_cache_check(const struct vl_cache *c) {
     }
     if (sum != s->size) ok = false;
   }
-  uint32_t in_trees = tree_count(c, c->root[0], 0, &ok) + tree_count(c, c->root[1], 0, &ok);
+  uint32_t in_trees = tree_count(c, c->root[0], NONE, &ok) + tree_count(c, c->root[1], NONE, &ok);
   return ok && in_trees == free_blocks && alloc == c->st.allocated && res == c->st.reserved &&
          split == c->st.inactive_split && segs == c->st.segments && live == c->st.live_blocks &&
          alloc <= res;
