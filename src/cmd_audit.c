@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "vramledger/commitment.h"
+#include "vramledger/probe.h"
 #include "vramledger/record.h"
 
 enum { O_HELP, O_COMMITMENT, O_RUN, O_PRICE };
@@ -69,18 +70,22 @@ int cmd_audit(int argc, const char **argv) {
   } else {
     printf("  %-28s %14s %14.4g\n", "GPU-hours", "not committed", hours);
   }
-  /* throughput: the job's vl_mark("step") stamps, one per optimizer step */
+  /* throughput: the probe's steps (the tokens it saw, times the ranks);
+   * else the job's vl_mark("step") stamps with the committed batch */
   struct vl_record r;
   char rp[PATH_MAX];
-  double step_s = 0;
+  double step_s = 0, measured_tps = 0;
   if (cli_load_record(a.run, &r, rp, sizeof rp) == 0) {
+    struct vl_probe_layer fw;
+    vl_probe_analyze(&r, &fw);
+    if (fw.tokens_per_s > 0) measured_tps = fw.tokens_per_s * (fw.n_ranks ? fw.n_ranks : 1);
     step_s = vl_record_mark_median_s(&r, "step");
     vl_record_release(&r);
   }
   const struct vl_job *j = &c.job;
   double tokens_per_step =
       (double)j->batch * (double)j->seq * (double)j->grad_accum * (double)(j->dp ? j->dp : 1);
-  double tps = step_s > 0 ? tokens_per_step / step_s : 0;
+  double tps = measured_tps > 0 ? measured_tps : step_s > 0 ? tokens_per_step / step_s : 0;
   if (c.sla_tokens_per_s > 0 && tps > 0) {
     off = (tps - c.sla_tokens_per_s) / c.sla_tokens_per_s;
     bad = off < -tol; /* faster than the SLA is no breach */

@@ -1,5 +1,6 @@
 /* vramledger plan: which GPUs, how many, which strategy, what it costs.
  * docs/cmd/plan.md. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,8 @@
 #include "jobflags.h"
 #include "vramledger/alloc.h"
 #include "vramledger/plan.h"
+#include "vramledger/probe.h"
+#include "vramledger/record.h"
 #include "vramledger/render.h"
 
 /* --prices FILE over the catalog's example prices. */
@@ -27,21 +30,55 @@ static int apply_prices(const char *path, struct vl_catalog *cat) {
   return 0;
 }
 
+/* --run RUN: the MFU the job measured (the probe's tokens/s on its GPU),
+ * in place of the default. */
+static int mfu_from_run(const char *run, const struct vl_arch *arch, const struct vl_job *job,
+                        const struct vl_catalog *cat, bool mfu_given, double *mfu) {
+  if (mfu_given) {
+    cli_error("--run and --mfu both set the MFU: give one");
+    return VL_EXIT_USAGE;
+  }
+  char path[PATH_MAX];
+  struct vl_record rec;
+  int rc = cli_load_record(run, &rec, path, sizeof path);
+  if (rc) return rc;
+  struct vl_probe_layer f;
+  vl_probe_analyze(&rec, &f);
+  const char *device = f.device[0] ? f.device : rec.n_gpus ? rec.gpus[0].name : "";
+  const struct vl_gpu *g = device[0] ? vl_catalog_match_device(cat, device) : NULL;
+  double tps = f.tokens_per_s;
+  vl_record_release(&rec);
+  if (!f.present || tps <= 0) {
+    cli_error("--run %s: no tokens per second in the record (it needs the PyTorch probe: "
+              "run the job under 'vramledger run' without --no-probe)",
+              path);
+    return VL_EXIT_ERROR;
+  }
+  if (!g) {
+    cli_error("--run %s: its GPU '%s' is not in the catalog; add it with --catalog FILE, or "
+              "give --mfu",
+              path, device[0] ? device : "(unknown: no NVML, no CUDA)");
+    return VL_EXIT_ERROR;
+  }
+  double m = vl_plan_mfu_measured(arch, job, tps, g);
+  if (!(m > 0 && m <= 1)) {
+    cli_error("--run %s: %.0f tokens/s on %s means an MFU of %.3f, outside (0, 1]: is the "
+              "record of this --model and these settings?",
+              path, tps, g->name, m);
+    return VL_EXIT_ERROR;
+  }
+  cli_hint("MFU %.3f measured in %s: %.0f tokens/s a GPU on %s (%s, %.0f TFLOP/s bf16)", m, path,
+           tps, device, g->name, g->bf16_tflops);
+  *mfu = m;
+  return 0;
+}
+
 int cmd_plan(int argc, const char **argv) {
-  static const char *const names[] = {"--tokens",
-                                      "--global-batch",
-                                      "--gpus",
-                                      "--max-gpus",
-                                      "--deadline-hours",
-                                      "--budget",
-                                      "--value-per-hour",
-                                      "--late-penalty",
-                                      "--mfu",
-                                      "--top",
-                                      "--prices",
-                                      "--format",
-                                      NULL};
-  const char *val[12];
+  static const char *const names[] = {
+      "--tokens", "--global-batch",   "--gpus",         "--max-gpus", "--deadline-hours",
+      "--budget", "--value-per-hour", "--late-penalty", "--mfu",      "--top",
+      "--prices", "--format",         "--run",          NULL};
+  const char *val[13];
   struct est e;
   int rc = est_parse_with(argc, argv, names, val, &e);
   if (rc) return rc;
@@ -114,6 +151,11 @@ int cmd_plan(int argc, const char **argv) {
   }
   q.gpus = cards;
   q.n_gpus = nc;
+  if (val[12] && (rc = mfu_from_run(val[12], &arch, &e.job, &cat, val[8] != NULL, &q.mfu))) {
+    vl_free(cards);
+    vl_catalog_release(&cat);
+    return rc;
+  }
   struct vl_overheads ov;
   vl_overheads_default(&ov);
   struct vl_plan_result r;

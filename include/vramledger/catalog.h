@@ -48,6 +48,10 @@ vl_status vl_prices_apply(const char *text, size_t len, struct vl_catalog *cat,
 
 /*! Look up a GPU by name or alias, case-insensitively; NULL if absent. */
 const struct vl_gpu *vl_catalog_find(const struct vl_catalog *cat, const char *name);
+/*! The card a device name from CUDA or NVML names ("NVIDIA H200",
+ * "NVIDIA A100-SXM4-80GB", "NVIDIA GeForce RTX 4090"): the longest run of
+ * its words that is a catalog name or alias; NULL when none is. */
+const struct vl_gpu *vl_catalog_match_device(const struct vl_catalog *cat, const char *device);
 
 /* Fit of a bill on a card, keeping a fraction of it free for fragmentation
  * (seeds: keep 10-15 %). */

@@ -68,4 +68,10 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
                          struct vl_plan_result *r, struct vl_err *err) VL_MUST_USE;
 void vl_plan_release(struct vl_plan_result *r);
 
+/*! The MFU a measured throughput means: tokens/s of one GPU x FLOPs a
+ * token (6N, 4N with LoRA, +2N recomputed) / the card's dense bf16 peak.
+ * 0 when it cannot be told (pure). */
+double vl_plan_mfu_measured(const struct vl_arch *a, const struct vl_job *j,
+                            double tokens_per_s_per_gpu, const struct vl_gpu *g);
+
 #endif

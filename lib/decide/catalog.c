@@ -112,6 +112,38 @@ const struct vl_gpu *vl_catalog_find(const struct vl_catalog *cat, const char *n
   return NULL;
 }
 
+const struct vl_gpu *vl_catalog_match_device(const struct vl_catalog *cat, const char *device) {
+  /* "NVIDIA H100 80GB HBM3" -> tokens h100, 80gb, hbm3; try every run of
+   * consecutive tokens joined by '-', longest first */
+  char tok[8][32];
+  int n = 0;
+  const char *p = device;
+  while (*p && n < 8) {
+    while (*p == ' ' || *p == '-' || *p == '_')
+      p++;
+    size_t k = 0;
+    while (*p && *p != ' ' && *p != '-' && *p != '_') {
+      if (k + 1 < sizeof tok[0]) tok[n][k++] = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+      p++;
+    }
+    tok[n][k] = '\0';
+    if (k && strcmp(tok[n], "nvidia") && strcmp(tok[n], "geforce") && strcmp(tok[n], "tesla") &&
+        strcmp(tok[n], "amd") && strcmp(tok[n], "instinct"))
+      n++;
+  }
+  for (int len = n; len >= 1; len--)
+    for (int at = 0; at + len <= n; at++) {
+      char name[VL_GPU_NAME * 2] = "";
+      size_t used = 0;
+      for (int i = at; i < at + len && used < sizeof name; i++)
+        used +=
+            (size_t)snprintf(name + used, sizeof name - used, "%s%s", i > at ? "-" : "", tok[i]);
+      const struct vl_gpu *g = vl_catalog_find(cat, name);
+      if (g) return g;
+    }
+  return NULL;
+}
+
 vl_status vl_prices_apply(const char *text, size_t len, struct vl_catalog *cat,
                           struct vl_err *err) {
   json_error_t jerr;

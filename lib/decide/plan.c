@@ -41,6 +41,24 @@ static double active_params(const struct vl_arch *a, const struct vl_inventory *
   return p - experts * (1.0 - (double)a->experts_per_token / (double)a->experts);
 }
 
+/* 6 x N FLOPs a token (4 with LoRA: no weight gradients for the frozen
+ * base), + 2 x N when every layer is recomputed; N the active parameters.
+ * The same convention as the plan's times (docs/model.md, plan). */
+static double flops_per_token(const struct vl_arch *a, const struct vl_job *j) {
+  struct vl_inventory inv;
+  if (vl_inventory_build(a, &inv, NULL) != VL_OK) return 0;
+  double f = j->lora_rank ? 4.0 : 6.0;
+  if (j->checkpointing == VL_CKPT_FULL) f += 2.0;
+  return f * active_params(a, &inv);
+}
+
+double vl_plan_mfu_measured(const struct vl_arch *a, const struct vl_job *j,
+                            double tokens_per_s_per_gpu, const struct vl_gpu *g) {
+  double fpt = flops_per_token(a, j);
+  if (!(fpt > 0) || !(g->bf16_tflops > 0) || !(tokens_per_s_per_gpu > 0)) return 0;
+  return tokens_per_s_per_gpu * fpt / (g->bf16_tflops * 1e12);
+}
+
 static int by_rank(const void *x, const void *y) {
   const struct vl_plan_candidate *a = x, *b = y;
   double ka = a->net_value_usd, kb = b->net_value_usd; /* higher is better */

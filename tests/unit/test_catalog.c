@@ -128,11 +128,32 @@ static void search_finds_the_edge(void **state) {
   assert_int_equal(best, 0);
 }
 
+/* the device names CUDA and NVML give, matched to catalog cards */
+static void device_names(void **state) {
+  (void)state;
+  static const char *const cases[][2] = {
+      {"NVIDIA H200", "h200"},
+      {"NVIDIA H100 80GB HBM3", "h100-80gb"},
+      {"NVIDIA A100-SXM4-80GB", "a100-80gb"},
+      {"NVIDIA A100-SXM4-40GB", "a100-40gb"},
+      {"NVIDIA GeForce RTX 4090", "rtx-4090"},
+      {"NVIDIA L4", "l4"},
+      {"NVIDIA A10G", "a10g"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const struct vl_gpu *g = vl_catalog_match_device(&cat, cases[i][0]);
+    assert_non_null(g);
+    assert_string_equal(g->name, cases[i][1]);
+  }
+  assert_null(vl_catalog_match_device(&cat, "NVIDIA Quadro P400"));
+  assert_null(vl_catalog_match_device(&cat, ""));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(bundled_catalog),       cmocka_unit_test(bad_catalogs),
       cmocka_unit_test(prices_override),       cmocka_unit_test(fit_keeps_the_margin),
-      cmocka_unit_test(search_finds_the_edge),
+      cmocka_unit_test(search_finds_the_edge), cmocka_unit_test(device_names),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
