@@ -18,6 +18,8 @@ static const struct command {
     {"report", cmd_report, vl_help_report, "what a run record says: peaks, layers, findings"},
     {"doctor", cmd_doctor, vl_help_doctor,
      "what is wrong with a run's memory: evidence and a fix, stable ids for CI"},
+    {"trace", cmd_trace, vl_help_trace,
+     "a job's every allocation, replayed through PyTorch's caching allocator"},
     {"watch", cmd_watch, vl_help_watch,
      "sample every GPU and process: CSV, JSON Lines, Prometheus, textfiles"},
     {"sweep", cmd_sweep, vl_help_sweep, "run a command over a grid of values, each point recorded"},

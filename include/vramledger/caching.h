@@ -57,4 +57,46 @@ bool vl_cache_check(const struct vl_cache *c);
 uint64_t vl_cache_round(uint64_t size);       /* a block: 512 B multiples */
 uint64_t vl_cache_segment_for(uint64_t size); /* a new segment for a rounded request */
 
+/* ---- replay of an allocation trace (python/vramledger/tracer.py) ---- */
+
+enum vl_trace_kind { VL_TR_ALLOC, VL_TR_FREE, VL_TR_MARK };
+struct vl_trace_ev {
+  uint8_t kind;
+  uint8_t device; /* 0 cpu, 1 cuda, 2 meta, 3 other */
+  uint32_t id;    /* dense, from 1; a mark: its index in names */
+  uint64_t bytes;
+};
+
+struct vl_trace {
+  struct vl_trace_ev *ev;
+  size_t n;
+  uint32_t max_id;
+  char (*marks)[64];
+  size_t n_marks;
+  size_t per_device[4]; /* allocations per device */
+};
+
+/*! Parse a trace ("a ID BYTES DEVICE", "f ID", "m NAME" lines). A cut last
+ * line is ignored. @return VL_OK, VL_EPARSE ("line N: ..."), VL_ENOMEM. */
+vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t,
+                         struct vl_err *err) VL_MUST_USE;
+void vl_trace_release(struct vl_trace *t);
+
+struct vl_replay {
+  struct vl_cache_stats end; /* the allocator after the last event */
+  uint64_t peak_allocated, peak_reserved;
+  uint64_t inactive_split_at_peak; /* at the allocated peak */
+  size_t peak_event;               /* index of the event of the allocated peak */
+  long peak_mark;                  /* the last mark before it, or -1 */
+  size_t events, allocs, frees, skipped;
+  bool oom; /* the device ran out; stopped there */
+  size_t oom_event;
+};
+
+/*! Replay the allocations on `device` (0 cpu, 1 cuda, 2 meta; -1: cuda if
+ * the trace has any, else every device) through the allocator model.
+ * @return VL_OK, VL_ENOMEM, VL_EINVAL (a bad configuration). */
+vl_status vl_trace_replay(const struct vl_trace *t, int device, const struct vl_cache_conf *conf,
+                          struct vl_replay *out) VL_MUST_USE;
+
 #endif

@@ -10,12 +10,17 @@ import sys
 
 
 def _arm():
-    if os.environ.get("VRAMLEDGER_PROBE", "1") == "0" or not os.environ.get("VRAMLEDGER_RECORD"):
+    if (os.environ.get("VRAMLEDGER_PROBE", "1") == "0" or not os.environ.get("VRAMLEDGER_RECORD")) \
+            and not os.environ.get("VRAMLEDGER_TRACE"):
         return
     import importlib.abc
 
     def attach(torch):
         try:
+            trace = os.environ.get("VRAMLEDGER_TRACE")
+            if trace:  # vramledger trace: every allocation, for the replay
+                from vramledger import tracer
+                tracer.install(torch, trace)
             from vramledger import probe
             probe.install(torch)
         except Exception as e:  # never break the job

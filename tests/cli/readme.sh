@@ -1,7 +1,8 @@
 #!/bin/sh
 # Every command line in README.md that starts with "vramledger " runs and
 # exits 0 (or 3, "does not fit", where the example says so with "# exit 3");
-# lines marked "# needs a GPU" are listed and skipped.
+# lines marked "# needs a GPU" (or "# needs a ... job of yours") are listed
+# and skipped.
 set -u
 bin=$1
 readme=$2
@@ -12,8 +13,8 @@ while IFS= read -r line; do
   n=$((n + 1))
   want=0
     case "$line" in *"# exit 3"*) want=3 ;; esac
-  case "$line" in *"# needs a GPU"*)
-    echo "skip vramledger ${line%%#*}(needs a GPU)"
+  case "$line" in *"# needs a GPU"*|*"# needs a "*"job of yours"*)
+    echo "skip vramledger ${line%%#*}(${line#*# })"
     continue ;;
   esac
   cmd=${line%%#*}

@@ -204,6 +204,37 @@ class Ranks(unittest.TestCase):
         shutil.rmtree(d)
 
 
+class Trace(unittest.TestCase):
+    """vramledger trace on a CPU dry run: every allocation recorded, the
+    replay at least the tensors the job must hold at once."""
+
+    def test_cpu_dry_run(self):
+        d = tempfile.mkdtemp(prefix="vl-trace-")
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        out = subprocess.run([VL, "trace", "--out", d + "/t", "--format", "json", "--", PY,
+                              os.path.join(HERE, "job_train.py"), "adam", "1", "3"],
+                             env=e, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        r = json.loads(out.stdout)
+        self.assertEqual(r["device"], "all")
+        self.assertGreater(r["allocations"], 100)
+        self.assertGreater(r["frees"], 50)
+        # parameters, their gradients and Adam's two states live at once,
+        # each tensor rounded up to 512 B as the caching allocator does
+        tensors = [32 * 64, 64, 64 * 16, 16]
+        rounded = sum((n * 4 + 511) // 512 * 512 for n in tensors)
+        peak = r["replays"][0]["peak_allocated_bytes"]
+        self.assertGreaterEqual(peak, 4 * rounded)
+        self.assertLess(peak, 1 << 20)  # and nothing absurd for a 12 KB model
+        with open(d + "/t/alloc.trace") as f:
+            lines = f.read().splitlines()
+        self.assertTrue(all(l[0] in "afm" for l in lines))
+        ev = read(d + "/t/record.jsonl")  # the probe ran too: a record as from run
+        self.assertEqual(len(of(ev, "step")), 3)
+        shutil.rmtree(d)
+
+
 class Sweep(unittest.TestCase):
     def test_sweep_takes_steps_per_second_from_the_probe(self):
         d = tempfile.mkdtemp(prefix="vl-sweep-")

@@ -188,6 +188,34 @@ static void books_balance(void **state) {
   }
 }
 
+static void trace_parse_and_replay(void **state) {
+  (void)state;
+  const char *text = "m step\na 1 6291456 cuda\na 2 6291456 cuda\na 3 6291456 cuda\nf 2\n"
+                     "m backward\na 4 7340032 cuda\na 5 1000 cpu\nf 4\nf 9\na 6 12";
+  struct vl_trace t;
+  struct vl_err err = {""};
+  assert_int_equal(vl_trace_parse(text, strlen(text), &t, &err), VL_OK);
+  assert_int_equal(t.n, 10); /* the cut last line is dropped */
+  assert_int_equal(t.n_marks, 2);
+  assert_int_equal(t.per_device[1], 4);
+  assert_int_equal(t.per_device[0], 1);
+  struct vl_cache_conf conf = {0};
+  struct vl_replay r;
+  assert_int_equal(vl_trace_replay(&t, -1, &conf, &r), VL_OK); /* cuda: the trace has some */
+  assert_int_equal(r.allocs, 4);
+  assert_int_equal(r.skipped, 2); /* the cpu tensor and a free of an id never seen */
+  assert_int_equal(r.peak_allocated, 19 * MB);
+  assert_int_equal(r.peak_reserved, 40 * MB);
+  assert_string_equal(t.marks[r.peak_mark], "backward");
+  conf.device_bytes = 30 * MB; /* the second segment does not fit */
+  assert_int_equal(vl_trace_replay(&t, 1, &conf, &r), VL_OK);
+  assert_true(r.oom);
+  vl_trace_release(&t);
+  assert_int_equal(vl_trace_parse("a 0 5 cuda\n", 11, &t, &err), VL_EPARSE);
+  assert_int_equal(vl_trace_parse("a 1 x cuda\n", 11, &t, &err), VL_EPARSE);
+  assert_int_equal(vl_trace_parse("q\n", 2, &t, &err), VL_EPARSE);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(sizes),
                                      cmocka_unit_test(pools_and_splitting),
@@ -197,6 +225,7 @@ int main(void) {
                                      cmocka_unit_test(max_split_size),
                                      cmocka_unit_test(expandable),
                                      cmocka_unit_test(gc_threshold),
-                                     cmocka_unit_test(books_balance)};
+                                     cmocka_unit_test(books_balance),
+                                     cmocka_unit_test(trace_parse_and_replay)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

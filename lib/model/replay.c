@@ -1,0 +1,163 @@
+/* An allocation trace, parsed and replayed through the caching-allocator
+ * model (vramledger/caching.h). Pure: text in, figures out. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/internal.h"
+#include "vramledger/alloc.h"
+#include "vramledger/caching.h"
+
+#define MAX_EVENTS (1ull << 31)
+
+static int grow(void **p, size_t *cap, size_t n, size_t elem) {
+  if (n < *cap) return 0;
+  size_t nc = *cap ? *cap * 2 : 4096;
+  if (nc > MAX_EVENTS) return -1;
+  void *q = vl_realloc(*p, nc * elem);
+  if (!q) return -1;
+  *p = q;
+  *cap = nc;
+  return 0;
+}
+
+static int device_code(const char *s, size_t n) {
+  if (n == 3 && !memcmp(s, "cpu", 3)) return 0;
+  if (n == 4 && !memcmp(s, "cuda", 4)) return 1;
+  if (n == 4 && !memcmp(s, "meta", 4)) return 2;
+  return 3;
+}
+
+vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struct vl_err *err) {
+  memset(t, 0, sizeof *t);
+  size_t cap = 0, capm = 0, line = 0, pos = 0;
+  while (pos < len) {
+    const char *s = text + pos, *nl = memchr(s, '\n', len - pos);
+    size_t n = nl ? (size_t)(nl - s) : len - pos;
+    pos += n + (nl ? 1 : 0);
+    line++;
+    if (!nl) break; /* a cut last line: a crash mid-write */
+    if (n == 0) continue;
+    if (grow((void **)&t->ev, &cap, t->n, sizeof *t->ev)) {
+      vl_trace_release(t);
+      return vl__fail(err, VL_ENOMEM, "line %zu: too many events", line);
+    }
+    struct vl_trace_ev *e = &t->ev[t->n];
+    memset(e, 0, sizeof *e);
+    char *end;
+    if (s[0] == 'm' && n > 2 && s[1] == ' ') {
+      if (grow((void **)&t->marks, &capm, t->n_marks, sizeof *t->marks)) {
+        vl_trace_release(t);
+        return vl__fail(err, VL_ENOMEM, "line %zu: too many marks", line);
+      }
+      size_t k = n - 2 < 63 ? n - 2 : 63;
+      memcpy(t->marks[t->n_marks], s + 2, k);
+      t->marks[t->n_marks][k] = '\0';
+      e->kind = VL_TR_MARK;
+      e->id = (uint32_t)t->n_marks++;
+      t->n++;
+      continue;
+    }
+    if ((s[0] != 'a' && s[0] != 'f') || n < 3 || s[1] != ' ') {
+      vl_trace_release(t);
+      return vl__fail(err, VL_EPARSE, "line %zu: expected 'a ID BYTES DEVICE', 'f ID' or 'm NAME'",
+                      line);
+    }
+    unsigned long long id = strtoull(s + 2, &end, 10);
+    if (end == s + 2 || id == 0 || id > UINT32_MAX) {
+      vl_trace_release(t);
+      return vl__fail(err, VL_EPARSE, "line %zu: a positive id expected", line);
+    }
+    e->id = (uint32_t)id;
+    if (e->id > t->max_id) t->max_id = e->id;
+    if (s[0] == 'f') {
+      e->kind = VL_TR_FREE;
+    } else {
+      const char *b = end;
+      unsigned long long bytes = strtoull(b, &end, 10);
+      if (end == b || *end != ' ' || bytes > (1ull << 50)) {
+        vl_trace_release(t);
+        return vl__fail(err, VL_EPARSE, "line %zu: bytes (at most 2^50) and a device expected",
+                        line);
+      }
+      e->kind = VL_TR_ALLOC;
+      e->bytes = bytes;
+      e->device = (uint8_t)device_code(end + 1, (size_t)(s + n - end - 1));
+      t->per_device[e->device]++;
+    }
+    t->n++;
+  }
+  return VL_OK;
+}
+
+void vl_trace_release(struct vl_trace *t) {
+  vl_free(t->ev);
+  vl_free(t->marks);
+  memset(t, 0, sizeof *t);
+}
+
+vl_status vl_trace_replay(const struct vl_trace *t, int device, const struct vl_cache_conf *conf,
+                          struct vl_replay *out) {
+  memset(out, 0, sizeof *out);
+  out->peak_mark = -1;
+  if (device < 0) device = t->per_device[1] ? 1 : -1;
+  struct vl_cache *c;
+  vl_status s = vl_cache_new(conf, &c);
+  if (s != VL_OK) return s;
+  uint32_t *h = vl_calloc((size_t)t->max_id + 1, sizeof *h); /* 0: not live */
+  uint8_t *on = vl_calloc((size_t)t->max_id + 1, 1);
+  if (!h || !on) {
+    vl_free(h);
+    vl_free(on);
+    vl_cache_destroy(c);
+    return VL_ENOMEM;
+  }
+  long mark = -1;
+  struct vl_cache_stats st;
+  for (size_t i = 0; i < t->n; i++) {
+    const struct vl_trace_ev *e = &t->ev[i];
+    out->events++;
+    if (e->kind == VL_TR_MARK) {
+      mark = (long)e->id;
+      continue;
+    }
+    if (e->kind == VL_TR_ALLOC) {
+      if ((device >= 0 && e->device != device) || on[e->id]) {
+        out->skipped++;
+        continue;
+      }
+      uint32_t hh;
+      s = vl_cache_malloc(c, e->bytes, &hh);
+      if (s == VL_ERANGE) {
+        out->oom = true;
+        out->oom_event = i;
+        s = VL_OK;
+        break;
+      }
+      if (s != VL_OK) break;
+      h[e->id] = hh;
+      on[e->id] = 1;
+      out->allocs++;
+      vl_cache_stats(c, &st);
+      if (st.allocated > out->peak_allocated) {
+        out->peak_allocated = st.allocated;
+        out->peak_event = i;
+        out->peak_mark = mark;
+        out->inactive_split_at_peak = st.inactive_split;
+      }
+    } else if (on[e->id]) {
+      vl_cache_free(c, h[e->id]);
+      on[e->id] = 0;
+      out->frees++;
+    } else {
+      out->skipped++;
+    }
+  }
+  vl_cache_stats(c, &out->end);
+  out->peak_reserved = out->end.peak_reserved;
+  if (out->end.peak_allocated > out->peak_allocated) out->peak_allocated = out->end.peak_allocated;
+  vl_free(h);
+  vl_free(on);
+  vl_cache_destroy(c);
+  return s;
+}
