@@ -99,6 +99,7 @@ static int trace_job(const char *dir, const char *trace, int argc, const char **
   }
   if (pid == 0) {
     setenv("VRAMLEDGER_TRACE", trace, 1);
+    setenv("VRAMLEDGER_PROBE_EVERY", "1", 0);       /* every step: the module of each allocation */
     if (quiet_stdout && dup2(2, 1) < 0) _exit(126); /* --format json: stdout is ours */
     execv(self, (char *const *)av);
     _exit(127);
@@ -133,6 +134,8 @@ static int print_json(const char *trace, const char *dev, const struct vl_trace 
   json_object_set_new(o, "job_exit_status", json_integer(job_rc));
   json_object_set_new(o, "peak_mark",
                       r[0].peak_mark >= 0 ? json_string(tr->marks[r[0].peak_mark]) : json_null());
+  json_object_set_new(o, "peak_module",
+                      r[0].peak_module ? json_string(tr->modules[r[0].peak_module]) : json_null());
   json_t *a = json_array();
   for (int i = 0; i < n; i++) {
     json_t *x = json_object();
@@ -266,11 +269,10 @@ int cmd_trace(int argc, const char **argv) {
            "segments", "retries");
     for (int i = 0; i < nconf; i++)
       row(stdout, names[i], &r[i]);
-    if (r[0].peak_mark >= 0)
-      printf("\n  the peak comes after the mark '%s' (event %zu of %zu)\n",
-             tr.marks[r[0].peak_mark], r[0].peak_event + 1, tr.n);
-    else
-      printf("\n  the peak: event %zu of %zu\n", r[0].peak_event + 1, tr.n);
+    printf("\n  the peak: event %zu of %zu", r[0].peak_event + 1, tr.n);
+    if (r[0].peak_mark >= 0) printf(", in '%s'", tr.marks[r[0].peak_mark]);
+    if (r[0].peak_module) printf(", allocated by %s", tr.modules[r[0].peak_module]);
+    printf("\n");
   }
   bool oom = false;
   for (int i = 0; i < nconf; i++)

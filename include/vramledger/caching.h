@@ -62,8 +62,9 @@ uint64_t vl_cache_segment_for(uint64_t size); /* a new segment for a rounded req
 enum vl_trace_kind { VL_TR_ALLOC, VL_TR_FREE, VL_TR_MARK };
 struct vl_trace_ev {
   uint8_t kind;
-  uint8_t device; /* 0 cpu, 1 cuda, 2 meta, 3 other */
-  uint32_t id;    /* dense, from 1; a mark: its index in names */
+  uint8_t device;  /* 0 cpu, 1 cuda, 2 meta, 3 other */
+  uint32_t id;     /* dense, from 1; a mark: its index in marks */
+  uint32_t module; /* index in modules; 0: not known */
   uint64_t bytes;
 };
 
@@ -73,10 +74,14 @@ struct vl_trace {
   uint32_t max_id;
   char (*marks)[64];
   size_t n_marks;
+  char (*modules)[96]; /* [0] is "" */
+  size_t n_modules;
+  uint32_t *module_index; /* open addressing over modules, for parsing */
+  size_t index_cap;
   size_t per_device[4]; /* allocations per device */
 };
 
-/*! Parse a trace ("a ID BYTES DEVICE", "f ID", "m NAME" lines). A cut last
+/*! Parse a trace ("a ID BYTES DEVICE [MODULE]", "f ID", "m NAME" lines). A cut last
  * line is ignored. @return VL_OK, VL_EPARSE ("line N: ..."), VL_ENOMEM. */
 vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t,
                          struct vl_err *err) VL_MUST_USE;
@@ -88,6 +93,7 @@ struct vl_replay {
   uint64_t inactive_split_at_peak; /* at the allocated peak */
   size_t peak_event;               /* index of the event of the allocated peak */
   long peak_mark;                  /* the last mark before it, or -1 */
+  uint32_t peak_module;            /* the module that made the peak's allocation (0: unknown) */
   size_t events, allocs, frees, skipped;
   bool oom; /* the device ran out; stopped there */
   size_t oom_event;

@@ -28,6 +28,52 @@ static int device_code(const char *s, size_t n) {
   return 3;
 }
 
+static uint64_t hash(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+
+/* The index of module name s[0..n), added when new; 0 on failure. */
+static uint32_t intern(struct vl_trace *t, const char *s, size_t n) {
+  if (n == 0) return 0;
+  if (n > 95) n = 95;
+  if (t->n_modules * 2 >= t->index_cap) { /* grow and rehash */
+    size_t cap = t->index_cap ? t->index_cap * 2 : 1024;
+    uint32_t *ix = vl_calloc(cap, sizeof *ix);
+    if (!ix) return 0;
+    for (size_t m = 1; m < t->n_modules; m++) {
+      size_t k = hash(t->modules[m], strlen(t->modules[m])) & (cap - 1);
+      while (ix[k])
+        k = (k + 1) & (cap - 1);
+      ix[k] = (uint32_t)m;
+    }
+    vl_free(t->module_index);
+    t->module_index = ix;
+    t->index_cap = cap;
+  }
+  size_t k = hash(s, n) & (t->index_cap - 1);
+  while (t->module_index[k]) {
+    const char *m = t->modules[t->module_index[k]];
+    if (strlen(m) == n && !memcmp(m, s, n)) return t->module_index[k];
+    k = (k + 1) & (t->index_cap - 1);
+  }
+  if (t->n_modules == 0) { /* [0] is "no module" */
+    t->modules = vl_calloc(64, sizeof *t->modules);
+    if (!t->modules) return 0;
+    t->n_modules = 1;
+  } else if ((t->n_modules & (t->n_modules - 1)) == 0 && t->n_modules >= 64) {
+    void *q = vl_realloc(t->modules, t->n_modules * 2 * sizeof *t->modules);
+    if (!q) return 0;
+    t->modules = q;
+  }
+  memcpy(t->modules[t->n_modules], s, n);
+  t->modules[t->n_modules][n] = '\0';
+  t->module_index[k] = (uint32_t)t->n_modules;
+  return (uint32_t)t->n_modules++;
+}
+
 vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struct vl_err *err) {
   memset(t, 0, sizeof *t);
   size_t cap = 0, capm = 0, line = 0, pos = 0;
@@ -82,7 +128,9 @@ vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struc
       }
       e->kind = VL_TR_ALLOC;
       e->bytes = bytes;
-      e->device = (uint8_t)device_code(end + 1, (size_t)(s + n - end - 1));
+      const char *d = end + 1, *sp = memchr(d, ' ', (size_t)(s + n - d));
+      e->device = (uint8_t)device_code(d, (size_t)((sp ? sp : s + n) - d));
+      if (sp) e->module = intern(t, sp + 1, (size_t)(s + n - sp - 1));
       t->per_device[e->device]++;
     }
     t->n++;
@@ -93,6 +141,8 @@ vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struc
 void vl_trace_release(struct vl_trace *t) {
   vl_free(t->ev);
   vl_free(t->marks);
+  vl_free(t->modules);
+  vl_free(t->module_index);
   memset(t, 0, sizeof *t);
 }
 
@@ -143,6 +193,7 @@ vl_status vl_trace_replay(const struct vl_trace *t, int device, const struct vl_
         out->peak_allocated = st.allocated;
         out->peak_event = i;
         out->peak_mark = mark;
+        out->peak_module = e->module;
         out->inactive_split_at_peak = st.inactive_split;
       }
     } else if (on[e->id]) {

@@ -133,6 +133,7 @@ class _Probe:
         self.user_hooks = 0  # the job's saved_tensors_hooks contexts now open
         self.cost_ns = 0  # the probe's own time in this step
         self.light = []  # (phase, t0, t1) of a step that is not sampled
+        self.tracer = None  # vramledger trace's tracer, when it runs
         self.evals = 0  # forwards without grad outside steps
         self.last_counters = None
 
@@ -537,6 +538,8 @@ class _Probe:
         sampled only its times are kept (written with the step): one
         allocator query a step keeps the probe under 1 % of step time."""
         t = _now()
+        if self.tracer is not None:  # vramledger trace: the phase in the trace
+            self.tracer.mark("%s %d" % (nxt, self.step))
         if not self.sampled and self.t_step is not None:
             self.light.append((self.phase, self.t_phase, t))
             self.phase = nxt
@@ -878,6 +881,10 @@ def install(torch=None, record=None):
     except ValueError:
         every = 100
     p = _Probe(torch, _Writer(path), every)
+    from . import tracer
+    p.tracer = tracer._tracer
+    if p.tracer is not None:
+        p.tracer.probe = p  # the module running, for each allocation
     _install_optimizer(torch, p)
     if hasattr(torch, "cuda") and hasattr(torch.cuda, "memory"):
         _install_stats(torch, p)

@@ -7,7 +7,8 @@ allocation, and the death of the last tensor object on it (PyTorch keeps a
 tensor's Python object alive while C++ holds the tensor) is its free. The
 trace is text, one event a line, for the C replay:
 
-    a ID BYTES DEVICE   a new storage of BYTES on DEVICE (cpu, cuda, meta)
+    a ID BYTES DEVICE [MODULE]   a new storage of BYTES on DEVICE (cpu, cuda,
+                        meta), made while MODULE ran (when the probe knows)
     f ID                that storage freed
     m NAME              a mark (vramledger.mark, the probe's steps)
 
@@ -28,6 +29,7 @@ class _Trace:
         # its tensors with ==, so no set of them)
         self.next_id = 1
         self.pid = os.getpid()
+        self.probe = None
 
     def seen(self, t):
         try:
@@ -49,7 +51,11 @@ class _Trace:
             entry = [self.next_id, {}]
             self.next_id += 1
             self.live[(dev, key)] = entry
-            self.f.write("a %d %d %s\n" % (entry[0], n, dev))
+            st = self.probe.stack if self.probe is not None else None
+            if st:  # the module running (the probe's, on sampled steps)
+                self.f.write("a %d %d %s %s\n" % (entry[0], n, dev, st[-1].replace(" ", "_")))
+            else:
+                self.f.write("a %d %d %s\n" % (entry[0], n, dev))
         k = (dev, key)
 
         def gone(ref, k=k, tracer=self):

@@ -190,8 +190,9 @@ static void books_balance(void **state) {
 
 static void trace_parse_and_replay(void **state) {
   (void)state;
-  const char *text = "m step\na 1 6291456 cuda\na 2 6291456 cuda\na 3 6291456 cuda\nf 2\n"
-                     "m backward\na 4 7340032 cuda\na 5 1000 cpu\nf 4\nf 9\na 6 12";
+  const char *text =
+      "m step\na 1 6291456 cuda\na 2 6291456 cuda\na 3 6291456 cuda\nf 2\n"
+      "m backward\na 4 7340032 cuda model.h.0.mlp\na 5 1000 cpu model.h.0.mlp\nf 4\nf 9\na 6 12";
   struct vl_trace t;
   struct vl_err err = {""};
   assert_int_equal(vl_trace_parse(text, strlen(text), &t, &err), VL_OK);
@@ -207,6 +208,8 @@ static void trace_parse_and_replay(void **state) {
   assert_int_equal(r.peak_allocated, 19 * MB);
   assert_int_equal(r.peak_reserved, 40 * MB);
   assert_string_equal(t.marks[r.peak_mark], "backward");
+  assert_int_equal(t.n_modules, 2); /* "" and the one module, interned once */
+  assert_string_equal(t.modules[r.peak_module], "model.h.0.mlp");
   conf.device_bytes = 30 * MB; /* the second segment does not fit */
   assert_int_equal(vl_trace_replay(&t, 1, &conf, &r), VL_OK);
   assert_true(r.oom);
