@@ -2,7 +2,6 @@
  * device, a CPU dry run included) and replay it through the model of the
  * CUDA caching allocator. docs/cmd/trace.md. */
 #include <errno.h>
-#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "jobflags.h"
 #include "vramledger/caching.h"
 #include "vramledger/catalog.h"
 #include "vramledger/render.h"
@@ -111,50 +111,6 @@ static int trace_job(const char *dir, const char *trace, int argc, const char **
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-static void row(FILE *o, const char *name, const struct vl_replay *r) {
-  double G = 1073741824.0;
-  double frag = r->peak_reserved ? 1.0 - (double)r->peak_allocated / (double)r->peak_reserved : 0;
-  fprintf(o, "  %-26s %10.3f GiB %10.3f GiB %8.1f %% %9llu %8llu%s\n", name,
-          (double)r->peak_allocated / G, (double)r->peak_reserved / G, 100 * frag,
-          (unsigned long long)r->end.cuda_mallocs, (unsigned long long)r->end.alloc_retries,
-          r->oom ? "  out of memory" : "");
-}
-
-static json_t *U(uint64_t x) { return json_integer((json_int_t)x); }
-
-static int print_json(const char *trace, const char *dev, const struct vl_trace *tr, int job_rc,
-                      const char *const *names, const struct vl_replay *r, int n) {
-  json_t *o = json_object();
-  json_object_set_new(o, "schema", json_string("vramledger.trace/1"));
-  json_object_set_new(o, "trace", json_string(trace));
-  json_object_set_new(o, "device", json_string(dev));
-  json_object_set_new(o, "events", U(tr->n));
-  json_object_set_new(o, "allocations", U(r[0].allocs));
-  json_object_set_new(o, "frees", U(r[0].frees));
-  json_object_set_new(o, "job_exit_status", json_integer(job_rc));
-  json_object_set_new(o, "peak_mark",
-                      r[0].peak_mark >= 0 ? json_string(tr->marks[r[0].peak_mark]) : json_null());
-  json_object_set_new(o, "peak_module",
-                      r[0].peak_module ? json_string(tr->modules[r[0].peak_module]) : json_null());
-  json_t *a = json_array();
-  for (int i = 0; i < n; i++) {
-    json_t *x = json_object();
-    json_object_set_new(x, "allocator", json_string(names[i]));
-    json_object_set_new(x, "peak_allocated_bytes", U(r[i].peak_allocated));
-    json_object_set_new(x, "peak_reserved_bytes", U(r[i].peak_reserved));
-    json_object_set_new(x, "inactive_split_at_peak_bytes", U(r[i].inactive_split_at_peak));
-    json_object_set_new(x, "segments_created", U(r[i].end.cuda_mallocs));
-    json_object_set_new(x, "alloc_retries", U(r[i].end.alloc_retries));
-    json_object_set_new(x, "oom", json_boolean(r[i].oom));
-    json_array_append_new(a, x);
-  }
-  json_object_set_new(o, "replays", a);
-  int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-  json_decref(o);
-  fputc('\n', stdout);
-  return rc;
-}
-
 int cmd_trace(int argc, const char **argv) {
   int dash = argc;
   for (int i = 1; i < argc; i++)
@@ -174,26 +130,13 @@ int cmd_trace(int argc, const char **argv) {
     cli_error("trace needs a command after '--' to run, or --replay FILE (one of them)");
     return VL_EXIT_USAGE;
   }
-  if (t.gpu) {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/gpus.json", cli_data_dir());
-    size_t len = 0;
-    char *text = cli_read_file(path, &len);
-    if (!text) return VL_EXIT_ERROR;
+  if (t.gpu) { /* the card's memory, from the catalog as estimate reads it */
+    struct est e;
+    est_init(&e);
+    e.gpu = t.gpu;
     struct vl_catalog cat;
-    struct vl_err err = {""};
-    vl_status s = vl_catalog_parse(text, len, &cat, &err);
-    free(text);
-    if (s != VL_OK) {
-      cli_error("%s: %s", path, err.msg);
-      return VL_EXIT_ERROR;
-    }
-    const struct vl_gpu *g = vl_catalog_find(&cat, t.gpu);
-    if (!g) {
-      cli_error("--gpu %s: not in the catalog (vramledger estimate --help lists them)", t.gpu);
-      vl_catalog_release(&cat);
-      return VL_EXIT_USAGE;
-    }
+    const struct vl_gpu *g;
+    if ((rc = est_gpu(&e, &cat, &g))) return rc;
     t.conf.device_bytes = g->memory_bytes;
     vl_catalog_release(&cat);
   }
@@ -258,22 +201,8 @@ int cmd_trace(int argc, const char **argv) {
       return VL_EXIT_ERROR;
     }
   const char *dev = device == 1 ? "cuda" : device == 0 ? "cpu" : device == 2 ? "meta" : "all";
-  if (t.fmt == 1) {
-    if (print_json(trace, dev, &tr, job_rc, names, r, nconf) != 0) cli_error("cannot write");
-  } else {
-    printf("trace: %s\n  %zu allocations and %zu frees replayed (device %s)%s\n", trace,
-           r[0].allocs, r[0].frees, dev,
-           job_rc ? "; the job did not finish cleanly: the trace stops where it did" : "");
-    printf("\n  the GPU would see (PyTorch's caching allocator, docs/model.md section 12):\n\n");
-    printf("  %-26s %14s %14s %10s %9s %8s\n", "allocator", "peak alloc", "peak reserved", "cached",
-           "segments", "retries");
-    for (int i = 0; i < nconf; i++)
-      row(stdout, names[i], &r[i]);
-    printf("\n  the peak: event %zu of %zu", r[0].peak_event + 1, tr.n);
-    if (r[0].peak_mark >= 0) printf(", in '%s'", tr.marks[r[0].peak_mark]);
-    if (r[0].peak_module) printf(", allocated by %s", tr.modules[r[0].peak_module]);
-    printf("\n");
-  }
+  struct vl_trace_view v = {trace, dev, &tr, job_rc, names, r, nconf};
+  if (vl_render_trace(stdout, t.fmt == 1, &v) != 0) cli_error("cannot write the output");
   bool oom = false;
   for (int i = 0; i < nconf; i++)
     oom |= r[i].oom;

@@ -180,4 +180,20 @@ struct vl_diag;
  * evidence, fix). @return 0, or -1 on a write error. */
 int vl_render_doctor(FILE *out, bool json, const char *source, const struct vl_diag *d, int n);
 
+struct vl_trace;
+struct vl_replay;
+/* Everything `vramledger trace` shows. */
+struct vl_trace_view {
+  const char *trace;  /* the file */
+  const char *device; /* "cuda", "cpu", "meta", "all" */
+  const struct vl_trace *tr;
+  int job_exit_status;
+  const char *const *names; /* one allocator setting per replay */
+  const struct vl_replay *replays;
+  int n;
+};
+/*! Write the replays side by side (text) or as JSON (schema
+ * vramledger.trace/1). @return 0, or -1 on a write error. */
+int vl_render_trace(FILE *out, bool json, const struct vl_trace_view *v);
+
 #endif

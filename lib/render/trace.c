@@ -1,0 +1,70 @@
+/* vramledger trace's output: the replays side by side, text or JSON. */
+#include <jansson.h>
+#include <stdio.h>
+
+#include "internal.h" /* first: it includes <jansson.h> */
+#include "vramledger/caching.h"
+#include "vramledger/render.h"
+
+static json_t *U(uint64_t x) { return json_integer((json_int_t)x); }
+
+static int as_json(FILE *o, const struct vl_trace_view *v) {
+  const struct vl_replay *r = v->replays;
+  const struct vl_trace *tr = v->tr;
+  json_t *root = json_object();
+  json_object_set_new(root, "schema", json_string("vramledger.trace/1"));
+  json_object_set_new(root, "trace", json_string(v->trace));
+  json_object_set_new(root, "device", json_string(v->device));
+  json_object_set_new(root, "events", U(tr->n));
+  json_object_set_new(root, "allocations", U(r[0].allocs));
+  json_object_set_new(root, "frees", U(r[0].frees));
+  json_object_set_new(root, "job_exit_status", json_integer(v->job_exit_status));
+  json_object_set_new(root, "peak_mark",
+                      r[0].peak_mark >= 0 ? json_string(tr->marks[r[0].peak_mark]) : json_null());
+  json_object_set_new(root, "peak_module",
+                      r[0].peak_module ? json_string(tr->modules[r[0].peak_module]) : json_null());
+  json_t *a = json_array();
+  for (int i = 0; i < v->n; i++) {
+    json_t *x = json_object();
+    json_object_set_new(x, "allocator", json_string(v->names[i]));
+    json_object_set_new(x, "peak_allocated_bytes", U(r[i].peak_allocated));
+    json_object_set_new(x, "peak_reserved_bytes", U(r[i].peak_reserved));
+    json_object_set_new(x, "inactive_split_at_peak_bytes", U(r[i].inactive_split_at_peak));
+    json_object_set_new(x, "segments_created", U(r[i].end.cuda_mallocs));
+    json_object_set_new(x, "alloc_retries", U(r[i].end.alloc_retries));
+    json_object_set_new(x, "oom", json_boolean(r[i].oom));
+    json_array_append_new(a, x);
+  }
+  json_object_set_new(root, "replays", a);
+  int rc = json_dumpf(root, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  json_decref(root);
+  fputc('\n', o);
+  return rc == 0 && !ferror(o) ? 0 : -1;
+}
+
+int vl_render_trace(FILE *o, bool json, const struct vl_trace_view *v) {
+  if (json) return as_json(o, v);
+  const struct vl_replay *r = v->replays;
+  const struct vl_trace *tr = v->tr;
+  const double G = 1073741824.0;
+  fprintf(o, "trace: %s\n  %zu allocations and %zu frees replayed (device %s)%s\n", v->trace,
+          r[0].allocs, r[0].frees, v->device,
+          v->job_exit_status ? "; the job did not finish cleanly: the trace stops where it did"
+                             : "");
+  fprintf(o, "\n  the GPU would see (PyTorch's caching allocator, docs/model.md section 12):\n\n");
+  fprintf(o, "  %-26s %14s %14s %10s %9s %8s\n", "allocator", "peak alloc", "peak reserved",
+          "cached", "segments", "retries");
+  for (int i = 0; i < v->n; i++) {
+    double cached =
+        r[i].peak_reserved ? 1.0 - (double)r[i].peak_allocated / (double)r[i].peak_reserved : 0;
+    fprintf(o, "  %-26s %10.3f GiB %10.3f GiB %8.1f %% %9llu %8llu%s\n", v->names[i],
+            (double)r[i].peak_allocated / G, (double)r[i].peak_reserved / G, 100 * cached,
+            (unsigned long long)r[i].end.cuda_mallocs, (unsigned long long)r[i].end.alloc_retries,
+            r[i].oom ? "  out of memory" : "");
+  }
+  fprintf(o, "\n  the peak: event %zu of %zu", r[0].peak_event + 1, tr->n);
+  if (r[0].peak_mark >= 0) fprintf(o, ", in '%s'", tr->marks[r[0].peak_mark]);
+  if (r[0].peak_module) fprintf(o, ", allocated by %s", tr->modules[r[0].peak_module]);
+  fputc('\n', o);
+  return ferror(o) ? -1 : 0;
+}
