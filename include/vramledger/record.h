@@ -12,6 +12,7 @@
  *   note   something the reader should know (no NVML, ...)
  *   probe, device, phase, step, oom   the PyTorch probe (probe.py)
  *   exit   the command's status
+ * Every event and field: docs/record.md.
  * Readers skip event types they do not know (forward compatible) and
  * refuse another major schema. */
 #ifndef VRAMLEDGER_RECORD_H

@@ -21,6 +21,22 @@ static int grow(void **p, size_t *cap, size_t n, size_t elem) {
   return 0;
 }
 
+/* A decimal number at *p, before lim: digits only (no sign, no blanks:
+ * strtoull would skip a newline into the next line), at most 2^63. */
+static bool digits(const char **p, const char *lim, uint64_t *out) {
+  const char *q = *p;
+  uint64_t v = 0;
+  while (q < lim && *q >= '0' && *q <= '9') {
+    if (v > (UINT64_MAX >> 1) / 10) return false;
+    v = v * 10 + (uint64_t)(*q - '0');
+    q++;
+  }
+  if (q == *p) return false;
+  *p = q;
+  *out = v;
+  return true;
+}
+
 static int device_code(const char *s, size_t n) {
   if (n == 3 && !memcmp(s, "cpu", 3)) return 0;
   if (n == 4 && !memcmp(s, "cuda", 4)) return 1;
@@ -90,7 +106,6 @@ vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struc
     }
     struct vl_trace_ev *e = &t->ev[t->n];
     memset(e, 0, sizeof *e);
-    char *end;
     if (s[0] == 'm' && n > 2 && s[1] == ' ') {
       if (grow((void **)&t->marks, &capm, t->n_marks, sizeof *t->marks)) {
         vl_trace_release(t);
@@ -109,8 +124,9 @@ vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struc
       return vl__fail(err, VL_EPARSE, "line %zu: expected 'a ID BYTES DEVICE', 'f ID' or 'm NAME'",
                       line);
     }
-    unsigned long long id = strtoull(s + 2, &end, 10);
-    if (end == s + 2 || id == 0 || id > UINT32_MAX) {
+    const char *q = s + 2, *lim = s + n;
+    uint64_t id = 0, bytes = 0;
+    if (!digits(&q, lim, &id) || id == 0 || id > UINT32_MAX) {
       vl_trace_release(t);
       return vl__fail(err, VL_EPARSE, "line %zu: a positive id expected", line);
     }
@@ -119,18 +135,17 @@ vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struc
     if (s[0] == 'f') {
       e->kind = VL_TR_FREE;
     } else {
-      const char *b = end;
-      unsigned long long bytes = strtoull(b, &end, 10);
-      if (end == b || *end != ' ' || bytes > (1ull << 50)) {
+      if (q >= lim || *q != ' ' || (q++, !digits(&q, lim, &bytes)) || bytes > (1ull << 50) ||
+          q >= lim || *q != ' ') {
         vl_trace_release(t);
         return vl__fail(err, VL_EPARSE, "line %zu: bytes (at most 2^50) and a device expected",
                         line);
       }
       e->kind = VL_TR_ALLOC;
       e->bytes = bytes;
-      const char *d = end + 1, *sp = memchr(d, ' ', (size_t)(s + n - d));
-      e->device = (uint8_t)device_code(d, (size_t)((sp ? sp : s + n) - d));
-      if (sp) e->module = intern(t, sp + 1, (size_t)(s + n - sp - 1));
+      const char *d = q + 1, *sp = memchr(d, ' ', (size_t)(lim - d));
+      e->device = (uint8_t)device_code(d, (size_t)((sp ? sp : lim) - d));
+      if (sp) e->module = intern(t, sp + 1, (size_t)(lim - sp - 1));
       t->per_device[e->device]++;
     }
     t->n++;

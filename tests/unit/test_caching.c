@@ -217,6 +217,9 @@ static void trace_parse_and_replay(void **state) {
   assert_int_equal(vl_trace_parse("a 0 5 cuda\n", 11, &t, &err), VL_EPARSE);
   assert_int_equal(vl_trace_parse("a 1 x cuda\n", 11, &t, &err), VL_EPARSE);
   assert_int_equal(vl_trace_parse("q\n", 2, &t, &err), VL_EPARSE);
+  /* a number never runs into the next line (fuzzing found strtoull did) */
+  assert_int_equal(vl_trace_parse("a 24\n5 cuda\n", 12, &t, &err), VL_EPARSE);
+  assert_int_equal(vl_trace_parse("a 1 -5 cuda\n", 12, &t, &err), VL_EPARSE);
 }
 
 int main(void) {
