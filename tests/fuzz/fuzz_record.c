@@ -1,7 +1,13 @@
-/* libFuzzer harness: the run record reader and its summary. */
+/* libFuzzer harness: the run record reader, its summary, the probe's layer
+ * (analysis, ladder, comparison with an estimate) and doctor. */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "vramledger/doctor.h"
+#include "vramledger/model.h"
+#include "vramledger/probe.h"
 #include "vramledger/record.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -14,6 +20,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct vl_finding f[VL_MAX_FINDINGS];
   int n;
   vl_record_summarize(&r, &s, f, &n);
+  struct vl_probe_layer *fw = malloc(sizeof *fw);
+  struct vl_bill *b = calloc(1, sizeof *b);
+  if (fw && b) {
+    vl_probe_analyze(&r, fw);
+    vl_probe_ladder(fw, &s);
+    struct vl_probe_compare c;
+    vl_probe_compare(fw, b, &c);
+    struct vl_diag d[VL_MAX_DIAGS];
+    int nd = vl_doctor(&r, &s, fw, d);
+    if (nd < 0 || nd > VL_MAX_DIAGS) abort();
+    if (fw->has_ladder && fw->gap_fragmented > fw->gap_cached) abort();
+  }
+  free(fw);
+  free(b);
   vl_record_release(&r);
   return 0;
 }
