@@ -121,7 +121,7 @@ struct vl_probe_compare {
 struct vl_bill;
 /*! Map an estimate's bill (vl_bill_compute) onto the probe's lines:
  * master weights go with optimizer states (the probe counts an optimizer's
- * own fp32 copies there), communication buffers with transient (pure). */
+ * own fp32 copies there), its KV cache with transient (pure). */
 void vl_probe_compare(const struct vl_probe_layer *f, const struct vl_bill *b,
                       struct vl_probe_compare *out);
 

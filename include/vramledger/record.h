@@ -59,6 +59,7 @@ enum vl_bill_part {
   VL_BILL_ACTIVATIONS, /* saved for backward, still held by a graph */
   VL_BILL_AUTOCAST,    /* autocast's cached low-precision weights, saved */
   VL_BILL_OUTPUTS,     /* tensors a top-level forward returned, while alive */
+  VL_BILL_COMM,        /* DDP's gradient buckets (communication buffers) */
   VL_BILL_N
 };
 extern const char *const vl_bill_part_names[VL_BILL_N]; /* JSON keys */

@@ -353,7 +353,8 @@ void vl_probe_compare(const struct vl_probe_layer *f, const struct vl_bill *b,
   out->estimate[VL_BILL_AUTOCAST] = l[VL_LINE_AUTOCAST];
   out->estimate[VL_BILL_OUTPUTS] = 0; /* the estimator keeps logits in activations */
   out->estimate[VL_BILL_N] = l[VL_LINE_WORKSPACE];
-  out->estimate[VL_BILL_N + 1] = l[VL_LINE_TRANSIENT] + l[VL_LINE_COMM] + l[VL_LINE_KV_CACHE];
+  out->estimate[VL_BILL_COMM] = l[VL_LINE_COMM];
+  out->estimate[VL_BILL_N + 1] = l[VL_LINE_TRANSIENT] + l[VL_LINE_KV_CACHE];
   out->estimate[VL_BILL_N + 2] = b->peak_allocated_bytes;
   snprintf(out->estimate_phase, sizeof out->estimate_phase, "%s", vl_phase_name(b->peak_phase));
 }

@@ -20,13 +20,27 @@ static const char *const line_name[LINES] = {"parameters and buffers",
                                              "activations saved for backward",
                                              "autocast weight copies",
                                              "forward outputs (logits, loss)",
+                                             "DDP gradient buckets",
                                              "cuBLAS workspaces (estimated)",
                                              "transient (the rest of the peak)"};
-static const char *const line_key[LINES] = {
-    "parameters",       "gradients", "optimizer_states",  "activations",
-    "autocast_weights", "outputs",   "cublas_workspaces", "transient"};
-static const char *const line_colour[LINES] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-                                               "#9467bd", "#8c564b", "#7f7f7f", "#e377c2"};
+static const char *const line_key[LINES] = {"parameters",   "gradients",         "optimizer_states",
+                                            "activations",  "autocast_weights",  "outputs",
+                                            "comm_buffers", "cublas_workspaces", "transient"};
+static const char *const line_colour[LINES] = {"#1f77b4", "#ff7f0e", "#2ca02c",
+                                               "#d62728", "#9467bd", "#8c564b",
+                                               "#bcbd22", "#7f7f7f", "#e377c2"};
+
+/* bytes in the unit that reads best: GiB, MiB or KiB (a CPU test's model
+ * is KiB; a GPU job's GiB) */
+static const char *size_str(char *buf, size_t n, uint64_t b) {
+  if (b >= (1ull << 30))
+    snprintf(buf, n, "%.3f GiB", GIB(b));
+  else if (b >= (1ull << 20))
+    snprintf(buf, n, "%.1f MiB", (double)b / 1048576.0);
+  else
+    snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
+  return buf;
+}
 
 static uint64_t line_bytes(const struct vl_probe_layer *f, int i) {
   if (i < VL_BILL_N) return f->bill[i];
@@ -34,13 +48,18 @@ static uint64_t line_bytes(const struct vl_probe_layer *f, int i) {
 }
 
 static const char *const cmp_key[VL_CMP_LINES] = {
-    "parameters",        "gradients",        "optimizer_states",
-    "activations",       "autocast_weights", "outputs",
-    "cublas_workspaces", "transient",        "peak_allocated_bytes"};
-static const char *const cmp_name[VL_CMP_LINES] = {
-    "parameters and buffers", "gradients",       "optimizer states",  "activations",
-    "autocast copies",        "forward outputs", "cuBLAS workspaces", "transient",
-    "peak allocated"};
+    "parameters", "gradients",    "optimizer_states",  "activations", "autocast_weights",
+    "outputs",    "comm_buffers", "cublas_workspaces", "transient",   "peak_allocated_bytes"};
+static const char *const cmp_name[VL_CMP_LINES] = {"parameters and buffers",
+                                                   "gradients",
+                                                   "optimizer states",
+                                                   "activations",
+                                                   "autocast copies",
+                                                   "forward outputs",
+                                                   "communication buffers",
+                                                   "cuBLAS workspaces",
+                                                   "transient",
+                                                   "peak allocated"};
 
 void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const struct vl_record *r,
                  const struct vl_probe_compare *cmp) {
@@ -204,6 +223,7 @@ static void cmp_text(FILE *o, const struct vl_probe_compare *c, bool md) {
 
 void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_compare *cmp,
                  bool md) {
+  char sz[32];
   const char *b = md ? "- " : "  ";
   if (!f->present) {
     fprintf(o,
@@ -250,7 +270,8 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
       if (md)
         fprintf(o, "| %s%s | %.3f | %.1f %% |\n", line_name[i], note, GIB(x), share);
       else
-        fprintf(o, "    %-34s %9.3f GiB %6.1f %%%s\n", line_name[i], GIB(x), share, note);
+        fprintf(o, "    %-34s %13s %6.1f %%%s\n", line_name[i], size_str(sz, sizeof sz, x), share,
+                note);
     }
     if (cmp && cmp->present) cmp_text(o, cmp, md);
     if (f->n_ledger) {
@@ -273,8 +294,8 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
     if (f->n_modules) {
       fprintf(o, "\n%smodules that saved the most for backward (step %u):\n", b, f->bill_step);
       for (unsigned i = 0; i < f->n_modules && i < 5; i++)
-        fprintf(o, "%s  %-40s %8.1f MiB\n", md ? "  -" : "  ", f->modules[i].name,
-                (double)f->modules[i].saved_bytes / 1048576.0);
+        fprintf(o, "%s  %-40s %13s\n", md ? "  -" : "  ", f->modules[i].name,
+                size_str(sz, sizeof sz, f->modules[i].saved_bytes));
     }
   }
   if (f->has_ladder) {
@@ -307,8 +328,9 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
     fprintf(o, "\n%sranks (%s):\n", b,
             f->cuda ? "peak allocated" : "the most named at a boundary; no allocator on the CPU");
     for (unsigned i = 0; i < f->n_rank_peaks; i++)
-      fprintf(o, "%s  rank %-3u pid %-8u %10.3f GiB\n", md ? "  -" : "  ", f->ranks[i].rank,
-              f->ranks[i].pid, GIB(f->cuda ? f->ranks[i].peak_allocated : f->ranks[i].peak_named));
+      fprintf(
+          o, "%s  rank %-3u pid %-8u %13s\n", md ? "  -" : "  ", f->ranks[i].rank, f->ranks[i].pid,
+          size_str(sz, sizeof sz, f->cuda ? f->ranks[i].peak_allocated : f->ranks[i].peak_named));
     fprintf(o, "%s  %.1f %% apart\n", md ? "  -" : "  ", 100 * f->rank_imbalance);
   }
   if (f->growth_steps >= 3)

@@ -28,6 +28,8 @@ The bill (bytes, deduplicated by storage, tensors on the step's device only):
                     hooks), still held by a graph; parameters excluded
   autocast_weights  autocast's cached low-precision copies of weights, saved
                     for backward (a cast of a leaf, ToCopyBackward0)
+  outputs           tensors a top-level forward returned, while they live
+  comm_buffers      DistributedDataParallel's gradient buckets
 What the allocator holds beyond these is "other" (the loss, logits not saved,
 temporaries), computed by the reader.
 
@@ -362,9 +364,30 @@ class _Probe:
                 seen.add(k)
                 outs += n
         self.outputs = live
+        if "comm" in refresh or "comm" not in c:
+            c["comm"] = self.count_comm()
         return {"parameters": params, "gradients": grads, "optimizer_states": states,
                 "activations": None if self.compiled else act, "autocast_weights": cast,
-                "outputs": outs}
+                "outputs": outs, "comm_buffers": c["comm"]}
+
+    def count_comm(self):
+        """DistributedDataParallel's gradient buckets: one flat copy of the
+        gradients, unless gradient_as_bucket_view makes the gradients views
+        of them (then they are the gradients, counted there). From DDP's
+        own logging data (bucket_sizes, bytes)."""
+        n = 0
+        for m in list(self.roots) + list(self.models):
+            get = getattr(m, "_get_ddp_logging_data", None)
+            if get is None:
+                continue
+            try:
+                d = get()
+                if d.get("gradient_as_bucket_view"):
+                    continue
+                n += sum(int(x) for x in str(d.get("bucket_sizes", "")).split(",") if x.strip())
+            except Exception:
+                continue
+        return n
 
     def keep_outputs(self, out, depth=0):
         """Weak references to the tensors a top-level forward returned

@@ -197,6 +197,10 @@ class Ranks(unittest.TestCase):
         fw = rep["framework_layer"]
         self.assertEqual(fw["ranks"], 2)
         named = {x["rank"]: x["peak_named_bytes"] for x in fw["ranks_peaks"]}
+        # DDP's gradient buckets: one flat copy of the gradients (the model's
+        # parameter bytes), named as communication buffers
+        fwd = [e for e in of(ev, "phase") if e["phase"] == "forward" and "bill" in e]
+        self.assertTrue(fwd and all(e["bill"]["comm_buffers"] == P for e in fwd))
         self.assertGreater(named[1], named[0])  # twice the batch
         doc = subprocess.run([VL, "doctor", d + "/r", "--fail-on", "rank-imbalance"],
                              capture_output=True, text=True)
