@@ -9,7 +9,8 @@
 #include "probe_events.h"
 
 const char *const vl_bill_part_names[VL_BILL_N] = {
-    "parameters", "gradients", "optimizer_states", "activations", "autocast_weights", "outputs", "comm_buffers"};
+    "parameters",       "gradients", "optimizer_states", "activations",
+    "autocast_weights", "outputs",   "comm_buffers"};
 
 static uint64_t u(json_t *o, const char *k) {
   json_t *v = json_object_get(o, k);

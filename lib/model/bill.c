@@ -484,9 +484,13 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
        "bench/results/2026-11-29-h200-calibration.json", ctx, "context",
        (double)ov->cuda_context_bytes, "bytes", "nccl", ranks > 1 ? (double)ov->nccl_bytes : 0,
        "bytes", NULL, 0, NULL);
-  note(bill, VL_LINE_WORKSPACE, "cuBLAS workspace", "measured",
-       "bench/results/2026-11-29-h200-basics.json", ov->cublas_workspace_bytes, NULL, 0, NULL, NULL,
-       0, NULL, NULL, 0, NULL);
+  /* one workspace per thread that runs matmuls: the forward's and, once a
+   * backward ran, autograd's backward thread; both live through every later
+   * step (measured: bench/results/2026-11-29-h200-probe/unexplained.json) */
+  uint64_t ws = 2 * ov->cublas_workspace_bytes;
+  note(bill, VL_LINE_WORKSPACE, "cuBLAS workspaces", "threads x workspace",
+       "bench/results/2026-11-29-h200-probe/unexplained.json", ws, "threads", 2, "", "workspace",
+       (double)ov->cublas_workspace_bytes, "bytes", NULL, 0, NULL);
 
   /* ---- phases ---- */
   bool persist = job->grads_persist || job->grad_accum > 1;
@@ -497,7 +501,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
     ph[p].line[VL_LINE_MASTER] = M;
     ph[p].line[VL_LINE_OPTIMIZER] = O;
     ph[p].line[VL_LINE_COMM] = comm;
-    ph[p].line[VL_LINE_WORKSPACE] = ov->cublas_workspace_bytes;
+    ph[p].line[VL_LINE_WORKSPACE] = ws;
     ph[p].line[VL_LINE_CONTEXT] = ctx;
   }
   /* forward: the larger of the loss (all activations) and the top layer */
