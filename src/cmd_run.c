@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "guard.h"
 #include "commands.h"
 #include "vramledger/commitment.h"
 #include "vramledger/counters.h"
@@ -68,7 +69,7 @@ static void fire(const char *fb_path, uint64_t t, uint64_t bytes, uint64_t guard
   json_object_set_new(e, "bytes", json_integer((json_int_t)bytes));
   json_object_set_new(e, "threshold_bytes", json_integer((json_int_t)guard));
   char *line = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
-  int fd = open(fb_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fd = open(fb_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd >= 0 && line) {
     size_t n = strlen(line);
     if (write(fd, line, n) != (ssize_t)n || write(fd, "\n", 1) != 1) {
@@ -82,6 +83,40 @@ static void fire(const char *fb_path, uint64_t t, uint64_t bytes, uint64_t guard
           "vramledger: trigger: the job holds %.2f GiB on one GPU, over the %.2f GiB that %s "
           "allows; its fallback is due (vramledger.fallback_requested() is now true)\n",
           (double)bytes / (double)(1ull << 30), (double)guard / (double)(1ull << 30), commitment);
+}
+
+/* The throughput trigger fired: the job's median tokens/s over its last
+ * steady steps is under the commitment's floor. Recorded, left in the
+ * fallback file, said; once per run; the job is never stopped. */
+static void fire_tput(const char *fb_path, uint64_t t, double tps, double floor,
+                      const char *commitment) {
+  json_t *e = json_object();
+  json_object_set_new(e, "type", json_string("trigger"));
+  json_object_set_new(e, "t_ns", json_integer((json_int_t)t));
+  json_object_set_new(e, "trigger", json_string("throughput_under_sla"));
+  json_object_set_new(e, "tokens_per_s", json_real(tps));
+  json_object_set_new(e, "threshold_tokens_per_s", json_real(floor));
+  char *line = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  int fd = open(fb_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd >= 0 && line) {
+    size_t n = strlen(line);
+    char *buf = malloc(n + 2);
+    if (buf) {
+      memcpy(buf, line, n);
+      buf[n] = '\n';
+      if (write(fd, buf, n + 1) != (ssize_t)(n + 1)) {
+        /* the record below still has it */
+      }
+      free(buf);
+    }
+  }
+  if (fd >= 0) close(fd);
+  free(line);
+  put(e);
+  fprintf(stderr,
+          "vramledger: trigger: the job makes %.0f tokens/s, under the %.0f that %s allows; "
+          "its fallback is due (vramledger.fallback_requested() is now true)\n",
+          tps, floor, commitment);
 }
 
 static uint64_t now_ns(void) {
@@ -284,12 +319,15 @@ int cmd_run(int argc, const char **argv) {
   }
   const char **cmd = argv + dash + 1;
   int cmd_argc = argc - dash - 1;
-  /* the runtime guard: the commitment's peak trigger, per GPU */
+  /* the runtime guard: the commitment's peak trigger, per GPU, and its
+   * throughput trigger against the SLA (the probe's steps, read back) */
   uint64_t guard = 0;
+  double tput_floor = 0; /* tokens/s under which the throughput trigger fires */
   if (o.commitment) {
     struct vl_commitment cm;
     if ((rc = cli_load_commitment(o.commitment, &cm))) return rc;
     guard = vl_commitment_peak_threshold(&cm);
+    if (cm.sla_tokens_per_s > 0) tput_floor = cm.tput_trigger * cm.sla_tokens_per_s;
   }
 
   /* the run directory: 0700, files 0600 */
@@ -315,7 +353,8 @@ int cmd_run(int argc, const char **argv) {
   snprintf(ctr_path, sizeof ctr_path, "%s/counters", dir);
   char fb_path[PATH_MAX + 32];
   snprintf(fb_path, sizeof fb_path, "%s/fallback", dir);
-  bool fired = false;
+  bool fired = false, tput_fired = false;
+  struct tput_watch tw = {.fd = -1};
   record_fd = open(rec_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
   if (record_fd < 0) {
     cli_error("cannot create '%s': %s", rec_path, strerror(errno));
@@ -387,6 +426,8 @@ int cmd_run(int argc, const char **argv) {
     cli_error("cannot write '%s': %s", rec_path, strerror(errno));
     return VL_EXIT_ERROR;
   }
+  if (tput_floor > 0 && tput_open(&tw, rec_path) != 0)
+    cli_hint("cannot read '%s' back: the throughput trigger is off", rec_path);
 
   /* the child: the command, with the interposer and the record's paths */
   const char *pre = preload_path();
@@ -416,7 +457,7 @@ int cmd_run(int argc, const char **argv) {
     setenv("VRAMLEDGER_RECORD", rec_path, 1);
     if (ctr) setenv("VRAMLEDGER_COUNTERS", ctr_path, 1);
     setenv("VRAMLEDGER_RUN_DIR", dir, 1);
-    if (guard) setenv("VRAMLEDGER_FALLBACK_FILE", fb_path, 1);
+    if (guard || tput_floor > 0) setenv("VRAMLEDGER_FALLBACK_FILE", fb_path, 1);
     if (o.no_probe) setenv("VRAMLEDGER_PROBE", "0", 1);
     if (o.snapshot) setenv("VRAMLEDGER_SNAPSHOT", "1", 1);
     python_path();
@@ -523,6 +564,14 @@ int cmd_run(int argc, const char **argv) {
       fired = true;
       fire(fb_path, t, nv ? gpu_max : alloc, guard, o.commitment);
     }
+    if (tput_floor > 0 && !tput_fired && tw.fd >= 0) {
+      double tps = 0;
+      tput_poll(&tw, &tps);
+      if (tps > 0 && tps < tput_floor) {
+        tput_fired = true;
+        fire_tput(fb_path, t, tps, tput_floor, o.commitment);
+      }
+    }
     if (tree > peak_tree) {
       peak_tree = tree;
       peak_t = t - start_ns;
@@ -550,6 +599,7 @@ int cmd_run(int argc, const char **argv) {
   json_object_set_new(ex, "status", json_integer(code));
   if (WIFSIGNALED(status)) json_object_set_new(ex, "signal", json_integer(WTERMSIG(status)));
   json_object_set_new(ex, "wall_ns", json_integer((json_int_t)(end - start_ns)));
+  tput_close(&tw);
   put(ex);
   close(record_fd);
   vl_nvml_close(nv);

@@ -31,6 +31,7 @@ struct vl_commitment {
   double sla_tokens_per_s; /* 0: none stated */
   double gpu_hours;        /* 0: no budget stated */
   double peak_trigger;     /* 1.05: measured peak above 105 % -> fallback */
+  double tput_trigger;     /* 0.80: tokens/s under 80 % of the SLA -> fallback */
   double audit_tolerance;  /* 0.05 */
 };
 

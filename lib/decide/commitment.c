@@ -154,8 +154,11 @@ vl_status vl_commitment_parse(const char *text, size_t len, struct vl_commitment
   c->gpu_hours = num(json_object_get(o, "audit"), "gpu_hours", 0.0);
   c->audit_tolerance = num(json_object_get(o, "audit"), "tolerance", 0.05);
   c->peak_trigger = num(json_object_get(o, "triggers"), "peak_over_commitment", 1.05);
-  if (c->margin < 0 || c->margin >= 1 || c->audit_tolerance <= 0 || c->peak_trigger < 1)
-    s = vl__fail(err, VL_EKEY, "margin, audit tolerance or peak trigger out of range");
+  c->tput_trigger = num(json_object_get(o, "triggers"), "throughput_under_sla", 0.80);
+  if (c->margin < 0 || c->margin >= 1 || c->audit_tolerance <= 0 || c->peak_trigger < 1 ||
+      !(c->tput_trigger > 0 && c->tput_trigger <= 1))
+    s = vl__fail(err, VL_EKEY,
+                 "margin, audit tolerance, peak trigger or throughput trigger out of range");
 done:
   json_decref(o);
   return s;

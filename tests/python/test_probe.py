@@ -239,6 +239,40 @@ class Trace(unittest.TestCase):
         shutil.rmtree(d)
 
 
+class Guard(unittest.TestCase):
+    """run --commitment: the throughput trigger from the probe's steps."""
+
+    def guarded(self, commitment):
+        d = tempfile.mkdtemp(prefix="vl-guard-")
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        c = os.path.join(HERE, "..", "data", "commitments", commitment)
+        out = subprocess.run([VL, "run", "--quiet", "--no-preload", "--interval-ms", "10",
+                              "--commitment", c, "--out", d + "/r", "--", PY,
+                              os.path.join(HERE, "job_tokens.py")],
+                             env=e, capture_output=True, text=True, timeout=120)
+        ev = read(d + "/r/record.jsonl")
+        fallback = os.path.exists(d + "/r/fallback")
+        shutil.rmtree(d)
+        return out, [t for t in of(ev, "trigger")], fallback
+
+    def test_throughput_under_the_sla_fires_once(self):
+        out, trig, fallback = self.guarded("sla-unreachable.json")
+        self.assertEqual(out.returncode, 0, out.stderr)  # the job is never stopped
+        self.assertEqual([t["trigger"] for t in trig], ["throughput_under_sla"])
+        self.assertGreater(trig[0]["tokens_per_s"], 0)
+        self.assertTrue(fallback)
+        self.assertIn("fallback True", out.stdout)  # the job saw it
+        self.assertIn("tokens/s, under the", out.stderr)
+
+    def test_throughput_within_the_sla_is_quiet(self):
+        out, trig, fallback = self.guarded("sla-easy.json")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(trig, [])
+        self.assertFalse(fallback)
+        self.assertIn("fallback False", out.stdout)
+
+
 class Sweep(unittest.TestCase):
     def test_sweep_takes_steps_per_second_from_the_probe(self):
         d = tempfile.mkdtemp(prefix="vl-sweep-")
