@@ -19,6 +19,8 @@ struct vl_gpu {
   char label[64];        /* "NVIDIA H100 80GB HBM3 (SXM)" */
   uint64_t memory_bytes; /* what cudaMemGetInfo reports as total */
   double bf16_tflops;    /* dense, vendor datasheet */
+  double fp16_tflops;    /* dense; the bf16 figure when the file has none */
+  double fp8_tflops;     /* dense; 0: no FP8 tensor cores */
   double hbm_gb_s;       /* memory bandwidth, GB/s */
   char interconnect[24]; /* "nvlink", "pcie", ... */
   double link_gb_s;      /* GPU-to-GPU within a node, per direction, GB/s */

@@ -47,6 +47,9 @@ static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_er
   json_t *tf = json_object_get(g, "bf16_tflops");
   json_t *bw = json_object_get(g, "hbm_gb_s");
   out->bf16_tflops = json_is_number(tf) ? json_number_value(tf) : 0.0;
+  json_t *f16 = json_object_get(g, "fp16_tflops"), *f8 = json_object_get(g, "fp8_tflops");
+  out->fp16_tflops = json_is_number(f16) ? json_number_value(f16) : out->bf16_tflops;
+  out->fp8_tflops = json_is_number(f8) ? json_number_value(f8) : 0.0;
   out->hbm_gb_s = json_is_number(bw) ? json_number_value(bw) : 0.0;
   json_t *ic = json_object_get(g, "interconnect"), *lb = json_object_get(g, "interconnect_gb_s");
   json_t *pr = json_object_get(g, "usd_per_hour");
@@ -54,7 +57,8 @@ static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_er
     snprintf(out->interconnect, sizeof out->interconnect, "%s", json_string_value(ic));
   out->link_gb_s = json_is_number(lb) ? json_number_value(lb) : 0.0;
   out->usd_per_hour = json_is_number(pr) ? json_number_value(pr) : 0.0;
-  if (out->bf16_tflops < 0 || out->hbm_gb_s < 0 || out->link_gb_s < 0 || out->usd_per_hour < 0)
+  if (out->bf16_tflops < 0 || out->fp16_tflops < 0 || out->fp8_tflops < 0 || out->hbm_gb_s < 0 ||
+      out->link_gb_s < 0 || out->usd_per_hour < 0)
     return vl__fail(err, VL_ERANGE, "gpus[%zu]: negative throughput", i);
   return VL_OK;
 }

@@ -52,11 +52,22 @@ static double flops_per_token(const struct vl_arch *a, const struct vl_job *j) {
   return f * active_params(a, &inv);
 }
 
+/* the card's dense tensor peak for the job's 16-bit type (TFLOP/s): fp16
+ * for the fp16 policies, bf16 for the others (fp32 jobs run their matmuls
+ * in TF32/bf16 on tensor cores or not at all: the bf16 figure is the
+ * published convention for MFU) */
+static double peak_tflops(const struct vl_gpu *g, const struct vl_job *j) {
+  bool fp16 = j->precision == VL_PREC_AMP_FP16 || j->precision == VL_PREC_FP16 ||
+              j->precision == VL_PREC_MIXED_FP16;
+  return fp16 && g->fp16_tflops > 0 ? g->fp16_tflops : g->bf16_tflops;
+}
+
 double vl_plan_mfu_measured(const struct vl_arch *a, const struct vl_job *j,
                             double tokens_per_s_per_gpu, const struct vl_gpu *g) {
   double fpt = flops_per_token(a, j);
-  if (!(fpt > 0) || !(g->bf16_tflops > 0) || !(tokens_per_s_per_gpu > 0)) return 0;
-  return tokens_per_s_per_gpu * fpt / (g->bf16_tflops * 1e12);
+  double peak = peak_tflops(g, j);
+  if (!(fpt > 0) || !(peak > 0) || !(tokens_per_s_per_gpu > 0)) return 0;
+  return tokens_per_s_per_gpu * fpt / (peak * 1e12);
 }
 
 static int by_rank(const void *x, const void *y) {
@@ -124,8 +135,8 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
               /* time of one optimizer step */
               double fwd_bwd = j.lora_rank ? 4.0 : 6.0;
               if (ckpt == VL_CKPT_FULL) fwd_bwd += 2.0;
-              double compute =
-                  fwd_bwd * P * tokens_per_step / ((double)count * g->bf16_tflops * 1e12 * q->mfu);
+              double compute = fwd_bwd * P * tokens_per_step /
+                               ((double)count * peak_tflops(g, &j) * 1e12 * q->mfu);
               double link = g->link_gb_s > 0 ? g->link_gb_s : 16.0;
               double bw = (count <= q->gpus_per_node ? link : fmin(link, q->inter_node_gb_s)) * 1e9;
               double grad_bytes = (double)bill->trainable_params * 2.0 / tp; /* bf16 buckets */

@@ -128,6 +128,20 @@ static void search_finds_the_edge(void **state) {
   assert_int_equal(best, 0);
 }
 
+/* dense FP16 and FP8 rates: FP8 twice the 16-bit rate where the card has
+ * it, none on A100 */
+static void tensor_rates(void **state) {
+  (void)state;
+  const struct vl_gpu *h = vl_catalog_find(&cat, "h200"), *a = vl_catalog_find(&cat, "a100-80gb");
+  assert_true(h->fp16_tflops == h->bf16_tflops && h->fp8_tflops == 1979.0);
+  assert_true(a->fp8_tflops == 0 && a->fp16_tflops == 312);
+  for (size_t i = 0; i < cat.n; i++) {
+    const struct vl_gpu *g = &cat.gpus[i];
+    assert_true(g->fp8_tflops == 0 ||
+                (g->fp8_tflops >= 1.9 * g->fp16_tflops && g->fp8_tflops <= 2.1 * g->fp16_tflops));
+  }
+}
+
 /* the device names CUDA and NVML give, matched to catalog cards */
 static void device_names(void **state) {
   (void)state;
@@ -154,6 +168,7 @@ int main(void) {
       cmocka_unit_test(bundled_catalog),       cmocka_unit_test(bad_catalogs),
       cmocka_unit_test(prices_override),       cmocka_unit_test(fit_keeps_the_margin),
       cmocka_unit_test(search_finds_the_edge), cmocka_unit_test(device_names),
+      cmocka_unit_test(tensor_rates),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
