@@ -35,7 +35,7 @@ void vl_plan_query_init(struct vl_plan_query *q);
 
 struct vl_plan_candidate {
   const struct vl_gpu *gpu;
-  unsigned count, dp, tp, zero;
+  unsigned count, dp, tp, pp, zero;
   enum vl_ckpt checkpointing;
   uint64_t micro_batch, grad_accum;
   uint64_t peak_bytes_per_gpu;

@@ -11,20 +11,23 @@
 #define GIB(x) ((double)(x) / (double)(1ull << 30))
 
 static const char *strategy(const struct vl_plan_candidate *c, char *buf, size_t n) {
-  if (c->tp > 1 && c->dp > 1)
-    snprintf(buf, n, "TP%u x %s", c->tp, c->zero ? "ZeRO" : "DDP");
-  else if (c->tp > 1)
-    snprintf(buf, n, "TP%u", c->tp);
-  else if (c->dp > 1)
-    snprintf(buf, n, c->zero ? "ZeRO-%u" : "DDP", c->zero);
-  else
-    snprintf(buf, n, "1 GPU");
-  if (c->tp > 1 && c->dp > 1 && c->zero) {
-    size_t l = 0;
-    while (buf[l])
-      l++;
-    snprintf(buf + l, n - l, "-%u", c->zero);
+  size_t l = 0;
+  buf[0] = '\0';
+#define PART(...)                                                                                  \
+  do {                                                                                             \
+    if (l && l + 3 < n) l += (size_t)snprintf(buf + l, n - l, " x ");                              \
+    if (l < n) l += (size_t)snprintf(buf + l, n - l, __VA_ARGS__);                                 \
+  } while (0)
+  if (c->tp > 1) PART("TP%u", c->tp);
+  if (c->pp > 1) PART("PP%u", c->pp);
+  if (c->dp > 1) {
+    if (c->zero)
+      PART("ZeRO-%u", c->zero);
+    else
+      PART("DDP");
   }
+  if (!l) snprintf(buf, n, "1 GPU");
+#undef PART
   return buf;
 }
 
@@ -36,6 +39,7 @@ static json_t *cand_json(const struct vl_plan_candidate *c) {
   json_object_set_new(o, "strategy", json_string(strategy(c, s, sizeof s)));
   json_object_set_new(o, "dp", json_integer(c->dp));
   json_object_set_new(o, "tp", json_integer(c->tp));
+  json_object_set_new(o, "pp", json_integer(c->pp));
   json_object_set_new(o, "zero", json_integer(c->zero));
   json_object_set_new(o, "micro_batch", json_integer((json_int_t)c->micro_batch));
   json_object_set_new(o, "grad_accum", json_integer((json_int_t)c->grad_accum));

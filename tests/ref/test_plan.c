@@ -60,6 +60,7 @@ static void llama2_gpu_hours(void **state) {
       j.batch = r.c[k].micro_batch;
       j.dp = r.c[k].dp;
       j.tp = r.c[k].tp;
+      j.pp = r.c[k].pp;
       j.zero = r.c[k].zero;
       j.checkpointing = r.c[k].checkpointing;
       j.grad_accum = r.c[k].grad_accum;
