@@ -23,7 +23,17 @@
 #include "vramledger/nvml.h"
 #include "vramledger/record.h"
 
-enum { O_HELP, O_OUT, O_INTERVAL, O_NO_PRELOAD, O_NO_PROBE, O_SNAPSHOT, O_QUIET, O_COMMITMENT };
+enum {
+  O_HELP,
+  O_OUT,
+  O_INTERVAL,
+  O_NO_PRELOAD,
+  O_NO_PROBE,
+  O_SNAPSHOT,
+  O_QUIET,
+  O_COMMITMENT,
+  O_TRIGGER_SIGNAL
+};
 static const struct cli_opt opts[] = {
     {"help", false, O_HELP},
     {"out", true, O_OUT},
@@ -33,12 +43,14 @@ static const struct cli_opt opts[] = {
     {"snapshot", false, O_SNAPSHOT},
     {"quiet", false, O_QUIET},
     {"commitment", true, O_COMMITMENT},
+    {"trigger-signal", true, O_TRIGGER_SIGNAL},
     {NULL, false, 0},
 };
 
 struct runopt {
   bool help, no_preload, no_probe, snapshot, quiet;
   const char *out, *commitment;
+  int trigger_signal;
   uint64_t interval_ms;
 };
 
@@ -53,6 +65,15 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   case O_SNAPSHOT: o->snapshot = true; return 0;
   case O_QUIET: o->quiet = true; return 0;
   case O_COMMITMENT: o->commitment = arg; return 0;
+  case O_TRIGGER_SIGNAL: {
+    static const char *const names[] = {"USR1", "USR2", "HUP", "INT", "TERM", NULL};
+    static const int sigs[] = {SIGUSR1, SIGUSR2, SIGHUP, SIGINT, SIGTERM};
+    const char *n = strncmp(arg, "SIG", 3) == 0 ? arg + 3 : arg;
+    int k = cli_choice(flag, n, names);
+    if (k < 0) return VL_EXIT_USAGE;
+    o->trigger_signal = sigs[k];
+    return 0;
+  }
   default: return 0;
   }
 }
@@ -60,6 +81,8 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
 /* The commitment's peak trigger fired: record it, leave the fallback file
  * for the job (vramledger.fallback_requested()), say so. Once per run. */
 static int put(json_t *o);
+static int trigger_signal; /* --trigger-signal: sent to the job when a trigger fires */
+static void tell_job(void);
 static void fire(const char *fb_path, uint64_t t, uint64_t bytes, uint64_t guard,
                  const char *commitment) {
   json_t *e = json_object();
@@ -79,6 +102,7 @@ static void fire(const char *fb_path, uint64_t t, uint64_t bytes, uint64_t guard
   if (fd >= 0) close(fd);
   free(line);
   put(e);
+  tell_job();
   fprintf(stderr,
           "vramledger: trigger: the job holds %.2f GiB on one GPU, over the %.2f GiB that %s "
           "allows; its fallback is due (vramledger.fallback_requested() is now true)\n",
@@ -113,6 +137,7 @@ static void fire_tput(const char *fb_path, uint64_t t, double tps, double floor,
   if (fd >= 0) close(fd);
   free(line);
   put(e);
+  tell_job();
   fprintf(stderr,
           "vramledger: trigger: the job makes %.0f tokens/s, under the %.0f that %s allows; "
           "its fallback is due (vramledger.fallback_requested() is now true)\n",
@@ -210,6 +235,10 @@ static bool in_tree(pid_t pid, pid_t root) {
 /* ---- signals --------------------------------------------------------------- */
 
 static volatile sig_atomic_t child_pid;
+
+static void tell_job(void) {
+  if (trigger_signal && child_pid > 0) kill((pid_t)child_pid, trigger_signal);
+}
 
 static void forward(int sig, siginfo_t *info, void *uc) {
   (void)uc;
@@ -319,6 +348,11 @@ int cmd_run(int argc, const char **argv) {
   }
   const char **cmd = argv + dash + 1;
   int cmd_argc = argc - dash - 1;
+  if (o.trigger_signal && !o.commitment) {
+    cli_error("--trigger-signal goes with --commitment (the triggers are the commitment's)");
+    return VL_EXIT_USAGE;
+  }
+  trigger_signal = o.trigger_signal;
   /* the runtime guard: the commitment's peak trigger, per GPU, and its
    * throughput trigger against the SLA (the probe's steps, read back) */
   uint64_t guard = 0;

@@ -104,6 +104,11 @@ check "guard: stderr says so" grep -q "trigger: the job holds" "$tmp/err"
 : >"$tmp/procs"
 "$vl" run --out "$tmp/guardpy" --interval-ms 10 --quiet --commitment "$dir/../data/commitments/guard-256mib.json" -- sh -c "'$prog' hold 64 1.0 '$tmp/procs' & sleep 0.6; python3 -c \"import sys; sys.path.insert(0, '$pydir'); import vramledger; sys.exit(0 if vramledger.fallback_requested() else 5)\"; st=\$?; wait; exit \$st"
 check "guard: vramledger.fallback_requested() sees it" [ $? = 0 ]
+: >"$tmp/procs"
+"$vl" run --out "$tmp/guardsig" --interval-ms 10 --quiet --commitment "$dir/../data/commitments/guard-256mib.json" --trigger-signal USR1 -- sh -c "trap 'echo got > $tmp/sig' USR1; '$prog' hold 64 1.0 '$tmp/procs' & wait; wait" 2>/dev/null
+check "guard: --trigger-signal USR1 reaches the job" grep -q got "$tmp/sig"
+"$vl" run --quiet --trigger-signal USR1 -- true 2>/dev/null
+check "guard: --trigger-signal without a commitment is refused" [ $? = 2 ]
 "$vl" run --out "$tmp/guardbad" --quiet --commitment "$dir/../data/commitments/truncated.json" -- true 2>/dev/null
 check "guard: a bad commitment is refused before the job runs" [ $? = 1 ] && [ ! -e "$tmp/guardbad" ]
 "$vl" sweep --grid b=1,2 --out "$tmp/oom" -- sh -c 'if [ {b} = 2 ]; then echo "CUDA out of memory" >&2; exit 1; fi' >/dev/null 2>&1
