@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vramledger/probe.h"
 #include "vramledger/status.h"
 
 enum { VL_EXIT_OK = 0, VL_EXIT_ERROR = 1, VL_EXIT_USAGE = 2, VL_EXIT_NOFIT = 3 };
@@ -54,6 +55,19 @@ struct vl_commitment;
  * record.jsonl; the file's path goes to path[]. Release with
  * vl_record_release. On failure prints the error, returns an exit code. */
 int cli_load_record(const char *run, struct vl_record *rec, char *path, size_t path_len);
+/* A run read and analysed in all its layers: the record, its summary and
+ * findings, the framework layer with its ladder. */
+struct cli_run {
+  struct vl_record rec;
+  struct vl_run_summary sum;
+  struct vl_finding findings[VL_MAX_FINDINGS];
+  int n_findings;
+  struct vl_probe_layer fw;
+  char path[4096];
+};
+/*! cli_load_record, then vl_record_summarize, vl_probe_analyze and
+ * vl_probe_ladder. Release with vl_record_release(&run->rec). */
+int cli_load_run(const char *run, struct cli_run *out);
 /*! Peak process and driver-allocated bytes (and duration) of a run. */
 int cli_run_peaks(const char *run, uint64_t *process, uint64_t *cuda, double *duration_s,
                   char *path, size_t path_len);

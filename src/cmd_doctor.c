@@ -1,6 +1,7 @@
 /* vramledger doctor: what is wrong with a run's memory. docs/cmd/doctor.md. */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -88,22 +89,22 @@ int cmd_doctor(int argc, const char **argv) {
     cli_error("doctor needs a run: a directory made by 'vramledger run' or its record.jsonl");
     return VL_EXIT_USAGE;
   }
-  char path[PATH_MAX];
-  struct vl_record rec;
-  if ((rc = cli_load_record(run, &rec, path, sizeof path))) return rc;
-  struct vl_run_summary sum;
-  struct vl_finding f[VL_MAX_FINDINGS];
-  int nf = 0;
-  vl_record_summarize(&rec, &sum, f, &nf);
-  struct vl_probe_layer fw;
-  vl_probe_analyze(&rec, &fw);
-  vl_probe_ladder(&fw, &sum);
+  struct cli_run *rr = malloc(sizeof *rr);
+  if (!rr) {
+    cli_error("out of memory");
+    return VL_EXIT_ERROR;
+  }
+  if ((rc = cli_load_run(run, rr))) {
+    free(rr);
+    return rc;
+  }
   struct vl_diag diags[VL_MAX_DIAGS];
-  int nd = vl_doctor(&rec, &sum, &fw, diags);
-  rc = vl_render_doctor(stdout, d.fmt == 1, path, diags, nd) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
+  int nd = vl_doctor(&rr->rec, &rr->sum, &rr->fw, diags);
+  rc = vl_render_doctor(stdout, d.fmt == 1, rr->path, diags, nd) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
   if (rc) cli_error("cannot write the output");
   for (int i = 0; i < nd && d.fail_on && rc == VL_EXIT_OK; i++)
     if (listed(d.fail_on, &diags[i])) rc = VL_EXIT_NOFIT;
-  vl_record_release(&rec);
+  vl_record_release(&rr->rec);
+  free(rr);
   return rc;
 }

@@ -1,6 +1,7 @@
 /* vramledger report: what a run record says. docs/cmd/report.md. */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -100,32 +101,32 @@ int cmd_report(int argc, const char **argv) {
   }
   struct vl_bill *bill = NULL;
   if (estimate && (rc = estimate_bill(n_job, job, &bill))) return rc;
-  char path[PATH_MAX];
-  struct vl_record rec;
-  if ((rc = cli_load_record(r.run, &rec, path, sizeof path))) {
+  struct cli_run *rr = malloc(sizeof *rr);
+  if (!rr) {
+    vl_free(bill);
+    cli_error("out of memory");
+    return VL_EXIT_ERROR;
+  }
+  if ((rc = cli_load_run(r.run, rr))) {
+    free(rr);
     vl_free(bill);
     return rc;
   }
-  struct vl_run_summary sum;
-  struct vl_finding f[VL_MAX_FINDINGS];
-  int nf = 0;
-  vl_record_summarize(&rec, &sum, f, &nf);
-  struct vl_probe_layer fw;
-  vl_probe_analyze(&rec, &fw);
-  vl_probe_ladder(&fw, &sum);
   struct vl_probe_compare cmp = {0};
   if (bill) {
-    vl_probe_compare(&fw, bill, &cmp);
+    vl_probe_compare(&rr->fw, bill, &cmp);
     if (!cmp.present)
       cli_hint("--estimate: the record has no measured bill (no PyTorch probe, or no sampled "
                "step); nothing to compare");
   }
-  struct vl_report_view v = {&rec, &sum, f, nf, path, &fw, bill ? &cmp : NULL};
+  struct vl_report_view v = {&rr->rec, &rr->sum, rr->findings,      rr->n_findings,
+                             rr->path, &rr->fw,  bill ? &cmp : NULL};
   static const enum vl_report_format map[] = {VL_REP_TEXT, VL_REP_JSON, VL_REP_MD, VL_REP_TRACE,
                                               VL_REP_HTML};
   rc = vl_render_report(stdout, map[r.fmt], &v) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
   if (rc) cli_error("cannot write the output");
-  vl_record_release(&rec);
+  vl_record_release(&rr->rec);
+  free(rr);
   vl_free(bill);
   return rc;
 }

@@ -59,3 +59,13 @@ int cli_load_commitment(const char *path, struct vl_commitment *c) {
   }
   return 0;
 }
+
+int cli_load_run(const char *run, struct cli_run *r) {
+  int rc = cli_load_record(run, &r->rec, r->path, sizeof r->path);
+  if (rc) return rc;
+  r->n_findings = 0;
+  vl_record_summarize(&r->rec, &r->sum, r->findings, &r->n_findings);
+  vl_probe_analyze(&r->rec, &r->fw);
+  vl_probe_ladder(&r->fw, &r->sum);
+  return 0;
+}

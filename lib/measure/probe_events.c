@@ -12,17 +12,17 @@ const char *const vl_bill_part_names[VL_BILL_N] = {
     "parameters",       "gradients", "optimizer_states", "activations",
     "autocast_weights", "outputs",   "comm_buffers"};
 
-static uint64_t u(json_t *o, const char *k) {
+uint64_t vl__rec_u(json_t *o, const char *k) {
   json_t *v = json_object_get(o, k);
   return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
 }
 
-static void str(char *dst, size_t n, json_t *o, const char *k) {
+void vl__rec_str(char *dst, size_t n, json_t *o, const char *k) {
   json_t *v = json_object_get(o, k);
   snprintf(dst, n, "%s", json_is_string(v) ? json_string_value(v) : "");
 }
 
-static int grow(void **p, size_t *cap, size_t n, size_t elem, size_t limit) {
+int vl__rec_grow(void **p, size_t *cap, size_t n, size_t elem, size_t limit) {
   if (n < *cap) return 0;
   size_t nc = *cap ? *cap * 2 : 64;
   if (nc > limit) nc = limit;
@@ -39,7 +39,7 @@ static bool bill(json_t *o, uint64_t out[VL_BILL_N], bool *acts_known) {
   json_t *b = json_object_get(o, "bill");
   if (!json_is_object(b)) return false;
   for (int i = 0; i < VL_BILL_N; i++)
-    out[i] = u(b, vl_bill_part_names[i]);
+    out[i] = vl__rec_u(b, vl_bill_part_names[i]);
   if (acts_known) *acts_known = json_is_integer(json_object_get(b, "activations"));
   return true;
 }
@@ -59,48 +59,48 @@ vl_status vl__probe_event(json_t *o, const char *type, struct vl_record *r,
                           bool *handled) {
   *handled = true;
   if (strcmp(type, "phase") == 0) {
-    if (grow((void **)&r->phases, &caps->phases, r->n_phases, sizeof *r->phases, 1u << 24))
+    if (vl__rec_grow((void **)&r->phases, &caps->phases, r->n_phases, sizeof *r->phases, 1u << 24))
       return vl__fail(err, VL_ENOMEM, "line %zu: too many phase events", line);
     struct vl_rec_phase *p = &r->phases[r->n_phases++];
     memset(p, 0, sizeof *p);
-    p->t_ns = u(o, "t_ns");
-    p->t0_ns = u(o, "t0_ns");
-    p->pid = (unsigned)u(o, "pid");
-    p->rank = (unsigned)u(o, "rank");
-    p->step = (unsigned)u(o, "step");
-    str(p->phase, sizeof p->phase, o, "phase");
+    p->t_ns = vl__rec_u(o, "t_ns");
+    p->t0_ns = vl__rec_u(o, "t0_ns");
+    p->pid = (unsigned)vl__rec_u(o, "pid");
+    p->rank = (unsigned)vl__rec_u(o, "rank");
+    p->step = (unsigned)vl__rec_u(o, "step");
+    vl__rec_str(p->phase, sizeof p->phase, o, "phase");
     p->has_alloc = json_is_integer(json_object_get(o, "allocated"));
-    p->allocated = u(o, "allocated");
-    p->reserved = u(o, "reserved");
-    p->active = u(o, "active");
-    p->inactive_split = u(o, "inactive_split");
-    p->peak_allocated = u(o, "peak_allocated");
-    p->peak_reserved = u(o, "peak_reserved");
-    p->alloc_retries = u(o, "alloc_retries");
-    p->ooms = u(o, "ooms");
+    p->allocated = vl__rec_u(o, "allocated");
+    p->reserved = vl__rec_u(o, "reserved");
+    p->active = vl__rec_u(o, "active");
+    p->inactive_split = vl__rec_u(o, "inactive_split");
+    p->peak_allocated = vl__rec_u(o, "peak_allocated");
+    p->peak_reserved = vl__rec_u(o, "peak_reserved");
+    p->alloc_retries = vl__rec_u(o, "alloc_retries");
+    p->ooms = vl__rec_u(o, "ooms");
     p->has_bill = bill(o, p->bill, &p->acts_known);
   } else if (strcmp(type, "step") == 0) {
-    if (grow((void **)&r->steps, &caps->steps, r->n_steps, sizeof *r->steps, 1u << 22))
+    if (vl__rec_grow((void **)&r->steps, &caps->steps, r->n_steps, sizeof *r->steps, 1u << 22))
       return vl__fail(err, VL_ENOMEM, "line %zu: too many step events", line);
     struct vl_rec_step *s = &r->steps[r->n_steps++];
     memset(s, 0, sizeof *s);
-    s->t_ns = u(o, "t_ns");
-    s->time_ns = u(o, "time_ns");
-    s->tokens = u(o, "tokens");
-    s->samples = u(o, "samples");
-    s->probe_ns = u(o, "probe_ns");
-    s->pid = (unsigned)u(o, "pid");
-    s->rank = (unsigned)u(o, "rank");
-    s->step = (unsigned)u(o, "step");
-    s->micro_batches = (unsigned)u(o, "micro_batches");
+    s->t_ns = vl__rec_u(o, "t_ns");
+    s->time_ns = vl__rec_u(o, "time_ns");
+    s->tokens = vl__rec_u(o, "tokens");
+    s->samples = vl__rec_u(o, "samples");
+    s->probe_ns = vl__rec_u(o, "probe_ns");
+    s->pid = (unsigned)vl__rec_u(o, "pid");
+    s->rank = (unsigned)vl__rec_u(o, "rank");
+    s->step = (unsigned)vl__rec_u(o, "step");
+    s->micro_batches = (unsigned)vl__rec_u(o, "micro_batches");
     s->sampled = json_is_true(json_object_get(o, "sampled"));
     s->has_peak = json_is_integer(json_object_get(o, "peak_allocated"));
-    s->peak_allocated = u(o, "peak_allocated");
-    s->peak_reserved = u(o, "peak_reserved");
-    str(s->peak_phase, sizeof s->peak_phase, o, "peak_phase");
+    s->peak_allocated = vl__rec_u(o, "peak_allocated");
+    s->peak_reserved = vl__rec_u(o, "peak_reserved");
+    vl__rec_str(s->peak_phase, sizeof s->peak_phase, o, "peak_phase");
     s->has_end = json_is_integer(json_object_get(o, "allocated"));
-    s->allocated = u(o, "allocated");
-    s->reserved = u(o, "reserved");
+    s->allocated = vl__rec_u(o, "allocated");
+    s->reserved = vl__rec_u(o, "reserved");
     /* a step not sampled: its phases' times, as intervals without counters */
     size_t k;
     json_t *ph;
@@ -108,7 +108,8 @@ vl_status vl__probe_event(json_t *o, const char *type, struct vl_record *r,
     json_array_foreach(json_object_get(o, "phases"), k, ph) {
       json_t *nm = json_array_get(ph, 0), *a = json_array_get(ph, 1), *b = json_array_get(ph, 2);
       if (!json_is_string(nm) || !json_is_integer(a) || !json_is_integer(b)) continue;
-      if (grow((void **)&r->phases, &caps->phases, r->n_phases, sizeof *r->phases, 1u << 24))
+      if (vl__rec_grow((void **)&r->phases, &caps->phases, r->n_phases, sizeof *r->phases,
+                       1u << 24))
         return vl__fail(err, VL_ENOMEM, "line %zu: too many phases", line);
       struct vl_rec_phase *p = &r->phases[r->n_phases++];
       memset(p, 0, sizeof *p);
@@ -123,45 +124,45 @@ vl_status vl__probe_event(json_t *o, const char *type, struct vl_record *r,
     json_t *m;
     json_array_foreach(json_object_get(o, "modules"), i, m) {
       if (s->n_modules >= VL_REC_TOP_MODULES) break;
-      str(s->modules[s->n_modules].name, sizeof s->modules[0].name, m, "name");
-      s->modules[s->n_modules++].saved_bytes = u(m, "saved_bytes");
+      vl__rec_str(s->modules[s->n_modules].name, sizeof s->modules[0].name, m, "name");
+      s->modules[s->n_modules++].saved_bytes = vl__rec_u(m, "saved_bytes");
     }
   } else if (strcmp(type, "oom") == 0) {
-    if (grow((void **)&r->ooms, &caps->ooms, r->n_ooms, sizeof *r->ooms, 1u << 16))
+    if (vl__rec_grow((void **)&r->ooms, &caps->ooms, r->n_ooms, sizeof *r->ooms, 1u << 16))
       return vl__fail(err, VL_ENOMEM, "line %zu: too many oom events", line);
     struct vl_rec_oom *x = &r->ooms[r->n_ooms++];
     memset(x, 0, sizeof *x);
-    x->t_ns = u(o, "t_ns");
-    x->pid = (unsigned)u(o, "pid");
-    x->rank = (unsigned)u(o, "rank");
-    x->step = (unsigned)u(o, "step");
-    str(x->phase, sizeof x->phase, o, "phase");
-    x->request_bytes = u(o, "request_bytes");
-    x->device_allocated_bytes = u(o, "device_allocated_bytes");
-    x->device_free_bytes = u(o, "device_free_bytes");
+    x->t_ns = vl__rec_u(o, "t_ns");
+    x->pid = (unsigned)vl__rec_u(o, "pid");
+    x->rank = (unsigned)vl__rec_u(o, "rank");
+    x->step = (unsigned)vl__rec_u(o, "step");
+    vl__rec_str(x->phase, sizeof x->phase, o, "phase");
+    x->request_bytes = vl__rec_u(o, "request_bytes");
+    x->device_allocated_bytes = vl__rec_u(o, "device_allocated_bytes");
+    x->device_free_bytes = vl__rec_u(o, "device_free_bytes");
     x->has_bill = bill(o, x->bill, NULL);
-    str(x->snapshot, sizeof x->snapshot, o, "snapshot");
+    vl__rec_str(x->snapshot, sizeof x->snapshot, o, "snapshot");
   } else if (strcmp(type, "probe") == 0) {
-    struct vl_rec_probe *p = probe_of(r, (unsigned)u(o, "pid"));
+    struct vl_rec_probe *p = probe_of(r, (unsigned)vl__rec_u(o, "pid"));
     if (p) {
-      p->rank = (unsigned)u(o, "rank");
-      p->local_rank = (unsigned)u(o, "local_rank");
-      p->world_size = (unsigned)u(o, "world_size");
-      p->sample_every = (unsigned)u(o, "sample_every");
+      p->rank = (unsigned)vl__rec_u(o, "rank");
+      p->local_rank = (unsigned)vl__rec_u(o, "local_rank");
+      p->world_size = (unsigned)vl__rec_u(o, "world_size");
+      p->sample_every = (unsigned)vl__rec_u(o, "sample_every");
       p->cuda = json_is_true(json_object_get(o, "cuda"));
-      str(p->torch, sizeof p->torch, o, "torch");
+      vl__rec_str(p->torch, sizeof p->torch, o, "torch");
     }
   } else if (strcmp(type, "device") == 0) {
-    struct vl_rec_probe *p = probe_of(r, (unsigned)u(o, "pid"));
+    struct vl_rec_probe *p = probe_of(r, (unsigned)vl__rec_u(o, "pid"));
     if (p) {
       p->cuda = true;
-      str(p->device_name, sizeof p->device_name, o, "name");
-      str(p->capability, sizeof p->capability, o, "capability");
-      p->cublas_workspace_bytes = u(o, "cublas_workspace_bytes");
+      vl__rec_str(p->device_name, sizeof p->device_name, o, "name");
+      vl__rec_str(p->capability, sizeof p->capability, o, "capability");
+      p->cublas_workspace_bytes = vl__rec_u(o, "cublas_workspace_bytes");
     }
   } else if (strcmp(type, "note") == 0) {
     char text[256];
-    str(text, sizeof text, o, "text");
+    vl__rec_str(text, sizeof text, o, "text");
     if (strncmp(text, "probe stopped", 13) == 0 && !r->probe_note[0])
       snprintf(r->probe_note, sizeof r->probe_note, "%s", text);
     *handled = false; /* record.c may want notes too */

@@ -6,6 +6,14 @@
 
 #include "vramledger/record.h"
 
+/* Reading records, shared by record.c and probe_events.c: a positive
+ * integer member (0 when absent or not one), a string member copied into
+ * dst (empty when absent), and a growable array with a hard cap (doubling
+ * from 64; -1 past the cap or out of memory). */
+uint64_t vl__rec_u(json_t *o, const char *k);
+void vl__rec_str(char *dst, size_t n, json_t *o, const char *k);
+int vl__rec_grow(void **p, size_t *cap, size_t n, size_t elem, size_t limit);
+
 struct vl__probe_caps {
   size_t phases, steps, ooms;
 };

@@ -14,29 +14,6 @@
 #define MAX_SAMPLES (1u << 24) /* 46 hours at 100 Hz */
 #define MAX_PIDS 256
 
-static uint64_t u(json_t *o, const char *k) {
-  json_t *v = json_object_get(o, k);
-  return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
-}
-
-static void str(char *dst, size_t n, json_t *o, const char *k) {
-  json_t *v = json_object_get(o, k);
-  snprintf(dst, n, "%s", json_is_string(v) ? json_string_value(v) : "");
-}
-
-/* Growable arrays with a hard cap. */
-static int grow(void **p, size_t *cap, size_t n, size_t elem, size_t limit) {
-  if (n < *cap) return 0;
-  size_t nc = *cap ? *cap * 2 : 256;
-  if (nc > limit) nc = limit;
-  if (n >= nc) return -1;
-  void *q = vl_realloc(*p, nc * elem);
-  if (!q) return -1;
-  *p = q;
-  *cap = nc;
-  return 0;
-}
-
 struct alloc_state {
   unsigned pid[MAX_PIDS];
   uint64_t live[MAX_PIDS];
@@ -44,19 +21,19 @@ struct alloc_state {
 };
 
 static vl_status meta(json_t *o, struct vl_record *r, size_t line, struct vl_err *err) {
-  str(r->schema, sizeof r->schema, o, "schema");
+  vl__rec_str(r->schema, sizeof r->schema, o, "schema");
   if (strncmp(r->schema, "vramledger.run/", 15) != 0)
     return vl__fail(err, VL_EKEY, "line %zu: not a vramledger run record (schema '%s')", line,
                     r->schema);
   if (strcmp(r->schema, VL_RECORD_SCHEMA) != 0)
     return vl__fail(err, VL_EKEY, "line %zu: record schema '%s'; this vramledger reads '%s'", line,
                     r->schema, VL_RECORD_SCHEMA);
-  str(r->host, sizeof r->host, o, "host");
-  str(r->driver, sizeof r->driver, o, "driver");
-  str(r->nvml, sizeof r->nvml, o, "nvml");
-  r->start_ns = u(o, "t_ns");
-  r->start_unix_ms = u(o, "start_unix_ms");
-  r->interval_ms = u(o, "interval_ms");
+  vl__rec_str(r->host, sizeof r->host, o, "host");
+  vl__rec_str(r->driver, sizeof r->driver, o, "driver");
+  vl__rec_str(r->nvml, sizeof r->nvml, o, "nvml");
+  r->start_ns = vl__rec_u(o, "t_ns");
+  r->start_unix_ms = vl__rec_u(o, "start_unix_ms");
+  r->interval_ms = vl__rec_u(o, "interval_ms");
   json_t *cmd = json_object_get(o, "command");
   size_t i, used = 0;
   json_t *a;
@@ -71,10 +48,10 @@ static vl_status meta(json_t *o, struct vl_record *r, size_t line, struct vl_err
   json_array_foreach(gpus, i, a) {
     if (i >= VL_RECORD_MAX_GPUS) break;
     struct vl_rec_gpu *g = &r->gpus[i];
-    g->index = (unsigned)u(a, "index");
-    str(g->name, sizeof g->name, a, "name");
-    str(g->uuid, sizeof g->uuid, a, "uuid");
-    g->total_bytes = u(a, "total_bytes");
+    g->index = (unsigned)vl__rec_u(a, "index");
+    vl__rec_str(g->name, sizeof g->name, a, "name");
+    vl__rec_str(g->uuid, sizeof g->uuid, a, "uuid");
+    g->total_bytes = vl__rec_u(a, "total_bytes");
     r->n_gpus = (unsigned)i + 1;
   }
   return VL_OK;
@@ -87,41 +64,41 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
   vl_status pst = vl__probe_event(o, type, r, pc, line, err, &probe_event);
   if (probe_event) return pst;
   if (strcmp(type, "sample") == 0) {
-    if (grow((void **)&r->samples, cap_s, r->n_samples, sizeof *r->samples, MAX_SAMPLES))
+    if (vl__rec_grow((void **)&r->samples, cap_s, r->n_samples, sizeof *r->samples, MAX_SAMPLES))
       return vl__fail(err, VL_ENOMEM, "line %zu: too many samples", line);
     struct vl_rec_sample *s = &r->samples[r->n_samples++];
     memset(s, 0, sizeof *s);
-    s->t_ns = u(o, "t_ns");
-    s->tree_bytes = u(o, "tree_bytes");
-    s->other_bytes = u(o, "other_bytes");
-    s->cuda_alloc_bytes = u(o, "cuda_alloc_bytes");
-    s->tree_procs = (unsigned)u(o, "tree_procs");
+    s->t_ns = vl__rec_u(o, "t_ns");
+    s->tree_bytes = vl__rec_u(o, "tree_bytes");
+    s->other_bytes = vl__rec_u(o, "other_bytes");
+    s->cuda_alloc_bytes = vl__rec_u(o, "cuda_alloc_bytes");
+    s->tree_procs = (unsigned)vl__rec_u(o, "tree_procs");
     size_t i;
     json_t *g;
     json_array_foreach(json_object_get(o, "gpus"), i, g) {
-      unsigned k = (unsigned)u(g, "i");
+      unsigned k = (unsigned)vl__rec_u(g, "i");
       if (k >= VL_RECORD_MAX_GPUS) continue;
-      s->gpu_used[k] = u(g, "used");
-      s->gpu_tree[k] = u(g, "tree");
+      s->gpu_used[k] = vl__rec_u(g, "used");
+      s->gpu_tree[k] = vl__rec_u(g, "tree");
     }
   } else if (strcmp(type, "mark") == 0) {
-    if (grow((void **)&r->marks, cap_m, r->n_marks, sizeof *r->marks, 1u << 22))
+    if (vl__rec_grow((void **)&r->marks, cap_m, r->n_marks, sizeof *r->marks, 1u << 22))
       return vl__fail(err, VL_ENOMEM, "line %zu: too many marks", line);
     struct vl_rec_mark *m = &r->marks[r->n_marks++];
-    m->t_ns = u(o, "t_ns");
-    m->pid = (unsigned)u(o, "pid");
-    str(m->name, sizeof m->name, o, "name");
+    m->t_ns = vl__rec_u(o, "t_ns");
+    m->pid = (unsigned)vl__rec_u(o, "pid");
+    vl__rec_str(m->name, sizeof m->name, o, "name");
   } else if (strcmp(type, "alloc") == 0) {
-    unsigned pid = (unsigned)u(o, "pid");
+    unsigned pid = (unsigned)vl__rec_u(o, "pid");
     unsigned k = 0;
     while (k < as->n && as->pid[k] != pid)
       k++;
     if (k == as->n && as->n < MAX_PIDS) as->pid[as->n++] = pid;
-    if (k < MAX_PIDS) as->live[k] = u(o, "live");
+    if (k < MAX_PIDS) as->live[k] = vl__rec_u(o, "live");
     uint64_t sum = 0;
     for (unsigned i = 0; i < as->n; i++)
       sum += as->live[i];
-    uint64_t peak = u(o, "peak");
+    uint64_t peak = vl__rec_u(o, "peak");
     if (sum > r->alloc_peak_bytes) r->alloc_peak_bytes = sum;
     if (peak > r->alloc_peak_bytes && as->n == 1) r->alloc_peak_bytes = peak;
     r->alloc_pids = as->n;
@@ -129,7 +106,7 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
     r->exited = true;
     json_t *st = json_object_get(o, "status");
     r->exit_status = json_is_integer(st) ? (int)json_integer_value(st) : -1;
-    r->end_ns = u(o, "t_ns");
+    r->end_ns = vl__rec_u(o, "t_ns");
   }
   return VL_OK; /* unknown types are skipped: newer writers may add some */
 }
