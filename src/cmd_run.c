@@ -78,66 +78,62 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   }
 }
 
-/* The commitment's peak trigger fired: record it, leave the fallback file
- * for the job (vramledger.fallback_requested()), say so. Once per run. */
 static int put(json_t *o);
 static int trigger_signal; /* --trigger-signal: sent to the job when a trigger fires */
 static void tell_job(void);
-static void fire(const char *fb_path, uint64_t t, uint64_t bytes, uint64_t guard,
-                 const char *commitment) {
-  json_t *e = json_object();
-  json_object_set_new(e, "type", json_string("trigger"));
-  json_object_set_new(e, "t_ns", json_integer((json_int_t)t));
-  json_object_set_new(e, "trigger", json_string("peak_over_commitment"));
-  json_object_set_new(e, "bytes", json_integer((json_int_t)bytes));
-  json_object_set_new(e, "threshold_bytes", json_integer((json_int_t)guard));
+
+/* A trigger fired: its event goes into DIR/fallback (one line, appended:
+ * the job reads it through vramledger.fallback_requested()) and into the
+ * record; the job is signalled when asked for; never stopped. Each
+ * trigger fires once per run. */
+static void pull(const char *fb_path, json_t *e) {
   char *line = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
   int fd = open(fb_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd >= 0 && line) {
-    size_t n = strlen(line);
-    if (write(fd, line, n) != (ssize_t)n || write(fd, "\n", 1) != 1) {
+  size_t n = line ? strlen(line) : 0;
+  char *buf = line ? malloc(n + 2) : NULL;
+  if (fd >= 0 && buf) {
+    memcpy(buf, line, n);
+    buf[n] = '\n';
+    if (write(fd, buf, n + 1) != (ssize_t)(n + 1)) {
       /* the record below still has it */
     }
   }
+  free(buf);
   if (fd >= 0) close(fd);
   free(line);
   put(e);
   tell_job();
+}
+
+static json_t *trigger_event(uint64_t t, const char *name) {
+  json_t *e = json_object();
+  json_object_set_new(e, "type", json_string("trigger"));
+  json_object_set_new(e, "t_ns", json_integer((json_int_t)t));
+  json_object_set_new(e, "trigger", json_string(name));
+  return e;
+}
+
+/* The peak trigger: the job's memory on one GPU over the commitment's. */
+static void fire(const char *fb_path, uint64_t t, uint64_t bytes, uint64_t guard,
+                 const char *commitment) {
+  json_t *e = trigger_event(t, "peak_over_commitment");
+  json_object_set_new(e, "bytes", json_integer((json_int_t)bytes));
+  json_object_set_new(e, "threshold_bytes", json_integer((json_int_t)guard));
+  pull(fb_path, e);
   fprintf(stderr,
           "vramledger: trigger: the job holds %.2f GiB on one GPU, over the %.2f GiB that %s "
           "allows; its fallback is due (vramledger.fallback_requested() is now true)\n",
           (double)bytes / (double)(1ull << 30), (double)guard / (double)(1ull << 30), commitment);
 }
 
-/* The throughput trigger fired: the job's median tokens/s over its last
- * steady steps is under the commitment's floor. Recorded, left in the
- * fallback file, said; once per run; the job is never stopped. */
+/* The throughput trigger: the job's median tokens/s over its last steady
+ * steps under the commitment's floor. */
 static void fire_tput(const char *fb_path, uint64_t t, double tps, double floor,
                       const char *commitment) {
-  json_t *e = json_object();
-  json_object_set_new(e, "type", json_string("trigger"));
-  json_object_set_new(e, "t_ns", json_integer((json_int_t)t));
-  json_object_set_new(e, "trigger", json_string("throughput_under_sla"));
+  json_t *e = trigger_event(t, "throughput_under_sla");
   json_object_set_new(e, "tokens_per_s", json_real(tps));
   json_object_set_new(e, "threshold_tokens_per_s", json_real(floor));
-  char *line = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
-  int fd = open(fb_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd >= 0 && line) {
-    size_t n = strlen(line);
-    char *buf = malloc(n + 2);
-    if (buf) {
-      memcpy(buf, line, n);
-      buf[n] = '\n';
-      if (write(fd, buf, n + 1) != (ssize_t)(n + 1)) {
-        /* the record below still has it */
-      }
-      free(buf);
-    }
-  }
-  if (fd >= 0) close(fd);
-  free(line);
-  put(e);
-  tell_job();
+  pull(fb_path, e);
   fprintf(stderr,
           "vramledger: trigger: the job makes %.0f tokens/s, under the %.0f that %s allows; "
           "its fallback is due (vramledger.fallback_requested() is now true)\n",
