@@ -108,7 +108,7 @@ try:
         losses.append(loss.item())
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
-except torch.cuda.OutOfMemoryError as e:
+except torch.cuda.OutOfMemoryError:
     err = "OutOfMemoryError"
 print(json.dumps({
     "model": a.model, "precision": a.precision, "ckpt": a.ckpt, "lora": a.lora,

@@ -36,7 +36,6 @@ def _arm():
             if name != "torch":
                 return None
             sys.meta_path.remove(self)
-            from importlib.machinery import PathFinder
             import importlib.util
             spec = importlib.util.find_spec(name)
             if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
