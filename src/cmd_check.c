@@ -56,14 +56,10 @@ int cmd_check(int argc, const char **argv) {
   /* does the job as it is still fit the committed card? */
   struct vl_arch arch;
   if ((rc = cli_load_model(model, &arch))) return rc;
-  struct vl_overheads ov;
-  vl_overheads_default(&ov);
-  struct vl_bill *bill = vl_calloc(1, sizeof *bill);
+  struct vl_bill *bill;
   struct vl_err err = {""};
-  vl_status s = bill ? vl_bill_compute(&arch, &e.job, &ov, bill, &err) : VL_ENOMEM;
-  if (s != VL_OK) {
-    cli_error("cannot estimate the job: %s", bill ? err.msg : "out of memory");
-    vl_free(bill);
+  if (est_bill(&arch, &e.job, &bill, &err) != VL_OK) {
+    cli_error("cannot estimate the job: %s", err.msg);
     return VL_EXIT_ERROR;
   }
   double usable = (double)c.gpu_memory_bytes * (1.0 - c.margin);

@@ -46,13 +46,11 @@ int cmd_commit(int argc, const char **argv) {
   struct vl_catalog cat;
   const struct vl_gpu *gpu;
   if ((rc = est_gpu(&e, &cat, &gpu))) return rc;
-  struct vl_overheads ov;
-  vl_overheads_default(&ov);
-  struct vl_bill *bill = vl_calloc(1, sizeof *bill);
+  struct vl_bill *bill;
   struct vl_err err = {""};
-  vl_status s = bill ? vl_bill_compute(&arch, &e.job, &ov, bill, &err) : VL_ENOMEM;
+  vl_status s = est_bill(&arch, &e.job, &bill, &err);
   if (s != VL_OK) {
-    cli_error("cannot estimate '%s': %s", e.model, bill ? err.msg : "out of memory");
+    cli_error("cannot estimate '%s': %s", e.model, err.msg);
     rc = s == VL_ENOMEM || s == VL_EIO ? VL_EXIT_ERROR : VL_EXIT_USAGE;
     goto out;
   }

@@ -38,20 +38,12 @@ static int estimate_bill(int argc, const char **argv, struct vl_bill **out) {
   }
   struct vl_arch arch;
   if ((rc = cli_load_model(e.model, &arch))) return rc;
-  struct vl_overheads ov;
-  vl_overheads_default(&ov);
-  struct vl_bill *bill = vl_calloc(1, sizeof *bill);
-  if (!bill) {
-    cli_error("out of memory");
-    return VL_EXIT_ERROR;
-  }
   struct vl_err err = {""};
-  if (vl_bill_compute(&arch, &e.job, &ov, bill, &err) != VL_OK) {
+  vl_status s = est_bill(&arch, &e.job, out, &err);
+  if (s != VL_OK) {
     cli_error("--estimate: %s", err.msg);
-    vl_free(bill);
-    return VL_EXIT_USAGE;
+    return s == VL_ENOMEM ? VL_EXIT_ERROR : VL_EXIT_USAGE;
   }
-  *out = bill;
   return 0;
 }
 

@@ -362,3 +362,18 @@ int est_parse_with(int argc, const char **argv, const char *const *names, const 
   est_init(e);
   return est_parse(n, rest, e);
 }
+
+vl_status est_bill(const struct vl_arch *arch, const struct vl_job *job, struct vl_bill **out,
+                   struct vl_err *err) {
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_bill *bill = vl_calloc(1, sizeof *bill);
+  vl_status s = bill ? vl_bill_compute(arch, job, &ov, bill, err) : VL_ENOMEM;
+  if (s == VL_ENOMEM && !bill) snprintf(err->msg, sizeof err->msg, "out of memory");
+  if (s != VL_OK) {
+    vl_free(bill);
+    bill = NULL;
+  }
+  *out = bill;
+  return s;
+}

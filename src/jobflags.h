@@ -49,5 +49,12 @@ int take_flags(int argc, const char **argv, const char *const *names, const char
 int est_parse_with(int argc, const char **argv, const char *const *names, const char **values,
                    struct est *e);
 
+/*! The bill of `job` with the default overheads: *out is allocated
+ * (release with vl_free; NULL on failure). Prints nothing: err says why.
+ * @return vl_bill_compute's status, or VL_ENOMEM. */
+struct vl_bill;
+vl_status est_bill(const struct vl_arch *arch, const struct vl_job *job, struct vl_bill **out,
+                   struct vl_err *err);
+
 #include "vramledger/banned.h"
 #endif

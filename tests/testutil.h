@@ -76,4 +76,16 @@ static inline void tu_bill(const struct vl_arch *a, const struct vl_job *j, stru
     assert_true(d_ <= (tol));                                                                      \
   } while (0)
 
+/* The bundled GPU catalog (data/gpus.json), parsed; 0 or -1 (a cmocka
+ * group setup's answer). Release with vl_catalog_release. */
+#include "vramledger/catalog.h"
+static inline int tu_catalog(struct vl_catalog *cat) {
+  size_t len = 0;
+  char *text = tu_read("data/gpus.json", &len);
+  struct vl_err err = {""};
+  vl_status s = text ? vl_catalog_parse(text, len, cat, &err) : VL_EIO;
+  free(text);
+  return s == VL_OK ? 0 : -1;
+}
+
 #endif

@@ -94,9 +94,9 @@ struct vl_replay {
   size_t peak_event;               /* index of the event of the allocated peak */
   long peak_mark;                  /* the last mark before it, or -1 */
   uint32_t peak_module;            /* the module that made the peak's allocation (0: unknown) */
-  size_t events, allocs, frees, skipped;
-  bool oom; /* the device ran out; stopped there */
-  size_t oom_event;
+  size_t allocs, frees, skipped;
+  bool oom;         /* the device ran out; stopped there */
+  size_t oom_event; /* the event that ran out */
 };
 
 /*! Replay the allocations on `device` (0 cpu, 1 cuda, 2 meta; -1: cuda if

@@ -44,7 +44,6 @@ struct vl_probe_layer {
   double samples_per_s;
   double probe_share_light; /* the probe's own time / step time, median, unsampled steps */
   double probe_share_sampled;
-  unsigned micro_batches; /* of the billed step */
 
   /* the peak */
   uint64_t peak_allocated, peak_reserved; /* max over steps (bytes) */

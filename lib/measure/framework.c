@@ -189,7 +189,6 @@ static void bill(const struct vl_record *r, struct vl_probe_layer *f, const stru
         vl__sub0(b->allocated, named(f->bill) + workspaces(r, f->main_pid, take, ws));
   }
   f->transient = vl__sub0(peak_bytes, named(f->bill) + f->cublas_workspaces);
-  f->micro_batches = s->micro_batches;
   /* the ledger: every boundary of the step */
   f->worst_unnamed_share = 0;
   for (unsigned j = 0; j < n && f->n_ledger < VL_FW_MAX_LEDGER; j++) {

@@ -181,7 +181,6 @@ vl_status vl_trace_replay(const struct vl_trace *t, int device, const struct vl_
   struct vl_cache_stats st;
   for (size_t i = 0; i < t->n; i++) {
     const struct vl_trace_ev *e = &t->ev[i];
-    out->events++;
     if (e->kind == VL_TR_MARK) {
       mark = (long)e->id;
       continue;

@@ -33,6 +33,7 @@ static int as_json(FILE *o, const struct vl_trace_view *v) {
     json_object_set_new(x, "segments_created", U(r[i].end.cuda_mallocs));
     json_object_set_new(x, "alloc_retries", U(r[i].end.alloc_retries));
     json_object_set_new(x, "oom", json_boolean(r[i].oom));
+    json_object_set_new(x, "oom_event", r[i].oom ? U(r[i].oom_event + 1) : json_null());
     json_array_append_new(a, x);
   }
   json_object_set_new(root, "replays", a);
@@ -57,10 +58,12 @@ int vl_render_trace(FILE *o, bool json, const struct vl_trace_view *v) {
   for (int i = 0; i < v->n; i++) {
     double cached =
         r[i].peak_reserved ? 1.0 - (double)r[i].peak_allocated / (double)r[i].peak_reserved : 0;
-    fprintf(o, "  %-26s %10.3f GiB %10.3f GiB %8.1f %% %9llu %8llu%s\n", v->names[i],
+    fprintf(o, "  %-26s %10.3f GiB %10.3f GiB %8.1f %% %9llu %8llu%s", v->names[i],
             (double)r[i].peak_allocated / G, (double)r[i].peak_reserved / G, 100 * cached,
             (unsigned long long)r[i].end.cuda_mallocs, (unsigned long long)r[i].end.alloc_retries,
-            r[i].oom ? "  out of memory" : "");
+            r[i].oom ? "  out of memory at event " : "");
+    if (r[i].oom) fprintf(o, "%zu", r[i].oom_event + 1);
+    fputc('\n', o);
   }
   fprintf(o, "\n  the peak: event %zu of %zu", r[0].peak_event + 1, tr->n);
   if (r[0].peak_mark >= 0) fprintf(o, ", in '%s'", tr->marks[r[0].peak_mark]);

@@ -137,6 +137,8 @@ class Probe(unittest.TestCase):
     def test_results_unchanged(self):
         out_on, _ = self.sgd
         out_off, ev = run("sgd-momentum", "1", "4", flags=("--no-probe",))
+        self.assertEqual(out_off.returncode, 0, out_off.stderr)
+        self.assertIn("final loss", out_off.stdout)  # equal outputs, not two failures
         self.assertEqual(of(ev, "probe"), [])
         self.assertEqual(out_on.stdout, out_off.stdout)
         out_env, ev = run("sgd-momentum", "1", "4", env={"VRAMLEDGER_PROBE": "0"})

@@ -6,12 +6,7 @@ static struct vl_catalog cat;
 
 static int setup(void **state) {
   (void)state;
-  size_t len = 0;
-  char *text = tu_read("data/gpus.json", &len);
-  struct vl_err err = {""};
-  vl_status s = vl_catalog_parse(text, len, &cat, &err);
-  free(text);
-  return s == VL_OK ? 0 : -1;
+  return tu_catalog(&cat);
 }
 
 static int teardown(void **state) {
