@@ -57,21 +57,21 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
 
 int cmd_report(int argc, const char **argv) {
   struct rep r = {0};
-  /* RUN, the report's own flags, and with --estimate the job's flags */
+  /* RUN, then the report's own flags (anywhere), and everything after
+   * --estimate: the job's flags, as `estimate` takes them */
   const char *own[8], *job[64];
   int n_own = 0, n_job = 0;
   bool estimate = false;
   own[n_own++] = argv[0];
   job[n_job++] = argv[0];
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--estimate") == 0) {
-      estimate = true;
-    } else if (strcmp(argv[i], "--format") == 0 || strcmp(argv[i], "--help") == 0) {
-      if (n_own < 6) own[n_own++] = argv[i];
-      if (strcmp(argv[i], "--format") == 0 && i + 1 < argc && n_own < 7) own[n_own++] = argv[++i];
-    } else if (strncmp(argv[i], "--format=", 9) == 0) {
+    bool format = strcmp(argv[i], "--format") == 0;
+    if (format || strcmp(argv[i], "--help") == 0 || strncmp(argv[i], "--format=", 9) == 0) {
       if (n_own < 7) own[n_own++] = argv[i];
-    } else if (argv[i][0] != '-' && !r.run && (i == 1 || argv[i - 1][0] != '-' || !estimate)) {
+      if (format && i + 1 < argc && n_own < 7) own[n_own++] = argv[++i];
+    } else if (strcmp(argv[i], "--estimate") == 0) {
+      estimate = true;
+    } else if (!estimate && argv[i][0] != '-' && !r.run) {
       r.run = argv[i];
     } else if (n_job < 63) {
       job[n_job++] = argv[i];

@@ -153,16 +153,21 @@ static void bill(const struct vl_record *r, struct vl_probe_layer *f, const stru
   for (size_t k = 0; k < r->n_phases && n < sizeof idx / sizeof idx[0]; k++)
     if (r->phases[k].pid == f->main_pid && r->phases[k].step == s->step) idx[n++] = k;
   if (n == 0) return;
-  /* the peak's interval: the step's peak phase with the highest peak, or
-   * without counters the boundary with the most named */
+  /* the interval that holds the peak: of the step's peak phase, the one
+   * with the highest peak; without allocator counters, the boundary that
+   * names the most (the first of equals) */
   unsigned at = 0;
+  uint64_t best = 0;
+  bool found = false;
   for (unsigned j = 0; j < n; j++) {
-    const struct vl_rec_phase *p = &r->phases[idx[j]], *q = &r->phases[idx[at]];
-    uint64_t pv = s->has_peak ? p->peak_allocated : named(p->bill);
-    uint64_t qv = s->has_peak ? q->peak_allocated : named(q->bill);
+    const struct vl_rec_phase *p = &r->phases[idx[j]];
     if (s->has_peak && !is(p->phase, s->peak_phase)) continue;
-    if (s->has_peak && !is(q->phase, s->peak_phase)) at = j;
-    if (pv > qv) at = j;
+    uint64_t v = s->has_peak ? p->peak_allocated : named(p->bill);
+    if (!found || v > best) {
+      at = j;
+      best = v;
+      found = true;
+    }
   }
   const struct vl_rec_phase *peak = &r->phases[idx[at]];
   size_t take = idx[at];
