@@ -646,21 +646,29 @@ class _Probe:
         else:
             self.remove_global()
 
-    def count_tokens(self, args, kwargs):
+    def first_ids(self, values):
+        """The first integer tensor among values (token ids), or None."""
         T = self.torch.Tensor
-        cand = kwargs.get("input_ids") if kwargs else None
-        if not isinstance(cand, T):
-            cand = None
-            for a in list(args) + list(kwargs.values() if kwargs else []):
-                if isinstance(a, T) and not a.is_floating_point() and a.dim() >= 1:
-                    cand = a
-                    break
-        if cand is not None and cand.dim() >= 2:
-            self.tokens += cand.numel()
-            self.samples += cand.shape[0]
+        for a in values:
+            if isinstance(a, T) and not a.is_floating_point() and a.dim() >= 1:
+                return a
+        return None
+
+    def count(self, ids):
+        """Add a batch of token ids (batch x sequence) to the step."""
+        self.tokens += ids.numel()
+        self.samples += ids.shape[0]
+
+    def count_tokens(self, args, kwargs):
+        values = list(args) + list(kwargs.values() if kwargs else [])
+        ids = kwargs.get("input_ids") if kwargs else None
+        if not isinstance(ids, self.torch.Tensor):
+            ids = self.first_ids(values)
+        if ids is not None and ids.dim() >= 2:
+            self.count(ids)
             return
-        for a in list(args) + list(kwargs.values() if kwargs else []):
-            if isinstance(a, T) and a.dim() >= 1:
+        for a in values:
+            if isinstance(a, self.torch.Tensor) and a.dim() >= 1:
                 self.samples += a.shape[0]
                 return
         # called with keyword arguments only and torch < 2.0 or the first
@@ -668,13 +676,10 @@ class _Probe:
         self.want_tokens = self.global_handles != []
 
     def tokens_from_embedding(self, args):
-        T = self.torch.Tensor
-        for a in args:
-            if isinstance(a, T) and not a.is_floating_point() and a.dim() >= 2:
-                self.tokens += a.numel()
-                self.samples += a.shape[0]
-                self.want_tokens = False
-                return
+        ids = self.first_ids(args)
+        if ids is not None and ids.dim() >= 2:
+            self.count(ids)
+            self.want_tokens = False
 
     @_timed
     def before_backward(self):
