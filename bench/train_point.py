@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """One point of a sweep: GPT-2 (random init) trained for a few steps at
 --batch x --seq, AMP bf16, AdamW foreach, eager attention (so memory grows
-with seq^2). Prints PyTorch's peaks as JSON. Run under `vramledger sweep`
+with seq^2); or with --model llama a Llama-shaped model (8 layers, hidden
+1024, GQA 16/4, vocab 32000) with SDPA. Prints PyTorch's peaks as JSON. Run under `vramledger sweep`
 (bench/results/2026-11-29-h200-vl-sweep/)."""
 import argparse, json, os, sys
 
@@ -15,8 +16,14 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--batch", type=int, required=True)
 ap.add_argument("--seq", type=int, required=True)
 ap.add_argument("--steps", type=int, default=4)
+ap.add_argument("--model", default="gpt2")
 a = ap.parse_args()
-cfg = AutoConfig.for_model("gpt2", attn_implementation="eager")
+if a.model == "llama":
+    cfg = AutoConfig.for_model("llama", hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+                               num_attention_heads=16, num_key_value_heads=4, vocab_size=32000,
+                               max_position_embeddings=4096, attn_implementation="sdpa")
+else:
+    cfg = AutoConfig.for_model("gpt2", attn_implementation="eager")
 torch.manual_seed(0)
 with torch.device("cuda"):
     m = AutoModelForCausalLM.from_config(cfg)

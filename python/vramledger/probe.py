@@ -457,7 +457,10 @@ class _Probe:
             return
         ag = self.torch._C._autograd
         if on:
-            if self.user_hooks:
+            # not under vramledger trace: the trace needs no saved-tensor
+            # bill, and torch 1.13 hands a wrapped Python number to the
+            # tracer's dispatch mode as a float when a hook detaches it
+            if self.user_hooks or self.tracer is not None:
                 return
             try:
                 ag._push_saved_tensors_default_hooks(self.pack, self.unpack)

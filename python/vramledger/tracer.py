@@ -3,33 +3,110 @@
 Installed by sitecustomize when VRAMLEDGER_TRACE names a file: a
 TorchDispatchMode sees every ATen op of the job (forward, backward, the
 optimizer), and every tensor it returns; a storage's first appearance is an
-allocation, and the death of the last tensor object on it (PyTorch keeps a
-tensor's Python object alive while C++ holds the tensor) is its free. The
-trace is text, one event a line, for the C replay:
+allocation, and its death its free. The trace is text, one event a line,
+for the C replay:
 
     a ID BYTES DEVICE [MODULE]   a new storage of BYTES on DEVICE (cpu, cuda,
                         meta), made while MODULE ran (when the probe knows)
     f ID                that storage freed
     m NAME              a mark (vramledger.mark, the probe's steps)
 
+When a storage dies. From PyTorch 2.1 a storage's Python object lives as
+long as the storage itself (PyObject preservation), so a weak reference to
+it fires exactly when the memory goes back to the allocator, also for
+storages that autograd keeps through tensors of its own (an op's saved
+outputs). Before 2.1 the tracer watches the tensors it saw instead (a
+tensor's Python object lives as long as C++ holds that tensor), which
+frees a saved output too early.
+
+What the ops do not show, and the tracer adds so that the trace stands for
+the GPU run (docs/model.md, section 12):
+- cuBLAS workspaces: PyTorch allocates one through the caching allocator
+  for every thread and stream that runs a matmul (the forward's thread, and
+  autograd's backward thread), never freed; written as an allocation
+  (module `cublas_workspace`) at the first matmul of the forward and of the
+  backward. Its size as PyTorch chooses it: CUBLAS_WORKSPACE_CONFIG
+  (":KiB:COUNT" pairs), else the device's (32 MiB from compute capability
+  9, 8.125 MiB before; aten/src/ATen/cuda/CublasHandlePool.cpp); a CPU dry
+  run takes VRAMLEDGER_TRACE_CAPABILITY (default 9.0, the H100/H200/B200).
+- The optimizers' kernels: on CUDA, torch.optim defaults to the foreach
+  implementation (one temporary per parameter for the whole list at once);
+  on the CPU to the for-loop one. A CPU dry run (VRAMLEDGER_TRACE_AS=cuda,
+  the default) makes the CPU take the CUDA default.
+
 Sizes are what the program asks for (storage nbytes); the replay rounds
 them as the CUDA caching allocator would. Cost: a Python call per op; this
 is a dry run, not a measurement of speed.
 """
 import os
+import threading
 import weakref
 
 _tracer = None
 
+# the ops that run through cuBLAS on CUDA (a composite such as matmul or
+# linear reaches one of these)
+_MATMULS = ("mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot",
+            "_addmm_activation")
+
+
+def workspace_bytes(capability_major):
+    """One cuBLAS workspace as PyTorch sizes it (see the module's text)."""
+    conf = os.environ.get("CUBLAS_WORKSPACE_CONFIG", "")
+    try:
+        nums = [int(x) for x in conf.split(":") if x]
+        ws = sum(nums[i] * nums[i + 1] for i in range(0, len(nums) - 1, 2)) * 1024
+    except ValueError:
+        ws = 0
+    if ws == 0:
+        ws = 32 << 20 if capability_major >= 9 else (4096 * 2 + 16 * 8) << 10
+    return ws
+
 
 class _Trace:
-    def __init__(self, path):
+    def __init__(self, path, torch):
         self.f = open(path, "w", buffering=1 << 20)
-        self.live = {}  # storage key -> [id, {id(weakref): weakref}] (a weakref compares
-        # its tensors with ==, so no set of them)
+        self.torch = torch
+        self.live = {}  # storage key -> [id, {id(weakref): weakref}]
         self.next_id = 1
         self.pid = os.getpid()
         self.probe = None
+        self.by_storage = _storage_objects_preserved(torch)
+        self.ws = None  # bytes of one cuBLAS workspace, when first needed
+        self.ws_done = set()  # the contexts (forward, backward) that have one
+        self.main_thread = threading.get_ident()
+        node = getattr(torch._C, "_current_autograd_node", None)
+        self.in_backward = (lambda: node() is not None) if node else \
+            (lambda: threading.get_ident() != self.main_thread)
+
+    def alloc(self, n, dev, module=None):
+        i = self.next_id
+        self.next_id += 1
+        if module is None:
+            st = self.probe.stack if self.probe is not None else None
+            module = st[-1] if st else None  # the module running (probe's, sampled steps)
+        if module:
+            self.f.write("a %d %d %s %s\n" % (i, n, dev, module.replace(" ", "_")))
+        else:
+            self.f.write("a %d %d %s\n" % (i, n, dev))
+        return i
+
+    def matmul(self, t):
+        """The first matmul of the forward and of the backward: a workspace."""
+        ctx = "backward" if self.in_backward() else "forward"
+        if ctx in self.ws_done:
+            return
+        self.ws_done.add(ctx)
+        if self.ws is None:
+            env = os.environ.get("VRAMLEDGER_TRACE_CAPABILITY", "9.0")
+            try:
+                major = int(env.split(".")[0])
+            except ValueError:
+                major = 9
+            if t.device.type == "cuda":
+                major = self.torch.cuda.get_device_capability(t.device)[0]
+            self.ws = workspace_bytes(major)
+        self.alloc(self.ws, t.device.type, "cublas_workspace")
 
     def seen(self, t):
         try:
@@ -46,17 +123,13 @@ class _Trace:
         dev = t.device.type
         if dev == "meta":
             key = id(s)  # meta storages have no address
-        entry = self.live.get((dev, key))
-        if entry is None:
-            entry = [self.next_id, {}]
-            self.next_id += 1
-            self.live[(dev, key)] = entry
-            st = self.probe.stack if self.probe is not None else None
-            if st:  # the module running (the probe's, on sampled steps)
-                self.f.write("a %d %d %s %s\n" % (entry[0], n, dev, st[-1].replace(" ", "_")))
-            else:
-                self.f.write("a %d %d %s\n" % (entry[0], n, dev))
         k = (dev, key)
+        entry = self.live.get(k)
+        if entry is not None and self.by_storage:
+            return  # one weak reference on the storage object is enough
+        if entry is None:
+            entry = [self.alloc(n, dev), {}]
+            self.live[k] = entry
 
         def gone(ref, k=k, tracer=self):
             e = tracer.live.get(k)
@@ -68,7 +141,7 @@ class _Trace:
                 if os.getpid() == tracer.pid:
                     tracer.f.write("f %d\n" % e[0])
         try:
-            ref = weakref.ref(t, gone)
+            ref = weakref.ref(s if self.by_storage else t, gone)
             entry[1][id(ref)] = ref
         except TypeError:
             pass
@@ -83,19 +156,57 @@ class _Trace:
             pass
 
 
+def _storage_objects_preserved(torch):
+    """True when a storage's Python object is one per storage and lives as
+    long as it (PyTorch 2.1 and later) and takes weak references."""
+    try:
+        x = torch.empty(1)
+        s = x.untyped_storage()
+        if s is not x.untyped_storage():
+            return False
+        weakref.ref(s)
+        return True
+    except Exception:
+        return False
+
+
+def _cpu_takes_cuda_defaults(torch):
+    """A CPU dry run standing for a CUDA run: torch.optim picks the foreach
+    implementation, as it does for CUDA tensors."""
+    try:
+        import torch.optim.optimizer as o
+        f = getattr(o, "_get_foreach_kernels_supported_devices", None)
+        if f is None:
+            return
+        if "cpu" in f():
+            return
+
+        def devices(f=f):
+            return list(f()) + ["cpu"]
+        o._get_foreach_kernels_supported_devices = devices
+    except Exception:
+        pass
+
+
 def install(torch, path):
     """Trace every op's outputs from now on. Returns the tracer."""
     global _tracer
     if _tracer is not None:
         return _tracer
     from torch.utils._python_dispatch import TorchDispatchMode
-    tr = _Trace(path)
+    tr = _Trace(path, torch)
+    if os.environ.get("VRAMLEDGER_TRACE_AS", "cuda") == "cuda":
+        _cpu_takes_cuda_defaults(torch)
+    aten = torch.ops.aten
+    matmuls = set(getattr(aten, n) for n in _MATMULS if hasattr(aten, n))
 
     class Mode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             if isinstance(out, torch.Tensor):
-                tr.seen(out)
+                tr.seen(out)  # the result first, then the workspace the kernel takes
+                if len(tr.ws_done) < 2 and func.overloadpacket in matmuls:
+                    tr.matmul(out)
             elif isinstance(out, (tuple, list)):
                 for o in out:
                     if isinstance(o, torch.Tensor):

@@ -1,0 +1,86 @@
+"""A PyTorch memory snapshot's allocator history as a vramledger trace.
+
+    python3 -m vramledger.history SNAPSHOT.pickle [--device N] > alloc.trace
+    vramledger trace --replay alloc.trace
+
+SNAPSHOT is what torch.cuda.memory._dump_snapshot() writes after
+torch.cuda.memory._record_memory_history() (the file pytorch.org/memory_viz
+reads; `vramledger run --snapshot` writes one at an out-of-memory error).
+Its device_traces hold the CUDA caching allocator's own events: every block
+handed out (`alloc`, with the block's size), every block given back
+(`free_completed`), every segment taken from and returned to the driver.
+The trace keeps the blocks' allocations and frees, in order, so the replay
+sees exactly what the allocator saw; the segments are kept aside as the
+allocator's own answer (peak reserved) that the replay must reproduce.
+
+On stderr, one JSON line: events kept, and what the history itself says
+(peak allocated, peak reserved from its segment events, events that the
+trace cannot carry: a segment freed while blocks remain cached means the
+job emptied the cache or the allocator retried after a failed cudaMalloc).
+"""
+import json
+import pickle
+import sys
+
+
+def convert(snap, out, device=None):
+    traces = snap.get("device_traces") or []
+    if device is None:  # the device with the most events
+        device = max(range(len(traces)), key=lambda i: len(traces[i]), default=0)
+    if device >= len(traces):
+        raise ValueError("the snapshot has no allocator history for device %d "
+                         "(was _record_memory_history on?)" % device)
+    ids, nid = {}, 1
+    alloc = peak_alloc = reserved = peak_reserved = 0
+    kept = segfrees = unmatched = 0
+    for e in traces[device]:
+        act, addr, size = e.get("action"), e.get("addr"), int(e.get("size", 0))
+        if act == "alloc":
+            ids[addr] = (nid, size)
+            out.write("a %d %d cuda\n" % (nid, size))
+            nid += 1
+            kept += 1
+            alloc += size
+            peak_alloc = max(peak_alloc, alloc)
+        elif act == "free_completed":
+            got = ids.pop(addr, None)
+            if got is None:
+                unmatched += 1  # allocated before the history started
+                continue
+            out.write("f %d\n" % got[0])
+            kept += 1
+            alloc -= got[1]
+        elif act in ("segment_alloc", "segment_map"):
+            reserved += size
+            peak_reserved = max(peak_reserved, reserved)
+        elif act in ("segment_free", "segment_unmap"):
+            reserved -= size
+            segfrees += 1
+    return {"device": device, "events": kept, "peak_allocated_bytes": peak_alloc,
+            "peak_reserved_bytes": peak_reserved, "segment_frees": segfrees,
+            "frees_without_alloc": unmatched}
+
+
+def main(argv):
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stdout.write(__doc__)
+        return 0 if argv else 2
+    device = None
+    if len(argv) == 3 and argv[1] == "--device":
+        device = int(argv[2])
+    elif len(argv) != 1:
+        sys.stderr.write("usage: python3 -m vramledger.history SNAPSHOT.pickle [--device N]\n")
+        return 2
+    try:
+        with open(argv[0], "rb") as f:
+            snap = pickle.load(f)
+        info = convert(snap, sys.stdout, device)
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError, AttributeError) as e:
+        sys.stderr.write("vramledger.history: %s: %s\n" % (argv[0], e))
+        return 1
+    sys.stderr.write(json.dumps(info) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
