@@ -21,6 +21,9 @@ o=${OUT:-/tmp/out}
 W=/tmp/w
 rm -rf $W; mkdir -p $W
 LIMIT=${LIMIT:-520}
+# GPU_ONLY: the configurations run on the GPU ("all", or names); NO_HISTORY:
+# those run without the allocator history; KEEP_PICKLE: whose snapshot is kept
+GPU_ONLY=${GPU_ONLY:-all} NO_HISTORY=${NO_HISTORY:-} KEEP_PICKLE=${KEEP_PICKLE:-}
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   python3 -c "import torch, transformers, peft; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__, 'peft', peft.__version__)"
   lscpu | grep 'Model name'; date -u; } > "$o/env.txt" 2>&1
@@ -46,12 +49,16 @@ conv-fp32-sgd|--model conv --precision fp32 --opt sgd --batch 64"
 
 gpu_one() { # NAME ARGS...: steps 1 and 2
   name=$1; shift; d=$W/$name; mkdir -p $d
+  case " $GPU_ONLY " in *" all "*|*" $name "*) ;; *) return ;; esac
+  hist="--history $d/hist.pickle"
+  case " $NO_HISTORY " in *" $name "*) hist="" ;; esac
   $vl trace --out $d/gpu-run --format json -- python3 bench/trace_job.py --device cuda --steps 2 \
-      --history $d/hist.pickle "$@" > $d/gpu-trace.json 2> $d/gpu.log
+      $hist "$@" > $d/gpu-trace.json 2> $d/gpu.log
   grep '^{"device"' $d/gpu.log > $d/job.json
-  python3 -m vramledger.history $d/hist.pickle > $d/hist.trace 2> $d/hist.info &&
+  [ -n "$hist" ] && python3 -m vramledger.history $d/hist.pickle > $d/hist.trace 2> $d/hist.info &&
     $vl trace --replay $d/hist.trace --format json > $d/hist-replay.json 2>> $d/hist.info
-  rm -f $d/hist.pickle; xz -T2 $d/hist.trace; xz -T2 $d/gpu-run/alloc.trace
+  case " $KEEP_PICKLE " in *" $name "*) ;; *) rm -f $d/hist.pickle ;; esac
+  xz -T2 $d/hist.trace; xz -T2 $d/gpu-run/alloc.trace
 }
 cpu_one() { # NAME ARGS...: step 3
   name=$1; shift; d=$W/$name; mkdir -p $d
@@ -104,6 +111,6 @@ for line in configs.splitlines():
                       "gpu_trace": load(d + "/gpu-trace.json"), "cpu_trace": load(d + "/cpu-trace.json"),
                       "cpu_job": load(d + "/cpujob.json")}))
 PY
-cd $W && tar cJf "$o/details.tar.xz" --exclude='sweep-*' --exclude='*.pickle' --exclude='record.jsonl' . 2>/dev/null
+cd $W && tar cJf "$o/details.tar.xz" --exclude='sweep-*' --exclude='record.jsonl' . 2>/dev/null
 tar cJf "$o/sweeps.tar.xz" sweep-* 2>/dev/null
 ls -la "$o"

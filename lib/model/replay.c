@@ -99,7 +99,7 @@ vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struc
     pos += n + (nl ? 1 : 0);
     line++;
     if (!nl) break; /* a cut last line: a crash mid-write */
-    if (n == 0) continue;
+    if (n == 0 || s[0] == '#') continue; /* a comment: what the allocator itself did */
     if (grow((void **)&t->ev, &cap, t->n, sizeof *t->ev)) {
       vl_trace_release(t);
       return vl__fail(err, VL_ENOMEM, "line %zu: too many events", line);

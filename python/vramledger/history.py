@@ -51,9 +51,11 @@ def convert(snap, out, device=None):
             kept += 1
             alloc -= got[1]
         elif act in ("segment_alloc", "segment_map"):
+            out.write("# %s %d\n" % (act, size))  # the allocator's own answer, for reading
             reserved += size
             peak_reserved = max(peak_reserved, reserved)
         elif act in ("segment_free", "segment_unmap"):
+            out.write("# %s %d\n" % (act, size))
             reserved -= size
             segfrees += 1
     return {"device": device, "events": kept, "peak_allocated_bytes": peak_alloc,

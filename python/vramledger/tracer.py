@@ -171,8 +171,19 @@ def _storage_objects_preserved(torch):
 
 
 def _cpu_takes_cuda_defaults(torch):
-    """A CPU dry run standing for a CUDA run: torch.optim picks the foreach
-    implementation, as it does for CUDA tensors."""
+    """A CPU dry run standing for a CUDA run takes the paths PyTorch takes
+    for CUDA tensors where they spend memory differently:
+    - torch.optim picks the foreach implementation;
+    - dropout in training is the fused kernel (native_dropout: a one-byte
+      mask saved for backward; the CPU path multiplies by a mask of the
+      input's dtype, four times that in fp32);
+    - scaled_dot_product_attention with dropout: CUDA's flash and
+      memory-efficient kernels keep only the output and the log-sum-exp,
+      the CPU falls back to the math path (the whole attention matrix,
+      saved); the dry run calls it without dropout, which takes the CPU's
+      own flash kernel (the same saved tensors as CUDA's). The dry run's
+      numbers change; its allocations are the GPU's."""
+    _cpu_dropout_as_cuda(torch)
     try:
         import torch.optim.optimizer as o
         f = getattr(o, "_get_foreach_kernels_supported_devices", None)
@@ -184,6 +195,30 @@ def _cpu_takes_cuda_defaults(torch):
         def devices(f=f):
             return list(f()) + ["cpu"]
         o._get_foreach_kernels_supported_devices = devices
+    except Exception:
+        pass
+
+
+def _cpu_dropout_as_cuda(torch):
+    try:
+        F = torch.nn.functional
+        dropout, sdpa = F.dropout, getattr(F, "scaled_dot_product_attention", None)
+
+        def fused_dropout(input, p=0.5, training=True, inplace=False):
+            if training and not inplace and 0 < p < 1 and isinstance(input, torch.Tensor) \
+                    and input.device.type == "cpu" and input.numel() > 0:
+                return torch.native_dropout(input, p, True)[0]
+            return dropout(input, p, training, inplace)
+        F.dropout = fused_dropout
+        if sdpa is not None:
+            def attention(query, key, value, *args, **kwargs):
+                if query.device.type == "cpu":
+                    if len(args) >= 2 and args[1]:
+                        args = (args[0], 0.0) + tuple(args[2:])
+                    elif kwargs.get("dropout_p"):
+                        kwargs["dropout_p"] = 0.0
+                return sdpa(query, key, value, *args, **kwargs)
+            F.scaled_dot_product_attention = attention
     except Exception:
         pass
 
