@@ -74,10 +74,12 @@ export -f gpu_one cpu_one 2>/dev/null || true
   echo gpu-done > $W/gpu.done
 ) &
 (
-  echo "$CONFIGS" | while IFS='|' read -r name args; do
-    while [ "$(jobs -r | wc -l)" -ge 3 ]; do sleep 1; done
+  n=0
+  while IFS='|' read -r name args; do
+    if [ $n -ge ${CPU_JOBS:-3} ]; then wait -n; n=$((n - 1)); fi
     cpu_one $name $args &
-  done
+    n=$((n + 1))
+  done <<< "$CONFIGS"
   wait
   echo cpu-done > $W/cpu.done
 ) &

@@ -184,6 +184,7 @@ def _cpu_takes_cuda_defaults(torch):
       own flash kernel (the same saved tensors as CUDA's). The dry run's
       numbers change; its allocations are the GPU's."""
     _cpu_dropout_as_cuda(torch)
+    _cpu_autocast_as_cuda(torch)
     try:
         import torch.optim.optimizer as o
         f = getattr(o, "_get_foreach_kernels_supported_devices", None)
@@ -221,6 +222,80 @@ def _cpu_dropout_as_cuda(torch):
             F.scaled_dot_product_attention = attention
     except Exception:
         pass
+
+
+# CUDA autocast's policy (aten/src/ATen/autocast_mode.cpp) where the CPU's
+# differs: these run in float32 under CUDA autocast, whatever the input's
+# dtype (the CPU runs most of them in bfloat16) ...
+_CUDA_FP32 = ("acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p",
+              "reciprocal", "rsqrt", "sinh", "tan", "pow.Tensor_Scalar", "pow.Tensor_Tensor",
+              "pow.Scalar", "softplus", "layer_norm", "group_norm", "frobenius_norm.dim",
+              "cosine_similarity", "poisson_nll_loss", "cosine_embedding_loss", "nll_loss",
+              "nll_loss2d", "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss",
+              "huber_loss", "mse_loss", "margin_ranking_loss", "multilabel_margin_loss",
+              "soft_margin_loss", "triplet_margin_loss", "multi_margin_loss",
+              "binary_cross_entropy_with_logits", "dist", "pdist", "cdist", "renorm", "logsumexp")
+# ... and these take dtype=float32 when given a lower-precision input and no dtype
+_CUDA_FP32_OPT_DTYPE = ("softmax.int", "log_softmax.int", "cumsum", "cumprod", "prod")
+
+
+def _cpu_autocast_as_cuda(torch):
+    """A CPU dry run under autocast takes CUDA autocast's float32 policy:
+    kernels at the AutocastCPU dispatch key for the ops CUDA runs in float32
+    (GPT-2's tanh-GELU is pow, tanh, mul in float32 on CUDA: twice the
+    bytes of the CPU's bfloat16). Returns how many ops took it."""
+    lib = getattr(torch, "library", None)
+    if lib is None or not hasattr(lib, "Library"):
+        return 0
+    try:
+        L = lib.Library("aten", "IMPL")
+    except Exception:
+        return 0
+    low = (torch.bfloat16, torch.float16)
+
+    def up(a):
+        if isinstance(a, torch.Tensor) and a.dtype in low:
+            return a.float()
+        if isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor):
+            return type(a)(up(x) for x in a)
+        return a
+
+    def fp32(op):
+        def kernel(*args, **kwargs):
+            with torch.autocast("cpu", enabled=False):
+                return op(*[up(a) for a in args], **{k: up(v) for k, v in kwargs.items()})
+        return kernel
+
+    def opt_dtype(op):
+        def kernel(x, *args, **kwargs):
+            with torch.autocast("cpu", enabled=False):
+                if isinstance(x, torch.Tensor) and x.dtype in low:
+                    if args and args[-1] is None:
+                        args = args[:-1] + (torch.float32,)
+                    elif kwargs.get("dtype", 0) is None or ("dtype" not in kwargs and len(args) < 2):
+                        kwargs["dtype"] = torch.float32
+                return op(x, *args, **kwargs)
+        return kernel
+
+    n = 0
+    for names, make in ((_CUDA_FP32, fp32), (_CUDA_FP32_OPT_DTYPE, opt_dtype)):
+        for name in names:
+            base, _, overload = name.partition(".")
+            try:
+                packet = getattr(torch.ops.aten, base)
+                op = getattr(packet, overload or "default")
+                import warnings
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    L.impl(name, make(op), "AutocastCPU")
+                n += 1
+            except Exception:
+                continue
+    _libs.append(L)  # a Library unregisters its kernels when collected
+    return n
+
+
+_libs = []
 
 
 def install(torch, path):
