@@ -98,7 +98,7 @@ vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struc
     size_t n = nl ? (size_t)(nl - s) : len - pos;
     pos += n + (nl ? 1 : 0);
     line++;
-    if (!nl) break; /* a cut last line: a crash mid-write */
+    if (!nl) break;                      /* a cut last line: a crash mid-write */
     if (n == 0 || s[0] == '#') continue; /* a comment: what the allocator itself did */
     if (grow((void **)&t->ev, &cap, t->n, sizeof *t->ev)) {
       vl_trace_release(t);

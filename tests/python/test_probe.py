@@ -248,6 +248,77 @@ class Trace(unittest.TestCase):
         shutil.rmtree(d)
 
 
+class TraceAsCuda(unittest.TestCase):
+    """The dry run takes CUDA's paths where they spend memory differently,
+    and VRAMLEDGER_TRACE_AS=cpu leaves the CPU's own."""
+
+    def sizes(self, trace_as):
+        d = tempfile.mkdtemp(prefix="vl-trace-as-")
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        e["VRAMLEDGER_TRACE_AS"] = trace_as
+        out = subprocess.run([VL, "trace", "--out", d + "/t", "--", PY,
+                              os.path.join(HERE, "job_emulate.py")],
+                             env=e, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(d + "/t/alloc.trace") as f:
+            sizes = [int(l.split()[2]) for l in f if l.startswith("a ")]
+        shutil.rmtree(d)
+        return sizes, out.stdout
+
+    def test_cuda_paths(self):
+        sizes, stdout = self.sizes("cuda")
+        self.assertIn(37000, sizes)  # the fused kernel's one-byte mask
+        self.assertIn(164000, sizes)  # pow in float32, as CUDA autocast runs it
+        self.assertIn("pow dtype torch.float32", stdout)
+
+    def test_cpu_paths(self):
+        sizes, stdout = self.sizes("cpu")
+        self.assertNotIn(37000, sizes)  # the CPU's mask has the input's dtype
+        self.assertNotIn(164000, sizes)
+        self.assertIn("pow dtype torch.bfloat16", stdout)
+
+
+class History(unittest.TestCase):
+    """python3 -m vramledger.history: an allocator snapshot as a trace."""
+
+    def test_snapshot_to_trace(self):
+        import pickle
+        d = tempfile.mkdtemp(prefix="vl-hist-")
+        ev = [("segment_alloc", 1 << 40, 2 << 20), ("alloc", 1 << 40, 512),
+              ("alloc", (1 << 40) + 512, 1000), ("free_requested", 1 << 40, 512),
+              ("free_completed", 1 << 40, 512), ("segment_alloc", 1 << 41, 20 << 20),
+              ("alloc", 1 << 41, 5 << 20), ("free_completed", 7, 64)]
+        snap = {"segments": [], "device_traces": [[
+            {"action": a, "addr": ad, "size": n, "stream": 0} for a, ad, n in ev]]}
+        with open(d + "/s.pickle", "wb") as f:
+            pickle.dump(snap, f)
+        e = dict(os.environ)
+        e["PYTHONPATH"] = os.path.join(HERE, "..", "..", "python")
+        out = subprocess.run([PY, "-m", "vramledger.history", d + "/s.pickle"], env=e,
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        info = json.loads(out.stderr.strip().splitlines()[-1])
+        self.assertEqual(info["peak_reserved_bytes"], 22 << 20)
+        self.assertEqual(info["frees_without_alloc"], 1)
+        lines = out.stdout.splitlines()
+        self.assertEqual([l for l in lines if not l.startswith("#")],
+                         ["a 1 512 cuda", "a 2 1000 cuda", "f 1", "a 3 5242880 cuda"])
+        with open(d + "/t", "w") as f:
+            f.write(out.stdout)
+        r = subprocess.run([VL, "trace", "--replay", d + "/t", "--format", "json"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rep = json.loads(r.stdout)["replays"][0]
+        self.assertEqual(rep["peak_reserved_bytes"], 22 << 20)  # what the allocator reserved
+        bad = subprocess.run([PY, "-m", "vramledger.history", d + "/t"], env=e,
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(bad.returncode, 1)  # not a pickle: named, no traceback
+        self.assertIn(d + "/t", bad.stderr)
+        self.assertNotIn("Traceback", bad.stderr)
+        shutil.rmtree(d)
+
+
 class Guard(unittest.TestCase):
     """run --commitment: the throughput trigger from the probe's steps."""
 
