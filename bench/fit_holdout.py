@@ -1,23 +1,28 @@
 #!/usr/bin/env python3
-"""Fit on part of a real sweep, predict the held-out points (the largest
-batch), print a Markdown table. Usage: python3 bench/fit_holdout.py VL CSV BATCH"""
+"""Fit on part of a real sweep, predict the held-out points, print a
+Markdown table. Usage: python3 bench/fit_holdout.py VL CSV HOLD [COLUMN]
+HOLD: a batch (an integer: that batch's points are held out), or
+"seq=S" (that sequence length's points). COLUMN: the measured peak to fit
+(default peak_bytes, the process; or peak_allocated_bytes, ...)."""
 import csv, json, subprocess, sys, tempfile
 
-vl, name, hold = sys.argv[1], sys.argv[2], int(sys.argv[3])
+vl, name, hold = sys.argv[1], sys.argv[2], sys.argv[3]
+col = sys.argv[4] if len(sys.argv) > 4 else "peak_bytes"
+var, val = hold.split("=") if "=" in hold else ("batch", hold)
 rows = list(csv.DictReader(open(name)))
-train = [r for r in rows if int(r["batch"]) != hold]
-test = [r for r in rows if int(r["batch"]) == hold]
+train = [r for r in rows if int(r[var]) != int(val)]
+test = [r for r in rows if int(r[var]) == int(val)]
 with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
     f.write("batch,seq,peak_bytes,status\n")
     for r in train:
-        f.write(f"{r['batch']},{r['seq']},{r['peak_bytes']},{r['status']}\n")
+        f.write(f"{r['batch']},{r['seq']},{r[col]},{r['status']}\n")
 args = [vl, "fit", "--csv", f.name, "--format", "json"]
 for r in test:
     args += ["--predict", f"batch={r['batch']},seq={r['seq']}"]
 d = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
-print(f"`{name}`: fit on {d['points']} points (terms {', '.join(d['coefficients'])}), R² {d['r2']:.5f}, "
-      f"leave-one-out {100 * d['loo_rel_rms']:.2f} % rms; held out: batch {hold}\n")
+print(f"`{name}` ({col}): fit on {d['points']} points (terms {', '.join(d['coefficients'])}), R² {d['r2']:.5f}, "
+      f"leave-one-out {100 * d['loo_rel_rms']:.2f} % rms; held out: {var} {val}\n")
 print("| batch | seq | measured bytes | predicted bytes | error |\n|---:|---:|---:|---:|---:|")
 for r, p in zip(test, d["predictions"]):
-    m = int(r["peak_bytes"])
+    m = int(r[col])
     print(f"| {r['batch']} | {r['seq']} | {m:,} | {p['peak_bytes']:,} | {100 * (p['peak_bytes'] - m) / m:+.2f} % |")
