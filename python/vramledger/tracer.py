@@ -29,10 +29,12 @@ the GPU run (docs/model.md, section 12):
   (":KiB:COUNT" pairs), else the device's (32 MiB from compute capability
   9, 8.125 MiB before; aten/src/ATen/cuda/CublasHandlePool.cpp); a CPU dry
   run takes VRAMLEDGER_TRACE_CAPABILITY (default 9.0, the H100/H200/B200).
-- The optimizers' kernels: on CUDA, torch.optim defaults to the foreach
-  implementation (one temporary per parameter for the whole list at once);
-  on the CPU to the for-loop one. A CPU dry run (VRAMLEDGER_TRACE_AS=cuda,
-  the default) makes the CPU take the CUDA default.
+- CUDA's paths, where they spend memory differently from the CPU's: a CPU
+  dry run (VRAMLEDGER_TRACE_AS=cuda, the default) takes torch.optim's
+  foreach default, the fused dropout kernel, SDPA without the math
+  fallback for dropout, and CUDA autocast's float32 policy
+  (_cpu_takes_cuda_defaults; measured in
+  bench/results/2026-11-29-h200-trace/).
 
 Sizes are what the program asks for (storage nbytes); the replay rounds
 them as the CUDA caching allocator would. Cost: a Python call per op; this
