@@ -26,13 +26,14 @@ struct fo {
   const char *terms, *compare;
   const char *predict[MAX_PREDICT];
   int n_predict, fmt;
+  bool by_phase;
   struct est e;
 };
 
 /* fit's own flags (--predict repeats); the rest are the job's flags, for
  * the estimator at the same points (--model ...), and --format, --help. */
 /* One source: a CSV, or a sweep's directory (its sweep.csv). */
-static int load_one(const char *src, struct vl_points *p, char *path, size_t n) {
+static int load_one(const char *src, const char *y, struct vl_points *p, char *path, size_t n) {
   struct stat st;
   bool dir = stat(src, &st) == 0 && S_ISDIR(st.st_mode);
   snprintf(path, n, dir ? "%s/sweep.csv" : "%s", src);
@@ -43,24 +44,28 @@ static int load_one(const char *src, struct vl_points *p, char *path, size_t n) 
     return VL_EXIT_ERROR;
   }
   struct vl_err err = {""};
-  vl_status s = vl_points_parse(text, len, NULL, 0, p, &err);
+  vl_status s = vl_points_parse_y(text, len, NULL, 0, y, p, &err);
   vl_free(text);
   if (s != VL_OK) {
     cli_error("cannot read '%s': %s", path, err.msg);
+    if (s == VL_EKEY && strcmp(y, "peak_bytes"))
+      cli_hint("--by-phase needs a sweep of a PyTorch training job with the probe; a sweep made "
+               "before these columns existed gets them when run again with the same --out (its "
+               "points are not run again)");
     return VL_EXIT_ERROR;
   }
   return 0;
 }
 
-/* All sources' points in one set; the label names them. */
-static int load_points(struct fo *f, struct vl_points *pts) {
+/* All sources' points in one set, y from column y; the label names them. */
+static int load_points(struct fo *f, const char *y, struct vl_points *pts) {
   char path[4096];
-  int rc = load_one(f->src[0], pts, path, sizeof path);
+  int rc = load_one(f->src[0], y, pts, path, sizeof path);
   if (rc) return rc;
   snprintf(f->label, sizeof f->label, "%s", path);
   for (int i = 1; i < f->n_src; i++) {
     struct vl_points more;
-    if ((rc = load_one(f->src[i], &more, path, sizeof path))) break;
+    if ((rc = load_one(f->src[i], y, &more, path, sizeof path))) break;
     struct vl_err err = {""};
     vl_status s = vl_points_append(pts, &more, &err);
     vl_points_release(&more);
@@ -99,6 +104,10 @@ static int parse(int argc, const char **argv, struct fo *f) {
   }
   for (; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
+    if (!strcmp(a, "--by-phase")) {
+      f->by_phase = true;
+      continue;
+    }
     static const char *const own[] = {"--csv",     "--terms",  "--predict",
                                       "--compare", "--format", NULL};
     int k = -1;
@@ -224,6 +233,34 @@ static int estimates(const struct fo *f, const struct vl_points *pts, struct vl_
   return 0;
 }
 
+/* The terms without a square: the optimizer step's peak is fitted on these
+ * (no attention matrix lives into the step; what does, the loss or outputs
+ * a loop keeps, grows with the tokens, not their square). */
+static size_t linear_terms(const struct vl_term_spec *t, size_t nt, struct vl_term_spec *out) {
+  size_t n = 0;
+  for (size_t k = 0; k < nt; k++) {
+    bool square = false;
+    for (int j = 0; j < t[k].nf; j++)
+      square |= t[k].pow[j] > 1;
+    if (!square) out[n++] = t[k];
+  }
+  return n;
+}
+
+/* --by-phase: *q (the forward/backward fit's prediction) becomes the
+ * optimizer fit's where that is larger; *phase names the winner. */
+static void larger(const struct vl_fit_result *ro, const struct vl_term_spec *t, size_t nt,
+                   struct vl_fit_prediction *q, const char **phase) {
+  struct vl_fit_prediction o = {0};
+  memcpy(o.x, q->x, sizeof o.x);
+  vl_fit_predict_parts(ro, t, nt, &o);
+  *phase = "forward/backward";
+  if (o.y > q->y) {
+    *q = o;
+    *phase = "optimizer";
+  }
+}
+
 int cmd_fit(int argc, const char **argv) {
   struct fo f = {0};
   int rc = parse(argc, argv, &f);
@@ -237,8 +274,20 @@ int cmd_fit(int argc, const char **argv) {
               "status) or the directory of a sweep");
     return VL_EXIT_USAGE;
   }
-  struct vl_points pts;
-  if ((rc = load_points(&f, &pts))) return rc;
+  /* --by-phase: the overall peak measured (for the table and the
+   * estimator), the forward/backward and optimizer peaks fitted apart */
+  struct vl_points pts, act = {0}, opt = {0};
+  if ((rc = load_points(&f, f.by_phase ? "peak_allocated_bytes" : "peak_bytes", &pts))) return rc;
+  if (f.by_phase) {
+    if ((rc = load_points(&f, "peak_fwd_bwd_bytes", &act)) == 0 &&
+        (rc = load_points(&f, "peak_optimizer_bytes", &opt)) != 0)
+      vl_points_release(&act);
+    if (rc) {
+      vl_points_release(&pts);
+      return rc;
+    }
+    if (!f.compare) f.compare = "allocated";
+  }
   vl_status s;
   struct vl_err err = {""};
   bool has_b = false, has_s = false;
@@ -258,25 +307,44 @@ int cmd_fit(int argc, const char **argv) {
     }
     terms = deflt;
   }
-  struct vl_term_spec t[VL_FIT_MAX_TERMS];
-  size_t nt = 0;
-  struct vl_fit_result r;
+  struct vl_term_spec t[VL_FIT_MAX_TERMS], to[VL_FIT_MAX_TERMS];
+  size_t nt = 0, nto = 0;
+  struct vl_fit_result r, ro;
   struct vl_fit_prediction *px = vl_calloc((size_t)f.n_predict + 1, sizeof *px);
-  if (!px) {
+  const char **phase = vl_calloc((size_t)f.n_predict + 1, sizeof *phase);
+  double phase_rel_max = 0;
+  if (!px || !phase) {
+    vl_free(px);
+    vl_free(phase);
     vl_points_release(&pts);
+    vl_points_release(&act);
+    vl_points_release(&opt);
     cli_error("out of memory");
     return VL_EXIT_ERROR;
   }
-  if ((s = vl_terms_parse(terms, &pts, t, &nt, &err)) != VL_OK) {
+  s = vl_terms_parse(terms, &pts, t, &nt, &err);
+  if (s == VL_OK) nto = linear_terms(t, nt, to);
+  if (s != VL_OK) {
     cli_error("--terms: %s", err.msg);
     rc = VL_EXIT_USAGE;
-  } else if ((s = vl_fit_points(&pts, t, nt, &r, &err)) != VL_OK) {
-    cli_error("cannot fit '%s': %s", f.label, err.msg);
+  } else if ((s = vl_fit_points(f.by_phase ? &act : &pts, t, nt, &r, &err)) != VL_OK ||
+             (f.by_phase && (s = vl_fit_points(&opt, to, nto, &ro, &err)) != VL_OK)) {
+    cli_error("cannot fit '%s'%s: %s", f.label, f.by_phase ? " phase by phase" : "", err.msg);
     rc = VL_EXIT_ERROR;
   } else {
     for (int i = 0; i < f.n_predict && !rc; i++) {
       rc = parse_point(f.predict[i], &pts, px[i].x);
       if (!rc) vl_fit_predict_parts(&r, t, nt, &px[i]);
+      if (!rc && f.by_phase) larger(&ro, to, nto, &px[i], &phase[i]);
+    }
+    for (size_t i = 0; f.by_phase && i < pts.n; i++) { /* the larger of the two, at the points */
+      struct vl_fit_prediction q = {0};
+      memcpy(q.x, pts.x + i * VL_FIT_MAX_VARS, sizeof q.x);
+      const char *ph;
+      vl_fit_predict_parts(&r, t, nt, &q);
+      larger(&ro, to, nto, &q, &ph);
+      double e = pts.y[i] > 0 ? fabs(q.y - pts.y[i]) / pts.y[i] : 0;
+      if (e > phase_rel_max) phase_rel_max = e;
     }
     double *est = NULL;
     if (!rc && f.e.model) rc = estimates(&f, &pts, px, &est);
@@ -284,10 +352,18 @@ int cmd_fit(int argc, const char **argv) {
       size_t axis = 0;
       for (size_t k = 0; k < pts.nvars; k++)
         if (!strcmp(pts.var[k], "seq")) axis = k;
-      struct vl_fit_curve *curves = vl_calloc(VL_FIT_MAX_CURVES, sizeof *curves);
+      struct vl_fit_curve *curves = vl_calloc(2 * VL_FIT_MAX_CURVES, sizeof *curves);
       size_t n_curves = curves ? vl_fit_curves(&pts, &r, t, nt, px, (size_t)f.n_predict, axis,
                                                curves, VL_FIT_MAX_CURVES)
                                : 0;
+      if (curves && f.by_phase) { /* the same grid: the larger of the two fits */
+        struct vl_fit_curve *co = curves + VL_FIT_MAX_CURVES;
+        size_t m =
+            vl_fit_curves(&pts, &ro, to, nto, px, (size_t)f.n_predict, axis, co, VL_FIT_MAX_CURVES);
+        for (size_t c = 0; c < n_curves && c < m; c++)
+          for (size_t k = 0; k < curves[c].n && k < co[c].n; k++)
+            curves[c].y[k] = fmax(curves[c].y[k], co[c].y[k]);
+      }
       struct vl_fit_est_summary su = {0};
       if (est) vl_fit_est_summarize(&pts, est, &su);
       struct vl_fit_view v = {.pts = &pts,
@@ -303,7 +379,12 @@ int cmd_fit(int argc, const char **argv) {
                               .measure = f.compare ? f.compare : measures[0],
                               .curves = curves,
                               .n_curves = n_curves,
-                              .axis = axis};
+                              .axis = axis,
+                              .fit_opt = f.by_phase ? &ro : NULL,
+                              .opt_terms = to,
+                              .n_opt_terms = nto,
+                              .phase = f.by_phase ? phase : NULL,
+                              .phase_rel_max = phase_rel_max};
       static const enum vl_format map[] = {VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD};
       int w = f.fmt == 3 ? vl_render_fit_html(stdout, &v) : vl_render_fit(stdout, map[f.fmt], &v);
       rc = w == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
@@ -312,6 +393,9 @@ int cmd_fit(int argc, const char **argv) {
     vl_free(est);
   }
   vl_free(px);
+  vl_free(phase);
   vl_points_release(&pts);
+  vl_points_release(&act);
+  vl_points_release(&opt);
   return rc;
 }

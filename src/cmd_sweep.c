@@ -199,8 +199,9 @@ int cmd_sweep(int argc, const char **argv) {
   fputs("point", f);
   for (int k = 0; k < g.n; k++)
     fprintf(f, ",%s", g.name[k]);
-  fputs(",peak_bytes,peak_cuda_alloc_bytes,peak_allocated_bytes,peak_reserved_bytes,spread_pct,"
-        "seconds,steps_per_s,tokens_per_s,status\n",
+  fputs(",peak_bytes,peak_cuda_alloc_bytes,peak_allocated_bytes,peak_reserved_bytes,"
+        "peak_fwd_bwd_bytes,peak_optimizer_bytes,spread_pct,seconds,steps_per_s,tokens_per_s,"
+        "status\n",
         f);
   int kb = -1, ks = -1; /* tokens per step = batch x seq, when both are swept */
   for (int k = 0; k < g.n; k++) {
@@ -236,6 +237,7 @@ int cmd_sweep(int argc, const char **argv) {
     double secs = 0, rate = 0, tok_rate = 0;
     int rated = 0, tok_rated = 0;
     uint64_t alloc_peak = 0, reserved_peak = 0; /* the probe's, when it ran */
+    uint64_t fwd_bwd_peak = 0, optimizer_peak = 0;
     const char *status = "ok";
     for (uint64_t r = 0; r < repeat; r++) {
       char dir[PATH_MAX], rec[PATH_MAX];
@@ -286,6 +288,8 @@ int cmd_sweep(int argc, const char **argv) {
         if (fw.tokens_per_s > 0) tok_rate += fw.tokens_per_s, tok_rated++;
         if (fw.peak_allocated > alloc_peak) alloc_peak = fw.peak_allocated;
         if (fw.peak_reserved > reserved_peak) reserved_peak = fw.peak_reserved;
+        if (fw.peak_fwd_bwd > fwd_bwd_peak) fwd_bwd_peak = fw.peak_fwd_bwd;
+        if (fw.peak_optimizer > optimizer_peak) optimizer_peak = fw.peak_optimizer;
         vl_record_release(&rcd);
       }
     }
@@ -299,10 +303,14 @@ int cmd_sweep(int argc, const char **argv) {
         snprintf(tokens, sizeof tokens, "%.6g",
                  rate * atof(g.value[kb][at[kb]]) * atof(g.value[ks][at[ks]]));
     }
-    char palloc[24] = "", pres[24] = "";
+    char palloc[24] = "", pres[24] = "", pfb[24] = "", popt[24] = "";
     if (alloc_peak) {
       snprintf(palloc, sizeof palloc, "%llu", (unsigned long long)alloc_peak);
       snprintf(pres, sizeof pres, "%llu", (unsigned long long)reserved_peak);
+    }
+    if (fwd_bwd_peak && optimizer_peak) { /* a training step, both phases seen */
+      snprintf(pfb, sizeof pfb, "%llu", (unsigned long long)fwd_bwd_peak);
+      snprintf(popt, sizeof popt, "%llu", (unsigned long long)optimizer_peak);
     }
     double spread = hi ? 100.0 * (double)(hi - lo) / (double)hi : 0.0;
     fprintf(f, "%zu", p);
@@ -311,8 +319,8 @@ int cmd_sweep(int argc, const char **argv) {
       fprintf(f, ",%s", g.value[k][at[k]]);
       printf(" %10s", g.value[k][at[k]]);
     }
-    fprintf(f, ",%llu,%llu,%s,%s,%.2f,%.3f,%s,%s,%s\n", (unsigned long long)hi,
-            (unsigned long long)cuda, palloc, pres, spread, secs, steps, tokens, status);
+    fprintf(f, ",%llu,%llu,%s,%s,%s,%s,%.2f,%.3f,%s,%s,%s\n", (unsigned long long)hi,
+            (unsigned long long)cuda, palloc, pres, pfb, popt, spread, secs, steps, tokens, status);
     fflush(f);
     printf(" %12.2f %12.2f %7.1f%% %8.1f %9s %10s  %s\n", (double)hi / (1ull << 30),
            (double)cuda / (1ull << 30), spread, secs, *steps ? steps : "-", *tokens ? tokens : "-",

@@ -50,6 +50,10 @@ struct vl_probe_layer {
   unsigned peak_step;
   char peak_phase[16];
   uint64_t peak_inactive_split; /* at the end of the peak's phase */
+  /* the peak apart by what spends it: the largest peak allocated of the
+   * forward, loss and backward phases (activations), and of the pre_step
+   * and optimizer phases (model states), over every step (bytes; 0: none) */
+  uint64_t peak_fwd_bwd, peak_optimizer;
   uint64_t alloc_retries, ooms; /* the allocator's counters at the end */
 
   /* the bill at the peak of the billed step (a sampled step with the

@@ -26,6 +26,9 @@ struct vl_points {
  * column), VL_ENOMEM. Release with vl_points_release. */
 vl_status vl_points_parse(const char *text, size_t len, const char *const *vars, size_t nvars,
                           struct vl_points *p, struct vl_err *err) VL_MUST_USE;
+/*! The same, with y from the column named y (e.g. "peak_fwd_bwd_bytes"). */
+vl_status vl_points_parse_y(const char *text, size_t len, const char *const *vars, size_t nvars,
+                            const char *y, struct vl_points *p, struct vl_err *err) VL_MUST_USE;
 void vl_points_release(struct vl_points *p);
 
 /*! Append src's points to dst; both must have the same variables (in any

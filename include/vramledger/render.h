@@ -148,6 +148,14 @@ struct vl_fit_view {
   const char *measure;                          /* which peak: "total", "reserved", "allocated" */
   const struct vl_fit_curve *curves;            /* the fit along `axis`, for the plot */
   size_t n_curves, axis;
+  /* fit --by-phase: `fit` is the forward/backward phases' peak, fit_opt
+   * the optimizer step's, fitted apart; pts hold the measured overall
+   * peak; each prediction is the larger, phase[i] names it. NULL when not. */
+  const struct vl_fit_result *fit_opt;
+  const struct vl_term_spec *opt_terms; /* its terms: those without a square */
+  size_t n_opt_terms;
+  const char *const *phase;
+  double phase_rel_max; /* max |larger fit - measured| / measured over the points */
 };
 
 /*! The fitted formula, its quality and the predictions. */

@@ -68,6 +68,11 @@ static bool measurement(const char *name) {
 
 vl_status vl_points_parse(const char *text, size_t len, const char *const *vars, size_t nvars,
                           struct vl_points *p, struct vl_err *err) {
+  return vl_points_parse_y(text, len, vars, nvars, "peak_bytes", p, err);
+}
+
+vl_status vl_points_parse_y(const char *text, size_t len, const char *const *vars, size_t nvars,
+                            const char *y, struct vl_points *p, struct vl_err *err) {
   memset(p, 0, sizeof *p);
   struct csv c = {text, text + len, 1, 1};
   char head[MAX_COLS][32];
@@ -81,10 +86,10 @@ vl_status vl_points_parse(const char *text, size_t len, const char *const *vars,
   } while (e == 0);
   int ycol = -1, scol = -1, vcol[VL_FIT_MAX_VARS];
   for (size_t i = 0; i < nh; i++) {
-    if (!strcmp(head[i], "peak_bytes")) ycol = (int)i;
+    if (!strcmp(head[i], y)) ycol = (int)i;
     if (!strcmp(head[i], "status")) scol = (int)i;
   }
-  if (ycol < 0) return vl__fail(err, VL_EKEY, "line 1: no 'peak_bytes' column");
+  if (ycol < 0) return vl__fail(err, VL_EKEY, "line 1: no '%s' column", y);
   if (nvars == 0) { /* every other column is a variable, but for measurements */
     for (size_t i = 0; i < nh; i++)
       if ((int)i != ycol && (int)i != scol && head[i][0] && !measurement(head[i]) &&

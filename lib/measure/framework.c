@@ -308,8 +308,14 @@ void vl_probe_analyze(const struct vl_record *r, struct vl_probe_layer *f) {
   }
   for (size_t k = 0; k < r->n_phases; k++) {
     const struct vl_rec_phase *p = &r->phases[k];
-    if (p->pid == f->main_pid && p->step == f->peak_step && is(p->phase, f->peak_phase))
+    if (p->pid != f->main_pid || !p->has_alloc) continue;
+    if (p->step == f->peak_step && is(p->phase, f->peak_phase))
       f->peak_inactive_split = p->inactive_split;
+    uint64_t *group = is(p->phase, "forward") || is(p->phase, "loss") || is(p->phase, "backward")
+                          ? &f->peak_fwd_bwd
+                      : is(p->phase, "pre_step") || is(p->phase, "optimizer") ? &f->peak_optimizer
+                                                                              : NULL;
+    if (group && p->peak_allocated > *group) *group = p->peak_allocated;
   }
   const struct vl_rec_step *s = billed_step(r, f->main_pid);
   if (s) bill(r, f, s, ws);

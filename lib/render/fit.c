@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h" /* first: it includes <jansson.h> */
 #include "../util/internal.h"
@@ -47,6 +48,16 @@ static json_t *estimator_json(const struct vl_fit_view *v) {
   return e;
 }
 
+static json_t *fit_json(const struct vl_term_spec *t, size_t nt, const struct vl_fit_result *r) {
+  json_t *e = json_object(), *coef = json_object();
+  for (size_t k = 0; k < nt; k++)
+    json_object_set_new(coef, t[k].name, json_real(r->coef[k]));
+  json_object_set_new(e, "coefficients", coef);
+  json_object_set_new(e, "r2", json_real(r->r2));
+  json_object_set_new(e, "loo_rel_rms", json_real(r->loo_rel_rms));
+  return e;
+}
+
 int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
   const struct vl_fit_result *r = v->fit;
   const struct vl_points *p = v->pts;
@@ -73,6 +84,13 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
     json_object_set_new(root, "sigma_bytes", json_real(r->sigma));
     json_object_set_new(root, "loo_rel_rms", json_real(r->loo_rel_rms));
     json_object_set_new(root, "loo_rel_max", json_real(r->loo_rel_max));
+    if (v->fit_opt) {
+      json_t *bp = json_object();
+      json_object_set_new(bp, "fwd_bwd", fit_json(v->terms, v->n_terms, r));
+      json_object_set_new(bp, "optimizer", fit_json(v->opt_terms, v->n_opt_terms, v->fit_opt));
+      json_object_set_new(bp, "max_rel_error", json_real(v->phase_rel_max));
+      json_object_set_new(root, "by_phase", bp);
+    }
     for (size_t i = 0; i < v->n_predict; i++) {
       const struct vl_fit_prediction *q = &v->predictions[i];
       const double *x = q->x;
@@ -85,6 +103,7 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
       json_object_set_new(e, "high_bytes", json_integer((json_int_t)llround(y + hw)));
       json_object_set_new(e, "linear_bytes", json_integer((json_int_t)llround(lin)));
       json_object_set_new(e, "quadratic_bytes", json_integer((json_int_t)llround(quad)));
+      if (v->phase) json_object_set_new(e, "phase", json_string(v->phase[i]));
       if (v->estimate) {
         json_object_set_new(e, "estimate_bytes", json_integer((json_int_t)llround(q->estimate)));
         json_object_set_new(e, "disagree", json_boolean(q->disagree));
@@ -99,7 +118,9 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
     return rc == 0 && !ferror(o) ? 0 : -1;
   }
   bool md = fmt == VL_FMT_MD;
-  fprintf(o, "%speak_bytes fitted on %zu points of %s", md ? "## Fit: " : "fit: ", p->n, v->source);
+  fprintf(o, "%s%s fitted on %zu points of %s",
+          md ? "## Fit: " : "fit: ", v->fit_opt ? "the forward/backward peak" : "peak_bytes", p->n,
+          v->source);
   if (p->skipped) fprintf(o, " (%zu not ok, skipped)", p->skipped);
   fprintf(o, "\n%s",
           md ? "\n| term | coefficient (bytes) | 95 % interval |\n|---|---:|---:|\n" : "\n");
@@ -108,6 +129,18 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
             r->coef[k], r->ci95[k]);
   fprintf(o, "%sR² %.5f, residual sigma %.3f GiB, leave-one-out error %.2f %% rms, %.2f %% max\n",
           md ? "\n" : "\n  ", r->r2, GIB(r->sigma), 100 * r->loo_rel_rms, 100 * r->loo_rel_max);
+  if (v->fit_opt) {
+    const struct vl_fit_result *q = v->fit_opt;
+    fprintf(o, md ? "\nThe optimizer step's peak, fitted apart:\n\n| term | coefficient (bytes) |\n"
+                    "|---|---:|\n"
+                  : "\n  the optimizer step's peak, fitted apart:\n");
+    for (size_t k = 0; k < v->n_opt_terms; k++)
+      fprintf(o, md ? "| %s | %.6g |\n" : "  %-14s %16.6g\n", v->opt_terms[k].name, q->coef[k]);
+    fprintf(o,
+            "%sR² %.5f, leave-one-out error %.2f %% rms. The peak is the larger of the two "
+            "fits: at the measured points (PyTorch's peak allocated) within %.2f %%\n",
+            md ? "\n" : "  ", q->r2, 100 * q->loo_rel_rms, 100 * v->phase_rel_max);
+  }
   if (v->n_predict)
     fprintf(o,
             md ? "\n| at | peak GiB | 95 %% interval GiB | constant + linear | quadratic |%s\n"
@@ -117,15 +150,20 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
   for (size_t i = 0; i < v->n_predict; i++) {
     const struct vl_fit_prediction *q = &v->predictions[i];
     double hw = q->half_width, lin = q->linear, quad = q->quadratic, y = q->y;
-    char at[128];
-    at_str(p, q->x, at, sizeof at);
+    char at[160];
+    at_str(p, q->x, at, 128);
+    if (md && v->phase) {
+      size_t l = strlen(at);
+      snprintf(at + l, sizeof at - l, " (peak in %s)", v->phase[i]);
+    }
     if (md)
       fprintf(o, "| %s | %.2f | %.2f – %.2f | %.2f | %.2f |", at, GIB(y), GIB(y - hw), GIB(y + hw),
               GIB(lin), GIB(quad));
     else
-      fprintf(o, "  %-28s %9.2f  [%.2f, %.2f]  constant+linear %.2f, quadratic %.2f%s", at, GIB(y),
-              GIB(y - hw), GIB(y + hw), GIB(lin), GIB(quad),
-              quad > lin ? "  <- quadratic dominates" : "");
+      fprintf(o, "  %-28s %9.2f  [%.2f, %.2f]  constant+linear %.2f, quadratic %.2f%s%s%s", at,
+              GIB(y), GIB(y - hw), GIB(y + hw), GIB(lin), GIB(quad),
+              quad > lin ? "  <- quadratic dominates" : "", v->phase ? "  peak in " : "",
+              v->phase ? v->phase[i] : "");
     if (v->estimate) {
       bool off = q->disagree;
       if (md)
@@ -211,6 +249,12 @@ int vl_render_fit_html(FILE *o, const struct vl_fit_view *v) {
           "%.2f %% rms, %.2f %% max</p>\n",
           p->n, p->skipped ? " (some not ok, skipped)" : "", r->r2, GIB(r->sigma),
           100 * r->loo_rel_rms, 100 * r->loo_rel_max);
+  if (v->fit_opt)
+    fprintf(o,
+            "<p>Fitted phase by phase: the forward/backward peak (below) and the optimizer "
+            "step's (R² %.5f) apart; the curves are the larger of the two, within %.2f %% of "
+            "the measured peaks.</p>\n",
+            v->fit_opt->r2, 100 * v->phase_rel_max);
   fputs("<table><tr><th>term</th><th>coefficient (bytes)</th><th>95 % interval</th></tr>\n", o);
   for (size_t k = 0; k < v->n_terms; k++) {
     fputs("<tr><td>", o);

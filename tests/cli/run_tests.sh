@@ -81,9 +81,9 @@ check "and not after it exits" sh -c "grep '\"type\":\"sample\"' '$tmp/orphan/re
 "$vl" sweep --grid mib=16,32,64,128 --grid secs=0.15 --interval-ms 10 --out "$tmp/sweep" -- "$prog" hold {mib} {secs} "$tmp/procs" >/dev/null 2>&1
 check "sweep: one row per point" [ "$(grep -c ',ok$' "$tmp/sweep/sweep.csv")" = 4 ]
 check "sweep: the driver-allocated peak of each point" grep -q '^2,64,0.15,[0-9]*,67108864,' "$tmp/sweep/sweep.csv"
-check "sweep: steps per second from the job's vl_mark(\"step\"), no tokens without batch and seq" grep -q '^2,64,0.15,[0-9]*,67108864,,,[0-9.]*,[0-9.]*,[1-9][0-9.]*,,ok$' "$tmp/sweep/sweep.csv"
+check "sweep: steps per second from the job's vl_mark(\"step\"), no tokens without batch and seq" grep -q '^2,64,0.15,[0-9]*,67108864,,,,,[0-9.]*,[0-9.]*,[1-9][0-9.]*,,ok$' "$tmp/sweep/sweep.csv"
 "$vl" sweep --grid batch=4 --grid seq=8 --interval-ms 10 --out "$tmp/sweeptok" -- "$prog" hold {batch} 0.{seq} "$tmp/procs" >/dev/null 2>&1
-check "sweep: tokens per second = steps per second x batch x seq" awk -F, 'NR == 2 { exit !($10 > 0 && ($11 - $10 * 32) ^ 2 < 1e-6 * $11 ^ 2) }' "$tmp/sweeptok/sweep.csv"
+check "sweep: tokens per second = steps per second x batch x seq" awk -F, 'NR == 2 { exit !($12 > 0 && ($13 - $12 * 32) ^ 2 < 1e-6 * $13 ^ 2) }' "$tmp/sweeptok/sweep.csv"
 "$vl" fit "$tmp/sweep" --terms const,mib --predict mib=256,secs=0.15 --format json >"$tmp/fit.json"
 check "sweep feeds fit" grep -q '"r2": 1' "$tmp/fit.json"
 "$vl" sweep --grid mib=16,32,64,128 --grid secs=0.15 --out "$tmp/sweep" -- "$prog" hold {mib} {secs} "$tmp/procs" 2>"$tmp/err" >/dev/null
@@ -112,7 +112,7 @@ check "guard: --trigger-signal without a commitment is refused" [ $? = 2 ]
 "$vl" run --out "$tmp/guardbad" --quiet --commitment "$dir/../data/commitments/truncated.json" -- true 2>/dev/null
 check "guard: a bad commitment is refused before the job runs" [ $? = 1 ] && [ ! -e "$tmp/guardbad" ]
 "$vl" sweep --grid b=1,2 --out "$tmp/oom" -- sh -c 'if [ {b} = 2 ]; then echo "CUDA out of memory" >&2; exit 1; fi' >/dev/null 2>&1
-check "sweep: an out-of-memory point is recorded and the sweep goes on" grep -q '^1,2,0,0,,,0.00,[0-9.]*,,,oom$' "$tmp/oom/sweep.csv"
+check "sweep: an out-of-memory point is recorded and the sweep goes on" grep -q '^1,2,0,0,,,,,0.00,[0-9.]*,,,oom$' "$tmp/oom/sweep.csv"
 "$vl" sweep --grid b=1 --grid c=2 --out "$tmp/bad" -- echo {b} 2>/dev/null
 check "sweep: an unused variable is refused" [ $? = 2 ]
 "$vl" sweep --grid b=1 --out "$tmp/bad" -- echo {x} 2>/dev/null

@@ -60,6 +60,12 @@ static void bill_at_the_peak(void **state) {
   assert_int_equal(f.peak_allocated, peak);
   assert_int_equal(f.peak_step, 2);
   assert_string_equal(f.peak_phase, "backward");
+  /* the peak apart by phase: the main rank's backward (rank 1's is 100 MiB
+   * higher, not taken), and the largest of the main rank's pre_step and
+   * optimizer peaks (step 3's optimizer in the file: 520 MiB, above its
+   * idle phases but below every backward) */
+  assert_int_equal(f.peak_fwd_bwd, peak);
+  assert_int_equal(f.peak_optimizer, 520 * M);
   assert_true(f.has_bill);
   assert_int_equal(f.bill_step, 2);
   assert_string_equal(f.bill_taken_at, "start");
