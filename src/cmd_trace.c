@@ -17,7 +17,7 @@
 #include "vramledger/catalog.h"
 #include "vramledger/render.h"
 
-enum { O_HELP, O_OUT, O_REPLAY, O_GPU, O_DEVICE, O_EXPANDABLE, O_MSS, O_GC, O_WHATIF, O_FORMAT };
+enum { O_HELP, O_OUT, O_REPLAY, O_GPU, O_DEVICE, O_EXPANDABLE, O_MSS, O_GC, O_WHATIF, O_BATCH, O_FORMAT };
 static const struct cli_opt opts[] = {{"help", false, O_HELP},
                                       {"out", true, O_OUT},
                                       {"replay", true, O_REPLAY},
@@ -27,11 +27,16 @@ static const struct cli_opt opts[] = {{"help", false, O_HELP},
                                       {"max-split-mb", true, O_MSS},
                                       {"gc-threshold", true, O_GC},
                                       {"what-if", false, O_WHATIF},
+                                      {"batch", true, O_BATCH},
                                       {"format", true, O_FORMAT},
                                       {NULL, false, 0}};
 
+#define MAX_BATCHES 8
+
 struct tr {
   bool help, whatif;
+  uint64_t batch[MAX_BATCHES]; /* --batch: replays at these micro-batches */
+  int n_batch;
   const char *out, *replay, *gpu;
   int device, fmt;
   struct vl_cache_conf conf;
@@ -59,6 +64,20 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
     break;
   case O_GC: rc = cli_double(flag, arg, 0.01, 0.99, &t->conf.gc_threshold); break;
   case O_WHATIF: t->whatif = true; break;
+  case O_BATCH: {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    for (char *tok = buf, *next; tok && !rc; tok = next) {
+      next = strchr(tok, ',');
+      if (next) *next++ = '\0';
+      if (t->n_batch == MAX_BATCHES) {
+        cli_error("%s: at most %d batch sizes", flag, MAX_BATCHES);
+        return VL_EXIT_USAGE;
+      }
+      rc = cli_u64(flag, tok, 1, 1u << 20, &t->batch[t->n_batch++]);
+    }
+    break;
+  }
   case O_FORMAT:
     if ((t->fmt = cli_choice(flag, arg, formats)) < 0) return VL_EXIT_USAGE;
     break;
@@ -174,8 +193,18 @@ int cmd_trace(int argc, const char **argv) {
   }
   int device = t.device == -2 ? -1 : t.device;
   if (t.device == -1) device = tr.per_device[1] ? 1 : -1; /* cuda if any, else all */
-  struct vl_cache_conf confs[4] = {t.conf};
-  const char *names[4] = {"as given"};
+  if (t.n_batch && !tr.batch) {
+    cli_error("%s: the trace does not say its batch size, so --batch cannot scale it", trace);
+    cli_hint("trace a job whose micro-batch is 2 or more (the tracer learns it from the token "
+             "ids or the first input of the model's forward) with this version of vramledger");
+    vl_trace_release(&tr);
+    return VL_EXIT_USAGE;
+  }
+  enum { MAX_REPLAYS = 4 + MAX_BATCHES };
+  struct vl_cache_conf confs[MAX_REPLAYS] = {t.conf};
+  const char *names[MAX_REPLAYS] = {"as given"};
+  char batch_names[MAX_BATCHES][40];
+  uint64_t batches[MAX_REPLAYS] = {0}; /* 0: the traced batch */
   int nconf = 1;
   if (t.whatif) {
     confs[0] = (struct vl_cache_conf){.device_bytes = t.conf.device_bytes};
@@ -193,15 +222,25 @@ int cmd_trace(int argc, const char **argv) {
   } else if (!t.conf.expandable && !t.conf.max_split_size && !t.conf.gc_threshold) {
     names[0] = "default";
   }
-  struct vl_replay r[4];
+  int nalloc = nconf; /* then one replay per --batch, under the first setting */
+  for (int k = 0; k < t.n_batch; k++, nconf++) {
+    confs[nconf] = confs[0];
+    batches[nconf] = t.batch[k];
+    snprintf(batch_names[k], sizeof batch_names[k], "batch %llu (traced %llu)",
+             (unsigned long long)t.batch[k], (unsigned long long)tr.batch);
+    names[nconf] = batch_names[k];
+  }
+  struct vl_replay r[MAX_REPLAYS];
   for (int i = 0; i < nconf; i++)
-    if ((s = vl_trace_replay(&tr, device, &confs[i], &r[i])) != VL_OK) {
+    if ((s = vl_trace_replay_scaled(&tr, device, &confs[i],
+                                    i < nalloc ? 1.0 : (double)batches[i] / (double)tr.batch,
+                                    &r[i])) != VL_OK) {
       cli_error("replay: %s", vl_strerror(s));
       vl_trace_release(&tr);
       return VL_EXIT_ERROR;
     }
   const char *dev = device == 1 ? "cuda" : device == 0 ? "cpu" : device == 2 ? "meta" : "all";
-  struct vl_trace_view v = {trace, dev, &tr, job_rc, names, r, nconf};
+  struct vl_trace_view v = {trace, dev, &tr, job_rc, names, r, nconf, batches};
   if (vl_render_trace(stdout, t.fmt == 1, &v) != 0) cli_error("cannot write the output");
   bool oom = false;
   for (int i = 0; i < nconf; i++)

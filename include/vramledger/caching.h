@@ -63,6 +63,7 @@ enum vl_trace_kind { VL_TR_ALLOC, VL_TR_FREE, VL_TR_MARK };
 struct vl_trace_ev {
   uint8_t kind;
   uint8_t device;  /* 0 cpu, 1 cuda, 2 meta, 3 other */
+  uint8_t batch;   /* an allocation that grows with the batch ("b" lines) */
   uint32_t id;     /* dense, from 1; a mark: its index in marks */
   uint32_t module; /* index in modules; 0: not known */
   uint64_t bytes;
@@ -79,10 +80,13 @@ struct vl_trace {
   uint32_t *module_index; /* open addressing over modules, for parsing */
   size_t index_cap;
   size_t per_device[4]; /* allocations per device */
+  uint64_t batch;       /* the traced job's micro-batch ("# batch N"); 0: not known */
 };
 
-/*! Parse a trace ("a ID BYTES DEVICE [MODULE]", "f ID", "m NAME" lines). A cut last
- * line is ignored. @return VL_OK, VL_EPARSE ("line N: ..."), VL_ENOMEM. */
+/*! Parse a trace ("a ID BYTES DEVICE [MODULE]", "b ..." the same for an
+ * allocation that grows with the batch, "f ID", "m NAME", "# ..." comments,
+ * "# batch N" the job's micro-batch). A cut last line is ignored.
+ * @return VL_OK, VL_EPARSE ("line N: ..."), VL_ENOMEM. */
 vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t,
                          struct vl_err *err) VL_MUST_USE;
 void vl_trace_release(struct vl_trace *t);
@@ -104,5 +108,12 @@ struct vl_replay {
  * @return VL_OK, VL_ENOMEM, VL_EINVAL (a bad configuration). */
 vl_status vl_trace_replay(const struct vl_trace *t, int device, const struct vl_cache_conf *conf,
                           struct vl_replay *out) VL_MUST_USE;
+/*! The same with the allocations that grow with the batch scaled by
+ * `scale` (another batch / the traced one; sizes rounded up to bytes):
+ * the trace of a job at another batch size, without running it.
+ * @return as vl_trace_replay; VL_EINVAL for a scale that is not > 0. */
+vl_status vl_trace_replay_scaled(const struct vl_trace *t, int device,
+                                 const struct vl_cache_conf *conf, double scale,
+                                 struct vl_replay *out) VL_MUST_USE;
 
 #endif

@@ -199,6 +199,7 @@ struct vl_trace_view {
   const char *const *names; /* one allocator setting per replay */
   const struct vl_replay *replays;
   int n;
+  const uint64_t *batches; /* per replay: the micro-batch it stands for; 0: the traced one */
 };
 /*! Write the replays side by side (text) or as JSON (schema
  * vramledger.trace/1). @return 0, or -1 on a write error. */

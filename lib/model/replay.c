@@ -1,5 +1,6 @@
 /* An allocation trace, parsed and replayed through the caching-allocator
  * model (vramledger/caching.h). Pure: text in, figures out. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,12 @@ vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struc
     pos += n + (nl ? 1 : 0);
     line++;
     if (!nl) break;                      /* a cut last line: a crash mid-write */
+    if (n > 8 && !memcmp(s, "# batch ", 8)) { /* the traced job's micro-batch */
+      const char *q = s + 8;
+      uint64_t b = 0;
+      if (digits(&q, s + n, &b) && q == s + n && b > 0 && b < (1ull << 32)) t->batch = b;
+      continue;
+    }
     if (n == 0 || s[0] == '#') continue; /* a comment: what the allocator itself did */
     if (grow((void **)&t->ev, &cap, t->n, sizeof *t->ev)) {
       vl_trace_release(t);
@@ -119,9 +126,11 @@ vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struc
       t->n++;
       continue;
     }
-    if ((s[0] != 'a' && s[0] != 'f') || n < 3 || s[1] != ' ') {
+    if ((s[0] != 'a' && s[0] != 'b' && s[0] != 'f') || n < 3 || s[1] != ' ') {
       vl_trace_release(t);
-      return vl__fail(err, VL_EPARSE, "line %zu: expected 'a ID BYTES DEVICE', 'f ID' or 'm NAME'",
+      return vl__fail(err, VL_EPARSE,
+                      "line %zu: expected 'a ID BYTES DEVICE', 'b ID BYTES DEVICE', 'f ID' or "
+                      "'m NAME'",
                       line);
     }
     const char *q = s + 2, *lim = s + n;
@@ -142,6 +151,7 @@ vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struc
                         line);
       }
       e->kind = VL_TR_ALLOC;
+      e->batch = s[0] == 'b';
       e->bytes = bytes;
       const char *d = q + 1, *sp = memchr(d, ' ', (size_t)(lim - d));
       e->device = (uint8_t)device_code(d, (size_t)((sp ? sp : lim) - d));
@@ -163,7 +173,14 @@ void vl_trace_release(struct vl_trace *t) {
 
 vl_status vl_trace_replay(const struct vl_trace *t, int device, const struct vl_cache_conf *conf,
                           struct vl_replay *out) {
+  return vl_trace_replay_scaled(t, device, conf, 1.0, out);
+}
+
+vl_status vl_trace_replay_scaled(const struct vl_trace *t, int device,
+                                 const struct vl_cache_conf *conf, double scale,
+                                 struct vl_replay *out) {
   memset(out, 0, sizeof *out);
+  if (!(scale > 0) || scale > 1e6) return VL_EINVAL;
   out->peak_mark = -1;
   if (device < 0) device = t->per_device[1] ? 1 : -1;
   struct vl_cache *c;
@@ -191,7 +208,12 @@ vl_status vl_trace_replay(const struct vl_trace *t, int device, const struct vl_
         continue;
       }
       uint32_t hh;
-      s = vl_cache_malloc(c, e->bytes, &hh);
+      uint64_t bytes = e->bytes;
+      if (e->batch && scale != 1.0) {
+        double b = ceil((double)bytes * scale);
+        bytes = b < 1125899906842624.0 ? (uint64_t)b : 1125899906842624ull; /* 2^50 */
+      }
+      s = vl_cache_malloc(c, bytes, &hh);
       if (s == VL_ERANGE) {
         out->oom = true;
         out->oom_event = i;

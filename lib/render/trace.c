@@ -19,6 +19,7 @@ static int as_json(FILE *o, const struct vl_trace_view *v) {
   json_object_set_new(root, "allocations", U(r[0].allocs));
   json_object_set_new(root, "frees", U(r[0].frees));
   json_object_set_new(root, "job_exit_status", json_integer(v->job_exit_status));
+  json_object_set_new(root, "batch", tr->batch ? U(tr->batch) : json_null());
   json_object_set_new(root, "peak_mark",
                       r[0].peak_mark >= 0 ? json_string(tr->marks[r[0].peak_mark]) : json_null());
   json_object_set_new(root, "peak_module",
@@ -27,6 +28,9 @@ static int as_json(FILE *o, const struct vl_trace_view *v) {
   for (int i = 0; i < v->n; i++) {
     json_t *x = json_object();
     json_object_set_new(x, "allocator", json_string(v->names[i]));
+    json_object_set_new(x, "batch", v->batches && v->batches[i] ? U(v->batches[i])
+                                    : tr->batch                 ? U(tr->batch)
+                                                                : json_null());
     json_object_set_new(x, "peak_allocated_bytes", U(r[i].peak_allocated));
     json_object_set_new(x, "peak_reserved_bytes", U(r[i].peak_reserved));
     json_object_set_new(x, "inactive_split_at_peak_bytes", U(r[i].inactive_split_at_peak));

@@ -9,7 +9,10 @@ for the C replay:
     a ID BYTES DEVICE [MODULE]   a new storage of BYTES on DEVICE (cpu, cuda,
                         meta), made while MODULE ran (when the probe knows)
     f ID                that storage freed
+    b ID BYTES DEVICE [MODULE]   the same, for a storage that grows with the
+                        batch (below)
     m NAME              a mark (vramledger.mark, the probe's steps)
+    # batch N           the job's micro-batch, once the probe has seen it
 
 When a storage dies. From PyTorch 2.1 a storage's Python object lives as
 long as the storage itself (PyObject preservation), so a weak reference to
@@ -35,6 +38,16 @@ the GPU run (docs/model.md, section 12):
   fallback for dropout, and CUDA autocast's float32 policy
   (_cpu_takes_cuda_defaults; measured in
   bench/results/2026-11-29-h200-trace/).
+
+What grows with the batch (for `vramledger trace --batch`): once the probe
+knows the micro-batch B (2 or more: the token ids' or the first input's
+leading dimension at the top of the forward), a new storage whose tensor's
+leading dimension is a multiple of B (batch x ..., batch*seq x ...,
+batch*heads x ...) and whose shape is no parameter's (gradients, optimizer
+states and their temporaries have those) is written as `b`. A batch that
+divides the model's dimensions or the sequence length (2, 4, 8 with a
+sequence of 512) also catches tensors that do not grow with it: trace
+with an odd batch, 3 or 5.
 
 Sizes are what the program asks for (storage nbytes); the replay rounds
 them as the CUDA caching allocator would. Cost: a Python call per op; this
@@ -75,23 +88,57 @@ class _Trace:
         self.probe = None
         self.by_storage = _storage_objects_preserved(torch)
         self.ws = None  # bytes of one cuBLAS workspace, when first needed
+        self.batch = None  # the micro-batch, once the probe knows it (0: 1 or unknown)
+        self.param_shapes = set()
         self.ws_done = set()  # the contexts (forward, backward) that have one
         self.main_thread = threading.get_ident()
         node = getattr(torch._C, "_current_autograd_node", None)
         self.in_backward = (lambda: node() is not None) if node else \
             (lambda: threading.get_ident() != self.main_thread)
 
-    def alloc(self, n, dev, module=None):
+    def alloc(self, n, dev, module=None, kind="a"):
         i = self.next_id
         self.next_id += 1
         if module is None:
             st = self.probe.stack if self.probe is not None else None
             module = st[-1] if st else None  # the module running (probe's, sampled steps)
         if module:
-            self.f.write("a %d %d %s %s\n" % (i, n, dev, module.replace(" ", "_")))
+            self.f.write("%s %d %d %s %s\n" % (kind, i, n, dev, module.replace(" ", "_")))
         else:
-            self.f.write("a %d %d %s\n" % (i, n, dev))
+            self.f.write("%s %d %d %s\n" % (kind, i, n, dev))
         return i
+
+    def learn_batch(self):
+        """The micro-batch, from the probe's first forward; the parameters'
+        shapes with it."""
+        p = self.probe
+        if p is None or not p.micro or not p.samples:
+            return
+        b = p.samples // p.micro
+        self.batch = b if b >= 2 else 0
+        if not self.batch:
+            return
+        self.f.write("# batch %d\n" % b)
+        try:
+            for m in list(p.models) + list(p.roots):
+                for t in list(m.parameters()) + list(m.buffers()):
+                    self.param_shapes.add(tuple(t.shape))
+            for o in list(p.optimizers):
+                for g in o.param_groups:
+                    for t in g["params"]:
+                        self.param_shapes.add(tuple(t.shape))
+        except Exception:
+            pass
+
+    def grows(self, t):
+        """Does this new storage grow with the batch?"""
+        if self.batch is None:
+            self.learn_batch()
+        b = self.batch
+        if not b or t.dim() == 0:
+            return False
+        n = t.shape[0]
+        return n >= b and n % b == 0 and tuple(t.shape) not in self.param_shapes
 
     def matmul(self, t):
         """The first matmul of the forward and of the backward: a workspace."""
@@ -130,7 +177,7 @@ class _Trace:
         if entry is not None and self.by_storage:
             return  # one weak reference on the storage object is enough
         if entry is None:
-            entry = [self.alloc(n, dev), {}]
+            entry = [self.alloc(n, dev, kind="b" if self.grows(t) else "a"), {}]
             self.live[k] = entry
 
         def gone(ref, k=k, tracer=self):

@@ -279,6 +279,37 @@ class TraceAsCuda(unittest.TestCase):
         self.assertIn("pow dtype torch.bfloat16", stdout)
 
 
+class TraceBatch(unittest.TestCase):
+    """trace --batch: a trace at batch 3, replayed as batch 6, holds what a
+    trace at batch 6 holds (every activation here grows with the batch)."""
+
+    def trace(self, d, batch, *flags):
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        out = subprocess.run([VL, "trace", "--out", d, "--format", "json"] + list(flags) +
+                             ["--", PY, os.path.join(HERE, "job_batch.py"), str(batch)],
+                             env=e, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return json.loads(out.stdout)
+
+    def test_scaled_replay(self):
+        d = tempfile.mkdtemp(prefix="vl-trace-batch-")
+        three = self.trace(d + "/3", 3, "--batch", "6,12")
+        six = self.trace(d + "/6", 6)
+        self.assertEqual(three["batch"], 3)
+        self.assertEqual(six["batch"], 6)
+        with open(d + "/3/alloc.trace") as f:
+            kinds = [l[0] for l in f]
+        self.assertIn("b", kinds)  # activations grow with the batch
+        self.assertIn("a", kinds)  # parameters, gradients, states do not
+        rows = {r["batch"]: r for r in three["replays"]}
+        self.assertEqual(rows[6]["allocator"], "batch 6 (traced 3)")
+        self.assertEqual(rows[6]["peak_allocated_bytes"], six["replays"][0]["peak_allocated_bytes"])
+        self.assertGreater(rows[12]["peak_allocated_bytes"], rows[6]["peak_allocated_bytes"])
+        self.assertGreater(rows[6]["peak_allocated_bytes"], rows[3]["peak_allocated_bytes"])
+        shutil.rmtree(d)
+
+
 class History(unittest.TestCase):
     """python3 -m vramledger.history: an allocator snapshot as a trace."""
 
