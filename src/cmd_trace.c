@@ -17,19 +17,26 @@
 #include "vramledger/catalog.h"
 #include "vramledger/render.h"
 
-enum { O_HELP, O_OUT, O_REPLAY, O_GPU, O_DEVICE, O_EXPANDABLE, O_MSS, O_GC, O_WHATIF, O_BATCH, O_FORMAT };
-static const struct cli_opt opts[] = {{"help", false, O_HELP},
-                                      {"out", true, O_OUT},
-                                      {"replay", true, O_REPLAY},
-                                      {"gpu", true, O_GPU},
-                                      {"device", true, O_DEVICE},
-                                      {"expandable", false, O_EXPANDABLE},
-                                      {"max-split-mb", true, O_MSS},
-                                      {"gc-threshold", true, O_GC},
-                                      {"what-if", false, O_WHATIF},
-                                      {"batch", true, O_BATCH},
-                                      {"format", true, O_FORMAT},
-                                      {NULL, false, 0}};
+enum {
+  O_HELP,
+  O_OUT,
+  O_REPLAY,
+  O_GPU,
+  O_DEVICE,
+  O_EXPANDABLE,
+  O_MSS,
+  O_GC,
+  O_WHATIF,
+  O_BATCH,
+  O_FORMAT
+};
+static const struct cli_opt opts[] = {
+    {"help", false, O_HELP},       {"out", true, O_OUT},
+    {"replay", true, O_REPLAY},    {"gpu", true, O_GPU},
+    {"device", true, O_DEVICE},    {"expandable", false, O_EXPANDABLE},
+    {"max-split-mb", true, O_MSS}, {"gc-threshold", true, O_GC},
+    {"what-if", false, O_WHATIF},  {"batch", true, O_BATCH},
+    {"format", true, O_FORMAT},    {NULL, false, 0}};
 
 #define MAX_BATCHES 8
 

@@ -99,7 +99,7 @@ vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struc
     size_t n = nl ? (size_t)(nl - s) : len - pos;
     pos += n + (nl ? 1 : 0);
     line++;
-    if (!nl) break;                      /* a cut last line: a crash mid-write */
+    if (!nl) break;                           /* a cut last line: a crash mid-write */
     if (n > 8 && !memcmp(s, "# batch ", 8)) { /* the traced job's micro-batch */
       const char *q = s + 8;
       uint64_t b = 0;

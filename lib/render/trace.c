@@ -28,9 +28,10 @@ static int as_json(FILE *o, const struct vl_trace_view *v) {
   for (int i = 0; i < v->n; i++) {
     json_t *x = json_object();
     json_object_set_new(x, "allocator", json_string(v->names[i]));
-    json_object_set_new(x, "batch", v->batches && v->batches[i] ? U(v->batches[i])
-                                    : tr->batch                 ? U(tr->batch)
-                                                                : json_null());
+    json_object_set_new(x, "batch",
+                        v->batches && v->batches[i] ? U(v->batches[i])
+                        : tr->batch                 ? U(tr->batch)
+                                                    : json_null());
     json_object_set_new(x, "peak_allocated_bytes", U(r[i].peak_allocated));
     json_object_set_new(x, "peak_reserved_bytes", U(r[i].peak_reserved));
     json_object_set_new(x, "inactive_split_at_peak_bytes", U(r[i].inactive_split_at_peak));
