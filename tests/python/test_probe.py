@@ -234,7 +234,8 @@ class Trace(unittest.TestCase):
         rounded = sum((n * 4 + 511) // 512 * 512 for n in tensors)
         with open(d + "/t/alloc.trace") as f:
             lines = f.read().splitlines()
-        self.assertTrue(all(l[0] in "afm" for l in lines))
+        self.assertTrue(all(l[0] in "abfm#" for l in lines))
+        self.assertIn("# batch 8", lines)  # the tracer learnt the micro-batch
         # the cuBLAS workspace the GPU would take at the first matmul (and
         # one more for autograd's thread where PyTorch tells backward apart)
         ws = [l for l in lines if l.endswith(" cublas_workspace")]
