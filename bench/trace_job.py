@@ -3,7 +3,7 @@
 script runs on the GPU (measured) and on the CPU (`vramledger trace`'s dry
 run, predicted). It knows nothing of vramledger.
 
-  --device cuda|cpu  --model gpt2|llama|bert|mlp|conv  --precision fp32|bf16|amp-bf16
+  --device cuda|cpu|meta  --model gpt2|llama|llama70b|bert|mlp|conv  --precision fp32|bf16|amp-bf16
   [--opt adamw|adamw-fused|adamw-loop|sgd|adam] [--ckpt] [--lora 16] [--attn sdpa|eager]
   [--batch 4 --seq 256 --steps 3] [--history FILE]
 
@@ -87,6 +87,11 @@ def hf_model():
                               LlamaConfig)
     if a.model == "gpt2":
         cfg, targets = GPT2Config(attn_implementation=a.attn), ["c_attn"]
+    elif a.model == "llama70b":  # Llama-2-70B's shape: for meta tensors only
+        cfg = LlamaConfig(hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
+                          num_attention_heads=64, num_key_value_heads=8, vocab_size=32000,
+                          max_position_embeddings=4096, attn_implementation=a.attn)
+        targets = ["q_proj", "v_proj"]
     elif a.model == "llama":
         cfg = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
                           num_attention_heads=16, num_key_value_heads=4, vocab_size=32000,
@@ -99,7 +104,7 @@ def hf_model():
     return m, targets, cfg.vocab_size
 
 
-hf = a.model in ("gpt2", "llama", "bert")
+hf = a.model in ("gpt2", "llama", "llama70b", "bert")
 if hf:
     model, targets, vocab = hf_model()
 elif a.model == "mlp":
@@ -155,7 +160,7 @@ for step in range(a.steps):
     opt.step()
     opt.zero_grad(set_to_none=True)
 out = {"device": a.device, "params": sum(p.numel() for p in model.parameters()),
-       "loss": float(loss), "torch": torch.__version__}
+       "loss": None if dev.type == "meta" else float(loss), "torch": torch.__version__}
 if cuda:
     torch.cuda.synchronize()
     out["max_allocated"] = torch.cuda.max_memory_allocated()

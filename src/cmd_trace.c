@@ -199,7 +199,8 @@ int cmd_trace(int argc, const char **argv) {
     return VL_EXIT_ERROR;
   }
   int device = t.device == -2 ? -1 : t.device;
-  if (t.device == -1) device = tr.per_device[1] ? 1 : -1; /* cuda if any, else all */
+  if (t.device == -1) /* cuda if any, else meta (a dry run on meta tensors), else all */
+    device = tr.per_device[1] ? 1 : tr.per_device[2] ? 2 : -1;
   if (t.n_batch && !tr.batch) {
     cli_error("%s: the trace does not say its batch size, so --batch cannot scale it", trace);
     cli_hint("trace a job whose micro-batch is 2 or more (the tracer learns it from the token "

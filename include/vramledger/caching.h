@@ -104,7 +104,8 @@ struct vl_replay {
 };
 
 /*! Replay the allocations on `device` (0 cpu, 1 cuda, 2 meta; -1: cuda if
- * the trace has any, else every device) through the allocator model.
+ * the trace has any, else meta if it has any, else every device) through
+ * the allocator model.
  * @return VL_OK, VL_ENOMEM, VL_EINVAL (a bad configuration). */
 vl_status vl_trace_replay(const struct vl_trace *t, int device, const struct vl_cache_conf *conf,
                           struct vl_replay *out) VL_MUST_USE;

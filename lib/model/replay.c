@@ -182,7 +182,7 @@ vl_status vl_trace_replay_scaled(const struct vl_trace *t, int device,
   memset(out, 0, sizeof *out);
   if (!(scale > 0) || scale > 1e6) return VL_EINVAL;
   out->peak_mark = -1;
-  if (device < 0) device = t->per_device[1] ? 1 : -1;
+  if (device < 0) device = t->per_device[1] ? 1 : t->per_device[2] ? 2 : -1;
   struct vl_cache *c;
   vl_status s = vl_cache_new(conf, &c);
   if (s != VL_OK) return s;

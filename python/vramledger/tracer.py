@@ -170,8 +170,8 @@ class _Trace:
         if key == 0 and n == 0:
             return
         dev = t.device.type
-        if dev == "meta":
-            key = id(s)  # meta storages have no address
+        if dev == "meta":  # no address: the storage's own C++ object names it
+            key = getattr(getattr(s, "_storage", s), "_cdata", None) or id(s)
         k = (dev, key)
         entry = self.live.get(k)
         if entry is not None and self.by_storage:
@@ -239,11 +239,11 @@ def _cpu_takes_cuda_defaults(torch):
         f = getattr(o, "_get_foreach_kernels_supported_devices", None)
         if f is None:
             return
-        if "cpu" in f():
+        if "cpu" in f() and "meta" in f():
             return
 
         def devices(f=f):
-            return list(f()) + ["cpu"]
+            return list(f()) + ["cpu", "meta"]
         o._get_foreach_kernels_supported_devices = devices
     except Exception:
         pass
@@ -256,13 +256,13 @@ def _cpu_dropout_as_cuda(torch):
 
         def fused_dropout(input, p=0.5, training=True, inplace=False):
             if training and not inplace and 0 < p < 1 and isinstance(input, torch.Tensor) \
-                    and input.device.type == "cpu" and input.numel() > 0:
+                    and input.device.type in ("cpu", "meta") and input.numel() > 0:
                 return torch.native_dropout(input, p, True)[0]
             return dropout(input, p, training, inplace)
         F.dropout = fused_dropout
         if sdpa is not None:
             def attention(query, key, value, *args, **kwargs):
-                if query.device.type == "cpu":
+                if query.device.type in ("cpu", "meta"):
                     if len(args) >= 2 and args[1]:
                         args = (args[0], 0.0) + tuple(args[2:])
                     elif kwargs.get("dropout_p"):

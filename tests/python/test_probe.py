@@ -311,6 +311,38 @@ class TraceBatch(unittest.TestCase):
         shutil.rmtree(d)
 
 
+class TraceMeta(unittest.TestCase):
+    """A job on meta tensors traces as the same job on the CPU: the meta
+    allocations replayed by default, the same peaks."""
+
+    def trace(self, d, device):
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        out = subprocess.run([VL, "trace", "--out", d, "--format", "json", "--", PY,
+                              os.path.join(HERE, "job_meta.py"), device],
+                             env=e, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return json.loads(out.stdout)
+
+    def test_meta_as_cpu(self):
+        d = tempfile.mkdtemp(prefix="vl-trace-meta-")
+        meta, cpu = self.trace(d + "/m", "meta"), self.trace(d + "/c", "cpu")
+        self.assertEqual(meta["device"], "meta")
+        self.assertEqual(cpu["device"], "all")
+
+        def sizes(path):
+            with open(path) as f:
+                return [l.split()[2] for l in f if l[0] in "ab"]
+        # the same allocations in the same order; on meta, the few that stay
+        # on the CPU (Adam's step counters, as on a GPU) are not replayed
+        self.assertEqual(sizes(d + "/m/alloc.trace"), sizes(d + "/c/alloc.trace"))
+        pm, pc = meta["replays"][0]["peak_allocated_bytes"], cpu["replays"][0]["peak_allocated_bytes"]
+        self.assertLessEqual(pm, pc)
+        self.assertLess(pc - pm, 64 << 10)
+        self.assertGreater(pm, 32 << 20)  # the 32 MiB cuBLAS workspace and the model
+        shutil.rmtree(d)
+
+
 class History(unittest.TestCase):
     """python3 -m vramledger.history: an allocator snapshot as a trace."""
 
