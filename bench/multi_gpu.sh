@@ -1,0 +1,27 @@
+#!/bin/bash
+# Issue 8 on the lent 2-GPU H200 machine: GPT-2 under DDP, FSDP full shard
+# and FSDP shard-grad-op on 1 and 2 GPUs (every rank's peak, step time), one
+# DDP run under `vramledger run` (its record, report and doctor). Runs
+# bench/trace_meta.sh beside it (CPU only). Needs build-rel/ (carry).
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export VRAMLEDGER_PRELOAD=$PWD/build-rel/libvramledger-preload.so VRAMLEDGER_DATA=$PWD/data
+export VRAMLEDGER_PYTHON_DIR=$PWD/python LD_LIBRARY_PATH=$PWD/build-rel/devlibs PYTHONUNBUFFERED=1
+export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
+vl=$PWD/build-rel/vramledger
+o=${OUT:-/tmp/out}
+( bash bench/trace_meta.sh > $o/meta-log.txt 2>&1 ) &
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } > $o/multi-env.txt
+for mode in ddp fsdp-full fsdp-grad-op; do
+  for n in 1 2; do
+    torchrun --standalone --nproc-per-node $n bench/multi_gpu_job.py --mode $mode 2>>$o/multi-err.txt \
+        | grep '^{' >> $o/multi.jsonl
+  done
+done
+$vl run --quiet --out /tmp/ddp-run -- torchrun --standalone --nproc-per-node 2 bench/multi_gpu_job.py --mode ddp \
+    2>>$o/multi-err.txt | grep '^{' | sed 's/"mode": "ddp"/"mode": "ddp-under-vl-run"/' >> $o/multi.jsonl
+$vl report /tmp/ddp-run --format json > $o/ddp-report.json 2>>$o/multi-err.txt
+$vl doctor /tmp/ddp-run --format json > $o/ddp-doctor.json 2>>$o/multi-err.txt
+wait
+tail -c 20000 $o/multi-err.txt > $o/multi-err-tail.txt; rm -f $o/multi-err.txt
+ls -la $o

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""A data-parallel training job for issue 8, one process per GPU (torchrun):
+GPT-2 (124 M, random init), AMP bf16, AdamW, under DDP, FSDP FULL_SHARD
+(ZeRO-3) or FSDP SHARD_GRAD_OP (ZeRO-2). Every rank prints one JSON line:
+its max_memory_allocated/reserved and its median step time.
+
+  torchrun --nproc-per-node 2 bench/multi_gpu_job.py --mode ddp|fsdp-full|fsdp-grad-op
+      [--model gpt2|gpt2-medium] [--batch 4 --seq 512 --steps 5]
+"""
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--mode", default="ddp")
+ap.add_argument("--model", default="gpt2")
+ap.add_argument("--batch", type=int, default=4)
+ap.add_argument("--seq", type=int, default=512)
+ap.add_argument("--steps", type=int, default=5)
+a = ap.parse_args()
+rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+world = int(os.environ["WORLD_SIZE"])
+torch.cuda.set_device(local)
+dist.init_process_group("nccl")
+torch.manual_seed(0)
+from transformers import AutoConfig, AutoModelForCausalLM
+
+if a.model == "gpt2-medium":
+    cfg = AutoConfig.for_model("gpt2", n_embd=1024, n_layer=24, n_head=16)
+else:
+    cfg = AutoConfig.for_model("gpt2")
+with torch.device("cuda"):
+    model = AutoModelForCausalLM.from_config(cfg)
+if a.mode == "ddp":
+    train = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local])
+else:
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+    from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+    strategy = ShardingStrategy.FULL_SHARD if a.mode == "fsdp-full" else ShardingStrategy.SHARD_GRAD_OP
+    train = FSDP(model, sharding_strategy=strategy, auto_wrap_policy=ModuleWrapPolicy({GPT2Block}),
+                 device_id=local, use_orig_params=True)
+opt = torch.optim.AdamW(train.parameters(), lr=1e-4)
+g = torch.Generator().manual_seed(1 + rank)
+times = []
+for step in range(a.steps):
+    ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), generator=g).cuda()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = train(input_ids=ids, labels=ids).loss
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    times.append(time.perf_counter() - t0)
+print(json.dumps({"mode": a.mode, "model": a.model, "world": world, "rank": rank,
+                  "batch": a.batch, "seq": a.seq,
+                  "max_allocated": torch.cuda.max_memory_allocated(),
+                  "max_reserved": torch.cuda.max_memory_reserved(),
+                  "step_s_median": statistics.median(times[2:]) if len(times) > 2 else None}),
+      flush=True)
+dist.destroy_process_group()
