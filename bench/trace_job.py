@@ -14,6 +14,7 @@ _record_memory_history) is dumped to FILE, for the replay's exactness
 check. Prints one JSON line: the job's max_memory_allocated/reserved.
 """
 import argparse
+import contextlib
 import json
 import sys
 
@@ -148,7 +149,8 @@ for step in range(a.steps):
         y = torch.randint(0, 10, (a.batch,), generator=g).to(dev)
     if a.precision == "bf16" and not hf:
         x = x.to(torch.bfloat16)
-    with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=a.precision == "amp-bf16"):
+    amp = a.precision == "amp-bf16"  # (there is no autocast for meta tensors)
+    with torch.autocast(device_type=dev.type, dtype=torch.bfloat16) if amp else contextlib.nullcontext():
         if hf:
             loss = model(**batch).loss
         else:
