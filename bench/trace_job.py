@@ -19,6 +19,7 @@ import json
 import sys
 
 import torch
+import torch.utils.checkpoint
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--device", default="cuda")
