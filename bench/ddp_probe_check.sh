@@ -1,0 +1,19 @@
+#!/bin/bash
+# Issue 8 follow-up: DDP's rank 0 read 474 MiB less max_memory_allocated
+# under `vramledger run` than without (bench/results/2026-11-29-h200x2-ddp).
+# Repeat: under run with the probe, under run without it (--no-probe), and
+# plain; with bench/trace_meta.sh beside it (CPU). Needs build-rel/.
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export VRAMLEDGER_PRELOAD=$PWD/build-rel/libvramledger-preload.so VRAMLEDGER_DATA=$PWD/data
+export VRAMLEDGER_PYTHON_DIR=$PWD/python LD_LIBRARY_PATH=$PWD/build-rel/devlibs PYTHONUNBUFFERED=1
+export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
+vl=$PWD/build-rel/vramledger
+o=${OUT:-/tmp/out}
+( bash bench/trace_meta.sh > $o/meta-log.txt 2>&1 ) &
+job="torchrun --standalone --nproc-per-node 2 bench/multi_gpu_job.py --mode ddp"
+$vl run --quiet --out /tmp/p1 -- $job 2>/dev/null | grep '^{' | sed 's/"ddp"/"ddp-run-probe"/' >> $o/ddp.jsonl
+$vl run --quiet --no-probe --out /tmp/p2 -- $job 2>/dev/null | grep '^{' | sed 's/"ddp"/"ddp-run-noprobe"/' >> $o/ddp.jsonl
+$job 2>/dev/null | grep '^{' >> $o/ddp.jsonl
+wait
+ls -la $o
