@@ -142,6 +142,8 @@ for step in range(a.steps):
     if hf:
         ids = torch.randint(0, vocab, (a.batch, a.seq), generator=g).to(dev)
         batch = {"input_ids": ids, "labels": ids}
+        if dev.type == "meta":  # transformers reads position ids' values to find packed
+            batch["attention_mask"] = torch.ones_like(ids)  # sequences when no mask is given
     elif a.model == "mlp":
         x = torch.randn(a.batch, 1024, generator=g).to(dev)
         y = torch.randint(0, 10, (a.batch,), generator=g).to(dev)

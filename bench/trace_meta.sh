@@ -13,7 +13,7 @@ vl=$PWD/build-rel/vramledger
 o=${OUT:-/tmp/out}
 W=/tmp/wm
 rm -rf $W; mkdir -p $W
-CONFIGS="gpt2-fp32|--model gpt2 --precision fp32
+CONFIGS=${META_CONFIGS:-"gpt2-fp32|--model gpt2 --precision fp32
 gpt2-bf16|--model gpt2 --precision bf16
 gpt2-fp32-sgd|--model gpt2 --precision fp32 --opt sgd --batch 8
 gpt2-fp32-loop|--model gpt2 --precision fp32 --opt adamw-loop
@@ -22,12 +22,12 @@ llama-bf16-ckpt|--model llama --precision bf16 --ckpt --seq 512
 bert-fp32-adam|--model bert --precision fp32 --opt adam
 mlp-fp32|--model mlp --precision fp32 --batch 256
 mlp-bf16-ckpt|--model mlp --precision bf16 --ckpt --batch 512
-llama70b-bf16-ckpt|--model llama70b --precision bf16 --ckpt --batch 1 --seq 4096"
+llama70b-bf16-ckpt|--model llama70b --precision bf16 --ckpt --batch 1 --seq 4096"}
 n=0
 while IFS='|' read -r name args; do
   if [ $n -ge 5 ]; then wait -n; n=$((n - 1)); fi
   ( s=$(date +%s.%N)
-    OMP_NUM_THREADS=2 timeout 300 $vl trace --out $W/$name --format json --gpu h200 -- \
+    OMP_NUM_THREADS=2 timeout 300 $vl trace --out $W/$name --format json ${META_GPU:---gpu h200} -- \
         python3 bench/trace_job.py --device meta --steps 2 $args > $W/$name.json 2> $W/$name.log
     echo "$s $(date +%s.%N)" > $W/$name.time ) &
   n=$((n + 1))
