@@ -97,9 +97,11 @@ struct vl_probe_layer {
    * driver-allocated (interposer) >= reserved >= allocated, each gap named */
   bool has_ladder;
   uint64_t ladder[4];
-  uint64_t gap_context; /* NVML - driver-allocated: CUDA context, kernels, NCCL/cuDNN handles */
-  uint64_t gap_outside; /* driver-allocated - reserved: allocations outside PyTorch's allocator */
-  uint64_t gap_cached;  /* reserved - allocated: cached free blocks */
+  unsigned ladder_ranks; /* > 1: reserved and allocated are the ranks' peaks summed, as NVML
+                          * and the interposer see every rank of the process tree */
+  uint64_t gap_context;  /* NVML - driver-allocated: CUDA context, kernels, NCCL/cuDNN handles */
+  uint64_t gap_outside;  /* driver-allocated - reserved: allocations outside PyTorch's allocator */
+  uint64_t gap_cached;   /* reserved - allocated: cached free blocks */
   uint64_t gap_fragmented; /* of which inactive split blocks at the peak (fragmentation) */
 
   /* the first out-of-memory */

@@ -338,6 +338,19 @@ void vl_probe_ladder(struct vl_probe_layer *f, const struct vl_run_summary *s) {
   f->ladder[1] = s->peak_cuda_alloc_bytes;
   f->ladder[2] = f->peak_reserved;
   f->ladder[3] = f->peak_allocated;
+  f->ladder_ranks = 1;
+  uint64_t res = 0, alloc = 0;
+  bool all = f->n_rank_peaks > 1;
+  for (unsigned k = 0; all && k < f->n_rank_peaks; k++) {
+    all = f->ranks[k].peak_reserved && f->ranks[k].peak_allocated;
+    res += f->ranks[k].peak_reserved;
+    alloc += f->ranks[k].peak_allocated;
+  }
+  if (all) { /* peaks at different moments: an upper bound of what was held at once */
+    f->ladder[2] = res;
+    f->ladder[3] = alloc;
+    f->ladder_ranks = f->n_rank_peaks;
+  }
   f->gap_context = vl__sub0(f->ladder[0], f->ladder[1]);
   f->gap_outside = vl__sub0(f->ladder[1], f->ladder[2]);
   f->gap_cached = vl__sub0(f->ladder[2], f->ladder[3]);

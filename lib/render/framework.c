@@ -138,6 +138,7 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
     json_object_set_new(l, "driver_allocated_bytes", U(f->ladder[1]));
     json_object_set_new(l, "reserved_bytes", U(f->ladder[2]));
     json_object_set_new(l, "allocated_bytes", U(f->ladder[3]));
+    json_object_set_new(l, "ranks_summed", U(f->ladder_ranks));
     json_object_set_new(l, "context_and_other_bytes", U(f->gap_context));
     json_object_set_new(l, "outside_pytorch_bytes", U(f->gap_outside));
     json_object_set_new(l, "cached_free_bytes", U(f->gap_cached));
@@ -299,7 +300,11 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
     }
   }
   if (f->has_ladder) {
-    fprintf(o, "\n%sthe ladder at the peaks:\n", b);
+    fprintf(o, "\n%sthe ladder at the peaks", b);
+    if (f->ladder_ranks > 1)
+      fprintf(o, " (every rank: reserved and allocated are the %u ranks' peaks summed)",
+              f->ladder_ranks);
+    fputs(":\n", o);
     if (md) fprintf(o, "\n| layer | GiB | the gap to the next | GiB |\n|---|---:|---|---:|\n");
     static const char *const lname[4] = {"process (NVML)", "driver-allocated (interposer)",
                                          "reserved (PyTorch cache)", "allocated (tensors)"};

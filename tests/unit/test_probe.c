@@ -94,14 +94,21 @@ static void bill_at_the_peak(void **state) {
   /* two ranks 100 MiB apart */
   assert_int_equal(f.n_rank_peaks, 2);
   assert_true(fabs(f.rank_imbalance - 100.0 * M / (double)(peak + 100 * M)) < 1e-12);
-  /* the ladder */
-  struct vl_run_summary s = {.peak_process_bytes = peak + 2048 * M,
-                             .peak_cuda_alloc_bytes = peak + 1024 * M};
+  /* the ladder: NVML and the interposer see both ranks (one process tree),
+   * so reserved and allocated are both ranks' peaks summed */
+  uint64_t res = f.ranks[0].peak_reserved + f.ranks[1].peak_reserved;
+  uint64_t alloc = f.ranks[0].peak_allocated + f.ranks[1].peak_allocated;
+  assert_int_equal(alloc, 2 * peak + 100 * M);
+  struct vl_run_summary s = {.peak_process_bytes = res + 2048 * M,
+                             .peak_cuda_alloc_bytes = res + 1024 * M};
   vl_probe_ladder(&f, &s);
   assert_true(f.has_ladder);
+  assert_int_equal(f.ladder_ranks, 2);
+  assert_int_equal(f.ladder[2], res);
+  assert_int_equal(f.ladder[3], alloc);
   assert_int_equal(f.gap_context, 1024 * M);
-  assert_int_equal(f.gap_outside, 1024 * M - 64 * M);
-  assert_int_equal(f.gap_cached, 64 * M);
+  assert_int_equal(f.gap_outside, 1024 * M);
+  assert_int_equal(f.gap_cached, res - alloc);
   assert_int_equal(f.gap_fragmented, 8 * M);
   vl_record_release(&r);
 }
