@@ -23,6 +23,9 @@ struct vl_plan_query {
   double margin;           /* fraction of each card kept free */
   double mfu;              /* model FLOPs utilisation; default 0.40 */
   double overlap;          /* communication hidden, as a fraction of compute time; 1.0 */
+  double dp_efficiency;    /* > 0: measured data-parallel scaling (step time on one GPU / on
+                            * several, the same micro-batch a GPU) replaces the gradient
+                            * communication model for dp > 1; 0: modelled */
   double deadline_hours;   /* 0: none */
   double budget_usd;       /* 0: none */
   double value_per_hour;   /* 0: rank by cost */

@@ -148,6 +148,10 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
                 double grad_bytes = (double)bill->trainable_params * 2.0 / tp; /* bf16 buckets */
                 double comm = dp > 1 ? 2.0 * (dp - 1) / dp * grad_bytes / bw : 0.0;
                 if (zero == 3) comm += 2.0 * (dp - 1) / dp * (double)inv.total * 2.0 / tp / bw;
+                /* a measured scaling efficiency stands for the data-parallel
+                 * traffic: compute / efficiency, the modelled gradients not added */
+                bool measured = q->dp_efficiency > 0 && dp > 1;
+                if (measured) comm = 0;
                 if (pp > 1) /* activations and their gradients across each stage boundary */
                   comm += 2.0 * (double)j.grad_accum * (double)mb * (double)j.seq *
                           (double)q->arch->hidden * 2.0 * (pp - 1) / (link * 1e9);
@@ -184,7 +188,8 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
                 /* the published MFU already includes the communication a
                  * well-tuned job hides behind compute: only what exceeds the
                  * hidden share is added */
-                c->step_s = compute + fmax(0.0, comm - q->overlap * compute);
+                c->step_s = (measured ? compute / q->dp_efficiency : compute) +
+                            fmax(0.0, comm - q->overlap * compute);
                 c->efficiency = compute / c->step_s;
                 c->hours = (double)r->steps * c->step_s / 3600.0;
                 c->cost_usd = c->hours * count * g->usd_per_hour;

@@ -68,6 +68,8 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
     json_object_set_new(root, "seq", json_integer((json_int_t)q->base.seq));
     json_object_set_new(root, "global_batch", json_integer((json_int_t)q->global_batch));
     json_object_set_new(root, "mfu", json_real(q->mfu));
+    json_object_set_new(root, "dp_efficiency",
+                        q->dp_efficiency > 0 ? json_real(q->dp_efficiency) : json_null());
     json_object_set_new(root, "steps", json_integer((json_int_t)r->steps));
     json_object_set_new(root, "training_flops", json_real(r->flops));
     json_object_set_new(root, "evaluated", json_integer((json_int_t)r->evaluated));
@@ -87,10 +89,12 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
     return rc == 0 && !ferror(o) ? 0 : -1;
   }
   bool md = fmt == VL_FMT_MD;
-  fprintf(o, "%s%s: %.3g tokens, seq %llu, global batch %llu -> %llu steps, %.3g FLOPs, MFU %.2f\n",
+  fprintf(o, "%s%s: %.3g tokens, seq %llu, global batch %llu -> %llu steps, %.3g FLOPs, MFU %.2f",
           md ? "## Plan: " : "plan: ", v->model_name, (double)q->tokens,
           (unsigned long long)q->base.seq, (unsigned long long)q->global_batch,
           (unsigned long long)r->steps, r->flops, q->mfu);
+  if (q->dp_efficiency > 0) fprintf(o, ", data-parallel scaling %.2f (measured)", q->dp_efficiency);
+  fputc('\n', o);
   fprintf(o, "%s%zu configurations estimated, %zu fit with %.0f %% kept free; prices of %s\n\n",
           md ? "\n" : "  ", r->evaluated, r->n, 100 * q->margin,
           v->prices_date && *v->prices_date ? v->prices_date : "the catalog");
