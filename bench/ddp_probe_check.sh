@@ -4,12 +4,7 @@
 # Repeat: under run with the probe, under run without it (--no-probe), and
 # plain; with bench/trace_meta.sh beside it (CPU). Needs build-rel/.
 set -u
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export VRAMLEDGER_PRELOAD=$PWD/build-rel/libvramledger-preload.so VRAMLEDGER_DATA=$PWD/data
-export VRAMLEDGER_PYTHON_DIR=$PWD/python LD_LIBRARY_PATH=$PWD/build-rel/devlibs PYTHONUNBUFFERED=1
-export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
-vl=$PWD/build-rel/vramledger
-o=${OUT:-/tmp/out}
+. bench/device_env.sh
 ( bash bench/trace_meta.sh > $o/meta-log.txt 2>&1 ) &
 job="torchrun --standalone --nproc-per-node 2 bench/multi_gpu_job.py --mode ddp"
 $vl run --quiet --out /tmp/p1 -- $job 2>/dev/null | grep '^{' | sed 's/"ddp"/"ddp-run-probe"/' >> $o/ddp.jsonl

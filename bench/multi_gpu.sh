@@ -4,12 +4,7 @@
 # DDP run under `vramledger run` (its record, report and doctor). Runs
 # bench/trace_meta.sh beside it (CPU only). Needs build-rel/ (carry).
 set -u
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export VRAMLEDGER_PRELOAD=$PWD/build-rel/libvramledger-preload.so VRAMLEDGER_DATA=$PWD/data
-export VRAMLEDGER_PYTHON_DIR=$PWD/python LD_LIBRARY_PATH=$PWD/build-rel/devlibs PYTHONUNBUFFERED=1
-export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
-vl=$PWD/build-rel/vramledger
-o=${OUT:-/tmp/out}
+. bench/device_env.sh
 ( bash bench/trace_meta.sh > $o/meta-log.txt 2>&1 ) &
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } > $o/multi-env.txt
 for mode in ddp fsdp-full fsdp-grad-op; do

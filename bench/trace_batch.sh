@@ -5,11 +5,8 @@
 # (one line per configuration: the dry run's replays and the GPU's
 # max_memory_allocated/reserved at each batch) and $OUT/batch.tar.xz.
 set -u
-export VRAMLEDGER_PRELOAD=$PWD/build-rel/libvramledger-preload.so VRAMLEDGER_DATA=$PWD/data
-export VRAMLEDGER_PYTHON_DIR=$PWD/python LD_LIBRARY_PATH=$PWD/build-rel/devlibs PYTHONUNBUFFERED=1
-export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 PYTHONPATH=$PWD/python
-vl=$PWD/build-rel/vramledger
-o=${OUT:-/tmp/out}
+. bench/device_env.sh
+export PYTHONPATH=$PWD/python
 W=/tmp/wb
 rm -rf $W; mkdir -p $W
 # NAME|BATCHES (the first is traced)|ARGS

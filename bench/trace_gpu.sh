@@ -13,11 +13,8 @@
 # Writes $OUT/summary.jsonl (one line per configuration), $OUT/env.txt,
 # $OUT/details.tar.xz (every JSON, log and history trace), $OUT/sweeps.tar.xz.
 set -u
-export VRAMLEDGER_PRELOAD=$PWD/build-rel/libvramledger-preload.so VRAMLEDGER_DATA=$PWD/data
-export VRAMLEDGER_PYTHON_DIR=$PWD/python LD_LIBRARY_PATH=$PWD/build-rel/devlibs PYTHONUNBUFFERED=1
-export NCCL_NVLS_ENABLE=0 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 PYTHONPATH=$PWD/python
-vl=$PWD/build-rel/vramledger
-o=${OUT:-/tmp/out}
+. bench/device_env.sh
+export PYTHONPATH=$PWD/python
 W=/tmp/w
 rm -rf $W; mkdir -p $W
 LIMIT=${LIMIT:-520}

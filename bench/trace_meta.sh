@@ -6,11 +6,8 @@
 # Llama-2-70B's shape, bf16, on meta: what no CPU could hold. Needs
 # build-rel/ (carry). Writes $OUT/meta.jsonl and $OUT/meta.tar.xz.
 set -u
-export VRAMLEDGER_PRELOAD=$PWD/build-rel/libvramledger-preload.so VRAMLEDGER_DATA=$PWD/data
-export VRAMLEDGER_PYTHON_DIR=$PWD/python LD_LIBRARY_PATH=$PWD/build-rel/devlibs PYTHONUNBUFFERED=1
-export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 PYTHONPATH=$PWD/python CUDA_VISIBLE_DEVICES=
-vl=$PWD/build-rel/vramledger
-o=${OUT:-/tmp/out}
+. bench/device_env.sh
+export PYTHONPATH=$PWD/python CUDA_VISIBLE_DEVICES=
 W=/tmp/wm
 rm -rf $W; mkdir -p $W
 CONFIGS=${META_CONFIGS:-"gpt2-fp32|--model gpt2 --precision fp32

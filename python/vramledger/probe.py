@@ -220,16 +220,9 @@ class _Probe:
         = 8.125 MiB before; aten/src/ATen/cuda/CublasHandlePool.cpp). One
         workspace lives per thread and stream that runs a matmul: the
         reader counts the forward's and autograd's backward thread."""
+        from .tracer import workspace_bytes
         cap = self.torch.cuda.get_device_capability(dev)
-        conf = os.environ.get("CUBLAS_WORKSPACE_CONFIG", "")
-        ws = 0
-        try:
-            nums = [int(x) for x in conf.split(":") if x]
-            ws = sum(nums[i] * nums[i + 1] for i in range(0, len(nums) - 1, 2)) * 1024
-        except ValueError:
-            ws = 0
-        if ws == 0:
-            ws = 32 << 20 if cap[0] >= 9 else (4096 * 2 + 16 * 8) << 10
+        ws = workspace_bytes(cap[0])
         props = self.torch.cuda.get_device_properties(dev)
         self.w.put({"type": "device", "t_ns": _now(), "pid": os.getpid(), "rank": self.rank,
                     "device": dev, "name": props.name, "total_bytes": props.total_memory,

@@ -1,0 +1,9 @@
+# Sourced by the device scripts under bench/: the carried release build
+# (build-rel/), the Python side, and NVLink multicast off as the device
+# notes require (NCCL_NVLS_ENABLE=0 and the others) in every command.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export VRAMLEDGER_PRELOAD=$PWD/build-rel/libvramledger-preload.so VRAMLEDGER_DATA=$PWD/data
+export VRAMLEDGER_PYTHON_DIR=$PWD/python LD_LIBRARY_PATH=$PWD/build-rel/devlibs PYTHONUNBUFFERED=1
+export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
+vl=$PWD/build-rel/vramledger
+o=${OUT:-/tmp/out}
