@@ -77,8 +77,9 @@ int cmd_plan(int argc, const char **argv) {
   static const char *const names[] = {
       "--tokens", "--global-batch",   "--gpus",         "--max-gpus",      "--deadline-hours",
       "--budget", "--value-per-hour", "--late-penalty", "--mfu",           "--top",
-      "--prices", "--format",         "--run",          "--dp-efficiency", NULL};
-  const char *val[14];
+      "--prices", "--format",         "--run",          "--dp-efficiency", "--offload-slowdown",
+      NULL};
+  const char *val[15];
   struct est e;
   int rc = est_parse_with(argc, argv, names, val, &e);
   if (rc) return rc;
@@ -106,7 +107,8 @@ int cmd_plan(int argc, const char **argv) {
       (val[7] && (rc = cli_double("late-penalty", val[7], 0, 1e15, &q.late_penalty_usd))) ||
       (val[8] && (rc = cli_double("mfu", val[8], 0.001, 1, &q.mfu))) ||
       (val[9] && (rc = cli_u64("top", val[9], 1, 1000000, &top))) ||
-      (val[13] && (rc = cli_double("dp-efficiency", val[13], 0.05, 1, &q.dp_efficiency))))
+      (val[13] && (rc = cli_double("dp-efficiency", val[13], 0.05, 1, &q.dp_efficiency))) ||
+      (val[14] && (rc = cli_double("offload-slowdown", val[14], 1, 100, &q.offload_slowdown))))
     return rc;
   int fmt = 0; /* plan's own --format: estimate's three and html */
   static const char *const formats[] = {"text", "json", "md", "html", NULL};

@@ -23,6 +23,8 @@ struct vl_plan_query {
   double margin;           /* fraction of each card kept free */
   double mfu;              /* model FLOPs utilisation; default 0.40 */
   double overlap;          /* communication hidden, as a fraction of compute time; 1.0 */
+  double offload_slowdown; /* a step with the optimizer offloaded to the CPU takes this many
+                            * times as long; 4 (seed 001 §6.2: "3 to 5 times slower") */
   double dp_efficiency;    /* > 0: measured data-parallel scaling (step time on one GPU / on
                             * several, the same micro-batch a GPU) replaces the gradient
                             * communication model for dp > 1; 0: modelled */
@@ -40,8 +42,10 @@ struct vl_plan_candidate {
   const struct vl_gpu *gpu;
   unsigned count, dp, tp, pp, zero;
   enum vl_ckpt checkpointing;
+  enum vl_offload offload; /* ZeRO-Offload of the optimizer states (and parameters) */
   uint64_t micro_batch, grad_accum;
   uint64_t peak_bytes_per_gpu;
+  uint64_t host_bytes; /* CPU memory the offloaded states take, per GPU */
   double memory_share; /* peak / card */
   double compute_s, comm_s, step_s;
   double efficiency; /* compute-only time / step time */
@@ -62,7 +66,8 @@ struct vl_plan_result {
   char trace[VL_PLAN_TRACE][256]; /* the decision tree, for the best */
 };
 
-/*! Search GPU x count x tensor parallelism x ZeRO stage x checkpointing x
+/*! Search GPU x count x tensor parallelism x pipeline x ZeRO stage x
+ * optimizer offload (when the base job has none) x checkpointing x
  * micro-batch (x accumulation to the global batch); keep what fits with the
  * margin; time it from 6ND (+2ND recomputed) over count x peak x MFU plus
  * the gradient all-reduce over the interconnect; price it; rank by cost (or

@@ -27,6 +27,7 @@ void vl_plan_query_init(struct vl_plan_query *q) {
   q->margin = 0.10;
   q->mfu = 0.40;
   q->overlap = 1.0;
+  q->offload_slowdown = 4.0;
 }
 
 /* Active parameters per token: MoE experts count k of E. */
@@ -117,90 +118,100 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
           for (unsigned zero = 0; zero <= 3; zero++) {
             if (zero && dp < 2) break;
             if (pp > 1 && zero > 1) break; /* pipelines shard the optimizer at most (ZeRO-1) */
-            for (int ck = 0; ck < 2; ck++) {
-              enum vl_ckpt ckpt = ck ? VL_CKPT_FULL : VL_CKPT_NONE;
-              for (uint64_t mb = 1; mb * dp <= q->global_batch; mb *= 2) {
-                if (q->global_batch % (mb * dp)) continue;
-                struct vl_job j = q->base;
-                j.batch = mb;
-                j.dp = dp;
-                j.tp = tp;
-                j.pp = pp;
-                j.zero = zero;
-                j.checkpointing = ckpt;
-                j.grad_accum = q->global_batch / (mb * dp);
-                r->evaluated++;
-                if (vl_bill_compute(q->arch, &j, ov, bill, NULL) != VL_OK) break;
-                struct vl_fit fit;
-                vl_fit_check(bill->total_bytes, g, q->margin, &fit);
-                if (!fit.fits) break; /* larger micro-batches need more */
-                /* time of one optimizer step */
-                double fwd_bwd = j.lora_rank ? 4.0 : 6.0;
-                if (ckpt == VL_CKPT_FULL) fwd_bwd += 2.0;
-                double compute = fwd_bwd * P * tokens_per_step /
-                                 ((double)count * peak_tflops(g, &j) * 1e12 * q->mfu);
-                /* a pipeline idles (pp-1) of its (m + pp-1) slots, m micro-batches
-                 * a step (1F1B; Narayanan et al. 2021, the bubble) */
-                if (pp > 1) compute *= (double)(j.grad_accum + pp - 1) / (double)j.grad_accum;
-                double link = g->link_gb_s > 0 ? g->link_gb_s : 16.0;
-                double bw =
-                    (count <= q->gpus_per_node ? link : fmin(link, q->inter_node_gb_s)) * 1e9;
-                double grad_bytes = (double)bill->trainable_params * 2.0 / tp; /* bf16 buckets */
-                double comm = dp > 1 ? 2.0 * (dp - 1) / dp * grad_bytes / bw : 0.0;
-                if (zero == 3) comm += 2.0 * (dp - 1) / dp * (double)inv.total * 2.0 / tp / bw;
-                /* a measured scaling efficiency stands for the data-parallel
-                 * traffic: compute / efficiency, the modelled gradients not added */
-                bool measured = q->dp_efficiency > 0 && dp > 1;
-                if (measured) comm = 0;
-                if (pp > 1) /* activations and their gradients across each stage boundary */
-                  comm += 2.0 * (double)j.grad_accum * (double)mb * (double)j.seq *
-                          (double)q->arch->hidden * 2.0 * (pp - 1) / (link * 1e9);
-                if (tp > 1)
-                  comm += 4.0 * (double)q->arch->layers * (double)j.grad_accum * (double)mb *
-                          (double)j.seq * (double)q->arch->hidden * 2.0 * 2.0 * (tp - 1) / tp /
-                          (link * 1e9);
-                struct vl_plan_candidate *c;
-                if (r->n == cap) {
-                  void *p = vl_realloc(r->c, cap * 2 * sizeof *r->c);
-                  if (!p) {
-                    vl_free(bill);
-                    vl_plan_release(r);
-                    return vl__fail(err, VL_ENOMEM, "out of memory planning");
+            /* the optimizer offloaded to the CPU: tried when the job does not
+             * say (the base's own choice otherwise) */
+            int n_off = q->base.offload == VL_OFFLOAD_NONE ? 2 : 1;
+            for (int off = 0; off < n_off; off++)
+              for (int ck = 0; ck < 2; ck++) {
+                enum vl_ckpt ckpt = ck ? VL_CKPT_FULL : VL_CKPT_NONE;
+                enum vl_offload offload = off ? VL_OFFLOAD_OPTIMIZER : q->base.offload;
+                for (uint64_t mb = 1; mb * dp <= q->global_batch; mb *= 2) {
+                  if (q->global_batch % (mb * dp)) continue;
+                  struct vl_job j = q->base;
+                  j.batch = mb;
+                  j.dp = dp;
+                  j.tp = tp;
+                  j.pp = pp;
+                  j.zero = zero;
+                  j.checkpointing = ckpt;
+                  j.offload = offload;
+                  j.grad_accum = q->global_batch / (mb * dp);
+                  r->evaluated++;
+                  if (vl_bill_compute(q->arch, &j, ov, bill, NULL) != VL_OK) break;
+                  struct vl_fit fit;
+                  vl_fit_check(bill->total_bytes, g, q->margin, &fit);
+                  if (!fit.fits) break; /* larger micro-batches need more */
+                  /* time of one optimizer step */
+                  double fwd_bwd = j.lora_rank ? 4.0 : 6.0;
+                  if (ckpt == VL_CKPT_FULL) fwd_bwd += 2.0;
+                  double compute = fwd_bwd * P * tokens_per_step /
+                                   ((double)count * peak_tflops(g, &j) * 1e12 * q->mfu);
+                  /* a pipeline idles (pp-1) of its (m + pp-1) slots, m micro-batches
+                   * a step (1F1B; Narayanan et al. 2021, the bubble) */
+                  if (pp > 1) compute *= (double)(j.grad_accum + pp - 1) / (double)j.grad_accum;
+                  double link = g->link_gb_s > 0 ? g->link_gb_s : 16.0;
+                  double bw =
+                      (count <= q->gpus_per_node ? link : fmin(link, q->inter_node_gb_s)) * 1e9;
+                  double grad_bytes = (double)bill->trainable_params * 2.0 / tp; /* bf16 buckets */
+                  double comm = dp > 1 ? 2.0 * (dp - 1) / dp * grad_bytes / bw : 0.0;
+                  if (zero == 3) comm += 2.0 * (dp - 1) / dp * (double)inv.total * 2.0 / tp / bw;
+                  /* a measured scaling efficiency stands for the data-parallel
+                   * traffic: compute / efficiency, the modelled gradients not added */
+                  bool measured = q->dp_efficiency > 0 && dp > 1;
+                  if (measured) comm = 0;
+                  if (pp > 1) /* activations and their gradients across each stage boundary */
+                    comm += 2.0 * (double)j.grad_accum * (double)mb * (double)j.seq *
+                            (double)q->arch->hidden * 2.0 * (pp - 1) / (link * 1e9);
+                  if (tp > 1)
+                    comm += 4.0 * (double)q->arch->layers * (double)j.grad_accum * (double)mb *
+                            (double)j.seq * (double)q->arch->hidden * 2.0 * 2.0 * (tp - 1) / tp /
+                            (link * 1e9);
+                  struct vl_plan_candidate *c;
+                  if (r->n == cap) {
+                    void *p = vl_realloc(r->c, cap * 2 * sizeof *r->c);
+                    if (!p) {
+                      vl_free(bill);
+                      vl_plan_release(r);
+                      return vl__fail(err, VL_ENOMEM, "out of memory planning");
+                    }
+                    r->c = p;
+                    cap *= 2;
                   }
-                  r->c = p;
-                  cap *= 2;
+                  c = &r->c[r->n++];
+                  memset(c, 0, sizeof *c);
+                  c->gpu = g;
+                  c->count = count;
+                  c->dp = dp;
+                  c->tp = tp;
+                  c->pp = pp;
+                  c->zero = zero;
+                  c->checkpointing = ckpt;
+                  c->micro_batch = mb;
+                  c->grad_accum = j.grad_accum;
+                  c->peak_bytes_per_gpu = bill->total_bytes;
+                  c->memory_share = (double)bill->total_bytes / (double)g->memory_bytes;
+                  c->compute_s = compute;
+                  c->comm_s = comm;
+                  /* the published MFU already includes the communication a
+                   * well-tuned job hides behind compute: only what exceeds the
+                   * hidden share is added */
+                  c->step_s = (measured ? compute / q->dp_efficiency : compute) +
+                              fmax(0.0, comm - q->overlap * compute);
+                  if (offload != VL_OFFLOAD_NONE) c->step_s *= q->offload_slowdown;
+                  c->offload = offload;
+                  c->host_bytes = bill->host_bytes;
+                  c->efficiency = compute / c->step_s;
+                  c->hours = (double)r->steps * c->step_s / 3600.0;
+                  c->cost_usd = c->hours * count * g->usd_per_hour;
+                  c->meets_deadline = q->deadline_hours <= 0 || c->hours <= q->deadline_hours;
+                  c->within_budget = q->budget_usd <= 0 || c->cost_usd <= q->budget_usd;
+                  /* value: what the business gives up per hour, plus a late penalty */
+                  double late = q->deadline_hours > 0 && c->hours > q->deadline_hours
+                                    ? q->late_penalty_usd
+                                    : 0;
+                  c->net_value_usd = -(c->cost_usd + c->hours * q->value_per_hour + late);
                 }
-                c = &r->c[r->n++];
-                memset(c, 0, sizeof *c);
-                c->gpu = g;
-                c->count = count;
-                c->dp = dp;
-                c->tp = tp;
-                c->pp = pp;
-                c->zero = zero;
-                c->checkpointing = ckpt;
-                c->micro_batch = mb;
-                c->grad_accum = j.grad_accum;
-                c->peak_bytes_per_gpu = bill->total_bytes;
-                c->memory_share = (double)bill->total_bytes / (double)g->memory_bytes;
-                c->compute_s = compute;
-                c->comm_s = comm;
-                /* the published MFU already includes the communication a
-                 * well-tuned job hides behind compute: only what exceeds the
-                 * hidden share is added */
-                c->step_s = (measured ? compute / q->dp_efficiency : compute) +
-                            fmax(0.0, comm - q->overlap * compute);
-                c->efficiency = compute / c->step_s;
-                c->hours = (double)r->steps * c->step_s / 3600.0;
-                c->cost_usd = c->hours * count * g->usd_per_hour;
-                c->meets_deadline = q->deadline_hours <= 0 || c->hours <= q->deadline_hours;
-                c->within_budget = q->budget_usd <= 0 || c->cost_usd <= q->budget_usd;
-                /* value: what the business gives up per hour, plus a late penalty */
-                double late =
-                    q->deadline_hours > 0 && c->hours > q->deadline_hours ? q->late_penalty_usd : 0;
-                c->net_value_usd = -(c->cost_usd + c->hours * q->value_per_hour + late);
               }
-            }
           }
         }
     }
@@ -249,6 +260,16 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
                acts / G);
     snprintf(r->trace[n++], 256, "%.0f %% of each card kept free for fragmentation",
              100 * q->margin);
+    bool on_gpu = false; /* does anything fit with the states on the GPUs? */
+    for (size_t i = 0; i < r->n && !on_gpu; i++)
+      on_gpu = r->c[i].offload == VL_OFFLOAD_NONE;
+    if (b->offload != VL_OFFLOAD_NONE && n < VL_PLAN_TRACE - 1)
+      snprintf(r->trace[n++], 256,
+               "the optimizer states go to the CPU (%.1f GiB of host memory a GPU): %s, though "
+               "a step takes %.0fx as long (seed 001: 3 to 5 times)",
+               (double)b->host_bytes / G,
+               on_gpu ? "cheaper than keeping them on the GPUs" : "nothing fits without it",
+               q->offload_slowdown);
     snprintf(r->trace[n++], 256,
              "chosen: %u x %s, tp %u, dp %u, ZeRO-%u, %s checkpointing, micro-batch %llu x %llu "
              "accumulation: %.1f h, $%.0f (%s)",

@@ -2,6 +2,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h" /* first: it includes <jansson.h> */
 #include "../util/internal.h"
@@ -26,18 +27,22 @@ static const char *strategy(const struct vl_plan_candidate *c, char *buf, size_t
     else
       PART("DDP");
   }
-  if (!l) snprintf(buf, n, "1 GPU");
+  if (!l) l = (size_t)snprintf(buf, n, "1 GPU");
+  if (c->offload != VL_OFFLOAD_NONE && l < n)
+    snprintf(buf + l, n - l, " + CPU %s", vl_offload_name(c->offload));
 #undef PART
   return buf;
 }
 
 static json_t *cand_json(const struct vl_plan_candidate *c) {
-  char s[32];
+  char s[48];
   json_t *o = json_object();
   json_object_set_new(o, "gpu", json_string(c->gpu->name));
   json_object_set_new(o, "count", json_integer(c->count));
   json_object_set_new(o, "strategy", json_string(strategy(c, s, sizeof s)));
   json_object_set_new(o, "dp", json_integer(c->dp));
+  json_object_set_new(o, "offload", json_string(vl_offload_name(c->offload)));
+  json_object_set_new(o, "host_bytes", json_integer((json_int_t)c->host_bytes));
   json_object_set_new(o, "tp", json_integer(c->tp));
   json_object_set_new(o, "pp", json_integer(c->pp));
   json_object_set_new(o, "zero", json_integer(c->zero));
@@ -108,13 +113,19 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
                "memory share | "
                "cost per GPU | total cost | Pareto "
                "|\n|---:|---|---|---|---|---:|---:|---:|---:|---:|---|\n");
-  else
-    fprintf(o, "  %3s %-15s %-12s %-12s %-5s %9s %6s %7s %12s %12s %s\n", "#", "GPU config",
+  int sw = 12; /* the strategy column: as wide as the widest shown */
+  for (size_t i = 0; i < r->n && i < v->top; i++) {
+    char st[48];
+    int l = (int)strlen(strategy(&r->c[i], st, sizeof st));
+    if (l > sw) sw = l;
+  }
+  if (!md)
+    fprintf(o, "  %3s %-15s %-*s %-12s %-5s %9s %6s %7s %12s %12s %s\n", "#", "GPU config", sw,
             "strategy", "mb x accum", "ckpt", "time h", "eff", "memory", "cost/GPU $", "total $",
             "");
   for (size_t i = 0; i < r->n && i < v->top; i++) {
     const struct vl_plan_candidate *c = &r->c[i];
-    char cfg[48], st[32], mb[32];
+    char cfg[48], st[48], mb[32];
     snprintf(cfg, sizeof cfg, "%ux%s", c->count, c->gpu->name);
     snprintf(mb, sizeof mb, "%llu x %llu", (unsigned long long)c->micro_batch,
              (unsigned long long)c->grad_accum);
@@ -127,8 +138,8 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
               i + 1, cfg, st, mb, vl_ckpt_name(c->checkpointing), c->hours, 100 * c->efficiency,
               100 * c->memory_share, c->cost_usd / c->count, c->cost_usd, mark);
     else
-      fprintf(o, "  %3zu %-15s %-12s %-12s %-5s %9.1f %5.0f%% %6.0f%% %12.2f %12.2f %s\n", i + 1,
-              cfg, st, mb, vl_ckpt_name(c->checkpointing), c->hours, 100 * c->efficiency,
+      fprintf(o, "  %3zu %-15s %-*s %-12s %-5s %9.1f %5.0f%% %6.0f%% %12.2f %12.2f %s\n", i + 1,
+              cfg, sw, st, mb, vl_ckpt_name(c->checkpointing), c->hours, 100 * c->efficiency,
               100 * c->memory_share, c->cost_usd / c->count, c->cost_usd, mark);
   }
   fprintf(o, "\n%s\n", md ? "### Why" : "decision tree:");
@@ -195,7 +206,7 @@ int vl_render_plan_html(FILE *o, const struct vl_plan_view *v) {
         if (pass == 0) {
           fprintf(o, "%.1f,%.1f ", PX(next->hours), PY(next->cost_usd));
         } else {
-          char st[32];
+          char st[48];
           fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#d62728\"><title>%ux",
                   PX(next->hours), PY(next->cost_usd), next->count);
           vl__html_text(o, next->gpu->name);
@@ -222,7 +233,7 @@ int vl_render_plan_html(FILE *o, const struct vl_plan_view *v) {
           o);
     for (size_t i = 0; i < r->n && i < v->top; i++) {
       const struct vl_plan_candidate *c = &r->c[i];
-      char st[32];
+      char st[48];
       const char *mark = !c->within_budget    ? "over budget"
                          : !c->meets_deadline ? "late"
                          : c->pareto          ? "pareto"

@@ -58,6 +58,7 @@ static void llama2_gpu_hours(void **state) {
       j.pp = r.c[k].pp;
       j.zero = r.c[k].zero;
       j.checkpointing = r.c[k].checkpointing;
+      j.offload = r.c[k].offload;
       j.grad_accum = r.c[k].grad_accum;
       struct vl_bill b;
       tu_bill(&a, &j, &b);
