@@ -418,6 +418,21 @@ class _Probe:
             self.fail("pack", e)
         return t
 
+    @_timed
+    def keep_checkpoint_inputs(self, args):
+        """The inputs a checkpointed call keeps for its recomputation."""
+        for t in args:
+            if not isinstance(t, self.torch.Tensor) or not self.on_device(t):
+                continue
+            k, n = _storage(t)
+            if k in self.param_keys:
+                continue
+            self.saved.append((weakref.ref(t), k, n, "activation"))
+            if k not in self.saved_keys:
+                self.saved_keys.add(k)
+                name = (self.stack[-1] if self.stack else "(outside modules)") + " (checkpoint inputs)"
+                self.module_bytes[name] = self.module_bytes.get(name, 0) + n
+
     @staticmethod
     def is_weight_cast(fn):
         """A cast of a leaf (autocast's cached copy of a weight), seen
@@ -887,6 +902,38 @@ def _install_saved_hooks_count(torch, probe):
     G.__enter__, G.__exit__ = __enter__, __exit__
 
 
+def _install_checkpoint(torch, probe):
+    """torch.utils.checkpoint keeps each checkpointed call's inputs until
+    its backward (to recompute from them): activations nobody's saved-tensor
+    hook sees. Count them, on sampled steps, as the inputs' storages (a
+    weak reference to each input tensor, which the checkpoint holds).
+    transformers binds the function when it enables checkpointing, after
+    this, so it binds this one."""
+    try:
+        import torch.utils.checkpoint as cp
+    except Exception:
+        return
+    orig = getattr(cp, "checkpoint", None)
+    if orig is None or getattr(orig, "__vramledger__", False):
+        return
+
+    def checkpoint(function, *args, **kwargs):
+        try:
+            # called before the forward it wraps: between steps, the step
+            # about to start decides
+            sampled = probe.sampled if probe.t_step is not None else \
+                probe.step <= 3 or probe.step % probe.every == 0
+            if sampled and not probe.dead and not probe.in_backward:
+                probe.keep_checkpoint_inputs(args)
+        except Exception as e:
+            probe.fail("checkpoint", e)
+        return orig(function, *args, **kwargs)
+    import functools
+    functools.update_wrapper(checkpoint, orig)
+    checkpoint.__vramledger__ = True
+    cp.checkpoint = checkpoint
+
+
 def install(torch=None, record=None):
     """Attach the probe (once per process). Returns it, or None when there
     is no record to write to or VRAMLEDGER_PROBE=0."""
@@ -914,6 +961,7 @@ def install(torch=None, record=None):
         _install_stats(torch, p)
     _install_backward(torch, p)
     _install_saved_hooks_count(torch, p)
+    _install_checkpoint(torch, p)
     if p.snapshot:
         try:
             torch.cuda.memory._record_memory_history(max_entries=100000)
