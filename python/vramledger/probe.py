@@ -359,6 +359,13 @@ class _Probe:
         self.outputs = live
         if "comm" in refresh or "comm" not in c:
             c["comm"] = self.count_comm()
+        if self.tracer is not None:
+            # under vramledger trace no saved-tensor hook runs (see
+            # saved_hooks): activations are what the tracer holds live
+            # less everything named, by difference as under torch.compile
+            tr = self.tracer
+            act = max(0, tr.live_bytes - tr.ws_live - params - grads - states - cast - outs
+                      - c["comm"])
         return {"parameters": params, "gradients": grads, "optimizer_states": states,
                 "activations": None if self.compiled else act, "autocast_weights": cast,
                 "outputs": outs, "comm_buffers": c["comm"]}

@@ -82,13 +82,15 @@ class _Trace:
     def __init__(self, path, torch):
         self.f = open(path, "w", buffering=1 << 20)
         self.torch = torch
-        self.live = {}  # storage key -> [id, {id(weakref): weakref}]
+        self.live = {}  # storage key -> [id, {id(weakref): weakref}, bytes]
         self.next_id = 1
         self.pid = os.getpid()
         self.probe = None
         self.by_storage = _storage_objects_preserved(torch)
         self.ws = None  # bytes of one cuBLAS workspace, when first needed
         self.batch = None  # the micro-batch, once the probe knows it (0: 1 or unknown)
+        self.live_bytes = 0  # bytes of the storages alive now (the probe's bill)
+        self.ws_live = 0  # of which cuBLAS workspaces
         self.param_shapes = set()
         self.ws_done = set()  # the contexts (forward, backward) that have one
         self.main_thread = threading.get_ident()
@@ -156,6 +158,8 @@ class _Trace:
                 major = self.torch.cuda.get_device_capability(t.device)[0]
             self.ws = workspace_bytes(major)
         self.alloc(self.ws, t.device.type, "cublas_workspace")
+        self.live_bytes += self.ws
+        self.ws_live += self.ws
 
     def seen(self, t):
         try:
@@ -177,8 +181,9 @@ class _Trace:
         if entry is not None and self.by_storage:
             return  # one weak reference on the storage object is enough
         if entry is None:
-            entry = [self.alloc(n, dev, kind="b" if self.grows(t) else "a"), {}]
+            entry = [self.alloc(n, dev, kind="b" if self.grows(t) else "a"), {}, n]
             self.live[k] = entry
+            self.live_bytes += n
 
         def gone(ref, k=k, tracer=self):
             e = tracer.live.get(k)
@@ -187,6 +192,7 @@ class _Trace:
             e[1].pop(id(ref), None)
             if not e[1]:
                 del tracer.live[k]
+                tracer.live_bytes -= e[2]
                 if os.getpid() == tracer.pid:
                     tracer.f.write("f %d\n" % e[0])
         try:

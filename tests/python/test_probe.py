@@ -247,6 +247,14 @@ class Trace(unittest.TestCase):
         self.assertLess(peak, 1 << 20)  # and nothing absurd for a 12 KB model
         ev = read(d + "/t/record.jsonl")  # the probe ran too: a record as from run
         self.assertEqual(len(of(ev, "step")), 3)
+        # and its bill is in the output: parameters exact, Adam's states
+        # twice them and a 4-byte step counter a parameter, activations (by difference) at least the input and
+        # the hidden layer the forward keeps (B x 32 and B x 64, fp32)
+        bill = r["bill"]
+        self.assertEqual(bill["parameters"], 4 * sum(tensors))
+        self.assertEqual(bill["optimizer_states"], 2 * bill["parameters"] + 4 * 4)
+        self.assertGreaterEqual(bill["activations"], 8 * (32 + 64) * 4)
+        self.assertLess(bill["activations"], 64 << 10)
         shutil.rmtree(d)
 
 
