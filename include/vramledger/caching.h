@@ -66,6 +66,8 @@ struct vl_trace_ev {
   uint8_t batch;   /* an allocation that grows with the batch ("b" lines) */
   uint32_t id;     /* dense, from 1; a mark: its index in marks */
   uint32_t module; /* index in modules; 0: not known */
+  uint32_t at;     /* "file:line" that asked for it, index in modules; 0: not known */
+  uint32_t dtype;  /* its dtype, index in modules; 0: not known */
   uint64_t bytes;
 };
 
@@ -75,7 +77,7 @@ struct vl_trace {
   uint32_t max_id;
   char (*marks)[64];
   size_t n_marks;
-  char (*modules)[96]; /* [0] is "" */
+  char (*modules)[96]; /* [0] is ""; also the "at=" and "dtype=" strings */
   size_t n_modules;
   uint32_t *module_index; /* open addressing over modules, for parsing */
   size_t index_cap;
@@ -83,7 +85,7 @@ struct vl_trace {
   uint64_t batch;       /* the traced job's micro-batch ("# batch N"); 0: not known */
 };
 
-/*! Parse a trace ("a ID BYTES DEVICE [MODULE]", "b ..." the same for an
+/*! Parse a trace ("a ID BYTES DEVICE [MODULE] [dtype=T] [at=FILE:LINE]", "b ..." the same for an
  * allocation that grows with the batch, "f ID", "m NAME", "# ..." comments,
  * "# batch N" the job's micro-batch). A cut last line is ignored.
  * @return VL_OK, VL_EPARSE ("line N: ..."), VL_ENOMEM. */
@@ -98,6 +100,7 @@ struct vl_replay {
   size_t peak_event;               /* index of the event of the allocated peak */
   long peak_mark;                  /* the last mark before it, or -1 */
   uint32_t peak_module;            /* the module that made the peak's allocation (0: unknown) */
+  uint32_t peak_at, peak_dtype;    /* its source line and dtype (0: unknown) */
   size_t allocs, frees, skipped;
   bool oom;         /* the device ran out; stopped there */
   size_t oom_event; /* the event that ran out */

@@ -155,7 +155,20 @@ vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struc
       e->bytes = bytes;
       const char *d = q + 1, *sp = memchr(d, ' ', (size_t)(lim - d));
       e->device = (uint8_t)device_code(d, (size_t)((sp ? sp : lim) - d));
-      if (sp) e->module = intern(t, sp + 1, (size_t)(lim - sp - 1));
+      /* then, space-separated: the module (the first word without a key),
+       * dtype=T, at=FILE:LINE */
+      for (const char *w = sp; w && w < lim;) {
+        w++;
+        const char *end = memchr(w, ' ', (size_t)(lim - w));
+        size_t wl = (size_t)((end ? end : lim) - w);
+        if (wl > 6 && !memcmp(w, "dtype=", 6))
+          e->dtype = intern(t, w + 6, wl - 6);
+        else if (wl > 3 && !memcmp(w, "at=", 3))
+          e->at = intern(t, w + 3, wl - 3);
+        else if (wl && !e->module)
+          e->module = intern(t, w, wl);
+        w = end;
+      }
       t->per_device[e->device]++;
     }
     t->n++;
@@ -230,6 +243,8 @@ vl_status vl_trace_replay_scaled(const struct vl_trace *t, int device,
         out->peak_event = i;
         out->peak_mark = mark;
         out->peak_module = e->module;
+        out->peak_at = e->at;
+        out->peak_dtype = e->dtype;
         out->inactive_split_at_peak = st.inactive_split;
       }
     } else if (on[e->id]) {

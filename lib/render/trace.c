@@ -25,6 +25,10 @@ static int as_json(FILE *o, const struct vl_trace_view *v) {
                       r[0].peak_mark >= 0 ? json_string(tr->marks[r[0].peak_mark]) : json_null());
   json_object_set_new(root, "peak_module",
                       r[0].peak_module ? json_string(tr->modules[r[0].peak_module]) : json_null());
+  json_object_set_new(root, "peak_at",
+                      r[0].peak_at ? json_string(tr->modules[r[0].peak_at]) : json_null());
+  json_object_set_new(root, "peak_dtype",
+                      r[0].peak_dtype ? json_string(tr->modules[r[0].peak_dtype]) : json_null());
   json_t *a = json_array();
   for (int i = 0; i < v->n; i++) {
     json_t *x = json_object();
@@ -82,6 +86,8 @@ int vl_render_trace(FILE *o, bool json, const struct vl_trace_view *v) {
   fprintf(o, "\n  the peak: event %zu of %zu", r[0].peak_event + 1, tr->n);
   if (r[0].peak_mark >= 0) fprintf(o, ", in '%s'", tr->marks[r[0].peak_mark]);
   if (r[0].peak_module) fprintf(o, ", allocated by %s", tr->modules[r[0].peak_module]);
+  if (r[0].peak_at) fprintf(o, " at %s", tr->modules[r[0].peak_at]);
+  if (r[0].peak_dtype) fprintf(o, " (%s)", tr->modules[r[0].peak_dtype]);
   fputc('\n', o);
   if (v->bill) {
     fprintf(o,

@@ -6,8 +6,12 @@ optimizer), and every tensor it returns; a storage's first appearance is an
 allocation, and its death its free. The trace is text, one event a line,
 for the C replay:
 
-    a ID BYTES DEVICE [MODULE]   a new storage of BYTES on DEVICE (cpu, cuda,
-                        meta), made while MODULE ran (when the probe knows)
+    a ID BYTES DEVICE [MODULE] [dtype=T] [at=FILE:LINE]
+                        a new storage of BYTES on DEVICE (cpu, cuda, meta),
+                        made while MODULE ran (when the probe knows), of
+                        dtype T, asked for at FILE:LINE (the innermost frame
+                        outside torch and vramledger: a model's source line,
+                        or the job's)
     f ID                that storage freed
     b ID BYTES DEVICE [MODULE]   the same, for a storage that grows with the
                         batch (below)
@@ -54,6 +58,7 @@ them as the CUDA caching allocator would. Cost: a Python call per op; this
 is a dry run, not a measurement of speed.
 """
 import os
+import sys
 import threading
 import weakref
 
@@ -89,6 +94,7 @@ class _Trace:
         self.by_storage = _storage_objects_preserved(torch)
         self.ws = None  # bytes of one cuBLAS workspace, when first needed
         self.batch = None  # the micro-batch, once the probe knows it (0: 1 or unknown)
+        self.skip_dirs = (os.path.dirname(torch.__file__), os.path.dirname(__file__))
         self.live_bytes = 0  # bytes of the storages alive now (the probe's bill)
         self.ws_live = 0  # of which cuBLAS workspaces
         self.param_shapes = set()
@@ -98,17 +104,35 @@ class _Trace:
         self.in_backward = (lambda: node() is not None) if node else \
             (lambda: threading.get_ident() != self.main_thread)
 
-    def alloc(self, n, dev, module=None, kind="a"):
+    def alloc(self, n, dev, module=None, kind="a", t=None):
         i = self.next_id
         self.next_id += 1
         if module is None:
             st = self.probe.stack if self.probe is not None else None
             module = st[-1] if st else None  # the module running (probe's, sampled steps)
+        extra = ""
+        if t is not None:
+            extra = " dtype=" + str(t.dtype).replace("torch.", "")
+            at = self.where()
+            if at:
+                extra += " at=" + at
         if module:
-            self.f.write("%s %d %d %s %s\n" % (kind, i, n, dev, module.replace(" ", "_")))
+            self.f.write("%s %d %d %s %s%s\n" % (kind, i, n, dev, module.replace(" ", "_"), extra))
         else:
-            self.f.write("%s %d %d %s\n" % (kind, i, n, dev))
+            self.f.write("%s %d %d %s%s\n" % (kind, i, n, dev, extra))
         return i
+
+    def where(self):
+        """FILE:LINE of the innermost frame outside torch and vramledger."""
+        f = sys._getframe(3)
+        for _ in range(64):
+            if f is None:
+                return None
+            fn = f.f_code.co_filename
+            if not fn.startswith(self.skip_dirs) and not fn.startswith("<"):
+                return "%s:%d" % (os.path.basename(fn).replace(" ", "_")[:80], f.f_lineno)
+            f = f.f_back
+        return None
 
     def learn_batch(self):
         """The micro-batch, from the probe's first forward; the parameters'
@@ -181,7 +205,7 @@ class _Trace:
         if entry is not None and self.by_storage:
             return  # one weak reference on the storage object is enough
         if entry is None:
-            entry = [self.alloc(n, dev, kind="b" if self.grows(t) else "a"), {}, n]
+            entry = [self.alloc(n, dev, kind="b" if self.grows(t) else "a", t=t), {}, n]
             self.live[k] = entry
             self.live_bytes += n
 
