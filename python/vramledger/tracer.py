@@ -94,7 +94,7 @@ class _Trace:
         self.by_storage = _storage_objects_preserved(torch)
         self.ws = None  # bytes of one cuBLAS workspace, when first needed
         self.batch = None  # the micro-batch, once the probe knows it (0: 1 or unknown)
-        self.skip_dirs = (os.path.dirname(torch.__file__), os.path.dirname(__file__))
+        self.skip_dirs = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep)
         self.live_bytes = 0  # bytes of the storages alive now (the probe's bill)
         self.ws_live = 0  # of which cuBLAS workspaces
         self.param_shapes = set()
