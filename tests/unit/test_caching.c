@@ -222,6 +222,41 @@ static void trace_parse_and_replay(void **state) {
   assert_int_equal(vl_trace_parse("a 1 -5 cuda\n", 12, &t, &err), VL_EPARSE);
 }
 
+/* "b" allocations grow with the batch, "a" ones do not; fields after the
+ * device in any order; the batch from "# batch N"; meta replayed when no
+ * cuda. */
+static void trace_batch_fields_meta(void **state) {
+  (void)state;
+  const char *text = "# batch 2\n# a comment\n"
+                     "a 1 2097152 meta model.w dtype=float32 at=train.py:3\n"
+                     "b 2 3145728 meta at=model.py:40 dtype=bfloat16 model.h.0\n"
+                     "a 3 512 cpu\n";
+  struct vl_trace t;
+  struct vl_err err = {""};
+  assert_int_equal(vl_trace_parse(text, strlen(text), &t, &err), VL_OK);
+  assert_int_equal(t.batch, 2);
+  assert_int_equal(t.n, 3);
+  assert_true(!t.ev[0].batch && t.ev[1].batch);
+  assert_string_equal(t.modules[t.ev[1].module], "model.h.0");
+  assert_string_equal(t.modules[t.ev[1].at], "model.py:40");
+  assert_string_equal(t.modules[t.ev[1].dtype], "bfloat16");
+  struct vl_cache_conf conf = {0};
+  struct vl_replay r;
+  assert_int_equal(vl_trace_replay(&t, -1, &conf, &r), VL_OK); /* meta: no cuda */
+  assert_int_equal(r.allocs, 2);
+  assert_int_equal(r.peak_allocated, 5 * MB);
+  assert_string_equal(t.modules[r.peak_at], "model.py:40");
+  /* batch 8 of 2: the activation x4 (12 MiB), the weight as it was */
+  assert_int_equal(vl_trace_replay_scaled(&t, -1, &conf, 4.0, &r), VL_OK);
+  assert_int_equal(r.peak_allocated, 14 * MB);
+  assert_int_equal(vl_trace_replay_scaled(&t, -1, &conf, 0.0, &r), VL_EINVAL);
+  assert_int_equal(vl_trace_replay_scaled(&t, -1, &conf, -1.0, &r), VL_EINVAL);
+  vl_trace_release(&t);
+  assert_int_equal(vl_trace_parse("# batch x\na 1 5 cuda\n", 20, &t, &err), VL_OK);
+  assert_int_equal(t.batch, 0); /* not a number: not known */
+  vl_trace_release(&t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(sizes),
                                      cmocka_unit_test(pools_and_splitting),
@@ -232,6 +267,7 @@ int main(void) {
                                      cmocka_unit_test(expandable),
                                      cmocka_unit_test(gc_threshold),
                                      cmocka_unit_test(books_balance),
-                                     cmocka_unit_test(trace_parse_and_replay)};
+                                     cmocka_unit_test(trace_parse_and_replay),
+                                     cmocka_unit_test(trace_batch_fields_meta)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
