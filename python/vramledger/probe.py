@@ -157,7 +157,9 @@ class _Probe:
         """CUDA is in use (never initialised by the probe; once on, on)."""
         if not self.cuda:
             c = self.torch.cuda
-            self.cuda = c.is_available() and c.is_initialized()
+            # is_initialized first: is_available() is a slow call on a
+            # machine without CUDA, asked at every boundary
+            self.cuda = c.is_initialized() and c.is_available()
         return self.cuda
 
     def raw_stats(self):
@@ -720,10 +722,13 @@ class _Probe:
         if self.phase != "optimizer":
             self.boundary("optimizer")
 
-    @_timed
     def after_step(self, opt):
+        """The step's end. Timed by hand, not by @_timed: its own cost (up
+        to writing the event) belongs to this step's probe_ns, not the
+        next one's."""
         if self.phase != "optimizer":
             return
+        t_enter = time.perf_counter_ns()
         self.saved_hooks(False)
         self.boundary("idle")
         t = _now()
@@ -753,6 +758,7 @@ class _Probe:
         if self.sampled and self.module_bytes:
             top = sorted(self.module_bytes.items(), key=lambda kv: -kv[1])[:10]
             ev["modules"] = [{"name": k, "saved_bytes": v} for k, v in top]
+        ev["probe_ns"] = self.cost_ns + time.perf_counter_ns() - t_enter
         self.w.put(ev)
         self.cost_ns = 0
         self.step += 1
