@@ -233,34 +233,6 @@ static int estimates(const struct fo *f, const struct vl_points *pts, struct vl_
   return 0;
 }
 
-/* The terms without a square: the optimizer step's peak is fitted on these
- * (no attention matrix lives into the step; what does, the loss or outputs
- * a loop keeps, grows with the tokens, not their square). */
-static size_t linear_terms(const struct vl_term_spec *t, size_t nt, struct vl_term_spec *out) {
-  size_t n = 0;
-  for (size_t k = 0; k < nt; k++) {
-    bool square = false;
-    for (int j = 0; j < t[k].nf; j++)
-      square |= t[k].pow[j] > 1;
-    if (!square) out[n++] = t[k];
-  }
-  return n;
-}
-
-/* --by-phase: *q (the forward/backward fit's prediction) becomes the
- * optimizer fit's where that is larger; *phase names the winner. */
-static void larger(const struct vl_fit_result *ro, const struct vl_term_spec *t, size_t nt,
-                   struct vl_fit_prediction *q, const char **phase) {
-  struct vl_fit_prediction o = {0};
-  memcpy(o.x, q->x, sizeof o.x);
-  vl_fit_predict_parts(ro, t, nt, &o);
-  *phase = "forward/backward";
-  if (o.y > q->y) {
-    *q = o;
-    *phase = "optimizer";
-  }
-}
-
 int cmd_fit(int argc, const char **argv) {
   struct fo f = {0};
   int rc = parse(argc, argv, &f);
@@ -323,7 +295,7 @@ int cmd_fit(int argc, const char **argv) {
     return VL_EXIT_ERROR;
   }
   s = vl_terms_parse(terms, &pts, t, &nt, &err);
-  if (s == VL_OK) nto = linear_terms(t, nt, to);
+  if (s == VL_OK) nto = vl_terms_without_squares(t, nt, to);
   if (s != VL_OK) {
     cli_error("--terms: %s", err.msg);
     rc = VL_EXIT_USAGE;
@@ -335,17 +307,9 @@ int cmd_fit(int argc, const char **argv) {
     for (int i = 0; i < f.n_predict && !rc; i++) {
       rc = parse_point(f.predict[i], &pts, px[i].x);
       if (!rc) vl_fit_predict_parts(&r, t, nt, &px[i]);
-      if (!rc && f.by_phase) larger(&ro, to, nto, &px[i], &phase[i]);
+      if (!rc && f.by_phase) phase[i] = vl_fit_take_larger(&ro, to, nto, &px[i]);
     }
-    for (size_t i = 0; f.by_phase && i < pts.n; i++) { /* the larger of the two, at the points */
-      struct vl_fit_prediction q = {0};
-      memcpy(q.x, pts.x + i * VL_FIT_MAX_VARS, sizeof q.x);
-      const char *ph;
-      vl_fit_predict_parts(&r, t, nt, &q);
-      larger(&ro, to, nto, &q, &ph);
-      double e = pts.y[i] > 0 ? fabs(q.y - pts.y[i]) / pts.y[i] : 0;
-      if (e > phase_rel_max) phase_rel_max = e;
-    }
+    if (f.by_phase) phase_rel_max = vl_fit_larger_max_rel(&pts, &r, t, nt, &ro, to, nto);
     double *est = NULL;
     if (!rc && f.e.model) rc = estimates(&f, &pts, px, &est);
     if (!rc) {

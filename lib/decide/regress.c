@@ -451,3 +451,42 @@ size_t vl_fit_curves(const struct vl_points *p, const struct vl_fit_result *r,
   }
   return n;
 }
+
+size_t vl_terms_without_squares(const struct vl_term_spec *t, size_t nt, struct vl_term_spec *out) {
+  size_t n = 0;
+  for (size_t k = 0; k < nt; k++) {
+    bool square = false;
+    for (int j = 0; j < t[k].nf; j++)
+      square |= t[k].pow[j] > 1;
+    if (!square) out[n++] = t[k];
+  }
+  return n;
+}
+
+const char *vl_fit_take_larger(const struct vl_fit_result *ro, const struct vl_term_spec *to,
+                               size_t nto, struct vl_fit_prediction *q) {
+  struct vl_fit_prediction o = {0};
+  memcpy(o.x, q->x, sizeof o.x);
+  vl_fit_predict_parts(ro, to, nto, &o);
+  if (o.y <= q->y) return "forward/backward";
+  o.estimate = q->estimate;
+  o.disagree = q->disagree;
+  *q = o;
+  return "optimizer";
+}
+
+double vl_fit_larger_max_rel(const struct vl_points *p, const struct vl_fit_result *r,
+                             const struct vl_term_spec *t, size_t nt,
+                             const struct vl_fit_result *ro, const struct vl_term_spec *to,
+                             size_t nto) {
+  double worst = 0;
+  for (size_t i = 0; i < p->n; i++) {
+    struct vl_fit_prediction q = {0};
+    memcpy(q.x, p->x + i * VL_FIT_MAX_VARS, sizeof q.x);
+    vl_fit_predict_parts(r, t, nt, &q);
+    (void)vl_fit_take_larger(ro, to, nto, &q);
+    double e = p->y[i] > 0 ? fabs(q.y - p->y[i]) / p->y[i] : 0;
+    if (e > worst) worst = e;
+  }
+  return worst;
+}

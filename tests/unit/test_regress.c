@@ -177,10 +177,54 @@ static void reads_a_fit_back(void **state) {
   assert_non_null(strstr(err.msg, "line 1"));
 }
 
+/* fit --by-phase: a flat optimizer peak and a growing backward one, fitted
+ * apart from their own columns; the larger of the two reproduces the
+ * measured peak (their maximum) exactly, and names the phase. */
+static void the_larger_of_two_phases(void **state) {
+  (void)state;
+  char csv[4096] =
+      "batch,seq,peak_allocated_bytes,peak_fwd_bwd_bytes,peak_optimizer_bytes,status\n";
+  size_t o = strlen(csv);
+  for (int b = 1; b <= 8; b *= 2)
+    for (int s = 256; s <= 1024; s *= 2) {
+      double fb = 1e9 + 1e5 * b * s + 20.0 * b * s * s, opt = 3e9;
+      o += (size_t)snprintf(csv + o, sizeof csv - o, "%d,%d,%.0f,%.0f,%.0f,ok\n", b, s,
+                            fb > opt ? fb : opt, fb, opt);
+    }
+  struct vl_points all, act, opt;
+  struct vl_err err = {""};
+  assert_int_equal(vl_points_parse_y(csv, o, NULL, 0, "peak_allocated_bytes", &all, &err), VL_OK);
+  assert_int_equal(vl_points_parse_y(csv, o, NULL, 0, "peak_fwd_bwd_bytes", &act, &err), VL_OK);
+  assert_int_equal(vl_points_parse_y(csv, o, NULL, 0, "peak_optimizer_bytes", &opt, &err), VL_OK);
+  struct vl_points none;
+  assert_int_equal(vl_points_parse_y(csv, o, NULL, 0, "peak_bytes", &none, &err), VL_EKEY);
+  struct vl_term_spec t[VL_FIT_MAX_TERMS], to[VL_FIT_MAX_TERMS];
+  size_t nt;
+  assert_int_equal(vl_terms_parse("const,b,bs,bs2", &all, t, &nt, &err), VL_OK);
+  size_t nto = vl_terms_without_squares(t, nt, to);
+  assert_int_equal(nto, 3); /* bs2 has a square */
+  assert_string_equal(to[2].name, "bs");
+  struct vl_fit_result r, ro;
+  assert_int_equal(vl_fit_points(&act, t, nt, &r, &err), VL_OK);
+  assert_int_equal(vl_fit_points(&opt, to, nto, &ro, &err), VL_OK);
+  assert_true(vl_fit_larger_max_rel(&all, &r, t, nt, &ro, to, nto) < 1e-6);
+  struct vl_fit_prediction q = {.x = {1, 128}};
+  vl_fit_predict_parts(&r, t, nt, &q);
+  assert_string_equal(vl_fit_take_larger(&ro, to, nto, &q), "optimizer");
+  assert_close(q.y, 3e9, 1e-6, "the flat optimizer peak");
+  struct vl_fit_prediction big = {.x = {16, 2048}};
+  vl_fit_predict_parts(&r, t, nt, &big);
+  assert_string_equal(vl_fit_take_larger(&ro, to, nto, &big), "forward/backward");
+  assert_close(big.y, 1e9 + 1e5 * 16 * 2048 + 20.0 * 16 * 2048 * 2048, 1e-6, "backward");
+  vl_points_release(&all);
+  vl_points_release(&act);
+  vl_points_release(&opt);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(recovers_a_known_formula), cmocka_unit_test(refuses_what_it_cannot_fit),
-      cmocka_unit_test(estimates_at_the_points), cmocka_unit_test(merges_points_by_name),
-      cmocka_unit_test(reads_a_fit_back)};
+      cmocka_unit_test(estimates_at_the_points),  cmocka_unit_test(merges_points_by_name),
+      cmocka_unit_test(reads_a_fit_back),         cmocka_unit_test(the_larger_of_two_phases)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
