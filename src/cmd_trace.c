@@ -248,17 +248,13 @@ int cmd_trace(int argc, const char **argv) {
       return VL_EXIT_ERROR;
     }
   const char *dev = device == 1 ? "cuda" : device == 0 ? "cpu" : device == 2 ? "meta" : "all";
-  struct vl_trace_view v = {trace, dev, &tr, job_rc, names, r, nconf, batches, NULL, NULL, 0};
+  struct vl_trace_view v = {trace, dev, &tr, job_rc, names, r, nconf, batches, NULL};
   struct cli_run *run = NULL; /* the probe's bill of the job, from its record */
   if (has_cmd && (run = calloc(1, sizeof *run)) != NULL && cli_load_run(dir, run) != 0) {
     free(run);
     run = NULL;
   }
-  if (run && run->fw.has_bill) {
-    v.bill = run->fw.bill;
-    v.bill_phase = run->fw.bill_phase;
-    v.bill_step = run->fw.bill_step;
-  }
+  if (run) v.fw = &run->fw;
   if (vl_render_trace(stdout, t.fmt == 1, &v) != 0) cli_error("cannot write the output");
   bool oom = false;
   for (int i = 0; i < nconf; i++)

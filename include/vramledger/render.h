@@ -200,11 +200,9 @@ struct vl_trace_view {
   const struct vl_replay *replays;
   int n;
   const uint64_t *batches; /* per replay: the micro-batch it stands for; 0: the traced one */
-  /* the probe's bill of the traced job (from its record), or NULL (a
-   * replayed file); activations by difference (see tracer.py) */
-  const uint64_t *bill; /* VL_BILL_N, in vl_bill_part_names' order */
-  const char *bill_phase;
-  unsigned bill_step;
+  /* the probe's layer of the traced job's record, whose bill is shown
+   * (activations by difference: see tracer.py), or NULL (a replayed file) */
+  const struct vl_probe_layer *fw;
 };
 /*! Write the replays side by side (text) or as JSON (schema
  * vramledger.trace/1). @return 0, or -1 on a write error. */

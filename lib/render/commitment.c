@@ -10,7 +10,6 @@
 #include "vramledger/render.h"
 
 #define GIB(x) ((double)(x) / (double)(1ull << 30))
-static json_t *U(uint64_t x) { return json_integer((json_int_t)x); }
 
 static int commitment_json(FILE *out, const struct vl_commit_view *v) {
   const struct vl_job *j = v->job;

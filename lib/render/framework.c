@@ -10,7 +10,6 @@
 #include "vramledger/record.h"
 
 #define GIB(x) ((double)(x) / (double)(1ull << 30))
-static json_t *U(uint64_t x) { return json_integer((json_int_t)x); }
 
 /* The bill's lines, in the order shown, with the user's words. */
 enum { LINES = VL_BILL_N + 2 };
@@ -45,6 +44,38 @@ static const char *size_str(char *buf, size_t n, uint64_t b) {
 static uint64_t line_bytes(const struct vl_probe_layer *f, int i) {
   if (i < VL_BILL_N) return f->bill[i];
   return i == VL_BILL_N ? f->cublas_workspaces : f->transient;
+}
+
+json_t *vl__fw_bill_json(const struct vl_probe_layer *f) {
+  json_t *b = json_object();
+  for (int i = 0; i < LINES; i++)
+    json_object_set_new(b, line_key[i], U(line_bytes(f, i)));
+  json_object_set_new(b, "step", json_integer(f->bill_step));
+  json_object_set_new(b, "phase", json_string(f->bill_phase));
+  json_object_set_new(b, "categories_at", json_string(f->bill_taken_at));
+  json_object_set_new(b, "activations_by_difference", json_boolean(f->activations_by_difference));
+  return b;
+}
+
+void vl__fw_bill_lines(FILE *o, const struct vl_probe_layer *f, bool md) {
+  char sz[32];
+  uint64_t peak = 0;
+  for (int i = 0; i < LINES; i++)
+    peak += line_bytes(f, i);
+  if (md) fprintf(o, "| part | GiB | share |\n|---|---:|---:|\n");
+  for (int i = 0; i < LINES; i++) {
+    uint64_t x = line_bytes(f, i);
+    if (!f->cuda && i >= VL_BILL_N) continue;
+    double share = peak ? 100.0 * (double)x / (double)peak : 0;
+    const char *note = i == VL_BILL_ACTIVATIONS && f->activations_by_difference
+                           ? " (by difference: torch.compile)"
+                           : "";
+    if (md)
+      fprintf(o, "| %s%s | %.3f | %.1f %% |\n", line_name[i], note, GIB(x), share);
+    else
+      fprintf(o, "    %-34s %13s %6.1f %%%s\n", line_name[i], size_str(sz, sizeof sz, x), share,
+              note);
+  }
 }
 
 static const char *const cmp_key[VL_CMP_LINES] = {
@@ -94,14 +125,7 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
   }
   json_object_set_new(o, "peak_phase", f->peak_phase[0] ? json_string(f->peak_phase) : json_null());
   if (f->has_bill) {
-    json_t *b = json_object();
-    for (int i = 0; i < LINES; i++)
-      json_object_set_new(b, line_key[i], U(line_bytes(f, i)));
-    json_object_set_new(b, "step", json_integer(f->bill_step));
-    json_object_set_new(b, "phase", json_string(f->bill_phase));
-    json_object_set_new(b, "categories_at", json_string(f->bill_taken_at));
-    json_object_set_new(b, "activations_by_difference", json_boolean(f->activations_by_difference));
-    json_object_set_new(o, "bill", b);
+    json_object_set_new(o, "bill", vl__fw_bill_json(f));
     json_t *led = json_array();
     for (unsigned i = 0; i < f->n_ledger; i++) {
       const struct vl_fw_boundary *e = &f->ledger[i];
@@ -247,9 +271,6 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
             "forward added %.2f GiB\n",
             b, GIB(f->load_bytes), GIB(f->first_forward_bytes));
   if (f->has_bill) {
-    uint64_t peak = 0;
-    for (int i = 0; i < LINES; i++)
-      peak += line_bytes(f, i);
     if (f->cuda)
       fprintf(o,
               "\n%sthe bill at the peak: %.2f GiB allocated, step %u, in %s (categories at "
@@ -260,20 +281,7 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
               "\n%sthe bill at its largest boundary (no allocator on the CPU): step %u, "
               "after %s\n\n",
               b, f->bill_step, f->bill_phase);
-    if (md) fprintf(o, "| part | GiB | share |\n|---|---:|---:|\n");
-    for (int i = 0; i < LINES; i++) {
-      uint64_t x = line_bytes(f, i);
-      if (!f->cuda && i >= VL_BILL_N) continue;
-      double share = peak ? 100.0 * (double)x / (double)peak : 0;
-      const char *note = i == VL_BILL_ACTIVATIONS && f->activations_by_difference
-                             ? " (by difference: torch.compile)"
-                             : "";
-      if (md)
-        fprintf(o, "| %s%s | %.3f | %.1f %% |\n", line_name[i], note, GIB(x), share);
-      else
-        fprintf(o, "    %-34s %13s %6.1f %%%s\n", line_name[i], size_str(sz, sizeof sz, x), share,
-                note);
-    }
+    vl__fw_bill_lines(o, f, md);
     if (cmp && cmp->present) cmp_text(o, cmp, md);
     if (f->n_ledger) {
       fprintf(o,

@@ -7,6 +7,9 @@
 
 #include "vramledger/model.h"
 
+/* A byte count as a JSON integer (new reference). */
+static inline json_t *U(uint64_t x) { return json_integer((json_int_t)x); }
+
 /* A job's settings as a JSON object (new reference). */
 json_t *vl__settings_json(const struct vl_job *j);
 
@@ -29,5 +32,9 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
 void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_record *r,
                  const struct vl_probe_compare *cmp);
 void vl__fw_trace(json_t *events, const struct vl_probe_layer *f, const struct vl_record *r);
+/* The bill of the billed step: its lines, step, phase (new reference); as
+ * text or Markdown lines with each part's share. Also for `trace`. */
+json_t *vl__fw_bill_json(const struct vl_probe_layer *f);
+void vl__fw_bill_lines(FILE *o, const struct vl_probe_layer *f, bool md);
 
 #endif

@@ -9,8 +9,6 @@
 
 #define GIB(x) ((double)(x) / (double)(1ull << 30))
 
-static json_t *U(uint64_t x) { return json_integer((json_int_t)x); }
-
 static int dump(FILE *out, json_t *r, size_t flags) {
   int rc = json_dumpf(r, out, flags | JSON_PRESERVE_ORDER);
   json_decref(r);

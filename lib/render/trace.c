@@ -4,10 +4,8 @@
 
 #include "internal.h" /* first: it includes <jansson.h> */
 #include "vramledger/caching.h"
-#include "vramledger/record.h"
+#include "vramledger/probe.h"
 #include "vramledger/render.h"
-
-static json_t *U(uint64_t x) { return json_integer((json_int_t)x); }
 
 static int as_json(FILE *o, const struct vl_trace_view *v) {
   const struct vl_replay *r = v->replays;
@@ -47,14 +45,8 @@ static int as_json(FILE *o, const struct vl_trace_view *v) {
     json_array_append_new(a, x);
   }
   json_object_set_new(root, "replays", a);
-  if (v->bill) { /* the probe's categories, as report gives them */
-    json_t *b = json_object();
-    for (int i = 0; i < VL_BILL_N; i++)
-      json_object_set_new(b, vl_bill_part_names[i], U(v->bill[i]));
-    json_object_set_new(b, "step", U(v->bill_step));
-    json_object_set_new(b, "phase", json_string(v->bill_phase ? v->bill_phase : ""));
-    json_object_set_new(root, "bill", b);
-  }
+  if (v->fw && v->fw->has_bill) /* the probe's categories, as report gives them */
+    json_object_set_new(root, "bill", vl__fw_bill_json(v->fw));
   int rc = json_dumpf(root, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   json_decref(root);
   fputc('\n', o);
@@ -89,13 +81,12 @@ int vl_render_trace(FILE *o, bool json, const struct vl_trace_view *v) {
   if (r[0].peak_at) fprintf(o, " at %s", tr->modules[r[0].peak_at]);
   if (r[0].peak_dtype) fprintf(o, " (%s)", tr->modules[r[0].peak_dtype]);
   fputc('\n', o);
-  if (v->bill) {
+  if (v->fw && v->fw->has_bill) {
     fprintf(o,
-            "\n  the bill (the probe's, by storage, step %u at the end of its %s; activations by "
-            "difference):\n",
-            v->bill_step, v->bill_phase ? v->bill_phase : "");
-    for (int i = 0; i < VL_BILL_N; i++)
-      fprintf(o, "    %-22s %12.3f MiB\n", vl_bill_part_names[i], (double)v->bill[i] / 1048576.0);
+            "\n  the bill (the probe's, by storage, step %u, after its %s; activations by "
+            "difference; as `vramledger report` gives it):\n",
+            v->fw->bill_step, v->fw->bill_phase);
+    vl__fw_bill_lines(o, v->fw, false);
   }
   return ferror(o) ? -1 : 0;
 }
