@@ -64,7 +64,6 @@ cpu_one() { # NAME ARGS...: step 3
   grep '^{"device"' $d/cpu.log > $d/cpujob.json
   xz -T1 $d/cpu-run/alloc.trace
 }
-export -f gpu_one cpu_one 2>/dev/null || true
 
 (
   echo "$CONFIGS" | while IFS='|' read -r name args; do gpu_one $name $args; done

@@ -417,11 +417,7 @@ class _Probe:
                     if self.is_weight_cast(t.grad_fn):
                         kind = "autocast"
                     d = t.detach()  # no reference back to the graph: no cycle
-                    self.saved.append((weakref.ref(d), k, n, kind))
-                    if kind == "activation" and k not in self.saved_keys:
-                        self.saved_keys.add(k)
-                        name = self.stack[-1] if self.stack else "(outside modules)"
-                        self.module_bytes[name] = self.module_bytes.get(name, 0) + n
+                    self.keep_saved(d, k, n, kind)
                     return d
         except Exception as e:
             self.fail("pack", e)
@@ -434,13 +430,17 @@ class _Probe:
             if not isinstance(t, self.torch.Tensor) or not self.on_device(t):
                 continue
             k, n = _storage(t)
-            if k in self.param_keys:
-                continue
-            self.saved.append((weakref.ref(t), k, n, "activation"))
-            if k not in self.saved_keys:
-                self.saved_keys.add(k)
-                name = (self.stack[-1] if self.stack else "(outside modules)") + " (checkpoint inputs)"
-                self.module_bytes[name] = self.module_bytes.get(name, 0) + n
+            if k not in self.param_keys:
+                self.keep_saved(t, k, n, "activation", " (checkpoint inputs)")
+
+    def keep_saved(self, t, k, n, kind, why=""):
+        """A tensor held for backward (counted while t lives), its bytes
+        put to the module running the first time its storage is seen."""
+        self.saved.append((weakref.ref(t), k, n, kind))
+        if kind == "activation" and k not in self.saved_keys:
+            self.saved_keys.add(k)
+            name = (self.stack[-1] if self.stack else "(outside modules)") + why
+            self.module_bytes[name] = self.module_bytes.get(name, 0) + n
 
     @staticmethod
     def is_weight_cast(fn):
@@ -656,7 +656,7 @@ class _Probe:
 
     def start_step(self):
         self.t_step = _now()
-        self.sampled = self.step <= 3 or self.step % self.every == 0
+        self.sampled = self.sampled_next()
         self.micro = self.tokens = self.samples = 0
         self.step_peak = (0, 0, "")
         self.module_bytes = {}
@@ -767,6 +767,8 @@ class _Probe:
             self.remove_global()
 
     def sampled_next(self):
+        """Is step self.step (the current one, or the next between steps)
+        sampled: the first three and every `every`-th."""
         return self.step <= 3 or self.step % self.every == 0
 
 
@@ -934,8 +936,7 @@ def _install_checkpoint(torch, probe):
         try:
             # called before the forward it wraps: between steps, the step
             # about to start decides
-            sampled = probe.sampled if probe.t_step is not None else \
-                probe.step <= 3 or probe.step % probe.every == 0
+            sampled = probe.sampled if probe.t_step is not None else probe.sampled_next()
             if sampled and not probe.dead and not probe.in_backward:
                 probe.keep_checkpoint_inputs(args)
         except Exception as e:

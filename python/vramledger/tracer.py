@@ -60,6 +60,7 @@ is a dry run, not a measurement of speed.
 import os
 import sys
 import threading
+import warnings
 import weakref
 
 _tracer = None
@@ -123,8 +124,9 @@ class _Trace:
         return i
 
     def where(self):
-        """FILE:LINE of the innermost frame outside torch and vramledger."""
-        f = sys._getframe(3)
+        """FILE:LINE of the innermost frame outside torch and vramledger
+        (this file's own frames are in vramledger)."""
+        f = sys._getframe(1)
         for _ in range(64):
             if f is None:
                 return None
@@ -250,20 +252,16 @@ def _storage_objects_preserved(torch):
 
 
 def _cpu_takes_cuda_defaults(torch):
-    """A CPU dry run standing for a CUDA run takes the paths PyTorch takes
-    for CUDA tensors where they spend memory differently:
-    - torch.optim picks the foreach implementation;
-    - dropout in training is the fused kernel (native_dropout: a one-byte
-      mask saved for backward; the CPU path multiplies by a mask of the
-      input's dtype, four times that in fp32);
-    - scaled_dot_product_attention with dropout: CUDA's flash and
-      memory-efficient kernels keep only the output and the log-sum-exp,
-      the CPU falls back to the math path (the whole attention matrix,
-      saved); the dry run calls it without dropout, which takes the CPU's
-      own flash kernel (the same saved tensors as CUDA's). The dry run's
-      numbers change; its allocations are the GPU's."""
+    """A CPU (or meta) dry run standing for a CUDA run takes the paths
+    PyTorch takes for CUDA tensors where they spend memory differently. The
+    dry run's numbers change; its allocations are the GPU's."""
+    _cpu_foreach_as_cuda(torch)
     _cpu_dropout_as_cuda(torch)
     _cpu_autocast_as_cuda(torch)
+
+
+def _cpu_foreach_as_cuda(torch):
+    """torch.optim picks the foreach implementation, as for CUDA tensors."""
     try:
         import torch.optim.optimizer as o
         f = getattr(o, "_get_foreach_kernels_supported_devices", None)
@@ -280,6 +278,13 @@ def _cpu_takes_cuda_defaults(torch):
 
 
 def _cpu_dropout_as_cuda(torch):
+    """Dropout in training is the fused kernel (native_dropout: a one-byte
+    mask saved for backward; the CPU path multiplies by a mask of the
+    input's dtype, four times that in fp32). scaled_dot_product_attention
+    with dropout: CUDA's flash and memory-efficient kernels keep only the
+    output and the log-sum-exp, the CPU falls back to the math path (the
+    whole attention matrix, saved); the dry run calls it without dropout,
+    which takes the CPU's own flash kernel (CUDA's saved tensors)."""
     try:
         F = torch.nn.functional
         dropout, sdpa = F.dropout, getattr(F, "scaled_dot_product_attention", None)
@@ -363,7 +368,6 @@ def _cpu_autocast_as_cuda(torch):
             try:
                 packet = getattr(torch.ops.aten, base)
                 op = getattr(packet, overload or "default")
-                import warnings
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     L.impl(name, make(op), "AutocastCPU")
