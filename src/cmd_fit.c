@@ -316,18 +316,13 @@ int cmd_fit(int argc, const char **argv) {
       size_t axis = 0;
       for (size_t k = 0; k < pts.nvars; k++)
         if (!strcmp(pts.var[k], "seq")) axis = k;
-      struct vl_fit_curve *curves = vl_calloc(2 * VL_FIT_MAX_CURVES, sizeof *curves);
-      size_t n_curves = curves ? vl_fit_curves(&pts, &r, t, nt, px, (size_t)f.n_predict, axis,
-                                               curves, VL_FIT_MAX_CURVES)
-                               : 0;
-      if (curves && f.by_phase) { /* the same grid: the larger of the two fits */
-        struct vl_fit_curve *co = curves + VL_FIT_MAX_CURVES;
-        size_t m =
-            vl_fit_curves(&pts, &ro, to, nto, px, (size_t)f.n_predict, axis, co, VL_FIT_MAX_CURVES);
-        for (size_t c = 0; c < n_curves && c < m; c++)
-          for (size_t k = 0; k < curves[c].n && k < co[c].n; k++)
-            curves[c].y[k] = fmax(curves[c].y[k], co[c].y[k]);
-      }
+      struct vl_fit_curve *curves = vl_calloc(VL_FIT_MAX_CURVES, sizeof *curves);
+      size_t n_curves =
+          !curves      ? 0
+          : f.by_phase ? vl_fit_curves_larger(&pts, &r, t, nt, &ro, to, nto, px,
+                                              (size_t)f.n_predict, axis, curves, VL_FIT_MAX_CURVES)
+                       : vl_fit_curves(&pts, &r, t, nt, px, (size_t)f.n_predict, axis, curves,
+                                       VL_FIT_MAX_CURVES);
       struct vl_fit_est_summary su = {0};
       if (est) vl_fit_est_summarize(&pts, est, &su);
       struct vl_fit_view v = {.pts = &pts,

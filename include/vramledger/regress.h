@@ -86,22 +86,6 @@ void vl_fit_predict_parts(const struct vl_fit_result *r, const struct vl_term_sp
 double vl_fit_predict(const struct vl_fit_result *r, const struct vl_term_spec *t, size_t nt,
                       const double *x, double *half_width);
 
-/* ---- a peak that is the larger of two fits (fit --by-phase) ------------ */
-/*! The terms of t without a square (a power above 1), into out; their
- * count. The optimizer step's peak is fitted on these: nothing quadratic
- * in the sequence lives into the step. */
-size_t vl_terms_without_squares(const struct vl_term_spec *t, size_t nt, struct vl_term_spec *out);
-/*! *q holds the first fit's prediction at q->x; where the second fit
- * (ro over to) predicts more, *q becomes that one. @return the phase that
- * won: "forward/backward" (the first) or "optimizer" (the second). */
-const char *vl_fit_take_larger(const struct vl_fit_result *ro, const struct vl_term_spec *to,
-                               size_t nto, struct vl_fit_prediction *q);
-/*! The largest |larger of the two fits - y| / y over the points. */
-double vl_fit_larger_max_rel(const struct vl_points *p, const struct vl_fit_result *r,
-                             const struct vl_term_spec *t, size_t nt,
-                             const struct vl_fit_result *ro, const struct vl_term_spec *to,
-                             size_t nto);
-
 #define VL_FIT_CURVE_N 48
 #define VL_FIT_MAX_CURVES 12
 
@@ -119,6 +103,28 @@ struct vl_fit_curve {
 size_t vl_fit_curves(const struct vl_points *p, const struct vl_fit_result *r,
                      const struct vl_term_spec *t, size_t nt, const struct vl_fit_prediction *pred,
                      size_t n_pred, size_t axis, struct vl_fit_curve *c, size_t max);
+
+/* ---- a peak that is the larger of two fits (fit --by-phase) ------------ */
+/*! The terms of t without a square (a power above 1), into out; their
+ * count. The optimizer step's peak is fitted on these: nothing quadratic
+ * in the sequence lives into the step. */
+size_t vl_terms_without_squares(const struct vl_term_spec *t, size_t nt, struct vl_term_spec *out);
+/*! *q holds the first fit's prediction at q->x; where the second fit
+ * (ro over to) predicts more, *q becomes that one. @return the phase that
+ * won: "forward/backward" (the first) or "optimizer" (the second). */
+const char *vl_fit_take_larger(const struct vl_fit_result *ro, const struct vl_term_spec *to,
+                               size_t nto, struct vl_fit_prediction *q);
+/*! vl_fit_curves of the larger of the two fits (same grids). */
+size_t vl_fit_curves_larger(const struct vl_points *p, const struct vl_fit_result *r,
+                            const struct vl_term_spec *t, size_t nt, const struct vl_fit_result *ro,
+                            const struct vl_term_spec *to, size_t nto,
+                            const struct vl_fit_prediction *pred, size_t n_pred, size_t axis,
+                            struct vl_fit_curve *c, size_t max);
+/*! The largest |larger of the two fits - y| / y over the points. */
+double vl_fit_larger_max_rel(const struct vl_points *p, const struct vl_fit_result *r,
+                             const struct vl_term_spec *t, size_t nt,
+                             const struct vl_fit_result *ro, const struct vl_term_spec *to,
+                             size_t nto);
 
 /* ---- the estimator at the same points (lib/decide/fitest.c) ------------- */
 
