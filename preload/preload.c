@@ -7,7 +7,8 @@
  * out, which is how PyTorch reaches cuMemCreate for expandable segments.
  *
  * Rules: the program gets exactly what the real call returns; no CUDA call
- * is made from here, least of all inside dlsym; a failure of ours (no
+ * is made from here but the reading of a pool's reservation after the
+ * program's own pool call returned, and never inside dlsym; a failure of ours (no
  * record, no counters) disables us, never the program; fork-safe (the
  * child starts with its own slot and table); thread-safe (one mutex around
  * the pointer table; counters are atomics). libc only. */
@@ -133,6 +134,137 @@ static void count_free(uint64_t key) {
   pthread_mutex_unlock(&lock);
 }
 
+/* ---- stream-ordered pools (cudaMallocAsync) ----------------------------
+ *
+ * What a pool holds from the driver is its reservation, not the sum of its
+ * live allocations: a freed block stays in the pool until the pool is
+ * trimmed or, above its release threshold, until a synchronisation
+ * (PyTorch's cudaMallocAsync backend sets the threshold to the maximum, so
+ * only cudaMemPoolTrimTo gives memory back, and its memory_reserved() is
+ * the pool's reservation). So an allocation from a pool goes into the table
+ * with size 0 and the pool's CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT counts
+ * instead, read again after each call that can change it. The queries are
+ * driver calls made on the program's own thread, after its call returned,
+ * and only once the program uses a pool; without the driver's pool
+ * functions the allocations count at their size, as before. */
+typedef void *CUmemoryPool;
+#define CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
+#define MAX_POOLS 32
+
+static struct {
+  CUresult (*ctx_device)(int *);
+  CUresult (*device_pool)(CUmemoryPool *, int);
+  CUresult (*attr)(CUmemoryPool, int, void *);
+} pool_api;
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static struct {
+  CUmemoryPool h;
+  uint64_t reserved;
+} pools[MAX_POOLS];
+static unsigned n_pools;         /* under lock */
+static _Atomic int pools_dirty;  /* a pool block was freed since the last reading */
+static uint64_t pools_reserved;  /* sum of the readings, under lock */
+
+typedef void *(*dlsym_fn)(void *, const char *);
+static dlsym_fn real_dlsym(void);
+
+static void pool_lookup(void) {
+  /* the driver is loaded by now (a pool call just succeeded); NOLOAD never
+   * loads it */
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  dlsym_fn d = real_dlsym();
+  if (!h || !d) return;
+  *(void **)&pool_api.ctx_device = d(h, "cuCtxGetDevice");
+  *(void **)&pool_api.device_pool = d(h, "cuDeviceGetMemPool");
+  *(void **)&pool_api.attr = d(h, "cuMemPoolGetAttribute");
+}
+
+/* Pools can be read: pool allocations count through the reservation. */
+static int pools_readable(void) {
+  pthread_once(&pool_once, pool_lookup);
+  return pool_api.attr != NULL;
+}
+
+/* The pool cudaMallocAsync draws from: the current device's current pool. */
+static CUmemoryPool current_pool(void) {
+  int dev;
+  CUmemoryPool p = NULL;
+  if (!pool_api.ctx_device || !pool_api.device_pool || pool_api.ctx_device(&dev) != 0 ||
+      pool_api.device_pool(&p, dev) != 0)
+    return NULL;
+  return p;
+}
+
+/* Set live bytes by the change of the pools' reservations. Under lock. */
+static void pools_apply(uint64_t before) {
+  uint64_t after = pools_reserved;
+  if (after >= before) {
+    uint64_t live = __atomic_add_fetch(&slot->live, after - before, __ATOMIC_RELAXED);
+    if (live > __atomic_load_n(&slot->peak, __ATOMIC_RELAXED))
+      __atomic_store_n(&slot->peak, live, __ATOMIC_RELAXED);
+  } else {
+    __atomic_sub_fetch(&slot->live, before - after, __ATOMIC_RELAXED);
+  }
+}
+
+/* Read pool p again (adding it if new); p == NULL: read every known pool. */
+static void pools_read(CUmemoryPool p) {
+  if (!pool_api.attr) return;
+  pthread_mutex_lock(&lock);
+  uint64_t before = pools_reserved;
+  unsigned from = 0, to = n_pools; /* the pools to read: [from, to) */
+  if (p) {
+    while (from < n_pools && pools[from].h != p)
+      from++;
+    if (from == n_pools && n_pools < MAX_POOLS) pools[n_pools++] = (__typeof__(pools[0])){p, 0};
+    to = from + 1 < n_pools ? from + 1 : n_pools;
+  }
+  for (unsigned k = from; k < to; k++) {
+    uint64_t v = 0;
+    if (pool_api.attr(pools[k].h, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) != 0) continue;
+    pools_reserved += v - pools[k].reserved;
+    pools[k].reserved = v;
+  }
+  pools_apply(before);
+  pthread_mutex_unlock(&lock);
+}
+
+/* A pool goes away (destroyed): what it reserved is given back. */
+static void pool_forget(CUmemoryPool p) {
+  pthread_mutex_lock(&lock);
+  uint64_t before = pools_reserved;
+  for (unsigned i = 0; i < n_pools; i++)
+    if (pools[i].h == p) {
+      pools_reserved -= pools[i].reserved;
+      pools[i] = pools[--n_pools];
+      break;
+    }
+  pools_apply(before);
+  pthread_mutex_unlock(&lock);
+}
+
+/* An allocation from a pool (NULL: the current one) succeeded. */
+static void pool_alloc(uint64_t key, uint64_t size, CUmemoryPool p) {
+  if (!pools_readable() || !(p = p ? p : current_pool())) {
+    count_alloc(key, size);
+    return;
+  }
+  count_alloc(key, 0);
+  pools_read(p);
+}
+
+/* A pool block was freed: the reservation changes at once only if the pool
+ * trims on free; otherwise at the next synchronisation (see pools_synced). */
+static void pool_free(uint64_t key) {
+  count_free(key);
+  if (pool_api.attr) atomic_store(&pools_dirty, 1);
+}
+
+static void pools_synced(void) {
+  if (atomic_load_explicit(&pools_dirty, memory_order_relaxed) && atomic_exchange(&pools_dirty, 0))
+    pools_read(NULL);
+}
+
 /* ---- the record -------------------------------------------------------- */
 
 static void write_line(const char *buf, int n) {
@@ -147,12 +279,13 @@ static void flush_counters(void) {
   char buf[256];
   int n = snprintf(buf, sizeof buf,
                    "{\"type\":\"alloc\",\"t_ns\":%llu,\"pid\":%d,\"live\":%llu,\"peak\":%llu,"
-                   "\"allocs\":%llu,\"frees\":%llu}\n",
+                   "\"allocs\":%llu,\"frees\":%llu,\"pools\":%llu}\n",
                    (unsigned long long)now_ns(), (int)getpid(),
                    (unsigned long long)__atomic_load_n(&slot->live, __ATOMIC_RELAXED),
                    (unsigned long long)__atomic_load_n(&slot->peak, __ATOMIC_RELAXED),
                    (unsigned long long)__atomic_load_n(&slot->allocs, __ATOMIC_RELAXED),
-                   (unsigned long long)__atomic_load_n(&slot->frees, __ATOMIC_RELAXED));
+                   (unsigned long long)__atomic_load_n(&slot->frees, __ATOMIC_RELAXED),
+                   (unsigned long long)__atomic_load_n(&pools_reserved, __ATOMIC_RELAXED));
   write_line(buf, n);
 }
 
@@ -206,6 +339,8 @@ static void after_fork_child(void) {
   if (table) memset(table, 0, table_cap * sizeof *table);
   table_used = 0;
   local_slot = (struct vl_counters_slot){0};
+  n_pools = 0; /* the child has none of the parent's device memory */
+  pools_reserved = 0;
   claim_slot();
   atomic_store(&flusher_started, 0);
 }
@@ -260,7 +395,6 @@ EXPORT void vl_preload_counts(uint64_t *live, uint64_t *peak) {
 
 /* ---- real symbols -------------------------------------------------------- */
 
-typedef void *(*dlsym_fn)(void *, const char *);
 static dlsym_fn real_dlsym_fn;
 
 static dlsym_fn real_dlsym(void) {
@@ -286,6 +420,10 @@ enum {
   RT_cudaMalloc3D,
   RT_cudaGetDriverEntryPoint,
   RT_cudaGetDriverEntryPointByVersion,
+  RT_cudaMemPoolTrimTo,
+  RT_cudaMemPoolDestroy,
+  RT_cudaStreamSynchronize,
+  RT_cudaDeviceSynchronize,
   RT_COUNT
 };
 static const char *const rt_names[RT_COUNT] = {"cudaMalloc",
@@ -297,7 +435,11 @@ static const char *const rt_names[RT_COUNT] = {"cudaMalloc",
                                                "cudaMallocPitch",
                                                "cudaMalloc3D",
                                                "cudaGetDriverEntryPoint",
-                                               "cudaGetDriverEntryPointByVersion"};
+                                               "cudaGetDriverEntryPointByVersion",
+                                               "cudaMemPoolTrimTo",
+                                               "cudaMemPoolDestroy",
+                                               "cudaStreamSynchronize",
+                                               "cudaDeviceSynchronize"};
 static void *rt_real[RT_COUNT];
 
 static void *rt(int i) {
@@ -346,7 +488,7 @@ EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) {
   ENTER();
   cudaError_t r = real_cudaMallocAsync(p, n, s);
   LEAVE();
-  if (outer && r == 0 && p) count_alloc((uint64_t)(uintptr_t)*p, n);
+  if (outer && r == 0 && p) pool_alloc((uint64_t)(uintptr_t)*p, n, NULL);
   return r;
 }
 
@@ -357,7 +499,7 @@ EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t poo
   ENTER();
   cudaError_t r = real_cudaMallocFromPoolAsync(p, n, pool, s);
   LEAVE();
-  if (outer && r == 0 && p) count_alloc((uint64_t)(uintptr_t)*p, n);
+  if (outer && r == 0 && p) pool_alloc((uint64_t)(uintptr_t)*p, n, pool);
   return r;
 }
 
@@ -368,7 +510,47 @@ EXPORT cudaError_t cudaFreeAsync(void *p, cudaStream_t s) {
   ENTER();
   cudaError_t r = real_cudaFreeAsync(p, s);
   LEAVE();
-  if (outer && r == 0) count_free((uint64_t)(uintptr_t)p);
+  if (outer && r == 0) pool_free((uint64_t)(uintptr_t)p);
+  return r;
+}
+
+EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
+  REAL(cudaMemPoolTrimTo, cudaError_t(*)(cudaMemPool_t, size_t));
+  if (!real_cudaMemPoolTrimTo) return 35;
+  int outer = depth == 0;
+  ENTER();
+  cudaError_t r = real_cudaMemPoolTrimTo(pool, keep);
+  LEAVE();
+  if (outer && r == 0 && pools_readable()) pools_read(pool);
+  return r;
+}
+
+EXPORT cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool) {
+  REAL(cudaMemPoolDestroy, cudaError_t(*)(cudaMemPool_t));
+  if (!real_cudaMemPoolDestroy) return 35;
+  int outer = depth == 0;
+  ENTER();
+  cudaError_t r = real_cudaMemPoolDestroy(pool);
+  LEAVE();
+  if (outer && r == 0) pool_forget(pool);
+  return r;
+}
+
+/* Synchronisations release what a pool holds above its release threshold;
+ * read the pools again only when a pool block was freed since. */
+EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  REAL(cudaStreamSynchronize, cudaError_t(*)(cudaStream_t));
+  if (!real_cudaStreamSynchronize) return 35;
+  cudaError_t r = real_cudaStreamSynchronize(s);
+  if (r == 0 && depth == 0) pools_synced();
+  return r;
+}
+
+EXPORT cudaError_t cudaDeviceSynchronize(void) {
+  REAL(cudaDeviceSynchronize, cudaError_t(*)(void));
+  if (!real_cudaDeviceSynchronize) return 35;
+  cudaError_t r = real_cudaDeviceSynchronize();
+  if (r == 0 && depth == 0) pools_synced();
   return r;
 }
 
@@ -417,6 +599,9 @@ static CUresult (*drv_cuMemAllocPitch)(CUdeviceptr *, size_t *, size_t, size_t, 
 static CUresult (*drv_cuMemCreate)(CUmemGenericAllocationHandle *, size_t, const void *,
                                    unsigned long long);
 static CUresult (*drv_cuMemRelease)(CUmemGenericAllocationHandle);
+static CUresult (*drv_cuMemAllocFromPoolAsync)(CUdeviceptr *, size_t, CUmemoryPool, void *);
+static CUresult (*drv_cuMemPoolTrimTo)(CUmemoryPool, size_t);
+static CUresult (*drv_cuMemPoolDestroy)(CUmemoryPool);
 
 /* Handles of cuMemCreate are counted apart from pointers: a handle and a
  * pointer may share a value. Keys of handles get the top bit flipped. */
@@ -434,12 +619,27 @@ static CUresult w_cuMemFree(CUdeviceptr p) {
 }
 static CUresult w_cuMemAllocAsync(CUdeviceptr *p, size_t n, void *s) {
   CUresult r = drv_cuMemAllocAsync(p, n, s);
-  if (r == 0 && p && !depth) count_alloc(*p, n);
+  if (r == 0 && p && !depth) pool_alloc(*p, n, NULL);
+  return r;
+}
+static CUresult w_cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, void *s) {
+  CUresult r = drv_cuMemAllocFromPoolAsync(p, n, pool, s);
+  if (r == 0 && p && !depth) pool_alloc(*p, n, pool);
   return r;
 }
 static CUresult w_cuMemFreeAsync(CUdeviceptr p, void *s) {
   CUresult r = drv_cuMemFreeAsync(p, s);
-  if (r == 0 && !depth) count_free(p);
+  if (r == 0 && !depth) pool_free(p);
+  return r;
+}
+static CUresult w_cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
+  CUresult r = drv_cuMemPoolTrimTo(pool, keep);
+  if (r == 0 && !depth && pools_readable()) pools_read(pool);
+  return r;
+}
+static CUresult w_cuMemPoolDestroy(CUmemoryPool pool) {
+  CUresult r = drv_cuMemPoolDestroy(pool);
+  if (r == 0 && !depth) pool_forget(pool);
   return r;
 }
 static CUresult w_cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned f) {
@@ -472,7 +672,9 @@ static void *wrap_driver(const char *name, void *real) {
   if (real == (void *)w_cuMemAlloc || real == (void *)w_cuMemFree ||
       real == (void *)w_cuMemAllocAsync || real == (void *)w_cuMemFreeAsync ||
       real == (void *)w_cuMemAllocManaged || real == (void *)w_cuMemAllocPitch ||
-      real == (void *)w_cuMemCreate || real == (void *)w_cuMemRelease)
+      real == (void *)w_cuMemCreate || real == (void *)w_cuMemRelease ||
+      real == (void *)w_cuMemAllocFromPoolAsync || real == (void *)w_cuMemPoolTrimTo ||
+      real == (void *)w_cuMemPoolDestroy)
     return real;
   size_t n = strlen(name);
   /* entry point names come with or without the _v2 suffix */
@@ -482,7 +684,10 @@ static void *wrap_driver(const char *name, void *real) {
     *(void **)&var = real;                                                                         \
     return (void *)fn;                                                                             \
   }
+  WRAP("cuMemAllocFromPoolAsync", drv_cuMemAllocFromPoolAsync, w_cuMemAllocFromPoolAsync)
   WRAP("cuMemAllocAsync", drv_cuMemAllocAsync, w_cuMemAllocAsync)
+  WRAP("cuMemPoolTrimTo", drv_cuMemPoolTrimTo, w_cuMemPoolTrimTo)
+  WRAP("cuMemPoolDestroy", drv_cuMemPoolDestroy, w_cuMemPoolDestroy)
   WRAP("cuMemAllocManaged", drv_cuMemAllocManaged, w_cuMemAllocManaged)
   WRAP("cuMemAllocPitch", drv_cuMemAllocPitch, w_cuMemAllocPitch)
   WRAP("cuMemAlloc", drv_cuMemAlloc, w_cuMemAlloc)

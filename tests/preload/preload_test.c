@@ -20,6 +20,12 @@ cudaError_t cudaMalloc(void **p, size_t n);
 cudaError_t cudaFree(void *p);
 cudaError_t cudaMallocAsync(void **p, size_t n, void *s);
 cudaError_t cudaFreeAsync(void *p, void *s);
+cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, void *pool, void *s);
+cudaError_t cudaMemPoolTrimTo(void *pool, size_t keep);
+cudaError_t cudaMemPoolCreate(void **pool, const void *props);
+cudaError_t cudaMemPoolDestroy(void *pool);
+cudaError_t cudaDeviceGetMemPool(void **pool, int dev);
+cudaError_t cudaDeviceSynchronize(void);
 cudaError_t cudaGetDriverEntryPoint(const char *sym, void **pfn, unsigned long long f, void *st);
 
 typedef void (*counts_fn)(uint64_t *, uint64_t *);
@@ -105,9 +111,36 @@ int main(int argc, char **argv) {
   void *a, *b;
   CHECK(cudaMalloc(&a, 1 << 20) == 0);
   CHECK(live() == 1 << 20);
+  /* the stream-ordered allocator: what the pool reserves counts (2 MiB
+   * chunks in the stub driver), not the blocks handed out, and a freed
+   * block stays reserved until the pool is trimmed */
+  const uint64_t M = 1u << 20;
   CHECK(cudaMallocAsync(&b, 3000, NULL) == 0);
-  CHECK(live() == (1 << 20) + 3000);
+  CHECK(live() == M + 2 * M);
+  void *big;
+  CHECK(cudaMallocAsync(&big, 5 * M, NULL) == 0);
+  CHECK(live() == M + 6 * M); /* 5 MiB + 3000 B in 2 MiB chunks */
+  CHECK(cudaFreeAsync(big, NULL) == 0);
+  CHECK(cudaDeviceSynchronize() == 0);
+  CHECK(live() == M + 6 * M); /* still reserved, as memory_reserved() says */
+  void *pool;
+  CHECK(cudaDeviceGetMemPool(&pool, 0) == 0);
+  CHECK(cudaMemPoolTrimTo(pool, 0) == 0);
+  CHECK(live() == M + 2 * M); /* the 3000 B block keeps one chunk */
   CHECK(cudaFreeAsync(b, NULL) == 0);
+  CHECK(cudaMemPoolTrimTo(pool, 0) == 0);
+  CHECK(live() == M);
+  /* a pool of the program's own, then destroyed */
+  void *own, *d1;
+  CHECK(cudaMemPoolCreate(&own, NULL) == 0);
+  CHECK(cudaMallocFromPoolAsync(&d1, 3 * M, own, NULL) == 0);
+  CHECK(live() == M + 4 * M);
+  CHECK(cudaFreeAsync(d1, NULL) == 0);
+  CHECK(cudaMemPoolDestroy(own) == 0);
+  CHECK(live() == M);
+  uint64_t l0, pk0;
+  counts(&l0, &pk0);
+  CHECK(pk0 == M + 6 * M);
   CHECK(cudaFree(a) == 0);
   CHECK(live() == 0);
   CHECK(cudaFree(NULL) == 0); /* freeing what we never saw changes nothing */

@@ -40,6 +40,86 @@ CUresult cuMemMap(CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHan
   return 0;
 }
 
+/* Stream-ordered pools, as the driver keeps them with the release
+ * threshold at its maximum (PyTorch's setting): a pool reserves 2 MiB
+ * chunks as its use grows and keeps freed blocks until trimmed. */
+#define CHUNK (2ull << 20)
+struct stub_pool {
+  unsigned long long used, reserved;
+};
+static struct stub_pool stub_pools[4]; /* [0]: the device's default pool */
+static int stub_pools_made = 1;
+static struct {
+  CUdeviceptr p;
+  size_t n;
+  struct stub_pool *pool;
+} blocks[256];
+
+static CUresult pool_take(CUdeviceptr *p, size_t n, struct stub_pool *pl) {
+  for (int i = 0; i < 256; i++)
+    if (!blocks[i].p) {
+      void *m = malloc(n ? n : 1);
+      if (!m) return 2;
+      *p = blocks[i].p = (CUdeviceptr)(uintptr_t)m;
+      blocks[i].n = n, blocks[i].pool = pl;
+      pl->used += n;
+      unsigned long long need = (pl->used + CHUNK - 1) / CHUNK * CHUNK;
+      if (need > pl->reserved) pl->reserved = need;
+      return 0;
+    }
+  return 2;
+}
+CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, void *s) {
+  (void)s;
+  return pool_take(p, n, &stub_pools[0]);
+}
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, void *pool, void *s) {
+  (void)s;
+  return pool_take(p, n, pool);
+}
+CUresult cuMemFreeAsync(CUdeviceptr p, void *s) {
+  (void)s;
+  for (int i = 0; i < 256; i++)
+    if (blocks[i].p == p) {
+      blocks[i].pool->used -= blocks[i].n; /* the pool keeps the memory */
+      free((void *)(uintptr_t)p);
+      blocks[i].p = 0;
+      return 0;
+    }
+  return 1;
+}
+CUresult cuMemPoolTrimTo(void *pool, size_t keep) {
+  struct stub_pool *pl = pool;
+  unsigned long long floor = (pl->used + CHUNK - 1) / CHUNK * CHUNK;
+  unsigned long long k = keep < pl->reserved ? keep : pl->reserved;
+  pl->reserved = floor > k ? floor : k;
+  return 0;
+}
+CUresult cuMemPoolGetAttribute(void *pool, int attr, void *v) {
+  if (attr != 5) return 1; /* only CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT here */
+  *(unsigned long long *)v = ((struct stub_pool *)pool)->reserved;
+  return 0;
+}
+CUresult cuMemPoolCreate(void **pool, const void *props) {
+  (void)props;
+  if (stub_pools_made == 4) return 2;
+  *pool = &stub_pools[stub_pools_made++];
+  return 0;
+}
+CUresult cuMemPoolDestroy(void *pool) {
+  *(struct stub_pool *)pool = (struct stub_pool){0, 0};
+  return 0;
+}
+CUresult cuCtxGetDevice(int *dev) {
+  *dev = 0;
+  return 0;
+}
+CUresult cuDeviceGetMemPool(void **pool, int dev) {
+  if (dev != 0) return 101; /* CUDA_ERROR_INVALID_DEVICE */
+  *pool = &stub_pools[0];
+  return 0;
+}
+
 CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags,
                              void *st) {
   (void)ver, (void)flags, (void)st;
@@ -50,7 +130,13 @@ CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long
              {"cuMemFree", (void *)cuMemFree_v2},
              {"cuMemCreate", (void *)cuMemCreate},
              {"cuMemRelease", (void *)cuMemRelease},
-             {"cuMemMap", (void *)cuMemMap}};
+             {"cuMemMap", (void *)cuMemMap},
+             {"cuMemAllocAsync", (void *)cuMemAllocAsync},
+             {"cuMemAllocFromPoolAsync", (void *)cuMemAllocFromPoolAsync},
+             {"cuMemFreeAsync", (void *)cuMemFreeAsync},
+             {"cuMemPoolTrimTo", (void *)cuMemPoolTrimTo},
+             {"cuMemPoolCreate", (void *)cuMemPoolCreate},
+             {"cuMemPoolDestroy", (void *)cuMemPoolDestroy}};
   for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
     if (strcmp(sym, tab[i].name) == 0) {
       *pfn = tab[i].fn;
