@@ -161,9 +161,9 @@ static struct {
   CUmemoryPool h;
   uint64_t reserved;
 } pools[MAX_POOLS];
-static unsigned n_pools;         /* under lock */
-static _Atomic int pools_dirty;  /* a pool block was freed since the last reading */
-static uint64_t pools_reserved;  /* sum of the readings, under lock */
+static unsigned n_pools;        /* under lock */
+static _Atomic int pools_dirty; /* a pool block was freed since the last reading */
+static uint64_t pools_reserved; /* sum of the readings, under lock */
 
 typedef void *(*dlsym_fn)(void *, const char *);
 static dlsym_fn real_dlsym(void);

@@ -78,8 +78,8 @@ cudaError_t cudaMemPoolDestroy(void *pool) { return load() ? 35 : drv_pool_destr
 cudaError_t cudaDeviceGetMemPool(void **pool, int dev) {
   if (load()) return 35;
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  CUresult (*get)(void **, int) = lib ? (CUresult(*)(void **, int))dlsym(lib, "cuDeviceGetMemPool")
-                                      : NULL;
+  CUresult (*get)(void **, int) =
+      lib ? (CUresult(*)(void **, int))dlsym(lib, "cuDeviceGetMemPool") : NULL;
   return get && get(pool, dev) == 0 ? 0 : 1;
 }
 cudaError_t cudaDeviceSynchronize(void) { return 0; }
