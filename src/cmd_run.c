@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -281,7 +282,7 @@ static unsigned visible_gpus(struct vl_nvml *nv, const struct vl_gpu_sample *all
 /* Live bytes of the job's processes. A process that exited took its
  * allocations with it (the driver frees them): its slot no longer counts,
  * and is handed back for the next process once its peak is kept. */
-static uint64_t read_counters(struct vl_counters *c, uint64_t *peak) {
+static uint64_t read_counters(struct vl_counters *c, uint64_t *peak, bool reap) {
   uint64_t live = 0;
   for (unsigned i = 0; i < VL_COUNTERS_SLOTS; i++) {
     struct vl_counters_slot *s = &c->slot[i];
@@ -289,7 +290,7 @@ static uint64_t read_counters(struct vl_counters *c, uint64_t *peak) {
     if (!pid) continue;
     uint64_t p = __atomic_load_n(&s->peak, __ATOMIC_RELAXED);
     if (p > *peak) *peak = p;
-    if (kill((pid_t)pid, 0) == 0 || errno == EPERM) {
+    if (!reap || kill((pid_t)pid, 0) == 0 || errno == EPERM) {
       live += __atomic_load_n(&s->live, __ATOMIC_RELAXED);
       continue;
     }
@@ -525,6 +526,7 @@ int cmd_run(int argc, const char **argv) {
   uint64_t slot_peak = 0;
   uint64_t peak_tree = 0, peak_t = 0, peak_alloc = 0, ctx_at_peak = 0;
   unsigned peak_procs = 0;
+  uint64_t n_samples = 0;
   int status = 0;
   bool done = false;
   struct timespec next;
@@ -534,7 +536,7 @@ int cmd_run(int argc, const char **argv) {
     if (w == pid) done = true; /* one last sample below */
     uint64_t t = now_ns();
     uint64_t alloc = 0;
-    if (ctr) alloc = read_counters(ctr, &slot_peak);
+    if (ctr) alloc = read_counters(ctr, &slot_peak, true);
     json_t *s = json_object();
     json_object_set_new(s, "type", json_string("sample"));
     json_object_set_new(s, "t_ns", json_integer((json_int_t)t));
@@ -581,7 +583,7 @@ int cmd_run(int argc, const char **argv) {
      * between would show in NVML but not in the counters and be taken for
      * context. Read the counters again and keep the larger. */
     if (ctr) {
-      uint64_t again = read_counters(ctr, &slot_peak);
+      uint64_t again = read_counters(ctr, &slot_peak, false); /* reaped a moment ago */
       if (again > alloc) alloc = again;
     }
     json_object_set_new(s, "tree_bytes", json_integer((json_int_t)tree));
@@ -589,6 +591,7 @@ int cmd_run(int argc, const char **argv) {
     json_object_set_new(s, "other_bytes", json_integer((json_int_t)other));
     json_object_set_new(s, "cuda_alloc_bytes", json_integer((json_int_t)alloc));
     put(s);
+    n_samples++;
     /* without NVML the driver-allocated bytes stand in (they are less) */
     if (guard && !fired && (nv ? gpu_max : alloc) > guard) {
       fired = true;
@@ -620,7 +623,7 @@ int cmd_run(int argc, const char **argv) {
     sigaction(fwd[i], &old[i], NULL);
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   /* a process's own peak is exact, samples may fall between its peaks */
-  if (ctr) read_counters(ctr, &slot_peak);
+  if (ctr) read_counters(ctr, &slot_peak, true);
   if (slot_peak > peak_alloc) peak_alloc = slot_peak;
   json_t *ex = json_object();
   uint64_t end = now_ns();
@@ -629,6 +632,14 @@ int cmd_run(int argc, const char **argv) {
   json_object_set_new(ex, "status", json_integer(code));
   if (WIFSIGNALED(status)) json_object_set_new(ex, "signal", json_integer(WTERMSIG(status)));
   json_object_set_new(ex, "wall_ns", json_integer((json_int_t)(end - start_ns)));
+  /* what watching cost: vramledger's own CPU time (not the job's) */
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) == 0) {
+    uint64_t cpu = ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+                   ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+    json_object_set_new(ex, "sampler_cpu_ns", json_integer((json_int_t)cpu));
+  }
+  json_object_set_new(ex, "samples", json_integer((json_int_t)n_samples));
   tput_close(&tw);
   put(ex);
   close(record_fd);

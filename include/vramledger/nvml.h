@@ -47,7 +47,10 @@ int vl_nvml_cuda_driver(const struct vl_nvml *n);
 vl_status vl_nvml_sample(struct vl_nvml *n, unsigned index, struct vl_gpu_sample *s) VL_MUST_USE;
 
 /*! Compute processes on one GPU (running processes v3 -> v2 -> v1).
- * Writes at most cap entries; *count is how many there were.
+ * Writes at most cap entries; *count is how many there were. The list is
+ * read from NVML again only when the GPU's used memory (from the last
+ * vl_nvml_sample of that GPU) moved or the last reading is 100 ms old;
+ * otherwise the last reading is returned (no NVML call).
  * @return VL_OK, VL_EIO. */
 vl_status vl_nvml_processes(struct vl_nvml *n, unsigned index, struct vl_proc_sample *buf,
                             unsigned cap, unsigned *count) VL_MUST_USE;

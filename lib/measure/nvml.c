@@ -60,7 +60,16 @@ struct vl_nvml {
   int cuda_driver;            /* 13000 for CUDA 13.0; 0 unknown */
   uint64_t util_ns[MAX_GPUS]; /* when utilisation was last read */
   unsigned util_gpu[MAX_GPUS], util_mem[MAX_GPUS];
+  /* the process list as last read: read again when the GPU's used memory
+   * moved or PROCS_MAX_AGE_NS passed (see vl_nvml_processes) */
+  uint64_t used_now[MAX_GPUS]; /* used bytes at the last vl_nvml_sample */
+  uint64_t procs_used[MAX_GPUS], procs_ns[MAX_GPUS];
+  struct vl_proc_sample *procs[MAX_GPUS]; /* PROCS_CAP each, or NULL */
+  unsigned n_procs[MAX_GPUS];
 };
+
+#define PROCS_CAP 1024u
+#define PROCS_MAX_AGE_NS 100000000ull
 
 static void *sym(void *lib, const char *name) { return dlsym(lib, name); }
 
@@ -147,9 +156,17 @@ vl_status vl_nvml_open(struct vl_nvml **out, struct vl_err *err) {
 
 void vl_nvml_close(struct vl_nvml *n) {
   if (!n) return;
+  for (unsigned i = 0; i < MAX_GPUS; i++)
+    vl_free(n->procs[i]);
   if (n->shutdown) n->shutdown();
   if (n->lib) dlclose(n->lib);
   vl_free(n);
+}
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 unsigned vl_nvml_count(const struct vl_nvml *n) { return n ? n->count : 0; }
@@ -182,11 +199,10 @@ vl_status vl_nvml_sample(struct vl_nvml *n, unsigned index, struct vl_gpu_sample
     }
   }
   if (r != NVML_SUCCESS) return VL_EIO;
+  n->used_now[index] = s->used_bytes;
   /* NVML averages utilisation over 1/6 s to 1 s: reading it more often
    * than every 100 ms only costs ioctls (measured: the sampler at 100 Hz) */
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  uint64_t now = mono_ns();
   if (!n->util_ns[index] || now - n->util_ns[index] >= 100000000ull) {
     nvmlUtilization u;
     if (n->util && n->util(d, &u) == NVML_SUCCESS) {
@@ -202,10 +218,45 @@ vl_status vl_nvml_sample(struct vl_nvml *n, unsigned index, struct vl_gpu_sample
   return VL_OK;
 }
 
+static vl_status read_processes(struct vl_nvml *n, unsigned index, struct vl_proc_sample *buf,
+                                unsigned cap, unsigned *count);
+
+/* The process list costs several driver calls; at 100 Hz it set the
+ * sampler's CPU time. A process's memory cannot change without the GPU's
+ * used memory changing, so the list is read again only when the used bytes
+ * of the last vl_nvml_sample differ from those of the last reading, or the
+ * reading is PROCS_MAX_AGE_NS old (a process that came and went with the
+ * same bytes, or two that traded bytes, shows within that time). */
 vl_status vl_nvml_processes(struct vl_nvml *n, unsigned index, struct vl_proc_sample *buf,
                             unsigned cap, unsigned *count) {
   *count = 0;
   if (index >= n->count) return VL_EINVAL;
+  uint64_t now = mono_ns();
+  if (!n->procs[index]) n->procs[index] = vl_calloc(PROCS_CAP, sizeof *n->procs[index]);
+  struct vl_proc_sample *c = n->procs[index];
+  if (!c) return read_processes(n, index, buf, cap, count);
+  if (!n->procs_ns[index] || n->used_now[index] != n->procs_used[index] ||
+      now - n->procs_ns[index] >= PROCS_MAX_AGE_NS) {
+    unsigned k = 0;
+    vl_status st = read_processes(n, index, c, PROCS_CAP, &k);
+    if (st != VL_OK) {
+      n->procs_ns[index] = 0;
+      return st;
+    }
+    n->n_procs[index] = k;
+    n->procs_used[index] = n->used_now[index];
+    n->procs_ns[index] = now;
+  }
+  unsigned k = n->n_procs[index];
+  for (unsigned i = 0; i < k && i < cap && i < PROCS_CAP; i++)
+    buf[i] = c[i];
+  *count = k;
+  return VL_OK;
+}
+
+static vl_status read_processes(struct vl_nvml *n, unsigned index, struct vl_proc_sample *buf,
+                                unsigned cap, unsigned *count) {
+  *count = 0;
   enum { CAP = 1024 };
   static __thread nvmlProcessInfo_v2 v2[CAP]; /* per sampling thread; 24 KiB */
   unsigned c = CAP;
