@@ -74,12 +74,24 @@ static int mfu_from_run(const char *run, const struct vl_arch *arch, const struc
 }
 
 int cmd_plan(int argc, const char **argv) {
-  static const char *const names[] = {
-      "--tokens", "--global-batch",   "--gpus",         "--max-gpus",      "--deadline-hours",
-      "--budget", "--value-per-hour", "--late-penalty", "--mfu",           "--top",
-      "--prices", "--format",         "--run",          "--dp-efficiency", "--offload-slowdown",
-      NULL};
-  const char *val[15];
+  static const char *const names[] = {"--tokens",
+                                      "--global-batch",
+                                      "--gpus",
+                                      "--max-gpus",
+                                      "--deadline-hours",
+                                      "--budget",
+                                      "--value-per-hour",
+                                      "--late-penalty",
+                                      "--mfu",
+                                      "--top",
+                                      "--prices",
+                                      "--format",
+                                      "--run",
+                                      "--dp-efficiency",
+                                      "--offload-slowdown",
+                                      "--qlora-slowdown",
+                                      NULL};
+  const char *val[16];
   struct est e;
   int rc = est_parse_with(argc, argv, names, val, &e);
   if (rc) return rc;
@@ -108,7 +120,8 @@ int cmd_plan(int argc, const char **argv) {
       (val[8] && (rc = cli_double("mfu", val[8], 0.001, 1, &q.mfu))) ||
       (val[9] && (rc = cli_u64("top", val[9], 1, 1000000, &top))) ||
       (val[13] && (rc = cli_double("dp-efficiency", val[13], 0.05, 1, &q.dp_efficiency))) ||
-      (val[14] && (rc = cli_double("offload-slowdown", val[14], 1, 100, &q.offload_slowdown))))
+      (val[14] && (rc = cli_double("offload-slowdown", val[14], 1, 100, &q.offload_slowdown))) ||
+      (val[15] && (rc = cli_double("qlora-slowdown", val[15], 1, 100, &q.qlora_slowdown))))
     return rc;
   int fmt = 0; /* plan's own --format: estimate's three and html */
   static const char *const formats[] = {"text", "json", "md", "html", NULL};

@@ -25,6 +25,8 @@ struct vl_plan_query {
   double overlap;          /* communication hidden, as a fraction of compute time; 1.0 */
   double offload_slowdown; /* a step with the optimizer offloaded to the CPU takes this many
                             * times as long; 4 (seed 001 §6.2: "3 to 5 times slower") */
+  double qlora_slowdown;   /* > 0: a QLoRA step takes this many times as long as LoRA's
+                            * (measured); 0: the dequantisation traffic at HBM bandwidth */
   double dp_efficiency;    /* > 0: measured data-parallel scaling (step time on one GPU / on
                             * several, the same micro-batch a GPU) replaces the gradient
                             * communication model for dp > 1; 0: modelled */
@@ -43,11 +45,13 @@ struct vl_plan_candidate {
   unsigned count, dp, tp, pp, zero;
   enum vl_ckpt checkpointing;
   enum vl_offload offload; /* ZeRO-Offload of the optimizer states (and parameters) */
+  bool qlora;              /* the frozen base in 4 bits (NF4) */
   uint64_t micro_batch, grad_accum;
   uint64_t peak_bytes_per_gpu;
   uint64_t host_bytes; /* CPU memory the offloaded states take, per GPU */
   double memory_share; /* peak / card */
   double compute_s, comm_s, step_s;
+  double dequant_s;  /* QLoRA: the dequantisation traffic a step (lower bound) */
   double efficiency; /* compute-only time / step time */
   double hours, cost_usd, net_value_usd;
   bool pareto, meets_deadline, within_budget;
@@ -68,6 +72,7 @@ struct vl_plan_result {
 
 /*! Search GPU x count x tensor parallelism x pipeline x ZeRO stage x
  * optimizer offload (when the base job has none) x checkpointing x
+ * QLoRA (beside LoRA, when the base job has LoRA) x
  * micro-batch (x accumulation to the global batch); keep what fits with the
  * margin; time it from 6ND (+2ND recomputed) over count x peak x MFU plus
  * the gradient all-reduce over the interconnect; price it; rank by cost (or

@@ -8,7 +8,8 @@
  * parallelism four all-reduces of a micro-batch's activations per layer.
  * The published MFU is measured on whole jobs, communication included: only
  * communication beyond what compute hides (overlap x compute time) is
- * added. Memory: vl_bill_compute. */
+ * added. QLoRA pays at least its dequantisation traffic at HBM bandwidth.
+ * Memory: vl_bill_compute. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,147 @@ static int by_time(const void *x, const void *y) {
   return (a->cost_usd > b->cost_usd) - (a->cost_usd < b->cost_usd);
 }
 
+/* What one search varies besides the layout and the micro-batch: the
+ * optimizer's place (offloaded to the CPU, tried when the job does not
+ * say), checkpointing, and a 4-bit base (QLoRA, tried beside LoRA when the
+ * job has LoRA and did not ask for QLoRA itself). */
+struct variant {
+  enum vl_offload offload;
+  enum vl_ckpt ckpt;
+  bool qlora;
+};
+
+static int variants(const struct vl_job *base, struct variant *v) {
+  int n = 0;
+  int n_off = base->offload == VL_OFFLOAD_NONE ? 2 : 1;
+  int n_q = base->lora_rank && !base->qlora ? 2 : 1;
+  for (int off = 0; off < n_off; off++)
+    for (int ck = 0; ck < 2; ck++)
+      for (int ql = 0; ql < n_q; ql++)
+        v[n++] = (struct variant){off ? VL_OFFLOAD_OPTIMIZER : base->offload,
+                                  ck ? VL_CKPT_FULL : VL_CKPT_NONE, base->qlora || ql};
+  return n;
+}
+
+/* Weights a QLoRA base keeps in 4 bits: the layers' linear weights (as
+ * the bill quantises them, lib/model/bill.c). */
+static double quantised_params(const struct vl_inventory *inv) {
+  double q = 0;
+  for (int i = 0; i < inv->n; i++)
+    if (inv->t[i].kind == VL_T_LINEAR && inv->t[i].per_layer)
+      q += (double)inv->t[i].rows * (double)inv->t[i].cols * (double)inv->t[i].count;
+  return q;
+}
+
+/* The search's fixed figures, shared by every candidate. */
+struct search {
+  const struct vl_plan_query *q;
+  const struct vl_overheads *ov;
+  const struct vl_inventory *inv;
+  double P;  /* active parameters */
+  double Pq; /* parameters a QLoRA base quantises */
+  double tokens_per_step;
+  struct vl_bill *bill;
+  struct vl_plan_result *r;
+  size_t cap;
+};
+
+/* Time one optimizer step of job j on count x g (compute, communication,
+ * offload and dequantisation), in seconds. */
+static void step_time(const struct search *S, const struct vl_gpu *g, unsigned count,
+                      const struct vl_job *j, struct vl_plan_candidate *c) {
+  const struct vl_plan_query *q = S->q;
+  double fwd_bwd = j->lora_rank ? 4.0 : 6.0;
+  if (j->checkpointing == VL_CKPT_FULL) fwd_bwd += 2.0;
+  double compute =
+      fwd_bwd * S->P * S->tokens_per_step / ((double)count * peak_tflops(g, j) * 1e12 * q->mfu);
+  /* a pipeline idles (pp-1) of its (m + pp-1) slots, m micro-batches a step
+   * (1F1B; Narayanan et al. 2021, the bubble) */
+  if (j->pp > 1) compute *= (double)(j->grad_accum + j->pp - 1) / (double)j->grad_accum;
+  double link = g->link_gb_s > 0 ? g->link_gb_s : 16.0;
+  double bw = (count <= q->gpus_per_node ? link : fmin(link, q->inter_node_gb_s)) * 1e9;
+  double dp = j->dp, tp = j->tp;
+  double grad_bytes = (double)S->bill->trainable_params * 2.0 / tp; /* bf16 buckets */
+  double comm = dp > 1 ? 2.0 * (dp - 1) / dp * grad_bytes / bw : 0.0;
+  if (j->zero == 3) comm += 2.0 * (dp - 1) / dp * (double)S->inv->total * 2.0 / tp / bw;
+  /* a measured scaling efficiency stands for the data-parallel traffic:
+   * compute / efficiency, the modelled gradients not added */
+  bool measured = q->dp_efficiency > 0 && dp > 1;
+  if (measured) comm = 0;
+  if (j->pp > 1) /* activations and their gradients across each stage boundary */
+    comm += 2.0 * (double)j->grad_accum * (double)j->batch * (double)j->seq *
+            (double)q->arch->hidden * 2.0 * (j->pp - 1) / (link * 1e9);
+  if (tp > 1)
+    comm += 4.0 * (double)q->arch->layers * (double)j->grad_accum * (double)j->batch *
+            (double)j->seq * (double)q->arch->hidden * 2.0 * 2.0 * (tp - 1) / tp / (link * 1e9);
+  c->compute_s = compute;
+  c->comm_s = comm;
+  /* the published MFU already includes the communication a well-tuned job
+   * hides behind compute: only what exceeds the hidden share is added */
+  c->step_s =
+      (measured ? compute / q->dp_efficiency : compute) + fmax(0.0, comm - q->overlap * compute);
+  if (j->offload != VL_OFFLOAD_NONE) c->step_s *= q->offload_slowdown;
+  if (j->qlora) {
+    /* bitsandbytes dequantises each 4-bit weight to the compute type before
+     * its matmul, in forward, backward and any recomputation: 0.5 B read
+     * and 2 B written a weight (the matmul's own read LoRA pays too), at
+     * the card's HBM bandwidth. A lower bound (kernels do not reach the
+     * peak); --qlora-slowdown replaces it with a measured factor. */
+    double passes = j->checkpointing == VL_CKPT_FULL ? 3.0 : 2.0;
+    double hbm = (g->hbm_gb_s > 0 ? g->hbm_gb_s : 1000.0) * 1e9;
+    c->dequant_s = (double)j->grad_accum * passes * S->Pq / (tp * (double)j->pp) * 2.5 / hbm;
+    c->step_s = q->qlora_slowdown > 0 ? c->step_s * q->qlora_slowdown : c->step_s + c->dequant_s;
+  }
+}
+
+/* Estimate job j on count x g; keep it when it fits. @return false when it
+ * does not fit (larger micro-batches need more), VL_ENOMEM in *st. */
+static bool consider(struct search *S, const struct vl_gpu *g, unsigned count, struct vl_job *j,
+                     vl_status *st) {
+  const struct vl_plan_query *q = S->q;
+  struct vl_plan_result *r = S->r;
+  r->evaluated++;
+  if (vl_bill_compute(q->arch, j, S->ov, S->bill, NULL) != VL_OK) return false;
+  struct vl_fit fit;
+  vl_fit_check(S->bill->total_bytes, g, q->margin, &fit);
+  if (!fit.fits) return false;
+  if (r->n == S->cap) {
+    void *p = vl_realloc(r->c, S->cap * 2 * sizeof *r->c);
+    if (!p) {
+      *st = VL_ENOMEM;
+      return false;
+    }
+    r->c = p;
+    S->cap *= 2;
+  }
+  struct vl_plan_candidate *c = &r->c[r->n++];
+  memset(c, 0, sizeof *c);
+  c->gpu = g;
+  c->count = count;
+  c->dp = j->dp;
+  c->tp = j->tp;
+  c->pp = j->pp;
+  c->zero = j->zero;
+  c->checkpointing = j->checkpointing;
+  c->offload = j->offload;
+  c->qlora = j->qlora;
+  c->micro_batch = j->batch;
+  c->grad_accum = j->grad_accum;
+  c->peak_bytes_per_gpu = S->bill->total_bytes;
+  c->host_bytes = S->bill->host_bytes;
+  c->memory_share = (double)S->bill->total_bytes / (double)g->memory_bytes;
+  step_time(S, g, count, j, c);
+  c->efficiency = c->compute_s / c->step_s;
+  c->hours = (double)r->steps * c->step_s / 3600.0;
+  c->cost_usd = c->hours * count * g->usd_per_hour;
+  c->meets_deadline = q->deadline_hours <= 0 || c->hours <= q->deadline_hours;
+  c->within_budget = q->budget_usd <= 0 || c->cost_usd <= q->budget_usd;
+  /* value: what the business gives up per hour, plus a late penalty */
+  double late = q->deadline_hours > 0 && c->hours > q->deadline_hours ? q->late_penalty_usd : 0;
+  c->net_value_usd = -(c->cost_usd + c->hours * q->value_per_hour + late);
+  return true;
+}
+
 vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overheads *ov,
                          struct vl_plan_result *r, struct vl_err *err) {
   memset(r, 0, sizeof *r);
@@ -97,20 +239,24 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
   vl_status s = vl_inventory_build(q->arch, &inv, err);
   if (s != VL_OK) return s;
   const double P = active_params(q->arch, &inv);
-  const double tokens_per_step = (double)q->global_batch * (double)q->base.seq;
-  r->steps = (uint64_t)ceil((double)q->tokens / tokens_per_step);
-  size_t cap = 4096;
-  r->c = vl_malloc(cap * sizeof *r->c);
-  struct vl_bill *bill = vl_malloc(sizeof *bill);
-  if (!r->c || !bill) {
-    vl_free(bill);
-    vl_plan_release(r);
-    return vl__fail(err, VL_ENOMEM, "out of memory planning");
-  }
-  for (size_t gi = 0; gi < q->n_gpus; gi++) {
+  struct search S = {.q = q,
+                     .ov = ov,
+                     .inv = &inv,
+                     .P = P,
+                     .Pq = quantised_params(&inv),
+                     .tokens_per_step = (double)q->global_batch * (double)q->base.seq,
+                     .r = r,
+                     .cap = 4096};
+  r->steps = (uint64_t)ceil((double)q->tokens / S.tokens_per_step);
+  r->c = vl_malloc(S.cap * sizeof *r->c);
+  S.bill = vl_malloc(sizeof *S.bill);
+  struct variant var[8];
+  int n_var = variants(&q->base, var);
+  vl_status st = r->c && S.bill ? VL_OK : VL_ENOMEM;
+  for (size_t gi = 0; gi < q->n_gpus && st == VL_OK; gi++) {
     const struct vl_gpu *g = &q->gpus[gi];
     if (g->bf16_tflops <= 0) continue;
-    for (unsigned count = 1; count <= q->max_gpus; count *= 2) {
+    for (unsigned count = 1; count <= q->max_gpus && st == VL_OK; count *= 2)
       for (unsigned tp = 1; tp <= 8 && tp <= count && tp <= q->gpus_per_node; tp *= 2)
         for (unsigned pp = 1; pp <= 8 && tp * pp <= count; pp *= 2) {
           if (count % (tp * pp) || q->arch->heads % tp || q->arch->layers % pp) continue;
@@ -118,103 +264,29 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
           for (unsigned zero = 0; zero <= 3; zero++) {
             if (zero && dp < 2) break;
             if (pp > 1 && zero > 1) break; /* pipelines shard the optimizer at most (ZeRO-1) */
-            /* the optimizer offloaded to the CPU: tried when the job does not
-             * say (the base's own choice otherwise) */
-            int n_off = q->base.offload == VL_OFFLOAD_NONE ? 2 : 1;
-            for (int off = 0; off < n_off; off++)
-              for (int ck = 0; ck < 2; ck++) {
-                enum vl_ckpt ckpt = ck ? VL_CKPT_FULL : VL_CKPT_NONE;
-                enum vl_offload offload = off ? VL_OFFLOAD_OPTIMIZER : q->base.offload;
-                for (uint64_t mb = 1; mb * dp <= q->global_batch; mb *= 2) {
-                  if (q->global_batch % (mb * dp)) continue;
-                  struct vl_job j = q->base;
-                  j.batch = mb;
-                  j.dp = dp;
-                  j.tp = tp;
-                  j.pp = pp;
-                  j.zero = zero;
-                  j.checkpointing = ckpt;
-                  j.offload = offload;
-                  j.grad_accum = q->global_batch / (mb * dp);
-                  r->evaluated++;
-                  if (vl_bill_compute(q->arch, &j, ov, bill, NULL) != VL_OK) break;
-                  struct vl_fit fit;
-                  vl_fit_check(bill->total_bytes, g, q->margin, &fit);
-                  if (!fit.fits) break; /* larger micro-batches need more */
-                  /* time of one optimizer step */
-                  double fwd_bwd = j.lora_rank ? 4.0 : 6.0;
-                  if (ckpt == VL_CKPT_FULL) fwd_bwd += 2.0;
-                  double compute = fwd_bwd * P * tokens_per_step /
-                                   ((double)count * peak_tflops(g, &j) * 1e12 * q->mfu);
-                  /* a pipeline idles (pp-1) of its (m + pp-1) slots, m micro-batches
-                   * a step (1F1B; Narayanan et al. 2021, the bubble) */
-                  if (pp > 1) compute *= (double)(j.grad_accum + pp - 1) / (double)j.grad_accum;
-                  double link = g->link_gb_s > 0 ? g->link_gb_s : 16.0;
-                  double bw =
-                      (count <= q->gpus_per_node ? link : fmin(link, q->inter_node_gb_s)) * 1e9;
-                  double grad_bytes = (double)bill->trainable_params * 2.0 / tp; /* bf16 buckets */
-                  double comm = dp > 1 ? 2.0 * (dp - 1) / dp * grad_bytes / bw : 0.0;
-                  if (zero == 3) comm += 2.0 * (dp - 1) / dp * (double)inv.total * 2.0 / tp / bw;
-                  /* a measured scaling efficiency stands for the data-parallel
-                   * traffic: compute / efficiency, the modelled gradients not added */
-                  bool measured = q->dp_efficiency > 0 && dp > 1;
-                  if (measured) comm = 0;
-                  if (pp > 1) /* activations and their gradients across each stage boundary */
-                    comm += 2.0 * (double)j.grad_accum * (double)mb * (double)j.seq *
-                            (double)q->arch->hidden * 2.0 * (pp - 1) / (link * 1e9);
-                  if (tp > 1)
-                    comm += 4.0 * (double)q->arch->layers * (double)j.grad_accum * (double)mb *
-                            (double)j.seq * (double)q->arch->hidden * 2.0 * 2.0 * (tp - 1) / tp /
-                            (link * 1e9);
-                  struct vl_plan_candidate *c;
-                  if (r->n == cap) {
-                    void *p = vl_realloc(r->c, cap * 2 * sizeof *r->c);
-                    if (!p) {
-                      vl_free(bill);
-                      vl_plan_release(r);
-                      return vl__fail(err, VL_ENOMEM, "out of memory planning");
-                    }
-                    r->c = p;
-                    cap *= 2;
-                  }
-                  c = &r->c[r->n++];
-                  memset(c, 0, sizeof *c);
-                  c->gpu = g;
-                  c->count = count;
-                  c->dp = dp;
-                  c->tp = tp;
-                  c->pp = pp;
-                  c->zero = zero;
-                  c->checkpointing = ckpt;
-                  c->micro_batch = mb;
-                  c->grad_accum = j.grad_accum;
-                  c->peak_bytes_per_gpu = bill->total_bytes;
-                  c->memory_share = (double)bill->total_bytes / (double)g->memory_bytes;
-                  c->compute_s = compute;
-                  c->comm_s = comm;
-                  /* the published MFU already includes the communication a
-                   * well-tuned job hides behind compute: only what exceeds the
-                   * hidden share is added */
-                  c->step_s = (measured ? compute / q->dp_efficiency : compute) +
-                              fmax(0.0, comm - q->overlap * compute);
-                  if (offload != VL_OFFLOAD_NONE) c->step_s *= q->offload_slowdown;
-                  c->offload = offload;
-                  c->host_bytes = bill->host_bytes;
-                  c->efficiency = compute / c->step_s;
-                  c->hours = (double)r->steps * c->step_s / 3600.0;
-                  c->cost_usd = c->hours * count * g->usd_per_hour;
-                  c->meets_deadline = q->deadline_hours <= 0 || c->hours <= q->deadline_hours;
-                  c->within_budget = q->budget_usd <= 0 || c->cost_usd <= q->budget_usd;
-                  /* value: what the business gives up per hour, plus a late penalty */
-                  double late = q->deadline_hours > 0 && c->hours > q->deadline_hours
-                                    ? q->late_penalty_usd
-                                    : 0;
-                  c->net_value_usd = -(c->cost_usd + c->hours * q->value_per_hour + late);
-                }
+            for (int v = 0; v < n_var; v++)
+              for (uint64_t mb = 1; mb * dp <= q->global_batch; mb *= 2) {
+                if (q->global_batch % (mb * dp)) continue;
+                struct vl_job j = q->base;
+                j.batch = mb;
+                j.dp = dp;
+                j.tp = tp;
+                j.pp = pp;
+                j.zero = zero;
+                j.checkpointing = var[v].ckpt;
+                j.offload = var[v].offload;
+                j.qlora = var[v].qlora;
+                j.grad_accum = q->global_batch / (mb * dp);
+                if (!consider(&S, g, count, &j, &st)) break;
               }
           }
         }
-    }
+  }
+  struct vl_bill *bill = S.bill;
+  if (st != VL_OK) {
+    vl_free(bill);
+    vl_plan_release(r);
+    return vl__fail(err, VL_ENOMEM, "out of memory planning");
   }
   vl_free(bill);
   /* Pareto front in (hours, cost): by hours, then cost; a candidate is on
@@ -245,7 +317,8 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
     snprintf(
         r->trace[n++], 256, "model states on one card: %.1f GiB = %.0f %% of %s (%.1f GiB) -> %s",
         states / G, 100 * states / card, b->gpu->name, card / G,
-        states > 0.8 * card ? (q->base.lora_rank ? "LoRA already" : "shard them: ZeRO / more GPUs")
+        states > 0.8 * card ? (q->base.lora_rank ? "LoRA already; a 4-bit base (QLoRA) tried too"
+                                                 : "shard them: ZeRO / more GPUs")
                             : "they fit one card");
     double left = card - states;
     if (left > 0)
@@ -270,6 +343,13 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
                (double)b->host_bytes / G,
                on_gpu ? "cheaper than keeping them on the GPUs" : "nothing fits without it",
                q->offload_slowdown);
+    if (b->qlora && n < VL_PLAN_TRACE - 1)
+      snprintf(r->trace[n++], 256,
+               "the frozen base in 4 bits (QLoRA): %.1f GiB of layer weights instead of %.1f; "
+               "dequantising them costs %s a step",
+               S.Pq * (0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0)) / G, S.Pq * 2.0 / G,
+               q->qlora_slowdown > 0 ? "the measured factor (--qlora-slowdown)"
+                                     : "at least their HBM traffic (a lower bound)");
     snprintf(r->trace[n++], 256,
              "chosen: %u x %s, tp %u, dp %u, ZeRO-%u, %s checkpointing, micro-batch %llu x %llu "
              "accumulation: %.1f h, $%.0f (%s)",

@@ -28,6 +28,7 @@ static const char *strategy(const struct vl_plan_candidate *c, char *buf, size_t
       PART("DDP");
   }
   if (!l) l = (size_t)snprintf(buf, n, "1 GPU");
+  if (c->qlora && l < n) l += (size_t)snprintf(buf + l, n - l, " + QLoRA");
   if (c->offload != VL_OFFLOAD_NONE && l < n)
     snprintf(buf + l, n - l, " + CPU %s", vl_offload_name(c->offload));
 #undef PART
@@ -42,6 +43,8 @@ static json_t *cand_json(const struct vl_plan_candidate *c) {
   json_object_set_new(o, "strategy", json_string(strategy(c, s, sizeof s)));
   json_object_set_new(o, "dp", json_integer(c->dp));
   json_object_set_new(o, "offload", json_string(vl_offload_name(c->offload)));
+  json_object_set_new(o, "qlora", json_boolean(c->qlora));
+  json_object_set_new(o, "dequant_s", json_real(c->dequant_s));
   json_object_set_new(o, "host_bytes", json_integer((json_int_t)c->host_bytes));
   json_object_set_new(o, "tp", json_integer(c->tp));
   json_object_set_new(o, "pp", json_integer(c->pp));

@@ -59,6 +59,7 @@ static void llama2_gpu_hours(void **state) {
       j.zero = r.c[k].zero;
       j.checkpointing = r.c[k].checkpointing;
       j.offload = r.c[k].offload;
+      j.qlora = r.c[k].qlora;
       j.grad_accum = r.c[k].grad_accum;
       struct vl_bill b;
       tu_bill(&a, &j, &b);
@@ -104,6 +105,74 @@ static void more_gpus_cost_communication(void **state) {
   vl_plan_release(&r);
 }
 
+/* With LoRA the planner tries a 4-bit base too: a 70B model fits one 80 GB
+ * card only as QLoRA (its paper's point: 65B on one 48 GB GPU); a QLoRA
+ * step is the LoRA step plus the dequantisation traffic (2.5 B a 4-bit
+ * weight a pass at HBM bandwidth), or the LoRA step x --qlora-slowdown. */
+static void qlora_beside_lora(void **state) {
+  (void)state;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_err err = {""};
+  struct vl_plan_query q;
+  vl_plan_query_init(&q);
+  struct vl_arch a;
+  tu_arch("data/models/llama-2-70b.json", &a);
+  q.arch = &a;
+  q.base.precision = VL_PREC_BF16;
+  q.base.seq = 2048;
+  q.base.lora_rank = 16;
+  q.tokens = 10000000;
+  q.global_batch = 16;
+  q.gpus = vl_catalog_find(&cat, "h100-80gb");
+  q.n_gpus = 1;
+  q.max_gpus = 1;
+  struct vl_plan_result r;
+  assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
+  assert_true(r.n > 0);
+  for (size_t i = 0; i < r.n; i++) {
+    assert_true(r.c[i].qlora); /* 16-bit LoRA needs 129 GiB of states */
+    struct vl_job j = q.base;
+    j.batch = r.c[i].micro_batch;
+    j.checkpointing = r.c[i].checkpointing;
+    j.qlora = true;
+    j.grad_accum = r.c[i].grad_accum;
+    struct vl_bill b;
+    tu_bill(&a, &j, &b);
+    assert_int_equal(b.total_bytes, r.c[i].peak_bytes_per_gpu);
+  }
+  vl_plan_release(&r);
+
+  /* 7B: both fit; pair each QLoRA candidate with its LoRA twin */
+  tu_arch("data/models/llama-2-7b.json", &a);
+  /* the layers' linear weights: 32 x (4 x 4096^2 + 3 x 4096 x 11008) */
+  double pq = 32.0 * (4.0 * 4096 * 4096 + 3.0 * 4096 * 11008);
+  for (int slow = 0; slow < 2; slow++) {
+    q.qlora_slowdown = slow ? 2.0 : 0.0;
+    assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
+    int pairs = 0;
+    for (size_t i = 0; i < r.n; i++) {
+      const struct vl_plan_candidate *ql = &r.c[i];
+      if (!ql->qlora) continue;
+      for (size_t k = 0; k < r.n; k++) {
+        const struct vl_plan_candidate *lo = &r.c[k];
+        if (lo->qlora || lo->micro_batch != ql->micro_batch ||
+            lo->checkpointing != ql->checkpointing || lo->offload != ql->offload)
+          continue;
+        double passes = ql->checkpointing == VL_CKPT_FULL ? 3 : 2;
+        double deq = (double)ql->grad_accum * passes * pq * 2.5 / (q.gpus->hbm_gb_s * 1e9);
+        assert_close(ql->dequant_s, deq, 1e-9, "dequantisation traffic");
+        assert_close(ql->step_s, slow ? 2.0 * lo->step_s : lo->step_s + deq, 1e-9,
+                     "QLoRA step = LoRA step + dequantisation, or x the slowdown");
+        assert_true(ql->peak_bytes_per_gpu < lo->peak_bytes_per_gpu);
+        pairs++;
+      }
+    }
+    assert_true(pairs >= 4);
+    vl_plan_release(&r);
+  }
+}
+
 /* Seed 000 §3.1: cost per card = price x hours x utilisation x memory share;
  * the 2 x A100 row: 3.5 x 26 x 0.72 x 0.603 = 39.5, x 2 = 79.0; the 4 x A100
  * row: 3.5 x 14 x 0.68 x 0.603 = 20.1 (printed 20.3). The 1 x A100 row's
@@ -119,8 +188,8 @@ static void seed_cost_table(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(llama2_gpu_hours),
-                                     cmocka_unit_test(more_gpus_cost_communication),
-                                     cmocka_unit_test(seed_cost_table)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(llama2_gpu_hours), cmocka_unit_test(more_gpus_cost_communication),
+      cmocka_unit_test(qlora_beside_lora), cmocka_unit_test(seed_cost_table)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
