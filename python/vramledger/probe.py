@@ -722,6 +722,21 @@ class _Probe:
         if self.phase != "optimizer":
             self.boundary("optimizer")
 
+    @_timed
+    def before_closure(self, opt):
+        """optimizer.step(closure): the step has begun; its forward and
+        backward come from the closure."""
+        self.optimizers.add(opt)
+        if self.t_step is None:
+            self.start_step()
+
+    @_timed
+    def after_closure(self):
+        """The closure returned: what the step does now is the update."""
+        if self.t_step is not None and self.phase != "optimizer":
+            self.saved_hooks(False)
+            self.boundary("optimizer")
+
     def after_step(self, opt):
         """The step's end. Timed by hand, not by @_timed: its own cost (up
         to writing the event) belongs to this step's probe_ns, not the
@@ -813,11 +828,38 @@ def _install_optimizer(torch, probe):
     o = importlib.import_module("torch.optim.optimizer")
 
     def pre(opt, args, kwargs):
-        if not probe.dead:
-            try:
+        """Before optimizer.step. A step given a closure (Lightning's
+        automatic optimisation, LBFGS) runs forward and backward inside
+        it: the optimizer's phase starts when the closure returns, so the
+        closure is handed on wrapped (returns what it returns)."""
+        if probe.dead:
+            return None
+        try:
+            closure = kwargs.get("closure") if kwargs else None
+            positional = closure is None and len(args) > 0 and callable(args[0])
+            if positional:
+                closure = args[0]
+            if closure is None:
                 probe.before_step(opt)
-            except Exception as e:
-                probe.fail("optimizer pre-hook", e)
+                return None
+            probe.before_closure(opt)
+
+            def closure_then_step(*a, **k):
+                r = closure(*a, **k)
+                if not probe.dead:
+                    try:
+                        probe.after_closure()
+                    except Exception as e:
+                        probe.fail("optimizer closure", e)
+                return r
+            if positional:
+                return (closure_then_step,) + tuple(args[1:]), kwargs
+            kw = dict(kwargs)
+            kw["closure"] = closure_then_step
+            return args, kw
+        except Exception as e:
+            probe.fail("optimizer pre-hook", e)
+            return None
 
     def post(opt, args, kwargs):
         if not probe.dead:
@@ -841,7 +883,9 @@ def _install_optimizer(torch, probe):
 
         @functools.wraps(step)
         def wrapped(self, *a, **k):
-            pre(self, a, k)
+            changed = pre(self, a, k)
+            if changed is not None:
+                a, k = changed
             r = step(self, *a, **k)
             post(self, a, k)
             return r

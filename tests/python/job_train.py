@@ -2,7 +2,9 @@
 Linear(64,16), MSE loss outside the model, float32 on the CPU.
 argv: optimizer (sgd-momentum|adam) accumulation steps [OPTIONS]
 OPTIONS, comma-separated: break-probe (make the probe's bill raise),
-ckpt (the model under non-reentrant activation checkpointing)"""
+ckpt (the model under non-reentrant activation checkpointing),
+closure (forward and backward inside optimizer.step(closure), as
+Lightning's automatic optimisation does)"""
 import sys
 
 import torch
@@ -23,7 +25,22 @@ if "break-probe" in options:
     def broken():
         raise RuntimeError("deliberately broken")
     p.bill = broken
+
+
+
+def closure():
+    global loss
+    opt.zero_grad()
+    y = model(torch.randn(B, 32))
+    loss = torch.nn.functional.mse_loss(y, torch.zeros(B, 16))
+    loss.backward()
+    return loss
+
+
 for step in range(steps):
+    if "closure" in options:
+        opt.step(closure)
+        continue
     for k in range(accum):
         x = torch.randn(B, 32)
         if "ckpt" in options:

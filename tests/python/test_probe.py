@@ -65,6 +65,23 @@ class Probe(unittest.TestCase):
         last = of(ev, "phase")[-1]
         self.assertEqual(last["phase"], "eval")  # the no_grad forward after training
 
+    def test_step_with_a_closure(self):
+        # optimizer.step(closure): forward and backward run inside the step,
+        # as in Lightning's automatic optimisation; same phases, same bill
+        out, ev = run("adam", "1", "3", "closure")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(len(of(ev, "step")), 3)
+        step1 = [e["phase"] for e in of(ev, "phase") if e["step"] == 1]
+        self.assertEqual(step1, ["idle", "forward", "loss", "backward", "pre_step", "optimizer"])
+        for e in billed(ev, "optimizer"):
+            self.assertEqual(e["bill"]["optimizer_states"], 2 * P + 4 * NT)
+        for e in billed(ev, "backward"):
+            self.assertEqual(e["bill"]["gradients"], P)
+        plain = subprocess.run([PY, os.path.join(HERE, "job_train.py"), "adam", "1", "3", "closure"],
+                               capture_output=True, text=True, timeout=120)
+        self.assertEqual(plain.returncode, 0, plain.stderr)
+        self.assertEqual(plain.stdout, out.stdout)  # the same losses, bit for bit
+
     def test_parameters_and_gradients_exact(self):
         _, ev = self.sgd
         for e in of(ev, "phase"):
