@@ -8,10 +8,13 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "cli.h"
 #include "commands.h"
 #include "jobflags.h"
 #include "vramledger/alloc.h"
+#include "vramledger/commitment.h"
 #include "vramledger/record.h"
 #include "vramledger/render.h"
 
@@ -24,9 +27,69 @@ static int write_file(const char *path, bool md, const struct vl_commit_view *v)
   return 0;
 }
 
+/* The job of a plan's best configuration (`plan --format json`): its
+ * model, card, margin and settings, as if given as estimate flags. The
+ * strings live in names[] (model, gpu); its GPU-hours go to *gpu_hours. */
+static int from_plan(const char *path, struct est *e, char names[2][256], double *gpu_hours) {
+  size_t len;
+  char *text = cli_read_file(path, &len);
+  if (!text) return VL_EXIT_ERROR;
+  json_error_t je;
+  json_t *root = json_loadb(text, len, 0, &je);
+  vl_free(text);
+  int rc = VL_EXIT_ERROR;
+  if (!root) {
+    cli_error("%s:%d:%d: not JSON: %s", path, je.line, je.column, je.text);
+    cli_hint("give the output of `vramledger plan ... --format json`");
+    return rc;
+  }
+  json_t *best = json_object_get(root, "best"), *set = json_object_get(best, "settings");
+  const char *model = json_string_value(json_object_get(root, "model"));
+  const char *gpu = json_string_value(json_object_get(best, "gpu"));
+  json_t *margin = json_object_get(root, "margin");
+  const char *schema = json_string_value(json_object_get(root, "schema"));
+  if (!schema || strcmp(schema, "vramledger.plan/1") != 0) {
+    cli_error("%s: not a plan (schema '%s', expected 'vramledger.plan/1')", path,
+              schema ? schema : "none");
+    cli_hint("give the output of `vramledger plan ... --format json`");
+  } else if (json_is_null(best) || !best) {
+    cli_error("%s: the plan has no best configuration (nothing met its deadline and budget)", path);
+    cli_hint("plan again with a later --deadline-hours, a larger --budget or more GPUs");
+  } else if (!json_is_object(set) || !model || !gpu || !json_is_number(margin)) {
+    cli_error("%s: the plan's best configuration lacks its model, gpu, margin or settings (a "
+              "plan from an older vramledger?)",
+              path);
+    cli_hint("plan again with this vramledger");
+  } else {
+    char *st = json_dumps(set, JSON_COMPACT);
+    struct vl_err err = {""};
+    vl_status s =
+        st ? vl_job_from_settings(st, strlen(st), &e->job, e->targets, sizeof e->targets, &err)
+           : VL_ENOMEM;
+    free(st);
+    if (s != VL_OK) {
+      cli_error("%s: best.settings: %s", path, err.msg);
+    } else {
+      snprintf(names[0], 256, "%s", model);
+      snprintf(names[1], 256, "%s", gpu);
+      e->model = names[0];
+      e->gpu = names[1];
+      e->margin = json_number_value(margin);
+      /* the plan's time on its GPUs is the budget, unless --gpu-hours says */
+      json_t *h = json_object_get(best, "hours"), *n = json_object_get(best, "count");
+      if (json_is_number(h) && json_is_integer(n))
+        *gpu_hours = json_number_value(h) * (double)json_integer_value(n);
+      rc = 0;
+    }
+  }
+  json_decref(root);
+  return rc;
+}
+
 int cmd_commit(int argc, const char **argv) {
-  static const char *const names[] = {"--out", "--run", "--sla-tokens-per-s", "--gpu-hours", NULL};
-  const char *val[4];
+  static const char *const names[] = {"--out",       "--run",  "--sla-tokens-per-s",
+                                      "--gpu-hours", "--plan", NULL};
+  const char *val[5];
   struct est e;
   int rc = est_parse_with(argc, argv, names, val, &e);
   if (rc) return rc;
@@ -34,13 +97,23 @@ int cmd_commit(int argc, const char **argv) {
     fputs(vl_help_commit, stdout);
     return VL_EXIT_OK;
   }
+  char plan_names[2][256];
+  double plan_hours = 0;
+  if (val[4]) {
+    if (e.model || e.gpu) {
+      cli_error("give --plan PLAN.json or the job's --model and --gpu, not both");
+      return VL_EXIT_USAGE;
+    }
+    if ((rc = from_plan(val[4], &e, plan_names, &plan_hours))) return rc;
+  }
   if (!e.model || !e.gpu) {
-    cli_error("commit needs --model and --gpu (and the job's estimate flags)");
+    cli_error("commit needs --plan PLAN.json, or --model and --gpu (and the job's estimate flags)");
     return VL_EXIT_USAGE;
   }
   double sla = 0, hours = 0;
   if (val[2] && (rc = cli_double("sla-tokens-per-s", val[2], 0.0, 1e12, &sla))) return rc;
   if (val[3] && (rc = cli_double("gpu-hours", val[3], 0.0, 1e12, &hours))) return rc;
+  if (!val[3]) hours = plan_hours;
   struct vl_arch arch;
   if ((rc = cli_load_model(e.model, &arch))) return rc;
   struct vl_catalog cat;

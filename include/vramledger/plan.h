@@ -81,6 +81,11 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
                          struct vl_plan_result *r, struct vl_err *err) VL_MUST_USE;
 void vl_plan_release(struct vl_plan_result *r);
 
+/*! The job a candidate runs: the query's base job with the candidate's
+ * layout, micro-batch, accumulation, checkpointing, offload and QLoRA. */
+void vl_plan_candidate_job(const struct vl_plan_query *q, const struct vl_plan_candidate *c,
+                           struct vl_job *j);
+
 /*! The MFU a measured throughput means: tokens/s of one GPU x FLOPs a
  * token (6N, 4N with LoRA, +2N recomputed) / the card's dense bf16 peak.
  * 0 when it cannot be told (pure). */

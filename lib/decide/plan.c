@@ -362,6 +362,20 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
   return VL_OK;
 }
 
+void vl_plan_candidate_job(const struct vl_plan_query *q, const struct vl_plan_candidate *c,
+                           struct vl_job *j) {
+  *j = q->base;
+  j->batch = c->micro_batch;
+  j->grad_accum = c->grad_accum;
+  j->dp = c->dp;
+  j->tp = c->tp;
+  j->pp = c->pp;
+  j->zero = c->zero;
+  j->checkpointing = c->checkpointing;
+  j->offload = c->offload;
+  j->qlora = c->qlora;
+}
+
 void vl_plan_release(struct vl_plan_result *r) {
   if (!r) return;
   vl_free(r->c);

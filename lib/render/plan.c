@@ -82,7 +82,15 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
     json_object_set_new(root, "training_flops", json_real(r->flops));
     json_object_set_new(root, "evaluated", json_integer((json_int_t)r->evaluated));
     json_object_set_new(root, "prices_date", json_string(v->prices_date ? v->prices_date : ""));
-    json_object_set_new(root, "best", r->have_best ? cand_json(&r->c[0]) : json_null());
+    json_object_set_new(root, "margin", json_real(q->margin));
+    json_t *best = json_null();
+    if (r->have_best) { /* with the job it runs: `commit --plan` reads it */
+      struct vl_job j;
+      vl_plan_candidate_job(q, &r->c[0], &j);
+      best = cand_json(&r->c[0]);
+      json_object_set_new(best, "settings", vl__settings_json(&j));
+    }
+    json_object_set_new(root, "best", best);
     json_t *arr = json_array();
     for (size_t i = 0; i < r->n; i++)
       json_array_append_new(arr, cand_json(&r->c[i]));

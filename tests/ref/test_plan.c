@@ -51,16 +51,8 @@ static void llama2_gpu_hours(void **state) {
     assert_close(gpu_hours, rows[i].hours, 0.10, rows[i].model);
     /* every feasible candidate fits by the estimator, with the margin */
     for (size_t k = 0; k < r.n; k += 1 + r.n / 50) {
-      struct vl_job j = q.base;
-      j.batch = r.c[k].micro_batch;
-      j.dp = r.c[k].dp;
-      j.tp = r.c[k].tp;
-      j.pp = r.c[k].pp;
-      j.zero = r.c[k].zero;
-      j.checkpointing = r.c[k].checkpointing;
-      j.offload = r.c[k].offload;
-      j.qlora = r.c[k].qlora;
-      j.grad_accum = r.c[k].grad_accum;
+      struct vl_job j;
+      vl_plan_candidate_job(&q, &r.c[k], &j);
       struct vl_bill b;
       tu_bill(&a, &j, &b);
       assert_int_equal(b.total_bytes, r.c[k].peak_bytes_per_gpu);
@@ -132,11 +124,8 @@ static void qlora_beside_lora(void **state) {
   assert_true(r.n > 0);
   for (size_t i = 0; i < r.n; i++) {
     assert_true(r.c[i].qlora); /* 16-bit LoRA needs 129 GiB of states */
-    struct vl_job j = q.base;
-    j.batch = r.c[i].micro_batch;
-    j.checkpointing = r.c[i].checkpointing;
-    j.qlora = true;
-    j.grad_accum = r.c[i].grad_accum;
+    struct vl_job j;
+    vl_plan_candidate_job(&q, &r.c[i], &j);
     struct vl_bill b;
     tu_bill(&a, &j, &b);
     assert_int_equal(b.total_bytes, r.c[i].peak_bytes_per_gpu);
