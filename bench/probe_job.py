@@ -33,12 +33,17 @@ ap.add_argument("--batch", type=int, default=8)
 ap.add_argument("--seq", type=int, default=512)
 ap.add_argument("--steps", type=int, default=10)
 ap.add_argument("--oom", action="store_true", help="ask for too much and report the error")
+ap.add_argument("--unnamed-out", help="after the last step, list every live block that is not a "
+                "parameter, buffer, gradient, optimizer state or the input (allocation history "
+                "on: python frames) into this JSON file")
 a = ap.parse_args()
 
 if not os.environ.get("PROBE_JOB_NONDETERMINISTIC"):  # bit-exact comparisons
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True, warn_only=True)
 torch.manual_seed(0)
+if a.unnamed_out:
+    torch.cuda.memory._record_memory_history(max_entries=500000, stacks="python")
 from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, BertConfig, GPT2Config, LlamaConfig
 
 if a.model == "gpt2":
@@ -110,6 +115,30 @@ try:
         times.append(time.perf_counter() - t0)
 except torch.cuda.OutOfMemoryError:
     err = "OutOfMemoryError"
+if a.unnamed_out:
+    torch.cuda.synchronize()
+    st = lambda ts: {t.untyped_storage().data_ptr() for t in ts if t is not None and t.is_cuda}
+    known = st(list(model.parameters()) + list(model.buffers()))
+    known |= st([p.grad for p in model.parameters()])
+    known |= st([v for s in opt.state.values() for v in s.values() if torch.is_tensor(v)])
+    known |= st([ids])
+    snap = torch.cuda.memory._snapshot()
+    rest = []
+    for seg in snap["segments"]:
+        addr = seg["address"]
+        for blk in seg["blocks"]:
+            if blk["state"] == "active_allocated" and addr not in known:
+                fr = [f"{f['filename'].split('/')[-1]}:{f['line']} {f['name']}"
+                      for f in blk.get("frames", [])][:8]
+                rest.append({"bytes": blk["size"], "frames": fr})
+            addr += blk["size"]
+    rest.sort(key=lambda r: -r["bytes"])
+    with open(a.unnamed_out, "w") as f:
+        json.dump({"model": a.model, "precision": a.precision, "probe": "VRAMLEDGER_PROBE" not in os.environ
+                   or os.environ["VRAMLEDGER_PROBE"] != "0",
+                   "allocated": torch.cuda.memory_allocated(),
+                   "unnamed_bytes": sum(r["bytes"] for r in rest), "blocks": len(rest),
+                   "top": rest[:30]}, f, indent=1)
 print(json.dumps({
     "model": a.model, "precision": a.precision, "ckpt": a.ckpt, "lora": a.lora,
     "compile": a.compile, "ddp": a.ddp, "batch": batch, "seq": a.seq, "error": err,

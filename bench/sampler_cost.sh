@@ -1,25 +1,33 @@
 #!/bin/sh
-# The sampler's own CPU time (utime + stime of the vramledger process, from
-# /proc) while a job holds GPU memory, at 10 ms and at 100 ms.
+# The sampler's own CPU time while a job holds GPU memory (flat) or moves it
+# every 20 ms (moving: allocate 256 MiB, free, empty_cache), at 10 ms and
+# 100 ms: vramledger's user + system time from its exit event
+# (sampler_cpu_ns, getrusage) over the run's wall time. One JSON line each.
+# Sources bench/device_env.sh (build-rel/, carried).
 set -u
-vl=$PWD/build-rel/vramledger
-export VRAMLEDGER_PRELOAD=$PWD/build-rel/libvramledger-preload.so
-hz=$(getconf CLK_TCK)
-for ms in 10 100; do
-  $vl run --quiet --interval-ms $ms --out /tmp/sc-$ms -- python3 -c "
+. bench/device_env.sh
+for rep in 1 2; do
+  for kind in flat moving; do
+    for ms in 10 100; do
+      d=/tmp/sc-$kind-$ms-$rep
+      rm -rf $d
+      $vl run --quiet --interval-ms $ms --out $d -- python3 -c "
 import torch, time
 x = torch.empty(1 << 30, dtype=torch.uint8, device='cuda')
-time.sleep(12)" &
-  vp=$!
-  sleep 1
-  t0=$(awk '{print $14 + $15}' /proc/$vp/stat)
-  s0=$(date +%s.%N)
-  sleep 10
-  t1=$(awk '{print $14 + $15}' /proc/$vp/stat)
-  s1=$(date +%s.%N)
-  wait $vp
-  samples=$(grep -c '"type":"sample"' /tmp/sc-$ms/record.jsonl)
-  awk -v a="$t0" -v b="$t1" -v h="$hz" -v s0="$s0" -v s1="$s1" -v ms="$ms" -v n="$samples" 'BEGIN {
-    printf "{\"interval_ms\": %d, \"cpu_s\": %.3f, \"wall_s\": %.3f, \"cpu_pct_of_one_core\": %.2f, \"samples\": %d}\n",
-           ms, (b - a) / h, s1 - s0, 100 * (b - a) / h / (s1 - s0), n }' 
+t = time.time()
+while time.time() - t < 10:
+    if '$kind' == 'moving':
+        y = torch.empty(256 << 20, dtype=torch.uint8, device='cuda'); torch.cuda.synchronize()
+        del y; torch.cuda.empty_cache()
+    time.sleep(0.02)"
+      python3 - "$d/record.jsonl" $kind $ms <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+ex = [e for e in ev if e["type"] == "exit"][0]
+print(json.dumps({"job": sys.argv[2], "interval_ms": int(sys.argv[3]), "samples": ex["samples"],
+                  "wall_s": ex["wall_ns"] / 1e9, "sampler_cpu_s": ex["sampler_cpu_ns"] / 1e9,
+                  "cpu_pct_of_one_core": 100 * ex["sampler_cpu_ns"] / ex["wall_ns"]}))
+PY
+    done
+  done
 done

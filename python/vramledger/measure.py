@@ -16,6 +16,11 @@ Precision policies as vramledger names them:
   as Megatron-LM does: vramledger --master-grads fp32)
 
 Usage: python3 python/vramledger/measure.py OUT.json [--suite calibration|quick|NAME,NAME...]
+       python3 python/vramledger/measure.py OUT.json --config '{"model": "llama-2-7b", ...}'
+(--config: one training configuration, the fields of a suite entry; the
+settings of `vramledger plan --format json`'s best configuration map onto
+them: model, precision, optimizer, optimizer_impl, attention,
+checkpointing, batch, seq, lora)
 """
 import argparse, datetime, gc, json, os, platform, sys, time, traceback
 
@@ -244,9 +249,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--suite", default="calibration")
+    ap.add_argument("--config", help="one training configuration as JSON (instead of --suite)")
     ap.add_argument("--data", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data"))
     a = ap.parse_args()
-    if a.suite == "calibration":
+    if a.config:
+        c = json.loads(a.config)
+        todo = [T(c.get("name", "config"), c["model"], c.get("precision", "amp-bf16"),
+                  c.get("optimizer", "adamw"), c.get("optimizer_impl", "foreach"),
+                  c.get("attention", "sdpa"), c.get("checkpointing", "none"), int(c["batch"]),
+                  int(c["seq"]), lora=int(c.get("lora", 0)), targets=c.get("lora_targets"))]
+    elif a.suite == "calibration":
         todo = CALIBRATION
     elif a.suite == "quick":
         todo = [c for c in CALIBRATION if c["name"] in QUICK]

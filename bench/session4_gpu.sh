@@ -1,0 +1,82 @@
+#!/bin/sh
+# Device evidence of 2026-11-29 (fourth session). PART=1: issue 4 (pool
+# reservations, the sampler's cost, a 50 ms spike) and issue 9 (a plan's
+# best configuration run on the H200 under its commitment; the guard firing
+# on a job larger than its commitment). PART=2: issue 5 (the ledger again,
+# unnamed blocks listed inside the job, HF Trainer and Lightning loops).
+# Needs build-rel/ (carry). Results under $OUT.
+set -u
+. bench/device_env.sh
+mkdir -p "$o"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$o/env-$PART.txt"
+python3 -c "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__)" >> "$o/env-$PART.txt"
+if [ "$PART" = 1 ]; then
+  # 1a. interposer vs memory_reserved(), three allocators
+  for conf in "" "expandable_segments:True" "backend:cudaMallocAsync"; do
+    PYTORCH_CUDA_ALLOC_CONF=$conf $vl run --quiet --out "/tmp/rec-$(echo "$conf" | tr -c 'a-zA-Z' _)" -- \
+      python3 bench/interposer_check.py >> "$o/interposer.jsonl" 2>>"$o/errors-1.txt"
+  done
+  # 1b. a plain CUDA C program's pool against the interposer
+  nvcc -O2 -o /tmp/pool_check bench/pool_check.cu 2>>"$o/errors-1.txt"
+  LD_PRELOAD=$VRAMLEDGER_PRELOAD /tmp/pool_check > "$o/pool_check.jsonl" 2>>"$o/errors-1.txt"
+  # 1c. the sampler's cost; 1d. a 50 ms spike at 10 ms
+  sh bench/sampler_cost.sh > "$o/sampler_cost.jsonl" 2>>"$o/errors-1.txt"
+  $vl run --quiet --interval-ms 10 --out /tmp/spike -- python3 bench/spike.py
+  $vl report /tmp/spike --format json > "$o/spike_report.json" 2>>"$o/errors-1.txt"
+  # 9a. plan -> commit --plan -> run under the commitment -> audit
+  $vl plan --model llama-2-7b --precision bf16 --optimizer adamw --seq 2048 --global-batch 16 \
+    --tokens 1000000000 --gpus h200 --max-gpus 1 --format json > "$o/plan.json"
+  $vl commit --plan "$o/plan.json" --out "$o/commit" > "$o/commit.txt" 2>&1
+  cfg=$(python3 -c "
+import json; s = json.load(open('$o/plan.json'))['best']['settings']
+print(json.dumps({'name': 'plan-best', 'model': 'llama-2-7b', 'precision': s['precision'],
+  'optimizer': s['optimizer'], 'optimizer_impl': s['optimizer_impl'], 'attention': s['attention'],
+  'checkpointing': s['checkpointing'], 'batch': s['batch'], 'seq': s['seq'], 'lora': s['lora_rank']}))")
+  echo "$cfg" > "$o/plan_config.json"
+  $vl run --quiet --commitment "$o/commit/commitment.json" --out /tmp/plan-run -- \
+    python3 python/vramledger/measure.py "$o/plan_measure.json" --config "$cfg" > "$o/plan_run.txt" 2>&1
+  echo "run exit $?" >> "$o/plan_run.txt"
+  $vl audit --commitment "$o/commit/commitment.json" --run /tmp/plan-run > "$o/plan_audit.txt" 2>&1
+  echo "audit exit $?" >> "$o/plan_audit.txt"
+  $vl report /tmp/plan-run --format json > "$o/plan_report.json" 2>>"$o/errors-1.txt"
+  # 9b. the guard: a commitment for micro-batch 1, a job at micro-batch 4
+  $vl commit --model llama-2-7b --precision bf16 --optimizer adamw --batch 1 --seq 2048 --gpu h200 \
+    --out "$o/commit-mb1" > /dev/null 2>&1
+  cfg4=$(echo "$cfg" | sed 's/"plan-best"/"mb4-over-mb1-commitment"/')
+  $vl run --commitment "$o/commit-mb1/commitment.json" --out /tmp/guard-run -- \
+    python3 python/vramledger/measure.py "$o/guard_measure.json" --config "$cfg4" > "$o/guard_run.txt" 2>&1
+  echo "run exit $?" >> "$o/guard_run.txt"
+  cp /tmp/guard-run/fallback "$o/guard_fallback.jsonl" 2>>"$o/errors-1.txt"
+  grep '"trigger"' /tmp/guard-run/record.jsonl > "$o/guard_trigger_events.jsonl"
+  $vl audit --commitment "$o/commit-mb1/commitment.json" --run /tmp/guard-run > "$o/guard_audit.txt" 2>&1
+  echo "audit exit $?" >> "$o/guard_audit.txt"
+  tar -C /tmp -cJf "$o/records-1.tar.xz" plan-run guard-run spike rec-backend_cudaMallocAsync_ 2>>"$o/errors-1.txt"
+fi
+if [ "$PART" = 2 ]; then
+  export VRAMLEDGER_PROBE_EVERY=1
+  n=0
+  for spec in "gpt2-amp|--model gpt2 --precision amp-bf16" "gpt2-amp-ckpt|--model gpt2 --precision amp-bf16 --ckpt" \
+      "llama-amp|--model llama --precision amp-bf16" "llama-bf16-ckpt|--model llama --precision bf16 --ckpt" \
+      "bert-bf16|--model bert --precision bf16" "gpt2-ddp|--model gpt2 --precision amp-bf16 --ddp"; do
+    n=$((n + 1)); name=${spec%%|*}; args=${spec#*|}
+    d=/tmp/rec2/$n-$name
+    line=$($vl run --quiet --out $d -- python3 bench/probe_job.py $args 2>>"$o/errors-2.txt")
+    echo "{\"run\": \"$n-$name\", \"job\": ${line:-null}}" >> "$o/jobs-2.jsonl"
+    $vl report $d --format json 2>>"$o/errors-2.txt" | python3 -c "import json,sys; r=json.load(sys.stdin); r['run']='$n-$name'; print(json.dumps(r))" >> "$o/reports-2.jsonl"
+  done
+  for m in "llama|amp-bf16" "bert|bf16"; do
+    mm=${m%%|*}; pr=${m#*|}
+    $vl run --quiet --out /tmp/rec2/unnamed-$mm -- python3 bench/probe_job.py --model $mm --precision $pr --steps 4 --unnamed-out "$o/unnamed-$mm-probe.json" > /dev/null 2>>"$o/errors-2.txt"
+    $vl report /tmp/rec2/unnamed-$mm --format json 2>>"$o/errors-2.txt" | python3 -c "import json,sys; r=json.load(sys.stdin); r['run']='unnamed-$mm'; print(json.dumps(r))" >> "$o/reports-2.jsonl"
+    VRAMLEDGER_PROBE=0 python3 bench/probe_job.py --model $mm --precision $pr --steps 4 --unnamed-out "$o/unnamed-$mm-plain.json" > /dev/null 2>>"$o/errors-2.txt"
+  done
+  for loop in trainer lightning; do
+    d=/tmp/rec2/loop-$loop
+    line=$($vl run --quiet --out $d -- python3 bench/loops_job.py --loop $loop 2>>"$o/errors-2.txt" | tail -1)
+    echo "{\"run\": \"loop-$loop\", \"job\": ${line:-null}}" >> "$o/jobs-2.jsonl"
+    $vl report $d --format json 2>>"$o/errors-2.txt" | python3 -c "import json,sys; r=json.load(sys.stdin); r['run']='loop-$loop'; print(json.dumps(r))" >> "$o/reports-2.jsonl"
+    plain=$(VRAMLEDGER_PROBE=0 python3 bench/loops_job.py --loop $loop 2>>"$o/errors-2.txt" | tail -1)
+    echo "{\"run\": \"loop-$loop-plain\", \"job\": ${plain:-null}}" >> "$o/jobs-2.jsonl"
+  done
+  tar -C /tmp -cJf "$o/records-2.tar.xz" rec2 2>>"$o/errors-2.txt"
+fi
