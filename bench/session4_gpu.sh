@@ -80,3 +80,5 @@ if [ "$PART" = 2 ]; then
   done
   tar -C /tmp -cJf "$o/records-2.tar.xz" rec2 2>>"$o/errors-2.txt"
 fi
+# the device hands back a few files a call: everything goes back as one
+tar -C "$o" -czf /tmp/results-$PART.tgz . && rm -rf "$o"/* && mv /tmp/results-$PART.tgz "$o/"
