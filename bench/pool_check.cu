@@ -25,6 +25,7 @@ static void point(const char *tag, cudaMemPool_t pool, counts_fn counts) {
 
 int main(void) {
   counts_fn counts = (counts_fn)dlsym(RTLD_DEFAULT, "vl_preload_counts");
+  printf("{\"point\": \"start\", \"interposer_found\": %s}\n", counts ? "true" : "false");
   cudaFree(0);
   cudaMemPool_t pool;
   cudaDeviceGetDefaultMemPool(&pool, 0);

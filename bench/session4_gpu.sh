@@ -11,14 +11,18 @@ mkdir -p "$o"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$o/env-$PART.txt"
 python3 -c "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__)" >> "$o/env-$PART.txt"
 if [ "$PART" = 1 ]; then
+  rm -rf /tmp/rec-* /tmp/plan-run /tmp/guard-run /tmp/spike /tmp/sc-*
   # 1a. interposer vs memory_reserved(), three allocators
   for conf in "" "expandable_segments:True" "backend:cudaMallocAsync"; do
     PYTORCH_CUDA_ALLOC_CONF=$conf $vl run --quiet --out "/tmp/rec-$(echo "$conf" | tr -c 'a-zA-Z' _)" -- \
       python3 bench/interposer_check.py >> "$o/interposer.jsonl" 2>>"$o/errors-1.txt"
   done
   # 1b. a plain CUDA C program's pool against the interposer
-  nvcc -O2 -o /tmp/pool_check bench/pool_check.cu 2>>"$o/errors-1.txt"
-  LD_PRELOAD=$VRAMLEDGER_PRELOAD /tmp/pool_check > "$o/pool_check.jsonl" 2>>"$o/errors-1.txt"
+  # (the shared runtime, as PyTorch loads it; and nvcc's default, the static one)
+  for rt in shared static; do
+    nvcc -O2 -cudart $rt -o /tmp/pool_check_$rt bench/pool_check.cu 2>>"$o/errors-1.txt"
+    LD_PRELOAD=$VRAMLEDGER_PRELOAD /tmp/pool_check_$rt | sed "s/^{/{\"cudart\": \"$rt\", /" >> "$o/pool_check.jsonl" 2>>"$o/errors-1.txt"
+  done
   # 1c. the sampler's cost; 1d. a 50 ms spike at 10 ms
   sh bench/sampler_cost.sh > "$o/sampler_cost.jsonl" 2>>"$o/errors-1.txt"
   $vl run --quiet --interval-ms 10 --out /tmp/spike -- python3 bench/spike.py
@@ -31,7 +35,8 @@ if [ "$PART" = 1 ]; then
 import json; s = json.load(open('$o/plan.json'))['best']['settings']
 print(json.dumps({'name': 'plan-best', 'model': 'llama-2-7b', 'precision': s['precision'],
   'optimizer': s['optimizer'], 'optimizer_impl': s['optimizer_impl'], 'attention': s['attention'],
-  'checkpointing': s['checkpointing'], 'batch': s['batch'], 'seq': s['seq'], 'lora': s['lora_rank']}))")
+  'checkpointing': s['checkpointing'], 'batch': s['batch'], 'seq': s['seq'],
+  'grad_accum': s['grad_accum'], 'lora': s['lora_rank']}))")
   echo "$cfg" > "$o/plan_config.json"
   $vl run --quiet --commitment "$o/commit/commitment.json" --out /tmp/plan-run -- \
     python3 python/vramledger/measure.py "$o/plan_measure.json" --config "$cfg" > "$o/plan_run.txt" 2>&1
@@ -53,6 +58,7 @@ print(json.dumps({'name': 'plan-best', 'model': 'llama-2-7b', 'precision': s['pr
   tar -C /tmp -cJf "$o/records-1.tar.xz" plan-run guard-run spike rec-backend_cudaMallocAsync_ 2>>"$o/errors-1.txt"
 fi
 if [ "$PART" = 2 ]; then
+  rm -rf /tmp/rec2
   export VRAMLEDGER_PROBE_EVERY=1
   n=0
   for spec in "gpt2-amp|--model gpt2 --precision amp-bf16" "gpt2-amp-ckpt|--model gpt2 --precision amp-bf16 --ckpt" \

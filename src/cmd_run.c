@@ -151,6 +151,16 @@ static uint64_t now_ns(void) {
 
 static int record_fd = -1;
 
+/* One line, newline included, in one write: whole lines beside the
+ * interposer's and the probe's. */
+static int put_line(const char *line, size_t n) {
+  ssize_t w;
+  do {
+    w = write(record_fd, line, n);
+  } while (w < 0 && errno == EINTR);
+  return w == (ssize_t)n ? 0 : -1;
+}
+
 static int put(json_t *o) {
   char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(o);
@@ -164,12 +174,9 @@ static int put(json_t *o) {
   memcpy(line, s, n);
   line[n] = '\n';
   free(s);
-  ssize_t w;
-  do { /* one write per line: whole lines beside the interposer's */
-    w = write(record_fd, line, n + 1);
-  } while (w < 0 && errno == EINTR);
+  int r = put_line(line, n + 1);
   free(line);
-  return w == (ssize_t)(n + 1) ? 0 : -1;
+  return r;
 }
 
 static int mkdir_private(const char *dir) {
@@ -282,8 +289,9 @@ static unsigned visible_gpus(struct vl_nvml *nv, const struct vl_gpu_sample *all
 /* Live bytes of the job's processes. A process that exited took its
  * allocations with it (the driver frees them): its slot no longer counts,
  * and is handed back for the next process once its peak is kept. */
-static uint64_t read_counters(struct vl_counters *c, uint64_t *peak, bool reap) {
+static uint64_t read_counters(struct vl_counters *c, uint64_t *peak, bool reap, uint64_t *ops) {
   uint64_t live = 0;
+  if (ops) *ops = 0;
   for (unsigned i = 0; i < VL_COUNTERS_SLOTS; i++) {
     struct vl_counters_slot *s = &c->slot[i];
     uint32_t pid = __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE);
@@ -292,6 +300,9 @@ static uint64_t read_counters(struct vl_counters *c, uint64_t *peak, bool reap) 
     if (p > *peak) *peak = p;
     if (!reap || kill((pid_t)pid, 0) == 0 || errno == EPERM) {
       live += __atomic_load_n(&s->live, __ATOMIC_RELAXED);
+      if (ops)
+        *ops += __atomic_load_n(&s->allocs, __ATOMIC_RELAXED) +
+                __atomic_load_n(&s->frees, __ATOMIC_RELAXED);
       continue;
     }
     __atomic_store_n(&s->live, 0, __ATOMIC_RELAXED);
@@ -301,6 +312,67 @@ static uint64_t read_counters(struct vl_counters *c, uint64_t *peak, bool reap) 
     __atomic_compare_exchange_n(&s->pid, &pid, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
   }
   return live;
+}
+
+/* What NVML said at its last reading, put into every sample until the
+ * next: per GPU its used bytes and the job's, the job's processes, the
+ * job's total, other processes' total, the job on its fullest GPU. NVML's
+ * queries are most of the sampler's cost; with the interposer in the job,
+ * NVML is read again when the job's allocations moved (the counters'
+ * calls or live bytes changed) or NVML_MAX_AGE_NS passed, so a spike is
+ * read at the tick it happens and a quiet job costs a few readings a
+ * second. */
+#define NVML_MAX_AGE_NS 100000000ull
+struct nvml_view {
+  char *gpus, *procs; /* their JSON arrays, rendered once a reading (json_dumps) */
+  uint64_t tree, other, gpu_max;
+  unsigned tree_procs;
+  uint64_t t_ns;      /* when read; 0: never */
+  uint64_t ops, live; /* the counters then */
+};
+
+static void nvml_read(struct vl_nvml *nv, const unsigned *vis, unsigned n_vis, pid_t root,
+                      struct nvml_view *v) {
+  free(v->gpus);
+  free(v->procs);
+  json_t *gpus = json_array(), *procs = json_array();
+  v->tree = v->other = v->gpu_max = 0;
+  v->tree_procs = 0;
+  for (unsigned k = 0; k < n_vis; k++) {
+    struct vl_gpu_sample g;
+    if (vl_nvml_sample(nv, vis[k], &g) != VL_OK) continue;
+    struct vl_proc_sample ps[256];
+    unsigned np = 0;
+    uint64_t gtree = 0;
+    if (vl_nvml_processes(nv, vis[k], ps, 256, &np) == VL_OK) {
+      for (unsigned i = 0; i < np && i < 256; i++) {
+        uint64_t b = ps[i].used_bytes == UINT64_MAX ? 0 : ps[i].used_bytes;
+        if (in_tree((pid_t)ps[i].pid, root)) {
+          gtree += b;
+          v->tree_procs++;
+          json_t *e = json_object();
+          json_object_set_new(e, "pid", json_integer(ps[i].pid));
+          json_object_set_new(e, "gpu", json_integer(vis[k]));
+          json_object_set_new(e, "bytes", json_integer((json_int_t)b));
+          json_array_append_new(procs, e);
+        } else {
+          v->other += b;
+        }
+      }
+    }
+    v->tree += gtree;
+    if (gtree > v->gpu_max) v->gpu_max = gtree;
+    json_t *e = json_object();
+    json_object_set_new(e, "i", json_integer(vis[k]));
+    json_object_set_new(e, "used", json_integer((json_int_t)g.used_bytes));
+    json_object_set_new(e, "tree", json_integer((json_int_t)gtree));
+    if (g.util_gpu_pct != UINT32_MAX) json_object_set_new(e, "util", json_integer(g.util_gpu_pct));
+    json_array_append_new(gpus, e);
+  }
+  v->gpus = json_dumps(gpus, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  v->procs = json_dumps(procs, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(gpus);
+  json_decref(procs);
 }
 
 static const char *preload_path(void) {
@@ -531,66 +603,67 @@ int cmd_run(int argc, const char **argv) {
   bool done = false;
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
+  struct nvml_view nvv = {0};
+  uint64_t last_reap = 0;
+  char *line = NULL;
+  size_t line_cap = 0;
   while (!done) {
     pid_t w = waitpid(pid, &status, WNOHANG);
     if (w == pid) done = true; /* one last sample below */
     uint64_t t = now_ns();
-    uint64_t alloc = 0;
-    if (ctr) alloc = read_counters(ctr, &slot_peak, true);
-    json_t *s = json_object();
-    json_object_set_new(s, "type", json_string("sample"));
-    json_object_set_new(s, "t_ns", json_integer((json_int_t)t));
-    uint64_t tree = 0, other = 0, gpu_max = 0; /* gpu_max: the job on its fullest GPU */
-    unsigned tree_procs = 0;
+    uint64_t alloc = 0, ops = 0;
+    /* exited processes are looked for every 100 ms (a kill(0) each) */
+    bool reap = done || t - last_reap >= NVML_MAX_AGE_NS;
+    if (reap) last_reap = t;
+    if (ctr) alloc = read_counters(ctr, &slot_peak, reap, &ops);
+    bool reused = false;
     if (nv) {
-      json_t *jgs = json_array(), *jp = json_array();
-      for (unsigned k = 0; k < n_vis; k++) {
-        struct vl_gpu_sample g;
-        if (vl_nvml_sample(nv, vis[k], &g) != VL_OK) continue;
-        struct vl_proc_sample ps[256];
-        unsigned np = 0;
-        uint64_t gtree = 0;
-        if (vl_nvml_processes(nv, vis[k], ps, 256, &np) == VL_OK) {
-          for (unsigned i = 0; i < np && i < 256; i++) {
-            uint64_t b = ps[i].used_bytes == UINT64_MAX ? 0 : ps[i].used_bytes;
-            if (in_tree((pid_t)ps[i].pid, pid)) {
-              gtree += b;
-              tree_procs++;
-              json_t *e = json_object();
-              json_object_set_new(e, "pid", json_integer(ps[i].pid));
-              json_object_set_new(e, "gpu", json_integer(vis[k]));
-              json_object_set_new(e, "bytes", json_integer((json_int_t)b));
-              json_array_append_new(jp, e);
-            } else {
-              other += b;
-            }
-          }
-        }
-        tree += gtree;
-        if (gtree > gpu_max) gpu_max = gtree;
-        json_t *e = json_object();
-        json_object_set_new(e, "i", json_integer(vis[k]));
-        json_object_set_new(e, "used", json_integer((json_int_t)g.used_bytes));
-        json_object_set_new(e, "tree", json_integer((json_int_t)gtree));
-        if (g.util_gpu_pct != UINT32_MAX)
-          json_object_set_new(e, "util", json_integer(g.util_gpu_pct));
-        json_array_append_new(jgs, e);
+      /* no interposer, or nothing allocated through it yet (a context
+       * appearing shows only in NVML): every tick */
+      bool moved = !ctr || !use_preload || ops == 0 || ops != nvv.ops || alloc != nvv.live;
+      if (moved || done || t - nvv.t_ns >= NVML_MAX_AGE_NS) {
+        nvml_read(nv, vis, n_vis, pid, &nvv);
+        nvv.t_ns = t;
+        nvv.ops = ops;
+        nvv.live = alloc;
+      } else {
+        reused = true;
       }
-      json_object_set_new(s, "gpus", jgs);
-      json_object_set_new(s, "procs", jp);
     }
+    uint64_t tree = nvv.tree, other = nvv.other, gpu_max = nvv.gpu_max;
+    unsigned tree_procs = nvv.tree_procs;
     /* NVML and the counters are read a moment apart: an allocation made in
      * between would show in NVML but not in the counters and be taken for
      * context. Read the counters again and keep the larger. */
     if (ctr) {
-      uint64_t again = read_counters(ctr, &slot_peak, false); /* reaped a moment ago */
+      uint64_t again = read_counters(ctr, &slot_peak, false, NULL); /* reaped a moment ago */
       if (again > alloc) alloc = again;
     }
-    json_object_set_new(s, "tree_bytes", json_integer((json_int_t)tree));
-    json_object_set_new(s, "tree_procs", json_integer(tree_procs));
-    json_object_set_new(s, "other_bytes", json_integer((json_int_t)other));
-    json_object_set_new(s, "cuda_alloc_bytes", json_integer((json_int_t)alloc));
-    put(s);
+    /* the sample line, formatted here: a tick renders only its numbers
+     * (the GPU and process arrays are rendered once a reading) */
+    const char *g = nv && nvv.gpus ? nvv.gpus : NULL, *pr = nv && nvv.procs ? nvv.procs : NULL;
+    size_t cap = 320 + (g ? strlen(g) : 0) + (pr ? strlen(pr) : 0);
+    if (cap > line_cap) {
+      char *nl = realloc(line, cap);
+      if (nl) {
+        line = nl;
+        line_cap = cap;
+      }
+    }
+    if (line && cap <= line_cap) {
+      int n = snprintf(line, line_cap, "{\"type\":\"sample\",\"t_ns\":%llu", (unsigned long long)t);
+      if (reused)
+        n += snprintf(line + n, line_cap - (size_t)n, ",\"nvml_t_ns\":%llu",
+                      (unsigned long long)nvv.t_ns);
+      if (g && pr)
+        n += snprintf(line + n, line_cap - (size_t)n, ",\"gpus\":%s,\"procs\":%s", g, pr);
+      n += snprintf(line + n, line_cap - (size_t)n,
+                    ",\"tree_bytes\":%llu,\"tree_procs\":%u,\"other_bytes\":%llu,"
+                    "\"cuda_alloc_bytes\":%llu}\n",
+                    (unsigned long long)tree, tree_procs, (unsigned long long)other,
+                    (unsigned long long)alloc);
+      put_line(line, (size_t)n);
+    }
     n_samples++;
     /* without NVML the driver-allocated bytes stand in (they are less) */
     if (guard && !fired && (nv ? gpu_max : alloc) > guard) {
@@ -623,7 +696,10 @@ int cmd_run(int argc, const char **argv) {
     sigaction(fwd[i], &old[i], NULL);
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   /* a process's own peak is exact, samples may fall between its peaks */
-  if (ctr) read_counters(ctr, &slot_peak, true);
+  if (ctr) read_counters(ctr, &slot_peak, true, NULL);
+  free(nvv.gpus);
+  free(nvv.procs);
+  free(line);
   if (slot_peak > peak_alloc) peak_alloc = slot_peak;
   json_t *ex = json_object();
   uint64_t end = now_ns();

@@ -20,7 +20,7 @@ Usage: python3 python/vramledger/measure.py OUT.json [--suite calibration|quick|
 (--config: one training configuration, the fields of a suite entry; the
 settings of `vramledger plan --format json`'s best configuration map onto
 them: model, precision, optimizer, optimizer_impl, attention,
-checkpointing, batch, seq, lora)
+checkpointing, batch, seq, grad_accum, lora)
 """
 import argparse, datetime, gc, json, os, platform, sys, time, traceback
 
@@ -174,6 +174,7 @@ def run_train(c, datadir):
     amp = prec.startswith("amp-")
     amp_dtype = torch.float16 if prec == "amp-fp16" else torch.bfloat16
     scaler = torch.amp.GradScaler("cuda") if prec == "amp-fp16" else None
+    accum = int(c.get("grad_accum", 1))
     g = torch.Generator(device="cuda").manual_seed(0)
     ids = torch.randint(0, cfg.vocab_size, (c["batch"], c["seq"]), device="cuda", generator=g)
     rec = {}
@@ -184,18 +185,21 @@ def run_train(c, datadir):
             torch.cuda.reset_peak_memory_stats()
             rec["before_forward"] = torch.cuda.memory_allocated()
             t0 = time.perf_counter()
-        with torch.autocast("cuda", dtype=amp_dtype, enabled=amp):
-            out = m(input_ids=ids, labels=ids)
-        loss = out.loss
-        if meas:
-            torch.cuda.synchronize()
-            rec["after_forward"] = torch.cuda.memory_allocated()
-            rec["peak_forward"] = peak(True)
-        (scaler.scale(loss) if scaler else loss).backward()
-        if meas:
-            torch.cuda.synchronize()
-            rec["after_backward"] = torch.cuda.memory_allocated()
-            rec["peak_backward"] = peak(True)
+        for k in range(accum):  # gradient accumulation: micro-batches, one step
+            if k:
+                del out, loss
+            with torch.autocast("cuda", dtype=amp_dtype, enabled=amp):
+                out = m(input_ids=ids, labels=ids)
+            loss = out.loss
+            if meas:
+                torch.cuda.synchronize()
+                rec["after_forward"] = torch.cuda.memory_allocated()
+                rec["peak_forward"] = max(rec.get("peak_forward", 0), peak(True))
+            (scaler.scale(loss) if scaler else loss).backward()
+            if meas:
+                torch.cuda.synchronize()
+                rec["after_backward"] = torch.cuda.memory_allocated()
+                rec["peak_backward"] = max(rec.get("peak_backward", 0), peak(True))
         if scaler:
             scaler.step(o)
             scaler.update()
@@ -220,7 +224,7 @@ def run_train(c, datadir):
         del out, loss
     rec["peak_allocated"] = max(rec["peak_forward"], rec["peak_backward"], rec["peak_optimizer"])
     rec.update(params=n_params, trainable_params=n_train,
-               tokens_per_s=c["batch"] * c["seq"] / rec["step_s"])
+               tokens_per_s=c["batch"] * c["seq"] * accum / rec["step_s"])
     return rec
 
 
@@ -258,6 +262,7 @@ def main():
                   c.get("optimizer", "adamw"), c.get("optimizer_impl", "foreach"),
                   c.get("attention", "sdpa"), c.get("checkpointing", "none"), int(c["batch"]),
                   int(c["seq"]), lora=int(c.get("lora", 0)), targets=c.get("lora_targets"))]
+        todo[0]["grad_accum"] = int(c.get("grad_accum", 1))
     elif a.suite == "calibration":
         todo = CALIBRATION
     elif a.suite == "quick":
