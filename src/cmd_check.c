@@ -11,8 +11,8 @@
 #include "vramledger/commitment.h"
 
 int cmd_check(int argc, const char **argv) {
-  static const char *const names[] = {"--commitment", "--config", "--run", NULL};
-  const char *val[3];
+  static const char *const names[] = {"--commitment", "--config", "--run", "--deepspeed", NULL};
+  const char *val[4];
   struct est e;
   int rc = est_parse_with(argc, argv, names, val, &e);
   if (rc) return rc;
@@ -38,6 +38,39 @@ int cmd_check(int argc, const char **argv) {
       cli_error("cannot use the job configuration '%s': %s", val[1], err.msg);
       return VL_EXIT_ERROR;
     }
+  }
+  if (val[3]) { /* DeepSpeed's settings over the commitment's (or the flags') */
+    if (val[1]) {
+      cli_error("give --config or --deepspeed, not both");
+      return VL_EXIT_USAGE;
+    }
+    /* the rest of the job (sequence, LoRA, attention, ...) as committed:
+     * estimate flags would say the same twice */
+    for (int i = 1; i < argc; i++)
+      if (strncmp(argv[i], "--", 2) == 0 && strcmp(argv[i], "--commitment") &&
+          strcmp(argv[i], "--deepspeed") && strcmp(argv[i], "--run") &&
+          strcmp(argv[i], "--model")) {
+        cli_error("with --deepspeed, the settings the DeepSpeed file does not hold are the "
+                  "commitment's: %s is not taken",
+                  argv[i]);
+        cli_hint("check the other settings with --config JOB.json or estimate flags, in a "
+                 "second call");
+        return VL_EXIT_USAGE;
+      }
+    e.job = c.job; /* its LoRA targets point into c, which lives to the end */
+    size_t len = 0;
+    char *text = cli_read_file(val[3], &len);
+    if (!text) return VL_EXIT_ERROR;
+    struct vl_err err = {""};
+    char autos[512];
+    vl_status s = vl_job_apply_deepspeed(text, len, &e.job, autos, sizeof autos, &err);
+    vl_free(text);
+    if (s != VL_OK) {
+      cli_error("cannot use the DeepSpeed configuration '%s': %s", val[3], err.msg);
+      cli_hint("a ds_config.json as deepspeed.initialize(config=...) takes it");
+      return VL_EXIT_ERROR;
+    }
+    if (autos[0]) printf("not checked (\"auto\", filled in at launch): %s\n", autos);
   }
   const char *model = e.model ? e.model : c.model;
   int problems = 0;

@@ -46,6 +46,15 @@ vl_status vl_commitment_parse(const char *text, size_t len, struct vl_commitment
 vl_status vl_job_from_settings(const char *text, size_t len, struct vl_job *job, char *targets,
                                size_t targets_len, struct vl_err *err) VL_MUST_USE;
 
+/*! Apply a DeepSpeed configuration (ds_config.json text) to *job: what
+ * DeepSpeed controls (micro-batch, accumulation, data-parallel ranks from
+ * train_batch_size, ZeRO stage, offload, bf16/fp16 with an fp32 master
+ * copy, optimizer) replaces the job's; framework becomes deepspeed. A
+ * setting given as "auto" is left as it was and named in autos[].
+ * @return VL_OK, VL_EPARSE (line, column), VL_EKEY naming the key. */
+vl_status vl_job_apply_deepspeed(const char *text, size_t len, struct vl_job *job, char *autos,
+                                 size_t autos_len, struct vl_err *err) VL_MUST_USE;
+
 /*! The bytes per GPU above which the peak trigger fires: peak_trigger x
  * the measured process peak when a run was attached, else x the estimated
  * total. */

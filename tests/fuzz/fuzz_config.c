@@ -1,9 +1,12 @@
 /* libFuzzer harness: the config reader, then the bill of a default job on
- * whatever it accepted. Must never crash, hang or leak. */
+ * whatever it accepted; the same bytes as a DeepSpeed configuration, and
+ * the bill of what that leaves. Must never crash, hang or leak. */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "vramledger/arch.h"
+#include "vramledger/commitment.h"
 #include "vramledger/model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -11,8 +14,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct vl_arch a;
   struct vl_err err;
-  if (vl_arch_from_json((const char *)data, size, &a, &err) != VL_OK) return 0;
   struct vl_job j;
+  vl_job_init(&j);
+  char autos[128];
+  static const char tiny[] = "{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, "
+                             "\"n_head\": 4, \"n_positions\": 64, \"vocab_size\": 100}";
+  if (vl_job_apply_deepspeed((const char *)data, size, &j, autos, sizeof autos, &err) == VL_OK &&
+      vl_arch_from_json(tiny, strlen(tiny), &a, &err) == VL_OK) {
+    struct vl_overheads ov0;
+    vl_overheads_default(&ov0);
+    static struct vl_bill b0;
+    if (vl_bill_compute(&a, &j, &ov0, &b0, &err) != VL_OK) return 0;
+  }
+  if (vl_arch_from_json((const char *)data, size, &a, &err) != VL_OK) return 0;
   vl_job_init(&j);
   struct vl_overheads ov;
   vl_overheads_default(&ov);

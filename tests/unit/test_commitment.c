@@ -69,8 +69,71 @@ static void never_a_pass_by_accident(void **state) {
   assert_non_null(strstr(err.msg, "zero"));
 }
 
+/* A DeepSpeed configuration as the settings it controls. */
+static vl_status ds(const char *text, struct vl_job *j, char *autos) {
+  vl_job_init(j);
+  j->batch = 7;
+  j->grad_accum = 3;
+  struct vl_err err = {""};
+  return vl_job_apply_deepspeed(text, strlen(text), j, autos, 256, &err);
+}
+
+static void deepspeed_settings(void **state) {
+  (void)state;
+  struct vl_job j;
+  char autos[256];
+  size_t len = 0;
+  char *text = tu_read("tests/data/deepspeed/zero3-offload.json", &len);
+  struct vl_err err = {""};
+  vl_job_init(&j);
+  assert_int_equal(vl_job_apply_deepspeed(text, len, &j, autos, sizeof autos, &err), VL_OK);
+  free(text);
+  assert_int_equal(j.batch, 2);
+  assert_int_equal(j.grad_accum, 4);
+  assert_int_equal(j.dp, 8); /* 64 = 2 x 4 x 8 ranks */
+  assert_int_equal(j.zero, 3);
+  assert_int_equal(j.offload, VL_OFFLOAD_OPTIMIZER);
+  assert_int_equal(j.precision, VL_PREC_MIXED_BF16);
+  assert_int_equal(j.optimizer, VL_OPT_ADAMW);
+  assert_int_equal(j.framework, VL_FW_DEEPSPEED);
+  assert_string_equal(autos, "");
+  /* "auto": left as it was, and named */
+  assert_int_equal(ds("{\"train_micro_batch_size_per_gpu\": \"auto\", \"fp16\": {\"enabled\": "
+                      "true}, \"zero_optimization\": {\"stage\": 1, \"offload_param\": "
+                      "{\"device\": \"nvme\"}}, \"optimizer\": {\"type\": \"SGD\", "
+                      "\"params\": {\"momentum\": 0.9}}}",
+                      &j, autos),
+                   VL_OK);
+  assert_int_equal(j.batch, 7);
+  assert_int_equal(j.grad_accum, 3);
+  assert_string_equal(autos, "train_micro_batch_size_per_gpu");
+  assert_int_equal(j.precision, VL_PREC_MIXED_FP16);
+  assert_int_equal(j.zero, 1);
+  assert_int_equal(j.offload, VL_OFFLOAD_FULL);
+  assert_int_equal(j.optimizer, VL_OPT_SGD_MOMENTUM);
+  /* no precision section: fp32; no zero section: stage 0 */
+  assert_int_equal(ds("{\"train_micro_batch_size_per_gpu\": 4}", &j, autos), VL_OK);
+  assert_int_equal(j.precision, VL_PREC_FP32);
+  assert_int_equal(j.zero, 0);
+  assert_int_equal(j.batch, 4);
+  /* refusals: never a silent pass */
+  assert_int_equal(ds("{\"bf16\": {\"enabled\": true}, \"fp16\": {\"enabled\": true}}", &j, autos),
+                   VL_EKEY);
+  assert_int_equal(ds("{\"zero_optimization\": {\"stage\": 4}}", &j, autos), VL_EKEY);
+  assert_int_equal(ds("{\"zero_optimization\": 2}", &j, autos), VL_EKEY);
+  assert_int_equal(ds("{\"optimizer\": {\"type\": \"Shampoo\"}}", &j, autos), VL_EKEY);
+  assert_int_equal(ds("{\"train_batch_size\": 10, \"train_micro_batch_size_per_gpu\": 4, "
+                      "\"gradient_accumulation_steps\": 1}",
+                      &j, autos),
+                   VL_EKEY);
+  assert_int_equal(ds("{\"train_micro_batch_size_per_gpu\": 0}", &j, autos), VL_EKEY);
+  assert_int_equal(ds("[1, 2]", &j, autos), VL_EKEY);
+  assert_int_equal(ds("{\"train_micro_batch_size_per_gpu\": ", &j, autos), VL_EPARSE);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(reads_and_compares),
-                                     cmocka_unit_test(never_a_pass_by_accident)};
+                                     cmocka_unit_test(never_a_pass_by_accident),
+                                     cmocka_unit_test(deepspeed_settings)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
