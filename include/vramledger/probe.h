@@ -20,7 +20,9 @@
 struct vl_fw_boundary {
   char phase[16]; /* the interval that ends here */
   uint64_t allocated, named, cublas_workspaces;
-  int64_t unnamed; /* allocated - named - workspaces (may be < 0) */
+  uint64_t rounding; /* allocated - requested: the allocator's blocks beyond the bytes asked
+                      * for (512 B rounding, unsplit remainders); 0 when not recorded */
+  int64_t unnamed;   /* allocated - rounding - named - workspaces (may be < 0) */
 };
 
 struct vl_fw_rank {

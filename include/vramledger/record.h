@@ -73,6 +73,8 @@ struct vl_rec_phase {
   char phase[16];
   bool has_alloc; /* the CUDA caching allocator's counters are present */
   uint64_t allocated, reserved, active, inactive_split, peak_allocated, peak_reserved;
+  bool has_requested;           /* PyTorch >= 2.1 counts the bytes asked for */
+  uint64_t requested;           /* sum of the live allocations' requested sizes */
   uint64_t alloc_retries, ooms; /* cumulative */
   bool has_bill, acts_known;    /* acts_known: false under torch.compile */
   uint64_t bill[VL_BILL_N];     /* at the interval's end */

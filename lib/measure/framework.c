@@ -204,7 +204,11 @@ static void bill(const struct vl_record *r, struct vl_probe_layer *f, const stru
     e->allocated = p->allocated;
     e->named = named(p->bill);
     e->cublas_workspaces = workspaces(r, f->main_pid, idx[j], ws);
-    e->unnamed = (int64_t)p->allocated - (int64_t)e->named - (int64_t)e->cublas_workspaces;
+    /* memory_allocated() counts blocks; the bill counts tensors' bytes:
+     * the difference is the allocator's, named as rounding */
+    e->rounding = p->has_requested ? vl__sub0(p->allocated, p->requested) : 0;
+    e->unnamed = (int64_t)p->allocated - (int64_t)e->rounding - (int64_t)e->named -
+                 (int64_t)e->cublas_workspaces;
     if (!p->acts_known) continue; /* compiled: activations are the difference */
     double share = p->allocated ? (double)llabs(e->unnamed) / (double)p->allocated : 0;
     if (share > f->worst_unnamed_share) f->worst_unnamed_share = share;

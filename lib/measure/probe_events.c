@@ -74,6 +74,8 @@ vl_status vl__probe_event(json_t *o, const char *type, struct vl_record *r,
     p->reserved = vl__rec_u(o, "reserved");
     p->active = vl__rec_u(o, "active");
     p->inactive_split = vl__rec_u(o, "inactive_split");
+    p->has_requested = json_is_integer(json_object_get(o, "requested"));
+    p->requested = vl__rec_u(o, "requested");
     p->peak_allocated = vl__rec_u(o, "peak_allocated");
     p->peak_reserved = vl__rec_u(o, "peak_reserved");
     p->alloc_retries = vl__rec_u(o, "alloc_retries");

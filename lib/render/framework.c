@@ -134,6 +134,7 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
       json_object_set_new(x, "allocated_bytes", U(e->allocated));
       json_object_set_new(x, "named_bytes", U(e->named));
       json_object_set_new(x, "cublas_workspaces_bytes", U(e->cublas_workspaces));
+      json_object_set_new(x, "rounding_bytes", U(e->rounding));
       json_object_set_new(x, "unnamed_bytes", json_integer(e->unnamed));
       json_array_append_new(led, x);
     }
@@ -285,19 +286,19 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
     if (cmp && cmp->present) cmp_text(o, cmp, md);
     if (f->n_ledger) {
       fprintf(o,
-              "\n%severy boundary of step %u: named + cuBLAS workspaces vs "
-              "memory_allocated() (worst unnamed %.2f %%)\n",
+              "\n%severy boundary of step %u: named + cuBLAS workspaces + the allocator's "
+              "rounding vs memory_allocated() (worst unnamed %.2f %%)\n",
               b, f->bill_step, 100 * f->worst_unnamed_share);
       if (md)
-        fprintf(o, "\n| after | allocated GiB | named GiB | workspaces GiB | unnamed MiB "
-                   "|\n|---|---:|---:|---:|---:|\n");
+        fprintf(o, "\n| after | allocated GiB | named GiB | workspaces GiB | rounding MiB | "
+                   "unnamed MiB |\n|---|---:|---:|---:|---:|---:|\n");
       for (unsigned i = 0; i < f->n_ledger; i++) {
         const struct vl_fw_boundary *e = &f->ledger[i];
-        const char *fmt = md ? "| %s | %.3f | %.3f | %.3f | %.1f |\n"
+        const char *fmt = md ? "| %s | %.3f | %.3f | %.3f | %.1f | %.1f |\n"
                              : "    %-10s allocated %8.3f GiB  named %8.3f GiB  workspaces "
-                               "%6.3f GiB  unnamed %8.1f MiB\n";
+                               "%6.3f GiB  rounding %6.1f MiB  unnamed %8.1f MiB\n";
         fprintf(o, fmt, e->phase, GIB(e->allocated), GIB(e->named), GIB(e->cublas_workspaces),
-                (double)e->unnamed / 1048576.0);
+                (double)e->rounding / 1048576.0, (double)e->unnamed / 1048576.0);
       }
     }
     if (f->n_modules) {

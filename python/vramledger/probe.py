@@ -113,6 +113,7 @@ class _Probe:
         self.saved = []  # (weakref to the packed tensor, key, bytes, kind)
         self.outputs = []  # (weakref to an output of a top-level forward, key, bytes)
         self.saved_keys = set()
+        self.cast_leaves, self.ckpt_casts = set(), 0
         self.param_keys = set()
         self.module_bytes = {}
         self.names = {}
@@ -187,6 +188,9 @@ class _Probe:
             "alloc_retries": st.get("num_alloc_retries", 0),
             "ooms": st.get("num_ooms", 0),
         }
+        req = st.get("requested_bytes")  # torch >= 2.1: the bytes asked for
+        if req:
+            out["requested"] = req["all"]["current"]
         self.remember(dev, st)
         self.torch._C._cuda_resetPeakMemoryStats(dev)
         if not self.oom_observer:
@@ -359,6 +363,8 @@ class _Probe:
                 seen.add(k)
                 outs += n
         self.outputs = live
+        if self.ckpt_casts and self.autocast_on()[0]:
+            cast += self.ckpt_casts  # in autocast's cache until its region ends
         if "comm" in refresh or "comm" not in c:
             c["comm"] = self.count_comm()
         if self.tracer is not None:
@@ -414,8 +420,10 @@ class _Probe:
                 k, n = _storage(t)
                 if k not in self.param_keys:
                     kind = "activation"
-                    if self.is_weight_cast(t.grad_fn):
+                    leaf = self.cast_leaf(t.grad_fn)
+                    if leaf is not None:
                         kind = "autocast"
+                        self.cast_leaves.add(_storage(leaf)[0])
                     d = t.detach()  # no reference back to the graph: no cycle
                     self.keep_saved(d, k, n, kind)
                     return d
@@ -443,23 +451,75 @@ class _Probe:
             self.module_bytes[name] = self.module_bytes.get(name, 0) + n
 
     @staticmethod
-    def is_weight_cast(fn):
-        """A cast of a leaf (autocast's cached copy of a weight), seen
-        directly or through views (nn.Linear saves weight.t())."""
+    def cast_leaf(fn):
+        """The leaf a tensor is a cast of (autocast's cached copy of a
+        weight), seen directly or through views (nn.Linear saves
+        weight.t()), or None."""
         for _ in range(3):
             if fn is None:
-                return False
+                return None
             name = type(fn).__name__
             nxt = fn.next_functions
             if name == "ToCopyBackward0":
-                return bool(nxt) and nxt[0][0] is not None and \
-                    type(nxt[0][0]).__name__ == "AccumulateGrad"
+                if nxt and nxt[0][0] is not None and type(nxt[0][0]).__name__ == "AccumulateGrad":
+                    return nxt[0][0].variable
+                return None
             if name not in ("TBackward0", "TransposeBackward0", "ViewBackward0",
                             "PermuteBackward0", "ExpandBackward0", "UnsafeViewBackward0",
                             "AliasBackward0") or not nxt:
-                return False
+                return None
             fn = nxt[0][0]
-        return False
+        return None
+
+    def autocast_on(self):
+        """Autocast is on here for the probe's device (CUDA, or the CPU
+        without one), with its weight cache: (True, dtype)."""
+        T = self.torch
+        dev = "cuda" if self.cuda_on() else "cpu"
+        try:
+            on = T.is_autocast_enabled(dev)
+        except TypeError:  # torch < 2.4
+            on = T.is_autocast_enabled() if dev == "cuda" else T.is_autocast_cpu_enabled()
+        if not on or not T.is_autocast_cache_enabled():
+            return False, None
+        try:
+            return True, T.get_autocast_dtype(dev)
+        except AttributeError:
+            return True, T.get_autocast_gpu_dtype() if dev == "cuda" else T.get_autocast_cpu_dtype()
+
+    @_timed
+    def note_checkpoint_casts(self, out, args):
+        """A checkpointed call saves nothing the probe sees, but autocast
+        still caches a half copy of each weight it casts, until the
+        outermost autocast region ends. Its graph (non-reentrant
+        checkpointing builds one) names them: a cast of a parameter
+        (ToCopyBackward0 into its AccumulateGrad). The walk stays inside
+        the call (it stops at its inputs' nodes) and keeps no node once
+        done: holding one would keep its saved tensors alive. Weights
+        already counted through a saved cast are skipped."""
+        on, dtype = self.autocast_on()
+        if not on:
+            return
+        T = self.torch.Tensor
+        size = self.torch.empty((), dtype=dtype).element_size()
+        seen = {a.grad_fn for a in args if isinstance(a, T) and a.grad_fn is not None}
+        todo = [t.grad_fn for t in (out if isinstance(out, (tuple, list)) else (out,))
+                if isinstance(t, T) and t.grad_fn is not None]
+        while todo:
+            fn = todo.pop()
+            if fn is None or fn in seen:
+                continue
+            seen.add(fn)
+            leaf = self.cast_leaf(fn) if type(fn).__name__ == "ToCopyBackward0" else None
+            if leaf is not None:
+                k, _ = _storage(leaf)
+                if k not in self.cast_leaves and leaf.is_floating_point() and self.on_device(leaf):
+                    self.cast_leaves.add(k)
+                    self.ckpt_casts += leaf.numel() * size
+                continue
+            for nxt, _ in fn.next_functions:
+                if nxt is not None and type(nxt).__name__ != "AccumulateGrad":
+                    todo.append(nxt)
 
     @staticmethod
     def unpack(t):
@@ -609,12 +669,9 @@ class _Probe:
                 self.step_peak = (self.step_peak[0], c["peak_reserved"], self.step_peak[2])
         if self.sampled:
             ph = self.phase
-            if ph in ("idle", "optimizer"):
-                ev["bill"] = self.bill()
-            elif ph in ("backward", "pre_step"):
-                ev["bill"] = self.bill(("grads",))
-            else:
-                ev["bill"] = self.bill(())
+            # gradients at every boundary: a loop may zero them anywhere
+            # (Lightning's closure does between forward and backward)
+            ev["bill"] = self.bill() if ph in ("idle", "optimizer") else self.bill(("grads",))
         self.w.put(ev)
         self.phase = nxt
         self.t_phase = t
@@ -661,6 +718,8 @@ class _Probe:
         self.step_peak = (0, 0, "")
         self.module_bytes = {}
         self.saved_keys = set()
+        self.cast_leaves = set()  # weights whose autocast copy is counted this step
+        self.ckpt_casts = 0       # bytes of those copies seen only through the graph
         if self.sampled:
             self.add_global()
         else:
@@ -977,15 +1036,23 @@ def _install_checkpoint(torch, probe):
         return
 
     def checkpoint(function, *args, **kwargs):
+        forward = False
         try:
             # called before the forward it wraps: between steps, the step
             # about to start decides
             sampled = probe.sampled if probe.t_step is not None else probe.sampled_next()
-            if sampled and not probe.dead and not probe.in_backward:
+            forward = sampled and not probe.dead and not probe.in_backward
+            if forward:
                 probe.keep_checkpoint_inputs(args)
         except Exception as e:
             probe.fail("checkpoint", e)
-        return orig(function, *args, **kwargs)
+        out = orig(function, *args, **kwargs)
+        if forward:
+            try:
+                probe.note_checkpoint_casts(out, args)
+            except Exception as e:
+                probe.fail("checkpoint casts", e)
+        return out
     import functools
     functools.update_wrapper(checkpoint, orig)
     checkpoint.__vramledger__ = True

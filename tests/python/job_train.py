@@ -4,7 +4,8 @@ argv: optimizer (sgd-momentum|adam) accumulation steps [OPTIONS]
 OPTIONS, comma-separated: break-probe (make the probe's bill raise),
 ckpt (the model under non-reentrant activation checkpointing),
 closure (forward and backward inside optimizer.step(closure), as
-Lightning's automatic optimisation does)"""
+Lightning's automatic optimisation does), amp (the forward under CPU
+autocast, bfloat16)"""
 import sys
 
 import torch
@@ -28,6 +29,19 @@ if "break-probe" in options:
 
 
 
+class Outer(torch.nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        from torch.utils.checkpoint import checkpoint
+        return checkpoint(self.inner, x, use_reentrant=False)
+
+
+outer = Outer(model)
+
+
 def closure():
     global loss
     opt.zero_grad()
@@ -43,11 +57,15 @@ for step in range(steps):
         continue
     for k in range(accum):
         x = torch.randn(B, 32)
-        if "ckpt" in options:
-            from torch.utils.checkpoint import checkpoint
-            y = checkpoint(model, x.requires_grad_(), use_reentrant=False)
-        else:
-            y = model(x)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled="amp" in options):
+            if "ckpt" in options and "amp" in options:
+                y = outer(x.requires_grad_())  # checkpointing inside the model, as transformers
+            elif "ckpt" in options:
+                from torch.utils.checkpoint import checkpoint
+                y = checkpoint(model, x.requires_grad_(), use_reentrant=False)
+            else:
+                y = model(x)
+        y = y.float()
         loss = torch.nn.functional.mse_loss(y, torch.zeros(B, 16))
         loss.backward()
     opt.step()

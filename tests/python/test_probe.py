@@ -82,6 +82,20 @@ class Probe(unittest.TestCase):
         self.assertEqual(plain.returncode, 0, plain.stderr)
         self.assertEqual(plain.stdout, out.stdout)  # the same losses, bit for bit
 
+    def test_autocast_copies_inside_checkpointing(self):
+        # a checkpointed call under autocast saves nothing the hooks see,
+        # but autocast caches a bfloat16 copy of each weight and bias it
+        # casts (and of the checkpointed input, a leaf that requires grad)
+        # until its region ends: named from the call's graph
+        out, ev = run("sgd-momentum", "1", "3", "ckpt,amp")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        fwd = billed(ev, "forward")
+        self.assertEqual(len(fwd), 3)
+        for e in fwd:
+            self.assertEqual(e["bill"]["autocast_weights"], 2 * (P // 4) + 2 * B * 32)
+        for e in billed(ev, "loss"):  # the region ended: the cache is gone
+            self.assertEqual(e["bill"]["autocast_weights"], 0)
+
     def test_parameters_and_gradients_exact(self):
         _, ev = self.sgd
         for e in of(ev, "phase"):
