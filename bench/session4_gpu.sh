@@ -86,5 +86,34 @@ if [ "$PART" = 2 ]; then
   done
   tar -C /tmp -cJf "$o/records-2.tar.xz" rec2 2>>"$o/errors-2.txt"
 fi
+if [ "$PART" = 3 ]; then
+  # the ledger again with rounding named (issue 5), Trainer and Lightning;
+  # how a statically linked CUDA runtime finds the driver (issue 4)
+  rm -rf /tmp/rec3
+  export VRAMLEDGER_PROBE_EVERY=1
+  n=0
+  for spec in "gpt2-amp|--model gpt2 --precision amp-bf16" "gpt2-amp-eager|--model gpt2 --precision amp-bf16 --attn eager" \
+      "gpt2-bf16|--model gpt2 --precision bf16" "gpt2-amp-ckpt|--model gpt2 --precision amp-bf16 --ckpt" \
+      "gpt2-amp-lora|--model gpt2 --precision amp-bf16 --lora 16" "llama-amp|--model llama --precision amp-bf16" \
+      "llama-bf16-ckpt|--model llama --precision bf16 --ckpt" "llama-bf16-lora|--model llama --precision bf16 --lora 16" \
+      "bert-amp|--model bert --precision amp-bf16" "bert-bf16|--model bert --precision bf16" \
+      "gpt2-ddp|--model gpt2 --precision amp-bf16 --ddp"; do
+    n=$((n + 1)); name=${spec%%|*}; args=${spec#*|}
+    d=/tmp/rec3/$n-$name
+    line=$($vl run --quiet --out $d -- python3 bench/probe_job.py $args 2>>"$o/errors-3.txt")
+    echo "{\"run\": \"$n-$name\", \"job\": ${line:-null}}" >> "$o/jobs-3.jsonl"
+    $vl report $d --format json 2>>"$o/errors-3.txt" | python3 -c "import json,sys; r=json.load(sys.stdin); r['run']='$n-$name'; print(json.dumps(r))" >> "$o/reports-3.jsonl"
+  done
+  for loop in trainer lightning; do
+    d=/tmp/rec3/loop-$loop
+    line=$($vl run --quiet --out $d -- python3 bench/loops_job.py --loop $loop 2>>"$o/errors-3.txt" | tail -1)
+    echo "{\"run\": \"loop-$loop\", \"job\": ${line:-null}}" >> "$o/jobs-3.jsonl"
+    $vl report $d --format json 2>>"$o/errors-3.txt" | python3 -c "import json,sys; r=json.load(sys.stdin); r['run']='loop-$loop'; print(json.dumps(r))" >> "$o/reports-3.jsonl"
+  done
+  nvcc -O2 -o /tmp/pool_check_static bench/pool_check.cu 2>>"$o/errors-3.txt"
+  LD_DEBUG=bindings LD_PRELOAD=$VRAMLEDGER_PRELOAD /tmp/pool_check_static 2>&1 >/dev/null \
+    | grep -E "symbol .(dlsym|dlvsym|dlopen|cuGetProcAddress|__libc_dlsym)" | sort | uniq -c | head -40 > "$o/static_cudart_bindings.txt"
+  tar -C /tmp -cJf "$o/records-3.tar.xz" rec3 2>>"$o/errors-3.txt"
+fi
 # the device hands back a few files a call: everything goes back as one
 tar -C "$o" -czf /tmp/results-$PART.tgz . && rm -rf "$o"/* && mv /tmp/results-$PART.tgz "$o/"
