@@ -397,20 +397,30 @@ class _Probe:
                 continue
         return n
 
-    def keep_outputs(self, out, depth=0):
+    def keep_outputs(self, out, depth=0, cache=False):
         """Weak references to the tensors a top-level forward returned
-        (logits, the loss): named "outputs" while they live."""
+        (logits, the loss, and a key/value cache: transformers returns one
+        from a causal LM's training forward too, past_key_values, whose
+        keys and values nothing else holds once attention has expanded
+        them): named "outputs" while they live."""
         T = self.torch.Tensor
         if isinstance(out, T):
             if self.on_device(out):
                 k, n = _storage(out)
                 self.outputs.append((weakref.ref(out), k, n))
-        elif depth < 3 and isinstance(out, (tuple, list)):
+        elif depth >= 6:
+            return
+        elif isinstance(out, (tuple, list)):
             for x in out:
-                self.keep_outputs(x, depth + 1)
-        elif depth < 3 and isinstance(out, dict):
+                self.keep_outputs(x, depth + 1, cache)
+        elif isinstance(out, dict):
             for x in out.values():
-                self.keep_outputs(x, depth + 1)
+                self.keep_outputs(x, depth + 1, cache)
+        elif (cache or "Cache" in type(out).__name__) and hasattr(out, "__dict__"):
+            # a cache object (DynamicCache: .layers[i].keys / .values;
+            # older ones: .key_cache / .value_cache lists)
+            for x in vars(out).values():
+                self.keep_outputs(x, depth + 1, True)
 
     # ---- saved tensors ----------------------------------------------------------
     @_timed

@@ -5,7 +5,8 @@ OPTIONS, comma-separated: break-probe (make the probe's bill raise),
 ckpt (the model under non-reentrant activation checkpointing),
 closure (forward and backward inside optimizer.step(closure), as
 Lightning's automatic optimisation does), amp (the forward under CPU
-autocast, bfloat16)"""
+autocast, bfloat16), cache (the model returns a dict with a key/value
+cache object beside its output, as a transformers causal LM does)"""
 import sys
 
 import torch
@@ -42,6 +43,29 @@ class Outer(torch.nn.Module):
 outer = Outer(model)
 
 
+class KVLayer:
+    def __init__(self, keys, values):
+        self.keys, self.values = keys, values
+
+
+class KVCache:  # the shape of transformers' DynamicCache: .layers[i].keys/.values
+    def __init__(self, layers):
+        self.layers = layers
+
+
+class WithCache(torch.nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        kv = KVCache([KVLayer(x * 2, x * 3)])  # B x 32 float32 each
+        return {"logits": self.inner(x), "past_key_values": kv}
+
+
+with_cache = WithCache(model)
+
+
 def closure():
     global loss
     opt.zero_grad()
@@ -60,6 +84,9 @@ for step in range(steps):
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled="amp" in options):
             if "ckpt" in options and "amp" in options:
                 y = outer(x.requires_grad_())  # checkpointing inside the model, as transformers
+            elif "cache" in options:
+                out = with_cache(x)
+                y = out["logits"]
             elif "ckpt" in options:
                 from torch.utils.checkpoint import checkpoint
                 y = checkpoint(model, x.requires_grad_(), use_reentrant=False)

@@ -96,6 +96,16 @@ class Probe(unittest.TestCase):
         for e in billed(ev, "loss"):  # the region ended: the cache is gone
             self.assertEqual(e["bill"]["autocast_weights"], 0)
 
+    def test_key_value_cache_is_an_output(self):
+        # a cache object in the forward's output (transformers' DynamicCache
+        # shape) holds tensors nothing else does: named outputs
+        out, ev = run("sgd-momentum", "1", "3", "cache")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        for e in billed(ev, "forward"):
+            # logits, keys, values; from step 2 on also the previous step's
+            # output dict, which the job's variable out still holds
+            self.assertEqual(e["bill"]["outputs"], (B * 16 + 2 * B * 32) * 4 * min(e["step"], 2))
+
     def test_parameters_and_gradients_exact(self):
         _, ev = self.sgd
         for e in of(ev, "phase"):
