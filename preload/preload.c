@@ -664,8 +664,17 @@ static CUresult w_cuMemRelease(CUmemGenericAllocationHandle h) {
   return r;
 }
 
+static CUresult (*real_cuGetProcAddress)(const char *, void **, int, unsigned long long);
+static CUresult (*real_cuGetProcAddress_v2)(const char *, void **, int, unsigned long long, void *);
+static CUresult w_cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags);
+static CUresult w_cuGetProcAddress_v2(const char *sym, void **pfn, int ver,
+                                      unsigned long long flags, void *status);
+
 /* If name is a driver function we count, remember the real pointer and
- * hand out our wrapper; otherwise hand out the real pointer unchanged. */
+ * hand out our wrapper; otherwise hand out the real pointer unchanged.
+ * cuGetProcAddress itself is among them: a runtime that looks it up
+ * through itself (the static CUDA runtime does not go through dlsym for
+ * it) would otherwise get the real one and every function after it. */
 static void *wrap_driver(const char *name, void *real) {
   if (!real || !name) return real;
   /* already ours (a runtime entry point may come through our dlsym) */
@@ -674,8 +683,17 @@ static void *wrap_driver(const char *name, void *real) {
       real == (void *)w_cuMemAllocManaged || real == (void *)w_cuMemAllocPitch ||
       real == (void *)w_cuMemCreate || real == (void *)w_cuMemRelease ||
       real == (void *)w_cuMemAllocFromPoolAsync || real == (void *)w_cuMemPoolTrimTo ||
-      real == (void *)w_cuMemPoolDestroy)
+      real == (void *)w_cuMemPoolDestroy || real == (void *)w_cuGetProcAddress ||
+      real == (void *)w_cuGetProcAddress_v2)
     return real;
+  if (strcmp(name, "cuGetProcAddress") == 0) {
+    if (!real_cuGetProcAddress) *(void **)&real_cuGetProcAddress = real;
+    return (void *)w_cuGetProcAddress;
+  }
+  if (strcmp(name, "cuGetProcAddress_v2") == 0) {
+    if (!real_cuGetProcAddress_v2) *(void **)&real_cuGetProcAddress_v2 = real;
+    return (void *)w_cuGetProcAddress_v2;
+  }
   size_t n = strlen(name);
   /* entry point names come with or without the _v2 suffix */
 #define WRAP(base, var, fn)                                                                        \
@@ -698,9 +716,6 @@ static void *wrap_driver(const char *name, void *real) {
 #undef WRAP
   return real;
 }
-
-static CUresult (*real_cuGetProcAddress)(const char *, void **, int, unsigned long long);
-static CUresult (*real_cuGetProcAddress_v2)(const char *, void **, int, unsigned long long, void *);
 
 static CUresult w_cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags) {
   CUresult r = real_cuGetProcAddress(sym, pfn, ver, flags);

@@ -156,6 +156,19 @@ int main(int argc, char **argv) {
   int (*release)(unsigned long long) = NULL;
   CHECK(gp("cuMemCreate", (void **)&create, 12000, 0, NULL) == 0 && create);
   CHECK(gp("cuMemRelease", (void **)&release, 12000, 0, NULL) == 0 && release);
+  /* cuGetProcAddress asked for itself (as the static CUDA runtime does):
+   * what it hands out must still be wrapped */
+  gp_fn gp_self = NULL;
+  CHECK(gp("cuGetProcAddress", (void **)&gp_self, 12000, 0, NULL) == 0 && gp_self);
+  int (*alloc_self)(unsigned long long *, size_t) = NULL;
+  int (*free_self)(unsigned long long) = NULL;
+  CHECK(gp_self("cuMemAlloc", (void **)&alloc_self, 12000, 0, NULL) == 0 && alloc_self);
+  CHECK(gp_self("cuMemFree", (void **)&free_self, 12000, 0, NULL) == 0 && free_self);
+  unsigned long long self_p;
+  CHECK(alloc_self(&self_p, 4096) == 0);
+  CHECK(live() == 4096);
+  CHECK(free_self(self_p) == 0);
+  CHECK(live() == 0);
   unsigned long long h1, h2;
   CHECK(create(&h1, 2 << 20, NULL, 0) == 0);
   CHECK(create(&h2, 20 << 20, NULL, 0) == 0);

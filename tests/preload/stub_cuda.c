@@ -136,7 +136,8 @@ CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long
              {"cuMemFreeAsync", (void *)cuMemFreeAsync},
              {"cuMemPoolTrimTo", (void *)cuMemPoolTrimTo},
              {"cuMemPoolCreate", (void *)cuMemPoolCreate},
-             {"cuMemPoolDestroy", (void *)cuMemPoolDestroy}};
+             {"cuMemPoolDestroy", (void *)cuMemPoolDestroy},
+             {"cuGetProcAddress", (void *)cuGetProcAddress_v2}};
   for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
     if (strcmp(sym, tab[i].name) == 0) {
       *pfn = tab[i].fn;
