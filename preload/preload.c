@@ -51,6 +51,7 @@ static struct vl_counters *counters;       /* shared with the sampler, or NULL *
 static struct vl_counters_slot *slot;      /* ours */
 static struct vl_counters_slot local_slot; /* when there is no shared file */
 static int record_fd = -1;
+static int trace_calls; /* VRAMLEDGER_PRELOAD_TRACE=1: each counted driver allocation to stderr */
 static _Atomic int started;
 static __thread int depth; /* > 0 inside a runtime call: its driver calls are not counted again */
 
@@ -361,6 +362,8 @@ __attribute__((constructor)) static void init(void) {
     }
   }
   claim_slot();
+  const char *tr = getenv("VRAMLEDGER_PRELOAD_TRACE");
+  trace_calls = tr && *tr == '1';
   const char *r = getenv("VRAMLEDGER_RECORD");
   if (r && *r) record_fd = open(r, O_WRONLY | O_APPEND | O_CLOEXEC);
   pthread_mutex_lock(&lock);
@@ -602,6 +605,22 @@ static CUresult (*drv_cuMemRelease)(CUmemGenericAllocationHandle);
 static CUresult (*drv_cuMemAllocFromPoolAsync)(CUdeviceptr *, size_t, CUmemoryPool, void *);
 static CUresult (*drv_cuMemPoolTrimTo)(CUmemoryPool, size_t);
 static CUresult (*drv_cuMemPoolDestroy)(CUmemoryPool);
+static CUresult (*drv_cuCtxSynchronize)(void);
+static CUresult (*drv_cuStreamSynchronize)(void *);
+
+/* A driver allocation counted outside a runtime call, and who made it
+ * (the calling library), for VRAMLEDGER_PRELOAD_TRACE=1. */
+static void trace_driver(const char *fn, size_t n, void *caller) {
+  if (!trace_calls) return;
+  Dl_info di;
+  const char *lib = dladdr(caller, &di) && di.dli_fname ? di.dli_fname : "?";
+  char buf[512];
+  int k = snprintf(buf, sizeof buf, "vramledger-preload: %s %zu bytes from %s\n", fn, n, lib);
+  if (k > 0) {
+    ssize_t w = write(2, buf, (size_t)(k < (int)sizeof buf ? k : (int)sizeof buf - 1));
+    (void)w;
+  }
+}
 
 /* Handles of cuMemCreate are counted apart from pointers: a handle and a
  * pointer may share a value. Keys of handles get the top bit flipped. */
@@ -609,7 +628,10 @@ static CUresult (*drv_cuMemPoolDestroy)(CUmemoryPool);
 
 static CUresult w_cuMemAlloc(CUdeviceptr *p, size_t n) {
   CUresult r = drv_cuMemAlloc(p, n);
-  if (r == 0 && p && !depth) count_alloc(*p, n);
+  if (r == 0 && p && !depth) {
+    count_alloc(*p, n);
+    trace_driver("cuMemAlloc", n, __builtin_return_address(0));
+  }
   return r;
 }
 static CUresult w_cuMemFree(CUdeviceptr p) {
@@ -619,7 +641,10 @@ static CUresult w_cuMemFree(CUdeviceptr p) {
 }
 static CUresult w_cuMemAllocAsync(CUdeviceptr *p, size_t n, void *s) {
   CUresult r = drv_cuMemAllocAsync(p, n, s);
-  if (r == 0 && p && !depth) pool_alloc(*p, n, NULL);
+  if (r == 0 && p && !depth) {
+    pool_alloc(*p, n, NULL);
+    trace_driver("cuMemAllocAsync", n, __builtin_return_address(0));
+  }
   return r;
 }
 static CUresult w_cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, void *s) {
@@ -635,6 +660,18 @@ static CUresult w_cuMemFreeAsync(CUdeviceptr p, void *s) {
 static CUresult w_cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
   CUresult r = drv_cuMemPoolTrimTo(pool, keep);
   if (r == 0 && !depth && pools_readable()) pools_read(pool);
+  return r;
+}
+/* a synchronisation through the driver (a static runtime's, or the
+ * program's own) releases what pools hold above their threshold too */
+static CUresult w_cuCtxSynchronize(void) {
+  CUresult r = drv_cuCtxSynchronize();
+  if (r == 0 && !depth) pools_synced();
+  return r;
+}
+static CUresult w_cuStreamSynchronize(void *s) {
+  CUresult r = drv_cuStreamSynchronize(s);
+  if (r == 0 && !depth) pools_synced();
   return r;
 }
 static CUresult w_cuMemPoolDestroy(CUmemoryPool pool) {
@@ -655,7 +692,10 @@ static CUresult w_cuMemAllocPitch(CUdeviceptr *p, size_t *pitch, size_t w, size_
 static CUresult w_cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const void *prop,
                               unsigned long long flags) {
   CUresult r = drv_cuMemCreate(h, n, prop, flags);
-  if (r == 0 && h && !depth) count_alloc(HANDLE_KEY(*h), n);
+  if (r == 0 && h && !depth) {
+    count_alloc(HANDLE_KEY(*h), n);
+    trace_driver("cuMemCreate", n, __builtin_return_address(0));
+  }
   return r;
 }
 static CUresult w_cuMemRelease(CUmemGenericAllocationHandle h) {
@@ -683,7 +723,8 @@ static void *wrap_driver(const char *name, void *real) {
       real == (void *)w_cuMemAllocManaged || real == (void *)w_cuMemAllocPitch ||
       real == (void *)w_cuMemCreate || real == (void *)w_cuMemRelease ||
       real == (void *)w_cuMemAllocFromPoolAsync || real == (void *)w_cuMemPoolTrimTo ||
-      real == (void *)w_cuMemPoolDestroy || real == (void *)w_cuGetProcAddress ||
+      real == (void *)w_cuMemPoolDestroy || real == (void *)w_cuCtxSynchronize ||
+      real == (void *)w_cuStreamSynchronize || real == (void *)w_cuGetProcAddress ||
       real == (void *)w_cuGetProcAddress_v2)
     return real;
   if (strcmp(name, "cuGetProcAddress") == 0) {
@@ -706,6 +747,8 @@ static void *wrap_driver(const char *name, void *real) {
   WRAP("cuMemAllocAsync", drv_cuMemAllocAsync, w_cuMemAllocAsync)
   WRAP("cuMemPoolTrimTo", drv_cuMemPoolTrimTo, w_cuMemPoolTrimTo)
   WRAP("cuMemPoolDestroy", drv_cuMemPoolDestroy, w_cuMemPoolDestroy)
+  WRAP("cuCtxSynchronize", drv_cuCtxSynchronize, w_cuCtxSynchronize)
+  WRAP("cuStreamSynchronize", drv_cuStreamSynchronize, w_cuStreamSynchronize)
   WRAP("cuMemAllocManaged", drv_cuMemAllocManaged, w_cuMemAllocManaged)
   WRAP("cuMemAllocPitch", drv_cuMemAllocPitch, w_cuMemAllocPitch)
   WRAP("cuMemAlloc", drv_cuMemAlloc, w_cuMemAlloc)
