@@ -6,9 +6,9 @@
 # Sources bench/device_env.sh (build-rel/, carried).
 set -u
 . bench/device_env.sh
-for rep in 1 2; do
+for rep in ${SC_REPS:-1 2}; do
   for kind in flat moving; do
-    for ms in 10 100; do
+    for ms in ${SC_INTERVALS:-10 100}; do
       d=/tmp/sc-$kind-$ms-$rep
       rm -rf $d
       $vl run --quiet --interval-ms $ms --out $d -- python3 -c "

@@ -323,6 +323,7 @@ static uint64_t read_counters(struct vl_counters *c, uint64_t *peak, bool reap, 
  * read at the tick it happens and a quiet job costs a few readings a
  * second. */
 #define NVML_MAX_AGE_NS 100000000ull
+#define NVML_MIN_GAP_NS 20000000ull
 struct nvml_view {
   char *gpus, *procs; /* their JSON arrays, rendered once a reading (json_dumps) */
   uint64_t tree, other, gpu_max;
@@ -621,7 +622,12 @@ int cmd_run(int argc, const char **argv) {
       /* no interposer, or nothing allocated through it yet (a context
        * appearing shows only in NVML): every tick */
       bool moved = !ctr || !use_preload || ops == 0 || ops != nvv.ops || alloc != nvv.live;
-      if (moved || done || t - nvv.t_ns >= NVML_MAX_AGE_NS) {
+      /* a job that allocates all the time is read every NVML_MIN_GAP_NS
+       * at most: a spike still shows in two readings before it is 50 ms
+       * old, and the counters, read every tick, hold its exact peak */
+      bool due = t - nvv.t_ns >= NVML_MIN_GAP_NS;
+      if ((moved && (due || !ctr || !use_preload || ops == 0)) || done ||
+          t - nvv.t_ns >= NVML_MAX_AGE_NS) {
         nvml_read(nv, vis, n_vis, pid, &nvv);
         nvv.t_ns = t;
         nvv.ops = ops;
