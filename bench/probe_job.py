@@ -122,17 +122,9 @@ if a.unnamed_out:
     known |= st([p.grad for p in model.parameters()])
     known |= st([v for s in opt.state.values() for v in s.values() if torch.is_tensor(v)])
     known |= st([ids])
-    snap = torch.cuda.memory._snapshot()
-    rest = []
-    for seg in snap["segments"]:
-        addr = seg["address"]
-        for blk in seg["blocks"]:
-            if blk["state"] == "active_allocated" and addr not in known:
-                fr = [f"{f['filename'].split('/')[-1]}:{f['line']} {f['name']}"
-                      for f in blk.get("frames", [])][:8]
-                rest.append({"bytes": blk["size"], "frames": fr})
-            addr += blk["size"]
-    rest.sort(key=lambda r: -r["bytes"])
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from blocks import unknown_blocks
+    rest = unknown_blocks(torch, known)
     with open(a.unnamed_out, "w") as f:
         json.dump({"model": a.model, "precision": a.precision, "probe": "VRAMLEDGER_PROBE" not in os.environ
                    or os.environ["VRAMLEDGER_PROBE"] != "0",

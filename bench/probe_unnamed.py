@@ -14,6 +14,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 os.environ["VRAMLEDGER_PROBE_EVERY"] = "1"
 from vramledger import probe  # noqa: E402
+from blocks import unknown_blocks  # noqa: E402
 
 model_name, prec = sys.argv[1], sys.argv[2]
 ckpt = len(sys.argv) > 3 and sys.argv[3] == "ckpt"
@@ -44,18 +45,7 @@ def unnamed(where):
     known |= {k for ref, k, n, kind in p.saved if ref() is not None}
     known |= {k for ref, k, n in p.outputs if ref() is not None}
     known.add(ids.untyped_storage().data_ptr())
-    snap = torch.cuda.memory._snapshot()
-    rest = []
-    for seg in snap["segments"]:
-        addr = seg["address"]
-        for blk in seg["blocks"]:
-            if blk["state"] == "active_allocated" and addr not in known:
-                fr = [f"{f['filename'].split('/')[-1]}:{f['line']} {f['name']}"
-                      for f in blk.get("frames", [])
-                      if "vramledger" not in f["filename"]][:6]
-                rest.append({"bytes": blk["size"], "frames": fr})
-            addr += blk["size"]
-    rest.sort(key=lambda r: -r["bytes"])
+    rest = unknown_blocks(torch, known, frames=6, skip=("vramledger",))
     return {"where": where, "allocated": torch.cuda.memory_allocated(), "bill": b,
             "unnamed_bytes": sum(r["bytes"] for r in rest), "blocks": len(rest), "top": rest[:12]}
 

@@ -863,6 +863,19 @@ def _rank():
         return 0
 
 
+def _guarded(probe, where, f, *a):
+    """Call the probe's f(*a) from a hook in the job's own path: nothing
+    once the probe is dead, and an error of the probe's disables it
+    (probe.fail) instead of reaching the job."""
+    if probe.dead:
+        return None
+    try:
+        return f(*a)
+    except Exception as e:
+        probe.fail(where, e)
+        return None
+
+
 def _install_backward(torch, probe):
     ag = torch.autograd
     orig = ag.backward
@@ -870,21 +883,13 @@ def _install_backward(torch, probe):
         return
 
     def backward(*a, **k):
-        if not probe.dead:
-            try:
-                probe.before_backward()
-            except Exception as e:
-                probe.fail("backward", e)
+        _guarded(probe, "backward", probe.before_backward)
         probe.in_backward = True
         try:
             r = orig(*a, **k)
         finally:
             probe.in_backward = False
-        if not probe.dead:
-            try:
-                probe.after_backward()
-            except Exception as e:
-                probe.fail("backward", e)
+        _guarded(probe, "backward", probe.after_backward)
         return r
     backward.__vramledger__ = True
     backward.__wrapped__ = orig
@@ -915,11 +920,7 @@ def _install_optimizer(torch, probe):
 
             def closure_then_step(*a, **k):
                 r = closure(*a, **k)
-                if not probe.dead:
-                    try:
-                        probe.after_closure()
-                    except Exception as e:
-                        probe.fail("optimizer closure", e)
+                _guarded(probe, "optimizer closure", probe.after_closure)
                 return r
             if positional:
                 return (closure_then_step,) + tuple(args[1:]), kwargs
@@ -931,11 +932,7 @@ def _install_optimizer(torch, probe):
             return None
 
     def post(opt, args, kwargs):
-        if not probe.dead:
-            try:
-                probe.after_step(opt)
-            except Exception as e:
-                probe.fail("optimizer hook", e)
+        _guarded(probe, "optimizer hook", probe.after_step, opt)
     if hasattr(o, "register_optimizer_step_pre_hook"):
         o.register_optimizer_step_pre_hook(pre)
         o.register_optimizer_step_post_hook(post)
@@ -1058,10 +1055,7 @@ def _install_checkpoint(torch, probe):
             probe.fail("checkpoint", e)
         out = orig(function, *args, **kwargs)
         if forward:
-            try:
-                probe.note_checkpoint_casts(out, args)
-            except Exception as e:
-                probe.fail("checkpoint casts", e)
+            _guarded(probe, "checkpoint casts", probe.note_checkpoint_casts, out, args)
         return out
     import functools
     functools.update_wrapper(checkpoint, orig)
