@@ -47,6 +47,15 @@ void vl_cache_free(struct vl_cache *c, uint32_t handle);
 /*! torch.cuda.empty_cache(): return every wholly free segment. */
 void vl_cache_empty(struct vl_cache *c);
 void vl_cache_reset_peaks(struct vl_cache *c);
+/*! The device addresses the driver gave the allocator's segments, in the
+ * order it made them (an allocator history's segment_alloc events): among
+ * free blocks of one size the allocator takes the lowest address, so the
+ * driver's order decides ties. New segments take these addresses while
+ * their sizes agree with the plan; from the first that does not, they are
+ * numbered above all of them, as without a plan. Copied.
+ * @return VL_OK, VL_ENOMEM. */
+vl_status vl_cache_segment_addresses(struct vl_cache *c, const uint64_t *addr, const uint64_t *size,
+                                     size_t n) VL_MUST_USE;
 void vl_cache_stats(const struct vl_cache *c, struct vl_cache_stats *s);
 /*! Walk every segment and recompute allocated, reserved and inactive split
  * bytes, the free trees and the neighbour links; true when they agree with
@@ -81,13 +90,17 @@ struct vl_trace {
   size_t n_modules;
   uint32_t *module_index; /* open addressing over modules, for parsing */
   size_t index_cap;
-  size_t per_device[4]; /* allocations per device */
-  uint64_t batch;       /* the traced job's micro-batch ("# batch N"); 0: not known */
+  size_t per_device[4];          /* allocations per device */
+  uint64_t batch;                /* the traced job's micro-batch ("# batch N"); 0: not known */
+  uint64_t *seg_addr, *seg_size; /* "s ADDR SIZE": the driver's segments, in order */
+  size_t n_segs;
 };
 
 /*! Parse a trace ("a ID BYTES DEVICE [MODULE] [dtype=T] [at=FILE:LINE]", "b ..." the same for an
  * allocation that grows with the batch, "f ID", "m NAME", "# ..." comments,
- * "# batch N" the job's micro-batch). A cut last line is ignored.
+ * "# batch N" the job's micro-batch, "s ADDR SIZE" a segment the driver
+ * gave the allocator, from an allocator history). A cut last line is
+ * ignored.
  * @return VL_OK, VL_EPARSE ("line N: ..."), VL_ENOMEM. */
 vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t,
                          struct vl_err *err) VL_MUST_USE;

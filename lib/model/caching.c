@@ -79,6 +79,8 @@ struct vl_cache {
   int32_t root[2];     /* free treaps: small, large */
   int32_t grow_seg[2]; /* expandable: each pool's segment */
   uint64_t next_addr, clock;
+  uint64_t *plan_addr, *plan_size; /* the driver's segment addresses, in order */
+  size_t n_plan, plan_i;
   uint32_t rng;
   struct vl_cache_stats st;
 };
@@ -291,14 +293,20 @@ static int32_t new_segment(struct vl_cache *c, int pool, uint64_t size) {
   if (x == NONE) return NONE;
   uint32_t si = c->ns++;
   c->s[si] = (struct seg){.size = size, .first = x, .pool = (uint8_t)pool, .live = 1};
-  c->b[x] = (struct blk){.addr = c->next_addr,
+  uint64_t addr = c->next_addr;
+  if (c->plan_i < c->n_plan && c->plan_size[c->plan_i] == size)
+    addr = c->plan_addr[c->plan_i++]; /* where the driver put it */
+  else
+    c->plan_i = c->n_plan; /* the replay left the history: number the rest */
+  c->b[x] = (struct blk){.addr = addr,
                          .size = size,
                          .prev = NONE,
                          .next = NONE,
                          .seg = si,
                          .pool = (uint8_t)pool,
                          .live = 1};
-  c->next_addr += size + KROUND_LARGE; /* segments never touch: no merging across */
+  if (addr == c->next_addr)
+    c->next_addr += size + KROUND_LARGE; /* segments never touch: no merging across */
   c->st.reserved += size;
   c->st.segments++;
   c->st.cuda_mallocs++;
@@ -371,7 +379,34 @@ void vl_cache_destroy(struct vl_cache *c) {
   vl_free(c->b);
   vl_free(c->t);
   vl_free(c->s);
+  vl_free(c->plan_addr);
+  vl_free(c->plan_size);
   vl_free(c);
+}
+
+vl_status vl_cache_segment_addresses(struct vl_cache *c, const uint64_t *addr, const uint64_t *size,
+                                     size_t n) {
+  vl_free(c->plan_addr);
+  vl_free(c->plan_size);
+  c->plan_addr = c->plan_size = NULL;
+  c->n_plan = c->plan_i = 0;
+  if (!n) return VL_OK;
+  c->plan_addr = vl_malloc(n * sizeof *addr);
+  c->plan_size = vl_malloc(n * sizeof *size);
+  if (!c->plan_addr || !c->plan_size) {
+    vl_free(c->plan_addr);
+    vl_free(c->plan_size);
+    c->plan_addr = c->plan_size = NULL;
+    return VL_ENOMEM;
+  }
+  memcpy(c->plan_addr, addr, n * sizeof *addr);
+  memcpy(c->plan_size, size, n * sizeof *size);
+  c->n_plan = n;
+  /* numbered segments go above every planned one */
+  for (size_t i = 0; i < n; i++)
+    if (addr[i] + size[i] + KROUND_LARGE > c->next_addr)
+      c->next_addr = addr[i] + size[i] + KROUND_LARGE;
+  return VL_OK;
 }
 
 static int32_t find(struct vl_cache *c, int pool, uint64_t size) {

@@ -93,7 +93,7 @@ static uint32_t intern(struct vl_trace *t, const char *s, size_t n) {
 
 vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struct vl_err *err) {
   memset(t, 0, sizeof *t);
-  size_t cap = 0, capm = 0, line = 0, pos = 0;
+  size_t cap = 0, capm = 0, caps = 0, caps2 = 0, line = 0, pos = 0;
   while (pos < len) {
     const char *s = text + pos, *nl = memchr(s, '\n', len - pos);
     size_t n = nl ? (size_t)(nl - s) : len - pos;
@@ -106,7 +106,25 @@ vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struc
       if (digits(&q, s + n, &b) && q == s + n && b > 0 && b < (1ull << 32)) t->batch = b;
       continue;
     }
-    if (n == 0 || s[0] == '#') continue; /* a comment: what the allocator itself did */
+    if (n == 0 || s[0] == '#') continue;       /* a comment: what the allocator itself did */
+    if (s[0] == 's' && n > 2 && s[1] == ' ') { /* a segment: s ADDR SIZE */
+      const char *q = s + 2, *lim = s + n;
+      uint64_t a = 0, sz = 0;
+      if (!digits(&q, lim, &a) || q >= lim || *q != ' ' || (q++, !digits(&q, lim, &sz)) ||
+          q != lim || sz == 0 || sz > (1ull << 50) || a > UINT64_MAX - (1ull << 51)) {
+        vl_trace_release(t);
+        return vl__fail(err, VL_EPARSE,
+                        "line %zu: 's ADDR SIZE' expected (a segment's address and bytes)", line);
+      }
+      if (grow((void **)&t->seg_addr, &caps, t->n_segs, sizeof *t->seg_addr) ||
+          grow((void **)&t->seg_size, &caps2, t->n_segs, sizeof *t->seg_size)) {
+        vl_trace_release(t);
+        return vl__fail(err, VL_ENOMEM, "line %zu: too many segments", line);
+      }
+      t->seg_addr[t->n_segs] = a;
+      t->seg_size[t->n_segs++] = sz;
+      continue;
+    }
     if (grow((void **)&t->ev, &cap, t->n, sizeof *t->ev)) {
       vl_trace_release(t);
       return vl__fail(err, VL_ENOMEM, "line %zu: too many events", line);
@@ -181,6 +199,8 @@ void vl_trace_release(struct vl_trace *t) {
   vl_free(t->marks);
   vl_free(t->modules);
   vl_free(t->module_index);
+  vl_free(t->seg_addr);
+  vl_free(t->seg_size);
   memset(t, 0, sizeof *t);
 }
 
@@ -199,6 +219,13 @@ vl_status vl_trace_replay_scaled(const struct vl_trace *t, int device,
   struct vl_cache *c;
   vl_status s = vl_cache_new(conf, &c);
   if (s != VL_OK) return s;
+  /* an allocator history's segments: where the driver put them (not for
+   * expandable segments, mapped into one growing range, nor when scaled) */
+  if (t->n_segs && !conf->expandable && scale == 1.0 &&
+      (s = vl_cache_segment_addresses(c, t->seg_addr, t->seg_size, t->n_segs)) != VL_OK) {
+    vl_cache_destroy(c);
+    return s;
+  }
   uint32_t *h = vl_calloc((size_t)t->max_id + 1, sizeof *h); /* 0: not live */
   uint8_t *on = vl_calloc((size_t)t->max_id + 1, 1);
   if (!h || !on) {

@@ -50,7 +50,13 @@ def convert(snap, out, device=None):
             out.write("f %d\n" % got[0])
             kept += 1
             alloc -= got[1]
-        elif act in ("segment_alloc", "segment_map"):
+        elif act == "segment_alloc":
+            # where the driver put it: the replay breaks ties between free
+            # blocks of one size by address, as the allocator does
+            out.write("s %d %d\n" % (addr, size))
+            reserved += size
+            peak_reserved = max(peak_reserved, reserved)
+        elif act == "segment_map":
             out.write("# %s %d\n" % (act, size))  # the allocator's own answer, for reading
             reserved += size
             peak_reserved = max(peak_reserved, reserved)

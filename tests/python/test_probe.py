@@ -417,7 +417,8 @@ class History(unittest.TestCase):
         self.assertEqual(info["frees_without_alloc"], 1)
         lines = out.stdout.splitlines()
         self.assertEqual([l for l in lines if not l.startswith("#")],
-                         ["a 1 512 cuda", "a 2 1000 cuda", "f 1", "a 3 5242880 cuda"])
+                         ["s %d %d" % (1 << 40, 2 << 20), "a 1 512 cuda", "a 2 1000 cuda", "f 1",
+                          "s %d %d" % (1 << 41, 20 << 20), "a 3 5242880 cuda"])
         with open(d + "/t", "w") as f:
             f.write(out.stdout)
         r = subprocess.run([VL, "trace", "--replay", d + "/t", "--format", "json"],

@@ -188,6 +188,56 @@ static void books_balance(void **state) {
   }
 }
 
+/* Among free blocks of one size the allocator takes the lowest address,
+ * and the driver decides the addresses: the same requests reserve 40 MiB
+ * when the first segment lies lower, 60 MiB when the second does. */
+static uint64_t ties(const uint64_t *plan_addr) {
+  struct vl_cache *c = mk(0, 0, 0, false);
+  const uint64_t size[2] = {20 * MB, 20 * MB};
+  if (plan_addr) assert_int_equal(vl_cache_segment_addresses(c, plan_addr, size, 2), VL_OK);
+  uint32_t h1 = A(c, 6 * MB), h2 = A(c, 14 * MB); /* segment 1, full */
+  uint32_t h3 = A(c, 6 * MB), h4 = A(c, 14 * MB); /* segment 2, full */
+  (void)h2;
+  vl_cache_free(c, h1);
+  vl_cache_free(c, h3); /* two free 6 MiB blocks: a tie */
+  A(c, 6 * MB);         /* takes the lower one */
+  vl_cache_free(c, h4); /* merges with its neighbour when that is free */
+  A(c, 20 * MB);        /* a whole free segment, or a new one */
+  uint64_t r = S(c).peak_reserved;
+  assert_true(vl_cache_check(c));
+  vl_cache_destroy(c);
+  return r;
+}
+
+static void driver_addresses_break_ties(void **state) {
+  (void)state;
+  assert_int_equal(ties(NULL), 40 * MB); /* numbered in order: the first is lower */
+  const uint64_t first_low[2] = {1ull << 33, 1ull << 34};
+  assert_int_equal(ties(first_low), 40 * MB);
+  const uint64_t second_low[2] = {1ull << 34, 1ull << 33};
+  assert_int_equal(ties(second_low), 60 * MB);
+  /* a plan that disagrees on the first size is not used */
+  struct vl_cache *c = mk(0, 0, 0, false);
+  const uint64_t wrong[1] = {4 * MB}, at[1] = {1ull << 40};
+  assert_int_equal(vl_cache_segment_addresses(c, at, wrong, 1), VL_OK);
+  A(c, 6 * MB);
+  assert_int_equal(S(c).reserved, 20 * MB);
+  vl_cache_destroy(c);
+  /* the trace line */
+  const char *text = "s 8589934592 20971520\ns 4294967296 20971520\na 1 6291456 cuda\n";
+  struct vl_trace t;
+  struct vl_err err = {""};
+  assert_int_equal(vl_trace_parse(text, strlen(text), &t, &err), VL_OK);
+  assert_int_equal(t.n_segs, 2);
+  assert_int_equal(t.seg_addr[1], 1ull << 32);
+  assert_int_equal(t.seg_size[0], 20 * MB);
+  assert_int_equal(t.n, 1);
+  vl_trace_release(&t);
+  assert_int_equal(vl_trace_parse("s 12\n", 5, &t, &err), VL_EPARSE);
+  assert_int_equal(vl_trace_parse("s 12 0\n", 7, &t, &err), VL_EPARSE);
+  assert_int_equal(vl_trace_parse("s x 5\n", 6, &t, &err), VL_EPARSE);
+}
+
 static void trace_parse_and_replay(void **state) {
   (void)state;
   const char *text =
@@ -267,6 +317,7 @@ int main(void) {
                                      cmocka_unit_test(expandable),
                                      cmocka_unit_test(gc_threshold),
                                      cmocka_unit_test(books_balance),
+                                     cmocka_unit_test(driver_addresses_break_ties),
                                      cmocka_unit_test(trace_parse_and_replay),
                                      cmocka_unit_test(trace_batch_fields_meta)};
   return cmocka_run_group_tests(tests, NULL, NULL);
