@@ -2,7 +2,9 @@
 # The sampler's own CPU time while a job holds GPU memory (flat) or moves it
 # every 20 ms (moving: allocate 256 MiB, free, empty_cache), at 10 ms and
 # 100 ms: vramledger's user + system time from its exit event
-# (sampler_cpu_ns, getrusage) over the run's wall time. One JSON line each.
+# (sampler_cpu_ns, getrusage) over the run's wall time, and the sampling
+# loop's alone (sampling_cpu_ns over sampling_wall_ns: without NVML's
+# start). One JSON line each.
 # Sources bench/device_env.sh (build-rel/, carried).
 set -u
 . bench/device_env.sh
@@ -24,9 +26,12 @@ while time.time() - t < 10:
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 ex = [e for e in ev if e["type"] == "exit"][0]
-print(json.dumps({"job": sys.argv[2], "interval_ms": int(sys.argv[3]), "samples": ex["samples"],
-                  "wall_s": ex["wall_ns"] / 1e9, "sampler_cpu_s": ex["sampler_cpu_ns"] / 1e9,
-                  "cpu_pct_of_one_core": 100 * ex["sampler_cpu_ns"] / ex["wall_ns"]}))
+r = {"job": sys.argv[2], "interval_ms": int(sys.argv[3]), "samples": ex["samples"],
+     "wall_s": ex["wall_ns"] / 1e9, "sampler_cpu_s": ex["sampler_cpu_ns"] / 1e9,
+     "cpu_pct_of_one_core": 100 * ex["sampler_cpu_ns"] / ex["wall_ns"]}
+if "sampling_cpu_ns" in ex:  # the loop alone, without vramledger's start
+    r["sampling_cpu_pct_of_one_core"] = 100 * ex["sampling_cpu_ns"] / ex["sampling_wall_ns"]
+print(json.dumps(r))
 PY
     done
   done

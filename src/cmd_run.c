@@ -244,6 +244,22 @@ static void tell_job(void) {
   if (trigger_signal && child_pid > 0) kill((pid_t)child_pid, trigger_signal);
 }
 
+/* The job ended (or stopped being our child): the sampler reaps it at its
+ * next tick instead of asking waitpid at every tick. */
+static volatile sig_atomic_t child_exited;
+static void on_child(int sig) {
+  (void)sig;
+  child_exited = 1;
+}
+
+/* vramledger's own CPU time so far, user + system, ns */
+static uint64_t self_cpu_ns(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+         ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+}
+
 static void forward(int sig, siginfo_t *info, void *uc) {
   (void)uc;
   /* a terminal's ^C already reached the child (same process group); a
@@ -545,7 +561,11 @@ int cmd_run(int argc, const char **argv) {
   struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
   sigemptyset(&sa.sa_mask);
   static const int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-  struct sigaction old[sizeof fwd / sizeof fwd[0]];
+  struct sigaction old[sizeof fwd / sizeof fwd[0]], old_chld;
+  struct sigaction sc = {.sa_handler = on_child, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
+  sigemptyset(&sc.sa_mask);
+  child_exited = 0;
+  sigaction(SIGCHLD, &sc, &old_chld); /* before fork: an exit is never missed */
   pid_t pid = fork();
   if (pid < 0) {
     cli_error("cannot start '%s': %s", cmd[0], strerror(errno));
@@ -608,10 +628,16 @@ int cmd_run(int argc, const char **argv) {
   uint64_t last_reap = 0;
   char *line = NULL;
   size_t line_cap = 0;
+  uint64_t loop_cpu0 = self_cpu_ns(), loop_t0 = now_ns(), last_wait = 0;
   while (!done) {
-    pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) done = true; /* one last sample below */
     uint64_t t = now_ns();
+    /* waitpid when SIGCHLD said so, and every 100 ms in case it was lost */
+    if (child_exited || t - last_wait >= NVML_MAX_AGE_NS) {
+      child_exited = 0;
+      last_wait = t;
+      pid_t w = waitpid(pid, &status, WNOHANG);
+      if (w == pid) done = true; /* one last sample below */
+    }
     uint64_t alloc = 0, ops = 0;
     /* exited processes are looked for every 100 ms (a kill(0) each) */
     bool reap = done || t - last_reap >= NVML_MAX_AGE_NS;
@@ -698,8 +724,10 @@ int cmd_run(int argc, const char **argv) {
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
     }
   }
+  uint64_t loop_end = now_ns();
   for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++)
     sigaction(fwd[i], &old[i], NULL);
+  sigaction(SIGCHLD, &old_chld, NULL);
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   /* a process's own peak is exact, samples may fall between its peaks */
   if (ctr) read_counters(ctr, &slot_peak, true, NULL);
@@ -715,12 +743,11 @@ int cmd_run(int argc, const char **argv) {
   if (WIFSIGNALED(status)) json_object_set_new(ex, "signal", json_integer(WTERMSIG(status)));
   json_object_set_new(ex, "wall_ns", json_integer((json_int_t)(end - start_ns)));
   /* what watching cost: vramledger's own CPU time (not the job's) */
-  struct rusage ru;
-  if (getrusage(RUSAGE_SELF, &ru) == 0) {
-    uint64_t cpu = ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
-                   ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
-    json_object_set_new(ex, "sampler_cpu_ns", json_integer((json_int_t)cpu));
-  }
+  /* all of it (NVML's start included), and the sampling loop's alone */
+  uint64_t cpu = self_cpu_ns();
+  json_object_set_new(ex, "sampler_cpu_ns", json_integer((json_int_t)cpu));
+  json_object_set_new(ex, "sampling_cpu_ns", json_integer((json_int_t)(cpu - loop_cpu0)));
+  json_object_set_new(ex, "sampling_wall_ns", json_integer((json_int_t)(loop_end - loop_t0)));
   json_object_set_new(ex, "samples", json_integer((json_int_t)n_samples));
   tput_close(&tw);
   put(ex);
