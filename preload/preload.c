@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,7 @@ static __thread int depth; /* > 0 inside a runtime call: its driver calls are no
 /* pointer (or handle) -> size, open addressing; key 0 = empty, ~0 = deleted */
 struct entry {
   uint64_t key, size;
+  uint32_t lib; /* who asked: an index into libs[] */
 };
 static struct entry *table;
 static size_t table_cap, table_used;
@@ -99,12 +101,56 @@ static int table_grow(void) {
 static void start_flusher(void);
 static _Atomic int flusher_started;
 
-static void count_alloc(uint64_t key, uint64_t size) {
+/* Who allocates: the library each allocation call came from (its file's
+ * base name, by dladdr of the return address), with its live bytes; PyTorch's
+ * own allocator is libc10_cuda, cuBLAS and NCCL allocate for themselves.
+ * The return address -> library answers are cached (dladdr takes the
+ * loader's lock: it is never called under ours). */
+#define MAX_LIBS 16
+static struct {
+  char name[48];
+  uint64_t live; /* atomically */
+} libs[MAX_LIBS];
+static unsigned n_libs; /* under lock */
+#define CALLER_CACHE 64
+static struct {
+  void *caller;
+  uint32_t lib;
+} caller_cache[CALLER_CACHE]; /* under lock */
+
+static uint32_t lib_of(const char *path) { /* under lock */
+  const char *b = path ? strrchr(path, '/') : NULL;
+  b = b ? b + 1 : path ? path : "?";
+  char name[48];
+  size_t k = 0;
+  for (; *b && k + 1 < sizeof name; b++) /* safe inside a JSON string */
+    name[k++] = (*b == '"' || *b == '\\' || (unsigned char)*b < 0x20) ? '_' : *b;
+  name[k] = '\0';
+  for (unsigned i = 0; i < n_libs; i++)
+    if (strcmp(libs[i].name, name) == 0) return i;
+  if (n_libs == MAX_LIBS) return MAX_LIBS - 1; /* the last one takes the rest */
+  memcpy(libs[n_libs].name, name, k + 1);
+  return n_libs++;
+}
+
+static void count_alloc(uint64_t key, uint64_t size, void *caller) {
   if (!key || key == ~0ull) return;
   if (!atomic_load_explicit(&flusher_started, memory_order_relaxed) &&
       !atomic_exchange(&flusher_started, 1))
     start_flusher(); /* processes that never allocate never get a thread */
+  size_t ci = ((uintptr_t)caller >> 4) & (CALLER_CACHE - 1);
   pthread_mutex_lock(&lock);
+  bool known = caller_cache[ci].caller == caller && caller;
+  uint32_t lib = caller_cache[ci].lib;
+  pthread_mutex_unlock(&lock);
+  Dl_info di = {0};
+  if (!known && !(caller && dladdr(caller, &di))) di.dli_fname = NULL;
+  pthread_mutex_lock(&lock);
+  if (!known) {
+    lib = lib_of(di.dli_fname);
+    caller_cache[ci].caller = caller;
+    caller_cache[ci].lib = lib;
+  }
   if ((table_used + 1) * 4 >= table_cap * 3 && table_grow() != 0) {
     pthread_mutex_unlock(&lock);
     return; /* out of memory for bookkeeping: stop counting this one, never fail the program */
@@ -113,13 +159,17 @@ static void count_alloc(uint64_t key, uint64_t size) {
   while (table[j].key && table[j].key != ~0ull && table[j].key != key)
     j = (j + 1) & (table_cap - 1);
   if (table[j].key != key) table_used++;
-  table[j] = (struct entry){key, size};
+  table[j] = (struct entry){key, size, lib};
+  __atomic_add_fetch(&libs[lib].live, size, __ATOMIC_RELAXED);
   uint64_t live = __atomic_add_fetch(&slot->live, size, __ATOMIC_RELAXED);
   if (live > __atomic_load_n(&slot->peak, __ATOMIC_RELAXED))
     __atomic_store_n(&slot->peak, live, __ATOMIC_RELAXED);
   __atomic_add_fetch(&slot->allocs, 1, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&lock);
 }
+
+/* In the wrappers: the caller is whoever called the wrapper. */
+#define COUNT_ALLOC(key, size) count_alloc((key), (size), __builtin_return_address(0))
 
 static void count_free(uint64_t key) {
   if (!key || !table) return;
@@ -129,6 +179,7 @@ static void count_free(uint64_t key) {
     j = (j + 1) & (table_cap - 1);
   if (table[j].key == key) {
     __atomic_sub_fetch(&slot->live, table[j].size, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&libs[table[j].lib].live, table[j].size, __ATOMIC_RELAXED);
     __atomic_add_fetch(&slot->frees, 1, __ATOMIC_RELAXED);
     table[j].key = ~0ull;
   }
@@ -245,12 +296,12 @@ static void pool_forget(CUmemoryPool p) {
 }
 
 /* An allocation from a pool (NULL: the current one) succeeded. */
-static void pool_alloc(uint64_t key, uint64_t size, CUmemoryPool p) {
+static void pool_alloc(uint64_t key, uint64_t size, CUmemoryPool p, void *caller) {
   if (!pools_readable() || !(p = p ? p : current_pool())) {
-    count_alloc(key, size);
+    count_alloc(key, size, caller);
     return;
   }
-  count_alloc(key, 0);
+  count_alloc(key, 0, caller);
   pools_read(p);
 }
 
@@ -277,16 +328,23 @@ static void write_line(const char *buf, int n) {
 }
 
 static void flush_counters(void) {
-  char buf[256];
+  char buf[2048];
   int n = snprintf(buf, sizeof buf,
                    "{\"type\":\"alloc\",\"t_ns\":%llu,\"pid\":%d,\"live\":%llu,\"peak\":%llu,"
-                   "\"allocs\":%llu,\"frees\":%llu,\"pools\":%llu}\n",
+                   "\"allocs\":%llu,\"frees\":%llu,\"pools\":%llu,\"libs\":{",
                    (unsigned long long)now_ns(), (int)getpid(),
                    (unsigned long long)__atomic_load_n(&slot->live, __ATOMIC_RELAXED),
                    (unsigned long long)__atomic_load_n(&slot->peak, __ATOMIC_RELAXED),
                    (unsigned long long)__atomic_load_n(&slot->allocs, __ATOMIC_RELAXED),
                    (unsigned long long)__atomic_load_n(&slot->frees, __ATOMIC_RELAXED),
                    (unsigned long long)__atomic_load_n(&pools_reserved, __ATOMIC_RELAXED));
+  /* live bytes by the library that asked (pool blocks count in pools) */
+  pthread_mutex_lock(&lock);
+  for (unsigned i = 0; i < n_libs && n > 0 && (size_t)n < sizeof buf - 80; i++)
+    n += snprintf(buf + n, sizeof buf - (size_t)n, "%s\"%s\":%llu", i ? "," : "", libs[i].name,
+                  (unsigned long long)__atomic_load_n(&libs[i].live, __ATOMIC_RELAXED));
+  pthread_mutex_unlock(&lock);
+  if (n > 0 && (size_t)n < sizeof buf - 3) n += snprintf(buf + n, sizeof buf - (size_t)n, "}}\n");
   write_line(buf, n);
 }
 
@@ -342,6 +400,9 @@ static void after_fork_child(void) {
   local_slot = (struct vl_counters_slot){0};
   n_pools = 0; /* the child has none of the parent's device memory */
   pools_reserved = 0;
+  n_libs = 0;
+  memset(libs, 0, sizeof libs);
+  memset(caller_cache, 0, sizeof caller_cache);
   claim_slot();
   atomic_store(&flusher_started, 0);
 }
@@ -469,7 +530,7 @@ EXPORT cudaError_t cudaMalloc(void **p, size_t n) {
   ENTER();
   cudaError_t r = real_cudaMalloc(p, n);
   LEAVE();
-  if (outer && r == 0 && p) count_alloc((uint64_t)(uintptr_t)*p, n);
+  if (outer && r == 0 && p) COUNT_ALLOC((uint64_t)(uintptr_t)*p, n);
   return r;
 }
 
@@ -491,7 +552,8 @@ EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) {
   ENTER();
   cudaError_t r = real_cudaMallocAsync(p, n, s);
   LEAVE();
-  if (outer && r == 0 && p) pool_alloc((uint64_t)(uintptr_t)*p, n, NULL);
+  if (outer && r == 0 && p)
+    pool_alloc((uint64_t)(uintptr_t)*p, n, NULL, __builtin_return_address(0));
   return r;
 }
 
@@ -502,7 +564,8 @@ EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t poo
   ENTER();
   cudaError_t r = real_cudaMallocFromPoolAsync(p, n, pool, s);
   LEAVE();
-  if (outer && r == 0 && p) pool_alloc((uint64_t)(uintptr_t)*p, n, pool);
+  if (outer && r == 0 && p)
+    pool_alloc((uint64_t)(uintptr_t)*p, n, pool, __builtin_return_address(0));
   return r;
 }
 
@@ -564,7 +627,7 @@ EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags) {
   ENTER();
   cudaError_t r = real_cudaMallocManaged(p, n, flags);
   LEAVE();
-  if (outer && r == 0 && p) count_alloc((uint64_t)(uintptr_t)*p, n);
+  if (outer && r == 0 && p) COUNT_ALLOC((uint64_t)(uintptr_t)*p, n);
   return r;
 }
 
@@ -575,7 +638,7 @@ EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t h) 
   ENTER();
   cudaError_t r = real_cudaMallocPitch(p, pitch, w, h);
   LEAVE();
-  if (outer && r == 0 && p && pitch) count_alloc((uint64_t)(uintptr_t)*p, *pitch * h);
+  if (outer && r == 0 && p && pitch) COUNT_ALLOC((uint64_t)(uintptr_t)*p, *pitch * h);
   return r;
 }
 
@@ -587,7 +650,7 @@ EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pp, struct cudaExtent e) 
   cudaError_t r = real_cudaMalloc3D(pp, e);
   LEAVE();
   if (outer && r == 0 && pp)
-    count_alloc((uint64_t)(uintptr_t)pp->ptr, pp->pitch * e.height * e.depth);
+    COUNT_ALLOC((uint64_t)(uintptr_t)pp->ptr, pp->pitch * e.height * e.depth);
   return r;
 }
 
@@ -629,7 +692,7 @@ static void trace_driver(const char *fn, size_t n, void *caller) {
 static CUresult w_cuMemAlloc(CUdeviceptr *p, size_t n) {
   CUresult r = drv_cuMemAlloc(p, n);
   if (r == 0 && p && !depth) {
-    count_alloc(*p, n);
+    COUNT_ALLOC(*p, n);
     trace_driver("cuMemAlloc", n, __builtin_return_address(0));
   }
   return r;
@@ -642,14 +705,14 @@ static CUresult w_cuMemFree(CUdeviceptr p) {
 static CUresult w_cuMemAllocAsync(CUdeviceptr *p, size_t n, void *s) {
   CUresult r = drv_cuMemAllocAsync(p, n, s);
   if (r == 0 && p && !depth) {
-    pool_alloc(*p, n, NULL);
+    pool_alloc(*p, n, NULL, __builtin_return_address(0));
     trace_driver("cuMemAllocAsync", n, __builtin_return_address(0));
   }
   return r;
 }
 static CUresult w_cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, void *s) {
   CUresult r = drv_cuMemAllocFromPoolAsync(p, n, pool, s);
-  if (r == 0 && p && !depth) pool_alloc(*p, n, pool);
+  if (r == 0 && p && !depth) pool_alloc(*p, n, pool, __builtin_return_address(0));
   return r;
 }
 static CUresult w_cuMemFreeAsync(CUdeviceptr p, void *s) {
@@ -681,19 +744,19 @@ static CUresult w_cuMemPoolDestroy(CUmemoryPool pool) {
 }
 static CUresult w_cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned f) {
   CUresult r = drv_cuMemAllocManaged(p, n, f);
-  if (r == 0 && p && !depth) count_alloc(*p, n);
+  if (r == 0 && p && !depth) COUNT_ALLOC(*p, n);
   return r;
 }
 static CUresult w_cuMemAllocPitch(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e) {
   CUresult r = drv_cuMemAllocPitch(p, pitch, w, h, e);
-  if (r == 0 && p && pitch && !depth) count_alloc(*p, *pitch * h);
+  if (r == 0 && p && pitch && !depth) COUNT_ALLOC(*p, *pitch * h);
   return r;
 }
 static CUresult w_cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const void *prop,
                               unsigned long long flags) {
   CUresult r = drv_cuMemCreate(h, n, prop, flags);
   if (r == 0 && h && !depth) {
-    count_alloc(HANDLE_KEY(*h), n);
+    COUNT_ALLOC(HANDLE_KEY(*h), n);
     trace_driver("cuMemCreate", n, __builtin_return_address(0));
   }
   return r;

@@ -105,6 +105,14 @@ struct vl_probe_layer {
   uint64_t gap_outside;  /* driver-allocated - reserved: allocations outside PyTorch's allocator */
   uint64_t gap_cached;   /* reserved - allocated: cached free blocks */
   uint64_t gap_fragmented; /* of which inactive split blocks at the peak (fragmentation) */
+  /* who allocates outside PyTorch's allocator: the libraries other than
+   * libc10_cuda that the interposer saw ask the driver (cuBLAS's own
+   * workspaces, NCCL's buffers, ...), the most each held at once */
+  struct vl_fw_lib {
+    char name[48];
+    uint64_t bytes;
+  } outside[8];
+  unsigned n_outside;
 
   /* the first out-of-memory */
   bool oom;

@@ -81,6 +81,7 @@ struct vl_rec_phase {
 };
 
 #define VL_REC_TOP_MODULES 10
+#define VL_REC_MAX_LIBS 16
 struct vl_rec_module {
   char name[96];
   uint64_t saved_bytes;
@@ -144,6 +145,13 @@ struct vl_record {
   char probe_note[256];      /* why a probe stopped, when one did */
   uint64_t alloc_peak_bytes; /* max over alloc events of the sum of live per pid */
   unsigned alloc_pids;
+  /* the interposer's live bytes by the library that asked for them (alloc
+   * events' "libs"): the most each held at once, all processes summed */
+  struct vl_rec_lib {
+    char name[48];
+    uint64_t peak;
+  } alloc_libs[VL_REC_MAX_LIBS];
+  unsigned n_alloc_libs;
   /* exit */
   bool exited;
   int exit_status; /* as a shell reports it: code, or 128 + signal */

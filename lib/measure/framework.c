@@ -249,6 +249,12 @@ void vl_probe_analyze(const struct vl_record *r, struct vl_probe_layer *f) {
   memset(f, 0, sizeof *f);
   if (r->n_probes == 0 && r->n_phases == 0) return;
   f->present = true;
+  for (unsigned i = 0; i < r->n_alloc_libs && f->n_outside < 8; i++)
+    if (strncmp(r->alloc_libs[i].name, "libc10_cuda", 11) != 0 && r->alloc_libs[i].peak) {
+      struct vl_fw_lib *l = &f->outside[f->n_outside++];
+      snprintf(l->name, sizeof l->name, "%s", r->alloc_libs[i].name);
+      l->bytes = r->alloc_libs[i].peak;
+    }
   /* the process analysed: rank 0 among those that ran steps (a launcher
    * such as torchrun imports torch too, and runs none) */
   f->main_pid = r->n_steps ? r->steps[0].pid : r->n_phases ? r->phases[0].pid : r->probes[0].pid;

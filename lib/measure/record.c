@@ -17,8 +17,32 @@
 struct alloc_state {
   unsigned pid[MAX_PIDS];
   uint64_t live[MAX_PIDS];
+  uint64_t lib_live[MAX_PIDS][VL_REC_MAX_LIBS]; /* per process, per library */
   unsigned n;
 };
+
+/* An alloc event's "libs": each library's live bytes in process k; the
+ * record keeps the most each library held at once over all processes. */
+static void alloc_libs(json_t *libs, struct alloc_state *as, unsigned k, struct vl_record *r) {
+  const char *name;
+  json_t *v;
+  json_object_foreach(libs, name, v) {
+    if (!json_is_integer(v) || json_integer_value(v) < 0) continue;
+    unsigned i = 0;
+    while (i < r->n_alloc_libs && strcmp(r->alloc_libs[i].name, name) != 0)
+      i++;
+    if (i == r->n_alloc_libs) {
+      if (i == VL_REC_MAX_LIBS) continue;
+      snprintf(r->alloc_libs[i].name, sizeof r->alloc_libs[i].name, "%s", name);
+      r->n_alloc_libs++;
+    }
+    as->lib_live[k][i] = (uint64_t)json_integer_value(v);
+    uint64_t sum = 0;
+    for (unsigned p = 0; p < as->n; p++)
+      sum += as->lib_live[p][i];
+    if (sum > r->alloc_libs[i].peak) r->alloc_libs[i].peak = sum;
+  }
+}
 
 static vl_status meta(json_t *o, struct vl_record *r, size_t line, struct vl_err *err) {
   vl__rec_str(r->schema, sizeof r->schema, o, "schema");
@@ -95,6 +119,8 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
       k++;
     if (k == as->n && as->n < MAX_PIDS) as->pid[as->n++] = pid;
     if (k < MAX_PIDS) as->live[k] = vl__rec_u(o, "live");
+    json_t *libs = json_object_get(o, "libs");
+    if (k < MAX_PIDS && json_is_object(libs)) alloc_libs(libs, as, k, r);
     uint64_t sum = 0;
     for (unsigned i = 0; i < as->n; i++)
       sum += as->live[i];

@@ -168,6 +168,10 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
     json_object_set_new(l, "outside_pytorch_bytes", U(f->gap_outside));
     json_object_set_new(l, "cached_free_bytes", U(f->gap_cached));
     json_object_set_new(l, "fragmented_bytes", U(f->gap_fragmented));
+    json_t *libs = json_object();
+    for (unsigned i = 0; i < f->n_outside; i++)
+      json_object_set_new(libs, f->outside[i].name, U(f->outside[i].bytes));
+    json_object_set_new(l, "outside_by_library", libs);
     json_object_set_new(fw, "ladder", l);
   }
   json_t *mods = json_array();
@@ -337,6 +341,14 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
     }
     fprintf(o, "%sof the cached free blocks, %.2f GiB are inactive split blocks (fragmentation)\n",
             md ? "\n" : "    ", GIB(f->gap_fragmented));
+    if (f->n_outside) {
+      fprintf(o,
+              "%sasked of the driver by other libraries (the most each held):", md ? "\n" : "    ");
+      for (unsigned i = 0; i < f->n_outside; i++)
+        fprintf(o, "%s %s %s", i ? "," : "", f->outside[i].name,
+                size_str(sz, sizeof sz, f->outside[i].bytes));
+      fputs("\n", o);
+    }
   }
   if (f->n_rank_peaks > 1) {
     fprintf(o, "\n%sranks (%s):\n", b,

@@ -108,6 +108,13 @@ static void bill_at_the_peak(void **state) {
   vl_probe_ladder(&f, &s);
   assert_true(f.has_ladder);
   assert_int_equal(f.ladder_ranks, 2);
+  /* who asked the driver, outside PyTorch's allocator (libc10_cuda): the
+   * most each library held at once, both ranks' processes summed */
+  assert_int_equal(f.n_outside, 2);
+  assert_string_equal(f.outside[0].name, "libcublas.so.13");
+  assert_int_equal(f.outside[0].bytes, 128 * M);
+  assert_string_equal(f.outside[1].name, "libnccl.so.2");
+  assert_int_equal(f.outside[1].bytes, 10 * M);
   assert_int_equal(f.ladder[2], res);
   assert_int_equal(f.ladder[3], alloc);
   assert_int_equal(f.gap_context, 1024 * M);
