@@ -110,6 +110,31 @@ static vl_status get_prob(struct reader *r, const char *key, double def, double 
     if (s_ != VL_OK) return s_;                                                                    \
   } while (0)
 
+/* The shape every multi-head family reads the same way, under its own key
+ * names: vocabulary, width, depth, heads (each of hidden / heads, as many
+ * key/value heads as heads), MLP width (a default of 0: 4 x hidden), and
+ * positions; defaults are transformers' Configuration classes'. */
+struct shape_keys {
+  const char *vocab, *hidden, *layers, *heads, *inter, *pos;
+  uint64_t d_vocab, d_hidden, d_layers, d_heads, d_inter, d_pos;
+};
+
+static vl_status read_shape(struct reader *r, struct vl_arch *a, const struct shape_keys *k) {
+  TRY(get_u64(r, k->vocab, k->d_vocab, 1, MAX_VOCAB, &a->vocab));
+  TRY(get_u64(r, k->hidden, k->d_hidden, 1, MAX_HIDDEN, &a->hidden));
+  TRY(get_u64(r, k->layers, k->d_layers, 1, MAX_LAYERS, &a->layers));
+  TRY(get_u64(r, k->heads, k->d_heads, 1, MAX_HEADS, &a->heads));
+  TRY(get_u64(r, k->inter, k->d_inter ? k->d_inter : 4 * a->hidden, 1, MAX_WIDTH,
+              &a->intermediate));
+  TRY(get_u64(r, k->pos, k->d_pos, 1, MAX_POS, &a->max_positions));
+  if (a->hidden % a->heads)
+    return vl__fail(r->err, VL_ERANGE, "%s %llu is not a multiple of %s %llu", k->hidden,
+                    (unsigned long long)a->hidden, k->heads, (unsigned long long)a->heads);
+  a->kv_heads = a->heads;
+  a->head_dim = a->hidden / a->heads;
+  return VL_OK;
+}
+
 /* Llama-like decoders: llama, mistral, qwen2, gemma, phi3, mixtral. */
 static vl_status read_llama_like(struct reader *r, struct vl_arch *a) {
   /* defaults: transformers' Configuration classes */
@@ -173,17 +198,10 @@ static vl_status read_llama_like(struct reader *r, struct vl_arch *a) {
 }
 
 static vl_status read_gpt2(struct reader *r, struct vl_arch *a) {
-  TRY(get_u64(r, "vocab_size", 50257, 1, MAX_VOCAB, &a->vocab));
-  TRY(get_u64(r, "n_embd", 768, 1, MAX_HIDDEN, &a->hidden));
-  TRY(get_u64(r, "n_layer", 12, 1, MAX_LAYERS, &a->layers));
-  TRY(get_u64(r, "n_head", 12, 1, MAX_HEADS, &a->heads));
-  TRY(get_u64(r, "n_positions", 1024, 1, MAX_POS, &a->max_positions));
-  TRY(get_u64(r, "n_inner", 4 * a->hidden, 1, MAX_WIDTH, &a->intermediate));
-  if (a->hidden % a->heads)
-    return vl__fail(r->err, VL_ERANGE, "n_embd %llu is not a multiple of n_head %llu",
-                    (unsigned long long)a->hidden, (unsigned long long)a->heads);
-  a->kv_heads = a->heads;
-  a->head_dim = a->hidden / a->heads;
+  static const struct shape_keys k = {
+      "vocab_size", "n_embd", "n_layer", "n_head", "n_inner", "n_positions",
+      50257,        768,      12,        12,       0,         1024};
+  TRY(read_shape(r, a, &k));
   int tie = 0;
   TRY(get_bool(r, "tie_word_embeddings", 1, &tie));
   a->tie_embeddings = (unsigned)tie;
@@ -201,18 +219,19 @@ static vl_status read_gpt2(struct reader *r, struct vl_arch *a) {
 }
 
 static vl_status read_neox(struct reader *r, struct vl_arch *a) {
-  TRY(get_u64(r, "vocab_size", 50432, 1, MAX_VOCAB, &a->vocab));
-  TRY(get_u64(r, "hidden_size", 6144, 1, MAX_HIDDEN, &a->hidden));
-  TRY(get_u64(r, "num_hidden_layers", 44, 1, MAX_LAYERS, &a->layers));
-  TRY(get_u64(r, "num_attention_heads", 64, 1, MAX_HEADS, &a->heads));
-  TRY(get_u64(r, "intermediate_size", 24576, 1, MAX_WIDTH, &a->intermediate));
-  TRY(get_u64(r, "max_position_embeddings", 2048, 1, MAX_POS, &a->max_positions));
-  if (a->hidden % a->heads)
-    return vl__fail(r->err, VL_ERANGE,
-                    "hidden_size %llu is not a multiple of num_attention_heads %llu",
-                    (unsigned long long)a->hidden, (unsigned long long)a->heads);
-  a->kv_heads = a->heads;
-  a->head_dim = a->hidden / a->heads;
+  static const struct shape_keys k = {"vocab_size",
+                                      "hidden_size",
+                                      "num_hidden_layers",
+                                      "num_attention_heads",
+                                      "intermediate_size",
+                                      "max_position_embeddings",
+                                      50432,
+                                      6144,
+                                      44,
+                                      64,
+                                      24576,
+                                      2048};
+  TRY(read_shape(r, a, &k));
   int tie = 0, bias = 0;
   TRY(get_bool(r, "tie_word_embeddings", 0, &tie));
   TRY(get_bool(r, "attention_bias", 1, &bias));
@@ -229,19 +248,20 @@ static vl_status read_neox(struct reader *r, struct vl_arch *a) {
 }
 
 static vl_status read_opt(struct reader *r, struct vl_arch *a) {
-  TRY(get_u64(r, "vocab_size", 50272, 1, MAX_VOCAB, &a->vocab));
-  TRY(get_u64(r, "hidden_size", 768, 1, MAX_HIDDEN, &a->hidden));
-  TRY(get_u64(r, "num_hidden_layers", 12, 1, MAX_LAYERS, &a->layers));
-  TRY(get_u64(r, "num_attention_heads", 12, 1, MAX_HEADS, &a->heads));
-  TRY(get_u64(r, "ffn_dim", 3072, 1, MAX_WIDTH, &a->intermediate));
-  TRY(get_u64(r, "max_position_embeddings", 2048, 1, MAX_POS, &a->max_positions));
+  static const struct shape_keys k = {"vocab_size",
+                                      "hidden_size",
+                                      "num_hidden_layers",
+                                      "num_attention_heads",
+                                      "ffn_dim",
+                                      "max_position_embeddings",
+                                      50272,
+                                      768,
+                                      12,
+                                      12,
+                                      3072,
+                                      2048};
+  TRY(read_shape(r, a, &k));
   TRY(get_u64(r, "word_embed_proj_dim", a->hidden, 1, MAX_HIDDEN, &a->embed_proj_dim));
-  if (a->hidden % a->heads)
-    return vl__fail(r->err, VL_ERANGE,
-                    "hidden_size %llu is not a multiple of num_attention_heads %llu",
-                    (unsigned long long)a->hidden, (unsigned long long)a->heads);
-  a->kv_heads = a->heads;
-  a->head_dim = a->hidden / a->heads;
   int tie = 0, bias = 0, before = 0, removefinal = 0, affine = 0;
   TRY(get_bool(r, "tie_word_embeddings", 1, &tie));
   TRY(get_bool(r, "enable_bias", 1, &bias));
@@ -265,19 +285,20 @@ static vl_status read_opt(struct reader *r, struct vl_arch *a) {
 }
 
 static vl_status read_bert(struct reader *r, struct vl_arch *a) {
-  TRY(get_u64(r, "vocab_size", 30522, 1, MAX_VOCAB, &a->vocab));
-  TRY(get_u64(r, "hidden_size", 768, 1, MAX_HIDDEN, &a->hidden));
-  TRY(get_u64(r, "num_hidden_layers", 12, 1, MAX_LAYERS, &a->layers));
-  TRY(get_u64(r, "num_attention_heads", 12, 1, MAX_HEADS, &a->heads));
-  TRY(get_u64(r, "intermediate_size", 3072, 1, MAX_WIDTH, &a->intermediate));
-  TRY(get_u64(r, "max_position_embeddings", 512, 1, MAX_POS, &a->max_positions));
+  static const struct shape_keys k = {"vocab_size",
+                                      "hidden_size",
+                                      "num_hidden_layers",
+                                      "num_attention_heads",
+                                      "intermediate_size",
+                                      "max_position_embeddings",
+                                      30522,
+                                      768,
+                                      12,
+                                      12,
+                                      3072,
+                                      512};
+  TRY(read_shape(r, a, &k));
   TRY(get_u64(r, "type_vocab_size", 2, 0, MAX_VOCAB, &a->type_vocab));
-  if (a->hidden % a->heads)
-    return vl__fail(r->err, VL_ERANGE,
-                    "hidden_size %llu is not a multiple of num_attention_heads %llu",
-                    (unsigned long long)a->hidden, (unsigned long long)a->heads);
-  a->kv_heads = a->heads;
-  a->head_dim = a->hidden / a->heads;
   int tie = 0;
   TRY(get_bool(r, "tie_word_embeddings", 1, &tie));
   a->tie_embeddings = (unsigned)tie;
