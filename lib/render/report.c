@@ -30,6 +30,10 @@ static int report_json(FILE *out, const struct vl_report_view *v) {
   json_object_set_new(peak, "cuda_alloc_bytes", U(s->peak_cuda_alloc_bytes));
   json_object_set_new(peak, "context_bytes", U(s->context_bytes));
   json_object_set_new(peak, "other_processes_bytes", U(s->peak_other_bytes));
+  json_t *libs = json_object(); /* who asked the driver: the most each held */
+  for (unsigned i = 0; i < r->n_alloc_libs; i++)
+    json_object_set_new(libs, r->alloc_libs[i].name, U(r->alloc_libs[i].peak));
+  json_object_set_new(peak, "cuda_alloc_by_library", libs);
   json_object_set_new(o, "peak", peak);
   if (v->fw) vl__fw_json(o, peak, v->fw, r, v->cmp);
   json_object_set_new(o, "samples", U(r->n_samples));
@@ -126,6 +130,10 @@ static void text(FILE *o, const struct vl_report_view *v, bool md) {
   const char *fmt = md ? "| %s | %.2f |\n" : "  %-46s %8.2f GiB\n";
   fprintf(o, fmt, "process memory (NVML, the job's processes)", GIB(s->peak_process_bytes));
   fprintf(o, fmt, "driver-allocated (interposer)", GIB(s->peak_cuda_alloc_bytes));
+  for (unsigned i = 0; i < r->n_alloc_libs; i++) /* who asked: the most each held */
+    if (r->alloc_libs[i].peak)
+      fprintf(o, md ? "| - by %s | %.2f |\n" : "    by %-42s %8.2f GiB\n", r->alloc_libs[i].name,
+              GIB(r->alloc_libs[i].peak));
   fprintf(o, fmt, "CUDA context and other, at the process peak", GIB(s->context_bytes));
   if (s->peak_other_bytes)
     fprintf(o, fmt, "other processes on the job's GPUs", GIB(s->peak_other_bytes));
