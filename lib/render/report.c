@@ -167,6 +167,12 @@ static int report_html(FILE *o, const struct vl_report_view *v) {
           GIB(s->peak_process_bytes));
   fprintf(o, "<tr><td>driver-allocated (interposer)</td><td class=n>%.2f</td></tr>\n",
           GIB(s->peak_cuda_alloc_bytes));
+  for (unsigned i = 0; i < r->n_alloc_libs; i++)
+    if (r->alloc_libs[i].peak) {
+      fputs("<tr><td>&nbsp;&nbsp;by ", o);
+      vl__html_text(o, r->alloc_libs[i].name); /* a file name from the record: escaped */
+      fprintf(o, "</td><td class=n>%.2f</td></tr>\n", GIB(r->alloc_libs[i].peak));
+    }
   fprintf(o, "<tr><td>CUDA context and other, at the process peak</td><td class=n>%.2f</td></tr>\n",
           GIB(s->context_bytes));
   fputs("</table>\n", o);
