@@ -140,13 +140,12 @@ static void count_alloc(uint64_t key, uint64_t size, void *caller) {
     start_flusher(); /* processes that never allocate never get a thread */
   size_t ci = ((uintptr_t)caller >> 4) & (CALLER_CACHE - 1);
   pthread_mutex_lock(&lock);
-  bool known = caller_cache[ci].caller == caller && caller;
   uint32_t lib = caller_cache[ci].lib;
-  pthread_mutex_unlock(&lock);
-  Dl_info di = {0};
-  if (!known && !(caller && dladdr(caller, &di))) di.dli_fname = NULL;
-  pthread_mutex_lock(&lock);
-  if (!known) {
+  if (caller_cache[ci].caller != caller || !caller) { /* a call site seen first: ask dladdr */
+    pthread_mutex_unlock(&lock);
+    Dl_info di = {0};
+    if (!(caller && dladdr(caller, &di))) di.dli_fname = NULL;
+    pthread_mutex_lock(&lock);
     lib = lib_of(di.dli_fname);
     caller_cache[ci].caller = caller;
     caller_cache[ci].lib = lib;
