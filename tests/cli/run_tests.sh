@@ -132,6 +132,13 @@ sleep 0.8 # the orphaned job finishes
 check "kill -9 of vramledger leaves a readable record" json "$tmp/kill9vl" exit_status null
 check "with its samples" sh -c "[ \$(grep -c '\"type\":\"sample\"' '$tmp/kill9vl/record.jsonl') -ge 5 ]"
 
+"$vl" run --out "$tmp/batch" --interval-ms 10 --quiet -- "$prog" hold 8 0.5
+check "samples at 10 ms, written in batches: all there, in time order, the exit last" \
+  sh -c "r='$tmp/batch/record.jsonl'
+    [ \$(grep -c '\"type\":\"sample\"' \$r) -ge 30 ] &&
+    tail -1 \$r | grep -q '\"type\":\"exit\"' &&
+    grep '\"type\":\"sample\"' \$r | sed 's/.*\"t_ns\":\([0-9]*\).*/\1/' | sort -c -n"
+
 "$vl" run --quiet 2>"$tmp/err"
 check "run needs a command" [ $? = 2 ]
 
