@@ -117,14 +117,9 @@ except torch.cuda.OutOfMemoryError:
     err = "OutOfMemoryError"
 if a.unnamed_out:
     torch.cuda.synchronize()
-    st = lambda ts: {t.untyped_storage().data_ptr() for t in ts if t is not None and t.is_cuda}
-    known = st(list(model.parameters()) + list(model.buffers()))
-    known |= st([p.grad for p in model.parameters()])
-    known |= st([v for s in opt.state.values() for v in s.values() if torch.is_tensor(v)])
-    known |= st([ids])
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from blocks import unknown_blocks
-    rest = unknown_blocks(torch, known)
+    from blocks import known_storages, unknown_blocks
+    rest = unknown_blocks(torch, known_storages(torch, model, opt, ids))
     with open(a.unnamed_out, "w") as f:
         json.dump({"model": a.model, "precision": a.precision, "probe": "VRAMLEDGER_PROBE" not in os.environ
                    or os.environ["VRAMLEDGER_PROBE"] != "0",

@@ -8,6 +8,8 @@ import json
 import torch
 from transformers import GPT2Config, AutoModelForCausalLM
 
+from blocks import known_storages, unknown_blocks
+
 torch.manual_seed(0)
 torch.cuda.memory._record_memory_history(max_entries=200000, stacks="python")
 with torch.device("cuda"):
@@ -20,28 +22,7 @@ for step in range(2):
         loss = m(input_ids=ids, labels=ids).loss
     loss.backward()
     if step == 1:
-        known = set()
-        for p in m.parameters():
-            known.add(p.untyped_storage().data_ptr())
-            if p.grad is not None:
-                known.add(p.grad.untyped_storage().data_ptr())
-        for s in opt.state.values():
-            for v in s.values():
-                if torch.is_tensor(v) and v.is_cuda:
-                    known.add(v.untyped_storage().data_ptr())
-        known.add(ids.untyped_storage().data_ptr())
-        snap = torch.cuda.memory._snapshot()
-        rest = []
-        for seg in snap["segments"]:
-            addr = seg["address"]
-            for b in seg["blocks"]:
-                if b["state"] == "active_allocated" and addr not in known:
-                    fr = [f"{f['filename'].split('/')[-1]}:{f['line']} {f['name']}"
-                          for f in b.get("frames", [])[:8]]
-                    rest.append({"bytes": b["size"], "requested": b.get("requested_size"),
-                                 "frames": fr})
-                addr += b["size"]
-        rest.sort(key=lambda r: -r["bytes"])
+        rest = unknown_blocks(torch, known_storages(torch, m, opt, ids))
         out = {"memory_allocated": torch.cuda.memory_allocated(),
                "named_bytes": None, "unnamed_blocks": len(rest),
                "unnamed_bytes": sum(r["bytes"] for r in rest), "top": rest[:15],

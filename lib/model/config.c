@@ -135,6 +135,11 @@ static vl_status read_shape(struct reader *r, struct vl_arch *a, const struct sh
   return VL_OK;
 }
 
+/* transformers' usual key names, the MLP's width under the name given */
+#define HF_SHAPE(inter)                                                                            \
+  "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", inter,                  \
+      "max_position_embeddings"
+
 /* Llama-like decoders: llama, mistral, qwen2, gemma, phi3, mixtral. */
 static vl_status read_llama_like(struct reader *r, struct vl_arch *a) {
   /* defaults: transformers' Configuration classes */
@@ -219,18 +224,8 @@ static vl_status read_gpt2(struct reader *r, struct vl_arch *a) {
 }
 
 static vl_status read_neox(struct reader *r, struct vl_arch *a) {
-  static const struct shape_keys k = {"vocab_size",
-                                      "hidden_size",
-                                      "num_hidden_layers",
-                                      "num_attention_heads",
-                                      "intermediate_size",
-                                      "max_position_embeddings",
-                                      50432,
-                                      6144,
-                                      44,
-                                      64,
-                                      24576,
-                                      2048};
+  static const struct shape_keys k = {
+      HF_SHAPE("intermediate_size"), 50432, 6144, 44, 64, 24576, 2048};
   TRY(read_shape(r, a, &k));
   int tie = 0, bias = 0;
   TRY(get_bool(r, "tie_word_embeddings", 0, &tie));
@@ -248,18 +243,7 @@ static vl_status read_neox(struct reader *r, struct vl_arch *a) {
 }
 
 static vl_status read_opt(struct reader *r, struct vl_arch *a) {
-  static const struct shape_keys k = {"vocab_size",
-                                      "hidden_size",
-                                      "num_hidden_layers",
-                                      "num_attention_heads",
-                                      "ffn_dim",
-                                      "max_position_embeddings",
-                                      50272,
-                                      768,
-                                      12,
-                                      12,
-                                      3072,
-                                      2048};
+  static const struct shape_keys k = {HF_SHAPE("ffn_dim"), 50272, 768, 12, 12, 3072, 2048};
   TRY(read_shape(r, a, &k));
   TRY(get_u64(r, "word_embed_proj_dim", a->hidden, 1, MAX_HIDDEN, &a->embed_proj_dim));
   int tie = 0, bias = 0, before = 0, removefinal = 0, affine = 0;
@@ -285,18 +269,7 @@ static vl_status read_opt(struct reader *r, struct vl_arch *a) {
 }
 
 static vl_status read_bert(struct reader *r, struct vl_arch *a) {
-  static const struct shape_keys k = {"vocab_size",
-                                      "hidden_size",
-                                      "num_hidden_layers",
-                                      "num_attention_heads",
-                                      "intermediate_size",
-                                      "max_position_embeddings",
-                                      30522,
-                                      768,
-                                      12,
-                                      12,
-                                      3072,
-                                      512};
+  static const struct shape_keys k = {HF_SHAPE("intermediate_size"), 30522, 768, 12, 12, 3072, 512};
   TRY(read_shape(r, a, &k));
   TRY(get_u64(r, "type_vocab_size", 2, 0, MAX_VOCAB, &a->type_vocab));
   int tie = 0;
