@@ -671,15 +671,16 @@ int cmd_run(int argc, const char **argv) {
     if (ctr) alloc = read_counters(ctr, &slot_peak, reap, &ops);
     bool reused = false;
     if (nv) {
-      /* no interposer, or nothing allocated through it yet (a context
-       * appearing shows only in NVML): every tick */
-      bool moved = !ctr || !use_preload || ops == 0 || ops != nvv.ops || alloc != nvv.live;
-      /* a job that allocates all the time is read every NVML_MIN_GAP_NS
-       * at most: a spike still shows in two readings before it is 50 ms
-       * old, and the counters, read every tick, hold its exact peak */
-      bool due = t - nvv.t_ns >= NVML_MIN_GAP_NS;
-      if ((moved && (due || !ctr || !use_preload || ops == 0)) || done ||
-          t - nvv.t_ns >= NVML_MAX_AGE_NS) {
+      /* every tick without the interposer, or before anything was
+       * allocated through it (a context appearing shows only in NVML);
+       * else when the job's allocations moved, at most every
+       * NVML_MIN_GAP_NS (a spike still shows in two readings before it is
+       * 50 ms old, and the counters, read every tick, hold its exact peak),
+       * and every NVML_MAX_AGE_NS regardless */
+      bool blind = !ctr || !use_preload || ops == 0;
+      bool moved = ops != nvv.ops || alloc != nvv.live;
+      uint64_t age = t - nvv.t_ns;
+      if (blind || done || age >= NVML_MAX_AGE_NS || (moved && age >= NVML_MIN_GAP_NS)) {
         nvml_read(nv, vis, n_vis, pid, &nvv);
         nvv.t_ns = t;
         nvv.ops = ops;
@@ -721,12 +722,12 @@ int cmd_run(int argc, const char **argv) {
                     (unsigned long long)tree, tree_procs, (unsigned long long)other,
                     (unsigned long long)alloc);
       put_sample(line, (size_t)n);
-      if (done || t - last_flush >= SAMPLE_FLUSH_NS) {
-        flush_samples();
-        last_flush = t;
-      }
+      n_samples++;
     }
-    n_samples++;
+    if (done || t - last_flush >= SAMPLE_FLUSH_NS) {
+      flush_samples();
+      last_flush = t;
+    }
     /* without NVML the driver-allocated bytes stand in (they are less) */
     if (guard && !fired && (nv ? gpu_max : alloc) > guard) {
       fired = true;
