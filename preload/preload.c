@@ -52,7 +52,7 @@ static struct vl_counters *counters;       /* shared with the sampler, or NULL *
 static struct vl_counters_slot *slot;      /* ours */
 static struct vl_counters_slot local_slot; /* when there is no shared file */
 static int record_fd = -1;
-static int trace_calls; /* VRAMLEDGER_PRELOAD_TRACE=1: each counted driver allocation to stderr */
+static int trace_calls; /* VRAMLEDGER_PRELOAD_TRACE=1: each counted allocation to stderr */
 static _Atomic int started;
 static __thread int depth; /* > 0 inside a runtime call: its driver calls are not counted again */
 
@@ -165,6 +165,15 @@ static void count_alloc(uint64_t key, uint64_t size, void *caller) {
     __atomic_store_n(&slot->peak, live, __ATOMIC_RELAXED);
   __atomic_add_fetch(&slot->allocs, 1, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&lock);
+  if (trace_calls) { /* who asked for what, for diagnosis */
+    char buf[160];
+    int k = snprintf(buf, sizeof buf, "vramledger-preload: %llu bytes by %s\n",
+                     (unsigned long long)size, libs[lib].name);
+    if (k > 0) {
+      ssize_t w = write(2, buf, (size_t)(k < (int)sizeof buf ? k : (int)sizeof buf - 1));
+      (void)w;
+    }
+  }
 }
 
 /* In the wrappers: the caller is whoever called the wrapper. */
@@ -267,8 +276,9 @@ static void pools_read(CUmemoryPool p) {
   if (p) {
     while (from < n_pools && pools[from].h != p)
       from++;
-    if (from == n_pools && n_pools < MAX_POOLS) pools[n_pools++] = (__typeof__(pools[0])){p, 0};
-    to = from + 1 < n_pools ? from + 1 : n_pools;
+    if (from == n_pools && n_pools < MAX_POOLS) /* a pool not seen before */
+      pools[n_pools++] = (__typeof__(pools[0])){p, 0};
+    to = from < n_pools ? from + 1 : from; /* none when there was no room */
   }
   for (unsigned k = from; k < to; k++) {
     uint64_t v = 0;
@@ -304,8 +314,9 @@ static void pool_alloc(uint64_t key, uint64_t size, CUmemoryPool p, void *caller
   pools_read(p);
 }
 
-/* A pool block was freed: the reservation changes at once only if the pool
- * trims on free; otherwise at the next synchronisation (see pools_synced). */
+/* A pool block was freed: it stays reserved; the driver gives back what a
+ * pool holds above its release threshold at the next synchronisation
+ * (pools_synced reads the pools again then). */
 static void pool_free(uint64_t key) {
   count_free(key);
   if (pool_api.attr) atomic_store(&pools_dirty, 1);
@@ -670,30 +681,13 @@ static CUresult (*drv_cuMemPoolDestroy)(CUmemoryPool);
 static CUresult (*drv_cuCtxSynchronize)(void);
 static CUresult (*drv_cuStreamSynchronize)(void *);
 
-/* A driver allocation counted outside a runtime call, and who made it
- * (the calling library), for VRAMLEDGER_PRELOAD_TRACE=1. */
-static void trace_driver(const char *fn, size_t n, void *caller) {
-  if (!trace_calls) return;
-  Dl_info di;
-  const char *lib = dladdr(caller, &di) && di.dli_fname ? di.dli_fname : "?";
-  char buf[512];
-  int k = snprintf(buf, sizeof buf, "vramledger-preload: %s %zu bytes from %s\n", fn, n, lib);
-  if (k > 0) {
-    ssize_t w = write(2, buf, (size_t)(k < (int)sizeof buf ? k : (int)sizeof buf - 1));
-    (void)w;
-  }
-}
-
 /* Handles of cuMemCreate are counted apart from pointers: a handle and a
  * pointer may share a value. Keys of handles get the top bit flipped. */
 #define HANDLE_KEY(h) ((uint64_t)(h) ^ 0x8000000000000000ull)
 
 static CUresult w_cuMemAlloc(CUdeviceptr *p, size_t n) {
   CUresult r = drv_cuMemAlloc(p, n);
-  if (r == 0 && p && !depth) {
-    COUNT_ALLOC(*p, n);
-    trace_driver("cuMemAlloc", n, __builtin_return_address(0));
-  }
+  if (r == 0 && p && !depth) COUNT_ALLOC(*p, n);
   return r;
 }
 static CUresult w_cuMemFree(CUdeviceptr p) {
@@ -703,10 +697,7 @@ static CUresult w_cuMemFree(CUdeviceptr p) {
 }
 static CUresult w_cuMemAllocAsync(CUdeviceptr *p, size_t n, void *s) {
   CUresult r = drv_cuMemAllocAsync(p, n, s);
-  if (r == 0 && p && !depth) {
-    pool_alloc(*p, n, NULL, __builtin_return_address(0));
-    trace_driver("cuMemAllocAsync", n, __builtin_return_address(0));
-  }
+  if (r == 0 && p && !depth) pool_alloc(*p, n, NULL, __builtin_return_address(0));
   return r;
 }
 static CUresult w_cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, void *s) {
@@ -754,10 +745,7 @@ static CUresult w_cuMemAllocPitch(CUdeviceptr *p, size_t *pitch, size_t w, size_
 static CUresult w_cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const void *prop,
                               unsigned long long flags) {
   CUresult r = drv_cuMemCreate(h, n, prop, flags);
-  if (r == 0 && h && !depth) {
-    COUNT_ALLOC(HANDLE_KEY(*h), n);
-    trace_driver("cuMemCreate", n, __builtin_return_address(0));
-  }
+  if (r == 0 && h && !depth) COUNT_ALLOC(HANDLE_KEY(*h), n);
   return r;
 }
 static CUresult w_cuMemRelease(CUmemGenericAllocationHandle h) {
