@@ -511,7 +511,7 @@ class _Probe:
         if not on:
             return
         T = self.torch.Tensor
-        size = self.torch.empty((), dtype=dtype).element_size()
+        size = self.torch.finfo(dtype).bits // 8
         seen = {a.grad_fn for a in args if isinstance(a, T) and a.grad_fn is not None}
         todo = [t.grad_fn for t in (out if isinstance(out, (tuple, list)) else (out,))
                 if isinstance(t, T) and t.grad_fn is not None]
