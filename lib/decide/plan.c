@@ -181,12 +181,17 @@ static void step_time(const struct search *S, const struct vl_gpu *g, unsigned c
   }
 }
 
-/* Estimate job j on count x g; keep it when it fits. @return false when it
- * does not fit (larger micro-batches need more), VL_ENOMEM in *st. */
-static bool consider(struct search *S, const struct vl_gpu *g, unsigned count, struct vl_job *j,
-                     vl_status *st) {
+/* Estimate the configuration `pick` (its card, count, layout, variant and
+ * micro-batch) as the job vl_plan_candidate_job makes of it; keep it when
+ * it fits. @return false when it does not fit (larger micro-batches need
+ * more), VL_ENOMEM in *st. */
+static bool consider(struct search *S, const struct vl_plan_candidate *pick, vl_status *st) {
   const struct vl_plan_query *q = S->q;
   struct vl_plan_result *r = S->r;
+  const struct vl_gpu *g = pick->gpu;
+  unsigned count = pick->count;
+  struct vl_job job, *j = &job;
+  vl_plan_candidate_job(q, pick, j);
   r->evaluated++;
   if (vl_bill_compute(q->arch, j, S->ov, S->bill, NULL) != VL_OK) return false;
   struct vl_fit fit;
@@ -202,18 +207,7 @@ static bool consider(struct search *S, const struct vl_gpu *g, unsigned count, s
     S->cap *= 2;
   }
   struct vl_plan_candidate *c = &r->c[r->n++];
-  memset(c, 0, sizeof *c);
-  c->gpu = g;
-  c->count = count;
-  c->dp = j->dp;
-  c->tp = j->tp;
-  c->pp = j->pp;
-  c->zero = j->zero;
-  c->checkpointing = j->checkpointing;
-  c->offload = j->offload;
-  c->qlora = j->qlora;
-  c->micro_batch = j->batch;
-  c->grad_accum = j->grad_accum;
+  *c = *pick;
   c->peak_bytes_per_gpu = S->bill->total_bytes;
   c->host_bytes = S->bill->host_bytes;
   c->memory_share = (double)S->bill->total_bytes / (double)g->memory_bytes;
@@ -267,17 +261,18 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
             for (int v = 0; v < n_var; v++)
               for (uint64_t mb = 1; mb * dp <= q->global_batch; mb *= 2) {
                 if (q->global_batch % (mb * dp)) continue;
-                struct vl_job j = q->base;
-                j.batch = mb;
-                j.dp = dp;
-                j.tp = tp;
-                j.pp = pp;
-                j.zero = zero;
-                j.checkpointing = var[v].ckpt;
-                j.offload = var[v].offload;
-                j.qlora = var[v].qlora;
-                j.grad_accum = q->global_batch / (mb * dp);
-                if (!consider(&S, g, count, &j, &st)) break;
+                const struct vl_plan_candidate pick = {.gpu = g,
+                                                       .count = count,
+                                                       .dp = dp,
+                                                       .tp = tp,
+                                                       .pp = pp,
+                                                       .zero = zero,
+                                                       .checkpointing = var[v].ckpt,
+                                                       .offload = var[v].offload,
+                                                       .qlora = var[v].qlora,
+                                                       .micro_batch = mb,
+                                                       .grad_accum = q->global_batch / (mb * dp)};
+                if (!consider(&S, &pick, &st)) break;
               }
           }
         }
