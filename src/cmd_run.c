@@ -162,7 +162,9 @@ static int put_line(const char *line, size_t n) {
 }
 
 /* Sample lines wait here and go out together every SAMPLE_FLUSH_NS (one
- * write instead of one a tick: a write was a sixth of the sampler's time).
+ * write instead of one a tick: in a profile on the development machine the
+ * writes were a sixth of the sampler's time; no gain measured yet,
+ * bench/results/2026-11-29-sampler-cost-dev.md).
  * Each line stays whole; the record's other writers (the interposer, the
  * probe) may land between batches, so lines of different writers are up
  * to that much out of time order (readers go by t_ns); a kill -9 of
