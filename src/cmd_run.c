@@ -647,7 +647,7 @@ int cmd_run(int argc, const char **argv) {
   uint64_t slot_peak = 0;
   uint64_t peak_tree = 0, peak_t = 0, peak_alloc = 0, ctx_at_peak = 0;
   unsigned peak_procs = 0;
-  uint64_t n_samples = 0;
+  uint64_t n_samples = 0, n_nvml = 0;
   int status = 0;
   bool done = false;
   struct timespec next;
@@ -673,17 +673,21 @@ int cmd_run(int argc, const char **argv) {
     if (ctr) alloc = read_counters(ctr, &slot_peak, reap, &ops);
     bool reused = false;
     if (nv) {
-      /* every tick without the interposer, or before anything was
-       * allocated through it (a context appearing shows only in NVML);
-       * else when the job's allocations moved, at most every
-       * NVML_MIN_GAP_NS (a spike still shows in two readings before it is
-       * 50 ms old, and the counters, read every tick, hold its exact peak),
-       * and every NVML_MAX_AGE_NS regardless */
-      bool blind = !ctr || !use_preload || ops == 0;
-      bool moved = ops != nvv.ops || alloc != nvv.live;
+      /* every tick without the interposer (NVML is all there is); with
+       * it, when the job's allocations moved or before anything was
+       * allocated through it (a context appearing shows only in NVML),
+       * at most every NVML_MIN_GAP_NS (a spike still shows in two readings
+       * before it is 50 ms old, and the counters, read every tick, hold
+       * its exact peak), and every NVML_MAX_AGE_NS regardless. A reading
+       * costs about 0.2 ms of CPU (H200: bench/results/2026-11-29-h200-
+       * session5/): reading every tick while Python imports its libraries
+       * was two thirds of the sampler's cost at 100 Hz. */
+      bool blind = !ctr || !use_preload;
+      bool moved = ops == 0 || ops != nvv.ops || alloc != nvv.live;
       uint64_t age = t - nvv.t_ns;
       if (blind || done || age >= NVML_MAX_AGE_NS || (moved && age >= NVML_MIN_GAP_NS)) {
         nvml_read(nv, vis, n_vis, pid, &nvv);
+        n_nvml++;
         nvv.t_ns = t;
         nvv.ops = ops;
         nvv.live = alloc;
@@ -782,6 +786,7 @@ int cmd_run(int argc, const char **argv) {
   json_object_set_new(ex, "sampling_cpu_ns", json_integer((json_int_t)(cpu - loop_cpu0)));
   json_object_set_new(ex, "sampling_wall_ns", json_integer((json_int_t)(loop_end - loop_t0)));
   json_object_set_new(ex, "samples", json_integer((json_int_t)n_samples));
+  json_object_set_new(ex, "nvml_reads", json_integer((json_int_t)n_nvml));
   tput_close(&tw);
   put(ex);
   close(record_fd);

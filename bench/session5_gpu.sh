@@ -1,0 +1,30 @@
+#!/bin/sh
+# Device evidence of 2026-11-29 (fifth session). PART=1: issue 4 (the
+# sampler's steady cost at 100 Hz, the loop alone, with its NVML reads
+# counted) and issue 3/7 (the caching allocator's own history of the
+# calibration runs whose reservation the estimator misses most: every
+# generate() run and the fragmenting training runs; each history replayed
+# through vramledger's allocator model). Needs build-rel/ (carry). Results
+# under $OUT, in few files (the device returns at most 8).
+set -u
+. bench/device_env.sh
+mkdir -p "$o"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$o/env-$PART.txt"
+python3 -c "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__)" >> "$o/env-$PART.txt"
+if [ "$PART" = 1 ]; then
+  rm -rf /tmp/sc-* /tmp/hist
+  SC_INTERVALS=10 SC_REPS="1 2 3" sh bench/sampler_cost.sh > "$o/sampler_cost.jsonl" 2>>"$o/errors-1.txt"
+  python3 bench/alloc_history.py /tmp/hist llama7b-infer qwen05-infer gpt2-infer-fp32 \
+    mistral7b-infer-long phi3-infer-eager gemma2b-infer pythia14-amp-adamw-sdpa \
+    gemma2b-amp-adamw-ckpt phi3-mixed-adamw-fused gpt2l-amp-adamw-ckpt phi3-amp-sgd-ckpt \
+    pythia160-ampfp16-adamw pythia14-amp-adamw-fused-ckpt > "$o/history.txt" 2>>"$o/errors-1.txt"
+  for d in /tmp/hist/*/; do
+    python3 -m vramledger.history $d/hist.pickle > $d/hist.trace 2> $d/hist.info &&
+      $vl trace --replay $d/hist.trace --format json > $d/hist-replay.json 2>>"$o/errors-1.txt"
+    xz -T4 $d/hist.trace
+  done
+  tar -C /tmp/hist -cJf "$o/hist.tar.xz" --exclude hist.pickle . 2>>"$o/errors-1.txt"
+  tar -C /tmp/hist -cf "$o/pickles.tar" $(cd /tmp/hist && ls -d */hist.pickle | grep infer) 2>>"$o/errors-1.txt"
+  xz -T8 "$o/pickles.tar"
+  ls -la "$o" >> "$o/history.txt"
+fi
