@@ -28,3 +28,21 @@ if [ "$PART" = 1 ]; then
   xz -T8 "$o/pickles.tar"
   ls -la "$o" >> "$o/history.txt"
 fi
+if [ "$PART" = 2 ]; then
+  export PYTHONPATH=$PWD/python
+  rm -rf /tmp/sc-* /tmp/hist2
+  # issue 4 again, with NVML read at most every 20 ms before the first allocation
+  SC_INTERVALS=10 SC_REPS="1 2 3" sh bench/sampler_cost.sh > "$o/sampler_cost2.jsonl" 2>>"$o/errors-2.txt"
+  # issue 7: the replay's speed on this machine's CPU
+  for i in 1 2 3; do build-rel/caching_bench 20000000 >> "$o/caching_bench.txt" 2>&1; done
+  # issue 3: every generate() run in a process of its own (no blocks of
+  # earlier runs pinning segments), with its history replayed
+  for n in llama7b-infer qwen05-infer gpt2-infer-fp32 mistral7b-infer-long phi3-infer-eager gemma2b-infer; do
+    python3 bench/alloc_history.py /tmp/hist2 $n >> "$o/history2.txt" 2>>"$o/errors-2.txt"
+    d=/tmp/hist2/$n
+    python3 -m vramledger.history $d/hist.pickle > $d/hist.trace 2> $d/hist.info &&
+      $vl trace --replay $d/hist.trace --format json > $d/hist-replay.json 2>>"$o/errors-2.txt"
+    xz -T4 $d/hist.trace; rm -f $d/hist.pickle
+  done
+  tar -C /tmp/hist2 -cJf "$o/hist2.tar.xz" . 2>>"$o/errors-2.txt"
+fi

@@ -68,7 +68,7 @@ uint64_t vl_cache_segment_for(uint64_t size); /* a new segment for a rounded req
 
 /* ---- replay of an allocation trace (python/vramledger/tracer.py) ---- */
 
-enum vl_trace_kind { VL_TR_ALLOC, VL_TR_FREE, VL_TR_MARK };
+enum vl_trace_kind { VL_TR_ALLOC, VL_TR_FREE, VL_TR_MARK, VL_TR_EMPTY /* empty_cache() */ };
 struct vl_trace_ev {
   uint8_t kind;
   uint8_t device;  /* 0 cpu, 1 cuda, 2 meta, 3 other */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "vramledger/caching.h"
 
 static uint64_t weight_bytes(const struct vl_arch *arch, const struct vl_inventory *inv,
                              const struct vl_job *job, uint64_t wb, struct vl__ck *ck,
@@ -116,14 +117,32 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   line_pre[VL_LINE_ACTIVATIONS] = prefill;
   line_dec[VL_LINE_KV_CACHE] = kv_full;
   line_dec[VL_LINE_TRANSIENT] = vl__add(&ck, dec, grow);
-  /* contiguous caches churn (old copies freed to the cache); paged do not */
+  /* what the caching allocator holds beyond the blocks: for transformers'
+   * generate() (a contiguous cache), a replay of its allocations through
+   * the allocator model (infer_replay.c); a paged cache (vLLM) preallocates
+   * its blocks, so only the activations churn */
   double churn =
       job->allocator == VL_ALLOC_EXPANDABLE ? ov->allocator_churn_expandable : ov->allocator_churn;
   line_pre[VL_LINE_RESERVE] = vl__scale(&ck, prefill, churn);
-  line_dec[VL_LINE_RESERVE] = vl__scale(
-      &ck,
-      vl__add(&ck, line_dec[VL_LINE_TRANSIENT], job->kv_layout == VL_KV_CONTIGUOUS ? kv_full : 0),
-      churn);
+  line_dec[VL_LINE_RESERVE] = vl__scale(&ck, line_dec[VL_LINE_TRANSIENT], churn);
+  bool replayed = false;
+  if (!ck.overflow && arch->causal && job->kv_layout == VL_KV_CONTIGUOUS) {
+    struct vl_cache_stats st;
+    vl_status s =
+        vl__infer_replay(arch, inv, job, pol.weight, e, r, kvb, ov->cublas_workspace_bytes,
+                         job->allocator == VL_ALLOC_EXPANDABLE, &st, err);
+    if (s != VL_OK) return s;
+    uint64_t frag = st.peak_reserved > st.peak_allocated ? st.peak_reserved - st.peak_allocated : 0;
+    line_pre[VL_LINE_RESERVE] = line_dec[VL_LINE_RESERVE] = frag;
+    replayed = true;
+  }
+  vl__term(bill, VL_LINE_RESERVE, "allocator reserve",
+           replayed ? "replay of generate()'s allocations: peak reserved - peak allocated"
+                    : "churn * transients",
+           replayed ? "PyTorch CUDACachingAllocator.cpp; transformers cache_utils.py "
+                      "(bench/results/2026-11-29-h200-session5)"
+                    : "bench/results/2026-11-29-h200-calibration.json",
+           vl__max(line_pre[VL_LINE_RESERVE], line_dec[VL_LINE_RESERVE]));
   if (ck.overflow)
     return vl__fail(err, VL_EOVERFLOW,
                     "the bill overflows 64 bits (batch %llu x %llu tokens is too large to model)",

@@ -57,6 +57,13 @@ void vl__act_megatron(const struct vl_arch *arch, const struct vl_job *job,
                       const struct vl__shape *sh, uint64_t in_flight, bool last_stage,
                       struct vl_bill *bill, struct vl__ck *ck, struct vl__act *act);
 
+/* generate()'s allocations replayed through the caching-allocator model
+ * (infer_replay.c): its peaks, blocks over 1 MiB. */
+struct vl_cache_stats;
+vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory *inv,
+                           const struct vl_job *job, uint64_t wb, uint64_t e, uint64_t r,
+                           uint64_t kvb, uint64_t workspace, bool expandable,
+                           struct vl_cache_stats *out, struct vl_err *err);
 /* Inference bill. */
 vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *inv,
                          const struct vl_job *job, const struct vl_overheads *ov,

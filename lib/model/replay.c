@@ -131,6 +131,11 @@ vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struc
     }
     struct vl_trace_ev *e = &t->ev[t->n];
     memset(e, 0, sizeof *e);
+    if (n == 1 && s[0] == 'e') { /* torch.cuda.empty_cache(), or a retry's release */
+      e->kind = VL_TR_EMPTY;
+      t->n++;
+      continue;
+    }
     if (s[0] == 'm' && n > 2 && s[1] == ' ') {
       if (grow((void **)&t->marks, &capm, t->n_marks, sizeof *t->marks)) {
         vl_trace_release(t);
@@ -147,8 +152,8 @@ vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struc
     if ((s[0] != 'a' && s[0] != 'b' && s[0] != 'f') || n < 3 || s[1] != ' ') {
       vl_trace_release(t);
       return vl__fail(err, VL_EPARSE,
-                      "line %zu: expected 'a ID BYTES DEVICE', 'b ID BYTES DEVICE', 'f ID' or "
-                      "'m NAME'",
+                      "line %zu: expected 'a ID BYTES DEVICE', 'b ID BYTES DEVICE', 'f ID', "
+                      "'m NAME' or 'e'",
                       line);
     }
     const char *q = s + 2, *lim = s + n;
@@ -240,6 +245,10 @@ vl_status vl_trace_replay_scaled(const struct vl_trace *t, int device,
     const struct vl_trace_ev *e = &t->ev[i];
     if (e->kind == VL_TR_MARK) {
       mark = (long)e->id;
+      continue;
+    }
+    if (e->kind == VL_TR_EMPTY) {
+      vl_cache_empty(c);
       continue;
     }
     if (e->kind == VL_TR_ALLOC) {

@@ -15,8 +15,9 @@ allocator's own answer (peak reserved) that the replay must reproduce.
 
 On stderr, one JSON line: events kept, and what the history itself says
 (peak allocated, peak reserved from its segment events, events that the
-trace cannot carry: a segment freed while blocks remain cached means the
-job emptied the cache or the allocator retried after a failed cudaMalloc).
+segments freed: the job emptied the cache, or the allocator released its
+cache before retrying a failed cudaMalloc; each run of such frees is an
+`e` line, which the replay carries out as empty_cache()).
 """
 import json
 import pickle
@@ -33,8 +34,10 @@ def convert(snap, out, device=None):
     ids, nid = {}, 1
     alloc = peak_alloc = reserved = peak_reserved = 0
     kept = segfrees = unmatched = 0
+    last = None
     for e in traces[device]:
         act, addr, size = e.get("action"), e.get("addr"), int(e.get("size", 0))
+        prev, last = last, act
         if act == "alloc":
             ids[addr] = (nid, size)
             out.write("a %d %d cuda\n" % (nid, size))
@@ -61,6 +64,10 @@ def convert(snap, out, device=None):
             reserved += size
             peak_reserved = max(peak_reserved, reserved)
         elif act in ("segment_free", "segment_unmap"):
+            # empty_cache() (or the release before a retried cudaMalloc)
+            # returns every wholly free segment at once: one 'e' for the lot
+            if prev not in ("segment_free", "segment_unmap"):
+                out.write("e\n")
             out.write("# %s %d\n" % (act, size))
             reserved -= size
             segfrees += 1

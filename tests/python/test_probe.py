@@ -434,6 +434,43 @@ class History(unittest.TestCase):
         shutil.rmtree(d)
 
 
+    def test_emptied_cache_is_replayed(self):
+        """A run of segment frees (empty_cache) is one 'e' line; the replay
+        empties its cache there: the 6 MiB block then takes a segment of its
+        own instead of splitting the freed 100 MiB one (120 MiB, not 200)."""
+        import pickle
+        d = tempfile.mkdtemp(prefix="vl-hist-")
+        M = 1 << 20
+        ev = [("segment_alloc", 1 << 40, 100 * M), ("alloc", 1 << 40, 100 * M),
+              ("free_completed", 1 << 40, 100 * M), ("segment_free", 1 << 40, 100 * M),
+              ("segment_alloc", 1 << 41, 20 * M), ("alloc", 1 << 41, 6 * M),
+              ("segment_alloc", 1 << 42, 100 * M), ("alloc", 1 << 42, 100 * M)]
+        snap = {"segments": [], "device_traces": [[
+            {"action": a, "addr": ad, "size": n, "stream": 0} for a, ad, n in ev]]}
+        with open(d + "/s.pickle", "wb") as f:
+            pickle.dump(snap, f)
+        e = dict(os.environ)
+        e["PYTHONPATH"] = os.path.join(HERE, "..", "..", "python")
+        out = subprocess.run([PY, "-m", "vramledger.history", d + "/s.pickle"], env=e,
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual([l for l in out.stdout.splitlines() if l == "e"], ["e"])
+        info = json.loads(out.stderr.strip().splitlines()[-1])
+        self.assertEqual(info["peak_reserved_bytes"], 120 * M)
+        for name, text in (("t", out.stdout),
+                           ("u", "".join(l + "\n" for l in out.stdout.splitlines() if l != "e"))):
+            with open(d + "/" + name, "w") as f:
+                f.write(text)
+        got = []
+        for name in ("t", "u"):
+            r = subprocess.run([VL, "trace", "--replay", d + "/" + name, "--format", "json"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            got.append(json.loads(r.stdout)["replays"][0]["peak_reserved_bytes"])
+        self.assertEqual(got, [120 * M, 200 * M])  # without the 'e': the freed block split
+        shutil.rmtree(d)
+
+
 class Guard(unittest.TestCase):
     """run --commitment: the throughput trigger from the probe's steps."""
 

@@ -272,6 +272,29 @@ static void trace_parse_and_replay(void **state) {
   assert_int_equal(vl_trace_parse("a 1 -5 cuda\n", 12, &t, &err), VL_EPARSE);
 }
 
+/* "e": the cache emptied (torch.cuda.empty_cache) at that point of the
+ * trace: the freed 100 MiB segment is returned, so the 6 MiB block takes a
+ * 20 MiB segment of its own and the second 100 MiB one a new segment. */
+static void trace_empty_cache(void **state) {
+  (void)state;
+  const char *with = "a 1 104857600 cuda\nf 1\ne\na 2 6291456 cuda\na 3 104857600 cuda\n";
+  const char *without = "a 1 104857600 cuda\nf 1\na 2 6291456 cuda\na 3 104857600 cuda\n";
+  struct vl_trace t;
+  struct vl_err err = {""};
+  struct vl_cache_conf conf = {0};
+  struct vl_replay r;
+  assert_int_equal(vl_trace_parse(with, strlen(with), &t, &err), VL_OK);
+  assert_int_equal(t.n, 5);
+  assert_int_equal(vl_trace_replay(&t, -1, &conf, &r), VL_OK);
+  assert_int_equal(r.peak_reserved, 120 * MB);
+  vl_trace_release(&t);
+  assert_int_equal(vl_trace_parse(without, strlen(without), &t, &err), VL_OK);
+  assert_int_equal(vl_trace_replay(&t, -1, &conf, &r), VL_OK);
+  assert_int_equal(r.peak_reserved, 200 * MB); /* the 6 MiB split the freed block */
+  vl_trace_release(&t);
+  assert_int_equal(vl_trace_parse("e 1\n", 4, &t, &err), VL_EPARSE);
+}
+
 /* "b" allocations grow with the batch, "a" ones do not; fields after the
  * device in any order; the batch from "# batch N"; meta replayed when no
  * cuda. */
@@ -319,6 +342,7 @@ int main(void) {
                                      cmocka_unit_test(books_balance),
                                      cmocka_unit_test(driver_addresses_break_ties),
                                      cmocka_unit_test(trace_parse_and_replay),
+                                     cmocka_unit_test(trace_empty_cache),
                                      cmocka_unit_test(trace_batch_fields_meta)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,246 @@
+/* What the caching allocator reserves for transformers' generate(): the
+ * allocations of one generate() call, in the order transformers makes them,
+ * replayed through the model of PyTorch's caching allocator (caching.c).
+ *
+ * Why a replay and not a factor: in prefill each layer's key and value
+ * (kept in the cache) are carved out of the blocks the previous layer's
+ * MLP freed, so each layer's MLP intermediate needs a new segment; in decode
+ * each torch.cat of a layer's cache needs a block a little larger than any
+ * freed one. On the H200 (bench/results/2026-11-29-h200-session5/) Llama-2-7B
+ * at batch 8 x 512 tokens reserved 2.6 GiB over its 15.1 GiB allocated this
+ * way: one 86 MiB segment a layer in prefill, then 27 segments of 34 MiB as
+ * the caches grew. The sequence below is transformers 5 (modeling_llama.py
+ * and its copies, modeling_gpt2.py, cache_utils.py DynamicLayer.update,
+ * generation/utils.py _sample) as the allocator history shows it; blocks of
+ * 1 MiB or less (the small pool, its own 2 MiB segments) are left out. */
+#include "internal.h"
+#include "vramledger/alloc.h"
+#include "vramledger/caching.h"
+
+struct prog {
+  struct vl_cache *c;
+  bool failed;
+};
+
+#define NONE UINT32_MAX
+
+static uint32_t A(struct prog *p, uint64_t bytes) {
+  uint32_t h = NONE;
+  if (p->failed || bytes <= (1ull << 20)) return NONE; /* small pool: apart */
+  if (vl_cache_malloc(p->c, bytes, &h) != VL_OK) {
+    p->failed = true;
+    return NONE;
+  }
+  return h;
+}
+
+static void F(struct prog *p, uint32_t *h) {
+  if (*h != NONE) vl_cache_free(p->c, *h);
+  *h = NONE;
+}
+
+/* a norm of T rows: RMSNorm upcasts to fp32 (x.float(), x * rsqrt(var),
+ * .to(dtype), * weight); LayerNorm writes its output */
+static uint32_t norm(struct prog *p, const struct vl_arch *arch, uint64_t Th, uint64_t e) {
+  if (!arch->rms_norm) return A(p, Th * e);
+  uint32_t x32 = e < 4 ? A(p, Th * 4) : NONE;
+  uint32_t sq = A(p, Th * 4); /* pow(2), then mean */
+  F(p, &sq);
+  uint32_t y32 = A(p, Th * 4);
+  F(p, &x32);
+  uint32_t yh = e < 4 ? A(p, Th * e) : NONE;
+  uint32_t out = A(p, Th * e);
+  F(p, &yh);
+  F(p, &y32);
+  return out;
+}
+
+/* q * cos + rotate_half(q) * sin (rotate_half: cat(-x2, x1)) */
+static uint32_t rotary(struct prog *p, uint64_t n) {
+  uint32_t t1 = A(p, n), neg = A(p, n / 2), t2 = A(p, n); /* q * cos; -x2; cat */
+  F(p, &neg);
+  uint32_t t3 = A(p, n);
+  F(p, &t2);
+  uint32_t out = A(p, n);
+  F(p, &t1);
+  F(p, &t3);
+  return out;
+}
+
+struct layer_cache {
+  uint32_t k, v;
+};
+
+vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory *inv,
+                           const struct vl_job *job, uint64_t wb, uint64_t e, uint64_t r,
+                           uint64_t kvb, uint64_t workspace, bool expandable,
+                           struct vl_cache_stats *out, struct vl_err *err) {
+  struct vl_cache_conf conf = {0, 0, 0, expandable};
+  struct prog p = {NULL, false};
+  if (vl_cache_new(&conf, &p.c) != VL_OK) return vl__fail(err, VL_ENOMEM, "out of memory");
+  struct layer_cache *lc = vl_calloc(arch->layers ? arch->layers : 1, sizeof *lc);
+  if (!lc) {
+    vl_cache_destroy(p.c);
+    return vl__fail(err, VL_ENOMEM, "out of memory");
+  }
+  const uint64_t B = job->batch, P = job->seq, t = job->tp ? job->tp : 1;
+  const uint64_t a = vl__div_ceil(arch->heads, t), g = vl__div_ceil(arch->kv_heads, t);
+  const uint64_t d = arch->head_dim, h = arch->hidden, I = vl__div_ceil(arch->intermediate, t);
+  const uint64_t V = vl__div_ceil(arch->vocab, t), T = B * P;
+
+  /* the weights, tensor by tensor */
+  for (int i = 0; i < inv->n && !p.failed; i++) {
+    const struct vl_tensor *w = &inv->t[i];
+    uint64_t one = w->rows * w->cols;
+    if (t > 1 && (w->kind == VL_T_LINEAR || w->kind == VL_T_HEAD)) one = vl__div_ceil(one, t);
+    for (uint64_t k = 0; k < w->count && !p.failed; k++)
+      (void)A(&p, one * wb);
+  }
+  (void)A(&p, workspace);
+
+  /* prefill */
+  uint32_t hs = A(&p, T * h * r); /* the embeddings' output */
+  uint32_t cos = NONE, sin = NONE, mask = NONE;
+  if (arch->rotary_pct > 0) {
+    cos = A(&p, T * d * e);
+    sin = A(&p, T * d * e);
+  }
+  if (job->attention == VL_ATTN_EAGER) mask = A(&p, B * P * P * e); /* 4-D causal mask */
+  for (uint64_t l = 0; l < arch->layers && !p.failed; l++) {
+    uint32_t n1 = norm(&p, arch, T * h, e);
+    uint32_t q, k, v, qkv = NONE;
+    if (arch->fused_qkv) {
+      qkv = A(&p, T * (a + 2 * g) * d * e);
+      q = k = v = NONE; /* views of it */
+    } else {
+      q = A(&p, T * a * d * e);
+      k = A(&p, T * g * d * e);
+      v = A(&p, T * g * d * e);
+    }
+    F(&p, &n1);
+    if (arch->rotary_pct > 0) { /* apply_rotary_pos_emb returns both, then the old ones go */
+      uint32_t qe = rotary(&p, T * a * d * e), ke = rotary(&p, T * g * d * e);
+      F(&p, &q);
+      F(&p, &k);
+      q = qe;
+      k = ke;
+    }
+    /* DynamicLayer.update: torch.cat onto an empty tensor copies the key
+     * and the value into the cache; the projections' go when key_states
+     * and value_states are reassigned to the cache's */
+    lc[l].k = A(&p, T * g * d * kvb);
+    lc[l].v = A(&p, T * g * d * kvb);
+    F(&p, &k);
+    F(&p, &v);
+    uint32_t o;
+    if (job->attention == VL_ATTN_EAGER) {
+      uint32_t rk = NONE, rv = NONE;
+      if (g < a) { /* repeat_kv */
+        rk = A(&p, T * a * d * e);
+        rv = A(&p, T * a * d * e);
+      }
+      uint64_t sc = B * a * P * P;
+      uint32_t s1 = A(&p, sc * e), s2 = A(&p, sc * e); /* q @ k^T, + mask */
+      F(&p, &s1);
+      uint32_t s32 = A(&p, sc * 4); /* softmax in fp32 */
+      F(&p, &s2);
+      uint32_t sh = e < 4 ? A(&p, sc * e) : NONE; /* .to(dtype) */
+      F(&p, &s32);
+      o = A(&p, T * a * d * e);
+      F(&p, &sh);
+      F(&p, &rk);
+      F(&p, &rv);
+    } else {
+      o = A(&p, T * a * d * e);
+    }
+    uint32_t o2 = A(&p, T * a * d * e); /* transpose(1, 2).contiguous() */
+    F(&p, &o);
+    uint32_t op = A(&p, T * h * e);
+    F(&p, &o2);
+    F(&p, &q); /* the attention's locals, at its return */
+    F(&p, &qkv);
+    uint32_t h1 = A(&p, T * h * r); /* residual + attention */
+    F(&p, &op);
+    F(&p, &hs);
+    uint32_t n2 = norm(&p, arch, T * h, e), mo;
+    if (arch->gated_mlp) {
+      uint32_t gt = A(&p, T * I * e), ag = A(&p, T * I * e);
+      F(&p, &gt);
+      uint32_t up = A(&p, T * I * e), pr = A(&p, T * I * e);
+      F(&p, &ag);
+      F(&p, &up);
+      mo = A(&p, T * h * e);
+      F(&p, &pr);
+    } else {
+      uint32_t fc = A(&p, T * I * e), act;
+      if (arch->gelu_python) { /* 0.5*x*(1+tanh(c*(x+0.044715*x^3))) */
+        uint32_t half = A(&p, T * I * e), cube = A(&p, T * I * e), sc = A(&p, T * I * e);
+        F(&p, &cube);
+        uint32_t s = A(&p, T * I * e);
+        F(&p, &sc);
+        uint32_t c = A(&p, T * I * e);
+        F(&p, &s);
+        uint32_t th = A(&p, T * I * e);
+        F(&p, &c);
+        uint32_t one = A(&p, T * I * e);
+        F(&p, &th);
+        act = A(&p, T * I * e);
+        F(&p, &half);
+        F(&p, &one);
+      } else {
+        act = A(&p, T * I * e);
+      }
+      F(&p, &fc);
+      mo = A(&p, T * h * e);
+      F(&p, &act);
+    }
+    F(&p, &n2);
+    hs = A(&p, T * h * r); /* residual + MLP */
+    F(&p, &h1);
+    F(&p, &mo);
+  }
+  F(&p, &mask);
+  uint32_t fn = norm(&p, arch, T * h, e);
+  F(&p, &hs);
+  uint32_t lg = A(&p, B * V * e); /* logits_to_keep=1: the last position */
+  F(&p, &fn);
+  uint32_t lf = A(&p, B * V * 4); /* .float() */
+  F(&p, &lg);
+  uint32_t sp = A(&p, B * V * 4); /* a logits processor's copy */
+  F(&p, &lf);
+  F(&p, &sp);
+  F(&p, &cos);
+  F(&p, &sin);
+
+  /* decode: each step's cache growth (torch.cat: the new block, then the
+   * old one freed) and its logits; the rest of a step is small. Long
+   * generations are replayed in steps of several tokens (at most 2^20
+   * events). */
+  uint64_t steps = job->new_tokens ? job->new_tokens - 1 : 0; /* the last token is not fed */
+  uint64_t stride = 1;
+  while (steps / stride * (arch->layers ? arch->layers : 1) * 4 > (1ull << 20))
+    stride *= 2;
+  for (uint64_t s = stride; s <= steps && !p.failed; s += stride) {
+    uint64_t kvs = B * g * d * (P + s) * kvb;
+    for (uint64_t l = 0; l < arch->layers && !p.failed; l++) {
+      uint32_t nk = A(&p, kvs);
+      F(&p, &lc[l].k);
+      lc[l].k = nk;
+      uint32_t nv = A(&p, kvs);
+      F(&p, &lc[l].v);
+      lc[l].v = nv;
+    }
+    lg = A(&p, B * V * e);
+    lf = A(&p, B * V * 4);
+    F(&p, &lg);
+    sp = A(&p, B * V * 4);
+    F(&p, &lf);
+    F(&p, &sp);
+  }
+  vl_cache_stats(p.c, out);
+  bool failed = p.failed;
+  vl_free(lc);
+  vl_cache_destroy(p.c);
+  if (failed) return vl__fail(err, VL_ENOMEM, "out of memory replaying generate()'s allocations");
+  return VL_OK;
+}
