@@ -46,3 +46,12 @@ if [ "$PART" = 2 ]; then
   done
   tar -C /tmp/hist2 -cJf "$o/hist2.tar.xz" . 2>>"$o/errors-2.txt"
 fi
+if [ "$PART" = 3 ]; then
+  # issue 7: meta dry runs with values for small tensors and SDPA through
+  # CUDA's kernels' meta functions (bench/trace_meta.sh); the replay's
+  # speed with free blocks by size class; issue 4: three more repeats
+  o=$o bash bench/trace_meta.sh > "$o/meta-ls.txt" 2>>"$o/errors-3.txt"
+  for i in 1 2 3; do build-rel/caching_bench 20000000 >> "$o/caching_bench3.txt" 2>&1; done
+  rm -rf /tmp/sc-*
+  SC_INTERVALS=10 SC_REPS="4 5 6" sh bench/sampler_cost.sh > "$o/sampler_cost3.jsonl" 2>>"$o/errors-3.txt"
+fi

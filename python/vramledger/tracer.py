@@ -57,6 +57,7 @@ Sizes are what the program asks for (storage nbytes); the replay rounds
 them as the CUDA caching allocator would. Cost: a Python call per op; this
 is a dry run, not a measurement of speed.
 """
+import itertools
 import os
 import sys
 import threading
@@ -297,6 +298,10 @@ def _cpu_dropout_as_cuda(torch):
         F.dropout = fused_dropout
         if sdpa is not None:
             def attention(query, key, value, *args, **kwargs):
+                if query.device.type == "meta":
+                    out = _meta_sdpa_as_cuda(torch, query, key, value, args, kwargs)
+                    if out is not None:
+                        return out
                 if query.device.type in ("cpu", "meta"):
                     if len(args) >= 2 and args[1]:
                         args = (args[0], 0.0) + tuple(args[2:])
@@ -306,6 +311,34 @@ def _cpu_dropout_as_cuda(torch):
             F.scaled_dot_product_attention = attention
     except Exception:
         pass
+
+
+def _meta_sdpa_as_cuda(torch, q, k, v, args, kwargs):
+    """On meta tensors, scaled_dot_product_attention through the CUDA
+    kernels' own meta functions, as CUDA would choose them: flash attention
+    for half precision without a mask, else memory-efficient attention (each
+    keeps its output and log-sum-exp for backward; dropout inside the
+    kernel). None where neither applies (grouped heads, older PyTorch): the
+    caller's path then."""
+    names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+    p = dict(zip(names, args))
+    p.update(kwargs)
+    mask, drop, causal = p.get("attn_mask"), float(p.get("dropout_p") or 0.0), bool(p.get("is_causal"))
+    scale = p.get("scale")
+    if q.dim() != 4 or k.shape[1] != q.shape[1] or v.shape[1] != q.shape[1]:
+        return None
+    ops = torch.ops.aten
+    try:
+        if q.dtype in (torch.float16, torch.bfloat16) and mask is None:
+            return ops._scaled_dot_product_flash_attention(q, k, v, drop, causal, False,
+                                                           scale=scale)[0]
+        if mask is not None and mask.dtype == torch.bool:  # the kernel takes an additive bias
+            mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device)
+        grad = q.requires_grad or k.requires_grad or v.requires_grad
+        return ops._scaled_dot_product_efficient_attention(q, k, v, mask, grad, drop, causal,
+                                                           scale=scale)[0]
+    except Exception:
+        return None
 
 
 # CUDA autocast's policy (aten/src/ATen/autocast_mode.cpp) where the CPU's
@@ -381,6 +414,135 @@ def _cpu_autocast_as_cuda(torch):
 _libs = []
 
 
+class _MetaValues:
+    """Values for the small tensors of a job on meta tensors.
+
+    Meta tensors have shapes and no data, so a job that reads a value
+    (`.item()`, `bool(t)`, `torch.equal`) or makes a tensor whose shape
+    depends on values (`nonzero`, `masked_select`) fails there: transformers
+    does both with attention masks and position ids (gradient
+    checkpointing: `find_packed_sequence_indices`, `_ignore_causal_mask_sdpa`).
+    Here every meta tensor of at most LIMIT elements made from known values
+    (a factory, a copy from the CPU, an op on such tensors) carries a CPU
+    twin computed by the same op; a read takes the twin's value, an op whose
+    shape depends on values takes the twin's shape. A value no twin knows
+    (a loss, for logging) reads as 0, said once on stderr. The twins are
+    small tensors on the CPU: the trace is the meta tensors' alone."""
+
+    LIMIT = 1 << 22  # elements: masks and ids of a few million tokens
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.twin = {}  # id(meta tensor) -> (weakref, cpu tensor)
+        self.said = set()
+        self.cpu = torch.device("cpu")
+
+    def get(self, t):
+        e = self.twin.get(id(t))
+        return e[1] if e is not None and e[0]() is t else None
+
+    def put(self, t, v):
+        if t.numel() > self.LIMIT or tuple(t.shape) != tuple(v.shape):
+            return
+        k = id(t)
+        try:
+            self.twin[k] = (weakref.ref(t, lambda r, k=k, tw=self.twin: tw.pop(k, None)), v)
+        except TypeError:
+            pass
+
+    def drop(self, t):
+        if isinstance(t, self.torch.Tensor):
+            self.twin.pop(id(t), None)
+
+    def on_cpu(self, a):
+        """args with each meta tensor replaced by its twin (None: unknown)"""
+        T = self.torch
+        if isinstance(a, T.Tensor):
+            if a.device.type != "meta":
+                return a
+            v = self.get(a)
+            if v is None:
+                raise LookupError
+            return v
+        if isinstance(a, T.device) and a.type == "meta":
+            return self.cpu
+        if isinstance(a, (list, tuple)):
+            return type(a)(self.on_cpu(x) for x in a)
+        if isinstance(a, dict):
+            return {k: self.on_cpu(v) for k, v in a.items()}
+        return a
+
+    def say(self, what):
+        if what in self.said:
+            return
+        self.said.add(what)
+        sys.stderr.write("vramledger trace: %s read a value of a meta tensor no value is known "
+                         "for (at %s); 0 was used (meta tensors have no data)\n"
+                         % (what, _Trace.where(_tracer) if _tracer else "?"))
+
+    def call(self, func, args, kwargs):
+        T = self.torch
+        name = func.overloadpacket.__name__
+        try:
+            cargs, ckw = self.on_cpu(args), self.on_cpu(kwargs)
+            known = True
+        except LookupError:
+            known = False
+        if name == "_local_scalar_dense":
+            if known:
+                return func(*cargs, **ckw)
+            self.say(name)
+            dt = args[0].dtype
+            return False if dt == T.bool else 0.0 if dt.is_floating_point else 0
+        try:
+            out = func(*args, **kwargs)
+        except Exception:
+            if not known:
+                raise  # a value-dependent op on values nobody knows
+            res = func(*cargs, **ckw)  # the twin's answer gives the shape
+            if isinstance(res, T.Tensor):
+                out = T.empty_strided(res.shape, res.stride(), dtype=res.dtype, device="meta")
+                self.put(out, res)
+                return out
+            if isinstance(res, (list, tuple)) and all(isinstance(r, T.Tensor) for r in res):
+                out = [T.empty_strided(r.shape, r.stride(), dtype=r.dtype, device="meta") for r in res]
+                for o, r in zip(out, res):
+                    self.put(o, r)
+                return type(res)(out)
+            return res
+        outs = out if isinstance(out, (list, tuple)) else (out,)
+        metas = [o for o in outs if isinstance(o, T.Tensor) and o.device.type == "meta"]
+        if not metas:
+            return out
+        if known and all(o.numel() <= self.LIMIT for o in metas):
+            try:
+                res = func(*cargs, **ckw)
+            except Exception:
+                res = None
+            ress = res if isinstance(res, (list, tuple)) else (res,)
+            for o, r in zip(outs, ress):
+                if isinstance(o, T.Tensor) and o.device.type == "meta" and isinstance(r, T.Tensor):
+                    self.put(o, r)
+        elif name.endswith("_") or "out" in kwargs:  # written with values nobody knows
+            self.drop(args[0] if args else None)
+            self.drop(kwargs.get("out"))
+        return out
+
+
+def _touches_meta(torch, args, kwargs):
+    for a in itertools.chain(args, kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            if a.device.type == "meta":
+                return True
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                if isinstance(x, torch.Tensor) and x.device.type == "meta":
+                    return True
+        elif isinstance(a, torch.device) and a.type == "meta":
+            return True
+    return False
+
+
 def install(torch, path):
     """Trace every op's outputs from now on. Returns the tracer."""
     global _tracer
@@ -393,9 +555,15 @@ def install(torch, path):
     aten = torch.ops.aten
     matmuls = set(getattr(aten, n) for n in _MATMULS if hasattr(aten, n))
 
+    mv = _MetaValues(torch)
+
     class Mode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
+            kwargs = kwargs or {}
+            if _touches_meta(torch, args, kwargs):
+                out = mv.call(func, args, kwargs)
+            else:
+                out = func(*args, **kwargs)
             if isinstance(out, torch.Tensor):
                 tr.seen(out)  # the result first, then the workspace the kernel takes
                 if len(tr.ws_done) < 2 and func.overloadpacket in matmuls:

@@ -374,6 +374,24 @@ class TraceMeta(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         return json.loads(out.stdout)
 
+    def test_meta_values(self):
+        """Values read from small meta tensors come from their CPU twins;
+        a value nobody knows (the loss) reads as 0, said on stderr."""
+        d = tempfile.mkdtemp(prefix="vl-trace-metav-")
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        out = subprocess.run([VL, "trace", "--out", d + "/t", "--format", "json", "--", PY,
+                              os.path.join(HERE, "job_meta_values.py")],
+                             env=e, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        # under --format json the job's stdout goes to stderr
+        got = json.loads([l for l in out.stderr.splitlines() if l.startswith('{"all_ones"')][0])
+        self.assertEqual(got, {"all_ones": False, "padded_rows": 1, "packed": False,
+                               "nonzero_rows": 14, "ids_equal": True, "loss": 0.0})
+        self.assertIn("read a value of a meta tensor", out.stderr)
+        self.assertEqual(out.stderr.count("read a value of a meta tensor"), 1)
+        shutil.rmtree(d)
+
     def test_meta_as_cpu(self):
         d = tempfile.mkdtemp(prefix="vl-trace-meta-")
         meta, cpu = self.trace(d + "/m", "meta"), self.trace(d + "/c", "cpu")
