@@ -372,8 +372,8 @@ struct nvml_view {
   char *gpus, *procs; /* their JSON arrays, rendered once a reading (json_dumps) */
   uint64_t tree, other, gpu_max;
   unsigned tree_procs;
-  uint64_t t_ns;      /* when read; 0: never */
-  uint64_t ops, live; /* the counters then */
+  uint64_t t_ns; /* when read; 0: never */
+  uint64_t high; /* the most the counters showed at a reading */
 };
 
 static void nvml_read(struct vl_nvml *nv, const unsigned *vis, unsigned n_vis, pid_t root,
@@ -674,23 +674,26 @@ int cmd_run(int argc, const char **argv) {
     bool reused = false;
     if (nv) {
       /* every tick without the interposer (NVML is all there is); with
-       * it, when the job's allocations moved or before anything was
-       * allocated through it (a context appearing shows only in NVML),
-       * at most every NVML_MIN_GAP_NS (a spike still shows in two readings
-       * before it is 50 ms old, and the counters, read every tick, hold
-       * its exact peak), and every NVML_MAX_AGE_NS regardless. A reading
-       * costs about 0.2 ms of CPU (H200: bench/results/2026-11-29-h200-
-       * session5/): reading every tick while Python imports its libraries
-       * was two thirds of the sampler's cost at 100 Hz. */
+       * it, when the job's driver-allocated bytes pass the most they were
+       * at any reading (a new peak of process memory can only come from
+       * there: the rest, context and libraries, changes slowly) or before
+       * anything was allocated through it (a context appearing shows only
+       * in NVML), at most every NVML_MIN_GAP_NS (a spike still shows in two
+       * readings before it is 50 ms old, and the counters, read every tick,
+       * hold its exact peak); and every NVML_MAX_AGE_NS regardless. A
+       * reading costs 0.15-0.35 ms of CPU (H200: bench/results/2026-11-29-
+       * h200-session5/): reading every tick while Python imported its
+       * libraries was two thirds of the sampler's cost at 100 Hz, and a
+       * job that allocates and frees every 20 ms cost twice a quiet one
+       * while any movement triggered a reading. */
       bool blind = !ctr || !use_preload;
-      bool moved = ops == 0 || ops != nvv.ops || alloc != nvv.live;
+      bool higher = ops == 0 || alloc > nvv.high;
       uint64_t age = t - nvv.t_ns;
-      if (blind || done || age >= NVML_MAX_AGE_NS || (moved && age >= NVML_MIN_GAP_NS)) {
+      if (blind || done || age >= NVML_MAX_AGE_NS || (higher && age >= NVML_MIN_GAP_NS)) {
         nvml_read(nv, vis, n_vis, pid, &nvv);
         n_nvml++;
         nvv.t_ns = t;
-        nvv.ops = ops;
-        nvv.live = alloc;
+        if (alloc > nvv.high) nvv.high = alloc;
       } else {
         reused = true;
       }
