@@ -27,7 +27,7 @@ import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 ex = [e for e in ev if e["type"] == "exit"][0]
 r = {"job": sys.argv[2], "interval_ms": int(sys.argv[3]), "samples": ex["samples"],
-     "nvml_reads": ex.get("nvml_reads"), "wall_s": ex["wall_ns"] / 1e9, "sampler_cpu_s": ex["sampler_cpu_ns"] / 1e9,
+     "nvml_reads": ex.get("nvml_reads"), "nvml_cpu_s": ex.get("nvml_cpu_ns", 0) / 1e9, "wall_s": ex["wall_ns"] / 1e9, "sampler_cpu_s": ex["sampler_cpu_ns"] / 1e9,
      "cpu_pct_of_one_core": 100 * ex["sampler_cpu_ns"] / ex["wall_ns"]}
 if "sampling_cpu_ns" in ex:  # the loop alone, without vramledger's start
     r["sampling_cpu_pct_of_one_core"] = 100 * ex["sampling_cpu_ns"] / ex["sampling_wall_ns"]

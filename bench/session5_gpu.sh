@@ -59,7 +59,7 @@ if [ "$PART" = 4 ]; then
   # issue 4: NVML read when the driver-allocated bytes pass their highest
   # (not on any movement); the 50 ms spike must still be caught
   rm -rf /tmp/sc-* /tmp/spike
-  SC_INTERVALS=10 SC_REPS="1 2 3" sh bench/sampler_cost.sh > "$o/sampler_cost4.jsonl" 2>>"$o/errors-4.txt"
+  SC_INTERVALS=10 SC_REPS="${SC_REPS:-1 2 3}" sh bench/sampler_cost.sh > "$o/sampler_cost4.jsonl" 2>>"$o/errors-4.txt"
   $vl run --quiet --interval-ms 10 --out /tmp/spike -- python3 bench/spike.py
   $vl report /tmp/spike --format json > "$o/spike_report.json" 2>>"$o/errors-4.txt"
 fi

@@ -288,6 +288,13 @@ static uint64_t self_cpu_ns(void) {
          ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
 }
 
+/* this thread's CPU time: what an NVML reading costs */
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void forward(int sig, siginfo_t *info, void *uc) {
   (void)uc;
   /* a terminal's ^C already reached the child (same process group); a
@@ -362,11 +369,15 @@ static uint64_t read_counters(struct vl_counters *c, uint64_t *peak, bool reap, 
  * next: per GPU its used bytes and the job's, the job's processes, the
  * job's total, other processes' total, the job on its fullest GPU. NVML's
  * queries are most of the sampler's cost; with the interposer in the job,
- * NVML is read again when the job's allocations moved (the counters'
- * calls or live bytes changed) or NVML_MAX_AGE_NS passed, so a spike is
- * read at the tick it happens and a quiet job costs a few readings a
- * second. */
+ * NVML is read again when the job's driver-allocated bytes pass their
+ * highest or NVML_MAX_AGE_NS passed, so a new peak is read at the tick it
+ * happens and a quiet job costs ten readings a second. */
 #define NVML_MAX_AGE_NS 100000000ull
+/* the periodic readings may take this share of a core at most: when a
+ * reading costs more than 0.5 ms of CPU (a slow period of the machine:
+ * 0.8 ms seen on the H200 host), they come less often than every
+ * NVML_MAX_AGE_NS */
+#define NVML_CPU_SHARE 0.005
 #define NVML_MIN_GAP_NS 20000000ull
 struct nvml_view {
   char *gpus, *procs; /* their JSON arrays, rendered once a reading (json_dumps) */
@@ -647,7 +658,7 @@ int cmd_run(int argc, const char **argv) {
   uint64_t slot_peak = 0;
   uint64_t peak_tree = 0, peak_t = 0, peak_alloc = 0, ctx_at_peak = 0;
   unsigned peak_procs = 0;
-  uint64_t n_samples = 0, n_nvml = 0;
+  uint64_t n_samples = 0, n_nvml = 0, nvml_cpu_ns = 0, nvml_cost_ns = 0;
   int status = 0;
   bool done = false;
   struct timespec next;
@@ -689,8 +700,14 @@ int cmd_run(int argc, const char **argv) {
       bool blind = !ctr || !use_preload;
       bool higher = ops == 0 || alloc > nvv.high;
       uint64_t age = t - nvv.t_ns;
-      if (blind || done || age >= NVML_MAX_AGE_NS || (higher && age >= NVML_MIN_GAP_NS)) {
+      uint64_t max_age = (uint64_t)((double)nvml_cost_ns / NVML_CPU_SHARE);
+      if (max_age < NVML_MAX_AGE_NS) max_age = NVML_MAX_AGE_NS;
+      if (blind || done || age >= max_age || (higher && age >= NVML_MIN_GAP_NS)) {
+        uint64_t c0 = thread_cpu_ns();
         nvml_read(nv, vis, n_vis, pid, &nvv);
+        uint64_t cost = thread_cpu_ns() - c0;
+        nvml_cpu_ns += cost;
+        nvml_cost_ns = n_nvml ? (nvml_cost_ns * 7 + cost) / 8 : cost; /* a moving average */
         n_nvml++;
         nvv.t_ns = t;
         if (alloc > nvv.high) nvv.high = alloc;
@@ -790,6 +807,7 @@ int cmd_run(int argc, const char **argv) {
   json_object_set_new(ex, "sampling_wall_ns", json_integer((json_int_t)(loop_end - loop_t0)));
   json_object_set_new(ex, "samples", json_integer((json_int_t)n_samples));
   json_object_set_new(ex, "nvml_reads", json_integer((json_int_t)n_nvml));
+  json_object_set_new(ex, "nvml_cpu_ns", json_integer((json_int_t)nvml_cpu_ns));
   tput_close(&tw);
   put(ex);
   close(record_fd);
