@@ -687,18 +687,19 @@ int cmd_run(int argc, const char **argv) {
       /* every tick without the interposer (NVML is all there is); with
        * it, when the job's driver-allocated bytes pass the most they were
        * at any reading (a new peak of process memory can only come from
-       * there: the rest, context and libraries, changes slowly) or before
-       * anything was allocated through it (a context appearing shows only
-       * in NVML), at most every NVML_MIN_GAP_NS (a spike still shows in two
+       * there: the rest, context and libraries, changes slowly), at most
+       * every NVML_MIN_GAP_NS (a spike still shows in two
        * readings before it is 50 ms old, and the counters, read every tick,
        * hold its exact peak); and every NVML_MAX_AGE_NS regardless. A
-       * reading costs 0.15-0.35 ms of CPU (H200: bench/results/2026-11-29-
-       * h200-session5/): reading every tick while Python imported its
-       * libraries was two thirds of the sampler's cost at 100 Hz, and a
-       * job that allocates and frees every 20 ms cost twice a quiet one
-       * while any movement triggered a reading. */
+       * reading costs 0.15-0.8 ms of CPU (H200: bench/results/2026-11-29-
+       * h200-session5/): reading every tick, then every 20 ms, while
+       * Python imported its libraries (nothing allocated yet: a context
+       * appears once and stays, the 100 ms reading sees it) was most of the
+       * sampler's cost at 100 Hz, and a job that allocates and frees every
+       * 20 ms cost twice a quiet one while any movement triggered a
+       * reading. */
       bool blind = !ctr || !use_preload;
-      bool higher = ops == 0 || alloc > nvv.high;
+      bool higher = ops > 0 && alloc > nvv.high;
       uint64_t age = t - nvv.t_ns;
       uint64_t max_age = (uint64_t)((double)nvml_cost_ns / NVML_CPU_SHARE);
       if (max_age < NVML_MAX_AGE_NS) max_age = NVML_MAX_AGE_NS;
