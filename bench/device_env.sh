@@ -7,3 +7,8 @@ export VRAMLEDGER_PYTHON_DIR=$PWD/python LD_LIBRARY_PATH=$PWD/build-rel/devlibs 
 export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 vl=$PWD/build-rel/vramledger
 o=${OUT:-/tmp/out}
+# record_env FILE: the GPU, its driver and the Python stack, for a results folder
+record_env() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$1"
+  python3 -c "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__)" >> "$1"
+}

@@ -8,8 +8,7 @@
 set -u
 . bench/device_env.sh
 mkdir -p "$o"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$o/env-$PART.txt"
-python3 -c "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__)" >> "$o/env-$PART.txt"
+record_env "$o/env-$PART.txt"
 if [ "$PART" = 1 ]; then
   rm -rf /tmp/rec-* /tmp/plan-run /tmp/guard-run /tmp/spike /tmp/sc-*
   # 1a. interposer vs memory_reserved(), three allocators

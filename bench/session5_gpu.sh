@@ -9,8 +9,7 @@
 set -u
 . bench/device_env.sh
 mkdir -p "$o"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$o/env-$PART.txt"
-python3 -c "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__)" >> "$o/env-$PART.txt"
+record_env "$o/env-$PART.txt"
 if [ "$PART" = 1 ]; then
   rm -rf /tmp/sc-* /tmp/hist
   SC_INTERVALS=10 SC_REPS="1 2 3" sh bench/sampler_cost.sh > "$o/sampler_cost.jsonl" 2>>"$o/errors-1.txt"

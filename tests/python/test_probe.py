@@ -414,13 +414,10 @@ class TraceMeta(unittest.TestCase):
 class History(unittest.TestCase):
     """python3 -m vramledger.history: an allocator snapshot as a trace."""
 
-    def test_snapshot_to_trace(self):
+    def convert(self, d, ev):
+        """a snapshot of these (action, addr, size) events, converted:
+        the converter's finished process"""
         import pickle
-        d = tempfile.mkdtemp(prefix="vl-hist-")
-        ev = [("segment_alloc", 1 << 40, 2 << 20), ("alloc", 1 << 40, 512),
-              ("alloc", (1 << 40) + 512, 1000), ("free_requested", 1 << 40, 512),
-              ("free_completed", 1 << 40, 512), ("segment_alloc", 1 << 41, 20 << 20),
-              ("alloc", 1 << 41, 5 << 20), ("free_completed", 7, 64)]
         snap = {"segments": [], "device_traces": [[
             {"action": a, "addr": ad, "size": n, "stream": 0} for a, ad, n in ev]]}
         with open(d + "/s.pickle", "wb") as f:
@@ -430,6 +427,15 @@ class History(unittest.TestCase):
         out = subprocess.run([PY, "-m", "vramledger.history", d + "/s.pickle"], env=e,
                              capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
+        return out
+
+    def test_snapshot_to_trace(self):
+        d = tempfile.mkdtemp(prefix="vl-hist-")
+        out = self.convert(d, [
+            ("segment_alloc", 1 << 40, 2 << 20), ("alloc", 1 << 40, 512),
+            ("alloc", (1 << 40) + 512, 1000), ("free_requested", 1 << 40, 512),
+            ("free_completed", 1 << 40, 512), ("segment_alloc", 1 << 41, 20 << 20),
+            ("alloc", 1 << 41, 5 << 20), ("free_completed", 7, 64)])
         info = json.loads(out.stderr.strip().splitlines()[-1])
         self.assertEqual(info["peak_reserved_bytes"], 22 << 20)
         self.assertEqual(info["frees_without_alloc"], 1)
@@ -444,6 +450,7 @@ class History(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         rep = json.loads(r.stdout)["replays"][0]
         self.assertEqual(rep["peak_reserved_bytes"], 22 << 20)  # what the allocator reserved
+        e = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
         bad = subprocess.run([PY, "-m", "vramledger.history", d + "/t"], env=e,
                              capture_output=True, text=True, timeout=60)
         self.assertEqual(bad.returncode, 1)  # not a pickle: named, no traceback
@@ -456,22 +463,13 @@ class History(unittest.TestCase):
         """A run of segment frees (empty_cache) is one 'e' line; the replay
         empties its cache there: the 6 MiB block then takes a segment of its
         own instead of splitting the freed 100 MiB one (120 MiB, not 200)."""
-        import pickle
         d = tempfile.mkdtemp(prefix="vl-hist-")
         M = 1 << 20
-        ev = [("segment_alloc", 1 << 40, 100 * M), ("alloc", 1 << 40, 100 * M),
-              ("free_completed", 1 << 40, 100 * M), ("segment_free", 1 << 40, 100 * M),
-              ("segment_alloc", 1 << 41, 20 * M), ("alloc", 1 << 41, 6 * M),
-              ("segment_alloc", 1 << 42, 100 * M), ("alloc", 1 << 42, 100 * M)]
-        snap = {"segments": [], "device_traces": [[
-            {"action": a, "addr": ad, "size": n, "stream": 0} for a, ad, n in ev]]}
-        with open(d + "/s.pickle", "wb") as f:
-            pickle.dump(snap, f)
-        e = dict(os.environ)
-        e["PYTHONPATH"] = os.path.join(HERE, "..", "..", "python")
-        out = subprocess.run([PY, "-m", "vramledger.history", d + "/s.pickle"], env=e,
-                             capture_output=True, text=True, timeout=60)
-        self.assertEqual(out.returncode, 0, out.stderr)
+        out = self.convert(d, [
+            ("segment_alloc", 1 << 40, 100 * M), ("alloc", 1 << 40, 100 * M),
+            ("free_completed", 1 << 40, 100 * M), ("segment_free", 1 << 40, 100 * M),
+            ("segment_alloc", 1 << 41, 20 * M), ("alloc", 1 << 41, 6 * M),
+            ("segment_alloc", 1 << 42, 100 * M), ("alloc", 1 << 42, 100 * M)])
         self.assertEqual([l for l in out.stdout.splitlines() if l == "e"], ["e"])
         info = json.loads(out.stderr.strip().splitlines()[-1])
         self.assertEqual(info["peak_reserved_bytes"], 120 * M)
