@@ -214,11 +214,11 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
 
   /* decode: each step's cache growth (torch.cat: the new block, then the
    * old one freed) and its logits; the rest of a step is small. Long
-   * generations are replayed in steps of several tokens (at most 2^20
+   * generations are replayed in steps of several tokens (at most 2^12
    * events). */
   uint64_t steps = job->new_tokens ? job->new_tokens - 1 : 0; /* the last token is not fed */
   uint64_t stride = 1;
-  while (steps / stride * (arch->layers ? arch->layers : 1) * 4 > (1ull << 20))
+  while (steps / stride * (arch->layers ? arch->layers : 1) * 4 > (1ull << 12))
     stride *= 2;
   for (uint64_t s = stride; s <= steps && !p.failed; s += stride) {
     uint64_t kvs = B * g * d * (P + s) * kvb;
