@@ -163,7 +163,24 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
     F(&p, &op);
     F(&p, &hs);
     uint32_t n2 = norm(&p, arch, T * h, e), mo;
-    if (arch->gated_mlp) {
+    if (arch->experts) { /* MixtralSparseMoeBlock: the experts in turn, on their tokens */
+      uint64_t Te =
+          vl__div_ceil(T * (arch->experts_per_token ? arch->experts_per_token : 1), arch->experts);
+      mo = A(&p, T * h * e); /* final_hidden_states, index_add_ into it */
+      for (uint64_t x = 0; x < arch->experts && !p.failed; x++) {
+        uint32_t cur = A(&p, Te * h * e), gt = A(&p, Te * I * e), ag = A(&p, Te * I * e);
+        F(&p, &gt);
+        uint32_t up = A(&p, Te * I * e), pr = A(&p, Te * I * e);
+        F(&p, &ag);
+        F(&p, &up);
+        uint32_t dn = A(&p, Te * h * e);
+        F(&p, &pr);
+        uint32_t wt = A(&p, Te * h * e); /* * routing weight */
+        F(&p, &dn);
+        F(&p, &wt);
+        F(&p, &cur);
+      }
+    } else if (arch->gated_mlp) {
       uint32_t gt = A(&p, T * I * e), ag = A(&p, T * I * e);
       F(&p, &gt);
       uint32_t up = A(&p, T * I * e), pr = A(&p, T * I * e);
