@@ -5,7 +5,8 @@ import json
 import torch
 
 m = torch.device("meta")
-ids = torch.randint(0, 100, (2, 8)).to(m)  # from the CPU: its values travel
+cpu_ids = torch.randint(0, 100, (2, 8))
+ids = cpu_ids.to(m)  # from the CPU: its values travel
 mask = torch.ones_like(ids)
 mask[1, 6:] = 0  # padding in the second sequence
 pos = torch.arange(8, device=m).expand(2, 8)
@@ -15,6 +16,8 @@ out = {
     "packed": bool((pos[:, 1:] - pos[:, :-1] != 1).any()),  # False
     "nonzero_rows": int((mask != 0).nonzero().shape[0]),  # 14: a shape from values
     "ids_equal": torch.equal(ids, ids.clone()),
+    "back_to_cpu": bool(torch.equal(ids.cpu(), cpu_ids)),  # a copy out of meta
+    "tolist": ids.tolist() == cpu_ids.tolist(),
 }
 w = torch.nn.Linear(8, 4, device=m)
 loss = w(ids.float()).pow(2).mean()

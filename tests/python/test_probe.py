@@ -387,7 +387,8 @@ class TraceMeta(unittest.TestCase):
         # under --format json the job's stdout goes to stderr
         got = json.loads([l for l in out.stderr.splitlines() if l.startswith('{"all_ones"')][0])
         self.assertEqual(got, {"all_ones": False, "padded_rows": 1, "packed": False,
-                               "nonzero_rows": 14, "ids_equal": True, "loss": 0.0})
+                               "nonzero_rows": 14, "ids_equal": True, "back_to_cpu": True,
+                               "tolist": True, "loss": 0.0})
         self.assertIn("read a value of a meta tensor", out.stderr)
         self.assertEqual(out.stderr.count("read a value of a meta tensor"), 1)
         shutil.rmtree(d)
