@@ -9,6 +9,21 @@ set -u
 . bench/device_env.sh
 mkdir -p "$o"
 record_env "$o/env-$PART.txt"
+# report_line NAME DIR PART: the record's report (JSON) with its name, one
+# line of reports-PART.jsonl
+report_line() {
+  $vl report "$2" --format json 2>>"$o/errors-$3.txt" |
+    python3 -c "import json,sys; r=json.load(sys.stdin); r['run']='$1'; print(json.dumps(r))" >> "$o/reports-$3.jsonl"
+}
+# ledger NAME DIR PART CMD...: CMD under `vramledger run` into DIR, its last
+# output line into jobs-PART.jsonl, its report into reports-PART.jsonl
+ledger() {
+  name=$1 d=$2 part=$3
+  shift 3
+  line=$($vl run --quiet --out "$d" -- "$@" 2>>"$o/errors-$part.txt" | tail -1)
+  echo "{\"run\": \"$name\", \"job\": ${line:-null}}" >> "$o/jobs-$part.jsonl"
+  report_line "$name" "$d" "$part"
+}
 if [ "$PART" = 1 ]; then
   rm -rf /tmp/rec-* /tmp/plan-run /tmp/guard-run /tmp/spike /tmp/sc-*
   # 1a. interposer vs memory_reserved(), three allocators
@@ -64,22 +79,16 @@ if [ "$PART" = 2 ]; then
       "llama-amp|--model llama --precision amp-bf16" "llama-bf16-ckpt|--model llama --precision bf16 --ckpt" \
       "bert-bf16|--model bert --precision bf16" "gpt2-ddp|--model gpt2 --precision amp-bf16 --ddp"; do
     n=$((n + 1)); name=${spec%%|*}; args=${spec#*|}
-    d=/tmp/rec2/$n-$name
-    line=$($vl run --quiet --out $d -- python3 bench/probe_job.py $args 2>>"$o/errors-2.txt")
-    echo "{\"run\": \"$n-$name\", \"job\": ${line:-null}}" >> "$o/jobs-2.jsonl"
-    $vl report $d --format json 2>>"$o/errors-2.txt" | python3 -c "import json,sys; r=json.load(sys.stdin); r['run']='$n-$name'; print(json.dumps(r))" >> "$o/reports-2.jsonl"
+    ledger "$n-$name" "/tmp/rec2/$n-$name" 2 python3 bench/probe_job.py $args
   done
   for m in "llama|amp-bf16" "bert|bf16"; do
     mm=${m%%|*}; pr=${m#*|}
     $vl run --quiet --out /tmp/rec2/unnamed-$mm -- python3 bench/probe_job.py --model $mm --precision $pr --steps 4 --unnamed-out "$o/unnamed-$mm-probe.json" > /dev/null 2>>"$o/errors-2.txt"
-    $vl report /tmp/rec2/unnamed-$mm --format json 2>>"$o/errors-2.txt" | python3 -c "import json,sys; r=json.load(sys.stdin); r['run']='unnamed-$mm'; print(json.dumps(r))" >> "$o/reports-2.jsonl"
+    report_line "unnamed-$mm" "/tmp/rec2/unnamed-$mm" 2
     VRAMLEDGER_PROBE=0 python3 bench/probe_job.py --model $mm --precision $pr --steps 4 --unnamed-out "$o/unnamed-$mm-plain.json" > /dev/null 2>>"$o/errors-2.txt"
   done
   for loop in trainer lightning; do
-    d=/tmp/rec2/loop-$loop
-    line=$($vl run --quiet --out $d -- python3 bench/loops_job.py --loop $loop 2>>"$o/errors-2.txt" | tail -1)
-    echo "{\"run\": \"loop-$loop\", \"job\": ${line:-null}}" >> "$o/jobs-2.jsonl"
-    $vl report $d --format json 2>>"$o/errors-2.txt" | python3 -c "import json,sys; r=json.load(sys.stdin); r['run']='loop-$loop'; print(json.dumps(r))" >> "$o/reports-2.jsonl"
+    ledger "loop-$loop" "/tmp/rec2/loop-$loop" 2 python3 bench/loops_job.py --loop $loop
     plain=$(VRAMLEDGER_PROBE=0 python3 bench/loops_job.py --loop $loop 2>>"$o/errors-2.txt" | tail -1)
     echo "{\"run\": \"loop-$loop-plain\", \"job\": ${plain:-null}}" >> "$o/jobs-2.jsonl"
   done
@@ -98,16 +107,10 @@ if [ "$PART" = 3 ]; then
       "bert-amp|--model bert --precision amp-bf16" "bert-bf16|--model bert --precision bf16" \
       "gpt2-ddp|--model gpt2 --precision amp-bf16 --ddp"; do
     n=$((n + 1)); name=${spec%%|*}; args=${spec#*|}
-    d=/tmp/rec3/$n-$name
-    line=$($vl run --quiet --out $d -- python3 bench/probe_job.py $args 2>>"$o/errors-3.txt")
-    echo "{\"run\": \"$n-$name\", \"job\": ${line:-null}}" >> "$o/jobs-3.jsonl"
-    $vl report $d --format json 2>>"$o/errors-3.txt" | python3 -c "import json,sys; r=json.load(sys.stdin); r['run']='$n-$name'; print(json.dumps(r))" >> "$o/reports-3.jsonl"
+    ledger "$n-$name" "/tmp/rec3/$n-$name" 3 python3 bench/probe_job.py $args
   done
   for loop in trainer lightning; do
-    d=/tmp/rec3/loop-$loop
-    line=$($vl run --quiet --out $d -- python3 bench/loops_job.py --loop $loop 2>>"$o/errors-3.txt" | tail -1)
-    echo "{\"run\": \"loop-$loop\", \"job\": ${line:-null}}" >> "$o/jobs-3.jsonl"
-    $vl report $d --format json 2>>"$o/errors-3.txt" | python3 -c "import json,sys; r=json.load(sys.stdin); r['run']='loop-$loop'; print(json.dumps(r))" >> "$o/reports-3.jsonl"
+    ledger "loop-$loop" "/tmp/rec3/loop-$loop" 3 python3 bench/loops_job.py --loop $loop
   done
   nvcc -O2 -o /tmp/pool_check_static bench/pool_check.cu 2>>"$o/errors-3.txt"
   LD_DEBUG=bindings LD_PRELOAD=$VRAMLEDGER_PRELOAD /tmp/pool_check_static 2>&1 >/dev/null \

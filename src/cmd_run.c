@@ -375,7 +375,7 @@ static uint64_t read_counters(struct vl_counters *c, uint64_t *peak, bool reap, 
 #define NVML_MAX_AGE_NS 100000000ull
 /* the periodic readings may take this share of a core at most: when a
  * reading costs more than 0.5 ms of CPU (a slow period of the machine:
- * 0.8 ms seen on the H200 host), they come less often than every
+ * 0.65-0.71 ms seen on the H200 host), they come less often than every
  * NVML_MAX_AGE_NS */
 #define NVML_CPU_SHARE 0.005
 #define NVML_MIN_GAP_NS 20000000ull
@@ -383,9 +383,34 @@ struct nvml_view {
   char *gpus, *procs; /* their JSON arrays, rendered once a reading (json_dumps) */
   uint64_t tree, other, gpu_max;
   unsigned tree_procs;
-  uint64_t t_ns; /* when read; 0: never */
-  uint64_t high; /* the most the counters showed at a reading */
+  uint64_t t_ns;    /* when read; 0: never */
+  uint64_t high;    /* the most the counters showed at a reading */
+  uint64_t reads;   /* readings so far */
+  uint64_t cpu_ns;  /* the CPU time they took */
+  uint64_t cost_ns; /* one reading's, a moving average */
 };
+
+/* Is a reading due at t? Every tick without the interposer (`blind`: NVML
+ * is all there is); with it, when the job's driver-allocated bytes pass the
+ * most they were at any reading (a new peak of process memory can only come
+ * from there: the rest, context and libraries, changes slowly), at most
+ * every NVML_MIN_GAP_NS (a spike still shows in two readings before it is
+ * 50 ms old, and the counters, read every tick, hold its exact peak); and
+ * every NVML_MAX_AGE_NS regardless, longer when a reading costs more than
+ * NVML_CPU_SHARE allows. A reading costs 0.12-0.71 ms of CPU (H200:
+ * bench/results/2026-11-29-h200-session5/): reading every tick, then every
+ * 20 ms, while Python imported its libraries (nothing allocated yet: a
+ * context appears once and stays, the periodic reading sees it) was most of
+ * the sampler's cost at 100 Hz, and a job that allocates and frees every
+ * 20 ms cost twice a quiet one while any movement triggered a reading. */
+static bool nvml_due(const struct nvml_view *v, uint64_t t, bool blind, uint64_t ops,
+                     uint64_t alloc) {
+  uint64_t age = t - v->t_ns;
+  uint64_t max_age = (uint64_t)((double)v->cost_ns / NVML_CPU_SHARE);
+  if (max_age < NVML_MAX_AGE_NS) max_age = NVML_MAX_AGE_NS;
+  bool higher = ops > 0 && alloc > v->high;
+  return blind || age >= max_age || (higher && age >= NVML_MIN_GAP_NS);
+}
 
 static void nvml_read(struct vl_nvml *nv, const unsigned *vis, unsigned n_vis, pid_t root,
                       struct nvml_view *v) {
@@ -658,7 +683,7 @@ int cmd_run(int argc, const char **argv) {
   uint64_t slot_peak = 0;
   uint64_t peak_tree = 0, peak_t = 0, peak_alloc = 0, ctx_at_peak = 0;
   unsigned peak_procs = 0;
-  uint64_t n_samples = 0, n_nvml = 0, nvml_cpu_ns = 0, nvml_cost_ns = 0;
+  uint64_t n_samples = 0;
   int status = 0;
   bool done = false;
   struct timespec next;
@@ -684,32 +709,12 @@ int cmd_run(int argc, const char **argv) {
     if (ctr) alloc = read_counters(ctr, &slot_peak, reap, &ops);
     bool reused = false;
     if (nv) {
-      /* every tick without the interposer (NVML is all there is); with
-       * it, when the job's driver-allocated bytes pass the most they were
-       * at any reading (a new peak of process memory can only come from
-       * there: the rest, context and libraries, changes slowly), at most
-       * every NVML_MIN_GAP_NS (a spike still shows in two
-       * readings before it is 50 ms old, and the counters, read every tick,
-       * hold its exact peak); and every NVML_MAX_AGE_NS regardless. A
-       * reading costs 0.15-0.8 ms of CPU (H200: bench/results/2026-11-29-
-       * h200-session5/): reading every tick, then every 20 ms, while
-       * Python imported its libraries (nothing allocated yet: a context
-       * appears once and stays, the 100 ms reading sees it) was most of the
-       * sampler's cost at 100 Hz, and a job that allocates and frees every
-       * 20 ms cost twice a quiet one while any movement triggered a
-       * reading. */
-      bool blind = !ctr || !use_preload;
-      bool higher = ops > 0 && alloc > nvv.high;
-      uint64_t age = t - nvv.t_ns;
-      uint64_t max_age = (uint64_t)((double)nvml_cost_ns / NVML_CPU_SHARE);
-      if (max_age < NVML_MAX_AGE_NS) max_age = NVML_MAX_AGE_NS;
-      if (blind || done || age >= max_age || (higher && age >= NVML_MIN_GAP_NS)) {
+      if (done || nvml_due(&nvv, t, !ctr || !use_preload, ops, alloc)) {
         uint64_t c0 = thread_cpu_ns();
         nvml_read(nv, vis, n_vis, pid, &nvv);
         uint64_t cost = thread_cpu_ns() - c0;
-        nvml_cpu_ns += cost;
-        nvml_cost_ns = n_nvml ? (nvml_cost_ns * 7 + cost) / 8 : cost; /* a moving average */
-        n_nvml++;
+        nvv.cpu_ns += cost;
+        nvv.cost_ns = nvv.reads++ ? (nvv.cost_ns * 7 + cost) / 8 : cost;
         nvv.t_ns = t;
         if (alloc > nvv.high) nvv.high = alloc;
       } else {
@@ -807,8 +812,8 @@ int cmd_run(int argc, const char **argv) {
   json_object_set_new(ex, "sampling_cpu_ns", json_integer((json_int_t)(cpu - loop_cpu0)));
   json_object_set_new(ex, "sampling_wall_ns", json_integer((json_int_t)(loop_end - loop_t0)));
   json_object_set_new(ex, "samples", json_integer((json_int_t)n_samples));
-  json_object_set_new(ex, "nvml_reads", json_integer((json_int_t)n_nvml));
-  json_object_set_new(ex, "nvml_cpu_ns", json_integer((json_int_t)nvml_cpu_ns));
+  json_object_set_new(ex, "nvml_reads", json_integer((json_int_t)nvv.reads));
+  json_object_set_new(ex, "nvml_cpu_ns", json_integer((json_int_t)nvv.cpu_ns));
   tput_close(&tw);
   put(ex);
   close(record_fd);

@@ -18,7 +18,7 @@
 
 /* Tensor-parallel split of a tensor of the inventory: matmul weights and
  * vocabulary-parallel embeddings/heads are split, norms and biases are not. */
-static uint64_t tp_split(const struct vl_tensor *t, uint64_t tp, uint64_t elems) {
+uint64_t vl__tp_split(const struct vl_tensor *t, uint64_t tp, uint64_t elems) {
   if (tp <= 1) return elems;
   if (t->kind == VL_T_LINEAR || t->kind == VL_T_HEAD ||
       (t->kind == VL_T_EMBED && strstr(t->name, "position") == NULL && strcmp(t->name, "wpe")))
@@ -173,7 +173,7 @@ static void model_states(const struct vl_arch *arch, const struct vl_inventory *
   memset(st, 0, sizeof *st);
   for (int i = 0; i < inv->n; i++) {
     const struct vl_tensor *t = &inv->t[i];
-    uint64_t one = tp_split(t, job->tp, vl__mul(ck, t->rows, t->cols));
+    uint64_t one = vl__tp_split(t, job->tp, vl__mul(ck, t->rows, t->cols));
     uint64_t count = t->count;
     if (t->per_layer) {
       count = vl__mul(ck, count / arch->layers, stage_layers);
@@ -212,9 +212,9 @@ static void model_states(const struct vl_arch *arch, const struct vl_inventory *
     uint64_t trainable = 0, tr_factored = 0;
     if (!job->lora_rank) {
       trainable = elems;
-      tr_factored = t->cols > 1
-                        ? vl__mul(ck, vl__add(ck, tp_split(t, job->tp, t->rows), t->cols), count)
-                        : elems;
+      tr_factored =
+          t->cols > 1 ? vl__mul(ck, vl__add(ck, vl__tp_split(t, job->tp, t->rows), t->cols), count)
+                      : elems;
     } else if (lo->target[i]) {
       uint64_t ad = vl__mul(ck, job->lora_rank, t->rows + t->cols);
       trainable = vl__mul(ck, vl__div_ceil(ad, job->tp), count);

@@ -32,7 +32,8 @@
  * of the classes that hold any: a search looks in the request's class,
  * then takes the smallest block of the next class that is not empty. The
  * choice is the same as one ordered set's; the trees are a few blocks
- * deep instead of a few thousand (2.3x the events a second). */
+ * deep instead of a few thousand (about twice the events a second:
+ * bench/results/2026-11-29-caching-bench.md). */
 #include <stdlib.h>
 #include <string.h>
 

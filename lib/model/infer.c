@@ -4,7 +4,6 @@
  * Contiguous caches (transformers DynamicCache) grow by torch.cat, which
  * holds the old and the new tensor of one layer at once; paged caches
  * (vLLM) round each sequence up to whole blocks. */
-#include <string.h>
 
 #include "internal.h"
 #include "vramledger/caching.h"
@@ -17,11 +16,7 @@ static uint64_t weight_bytes(const struct vl_arch *arch, const struct vl_invento
   *elems = 0;
   for (int i = 0; i < inv->n; i++) {
     const struct vl_tensor *t = &inv->t[i];
-    uint64_t one = vl__mul(ck, t->rows, t->cols);
-    if (job->tp > 1 &&
-        (t->kind == VL_T_LINEAR || t->kind == VL_T_HEAD ||
-         (t->kind == VL_T_EMBED && strstr(t->name, "position") == NULL && strcmp(t->name, "wpe"))))
-      one = vl__div_ceil(one, job->tp);
+    uint64_t one = vl__tp_split(t, job->tp, vl__mul(ck, t->rows, t->cols));
     uint64_t e = vl__mul(ck, one, t->count);
     *elems = vl__add(ck, *elems, e);
     total = vl__add(ck, total, vl__mul(ck, e, wb));
@@ -121,12 +116,8 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
    * generate() (a contiguous cache), a replay of its allocations through
    * the allocator model (infer_replay.c); a paged cache (vLLM) preallocates
    * its blocks, so only the activations churn */
-  double churn =
-      job->allocator == VL_ALLOC_EXPANDABLE ? ov->allocator_churn_expandable : ov->allocator_churn;
-  line_pre[VL_LINE_RESERVE] = vl__scale(&ck, prefill, churn);
-  line_dec[VL_LINE_RESERVE] = vl__scale(&ck, line_dec[VL_LINE_TRANSIENT], churn);
-  bool replayed = false;
-  if (!ck.overflow && arch->causal && job->kv_layout == VL_KV_CONTIGUOUS) {
+  const bool replayed = !ck.overflow && arch->causal && job->kv_layout == VL_KV_CONTIGUOUS;
+  if (replayed) {
     struct vl_cache_stats st;
     vl_status s =
         vl__infer_replay(arch, inv, job, pol.weight, e, r, kvb, ov->cublas_workspace_bytes,
@@ -134,7 +125,11 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
     if (s != VL_OK) return s;
     uint64_t frag = st.peak_reserved > st.peak_allocated ? st.peak_reserved - st.peak_allocated : 0;
     line_pre[VL_LINE_RESERVE] = line_dec[VL_LINE_RESERVE] = frag;
-    replayed = true;
+  } else {
+    double churn = job->allocator == VL_ALLOC_EXPANDABLE ? ov->allocator_churn_expandable
+                                                         : ov->allocator_churn;
+    line_pre[VL_LINE_RESERVE] = vl__scale(&ck, prefill, churn);
+    line_dec[VL_LINE_RESERVE] = vl__scale(&ck, line_dec[VL_LINE_TRANSIENT], churn);
   }
   vl__term(bill, VL_LINE_RESERVE, "allocator reserve",
            replayed ? "replay of generate()'s allocations: peak reserved - peak allocated"

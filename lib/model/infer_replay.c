@@ -67,6 +67,18 @@ static uint32_t rotary(struct prog *p, uint64_t n) {
   return out;
 }
 
+/* the last position's logits (logits_to_keep=1; then `input`, the head's
+ * input, goes), generate()'s fp32 copy, a logits processor's copy of that */
+static void logits(struct prog *p, uint64_t rows_vocab, uint64_t e, uint32_t *input) {
+  uint32_t lg = A(p, rows_vocab * e);
+  F(p, input);
+  uint32_t lf = A(p, rows_vocab * 4);
+  F(p, &lg);
+  uint32_t sp = A(p, rows_vocab * 4);
+  F(p, &lf);
+  F(p, &sp);
+}
+
 struct layer_cache {
   uint32_t k, v;
 };
@@ -91,8 +103,7 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
   /* the weights, tensor by tensor */
   for (int i = 0; i < inv->n && !p.failed; i++) {
     const struct vl_tensor *w = &inv->t[i];
-    uint64_t one = w->rows * w->cols;
-    if (t > 1 && (w->kind == VL_T_LINEAR || w->kind == VL_T_HEAD)) one = vl__div_ceil(one, t);
+    uint64_t one = vl__tp_split(w, t, w->rows * w->cols);
     for (uint64_t k = 0; k < w->count && !p.failed; k++)
       (void)A(&p, one * wb);
   }
@@ -219,13 +230,7 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
   F(&p, &mask);
   uint32_t fn = norm(&p, arch, T * h, e);
   F(&p, &hs);
-  uint32_t lg = A(&p, B * V * e); /* logits_to_keep=1: the last position */
-  F(&p, &fn);
-  uint32_t lf = A(&p, B * V * 4); /* .float() */
-  F(&p, &lg);
-  uint32_t sp = A(&p, B * V * 4); /* a logits processor's copy */
-  F(&p, &lf);
-  F(&p, &sp);
+  logits(&p, B * V, e, &fn);
   F(&p, &cos);
   F(&p, &sin);
 
@@ -247,12 +252,8 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
       F(&p, &lc[l].v);
       lc[l].v = nv;
     }
-    lg = A(&p, B * V * e);
-    lf = A(&p, B * V * 4);
-    F(&p, &lg);
-    sp = A(&p, B * V * 4);
-    F(&p, &lf);
-    F(&p, &sp);
+    uint32_t none = NONE;
+    logits(&p, B * V, e, &none);
   }
   vl_cache_stats(p.c, out);
   bool failed = p.failed;
