@@ -500,15 +500,15 @@ class _MetaValues:
             if not known:
                 raise  # a value-dependent op on values nobody knows
             res = func(*cargs, **ckw)  # the twin's answer gives the shape
+
+            def twin_of(r):  # a meta tensor shaped as r, r its twin
+                m = T.empty_strided(r.shape, r.stride(), dtype=r.dtype, device="meta")
+                self.put(m, r)
+                return m
             if isinstance(res, T.Tensor):
-                out = T.empty_strided(res.shape, res.stride(), dtype=res.dtype, device="meta")
-                self.put(out, res)
-                return out
+                return twin_of(res)
             if isinstance(res, (list, tuple)) and all(isinstance(r, T.Tensor) for r in res):
-                out = [T.empty_strided(r.shape, r.stride(), dtype=r.dtype, device="meta") for r in res]
-                for o, r in zip(out, res):
-                    self.put(o, r)
-                return type(res)(out)
+                return type(res)(twin_of(r) for r in res)
             return res
         outs = out if isinstance(out, (list, tuple)) else (out,)
         if known and any(isinstance(o, T.Tensor) and o.device.type != "meta" for o in outs):
