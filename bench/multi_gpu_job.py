@@ -5,7 +5,7 @@ GPT-2 (124 M, random init), AMP bf16, AdamW, under DDP, FSDP FULL_SHARD
 its max_memory_allocated/reserved and its median step time.
 
   torchrun --nproc-per-node 2 bench/multi_gpu_job.py --mode ddp|fsdp-full|fsdp-grad-op
-      [--model gpt2|gpt2-medium] [--batch 4 --seq 512 --steps 5]
+      [--model gpt2|gpt2-medium | --config FILE] [--batch 4 --seq 512 --steps 5]
 """
 import argparse
 import json
@@ -19,9 +19,11 @@ import torch.distributed as dist
 ap = argparse.ArgumentParser()
 ap.add_argument("--mode", default="ddp")
 ap.add_argument("--model", default="gpt2")
+ap.add_argument("--config", help="a config.json (data/models/ or bench/configs/) instead of --model")
 ap.add_argument("--batch", type=int, default=4)
 ap.add_argument("--seq", type=int, default=512)
 ap.add_argument("--steps", type=int, default=5)
+ap.add_argument("--history", help="rank 0 writes what is live at its peak here (bench/peak_blocks.py)")
 a = ap.parse_args()
 rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
 world = int(os.environ["WORLD_SIZE"])
@@ -30,7 +32,13 @@ dist.init_process_group("nccl")
 torch.manual_seed(0)
 from transformers import AutoConfig, AutoModelForCausalLM
 
-if a.model == "gpt2-medium":
+if a.config:
+    with open(a.config) as f:
+        raw = json.load(f)
+    cfg = AutoConfig.for_model(raw.pop("model_type"), **{k: v for k, v in raw.items()
+                                                          if k not in ("architectures", "torch_dtype")})
+    a.model = os.path.basename(a.config)
+elif a.model == "gpt2-medium":
     cfg = AutoConfig.for_model("gpt2", n_embd=1024, n_layer=24, n_head=16)
 else:
     cfg = AutoConfig.for_model("gpt2")
@@ -41,12 +49,15 @@ if a.mode == "ddp":
 else:
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy
-    from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+    # one FSDP unit per transformer block (the classes transformers keeps whole)
+    blocks = {type(m) for m in model.modules() if type(m).__name__ in model._no_split_modules}
     strategy = ShardingStrategy.FULL_SHARD if a.mode == "fsdp-full" else ShardingStrategy.SHARD_GRAD_OP
-    train = FSDP(model, sharding_strategy=strategy, auto_wrap_policy=ModuleWrapPolicy({GPT2Block}),
+    train = FSDP(model, sharding_strategy=strategy, auto_wrap_policy=ModuleWrapPolicy(blocks),
                  device_id=local, use_orig_params=True)
 opt = torch.optim.AdamW(train.parameters(), lr=1e-4)
 g = torch.Generator().manual_seed(1 + rank)
+if a.history and rank == 0:
+    torch.cuda.memory._record_memory_history(max_entries=4_000_000, stacks="python")
 times = []
 for step in range(a.steps):
     ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), generator=g).cuda()
@@ -59,6 +70,13 @@ for step in range(a.steps):
     opt.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
     times.append(time.perf_counter() - t0)
+if a.history and rank == 0:
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from peak_blocks import summary
+    with open(a.history, "w") as f:
+        json.dump(summary(torch.cuda.memory._snapshot()), f, indent=1)
+    torch.cuda.memory._record_memory_history(enabled=None)
 print(json.dumps({"mode": a.mode, "model": a.model, "world": world, "rank": rank,
                   "batch": a.batch, "seq": a.seq,
                   "max_allocated": torch.cuda.max_memory_allocated(),

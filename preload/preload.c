@@ -8,7 +8,9 @@
  *
  * Rules: the program gets exactly what the real call returns; no CUDA call
  * is made from here but the reading of a pool's reservation after the
- * program's own pool call returned, and never inside dlsym; a failure of ours (no
+ * program's own pool call returned and the runtime's version (a constant)
+ * when an entry point is asked for, and never inside dlsym; a failure of
+ * ours (no
  * record, no counters) disables us, never the program; fork-safe (the
  * child starts with its own slot and table); thread-safe (one mutex around
  * the pointer table; counters are atomics). libc only. */
@@ -666,20 +668,35 @@ EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pp, struct cudaExtent e) 
 
 /* ---- driver API, reached through entry points ----------------------------- */
 
+/* A driver function comes in variants a program chooses when it asks for it,
+ * and each variant we hand out must call the real one it stands for:
+ *  - per-thread default stream: functions with a stream argument have a
+ *    _ptsz twin (cuGetProcAddress's flag CU_GET_PROC_ADDRESS_PER_THREAD_
+ *    DEFAULT_STREAM, or the name); slot 1 below, slot 0 the legacy one;
+ *  - versions: cuMemAlloc, cuMemFree and cuMemAllocPitch before CUDA 3.2
+ *    (cudaVersion < 3020, or the plain exported names) take 32-bit pointers
+ *    and are handed out unwrapped; cuGetProcAddress from CUDA 12.0
+ *    (cudaVersion >= 12000, or the name cuGetProcAddress_v2) takes a fifth
+ *    argument, the status. Handing a program the 4-argument wrapper for the
+ *    5-argument function left its status unwritten: NCCL read "symbol not
+ *    found" for its driver functions and crashed in its first collective
+ *    (2 H200s, bench/results/2026-11-29-h200x2-session6/). */
+#define PTDS_FLAG 2ull /* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM */
+
 static CUresult (*drv_cuMemAlloc)(CUdeviceptr *, size_t);
 static CUresult (*drv_cuMemFree)(CUdeviceptr);
-static CUresult (*drv_cuMemAllocAsync)(CUdeviceptr *, size_t, void *);
-static CUresult (*drv_cuMemFreeAsync)(CUdeviceptr, void *);
+static CUresult (*drv_cuMemAllocAsync[2])(CUdeviceptr *, size_t, void *);
+static CUresult (*drv_cuMemFreeAsync[2])(CUdeviceptr, void *);
 static CUresult (*drv_cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned);
 static CUresult (*drv_cuMemAllocPitch)(CUdeviceptr *, size_t *, size_t, size_t, unsigned);
 static CUresult (*drv_cuMemCreate)(CUmemGenericAllocationHandle *, size_t, const void *,
                                    unsigned long long);
 static CUresult (*drv_cuMemRelease)(CUmemGenericAllocationHandle);
-static CUresult (*drv_cuMemAllocFromPoolAsync)(CUdeviceptr *, size_t, CUmemoryPool, void *);
+static CUresult (*drv_cuMemAllocFromPoolAsync[2])(CUdeviceptr *, size_t, CUmemoryPool, void *);
 static CUresult (*drv_cuMemPoolTrimTo)(CUmemoryPool, size_t);
 static CUresult (*drv_cuMemPoolDestroy)(CUmemoryPool);
 static CUresult (*drv_cuCtxSynchronize)(void);
-static CUresult (*drv_cuStreamSynchronize)(void *);
+static CUresult (*drv_cuStreamSynchronize[2])(void *);
 
 /* Handles of cuMemCreate are counted apart from pointers: a handle and a
  * pointer may share a value. Keys of handles get the top bit flipped. */
@@ -695,21 +712,37 @@ static CUresult w_cuMemFree(CUdeviceptr p) {
   if (r == 0 && !depth) count_free(p);
   return r;
 }
+static CUresult alloc_async(int v, CUdeviceptr *p, size_t n, void *s, void *caller) {
+  CUresult r = drv_cuMemAllocAsync[v](p, n, s);
+  if (r == 0 && p && !depth) pool_alloc(*p, n, NULL, caller);
+  return r;
+}
 static CUresult w_cuMemAllocAsync(CUdeviceptr *p, size_t n, void *s) {
-  CUresult r = drv_cuMemAllocAsync(p, n, s);
-  if (r == 0 && p && !depth) pool_alloc(*p, n, NULL, __builtin_return_address(0));
+  return alloc_async(0, p, n, s, __builtin_return_address(0));
+}
+static CUresult w_cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, void *s) {
+  return alloc_async(1, p, n, s, __builtin_return_address(0));
+}
+static CUresult alloc_from_pool(int v, CUdeviceptr *p, size_t n, CUmemoryPool pool, void *s,
+                                void *caller) {
+  CUresult r = drv_cuMemAllocFromPoolAsync[v](p, n, pool, s);
+  if (r == 0 && p && !depth) pool_alloc(*p, n, pool, caller);
   return r;
 }
 static CUresult w_cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, void *s) {
-  CUresult r = drv_cuMemAllocFromPoolAsync(p, n, pool, s);
-  if (r == 0 && p && !depth) pool_alloc(*p, n, pool, __builtin_return_address(0));
-  return r;
+  return alloc_from_pool(0, p, n, pool, s, __builtin_return_address(0));
 }
-static CUresult w_cuMemFreeAsync(CUdeviceptr p, void *s) {
-  CUresult r = drv_cuMemFreeAsync(p, s);
+static CUresult w_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool,
+                                               void *s) {
+  return alloc_from_pool(1, p, n, pool, s, __builtin_return_address(0));
+}
+static CUresult free_async(int v, CUdeviceptr p, void *s) {
+  CUresult r = drv_cuMemFreeAsync[v](p, s);
   if (r == 0 && !depth) pool_free(p);
   return r;
 }
+static CUresult w_cuMemFreeAsync(CUdeviceptr p, void *s) { return free_async(0, p, s); }
+static CUresult w_cuMemFreeAsync_ptsz(CUdeviceptr p, void *s) { return free_async(1, p, s); }
 static CUresult w_cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
   CUresult r = drv_cuMemPoolTrimTo(pool, keep);
   if (r == 0 && !depth && pools_readable()) pools_read(pool);
@@ -722,11 +755,13 @@ static CUresult w_cuCtxSynchronize(void) {
   if (r == 0 && !depth) pools_synced();
   return r;
 }
-static CUresult w_cuStreamSynchronize(void *s) {
-  CUresult r = drv_cuStreamSynchronize(s);
+static CUresult stream_sync(int v, void *s) {
+  CUresult r = drv_cuStreamSynchronize[v](s);
   if (r == 0 && !depth) pools_synced();
   return r;
 }
+static CUresult w_cuStreamSynchronize(void *s) { return stream_sync(0, s); }
+static CUresult w_cuStreamSynchronize_ptsz(void *s) { return stream_sync(1, s); }
 static CUresult w_cuMemPoolDestroy(CUmemoryPool pool) {
   CUresult r = drv_cuMemPoolDestroy(pool);
   if (r == 0 && !depth) pool_forget(pool);
@@ -754,81 +789,137 @@ static CUresult w_cuMemRelease(CUmemGenericAllocationHandle h) {
   return r;
 }
 
+/* cuGetProcAddress in its two ABIs (4 arguments; 5 from CUDA 12.0) */
 static CUresult (*real_cuGetProcAddress)(const char *, void **, int, unsigned long long);
 static CUresult (*real_cuGetProcAddress_v2)(const char *, void **, int, unsigned long long, void *);
 static CUresult w_cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags);
 static CUresult w_cuGetProcAddress_v2(const char *sym, void **pfn, int ver,
                                       unsigned long long flags, void *status);
 
-/* If name is a driver function we count, remember the real pointer and
- * hand out our wrapper; otherwise hand out the real pointer unchanged.
- * cuGetProcAddress itself is among them: a runtime that looks it up
- * through itself (the static CUDA runtime does not go through dlsym for
- * it) would otherwise get the real one and every function after it. */
-static void *wrap_driver(const char *name, void *real) {
-  if (!real || !name) return real;
-  /* already ours (a runtime entry point may come through our dlsym) */
-  if (real == (void *)w_cuMemAlloc || real == (void *)w_cuMemFree ||
-      real == (void *)w_cuMemAllocAsync || real == (void *)w_cuMemFreeAsync ||
-      real == (void *)w_cuMemAllocManaged || real == (void *)w_cuMemAllocPitch ||
-      real == (void *)w_cuMemCreate || real == (void *)w_cuMemRelease ||
-      real == (void *)w_cuMemAllocFromPoolAsync || real == (void *)w_cuMemPoolTrimTo ||
-      real == (void *)w_cuMemPoolDestroy || real == (void *)w_cuCtxSynchronize ||
-      real == (void *)w_cuStreamSynchronize || real == (void *)w_cuGetProcAddress ||
-      real == (void *)w_cuGetProcAddress_v2)
-    return real;
+/* What we hand out for the driver function NAME (a base name, without _v2
+ * or _ptsz), asked for at CUDA version VER (0: the newest) in stream variant
+ * PTDS, whose real pointer is REAL: our wrapper, remembering REAL in the
+ * slot of that variant; or REAL itself for what we do not count. */
+struct dfn {
+  const char *name;
+  bool v1_before_3020; /* 32-bit pointers before CUDA 3.2 */
+  void *wrap[2];       /* legacy, per-thread default stream (NULL: none) */
+  void **real[2];
+};
+#define ONE(fn)                                                                                    \
+  {(void *)w_##fn, NULL}, { (void **)&drv_##fn, NULL }
+#define TWO(fn)                                                                                    \
+  {(void *)w_##fn, (void *)w_##fn##_ptsz}, { (void **)&drv_##fn[0], (void **)&drv_##fn[1] }
+static const struct dfn dfns[] = {
+    {"cuMemAlloc", true, ONE(cuMemAlloc)},
+    {"cuMemFree", true, ONE(cuMemFree)},
+    {"cuMemAllocPitch", true, ONE(cuMemAllocPitch)},
+    {"cuMemAllocManaged", false, ONE(cuMemAllocManaged)},
+    {"cuMemCreate", false, ONE(cuMemCreate)},
+    {"cuMemRelease", false, ONE(cuMemRelease)},
+    {"cuMemPoolTrimTo", false, ONE(cuMemPoolTrimTo)},
+    {"cuMemPoolDestroy", false, ONE(cuMemPoolDestroy)},
+    {"cuCtxSynchronize", false, ONE(cuCtxSynchronize)},
+    {"cuMemAllocAsync", false, TWO(cuMemAllocAsync)},
+    {"cuMemAllocFromPoolAsync", false, TWO(cuMemAllocFromPoolAsync)},
+    {"cuMemFreeAsync", false, TWO(cuMemFreeAsync)},
+    {"cuStreamSynchronize", false, TWO(cuStreamSynchronize)},
+};
+#undef ONE
+#undef TWO
+#define N_DFNS (sizeof dfns / sizeof dfns[0])
+
+static bool is_ours(void *p) {
+  if (p == (void *)w_cuGetProcAddress || p == (void *)w_cuGetProcAddress_v2) return true;
+  for (size_t i = 0; i < N_DFNS; i++)
+    if (p == dfns[i].wrap[0] || (dfns[i].wrap[1] && p == dfns[i].wrap[1])) return true;
+  return false;
+}
+
+static void *wrap_driver(const char *name, void *real, int ver, bool ptds) {
+  if (!real || !name || is_ours(real)) return real;
   if (strcmp(name, "cuGetProcAddress") == 0) {
-    if (!real_cuGetProcAddress) *(void **)&real_cuGetProcAddress = real;
-    return (void *)w_cuGetProcAddress;
-  }
-  if (strcmp(name, "cuGetProcAddress_v2") == 0) {
-    if (!real_cuGetProcAddress_v2) *(void **)&real_cuGetProcAddress_v2 = real;
+    if (ver != 0 && ver < 12000) {
+      *(void **)&real_cuGetProcAddress = real;
+      return (void *)w_cuGetProcAddress;
+    }
+    *(void **)&real_cuGetProcAddress_v2 = real;
     return (void *)w_cuGetProcAddress_v2;
   }
-  size_t n = strlen(name);
-  /* entry point names come with or without the _v2 suffix */
-#define WRAP(base, var, fn)                                                                        \
-  if (strncmp(name, base, strlen(base)) == 0 &&                                                    \
-      (n == strlen(base) || strcmp(name + strlen(base), "_v2") == 0)) {                            \
-    *(void **)&var = real;                                                                         \
-    return (void *)fn;                                                                             \
+  for (size_t i = 0; i < N_DFNS; i++) {
+    const struct dfn *f = &dfns[i];
+    if (strcmp(name, f->name) != 0) continue;
+    if (f->v1_before_3020 && ver != 0 && ver < 3020) return real;
+    int v = ptds && f->wrap[1] ? 1 : 0;
+    if (ptds && !f->wrap[1]) return real; /* a variant we do not know */
+    __atomic_store_n(f->real[v], real, __ATOMIC_RELEASE);
+    return f->wrap[v];
   }
-  WRAP("cuMemAllocFromPoolAsync", drv_cuMemAllocFromPoolAsync, w_cuMemAllocFromPoolAsync)
-  WRAP("cuMemAllocAsync", drv_cuMemAllocAsync, w_cuMemAllocAsync)
-  WRAP("cuMemPoolTrimTo", drv_cuMemPoolTrimTo, w_cuMemPoolTrimTo)
-  WRAP("cuMemPoolDestroy", drv_cuMemPoolDestroy, w_cuMemPoolDestroy)
-  WRAP("cuCtxSynchronize", drv_cuCtxSynchronize, w_cuCtxSynchronize)
-  WRAP("cuStreamSynchronize", drv_cuStreamSynchronize, w_cuStreamSynchronize)
-  WRAP("cuMemAllocManaged", drv_cuMemAllocManaged, w_cuMemAllocManaged)
-  WRAP("cuMemAllocPitch", drv_cuMemAllocPitch, w_cuMemAllocPitch)
-  WRAP("cuMemAlloc", drv_cuMemAlloc, w_cuMemAlloc)
-  WRAP("cuMemFreeAsync", drv_cuMemFreeAsync, w_cuMemFreeAsync)
-  WRAP("cuMemFree", drv_cuMemFree, w_cuMemFree)
-  WRAP("cuMemCreate", drv_cuMemCreate, w_cuMemCreate)
-  WRAP("cuMemRelease", drv_cuMemRelease, w_cuMemRelease)
-#undef WRAP
   return real;
+}
+
+/* The variant a name stands for when looked up with dlsym: "X_v2" is X at
+ * the newest version, "X_ptsz"/"X_ptds" X per thread, plain "X" the first
+ * version (the library exports the old ABI under the plain name). */
+static void *wrap_by_name(const char *name, void *real) {
+  char base[64];
+  size_t n = strlen(name);
+  if (n >= sizeof base) return real;
+  memcpy(base, name, n + 1);
+  int ver = 1; /* the first version */
+  bool ptds = false;
+  char *us = strrchr(base, '_');
+  if (us && strcmp(us, "_v2") == 0) {
+    *us = 0;
+    ver = 0;
+  } else if (us && (strcmp(us, "_ptsz") == 0 || strcmp(us, "_ptds") == 0)) {
+    *us = 0;
+    ptds = true;
+    ver = 0;
+  }
+  /* the plain names of functions without a versioned ABI are the newest */
+  if (ver == 1 && strcmp(base, "cuMemAlloc") && strcmp(base, "cuMemFree") &&
+      strcmp(base, "cuMemAllocPitch") && strcmp(base, "cuGetProcAddress"))
+    ver = 0;
+  if (ver == 1 && strcmp(base, "cuGetProcAddress") == 0) ver = 11030;
+  return wrap_driver(base, real, ver, ptds);
 }
 
 static CUresult w_cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags) {
   CUresult r = real_cuGetProcAddress(sym, pfn, ver, flags);
-  if (r == 0 && pfn) *pfn = wrap_driver(sym, *pfn);
+  if (r == 0 && pfn) *pfn = wrap_driver(sym, *pfn, ver, (flags & PTDS_FLAG) != 0);
   return r;
 }
 
 static CUresult w_cuGetProcAddress_v2(const char *sym, void **pfn, int ver,
                                       unsigned long long flags, void *status) {
   CUresult r = real_cuGetProcAddress_v2(sym, pfn, ver, flags, status);
-  if (r == 0 && pfn) *pfn = wrap_driver(sym, *pfn);
+  if (r == 0 && pfn) *pfn = wrap_driver(sym, *pfn, ver, (flags & PTDS_FLAG) != 0);
   return r;
 }
+
+/* cudaGetDriverEntryPoint hands out the version of the runtime's own CUDA */
+static int runtime_version(void) {
+  static int v;
+  if (!v) {
+    dlsym_fn d = real_dlsym();
+    int (*get)(int *) = d ? (int (*)(int *))d(RTLD_NEXT, "cudaRuntimeGetVersion") : NULL;
+    int got = 0;
+    if (!get || get(&got) != 0 || got <= 0) got = 12000;
+    v = got;
+  }
+  return v;
+}
+
+/* cudaEnablePerThreadDefaultStream */
+#define RT_PTDS_FLAG 2ull
 
 EXPORT cudaError_t cudaGetDriverEntryPoint(const char *sym, void **pfn, unsigned long long flags,
                                            void *status) {
   REAL(cudaGetDriverEntryPoint, cudaError_t(*)(const char *, void **, unsigned long long, void *));
   if (!real_cudaGetDriverEntryPoint) return 35;
   cudaError_t r = real_cudaGetDriverEntryPoint(sym, pfn, flags, status);
-  if (r == 0 && pfn) *pfn = wrap_driver(sym, *pfn);
+  if (r == 0 && pfn) *pfn = wrap_driver(sym, *pfn, runtime_version(), (flags & RT_PTDS_FLAG) != 0);
   return r;
 }
 
@@ -838,7 +929,7 @@ EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **pfn,
        cudaError_t(*)(const char *, void **, unsigned, unsigned long long, void *));
   if (!real_cudaGetDriverEntryPointByVersion) return 35;
   cudaError_t r = real_cudaGetDriverEntryPointByVersion(sym, pfn, ver, flags, status);
-  if (r == 0 && pfn) *pfn = wrap_driver(sym, *pfn);
+  if (r == 0 && pfn) *pfn = wrap_driver(sym, *pfn, (int)ver, (flags & RT_PTDS_FLAG) != 0);
   return r;
 }
 
@@ -879,13 +970,5 @@ EXPORT void *dlsym(void *handle, const char *name) {
       }
     return p;
   }
-  if (strcmp(name, "cuGetProcAddress") == 0) {
-    *(void **)&real_cuGetProcAddress = p;
-    return (void *)w_cuGetProcAddress;
-  }
-  if (strcmp(name, "cuGetProcAddress_v2") == 0) {
-    *(void **)&real_cuGetProcAddress_v2 = p;
-    return (void *)w_cuGetProcAddress_v2;
-  }
-  return wrap_driver(name, p);
+  return wrap_by_name(name, p);
 }

@@ -91,11 +91,23 @@ QUICK = ["gpt2-fp32-adamw-sdpa", "qwen05-amp-adamw-sdpa", "qwen05-bf16-adamw-fus
          "qwen05-amp-adafactor-ckpt", "qwen05-infer", "gpt2-infer-fp32"]
 
 
+def nvml_handle(pynvml):
+    """The NVML device of torch's current device. NVML numbers every GPU of
+    the machine, torch only those CUDA_VISIBLE_DEVICES leaves: match by UUID,
+    by index only where torch gives none."""
+    i = torch.cuda.current_device()
+    try:
+        u = str(torch.cuda.get_device_properties(i).uuid)
+        return pynvml.nvmlDeviceGetHandleByUUID(u if u.startswith("GPU-") else "GPU-" + u)
+    except Exception:
+        return pynvml.nvmlDeviceGetHandleByIndex(i)
+
+
 def nvml_used():
     try:
         import pynvml
         pynvml.nvmlInit()
-        h = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        h = nvml_handle(pynvml)
         for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
             if p.pid == os.getpid():
                 return p.usedGpuMemory

@@ -169,6 +169,36 @@ int main(int argc, char **argv) {
   CHECK(live() == 4096);
   CHECK(free_self(self_p) == 0);
   CHECK(live() == 0);
+  /* NCCL's sequence on 2 H200s (bench/results/2026-11-29-h200x2-session6):
+   * the plain exported cuGetProcAddress (4 arguments) is looked up first,
+   * then cuGetProcAddress asked for itself at CUDA 12: what comes back must
+   * take 5 arguments and write the status, or NCCL reads "not found" */
+  typedef int (*gp1_fn)(const char *, void **, int, unsigned long long);
+  gp1_fn gp1 = (gp1_fn)dlsym(lib, "cuGetProcAddress");
+  CHECK(gp1);
+  gp1_fn gp1_self = NULL;
+  CHECK(gp1("cuGetProcAddress", (void **)&gp1_self, 11030, 0) == 0 && gp1_self);
+  gp_fn gp2_self = NULL;
+  CHECK(gp("cuGetProcAddress", (void **)&gp2_self, 12000, 0, NULL) == 0 && gp2_self);
+  int status = 99;
+  void *fn = NULL;
+  CHECK(gp2_self("cuMemCreate", &fn, 12000, 0, &status) == 0 && fn && status == 0);
+  status = 99;
+  CHECK(gp2_self("cuNoSuchFunction", &fn, 12000, 0, &status) != 0 && status == 1);
+  CHECK(gp1_self("cuMemFree", &fn, 11030, 0) == 0 && fn);
+  /* each stream variant calls its own real function, whatever the order */
+  int (*sync_legacy)(void *) = NULL, (*sync_ptds)(void *) = NULL;
+  CHECK(gp("cuStreamSynchronize", (void **)&sync_legacy, 12000, 0, NULL) == 0 && sync_legacy);
+  CHECK(gp("cuStreamSynchronize", (void **)&sync_ptds, 12000, 2, NULL) == 0 && sync_ptds);
+  unsigned long long *sync_calls = (unsigned long long *)dlsym(lib, "stub_sync_calls");
+  CHECK(sync_calls);
+  CHECK(sync_legacy(NULL) == 0 && sync_ptds(NULL) == 0 && sync_legacy(NULL) == 0);
+  CHECK(sync_calls[0] == 2 && sync_calls[1] == 1);
+  /* cuMemAlloc asked for before CUDA 3.2 is the 32-bit ABI: handed out
+   * unwrapped (not counted), the 64-bit wrapper would misread it */
+  int (*alloc_v1)(unsigned long long *, size_t) = NULL;
+  CHECK(gp("cuMemAlloc", (void **)&alloc_v1, 3000, 0, NULL) == 0 && alloc_v1);
+  CHECK(alloc_v1 != alloc_self);
   unsigned long long h1, h2;
   CHECK(create(&h1, 2 << 20, NULL, 0) == 0);
   CHECK(create(&h2, 20 << 20, NULL, 0) == 0);

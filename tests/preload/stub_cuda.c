@@ -120,9 +120,29 @@ CUresult cuDeviceGetMemPool(void **pool, int dev) {
   return 0;
 }
 
+/* cuStreamSynchronize in its two variants: legacy default stream [0] and
+ * per-thread default stream [1]; a test checks each caller gets its own */
+unsigned long long stub_sync_calls[2];
+CUresult cuStreamSynchronize(void *s) {
+  (void)s;
+  stub_sync_calls[0]++;
+  return 0;
+}
+CUresult cuStreamSynchronize_ptsz(void *s) {
+  (void)s;
+  stub_sync_calls[1]++;
+  return 0;
+}
+
+/* As the real driver: cuGetProcAddress (4 arguments, CUDA 11.3) and
+ * cuGetProcAddress_v2 (5, CUDA 12.0: writes the status); asked for itself,
+ * it hands out the ABI of the version asked for; the flag
+ * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (2) gives _ptsz variants. */
+CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags);
 CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags,
-                             void *st) {
-  (void)ver, (void)flags, (void)st;
+                             void *st);
+
+static void *lookup(const char *sym, int ver, unsigned long long flags) {
   static const struct {
     const char *name;
     void *fn;
@@ -136,13 +156,24 @@ CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long
              {"cuMemFreeAsync", (void *)cuMemFreeAsync},
              {"cuMemPoolTrimTo", (void *)cuMemPoolTrimTo},
              {"cuMemPoolCreate", (void *)cuMemPoolCreate},
-             {"cuMemPoolDestroy", (void *)cuMemPoolDestroy},
-             {"cuGetProcAddress", (void *)cuGetProcAddress_v2}};
+             {"cuMemPoolDestroy", (void *)cuMemPoolDestroy}};
+  if (strcmp(sym, "cuGetProcAddress") == 0)
+    return ver >= 12000 ? (void *)cuGetProcAddress_v2 : (void *)cuGetProcAddress;
+  if (strcmp(sym, "cuStreamSynchronize") == 0)
+    return flags & 2 ? (void *)cuStreamSynchronize_ptsz : (void *)cuStreamSynchronize;
   for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-    if (strcmp(sym, tab[i].name) == 0) {
-      *pfn = tab[i].fn;
-      return 0;
-    }
-  *pfn = NULL;
-  return 500; /* CUDA_ERROR_NOT_FOUND */
+    if (strcmp(sym, tab[i].name) == 0) return tab[i].fn;
+  return NULL;
+}
+
+CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags) {
+  *pfn = lookup(sym, ver, flags);
+  return *pfn ? 0 : 500; /* CUDA_ERROR_NOT_FOUND */
+}
+
+CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags,
+                             void *st) {
+  *pfn = lookup(sym, ver, flags);
+  if (st) *(int *)st = *pfn ? 0 : 1; /* CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND */
+  return *pfn ? 0 : 500;
 }

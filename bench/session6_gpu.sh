@@ -1,0 +1,101 @@
+#!/bin/bash
+# Device evidence of the sixth session (2026-11-29), on the 2-GPU kind.
+# PART=1: issue 8 — tensor parallelism (bench/tp_job.py: TinyLlama-1.1B's
+#   and Qwen2-0.5B's shapes, TP 1 and 2, precisions, eager/SDPA,
+#   checkpointing), one TP job under `vramledger run` (record, report,
+#   doctor), DDP/FSDP on Qwen2-0.5B (1 and 2 GPUs) and TinyLlama (2 GPUs).
+# PART=2: issue 3 — the whole calibration suite again, every configuration in
+#   a process of its own (measure.py's default now), half on each GPU.
+# PART=3: issue 3 — the caching allocator's histories of training runs, one
+#   process each, two at a time (one per GPU), converted to traces here.
+# Needs build-rel/ (carry). Results under $OUT in few files.
+set -u
+. bench/device_env.sh
+mkdir -p "$o"
+record_env "$o/env-$PART.txt"
+tr="torchrun --standalone"
+if [ "$PART" = 1 ]; then
+  ll=bench/configs/tinyllama-1.1b.json qw=bench/configs/qwen2-0.5b-untied.json
+  tp() { $tr --nproc-per-node "$@" 2>>"$o/errors-1.txt" | grep '^{' >> "$o/tp.jsonl"; }
+  tp 1 bench/tp_job.py --config $ll
+  tp 2 bench/tp_job.py --config $ll
+  tp 2 bench/tp_job.py --config $ll --attention eager --batch 2
+  tp 2 bench/tp_job.py --config $ll --checkpointing full --batch 8
+  tp 2 bench/tp_job.py --config $ll --precision bf16
+  tp 2 bench/tp_job.py --config $ll --precision fp32 --batch 2
+  tp 1 bench/tp_job.py --config $qw
+  tp 2 bench/tp_job.py --config $qw
+  $vl run --quiet --out /tmp/tp-run -- $tr --nproc-per-node 2 bench/tp_job.py --config $ll \
+      2>>"$o/errors-1.txt" | grep '^{' | sed 's/"mode": "tp"/"mode": "tp-under-vl-run"/' >> "$o/tp.jsonl"
+  $vl report /tmp/tp-run --format json > "$o/tp-report.json" 2>>"$o/errors-1.txt"
+  $vl doctor /tmp/tp-run --format json > "$o/tp-doctor.json" 2>>"$o/errors-1.txt"
+  for mode in ${DP_MODES-ddp fsdp-full fsdp-grad-op}; do
+    for n in 1 2; do
+      $tr --nproc-per-node $n bench/multi_gpu_job.py --mode $mode --config data/models/qwen2-0.5b.json \
+          --batch 4 --seq 1024 --steps 8 2>>"$o/errors-1.txt" | grep '^{' >> "$o/dp.jsonl"
+    done
+    $tr --nproc-per-node 2 bench/multi_gpu_job.py --mode $mode --config $ll --batch 4 --seq 1024 \
+        --steps 8 2>>"$o/errors-1.txt" | grep '^{' >> "$o/dp.jsonl"
+  done
+  tail -c 30000 "$o/errors-1.txt" > "$o/errors-1-tail.txt"; rm -f "$o/errors-1.txt"
+fi
+if [ "$PART" = 2 ]; then
+  export PYTHONPATH=$PWD/python
+  names=$(python3 -c "from vramledger.measure import CALIBRATION as C; print(' '.join(c['name'] for c in C))")
+  a= b= i=0
+  for n in $names; do if [ $((i % 2)) = 0 ]; then a="$a,$n"; else b="$b,$n"; fi; i=$((i + 1)); done
+  t0=$(date +%s)
+  CUDA_VISIBLE_DEVICES=0 python3 python/vramledger/measure.py "$o/cal-a.json" --suite "${a#,}" \
+      > "$o/cal-a.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES=1 python3 python/vramledger/measure.py "$o/cal-b.json" --suite "${b#,}" \
+      > "$o/cal-b.log" 2>&1 &
+  wait
+  echo "suite of $i configurations on 2 GPUs: $(( $(date +%s) - t0 )) s" >> "$o/cal-time.txt"
+  t0=$(date +%s)
+  CUDA_VISIBLE_DEVICES=0 $vl validate --quick --out /tmp/vq > "$o/validate-quick.txt" 2>&1
+  echo "validate --quick: rc $? in $(( $(date +%s) - t0 )) s" >> "$o/cal-time.txt"
+  cp /tmp/vq/*.json "$o/" 2>/dev/null
+  tail -c 20000 "$o/cal-a.log" > "$o/cal-a-tail.log"; tail -c 20000 "$o/cal-b.log" > "$o/cal-b-tail.log"
+  rm -f "$o/cal-a.log" "$o/cal-b.log"
+fi
+if [ "$PART" = 3 ]; then
+  export PYTHONPATH=$PWD/python
+  rm -rf /tmp/hist3
+  hist() { # GPU NAME...
+    g=$1; shift
+    for n in "$@"; do
+      CUDA_VISIBLE_DEVICES=$g python3 bench/alloc_history.py /tmp/hist3 $n >> "$o/history-$g.txt" 2>>"$o/errors-3.txt"
+      d=/tmp/hist3/$n
+      python3 -m vramledger.history $d/hist.pickle > $d/hist.trace 2> $d/hist.info &&
+        $vl trace --replay $d/hist.trace --format json > $d/hist-replay.json 2>>"$o/errors-3.txt"
+      xz -T4 $d/hist.trace; rm -f $d/hist.pickle
+    done
+  }
+  hist 0 ${HIST_A:-gemma2b-amp-adamw-ckpt pythia14-amp-adamw-sdpa phi3-mixed-adamw-fused qwen05-amp-adamw-sdpa gpt2-amp-adamw-eager} &
+  hist 1 ${HIST_B:-gpt2l-amp-adamw-ckpt phi3-amp-sgd-ckpt pythia160-ampfp16-adamw opt13-amp-adamw-fused gemma2b-bf16-adamw-fused} &
+  wait
+  tar -C /tmp/hist3 -cJf "$o/hist3.tar.xz" . 2>>"$o/errors-3.txt"
+  ls -la "$o" /tmp/hist3/* >> "$o/history-ls.txt"
+fi
+if [ "$PART" = 4 ]; then
+  # issue 8: what is live at the peak where the estimate misses (TP in fp32,
+  # TP's vocabulary-parallel loss at world 1, FSDP on TinyLlama), with
+  # controls that agree (TP amp, DDP); the TP job under `vramledger run`
+  ll=bench/configs/tinyllama-1.1b.json qw=bench/configs/qwen2-0.5b-untied.json
+  rm -rf /tmp/tp-run
+  $vl run --quiet --out /tmp/tp-run -- $tr --nproc-per-node 2 bench/tp_job.py --config $ll \
+      2>>"$o/errors-4.txt" | grep '^{' | sed 's/"mode": "tp"/"mode": "tp-under-vl-run"/' >> "$o/peaks.jsonl"
+  $vl report /tmp/tp-run --format json > "$o/tp-report.json" 2>>"$o/errors-4.txt"
+  $vl doctor /tmp/tp-run --format json > "$o/tp-doctor.json" 2>>"$o/errors-4.txt"
+  run() { h=$1; shift; $tr "$@" --history /tmp/peaks/$h.json 2>>"$o/errors-4.txt" | grep '^{' >> "$o/peaks.jsonl"; }
+  mkdir -p /tmp/peaks
+  run tp2-fp32 --nproc-per-node 2 bench/tp_job.py --config $ll --precision fp32 --batch 2
+  run tp1-qwen --nproc-per-node 1 bench/tp_job.py --config $qw
+  run fsdp-full-ll --nproc-per-node 2 bench/multi_gpu_job.py --mode fsdp-full --config $ll --batch 4 --seq 1024 --steps 5
+  run tp2-amp --nproc-per-node 2 bench/tp_job.py --config $ll
+  run ddp-ll --nproc-per-node 2 bench/multi_gpu_job.py --mode ddp --config $ll --batch 4 --seq 1024 --steps 5
+  run fsdp-full-qw --nproc-per-node 2 bench/multi_gpu_job.py --mode fsdp-full --config data/models/qwen2-0.5b.json --batch 4 --seq 1024 --steps 5
+  tar -C /tmp/peaks -cJf "$o/peaks.tar.xz" .
+  tail -c 20000 "$o/errors-4.txt" > "$o/errors-4-tail.txt"; rm -f "$o/errors-4.txt"
+fi
+ls -la "$o"

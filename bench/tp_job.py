@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""A tensor-parallel training job for issue 8, one process per GPU
+(torchrun): a Hugging Face causal LM built from a config file (random
+weights), its linears split the Megatron way with PyTorch's DTensor
+(torch.distributed.tensor.parallel): q/k/v and gate/up column-wise, o and
+down row-wise, the embedding and the LM head split over the vocabulary, the
+loss computed on the vocabulary-split logits (loss_parallel). Norms and the
+residual stream stay replicated (no sequence parallelism). Every rank prints
+one JSON line: its max_memory_allocated/reserved, its median step time.
+
+  torchrun --nproc-per-node 2 bench/tp_job.py --config FILE
+      [--precision amp-bf16|bf16|fp32] [--attention sdpa|eager]
+      [--checkpointing none|full] [--batch 4 --seq 1024 --steps 5]
+"""
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--config", required=True)
+ap.add_argument("--precision", default="amp-bf16")
+ap.add_argument("--attention", default="sdpa")
+ap.add_argument("--checkpointing", default="none")
+ap.add_argument("--batch", type=int, default=4)
+ap.add_argument("--seq", type=int, default=1024)
+ap.add_argument("--steps", type=int, default=5)
+ap.add_argument("--history", help="rank 0 writes what is live at its peak here (bench/peak_blocks.py)")
+a = ap.parse_args()
+rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+world = int(os.environ["WORLD_SIZE"])
+torch.cuda.set_device(local)
+dist.init_process_group("nccl")
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import Replicate, Shard
+from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel, loss_parallel,
+                                               parallelize_module)
+from transformers import AutoConfig, AutoModelForCausalLM
+
+mesh = init_device_mesh("cuda", (world,))
+with open(a.config) as f:
+    raw = json.load(f)
+cfg = AutoConfig.for_model(raw.pop("model_type"), **{k: v for k, v in raw.items()
+                                                      if k not in ("architectures", "torch_dtype")})
+cfg.attn_implementation = a.attention
+cfg._attn_implementation = a.attention
+cfg.use_cache = False
+torch.manual_seed(0)  # every rank the same weights before the split
+with torch.device("cuda"):
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation=a.attention)
+if a.precision in ("bf16",):
+    model.to(torch.bfloat16)
+if a.checkpointing == "full":
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+model.train()
+for layer in model.model.layers:
+    parallelize_module(layer, mesh, {
+        "self_attn.q_proj": ColwiseParallel(), "self_attn.k_proj": ColwiseParallel(),
+        "self_attn.v_proj": ColwiseParallel(), "self_attn.o_proj": RowwiseParallel(),
+        "mlp.gate_proj": ColwiseParallel(), "mlp.up_proj": ColwiseParallel(),
+        "mlp.down_proj": RowwiseParallel(),
+    })
+parallelize_module(model, mesh, {
+    "model.embed_tokens": RowwiseParallel(input_layouts=Replicate()),
+    "lm_head": ColwiseParallel(output_layouts=Shard(-1), use_local_output=False),
+})
+# foreach kernels take one kind of tensor at a time: split parameters (DTensor)
+# and replicated ones (norms) into two groups; same update
+split = [p for p in model.parameters() if hasattr(p, "to_local")]
+whole = [p for p in model.parameters() if not hasattr(p, "to_local")]
+opt = torch.optim.AdamW([{"params": split}, {"params": whole}], lr=1e-4)
+torch.cuda.reset_peak_memory_stats()
+g = torch.Generator().manual_seed(1)  # every rank the same batch
+if a.history and rank == 0:
+    torch.cuda.memory._record_memory_history(max_entries=4_000_000, stacks="python")
+times = []
+for step in range(a.steps):
+    ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), generator=g).cuda()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.precision.startswith("amp")):
+        hidden = model.model(input_ids=ids).last_hidden_state
+        logits = model.lm_head(hidden)
+    # transformers' ForCausalLMLoss: fp32 logits, labels shifted by padding
+    labels = F.pad(ids, (0, 1), value=-100)[..., 1:]
+    with loss_parallel():
+        loss = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), ignore_index=-100)
+        loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    times.append(time.perf_counter() - t0)
+if a.history and rank == 0:
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from peak_blocks import summary
+    with open(a.history, "w") as f:
+        json.dump(summary(torch.cuda.memory._snapshot()), f, indent=1)
+    torch.cuda.memory._record_memory_history(enabled=None)
+print(json.dumps({"mode": "tp", "config": os.path.basename(a.config), "world": world, "rank": rank,
+                  "precision": a.precision, "attention": a.attention,
+                  "checkpointing": a.checkpointing, "batch": a.batch, "seq": a.seq,
+                  "loss": float(loss.item()),
+                  "local_params": sum(p.to_local().numel() if hasattr(p, "to_local") else p.numel()
+                                      for p in model.parameters()),
+                  "max_allocated": torch.cuda.max_memory_allocated(),
+                  "max_reserved": torch.cuda.max_memory_reserved(),
+                  "step_s_median": statistics.median(times[2:]) if len(times) > 2 else None}),
+      flush=True)
+dist.destroy_process_group()
