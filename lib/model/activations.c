@@ -48,18 +48,39 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   vl__term_in(tm, "h", (double)sh->h, "");
   vl__term_in(tm, arch->rms_norm ? "r" : "n", (double)(arch->rms_norm ? r : norm_in), "bytes");
 
-  /* Attention. Inputs of trainable projections (shared q/k/v input once). */
+  /* Attention. SDPA's math backend keeps the s x s probabilities as eager
+   * attention does: PyTorch runs it for fp32 inputs with grouped key/value
+   * heads, as transformers passes enable_gqa=True without a mask and
+   * neither flash (half only) nor memory-efficient attention (no GQA) takes
+   * that (measured: TinyLlama fp32 on 2 H200s, b*a*s^2*4 per layer at the
+   * peak, bench/results/2026-11-29-h200x2-session6/part4-peaks/tp2-fp32.json). */
+  const bool math = job->attention == VL_ATTN_EAGER || (e == 4 && sh->g < sh->a);
+  /* Inputs of trainable projections. Under autocast the normalised input
+   * is fp32 and every projection casts it apart, and keeps its own half
+   * copy: q, k and v three copies unless fused into one matmul (GPT-2,
+   * GPT-NeoX, Phi-3), a gated MLP's gate and up two unless fused (Phi-3)
+   * (measured: five T x h half copies a layer on TinyLlama, bench/results/
+   * 2026-11-29-h200x2-session6/part4-peaks/tp2-amp.json; Qwen2-0.5B's AMP
+   * runs -2.2 and -1.8 % without it, +0.1 and -0.4 % with). Counted for
+   * RMSNorm models only: BERT and OPT's LayerNorm runs agree without it
+   * (BERT +3.0 %, +6.8 % with it; not understood). Without autocast the
+   * projections share the input. */
+  const bool fused_qkv =
+      arch->family == VL_FAM_GPT2 || arch->family == VL_FAM_GPT_NEOX || arch->family == VL_FAM_PHI3;
+  const bool own_casts = pol->autocast && !sh->lora_rank && arch->rms_norm;
+  const uint64_t attn_copies = own_casts && !fused_qkv ? 3 : 1;
+  const uint64_t mlp_copies =
+      own_casts && arch->gated_mlp && !arch->experts && arch->family != VL_FAM_PHI3 ? 2 : 1;
   uint64_t attn = 0;
-  if (sh->attn_in_saved) attn = vl__add(ck, attn, vl__mul3(ck, Tr, sh->h, e));
+  if (sh->attn_in_saved) attn = vl__add(ck, attn, vl__mul4(ck, Tr, sh->h, e, attn_copies));
   /* q, k, v as the attention kernel keeps them. Eager attention repeats k
    * and v to all heads (repeat_kv) before the matmuls. */
   uint64_t kv_heads_saved = g_loc;
-  if (job->attention == VL_ATTN_EAGER && job->checkpointing != VL_CKPT_SELECTIVE)
-    kv_heads_saved = a_loc;
+  if (math && job->checkpointing != VL_CKPT_SELECTIVE) kv_heads_saved = a_loc;
   attn = vl__add(ck, attn, vl__mul4(ck, T, a_loc + 2 * kv_heads_saved, sh->d, e));
   uint64_t scores = 0;
   if (job->checkpointing != VL_CKPT_SELECTIVE) {
-    if (job->attention == VL_ATTN_EAGER) {
+    if (math) {
       /* softmax (fp32 under autocast) saves its fp32 output; with dropout
        * the probabilities are cast, dropout keeps a bool mask, and the PV
        * matmul saves dropout's output (the cast copy itself is freed);
@@ -67,7 +88,10 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
       uint64_t s2 = vl__mul4(ck, sh->b, a_loc, sh->s, sh->s);
       uint64_t per = 4 + (arch->attn_dropout > 0 ? 1 + e : (e != 4 ? e : 0));
       scores = vl__mul(ck, s2, per);
-      tm = vl__term(bill, VL_LINE_ACTIVATIONS, "attention scores (eager, per layer)",
+      tm = vl__term(bill, VL_LINE_ACTIVATIONS,
+                    job->attention == VL_ATTN_EAGER
+                        ? "attention scores (eager, per layer)"
+                        : "attention scores (SDPA math backend: fp32, grouped KV heads)",
                     "b*a*s^2*(4 + [dropout] (1 + e) | [no dropout, half] e)",
                     "transformers eager_attention_forward; seed 002 (b*heads*s*s)", scores);
       tm->detail = true;
@@ -87,7 +111,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
 
   /* MLP. */
   uint64_t mlp = 0;
-  if (sh->mlp_in_saved) mlp = vl__add(ck, mlp, vl__mul3(ck, Tr, sh->h, e));
+  if (sh->mlp_in_saved) mlp = vl__add(ck, mlp, vl__mul4(ck, Tr, sh->h, e, mlp_copies));
   uint64_t k = arch->experts ? arch->experts_per_token : 1;
   uint64_t width = vl__mul(ck, k, I_loc);
   if (arch->gated_mlp) {
@@ -143,10 +167,8 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   uint64_t s2 = vl__mul4(ck, sh->b, a_loc, sh->s, sh->s);
   /* F.softmax(x, dtype=float32) converts its half input to an fp32 copy
    * first: the masked scores, that copy and the (saved) output coexist */
-  act->layer_fwd_tmp = job->attention == VL_ATTN_EAGER ? vl__mul(ck, s2, e + (e != 4 ? 4 : 0))
-                                                       : vl__mul3(ck, T, sh->h, e);
-  uint64_t bwd_attn = job->attention == VL_ATTN_EAGER ? vl__mul(ck, s2, 4 + 2 * e)
-                                                      : vl__mul4(ck, T, a_loc, sh->d, 3 * e);
+  act->layer_fwd_tmp = math ? vl__mul(ck, s2, e + (e != 4 ? 4 : 0)) : vl__mul3(ck, T, sh->h, e);
+  uint64_t bwd_attn = math ? vl__mul(ck, s2, 4 + 2 * e) : vl__mul4(ck, T, a_loc, sh->d, 3 * e);
   uint64_t bwd_mlp = vl__mul4(ck, T, width, e, arch->gated_mlp ? 3 : 2);
   act->layer_bwd_tmp = vl__add(ck, vl__max(bwd_attn, bwd_mlp), vl__mul4(ck, Tr, sh->h, 4, 2));
 
@@ -169,6 +191,12 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * the first is freed (measured: bench/results/2026-11-29-h200-train-steps.json,
    * peak through backward - after forward = 2*T*V*4 on Qwen2-0.5B) */
   act->loss_bwd_tmp = vl__mul(ck, logp, 2);
+  /* Split over the vocabulary (tensor parallelism), the loss is PyTorch's
+   * loss_parallel: its backward holds three fp32 T x V/t tensors beside the
+   * saved log-probabilities, not two (torch/distributed/tensor/parallel/
+   * loss.py _nll_loss_and_log_softmax_backward; measured on 2 H200s,
+   * bench/results/2026-11-29-h200x2-session6/part4-peaks/tp2-amp.json) */
+  if (t > 1) act->loss_bwd_tmp = vl__mul(ck, logp, 3);
   tm = vl__term(bill, VL_LINE_ACTIVATIONS, "logits and loss",
                 "T*V*e (logits) + T*V*4 (fp32 log_softmax) + T*h*e (head input) + norm",
                 "transformers ForCausalLMLoss (logits.float()); F.cross_entropy", act->head);

@@ -298,7 +298,14 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
     adapters = vl__mul(&ck, st.trainable_elems, 4);
     W = vl__add(&ck, W, adapters);
   }
-  uint64_t W_sharded = job->zero >= 3 ? vl__div_ceil(W, dp) : W;
+  /* weights kept sharded between steps: ZeRO-3, and FSDP's shard-grad-op
+   * when the weights are what the optimizer updates (FSDP shards them and
+   * gathers a whole copy for forward and backward; with a separate fp32
+   * master copy, that copy is the shard and the half weights the gathered
+   * copy, as DeepSpeed's ZeRO-2 and the ZeRO paper count) */
+  const bool fsdp_grad_op = job->zero == 2 && !ds && !mg && !mixed;
+  const uint64_t w_shard = job->zero >= 3 || fsdp_grad_op ? dp : 1;
+  uint64_t W_sharded = vl__div_ceil(W, w_shard);
   uint64_t tr = st.trainable_elems;
   uint64_t tr_opt = job->zero >= 1 ? vl__div_ceil(tr, dp) : tr; /* optimizer shard */
   uint64_t M = mixed ? vl__mul(&ck, tr_opt, pol.master) : 0;
@@ -338,7 +345,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
 
   note(bill, VL_LINE_PARAMETERS, "parameters", "P_gpu * w (+ LoRA adapters * 4)",
        "seed 004; QLoRA NF4: bitsandbytes", W_sharded, "P_gpu", (double)st.weights_elems, "", "w",
-       (double)pol.weight, "bytes", "shard", (double)(job->zero >= 3 ? dp : 1), "");
+       (double)pol.weight, "bytes", "shard", (double)w_shard, "");
   if (M || mixed)
     note(bill, VL_LINE_MASTER, "fp32 master weights", "P_train / shard * 4",
          "seed 004 (2 + 2 + 4 master); ZeRO-1 shards it", M, "P_train", (double)tr, "", "shard",
@@ -414,7 +421,13 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
       matmul = vl__add(&ck, matmul,
                        vl__div_ceil(vl__mul(&ck, arch->vocab, arch->embed_proj_dim), job->tp));
     C = vl__mul(&ck, matmul, 2);
-    if (job->zero >= 3) C = vl__mul(&ck, vl__min(st.layer_elems, st.linear_elems), 2 * 2);
+    /* DeepSpeed ZeRO-3 casts gathered partitions layer by layer. Under
+     * FSDP the cast copies of every layer's gathered weights stay cached
+     * and saved for backward after FSDP frees the gathered fp32 weights:
+     * the whole model's half copy, as without sharding (measured on 2
+     * H200s: TinyLlama, all 22 layers' MLP casts live at the peak,
+     * bench/results/2026-11-29-h200x2-session6/part4-peaks/fsdp-full-ll.json) */
+    if (job->zero >= 3 && ds) C = vl__mul(&ck, vl__min(st.layer_elems, st.linear_elems), 2 * 2);
     C_layer = Ls ? C / (Ls + 1) : 0;
     note(bill, VL_LINE_AUTOCAST, "autocast weight copies", "P_matmul * 2",
          "PyTorch autocast weight cast cache (autocast_mode.cpp)", C, "P_matmul",
@@ -448,16 +461,33 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
     if (ds) {
       gathered = vl__mul(&ck, st.largest_elems, 4); /* DeepSpeed: 4 * largest layer */
       gathered_bwd = gathered;
-    } else { /* FSDP: current + prefetched unit, and one unit's unsharded grads */
-      gathered = vl__mul3(&ck, st.layer_elems, pol.weight, 2);
+    } else {
+      /* FSDP: the current and the prefetched unit, one unit's unsharded
+       * gradients in backward, and the root unit (embeddings, final norm,
+       * head: what is outside the layers), which FSDP gathers at the
+       * forward's start and keeps until its backward ends (measured: its
+       * 524,296,192-byte flat parameter live at TinyLlama's peak,
+       * bench/results/2026-11-29-h200x2-session6/part4-peaks/fsdp-full-ll.json) */
+      uint64_t root = vl__sub0(st.weights_elems, vl__mul(&ck, st.layer_elems, Ls));
+      gathered = vl__mul(&ck, vl__add(&ck, vl__mul(&ck, st.layer_elems, 2), root), pol.weight);
       gathered_bwd = vl__add(&ck, gathered, vl__mul(&ck, st.layer_elems, gb));
     }
     note(bill, VL_LINE_TRANSIENT, "ZeRO-3 gathered parameters",
-         ds ? "4 * largest_layer" : "2 * P_layer * w (+ P_layer * g in backward)",
+         ds ? "4 * largest_layer" : "(2 * P_layer + P_root) * w (+ P_layer * g in backward)",
          ds ? "DeepSpeed estimate_zero3_model_states_mem_needs"
-            : "PyTorch FSDP (one unit gathered, one prefetched)",
+            : "PyTorch FSDP (one unit gathered, one prefetched, the root unit)",
          gathered_bwd, "P_layer", (double)(ds ? st.largest_elems : st.layer_elems), "", NULL, 0,
          NULL, NULL, 0, NULL);
+  } else if (fsdp_grad_op) {
+    /* FSDP SHARD_GRAD_OP keeps the sharded fp32 parameters (the optimizer's)
+     * and, from each unit's forward until the backward ends, the unit's
+     * gathered copy: the whole model once more in forward and backward
+     * (measured on 2 H200s: TinyLlama -10.2 % without it, bench/results/
+     * 2026-11-29-h200x2-session6/part1-dp/dp.jsonl) */
+    gathered = gathered_bwd = W;
+    note(bill, VL_LINE_TRANSIENT, "FSDP gathered parameters (shard-grad-op)",
+         "P * w (forward and backward)", "PyTorch FSDP SHARD_GRAD_OP", gathered, "P",
+         (double)st.weights_elems, "", NULL, 0, NULL, NULL, 0, NULL);
   }
   uint64_t qlora_tmp = job->qlora ? vl__mul(&ck, st.largest_linear, 2) : 0;
 
@@ -608,7 +638,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   bill->cuda_context_bytes = ctx;
   bill->total_bytes = bill->peak_reserved_bytes + ctx;
   bill->host_bytes = host;
-  bill->params_per_gpu = job->zero >= 3 ? vl__div_ceil(st.weights_elems, dp) : st.weights_elems;
+  bill->params_per_gpu = vl__div_ceil(st.weights_elems, w_shard);
   bill->tokens = job->batch * job->seq;
   bill->pp_stage = stage;
   return VL_OK;

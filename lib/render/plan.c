@@ -117,6 +117,13 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
   if (!r->n) {
     fprintf(o, "%snothing fits: try more GPUs (--max-gpus), LoRA, or a shorter sequence\n",
             md ? "" : "  ");
+    /* under autocast every sharded strategy still holds a half copy of the
+     * whole model (docs/model.md, autocast weight copies) */
+    if (q->base.precision == VL_PREC_AMP_BF16 || q->base.precision == VL_PREC_AMP_FP16)
+      fprintf(o,
+              "%sor --precision mixed-bf16: half weights with an fp32 master copy (FSDP's "
+              "MixedPrecision, DeepSpeed) shard without autocast's whole-model half copies\n",
+              md ? "" : "  ");
     return ferror(o) ? -1 : 0;
   }
   if (md)
