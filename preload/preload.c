@@ -850,8 +850,9 @@ static void *wrap_driver(const char *name, void *real, int ver, bool ptds) {
     const struct dfn *f = &dfns[i];
     if (strcmp(name, f->name) != 0) continue;
     if (f->v1_before_3020 && ver != 0 && ver < 3020) return real;
+    /* functions without a stream argument have one variant whatever the
+     * flag asked */
     int v = ptds && f->wrap[1] ? 1 : 0;
-    if (ptds && !f->wrap[1]) return real; /* a variant we do not know */
     __atomic_store_n(f->real[v], real, __ATOMIC_RELEASE);
     return f->wrap[v];
   }

@@ -194,6 +194,14 @@ int main(int argc, char **argv) {
   CHECK(sync_calls);
   CHECK(sync_legacy(NULL) == 0 && sync_ptds(NULL) == 0 && sync_legacy(NULL) == 0);
   CHECK(sync_calls[0] == 2 && sync_calls[1] == 1);
+  /* a function without a stream argument asked for per thread is counted */
+  int (*create_ptds)(unsigned long long *, size_t, const void *, unsigned long long) = NULL;
+  CHECK(gp("cuMemCreate", (void **)&create_ptds, 12000, 2, NULL) == 0 && create_ptds);
+  unsigned long long h0;
+  CHECK(create_ptds(&h0, 1 << 20, NULL, 0) == 0);
+  CHECK(live() == (1u << 20));
+  CHECK(release(h0) == 0);
+  CHECK(live() == 0);
   /* cuMemAlloc asked for before CUDA 3.2 is the 32-bit ABI: handed out
    * unwrapped (not counted), the 64-bit wrapper would misread it */
   int (*alloc_v1)(unsigned long long *, size_t) = NULL;
