@@ -83,8 +83,17 @@ def _timed(f):
     return timed
 
 
+def _local(t):
+    """The tensor that holds t's memory on this GPU: a DTensor's (tensor
+    parallelism, FSDP2) local shard, which has a storage where the DTensor
+    has none; t itself otherwise."""
+    local = getattr(t, "_local_tensor", None)
+    return local if local is not None else t
+
+
 def _storage(t):
     """(key, bytes) of the storage under tensor t."""
+    t = _local(t)
     try:
         s = t.untyped_storage()
     except AttributeError:  # torch < 2.0
@@ -525,7 +534,7 @@ class _Probe:
                 k, _ = _storage(leaf)
                 if k not in self.cast_leaves and leaf.is_floating_point() and self.on_device(leaf):
                     self.cast_leaves.add(k)
-                    self.ckpt_casts += leaf.numel() * size
+                    self.ckpt_casts += _local(leaf).numel() * size
                 continue
             for nxt, _ in fn.next_functions:
                 if nxt is not None and type(nxt).__name__ != "AccumulateGrad":

@@ -556,6 +556,29 @@ class PeakMerge(unittest.TestCase):
         self.assertEqual(st["allocated_bytes"]["all"]["peak"], 140)
         self.assertEqual(p.merged(1, {"x": {"peak": 3}}), {"x": {"peak": 3}})
 
+    def test_sharded_tensor_counts_its_local_shard(self):
+        """A DTensor (tensor parallelism, FSDP2) has no storage of its own:
+        the probe reads its local shard's (no DTensor in Debian's torch 1.13,
+        so a stand-in with DTensor's attribute and its refusal)."""
+        sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+        from vramledger import probe
+        import torch
+
+        class Sharded:
+            def __init__(self, local):
+                self._local_tensor = local
+
+            def untyped_storage(self):
+                raise RuntimeError("a DTensor has no storage")
+
+            storage = untyped_storage
+
+        local = torch.zeros(10, 4)
+        key, n = probe._storage(Sharded(local))
+        self.assertEqual(key, probe._storage(local)[0])
+        self.assertEqual(n, 160)
+        self.assertIs(probe._local(local), local)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=1)
