@@ -7,7 +7,15 @@
 # PART=2: issue 3 — the whole calibration suite again, every configuration in
 #   a process of its own (measure.py's default now), half on each GPU.
 # PART=3: issue 3 — the caching allocator's histories of training runs, one
-#   process each, two at a time (one per GPU), converted to traces here.
+#   process each, two at a time (one per GPU), converted to traces here
+#   (not run this session: no device time was left).
+# PART=4: issue 8 — what is live at the peak (bench/peak_blocks.py) where the
+#   estimate missed, and the TP job under `vramledger run`.
+# PART=6: for the next session with several GPUs (not run yet): the
+#   interposer fix under NCCL (bench/scatter_job.py and the TP job under
+#   `vramledger run`, with the probe), GPT-2 DDP three times with its live set
+#   at the peak (its peak differs between runs by one fp32 copy of the
+#   parameters), and with NGPU=4 or 8 the DDP/FSDP/TP jobs on all GPUs.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -97,5 +105,29 @@ if [ "$PART" = 4 ]; then
   run fsdp-full-qw --nproc-per-node 2 bench/multi_gpu_job.py --mode fsdp-full --config data/models/qwen2-0.5b.json --batch 4 --seq 1024 --steps 5
   tar -C /tmp/peaks -cJf "$o/peaks.tar.xz" .
   tail -c 20000 "$o/errors-4.txt" > "$o/errors-4-tail.txt"; rm -f "$o/errors-4.txt"
+fi
+if [ "$PART" = 6 ]; then
+  n=${NGPU:-2} ll=bench/configs/tinyllama-1.1b.json
+  export PYTHONFAULTHANDLER=1
+  rm -rf /tmp/r6 /tmp/peaks6; mkdir -p /tmp/r6 /tmp/peaks6
+  $vl run --quiet --out /tmp/r6/scatter -- $tr --nproc-per-node $n bench/scatter_job.py \
+      > "$o/scatter.txt" 2>&1; echo "rc $?" >> "$o/scatter.txt"
+  $vl run --quiet --out /tmp/r6/tp -- $tr --nproc-per-node $n bench/tp_job.py --config $ll \
+      2>>"$o/errors-6.txt" | grep '^{' | sed 's/"mode": "tp"/"mode": "tp-under-vl-run"/' >> "$o/runs6.jsonl"
+  $vl report /tmp/r6/tp --format json > "$o/tp-report.json" 2>>"$o/errors-6.txt"
+  $vl doctor /tmp/r6/tp --format json > "$o/tp-doctor.json" 2>>"$o/errors-6.txt"
+  for i in 1 2 3; do
+    $tr --nproc-per-node 2 bench/multi_gpu_job.py --mode ddp --history /tmp/peaks6/ddp-gpt2-$i.json \
+        2>>"$o/errors-6.txt" | grep '^{' >> "$o/runs6.jsonl"
+  done
+  if [ "$n" -gt 2 ]; then
+    for mode in ddp fsdp-full fsdp-grad-op; do
+      $tr --nproc-per-node $n bench/multi_gpu_job.py --mode $mode --config $ll --batch 4 --seq 1024 \
+          --steps 8 2>>"$o/errors-6.txt" | grep '^{' >> "$o/runs6.jsonl"
+    done
+    $tr --nproc-per-node $n bench/tp_job.py --config $ll 2>>"$o/errors-6.txt" | grep '^{' >> "$o/runs6.jsonl"
+  fi
+  tar -C /tmp/peaks6 -cJf "$o/peaks6.tar.xz" .
+  tail -c 20000 "$o/errors-6.txt" > "$o/errors-6-tail.txt"; rm -f "$o/errors-6.txt"
 fi
 ls -la "$o"
