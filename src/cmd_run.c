@@ -477,6 +477,225 @@ static char *basename_of(const char *p) {
   return (char *)(s ? s + 1 : p);
 }
 
+/* The counters file the interposer writes into, mapped; NULL if it cannot
+ * be made (the run goes on with NVML alone). */
+static struct vl_counters *map_counters(const char *path) {
+  struct vl_counters *ctr = NULL;
+  int cfd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (cfd >= 0 && ftruncate(cfd, sizeof *ctr) == 0) {
+    void *p = mmap(NULL, sizeof *ctr, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
+    if (p != MAP_FAILED) {
+      ctr = p;
+      ctr->version = VL_COUNTERS_VERSION;
+      ctr->slots = VL_COUNTERS_SLOTS;
+      __atomic_store_n(&ctr->magic, VL_COUNTERS_MAGIC, __ATOMIC_RELEASE);
+    }
+  }
+  if (cfd >= 0) close(cfd);
+  return ctr;
+}
+
+/* The record's first event: the command, the host, NVML's state, the GPUs
+ * the job can see. */
+static json_t *meta_event(uint64_t start_ns, const struct timespec *wall, const char **cmd,
+                          int cmd_argc, unsigned interval_ms, const char *nvml_state,
+                          struct vl_nvml *nv, const struct vl_gpu_sample *gs, const unsigned *vis,
+                          unsigned n_vis) {
+  json_t *meta = json_object();
+  json_object_set_new(meta, "type", json_string("meta"));
+  json_object_set_new(meta, "schema", json_string(VL_RECORD_SCHEMA));
+  json_object_set_new(meta, "t_ns", json_integer((json_int_t)start_ns));
+  json_object_set_new(meta, "start_unix_ms",
+                      json_integer((json_int_t)wall->tv_sec * 1000 + wall->tv_nsec / 1000000));
+  json_t *jc = json_array();
+  for (int i = 0; i < cmd_argc; i++)
+    json_array_append_new(jc, json_string(cmd[i]));
+  json_object_set_new(meta, "command", jc);
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  json_object_set_new(meta, "host", json_string(host));
+  json_object_set_new(meta, "interval_ms", json_integer((json_int_t)interval_ms));
+  json_object_set_new(meta, "nvml", json_string(nvml_state));
+  json_object_set_new(meta, "driver", json_string(vl_nvml_driver(nv)));
+  if (vl_nvml_cuda_driver(nv)) {
+    char cuda[16];
+    snprintf(cuda, sizeof cuda, "%d.%d", vl_nvml_cuda_driver(nv) / 1000,
+             vl_nvml_cuda_driver(nv) % 1000 / 10);
+    json_object_set_new(meta, "cuda_driver", json_string(cuda));
+  }
+  json_t *jg = json_array();
+  for (unsigned k = 0; k < n_vis; k++) {
+    const struct vl_gpu_sample *g = &gs[vis[k]];
+    json_t *e = json_object();
+    json_object_set_new(e, "index", json_integer(vis[k]));
+    json_object_set_new(e, "name", json_string(g->name));
+    json_object_set_new(e, "uuid", json_string(g->uuid));
+    json_object_set_new(e, "total_bytes", json_integer((json_int_t)g->total_bytes));
+    json_array_append_new(jg, e);
+  }
+  json_object_set_new(meta, "gpus", jg);
+  json_object_set_new(meta, "vramledger", json_string(VL_VERSION));
+  return meta;
+}
+
+/* The sampling loop's inputs and what it found. */
+struct sampler {
+  /* in */
+  pid_t pid;
+  struct vl_counters *ctr; /* the interposer's counters, or NULL */
+  struct vl_nvml *nv;      /* or NULL */
+  const unsigned *vis;
+  unsigned n_vis;
+  bool blind; /* no interposer: NVML is all there is */
+  unsigned interval_ms;
+  uint64_t start_ns;
+  uint64_t guard;    /* the commitment's peak trigger (bytes), 0: none */
+  double tput_floor; /* its throughput trigger (tokens/s), 0: none */
+  struct tput_watch *tw;
+  const char *fb_path, *commitment;
+  /* out */
+  int status; /* waitpid's */
+  uint64_t slot_peak, peak_tree, peak_t, peak_alloc, ctx_at_peak;
+  unsigned peak_procs;
+  uint64_t n_samples;
+  uint64_t loop_cpu0, loop_t0, loop_end;
+  struct nvml_view nvv;
+};
+
+/* One sample line, formatted here: a tick renders only its numbers (the
+ * GPU and process arrays are rendered once a reading). */
+static void put_sample_line(struct sampler *s, uint64_t t, bool reused, uint64_t alloc, char **line,
+                            size_t *line_cap) {
+  const struct nvml_view *v = &s->nvv;
+  const char *g = s->nv && v->gpus ? v->gpus : NULL, *pr = s->nv && v->procs ? v->procs : NULL;
+  size_t cap = 320 + (g ? strlen(g) : 0) + (pr ? strlen(pr) : 0);
+  if (cap > *line_cap) {
+    char *nl = realloc(*line, cap);
+    if (!nl) return;
+    *line = nl;
+    *line_cap = cap;
+  }
+  char *l = *line;
+  size_t lc = *line_cap;
+  int n = snprintf(l, lc, "{\"type\":\"sample\",\"t_ns\":%llu", (unsigned long long)t);
+  if (reused)
+    n += snprintf(l + n, lc - (size_t)n, ",\"nvml_t_ns\":%llu", (unsigned long long)v->t_ns);
+  if (g && pr) n += snprintf(l + n, lc - (size_t)n, ",\"gpus\":%s,\"procs\":%s", g, pr);
+  n += snprintf(l + n, lc - (size_t)n,
+                ",\"tree_bytes\":%llu,\"tree_procs\":%u,\"other_bytes\":%llu,"
+                "\"cuda_alloc_bytes\":%llu}\n",
+                (unsigned long long)v->tree, v->tree_procs, (unsigned long long)v->other,
+                (unsigned long long)alloc);
+  put_sample(l, (size_t)n);
+  s->n_samples++;
+}
+
+/* Sample every interval until the child exits (one last sample then):
+ * the interposer's counters every tick, NVML when nvml_due() says, the
+ * guard's triggers, the peaks. */
+static void sample_until_exit(struct sampler *s) {
+  bool done = false, fired = false, tput_fired = false;
+  struct timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  uint64_t last_reap = 0, last_wait = 0, last_flush = 0;
+  char *line = NULL;
+  size_t line_cap = 0;
+  s->loop_cpu0 = self_cpu_ns();
+  s->loop_t0 = now_ns();
+  while (!done) {
+    uint64_t t = now_ns();
+    /* waitpid when SIGCHLD said so, and every 100 ms in case it was lost */
+    if (child_exited || t - last_wait >= NVML_MAX_AGE_NS) {
+      child_exited = 0;
+      last_wait = t;
+      pid_t w = waitpid(s->pid, &s->status, WNOHANG);
+      if (w == s->pid) done = true; /* one last sample below */
+    }
+    uint64_t alloc = 0, ops = 0;
+    /* exited processes are looked for every 100 ms (a kill(0) each) */
+    bool reap = done || t - last_reap >= NVML_MAX_AGE_NS;
+    if (reap) last_reap = t;
+    if (s->ctr) alloc = read_counters(s->ctr, &s->slot_peak, reap, &ops);
+    bool reused = false;
+    struct nvml_view *v = &s->nvv;
+    if (s->nv) {
+      if (done || nvml_due(v, t, s->blind, ops, alloc)) {
+        uint64_t c0 = thread_cpu_ns();
+        nvml_read(s->nv, s->vis, s->n_vis, s->pid, v);
+        uint64_t cost = thread_cpu_ns() - c0;
+        v->cpu_ns += cost;
+        v->cost_ns = v->reads++ ? (v->cost_ns * 7 + cost) / 8 : cost;
+        v->t_ns = t;
+        if (alloc > v->high) v->high = alloc;
+      } else {
+        reused = true;
+      }
+    }
+    /* NVML and the counters are read a moment apart: an allocation made in
+     * between would show in NVML but not in the counters and be taken for
+     * context. Read the counters again and keep the larger. */
+    if (s->ctr) {
+      uint64_t again = read_counters(s->ctr, &s->slot_peak, false, NULL); /* reaped a moment ago */
+      if (again > alloc) alloc = again;
+    }
+    put_sample_line(s, t, reused, alloc, &line, &line_cap);
+    if (done || t - last_flush >= SAMPLE_FLUSH_NS) {
+      flush_samples();
+      last_flush = t;
+    }
+    /* without NVML the driver-allocated bytes stand in (they are less) */
+    uint64_t held = s->nv ? v->gpu_max : alloc;
+    if (s->guard && !fired && held > s->guard) {
+      fired = true;
+      fire(s->fb_path, t, held, s->guard, s->commitment);
+    }
+    if (s->tput_floor > 0 && !tput_fired && s->tw->fd >= 0) {
+      double tps = 0;
+      tput_poll(s->tw, &tps);
+      if (tps > 0 && tps < s->tput_floor) {
+        tput_fired = true;
+        fire_tput(s->fb_path, t, tps, s->tput_floor, s->commitment);
+      }
+    }
+    if (v->tree > s->peak_tree) {
+      s->peak_tree = v->tree;
+      s->peak_t = t - s->start_ns;
+      s->ctx_at_peak = v->tree > alloc ? v->tree - alloc : 0;
+      s->peak_procs = v->tree_procs;
+    }
+    if (alloc > s->peak_alloc) s->peak_alloc = alloc;
+    if (done) break;
+    next.tv_nsec += (long)(s->interval_ms % 1000) * 1000000L;
+    next.tv_sec += (time_t)(s->interval_ms / 1000) + next.tv_nsec / 1000000000L;
+    next.tv_nsec %= 1000000000L;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
+    }
+  }
+  s->loop_end = now_ns();
+  free(line);
+}
+
+/* The exit event: the status, and what watching cost (vramledger's own CPU
+ * time, not the job's: all of it, NVML's start included, and the sampling
+ * loop's alone). */
+static void put_exit(const struct sampler *s, int code) {
+  json_t *ex = json_object();
+  uint64_t end = now_ns();
+  json_object_set_new(ex, "type", json_string("exit"));
+  json_object_set_new(ex, "t_ns", json_integer((json_int_t)end));
+  json_object_set_new(ex, "status", json_integer(code));
+  if (WIFSIGNALED(s->status)) json_object_set_new(ex, "signal", json_integer(WTERMSIG(s->status)));
+  json_object_set_new(ex, "wall_ns", json_integer((json_int_t)(end - s->start_ns)));
+  uint64_t cpu = self_cpu_ns();
+  json_object_set_new(ex, "sampler_cpu_ns", json_integer((json_int_t)cpu));
+  json_object_set_new(ex, "sampling_cpu_ns", json_integer((json_int_t)(cpu - s->loop_cpu0)));
+  json_object_set_new(ex, "sampling_wall_ns", json_integer((json_int_t)(s->loop_end - s->loop_t0)));
+  json_object_set_new(ex, "samples", json_integer((json_int_t)s->n_samples));
+  json_object_set_new(ex, "nvml_reads", json_integer((json_int_t)s->nvv.reads));
+  json_object_set_new(ex, "nvml_cpu_ns", json_integer((json_int_t)s->nvv.cpu_ns));
+  put(ex);
+}
+
 int cmd_run(int argc, const char **argv) {
   int dash = -1;
   for (int i = 1; i < argc; i++)
@@ -537,7 +756,6 @@ int cmd_run(int argc, const char **argv) {
   snprintf(ctr_path, sizeof ctr_path, "%s/counters", dir);
   char fb_path[PATH_MAX + 32];
   snprintf(fb_path, sizeof fb_path, "%s/fallback", dir);
-  bool fired = false, tput_fired = false;
   struct tput_watch tw = {.fd = -1};
   record_fd = open(rec_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
   if (record_fd < 0) {
@@ -545,18 +763,7 @@ int cmd_run(int argc, const char **argv) {
     if (errno == EEXIST) cli_hint("give a new --out directory; a record is never overwritten");
     return VL_EXIT_ERROR;
   }
-  struct vl_counters *ctr = NULL;
-  int cfd = open(ctr_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (cfd >= 0 && ftruncate(cfd, sizeof *ctr) == 0) {
-    void *p = mmap(NULL, sizeof *ctr, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
-    if (p != MAP_FAILED) {
-      ctr = p;
-      ctr->version = VL_COUNTERS_VERSION;
-      ctr->slots = VL_COUNTERS_SLOTS;
-      __atomic_store_n(&ctr->magic, VL_COUNTERS_MAGIC, __ATOMIC_RELEASE);
-    }
-  }
-  if (cfd >= 0) close(cfd);
+  struct vl_counters *ctr = map_counters(ctr_path);
 
   /* NVML: optional; the command runs and is recorded without it */
   struct vl_nvml *nv = NULL;
@@ -572,40 +779,8 @@ int cmd_run(int argc, const char **argv) {
   if (nv)
     n_vis = visible_gpus(nv, gs, n_all < VL_RECORD_MAX_GPUS ? n_all : VL_RECORD_MAX_GPUS, vis);
 
-  json_t *meta = json_object();
-  json_object_set_new(meta, "type", json_string("meta"));
-  json_object_set_new(meta, "schema", json_string(VL_RECORD_SCHEMA));
-  json_object_set_new(meta, "t_ns", json_integer((json_int_t)start_ns));
-  json_object_set_new(meta, "start_unix_ms",
-                      json_integer((json_int_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000));
-  json_t *jc = json_array();
-  for (int i = 0; i < cmd_argc; i++)
-    json_array_append_new(jc, json_string(cmd[i]));
-  json_object_set_new(meta, "command", jc);
-  char host[256] = "";
-  gethostname(host, sizeof host - 1);
-  json_object_set_new(meta, "host", json_string(host));
-  json_object_set_new(meta, "interval_ms", json_integer((json_int_t)o.interval_ms));
-  json_object_set_new(meta, "nvml", json_string(ns == VL_OK ? "ok" : err.msg));
-  json_object_set_new(meta, "driver", json_string(vl_nvml_driver(nv)));
-  if (vl_nvml_cuda_driver(nv)) {
-    char cuda[16];
-    snprintf(cuda, sizeof cuda, "%d.%d", vl_nvml_cuda_driver(nv) / 1000,
-             vl_nvml_cuda_driver(nv) % 1000 / 10);
-    json_object_set_new(meta, "cuda_driver", json_string(cuda));
-  }
-  json_t *jg = json_array();
-  for (unsigned k = 0; k < n_vis; k++) {
-    const struct vl_gpu_sample *g = &gs[vis[k]];
-    json_t *e = json_object();
-    json_object_set_new(e, "index", json_integer(vis[k]));
-    json_object_set_new(e, "name", json_string(g->name));
-    json_object_set_new(e, "uuid", json_string(g->uuid));
-    json_object_set_new(e, "total_bytes", json_integer((json_int_t)g->total_bytes));
-    json_array_append_new(jg, e);
-  }
-  json_object_set_new(meta, "gpus", jg);
-  json_object_set_new(meta, "vramledger", json_string(VL_VERSION));
+  json_t *meta = meta_event(start_ns, &wall, cmd, cmd_argc, o.interval_ms,
+                            ns == VL_OK ? "ok" : err.msg, nv, gs, vis, n_vis);
   if (put(meta) != 0) {
     cli_error("cannot write '%s': %s", rec_path, strerror(errno));
     return VL_EXIT_ERROR;
@@ -680,142 +855,32 @@ int cmd_run(int argc, const char **argv) {
   }
 
   /* the sampler */
-  uint64_t slot_peak = 0;
-  uint64_t peak_tree = 0, peak_t = 0, peak_alloc = 0, ctx_at_peak = 0;
-  unsigned peak_procs = 0;
-  uint64_t n_samples = 0;
-  int status = 0;
-  bool done = false;
-  struct timespec next;
-  clock_gettime(CLOCK_MONOTONIC, &next);
-  struct nvml_view nvv = {0};
-  uint64_t last_reap = 0;
-  char *line = NULL;
-  size_t line_cap = 0;
-  uint64_t loop_cpu0 = self_cpu_ns(), loop_t0 = now_ns(), last_wait = 0, last_flush = 0;
-  while (!done) {
-    uint64_t t = now_ns();
-    /* waitpid when SIGCHLD said so, and every 100 ms in case it was lost */
-    if (child_exited || t - last_wait >= NVML_MAX_AGE_NS) {
-      child_exited = 0;
-      last_wait = t;
-      pid_t w = waitpid(pid, &status, WNOHANG);
-      if (w == pid) done = true; /* one last sample below */
-    }
-    uint64_t alloc = 0, ops = 0;
-    /* exited processes are looked for every 100 ms (a kill(0) each) */
-    bool reap = done || t - last_reap >= NVML_MAX_AGE_NS;
-    if (reap) last_reap = t;
-    if (ctr) alloc = read_counters(ctr, &slot_peak, reap, &ops);
-    bool reused = false;
-    if (nv) {
-      if (done || nvml_due(&nvv, t, !ctr || !use_preload, ops, alloc)) {
-        uint64_t c0 = thread_cpu_ns();
-        nvml_read(nv, vis, n_vis, pid, &nvv);
-        uint64_t cost = thread_cpu_ns() - c0;
-        nvv.cpu_ns += cost;
-        nvv.cost_ns = nvv.reads++ ? (nvv.cost_ns * 7 + cost) / 8 : cost;
-        nvv.t_ns = t;
-        if (alloc > nvv.high) nvv.high = alloc;
-      } else {
-        reused = true;
-      }
-    }
-    uint64_t tree = nvv.tree, other = nvv.other, gpu_max = nvv.gpu_max;
-    unsigned tree_procs = nvv.tree_procs;
-    /* NVML and the counters are read a moment apart: an allocation made in
-     * between would show in NVML but not in the counters and be taken for
-     * context. Read the counters again and keep the larger. */
-    if (ctr) {
-      uint64_t again = read_counters(ctr, &slot_peak, false, NULL); /* reaped a moment ago */
-      if (again > alloc) alloc = again;
-    }
-    /* the sample line, formatted here: a tick renders only its numbers
-     * (the GPU and process arrays are rendered once a reading) */
-    const char *g = nv && nvv.gpus ? nvv.gpus : NULL, *pr = nv && nvv.procs ? nvv.procs : NULL;
-    size_t cap = 320 + (g ? strlen(g) : 0) + (pr ? strlen(pr) : 0);
-    if (cap > line_cap) {
-      char *nl = realloc(line, cap);
-      if (nl) {
-        line = nl;
-        line_cap = cap;
-      }
-    }
-    if (line && cap <= line_cap) {
-      int n = snprintf(line, line_cap, "{\"type\":\"sample\",\"t_ns\":%llu", (unsigned long long)t);
-      if (reused)
-        n += snprintf(line + n, line_cap - (size_t)n, ",\"nvml_t_ns\":%llu",
-                      (unsigned long long)nvv.t_ns);
-      if (g && pr)
-        n += snprintf(line + n, line_cap - (size_t)n, ",\"gpus\":%s,\"procs\":%s", g, pr);
-      n += snprintf(line + n, line_cap - (size_t)n,
-                    ",\"tree_bytes\":%llu,\"tree_procs\":%u,\"other_bytes\":%llu,"
-                    "\"cuda_alloc_bytes\":%llu}\n",
-                    (unsigned long long)tree, tree_procs, (unsigned long long)other,
-                    (unsigned long long)alloc);
-      put_sample(line, (size_t)n);
-      n_samples++;
-    }
-    if (done || t - last_flush >= SAMPLE_FLUSH_NS) {
-      flush_samples();
-      last_flush = t;
-    }
-    /* without NVML the driver-allocated bytes stand in (they are less) */
-    if (guard && !fired && (nv ? gpu_max : alloc) > guard) {
-      fired = true;
-      fire(fb_path, t, nv ? gpu_max : alloc, guard, o.commitment);
-    }
-    if (tput_floor > 0 && !tput_fired && tw.fd >= 0) {
-      double tps = 0;
-      tput_poll(&tw, &tps);
-      if (tps > 0 && tps < tput_floor) {
-        tput_fired = true;
-        fire_tput(fb_path, t, tps, tput_floor, o.commitment);
-      }
-    }
-    if (tree > peak_tree) {
-      peak_tree = tree;
-      peak_t = t - start_ns;
-      ctx_at_peak = tree > alloc ? tree - alloc : 0;
-      peak_procs = tree_procs;
-    }
-    if (alloc > peak_alloc) peak_alloc = alloc;
-    if (done) break;
-    next.tv_nsec += (long)(o.interval_ms % 1000) * 1000000L;
-    next.tv_sec += (time_t)(o.interval_ms / 1000) + next.tv_nsec / 1000000000L;
-    next.tv_nsec %= 1000000000L;
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
-    }
-  }
-  uint64_t loop_end = now_ns();
+  struct sampler sm = {.pid = pid,
+                       .ctr = ctr,
+                       .nv = nv,
+                       .vis = vis,
+                       .n_vis = n_vis,
+                       .blind = !ctr || !use_preload,
+                       .interval_ms = o.interval_ms,
+                       .start_ns = start_ns,
+                       .guard = guard,
+                       .tput_floor = tput_floor,
+                       .tw = &tw,
+                       .fb_path = fb_path,
+                       .commitment = o.commitment};
+  sample_until_exit(&sm);
   for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++)
     sigaction(fwd[i], &old[i], NULL);
   sigaction(SIGCHLD, &old_chld, NULL);
+  int status = sm.status;
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   /* a process's own peak is exact, samples may fall between its peaks */
-  if (ctr) read_counters(ctr, &slot_peak, true, NULL);
-  free(nvv.gpus);
-  free(nvv.procs);
-  free(line);
-  if (slot_peak > peak_alloc) peak_alloc = slot_peak;
-  json_t *ex = json_object();
-  uint64_t end = now_ns();
-  json_object_set_new(ex, "type", json_string("exit"));
-  json_object_set_new(ex, "t_ns", json_integer((json_int_t)end));
-  json_object_set_new(ex, "status", json_integer(code));
-  if (WIFSIGNALED(status)) json_object_set_new(ex, "signal", json_integer(WTERMSIG(status)));
-  json_object_set_new(ex, "wall_ns", json_integer((json_int_t)(end - start_ns)));
-  /* what watching cost: vramledger's own CPU time (not the job's) */
-  /* all of it (NVML's start included), and the sampling loop's alone */
-  uint64_t cpu = self_cpu_ns();
-  json_object_set_new(ex, "sampler_cpu_ns", json_integer((json_int_t)cpu));
-  json_object_set_new(ex, "sampling_cpu_ns", json_integer((json_int_t)(cpu - loop_cpu0)));
-  json_object_set_new(ex, "sampling_wall_ns", json_integer((json_int_t)(loop_end - loop_t0)));
-  json_object_set_new(ex, "samples", json_integer((json_int_t)n_samples));
-  json_object_set_new(ex, "nvml_reads", json_integer((json_int_t)nvv.reads));
-  json_object_set_new(ex, "nvml_cpu_ns", json_integer((json_int_t)nvv.cpu_ns));
+  if (ctr) read_counters(ctr, &sm.slot_peak, true, NULL);
+  free(sm.nvv.gpus);
+  free(sm.nvv.procs);
+  if (sm.slot_peak > sm.peak_alloc) sm.peak_alloc = sm.slot_peak;
+  put_exit(&sm, code);
   tput_close(&tw);
-  put(ex);
   close(record_fd);
   vl_nvml_close(nv);
   if (ctr) munmap(ctr, sizeof *ctr);
@@ -827,12 +892,12 @@ int cmd_run(int argc, const char **argv) {
               "vramledger: peak process memory %.2f GiB at %.1f s (%u process%s): "
               "driver-allocated %.2f GiB (its own peak %.2f GiB), CUDA context and other %.2f "
               "GiB\n",
-              (double)peak_tree / G, (double)peak_t * 1e-9, peak_procs, peak_procs == 1 ? "" : "es",
-              (double)(peak_tree - ctx_at_peak) / G, (double)peak_alloc / G,
-              (double)ctx_at_peak / G);
+              (double)sm.peak_tree / G, (double)sm.peak_t * 1e-9, sm.peak_procs,
+              sm.peak_procs == 1 ? "" : "es", (double)(sm.peak_tree - sm.ctx_at_peak) / G,
+              (double)sm.peak_alloc / G, (double)sm.ctx_at_peak / G);
     else
       fprintf(stderr, "vramledger: driver-allocated peak %.2f GiB (no NVML samples)\n",
-              (double)peak_alloc / G);
+              (double)sm.peak_alloc / G);
   }
   return code;
 }
