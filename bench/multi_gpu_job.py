@@ -16,6 +16,8 @@ import time
 import torch
 import torch.distributed as dist
 
+from job_common import config_from_file, history_start, history_write, init_distributed
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--mode", default="ddp")
 ap.add_argument("--model", default="gpt2")
@@ -25,18 +27,12 @@ ap.add_argument("--seq", type=int, default=512)
 ap.add_argument("--steps", type=int, default=5)
 ap.add_argument("--history", help="rank 0 writes what is live at its peak here (bench/peak_blocks.py)")
 a = ap.parse_args()
-rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
-world = int(os.environ["WORLD_SIZE"])
-torch.cuda.set_device(local)
-dist.init_process_group("nccl")
+rank, local, world = init_distributed()
 torch.manual_seed(0)
 from transformers import AutoConfig, AutoModelForCausalLM
 
 if a.config:
-    with open(a.config) as f:
-        raw = json.load(f)
-    cfg = AutoConfig.for_model(raw.pop("model_type"), **{k: v for k, v in raw.items()
-                                                          if k not in ("architectures", "torch_dtype")})
+    cfg = config_from_file(a.config)
     a.model = os.path.basename(a.config)
 elif a.model == "gpt2-medium":
     cfg = AutoConfig.for_model("gpt2", n_embd=1024, n_layer=24, n_head=16)
@@ -56,8 +52,7 @@ else:
                  device_id=local, use_orig_params=True)
 opt = torch.optim.AdamW(train.parameters(), lr=1e-4)
 g = torch.Generator().manual_seed(1 + rank)
-if a.history and rank == 0:
-    torch.cuda.memory._record_memory_history(max_entries=4_000_000, stacks="python")
+history_start(a.history, rank)
 times = []
 for step in range(a.steps):
     ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), generator=g).cuda()
@@ -70,13 +65,7 @@ for step in range(a.steps):
     opt.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
     times.append(time.perf_counter() - t0)
-if a.history and rank == 0:
-    import sys
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from peak_blocks import summary
-    with open(a.history, "w") as f:
-        json.dump(summary(torch.cuda.memory._snapshot()), f, indent=1)
-    torch.cuda.memory._record_memory_history(enabled=None)
+history_write(a.history, rank)
 print(json.dumps({"mode": a.mode, "model": a.model, "world": world, "rank": rank,
                   "batch": a.batch, "seq": a.seq,
                   "max_allocated": torch.cuda.max_memory_allocated(),

@@ -22,6 +22,8 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from job_common import config_from_file, history_start, history_write, init_distributed
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--config", required=True)
 ap.add_argument("--precision", default="amp-bf16")
@@ -32,21 +34,15 @@ ap.add_argument("--seq", type=int, default=1024)
 ap.add_argument("--steps", type=int, default=5)
 ap.add_argument("--history", help="rank 0 writes what is live at its peak here (bench/peak_blocks.py)")
 a = ap.parse_args()
-rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
-world = int(os.environ["WORLD_SIZE"])
-torch.cuda.set_device(local)
-dist.init_process_group("nccl")
+rank, local, world = init_distributed()
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import Replicate, Shard
 from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel, loss_parallel,
                                                parallelize_module)
-from transformers import AutoConfig, AutoModelForCausalLM
+from transformers import AutoModelForCausalLM
 
 mesh = init_device_mesh("cuda", (world,))
-with open(a.config) as f:
-    raw = json.load(f)
-cfg = AutoConfig.for_model(raw.pop("model_type"), **{k: v for k, v in raw.items()
-                                                      if k not in ("architectures", "torch_dtype")})
+cfg = config_from_file(a.config)
 cfg.attn_implementation = a.attention
 cfg._attn_implementation = a.attention
 cfg.use_cache = False
@@ -76,8 +72,7 @@ whole = [p for p in model.parameters() if not hasattr(p, "to_local")]
 opt = torch.optim.AdamW([{"params": split}, {"params": whole}], lr=1e-4)
 torch.cuda.reset_peak_memory_stats()
 g = torch.Generator().manual_seed(1)  # every rank the same batch
-if a.history and rank == 0:
-    torch.cuda.memory._record_memory_history(max_entries=4_000_000, stacks="python")
+history_start(a.history, rank)
 times = []
 for step in range(a.steps):
     ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), generator=g).cuda()
@@ -95,13 +90,7 @@ for step in range(a.steps):
     opt.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
     times.append(time.perf_counter() - t0)
-if a.history and rank == 0:
-    import sys
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from peak_blocks import summary
-    with open(a.history, "w") as f:
-        json.dump(summary(torch.cuda.memory._snapshot()), f, indent=1)
-    torch.cuda.memory._record_memory_history(enabled=None)
+history_write(a.history, rank)
 print(json.dumps({"mode": "tp", "config": os.path.basename(a.config), "world": world, "rank": rank,
                   "precision": a.precision, "attention": a.attention,
                   "checkpointing": a.checkpointing, "batch": a.batch, "seq": a.seq,

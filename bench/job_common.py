@@ -1,0 +1,43 @@
+"""What the multi-GPU bench jobs (bench/multi_gpu_job.py, bench/tp_job.py)
+share: the torchrun process's rank, a model config from a config.json, and
+the live set at rank 0's peak (bench/peak_blocks.py)."""
+import json
+import os
+
+import torch
+import torch.distributed as dist
+
+
+def init_distributed():
+    """(rank, local rank, world size) of this torchrun process, its GPU set
+    and NCCL started."""
+    rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl")
+    return rank, local, world
+
+
+def config_from_file(path):
+    """A transformers config from a config.json (data/models/, bench/configs/)."""
+    from transformers import AutoConfig
+    with open(path) as f:
+        raw = json.load(f)
+    return AutoConfig.for_model(raw.pop("model_type"),
+                                **{k: v for k, v in raw.items()
+                                   if k not in ("architectures", "torch_dtype")})
+
+
+def history_start(path, rank):
+    """Record the allocator's history on rank 0 when PATH is given."""
+    if path and rank == 0:
+        torch.cuda.memory._record_memory_history(max_entries=4_000_000, stacks="python")
+
+
+def history_write(path, rank):
+    """Write what was live at the peak since history_start to PATH."""
+    if path and rank == 0:
+        from peak_blocks import summary
+        with open(path, "w") as f:
+            json.dump(summary(torch.cuda.memory._snapshot()), f, indent=1)
+        torch.cuda.memory._record_memory_history(enabled=None)
