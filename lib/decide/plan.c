@@ -296,7 +296,16 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
   r->flops =
       (r->n ? (r->c[0].checkpointing == VL_CKPT_FULL ? 8.0 : 6.0) : 6.0) * P * (double)q->tokens;
   r->have_best = r->n && r->c[0].meets_deadline && r->c[0].within_budget;
-  if (!r->n) return VL_OK;
+  if (!r->n) {
+    /* under autocast every sharded strategy still holds the whole model's
+     * half copies (docs/model.md, autocast weight copies) */
+    if (q->base.precision == VL_PREC_AMP_BF16 || q->base.precision == VL_PREC_AMP_FP16)
+      snprintf(r->trace[r->n_trace++], 256,
+               "under autocast every strategy holds the whole model's half copies: "
+               "--precision mixed-bf16 (half weights and an fp32 master copy, as FSDP's "
+               "MixedPrecision and DeepSpeed keep them) shards without them");
+    return VL_OK;
+  }
 
   /* the decision tree (seed 000 §3, seed 001 §6) for the best candidate */
   const struct vl_plan_candidate *b = &r->c[0];

@@ -190,13 +190,12 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * live together; the cast of the latter to the logits' dtype comes after
    * the first is freed (measured: bench/results/2026-11-29-h200-train-steps.json,
    * peak through backward - after forward = 2*T*V*4 on Qwen2-0.5B) */
-  act->loss_bwd_tmp = vl__mul(ck, logp, 2);
   /* Split over the vocabulary (tensor parallelism), the loss is PyTorch's
    * loss_parallel: its backward holds three fp32 T x V/t tensors beside the
    * saved log-probabilities, not two (torch/distributed/tensor/parallel/
    * loss.py _nll_loss_and_log_softmax_backward; measured on 2 H200s,
    * bench/results/2026-11-29-h200x2-session6/part4-peaks/tp2-amp.json) */
-  if (t > 1) act->loss_bwd_tmp = vl__mul(ck, logp, 3);
+  act->loss_bwd_tmp = vl__mul(ck, logp, t > 1 ? 3 : 2);
   tm = vl__term(bill, VL_LINE_ACTIVATIONS, "logits and loss",
                 "T*V*e (logits) + T*V*4 (fp32 log_softmax) + T*h*e (head input) + norm",
                 "transformers ForCausalLMLoss (logits.float()); F.cross_entropy", act->head);

@@ -117,13 +117,8 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
   if (!r->n) {
     fprintf(o, "%snothing fits: try more GPUs (--max-gpus), LoRA, or a shorter sequence\n",
             md ? "" : "  ");
-    /* under autocast every sharded strategy still holds a half copy of the
-     * whole model (docs/model.md, autocast weight copies) */
-    if (q->base.precision == VL_PREC_AMP_BF16 || q->base.precision == VL_PREC_AMP_FP16)
-      fprintf(o,
-              "%sor --precision mixed-bf16: half weights with an fp32 master copy (FSDP's "
-              "MixedPrecision, DeepSpeed) shard without autocast's whole-model half copies\n",
-              md ? "" : "  ");
+    for (int i = 0; i < r->n_trace; i++)
+      fprintf(o, "%s%s\n", md ? "- " : "  ", r->trace[i]);
     return ferror(o) ? -1 : 0;
   }
   if (md)
