@@ -861,7 +861,8 @@ static void *wrap_driver(const char *name, void *real, int ver, bool ptds) {
 
 /* The variant a name stands for when looked up with dlsym: "X_v2" is X at
  * the newest version, "X_ptsz"/"X_ptds" X per thread, plain "X" the first
- * version (the library exports the old ABI under the plain name). */
+ * version (the library exports the old ABI under the plain name; for a
+ * function with one ABI the version changes nothing in wrap_driver). */
 static void *wrap_by_name(const char *name, void *real) {
   char base[64];
   size_t n = strlen(name);
@@ -878,11 +879,6 @@ static void *wrap_by_name(const char *name, void *real) {
     ptds = true;
     ver = 0;
   }
-  /* the plain names of functions without a versioned ABI are the newest */
-  if (ver == 1 && strcmp(base, "cuMemAlloc") && strcmp(base, "cuMemFree") &&
-      strcmp(base, "cuMemAllocPitch") && strcmp(base, "cuGetProcAddress"))
-    ver = 0;
-  if (ver == 1 && strcmp(base, "cuGetProcAddress") == 0) ver = 11030;
   return wrap_driver(base, real, ver, ptds);
 }
 
