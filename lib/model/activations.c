@@ -63,7 +63,8 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * 2026-11-29-h200x2-session6/part4-peaks/tp2-amp.json; Qwen2-0.5B's AMP
    * runs -2.2 and -1.8 % without it, +0.1 and -0.4 % with). Counted for
    * RMSNorm models only: BERT and OPT's LayerNorm runs agree without it
-   * (BERT +3.0 %, +6.8 % with it; not understood). Without autocast the
+   * (BERT +3.0 %, +6.8 % with it; not understood; the three variants in
+   * bench/results/2026-11-29-h200x2-session6/input-casts-variants.txt). Without autocast the
    * projections share the input. */
   const bool fused_qkv =
       arch->family == VL_FAM_GPT2 || arch->family == VL_FAM_GPT_NEOX || arch->family == VL_FAM_PHI3;
