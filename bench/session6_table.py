@@ -20,10 +20,10 @@ ZERO = {"ddp": 0, "fsdp-full": 3, "fsdp-grad-op": 2}
 cache = {}
 
 
-def estimate(model, **kw):
-    args = [vl, "estimate", "--model", CONFIGS[model], "--format", "json"]
+def estimate(model, *flags, **kw):
+    args = [vl, "estimate", "--model", CONFIGS[model], "--format", "json", *flags]
     for k, v in sorted(kw.items()):
-        args += ["--" + k.replace("_", "-")] + ([str(v)] if v != "" else [])
+        args += ["--" + k.replace("_", "-"), str(v)]
     key = tuple(args)
     if key not in cache:
         cache[key] = json.loads(subprocess.run(args, capture_output=True, text=True,
@@ -41,11 +41,11 @@ def dp_estimate(r):
     # a world of 1: DDP still builds its buckets (compared with 2 ranks);
     # FSDP falls back to NO_SHARD (compared with one GPU)
     dp, zero = (2, 0) if m == "ddp" else ((1, 0) if w == 1 else (w, ZERO[m]))
-    # the job keeps only the loss (`train(...).loss`): --drop-outputs
-    kw = dict(batch=r["batch"], seq=r["seq"], dp=dp, drop_outputs="")
+    kw = dict(batch=r["batch"], seq=r["seq"], dp=dp)
     if zero:
         kw["zero"] = zero
-    return estimate(r.get("model", "gpt2"), **kw)
+    # the job keeps only the loss (`train(...).loss`)
+    return estimate(r.get("model", "gpt2"), "--drop-outputs", **kw)
 
 
 out, worst = [], {}
