@@ -83,22 +83,44 @@ def _timed(f):
     return timed
 
 
+def _inner(t):
+    """The plain tensors that hold a tensor subclass's memory on this GPU,
+    by PyTorch's wrapper-subclass protocol (`__tensor_flatten__` names the
+    inner tensors: a DTensor's local shard under tensor parallelism and
+    FSDP2, an AsyncCollectiveTensor's result of a collective), which have a
+    storage where the wrapper has none; [t] for a plain tensor."""
+    flatten = getattr(t, "__tensor_flatten__", None)
+    if flatten is None:
+        local = getattr(t, "_local_tensor", None)  # DTensor before the protocol
+        return [t] if local is None else _inner(local)
+    names, _ = flatten()
+    out = []
+    for name in names:
+        x = getattr(t, name, None)
+        if x is not None:
+            out += _inner(x)
+    return out or [t]
+
+
 def _local(t):
-    """The tensor that holds t's memory on this GPU: a DTensor's (tensor
-    parallelism, FSDP2) local shard, which has a storage where the DTensor
-    has none; t itself otherwise."""
-    local = getattr(t, "_local_tensor", None)
-    return local if local is not None else t
+    """The first tensor that holds t's memory on this GPU (t itself for a
+    plain tensor)."""
+    return _inner(t)[0]
 
 
 def _storage(t):
-    """(key, bytes) of the storage under tensor t."""
-    t = _local(t)
-    try:
-        s = t.untyped_storage()
-    except AttributeError:  # torch < 2.0
-        s = t.storage()
-    return s.data_ptr(), s.nbytes()
+    """(key, bytes) of the storage under tensor t: the first inner tensor's
+    storage is the key, the bytes are all inner tensors' storages."""
+    key, total = None, 0
+    for x in _inner(t):
+        try:
+            s = x.untyped_storage()
+        except AttributeError:  # torch < 2.0
+            s = x.storage()
+        if key is None:
+            key = s.data_ptr()
+        total += s.nbytes()
+    return key, total
 
 
 class _Probe:

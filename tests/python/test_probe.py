@@ -579,6 +579,36 @@ class PeakMerge(unittest.TestCase):
         self.assertEqual(n, 160)
         self.assertIs(probe._local(local), local)
 
+    def test_wrapper_subclass_counts_its_inner_tensors(self):
+        """A wrapper subclass (AsyncCollectiveTensor under loss_parallel, a
+        DTensor of torch >= 2.1, a quantised tensor) has an invalid storage;
+        the probe follows __tensor_flatten__ to the tensors inside, nested,
+        and counts all of them (on the H200 the probe stopped itself on the
+        TP job: "access the data pointer on an invalid python storage")."""
+        sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+        from vramledger import probe
+        import torch
+
+        class Wrapper:
+            def __init__(self, **inner):
+                self.__dict__.update(inner)
+                self.names = list(inner)
+
+            def __tensor_flatten__(self):
+                return self.names, None
+
+            def untyped_storage(self):
+                raise RuntimeError("Attempted to access the data pointer on an invalid python storage.")
+
+        data, scale = torch.zeros(64, dtype=torch.uint8), torch.zeros(4)
+        quant = Wrapper(_data=data, _scale=scale)
+        key, n = probe._storage(quant)
+        self.assertEqual(key, probe._storage(data)[0])
+        self.assertEqual(n, 64 + 16)
+        nested = Wrapper(elem=Wrapper(_local_tensor=data))
+        self.assertEqual(probe._storage(nested), probe._storage(data))
+        self.assertIs(probe._local(nested), data)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=1)
