@@ -28,16 +28,22 @@ def config_from_file(path):
                                    if k not in ("architectures", "torch_dtype")})
 
 
-def history_start(path, rank):
-    """Record the allocator's history on rank 0 when PATH is given."""
-    if path and rank == 0:
+def history_path(path, rank):
+    """Rank 0 writes PATH, rank r PATH with -rank<r> before .json."""
+    return path if rank == 0 else path.replace(".json", "") + "-rank%d.json" % rank
+
+
+def history_start(path, rank, all_ranks=False):
+    """Record the allocator's history on rank 0 (every rank with
+    all_ranks) when PATH is given."""
+    if path and (rank == 0 or all_ranks):
         torch.cuda.memory._record_memory_history(max_entries=4_000_000, stacks="python")
 
 
-def history_write(path, rank):
+def history_write(path, rank, all_ranks=False):
     """Write what was live at the peak since history_start to PATH."""
-    if path and rank == 0:
+    if path and (rank == 0 or all_ranks):
         from peak_blocks import summary
-        with open(path, "w") as f:
+        with open(history_path(path, rank), "w") as f:
             json.dump(summary(torch.cuda.memory._snapshot()), f, indent=1)
         torch.cuda.memory._record_memory_history(enabled=None)

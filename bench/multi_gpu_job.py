@@ -26,8 +26,12 @@ ap.add_argument("--batch", type=int, default=4)
 ap.add_argument("--seq", type=int, default=512)
 ap.add_argument("--steps", type=int, default=5)
 ap.add_argument("--history", help="rank 0 writes what is live at its peak here (bench/peak_blocks.py)")
+ap.add_argument("--history-all", action="store_true",
+                help="every rank records, from before the model is built (rank r writes PATH-rank<r>.json)")
 a = ap.parse_args()
 rank, local, world = init_distributed()
+if a.history_all:
+    history_start(a.history, rank, True)
 torch.manual_seed(0)
 from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -52,7 +56,8 @@ else:
                  device_id=local, use_orig_params=True)
 opt = torch.optim.AdamW(train.parameters(), lr=1e-4)
 g = torch.Generator().manual_seed(1 + rank)
-history_start(a.history, rank)
+if not a.history_all:
+    history_start(a.history, rank)
 times = []
 for step in range(a.steps):
     ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), generator=g).cuda()
@@ -65,7 +70,7 @@ for step in range(a.steps):
     opt.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
     times.append(time.perf_counter() - t0)
-history_write(a.history, rank)
+history_write(a.history, rank, a.history_all)
 print(json.dumps({"mode": a.mode, "model": a.model, "world": world, "rank": rank,
                   "batch": a.batch, "seq": a.seq,
                   "max_allocated": torch.cuda.max_memory_allocated(),

@@ -56,5 +56,18 @@ def summary(snap, top=40):
     out = sorted(groups.values(), key=lambda g: -g["bytes"])[:top]
     for g in out:
         g["sizes"] = dict(sorted(g["sizes"].items(), key=lambda kv: -int(kv[0]) * kv[1])[:6])
+    # blocks freed before the peak that the history never saw allocated
+    # (made before recording began), and the events that led to the peak
+    seen, unseen = set(), []
+    for i, e in enumerate(tr[:at + 1]):
+        if e.get("action") == "alloc":
+            seen.add(e["addr"])
+        elif e.get("action") == "free_completed" and e["addr"] not in seen:
+            unseen.append([i, int(e["size"]), where(e)])
+    near = [[i, tr[i].get("action"), int(tr[i].get("size", 0)), where(tr[i], 2)]
+            for i in range(max(0, at - 24), min(len(tr), at + 4))]
+    big = [[i, e.get("action"), int(e.get("size", 0)), where(e, 2)] for i, e in enumerate(tr)
+           if int(e.get("size", 0)) >= 64 << 20 and e.get("action") in ("alloc", "free_completed")]
     return {"peak_bytes": peak, "events": len(tr), "peak_event": at,
-            "peak_where": where(tr[at], 6) if at >= 0 else None, "groups": out}
+            "peak_where": where(tr[at], 6) if at >= 0 else None, "groups": out,
+            "unseen_frees_before_peak": unseen[:50], "near_peak": near, "large_events": big[:400]}

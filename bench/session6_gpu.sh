@@ -16,6 +16,7 @@
 #   `vramledger run`, with the probe), GPT-2 DDP three times with its live set
 #   at the peak (its peak differs between runs by one fp32 copy of the
 #   parameters), and with NGPU=4 or 8 the DDP/FSDP/TP jobs on all GPUs.
+# PART=7: session 7 — see the block below.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -129,5 +130,35 @@ if [ "$PART" = 6 ]; then
   fi
   tar -C /tmp/peaks6 -cJf "$o/peaks6.tar.xz" .
   tail -c 20000 "$o/errors-6.txt" > "$o/errors-6-tail.txt"; rm -f "$o/errors-6.txt"
+fi
+if [ "$PART" = 7 ]; then
+  # session 7: the probe on the TP job (it stopped itself on a tensor
+  # subclass in session 6), GPT-2 DDP's two peaks with every rank's
+  # history from before the model is built, the history that failed, and
+  # how long `validate --quick` takes
+  ll=bench/configs/tinyllama-1.1b.json
+  export PYTHONFAULTHANDLER=1 PYTHONPATH=$PWD/python
+  rm -rf /tmp/r7 /tmp/peaks7 /tmp/hist7 /tmp/vq; mkdir -p /tmp/r7 /tmp/peaks7
+  $vl run --quiet --out /tmp/r7/tp -- $tr --nproc-per-node 2 bench/tp_job.py --config $ll \
+      2>>"$o/errors-7.txt" | grep '^{' | sed 's/"mode": "tp"/"mode": "tp-under-vl-run"/' >> "$o/runs7.jsonl"
+  $vl report /tmp/r7/tp --format json > /tmp/peaks7/tp-report.json 2>>"$o/errors-7.txt"
+  $vl report /tmp/r7/tp > /tmp/peaks7/tp-report.txt 2>>"$o/errors-7.txt"
+  $vl doctor /tmp/r7/tp --format json > /tmp/peaks7/tp-doctor.json 2>>"$o/errors-7.txt"
+  for i in 1 2 3 4 5; do
+    $tr --nproc-per-node 2 bench/multi_gpu_job.py --mode ddp --history /tmp/peaks7/ddp-gpt2-$i.json \
+        --history-all 2>>"$o/errors-7.txt" | grep '^{' >> "$o/runs7.jsonl"
+  done
+  CUDA_VISIBLE_DEVICES=0 python3 bench/alloc_history.py /tmp/hist7 gpt2l-amp-adamw-ckpt \
+      >> "$o/runs7.jsonl" 2>>"$o/errors-7.txt"
+  d=/tmp/hist7/gpt2l-amp-adamw-ckpt
+  python3 -m vramledger.history $d/hist.pickle > $d/hist.trace 2> $d/hist.info &&
+    $vl trace --replay $d/hist.trace --format json > $d/hist-replay.json 2>>"$o/errors-7.txt"
+  xz -T4 $d/hist.trace; rm -f $d/hist.pickle; cp -r $d /tmp/peaks7/
+  t0=$(date +%s)
+  CUDA_VISIBLE_DEVICES=0 timeout 300 $vl validate --quick --out /tmp/vq > /tmp/peaks7/validate-quick.txt 2>&1
+  echo "validate --quick: rc $? in $(( $(date +%s) - t0 )) s" >> /tmp/peaks7/validate-quick.txt
+  cp /tmp/vq/*.json /tmp/peaks7/ 2>/dev/null
+  tar -C /tmp/peaks7 -cJf "$o/peaks7.tar.xz" .
+  tail -c 20000 "$o/errors-7.txt" > "$o/errors-7-tail.txt"; rm -f "$o/errors-7.txt"
 fi
 ls -la "$o"
