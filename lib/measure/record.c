@@ -277,11 +277,15 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
                   "card you need",
                   100.0 * s->imbalance, (double)(hi - lo) / 1048576.0);
   }
-  if (s->max_tree_procs > 1)
+  /* one process per GPU is a rank (torchrun); more are extra contexts
+   * (the TP job on 2 H200s, one rank a GPU, was flagged before this:
+   * bench/results/2026-11-29-h200x2-session7/) */
+  unsigned gpus = s->gpus_used ? s->gpus_used : 1;
+  if (s->max_tree_procs > gpus)
     add_finding(f, nf, "extra-contexts",
-                "%.0f processes of the job held GPU memory at once: each CUDA context costs "
-                "~0.5 GiB (DataLoader workers touching CUDA?)",
-                (double)s->max_tree_procs);
+                "%u processes of the job held GPU memory at once on %u GPU%s: each CUDA context "
+                "costs ~0.5 GiB (DataLoader workers touching CUDA?)",
+                s->max_tree_procs, gpus, gpus == 1 ? "" : "s");
   if (s->peak_other_bytes)
     add_finding(f, nf, "other-processes", "other processes held up to %.0f MiB on the job's GPUs",
                 (double)s->peak_other_bytes / 1048576.0);

@@ -499,6 +499,16 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
     note(bill, VL_LINE_COMM, "DDP gradient buckets", "G (bucket copies)",
          "torch/nn/parallel/distributed.py (gradient_as_bucket_view=False)", comm, NULL, 0, NULL,
          NULL, 0, NULL, NULL, 0, NULL);
+    /* DDP rebuilds its buckets at the second step; the first ones are freed
+     * there, or only in that step's backward when the first step's
+     * communication still holds them (5 of 8 GPT-2 runs on 2 H200s
+     * measured low, 3 high by exactly G: bench/results/
+     * 2026-11-29-h200x2-session7/part7). Not summed: the point estimate is
+     * the usual case; the fit margin has to cover this one. */
+    struct vl_term *t =
+        vl__term(bill, VL_LINE_COMM, "DDP first buckets if kept into step 2", "G (not summed)",
+                 "DDP _rebuild_buckets (measured: session7/part7)", comm);
+    if (t) t->detail = true;
   } else if (dp > 1 && ds && job->zero <= 2) {
     comm = vl__min(vl__mul(&ck, 500000000ull, pol.grad), vl__mul(&ck, tr, pol.grad));
     note(bill, VL_LINE_COMM, "ZeRO reduce bucket", "min(5e8, P_train) * g",

@@ -82,6 +82,18 @@ static void damaged_records(void **state) {
   assert_int_equal(nf, 0);
   assert_int_equal(s.context_bytes, 40);
   vl_record_release(&r);
+  /* two ranks, one a GPU (torchrun): not extra contexts; a third is */
+  const char *ranks =
+      "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0,\"nvml\":\"ok\"}\n"
+      "{\"type\":\"sample\",\"t_ns\":1,\"gpus\":[{\"i\":0,\"used\":60,\"tree\":50},"
+      "{\"i\":1,\"used\":60,\"tree\":50}],\"tree_bytes\":100,\"tree_procs\":2}\n"
+      "{\"type\":\"exit\",\"t_ns\":2,\"status\":0}\n";
+  assert_int_equal(vl_record_parse(ranks, strlen(ranks), &r, &err), VL_OK);
+  nf = 0;
+  vl_record_summarize(&r, &s, f, &nf);
+  assert_int_equal(s.gpus_used, 2);
+  assert_int_equal(nf, 0);
+  vl_record_release(&r);
 }
 
 int main(void) {
