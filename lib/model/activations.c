@@ -143,6 +143,9 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   if (arch->hidden_dropout > 0) mlp = vl__add(ck, mlp, vl__mul(ck, Tr, sh->h));
 
   act->layer = vl__add(ck, vl__add(ck, vl__mul(ck, norm, 2), attn), mlp);
+  act->norm = norm;
+  act->attn = attn;
+  act->mlp = mlp;
   /* LoRA adapters: lora_A's output, saved by lora_B, per target */
   if (sh->lora_rank) {
     uint64_t targets = (uint64_t)(job->n_lora_targets ? job->n_lora_targets : 2);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "vramledger/caching.h"
 
 /* Tensor-parallel split of a tensor of the inventory: matmul weights and
  * vocabulary-parallel embeddings/heads are split, norms and biases are not. */
@@ -394,7 +395,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   }
   uint64_t in_flight = first ? vl__min(job->pp, job->grad_accum) : 1;
   if (job->pp > 1 && first) in_flight = vl__min(job->pp, vl__max(job->grad_accum, 1));
-  struct vl__act act;
+  struct vl__act act = {0};
   if (mg)
     vl__act_megatron(arch, job, &sh, in_flight, last, bill, &ck, &act);
   else
@@ -622,9 +623,52 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
     ph[p].line[VL_LINE_RESERVE] = vl__add(&ck, vl__scale(&ck, churn, churn_frac), seg_waste);
     if (comp_alloc(&ph[p]) > comp_alloc(&ph[peak])) peak = (enum vl_phase)p;
   }
-  note(bill, VL_LINE_RESERVE, "allocator reserve", "churn * (activations + temporaries) + rounding",
-       "PyTorch CUDACachingAllocator (512 B blocks, 2/20 MiB segments); churn to be calibrated",
-       ph[peak].line[VL_LINE_RESERVE], "churn", churn_frac, "", NULL, 0, NULL, NULL, 0, NULL);
+  /* one GPU, transformers' modules, full training: the loop's allocations
+   * replayed through the allocator model (train_replay.c) */
+  bool replayable = arch->causal && !mg && !ds && dp == 1 && job->tp == 1 && job->pp == 1 &&
+                    job->zero == 0 && job->offload == VL_OFFLOAD_NONE && !job->lora_rank &&
+                    !job->qlora && job->grad_accum <= 1 && !job->grads_persist &&
+                    job->optimizer != VL_OPT_ADAM8BIT;
+  struct vl_cache_stats rs;
+  if (replayable) {
+    unsigned n_states = job->optimizer == VL_OPT_ADAM || job->optimizer == VL_OPT_ADAMW ? 2
+                        : job->optimizer == VL_OPT_SGD_MOMENTUM || job->optimizer == VL_OPT_LION
+                            ? 1
+                            : 0;
+    struct vl__train_sizes z = {
+        .T = job->batch * job->seq,
+        .h = arch->hidden,
+        .I = arch->intermediate,
+        .V = arch->vocab,
+        .wb = pol.weight,
+        .gb = gb,
+        .mb = pol.master,
+        .sb = sb,
+        .states = n_states,
+        .impl = impl,
+        .step_temp = T_opt > 0,
+        .autocast = pol.autocast,
+        .ckpt = job->checkpointing == VL_CKPT_FULL,
+        .e = pol.act,
+        .r = pol.resid,
+        .workspace = ov->cublas_workspace_bytes,
+        .expandable = expandable,
+    };
+    vl_status rc = vl__train_replay(arch, inv, &act, &z, &rs, err);
+    if (rc != VL_OK) return rc;
+    uint64_t reserve = vl__sub0(rs.peak_reserved, rs.peak_allocated);
+    for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++)
+      ph[p].line[VL_LINE_RESERVE] = reserve;
+    note(bill, VL_LINE_RESERVE, "allocator reserve", "replay: peak reserved - peak allocated",
+         "two steps' allocations through the caching-allocator model (train_replay.c)", reserve,
+         "replay_reserved", (double)rs.peak_reserved, "bytes", "replay_allocated",
+         (double)rs.peak_allocated, "bytes", NULL, 0, NULL);
+  } else {
+    note(bill, VL_LINE_RESERVE, "allocator reserve",
+         "churn * (activations + temporaries) + rounding",
+         "PyTorch CUDACachingAllocator (512 B blocks, 2/20 MiB segments); churn to be calibrated",
+         ph[peak].line[VL_LINE_RESERVE], "churn", churn_frac, "", NULL, 0, NULL, NULL, 0, NULL);
+  }
 
   if (ck.overflow)
     return vl__fail(err, VL_EOVERFLOW,

@@ -26,16 +26,17 @@ void vl__term_in(struct vl_term *t, const char *name, double value, const char *
 
 /* Activation model of one micro-batch on this GPU. All bytes. */
 struct vl__act {
-  uint64_t layer;         /* saved for backward by one layer, no recomputation */
-  uint64_t layer_kept;    /* kept per layer under the chosen recomputation */
-  uint64_t layer_fwd_tmp; /* extra live inside one layer's forward */
-  uint64_t layer_bwd_tmp; /* extra live while back-propagating one layer */
-  uint64_t embed;         /* embedding stage (ids, dropout mask) */
-  uint64_t head;          /* final norm, LM head input, logits, loss */
-  uint64_t logits;        /* the logits tensor alone (held by the model output) */
-  uint64_t head_fwd_tmp;  /* inside the loss forward */
-  uint64_t loss_bwd_tmp;  /* gradient of the logits */
-  double misc_fraction;   /* Megatron's 5 % temporaries (0 otherwise) */
+  uint64_t layer;           /* saved for backward by one layer, no recomputation */
+  uint64_t norm, attn, mlp; /* its parts: one of its two norms, attention, MLP (hf) */
+  uint64_t layer_kept;      /* kept per layer under the chosen recomputation */
+  uint64_t layer_fwd_tmp;   /* extra live inside one layer's forward */
+  uint64_t layer_bwd_tmp;   /* extra live while back-propagating one layer */
+  uint64_t embed;           /* embedding stage (ids, dropout mask) */
+  uint64_t head;            /* final norm, LM head input, logits, loss */
+  uint64_t logits;          /* the logits tensor alone (held by the model output) */
+  uint64_t head_fwd_tmp;    /* inside the loss forward */
+  uint64_t loss_bwd_tmp;    /* gradient of the logits */
+  double misc_fraction;     /* Megatron's 5 % temporaries (0 otherwise) */
 };
 
 struct vl__shape {
@@ -67,6 +68,23 @@ struct vl_cache_stats;
 vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory *inv,
                            const struct vl_job *job, uint64_t wb, uint64_t e, uint64_t r,
                            uint64_t kvb, uint64_t workspace, bool expandable,
+                           struct vl_cache_stats *out, struct vl_err *err);
+/* A training step's allocations replayed through the caching-allocator
+ * model (train_replay.c): two steps of one GPU's loop as measure.py runs
+ * it, blocks over 1 MiB. */
+struct vl__train_sizes {
+  uint64_t T, h, I, V;     /* tokens, hidden, MLP width, vocabulary */
+  uint64_t wb, gb, mb, sb; /* bytes per element: weights, grads, master (0: none), state */
+  unsigned states;         /* full-size optimizer states per trainable element */
+  enum vl_opt_impl impl;   /* foreach: a state-sized list; forloop: one tensor's */
+  bool step_temp;          /* the optimizer's step makes temporaries */
+  bool autocast, ckpt;     /* half copies of matmul weights; full recomputation */
+  uint64_t e, r;           /* activation and residual bytes */
+  uint64_t workspace;      /* one cuBLAS workspace */
+  bool expandable;
+};
+vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory *inv,
+                           const struct vl__act *act, const struct vl__train_sizes *z,
                            struct vl_cache_stats *out, struct vl_err *err);
 /* Inference bill. */
 vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *inv,

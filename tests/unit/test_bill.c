@@ -339,6 +339,66 @@ static void two_h200_runs_within_seven_percent(void **state) {
   }
 }
 
+/* The caching allocator's reserve of a training loop, replayed
+ * (train_replay.c), against the H200 runs that fragment most: process
+ * memory (NVML) and max_memory_reserved() within 7 % (they were 8-21 % low
+ * with a churn factor), one control that does not fragment, and the
+ * replay's own peak allocated within 2 % of the analytic one: the same
+ * blocks (bench/results/2026-11-29-h200-calibration-isolated.json; bytes). */
+static void training_reserve_replayed(void **state) {
+  (void)state;
+  static const struct {
+    const char *name, *model;
+    enum vl_precision prec;
+    enum vl_optimizer opt;
+    enum vl_opt_impl impl;
+    enum vl_ckpt ckpt;
+    unsigned batch, seq;
+    double reserved, nvml;
+  } runs[] = {
+      {"gemma2b-amp-adamw-ckpt", "data/models/gemma-2b.json", VL_PREC_AMP_BF16, VL_OPT_ADAMW,
+       VL_IMPL_FOREACH, VL_CKPT_FULL, 4, 2048, 79589015552.0, 80383836160.0},
+      {"pythia14-amp-adamw-sdpa", "data/models/pythia-1.4b.json", VL_PREC_AMP_BF16, VL_OPT_ADAMW,
+       VL_IMPL_FOREACH, VL_CKPT_NONE, 4, 1024, 36370907136.0, 37165727744.0},
+      {"gpt2l-amp-adamw-ckpt", "data/models/gpt2-large.json", VL_PREC_AMP_BF16, VL_OPT_ADAMW,
+       VL_IMPL_FOREACH, VL_CKPT_FULL, 4, 1024, 19121831936.0, 19916652544.0},
+      {"phi3-amp-sgd-ckpt", "data/models/phi-3-mini.json", VL_PREC_AMP_BF16, VL_OPT_SGD,
+       VL_IMPL_FOREACH, VL_CKPT_FULL, 2, 1024, 35546726400.0, 36341547008.0},
+      {"phi3-mixed-adamw-fused", "data/models/phi-3-mini.json", VL_PREC_MIXED_BF16, VL_OPT_ADAMW,
+       VL_IMPL_FUSED, VL_CKPT_NONE, 1, 2048, 77040975872.0, 77835796480.0},
+      {"qwen05-fp16-sgd", "data/models/qwen2-0.5b.json", VL_PREC_FP16, VL_OPT_SGD, VL_IMPL_FOREACH,
+       VL_CKPT_NONE, 8, 1024, 34881929216.0, 35676749824.0},
+      {"pythia160-ampfp16-adamw", "data/models/pythia-160m.json", VL_PREC_AMP_FP16, VL_OPT_ADAMW,
+       VL_IMPL_FOREACH, VL_CKPT_NONE, 16, 1024, 22374514688.0, 23169335296.0},
+      {"qwen05-amp-adamw-sdpa", "data/models/qwen2-0.5b.json", VL_PREC_AMP_BF16, VL_OPT_ADAMW,
+       VL_IMPL_FOREACH, VL_CKPT_NONE, 4, 1024, 24131928064.0, 24926748672.0},
+  };
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    struct vl_arch a;
+    tu_arch(runs[i].model, &a);
+    struct vl_job j;
+    vl_job_init(&j);
+    j.precision = runs[i].prec;
+    j.optimizer = runs[i].opt;
+    j.opt_impl = runs[i].impl;
+    j.checkpointing = runs[i].ckpt;
+    j.batch = runs[i].batch;
+    j.seq = runs[i].seq;
+    j.master_grads_fp32 = runs[i].prec == VL_PREC_MIXED_BF16; /* measure.py's hooks */
+    struct vl_bill b;
+    tu_bill(&a, &j, &b);
+    assert_close(b.total_bytes, runs[i].nvml, 0.07, runs[i].name);
+    assert_close(b.peak_reserved_bytes, runs[i].reserved, 0.07, runs[i].name);
+    const struct vl_term *r = NULL;
+    for (int k = 0; k < b.n_terms; k++)
+      if (b.terms[k].line == VL_LINE_RESERVE) r = &b.terms[k];
+    assert_non_null(r);
+    assert_int_equal(r->n_in, 2);
+    assert_string_equal(r->in[1].name, "replay_allocated");
+    assert_close((uint64_t)r->in[1].value, (double)b.peak_allocated_bytes, 0.02, runs[i].name);
+  }
+}
+
 static void optimizers_by_the_seed(void **state) {
   (void)state;
   static const struct {
@@ -423,6 +483,7 @@ int main(void) {
       cmocka_unit_test(sdpa_math_backend_for_fp32_gqa),
       cmocka_unit_test(fsdp_gathers_what_it_shards),
       cmocka_unit_test(ddp_second_bucket_copy_is_shown_not_summed),
+      cmocka_unit_test(training_reserve_replayed),
       cmocka_unit_test(two_h200_runs_within_seven_percent),
       cmocka_unit_test(optimizers_by_the_seed),
       cmocka_unit_test(phases_move_with_the_job),
