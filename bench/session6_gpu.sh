@@ -17,6 +17,7 @@
 #   at the peak (its peak differs between runs by one fp32 copy of the
 #   parameters), and with NGPU=4 or 8 the DDP/FSDP/TP jobs on all GPUs.
 # PART=7: session 7 — see the block below.
+# PART=8: session 7 — configurations outside the calibration set.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -160,5 +161,41 @@ if [ "$PART" = 7 ]; then
   cp /tmp/vq/*.json /tmp/peaks7/ 2>/dev/null
   tar -C /tmp/peaks7 -cJf "$o/peaks7.tar.xz" .
   tail -c 20000 "$o/errors-7.txt" > "$o/errors-7-tail.txt"; rm -f "$o/errors-7.txt"
+fi
+if [ "$PART" = 8 ]; then
+  # session 7: configurations outside the calibration set (new models and
+  # shapes: bench/configs/unseen.jsonl), each in a process of its own, half
+  # on each GPU, merged into one results file for `vramledger validate
+  # --results` (every run a hold-out)
+  export PYTHONPATH=$PWD/python
+  rm -rf /tmp/u; mkdir -p /tmp/u
+  one() { # GPU PARITY
+    i=0
+    while read -r line; do
+      if [ $((i % 2)) = "$2" ]; then
+        n=$(echo "$line" | python3 -c "import json,sys; print(json.load(sys.stdin)['name'])")
+        cfg=$(echo "$line" | python3 -c "import json,sys; c=json.load(sys.stdin); c['holdout']=True; print(json.dumps(c))")
+        CUDA_VISIBLE_DEVICES=$1 python3 python/vramledger/measure.py /tmp/u/$n.json --config "$cfg" \
+            >> "$o/unseen-$1.log" 2>&1
+      fi
+      i=$((i + 1))
+    done < bench/configs/unseen.jsonl
+  }
+  t0=$(date +%s)
+  one 0 0 & one 1 1 & wait
+  echo "$(wc -l < bench/configs/unseen.jsonl) configurations on 2 GPUs: $(( $(date +%s) - t0 )) s" > "$o/unseen-time.txt"
+  python3 - "$o/unseen.json" /tmp/u/*.json <<'PY'
+import json, sys
+out, files = sys.argv[1], sys.argv[2:]
+merged = None
+for f in files:
+    d = json.load(open(f))
+    if merged is None:
+        merged = dict(d, suite="unseen (bench/configs/unseen.jsonl)", runs=[])
+    merged["runs"] += d["runs"]
+json.dump(merged, open(out, "w"), indent=1)
+PY
+  $vl validate --results "$o/unseen.json" > "$o/unseen-validate.txt" 2>&1
+  for g in 0 1; do tail -c 8000 "$o/unseen-$g.log" > "$o/unseen-$g-tail.log"; rm -f "$o/unseen-$g.log"; done
 fi
 ls -la "$o"

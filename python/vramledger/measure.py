@@ -301,7 +301,8 @@ def main():
         todo = [T(c.get("name", "config"), c["model"], c.get("precision", "amp-bf16"),
                   c.get("optimizer", "adamw"), c.get("optimizer_impl", "foreach"),
                   c.get("attention", "sdpa"), c.get("checkpointing", "none"), int(c["batch"]),
-                  int(c["seq"]), lora=int(c.get("lora", 0)), targets=c.get("lora_targets"))]
+                  int(c["seq"]), lora=int(c.get("lora", 0)), targets=c.get("lora_targets"),
+                  holdout=bool(c.get("holdout", False)))]
         todo[0]["grad_accum"] = int(c.get("grad_accum", 1))
     elif a.suite == "calibration":
         todo = CALIBRATION
