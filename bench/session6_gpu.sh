@@ -175,7 +175,7 @@ if [ "$PART" = 8 ]; then
       if [ $((i % 2)) = "$2" ]; then
         n=$(echo "$line" | python3 -c "import json,sys; print(json.load(sys.stdin)['name'])")
         cfg=$(echo "$line" | python3 -c "import json,sys; c=json.load(sys.stdin); c['holdout']=True; print(json.dumps(c))")
-        CUDA_VISIBLE_DEVICES=$1 python3 python/vramledger/measure.py /tmp/u/$n.json --config "$cfg" \
+        CUDA_VISIBLE_DEVICES=$1 python3 python/vramledger/measure.py /tmp/u/$n.json --config "$cfg" </dev/null \
             >> "$o/unseen-$1.log" 2>&1
       fi
       i=$((i + 1))
