@@ -70,4 +70,4 @@ def summary(snap, top=40):
            if int(e.get("size", 0)) >= 64 << 20 and e.get("action") in ("alloc", "free_completed")]
     return {"peak_bytes": peak, "events": len(tr), "peak_event": at,
             "peak_where": where(tr[at], 6) if at >= 0 else None, "groups": out,
-            "unseen_frees_before_peak": unseen[:50], "near_peak": near, "large_events": big[:400]}
+            "unseen_frees_before_peak": unseen[:50], "near_peak": near, "large_events": big[:4000]}

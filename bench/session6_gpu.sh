@@ -18,6 +18,7 @@
 #   parameters), and with NGPU=4 or 8 the DDP/FSDP/TP jobs on all GPUs.
 # PART=7: session 7 — see the block below.
 # PART=8: session 7 — configurations outside the calibration set.
+# PART=9: session 7 — allocator histories where the training replay misses.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -197,5 +198,21 @@ json.dump(merged, open(out, "w"), indent=1)
 PY
   $vl validate --results "$o/unseen.json" > "$o/unseen-validate.txt" 2>&1
   for g in 0 1; do tail -c 8000 "$o/unseen-$g.log" > "$o/unseen-$g-tail.log"; rm -f "$o/unseen-$g.log"; done
+fi
+if [ "$PART" = 9 ]; then
+  # session 7: the allocator's history of the unseen run the training replay
+  # misses (Gemma-2B bf16 SGD, +12 %) and of a control, with every large
+  # event and the Python line that made it (bench/peak_blocks.py)
+  export PYTHONPATH=$PWD/python
+  rm -rf /tmp/h9; mkdir -p /tmp/h9
+  for n in ${HIST9:-u-gemma2b-bf16-sgd-b4s2048 gemma2b-bf16-adamw-fused}; do
+    python3 bench/alloc_history.py /tmp/h9 $n >> "$o/history-9.txt" 2>>"$o/errors-9.txt"
+    d=/tmp/h9/$n
+    python3 -c "import pickle, json, sys; sys.path.insert(0, 'bench'); from peak_blocks import summary; json.dump(summary(pickle.load(open('$d/hist.pickle', 'rb'))), open('$d/large.json', 'w'), indent=1)" 2>>"$o/errors-9.txt"
+    python3 -m vramledger.history $d/hist.pickle > $d/hist.trace 2> $d/hist.info &&
+      $vl trace --replay $d/hist.trace --format json > $d/hist-replay.json 2>>"$o/errors-9.txt"
+    xz -T4 $d/hist.trace; rm -f $d/hist.pickle
+  done
+  tar -C /tmp/h9 -cJf "$o/hist9.tar.xz" .
 fi
 ls -la "$o"
