@@ -18,8 +18,6 @@
  * tensors T*h*e, MLP tensors T*I*e); the loss's blocks as transformers'
  * ForCausalLMLoss makes them. Blocks of 1 MiB or less (the small pool) are
  * left out. */
-#include <stdio.h>
-#include <stdlib.h>
 #include "internal.h"
 #include "vramledger/alloc.h"
 #include "vramledger/caching.h"
@@ -40,19 +38,13 @@ struct prog {
   bool failed;
 };
 
-static int dbg_step = -1;
 static uint32_t A(struct prog *p, uint64_t bytes) {
   uint32_t h = NONE;
   if (p->failed || bytes <= (1ull << 20)) return NONE;
-  struct vl_cache_stats a, b;
-  vl_cache_stats(p->c, &a);
   if (vl_cache_malloc(p->c, bytes, &h) != VL_OK) {
     p->failed = true;
     return NONE;
   }
-  vl_cache_stats(p->c, &b);
-  if (getenv("VL_DBG") && (b.reserved > a.reserved || b.inactive_split != a.inactive_split))
-    fprintf(stderr, "step %d new segment %.1f MiB for %.1f MiB (alloc %.2f GiB) split %.1f -> %.1f MiB\n", dbg_step, (b.reserved - a.reserved) / 1048576.0, bytes / 1048576.0, b.allocated / 1073741824.0, a.inactive_split / 1048576.0, b.inactive_split / 1048576.0);
   return h;
 }
 
@@ -191,7 +183,6 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   uint32_t ws1 = NONE, ws2 = NONE;
 
   for (int step = 0; step < STEPS && !p.failed; step++) {
-    dbg_step = step;
     /* ---- forward (under autocast) ---- */
     uint32_t hs = A(&p, Th * z->r); /* the embeddings' output */
     if (ws1 == NONE) ws1 = A(&p, z->workspace);
@@ -230,10 +221,11 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     F(&p, &logp);
     uint32_t gl = e < 4 ? A(&p, TV * e) : NONE;
     F(&p, &g2);
-    /* autograd's thread makes its cuBLAS workspace at its first matmul, the
-     * head's (Gemma-2B's history: right after the logits' gradient) */
-    if (ws2 == NONE) ws2 = A(&p, z->workspace);
     if (tied) grad(&p, z, z->V * z->h, &grads); /* lands on the embedding */
+    /* autograd's thread makes its cuBLAS workspace at its first matmul, the
+     * head's, after the head's weight gradient (Gemma-2B's histories, bf16
+     * and AMP: bench/results/2026-11-29-h200x2-session7/part9-histories) */
+    if (ws2 == NONE) ws2 = A(&p, z->workspace);
     grads_of(&p, arch, inv, z, AFTER, &grads);
     uint32_t gh = A(&p, Th * z->r);
     F(&p, &gl);
@@ -243,12 +235,15 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
         if (z->autocast) per_tensor(&p, arch, inv, (int)l, true, 2, 1, &layer[l]);
         layer_saved(&p, &layer[l], act, z);
       }
-      uint32_t bt = A(&p, act->layer_bwd_tmp);
+      /* the backward's temporaries, in the MLP's and the norms' sizes */
+      uint64_t TIe = z->T * z->I * e, bmlp = TIe ? act->layer_bwd_tmp / TIe * TIe : 0;
+      blocks(&p, &tmp, bmlp, TIe);
+      blocks(&p, &tmp, act->layer_bwd_tmp - bmlp, Th * 4);
       grads_of(&p, arch, inv, z, (int)l, &grads);
       uint32_t ngh = A(&p, Th * z->r);
       F(&p, &gh);
       gh = ngh;
-      F(&p, &bt);
+      drop(&p, &tmp);
       drop(&p, &layer[l]);
     }
     F(&p, &gh);
