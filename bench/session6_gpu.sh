@@ -19,6 +19,8 @@
 # PART=7: session 7 — see the block below.
 # PART=8: session 7 — configurations outside the calibration set.
 # PART=9: session 7 — allocator histories where the training replay misses.
+# PART=10: session 7 — GPT-2 DDP's two peaks with and without NCCL's
+#   record_stream. (PART=8 takes UNSEEN=LIST UNSEEN_TAG=NAME.)
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -169,6 +171,7 @@ if [ "$PART" = 8 ]; then
   # on each GPU, merged into one results file for `vramledger validate
   # --results` (every run a hold-out)
   export PYTHONPATH=$PWD/python
+  list=${UNSEEN:-bench/configs/unseen.jsonl} tag=${UNSEEN_TAG:-unseen}
   rm -rf /tmp/u; mkdir -p /tmp/u
   one() { # GPU PARITY
     i=0
@@ -177,27 +180,27 @@ if [ "$PART" = 8 ]; then
         n=$(echo "$line" | python3 -c "import json,sys; print(json.load(sys.stdin)['name'])")
         cfg=$(echo "$line" | python3 -c "import json,sys; c=json.load(sys.stdin); c['holdout']=True; print(json.dumps(c))")
         CUDA_VISIBLE_DEVICES=$1 python3 python/vramledger/measure.py /tmp/u/$n.json --config "$cfg" </dev/null \
-            >> "$o/unseen-$1.log" 2>&1
+            >> "$o/$tag-$1.log" 2>&1
       fi
       i=$((i + 1))
-    done < bench/configs/unseen.jsonl
+    done < "$list"
   }
   t0=$(date +%s)
   one 0 0 & one 1 1 & wait
-  echo "$(wc -l < bench/configs/unseen.jsonl) configurations on 2 GPUs: $(( $(date +%s) - t0 )) s" > "$o/unseen-time.txt"
-  python3 - "$o/unseen.json" /tmp/u/*.json <<'PY'
+  echo "$(wc -l < "$list") configurations on 2 GPUs: $(( $(date +%s) - t0 )) s" > "$o/$tag-time.txt"
+  python3 - "$o/$tag.json" "$list" /tmp/u/*.json <<'PY'
 import json, sys
-out, files = sys.argv[1], sys.argv[2:]
+out, src, files = sys.argv[1], sys.argv[2], sys.argv[3:]
 merged = None
 for f in files:
     d = json.load(open(f))
     if merged is None:
-        merged = dict(d, suite="unseen (bench/configs/unseen.jsonl)", runs=[])
+        merged = dict(d, suite="outside the calibration set (%s)" % src, runs=[])
     merged["runs"] += d["runs"]
 json.dump(merged, open(out, "w"), indent=1)
 PY
-  $vl validate --results "$o/unseen.json" > "$o/unseen-validate.txt" 2>&1
-  for g in 0 1; do tail -c 8000 "$o/unseen-$g.log" > "$o/unseen-$g-tail.log"; rm -f "$o/unseen-$g.log"; done
+  $vl validate --results "$o/$tag.json" > "$o/$tag-validate.txt" 2>&1
+  for g in 0 1; do tail -c 8000 "$o/$tag-$g.log" > "$o/$tag-$g-tail.log"; rm -f "$o/$tag-$g.log"; done
 fi
 if [ "$PART" = 9 ]; then
   # session 7: the allocator's history of the unseen run the training replay
@@ -214,5 +217,17 @@ if [ "$PART" = 9 ]; then
     xz -T4 $d/hist.trace; rm -f $d/hist.pickle
   done
   tar -C /tmp/h9 -cJf "$o/hist9.tar.xz" .
+fi
+if [ "$PART" = 10 ]; then
+  # session 7: GPT-2 DDP's two peaks (DDP's first buckets freed at the
+  # rebuild or only in the second backward): four runs as they are and four
+  # with NCCL's record_stream off (TORCH_NCCL_AVOID_RECORD_STREAMS=1)
+  for i in 1 2 3 4; do
+    $tr --nproc-per-node 2 bench/multi_gpu_job.py --mode ddp 2>>"$o/errors-10.txt" |
+        grep '^{' | sed 's/"mode": "ddp"/"mode": "ddp-default"/' >> "$o/ddp10.jsonl"
+    TORCH_NCCL_AVOID_RECORD_STREAMS=1 $tr --nproc-per-node 2 bench/multi_gpu_job.py --mode ddp \
+        2>>"$o/errors-10.txt" | grep '^{' | sed 's/"mode": "ddp"/"mode": "ddp-avoid-record-streams"/' >> "$o/ddp10.jsonl"
+  done
+  tail -c 8000 "$o/errors-10.txt" > "$o/errors-10-tail.txt"; rm -f "$o/errors-10.txt"
 fi
 ls -la "$o"
