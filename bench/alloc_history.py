@@ -3,7 +3,7 @@
     python3 bench/alloc_history.py OUTDIR NAME...
 
 NAME is a run of python/vramledger/measure.py's calibration suite or of
-bench/configs/unseen.jsonl (configurations outside it). Each is
+bench/configs/unseen*.jsonl (configurations outside it). Each is
 measured as measure.py measures it (the same function), with
 torch.cuda.memory._record_memory_history on (Python stacks only), and
 leaves in OUTDIR/NAME/:
@@ -66,14 +66,16 @@ def main():
     out, names = sys.argv[1], sys.argv[2:]
     data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
     by_name = {c["name"]: c for c in measure.CALIBRATION}
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "unseen.jsonl")) as f:
-        for line in f:
-            u = json.loads(line)
-            by_name[u["name"]] = measure.T(
-                u["name"], u["model"], u.get("precision", "amp-bf16"), u.get("optimizer", "adamw"),
-                u.get("optimizer_impl", "foreach"), u.get("attention", "sdpa"),
-                u.get("checkpointing", "none"), u["batch"], u["seq"], lora=u.get("lora", 0),
-                holdout=True, targets=u.get("lora_targets"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    for lst in ("unseen.jsonl", "unseen2.jsonl"):
+        with open(os.path.join(here, "configs", lst)) as f:
+            for line in f:
+                u = json.loads(line)
+                by_name[u["name"]] = measure.T(
+                    u["name"], u["model"], u.get("precision", "amp-bf16"),
+                    u.get("optimizer", "adamw"), u.get("optimizer_impl", "foreach"),
+                    u.get("attention", "sdpa"), u.get("checkpointing", "none"), u["batch"],
+                    u["seq"], lora=u.get("lora", 0), holdout=True, targets=u.get("lora_targets"))
     for name in names:
         c = by_name[name]
         d = os.path.join(out, name)
