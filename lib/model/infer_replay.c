@@ -15,29 +15,7 @@
  * 1 MiB or less (the small pool, its own 2 MiB segments) are left out. */
 #include "internal.h"
 #include "vramledger/alloc.h"
-#include "vramledger/caching.h"
-
-struct prog {
-  struct vl_cache *c;
-  bool failed;
-};
-
-#define NONE UINT32_MAX
-
-static uint32_t A(struct prog *p, uint64_t bytes) {
-  uint32_t h = NONE;
-  if (p->failed || bytes <= (1ull << 20)) return NONE; /* small pool: apart */
-  if (vl_cache_malloc(p->c, bytes, &h) != VL_OK) {
-    p->failed = true;
-    return NONE;
-  }
-  return h;
-}
-
-static void F(struct prog *p, uint32_t *h) {
-  if (*h != NONE) vl_cache_free(p->c, *h);
-  *h = NONE;
-}
+#include "prog.h"
 
 /* a norm of T rows: RMSNorm upcasts to fp32 (x.float(), x * rsqrt(var),
  * .to(dtype), * weight); LayerNorm writes its output */

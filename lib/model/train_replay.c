@@ -20,9 +20,8 @@
  * left out. */
 #include "internal.h"
 #include "vramledger/alloc.h"
-#include "vramledger/caching.h"
+#include "prog.h"
 
-#define NONE UINT32_MAX
 /* the first step creates the optimizer's states, the second makes anew
  * what they carved up; a third changes no calibration result */
 #define STEPS 2
@@ -32,26 +31,6 @@ struct list {
   uint32_t *h;
   size_t n, cap;
 };
-
-struct prog {
-  struct vl_cache *c;
-  bool failed;
-};
-
-static uint32_t A(struct prog *p, uint64_t bytes) {
-  uint32_t h = NONE;
-  if (p->failed || bytes <= (1ull << 20)) return NONE;
-  if (vl_cache_malloc(p->c, bytes, &h) != VL_OK) {
-    p->failed = true;
-    return NONE;
-  }
-  return h;
-}
-
-static void F(struct prog *p, uint32_t *h) {
-  if (*h != NONE) vl_cache_free(p->c, *h);
-  *h = NONE;
-}
 
 static void push(struct prog *p, struct list *l, uint32_t h) {
   if (h == NONE || p->failed) return;
@@ -101,6 +80,13 @@ static void layer_saved(struct prog *p, struct list *l, const struct vl__act *ac
 
 enum where { BEFORE = -1, AFTER = -2 }; /* outside the layers: embeddings; final norm, head */
 
+/* how many tensors of inventory entry t belong to layer w (or, w < 0, to
+ * the part outside the layers where t lies) */
+static uint64_t count_in(const struct vl_arch *arch, const struct vl_tensor *t, int w) {
+  if (t->per_layer) return w >= 0 && arch->layers ? t->count / arch->layers : 0;
+  return w == (t->kind == VL_T_EMBED ? BEFORE : AFTER) ? t->count : 0;
+}
+
 /* one block of elems * bytes per tensor, `times` over, for the tensors of
  * layer `w` (or outside the layers), in the inventory's order; matmul
  * weights only with `linear`; onto l (NULL: made and freed at once). A
@@ -110,12 +96,7 @@ static void per_tensor(struct prog *p, const struct vl_arch *arch, const struct 
   for (int i = 0; i < inv->n && !p->failed; i++) {
     const struct vl_tensor *t = &inv->t[i];
     if (linear && t->kind != VL_T_LINEAR && t->kind != VL_T_HEAD) continue;
-    uint64_t n;
-    if (t->per_layer)
-      n = w >= 0 && arch->layers ? t->count / arch->layers : 0;
-    else
-      n = w == (t->kind == VL_T_EMBED ? BEFORE : AFTER) ? t->count : 0;
-    for (uint64_t k = 0; k < n; k++)
+    for (uint64_t k = 0, n = count_in(arch, t, w); k < n; k++)
       for (unsigned j = 0; j < times; j++) {
         uint32_t h = A(p, t->rows * t->cols * bytes);
         if (l)
@@ -152,12 +133,7 @@ static void grads_of(struct prog *p, const struct vl_arch *arch, const struct vl
                      const struct vl__train_sizes *z, int w, struct list *grads) {
   for (int i = 0; i < inv->n && !p->failed; i++) {
     const struct vl_tensor *t = &inv->t[i];
-    uint64_t n;
-    if (t->per_layer)
-      n = w >= 0 && arch->layers ? t->count / arch->layers : 0;
-    else
-      n = w == (t->kind == VL_T_EMBED ? BEFORE : AFTER) ? t->count : 0;
-    for (uint64_t k = 0; k < n; k++)
+    for (uint64_t k = 0, n = count_in(arch, t, w); k < n; k++)
       grad(p, z, t->rows * t->cols, grads);
   }
 }
