@@ -5,12 +5,15 @@ weights), its linears split the Megatron way with PyTorch's DTensor
 (torch.distributed.tensor.parallel): q/k/v and gate/up column-wise, o and
 down row-wise, the embedding and the LM head split over the vocabulary, the
 loss computed on the vocabulary-split logits (loss_parallel). Norms and the
-residual stream stay replicated (no sequence parallelism). Every rank prints
-one JSON line: its max_memory_allocated/reserved, its median step time.
+residual stream stay replicated, or with --sp are split over the sequence
+(sequence parallelism: the norms SequenceParallel, attention and MLP gather
+their input, o and down reduce-scatter their output, as PyTorch's recipe
+for Llama). Every rank prints one JSON line: its max_memory_allocated/
+reserved, its median step time.
 
   torchrun --nproc-per-node 2 bench/tp_job.py --config FILE
       [--precision amp-bf16|bf16|fp32] [--attention sdpa|eager]
-      [--checkpointing none|full] [--batch 4 --seq 1024 --steps 5]
+      [--checkpointing none|full] [--sp] [--batch 4 --seq 1024 --steps 5]
 """
 import argparse
 import json
@@ -29,6 +32,7 @@ ap.add_argument("--config", required=True)
 ap.add_argument("--precision", default="amp-bf16")
 ap.add_argument("--attention", default="sdpa")
 ap.add_argument("--checkpointing", default="none")
+ap.add_argument("--sp", action="store_true", help="sequence parallelism over the TP group")
 ap.add_argument("--batch", type=int, default=4)
 ap.add_argument("--seq", type=int, default=1024)
 ap.add_argument("--steps", type=int, default=5)
@@ -37,7 +41,8 @@ a = ap.parse_args()
 rank, local, world = init_distributed()
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import Replicate, Shard
-from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel, loss_parallel,
+from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput,
+                                               RowwiseParallel, SequenceParallel, loss_parallel,
                                                parallelize_module)
 from transformers import AutoModelForCausalLM
 
@@ -54,17 +59,29 @@ if a.precision in ("bf16",):
 if a.checkpointing == "full":
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 model.train()
+seq_out = Shard(1) if a.sp else Replicate()
 for layer in model.model.layers:
-    parallelize_module(layer, mesh, {
+    plan = {
         "self_attn.q_proj": ColwiseParallel(), "self_attn.k_proj": ColwiseParallel(),
-        "self_attn.v_proj": ColwiseParallel(), "self_attn.o_proj": RowwiseParallel(),
+        "self_attn.v_proj": ColwiseParallel(), "self_attn.o_proj": RowwiseParallel(output_layouts=seq_out),
         "mlp.gate_proj": ColwiseParallel(), "mlp.up_proj": ColwiseParallel(),
-        "mlp.down_proj": RowwiseParallel(),
-    })
-parallelize_module(model, mesh, {
-    "model.embed_tokens": RowwiseParallel(input_layouts=Replicate()),
-    "lm_head": ColwiseParallel(output_layouts=Shard(-1), use_local_output=False),
-})
+        "mlp.down_proj": RowwiseParallel(output_layouts=seq_out),
+    }
+    if a.sp:
+        plan.update({
+            "input_layernorm": SequenceParallel(), "post_attention_layernorm": SequenceParallel(),
+            "self_attn": PrepareModuleInput(input_kwarg_layouts={"hidden_states": Shard(1)},
+                                            desired_input_kwarg_layouts={"hidden_states": Replicate()}),
+            "mlp": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
+        })
+    parallelize_module(layer, mesh, plan)
+top = {
+    "model.embed_tokens": RowwiseParallel(input_layouts=Replicate(), output_layouts=seq_out),
+    "lm_head": ColwiseParallel(input_layouts=seq_out, output_layouts=Shard(-1), use_local_output=False),
+}
+if a.sp:
+    top["model.norm"] = SequenceParallel()
+parallelize_module(model, mesh, top)
 # foreach kernels take one kind of tensor at a time: split parameters (DTensor)
 # and replicated ones (norms) into two groups; same update
 split = [p for p in model.parameters() if hasattr(p, "to_local")]
@@ -79,7 +96,10 @@ for step in range(a.steps):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.precision.startswith("amp")):
-        hidden = model.model(input_ids=ids).last_hidden_state
+        # positions of the whole sequence: under --sp the embeddings' output
+        # is this rank's slice of it, from which transformers would count
+        pos = torch.arange(a.seq, device="cuda")
+        hidden = model.model(input_ids=ids, position_ids=pos[None], cache_position=pos).last_hidden_state
         logits = model.lm_head(hidden)
     # transformers' ForCausalLMLoss: fp32 logits, labels shifted by padding
     labels = F.pad(ids, (0, 1), value=-100)[..., 1:]
@@ -91,7 +111,7 @@ for step in range(a.steps):
     torch.cuda.synchronize()
     times.append(time.perf_counter() - t0)
 history_write(a.history, rank)
-print(json.dumps({"mode": "tp", "config": os.path.basename(a.config), "world": world, "rank": rank,
+print(json.dumps({"mode": "tp-sp" if a.sp else "tp", "config": os.path.basename(a.config), "world": world, "rank": rank,
                   "precision": a.precision, "attention": a.attention,
                   "checkpointing": a.checkpointing, "batch": a.batch, "seq": a.seq,
                   "loss": float(loss.item()),
