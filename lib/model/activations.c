@@ -72,8 +72,13 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   const uint64_t attn_copies = own_casts && !fused_qkv ? 3 : 1;
   const uint64_t mlp_copies =
       own_casts && arch->gated_mlp && !arch->experts && arch->family != VL_FAM_PHI3 ? 2 : 1;
+  /* Under sequence parallelism the projections see the input gathered over
+   * the sequence (PyTorch's PrepareModuleInput before attention and MLP, the
+   * head's ColwiseParallel) and save that: T tokens, not T/t (measured on 2
+   * H200s: TinyLlama TP 2 + SP -5.4 % with T/t, bench/results/
+   * 2026-11-29-h200x2-session7/part11-sp/sp.jsonl) */
   uint64_t attn = 0;
-  if (sh->attn_in_saved) attn = vl__add(ck, attn, vl__mul4(ck, Tr, sh->h, e, attn_copies));
+  if (sh->attn_in_saved) attn = vl__add(ck, attn, vl__mul4(ck, T, sh->h, e, attn_copies));
   /* q, k, v as the attention kernel keeps them. Eager attention repeats k
    * and v to all heads (repeat_kv) before the matmuls. */
   uint64_t kv_heads_saved = g_loc;
@@ -112,7 +117,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
 
   /* MLP. */
   uint64_t mlp = 0;
-  if (sh->mlp_in_saved) mlp = vl__add(ck, mlp, vl__mul4(ck, Tr, sh->h, e, mlp_copies));
+  if (sh->mlp_in_saved) mlp = vl__add(ck, mlp, vl__mul4(ck, T, sh->h, e, mlp_copies));
   uint64_t k = arch->experts ? arch->experts_per_token : 1;
   uint64_t width = vl__mul(ck, k, I_loc);
   if (arch->gated_mlp) {
@@ -185,7 +190,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   uint64_t V_loc = vl__div_ceil(sh->V, t);
   uint64_t logits = vl__mul3(ck, T, V_loc, e);
   uint64_t logp = vl__mul3(ck, T, V_loc, 4);
-  act->head = vl__add(ck, vl__add(ck, norm, vl__mul3(ck, Tr, sh->h, e)), vl__add(ck, logits, logp));
+  act->head = vl__add(ck, vl__add(ck, norm, vl__mul3(ck, T, sh->h, e)), vl__add(ck, logits, logp));
   if (!arch->causal) /* BERT MLM transform: dense + GELU + LayerNorm */
     act->head = vl__add(ck, act->head, vl__mul4(ck, T, sh->h, e, 3));
   act->logits = logits;

@@ -282,7 +282,7 @@ static void ddp_second_bucket_copy_is_shown_not_summed(void **state) {
 }
 
 /* Every rank of the 2-GPU runs on the H200 (bench/results/2026-11-29-
- * h200x2-session6/: part1-tp/tp.jsonl, part1-dp/dp.jsonl; max_memory_allocated
+ * h200x2-session6/: part1-tp/tp.jsonl, part1-dp/dp.jsonl; session7/part11-sp; max_memory_allocated
  * in bytes) against the estimate of the same job: within 7 % (all agree
  * within 4.3 %; the ranks of one run read the same). */
 static void two_h200_runs_within_seven_percent(void **state) {
@@ -299,26 +299,36 @@ static void two_h200_runs_within_seven_percent(void **state) {
     enum vl_ckpt ckpt;
     unsigned batch, tp, zero, dp;
     double measured;
+    bool sp;
   } runs[] = {
       {"TP2 amp sdpa b4", 0, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 2, 0, 1,
-       16289633792.0},
+       16289633792.0, false},
       {"TP2 amp eager b2", 0, VL_PREC_AMP_BF16, VL_ATTN_EAGER, VL_CKPT_NONE, 2, 2, 0, 1,
-       16611563008.0},
+       16611563008.0, false},
       {"TP2 amp ckpt b8", 0, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_FULL, 8, 2, 0, 1,
-       11533847040.0},
+       11533847040.0, false},
       {"Qwen untied TP2 amp b4", 2, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 2, 0, 1,
-       14483695616.0},
-      {"TP2 bf16 b4", 0, VL_PREC_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 2, 0, 1, 10066568704.0},
-      {"TP2 fp32 b2", 0, VL_PREC_FP32, VL_ATTN_SDPA, VL_CKPT_NONE, 2, 2, 0, 1, 15318668800.0},
-      {"DDP b4", 0, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 1, 0, 2, 31095169536.0},
-      {"FSDP full b4", 0, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 1, 3, 2, 20796207616.0},
+       14483695616.0, false},
+      {"TP2 bf16 b4", 0, VL_PREC_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 2, 0, 1, 10066568704.0,
+       false},
+      {"TP2 fp32 b2", 0, VL_PREC_FP32, VL_ATTN_SDPA, VL_CKPT_NONE, 2, 2, 0, 1, 15318668800.0,
+       false},
+      {"DDP b4", 0, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 1, 0, 2, 31095169536.0, false},
+      {"FSDP full b4", 0, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 1, 3, 2, 20796207616.0,
+       false},
       {"FSDP grad-op b4", 0, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 1, 2, 2,
-       24495927808.0},
-      {"Qwen DDP b4", 1, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 1, 0, 2, 23023125504.0},
+       24495927808.0, false},
+      {"Qwen DDP b4", 1, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 1, 0, 2, 23023125504.0,
+       false},
       {"Qwen FSDP full b4", 1, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 1, 3, 2,
-       18662435840.0},
+       18662435840.0, false},
       {"Qwen FSDP grad-op b4", 1, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 1, 2, 2,
-       20034375168.0},
+       20034375168.0, false},
+      /* sequence parallelism (session 7, part11-sp/sp.jsonl) */
+      {"TP2+SP amp b4", 0, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 2, 0, 1, 14753633792.0,
+       true},
+      {"TP2+SP bf16 b4", 0, VL_PREC_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 2, 0, 1, 8961009152.0,
+       true},
   };
   for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
     struct vl_job j;
@@ -331,6 +341,7 @@ static void two_h200_runs_within_seven_percent(void **state) {
     j.tp = runs[i].tp;
     j.dp = runs[i].dp;
     j.zero = runs[i].zero;
+    j.sp = runs[i].sp;
     /* bench/multi_gpu_job.py keeps only the loss; bench/tp_job.py the logits */
     j.drop_outputs = runs[i].dp > 1;
     struct vl_bill b;
