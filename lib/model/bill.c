@@ -231,16 +231,28 @@ static void model_states(const struct vl_arch *arch, const struct vl_inventory *
   }
 }
 
+/* Optimizer states as large as the parameters, per parameter: SGD none,
+ * momentum and Lion one, Adam two (0 for the factored and quantised ones). */
+static unsigned full_states(enum vl_optimizer o) {
+  switch (o) {
+  case VL_OPT_SGD_MOMENTUM:
+  case VL_OPT_LION: return 1;
+  case VL_OPT_ADAM:
+  case VL_OPT_ADAMW: return 2;
+  default: return 0;
+  }
+}
+
 /* Optimizer state bytes per trainable element (seed 004 table). */
 static uint64_t optimizer_bytes(const struct vl_job *job, const struct vl__policy *pol,
                                 const struct states *st, uint64_t trainable, struct vl__ck *ck) {
   uint64_t sb = job->lora_rank ? 4 : pol->state; /* PEFT keeps adapters in fp32 */
   switch (job->optimizer) {
-  case VL_OPT_SGD: return 0;
+  case VL_OPT_SGD:
   case VL_OPT_SGD_MOMENTUM:
-  case VL_OPT_LION: return vl__mul(ck, trainable, sb);
+  case VL_OPT_LION:
   case VL_OPT_ADAM:
-  case VL_OPT_ADAMW: return vl__mul3(ck, trainable, sb, 2);
+  case VL_OPT_ADAMW: return vl__mul3(ck, trainable, sb, full_states(job->optimizer));
   case VL_OPT_ADAFACTOR: {
     /* factored second moment: a row and a column vector per matrix */
     uint64_t f = st->trainable_elems ? st->factored_elems : 0;
@@ -502,10 +514,11 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
          NULL, 0, NULL, NULL, 0, NULL);
     /* DDP rebuilds its buckets at the second step; the first ones are freed
      * there, or only in that step's backward when the first step's
-     * communication still holds them (5 of 8 GPT-2 runs on 2 H200s
-     * measured low, 3 high by exactly G: bench/results/
-     * 2026-11-29-h200x2-session7/part7). Not summed: the point estimate is
-     * the usual case; the fit margin has to cover this one. */
+     * communication still holds them (GPT-2 on 2 H200s: 19 of 32 rank
+     * peaks in 16 runs low, 13 high by exactly G: bench/results/
+     * 2026-11-29-h200x2-session7/part6-nccl-fix, part7, part10-ddp). Not
+     * summed: the point estimate is the more common case; the fit margin
+     * has to cover this one. */
     struct vl_term *t =
         vl__term(bill, VL_LINE_COMM, "DDP first buckets if kept into step 2", "G (not summed)",
                  "DDP _rebuild_buckets (measured: session7/part7)", comm);
@@ -607,34 +620,18 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
          NULL, 0, NULL, NULL, 0, NULL);
   }
 
-  /* allocator: rounding of persistent tensors + churn among the rest */
+  /* allocator: for one GPU, transformers' modules and full training the
+   * loop's allocations replayed through the allocator model
+   * (train_replay.c); elsewhere the persistent tensors' rounding + churn
+   * among the rest */
   const bool expandable = job->allocator == VL_ALLOC_EXPANDABLE;
   const double churn_frac = expandable ? ov->allocator_churn_expandable : ov->allocator_churn;
-  enum vl_phase peak = VL_PH_FORWARD;
-  for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++) {
-    uint64_t churn =
-        vl__add(&ck, ph[p].line[VL_LINE_ACTIVATIONS],
-                vl__add(&ck, ph[p].line[VL_LINE_TRANSIENT], ph[p].line[VL_LINE_AUTOCAST]));
-    /* weights' rounding, and the same for gradients and each fp32 copy of
-     * the trained weights when they are present */
-    uint64_t seg_waste = job->zero >= 3 ? vl__div_ceil(st.seg_waste, dp) : st.seg_waste;
-    if (!job->lora_rank && ph[p].line[VL_LINE_GRADIENTS]) seg_waste = vl__mul(&ck, seg_waste, 2);
-    if (expandable) seg_waste = 0; /* pages are mapped as needed: no per-segment rounding */
-    ph[p].line[VL_LINE_RESERVE] = vl__add(&ck, vl__scale(&ck, churn, churn_frac), seg_waste);
-    if (comp_alloc(&ph[p]) > comp_alloc(&ph[peak])) peak = (enum vl_phase)p;
-  }
-  /* one GPU, transformers' modules, full training: the loop's allocations
-   * replayed through the allocator model (train_replay.c) */
-  bool replayable = arch->causal && !mg && !ds && dp == 1 && job->tp == 1 && job->pp == 1 &&
-                    job->zero == 0 && job->offload == VL_OFFLOAD_NONE && !job->lora_rank &&
-                    !job->qlora && job->grad_accum <= 1 && !job->grads_persist &&
-                    job->optimizer != VL_OPT_ADAM8BIT;
-  struct vl_cache_stats rs;
+  const bool replayable = !ck.overflow && arch->causal && !mg && !ds && dp == 1 && job->tp == 1 &&
+                          job->pp == 1 && job->zero == 0 && job->offload == VL_OFFLOAD_NONE &&
+                          !job->lora_rank && !job->qlora && job->grad_accum <= 1 &&
+                          !job->grads_persist && job->optimizer != VL_OPT_ADAM8BIT;
+  struct vl_cache_stats rs = {0};
   if (replayable) {
-    unsigned n_states = job->optimizer == VL_OPT_ADAM || job->optimizer == VL_OPT_ADAMW ? 2
-                        : job->optimizer == VL_OPT_SGD_MOMENTUM || job->optimizer == VL_OPT_LION
-                            ? 1
-                            : 0;
     struct vl__train_sizes z = {
         .T = job->batch * job->seq,
         .h = arch->hidden,
@@ -644,7 +641,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
         .gb = gb,
         .mb = pol.master,
         .sb = sb,
-        .states = n_states,
+        .states = full_states(job->optimizer),
         .impl = impl,
         .step_temp = T_opt > 0,
         .autocast = pol.autocast,
@@ -656,19 +653,35 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
     };
     vl_status rc = vl__train_replay(arch, inv, &act, &z, &rs, err);
     if (rc != VL_OK) return rc;
-    uint64_t reserve = vl__sub0(rs.peak_reserved, rs.peak_allocated);
-    for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++)
-      ph[p].line[VL_LINE_RESERVE] = reserve;
+  }
+  const uint64_t replayed = vl__sub0(rs.peak_reserved, rs.peak_allocated);
+  enum vl_phase peak = VL_PH_FORWARD;
+  for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++) {
+    if (replayable) {
+      ph[p].line[VL_LINE_RESERVE] = replayed;
+    } else {
+      uint64_t churn =
+          vl__add(&ck, ph[p].line[VL_LINE_ACTIVATIONS],
+                  vl__add(&ck, ph[p].line[VL_LINE_TRANSIENT], ph[p].line[VL_LINE_AUTOCAST]));
+      /* weights' rounding, and the same for gradients and each fp32 copy of
+       * the trained weights when they are present */
+      uint64_t seg_waste = job->zero >= 3 ? vl__div_ceil(st.seg_waste, dp) : st.seg_waste;
+      if (!job->lora_rank && ph[p].line[VL_LINE_GRADIENTS]) seg_waste = vl__mul(&ck, seg_waste, 2);
+      if (expandable) seg_waste = 0; /* pages are mapped as needed: no per-segment rounding */
+      ph[p].line[VL_LINE_RESERVE] = vl__add(&ck, vl__scale(&ck, churn, churn_frac), seg_waste);
+    }
+    if (comp_alloc(&ph[p]) > comp_alloc(&ph[peak])) peak = (enum vl_phase)p;
+  }
+  if (replayable)
     note(bill, VL_LINE_RESERVE, "allocator reserve", "replay: peak reserved - peak allocated",
-         "two steps' allocations through the caching-allocator model (train_replay.c)", reserve,
+         "two steps' allocations through the caching-allocator model (train_replay.c)", replayed,
          "replay_reserved", (double)rs.peak_reserved, "bytes", "replay_allocated",
          (double)rs.peak_allocated, "bytes", NULL, 0, NULL);
-  } else {
+  else
     note(bill, VL_LINE_RESERVE, "allocator reserve",
          "churn * (activations + temporaries) + rounding",
          "PyTorch CUDACachingAllocator (512 B blocks, 2/20 MiB segments); churn to be calibrated",
          ph[peak].line[VL_LINE_RESERVE], "churn", churn_frac, "", NULL, 0, NULL, NULL, 0, NULL);
-  }
 
   if (ck.overflow)
     return vl__fail(err, VL_EOVERFLOW,

@@ -123,8 +123,8 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
         vl__infer_replay(arch, inv, job, pol.weight, e, r, kvb, ov->cublas_workspace_bytes,
                          job->allocator == VL_ALLOC_EXPANDABLE, &st, err);
     if (s != VL_OK) return s;
-    uint64_t frag = st.peak_reserved > st.peak_allocated ? st.peak_reserved - st.peak_allocated : 0;
-    line_pre[VL_LINE_RESERVE] = line_dec[VL_LINE_RESERVE] = frag;
+    line_pre[VL_LINE_RESERVE] = line_dec[VL_LINE_RESERVE] =
+        vl__sub0(st.peak_reserved, st.peak_allocated);
   } else {
     double churn = job->allocator == VL_ALLOC_EXPANDABLE ? ov->allocator_churn_expandable
                                                          : ov->allocator_churn;

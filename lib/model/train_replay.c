@@ -146,6 +146,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   if (vl_cache_new(&conf, &p.c) != VL_OK) return vl__fail(err, VL_ENOMEM, "out of memory");
   const uint64_t L = arch->layers, Th = z->T * z->h, TV = z->T * z->V, e = z->e;
   const bool tied = arch->tie_embeddings && arch->causal;
+  const uint64_t TIe = z->T * z->I * e, bwd_mlp = TIe ? act->layer_bwd_tmp / TIe * TIe : 0;
   struct list *layer = vl_calloc(L + 1, sizeof *layer); /* [L]: the head's */
   struct list model = {0}, states = {0}, casts = {0}, grads = {0}, tmp = {0};
   if (!layer) {
@@ -212,9 +213,8 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
         layer_saved(&p, &layer[l], act, z);
       }
       /* the backward's temporaries, in the MLP's and the norms' sizes */
-      uint64_t TIe = z->T * z->I * e, bmlp = TIe ? act->layer_bwd_tmp / TIe * TIe : 0;
-      blocks(&p, &tmp, bmlp, TIe);
-      blocks(&p, &tmp, act->layer_bwd_tmp - bmlp, Th * 4);
+      blocks(&p, &tmp, bwd_mlp, TIe);
+      blocks(&p, &tmp, act->layer_bwd_tmp - bwd_mlp, Th * 4);
       grads_of(&p, arch, inv, z, (int)l, &grads);
       uint32_t ngh = A(&p, Th * z->r);
       F(&p, &gh);
@@ -255,8 +255,6 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   vl_free(casts.h);
   vl_free(grads.h);
   vl_free(tmp.h);
-  (void)ws1;
-  (void)ws2;
   vl_cache_destroy(p.c);
   if (failed)
     return vl__fail(err, VL_ENOMEM, "out of memory replaying a training step's allocations");
