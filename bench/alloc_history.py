@@ -24,18 +24,11 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from vramledger import measure  # noqa: E402
+from peak_blocks import frame_list  # noqa: E402  (bench/ is this script's directory)
 
 
 def frames(e, n=4):
-    out = []
-    for f in e.get("frames") or []:
-        fn = f.get("filename", "")
-        if "torch/cuda/memory" in fn or "alloc_history" in fn:
-            continue
-        out.append("%s:%s %s" % (os.path.basename(fn), f.get("line"), f.get("name")))
-        if len(out) == n:
-            break
-    return out
+    return frame_list(e, n, "alloc_history", os.path.basename)
 
 
 def segments(snap):

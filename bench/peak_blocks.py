@@ -12,17 +12,24 @@ grouped by the innermost frames outside torch's own files."""
 import os
 
 
-def where(e, n=3):
+def frame_list(e, n, skip, short):
+    """The innermost n Python frames of a history event, as "FILE:LINE
+    FUNCTION" with FILE shortened by short(), leaving out torch's memory
+    module and files whose path contains skip (the recorder's own)."""
     out = []
     for f in e.get("frames") or []:
         fn = f.get("filename", "")
-        if "torch/cuda/memory" in fn or "peak_blocks" in fn:
+        if "torch/cuda/memory" in fn or skip in fn:
             continue
-        short = fn.split("site-packages/")[-1]
-        out.append("%s:%s %s" % (short, f.get("line"), f.get("name")))
+        out.append("%s:%s %s" % (short(fn), f.get("line"), f.get("name")))
         if len(out) == n:
             break
-    return " < ".join(out)
+    return out
+
+
+def where(e, n=3):
+    """The innermost n frames, paths from site-packages, "A < B < C"."""
+    return " < ".join(frame_list(e, n, "peak_blocks", lambda fn: fn.split("site-packages/")[-1]))
 
 
 def summary(snap, top=40):
