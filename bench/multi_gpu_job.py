@@ -4,7 +4,7 @@ GPT-2 (124 M, random init), AMP bf16, AdamW, under DDP, FSDP FULL_SHARD
 (ZeRO-3) or FSDP SHARD_GRAD_OP (ZeRO-2). Every rank prints one JSON line:
 its max_memory_allocated/reserved and its median step time.
 
-  torchrun --nproc-per-node 2 bench/multi_gpu_job.py --mode ddp|fsdp-full|fsdp-grad-op
+  torchrun --nproc-per-node 2 bench/multi_gpu_job.py --mode ddp|ddp-static|ddp-bucket-view|fsdp-full|fsdp-grad-op
       [--model gpt2|gpt2-medium | --config FILE] [--batch 4 --seq 512 --steps 5]
 """
 import argparse
@@ -44,8 +44,13 @@ else:
     cfg = AutoConfig.for_model("gpt2")
 with torch.device("cuda"):
     model = AutoModelForCausalLM.from_config(cfg)
-if a.mode == "ddp":
-    train = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local])
+if a.mode.startswith("ddp"):
+    # ddp-static: static_graph=True (buckets built once, never rebuilt);
+    # ddp-bucket-view: gradient_as_bucket_view=True (gradients are views
+    # into the buckets, no second copy)
+    train = torch.nn.parallel.DistributedDataParallel(
+        model, device_ids=[local], static_graph=a.mode == "ddp-static",
+        gradient_as_bucket_view=a.mode == "ddp-bucket-view")
 else:
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy
