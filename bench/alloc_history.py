@@ -15,6 +15,7 @@ leaves in OUTDIR/NAME/:
   Python stack), the bytes allocated and reserved just before — where
   reserved - allocated comes from.
 """
+import glob
 import json
 import os
 import pickle
@@ -60,8 +61,8 @@ def main():
     data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
     by_name = {c["name"]: c for c in measure.CALIBRATION}
     here = os.path.dirname(os.path.abspath(__file__))
-    for lst in ("unseen.jsonl", "unseen2.jsonl"):
-        with open(os.path.join(here, "configs", lst)) as f:
+    for lst in sorted(glob.glob(os.path.join(here, "configs", "unseen*.jsonl"))):
+        with open(lst) as f:
             for line in f:
                 u = json.loads(line)
                 by_name[u["name"]] = measure.T(
