@@ -50,15 +50,16 @@ struct vl_arch {
   unsigned qkv_bias : 1;
   unsigned o_bias : 1;
   unsigned mlp_bias : 1;
-  unsigned gated_mlp : 1;   /* SwiGLU/GeGLU: gate, up, down */
-  unsigned rms_norm : 1;    /* RMSNorm (weight) vs LayerNorm (weight + bias) */
-  unsigned norm_affine : 1; /* norms have parameters */
-  unsigned learned_pos : 1; /* learned absolute positions */
-  unsigned final_norm : 1;  /* a norm after the last layer */
-  unsigned fused_qkv : 1;   /* one qkv matrix (GPT-2, NeoX, Phi-3) */
-  unsigned causal : 1;      /* decoder (causal LM head) vs encoder (MLM) */
-  unsigned relu_act : 1;    /* ReLU MLP (OPT): one saved tensor, not two */
-  unsigned gelu_python : 1; /* GELU written in Python ops (GPT-2 gelu_new) */
+  unsigned gated_mlp : 1;         /* SwiGLU/GeGLU: gate, up, down */
+  unsigned rms_norm : 1;          /* RMSNorm (weight) vs LayerNorm (weight + bias) */
+  unsigned norm_affine : 1;       /* norms have parameters */
+  unsigned learned_pos : 1;       /* learned absolute positions */
+  unsigned final_norm : 1;        /* a norm after the last layer */
+  unsigned fused_qkv : 1;         /* one qkv matrix (GPT-2, NeoX, Phi-3) */
+  unsigned causal : 1;            /* decoder (causal LM head) vs encoder (MLM) */
+  unsigned relu_act : 1;          /* ReLU MLP (OPT): one saved tensor, not two */
+  unsigned gelu_python : 1;       /* GELU written in Python ops (GPT-2 gelu_new) */
+  unsigned parallel_residual : 1; /* x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX) */
 };
 
 /*! Parse a Hugging Face config.json held in text[0..len).

@@ -575,6 +575,24 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   /* backward: points at the loss, the top layer, the bottom layer, the end */
   struct phase_comp *bw = &ph[VL_PH_BACKWARD];
   uint64_t G0 = persist ? G : 0;
+  /* a tied embedding's gradients meet at its AccumulateGrad node: the
+   * head's waits in the node's input buffer, the embedding's comes last
+   * and the two are summed out of place (torch/csrc/autograd/
+   * input_buffer.cpp) before the sum becomes .grad: two more matrices at
+   * the end of the backward (Gemma-7B: 2.93 GiB over the gradients,
+   * bench/results/2026-11-29-h200x2-session8/part1-unseen3) */
+  uint64_t tied_sum = 0;
+  if (arch->causal && arch->tie_embeddings && first && last && !job->lora_rank && !job->qlora) {
+    /* in the weights' dtype: a hook's fp32 main gradient comes after */
+    tied_sum = vl__mul3(
+        &ck, 2, vl__div_ceil(vl__mul(&ck, arch->vocab, arch->embed_proj_dim), job->tp), pol.weight);
+    note(bill, VL_LINE_TRANSIENT, "tied embedding's two gradients summed", "2 * V * h * w",
+         "torch/csrc/autograd/input_buffer.cpp; bench/results/2026-11-29-h200x2-session8", tied_sum,
+         "V", (double)arch->vocab, "", "h", (double)arch->embed_proj_dim, "", "w",
+         (double)pol.weight, "bytes");
+  }
+  /* the model output (its logits) lives until the loop drops it */
+  uint64_t out_held = last && !job->drop_outputs ? act.logits : 0;
   struct {
     uint64_t act, cast, grads, tmp;
   } pts[4] = {
@@ -585,7 +603,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
        job->checkpointing == VL_CKPT_FULL ? 0 : C_layer,
        vl__max(G0, vl__add(&ck, G_head, vl__mul(&ck, G_layer, Ls))),
        vl__add(&ck, recompute, act.layer_bwd_tmp)},
-      {A_embed, 0, G, 0},
+      {vl__add(&ck, A_embed, out_held), 0, G, tied_sum},
   };
   uint64_t best = 0;
   unsigned bwd_live = 0; /* lines present at any point of the backward */
@@ -633,6 +651,8 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   struct vl_cache_stats rs = {0};
   if (replayable) {
     struct vl__train_sizes z = {
+        .B = job->batch,
+        .P = job->seq,
         .T = job->batch * job->seq,
         .h = arch->hidden,
         .I = arch->intermediate,
@@ -646,12 +666,14 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
         .step_temp = T_opt > 0,
         .autocast = pol.autocast,
         .ckpt = job->checkpointing == VL_CKPT_FULL,
+        .eager = job->attention == VL_ATTN_EAGER,
+        .kv_cache = job->checkpointing != VL_CKPT_FULL,
         .e = pol.act,
         .r = pol.resid,
         .workspace = ov->cublas_workspace_bytes,
         .expandable = expandable,
     };
-    vl_status rc = vl__train_replay(arch, inv, &act, &z, &rs, err);
+    vl_status rc = vl__train_replay(arch, inv, &z, &rs, err);
     if (rc != VL_OK) return rc;
   }
   const uint64_t replayed = vl__sub0(rs.peak_reserved, rs.peak_allocated);

@@ -34,6 +34,7 @@
  * choice is the same as one ordered set's; the trees are a few blocks
  * deep instead of a few thousand (about twice the events a second:
  * bench/results/2026-11-29-caching-bench.md). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -519,6 +520,10 @@ vl_status vl_cache_malloc(struct vl_cache *c, uint64_t req, uint32_t *handle) {
   c->st.live_blocks++;
   account(c);
   *handle = (uint32_t)x;
+#ifdef VL_PROG_LOG /* a developer's build: where each block lands (bench/replay_diff.py) */
+  fprintf(stderr, "# land %llu in segment %u of %llu\n", (unsigned long long)size, bx->seg,
+          (unsigned long long)c->s[bx->seg].size);
+#endif
   return VL_OK;
 }
 

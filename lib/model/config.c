@@ -227,10 +227,12 @@ static vl_status read_neox(struct reader *r, struct vl_arch *a) {
   static const struct shape_keys k = {
       HF_SHAPE("intermediate_size"), 50432, 6144, 44, 64, 24576, 2048};
   TRY(read_shape(r, a, &k));
-  int tie = 0, bias = 0;
+  int tie = 0, bias = 0, par = 1;
   TRY(get_bool(r, "tie_word_embeddings", 0, &tie));
   TRY(get_bool(r, "attention_bias", 1, &bias));
+  TRY(get_bool(r, "use_parallel_residual", 1, &par));
   a->tie_embeddings = (unsigned)tie;
+  a->parallel_residual = (unsigned)par;
   a->qkv_bias = a->o_bias = (unsigned)bias;
   a->mlp_bias = 1;
   /* rotary_pct (older configs) or partial_rotary_factor (newer) */

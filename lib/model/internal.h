@@ -73,19 +73,21 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
  * model (train_replay.c): two steps of one GPU's loop as measure.py runs
  * it, blocks over 1 MiB. */
 struct vl__train_sizes {
-  uint64_t T, h, I, V;     /* tokens, hidden, MLP width, vocabulary */
-  uint64_t wb, gb, mb, sb; /* bytes per element: weights, grads, master (0: none), state */
-  unsigned states;         /* full-size optimizer states per trainable element */
-  enum vl_opt_impl impl;   /* foreach: a state-sized list; forloop: one tensor's */
-  bool step_temp;          /* the optimizer's step makes temporaries */
-  bool autocast, ckpt;     /* half copies of matmul weights; full recomputation */
-  uint64_t e, r;           /* activation and residual bytes */
-  uint64_t workspace;      /* one cuBLAS workspace */
+  uint64_t B, P, T, h, I, V; /* batch, sequence, tokens, hidden, MLP width, vocabulary */
+  uint64_t wb, gb, mb, sb;   /* bytes per element: weights, grads, master (0: none), state */
+  unsigned states;           /* full-size optimizer states per trainable element */
+  enum vl_opt_impl impl;     /* foreach: a state-sized list; forloop: one tensor's */
+  bool step_temp;            /* the optimizer's step makes temporaries */
+  bool autocast, ckpt;       /* half copies of matmul weights; full recomputation */
+  bool eager;                /* eager attention (scores materialised), else SDPA */
+  bool kv_cache;             /* the forward fills a KV cache (use_cache) */
+  uint64_t e, r;             /* activation and residual bytes */
+  uint64_t workspace;        /* one cuBLAS workspace */
   bool expandable;
 };
 vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory *inv,
-                           const struct vl__act *act, const struct vl__train_sizes *z,
-                           struct vl_cache_stats *out, struct vl_err *err);
+                           const struct vl__train_sizes *z, struct vl_cache_stats *out,
+                           struct vl_err *err);
 /* Inference bill. */
 vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *inv,
                          const struct vl_job *job, const struct vl_overheads *ov,

@@ -6,6 +6,17 @@
 #define VRAMLEDGER_MODEL_PROG_H
 #include "vramledger/caching.h"
 
+/* Built with -DVL_PROG_LOG (a developer's build, never the product's) the
+ * program is written to stderr as a trace (`a ID BYTES cuda`, `f ID`, the
+ * format of `vramledger trace`) to compare with an allocator history:
+ * bench/replay_diff.py. */
+#ifdef VL_PROG_LOG
+#include <stdio.h>
+#define PROG_LOG(...) fprintf(stderr, __VA_ARGS__)
+#else
+#define PROG_LOG(...) ((void)0)
+#endif
+
 #define NONE UINT32_MAX
 
 struct prog {
@@ -17,16 +28,31 @@ struct prog {
 static inline uint32_t A(struct prog *p, uint64_t bytes) {
   uint32_t h = NONE;
   if (p->failed || bytes <= (1ull << 20)) return NONE;
+#ifdef VL_PROG_LOG
+  struct vl_cache_stats s0, s1;
+  vl_cache_stats(p->c, &s0);
+#endif
   if (vl_cache_malloc(p->c, bytes, &h) != VL_OK) {
     p->failed = true;
     return NONE;
   }
+#ifdef VL_PROG_LOG
+  vl_cache_stats(p->c, &s1);
+  if (s1.reserved > s0.reserved) /* a new segment: its size, the allocated bytes before */
+    fprintf(stderr, "# segment %llu for %llu allocated %llu\n",
+            (unsigned long long)(s1.reserved - s0.reserved), (unsigned long long)bytes,
+            (unsigned long long)s0.allocated);
+#endif
+  PROG_LOG("a %u %llu cuda\n", h + 1, (unsigned long long)bytes);
   return h;
 }
 
 /* free *h (NONE: nothing) and clear it */
 static inline void F(struct prog *p, uint32_t *h) {
-  if (*h != NONE) vl_cache_free(p->c, *h);
+  if (*h != NONE) {
+    PROG_LOG("f %u\n", *h + 1);
+    vl_cache_free(p->c, *h);
+  }
   *h = NONE;
 }
 

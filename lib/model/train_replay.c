@@ -11,16 +11,21 @@
  * step creates lazily, so the second step makes them anew; on the H200
  * reserved exceeded allocated by up to 17 GiB this way (bench/results/
  * 2026-11-29-h200x2-session7/part3-train-histories: the allocator's own
- * histories, which the allocator model replays to the byte). The sequence
- * is the skeleton of those histories: parameters, gradients, states and the
- * optimizer's temporaries tensor by tensor; each layer's saved activations
- * in blocks of its natural sizes (fp32 norm tensors T*h*4, attention
- * tensors T*h*e, MLP tensors T*I*e); the loss's blocks as transformers'
- * ForCausalLMLoss makes them. Blocks of 1 MiB or less (the small pool) are
- * left out. */
+ * histories, which the allocator model replays to the byte). Where those
+ * states land depends on every free block of the right size, so each
+ * layer is written op by op as transformers runs it (modeling_llama.py and
+ * its copies, modeling_gpt2.py, modeling_gpt_neox.py, modeling_opt.py,
+ * sdpa_attention.py), its tensors kept by the nodes that save them and its
+ * backward made by the autograd model of tape.c: the histories of
+ * bench/results/2026-11-29-h200x2-session7/part9-histories show a
+ * checkpointed layer's forward is the same sequence as prefill's (no
+ * cache), its recomputation stops after the last tensor the backward
+ * needs (non-reentrant checkpoint's early stop), and its backward
+ * allocates each weight's gradient, then the inputs' gradients. Blocks of
+ * 1 MiB or less (the small pool) are left out. */
 #include "internal.h"
 #include "vramledger/alloc.h"
-#include "prog.h"
+#include "tape.h"
 
 /* the first step creates the optimizer's states, the second makes anew
  * what they carved up; a third moves six of the 84 measured runs by 0.2 to
@@ -57,29 +62,6 @@ static void drop(struct prog *p, struct list *l) {
   }
 }
 
-/* `bytes` as blocks of `unit` (the last one the remainder) */
-static void blocks(struct prog *p, struct list *l, uint64_t bytes, uint64_t unit) {
-  if (!unit) unit = bytes ? bytes : 1;
-  while (bytes && !p->failed) {
-    uint64_t b = bytes < unit ? bytes : unit;
-    push(p, l, A(p, b));
-    bytes -= b;
-  }
-}
-
-/* one layer's saved activations: two norms (fp32 tensors of T*h), the
- * attention's (T*h*e), the MLP's (T*I*e, the rest T*h*e) */
-static void layer_saved(struct prog *p, struct list *l, const struct vl__act *act,
-                        const struct vl__train_sizes *z) {
-  uint64_t Th = z->T * z->h, TI = z->T * z->I;
-  uint64_t mlp_I = TI ? act->mlp / (TI * z->e) * (TI * z->e) : 0;
-  blocks(p, l, act->norm, Th * 4);
-  blocks(p, l, act->attn, Th * z->e);
-  blocks(p, l, act->norm, Th * 4);
-  blocks(p, l, mlp_I, TI * z->e);
-  blocks(p, l, act->mlp - mlp_I, Th * z->e);
-}
-
 enum where { BEFORE = -1, AFTER = -2 }; /* outside the layers: embeddings; final norm, head */
 
 /* how many tensors of inventory entry t belong to layer w (or, w < 0, to
@@ -90,14 +72,13 @@ static uint64_t count_in(const struct vl_arch *arch, const struct vl_tensor *t, 
 }
 
 /* one block of elems * bytes per tensor, `times` over, for the tensors of
- * layer `w` (or outside the layers), in the inventory's order; matmul
- * weights only with `linear`; onto l (NULL: made and freed at once). A
- * tied head is the embedding matrix: it counts once, before the layers. */
+ * layer `w` (or outside the layers), in the inventory's order; onto l
+ * (NULL: made and freed at once). A tied head is the embedding matrix: it
+ * counts once, before the layers. */
 static void per_tensor(struct prog *p, const struct vl_arch *arch, const struct vl_inventory *inv,
-                       int w, bool linear, uint64_t bytes, unsigned times, struct list *l) {
+                       int w, uint64_t bytes, unsigned times, struct list *l) {
   for (int i = 0; i < inv->n && !p->failed; i++) {
     const struct vl_tensor *t = &inv->t[i];
-    if (linear && t->kind != VL_T_LINEAR && t->kind != VL_T_HEAD) continue;
     for (uint64_t k = 0, n = count_in(arch, t, w); k < n; k++)
       for (unsigned j = 0; j < times; j++) {
         uint32_t h = A(p, t->rows * t->cols * bytes);
@@ -112,152 +93,532 @@ static void per_tensor(struct prog *p, const struct vl_arch *arch, const struct 
 /* every tensor of the model, in order */
 static void model_wide(struct prog *p, const struct vl_arch *arch, const struct vl_inventory *inv,
                        uint64_t bytes, unsigned times, struct list *l) {
-  per_tensor(p, arch, inv, BEFORE, false, bytes, times, l);
+  per_tensor(p, arch, inv, BEFORE, bytes, times, l);
   for (uint64_t k = 0; k < arch->layers; k++)
-    per_tensor(p, arch, inv, (int)k, false, bytes, times, l);
-  per_tensor(p, arch, inv, AFTER, false, bytes, times, l);
+    per_tensor(p, arch, inv, (int)k, bytes, times, l);
+  per_tensor(p, arch, inv, AFTER, bytes, times, l);
 }
 
-/* a gradient of elems; with fp32 main gradients (mixed-*) a hook copies
- * autograd's half one to fp32 and drops it */
-static void grad(struct prog *p, const struct vl__train_sizes *z, uint64_t elems,
-                 struct list *grads) {
+/* the replay's state */
+struct run {
+  struct prog p;
+  struct tape tp;
+  const struct vl_arch *arch;
+  const struct vl__train_sizes *z;
+  uint64_t T, a, g, d; /* tokens, query and key/value heads, head size */
+  struct list grads;   /* the parameters' .grad, until zero_grad */
+  struct list cached;  /* autocast's cached weight copies (tape tensors) */
+  struct list kv;      /* the KV cache the output holds (tape tensors) */
+  bool tie_next;       /* the next linear's weight is the tied embedding */
+  uint32_t tied_leaf;  /* the tied head's weight (tape tensor) */
+  uint32_t tied_grad;  /* its gradient, waiting for the embedding's (handle) */
+};
+
+/* a parameter's gradient becomes .grad; with fp32 main gradients
+ * (mixed-*) a hook copies autograd's half one to fp32 and drops it */
+static void grad(struct run *R, uint32_t h, uint64_t bytes) {
+  const struct vl__train_sizes *z = R->z;
   if (z->mb && z->gb > z->wb) { /* fp32 main gradients of half weights */
-    uint32_t g = A(p, elems * z->wb), m = A(p, elems * z->gb);
-    F(p, &g);
-    push(p, grads, m);
+    uint32_t m = A(&R->p, bytes / z->wb * z->gb);
+    F(&R->p, &h);
+    push(&R->p, &R->grads, m);
+  } else {
+    push(&R->p, &R->grads, h);
+  }
+}
+
+/* a leaf's gradient arrives; a tied head's waits in its AccumulateGrad
+ * node's input buffer for the embedding's */
+static void on_leaf(void *ctx, uint32_t leaf, uint32_t h, uint64_t bytes) {
+  struct run *R = ctx;
+  if (leaf && leaf == R->tied_leaf) {
+    R->tied_grad = h;
     return;
   }
-  push(p, grads, A(p, elems * z->gb));
+  grad(R, h, bytes);
 }
 
-static void grads_of(struct prog *p, const struct vl_arch *arch, const struct vl_inventory *inv,
-                     const struct vl__train_sizes *z, int w, struct list *grads) {
-  for (int i = 0; i < inv->n && !p->failed; i++) {
-    const struct vl_tensor *t = &inv->t[i];
-    for (uint64_t k = 0, n = count_in(arch, t, w); k < n; k++)
-      grad(p, z, t->rows * t->cols, grads);
+static uint32_t op(struct run *R, struct tape_op o) { return tape_op(&R->tp, &o); }
+static void rel(struct run *R, uint32_t x) { tape_drop(&R->tp, x); }
+
+/* x (rows x in_f, xb bytes an element) through a linear of in_f -> out_f:
+ * under autocast the weight's cached half copy (a node: its backward
+ * copies the gradient to the fp32 parameter's), then the input's cast
+ * (each linear casts its own: not cached), both saved */
+static uint32_t linear(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t in_f,
+                       uint64_t out_f, bool bias) {
+  const uint64_t e = R->z->e;
+  uint32_t w = tape_leaf(&R->tp, in_f * out_f * R->z->wb), cast = 0, in = x;
+  if (R->tie_next) R->tied_leaf = w;
+  R->tie_next = false;
+  if (R->z->autocast) {
+    uint32_t wc = op(R, (struct tape_op){.out_bytes = in_f * out_f * 2, .in = {w}});
+    push(&R->p, &R->cached, wc);
+    w = wc;
+    if (xb != e) in = cast = op(R, (struct tape_op){.out_bytes = rows * in_f * e, .in = {x}});
   }
+  /* mm's derivative makes the weight's gradient first, addmm's the input's */
+  uint32_t y = op(R, (struct tape_op){.out_bytes = rows * out_f * e,
+                                      .in = {bias ? in : w, bias ? w : in},
+                                      .saved = {in, R->z->autocast ? w : 0},
+                                      .mm = true});
+  rel(R, cast);
+  return y;
+}
+
+/* autocast exits (or a recomputation ends): its cached copies go */
+static void uncache(struct run *R) {
+  for (size_t i = 0; i < R->cached.n; i++)
+    rel(R, R->cached.h[i]);
+  R->cached.n = 0;
+}
+
+/* a norm of x (T x h, xb bytes an element); *ob: its output's */
+static uint32_t norm(struct run *R, uint32_t x, uint64_t xb, uint64_t *ob) {
+  const uint64_t Th = R->T * R->z->h, wb = R->z->wb;
+  if (!R->arch->rms_norm) { /* F.layer_norm: fp32 under autocast */
+    *ob = R->z->autocast ? 4 : xb;
+    return op(R, (struct tape_op){.out_bytes = Th * *ob, .in = {x}, .saved = {x}});
+  }
+  /* RMSNorm: x.float(); pow(2).mean(-1); rsqrt; x * rsqrt; .to(dtype); weight * */
+  uint32_t x32 =
+      xb < 4 ? op(R, (struct tape_op){.out_bytes = Th * 4, .in = {x}}) : tape_ref(&R->tp, x);
+  uint32_t sq = op(R, (struct tape_op){.out_bytes = Th * 4, .in = {x32}, .saved = {x32}});
+  uint32_t var = op(R, (struct tape_op){.out_bytes = R->T * 4, .in = {sq}});
+  rel(R, sq);
+  uint32_t rs = op(R, (struct tape_op){.out_bytes = R->T * 4, .in = {var}, .save_out = true});
+  rel(R, var);
+  uint32_t y32 = op(
+      R, (struct tape_op){.out_bytes = Th * 4, .in = {x32, rs}, .saved = {x32, rs}, .tmp = Th * 4});
+  rel(R, x32);
+  rel(R, rs);
+  uint32_t yh =
+      xb < 4 ? op(R, (struct tape_op){.out_bytes = Th * xb, .in = {y32}}) : tape_ref(&R->tp, y32);
+  *ob = wb > xb ? wb : xb;
+  uint32_t out =
+      op(R, (struct tape_op){.out_bytes = Th * *ob, .in = {yh}, .saved = {yh}, .tmp = Th * *ob});
+  rel(R, yh);
+  rel(R, y32);
+  return out;
+}
+
+/* dropout in training: a bool mask (saved) and the output */
+static uint32_t dropout(struct run *R, uint32_t x, double prob) {
+  if (prob <= 0) return x;
+  uint64_t n = R->tp.t[x].bytes; /* of the activations' dtype; the mask a byte an element */
+  uint32_t mask = tape_new(&R->tp, n / R->z->e);
+  uint32_t y = op(R, (struct tape_op){.out_bytes = n, .in = {x}, .saved = {mask}});
+  rel(R, mask);
+  rel(R, x);
+  return y;
+}
+
+/* q * cos + rotate_half(q) * sin (rotate_half: cat(-x2, x1)) on n elements
+ * of x (the activations' dtype); cos and sin have the residual stream's
+ * dtype (the rotary embedding's output is cast to its input's, the
+ * hidden states: fp32 under autocast), so the products and the sum are in
+ * the wider of the two (the AMP histories: qwen05-amp-adamw-sdpa,
+ * pythia160-ampfp16-adamw) */
+static uint32_t rotary(struct run *R, uint32_t x, uint64_t n) {
+  const uint64_t e = R->z->e, w = R->z->r > e ? R->z->r : e;
+  uint32_t t1 = op(R, (struct tape_op){.out_bytes = n * w, .in = {x}});
+  uint32_t x1 = tape_view(&R->tp, x, n / 2 * e), x2 = tape_view(&R->tp, x, n / 2 * e);
+  uint32_t neg = op(R, (struct tape_op){.out_bytes = n / 2 * e, .in = {x2}});
+  rel(R, x2);
+  uint32_t cat = op(R, (struct tape_op){.out_bytes = n * e, .in = {neg, x1}, .pass = TAPE_SLICES});
+  rel(R, neg);
+  rel(R, x1);
+  uint32_t t3 = op(R, (struct tape_op){.out_bytes = n * w, .in = {cat}});
+  rel(R, cat);
+  uint32_t out = op(R, (struct tape_op){.out_bytes = n * w, .in = {t1, t3}, .pass = TAPE_ADD});
+  rel(R, t1);
+  rel(R, t3);
+  return out;
+}
+
+/* rotary on the first rotary_pct of each head (GPT-NeoX), the rest
+ * concatenated back (in the wider dtype); n elements */
+static uint32_t rope(struct run *R, uint32_t x, uint64_t n) {
+  double pct = R->arch->rotary_pct;
+  if (pct >= 1) return rotary(R, x, n);
+  const uint64_t e = R->z->e, w = R->z->r > e ? R->z->r : e;
+  uint64_t nr = (uint64_t)((double)n * pct) / 2 * 2;
+  uint32_t xr = tape_view(&R->tp, x, nr * e), xp = tape_view(&R->tp, x, (n - nr) * e);
+  uint32_t r = rotary(R, xr, nr);
+  rel(R, xr);
+  uint32_t out = op(R, (struct tape_op){.out_bytes = n * w, .in = {r, xp}, .pass = TAPE_SLICES});
+  rel(R, r);
+  rel(R, xp);
+  return out;
+}
+
+/* autocast's cast of an attention input to the activations' dtype (a new
+ * tensor) where it is wider, else another reference to x */
+static uint32_t to_act(struct run *R, uint32_t x, uint64_t elems) {
+  if (!R->z->autocast || R->tp.t[x].bytes == elems * R->z->e) return tape_ref(&R->tp, x);
+  return op(R, (struct tape_op){.out_bytes = elems * R->z->e, .in = {x}});
+}
+
+/* the attention on n1 (T x h, nb bytes an element): its o_proj's output */
+static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t T = R->T, a = R->a, g = R->g, d = R->d, e = R->z->e, h = R->z->h;
+  uint32_t q, k, v, q32 = 0, k32 = 0, qkv = 0; /* q32, k32: rotary's (wider) outputs */
+  if (arch->fused_qkv) { /* the fused output stays a local until the attention returns */
+    qkv = linear(R, n1, nb, T, h, (a + 2 * g) * d, arch->qkv_bias);
+    q = tape_view(&R->tp, qkv, T * a * d * e);
+    k = tape_view(&R->tp, qkv, T * g * d * e);
+    v = tape_view(&R->tp, qkv, T * g * d * e);
+  } else {
+    q = linear(R, n1, nb, T, h, a * d, arch->qkv_bias);
+    k = linear(R, n1, nb, T, h, g * d, arch->qkv_bias);
+    v = linear(R, n1, nb, T, h, g * d, arch->qkv_bias);
+  }
+  if (arch->rotary_pct > 0) {
+    q32 = rope(R, q, T * a * d);
+    k32 = rope(R, k, T * g * d);
+    rel(R, q);
+    rel(R, k);
+    q = to_act(R, q32, T * a * d);
+    k = to_act(R, k32, T * g * d);
+  }
+  if (R->z->kv_cache) {
+    /* use_cache (the config's default; measure.py turns it off only with
+     * checkpointing): DynamicLayer.update copies the key and the value
+     * into the cache (torch.cat onto an empty tensor), the attention uses
+     * the cache's, which the model's output holds until it is dropped
+     * (pythia160-fp32-sgd-forloop-eager's history: cache_utils.py:146-147) */
+    uint64_t kb = R->tp.t[k32 ? k32 : k].bytes; /* the key's; the cache is made in its dtype, */
+    uint32_t kc = op(R, (struct tape_op){.out_bytes = kb, .in = {k32 ? k32 : k}});
+    /* so the value is promoted to it (fp32 under autocast: cat onto an
+     * empty fp32 tensor; pythia14-amp-adamw-sdpa's history) */
+    uint32_t vc = op(R, (struct tape_op){.out_bytes = kb, .in = {v}});
+    push(&R->p, &R->kv, tape_ref(&R->tp, kc));
+    push(&R->p, &R->kv, tape_ref(&R->tp, vc));
+    rel(R, k);
+    rel(R, k32);
+    rel(R, v);
+    k32 = 0;
+    k = to_act(R, kc, T * g * d);
+    v = to_act(R, vc, T * g * d);
+    rel(R, kc);
+    rel(R, vc);
+  }
+  uint32_t o;
+  if (R->z->eager) {
+    const uint64_t sc = R->z->B * a * R->z->P * R->z->P;
+    uint32_t rk = tape_ref(&R->tp, k), rv = tape_ref(&R->tp, v);
+    if (g < a) { /* repeat_kv */
+      rel(R, rk);
+      rel(R, rv);
+      rk = op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {k}});
+      rv = op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {v}});
+    }
+    /* matmul(q, k^T) * scaling + causal mask: three score-sized tensors */
+    uint32_t s0 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {q, rk}, .saved = {q, rk}});
+    uint32_t s1 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s0}});
+    rel(R, s0);
+    uint32_t s2 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s1}, .pass = TAPE_ADD});
+    rel(R, s1);
+    uint32_t s32 = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s2}, .save_out = true});
+    rel(R, s2);
+    uint32_t sh =
+        e < 4 ? op(R, (struct tape_op){.out_bytes = sc * e, .in = {s32}}) : tape_ref(&R->tp, s32);
+    rel(R, s32);
+    if (arch->attn_dropout > 0) {
+      uint32_t mask = tape_new(&R->tp, sc);
+      uint32_t dr = op(R, (struct tape_op){.out_bytes = sc * e, .in = {sh}, .saved = {mask}});
+      rel(R, mask);
+      rel(R, sh);
+      sh = dr;
+    }
+    uint32_t o4 =
+        op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {sh, rv}, .saved = {sh, rv}});
+    rel(R, sh);
+    rel(R, rk);
+    rel(R, rv);
+    o = op(R,
+           (struct tape_op){.out_bytes = T * a * d * e, .in = {o4}}); /* transpose().contiguous() */
+    rel(R, o4);
+  } else { /* SDPA (flash / memory-efficient): saves q, k, v, its output */
+    o = op(R, (struct tape_op){.out_bytes = T * a * d * e,
+                               .in = {q, k, v},
+                               .saved = {q, k, v},
+                               .save_out = true,
+                               .tmp = 2 * T * a * d * 4 + T * a * 4});
+  }
+  uint32_t y = linear(R, o, e, T, a * d, h, arch->o_bias);
+  rel(R, o);
+  rel(R, q);
+  rel(R, k);
+  rel(R, v);
+  rel(R, q32);
+  rel(R, k32);
+  rel(R, qkv);
+  return y;
+}
+
+/* the MLP on rows x h (n2, nb bytes an element) */
+static uint32_t mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, bool stop) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t e = R->z->e, h = R->z->h, I = R->z->I, TI = rows * I * e;
+  uint32_t act;
+  uint64_t ab = e;                          /* the activation's bytes an element */
+  if (arch->gated_mlp && arch->fused_qkv) { /* Phi-3: gate_up_proj, then chunk(2) */
+    uint32_t gu = linear(R, n2, nb, rows, h, 2 * I, arch->mlp_bias);
+    uint32_t gate = tape_view(&R->tp, gu, TI), up = tape_view(&R->tp, gu, TI);
+    rel(R, gu);
+    uint32_t ag = op(R, (struct tape_op){.out_bytes = TI, .in = {gate}, .saved = {gate}});
+    act = op(R, (struct tape_op){.out_bytes = TI, .in = {up, ag}, .saved = {up, ag}});
+    rel(R, gate);
+    rel(R, ag);
+    rel(R, up);
+  } else if (arch->gated_mlp) {
+    uint32_t gate = linear(R, n2, nb, rows, h, I, arch->mlp_bias);
+    uint32_t ag = op(R, (struct tape_op){.out_bytes = TI, .in = {gate}, .saved = {gate}});
+    uint32_t up = linear(R, n2, nb, rows, h, I, arch->mlp_bias);
+    act = op(R, (struct tape_op){.out_bytes = TI, .in = {ag, up}, .saved = {ag, up}});
+    rel(R, gate);
+    rel(R, ag);
+    rel(R, up);
+  } else {
+    uint32_t fc = linear(R, n2, nb, rows, h, I, arch->mlp_bias);
+    if (arch->relu_act) {
+      act = op(R, (struct tape_op){.out_bytes = TI, .in = {fc}, .save_out = true});
+    } else if (arch->gelu_python) {
+      /* 0.5*x*(1+tanh(c*(x+0.044715*x^3))): autocast runs pow in fp32, so
+       * everything after it is fp32 (w-gpt2-ampfp16-sgd-b32s1024's history) */
+      const uint64_t TIw = rows * I * (R->z->autocast ? 4 : e);
+      ab = R->z->autocast ? 4 : e;
+      uint32_t half = op(R, (struct tape_op){.out_bytes = TI, .in = {fc}});
+      /* pow casts its input to fp32 first and saves the copy */
+      uint32_t x = R->z->autocast && e < 4 ? op(R, (struct tape_op){.out_bytes = TIw, .in = {fc}})
+                                           : tape_ref(&R->tp, fc);
+      uint32_t cube = op(R, (struct tape_op){.out_bytes = TIw, .in = {x}, .saved = {x}});
+      rel(R, x);
+      uint32_t sc = op(R, (struct tape_op){.out_bytes = TIw, .in = {cube}});
+      rel(R, cube);
+      uint32_t s = op(R, (struct tape_op){.out_bytes = TIw, .in = {fc, sc}, .pass = TAPE_ADD});
+      rel(R, sc);
+      uint32_t c = op(R, (struct tape_op){.out_bytes = TIw, .in = {s}});
+      rel(R, s);
+      uint32_t th = op(R, (struct tape_op){.out_bytes = TIw, .in = {c}, .save_out = true});
+      rel(R, c);
+      uint32_t one = op(R, (struct tape_op){.out_bytes = TIw, .in = {th}, .pass = TAPE_ADD});
+      rel(R, th);
+      act = op(R, (struct tape_op){.out_bytes = TIw, .in = {half, one}, .saved = {half, one}});
+      rel(R, half);
+      rel(R, one);
+    } else {
+      act = op(R, (struct tape_op){.out_bytes = TI, .in = {fc}, .saved = {fc}});
+    }
+    rel(R, fc);
+  }
+  /* a checkpoint's recomputation stops here: the last tensor its backward
+   * needs is the down projection's input */
+  if (stop) R->tp.no_alloc = true;
+  uint32_t y = linear(R, act, ab, rows, I, h, arch->mlp_bias);
+  rel(R, act);
+  return y;
+}
+
+/* one decoder layer on x (T x h, the residual stream's dtype); Python's
+ * reference to x is taken over. `stop`: a checkpoint's recomputation (no
+ * allocation after the MLP's last saved tensor). GPT-NeoX's parallel
+ * residual: mlp(ln2(x)) + attn(ln1(x)) + x. */
+static uint32_t layer(struct run *R, uint32_t x, bool stop) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t T = R->T, h = R->z->h, r = R->z->r, e = R->z->e;
+  uint64_t nb;
+  uint32_t n1 = norm(R, x, r, &nb);
+  uint32_t at = dropout(R, attention(R, n1, nb), arch->hidden_dropout);
+  rel(R, n1);
+  uint32_t h1 = x;
+  if (!arch->parallel_residual) {
+    h1 = op(R, (struct tape_op){.out_bytes = T * h * r, .in = {x, at}, .pass = TAPE_ADD});
+    rel(R, at);
+    rel(R, x);
+  }
+  uint32_t n2 = norm(R, h1, r, &nb), mo;
+  if (arch->experts) { /* the experts in turn on their share of the tokens */
+    uint64_t k = arch->experts_per_token ? arch->experts_per_token : 1;
+    uint64_t Te = vl__div_ceil(T * k, arch->experts);
+    mo = tape_new(&R->tp, T * h * e);
+    for (uint64_t i = 0; i < arch->experts && !R->p.failed; i++) {
+      uint32_t cur = op(R, (struct tape_op){.out_bytes = Te * h * nb, .in = {n2}});
+      uint32_t y = mlp(R, cur, nb, Te, false);
+      rel(R, cur);
+      uint32_t acc =
+          op(R, (struct tape_op){.out_bytes = T * h * e, .in = {mo, y}, .pass = TAPE_ADD});
+      rel(R, y);
+      rel(R, mo);
+      mo = acc;
+    }
+    if (stop) R->tp.no_alloc = true;
+  } else {
+    mo = mlp(R, n2, nb, T, stop);
+  }
+  rel(R, n2);
+  mo = dropout(R, mo, arch->hidden_dropout);
+  uint32_t sum = 0; /* parallel: (mlp + attn) + x, the temporaries go after */
+  if (arch->parallel_residual)
+    sum = op(R, (struct tape_op){.out_bytes = T * h * e, .in = {mo, at}, .pass = TAPE_ADD});
+  uint32_t out =
+      op(R, (struct tape_op){.out_bytes = T * h * r, .in = {h1, sum ? sum : mo}, .pass = TAPE_ADD});
+  rel(R, sum);
+  rel(R, mo);
+  if (arch->parallel_residual) rel(R, at);
+  rel(R, h1);
+  R->tp.no_alloc = false;
+  return out;
 }
 
 vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory *inv,
-                           const struct vl__act *act, const struct vl__train_sizes *z,
-                           struct vl_cache_stats *out, struct vl_err *err) {
+                           const struct vl__train_sizes *z, struct vl_cache_stats *out,
+                           struct vl_err *err) {
   struct vl_cache_conf conf = {0, 0, 0, z->expandable};
-  struct prog p = {NULL, false};
-  if (vl_cache_new(&conf, &p.c) != VL_OK) return vl__fail(err, VL_ENOMEM, "out of memory");
+  struct run R = {.p = {NULL, false}, .arch = arch, .z = z};
+  if (vl_cache_new(&conf, &R.p.c) != VL_OK) return vl__fail(err, VL_ENOMEM, "out of memory");
+  /* autograd's thread makes its cuBLAS workspace at its first matmul, the
+   * head's, after the head's weight gradient (Gemma-2B's and Pythia-1.4B's
+   * histories: bench/results/2026-11-29-h200x2-session7/part9-histories,
+   * part3-train-histories) */
+  R.tp =
+      (struct tape){.p = &R.p, .ws_bytes = z->workspace, .ws = NONE, .on_grad = on_leaf, .ctx = &R};
+  R.T = z->T;
+  R.a = arch->heads;
+  R.g = arch->kv_heads ? arch->kv_heads : arch->heads;
+  R.d = arch->head_dim ? arch->head_dim : arch->hidden / (arch->heads ? arch->heads : 1);
   const uint64_t L = arch->layers, Th = z->T * z->h, TV = z->T * z->V, e = z->e;
   const bool tied = arch->tie_embeddings && arch->causal;
-  const uint64_t TIe = z->T * z->I * e, bwd_mlp = TIe ? act->layer_bwd_tmp / TIe * TIe : 0;
-  struct list *layer = vl_calloc(L + 1, sizeof *layer); /* [L]: the head's */
-  struct list model = {0}, states = {0}, casts = {0}, grads = {0}, tmp = {0};
-  if (!layer) {
-    vl_cache_destroy(p.c);
+  struct list model = {0}, states = {0}, tmp = {0};
+  uint32_t *kept = vl_calloc(L + 1, sizeof *kept); /* checkpoints' inputs */
+  if (!kept) {
+    vl_cache_destroy(R.p.c);
     return vl__fail(err, VL_ENOMEM, "out of memory");
   }
 
   /* the model, tensor by tensor, then the fp32 master copy (mixed-*) */
-  model_wide(&p, arch, inv, z->wb, 1, &model);
-  if (z->mb) model_wide(&p, arch, inv, z->mb, 1, &model);
-  uint32_t ws1 = NONE, ws2 = NONE;
+  model_wide(&R.p, arch, inv, z->wb, 1, &model);
+  if (z->mb) model_wide(&R.p, arch, inv, z->mb, 1, &model);
+  uint32_t ws1 = NONE;
 
-  for (int step = 0; step < STEPS && !p.failed; step++) {
+  for (int step = 0; step < STEPS && !R.p.failed; step++) {
     /* ---- forward (under autocast) ---- */
-    uint32_t hs = A(&p, Th * z->r); /* the embeddings' output */
-    if (ws1 == NONE) ws1 = A(&p, z->workspace);
-    for (uint64_t l = 0; l < L && !p.failed; l++) {
-      /* autocast's copies of the layer's weights: saved by the linears, or
-       * (recomputed) only cached until autocast exits */
-      if (z->autocast) per_tensor(&p, arch, inv, (int)l, true, 2, 1, z->ckpt ? &casts : &layer[l]);
-      layer_saved(&p, &layer[l], act, z);
-      uint32_t t = A(&p, act->layer_fwd_tmp);
-      F(&p, &t);
-      if (z->ckpt) { /* only the checkpoint's input stays */
-        drop(&p, &layer[l]);
-        push(&p, &layer[l], A(&p, act->layer_kept));
-      }
+    R.tp.grad = !z->ckpt;
+    const uint32_t x0 = tape_new(&R.tp, Th * z->r); /* the embeddings' output */
+    uint32_t x = dropout(&R, tape_ref(&R.tp, x0), arch->embed_dropout);
+    rel(&R, x0);
+    if (ws1 == NONE) ws1 = A(&R.p, z->workspace);
+    uint32_t mask = z->eager ? A(&R.p, z->B * z->P * z->P * e) : NONE; /* 4-D causal mask */
+    for (uint64_t l = 0; l < L && !R.p.failed; l++) {
+      if (z->ckpt) kept[l] = tape_ref(&R.tp, x); /* the checkpoint keeps its input */
+      x = layer(&R, x, false);
     }
-    /* the head: its cast (a tied head casts the embedding matrix), the final
-     * norm, the head's input, the logits (held by the output), the loss:
-     * ForCausalLMLoss's fp32 upcast, log_softmax's output */
-    struct list *hd = &layer[L];
-    if (z->autocast && tied) push(&p, hd, A(&p, z->V * z->h * 2));
-    if (z->autocast) per_tensor(&p, arch, inv, AFTER, true, 2, 1, hd);
-    blocks(&p, hd, act->norm, Th * 4);
-    push(&p, hd, A(&p, Th * e));
-    uint32_t logits = A(&p, TV * e);
-    uint32_t up = e < 4 ? A(&p, TV * 4) : NONE;
-    uint32_t logp = A(&p, TV * 4);
-    F(&p, &up);
-    drop(&p, &casts); /* autocast exits: its cache goes */
-    F(&p, &hs);
+    /* the head: the final norm, the head (a tied one is the embedding
+     * matrix), the logits (held by the output), the loss: ForCausalLMLoss's
+     * fp32 upcast, log_softmax's output */
+    R.tp.grad = true;
+    uint32_t head_from = R.tp.nn;
+    uint64_t nb = z->r;
+    uint32_t fn = x;
+    if (arch->final_norm) {
+      fn = norm(&R, x, z->r, &nb);
+      rel(&R, x);
+    }
+    R.tie_next = tied;
+    R.tied_grad = NONE;
+    uint32_t logits = linear(&R, fn, nb, z->T, z->h, z->V, false);
+    rel(&R, fn);
+    uint32_t up = e < 4 ? A(&R.p, TV * 4) : NONE;
+    uint32_t logp = A(&R.p, TV * 4);
+    F(&R.p, &up);
+    uncache(&R); /* autocast exits: its cache goes (saved copies stay) */
+    F(&R.p, &mask);
 
     /* ---- backward ---- */
     /* nll's dense gradient and log_softmax's, both fp32, then the cast of
      * the latter to the logits' dtype */
-    uint32_t g1 = A(&p, TV * 4), g2 = A(&p, TV * 4);
-    F(&p, &g1);
-    F(&p, &logp);
-    uint32_t gl = e < 4 ? A(&p, TV * e) : NONE;
-    F(&p, &g2);
-    if (tied) grad(&p, z, z->V * z->h, &grads); /* lands on the embedding */
-    /* autograd's thread makes its cuBLAS workspace at its first matmul, the
-     * head's, after the head's weight gradient (Gemma-2B's histories, bf16
-     * and AMP: bench/results/2026-11-29-h200x2-session7/part9-histories) */
-    if (ws2 == NONE) ws2 = A(&p, z->workspace);
-    grads_of(&p, arch, inv, z, AFTER, &grads);
-    uint32_t gh = A(&p, Th * z->r);
-    F(&p, &gl);
-    drop(&p, hd);
-    for (uint64_t l = L; l-- > 0 && !p.failed;) {
-      if (z->ckpt) { /* the layer's forward again, its casts saved this time */
-        if (z->autocast) per_tensor(&p, arch, inv, (int)l, true, 2, 1, &layer[l]);
-        layer_saved(&p, &layer[l], act, z);
-      }
-      /* the backward's temporaries, in the MLP's and the norms' sizes */
-      blocks(&p, &tmp, bwd_mlp, TIe);
-      blocks(&p, &tmp, act->layer_bwd_tmp - bwd_mlp, Th * 4);
-      grads_of(&p, arch, inv, z, (int)l, &grads);
-      uint32_t ngh = A(&p, Th * z->r);
-      F(&p, &gh);
-      gh = ngh;
-      drop(&p, &tmp);
-      drop(&p, &layer[l]);
+    uint32_t g1 = A(&R.p, TV * 4), g2 = tape_new(&R.tp, TV * 4);
+    F(&R.p, &g1);
+    F(&R.p, &logp);
+    uint32_t gl = g2;
+    if (e < 4) {
+      gl = tape_new(&R.tp, TV * e);
+      rel(&R, g2);
     }
-    F(&p, &gh);
-    /* the embeddings' gradients (a tied matrix: computed, then accumulated) */
-    for (int i = 0; i < inv->n && !p.failed; i++) {
+    R.tp.t[logits].grad = gl;
+    tape_backward(&R.tp, head_from);
+    tape_truncate(&R.tp, head_from);
+    for (uint64_t l = L; z->ckpt && l-- > 0 && !R.p.failed;) {
+      /* the layer's forward again, with autograd, then its backward; the
+       * gradient of its output is the next layer's input's */
+      uint32_t next = l + 1 < L ? kept[l + 1] : x;
+      uint32_t from = R.tp.nn;
+      uint32_t y = layer(&R, tape_ref(&R.tp, kept[l]), true);
+      uncache(&R);
+      R.tp.t[y].grad = R.tp.t[next].grad;
+      R.tp.t[next].grad = 0;
+      tape_backward(&R.tp, from);
+      tape_truncate(&R.tp, from);
+      rel(&R, y);
+      if (l + 1 < L) rel(&R, kept[l + 1]);
+    }
+    if (z->ckpt) {
+      uint32_t g0 = R.tp.t[kept[0]].grad;
+      R.tp.t[kept[0]].grad = 0;
+      rel(&R, kept[0]);
+      rel(&R, g0);
+    } else {
+      tape_backward(&R.tp, 0);
+    }
+    /* the embeddings' output's gradient, once they have used it */
+    uint32_t g0 = R.tp.t[x0].grad;
+    R.tp.t[x0].grad = 0;
+    /* the embeddings' gradients. A tied matrix's two meet at its
+     * AccumulateGrad node: the head's waited in its input buffer, the sum
+     * (out of place) becomes .grad (torch/csrc/autograd/input_buffer.cpp) */
+    for (int i = 0; i < inv->n && !R.p.failed; i++) {
       const struct vl_tensor *t = &inv->t[i];
       if (t->kind != VL_T_EMBED) continue;
       if (tied && t->rows == z->V) {
-        uint32_t s = A(&p, t->rows * t->cols * z->gb);
-        F(&p, &s);
+        uint64_t b = t->rows * t->cols * z->wb;
+        uint32_t g = A(&R.p, b), s = A(&R.p, b);
+        F(&R.p, &g);
+        F(&R.p, &R.tied_grad);
+        grad(&R, s, b);
       } else {
         for (uint64_t k = 0; k < t->count; k++)
-          grad(&p, z, t->rows * t->cols, &grads);
+          grad(&R, A(&R.p, t->rows * t->cols * z->wb), t->rows * t->cols * z->wb);
       }
     }
 
+    rel(&R, g0);
+
     /* ---- optimizer step ---- */
-    if (step == 0 && z->states) model_wide(&p, arch, inv, z->sb, z->states, &states);
+    if (step == 0 && z->states) model_wide(&R.p, arch, inv, z->sb, z->states, &states);
     if (z->step_temp) { /* foreach: a state-sized list; for-loop: one at a time */
-      model_wide(&p, arch, inv, z->sb, 1, z->impl == VL_IMPL_FOREACH ? &tmp : NULL);
-      drop(&p, &tmp);
+      model_wide(&R.p, arch, inv, z->sb, 1, z->impl == VL_IMPL_FOREACH ? &tmp : NULL);
+      drop(&R.p, &tmp);
     }
-    drop(&p, &grads); /* zero_grad(set_to_none=True) */
-    F(&p, &logits);   /* del out */
+    drop(&R.p, &R.grads); /* zero_grad(set_to_none=True) */
+    rel(&R, logits);      /* del out: the logits and the cache */
+    for (size_t i = 0; i < R.kv.n; i++)
+      rel(&R, R.kv.h[i]);
+    R.kv.n = 0;
+    tape_free(&R.tp); /* every tensor of the step is gone */
   }
-  vl_cache_stats(p.c, out);
-  bool failed = p.failed;
-  for (uint64_t l = 0; l <= L; l++)
-    vl_free(layer[l].h);
-  vl_free(layer);
+  vl_cache_stats(R.p.c, out);
+  bool failed = R.p.failed;
+  vl_free(kept);
   vl_free(model.h);
   vl_free(states.h);
-  vl_free(casts.h);
-  vl_free(grads.h);
   vl_free(tmp.h);
-  vl_cache_destroy(p.c);
+  vl_free(R.grads.h);
+  vl_free(R.cached.h);
+  vl_free(R.kv.h);
+  tape_free(&R.tp);
+  vl_cache_destroy(R.p.c);
   if (failed)
     return vl__fail(err, VL_ENOMEM, "out of memory replaying a training step's allocations");
   return VL_OK;

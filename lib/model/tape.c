@@ -1,0 +1,136 @@
+/* The autograd model of tape.h. */
+#include "internal.h"
+#include "vramledger/alloc.h"
+#include "tape.h"
+
+static bool grow(struct prog *p, void **a, uint32_t *cap, uint32_t n, size_t size) {
+  if (n < *cap) return true;
+  uint32_t c = *cap ? 2 * *cap : 256;
+  void *x = vl_realloc(*a, (size_t)c * size);
+  if (!x) {
+    p->failed = true;
+    return false;
+  }
+  *a = x;
+  *cap = c;
+  return true;
+}
+
+static uint32_t make(struct tape *tp, uint64_t bytes, bool alloc) {
+  if (tp->nt == 0) tp->nt = 1; /* 0 is no tensor */
+  if (!grow(tp->p, (void **)&tp->t, &tp->capt, tp->nt, sizeof *tp->t)) return 0;
+  uint32_t x = tp->nt++;
+  tp->t[x] =
+      (struct tape_tensor){alloc && !tp->no_alloc ? A(tp->p, bytes) : NONE, bytes, 1, 0, 0, false};
+  return x;
+}
+
+uint32_t tape_leaf(struct tape *tp, uint64_t bytes) {
+  uint32_t x = make(tp, bytes, false);
+  if (x) tp->t[x].leaf = true;
+  return x;
+}
+
+uint32_t tape_new(struct tape *tp, uint64_t bytes) { return make(tp, bytes, true); }
+
+uint32_t tape_ref(struct tape *tp, uint32_t x) {
+  if (x && x < tp->nt) tp->t[x].refs++;
+  return x;
+}
+
+uint32_t tape_view(struct tape *tp, uint32_t base, uint64_t bytes) {
+  while (base && base < tp->nt && tp->t[base].base) /* a view of a view shows the first's base */
+    base = tp->t[base].base;
+  uint32_t x = make(tp, bytes, false);
+  if (x) tp->t[x].base = tape_ref(tp, base);
+  return x;
+}
+
+void tape_drop(struct tape *tp, uint32_t x) {
+  while (x && x < tp->nt && tp->t[x].refs) {
+    if (--tp->t[x].refs) return;
+    F(tp->p, &tp->t[x].h);
+    x = tp->t[x].base; /* a view lets go of its base */
+  }
+}
+
+uint32_t tape_op(struct tape *tp, const struct tape_op *op) {
+  uint32_t out = tape_new(tp, op->out_bytes);
+  if (!tp->grad || !out) return out;
+  if (!grow(tp->p, (void **)&tp->n, &tp->capn, tp->nn, sizeof *tp->n)) return out;
+  struct tape_node *n = &tp->n[tp->nn++];
+  *n = (struct tape_node){.out = out, .tmp = op->tmp, .pass = op->pass, .mm = op->mm};
+  for (int i = 0; i < TAPE_IN; i++)
+    if (op->in[i]) n->in[n->nin++] = op->in[i];
+  for (int i = 0; i < TAPE_SAVED; i++)
+    if (op->saved[i]) n->saved[n->nsaved++] = tape_ref(tp, op->saved[i]);
+  if (op->save_out && n->nsaved < TAPE_SAVED) n->saved[n->nsaved++] = tape_ref(tp, out);
+  return out;
+}
+
+/* a gradient g arrives for x: the first is kept, a second is summed out of
+ * place; a view's goes into its base's gradient (one base-sized buffer) */
+static void arrive(struct tape *tp, uint32_t x, uint32_t g) {
+  if (tp->t[x].leaf) { /* AccumulateGrad: .grad takes the block */
+    uint32_t h = tp->t[g].h;
+    tp->t[g].h = NONE;
+    tape_drop(tp, g);
+    if (tp->on_grad) tp->on_grad(tp->ctx, x, h, tp->t[g].bytes);
+    return;
+  }
+  uint32_t base = tp->t[x].base;
+  if (base) {
+    if (!tp->t[base].grad) tp->t[base].grad = tape_new(tp, tp->t[base].bytes);
+    tape_drop(tp, g); /* copied into it */
+    return;
+  }
+  if (!tp->t[x].grad) {
+    tp->t[x].grad = g;
+    return;
+  }
+  uint32_t sum = tape_new(tp, tp->t[x].bytes);
+  tape_drop(tp, tp->t[x].grad);
+  tape_drop(tp, g);
+  tp->t[x].grad = sum;
+}
+
+void tape_backward(struct tape *tp, uint32_t from) {
+  for (uint32_t k = tp->nn; k-- > from && !tp->p->failed;) {
+    struct tape_node n = tp->n[k]; /* tape_new may move tp->t, not tp->n */
+    uint32_t g = tp->t[n.out].grad;
+    if (!g) continue; /* nothing flowed back to it */
+    tp->t[n.out].grad = 0;
+    uint32_t gin[TAPE_IN] = {0};
+    for (int i = 0; i < n.nin; i++) {
+      uint64_t b = tp->t[n.in[i]].bytes;
+      if (n.pass == TAPE_SLICES)
+        gin[i] = tape_view(tp, g, b);
+      else if (n.pass == TAPE_ADD && b == tp->t[g].bytes)
+        gin[i] = tape_ref(tp, g);
+      else
+        gin[i] = tape_new(tp, b);
+      if (n.mm && tp->ws == NONE && tp->ws_bytes) tp->ws = A(tp->p, tp->ws_bytes);
+    }
+    if (n.tmp) {
+      uint32_t t = A(tp->p, n.tmp);
+      F(tp->p, &t);
+    }
+    for (int i = 0; i < n.nsaved; i++)
+      tape_drop(tp, n.saved[i]);
+    tape_drop(tp, g);
+    for (int i = 0; i < n.nin; i++)
+      arrive(tp, n.in[i], gin[i]);
+  }
+}
+
+void tape_truncate(struct tape *tp, uint32_t from) {
+  if (from < tp->nn) tp->nn = from;
+}
+
+void tape_free(struct tape *tp) {
+  vl_free(tp->t);
+  vl_free(tp->n);
+  tp->t = NULL;
+  tp->n = NULL;
+  tp->nt = tp->capt = tp->nn = tp->capn = 0;
+}

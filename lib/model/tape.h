@@ -1,0 +1,100 @@
+/* A small model of autograd for the training replay (train_replay.c): the
+ * tensors a forward makes, who keeps them (Python's variables and the
+ * nodes that save them for backward), and what a node's backward
+ * allocates and lets go, in the order PyTorch's engine does it
+ * (torch/csrc/autograd/engine.cpp, input_buffer.cpp): the nodes in
+ * reverse order of creation (the engine runs the ready node of the highest
+ * sequence number first); a node allocates its inputs' gradients in their
+ * order (a linear without bias: the weight's first, mm's derivative; with
+ * bias, addmm's: the input's first), then its backward's temporary; then
+ * its saved tensors and its output's gradient are released; an input's
+ * second gradient is summed out of place (InputBuffer::accumulate); a
+ * parameter's (a leaf's) gradient is handed over (AccumulateGrad steals
+ * it as .grad). The allocations go through the caching-allocator model
+ * (prog.h). */
+#ifndef VRAMLEDGER_MODEL_TAPE_H
+#define VRAMLEDGER_MODEL_TAPE_H
+#include "prog.h"
+
+#define TAPE_IN 3
+#define TAPE_SAVED 4
+
+struct tape_tensor {
+  uint32_t h;     /* the allocator model's handle (NONE: small pool or none) */
+  uint64_t bytes; /* its size */
+  uint32_t refs;  /* Python's reference + the nodes that saved it */
+  uint32_t grad;  /* the tensor of its pending gradient, or 0 */
+  uint32_t base;  /* a view: the tensor whose storage it shows (0: none) */
+  bool leaf;      /* a parameter: its gradient is handed to on_grad */
+};
+
+struct tape_node {
+  uint32_t out;
+  uint32_t in[TAPE_IN];       /* inputs that need a gradient */
+  uint32_t saved[TAPE_SAVED]; /* tensors saved for backward */
+  uint64_t tmp;               /* one backward temporary, bytes (0: none) */
+  uint8_t nin, nsaved;
+  uint8_t pass; /* TAPE_ADD, TAPE_SLICES or 0 (tape_op) */
+  bool save_out, mm;
+};
+
+/* the gradient of parameter `leaf` (the allocator model's handle, `bytes`)
+ * arrives: the callee keeps the block (train_replay.c's on_leaf()) */
+typedef void (*tape_grad_fn)(void *ctx, uint32_t leaf, uint32_t handle, uint64_t bytes);
+
+/* how a node's inputs get their gradients: allocated (0); the output's
+ * gradient itself where the sizes agree (TAPE_ADD: add, no-op casts);
+ * views of it (TAPE_SLICES: cat) */
+enum { TAPE_ADD = 1, TAPE_SLICES = 2 };
+
+struct tape {
+  struct prog *p;
+  bool grad;     /* autograd records (torch.is_grad_enabled()) */
+  bool no_alloc; /* a checkpoint's recomputation stopped early: record only */
+  /* autograd's thread makes a cuBLAS workspace of ws_bytes at its first
+   * matmul (after the first gradient of the first matmul node) */
+  uint64_t ws_bytes;
+  uint32_t ws;
+  struct tape_tensor *t;
+  uint32_t nt, capt;
+  struct tape_node *n;
+  uint32_t nn, capn;
+  tape_grad_fn on_grad;
+  void *ctx;
+};
+
+/* Tensors are numbered from 1; 0 is no tensor (and ends the lists below). */
+/* a new tensor of `bytes` held by Python (one reference) */
+uint32_t tape_new(struct tape *tp, uint64_t bytes);
+/* a parameter of `bytes` (its storage is not the tape's) */
+uint32_t tape_leaf(struct tape *tp, uint64_t bytes);
+/* a view of `base` (no storage of its own; it keeps base alive); its
+ * gradient lands in one base-sized gradient of base (SplitBackward,
+ * slicing) */
+uint32_t tape_view(struct tape *tp, uint32_t base, uint64_t bytes);
+/* Python takes another reference to x (a no-op cast returns x itself) */
+uint32_t tape_ref(struct tape *tp, uint32_t x);
+/* Python lets go of x (0: nothing) */
+void tape_drop(struct tape *tp, uint32_t x);
+/* an operation: its output of out_bytes; `in` need gradients (in this
+ * order); `saved` are kept for its backward; `tmp`: a temporary of its
+ * backward; `pass`: how its inputs' gradients are made; `mm`: a matmul.
+ * Returns the output; the node is recorded only while grad is on. */
+struct tape_op {
+  uint64_t out_bytes;
+  uint32_t in[TAPE_IN];
+  uint32_t saved[TAPE_SAVED];
+  uint64_t tmp;
+  uint8_t pass;
+  bool save_out; /* it saves its own output (softmax, SDPA, tanh) */
+  bool mm;
+};
+uint32_t tape_op(struct tape *tp, const struct tape_op *op);
+/* back-propagate the nodes recorded from `from` on, the last first; the
+ * gradient of each node's output must be pending on it */
+void tape_backward(struct tape *tp, uint32_t from);
+/* forget the nodes from `from` on (after their backward) */
+void tape_truncate(struct tape *tp, uint32_t from);
+void tape_free(struct tape *tp);
+
+#endif
