@@ -127,6 +127,8 @@ void tape_truncate(struct tape *tp, uint32_t from) {
   if (from < tp->nn) tp->nn = from;
 }
 
+void tape_reset(struct tape *tp) { tp->nt = tp->nn = 0; }
+
 void tape_free(struct tape *tp) {
   vl_free(tp->t);
   vl_free(tp->n);

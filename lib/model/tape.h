@@ -95,6 +95,8 @@ uint32_t tape_op(struct tape *tp, const struct tape_op *op);
 void tape_backward(struct tape *tp, uint32_t from);
 /* forget the nodes from `from` on (after their backward) */
 void tape_truncate(struct tape *tp, uint32_t from);
+/* forget every tensor and node (their storage stays for the next step) */
+void tape_reset(struct tape *tp);
 void tape_free(struct tape *tp);
 
 #endif
