@@ -31,6 +31,7 @@ enum {
   O_GRAD_ACCUM,
   O_KEEP_GRADS,
   O_DROP_OUTPUTS,
+  O_DDP_STATIC,
   O_MASTER_GRADS,
   O_NEW_TOKENS,
   O_KV_LAYOUT,
@@ -70,6 +71,7 @@ static const struct cli_opt opts[] = {
     {"grad-accum", true, O_GRAD_ACCUM},
     {"keep-grads", false, O_KEEP_GRADS},
     {"drop-outputs", false, O_DROP_OUTPUTS},
+    {"ddp-static-graph", false, O_DDP_STATIC},
     {"master-grads", true, O_MASTER_GRADS},
     {"new-tokens", true, O_NEW_TOKENS},
     {"kv-layout", true, O_KV_LAYOUT},
@@ -194,6 +196,7 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   case O_GRAD_ACCUM: return cli_u64(flag, arg, 1, 65536, &j->grad_accum);
   case O_KEEP_GRADS: j->grads_persist = true; return 0;
   case O_DROP_OUTPUTS: j->drop_outputs = true; return 0;
+  case O_DDP_STATIC: j->ddp_static_graph = true; return 0;
   case O_MASTER_GRADS:
     if ((rc = choose(flag, arg, n_mg, 2, &k))) return rc;
     j->master_grads_fp32 = k == 1;
