@@ -7,6 +7,11 @@
 # PART=2 (two GPUs): issue 8 — GPT-2 DDP's two peaks: four runs each as it
 #   is, with static_graph=True (DDP never rebuilds its buckets) and with
 #   gradient_as_bucket_view=True (gradients are views of the buckets).
+# PART=3: issue 3 — a fourth set outside the calibration set
+#   (bench/configs/unseen4.jsonl), measured after the op-by-op training
+#   replay was written and used for nothing else.
+# PART=4 (two GPUs): issue 8 — pipeline parallelism (bench/pp_job.py:
+#   GPT-2 and GPT-2 medium over 2 stages, 1F1B and GPipe).
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -23,5 +28,16 @@ if [ "$PART" = 2 ]; then
     done
   done
   tail -c 8000 "$o/errors8-2.txt" > "$o/errors8-2-tail.txt"; rm -f "$o/errors8-2.txt"
+fi
+if [ "$PART" = 3 ]; then
+  UNSEEN=bench/configs/unseen4.jsonl UNSEEN_TAG=unseen4 PART=8 bash bench/session6_gpu.sh > /dev/null
+fi
+if [ "$PART" = 4 ]; then
+  for args in "--model gpt2 --schedule 1f1b --batch 8 --micro 4" "--model gpt2 --schedule gpipe --batch 8 --micro 4" \
+      "--model gpt2-medium --schedule 1f1b --batch 16 --micro 8" "--model gpt2-medium --schedule gpipe --batch 16 --micro 8"; do
+    torchrun --standalone --nproc-per-node 2 bench/pp_job.py $args --seq 512 2>>"$o/errors8-4.txt" |
+        grep '^{' >> "$o/pp8.jsonl"
+  done
+  tail -c 8000 "$o/errors8-4.txt" > "$o/errors8-4-tail.txt"; rm -f "$o/errors8-4.txt"
 fi
 ls -la "$o"

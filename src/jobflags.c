@@ -25,6 +25,7 @@ enum {
   O_DP,
   O_TP,
   O_PP,
+  O_PP_SCHEDULE,
   O_SP,
   O_OFFLOAD,
   O_FRAMEWORK,
@@ -65,6 +66,7 @@ static const struct cli_opt opts[] = {
     {"dp", true, O_DP},
     {"tp", true, O_TP},
     {"pp", true, O_PP},
+    {"pp-schedule", true, O_PP_SCHEDULE},
     {"sp", false, O_SP},
     {"offload", true, O_OFFLOAD},
     {"framework", true, O_FRAMEWORK},
@@ -109,6 +111,7 @@ static const char *n_ckpt(int i) { return vl_ckpt_name((enum vl_ckpt)i); }
 static const char *n_fw(int i) { return vl_framework_name((enum vl_framework)i); }
 static const char *n_off(int i) { return vl_offload_name((enum vl_offload)i); }
 static const char *n_kv(int i) { return vl_kv_layout_name((enum vl_kv_layout)i); }
+static const char *n_sched(int i) { return i == 0 ? "1f1b" : i == 1 ? "gpipe" : NULL; }
 static const char *n_task(int i) { return i == 0 ? "train" : i == 1 ? "infer" : NULL; }
 static const char *n_fmt(int i) { return i == 0 ? "text" : i == 1 ? "json" : i == 2 ? "md" : NULL; }
 static const char *n_kvdt(int i) {
@@ -184,6 +187,10 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   case O_DP: return cli_u64(flag, arg, 1, 65536, &j->dp);
   case O_TP: return cli_u64(flag, arg, 1, 1024, &j->tp);
   case O_PP: return cli_u64(flag, arg, 1, 1024, &j->pp);
+  case O_PP_SCHEDULE:
+    if ((rc = choose(flag, arg, n_sched, 2, &k))) return rc;
+    j->pp_gpipe = k == 1;
+    return 0;
   case O_SP: j->sp = true; return 0;
   case O_OFFLOAD:
     if ((rc = choose(flag, arg, n_off, VL_OFFLOAD_COUNT, &k))) return rc;

@@ -94,6 +94,7 @@ struct vl_job {
   /* parallelism, per GPU */
   unsigned zero;       /* 0..3 */
   uint64_t dp, tp, pp; /* >= 1 each */
+  bool pp_gpipe;       /* GPipe: every stage holds all micro-batches (else 1F1B) */
   bool sp;             /* sequence parallelism (with tp) */
   enum vl_offload offload;
   /* inference */

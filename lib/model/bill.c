@@ -405,8 +405,13 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
         sh.mlp_in_saved = true;
     }
   }
+  /* 1F1B: the first stage holds min(pp, micro-batches) in flight; GPipe
+   * runs every forward before any backward: every stage holds them all
+   * (measured, GPT-2 medium over 2 H200s: bench/results/
+   * 2026-11-29-h200x2-session8/part4-pp) */
   uint64_t in_flight = first ? vl__min(job->pp, job->grad_accum) : 1;
   if (job->pp > 1 && first) in_flight = vl__min(job->pp, vl__max(job->grad_accum, 1));
+  if (job->pp > 1 && job->pp_gpipe) in_flight = vl__max(job->grad_accum, 1);
   struct vl__act act = {0};
   if (mg)
     vl__act_megatron(arch, job, &sh, in_flight, last, bill, &ck, &act);
@@ -414,7 +419,26 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
     vl__act_hf(arch, job, &pol, &sh, bill, &ck, &act);
   uint64_t A_layers = vl__mul3(&ck, Ls, act.layer_kept, in_flight);
   uint64_t A_embed = first ? (mg ? act.embed : vl__mul(&ck, act.embed, in_flight)) : 0;
+  /* only the last stage computes the loss */
+  if (!last) act.head_fwd_tmp = act.loss_bwd_tmp = 0;
   uint64_t A_head = last ? act.head : 0;
+  /* torch.distributed.pipelining keeps the last stage's output of every
+   * micro-batch (the logits) until the step merges them (measured, GPT-2
+   * over 2 H200s, 1F1B, 4 micro-batches: the last stage +0.42 GB =
+   * 3 x logits over one micro-batch's bill, bench/results/
+   * 2026-11-29-h200x2-session8/part4-pp) */
+  if (job->pp > 1 && last && job->pp_gpipe && job->grad_accum > 1) {
+    /* GPipe: every micro-batch's forward, loss included, before any
+     * backward */
+    A_head = vl__mul(&ck, act.head, job->grad_accum);
+  } else if (job->pp > 1 && last && !mg && !ds && job->grad_accum > 1) {
+    uint64_t kept = vl__mul(&ck, act.logits, job->grad_accum - 1);
+    note(bill, VL_LINE_ACTIVATIONS, "pipeline: earlier micro-batches' outputs",
+         "(micro-batches - 1) * logits", "torch.distributed.pipelining (output chunks merged)",
+         kept, "micro_batches", (double)job->grad_accum, "", "logits", (double)act.logits, "bytes",
+         NULL, 0, NULL);
+    A_head = vl__add(&ck, A_head, kept);
+  }
   uint64_t A = vl__add(&ck, vl__add(&ck, A_layers, A_embed), A_head);
   uint64_t recompute = job->checkpointing == VL_CKPT_FULL ? vl__sub0(act.layer, act.layer_kept) : 0;
   note(bill, VL_LINE_ACTIVATIONS, "activations (end of forward)",

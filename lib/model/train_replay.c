@@ -498,8 +498,15 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     return vl__fail(err, VL_ENOMEM, "out of memory");
   }
 
-  /* the model, tensor by tensor, then the fp32 master copy (mixed-*) */
+  /* the model, tensor by tensor, then the fp32 master copy (mixed-*). A
+   * tied head is built as a matrix of its own and dropped when transformers
+   * ties it to the embedding (a model built on the GPU, as measure.py
+   * does: its block stays cached; Qwen2's and Gemma's histories) */
   model_wide(&R.p, arch, inv, z->wb, 1, &model);
+  if (tied) {
+    uint32_t untied = A(&R.p, z->V * z->h * z->wb);
+    F(&R.p, &untied);
+  }
   if (z->mb) model_wide(&R.p, arch, inv, z->mb, 1, &model);
   uint32_t ws1 = NONE;
 
