@@ -318,7 +318,10 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb) {
     uint32_t s0 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {q, rk}, .saved = {q, rk}});
     uint32_t s1 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s0}});
     rel(R, s0);
-    uint32_t s2 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s1}, .pass = TAPE_ADD});
+    /* the 4-D mask has the model's dtype: fp32 under autocast, so the sum
+     * is fp32 (x-qwen05-amp-adamw-eager-ckpt-b8s2048's history) */
+    const uint64_t me = R->z->wb > e ? R->z->wb : e;
+    uint32_t s2 = op(R, (struct tape_op){.out_bytes = sc * me, .in = {s1}, .pass = TAPE_ADD});
     rel(R, s1);
     uint32_t s32 = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s2}, .save_out = true});
     rel(R, s2);
@@ -517,7 +520,8 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     uint32_t x = dropout(&R, tape_ref(&R.tp, x0), arch->embed_dropout);
     rel(&R, x0);
     if (ws1 == NONE) ws1 = A(&R.p, z->workspace);
-    uint32_t mask = z->eager ? A(&R.p, z->B * z->P * z->P * e) : NONE; /* 4-D causal mask */
+    uint32_t mask = z->eager ? A(&R.p, z->B * z->P * z->P * (z->wb > e ? z->wb : e))
+                             : NONE; /* 4-D causal mask, the model's dtype */
     for (uint64_t l = 0; l < L && !R.p.failed; l++) {
       if (z->ckpt) kept[l] = tape_ref(&R.tp, x); /* the checkpoint keeps its input */
       x = layer(&R, x, false);
