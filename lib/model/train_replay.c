@@ -141,6 +141,15 @@ static void on_leaf(void *ctx, uint32_t leaf, uint32_t h, uint64_t bytes) {
 static uint32_t op(struct run *R, struct tape_op o) { return tape_op(&R->tp, &o); }
 static void rel(struct run *R, uint32_t x) { tape_drop(&R->tp, x); }
 
+/* a and b joined into `bytes` (an add: TAPE_ADD; a cat: TAPE_SLICES);
+ * Python lets go of both */
+static uint32_t join(struct run *R, uint64_t bytes, uint32_t a, uint32_t b, uint8_t pass) {
+  uint32_t y = op(R, (struct tape_op){.out_bytes = bytes, .in = {a, b}, .pass = pass});
+  rel(R, a);
+  rel(R, b);
+  return y;
+}
+
 /* x (rows x in_f, xb bytes an element) through a linear of in_f -> out_f:
  * under autocast the weight's cached half copy (a node: its backward
  * copies the gradient to the fp32 parameter's), then the input's cast
@@ -225,15 +234,10 @@ static uint32_t rotary(struct run *R, uint32_t x, uint64_t n) {
   uint32_t x1 = tape_view(&R->tp, x, n / 2 * e), x2 = tape_view(&R->tp, x, n / 2 * e);
   uint32_t neg = op(R, (struct tape_op){.out_bytes = n / 2 * e, .in = {x2}});
   rel(R, x2);
-  uint32_t cat = op(R, (struct tape_op){.out_bytes = n * e, .in = {neg, x1}, .pass = TAPE_SLICES});
-  rel(R, neg);
-  rel(R, x1);
+  uint32_t cat = join(R, n * e, neg, x1, TAPE_SLICES);
   uint32_t t3 = op(R, (struct tape_op){.out_bytes = n * w, .in = {cat}});
   rel(R, cat);
-  uint32_t out = op(R, (struct tape_op){.out_bytes = n * w, .in = {t1, t3}, .pass = TAPE_ADD});
-  rel(R, t1);
-  rel(R, t3);
-  return out;
+  return join(R, n * w, t1, t3, TAPE_ADD);
 }
 
 /* rotary on the first rotary_pct of each head (GPT-NeoX), the rest
@@ -246,10 +250,7 @@ static uint32_t rope(struct run *R, uint32_t x, uint64_t n) {
   uint32_t xr = tape_view(&R->tp, x, nr * e), xp = tape_view(&R->tp, x, (n - nr) * e);
   uint32_t r = rotary(R, xr, nr);
   rel(R, xr);
-  uint32_t out = op(R, (struct tape_op){.out_bytes = n * w, .in = {r, xp}, .pass = TAPE_SLICES});
-  rel(R, r);
-  rel(R, xp);
-  return out;
+  return join(R, n * w, r, xp, TAPE_SLICES);
 }
 
 /* autocast's cast of an attention input to the activations' dtype (a new
