@@ -12,6 +12,9 @@
 #   replay was written and used for nothing else.
 # PART=4 (two GPUs): issue 8 — pipeline parallelism (bench/pp_job.py:
 #   GPT-2 and GPT-2 medium over 2 stages, 1F1B and GPipe).
+# PART=5 (two GPUs): issue 3 — three of part 3's runs (its two largest
+#   misses and a control) measured three times more each
+#   (bench/configs/repeat4.jsonl): is the allocator's reserve repeatable?
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -39,5 +42,9 @@ if [ "$PART" = 4 ]; then
         grep '^{' >> "$o/pp8.jsonl"
   done
   tail -c 8000 "$o/errors8-4.txt" > "$o/errors8-4-tail.txt"; rm -f "$o/errors8-4.txt"
+fi
+if [ "$PART" = 5 ]; then
+  UNSEEN=bench/configs/repeat4.jsonl UNSEEN_TAG=repeat4 PART=8 bash bench/session6_gpu.sh > /dev/null
+  rm -f "$o"/repeat4-?-tail.log "$o"/env-8.txt
 fi
 ls -la "$o"
