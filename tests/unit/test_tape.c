@@ -1,0 +1,157 @@
+/* lib/model/tape.c: the model of autograd the training replay runs on —
+ * who keeps a tensor alive, what a backward allocates and frees, on small
+ * graphs whose bytes are worked out by hand (torch/csrc/autograd/engine.cpp,
+ * input_buffer.cpp). */
+#include "testutil.h"
+#include "model/tape.h"
+
+#define M (1ull << 20) /* bytes (testutil.h's MiB is a double) */
+
+struct fix {
+  struct prog p;
+  struct tape tp;
+  uint32_t leaf_grads;
+  uint64_t leaf_bytes;
+};
+
+static void on_grad(void *ctx, uint32_t leaf, uint32_t h, uint64_t bytes) {
+  struct fix *f = ctx;
+  (void)leaf;
+  f->leaf_grads++;
+  f->leaf_bytes += bytes;
+  F(&f->p, &h); /* .grad would keep it; the tests only count */
+}
+
+static void setup(struct fix *f, bool grad) {
+  memset(f, 0, sizeof *f);
+  struct vl_cache_conf conf = {0, 0, 0, false};
+  assert_int_equal(vl_cache_new(&conf, &f->p.c), VL_OK);
+  f->tp = (struct tape){.p = &f->p, .grad = grad, .ws = NONE, .on_grad = on_grad, .ctx = f};
+}
+
+static void teardown(struct fix *f) {
+  tape_free(&f->tp);
+  vl_cache_destroy(f->p.c);
+}
+
+static uint64_t allocated(struct fix *f) {
+  struct vl_cache_stats s;
+  vl_cache_stats(f->p.c, &s);
+  return s.allocated;
+}
+
+static uint32_t op1(struct fix *f, uint64_t bytes, uint32_t in, uint32_t saved) {
+  struct tape_op o = {.out_bytes = bytes, .in = {in}, .saved = {saved}};
+  return tape_op(&f->tp, &o);
+}
+
+/* a tensor a node saves outlives Python's reference until the node's
+ * backward; without autograd it goes with the reference */
+static void saved_tensor_lives_until_its_backward(void **state) {
+  (void)state;
+  struct fix f;
+  setup(&f, true);
+  uint32_t x = tape_new(&f.tp, 8 * M);
+  uint32_t y = op1(&f, 4 * M, x, x);
+  tape_drop(&f.tp, x);
+  assert_int_equal(allocated(&f), 12 * M); /* x kept by y's node */
+  f.tp.t[y].grad = tape_new(&f.tp, 4 * M);
+  tape_backward(&f.tp, 0);
+  /* y's node made x's gradient (8), freed y's gradient (4) and x (8) */
+  assert_int_equal(allocated(&f), 4 * M + 8 * M);
+  assert_int_not_equal(f.tp.t[x].grad, 0);
+  teardown(&f);
+
+  setup(&f, false);
+  x = tape_new(&f.tp, 8 * M);
+  y = op1(&f, 4 * M, x, x);
+  tape_drop(&f.tp, x);
+  assert_int_equal(allocated(&f), 4 * M); /* nothing recorded, x gone */
+  assert_int_equal(f.tp.nn, 0);
+  teardown(&f);
+}
+
+/* a tensor used twice gets two gradients: the second is summed out of
+ * place (one more block while both live), then one remains */
+static void second_gradient_summed_out_of_place(void **state) {
+  (void)state;
+  struct fix f;
+  setup(&f, true);
+  uint32_t x = tape_new(&f.tp, 8 * M);
+  uint32_t y1 = op1(&f, 2 * M, x, 0), y2 = op1(&f, 2 * M, x, 0);
+  tape_drop(&f.tp, x);
+  tape_drop(&f.tp, y1);
+  tape_drop(&f.tp, y2);
+  assert_int_equal(allocated(&f), 0);
+  f.tp.t[y1].grad = tape_new(&f.tp, 2 * M);
+  f.tp.t[y2].grad = tape_new(&f.tp, 2 * M);
+  tape_backward(&f.tp, 0);
+  struct vl_cache_stats s;
+  vl_cache_stats(f.p.c, &s);
+  assert_int_equal(s.allocated, 8 * M); /* x's one gradient */
+  /* y2's node: x's first gradient, then y2's goes; y1's: the second, y1's
+   * goes, their sum: three of x's size at once */
+  assert_int_equal(s.peak_allocated, 3 * 8 * M);
+  teardown(&f);
+}
+
+/* gradients of views land in one buffer of the base's size, views of a
+ * view in the first view's base */
+static void views_fill_one_base_sized_gradient(void **state) {
+  (void)state;
+  struct fix f;
+  setup(&f, true);
+  uint32_t b = tape_new(&f.tp, 16 * M);
+  uint32_t v = tape_view(&f.tp, b, 8 * M), vv = tape_view(&f.tp, v, 4 * M);
+  uint32_t w = tape_view(&f.tp, b, 8 * M);
+  uint32_t y1 = op1(&f, 2 * M, vv, 0), y2 = op1(&f, 2 * M, w, 0);
+  tape_drop(&f.tp, v);
+  tape_drop(&f.tp, vv);
+  tape_drop(&f.tp, w);
+  assert_int_equal(allocated(&f), 16 * M + 4 * M); /* the views keep b */
+  tape_drop(&f.tp, b);
+  tape_drop(&f.tp, y1);
+  tape_drop(&f.tp, y2);
+  assert_int_equal(allocated(&f), 0);
+  f.tp.t[y1].grad = tape_new(&f.tp, 2 * M);
+  f.tp.t[y2].grad = tape_new(&f.tp, 2 * M);
+  tape_backward(&f.tp, 0);
+  assert_int_equal(allocated(&f), 16 * M); /* b's gradient only */
+  assert_int_not_equal(f.tp.t[b].grad, 0);
+  assert_int_equal(f.tp.t[vv].grad, 0);
+  teardown(&f);
+}
+
+/* a parameter's gradient is handed over (AccumulateGrad); a matmul node
+ * makes autograd's cuBLAS workspace once, after its first gradient; mm
+ * allocates the weight's gradient first when listed first */
+static void leaf_gradients_and_the_workspace(void **state) {
+  (void)state;
+  struct fix f;
+  setup(&f, true);
+  f.tp.ws_bytes = 32 * M;
+  uint32_t w = tape_leaf(&f.tp, 6 * M), x = tape_new(&f.tp, 4 * M);
+  struct tape_op o = {.out_bytes = 2 * M, .in = {w, x}, .saved = {x}, .mm = true};
+  uint32_t y = tape_op(&f.tp, &o);
+  struct tape_op o2 = {.out_bytes = 2 * M, .in = {y, w}, .mm = true};
+  uint32_t z = tape_op(&f.tp, &o2);
+  tape_drop(&f.tp, x);
+  f.tp.t[z].grad = tape_new(&f.tp, 2 * M);
+  tape_backward(&f.tp, 0);
+  assert_int_equal(f.leaf_grads, 2); /* w used twice: two AccumulateGrad calls */
+  assert_int_equal(f.leaf_bytes, 12 * M);
+  assert_int_not_equal(f.tp.ws, NONE);
+  /* left: the workspace, y and z (Python holds them), x's gradient */
+  assert_int_equal(allocated(&f), 32 * M + 2 * M + 2 * M + 4 * M);
+  teardown(&f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(saved_tensor_lives_until_its_backward),
+      cmocka_unit_test(second_gradient_summed_out_of_place),
+      cmocka_unit_test(views_fill_one_base_sized_gradient),
+      cmocka_unit_test(leaf_gradients_and_the_workspace),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
