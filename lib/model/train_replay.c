@@ -260,8 +260,9 @@ static uint32_t to_act(struct run *R, uint32_t x, uint64_t elems) {
   return op(R, (struct tape_op){.out_bytes = elems * R->z->e, .in = {x}});
 }
 
-/* the attention on n1 (T x h, nb bytes an element): its o_proj's output */
-static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb) {
+/* the attention on n1 (T x h, nb bytes an element): its o_proj's output;
+ * *held: what it returns beside it (eager's weights, 0 for SDPA) */
+static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *held) {
   const struct vl_arch *arch = R->arch;
   const uint64_t T = R->T, a = R->a, g = R->g, d = R->d, e = R->z->e, h = R->z->h;
   uint32_t q, k, v, q32 = 0, k32 = 0, qkv = 0; /* q32, k32: rotary's (wider) outputs */
@@ -326,19 +327,28 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb) {
     rel(R, s1);
     uint32_t s32 = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s2}, .save_out = true});
     rel(R, s2);
+    /* .to(query.dtype): a no-op where the query is fp32 (rotary's output
+     * under autocast) */
+    const uint64_t qb = q32 ? R->tp.t[q32].bytes / (T * a * d) : e;
     uint32_t sh =
-        e < 4 ? op(R, (struct tape_op){.out_bytes = sc * e, .in = {s32}}) : tape_ref(&R->tp, s32);
+        qb < 4 ? op(R, (struct tape_op){.out_bytes = sc * qb, .in = {s32}}) : tape_ref(&R->tp, s32);
     rel(R, s32);
     if (arch->attn_dropout > 0) {
       uint32_t mask = tape_new(&R->tp, sc);
-      uint32_t dr = op(R, (struct tape_op){.out_bytes = sc * e, .in = {sh}, .saved = {mask}});
+      uint32_t dr =
+          op(R, (struct tape_op){.out_bytes = R->tp.t[sh].bytes, .in = {sh}, .saved = {mask}});
       rel(R, mask);
       rel(R, sh);
       sh = dr;
     }
+    /* the weights are returned with the output: the decoder layer holds
+     * them until it returns (Qwen2's eager history: the fp32 scores live
+     * through the MLP); under autocast the matmul casts them */
+    *held = sh;
+    uint32_t shc = to_act(R, sh, sc);
     uint32_t o4 =
-        op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {sh, rv}, .saved = {sh, rv}});
-    rel(R, sh);
+        op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {shc, rv}, .saved = {shc, rv}});
+    rel(R, shc);
     rel(R, rk);
     rel(R, rv);
     o = op(R,
@@ -378,11 +388,13 @@ static uint32_t mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, bool
     rel(R, ag);
     rel(R, up);
   } else if (arch->gated_mlp) {
+    /* down(act(gate(x)) * up(x)): the gate's output is a temporary gone
+     * once act has it (Gemma-2B's history) */
     uint32_t gate = linear(R, n2, nb, rows, h, I, arch->mlp_bias);
     uint32_t ag = op(R, (struct tape_op){.out_bytes = TI, .in = {gate}, .saved = {gate}});
+    rel(R, gate);
     uint32_t up = linear(R, n2, nb, rows, h, I, arch->mlp_bias);
     act = op(R, (struct tape_op){.out_bytes = TI, .in = {ag, up}, .saved = {ag, up}});
-    rel(R, gate);
     rel(R, ag);
     rel(R, up);
   } else {
@@ -434,8 +446,8 @@ static uint32_t layer(struct run *R, uint32_t x, bool stop) {
   const struct vl_arch *arch = R->arch;
   const uint64_t T = R->T, h = R->z->h, r = R->z->r, e = R->z->e;
   uint64_t nb;
-  uint32_t n1 = norm(R, x, r, &nb);
-  uint32_t at = dropout(R, attention(R, n1, nb), arch->hidden_dropout);
+  uint32_t n1 = norm(R, x, r, &nb), held = 0;
+  uint32_t at = dropout(R, attention(R, n1, nb, &held), arch->hidden_dropout);
   rel(R, n1);
   uint32_t h1 = x;
   if (!arch->parallel_residual) {
@@ -473,6 +485,7 @@ static uint32_t layer(struct run *R, uint32_t x, bool stop) {
   rel(R, mo);
   if (arch->parallel_residual) rel(R, at);
   rel(R, h1);
+  rel(R, held); /* the layer returns */
   R->tp.no_alloc = false;
   return out;
 }
