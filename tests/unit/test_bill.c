@@ -425,32 +425,43 @@ static void training_reserve_replayed(void **state) {
     enum vl_ckpt ckpt;
     unsigned batch, seq;
     double reserved, nvml;
+    bool eager;
   } runs[] = {
       {"gemma2b-amp-adamw-ckpt", "data/models/gemma-2b.json", VL_PREC_AMP_BF16, VL_OPT_ADAMW,
-       VL_IMPL_FOREACH, VL_CKPT_FULL, 4, 2048, 79589015552.0, 80383836160.0},
+       VL_IMPL_FOREACH, VL_CKPT_FULL, 4, 2048, 79589015552.0, 80383836160.0, false},
       {"pythia14-amp-adamw-sdpa", "data/models/pythia-1.4b.json", VL_PREC_AMP_BF16, VL_OPT_ADAMW,
-       VL_IMPL_FOREACH, VL_CKPT_NONE, 4, 1024, 36370907136.0, 37165727744.0},
+       VL_IMPL_FOREACH, VL_CKPT_NONE, 4, 1024, 36370907136.0, 37165727744.0, false},
       {"gpt2l-amp-adamw-ckpt", "data/models/gpt2-large.json", VL_PREC_AMP_BF16, VL_OPT_ADAMW,
-       VL_IMPL_FOREACH, VL_CKPT_FULL, 4, 1024, 19121831936.0, 19916652544.0},
+       VL_IMPL_FOREACH, VL_CKPT_FULL, 4, 1024, 19121831936.0, 19916652544.0, false},
       {"phi3-amp-sgd-ckpt", "data/models/phi-3-mini.json", VL_PREC_AMP_BF16, VL_OPT_SGD,
-       VL_IMPL_FOREACH, VL_CKPT_FULL, 2, 1024, 35546726400.0, 36341547008.0},
+       VL_IMPL_FOREACH, VL_CKPT_FULL, 2, 1024, 35546726400.0, 36341547008.0, false},
       {"phi3-mixed-adamw-fused", "data/models/phi-3-mini.json", VL_PREC_MIXED_BF16, VL_OPT_ADAMW,
-       VL_IMPL_FUSED, VL_CKPT_NONE, 1, 2048, 77040975872.0, 77835796480.0},
+       VL_IMPL_FUSED, VL_CKPT_NONE, 1, 2048, 77040975872.0, 77835796480.0, false},
       {"qwen05-fp16-sgd", "data/models/qwen2-0.5b.json", VL_PREC_FP16, VL_OPT_SGD, VL_IMPL_FOREACH,
-       VL_CKPT_NONE, 8, 1024, 34881929216.0, 35676749824.0},
+       VL_CKPT_NONE, 8, 1024, 34881929216.0, 35676749824.0, false},
       {"pythia160-ampfp16-adamw", "data/models/pythia-160m.json", VL_PREC_AMP_FP16, VL_OPT_ADAMW,
-       VL_IMPL_FOREACH, VL_CKPT_NONE, 16, 1024, 22374514688.0, 23169335296.0},
+       VL_IMPL_FOREACH, VL_CKPT_NONE, 16, 1024, 22374514688.0, 23169335296.0, false},
       {"qwen05-amp-adamw-sdpa", "data/models/qwen2-0.5b.json", VL_PREC_AMP_BF16, VL_OPT_ADAMW,
-       VL_IMPL_FOREACH, VL_CKPT_NONE, 4, 1024, 24131928064.0, 24926748672.0},
+       VL_IMPL_FOREACH, VL_CKPT_NONE, 4, 1024, 24131928064.0, 24926748672.0, false},
       /* outside the calibration set, where the first replay (layers as
        * blocks) missed by -20.4, +12.4 and +10.8 % (bench/results/
        * 2026-11-29-h200x2-session7/part8*, -session8/part1-unseen3) */
       {"v-qwen05-bf16-sgdm-ckpt-b32s1024", "data/models/qwen2-0.5b.json", VL_PREC_BF16,
-       VL_OPT_SGD_MOMENTUM, VL_IMPL_FOREACH, VL_CKPT_FULL, 32, 1024, 93363109888.0, 94157930496.0},
+       VL_OPT_SGD_MOMENTUM, VL_IMPL_FOREACH, VL_CKPT_FULL, 32, 1024, 93363109888.0, 94157930496.0,
+       false},
       {"u-gemma2b-bf16-sgd-b4s2048", "data/models/gemma-2b.json", VL_PREC_BF16, VL_OPT_SGD,
-       VL_IMPL_FOREACH, VL_CKPT_NONE, 4, 2048, 61576577024.0, 62371397632.0},
+       VL_IMPL_FOREACH, VL_CKPT_NONE, 4, 2048, 61576577024.0, 62371397632.0, false},
       {"w-gpt2-ampfp16-sgd-b32s1024", "data/models/gpt2.json", VL_PREC_AMP_FP16, VL_OPT_SGD,
-       VL_IMPL_FOREACH, VL_CKPT_NONE, 32, 1024, 51698991104.0, 52493811712.0},
+       VL_IMPL_FOREACH, VL_CKPT_NONE, 32, 1024, 51698991104.0, 52493811712.0, false},
+      /* the fourth set's two misses (-18.4, -14.7 %), found in their
+       * histories: eager's weights held by the layer, the gate's output
+       * freed early (bench/results/2026-11-29-h200x2-session8/part3-unseen4,
+       * part5-histories) */
+      {"x-qwen05-amp-adamw-eager-ckpt-b8s2048", "data/models/qwen2-0.5b.json", VL_PREC_AMP_BF16,
+       VL_OPT_ADAMW, VL_IMPL_FOREACH, VL_CKPT_FULL, 8, 2048, 55129931776.0, 55907975168.0, true},
+      {"x-gemma2b-bf16-sgdm-ckpt-b8s1024", "data/models/gemma-2b.json", VL_PREC_BF16,
+       VL_OPT_SGD_MOMENTUM, VL_IMPL_FOREACH, VL_CKPT_FULL, 8, 1024, 52888076288.0, 53682896896.0,
+       false},
   };
   for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
     struct vl_arch a;
@@ -464,6 +475,7 @@ static void training_reserve_replayed(void **state) {
     j.batch = runs[i].batch;
     j.seq = runs[i].seq;
     j.master_grads_fp32 = runs[i].prec == VL_PREC_MIXED_BF16; /* measure.py's hooks */
+    if (runs[i].eager) j.attention = VL_ATTN_EAGER;
     struct vl_bill b;
     tu_bill(&a, &j, &b);
     assert_close(b.total_bytes, runs[i].nvml, 0.07, runs[i].name);
