@@ -405,13 +405,12 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
         sh.mlp_in_saved = true;
     }
   }
-  /* 1F1B: the first stage holds min(pp, micro-batches) in flight; GPipe
-   * runs every forward before any backward: every stage holds them all
-   * (measured, GPT-2 medium over 2 H200s: bench/results/
-   * 2026-11-29-h200x2-session8/part4-pp) */
-  uint64_t in_flight = first ? vl__min(job->pp, job->grad_accum) : 1;
-  if (job->pp > 1 && first) in_flight = vl__min(job->pp, vl__max(job->grad_accum, 1));
-  if (job->pp > 1 && job->pp_gpipe) in_flight = vl__max(job->grad_accum, 1);
+  /* micro-batches whose activations a stage holds at once. 1F1B: the
+   * first stage min(pp, micro-batches), the others one; GPipe runs every
+   * forward before any backward: every stage holds them all (measured,
+   * GPT-2 over 2 H200s: bench/results/2026-11-29-h200x2-session8/part4-pp) */
+  const uint64_t micro = vl__max(job->grad_accum, 1);
+  uint64_t in_flight = job->pp > 1 && job->pp_gpipe ? micro : first ? vl__min(job->pp, micro) : 1;
   struct vl__act act = {0};
   if (mg)
     vl__act_megatron(arch, job, &sh, in_flight, last, bill, &ck, &act);
@@ -422,16 +421,16 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   /* only the last stage computes the loss */
   if (!last) act.head_fwd_tmp = act.loss_bwd_tmp = 0;
   uint64_t A_head = last ? act.head : 0;
-  /* torch.distributed.pipelining keeps the last stage's output of every
-   * micro-batch (the logits) until the step merges them (measured, GPT-2
-   * over 2 H200s, 1F1B, 4 micro-batches: the last stage +0.42 GB =
-   * 3 x logits over one micro-batch's bill, bench/results/
-   * 2026-11-29-h200x2-session8/part4-pp) */
   if (job->pp > 1 && last && job->pp_gpipe && job->grad_accum > 1) {
     /* GPipe: every micro-batch's forward, loss included, before any
      * backward */
     A_head = vl__mul(&ck, act.head, job->grad_accum);
   } else if (job->pp > 1 && last && !mg && !ds && job->grad_accum > 1) {
+    /* torch.distributed.pipelining keeps the last stage's output of every
+     * micro-batch (the logits) until the step merges them (measured,
+     * GPT-2 over 2 H200s, 1F1B, 4 micro-batches: the last stage +0.42 GB
+     * = 3 x logits over one micro-batch's bill, bench/results/
+     * 2026-11-29-h200x2-session8/part4-pp) */
     uint64_t kept = vl__mul(&ck, act.logits, job->grad_accum - 1);
     note(bill, VL_LINE_ACTIVATIONS, "pipeline: earlier micro-batches' outputs",
          "(micro-batches - 1) * logits", "torch.distributed.pipelining (output chunks merged)",
@@ -700,7 +699,6 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
         .autocast = pol.autocast,
         .ckpt = job->checkpointing == VL_CKPT_FULL,
         .eager = job->attention == VL_ATTN_EAGER,
-        .kv_cache = job->checkpointing != VL_CKPT_FULL,
         .e = pol.act,
         .r = pol.resid,
         .workspace = ov->cublas_workspace_bytes,

@@ -80,7 +80,6 @@ struct vl__train_sizes {
   bool step_temp;            /* the optimizer's step makes temporaries */
   bool autocast, ckpt;       /* half copies of matmul weights; full recomputation */
   bool eager;                /* eager attention (scores materialised), else SDPA */
-  bool kv_cache;             /* the forward fills a KV cache (use_cache) */
   uint64_t e, r;             /* activation and residual bytes */
   uint64_t workspace;        /* one cuBLAS workspace */
   bool expandable;

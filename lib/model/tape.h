@@ -35,7 +35,7 @@ struct tape_node {
   uint64_t tmp;               /* one backward temporary, bytes (0: none) */
   uint8_t nin, nsaved;
   uint8_t pass; /* TAPE_ADD, TAPE_SLICES or 0 (tape_op) */
-  bool save_out, mm;
+  bool mm;
 };
 
 /* the gradient of parameter `leaf` (the allocator model's handle, `bytes`)

@@ -21,8 +21,8 @@
  * checkpointed layer's forward is the same sequence as prefill's (no
  * cache), its recomputation stops after the last tensor the backward
  * needs (non-reentrant checkpoint's early stop), and its backward
- * allocates each weight's gradient, then the inputs' gradients. Blocks of
- * 1 MiB or less (the small pool) are left out. */
+ * allocates its gradients in PyTorch's order (tape.h). Blocks of 1 MiB or
+ * less (the small pool) are left out. */
 #include "internal.h"
 #include "vramledger/alloc.h"
 #include "tape.h"
@@ -109,7 +109,6 @@ struct run {
   struct list grads;   /* the parameters' .grad, until zero_grad */
   struct list cached;  /* autocast's cached weight copies (tape tensors) */
   struct list kv;      /* the KV cache the output holds (tape tensors) */
-  bool tie_next;       /* the next linear's weight is the tied embedding */
   uint32_t tied_leaf;  /* the tied head's weight (tape tensor) */
   uint32_t tied_grad;  /* its gradient, waiting for the embedding's (handle) */
 };
@@ -150,16 +149,15 @@ static uint32_t join(struct run *R, uint64_t bytes, uint32_t a, uint32_t b, uint
   return y;
 }
 
-/* x (rows x in_f, xb bytes an element) through a linear of in_f -> out_f:
- * under autocast the weight's cached half copy (a node: its backward
- * copies the gradient to the fp32 parameter's), then the input's cast
- * (each linear casts its own: not cached), both saved */
-static uint32_t linear(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t in_f,
-                       uint64_t out_f, bool bias) {
+/* x (rows x in_f, xb bytes an element) through a linear of in_f -> out_f
+ * whose weight is the parameter w: under autocast the weight's cached
+ * half copy (a node: its backward copies the gradient to the fp32
+ * parameter's), then the input's cast (each linear casts its own: not
+ * cached), both saved */
+static uint32_t linear_w(struct run *R, uint32_t w, uint32_t x, uint64_t xb, uint64_t rows,
+                         uint64_t in_f, uint64_t out_f, bool bias) {
   const uint64_t e = R->z->e;
-  uint32_t w = tape_leaf(&R->tp, in_f * out_f * R->z->wb), cast = 0, in = x;
-  if (R->tie_next) R->tied_leaf = w;
-  R->tie_next = false;
+  uint32_t cast = 0, in = x;
   if (R->z->autocast) {
     uint32_t wc = op(R, (struct tape_op){.out_bytes = in_f * out_f * 2, .in = {w}});
     push(&R->p, &R->cached, wc);
@@ -173,6 +171,13 @@ static uint32_t linear(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, ui
                                       .mm = true});
   rel(R, cast);
   return y;
+}
+
+/* the same with a parameter of its own */
+static uint32_t linear(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t in_f,
+                       uint64_t out_f, bool bias) {
+  uint32_t w = tape_leaf(&R->tp, in_f * out_f * R->z->wb);
+  return linear_w(R, w, x, xb, rows, in_f, out_f, bias);
 }
 
 /* autocast exits (or a recomputation ends): its cached copies go */
@@ -203,7 +208,7 @@ static uint32_t norm(struct run *R, uint32_t x, uint64_t xb, uint64_t *ob) {
   rel(R, rs);
   uint32_t yh =
       xb < 4 ? op(R, (struct tape_op){.out_bytes = Th * xb, .in = {y32}}) : tape_ref(&R->tp, y32);
-  *ob = wb > xb ? wb : xb;
+  *ob = vl__max(wb, xb);
   uint32_t out =
       op(R, (struct tape_op){.out_bytes = Th * *ob, .in = {yh}, .saved = {yh}, .tmp = Th * *ob});
   rel(R, yh);
@@ -229,7 +234,7 @@ static uint32_t dropout(struct run *R, uint32_t x, double prob) {
  * the wider of the two (the AMP histories: qwen05-amp-adamw-sdpa,
  * pythia160-ampfp16-adamw) */
 static uint32_t rotary(struct run *R, uint32_t x, uint64_t n) {
-  const uint64_t e = R->z->e, w = R->z->r > e ? R->z->r : e;
+  const uint64_t e = R->z->e, w = vl__max(R->z->r, e);
   uint32_t t1 = op(R, (struct tape_op){.out_bytes = n * w, .in = {x}});
   uint32_t x1 = tape_view(&R->tp, x, n / 2 * e), x2 = tape_view(&R->tp, x, n / 2 * e);
   uint32_t neg = op(R, (struct tape_op){.out_bytes = n / 2 * e, .in = {x2}});
@@ -245,7 +250,7 @@ static uint32_t rotary(struct run *R, uint32_t x, uint64_t n) {
 static uint32_t rope(struct run *R, uint32_t x, uint64_t n) {
   double pct = R->arch->rotary_pct;
   if (pct >= 1) return rotary(R, x, n);
-  const uint64_t e = R->z->e, w = R->z->r > e ? R->z->r : e;
+  const uint64_t e = R->z->e, w = vl__max(R->z->r, e);
   uint64_t nr = (uint64_t)((double)n * pct) / 2 * 2;
   uint32_t xr = tape_view(&R->tp, x, nr * e), xp = tape_view(&R->tp, x, (n - nr) * e);
   uint32_t r = rotary(R, xr, nr);
@@ -284,8 +289,9 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     q = to_act(R, q32, T * a * d);
     k = to_act(R, k32, T * g * d);
   }
-  if (R->z->kv_cache) {
-    /* use_cache (the config's default; measure.py turns it off only with
+  if (!R->z->ckpt) {
+    /* use_cache (the config's default; measure.py, like transformers'
+     * gradient_checkpointing_enable, turns it off only with
      * checkpointing): DynamicLayer.update copies the key and the value
      * into the cache (torch.cat onto an empty tensor), the attention uses
      * the cache's, which the model's output holds until it is dropped
@@ -322,7 +328,7 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     rel(R, s0);
     /* the 4-D mask has the model's dtype: fp32 under autocast, so the sum
      * is fp32 (x-qwen05-amp-adamw-eager-ckpt-b8s2048's history) */
-    const uint64_t me = R->z->wb > e ? R->z->wb : e;
+    const uint64_t me = vl__max(R->z->wb, e);
     uint32_t s2 = op(R, (struct tape_op){.out_bytes = sc * me, .in = {s1}, .pass = TAPE_ADD});
     rel(R, s1);
     uint32_t s32 = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s2}, .save_out = true});
@@ -534,8 +540,8 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     uint32_t x = dropout(&R, tape_ref(&R.tp, x0), arch->embed_dropout);
     rel(&R, x0);
     if (ws1 == NONE) ws1 = A(&R.p, z->workspace);
-    uint32_t mask = z->eager ? A(&R.p, z->B * z->P * z->P * (z->wb > e ? z->wb : e))
-                             : NONE; /* 4-D causal mask, the model's dtype */
+    /* the 4-D causal mask, in the model's dtype */
+    uint32_t mask = z->eager ? A(&R.p, z->B * z->P * z->P * vl__max(z->wb, e)) : NONE;
     for (uint64_t l = 0; l < L && !R.p.failed; l++) {
       if (z->ckpt) kept[l] = tape_ref(&R.tp, x); /* the checkpoint keeps its input */
       x = layer(&R, x, false);
@@ -551,9 +557,10 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
       fn = norm(&R, x, z->r, &nb);
       rel(&R, x);
     }
-    R.tie_next = tied;
+    uint32_t head = tape_leaf(&R.tp, z->V * z->h * z->wb);
+    R.tied_leaf = tied ? head : 0;
     R.tied_grad = NONE;
-    uint32_t logits = linear(&R, fn, nb, z->T, z->h, z->V, false);
+    uint32_t logits = linear_w(&R, head, fn, nb, z->T, z->h, z->V, false);
     rel(&R, fn);
     uint32_t up = e < 4 ? A(&R.p, TV * 4) : NONE;
     uint32_t logp = A(&R.p, TV * 4);
@@ -589,15 +596,16 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
       rel(&R, y);
       if (l + 1 < L) rel(&R, kept[l + 1]);
     }
-    if (z->ckpt) {
-      uint32_t g0 = R.tp.t[kept[0]].grad;
+    if (z->ckpt) { /* the first checkpoint's input holds the last gradient */
+      uint32_t gk = R.tp.t[kept[0]].grad;
       R.tp.t[kept[0]].grad = 0;
       rel(&R, kept[0]);
-      rel(&R, g0);
+      rel(&R, gk);
     } else {
       tape_backward(&R.tp, 0);
     }
-    /* the embeddings' output's gradient, once they have used it */
+    /* the embeddings' output's gradient (without checkpointing), once they
+     * have used it */
     uint32_t g0 = R.tp.t[x0].grad;
     R.tp.t[x0].grad = 0;
     /* the embeddings' gradients. A tied matrix's two meet at its
@@ -631,7 +639,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     for (size_t i = 0; i < R.kv.n; i++)
       rel(&R, R.kv.h[i]);
     R.kv.n = 0;
-    tape_free(&R.tp); /* every tensor of the step is gone */
+    tape_reset(&R.tp); /* every tensor of the step is gone */
   }
   vl_cache_stats(R.p.c, out);
   bool failed = R.p.failed;
