@@ -15,6 +15,9 @@
 # PART=5 (two GPUs): issue 3 — three of part 3's runs (its two largest
 #   misses and a control) measured three times more each
 #   (bench/configs/repeat4.jsonl): is the allocator's reserve repeatable?
+# PART=6 (two GPUs): issue 3 — the fifth set (bench/configs/unseen5.jsonl),
+#   not run this session (no device time left); tar the results, the
+#   device returns at most 8 files.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -46,5 +49,9 @@ fi
 if [ "$PART" = 5 ]; then
   UNSEEN=bench/configs/repeat4.jsonl UNSEEN_TAG=repeat4 PART=8 bash bench/session6_gpu.sh > /dev/null
   rm -f "$o"/repeat4-?-tail.log "$o"/env-8.txt
+fi
+if [ "$PART" = 6 ]; then
+  UNSEEN=bench/configs/unseen5.jsonl UNSEEN_TAG=unseen5 PART=8 bash bench/session6_gpu.sh > /dev/null
+  tar -C "$o" -cJf /tmp/unseen5.tar.xz . && rm -f "$o"/* && mv /tmp/unseen5.tar.xz "$o"/
 fi
 ls -la "$o"

@@ -428,8 +428,8 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   } else if (job->pp > 1 && last && !mg && !ds && job->grad_accum > 1) {
     /* torch.distributed.pipelining keeps the last stage's output of every
      * micro-batch (the logits) until the step merges them (measured,
-     * GPT-2 over 2 H200s, 1F1B, 4 micro-batches: the last stage +0.42 GB
-     * = 3 x logits over one micro-batch's bill, bench/results/
+     * GPT-2 over 2 H200s, 1F1B, 4 micro-batches: the last stage 0.32 GB
+     * over one micro-batch's bill, 3 x logits = 0.31 GB, bench/results/
      * 2026-11-29-h200x2-session8/part4-pp) */
     uint64_t kept = vl__mul(&ck, act.logits, job->grad_accum - 1);
     note(bill, VL_LINE_ACTIVATIONS, "pipeline: earlier micro-batches' outputs",
