@@ -28,9 +28,9 @@
 #include "tape.h"
 
 /* the first step creates the optimizer's states, the second makes anew
- * what they carved up; a third moves six of the 84 measured runs by 0.2 to
- * 5.5 points, all within tolerance (bench/results/2026-11-29-h200x2-
- * session7/replay-steps.txt) */
+ * what they carved up; a third (measure.py runs three) moves sixteen runs
+ * by 0.1 to 5 points, all within 7 % (bench/results/2026-11-29-h200x2-
+ * session8/replay-three-steps.txt) */
 #define STEPS 2
 
 /* blocks that live and die together */
