@@ -15,7 +15,7 @@
 # PART=5 (two GPUs): issue 3 — three of part 3's runs (its two largest
 #   misses and a control) measured three times more each
 #   (bench/configs/repeat4.jsonl): is the allocator's reserve repeatable?
-# PART=6 (two GPUs): issue 3 — the fifth set (bench/configs/unseen5.jsonl),
+# PART=6 (two GPUs): issue 3 — the fifth set (bench/configs/unseen5.jsonl, 20 runs),
 #   not run this session (no device time left); tar the results, the
 #   device returns at most 8 files.
 # Needs build-rel/ (carry). Results under $OUT in few files.
