@@ -60,6 +60,7 @@ struct vl_arch {
   unsigned relu_act : 1;          /* ReLU MLP (OPT): one saved tensor, not two */
   unsigned gelu_python : 1;       /* GELU written in Python ops (GPT-2 gelu_new) */
   unsigned parallel_residual : 1; /* x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX) */
+  unsigned softmax_native : 1;    /* eager softmax in the scores' dtype, not fp32 (GPT-2) */
 };
 
 /*! Parse a Hugging Face config.json held in text[0..len).

@@ -55,6 +55,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * that (measured: TinyLlama fp32 on 2 H200s, b*a*s^2*4 per layer at the
    * peak, bench/results/2026-11-29-h200x2-session6/part4-peaks/tp2-fp32.json). */
   const bool math = job->attention == VL_ATTN_EAGER || (e == 4 && sh->g < sh->a);
+  const uint64_t sm = vl__softmax_bytes(arch, pol->autocast, e); /* probabilities' bytes */
   /* Inputs of trainable projections. Under autocast the normalised input
    * is fp32 and every projection casts it apart, and keeps its own half
    * copy: q, k and v three copies unless fused into one matmul (GPT-2,
@@ -87,24 +88,26 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   uint64_t scores = 0;
   if (job->checkpointing != VL_CKPT_SELECTIVE) {
     if (math) {
-      /* softmax (fp32 under autocast) saves its fp32 output; with dropout
+      /* softmax saves its output (sm bytes: fp32 unless GPT-2's half
+       * softmax without autocast); with dropout
        * the probabilities are cast, dropout keeps a bool mask, and the PV
        * matmul saves dropout's output (the cast copy itself is freed);
        * without dropout the PV matmul saves the cast copy */
       uint64_t s2 = vl__mul4(ck, sh->b, a_loc, sh->s, sh->s);
-      uint64_t per = 4 + (arch->attn_dropout > 0 ? 1 + e : (e != 4 ? e : 0));
+      uint64_t per = sm + (arch->attn_dropout > 0 ? 1 + e : (e != sm ? e : 0));
       scores = vl__mul(ck, s2, per);
       tm = vl__term(bill, VL_LINE_ACTIVATIONS,
                     job->attention == VL_ATTN_EAGER
                         ? "attention scores (eager, per layer)"
                         : "attention scores (SDPA math backend: fp32, grouped KV heads)",
-                    "b*a*s^2*(4 + [dropout] (1 + e) | [no dropout, half] e)",
+                    "b*a*s^2*(sm + [dropout] (1 + e) | [no dropout, sm != e] e)",
                     "transformers eager_attention_forward; seed 002 (b*heads*s*s)", scores);
       tm->detail = true;
       vl__term_in(tm, "b", (double)sh->b, "");
       vl__term_in(tm, "a", (double)a_loc, "heads");
       vl__term_in(tm, "s", (double)sh->s, "tokens");
       vl__term_in(tm, "e", (double)e, "bytes");
+      vl__term_in(tm, "sm", (double)sm, "bytes (softmax output)");
     } else {
       /* SDPA flash / memory-efficient: output and log-sum-exp (fp32) */
       scores = vl__add(ck, vl__mul4(ck, T, a_loc, sh->d, e),
@@ -176,8 +179,8 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   uint64_t s2 = vl__mul4(ck, sh->b, a_loc, sh->s, sh->s);
   /* F.softmax(x, dtype=float32) converts its half input to an fp32 copy
    * first: the masked scores, that copy and the (saved) output coexist */
-  act->layer_fwd_tmp = math ? vl__mul(ck, s2, e + (e != 4 ? 4 : 0)) : vl__mul3(ck, T, sh->h, e);
-  uint64_t bwd_attn = math ? vl__mul(ck, s2, 4 + 2 * e) : vl__mul4(ck, T, a_loc, sh->d, 3 * e);
+  act->layer_fwd_tmp = math ? vl__mul(ck, s2, e + (sm != e ? 4 : 0)) : vl__mul3(ck, T, sh->h, e);
+  uint64_t bwd_attn = math ? vl__mul(ck, s2, sm + 2 * e) : vl__mul4(ck, T, a_loc, sh->d, 3 * e);
   uint64_t bwd_mlp = vl__mul4(ck, T, width, e, arch->gated_mlp ? 3 : 2);
   act->layer_bwd_tmp = vl__add(ck, vl__max(bwd_attn, bwd_mlp), vl__mul4(ck, Tr, sh->h, 4, 2));
 

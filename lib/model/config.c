@@ -215,6 +215,11 @@ static vl_status read_gpt2(struct reader *r, struct vl_arch *a) {
   TRY(get_prob(r, "embd_pdrop", 0.1, &a->embed_dropout));
   a->qkv_bias = a->o_bias = a->mlp_bias = 1;
   a->norm_affine = a->learned_pos = a->final_norm = a->fused_qkv = a->causal = 1;
+  /* eager_attention_forward calls F.softmax(x) without dtype=float32 (the
+   * other families pass it): half scores give half probabilities
+   * (transformers 5.17 modeling_gpt2.py, session 9 part2-histories/
+   * tf-sources.txt) */
+  a->softmax_native = 1;
   /* "gelu_new" (the default) is transformers' NewGELUActivation, written
    * with Python tensor ops: autograd keeps four intermediates, not one */
   json_t *act = json_object_get(r->root, "activation_function");

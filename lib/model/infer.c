@@ -71,9 +71,11 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   uint64_t hid = vl__mul4(&ck, T, arch->hidden, r, 2);
   uint64_t qkv = vl__mul4(&ck, T, a_loc + 2 * g_loc, d, e);
   /* eager: masked scores (e), softmax's fp32 copy of them and its fp32
-   * output live together (F.softmax(x, dtype=float32)) */
+   * output live together (F.softmax(x, dtype=float32)); GPT-2's softmax
+   * without autocast: scores and probabilities in e */
+  const uint64_t sm = vl__softmax_bytes(arch, pol.autocast, e);
   uint64_t attn = job->attention == VL_ATTN_EAGER
-                      ? vl__mul(&ck, vl__mul4(&ck, B, a_loc, P, P), e + (e != 4 ? 4 : 0) + 4)
+                      ? vl__mul(&ck, vl__mul4(&ck, B, a_loc, P, P), e + (sm != e ? 4 : 0) + sm)
                       : vl__mul4(&ck, T, a_loc, d, e);
   uint64_t mlp = vl__mul4(&ck, T, I_loc, e, arch->gated_mlp ? 3 : 2);
   if (arch->experts) mlp = vl__mul(&ck, mlp, arch->experts_per_token);

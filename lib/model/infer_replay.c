@@ -67,6 +67,9 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
                            struct vl_cache_stats *out, struct vl_err *err) {
   struct vl_cache_conf conf = {0, 0, 0, expandable};
   struct prog p = {NULL, false};
+  struct vl__policy pol;
+  vl__policy_get(job->precision, &pol);
+  const uint64_t sm = vl__softmax_bytes(arch, pol.autocast, e);
   if (vl_cache_new(&conf, &p.c) != VL_OK) return vl__fail(err, VL_ENOMEM, "out of memory");
   struct layer_cache *lc = vl_calloc(arch->layers ? arch->layers : 1, sizeof *lc);
   if (!lc) {
@@ -131,9 +134,9 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
       uint64_t sc = B * a * P * P;
       uint32_t s1 = A(&p, sc * e), s2 = A(&p, sc * e); /* q @ k^T, + mask */
       F(&p, &s1);
-      uint32_t s32 = A(&p, sc * 4); /* softmax in fp32 */
+      uint32_t s32 = A(&p, sc * sm); /* softmax (fp32 unless GPT-2's in half) */
       F(&p, &s2);
-      uint32_t sh = e < 4 ? A(&p, sc * e) : NONE; /* .to(dtype) */
+      uint32_t sh = e < sm ? A(&p, sc * e) : NONE; /* .to(dtype) */
       F(&p, &s32);
       o = A(&p, T * a * d * e);
       F(&p, &sh);

@@ -16,6 +16,14 @@ struct vl__policy {
 };
 void vl__policy_get(enum vl_precision p, struct vl__policy *pol);
 
+/* Bytes of an element of eager attention's probabilities as softmax returns
+ * them: fp32 where the model asks for it (F.softmax(x, dtype=float32), every
+ * family but GPT-2) or autocast runs it (softmax is on its fp32 list), else
+ * the scores' own e bytes. */
+static inline uint64_t vl__softmax_bytes(const struct vl_arch *a, bool autocast, uint64_t e) {
+  return (autocast || !a->softmax_native) ? 4 : e;
+}
+
 /* Term recorder: appends to bill->terms. */
 struct vl__terms {
   struct vl_bill *bill;

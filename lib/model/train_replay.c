@@ -265,6 +265,20 @@ static uint32_t to_act(struct run *R, uint32_t x, uint64_t elems) {
   return op(R, (struct tape_op){.out_bytes = elems * R->z->e, .in = {x}});
 }
 
+/* a new reference to x, or for a view a contiguous copy of it: what an op
+ * that must reshape x makes and saves */
+static uint32_t contiguous(struct run *R, uint32_t x) {
+  if (!R->tp.t[x].base) return tape_ref(&R->tp, x);
+  return op(R, (struct tape_op){.out_bytes = R->tp.t[x].bytes, .in = {x}});
+}
+
+/* *x replaced by contiguous(*x) */
+static void make_contiguous(struct run *R, uint32_t *x) {
+  uint32_t c = contiguous(R, *x);
+  rel(R, *x);
+  *x = c;
+}
+
 /* the attention on n1 (T x h, nb bytes an element): its o_proj's output;
  * *held: what it returns beside it (eager's weights, 0 for SDPA) */
 static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *held) {
@@ -322,8 +336,17 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
       rk = op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {k}});
       rv = op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {v}});
     }
-    /* matmul(q, k^T) * scaling + causal mask: three score-sized tensors */
-    uint32_t s0 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {q, rk}, .saved = {q, rk}});
+    /* matmul(q, k^T) * scaling + causal mask: three score-sized tensors.
+     * matmul reshapes its operands for bmm: a head-transposed view of the
+     * fused projection (GPT-2's query; its key and value where no cache
+     * copied them) becomes a contiguous copy, which is what it saves, so
+     * the fused output is freed when the attention returns
+     * (y-gpt2m-bf16-adamw-eager-b8s1024's history: modeling_gpt2.py:58) */
+    uint32_t rq = contiguous(R, q);
+    make_contiguous(R, &rk);
+    make_contiguous(R, &rv);
+    uint32_t s0 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {rq, rk}, .saved = {rq, rk}});
+    rel(R, rq);
     uint32_t s1 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s0}});
     rel(R, s0);
     /* the 4-D mask has the model's dtype: fp32 under autocast, so the sum
@@ -331,13 +354,17 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     const uint64_t me = vl__max(R->z->wb, e);
     uint32_t s2 = op(R, (struct tape_op){.out_bytes = sc * me, .in = {s1}, .pass = TAPE_ADD});
     rel(R, s1);
-    uint32_t s32 = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s2}, .save_out = true});
+    const uint64_t sm = vl__softmax_bytes(arch, R->z->autocast, e);
+    uint32_t s32 = op(R, (struct tape_op){.out_bytes = sc * sm, .in = {s2}, .save_out = true});
     rel(R, s2);
-    /* .to(query.dtype): a no-op where the query is fp32 (rotary's output
-     * under autocast) */
-    const uint64_t qb = q32 ? R->tp.t[q32].bytes / (T * a * d) : e;
-    uint32_t sh =
-        qb < 4 ? op(R, (struct tape_op){.out_bytes = sc * qb, .in = {s32}}) : tape_ref(&R->tp, s32);
+    /* .to(query.dtype) (GPT-2: .type(value.dtype)): a no-op where that is
+     * the probabilities' dtype (rotary's fp32 query under autocast; GPT-2's
+     * half softmax without autocast) */
+    const uint64_t tb = arch->softmax_native ? R->tp.t[v].bytes / (T * g * d)
+                        : q32                ? R->tp.t[q32].bytes / (T * a * d)
+                                             : e;
+    uint32_t sh = tb < sm ? op(R, (struct tape_op){.out_bytes = sc * tb, .in = {s32}})
+                          : tape_ref(&R->tp, s32);
     rel(R, s32);
     if (arch->attn_dropout > 0) {
       uint32_t mask = tape_new(&R->tp, sc);

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Every validate table the estimator is judged by: the calibration set,
+# the sets outside it (in the order they were measured) and the expandable
+# segments runs. Usage: bench/validate_all.sh [VRAMLEDGER] > FILE
+vl=${1:-build/vramledger}
+r=bench/results
+for f in $r/2026-11-29-h200-calibration-isolated.json \
+    $r/2026-11-29-h200x2-session7/part8-unseen/unseen.json \
+    $r/2026-11-29-h200x2-session7/part8b-unseen2/unseen2.json \
+    $r/2026-11-29-h200x2-session8/part1-unseen3/unseen3.json \
+    $r/2026-11-29-h200x2-session8/part3-unseen4/unseen4.json \
+    $r/2026-11-29-h200x2-session9/part1-unseen5/unseen5.json \
+    $r/2026-11-29-h200-expandable-segments.json; do
+  echo "\$ vramledger validate --results $f"
+  "$vl" validate --results "$f"; echo "(exit $?)"
+  echo
+done
