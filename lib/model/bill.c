@@ -727,7 +727,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   }
   if (replayable)
     note(bill, VL_LINE_RESERVE, "allocator reserve", "replay: peak reserved - peak allocated",
-         "two steps' allocations through the caching-allocator model (train_replay.c)", replayed,
+         "three steps' allocations through the caching-allocator model (train_replay.c)", replayed,
          "replay_reserved", (double)rs.peak_reserved, "bytes", "replay_allocated",
          (double)rs.peak_allocated, "bytes", NULL, 0, NULL);
   else

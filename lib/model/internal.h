@@ -78,7 +78,7 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
                            uint64_t kvb, uint64_t workspace, bool expandable,
                            struct vl_cache_stats *out, struct vl_err *err);
 /* A training step's allocations replayed through the caching-allocator
- * model (train_replay.c): two steps of one GPU's loop as measure.py runs
+ * model (train_replay.c): three steps of one GPU's loop as measure.py runs
  * it, blocks over 1 MiB. */
 struct vl__train_sizes {
   uint64_t B, P, T, h, I, V; /* batch, sequence, tokens, hidden, MLP width, vocabulary */
