@@ -18,6 +18,7 @@
 # PART=6 (two GPUs): issue 3 — the fifth set (bench/configs/unseen5.jsonl, 20 runs),
 #   not run this session (no device time left); tar the results, the
 #   device returns at most 8 files.
+# PART=7 (two GPUs): issue 3 — the sixth set and the embedding probe.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -53,5 +54,16 @@ fi
 if [ "$PART" = 6 ]; then
   UNSEEN=bench/configs/unseen5.jsonl UNSEEN_TAG=unseen5 PART=8 bash bench/session6_gpu.sh > /dev/null
   tar -C "$o" -cJf /tmp/unseen5.tar.xz . && rm -f "$o"/* && mv /tmp/unseen5.tar.xz "$o"/
+fi
+if [ "$PART" = 7 ]; then
+  # session 9: a sixth set (bench/configs/unseen6.jsonl: LoRA on five
+  # architectures, GPT-2/OPT eager in half precision), written before it
+  # was measured; and what Gemma's forward allocates before its first
+  # layer (bench/embed_probe.py)
+  for a in "gemma-2b bf16 4 2048" "gemma-2b amp-bf16 4 1024" "qwen2-0.5b bf16 4 2048"; do
+    python3 bench/embed_probe.py $a >> "$o/embed-probe.txt" 2>&1
+  done
+  UNSEEN=bench/configs/unseen6.jsonl UNSEEN_TAG=unseen6 PART=8 bash bench/session6_gpu.sh > /dev/null
+  tar -C "$o" -cJf /tmp/unseen6.tar.xz . && rm -f "$o"/* && mv /tmp/unseen6.tar.xz "$o"/
 fi
 ls -la "$o"

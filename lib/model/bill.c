@@ -678,8 +678,9 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   const double churn_frac = expandable ? ov->allocator_churn_expandable : ov->allocator_churn;
   const bool replayable = !ck.overflow && arch->causal && !mg && !ds && dp == 1 && job->tp == 1 &&
                           job->pp == 1 && job->zero == 0 && job->offload == VL_OFFLOAD_NONE &&
-                          !job->lora_rank && !job->qlora && job->grad_accum <= 1 &&
-                          !job->grads_persist && job->optimizer != VL_OPT_ADAM8BIT;
+                          !job->qlora && !(job->lora_rank && (pol.master || arch->experts)) &&
+                          job->grad_accum <= 1 && !job->grads_persist &&
+                          job->optimizer != VL_OPT_ADAM8BIT;
   struct vl_cache_stats rs = {0};
   if (replayable) {
     struct vl__train_sizes z = {
@@ -703,7 +704,16 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
         .r = pol.resid,
         .workspace = ov->cublas_workspace_bytes,
         .expandable = expandable,
+        .lora_rank = job->lora_rank,
+        .ab = 4, /* PEFT keeps adapters in fp32 */
     };
+    for (int i = 0; i < inv->n && job->lora_rank; i++) {
+      const struct vl_tensor *t = &inv->t[i];
+      if (t->kind != VL_T_LINEAR || !t->per_layer || z.n_lin == VL__MAX_LAYER_LINEARS) continue;
+      z.lin[z.n_lin].out = t->rows;
+      z.lin[z.n_lin].in = t->cols;
+      z.lin[z.n_lin++].adapted = lo->target[i];
+    }
     vl_status rc = vl__train_replay(arch, inv, &z, &rs, err);
     if (rc != VL_OK) return rc;
   }

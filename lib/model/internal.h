@@ -80,6 +80,7 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
 /* A training step's allocations replayed through the caching-allocator
  * model (train_replay.c): three steps of one GPU's loop as measure.py runs
  * it, blocks over 1 MiB. */
+#define VL__MAX_LAYER_LINEARS 8
 struct vl__train_sizes {
   uint64_t B, P, T, h, I, V; /* batch, sequence, tokens, hidden, MLP width, vocabulary */
   uint64_t wb, gb, mb, sb;   /* bytes per element: weights, grads, master (0: none), state */
@@ -91,6 +92,15 @@ struct vl__train_sizes {
   uint64_t e, r;             /* activation and residual bytes */
   uint64_t workspace;        /* one cuBLAS workspace */
   bool expandable;
+  /* LoRA (lora_rank 0: none): the base frozen, adapters of lora_rank in
+   * ab bytes an element (fp32: PEFT's autocast_adapter_dtype); a layer's
+   * linears in the inventory's order, which is the order they run in */
+  uint64_t lora_rank, ab;
+  struct {
+    uint64_t out, in;
+    bool adapted;
+  } lin[VL__MAX_LAYER_LINEARS];
+  unsigned n_lin;
 };
 vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory *inv,
                            const struct vl__train_sizes *z, struct vl_cache_stats *out,

@@ -20,8 +20,8 @@ static uint32_t make(struct tape *tp, uint64_t bytes, bool alloc) {
   if (tp->nt == 0) tp->nt = 1; /* 0 is no tensor */
   if (!grow(tp->p, (void **)&tp->t, &tp->capt, tp->nt, sizeof *tp->t)) return 0;
   uint32_t x = tp->nt++;
-  tp->t[x] =
-      (struct tape_tensor){alloc && !tp->no_alloc ? A(tp->p, bytes) : NONE, bytes, 1, 0, 0, false};
+  tp->t[x] = (struct tape_tensor){
+      alloc && !tp->no_alloc ? A(tp->p, bytes) : NONE, bytes, 1, 0, 0, false, true};
   return x;
 }
 
@@ -31,7 +31,19 @@ uint32_t tape_leaf(struct tape *tp, uint64_t bytes) {
   return x;
 }
 
+uint32_t tape_frozen(struct tape *tp, uint64_t bytes) {
+  uint32_t x = tape_leaf(tp, bytes);
+  if (x) tp->t[x].rg = false;
+  return x;
+}
+
 uint32_t tape_new(struct tape *tp, uint64_t bytes) { return make(tp, bytes, true); }
+
+uint32_t tape_const(struct tape *tp, uint64_t bytes) {
+  uint32_t x = make(tp, bytes, true);
+  if (x) tp->t[x].rg = false;
+  return x;
+}
 
 uint32_t tape_ref(struct tape *tp, uint32_t x) {
   if (x && x < tp->nt) tp->t[x].refs++;
@@ -42,7 +54,10 @@ uint32_t tape_view(struct tape *tp, uint32_t base, uint64_t bytes) {
   while (base && base < tp->nt && tp->t[base].base) /* a view of a view shows the first's base */
     base = tp->t[base].base;
   uint32_t x = make(tp, bytes, false);
-  if (x) tp->t[x].base = tape_ref(tp, base);
+  if (x) {
+    tp->t[x].base = tape_ref(tp, base);
+    tp->t[x].rg = tp->t[base].rg;
+  }
   return x;
 }
 
@@ -56,12 +71,17 @@ void tape_drop(struct tape *tp, uint32_t x) {
 
 uint32_t tape_op(struct tape *tp, const struct tape_op *op) {
   uint32_t out = tape_new(tp, op->out_bytes);
-  if (!tp->grad || !out) return out;
+  if (!out) return out;
+  bool rg = false;
+  for (int i = 0; i < TAPE_IN; i++)
+    rg = rg || (op->in[i] && tp->t[op->in[i]].rg);
+  tp->t[out].rg = rg;
+  if (!tp->grad || !rg) return out;
   if (!grow(tp->p, (void **)&tp->n, &tp->capn, tp->nn, sizeof *tp->n)) return out;
   struct tape_node *n = &tp->n[tp->nn++];
   *n = (struct tape_node){.out = out, .tmp = op->tmp, .pass = op->pass, .mm = op->mm};
   for (int i = 0; i < TAPE_IN; i++)
-    if (op->in[i]) n->in[n->nin++] = op->in[i];
+    if (op->in[i] && tp->t[op->in[i]].rg) n->in[n->nin++] = op->in[i];
   for (int i = 0; i < TAPE_SAVED; i++)
     if (op->saved[i]) n->saved[n->nsaved++] = tape_ref(tp, op->saved[i]);
   if (op->save_out && n->nsaved < TAPE_SAVED) n->saved[n->nsaved++] = tape_ref(tp, out);
@@ -80,7 +100,10 @@ static void arrive(struct tape *tp, uint32_t x, uint32_t g) {
   }
   uint32_t base = tp->t[x].base;
   if (base) {
-    if (!tp->t[base].grad) tp->t[base].grad = tape_new(tp, tp->t[base].bytes);
+    if (!tp->t[base].grad) { /* tape_new may move tp->t: its result first */
+      uint32_t bg = tape_new(tp, tp->t[base].bytes);
+      tp->t[base].grad = bg;
+    }
     tape_drop(tp, g); /* copied into it */
     return;
   }

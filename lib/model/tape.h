@@ -26,6 +26,7 @@ struct tape_tensor {
   uint32_t grad;  /* the tensor of its pending gradient, or 0 */
   uint32_t base;  /* a view: the tensor whose storage it shows (0: none) */
   bool leaf;      /* a parameter: its gradient is handed to on_grad */
+  bool rg;        /* requires grad: a trained parameter or what one made */
 };
 
 struct tape_node {
@@ -68,6 +69,10 @@ struct tape {
 uint32_t tape_new(struct tape *tp, uint64_t bytes);
 /* a parameter of `bytes` (its storage is not the tape's) */
 uint32_t tape_leaf(struct tape *tp, uint64_t bytes);
+/* a frozen parameter (requires_grad=False: LoRA's base) */
+uint32_t tape_frozen(struct tape *tp, uint64_t bytes);
+/* a new tensor that needs no gradient (a frozen embedding's output) */
+uint32_t tape_const(struct tape *tp, uint64_t bytes);
 /* a view of `base` (no storage of its own; it keeps base alive); its
  * gradient lands in one base-sized gradient of base (SplitBackward,
  * slicing) */
@@ -77,9 +82,11 @@ uint32_t tape_ref(struct tape *tp, uint32_t x);
 /* Python lets go of x (0: nothing) */
 void tape_drop(struct tape *tp, uint32_t x);
 /* an operation: its output of out_bytes; `in` need gradients (in this
- * order); `saved` are kept for its backward; `tmp`: a temporary of its
- * backward; `pass`: how its inputs' gradients are made; `mm`: a matmul.
- * Returns the output; the node is recorded only while grad is on. */
+ * order; those that require none are left out); `saved` are kept for its
+ * backward; `tmp`: a temporary of its backward; `pass`: how its inputs'
+ * gradients are made; `mm`: a matmul. Returns the output, which requires
+ * grad when an input does; the node is recorded only while grad is on and
+ * some input requires grad. */
 struct tape_op {
   uint64_t out_bytes;
   uint32_t in[TAPE_IN];

@@ -102,6 +102,32 @@ static void model_wide(struct prog *p, const struct vl_arch *arch, const struct 
   per_tensor(p, arch, inv, AFTER, bytes, times, l);
 }
 
+/* LoRA's adapters, layer by layer (lora_A, lora_B of each target), one
+ * block of `bytes` an element each, `times` over; onto l (NULL: made and
+ * freed at once) */
+static void adapters(struct prog *p, const struct vl_arch *arch, const struct vl__train_sizes *z,
+                     uint64_t bytes, unsigned times, struct list *l) {
+  for (uint64_t k = 0; k < arch->layers && !p->failed; k++)
+    for (unsigned i = 0; i < z->n_lin; i++)
+      for (unsigned j = 0; z->lin[i].adapted && j < 2 * times; j++) {
+        uint32_t h = A(p, z->lora_rank * (j % 2 ? z->lin[i].out : z->lin[i].in) * bytes);
+        if (l)
+          push(p, l, h);
+        else
+          F(p, &h);
+      }
+}
+
+/* what the optimizer updates: every parameter, or LoRA's adapters */
+static void trained(struct prog *p, const struct vl_arch *arch, const struct vl_inventory *inv,
+                    const struct vl__train_sizes *z, uint64_t bytes, unsigned times,
+                    struct list *l) {
+  if (z->lora_rank)
+    adapters(p, arch, z, bytes, times, l);
+  else
+    model_wide(p, arch, inv, bytes, times, l);
+}
+
 /* the replay's state */
 struct run {
   struct prog p;
@@ -114,6 +140,7 @@ struct run {
   struct list kv;      /* the KV cache the output holds (tape tensors) */
   uint32_t tied_leaf;  /* the tied head's weight (tape tensor) */
   uint32_t tied_grad;  /* its gradient, waiting for the embedding's (handle) */
+  unsigned lin;        /* the layer's linears made so far (LoRA's targets) */
 };
 
 /* a parameter's gradient becomes .grad; with fp32 main gradients
@@ -153,34 +180,73 @@ static uint32_t join(struct run *R, uint64_t bytes, uint32_t a, uint32_t b, uint
 }
 
 /* x (rows x in_f, xb bytes an element) through a linear of in_f -> out_f
- * whose weight is the parameter w: under autocast the weight's cached
- * half copy (a node: its backward copies the gradient to the fp32
- * parameter's), then the input's cast (each linear casts its own: not
- * cached), both saved */
+ * whose weight is the parameter w: under autocast the weight's half copy
+ * (a node: its backward copies the gradient to the fp32 parameter's;
+ * cached for a trained leaf, made anew at each call for a frozen one:
+ * autocast_mode.cpp caches leaves that require grad), then the input's
+ * cast (each linear casts its own: not cached). The input is saved for
+ * the weight's gradient, so only where the weight is trained; the weight
+ * (its half copy) for the input's. The output has the weight's dtype
+ * (autocast's without it). */
 static uint32_t linear_w(struct run *R, uint32_t w, uint32_t x, uint64_t xb, uint64_t rows,
                          uint64_t in_f, uint64_t out_f, bool bias) {
-  const uint64_t e = R->z->e;
-  uint32_t cast = 0, in = x;
+  const bool trained = R->tp.t[w].rg;
+  uint64_t e = R->tp.t[w].bytes / (in_f * out_f); /* the weight's dtype */
+  uint32_t cast = 0, in = x, wc = 0;
   if (R->z->autocast) {
-    uint32_t wc = op(R, (struct tape_op){.out_bytes = in_f * out_f * 2, .in = {w}});
-    push(&R->p, &R->cached, wc);
+    e = R->z->e;
+    wc = op(R, (struct tape_op){.out_bytes = in_f * out_f * 2, .in = {w}});
+    if (trained) push(&R->p, &R->cached, wc);
     w = wc;
     if (xb != e) in = cast = op(R, (struct tape_op){.out_bytes = rows * in_f * e, .in = {x}});
   }
   /* mm's derivative makes the weight's gradient first, addmm's the input's */
   uint32_t y = op(R, (struct tape_op){.out_bytes = rows * out_f * e,
                                       .in = {bias ? in : w, bias ? w : in},
-                                      .saved = {in, R->z->autocast ? w : 0},
+                                      .saved = {trained ? in : 0, R->z->autocast ? w : 0},
                                       .mm = true});
   rel(R, cast);
+  if (!trained) rel(R, wc);
   return y;
 }
 
-/* the same with a parameter of its own */
+/* PEFT's LoRA on a frozen linear's output y (rows x out_f) of x (rows x
+ * in_f, xb bytes): x cast to the adapters' dtype (fp32), lora_B(lora_A(x))
+ * * scaling added to y, the sum cast back to y's dtype (peft 0.21
+ * tuners/lora/layer.py Linear.forward: bench/results/2026-11-29-h200x2-
+ * session9/part3-lora-histories/peft-sources.txt; lora_dropout 0) */
+static uint32_t lora(struct run *R, uint32_t y, uint32_t x, uint64_t xb, uint64_t rows,
+                     uint64_t in_f, uint64_t out_f) {
+  const uint64_t ab = R->z->ab, r = R->z->lora_rank;
+  const uint64_t yb = R->tp.t[y].bytes / (rows * out_f);
+  uint32_t xa = xb != ab ? op(R, (struct tape_op){.out_bytes = rows * in_f * ab, .in = {x}})
+                         : tape_ref(&R->tp, x);
+  uint32_t la = linear_w(R, tape_leaf(&R->tp, r * in_f * ab), xa, ab, rows, in_f, r, false);
+  rel(R, xa);
+  const uint64_t lb = R->tp.t[la].bytes / (rows * r);
+  uint32_t b = linear_w(R, tape_leaf(&R->tp, out_f * r * ab), la, lb, rows, r, out_f, false);
+  rel(R, la);
+  uint32_t sc = op(R, (struct tape_op){.out_bytes = R->tp.t[b].bytes, .in = {b}}); /* * scaling */
+  rel(R, b);
+  const uint64_t sb = vl__max(yb, R->tp.t[sc].bytes / (rows * out_f)); /* type promotion */
+  uint32_t sum = join(R, rows * out_f * sb, y, sc, TAPE_ADD);
+  if (sb == yb) return sum;
+  uint32_t out = op(R, (struct tape_op){.out_bytes = rows * out_f * yb, .in = {sum}});
+  rel(R, sum);
+  return out;
+}
+
+/* the same with a parameter of its own: a layer's next linear (frozen
+ * under LoRA, with its adapter where it is a target) */
 static uint32_t linear(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t in_f,
                        uint64_t out_f, bool bias) {
-  uint32_t w = tape_leaf(&R->tp, in_f * out_f * R->z->wb);
-  return linear_w(R, w, x, xb, rows, in_f, out_f, bias);
+  const struct vl__train_sizes *z = R->z;
+  const unsigned k = R->lin++;
+  const uint64_t wbytes = in_f * out_f * z->wb;
+  uint32_t w = z->lora_rank ? tape_frozen(&R->tp, wbytes) : tape_leaf(&R->tp, wbytes);
+  uint32_t y = linear_w(R, w, x, xb, rows, in_f, out_f, bias);
+  if (z->lora_rank && k < z->n_lin && z->lin[k].adapted) y = lora(R, y, x, xb, rows, in_f, out_f);
+  return y;
 }
 
 /* autocast exits (or a recomputation ends): its cached copies go */
@@ -212,8 +278,12 @@ static uint32_t norm(struct run *R, uint32_t x, uint64_t xb, uint64_t *ob) {
   uint32_t yh =
       xb < 4 ? op(R, (struct tape_op){.out_bytes = Th * xb, .in = {y32}}) : tape_ref(&R->tp, y32);
   *ob = vl__max(wb, xb);
-  uint32_t out =
-      op(R, (struct tape_op){.out_bytes = Th * *ob, .in = {yh}, .saved = {yh}, .tmp = Th * *ob});
+  /* weight * x saves x for the weight's gradient: not where the weight
+   * is frozen (LoRA; y-qwen05-bf16-lora16-adamw-b8s2048's history) */
+  uint32_t out = op(R, (struct tape_op){.out_bytes = Th * *ob,
+                                        .in = {yh},
+                                        .saved = {R->z->lora_rank ? 0 : yh},
+                                        .tmp = Th * *ob});
   rel(R, yh);
   rel(R, y32);
   return out;
@@ -482,6 +552,7 @@ static uint32_t layer(struct run *R, uint32_t x, bool stop) {
   const struct vl_arch *arch = R->arch;
   const uint64_t T = R->T, h = R->z->h, r = R->z->r, e = R->z->e;
   uint64_t nb;
+  R->lin = 0;
   uint32_t n1 = norm(R, x, r, &nb), held = 0;
   uint32_t at = dropout(R, attention(R, n1, nb, &held), arch->hidden_dropout);
   rel(R, n1);
@@ -561,12 +632,14 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     F(&R.p, &untied);
   }
   if (z->mb) model_wide(&R.p, arch, inv, z->mb, 1, &model);
+  if (z->lora_rank) adapters(&R.p, arch, z, z->ab, 1, &model); /* get_peft_model */
   uint32_t ws1 = NONE;
 
   for (int step = 0; step < STEPS && !R.p.failed; step++) {
     /* ---- forward (under autocast) ---- */
     R.tp.grad = !z->ckpt;
-    const uint32_t x0 = tape_new(&R.tp, Th * z->r); /* the embeddings' output */
+    /* the embeddings' output (frozen under LoRA: it needs no gradient) */
+    const uint32_t x0 = z->lora_rank ? tape_const(&R.tp, Th * z->r) : tape_new(&R.tp, Th * z->r);
     uint32_t x = dropout(&R, tape_ref(&R.tp, x0), arch->embed_dropout);
     rel(&R, x0);
     if (ws1 == NONE) ws1 = A(&R.p, z->workspace);
@@ -587,8 +660,9 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
       fn = norm(&R, x, z->r, &nb);
       rel(&R, x);
     }
-    uint32_t head = tape_leaf(&R.tp, z->V * z->h * z->wb);
-    R.tied_leaf = tied ? head : 0;
+    const uint64_t hb = z->V * z->h * z->wb;
+    uint32_t head = z->lora_rank ? tape_frozen(&R.tp, hb) : tape_leaf(&R.tp, hb);
+    R.tied_leaf = tied && !z->lora_rank ? head : 0;
     R.tied_grad = NONE;
     uint32_t logits = linear_w(&R, head, fn, nb, z->T, z->h, z->V, false);
     rel(&R, fn);
@@ -641,7 +715,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     /* the embeddings' gradients. A tied matrix's two meet at its
      * AccumulateGrad node: the head's waited in its input buffer, the sum
      * (out of place) becomes .grad (torch/csrc/autograd/input_buffer.cpp) */
-    for (int i = 0; i < inv->n && !R.p.failed; i++) {
+    for (int i = 0; i < inv->n && !R.p.failed && !z->lora_rank; i++) {
       const struct vl_tensor *t = &inv->t[i];
       if (t->kind != VL_T_EMBED) continue;
       if (tied && t->rows == z->V) {
@@ -659,9 +733,9 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     rel(&R, g0);
 
     /* ---- optimizer step ---- */
-    if (step == 0 && z->states) model_wide(&R.p, arch, inv, z->sb, z->states, &states);
+    if (step == 0 && z->states) trained(&R.p, arch, inv, z, z->sb, z->states, &states);
     if (z->step_temp) { /* foreach: a state-sized list; for-loop: one at a time */
-      model_wide(&R.p, arch, inv, z->sb, 1, z->impl == VL_IMPL_FOREACH ? &tmp : NULL);
+      trained(&R.p, arch, inv, z, z->sb, 1, z->impl == VL_IMPL_FOREACH ? &tmp : NULL);
       drop(&R.p, &tmp);
     }
     drop(&R.p, &R.grads); /* zero_grad(set_to_none=True) */
