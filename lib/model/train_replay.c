@@ -642,6 +642,14 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     const uint32_t x0 = z->lora_rank ? tape_const(&R.tp, Th * z->r) : tape_new(&R.tp, Th * z->r);
     uint32_t x = dropout(&R, tape_ref(&R.tp, x0), arch->embed_dropout);
     rel(&R, x0);
+    if (arch->family == VL_FAM_GEMMA) {
+      /* Gemma scales the embeddings by sqrt(h): a new tensor, the
+       * unscaled one freed at once (bench/results/2026-11-29-h200x2-
+       * session9/part4-unseen6/embed-probe.txt: allocations #0, #1, #3) */
+      uint32_t xs = op(&R, (struct tape_op){.out_bytes = Th * z->r, .in = {x}});
+      rel(&R, x);
+      x = xs;
+    }
     if (ws1 == NONE) ws1 = A(&R.p, z->workspace);
     /* the 4-D causal mask, in the model's dtype */
     uint32_t mask = z->eager ? A(&R.p, z->B * z->P * z->P * vl__max(z->wb, e)) : NONE;
