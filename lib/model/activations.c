@@ -38,7 +38,10 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   uint64_t norm_in = arch->rms_norm ? 4 : (pol->autocast ? 4 : r);
   uint64_t norm =
       vl__add(ck, vl__mul3(ck, Tr, sh->h, norm_in), vl__mul(ck, Tr, arch->rms_norm ? 4 : 8));
-  if (arch->rms_norm) norm = vl__add(ck, norm, vl__mul3(ck, Tr, sh->h, r));
+  /* the normalised tensor is saved for the weight's gradient: not where
+   * the weight is frozen (LoRA; y-qwen05-bf16-lora16-adamw-b8s2048's
+   * history, bench/results/2026-11-29-h200x2-session9/part2-histories) */
+  if (arch->rms_norm && !sh->lora_rank) norm = vl__add(ck, norm, vl__mul3(ck, Tr, sh->h, r));
   tm = vl__term(bill, VL_LINE_ACTIVATIONS, "norm (each of 2 per layer)",
                 arch->rms_norm ? "T*h*4 (fp32 input) + T*4 (rstd) + T*h*r (normalised)"
                                : "T*h*n (input) + T*8 (mean, rstd)",
@@ -154,10 +157,29 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   act->norm = norm;
   act->attn = attn;
   act->mlp = mlp;
-  /* LoRA adapters: lora_A's output, saved by lora_B, per target */
+  /* LoRA adapters: lora_A's output, saved by lora_B, per target; and each
+   * adapter's own copy of its input, which lora_A saves: PEFT casts the
+   * input to the adapters' fp32 (a copy of a half input), and under
+   * autocast lora_A casts that to half (peft 0.21 Linear.forward; the
+   * replay's peak allocated within 1.3 % of eleven LoRA runs with it,
+   * bench/results/2026-11-29-h200x2-session9). In fp32 the input itself
+   * is saved and shared (the *_in_saved flags above). */
   if (sh->lora_rank) {
     uint64_t targets = (uint64_t)(job->n_lora_targets ? job->n_lora_targets : 2);
     act->layer = vl__add(ck, act->layer, vl__mul4(ck, T, sh->lora_rank, e, targets));
+    const uint64_t cb = pol->autocast ? e : e < 4 ? 4 : 0;
+    uint64_t casts = vl__mul3(ck, T, sh->lora_in, cb);
+    act->layer = vl__add(ck, act->layer, casts);
+    act->attn = vl__add(ck, act->attn, casts); /* in the layer's parts: with the projections */
+    if (casts) {
+      tm = vl__term(bill, VL_LINE_ACTIVATIONS, "LoRA adapters' input copies (per layer)",
+                    "T * sum(adapted linears' inputs) * cb",
+                    "peft tuners/lora/layer.py Linear.forward (x.to(adapter dtype)); autocast",
+                    casts);
+      tm->detail = true;
+      vl__term_in(tm, "T", (double)T, "tokens");
+      vl__term_in(tm, "cb", (double)cb, "bytes (fp32 copy, or autocast's half)");
+    }
   }
 
   tm = vl__term(bill, VL_LINE_ACTIVATIONS, "one layer, saved for backward",

@@ -391,6 +391,10 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
     for (int i = 0; i < inv->n; i++) {
       if (!lo->target[i]) continue;
       const struct vl_tensor *t = &inv->t[i];
+      sh.lora_in += t->cols * (arch->layers ? t->count / arch->layers : 0);
+      /* a half input (or autocast's) is copied by each adapter, counted
+       * with the adapters (activations.c); only an fp32 one is shared */
+      if (pol.autocast || pol.act < 4) continue;
       if (name_is(t, "q_proj", "k_proj", "v_proj") ||
           name_is(t, "c_attn", "query_key_value", "qkv_proj") ||
           name_is(t, "query", "key", "value"))

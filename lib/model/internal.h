@@ -51,6 +51,7 @@ struct vl__shape {
   uint64_t b, s, h, a, g, d, I, V, tp;
   bool sp;
   uint64_t lora_rank; /* 0 without LoRA */
+  uint64_t lora_in;   /* LoRA: the adapted linears' input widths, summed (one layer) */
   bool attn_in_saved; /* q/k/v weights (or their adapters) need their input */
   bool o_in_saved;
   bool mlp_in_saved;
