@@ -460,6 +460,30 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     o = op(R,
            (struct tape_op){.out_bytes = T * a * d * e, .in = {o4}}); /* transpose().contiguous() */
     rel(R, o4);
+  } else if (e == 4 && g < a) {
+    /* SDPA's math backend (fp32 with grouped key/value heads: neither
+     * flash nor memory-efficient attention takes them, activations.c):
+     * q and k scaled by the scale's square root, k and v repeated to every
+     * head (enable_gqa), the scores, softmax's output (saved), its product
+     * with v; transformers' transpose(1, 2).contiguous() copies it
+     * (aten/src/ATen/native/transformers/attention.cpp
+     * _scaled_dot_product_attention_math) */
+    const uint64_t sc = R->z->B * a * R->z->P * R->z->P, Tad = T * a * d * e;
+    uint32_t qs = op(R, (struct tape_op){.out_bytes = Tad, .in = {q}});
+    uint32_t kr = op(R, (struct tape_op){.out_bytes = Tad, .in = {k}});
+    uint32_t vr = op(R, (struct tape_op){.out_bytes = Tad, .in = {v}});
+    uint32_t ks = op(R, (struct tape_op){.out_bytes = Tad, .in = {kr}});
+    rel(R, kr);
+    uint32_t s0 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {qs, ks}, .saved = {qs, ks}});
+    rel(R, qs);
+    rel(R, ks);
+    uint32_t pr = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s0}, .save_out = true});
+    rel(R, s0);
+    uint32_t o4 = op(R, (struct tape_op){.out_bytes = Tad, .in = {pr, vr}, .saved = {pr, vr}});
+    rel(R, pr);
+    rel(R, vr);
+    o = op(R, (struct tape_op){.out_bytes = Tad, .in = {o4}});
+    rel(R, o4);
   } else { /* SDPA (flash / memory-efficient): saves q, k, v, its output */
     o = op(R, (struct tape_op){.out_bytes = T * a * d * e,
                                .in = {q, k, v},

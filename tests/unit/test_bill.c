@@ -470,6 +470,10 @@ static void training_reserve_replayed(void **state) {
        * 2026-11-29-h200x2-session9/part1-unseen5, part2-histories) */
       {"y-gpt2m-bf16-adamw-eager-b8s1024", "data/models/gpt2-medium.json", VL_PREC_BF16,
        VL_OPT_ADAMW, VL_IMPL_FOREACH, VL_CKPT_NONE, 8, 1024, 36085694464.0, 36863737856.0, true},
+      /* fp32 with grouped KV heads: SDPA's math backend replayed (+5.6 %
+       * when it ran as memory-efficient attention; part4-unseen6) */
+      {"z-qwen05-fp32-adamw-b4s2048", "data/models/qwen2-0.5b.json", VL_PREC_FP32, VL_OPT_ADAMW,
+       VL_IMPL_FOREACH, VL_CKPT_NONE, 4, 2048, 72970403840.0, 73748447232.0, false},
   };
   for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
     struct vl_arch a;
