@@ -19,6 +19,7 @@
 #   not run this session (no device time left); tar the results, the
 #   device returns at most 8 files.
 # PART=7 (two GPUs): issue 3 — the sixth set and the embedding probe.
+# PART=8 (two GPUs): issue 3 — the seventh set, judging the ninth session.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -65,5 +66,11 @@ if [ "$PART" = 7 ]; then
   done
   UNSEEN=bench/configs/unseen6.jsonl UNSEEN_TAG=unseen6 PART=8 bash bench/session6_gpu.sh > /dev/null
   tar -C "$o" -cJf /tmp/unseen6.tar.xz . && rm -f "$o"/* && mv /tmp/unseen6.tar.xz "$o"/
+fi
+if [ "$PART" = 8 ]; then
+  # session 9: a seventh set (bench/configs/unseen7.jsonl), written after
+  # the session's corrections and before it was measured, to judge them
+  UNSEEN=bench/configs/unseen7.jsonl UNSEEN_TAG=unseen7 PART=8 bash bench/session6_gpu.sh > /dev/null
+  tar -C "$o" -cJf /tmp/unseen7.tar.xz . && rm -f "$o"/* && mv /tmp/unseen7.tar.xz "$o"/
 fi
 ls -la "$o"
