@@ -11,6 +11,7 @@ for f in $r/2026-11-29-h200-calibration-isolated.json \
     $r/2026-11-29-h200x2-session8/part3-unseen4/unseen4.json \
     $r/2026-11-29-h200x2-session9/part1-unseen5/unseen5.json \
     $r/2026-11-29-h200x2-session9/part4-unseen6/unseen6.json \
+    $r/2026-11-29-h200x2-session9/part6-unseen7/unseen7.json \
     $r/2026-11-29-h200-expandable-segments.json; do
   echo "\$ vramledger validate --results $f"
   "$vl" validate --results "$f"; echo "(exit $?)"
