@@ -86,6 +86,7 @@ struct vl_job {
                              model output with its logits, past the forward */
   bool master_grads_fp32; /* mixed-*: keep fp32 main grads (Megatron's 18 B/param) */
   bool ddp_static_graph;  /* DDP(static_graph=True): the first buckets live into step 2 */
+  bool analytic_only;     /* no training replay: the lines alone (sensitivity's draws) */
   /* LoRA / QLoRA */
   uint64_t lora_rank;                            /* 0: full fine-tuning */
   const char *lora_targets[VL_MAX_LORA_TARGETS]; /* module names; "all-linear" */

@@ -120,9 +120,23 @@ static uint64_t draw(const struct vl_sens_query *q, const struct vl_job *base,
   struct memo *memo = vl_calloc(MEMO_SLOTS, sizeof *memo); /* NULL: every draw estimated */
   uint64_t k = 0;
   *failed = 0;
+  /* A training step's replay (2-3 ms) is made once, for the job as given:
+   * the draws take the analytic lines, scaled by the replayed total over
+   * the lines' at that job (drawn architectures would otherwise replay
+   * nearly every draw: 10^5 LoRA draws took about four minutes; bench/
+   * results/2026-11-29-sensitivity-speed.md) */
+  double scale = 1.0;
+  if (!q->fit) {
+    uint64_t full = 0, lines = 0;
+    struct vl_job jl = *base;
+    jl.analytic_only = true;
+    if (peak(q, q->arch, base, ov, bill, &full) && peak(q, q->arch, &jl, ov, bill, &lines) && lines)
+      scale = (double)full / (double)lines;
+  }
   for (uint64_t i = 0; i < n; i++) {
     struct vl_arch a = *q->arch;
     struct vl_job j = *base;
+    j.analytic_only = !q->fit;
     for (int v = 0; v < q->n_vary; v++) {
       const struct vl_vary *x = &q->vary[v];
       if (x->dist == VL_DIST_DISCRETE) {
@@ -137,6 +151,7 @@ static uint64_t draw(const struct vl_sens_query *q, const struct vl_job *base,
       (*failed)++;
       continue;
     }
+    totals[k] = (uint64_t)llround((double)totals[k] * scale);
     k++;
   }
   vl_free(memo);

@@ -684,7 +684,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
                           job->pp == 1 && job->zero == 0 && job->offload == VL_OFFLOAD_NONE &&
                           !job->qlora && !(job->lora_rank && (pol.master || arch->experts)) &&
                           job->grad_accum <= 1 && !job->grads_persist &&
-                          job->optimizer != VL_OPT_ADAM8BIT;
+                          job->optimizer != VL_OPT_ADAM8BIT && !job->analytic_only;
   struct vl_cache_stats rs = {0};
   if (replayable) {
     struct vl__train_sizes z = {

@@ -48,7 +48,44 @@ static void seeded_and_consistent(void **state) {
   }
 }
 
+/* A replayed job (full fine-tune on one GPU): the draws take the analytic
+ * lines scaled to the replayed total at the job as given, so a spread that
+ * draws only that job gives the estimate itself. */
+static void replayed_job_scaled_to_its_estimate(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/qwen2-0.5b.json", &a);
+  struct vl_sens_query q;
+  memset(&q, 0, sizeof q);
+  q.arch = &a;
+  vl_job_init(&q.job);
+  q.job.precision = VL_PREC_BF16;
+  q.job.batch = 4;
+  q.job.seq = 1024;
+  q.vary[0] = (struct vl_vary){
+      .var = VL_VARY_PRECISION, .dist = VL_DIST_DISCRETE, .n_values = 1, .values = {VL_PREC_BF16}};
+  q.n_vary = 1;
+  q.samples = 100;
+  q.seed = 1;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_sens_result r;
+  struct vl_err err = {""};
+  assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
+  struct vl_bill b;
+  tu_bill(&a, &q.job, &b);
+  assert_int_equal(r.p50, b.total_bytes);
+  assert_int_equal(r.min, r.max);
+  /* and the lines alone differ from it: the scaling is not a no-op */
+  struct vl_job jl = q.job;
+  jl.analytic_only = true;
+  struct vl_bill bl;
+  tu_bill(&a, &jl, &bl);
+  assert_true(bl.total_bytes != b.total_bytes);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(seeded_and_consistent)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(seeded_and_consistent),
+                                     cmocka_unit_test(replayed_job_scaled_to_its_estimate)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
