@@ -25,6 +25,8 @@ ap.add_argument("--config", help="a config.json (data/models/ or bench/configs/)
 ap.add_argument("--batch", type=int, default=4)
 ap.add_argument("--seq", type=int, default=512)
 ap.add_argument("--steps", type=int, default=5)
+ap.add_argument("--pause", type=float, default=0.0,
+                help="seconds to wait after each step (a data loader's gap; issue 8's DDP peaks)")
 ap.add_argument("--history", help="rank 0 writes what is live at its peak here (bench/peak_blocks.py)")
 ap.add_argument("--history-all", action="store_true",
                 help="every rank records, from before the model is built (rank r writes PATH-rank<r>.json)")
@@ -75,9 +77,11 @@ for step in range(a.steps):
     opt.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
     times.append(time.perf_counter() - t0)
+    if a.pause > 0:
+        time.sleep(a.pause)
 history_write(a.history, rank, a.history_all)
 print(json.dumps({"mode": a.mode, "model": a.model, "world": world, "rank": rank,
-                  "batch": a.batch, "seq": a.seq,
+                  "batch": a.batch, "seq": a.seq, "pause": a.pause,
                   "max_allocated": torch.cuda.max_memory_allocated(),
                   "max_reserved": torch.cuda.max_memory_reserved(),
                   "step_s_median": statistics.median(times[2:]) if len(times) > 2 else None}),

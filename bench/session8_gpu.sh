@@ -20,6 +20,7 @@
 #   device returns at most 8 files.
 # PART=7 (two GPUs): issue 3 — the sixth set and the embedding probe.
 # PART=8 (two GPUs): issue 3 — the seventh set, judging the ninth session.
+# PART=9 (two GPUs): issue 8 — GPT-2 DDP with and without a gap between steps.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -72,5 +73,18 @@ if [ "$PART" = 8 ]; then
   # the session's corrections and before it was measured, to judge them
   UNSEEN=bench/configs/unseen7.jsonl UNSEEN_TAG=unseen7 PART=8 bash bench/session6_gpu.sh > /dev/null
   tar -C "$o" -cJf /tmp/unseen7.tar.xz . && rm -f "$o"/* && mv /tmp/unseen7.tar.xz "$o"/
+fi
+if [ "$PART" = 9 ]; then
+  # session 9, issue 8: does a gap between steps (a data loader's) settle
+  # GPT-2 DDP's two peaks? Alternating runs without and with 0.3 s after
+  # each step (NCCL's watchdog polls its work every 100 ms and lets go of
+  # the tensors it keeps for the allocator's safety when it sees them done)
+  for i in 1 2 3 4; do
+    for p in 0 0.3; do
+      torchrun --standalone --nproc-per-node 2 bench/multi_gpu_job.py --mode ddp --pause $p 2>>"$o/errors8-9.txt" |
+          grep '^{' >> "$o/ddp-pause.jsonl"
+    done
+  done
+  tail -c 4000 "$o/errors8-9.txt" > "$o/errors8-9-tail.txt"; rm -f "$o/errors8-9.txt"
 fi
 ls -la "$o"
