@@ -38,8 +38,9 @@ print("model %s %s B=%d S=%d: T*h = %d elements" % (model, prec, B, S, emb))
 for i, e in enumerate(tr[first:], first):
     if e["size"] < 2 ** 20 or e["action"] not in ("alloc", "free_completed"):
         continue
+    py = [f for f in e.get("frames", []) if f["filename"].endswith(".py")]  # C++ frames first
     where = " < ".join("%s:%d %s" % (os.path.basename(f["filename"]), f["line"], f["name"])
-                       for f in e.get("frames", [])[:4])
+                       for f in py[:4])
     if e["action"] == "alloc":
         born[e["addr"]] = (i, e["size"], where)
     else:
