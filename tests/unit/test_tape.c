@@ -148,8 +148,44 @@ static void leaf_gradients_and_the_workspace(void **state) {
   teardown(&f);
 }
 
+/* LoRA's frozen base: an op none of whose inputs requires grad records no
+ * node and keeps nothing it would save; where one input does, the node
+ * lists only that one, and the backward makes no gradient for the rest */
+static void frozen_inputs_take_no_gradient(void **state) {
+  (void)state;
+  struct fix f;
+  setup(&f, true);
+  uint32_t w = tape_frozen(&f.tp, 6 * M), x = tape_const(&f.tp, 4 * M);
+  uint32_t a = tape_leaf(&f.tp, 1 * M);
+  struct tape_op o = {.out_bytes = 2 * M, .in = {w, x}, .saved = {x}, .mm = true};
+  uint32_t y = tape_op(&f.tp, &o);
+  assert_int_equal(f.tp.nn, 0);
+  assert_false(f.tp.t[y].rg);
+  uint32_t v = tape_view(&f.tp, x, 2 * M);
+  assert_false(f.tp.t[v].rg); /* a view has its base's */
+  tape_drop(&f.tp, v);
+  tape_drop(&f.tp, x);
+  assert_int_equal(allocated(&f), 2 * M); /* x is not kept: nothing saved it */
+  struct tape_op o2 = {.out_bytes = 2 * M, .in = {y, a}, .saved = {y}};
+  uint32_t z = tape_op(&f.tp, &o2);
+  assert_true(f.tp.t[z].rg);
+  assert_int_equal(f.tp.nn, 1);
+  assert_int_equal(f.tp.n[0].nin, 1);
+  assert_int_equal(f.tp.n[0].in[0], a);
+  tape_drop(&f.tp, z);
+  f.tp.t[z].grad = tape_new(&f.tp, 2 * M);
+  tape_backward(&f.tp, 0);
+  assert_int_equal(f.leaf_grads, 1); /* a's; y and the frozen w get none */
+  assert_int_equal(f.leaf_bytes, 1 * M);
+  assert_int_equal(f.tp.t[y].grad, 0);
+  /* left: y (Python's) */
+  assert_int_equal(allocated(&f), 2 * M);
+  teardown(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(frozen_inputs_take_no_gradient),
       cmocka_unit_test(saved_tensor_lives_until_its_backward),
       cmocka_unit_test(second_gradient_summed_out_of_place),
       cmocka_unit_test(views_fill_one_base_sized_gradient),
