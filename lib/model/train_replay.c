@@ -275,6 +275,19 @@ static uint32_t norm(struct run *R, uint32_t x, uint64_t xb, uint64_t *ob) {
       R, (struct tape_op){.out_bytes = Th * 4, .in = {x32, rs}, .saved = {x32, rs}, .tmp = Th * 4});
   rel(R, x32);
   rel(R, rs);
+  if (R->arch->family == VL_FAM_GEMMA) {
+    /* GemmaRMSNorm: (x * rsqrt) * (1 + weight.float()) in fp32, then
+     * type_as(x) (transformers 5.17 modeling_gemma.py) */
+    *ob = xb;
+    uint32_t o32 = op(
+        R,
+        (struct tape_op){.out_bytes = Th * 4, .in = {y32}, .saved = {R->z->lora_rank ? 0 : y32}});
+    rel(R, y32);
+    if (xb == 4) return o32;
+    uint32_t out = op(R, (struct tape_op){.out_bytes = Th * xb, .in = {o32}});
+    rel(R, o32);
+    return out;
+  }
   uint32_t yh =
       xb < 4 ? op(R, (struct tape_op){.out_bytes = Th * xb, .in = {y32}}) : tape_ref(&R->tp, y32);
   *ob = vl__max(wb, xb);
