@@ -170,7 +170,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   if (sh->lora_rank) {
     uint64_t targets = (uint64_t)(job->n_lora_targets ? job->n_lora_targets : 2);
     act->layer = vl__add(ck, act->layer, vl__mul4(ck, T, sh->lora_rank, e, targets));
-    const uint64_t cb = pol->autocast ? e : e < 4 ? 4 : 0;
+    const uint64_t cb = vl__lora_input_copy_bytes(pol);
     uint64_t casts = vl__mul3(ck, T, sh->lora_in, cb);
     act->layer = vl__add(ck, act->layer, casts);
     act->attn = vl__add(ck, act->attn, casts); /* in the layer's parts: with the projections */

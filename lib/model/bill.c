@@ -246,7 +246,7 @@ static unsigned full_states(enum vl_optimizer o) {
 /* Optimizer state bytes per trainable element (seed 004 table). */
 static uint64_t optimizer_bytes(const struct vl_job *job, const struct vl__policy *pol,
                                 const struct states *st, uint64_t trainable, struct vl__ck *ck) {
-  uint64_t sb = job->lora_rank ? 4 : pol->state; /* PEFT keeps adapters in fp32 */
+  uint64_t sb = job->lora_rank ? VL__ADAPTER_BYTES : pol->state;
   switch (job->optimizer) {
   case VL_OPT_SGD:
   case VL_OPT_SGD_MOMENTUM:
@@ -394,7 +394,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
       sh.lora_in += t->cols * (arch->layers ? t->count / arch->layers : 0);
       /* a half input (or autocast's) is copied by each adapter, counted
        * with the adapters (activations.c); only an fp32 one is shared */
-      if (pol.autocast || pol.act < 4) continue;
+      if (vl__lora_input_copy_bytes(&pol)) continue;
       if (name_is(t, "q_proj", "k_proj", "v_proj") ||
           name_is(t, "c_attn", "query_key_value", "qkv_proj") ||
           name_is(t, "query", "key", "value"))
@@ -709,7 +709,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
         .workspace = ov->cublas_workspace_bytes,
         .expandable = expandable,
         .lora_rank = job->lora_rank,
-        .ab = 4, /* PEFT keeps adapters in fp32 */
+        .ab = VL__ADAPTER_BYTES,
     };
     for (int i = 0; i < inv->n && job->lora_rank; i++) {
       const struct vl_tensor *t = &inv->t[i];
@@ -747,14 +747,14 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
      * allocated.txt). The difference goes to the peak phase's activations
      * (then its temporaries), and no phase stays above it. */
     const uint64_t analytic = comp_alloc(&ph[peak]), want = rs.peak_allocated;
+    static const enum vl_line trim[] = {VL_LINE_ACTIVATIONS, VL_LINE_TRANSIENT};
     for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++) {
       uint64_t have = comp_alloc(&ph[p]);
       if (p == (int)peak && want > have) ph[p].line[VL_LINE_ACTIVATIONS] += want - have;
-      for (int l = VL_LINE_ACTIVATIONS; have > want; l = VL_LINE_TRANSIENT) {
-        uint64_t cut = vl__min(have - want, ph[p].line[l]);
-        ph[p].line[l] -= cut;
+      for (size_t k = 0; k < sizeof trim / sizeof trim[0] && have > want; k++) {
+        uint64_t cut = vl__min(have - want, ph[p].line[trim[k]]);
+        ph[p].line[trim[k]] -= cut;
         have -= cut;
-        if (l == VL_LINE_TRANSIENT) break;
       }
     }
     note(bill, VL_LINE_ACTIVATIONS,

@@ -16,6 +16,17 @@ struct vl__policy {
 };
 void vl__policy_get(enum vl_precision p, struct vl__policy *pol);
 
+/* PEFT keeps LoRA adapters in fp32 (get_peft_model's autocast_adapter_dtype) */
+#define VL__ADAPTER_BYTES 4
+
+/* Bytes of an element of the copy of its input each LoRA adapter makes
+ * and lora_A saves: PEFT casts a half input to the adapters' fp32, and
+ * under autocast lora_A casts that to half; 0 where the input is already
+ * fp32 and shared (peft 0.21 tuners/lora/layer.py Linear.forward) */
+static inline uint64_t vl__lora_input_copy_bytes(const struct vl__policy *pol) {
+  return pol->autocast ? pol->act : pol->act < VL__ADAPTER_BYTES ? VL__ADAPTER_BYTES : 0;
+}
+
 /* Bytes of an element of eager attention's probabilities as softmax returns
  * them: fp32 where the model asks for it (F.softmax(x, dtype=float32), every
  * family but GPT-2) or autocast runs it (softmax is on its fp32 list), else

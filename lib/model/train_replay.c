@@ -74,6 +74,15 @@ static uint64_t count_in(const struct vl_arch *arch, const struct vl_tensor *t, 
   return w == (t->kind == VL_T_EMBED ? BEFORE : AFTER) ? t->count : 0;
 }
 
+/* a block of `bytes` onto l, or (l NULL) made and freed at once */
+static void block(struct prog *p, uint64_t bytes, struct list *l) {
+  uint32_t h = A(p, bytes);
+  if (l)
+    push(p, l, h);
+  else
+    F(p, &h);
+}
+
 /* one block of elems * bytes per tensor, `times` over, for the tensors of
  * layer `w` (or outside the layers), in the inventory's order; onto l
  * (NULL: made and freed at once). A tied head is the embedding matrix: it
@@ -83,13 +92,8 @@ static void per_tensor(struct prog *p, const struct vl_arch *arch, const struct 
   for (int i = 0; i < inv->n && !p->failed; i++) {
     const struct vl_tensor *t = &inv->t[i];
     for (uint64_t k = 0, n = count_in(arch, t, w); k < n; k++)
-      for (unsigned j = 0; j < times; j++) {
-        uint32_t h = A(p, t->rows * t->cols * bytes);
-        if (l)
-          push(p, l, h);
-        else
-          F(p, &h);
-      }
+      for (unsigned j = 0; j < times; j++)
+        block(p, t->rows * t->cols * bytes, l);
   }
 }
 
@@ -109,13 +113,8 @@ static void adapters(struct prog *p, const struct vl_arch *arch, const struct vl
                      uint64_t bytes, unsigned times, struct list *l) {
   for (uint64_t k = 0; k < arch->layers && !p->failed; k++)
     for (unsigned i = 0; i < z->n_lin; i++)
-      for (unsigned j = 0; z->lin[i].adapted && j < 2 * times; j++) {
-        uint32_t h = A(p, z->lora_rank * (j % 2 ? z->lin[i].out : z->lin[i].in) * bytes);
-        if (l)
-          push(p, l, h);
-        else
-          F(p, &h);
-      }
+      for (unsigned j = 0; z->lin[i].adapted && j < 2 * times; j++)
+        block(p, z->lora_rank * (j % 2 ? z->lin[i].out : z->lin[i].in) * bytes, l);
 }
 
 /* what the optimizer updates: every parameter, or LoRA's adapters */
@@ -168,6 +167,14 @@ static void on_leaf(void *ctx, uint32_t leaf, uint32_t h, uint64_t bytes) {
 }
 
 static uint32_t op(struct run *R, struct tape_op o) { return tape_op(&R->tp, &o); }
+
+/* the base model's parameters train, unless LoRA freezes them */
+static bool base_trained(const struct run *R) { return !R->z->lora_rank; }
+
+/* a parameter of the base model (its embedding, a linear, the head) */
+static uint32_t base_param(struct run *R, uint64_t bytes) {
+  return base_trained(R) ? tape_leaf(&R->tp, bytes) : tape_frozen(&R->tp, bytes);
+}
 static void rel(struct run *R, uint32_t x) { tape_drop(&R->tp, x); }
 
 /* a and b joined into `bytes` (an add: TAPE_ADD; a cat: TAPE_SLICES);
@@ -242,10 +249,8 @@ static uint32_t linear(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, ui
                        uint64_t out_f, bool bias) {
   const struct vl__train_sizes *z = R->z;
   const unsigned k = R->lin++;
-  const uint64_t wbytes = in_f * out_f * z->wb;
-  uint32_t w = z->lora_rank ? tape_frozen(&R->tp, wbytes) : tape_leaf(&R->tp, wbytes);
-  uint32_t y = linear_w(R, w, x, xb, rows, in_f, out_f, bias);
-  if (z->lora_rank && k < z->n_lin && z->lin[k].adapted) y = lora(R, y, x, xb, rows, in_f, out_f);
+  uint32_t y = linear_w(R, base_param(R, in_f * out_f * z->wb), x, xb, rows, in_f, out_f, bias);
+  if (k < z->n_lin && z->lin[k].adapted) y = lora(R, y, x, xb, rows, in_f, out_f);
   return y;
 }
 
@@ -281,7 +286,7 @@ static uint32_t norm(struct run *R, uint32_t x, uint64_t xb, uint64_t *ob) {
     *ob = xb;
     uint32_t o32 = op(
         R,
-        (struct tape_op){.out_bytes = Th * 4, .in = {y32}, .saved = {R->z->lora_rank ? 0 : y32}});
+        (struct tape_op){.out_bytes = Th * 4, .in = {y32}, .saved = {base_trained(R) ? y32 : 0}});
     rel(R, y32);
     if (xb == 4) return o32;
     uint32_t out = op(R, (struct tape_op){.out_bytes = Th * xb, .in = {o32}});
@@ -295,7 +300,7 @@ static uint32_t norm(struct run *R, uint32_t x, uint64_t xb, uint64_t *ob) {
    * is frozen (LoRA; y-qwen05-bf16-lora16-adamw-b8s2048's history) */
   uint32_t out = op(R, (struct tape_op){.out_bytes = Th * *ob,
                                         .in = {yh},
-                                        .saved = {R->z->lora_rank ? 0 : yh},
+                                        .saved = {base_trained(R) ? yh : 0},
                                         .tmp = Th * *ob});
   rel(R, yh);
   rel(R, y32);
@@ -676,7 +681,8 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     /* ---- forward (under autocast) ---- */
     R.tp.grad = !z->ckpt;
     /* the embeddings' output (frozen under LoRA: it needs no gradient) */
-    const uint32_t x0 = z->lora_rank ? tape_const(&R.tp, Th * z->r) : tape_new(&R.tp, Th * z->r);
+    const uint32_t x0 =
+        base_trained(&R) ? tape_new(&R.tp, Th * z->r) : tape_const(&R.tp, Th * z->r);
     uint32_t x = dropout(&R, tape_ref(&R.tp, x0), arch->embed_dropout);
     rel(&R, x0);
     if (arch->family == VL_FAM_GEMMA) {
@@ -705,9 +711,8 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
       fn = norm(&R, x, z->r, &nb);
       rel(&R, x);
     }
-    const uint64_t hb = z->V * z->h * z->wb;
-    uint32_t head = z->lora_rank ? tape_frozen(&R.tp, hb) : tape_leaf(&R.tp, hb);
-    R.tied_leaf = tied && !z->lora_rank ? head : 0;
+    uint32_t head = base_param(&R, z->V * z->h * z->wb);
+    R.tied_leaf = tied && base_trained(&R) ? head : 0;
     R.tied_grad = NONE;
     uint32_t logits = linear_w(&R, head, fn, nb, z->T, z->h, z->V, false);
     rel(&R, fn);
@@ -760,7 +765,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     /* the embeddings' gradients. A tied matrix's two meet at its
      * AccumulateGrad node: the head's waited in its input buffer, the sum
      * (out of place) becomes .grad (torch/csrc/autograd/input_buffer.cpp) */
-    for (int i = 0; i < inv->n && !R.p.failed && !z->lora_rank; i++) {
+    for (int i = 0; i < inv->n && !R.p.failed && base_trained(&R); i++) {
       const struct vl_tensor *t = &inv->t[i];
       if (t->kind != VL_T_EMBED) continue;
       if (tied && t->rows == z->V) {
