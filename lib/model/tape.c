@@ -21,7 +21,7 @@ static uint32_t make(struct tape *tp, uint64_t bytes, bool alloc) {
   if (!grow(tp->p, (void **)&tp->t, &tp->capt, tp->nt, sizeof *tp->t)) return 0;
   uint32_t x = tp->nt++;
   tp->t[x] = (struct tape_tensor){
-      alloc && !tp->no_alloc ? A(tp->p, bytes) : NONE, bytes, 1, 0, 0, false, true};
+      .h = alloc && !tp->no_alloc ? A(tp->p, bytes) : NONE, .bytes = bytes, .refs = 1, .rg = true};
   return x;
 }
 
