@@ -27,6 +27,9 @@ ap.add_argument("--seq", type=int, default=512)
 ap.add_argument("--steps", type=int, default=5)
 ap.add_argument("--pause", type=float, default=0.0,
                 help="seconds to wait after each step (a data loader's gap; issue 8's DDP peaks)")
+ap.add_argument("--async-loop", action="store_true",
+                help="no synchronize after each step (the host runs ahead, as most training "
+                     "loops); step_s_median is then the mean over steps 3.. after a final sync")
 ap.add_argument("--history", help="rank 0 writes what is live at its peak here (bench/peak_blocks.py)")
 ap.add_argument("--history-all", action="store_true",
                 help="every rank records, from before the model is built (rank r writes PATH-rank<r>.json)")
@@ -63,25 +66,36 @@ else:
                  device_id=local, use_orig_params=True)
 opt = torch.optim.AdamW(train.parameters(), lr=1e-4)
 g = torch.Generator().manual_seed(1 + rank)
+gd = torch.Generator(device="cuda").manual_seed(1 + rank)
 if not a.history_all:
     history_start(a.history, rank)
 times = []
 for step in range(a.steps):
-    ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), generator=g).cuda()
-    torch.cuda.synchronize()
+    if a.async_loop:  # made on the GPU: a host batch's .cuda() waits for the GPU
+        ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), generator=gd, device="cuda")
+    else:
+        ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), generator=g).cuda()
+        torch.cuda.synchronize()
     t0 = time.perf_counter()
     with torch.autocast("cuda", dtype=torch.bfloat16):
         loss = train(input_ids=ids, labels=ids).loss
     loss.backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
-    torch.cuda.synchronize()
-    times.append(time.perf_counter() - t0)
+    if not a.async_loop:
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    elif step == 2:
+        t_async = t0
     if a.pause > 0:
         time.sleep(a.pause)
+if a.async_loop:
+    torch.cuda.synchronize()
+    if a.steps > 2:
+        times = [(time.perf_counter() - t_async) / (a.steps - 2)] * 3
 history_write(a.history, rank, a.history_all)
 print(json.dumps({"mode": a.mode, "model": a.model, "world": world, "rank": rank,
-                  "batch": a.batch, "seq": a.seq, "pause": a.pause,
+                  "batch": a.batch, "seq": a.seq, "pause": a.pause, "async_loop": a.async_loop,
                   "max_allocated": torch.cuda.max_memory_allocated(),
                   "max_reserved": torch.cuda.max_memory_reserved(),
                   "step_s_median": statistics.median(times[2:]) if len(times) > 2 else None}),

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Device evidence of the tenth session (2026-11-30).
+# PART=1 (two GPUs): issue 8 — DDP's bucket rebuild, trial by trial
+#   (bench/ddp_rebuild_trials.py): GPT-2 with a synchronizing loop and
+#   0/20/50/100 ms after each step, a loop that only copies its batch from
+#   the host, and an asynchronous one; the same with
+#   TORCH_NCCL_AVOID_RECORD_STREAMS=0; Qwen2-0.5B; then whole jobs
+#   (bench/multi_gpu_job.py) with an asynchronous loop, for the estimate.
+# Needs build-rel/ (carry). Results under $OUT in few files.
+set -u
+. bench/device_env.sh
+mkdir -p "$o"
+record_env "$o/env10-$PART.txt"
+tr="torchrun --standalone --nproc-per-node 2"
+if [ "$PART" = 1 ]; then
+  t0=$(date +%s)
+  timeout 240 $tr bench/ddp_rebuild_trials.py --trials ${TRIALS:-16} \
+      --loops sync:0,sync:0.02,sync:0.05,sync:0.1,host:0,async:0 \
+      2>>"$o/errors10-1.txt" | grep '^{' >> "$o/trials.jsonl"
+  echo "gpt2 trials $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
+  TORCH_NCCL_AVOID_RECORD_STREAMS=0 timeout 90 $tr bench/ddp_rebuild_trials.py \
+      --trials ${TRIALS2:-10} --loops sync:0,async:0 --tag TORCH_NCCL_AVOID_RECORD_STREAMS=0 \
+      2>>"$o/errors10-1.txt" | grep '^{' >> "$o/trials.jsonl"
+  echo "env trials $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
+  timeout 120 $tr bench/ddp_rebuild_trials.py --config data/models/qwen2-0.5b.json \
+      --trials ${TRIALS3:-6} --loops sync:0,host:0,async:0 \
+      2>>"$o/errors10-1.txt" | grep '^{' >> "$o/trials.jsonl"
+  echo "qwen trials $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
+  for i in 1 2 3; do
+    timeout 60 $tr bench/multi_gpu_job.py --mode ddp --async-loop 2>>"$o/errors10-1.txt" |
+        grep '^{' >> "$o/jobs.jsonl"
+    timeout 60 $tr bench/multi_gpu_job.py --mode ddp --async-loop --config data/models/qwen2-0.5b.json \
+        2>>"$o/errors10-1.txt" | grep '^{' >> "$o/jobs.jsonl"
+  done
+  echo "jobs $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
+  tail -c 20000 "$o/errors10-1.txt" > "$o/errors10-1-tail.txt"; rm -f "$o/errors10-1.txt"
+fi
