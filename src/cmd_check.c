@@ -97,10 +97,12 @@ int cmd_check(int argc, const char **argv) {
   }
   double usable = (double)c.gpu_memory_bytes * (1.0 - c.margin);
   double G = (double)(1ull << 30);
-  if ((double)bill->total_bytes > usable) {
-    printf("over budget: the job needs %.2f GiB per GPU, the committed %s gives %.2f GiB with "
+  double need = (double)vl_bill_budget_bytes(bill);
+  if (need > usable) {
+    printf("over budget: the job needs %.2f GiB per GPU%s, the committed %s gives %.2f GiB with "
            "%.0f %% kept free\n",
-           (double)bill->total_bytes / G, c.gpu, usable / G, c.margin * 100);
+           need / G, need > (double)bill->total_bytes ? " in its worse outcome" : "", c.gpu,
+           usable / G, c.margin * 100);
     problems++;
   }
   uint64_t mp = 0, mc = 0;

@@ -128,11 +128,11 @@ int cmd_commit(int argc, const char **argv) {
     goto out;
   }
   struct vl_fit fit;
-  vl_fit_check(bill->total_bytes, gpu, e.margin, &fit);
+  vl_fit_check(vl_bill_budget_bytes(bill), gpu, e.margin, &fit);
   if (!fit.fits) {
     cli_error("the job needs %.2f GiB per GPU; %s gives %.2f GiB with %.0f %% kept free: a "
               "commitment must be feasible",
-              (double)bill->total_bytes / (1ull << 30), gpu->name,
+              (double)vl_bill_budget_bytes(bill) / (1ull << 30), gpu->name,
               (double)fit.usable_bytes / (1ull << 30), e.margin * 100);
     cli_hint("vramledger estimate ... --max-batch, or checkpointing, LoRA or ZeRO");
     rc = VL_EXIT_NOFIT;

@@ -73,7 +73,7 @@ int cmd_estimate(int argc, const char **argv) {
                : VL_EXIT_ERROR;
   }
   struct vl_fit fit;
-  if (gpu) vl_fit_check(bill->total_bytes, gpu, e.margin, &fit);
+  if (gpu) vl_fit_check(vl_bill_budget_bytes(bill), gpu, e.margin, &fit);
   const char *slash = strrchr(e.model, '/');
   struct vl_estimate_view view = {
       .model_name = slash ? slash + 1 : e.model,

@@ -44,6 +44,7 @@ struct vl_compare_row {
   bool estimated; /* false: why[] says why not */
   char why[200];
   uint64_t est_allocated, est_reserved, est_total;
+  bool other_outcome;   /* judged against bill->other, the nearer outcome */
   double err_allocated; /* percent, (estimate - measured) / measured */
   double err_reserved;
   double err_total; /* against NVML process memory; NAN without NVML */
@@ -56,6 +57,7 @@ struct vl_compare_summary {
   int n_total;                            /* rows with an NVML figure */
   double median_total, max_total;
   int within_total;
+  int other_outcome; /* rows judged against the job's other outcome */
 };
 
 /*! Fill the estimate columns and errors of a row from a bill. */

@@ -201,6 +201,15 @@ struct vl_bill {
   uint64_t host_bytes;           /* CPU RAM for offloaded states */
   uint64_t tokens;               /* tokens per micro-batch (train) or per batch */
   uint64_t pp_stage;             /* which pipeline stage the bill is for (0-based) */
+  /* The same job's other outcome, where timing rather than the job decides:
+   * DDP frees its first gradient buckets at the rebuild before step 2, or
+   * keeps them into step 2 when NCCL's watchdog has not yet seen the first
+   * step's all-reduces finish (docs/model.md). All zero when there is none;
+   * it may lie above or below the bill. */
+  struct vl_bill_other {
+    uint64_t peak_allocated_bytes, peak_reserved_bytes, total_bytes;
+    const char *why; /* one line: what decides, in words */
+  } other;
   int n_terms;
   struct vl_term terms[VL_MAX_TERMS];
 };
@@ -210,6 +219,11 @@ struct vl_bill {
  * @return VL_OK; VL_ECONFLICT for inconsistent settings (message says which);
  * VL_EINVAL for an unknown LoRA target (message lists the valid ones);
  * VL_EOVERFLOW when a product does not fit 64 bits. */
+/*! The bytes a fit decision must budget for: the process total, or the
+ * other outcome's when timing decides between two and it needs more
+ * (bill->other). */
+uint64_t vl_bill_budget_bytes(const struct vl_bill *bill);
+
 vl_status vl_bill_compute(const struct vl_arch *arch, const struct vl_job *job,
                           const struct vl_overheads *ov, struct vl_bill *bill,
                           struct vl_err *err) VL_MUST_USE;

@@ -33,7 +33,7 @@ static int fits_at(const struct vl_arch *arch, const struct vl_job *base,
   if (*s == VL_ECONFLICT && dim == VL_SEARCH_SEQ && arch->learned_pos) return 0;
   if (*s != VL_OK) return -1;
   struct vl_fit fit;
-  vl_fit_check(bill->total_bytes, gpu, margin, &fit);
+  vl_fit_check(vl_bill_budget_bytes(bill), gpu, margin, &fit);
   return fit.fits ? 1 : 0;
 }
 

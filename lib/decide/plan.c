@@ -195,7 +195,7 @@ static bool consider(struct search *S, const struct vl_plan_candidate *pick, vl_
   r->evaluated++;
   if (vl_bill_compute(q->arch, j, S->ov, S->bill, NULL) != VL_OK) return false;
   struct vl_fit fit;
-  vl_fit_check(S->bill->total_bytes, g, q->margin, &fit);
+  vl_fit_check(vl_bill_budget_bytes(S->bill), g, q->margin, &fit);
   if (!fit.fits) return false;
   if (r->n == S->cap) {
     void *p = vl_realloc(r->c, S->cap * 2 * sizeof *r->c);
@@ -208,9 +208,9 @@ static bool consider(struct search *S, const struct vl_plan_candidate *pick, vl_
   }
   struct vl_plan_candidate *c = &r->c[r->n++];
   *c = *pick;
-  c->peak_bytes_per_gpu = S->bill->total_bytes;
+  c->peak_bytes_per_gpu = vl_bill_budget_bytes(S->bill);
   c->host_bytes = S->bill->host_bytes;
-  c->memory_share = (double)S->bill->total_bytes / (double)g->memory_bytes;
+  c->memory_share = (double)c->peak_bytes_per_gpu / (double)g->memory_bytes;
   step_time(S, g, count, j, c);
   c->efficiency = c->compute_s / c->step_s;
   c->hours = (double)r->steps * c->step_s / 3600.0;

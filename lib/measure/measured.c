@@ -61,6 +61,15 @@ static void settings(json_t *o, struct vl_measured_run *r) {
     refuse(r, "unknown checkpointing", s ? s : "");
     return;
   }
+  /* data parallelism (bench/ddp_measured.py): ranks, DDP's static_graph,
+   * and a loop that keeps only the loss */
+  if (json_object_get(o, "dp")) j->dp = get_u(o, "dp");
+  if (!j->dp) {
+    refuse(r, "dp must be 1 or more", "0");
+    return;
+  }
+  j->ddp_static_graph = json_is_true(json_object_get(o, "ddp_static_graph"));
+  j->drop_outputs = json_is_true(json_object_get(o, "drop_outputs"));
   j->lora_rank = get_u(o, "lora");
   copy_str(r->lora_targets, sizeof r->lora_targets, json_object_get(o, "lora_targets"));
   if (j->lora_rank) {

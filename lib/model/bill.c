@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "vramledger/alloc.h"
 #include "vramledger/caching.h"
 
 /* Tensor-parallel split of a tensor of the inventory: matmul weights and
@@ -289,6 +290,12 @@ static void note(struct vl_bill *b, enum vl_line line, const char *name, const c
 }
 
 /* Bill of one pipeline stage. */
+/* plain DDP: bucket copies of every gradient (not Megatron's or
+ * DeepSpeed's own data parallelism, not FSDP) */
+static bool ddp_buckets(const struct vl_job *job) {
+  return job->dp > 1 && job->zero == 0 && job->framework == VL_FW_HF;
+}
+
 static vl_status train_stage(const struct vl_arch *arch, const struct vl_inventory *inv,
                              const struct vl_job *job, const struct vl_overheads *ov,
                              const struct lora *lo, uint64_t stage, struct vl_bill *bill,
@@ -534,29 +541,33 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   /* ---- communication ---- */
   uint64_t comm = 0;
   uint64_t ranks = vl__mul3(&ck, job->dp, job->tp, job->pp);
-  if (dp > 1 && job->zero == 0 && !mg && !ds) {
+  if (ddp_buckets(job)) {
     comm = G; /* DDP buckets copy every gradient (gradient_as_bucket_view=False) */
     note(bill, VL_LINE_COMM, "DDP gradient buckets", "G (bucket copies)",
          "torch/nn/parallel/distributed.py (gradient_as_bucket_view=False)", comm, NULL, 0, NULL,
          NULL, 0, NULL, NULL, 0, NULL);
-    /* DDP rebuilds its buckets after the first step; the first ones are
-     * freed at the second step's start, or only in its backward when the
-     * first step's communication still holds them (GPT-2 on 2 H200s: 19 of
-     * 32 rank peaks in 16 runs low, 13 high by exactly G: bench/results/
-     * 2026-11-29-h200x2-session7/part6-nccl-fix, part7, part10-ddp). With
-     * static_graph=True they are kept every time (8 of 8 rank peaks high:
-     * 2026-11-29-h200x2-session8/part2-ddp): summed then. Otherwise not:
-     * the point estimate is the more common case, the term says how much
-     * the other one adds. */
+    /* DDP rebuilds its buckets after the first step; the first ones were
+     * the first step's all-reduce inputs, which ProcessGroupNCCL keeps until
+     * its watchdog (every 100 ms) has seen them finish and a later
+     * collective is enqueued. Seen before the rebuild's broadcast: freed
+     * there; not: kept to step 2's first all-reduce, past its peak, which
+     * then holds G more (GPT-2 on 2 H200s, 192 trials: 1 - gap / 100 ms;
+     * whole jobs 21 of 66 rank peaks: bench/results/2026-11-30-h200x2-
+     * session10/). With static_graph=True usually kept (GPT-2 8 of 8,
+     * Qwen2-0.5B 2 of 4: 2026-11-29-h200x2-session8/part2-ddp): summed then.
+     * The bill is the more common outcome, bill->other the other one. */
     if (job->ddp_static_graph) {
-      note(bill, VL_LINE_COMM, "DDP first buckets kept into step 2 (static_graph)", "G",
-           "DDP _rebuild_buckets (measured: session8/part2-ddp)", comm, NULL, 0, NULL, NULL, 0,
-           NULL, NULL, 0, NULL);
+      note(bill, VL_LINE_COMM, "DDP first buckets kept into step 2", "G",
+           "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: session8/part2-ddp, "
+           "session10)",
+           comm, NULL, 0, NULL, NULL, 0, NULL, NULL, 0, NULL);
       comm = vl__add(&ck, comm, comm);
     } else {
-      struct vl_term *t =
-          vl__term(bill, VL_LINE_COMM, "DDP first buckets if kept into step 2", "G (not summed)",
-                   "DDP _rebuild_buckets (measured: session7/part7, session8/part2-ddp)", comm);
+      struct vl_term *t = vl__term(bill, VL_LINE_COMM, "DDP first buckets if kept into step 2",
+                                   "G (not summed: the other outcome)",
+                                   "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
+                                   "session7/part7, session10)",
+                                   comm);
       if (t) t->detail = true;
     }
   } else if (dp > 1 && ds && job->zero <= 2) {
@@ -804,6 +815,25 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   return VL_OK;
 }
 
+/* a training bill: one stage, or for a pipeline whichever of the first
+ * (micro-batches in flight) and the last (the LM head and logits) needs
+ * more */
+static vl_status train_bill(const struct vl_arch *arch, const struct vl_inventory *inv,
+                            const struct vl_job *job, const struct vl_overheads *ov,
+                            const struct lora *lo, struct vl_bill *bill, struct vl_err *err) {
+  vl_status s = train_stage(arch, inv, job, ov, lo, 0, bill, err);
+  if (s != VL_OK || job->pp == 1) return s;
+  struct vl_bill last;
+  memset(&last, 0, sizeof last);
+  last.task = bill->task;
+  last.params = bill->params;
+  last.trainable_params = bill->trainable_params;
+  s = train_stage(arch, inv, job, ov, lo, job->pp - 1, &last, err);
+  if (s != VL_OK) return s;
+  if (last.total_bytes > bill->total_bytes) *bill = last;
+  return VL_OK;
+}
+
 vl_status vl_bill_compute(const struct vl_arch *arch, const struct vl_job *job,
                           const struct vl_overheads *ov, struct vl_bill *bill, struct vl_err *err) {
   memset(bill, 0, sizeof *bill);
@@ -819,17 +849,34 @@ vl_status vl_bill_compute(const struct vl_arch *arch, const struct vl_job *job,
   s = resolve_lora(arch, &inv, job, &lo, err);
   if (s != VL_OK) return s;
   bill->trainable_params = job->lora_rank ? lo.params : inv.total;
-  s = train_stage(arch, &inv, job, ov, &lo, 0, bill, err);
-  if (s != VL_OK || job->pp == 1) return s;
-  /* pipeline: the first stage holds micro-batches in flight, the last the
-   * LM head and logits; report whichever needs more */
-  struct vl_bill last;
-  memset(&last, 0, sizeof last);
-  last.task = bill->task;
-  last.params = bill->params;
-  last.trainable_params = bill->trainable_params;
-  s = train_stage(arch, &inv, job, ov, &lo, job->pp - 1, &last, err);
-  if (s != VL_OK) return s;
-  if (last.total_bytes > bill->total_bytes) *bill = last;
-  return VL_OK;
+  s = train_bill(arch, &inv, job, ov, &lo, bill, err);
+  if (s != VL_OK || !ddp_buckets(job)) return s;
+  /* DDP's rebuild has two outcomes: the first buckets freed there, or kept
+   * into step 2 (the bill counts them with static_graph=True, where that is
+   * the usual outcome); the other one goes to bill->other */
+  struct vl_job flip = *job;
+  flip.ddp_static_graph = !job->ddp_static_graph;
+  struct vl_bill *w = vl_calloc(1, sizeof *w);
+  if (!w) return vl__fail(err, VL_ENOMEM, "out of memory");
+  w->task = bill->task;
+  w->params = bill->params;
+  w->trainable_params = bill->trainable_params;
+  s = train_bill(arch, &inv, &flip, ov, &lo, w, err);
+  if (s == VL_OK)
+    bill->other = (struct vl_bill_other){
+        .peak_allocated_bytes = w->peak_allocated_bytes,
+        .peak_reserved_bytes = w->peak_reserved_bytes,
+        .total_bytes = w->total_bytes,
+        .why = job->ddp_static_graph
+                   ? "DDP's first buckets freed at the rebuild: NCCL's watchdog (100 ms) had "
+                     "released them"
+                   : "DDP's first buckets kept into step 2: NCCL's watchdog (100 ms) had not "
+                     "yet released them",
+    };
+  vl_free(w);
+  return s;
+}
+
+uint64_t vl_bill_budget_bytes(const struct vl_bill *bill) {
+  return vl__max(bill->total_bytes, bill->other.total_bytes);
 }

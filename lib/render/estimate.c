@@ -89,6 +89,12 @@ static void text(FILE *o, const struct vl_estimate_view *v) {
           GIB(b->peak_reserved_bytes));
   fprintf(o, "  %-26s %10.2f %6.1f%%   (process memory in nvidia-smi)\n", "total",
           GIB(b->total_bytes), 100.0);
+  if (b->other.total_bytes)
+    fprintf(o,
+            "  %-26s %10.2f          allocated %.2f, reserved %.2f GiB: the other outcome\n"
+            "      (%s)\n",
+            "or, by timing", GIB(b->other.total_bytes), GIB(b->other.peak_allocated_bytes),
+            GIB(b->other.peak_reserved_bytes), b->other.why);
   fprintf(o, "\n  peak during: %s", vl_phase_name(b->peak_phase));
   for (int p = 0; p < VL_PH_COUNT; p++)
     if (b->phase_peak[p])
@@ -288,6 +294,15 @@ static json_t *json_report(const struct vl_estimate_view *v) {
   json_object_set_new(r, "cuda_context_bytes", U(b->cuda_context_bytes));
   json_object_set_new(r, "total_bytes", U(b->total_bytes));
   json_object_set_new(r, "host_bytes", U(b->host_bytes));
+  if (b->other.total_bytes) {
+    json_t *w = json_object();
+    json_object_set_new(w, "peak_allocated_bytes", U(b->other.peak_allocated_bytes));
+    json_object_set_new(w, "peak_reserved_bytes", U(b->other.peak_reserved_bytes));
+    json_object_set_new(w, "total_bytes", U(b->other.total_bytes));
+    json_object_set_new(w, "why", json_string(b->other.why));
+    json_object_set_new(r, "other_outcome", w);
+  }
+  json_object_set_new(r, "budget_bytes", U(vl_bill_budget_bytes(b)));
   if (j->pp > 1) json_object_set_new(r, "pp_stage", U(b->pp_stage));
   if (v->gpu) {
     json_t *g = json_object();

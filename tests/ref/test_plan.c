@@ -49,14 +49,15 @@ static void llama2_gpu_hours(void **state) {
     assert_true(r.n > 0);
     double gpu_hours = r.c[0].hours * r.c[0].count;
     assert_close(gpu_hours, rows[i].hours, 0.10, rows[i].model);
-    /* every feasible candidate fits by the estimator, with the margin */
+    /* every feasible candidate fits by the estimator, with the margin, in
+     * either outcome of DDP's bucket rebuild */
     for (size_t k = 0; k < r.n; k += 1 + r.n / 50) {
       struct vl_job j;
       vl_plan_candidate_job(&q, &r.c[k], &j);
       struct vl_bill b;
       tu_bill(&a, &j, &b);
-      assert_int_equal(b.total_bytes, r.c[k].peak_bytes_per_gpu);
-      assert_true((double)b.total_bytes <= 0.9 * (double)r.c[k].gpu->memory_bytes);
+      assert_int_equal(vl_bill_budget_bytes(&b), r.c[k].peak_bytes_per_gpu);
+      assert_true((double)vl_bill_budget_bytes(&b) <= 0.9 * (double)r.c[k].gpu->memory_bytes);
     }
     vl_plan_release(&r);
   }
