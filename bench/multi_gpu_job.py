@@ -27,6 +27,9 @@ ap.add_argument("--seq", type=int, default=512)
 ap.add_argument("--steps", type=int, default=5)
 ap.add_argument("--pause", type=float, default=0.0,
                 help="seconds to wait after each step (a data loader's gap; issue 8's DDP peaks)")
+ap.add_argument("--pause-first", type=float, default=0.0,
+                help="synchronize and wait this long once, after the first step (doctor's "
+                     "VL-D015 fix: NCCL's watchdog releases DDP's first buckets)")
 ap.add_argument("--async-loop", action="store_true",
                 help="no synchronize after each step (the host runs ahead, as most training "
                      "loops); step_s_median is then the mean over steps 3.. after a final sync")
@@ -89,13 +92,17 @@ for step in range(a.steps):
         t_async = t0
     if a.pause > 0:
         time.sleep(a.pause)
+    if step == 0 and a.pause_first > 0:
+        torch.cuda.synchronize()
+        time.sleep(a.pause_first)
 if a.async_loop:
     torch.cuda.synchronize()
     if a.steps > 2:
         times = [(time.perf_counter() - t_async) / (a.steps - 2)] * 3
 history_write(a.history, rank, a.history_all)
 print(json.dumps({"mode": a.mode, "model": a.model, "world": world, "rank": rank,
-                  "batch": a.batch, "seq": a.seq, "pause": a.pause, "async_loop": a.async_loop,
+                  "batch": a.batch, "seq": a.seq, "pause": a.pause, "pause_first": a.pause_first,
+                  "async_loop": a.async_loop,
                   "max_allocated": torch.cuda.max_memory_allocated(),
                   "max_reserved": torch.cuda.max_memory_reserved(),
                   "step_s_median": statistics.median(times[2:]) if len(times) > 2 else None}),

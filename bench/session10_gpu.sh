@@ -6,6 +6,8 @@
 #   the host, and an asynchronous one; the same with
 #   TORCH_NCCL_AVOID_RECORD_STREAMS=0; Qwen2-0.5B; then whole jobs
 #   (bench/multi_gpu_job.py) with an asynchronous loop, for the estimate.
+# PART=2 (two GPUs): issue 8 — GPT-2 DDP under `vramledger run` (doctor VL-D015 on
+#   real records) and whole jobs with 0.1 s once after the first step.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -34,4 +36,25 @@ if [ "$PART" = 1 ]; then
   done
   echo "jobs $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
   tail -c 20000 "$o/errors10-1.txt" > "$o/errors10-1-tail.txt"; rm -f "$o/errors10-1.txt"
+fi
+if [ "$PART" = 2 ]; then
+  # issue 8: GPT-2 DDP under `vramledger run` (every rank's probe; doctor's
+  # VL-D015 on real records), then whole jobs with 0.1 s once after the
+  # first step (the finding's fix)
+  t0=$(date +%s)
+  for i in 1 2 3 4; do
+    rm -rf /tmp/ddp-run$i
+    timeout 90 $vl run --quiet --out /tmp/ddp-run$i -- $tr bench/multi_gpu_job.py --mode ddp --steps 6 \
+        2>>"$o/errors10-2.txt" | grep '^{' >> "$o/ddp-vl-run.jsonl"
+    $vl doctor /tmp/ddp-run$i --format json > /tmp/ddp-run$i/doctor.json 2>>"$o/errors10-2.txt"
+    $vl report /tmp/ddp-run$i --format json > /tmp/ddp-run$i/report.json 2>>"$o/errors10-2.txt"
+  done
+  echo "vl runs $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
+  tar cJf "$o/ddp-runs.tar.xz" -C /tmp ddp-run1 ddp-run2 ddp-run3 ddp-run4
+  for i in 1 2 3 4; do
+    timeout 60 $tr bench/multi_gpu_job.py --mode ddp --pause-first 0.1 2>>"$o/errors10-2.txt" |
+        grep '^{' >> "$o/jobs-pause-first.jsonl"
+  done
+  echo "pause-first jobs $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
+  tail -c 20000 "$o/errors10-2.txt" > "$o/errors10-2-tail.txt"; rm -f "$o/errors10-2.txt"
 fi

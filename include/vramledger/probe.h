@@ -29,6 +29,11 @@ struct vl_fw_rank {
   unsigned rank, pid;
   uint64_t peak_allocated, peak_reserved;
   uint64_t peak_named; /* the most the bill named at a boundary (CPU: no allocator) */
+  /* DDP's first gradient buckets kept into step 2: the step-2 peak above
+   * every later step's (two at least) by the parameters' bytes, +-20 %
+   * (docs/model.md, DDP's two outcomes); 0 when not */
+  uint64_t ddp_step2_extra;
+  uint64_t steady_peak_allocated; /* peak_allocated without that extra */
 };
 
 struct vl_probe_layer {
@@ -90,7 +95,9 @@ struct vl_probe_layer {
   /* per rank */
   unsigned n_rank_peaks;
   struct vl_fw_rank ranks[VL_FW_MAX_RANKS];
-  double rank_imbalance; /* (max - min) / max of per-rank peak allocated (named on the CPU) */
+  double rank_imbalance;   /* (max - min) / max of per-rank peak allocated (named on the CPU) */
+  unsigned ddp_kept_ranks; /* ranks with ddp_step2_extra */
+  double steady_rank_imbalance; /* the same with those ranks at steady_peak_allocated */
 
   /* reserved released between steps (empty_cache churn) */
   unsigned reserved_drops;

@@ -81,8 +81,24 @@ int vl_doctor(const struct vl_record *r, const struct vl_run_summary *s,
         0, NULL);
   if (f->reserved_drops >= 3)
     add(out, &n, VL_D_EMPTY_CACHE, VL_SEV_WARN, f->reserved_drops, 0, 0, NULL);
-  if (f->n_rank_peaks > 1 && f->rank_imbalance > 0.05)
-    add(out, &n, VL_D_RANK_IMBALANCE, VL_SEV_WARN, f->rank_imbalance, f->n_rank_peaks, 0, NULL);
+  /* ranks apart: unless DDP's first buckets kept into step 2 on some
+   * ranks (and not others) is all that sets them apart */
+  if (f->ddp_kept_ranks) {
+    char who[sizeof out[0].text] = "";
+    double extra = 0;
+    for (unsigned k = 0; k < f->n_rank_peaks; k++) {
+      const struct vl_fw_rank *x = &f->ranks[k];
+      if (!x->ddp_step2_extra) continue;
+      size_t len = strlen(who);
+      snprintf(who + len, sizeof who - len, "%s%u", len ? ", " : "", x->rank);
+      if (!extra) extra = (double)x->ddp_step2_extra;
+    }
+    add(out, &n, VL_D_DDP_FIRST_BUCKETS, VL_SEV_INFO, extra, f->ddp_kept_ranks, f->n_rank_peaks,
+        who);
+  }
+  if (f->n_rank_peaks > 1 && f->steady_rank_imbalance > 0.05)
+    add(out, &n, VL_D_RANK_IMBALANCE, VL_SEV_WARN, f->steady_rank_imbalance, f->n_rank_peaks, 0,
+        NULL);
   if (f->has_bill && f->peak_allocated &&
       (double)f->bill[VL_BILL_ACTIVATIONS] > 0.5 * (double)f->peak_allocated)
     add(out, &n, VL_D_ACTIVATIONS, VL_SEV_INFO, (double)f->bill[VL_BILL_ACTIVATIONS],

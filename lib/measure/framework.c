@@ -88,6 +88,41 @@ static void ranks(const struct vl_record *r, struct vl_probe_layer *f) {
   f->rank_imbalance = f->n_rank_peaks > 1 && hi ? (double)(hi - lo) / (double)hi : 0;
 }
 
+/* DDP's first gradient buckets kept into step 2 (docs/model.md, DDP's two
+ * outcomes): a rank whose step-2 peak stands above its peak of every later
+ * step (steps 3.., two at least) by the parameters' bytes, the buckets'
+ * copy of the gradients, within 20 %. Then the ranks' imbalance again with
+ * those ranks at their later steps' peak. */
+static void ddp_first_buckets(const struct vl_record *r, struct vl_probe_layer *f) {
+  const double P = (double)f->bill[VL_BILL_PARAMETERS];
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (unsigned k = 0; k < f->n_rank_peaks; k++) {
+    struct vl_fw_rank *x = &f->ranks[k];
+    uint64_t step2 = 0, later = 0;
+    unsigned n_later = 0;
+    for (size_t i = 0; i < r->n_steps; i++) {
+      const struct vl_rec_step *s = &r->steps[i];
+      if (s->pid != x->pid || !s->has_peak) continue;
+      if (s->step == 2 && s->peak_allocated > step2) step2 = s->peak_allocated;
+      if (s->step >= 3) {
+        if (s->peak_allocated > later) later = s->peak_allocated;
+        n_later++;
+      }
+    }
+    x->steady_peak_allocated = x->peak_allocated;
+    double d = (double)step2 - (double)later;
+    if (f->n_rank_peaks > 1 && P > 0 && n_later >= 2 && later && d > 0.8 * P && d < 1.2 * P) {
+      x->ddp_step2_extra = step2 - later;
+      x->steady_peak_allocated = later;
+      f->ddp_kept_ranks++;
+    }
+    if (x->steady_peak_allocated < lo) lo = x->steady_peak_allocated;
+    if (x->steady_peak_allocated > hi) hi = x->steady_peak_allocated;
+  }
+  f->steady_rank_imbalance =
+      f->ddp_kept_ranks && hi ? (double)(hi - lo) / (double)hi : f->rank_imbalance;
+}
+
 static void timing(const struct vl_record *r, struct vl_probe_layer *f, double *buf) {
   size_t n = 0, nt = 0, nsam = 0, nl = 0, ns = 0;
   double *t = buf, *tok = buf + r->n_steps, *sam = buf + 2 * r->n_steps,
@@ -335,6 +370,10 @@ void vl_probe_analyze(const struct vl_record *r, struct vl_probe_layer *f) {
   }
   growth(r, f);
   ranks(r, f);
+  if (f->cuda && f->has_bill)
+    ddp_first_buckets(r, f);
+  else
+    f->steady_rank_imbalance = f->rank_imbalance;
   if (r->n_ooms) {
     f->oom = true;
     f->first_oom = r->ooms[0];

@@ -190,10 +190,12 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
     json_object_set_new(m, "peak_allocated_bytes", U(f->ranks[i].peak_allocated));
     json_object_set_new(m, "peak_reserved_bytes", U(f->ranks[i].peak_reserved));
     json_object_set_new(m, "peak_named_bytes", U(f->ranks[i].peak_named));
+    json_object_set_new(m, "ddp_step2_extra_bytes", U(f->ranks[i].ddp_step2_extra));
     json_array_append_new(rk, m);
   }
   json_object_set_new(fw, "ranks_peaks", rk);
   json_object_set_new(fw, "rank_imbalance", json_real(f->rank_imbalance));
+  json_object_set_new(fw, "steady_rank_imbalance", json_real(f->steady_rank_imbalance));
   if (f->oom) {
     json_t *x = json_object();
     json_object_set_new(x, "step", json_integer(f->first_oom.step));
@@ -253,7 +255,7 @@ static void cmp_text(FILE *o, const struct vl_probe_compare *c, bool md) {
 
 void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_compare *cmp,
                  bool md) {
-  char sz[32];
+  char sz[32], sz2[32];
   const char *b = md ? "- " : "  ";
   if (!f->present) {
     fprintf(o,
@@ -353,11 +355,20 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
   if (f->n_rank_peaks > 1) {
     fprintf(o, "\n%sranks (%s):\n", b,
             f->cuda ? "peak allocated" : "the most named at a boundary; no allocator on the CPU");
-    for (unsigned i = 0; i < f->n_rank_peaks; i++)
-      fprintf(
-          o, "%s  rank %-3u pid %-8u %13s\n", md ? "  -" : "  ", f->ranks[i].rank, f->ranks[i].pid,
-          size_str(sz, sizeof sz, f->cuda ? f->ranks[i].peak_allocated : f->ranks[i].peak_named));
-    fprintf(o, "%s  %.1f %% apart\n", md ? "  -" : "  ", 100 * f->rank_imbalance);
+    for (unsigned i = 0; i < f->n_rank_peaks; i++) {
+      const struct vl_fw_rank *x = &f->ranks[i];
+      fprintf(o, "%s  rank %-3u pid %-8u %13s", md ? "  -" : "  ", x->rank, x->pid,
+              size_str(sz, sizeof sz, f->cuda ? x->peak_allocated : x->peak_named));
+      if (x->ddp_step2_extra)
+        fprintf(o, "  in step 2: DDP's first buckets kept (+%s; later steps %s)",
+                size_str(sz, sizeof sz, x->ddp_step2_extra),
+                size_str(sz2, sizeof sz2, x->steady_peak_allocated));
+      fputs("\n", o);
+    }
+    fprintf(o, "%s  %.1f %% apart", md ? "  -" : "  ", 100 * f->rank_imbalance);
+    if (f->ddp_kept_ranks)
+      fprintf(o, "; %.1f %% without DDP's first buckets in step 2", 100 * f->steady_rank_imbalance);
+    fputs("\n", o);
   }
   if (f->growth_steps >= 3)
     fprintf(o,

@@ -193,7 +193,7 @@ static void doctor_rules(void **state) {
   f.alloc_retries = 2;
   f.reserved_drops = 4;
   f.n_rank_peaks = 2;
-  f.rank_imbalance = 0.06;
+  f.rank_imbalance = f.steady_rank_imbalance = 0.06;
   n = vl_doctor(&r, &s, &f, d);
   assert_true(found(d, n, VL_D_ALLOC_RETRIES));
   assert_true(found(d, n, VL_D_EMPTY_CACHE));
@@ -206,9 +206,69 @@ static void doctor_rules(void **state) {
   assert_string_equal(vl_diag_slug(VL_D_LEAK), "leak");
 }
 
+/* DDP's first buckets kept into step 2 on one rank of two, a real record
+ * (GPT-2, AMP, AdamW, 4 x 512, bench/multi_gpu_job.py --mode ddp --steps 6
+ * under `vramledger run` on 2 H200s: bench/results/2026-11-30-h200x2-
+ * session10/part2-ddp-vl-run/, run 2; its ranks' max_memory_allocated()
+ * 5,777,105,920 and 5,279,681,024 B): found on rank 1 with the parameters'
+ * bytes, a doctor finding of its own, and no imbalance, since that is all
+ * that sets the ranks apart. */
+static void ddp_first_buckets_on_h200(void **state) {
+  (void)state;
+  size_t len = 0;
+  char *text = tu_read("tests/data/records/h200x2-gpt2-ddp-kept-rank1.jsonl", &len);
+  struct vl_record r;
+  struct vl_err err = {""};
+  assert_int_equal(vl_record_parse(text, len, &r, &err), VL_OK);
+  free(text);
+  struct vl_probe_layer f;
+  vl_probe_analyze(&r, &f);
+  assert_int_equal(f.n_rank_peaks, 2);
+  assert_int_equal(f.ddp_kept_ranks, 1);
+  const uint64_t params = f.bill[VL_BILL_PARAMETERS];
+  assert_true(params > 470 * M && params < 480 * M); /* GPT-2's 124 M in fp32 */
+  for (unsigned k = 0; k < 2; k++) {
+    const struct vl_fw_rank *x = &f.ranks[k];
+    if (x->rank == 1) {
+      assert_int_equal(x->peak_allocated, 5777105920ull);
+      assert_true(x->ddp_step2_extra > 0.95 * (double)params &&
+                  x->ddp_step2_extra < 1.05 * (double)params);
+      assert_int_equal(x->steady_peak_allocated, x->peak_allocated - x->ddp_step2_extra);
+    } else {
+      assert_int_equal(x->peak_allocated, 5279681024ull);
+      assert_int_equal(x->ddp_step2_extra, 0);
+    }
+  }
+  assert_true(f.rank_imbalance > 0.08);
+  assert_true(f.steady_rank_imbalance < 0.01);
+  struct vl_run_summary s = {0};
+  struct vl_diag d[VL_MAX_DIAGS];
+  int n = vl_doctor(&r, &s, &f, d);
+  assert_true(found(d, n, VL_D_DDP_FIRST_BUCKETS));
+  assert_false(found(d, n, VL_D_RANK_IMBALANCE));
+  for (int i = 0; i < n; i++)
+    if (d[i].kind == VL_D_DDP_FIRST_BUCKETS) {
+      assert_int_equal((int)d[i].b, 1);
+      assert_string_equal(d[i].text, "1");
+    }
+  /* a rank truly apart besides: the imbalance is reported too */
+  f.steady_rank_imbalance = 0.06;
+  assert_true(found(d, vl_doctor(&r, &s, &f, d), VL_D_RANK_IMBALANCE));
+  /* a second-step bump unlike the parameters' size is not DDP's buckets:
+   * the same record with rank 1's step 2 peak 0.5 x P higher only */
+  for (size_t i = 0; i < r.n_steps; i++)
+    if (r.steps[i].rank == 1 && r.steps[i].step == 2)
+      r.steps[i].peak_allocated = 5279681024ull + params / 2;
+  vl_probe_analyze(&r, &f);
+  assert_int_equal(f.ddp_kept_ranks, 0);
+  assert_false(found(d, vl_doctor(&r, &s, &f, d), VL_D_DDP_FIRST_BUCKETS));
+  vl_record_release(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(events_are_read),
                                      cmocka_unit_test(bill_at_the_peak), cmocka_unit_test(no_probe),
-                                     cmocka_unit_test(doctor_rules)};
+                                     cmocka_unit_test(doctor_rules),
+                                     cmocka_unit_test(ddp_first_buckets_on_h200)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
