@@ -34,6 +34,13 @@ struct vl_fw_rank {
    * (docs/model.md, DDP's two outcomes); 0 when not */
   uint64_t ddp_step2_extra;
   uint64_t steady_peak_allocated; /* peak_allocated without that extra */
+  /* this rank's own bill at the peak of its billed step (as the layer's
+   * below, for the main rank), for the ranks side by side */
+  bool has_bill;
+  unsigned bill_step;
+  char bill_phase[16];
+  uint64_t bill[VL_BILL_N];
+  uint64_t cublas_workspaces, transient;
 };
 
 struct vl_probe_layer {

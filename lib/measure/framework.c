@@ -180,22 +180,33 @@ static const struct vl_rec_step *billed_step(const struct vl_record *r, unsigned
   return best;
 }
 
-static void bill(const struct vl_record *r, struct vl_probe_layer *f, const struct vl_rec_step *s,
-                 uint64_t ws) {
-  /* the step's intervals, in order */
+/* One process's bill at the peak of its billed step s: the categories at
+ * the boundary that holds the peak, the cuBLAS workspaces, the rest as
+ * transient. idx/n: the step's intervals, for the ledger. */
+struct one_bill {
+  bool has;
+  char phase[16], taken_at[16];
+  uint64_t bill[VL_BILL_N], workspaces, transient;
+  bool by_difference;
   size_t idx[VL_FW_MAX_LEDGER * 4];
-  unsigned n = 0;
-  for (size_t k = 0; k < r->n_phases && n < sizeof idx / sizeof idx[0]; k++)
-    if (r->phases[k].pid == f->main_pid && r->phases[k].step == s->step) idx[n++] = k;
-  if (n == 0) return;
+  unsigned n;
+};
+
+static void one_bill(const struct vl_record *r, unsigned pid, bool cuda,
+                     const struct vl_rec_step *s, uint64_t ws, struct one_bill *o) {
+  memset(o, 0, sizeof *o);
+  /* the step's intervals, in order */
+  for (size_t k = 0; k < r->n_phases && o->n < sizeof o->idx / sizeof o->idx[0]; k++)
+    if (r->phases[k].pid == pid && r->phases[k].step == s->step) o->idx[o->n++] = k;
+  if (o->n == 0) return;
   /* the interval that holds the peak: of the step's peak phase, the one
    * with the highest peak; without allocator counters, the boundary that
    * names the most (the first of equals) */
   unsigned at = 0;
   uint64_t best = 0;
   bool found = false;
-  for (unsigned j = 0; j < n; j++) {
-    const struct vl_rec_phase *p = &r->phases[idx[j]];
+  for (unsigned j = 0; j < o->n; j++) {
+    const struct vl_rec_phase *p = &r->phases[o->idx[j]];
     if (s->has_peak && !is(p->phase, s->peak_phase)) continue;
     uint64_t v = s->has_peak ? p->peak_allocated : named(p->bill);
     if (!found || v > best) {
@@ -204,31 +215,51 @@ static void bill(const struct vl_record *r, struct vl_probe_layer *f, const stru
       found = true;
     }
   }
-  const struct vl_rec_phase *peak = &r->phases[idx[at]];
-  size_t take = idx[at];
+  const struct vl_rec_phase *peak = &r->phases[o->idx[at]];
+  size_t take = o->idx[at];
   if (!billed_at_end(peak->phase)) {
     /* the boundary before: the previous interval of this process */
-    for (size_t k = idx[at]; k-- > 0;)
-      if (r->phases[k].pid == f->main_pid) {
+    for (size_t k = o->idx[at]; k-- > 0;)
+      if (r->phases[k].pid == pid) {
         take = k;
         break;
       }
   }
   const struct vl_rec_phase *b = &r->phases[take];
   if (!b->has_bill) return;
-  f->has_bill = true;
-  f->bill_step = s->step;
-  snprintf(f->bill_phase, sizeof f->bill_phase, "%s", peak->phase);
-  snprintf(f->bill_taken_at, sizeof f->bill_taken_at, "%s", take == idx[at] ? "end" : "start");
-  memcpy(f->bill, b->bill, sizeof f->bill);
-  f->cublas_workspaces = f->cuda ? workspaces(r, f->main_pid, idx[at], ws) : 0;
+  o->has = true;
+  snprintf(o->phase, sizeof o->phase, "%s", peak->phase);
+  snprintf(o->taken_at, sizeof o->taken_at, "%s", take == o->idx[at] ? "end" : "start");
+  memcpy(o->bill, b->bill, sizeof o->bill);
+  o->workspaces = cuda ? workspaces(r, pid, o->idx[at], ws) : 0;
   uint64_t peak_bytes = s->has_peak ? s->peak_allocated : named(b->bill);
   if (!b->acts_known && b->has_alloc) {
-    f->activations_by_difference = true;
-    f->bill[VL_BILL_ACTIVATIONS] =
-        vl__sub0(b->allocated, named(f->bill) + workspaces(r, f->main_pid, take, ws));
+    o->by_difference = true;
+    o->bill[VL_BILL_ACTIVATIONS] =
+        vl__sub0(b->allocated, named(o->bill) + workspaces(r, pid, take, ws));
   }
-  f->transient = vl__sub0(peak_bytes, named(f->bill) + f->cublas_workspaces);
+  o->transient = vl__sub0(peak_bytes, named(o->bill) + o->workspaces);
+}
+
+static void bill(const struct vl_record *r, struct vl_probe_layer *f, const struct vl_rec_step *s,
+                 uint64_t ws) {
+  struct one_bill *o = vl_malloc(sizeof *o);
+  if (!o) return;
+  one_bill(r, f->main_pid, f->cuda, s, ws, o);
+  if (!o->has) {
+    vl_free(o);
+    return;
+  }
+  f->has_bill = true;
+  f->bill_step = s->step;
+  snprintf(f->bill_phase, sizeof f->bill_phase, "%s", o->phase);
+  snprintf(f->bill_taken_at, sizeof f->bill_taken_at, "%s", o->taken_at);
+  memcpy(f->bill, o->bill, sizeof f->bill);
+  f->cublas_workspaces = o->workspaces;
+  f->activations_by_difference = o->by_difference;
+  f->transient = o->transient;
+  const size_t *idx = o->idx;
+  const unsigned n = o->n;
   /* the ledger: every boundary of the step */
   f->worst_unnamed_share = 0;
   for (unsigned j = 0; j < n && f->n_ledger < VL_FW_MAX_LEDGER; j++) {
@@ -250,6 +281,27 @@ static void bill(const struct vl_record *r, struct vl_probe_layer *f, const stru
   }
   f->n_modules = s->n_modules;
   memcpy(f->modules, s->modules, sizeof f->modules);
+  vl_free(o);
+}
+
+/* every rank's own bill at the peak of its billed step */
+static void rank_bills(const struct vl_record *r, struct vl_probe_layer *f, uint64_t ws) {
+  struct one_bill *o = vl_malloc(sizeof *o);
+  if (!o) return;
+  for (unsigned k = 0; k < f->n_rank_peaks; k++) {
+    struct vl_fw_rank *x = &f->ranks[k];
+    const struct vl_rec_step *s = billed_step(r, x->pid);
+    if (!s) continue;
+    one_bill(r, x->pid, f->cuda, s, ws, o);
+    if (!o->has) continue;
+    x->has_bill = true;
+    x->bill_step = s->step;
+    snprintf(x->bill_phase, sizeof x->bill_phase, "%s", o->phase);
+    memcpy(x->bill, o->bill, sizeof x->bill);
+    x->cublas_workspaces = o->workspaces;
+    x->transient = o->transient;
+  }
+  vl_free(o);
 }
 
 static void growth(const struct vl_record *r, struct vl_probe_layer *f) {
@@ -370,6 +422,7 @@ void vl_probe_analyze(const struct vl_record *r, struct vl_probe_layer *f) {
   }
   growth(r, f);
   ranks(r, f);
+  if (f->n_rank_peaks > 1) rank_bills(r, f, ws);
   if (f->cuda && f->has_bill)
     ddp_first_buckets(r, f);
   else

@@ -46,6 +46,73 @@ static uint64_t line_bytes(const struct vl_probe_layer *f, int i) {
   return i == VL_BILL_N ? f->cublas_workspaces : f->transient;
 }
 
+static uint64_t rank_line_bytes(const struct vl_fw_rank *x, int i) {
+  if (i < VL_BILL_N) return x->bill[i];
+  return i == VL_BILL_N ? x->cublas_workspaces : x->transient;
+}
+
+/* the ranks' bills side by side (the first 8 in text; JSON has them all) */
+static void rank_bills_text(FILE *o, const struct vl_probe_layer *f, bool md) {
+  enum { SHOWN = 8 };
+  unsigned idx[SHOWN], n = 0;
+  /* the lowest ranks with a bill, in rank order */
+  for (unsigned k = 0; k < f->n_rank_peaks; k++) {
+    if (!f->ranks[k].has_bill) continue;
+    unsigned at = n;
+    while (at > 0 && f->ranks[idx[at - 1]].rank > f->ranks[k].rank)
+      at--;
+    if (at == SHOWN) continue;
+    for (unsigned j = (n < SHOWN ? n : SHOWN - 1); j > at; j--)
+      idx[j] = idx[j - 1];
+    idx[at] = k;
+    if (n < SHOWN) n++;
+  }
+  if (n < 2) return;
+  fprintf(o, "\n%sthe bill at each rank's peak (GiB%s):\n", md ? "- " : "  ",
+          f->n_rank_peaks > SHOWN ? "; the first 8 ranks, all in JSON" : "");
+  if (md) {
+    fprintf(o, "\n| part |");
+    for (unsigned j = 0; j < n; j++)
+      fprintf(o, " rank %u |", f->ranks[idx[j]].rank);
+    fprintf(o, "\n|---|");
+    for (unsigned j = 0; j < n; j++)
+      fprintf(o, "---:|");
+    fprintf(o, "\n");
+  } else {
+    fprintf(o, "    %-34s", "");
+    for (unsigned j = 0; j < n; j++) {
+      char h[24];
+      snprintf(h, sizeof h, "rank %u", f->ranks[idx[j]].rank);
+      fprintf(o, " %11s", h);
+    }
+    fprintf(o, "\n");
+  }
+  for (int i = 0; i <= LINES; i++) {
+    if (i < LINES && !f->cuda && i >= VL_BILL_N) continue;
+    const char *name = i < LINES ? line_name[i] : f->cuda ? "peak allocated" : "named";
+    fprintf(o, md ? "| %s |" : "    %-34s", name);
+    for (unsigned j = 0; j < n; j++) {
+      const struct vl_fw_rank *x = &f->ranks[idx[j]];
+      uint64_t v = i < LINES ? rank_line_bytes(x, i) : f->cuda ? x->peak_allocated : x->peak_named;
+      fprintf(o, md ? " %.3f |" : " %11.3f", GIB(v));
+    }
+    fprintf(o, "\n");
+  }
+  fprintf(o, md ? "| %s |" : "    %-34s", "at (step, phase)");
+  for (unsigned j = 0; j < n; j++) {
+    char at[32];
+    snprintf(at, sizeof at, "%u %.8s", f->ranks[idx[j]].bill_step, f->ranks[idx[j]].bill_phase);
+    fprintf(o, md ? " %s |" : " %11s", at);
+  }
+  fprintf(o, "\n");
+  for (unsigned j = 0; j < n; j++) {
+    const struct vl_fw_rank *x = &f->ranks[idx[j]];
+    if (x->ddp_step2_extra && x->bill_step == 2 && x->transient >= x->ddp_step2_extra)
+      fprintf(o, "%srank %u: %.3f GiB of its transient are DDP's first buckets, kept into step 2\n",
+              md ? "\n- " : "    ", x->rank, GIB(x->ddp_step2_extra));
+  }
+}
+
 json_t *vl__fw_bill_json(const struct vl_probe_layer *f) {
   json_t *b = json_object();
   for (int i = 0; i < LINES; i++)
@@ -191,6 +258,14 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
     json_object_set_new(m, "peak_reserved_bytes", U(f->ranks[i].peak_reserved));
     json_object_set_new(m, "peak_named_bytes", U(f->ranks[i].peak_named));
     json_object_set_new(m, "ddp_step2_extra_bytes", U(f->ranks[i].ddp_step2_extra));
+    if (f->ranks[i].has_bill) {
+      json_t *rb = json_object();
+      for (int l = 0; l < LINES; l++)
+        json_object_set_new(rb, line_key[l], U(rank_line_bytes(&f->ranks[i], l)));
+      json_object_set_new(rb, "step", json_integer(f->ranks[i].bill_step));
+      json_object_set_new(rb, "phase", json_string(f->ranks[i].bill_phase));
+      json_object_set_new(m, "bill", rb);
+    }
     json_array_append_new(rk, m);
   }
   json_object_set_new(fw, "ranks_peaks", rk);
@@ -369,6 +444,7 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
     if (f->ddp_kept_ranks)
       fprintf(o, "; %.1f %% without DDP's first buckets in step 2", 100 * f->steady_rank_imbalance);
     fputs("\n", o);
+    rank_bills_text(o, f, md);
   }
   if (f->growth_steps >= 3)
     fprintf(o,

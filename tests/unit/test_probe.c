@@ -241,6 +241,19 @@ static void ddp_first_buckets_on_h200(void **state) {
   }
   assert_true(f.rank_imbalance > 0.08);
   assert_true(f.steady_rank_imbalance < 0.01);
+  /* each rank's own bill at its peak, side by side: the same categories,
+   * rank 1's transient holding the kept buckets */
+  const struct vl_fw_rank *r0 = f.ranks[0].rank == 0 ? &f.ranks[0] : &f.ranks[1];
+  const struct vl_fw_rank *r1 = r0 == &f.ranks[0] ? &f.ranks[1] : &f.ranks[0];
+  assert_true(r0->has_bill && r1->has_bill);
+  assert_int_equal(r0->bill_step, 2);
+  assert_int_equal(r1->bill_step, 2);
+  for (int i = 0; i < VL_BILL_N; i++)
+    assert_true(r1->bill[i] == r0->bill[i] ||
+                fabs((double)r1->bill[i] - (double)r0->bill[i]) < 0.01 * (double)r0->bill[i]);
+  assert_int_equal(r0->bill[VL_BILL_COMM], params); /* DDP's buckets: one fp32 copy */
+  assert_true(fabs((double)(r1->transient - r0->transient) - (double)r1->ddp_step2_extra) <
+              0.01 * (double)params);
   struct vl_run_summary s = {0};
   struct vl_diag d[VL_MAX_DIAGS];
   int n = vl_doctor(&r, &s, &f, d);
