@@ -8,6 +8,9 @@
 #   (bench/multi_gpu_job.py) with an asynchronous loop, for the estimate.
 # PART=2 (two GPUs): issue 8 — GPT-2 DDP under `vramledger run` (doctor VL-D015 on
 #   real records) and whole jobs with 0.1 s once after the first step.
+# PART=3 (two GPUs): issue 8 — pipeline stages and FSDP under `vramledger run`
+#   (every rank's bill side by side in report), and the cost of `run` on a
+#   DDP step: GPT-2, 40 steps, 4 runs with and 4 without, alternating.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -57,4 +60,28 @@ if [ "$PART" = 2 ]; then
   done
   echo "pause-first jobs $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
   tail -c 20000 "$o/errors10-2.txt" > "$o/errors10-2-tail.txt"; rm -f "$o/errors10-2.txt"
+fi
+if [ "$PART" = 3 ]; then
+  t0=$(date +%s)
+  for job in "pp bench/pp_job.py --steps 6" "fsdp bench/multi_gpu_job.py --mode fsdp-full --steps 6" \
+             "zero2 bench/multi_gpu_job.py --mode fsdp-grad-op --steps 6"; do
+    set -- $job; name=$1; shift
+    rm -rf /tmp/run-$name
+    timeout 120 $vl run --quiet --out /tmp/run-$name -- $tr "$@" 2>>"$o/errors10-3.txt" |
+        grep '^{' | sed "s/^{/{\"under\": \"vl run $name\", /" >> "$o/under-run.jsonl"
+    $vl report /tmp/run-$name > /tmp/run-$name/report.txt 2>>"$o/errors10-3.txt"
+    $vl report /tmp/run-$name --format json > /tmp/run-$name/report.json 2>>"$o/errors10-3.txt"
+    $vl doctor /tmp/run-$name --format json > /tmp/run-$name/doctor.json 2>>"$o/errors10-3.txt"
+  done
+  tar cJf "$o/runs.tar.xz" -C /tmp run-pp run-fsdp run-zero2
+  echo "under run $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
+  for i in 1 2 3 4; do
+    timeout 90 $tr bench/multi_gpu_job.py --mode ddp --steps 40 2>>"$o/errors10-3.txt" |
+        grep '^{' | sed 's/^{/{"under": "bare", /' >> "$o/overhead.jsonl"
+    rm -rf /tmp/ovh
+    timeout 90 $vl run --quiet --out /tmp/ovh -- $tr bench/multi_gpu_job.py --mode ddp --steps 40 \
+        2>>"$o/errors10-3.txt" | grep '^{' | sed 's/^{/{"under": "vl run", /' >> "$o/overhead.jsonl"
+  done
+  echo "overhead $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
+  tail -c 20000 "$o/errors10-3.txt" > "$o/errors10-3-tail.txt"; rm -f "$o/errors10-3.txt"
 fi
