@@ -42,6 +42,12 @@ struct vl_diag {
   enum vl_severity severity;
   double a, b, c;
   char text[256]; /* a name the evidence needs (a phase, a note) */
+  /* rank-imbalance: the part of the bill that sets the fullest rank
+   * (rank_hi) apart from the emptiest (rank_lo) the most, c its bytes; -1
+   * when the ranks' bills are not known. Parts: enum vl_bill_part, then
+   * VL_BILL_N the cuBLAS workspaces, VL_BILL_N + 1 the transient. */
+  int part;
+  unsigned rank_hi, rank_lo;
 };
 
 #define VL_MAX_DIAGS VL_D_COUNT

@@ -17,7 +17,7 @@ const char *vl_diag_slug(enum vl_diag_kind k) { return k < VL_D_COUNT ? slugs[k]
 static void add(struct vl_diag *out, int *n, enum vl_diag_kind k, enum vl_severity sev, double a,
                 double b, double c, const char *text) {
   if (*n >= VL_MAX_DIAGS) return;
-  out[*n] = (struct vl_diag){.kind = k, .severity = sev, .a = a, .b = b, .c = c};
+  out[*n] = (struct vl_diag){.kind = k, .severity = sev, .a = a, .b = b, .c = c, .part = -1};
   snprintf(out[*n].text, sizeof out[*n].text, "%s", text ? text : "");
   (*n)++;
 }
@@ -34,6 +34,37 @@ static double cache_growth(const struct vl_record *r, unsigned pid, uint64_t *fi
     *last = p->reserved;
   }
   return n >= 3 && *first ? (double)*last / (double)*first - 1 : 0;
+}
+
+/* Of the ranks' bills, the part that sets the fullest rank apart from the
+ * emptiest the most (steady peaks: DDP's first buckets aside). */
+static void imbalance_part(const struct vl_probe_layer *f, struct vl_diag *d) {
+  const struct vl_fw_rank *hi = NULL, *lo = NULL;
+  for (unsigned k = 0; k < f->n_rank_peaks; k++) {
+    const struct vl_fw_rank *x = &f->ranks[k];
+    if (!x->has_bill) return;
+    uint64_t v = f->cuda ? x->steady_peak_allocated : x->peak_named;
+    if (!hi || v > (f->cuda ? hi->steady_peak_allocated : hi->peak_named)) hi = x;
+    if (!lo || v < (f->cuda ? lo->steady_peak_allocated : lo->peak_named)) lo = x;
+  }
+  if (!hi || hi == lo) return;
+  double best = 0;
+  for (int i = 0; i < VL_BILL_N + 2; i++) {
+    uint64_t h = i < VL_BILL_N    ? hi->bill[i]
+                 : i == VL_BILL_N ? hi->cublas_workspaces
+                                  : hi->transient;
+    uint64_t l = i < VL_BILL_N    ? lo->bill[i]
+                 : i == VL_BILL_N ? lo->cublas_workspaces
+                                  : lo->transient;
+    double diff = (double)h - (double)l;
+    if (diff > best) {
+      best = diff;
+      d->part = i;
+    }
+  }
+  d->c = best;
+  d->rank_hi = hi->rank;
+  d->rank_lo = lo->rank;
 }
 
 int vl_doctor(const struct vl_record *r, const struct vl_run_summary *s,
@@ -96,9 +127,11 @@ int vl_doctor(const struct vl_record *r, const struct vl_run_summary *s,
     add(out, &n, VL_D_DDP_FIRST_BUCKETS, VL_SEV_INFO, extra, f->ddp_kept_ranks, f->n_rank_peaks,
         who);
   }
-  if (f->n_rank_peaks > 1 && f->steady_rank_imbalance > 0.05)
+  if (f->n_rank_peaks > 1 && f->steady_rank_imbalance > 0.05) {
     add(out, &n, VL_D_RANK_IMBALANCE, VL_SEV_WARN, f->steady_rank_imbalance, f->n_rank_peaks, 0,
         NULL);
+    if (n && out[n - 1].kind == VL_D_RANK_IMBALANCE) imbalance_part(f, &out[n - 1]);
+  }
   if (f->has_bill && f->peak_allocated &&
       (double)f->bill[VL_BILL_ACTIVATIONS] > 0.5 * (double)f->peak_allocated)
     add(out, &n, VL_D_ACTIVATIONS, VL_SEV_INFO, (double)f->bill[VL_BILL_ACTIVATIONS],

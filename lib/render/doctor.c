@@ -80,10 +80,22 @@ static void words(const struct vl_diag *d, char *title, size_t nt, char *ev, siz
     break;
   case VL_D_RANK_IMBALANCE:
     snprintf(title, nt, "ranks use different amounts of memory");
-    snprintf(ev, ne, "the %.0f ranks' peaks are %.1f %% apart", d->b, 100 * d->a);
-    snprintf(fix, nf,
-             "the fullest rank decides the card: even out uneven batches (packing, "
-             "bucketing by length), rank-0-only work (logging, evaluation, checkpoints)");
+    if (d->part >= 0)
+      snprintf(ev, ne,
+               "the %.0f ranks' peaks are %.1f %% apart; most of it %s: rank %u holds "
+               "%.2f GiB more than rank %u",
+               d->b, 100 * d->a, vl__fw_line_name(d->part), d->rank_hi, GIB(d->c), d->rank_lo);
+    else
+      snprintf(ev, ne, "the %.0f ranks' peaks are %.1f %% apart", d->b, 100 * d->a);
+    if (d->part == VL_BILL_OUTPUTS)
+      snprintf(fix, nf,
+               "the fullest rank decides the card: a pipeline's last stage keeps every "
+               "micro-batch's logits (vramledger estimate --pp shows it): give it fewer layers, "
+               "or fewer micro-batches in flight");
+    else
+      snprintf(fix, nf,
+               "the fullest rank decides the card: even out uneven batches (packing, "
+               "bucketing by length), rank-0-only work (logging, evaluation, checkpoints)");
     break;
   case VL_D_DDP_FIRST_BUCKETS:
     snprintf(title, nt, "DDP kept its first gradient buckets into step 2");

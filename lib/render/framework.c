@@ -46,6 +46,8 @@ static uint64_t line_bytes(const struct vl_probe_layer *f, int i) {
   return i == VL_BILL_N ? f->cublas_workspaces : f->transient;
 }
 
+const char *vl__fw_line_name(int part) { return part >= 0 && part < LINES ? line_name[part] : "?"; }
+
 static uint64_t rank_line_bytes(const struct vl_fw_rank *x, int i) {
   if (i < VL_BILL_N) return x->bill[i];
   return i == VL_BILL_N ? x->cublas_workspaces : x->transient;

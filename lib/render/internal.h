@@ -36,5 +36,8 @@ void vl__fw_trace(json_t *events, const struct vl_probe_layer *f, const struct v
  * text or Markdown lines with each part's share. Also for `trace`. */
 json_t *vl__fw_bill_json(const struct vl_probe_layer *f);
 void vl__fw_bill_lines(FILE *o, const struct vl_probe_layer *f, bool md);
+/* A part of the measured bill in the user's words: enum vl_bill_part, then
+ * VL_BILL_N the cuBLAS workspaces, VL_BILL_N + 1 the transient. */
+const char *vl__fw_line_name(int part);
 
 #endif

@@ -278,10 +278,54 @@ static void ddp_first_buckets_on_h200(void **state) {
   vl_record_release(&r);
 }
 
+/* Pipeline stages under `vramledger run` (GPT-2, 1F1B over 2 H200s, 8 x
+ * 512 in 4 micro-batches, bf16, AdamW: bench/pp_job.py; bench/results/
+ * 2026-11-30-h200x2-session10/part3-under-run/): the last stage keeps every
+ * micro-batch's logits, so the ranks are apart, and the doctor names the
+ * part of the bill that sets them apart and the pipeline's fix. */
+static void pipeline_stages_side_by_side(void **state) {
+  (void)state;
+  size_t len = 0;
+  char *text = tu_read("tests/data/records/h200x2-gpt2-pp-1f1b.jsonl", &len);
+  struct vl_record r;
+  struct vl_err err = {""};
+  assert_int_equal(vl_record_parse(text, len, &r, &err), VL_OK);
+  free(text);
+  struct vl_probe_layer f;
+  vl_probe_analyze(&r, &f);
+  assert_int_equal(f.n_rank_peaks, 2);
+  assert_int_equal(f.ddp_kept_ranks, 0);
+  const struct vl_fw_rank *s0 = f.ranks[0].rank == 0 ? &f.ranks[0] : &f.ranks[1];
+  const struct vl_fw_rank *s1 = s0 == &f.ranks[0] ? &f.ranks[1] : &f.ranks[0];
+  /* each rank's own max_memory_allocated() (pp_job.py's lines) */
+  assert_int_equal(s0->peak_allocated, 1326458880ull);
+  assert_int_equal(s1->peak_allocated, 2041814016ull);
+  assert_true(s0->has_bill && s1->has_bill);
+  /* half the blocks each: parameters within 2 %; the logits on the last */
+  assert_true(
+      fabs((double)s0->bill[VL_BILL_PARAMETERS] / (double)s1->bill[VL_BILL_PARAMETERS] - 1) < 0.02);
+  assert_true(s1->bill[VL_BILL_OUTPUTS] > 300 * M);
+  assert_true(s0->bill[VL_BILL_OUTPUTS] < 10 * M);
+  struct vl_run_summary s = {0};
+  struct vl_diag d[VL_MAX_DIAGS];
+  int n = vl_doctor(&r, &s, &f, d);
+  const struct vl_diag *im = NULL;
+  for (int i = 0; i < n; i++)
+    if (d[i].kind == VL_D_RANK_IMBALANCE) im = &d[i];
+  assert_non_null(im);
+  assert_int_equal(im->part, VL_BILL_OUTPUTS);
+  assert_int_equal(im->rank_hi, 1);
+  assert_int_equal(im->rank_lo, 0);
+  assert_true(im->c > 300.0 * M);
+  vl_record_release(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(events_are_read),
-                                     cmocka_unit_test(bill_at_the_peak), cmocka_unit_test(no_probe),
+                                     cmocka_unit_test(bill_at_the_peak),
+                                     cmocka_unit_test(no_probe),
                                      cmocka_unit_test(doctor_rules),
-                                     cmocka_unit_test(ddp_first_buckets_on_h200)};
+                                     cmocka_unit_test(ddp_first_buckets_on_h200),
+                                     cmocka_unit_test(pipeline_stages_side_by_side)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
