@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from job_common import init_distributed
+from job_common import history_start, history_write, init_distributed
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--model", default="gpt2")
@@ -31,6 +31,8 @@ ap.add_argument("--batch", type=int, default=8)
 ap.add_argument("--micro", type=int, default=4)
 ap.add_argument("--seq", type=int, default=512)
 ap.add_argument("--steps", type=int, default=5)
+ap.add_argument("--history", help="every rank writes what is live at its peak (PATH, PATH-rank1.json; "
+                                  "bench/peak_blocks.py)")
 a = ap.parse_args()
 rank, local, world = init_distributed()
 torch.manual_seed(0)
@@ -79,6 +81,7 @@ def loss_fn(logits, labels):  # as transformers' ForCausalLMLoss: shifted, fp32
 
 
 dev = torch.device("cuda", local)
+history_start(a.history, rank, True)
 mod = Stage().to(dev)
 del full
 stage = PipelineStage(mod, rank, world, dev)
@@ -100,6 +103,7 @@ for step in range(a.steps):
     opt.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
     times.append(time.perf_counter() - t0)
+history_write(a.history, rank, True)
 print(json.dumps({"mode": "pp-" + a.schedule, "model": a.model, "world": world, "rank": rank,
                   "layers": len(mine), "batch": a.batch, "micro": a.micro, "seq": a.seq,
                   "max_allocated": torch.cuda.max_memory_allocated(),

@@ -11,6 +11,8 @@
 # PART=3 (two GPUs): issue 8 — pipeline stages and FSDP under `vramledger run`
 #   (every rank's bill side by side in report), and the cost of `run` on a
 #   DDP step: GPT-2, 40 steps, 4 runs with and 4 without, alternating.
+# PART=4 (two GPUs): issue 8 — GPipe's stages over-estimated (+5 to +9 %):
+#   every rank's live set at its peak, GPT-2 GPipe and 1F1B, 4 micro-batches.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -84,4 +86,13 @@ if [ "$PART" = 3 ]; then
   done
   echo "overhead $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
   tail -c 20000 "$o/errors10-3.txt" > "$o/errors10-3-tail.txt"; rm -f "$o/errors10-3.txt"
+fi
+if [ "$PART" = 4 ]; then
+  mkdir -p /tmp/pph
+  for sch in gpipe 1f1b; do
+    timeout 120 $tr bench/pp_job.py --schedule $sch --steps 4 --history /tmp/pph/pp-$sch.json \
+        2>>"$o/errors10-4.txt" | grep '^{' >> "$o/pp-hist.jsonl"
+  done
+  tar cJf "$o/pp-histories.tar.xz" -C /tmp pph
+  tail -c 20000 "$o/errors10-4.txt" > "$o/errors10-4-tail.txt"; rm -f "$o/errors10-4.txt"
 fi

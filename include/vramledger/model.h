@@ -201,6 +201,11 @@ struct vl_bill {
   uint64_t host_bytes;           /* CPU RAM for offloaded states */
   uint64_t tokens;               /* tokens per micro-batch (train) or per batch */
   uint64_t pp_stage;             /* which pipeline stage the bill is for (0-based) */
+  /* with pp > 1: the first stage (micro-batches in flight) and the last
+   * (the head, the outputs), of which the bill is the heavier */
+  struct vl_bill_stage {
+    uint64_t peak_allocated_bytes, peak_reserved_bytes, total_bytes;
+  } pp_first, pp_last;
   /* The same job's other outcome, where timing rather than the job decides:
    * DDP frees its first gradient buckets at the rebuild before step 2, or
    * keeps them into step 2 when NCCL's watchdog has not yet seen the first

@@ -594,7 +594,15 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
        (double)ov->cublas_workspace_bytes, "bytes", NULL, 0, NULL);
 
   /* ---- phases ---- */
-  bool persist = job->grads_persist || job->grad_accum > 1;
+  /* gradients alive through the forward: kept from the last step, or
+   * accumulated over micro-batches. Not under GPipe: every micro-batch's
+   * forward runs before any backward, so at the end of the forwards (where
+   * A holds them all) no gradient of the step exists yet (GPT-2 over 2
+   * H200s: both stages' live sets at their peaks hold every micro-batch's
+   * activations and no gradient; estimated with them +9.0 / +5.4 %:
+   * bench/results/2026-11-30-h200x2-session10/part4-pp-histories) */
+  const bool gpipe = job->pp > 1 && job->pp_gpipe;
+  bool persist = job->grads_persist || (job->grad_accum > 1 && !gpipe);
   struct phase_comp ph[VL_PH_COUNT];
   memset(ph, 0, sizeof ph);
   for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++) {
@@ -640,15 +648,21 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   }
   /* the model output (its logits) lives until the loop drops it */
   uint64_t out_held = last && !job->drop_outputs ? act.logits : 0;
+  /* gradients of the tensors outside the layers that the backward meets
+   * before the layers: the head and final norm, on the last stage; a
+   * pipeline's first stage meets its embeddings only after its layers
+   * (GPT-2 GPipe stage 0 +4.8 % with them at the top layer, +0.3 % without:
+   * bench/results/2026-11-30-h200x2-session10/part4-pp-histories) */
+  const uint64_t G_top = last ? G_head : 0;
   struct {
     uint64_t act, cast, grads, tmp;
   } pts[4] = {
       {vl__sub0(A, last && job->drop_outputs ? act.logits : 0), C_ckpt, G0, act.loss_bwd_tmp},
-      {vl__sub0(A, A_head), C_ckpt, vl__max(G0, vl__add(&ck, G_head, G_layer)),
+      {vl__sub0(A, A_head), C_ckpt, vl__max(G0, vl__add(&ck, G_top, G_layer)),
        vl__add(&ck, recompute, act.layer_bwd_tmp)},
       {vl__add(&ck, A_embed, vl__mul(&ck, act.layer_kept, in_flight)),
        job->checkpointing == VL_CKPT_FULL ? 0 : C_layer,
-       vl__max(G0, vl__add(&ck, G_head, vl__mul(&ck, G_layer, Ls))),
+       vl__max(G0, vl__add(&ck, G_top, vl__mul(&ck, G_layer, Ls))),
        vl__add(&ck, recompute, act.layer_bwd_tmp)},
       {vl__add(&ck, A_embed, out_held), 0, G, tied_sum},
   };
@@ -830,7 +844,13 @@ static vl_status train_bill(const struct vl_arch *arch, const struct vl_inventor
   last.trainable_params = bill->trainable_params;
   s = train_stage(arch, inv, job, ov, lo, job->pp - 1, &last, err);
   if (s != VL_OK) return s;
+  const struct vl_bill_stage first_stage = {bill->peak_allocated_bytes, bill->peak_reserved_bytes,
+                                            bill->total_bytes},
+                             last_stage = {last.peak_allocated_bytes, last.peak_reserved_bytes,
+                                           last.total_bytes};
   if (last.total_bytes > bill->total_bytes) *bill = last;
+  bill->pp_first = first_stage;
+  bill->pp_last = last_stage;
   return VL_OK;
 }
 

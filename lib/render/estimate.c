@@ -89,6 +89,13 @@ static void text(FILE *o, const struct vl_estimate_view *v) {
           GIB(b->peak_reserved_bytes));
   fprintf(o, "  %-26s %10.2f %6.1f%%   (process memory in nvidia-smi)\n", "total",
           GIB(b->total_bytes), 100.0);
+  if (v->job->pp > 1 && b->task == VL_TASK_TRAIN)
+    fprintf(o,
+            "  %-26s %10s          first stage %.2f allocated / %.2f total, last stage %.2f / "
+            "%.2f GiB\n",
+            "pipeline stages", "", GIB(b->pp_first.peak_allocated_bytes),
+            GIB(b->pp_first.total_bytes), GIB(b->pp_last.peak_allocated_bytes),
+            GIB(b->pp_last.total_bytes));
   if (b->other.total_bytes)
     fprintf(o,
             "  %-26s %10.2f          allocated %.2f, reserved %.2f GiB: the other outcome\n"
@@ -303,7 +310,20 @@ static json_t *json_report(const struct vl_estimate_view *v) {
     json_object_set_new(r, "other_outcome", w);
   }
   json_object_set_new(r, "budget_bytes", U(vl_bill_budget_bytes(b)));
-  if (j->pp > 1) json_object_set_new(r, "pp_stage", U(b->pp_stage));
+  if (j->pp > 1) {
+    json_object_set_new(r, "pp_stage", U(b->pp_stage));
+    const struct vl_bill_stage *st[2] = {&b->pp_first, &b->pp_last};
+    json_t *stages = json_array();
+    for (int k = 0; k < 2 && b->task == VL_TASK_TRAIN; k++) {
+      json_t *x = json_object();
+      json_object_set_new(x, "stage", U(k ? j->pp - 1 : 0));
+      json_object_set_new(x, "peak_allocated_bytes", U(st[k]->peak_allocated_bytes));
+      json_object_set_new(x, "peak_reserved_bytes", U(st[k]->peak_reserved_bytes));
+      json_object_set_new(x, "total_bytes", U(st[k]->total_bytes));
+      json_array_append_new(stages, x);
+    }
+    json_object_set_new(r, "pp_stages", stages);
+  }
   if (v->gpu) {
     json_t *g = json_object();
     json_object_set_new(g, "name", json_string(v->gpu->name));
