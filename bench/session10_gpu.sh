@@ -13,6 +13,8 @@
 #   DDP step: GPT-2, 40 steps, 4 runs with and 4 without, alternating.
 # PART=4 (two GPUs): issue 8 — GPipe's stages over-estimated (+5 to +9 %):
 #   every rank's live set at its peak, GPT-2 GPipe and 1F1B, 4 micro-batches.
+# PART=5 (two GPUs): issue 8 — four pipeline runs the GPipe correction did not
+#   see (pp-predictions.txt written before), to judge it.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -95,4 +97,16 @@ if [ "$PART" = 4 ]; then
   done
   tar cJf "$o/pp-histories.tar.xz" -C /tmp pph
   tail -c 20000 "$o/errors10-4.txt" > "$o/errors10-4-tail.txt"; rm -f "$o/errors10-4.txt"
+fi
+if [ "$PART" = 5 ]; then
+  while read -r m sch b mic seq; do
+    timeout 120 $tr bench/pp_job.py --model "$m" --schedule "$sch" --batch "$b" --micro "$mic" \
+        --seq "$seq" --steps 4 2>>"$o/errors10-5.txt" | grep '^{' >> "$o/pp5.jsonl"
+  done <<'RUNS'
+gpt2-medium gpipe 8 4 512
+gpt2 gpipe 16 8 256
+gpt2 1f1b 16 8 256
+gpt2-medium 1f1b 8 4 1024
+RUNS
+  tail -c 20000 "$o/errors10-5.txt" > "$o/errors10-5-tail.txt"; rm -f "$o/errors10-5.txt"
 fi
