@@ -326,6 +326,16 @@ static void ddp_second_bucket_copy_other_outcome(void **state) {
  * static_graph; sessions 7-10: 86 ranks, bench/ddp_measured.py) lies
  * within 2 % of one of the estimate's two outcomes, as validate judges it;
  * both outcomes occur, and the budget covers every rank. */
+/* The estimate of a run of a committed results file, its job as validate
+ * builds it. */
+static void measured_bill(const struct vl_measured_run *run, struct vl_bill *b) {
+  char model[96];
+  snprintf(model, sizeof model, "data/models/%s.json", run->model);
+  struct vl_arch a;
+  tu_arch(model, &a);
+  tu_bill(&a, &run->job, b);
+}
+
 static void ddp_whole_jobs_either_outcome(void **state) {
   (void)state;
   size_t len = 0;
@@ -340,12 +350,8 @@ static void ddp_whole_jobs_either_outcome(void **state) {
     const struct vl_measured_run *run = &m.runs[k];
     assert_true(run->ok);
     assert_int_equal(run->job.dp, 2);
-    char model[96];
-    snprintf(model, sizeof model, "data/models/%s.json", run->model);
-    struct vl_arch a;
-    tu_arch(model, &a);
     struct vl_bill b;
-    tu_bill(&a, &run->job, &b);
+    measured_bill(run, &b);
     struct vl_compare_row row = {.run = run};
     vl_compare_fill(&row, &b);
     other += row.other_outcome;
@@ -536,12 +542,8 @@ static void training_reserve_replayed(void **state) {
       if (strcmp(m.runs[k].name, replayed[i].name) == 0) run = &m.runs[k];
     assert_non_null(run);
     assert_true(run->ok && run->nvml_process);
-    char model[96];
-    snprintf(model, sizeof model, "data/models/%s.json", run->model);
-    struct vl_arch a;
-    tu_arch(model, &a);
     struct vl_bill b;
-    tu_bill(&a, &run->job, &b);
+    measured_bill(run, &b);
     assert_close(b.total_bytes, (double)run->nvml_process, 0.07, run->name);
     assert_close(b.peak_reserved_bytes, (double)run->peak_reserved, 0.07, run->name);
     const struct vl_term *r = NULL;

@@ -14,13 +14,16 @@
 static const uint64_t P = 100 * M, S = 200 * M, G = 100 * M, A = 400 * M, C = 50 * M, O = 30 * M,
                       WS = 32 * M;
 
-static void load(struct vl_record *r) {
+/* A record from tests/data/records/ (path from the source root), read. */
+static void load_file(const char *path, struct vl_record *r) {
   size_t len = 0;
-  char *text = tu_read("tests/data/records/probe-synthetic.jsonl", &len);
+  char *text = tu_read(path, &len);
   struct vl_err err = {""};
   assert_int_equal(vl_record_parse(text, len, r, &err), VL_OK);
   free(text);
 }
+
+static void load(struct vl_record *r) { load_file("tests/data/records/probe-synthetic.jsonl", r); }
 
 static void events_are_read(void **state) {
   (void)state;
@@ -126,12 +129,8 @@ static void bill_at_the_peak(void **state) {
 
 static void no_probe(void **state) {
   (void)state;
-  size_t len = 0;
-  char *text = tu_read("tests/data/records/sample.jsonl", &len);
   struct vl_record r;
-  struct vl_err err = {""};
-  assert_int_equal(vl_record_parse(text, len, &r, &err), VL_OK);
-  free(text);
+  load_file("tests/data/records/sample.jsonl", &r);
   struct vl_probe_layer f;
   vl_probe_analyze(&r, &f);
   assert_false(f.present);
@@ -215,12 +214,8 @@ static void doctor_rules(void **state) {
  * that sets the ranks apart. */
 static void ddp_first_buckets_on_h200(void **state) {
   (void)state;
-  size_t len = 0;
-  char *text = tu_read("tests/data/records/h200x2-gpt2-ddp-kept-rank1.jsonl", &len);
   struct vl_record r;
-  struct vl_err err = {""};
-  assert_int_equal(vl_record_parse(text, len, &r, &err), VL_OK);
-  free(text);
+  load_file("tests/data/records/h200x2-gpt2-ddp-kept-rank1.jsonl", &r);
   struct vl_probe_layer f;
   vl_probe_analyze(&r, &f);
   assert_int_equal(f.n_rank_peaks, 2);
@@ -285,12 +280,8 @@ static void ddp_first_buckets_on_h200(void **state) {
  * part of the bill that sets them apart and the pipeline's fix. */
 static void pipeline_stages_side_by_side(void **state) {
   (void)state;
-  size_t len = 0;
-  char *text = tu_read("tests/data/records/h200x2-gpt2-pp-1f1b.jsonl", &len);
   struct vl_record r;
-  struct vl_err err = {""};
-  assert_int_equal(vl_record_parse(text, len, &r, &err), VL_OK);
-  free(text);
+  load_file("tests/data/records/h200x2-gpt2-pp-1f1b.jsonl", &r);
   struct vl_probe_layer f;
   vl_probe_analyze(&r, &f);
   assert_int_equal(f.n_rank_peaks, 2);
