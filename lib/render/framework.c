@@ -53,11 +53,10 @@ static uint64_t rank_line_bytes(const struct vl_fw_rank *x, int i) {
   return i == VL_BILL_N ? x->cublas_workspaces : x->transient;
 }
 
-/* the ranks' bills side by side (the first 8 in text; JSON has them all) */
-static void rank_bills_text(FILE *o, const struct vl_probe_layer *f, bool md) {
+/* The lowest (up to) 8 ranks with a bill, in rank order, into idx. */
+static unsigned rank_order(const struct vl_probe_layer *f, unsigned idx[8]) {
   enum { SHOWN = 8 };
-  unsigned idx[SHOWN], n = 0;
-  /* the lowest ranks with a bill, in rank order */
+  unsigned n = 0;
   for (unsigned k = 0; k < f->n_rank_peaks; k++) {
     if (!f->ranks[k].has_bill) continue;
     unsigned at = n;
@@ -69,9 +68,15 @@ static void rank_bills_text(FILE *o, const struct vl_probe_layer *f, bool md) {
     idx[at] = k;
     if (n < SHOWN) n++;
   }
+  return n;
+}
+
+/* the ranks' bills side by side (the first 8 in text; JSON has them all) */
+static void rank_bills_text(FILE *o, const struct vl_probe_layer *f, bool md) {
+  unsigned idx[8], n = rank_order(f, idx);
   if (n < 2) return;
   fprintf(o, "\n%sthe bill at each rank's peak (GiB%s):\n", md ? "- " : "  ",
-          f->n_rank_peaks > SHOWN ? "; the first 8 ranks, all in JSON" : "");
+          f->n_rank_peaks > 8 ? "; the first 8 ranks, all in JSON" : "");
   if (md) {
     fprintf(o, "\n| part |");
     for (unsigned j = 0; j < n; j++)
@@ -463,6 +468,51 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
             f->first_oom.snapshot);
 }
 
+/* Every rank's bill at its peak: one stacked bar a rank on a common
+ * scale, and the table (the ranks as the text report shows them). */
+static void rank_bills_html(FILE *o, const struct vl_probe_layer *f) {
+  unsigned idx[8], n = rank_order(f, idx);
+  if (n < 2) return;
+  uint64_t top = 1;
+  for (unsigned j = 0; j < n; j++) {
+    uint64_t t = 0;
+    for (int i = 0; i < LINES; i++)
+      t += rank_line_bytes(&f->ranks[idx[j]], i);
+    if (t > top) top = t;
+  }
+  fputs("<h3>The bill at each rank's peak</h3>\n", o);
+  const double W = 900, BAR = 22, L = 70;
+  vl__svg_open(o, W, 10 + n * (BAR + 8), 0, 0, 0, 0);
+  for (unsigned j = 0; j < n; j++) {
+    const struct vl_fw_rank *x = &f->ranks[idx[j]];
+    double y = 5 + j * (BAR + 8), xx = L;
+    fprintf(o, "<text x=\"0\" y=\"%.0f\">rank %u</text>\n", y + BAR - 6, x->rank);
+    for (int i = 0; i < LINES; i++) {
+      double w = (W - L - 2) * (double)rank_line_bytes(x, i) / (double)top;
+      if (w <= 0) continue;
+      fprintf(o,
+              "<rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\" fill=\"%s\"><title>rank "
+              "%u, %s: %.3f GiB</title></rect>\n",
+              xx, y, w, BAR, line_colour[i], x->rank, line_name[i], GIB(rank_line_bytes(x, i)));
+      xx += w;
+    }
+  }
+  fputs("</svg>\n<table><tr><th>part (GiB)</th>", o);
+  for (unsigned j = 0; j < n; j++)
+    fprintf(o, "<th>rank %u</th>", f->ranks[idx[j]].rank);
+  fputs("</tr>\n", o);
+  for (int i = 0; i <= LINES; i++) {
+    fprintf(o, "<tr><td>%s</td>", i < LINES ? line_name[i] : "peak allocated");
+    for (unsigned j = 0; j < n; j++) {
+      const struct vl_fw_rank *x = &f->ranks[idx[j]];
+      fprintf(o, "<td class=n>%.3f</td>",
+              GIB(i < LINES ? rank_line_bytes(x, i) : x->peak_allocated));
+    }
+    fputs("</tr>\n", o);
+  }
+  fputs("</table>\n", o);
+}
+
 /* The stacked bill (one bar) and the memory timeline of the probe's
  * boundaries with phase bands and the peak marked. */
 void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_record *r,
@@ -514,6 +564,7 @@ void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_record
       fputs("</table>\n", o);
     }
   }
+  rank_bills_html(o, f);
   /* the timeline: allocated and reserved at every boundary of the main process */
   if (!f->cuda || r->n_phases == 0) return;
   /* from the first forward (the interval before it is the job's start-up) */

@@ -35,4 +35,6 @@ want=3 page report-h200-probe report "$data/records/h200-gpt2-probe.jsonl" --est
   --batch 8 --seq 512 --precision amp-bf16 --optimizer adamw
 want=3 page report-synthetic report "$data/records/probe-synthetic.jsonl"
 want=1 page report-no-probe report "$data/records/sample.jsonl"
+# two pipeline stages: the run's chart, the bill, each rank's bill, the timeline
+want=4 page report-pp-stages report "$data/records/h200x2-gpt2-pp-1f1b.jsonl"
 exit $fail
