@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """A data-parallel training job for issue 8, one process per GPU (torchrun):
-GPT-2 (124 M, random init), AMP bf16, AdamW, under DDP, FSDP FULL_SHARD
-(ZeRO-3) or FSDP SHARD_GRAD_OP (ZeRO-2). Every rank prints one JSON line:
+GPT-2 (124 M, random init), AMP bf16, AdamW, under DDP, DDP with a ZeroRedundancyOptimizer
+(ZeRO-1), FSDP FULL_SHARD (ZeRO-3) or FSDP SHARD_GRAD_OP (ZeRO-2). Every rank prints one JSON line:
 its max_memory_allocated/reserved and its median step time.
 
-  torchrun --nproc-per-node 2 bench/multi_gpu_job.py --mode ddp|ddp-static|ddp-bucket-view|fsdp-full|fsdp-grad-op
+  torchrun --nproc-per-node 2 bench/multi_gpu_job.py --mode ddp|ddp-static|ddp-bucket-view|zero1|fsdp-full|fsdp-grad-op
       [--model gpt2|gpt2-medium | --config FILE] [--batch 4 --seq 512 --steps 5]
 """
 import argparse
@@ -52,7 +52,7 @@ else:
     cfg = AutoConfig.for_model("gpt2")
 with torch.device("cuda"):
     model = AutoModelForCausalLM.from_config(cfg)
-if a.mode.startswith("ddp"):
+if a.mode.startswith("ddp") or a.mode == "zero1":
     # ddp-static: static_graph=True (buckets built once, never rebuilt);
     # ddp-bucket-view: gradient_as_bucket_view=True (gradients are views
     # into the buckets, no second copy)
@@ -67,7 +67,11 @@ else:
     strategy = ShardingStrategy.FULL_SHARD if a.mode == "fsdp-full" else ShardingStrategy.SHARD_GRAD_OP
     train = FSDP(model, sharding_strategy=strategy, auto_wrap_policy=ModuleWrapPolicy(blocks),
                  device_id=local, use_orig_params=True)
-opt = torch.optim.AdamW(train.parameters(), lr=1e-4)
+if a.mode == "zero1":  # PyTorch's ZeRO-1: DDP with the optimizer's states sharded
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+    opt = ZeroRedundancyOptimizer(train.parameters(), optimizer_class=torch.optim.AdamW, lr=1e-4)
+else:
+    opt = torch.optim.AdamW(train.parameters(), lr=1e-4)
 g = torch.Generator().manual_seed(1 + rank)
 gd = torch.Generator(device="cuda").manual_seed(1 + rank)
 if not a.history_all:

@@ -15,6 +15,8 @@
 #   every rank's live set at its peak, GPT-2 GPipe and 1F1B, 4 micro-batches.
 # PART=5 (two GPUs): issue 8 — four pipeline runs the GPipe correction did not
 #   see (pp-predictions.txt written before), to judge it.
+# PART=6 (two GPUs): issue 8 — PyTorch's ZeRO-1 (DDP + ZeroRedundancyOptimizer),
+#   GPT-2 and Qwen2-0.5B, three runs each (zero1-predictions.txt written before).
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -109,4 +111,12 @@ gpt2 1f1b 16 8 256
 gpt2-medium 1f1b 8 4 1024
 RUNS
   tail -c 20000 "$o/errors10-5.txt" > "$o/errors10-5-tail.txt"; rm -f "$o/errors10-5.txt"
+fi
+if [ "$PART" = 6 ]; then
+  for i in 1 2 3; do
+    timeout 90 $tr bench/multi_gpu_job.py --mode zero1 2>>"$o/errors10-6.txt" | grep '^{' >> "$o/zero1.jsonl"
+    timeout 90 $tr bench/multi_gpu_job.py --mode zero1 --config data/models/qwen2-0.5b.json \
+        2>>"$o/errors10-6.txt" | grep '^{' >> "$o/zero1.jsonl"
+  done
+  tail -c 20000 "$o/errors10-6.txt" > "$o/errors10-6-tail.txt"; rm -f "$o/errors10-6.txt"
 fi

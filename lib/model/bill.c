@@ -290,10 +290,11 @@ static void note(struct vl_bill *b, enum vl_line line, const char *name, const c
 }
 
 /* Bill of one pipeline stage. */
-/* plain DDP: bucket copies of every gradient (not Megatron's or
- * DeepSpeed's own data parallelism, not FSDP) */
+/* DDP: bucket copies of every gradient. PyTorch's ZeRO-1 is DDP with a
+ * ZeroRedundancyOptimizer (FSDP has no stage 1), so its buckets too (not
+ * Megatron's or DeepSpeed's own data parallelism, not FSDP) */
 static bool ddp_buckets(const struct vl_job *job) {
-  return job->dp > 1 && job->zero == 0 && job->framework == VL_FW_HF;
+  return job->dp > 1 && job->zero <= 1 && job->framework == VL_FW_HF;
 }
 
 static vl_status train_stage(const struct vl_arch *arch, const struct vl_inventory *inv,
