@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The whole-job DDP runs of bench/multi_gpu_job.py (one JSON line per rank)
 as a measured file `vramledger validate --measured` reads: one run per
-rank, with dp, static_graph and the loop's kept outputs as settings.
+rank, with dp, ZeRO-1 (DDP with a ZeroRedundancyOptimizer), static_graph
+and the loop's kept outputs as settings.
 
   bench/ddp_measured.py OUT.json [FILE.jsonl ...]
 
@@ -29,7 +30,7 @@ def main():
             if not line.startswith("{"):
                 continue
             d = json.loads(line)
-            if d.get("mode") not in PLAIN and d.get("mode") != "ddp-static":
+            if d.get("mode") not in PLAIN and d.get("mode") not in ("ddp-static", "zero1"):
                 continue
             loop = "async" if d.get("async_loop") else "sync"
             if d.get("pause"):
@@ -40,7 +41,8 @@ def main():
                 "model": MODELS[d["model"]], "task": "train", "precision": "amp-bf16",
                 "optimizer": "adamw", "optimizer_impl": "foreach", "attention": "sdpa",
                 "checkpointing": "none", "batch": d["batch"], "seq": d["seq"], "lora": 0,
-                "dp": d["world"], "ddp_static_graph": d["mode"] == "ddp-static",
+                "dp": d["world"], "zero": 1 if d["mode"] == "zero1" else 0,
+                "ddp_static_graph": d["mode"] == "ddp-static",
                 "drop_outputs": True, "holdout": False, "source": f,
                 "measured": {"peak_allocated": d["max_allocated"],
                              "peak_reserved": d["max_reserved"]},

@@ -26,6 +26,7 @@ FILES = [
     R + "2026-11-29-h200x2-session8/part2-ddp/ddp8-qwen.jsonl",
     R + "2026-11-29-h200x2-session9/part8-ddp-pause/ddp-pause.jsonl",
     R + "2026-11-30-h200x2-session10/part1-ddp-rebuild/jobs.jsonl",
+    R + "2026-11-30-h200x2-session10/part6-zero1/zero1.jsonl",
 ]
 # multi_gpu_job.py modes that are plain DDP as far as the estimate goes:
 # ddp-avoid-record-streams set TORCH_NCCL_AVOID_RECORD_STREAMS=1, which is
@@ -33,10 +34,10 @@ FILES = [
 PLAIN = {"ddp", "ddp-default", "ddp-avoid-record-streams"}
 
 
-def estimate(binary, model, batch, seq, static):
+def estimate(binary, model, batch, seq, static, zero):
     cmd = [binary, "estimate", "--model", model, "--batch", str(batch), "--seq", str(seq),
            "--precision", "amp-bf16", "--optimizer", "adamw", "--dp", "2", "--drop-outputs",
-           "--format", "json"] + (["--ddp-static-graph"] if static else [])
+           "--zero", str(zero), "--format", "json"] + (["--ddp-static-graph"] if static else [])
     out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     other = out.get("other_outcome", {}).get("peak_allocated_bytes")
     return out["peak_allocated_bytes"], other
@@ -52,29 +53,30 @@ def main():
                 continue
             d = json.loads(line)
             mode = d.get("mode", "")
-            if mode not in PLAIN and mode != "ddp-static":
+            if mode not in PLAIN and mode not in ("ddp-static", "zero1"):
                 continue
             model = "qwen2-0.5b" if d["model"].startswith("qwen2-0.5b") else d["model"]
             loop = "async" if d.get("async_loop") else "sync"
             if d.get("pause"):
                 loop += " +%.1fs" % d["pause"]
-            rows[(model, mode == "ddp-static", loop, d["batch"], d["seq"],
-                  d["max_allocated"], os.path.basename(f))] += 1
+            rows[(model, mode == "ddp-static", 1 if mode == "zero1" else 0, loop, d["batch"],
+                  d["seq"], d["max_allocated"], os.path.basename(f))] += 1
     est = {}
     tot = collections.Counter()
-    print("%-11s %-6s %-11s %-18s %5s %15s %-6s %7s %7s" % (
-        "model", "static", "loop", "file", "ranks", "measured B", "nearer", "error", "point"))
-    for (model, static, loop, b, s, meas, fname), n in sorted(rows.items()):
-        key = (model, b, s, static)
+    print("%-11s %-6s %-4s %-11s %-18s %5s %15s %-6s %7s %7s" % (
+        "model", "static", "zero", "loop", "file", "ranks", "measured B", "nearer", "error",
+        "point"))
+    for (model, static, zero, loop, b, s, meas, fname), n in sorted(rows.items()):
+        key = (model, b, s, static, zero)
         if key not in est:
-            est[key] = estimate(binary, model, b, s, static)
+            est[key] = estimate(binary, model, b, s, static, zero)
         low, other = est[key]
         outcomes = [("bill", low)] + ([("other", other)] if other else [])
         name, val = min(outcomes, key=lambda o: abs(meas / o[1] - 1))
         err = 100 * (val / meas - 1)
         point = 100 * (low / meas - 1)
-        print("%-11s %-6s %-11s %-18s %5d %15d %-6s %+6.1f%% %+6.1f%%" % (
-            model, "yes" if static else "no", loop, fname[:18], n, meas, name, err, point))
+        print("%-11s %-6s %-4d %-11s %-18s %5d %15d %-6s %+6.1f%% %+6.1f%%" % (
+            model, "yes" if static else "no", zero, loop, fname[:18], n, meas, name, err, point))
         tot["ranks"] += n
         tot[name] += n
         tot["nearer within 7 %"] += n if abs(err) <= 7 else 0

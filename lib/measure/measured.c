@@ -61,11 +61,16 @@ static void settings(json_t *o, struct vl_measured_run *r) {
     refuse(r, "unknown checkpointing", s ? s : "");
     return;
   }
-  /* data parallelism (bench/ddp_measured.py): ranks, DDP's static_graph,
-   * and a loop that keeps only the loss */
+  /* data parallelism (bench/ddp_measured.py): ranks, ZeRO stage, DDP's
+   * static_graph, and a loop that keeps only the loss */
   if (json_object_get(o, "dp")) j->dp = get_u(o, "dp");
   if (!j->dp) {
     refuse(r, "dp must be 1 or more", "0");
+    return;
+  }
+  j->zero = (unsigned)get_u(o, "zero");
+  if (j->zero > 3) {
+    refuse(r, "zero must be 0 to 3", "");
     return;
   }
   j->ddp_static_graph = json_is_true(json_object_get(o, "ddp_static_graph"));
