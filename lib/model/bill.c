@@ -706,7 +706,14 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
    * among the rest */
   const bool expandable = job->allocator == VL_ALLOC_EXPANDABLE;
   const double churn_frac = expandable ? ov->allocator_churn_expandable : ov->allocator_churn;
+  /* the replay gives LoRA adapters to at most VL__MAX_LAYER_LINEARS
+   * linears a layer: a layer with more takes the analytic path whole
+   * rather than a replay that leaves some without their adapters */
+  unsigned layer_linears = 0;
+  for (int i = 0; i < inv->n; i++)
+    if (inv->t[i].kind == VL_T_LINEAR && inv->t[i].per_layer) layer_linears++;
   const bool replayable = !ck.overflow && arch->causal && !mg && !ds && dp == 1 && job->tp == 1 &&
+                          !(job->lora_rank && layer_linears > VL__MAX_LAYER_LINEARS) &&
                           job->pp == 1 && job->zero == 0 && job->offload == VL_OFFLOAD_NONE &&
                           !job->qlora && !(job->lora_rank && (pol.master || arch->experts)) &&
                           job->grad_accum <= 1 && !job->grads_persist &&
@@ -739,7 +746,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
     };
     for (int i = 0; i < inv->n && job->lora_rank; i++) {
       const struct vl_tensor *t = &inv->t[i];
-      if (t->kind != VL_T_LINEAR || !t->per_layer || z.n_lin == VL__MAX_LAYER_LINEARS) continue;
+      if (t->kind != VL_T_LINEAR || !t->per_layer) continue;
       z.lin[z.n_lin].out = t->rows;
       z.lin[z.n_lin].in = t->cols;
       z.lin[z.n_lin++].adapted = lo->target[i];
