@@ -113,9 +113,10 @@ static void text(FILE *o, const struct vl_estimate_view *v) {
   if (v->gpu) {
     const struct vl_fit *f = v->fit;
     double hr = (double)f->headroom_bytes / (double)(1ull << 30);
-    fprintf(o, "  %s: %.2f GiB, %.0f %% kept free -> %.2f GiB usable: %s, %s %.2f GiB\n",
+    fprintf(o, "  %s: %.2f GiB, %.0f %% kept free -> %.2f GiB usable: %s, %s %.2f GiB%s\n",
             v->gpu->name, GIB(f->capacity_bytes), f->margin * 100.0, GIB(f->usable_bytes),
-            verdict(f), f->fits ? "headroom" : "short by", f->fits ? hr : -hr);
+            verdict(f), f->fits ? "headroom" : "short by", f->fits ? hr : -hr,
+            vl_bill_budget_bytes(b) > b->total_bytes ? " (counting the other outcome)" : "");
   }
   if (v->searched) {
     const char *what = v->searched == 1 ? "micro-batch" : "sequence length";
