@@ -700,10 +700,10 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
          NULL, 0, NULL, NULL, 0, NULL);
   }
 
-  /* allocator: for one GPU, transformers' modules and full training the
-   * loop's allocations replayed through the allocator model
-   * (train_replay.c); elsewhere the persistent tensors' rounding + churn
-   * among the rest */
+  /* allocator: for one GPU (or each of DDP's and ZeRO-1's), transformers'
+   * modules and full training the loop's allocations replayed through the
+   * allocator model (train_replay.c); elsewhere the persistent tensors'
+   * rounding + churn among the rest */
   const bool expandable = job->allocator == VL_ALLOC_EXPANDABLE;
   const double churn_frac = expandable ? ov->allocator_churn_expandable : ov->allocator_churn;
   /* the replay gives LoRA adapters to at most VL__MAX_LAYER_LINEARS
@@ -712,12 +712,16 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   unsigned layer_linears = 0;
   for (int i = 0; i < inv->n; i++)
     if (inv->t[i].kind == VL_T_LINEAR && inv->t[i].per_layer) layer_linears++;
-  const bool replayable = !ck.overflow && arch->causal && !mg && !ds && dp == 1 && job->tp == 1 &&
-                          !(job->lora_rank && layer_linears > VL__MAX_LAYER_LINEARS) &&
-                          job->pp == 1 && job->zero == 0 && job->offload == VL_OFFLOAD_NONE &&
-                          !job->qlora && !(job->lora_rank && (pol.master || arch->experts)) &&
-                          job->grad_accum <= 1 && !job->grads_persist &&
-                          job->optimizer != VL_OPT_ADAM8BIT && !job->analytic_only;
+  /* several GPUs: DDP and ZeRO-1 (DDP with a ZeroRedundancyOptimizer),
+   * their buckets and rank 0's share of the states replayed; not with LoRA
+   * or a master copy (not measured) */
+  const bool ddp_replay = dp > 1 && ddp_buckets(job) && !job->lora_rank && !pol.master;
+  const bool replayable =
+      !ck.overflow && arch->causal && !mg && !ds && (dp == 1 || ddp_replay) && job->tp == 1 &&
+      !(job->lora_rank && layer_linears > VL__MAX_LAYER_LINEARS) && job->pp == 1 &&
+      (job->zero == 0 || ddp_replay) && job->offload == VL_OFFLOAD_NONE && !job->qlora &&
+      !(job->lora_rank && (pol.master || arch->experts)) && job->grad_accum <= 1 &&
+      !job->grads_persist && job->optimizer != VL_OPT_ADAM8BIT && !job->analytic_only;
   struct vl_cache_stats rs = {0};
   if (replayable) {
     struct vl__train_sizes z = {
@@ -743,6 +747,10 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
         .expandable = expandable,
         .lora_rank = job->lora_rank,
         .ab = VL__ADAPTER_BYTES,
+        .ddp = ddp_replay,
+        .ddp_kept = ddp_replay && job->ddp_static_graph,
+        .drop_outputs = job->drop_outputs,
+        .zero1_ranks = ddp_replay && job->zero == 1 ? dp : 0,
     };
     for (int i = 0; i < inv->n && job->lora_rank; i++) {
       const struct vl_tensor *t = &inv->t[i];

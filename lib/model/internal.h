@@ -108,6 +108,13 @@ struct vl__train_sizes {
    * ab bytes an element (fp32: PEFT's autocast_adapter_dtype); a layer's
    * linears in the inventory's order, which is the order they run in */
   uint64_t lora_rank, ab;
+  /* DDP (gradient_as_bucket_view=False): its buckets; kept: the first
+   * step's buckets live into the second step's backward (the other
+   * outcome of the rebuild); drop_outputs: the loop keeps only the loss */
+  bool ddp, ddp_kept, drop_outputs;
+  /* ZeRO-1 over zero1_ranks (0: none): a ZeroRedundancyOptimizer holds the
+   * states of rank 0's share of the parameters */
+  uint64_t zero1_ranks;
   struct {
     uint64_t out, in;
     bool adapted;

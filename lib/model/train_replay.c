@@ -21,8 +21,10 @@
  * checkpointed layer's forward is the same sequence as prefill's (no
  * cache), its recomputation stops after the last tensor the backward
  * needs (non-reentrant checkpoint's early stop), and its backward
- * allocates its gradients in PyTorch's order (tape.h). Blocks of 1 MiB or
- * less (the small pool) are left out. */
+ * allocates its gradients in PyTorch's order (tape.h). Under DDP and
+ * ZeRO-1 the loop is one rank's: its buckets, rebuilt in the second step,
+ * and (ZeRO-1) the states of its share. Blocks of 1 MiB or less (the small
+ * pool) are left out. */
 #include "internal.h"
 #include "vramledger/alloc.h"
 #include "tape.h"
@@ -125,6 +127,99 @@ static void trained(struct prog *p, const struct vl_arch *arch, const struct vl_
     adapters(p, arch, z, bytes, times, l);
   else
     model_wide(p, arch, inv, bytes, times, l);
+}
+
+/* ---- DDP ---- */
+
+/* every parameter's bytes (b an element), in the model's order */
+static size_t param_sizes(const struct vl_arch *arch, const struct vl_inventory *inv, uint64_t b,
+                          uint64_t **out) {
+  size_t n = 0, cap = 0;
+  uint64_t *v = NULL;
+  for (int w = BEFORE; w < (int)arch->layers + 1; w++) {
+    int where = w == (int)arch->layers ? AFTER : w;
+    for (int i = 0; i < inv->n; i++) {
+      const struct vl_tensor *t = &inv->t[i];
+      for (uint64_t k = 0, c = count_in(arch, t, where); k < c; k++) {
+        if (n == cap) {
+          cap = cap ? 2 * cap : 256;
+          uint64_t *x = vl_realloc(v, cap * sizeof *x);
+          if (!x) {
+            vl_free(v);
+            *out = NULL;
+            return 0;
+          }
+          v = x;
+        }
+        v[n++] = t->rows * t->cols * b;
+      }
+    }
+  }
+  *out = v;
+  return n;
+}
+
+/* flat buffers of consecutive tensors, each closed once it holds `cap`
+ * bytes or more (torch's bucketing), in the given direction; onto l (NULL:
+ * made and freed at once) */
+static void flat_groups(struct prog *p, const uint64_t *v, size_t n, bool reverse, uint64_t cap,
+                        struct list *l) {
+  uint64_t at = 0;
+  for (size_t k = 0; k < n; k++) {
+    at += v[reverse ? n - 1 - k : k];
+    if (at >= cap || k + 1 == n) {
+      block(p, at, l);
+      at = 0;
+    }
+  }
+}
+
+/* DDP's construction: the module's states broadcast from rank 0 through
+ * 250 MiB flat buffers, freed at once (_sync_module_states), then one
+ * bucket for every gradient: not a static graph, so the first step's
+ * bucket is unlimited (GPT-2 on 2 H200s: 270,938,112 and 226,821,120 B,
+ * then 497,759,232 B, every rank's allocator history: bench/results/
+ * 2026-11-29-h200x2-session7/part7/) */
+static void ddp_init(struct prog *p, const uint64_t *w, const uint64_t *g, size_t n,
+                     struct list *buckets) {
+  flat_groups(p, w, n, false, 250ull << 20, NULL);
+  uint64_t all = 0;
+  for (size_t k = 0; k < n; k++)
+    all += g[k];
+  block(p, all, buckets);
+}
+
+/* ZeRO-1's share of rank 0 (torch's ZeroRedundancyOptimizer): the
+ * parameters from the largest down (ties in the model's order), each to
+ * the rank with the fewest elements so far; rank 0's, in that order, into
+ * mine (indices into v). Returns how many. */
+static size_t zero1_share(const uint64_t *v, size_t n, uint64_t ranks, size_t *mine) {
+  size_t *order = vl_calloc(n + 1, sizeof *order);
+  uint64_t *load = vl_calloc(ranks, sizeof *load);
+  size_t m = 0;
+  if (!order || !load) {
+    vl_free(order);
+    vl_free(load);
+    return SIZE_MAX;
+  }
+  for (size_t k = 0; k < n; k++) { /* a stable insertion sort, largest first */
+    size_t at = k;
+    while (at > 0 && v[order[at - 1]] < v[k]) {
+      order[at] = order[at - 1];
+      at--;
+    }
+    order[at] = k;
+  }
+  for (size_t k = 0; k < n; k++) {
+    uint64_t r = 0;
+    for (uint64_t q = 1; q < ranks; q++)
+      if (load[q] < load[r]) r = q;
+    load[r] += v[order[k]];
+    if (r == 0) mine[m++] = order[k];
+  }
+  vl_free(order);
+  vl_free(load);
+  return m;
 }
 
 /* the replay's state */
@@ -676,8 +771,38 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   if (z->mb) model_wide(&R.p, arch, inv, z->mb, 1, &model);
   if (z->lora_rank) adapters(&R.p, arch, z, z->ab, 1, &model); /* get_peft_model */
   uint32_t ws1 = NONE;
+  /* DDP: the weights' and the gradients' sizes, in the model's order */
+  uint64_t *wsz = NULL, *gsz = NULL;
+  size_t np = 0;
+  struct list buckets = {0}, old = {0};
+  if (z->ddp) {
+    np = param_sizes(arch, inv, z->wb, &wsz);
+    if (param_sizes(arch, inv, z->gb, &gsz) != np || !wsz || !gsz) R.p.failed = true;
+    if (!R.p.failed) ddp_init(&R.p, wsz, gsz, np, &buckets);
+  }
+  uint64_t *esz = NULL;
+  size_t *mine = NULL, nmine = 0;
+  if (z->zero1_ranks && !R.p.failed) {
+    size_t ne = param_sizes(arch, inv, 1, &esz);
+    mine = vl_calloc(ne + 1, sizeof *mine);
+    nmine = esz && mine ? zero1_share(esz, ne, z->zero1_ranks, mine) : SIZE_MAX;
+    if (nmine == SIZE_MAX) {
+      R.p.failed = true;
+      nmine = 0;
+    }
+  }
 
   for (int step = 0; step < STEPS && !R.p.failed; step++) {
+    if (z->ddp && step == 1) {
+      /* _rebuild_buckets in the second forward: buckets of 25 MiB in the
+       * order the gradients arrived (the parameters' reverse). The first
+       * ones are freed there, or (kept) at the second step's first
+       * all-reduce, in its backward (docs/model.md, DDP's two outcomes) */
+      old = buckets;
+      buckets = (struct list){0};
+      if (!z->ddp_kept) drop(&R.p, &old);
+      flat_groups(&R.p, gsz, np, true, 25ull << 20, &buckets);
+    }
     /* ---- forward (under autocast) ---- */
     R.tp.grad = !z->ckpt;
     /* the embeddings' output (frozen under LoRA: it needs no gradient) */
@@ -721,6 +846,12 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     F(&R.p, &up);
     uncache(&R); /* autocast exits: its cache goes (saved copies stay) */
     F(&R.p, &mask);
+    if (z->drop_outputs) { /* the output goes: its logits and cache */
+      rel(&R, logits);
+      for (size_t i = 0; i < R.kv.n; i++)
+        rel(&R, R.kv.h[i]);
+      R.kv.n = 0;
+    }
 
     /* ---- backward ---- */
     /* nll's dense gradient and log_softmax's, both fp32, then the cast of
@@ -736,6 +867,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     R.tp.t[logits].grad = gl;
     tape_backward(&R.tp, head_from);
     tape_truncate(&R.tp, head_from);
+    drop(&R.p, &old); /* the first all-reduce: kept first buckets go */
     for (uint64_t l = L; z->ckpt && l-- > 0 && !R.p.failed;) {
       /* the layer's forward again, with autograd, then its backward; the
        * gradient of its output is the next layer's input's */
@@ -783,21 +915,38 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     rel(&R, g0);
 
     /* ---- optimizer step ---- */
-    if (step == 0 && z->states) trained(&R.p, arch, inv, z, z->sb, z->states, &states);
-    if (z->step_temp) { /* foreach: a state-sized list; for-loop: one at a time */
-      trained(&R.p, arch, inv, z, z->sb, 1, z->impl == VL_IMPL_FOREACH ? &tmp : NULL);
+    if (z->zero1_ranks) { /* the states and the step of rank 0's share only */
+      for (size_t k = 0; step == 0 && k < nmine; k++)
+        for (unsigned j = 0; j < z->states; j++)
+          block(&R.p, esz[mine[k]] * z->sb, &states);
+      for (size_t k = 0; z->step_temp && k < nmine; k++)
+        block(&R.p, esz[mine[k]] * z->sb, z->impl == VL_IMPL_FOREACH ? &tmp : NULL);
       drop(&R.p, &tmp);
+    } else {
+      if (step == 0 && z->states) trained(&R.p, arch, inv, z, z->sb, z->states, &states);
+      if (z->step_temp) { /* foreach: a state-sized list; for-loop: one at a time */
+        trained(&R.p, arch, inv, z, z->sb, 1, z->impl == VL_IMPL_FOREACH ? &tmp : NULL);
+        drop(&R.p, &tmp);
+      }
     }
     drop(&R.p, &R.grads); /* zero_grad(set_to_none=True) */
-    rel(&R, logits);      /* del out: the logits and the cache */
-    for (size_t i = 0; i < R.kv.n; i++)
-      rel(&R, R.kv.h[i]);
-    R.kv.n = 0;
+    if (!z->drop_outputs) {
+      rel(&R, logits); /* del out: the logits and the cache */
+      for (size_t i = 0; i < R.kv.n; i++)
+        rel(&R, R.kv.h[i]);
+      R.kv.n = 0;
+    }
     tape_reset(&R.tp); /* every tensor of the step is gone */
   }
   vl_cache_stats(R.p.c, out);
   bool failed = R.p.failed;
   vl_free(kept);
+  vl_free(wsz);
+  vl_free(gsz);
+  vl_free(esz);
+  vl_free(mine);
+  vl_free(buckets.h);
+  vl_free(old.h);
   vl_free(model.h);
   vl_free(states.h);
   vl_free(tmp.h);

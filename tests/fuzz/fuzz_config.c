@@ -32,8 +32,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   vl_overheads_default(&ov);
   static struct vl_bill b;
   if (vl_bill_compute(&a, &j, &ov, &b, &err) != VL_OK) return 0;
-  /* the training replay's other paths: LoRA (frozen base, adapters) and
-   * fp32 (SDPA's math backend where key/value heads are grouped); a
+  /* the training replay's other paths: LoRA (frozen base, adapters),
+   * fp32 (SDPA's math backend where key/value heads are grouped) and
+   * ZeRO-1 over three ranks; a
    * refusal (an architecture without the default targets) is fine */
   struct vl_job jl = j;
   jl.lora_rank = 8;
@@ -41,8 +42,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   jl = j;
   jl.precision = VL_PREC_FP32;
   vl_status fp32 = vl_bill_compute(&a, &jl, &ov, &b, &err);
+  /* DDP's and ZeRO-1's buckets and share, both outcomes of the rebuild */
+  jl = j;
+  jl.dp = 3;
+  jl.zero = 1;
+  vl_status zero1 = vl_bill_compute(&a, &jl, &ov, &b, &err);
   (void)lora;
   (void)fp32;
+  (void)zero1;
   j.task = VL_TASK_INFER;
   j.new_tokens = 7;
   if (vl_bill_compute(&a, &j, &ov, &b, &err) != VL_OK) return 0;

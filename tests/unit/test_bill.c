@@ -324,7 +324,7 @@ static void ddp_second_bucket_copy_other_outcome(void **state) {
 /* Every whole-job DDP rank peak measured on 2 H200s (GPT-2 and
  * Qwen2-0.5B; synchronising, pausing and asynchronous loops;
  * static_graph; ZeRO-1; sessions 7-10: 98 ranks, bench/ddp_measured.py) lies
- * within 2 % of one of the estimate's two outcomes, as validate judges it;
+ * within 1 % of one of the estimate's two outcomes, as validate judges it;
  * both outcomes occur, and the budget covers every rank. */
 /* The estimate of a run of a committed results file, its job as validate
  * builds it. */
@@ -356,10 +356,10 @@ static void ddp_whole_jobs_either_outcome(void **state) {
     vl_compare_fill(&row, &b);
     other += row.other_outcome;
     assert_close(row.est_allocated, (double)run->peak_allocated, 0.02, run->name);
-    /* reserved: the churn factor, not replayed for several GPUs; GPT-2
-     * under ZeRO-1 reserves 8.6 % more than it says (left open) */
-    assert_close(row.est_reserved, (double)run->peak_reserved, run->job.zero ? 0.09 : 0.07,
-                 run->name);
+    /* DDP's buckets and ZeRO-1's share replayed: allocated within 0.7 %,
+     * reserved within 1.5 % (the churn factor: -8.6 to +1.4 %) */
+    assert_close(row.est_allocated, (double)run->peak_allocated, 0.01, run->name);
+    assert_close(row.est_reserved, (double)run->peak_reserved, 0.02, run->name);
     assert_true(vl_bill_budget_bytes(&b) >= run->peak_reserved);
   }
   assert_int_equal(other, 26);
