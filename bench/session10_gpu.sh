@@ -17,6 +17,8 @@
 #   see (pp-predictions.txt written before), to judge it.
 # PART=6 (two GPUs): issue 8 — PyTorch's ZeRO-1 (DDP + ZeroRedundancyOptimizer),
 #   GPT-2 and Qwen2-0.5B, three runs each (zero1-predictions.txt written before).
+# PART=7 (two GPUs): issue 8 — four DDP/ZeRO-1 jobs the DDP replay did not see
+#   (ddp-replay-predictions.txt written before), to judge it.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -119,4 +121,17 @@ if [ "$PART" = 6 ]; then
         2>>"$o/errors10-6.txt" | grep '^{' >> "$o/zero1.jsonl"
   done
   tail -c 20000 "$o/errors10-6.txt" > "$o/errors10-6-tail.txt"; rm -f "$o/errors10-6.txt"
+fi
+if [ "$PART" = 7 ]; then
+  while read -r mode m b s rest; do
+    # shellcheck disable=SC2086
+    timeout 100 $tr bench/multi_gpu_job.py --mode "$mode" $rest --batch "$b" --seq "$s" \
+        2>>"$o/errors10-7.txt" | grep '^{' >> "$o/ddp-replay-unseen.jsonl"
+  done <<'RUNS'
+ddp gpt2-medium 4 1024 --model gpt2-medium
+ddp tinyllama-1.1b 2 1024 --config bench/configs/tinyllama-1.1b.json
+zero1 qwen2-0.5b 8 512 --config data/models/qwen2-0.5b.json
+zero1 gpt2 8 1024 --model gpt2
+RUNS
+  tail -c 20000 "$o/errors10-7.txt" > "$o/errors10-7-tail.txt"; rm -f "$o/errors10-7.txt"
 fi
