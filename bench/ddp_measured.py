@@ -17,7 +17,8 @@ import sys
 
 from ddp_outcomes import FILES, PLAIN
 
-MODELS = {"gpt2": "gpt2", "qwen2-0.5b.json": "qwen2-0.5b"}
+MODELS = {"gpt2": "gpt2", "gpt2-medium": "gpt2-medium", "qwen2-0.5b.json": "qwen2-0.5b",
+          "tinyllama-1.1b.json": "bench/configs/tinyllama-1.1b.json"}
 
 
 def main():
@@ -36,8 +37,8 @@ def main():
             if d.get("pause"):
                 loop += "-pause%g" % d["pause"]
             runs.append({
-                "name": "%s-%s-%s-%s-l%d-r%d" % (MODELS[d["model"]], d["mode"], loop, session,
-                                                 n + 1, d["rank"]),
+                "name": "%s-%s-%s-%s-l%d-r%d" % (os.path.basename(MODELS[d["model"]]).replace(
+                    ".json", ""), d["mode"], loop, session, n + 1, d["rank"]),
                 "model": MODELS[d["model"]], "task": "train", "precision": "amp-bf16",
                 "optimizer": "adamw", "optimizer_impl": "foreach", "attention": "sdpa",
                 "checkpointing": "none", "batch": d["batch"], "seq": d["seq"], "lora": 0,

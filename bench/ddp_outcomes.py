@@ -27,11 +27,14 @@ FILES = [
     R + "2026-11-29-h200x2-session9/part8-ddp-pause/ddp-pause.jsonl",
     R + "2026-11-30-h200x2-session10/part1-ddp-rebuild/jobs.jsonl",
     R + "2026-11-30-h200x2-session10/part6-zero1/zero1.jsonl",
+    R + "2026-11-30-h200x2-session10/part7-ddp-replay-unseen/ddp-replay-unseen.jsonl",
 ]
 # multi_gpu_job.py modes that are plain DDP as far as the estimate goes:
 # ddp-avoid-record-streams set TORCH_NCCL_AVOID_RECORD_STREAMS=1, which is
 # what PyTorch 2.11 does anyway (session 10: =0 changes nothing either)
 PLAIN = {"ddp", "ddp-default", "ddp-avoid-record-streams"}
+# multi_gpu_job.py's model names -> bundled models or config files
+MODELS = {"qwen2-0.5b.json": "qwen2-0.5b", "tinyllama-1.1b.json": "bench/configs/tinyllama-1.1b.json"}
 
 
 def estimate(binary, model, batch, seq, static, zero):
@@ -55,7 +58,7 @@ def main():
             mode = d.get("mode", "")
             if mode not in PLAIN and mode not in ("ddp-static", "zero1"):
                 continue
-            model = "qwen2-0.5b" if d["model"].startswith("qwen2-0.5b") else d["model"]
+            model = MODELS.get(d["model"], d["model"])
             loop = "async" if d.get("async_loop") else "sync"
             if d.get("pause"):
                 loop += " +%.1fs" % d["pause"]

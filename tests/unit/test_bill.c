@@ -323,14 +323,18 @@ static void ddp_second_bucket_copy_other_outcome(void **state) {
 
 /* Every whole-job DDP rank peak measured on 2 H200s (GPT-2 and
  * Qwen2-0.5B; synchronising, pausing and asynchronous loops;
- * static_graph; ZeRO-1; sessions 7-10: 98 ranks, bench/ddp_measured.py) lies
+ * static_graph; ZeRO-1; GPT-2 medium and TinyLlama written down before
+ * they were measured; sessions 7-10: 106 ranks, bench/ddp_measured.py) lies
  * within 1 % of one of the estimate's two outcomes, as validate judges it;
  * both outcomes occur, and the budget covers every rank. */
 /* The estimate of a run of a committed results file, its job as validate
  * builds it. */
 static void measured_bill(const struct vl_measured_run *run, struct vl_bill *b) {
-  char model[96];
-  snprintf(model, sizeof model, "data/models/%s.json", run->model);
+  char model[160];
+  if (strchr(run->model, '/')) /* a config file, from the source root */
+    snprintf(model, sizeof model, "%s", run->model);
+  else
+    snprintf(model, sizeof model, "data/models/%s.json", run->model);
   struct vl_arch a;
   tu_arch(model, &a);
   tu_bill(&a, &run->job, b);
@@ -344,7 +348,7 @@ static void ddp_whole_jobs_either_outcome(void **state) {
   struct vl_err err = {""};
   assert_int_equal(vl_measured_parse(text, len, &m, &err), VL_OK);
   free(text);
-  assert_int_equal(m.n, 98);
+  assert_int_equal(m.n, 106);
   int other = 0;
   for (size_t k = 0; k < m.n; k++) {
     const struct vl_measured_run *run = &m.runs[k];
@@ -362,7 +366,7 @@ static void ddp_whole_jobs_either_outcome(void **state) {
     assert_close(row.est_reserved, (double)run->peak_reserved, 0.02, run->name);
     assert_true(vl_bill_budget_bytes(&b) >= run->peak_reserved);
   }
-  assert_int_equal(other, 26);
+  assert_int_equal(other, 28);
   vl_measured_release(&m);
 }
 
