@@ -112,10 +112,10 @@ int cmd_check(int argc, const char **argv) {
       vl_free(bill);
       return rc;
     }
-    if ((double)mp > c.peak_trigger * (double)c.est_total_bytes) {
+    if ((double)mp > c.peak_trigger * (double)vl_commitment_budget_bytes(&c)) {
       printf("trigger: the measured peak %.2f GiB is over %.0f %% of the committed %.2f GiB: "
              "enable activation checkpointing\n",
-             (double)mp / G, c.peak_trigger * 100, (double)c.est_total_bytes / G);
+             (double)mp / G, c.peak_trigger * 100, (double)vl_commitment_budget_bytes(&c) / G);
       problems++;
     }
   }

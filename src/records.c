@@ -38,7 +38,9 @@ int cli_run_peaks(const char *run, uint64_t *process, uint64_t *cuda, double *du
   struct vl_finding f[VL_MAX_FINDINGS];
   int nf;
   vl_record_summarize(&rec, &sum, f, &nf);
-  *process = sum.peak_process_bytes;
+  /* per GPU, as commitments are: the job's largest per-GPU peak when it
+   * used several GPUs (the process tree's peak sums them) */
+  *process = sum.gpus_used > 1 && sum.peak_gpu_bytes ? sum.peak_gpu_bytes : sum.peak_process_bytes;
   *cuda = sum.peak_cuda_alloc_bytes;
   if (duration_s) *duration_s = (double)sum.duration_ns * 1e-9;
   vl_record_release(&rec);

@@ -25,6 +25,9 @@ struct vl_commitment {
   uint64_t gpus; /* dp * tp * pp */
   double margin;
   uint64_t est_allocated_bytes, est_reserved_bytes, est_total_bytes;
+  /* the process total of the job's other outcome, where timing decides
+   * between two (DDP's bucket rebuild; estimate's bill->other); 0: none */
+  uint64_t est_other_total_bytes;
   bool measured; /* a run was attached */
   uint64_t measured_process_bytes;
   char measured_run[256];
@@ -55,9 +58,13 @@ vl_status vl_job_from_settings(const char *text, size_t len, struct vl_job *job,
 vl_status vl_job_apply_deepspeed(const char *text, size_t len, struct vl_job *job, char *autos,
                                  size_t autos_len, struct vl_err *err) VL_MUST_USE;
 
+/*! The estimated process total a GPU must hold: the larger of the job's
+ * two outcomes where timing decides between them. */
+uint64_t vl_commitment_budget_bytes(const struct vl_commitment *c);
+
 /*! The bytes per GPU above which the peak trigger fires: peak_trigger x
  * the measured process peak when a run was attached, else x the estimated
- * total. */
+ * budget (vl_commitment_budget_bytes). */
 uint64_t vl_commitment_peak_threshold(const struct vl_commitment *c);
 
 struct vl_drift {

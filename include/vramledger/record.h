@@ -180,6 +180,7 @@ struct vl_run_summary {
   double leak_bytes_per_s; /* rise of the memory's floor (0 when it does not rise) */
   double imbalance;        /* (max - min) / max of per-GPU peaks of the job */
   unsigned gpus_used;
+  uint64_t peak_gpu_bytes; /* the job's largest per-GPU peak (NVML): what one card holds */
 };
 
 #define VL_MAX_FINDINGS 8

@@ -138,7 +138,9 @@ vl_status vl_commitment_parse(const char *text, size_t len, struct vl_commitment
                    err)) ||
       (s = key_u64(est, "peak_reserved_bytes", 1, UINT64_MAX / 2, &c->est_reserved_bytes, true,
                    err)) ||
-      (s = key_u64(est, "total_bytes", 1, UINT64_MAX / 2, &c->est_total_bytes, true, err)))
+      (s = key_u64(est, "total_bytes", 1, UINT64_MAX / 2, &c->est_total_bytes, true, err)) ||
+      (s = key_u64(est, "other_total_bytes", 1, UINT64_MAX / 2, &c->est_other_total_bytes, false,
+                   err)))
     goto done;
   c->margin = num(hw, "margin", 0.10);
   json_t *meas = json_object_get(o, "measured");
@@ -233,8 +235,13 @@ int vl_commitment_diff(const struct vl_commitment *c, const struct vl_job *j, st
   return n;
 }
 
+uint64_t vl_commitment_budget_bytes(const struct vl_commitment *c) {
+  return c->est_other_total_bytes > c->est_total_bytes ? c->est_other_total_bytes
+                                                       : c->est_total_bytes;
+}
+
 uint64_t vl_commitment_peak_threshold(const struct vl_commitment *c) {
-  uint64_t ref =
-      c->measured && c->measured_process_bytes ? c->measured_process_bytes : c->est_total_bytes;
+  uint64_t ref = c->measured && c->measured_process_bytes ? c->measured_process_bytes
+                                                          : vl_commitment_budget_bytes(c);
   return (uint64_t)llround((double)ref * c->peak_trigger);
 }

@@ -269,6 +269,7 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
     hi = vl__max(hi, gpu_peak[g]);
     lo = vl__min(lo, gpu_peak[g]);
   }
+  s->peak_gpu_bytes = s->gpus_used ? hi : 0;
   if (s->gpus_used > 1) {
     s->imbalance = (double)(hi - lo) / (double)hi;
     if (s->imbalance > 0.05)

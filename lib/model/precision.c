@@ -94,8 +94,17 @@ void vl_overheads_default(struct vl_overheads *o) {
    * calibration set: bench/results/2026-11-29-h200-calibration.json */
   o->cuda_context_bytes = 805306368ull; /* 0.75 GiB */
   o->cublas_workspace_bytes = 32ull << 20;
-  /* NCCL: 4 MiB NCCL_BUFFSIZE x 2 directions x 16 channels x 2 ring peers */
-  o->nccl_bytes = 256ull << 20;
+  /* a rank's memory beyond one GPU's context when ranks talk: NCCL's own
+   * buffers (libnccl.so.2's driver allocations: 473 MiB a rank) and the
+   * larger context NCCL's kernels and peers bring. NVML's per-GPU peak
+   * minus the rank's max_memory_reserved() is 1,681,915,904 B on every
+   * rank of four GPT-2 DDP runs and 1,679,818,752 B under FSDP full shard
+   * and shard-grad-op (2 H200s, NVLink multicast off, under `vramledger
+   * run`: bench/results/2026-11-30-h200x2-session10/per-gpu-overhead.txt),
+   * against 805,306,368 B alone; pipeline stages' point-to-point adds
+   * 161 MB more (not counted). Was 256 MiB (4 MiB NCCL_BUFFSIZE x 2
+   * directions x 16 channels x 2 ring peers), -0.56 GiB a rank. */
+  o->nccl_bytes = 876609536ull; /* 836 MiB */
   /* cached free blocks among the churning tensors. Default allocator: the
    * value that fits most of the calibration runs (bench/compare.py over
    * bench/results/2026-11-29-h200-calibration.json); it cannot cover the

@@ -25,14 +25,17 @@ static int commitment_json(FILE *out, const struct vl_commit_view *v) {
   json_object_set_new(hw, "gpu_memory_bytes", U(v->gpu->memory_bytes));
   json_object_set_new(hw, "count", U(j->dp * j->tp * j->pp));
   json_object_set_new(hw, "margin", json_real(v->fit->margin));
-  json_object_set_new(hw, "min_memory_bytes_per_gpu",
-                      U((uint64_t)((double)v->bill->total_bytes / (1.0 - v->fit->margin) + 0.5)));
+  json_object_set_new(
+      hw, "min_memory_bytes_per_gpu",
+      U((uint64_t)((double)vl_bill_budget_bytes(v->bill) / (1.0 - v->fit->margin) + 0.5)));
   json_object_set_new(o, "hardware", hw);
   json_object_set_new(o, "baseline", vl__settings_json(j));
   json_t *est = json_object();
   json_object_set_new(est, "peak_allocated_bytes", U(v->bill->peak_allocated_bytes));
   json_object_set_new(est, "peak_reserved_bytes", U(v->bill->peak_reserved_bytes));
   json_object_set_new(est, "total_bytes", U(v->bill->total_bytes));
+  if (v->bill->other.total_bytes) /* DDP's bucket rebuild: the other outcome */
+    json_object_set_new(est, "other_total_bytes", U(v->bill->other.total_bytes));
   json_object_set_new(est, "peak_phase", json_string(vl_phase_name(v->bill->peak_phase)));
   json_object_set_new(est, "source", json_string("vramledger estimate"));
   json_object_set_new(o, "estimate", est);
@@ -77,7 +80,7 @@ static int commitment_md(FILE *o, const struct vl_commit_view *v) {
           "## Hardware\n\n- %llu x %s (%.2f GiB each); at least %.2f GiB per GPU with %.0f %% "
           "kept free\n\n",
           (unsigned long long)(j->dp * j->tp * j->pp), v->gpu->name, GIB(v->gpu->memory_bytes),
-          GIB(b->total_bytes) / (1.0 - v->fit->margin), 100 * v->fit->margin);
+          GIB(vl_bill_budget_bytes(b)) / (1.0 - v->fit->margin), 100 * v->fit->margin);
   fprintf(o, "## Configuration baseline\n\n| setting | value |\n|---|---|\n");
   fprintf(o, "| model | %s (%s, %llu parameters) |\n", v->model_name, v->arch->model_type,
           (unsigned long long)b->params);
@@ -103,6 +106,9 @@ static int commitment_md(FILE *o, const struct vl_commit_view *v) {
     fprintf(o, "%.2f GiB (`%s`) |\n", GIB(v->run_peak_process_bytes), v->run);
   else
     fprintf(o, "not measured yet |\n");
+  if (b->other.total_bytes)
+    fprintf(o, "| process total, other outcome | %.2f GiB | (%s) |\n", GIB(b->other.total_bytes),
+            b->other.why);
   fprintf(o, "\n## SLA\n\n");
   if (v->sla_tokens_per_s > 0)
     fprintf(o, "- throughput at least %.0f tokens/s, the median over steady steps after warm-up\n",
@@ -113,7 +119,7 @@ static int commitment_md(FILE *o, const struct vl_commit_view *v) {
   fprintf(o,
           "- measured peak above 105 %% of the committed %.2f GiB -> enable activation "
           "checkpointing\n",
-          GIB(b->total_bytes));
+          GIB(vl_bill_budget_bytes(b)));
   fprintf(o, "- throughput under 80 %% of the SLA -> switch the attention kernel\n\n## Audit\n\n");
   if (v->gpu_hours > 0) fprintf(o, "- budget: %.1f GPU-hours\n", v->gpu_hours);
   fprintf(o, "- actual GPU-hours, peak memory and throughput against this commitment: more than "

@@ -48,6 +48,8 @@ static int report_json(FILE *out, const struct vl_report_view *v) {
   json_object_set_new(o, "exit_status", r->exited ? json_integer(r->exit_status) : json_null());
   json_object_set_new(o, "leak_bytes_per_s", json_real(s->leak_bytes_per_s));
   json_object_set_new(o, "imbalance", json_real(s->imbalance));
+  json_object_set_new(o, "gpus_used", U(s->gpus_used));
+  json_object_set_new(o, "peak_gpu_bytes", U(s->peak_gpu_bytes));
   json_object_set_new(o, "truncated", json_boolean(r->truncated));
   json_t *f = json_array();
   for (int i = 0; i < v->n_findings; i++) {

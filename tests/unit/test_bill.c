@@ -370,6 +370,28 @@ static void ddp_whole_jobs_either_outcome(void **state) {
   vl_measured_release(&m);
 }
 
+/* A rank's process total against NVML's per-GPU peak under `vramledger
+ * run` (GPT-2 DDP, AMP, AdamW, 4 x 512, 2 H200s: bench/results/2026-11-30-
+ * h200x2-session10/per-gpu-overhead.txt, part2-ddp-vl-run): runs 3 and 4
+ * freed DDP's first buckets, 7,428,112,384 B; runs 1 and 2 kept them,
+ * 7,751,073,792 B. Both outcomes within 1 % (with 256 MiB for NCCL both
+ * were 7.7 % short). */
+static void ddp_rank_total_against_nvml(void **state) {
+  (void)state;
+  struct vl_job j;
+  vl_job_init(&j);
+  j.dp = 2;
+  j.precision = VL_PREC_AMP_BF16;
+  j.optimizer = VL_OPT_ADAMW;
+  j.batch = 4;
+  j.seq = 512;
+  j.drop_outputs = true;
+  struct vl_bill b;
+  tu_bill(&gpt2, &j, &b);
+  assert_close(b.total_bytes, 7428112384.0, 0.01, "gpt2 ddp, first buckets freed");
+  assert_close(b.other.total_bytes, 7751073792.0, 0.01, "gpt2 ddp, first buckets kept");
+}
+
 /* Every rank of the 2-GPU runs on the H200 (bench/results/2026-11-29-
  * h200x2-session6/: part1-tp/tp.jsonl, part1-dp/dp.jsonl; session7/part11-sp; max_memory_allocated
  * in bytes) against the estimate of the same job: within 7 % (all agree
@@ -651,6 +673,7 @@ int main(void) {
       cmocka_unit_test(fsdp_gathers_what_it_shards),
       cmocka_unit_test(ddp_second_bucket_copy_other_outcome),
       cmocka_unit_test(ddp_whole_jobs_either_outcome),
+      cmocka_unit_test(ddp_rank_total_against_nvml),
       cmocka_unit_test(pipeline_stages_on_two_h200s),
       cmocka_unit_test(training_reserve_replayed),
       cmocka_unit_test(two_h200_runs_within_seven_percent),

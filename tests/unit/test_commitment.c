@@ -37,6 +37,41 @@ static void reads_and_compares(void **state) {
   c.measured = true;
   c.measured_process_bytes = 20000000000ull;
   assert_int_equal(vl_commitment_peak_threshold(&c), 21000000000ull);
+  /* where timing decides between two outcomes (DDP's bucket rebuild), the
+   * larger total is the budget and the guard's reference */
+  c.measured = false;
+  assert_int_equal(c.est_other_total_bytes, 0);
+  assert_int_equal(vl_commitment_budget_bytes(&c), c.est_total_bytes);
+  c.est_other_total_bytes = 30000000000ull;
+  assert_int_equal(vl_commitment_budget_bytes(&c), 30000000000ull);
+  assert_int_equal(vl_commitment_peak_threshold(&c), 31500000000ull);
+  c.est_other_total_bytes = 20000000000ull; /* below the bill: the bill */
+  assert_int_equal(vl_commitment_budget_bytes(&c), c.est_total_bytes);
+}
+
+/* a DDP job's commitment carries its other outcome's total */
+static void ddp_other_outcome(void **state) {
+  (void)state;
+  static const char doc[] =
+      "{\"schema\": \"vramledger.commitment/1\", \"model\": \"gpt2\", \"hardware\": {\"gpu\": "
+      "\"h200\", \"gpu_memory_bytes\": 150109880320, \"count\": 2}, \"baseline\": {\"task\": "
+      "\"train\", \"batch\": 4, \"seq\": 512, \"dp\": 2}, \"estimate\": "
+      "{\"peak_allocated_bytes\": 5279100416, \"peak_reserved_bytes\": 5729419264, "
+      "\"total_bytes\": 6803161088, \"other_total_bytes\": 7138705408}}";
+  struct vl_commitment c;
+  struct vl_err err = {""};
+  assert_int_equal(vl_commitment_parse(doc, strlen(doc), &c, &err), VL_OK);
+  assert_int_equal(c.est_other_total_bytes, 7138705408ull);
+  assert_int_equal(vl_commitment_budget_bytes(&c), 7138705408ull);
+  /* a broken one is refused with the key's name */
+  static const char bad[] =
+      "{\"schema\": \"vramledger.commitment/1\", \"model\": \"gpt2\", \"hardware\": {\"gpu\": "
+      "\"h200\", \"gpu_memory_bytes\": 150109880320, \"count\": 2}, \"baseline\": {\"task\": "
+      "\"train\", \"batch\": 4, \"seq\": 512, \"dp\": 2}, \"estimate\": {\"peak_allocated_bytes\": "
+      "1, \"peak_reserved_bytes\": 1, "
+      "\"total_bytes\": 1, \"other_total_bytes\": \"many\"}}";
+  assert_int_not_equal(vl_commitment_parse(bad, strlen(bad), &c, &err), VL_OK);
+  assert_non_null(strstr(err.msg, "other_total_bytes"));
 }
 
 static void never_a_pass_by_accident(void **state) {
@@ -132,8 +167,8 @@ static void deepspeed_settings(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(reads_and_compares),
-                                     cmocka_unit_test(never_a_pass_by_accident),
-                                     cmocka_unit_test(deepspeed_settings)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(reads_and_compares), cmocka_unit_test(ddp_other_outcome),
+      cmocka_unit_test(never_a_pass_by_accident), cmocka_unit_test(deepspeed_settings)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,6 +46,10 @@ static void sample_record(void **state) {
   vl_record_summarize(&r, &s, f, &nf);
   assert_int_equal(s.gpus_used, 2);
   assert_true(s.imbalance > 0.13 && s.imbalance < 0.14);
+  /* the fullest GPU's peak, what one card holds (the tree's peak sums both):
+   * 20 GiB + its process's 2.95 GiB context */
+  assert_true(fabs((double)s.peak_gpu_bytes - (20 + 2.95) * G) < 0.01 * G);
+  assert_true(s.peak_gpu_bytes < s.peak_process_bytes);
   const char *want[] = {"leak", "imbalance", "extra-contexts", "other-processes"};
   assert_int_equal(nf, 4);
   for (int i = 0; i < 4; i++)
