@@ -55,7 +55,7 @@ static bool peak(const struct vl_sens_query *q, const struct vl_arch *a, const s
     return true;
   }
   if (vl_bill_compute(a, j, ov, bill, NULL) != VL_OK) return false;
-  *out = bill->total_bytes;
+  *out = vl_bill_budget_bytes(bill); /* DDP: the larger of its two outcomes */
   return true;
 }
 

@@ -82,6 +82,12 @@ static void replayed_job_scaled_to_its_estimate(void **state) {
   struct vl_bill bl;
   tu_bill(&a, &jl, &bl);
   assert_true(bl.total_bytes != b.total_bytes);
+  /* under DDP the card must hold the larger of the rebuild's two outcomes */
+  q.job.dp = 2;
+  assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
+  tu_bill(&a, &q.job, &b);
+  assert_true(b.other.total_bytes > b.total_bytes);
+  assert_int_equal(r.p50, b.other.total_bytes);
 }
 
 int main(void) {
