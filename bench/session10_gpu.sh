@@ -19,8 +19,6 @@
 #   GPT-2 and Qwen2-0.5B, three runs each (zero1-predictions.txt written before).
 # PART=7 (two GPUs): issue 8 — four DDP/ZeRO-1 jobs the DDP replay did not see
 #   (ddp-replay-predictions.txt written before), to judge it.
-# PART=8 (two GPUs): issue 8 — Qwen2-0.5B DDP under `vramledger run`: a rank's
-#   memory beyond PyTorch's reservation on a second model.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -136,13 +134,4 @@ zero1 qwen2-0.5b 8 512 --config data/models/qwen2-0.5b.json
 zero1 gpt2 8 1024 --model gpt2
 RUNS
   tail -c 20000 "$o/errors10-7.txt" > "$o/errors10-7-tail.txt"; rm -f "$o/errors10-7.txt"
-fi
-if [ "$PART" = 8 ]; then
-  rm -rf /tmp/qrun
-  timeout 120 $vl run --quiet --out /tmp/qrun -- $tr bench/multi_gpu_job.py --mode ddp --steps 6 \
-      --config data/models/qwen2-0.5b.json 2>>"$o/errors10-8.txt" | grep '^{' >> "$o/qwen-vl-run.jsonl"
-  $vl report /tmp/qrun --format json > /tmp/qrun/report.json 2>>"$o/errors10-8.txt"
-  $vl doctor /tmp/qrun --format json > /tmp/qrun/doctor.json 2>>"$o/errors10-8.txt"
-  tar cJf "$o/qwen-run.tar.xz" -C /tmp qrun
-  tail -c 20000 "$o/errors10-8.txt" > "$o/errors10-8-tail.txt"; rm -f "$o/errors10-8.txt"
 fi
