@@ -1,7 +1,7 @@
 #!/bin/sh
 # Every validate table the estimator is judged by: the calibration set,
-# the sets outside it (in the order they were measured) and the expandable
-# segments runs. Usage: bench/validate_all.sh [VRAMLEDGER] > FILE
+# the sets outside it (in the order they were measured), the expandable
+# segments runs and every whole-job DDP / ZeRO-1 rank on 2 H200s. Usage: bench/validate_all.sh [VRAMLEDGER] > FILE
 vl=${1:-build/vramledger}
 r=bench/results
 for f in $r/2026-11-29-h200-calibration-isolated.json \
@@ -12,7 +12,8 @@ for f in $r/2026-11-29-h200-calibration-isolated.json \
     $r/2026-11-29-h200x2-session9/part1-unseen5/unseen5.json \
     $r/2026-11-29-h200x2-session9/part4-unseen6/unseen6.json \
     $r/2026-11-29-h200x2-session9/part6-unseen7/unseen7.json \
-    $r/2026-11-29-h200-expandable-segments.json; do
+    $r/2026-11-29-h200-expandable-segments.json \
+    $r/2026-11-30-h200x2-session10/ddp-measured.json; do
   echo "\$ vramledger validate --results $f"
   "$vl" validate --results "$f"; echo "(exit $?)"
   echo
