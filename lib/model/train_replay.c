@@ -734,6 +734,14 @@ static uint32_t layer(struct run *R, uint32_t x, bool stop) {
   return out;
 }
 
+/* the model output goes: its logits and the KV cache it holds */
+static void drop_output(struct run *R, uint32_t logits) {
+  rel(R, logits);
+  for (size_t i = 0; i < R->kv.n; i++)
+    rel(R, R->kv.h[i]);
+  R->kv.n = 0;
+}
+
 vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory *inv,
                            const struct vl__train_sizes *z, struct vl_cache_stats *out,
                            struct vl_err *err) {
@@ -846,12 +854,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     F(&R.p, &up);
     uncache(&R); /* autocast exits: its cache goes (saved copies stay) */
     F(&R.p, &mask);
-    if (z->drop_outputs) { /* the output goes: its logits and cache */
-      rel(&R, logits);
-      for (size_t i = 0; i < R.kv.n; i++)
-        rel(&R, R.kv.h[i]);
-      R.kv.n = 0;
-    }
+    if (z->drop_outputs) drop_output(&R, logits); /* the loop keeps only the loss */
 
     /* ---- backward ---- */
     /* nll's dense gradient and log_softmax's, both fp32, then the cast of
@@ -929,14 +932,9 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
         drop(&R.p, &tmp);
       }
     }
-    drop(&R.p, &R.grads); /* zero_grad(set_to_none=True) */
-    if (!z->drop_outputs) {
-      rel(&R, logits); /* del out: the logits and the cache */
-      for (size_t i = 0; i < R.kv.n; i++)
-        rel(&R, R.kv.h[i]);
-      R.kv.n = 0;
-    }
-    tape_reset(&R.tp); /* every tensor of the step is gone */
+    drop(&R.p, &R.grads);                          /* zero_grad(set_to_none=True) */
+    if (!z->drop_outputs) drop_output(&R, logits); /* del out */
+    tape_reset(&R.tp);                             /* every tensor of the step is gone */
   }
   vl_cache_stats(R.p.c, out);
   bool failed = R.p.failed;
