@@ -121,6 +121,16 @@ static double quantised_params(const struct vl_inventory *inv) {
 }
 
 /* The search's fixed figures, shared by every candidate. */
+/* A bill does not depend on the card, and every card of the search tries
+ * the same jobs: each distinct job is estimated once, keyed by two hashes
+ * of its bytes (every candidate's job is copied from the query's base). */
+#define PLAN_MEMO_SLOTS (1u << 15)
+struct bill_memo {
+  uint64_t h1, h2; /* h1 == 0: empty */
+  bool ok;
+  uint64_t budget, host, trainable;
+};
+
 struct search {
   const struct vl_plan_query *q;
   const struct vl_overheads *ov;
@@ -129,14 +139,15 @@ struct search {
   double Pq; /* parameters a QLoRA base quantises */
   double tokens_per_step;
   struct vl_bill *bill;
+  struct bill_memo *memo; /* NULL: every candidate estimated */
   struct vl_plan_result *r;
   size_t cap;
 };
 
-/* Time one optimizer step of job j on count x g (compute, communication,
- * offload and dequantisation), in seconds. */
+/* Time one optimizer step of job j (`trainable` elements) on count x g
+ * (compute, communication, offload and dequantisation), in seconds. */
 static void step_time(const struct search *S, const struct vl_gpu *g, unsigned count,
-                      const struct vl_job *j, struct vl_plan_candidate *c) {
+                      const struct vl_job *j, uint64_t trainable, struct vl_plan_candidate *c) {
   const struct vl_plan_query *q = S->q;
   double fwd_bwd = j->lora_rank ? 4.0 : 6.0;
   if (j->checkpointing == VL_CKPT_FULL) fwd_bwd += 2.0;
@@ -148,7 +159,7 @@ static void step_time(const struct search *S, const struct vl_gpu *g, unsigned c
   double link = g->link_gb_s > 0 ? g->link_gb_s : 16.0;
   double bw = (count <= q->gpus_per_node ? link : fmin(link, q->inter_node_gb_s)) * 1e9;
   double dp = j->dp, tp = j->tp;
-  double grad_bytes = (double)S->bill->trainable_params * 2.0 / tp; /* bf16 buckets */
+  double grad_bytes = (double)trainable * 2.0 / tp; /* bf16 buckets */
   double comm = dp > 1 ? 2.0 * (dp - 1) / dp * grad_bytes / bw : 0.0;
   if (j->zero == 3) comm += 2.0 * (dp - 1) / dp * (double)S->inv->total * 2.0 / tp / bw;
   /* a measured scaling efficiency stands for the data-parallel traffic:
@@ -185,6 +196,22 @@ static void step_time(const struct search *S, const struct vl_gpu *g, unsigned c
  * micro-batch) as the job vl_plan_candidate_job makes of it; keep it when
  * it fits. @return false when it does not fit (larger micro-batches need
  * more), VL_ENOMEM in *st. */
+/* the memo's slot for job j (keyed by k1, k2): its entry (k1 set) or an
+ * empty one to fill; NULL without a memo or in a crowded stretch */
+static struct bill_memo *memo_slot(struct search *S, const struct vl_job *j, uint64_t *k1,
+                                   uint64_t *k2) {
+  uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
+  vl__hash2(j, sizeof *j, &h1, &h2);
+  *k1 = h1 ? h1 : 1;
+  *k2 = h2;
+  for (uint32_t i = (uint32_t)*k1 & (PLAN_MEMO_SLOTS - 1), n = 0; S->memo && n < 16;
+       i = (i + 1) & (PLAN_MEMO_SLOTS - 1), n++) {
+    struct bill_memo *m = &S->memo[i];
+    if ((m->h1 == *k1 && m->h2 == *k2) || !m->h1) return m;
+  }
+  return NULL;
+}
+
 static bool consider(struct search *S, const struct vl_plan_candidate *pick, vl_status *st) {
   const struct vl_plan_query *q = S->q;
   struct vl_plan_result *r = S->r;
@@ -193,9 +220,22 @@ static bool consider(struct search *S, const struct vl_plan_candidate *pick, vl_
   struct vl_job job, *j = &job;
   vl_plan_candidate_job(q, pick, j);
   r->evaluated++;
-  if (vl_bill_compute(q->arch, j, S->ov, S->bill, NULL) != VL_OK) return false;
+  uint64_t k1, k2;
+  struct bill_memo one = {0}, *m = memo_slot(S, j, &k1, &k2);
+  if (!m) m = &one; /* estimated, not kept */
+  if (!m->h1) {
+    m->ok = vl_bill_compute(q->arch, j, S->ov, S->bill, NULL) == VL_OK;
+    m->budget = vl_bill_budget_bytes(S->bill);
+    m->host = S->bill->host_bytes;
+    m->trainable = S->bill->trainable_params;
+    if (m != &one) {
+      m->h1 = k1;
+      m->h2 = k2;
+    }
+  }
+  if (!m->ok) return false;
   struct vl_fit fit;
-  vl_fit_check(vl_bill_budget_bytes(S->bill), g, q->margin, &fit);
+  vl_fit_check(m->budget, g, q->margin, &fit);
   if (!fit.fits) return false;
   if (r->n == S->cap) {
     void *p = vl_realloc(r->c, S->cap * 2 * sizeof *r->c);
@@ -208,10 +248,10 @@ static bool consider(struct search *S, const struct vl_plan_candidate *pick, vl_
   }
   struct vl_plan_candidate *c = &r->c[r->n++];
   *c = *pick;
-  c->peak_bytes_per_gpu = vl_bill_budget_bytes(S->bill);
-  c->host_bytes = S->bill->host_bytes;
+  c->peak_bytes_per_gpu = m->budget;
+  c->host_bytes = m->host;
   c->memory_share = (double)c->peak_bytes_per_gpu / (double)g->memory_bytes;
-  step_time(S, g, count, j, c);
+  step_time(S, g, count, j, m->trainable, c);
   c->efficiency = c->compute_s / c->step_s;
   c->hours = (double)r->steps * c->step_s / 3600.0;
   c->cost_usd = c->hours * count * g->usd_per_hour;
@@ -244,6 +284,7 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
   r->steps = (uint64_t)ceil((double)q->tokens / S.tokens_per_step);
   r->c = vl_malloc(S.cap * sizeof *r->c);
   S.bill = vl_malloc(sizeof *S.bill);
+  S.memo = vl_calloc(PLAN_MEMO_SLOTS, sizeof *S.memo); /* NULL: every candidate estimated */
   struct variant var[8];
   int n_var = variants(&q->base, var);
   vl_status st = r->c && S.bill ? VL_OK : VL_ENOMEM;
@@ -278,6 +319,7 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
         }
   }
   struct vl_bill *bill = S.bill;
+  vl_free(S.memo);
   if (st != VL_OK) {
     vl_free(bill);
     vl_plan_release(r);

@@ -75,21 +75,13 @@ struct memo {
   uint8_t ok;
 };
 
-static void hash2(const void *p, size_t n, uint64_t *h1, uint64_t *h2) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) {
-    *h1 = (*h1 ^ b[i]) * 0x100000001b3ull;                        /* FNV-1a */
-    *h2 = (*h2 + b[i] + 1) * 0x9e3779b97f4a7c15ull ^ (*h2 >> 29); /* a second, unrelated */
-  }
-}
-
 static bool peak_memo(const struct vl_sens_query *q, const struct vl_arch *a,
                       const struct vl_job *j, const struct vl_overheads *ov, struct vl_bill *bill,
                       struct memo *memo, uint64_t *out) {
   if (!memo) return peak(q, a, j, ov, bill, out);
   uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
-  hash2(a, sizeof *a, &h1, &h2);
-  hash2(j, sizeof *j, &h1, &h2);
+  vl__hash2(a, sizeof *a, &h1, &h2);
+  vl__hash2(j, sizeof *j, &h1, &h2);
   if (!h1) h1 = 1;
   for (uint32_t i = (uint32_t)h1 & (MEMO_SLOTS - 1), n = 0; n < 16;
        i = (i + 1) & (MEMO_SLOTS - 1), n++) {

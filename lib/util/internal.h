@@ -3,6 +3,7 @@
 #ifndef VRAMLEDGER_INTERNAL_H
 #define VRAMLEDGER_INTERNAL_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "vramledger/status.h"
@@ -56,6 +57,16 @@ static inline uint64_t vl__scale(struct vl__ck *c, uint64_t a, double f) {
 static inline uint64_t vl__div_ceil(uint64_t a, uint64_t b) { return b ? a / b + (a % b != 0) : 0; }
 
 static inline uint64_t vl__round_up(uint64_t a, uint64_t m) { return vl__div_ceil(a, m) * m; }
+
+/* Two unrelated 64-bit hashes of n bytes folded into *h1 (FNV-1a) and
+ * *h2: memo keys of structs copied from one base (their bytes compare). */
+static inline void vl__hash2(const void *p, size_t n, uint64_t *h1, uint64_t *h2) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) {
+    *h1 = (*h1 ^ b[i]) * 0x100000001b3ull;
+    *h2 = (*h2 + b[i] + 1) * 0x9e3779b97f4a7c15ull ^ (*h2 >> 29);
+  }
+}
 
 static inline uint64_t vl__max(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static inline uint64_t vl__min(uint64_t a, uint64_t b) { return a < b ? a : b; }
