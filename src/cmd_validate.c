@@ -175,7 +175,11 @@ int cmd_validate(int argc, const char **argv) {
     }
     struct vl_arch arch;
     if (cli_load_model(r->run->model, &arch) != 0) {
-      snprintf(r->why, sizeof r->why, "model '%s' is not bundled", r->run->model);
+      snprintf(r->why, sizeof r->why,
+               strchr(r->run->model, '/') ? "config '%s' cannot be read from here (paths in a "
+                                            "results file are from the repository's root)"
+                                          : "model '%s' is not bundled",
+               r->run->model);
       continue;
     }
     s = vl_bill_compute(&arch, &r->run->job, &ov, bill, &err);
