@@ -36,10 +36,13 @@ def main():
             loop = "async" if d.get("async_loop") else "sync"
             if d.get("pause"):
                 loop += "-pause%g" % d["pause"]
+            model = MODELS[d["model"]]
+            if "/" in model:  # a config file: its path from the results file's folder
+                model = os.path.relpath(model, os.path.dirname(os.path.abspath(out)))
             runs.append({
                 "name": "%s-%s-%s-%s-l%d-r%d" % (os.path.basename(MODELS[d["model"]]).replace(
                     ".json", ""), d["mode"], loop, session, n + 1, d["rank"]),
-                "model": MODELS[d["model"]], "task": "train", "precision": "amp-bf16",
+                "model": model, "task": "train", "precision": "amp-bf16",
                 "optimizer": "adamw", "optimizer_impl": "foreach", "attention": "sdpa",
                 "checkpointing": "none", "batch": d["batch"], "seq": d["seq"], "lora": 0,
                 "dp": d["world"], "zero": 1 if d["mode"] == "zero1" else 0,

@@ -3,6 +3,7 @@
  * Python with PyTorch, or reads a results file, and compares every run with
  * `estimate` for the same settings. docs/cmd/validate.md is the manual. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -71,6 +72,17 @@ static int mkdir_p(const char *dir) {
 }
 
 /* Run the measuring suite; its output goes to the terminal as it comes. */
+/* A run's model: a bundled name as it is; a config file's relative path
+ * from the results file's folder (the file can be read from anywhere). */
+static void model_path(const char *results, const char *model, char *out, size_t n) {
+  const char *slash = strrchr(results, '/');
+  if (!strchr(model, '/') || model[0] == '/' || !slash) {
+    snprintf(out, n, "%s", model);
+    return;
+  }
+  snprintf(out, n, "%.*s/%s", (int)(slash - results), results, model);
+}
+
 static int measure(const struct val *v, const char *results) {
   char script[4096];
   snprintf(script, sizeof script, "%s/vramledger/measure.py", cli_python_dir());
@@ -174,10 +186,12 @@ int cmd_validate(int argc, const char **argv) {
       continue;
     }
     struct vl_arch arch;
-    if (cli_load_model(r->run->model, &arch) != 0) {
+    char model[PATH_MAX];
+    model_path(results, r->run->model, model, sizeof model);
+    if (cli_load_model(model, &arch) != 0) {
       snprintf(r->why, sizeof r->why,
-               strchr(r->run->model, '/') ? "config '%s' cannot be read from here (paths in a "
-                                            "results file are from the repository's root)"
+               strchr(r->run->model, '/') ? "config '%s' cannot be read (a path in a results "
+                                            "file is from the file's folder)"
                                           : "model '%s' is not bundled",
                r->run->model);
       continue;

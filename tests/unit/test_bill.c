@@ -327,12 +327,12 @@ static void ddp_second_bucket_copy_other_outcome(void **state) {
  * they were measured; sessions 7-10: 106 ranks, bench/ddp_measured.py) lies
  * within 1 % of one of the estimate's two outcomes, as validate judges it;
  * both outcomes occur, and the budget covers every rank. */
-/* The estimate of a run of a committed results file, its job as validate
- * builds it. */
-static void measured_bill(const struct vl_measured_run *run, struct vl_bill *b) {
-  char model[160];
-  if (strchr(run->model, '/')) /* a config file, from the source root */
-    snprintf(model, sizeof model, "%s", run->model);
+/* The estimate of a run of a committed results file (in folder dir), its
+ * job as validate builds it. */
+static void measured_bill(const char *dir, const struct vl_measured_run *run, struct vl_bill *b) {
+  char model[256];
+  if (strchr(run->model, '/')) /* a config file, from the results file's folder */
+    snprintf(model, sizeof model, "%s/%s", dir, run->model);
   else
     snprintf(model, sizeof model, "data/models/%s.json", run->model);
   struct vl_arch a;
@@ -355,7 +355,7 @@ static void ddp_whole_jobs_either_outcome(void **state) {
     assert_true(run->ok);
     assert_int_equal(run->job.dp, 2);
     struct vl_bill b;
-    measured_bill(run, &b);
+    measured_bill("bench/results/2026-11-30-h200x2-session10", run, &b);
     struct vl_compare_row row = {.run = run};
     vl_compare_fill(&row, &b);
     other += row.other_outcome;
@@ -572,7 +572,10 @@ static void training_reserve_replayed(void **state) {
     assert_non_null(run);
     assert_true(run->ok && run->nvml_process);
     struct vl_bill b;
-    measured_bill(run, &b);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(replayed[i].file, '/') - replayed[i].file),
+             replayed[i].file);
+    measured_bill(dir, run, &b);
     assert_close(b.total_bytes, (double)run->nvml_process, 0.07, run->name);
     assert_close(b.peak_reserved_bytes, (double)run->peak_reserved, 0.07, run->name);
     const struct vl_term *r = NULL;
