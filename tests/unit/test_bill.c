@@ -257,6 +257,18 @@ static void fsdp_gathers_what_it_shards(void **state) {
   assert_true(z3ds.line_max[VL_LINE_AUTOCAST] * 8 < dp.line_max[VL_LINE_AUTOCAST]);
 }
 
+/* The GPT-2 DDP job measured on 2 H200s (bench/multi_gpu_job.py: AMP,
+ * AdamW, 4 x 512, a loop that keeps only the loss). */
+static void gpt2_ddp_job(struct vl_job *j) {
+  vl_job_init(j);
+  j->dp = 2;
+  j->precision = VL_PREC_AMP_BF16;
+  j->optimizer = VL_OPT_ADAMW;
+  j->batch = 4;
+  j->seq = 512;
+  j->drop_outputs = true;
+}
+
 /* DDP's first buckets may outlive the rebuild into the second step: a
  * detail term the size of the buckets, not summed into the bill, and the
  * job's other outcome (bill.other) with them counted; static_graph=True
@@ -285,15 +297,7 @@ static void ddp_second_bucket_copy_other_outcome(void **state) {
   assert_int_equal(vl_bill_budget_bytes(&b), b.other.total_bytes);
   assert_non_null(b.other.why);
 
-  /* GPT-2, AMP, AdamW, 4 x 512 on 2 H200s, bench/multi_gpu_job.py (keeps
-   * only the loss) */
-  vl_job_init(&j);
-  j.dp = 2;
-  j.precision = VL_PREC_AMP_BF16;
-  j.optimizer = VL_OPT_ADAMW;
-  j.batch = 4;
-  j.seq = 512;
-  j.drop_outputs = true;
+  gpt2_ddp_job(&j);
   struct vl_bill d, s;
   tu_bill(&gpt2, &j, &d);
   j.ddp_static_graph = true;
@@ -379,13 +383,7 @@ static void ddp_whole_jobs_either_outcome(void **state) {
 static void ddp_rank_total_against_nvml(void **state) {
   (void)state;
   struct vl_job j;
-  vl_job_init(&j);
-  j.dp = 2;
-  j.precision = VL_PREC_AMP_BF16;
-  j.optimizer = VL_OPT_ADAMW;
-  j.batch = 4;
-  j.seq = 512;
-  j.drop_outputs = true;
+  gpt2_ddp_job(&j);
   struct vl_bill b;
   tu_bill(&gpt2, &j, &b);
   assert_close(b.total_bytes, 7428112384.0, 0.01, "gpt2 ddp, first buckets freed");
