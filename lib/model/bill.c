@@ -582,10 +582,13 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
          NULL, 0, NULL, NULL, 0, NULL, NULL, 0, NULL);
   }
   uint64_t ctx = ov->cuda_context_bytes + (ranks > 1 ? ov->nccl_bytes : 0);
-  note(bill, VL_LINE_CONTEXT, "CUDA context + libraries", "context (+ NCCL when ranks > 1)",
-       "bench/results/2026-11-29-h200-calibration.json", ctx, "context",
-       (double)ov->cuda_context_bytes, "bytes", "nccl", ranks > 1 ? (double)ov->nccl_bytes : 0,
-       "bytes", NULL, 0, NULL);
+  note(bill, VL_LINE_CONTEXT, "CUDA context + libraries",
+       "context (+ NCCL's buffers and context when ranks > 1)",
+       ranks > 1 ? "bench/results/2026-11-29-h200-calibration.json; bench/results/2026-11-30-"
+                   "h200x2-session10/per-gpu-overhead.txt"
+                 : "bench/results/2026-11-29-h200-calibration.json",
+       ctx, "context", (double)ov->cuda_context_bytes, "bytes", "nccl",
+       ranks > 1 ? (double)ov->nccl_bytes : 0, "bytes", NULL, 0, NULL);
   /* one workspace per thread that runs matmuls: the forward's and, once a
    * backward ran, autograd's backward thread; both live through every later
    * step (measured: bench/results/2026-11-29-h200-probe/unexplained.json) */
