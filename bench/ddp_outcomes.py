@@ -85,10 +85,10 @@ def main():
         tot["nearer within 7 %"] += n if abs(err) <= 7 else 0
         tot["nearer within 2 %"] += n if abs(err) <= 2 else 0
         tot["point within 7 %"] += n if abs(point) <= 7 else 0
-        tot["budget covers"] += n if max(low, other or 0) >= meas * 0.98 else 0
+        tot["larger outcome >= 98 %"] += n if max(low, other or 0) >= meas * 0.98 else 0
     print()
     for k in ("ranks", "bill", "other", "nearer within 2 %", "nearer within 7 %",
-              "point within 7 %", "budget covers"):
+              "point within 7 %", "larger outcome >= 98 %"):
         print("%-20s %d" % (k, tot[k]))
 
 

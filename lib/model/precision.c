@@ -95,7 +95,7 @@ void vl_overheads_default(struct vl_overheads *o) {
   o->cuda_context_bytes = 805306368ull; /* 0.75 GiB */
   o->cublas_workspace_bytes = 32ull << 20;
   /* a rank's memory beyond one GPU's context when ranks talk: NCCL's own
-   * buffers (libnccl.so.2's driver allocations: 473 MiB a rank) and the
+   * buffers (libnccl.so.2's driver allocations: 484 MiB a rank) and the
    * larger context NCCL's kernels and peers bring. NVML's per-GPU peak
    * minus the rank's max_memory_reserved() is 1,681,915,904 B on every
    * rank of four GPT-2 DDP runs and 1,679,818,752 B under FSDP full shard

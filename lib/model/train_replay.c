@@ -131,8 +131,8 @@ static void trained(struct prog *p, const struct vl_arch *arch, const struct vl_
 
 /* ---- DDP ---- */
 
-/* every parameter's bytes (b an element), in the model's order */
-static size_t param_sizes(const struct vl_arch *arch, const struct vl_inventory *inv, uint64_t b,
+/* every parameter's elements, in the model's order */
+static size_t param_elems(const struct vl_arch *arch, const struct vl_inventory *inv,
                           uint64_t **out) {
   size_t n = 0, cap = 0;
   uint64_t *v = NULL;
@@ -151,7 +151,7 @@ static size_t param_sizes(const struct vl_arch *arch, const struct vl_inventory 
           }
           v = x;
         }
-        v[n++] = t->rows * t->cols * b;
+        v[n++] = t->rows * t->cols;
       }
     }
   }
@@ -159,14 +159,14 @@ static size_t param_sizes(const struct vl_arch *arch, const struct vl_inventory 
   return n;
 }
 
-/* flat buffers of consecutive tensors, each closed once it holds `cap`
- * bytes or more (torch's bucketing), in the given direction; onto l (NULL:
- * made and freed at once) */
-static void flat_groups(struct prog *p, const uint64_t *v, size_t n, bool reverse, uint64_t cap,
-                        struct list *l) {
+/* flat buffers of consecutive tensors (v elements, b bytes each), each
+ * closed once it holds `cap` bytes or more (torch's bucketing), in the
+ * given direction; onto l (NULL: made and freed at once) */
+static void flat_groups(struct prog *p, const uint64_t *v, size_t n, uint64_t b, bool reverse,
+                        uint64_t cap, struct list *l) {
   uint64_t at = 0;
   for (size_t k = 0; k < n; k++) {
-    at += v[reverse ? n - 1 - k : k];
+    at += v[reverse ? n - 1 - k : k] * b;
     if (at >= cap || k + 1 == n) {
       block(p, at, l);
       at = 0;
@@ -180,13 +180,13 @@ static void flat_groups(struct prog *p, const uint64_t *v, size_t n, bool revers
  * bucket is unlimited (GPT-2 on 2 H200s: 270,938,112 and 226,821,120 B,
  * then 497,759,232 B, every rank's allocator history: bench/results/
  * 2026-11-29-h200x2-session7/part7/) */
-static void ddp_init(struct prog *p, const uint64_t *w, const uint64_t *g, size_t n,
+static void ddp_init(struct prog *p, const uint64_t *v, size_t n, const struct vl__train_sizes *z,
                      struct list *buckets) {
-  flat_groups(p, w, n, false, 250ull << 20, NULL);
+  flat_groups(p, v, n, z->wb, false, 250ull << 20, NULL);
   uint64_t all = 0;
   for (size_t k = 0; k < n; k++)
-    all += g[k];
-  block(p, all, buckets);
+    all += v[k];
+  block(p, all * z->gb, buckets);
 }
 
 /* ZeRO-1's share of rank 0 (torch's ZeroRedundancyOptimizer): the
@@ -779,21 +779,18 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   if (z->mb) model_wide(&R.p, arch, inv, z->mb, 1, &model);
   if (z->lora_rank) adapters(&R.p, arch, z, z->ab, 1, &model); /* get_peft_model */
   uint32_t ws1 = NONE;
-  /* DDP: the weights' and the gradients' sizes, in the model's order */
-  uint64_t *wsz = NULL, *gsz = NULL;
-  size_t np = 0;
+  /* DDP and ZeRO-1: every parameter's elements, in the model's order */
+  uint64_t *esz = NULL;
+  size_t np = 0, *mine = NULL, nmine = 0;
   struct list buckets = {0}, old = {0};
   if (z->ddp) {
-    np = param_sizes(arch, inv, z->wb, &wsz);
-    if (param_sizes(arch, inv, z->gb, &gsz) != np || !wsz || !gsz) R.p.failed = true;
-    if (!R.p.failed) ddp_init(&R.p, wsz, gsz, np, &buckets);
+    np = param_elems(arch, inv, &esz);
+    if (!esz) R.p.failed = true;
+    if (!R.p.failed) ddp_init(&R.p, esz, np, z, &buckets);
   }
-  uint64_t *esz = NULL;
-  size_t *mine = NULL, nmine = 0;
   if (z->zero1_ranks && !R.p.failed) {
-    size_t ne = param_sizes(arch, inv, 1, &esz);
-    mine = vl_calloc(ne + 1, sizeof *mine);
-    nmine = esz && mine ? zero1_share(esz, ne, z->zero1_ranks, mine) : SIZE_MAX;
+    mine = vl_calloc(np + 1, sizeof *mine);
+    nmine = mine ? zero1_share(esz, np, z->zero1_ranks, mine) : SIZE_MAX;
     if (nmine == SIZE_MAX) {
       R.p.failed = true;
       nmine = 0;
@@ -809,7 +806,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
       old = buckets;
       buckets = (struct list){0};
       if (!z->ddp_kept) drop(&R.p, &old);
-      flat_groups(&R.p, gsz, np, true, 25ull << 20, &buckets);
+      flat_groups(&R.p, esz, np, z->gb, true, 25ull << 20, &buckets);
     }
     /* ---- forward (under autocast) ---- */
     R.tp.grad = !z->ckpt;
@@ -939,8 +936,6 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   vl_cache_stats(R.p.c, out);
   bool failed = R.p.failed;
   vl_free(kept);
-  vl_free(wsz);
-  vl_free(gsz);
   vl_free(esz);
   vl_free(mine);
   vl_free(buckets.h);
