@@ -56,11 +56,8 @@ int cmd_audit(int argc, const char **argv) {
   printf("  %-28s %14s %14s %9s\n", "line", "committed", "actual", "off");
   /* where timing decides between two outcomes, the run is held to the one
    * its peak lies nearer (DDP's bucket rebuild) */
-  uint64_t ref = c.est_total_bytes;
-  bool other = c.est_other_total_bytes && mp &&
-               fabs((double)mp - (double)c.est_other_total_bytes) <
-                   fabs((double)mp - (double)c.est_total_bytes);
-  if (other) ref = c.est_other_total_bytes;
+  bool other;
+  uint64_t ref = vl_commitment_reference_bytes(&c, mp, &other);
   double off = ref ? ((double)mp - (double)ref) / (double)ref : 0;
   bool bad = !mp || fabs(off) > tol;
   printf("  %-28s %10.2f GiB %10.2f GiB %+8.1f%%%s\n",

@@ -62,6 +62,11 @@ vl_status vl_job_apply_deepspeed(const char *text, size_t len, struct vl_job *jo
  * two outcomes where timing decides between them. */
 uint64_t vl_commitment_budget_bytes(const struct vl_commitment *c);
 
+/*! The committed total a measured per-GPU peak is held to: the total, or
+ * the other outcome's where the peak lies nearer it (*other set then). */
+uint64_t vl_commitment_reference_bytes(const struct vl_commitment *c, uint64_t measured,
+                                       bool *other);
+
 /*! The bytes per GPU above which the peak trigger fires: peak_trigger x
  * the measured process peak when a run was attached, else x the estimated
  * budget (vl_commitment_budget_bytes). */

@@ -34,6 +34,7 @@ struct vl_fw_rank {
    * (docs/model.md, DDP's two outcomes); 0 when not */
   uint64_t ddp_step2_extra;
   uint64_t steady_peak_allocated; /* peak_allocated without that extra */
+  bool ddp_extra_in_bill;         /* the extra is within the bill's transient below */
   /* this rank's own bill at the peak of its billed step (as the layer's
    * below, for the main rank), for the ranks side by side */
   bool has_bill;

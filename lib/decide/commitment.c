@@ -240,6 +240,14 @@ uint64_t vl_commitment_budget_bytes(const struct vl_commitment *c) {
                                                        : c->est_total_bytes;
 }
 
+uint64_t vl_commitment_reference_bytes(const struct vl_commitment *c, uint64_t measured,
+                                       bool *other) {
+  *other = c->est_other_total_bytes && measured &&
+           fabs((double)measured - (double)c->est_other_total_bytes) <
+               fabs((double)measured - (double)c->est_total_bytes);
+  return *other ? c->est_other_total_bytes : c->est_total_bytes;
+}
+
 uint64_t vl_commitment_peak_threshold(const struct vl_commitment *c) {
   uint64_t ref = c->measured && c->measured_process_bytes ? c->measured_process_bytes
                                                           : vl_commitment_budget_bytes(c);

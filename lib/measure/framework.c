@@ -114,6 +114,7 @@ static void ddp_first_buckets(const struct vl_record *r, struct vl_probe_layer *
     if (f->n_rank_peaks > 1 && P > 0 && n_later >= 2 && later && d > 0.8 * P && d < 1.2 * P) {
       x->ddp_step2_extra = step2 - later;
       x->steady_peak_allocated = later;
+      x->ddp_extra_in_bill = x->has_bill && x->bill_step == 2 && x->transient >= x->ddp_step2_extra;
       f->ddp_kept_ranks++;
     }
     if (x->steady_peak_allocated < lo) lo = x->steady_peak_allocated;

@@ -114,7 +114,7 @@ static void rank_bills_text(FILE *o, const struct vl_probe_layer *f, bool md) {
   fprintf(o, "\n");
   for (unsigned j = 0; j < n; j++) {
     const struct vl_fw_rank *x = &f->ranks[idx[j]];
-    if (x->ddp_step2_extra && x->bill_step == 2 && x->transient >= x->ddp_step2_extra)
+    if (x->ddp_extra_in_bill)
       fprintf(o, "%srank %u: %.3f GiB of its transient are DDP's first buckets, kept into step 2\n",
               md ? "\n- " : "    ", x->rank, GIB(x->ddp_step2_extra));
   }

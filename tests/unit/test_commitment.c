@@ -63,6 +63,16 @@ static void ddp_other_outcome(void **state) {
   assert_int_equal(vl_commitment_parse(doc, strlen(doc), &c, &err), VL_OK);
   assert_int_equal(c.est_other_total_bytes, 7138705408ull);
   assert_int_equal(vl_commitment_budget_bytes(&c), 7138705408ull);
+  /* audit holds a run to the nearer of the committed outcomes: a peak
+   * below the bill's total to the bill, one past the other's to it */
+  bool other = true;
+  assert_int_equal(vl_commitment_reference_bytes(&c, 6900000000ull, &other), 6803161088ull);
+  assert_false(other);
+  assert_int_equal(vl_commitment_reference_bytes(&c, 7751073792ull, &other), 7138705408ull);
+  assert_true(other);
+  c.est_other_total_bytes = 0; /* one outcome: always the total */
+  assert_int_equal(vl_commitment_reference_bytes(&c, 7751073792ull, &other), 6803161088ull);
+  assert_false(other);
   /* a broken one is refused with the key's name */
   static const char bad[] =
       "{\"schema\": \"vramledger.commitment/1\", \"model\": \"gpt2\", \"hardware\": {\"gpu\": "
