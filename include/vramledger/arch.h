@@ -22,6 +22,36 @@ enum vl_family {
   VL_FAM_GPT_NEOX,
   VL_FAM_OPT,
   VL_FAM_BERT,
+  /* the rest of the decoders transformers ships, read into the parts below */
+  VL_FAM_QWEN3,
+  VL_FAM_QWEN2_MOE,
+  VL_FAM_QWEN3_MOE,
+  VL_FAM_GEMMA2,
+  VL_FAM_GEMMA3,
+  VL_FAM_PHI,
+  VL_FAM_OLMO2,
+  VL_FAM_OLMOE,
+  VL_FAM_GRANITE,
+  VL_FAM_STARCODER2,
+  VL_FAM_FALCON,
+  VL_FAM_GPT_BIGCODE,
+  VL_FAM_GLM,
+  VL_FAM_DEEPSEEK_V2,
+  VL_FAM_STABLELM,
+  /* encoders */
+  VL_FAM_ROBERTA,
+  VL_FAM_DISTILBERT,
+  VL_FAM_DEBERTA_V2,
+  VL_FAM_MODERNBERT,
+  VL_FAM_VIT,
+  /* encoder-decoders */
+  VL_FAM_T5,
+  VL_FAM_BART,
+  /* convolutions */
+  VL_FAM_RESNET,
+  /* a model_type nobody described: its usual keys read as a Llama-like
+   * decoder (approximate) */
+  VL_FAM_GENERIC,
   VL_FAM_COUNT
 };
 
@@ -61,7 +91,58 @@ struct vl_arch {
   unsigned gelu_python : 1;       /* GELU written in Python ops (GPT-2 gelu_new) */
   unsigned parallel_residual : 1; /* x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX) */
   unsigned softmax_native : 1;    /* eager softmax in the scores' dtype, not fp32 (GPT-2) */
+  unsigned fused_gate_up : 1;     /* one gate_up_proj matrix (Phi-3, GLM) */
+
+  /* ---- parts beyond the Llama block (docs/model.md, "Model types") ---- */
+  unsigned approximate : 1; /* model_type unknown: read as a generic decoder */
+  unsigned qk_norm : 2; /* RMSNorm on q and k: 1 per head (Qwen3, Gemma 3), 2 over all heads (OLMo
+                           2, OLMoE) */
+  unsigned sandwich_norm : 1; /* Gemma 2/3: norms before and after attention and MLP (4 a layer) */
+  unsigned post_norm : 1;     /* OLMo 2: norms after attention and MLP only, none before */
+  unsigned shared_norm : 1;   /* one norm feeds attention and MLP (Phi, Falcon parallel_attn) */
+  unsigned head_bias : 1;     /* the LM head has a bias (Phi) */
+  unsigned embed_scaled : 1;  /* the embeddings are multiplied (Gemma sqrt(h), Granite) */
+  unsigned resid_scaled : 1;  /* Granite: residual branches multiplied before the add */
+  unsigned logits_scaled : 1; /* Granite: logits divided by logits_scaling */
+  unsigned shared_gate : 1;   /* Qwen2-MoE: sigmoid gate on the shared expert */
+  unsigned mla : 1;           /* DeepSeek-V2 multi-head latent attention */
+  unsigned rel_bias : 1;      /* T5: relative position bias added to the scores */
+  double attn_softcap;        /* Gemma 2: tanh cap on the attention scores (0: none) */
+  double final_softcap;       /* Gemma 2: tanh cap on the logits (0: none) */
+  uint64_t sliding_window;    /* tokens a sliding-window layer sees (0: none) */
+  uint64_t sliding_layers;    /* how many layers slide */
+  /* MoE (experts > 0): routed experts of moe_intermediate, shared experts of
+   * shared_intermediate in all, dense_layers layers with a dense MLP of
+   * intermediate instead (DeepSeek first_k_dense_replace, Qwen
+   * mlp_only_layers / decoder_sparse_step) */
+  uint64_t moe_intermediate;
+  uint64_t shared_intermediate;
+  uint64_t dense_layers;
+  /* MLA: q through a low-rank (q_lora_rank, 0: one q_proj), k and v from a
+   * compressed kv_lora_rank latent; per head qk_nope + qk_rope for q and
+   * k, v_head_dim for v (DeepSeek-V2, arXiv 2405.04434 section 2.1) */
+  uint64_t q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim;
+  /* encoder-decoder (T5, BART): enc_layers encoder layers, `layers` decoder
+   * layers with cross-attention; rel_buckets T5's relative buckets */
+  uint64_t enc_layers;
+  uint64_t rel_buckets;
+  /* DeBERTa-v2: relative position embeddings rows, separate position
+   * projections when not shared */
+  uint64_t rel_embed_rows;
+  unsigned rel_pos_proj : 2; /* bit 0 c2p (pos_key_proj), bit 1 p2c (pos_query_proj) */
+  unsigned rel_norm : 1;     /* encoder.LayerNorm on the relative embeddings */
+  unsigned cls_bias : 1;     /* ModernBERT: head.dense has a bias (classifier_bias) */
+  /* vision: ViT patches, ResNet stages; labels: classifier rows */
+  uint64_t image_size, patch_size, channels, labels;
+  uint64_t stages, stage_depth[8], stage_width[8], stem_width;
+  unsigned bottleneck : 1;   /* ResNet bottleneck blocks (1x1, 3x3, 1x1), else basic */
+  unsigned stride_first : 1; /* ResNet downsample_in_first_stage */
 };
+
+/* The model's task head as transformers' Auto class builds it. */
+static inline int vl_arch_is_encoder(const struct vl_arch *a) {
+  return !a->causal && !a->enc_layers;
+}
 
 /*! Parse a Hugging Face config.json held in text[0..len).
  * @return VL_OK and *out filled; VL_EPARSE (message has line and column),
@@ -72,6 +153,10 @@ vl_status vl_arch_from_json(const char *text, size_t len, struct vl_arch *out,
 
 /*! Comma-separated list of supported model_type values (static storage). */
 const char *vl_arch_supported(void);
+
+/*! The model_type a family is read from ("generic decoder" for
+ * VL_FAM_GENERIC); static storage. */
+const char *vl_arch_family_name(enum vl_family f);
 
 /* ---- parameter inventory ------------------------------------------------ */
 
@@ -93,7 +178,7 @@ struct vl_tensor {
   unsigned per_layer : 1;
 };
 
-#define VL_MAX_TENSORS 32
+#define VL_MAX_TENSORS 96
 
 struct vl_inventory {
   struct vl_tensor t[VL_MAX_TENSORS];

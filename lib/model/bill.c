@@ -178,7 +178,9 @@ static void model_states(const struct vl_arch *arch, const struct vl_inventory *
     uint64_t one = vl__tp_split(t, job->tp, vl__mul(ck, t->rows, t->cols));
     uint64_t count = t->count;
     if (t->per_layer) {
-      count = vl__mul(ck, count / arch->layers, stage_layers);
+      /* a stage's share; exact where a tensor is not in every layer
+       * (MoE beside dense layers) and the stage is the whole model */
+      count = vl__mul(ck, count, stage_layers) / arch->layers;
     } else {
       /* embeddings on the first stage; final norm and head on the last; a
        * tied head keeps a copy of the embedding on the last stage (Megatron) */

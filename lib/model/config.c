@@ -11,35 +11,72 @@
 #include "../util/internal.h"
 #include "vramledger/arch.h"
 
+#include "config_read.h"
+
+static vl_status read_gpt2(struct vl__reader *r, struct vl_arch *a);
+static vl_status read_neox(struct vl__reader *r, struct vl_arch *a);
+static vl_status read_opt(struct vl__reader *r, struct vl_arch *a);
+static vl_status read_bert(struct vl__reader *r, struct vl_arch *a);
+vl_status vl__read_falcon(struct vl__reader *r, struct vl_arch *a); /* config_decoders.c */
+
+/* Every model type described by its parts: its name in config.json, its
+ * family and the reader of its keys. */
 static const struct {
   const char *model_type;
   enum vl_family family;
+  vl__arch_reader read;
 } families[] = {
-    {"llama", VL_FAM_LLAMA}, {"mistral", VL_FAM_MISTRAL},   {"qwen2", VL_FAM_QWEN2},
-    {"gemma", VL_FAM_GEMMA}, {"phi3", VL_FAM_PHI3},         {"mixtral", VL_FAM_MIXTRAL},
-    {"gpt2", VL_FAM_GPT2},   {"gpt_neox", VL_FAM_GPT_NEOX}, {"opt", VL_FAM_OPT},
-    {"bert", VL_FAM_BERT},
+    {"llama", VL_FAM_LLAMA, vl__read_llama_like},
+    {"mistral", VL_FAM_MISTRAL, vl__read_llama_like},
+    {"mixtral", VL_FAM_MIXTRAL, vl__read_llama_like},
+    {"qwen2", VL_FAM_QWEN2, vl__read_llama_like},
+    {"qwen2_moe", VL_FAM_QWEN2_MOE, vl__read_decoder},
+    {"qwen3", VL_FAM_QWEN3, vl__read_decoder},
+    {"qwen3_moe", VL_FAM_QWEN3_MOE, vl__read_decoder},
+    {"gemma", VL_FAM_GEMMA, vl__read_llama_like},
+    {"gemma2", VL_FAM_GEMMA2, vl__read_decoder},
+    {"gemma3_text", VL_FAM_GEMMA3, vl__read_decoder},
+    {"phi", VL_FAM_PHI, vl__read_decoder},
+    {"phi3", VL_FAM_PHI3, vl__read_llama_like},
+    {"olmo2", VL_FAM_OLMO2, vl__read_decoder},
+    {"olmoe", VL_FAM_OLMOE, vl__read_decoder},
+    {"granite", VL_FAM_GRANITE, vl__read_decoder},
+    {"starcoder2", VL_FAM_STARCODER2, vl__read_decoder},
+    {"falcon", VL_FAM_FALCON, vl__read_falcon},
+    {"gpt_bigcode", VL_FAM_GPT_BIGCODE, read_gpt2},
+    {"gpt2", VL_FAM_GPT2, read_gpt2},
+    {"gpt_neox", VL_FAM_GPT_NEOX, read_neox},
+    {"opt", VL_FAM_OPT, read_opt},
+    {"stablelm", VL_FAM_STABLELM, vl__read_decoder},
+    {"glm", VL_FAM_GLM, vl__read_decoder},
+    {"deepseek_v2", VL_FAM_DEEPSEEK_V2, vl__read_decoder},
+    {"bert", VL_FAM_BERT, read_bert},
+    {"roberta", VL_FAM_ROBERTA, vl__read_encoder},
+    {"distilbert", VL_FAM_DISTILBERT, vl__read_encoder},
+    {"deberta-v2", VL_FAM_DEBERTA_V2, vl__read_encoder},
+    {"modernbert", VL_FAM_MODERNBERT, vl__read_encoder},
+    {"t5", VL_FAM_T5, vl__read_seq2seq},
+    {"bart", VL_FAM_BART, vl__read_seq2seq},
+    {"vit", VL_FAM_VIT, vl__read_vision},
+    {"resnet", VL_FAM_RESNET, vl__read_vision},
 };
+
+#define N_FAMILIES (sizeof families / sizeof families[0])
 
 const char *vl_arch_supported(void) {
-  return "llama, mistral, qwen2, gemma, phi3, mixtral, gpt2, gpt_neox, opt, bert";
+  return "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, "
+         "gemma3_text, phi, phi3, olmo2, olmoe, granite, starcoder2, falcon, gpt_bigcode, gpt2, "
+         "gpt_neox, opt, stablelm, glm, deepseek_v2, bert, roberta, distilbert, deberta-v2, "
+         "modernbert, t5, bart, vit, resnet";
 }
 
-/* Limits far above any real model; beyond them products stop meaning much. */
-#define MAX_HIDDEN (1ull << 20)
-#define MAX_LAYERS 10000ull
-#define MAX_HEADS 65536ull
-#define MAX_VOCAB (1ull << 26)
-#define MAX_WIDTH (1ull << 24)
-#define MAX_POS (1ull << 26)
-#define MAX_EXPERTS 4096ull
+const char *vl_arch_family_name(enum vl_family f) {
+  for (size_t i = 0; i < N_FAMILIES; i++)
+    if (families[i].family == f) return families[i].model_type;
+  return "generic decoder";
+}
 
-struct reader {
-  json_t *root;
-  struct vl_err *err;
-};
-
-static const char *json_kind(const json_t *v) {
+const char *vl__json_kind(const json_t *v) {
   switch (json_typeof(v)) {
   case JSON_OBJECT: return "an object";
   case JSON_ARRAY: return "an array";
@@ -53,8 +90,8 @@ static const char *json_kind(const json_t *v) {
 }
 
 /* Integer key in [lo, hi]; missing or null gives def. */
-static vl_status get_u64(struct reader *r, const char *key, uint64_t def, uint64_t lo, uint64_t hi,
-                         uint64_t *out) {
+vl_status vl__get_u64(struct vl__reader *r, const char *key, uint64_t def, uint64_t lo, uint64_t hi,
+                      uint64_t *out) {
   json_t *v = json_object_get(r->root, key);
   if (!v || json_is_null(v)) {
     *out = def;
@@ -67,7 +104,8 @@ static vl_status get_u64(struct reader *r, const char *key, uint64_t def, uint64
              fabs(json_real_value(v)) < 9.0e15) {
     i = (json_int_t)json_real_value(v);
   } else {
-    return vl__fail(r->err, VL_EKEY, "key '%s': expected an integer, got %s", key, json_kind(v));
+    return vl__fail(r->err, VL_EKEY, "key '%s': expected an integer, got %s", key,
+                    vl__json_kind(v));
   }
   if (i < 0 || (uint64_t)i < lo || (uint64_t)i > hi)
     return vl__fail(r->err, VL_ERANGE, "key '%s': %lld is out of range [%llu, %llu]", key,
@@ -76,27 +114,28 @@ static vl_status get_u64(struct reader *r, const char *key, uint64_t def, uint64
   return VL_OK;
 }
 
-static vl_status get_bool(struct reader *r, const char *key, int def, int *out) {
+vl_status vl__get_bool(struct vl__reader *r, const char *key, int def, int *out) {
   json_t *v = json_object_get(r->root, key);
   if (!v || json_is_null(v)) {
     *out = def;
     return VL_OK;
   }
   if (!json_is_boolean(v))
-    return vl__fail(r->err, VL_EKEY, "key '%s': expected true or false, got %s", key, json_kind(v));
+    return vl__fail(r->err, VL_EKEY, "key '%s': expected true or false, got %s", key,
+                    vl__json_kind(v));
   *out = json_is_true(v);
   return VL_OK;
 }
 
 /* Probability-like number in [0, 1]. */
-static vl_status get_prob(struct reader *r, const char *key, double def, double *out) {
+vl_status vl__get_prob(struct vl__reader *r, const char *key, double def, double *out) {
   json_t *v = json_object_get(r->root, key);
   if (!v || json_is_null(v)) {
     *out = def;
     return VL_OK;
   }
   if (!json_is_number(v))
-    return vl__fail(r->err, VL_EKEY, "key '%s': expected a number, got %s", key, json_kind(v));
+    return vl__fail(r->err, VL_EKEY, "key '%s': expected a number, got %s", key, vl__json_kind(v));
   double d = json_number_value(v);
   if (!(d >= 0.0 && d <= 1.0))
     return vl__fail(r->err, VL_ERANGE, "key '%s': %g is not in [0, 1]", key, d);
@@ -104,29 +143,14 @@ static vl_status get_prob(struct reader *r, const char *key, double def, double 
   return VL_OK;
 }
 
-#define TRY(expr)                                                                                  \
-  do {                                                                                             \
-    vl_status s_ = (expr);                                                                         \
-    if (s_ != VL_OK) return s_;                                                                    \
-  } while (0)
-
-/* The shape every multi-head family reads the same way, under its own key
- * names: vocabulary, width, depth, heads (each of hidden / heads, as many
- * key/value heads as heads), MLP width (a default of 0: 4 x hidden), and
- * positions; defaults are transformers' Configuration classes'. */
-struct shape_keys {
-  const char *vocab, *hidden, *layers, *heads, *inter, *pos;
-  uint64_t d_vocab, d_hidden, d_layers, d_heads, d_inter, d_pos;
-};
-
-static vl_status read_shape(struct reader *r, struct vl_arch *a, const struct shape_keys *k) {
-  TRY(get_u64(r, k->vocab, k->d_vocab, 1, MAX_VOCAB, &a->vocab));
-  TRY(get_u64(r, k->hidden, k->d_hidden, 1, MAX_HIDDEN, &a->hidden));
-  TRY(get_u64(r, k->layers, k->d_layers, 1, MAX_LAYERS, &a->layers));
-  TRY(get_u64(r, k->heads, k->d_heads, 1, MAX_HEADS, &a->heads));
-  TRY(get_u64(r, k->inter, k->d_inter ? k->d_inter : 4 * a->hidden, 1, MAX_WIDTH,
-              &a->intermediate));
-  TRY(get_u64(r, k->pos, k->d_pos, 1, MAX_POS, &a->max_positions));
+vl_status vl__read_shape(struct vl__reader *r, struct vl_arch *a, const struct shape_keys *k) {
+  TRY(vl__get_u64(r, k->vocab, k->d_vocab, 1, MAX_VOCAB, &a->vocab));
+  TRY(vl__get_u64(r, k->hidden, k->d_hidden, 1, MAX_HIDDEN, &a->hidden));
+  TRY(vl__get_u64(r, k->layers, k->d_layers, 1, MAX_LAYERS, &a->layers));
+  TRY(vl__get_u64(r, k->heads, k->d_heads, 1, MAX_HEADS, &a->heads));
+  TRY(vl__get_u64(r, k->inter, k->d_inter ? k->d_inter : 4 * a->hidden, 1, MAX_WIDTH,
+                  &a->intermediate));
+  TRY(vl__get_u64(r, k->pos, k->d_pos, 1, MAX_POS, &a->max_positions));
   if (a->hidden % a->heads)
     return vl__fail(r->err, VL_ERANGE, "%s %llu is not a multiple of %s %llu", k->hidden,
                     (unsigned long long)a->hidden, k->heads, (unsigned long long)a->heads);
@@ -135,13 +159,60 @@ static vl_status read_shape(struct reader *r, struct vl_arch *a, const struct sh
   return VL_OK;
 }
 
-/* transformers' usual key names, the MLP's width under the name given */
-#define HF_SHAPE(inter)                                                                            \
-  "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", inter,                  \
-      "max_position_embeddings"
+vl_status vl__get_num(struct vl__reader *r, const char *key, double def, double *out) {
+  json_t *v = json_object_get(r->root, key);
+  if (!v || json_is_null(v)) {
+    *out = def;
+    return VL_OK;
+  }
+  if (!json_is_number(v))
+    return vl__fail(r->err, VL_EKEY, "key '%s': expected a number, got %s", key, vl__json_kind(v));
+  double d = json_number_value(v);
+  if (!(d >= 0.0 && d < 1e12))
+    return vl__fail(r->err, VL_ERANGE, "key '%s': %g is out of range [0, 1e12)", key, d);
+  *out = d;
+  return VL_OK;
+}
+
+vl_status vl__get_str(struct vl__reader *r, const char *key, const char *def, const char **out) {
+  json_t *v = json_object_get(r->root, key);
+  if (!v || json_is_null(v)) {
+    *out = def;
+    return VL_OK;
+  }
+  if (!json_is_string(v))
+    return vl__fail(r->err, VL_EKEY, "key '%s': expected a string, got %s", key, vl__json_kind(v));
+  *out = json_string_value(v);
+  return VL_OK;
+}
+
+vl_status vl__get_u64_list(struct vl__reader *r, const char *key, uint64_t hi, uint64_t *out,
+                           uint64_t max, uint64_t *n) {
+  json_t *v = json_object_get(r->root, key);
+  if (!v || json_is_null(v)) return VL_OK; /* *n and out keep the defaults */
+  if (!json_is_array(v))
+    return vl__fail(r->err, VL_EKEY, "key '%s': expected an array, got %s", key, vl__json_kind(v));
+  if (json_array_size(v) > max)
+    return vl__fail(r->err, VL_ERANGE, "key '%s': %zu entries, at most %llu are read", key,
+                    json_array_size(v), (unsigned long long)max);
+  for (size_t i = 0; i < json_array_size(v); i++) {
+    json_t *x = json_array_get(v, i);
+    if (!json_is_integer(x) || json_integer_value(x) < 1 || (uint64_t)json_integer_value(x) > hi)
+      return vl__fail(r->err, VL_ERANGE, "key '%s': entry %zu is not an integer in [1, %llu]", key,
+                      i, (unsigned long long)hi);
+    out[i] = (uint64_t)json_integer_value(x);
+  }
+  *n = json_array_size(v);
+  return VL_OK;
+}
+
+int vl__has(struct vl__reader *r, const char *key) {
+  json_t *v = json_object_get(r->root, key);
+  return v && !json_is_null(v);
+}
 
 /* Llama-like decoders: llama, mistral, qwen2, gemma, phi3, mixtral. */
-static vl_status read_llama_like(struct reader *r, struct vl_arch *a) {
+vl_status vl__read_llama_like(struct vl__reader *r, struct vl_arch *a) {
   /* defaults: transformers' Configuration classes */
   uint64_t dv = 32000, dh = 4096, di = 11008, dl = 32, dn = 32, dpos = 2048;
   int dkv_is_heads = 1, dtie = 0;
@@ -156,15 +227,16 @@ static vl_status read_llama_like(struct reader *r, struct vl_arch *a) {
   case VL_FAM_PHI3: dv = 32064, dh = 3072, di = 8192, dpos = 4096; break;
   default: break;
   }
-  TRY(get_u64(r, "vocab_size", dv, 1, MAX_VOCAB, &a->vocab));
-  TRY(get_u64(r, "hidden_size", dh, 1, MAX_HIDDEN, &a->hidden));
-  TRY(get_u64(r, "intermediate_size", di, 1, MAX_WIDTH, &a->intermediate));
-  TRY(get_u64(r, "num_hidden_layers", dl, 1, MAX_LAYERS, &a->layers));
-  TRY(get_u64(r, "num_attention_heads", dn, 1, MAX_HEADS, &a->heads));
-  TRY(get_u64(r, "num_key_value_heads", dkv_is_heads ? a->heads : dkv, 1, MAX_HEADS, &a->kv_heads));
-  TRY(get_u64(r, "max_position_embeddings", dpos, 1, MAX_POS, &a->max_positions));
+  TRY(vl__get_u64(r, "vocab_size", dv, 1, MAX_VOCAB, &a->vocab));
+  TRY(vl__get_u64(r, "hidden_size", dh, 1, MAX_HIDDEN, &a->hidden));
+  TRY(vl__get_u64(r, "intermediate_size", di, 1, MAX_WIDTH, &a->intermediate));
+  TRY(vl__get_u64(r, "num_hidden_layers", dl, 1, MAX_LAYERS, &a->layers));
+  TRY(vl__get_u64(r, "num_attention_heads", dn, 1, MAX_HEADS, &a->heads));
+  TRY(vl__get_u64(r, "num_key_value_heads", dkv_is_heads ? a->heads : dkv, 1, MAX_HEADS,
+                  &a->kv_heads));
+  TRY(vl__get_u64(r, "max_position_embeddings", dpos, 1, MAX_POS, &a->max_positions));
   uint64_t dhd = a->family == VL_FAM_GEMMA ? 256 : 0;
-  TRY(get_u64(r, "head_dim", dhd, 0, MAX_HIDDEN, &a->head_dim));
+  TRY(vl__get_u64(r, "head_dim", dhd, 0, MAX_HIDDEN, &a->head_dim));
   if (a->head_dim == 0) {
     if (a->hidden % a->heads)
       return vl__fail(r->err, VL_ERANGE,
@@ -174,98 +246,107 @@ static vl_status read_llama_like(struct reader *r, struct vl_arch *a) {
     a->head_dim = a->hidden / a->heads;
   }
   int tie = 0, ab = 0, mb = 0;
-  TRY(get_bool(r, "tie_word_embeddings", dtie, &tie));
+  TRY(vl__get_bool(r, "tie_word_embeddings", dtie, &tie));
   a->tie_embeddings = (unsigned)tie;
   if (a->family == VL_FAM_LLAMA) {
-    TRY(get_bool(r, "attention_bias", 0, &ab));
-    TRY(get_bool(r, "mlp_bias", 0, &mb));
+    TRY(vl__get_bool(r, "attention_bias", 0, &ab));
+    TRY(vl__get_bool(r, "mlp_bias", 0, &mb));
     a->qkv_bias = a->o_bias = (unsigned)ab;
     a->mlp_bias = (unsigned)mb;
   } else if (a->family == VL_FAM_QWEN2) {
     a->qkv_bias = 1; /* Qwen2Attention: q/k/v with bias, o_proj without */
   }
-  TRY(get_prob(r, "attention_dropout", 0.0, &a->attn_dropout));
+  TRY(vl__get_prob(r, "attention_dropout", 0.0, &a->attn_dropout));
   if (a->family == VL_FAM_PHI3) {
-    TRY(get_prob(r, "resid_pdrop", 0.0, &a->hidden_dropout));
-    TRY(get_prob(r, "embd_pdrop", 0.0, &a->embed_dropout));
-    a->fused_qkv = 1;
+    TRY(vl__get_prob(r, "resid_pdrop", 0.0, &a->hidden_dropout));
+    TRY(vl__get_prob(r, "embd_pdrop", 0.0, &a->embed_dropout));
+    a->fused_qkv = a->fused_gate_up = 1;
   }
   if (a->family == VL_FAM_MIXTRAL) {
-    TRY(get_u64(r, "num_local_experts", 8, 1, MAX_EXPERTS, &a->experts));
-    TRY(get_u64(r, "num_experts_per_tok", 2, 1, MAX_EXPERTS, &a->experts_per_token));
+    TRY(vl__get_u64(r, "num_local_experts", 8, 1, MAX_EXPERTS, &a->experts));
+    TRY(vl__get_u64(r, "num_experts_per_tok", 2, 1, MAX_EXPERTS, &a->experts_per_token));
     if (a->experts_per_token > a->experts)
       return vl__fail(r->err, VL_ERANGE, "num_experts_per_tok %llu exceeds num_local_experts %llu",
                       (unsigned long long)a->experts_per_token, (unsigned long long)a->experts);
+    a->moe_intermediate = a->intermediate;
   }
+  if (a->family == VL_FAM_GEMMA) a->embed_scaled = 1;
   a->gated_mlp = a->rms_norm = a->norm_affine = a->final_norm = a->causal = 1;
   a->rotary_pct = 1.0;
   return VL_OK;
 }
 
-static vl_status read_gpt2(struct reader *r, struct vl_arch *a) {
+static vl_status read_gpt2(struct vl__reader *r, struct vl_arch *a) {
   static const struct shape_keys k = {
       "vocab_size", "n_embd", "n_layer", "n_head", "n_inner", "n_positions",
       50257,        768,      12,        12,       0,         1024};
-  TRY(read_shape(r, a, &k));
-  int tie = 0;
-  TRY(get_bool(r, "tie_word_embeddings", 1, &tie));
+  TRY(vl__read_shape(r, a, &k));
+  int tie = 0, mq = 1;
+  TRY(vl__get_bool(r, "tie_word_embeddings", 1, &tie));
   a->tie_embeddings = (unsigned)tie;
-  TRY(get_prob(r, "attn_pdrop", 0.1, &a->attn_dropout));
-  TRY(get_prob(r, "resid_pdrop", 0.1, &a->hidden_dropout));
-  TRY(get_prob(r, "embd_pdrop", 0.1, &a->embed_dropout));
+  if (a->family == VL_FAM_GPT_BIGCODE) {
+    /* GPT-BigCode: multi-query attention, one key/value head in c_attn
+     * (modeling_gpt_bigcode.py); softmax in fp32 (attention_softmax_in_fp32) */
+    TRY(vl__get_bool(r, "multi_query", 1, &mq));
+    a->kv_heads = mq ? 1 : a->heads;
+  }
+  TRY(vl__get_prob(r, "attn_pdrop", 0.1, &a->attn_dropout));
+  TRY(vl__get_prob(r, "resid_pdrop", 0.1, &a->hidden_dropout));
+  TRY(vl__get_prob(r, "embd_pdrop", 0.1, &a->embed_dropout));
   a->qkv_bias = a->o_bias = a->mlp_bias = 1;
   a->norm_affine = a->learned_pos = a->final_norm = a->fused_qkv = a->causal = 1;
   /* eager_attention_forward calls F.softmax(x) without dtype=float32 (the
    * other families pass it): half scores give half probabilities
    * (transformers 5.17 modeling_gpt2.py, session 9 part2-histories/
    * tf-sources.txt) */
-  a->softmax_native = 1;
+  a->softmax_native = a->family == VL_FAM_GPT2;
   /* "gelu_new" (the default) is transformers' NewGELUActivation, written
    * with Python tensor ops: autograd keeps four intermediates, not one */
   json_t *act = json_object_get(r->root, "activation_function");
   a->gelu_python =
-      (unsigned)(!act || (json_is_string(act) && strcmp(json_string_value(act), "gelu_new") == 0));
+      (unsigned)(act ? json_is_string(act) && strcmp(json_string_value(act), "gelu_new") == 0
+                     : a->family == VL_FAM_GPT2);
   return VL_OK;
 }
 
-static vl_status read_neox(struct reader *r, struct vl_arch *a) {
+static vl_status read_neox(struct vl__reader *r, struct vl_arch *a) {
   static const struct shape_keys k = {
       HF_SHAPE("intermediate_size"), 50432, 6144, 44, 64, 24576, 2048};
-  TRY(read_shape(r, a, &k));
+  TRY(vl__read_shape(r, a, &k));
   int tie = 0, bias = 0, par = 1;
-  TRY(get_bool(r, "tie_word_embeddings", 0, &tie));
-  TRY(get_bool(r, "attention_bias", 1, &bias));
-  TRY(get_bool(r, "use_parallel_residual", 1, &par));
+  TRY(vl__get_bool(r, "tie_word_embeddings", 0, &tie));
+  TRY(vl__get_bool(r, "attention_bias", 1, &bias));
+  TRY(vl__get_bool(r, "use_parallel_residual", 1, &par));
   a->tie_embeddings = (unsigned)tie;
   a->parallel_residual = (unsigned)par;
   a->qkv_bias = a->o_bias = (unsigned)bias;
   a->mlp_bias = 1;
   /* rotary_pct (older configs) or partial_rotary_factor (newer) */
   json_t *rp = json_object_get(r->root, "partial_rotary_factor");
-  TRY(get_prob(r, rp ? "partial_rotary_factor" : "rotary_pct", 0.25, &a->rotary_pct));
-  TRY(get_prob(r, "attention_dropout", 0.0, &a->attn_dropout));
-  TRY(get_prob(r, "hidden_dropout", 0.0, &a->hidden_dropout));
+  TRY(vl__get_prob(r, rp ? "partial_rotary_factor" : "rotary_pct", 0.25, &a->rotary_pct));
+  TRY(vl__get_prob(r, "attention_dropout", 0.0, &a->attn_dropout));
+  TRY(vl__get_prob(r, "hidden_dropout", 0.0, &a->hidden_dropout));
   a->norm_affine = a->final_norm = a->fused_qkv = a->causal = 1;
   return VL_OK;
 }
 
-static vl_status read_opt(struct reader *r, struct vl_arch *a) {
+static vl_status read_opt(struct vl__reader *r, struct vl_arch *a) {
   static const struct shape_keys k = {HF_SHAPE("ffn_dim"), 50272, 768, 12, 12, 3072, 2048};
-  TRY(read_shape(r, a, &k));
-  TRY(get_u64(r, "word_embed_proj_dim", a->hidden, 1, MAX_HIDDEN, &a->embed_proj_dim));
+  TRY(vl__read_shape(r, a, &k));
+  TRY(vl__get_u64(r, "word_embed_proj_dim", a->hidden, 1, MAX_HIDDEN, &a->embed_proj_dim));
   int tie = 0, bias = 0, before = 0, removefinal = 0, affine = 0;
-  TRY(get_bool(r, "tie_word_embeddings", 1, &tie));
-  TRY(get_bool(r, "enable_bias", 1, &bias));
-  TRY(get_bool(r, "do_layer_norm_before", 1, &before));
-  TRY(get_bool(r, "_remove_final_layer_norm", 0, &removefinal));
-  TRY(get_bool(r, "layer_norm_elementwise_affine", 1, &affine));
+  TRY(vl__get_bool(r, "tie_word_embeddings", 1, &tie));
+  TRY(vl__get_bool(r, "enable_bias", 1, &bias));
+  TRY(vl__get_bool(r, "do_layer_norm_before", 1, &before));
+  TRY(vl__get_bool(r, "_remove_final_layer_norm", 0, &removefinal));
+  TRY(vl__get_bool(r, "layer_norm_elementwise_affine", 1, &affine));
   a->tie_embeddings = (unsigned)tie;
   a->qkv_bias = a->o_bias = a->mlp_bias = (unsigned)bias;
   a->norm_affine = (unsigned)affine;
   /* OPTDecoder: final_layer_norm only when do_layer_norm_before and not removed */
   a->final_norm = (unsigned)(before && !removefinal);
-  TRY(get_prob(r, "dropout", 0.1, &a->hidden_dropout));
-  TRY(get_prob(r, "attention_dropout", 0.0, &a->attn_dropout));
+  TRY(vl__get_prob(r, "dropout", 0.1, &a->hidden_dropout));
+  TRY(vl__get_prob(r, "attention_dropout", 0.0, &a->attn_dropout));
   a->embed_dropout = a->hidden_dropout;
   a->pos_offset = 2; /* OPTLearnedPositionalEmbedding: offset 2 */
   json_t *act = json_object_get(r->root, "activation_function");
@@ -275,19 +356,41 @@ static vl_status read_opt(struct reader *r, struct vl_arch *a) {
   return VL_OK;
 }
 
-static vl_status read_bert(struct reader *r, struct vl_arch *a) {
+static vl_status read_bert(struct vl__reader *r, struct vl_arch *a) {
   static const struct shape_keys k = {HF_SHAPE("intermediate_size"), 30522, 768, 12, 12, 3072, 512};
-  TRY(read_shape(r, a, &k));
-  TRY(get_u64(r, "type_vocab_size", 2, 0, MAX_VOCAB, &a->type_vocab));
+  TRY(vl__read_shape(r, a, &k));
+  TRY(vl__get_u64(r, "type_vocab_size", 2, 0, MAX_VOCAB, &a->type_vocab));
   int tie = 0;
-  TRY(get_bool(r, "tie_word_embeddings", 1, &tie));
+  TRY(vl__get_bool(r, "tie_word_embeddings", 1, &tie));
   a->tie_embeddings = (unsigned)tie;
-  TRY(get_prob(r, "attention_probs_dropout_prob", 0.1, &a->attn_dropout));
-  TRY(get_prob(r, "hidden_dropout_prob", 0.1, &a->hidden_dropout));
+  TRY(vl__get_prob(r, "attention_probs_dropout_prob", 0.1, &a->attn_dropout));
+  TRY(vl__get_prob(r, "hidden_dropout_prob", 0.1, &a->hidden_dropout));
   a->embed_dropout = a->hidden_dropout;
   a->qkv_bias = a->o_bias = a->mlp_bias = 1;
   a->norm_affine = a->learned_pos = 1;
   return VL_OK;
+}
+
+/* A model_type nobody described: read as a Llama-like decoder where the
+ * usual keys are all present, marked approximate; otherwise name the keys
+ * missing and the way to an exact answer. */
+static vl_status read_generic(struct vl__reader *r, struct vl_arch *a, const char *name) {
+  static const char *const need[] = {"vocab_size", "hidden_size", "num_hidden_layers",
+                                     "num_attention_heads", "intermediate_size"};
+  char missing[160] = "";
+  for (size_t k = 0; k < sizeof need / sizeof need[0]; k++)
+    if (!vl__has(r, need[k]))
+      snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s'%s'",
+               missing[0] ? ", " : "", need[k]);
+  if (missing[0])
+    return vl__fail(r->err, VL_EARCH,
+                    "model_type '%.64s' is not described, and it cannot be read as a generic "
+                    "decoder: missing %s; use --dry-run (builds the transformers class), or "
+                    "one of: %s",
+                    name, missing, vl_arch_supported());
+  a->family = VL_FAM_GENERIC;
+  a->approximate = 1;
+  return vl__read_decoder(r, a);
 }
 
 vl_status vl_arch_from_json(const char *text, size_t len, struct vl_arch *out, struct vl_err *err) {
@@ -296,11 +399,11 @@ vl_status vl_arch_from_json(const char *text, size_t len, struct vl_arch *out, s
   if (!root)
     return vl__fail(err, VL_EPARSE, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
   vl_status s = VL_OK;
-  struct reader r = {root, err};
+  struct vl__reader r = {root, err};
   struct vl_arch a;
   memset(&a, 0, sizeof a);
   if (!json_is_object(root)) {
-    s = vl__fail(err, VL_EKEY, "expected a JSON object at the top, got %s", json_kind(root));
+    s = vl__fail(err, VL_EKEY, "expected a JSON object at the top, got %s", vl__json_kind(root));
     goto done;
   }
   json_t *mt = json_object_get(root, "model_type");
@@ -312,21 +415,14 @@ vl_status vl_arch_from_json(const char *text, size_t len, struct vl_arch *out, s
   }
   const char *name = json_string_value(mt);
   size_t i;
-  for (i = 0; i < sizeof families / sizeof families[0]; i++)
+  for (i = 0; i < N_FAMILIES; i++)
     if (strcmp(families[i].model_type, name) == 0) break;
-  if (i == sizeof families / sizeof families[0]) {
-    s = vl__fail(err, VL_EARCH, "model_type '%.64s' is not supported; supported: %s", name,
-                 vl_arch_supported());
-    goto done;
-  }
-  a.family = families[i].family;
   snprintf(a.model_type, sizeof a.model_type, "%s", name);
-  switch (a.family) {
-  case VL_FAM_GPT2: s = read_gpt2(&r, &a); break;
-  case VL_FAM_GPT_NEOX: s = read_neox(&r, &a); break;
-  case VL_FAM_OPT: s = read_opt(&r, &a); break;
-  case VL_FAM_BERT: s = read_bert(&r, &a); break;
-  default: s = read_llama_like(&r, &a); break;
+  if (i == N_FAMILIES) {
+    s = read_generic(&r, &a, name);
+  } else {
+    a.family = families[i].family;
+    s = families[i].read(&r, &a);
   }
   if (s == VL_OK && a.heads % a.kv_heads)
     s = vl__fail(err, VL_ERANGE,

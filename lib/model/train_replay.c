@@ -72,7 +72,12 @@ enum where { BEFORE = -1, AFTER = -2 }; /* outside the layers: embeddings; final
 /* how many tensors of inventory entry t belong to layer w (or, w < 0, to
  * the part outside the layers where t lies) */
 static uint64_t count_in(const struct vl_arch *arch, const struct vl_tensor *t, int w) {
-  if (t->per_layer) return w >= 0 && arch->layers ? t->count / arch->layers : 0;
+  /* spread evenly, the remainder over the layers so that they sum to the
+   * count (tensors in some layers only: MoE beside dense layers) */
+  if (t->per_layer)
+    return w >= 0 && arch->layers
+               ? t->count * (uint64_t)(w + 1) / arch->layers - t->count * (uint64_t)w / arch->layers
+               : 0;
   return w == (t->kind == VL_T_EMBED ? BEFORE : AFTER) ? t->count : 0;
 }
 

@@ -85,9 +85,49 @@ static void unknown_and_missing(void **state) {
   (void)state;
   struct vl_arch a;
   struct vl_err err = {""};
-  assert_int_equal(parse("{\"model_type\": \"t5\"}", &a, &err), VL_EARCH);
-  assert_non_null(strstr(err.msg, "'t5'"));
+  /* a type nobody described, without the usual keys: refused, naming the
+   * keys it lacks and the dry run */
+  assert_int_equal(parse("{\"model_type\": \"mamba\", \"hidden_size\": 768}", &a, &err), VL_EARCH);
+  assert_non_null(strstr(err.msg, "'mamba'"));
+  assert_non_null(strstr(err.msg, "'num_hidden_layers'"));
+  assert_non_null(strstr(err.msg, "'vocab_size'"));
+  assert_null(strstr(err.msg, "'hidden_size'"));
+  assert_non_null(strstr(err.msg, "--dry-run"));
   assert_non_null(strstr(err.msg, "gpt_neox")); /* lists the supported ones */
+  /* ... with them: a generic decoder, marked approximate */
+  assert_int_equal(parse("{\"model_type\": \"newlm\", \"hidden_size\": 512, "
+                         "\"num_hidden_layers\": 4, \"num_attention_heads\": 8, "
+                         "\"vocab_size\": 1000, \"intermediate_size\": 2048}",
+                         &a, &err),
+                   VL_OK);
+  assert_int_equal(a.family, VL_FAM_GENERIC);
+  assert_true(a.approximate);
+  assert_string_equal(a.model_type, "newlm");
+  assert_int_equal(a.head_dim, 64);
+  /* every described type is not approximate */
+  assert_int_equal(parse("{\"model_type\": \"t5\"}", &a, &err), VL_OK);
+  assert_false(a.approximate);
+  assert_int_equal(a.enc_layers, 6);
+  /* contradictory keys: the key named */
+  assert_int_equal(parse("{\"model_type\": \"qwen3_moe\", \"num_experts\": 4, "
+                         "\"num_experts_per_tok\": 8}",
+                         &a, &err),
+                   VL_ERANGE);
+  assert_non_null(strstr(err.msg, "num_experts_per_tok"));
+  assert_int_equal(
+      parse("{\"model_type\": \"vit\", \"image_size\": 8, \"patch_size\": 16}", &a, &err),
+      VL_ERANGE);
+  assert_non_null(strstr(err.msg, "patch_size"));
+  assert_int_equal(parse("{\"model_type\": \"resnet\", \"depths\": [1, 2], "
+                         "\"hidden_sizes\": [8]}",
+                         &a, &err),
+                   VL_ERANGE);
+  assert_non_null(strstr(err.msg, "depths"));
+  assert_int_equal(parse("{\"model_type\": \"falcon\", \"hidden_size\": 100, "
+                         "\"num_attention_heads\": 7}",
+                         &a, &err),
+                   VL_ERANGE);
+  assert_non_null(strstr(err.msg, "hidden_size"));
   assert_int_equal(parse("{\"hidden_size\": 4096}", &a, &err), VL_EKEY);
   assert_non_null(strstr(err.msg, "model_type"));
   assert_int_equal(parse("[1, 2]", &a, &err), VL_EKEY);

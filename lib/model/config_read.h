@@ -1,0 +1,71 @@
+/* Reading a config.json's keys with transformers' defaults: the helpers
+ * every model type's reader shares (config.c), and the readers of each
+ * group of model types (config.c, config_decoders.c, config_encoders.c). */
+#ifndef VRAMLEDGER_CONFIG_READ_H
+#define VRAMLEDGER_CONFIG_READ_H
+#include <jansson.h>
+
+#include "../util/internal.h"
+#include "vramledger/arch.h"
+
+/* Limits far above any real model; beyond them products stop meaning much. */
+#define MAX_HIDDEN (1ull << 20)
+#define MAX_LAYERS 10000ull
+#define MAX_HEADS 65536ull
+#define MAX_VOCAB (1ull << 26)
+#define MAX_WIDTH (1ull << 24)
+#define MAX_POS (1ull << 26)
+#define MAX_EXPERTS 4096ull
+
+struct vl__reader {
+  json_t *root;
+  struct vl_err *err;
+};
+
+#define TRY(expr)                                                                                  \
+  do {                                                                                             \
+    vl_status s_ = (expr);                                                                         \
+    if (s_ != VL_OK) return s_;                                                                    \
+  } while (0)
+
+const char *vl__json_kind(const json_t *v);
+/* Integer key in [lo, hi]; missing or null gives def. */
+vl_status vl__get_u64(struct vl__reader *r, const char *key, uint64_t def, uint64_t lo, uint64_t hi,
+                      uint64_t *out);
+vl_status vl__get_bool(struct vl__reader *r, const char *key, int def, int *out);
+/* Probability-like number in [0, 1]. */
+vl_status vl__get_prob(struct vl__reader *r, const char *key, double def, double *out);
+/* Non-negative number; missing or null gives def. */
+vl_status vl__get_num(struct vl__reader *r, const char *key, double def, double *out);
+/* String key; missing or null gives def (static storage or the JSON's). */
+vl_status vl__get_str(struct vl__reader *r, const char *key, const char *def, const char **out);
+/* Integer array of at most max entries, each in [1, hi]; *n entries. */
+vl_status vl__get_u64_list(struct vl__reader *r, const char *key, uint64_t hi, uint64_t *out,
+                           uint64_t max, uint64_t *n);
+/* True where key is present and not null. */
+int vl__has(struct vl__reader *r, const char *key);
+
+/* The shape every multi-head family reads the same way, under its own key
+ * names: vocabulary, width, depth, heads (each of hidden / heads, as many
+ * key/value heads as heads), MLP width (a default of 0: 4 x hidden), and
+ * positions; defaults are transformers' Configuration classes'. */
+struct shape_keys {
+  const char *vocab, *hidden, *layers, *heads, *inter, *pos;
+  uint64_t d_vocab, d_hidden, d_layers, d_heads, d_inter, d_pos;
+};
+vl_status vl__read_shape(struct vl__reader *r, struct vl_arch *a, const struct shape_keys *k);
+
+/* transformers' usual key names, the MLP's width under the name given */
+#define HF_SHAPE(inter)                                                                            \
+  "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", inter,                  \
+      "max_position_embeddings"
+
+/* one reader per model type (or group of them): fills *a from the keys */
+typedef vl_status (*vl__arch_reader)(struct vl__reader *r, struct vl_arch *a);
+vl_status vl__read_llama_like(struct vl__reader *r, struct vl_arch *a);
+vl_status vl__read_decoder(struct vl__reader *r, struct vl_arch *a); /* config_decoders.c */
+vl_status vl__read_encoder(struct vl__reader *r, struct vl_arch *a); /* config_encoders.c */
+vl_status vl__read_seq2seq(struct vl__reader *r, struct vl_arch *a); /* config_encoders.c */
+vl_status vl__read_vision(struct vl__reader *r, struct vl_arch *a);  /* config_encoders.c */
+
+#endif
