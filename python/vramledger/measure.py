@@ -15,24 +15,67 @@ Precision policies as vramledger names them:
   master copy, fp32 main gradients accumulated by a post-accumulate hook,
   as Megatron-LM does: vramledger --master-grads fp32)
 
-Usage: python3 python/vramledger/measure.py OUT.json [--suite calibration|quick|NAME,NAME...]
+Model families (by the config's model_type; build() and family()):
+  causal    every model_type not listed below: AutoModelForCausalLM. Training
+            feeds input_ids = labels (batch x seq, random token ids in
+            [0, vocab_size)); transformers shifts the labels inside the loss.
+            generate(): input_ids (batch x seq prompt), max_new_tokens.
+  masked    bert, roberta, distilbert, deberta-v2, modernbert:
+            AutoModelForMaskedLM, fed as a causal LM is (input_ids = labels,
+            batch x seq, every position a target). No generate().
+  seq2seq   t5, bart: AutoModelForSeq2SeqLM. Training feeds input_ids
+            (batch x seq) to the encoder and labels (batch x target_seq, the
+            entry's target_seq, default seq; random ids in [0, vocab_size));
+            the model builds decoder_input_ids by shifting the labels right
+            (decoder_start_token_id, pad_token_id of the config).
+            generate(): input_ids (batch x seq) to the encoder, the decoder
+            makes new_tokens tokens after its start token.
+  vision    vit, resnet: AutoModelForImageClassification. "seq" of an entry
+            is the image side: pixel_values (batch, num_channels, seq, seq),
+            random normal, in the weights' dtype (bf16/fp16 under bf16,
+            fp16, mixed-*; fp32 under fp32 and amp-*, autocast casting), and
+            labels (batch,) random class ids in [0, num_labels). A config
+            with an image_size (ViT: its position embeddings are sized for
+            it) must have seq equal to it, else the run is an error; ResNet's
+            config has none, so any seq is the side. The record's seq is thus
+            the image side (`vramledger estimate --seq SIDE`). No generate().
+            ResNet's BatchNorm runs in training mode (model.train()).
+attn_implementation (the entry's attention, eager or sdpa) is passed to
+from_config for every family except models without attention (resnet: the
+entry's attention is recorded but not used). A model that refuses the
+requested implementation is an error of that run, never retried with
+another one; so is a model that reports another implementation than the one
+requested. DeBERTa-v2 and T5 entries use eager (disentangled attention and
+relative position bias: sdpa is not expected to be supported).
+LoRA targets (lora_targets): none = q_proj,v_proj; "all-linear" as peft
+takes it; a comma-separated list of module names ("query_key_value",
+"q_proj,kv_b_proj"), which is how the record carries them; or a JSON list.
+
+Suites: calibration (fitted and holdout runs of the estimator's calibration),
+quick (a few of them), types (TYPES: one or two runs of each further model
+type bundled, decoders of many families, MoE, MLA, encoders, encoder-decoders,
+vision), or names of entries of either list separated by commas.
+
+Usage: python3 python/vramledger/measure.py OUT.json [--suite calibration|quick|types|NAME,NAME...]
        python3 python/vramledger/measure.py OUT.json --config '{"model": "llama-2-7b", ...}'
 (--config: one training configuration, the fields of a suite entry; the
 settings of `vramledger plan --format json`'s best configuration map onto
 them: model, precision, optimizer, optimizer_impl, attention,
-checkpointing, batch, seq, grad_accum, lora)
+checkpointing, batch, seq, grad_accum, lora; also target_seq for seq2seq)
 """
-import argparse, datetime, gc, json, os, platform, sys, time, traceback
+import argparse, datetime, gc, json, os, platform, re, sys, time, traceback
 
 import torch
 
 HALF = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def T(name, model, prec, opt, impl, attn, ckpt, b, s, lora=0, holdout=False, targets=None):
+def T(name, model, prec, opt, impl, attn, ckpt, b, s, lora=0, holdout=False, targets=None, **extra):
+    # extra (target_seq): keys only the entries that give them have, so the
+    # calibration entries' records keep exactly their fields
     return dict(name=name, model=model, task="train", precision=prec, optimizer=opt,
                 optimizer_impl=impl, attention=attn, checkpointing=ckpt, batch=b, seq=s,
-                lora=lora, lora_targets=targets, holdout=holdout)
+                lora=lora, lora_targets=targets, holdout=holdout, **extra)
 
 
 def I(name, model, prec, attn, b, prompt, new, holdout=False):
@@ -90,6 +133,83 @@ QUICK = ["gpt2-fp32-adamw-sdpa", "qwen05-amp-adamw-sdpa", "qwen05-bf16-adamw-fus
          "pythia160-ampfp16-adamw", "opt350-fp32-sgdm-eager", "bert-amp-adamw-sdpa",
          "qwen05-amp-adafactor-ckpt", "qwen05-infer", "gpt2-infer-fp32"]
 
+# Further model types (--suite types): decoders of other families, MoE (LoRA
+# where full training does not fit one H200), MLA, encoders, encoder-decoders
+# and vision models. Each run is a few seconds on an H200 besides the process
+# start; 29 entries, about a third holdout. Vision entries: seq = image side.
+TYPES = [
+    T("qwen3-06b-amp-adamw", "qwen3-0.6b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 4, 1024),
+    T("qwen3-30ba3b-bf16-lora16", "qwen3-30b-a3b", "bf16", "adamw", "foreach", "sdpa", "none", 1, 512, lora=16),
+    T("qwen15moe-bf16-lora16", "qwen1.5-moe-a2.7b", "bf16", "adamw", "foreach", "sdpa", "none", 2, 512, lora=16,
+      holdout=True),
+    T("gemma2-2b-amp-adamw-sdpa", "gemma-2-2b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 2, 1024),
+    T("gemma2-2b-amp-adamw-eager", "gemma-2-2b", "amp-bf16", "adamw", "foreach", "eager", "none", 2, 1024,
+      holdout=True),
+    T("gemma3-1b-bf16-adamw-fused", "gemma-3-1b", "bf16", "adamw", "fused", "sdpa", "none", 4, 1024),
+    T("olmo2-1b-amp-adamw", "olmo-2-1b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 4, 1024, holdout=True),
+    T("olmoe-bf16-lora16", "olmoe-1b-7b", "bf16", "adamw", "foreach", "sdpa", "none", 4, 1024, lora=16),
+    T("phi2-bf16-adamw-fused-ckpt", "phi-2", "bf16", "adamw", "fused", "sdpa", "full", 4, 1024),
+    T("granite2b-amp-adamw", "granite-3.0-2b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 2, 1024, holdout=True),
+    T("starcoder2-3b-bf16-adamw-fused", "starcoder2-3b", "bf16", "adamw", "fused", "sdpa", "none", 2, 1024,
+      holdout=True),
+    T("falcon7b-bf16-lora16", "falcon-7b", "bf16", "adamw", "foreach", "sdpa", "none", 2, 1024, lora=16,
+      targets="query_key_value"),
+    T("starcoderbase1b-amp-adamw", "starcoderbase-1b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 4, 1024),
+    T("glm4-9b-bf16-lora16", "glm-4-9b", "bf16", "adamw", "foreach", "sdpa", "none", 1, 1024, lora=16, holdout=True),
+    T("dsv2lite-bf16-lora16-eager", "deepseek-v2-lite", "bf16", "adamw", "foreach", "eager", "none", 1, 512, lora=16,
+      targets="q_proj,kv_b_proj"),
+    T("stablelm2-amp-adamw", "stablelm-2-1.6b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 4, 1024, holdout=True),
+    T("t5base-amp-adamw-eager", "t5-base", "amp-bf16", "adamw", "foreach", "eager", "none", 8, 512, target_seq=512),
+    T("bartbase-fp32-adamw", "bart-base", "fp32", "adamw", "foreach", "sdpa", "none", 8, 512, holdout=True,
+      target_seq=512),
+    T("roberta-amp-adamw", "roberta-base", "amp-bf16", "adamw", "foreach", "sdpa", "none", 16, 512),
+    T("distilbert-amp-adamw", "distilbert-base-uncased", "amp-bf16", "adamw", "foreach", "sdpa", "none", 32, 512,
+      holdout=True),
+    T("deberta3-amp-adamw-eager", "deberta-v3-base", "amp-bf16", "adamw", "foreach", "eager", "none", 8, 512),
+    T("modernbert-bf16-adamw", "modernbert-base", "bf16", "adamw", "foreach", "sdpa", "none", 8, 1024),
+    T("vit-amp-adamw", "vit-base-patch16-224", "amp-bf16", "adamw", "foreach", "sdpa", "none", 64, 224),
+    T("resnet50-amp-sgdm", "resnet-50", "amp-bf16", "sgd-momentum", "foreach", "sdpa", "none", 64, 224),
+    I("qwen3-06b-infer", "qwen3-0.6b", "bf16", "sdpa", 8, 512, 128),
+    I("gemma2-2b-infer", "gemma-2-2b", "bf16", "sdpa", 4, 512, 128),
+    I("phi2-infer", "phi-2", "bf16", "sdpa", 4, 512, 128, holdout=True),
+    I("starcoderbase1b-infer-fp32", "starcoderbase-1b", "fp32", "sdpa", 4, 256, 128),
+    I("t5base-infer-eager", "t5-base", "bf16", "eager", 8, 512, 128),
+]
+
+assert len({c["name"] for c in CALIBRATION + TYPES}) == len(CALIBRATION) + len(TYPES), "suite names repeat"
+
+MASKED = ("bert", "roberta", "distilbert", "deberta-v2", "modernbert")
+SEQ2SEQ = ("t5", "bart")
+VISION = ("vit", "resnet")
+NO_ATTENTION = ("resnet",)  # no attn_implementation to choose
+
+
+def family(model_type):
+    """causal | masked | seq2seq | vision: the Auto class and the inputs"""
+    if model_type in MASKED:
+        return "masked"
+    if model_type in SEQ2SEQ:
+        return "seq2seq"
+    if model_type in VISION:
+        return "vision"
+    return "causal"
+
+
+def weight_dtype(prec):
+    """the dtype the model is built in: fp32 under fp32 and autocast, else half"""
+    return torch.float32 if prec in ("fp32", "amp-bf16", "amp-fp16") else HALF[prec.split("-")[-1]]
+
+
+def lora_targets(t):
+    """peft's target_modules for an entry's lora_targets: a comma-separated
+    list of module names becomes a list (peft would take a plain string as a
+    regular expression for the whole module path)"""
+    if not t:
+        return ["q_proj", "v_proj"]
+    if isinstance(t, str) and t != "all-linear" and re.fullmatch(r"\w+(,\w+)*", t):
+        return t.split(",")
+    return t
+
 
 def nvml_handle(pynvml):
     """The NVML device of torch's current device. NVML numbers every GPU of
@@ -117,19 +237,33 @@ def nvml_used():
 
 
 def build(c, datadir):
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
+    import transformers
     with open(os.path.join(datadir, "models", c["model"] + ".json")) as f:
         d = json.load(f)
     mt = d.pop("model_type")
     for k in ("architectures", "torch_dtype", "dtype"):
         d.pop(k, None)
-    cfg = AutoConfig.for_model(mt, **d)
-    prec = c["precision"]
-    dtype = torch.float32 if prec in ("fp32", "amp-bf16", "amp-fp16") else HALF[prec.split("-")[-1]]
-    cls = AutoModelForMaskedLM if mt == "bert" else AutoModelForCausalLM
+    cfg = transformers.AutoConfig.for_model(mt, **d)
+    dtype = weight_dtype(c["precision"])
+    cls = {"causal": transformers.AutoModelForCausalLM, "masked": transformers.AutoModelForMaskedLM,
+           "seq2seq": transformers.AutoModelForSeq2SeqLM,
+           "vision": transformers.AutoModelForImageClassification}[family(mt)]
+    kw = {} if mt in NO_ATTENTION else {"attn_implementation": c["attention"]}
     torch.manual_seed(0)
-    with torch.device("cuda"):
-        m = cls.from_config(cfg, dtype=dtype, attn_implementation=c["attention"])
+    try:
+        with torch.device("cuda"):
+            m = cls.from_config(cfg, dtype=dtype, **kw)
+    except (ValueError, ImportError, NotImplementedError) as ex:
+        if not kw:
+            raise
+        # no retry with another implementation: the run is an error
+        raise RuntimeError("%s (model_type %s): from_config(attn_implementation=%r) failed, not retried "
+                           "with another attention: %s: %s" % (c["model"], mt, c["attention"],
+                                                              type(ex).__name__, ex)) from ex
+    got = getattr(m.config, "_attn_implementation", None)
+    if kw and isinstance(got, str) and got != c["attention"]:
+        raise RuntimeError("%s (model_type %s): attn_implementation %r asked, the model uses %r"
+                           % (c["model"], mt, c["attention"], got))
     return m, cfg
 
 
@@ -161,7 +295,7 @@ def run_train(c, datadir):
     if c["lora"]:
         from peft import LoraConfig, get_peft_model
         m = get_peft_model(m, LoraConfig(r=c["lora"], lora_alpha=2 * c["lora"], lora_dropout=0.0,
-                                          target_modules=c["lora_targets"] or ["q_proj", "v_proj"]))
+                                          target_modules=lora_targets(c["lora_targets"])))
     if c["checkpointing"] == "full":
         m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         m.config.use_cache = False
@@ -188,7 +322,26 @@ def run_train(c, datadir):
     scaler = torch.amp.GradScaler("cuda") if prec == "amp-fp16" else None
     accum = int(c.get("grad_accum", 1))
     g = torch.Generator(device="cuda").manual_seed(0)
-    ids = torch.randint(0, cfg.vocab_size, (c["batch"], c["seq"]), device="cuda", generator=g)
+    kind = family(cfg.model_type)
+    extra = {}  # what the new input paths add to the record
+    if kind == "vision":  # seq is the image side
+        side = getattr(cfg, "image_size", None)
+        if side is None:
+            side = c["seq"]
+        elif side != c["seq"]:
+            raise ValueError("%s: seq (the image side) is %d, the config's image_size %r; give seq = %r"
+                             % (c["model"], c["seq"], side, side))
+        inputs = {"pixel_values": torch.randn((c["batch"], cfg.num_channels, side, side), device="cuda",
+                                              dtype=weight_dtype(prec), generator=g),
+                  "labels": torch.randint(0, cfg.num_labels, (c["batch"],), device="cuda", generator=g)}
+        extra.update(image_size=side, num_labels=cfg.num_labels)
+    else:
+        ids = torch.randint(0, cfg.vocab_size, (c["batch"], c["seq"]), device="cuda", generator=g)
+        inputs = {"input_ids": ids, "labels": ids}
+        if kind == "seq2seq":  # labels for the decoder; the model shifts them into decoder_input_ids
+            tseq = int(c.get("target_seq") or c["seq"])
+            inputs["labels"] = torch.randint(0, cfg.vocab_size, (c["batch"], tseq), device="cuda", generator=g)
+            extra["target_seq"] = tseq
     rec = {}
     for step in range(3):
         meas = step == 2
@@ -201,7 +354,7 @@ def run_train(c, datadir):
             if k:
                 del out, loss
             with torch.autocast("cuda", dtype=amp_dtype, enabled=amp):
-                out = m(input_ids=ids, labels=ids)
+                out = m(**inputs)
             loss = out.loss
             if meas:
                 torch.cuda.synchronize()
@@ -235,8 +388,12 @@ def run_train(c, datadir):
             rec["nvml_process"] = nvml_used()
         del out, loss
     rec["peak_allocated"] = max(rec["peak_forward"], rec["peak_backward"], rec["peak_optimizer"])
-    rec.update(params=n_params, trainable_params=n_train,
-               tokens_per_s=c["batch"] * c["seq"] * accum / rec["step_s"])
+    rec.update(params=n_params, trainable_params=n_train)
+    if kind == "vision":
+        rec["images_per_s"] = c["batch"] * accum / rec["step_s"]
+    else:  # tokens of the input (the encoder's for seq2seq)
+        rec["tokens_per_s"] = c["batch"] * c["seq"] * accum / rec["step_s"]
+    rec.update(extra)
     return rec
 
 
@@ -249,6 +406,15 @@ def run_infer(c, datadir):
     torch.cuda.empty_cache()
     m.eval()
     n_params = sum(p.numel() for p in m.parameters())
+    kind = family(cfg.model_type)
+    if kind not in ("causal", "seq2seq"):
+        raise ValueError("%s (model_type %s): generate() is measured for decoders and seq2seq models only"
+                         % (c["model"], cfg.model_type))
+    # seq2seq: the prompt goes to the encoder, the decoder starts from
+    # decoder_start_token_id and makes new_tokens tokens
+    pad = 0
+    if kind == "seq2seq" and getattr(cfg, "pad_token_id", None) is not None:
+        pad = cfg.pad_token_id
     ids = torch.randint(0, cfg.vocab_size, (c["batch"], c["seq"]), device="cuda")
     rec = {}
     for _ in range(2):
@@ -258,7 +424,7 @@ def run_infer(c, datadir):
         t0 = time.perf_counter()
         with torch.no_grad():
             m.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=c["new_tokens"],
-                       min_new_tokens=c["new_tokens"], do_sample=False, pad_token_id=0)
+                       min_new_tokens=c["new_tokens"], do_sample=False, pad_token_id=pad)
         torch.cuda.synchronize()
         rec = {"before": before, "peak_allocated": torch.cuda.max_memory_allocated(),
                "peak_reserved": torch.cuda.max_memory_reserved(), "nvml_process": nvml_used(),
@@ -304,13 +470,17 @@ def main():
                   int(c["seq"]), lora=int(c.get("lora", 0)), targets=c.get("lora_targets"),
                   holdout=bool(c.get("holdout", False)))]
         todo[0]["grad_accum"] = int(c.get("grad_accum", 1))
+        if c.get("target_seq"):
+            todo[0]["target_seq"] = int(c["target_seq"])
     elif a.suite == "calibration":
         todo = CALIBRATION
     elif a.suite == "quick":
         todo = [c for c in CALIBRATION if c["name"] in QUICK]
+    elif a.suite == "types":
+        todo = TYPES
     else:
         names = set(a.suite.split(","))
-        todo = [c for c in CALIBRATION if c["name"] in names]
+        todo = [c for c in CALIBRATION + TYPES if c["name"] in names]
     import transformers
     res = {"schema": "vramledger.measure/1",
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "host": platform.node(),
