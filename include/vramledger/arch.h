@@ -154,6 +154,10 @@ vl_status vl_arch_from_json(const char *text, size_t len, struct vl_arch *out,
 /*! Comma-separated list of supported model_type values (static storage). */
 const char *vl_arch_supported(void);
 
+/*! Why an estimate for this architecture is approximate, or NULL where
+ * every part of it is described (static storage). */
+const char *vl_arch_approximate(const struct vl_arch *a);
+
 /*! The model_type a family is read from ("generic decoder" for
  * VL_FAM_GENERIC); static storage. */
 const char *vl_arch_family_name(enum vl_family f);

@@ -43,7 +43,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * history, bench/results/2026-11-29-h200x2-session9/part2-histories) */
   /* (Gemma's norm multiplies in fp32 and casts after: its saved
    * normalised tensor is fp32; modeling_gemma.py GemmaRMSNorm) */
-  const uint64_t nb = arch->family == VL_FAM_GEMMA ? 4 : r;
+  const uint64_t nb = vl__gemma_norm(arch) ? 4 : r;
   if (arch->rms_norm && !sh->lora_rank) norm = vl__add(ck, norm, vl__mul3(ck, Tr, sh->h, nb));
   tm = vl__term(bill, VL_LINE_ACTIVATIONS, "norm (each of 2 per layer)",
                 arch->rms_norm ? "T*h*4 (fp32 input) + T*4 (rstd) + T*h*r (normalised)"
@@ -73,12 +73,11 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * (BERT +3.0 %, +6.8 % with it; not understood; the three variants in
    * bench/results/2026-11-29-h200x2-session6/input-casts-variants.txt). Without autocast the
    * projections share the input. */
-  const bool fused_qkv =
-      arch->family == VL_FAM_GPT2 || arch->family == VL_FAM_GPT_NEOX || arch->family == VL_FAM_PHI3;
+  const bool fused_qkv = arch->fused_qkv;
   const bool own_casts = pol->autocast && !sh->lora_rank && arch->rms_norm;
   const uint64_t attn_copies = own_casts && !fused_qkv ? 3 : 1;
   const uint64_t mlp_copies =
-      own_casts && arch->gated_mlp && !arch->experts && arch->family != VL_FAM_PHI3 ? 2 : 1;
+      own_casts && arch->gated_mlp && !arch->experts && !arch->fused_gate_up ? 2 : 1;
   /* Under sequence parallelism the projections see the input gathered over
    * the sequence (PyTorch's PrepareModuleInput before attention and MLP, the
    * head's ColwiseParallel) and save that: T tokens, not T/t (measured on 2

@@ -70,6 +70,20 @@ const char *vl_arch_supported(void) {
          "modernbert, t5, bart, vit, resnet";
 }
 
+const char *vl_arch_approximate(const struct vl_arch *a) {
+  if (a->approximate) return "is read as a generic Llama-like decoder (it is not described)";
+  switch (a->family) {
+  case VL_FAM_T5:
+  case VL_FAM_BART:
+    return "is an encoder-decoder: its activations are read as an encoder's of the decoder's "
+           "depth (trace builds the model for an exact answer)";
+  case VL_FAM_RESNET:
+    return "is convolutional: its activations are not modelled (trace builds the model for an "
+           "exact answer)";
+  default: return NULL;
+  }
+}
+
 const char *vl_arch_family_name(enum vl_family f) {
   for (size_t i = 0; i < N_FAMILIES; i++)
     if (families[i].family == f) return families[i].model_type;
@@ -385,9 +399,10 @@ static vl_status read_generic(struct vl__reader *r, struct vl_arch *a, const cha
   if (missing[0])
     return vl__fail(r->err, VL_EARCH,
                     "model_type '%.64s' is not described, and it cannot be read as a generic "
-                    "decoder: missing %s; use --dry-run (builds the transformers class), or "
-                    "one of: %s",
-                    name, missing, vl_arch_supported());
+                    "decoder: missing %s; set them, or measure the job with `vramledger trace` "
+                    "(it builds the model on meta tensors); the described types are listed by "
+                    "`vramledger estimate --help`",
+                    name, missing);
   a->family = VL_FAM_GENERIC;
   a->approximate = 1;
   return vl__read_decoder(r, a);

@@ -242,7 +242,7 @@ static vl_status bart(struct vl__reader *r, struct vl_arch *a) {
   if (eh != dh || ef != a->intermediate)
     return vl__fail(r->err, VL_ERANGE,
                     "encoder and decoder of different widths (heads %llu / %llu, ffn %llu / "
-                    "%llu) are not described yet; use --dry-run",
+                    "%llu) are not described yet; measure the job with `vramledger trace`",
                     (unsigned long long)eh, (unsigned long long)dh, (unsigned long long)ef,
                     (unsigned long long)a->intermediate);
   a->heads = a->kv_heads = dh;

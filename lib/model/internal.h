@@ -35,6 +35,12 @@ static inline uint64_t vl__softmax_bytes(const struct vl_arch *a, bool autocast,
   return (autocast || !a->softmax_native) ? 4 : e;
 }
 
+/* Gemma's RMSNorm multiplies by (1 + weight) in fp32 and casts after
+ * (GemmaRMSNorm, Gemma2RMSNorm, Gemma3RMSNorm in transformers 5.17) */
+static inline bool vl__gemma_norm(const struct vl_arch *a) {
+  return a->family == VL_FAM_GEMMA || a->family == VL_FAM_GEMMA2 || a->family == VL_FAM_GEMMA3;
+}
+
 /* Term recorder: appends to bill->terms. */
 struct vl__terms {
   struct vl_bill *bill;

@@ -449,7 +449,8 @@ vl_status vl_inventory_build(const struct vl_arch *a, struct vl_inventory *inv,
     return vl__fail(err, VL_EOVERFLOW, "the parameter count of this config overflows 64 bits");
   if (b.full)
     return vl__fail(err, VL_ERANGE,
-                    "this config has more than %d distinct parameter shapes; use --dry-run",
+                    "this config has more than %d distinct parameter shapes; measure the job with "
+                    "`vramledger trace`",
                     VL_MAX_TENSORS);
   return VL_OK;
 }

@@ -234,6 +234,8 @@ struct run {
   const struct vl_arch *arch;
   const struct vl__train_sizes *z;
   uint64_t T, a, g, d; /* tokens, query and key/value heads, head size */
+  uint64_t dv;         /* value head size (MLA: v_head_dim; else d) */
+  uint64_t l;          /* the layer being run */
   struct list grads;   /* the parameters' .grad, until zero_grad */
   struct list cached;  /* autocast's cached weight copies (tape tensors) */
   struct list kv;      /* the KV cache the output holds (tape tensors) */
@@ -361,9 +363,11 @@ static void uncache(struct run *R) {
   R->cached.n = 0;
 }
 
-/* a norm of x (T x h, xb bytes an element); *ob: its output's */
-static uint32_t norm(struct run *R, uint32_t x, uint64_t xb, uint64_t *ob) {
-  const uint64_t Th = R->T * R->z->h, wb = R->z->wb;
+/* a norm over `width` of x (rows x width, xb bytes an element); *ob: its
+ * output's */
+static uint32_t norm_w(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t width,
+                       uint64_t *ob) {
+  const uint64_t Th = rows * width, wb = R->z->wb;
   if (!R->arch->rms_norm) { /* F.layer_norm: fp32 under autocast */
     *ob = R->z->autocast ? 4 : xb;
     return op(R, (struct tape_op){.out_bytes = Th * *ob, .in = {x}, .saved = {x}});
@@ -372,15 +376,15 @@ static uint32_t norm(struct run *R, uint32_t x, uint64_t xb, uint64_t *ob) {
   uint32_t x32 =
       xb < 4 ? op(R, (struct tape_op){.out_bytes = Th * 4, .in = {x}}) : tape_ref(&R->tp, x);
   uint32_t sq = op(R, (struct tape_op){.out_bytes = Th * 4, .in = {x32}, .saved = {x32}});
-  uint32_t var = op(R, (struct tape_op){.out_bytes = R->T * 4, .in = {sq}});
+  uint32_t var = op(R, (struct tape_op){.out_bytes = rows * 4, .in = {sq}});
   rel(R, sq);
-  uint32_t rs = op(R, (struct tape_op){.out_bytes = R->T * 4, .in = {var}, .save_out = true});
+  uint32_t rs = op(R, (struct tape_op){.out_bytes = rows * 4, .in = {var}, .save_out = true});
   rel(R, var);
   uint32_t y32 = op(
       R, (struct tape_op){.out_bytes = Th * 4, .in = {x32, rs}, .saved = {x32, rs}, .tmp = Th * 4});
   rel(R, x32);
   rel(R, rs);
-  if (R->arch->family == VL_FAM_GEMMA) {
+  if (vl__gemma_norm(R->arch)) {
     /* GemmaRMSNorm: (x * rsqrt) * (1 + weight.float()) in fp32, then
      * type_as(x) (transformers 5.17 modeling_gemma.py) */
     *ob = xb;
@@ -407,6 +411,23 @@ static uint32_t norm(struct run *R, uint32_t x, uint64_t xb, uint64_t *ob) {
   return out;
 }
 
+/* a norm of x (T x h) */
+static uint32_t norm(struct run *R, uint32_t x, uint64_t xb, uint64_t *ob) {
+  return norm_w(R, x, xb, R->T, R->z->h, ob);
+}
+
+/* q/k norms (Qwen3, Gemma 3 per head; OLMo 2, OLMoE over all heads) on
+ * the projection x of `heads` heads, which it replaces */
+static uint32_t qk_norm(struct run *R, uint32_t x, uint64_t heads) {
+  if (!R->arch->qk_norm) return x;
+  const uint64_t n = R->T * heads * R->d, xb = R->tp.t[x].bytes / n;
+  uint64_t ob;
+  uint32_t y = R->arch->qk_norm == 1 ? norm_w(R, x, xb, R->T * heads, R->d, &ob)
+                                     : norm_w(R, x, xb, R->T, heads * R->d, &ob);
+  rel(R, x);
+  return y;
+}
+
 /* dropout in training: a bool mask (saved) and the output */
 static uint32_t dropout(struct run *R, uint32_t x, double prob) {
   if (prob <= 0) return x;
@@ -425,7 +446,7 @@ static uint32_t dropout(struct run *R, uint32_t x, double prob) {
  * the wider of the two (the AMP histories: qwen05-amp-adamw-sdpa,
  * pythia160-ampfp16-adamw) */
 static uint32_t rotary(struct run *R, uint32_t x, uint64_t n) {
-  const uint64_t e = R->z->e, w = vl__max(R->z->r, e);
+  const uint64_t e = R->tp.t[x].bytes / n, w = vl__max(R->z->r, e);
   uint32_t t1 = op(R, (struct tape_op){.out_bytes = n * w, .in = {x}});
   uint32_t x1 = tape_view(&R->tp, x, n / 2 * e), x2 = tape_view(&R->tp, x, n / 2 * e);
   uint32_t neg = op(R, (struct tape_op){.out_bytes = n / 2 * e, .in = {x2}});
@@ -441,7 +462,7 @@ static uint32_t rotary(struct run *R, uint32_t x, uint64_t n) {
 static uint32_t rope(struct run *R, uint32_t x, uint64_t n) {
   double pct = R->arch->rotary_pct;
   if (pct >= 1) return rotary(R, x, n);
-  const uint64_t e = R->z->e, w = vl__max(R->z->r, e);
+  const uint64_t e = R->tp.t[x].bytes / n, w = vl__max(R->z->r, e);
   uint64_t nr = (uint64_t)((double)n * pct) / 2 * 2;
   uint32_t xr = tape_view(&R->tp, x, nr * e), xp = tape_view(&R->tp, x, (n - nr) * e);
   uint32_t r = rotary(R, xr, nr);
@@ -472,6 +493,49 @@ static void make_contiguous(struct run *R, uint32_t *x) {
 
 /* the attention on n1 (T x h, nb bytes an element): its o_proj's output;
  * *held: what it returns beside it (eager's weights, 0 for SDPA) */
+/* DeepSeek-V2's multi-head latent attention, q, k and v: q_proj (or its
+ * low rank q_a, norm, q_b), the compressed kv_a_proj_with_mqa, its norm,
+ * kv_b_proj to every head's k_nope and v; rotary on q's and the shared
+ * k's rope parts; q and k concatenated from their parts (k_rot expanded
+ * to every head) (modeling_deepseek_v2.py DeepseekV2Attention.forward) */
+static void mla_qkv(struct run *R, uint32_t n1, uint64_t nb, uint32_t *q, uint32_t *k,
+                    uint32_t *v) {
+  const struct vl_arch *A = R->arch;
+  const uint64_t T = R->T, a = R->a, h = R->z->h, e = R->z->e, d = R->d, dv = R->dv;
+  const uint64_t rope_d = A->qk_rope_dim, nope = A->qk_nope_dim, c = A->kv_lora_rank;
+  uint64_t ob;
+  uint32_t qf;
+  if (A->q_lora_rank) {
+    uint32_t qa = linear(R, n1, nb, T, h, A->q_lora_rank, A->qkv_bias);
+    uint32_t qn = norm_w(R, qa, e, T, A->q_lora_rank, &ob);
+    rel(R, qa);
+    qf = linear(R, qn, ob, T, A->q_lora_rank, a * d, false);
+    rel(R, qn);
+  } else {
+    qf = linear(R, n1, nb, T, h, a * d, false);
+  }
+  uint32_t kva = linear(R, n1, nb, T, h, c + rope_d, A->qkv_bias);
+  uint32_t kvc = tape_view(&R->tp, kva, T * c * e), kr = tape_view(&R->tp, kva, T * rope_d * e);
+  uint32_t kvn = norm_w(R, kvc, e, T, c, &ob);
+  rel(R, kvc);
+  uint32_t kvb = linear(R, kvn, ob, T, c, a * (nope + dv), false);
+  rel(R, kvn);
+  uint32_t kp = tape_view(&R->tp, kvb, T * a * nope * e);
+  *v = tape_view(&R->tp, kvb, T * a * dv * e);
+  rel(R, kvb);
+  uint32_t qp = tape_view(&R->tp, qf, T * a * nope * e),
+           qr = tape_view(&R->tp, qf, T * a * rope_d * e);
+  rel(R, qf);
+  uint32_t qr2 = rotary(R, qr, T * a * rope_d), kr2 = rotary(R, kr, T * rope_d);
+  rel(R, qr);
+  rel(R, kr);
+  rel(R, kva);
+  uint32_t krx = op(R, (struct tape_op){.out_bytes = R->tp.t[kr2].bytes * a, .in = {kr2}});
+  rel(R, kr2);
+  *q = join(R, T * a * d * vl__max(e, R->tp.t[qr2].bytes / (T * a * rope_d)), qp, qr2, TAPE_SLICES);
+  *k = join(R, T * a * d * vl__max(e, R->tp.t[krx].bytes / (T * a * rope_d)), kp, krx, TAPE_SLICES);
+}
+
 static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *held) {
   const struct vl_arch *arch = R->arch;
   const uint64_t T = R->T, a = R->a, g = R->g, d = R->d, e = R->z->e, h = R->z->h;
@@ -481,12 +545,16 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     q = tape_view(&R->tp, qkv, T * a * d * e);
     k = tape_view(&R->tp, qkv, T * g * d * e);
     v = tape_view(&R->tp, qkv, T * g * d * e);
+  } else if (arch->mla) {
+    mla_qkv(R, n1, nb, &q, &k, &v);
   } else {
     q = linear(R, n1, nb, T, h, a * d, arch->qkv_bias);
     k = linear(R, n1, nb, T, h, g * d, arch->qkv_bias);
     v = linear(R, n1, nb, T, h, g * d, arch->qkv_bias);
   }
-  if (arch->rotary_pct > 0) {
+  q = qk_norm(R, q, a);
+  k = qk_norm(R, k, g);
+  if (arch->rotary_pct > 0 && !arch->mla) {
     q32 = rope(R, q, T * a * d);
     k32 = rope(R, k, T * g * d);
     rel(R, q);
@@ -505,7 +573,7 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     uint32_t kc = op(R, (struct tape_op){.out_bytes = kb, .in = {k32 ? k32 : k}});
     /* so the value is promoted to it (fp32 under autocast: cat onto an
      * empty fp32 tensor; pythia14-amp-adamw-sdpa's history) */
-    uint32_t vc = op(R, (struct tape_op){.out_bytes = kb, .in = {v}});
+    uint32_t vc = op(R, (struct tape_op){.out_bytes = kb / d * R->dv, .in = {v}});
     push(&R->p, &R->kv, tape_ref(&R->tp, kc));
     push(&R->p, &R->kv, tape_ref(&R->tp, vc));
     rel(R, k);
@@ -513,7 +581,7 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     rel(R, v);
     k32 = 0;
     k = to_act(R, kc, T * g * d);
-    v = to_act(R, vc, T * g * d);
+    v = to_act(R, vc, T * g * R->dv);
     rel(R, kc);
     rel(R, vc);
   }
@@ -525,7 +593,7 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
       rel(R, rk);
       rel(R, rv);
       rk = op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {k}});
-      rv = op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {v}});
+      rv = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e, .in = {v}});
     }
     /* matmul(q, k^T) * scaling + causal mask: three score-sized tensors.
      * matmul reshapes its operands for bmm: a head-transposed view of the
@@ -540,6 +608,16 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     rel(R, rq);
     uint32_t s1 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s0}});
     rel(R, s0);
+    if (arch->attn_softcap > 0) {
+      /* Gemma 2: scores / cap, tanh (saves its output), * cap
+       * (modeling_gemma2.py eager_attention_forward) */
+      uint32_t c0 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s1}});
+      rel(R, s1);
+      uint32_t c1 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {c0}, .save_out = true});
+      rel(R, c0);
+      s1 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {c1}});
+      rel(R, c1);
+    }
     /* the 4-D mask has the model's dtype: fp32 under autocast, so the sum
      * is fp32 (x-qwen05-amp-adamw-eager-ckpt-b8s2048's history) */
     const uint64_t me = vl__max(R->z->wb, e);
@@ -551,7 +629,7 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     /* .to(query.dtype) (GPT-2: .type(value.dtype)): a no-op where that is
      * the probabilities' dtype (rotary's fp32 query under autocast; GPT-2's
      * half softmax without autocast) */
-    const uint64_t tb = arch->softmax_native ? R->tp.t[v].bytes / (T * g * d)
+    const uint64_t tb = arch->softmax_native ? R->tp.t[v].bytes / (T * g * R->dv)
                         : q32                ? R->tp.t[q32].bytes / (T * a * d)
                                              : e;
     uint32_t sh = tb < sm ? op(R, (struct tape_op){.out_bytes = sc * tb, .in = {s32}})
@@ -570,13 +648,13 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
      * through the MLP); under autocast the matmul casts them */
     *held = sh;
     uint32_t shc = to_act(R, sh, sc);
-    uint32_t o4 =
-        op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {shc, rv}, .saved = {shc, rv}});
+    uint32_t o4 = op(
+        R, (struct tape_op){.out_bytes = T * a * R->dv * e, .in = {shc, rv}, .saved = {shc, rv}});
     rel(R, shc);
     rel(R, rk);
     rel(R, rv);
-    o = op(R,
-           (struct tape_op){.out_bytes = T * a * d * e, .in = {o4}}); /* transpose().contiguous() */
+    o = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e,
+                               .in = {o4}}); /* transpose().contiguous() */
     rel(R, o4);
   } else if (e == 4 && g < a) {
     /* SDPA's math backend (fp32 with grouped key/value heads: neither
@@ -603,13 +681,13 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     o = op(R, (struct tape_op){.out_bytes = Tad, .in = {o4}});
     rel(R, o4);
   } else { /* SDPA (flash / memory-efficient): saves q, k, v, its output */
-    o = op(R, (struct tape_op){.out_bytes = T * a * d * e,
+    o = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e,
                                .in = {q, k, v},
                                .saved = {q, k, v},
                                .save_out = true,
                                .tmp = 2 * T * a * d * 4 + T * a * 4});
   }
-  uint32_t y = linear(R, o, e, T, a * d, h, arch->o_bias);
+  uint32_t y = linear(R, o, e, T, a * R->dv, h, arch->o_bias);
   rel(R, o);
   rel(R, q);
   rel(R, k);
@@ -620,13 +698,17 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
   return y;
 }
 
-/* the MLP on rows x h (n2, nb bytes an element) */
-static uint32_t mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, bool stop) {
+/* the MLP of width I on rows x h (n2, nb bytes an element); moe: an
+ * expert of transformers 5 (one 3-D gate_up_proj) */
+static uint32_t mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint64_t I, bool moe,
+                    bool stop) {
   const struct vl_arch *arch = R->arch;
-  const uint64_t e = R->z->e, h = R->z->h, I = R->z->I, TI = rows * I * e;
+  const uint64_t e = R->z->e, h = R->z->h, TI = rows * I * e;
   uint32_t act;
-  uint64_t ab = e;                          /* the activation's bytes an element */
-  if (arch->gated_mlp && arch->fused_qkv) { /* Phi-3: gate_up_proj, then chunk(2) */
+  uint64_t ab = e; /* the activation's bytes an element */
+  if (arch->gated_mlp &&
+      (arch->fused_gate_up ||
+       moe)) { /* Phi-3, GLM, transformers 5's experts: gate_up_proj, then chunk(2) */
     uint32_t gu = linear(R, n2, nb, rows, h, 2 * I, arch->mlp_bias);
     uint32_t gate = tape_view(&R->tp, gu, TI), up = tape_view(&R->tp, gu, TI);
     rel(R, gu);
@@ -686,6 +768,66 @@ static uint32_t mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, bool
   return y;
 }
 
+/* a residual branch's output y before the add: Gemma 2/3's and OLMo 2's
+ * norm after it, Granite's residual_multiplier (a new tensor) */
+static uint32_t branch_out(struct run *R, uint32_t y) {
+  const struct vl_arch *arch = R->arch;
+  if (arch->sandwich_norm || arch->post_norm) {
+    uint64_t ob, yb = R->tp.t[y].bytes / (R->T * R->z->h);
+    uint32_t n = norm(R, y, yb, &ob);
+    rel(R, y);
+    return n;
+  }
+  if (arch->resid_scaled) {
+    uint32_t m = op(R, (struct tape_op){.out_bytes = R->tp.t[y].bytes, .in = {y}});
+    rel(R, y);
+    return m;
+  }
+  return y;
+}
+
+/* the MoE block on n2 (T x h): the shared expert(s) on every token (and
+ * Qwen2-MoE's sigmoid gate), then each routed expert on its share of the
+ * tokens: the rows gathered (hidden_states[token_idx]), its MLP, the
+ * product with the routing weights (saved: the weights need its gradient),
+ * index_add_ into the output (modeling_qwen3_moe.py Qwen3MoeExperts) */
+static uint32_t experts(struct run *R, uint32_t n2, uint64_t nb, bool stop) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t T = R->T, h = R->z->h, e = R->z->e;
+  uint64_t k = arch->experts_per_token ? arch->experts_per_token : 1;
+  uint64_t Te = vl__div_ceil(T * k, arch->experts);
+  uint32_t mo = tape_new(&R->tp, T * h * e);
+  if (arch->shared_intermediate) {
+    uint32_t sh = mlp(R, n2, nb, T, arch->shared_intermediate, false, false);
+    if (arch->shared_gate) {
+      uint32_t g = linear(R, n2, nb, T, h, 1, false);
+      uint32_t sg = op(R, (struct tape_op){.out_bytes = T * e, .in = {g}, .save_out = true});
+      rel(R, g);
+      uint32_t p =
+          op(R, (struct tape_op){.out_bytes = T * h * e, .in = {sg, sh}, .saved = {sg, sh}});
+      rel(R, sg);
+      rel(R, sh);
+      sh = p;
+    }
+    rel(R, mo);
+    mo = sh;
+  }
+  for (uint64_t i = 0; i < arch->experts && !R->p.failed; i++) {
+    uint32_t cur = op(R, (struct tape_op){.out_bytes = Te * h * nb, .in = {n2}});
+    uint32_t y = mlp(R, cur, nb, Te, arch->moe_intermediate, true, false);
+    rel(R, cur);
+    uint32_t yw = op(R, (struct tape_op){.out_bytes = Te * h * e, .in = {y}, .saved = {y}});
+    rel(R, y);
+    uint32_t acc =
+        op(R, (struct tape_op){.out_bytes = T * h * e, .in = {mo, yw}, .pass = TAPE_ADD});
+    rel(R, yw);
+    rel(R, mo);
+    mo = acc;
+  }
+  if (stop) R->tp.no_alloc = true;
+  return mo;
+}
+
 /* one decoder layer on x (T x h, the residual stream's dtype); Python's
  * reference to x is taken over. `stop`: a checkpoint's recomputation (no
  * allocation after the MLP's last saved tensor). GPT-NeoX's parallel
@@ -695,36 +837,36 @@ static uint32_t layer(struct run *R, uint32_t x, bool stop) {
   const uint64_t T = R->T, h = R->z->h, r = R->z->r, e = R->z->e;
   uint64_t nb;
   R->lin = 0;
-  uint32_t n1 = norm(R, x, r, &nb), held = 0;
+  uint32_t n1 = arch->post_norm ? tape_ref(&R->tp, x) : norm(R, x, r, &nb), held = 0;
+  if (arch->post_norm) nb = r;
+  const uint64_t n1b = nb;
   uint32_t at = dropout(R, attention(R, n1, nb, &held), arch->hidden_dropout);
-  rel(R, n1);
+  at = branch_out(R, at); /* Gemma 2/3, OLMo 2 post-norm; Granite's multiplier */
+  if (!arch->shared_norm) rel(R, n1);
   uint32_t h1 = x;
   if (!arch->parallel_residual) {
     h1 = op(R, (struct tape_op){.out_bytes = T * h * r, .in = {x, at}, .pass = TAPE_ADD});
     rel(R, at);
     rel(R, x);
   }
-  uint32_t n2 = norm(R, h1, r, &nb), mo;
-  if (arch->experts) { /* the experts in turn on their share of the tokens */
-    uint64_t k = arch->experts_per_token ? arch->experts_per_token : 1;
-    uint64_t Te = vl__div_ceil(T * k, arch->experts);
-    mo = tape_new(&R->tp, T * h * e);
-    for (uint64_t i = 0; i < arch->experts && !R->p.failed; i++) {
-      uint32_t cur = op(R, (struct tape_op){.out_bytes = Te * h * nb, .in = {n2}});
-      uint32_t y = mlp(R, cur, nb, Te, false);
-      rel(R, cur);
-      uint32_t acc =
-          op(R, (struct tape_op){.out_bytes = T * h * e, .in = {mo, y}, .pass = TAPE_ADD});
-      rel(R, y);
-      rel(R, mo);
-      mo = acc;
-    }
-    if (stop) R->tp.no_alloc = true;
+  uint32_t n2, mo;
+  if (arch->shared_norm) { /* Phi, Falcon: one norm feeds both */
+    n2 = n1;
+    nb = n1b;
+  } else if (arch->post_norm) {
+    n2 = tape_ref(&R->tp, h1);
+    nb = r;
   } else {
-    mo = mlp(R, n2, nb, T, stop);
+    n2 = norm(R, h1, r, &nb);
+  }
+  const bool sparse = arch->experts && R->l >= arch->dense_layers;
+  if (sparse) {
+    mo = experts(R, n2, nb, stop);
+  } else {
+    mo = mlp(R, n2, nb, T, R->z->I, false, stop);
   }
   rel(R, n2);
-  mo = dropout(R, mo, arch->hidden_dropout);
+  mo = branch_out(R, dropout(R, mo, arch->hidden_dropout));
   uint32_t sum = 0; /* parallel: (mlp + attn) + x, the temporaries go after */
   if (arch->parallel_residual)
     sum = op(R, (struct tape_op){.out_bytes = T * h * e, .in = {mo, at}, .pass = TAPE_ADD});
@@ -737,6 +879,26 @@ static uint32_t layer(struct run *R, uint32_t x, bool stop) {
   rel(R, held); /* the layer returns */
   R->tp.no_alloc = false;
   return out;
+}
+
+/* what the head does to its logits: Gemma 2's final softcapping (/ cap,
+ * tanh saving its output, * cap; modeling_gemma2.py Gemma2ForCausalLM),
+ * Granite's / logits_scaling: new tensors of the logits' size */
+static uint32_t logits_out(struct run *R, uint32_t lg) {
+  const uint64_t n = R->tp.t[lg].bytes;
+  if (R->arch->final_softcap > 0) {
+    uint32_t c0 = op(R, (struct tape_op){.out_bytes = n, .in = {lg}});
+    rel(R, lg);
+    uint32_t c1 = op(R, (struct tape_op){.out_bytes = n, .in = {c0}, .save_out = true});
+    rel(R, c0);
+    lg = op(R, (struct tape_op){.out_bytes = n, .in = {c1}});
+    rel(R, c1);
+  } else if (R->arch->logits_scaled) {
+    uint32_t c = op(R, (struct tape_op){.out_bytes = n, .in = {lg}});
+    rel(R, lg);
+    lg = c;
+  }
+  return lg;
 }
 
 /* the model output goes: its logits and the KV cache it holds */
@@ -763,6 +925,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   R.a = arch->heads;
   R.g = arch->kv_heads ? arch->kv_heads : arch->heads;
   R.d = arch->head_dim ? arch->head_dim : arch->hidden / (arch->heads ? arch->heads : 1);
+  R.dv = arch->mla ? arch->v_head_dim : R.d;
   const uint64_t L = arch->layers, Th = z->T * z->h, TV = z->T * z->V, e = z->e;
   const bool tied = arch->tie_embeddings && arch->causal;
   struct list model = {0}, states = {0}, tmp = {0};
@@ -820,8 +983,9 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
         base_trained(&R) ? tape_new(&R.tp, Th * z->r) : tape_const(&R.tp, Th * z->r);
     uint32_t x = dropout(&R, tape_ref(&R.tp, x0), arch->embed_dropout);
     rel(&R, x0);
-    if (arch->family == VL_FAM_GEMMA) {
-      /* Gemma scales the embeddings by sqrt(h): a new tensor, the
+    if (arch->embed_scaled) {
+      /* Gemma scales the embeddings by sqrt(h) (Granite by
+       * embedding_multiplier): a new tensor, the
        * unscaled one freed at once (bench/results/2026-11-29-h200x2-
        * session9/part4-unseen6/embed-probe.txt: allocations #0, #1, #3) */
       uint32_t xs = op(&R, (struct tape_op){.out_bytes = Th * z->r, .in = {x}});
@@ -833,6 +997,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     uint32_t mask = z->eager ? A(&R.p, z->B * z->P * z->P * vl__max(z->wb, e)) : NONE;
     for (uint64_t l = 0; l < L && !R.p.failed; l++) {
       if (z->ckpt) kept[l] = tape_ref(&R.tp, x); /* the checkpoint keeps its input */
+      R.l = l;
       x = layer(&R, x, false);
     }
     /* the head: the final norm, the head (a tied one is the embedding
@@ -849,8 +1014,9 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     uint32_t head = base_param(&R, z->V * z->h * z->wb);
     R.tied_leaf = tied && base_trained(&R) ? head : 0;
     R.tied_grad = NONE;
-    uint32_t logits = linear_w(&R, head, fn, nb, z->T, z->h, z->V, false);
+    uint32_t logits = linear_w(&R, head, fn, nb, z->T, z->h, z->V, arch->head_bias);
     rel(&R, fn);
+    logits = logits_out(&R, logits);
     uint32_t up = e < 4 ? A(&R.p, TV * 4) : NONE;
     uint32_t logp = A(&R.p, TV * 4);
     F(&R.p, &up);
@@ -878,6 +1044,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
        * gradient of its output is the next layer's input's */
       uint32_t next = l + 1 < L ? kept[l + 1] : x;
       uint32_t from = R.tp.nn;
+      R.l = l;
       uint32_t y = layer(&R, tape_ref(&R.tp, kept[l]), true);
       uncache(&R);
       R.tp.t[y].grad = R.tp.t[next].grad;
