@@ -879,6 +879,15 @@ vl_status vl_bill_compute(const struct vl_arch *arch, const struct vl_job *job,
                           const struct vl_overheads *ov, struct vl_bill *bill, struct vl_err *err) {
   memset(bill, 0, sizeof *bill);
   bill->task = job->task;
+  /* a ViT's sequence is its image: --seq is the image side in pixels, the
+   * tokens its patches and the [CLS] token (modeling_vit.py ViTEmbeddings) */
+  struct vl_job vj;
+  if (arch->family == VL_FAM_VIT && arch->patch_size) {
+    vj = *job;
+    uint64_t side = job->seq / arch->patch_size;
+    vj.seq = side * side + 1;
+    job = &vj;
+  }
   vl_status s = check_job(arch, job, err);
   if (s != VL_OK) return s;
   struct vl_inventory inv;
