@@ -129,9 +129,10 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   /* MoE: each token through k experts of moe_intermediate and the shared
    * experts (all of them on every token) */
   uint64_t k = arch->experts ? arch->experts_per_token : 1;
-  uint64_t width = arch->experts ? vl__add(ck, vl__mul(ck, k, vl__div_ceil(arch->moe_intermediate, t)),
-                                           vl__div_ceil(arch->shared_intermediate, t))
-                                 : I_loc;
+  uint64_t width = arch->experts
+                       ? vl__add(ck, vl__mul(ck, k, vl__div_ceil(arch->moe_intermediate, t)),
+                                 vl__div_ceil(arch->shared_intermediate, t))
+                       : I_loc;
   if (arch->gated_mlp) {
     /* act(gate) saves gate; act out and up saved by the multiply; the
      * product saved by down_proj when trainable */

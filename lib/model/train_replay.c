@@ -680,6 +680,45 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     rel(R, vr);
     o = op(R, (struct tape_op){.out_bytes = Tad, .in = {o4}});
     rel(R, o4);
+  } else if (arch->family == VL_FAM_FALCON && g < a && g == 1) {
+    /* Falcon's multi-query SDPA call: one key/value head against every
+     * query head without enable_gqa, which neither flash nor memory-
+     * efficient attention takes, so the math backend runs; it upcasts half
+     * inputs to fp32 (allowFP16BF16ReductionMathSDP is off by default) and
+     * broadcasts the single head (aten/src/ATen/native/transformers/
+     * attention.cpp _scaled_dot_product_attention_math; modeling_falcon.py
+     * FalconAttention.forward) */
+    const uint64_t sc = R->z->B * a * R->z->P * R->z->P, Tad4 = T * a * d * 4, Td4 = T * g * d * 4;
+    uint32_t qf =
+        e < 4 ? op(R, (struct tape_op){.out_bytes = Tad4, .in = {q}}) : tape_ref(&R->tp, q);
+    uint32_t kf =
+        e < 4 ? op(R, (struct tape_op){.out_bytes = Td4, .in = {k}}) : tape_ref(&R->tp, k);
+    uint32_t vf =
+        e < 4 ? op(R, (struct tape_op){.out_bytes = Td4, .in = {v}}) : tape_ref(&R->tp, v);
+    uint32_t qs = op(R, (struct tape_op){.out_bytes = Tad4, .in = {qf}});
+    uint32_t ks = op(R, (struct tape_op){.out_bytes = Td4, .in = {kf}});
+    rel(R, qf);
+    rel(R, kf);
+    /* matmul broadcasts the single head: expand + reshape copy it to
+     * every head for bmm, which saves the copies */
+    uint32_t kx = op(R, (struct tape_op){.out_bytes = Tad4, .in = {ks}});
+    rel(R, ks);
+    uint32_t s0 = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {qs, kx}, .saved = {qs, kx}});
+    rel(R, qs);
+    rel(R, kx);
+    uint32_t pr = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s0}, .save_out = true});
+    rel(R, s0);
+    uint32_t vx = op(R, (struct tape_op){.out_bytes = Tad4, .in = {vf}});
+    rel(R, vf);
+    uint32_t o4 = op(R, (struct tape_op){.out_bytes = Tad4, .in = {pr, vx}, .saved = {pr, vx}});
+    rel(R, pr);
+    rel(R, vx);
+    uint32_t oh = e < 4 ? op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {o4}})
+                        : tape_ref(&R->tp, o4);
+    rel(R, o4);
+    o = op(R,
+           (struct tape_op){.out_bytes = T * a * d * e, .in = {oh}}); /* reshape of the permute */
+    rel(R, oh);
   } else { /* SDPA (flash / memory-efficient): saves q, k, v, its output */
     o = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e,
                                .in = {q, k, v},
