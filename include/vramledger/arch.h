@@ -139,6 +139,20 @@ struct vl_arch {
   unsigned stride_first : 1; /* ResNet downsample_in_first_stage */
 };
 
+/* Encoders whose training step the allocation replay runs: the BERT-style
+ * post-norm ones and the pre-norm ModernBERT and ViT. */
+static inline int vl_arch_replays_encoder(const struct vl_arch *a) {
+  return a->family == VL_FAM_BERT || a->family == VL_FAM_ROBERTA ||
+         a->family == VL_FAM_DISTILBERT || a->family == VL_FAM_MODERNBERT ||
+         a->family == VL_FAM_VIT;
+}
+
+/* BERT-style layers: the norm after each residual add (post-LN) */
+static inline int vl_arch_post_ln(const struct vl_arch *a) {
+  return a->family == VL_FAM_BERT || a->family == VL_FAM_ROBERTA ||
+         a->family == VL_FAM_DISTILBERT || a->family == VL_FAM_DEBERTA_V2;
+}
+
 /* The model's task head as transformers' Auto class builds it. */
 static inline int vl_arch_is_encoder(const struct vl_arch *a) {
   return !a->causal && !a->enc_layers;

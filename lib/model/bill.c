@@ -722,7 +722,8 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
    * or a master copy (not measured) */
   const bool ddp_replay = dp > 1 && ddp_buckets(job) && !job->lora_rank && !pol.master;
   const bool replayable =
-      !ck.overflow && arch->causal && !mg && !ds && (dp == 1 || ddp_replay) && job->tp == 1 &&
+      !ck.overflow && (arch->causal || (vl_arch_replays_encoder(arch) && !job->lora_rank)) && !mg &&
+      !ds && (dp == 1 || ddp_replay) && job->tp == 1 &&
       !(job->lora_rank && layer_linears > VL__MAX_LAYER_LINEARS) && job->pp == 1 &&
       (job->zero == 0 || ddp_replay) && job->offload == VL_OFFLOAD_NONE && !job->qlora &&
       !(job->lora_rank && (pol.master || arch->experts)) && job->grad_accum <= 1 &&
@@ -735,7 +736,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
         .T = job->batch * job->seq,
         .h = arch->hidden,
         .I = arch->intermediate,
-        .V = arch->vocab,
+        .V = arch->family == VL_FAM_VIT ? arch->labels : arch->vocab,
         .wb = pol.weight,
         .gb = gb,
         .mb = pol.master,

@@ -562,7 +562,7 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     q = to_act(R, q32, T * a * d);
     k = to_act(R, k32, T * g * d);
   }
-  if (!R->z->ckpt) {
+  if (!R->z->ckpt && arch->causal) {
     /* use_cache (the config's default; measure.py, like transformers'
      * gradient_checkpointing_enable, turns it off only with
      * checkpointing): DynamicLayer.update copies the key and the value
@@ -621,8 +621,11 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     /* the 4-D mask has the model's dtype: fp32 under autocast, so the sum
      * is fp32 (x-qwen05-amp-adamw-eager-ckpt-b8s2048's history) */
     const uint64_t me = vl__max(R->z->wb, e);
-    uint32_t s2 = op(R, (struct tape_op){.out_bytes = sc * me, .in = {s1}, .pass = TAPE_ADD});
-    rel(R, s1);
+    uint32_t s2 = s1; /* encoders without padding get no mask */
+    if (arch->causal) {
+      s2 = op(R, (struct tape_op){.out_bytes = sc * me, .in = {s1}, .pass = TAPE_ADD});
+      rel(R, s1);
+    }
     const uint64_t sm = vl__softmax_bytes(arch, R->z->autocast, e);
     uint32_t s32 = op(R, (struct tape_op){.out_bytes = sc * sm, .in = {s2}, .save_out = true});
     rel(R, s2);
@@ -920,6 +923,84 @@ static uint32_t layer(struct run *R, uint32_t x, bool stop) {
   return out;
 }
 
+/* a BERT-style encoder layer, the norms after the residual adds:
+ * LN(x + dropout(attn(x))), then LN(h + dropout(mlp(h))) (modeling_bert.py
+ * BertSelfOutput, BertOutput; DistilBERT's sa_layer_norm and
+ * output_layer_norm); Python's reference to x is taken over */
+static uint32_t post_ln_layer(struct run *R, uint32_t x, bool stop) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t T = R->T, h = R->z->h, r = R->z->r;
+  uint64_t nb;
+  uint32_t held = 0;
+  R->lin = 0;
+  uint32_t at = dropout(R, attention(R, x, r, &held), arch->hidden_dropout);
+  uint32_t s1 = join(R, T * h * r, x, at, TAPE_ADD);
+  uint32_t h1 = norm(R, s1, r, &nb);
+  rel(R, s1);
+  uint32_t mo = dropout(R, mlp(R, h1, nb, T, R->z->I, false, stop), arch->hidden_dropout);
+  uint32_t s2 = join(R, T * h * vl__max(nb, r), h1, mo, TAPE_ADD);
+  uint64_t ob;
+  uint32_t out = norm(R, s2, vl__max(nb, r), &ob);
+  rel(R, s2);
+  rel(R, held);
+  R->tp.no_alloc = false;
+  return out;
+}
+
+/* what an encoder's embeddings add to the word embeddings x (T x h): the
+ * token types' and the learned positions' sums, then a LayerNorm
+ * (BertEmbeddings, DistilBERT's, ModernBERT's norm); ViT's patches are a
+ * convolution of the pixels, the [CLS] token concatenated, the positions
+ * added (ViTEmbeddings). Decoders: x itself. */
+static uint32_t encoder_embeddings(struct run *R, uint32_t x) {
+  const struct vl_arch *arch = R->arch;
+  if (arch->causal) return x;
+  const uint64_t Th = R->T * R->z->h, r = R->z->r;
+  if (arch->family == VL_FAM_VIT) {
+    const uint64_t pix = R->z->B * arch->channels * arch->image_size * arch->image_size;
+    uint32_t px = tape_const(&R->tp, pix * R->z->wb);
+    uint32_t pe =
+        linear_w(R,
+                 base_param(R, arch->hidden * arch->channels * arch->patch_size * arch->patch_size *
+                                   R->z->wb),
+                 px, R->z->wb, R->T - R->z->B, arch->channels * arch->patch_size * arch->patch_size,
+                 arch->hidden, true);
+    rel(R, px);
+    rel(R, x);
+    uint32_t cat = op(R, (struct tape_op){.out_bytes = Th * r, .in = {pe}});
+    rel(R, pe);
+    uint32_t y = op(R, (struct tape_op){.out_bytes = Th * r, .in = {cat}, .pass = TAPE_ADD});
+    rel(R, cat);
+    return y;
+  }
+  int adds = (arch->type_vocab > 0) + (arch->learned_pos && arch->family != VL_FAM_MODERNBERT);
+  for (int i = 0; i < adds; i++) {
+    uint32_t y = op(R, (struct tape_op){.out_bytes = Th * r, .in = {x}, .pass = TAPE_ADD});
+    rel(R, x);
+    x = y;
+  }
+  uint64_t ob;
+  uint32_t n = norm(R, x, r, &ob);
+  rel(R, x);
+  return n;
+}
+
+/* the masked-LM head's transform before the decoder: dense, GELU (saves
+ * its input), LayerNorm (BertPredictionHeadTransform, RobertaLMHead,
+ * DistilBERT's vocab_transform, ModernBertPredictionHead); x taken over */
+static uint32_t mlm_transform(struct run *R, uint32_t x, uint64_t *xb) {
+  if (R->arch->causal || R->arch->family == VL_FAM_VIT) return x;
+  const uint64_t T = R->T, h = R->z->h, e = R->z->e;
+  R->lin = 1u << 30; /* no LoRA adapter on the head */
+  uint32_t d = linear(R, x, *xb, T, h, h, true);
+  rel(R, x);
+  uint32_t g = op(R, (struct tape_op){.out_bytes = T * h * e, .in = {d}, .saved = {d}});
+  rel(R, d);
+  uint32_t n = norm(R, g, e, xb);
+  rel(R, g);
+  return n;
+}
+
 /* what the head does to its logits: Gemma 2's final softcapping (/ cap,
  * tanh saving its output, * cap; modeling_gemma2.py Gemma2ForCausalLM),
  * Granite's / logits_scaling: new tensors of the logits' size */
@@ -965,8 +1046,11 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   R.g = arch->kv_heads ? arch->kv_heads : arch->heads;
   R.d = arch->head_dim ? arch->head_dim : arch->hidden / (arch->heads ? arch->heads : 1);
   R.dv = arch->mla ? arch->v_head_dim : R.d;
-  const uint64_t L = arch->layers, Th = z->T * z->h, TV = z->T * z->V, e = z->e;
-  const bool tied = arch->tie_embeddings && arch->causal;
+  /* the logits: every token's, a ViT's [CLS] token's only */
+  const uint64_t rows_out = arch->family == VL_FAM_VIT ? z->B : z->T;
+  const uint64_t L = arch->layers, Th = z->T * z->h, TV = rows_out * z->V, e = z->e;
+  const bool vision = arch->family == VL_FAM_VIT;
+  const bool tied = arch->tie_embeddings && (arch->causal || !vision);
   struct list model = {0}, states = {0}, tmp = {0};
   uint32_t *kept = vl_calloc(L + 1, sizeof *kept); /* checkpoints' inputs */
   if (!kept) {
@@ -1020,7 +1104,8 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     /* the embeddings' output (frozen under LoRA: it needs no gradient) */
     const uint32_t x0 =
         base_trained(&R) ? tape_new(&R.tp, Th * z->r) : tape_const(&R.tp, Th * z->r);
-    uint32_t x = dropout(&R, tape_ref(&R.tp, x0), arch->embed_dropout);
+    uint32_t x = encoder_embeddings(&R, tape_ref(&R.tp, x0));
+    x = dropout(&R, x, arch->embed_dropout);
     rel(&R, x0);
     if (arch->embed_scaled) {
       /* Gemma scales the embeddings by sqrt(h) (Granite by
@@ -1033,11 +1118,12 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     }
     if (ws1 == NONE) ws1 = A(&R.p, z->workspace);
     /* the 4-D causal mask, in the model's dtype */
-    uint32_t mask = z->eager ? A(&R.p, z->B * z->P * z->P * vl__max(z->wb, e)) : NONE;
+    uint32_t mask =
+        z->eager && arch->causal ? A(&R.p, z->B * z->P * z->P * vl__max(z->wb, e)) : NONE;
     for (uint64_t l = 0; l < L && !R.p.failed; l++) {
       if (z->ckpt) kept[l] = tape_ref(&R.tp, x); /* the checkpoint keeps its input */
       R.l = l;
-      x = layer(&R, x, false);
+      x = vl_arch_post_ln(arch) ? post_ln_layer(&R, x, false) : layer(&R, x, false);
     }
     /* the head: the final norm, the head (a tied one is the embedding
      * matrix), the logits (held by the output), the loss: ForCausalLMLoss's
@@ -1050,29 +1136,59 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
       fn = norm(&R, x, z->r, &nb);
       rel(&R, x);
     }
+    fn = mlm_transform(&R, fn, &nb);
     uint32_t head = base_param(&R, z->V * z->h * z->wb);
     R.tied_leaf = tied && base_trained(&R) ? head : 0;
     R.tied_grad = NONE;
-    uint32_t logits = linear_w(&R, head, fn, nb, z->T, z->h, z->V, arch->head_bias);
+    uint32_t cls = vision ? tape_view(&R.tp, fn, rows_out * z->h * nb) : tape_ref(&R.tp, fn);
     rel(&R, fn);
+    uint32_t logits = linear_w(&R, head, cls, nb, rows_out, z->h, z->V, arch->head_bias || vision);
+    rel(&R, cls);
     logits = logits_out(&R, logits);
-    uint32_t up = e < 4 ? A(&R.p, TV * 4) : NONE;
-    uint32_t logp = A(&R.p, TV * 4);
-    F(&R.p, &up);
+    /* the loss. ForCausalLMLoss upcasts the logits (logits.float()):
+     * log_softmax and nll_loss in fp32, log_softmax's output saved. An
+     * encoder's CrossEntropyLoss runs log_softmax in the logits' dtype
+     * (saved) and, under autocast, nll_loss on its fp32 list casts that to
+     * fp32 (the copy saved by nll_loss); backward: nll's dense gradient, its
+     * cast back, log_softmax's backward in the logits' dtype (RoBERTa AMP's
+     * allocator history, bench/results/model-types-unseen/
+     * type-peaks-large.json: events 10642-10817) */
+    const bool mlm_amp = !arch->causal && z->autocast && e < 4;
+    const uint64_t lb = arch->causal || z->autocast ? 4 : e;
+    uint32_t up = NONE, logp, n32 = NONE;
+    if (mlm_amp) {
+      logp = A(&R.p, TV * e);
+      n32 = A(&R.p, TV * 4);
+    } else {
+      up = e < lb ? A(&R.p, TV * lb) : NONE;
+      logp = A(&R.p, TV * lb);
+      F(&R.p, &up);
+    }
     uncache(&R); /* autocast exits: its cache goes (saved copies stay) */
     F(&R.p, &mask);
     if (z->drop_outputs) drop_output(&R, logits); /* the loop keeps only the loss */
 
     /* ---- backward ---- */
-    /* nll's dense gradient and log_softmax's, both fp32, then the cast of
-     * the latter to the logits' dtype */
-    uint32_t g1 = A(&R.p, TV * 4), g2 = tape_new(&R.tp, TV * 4);
-    F(&R.p, &g1);
-    F(&R.p, &logp);
-    uint32_t gl = g2;
-    if (e < 4) {
+    uint32_t gl;
+    if (mlm_amp) {
+      uint32_t g1 = A(&R.p, TV * 4);
+      F(&R.p, &n32);
+      uint32_t gh = A(&R.p, TV * e);
+      F(&R.p, &g1);
       gl = tape_new(&R.tp, TV * e);
-      rel(&R, g2);
+      F(&R.p, &gh);
+      F(&R.p, &logp);
+    } else {
+      /* nll's dense gradient and log_softmax's, both fp32, then the cast
+       * of the latter to the logits' dtype */
+      uint32_t g1 = A(&R.p, TV * lb), g2 = tape_new(&R.tp, TV * lb);
+      F(&R.p, &g1);
+      F(&R.p, &logp);
+      gl = g2;
+      if (e < lb) {
+        gl = tape_new(&R.tp, TV * e);
+        rel(&R, g2);
+      }
     }
     R.tp.t[logits].grad = gl;
     tape_backward(&R.tp, head_from);
@@ -1084,7 +1200,8 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
       uint32_t next = l + 1 < L ? kept[l + 1] : x;
       uint32_t from = R.tp.nn;
       R.l = l;
-      uint32_t y = layer(&R, tape_ref(&R.tp, kept[l]), true);
+      uint32_t y = vl_arch_post_ln(arch) ? post_ln_layer(&R, tape_ref(&R.tp, kept[l]), true)
+                                         : layer(&R, tape_ref(&R.tp, kept[l]), true);
       uncache(&R);
       R.tp.t[y].grad = R.tp.t[next].grad;
       R.tp.t[next].grad = 0;
