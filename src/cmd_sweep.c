@@ -127,10 +127,36 @@ static int run_point(const char *self, const char *dir, char **argv, uint64_t in
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-int cmd_sweep(int argc, const char **argv) {
-  struct grid g = {0};
-  const char *out = "sweep";
-  uint64_t repeat = 1, interval = 100;
+/* The sweep as it goes: the options, the command and where results go. */
+struct sweep {
+  struct grid g;
+  const char *out;
+  uint64_t repeat, interval;
+  const char **cmd; /* the command after '--', cmd_n words */
+  int cmd_n;
+  char self[PATH_MAX]; /* this binary, run once per point */
+  char csv[PATH_MAX];
+  FILE *f;      /* csv, open while the points run */
+  int kb, ks;   /* tokens per step = batch x seq, when both are swept */
+  size_t total; /* points in the grid */
+  int failures;
+};
+
+/* What one point took over its repeats. */
+struct point {
+  size_t p;
+  int at[MAX_VARS]; /* each variable's value index */
+  char **av;        /* the command with the point's values */
+  uint64_t lo, hi, cuda;
+  double secs, rate, tok_rate;
+  int rated, tok_rated;
+  uint64_t alloc_peak, reserved_peak; /* the probe's, when it ran */
+  uint64_t fwd_bwd_peak, optimizer_peak;
+  const char *status;
+};
+
+/* The options up to '--'. Sets *help after printing --help. */
+static int parse_options(struct sweep *s, int argc, const char **argv, bool *help) {
   int dash = -1, rc;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--")) {
@@ -139,17 +165,18 @@ int cmd_sweep(int argc, const char **argv) {
     }
     if (!strcmp(argv[i], "--help")) {
       fputs(vl_help_sweep, stdout);
+      *help = true;
       return VL_EXIT_OK;
     }
     bool has = i + 1 < argc;
     if (!strcmp(argv[i], "--grid") && has) {
-      if ((rc = add_grid(&g, argv[++i]))) return rc;
+      if ((rc = add_grid(&s->g, argv[++i]))) return rc;
     } else if (!strcmp(argv[i], "--out") && has) {
-      out = argv[++i];
+      s->out = argv[++i];
     } else if (!strcmp(argv[i], "--repeat") && has) {
-      if ((rc = cli_u64("repeat", argv[++i], 1, 100, &repeat))) return rc;
+      if ((rc = cli_u64("repeat", argv[++i], 1, 100, &s->repeat))) return rc;
     } else if (!strcmp(argv[i], "--interval-ms") && has) {
-      if ((rc = cli_u64("interval-ms", argv[++i], 1, 60000, &interval))) return rc;
+      if ((rc = cli_u64("interval-ms", argv[++i], 1, 60000, &s->interval))) return rc;
     } else {
       cli_error("unknown or incomplete option '%s'", argv[i]);
       cli_hint(
@@ -157,183 +184,227 @@ int cmd_sweep(int argc, const char **argv) {
       return VL_EXIT_USAGE;
     }
   }
-  if (!g.n || dash < 0 || dash + 1 >= argc) {
+  if (!s->g.n || dash < 0 || dash + 1 >= argc) {
     cli_error("sweep needs --grid NAME=V1,V2,... and a command after '--'");
     return VL_EXIT_USAGE;
   }
-  int cmd_n = argc - dash - 1;
-  const char **cmd = argv + dash + 1;
-  /* every placeholder defined, every variable used: checked before anything runs */
+  s->cmd_n = argc - dash - 1;
+  s->cmd = argv + dash + 1;
+  return 0;
+}
+
+/* Every placeholder defined, every variable used: checked before anything
+ * runs. */
+static int check_command(const struct sweep *s) {
   bool used[MAX_VARS] = {false};
   int at[MAX_VARS] = {0};
   char buf[4096];
-  for (int i = 0; i < cmd_n; i++)
-    if (substitute(cmd[i], &g, at, buf, sizeof buf, used) != 0) {
+  for (int i = 0; i < s->cmd_n; i++)
+    if (substitute(s->cmd[i], &s->g, at, buf, sizeof buf, used) != 0) {
       cli_error("the command uses %s, which no --grid defines", buf);
       return VL_EXIT_USAGE;
     }
-  for (int k = 0; k < g.n; k++)
+  for (int k = 0; k < s->g.n; k++)
     if (!used[k]) {
-      cli_error("--grid %s is never used in the command (write {%s} where it goes)", g.name[k],
-                g.name[k]);
+      cli_error("--grid %s is never used in the command (write {%s} where it goes)", s->g.name[k],
+                s->g.name[k]);
       return VL_EXIT_USAGE;
     }
-  if (mkdir(out, 0700) != 0 && errno != EEXIST) {
-    cli_error("cannot create '%s': %s", out, strerror(errno));
+  return 0;
+}
+
+/* The output directory, this binary's path, and sweep.csv with its header
+ * row. */
+static int open_outputs(struct sweep *s) {
+  if (mkdir(s->out, 0700) != 0 && errno != EEXIST) {
+    cli_error("cannot create '%s': %s", s->out, strerror(errno));
     return VL_EXIT_ERROR;
   }
-  char self[PATH_MAX];
-  ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+  ssize_t sl = readlink("/proc/self/exe", s->self, sizeof s->self - 1);
   if (sl <= 0) {
     cli_error("cannot find the vramledger binary (/proc/self/exe)");
     return VL_EXIT_ERROR;
   }
-  self[sl] = '\0';
-  char csv[PATH_MAX];
-  snprintf(csv, sizeof csv, "%.4000s/sweep.csv", out);
-  FILE *f = fopen(csv, "w");
-  if (!f) {
-    cli_error("cannot write '%s': %s", csv, strerror(errno));
+  s->self[sl] = '\0';
+  snprintf(s->csv, sizeof s->csv, "%.4000s/sweep.csv", s->out);
+  s->f = fopen(s->csv, "w");
+  if (!s->f) {
+    cli_error("cannot write '%s': %s", s->csv, strerror(errno));
     return VL_EXIT_ERROR;
   }
-  fputs("point", f);
-  for (int k = 0; k < g.n; k++)
-    fprintf(f, ",%s", g.name[k]);
+  fputs("point", s->f);
+  for (int k = 0; k < s->g.n; k++)
+    fprintf(s->f, ",%s", s->g.name[k]);
   fputs(",peak_bytes,peak_cuda_alloc_bytes,peak_allocated_bytes,peak_reserved_bytes,"
         "peak_fwd_bwd_bytes,peak_optimizer_bytes,spread_pct,seconds,steps_per_s,tokens_per_s,"
         "status\n",
-        f);
-  int kb = -1, ks = -1; /* tokens per step = batch x seq, when both are swept */
-  for (int k = 0; k < g.n; k++) {
-    if (!strcmp(g.name[k], "batch")) kb = k;
-    if (!strcmp(g.name[k], "seq")) ks = k;
+        s->f);
+  return 0;
+}
+
+/* The grid's size, the batch and seq variables, and the table's header. */
+static void plan_grid(struct sweep *s) {
+  s->kb = s->ks = -1;
+  for (int k = 0; k < s->g.n; k++) {
+    if (!strcmp(s->g.name[k], "batch")) s->kb = k;
+    if (!strcmp(s->g.name[k], "seq")) s->ks = k;
   }
   printf("%-6s", "point");
-  for (int k = 0; k < g.n; k++)
-    printf(" %10s", g.name[k]);
+  for (int k = 0; k < s->g.n; k++)
+    printf(" %10s", s->g.name[k]);
   printf(" %12s %12s %8s %8s %9s %10s  %s\n", "process GiB", "alloc GiB", "spread", "s", "steps/s",
          "tokens/s", "status");
-  size_t total = 1;
-  for (int k = 0; k < g.n; k++)
-    total *= (size_t)g.n_values[k];
-  int failures = 0;
-  for (size_t p = 0; p < total; p++) {
-    size_t rem = p;
-    for (int k = g.n - 1; k >= 0; k--) {
-      at[k] = (int)(rem % (size_t)g.n_values[k]);
-      rem /= (size_t)g.n_values[k];
-    }
-    char **av = vl_calloc((size_t)cmd_n + 1, sizeof *av);
-    if (!av) {
-      fclose(f);
-      cli_error("out of memory");
-      return VL_EXIT_ERROR;
-    }
-    for (int i = 0; i < cmd_n; i++) {
-      substitute(cmd[i], &g, at, buf, sizeof buf, used);
-      av[i] = strdup(buf);
-    }
-    uint64_t lo = UINT64_MAX, hi = 0, cuda = 0;
-    double secs = 0, rate = 0, tok_rate = 0;
-    int rated = 0, tok_rated = 0;
-    uint64_t alloc_peak = 0, reserved_peak = 0; /* the probe's, when it ran */
-    uint64_t fwd_bwd_peak = 0, optimizer_peak = 0;
-    const char *status = "ok";
-    for (uint64_t r = 0; r < repeat; r++) {
-      char dir[PATH_MAX], rec[PATH_MAX];
-      snprintf(dir, sizeof dir, "%.3000s/point-%03zu-r%llu", out, p, (unsigned long long)r);
-      snprintf(rec, sizeof rec, "%.4000s/record.jsonl", dir);
-      /* resume: a point with a complete record is not run again */
-      bool done = file_has(rec, "\"type\":\"exit\"");
-      int code = 0;
-      if (!done) {
-        if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-          cli_error("cannot create '%s': %s", dir, strerror(errno));
-          fclose(f);
-          return VL_EXIT_ERROR;
-        }
-        char cmdline[64];
-        snprintf(cmdline, sizeof cmdline, "point %zu/%zu", p + 1, total);
-        fprintf(stderr, "vramledger: sweep %s\n", cmdline);
-        code = run_point(self, dir, av, interval);
-      } else {
-        code = file_has(rec, "\"status\":0,") ? 0 : 1;
-      }
-      char log[PATH_MAX];
-      snprintf(log, sizeof log, "%.4000s/stderr.log", dir);
-      uint64_t mp = 0, mc = 0;
-      double d = 0;
-      char path[PATH_MAX];
-      if (cli_run_peaks(dir, &mp, &mc, &d, path, sizeof path) != 0) code = code ? code : 1;
-      if (code) {
-        status =
-            file_has(log, "out of memory") || file_has(log, "OutOfMemoryError") ? "oom" : "failed";
-        failures++;
-        fprintf(stderr, "vramledger: sweep point %zu: %s (exit %d); its stderr is in %s\n", p,
-                status, code, log);
-      }
-      lo = mp < lo ? mp : lo;
-      hi = mp > hi ? mp : hi;
-      cuda = mc > cuda ? mc : cuda;
-      secs += d / (double)repeat;
-      struct vl_record rcd;
-      if (!code && cli_load_record(dir, &rcd, path, sizeof path) == 0) {
-        /* the probe's steps (median step time, measured tokens) when it
-         * ran; else the job's "step" stamps, as audit measures them */
-        struct vl_probe_layer fw;
-        vl_probe_analyze(&rcd, &fw);
-        double step_s =
-            fw.step_s_median > 0 ? fw.step_s_median : vl_record_mark_median_s(&rcd, "step");
-        if (step_s > 0) rate += 1.0 / step_s, rated++;
-        if (fw.tokens_per_s > 0) tok_rate += fw.tokens_per_s, tok_rated++;
-        if (fw.peak_allocated > alloc_peak) alloc_peak = fw.peak_allocated;
-        if (fw.peak_reserved > reserved_peak) reserved_peak = fw.peak_reserved;
-        if (fw.peak_fwd_bwd > fwd_bwd_peak) fwd_bwd_peak = fw.peak_fwd_bwd;
-        if (fw.peak_optimizer > optimizer_peak) optimizer_peak = fw.peak_optimizer;
-        vl_record_release(&rcd);
-      }
-    }
-    char steps[32] = "", tokens[32] = "";
-    if (rated) {
-      rate /= rated;
-      snprintf(steps, sizeof steps, "%.4g", rate);
-      if (tok_rated)
-        snprintf(tokens, sizeof tokens, "%.6g", tok_rate / tok_rated);
-      else if (kb >= 0 && ks >= 0)
-        snprintf(tokens, sizeof tokens, "%.6g",
-                 rate * atof(g.value[kb][at[kb]]) * atof(g.value[ks][at[ks]]));
-    }
-    char palloc[24] = "", pres[24] = "", pfb[24] = "", popt[24] = "";
-    if (alloc_peak) {
-      snprintf(palloc, sizeof palloc, "%llu", (unsigned long long)alloc_peak);
-      snprintf(pres, sizeof pres, "%llu", (unsigned long long)reserved_peak);
-    }
-    if (fwd_bwd_peak && optimizer_peak) { /* a training step, both phases seen */
-      snprintf(pfb, sizeof pfb, "%llu", (unsigned long long)fwd_bwd_peak);
-      snprintf(popt, sizeof popt, "%llu", (unsigned long long)optimizer_peak);
-    }
-    double spread = hi ? 100.0 * (double)(hi - lo) / (double)hi : 0.0;
-    fprintf(f, "%zu", p);
-    printf("%-6zu", p);
-    for (int k = 0; k < g.n; k++) {
-      fprintf(f, ",%s", g.value[k][at[k]]);
-      printf(" %10s", g.value[k][at[k]]);
-    }
-    fprintf(f, ",%llu,%llu,%s,%s,%s,%s,%.2f,%.3f,%s,%s,%s\n", (unsigned long long)hi,
-            (unsigned long long)cuda, palloc, pres, pfb, popt, spread, secs, steps, tokens, status);
-    fflush(f);
-    printf(" %12.2f %12.2f %7.1f%% %8.1f %9s %10s  %s\n", (double)hi / (1ull << 30),
-           (double)cuda / (1ull << 30), spread, secs, *steps ? steps : "-", *tokens ? tokens : "-",
-           status);
-    for (int i = 0; i < cmd_n; i++)
-      free(av[i]);
-    vl_free(av);
+  s->total = 1;
+  for (int k = 0; k < s->g.n; k++)
+    s->total *= (size_t)s->g.n_values[k];
+}
+
+/* Run repeat r of the point in DIR, or take its complete record from an
+ * earlier sweep (resume). Returns the command's exit status, or -1 when DIR
+ * cannot be created. */
+static int run_or_resume(const struct sweep *s, const struct point *pt, const char *dir,
+                         const char *rec) {
+  if (file_has(rec, "\"type\":\"exit\"")) return file_has(rec, "\"status\":0,") ? 0 : 1;
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    cli_error("cannot create '%s': %s", dir, strerror(errno));
+    return -1;
   }
-  if (fclose(f) != 0) {
-    cli_error("cannot write '%s'", csv);
+  char cmdline[64];
+  snprintf(cmdline, sizeof cmdline, "point %zu/%zu", pt->p + 1, s->total);
+  fprintf(stderr, "vramledger: sweep %s\n", cmdline);
+  return run_point(s->self, dir, pt->av, s->interval);
+}
+
+/* The probe's steps (median step time, measured tokens) and peaks when it
+ * ran; else the job's "step" stamps, as audit measures them. */
+static void add_rates(struct point *pt, const char *dir, char *path, size_t path_len) {
+  struct vl_record rcd;
+  if (cli_load_record(dir, &rcd, path, path_len) != 0) return;
+  struct vl_probe_layer fw;
+  vl_probe_analyze(&rcd, &fw);
+  double step_s = fw.step_s_median > 0 ? fw.step_s_median : vl_record_mark_median_s(&rcd, "step");
+  if (step_s > 0) pt->rate += 1.0 / step_s, pt->rated++;
+  if (fw.tokens_per_s > 0) pt->tok_rate += fw.tokens_per_s, pt->tok_rated++;
+  if (fw.peak_allocated > pt->alloc_peak) pt->alloc_peak = fw.peak_allocated;
+  if (fw.peak_reserved > pt->reserved_peak) pt->reserved_peak = fw.peak_reserved;
+  if (fw.peak_fwd_bwd > pt->fwd_bwd_peak) pt->fwd_bwd_peak = fw.peak_fwd_bwd;
+  if (fw.peak_optimizer > pt->optimizer_peak) pt->optimizer_peak = fw.peak_optimizer;
+  vl_record_release(&rcd);
+}
+
+/* Repeat r of the point: run it (or resume it), then add what it took. */
+static int measure_repeat(struct sweep *s, struct point *pt, uint64_t r) {
+  char dir[PATH_MAX], rec[PATH_MAX];
+  snprintf(dir, sizeof dir, "%.3000s/point-%03zu-r%llu", s->out, pt->p, (unsigned long long)r);
+  snprintf(rec, sizeof rec, "%.4000s/record.jsonl", dir);
+  int code = run_or_resume(s, pt, dir, rec);
+  if (code < 0) return VL_EXIT_ERROR;
+  char log[PATH_MAX];
+  snprintf(log, sizeof log, "%.4000s/stderr.log", dir);
+  uint64_t mp = 0, mc = 0;
+  double d = 0;
+  char path[PATH_MAX];
+  if (cli_run_peaks(dir, &mp, &mc, &d, path, sizeof path) != 0) code = code ? code : 1;
+  if (code) {
+    pt->status =
+        file_has(log, "out of memory") || file_has(log, "OutOfMemoryError") ? "oom" : "failed";
+    s->failures++;
+    fprintf(stderr, "vramledger: sweep point %zu: %s (exit %d); its stderr is in %s\n", pt->p,
+            pt->status, code, log);
+  }
+  pt->lo = mp < pt->lo ? mp : pt->lo;
+  pt->hi = mp > pt->hi ? mp : pt->hi;
+  pt->cuda = mc > pt->cuda ? mc : pt->cuda;
+  pt->secs += d / (double)s->repeat;
+  if (!code) add_rates(pt, dir, path, sizeof path);
+  return 0;
+}
+
+/* The point's row in sweep.csv and in the table. */
+static void write_point(const struct sweep *s, const struct point *pt) {
+  const struct grid *g = &s->g;
+  char steps[32] = "", tokens[32] = "";
+  if (pt->rated) {
+    double rate = pt->rate / pt->rated;
+    snprintf(steps, sizeof steps, "%.4g", rate);
+    if (pt->tok_rated)
+      snprintf(tokens, sizeof tokens, "%.6g", pt->tok_rate / pt->tok_rated);
+    else if (s->kb >= 0 && s->ks >= 0)
+      snprintf(tokens, sizeof tokens, "%.6g",
+               rate * atof(g->value[s->kb][pt->at[s->kb]]) * atof(g->value[s->ks][pt->at[s->ks]]));
+  }
+  char palloc[24] = "", pres[24] = "", pfb[24] = "", popt[24] = "";
+  if (pt->alloc_peak) {
+    snprintf(palloc, sizeof palloc, "%llu", (unsigned long long)pt->alloc_peak);
+    snprintf(pres, sizeof pres, "%llu", (unsigned long long)pt->reserved_peak);
+  }
+  if (pt->fwd_bwd_peak && pt->optimizer_peak) { /* a training step, both phases seen */
+    snprintf(pfb, sizeof pfb, "%llu", (unsigned long long)pt->fwd_bwd_peak);
+    snprintf(popt, sizeof popt, "%llu", (unsigned long long)pt->optimizer_peak);
+  }
+  double spread = pt->hi ? 100.0 * (double)(pt->hi - pt->lo) / (double)pt->hi : 0.0;
+  fprintf(s->f, "%zu", pt->p);
+  printf("%-6zu", pt->p);
+  for (int k = 0; k < g->n; k++) {
+    fprintf(s->f, ",%s", g->value[k][pt->at[k]]);
+    printf(" %10s", g->value[k][pt->at[k]]);
+  }
+  fprintf(s->f, ",%llu,%llu,%s,%s,%s,%s,%.2f,%.3f,%s,%s,%s\n", (unsigned long long)pt->hi,
+          (unsigned long long)pt->cuda, palloc, pres, pfb, popt, spread, pt->secs, steps, tokens,
+          pt->status);
+  fflush(s->f);
+  printf(" %12.2f %12.2f %7.1f%% %8.1f %9s %10s  %s\n", (double)pt->hi / (1ull << 30),
+         (double)pt->cuda / (1ull << 30), spread, pt->secs, *steps ? steps : "-",
+         *tokens ? tokens : "-", pt->status);
+}
+
+/* Point p: its values, its command, its repeats, its row. */
+static int run_grid_point(struct sweep *s, size_t p) {
+  struct point pt = {.p = p, .lo = UINT64_MAX, .status = "ok"};
+  size_t rem = p;
+  for (int k = s->g.n - 1; k >= 0; k--) {
+    pt.at[k] = (int)(rem % (size_t)s->g.n_values[k]);
+    rem /= (size_t)s->g.n_values[k];
+  }
+  pt.av = vl_calloc((size_t)s->cmd_n + 1, sizeof *pt.av);
+  if (!pt.av) {
+    cli_error("out of memory");
     return VL_EXIT_ERROR;
   }
-  printf("\n%s: %zu points, %d not ok; fit it with: vramledger fit --csv %s\n", csv, total,
-         failures, csv);
+  bool used[MAX_VARS] = {false};
+  char buf[4096];
+  for (int i = 0; i < s->cmd_n; i++) {
+    substitute(s->cmd[i], &s->g, pt.at, buf, sizeof buf, used);
+    pt.av[i] = strdup(buf);
+  }
+  int rc = 0;
+  for (uint64_t r = 0; r < s->repeat && !rc; r++)
+    rc = measure_repeat(s, &pt, r);
+  if (!rc) write_point(s, &pt);
+  for (int i = 0; i < s->cmd_n; i++)
+    free(pt.av[i]);
+  vl_free(pt.av);
+  return rc;
+}
+
+int cmd_sweep(int argc, const char **argv) {
+  struct sweep s = {.out = "sweep", .repeat = 1, .interval = 100};
+  bool help = false;
+  int rc;
+  if ((rc = parse_options(&s, argc, argv, &help)) || help || (rc = check_command(&s)) ||
+      (rc = open_outputs(&s)))
+    return rc;
+  plan_grid(&s);
+  for (size_t p = 0; p < s.total; p++)
+    if ((rc = run_grid_point(&s, p))) {
+      fclose(s.f);
+      return rc;
+    }
+  if (fclose(s.f) != 0) {
+    cli_error("cannot write '%s'", s.csv);
+    return VL_EXIT_ERROR;
+  }
+  printf("\n%s: %zu points, %d not ok; fit it with: vramledger fit --csv %s\n", s.csv, s.total,
+         s.failures, s.csv);
   return VL_EXIT_OK;
 }

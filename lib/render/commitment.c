@@ -9,8 +9,6 @@
 #include "vramledger/commitment.h"
 #include "vramledger/render.h"
 
-#define GIB(x) ((double)(x) / (double)(1ull << 30))
-
 static int commitment_json(FILE *out, const struct vl_commit_view *v) {
   const struct vl_job *j = v->job;
   json_t *o = json_object();

@@ -6,9 +6,6 @@
 #include "vramledger/doctor.h"
 #include "vramledger/render.h"
 
-#define MIB(x) ((x) / 1048576.0)
-#define GIB(x) ((x) / 1073741824.0)
-
 static const char *const sev_name[] = {"info", "warn", "error"};
 
 static void words(const struct vl_diag *d, char *title, size_t nt, char *ev, size_t ne, char *fix,

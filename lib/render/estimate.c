@@ -7,8 +7,6 @@
 #include "internal.h"
 #include "vramledger/render.h"
 
-#define GIB(x) ((double)(x) / (double)(1ull << 30))
-
 static void live_list(char *buf, size_t n, unsigned mask, const char *sep) {
   size_t o = 0;
   buf[0] = '\0';
@@ -115,7 +113,7 @@ static void text(FILE *o, const struct vl_estimate_view *v) {
   if (b->host_bytes) fprintf(o, "  host RAM for offloaded states: %.2f GiB\n", GIB(b->host_bytes));
   if (v->gpu) {
     const struct vl_fit *f = v->fit;
-    double hr = (double)f->headroom_bytes / (double)(1ull << 30);
+    double hr = GIB(f->headroom_bytes);
     fprintf(o, "  %s: %.2f GiB, %.0f %% kept free -> %.2f GiB usable: %s, %s %.2f GiB%s\n",
             v->gpu->name, GIB(f->capacity_bytes), f->margin * 100.0, GIB(f->usable_bytes),
             verdict(f), f->fits ? "headroom" : "short by", f->fits ? hr : -hr,
@@ -186,8 +184,7 @@ static void md(FILE *o, const struct vl_estimate_view *v) {
     fprintf(o, "\n**%s** (%.2f GiB, %.0f %% kept free): %s, %s %.2f GiB.\n", v->gpu->name,
             GIB(v->fit->capacity_bytes), v->fit->margin * 100.0, verdict(v->fit),
             v->fit->fits ? "headroom" : "short by",
-            (double)(v->fit->fits ? v->fit->headroom_bytes : -v->fit->headroom_bytes) /
-                (double)(1ull << 30));
+            GIB(v->fit->fits ? v->fit->headroom_bytes : -v->fit->headroom_bytes));
   if (v->searched)
     fprintf(o, "\nLargest %s that fits: %llu.\n",
             v->searched == 1 ? "micro-batch" : "sequence length",

@@ -11,8 +11,6 @@
 #include "vramledger/regress.h"
 #include "vramledger/render.h"
 
-#define GIB(x) ((x) / (double)(1ull << 30))
-
 static void at_str(const struct vl_points *p, const double *x, char *at, size_t n) {
   size_t off = 0;
   at[0] = '\0';

@@ -9,8 +9,6 @@
 #include "vramledger/probe.h"
 #include "vramledger/record.h"
 
-#define GIB(x) ((double)(x) / (double)(1ull << 30))
-
 /* The bill's lines, in the order shown, with the user's words. */
 enum { LINES = VL_BILL_N + 2 };
 static const char *const line_name[LINES] = {"parameters and buffers",
@@ -35,9 +33,9 @@ static const char *size_str(char *buf, size_t n, uint64_t b) {
   if (b >= (1ull << 30))
     snprintf(buf, n, "%.3f GiB", GIB(b));
   else if (b >= (1ull << 20))
-    snprintf(buf, n, "%.1f MiB", (double)b / 1048576.0);
+    snprintf(buf, n, "%.1f MiB", MIB(b));
   else
-    snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
+    snprintf(buf, n, "%.1f KiB", KIB(b));
   return buf;
 }
 
@@ -386,7 +384,7 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
                              : "    %-10s allocated %8.3f GiB  named %8.3f GiB  workspaces "
                                "%6.3f GiB  rounding %6.1f MiB  unnamed %8.1f MiB\n";
         fprintf(o, fmt, e->phase, GIB(e->allocated), GIB(e->named), GIB(e->cublas_workspaces),
-                (double)e->rounding / 1048576.0, (double)e->unnamed / 1048576.0);
+                MIB(e->rounding), MIB(e->unnamed));
       }
     }
     if (f->n_modules) {
@@ -457,7 +455,7 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
     fprintf(o,
             "\n%sgrowth: %+.1f MiB per step in what is allocated after each step (steps 4 on, %u "
             "points)\n",
-            b, f->growth_bytes_per_step / 1048576.0, f->growth_steps);
+            b, MIB(f->growth_bytes_per_step), f->growth_steps);
   if (f->probe_share_light > 0 || f->probe_share_sampled > 0)
     fprintf(o, "%sthe probe's own time: %.2f %% of a step, %.1f %% of a sampled step\n", b,
             100 * f->probe_share_light, 100 * f->probe_share_sampled);

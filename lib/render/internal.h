@@ -7,6 +7,12 @@
 
 #include "vramledger/model.h"
 
+/* Sizes are shown in binary units (a GiB is 2^30 bytes), the unit always
+ * printed: a byte count, integer or double, as a double in that unit. */
+#define GIB(x) ((double)(x) / (double)(1ull << 30))
+#define MIB(x) ((double)(x) / (double)(1ull << 20))
+#define KIB(x) ((double)(x) / 1024.0)
+
 /* A byte count as a JSON integer (new reference). */
 static inline json_t *U(uint64_t x) { return json_integer((json_int_t)x); }
 

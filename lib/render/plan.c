@@ -9,8 +9,6 @@
 #include "vramledger/plan.h"
 #include "vramledger/render.h"
 
-#define GIB(x) ((double)(x) / (double)(1ull << 30))
-
 static const char *strategy(const struct vl_plan_candidate *c, char *buf, size_t n) {
   size_t l = 0;
   buf[0] = '\0';

@@ -7,8 +7,6 @@
 #include "internal.h"
 #include "vramledger/render.h"
 
-#define GIB(x) ((double)(x) / (double)(1ull << 30))
-
 static int dump(FILE *out, json_t *r, size_t flags) {
   int rc = json_dumpf(r, out, flags | JSON_PRESERVE_ORDER);
   json_decref(r);

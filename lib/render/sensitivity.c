@@ -2,11 +2,10 @@
 #include <jansson.h>
 #include <stdio.h>
 
+#include "internal.h" /* first: it includes <jansson.h> */
 #include "../util/internal.h"
 #include "vramledger/render.h"
 #include "vramledger/sensitivity.h"
-
-#define GIB(x) ((double)(x) / (double)(1ull << 30))
 
 static const char *dist_name(const struct vl_vary *v, char *buf, size_t n) {
   if (v->dist == VL_DIST_DISCRETE) {

@@ -57,7 +57,6 @@ int vl_render_trace(FILE *o, bool json, const struct vl_trace_view *v) {
   if (json) return as_json(o, v);
   const struct vl_replay *r = v->replays;
   const struct vl_trace *tr = v->tr;
-  const double G = 1073741824.0;
   fprintf(o, "trace: %s\n  %zu allocations and %zu frees replayed (device %s)%s\n", v->trace,
           r[0].allocs, r[0].frees, v->device,
           v->job_exit_status ? "; the job did not finish cleanly: the trace stops where it did"
@@ -69,7 +68,7 @@ int vl_render_trace(FILE *o, bool json, const struct vl_trace_view *v) {
     double cached =
         r[i].peak_reserved ? 1.0 - (double)r[i].peak_allocated / (double)r[i].peak_reserved : 0;
     fprintf(o, "  %-26s %10.3f GiB %10.3f GiB %8.1f %% %9llu %8llu%s", v->names[i],
-            (double)r[i].peak_allocated / G, (double)r[i].peak_reserved / G, 100 * cached,
+            GIB(r[i].peak_allocated), GIB(r[i].peak_reserved), 100 * cached,
             (unsigned long long)r[i].end.cuda_mallocs, (unsigned long long)r[i].end.alloc_retries,
             r[i].oom ? "  out of memory at event " : "");
     if (r[i].oom) fprintf(o, "%zu", r[i].oom_event + 1);

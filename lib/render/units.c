@@ -5,7 +5,7 @@
 #include "vramledger/render.h"
 
 const char *vl_fmt_gib(char *buf, size_t n, uint64_t bytes) {
-  snprintf(buf, n, "%.2f GiB", (double)bytes / (double)(1ull << 30));
+  snprintf(buf, n, "%.2f GiB", GIB(bytes));
   return buf;
 }
 

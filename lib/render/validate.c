@@ -3,11 +3,10 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "internal.h" /* first: it includes <jansson.h> */
 #include "../util/internal.h"
 #include "vramledger/measure.h"
 #include "vramledger/render.h"
-
-#define GIB(x) ((double)(x) / (double)(1ull << 30))
 
 static const char *pct(char *buf, size_t n, double v) {
   if (isnan(v))

@@ -1,0 +1,145 @@
+/* vramledger: the sampler of `vramledger run`.
+ *
+ * While the job runs, the sampler reads the interposer's counters
+ * (vramledger/counters.h) at every tick and NVML when a reading is due,
+ * appends one "sample" event a tick to the run record (vramledger/record.h),
+ * and reaps the job when it exits. The commitment's triggers are the
+ * caller's: the sampler calls its hooks and never prints. Linux: the job's
+ * process tree is read from /proc. */
+#ifndef VRAMLEDGER_SAMPLER_H
+#define VRAMLEDGER_SAMPLER_H
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "vramledger/status.h"
+
+struct vl_counters;
+struct vl_nvml;
+
+/*! CLOCK_MONOTONIC now, in ns: the record's clock. */
+uint64_t vl_monotonic_ns(void);
+
+/* ---- the record as vramledger writes it ---- */
+
+/* One line, newline included, goes out in one write(): whole lines beside
+ * the interposer's and the probe's. Sample lines wait in the buffer and go
+ * out together (one write instead of one a tick: in a profile on the
+ * development machine the writes were a sixth of the sampler's time; no
+ * gain measured yet, bench/results/2026-11-29-sampler-cost-dev.md). Each
+ * line stays whole; the record's other writers (the interposer, the probe)
+ * may land between batches, so lines of different writers are up to
+ * VL_SAMPLE_FLUSH_NS out of time order (readers go by t_ns); a kill -9 of
+ * vramledger loses at most that much of its samples. */
+#define VL_SAMPLE_FLUSH_NS 100000000ull
+struct vl_record_writer {
+  int fd; /* the record, opened O_APPEND by the caller, who closes it */
+  size_t sample_len;
+  char sample_buf[1 << 16];
+};
+
+/*! Write one event: json, one JSON object without its newline, as one line
+ * in one write(), after the samples waiting (vramledger's own lines stay in
+ * order). json may be NULL (rendering it failed): the samples still go out.
+ * @return VL_OK; VL_ENOMEM (json NULL, or no memory for the line); VL_EIO
+ * (the write failed or was short). The message is strerror's words. */
+vl_status vl_record_writer_put(struct vl_record_writer *w, const char *json,
+                               struct vl_err *err) VL_MUST_USE;
+/*! Write the sample lines waiting, in one write(). */
+void vl_record_writer_flush(struct vl_record_writer *w);
+
+/* ---- the sampler ---- */
+
+/* What the sampler asks of its caller for the commitment's triggers: the
+ * actions of a trigger (its event into the record, the fallback file, a
+ * message, a signal to the job) and the throughput watch. Each fires at most
+ * once a run; a NULL hook is not called. */
+struct vl_sampler_hooks {
+  void *ctx;
+  /* the job holds bytes on one GPU, over guard_bytes, at t_ns */
+  void (*peak_over)(void *ctx, uint64_t t_ns, uint64_t bytes);
+  /* the job's tokens/s now into *tps (0: not known yet); false when there
+   * is no throughput watch (nothing to read) */
+  bool (*poll_tokens_per_s)(void *ctx, double *tps);
+  /* the job's tokens/s, tps, under tput_floor at t_ns */
+  void (*tput_under)(void *ctx, uint64_t t_ns, double tps);
+};
+
+/* What NVML said at its last reading, put into every sample until the
+ * next: per GPU its used bytes and the job's, the job's processes, the
+ * job's total, other processes' total, the job on its fullest GPU. */
+struct vl_sampler_nvml {
+  char *gpus, *procs; /* their JSON arrays, rendered once a reading */
+  uint64_t tree, other, gpu_max;
+  unsigned tree_procs;
+  uint64_t t_ns;    /* when read; 0: never */
+  uint64_t high;    /* the most the counters showed at a reading */
+  uint64_t reads;   /* readings so far */
+  uint64_t cpu_ns;  /* the CPU time they took */
+  uint64_t cost_ns; /* one reading's, a moving average */
+};
+
+/* pid -> member of the job's tree; cached, as NVML lists the same pids at
+ * every tick. */
+#define VL_SAMPLER_TREE_CACHE 1024
+struct vl_sampler_pid {
+  pid_t pid;
+  bool member;
+};
+
+/* The sampling loop's inputs and what it found. Zero it, set the inputs,
+ * then vl_sampler_run, vl_sampler_finish, vl_sampler_put_exit. The
+ * caller owns what the inputs point to. */
+struct vl_sampler {
+  /* in */
+  pid_t pid;                           /* the job: a child of this process */
+  volatile sig_atomic_t *child_exited; /* set by the caller's SIGCHLD handler */
+  struct vl_record_writer *out;        /* the record */
+  struct vl_counters *ctr;             /* the interposer's counters, or NULL */
+  struct vl_nvml *nv;                  /* or NULL */
+  const unsigned *vis;                 /* the NVML indices the job may use */
+  unsigned n_vis;
+  bool blind; /* no interposer: NVML is all there is */
+  unsigned interval_ms;
+  uint64_t start_ns;    /* the run's start, vl_monotonic_ns */
+  uint64_t guard_bytes; /* the commitment's peak trigger, 0: none */
+  double tput_floor;    /* its throughput trigger (tokens/s), 0: none */
+  struct vl_sampler_hooks hooks;
+  /* out */
+  int status;                                                     /* waitpid's */
+  uint64_t slot_peak, peak_tree, peak_t, peak_alloc, ctx_at_peak; /* bytes; peak_t ns */
+  unsigned peak_procs;
+  uint64_t n_samples;
+  uint64_t loop_cpu0, loop_t0, loop_end; /* ns */
+  struct vl_sampler_nvml nvv;
+  /* the job's process tree, as read from /proc */
+  struct vl_sampler_pid tree[VL_SAMPLER_TREE_CACHE];
+  unsigned tree_n;
+};
+
+/*! Live driver-allocated bytes of the job's processes in the counters;
+ * *peak raised to the highest slot peak. With reap, a process that exited
+ * (its allocations went with it: the driver frees them) no longer counts and
+ * its slot is handed back for the next process once its peak is kept.
+ * *ops (if not NULL): the live processes' allocations and frees so far. */
+uint64_t vl_counters_read(struct vl_counters *c, uint64_t *peak, bool reap, uint64_t *ops);
+
+/*! Sample every interval_ms until the job exits (one last sample then),
+ * and reap it (s->status): the counters every tick, NVML when a reading is
+ * due, the triggers' hooks, the peaks. A sample line that cannot be
+ * formatted (no memory) is left out; nothing else fails. */
+void vl_sampler_run(struct vl_sampler *s);
+
+/*! After vl_sampler_run: the counters' own peaks, exact where the samples
+ * may fall between them, into peak_alloc; NVML's last reading freed. */
+void vl_sampler_finish(struct vl_sampler *s);
+
+/*! The exit event: the job's exit code (code) and signal, and what watching
+ * cost (this process's CPU time, not the job's: all of it, NVML's start
+ * included, and the sampling loop's alone). @return as
+ * vl_record_writer_put. */
+vl_status vl_sampler_put_exit(const struct vl_sampler *s, int code, struct vl_err *err) VL_MUST_USE;
+
+#endif

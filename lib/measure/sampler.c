@@ -1,0 +1,376 @@
+/* The sampler of `vramledger run`: see vramledger/sampler.h. It runs beside
+ * the user's job, so what it costs a tick is measured and kept small
+ * (the readings' CPU time goes into the record's exit event). */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../util/internal.h"
+#include "vramledger/alloc.h"
+#include "vramledger/counters.h"
+#include "vramledger/nvml.h"
+#include "vramledger/sampler.h"
+
+uint64_t vl_monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* this process's CPU time so far, user + system, ns */
+static uint64_t self_cpu_ns(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+         ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+}
+
+/* this thread's CPU time: what an NVML reading costs */
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the record file ------------------------------------------------------ */
+
+static int put_line(int fd, const char *line, size_t n) {
+  ssize_t w;
+  do {
+    w = write(fd, line, n);
+  } while (w < 0 && errno == EINTR);
+  return w == (ssize_t)n ? 0 : -1;
+}
+
+void vl_record_writer_flush(struct vl_record_writer *w) {
+  if (w->sample_len) put_line(w->fd, w->sample_buf, w->sample_len);
+  w->sample_len = 0;
+}
+
+static void put_sample(struct vl_record_writer *w, const char *line, size_t n) {
+  if (w->sample_len + n > sizeof w->sample_buf) vl_record_writer_flush(w);
+  if (n > sizeof w->sample_buf) {
+    put_line(w->fd, line, n);
+    return;
+  }
+  memcpy(w->sample_buf + w->sample_len, line, n);
+  w->sample_len += n;
+}
+
+vl_status vl_record_writer_put(struct vl_record_writer *w, const char *json, struct vl_err *err) {
+  vl_record_writer_flush(w);
+  if (!json) return vl__fail(err, VL_ENOMEM, "%s", strerror(ENOMEM));
+  size_t n = strlen(json);
+  char *line = vl_malloc(n + 2);
+  if (!line) return vl__fail(err, VL_ENOMEM, "%s", strerror(ENOMEM));
+  memcpy(line, json, n);
+  line[n] = '\n';
+  int r = put_line(w->fd, line, n + 1);
+  int e = errno;
+  vl_free(line);
+  if (r != 0) return vl__fail(err, VL_EIO, "%s", strerror(e));
+  return VL_OK;
+}
+
+/* ---- the job's process tree ---------------------------------------------- */
+
+static pid_t parent_of(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  char *rp = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+  int ppid;
+  char state;
+  if (!rp || sscanf(rp + 1, " %c %d", &state, &ppid) != 2) return -1;
+  return ppid;
+}
+
+static bool in_tree(struct vl_sampler *s, pid_t pid, pid_t root) {
+  for (unsigned i = 0; i < s->tree_n; i++)
+    if (s->tree[i].pid == pid) return s->tree[i].member;
+  bool member = false;
+  pid_t p = pid;
+  for (int depth = 0; depth < 64 && p > 1; depth++) {
+    if (p == root) {
+      member = true;
+      break;
+    }
+    p = parent_of(p);
+  }
+  if (s->tree_n < VL_SAMPLER_TREE_CACHE)
+    s->tree[s->tree_n++] = (struct vl_sampler_pid){pid, member};
+  return member;
+}
+
+/* ---- the interposer's counters ------------------------------------------- */
+
+uint64_t vl_counters_read(struct vl_counters *c, uint64_t *peak, bool reap, uint64_t *ops) {
+  uint64_t live = 0;
+  if (ops) *ops = 0;
+  for (unsigned i = 0; i < VL_COUNTERS_SLOTS; i++) {
+    struct vl_counters_slot *s = &c->slot[i];
+    uint32_t pid = __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE);
+    if (!pid) continue;
+    uint64_t p = __atomic_load_n(&s->peak, __ATOMIC_RELAXED);
+    if (p > *peak) *peak = p;
+    if (!reap || kill((pid_t)pid, 0) == 0 || errno == EPERM) {
+      live += __atomic_load_n(&s->live, __ATOMIC_RELAXED);
+      if (ops)
+        *ops += __atomic_load_n(&s->allocs, __ATOMIC_RELAXED) +
+                __atomic_load_n(&s->frees, __ATOMIC_RELAXED);
+      continue;
+    }
+    __atomic_store_n(&s->live, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->peak, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->allocs, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->frees, 0, __ATOMIC_RELAXED);
+    __atomic_compare_exchange_n(&s->pid, &pid, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  }
+  return live;
+}
+
+/* ---- NVML ------------------------------------------------------------------ */
+
+/* NVML's queries are most of the sampler's cost; with the interposer in the
+ * job, NVML is read again when the job's driver-allocated bytes pass their
+ * highest or NVML_MAX_AGE_NS passed, so a new peak is read at the tick it
+ * happens and a quiet job costs ten readings a second. */
+#define NVML_MAX_AGE_NS 100000000ull
+/* the periodic readings may take this share of a core at most: when a
+ * reading costs more than 0.5 ms of CPU (a slow period of the machine:
+ * 0.65-0.71 ms seen on the H200 host), they come less often than every
+ * NVML_MAX_AGE_NS */
+#define NVML_CPU_SHARE 0.005
+#define NVML_MIN_GAP_NS 20000000ull
+
+/* Is a reading due at t? Every tick without the interposer (`blind`: NVML
+ * is all there is); with it, when the job's driver-allocated bytes pass the
+ * most they were at any reading (a new peak of process memory can only come
+ * from there: the rest, context and libraries, changes slowly), at most
+ * every NVML_MIN_GAP_NS (a spike still shows in two readings before it is
+ * 50 ms old, and the counters, read every tick, hold its exact peak); and
+ * every NVML_MAX_AGE_NS regardless, longer when a reading costs more than
+ * NVML_CPU_SHARE allows. A reading costs 0.12-0.71 ms of CPU (H200:
+ * bench/results/2026-11-29-h200-session5/): reading every tick, then every
+ * 20 ms, while Python imported its libraries (nothing allocated yet: a
+ * context appears once and stays, the periodic reading sees it) was most of
+ * the sampler's cost at 100 Hz, and a job that allocates and frees every
+ * 20 ms cost twice a quiet one while any movement triggered a reading. */
+static bool nvml_due(const struct vl_sampler_nvml *v, uint64_t t, bool blind, uint64_t ops,
+                     uint64_t alloc) {
+  uint64_t age = t - v->t_ns;
+  uint64_t max_age = (uint64_t)((double)v->cost_ns / NVML_CPU_SHARE);
+  if (max_age < NVML_MAX_AGE_NS) max_age = NVML_MAX_AGE_NS;
+  bool higher = ops > 0 && alloc > v->high;
+  return blind || age >= max_age || (higher && age >= NVML_MIN_GAP_NS);
+}
+
+static void nvml_read(struct vl_sampler *s) {
+  struct vl_sampler_nvml *v = &s->nvv;
+  free(v->gpus);
+  free(v->procs);
+  json_t *gpus = json_array(), *procs = json_array();
+  v->tree = v->other = v->gpu_max = 0;
+  v->tree_procs = 0;
+  for (unsigned k = 0; k < s->n_vis; k++) {
+    struct vl_gpu_sample g;
+    if (vl_nvml_sample(s->nv, s->vis[k], &g) != VL_OK) continue;
+    struct vl_proc_sample ps[256];
+    unsigned np = 0;
+    uint64_t gtree = 0;
+    if (vl_nvml_processes(s->nv, s->vis[k], ps, 256, &np) == VL_OK) {
+      for (unsigned i = 0; i < np && i < 256; i++) {
+        uint64_t b = ps[i].used_bytes == UINT64_MAX ? 0 : ps[i].used_bytes;
+        if (in_tree(s, (pid_t)ps[i].pid, s->pid)) {
+          gtree += b;
+          v->tree_procs++;
+          json_t *e = json_object();
+          json_object_set_new(e, "pid", json_integer(ps[i].pid));
+          json_object_set_new(e, "gpu", json_integer(s->vis[k]));
+          json_object_set_new(e, "bytes", json_integer((json_int_t)b));
+          json_array_append_new(procs, e);
+        } else {
+          v->other += b;
+        }
+      }
+    }
+    v->tree += gtree;
+    if (gtree > v->gpu_max) v->gpu_max = gtree;
+    json_t *e = json_object();
+    json_object_set_new(e, "i", json_integer(s->vis[k]));
+    json_object_set_new(e, "used", json_integer((json_int_t)g.used_bytes));
+    json_object_set_new(e, "tree", json_integer((json_int_t)gtree));
+    if (g.util_gpu_pct != UINT32_MAX) json_object_set_new(e, "util", json_integer(g.util_gpu_pct));
+    json_array_append_new(gpus, e);
+  }
+  v->gpus = json_dumps(gpus, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  v->procs = json_dumps(procs, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(gpus);
+  json_decref(procs);
+}
+
+/* A reading at t when one is due (or the job exited), timed; else the
+ * last one stays. @return true when the last one stays (the sample says
+ * when it was taken). */
+static bool nvml_tick(struct vl_sampler *s, uint64_t t, bool done, uint64_t ops, uint64_t alloc) {
+  struct vl_sampler_nvml *v = &s->nvv;
+  if (!(done || nvml_due(v, t, s->blind, ops, alloc))) return true;
+  uint64_t c0 = thread_cpu_ns();
+  nvml_read(s);
+  uint64_t cost = thread_cpu_ns() - c0;
+  v->cpu_ns += cost;
+  v->cost_ns = v->reads++ ? (v->cost_ns * 7 + cost) / 8 : cost;
+  v->t_ns = t;
+  if (alloc > v->high) v->high = alloc;
+  return false;
+}
+
+/* ---- the loop -------------------------------------------------------------- */
+
+/* One sample line, formatted here: a tick renders only its numbers (the
+ * GPU and process arrays are rendered once a reading). */
+static void put_sample_line(struct vl_sampler *s, uint64_t t, bool reused, uint64_t alloc,
+                            char **line, size_t *line_cap) {
+  const struct vl_sampler_nvml *v = &s->nvv;
+  const char *g = s->nv && v->gpus ? v->gpus : NULL, *pr = s->nv && v->procs ? v->procs : NULL;
+  size_t cap = 320 + (g ? strlen(g) : 0) + (pr ? strlen(pr) : 0);
+  if (cap > *line_cap) {
+    char *nl = vl_realloc(*line, cap);
+    if (!nl) return;
+    *line = nl;
+    *line_cap = cap;
+  }
+  char *l = *line;
+  size_t lc = *line_cap;
+  int n = snprintf(l, lc, "{\"type\":\"sample\",\"t_ns\":%llu", (unsigned long long)t);
+  if (reused)
+    n += snprintf(l + n, lc - (size_t)n, ",\"nvml_t_ns\":%llu", (unsigned long long)v->t_ns);
+  if (g && pr) n += snprintf(l + n, lc - (size_t)n, ",\"gpus\":%s,\"procs\":%s", g, pr);
+  n += snprintf(l + n, lc - (size_t)n,
+                ",\"tree_bytes\":%llu,\"tree_procs\":%u,\"other_bytes\":%llu,"
+                "\"cuda_alloc_bytes\":%llu}\n",
+                (unsigned long long)v->tree, v->tree_procs, (unsigned long long)v->other,
+                (unsigned long long)alloc);
+  put_sample(s->out, l, (size_t)n);
+  s->n_samples++;
+}
+
+/* The commitment's triggers at t, each once a run: the job's memory on
+ * one GPU over guard_bytes (without NVML the driver-allocated bytes stand
+ * in: they are less), its tokens/s under tput_floor. */
+static void triggers(struct vl_sampler *s, uint64_t t, uint64_t alloc, bool *fired,
+                     bool *tput_fired) {
+  const struct vl_sampler_hooks *h = &s->hooks;
+  uint64_t held = s->nv ? s->nvv.gpu_max : alloc;
+  if (s->guard_bytes && !*fired && held > s->guard_bytes) {
+    *fired = true;
+    if (h->peak_over) h->peak_over(h->ctx, t, held);
+  }
+  if (s->tput_floor > 0 && !*tput_fired && h->poll_tokens_per_s) {
+    double tps = 0;
+    if (h->poll_tokens_per_s(h->ctx, &tps) && tps > 0 && tps < s->tput_floor) {
+      *tput_fired = true;
+      if (h->tput_under) h->tput_under(h->ctx, t, tps);
+    }
+  }
+}
+
+void vl_sampler_run(struct vl_sampler *s) {
+  bool done = false, fired = false, tput_fired = false;
+  struct timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  uint64_t last_reap = 0, last_wait = 0, last_flush = 0;
+  char *line = NULL;
+  size_t line_cap = 0;
+  s->loop_cpu0 = self_cpu_ns();
+  s->loop_t0 = vl_monotonic_ns();
+  while (!done) {
+    uint64_t t = vl_monotonic_ns();
+    /* waitpid when SIGCHLD said so, and every 100 ms in case it was lost */
+    if (*s->child_exited || t - last_wait >= NVML_MAX_AGE_NS) {
+      *s->child_exited = 0;
+      last_wait = t;
+      pid_t w = waitpid(s->pid, &s->status, WNOHANG);
+      if (w == s->pid) done = true; /* one last sample below */
+    }
+    uint64_t alloc = 0, ops = 0;
+    /* exited processes are looked for every 100 ms (a kill(0) each) */
+    bool reap = done || t - last_reap >= NVML_MAX_AGE_NS;
+    if (reap) last_reap = t;
+    if (s->ctr) alloc = vl_counters_read(s->ctr, &s->slot_peak, reap, &ops);
+    bool reused = s->nv ? nvml_tick(s, t, done, ops, alloc) : false;
+    /* NVML and the counters are read a moment apart: an allocation made in
+     * between would show in NVML but not in the counters and be taken for
+     * context. Read the counters again and keep the larger. */
+    if (s->ctr) {
+      uint64_t again = vl_counters_read(s->ctr, &s->slot_peak, false, NULL); /* reaped just now */
+      if (again > alloc) alloc = again;
+    }
+    put_sample_line(s, t, reused, alloc, &line, &line_cap);
+    if (done || t - last_flush >= VL_SAMPLE_FLUSH_NS) {
+      vl_record_writer_flush(s->out);
+      last_flush = t;
+    }
+    triggers(s, t, alloc, &fired, &tput_fired);
+    const struct vl_sampler_nvml *v = &s->nvv;
+    if (v->tree > s->peak_tree) {
+      s->peak_tree = v->tree;
+      s->peak_t = t - s->start_ns;
+      s->ctx_at_peak = v->tree > alloc ? v->tree - alloc : 0;
+      s->peak_procs = v->tree_procs;
+    }
+    if (alloc > s->peak_alloc) s->peak_alloc = alloc;
+    if (done) break;
+    next.tv_nsec += (long)(s->interval_ms % 1000) * 1000000L;
+    next.tv_sec += (time_t)(s->interval_ms / 1000) + next.tv_nsec / 1000000000L;
+    next.tv_nsec %= 1000000000L;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
+    }
+  }
+  s->loop_end = vl_monotonic_ns();
+  vl_free(line);
+}
+
+void vl_sampler_finish(struct vl_sampler *s) {
+  if (s->ctr) vl_counters_read(s->ctr, &s->slot_peak, true, NULL);
+  free(s->nvv.gpus);
+  free(s->nvv.procs);
+  s->nvv.gpus = s->nvv.procs = NULL;
+  if (s->slot_peak > s->peak_alloc) s->peak_alloc = s->slot_peak;
+}
+
+vl_status vl_sampler_put_exit(const struct vl_sampler *s, int code, struct vl_err *err) {
+  json_t *ex = json_object();
+  uint64_t end = vl_monotonic_ns();
+  json_object_set_new(ex, "type", json_string("exit"));
+  json_object_set_new(ex, "t_ns", json_integer((json_int_t)end));
+  json_object_set_new(ex, "status", json_integer(code));
+  if (WIFSIGNALED(s->status)) json_object_set_new(ex, "signal", json_integer(WTERMSIG(s->status)));
+  json_object_set_new(ex, "wall_ns", json_integer((json_int_t)(end - s->start_ns)));
+  uint64_t cpu = self_cpu_ns();
+  json_object_set_new(ex, "sampler_cpu_ns", json_integer((json_int_t)cpu));
+  json_object_set_new(ex, "sampling_cpu_ns", json_integer((json_int_t)(cpu - s->loop_cpu0)));
+  json_object_set_new(ex, "sampling_wall_ns", json_integer((json_int_t)(s->loop_end - s->loop_t0)));
+  json_object_set_new(ex, "samples", json_integer((json_int_t)s->n_samples));
+  json_object_set_new(ex, "nvml_reads", json_integer((json_int_t)s->nvv.reads));
+  json_object_set_new(ex, "nvml_cpu_ns", json_integer((json_int_t)s->nvv.cpu_ns));
+  char *json = json_dumps(ex, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(ex);
+  vl_status st = vl_record_writer_put(s->out, json, err);
+  free(json);
+  return st;
+}
