@@ -1,7 +1,8 @@
 #!/bin/sh
 # The whole test suite, as CI runs it: warnings as errors, every ctest test,
-# then again under AddressSanitizer + UndefinedBehaviorSanitizer, and the
-# formatting check.
+# a Release build as a user makes it (built only), then every test again
+# under AddressSanitizer + UndefinedBehaviorSanitizer, and the formatting
+# check.
 set -eu
 cd "$(dirname "$0")"
 scripts/deps.sh
@@ -11,6 +12,10 @@ echo "== build (-Werror) and test"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVL_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
+
+echo "== Release build (as a user builds it: -O3, warnings not errors)"
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build-release -j"$jobs"
 
 echo "== ASan + UBSan build and test"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DVL_WERROR=ON -DVL_SANITIZE=ON >/dev/null

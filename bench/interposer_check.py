@@ -4,7 +4,7 @@ a GPT-2 training loop, compare the interposer's live bytes with
 torch.cuda.memory_reserved(). One allocator mode per process, chosen by
 PYTORCH_CUDA_ALLOC_CONF (default, expandable_segments:True,
 backend:cudaMallocAsync). Prints one JSON line per quiet point."""
-import ctypes, json, os, sys
+import ctypes, json, os
 
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM

@@ -6,7 +6,7 @@
 optimizer.step(closure)). The job knows nothing of vramledger. Prints its
 own figures as one JSON line: max_memory_allocated, the parameter and
 optimizer-state bytes (numel x element size), its losses."""
-import argparse, json, os, time
+import argparse, json, time
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel

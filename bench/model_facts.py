@@ -8,7 +8,7 @@ configuration sources of the installed transformers (for reading).
 Models are built on the meta device: no GPU memory, no weights.
 Usage: python3 bench/model_facts.py OUT_DIR
 """
-import datetime, glob, inspect, json, os, platform, shutil, sys, tarfile
+import datetime, glob, inspect, json, os, platform, sys, tarfile
 
 import torch
 import transformers

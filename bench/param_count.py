@@ -7,7 +7,7 @@ model needs no memory. Writes one JSON object to the path given as argv[1].
 Run on the lent GPU machine (transformers is not on the development machine):
     python3 bench/param_count.py $OUT/param_counts.json
 """
-import datetime, glob, json, os, platform, sys
+import datetime, glob, json, platform, sys
 
 import torch
 import transformers

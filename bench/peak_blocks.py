@@ -9,7 +9,6 @@ Returns {"peak_bytes", "events", "groups": [{"bytes", "count", "sizes",
 "where"}]}: blocks live at the event that reached the highest allocated
 bytes (alloc adds, free_completed removes, as memory_allocated() counts),
 grouped by the innermost frames outside torch's own files."""
-import os
 
 
 def frame_list(e, n, skip, short):

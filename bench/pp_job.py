@@ -54,7 +54,7 @@ def hidden(out):
 
 
 class Stage(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, full):
         super().__init__()
         self.first, self.last = rank == 0, rank == world - 1
         if self.first:
@@ -82,7 +82,7 @@ def loss_fn(logits, labels):  # as transformers' ForCausalLMLoss: shifted, fp32
 
 dev = torch.device("cuda", local)
 history_start(a.history, rank, True)
-mod = Stage().to(dev)
+mod = Stage(full).to(dev)
 del full
 stage = PipelineStage(mod, rank, world, dev)
 sched = (Schedule1F1B if a.schedule == "1f1b" else ScheduleGPipe)(stage, a.micro, loss_fn=loss_fn)

@@ -36,7 +36,7 @@ def cell(e):
 
 
 def main(d):
-    rows, fails = [], {"history": 0, "cpu": 0}
+    fails = {"history": 0, "cpu": 0}
     names = sorted(n for n in os.listdir(d) if os.path.isdir(os.path.join(d, n)))
     print("| configuration | max allocated (MiB) | max reserved (MiB) | history replay: reserved "
           "| tracer on GPU: allocated / reserved | CPU dry run: allocated / reserved |")

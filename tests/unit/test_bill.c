@@ -336,10 +336,13 @@ static void ddp_second_bucket_copy_other_outcome(void **state) {
  * job as validate builds it. */
 static void measured_bill(const char *dir, const struct vl_measured_run *run, struct vl_bill *b) {
   char model[256];
+  int n;
   if (strchr(run->model, '/')) /* a config file, from the results file's folder */
-    snprintf(model, sizeof model, "%s/%s", dir, run->model);
+    n = snprintf(model, sizeof model, "%s/%s", dir, run->model);
   else
-    snprintf(model, sizeof model, "data/models/%s.json", run->model);
+    n = snprintf(model, sizeof model, "data/models/%s.json", run->model);
+  /* a truncated path would open some other file, or none */
+  assert_true(n >= 0 && (size_t)n < sizeof model);
   struct vl_arch a;
   tu_arch(model, &a);
   tu_bill(&a, &run->job, b);
