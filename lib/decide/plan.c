@@ -385,7 +385,7 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
     if (b->offload != VL_OFFLOAD_NONE && n < VL_PLAN_TRACE - 1)
       snprintf(r->trace[n++], 256,
                "the optimizer states go to the CPU (%.1f GiB of host memory a GPU): %s, though "
-               "a step takes %.0fx as long (seed 001: 3 to 5 times)",
+               "a step takes %.0fx as long (published offload runs: 3 to 5 times)",
                (double)b->host_bytes / G,
                on_gpu ? "cheaper than keeping them on the GPUs" : "nothing fits without it",
                q->offload_slowdown);

@@ -106,7 +106,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
                         ? "attention scores (eager, per layer)"
                         : "attention scores (SDPA math backend: fp32, grouped KV heads)",
                     "b*a*s^2*(sm + [dropout] (1 + e) | [no dropout, sm != e] e)",
-                    "transformers eager_attention_forward; seed 002 (b*heads*s*s)", scores);
+                    "transformers eager_attention_forward: b*heads*s*s scores", scores);
       tm->detail = true;
       vl__term_in(tm, "b", (double)sh->b, "");
       vl__term_in(tm, "a", (double)a_loc, "heads");

@@ -367,18 +367,19 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   uint64_t G_head = tr ? vl__scale(&ck, G, (double)st.head_trainable / (double)tr) : 0;
 
   note(bill, VL_LINE_PARAMETERS, "parameters", "P_gpu * w (+ LoRA adapters * 4)",
-       "seed 004; QLoRA NF4: bitsandbytes", W_sharded, "P_gpu", (double)st.weights_elems, "", "w",
-       (double)pol.weight, "bytes", "shard", (double)w_shard, "");
+       "Rajbhandari et al. 2019 (arXiv 1910.02054); QLoRA NF4: bitsandbytes", W_sharded, "P_gpu",
+       (double)st.weights_elems, "", "w", (double)pol.weight, "bytes", "shard", (double)w_shard,
+       "");
   if (M || mixed)
     note(bill, VL_LINE_MASTER, "fp32 master weights", "P_train / shard * 4",
-         "seed 004 (2 + 2 + 4 master); ZeRO-1 shards it", M, "P_train", (double)tr, "", "shard",
-         (double)(job->zero >= 1 ? dp : 1), "", NULL, 0, NULL);
+         "mixed precision 2 + 2 + 4 master (arXiv 1910.02054); ZeRO-1 shards it", M, "P_train",
+         (double)tr, "", "shard", (double)(job->zero >= 1 ? dp : 1), "", NULL, 0, NULL);
   note(bill, VL_LINE_GRADIENTS, "gradients", "P_train / shard * g",
-       mg ? "Megatron-LM fp32 main_grad" : "seed 004; ZeRO-2 shards them", G, "P_train", (double)tr,
-       "", "g", (double)gb, "bytes", "shard", (double)(job->zero >= 2 ? dp : 1), "");
+       mg ? "Megatron-LM fp32 main_grad" : "arXiv 1910.02054; ZeRO-2 shards them", G, "P_train",
+       (double)tr, "", "g", (double)gb, "bytes", "shard", (double)(job->zero >= 2 ? dp : 1), "");
   note(bill, VL_LINE_OPTIMIZER, "optimizer states", "P_train / shard * k",
-       "seed 004: SGD 0, momentum/Lion 4, Adam 8, 8-bit Adam 2, Adafactor rows+cols", O, "P_train",
-       (double)tr, "", "k", tr_opt ? (double)O / (double)tr_opt : 0.0, "bytes", "shard",
+       "PyTorch optimizers: SGD 0, momentum/Lion 4, Adam 8, 8-bit Adam 2, Adafactor rows+cols", O,
+       "P_train", (double)tr, "", "k", tr_opt ? (double)O / (double)tr_opt : 0.0, "bytes", "shard",
        (double)(job->zero >= 1 ? dp : 1), "");
 
   /* ---- activations ---- */
@@ -561,15 +562,17 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
      * The bill is the more common outcome, bill->other the other one. */
     if (job->ddp_static_graph) {
       note(bill, VL_LINE_COMM, "DDP first buckets kept into step 2", "G",
-           "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: session8/part2-ddp, "
-           "session10)",
+           "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
+           "bench/results/2026-11-29-h200x2-session8/part2-ddp/, "
+           "bench/results/2026-11-30-h200x2-session10/)",
            comm, NULL, 0, NULL, NULL, 0, NULL, NULL, 0, NULL);
       comm = vl__add(&ck, comm, comm);
     } else {
       struct vl_term *t = vl__term(bill, VL_LINE_COMM, "DDP first buckets if kept into step 2",
                                    "G (not summed: the other outcome)",
                                    "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
-                                   "session7/part7, session10)",
+                                   "bench/results/2026-11-29-h200x2-session7/part7/, "
+                                   "bench/results/2026-11-30-h200x2-session10/)",
                                    comm);
       if (t) t->detail = true;
     }
@@ -586,8 +589,8 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   uint64_t ctx = ov->cuda_context_bytes + (ranks > 1 ? ov->nccl_bytes : 0);
   note(bill, VL_LINE_CONTEXT, "CUDA context + libraries",
        "context (+ NCCL's buffers and context when ranks > 1)",
-       ranks > 1 ? "bench/results/2026-11-29-h200-calibration.json; bench/results/2026-11-30-"
-                   "h200x2-session10/per-gpu-overhead.txt"
+       ranks > 1 ? "bench/results/2026-11-29-h200-calibration.json; "
+                   "bench/results/2026-11-30-h200x2-session10/per-gpu-overhead.txt"
                  : "bench/results/2026-11-29-h200-calibration.json",
        ctx, "context", (double)ov->cuda_context_bytes, "bytes", "nccl",
        ranks > 1 ? (double)ov->nccl_bytes : 0, "bytes", NULL, 0, NULL);

@@ -44,8 +44,9 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   const uint64_t I_loc = vl__div_ceil(arch->intermediate, t), V_loc = vl__div_ceil(arch->vocab, t);
   uint64_t elems;
   uint64_t W = weight_bytes(arch, inv, job, pol.weight, &ck, &elems);
-  vl__term_in(vl__term(bill, VL_LINE_PARAMETERS, "weights", "P_gpu * w", "seed 004", W), "P_gpu",
-              (double)elems, "");
+  vl__term_in(vl__term(bill, VL_LINE_PARAMETERS, "weights", "P_gpu * w",
+                       "parameters x bytes per element", W),
+              "P_gpu", (double)elems, "");
 
   /* KV cache, per token of one sequence: 2 * L * g * d * bytes */
   const uint64_t kvb = job->kv_bytes ? job->kv_bytes : e; /* fp8/int8 caches: 1 */
@@ -57,8 +58,9 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   }
   uint64_t kv_full = arch->causal ? vl__mul3(&ck, per_token, S_cached, B) : 0;
   uint64_t kv_prompt = arch->causal ? vl__mul3(&ck, per_token, P_cached, B) : 0;
-  struct vl_term *tm = vl__term(bill, VL_LINE_KV_CACHE, "KV cache", "2 * L * g * d * S * B * k",
-                                "seed 004; Kwon et al. 2023 (PagedAttention)", kv_full);
+  struct vl_term *tm =
+      vl__term(bill, VL_LINE_KV_CACHE, "KV cache", "2 * L * g * d * S * B * k",
+               "2 L H_kv d_head S B bytes; Kwon et al. 2023 (PagedAttention)", kv_full);
   vl__term_in(tm, "L", (double)L, "");
   vl__term_in(tm, "g", (double)g_loc, "heads");
   vl__term_in(tm, "d", (double)d, "");
