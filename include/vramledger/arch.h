@@ -111,6 +111,7 @@ struct vl_arch {
   double final_softcap;       /* Gemma 2: tanh cap on the logits (0: none) */
   uint64_t sliding_window;    /* tokens a sliding-window layer sees (0: none) */
   uint64_t sliding_layers;    /* how many layers slide */
+  uint64_t global_every;      /* ModernBERT: every n-th layer is global, the rest slide */
   /* MoE (experts > 0): routed experts of moe_intermediate, shared experts of
    * shared_intermediate in all, dense_layers layers with a dense MLP of
    * intermediate instead (DeepSeek first_k_dense_replace, Qwen
@@ -132,6 +133,7 @@ struct vl_arch {
   unsigned rel_pos_proj : 2; /* bit 0 c2p (pos_key_proj), bit 1 p2c (pos_query_proj) */
   unsigned rel_norm : 1;     /* encoder.LayerNorm on the relative embeddings */
   unsigned cls_bias : 1;     /* ModernBERT: head.dense has a bias (classifier_bias) */
+  unsigned norm_nobias : 1;  /* LayerNorms without a bias (ModernBERT norm_bias false) */
   /* vision: ViT patches, ResNet stages; labels: classifier rows */
   uint64_t image_size, patch_size, channels, labels;
   uint64_t stages, stage_depth[8], stage_width[8], stem_width;

@@ -94,6 +94,7 @@ static vl_status modernbert(struct vl__reader *r, struct vl_arch *a) {
   TRY(vl__get_u64(r, "global_attn_every_n_layers", 3, 1, MAX_LAYERS, &every));
   TRY(vl__get_u64(r, "local_attention", 128, 0, MAX_POS, &local));
   a->sliding_window = local / 2; /* each side of a token */
+  a->global_every = every;
   a->sliding_layers = 0;
   for (uint64_t l = 0; l < a->layers; l++)
     if (l % every) a->sliding_layers++;
@@ -101,7 +102,7 @@ static vl_status modernbert(struct vl__reader *r, struct vl_arch *a) {
   a->mlp_bias = (unsigned)mb;
   a->head_bias = (unsigned)db; /* decoder.bias */
   a->cls_bias = (unsigned)cb;
-  a->rms_norm = (unsigned)!nb; /* weight-only norms count as one tensor a norm */
+  a->norm_nobias = (unsigned)!nb; /* LayerNorm(bias=False): a weight only */
   a->norm_affine = a->gated_mlp = a->fused_qkv = a->fused_gate_up = a->final_norm = 1;
   a->rotary_pct = 1.0;
   int tie = 1;

@@ -52,12 +52,12 @@ static void layer(struct builder *b, const char *name, enum vl_tensor_kind kind,
 /* A LayerNorm (weight + bias) or RMSNorm (weight) of width w, per layer. */
 static void layer_norm(struct builder *b, const struct vl_arch *a, const char *name, uint64_t w) {
   if (!a->norm_affine) return;
-  layer(b, name, VL_T_NORM, w, 1, a->rms_norm ? 1 : 2);
+  layer(b, name, VL_T_NORM, w, 1, a->rms_norm || a->norm_nobias ? 1 : 2);
 }
 
 static void global_norm(struct builder *b, const struct vl_arch *a, const char *name, uint64_t w) {
   if (!a->norm_affine) return;
-  add(b, name, VL_T_NORM, w, 1, a->rms_norm ? 1 : 2, 0);
+  add(b, name, VL_T_NORM, w, 1, a->rms_norm || a->norm_nobias ? 1 : 2, 0);
 }
 
 /* A per-layer tensor in n of the layers (MoE layers beside dense ones):
@@ -298,7 +298,7 @@ static void encoder(struct builder *b, const struct vl_arch *a) {
 
 /* ModernBERT: the first layer has no attn_norm (an Identity) */
 static void modernbert(struct builder *b, const struct vl_arch *a) {
-  uint64_t h = a->hidden, I = a->intermediate, nw = a->rms_norm ? 1 : 2;
+  uint64_t h = a->hidden, I = a->intermediate, nw = a->norm_nobias ? 1 : 2;
   add(b, "tok_embeddings", VL_T_EMBED, a->vocab, h, 1, 0);
   add(b, "embeddings.norm", VL_T_NORM, h, 1, nw, 0);
   layer(b, "Wqkv", VL_T_LINEAR, 3 * h, h, 1);

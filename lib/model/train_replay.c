@@ -723,11 +723,19 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
            (struct tape_op){.out_bytes = T * a * d * e, .in = {oh}}); /* reshape of the permute */
     rel(R, oh);
   } else { /* SDPA (flash / memory-efficient): saves q, k, v, its output */
+    /* an encoder's sliding-window layer passes a B x 1 x s x s mask: the
+     * memory-efficient kernel takes it (in q's dtype) and saves it
+     * (ModernBERT: 14 such blocks live at the peak of modernbert-bf16-
+     * adamw, bench/results/model-types-unseen/type-peaks.json) */
+    uint32_t m = 0;
+    if (!arch->causal && arch->global_every && R->l % arch->global_every)
+      m = tape_new(&R->tp, R->z->B * R->z->P * R->z->P * e);
     o = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e,
                                .in = {q, k, v},
-                               .saved = {q, k, v},
+                               .saved = {q, k, v, m},
                                .save_out = true,
                                .tmp = 2 * T * a * d * 4 + T * a * 4});
+    rel(R, m);
   }
   uint32_t y = linear(R, o, e, T, a * R->dv, h, arch->o_bias);
   rel(R, o);
@@ -1153,8 +1161,11 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
      * cast back, log_softmax's backward in the logits' dtype (RoBERTa AMP's
      * allocator history, bench/results/model-types-unseen/
      * type-peaks-large.json: events 10642-10817) */
-    const bool mlm_amp = !arch->causal && z->autocast && e < 4;
-    const uint64_t lb = arch->causal || z->autocast ? 4 : e;
+    /* (ModernBERT's masked LM calls transformers' ForMaskedLMLoss, which
+     * upcasts as the causal loss does: loss_utils.py) */
+    const bool upcast = arch->causal || arch->family == VL_FAM_MODERNBERT;
+    const bool mlm_amp = !upcast && z->autocast && e < 4;
+    const uint64_t lb = upcast || z->autocast ? 4 : e;
     uint32_t up = NONE, logp, n32 = NONE;
     if (mlm_amp) {
       logp = A(&R.p, TV * e);
