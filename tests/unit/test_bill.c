@@ -596,6 +596,67 @@ static void training_reserve_replayed(void **state) {
   }
 }
 
+/* The model types measured on one H200 (bench/results/model-types/: the
+ * types suite; model-types-unseen/: other shapes, written down before they
+ * were measured): peak allocated within 2 % and the process total within
+ * 7 % for every run but the ones listed with the bound they are known to
+ * miss by; T5, BART and ResNet, whose activations are not modelled, must
+ * say so (vl_arch_approximate) and are not judged. */
+static const struct {
+  const char *name;
+  double alloc_tol, total_tol;
+  const char *why;
+} known_misses[] = {
+    {"deberta3-amp-adamw-eager", 0.07, 0.20, "disentangled attention's scores not replayed"},
+    {"olmoe-bf16-lora16", 0.05, 0.05, "OLMoE +4.3 %: not understood"},
+    {"tu-olmoe-bf16-lora16-b2s2048", 0.05, 0.05, "OLMoE +4.3 %: not understood"},
+    {"tu-olmo2-1b-bf16-adamw-fused-b8s1024", 0.06, 0.06, "OLMo 2 bf16 -5.3 %: not understood"},
+    {"vit-amp-adamw", 0.03, 0.07, "ViT -2.1 %"},
+    {"starcoder2-3b-bf16-adamw-fused", 0.02, 0.06, "reserved -5.7 %"},
+    {"starcoderbase1b-infer-fp32", 0.03, 0.07, "generate() fp32 -2.1 %"},
+    {"tu-qwen3moe-bf16-lora8-b2s1024", 0.02, 0.07, ""},
+};
+
+static void model_types_against_the_h200(void **state) {
+  (void)state;
+  static const char *const files[] = {
+      "bench/results/model-types/types-measured.json",
+      "bench/results/model-types-unseen/types-unseen-measured.json"};
+  int judged = 0, approximate = 0;
+  for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+    size_t len = 0;
+    char *text = tu_read(files[f], &len);
+    struct vl_measured m;
+    struct vl_err err = {""};
+    assert_int_equal(vl_measured_parse(text, len, &m, &err), VL_OK);
+    free(text);
+    for (size_t k = 0; k < m.n; k++) {
+      const struct vl_measured_run *run = &m.runs[k];
+      assert_true(run->ok && run->nvml_process);
+      char model[256];
+      snprintf(model, sizeof model, "data/models/%s.json", run->model);
+      struct vl_arch a;
+      tu_arch(model, &a);
+      if (vl_arch_approximate(&a)) {
+        approximate++;
+        continue;
+      }
+      double at = 0.02, tt = 0.07;
+      for (size_t i = 0; i < sizeof known_misses / sizeof known_misses[0]; i++)
+        if (strcmp(known_misses[i].name, run->name) == 0)
+          at = known_misses[i].alloc_tol, tt = known_misses[i].total_tol;
+      struct vl_bill b;
+      tu_bill(&a, &run->job, &b);
+      assert_close(b.peak_allocated_bytes, (double)run->peak_allocated, at, run->name);
+      assert_close(b.total_bytes, (double)run->nvml_process, tt, run->name);
+      judged++;
+    }
+    vl_measured_release(&m);
+  }
+  assert_int_equal(judged, 43);
+  assert_int_equal(approximate, 4);
+}
+
 static void optimizers_by_the_seed(void **state) {
   (void)state;
   static const struct {
@@ -684,6 +745,7 @@ int main(void) {
       cmocka_unit_test(ddp_rank_total_against_nvml),
       cmocka_unit_test(pipeline_stages_on_two_h200s),
       cmocka_unit_test(training_reserve_replayed),
+      cmocka_unit_test(model_types_against_the_h200),
       cmocka_unit_test(two_h200_runs_within_seven_percent),
       cmocka_unit_test(optimizers_by_the_seed),
       cmocka_unit_test(phases_move_with_the_job),
