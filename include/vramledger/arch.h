@@ -75,6 +75,8 @@ struct vl_arch {
   double attn_dropout;   /* probability on attention probabilities */
   double hidden_dropout; /* probability on residual branches */
   double embed_dropout;  /* probability after the embeddings */
+  double act_dropout;    /* inside the MLP, after its activation (T5 dropout_rate, BART
+                            activation_dropout) */
   /* structure flags */
   unsigned tie_embeddings : 1;
   unsigned qkv_bias : 1;

@@ -215,6 +215,9 @@ struct vl_bill {
     uint64_t peak_allocated_bytes, peak_reserved_bytes, total_bytes;
     const char *why; /* one line: what decides, in words */
   } other;
+  /* why this job's estimate is approximate beyond its architecture
+   * (vl_arch_approximate), or NULL (static storage) */
+  const char *approximate;
   int n_terms;
   struct vl_term terms[VL_MAX_TERMS];
 };

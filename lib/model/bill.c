@@ -724,13 +724,23 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
    * their buckets and rank 0's share of the states replayed; not with LoRA
    * or a master copy (not measured) */
   const bool ddp_replay = dp > 1 && ddp_buckets(job) && !job->lora_rank && !pol.master;
+  /* T5 and BART: full training without checkpointing, T5 under eager
+   * attention (SDPA would take its position bias as a mask) */
+  const bool seq2seq_replayed = arch->enc_layers && !job->lora_rank &&
+                                job->checkpointing == VL_CKPT_NONE &&
+                                (arch->family != VL_FAM_T5 || job->attention == VL_ATTN_EAGER);
   const bool replayable =
-      !ck.overflow && (arch->causal || (vl_arch_replays_encoder(arch) && !job->lora_rank)) && !mg &&
-      !ds && (dp == 1 || ddp_replay) && job->tp == 1 &&
+      !ck.overflow &&
+      (arch->causal || (vl_arch_replays_encoder(arch) && !job->lora_rank) || seq2seq_replayed) &&
+      !mg && !ds && (dp == 1 || ddp_replay) && job->tp == 1 &&
       !(job->lora_rank && layer_linears > VL__MAX_LAYER_LINEARS) && job->pp == 1 &&
       (job->zero == 0 || ddp_replay) && job->offload == VL_OFFLOAD_NONE && !job->qlora &&
       !(job->lora_rank && (pol.master || arch->experts)) && job->grad_accum <= 1 &&
       !job->grads_persist && job->optimizer != VL_OPT_ADAM8BIT && !job->analytic_only;
+  if (arch->enc_layers && !replayable)
+    bill->approximate = "is replayed for full training without checkpointing only (T5: "
+                        "under eager attention); this job's activations are read as an "
+                        "encoder's of the decoder's depth";
   struct vl_cache_stats rs = {0};
   if (replayable) {
     struct vl__train_sizes z = {

@@ -73,10 +73,6 @@ const char *vl_arch_supported(void) {
 const char *vl_arch_approximate(const struct vl_arch *a) {
   if (a->approximate) return "is read as a generic Llama-like decoder (it is not described)";
   switch (a->family) {
-  case VL_FAM_T5:
-  case VL_FAM_BART:
-    return "is an encoder-decoder: its activations are read as an encoder's of the decoder's "
-           "depth (trace builds the model for an exact answer)";
   case VL_FAM_RESNET:
     return "is convolutional: its activations are not modelled (trace builds the model for an "
            "exact answer)";

@@ -216,7 +216,7 @@ static vl_status t5(struct vl__reader *r, struct vl_arch *a) {
   TRY(vl__get_u64(r, "num_heads", 8, 1, MAX_HEADS, &a->heads));
   TRY(vl__get_u64(r, "relative_attention_num_buckets", 32, 1, MAX_POS, &a->rel_buckets));
   TRY(vl__get_prob(r, "dropout_rate", 0.1, &a->hidden_dropout));
-  a->attn_dropout = a->embed_dropout = a->hidden_dropout;
+  a->attn_dropout = a->embed_dropout = a->act_dropout = a->hidden_dropout;
   const char *ff = "relu";
   TRY(vl__get_str(r, "feed_forward_proj", "relu", &ff));
   a->gated_mlp = strncmp(ff, "gated-", 6) == 0;
@@ -254,6 +254,7 @@ static vl_status bart(struct vl__reader *r, struct vl_arch *a) {
   a->head_dim = a->hidden / a->heads;
   TRY(vl__get_prob(r, "dropout", 0.1, &a->hidden_dropout));
   TRY(vl__get_prob(r, "attention_dropout", 0.0, &a->attn_dropout));
+  TRY(vl__get_prob(r, "activation_dropout", 0.0, &a->act_dropout));
   a->embed_dropout = a->hidden_dropout;
   int tie = 1;
   TRY(vl__get_bool(r, "tie_word_embeddings", 1, &tie));

@@ -30,6 +30,11 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   struct vl__ck ck = {false};
   struct vl__policy pol;
   vl__policy_get(job->precision, &pol);
+  if (arch->enc_layers && job->new_tokens)
+    return vl__fail(err, VL_ECONFLICT,
+                    "generate() of an encoder-decoder (%s) is not modelled yet; measure it "
+                    "with `vramledger trace`",
+                    arch->model_type);
   if (!arch->causal && job->new_tokens)
     return vl__fail(err, VL_ECONFLICT,
                     "%s is an encoder: it does not generate; use "

@@ -236,6 +236,9 @@ struct run {
   uint64_t T, a, g, d; /* tokens, query and key/value heads, head size */
   uint64_t dv;         /* value head size (MLA: v_head_dim; else d) */
   uint64_t l;          /* the layer being run */
+  bool causal;         /* the stack being run is a decoder (mask, KV cache) */
+  uint32_t kv_src;     /* cross-attention: the encoder's output k and v come from (0: self) */
+  uint64_t kv_srcb;    /* its bytes an element */
   struct list grads;   /* the parameters' .grad, until zero_grad */
   struct list cached;  /* autocast's cached weight copies (tape tensors) */
   struct list kv;      /* the KV cache the output holds (tape tensors) */
@@ -548,13 +551,17 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
   } else if (arch->mla) {
     mla_qkv(R, n1, nb, &q, &k, &v);
   } else {
+    /* cross-attention: k and v of the encoder's output (the same number of
+     * tokens: --seq is both lengths) */
+    const uint32_t src = R->kv_src ? R->kv_src : n1;
+    const uint64_t sb = R->kv_src ? R->kv_srcb : nb;
     q = linear(R, n1, nb, T, h, a * d, arch->qkv_bias);
-    k = linear(R, n1, nb, T, h, g * d, arch->qkv_bias);
-    v = linear(R, n1, nb, T, h, g * d, arch->qkv_bias);
+    k = linear(R, src, sb, T, h, g * d, arch->qkv_bias);
+    v = linear(R, src, sb, T, h, g * d, arch->qkv_bias);
   }
   q = qk_norm(R, q, a);
   k = qk_norm(R, k, g);
-  if (arch->rotary_pct > 0 && !arch->mla) {
+  if (arch->rotary_pct > 0 && !arch->mla && !R->kv_src) {
     q32 = rope(R, q, T * a * d);
     k32 = rope(R, k, T * g * d);
     rel(R, q);
@@ -562,7 +569,7 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     q = to_act(R, q32, T * a * d);
     k = to_act(R, k32, T * g * d);
   }
-  if (!R->z->ckpt && arch->causal) {
+  if (!R->z->ckpt && R->causal) {
     /* use_cache (the config's default; measure.py, like transformers'
      * gradient_checkpointing_enable, turns it off only with
      * checkpointing): DynamicLayer.update copies the key and the value
@@ -621,8 +628,8 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     /* the 4-D mask has the model's dtype: fp32 under autocast, so the sum
      * is fp32 (x-qwen05-amp-adamw-eager-ckpt-b8s2048's history) */
     const uint64_t me = vl__max(R->z->wb, e);
-    uint32_t s2 = s1; /* encoders without padding get no mask */
-    if (arch->causal) {
+    uint32_t s2 = s1;                  /* encoders without padding get no mask */
+    if (R->causal || arch->rel_bias) { /* the causal mask; T5's position bias */
       s2 = op(R, (struct tape_op){.out_bytes = sc * me, .in = {s1}, .pass = TAPE_ADD});
       rel(R, s1);
     }
@@ -810,6 +817,15 @@ static uint32_t mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint
     }
     rel(R, fc);
   }
+  if (arch->act_dropout > 0) act = dropout(R, act, arch->act_dropout);
+  if (arch->family == VL_FAM_T5 && R->z->autocast && ab < 4) {
+    /* T5DenseActDense casts to wo's dtype, fp32 under autocast, and wo's
+     * autocast casts back (its copy saved) */
+    uint32_t c = op(R, (struct tape_op){.out_bytes = R->tp.t[act].bytes / ab * 4, .in = {act}});
+    rel(R, act);
+    act = c;
+    ab = 4;
+  }
   /* a checkpoint's recomputation stops here: the last tensor its backward
    * needs is the down projection's input */
   if (stop) R->tp.no_alloc = true;
@@ -962,7 +978,7 @@ static uint32_t post_ln_layer(struct run *R, uint32_t x, bool stop) {
  * added (ViTEmbeddings). Decoders: x itself. */
 static uint32_t encoder_embeddings(struct run *R, uint32_t x) {
   const struct vl_arch *arch = R->arch;
-  if (arch->causal) return x;
+  if (arch->causal || arch->family == VL_FAM_T5) return x;
   const uint64_t Th = R->T * R->z->h, r = R->z->r;
   if (arch->family == VL_FAM_VIT) {
     const uint64_t pix = R->z->B * arch->channels * arch->image_size * arch->image_size;
@@ -999,6 +1015,13 @@ static uint32_t encoder_embeddings(struct run *R, uint32_t x) {
 static uint32_t mlm_transform(struct run *R, uint32_t x, uint64_t *xb) {
   if (R->arch->causal || R->arch->family == VL_FAM_VIT) return x;
   const uint64_t T = R->T, h = R->z->h, e = R->z->e;
+  if (R->arch->enc_layers) {
+    if (R->arch->family != VL_FAM_T5 || !R->arch->tie_embeddings) return x;
+    /* T5 with tied embeddings: sequence_output * d_model^-0.5 */
+    uint32_t sc = op(R, (struct tape_op){.out_bytes = R->tp.t[x].bytes, .in = {x}});
+    rel(R, x);
+    return sc;
+  }
   R->lin = 1u << 30; /* no LoRA adapter on the head */
   uint32_t d = linear(R, x, *xb, T, h, h, true);
   rel(R, x);
@@ -1021,12 +1044,91 @@ static uint32_t logits_out(struct run *R, uint32_t lg) {
     rel(R, c0);
     lg = op(R, (struct tape_op){.out_bytes = n, .in = {c1}});
     rel(R, c1);
-  } else if (R->arch->logits_scaled) {
+  } else if (R->arch->logits_scaled || R->arch->family == VL_FAM_BART) {
+    /* (BART: + final_logits_bias) */
     uint32_t c = op(R, (struct tape_op){.out_bytes = n, .in = {lg}});
     rel(R, lg);
     lg = c;
   }
   return lg;
+}
+
+/* the residual add of a branch y to x (taken over), then, post-norm, its
+ * norm (BART) */
+static uint32_t add_branch(struct run *R, uint32_t x, uint32_t y, bool post, uint64_t *nb) {
+  const uint64_t Thr = R->T * R->z->h * R->z->r;
+  uint32_t s = join(R, Thr, x, dropout(R, y, R->arch->hidden_dropout), TAPE_ADD);
+  *nb = R->z->r;
+  if (!post) return s;
+  uint32_t n = norm(R, s, R->z->r, nb);
+  rel(R, s);
+  return n;
+}
+
+/* the input of a pre-norm branch (its norm) or of a post-norm one (x) */
+static uint32_t branch_in(struct run *R, uint32_t x, bool post, uint64_t *nb) {
+  if (post) {
+    *nb = R->z->r;
+    return tape_ref(&R->tp, x);
+  }
+  return norm(R, x, R->z->r, nb);
+}
+
+/* a decoder layer of an encoder-decoder: self-attention, cross-attention
+ * to the encoder's output enc, the MLP, each a residual branch (T5:
+ * T5LayerSelfAttention, T5LayerCrossAttention, T5LayerFF, pre-norm; BART:
+ * self_attn, encoder_attn, fc1/fc2, each followed by its LayerNorm) */
+static uint32_t xdec_layer(struct run *R, uint32_t x, uint32_t enc, uint64_t encb) {
+  const bool post = R->arch->family == VL_FAM_BART;
+  uint32_t held = 0, held2 = 0;
+  uint64_t nb;
+  R->lin = 0;
+  uint32_t n1 = branch_in(R, x, post, &nb);
+  uint32_t at = attention(R, n1, nb, &held);
+  rel(R, n1);
+  uint32_t h1 = add_branch(R, x, at, post, &nb);
+  uint32_t n2 = branch_in(R, h1, post, &nb);
+  R->kv_src = enc, R->kv_srcb = encb;
+  uint32_t ct = attention(R, n2, nb, &held2);
+  R->kv_src = 0;
+  rel(R, n2);
+  uint32_t h2 = add_branch(R, h1, ct, post, &nb);
+  uint32_t n3 = branch_in(R, h2, post, &nb);
+  uint32_t mo = mlp(R, n3, nb, R->T, R->z->I, false, false);
+  rel(R, n3);
+  uint32_t out = add_branch(R, h2, mo, post, &nb);
+  rel(R, held);
+  rel(R, held2);
+  return out;
+}
+
+/* an encoder-decoder's encoder on x (its embeddings, taken over), then its
+ * decoder's embeddings and layers: the decoder's output; *x0d: the
+ * decoder's embedding output (its gradient is dropped as the encoder's) */
+static uint32_t seq2seq(struct run *R, uint32_t x, uint32_t *x0d) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t Thr = R->T * R->z->h * R->z->r;
+  R->causal = false;
+  for (uint64_t l = 0; l < arch->enc_layers && !R->p.failed; l++) {
+    R->l = l;
+    x = arch->family == VL_FAM_BART ? post_ln_layer(R, x, false) : layer(R, x, false);
+  }
+  uint64_t encb = R->z->r;
+  uint32_t enc = x;
+  if (arch->family == VL_FAM_T5) { /* the encoder's final_layer_norm and its dropout */
+    uint32_t n = norm(R, x, R->z->r, &encb);
+    rel(R, x);
+    enc = dropout(R, n, arch->hidden_dropout);
+  }
+  *x0d = base_trained(R) ? tape_new(&R->tp, Thr) : tape_const(&R->tp, Thr);
+  uint32_t y = dropout(R, encoder_embeddings(R, tape_ref(&R->tp, *x0d)), arch->embed_dropout);
+  R->causal = true;
+  for (uint64_t l = 0; l < arch->layers && !R->p.failed; l++) {
+    R->l = l;
+    y = xdec_layer(R, y, enc, encb);
+  }
+  rel(R, enc);
+  return y;
 }
 
 /* the model output goes: its logits and the KV cache it holds */
@@ -1054,6 +1156,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   R.g = arch->kv_heads ? arch->kv_heads : arch->heads;
   R.d = arch->head_dim ? arch->head_dim : arch->hidden / (arch->heads ? arch->heads : 1);
   R.dv = arch->mla ? arch->v_head_dim : R.d;
+  R.causal = arch->causal;
   /* the logits: every token's, a ViT's [CLS] token's only */
   const uint64_t rows_out = arch->family == VL_FAM_VIT ? z->B : z->T;
   const uint64_t L = arch->layers, Th = z->T * z->h, TV = rows_out * z->V, e = z->e;
@@ -1128,7 +1231,9 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     /* the 4-D causal mask, in the model's dtype */
     uint32_t mask =
         z->eager && arch->causal ? A(&R.p, z->B * z->P * z->P * vl__max(z->wb, e)) : NONE;
-    for (uint64_t l = 0; l < L && !R.p.failed; l++) {
+    uint32_t x0d = 0; /* an encoder-decoder's decoder embeddings */
+    if (arch->enc_layers) x = seq2seq(&R, x, &x0d);
+    for (uint64_t l = 0; l < L && !arch->enc_layers && !R.p.failed; l++) {
       if (z->ckpt) kept[l] = tape_ref(&R.tp, x); /* the checkpoint keeps its input */
       R.l = l;
       x = vl_arch_post_ln(arch) ? post_ln_layer(&R, x, false) : layer(&R, x, false);
@@ -1231,8 +1336,9 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     }
     /* the embeddings' output's gradient (without checkpointing), once they
      * have used it */
-    uint32_t g0 = R.tp.t[x0].grad;
+    uint32_t g0 = R.tp.t[x0].grad, g0d = x0d ? R.tp.t[x0d].grad : 0;
     R.tp.t[x0].grad = 0;
+    if (x0d) R.tp.t[x0d].grad = 0;
     /* the embeddings' gradients. A tied matrix's two meet at its
      * AccumulateGrad node: the head's waited in its input buffer, the sum
      * (out of place) becomes .grad (torch/csrc/autograd/input_buffer.cpp) */
@@ -1252,6 +1358,8 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     }
 
     rel(&R, g0);
+    rel(&R, g0d);
+    rel(&R, x0d);
 
     /* ---- optimizer step ---- */
     if (z->zero1_ranks) { /* the states and the step of rank 0's share only */

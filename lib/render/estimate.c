@@ -59,6 +59,12 @@ static void settings_line(char *buf, size_t n, const struct vl_estimate_view *v)
 
 static const char *verdict(const struct vl_fit *f) { return f->fits ? "fits" : "does not fit"; }
 
+/* why the estimate is approximate (its architecture, or this job), or NULL */
+static const char *approx(const struct vl_estimate_view *v) {
+  const char *a = vl_arch_approximate(v->arch);
+  return a ? a : v->bill->approximate;
+}
+
 static void text(FILE *o, const struct vl_estimate_view *v) {
   const struct vl_bill *b = v->bill;
   char s1[64], s2[64], set[512], live[96];
@@ -66,9 +72,7 @@ static void text(FILE *o, const struct vl_estimate_view *v) {
   fprintf(o, "%s (%s): %s\n", v->model_name, v->arch->model_type,
           b->task == VL_TASK_TRAIN ? "training step, per GPU" : "generation, per GPU");
   fprintf(o, "  %s\n", set);
-  if (vl_arch_approximate(v->arch))
-    fprintf(o, "  approximate: model_type '%s' %s\n", v->arch->model_type,
-            vl_arch_approximate(v->arch));
+  if (approx(v)) fprintf(o, "  approximate: model_type '%s' %s\n", v->arch->model_type, approx(v));
   fprintf(o, "  parameters %s", vl_fmt_int(s1, sizeof s1, b->params));
   if (b->task == VL_TASK_TRAIN)
     fprintf(o, ", trainable %s", vl_fmt_int(s2, sizeof s2, b->trainable_params));
@@ -157,9 +161,7 @@ static void md(FILE *o, const struct vl_estimate_view *v) {
   char set[512], live[96], s1[64];
   settings_line(set, sizeof set, v);
   fprintf(o, "## Memory estimate: %s (%s)\n\n%s.\n\n", v->model_name, v->arch->model_type, set);
-  if (vl_arch_approximate(v->arch))
-    fprintf(o, "Approximate: model_type '%s' %s.\n\n", v->arch->model_type,
-            vl_arch_approximate(v->arch));
+  if (approx(v)) fprintf(o, "Approximate: model_type '%s' %s.\n\n", v->arch->model_type, approx(v));
   fprintf(o, "Parameters: %s", vl_fmt_int(s1, sizeof s1, b->params));
   if (b->task == VL_TASK_TRAIN)
     fprintf(o, "; trainable: %s", vl_fmt_int(s1, sizeof s1, b->trainable_params));
@@ -257,9 +259,8 @@ static json_t *json_report(const struct vl_estimate_view *v) {
   json_t *r = json_object();
   json_object_set_new(r, "schema", json_string("vramledger.estimate/1"));
   json_object_set_new(r, "version", json_string(v->version));
-  json_object_set_new(r, "approximate", json_boolean(vl_arch_approximate(a) != NULL));
-  if (vl_arch_approximate(a))
-    json_object_set_new(r, "approximate_reason", json_string(vl_arch_approximate(a)));
+  json_object_set_new(r, "approximate", json_boolean(approx(v) != NULL));
+  if (approx(v)) json_object_set_new(r, "approximate_reason", json_string(approx(v)));
   json_t *m = json_object();
   json_object_set_new(m, "name", json_string(v->model_name));
   json_object_set_new(m, "model_type", json_string(a->model_type));
