@@ -731,12 +731,16 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
                                 (arch->family != VL_FAM_T5 || job->attention == VL_ATTN_EAGER);
   const bool replayable =
       !ck.overflow &&
-      (arch->causal || (vl_arch_replays_encoder(arch) && !job->lora_rank) || seq2seq_replayed) &&
+      (arch->causal || (vl_arch_replays_encoder(arch) && !job->lora_rank) || seq2seq_replayed ||
+       (arch->family == VL_FAM_RESNET && !job->lora_rank && job->checkpointing == VL_CKPT_NONE)) &&
       !mg && !ds && (dp == 1 || ddp_replay) && job->tp == 1 &&
       !(job->lora_rank && layer_linears > VL__MAX_LAYER_LINEARS) && job->pp == 1 &&
       (job->zero == 0 || ddp_replay) && job->offload == VL_OFFLOAD_NONE && !job->qlora &&
       !(job->lora_rank && (pol.master || arch->experts)) && job->grad_accum <= 1 &&
       !job->grads_persist && job->optimizer != VL_OPT_ADAM8BIT && !job->analytic_only;
+  if (arch->family == VL_FAM_RESNET && !replayable)
+    bill->approximate = "is replayed for full training without checkpointing only; this "
+                        "job's activations are not modelled";
   if (arch->enc_layers && !replayable)
     bill->approximate = "is replayed for full training without checkpointing only (T5: "
                         "under eager attention); this job's activations are read as an "
@@ -749,7 +753,8 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
         .T = job->batch * job->seq,
         .h = arch->hidden,
         .I = arch->intermediate,
-        .V = arch->family == VL_FAM_VIT ? arch->labels : arch->vocab,
+        .V = arch->family == VL_FAM_VIT || arch->family == VL_FAM_RESNET ? arch->labels
+                                                                         : arch->vocab,
         .wb = pol.weight,
         .gb = gb,
         .mb = pol.master,

@@ -71,13 +71,7 @@ const char *vl_arch_supported(void) {
 }
 
 const char *vl_arch_approximate(const struct vl_arch *a) {
-  if (a->approximate) return "is read as a generic Llama-like decoder (it is not described)";
-  switch (a->family) {
-  case VL_FAM_RESNET:
-    return "is convolutional: its activations are not modelled (trace builds the model for an "
-           "exact answer)";
-  default: return NULL;
-  }
+  return a->approximate ? "is read as a generic Llama-like decoder (it is not described)" : NULL;
 }
 
 const char *vl_arch_family_name(enum vl_family f) {

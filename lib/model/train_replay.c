@@ -971,6 +971,95 @@ static uint32_t post_ln_layer(struct run *R, uint32_t x, bool stop) {
   return out;
 }
 
+/* a convolution (autocast: in its dtype) of x into out_elems elements,
+ * its batch norm (saves its input: the convolution's output; its own
+ * output goes on), and a ReLU that saves its output, or none (relu false:
+ * the output returned as the norm's) (modeling_resnet.py ResNetConvLayer) */
+static uint32_t conv_bn(struct run *R, uint32_t x, uint64_t xb, uint64_t out_elems, uint64_t in_ch,
+                        uint64_t out_ch, uint64_t k, bool relu) {
+  const uint64_t e = R->z->e, wb = R->z->wb;
+  uint32_t w = base_param(R, out_ch * in_ch * k * k * wb);
+  const bool trained = R->tp.t[w].rg;
+  uint32_t cast = 0, in = x, wc = 0;
+  if (R->z->autocast) {
+    wc = op(R, (struct tape_op){.out_bytes = out_ch * in_ch * k * k * 2, .in = {w}});
+    if (trained) push(&R->p, &R->cached, wc);
+    w = wc;
+    if (xb != e)
+      in = cast = op(R, (struct tape_op){.out_bytes = R->tp.t[x].bytes / xb * e, .in = {x}});
+  }
+  uint32_t c = op(R, (struct tape_op){.out_bytes = out_elems * e,
+                                      .in = {in, w},
+                                      .saved = {in, R->z->autocast ? w : 0},
+                                      .mm = true});
+  rel(R, cast);
+  if (!trained) rel(R, wc);
+  uint32_t bn = op(R, (struct tape_op){.out_bytes = out_elems * e, .in = {c}, .saved = {c}});
+  rel(R, c);
+  if (!relu) return bn;
+  uint32_t y = op(R, (struct tape_op){.out_bytes = out_elems * e, .in = {bn}, .save_out = true});
+  rel(R, bn);
+  return y;
+}
+
+/* ResNet on the pixels: the stem (7x7 convolution of stride 2, max pool
+ * of stride 2 saving its int64 indices), the stages of blocks (a
+ * bottleneck's 1x1, 3x3 with the stage's stride, 1x1; a basic block's two
+ * 3x3), the shortcut where the width or the stride changes, the residual
+ * added in place, the ReLU after it; the average pool: B x width
+ * (modeling_resnet.py ResNetEmbeddings, ResNetBottleNeckLayer,
+ * ResNetBasicLayer) */
+static uint32_t resnet(struct run *R, uint32_t px, uint64_t pxb) {
+  const struct vl_arch *A = R->arch;
+  const uint64_t B = R->z->B, e = R->z->e;
+  uint64_t side = A->image_size / 2;
+  uint32_t x =
+      conv_bn(R, px, pxb, B * A->stem_width * side * side, A->channels, A->stem_width, 7, true);
+  side /= 2;
+  uint32_t idx = tape_new(&R->tp, B * A->stem_width * side * side * 8);
+  uint32_t mp =
+      op(R, (struct tape_op){
+                .out_bytes = B * A->stem_width * side * side * e, .in = {x}, .saved = {x, idx}});
+  rel(R, idx);
+  rel(R, x);
+  x = mp;
+  uint64_t in = A->stem_width;
+  for (uint64_t s = 0; s < A->stages && !R->p.failed; s++) {
+    const uint64_t out = A->stage_width[s], st = s > 0 || A->stride_first ? 2 : 1;
+    for (uint64_t l = 0; l < A->stage_depth[s] && !R->p.failed; l++) {
+      const uint64_t cin = l ? out : in, str = l ? 1 : st, so = side / str;
+      uint32_t res = tape_ref(&R->tp, x);
+      if (!l && (cin != out || str != 1)) {
+        rel(R, res);
+        res = conv_bn(R, x, e, B * out * so * so, cin, out, 1, false);
+      }
+      uint32_t y;
+      if (A->bottleneck) {
+        const uint64_t red = out / 4;
+        uint32_t a = conv_bn(R, x, e, B * red * side * side, cin, red, 1, true);
+        uint32_t b = conv_bn(R, a, e, B * red * so * so, red, red, 3, true);
+        rel(R, a);
+        y = conv_bn(R, b, e, B * out * so * so, red, out, 1, false);
+        rel(R, b);
+      } else {
+        uint32_t a = conv_bn(R, x, e, B * out * so * so, cin, out, 3, true);
+        y = conv_bn(R, a, e, B * out * so * so, out, out, 3, false);
+        rel(R, a);
+      }
+      rel(R, x);
+      uint32_t sum = join(R, B * out * so * so * e, y, res, TAPE_ADD);
+      x = op(R,
+             (struct tape_op){.out_bytes = B * out * so * so * e, .in = {sum}, .save_out = true});
+      rel(R, sum);
+      if (!l) side = so;
+    }
+    in = out;
+  }
+  uint32_t pooled = op(R, (struct tape_op){.out_bytes = B * in * e, .in = {x}});
+  rel(R, x);
+  return pooled;
+}
+
 /* what an encoder's embeddings add to the word embeddings x (T x h): the
  * token types' and the learned positions' sums, then a LayerNorm
  * (BertEmbeddings, DistilBERT's, ModernBERT's norm); ViT's patches are a
@@ -980,9 +1069,17 @@ static uint32_t encoder_embeddings(struct run *R, uint32_t x) {
   const struct vl_arch *arch = R->arch;
   if (arch->causal || arch->family == VL_FAM_T5) return x;
   const uint64_t Th = R->T * R->z->h, r = R->z->r;
+  if (arch->family == VL_FAM_RESNET) {
+    const uint64_t pix = R->z->B * arch->channels * arch->image_size * arch->image_size;
+    uint32_t px = tape_frozen(&R->tp, pix * R->z->wb); /* the loop's pixel_values */
+    rel(R, x);
+    uint32_t y = resnet(R, px, R->z->wb);
+    rel(R, px);
+    return y;
+  }
   if (arch->family == VL_FAM_VIT) {
     const uint64_t pix = R->z->B * arch->channels * arch->image_size * arch->image_size;
-    uint32_t px = tape_const(&R->tp, pix * R->z->wb);
+    uint32_t px = tape_frozen(&R->tp, pix * R->z->wb); /* the loop's pixel_values */
     uint32_t pe =
         linear_w(R,
                  base_param(R, arch->hidden * arch->channels * arch->patch_size * arch->patch_size *
@@ -1013,7 +1110,7 @@ static uint32_t encoder_embeddings(struct run *R, uint32_t x) {
  * its input), LayerNorm (BertPredictionHeadTransform, RobertaLMHead,
  * DistilBERT's vocab_transform, ModernBertPredictionHead); x taken over */
 static uint32_t mlm_transform(struct run *R, uint32_t x, uint64_t *xb) {
-  if (R->arch->causal || R->arch->family == VL_FAM_VIT) return x;
+  if (R->arch->causal || R->arch->family == VL_FAM_VIT || R->arch->stages) return x;
   const uint64_t T = R->T, h = R->z->h, e = R->z->e;
   if (R->arch->enc_layers) {
     if (R->arch->family != VL_FAM_T5 || !R->arch->tie_embeddings) return x;
@@ -1158,9 +1255,9 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   R.dv = arch->mla ? arch->v_head_dim : R.d;
   R.causal = arch->causal;
   /* the logits: every token's, a ViT's [CLS] token's only */
-  const uint64_t rows_out = arch->family == VL_FAM_VIT ? z->B : z->T;
+  const bool vision = arch->family == VL_FAM_VIT || arch->family == VL_FAM_RESNET;
+  const uint64_t rows_out = vision ? z->B : z->T;
   const uint64_t L = arch->layers, Th = z->T * z->h, TV = rows_out * z->V, e = z->e;
-  const bool vision = arch->family == VL_FAM_VIT;
   const bool tied = arch->tie_embeddings && (arch->causal || !vision);
   struct list model = {0}, states = {0}, tmp = {0};
   uint32_t *kept = vl_calloc(L + 1, sizeof *kept); /* checkpoints' inputs */
@@ -1174,6 +1271,10 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
    * ties it to the embedding (a model built on the GPU, as measure.py
    * does: its block stays cached; Qwen2's and Gemma's histories) */
   model_wide(&R.p, arch, inv, z->wb, 1, &model);
+  /* a vision model's pixel_values, held by the loop (in the weights'
+   * dtype, as measure.py makes them) */
+  uint32_t pixels =
+      vision ? A(&R.p, z->B * arch->channels * arch->image_size * arch->image_size * z->wb) : NONE;
   if (tied) {
     uint32_t untied = A(&R.p, z->V * z->h * z->wb);
     F(&R.p, &untied);
@@ -1213,8 +1314,9 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     /* ---- forward (under autocast) ---- */
     R.tp.grad = !z->ckpt;
     /* the embeddings' output (frozen under LoRA: it needs no gradient) */
-    const uint32_t x0 =
-        base_trained(&R) ? tape_new(&R.tp, Th * z->r) : tape_const(&R.tp, Th * z->r);
+    /* (vision: the pixels, which the loop holds, instead) */
+    const uint64_t eb = vision ? 0 : Th * z->r;
+    const uint32_t x0 = base_trained(&R) ? tape_new(&R.tp, eb) : tape_const(&R.tp, eb);
     uint32_t x = encoder_embeddings(&R, tape_ref(&R.tp, x0));
     x = dropout(&R, x, arch->embed_dropout);
     rel(&R, x0);
@@ -1233,7 +1335,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
         z->eager && arch->causal ? A(&R.p, z->B * z->P * z->P * vl__max(z->wb, e)) : NONE;
     uint32_t x0d = 0; /* an encoder-decoder's decoder embeddings */
     if (arch->enc_layers) x = seq2seq(&R, x, &x0d);
-    for (uint64_t l = 0; l < L && !arch->enc_layers && !R.p.failed; l++) {
+    for (uint64_t l = 0; l < L && !arch->enc_layers && !arch->stages && !R.p.failed; l++) {
       if (z->ckpt) kept[l] = tape_ref(&R.tp, x); /* the checkpoint keeps its input */
       R.l = l;
       x = vl_arch_post_ln(arch) ? post_ln_layer(&R, x, false) : layer(&R, x, false);
@@ -1380,6 +1482,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     if (!z->drop_outputs) drop_output(&R, logits); /* del out */
     tape_reset(&R.tp);                             /* every tensor of the step is gone */
   }
+  F(&R.p, &pixels);
   vl_cache_stats(R.p.c, out);
   bool failed = R.p.failed;
   vl_free(kept);
