@@ -35,10 +35,12 @@ static inline uint64_t vl__softmax_bytes(const struct vl_arch *a, bool autocast,
   return (autocast || !a->softmax_native) ? 4 : e;
 }
 
-/* Gemma's RMSNorm multiplies by (1 + weight) in fp32 and casts after
- * (GemmaRMSNorm, Gemma2RMSNorm, Gemma3RMSNorm in transformers 5.17) */
+/* RMSNorms that multiply by their weight in fp32 and cast after: Gemma's
+ * (1 + weight) (GemmaRMSNorm, Gemma2RMSNorm, Gemma3RMSNorm) and OLMo 2's
+ * (Olmo2RMSNorm: (weight * x.float()).to(dtype)), transformers 5.17 */
 static inline bool vl__gemma_norm(const struct vl_arch *a) {
-  return a->family == VL_FAM_GEMMA || a->family == VL_FAM_GEMMA2 || a->family == VL_FAM_GEMMA3;
+  return a->family == VL_FAM_GEMMA || a->family == VL_FAM_GEMMA2 || a->family == VL_FAM_GEMMA3 ||
+         a->family == VL_FAM_OLMO2;
 }
 
 /* Term recorder: appends to bill->terms. */

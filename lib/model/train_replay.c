@@ -564,6 +564,18 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
   if (arch->rotary_pct > 0 && !arch->mla && !R->kv_src) {
     q32 = rope(R, q, T * a * d);
     k32 = rope(R, k, T * g * d);
+    if (arch->family == VL_FAM_OLMO2) {
+      /* OLMo 2's apply_rotary_pos_emb casts back to q's and k's dtype
+       * (modeling_olmo2.py: q_embed.to(q_type)): the cache copies and the
+       * attention get them in that dtype (olmo2-1b-amp-adamw's peak,
+       * bench/results/model-types-unseen/type-peaks-more.json) */
+      uint32_t qc = op(R, (struct tape_op){.out_bytes = R->tp.t[q].bytes, .in = {q32}});
+      uint32_t kc = op(R, (struct tape_op){.out_bytes = R->tp.t[k].bytes, .in = {k32}});
+      rel(R, q32);
+      rel(R, k32);
+      q32 = qc;
+      k32 = kc;
+    }
     rel(R, q);
     rel(R, k);
     q = to_act(R, q32, T * a * d);
