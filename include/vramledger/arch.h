@@ -133,6 +133,7 @@ struct vl_arch {
    * projections when not shared */
   uint64_t rel_embed_rows;
   unsigned rel_pos_proj : 2; /* bit 0 c2p (pos_key_proj), bit 1 p2c (pos_query_proj) */
+  unsigned rel_att : 2;      /* DeBERTa's disentangled terms: bit 0 c2p, bit 1 p2c */
   unsigned rel_norm : 1;     /* encoder.LayerNorm on the relative embeddings */
   unsigned cls_bias : 1;     /* ModernBERT: head.dense has a bias (classifier_bias) */
   unsigned norm_nobias : 1;  /* LayerNorms without a bias (ModernBERT norm_bias false) */
@@ -147,8 +148,8 @@ struct vl_arch {
  * post-norm ones and the pre-norm ModernBERT and ViT. */
 static inline int vl_arch_replays_encoder(const struct vl_arch *a) {
   return a->family == VL_FAM_BERT || a->family == VL_FAM_ROBERTA ||
-         a->family == VL_FAM_DISTILBERT || a->family == VL_FAM_MODERNBERT ||
-         a->family == VL_FAM_VIT;
+         a->family == VL_FAM_DISTILBERT || a->family == VL_FAM_DEBERTA_V2 ||
+         a->family == VL_FAM_MODERNBERT || a->family == VL_FAM_VIT;
 }
 
 /* BERT-style layers: the norm after each residual add (post-LN) */

@@ -61,13 +61,14 @@ static vl_status deberta(struct vl__reader *r, struct vl_arch *a) {
     TRY(vl__get_str(r, "norm_rel_ebd", "none", &nre));
     a->rel_norm = strstr(nre, "layer_norm") != NULL;
     json_t *pat = json_object_get(r->root, "pos_att_type");
-    if (!share && pat && json_is_array(pat)) {
+    if (pat && json_is_array(pat)) {
       for (size_t i = 0; i < json_array_size(pat); i++) {
         const char *t = json_string_value(json_array_get(pat, i));
-        if (t && strcmp(t, "c2p") == 0) a->rel_pos_proj |= 1;
-        if (t && strcmp(t, "p2c") == 0) a->rel_pos_proj |= 2;
+        if (t && strcmp(t, "c2p") == 0) a->rel_att |= 1;
+        if (t && strcmp(t, "p2c") == 0) a->rel_att |= 2;
       }
     }
+    if (!share) a->rel_pos_proj = a->rel_att;
   }
   a->qkv_bias = a->o_bias = a->mlp_bias = 1;
   a->norm_affine = 1;
@@ -189,6 +190,8 @@ vl_status vl__read_vision(struct vl__reader *r, struct vl_arch *a) {
 }
 
 vl_status vl__read_encoder(struct vl__reader *r, struct vl_arch *a) {
+  /* their eager attention calls softmax without dtype=float32 */
+  a->softmax_native = a->family != VL_FAM_MODERNBERT;
   switch (a->family) {
   case VL_FAM_ROBERTA: TRY(roberta(r, a)); break;
   case VL_FAM_DISTILBERT: TRY(distilbert(r, a)); break;

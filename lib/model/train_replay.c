@@ -539,6 +539,39 @@ static void mla_qkv(struct run *R, uint32_t n1, uint64_t nb, uint32_t *q, uint32
   *k = join(R, T * a * d * vl__max(e, R->tp.t[krx].bytes / (T * a * rope_d)), kp, krx, TAPE_SLICES);
 }
 
+/* DeBERTa-v2's disentangled attention adds to the scores s (taken over)
+ * its content-to-position and position-to-content terms: each a bmm of q
+ * with the relative embeddings' projection (B*a x s x 2*span, kept by the
+ * gather that follows, which saves its input), gathered to s x s and
+ * scaled; then the attention mask's masked_fill, a new tensor
+ * (modeling_deberta_v2.py DisentangledSelfAttention; deberta3-amp-adamw-
+ * eager's peak, bench/results/model-types-unseen/type-peaks-more.json) */
+static uint32_t disentangled(struct run *R, uint32_t s, uint32_t q) {
+  const struct vl_arch *A = R->arch;
+  if (!A->rel_att) return s;
+  const uint64_t e = R->z->e, sc = R->tp.t[s].bytes;
+  const uint64_t rb = R->z->B * R->a * R->z->P * A->rel_embed_rows * e;
+  for (unsigned bit = 1; bit <= 2; bit <<= 1) {
+    if (!(A->rel_att & bit)) continue;
+    /* the relative embeddings' projection repeated over the batch */
+    uint32_t pos = tape_new(&R->tp, R->z->B * R->a * A->rel_embed_rows * R->d * e);
+    uint32_t c = op(R, (struct tape_op){.out_bytes = rb, .in = {q, pos}, .saved = {q, pos}});
+    rel(R, pos);
+    uint32_t idx = tape_new(&R->tp, R->z->P * R->z->P * 8); /* the int64 gather index */
+    uint32_t gth = op(R, (struct tape_op){.out_bytes = sc, .in = {c}, .saved = {c, idx}});
+    rel(R, c);
+    rel(R, idx);
+    uint32_t dv = op(R, (struct tape_op){.out_bytes = sc, .in = {gth}});
+    rel(R, gth);
+    s = join(R, sc, s, dv, TAPE_ADD);
+  }
+  uint32_t mask = tape_new(&R->tp, R->z->B * R->z->P * R->z->P); /* attention_mask.bool() */
+  uint32_t m = op(R, (struct tape_op){.out_bytes = sc, .in = {s}, .saved = {mask}});
+  rel(R, mask);
+  rel(R, s);
+  return m;
+}
+
 static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *held) {
   const struct vl_arch *arch = R->arch;
   const uint64_t T = R->T, a = R->a, g = R->g, d = R->d, e = R->z->e, h = R->z->h;
@@ -605,6 +638,19 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     rel(R, vc);
   }
   uint32_t o;
+  if (arch->rel_att) {
+    /* DeBERTa's transpose_for_scores: contiguous copies of q, k and v; the
+     * key divided by the scale (modeling_deberta_v2.py) */
+    uint32_t *qkv3[3] = {&q, &k, &v};
+    for (int i = 0; i < 3; i++) {
+      uint32_t c = op(R, (struct tape_op){.out_bytes = R->tp.t[*qkv3[i]].bytes, .in = {*qkv3[i]}});
+      rel(R, *qkv3[i]);
+      *qkv3[i] = c;
+    }
+    uint32_t ks = op(R, (struct tape_op){.out_bytes = R->tp.t[k].bytes, .in = {k}});
+    rel(R, k);
+    k = ks;
+  }
   if (R->z->eager) {
     const uint64_t sc = R->z->B * a * R->z->P * R->z->P;
     uint32_t rk = tape_ref(&R->tp, k), rv = tape_ref(&R->tp, v);
@@ -626,6 +672,7 @@ static uint32_t attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     uint32_t s0 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {rq, rk}, .saved = {rq, rk}});
     rel(R, rq);
     uint32_t s1 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s0}});
+    s1 = disentangled(R, s1, q);
     rel(R, s0);
     if (arch->attn_softcap > 0) {
       /* Gemma 2: scores / cap, tanh (saves its output), * cap
@@ -1115,6 +1162,11 @@ static uint32_t encoder_embeddings(struct run *R, uint32_t x) {
   uint64_t ob;
   uint32_t n = norm(R, x, r, &ob);
   rel(R, x);
+  if (arch->family == VL_FAM_DEBERTA_V2) { /* DebertaV2Embeddings: * mask */
+    uint32_t m = op(R, (struct tape_op){.out_bytes = R->tp.t[n].bytes, .in = {n}});
+    rel(R, n);
+    n = m;
+  }
   return n;
 }
 

@@ -606,7 +606,7 @@ static const struct {
   double alloc_tol, total_tol;
   const char *why;
 } known_misses[] = {
-    {"deberta3-amp-adamw-eager", 0.07, 0.20, "disentangled attention's scores not replayed"},
+    {"deberta3-amp-adamw-eager", 0.02, 0.07, "DeBERTa-v3 +1.3 %, reserved -2.3 %"},
     /* MoE under LoRA takes the analytic lines (transformers 5's grouped_mm
      * experts are not replayed): OLMoE +4.3 % */
     {"olmoe-bf16-lora16", 0.05, 0.05, "analytic MoE lines"},
