@@ -31,6 +31,7 @@ enum {
   O_FRAMEWORK,
   O_GRAD_ACCUM,
   O_KEEP_GRADS,
+  O_LOOP,
   O_DROP_OUTPUTS,
   O_DDP_STATIC,
   O_MASTER_GRADS,
@@ -72,6 +73,7 @@ static const struct cli_opt opts[] = {
     {"framework", true, O_FRAMEWORK},
     {"grad-accum", true, O_GRAD_ACCUM},
     {"keep-grads", false, O_KEEP_GRADS},
+    {"loop", true, O_LOOP},
     {"drop-outputs", false, O_DROP_OUTPUTS},
     {"ddp-static-graph", false, O_DDP_STATIC},
     {"master-grads", true, O_MASTER_GRADS},
@@ -108,6 +110,7 @@ static const char *n_opt(int i) { return vl_optimizer_name((enum vl_optimizer)i)
 static const char *n_impl(int i) { return vl_opt_impl_name((enum vl_opt_impl)i); }
 static const char *n_attn(int i) { return vl_attention_name((enum vl_attention)i); }
 static const char *n_ckpt(int i) { return vl_ckpt_name((enum vl_ckpt)i); }
+static const char *n_loop(int i) { return vl_loop_name((enum vl_loop)i); }
 static const char *n_fw(int i) { return vl_framework_name((enum vl_framework)i); }
 static const char *n_off(int i) { return vl_offload_name((enum vl_offload)i); }
 static const char *n_kv(int i) { return vl_kv_layout_name((enum vl_kv_layout)i); }
@@ -147,6 +150,7 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   case O_OPT_IMPL:
     if ((rc = choose(flag, arg, n_impl, VL_IMPL_COUNT, &k))) return rc;
     j->opt_impl = (enum vl_opt_impl)k;
+    j->opt_impl_given = true;
     return 0;
   case O_ATTENTION:
     if ((rc = choose(flag, arg, n_attn, VL_ATTN_COUNT, &k))) return rc;
@@ -202,6 +206,10 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
     return 0;
   case O_GRAD_ACCUM: return cli_u64(flag, arg, 1, 65536, &j->grad_accum);
   case O_KEEP_GRADS: j->grads_persist = true; return 0;
+  case O_LOOP:
+    if ((rc = choose(flag, arg, n_loop, VL_LOOP_COUNT, &k))) return rc;
+    j->loop = (enum vl_loop)k;
+    return 0;
   case O_DROP_OUTPUTS: j->drop_outputs = true; return 0;
   case O_DDP_STATIC: j->ddp_static_graph = true; return 0;
   case O_MASTER_GRADS:

@@ -38,6 +38,15 @@ enum vl_optimizer {
 };
 
 enum vl_opt_impl { VL_IMPL_FOREACH, VL_IMPL_FUSED, VL_IMPL_FORLOOP, VL_IMPL_COUNT };
+/* the training loop around the model: what it keeps alive (docs/model.md,
+ * "Loops") */
+enum vl_loop {
+  VL_LOOP_PLAIN,
+  VL_LOOP_TRAINER,
+  VL_LOOP_LIGHTNING,
+  VL_LOOP_ACCELERATE,
+  VL_LOOP_COUNT
+};
 enum vl_attention { VL_ATTN_EAGER, VL_ATTN_SDPA, VL_ATTN_COUNT };
 enum vl_ckpt { VL_CKPT_NONE, VL_CKPT_SELECTIVE, VL_CKPT_FULL, VL_CKPT_COUNT };
 /* Whose accounting conventions: Hugging Face/PyTorch (default), Megatron-LM
@@ -55,6 +64,7 @@ const char *vl_optimizer_name(enum vl_optimizer o);
 const char *vl_opt_impl_name(enum vl_opt_impl i);
 const char *vl_attention_name(enum vl_attention a);
 const char *vl_ckpt_name(enum vl_ckpt c);
+const char *vl_loop_name(enum vl_loop l);
 const char *vl_framework_name(enum vl_framework f);
 const char *vl_offload_name(enum vl_offload o);
 const char *vl_kv_layout_name(enum vl_kv_layout k);
@@ -66,6 +76,7 @@ bool vl_optimizer_parse(const char *s, enum vl_optimizer *out);
 bool vl_opt_impl_parse(const char *s, enum vl_opt_impl *out);
 bool vl_attention_parse(const char *s, enum vl_attention *out);
 bool vl_ckpt_parse(const char *s, enum vl_ckpt *out);
+bool vl_loop_parse(const char *s, enum vl_loop *out);
 bool vl_allocator_parse(const char *s, enum vl_allocator *out);
 
 #define VL_MAX_LORA_TARGETS 16
@@ -82,6 +93,10 @@ struct vl_job {
   enum vl_ckpt checkpointing;
   enum vl_framework framework;
   bool grads_persist;     /* zero_grad(set_to_none=False): grads live all step */
+  enum vl_loop loop;      /* the loop's defaults, applied by vl_bill_compute */
+  bool opt_impl_given;    /* --optimizer-impl was given (a loop's default does not apply) */
+  bool grads_to_backward; /* the last step's grads live until just before the backward
+                             (Lightning zeroes them inside its closure) */
   bool drop_outputs;      /* the loop keeps only the loss (HF Trainer), not the
                              model output with its logits, past the forward */
   bool master_grads_fp32; /* mixed-*: keep fp32 main grads (Megatron's 18 B/param) */
@@ -221,6 +236,12 @@ struct vl_bill {
   int n_terms;
   struct vl_term terms[VL_MAX_TERMS];
 };
+
+/*! The job as its loop (job->loop) runs it: the loop's defaults applied
+ * (HF Trainer: outputs dropped, fused AdamW unless --optimizer-impl was
+ * given; Lightning: outputs dropped, gradients zeroed just before the
+ * backward). vl_bill_compute applies it itself. */
+void vl_job_apply_loop(const struct vl_job *in, struct vl_job *out);
 
 /*! Compute the per-GPU bill of one training step (job->task == TRAIN) or
  * one generate() call (INFER).

@@ -58,6 +58,8 @@ static vl_status settings(json_t *o, struct vl_job *job, char *targets, size_t t
   ENUM_KEY("precision", vl_precision_parse, precision);
   ENUM_KEY("optimizer", vl_optimizer_parse, optimizer);
   ENUM_KEY("optimizer_impl", vl_opt_impl_parse, opt_impl);
+  job->opt_impl_given = json_object_get(o, "optimizer_impl") != NULL;
+  ENUM_KEY("loop", vl_loop_parse, loop);
   ENUM_KEY("attention", vl_attention_parse, attention);
   ENUM_KEY("checkpointing", vl_ckpt_parse, checkpointing);
   ENUM_KEY("allocator", vl_allocator_parse, allocator);

@@ -624,7 +624,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   }
   /* forward: the larger of the loss (all activations) and the top layer */
   struct phase_comp *f = &ph[VL_PH_FORWARD];
-  f->line[VL_LINE_GRADIENTS] = persist ? G : 0;
+  f->line[VL_LINE_GRADIENTS] = persist || job->grads_to_backward ? G : 0;
   f->line[VL_LINE_AUTOCAST] = C_fwd;
   uint64_t at_loss = vl__add(&ck, A, act.head_fwd_tmp);
   uint64_t at_layer = vl__add(&ck, vl__add(&ck, vl__sub0(A, A_head), recompute), act.layer_fwd_tmp);
@@ -657,6 +657,9 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   }
   /* the model output (its logits) lives until the loop drops it */
   uint64_t out_held = last && !job->drop_outputs ? act.logits : 0;
+  /* accelerate under autocast: the output's logits converted to fp32 */
+  if (job->loop == VL_LOOP_ACCELERATE && pol.autocast && pol.act < 4)
+    out_held = out_held / pol.act * 4;
   /* gradients of the tensors outside the layers that the backward meets
    * before the layers: the head and final norm, on the last stage; a
    * pipeline's first stage meets its embeddings only after its layers
@@ -774,6 +777,8 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
         .ddp = ddp_replay,
         .ddp_kept = ddp_replay && job->ddp_static_graph,
         .drop_outputs = job->drop_outputs,
+        .grads_late = job->grads_to_backward,
+        .outputs_fp32 = job->loop == VL_LOOP_ACCELERATE && !job->drop_outputs,
         .zero1_ranks = ddp_replay && job->zero == 1 ? dp : 0,
     };
     for (int i = 0; i < inv->n && job->lora_rank; i++) {
@@ -894,15 +899,38 @@ static vl_status train_bill(const struct vl_arch *arch, const struct vl_inventor
   return VL_OK;
 }
 
+void vl_job_apply_loop(const struct vl_job *in, struct vl_job *out) {
+  *out = *in;
+  if (in->task != VL_TASK_TRAIN) return;
+  /* what the loop keeps alive. HF Trainer: training_step keeps only the
+   * loss; its default optimizer is fused AdamW (TrainingArguments optim
+   * adamw_torch_fused); clip_grad_norm_ (max_grad_norm 1.0) scales the
+   * gradients in place. Lightning's automatic optimization: training_step
+   * returns the loss, and its closure zeroes the gradients after the
+   * forward, just before the backward, so the last step's live through the
+   * forward. accelerate: accelerator.backward as a plain loop, the output's
+   * logits converted to fp32 under mixed precision (the replay and the
+   * lines). Measured: bench/results/loops/. */
+  out->drop_outputs =
+      in->drop_outputs || in->loop == VL_LOOP_TRAINER || in->loop == VL_LOOP_LIGHTNING;
+  if (in->loop == VL_LOOP_TRAINER && !in->opt_impl_given &&
+      (in->optimizer == VL_OPT_ADAMW || in->optimizer == VL_OPT_ADAM))
+    out->opt_impl = VL_IMPL_FUSED;
+  out->grads_to_backward = in->loop == VL_LOOP_LIGHTNING;
+}
+
 vl_status vl_bill_compute(const struct vl_arch *arch, const struct vl_job *job,
                           const struct vl_overheads *ov, struct vl_bill *bill, struct vl_err *err) {
   memset(bill, 0, sizeof *bill);
   bill->task = job->task;
   /* a ViT's sequence is its image: --seq is the image side in pixels, the
    * tokens its patches and the [CLS] token (modeling_vit.py ViTEmbeddings) */
-  struct vl_job vj;
+  struct vl_job vj = *job;
+  if (job->loop != VL_LOOP_PLAIN && job->task == VL_TASK_TRAIN) {
+    vl_job_apply_loop(job, &vj);
+    job = &vj;
+  }
   if (arch->family == VL_FAM_VIT && arch->patch_size) {
-    vj = *job;
     uint64_t side = job->seq / arch->patch_size;
     vj.seq = side * side + 1;
     job = &vj;

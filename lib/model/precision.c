@@ -34,6 +34,7 @@ NAME_FN(vl_optimizer_name, enum vl_optimizer, VL_OPT_COUNT, "sgd", "sgd-momentum
 NAME_FN(vl_opt_impl_name, enum vl_opt_impl, VL_IMPL_COUNT, "foreach", "fused", "forloop")
 NAME_FN(vl_attention_name, enum vl_attention, VL_ATTN_COUNT, "eager", "sdpa")
 NAME_FN(vl_ckpt_name, enum vl_ckpt, VL_CKPT_COUNT, "none", "selective", "full")
+NAME_FN(vl_loop_name, enum vl_loop, VL_LOOP_COUNT, "plain", "trainer", "lightning", "accelerate")
 NAME_FN(vl_framework_name, enum vl_framework, VL_FW_COUNT, "hf", "megatron", "deepspeed")
 NAME_FN(vl_offload_name, enum vl_offload, VL_OFFLOAD_COUNT, "none", "optimizer", "full")
 NAME_FN(vl_kv_layout_name, enum vl_kv_layout, VL_KV_COUNT, "contiguous", "paged")
@@ -63,6 +64,7 @@ PARSE_FN(vl_optimizer_parse, enum vl_optimizer, VL_OPT_COUNT, vl_optimizer_name)
 PARSE_FN(vl_opt_impl_parse, enum vl_opt_impl, VL_IMPL_COUNT, vl_opt_impl_name)
 PARSE_FN(vl_attention_parse, enum vl_attention, VL_ATTN_COUNT, vl_attention_name)
 PARSE_FN(vl_ckpt_parse, enum vl_ckpt, VL_CKPT_COUNT, vl_ckpt_name)
+PARSE_FN(vl_loop_parse, enum vl_loop, VL_LOOP_COUNT, vl_loop_name)
 PARSE_FN(vl_allocator_parse, enum vl_allocator, VL_ALLOC_COUNT, vl_allocator_name)
 
 bool vl_line_in_allocated(enum vl_line l) {

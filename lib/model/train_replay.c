@@ -245,6 +245,7 @@ struct run {
   uint32_t tied_leaf;  /* the tied head's weight (tape tensor) */
   uint32_t tied_grad;  /* its gradient, waiting for the embedding's (handle) */
   unsigned lin;        /* the layer's linears made so far (LoRA's targets) */
+  uint32_t out32;      /* accelerate's fp32 copy of the output's logits (NONE: none) */
 };
 
 /* a parameter's gradient becomes .grad; with fp32 main gradients
@@ -1294,7 +1295,10 @@ static uint32_t seq2seq(struct run *R, uint32_t x, uint32_t *x0d) {
 
 /* the model output goes: its logits and the KV cache it holds */
 static void drop_output(struct run *R, uint32_t logits) {
-  rel(R, logits);
+  if (R->out32 != NONE)
+    F(&R->p, &R->out32); /* accelerate: the output holds an fp32 copy instead */
+  else
+    rel(R, logits);
   for (size_t i = 0; i < R->kv.n; i++)
     rel(R, R->kv.h[i]);
   R->kv.n = 0;
@@ -1304,7 +1308,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
                            const struct vl__train_sizes *z, struct vl_cache_stats *out,
                            struct vl_err *err) {
   struct vl_cache_conf conf = {0, 0, 0, z->expandable};
-  struct run R = {.p = {NULL, false}, .arch = arch, .z = z};
+  struct run R = {.p = {NULL, false}, .arch = arch, .z = z, .out32 = NONE};
   if (vl_cache_new(&conf, &R.p.c) != VL_OK) return vl__fail(err, VL_ENOMEM, "out of memory");
   /* autograd's thread makes its cuBLAS workspace at its first matmul, the
    * head's, after the head's weight gradient (Gemma-2B's and Pythia-1.4B's
@@ -1446,11 +1450,19 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
       logp = A(&R.p, TV * lb);
       F(&R.p, &up);
     }
+    if (z->outputs_fp32 && e < 4) {
+      /* accelerate's convert_outputs_to_fp32 (mixed precision): the model's
+       * output carries an fp32 copy of the logits; the half ones, saved by
+       * nothing, go (bench/results/loops/) */
+      R.out32 = A(&R.p, TV * 4);
+      rel(&R, logits);
+    }
     uncache(&R); /* autocast exits: its cache goes (saved copies stay) */
     F(&R.p, &mask);
     if (z->drop_outputs) drop_output(&R, logits); /* the loop keeps only the loss */
 
     /* ---- backward ---- */
+    if (z->grads_late) drop(&R.p, &R.grads); /* Lightning's closure: zero_grad() */
     uint32_t gl;
     if (mlm_amp) {
       uint32_t g1 = A(&R.p, TV * 4);
@@ -1542,7 +1554,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
         drop(&R.p, &tmp);
       }
     }
-    drop(&R.p, &R.grads);                          /* zero_grad(set_to_none=True) */
+    if (!z->grads_late) drop(&R.p, &R.grads);      /* zero_grad(set_to_none=True) */
     if (!z->drop_outputs) drop_output(&R, logits); /* del out */
     tape_reset(&R.tp);                             /* every tensor of the step is gone */
   }

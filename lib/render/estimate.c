@@ -20,7 +20,9 @@ static void live_list(char *buf, size_t n, unsigned mask, const char *sep) {
 }
 
 static void settings_line(char *buf, size_t n, const struct vl_estimate_view *v) {
-  const struct vl_job *j = v->job;
+  struct vl_job eff;
+  vl_job_apply_loop(v->job, &eff); /* the settings the loop runs */
+  const struct vl_job *j = &eff;
   size_t o = 0;
 #define ADD(...)                                                                                   \
   do {                                                                                             \
@@ -36,6 +38,7 @@ static void settings_line(char *buf, size_t n, const struct vl_estimate_view *v)
         vl_ckpt_name(j->checkpointing));
     if (j->lora_rank)
       ADD(", %s r=%llu", j->qlora ? "QLoRA" : "LoRA", (unsigned long long)j->lora_rank);
+    if (j->loop != VL_LOOP_PLAIN) ADD(", %s loop", vl_loop_name(j->loop));
   } else {
     ADD("batch %llu x (prompt %llu + %llu new tokens), %s, %s, %s KV cache",
         (unsigned long long)j->batch, (unsigned long long)j->seq, (unsigned long long)j->new_tokens,
@@ -221,7 +224,10 @@ json_t *vl__settings_json(const struct vl_job *j) {
   if (j->task == VL_TASK_TRAIN) {
     json_object_set_new(s, "grad_accum", U(j->grad_accum));
     json_object_set_new(s, "optimizer", json_string(vl_optimizer_name(j->optimizer)));
-    json_object_set_new(s, "optimizer_impl", json_string(vl_opt_impl_name(j->opt_impl)));
+    struct vl_job eff; /* the implementation the loop runs (HF Trainer: fused AdamW) */
+    vl_job_apply_loop(j, &eff);
+    json_object_set_new(s, "optimizer_impl", json_string(vl_opt_impl_name(eff.opt_impl)));
+    json_object_set_new(s, "loop", json_string(vl_loop_name(j->loop)));
     json_object_set_new(s, "checkpointing", json_string(vl_ckpt_name(j->checkpointing)));
     json_object_set_new(s, "framework", json_string(vl_framework_name(j->framework)));
     json_object_set_new(s, "lora_rank", U(j->lora_rank));

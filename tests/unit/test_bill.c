@@ -1,4 +1,6 @@
 /* lib/model/bill.c, activations.c, precision.c: the training bill. */
+#include <jansson.h>
+
 #include "testutil.h"
 #include "vramledger/measure.h"
 
@@ -617,6 +619,46 @@ static const struct {
     {"tu-qwen3moe-bf16-lora8-b2s1024", 0.02, 0.07, ""},
 };
 
+/* The loops people run (bench/results/loops/, bench/loops_measure.py on
+ * one H200: GPT-2 and Qwen2-0.5B, bf16 autocast, three steps): each
+ * --loop within 2 % of max_memory_allocated; they differ by up to 12 %. */
+static void loops_against_the_h200(void **state) {
+  (void)state;
+  size_t len = 0;
+  char *text = tu_read("bench/results/loops/loops-measured.json", &len);
+  json_t *root = json_loadb(text, len, 0, NULL);
+  assert_non_null(root);
+  free(text);
+  size_t i;
+  json_t *r;
+  int n = 0;
+  json_array_foreach(json_object_get(root, "runs"), i, r) {
+    char model[128], what[96];
+    const char *loop = json_string_value(json_object_get(r, "loop"));
+    snprintf(model, sizeof model, "data/models/%s.json",
+             json_string_value(json_object_get(r, "model")));
+    struct vl_arch a;
+    tu_arch(model, &a);
+    struct vl_job j;
+    vl_job_init(&j); /* AdamW (foreach), SDPA, amp-bf16: the script's settings */
+    j.batch = (uint64_t)json_integer_value(json_object_get(r, "batch"));
+    j.seq = (uint64_t)json_integer_value(json_object_get(r, "seq"));
+    j.precision = VL_PREC_AMP_BF16;
+    j.optimizer = VL_OPT_ADAMW;
+    assert_true(vl_loop_parse(loop, &j.loop));
+    struct vl_bill b;
+    tu_bill(&a, &j, &b);
+    snprintf(what, sizeof what, "%s --loop %s", json_string_value(json_object_get(r, "model")),
+             loop);
+    assert_close(b.peak_allocated_bytes,
+                 (double)json_integer_value(json_object_get(r, "max_memory_allocated")), 0.02,
+                 what);
+    n++;
+  }
+  assert_int_equal(n, 8);
+  json_decref(root);
+}
+
 static void model_types_against_the_h200(void **state) {
   (void)state;
   static const char *const files[] = {
@@ -755,6 +797,7 @@ int main(void) {
       cmocka_unit_test(pipeline_stages_on_two_h200s),
       cmocka_unit_test(training_reserve_replayed),
       cmocka_unit_test(model_types_against_the_h200),
+      cmocka_unit_test(loops_against_the_h200),
       cmocka_unit_test(two_h200_runs_within_seven_percent),
       cmocka_unit_test(optimizers_by_the_seed),
       cmocka_unit_test(phases_move_with_the_job),
