@@ -43,7 +43,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * history, bench/results/2026-11-29-h200x2-session9/part2-histories) */
   /* (Gemma's norm multiplies in fp32 and casts after: its saved
    * normalised tensor is fp32; modeling_gemma.py GemmaRMSNorm) */
-  const uint64_t nb = vl__gemma_norm(arch) ? 4 : r;
+  const uint64_t nb = vl__norm_weight_fp32(arch) ? 4 : r;
   if (arch->rms_norm && !sh->lora_rank) norm = vl__add(ck, norm, vl__mul3(ck, Tr, sh->h, nb));
   tm = vl__term(bill, VL_LINE_ACTIVATIONS, "norm (each of 2 per layer)",
                 arch->rms_norm ? "T*h*4 (fp32 input) + T*4 (rstd) + T*h*r (normalised)"

@@ -16,7 +16,6 @@
 static vl_status read_gpt2(struct vl__reader *r, struct vl_arch *a);
 static vl_status read_neox(struct vl__reader *r, struct vl_arch *a);
 static vl_status read_opt(struct vl__reader *r, struct vl_arch *a);
-static vl_status read_bert(struct vl__reader *r, struct vl_arch *a);
 vl_status vl__read_falcon(struct vl__reader *r, struct vl_arch *a); /* config_decoders.c */
 
 /* Every model type described by its parts: its name in config.json, its
@@ -26,18 +25,18 @@ static const struct {
   enum vl_family family;
   vl__arch_reader read;
 } families[] = {
-    {"llama", VL_FAM_LLAMA, vl__read_llama_like},
-    {"mistral", VL_FAM_MISTRAL, vl__read_llama_like},
-    {"mixtral", VL_FAM_MIXTRAL, vl__read_llama_like},
-    {"qwen2", VL_FAM_QWEN2, vl__read_llama_like},
+    {"llama", VL_FAM_LLAMA, vl__read_decoder},
+    {"mistral", VL_FAM_MISTRAL, vl__read_decoder},
+    {"mixtral", VL_FAM_MIXTRAL, vl__read_decoder},
+    {"qwen2", VL_FAM_QWEN2, vl__read_decoder},
     {"qwen2_moe", VL_FAM_QWEN2_MOE, vl__read_decoder},
     {"qwen3", VL_FAM_QWEN3, vl__read_decoder},
     {"qwen3_moe", VL_FAM_QWEN3_MOE, vl__read_decoder},
-    {"gemma", VL_FAM_GEMMA, vl__read_llama_like},
+    {"gemma", VL_FAM_GEMMA, vl__read_decoder},
     {"gemma2", VL_FAM_GEMMA2, vl__read_decoder},
     {"gemma3_text", VL_FAM_GEMMA3, vl__read_decoder},
     {"phi", VL_FAM_PHI, vl__read_decoder},
-    {"phi3", VL_FAM_PHI3, vl__read_llama_like},
+    {"phi3", VL_FAM_PHI3, vl__read_decoder},
     {"olmo2", VL_FAM_OLMO2, vl__read_decoder},
     {"olmoe", VL_FAM_OLMOE, vl__read_decoder},
     {"granite", VL_FAM_GRANITE, vl__read_decoder},
@@ -50,7 +49,7 @@ static const struct {
     {"stablelm", VL_FAM_STABLELM, vl__read_decoder},
     {"glm", VL_FAM_GLM, vl__read_decoder},
     {"deepseek_v2", VL_FAM_DEEPSEEK_V2, vl__read_decoder},
-    {"bert", VL_FAM_BERT, read_bert},
+    {"bert", VL_FAM_BERT, vl__read_encoder},
     {"roberta", VL_FAM_ROBERTA, vl__read_encoder},
     {"distilbert", VL_FAM_DISTILBERT, vl__read_encoder},
     {"deberta-v2", VL_FAM_DEBERTA_V2, vl__read_encoder},
@@ -131,8 +130,10 @@ vl_status vl__get_bool(struct vl__reader *r, const char *key, int def, int *out)
   return VL_OK;
 }
 
-/* Probability-like number in [0, 1]. */
-vl_status vl__get_prob(struct vl__reader *r, const char *key, double def, double *out) {
+/* A number in [lo, hi] (range: how a message says it); missing or null
+ * gives def. */
+static vl_status get_ranged(struct vl__reader *r, const char *key, double def, double lo, double hi,
+                            const char *range, double *out) {
   json_t *v = json_object_get(r->root, key);
   if (!v || json_is_null(v)) {
     *out = def;
@@ -141,10 +142,14 @@ vl_status vl__get_prob(struct vl__reader *r, const char *key, double def, double
   if (!json_is_number(v))
     return vl__fail(r->err, VL_EKEY, "key '%s': expected a number, got %s", key, vl__json_kind(v));
   double d = json_number_value(v);
-  if (!(d >= 0.0 && d <= 1.0))
-    return vl__fail(r->err, VL_ERANGE, "key '%s': %g is not in [0, 1]", key, d);
+  if (!(d >= lo && d <= hi)) return vl__fail(r->err, VL_ERANGE, "key '%s': %g %s", key, d, range);
   *out = d;
   return VL_OK;
+}
+
+/* Probability-like number in [0, 1]. */
+vl_status vl__get_prob(struct vl__reader *r, const char *key, double def, double *out) {
+  return get_ranged(r, key, def, 0.0, 1.0, "is not in [0, 1]", out);
 }
 
 vl_status vl__read_shape(struct vl__reader *r, struct vl_arch *a, const struct shape_keys *k) {
@@ -164,18 +169,7 @@ vl_status vl__read_shape(struct vl__reader *r, struct vl_arch *a, const struct s
 }
 
 vl_status vl__get_num(struct vl__reader *r, const char *key, double def, double *out) {
-  json_t *v = json_object_get(r->root, key);
-  if (!v || json_is_null(v)) {
-    *out = def;
-    return VL_OK;
-  }
-  if (!json_is_number(v))
-    return vl__fail(r->err, VL_EKEY, "key '%s': expected a number, got %s", key, vl__json_kind(v));
-  double d = json_number_value(v);
-  if (!(d >= 0.0 && d < 1e12))
-    return vl__fail(r->err, VL_ERANGE, "key '%s': %g is out of range [0, 1e12)", key, d);
-  *out = d;
-  return VL_OK;
+  return get_ranged(r, key, def, 0.0, nextafter(1e12, 0.0), "is out of range [0, 1e12)", out);
 }
 
 vl_status vl__get_str(struct vl__reader *r, const char *key, const char *def, const char **out) {
@@ -213,71 +207,6 @@ vl_status vl__get_u64_list(struct vl__reader *r, const char *key, uint64_t hi, u
 int vl__has(struct vl__reader *r, const char *key) {
   json_t *v = json_object_get(r->root, key);
   return v && !json_is_null(v);
-}
-
-/* Llama-like decoders: llama, mistral, qwen2, gemma, phi3, mixtral. */
-vl_status vl__read_llama_like(struct vl__reader *r, struct vl_arch *a) {
-  /* defaults: transformers' Configuration classes */
-  uint64_t dv = 32000, dh = 4096, di = 11008, dl = 32, dn = 32, dpos = 2048;
-  int dkv_is_heads = 1, dtie = 0;
-  uint64_t dkv = 0;
-  switch (a->family) {
-  case VL_FAM_MISTRAL: di = 14336, dkv = 8, dkv_is_heads = 0, dpos = 4096 * 32; break;
-  case VL_FAM_MIXTRAL: di = 14336, dkv = 8, dkv_is_heads = 0, dpos = 4096 * 32; break;
-  case VL_FAM_QWEN2: dv = 151936, di = 22016, dpos = 32768; break;
-  case VL_FAM_GEMMA:
-    dv = 256000, dh = 3072, di = 24576, dl = 28, dn = 16, dpos = 8192, dtie = 1;
-    break;
-  case VL_FAM_PHI3: dv = 32064, dh = 3072, di = 8192, dpos = 4096; break;
-  default: break;
-  }
-  TRY(vl__get_u64(r, "vocab_size", dv, 1, MAX_VOCAB, &a->vocab));
-  TRY(vl__get_u64(r, "hidden_size", dh, 1, MAX_HIDDEN, &a->hidden));
-  TRY(vl__get_u64(r, "intermediate_size", di, 1, MAX_WIDTH, &a->intermediate));
-  TRY(vl__get_u64(r, "num_hidden_layers", dl, 1, MAX_LAYERS, &a->layers));
-  TRY(vl__get_u64(r, "num_attention_heads", dn, 1, MAX_HEADS, &a->heads));
-  TRY(vl__get_u64(r, "num_key_value_heads", dkv_is_heads ? a->heads : dkv, 1, MAX_HEADS,
-                  &a->kv_heads));
-  TRY(vl__get_u64(r, "max_position_embeddings", dpos, 1, MAX_POS, &a->max_positions));
-  uint64_t dhd = a->family == VL_FAM_GEMMA ? 256 : 0;
-  TRY(vl__get_u64(r, "head_dim", dhd, 0, MAX_HIDDEN, &a->head_dim));
-  if (a->head_dim == 0) {
-    if (a->hidden % a->heads)
-      return vl__fail(r->err, VL_ERANGE,
-                      "hidden_size %llu is not a multiple of num_attention_heads %llu "
-                      "(set head_dim)",
-                      (unsigned long long)a->hidden, (unsigned long long)a->heads);
-    a->head_dim = a->hidden / a->heads;
-  }
-  int tie = 0, ab = 0, mb = 0;
-  TRY(vl__get_bool(r, "tie_word_embeddings", dtie, &tie));
-  a->tie_embeddings = (unsigned)tie;
-  if (a->family == VL_FAM_LLAMA) {
-    TRY(vl__get_bool(r, "attention_bias", 0, &ab));
-    TRY(vl__get_bool(r, "mlp_bias", 0, &mb));
-    a->qkv_bias = a->o_bias = (unsigned)ab;
-    a->mlp_bias = (unsigned)mb;
-  } else if (a->family == VL_FAM_QWEN2) {
-    a->qkv_bias = 1; /* Qwen2Attention: q/k/v with bias, o_proj without */
-  }
-  TRY(vl__get_prob(r, "attention_dropout", 0.0, &a->attn_dropout));
-  if (a->family == VL_FAM_PHI3) {
-    TRY(vl__get_prob(r, "resid_pdrop", 0.0, &a->hidden_dropout));
-    TRY(vl__get_prob(r, "embd_pdrop", 0.0, &a->embed_dropout));
-    a->fused_qkv = a->fused_gate_up = 1;
-  }
-  if (a->family == VL_FAM_MIXTRAL) {
-    TRY(vl__get_u64(r, "num_local_experts", 8, 1, MAX_EXPERTS, &a->experts));
-    TRY(vl__get_u64(r, "num_experts_per_tok", 2, 1, MAX_EXPERTS, &a->experts_per_token));
-    if (a->experts_per_token > a->experts)
-      return vl__fail(r->err, VL_ERANGE, "num_experts_per_tok %llu exceeds num_local_experts %llu",
-                      (unsigned long long)a->experts_per_token, (unsigned long long)a->experts);
-    a->moe_intermediate = a->intermediate;
-  }
-  if (a->family == VL_FAM_GEMMA) a->embed_scaled = 1;
-  a->gated_mlp = a->rms_norm = a->norm_affine = a->final_norm = a->causal = 1;
-  a->rotary_pct = 1.0;
-  return VL_OK;
 }
 
 static vl_status read_gpt2(struct vl__reader *r, struct vl_arch *a) {
@@ -357,21 +286,6 @@ static vl_status read_opt(struct vl__reader *r, struct vl_arch *a) {
   a->relu_act =
       (unsigned)(!act || (json_is_string(act) && strcmp(json_string_value(act), "relu") == 0));
   a->learned_pos = a->causal = 1;
-  return VL_OK;
-}
-
-static vl_status read_bert(struct vl__reader *r, struct vl_arch *a) {
-  static const struct shape_keys k = {HF_SHAPE("intermediate_size"), 30522, 768, 12, 12, 3072, 512};
-  TRY(vl__read_shape(r, a, &k));
-  TRY(vl__get_u64(r, "type_vocab_size", 2, 0, MAX_VOCAB, &a->type_vocab));
-  int tie = 0;
-  TRY(vl__get_bool(r, "tie_word_embeddings", 1, &tie));
-  a->tie_embeddings = (unsigned)tie;
-  TRY(vl__get_prob(r, "attention_probs_dropout_prob", 0.1, &a->attn_dropout));
-  TRY(vl__get_prob(r, "hidden_dropout_prob", 0.1, &a->hidden_dropout));
-  a->embed_dropout = a->hidden_dropout;
-  a->qkv_bias = a->o_bias = a->mlp_bias = 1;
-  a->norm_affine = a->learned_pos = 1;
   return VL_OK;
 }
 

@@ -15,7 +15,12 @@ struct decoder_defaults {
 };
 
 static const struct decoder_defaults *defaults_of(enum vl_family f) {
-  static const struct decoder_defaults qwen3 = {151936, 4096, 22016, 32, 32, 0, 32768, 128, 0},
+  static const struct decoder_defaults llama = {32000, 4096, 11008, 32, 32, 0, 2048, 0, 0},
+                                       mistral = {32000, 4096, 14336, 32, 32, 8, 131072, 0, 0},
+                                       qwen2 = {151936, 4096, 22016, 32, 32, 0, 32768, 0, 0},
+                                       gemma = {256000, 3072, 24576, 28, 16, 0, 8192, 256, 1},
+                                       phi3 = {32064, 3072, 8192, 32, 32, 0, 4096, 0, 0},
+                                       qwen3 = {151936, 4096, 22016, 32, 32, 0, 32768, 128, 0},
                                        qwen2_moe = {151936, 2048, 5632, 24, 16, 0, 32768, 0, 0},
                                        qwen3_moe = {151936, 2048, 6144, 24, 32, 4, 32768, 0, 0},
                                        gemma2 = {256000, 2304, 9216, 26, 8, 4, 8192, 256, 1},
@@ -30,6 +35,12 @@ static const struct decoder_defaults *defaults_of(enum vl_family f) {
                                        stablelm = {50304, 2560, 6912, 32, 32, 0, 4096, 0, 0},
                                        generic = {32000, 4096, 11008, 32, 32, 0, 2048, 0, 0};
   switch (f) {
+  case VL_FAM_LLAMA: return &llama;
+  case VL_FAM_MISTRAL:
+  case VL_FAM_MIXTRAL: return &mistral;
+  case VL_FAM_QWEN2: return &qwen2;
+  case VL_FAM_GEMMA: return &gemma;
+  case VL_FAM_PHI3: return &phi3;
   case VL_FAM_QWEN3: return &qwen3;
   case VL_FAM_QWEN2_MOE: return &qwen2_moe;
   case VL_FAM_QWEN3_MOE: return &qwen3_moe;
@@ -229,8 +240,42 @@ static vl_status granite(struct vl__reader *r, struct vl_arch *a) {
   return VL_OK;
 }
 
+/* Llama's attention_bias and mlp_bias; Qwen2's q/k/v biases; Phi-3's
+ * fused projections and dropouts; Mixtral's experts (of intermediate_size);
+ * Gemma's scaled embeddings. Mistral reads no bias key. */
+static vl_status first_decoders(struct vl__reader *r, struct vl_arch *a) {
+  int mb = 0;
+  switch (a->family) {
+  case VL_FAM_LLAMA:
+    TRY(bias_key(r, a, "attention_bias", 0));
+    TRY(vl__get_bool(r, "mlp_bias", 0, &mb));
+    a->mlp_bias = (unsigned)mb;
+    return VL_OK;
+  case VL_FAM_QWEN2: a->qkv_bias = 1; return VL_OK; /* Qwen2Attention: o_proj without */
+  case VL_FAM_PHI3:
+    TRY(vl__get_prob(r, "resid_pdrop", 0.0, &a->hidden_dropout));
+    TRY(vl__get_prob(r, "embd_pdrop", 0.0, &a->embed_dropout));
+    a->fused_qkv = a->fused_gate_up = 1;
+    return VL_OK;
+  case VL_FAM_MIXTRAL:
+    TRY(experts(r, a, "num_local_experts", 8, 2, a->intermediate));
+    if (!a->experts)
+      return vl__fail(r->err, VL_ERANGE, "key 'num_local_experts': 0 is out of range [1, %llu]",
+                      (unsigned long long)MAX_EXPERTS);
+    return VL_OK;
+  case VL_FAM_GEMMA: a->embed_scaled = 1; return VL_OK;
+  default: return VL_OK;
+  }
+}
+
 static vl_status parts(struct vl__reader *r, struct vl_arch *a) {
   switch (a->family) {
+  case VL_FAM_LLAMA:
+  case VL_FAM_MISTRAL:
+  case VL_FAM_MIXTRAL:
+  case VL_FAM_QWEN2:
+  case VL_FAM_GEMMA:
+  case VL_FAM_PHI3: return first_decoders(r, a);
   case VL_FAM_QWEN3: a->qk_norm = 1; return bias_key(r, a, "attention_bias", 0);
   case VL_FAM_QWEN3_MOE:
     a->qk_norm = 1;

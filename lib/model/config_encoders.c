@@ -6,9 +6,12 @@
 
 #include "config_read.h"
 
-static vl_status roberta(struct vl__reader *r, struct vl_arch *a) {
-  static const struct shape_keys k = {HF_SHAPE("intermediate_size"), 50265, 768, 12, 12, 3072, 512};
-  TRY(vl__read_shape(r, a, &k));
+/* BERT and RoBERTa: the same modules and keys, their own vocabulary default */
+static vl_status bert_like(struct vl__reader *r, struct vl_arch *a) {
+  static const struct shape_keys
+      bert = {HF_SHAPE("intermediate_size"), 30522, 768, 12, 12, 3072, 512},
+      roberta = {HF_SHAPE("intermediate_size"), 50265, 768, 12, 12, 3072, 512};
+  TRY(vl__read_shape(r, a, a->family == VL_FAM_BERT ? &bert : &roberta));
   TRY(vl__get_u64(r, "type_vocab_size", 2, 0, MAX_VOCAB, &a->type_vocab));
   TRY(vl__get_prob(r, "attention_probs_dropout_prob", 0.1, &a->attn_dropout));
   TRY(vl__get_prob(r, "hidden_dropout_prob", 0.1, &a->hidden_dropout));
@@ -190,10 +193,13 @@ vl_status vl__read_vision(struct vl__reader *r, struct vl_arch *a) {
 }
 
 vl_status vl__read_encoder(struct vl__reader *r, struct vl_arch *a) {
-  /* their eager attention calls softmax without dtype=float32 */
-  a->softmax_native = a->family != VL_FAM_MODERNBERT;
+  /* their eager attention calls softmax without dtype=float32 (BERT's
+   * too, modeling_bert.py eager_attention_forward; its calibration runs
+   * were fitted with fp32 probabilities: not changed yet) */
+  a->softmax_native = a->family != VL_FAM_MODERNBERT && a->family != VL_FAM_BERT;
   switch (a->family) {
-  case VL_FAM_ROBERTA: TRY(roberta(r, a)); break;
+  case VL_FAM_BERT:
+  case VL_FAM_ROBERTA: TRY(bert_like(r, a)); break;
   case VL_FAM_DISTILBERT: TRY(distilbert(r, a)); break;
   case VL_FAM_DEBERTA_V2: TRY(deberta(r, a)); break;
   default: TRY(modernbert(r, a)); return VL_OK;

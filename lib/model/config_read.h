@@ -62,7 +62,6 @@ vl_status vl__read_shape(struct vl__reader *r, struct vl_arch *a, const struct s
 
 /* one reader per model type (or group of them): fills *a from the keys */
 typedef vl_status (*vl__arch_reader)(struct vl__reader *r, struct vl_arch *a);
-vl_status vl__read_llama_like(struct vl__reader *r, struct vl_arch *a);
 vl_status vl__read_decoder(struct vl__reader *r, struct vl_arch *a); /* config_decoders.c */
 vl_status vl__read_encoder(struct vl__reader *r, struct vl_arch *a); /* config_encoders.c */
 vl_status vl__read_seq2seq(struct vl__reader *r, struct vl_arch *a); /* config_encoders.c */

@@ -124,10 +124,8 @@ static void attention(struct builder *b, const struct vl_arch *a) {
 
 /* A dense MLP of width w in n layers: gated (gate, up, down; gate_up fused)
  * or plain (up, act, down) */
-static void dense_mlp(struct builder *b, const struct vl_arch *a, const char *prefix, uint64_t w,
-                      uint64_t n) {
+static void dense_mlp(struct builder *b, const struct vl_arch *a, uint64_t w, uint64_t n) {
   uint64_t h = a->hidden;
-  (void)prefix;
   if (!w || !n) return;
   if (a->gated_mlp && a->fused_gate_up) {
     some_layers(b, "gate_up_proj", VL_T_LINEAR, 2 * w, h, 1, n);
@@ -191,7 +189,7 @@ static void decoder(struct builder *b, const struct vl_arch *a) {
   add(b, "embed_tokens", VL_T_EMBED, a->vocab, h, 1, 0);
   attention(b, a);
   uint64_t dense = a->experts ? a->dense_layers : a->layers;
-  dense_mlp(b, a, "mlp", a->intermediate, dense);
+  dense_mlp(b, a, a->intermediate, dense);
   moe(b, a);
   layer_norms(b, a);
   global_norm(b, a, "norm", h);

@@ -388,7 +388,7 @@ static uint32_t norm_w(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, ui
       R, (struct tape_op){.out_bytes = Th * 4, .in = {x32, rs}, .saved = {x32, rs}, .tmp = Th * 4});
   rel(R, x32);
   rel(R, rs);
-  if (vl__gemma_norm(R->arch)) {
+  if (vl__norm_weight_fp32(R->arch)) {
     /* GemmaRMSNorm: (x * rsqrt) * (1 + weight.float()) in fp32, then
      * type_as(x) (transformers 5.17 modeling_gemma.py) */
     *ob = xb;
