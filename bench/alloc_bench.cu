@@ -1,6 +1,6 @@
 // Allocation-heavy micro-benchmark for the interposer: N cudaMalloc/cudaFree
 // pairs of a few sizes; prints ns per pair. Run with and without
-// LD_PRELOAD=libvramledger-preload.so (bench/issue4_gpu.sh).
+// LD_PRELOAD=libvramledger-preload.so (bench/run_interposer_gpu.sh).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A GPT-2 training loop that prints its median step time (ms) as JSON:
-the workload of the interposer overhead benchmark (bench/issue4_gpu.sh)."""
+the workload of the interposer overhead benchmark (bench/run_interposer_gpu.sh)."""
 import json, statistics, sys, time
 
 import torch

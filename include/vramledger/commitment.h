@@ -1,4 +1,4 @@
-/* vramledger: the Training Resource Commitment (seed 000 §3.4).
+/* vramledger: the Training Resource Commitment.
  *
  * A reviewed document: the hardware, the configuration baseline with its
  * estimated (and measured) memory, the SLA, the fallback triggers and the

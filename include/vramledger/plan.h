@@ -1,5 +1,5 @@
 /* vramledger: the planner. Which GPUs, how many, which strategy, what it
- * costs and how long it takes (seed 000 §3, seed 001 §6). Pure. */
+ * costs and how long it takes. Pure. */
 #ifndef VRAMLEDGER_PLAN_H
 #define VRAMLEDGER_PLAN_H
 #include <stdbool.h>
@@ -24,7 +24,7 @@ struct vl_plan_query {
   double mfu;              /* model FLOPs utilisation; default 0.40 */
   double overlap;          /* communication hidden, as a fraction of compute time; 1.0 */
   double offload_slowdown; /* a step with the optimizer offloaded to the CPU takes this many
-                            * times as long; 4 (seed 001 §6.2: "3 to 5 times slower") */
+                            * times as long; 4 (published offload runs: 3 to 5 times slower) */
   double qlora_slowdown;   /* > 0: a QLoRA step takes this many times as long as LoRA's
                             * (measured); 0: the dequantisation traffic at HBM bandwidth */
   double dp_efficiency;    /* > 0: measured data-parallel scaling (step time on one GPU / on

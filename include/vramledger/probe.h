@@ -87,7 +87,7 @@ struct vl_probe_layer {
   unsigned n_ledger;
   double worst_unnamed_share; /* max |unnamed| / allocated over the ledger */
 
-  /* baseline (the seeds' first questions) */
+  /* baseline (the first questions a run answers) */
   uint64_t load_bytes;          /* allocated when the first forward starts */
   uint64_t first_forward_bytes; /* what the first forward added */
 

@@ -1,4 +1,4 @@
-/* vramledger: the memory formula fitted on measured points (seed 000 §3.3:
+/* vramledger: the memory formula fitted on measured points:
  * constant + linear + quadratic in sequence length, regressed on ~20
  * configurations). Least squares by GSL (gsl_multifit_linear). Pure. */
 #ifndef VRAMLEDGER_REGRESS_H

@@ -120,7 +120,7 @@ struct vl_plan_view {
   const char *prices_date;
 };
 
-/*! The plan as the seeds' table (text, md) or JSON (best, candidates). */
+/*! The plan as a cost table (text, md) or JSON (best, candidates). */
 int vl_render_plan(FILE *out, enum vl_format fmt, const struct vl_plan_view *v);
 /*! One self-contained page: time against cost of every plan that fits
  * (SVG, the Pareto front and the best marked), the table, the why. */

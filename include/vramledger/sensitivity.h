@@ -1,4 +1,4 @@
-/* vramledger: how robust a memory plan is (seed 000 §3.3): draw the inputs
+/* vramledger: how robust a memory plan is: draw the inputs
  * (sequence ±20 %, hidden size ±15 %, precision switch, ...), estimate each
  * draw, and report percentiles, the chance of exceeding each card, the
  * inputs that drive the peak, and the fallback that helps. Pure; the random

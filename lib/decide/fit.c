@@ -1,6 +1,6 @@
 /* Fit check and the largest batch or sequence that fits.
- * The margin is the seeds' fragmentation reserve: keep 10-15 % of the card
- * free (seed 000 §3, seed 001 §6). */
+ * The margin is the fragmentation reserve: keep 10-15 % of the card
+ * free. */
 #include <string.h>
 
 #include "../util/internal.h"

@@ -349,7 +349,8 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
     return VL_OK;
   }
 
-  /* the decision tree (seed 000 §3, seed 001 §6) for the best candidate */
+  /* the decision tree (a training-memory budget: model states, activations, a 10-15 % fragmentation
+   * reserve) for the best candidate */
   const struct vl_plan_candidate *b = &r->c[0];
   struct vl_job j = q->base;
   j.batch = 1;

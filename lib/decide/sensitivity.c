@@ -1,4 +1,4 @@
-/* Monte Carlo over the inputs of the estimate (seed 000 §3.3). GSL's
+/* Monte Carlo over the inputs of the estimate. GSL's
  * mt19937 with the caller's seed: the same seed gives the same draws. */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>

@@ -237,7 +237,7 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
    * windows after the job first holds GPU memory (so the CUDA context
    * appearing is not growth); the minimum of each must rise, window after
    * window, by more than 5 % of the peak in all. A spike or a context
-   * coming up is not a leak (measured: bench/results/2026-11-29-h200-issue4) */
+   * coming up is not a leak (measured: bench/results/2026-11-29-h200-run-interposer) */
   size_t first = 0;
   while (first < r->n_samples && r->samples[first].tree_bytes == 0)
     first++;
@@ -261,7 +261,7 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
                   "tensors kept across steps (losses without .item(), growing lists, caches)",
                   s->leak_bytes_per_s / 1048576.0, grown / 1048576.0);
   }
-  /* imbalance across the GPUs the job uses (seed 000 §4: > 5 %) */
+  /* imbalance across the GPUs the job uses (> 5 %) */
   uint64_t hi = 0, lo = UINT64_MAX;
   for (unsigned g = 0; g < VL_RECORD_MAX_GPUS; g++) {
     if (!gpu_peak[g]) continue;
@@ -280,7 +280,7 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
   }
   /* one process per GPU is a rank (torchrun); more are extra contexts
    * (the TP job on 2 H200s, one rank a GPU, was flagged before this:
-   * bench/results/2026-11-29-h200x2-session7/) */
+   * bench/results/2026-11-29-h200x2-nccl-run/) */
   unsigned gpus = s->gpus_used ? s->gpus_used : 1;
   if (s->max_tree_procs > gpus)
     add_finding(f, nf, "extra-contexts",

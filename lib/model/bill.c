@@ -2,8 +2,8 @@
  * one step on one GPU, and the phase where the peak falls.
  *
  * Sources by line (docs/model.md has them all):
- *  parameters/gradients/master/optimizer: seed 004 bytes-per-parameter table;
- *    ZeRO (Rajbhandari et al., arXiv 1910.02054) sharding; Megatron-LM
+ *  parameters/gradients/master/optimizer: bytes per parameter (Rajbhandari et al. 2019, arXiv
+ * 1910.02054); ZeRO (Rajbhandari et al., arXiv 1910.02054) sharding; Megatron-LM
  *    theoretical_memory_usage.py (18 B/param, 6 + 12/DP with the distributed
  *    optimizer); DeepSpeed estimate_zero{2,3}_model_states_mem_needs.
  *  activations: activations.c.
@@ -246,7 +246,7 @@ static unsigned full_states(enum vl_optimizer o) {
   }
 }
 
-/* Optimizer state bytes per trainable element (seed 004 table). */
+/* Optimizer state bytes per trainable element (PyTorch optimizers; Rajbhandari et al. 2019). */
 static uint64_t optimizer_bytes(const struct vl_job *job, const struct vl__policy *pol,
                                 const struct states *st, uint64_t trainable, struct vl__ck *ck) {
   uint64_t sb = job->lora_rank ? VL__ADAPTER_BYTES : pol->state;
@@ -423,7 +423,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   /* micro-batches whose activations a stage holds at once. 1F1B: the
    * first stage min(pp, micro-batches), the others one; GPipe runs every
    * forward before any backward: every stage holds them all (measured,
-   * GPT-2 over 2 H200s: bench/results/2026-11-29-h200x2-session8/part4-pp) */
+   * GPT-2 over 2 H200s: bench/results/2026-11-29-h200x2-unseen-sets/part4-pp) */
   const uint64_t micro = vl__max(job->grad_accum, 1);
   uint64_t in_flight = job->pp > 1 && job->pp_gpipe ? micro : first ? vl__min(job->pp, micro) : 1;
   struct vl__act act = {0};
@@ -445,7 +445,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
      * micro-batch (the logits) until the step merges them (measured,
      * GPT-2 over 2 H200s, 1F1B, 4 micro-batches: the last stage 0.32 GB
      * over one micro-batch's bill, 3 x logits = 0.31 GB, bench/results/
-     * 2026-11-29-h200x2-session8/part4-pp) */
+     * 2026-11-29-h200x2-unseen-sets/part4-pp) */
     uint64_t kept = vl__mul(&ck, act.logits, job->grad_accum - 1);
     note(bill, VL_LINE_ACTIVATIONS, "pipeline: earlier micro-batches' outputs",
          "(micro-batches - 1) * logits", "torch.distributed.pipelining (output chunks merged)",
@@ -477,7 +477,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
      * and saved for backward after FSDP frees the gathered fp32 weights:
      * the whole model's half copy, as without sharding (measured on 2
      * H200s: TinyLlama, all 22 layers' MLP casts live at the peak,
-     * bench/results/2026-11-29-h200x2-session6/part4-peaks/fsdp-full-ll.json) */
+     * bench/results/2026-11-29-h200x2-parallel-calibration/part4-peaks/fsdp-full-ll.json) */
     if (job->zero >= 3 && ds) C = vl__mul(&ck, vl__min(st.layer_elems, st.linear_elems), 2 * 2);
     C_layer = Ls ? C / (Ls + 1) : 0;
     note(bill, VL_LINE_AUTOCAST, "autocast weight copies", "P_matmul * 2",
@@ -518,7 +518,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
        * head: what is outside the layers), which FSDP gathers at the
        * forward's start and keeps until its backward ends (measured: its
        * 524,296,192-byte flat parameter live at TinyLlama's peak,
-       * bench/results/2026-11-29-h200x2-session6/part4-peaks/fsdp-full-ll.json) */
+       * bench/results/2026-11-29-h200x2-parallel-calibration/part4-peaks/fsdp-full-ll.json) */
       uint64_t root = vl__sub0(st.weights_elems, vl__mul(&ck, st.layer_elems, Ls));
       gathered = vl__mul(&ck, vl__add(&ck, vl__mul(&ck, st.layer_elems, 2), root), pol.weight);
       gathered_bwd = vl__add(&ck, gathered, vl__mul(&ck, st.layer_elems, gb));
@@ -534,7 +534,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
      * and, from each unit's forward until the backward ends, the unit's
      * gathered copy: the whole model once more in forward and backward
      * (measured on 2 H200s: TinyLlama -10.2 % without it, bench/results/
-     * 2026-11-29-h200x2-session6/part1-dp/dp.jsonl) */
+     * 2026-11-29-h200x2-parallel-calibration/part1-dp/dp.jsonl) */
     gathered = gathered_bwd = W;
     note(bill, VL_LINE_TRANSIENT, "FSDP gathered parameters (shard-grad-op)",
          "P * w (forward and backward)", "PyTorch FSDP SHARD_GRAD_OP", gathered, "P",
@@ -556,23 +556,23 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
      * collective is enqueued. Seen before the rebuild's broadcast: freed
      * there; not: kept to step 2's first all-reduce, past its peak, which
      * then holds G more (GPT-2 on 2 H200s, 192 trials: 1 - gap / 100 ms;
-     * whole jobs 21 of 66 rank peaks: bench/results/2026-11-30-h200x2-
-     * session10/). With static_graph=True usually kept (GPT-2 8 of 8,
-     * Qwen2-0.5B 2 of 4: 2026-11-29-h200x2-session8/part2-ddp): summed then.
-     * The bill is the more common outcome, bill->other the other one. */
+     * whole jobs 21 of 66 rank peaks:
+     * bench/results/2026-11-30-h200x2-ddp-rebuild/). With static_graph=True usually kept (GPT-2 8
+     * of 8, Qwen2-0.5B 2 of 4: 2026-11-29-h200x2-unseen-sets/part2-ddp): summed then. The bill is
+     * the more common outcome, bill->other the other one. */
     if (job->ddp_static_graph) {
       note(bill, VL_LINE_COMM, "DDP first buckets kept into step 2", "G",
            "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
-           "bench/results/2026-11-29-h200x2-session8/part2-ddp/, "
-           "bench/results/2026-11-30-h200x2-session10/)",
+           "bench/results/2026-11-29-h200x2-unseen-sets/part2-ddp/, "
+           "bench/results/2026-11-30-h200x2-ddp-rebuild/)",
            comm, NULL, 0, NULL, NULL, 0, NULL, NULL, 0, NULL);
       comm = vl__add(&ck, comm, comm);
     } else {
       struct vl_term *t = vl__term(bill, VL_LINE_COMM, "DDP first buckets if kept into step 2",
                                    "G (not summed: the other outcome)",
                                    "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
-                                   "bench/results/2026-11-29-h200x2-session7/part7/, "
-                                   "bench/results/2026-11-30-h200x2-session10/)",
+                                   "bench/results/2026-11-29-h200x2-nccl-run/part7/, "
+                                   "bench/results/2026-11-30-h200x2-ddp-rebuild/)",
                                    comm);
       if (t) t->detail = true;
     }
@@ -590,7 +590,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   note(bill, VL_LINE_CONTEXT, "CUDA context + libraries",
        "context (+ NCCL's buffers and context when ranks > 1)",
        ranks > 1 ? "bench/results/2026-11-29-h200-calibration.json; "
-                   "bench/results/2026-11-30-h200x2-session10/per-gpu-overhead.txt"
+                   "bench/results/2026-11-30-h200x2-ddp-rebuild/per-gpu-overhead.txt"
                  : "bench/results/2026-11-29-h200-calibration.json",
        ctx, "context", (double)ov->cuda_context_bytes, "bytes", "nccl",
        ranks > 1 ? (double)ov->nccl_bytes : 0, "bytes", NULL, 0, NULL);
@@ -609,7 +609,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
    * A holds them all) no gradient of the step exists yet (GPT-2 over 2
    * H200s: both stages' live sets at their peaks hold every micro-batch's
    * activations and no gradient; estimated with them +9.0 / +5.4 %:
-   * bench/results/2026-11-30-h200x2-session10/part4-pp-histories) */
+   * bench/results/2026-11-30-h200x2-ddp-rebuild/part4-pp-histories) */
   const bool gpipe = job->pp > 1 && job->pp_gpipe;
   bool persist = job->grads_persist || (job->grad_accum > 1 && !gpipe);
   struct phase_comp ph[VL_PH_COUNT];
@@ -644,15 +644,15 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
    * and the two are summed out of place (torch/csrc/autograd/
    * input_buffer.cpp) before the sum becomes .grad: two more matrices at
    * the end of the backward (Gemma-7B: 2.93 GiB over the gradients,
-   * bench/results/2026-11-29-h200x2-session8/part1-unseen3) */
+   * bench/results/2026-11-29-h200x2-unseen-sets/part1-unseen3) */
   uint64_t tied_sum = 0;
   if (arch->causal && arch->tie_embeddings && first && last && !job->lora_rank && !job->qlora) {
     /* in the weights' dtype: a hook's fp32 main gradient comes after */
     tied_sum = vl__mul3(
         &ck, 2, vl__div_ceil(vl__mul(&ck, arch->vocab, arch->embed_proj_dim), job->tp), pol.weight);
     note(bill, VL_LINE_TRANSIENT, "tied embedding's two gradients summed", "2 * V * h * w",
-         "torch/csrc/autograd/input_buffer.cpp; bench/results/2026-11-29-h200x2-session8", tied_sum,
-         "V", (double)arch->vocab, "", "h", (double)arch->embed_proj_dim, "", "w",
+         "torch/csrc/autograd/input_buffer.cpp; bench/results/2026-11-29-h200x2-unseen-sets",
+         tied_sum, "V", (double)arch->vocab, "", "h", (double)arch->embed_proj_dim, "", "w",
          (double)pol.weight, "bytes");
   }
   /* the model output (its logits) lives until the loop drops it */
@@ -664,7 +664,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
    * before the layers: the head and final norm, on the last stage; a
    * pipeline's first stage meets its embeddings only after its layers
    * (GPT-2 GPipe stage 0 +4.8 % with them at the top layer, +0.3 % without:
-   * bench/results/2026-11-30-h200x2-session10/part4-pp-histories) */
+   * bench/results/2026-11-30-h200x2-ddp-rebuild/part4-pp-histories) */
   const uint64_t G_top = last ? G_head : 0;
   struct {
     uint64_t act, cast, grads, tmp;
@@ -813,7 +813,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
     /* the replay writes each layer op by op and keeps what autograd keeps:
      * its peak allocated is the estimate's (within median 0.1 %, worst
      * 4.3 %, of 139 measured training runs; the lines above 0.7 % and
-     * 7.6 %: bench/results/2026-11-29-h200x2-session9/replay-vs-bill-
+     * 7.6 %: bench/results/2026-11-29-h200x2-replay-histories/replay-vs-bill-
      * allocated.txt). The difference goes to the peak phase's activations
      * (then its temporaries), and no phase stays above it. */
     const uint64_t analytic = comp_alloc(&ph[peak]), want = rs.peak_allocated;

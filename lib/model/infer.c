@@ -1,6 +1,6 @@
 /* The inference bill: weights + KV cache + short-lived activations of
- * prefill and decode + fixed overhead (seed 004 §inference).
- * KV cache: 2 * L * g * d * S * B * bytes (seed 004; vLLM, Kwon et al. 2023).
+ * prefill and decode + fixed overhead.
+ * KV cache: 2 * L * g * d * S * B * bytes (vLLM, Kwon et al. 2023).
  * Contiguous caches (transformers DynamicCache) grow by torch.cat, which
  * holds the old and the new tensor of one layer at once; paged caches
  * (vLLM) round each sequence up to whole blocks. */
@@ -144,7 +144,7 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
            replayed ? "replay of generate()'s allocations: peak reserved - peak allocated"
                     : "churn * transients",
            replayed ? "PyTorch CUDACachingAllocator.cpp; transformers cache_utils.py "
-                      "(bench/results/2026-11-29-h200-session5)"
+                      "(bench/results/2026-11-29-h200-generate-reserve)"
                     : "bench/results/2026-11-29-h200-calibration.json",
            vl__max(line_pre[VL_LINE_RESERVE], line_dec[VL_LINE_RESERVE]));
   if (ck.overflow)

@@ -1,5 +1,5 @@
 /* Precision policies and the names of every enum the CLI spells.
- * Bytes per element: seed 004 (8 B/param for weight + gradient under both
+ * Bytes per element (Rajbhandari et al. 2019) (8 B/param for weight + gradient under both
  * FP32 and mixed precision; 2 + 2 + 4 master), ZeRO paper (fp16 params and
  * grads, K = 12 for Adam with fp32 master), PyTorch autocast (fp32 weights,
  * half activations; layer_norm/softmax run in fp32). */
@@ -102,7 +102,7 @@ void vl_overheads_default(struct vl_overheads *o) {
    * minus the rank's max_memory_reserved() is 1,681,915,904 B on every
    * rank of four GPT-2 DDP runs and 1,679,818,752 B under FSDP full shard
    * and shard-grad-op (2 H200s, NVLink multicast off, under `vramledger
-   * run`: bench/results/2026-11-30-h200x2-session10/per-gpu-overhead.txt),
+   * run`: bench/results/2026-11-30-h200x2-ddp-rebuild/per-gpu-overhead.txt),
    * against 805,306,368 B alone; pipeline stages' point-to-point adds
    * 161 MB more (not counted). Was 256 MiB (4 MiB NCCL_BUFFSIZE x 2
    * directions x 16 channels x 2 ring peers), -0.56 GiB a rank. */

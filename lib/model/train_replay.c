@@ -10,14 +10,14 @@
  * carved up by the gradients and by the optimizer states that the first
  * step creates lazily, so the second step makes them anew; on the H200
  * reserved exceeded allocated by up to 17 GiB this way (bench/results/
- * 2026-11-29-h200x2-session7/part3-train-histories: the allocator's own
+ * 2026-11-29-h200x2-nccl-run/part3-train-histories: the allocator's own
  * histories, which the allocator model replays to the byte). Where those
  * states land depends on every free block of the right size, so each
  * layer is written op by op as transformers runs it (modeling_llama.py and
  * its copies, modeling_gpt2.py, modeling_gpt_neox.py, modeling_opt.py,
  * sdpa_attention.py), its tensors kept by the nodes that save them and its
  * backward made by the autograd model of tape.c: the histories of
- * bench/results/2026-11-29-h200x2-session7/part9-histories show a
+ * bench/results/2026-11-29-h200x2-nccl-run/part9-histories show a
  * checkpointed layer's forward is the same sequence as prefill's (no
  * cache), its recomputation stops after the last tensor the backward
  * needs (non-reentrant checkpoint's early stop), and its backward
@@ -34,8 +34,8 @@
  * warm-up steps; reserved memory keeps the peak of all three). Three
  * rather than two: the fifth set outside the calibration unchanged, nine
  * runs of the others move by 0.4 to 5 points, the two worst of them
- * -7.0 -> -1.9 % and -7.1 -> -3.5 % (bench/results/2026-11-29-h200x2-
- * session9/validate-steps.txt) */
+ * -7.0 -> -1.9 % and -7.1 -> -3.5 % (
+ * bench/results/2026-11-29-h200x2-replay-histories/validate-steps.txt) */
 #define STEPS 3
 
 /* blocks that live and die together */
@@ -184,7 +184,7 @@ static void flat_groups(struct prog *p, const uint64_t *v, size_t n, uint64_t b,
  * bucket for every gradient: not a static graph, so the first step's
  * bucket is unlimited (GPT-2 on 2 H200s: 270,938,112 and 226,821,120 B,
  * then 497,759,232 B, every rank's allocator history: bench/results/
- * 2026-11-29-h200x2-session7/part7/) */
+ * 2026-11-29-h200x2-nccl-run/part7/) */
 static void ddp_init(struct prog *p, const uint64_t *v, size_t n, const struct vl__train_sizes *z,
                      struct list *buckets) {
   flat_groups(p, v, n, z->wb, false, 250ull << 20, NULL);
@@ -326,8 +326,9 @@ static uint32_t linear_w(struct run *R, uint32_t w, uint32_t x, uint64_t xb, uin
 /* PEFT's LoRA on a frozen linear's output y (rows x out_f) of x (rows x
  * in_f, xb bytes): x cast to the adapters' dtype (fp32), lora_B(lora_A(x))
  * * scaling added to y, the sum cast back to y's dtype (peft 0.21
- * tuners/lora/layer.py Linear.forward: bench/results/2026-11-29-h200x2-
- * session9/part3-lora-histories/peft-sources.txt; lora_dropout 0) */
+ * tuners/lora/layer.py Linear.forward:
+ * bench/results/2026-11-29-h200x2-replay-histories/part3-lora-histories/peft-sources.txt;
+ * lora_dropout 0) */
 static uint32_t lora(struct run *R, uint32_t y, uint32_t x, uint64_t xb, uint64_t rows,
                      uint64_t in_f, uint64_t out_f) {
   const uint64_t ab = R->z->ab, r = R->z->lora_rank;
@@ -1312,7 +1313,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   if (vl_cache_new(&conf, &R.p.c) != VL_OK) return vl__fail(err, VL_ENOMEM, "out of memory");
   /* autograd's thread makes its cuBLAS workspace at its first matmul, the
    * head's, after the head's weight gradient (Gemma-2B's and Pythia-1.4B's
-   * histories: bench/results/2026-11-29-h200x2-session7/part9-histories,
+   * histories: bench/results/2026-11-29-h200x2-nccl-run/part9-histories,
    * part3-train-histories) */
   R.tp =
       (struct tape){.p = &R.p, .ws_bytes = z->workspace, .ws = NONE, .on_grad = on_leaf, .ctx = &R};
@@ -1391,8 +1392,9 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     if (arch->embed_scaled) {
       /* Gemma scales the embeddings by sqrt(h) (Granite by
        * embedding_multiplier): a new tensor, the
-       * unscaled one freed at once (bench/results/2026-11-29-h200x2-
-       * session9/part4-unseen6/embed-probe.txt: allocations #0, #1, #3) */
+       * unscaled one freed at once (
+       * bench/results/2026-11-29-h200x2-replay-histories/part4-unseen6/embed-probe.txt: allocations
+       * #0, #1, #3) */
       uint32_t xs = op(&R, (struct tape_op){.out_bytes = Th * z->r, .in = {x}});
       rel(&R, x);
       x = xs;

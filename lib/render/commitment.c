@@ -1,5 +1,5 @@
 /* The Training Resource Commitment: commitment.json and COMMITMENT.md
- * (seed 000 §3.4: hardware, baseline, SLA, fallback triggers, audit). */
+ * (hardware, baseline, SLA, fallback triggers, audit). */
 #include <jansson.h>
 #include <stdio.h>
 

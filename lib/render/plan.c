@@ -1,4 +1,4 @@
-/* The plan: the seeds' cost table, the Pareto front, the decision trace. */
+/* The plan: the cost table, the Pareto front, the decision trace. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
