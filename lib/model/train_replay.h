@@ -1,0 +1,164 @@
+/* The training replay's internals, shared by its files (vl__tr_: the
+ * training replay). The replay and why it is one: train_replay.c.
+ *
+ *   train_replay.c            the step: forward, head and loss, backward,
+ *                             optimizer step, three times over
+ *   train_replay_params.c     the blocks outside autograd: the model's
+ *                             tensors, LoRA's adapters, optimizer states,
+ *                             DDP's buckets, ZeRO-1's share
+ *   train_replay_modules.c    the modules every family uses: linear (and
+ *                             LoRA on it), the norms, dropout
+ *   train_replay_attention.c  attention: q/k/v (fused, MLA, cross), rotary,
+ *                             the KV cache copies, eager, SDPA's kernels
+ *   train_replay_decoder.c    the pre-norm layer, its MLP and MoE experts
+ *   train_replay_encoder.c    BERT-like encoders: embeddings, the post-norm
+ *                             layer, the masked-LM head's transform
+ *   train_replay_seq2seq.c    T5 and BART: the encoder, then the decoder
+ *                             with cross-attention
+ *   train_replay_vision.c     ViT's patches, ResNet's convolutions */
+#ifndef VRAMLEDGER_MODEL_TRAIN_REPLAY_H
+#define VRAMLEDGER_MODEL_TRAIN_REPLAY_H
+#include "internal.h"
+#include "tape.h"
+
+/* blocks that live and die together */
+struct list {
+  uint32_t *h;
+  size_t n, cap;
+};
+
+/* the replay's state */
+struct run {
+  struct prog p;
+  struct tape tp;
+  const struct vl_arch *arch;
+  const struct vl__train_sizes *z;
+  uint64_t T, a, g, d; /* tokens, query and key/value heads, head size */
+  uint64_t dv;         /* value head size (MLA: v_head_dim; else d) */
+  uint64_t l;          /* the layer being run */
+  bool causal;         /* the stack being run is a decoder (mask, KV cache) */
+  uint32_t kv_src;     /* cross-attention: the encoder's output k and v come from (0: self) */
+  uint64_t kv_srcb;    /* its bytes an element */
+  struct list grads;   /* the parameters' .grad, until zero_grad */
+  struct list cached;  /* autocast's cached weight copies (tape tensors) */
+  struct list kv;      /* the KV cache the output holds (tape tensors) */
+  uint32_t tied_leaf;  /* the tied head's weight (tape tensor) */
+  uint32_t tied_grad;  /* its gradient, waiting for the embedding's (handle) */
+  unsigned lin;        /* the layer's linears made so far (LoRA's targets) */
+  uint32_t out32;      /* accelerate's fp32 copy of the output's logits (NONE: none) */
+};
+
+static inline uint32_t op(struct run *R, struct tape_op o) { return tape_op(&R->tp, &o); }
+
+/* the base model's parameters train, unless LoRA freezes them */
+static inline bool base_trained(const struct run *R) { return !R->z->lora_rank; }
+
+/* a parameter of the base model (its embedding, a linear, the head) */
+static inline uint32_t base_param(struct run *R, uint64_t bytes) {
+  return base_trained(R) ? tape_leaf(&R->tp, bytes) : tape_frozen(&R->tp, bytes);
+}
+static inline void rel(struct run *R, uint32_t x) { tape_drop(&R->tp, x); }
+
+/* a and b joined into `bytes` (an add: TAPE_ADD; a cat: TAPE_SLICES);
+ * Python lets go of both */
+static inline uint32_t join(struct run *R, uint64_t bytes, uint32_t a, uint32_t b, uint8_t pass) {
+  uint32_t y = op(R, (struct tape_op){.out_bytes = bytes, .in = {a, b}, .pass = pass});
+  rel(R, a);
+  rel(R, b);
+  return y;
+}
+
+/* ---- train_replay_params.c: blocks outside the tape ---- */
+
+/* h (NONE: nothing) onto l; failing to grow l fails the program */
+void vl__tr_push(struct prog *p, struct list *l, uint32_t h);
+/* free a list's blocks, the last made first */
+void vl__tr_drop(struct prog *p, struct list *l);
+/* a block of `bytes` onto l, or (l NULL) made and freed at once */
+void vl__tr_block(struct prog *p, uint64_t bytes, struct list *l);
+/* every tensor of the model, in order, one block of elems * bytes each,
+ * `times` over; onto l (NULL: made and freed at once) */
+void vl__tr_model_wide(struct prog *p, const struct vl_arch *arch, const struct vl_inventory *inv,
+                       uint64_t bytes, unsigned times, struct list *l);
+/* LoRA's adapters, layer by layer, likewise */
+void vl__tr_adapters(struct prog *p, const struct vl_arch *arch, const struct vl__train_sizes *z,
+                     uint64_t bytes, unsigned times, struct list *l);
+/* what the optimizer updates, likewise: every parameter, or LoRA's adapters */
+void vl__tr_trained(struct prog *p, const struct vl_arch *arch, const struct vl_inventory *inv,
+                    const struct vl__train_sizes *z, uint64_t bytes, unsigned times,
+                    struct list *l);
+/* every parameter's elements, in the model's order, into *out (the
+ * caller frees it; NULL: out of memory); returns how many */
+size_t vl__tr_param_elems(const struct vl_arch *arch, const struct vl_inventory *inv,
+                          uint64_t **out);
+/* flat buffers of the n tensors of v (elements, b bytes each), each closed
+ * at `cap` bytes or more, in the given direction; onto l (NULL: made and
+ * freed at once) */
+void vl__tr_flat_groups(struct prog *p, const uint64_t *v, size_t n, uint64_t b, bool reverse,
+                        uint64_t cap, struct list *l);
+/* DDP's construction: its broadcast buffers, its first bucket onto buckets */
+void vl__tr_ddp_init(struct prog *p, const uint64_t *v, size_t n, const struct vl__train_sizes *z,
+                     struct list *buckets);
+/* ZeRO-1's share of rank 0 (indices into v, into mine: n of them at most);
+ * returns how many, SIZE_MAX when out of memory */
+size_t vl__tr_zero1_share(const uint64_t *v, size_t n, uint64_t ranks, size_t *mine);
+
+/* ---- train_replay_modules.c: linear, norms, dropout ---- */
+
+/* x (rows x in_f, xb bytes an element) through a linear whose weight is
+ * the parameter w; its output */
+uint32_t vl__tr_linear_w(struct run *R, uint32_t w, uint32_t x, uint64_t xb, uint64_t rows,
+                         uint64_t in_f, uint64_t out_f, bool bias);
+/* the same with a parameter of its own: a layer's next linear (LoRA's
+ * adapter on it where it is a target) */
+uint32_t vl__tr_linear(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t in_f,
+                       uint64_t out_f, bool bias);
+/* autocast exits (or a recomputation ends): its cached copies go */
+void vl__tr_uncache(struct run *R);
+/* a norm over `width` of x (rows x width, xb bytes an element); *ob: its
+ * output's bytes an element */
+uint32_t vl__tr_norm_w(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t width,
+                       uint64_t *ob);
+/* a norm of x (T x h) */
+uint32_t vl__tr_norm(struct run *R, uint32_t x, uint64_t xb, uint64_t *ob);
+/* dropout of x (taken over) with probability prob (0: x itself) */
+uint32_t vl__tr_dropout(struct run *R, uint32_t x, double prob);
+
+/* ---- train_replay_attention.c ---- */
+
+/* the attention on n1 (T x h, nb bytes an element): its o_proj's output;
+ * *held: what it returns beside it (eager's weights, 0 for SDPA) */
+uint32_t vl__tr_attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *held);
+
+/* ---- train_replay_decoder.c ---- */
+
+/* the MLP of width I on rows x h (n2, nb bytes an element); moe: an
+ * expert; stop: a checkpoint's recomputation ends at its down projection */
+uint32_t vl__tr_mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint64_t I, bool moe,
+                    bool stop);
+/* one pre-norm (decoder) layer on x, taken over; its output */
+uint32_t vl__tr_layer(struct run *R, uint32_t x, bool stop);
+
+/* ---- train_replay_encoder.c ---- */
+
+/* a BERT-style post-norm layer on x, taken over; its output */
+uint32_t vl__tr_post_ln_layer(struct run *R, uint32_t x, bool stop);
+/* what an encoder's embeddings add to the word embeddings x (taken over);
+ * decoders: x itself */
+uint32_t vl__tr_encoder_embeddings(struct run *R, uint32_t x);
+/* the masked-LM head's transform of x (taken over; *xb its bytes an
+ * element, updated); other heads: x itself */
+uint32_t vl__tr_mlm_transform(struct run *R, uint32_t x, uint64_t *xb);
+
+/* ---- train_replay_seq2seq.c ---- */
+
+/* an encoder-decoder's encoder on x (taken over), then its decoder: the
+ * decoder's output; *x0d: the decoder's embedding output */
+uint32_t vl__tr_seq2seq(struct run *R, uint32_t x, uint32_t *x0d);
+
+/* ---- train_replay_vision.c ---- */
+
+/* a ViT's or ResNet's embeddings of the pixels in place of x (taken over) */
+uint32_t vl__tr_vision_embeddings(struct run *R, uint32_t x);
+
+#endif

@@ -1,0 +1,459 @@
+/* The training replay's attention (train_replay.h): q, k and v (a fused
+ * projection, DeepSeek-V2's latent attention, separate linears, cross-
+ * attention to an encoder's output), q/k norms, rotary, the KV cache's
+ * copies, DeBERTa's disentangled scores, and the kernels: eager, SDPA's
+ * math backend (fp32 grouped heads; Falcon's multi-query), flash or
+ * memory-efficient SDPA; then o_proj. */
+#include "train_replay.h"
+
+/* q/k norms (Qwen3, Gemma 3 per head; OLMo 2, OLMoE over all heads) on
+ * the projection x of `heads` heads, which it replaces */
+static uint32_t qk_norm(struct run *R, uint32_t x, uint64_t heads) {
+  if (!R->arch->qk_norm) return x;
+  const uint64_t n = R->T * heads * R->d, xb = R->tp.t[x].bytes / n;
+  uint64_t ob;
+  uint32_t y = R->arch->qk_norm == 1 ? vl__tr_norm_w(R, x, xb, R->T * heads, R->d, &ob)
+                                     : vl__tr_norm_w(R, x, xb, R->T, heads * R->d, &ob);
+  rel(R, x);
+  return y;
+}
+
+/* q * cos + rotate_half(q) * sin (rotate_half: cat(-x2, x1)) on n elements
+ * of x (the activations' dtype); cos and sin have the residual stream's
+ * dtype (the rotary embedding's output is cast to its input's, the
+ * hidden states: fp32 under autocast), so the products and the sum are in
+ * the wider of the two (the AMP histories: qwen05-amp-adamw-sdpa,
+ * pythia160-ampfp16-adamw) */
+static uint32_t rotary(struct run *R, uint32_t x, uint64_t n) {
+  const uint64_t e = R->tp.t[x].bytes / n, w = vl__max(R->z->r, e);
+  uint32_t t1 = op(R, (struct tape_op){.out_bytes = n * w, .in = {x}});
+  uint32_t x1 = tape_view(&R->tp, x, n / 2 * e), x2 = tape_view(&R->tp, x, n / 2 * e);
+  uint32_t neg = op(R, (struct tape_op){.out_bytes = n / 2 * e, .in = {x2}});
+  rel(R, x2);
+  uint32_t cat = join(R, n * e, neg, x1, TAPE_SLICES);
+  uint32_t t3 = op(R, (struct tape_op){.out_bytes = n * w, .in = {cat}});
+  rel(R, cat);
+  return join(R, n * w, t1, t3, TAPE_ADD);
+}
+
+/* rotary on the first rotary_pct of each head (GPT-NeoX), the rest
+ * concatenated back (in the wider dtype); n elements */
+static uint32_t rope(struct run *R, uint32_t x, uint64_t n) {
+  double pct = R->arch->rotary_pct;
+  if (pct >= 1) return rotary(R, x, n);
+  const uint64_t e = R->tp.t[x].bytes / n, w = vl__max(R->z->r, e);
+  uint64_t nr = (uint64_t)((double)n * pct) / 2 * 2;
+  uint32_t xr = tape_view(&R->tp, x, nr * e), xp = tape_view(&R->tp, x, (n - nr) * e);
+  uint32_t r = rotary(R, xr, nr);
+  rel(R, xr);
+  return join(R, n * w, r, xp, TAPE_SLICES);
+}
+
+/* autocast's cast of an attention input to the activations' dtype (a new
+ * tensor) where it is wider, else another reference to x */
+static uint32_t to_act(struct run *R, uint32_t x, uint64_t elems) {
+  if (!R->z->autocast || R->tp.t[x].bytes == elems * R->z->e) return tape_ref(&R->tp, x);
+  return op(R, (struct tape_op){.out_bytes = elems * R->z->e, .in = {x}});
+}
+
+/* a new reference to x, or for a view a contiguous copy of it: what an op
+ * that must reshape x makes and saves */
+static uint32_t contiguous(struct run *R, uint32_t x) {
+  if (!R->tp.t[x].base) return tape_ref(&R->tp, x);
+  return op(R, (struct tape_op){.out_bytes = R->tp.t[x].bytes, .in = {x}});
+}
+
+/* *x replaced by contiguous(*x) */
+static void make_contiguous(struct run *R, uint32_t *x) {
+  uint32_t c = contiguous(R, *x);
+  rel(R, *x);
+  *x = c;
+}
+
+/* DeepSeek-V2's multi-head latent attention, q, k and v: q_proj (or its
+ * low rank q_a, norm, q_b), the compressed kv_a_proj_with_mqa, its norm,
+ * kv_b_proj to every head's k_nope and v; rotary on q's and the shared
+ * k's rope parts; q and k concatenated from their parts (k_rot expanded
+ * to every head) (modeling_deepseek_v2.py DeepseekV2Attention.forward) */
+static void mla_qkv(struct run *R, uint32_t n1, uint64_t nb, uint32_t *q, uint32_t *k,
+                    uint32_t *v) {
+  const struct vl_arch *A = R->arch;
+  const uint64_t T = R->T, a = R->a, h = R->z->h, e = R->z->e, d = R->d, dv = R->dv;
+  const uint64_t rope_d = A->qk_rope_dim, nope = A->qk_nope_dim, c = A->kv_lora_rank;
+  uint64_t ob;
+  uint32_t qf;
+  if (A->q_lora_rank) {
+    uint32_t qa = vl__tr_linear(R, n1, nb, T, h, A->q_lora_rank, A->qkv_bias);
+    uint32_t qn = vl__tr_norm_w(R, qa, e, T, A->q_lora_rank, &ob);
+    rel(R, qa);
+    qf = vl__tr_linear(R, qn, ob, T, A->q_lora_rank, a * d, false);
+    rel(R, qn);
+  } else {
+    qf = vl__tr_linear(R, n1, nb, T, h, a * d, false);
+  }
+  uint32_t kva = vl__tr_linear(R, n1, nb, T, h, c + rope_d, A->qkv_bias);
+  uint32_t kvc = tape_view(&R->tp, kva, T * c * e), kr = tape_view(&R->tp, kva, T * rope_d * e);
+  uint32_t kvn = vl__tr_norm_w(R, kvc, e, T, c, &ob);
+  rel(R, kvc);
+  uint32_t kvb = vl__tr_linear(R, kvn, ob, T, c, a * (nope + dv), false);
+  rel(R, kvn);
+  uint32_t kp = tape_view(&R->tp, kvb, T * a * nope * e);
+  *v = tape_view(&R->tp, kvb, T * a * dv * e);
+  rel(R, kvb);
+  uint32_t qp = tape_view(&R->tp, qf, T * a * nope * e),
+           qr = tape_view(&R->tp, qf, T * a * rope_d * e);
+  rel(R, qf);
+  uint32_t qr2 = rotary(R, qr, T * a * rope_d), kr2 = rotary(R, kr, T * rope_d);
+  rel(R, qr);
+  rel(R, kr);
+  rel(R, kva);
+  uint32_t krx = op(R, (struct tape_op){.out_bytes = R->tp.t[kr2].bytes * a, .in = {kr2}});
+  rel(R, kr2);
+  *q = join(R, T * a * d * vl__max(e, R->tp.t[qr2].bytes / (T * a * rope_d)), qp, qr2, TAPE_SLICES);
+  *k = join(R, T * a * d * vl__max(e, R->tp.t[krx].bytes / (T * a * rope_d)), kp, krx, TAPE_SLICES);
+}
+
+/* DeBERTa-v2's disentangled attention adds to the scores s (taken over)
+ * its content-to-position and position-to-content terms: each a bmm of q
+ * with the relative embeddings' projection (B*a x s x 2*span, kept by the
+ * gather that follows, which saves its input), gathered to s x s and
+ * scaled; then the attention mask's masked_fill, a new tensor
+ * (modeling_deberta_v2.py DisentangledSelfAttention; deberta3-amp-adamw-
+ * eager's peak, bench/results/model-types-unseen/type-peaks-more.json) */
+static uint32_t disentangled(struct run *R, uint32_t s, uint32_t q) {
+  const struct vl_arch *A = R->arch;
+  if (!A->rel_att) return s;
+  const uint64_t e = R->z->e, sc = R->tp.t[s].bytes;
+  const uint64_t rb = R->z->B * R->a * R->z->P * A->rel_embed_rows * e;
+  for (unsigned bit = 1; bit <= 2; bit <<= 1) {
+    if (!(A->rel_att & bit)) continue;
+    /* the relative embeddings' projection repeated over the batch */
+    uint32_t pos = tape_new(&R->tp, R->z->B * R->a * A->rel_embed_rows * R->d * e);
+    uint32_t c = op(R, (struct tape_op){.out_bytes = rb, .in = {q, pos}, .saved = {q, pos}});
+    rel(R, pos);
+    uint32_t idx = tape_new(&R->tp, R->z->P * R->z->P * 8); /* the int64 gather index */
+    uint32_t gth = op(R, (struct tape_op){.out_bytes = sc, .in = {c}, .saved = {c, idx}});
+    rel(R, c);
+    rel(R, idx);
+    uint32_t dv = op(R, (struct tape_op){.out_bytes = sc, .in = {gth}});
+    rel(R, gth);
+    s = join(R, sc, s, dv, TAPE_ADD);
+  }
+  uint32_t mask = tape_new(&R->tp, R->z->B * R->z->P * R->z->P); /* attention_mask.bool() */
+  uint32_t m = op(R, (struct tape_op){.out_bytes = sc, .in = {s}, .saved = {mask}});
+  rel(R, mask);
+  rel(R, s);
+  return m;
+}
+
+/* an attention's tensors as it runs: Python's references to q, k and v;
+ * q32, k32 rotary's (wider) outputs; qkv the fused projection, a local
+ * until the attention returns (0: none of each) */
+struct qkv {
+  uint32_t q, k, v, q32, k32, qkv;
+};
+
+/* q, k and v of n1 (T x h, nb bytes an element): the fused projection's
+ * views, MLA's, or three linears (cross-attention: k and v of the
+ * encoder's output) */
+static void project(struct run *R, uint32_t n1, uint64_t nb, struct qkv *s) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t T = R->T, a = R->a, g = R->g, d = R->d, e = R->z->e, h = R->z->h;
+  uint32_t q, k, v, qkv = 0;
+  if (arch->fused_qkv) { /* the fused output stays a local until the attention returns */
+    qkv = vl__tr_linear(R, n1, nb, T, h, (a + 2 * g) * d, arch->qkv_bias);
+    q = tape_view(&R->tp, qkv, T * a * d * e);
+    k = tape_view(&R->tp, qkv, T * g * d * e);
+    v = tape_view(&R->tp, qkv, T * g * d * e);
+  } else if (arch->mla) {
+    mla_qkv(R, n1, nb, &q, &k, &v);
+  } else {
+    /* cross-attention: k and v of the encoder's output (the same number of
+     * tokens: --seq is both lengths) */
+    const uint32_t src = R->kv_src ? R->kv_src : n1;
+    const uint64_t sb = R->kv_src ? R->kv_srcb : nb;
+    q = vl__tr_linear(R, n1, nb, T, h, a * d, arch->qkv_bias);
+    k = vl__tr_linear(R, src, sb, T, h, g * d, arch->qkv_bias);
+    v = vl__tr_linear(R, src, sb, T, h, g * d, arch->qkv_bias);
+  }
+  *s = (struct qkv){.q = q, .k = k, .v = v, .qkv = qkv};
+}
+
+/* rotary on q and k (GPT-NeoX's on a part of each head): s->q32 and
+ * s->k32 in the wider dtype, s->q and s->k their casts for the attention */
+static void rope_qk(struct run *R, struct qkv *s) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t T = R->T, a = R->a, g = R->g, d = R->d;
+  uint32_t q = s->q, k = s->k, q32, k32;
+  q32 = rope(R, q, T * a * d);
+  k32 = rope(R, k, T * g * d);
+  if (arch->family == VL_FAM_OLMO2) {
+    /* OLMo 2's apply_rotary_pos_emb casts back to q's and k's dtype
+     * (modeling_olmo2.py: q_embed.to(q_type)): the cache copies and the
+     * attention get them in that dtype (olmo2-1b-amp-adamw's peak,
+     * bench/results/model-types-unseen/type-peaks-more.json) */
+    uint32_t qc = op(R, (struct tape_op){.out_bytes = R->tp.t[q].bytes, .in = {q32}});
+    uint32_t kc = op(R, (struct tape_op){.out_bytes = R->tp.t[k].bytes, .in = {k32}});
+    rel(R, q32);
+    rel(R, k32);
+    q32 = qc;
+    k32 = kc;
+  }
+  rel(R, q);
+  rel(R, k);
+  q = to_act(R, q32, T * a * d);
+  k = to_act(R, k32, T * g * d);
+  s->q = q, s->k = k, s->q32 = q32, s->k32 = k32;
+}
+
+/* the KV cache's copies of k and v, which the attention then uses */
+static void cache_kv(struct run *R, struct qkv *s) {
+  const uint64_t T = R->T, g = R->g, d = R->d;
+  uint32_t k = s->k, v = s->v, k32 = s->k32;
+  /* use_cache (the config's default; measure.py, like transformers'
+   * gradient_checkpointing_enable, turns it off only with
+   * checkpointing): DynamicLayer.update copies the key and the value
+   * into the cache (torch.cat onto an empty tensor), the attention uses
+   * the cache's, which the model's output holds until it is dropped
+   * (pythia160-fp32-sgd-forloop-eager's history: cache_utils.py:146-147) */
+  uint64_t kb = R->tp.t[k32 ? k32 : k].bytes; /* the key's; the cache is made in its dtype, */
+  uint32_t kc = op(R, (struct tape_op){.out_bytes = kb, .in = {k32 ? k32 : k}});
+  /* so the value is promoted to it (fp32 under autocast: cat onto an
+   * empty fp32 tensor; pythia14-amp-adamw-sdpa's history) */
+  uint32_t vc = op(R, (struct tape_op){.out_bytes = kb / d * R->dv, .in = {v}});
+  vl__tr_push(&R->p, &R->kv, tape_ref(&R->tp, kc));
+  vl__tr_push(&R->p, &R->kv, tape_ref(&R->tp, vc));
+  rel(R, k);
+  rel(R, k32);
+  rel(R, v);
+  k32 = 0;
+  k = to_act(R, kc, T * g * d);
+  v = to_act(R, vc, T * g * R->dv);
+  rel(R, kc);
+  rel(R, vc);
+  s->k = k, s->v = v, s->k32 = k32;
+}
+
+/* DeBERTa's copies of q, k and v */
+static void deberta_copies(struct run *R, struct qkv *s) {
+  uint32_t q = s->q, k = s->k, v = s->v;
+  /* DeBERTa's transpose_for_scores: contiguous copies of q, k and v; the
+   * key divided by the scale (modeling_deberta_v2.py) */
+  uint32_t *qkv3[3] = {&q, &k, &v};
+  for (int i = 0; i < 3; i++) {
+    uint32_t c = op(R, (struct tape_op){.out_bytes = R->tp.t[*qkv3[i]].bytes, .in = {*qkv3[i]}});
+    rel(R, *qkv3[i]);
+    *qkv3[i] = c;
+  }
+  uint32_t ks = op(R, (struct tape_op){.out_bytes = R->tp.t[k].bytes, .in = {k}});
+  rel(R, k);
+  k = ks;
+  s->q = q, s->k = k, s->v = v;
+}
+
+/* eager attention: the scores materialised, softmax, the product with v;
+ * its output, *held: the weights the layer keeps until it returns */
+static uint32_t eager(struct run *R, const struct qkv *s, uint32_t *held) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t T = R->T, a = R->a, g = R->g, d = R->d, e = R->z->e;
+  const uint32_t q = s->q, k = s->k, v = s->v, q32 = s->q32;
+  const uint64_t sc = R->z->B * a * R->z->P * R->z->P;
+  uint32_t rk = tape_ref(&R->tp, k), rv = tape_ref(&R->tp, v);
+  if (g < a) { /* repeat_kv */
+    rel(R, rk);
+    rel(R, rv);
+    rk = op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {k}});
+    rv = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e, .in = {v}});
+  }
+  /* matmul(q, k^T) * scaling + causal mask: three score-sized tensors.
+   * matmul reshapes its operands for bmm: a head-transposed view of the
+   * fused projection (GPT-2's query; its key and value where no cache
+   * copied them) becomes a contiguous copy, which is what it saves, so
+   * the fused output is freed when the attention returns
+   * (y-gpt2m-bf16-adamw-eager-b8s1024's history: modeling_gpt2.py:58) */
+  uint32_t rq = contiguous(R, q);
+  make_contiguous(R, &rk);
+  make_contiguous(R, &rv);
+  uint32_t s0 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {rq, rk}, .saved = {rq, rk}});
+  rel(R, rq);
+  uint32_t s1 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s0}});
+  s1 = disentangled(R, s1, q);
+  rel(R, s0);
+  if (arch->attn_softcap > 0) {
+    /* Gemma 2: scores / cap, tanh (saves its output), * cap
+     * (modeling_gemma2.py eager_attention_forward) */
+    uint32_t c0 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s1}});
+    rel(R, s1);
+    uint32_t c1 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {c0}, .save_out = true});
+    rel(R, c0);
+    s1 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {c1}});
+    rel(R, c1);
+  }
+  /* the 4-D mask has the model's dtype: fp32 under autocast, so the sum
+   * is fp32 (x-qwen05-amp-adamw-eager-ckpt-b8s2048's history) */
+  const uint64_t me = vl__max(R->z->wb, e);
+  uint32_t s2 = s1;                  /* encoders without padding get no mask */
+  if (R->causal || arch->rel_bias) { /* the causal mask; T5's position bias */
+    s2 = op(R, (struct tape_op){.out_bytes = sc * me, .in = {s1}, .pass = TAPE_ADD});
+    rel(R, s1);
+  }
+  const uint64_t sm = vl__softmax_bytes(arch, R->z->autocast, e);
+  uint32_t s32 = op(R, (struct tape_op){.out_bytes = sc * sm, .in = {s2}, .save_out = true});
+  rel(R, s2);
+  /* .to(query.dtype) (GPT-2: .type(value.dtype)): a no-op where that is
+   * the probabilities' dtype (rotary's fp32 query under autocast; GPT-2's
+   * half softmax without autocast) */
+  const uint64_t tb = arch->softmax_native ? R->tp.t[v].bytes / (T * g * R->dv)
+                      : q32                ? R->tp.t[q32].bytes / (T * a * d)
+                                           : e;
+  uint32_t sh =
+      tb < sm ? op(R, (struct tape_op){.out_bytes = sc * tb, .in = {s32}}) : tape_ref(&R->tp, s32);
+  rel(R, s32);
+  if (arch->attn_dropout > 0) {
+    uint32_t mask = tape_new(&R->tp, sc);
+    uint32_t dr =
+        op(R, (struct tape_op){.out_bytes = R->tp.t[sh].bytes, .in = {sh}, .saved = {mask}});
+    rel(R, mask);
+    rel(R, sh);
+    sh = dr;
+  }
+  /* the weights are returned with the output: the decoder layer holds
+   * them until it returns (Qwen2's eager history: the fp32 scores live
+   * through the MLP); under autocast the matmul casts them */
+  *held = sh;
+  uint32_t shc = to_act(R, sh, sc);
+  uint32_t o4 =
+      op(R, (struct tape_op){.out_bytes = T * a * R->dv * e, .in = {shc, rv}, .saved = {shc, rv}});
+  rel(R, shc);
+  rel(R, rk);
+  rel(R, rv);
+  uint32_t o = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e,
+                                      .in = {o4}}); /* transpose().contiguous() */
+  rel(R, o4);
+  return o;
+}
+
+/* SDPA's math backend with grouped key/value heads in fp32; its output */
+static uint32_t sdpa_math_gqa(struct run *R, const struct qkv *s) {
+  const uint64_t T = R->T, a = R->a, d = R->d, e = R->z->e;
+  const uint32_t q = s->q, k = s->k, v = s->v;
+  /* SDPA's math backend (fp32 with grouped key/value heads: neither
+   * flash nor memory-efficient attention takes them, activations.c):
+   * q and k scaled by the scale's square root, k and v repeated to every
+   * head (enable_gqa), the scores, softmax's output (saved), its product
+   * with v; transformers' transpose(1, 2).contiguous() copies it
+   * (aten/src/ATen/native/transformers/attention.cpp
+   * _scaled_dot_product_attention_math) */
+  const uint64_t sc = R->z->B * a * R->z->P * R->z->P, Tad = T * a * d * e;
+  uint32_t qs = op(R, (struct tape_op){.out_bytes = Tad, .in = {q}});
+  uint32_t kr = op(R, (struct tape_op){.out_bytes = Tad, .in = {k}});
+  uint32_t vr = op(R, (struct tape_op){.out_bytes = Tad, .in = {v}});
+  uint32_t ks = op(R, (struct tape_op){.out_bytes = Tad, .in = {kr}});
+  rel(R, kr);
+  uint32_t s0 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {qs, ks}, .saved = {qs, ks}});
+  rel(R, qs);
+  rel(R, ks);
+  uint32_t pr = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s0}, .save_out = true});
+  rel(R, s0);
+  uint32_t o4 = op(R, (struct tape_op){.out_bytes = Tad, .in = {pr, vr}, .saved = {pr, vr}});
+  rel(R, pr);
+  rel(R, vr);
+  uint32_t o = op(R, (struct tape_op){.out_bytes = Tad, .in = {o4}});
+  rel(R, o4);
+  return o;
+}
+
+/* SDPA's math backend for Falcon's multi-query attention; its output */
+static uint32_t sdpa_math_mqa(struct run *R, const struct qkv *s) {
+  const uint64_t T = R->T, a = R->a, g = R->g, d = R->d, e = R->z->e;
+  const uint32_t q = s->q, k = s->k, v = s->v;
+  /* Falcon's multi-query SDPA call: one key/value head against every
+   * query head without enable_gqa, which neither flash nor memory-
+   * efficient attention takes, so the math backend runs; it upcasts half
+   * inputs to fp32 (allowFP16BF16ReductionMathSDP is off by default) and
+   * broadcasts the single head (aten/src/ATen/native/transformers/
+   * attention.cpp _scaled_dot_product_attention_math; modeling_falcon.py
+   * FalconAttention.forward) */
+  const uint64_t sc = R->z->B * a * R->z->P * R->z->P, Tad4 = T * a * d * 4, Td4 = T * g * d * 4;
+  uint32_t qf = e < 4 ? op(R, (struct tape_op){.out_bytes = Tad4, .in = {q}}) : tape_ref(&R->tp, q);
+  uint32_t kf = e < 4 ? op(R, (struct tape_op){.out_bytes = Td4, .in = {k}}) : tape_ref(&R->tp, k);
+  uint32_t vf = e < 4 ? op(R, (struct tape_op){.out_bytes = Td4, .in = {v}}) : tape_ref(&R->tp, v);
+  uint32_t qs = op(R, (struct tape_op){.out_bytes = Tad4, .in = {qf}});
+  uint32_t ks = op(R, (struct tape_op){.out_bytes = Td4, .in = {kf}});
+  rel(R, qf);
+  rel(R, kf);
+  /* matmul broadcasts the single head: expand + reshape copy it to
+   * every head for bmm, which saves the copies */
+  uint32_t kx = op(R, (struct tape_op){.out_bytes = Tad4, .in = {ks}});
+  rel(R, ks);
+  uint32_t s0 = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {qs, kx}, .saved = {qs, kx}});
+  rel(R, qs);
+  rel(R, kx);
+  uint32_t pr = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s0}, .save_out = true});
+  rel(R, s0);
+  uint32_t vx = op(R, (struct tape_op){.out_bytes = Tad4, .in = {vf}});
+  rel(R, vf);
+  uint32_t o4 = op(R, (struct tape_op){.out_bytes = Tad4, .in = {pr, vx}, .saved = {pr, vx}});
+  rel(R, pr);
+  rel(R, vx);
+  uint32_t oh = e < 4 ? op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {o4}})
+                      : tape_ref(&R->tp, o4);
+  rel(R, o4);
+  uint32_t o =
+      op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {oh}}); /* reshape of the permute */
+  rel(R, oh);
+  return o;
+}
+
+/* SDPA (flash / memory-efficient): saves q, k, v, its output */
+static uint32_t sdpa(struct run *R, const struct qkv *s) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t T = R->T, a = R->a, d = R->d, e = R->z->e;
+  const uint32_t q = s->q, k = s->k, v = s->v;
+  /* an encoder's sliding-window layer passes a B x 1 x s x s mask: the
+   * memory-efficient kernel takes it (in q's dtype) and saves it
+   * (ModernBERT: 14 such blocks live at the peak of modernbert-bf16-
+   * adamw, bench/results/model-types-unseen/type-peaks.json) */
+  uint32_t m = 0;
+  if (!arch->causal && arch->global_every && R->l % arch->global_every)
+    m = tape_new(&R->tp, R->z->B * R->z->P * R->z->P * e);
+  uint32_t o = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e,
+                                      .in = {q, k, v},
+                                      .saved = {q, k, v, m},
+                                      .save_out = true,
+                                      .tmp = 2 * T * a * d * 4 + T * a * 4});
+  rel(R, m);
+  return o;
+}
+
+/* the attention on n1 (T x h, nb bytes an element): its o_proj's output;
+ * *held: what it returns beside it (eager's weights, 0 for SDPA) */
+uint32_t vl__tr_attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *held) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t T = R->T, a = R->a, g = R->g, e = R->z->e, h = R->z->h;
+  struct qkv s;
+  project(R, n1, nb, &s);
+  s.q = qk_norm(R, s.q, a);
+  s.k = qk_norm(R, s.k, g);
+  if (arch->rotary_pct > 0 && !arch->mla && !R->kv_src) rope_qk(R, &s);
+  if (!R->z->ckpt && R->causal) cache_kv(R, &s);
+  if (arch->rel_att) deberta_copies(R, &s);
+  uint32_t o;
+  if (R->z->eager)
+    o = eager(R, &s, held);
+  else if (e == 4 && g < a)
+    o = sdpa_math_gqa(R, &s);
+  else if (arch->family == VL_FAM_FALCON && g < a && g == 1)
+    o = sdpa_math_mqa(R, &s);
+  else
+    o = sdpa(R, &s);
+  uint32_t y = vl__tr_linear(R, o, e, T, a * R->dv, h, arch->o_bias);
+  rel(R, o);
+  rel(R, s.q);
+  rel(R, s.k);
+  rel(R, s.v);
+  rel(R, s.q32);
+  rel(R, s.k32);
+  rel(R, s.qkv);
+  return y;
+}

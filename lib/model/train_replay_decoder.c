@@ -1,0 +1,196 @@
+/* The training replay's pre-norm layer (train_replay.h): a decoder's, and
+ * the encoder layers of the same shape (T5's encoder, ModernBERT), with
+ * its MLP (plain, gated, GPT-2's Python GELU) and its MoE block. */
+#include "train_replay.h"
+
+/* the MLP of width I on rows x h (n2, nb bytes an element); moe: an
+ * expert of transformers 5 (one 3-D gate_up_proj) */
+uint32_t vl__tr_mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint64_t I, bool moe,
+                    bool stop) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t e = R->z->e, h = R->z->h, TI = rows * I * e;
+  uint32_t act;
+  uint64_t ab = e; /* the activation's bytes an element */
+  if (arch->gated_mlp &&
+      (arch->fused_gate_up ||
+       moe)) { /* Phi-3, GLM, transformers 5's experts: gate_up_proj, then chunk(2) */
+    uint32_t gu = vl__tr_linear(R, n2, nb, rows, h, 2 * I, arch->mlp_bias);
+    uint32_t gate = tape_view(&R->tp, gu, TI), up = tape_view(&R->tp, gu, TI);
+    rel(R, gu);
+    uint32_t ag = op(R, (struct tape_op){.out_bytes = TI, .in = {gate}, .saved = {gate}});
+    act = op(R, (struct tape_op){.out_bytes = TI, .in = {up, ag}, .saved = {up, ag}});
+    rel(R, gate);
+    rel(R, ag);
+    rel(R, up);
+  } else if (arch->gated_mlp) {
+    /* down(act(gate(x)) * up(x)): the gate's output is a temporary gone
+     * once act has it (Gemma-2B's history) */
+    uint32_t gate = vl__tr_linear(R, n2, nb, rows, h, I, arch->mlp_bias);
+    uint32_t ag = op(R, (struct tape_op){.out_bytes = TI, .in = {gate}, .saved = {gate}});
+    rel(R, gate);
+    uint32_t up = vl__tr_linear(R, n2, nb, rows, h, I, arch->mlp_bias);
+    act = op(R, (struct tape_op){.out_bytes = TI, .in = {ag, up}, .saved = {ag, up}});
+    rel(R, ag);
+    rel(R, up);
+  } else {
+    uint32_t fc = vl__tr_linear(R, n2, nb, rows, h, I, arch->mlp_bias);
+    if (arch->relu_act) {
+      act = op(R, (struct tape_op){.out_bytes = TI, .in = {fc}, .save_out = true});
+    } else if (arch->gelu_python) {
+      /* 0.5*x*(1+tanh(c*(x+0.044715*x^3))): autocast runs pow in fp32, so
+       * everything after it is fp32 (w-gpt2-ampfp16-sgd-b32s1024's history) */
+      const uint64_t TIw = rows * I * (R->z->autocast ? 4 : e);
+      ab = R->z->autocast ? 4 : e;
+      uint32_t half = op(R, (struct tape_op){.out_bytes = TI, .in = {fc}});
+      /* pow casts its input to fp32 first and saves the copy */
+      uint32_t x = R->z->autocast && e < 4 ? op(R, (struct tape_op){.out_bytes = TIw, .in = {fc}})
+                                           : tape_ref(&R->tp, fc);
+      uint32_t cube = op(R, (struct tape_op){.out_bytes = TIw, .in = {x}, .saved = {x}});
+      rel(R, x);
+      uint32_t sc = op(R, (struct tape_op){.out_bytes = TIw, .in = {cube}});
+      rel(R, cube);
+      uint32_t s = op(R, (struct tape_op){.out_bytes = TIw, .in = {fc, sc}, .pass = TAPE_ADD});
+      rel(R, sc);
+      uint32_t c = op(R, (struct tape_op){.out_bytes = TIw, .in = {s}});
+      rel(R, s);
+      uint32_t th = op(R, (struct tape_op){.out_bytes = TIw, .in = {c}, .save_out = true});
+      rel(R, c);
+      uint32_t one = op(R, (struct tape_op){.out_bytes = TIw, .in = {th}, .pass = TAPE_ADD});
+      rel(R, th);
+      act = op(R, (struct tape_op){.out_bytes = TIw, .in = {half, one}, .saved = {half, one}});
+      rel(R, half);
+      rel(R, one);
+    } else {
+      act = op(R, (struct tape_op){.out_bytes = TI, .in = {fc}, .saved = {fc}});
+    }
+    rel(R, fc);
+  }
+  if (arch->act_dropout > 0) act = vl__tr_dropout(R, act, arch->act_dropout);
+  if (arch->family == VL_FAM_T5 && R->z->autocast && ab < 4) {
+    /* T5DenseActDense casts to wo's dtype, fp32 under autocast, and wo's
+     * autocast casts back (its copy saved) */
+    uint32_t c = op(R, (struct tape_op){.out_bytes = R->tp.t[act].bytes / ab * 4, .in = {act}});
+    rel(R, act);
+    act = c;
+    ab = 4;
+  }
+  /* a checkpoint's recomputation stops here: the last tensor its backward
+   * needs is the down projection's input */
+  if (stop) R->tp.no_alloc = true;
+  uint32_t y = vl__tr_linear(R, act, ab, rows, I, h, arch->mlp_bias);
+  rel(R, act);
+  return y;
+}
+
+/* a residual branch's output y before the add: Gemma 2/3's and OLMo 2's
+ * norm after it, Granite's residual_multiplier (a new tensor) */
+static uint32_t branch_out(struct run *R, uint32_t y) {
+  const struct vl_arch *arch = R->arch;
+  if (arch->sandwich_norm || arch->post_norm) {
+    uint64_t ob, yb = R->tp.t[y].bytes / (R->T * R->z->h);
+    uint32_t n = vl__tr_norm(R, y, yb, &ob);
+    rel(R, y);
+    return n;
+  }
+  if (arch->resid_scaled) {
+    uint32_t m = op(R, (struct tape_op){.out_bytes = R->tp.t[y].bytes, .in = {y}});
+    rel(R, y);
+    return m;
+  }
+  return y;
+}
+
+/* the MoE block on n2 (T x h): the shared expert(s) on every token (and
+ * Qwen2-MoE's sigmoid gate), then each routed expert on its share of the
+ * tokens: the rows gathered (hidden_states[token_idx]), its MLP, the
+ * product with the routing weights (saved: the weights need its gradient),
+ * index_add_ into the output (modeling_qwen3_moe.py Qwen3MoeExperts) */
+static uint32_t experts(struct run *R, uint32_t n2, uint64_t nb, bool stop) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t T = R->T, h = R->z->h, e = R->z->e;
+  uint64_t k = arch->experts_per_token ? arch->experts_per_token : 1;
+  uint64_t Te = vl__div_ceil(T * k, arch->experts);
+  uint32_t mo = tape_new(&R->tp, T * h * e);
+  if (arch->shared_intermediate) {
+    uint32_t sh = vl__tr_mlp(R, n2, nb, T, arch->shared_intermediate, false, false);
+    if (arch->shared_gate) {
+      uint32_t g = vl__tr_linear(R, n2, nb, T, h, 1, false);
+      uint32_t sg = op(R, (struct tape_op){.out_bytes = T * e, .in = {g}, .save_out = true});
+      rel(R, g);
+      uint32_t p =
+          op(R, (struct tape_op){.out_bytes = T * h * e, .in = {sg, sh}, .saved = {sg, sh}});
+      rel(R, sg);
+      rel(R, sh);
+      sh = p;
+    }
+    rel(R, mo);
+    mo = sh;
+  }
+  for (uint64_t i = 0; i < arch->experts && !R->p.failed; i++) {
+    uint32_t cur = op(R, (struct tape_op){.out_bytes = Te * h * nb, .in = {n2}});
+    uint32_t y = vl__tr_mlp(R, cur, nb, Te, arch->moe_intermediate, true, false);
+    rel(R, cur);
+    uint32_t yw = op(R, (struct tape_op){.out_bytes = Te * h * e, .in = {y}, .saved = {y}});
+    rel(R, y);
+    uint32_t acc =
+        op(R, (struct tape_op){.out_bytes = T * h * e, .in = {mo, yw}, .pass = TAPE_ADD});
+    rel(R, yw);
+    rel(R, mo);
+    mo = acc;
+  }
+  if (stop) R->tp.no_alloc = true;
+  return mo;
+}
+
+/* one decoder layer on x (T x h, the residual stream's dtype); Python's
+ * reference to x is taken over. `stop`: a checkpoint's recomputation (no
+ * allocation after the MLP's last saved tensor). GPT-NeoX's parallel
+ * residual: mlp(ln2(x)) + attn(ln1(x)) + x. */
+uint32_t vl__tr_layer(struct run *R, uint32_t x, bool stop) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t T = R->T, h = R->z->h, r = R->z->r, e = R->z->e;
+  uint64_t nb;
+  R->lin = 0;
+  uint32_t n1 = arch->post_norm ? tape_ref(&R->tp, x) : vl__tr_norm(R, x, r, &nb), held = 0;
+  if (arch->post_norm) nb = r;
+  const uint64_t n1b = nb;
+  uint32_t at = vl__tr_dropout(R, vl__tr_attention(R, n1, nb, &held), arch->hidden_dropout);
+  at = branch_out(R, at); /* Gemma 2/3, OLMo 2 post-norm; Granite's multiplier */
+  if (!arch->shared_norm) rel(R, n1);
+  uint32_t h1 = x;
+  if (!arch->parallel_residual) {
+    h1 = op(R, (struct tape_op){.out_bytes = T * h * r, .in = {x, at}, .pass = TAPE_ADD});
+    rel(R, at);
+    rel(R, x);
+  }
+  uint32_t n2, mo;
+  if (arch->shared_norm) { /* Phi, Falcon: one norm feeds both */
+    n2 = n1;
+    nb = n1b;
+  } else if (arch->post_norm) {
+    n2 = tape_ref(&R->tp, h1);
+    nb = r;
+  } else {
+    n2 = vl__tr_norm(R, h1, r, &nb);
+  }
+  const bool sparse = arch->experts && R->l >= arch->dense_layers;
+  if (sparse) {
+    mo = experts(R, n2, nb, stop);
+  } else {
+    mo = vl__tr_mlp(R, n2, nb, T, R->z->I, false, stop);
+  }
+  rel(R, n2);
+  mo = branch_out(R, vl__tr_dropout(R, mo, arch->hidden_dropout));
+  uint32_t sum = 0; /* parallel: (mlp + attn) + x, the temporaries go after */
+  if (arch->parallel_residual)
+    sum = op(R, (struct tape_op){.out_bytes = T * h * e, .in = {mo, at}, .pass = TAPE_ADD});
+  uint32_t out =
+      op(R, (struct tape_op){.out_bytes = T * h * r, .in = {h1, sum ? sum : mo}, .pass = TAPE_ADD});
+  rel(R, sum);
+  rel(R, mo);
+  if (arch->parallel_residual) rel(R, at);
+  rel(R, h1);
+  rel(R, held); /* the layer returns */
+  R->tp.no_alloc = false;
+  return out;
+}

@@ -1,0 +1,145 @@
+/* The modules of the training replay that every family uses
+ * (train_replay.h): a linear under autocast and PEFT's LoRA on it, the
+ * norms (LayerNorm, RMSNorm and its fp32-weight kinds), dropout. */
+#include "train_replay.h"
+
+/* x (rows x in_f, xb bytes an element) through a linear of in_f -> out_f
+ * whose weight is the parameter w: under autocast the weight's half copy
+ * (a node: its backward copies the gradient to the fp32 parameter's;
+ * cached for a trained leaf, made anew at each call for a frozen one:
+ * autocast_mode.cpp caches leaves that require grad), then the input's
+ * cast (each linear casts its own: not cached). The input is saved for
+ * the weight's gradient, so only where the weight is trained; the weight
+ * (its half copy) for the input's. The output has the weight's dtype
+ * (autocast's without it). */
+uint32_t vl__tr_linear_w(struct run *R, uint32_t w, uint32_t x, uint64_t xb, uint64_t rows,
+                         uint64_t in_f, uint64_t out_f, bool bias) {
+  const bool trained = R->tp.t[w].rg;
+  uint64_t e = R->tp.t[w].bytes / (in_f * out_f); /* the weight's dtype */
+  uint32_t cast = 0, in = x, wc = 0;
+  if (R->z->autocast) {
+    e = R->z->e;
+    wc = op(R, (struct tape_op){.out_bytes = in_f * out_f * 2, .in = {w}});
+    if (trained) vl__tr_push(&R->p, &R->cached, wc);
+    w = wc;
+    if (xb != e) in = cast = op(R, (struct tape_op){.out_bytes = rows * in_f * e, .in = {x}});
+  }
+  /* mm's derivative makes the weight's gradient first, addmm's the input's */
+  uint32_t y = op(R, (struct tape_op){.out_bytes = rows * out_f * e,
+                                      .in = {bias ? in : w, bias ? w : in},
+                                      .saved = {trained ? in : 0, R->z->autocast ? w : 0},
+                                      .mm = true});
+  rel(R, cast);
+  if (!trained) rel(R, wc);
+  return y;
+}
+
+/* PEFT's LoRA on a frozen linear's output y (rows x out_f) of x (rows x
+ * in_f, xb bytes): x cast to the adapters' dtype (fp32), lora_B(lora_A(x))
+ * * scaling added to y, the sum cast back to y's dtype (peft 0.21
+ * tuners/lora/layer.py Linear.forward:
+ * bench/results/2026-11-29-h200x2-replay-histories/part3-lora-histories/peft-sources.txt;
+ * lora_dropout 0) */
+static uint32_t lora(struct run *R, uint32_t y, uint32_t x, uint64_t xb, uint64_t rows,
+                     uint64_t in_f, uint64_t out_f) {
+  const uint64_t ab = R->z->ab, r = R->z->lora_rank;
+  const uint64_t yb = R->tp.t[y].bytes / (rows * out_f);
+  uint32_t xa = xb != ab ? op(R, (struct tape_op){.out_bytes = rows * in_f * ab, .in = {x}})
+                         : tape_ref(&R->tp, x);
+  uint32_t la = vl__tr_linear_w(R, tape_leaf(&R->tp, r * in_f * ab), xa, ab, rows, in_f, r, false);
+  rel(R, xa);
+  const uint64_t lb = R->tp.t[la].bytes / (rows * r);
+  uint32_t b = vl__tr_linear_w(R, tape_leaf(&R->tp, out_f * r * ab), la, lb, rows, r, out_f, false);
+  rel(R, la);
+  uint32_t sc = op(R, (struct tape_op){.out_bytes = R->tp.t[b].bytes, .in = {b}}); /* * scaling */
+  rel(R, b);
+  const uint64_t sb = vl__max(yb, R->tp.t[sc].bytes / (rows * out_f)); /* type promotion */
+  uint32_t sum = join(R, rows * out_f * sb, y, sc, TAPE_ADD);
+  if (sb == yb) return sum;
+  uint32_t out = op(R, (struct tape_op){.out_bytes = rows * out_f * yb, .in = {sum}});
+  rel(R, sum);
+  return out;
+}
+
+/* the same with a parameter of its own: a layer's next linear (frozen
+ * under LoRA, with its adapter where it is a target) */
+uint32_t vl__tr_linear(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t in_f,
+                       uint64_t out_f, bool bias) {
+  const struct vl__train_sizes *z = R->z;
+  const unsigned k = R->lin++;
+  uint32_t y =
+      vl__tr_linear_w(R, base_param(R, in_f * out_f * z->wb), x, xb, rows, in_f, out_f, bias);
+  if (k < z->n_lin && z->lin[k].adapted) y = lora(R, y, x, xb, rows, in_f, out_f);
+  return y;
+}
+
+/* autocast exits (or a recomputation ends): its cached copies go */
+void vl__tr_uncache(struct run *R) {
+  for (size_t i = 0; i < R->cached.n; i++)
+    rel(R, R->cached.h[i]);
+  R->cached.n = 0;
+}
+
+/* a norm over `width` of x (rows x width, xb bytes an element); *ob: its
+ * output's */
+uint32_t vl__tr_norm_w(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t width,
+                       uint64_t *ob) {
+  const uint64_t Th = rows * width, wb = R->z->wb;
+  if (!R->arch->rms_norm) { /* F.layer_norm: fp32 under autocast */
+    *ob = R->z->autocast ? 4 : xb;
+    return op(R, (struct tape_op){.out_bytes = Th * *ob, .in = {x}, .saved = {x}});
+  }
+  /* RMSNorm: x.float(); pow(2).mean(-1); rsqrt; x * rsqrt; .to(dtype); weight * */
+  uint32_t x32 =
+      xb < 4 ? op(R, (struct tape_op){.out_bytes = Th * 4, .in = {x}}) : tape_ref(&R->tp, x);
+  uint32_t sq = op(R, (struct tape_op){.out_bytes = Th * 4, .in = {x32}, .saved = {x32}});
+  uint32_t var = op(R, (struct tape_op){.out_bytes = rows * 4, .in = {sq}});
+  rel(R, sq);
+  uint32_t rs = op(R, (struct tape_op){.out_bytes = rows * 4, .in = {var}, .save_out = true});
+  rel(R, var);
+  uint32_t y32 = op(
+      R, (struct tape_op){.out_bytes = Th * 4, .in = {x32, rs}, .saved = {x32, rs}, .tmp = Th * 4});
+  rel(R, x32);
+  rel(R, rs);
+  if (vl__norm_weight_fp32(R->arch)) {
+    /* GemmaRMSNorm: (x * rsqrt) * (1 + weight.float()) in fp32, then
+     * type_as(x) (transformers 5.17 modeling_gemma.py) */
+    *ob = xb;
+    uint32_t o32 = op(
+        R,
+        (struct tape_op){.out_bytes = Th * 4, .in = {y32}, .saved = {base_trained(R) ? y32 : 0}});
+    rel(R, y32);
+    if (xb == 4) return o32;
+    uint32_t out = op(R, (struct tape_op){.out_bytes = Th * xb, .in = {o32}});
+    rel(R, o32);
+    return out;
+  }
+  uint32_t yh =
+      xb < 4 ? op(R, (struct tape_op){.out_bytes = Th * xb, .in = {y32}}) : tape_ref(&R->tp, y32);
+  *ob = vl__max(wb, xb);
+  /* weight * x saves x for the weight's gradient: not where the weight
+   * is frozen (LoRA; y-qwen05-bf16-lora16-adamw-b8s2048's history) */
+  uint32_t out = op(R, (struct tape_op){.out_bytes = Th * *ob,
+                                        .in = {yh},
+                                        .saved = {base_trained(R) ? yh : 0},
+                                        .tmp = Th * *ob});
+  rel(R, yh);
+  rel(R, y32);
+  return out;
+}
+
+/* a norm of x (T x h) */
+uint32_t vl__tr_norm(struct run *R, uint32_t x, uint64_t xb, uint64_t *ob) {
+  return vl__tr_norm_w(R, x, xb, R->T, R->z->h, ob);
+}
+
+/* dropout in training: a bool mask (saved) and the output */
+uint32_t vl__tr_dropout(struct run *R, uint32_t x, double prob) {
+  if (prob <= 0) return x;
+  uint64_t n = R->tp.t[x].bytes; /* of the activations' dtype; the mask a byte an element */
+  uint32_t mask = tape_new(&R->tp, n / R->z->e);
+  uint32_t y = op(R, (struct tape_op){.out_bytes = n, .in = {x}, .saved = {mask}});
+  rel(R, mask);
+  rel(R, x);
+  return y;
+}

@@ -1,0 +1,191 @@
+/* The training replay's blocks outside autograd's tape (train_replay.h):
+ * the model's tensors (and its master copy), LoRA's adapters, the
+ * optimizer's states and its step's temporaries, one block per tensor in
+ * the inventory's order; DDP's flat buffers and buckets, and the share of
+ * the parameters whose states ZeRO-1 keeps on rank 0. */
+#include "train_replay.h"
+#include "vramledger/alloc.h"
+
+/* h onto l (NONE, or a failed program: nothing) */
+void vl__tr_push(struct prog *p, struct list *l, uint32_t h) {
+  if (h == NONE || p->failed) return;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 64;
+    uint32_t *x = vl_realloc(l->h, cap * sizeof *x);
+    if (!x) {
+      p->failed = true;
+      return;
+    }
+    l->h = x;
+    l->cap = cap;
+  }
+  l->h[l->n++] = h;
+}
+
+/* free a list's blocks, the last made first */
+void vl__tr_drop(struct prog *p, struct list *l) {
+  while (l->n) {
+    uint32_t h = l->h[--l->n];
+    F(p, &h);
+  }
+}
+
+enum where { BEFORE = -1, AFTER = -2 }; /* outside the layers: embeddings; final norm, head */
+
+/* how many tensors of inventory entry t belong to layer w (or, w < 0, to
+ * the part outside the layers where t lies) */
+static uint64_t count_in(const struct vl_arch *arch, const struct vl_tensor *t, int w) {
+  /* spread evenly, the remainder over the layers so that they sum to the
+   * count (tensors in some layers only: MoE beside dense layers) */
+  if (t->per_layer)
+    return w >= 0 && arch->layers
+               ? t->count * (uint64_t)(w + 1) / arch->layers - t->count * (uint64_t)w / arch->layers
+               : 0;
+  return w == (t->kind == VL_T_EMBED ? BEFORE : AFTER) ? t->count : 0;
+}
+
+/* a block of `bytes` onto l, or (l NULL) made and freed at once */
+void vl__tr_block(struct prog *p, uint64_t bytes, struct list *l) {
+  uint32_t h = A(p, bytes);
+  if (l)
+    vl__tr_push(p, l, h);
+  else
+    F(p, &h);
+}
+
+/* one block of elems * bytes per tensor, `times` over, for the tensors of
+ * layer `w` (or outside the layers), in the inventory's order; onto l
+ * (NULL: made and freed at once). A tied head is the embedding matrix: it
+ * counts once, before the layers. */
+static void per_tensor(struct prog *p, const struct vl_arch *arch, const struct vl_inventory *inv,
+                       int w, uint64_t bytes, unsigned times, struct list *l) {
+  for (int i = 0; i < inv->n && !p->failed; i++) {
+    const struct vl_tensor *t = &inv->t[i];
+    for (uint64_t k = 0, n = count_in(arch, t, w); k < n; k++)
+      for (unsigned j = 0; j < times; j++)
+        vl__tr_block(p, t->rows * t->cols * bytes, l);
+  }
+}
+
+/* every tensor of the model, in order */
+void vl__tr_model_wide(struct prog *p, const struct vl_arch *arch, const struct vl_inventory *inv,
+                       uint64_t bytes, unsigned times, struct list *l) {
+  per_tensor(p, arch, inv, BEFORE, bytes, times, l);
+  for (uint64_t k = 0; k < arch->layers; k++)
+    per_tensor(p, arch, inv, (int)k, bytes, times, l);
+  per_tensor(p, arch, inv, AFTER, bytes, times, l);
+}
+
+/* LoRA's adapters, layer by layer (lora_A, lora_B of each target), one
+ * block of `bytes` an element each, `times` over; onto l (NULL: made and
+ * freed at once) */
+void vl__tr_adapters(struct prog *p, const struct vl_arch *arch, const struct vl__train_sizes *z,
+                     uint64_t bytes, unsigned times, struct list *l) {
+  for (uint64_t k = 0; k < arch->layers && !p->failed; k++)
+    for (unsigned i = 0; i < z->n_lin; i++)
+      for (unsigned j = 0; z->lin[i].adapted && j < 2 * times; j++)
+        vl__tr_block(p, z->lora_rank * (j % 2 ? z->lin[i].out : z->lin[i].in) * bytes, l);
+}
+
+/* what the optimizer updates: every parameter, or LoRA's adapters */
+void vl__tr_trained(struct prog *p, const struct vl_arch *arch, const struct vl_inventory *inv,
+                    const struct vl__train_sizes *z, uint64_t bytes, unsigned times,
+                    struct list *l) {
+  if (z->lora_rank)
+    vl__tr_adapters(p, arch, z, bytes, times, l);
+  else
+    vl__tr_model_wide(p, arch, inv, bytes, times, l);
+}
+
+/* ---- DDP ---- */
+
+/* every parameter's elements, in the model's order */
+size_t vl__tr_param_elems(const struct vl_arch *arch, const struct vl_inventory *inv,
+                          uint64_t **out) {
+  size_t n = 0, cap = 0;
+  uint64_t *v = NULL;
+  for (int w = BEFORE; w < (int)arch->layers + 1; w++) {
+    int where = w == (int)arch->layers ? AFTER : w;
+    for (int i = 0; i < inv->n; i++) {
+      const struct vl_tensor *t = &inv->t[i];
+      for (uint64_t k = 0, c = count_in(arch, t, where); k < c; k++) {
+        if (n == cap) {
+          cap = cap ? 2 * cap : 256;
+          uint64_t *x = vl_realloc(v, cap * sizeof *x);
+          if (!x) {
+            vl_free(v);
+            *out = NULL;
+            return 0;
+          }
+          v = x;
+        }
+        v[n++] = t->rows * t->cols;
+      }
+    }
+  }
+  *out = v;
+  return n;
+}
+
+/* flat buffers of consecutive tensors (v elements, b bytes each), each
+ * closed once it holds `cap` bytes or more (torch's bucketing), in the
+ * given direction; onto l (NULL: made and freed at once) */
+void vl__tr_flat_groups(struct prog *p, const uint64_t *v, size_t n, uint64_t b, bool reverse,
+                        uint64_t cap, struct list *l) {
+  uint64_t at = 0;
+  for (size_t k = 0; k < n; k++) {
+    at += v[reverse ? n - 1 - k : k] * b;
+    if (at >= cap || k + 1 == n) {
+      vl__tr_block(p, at, l);
+      at = 0;
+    }
+  }
+}
+
+/* DDP's construction: the module's states broadcast from rank 0 through
+ * 250 MiB flat buffers, freed at once (_sync_module_states), then one
+ * bucket for every gradient: not a static graph, so the first step's
+ * bucket is unlimited (GPT-2 on 2 H200s: 270,938,112 and 226,821,120 B,
+ * then 497,759,232 B, every rank's allocator history: bench/results/
+ * 2026-11-29-h200x2-nccl-run/part7/) */
+void vl__tr_ddp_init(struct prog *p, const uint64_t *v, size_t n, const struct vl__train_sizes *z,
+                     struct list *buckets) {
+  vl__tr_flat_groups(p, v, n, z->wb, false, 250ull << 20, NULL);
+  uint64_t all = 0;
+  for (size_t k = 0; k < n; k++)
+    all += v[k];
+  vl__tr_block(p, all * z->gb, buckets);
+}
+
+/* ZeRO-1's share of rank 0 (torch's ZeroRedundancyOptimizer): the
+ * parameters from the largest down (ties in the model's order), each to
+ * the rank with the fewest elements so far; rank 0's, in that order, into
+ * mine (indices into v). Returns how many. */
+size_t vl__tr_zero1_share(const uint64_t *v, size_t n, uint64_t ranks, size_t *mine) {
+  size_t *order = vl_calloc(n + 1, sizeof *order);
+  uint64_t *load = vl_calloc(ranks, sizeof *load);
+  size_t m = 0;
+  if (!order || !load) {
+    vl_free(order);
+    vl_free(load);
+    return SIZE_MAX;
+  }
+  for (size_t k = 0; k < n; k++) { /* a stable insertion sort, largest first */
+    size_t at = k;
+    while (at > 0 && v[order[at - 1]] < v[k]) {
+      order[at] = order[at - 1];
+      at--;
+    }
+    order[at] = k;
+  }
+  for (size_t k = 0; k < n; k++) {
+    uint64_t r = 0;
+    for (uint64_t q = 1; q < ranks; q++)
+      if (load[q] < load[r]) r = q;
+    load[r] += v[order[k]];
+    if (r == 0) mine[m++] = order[k];
+  }
+  vl_free(order);
+  vl_free(load);
+  return m;
+}

@@ -1,0 +1,123 @@
+/* The training replay of vision models (train_replay.h): ResNet's
+ * convolutions, batch norms and residual blocks; ViT's patch embedding
+ * (its layers are an encoder's: train_replay_encoder.c). */
+#include "train_replay.h"
+
+/* a convolution (autocast: in its dtype) of x into out_elems elements,
+ * its batch norm (saves its input: the convolution's output; its own
+ * output goes on), and a ReLU that saves its output, or none (relu false:
+ * the output returned as the norm's) (modeling_resnet.py ResNetConvLayer) */
+static uint32_t conv_bn(struct run *R, uint32_t x, uint64_t xb, uint64_t out_elems, uint64_t in_ch,
+                        uint64_t out_ch, uint64_t k, bool relu) {
+  const uint64_t e = R->z->e, wb = R->z->wb;
+  uint32_t w = base_param(R, out_ch * in_ch * k * k * wb);
+  const bool trained = R->tp.t[w].rg;
+  uint32_t cast = 0, in = x, wc = 0;
+  if (R->z->autocast) {
+    wc = op(R, (struct tape_op){.out_bytes = out_ch * in_ch * k * k * 2, .in = {w}});
+    if (trained) vl__tr_push(&R->p, &R->cached, wc);
+    w = wc;
+    if (xb != e)
+      in = cast = op(R, (struct tape_op){.out_bytes = R->tp.t[x].bytes / xb * e, .in = {x}});
+  }
+  uint32_t c = op(R, (struct tape_op){.out_bytes = out_elems * e,
+                                      .in = {in, w},
+                                      .saved = {in, R->z->autocast ? w : 0},
+                                      .mm = true});
+  rel(R, cast);
+  if (!trained) rel(R, wc);
+  uint32_t bn = op(R, (struct tape_op){.out_bytes = out_elems * e, .in = {c}, .saved = {c}});
+  rel(R, c);
+  if (!relu) return bn;
+  uint32_t y = op(R, (struct tape_op){.out_bytes = out_elems * e, .in = {bn}, .save_out = true});
+  rel(R, bn);
+  return y;
+}
+
+/* ResNet on the pixels: the stem (7x7 convolution of stride 2, max pool
+ * of stride 2 saving its int64 indices), the stages of blocks (a
+ * bottleneck's 1x1, 3x3 with the stage's stride, 1x1; a basic block's two
+ * 3x3), the shortcut where the width or the stride changes, the residual
+ * added in place, the ReLU after it; the average pool: B x width
+ * (modeling_resnet.py ResNetEmbeddings, ResNetBottleNeckLayer,
+ * ResNetBasicLayer) */
+static uint32_t resnet(struct run *R, uint32_t px, uint64_t pxb) {
+  const struct vl_arch *A = R->arch;
+  const uint64_t B = R->z->B, e = R->z->e;
+  uint64_t side = A->image_size / 2;
+  uint32_t x =
+      conv_bn(R, px, pxb, B * A->stem_width * side * side, A->channels, A->stem_width, 7, true);
+  side /= 2;
+  uint32_t idx = tape_new(&R->tp, B * A->stem_width * side * side * 8);
+  uint32_t mp =
+      op(R, (struct tape_op){
+                .out_bytes = B * A->stem_width * side * side * e, .in = {x}, .saved = {x, idx}});
+  rel(R, idx);
+  rel(R, x);
+  x = mp;
+  uint64_t in = A->stem_width;
+  for (uint64_t s = 0; s < A->stages && !R->p.failed; s++) {
+    const uint64_t out = A->stage_width[s], st = s > 0 || A->stride_first ? 2 : 1;
+    for (uint64_t l = 0; l < A->stage_depth[s] && !R->p.failed; l++) {
+      const uint64_t cin = l ? out : in, str = l ? 1 : st, so = side / str;
+      uint32_t res = tape_ref(&R->tp, x);
+      if (!l && (cin != out || str != 1)) {
+        rel(R, res);
+        res = conv_bn(R, x, e, B * out * so * so, cin, out, 1, false);
+      }
+      uint32_t y;
+      if (A->bottleneck) {
+        const uint64_t red = out / 4;
+        uint32_t a = conv_bn(R, x, e, B * red * side * side, cin, red, 1, true);
+        uint32_t b = conv_bn(R, a, e, B * red * so * so, red, red, 3, true);
+        rel(R, a);
+        y = conv_bn(R, b, e, B * out * so * so, red, out, 1, false);
+        rel(R, b);
+      } else {
+        uint32_t a = conv_bn(R, x, e, B * out * so * so, cin, out, 3, true);
+        y = conv_bn(R, a, e, B * out * so * so, out, out, 3, false);
+        rel(R, a);
+      }
+      rel(R, x);
+      uint32_t sum = join(R, B * out * so * so * e, y, res, TAPE_ADD);
+      x = op(R,
+             (struct tape_op){.out_bytes = B * out * so * so * e, .in = {sum}, .save_out = true});
+      rel(R, sum);
+      if (!l) side = so;
+    }
+    in = out;
+  }
+  uint32_t pooled = op(R, (struct tape_op){.out_bytes = B * in * e, .in = {x}});
+  rel(R, x);
+  return pooled;
+}
+
+/* a vision model's embeddings in place of the word embeddings x (taken
+ * over): the loop's pixel_values, then ResNet's stages and pooling, or
+ * ViT's patches, a convolution of the pixels as a linear, the [CLS] token
+ * concatenated, the positions added (ViTEmbeddings) */
+uint32_t vl__tr_vision_embeddings(struct run *R, uint32_t x) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t Th = R->T * R->z->h, r = R->z->r;
+  const uint64_t pix = R->z->B * arch->channels * arch->image_size * arch->image_size;
+  uint32_t px = tape_frozen(&R->tp, pix * R->z->wb); /* the loop's pixel_values */
+  if (arch->family == VL_FAM_RESNET) {
+    rel(R, x);
+    uint32_t y = resnet(R, px, R->z->wb);
+    rel(R, px);
+    return y;
+  }
+  /* ViT */
+  uint32_t pe = vl__tr_linear_w(
+      R,
+      base_param(R, arch->hidden * arch->channels * arch->patch_size * arch->patch_size * R->z->wb),
+      px, R->z->wb, R->T - R->z->B, arch->channels * arch->patch_size * arch->patch_size,
+      arch->hidden, true);
+  rel(R, px);
+  rel(R, x);
+  uint32_t cat = op(R, (struct tape_op){.out_bytes = Th * r, .in = {pe}});
+  rel(R, pe);
+  uint32_t y = op(R, (struct tape_op){.out_bytes = Th * r, .in = {cat}, .pass = TAPE_ADD});
+  rel(R, cat);
+  return y;
+}
