@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "jobflags.h"
+#include "vramledger/alloc.h"
 #include "vramledger/caching.h"
 #include "vramledger/catalog.h"
 #include "vramledger/render.h"
@@ -93,7 +94,8 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   return rc;
 }
 
-/* Run the job under `vramledger run` with the tracer on. */
+/* Run the job under `vramledger run` with the tracer on. @return the job's
+ * exit status (128 + the signal that killed it; 127 when it did not start). */
 static int trace_job(const char *dir, const char *trace, int argc, const char **argv,
                      bool quiet_stdout) {
   const char **av = calloc((size_t)argc + 8, sizeof *av);
@@ -128,6 +130,7 @@ static int trace_job(const char *dir, const char *trace, int argc, const char **
     setenv("VRAMLEDGER_PROBE_EVERY", "1", 0);       /* every step: the module of each allocation */
     if (quiet_stdout && dup2(2, 1) < 0) _exit(126); /* --format json: stdout is ours */
     execv(self, (char *const *)av);
+    cli_error("cannot run '%s': %s", self, strerror(errno));
     _exit(127);
   }
   free(av);
@@ -135,6 +138,254 @@ static int trace_job(const char *dir, const char *trace, int argc, const char **
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* One of a command and --replay, and a command after '--' when there is
+ * one. @return 0 or VL_EXIT_USAGE. */
+static int check_mode(const struct tr *t, int argc, int dash) {
+  bool has_cmd = dash + 1 < argc;
+  if (!t->replay && !has_cmd && dash < argc) {
+    cli_error("trace: no command after '--'");
+    cli_hint("give the job to trace after it (vramledger trace -- python train.py --device cpu), "
+             "or replay a trace: vramledger trace --replay FILE");
+    return VL_EXIT_USAGE;
+  }
+  if (!!t->replay == has_cmd) {
+    cli_error("trace needs a command after '--' to run, or --replay FILE (one of them)");
+    return VL_EXIT_USAGE;
+  }
+  return 0;
+}
+
+/* How the job ended, for a message: "exited with status 3", "was killed by
+ * signal 9" (`run`'s status: 128 + the signal). */
+static const char *job_end(int job_rc, char *buf, size_t n) {
+  if (job_rc > 128)
+    snprintf(buf, n, "was killed by signal %d", job_rc - 128);
+  else
+    snprintf(buf, n, "exited with status %d", job_rc);
+  return buf;
+}
+
+/* The run directory must be new: `run` refuses an old record, and an old
+ * trace there would be replayed as this job's. @return 0 or an exit code. */
+static int check_new_dir(const char *dir, const char *trace) {
+  char rec[PATH_MAX];
+  snprintf(rec, sizeof rec, "%.4000s/record.jsonl", dir);
+  const char *old = access(trace, F_OK) == 0 ? trace : access(rec, F_OK) == 0 ? rec : NULL;
+  if (!old) return 0;
+  cli_error("'%s' exists: a trace and its record are never overwritten", old);
+  if (old == trace)
+    cli_hint("give a new --out directory, or replay this trace: vramledger trace --replay %s",
+             trace);
+  else
+    cli_hint("give a new --out directory");
+  return VL_EXIT_ERROR;
+}
+
+/* The job left no trace file. @return its status, or 1 when it was 0. */
+static int no_trace(const char *trace, const char *cmd, int job_rc) {
+  char end[64];
+  if (!job_rc) {
+    cli_error("no trace: '%s' exited with status 0 and wrote no '%s'", cmd, trace);
+    cli_hint("is the command Python with PyTorch (the tracer attaches when it imports torch)?");
+    return VL_EXIT_ERROR;
+  }
+  cli_error("no trace: '%s' %s before the tracer wrote '%s'", cmd, job_end(job_rc, end, sizeof end),
+            trace);
+  if (job_rc == 127)
+    cli_hint("status 127 is a command not found: check '%s' and PATH", cmd);
+  else if (job_rc == 126)
+    cli_hint("status 126 is a command that cannot be executed: check '%s' and its permissions",
+             cmd);
+  return job_rc;
+}
+
+/* The trace holds no allocation. @return the job's status, or 1. */
+static int no_allocations(const char *trace, const char *cmd, int job_rc, size_t cut) {
+  char end[64], cut_note[96] = "";
+  if (cut) snprintf(cut_note, sizeof cut_note, "; its last line was cut (%zu bytes), ignored", cut);
+  if (!cmd) {
+    cli_error("%s: no allocation events: not an alloc.trace written by vramledger trace "
+              "(docs/record.md)%s",
+              trace, cut_note);
+    cli_hint("trace a job to make one: vramledger trace --out DIR -- python train.py --device cpu "
+             "(then DIR/alloc.trace)");
+    return VL_EXIT_ERROR;
+  }
+  cli_error("%s: no allocation events: '%s' %s without allocating a tensor the tracer saw%s", trace,
+            cmd, job_end(job_rc, end, sizeof end), cut_note);
+  if (job_rc)
+    cli_hint("the tracer writes in blocks, so a job that stops early leaves little or nothing: "
+             "fix what stopped it (its messages above) and trace it again");
+  else
+    cli_hint("is the command Python with PyTorch, and does it run its model (the tracer sees "
+             "the tensors torch's operators make)?");
+  return job_rc ? job_rc : VL_EXIT_ERROR;
+}
+
+/* Read and parse the trace; cmd is the traced job's command, NULL for
+ * --replay. Says what is wrong on failure. @return 0 or an exit code. */
+static int load_trace(const char *trace, const char *cmd, int job_rc, struct vl_trace *tr) {
+  if (cmd && access(trace, F_OK) != 0) return no_trace(trace, cmd, job_rc);
+  size_t len = 0;
+  char *text = cli_read_file(trace, &len);
+  if (!text) return job_rc ? job_rc : VL_EXIT_ERROR;
+  struct vl_err err = {""};
+  vl_status s = vl_trace_parse(text, len, tr, &err);
+  vl_free(text);
+  if (s != VL_OK) {
+    cli_error("%s: %s", trace, err.msg);
+    if (!cmd && s == VL_EPARSE)
+      cli_hint("is it an alloc.trace written by vramledger trace (docs/record.md)? one line an "
+               "event; an allocator snapshot becomes one with python3 -m vramledger.history");
+    return job_rc ? job_rc : VL_EXIT_ERROR;
+  }
+  if (tr->per_device[0] + tr->per_device[1] + tr->per_device[2] + tr->per_device[3] == 0) {
+    size_t cut = tr->cut_last_line;
+    vl_trace_release(tr);
+    return no_allocations(trace, cmd, job_rc, cut);
+  }
+  return 0;
+}
+
+static const char *const device_names[] = {"cpu", "cuda", "meta", "other"};
+
+/* The device replayed: --device's; by default cuda if the trace has any,
+ * else meta (a dry run on meta tensors), else all (-1).
+ * @return 0, or VL_EXIT_USAGE when --device names one with no allocation. */
+static int pick_device(const struct tr *t, const struct vl_trace *tr, const char *trace,
+                       int *device) {
+  if (t->device == -1) {
+    *device = tr->per_device[1] ? 1 : tr->per_device[2] ? 2 : -1;
+    return 0;
+  }
+  *device = t->device == -2 ? -1 : t->device;
+  if (*device < 0 || tr->per_device[*device]) return 0;
+  char has[160] = "";
+  size_t k = 0;
+  for (int d = 0; d < 4 && k < sizeof has; d++)
+    if (tr->per_device[d])
+      k += (size_t)snprintf(has + k, sizeof has - k, "%s%zu on %s", k ? ", " : "",
+                            tr->per_device[d], device_names[d]);
+  cli_error("%s: no allocations on device %s (the trace has %s)", trace, device_names[*device],
+            has);
+  cli_hint("replay a device the trace has, or --device all");
+  return VL_EXIT_USAGE;
+}
+
+/* --batch scales by the traced batch: the trace must say it.
+ * @return 0 or VL_EXIT_USAGE. */
+static int check_batch(const struct tr *t, const struct vl_trace *tr, const char *trace) {
+  if (!t->n_batch || tr->batch) return 0;
+  cli_error("%s: the trace does not say its batch size, so --batch cannot scale it", trace);
+  cli_hint("trace a job whose micro-batch is 2 or more (the tracer learns it from the token "
+           "ids or the first input of the model's forward) with this version of vramledger");
+  return VL_EXIT_USAGE;
+}
+
+enum { MAX_REPLAYS = 4 + MAX_BATCHES };
+/* The replays asked for: allocator settings, then one per --batch under
+ * the first of them. */
+struct plan {
+  struct vl_cache_conf confs[MAX_REPLAYS];
+  const char *names[MAX_REPLAYS];
+  char batch_names[MAX_BATCHES][40];
+  uint64_t batches[MAX_REPLAYS]; /* 0: the traced batch */
+  int n, n_settings;
+};
+
+static void plan_replays(const struct tr *t, uint64_t traced_batch, struct plan *p) {
+  memset(p, 0, sizeof *p);
+  p->confs[0] = t->conf;
+  p->names[0] = "as given";
+  p->n = 1;
+  if (t->whatif) {
+    p->confs[0] = (struct vl_cache_conf){.device_bytes = t->conf.device_bytes};
+    p->names[0] = "default";
+    p->confs[1] = p->confs[0];
+    p->confs[1].expandable = true;
+    p->names[1] = "expandable_segments";
+    p->confs[2] = p->confs[0];
+    p->confs[2].max_split_size = 128ull << 20;
+    p->names[2] = "max_split_size_mb:128";
+    p->confs[3] = p->confs[0];
+    p->confs[3].gc_threshold = 0.6;
+    p->names[3] = "garbage_collection_0.6";
+    p->n = 4;
+  } else if (!t->conf.expandable && !t->conf.max_split_size && !t->conf.gc_threshold) {
+    p->names[0] = "default";
+  }
+  p->n_settings = p->n;
+  for (int k = 0; k < t->n_batch; k++, p->n++) {
+    p->confs[p->n] = p->confs[0];
+    p->batches[p->n] = t->batch[k];
+    snprintf(p->batch_names[k], sizeof p->batch_names[k], "batch %llu (traced %llu)",
+             (unsigned long long)t->batch[k], (unsigned long long)traced_batch);
+    p->names[p->n] = p->batch_names[k];
+  }
+}
+
+/* Replay, and show the replays with the probe's bill of the job's run
+ * (dir; NULL for --replay). @return the job's status when it failed, else
+ * VL_EXIT_NOFIT when a replay ran out of memory, else 0. */
+static int replay_and_show(const struct tr *t, const struct vl_trace *tr, const char *trace,
+                           int device, const char *dir, int job_rc) {
+  struct plan p;
+  plan_replays(t, tr->batch, &p);
+  struct vl_replay r[MAX_REPLAYS];
+  bool oom = false;
+  for (int i = 0; i < p.n; i++) {
+    double scale = i < p.n_settings ? 1.0 : (double)p.batches[i] / (double)tr->batch;
+    vl_status s = vl_trace_replay_scaled(tr, device, &p.confs[i], scale, &r[i]);
+    if (s != VL_OK) {
+      cli_error("replay: %s", vl_strerror(s));
+      return VL_EXIT_ERROR;
+    }
+    oom |= r[i].oom;
+  }
+  const char *dev = device == 1 ? "cuda" : device == 0 ? "cpu" : device == 2 ? "meta" : "all";
+  struct vl_trace_view v = {trace, dev, tr, job_rc, p.names, r, p.n, p.batches, NULL};
+  struct cli_run *run = NULL; /* the probe's bill of the job, from its record */
+  if (dir && (run = calloc(1, sizeof *run)) != NULL && cli_load_run(dir, run) != 0) {
+    free(run);
+    run = NULL;
+  }
+  if (run) v.fw = &run->fw;
+  if (vl_render_trace(stdout, t->fmt == 1, &v) != 0) cli_error("cannot write the output");
+  if (run) {
+    vl_record_release(&run->rec);
+    free(run);
+  }
+  if (job_rc) return job_rc;
+  return oom ? VL_EXIT_NOFIT : VL_EXIT_OK;
+}
+
+/* --gpu: the card's memory, from the catalog as estimate reads it.
+ * @return 0 or an exit code. */
+static int gpu_memory(struct tr *t) {
+  struct est e;
+  est_init(&e);
+  e.gpu = t->gpu;
+  struct vl_catalog cat;
+  const struct vl_gpu *g;
+  int rc = est_gpu(&e, &cat, &g);
+  if (rc) return rc;
+  t->conf.device_bytes = g->memory_bytes;
+  vl_catalog_release(&cat);
+  return 0;
+}
+
+/* The run directory: --out, else runs/<UTC time>-trace. */
+static void run_dir(const struct tr *t, char *dir, size_t n) {
+  if (t->out) {
+    snprintf(dir, n, "%s", t->out);
+    return;
+  }
+  char stamp[32];
+  time_t now = time(NULL);
+  strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&now));
+  snprintf(dir, n, "runs/%s-trace", stamp);
 }
 
 int cmd_trace(int argc, const char **argv) {
@@ -151,119 +402,23 @@ int cmd_trace(int argc, const char **argv) {
     fputs(vl_help_trace, stdout);
     return VL_EXIT_OK;
   }
-  bool has_cmd = dash + 1 < argc;
-  if (!!t.replay == has_cmd) {
-    cli_error("trace needs a command after '--' to run, or --replay FILE (one of them)");
-    return VL_EXIT_USAGE;
-  }
-  if (t.gpu) { /* the card's memory, from the catalog as estimate reads it */
-    struct est e;
-    est_init(&e);
-    e.gpu = t.gpu;
-    struct vl_catalog cat;
-    const struct vl_gpu *g;
-    if ((rc = est_gpu(&e, &cat, &g))) return rc;
-    t.conf.device_bytes = g->memory_bytes;
-    vl_catalog_release(&cat);
-  }
+  if ((rc = check_mode(&t, argc, dash)) || (t.gpu && (rc = gpu_memory(&t)))) return rc;
   char dir[PATH_MAX], trace[PATH_MAX];
+  const char *cmd = t.replay ? NULL : argv[dash + 1];
   int job_rc = 0;
-  if (has_cmd) {
-    if (t.out) {
-      snprintf(dir, sizeof dir, "%s", t.out);
-    } else {
-      char stamp[32];
-      time_t now = time(NULL);
-      strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&now));
-      snprintf(dir, sizeof dir, "runs/%s-trace", stamp);
-    }
+  if (cmd) {
+    run_dir(&t, dir, sizeof dir);
     snprintf(trace, sizeof trace, "%.4000s/alloc.trace", dir);
+    if ((rc = check_new_dir(dir, trace))) return rc;
     job_rc = trace_job(dir, trace, argc - dash - 1, argv + dash + 1, t.fmt == 1);
   } else {
     snprintf(trace, sizeof trace, "%s", t.replay);
   }
-  size_t len = 0;
-  char *text = cli_read_file(trace, &len);
-  if (!text) {
-    if (has_cmd)
-      cli_hint("no trace was written: is the command Python with PyTorch (the tracer attaches "
-               "when it imports torch)?");
-    return job_rc ? job_rc : VL_EXIT_ERROR;
-  }
   struct vl_trace tr;
-  struct vl_err err = {""};
-  vl_status s = vl_trace_parse(text, len, &tr, &err);
-  free(text);
-  if (s != VL_OK) {
-    cli_error("%s: %s", trace, err.msg);
-    return VL_EXIT_ERROR;
-  }
-  int device = t.device == -2 ? -1 : t.device;
-  if (t.device == -1) /* cuda if any, else meta (a dry run on meta tensors), else all */
-    device = tr.per_device[1] ? 1 : tr.per_device[2] ? 2 : -1;
-  if (t.n_batch && !tr.batch) {
-    cli_error("%s: the trace does not say its batch size, so --batch cannot scale it", trace);
-    cli_hint("trace a job whose micro-batch is 2 or more (the tracer learns it from the token "
-             "ids or the first input of the model's forward) with this version of vramledger");
-    vl_trace_release(&tr);
-    return VL_EXIT_USAGE;
-  }
-  enum { MAX_REPLAYS = 4 + MAX_BATCHES };
-  struct vl_cache_conf confs[MAX_REPLAYS] = {t.conf};
-  const char *names[MAX_REPLAYS] = {"as given"};
-  char batch_names[MAX_BATCHES][40];
-  uint64_t batches[MAX_REPLAYS] = {0}; /* 0: the traced batch */
-  int nconf = 1;
-  if (t.whatif) {
-    confs[0] = (struct vl_cache_conf){.device_bytes = t.conf.device_bytes};
-    names[0] = "default";
-    confs[1] = confs[0];
-    confs[1].expandable = true;
-    names[1] = "expandable_segments";
-    confs[2] = confs[0];
-    confs[2].max_split_size = 128ull << 20;
-    names[2] = "max_split_size_mb:128";
-    confs[3] = confs[0];
-    confs[3].gc_threshold = 0.6;
-    names[3] = "garbage_collection_0.6";
-    nconf = 4;
-  } else if (!t.conf.expandable && !t.conf.max_split_size && !t.conf.gc_threshold) {
-    names[0] = "default";
-  }
-  int nalloc = nconf; /* then one replay per --batch, under the first setting */
-  for (int k = 0; k < t.n_batch; k++, nconf++) {
-    confs[nconf] = confs[0];
-    batches[nconf] = t.batch[k];
-    snprintf(batch_names[k], sizeof batch_names[k], "batch %llu (traced %llu)",
-             (unsigned long long)t.batch[k], (unsigned long long)tr.batch);
-    names[nconf] = batch_names[k];
-  }
-  struct vl_replay r[MAX_REPLAYS];
-  for (int i = 0; i < nconf; i++)
-    if ((s = vl_trace_replay_scaled(&tr, device, &confs[i],
-                                    i < nalloc ? 1.0 : (double)batches[i] / (double)tr.batch,
-                                    &r[i])) != VL_OK) {
-      cli_error("replay: %s", vl_strerror(s));
-      vl_trace_release(&tr);
-      return VL_EXIT_ERROR;
-    }
-  const char *dev = device == 1 ? "cuda" : device == 0 ? "cpu" : device == 2 ? "meta" : "all";
-  struct vl_trace_view v = {trace, dev, &tr, job_rc, names, r, nconf, batches, NULL};
-  struct cli_run *run = NULL; /* the probe's bill of the job, from its record */
-  if (has_cmd && (run = calloc(1, sizeof *run)) != NULL && cli_load_run(dir, run) != 0) {
-    free(run);
-    run = NULL;
-  }
-  if (run) v.fw = &run->fw;
-  if (vl_render_trace(stdout, t.fmt == 1, &v) != 0) cli_error("cannot write the output");
-  bool oom = false;
-  for (int i = 0; i < nconf; i++)
-    oom |= r[i].oom;
+  if ((rc = load_trace(trace, cmd, job_rc, &tr))) return rc;
+  int device = -1;
+  if (!(rc = pick_device(&t, &tr, trace, &device)) && !(rc = check_batch(&t, &tr, trace)))
+    rc = replay_and_show(&t, &tr, trace, device, cmd ? dir : NULL, job_rc);
   vl_trace_release(&tr);
-  if (run) {
-    vl_record_release(&run->rec);
-    free(run);
-  }
-  if (job_rc) return job_rc;
-  return oom ? VL_EXIT_NOFIT : VL_EXIT_OK;
+  return rc;
 }

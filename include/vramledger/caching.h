@@ -94,13 +94,22 @@ struct vl_trace {
   uint64_t batch;                /* the traced job's micro-batch ("# batch N"); 0: not known */
   uint64_t *seg_addr, *seg_size; /* "s ADDR SIZE": the driver's segments, in order */
   size_t n_segs;
+  size_t cut_last_line; /* bytes of a last line left out as cut short (see below); 0: none */
 };
 
 /*! Parse a trace ("a ID BYTES DEVICE [MODULE] [dtype=T] [at=FILE:LINE]", "b ..." the same for an
  * allocation that grows with the batch, "f ID", "m NAME", "# ..." comments,
  * "# batch N" the job's micro-batch, "s ADDR SIZE" a segment the driver
- * gave the allocator, from an allocator history). A cut last line is
- * ignored.
+ * gave the allocator, from an allocator history). Every line ends with a
+ * newline; a last line without one (a job that died writing it) is kept
+ * when it is a whole event, and otherwise left out, its length in
+ * t->cut_last_line: when it is no whole event, or when a field that
+ * changes the replay may have lost its end (an allocation's device not
+ * cpu, cuda or meta; "s ADDR SIZE"; "# batch N"). A free whose id lost
+ * digits frees another block, or none: the end's counts change, never a peak.
+ * A trace of no events parses (t->n == 0): whether that is an error is the
+ * caller's to say. The caller releases *t with vl_trace_release after
+ * VL_OK; on failure *t holds nothing.
  * @return VL_OK, VL_EPARSE ("line N: ..."), VL_ENOMEM. */
 vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t,
                          struct vl_err *err) VL_MUST_USE;

@@ -91,110 +91,175 @@ static uint32_t intern(struct vl_trace *t, const char *s, size_t n) {
   return (uint32_t)t->n_modules++;
 }
 
+/* The parser's place in the text and the arrays' capacities. */
+struct parser {
+  struct vl_trace *t;
+  struct vl_err *err;
+  size_t cap_ev, cap_marks, cap_addr, cap_size;
+  size_t line;
+  bool unterminated; /* the last line, without its newline: it may be cut short */
+};
+
+/* A field of the unterminated last line that may have lost its end, and
+ * would change the replay if it had (a number's digits, a device's name). */
+static vl_status cut_short(const struct parser *p) {
+  return vl__fail(p->err, VL_EPARSE, "line %zu: no newline: it may be cut short", p->line);
+}
+
+/* "# batch N": the traced job's micro-batch; not a number: not known. */
+static vl_status batch_line(struct parser *p, const char *s, size_t n) {
+  if (p->unterminated) return cut_short(p);
+  const char *q = s + 8;
+  uint64_t b = 0;
+  if (digits(&q, s + n, &b) && q == s + n && b > 0 && b < (1ull << 32)) p->t->batch = b;
+  return VL_OK;
+}
+
+/* "s ADDR SIZE": a segment the driver gave the allocator. */
+static vl_status segment_line(struct parser *p, const char *s, size_t n) {
+  struct vl_trace *t = p->t;
+  const char *q = s + 2, *lim = s + n;
+  uint64_t a = 0, sz = 0;
+  if (!digits(&q, lim, &a) || q >= lim || *q != ' ' || (q++, !digits(&q, lim, &sz)) || q != lim ||
+      sz == 0 || sz > (1ull << 50) || a > UINT64_MAX - (1ull << 51))
+    return vl__fail(p->err, VL_EPARSE,
+                    "line %zu: 's ADDR SIZE' expected (a segment's address and bytes)", p->line);
+  if (p->unterminated) return cut_short(p);
+  if (grow((void **)&t->seg_addr, &p->cap_addr, t->n_segs, sizeof *t->seg_addr) ||
+      grow((void **)&t->seg_size, &p->cap_size, t->n_segs, sizeof *t->seg_size))
+    return vl__fail(p->err, VL_ENOMEM, "line %zu: too many segments", p->line);
+  t->seg_addr[t->n_segs] = a;
+  t->seg_size[t->n_segs++] = sz;
+  return VL_OK;
+}
+
+/* The next event's slot, zeroed (t->n counts it once it is whole); NULL
+ * when out of memory. */
+static struct vl_trace_ev *next_event(struct parser *p) {
+  if (grow((void **)&p->t->ev, &p->cap_ev, p->t->n, sizeof *p->t->ev)) return NULL;
+  struct vl_trace_ev *e = &p->t->ev[p->t->n];
+  memset(e, 0, sizeof *e);
+  return e;
+}
+
+/* "m NAME": a mark (a phase of the job), kept to 63 bytes. */
+static vl_status mark_line(struct parser *p, struct vl_trace_ev *e, const char *s, size_t n) {
+  struct vl_trace *t = p->t;
+  if (grow((void **)&t->marks, &p->cap_marks, t->n_marks, sizeof *t->marks))
+    return vl__fail(p->err, VL_ENOMEM, "line %zu: too many marks", p->line);
+  size_t k = n - 2 < 63 ? n - 2 : 63;
+  memcpy(t->marks[t->n_marks], s + 2, k);
+  t->marks[t->n_marks][k] = '\0';
+  e->kind = VL_TR_MARK;
+  e->id = (uint32_t)t->n_marks++;
+  return VL_OK;
+}
+
+/* An allocation's words after its device, space-separated: the module (the
+ * first word without a key), dtype=T, at=FILE:LINE. */
+static void alloc_words(struct vl_trace *t, struct vl_trace_ev *e, const char *w, const char *lim) {
+  while (w && w < lim) {
+    w++;
+    const char *end = memchr(w, ' ', (size_t)(lim - w));
+    size_t wl = (size_t)((end ? end : lim) - w);
+    if (wl > 6 && !memcmp(w, "dtype=", 6))
+      e->dtype = intern(t, w + 6, wl - 6);
+    else if (wl > 3 && !memcmp(w, "at=", 3))
+      e->at = intern(t, w + 3, wl - 3);
+    else if (wl && !e->module)
+      e->module = intern(t, w, wl);
+    w = end;
+  }
+}
+
+/* "a ID BYTES DEVICE [words]", "b ..." (grows with the batch), "f ID". */
+static vl_status alloc_line(struct parser *p, struct vl_trace_ev *e, const char *s, size_t n) {
+  const char *q = s + 2, *lim = s + n;
+  uint64_t id = 0, bytes = 0;
+  if (!digits(&q, lim, &id) || id == 0 || id > UINT32_MAX)
+    return vl__fail(p->err, VL_EPARSE, "line %zu: a positive id expected", p->line);
+  e->id = (uint32_t)id;
+  if (s[0] == 'f') {
+    /* an id that lost digits frees another block: the end's counts, never a peak */
+    if (p->unterminated && q != lim) return cut_short(p);
+    e->kind = VL_TR_FREE;
+  } else {
+    if (q >= lim || *q != ' ' || (q++, !digits(&q, lim, &bytes)) || bytes > (1ull << 50) ||
+        q >= lim || *q != ' ')
+      return vl__fail(p->err, VL_EPARSE, "line %zu: bytes (at most 2^50) and a device expected",
+                      p->line);
+    const char *d = q + 1, *sp = memchr(d, ' ', (size_t)(lim - d));
+    e->device = (uint8_t)device_code(d, (size_t)((sp ? sp : lim) - d));
+    if (p->unterminated && e->device == 3) return cut_short(p); /* "cu" of "cuda" */
+    e->kind = VL_TR_ALLOC;
+    e->batch = s[0] == 'b';
+    e->bytes = bytes;
+    alloc_words(p->t, e, sp, lim);
+    p->t->per_device[e->device]++;
+  }
+  if (e->id > p->t->max_id) p->t->max_id = e->id;
+  return VL_OK;
+}
+
+/* An event line: "a", "b", "f", "m" or "e". */
+static vl_status event_line(struct parser *p, const char *s, size_t n) {
+  struct vl_trace_ev *e = next_event(p);
+  if (!e) return vl__fail(p->err, VL_ENOMEM, "line %zu: too many events", p->line);
+  vl_status st;
+  if (n == 1 && s[0] == 'e') { /* torch.cuda.empty_cache(), or a retry's release */
+    e->kind = VL_TR_EMPTY;
+    st = VL_OK;
+  } else if (s[0] == 'm' && n > 2 && s[1] == ' ') {
+    st = mark_line(p, e, s, n);
+  } else if ((s[0] == 'a' || s[0] == 'b' || s[0] == 'f') && n >= 3 && s[1] == ' ') {
+    st = alloc_line(p, e, s, n);
+  } else {
+    st = vl__fail(p->err, VL_EPARSE,
+                  "line %zu: expected 'a ID BYTES DEVICE', 'b ID BYTES DEVICE', 'f ID', "
+                  "'m NAME' or 'e'",
+                  p->line);
+  }
+  if (st == VL_OK) p->t->n++;
+  return st;
+}
+
+static vl_status parse_line(struct parser *p, const char *s, size_t n) {
+  if (n > 8 && !memcmp(s, "# batch ", 8)) return batch_line(p, s, n);
+  if (n == 0 || s[0] == '#') return VL_OK; /* a comment: what the allocator itself did */
+  if (s[0] == 's' && n > 2 && s[1] == ' ') return segment_line(p, s, n);
+  return event_line(p, s, n);
+}
+
+/* The last line, without its newline: the job may have died writing it
+ * (the tracer ends every line with one). A whole event is kept; anything
+ * else is left out and its length put in cut_last_line: not an error. */
+static vl_status last_line(struct parser *p, const char *s, size_t n) {
+  struct vl_err mine = {""}, *theirs = p->err;
+  p->err = &mine;
+  p->unterminated = true;
+  vl_status st = parse_line(p, s, n);
+  p->err = theirs;
+  if (st == VL_EPARSE) {
+    p->t->cut_last_line = n;
+    return VL_OK;
+  }
+  if (st != VL_OK && theirs) *theirs = mine;
+  return st;
+}
+
 vl_status vl_trace_parse(const char *text, size_t len, struct vl_trace *t, struct vl_err *err) {
   memset(t, 0, sizeof *t);
-  size_t cap = 0, capm = 0, caps = 0, caps2 = 0, line = 0, pos = 0;
-  while (pos < len) {
+  struct parser p = {.t = t, .err = err};
+  for (size_t pos = 0; pos < len;) {
     const char *s = text + pos, *nl = memchr(s, '\n', len - pos);
     size_t n = nl ? (size_t)(nl - s) : len - pos;
-    pos += n + (nl ? 1 : 0);
-    line++;
-    if (!nl) break;                           /* a cut last line: a crash mid-write */
-    if (n > 8 && !memcmp(s, "# batch ", 8)) { /* the traced job's micro-batch */
-      const char *q = s + 8;
-      uint64_t b = 0;
-      if (digits(&q, s + n, &b) && q == s + n && b > 0 && b < (1ull << 32)) t->batch = b;
-      continue;
-    }
-    if (n == 0 || s[0] == '#') continue;       /* a comment: what the allocator itself did */
-    if (s[0] == 's' && n > 2 && s[1] == ' ') { /* a segment: s ADDR SIZE */
-      const char *q = s + 2, *lim = s + n;
-      uint64_t a = 0, sz = 0;
-      if (!digits(&q, lim, &a) || q >= lim || *q != ' ' || (q++, !digits(&q, lim, &sz)) ||
-          q != lim || sz == 0 || sz > (1ull << 50) || a > UINT64_MAX - (1ull << 51)) {
-        vl_trace_release(t);
-        return vl__fail(err, VL_EPARSE,
-                        "line %zu: 's ADDR SIZE' expected (a segment's address and bytes)", line);
-      }
-      if (grow((void **)&t->seg_addr, &caps, t->n_segs, sizeof *t->seg_addr) ||
-          grow((void **)&t->seg_size, &caps2, t->n_segs, sizeof *t->seg_size)) {
-        vl_trace_release(t);
-        return vl__fail(err, VL_ENOMEM, "line %zu: too many segments", line);
-      }
-      t->seg_addr[t->n_segs] = a;
-      t->seg_size[t->n_segs++] = sz;
-      continue;
-    }
-    if (grow((void **)&t->ev, &cap, t->n, sizeof *t->ev)) {
+    pos += n + 1;
+    p.line++;
+    vl_status st = nl ? parse_line(&p, s, n) : last_line(&p, s, n);
+    if (st != VL_OK) {
       vl_trace_release(t);
-      return vl__fail(err, VL_ENOMEM, "line %zu: too many events", line);
+      return st;
     }
-    struct vl_trace_ev *e = &t->ev[t->n];
-    memset(e, 0, sizeof *e);
-    if (n == 1 && s[0] == 'e') { /* torch.cuda.empty_cache(), or a retry's release */
-      e->kind = VL_TR_EMPTY;
-      t->n++;
-      continue;
-    }
-    if (s[0] == 'm' && n > 2 && s[1] == ' ') {
-      if (grow((void **)&t->marks, &capm, t->n_marks, sizeof *t->marks)) {
-        vl_trace_release(t);
-        return vl__fail(err, VL_ENOMEM, "line %zu: too many marks", line);
-      }
-      size_t k = n - 2 < 63 ? n - 2 : 63;
-      memcpy(t->marks[t->n_marks], s + 2, k);
-      t->marks[t->n_marks][k] = '\0';
-      e->kind = VL_TR_MARK;
-      e->id = (uint32_t)t->n_marks++;
-      t->n++;
-      continue;
-    }
-    if ((s[0] != 'a' && s[0] != 'b' && s[0] != 'f') || n < 3 || s[1] != ' ') {
-      vl_trace_release(t);
-      return vl__fail(err, VL_EPARSE,
-                      "line %zu: expected 'a ID BYTES DEVICE', 'b ID BYTES DEVICE', 'f ID', "
-                      "'m NAME' or 'e'",
-                      line);
-    }
-    const char *q = s + 2, *lim = s + n;
-    uint64_t id = 0, bytes = 0;
-    if (!digits(&q, lim, &id) || id == 0 || id > UINT32_MAX) {
-      vl_trace_release(t);
-      return vl__fail(err, VL_EPARSE, "line %zu: a positive id expected", line);
-    }
-    e->id = (uint32_t)id;
-    if (e->id > t->max_id) t->max_id = e->id;
-    if (s[0] == 'f') {
-      e->kind = VL_TR_FREE;
-    } else {
-      if (q >= lim || *q != ' ' || (q++, !digits(&q, lim, &bytes)) || bytes > (1ull << 50) ||
-          q >= lim || *q != ' ') {
-        vl_trace_release(t);
-        return vl__fail(err, VL_EPARSE, "line %zu: bytes (at most 2^50) and a device expected",
-                        line);
-      }
-      e->kind = VL_TR_ALLOC;
-      e->batch = s[0] == 'b';
-      e->bytes = bytes;
-      const char *d = q + 1, *sp = memchr(d, ' ', (size_t)(lim - d));
-      e->device = (uint8_t)device_code(d, (size_t)((sp ? sp : lim) - d));
-      /* then, space-separated: the module (the first word without a key),
-       * dtype=T, at=FILE:LINE */
-      for (const char *w = sp; w && w < lim;) {
-        w++;
-        const char *end = memchr(w, ' ', (size_t)(lim - w));
-        size_t wl = (size_t)((end ? end : lim) - w);
-        if (wl > 6 && !memcmp(w, "dtype=", 6))
-          e->dtype = intern(t, w + 6, wl - 6);
-        else if (wl > 3 && !memcmp(w, "at=", 3))
-          e->at = intern(t, w + 3, wl - 3);
-        else if (wl && !e->module)
-          e->module = intern(t, w, wl);
-        w = end;
-      }
-      t->per_device[e->device]++;
-    }
-    t->n++;
   }
   return VL_OK;
 }

@@ -7,6 +7,19 @@
 #include "vramledger/probe.h"
 #include "vramledger/render.h"
 
+/* The replay covers the whole job: it exited 0 (or, for a replayed file,
+ * is not known to have failed) and its trace's last line is whole. */
+static bool complete(const struct vl_trace_view *v) {
+  return v->job_exit_status == 0 && v->tr->cut_last_line == 0;
+}
+
+/* The last mark in the trace: where an incomplete run stopped; NULL: none. */
+static const char *last_mark(const struct vl_trace *tr) {
+  return tr->n_marks ? tr->marks[tr->n_marks - 1] : NULL;
+}
+
+static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
+
 static int as_json(FILE *o, const struct vl_trace_view *v) {
   const struct vl_replay *r = v->replays;
   const struct vl_trace *tr = v->tr;
@@ -18,6 +31,9 @@ static int as_json(FILE *o, const struct vl_trace_view *v) {
   json_object_set_new(root, "allocations", U(r[0].allocs));
   json_object_set_new(root, "frees", U(r[0].frees));
   json_object_set_new(root, "job_exit_status", json_integer(v->job_exit_status));
+  json_object_set_new(root, "complete", json_boolean(complete(v)));
+  json_object_set_new(root, "stopped_after_mark", str_or_null(last_mark(tr)));
+  json_object_set_new(root, "cut_last_line_bytes", U(tr->cut_last_line));
   json_object_set_new(root, "batch", tr->batch ? U(tr->batch) : json_null());
   json_object_set_new(root, "peak_mark",
                       r[0].peak_mark >= 0 ? json_string(tr->marks[r[0].peak_mark]) : json_null());
@@ -53,15 +69,28 @@ static int as_json(FILE *o, const struct vl_trace_view *v) {
   return rc == 0 && !ferror(o) ? 0 : -1;
 }
 
-int vl_render_trace(FILE *o, bool json, const struct vl_trace_view *v) {
-  if (json) return as_json(o, v);
+/* What an incomplete run's replay covers: how the job ended, the cut
+ * line, and where the trace stops. */
+static void incomplete_lines(FILE *o, const struct vl_trace_view *v) {
+  int st = v->job_exit_status;
+  if (st > 128) /* `run`'s convention, as a shell's: 128 + the signal */
+    fprintf(o, "  an incomplete run: the job was killed by signal %d (status %d)\n", st - 128, st);
+  else if (st)
+    fprintf(o, "  an incomplete run: the job exited with status %d\n", st);
+  if (v->tr->cut_last_line)
+    fprintf(o, "  the trace's last line was cut (%zu bytes), ignored\n", v->tr->cut_last_line);
+  const char *m = last_mark(v->tr);
+  fprintf(o, "  the replay covers the part that ran: %zu events, ", v->tr->n);
+  if (m)
+    fprintf(o, "stopped after mark '%s'\n", m);
+  else
+    fprintf(o, "no mark\n");
+}
+
+static void table(FILE *o, const struct vl_trace_view *v, const char *for_part) {
   const struct vl_replay *r = v->replays;
-  const struct vl_trace *tr = v->tr;
-  fprintf(o, "trace: %s\n  %zu allocations and %zu frees replayed (device %s)%s\n", v->trace,
-          r[0].allocs, r[0].frees, v->device,
-          v->job_exit_status ? "; the job did not finish cleanly: the trace stops where it did"
-                             : "");
-  fprintf(o, "\n  the GPU would see (PyTorch's caching allocator, docs/model.md section 12):\n\n");
+  fprintf(o, "\n  the GPU would see%s (PyTorch's caching allocator, docs/model.md section 12):\n\n",
+          for_part);
   fprintf(o, "  %-26s %14s %14s %10s %9s %8s\n", "allocator", "peak alloc", "peak reserved",
           "cached", "segments", "retries");
   for (int i = 0; i < v->n; i++) {
@@ -74,7 +103,19 @@ int vl_render_trace(FILE *o, bool json, const struct vl_trace_view *v) {
     if (r[i].oom) fprintf(o, "%zu", r[i].oom_event + 1);
     fputc('\n', o);
   }
-  fprintf(o, "\n  the peak: event %zu of %zu", r[0].peak_event + 1, tr->n);
+}
+
+int vl_render_trace(FILE *o, bool json, const struct vl_trace_view *v) {
+  if (json) return as_json(o, v);
+  const struct vl_replay *r = v->replays;
+  const struct vl_trace *tr = v->tr;
+  bool whole = complete(v);
+  const char *of = whole ? "" : " of the part that ran";
+  fprintf(o, "trace: %s\n  %zu allocations and %zu frees replayed (device %s)\n", v->trace,
+          r[0].allocs, r[0].frees, v->device);
+  if (!whole) incomplete_lines(o, v);
+  table(o, v, whole ? "" : " for the part that ran");
+  fprintf(o, "\n  the peak%s: event %zu of %zu", of, r[0].peak_event + 1, tr->n);
   if (r[0].peak_mark >= 0) fprintf(o, ", in '%s'", tr->marks[r[0].peak_mark]);
   if (r[0].peak_module) fprintf(o, ", allocated by %s", tr->modules[r[0].peak_module]);
   if (r[0].peak_at) fprintf(o, " at %s", tr->modules[r[0].peak_at]);

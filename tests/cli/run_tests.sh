@@ -142,5 +142,36 @@ check "samples at 10 ms, written in batches: all there, in time order, the exit 
 "$vl" run --quiet 2>"$tmp/err"
 check "run needs a command" [ $? = 2 ]
 
+# `trace` of a job (the job writes its trace itself here: no torch needed):
+# a failed job's replay is marked incomplete, never bare numbers, and
+# trace exits with the job's status; a job that leaves no trace, nothing
+"$vl" trace --out "$tmp/tr3" --format json -- sh -c \
+  'printf "m forward 1\na 1 4096 cuda\nm backward 1\n" >"$VRAMLEDGER_TRACE"; exit 3' \
+  >"$tmp/out" 2>"$tmp/err"
+check "trace: a failed job's status passes through" [ $? = 3 ]
+check "trace: its replay is not complete" grep -q '"complete": false' "$tmp/out"
+check "trace: and says where it stopped" grep -q '"stopped_after_mark": "backward 1"' "$tmp/out"
+"$vl" trace --out "$tmp/tr9" -- sh -c \
+  'printf "m forward 1\na 1 4096 cuda\na 2 40" >"$VRAMLEDGER_TRACE"; kill -9 $$' >"$tmp/out" 2>"$tmp/err"
+check "trace: a killed job gives 128 + signal" [ $? = 137 ]
+check "trace: the kill is said" grep -q "killed by signal 9 (status 137)" "$tmp/out"
+check "trace: the cut last line is said" grep -q "last line was cut (6 bytes), ignored" "$tmp/out"
+check "trace: the peaks are of the part that ran" grep -q "the peak of the part that ran: event 2 of 2, in 'forward 1'" "$tmp/out"
+"$vl" trace --out "$tmp/tr0" --format json -- sh -c 'printf "a 1 4096 cuda\nf 1\n" >"$VRAMLEDGER_TRACE"' \
+  >"$tmp/out" 2>"$tmp/err"
+check "trace: a job that succeeded is complete" sh -c "[ $? = 0 ] && grep -q '\"complete\": true' '$tmp/out'"
+"$vl" trace --out "$tmp/tr0" -- true >"$tmp/out" 2>"$tmp/err"
+check "trace: an old trace is never replayed as a new job's" sh -c "[ $? = 1 ] && [ ! -s '$tmp/out' ]"
+check "trace: and the old trace is named" grep -q "'$tmp/tr0/alloc.trace' exists" "$tmp/err"
+"$vl" trace --out "$tmp/trmissing" -- /nonexistent/command >"$tmp/out" 2>"$tmp/err"
+check "trace: a missing command gives 127" [ $? = 127 ]
+check "trace: the missing command is named" grep -q "no trace: '/nonexistent/command'" "$tmp/err"
+check "trace: and no replay printed" [ ! -s "$tmp/out" ]
+"$vl" trace --out "$tmp/trnone" -- true >"$tmp/out" 2>"$tmp/err"
+check "trace: a job that wrote no trace fails" sh -c "[ $? = 1 ] && [ ! -s '$tmp/out' ]"
+"$vl" trace --out "$tmp/trempty" -- sh -c ': >"$VRAMLEDGER_TRACE"; kill -9 $$' >"$tmp/out" 2>"$tmp/err"
+check "trace: an empty trace of a killed job: its status, no replay" sh -c "[ $? = 137 ] && [ ! -s '$tmp/out' ]"
+check "trace: the empty trace is said" grep -q "no allocation events: 'sh' was killed by signal 9" "$tmp/err"
+
 echo "$n checks, $fail failed"
 [ $fail = 0 ]

@@ -247,7 +247,8 @@ static void trace_parse_and_replay(void **state) {
   struct vl_trace t;
   struct vl_err err = {""};
   assert_int_equal(vl_trace_parse(text, strlen(text), &t, &err), VL_OK);
-  assert_int_equal(t.n, 10); /* the cut last line is dropped */
+  assert_int_equal(t.n, 10); /* the cut last line is dropped, and counted */
+  assert_int_equal(t.cut_last_line, strlen("a 6 12"));
   assert_int_equal(t.n_marks, 2);
   assert_int_equal(t.per_device[1], 4);
   assert_int_equal(t.per_device[0], 1);
@@ -331,6 +332,65 @@ static void trace_batch_fields_meta(void **state) {
   vl_trace_release(&t);
 }
 
+/* The last line without its newline: a whole event is kept, a fragment
+ * (what a job that died mid-write leaves) left out and counted, never an
+ * error, and the error message left as it was. */
+static size_t cut_of(const char *text, size_t *n_events) {
+  struct vl_trace t;
+  struct vl_err err = {"untouched"};
+  assert_int_equal(vl_trace_parse(text, strlen(text), &t, &err), VL_OK);
+  assert_string_equal(err.msg, "untouched");
+  size_t cut = t.cut_last_line;
+  *n_events = t.n;
+  vl_trace_release(&t);
+  return cut;
+}
+
+static void trace_cut_last_line(void **state) {
+  (void)state;
+  size_t n = 0;
+  /* whole events at the end of the file are kept */
+  assert_int_equal(cut_of("a 1 100 cuda\nf 1", &n), 0);
+  assert_int_equal(n, 2);
+  assert_int_equal(cut_of("a 1 100 cuda\na 2 512 cpu model.h.0", &n), 0);
+  assert_int_equal(n, 2);
+  assert_int_equal(cut_of("a 1 100 cuda\nm forward 2", &n), 0);
+  assert_int_equal(n, 2);
+  assert_int_equal(cut_of("a 1 100 cuda\ne", &n), 0);
+  assert_int_equal(n, 2);
+  assert_int_equal(cut_of("a 1 100 cuda\n# a comment", &n), 0);
+  assert_int_equal(n, 1);
+  /* fragments: left out, their bytes counted */
+  assert_int_equal(cut_of("a 1 100 cuda\na 2 51", &n), 6);
+  assert_int_equal(n, 1);
+  assert_int_equal(cut_of("a 1 100 cuda\na 2 512 cu", &n), 10); /* the device's name cut */
+  assert_int_equal(n, 1);
+  assert_int_equal(cut_of("a 1 100 cuda\nf 1 x", &n), 5);
+  assert_int_equal(cut_of("a 1 100 cuda\nm", &n), 1);
+  assert_int_equal(cut_of("a 1 100 cuda\ns 4096 2097", &n), 11); /* a size may lose digits */
+  assert_int_equal(cut_of("a 1 100 cuda\n# batch 1", &n), 9);    /* so may a batch */
+  assert_int_equal(cut_of("{\"not\": \"a trace\"}", &n), 18);    /* the only line */
+  assert_int_equal(n, 0);
+  /* what a fragment says is not kept: no id, no device, no batch */
+  struct vl_trace t;
+  struct vl_err err = {""};
+  const char *text = "a 1 100 cuda\n# batch 1";
+  assert_int_equal(vl_trace_parse(text, strlen(text), &t, &err), VL_OK);
+  assert_int_equal(t.batch, 0);
+  vl_trace_release(&t);
+  text = "a 1 100 cuda\na 99999 100 c";
+  assert_int_equal(vl_trace_parse(text, strlen(text), &t, &err), VL_OK);
+  assert_int_equal(t.max_id, 1);
+  assert_int_equal(t.per_device[3], 0);
+  vl_trace_release(&t);
+  /* a bad line that ends with its newline is still an error */
+  assert_int_equal(vl_trace_parse("a 1 100 cuda\na 2 51\n", 20, &t, &err), VL_EPARSE);
+  assert_string_equal(err.msg, "line 2: bytes (at most 2^50) and a device expected");
+  /* nothing at all parses: the caller says that is no trace */
+  assert_int_equal(cut_of("", &n), 0);
+  assert_int_equal(n, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(sizes),
                                      cmocka_unit_test(pools_and_splitting),
@@ -344,6 +404,7 @@ int main(void) {
                                      cmocka_unit_test(driver_addresses_break_ties),
                                      cmocka_unit_test(trace_parse_and_replay),
                                      cmocka_unit_test(trace_empty_cache),
-                                     cmocka_unit_test(trace_batch_fields_meta)};
+                                     cmocka_unit_test(trace_batch_fields_meta),
+                                     cmocka_unit_test(trace_cut_last_line)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
