@@ -78,6 +78,18 @@ struct vl_arch;
 /*! Load --model (a config.json path or a bundled name) into *arch; on
  * failure prints the error (with suggestions) and returns an exit code. */
 int cli_load_model(const char *model, struct vl_arch *arch);
+/* A --model resolved and read (commit and check identify it by content). */
+struct cli_model {
+  char path[4096];  /* the file read */
+  char bundled[64]; /* the bundled model's name; "" for a file */
+  char *text;       /* its content; the caller frees it with vl_free */
+  size_t len;
+};
+/*! cli_load_model, keeping what was read in *m (m->text NULL on failure).
+ * A bare name is the bundled model even where a file of that name is in
+ * the working directory (a note on stderr names it); a path has a '/' or
+ * ends in .json. */
+int cli_load_model_file(const char *model, struct vl_arch *arch, struct cli_model *m);
 
 #include "vramledger/banned.h"
 #endif

@@ -1,14 +1,274 @@
 /* vramledger check: the CI gate. A job's configuration against its
  * Training Resource Commitment; exit 3 naming each drift. docs/cmd/check.md. */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "jobflags.h"
 #include "vramledger/alloc.h"
 #include "vramledger/commitment.h"
+#include "vramledger/record.h"
+
+#define MAX_ITEMS 96
+#define MAX_CONFIG_DRIFTS 32
+
+static const char fix_setting[] =
+    "set it back, or commit the new configuration (vramledger commit --force) and have the "
+    "commitment reviewed";
+static const char fix_hardware[] =
+    "run on the committed hardware, or commit for this one (vramledger commit --gpu NAME --force) "
+    "and have the commitment reviewed";
+static const char fix_margin[] =
+    "keep the committed margin, or commit with this one (vramledger commit --margin PCT --force) "
+    "and have the commitment reviewed";
+static const char fix_run_hardware[] =
+    "the run was measured on other hardware: measure on the committed hardware, or commit for "
+    "the run's (vramledger commit --force)";
+
+struct gate {
+  struct vl_check_item items[MAX_ITEMS];
+  int n;
+};
+
+static struct vl_check_item *add(struct gate *g, enum vl_check_kind kind, const char *field,
+                                 const char *committed, const char *now, const char *action) {
+  if (g->n == MAX_ITEMS) return NULL;
+  struct vl_check_item *it = &g->items[g->n++];
+  it->kind = kind;
+  snprintf(it->d.field, sizeof it->d.field, "%s", field);
+  snprintf(it->d.committed, sizeof it->d.committed, "%s", committed);
+  snprintf(it->d.now, sizeof it->d.now, "%s", now);
+  snprintf(it->action, sizeof it->action, "%s", action);
+  return it;
+}
+
+/* Was flag given (as "--flag V" or "--flag=V")? */
+static bool given(int argc, const char **argv, const char *flag) {
+  size_t n = strlen(flag);
+  for (int i = 1; i < argc; i++)
+    if (strncmp(argv[i], flag, n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '=')) return true;
+  return false;
+}
+
+/* "a/b/../c" -> "a/c" in place, for the messages: a folder and the ".."
+ * after it cancel (unless the folder is ".." itself). Symbolic links aside,
+ * the same file. */
+static void tidy(char *p) {
+  char *from = p;
+  for (char *up; (up = strstr(from, "/../"));) {
+    char *start = up;
+    while (start > p && start[-1] != '/')
+      start--;
+    if ((up - start == 2 && strncmp(start, "..", 2) == 0) || up == start) {
+      from = up + 3; /* "../.." or "/..": nothing to cancel */
+      continue;
+    }
+    memmove(start, up + 4, strlen(up + 4) + 1);
+    from = start > p ? start - 1 : p;
+  }
+}
+
+/* The model the job trains now: --model, else the commitment's own (its
+ * config file relative to the commitment's folder, or its bundled name). */
+static int current_model(const char *commitment, const struct vl_commitment *c, const char *model,
+                         struct vl_arch *arch, struct cli_model *m) {
+  if (model) return cli_load_model_file(model, arch, m);
+  if (!c->has_identity) return cli_load_model_file(c->model, arch, m);
+  if (c->config_bundled[0]) return cli_load_model_file(c->config_bundled, arch, m);
+  char path[PATH_MAX];
+  const char *slash = strrchr(commitment, '/');
+  if (c->config_file[0] == '/' || !slash)
+    snprintf(path, sizeof path, "%s", c->config_file);
+  else
+    snprintf(path, sizeof path, "%.*s/%s", (int)(slash - commitment), commitment, c->config_file);
+  tidy(path);
+  int rc = cli_load_model_file(path, arch, m);
+  if (rc)
+    cli_hint("'%s' is the commitment's model_config.file '%s', relative to the commitment's "
+             "folder; give the model's config with --model FILE",
+             path, c->config_file);
+  return rc;
+}
+
+/* The model by what it is: its canonical config against the committed
+ * one, key by key; for a commitment written before model_config, its
+ * model_type and parameter count. */
+static int compare_model(struct gate *g, const char *commitment, const struct vl_commitment *c,
+                         const struct cli_model *m, const struct vl_arch *arch, uint64_t params,
+                         const char *model_flag) {
+  char fix[320 + sizeof m->path];
+  snprintf(fix, sizeof fix,
+           "restore it in '%s', or commit this config (vramledger commit --force) and have the "
+           "commitment reviewed",
+           m->path);
+  if (!c->has_identity) {
+    fprintf(stderr,
+            "vramledger: note: '%s' names its model ('%s') but holds no copy of its config: "
+            "compared by model_type and parameter count only; commit again to record it\n",
+            commitment, c->model);
+    char a[32], b[32];
+    if (c->model_type[0] && strcmp(c->model_type, arch->model_type))
+      add(g, VL_CHECK_MODEL, "model_type", c->model_type, arch->model_type, fix);
+    snprintf(a, sizeof a, "%llu", (unsigned long long)c->params);
+    snprintf(b, sizeof b, "%llu", (unsigned long long)params);
+    if (c->params && c->params != params) add(g, VL_CHECK_MODEL, "parameter count", a, b, fix);
+    if (!c->model_type[0] && !c->params && model_flag && strcmp(model_flag, c->model))
+      add(g, VL_CHECK_SETTING, "model", c->model, model_flag, fix_setting);
+    return 0;
+  }
+  char sha[VL_SHA256_HEX];
+  struct vl_err err = {""};
+  if (vl_config_sha256(m->text, m->len, sha, &err) != VL_OK) {
+    cli_error("cannot use '%s': %s", m->path, err.msg);
+    return VL_EXIT_ERROR;
+  }
+  if (strcmp(sha, c->config_sha256) == 0) return 0;
+  size_t len = 0;
+  char *text = cli_read_file(commitment, &len);
+  if (!text) return VL_EXIT_ERROR;
+  struct vl_drift d[MAX_CONFIG_DRIFTS];
+  int nd = 0;
+  vl_status s =
+      vl_commitment_config_diff(text, len, m->text, m->len, d, MAX_CONFIG_DRIFTS, &nd, &err);
+  vl_free(text);
+  if (s == VL_EKEY || (s == VL_OK && nd == 0)) { /* no copy to name the keys by */
+    add(g, VL_CHECK_MODEL, "sha256", c->config_sha256, sha, fix);
+  } else if (s != VL_OK) {
+    cli_error("cannot compare '%s' with the commitment's config: %s", m->path, err.msg);
+    return VL_EXIT_ERROR;
+  }
+  for (int i = 0; s == VL_OK && i < nd && i < MAX_CONFIG_DRIFTS; i++)
+    add(g, VL_CHECK_MODEL, d[i].field, d[i].committed, d[i].now, fix);
+  if (nd > MAX_CONFIG_DRIFTS) {
+    char more[32];
+    snprintf(more, sizeof more, "%d more keys", nd - MAX_CONFIG_DRIFTS);
+    add(g, VL_CHECK_MODEL, "...", "", more, fix);
+  }
+  char a[32], b[32];
+  snprintf(a, sizeof a, "%llu", (unsigned long long)c->params);
+  snprintf(b, sizeof b, "%llu", (unsigned long long)params);
+  if (c->params && c->params != params) add(g, VL_CHECK_MODEL, "parameter count", a, b, fix);
+  return 0;
+}
+
+/* A run's GPUs against the committed ones. */
+static int compare_run_hardware(struct gate *g, const char *run, const struct vl_commitment *c,
+                                const char *catalog) {
+  struct est ce;
+  est_init(&ce);
+  ce.gpu = c->gpu;
+  ce.catalog = catalog;
+  struct vl_catalog cat;
+  const struct vl_gpu *card;
+  int rc = est_gpu(&ce, &cat, &card);
+  if (rc) {
+    cli_hint("the commitment's card '%s' is not in the catalog: give the one it was committed "
+             "with (--catalog FILE)",
+             c->gpu);
+    return rc;
+  }
+  struct vl_record r;
+  char rp[PATH_MAX];
+  if ((rc = cli_load_record(run, &r, rp, sizeof rp))) {
+    vl_catalog_release(&cat);
+    return rc;
+  }
+  struct vl_run_hw hw;
+  vl_run_hw_read(&r, &hw);
+  vl_record_release(&r);
+  struct vl_drift d[2];
+  int nd = vl_commitment_hw_diff(c->gpu, c->gpu_memory_bytes, c->gpus, &cat, &hw, d, 2);
+  for (int i = 0; i < nd; i++) {
+    char field[sizeof d[i].field + 16];
+    snprintf(field, sizeof field, "the run's %.80s", d[i].field);
+    add(g, VL_CHECK_HARDWARE, field, d[i].committed, d[i].now, fix_run_hardware);
+  }
+  vl_catalog_release(&cat);
+  return 0;
+}
+
+/* The job's settings from --config JOB.json or --deepspeed ds_config.json
+ * (over the commitment's). autos[] names DeepSpeed's "auto" settings. */
+static int job_from_files(int argc, const char **argv, const char *config, const char *ds,
+                          const struct vl_commitment *c, struct est *e, char *targets, size_t tn,
+                          char *autos, size_t an) {
+  autos[0] = '\0';
+  if (config) { /* the job's settings from a file instead of flags */
+    size_t len = 0;
+    char *text = cli_read_file(config, &len);
+    if (!text) return VL_EXIT_ERROR;
+    struct vl_err err = {""};
+    vl_status s = vl_job_from_settings(text, len, &e->job, targets, tn, &err);
+    vl_free(text);
+    if (s != VL_OK) {
+      cli_error("cannot use the job configuration '%s': %s", config, err.msg);
+      return VL_EXIT_ERROR;
+    }
+  }
+  if (!ds) return 0;
+  if (config) {
+    cli_error("give --config or --deepspeed, not both");
+    return VL_EXIT_USAGE;
+  }
+  /* the rest of the job (sequence, LoRA, attention, ...) as committed:
+   * estimate flags would say the same twice; the hardware and the output
+   * are not DeepSpeed's */
+  static const char *const taken[] = {"--commitment", "--deepspeed", "--run",
+                                      "--model",      "--format",    "--gpu",
+                                      "--margin",     "--catalog",   NULL};
+  for (int i = 1; i < argc; i++) {
+    if (strncmp(argv[i], "--", 2) != 0) continue;
+    bool ok = false;
+    for (int k = 0; taken[k] && !ok; k++) {
+      size_t n = strlen(taken[k]);
+      ok = strncmp(argv[i], taken[k], n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '=');
+    }
+    if (!ok) {
+      cli_error("with --deepspeed, the settings the DeepSpeed file does not hold are the "
+                "commitment's: %s is not taken",
+                argv[i]);
+      cli_hint("check the other settings with --config JOB.json or estimate flags, in a "
+               "second call");
+      return VL_EXIT_USAGE;
+    }
+  }
+  e->job = c->job; /* its LoRA targets point into c, which lives to the end */
+  size_t len = 0;
+  char *text = cli_read_file(ds, &len);
+  if (!text) return VL_EXIT_ERROR;
+  struct vl_err err = {""};
+  vl_status s = vl_job_apply_deepspeed(text, len, &e->job, autos, an, &err);
+  vl_free(text);
+  if (s != VL_OK) {
+    cli_error("cannot use the DeepSpeed configuration '%s': %s", ds, err.msg);
+    cli_hint("a ds_config.json as deepspeed.initialize(config=...) takes it");
+    return VL_EXIT_ERROR;
+  }
+  return 0;
+}
+
+/* The flags check takes but does not use are refused, never ignored. */
+static int refuse(const struct est *e, bool catalog_used) {
+  const char *what = e->search == 1                ? "--max-batch"
+                     : e->search == 2              ? "--max-seq"
+                     : e->explain                  ? "--explain"
+                     : e->fmt == VL_FMT_MD         ? "--format md"
+                     : !catalog_used && e->catalog ? "--catalog"
+                                                   : NULL;
+  if (!what) return 0;
+  cli_error("check does not take %s", what);
+  if (e->catalog && !catalog_used)
+    cli_hint("--catalog goes with --gpu NAME or --run RUN (the cards they are read against)");
+  else if (e->fmt == VL_FMT_MD)
+    cli_hint("--format text (the default) or json");
+  else
+    cli_hint("check gates a job: vramledger estimate ... %s is the command for that", what);
+  return VL_EXIT_USAGE;
+}
 
 int cmd_check(int argc, const char **argv) {
   static const char *const names[] = {"--commitment", "--config", "--run", "--deepspeed", NULL};
@@ -20,110 +280,88 @@ int cmd_check(int argc, const char **argv) {
     fputs(vl_help_check, stdout);
     return VL_EXIT_OK;
   }
+  if ((rc = refuse(&e, e.gpu || val[2]))) return rc;
   if (!val[0]) {
     cli_error("check needs --commitment FILE");
     return VL_EXIT_USAGE;
   }
   struct vl_commitment c;
   if ((rc = cli_load_commitment(val[0], &c))) return rc;
-  char targets[256];
-  if (val[1]) { /* the job's settings from a file instead of flags */
-    size_t len = 0;
-    char *text = cli_read_file(val[1], &len);
-    if (!text) return VL_EXIT_ERROR;
-    struct vl_err err = {""};
-    vl_status s = vl_job_from_settings(text, len, &e.job, targets, sizeof targets, &err);
-    vl_free(text);
-    if (s != VL_OK) {
-      cli_error("cannot use the job configuration '%s': %s", val[1], err.msg);
-      return VL_EXIT_ERROR;
-    }
-  }
-  if (val[3]) { /* DeepSpeed's settings over the commitment's (or the flags') */
-    if (val[1]) {
-      cli_error("give --config or --deepspeed, not both");
-      return VL_EXIT_USAGE;
-    }
-    /* the rest of the job (sequence, LoRA, attention, ...) as committed:
-     * estimate flags would say the same twice */
-    for (int i = 1; i < argc; i++)
-      if (strncmp(argv[i], "--", 2) == 0 && strcmp(argv[i], "--commitment") &&
-          strcmp(argv[i], "--deepspeed") && strcmp(argv[i], "--run") &&
-          strcmp(argv[i], "--model")) {
-        cli_error("with --deepspeed, the settings the DeepSpeed file does not hold are the "
-                  "commitment's: %s is not taken",
-                  argv[i]);
-        cli_hint("check the other settings with --config JOB.json or estimate flags, in a "
-                 "second call");
-        return VL_EXIT_USAGE;
-      }
-    e.job = c.job; /* its LoRA targets point into c, which lives to the end */
-    size_t len = 0;
-    char *text = cli_read_file(val[3], &len);
-    if (!text) return VL_EXIT_ERROR;
-    struct vl_err err = {""};
-    char autos[512];
-    vl_status s = vl_job_apply_deepspeed(text, len, &e.job, autos, sizeof autos, &err);
-    vl_free(text);
-    if (s != VL_OK) {
-      cli_error("cannot use the DeepSpeed configuration '%s': %s", val[3], err.msg);
-      cli_hint("a ds_config.json as deepspeed.initialize(config=...) takes it");
-      return VL_EXIT_ERROR;
-    }
-    if (autos[0]) printf("not checked (\"auto\", filled in at launch): %s\n", autos);
-  }
-  const char *model = e.model ? e.model : c.model;
-  int problems = 0;
-  if (strcmp(model, c.model) != 0) {
-    printf("drift: model is '%s', the commitment says '%s'\n", model, c.model);
-    problems++;
-  }
-  struct vl_drift d[32];
-  int nd = vl_commitment_diff(&c, &e.job, d, 32);
-  for (int i = 0; i < nd && i < 32; i++)
-    printf("drift: %s is '%s', the commitment says '%s'\n", d[i].field, d[i].now, d[i].committed);
-  problems += nd;
-  if (problems)
-    printf("  update the baseline (vramledger commit) or attach a new measurement report\n");
+  char targets[256], autos[512];
+  if ((rc = job_from_files(argc, argv, val[1], val[3], &c, &e, targets, sizeof targets, autos,
+                           sizeof autos)))
+    return rc;
 
-  /* does the job as it is still fit the committed card? */
   struct vl_arch arch;
-  if ((rc = cli_load_model(model, &arch))) return rc;
-  struct vl_bill *bill;
+  struct cli_model m;
+  if ((rc = current_model(val[0], &c, e.model, &arch, &m))) return rc;
+  struct vl_bill *bill = NULL;
+  struct vl_catalog cat = {0};
+  static struct gate g; /* large: not on the stack */
+  g.n = 0;
   struct vl_err err = {""};
   if (est_bill(&arch, &e.job, &bill, &err) != VL_OK) {
     cli_error("cannot estimate the job: %s", err.msg);
-    return VL_EXIT_ERROR;
+    rc = VL_EXIT_ERROR;
+    goto out;
   }
-  double usable = (double)c.gpu_memory_bytes * (1.0 - c.margin);
-  double G = (double)(1ull << 30);
+  if ((rc = compare_model(&g, val[0], &c, &m, &arch, bill->params, e.model))) goto out;
+
+  struct vl_drift d[48];
+  int nd = vl_commitment_diff(&c, &e.job, d, 48);
+  for (int i = 0; i < nd && i < 48; i++)
+    add(&g, VL_CHECK_SETTING, d[i].field, d[i].committed, d[i].now, fix_setting);
+
+  /* the hardware: --gpu and --margin say what the job runs on now */
+  const struct vl_gpu *card = NULL;
+  if ((rc = est_gpu(&e, &cat, &card))) goto out;
+  uint64_t card_bytes = card ? card->memory_bytes : c.gpu_memory_bytes;
+  const char *card_name = card ? card->name : c.gpu;
+  if (card && !(vl_catalog_find(&cat, c.gpu) == card || strcasecmp(card->name, c.gpu) == 0))
+    add(&g, VL_CHECK_HARDWARE, "gpu", c.gpu, card->name, fix_hardware);
+  double margin = given(argc, argv, "--margin") ? e.margin : c.margin;
+  if (fabs(margin - c.margin) > 1e-9) {
+    char a[32], b[32];
+    snprintf(a, sizeof a, "%g %%", c.margin * 100);
+    snprintf(b, sizeof b, "%g %%", margin * 100);
+    add(&g, VL_CHECK_HARDWARE, "margin", a, b, fix_margin);
+  }
+
+  /* does the job as it is still fit the card? */
+  char action[320];
+  vl_commitment_peak_action(&e.job, bill, card_bytes, action, sizeof action);
+  double usable = (double)card_bytes * (1.0 - margin), G = (double)(1ull << 30);
   double need = (double)vl_bill_budget_bytes(bill);
   if (need > usable) {
-    printf("over budget: the job needs %.2f GiB per GPU%s, the committed %s gives %.2f GiB with "
-           "%.0f %% kept free\n",
-           need / G, need > (double)bill->total_bytes ? " in its worse outcome" : "", c.gpu,
-           usable / G, c.margin * 100);
-    problems++;
+    char a[128], b[128];
+    snprintf(a, sizeof a, "%.2f GiB on %s with %g %% kept free", usable / G, card_name,
+             margin * 100);
+    snprintf(b, sizeof b, "%.2f GiB per GPU%s", need / G,
+             need > (double)bill->total_bytes ? " in its worse outcome" : "");
+    add(&g, VL_CHECK_BUDGET, "memory per GPU", a, b, action);
   }
-  uint64_t mp = 0, mc = 0;
-  char rec[PATH_MAX];
   if (val[2]) {
-    if ((rc = cli_run_peaks(val[2], &mp, &mc, NULL, rec, sizeof rec))) {
-      vl_free(bill);
-      return rc;
-    }
-    if ((double)mp > c.peak_trigger * (double)vl_commitment_budget_bytes(&c)) {
-      printf("trigger: the measured peak %.2f GiB is over %.0f %% of the committed %.2f GiB: "
-             "enable activation checkpointing\n",
-             (double)mp / G, c.peak_trigger * 100, (double)vl_commitment_budget_bytes(&c) / G);
-      problems++;
+    uint64_t mp = 0, mc = 0;
+    char rec[PATH_MAX];
+    if ((rc = cli_run_peaks(val[2], &mp, &mc, NULL, rec, sizeof rec))) goto out;
+    if ((rc = compare_run_hardware(&g, val[2], &c, e.catalog))) goto out;
+    double budget = (double)vl_commitment_budget_bytes(&c);
+    if ((double)mp > c.peak_trigger * budget) {
+      char a[128], b[64];
+      snprintf(a, sizeof a, "%.0f %% of the committed %.2f GiB", c.peak_trigger * 100, budget / G);
+      snprintf(b, sizeof b, "%.2f GiB", (double)mp / G);
+      add(&g, VL_CHECK_TRIGGER, "measured peak", a, b, action);
     }
   }
+  struct vl_check_view v = {val[0], m.path, g.items, g.n, autos[0] ? autos : NULL};
+  if (vl_render_check(stdout, e.fmt, &v) != 0) {
+    rc = VL_EXIT_ERROR;
+    goto out;
+  }
+  rc = g.n ? VL_EXIT_NOFIT : VL_EXIT_OK;
+out:
   vl_free(bill);
-  if (problems) {
-    printf("check failed: %d problem%s against %s\n", problems, problems == 1 ? "" : "s", val[0]);
-    return VL_EXIT_NOFIT;
-  }
-  printf("consistent with %s\n", val[0]);
-  return VL_EXIT_OK;
+  vl_free(m.text);
+  vl_catalog_release(&cat);
+  return rc;
 }

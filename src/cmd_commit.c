@@ -1,5 +1,6 @@
 /* vramledger commit: write the Training Resource Commitment for a job
  * (commitment.json + COMMITMENT.md). docs/cmd/commit.md. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -27,10 +28,47 @@ static int write_file(const char *path, bool md, const struct vl_commit_view *v)
   return 0;
 }
 
+/* A plan's model: a bundled name as it is; a relative path against the
+ * plan file's folder, where that file exists (the plan read from another
+ * folder), else as given (against the working directory). */
+static void plan_model(const char *plan, const char *model, char *out, size_t n) {
+  size_t ml = strlen(model);
+  bool path = strchr(model, '/') || (ml >= 5 && strcmp(model + ml - 5, ".json") == 0);
+  const char *slash = strrchr(plan, '/');
+  struct stat st;
+  if (path && model[0] != '/' && slash) {
+    snprintf(out, n, "%.*s/%s", (int)(slash - plan), plan, model);
+    if (stat(out, &st) == 0) return;
+  }
+  snprintf(out, n, "%s", model);
+}
+
+/* The path of file relative to the folder dir (both existing): what a
+ * commitment stores so that it can be read from any working directory and
+ * from another clone. 0, or -1 when either cannot be resolved. */
+static int relative_path(const char *dir, const char *file, char *out, size_t n) {
+  char d[PATH_MAX + 1], f[PATH_MAX];
+  if (!realpath(dir, d) || !realpath(file, f)) return -1;
+  size_t dl = strlen(d);
+  if (d[dl - 1] != '/') { /* "/a/b" -> "/a/b/": its folders end in '/' */
+    d[dl++] = '/';
+    d[dl] = '\0';
+  }
+  size_t common = 0; /* the last '/' of the folder both lie under */
+  for (size_t i = 0; d[i] && d[i] == f[i]; i++)
+    if (d[i] == '/') common = i;
+  size_t o = 0;
+  out[0] = '\0';
+  for (size_t i = common + 1; i < dl; i++) /* up from dir to that folder */
+    if (d[i] == '/' && o + 3 < n) o += (size_t)snprintf(out + o, n - o, "../");
+  snprintf(out + o, n - o, "%s", f + common + 1);
+  return 0;
+}
+
 /* The job of a plan's best configuration (`plan --format json`): its
  * model, card, margin and settings, as if given as estimate flags. The
  * strings live in names[] (model, gpu); its GPU-hours go to *gpu_hours. */
-static int from_plan(const char *path, struct est *e, char names[2][256], double *gpu_hours) {
+static int from_plan(const char *path, struct est *e, char names[2][PATH_MAX], double *gpu_hours) {
   size_t len;
   char *text = cli_read_file(path, &len);
   if (!text) return VL_EXIT_ERROR;
@@ -70,8 +108,8 @@ static int from_plan(const char *path, struct est *e, char names[2][256], double
     if (s != VL_OK) {
       cli_error("%s: best.settings: %s", path, err.msg);
     } else {
-      snprintf(names[0], 256, "%s", model);
-      snprintf(names[1], 256, "%s", gpu);
+      plan_model(path, model, names[0], PATH_MAX);
+      snprintf(names[1], PATH_MAX, "%s", gpu);
       e->model = names[0];
       e->gpu = names[1];
       e->margin = json_number_value(margin);
@@ -86,18 +124,59 @@ static int from_plan(const char *path, struct est *e, char names[2][256], double
   return rc;
 }
 
+/* The run's hardware where it differs from the committed card and count
+ * ("2 x h200"), into buf; "" when it is the same or the record names
+ * none. */
+static void run_hardware(const char *run, const struct vl_gpu *gpu, uint64_t count,
+                         const struct vl_catalog *cat, char *buf, size_t n) {
+  buf[0] = '\0';
+  struct vl_record r;
+  char rp[PATH_MAX];
+  if (cli_load_record(run, &r, rp, sizeof rp)) return;
+  struct vl_run_hw hw;
+  vl_run_hw_read(&r, &hw);
+  vl_record_release(&r);
+  struct vl_drift d[2];
+  if (!vl_commitment_hw_diff(gpu->name, gpu->memory_bytes, count, cat, &hw, d, 2)) return;
+  const struct vl_gpu *g = vl_catalog_match_device(cat, hw.device);
+  snprintf(buf, n, "%u x %s", hw.count, g ? g->name : hw.device);
+}
+
 int cmd_commit(int argc, const char **argv) {
   static const char *const names[] = {"--out",       "--run",  "--sla-tokens-per-s",
                                       "--gpu-hours", "--plan", NULL};
   const char *val[5];
+  /* --force, the one flag without a value, before the job's flags */
+  const char *args[256];
+  int nargs = 0;
+  bool force = false;
+  if (argc > 255) {
+    cli_error("too many arguments");
+    return VL_EXIT_USAGE;
+  }
+  for (int i = 0; i < argc; i++) {
+    if (i > 0 && strcmp(argv[i], "--force") == 0)
+      force = true;
+    else
+      args[nargs++] = argv[i];
+  }
   struct est e;
-  int rc = est_parse_with(argc, argv, names, val, &e);
+  int rc = est_parse_with(nargs, args, names, val, &e);
   if (rc) return rc;
   if (e.help) {
     fputs(vl_help_commit, stdout);
     return VL_EXIT_OK;
   }
-  char plan_names[2][256];
+  const char *theirs = e.search               ? "--max-batch/--max-seq"
+                       : e.explain            ? "--explain"
+                       : e.fmt != VL_FMT_TEXT ? "--format"
+                                              : NULL;
+  if (theirs) { /* estimate's flags: refused, not ignored */
+    cli_error("commit writes a commitment: %s is estimate's", theirs);
+    cli_hint("vramledger estimate ... first, then commit the job it found");
+    return VL_EXIT_USAGE;
+  }
+  char plan_names[2][PATH_MAX];
   double plan_hours = 0;
   if (val[4]) {
     if (e.model || e.gpu) {
@@ -115,13 +194,27 @@ int cmd_commit(int argc, const char **argv) {
   if (val[3] && (rc = cli_double("gpu-hours", val[3], 0.0, 1e12, &hours))) return rc;
   if (!val[3]) hours = plan_hours;
   struct vl_arch arch;
-  if ((rc = cli_load_model(e.model, &arch))) return rc;
+  struct cli_model m;
+  if ((rc = cli_load_model_file(e.model, &arch, &m))) return rc;
   struct vl_catalog cat;
   const struct vl_gpu *gpu;
-  if ((rc = est_gpu(&e, &cat, &gpu))) return rc;
-  struct vl_bill *bill;
+  struct vl_bill *bill = NULL;
+  char *canon = NULL;
+  if ((rc = est_gpu(&e, &cat, &gpu))) {
+    vl_free(m.text);
+    return rc;
+  }
   struct vl_err err = {""};
-  vl_status s = est_bill(&arch, &e.job, &bill, &err);
+  size_t canon_len = 0;
+  char sha[VL_SHA256_HEX];
+  vl_status s = vl_config_canonical(m.text, m.len, &canon, &canon_len, &err);
+  if (s != VL_OK) {
+    cli_error("cannot use '%s': %s", m.path, err.msg);
+    rc = VL_EXIT_ERROR;
+    goto out;
+  }
+  vl_sha256_hex(canon, canon_len, sha);
+  s = est_bill(&arch, &e.job, &bill, &err);
   if (s != VL_OK) {
     cli_error("cannot estimate '%s': %s", e.model, err.msg);
     rc = s == VL_ENOMEM || s == VL_EIO ? VL_EXIT_ERROR : VL_EXIT_USAGE;
@@ -129,44 +222,93 @@ int cmd_commit(int argc, const char **argv) {
   }
   struct vl_fit fit;
   vl_fit_check(vl_bill_budget_bytes(bill), gpu, e.margin, &fit);
+  char peak_action[320], tput_action[320];
+  vl_commitment_peak_action(&e.job, bill, gpu->memory_bytes, peak_action, sizeof peak_action);
+  vl_commitment_throughput_action(&e.job, tput_action, sizeof tput_action);
   if (!fit.fits) {
     cli_error("the job needs %.2f GiB per GPU; %s gives %.2f GiB with %.0f %% kept free: a "
               "commitment must be feasible",
               (double)vl_bill_budget_bytes(bill) / (1ull << 30), gpu->name,
               (double)fit.usable_bytes / (1ull << 30), e.margin * 100);
-    cli_hint("vramledger estimate ... --max-batch, or checkpointing, LoRA or ZeRO");
+    cli_hint("the next fallback for this job: %s; or the largest batch that fits: vramledger "
+             "estimate ... --max-batch",
+             peak_action);
     rc = VL_EXIT_NOFIT;
     goto out;
   }
-  uint64_t mp = 0, mc = 0;
-  char rec[PATH_MAX];
-  if (val[1] && (rc = cli_run_peaks(val[1], &mp, &mc, NULL, rec, sizeof rec))) goto out;
-  char created[32];
-  time_t now = time(NULL);
-  struct tm tm;
-  gmtime_r(&now, &tm);
-  strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  const char *slash = strrchr(e.model, '/');
-  struct vl_commit_view v = {
-      slash ? slash + 1 : e.model, &arch, &e.job, bill, gpu,   &fit,      created,
-      val[1] ? rec : NULL,         mp,    mc,     sla,  hours, VL_VERSION};
   const char *dir = val[0] ? val[0] : ".";
+  char pj[PATH_MAX], pm[PATH_MAX];
+  snprintf(pj, sizeof pj, "%.4000s/commitment.json", dir);
+  snprintf(pm, sizeof pm, "%.4000s/COMMITMENT.md", dir);
+  struct stat st;
+  const char *there = stat(pj, &st) == 0 ? pj : stat(pm, &st) == 0 ? pm : NULL;
+  if (there && !force) { /* before anything is written */
+    cli_error("'%s' exists: a commitment is reviewed, so it is not replaced silently", there);
+    cli_hint("give --force to replace it (and review the change), or another --out DIR");
+    rc = VL_EXIT_ERROR;
+    goto out;
+  }
+  uint64_t mp = 0, mc = 0;
+  char rec[PATH_MAX], other_hw[160] = "";
+  uint64_t count = e.job.dp * e.job.tp * e.job.pp;
+  if (val[1]) {
+    if ((rc = cli_run_peaks(val[1], &mp, &mc, NULL, rec, sizeof rec))) goto out;
+    run_hardware(val[1], gpu, count, &cat, other_hw, sizeof other_hw);
+    if (other_hw[0])
+      fprintf(stderr,
+              "vramledger: warning: the record '%s' ran on %s, the commitment is for %llu x %s: "
+              "its peak is written as measured on %s, not on the committed hardware\n",
+              rec, other_hw, (unsigned long long)count, gpu->name, other_hw);
+  }
   if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
     cli_error("cannot create '%s': %s", dir, strerror(errno));
     rc = VL_EXIT_ERROR;
     goto out;
   }
-  char pj[PATH_MAX], pm[PATH_MAX];
-  snprintf(pj, sizeof pj, "%.4000s/commitment.json", dir);
-  snprintf(pm, sizeof pm, "%.4000s/COMMITMENT.md", dir);
+  /* the model by what it is, and where it lies from the commitment */
+  char rel[PATH_MAX];
+  if (!m.bundled[0] && relative_path(dir, m.path, rel, sizeof rel) != 0) {
+    cli_error("cannot resolve '%s' or '%s': %s", m.path, dir, strerror(errno));
+    rc = VL_EXIT_ERROR;
+    goto out;
+  }
+  char rec_rel[PATH_MAX]; /* the record, too, as the commitment's folder sees it */
+  if (val[1] && relative_path(dir, rec, rec_rel, sizeof rec_rel) != 0)
+    snprintf(rec_rel, sizeof rec_rel, "%s", rec);
+  char created[32];
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  struct vl_commit_view v = {m.bundled[0] ? m.bundled : rel,
+                             &arch,
+                             &e.job,
+                             bill,
+                             gpu,
+                             &fit,
+                             created,
+                             val[1] ? rec_rel : NULL,
+                             mp,
+                             mc,
+                             sla,
+                             hours,
+                             VL_VERSION,
+                             canon,
+                             sha,
+                             m.bundled[0] ? NULL : rel,
+                             m.bundled[0] ? m.bundled : NULL,
+                             peak_action,
+                             tput_action,
+                             other_hw[0] ? other_hw : NULL};
   if ((rc = write_file(pj, false, &v)) || (rc = write_file(pm, true, &v))) goto out;
   printf("wrote %s and %s: %llu x %s, %.2f GiB per GPU estimated", pj, pm,
-         (unsigned long long)(e.job.dp * e.job.tp * e.job.pp), gpu->name,
-         (double)bill->total_bytes / (1ull << 30));
+         (unsigned long long)count, gpu->name, (double)bill->total_bytes / (1ull << 30));
   if (val[1]) printf(", %.2f GiB measured", (double)mp / (1ull << 30));
   printf("\n");
   rc = VL_EXIT_OK;
 out:
+  vl_free(canon);
+  vl_free(m.text);
   vl_free(bill);
   vl_catalog_release(&cat);
   return rc;

@@ -1,5 +1,6 @@
 /* Models for the commands: a config.json path or a bundled name. */
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,10 +33,18 @@ static size_t bundled_models(char names[][48], size_t cap) {
   return n;
 }
 
-/* Resolve --model to a file: an existing path, or a bundled name. */
-static int model_path(const char *model, char *path, size_t n) {
+/* Resolve --model to a file. A path is spelled as one (it has a '/' or
+ * ends in .json); a bare name is the bundled model of that name, whatever
+ * files the working directory holds (a note names the one not read, so that
+ * the same command means the same model in every folder); else a file of
+ * that name. */
+static int model_path(const char *model, char *path, size_t n, char *bundled, size_t bn) {
   struct stat st;
-  if (stat(model, &st) == 0 || strchr(model, '/') || strstr(model, ".json")) {
+  bundled[0] = '\0';
+  size_t ml = strlen(model);
+  bool spelled = strchr(model, '/') || (ml >= 5 && strcmp(model + ml - 5, ".json") == 0);
+  bool here = stat(model, &st) == 0;
+  if (spelled) {
     snprintf(path, n, "%s", model);
     return 0;
   }
@@ -44,8 +53,18 @@ static int model_path(const char *model, char *path, size_t n) {
   for (size_t i = 0; i < count; i++)
     if (strcmp(names[i], model) == 0) {
       snprintf(path, n, "%s/models/%s.json", cli_data_dir(), model);
+      snprintf(bundled, bn, "%s", model);
+      if (here)
+        fprintf(stderr,
+                "vramledger: note: '%s' is the bundled model (%s); the file '%s' in this folder "
+                "is not read: give './%s' for it\n",
+                model, path, model, model);
       return 0;
     }
+  if (here) {
+    snprintf(path, n, "%s", model);
+    return 0;
+  }
   cli_error("cannot find model '%s': no such file, and no bundled model of that name", model);
   const char *cand[128];
   for (size_t i = 0; i < count; i++)
@@ -64,20 +83,27 @@ static int model_path(const char *model, char *path, size_t n) {
   return VL_EXIT_ERROR;
 }
 
-int cli_load_model(const char *model, struct vl_arch *arch) {
-  char path[4096];
-  int rc = model_path(model, path, sizeof path);
+int cli_load_model_file(const char *model, struct vl_arch *arch, struct cli_model *m) {
+  struct cli_model local;
+  struct cli_model *r = m ? m : &local;
+  memset(r, 0, sizeof *r);
+  int rc = model_path(model, r->path, sizeof r->path, r->bundled, sizeof r->bundled);
   if (rc) return rc;
-  size_t len = 0;
-  char *text = cli_read_file(path, &len);
-  if (!text) return VL_EXIT_ERROR;
+  r->text = cli_read_file(r->path, &r->len);
+  if (!r->text) return VL_EXIT_ERROR;
   struct vl_err err = {""};
-  vl_status s = vl_arch_from_json(text, len, arch, &err);
-  vl_free(text);
+  vl_status s = vl_arch_from_json(r->text, r->len, arch, &err);
   if (s != VL_OK) {
-    cli_error("cannot use '%s': %s", path, err.msg);
+    cli_error("cannot use '%s': %s", r->path, err.msg);
     if (s == VL_EPARSE) cli_hint("the file must be a Hugging Face config.json (JSON)");
-    return VL_EXIT_ERROR;
   }
-  return 0;
+  if (s != VL_OK || !m) {
+    vl_free(r->text);
+    r->text = NULL;
+  }
+  return s == VL_OK ? 0 : VL_EXIT_ERROR;
+}
+
+int cli_load_model(const char *model, struct vl_arch *arch) {
+  return cli_load_model_file(model, arch, NULL);
 }

@@ -103,6 +103,15 @@ struct vl_commit_view {
   double sla_tokens_per_s; /* 0: none */
   double gpu_hours;        /* 0: none */
   const char *version;
+  /* what the model is (commitment.h, "what the model is") */
+  const char *config_canonical; /* the canonical config.json; NULL: none recorded */
+  const char *config_sha256;    /* of it */
+  const char *config_file;      /* relative to the commitment's folder; NULL if bundled */
+  const char *config_bundled;   /* the bundled name; NULL for a file */
+  /* the fallbacks that fit this job (vl_commitment_peak_action, _throughput_action) */
+  const char *peak_action, *throughput_action;
+  const char *run_hardware; /* with run, where the run differs from the committed
+                               hardware: what it ran on ("2 x h200"); else NULL */
 };
 
 /*! commitment.json (md = false) or COMMITMENT.md (md = true). */

@@ -2,12 +2,35 @@
  * (hardware, baseline, SLA, fallback triggers, audit). */
 #include <jansson.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "../util/internal.h"
 #include "internal.h"
 #include "vramledger/catalog.h"
 #include "vramledger/commitment.h"
 #include "vramledger/render.h"
+
+static const char *peak_action(const struct vl_commit_view *v) {
+  return v->peak_action ? v->peak_action : "enable activation checkpointing";
+}
+static const char *throughput_action(const struct vl_commit_view *v) {
+  return v->throughput_action ? v->throughput_action : "switch the attention kernel";
+}
+
+/* The settings as estimate writes them, and what a commitment must hold
+ * beyond them to compare every setting (check reads them back). */
+static json_t *baseline_json(const struct vl_job *j) {
+  json_t *s = vl__settings_json(j);
+  if (j->task == VL_TASK_TRAIN) {
+    json_object_set_new(s, "keep_grads", json_boolean(j->grads_persist));
+    json_object_set_new(s, "drop_outputs", json_boolean(j->drop_outputs));
+    json_object_set_new(s, "ddp_static_graph", json_boolean(j->ddp_static_graph));
+    json_object_set_new(s, "pp_schedule", json_string(j->pp_gpipe ? "gpipe" : "1f1b"));
+  } else {
+    json_object_set_new(s, "kv_block_tokens", U(j->kv_block_tokens));
+  }
+  return s;
+}
 
 static int commitment_json(FILE *out, const struct vl_commit_view *v) {
   const struct vl_job *j = v->job;
@@ -18,6 +41,16 @@ static int commitment_json(FILE *out, const struct vl_commit_view *v) {
   json_object_set_new(o, "model", json_string(v->model_name));
   json_object_set_new(o, "model_type", json_string(v->arch->model_type));
   json_object_set_new(o, "params", U(v->bill->params));
+  if (v->config_sha256) {
+    json_t *mc = json_object();
+    json_object_set_new(mc, "sha256", json_string(v->config_sha256));
+    if (v->config_file) json_object_set_new(mc, "file", json_string(v->config_file));
+    if (v->config_bundled) json_object_set_new(mc, "bundled", json_string(v->config_bundled));
+    /* a copy, so that check can name what changed (keys sorted) */
+    json_t *content = v->config_canonical ? json_loads(v->config_canonical, 0, NULL) : NULL;
+    if (content) json_object_set_new(mc, "content", content);
+    json_object_set_new(o, "model_config", mc);
+  }
   json_t *hw = json_object();
   json_object_set_new(hw, "gpu", json_string(v->gpu->name));
   json_object_set_new(hw, "gpu_memory_bytes", U(v->gpu->memory_bytes));
@@ -27,13 +60,14 @@ static int commitment_json(FILE *out, const struct vl_commit_view *v) {
       hw, "min_memory_bytes_per_gpu",
       U((uint64_t)((double)vl_bill_budget_bytes(v->bill) / (1.0 - v->fit->margin) + 0.5)));
   json_object_set_new(o, "hardware", hw);
-  json_object_set_new(o, "baseline", vl__settings_json(j));
+  json_object_set_new(o, "baseline", baseline_json(j));
   json_t *est = json_object();
   json_object_set_new(est, "peak_allocated_bytes", U(v->bill->peak_allocated_bytes));
   json_object_set_new(est, "peak_reserved_bytes", U(v->bill->peak_reserved_bytes));
   json_object_set_new(est, "total_bytes", U(v->bill->total_bytes));
   if (v->bill->other.total_bytes) /* DDP's bucket rebuild: the other outcome */
     json_object_set_new(est, "other_total_bytes", U(v->bill->other.total_bytes));
+  json_object_set_new(est, "parameters_bytes", U(v->bill->lines[VL_LINE_PARAMETERS]));
   json_object_set_new(est, "peak_phase", json_string(vl_phase_name(v->bill->peak_phase)));
   json_object_set_new(est, "source", json_string("vramledger estimate"));
   json_object_set_new(o, "estimate", est);
@@ -42,6 +76,8 @@ static int commitment_json(FILE *out, const struct vl_commit_view *v) {
     json_object_set_new(m, "record", json_string(v->run));
     json_object_set_new(m, "peak_process_bytes", U(v->run_peak_process_bytes));
     json_object_set_new(m, "peak_cuda_alloc_bytes", U(v->run_peak_cuda_alloc_bytes));
+    if (v->run_hardware) /* measured elsewhere: said, not hidden */
+      json_object_set_new(m, "other_hardware", json_string(v->run_hardware));
     json_object_set_new(o, "measured", m);
   }
   json_t *sla = json_object();
@@ -53,10 +89,9 @@ static int commitment_json(FILE *out, const struct vl_commit_view *v) {
   json_object_set_new(o, "sla", sla);
   json_t *tr = json_object();
   json_object_set_new(tr, "peak_over_commitment", json_real(1.05));
-  json_object_set_new(tr, "peak_action", json_string("enable activation checkpointing"));
+  json_object_set_new(tr, "peak_action", json_string(peak_action(v)));
   json_object_set_new(tr, "throughput_under_sla", json_real(0.80));
-  json_object_set_new(tr, "throughput_action",
-                      json_string("switch the attention kernel (sdpa / flash)"));
+  json_object_set_new(tr, "throughput_action", json_string(throughput_action(v)));
   json_object_set_new(o, "triggers", tr);
   json_t *au = json_object();
   if (v->gpu_hours > 0) json_object_set_new(au, "gpu_hours", json_real(v->gpu_hours));
@@ -82,6 +117,10 @@ static int commitment_md(FILE *o, const struct vl_commit_view *v) {
   fprintf(o, "## Configuration baseline\n\n| setting | value |\n|---|---|\n");
   fprintf(o, "| model | %s (%s, %llu parameters) |\n", v->model_name, v->arch->model_type,
           (unsigned long long)b->params);
+  if (v->config_sha256)
+    fprintf(o, "| model config | %s%s%s, SHA-256 of its canonical content `%s` |\n",
+            v->config_file ? "`" : "bundled ", v->config_file ? v->config_file : v->config_bundled,
+            v->config_file ? "`" : "", v->config_sha256);
   fprintf(o, "| micro-batch x sequence | %llu x %llu |\n| gradient accumulation | %llu |\n",
           (unsigned long long)j->batch, (unsigned long long)j->seq,
           (unsigned long long)j->grad_accum);
@@ -101,7 +140,8 @@ static int commitment_md(FILE *o, const struct vl_commit_view *v) {
           v->run ? "" : "n/a");
   fprintf(o, "| process total | %.2f GiB | ", GIB(b->total_bytes));
   if (v->run)
-    fprintf(o, "%.2f GiB (`%s`) |\n", GIB(v->run_peak_process_bytes), v->run);
+    fprintf(o, "%.2f GiB (`%s`%s%s) |\n", GIB(v->run_peak_process_bytes), v->run,
+            v->run_hardware ? ", measured on " : "", v->run_hardware ? v->run_hardware : "");
   else
     fprintf(o, "not measured yet |\n");
   if (b->other.total_bytes)
@@ -114,11 +154,9 @@ static int commitment_md(FILE *o, const struct vl_commit_view *v) {
   else
     fprintf(o, "- throughput: not stated\n");
   fprintf(o, "- convergence: as the team states it here\n\n## Fallback triggers\n\n");
-  fprintf(o,
-          "- measured peak above 105 %% of the committed %.2f GiB -> enable activation "
-          "checkpointing\n",
-          GIB(vl_bill_budget_bytes(b)));
-  fprintf(o, "- throughput under 80 %% of the SLA -> switch the attention kernel\n\n## Audit\n\n");
+  fprintf(o, "- measured peak above 105 %% of the committed %.2f GiB -> %s\n",
+          GIB(vl_bill_budget_bytes(b)), peak_action(v));
+  fprintf(o, "- throughput under 80 %% of the SLA -> %s\n\n## Audit\n\n", throughput_action(v));
   if (v->gpu_hours > 0) fprintf(o, "- budget: %.1f GPU-hours\n", v->gpu_hours);
   fprintf(o, "- actual GPU-hours, peak memory and throughput against this commitment: more than "
              "5 %% off -> review (`vramledger audit`)\n- CI: `vramledger check --commitment "
@@ -128,4 +166,85 @@ static int commitment_md(FILE *o, const struct vl_commit_view *v) {
 
 int vl_render_commitment(FILE *out, bool md, const struct vl_commit_view *v) {
   return md ? commitment_md(out, v) : commitment_json(out, v);
+}
+
+/* ---- check: the CI gate's verdict -------------------------------------- */
+
+static const char *const check_kind[VL_CHECK_KIND_COUNT] = {"model", "setting", "hardware",
+                                                            "budget", "trigger"};
+
+static void check_line(FILE *o, const struct vl_check_item *it) {
+  const struct vl_drift *d = &it->d;
+  switch (it->kind) {
+  case VL_CHECK_MODEL:
+    fprintf(o, "drift: the model's %s is %s, the commitment says %s\n", d->field, d->now,
+            d->committed);
+    break;
+  case VL_CHECK_BUDGET:
+    fprintf(o, "over budget: the job needs %s, the commitment gives %s\n", d->now, d->committed);
+    break;
+  case VL_CHECK_TRIGGER:
+    fprintf(o, "trigger: the measured peak %s is over %s\n", d->now, d->committed);
+    break;
+  default:
+    fprintf(o, "drift: %s is '%s', the commitment says '%s'\n", d->field, d->now, d->committed);
+  }
+}
+
+static int check_text(FILE *o, const struct vl_check_view *v) {
+  if (v->not_checked && *v->not_checked)
+    fprintf(o, "not checked (\"auto\", filled in at launch): %s\n", v->not_checked);
+  for (int i = 0; i < v->n; i++) {
+    check_line(o, &v->items[i]);
+    /* what to do, once for a run of problems that share it */
+    if (i + 1 == v->n || strcmp(v->items[i + 1].action, v->items[i].action))
+      fprintf(o, "  %s\n", v->items[i].action);
+  }
+  if (v->n)
+    fprintf(o, "check failed: %d problem%s against %s\n", v->n, v->n == 1 ? "" : "s",
+            v->commitment);
+  else
+    fprintf(o, "consistent with %s\n", v->commitment);
+  return ferror(o) ? -1 : 0;
+}
+
+static int check_json(FILE *out, const struct vl_check_view *v) {
+  json_t *o = json_object();
+  json_object_set_new(o, "schema", json_string("vramledger.check/1"));
+  json_object_set_new(o, "commitment", json_string(v->commitment));
+  json_object_set_new(o, "model_config", v->model_file ? json_string(v->model_file) : json_null());
+  json_object_set_new(o, "consistent", json_boolean(v->n == 0));
+  json_t *ps = json_array();
+  for (int i = 0; i < v->n; i++) {
+    const struct vl_check_item *it = &v->items[i];
+    json_t *p = json_object();
+    json_object_set_new(p, "kind", json_string(check_kind[it->kind]));
+    json_object_set_new(p, "field", json_string(it->d.field));
+    json_object_set_new(p, "committed", json_string(it->d.committed));
+    json_object_set_new(p, "current", json_string(it->d.now));
+    json_object_set_new(p, "action", json_string(it->action));
+    json_array_append_new(ps, p);
+  }
+  json_object_set_new(o, "problems", ps);
+  json_t *nc = json_array();
+  if (v->not_checked && *v->not_checked) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", v->not_checked);
+    for (char *t = buf, *next; t && *t; t = next) {
+      next = strchr(t, ',');
+      if (next) *next++ = '\0';
+      while (*t == ' ')
+        t++;
+      json_array_append_new(nc, json_string(t));
+    }
+  }
+  json_object_set_new(o, "not_checked", nc);
+  int rc = json_dumpf(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  json_decref(o);
+  fputc('\n', out);
+  return rc == 0 && !ferror(out) ? 0 : -1;
+}
+
+int vl_render_check(FILE *out, enum vl_format fmt, const struct vl_check_view *v) {
+  return fmt == VL_FMT_JSON ? check_json(out, v) : check_text(out, v);
 }

@@ -1,6 +1,8 @@
 /* lib/decide/commitment.c: reading a commitment, a job's settings, drift. */
 #include "testutil.h"
+#include "vramledger/catalog.h"
 #include "vramledger/commitment.h"
+#include "vramledger/record.h"
 
 static void reads_and_compares(void **state) {
   (void)state;
@@ -176,9 +178,299 @@ static void deepspeed_settings(void **state) {
   assert_int_equal(ds("{\"train_micro_batch_size_per_gpu\": ", &j, autos), VL_EPARSE);
 }
 
+/* FIPS 180-4's examples (NIST CSRC "SHA256.pdf"): one block, two blocks
+ * (the padding spills over), and the empty message. */
+static void sha256_vectors(void **state) {
+  (void)state;
+  char hex[VL_SHA256_HEX];
+  vl_sha256_hex("abc", 3, hex);
+  assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  vl_sha256_hex(two, strlen(two), hex);
+  assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  vl_sha256_hex("", 0, hex);
+  assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+/* A model is what its config says, not how or where it was written. */
+static void config_identity(void **state) {
+  (void)state;
+  const char *a = "{\"model_type\": \"llama\", \"num_hidden_layers\": 28, "
+                  "\"rope_scaling\": {\"factor\": 8.0, \"type\": \"llama3\"}}";
+  const char *b = "{\n  \"_name_or_path\": \"/home/me/llama\",\n  \"rope_scaling\": {\"type\": "
+                  "\"llama3\", \"factor\": 8.0},\n  \"transformers_version\": \"4.44.0\",\n"
+                  "  \"num_hidden_layers\": 28,\n  \"model_type\": \"llama\"\n}\n";
+  const char *edited = "{\"model_type\": \"llama\", \"num_hidden_layers\": 34, "
+                       "\"rope_scaling\": {\"factor\": 4.0, \"type\": \"llama3\"}, \"tie\": true}";
+  struct vl_err err = {""};
+  char ha[VL_SHA256_HEX], hb[VL_SHA256_HEX], he[VL_SHA256_HEX];
+  assert_int_equal(vl_config_sha256(a, strlen(a), ha, &err), VL_OK);
+  assert_int_equal(vl_config_sha256(b, strlen(b), hb, &err), VL_OK);
+  assert_int_equal(vl_config_sha256(edited, strlen(edited), he, &err), VL_OK);
+  assert_string_equal(ha, hb); /* order, spaces, _name_or_path, transformers_version */
+  assert_string_not_equal(ha, he);
+  char *canon = NULL;
+  size_t n = 0;
+  assert_int_equal(vl_config_canonical(b, strlen(b), &canon, &n, &err), VL_OK);
+  assert_string_equal(canon, "{\"model_type\":\"llama\",\"num_hidden_layers\":28,"
+                             "\"rope_scaling\":{\"factor\":8.0,\"type\":\"llama3\"}}");
+  assert_int_equal(n, strlen(canon));
+  /* the commitment keeps that copy; what changed is named key by key */
+  char doc[1024];
+  snprintf(doc, sizeof doc, "{\"model_config\": {\"sha256\": \"%s\", \"content\": %s}}", ha, canon);
+  vl_free(canon);
+  struct vl_drift d[8];
+  int nd = -1;
+  assert_int_equal(
+      vl_commitment_config_diff(doc, strlen(doc), edited, strlen(edited), d, 8, &nd, &err), VL_OK);
+  assert_int_equal(nd, 3);
+  assert_string_equal(d[0].field, "num_hidden_layers");
+  assert_string_equal(d[0].committed, "28");
+  assert_string_equal(d[0].now, "34");
+  assert_string_equal(d[1].field, "rope_scaling.factor");
+  assert_string_equal(d[1].committed, "8.0");
+  assert_string_equal(d[1].now, "4.0");
+  assert_string_equal(d[2].field, "tie");
+  assert_string_equal(d[2].committed, "(absent)");
+  assert_string_equal(d[2].now, "true");
+  assert_int_equal(vl_commitment_config_diff(doc, strlen(doc), b, strlen(b), d, 8, &nd, &err),
+                   VL_OK);
+  assert_int_equal(nd, 0);
+  const char *nocopy = "{\"model_config\": {\"sha256\": \"00\"}}";
+  assert_int_equal(vl_commitment_config_diff(nocopy, strlen(nocopy), a, strlen(a), d, 8, &nd, &err),
+                   VL_EKEY);
+  assert_int_equal(vl_config_sha256("[1]", 3, ha, &err), VL_EKEY);
+  assert_int_equal(vl_config_sha256("{", 1, ha, &err), VL_EPARSE);
+}
+
+/* A commitment reads its model's identity back; a broken one is refused. */
+static void commitment_identity(void **state) {
+  (void)state;
+  size_t len = 0;
+  char *text = tu_read("tests/data/commitments/llama3-8b-lora.json", &len);
+  struct vl_commitment c;
+  struct vl_err err = {""};
+  assert_int_equal(vl_commitment_parse(text, len, &c, &err), VL_OK);
+  assert_true(c.has_identity);
+  assert_string_equal(c.config_bundled, "llama-3-8b");
+  assert_string_equal(c.config_file, "");
+  assert_string_equal(c.model_type, "llama");
+  assert_int_equal(c.params, 8030261248ull);
+  /* the bundled config is the committed one: the same hash */
+  size_t ml = 0;
+  char *model = tu_read("data/models/llama-3-8b.json", &ml);
+  char sha[VL_SHA256_HEX];
+  assert_int_equal(vl_config_sha256(model, ml, sha, &err), VL_OK);
+  assert_string_equal(sha, c.config_sha256);
+  int nd = -1;
+  struct vl_drift d[4];
+  assert_int_equal(vl_commitment_config_diff(text, len, model, ml, d, 4, &nd, &err), VL_OK);
+  assert_int_equal(nd, 0);
+  free(model);
+  free(text);
+  static const char head[] =
+      "{\"schema\": \"vramledger.commitment/1\", \"model\": \"gpt2\", \"hardware\": {\"gpu\": "
+      "\"h200\", \"gpu_memory_bytes\": 150109880320, \"count\": 1}, \"baseline\": {\"batch\": 4, "
+      "\"seq\": 512}, \"estimate\": {\"peak_allocated_bytes\": 1, \"peak_reserved_bytes\": 1, "
+      "\"total_bytes\": 1}, \"model_config\": ";
+  const char *bad[] = {"{\"sha256\": \"abc\", \"bundled\": \"gpt2\"}}",
+                       "{\"sha256\": \"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785"
+                       "2b855\"}}",
+                       "\"gpt2\"}"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char doc[1024];
+    snprintf(doc, sizeof doc, "%s%s", head, bad[i]);
+    assert_int_equal(vl_commitment_parse(doc, strlen(doc), &c, &err), VL_EKEY);
+    assert_non_null(strstr(err.msg, "model_config"));
+  }
+}
+
+/* Every setting a job's flags set is in the baseline and compared; the
+ * loop's defaults are the same job however they were spelled. */
+static void every_setting_compared(void **state) {
+  (void)state;
+  const char *s = "{\"batch\": 4, \"seq\": 128, \"keep_grads\": true, \"drop_outputs\": true, "
+                  "\"ddp_static_graph\": true, \"pp\": 2, \"pp_schedule\": \"gpipe\", \"loop\": "
+                  "\"trainer\", \"optimizer_impl\": \"fused\"}";
+  struct vl_commitment c;
+  memset(&c, 0, sizeof c);
+  struct vl_err err = {""};
+  assert_int_equal(
+      vl_job_from_settings(s, strlen(s), &c.job, c.lora_targets, sizeof c.lora_targets, &err),
+      VL_OK);
+  assert_true(c.job.grads_persist);
+  assert_true(c.job.drop_outputs);
+  assert_true(c.job.ddp_static_graph);
+  assert_true(c.job.pp_gpipe);
+  assert_int_equal(c.job.loop, VL_LOOP_TRAINER);
+  struct vl_drift d[16];
+  /* the same job from flags: --loop trainer (fused AdamW, outputs dropped by the loop) */
+  struct vl_job j;
+  vl_job_init(&j);
+  j.batch = 4;
+  j.seq = 128;
+  j.grads_persist = j.ddp_static_graph = j.pp_gpipe = true;
+  j.pp = 2;
+  j.loop = VL_LOOP_TRAINER;
+  assert_int_equal(vl_commitment_diff(&c, &j, d, 16), 0);
+  /* each one of them drifts on its own */
+  struct vl_job k = j;
+  k.grads_persist = false;
+  assert_int_equal(vl_commitment_diff(&c, &k, d, 16), 1);
+  assert_string_equal(d[0].field, "keep-grads");
+  k = j;
+  k.pp_gpipe = false;
+  assert_int_equal(vl_commitment_diff(&c, &k, d, 16), 1);
+  assert_string_equal(d[0].field, "pp-schedule");
+  assert_string_equal(d[0].committed, "gpipe");
+  assert_string_equal(d[0].now, "1f1b");
+  k = j;
+  k.ddp_static_graph = false;
+  assert_int_equal(vl_commitment_diff(&c, &k, d, 16), 1);
+  assert_string_equal(d[0].field, "ddp-static-graph");
+  k = j; /* a plain loop keeps the outputs and the foreach AdamW */
+  k.loop = VL_LOOP_PLAIN;
+  assert_int_equal(vl_commitment_diff(&c, &k, d, 16), 3);
+  assert_string_equal(d[0].field, "optimizer-impl");
+  assert_string_equal(d[1].field, "loop");
+  assert_string_equal(d[2].field, "drop-outputs");
+  const char *bad = "{\"batch\": 4, \"seq\": 128, \"pp_schedule\": \"zigzag\"}";
+  assert_int_equal(
+      vl_job_from_settings(bad, strlen(bad), &j, c.lora_targets, sizeof c.lora_targets, &err),
+      VL_EKEY);
+  assert_non_null(strstr(err.msg, "pp_schedule"));
+  const char *inf = "{\"task\": \"infer\", \"batch\": 4, \"seq\": 128, \"kv_layout\": \"paged\", "
+                    "\"kv_bytes_per_element\": 1, \"kv_block_tokens\": 32}";
+  assert_int_equal(
+      vl_job_from_settings(inf, strlen(inf), &j, c.lora_targets, sizeof c.lora_targets, &err),
+      VL_OK);
+  assert_int_equal(j.kv_layout, VL_KV_PAGED);
+  assert_int_equal(j.kv_bytes, 1);
+  assert_int_equal(j.kv_block_tokens, 32);
+}
+
+/* What a run ran on against what was committed. */
+static void run_hardware(void **state) {
+  (void)state;
+  size_t len = 0;
+  char *text = tu_read("data/gpus.json", &len);
+  struct vl_catalog cat;
+  struct vl_err err = {""};
+  assert_int_equal(vl_catalog_parse(text, len, &cat, &err), VL_OK);
+  free(text);
+  static struct vl_record r;
+  memset(&r, 0, sizeof r);
+  r.n_gpus = 4; /* four H200s visible, two used */
+  for (unsigned i = 0; i < 4; i++) {
+    r.gpus[i].index = i;
+    snprintf(r.gpus[i].name, sizeof r.gpus[i].name, "NVIDIA H200");
+    r.gpus[i].total_bytes = 150109880320ull;
+  }
+  struct vl_rec_sample s[2] = {{0}};
+  s[0].gpu_tree[1] = 1u << 30;
+  s[1].gpu_tree[3] = 2u << 30;
+  r.samples = s;
+  r.n_samples = 2;
+  struct vl_run_hw hw;
+  vl_run_hw_read(&r, &hw);
+  assert_int_equal(hw.count, 2);
+  assert_true(hw.used);
+  assert_false(hw.mixed);
+  assert_string_equal(hw.device, "NVIDIA H200");
+  struct vl_drift d[2];
+  assert_int_equal(vl_commitment_hw_diff("h200", 150109880320ull, 2, &cat, &hw, d, 2), 0);
+  assert_int_equal(vl_commitment_hw_diff("h200-sxm", 1, 2, &cat, &hw, d, 2), 0); /* an alias */
+  assert_int_equal(vl_commitment_hw_diff("h100-80gb", 85520809984ull, 1, &cat, &hw, d, 2), 2);
+  assert_string_equal(d[0].field, "gpu");
+  assert_string_equal(d[0].committed, "h100-80gb");
+  assert_string_equal(d[0].now, "h200");
+  assert_string_equal(d[1].field, "gpus");
+  assert_string_equal(d[1].committed, "1");
+  assert_string_equal(d[1].now, "2");
+  /* a device the catalog does not know: by its memory */
+  snprintf(r.gpus[1].name, sizeof r.gpus[1].name, "Fake GPU 1");
+  snprintf(r.gpus[3].name, sizeof r.gpus[3].name, "Fake GPU 3");
+  vl_run_hw_read(&r, &hw);
+  assert_true(hw.mixed); /* "Fake GPU 1" and "Fake GPU 3": not one name */
+  snprintf(r.gpus[3].name, sizeof r.gpus[3].name, "Fake GPU 1");
+  vl_run_hw_read(&r, &hw);
+  assert_false(hw.mixed);
+  assert_int_equal(vl_commitment_hw_diff("h200", 150109880320ull, 2, &cat, &hw, d, 2), 0);
+  assert_int_equal(vl_commitment_hw_diff("h100-80gb", 85520809984ull, 2, &cat, &hw, d, 2), 1);
+  /* no GPU samples: the GPUs it could see; none named: nothing to compare */
+  r.n_samples = 0;
+  vl_run_hw_read(&r, &hw);
+  assert_int_equal(hw.count, 4);
+  assert_false(hw.used);
+  r.n_gpus = 0;
+  vl_run_hw_read(&r, &hw);
+  assert_int_equal(hw.count, 0);
+  assert_int_equal(vl_commitment_hw_diff("h100-80gb", 85520809984ull, 1, &cat, &hw, d, 2), 0);
+  vl_catalog_release(&cat);
+}
+
+/* The fallback is the next rung of the decision tree for this job, never
+ * one it already stands on. */
+static void fallback_fits_the_job(void **state) {
+  (void)state;
+  static struct vl_bill b;
+  memset(&b, 0, sizeof b);
+  const uint64_t G = 1ull << 30, card = 80 * G;
+  struct vl_job j;
+  vl_job_init(&j);
+  j.batch = 4;
+  j.grad_accum = 2;
+  char buf[320];
+  /* activations are most of what is left */
+  b.line_max[VL_LINE_PARAMETERS] = 10 * G;
+  b.line_max[VL_LINE_ACTIVATIONS] = 60 * G;
+  vl_commitment_peak_action(&j, &b, card, buf, sizeof buf);
+  assert_non_null(strstr(buf, "--checkpointing full"));
+  j.checkpointing = VL_CKPT_FULL; /* already on: the micro-batch next */
+  vl_commitment_peak_action(&j, &b, card, buf, sizeof buf);
+  assert_null(strstr(buf, "checkpointing"));
+  assert_non_null(strstr(buf, "--batch 2 --grad-accum 4"));
+  j.batch = 1; /* and at micro-batch 1: more GPUs */
+  vl_commitment_peak_action(&j, &b, card, buf, sizeof buf);
+  assert_non_null(strstr(buf, "more GPUs"));
+  /* the model states over 80 % of the card: ZeRO with ranks, else LoRA,
+   * then QLoRA, then offload */
+  b.line_max[VL_LINE_PARAMETERS] = 20 * G;
+  b.line_max[VL_LINE_OPTIMIZER] = 50 * G;
+  j.batch = 4;
+  vl_commitment_peak_action(&j, &b, card, buf, sizeof buf);
+  assert_non_null(strstr(buf, "--lora-rank"));
+  j.dp = 8;
+  j.zero = 1;
+  vl_commitment_peak_action(&j, &b, card, buf, sizeof buf);
+  assert_non_null(strstr(buf, "--zero 2"));
+  j.lora_rank = 16;
+  vl_commitment_peak_action(&j, &b, card, buf, sizeof buf);
+  assert_non_null(strstr(buf, "--qlora"));
+  j.qlora = true;
+  vl_commitment_peak_action(&j, &b, card, buf, sizeof buf);
+  assert_non_null(strstr(buf, "--offload optimizer"));
+  /* throughput: the kernel the job does not use yet */
+  vl_job_init(&j);
+  j.attention = VL_ATTN_EAGER;
+  vl_commitment_throughput_action(&j, buf, sizeof buf);
+  assert_non_null(strstr(buf, "--attention sdpa"));
+  j.attention = VL_ATTN_SDPA;
+  vl_commitment_throughput_action(&j, buf, sizeof buf);
+  assert_null(strstr(buf, "--attention sdpa"));
+  assert_non_null(strstr(buf, "flash_attention_2"));
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(reads_and_compares), cmocka_unit_test(ddp_other_outcome),
-      cmocka_unit_test(never_a_pass_by_accident), cmocka_unit_test(deepspeed_settings)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(reads_and_compares),
+                                     cmocka_unit_test(ddp_other_outcome),
+                                     cmocka_unit_test(never_a_pass_by_accident),
+                                     cmocka_unit_test(deepspeed_settings),
+                                     cmocka_unit_test(sha256_vectors),
+                                     cmocka_unit_test(config_identity),
+                                     cmocka_unit_test(commitment_identity),
+                                     cmocka_unit_test(every_setting_compared),
+                                     cmocka_unit_test(run_hardware),
+                                     cmocka_unit_test(fallback_fits_the_job)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
