@@ -1,5 +1,6 @@
 # Sourced by the device scripts under bench/: the carried release build
-# (build-rel/), the Python side, and NVLink multicast off as the device
+# (build-rel/, with build-rel/devlibs: the libgsl, libgslcblas and libjansson
+# the device lacks, copied from this machine), the Python side, and NVLink multicast off as the device
 # notes require (NCCL_NVLS_ENABLE=0 and the others) in every command.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export VRAMLEDGER_PRELOAD=$PWD/build-rel/libvramledger-preload.so VRAMLEDGER_DATA=$PWD/data

@@ -13,6 +13,8 @@ def mark(name):
     once per training step. Does nothing outside `vramledger run` (the
     interposer is not loaded), and never raises."""
     global _mark
+    from . import tracer
+    tracer.mark(name)  # under `vramledger trace`: the mark in the trace too
     if _mark is None:
         try:
             fn = ctypes.CDLL(None).vl_mark

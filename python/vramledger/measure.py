@@ -56,18 +56,89 @@ quick (a few of them), types (TYPES: one or two runs of each further model
 type bundled, decoders of many families, MoE, MLA, encoders, encoder-decoders,
 vision), or names of entries of either list separated by commas.
 
+Devices (--device): cuda (the default) measures. meta or cpu runs the same
+job as a dry run, for `vramledger trace` (docs/cmd/trace.md): the model is
+built on that device, the inputs are made on the CPU from the same seed and
+copied there (a meta tensor copied from the CPU keeps its values for the
+tracer), nothing is measured (the record's "measured" holds only what the
+job knows: parameters), and a mark `measure` (vramledger.mark) opens the
+step the GPU run measures, so `trace --from-mark measure` replays the peak
+of that window. Autocast runs on cuda and cpu only (there is none for meta).
+
 Usage: python3 python/vramledger/measure.py OUT.json [--suite calibration|quick|types|NAME,NAME...]
+       [--device cuda|meta|cpu]
        python3 python/vramledger/measure.py OUT.json --config '{"model": "llama-2-7b", ...}'
 (--config: one training configuration, the fields of a suite entry; the
 settings of `vramledger plan --format json`'s best configuration map onto
 them: model, precision, optimizer, optimizer_impl, attention,
 checkpointing, batch, seq, grad_accum, lora; also target_seq for seq2seq)
 """
-import argparse, datetime, gc, json, os, platform, re, sys, time, traceback
+import argparse, contextlib, datetime, gc, json, os, platform, re, sys, time, traceback
 
 import torch
 
 HALF = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class Dev:
+    """The device the job runs on. On cuda it measures (the allocator's
+    statistics); on meta or cpu (a dry run under `vramledger trace`) every
+    measurement is None and the tracer sees the allocations."""
+
+    def __init__(self, name, measures=None):
+        self.name = name
+        self.cuda = name == "cuda" if measures is None else measures  # measures on the GPU
+
+    def sync(self):
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def allocated(self):
+        return torch.cuda.memory_allocated() if self.cuda else None
+
+    def peak(self, reset):
+        if not self.cuda:
+            return None
+        v = torch.cuda.max_memory_allocated()
+        if reset:
+            torch.cuda.reset_peak_memory_stats()
+        return v
+
+    def reset(self):
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats()
+
+    def reserved_peak(self):
+        return torch.cuda.max_memory_reserved() if self.cuda else None
+
+    def empty_cache(self):
+        torch.cuda.empty_cache()  # without CUDA a no-op, and under `trace` an event of the trace
+
+    def generator(self):
+        """inputs are drawn on the GPU measured, on the CPU for a dry run"""
+        if self.name == "cuda" and not self.cuda:
+            return None  # fake CUDA tensors (bench/memtracker_job.py): no generator for them
+        return torch.Generator(device="cuda" if self.cuda else "cpu").manual_seed(0)
+
+    def inputs(self, t):
+        return t if t.device.type == self.name else t.to(self.name)
+
+    def mark(self, name):
+        """a mark in the dry run's trace (vramledger.mark, when it runs)"""
+        if self.cuda:
+            return
+        try:
+            import vramledger
+            vramledger.mark(name)
+        except Exception:
+            pass
+
+
+DEV = Dev("cuda")
+
+
+def _max(a, b):
+    return b if a is None else a if b is None else max(a, b)
 
 
 def T(name, model, prec, opt, impl, attn, ckpt, b, s, lora=0, holdout=False, targets=None, **extra):
@@ -251,7 +322,7 @@ def build(c, datadir):
     kw = {} if mt in NO_ATTENTION else {"attn_implementation": c["attention"]}
     torch.manual_seed(0)
     try:
-        with torch.device("cuda"):
+        with torch.device(DEV.name):
             m = cls.from_config(cfg, dtype=dtype, **kw)
     except (ValueError, ImportError, NotImplementedError) as ex:
         if not kw:
@@ -280,13 +351,6 @@ def optimizer(params, name, impl):
         import bitsandbytes as bnb
         return bnb.optim.Adam8bit(params, lr=1e-5)
     raise ValueError(name)
-
-
-def peak(reset):
-    v = torch.cuda.max_memory_allocated()
-    if reset:
-        torch.cuda.reset_peak_memory_stats()
-    return v
 
 
 def run_train(c, datadir):
@@ -318,10 +382,14 @@ def run_train(c, datadir):
     else:
         o = optimizer(trainable, c["optimizer"], c["optimizer_impl"])
     amp = prec.startswith("amp-")
+    if amp and DEV.name == "meta":
+        raise ValueError("%s: %s needs autocast, which meta tensors do not have: dry-run it on the CPU "
+                         "(--device cpu) or trace pure bf16/fp16" % (c["name"], prec))
     amp_dtype = torch.float16 if prec == "amp-fp16" else torch.bfloat16
-    scaler = torch.amp.GradScaler("cuda") if prec == "amp-fp16" else None
+    scaler = torch.amp.GradScaler(DEV.name) if prec == "amp-fp16" else None
     accum = int(c.get("grad_accum", 1))
-    g = torch.Generator(device="cuda").manual_seed(0)
+    g = DEV.generator()
+    gdev = "cuda" if DEV.cuda or g is None else "cpu"
     kind = family(cfg.model_type)
     extra = {}  # what the new input paths add to the record
     if kind == "vision":  # seq is the image side
@@ -331,40 +399,42 @@ def run_train(c, datadir):
         elif side != c["seq"]:
             raise ValueError("%s: seq (the image side) is %d, the config's image_size %r; give seq = %r"
                              % (c["model"], c["seq"], side, side))
-        inputs = {"pixel_values": torch.randn((c["batch"], cfg.num_channels, side, side), device="cuda",
+        inputs = {"pixel_values": torch.randn((c["batch"], cfg.num_channels, side, side), device=gdev,
                                               dtype=weight_dtype(prec), generator=g),
-                  "labels": torch.randint(0, cfg.num_labels, (c["batch"],), device="cuda", generator=g)}
+                  "labels": torch.randint(0, cfg.num_labels, (c["batch"],), device=gdev, generator=g)}
         extra.update(image_size=side, num_labels=cfg.num_labels)
     else:
-        ids = torch.randint(0, cfg.vocab_size, (c["batch"], c["seq"]), device="cuda", generator=g)
+        ids = torch.randint(0, cfg.vocab_size, (c["batch"], c["seq"]), device=gdev, generator=g)
         inputs = {"input_ids": ids, "labels": ids}
         if kind == "seq2seq":  # labels for the decoder; the model shifts them into decoder_input_ids
             tseq = int(c.get("target_seq") or c["seq"])
-            inputs["labels"] = torch.randint(0, cfg.vocab_size, (c["batch"], tseq), device="cuda", generator=g)
+            inputs["labels"] = torch.randint(0, cfg.vocab_size, (c["batch"], tseq), device=gdev, generator=g)
             extra["target_seq"] = tseq
+    inputs = {k: DEV.inputs(v) for k, v in inputs.items()}
     rec = {}
     for step in range(3):
         meas = step == 2
-        torch.cuda.synchronize()
+        DEV.sync()
         if meas:
-            torch.cuda.reset_peak_memory_stats()
-            rec["before_forward"] = torch.cuda.memory_allocated()
+            DEV.mark("measure")
+            DEV.reset()
+            rec["before_forward"] = DEV.allocated()
             t0 = time.perf_counter()
         for k in range(accum):  # gradient accumulation: micro-batches, one step
             if k:
                 del out, loss
-            with torch.autocast("cuda", dtype=amp_dtype, enabled=amp):
+            with torch.autocast(DEV.name, dtype=amp_dtype) if amp else contextlib.nullcontext():
                 out = m(**inputs)
             loss = out.loss
             if meas:
-                torch.cuda.synchronize()
-                rec["after_forward"] = torch.cuda.memory_allocated()
-                rec["peak_forward"] = max(rec.get("peak_forward", 0), peak(True))
+                DEV.sync()
+                rec["after_forward"] = DEV.allocated()
+                rec["peak_forward"] = _max(rec.get("peak_forward"), DEV.peak(True))
             (scaler.scale(loss) if scaler else loss).backward()
             if meas:
-                torch.cuda.synchronize()
-                rec["after_backward"] = torch.cuda.memory_allocated()
-                rec["peak_backward"] = max(rec.get("peak_backward", 0), peak(True))
+                DEV.sync()
+                rec["after_backward"] = DEV.allocated()
+                rec["peak_backward"] = _max(rec.get("peak_backward"), DEV.peak(True))
         if scaler:
             scaler.step(o)
             scaler.update()
@@ -375,19 +445,21 @@ def run_train(c, datadir):
                 for p, mp in zip(trainable, master):
                     p.copy_(mp)
         o.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
+        DEV.sync()
         if meas:
             rec["step_s"] = time.perf_counter() - t0
-            rec["after_optimizer"] = torch.cuda.memory_allocated()
-            rec["peak_optimizer"] = peak(False)
-            st = torch.cuda.memory_stats()
-            rec["peak_reserved"] = torch.cuda.max_memory_reserved()
-            rec["allocator"] = {k: st.get(k) for k in (
-                "num_alloc_retries", "num_ooms", "segment.all.peak", "inactive_split_bytes.all.peak",
-                "requested_bytes.all.peak", "reserved_bytes.large_pool.peak", "reserved_bytes.small_pool.peak")}
-            rec["nvml_process"] = nvml_used()
+            rec["after_optimizer"] = DEV.allocated()
+            rec["peak_optimizer"] = DEV.peak(False)
+            rec["peak_reserved"] = DEV.reserved_peak()
+            if DEV.cuda:
+                st = torch.cuda.memory_stats()
+                rec["allocator"] = {k: st.get(k) for k in (
+                    "num_alloc_retries", "num_ooms", "segment.all.peak", "inactive_split_bytes.all.peak",
+                    "requested_bytes.all.peak", "reserved_bytes.large_pool.peak",
+                    "reserved_bytes.small_pool.peak")}
+                rec["nvml_process"] = nvml_used()
         del out, loss
-    rec["peak_allocated"] = max(rec["peak_forward"], rec["peak_backward"], rec["peak_optimizer"])
+    rec["peak_allocated"] = _max(_max(rec["peak_forward"], rec["peak_backward"]), rec["peak_optimizer"])
     rec.update(params=n_params, trainable_params=n_train)
     if kind == "vision":
         rec["images_per_s"] = c["batch"] * accum / rec["step_s"]
@@ -403,7 +475,7 @@ def run_infer(c, datadir):
     # the embeddings (GPT-2, Qwen2, Gemma: 0.15-1 GiB left cached); a model
     # loaded with from_pretrained never holds it, so neither does the
     # measurement
-    torch.cuda.empty_cache()
+    DEV.empty_cache()
     m.eval()
     n_params = sum(p.numel() for p in m.parameters())
     kind = family(cfg.model_type)
@@ -415,19 +487,27 @@ def run_infer(c, datadir):
     pad = 0
     if kind == "seq2seq" and getattr(cfg, "pad_token_id", None) is not None:
         pad = cfg.pad_token_id
-    ids = torch.randint(0, cfg.vocab_size, (c["batch"], c["seq"]), device="cuda")
+    if DEV.cuda:
+        ids = torch.randint(0, cfg.vocab_size, (c["batch"], c["seq"]), device="cuda")
+    else:
+        ids = DEV.inputs(torch.randint(0, cfg.vocab_size, (c["batch"], c["seq"]), generator=DEV.generator()))
     rec = {}
-    for _ in range(2):
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        before = torch.cuda.memory_allocated()
+    # on the GPU the second call is measured, the cache warm from the first;
+    # a dry run makes one call (the same allocations), the mark before it
+    calls = 2 if DEV.cuda else 1
+    for k in range(calls):
+        DEV.sync()
+        if k == calls - 1:
+            DEV.mark("measure")
+        DEV.reset()
+        before = DEV.allocated()
         t0 = time.perf_counter()
         with torch.no_grad():
             m.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=c["new_tokens"],
                        min_new_tokens=c["new_tokens"], do_sample=False, pad_token_id=pad)
-        torch.cuda.synchronize()
-        rec = {"before": before, "peak_allocated": torch.cuda.max_memory_allocated(),
-               "peak_reserved": torch.cuda.max_memory_reserved(), "nvml_process": nvml_used(),
+        DEV.sync()
+        rec = {"before": before, "peak_allocated": DEV.peak(False), "peak_reserved": DEV.reserved_peak(),
+               "nvml_process": nvml_used() if DEV.cuda else None,
                "seconds": time.perf_counter() - t0, "params": n_params}
     return rec
 
@@ -440,7 +520,7 @@ def run_child(name, datadir):
     os.close(fd)
     try:
         p = subprocess.run([sys.executable, os.path.abspath(__file__), path, "--suite", name,
-                            "--data", datadir, "--in-process"])
+                            "--data", datadir, "--in-process", "--device", DEV.name])
         try:
             with open(path) as f:
                 run = json.load(f)["runs"][0]
@@ -452,6 +532,18 @@ def run_child(name, datadir):
         os.unlink(path)
 
 
+def entry_of_config(c):
+    """a training entry from the fields of --config (a dict)"""
+    e = T(c.get("name", "config"), c["model"], c.get("precision", "amp-bf16"), c.get("optimizer", "adamw"),
+          c.get("optimizer_impl", "foreach"), c.get("attention", "sdpa"), c.get("checkpointing", "none"),
+          int(c["batch"]), int(c["seq"]), lora=int(c.get("lora", 0)), targets=c.get("lora_targets"),
+          holdout=bool(c.get("holdout", False)))
+    e["grad_accum"] = int(c.get("grad_accum", 1))
+    if c.get("target_seq"):
+        e["target_seq"] = int(c["target_seq"])
+    return e
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -461,17 +553,13 @@ def main():
     ap.add_argument("--in-process", action="store_true",
                     help="measure every configuration in this process (by default each runs in a "
                          "process of its own)")
+    ap.add_argument("--device", default="cuda", choices=("cuda", "meta", "cpu"),
+                    help="cuda measures; meta or cpu is a dry run for vramledger trace")
     a = ap.parse_args()
+    global DEV
+    DEV = Dev(a.device)
     if a.config:
-        c = json.loads(a.config)
-        todo = [T(c.get("name", "config"), c["model"], c.get("precision", "amp-bf16"),
-                  c.get("optimizer", "adamw"), c.get("optimizer_impl", "foreach"),
-                  c.get("attention", "sdpa"), c.get("checkpointing", "none"), int(c["batch"]),
-                  int(c["seq"]), lora=int(c.get("lora", 0)), targets=c.get("lora_targets"),
-                  holdout=bool(c.get("holdout", False)))]
-        todo[0]["grad_accum"] = int(c.get("grad_accum", 1))
-        if c.get("target_seq"):
-            todo[0]["target_seq"] = int(c["target_seq"])
+        todo = [entry_of_config(json.loads(a.config))]
     elif a.suite == "calibration":
         todo = CALIBRATION
     elif a.suite == "quick":
@@ -485,8 +573,9 @@ def main():
     res = {"schema": "vramledger.measure/1",
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "host": platform.node(),
            "python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
-           "transformers": transformers.__version__, "device": torch.cuda.get_device_name(0),
-           "device_total_bytes": torch.cuda.mem_get_info()[1], "suite": a.suite,
+           "transformers": transformers.__version__,
+           "device": torch.cuda.get_device_name(0) if DEV.cuda else a.device,
+           "device_total_bytes": torch.cuda.mem_get_info()[1] if DEV.cuda else None, "suite": a.suite,
            "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "runs": []}
     for mod in ("peft", "bitsandbytes"):
         try:
@@ -518,13 +607,17 @@ def main():
                 e["error"] = repr(ex)[:500]
                 traceback.print_exc()
             gc.collect()
-            torch.cuda.empty_cache()
+            DEV.empty_cache()
         e["wall_s"] = round(time.time() - t0, 2)
         print(json.dumps({k: e.get(k) for k in ("name", "wall_s", "error")},), flush=True)
         res["runs"].append(e)
         with open(a.out, "w") as f:
             json.dump(res, f, indent=1)
             f.write("\n")
+    # a job that failed is never a number: under `vramledger trace` the
+    # replay of a run that stopped says so by this status
+    if any(e.get("error") for e in res["runs"]):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -231,6 +231,9 @@ class _Trace:
     def mark(self, name):
         self.f.write("m %s\n" % name)
 
+    def empty_cache(self):
+        self.f.write("e\n")
+
     def close(self):
         try:
             self.f.flush()
@@ -262,18 +265,26 @@ def _cpu_takes_cuda_defaults(torch):
 
 
 def _cpu_foreach_as_cuda(torch):
-    """torch.optim picks the foreach implementation, as for CUDA tensors."""
+    """torch.optim picks the foreach implementation, as for CUDA tensors,
+    and takes fused=True for meta tensors (the HF Trainer's default AdamW is
+    fused): its kernels run in place, with no memory of their own beyond
+    the states the optimizer allocates in Python (the in-place fused ops
+    with no meta function are skipped on meta: _MetaValues.call)."""
     try:
         import torch.optim.optimizer as o
-        f = getattr(o, "_get_foreach_kernels_supported_devices", None)
-        if f is None:
-            return
-        if "cpu" in f() and "meta" in f():
-            return
+        for name in ("_get_foreach_kernels_supported_devices", "_get_fused_kernels_supported_devices"):
+            f = getattr(o, name, None)
+            if f is None or ("cpu" in f() and "meta" in f()):
+                continue
 
-        def devices(f=f):
-            return list(f()) + ["cpu", "meta"]
-        o._get_foreach_kernels_supported_devices = devices
+            def devices(f=f):
+                return list(f()) + [d for d in ("cpu", "meta") if d not in f()]
+            setattr(o, name, devices)
+            # the optimizers import it by name too
+            for mod in ("adam", "adamw", "sgd", "adagrad"):
+                m = sys.modules.get("torch.optim." + mod)
+                if m is not None and getattr(m, name, None) is f:
+                    setattr(m, name, devices)
     except Exception:
         pass
 
@@ -314,31 +325,76 @@ def _cpu_dropout_as_cuda(torch):
 
 
 def _meta_sdpa_as_cuda(torch, q, k, v, args, kwargs):
-    """On meta tensors, scaled_dot_product_attention through the CUDA
-    kernels' own meta functions, as CUDA would choose them: flash attention
-    for half precision without a mask, else memory-efficient attention (each
-    keeps its output and log-sum-exp for backward; dropout inside the
-    kernel). None where neither applies (grouped heads, older PyTorch): the
-    caller's path then."""
+    """On meta tensors, scaled_dot_product_attention through the meta
+    function of the kernel CUDA would choose (measured on an H200 with
+    PyTorch 2.11 for every head layout, mask and dtype transformers passes:
+    bench/results/dry-run/sdpa-backends.jsonl, bench/sdpa_backends.py):
+    - bf16/fp16: cuDNN attention, grouped heads (enable_gqa) included, with
+      or without a mask; a boolean mask becomes an additive bias of its
+      shape in the query's dtype (kept for backward). It keeps its output
+      and the log-sum-exp (fp32, one per query and head).
+    - fp32 with as many key/value heads as query heads: memory-efficient
+      attention (a boolean mask becomes an fp32 bias).
+    - fp32 with grouped heads: the math path (None here: PyTorch's own
+      decomposition on meta, which materialises the scores as CUDA does).
+    Each kernel keeps what it keeps for backward; dropout stays inside the
+    kernel. None where no kernel applies: the caller's path then."""
     names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
     p = dict(zip(names, args))
     p.update(kwargs)
     mask, drop, causal = p.get("attn_mask"), float(p.get("dropout_p") or 0.0), bool(p.get("is_causal"))
-    scale = p.get("scale")
-    if q.dim() != 4 or k.shape[1] != q.shape[1] or v.shape[1] != q.shape[1]:
+    scale, gqa = p.get("scale"), bool(p.get("enable_gqa"))
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
         return None
+    grouped = k.shape[1] != q.shape[1] or v.shape[1] != q.shape[1]
+    if grouped and (not gqa or q.shape[1] % k.shape[1] or k.shape[1] != v.shape[1]):
+        return None  # an error on CUDA too: PyTorch's own path says so
+    half = q.dtype in (torch.float16, torch.bfloat16)
+    if grouped and not half:
+        return None
+    if mask is not None and mask.dtype == torch.bool:  # the kernels take an additive bias
+        mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device)
+    grad = q.requires_grad or k.requires_grad or v.requires_grad
     ops = torch.ops.aten
     try:
-        if q.dtype in (torch.float16, torch.bfloat16) and mask is None:
-            return ops._scaled_dot_product_flash_attention(q, k, v, drop, causal, False,
-                                                           scale=scale)[0]
-        if mask is not None and mask.dtype == torch.bool:  # the kernel takes an additive bias
-            mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device)
-        grad = q.requires_grad or k.requires_grad or v.requires_grad
+        if half:
+            return _meta_cudnn(torch, q, k, v, mask, grad, drop, causal, scale)
         return ops._scaled_dot_product_efficient_attention(q, k, v, mask, grad, drop, causal,
                                                            scale=scale)[0]
     except Exception:
         return None
+
+
+_cudnn_ok = [False]  # cuDNN attention's meta functions run forward and backward (install)
+
+
+def _meta_cudnn_works(torch):
+    """Do cuDNN attention's meta functions run, forward and backward, with
+    grouped heads? (Tried once, before the tracer starts.)"""
+    try:
+        t = torch.empty((1, 2, 4, 8), dtype=torch.bfloat16, device="meta", requires_grad=True)
+        u = torch.empty((1, 1, 4, 8), dtype=torch.bfloat16, device="meta", requires_grad=True)
+        o = torch.ops.aten._scaled_dot_product_cudnn_attention(t, u, u, None, True, 0.0, True, False)[0]
+        o.sum().backward()
+        return tuple(o.shape) == (1, 2, 4, 8) and tuple(u.grad.shape) == (1, 1, 4, 8)
+    except Exception:
+        return False
+
+
+def _meta_cudnn(torch, q, k, v, bias, grad, drop, causal, scale):
+    """cuDNN attention on meta tensors; where this PyTorch has no meta
+    function for it (forward or backward), the flash kernel's, which keeps
+    the same (output and log-sum-exp) and takes grouped heads, for a call
+    without a bias."""
+    ops = torch.ops.aten
+    if _cudnn_ok[0]:
+        return ops._scaled_dot_product_cudnn_attention(q, k, v, bias, grad, drop, causal, False,
+                                                       scale=scale)[0]
+    if bias is None:
+        return ops._scaled_dot_product_flash_attention(q, k, v, drop, causal, False, scale=scale)[0]
+    if k.shape[1] != q.shape[1]:
+        raise NotImplementedError("grouped heads with a mask")
+    return ops._scaled_dot_product_efficient_attention(q, k, v, bias, grad, drop, causal, scale=scale)[0]
 
 
 # CUDA autocast's policy (aten/src/ATen/autocast_mode.cpp) where the CPU's
@@ -480,6 +536,20 @@ class _MetaValues:
                          "for (at %s); 0 was used (meta tensors have no data)\n"
                          % (what, _Trace.where(_tracer) if _tracer else "?"))
 
+    def twins(self, res):
+        """meta tensors shaped as the CPU result(s) res, res their twins"""
+        T = self.torch
+
+        def twin_of(r):
+            m = T.empty_strided(r.shape, r.stride(), dtype=r.dtype, device="meta")
+            self.put(m, r)
+            return m
+        if isinstance(res, T.Tensor):
+            return twin_of(res)
+        if isinstance(res, (list, tuple)) and all(isinstance(r, T.Tensor) for r in res):
+            return type(res)(twin_of(r) for r in res)
+        return res
+
     def call(self, func, args, kwargs):
         T = self.torch
         name = func.overloadpacket.__name__
@@ -496,20 +566,17 @@ class _MetaValues:
             return False if dt == T.bool else 0.0 if dt.is_floating_point else 0
         try:
             out = func(*args, **kwargs)
-        except Exception:
+        except Exception as ex:
+            if isinstance(ex, NotImplementedError) and name.startswith("_fused_") and name.endswith("_"):
+                return None  # a fused optimizer step with no meta function: in place, nothing allocated
             if not known:
                 raise  # a value-dependent op on values nobody knows
-            res = func(*cargs, **ckw)  # the twin's answer gives the shape
-
-            def twin_of(r):  # a meta tensor shaped as r, r its twin
-                m = T.empty_strided(r.shape, r.stride(), dtype=r.dtype, device="meta")
-                self.put(m, r)
-                return m
-            if isinstance(res, T.Tensor):
-                return twin_of(res)
-            if isinstance(res, (list, tuple)) and all(isinstance(r, T.Tensor) for r in res):
-                return type(res)(twin_of(r) for r in res)
-            return res
+            return self.twins(func(*cargs, **ckw))  # the twin's answer gives the shape
+        if not known and name == "isin" and isinstance(out, T.Tensor):
+            # tokens nobody knows are never the stop tokens: generate()
+            # stops at max_new_tokens, never early (docs/cmd/trace.md)
+            self.put(out, T.zeros(out.shape, dtype=T.bool))
+            return out
         outs = out if isinstance(out, (list, tuple)) else (out,)
         if known and any(isinstance(o, T.Tensor) and o.device.type != "meta" for o in outs):
             try:  # a copy out of meta (.cpu(), .to("cpu")): the twin's values
@@ -532,6 +599,21 @@ class _MetaValues:
             self.drop(args[0] if args else None)
             self.drop(kwargs.get("out"))
         return out
+
+
+def _trace_empty_cache(torch, tr):
+    """The job's torch.cuda.empty_cache() is in the trace (an `e` line: the
+    replay returns the cached free segments there), also in a dry run on
+    the CPU or on meta, where it does nothing."""
+    try:
+        empty = torch.cuda.empty_cache
+
+        def empty_cache():
+            tr.empty_cache()
+            return empty()
+        torch.cuda.empty_cache = empty_cache
+    except AttributeError:
+        pass
 
 
 def _touches_meta(torch, args, kwargs):
@@ -557,9 +639,11 @@ def install(torch, path):
     tr = _Trace(path, torch)
     if os.environ.get("VRAMLEDGER_TRACE_AS", "cuda") == "cuda":
         _cpu_takes_cuda_defaults(torch)
+        _cudnn_ok[0] = _meta_cudnn_works(torch)
     aten = torch.ops.aten
     matmuls = set(getattr(aten, n) for n in _MATMULS if hasattr(aten, n))
 
+    _trace_empty_cache(torch, tr)
     mv = _MetaValues(torch)
     tolist = torch.Tensor.tolist
 
