@@ -34,15 +34,22 @@ struct gate {
   int n;
 };
 
+/* s into dst[n], cut to fit (a field or value too long for the table) */
+static void put(char *dst, size_t n, const char *s) {
+  size_t k = strnlen(s, n - 1);
+  memcpy(dst, s, k);
+  dst[k] = '\0';
+}
+
 static struct vl_check_item *add(struct gate *g, enum vl_check_kind kind, const char *field,
                                  const char *committed, const char *now, const char *action) {
   if (g->n == MAX_ITEMS) return NULL;
   struct vl_check_item *it = &g->items[g->n++];
   it->kind = kind;
-  snprintf(it->d.field, sizeof it->d.field, "%s", field);
-  snprintf(it->d.committed, sizeof it->d.committed, "%s", committed);
-  snprintf(it->d.now, sizeof it->d.now, "%s", now);
-  snprintf(it->action, sizeof it->action, "%s", action);
+  put(it->d.field, sizeof it->d.field, field);
+  put(it->d.committed, sizeof it->d.committed, committed);
+  put(it->d.now, sizeof it->d.now, now);
+  put(it->action, sizeof it->action, action);
   return it;
 }
 

@@ -29,6 +29,7 @@ enum {
   O_GC,
   O_WHATIF,
   O_BATCH,
+  O_FROM_MARK,
   O_FORMAT
 };
 static const struct cli_opt opts[] = {
@@ -37,7 +38,7 @@ static const struct cli_opt opts[] = {
     {"device", true, O_DEVICE},    {"expandable", false, O_EXPANDABLE},
     {"max-split-mb", true, O_MSS}, {"gc-threshold", true, O_GC},
     {"what-if", false, O_WHATIF},  {"batch", true, O_BATCH},
-    {"format", true, O_FORMAT},    {NULL, false, 0}};
+    {"from-mark", true, O_FROM_MARK}, {"format", true, O_FORMAT}, {NULL, false, 0}};
 
 #define MAX_BATCHES 8
 
@@ -45,7 +46,7 @@ struct tr {
   bool help, whatif;
   uint64_t batch[MAX_BATCHES]; /* --batch: replays at these micro-batches */
   int n_batch;
-  const char *out, *replay, *gpu;
+  const char *out, *replay, *gpu, *from_mark;
   int device, fmt;
   struct vl_cache_conf conf;
 };
@@ -86,6 +87,7 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
     }
     break;
   }
+  case O_FROM_MARK: t->from_mark = arg; break;
   case O_FORMAT:
     if ((t->fmt = cli_choice(flag, arg, formats)) < 0) return VL_EXIT_USAGE;
     break;
@@ -335,9 +337,18 @@ static int replay_and_show(const struct tr *t, const struct vl_trace *tr, const 
   plan_replays(t, tr->batch, &p);
   struct vl_replay r[MAX_REPLAYS];
   bool oom = false;
+  long from = t->from_mark ? vl_trace_find_mark(tr, t->from_mark) : -1;
+  if (t->from_mark && from < 0) {
+    cli_error("%s: --from-mark '%s': the trace has no such mark", trace, t->from_mark);
+    cli_hint(tr->n_marks ? "its first mark is '%s' (the probe's are 'forward 1', 'backward 1', ...; "
+                           "vramledger.mark(NAME) adds one)"
+                         : "the trace has no marks: call vramledger.mark(NAME) in the job%s",
+             tr->n_marks ? tr->marks[0] : "");
+    return VL_EXIT_USAGE;
+  }
   for (int i = 0; i < p.n; i++) {
     double scale = i < p.n_settings ? 1.0 : (double)p.batches[i] / (double)tr->batch;
-    vl_status s = vl_trace_replay_scaled(tr, device, &p.confs[i], scale, &r[i]);
+    vl_status s = vl_trace_replay_from(tr, device, &p.confs[i], scale, from, &r[i]);
     if (s != VL_OK) {
       cli_error("replay: %s", vl_strerror(s));
       return VL_EXIT_ERROR;
@@ -345,7 +356,7 @@ static int replay_and_show(const struct tr *t, const struct vl_trace *tr, const 
     oom |= r[i].oom;
   }
   const char *dev = device == 1 ? "cuda" : device == 0 ? "cpu" : device == 2 ? "meta" : "all";
-  struct vl_trace_view v = {trace, dev, tr, job_rc, p.names, r, p.n, p.batches, NULL};
+  struct vl_trace_view v = {trace, dev, tr, job_rc, p.names, r, p.n, p.batches, NULL, t->from_mark};
   struct cli_run *run = NULL; /* the probe's bill of the job, from its record */
   if (dir && (run = calloc(1, sizeof *run)) != NULL && cli_load_run(dir, run) != 0) {
     free(run);

@@ -124,7 +124,8 @@ struct vl_replay {
   uint32_t peak_module;            /* the module that made the peak's allocation (0: unknown) */
   uint32_t peak_at, peak_dtype;    /* its source line and dtype (0: unknown) */
   size_t allocs, frees, skipped;
-  bool oom;         /* the device ran out; stopped there */
+  bool from_mark_seen; /* vl_trace_replay_from: its mark was reached (the peaks are from there) */
+  bool oom;            /* the device ran out; stopped there */
   size_t oom_event; /* the event that ran out */
 };
 
@@ -141,5 +142,15 @@ vl_status vl_trace_replay(const struct vl_trace *t, int device, const struct vl_
 vl_status vl_trace_replay_scaled(const struct vl_trace *t, int device,
                                  const struct vl_cache_conf *conf, double scale,
                                  struct vl_replay *out) VL_MUST_USE;
+/*! The same with the peaks counted from the first occurrence of mark
+ * `from_mark` (an index in t->marks; -1: from the start), as a job that
+ * calls torch.cuda.reset_peak_memory_stats() there measures them: what
+ * is live and cached then stays, the peaks start from it.
+ * @return as vl_trace_replay_scaled. */
+vl_status vl_trace_replay_from(const struct vl_trace *t, int device,
+                               const struct vl_cache_conf *conf, double scale, long from_mark,
+                               struct vl_replay *out) VL_MUST_USE;
+/*! The index in t->marks of the first mark named `name`, or -1. */
+long vl_trace_find_mark(const struct vl_trace *t, const char *name);
 
 #endif

@@ -212,6 +212,7 @@ struct vl_trace_view {
   /* the probe's layer of the traced job's record, whose bill is shown
    * (activations by difference: see tracer.py), or NULL (a replayed file) */
   const struct vl_probe_layer *fw;
+  const char *from_mark; /* the peaks are from this mark on (trace --from-mark), or NULL */
 };
 /*! Write the replays side by side (text) or as JSON (schema
  * vramledger.trace/1). @return 0, or -1 on a write error. */

@@ -454,8 +454,8 @@ void vl_sha256_hex(const void *data, size_t n, char hex[VL_SHA256_HEX]) {
 
 vl_status vl_config_sha256(const char *text, size_t len, char hex[VL_SHA256_HEX],
                            struct vl_err *err) {
-  char *canon;
-  size_t n;
+  char *canon = NULL;
+  size_t n = 0;
   TRY(vl_config_canonical(text, len, &canon, &n, err));
   vl_sha256_hex(canon, n, hex);
   vl_free(canon);

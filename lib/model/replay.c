@@ -282,6 +282,18 @@ vl_status vl_trace_replay(const struct vl_trace *t, int device, const struct vl_
 vl_status vl_trace_replay_scaled(const struct vl_trace *t, int device,
                                  const struct vl_cache_conf *conf, double scale,
                                  struct vl_replay *out) {
+  return vl_trace_replay_from(t, device, conf, scale, -1, out);
+}
+
+long vl_trace_find_mark(const struct vl_trace *t, const char *name) {
+  for (size_t i = 0; i < t->n_marks; i++)
+    if (strcmp(t->marks[i], name) == 0) return (long)i;
+  return -1;
+}
+
+vl_status vl_trace_replay_from(const struct vl_trace *t, int device,
+                               const struct vl_cache_conf *conf, double scale, long from_mark,
+                               struct vl_replay *out) {
   memset(out, 0, sizeof *out);
   if (!(scale > 0) || scale > 1e6) return VL_EINVAL;
   out->peak_mark = -1;
@@ -310,6 +322,16 @@ vl_status vl_trace_replay_scaled(const struct vl_trace *t, int device,
     const struct vl_trace_ev *e = &t->ev[i];
     if (e->kind == VL_TR_MARK) {
       mark = (long)e->id;
+      if (mark == from_mark && !out->from_mark_seen) { /* peaks from here, as */
+        vl_cache_reset_peaks(c); /* torch.cuda.reset_peak_memory_stats() would */
+        vl_cache_stats(c, &st);
+        out->from_mark_seen = true;
+        out->peak_allocated = st.allocated;
+        out->peak_event = i;
+        out->peak_mark = mark;
+        out->peak_module = out->peak_at = out->peak_dtype = 0;
+        out->inactive_split_at_peak = st.inactive_split;
+      }
       continue;
     }
     if (e->kind == VL_TR_EMPTY) {

@@ -35,6 +35,7 @@ static int as_json(FILE *o, const struct vl_trace_view *v) {
   json_object_set_new(root, "stopped_after_mark", str_or_null(last_mark(tr)));
   json_object_set_new(root, "cut_last_line_bytes", U(tr->cut_last_line));
   json_object_set_new(root, "batch", tr->batch ? U(tr->batch) : json_null());
+  json_object_set_new(root, "peaks_from_mark", str_or_null(v->from_mark));
   json_object_set_new(root, "peak_mark",
                       r[0].peak_mark >= 0 ? json_string(tr->marks[r[0].peak_mark]) : json_null());
   json_object_set_new(root, "peak_module",
@@ -114,6 +115,7 @@ int vl_render_trace(FILE *o, bool json, const struct vl_trace_view *v) {
   fprintf(o, "trace: %s\n  %zu allocations and %zu frees replayed (device %s)\n", v->trace,
           r[0].allocs, r[0].frees, v->device);
   if (!whole) incomplete_lines(o, v);
+  if (v->from_mark) fprintf(o, "  peaks from mark '%s' on (--from-mark)\n", v->from_mark);
   table(o, v, whole ? "" : " for the part that ran");
   fprintf(o, "\n  the peak%s: event %zu of %zu", of, r[0].peak_event + 1, tr->n);
   if (r[0].peak_mark >= 0) fprintf(o, ", in '%s'", tr->marks[r[0].peak_mark]);

@@ -297,6 +297,31 @@ static void trace_empty_cache(void **state) {
   assert_int_equal(vl_trace_parse("e 1\n", 4, &t, &err), VL_EPARSE);
 }
 
+/* Peaks from a mark, as torch.cuda.reset_peak_memory_stats() there: what
+ * is live (100 MiB) and cached (the freed 200 MiB segment) stays. */
+static void trace_from_mark(void **state) {
+  (void)state;
+  const char *text = "a 1 104857600 cuda\na 2 209715200 cuda\nf 2\nm warm\nm measure\n"
+                     "a 3 52428800 cuda\nf 3\n";
+  struct vl_trace t;
+  struct vl_err err = {""};
+  struct vl_cache_conf conf = {0};
+  struct vl_replay r;
+  assert_int_equal(vl_trace_parse(text, strlen(text), &t, &err), VL_OK);
+  long m = vl_trace_find_mark(&t, "measure");
+  assert_int_equal(m, 1);
+  assert_int_equal(vl_trace_find_mark(&t, "step"), -1);
+  assert_int_equal(vl_trace_replay_from(&t, -1, &conf, 1.0, -1, &r), VL_OK);
+  assert_int_equal(r.peak_allocated, 300 * MB);
+  assert_false(r.from_mark_seen);
+  assert_int_equal(vl_trace_replay_from(&t, -1, &conf, 1.0, m, &r), VL_OK);
+  assert_true(r.from_mark_seen);
+  assert_int_equal(r.peak_allocated, 150 * MB);
+  assert_int_equal(r.peak_reserved, 300 * MB);
+  assert_int_equal(r.peak_mark, m);
+  vl_trace_release(&t);
+}
+
 /* "b" allocations grow with the batch, "a" ones do not; fields after the
  * device in any order; the batch from "# batch N"; meta replayed when no
  * cuda. */
@@ -405,6 +430,7 @@ int main(void) {
                                      cmocka_unit_test(trace_parse_and_replay),
                                      cmocka_unit_test(trace_empty_cache),
                                      cmocka_unit_test(trace_batch_fields_meta),
-                                     cmocka_unit_test(trace_cut_last_line)};
+                                     cmocka_unit_test(trace_cut_last_line),
+                                     cmocka_unit_test(trace_from_mark)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
