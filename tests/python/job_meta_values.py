@@ -23,4 +23,8 @@ w = torch.nn.Linear(8, 4, device=m)
 loss = w(ids.float()).pow(2).mean()
 loss.backward()
 out["loss"] = loss.item()  # unknown on meta: 0.0
+# generate()'s stopping rule: tokens nobody knows are never the stop tokens
+tokens = w(ids.float()).argmax(-1)
+out["stopped"] = bool(torch.isin(tokens, torch.tensor([2, 3], device=m)).any())  # False
+torch.cuda.empty_cache()  # no GPU: does nothing, and is an event of the trace
 print(json.dumps(out))

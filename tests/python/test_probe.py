@@ -388,9 +388,11 @@ class TraceMeta(unittest.TestCase):
         got = json.loads([l for l in out.stderr.splitlines() if l.startswith('{"all_ones"')][0])
         self.assertEqual(got, {"all_ones": False, "padded_rows": 1, "packed": False,
                                "nonzero_rows": 14, "ids_equal": True, "back_to_cpu": True,
-                               "tolist": True, "loss": 0.0})
+                               "tolist": True, "loss": 0.0, "stopped": False})
         self.assertIn("read a value of a meta tensor", out.stderr)
         self.assertEqual(out.stderr.count("read a value of a meta tensor"), 1)
+        with open(d + "/t/alloc.trace") as f:
+            self.assertIn("e\n", f.readlines())  # torch.cuda.empty_cache()
         shutil.rmtree(d)
 
     def test_meta_as_cpu(self):
