@@ -5,7 +5,9 @@ H200 measured for the same job (measure.py's records below), and, when a
 memtracker.jsonl sits beside it, MemTracker's peak. With --vl, each
 trace of DIR/traces.tar.xz is replayed again by that vramledger with the
 peaks from the mark `measure` on (trace --from-mark: the step the H200
-measured, after measure.py's reset_peak_memory_stats()). Prints a Markdown
+measured, after measure.py's reset_peak_memory_stats()); an entry whose
+trace is not kept takes its replay from DIR/replays.jsonl (the same replay,
+made when the traces were at hand). Prints a Markdown
 table and a summary; --json writes the rows.
 
   python3 bench/dry_run_table.py DIR [--vl build/vramledger] [--json OUT]
@@ -57,7 +59,14 @@ def main():
     ap.add_argument("--vl", help="replay the traces again from the mark `measure` with this binary")
     a = ap.parse_args()
     meas = measured()
-    again = replays(a.dir, a.vl) if a.vl else {}
+    again = {}
+    kept = os.path.join(a.dir, "replays.jsonl")
+    if a.vl and os.path.exists(kept):
+        for line in open(kept):
+            r = json.loads(line)
+            again[r["name"]] = r["trace"]
+    if a.vl:
+        again.update(replays(a.dir, a.vl))
     mt = {}
     mp = os.path.join(a.dir, "memtracker.jsonl")
     if os.path.exists(mp):
