@@ -119,6 +119,8 @@ def _storage(t):
             s = x.storage()
         if key is None:
             key = s.data_ptr()
+            if key == 0 and x.device.type == "meta":  # no address: the storage's C++ object names it
+                key = ("meta", getattr(getattr(s, "_storage", s), "_cdata", None) or id(s))
         total += s.nbytes()
     return key, total
 

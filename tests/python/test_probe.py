@@ -407,6 +407,10 @@ class TraceMeta(unittest.TestCase):
         # the same allocations in the same order; on meta, the few that stay
         # on the CPU (Adam's step counters, as on a GPU) are not replayed
         self.assertEqual(sizes(d + "/m/alloc.trace"), sizes(d + "/c/alloc.trace"))
+        # the probe's bill on meta: storages with no address told apart
+        self.assertGreater(cpu["bill"]["parameters"], 0)
+        self.assertEqual(meta["bill"]["parameters"], cpu["bill"]["parameters"])
+        self.assertEqual(meta["bill"]["optimizer_states"], cpu["bill"]["optimizer_states"])
         pm, pc = meta["replays"][0]["peak_allocated_bytes"], cpu["replays"][0]["peak_allocated_bytes"]
         self.assertLessEqual(pm, pc)
         self.assertLess(pc - pm, 64 << 10)
