@@ -1,9 +1,15 @@
 """vramledger's Python side: the PyTorch probe (probe.py, attached by itself
 under `vramledger run`, or with attach()), the measuring suite behind
-`vramledger validate` (measure.py), and mark(), which stamps a moment of the
-job in the record of `vramledger run`.
+`vramledger validate` (measure.py), mark(), which stamps a moment of the
+job in the record of `vramledger run`, and dry_run(), the GPU memory of the
+user's own training step from a run on the CPU or on meta tensors, in
+process (dryrun.py, docs/python.md).
 Runs inside the user's Python with PyTorch."""
 import ctypes
+
+from .dryrun import DryRun, dry_run
+
+__all__ = ["DryRun", "attach", "dry_run", "fallback_requested", "mark"]
 
 _mark = None
 

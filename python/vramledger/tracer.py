@@ -1,10 +1,11 @@
 """The allocation tracer behind `vramledger trace` (issue 7).
 
-Installed by sitecustomize when VRAMLEDGER_TRACE names a file: a
-TorchDispatchMode sees every ATen op of the job (forward, backward, the
-optimizer), and every tensor it returns; a storage's first appearance is an
-allocation, and its death its free. The trace is text, one event a line,
-for the C replay:
+Installed by sitecustomize when VRAMLEDGER_TRACE names a file, for the
+rest of the process (or by vramledger.dry_run, which uninstall()s it when
+the user's code is done): a TorchDispatchMode sees every ATen op of the
+job (forward, backward, the optimizer), and every tensor it returns; a
+storage's first appearance is an allocation, and its death its free. The
+trace is text, one event a line, for the C replay:
 
     a ID BYTES DEVICE [MODULE] [dtype=T] [at=FILE:LINE]
                         a new storage of BYTES on DEVICE (cpu, cuda, meta),
@@ -65,6 +66,21 @@ import warnings
 import weakref
 
 _tracer = None
+_mode = None  # install()'s dispatch mode, while it is entered
+_undo = []  # (object, attribute, its value before) for each patch install() made
+_MISSING = object()  # an attribute the object did not have of its own
+
+
+def _patch(obj, name, value):
+    """setattr, remembered for uninstall(); the value before is the
+    object's own (a class's or module's __dict__), so that undoing a patch
+    of an inherited method deletes it instead of copying the base's."""
+    try:
+        old = vars(obj).get(name, _MISSING)
+    except TypeError:
+        old = getattr(obj, name, _MISSING)
+    _undo.append((obj, name, old))
+    setattr(obj, name, value)
 
 # the ops that run through cuBLAS on CUDA (a composite such as matmul or
 # linear reaches one of these)
@@ -279,12 +295,12 @@ def _cpu_foreach_as_cuda(torch):
 
             def devices(f=f):
                 return list(f()) + [d for d in ("cpu", "meta") if d not in f()]
-            setattr(o, name, devices)
+            _patch(o, name, devices)
             # the optimizers import it by name too
             for mod in ("adam", "adamw", "sgd", "adagrad"):
                 m = sys.modules.get("torch.optim." + mod)
                 if m is not None and getattr(m, name, None) is f:
-                    setattr(m, name, devices)
+                    _patch(m, name, devices)
     except Exception:
         pass
 
@@ -306,7 +322,7 @@ def _cpu_dropout_as_cuda(torch):
                     and input.device.type in ("cpu", "meta") and input.numel() > 0:
                 return torch.native_dropout(input, p, True)[0]
             return dropout(input, p, training, inplace)
-        F.dropout = fused_dropout
+        _patch(F, "dropout", fused_dropout)
         if sdpa is not None:
             def attention(query, key, value, *args, **kwargs):
                 if query.device.type == "meta":
@@ -319,7 +335,7 @@ def _cpu_dropout_as_cuda(torch):
                     elif kwargs.get("dropout_p"):
                         kwargs["dropout_p"] = 0.0
                 return sdpa(query, key, value, *args, **kwargs)
-            F.scaled_dot_product_attention = attention
+            _patch(F, "scaled_dot_product_attention", attention)
     except Exception:
         pass
 
@@ -450,8 +466,26 @@ def _cpu_autocast_as_cuda(torch):
                 return op(x, *args, **kwargs)
         return kernel
 
+    def cross_entropy(op):
+        """CUDA autocast has no rule for cross_entropy_loss, the CPU's casts
+        the logits to float32 (a copy, and a backward in float32): on CUDA
+        it decomposes as its composite says (aten/src/ATen/native/
+        LossNLL.cpp): log_softmax in the logits' dtype (kept for backward),
+        then nll_loss, whose float32 rule casts that (seen in a CUDA trace
+        of RoBERTa: bench/results/dry-run/cuda-traces/)."""
+        def kernel(x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+            aten = torch.ops.aten
+            if isinstance(x, torch.Tensor) and x.dtype in low and x.dim() >= 1 \
+                    and not target.is_floating_point() and not label_smoothing:
+                return aten.nll_loss_nd(aten.log_softmax.int(x, 0 if x.dim() == 1 else 1, x.dtype),
+                                        target, weight, reduction, ignore_index)
+            with torch.autocast("cpu", enabled=False):
+                return op(up(x), target, up(weight), reduction, ignore_index, label_smoothing)
+        return kernel
+
     n = 0
-    for names, make in ((_CUDA_FP32, fp32), (_CUDA_FP32_OPT_DTYPE, opt_dtype)):
+    for names, make in ((_CUDA_FP32, fp32), (_CUDA_FP32_OPT_DTYPE, opt_dtype),
+                        (("cross_entropy_loss",), cross_entropy)):
         for name in names:
             base, _, overload = name.partition(".")
             try:
@@ -611,7 +645,7 @@ def _trace_empty_cache(torch, tr):
         def empty_cache():
             tr.empty_cache()
             return empty()
-        torch.cuda.empty_cache = empty_cache
+        _patch(torch.cuda, "empty_cache", empty_cache)
     except AttributeError:
         pass
 
@@ -654,7 +688,7 @@ def install(torch, path):
                 return v.tolist()
         return tolist(self)
     try:
-        torch.Tensor.tolist = meta_tolist
+        _patch(torch.Tensor, "tolist", meta_tolist)
     except (AttributeError, TypeError):
         pass
 
@@ -675,10 +709,55 @@ def install(torch, path):
                         tr.seen(o)
             return out
 
-    Mode().__enter__()  # for the rest of the process
+    global _mode
+    _mode = Mode()
+    _mode.__enter__()  # for the rest of the process (or until uninstall)
     import atexit
     atexit.register(tr.close)
     _tracer = tr
+    return tr
+
+
+def uninstall():
+    """Stop tracing (vramledger.dry_run; `vramledger trace` never calls
+    it): the dispatch mode install() entered exited, every patch it made
+    undone (torch.optim's device lists, dropout and SDPA, the AutocastCPU
+    kernels, empty_cache, tolist), the trace flushed and closed; storages
+    that die later write nothing. Returns the tracer stopped, or None when
+    none was installed. Raises RuntimeError, and stops nothing, when
+    another dispatch mode entered after install() is still active: exit
+    it first."""
+    global _tracer, _mode
+    tr = _tracer
+    if tr is None:
+        return None
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+    if _get_current_dispatch_mode() is not _mode:
+        raise RuntimeError("vramledger: cannot stop tracing: a dispatch mode entered after the "
+                           "tracer's is still active (exit it first)")
+    _mode.__exit__(None, None, None)
+    _mode = None
+    _tracer = None
+    while _undo:
+        obj, name, old = _undo.pop()
+        try:
+            if old is _MISSING:
+                delattr(obj, name)
+            else:
+                setattr(obj, name, old)
+        except (AttributeError, TypeError):
+            pass
+    while _libs:  # the AutocastCPU kernels go with their Library
+        L = _libs.pop()
+        if hasattr(L, "_destroy"):
+            L._destroy()
+        del L  # torch < 2.3: unregistered when collected
+    _cudnn_ok[0] = False
+    import atexit
+    atexit.unregister(tr.close)
+    tr.live.clear()  # their weak references go too: no callback writes to the closed file
+    tr.close()
+    tr.f.close()
     return tr
 
 

@@ -395,6 +395,28 @@ class TraceMeta(unittest.TestCase):
             self.assertIn("e\n", f.readlines())  # torch.cuda.empty_cache()
         shutil.rmtree(d)
 
+    def test_cross_entropy_as_cuda(self):
+        """cross_entropy under CPU autocast allocates as CUDA's composite
+        does: log_softmax in bf16, cast to fp32 for nll_loss; backward fp32
+        then bf16 (the CPU's own rule casts the logits to fp32 first)."""
+        d = tempfile.mkdtemp(prefix="vl-trace-ce-")
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        out = subprocess.run([VL, "trace", "--out", d + "/t", "--format", "json", "--", PY,
+                              os.path.join(HERE, "job_cross_entropy.py")],
+                             env=e, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        n = 256 * 5000
+        with open(d + "/t/alloc.trace") as f:
+            big = [(int(w[2]), [x for x in w if x.startswith("dtype=")][0])
+                   for w in (l.split() for l in f) if w[0] in "ab" and int(w[2]) >= 2 * n
+                   and any(x.startswith("dtype=") for x in w)]
+        self.assertEqual(big, [(2 * n, "dtype=bfloat16"),  # the logits
+                               (2 * n, "dtype=bfloat16"), (4 * n, "dtype=float32"),  # the loss
+                               (4 * n, "dtype=float32"), (2 * n, "dtype=bfloat16"),  # its backward
+                               (2 * n, "dtype=bfloat16")])
+        shutil.rmtree(d)
+
     def test_meta_as_cpu(self):
         d = tempfile.mkdtemp(prefix="vl-trace-meta-")
         meta, cpu = self.trace(d + "/m", "meta"), self.trace(d + "/c", "cpu")
