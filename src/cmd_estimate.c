@@ -6,16 +6,68 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "dryrun.h"
 #include "jobflags.h"
 #include "vramledger/alloc.h"
 #include "vramledger/catalog.h"
 #include "vramledger/model.h"
 #include "vramledger/render.h"
 
+/* The formula's bill of e's job (with --max-batch/--max-seq, of the best
+ * value, left in e's job). @return 0 or an exit code (message printed). */
+static int formula(struct est *e, const struct vl_arch *arch, const struct vl_gpu *gpu,
+                   struct vl_bill *bill, uint64_t *best) {
+  struct vl_err err = {""};
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  vl_status s;
+  *best = 0;
+  if (e->search) {
+    s = vl_search_max(arch, &e->job, &ov, gpu, e->margin,
+                      e->search == 1 ? VL_SEARCH_BATCH : VL_SEARCH_SEQ, best, bill, &err);
+    if (s == VL_OK && *best == 0) /* show the bill of 1 to say why */
+      s = vl_bill_compute(arch, &e->job, &ov, bill, &err);
+    if (s == VL_OK && *best) {
+      if (e->search == 1)
+        e->job.batch = *best;
+      else
+        e->job.seq = *best;
+    }
+  } else {
+    s = vl_bill_compute(arch, &e->job, &ov, bill, &err);
+  }
+  if (s == VL_OK) return 0;
+  cli_error("cannot estimate '%s': %s", e->model, err.msg);
+  return s == VL_EOVERFLOW || s == VL_ERANGE || s == VL_ECONFLICT || s == VL_EINVAL ? VL_EXIT_USAGE
+                                                                                    : VL_EXIT_ERROR;
+}
+
+/* --dry-run given: refuse what it cannot express. @return 0 or VL_EXIT_USAGE. */
+static int check_dry_run(const struct est *e) {
+  char why[256];
+  const char *flag = dry_run_unsupported(e, why, sizeof why);
+  if (!flag) return 0;
+  cli_error("--dry-run cannot express %s: %s", flag, why);
+  if (strstr(why, ": give ") || strstr(why, ": add ")) /* why says what to give */
+    cli_hint("or drop --dry-run for the formula alone");
+  else
+    cli_hint("drop %s for the dry run, or drop --dry-run for the formula alone", flag);
+  return VL_EXIT_USAGE;
+}
+
 int cmd_estimate(int argc, const char **argv) {
+  const char **args = calloc((size_t)argc + 1, sizeof *args);
+  if (!args) {
+    cli_error("out of memory");
+    return VL_EXIT_ERROR;
+  }
+  int n = 0;
+  bool dry = false;
+  dry_run_take_flag(argc, argv, args, &n, &dry);
   struct est e;
   est_init(&e);
-  int rc = est_parse(argc, argv, &e);
+  int rc = est_parse(n, args, &e);
+  free(args); /* e keeps pointers into argv, not into args */
   if (rc) return rc;
   if (e.help) {
     fputs(vl_help_estimate, stdout);
@@ -31,18 +83,14 @@ int cmd_estimate(int argc, const char **argv) {
               e.search == 1 ? "max-batch" : "max-seq");
     return VL_EXIT_USAGE;
   }
+  if (dry && (rc = check_dry_run(&e))) return rc;
 
   struct vl_arch arch;
-  if ((rc = cli_load_model(e.model, &arch))) return rc;
-  struct vl_err err = {""};
-  vl_status s;
-
+  struct dry_model dm;
+  if ((rc = dry_run_model(&e, dry, &arch, &dm))) return rc;
   struct vl_catalog cat;
   const struct vl_gpu *gpu;
   if ((rc = est_gpu(&e, &cat, &gpu))) return rc;
-
-  struct vl_overheads ov;
-  vl_overheads_default(&ov);
   struct vl_bill *bill = vl_calloc(1, sizeof *bill);
   if (!bill) {
     cli_error("out of memory");
@@ -50,30 +98,15 @@ int cmd_estimate(int argc, const char **argv) {
     return VL_EXIT_ERROR;
   }
   uint64_t best = 0;
-  if (e.search) {
-    s = vl_search_max(&arch, &e.job, &ov, gpu, e.margin,
-                      e.search == 1 ? VL_SEARCH_BATCH : VL_SEARCH_SEQ, &best, bill, &err);
-    if (s == VL_OK && best == 0) /* show the bill of 1 to say why */
-      s = vl_bill_compute(&arch, &e.job, &ov, bill, &err);
-    if (s == VL_OK && best) {
-      if (e.search == 1)
-        e.job.batch = best;
-      else
-        e.job.seq = best;
-    }
-  } else {
-    s = vl_bill_compute(&arch, &e.job, &ov, bill, &err);
-  }
-  if (s != VL_OK) {
-    cli_error("cannot estimate '%s': %s", e.model, err.msg);
-    vl_free(bill);
-    vl_catalog_release(&cat);
-    return s == VL_EOVERFLOW || s == VL_ERANGE || s == VL_ECONFLICT || s == VL_EINVAL
-               ? VL_EXIT_USAGE
-               : VL_EXIT_ERROR;
+  if (dm.formula && (rc = formula(&e, &arch, gpu, bill, &best))) goto done;
+
+  struct dry_run d;
+  if (dm.run && (rc = dry_run_run(&e, &dm, &d))) {
+    if (!(dm.automatic && dm.formula)) goto done;
+    dm.run = false; /* an automatic dry run failed: the approximate estimate, as said */
   }
   struct vl_fit fit;
-  if (gpu) vl_fit_check(vl_bill_budget_bytes(bill), gpu, e.margin, &fit);
+  if (gpu && dm.formula) vl_fit_check(vl_bill_budget_bytes(bill), gpu, e.margin, &fit);
   const char *slash = strrchr(e.model, '/');
   struct vl_estimate_view view = {
       .model_name = slash ? slash + 1 : e.model,
@@ -87,14 +120,21 @@ int cmd_estimate(int argc, const char **argv) {
       .search_best = best,
       .version = VL_VERSION,
   };
-  if (vl_render_estimate(stdout, e.fmt, &view) != 0) {
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct dry_view dv = {dm.formula ? &view : NULL, &dm, &d, &e, gpu, ov.cuda_context_bytes};
+  bool fits = gpu ? dm.formula && fit.fits : true;
+  int w =
+      dm.run ? dry_run_render(stdout, e.fmt, &dv, &fits) : vl_render_estimate(stdout, e.fmt, &view);
+  if (w != 0) {
     cli_error("cannot write the output");
     rc = VL_EXIT_ERROR;
   } else if (e.search) {
     rc = best ? VL_EXIT_OK : VL_EXIT_NOFIT;
   } else {
-    rc = gpu && !fit.fits ? VL_EXIT_NOFIT : VL_EXIT_OK;
+    rc = fits ? VL_EXIT_OK : VL_EXIT_NOFIT; /* with a dry run, its fit decides */
   }
+done:
   vl_free(bill);
   vl_catalog_release(&cat);
   return rc;

@@ -309,7 +309,13 @@ def nvml_used():
 
 def build(c, datadir):
     import transformers
-    with open(os.path.join(datadir, "models", c["model"] + ".json")) as f:
+    # the entry's model: a bundled name (data/models/NAME.json), or the path
+    # of a config.json (it has a '/' or ends in .json: `vramledger estimate
+    # --dry-run` gives the file it read)
+    path = c["model"]
+    if "/" not in path and not path.endswith(".json"):
+        path = os.path.join(datadir, "models", path + ".json")
+    with open(path) as f:
         d = json.load(f)
     mt = d.pop("model_type")
     for k in ("architectures", "torch_dtype", "dtype"):
@@ -533,10 +539,31 @@ def run_child(name, datadir):
 
 
 def entry_of_config(c):
-    """a training entry from the fields of --config (a dict)"""
-    e = T(c.get("name", "config"), c["model"], c.get("precision", "amp-bf16"), c.get("optimizer", "adamw"),
+    """an entry from the fields of --config (a dict): a training entry, or
+    with "task": "infer" a generate() entry (batch, seq = the prompt,
+    new_tokens). LoRA without lora_targets on a model given as a config
+    file takes peft's default modules for its model_type, as `vramledger
+    estimate` does (a bundled name keeps the suite's q_proj,v_proj)."""
+    name, task = c.get("name", "config"), c.get("task", "train")
+    if task == "infer":
+        return I(name, c["model"], c.get("precision", "bf16"), c.get("attention", "sdpa"), int(c["batch"]),
+                 int(c["seq"]), int(c["new_tokens"]), holdout=bool(c.get("holdout", False)))
+    if task != "train":
+        raise ValueError("--config: task %r is neither train nor infer" % (task,))
+    targets = c.get("lora_targets")
+    model = c["model"]
+    if int(c.get("lora", 0)) and not targets and ("/" in model or model.endswith(".json")):
+        try:
+            from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as peft_default
+            with open(model) as f:
+                mt = json.load(f).get("model_type")
+            if peft_default.get(mt):
+                targets = ",".join(peft_default[mt])
+        except (ImportError, OSError, ValueError):
+            pass  # no peft: the run fails where it imports it, and says so
+    e = T(name, model, c.get("precision", "amp-bf16"), c.get("optimizer", "adamw"),
           c.get("optimizer_impl", "foreach"), c.get("attention", "sdpa"), c.get("checkpointing", "none"),
-          int(c["batch"]), int(c["seq"]), lora=int(c.get("lora", 0)), targets=c.get("lora_targets"),
+          int(c["batch"]), int(c["seq"]), lora=int(c.get("lora", 0)), targets=targets,
           holdout=bool(c.get("holdout", False)))
     e["grad_accum"] = int(c.get("grad_accum", 1))
     if c.get("target_seq"):

@@ -8,6 +8,9 @@ dir=$2
 fail=0
 n=0
 cd "$dir" || exit 1
+# estimate's dry run with a Python that has neither torch nor transformers
+# here, whatever python3 has (tests/cli/run_tests.sh runs real dry runs)
+export VRAMLEDGER_PYTHON=../python-without-torch
 for args in *.args; do
   name=${args%.args}
   n=$((n + 1))

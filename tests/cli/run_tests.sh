@@ -173,5 +173,113 @@ check "trace: a job that wrote no trace fails" sh -c "[ $? = 1 ] && [ ! -s '$tmp
 check "trace: an empty trace of a killed job: its status, no replay" sh -c "[ $? = 137 ] && [ ! -s '$tmp/out' ]"
 check "trace: the empty trace is said" grep -q "no allocation events: 'sh' was killed by signal 9" "$tmp/err"
 
+# estimate --dry-run through a Python that is a shell script (no torch
+# needed): the module check (-c) prints what it lacks ($FAKE_PY_MISSING);
+# the job writes its --device and --config to $FAKE_PY_ARGS and a trace
+# with the mark 'measure', or fails as Python does without transformers
+cat >"$tmp/python" <<'PY'
+#!/bin/sh
+if [ "$1" = -c ]; then echo "${FAKE_PY_MISSING:-}"; exit 0; fi
+dev=meta config=
+while [ $# -gt 0 ]; do
+  case $1 in --device) dev=$2; shift ;; --config) config=$2; shift ;; esac
+  shift
+done
+[ -n "${FAKE_PY_ARGS:-}" ] && printf '%s\n%s\n' "$dev" "$config" >"$FAKE_PY_ARGS"
+if [ -n "${FAKE_PY_FAIL:-}" ]; then
+  printf 'Traceback (most recent call last):\n  File "measure.py", line 1\n%s\n' "$FAKE_PY_FAIL" >&2
+  exit 1
+fi
+printf 'a 1 %s %s\na 2 209715200 %s\nf 2\nm measure\na 3 52428800 %s\nf 3\n' \
+  "${FAKE_PY_BYTES:-104857600}" "$dev" "$dev" "$dev" >"$VRAMLEDGER_TRACE"
+PY
+chmod +x "$tmp/python"
+printf 'a 1 104857600 meta\na 2 209715200 meta\nf 2\nm measure\na 3 52428800 meta\nf 3\n' >"$tmp/dry.trace"
+"$vl" trace --replay "$tmp/dry.trace" --from-mark measure --format json >"$tmp/dry-replay.json"
+jq_py() { # jq_py FILE EXPR: print EXPR of the JSON in FILE (d)
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print($2)" "$1"
+}
+mkdir -p "$tmp/dtmp"
+export VRAMLEDGER_PYTHON="$tmp/python" FAKE_PY_ARGS="$tmp/pyargs" TMPDIR="$tmp/dtmp"
+est="$vl estimate --model gpt2 --seq 1024 --batch 4"
+
+$est --precision bf16 --dry-run --format json >"$tmp/dry.json" 2>"$tmp/err"
+check "dry run: it succeeds" [ $? = 0 ]
+check "dry run: its peaks are the trace's from the mark 'measure'" python3 -c "
+import json, sys
+d, r = json.load(open('$tmp/dry.json'))['dry_run'], json.load(open('$tmp/dry-replay.json'))['replays'][0]
+sys.exit((d['peak_allocated_bytes'], d['peak_reserved_bytes']) != (r['peak_allocated_bytes'], r['peak_reserved_bytes']))"
+check "dry run: on meta tensors, complete" [ "$(jq_py "$tmp/dry.json" "d['dry_run']['device'], d['dry_run']['complete'], d['dry_run']['automatic']")" = "meta True False" ]
+check "dry run: the job is measure.py's" grep -q "^meta$" "$tmp/pyargs"
+$est --precision bf16 --format json >"$tmp/formula.json"
+check "dry run: the formula's JSON is kept as it is" python3 -c "
+import json, sys
+a, b = json.load(open('$tmp/dry.json')), json.load(open('$tmp/formula.json'))
+del a['dry_run']
+sys.exit(a != b)"
+check "dry run: the difference is the formula's from the dry run, in %" python3 -c "
+import json, sys
+d = json.load(open('$tmp/dry.json')); r = d['dry_run']
+want = 100 * (d['peak_allocated_bytes'] - r['peak_allocated_bytes']) / r['peak_allocated_bytes']
+sys.exit(abs(r['formula_vs_dry_run_pct']['peak_allocated'] - want) > 0.01)"
+check "dry run: config: the bundled model's file, the job's settings" python3 -c "
+import json, sys
+c = json.loads(open('$tmp/pyargs').read().split('\n')[1])
+sys.exit(not (c['model'].endswith('/data/models/gpt2.json') and c['task'] == 'train' and
+              (c['precision'], c['batch'], c['seq'], c['optimizer'], c['optimizer_impl'],
+               c['attention'], c['checkpointing'], c['grad_accum'], c['lora']) ==
+              ('bf16', 4, 1024, 'adamw', 'foreach', 'sdpa', 'none', 1, 0)))"
+$est --precision fp32 --optimizer sgd-momentum --optimizer-impl forloop --attention eager \
+  --checkpointing full --grad-accum 2 --lora-rank 8 --lora-targets c_attn,c_fc --dry-run >"$tmp/out" 2>"$tmp/err"
+check "dry run: config: every setting it maps" python3 -c "
+import json, sys
+c = json.loads(open('$tmp/pyargs').read().split('\n')[1])
+sys.exit((c['precision'], c['optimizer'], c['optimizer_impl'], c['attention'], c['checkpointing'],
+          c['grad_accum'], c['lora'], c['lora_targets']) !=
+         ('fp32', 'sgd-momentum', 'forloop', 'eager', 'full', 2, 8, 'c_attn,c_fc'))"
+check "dry run: text: the block with units and the formula's difference" \
+  grep -Eq "^  peak allocated +0\.15 GiB   formula [0-9.]+ GiB \([+-][0-9.]+ %\)$" "$tmp/out"
+check "dry run: text: its heading" grep -q "^  dry run (meta tensors, PyTorch's own modules)" "$tmp/out"
+$vl estimate --model gpt2 --task infer --seq 256 --batch 2 --new-tokens 16 --dry-run >/dev/null 2>"$tmp/err"
+check "dry run: config: generate() with its prompt and new tokens" python3 -c "
+import json, sys
+c = json.loads(open('$tmp/pyargs').read().split('\n')[1])
+sys.exit((c['task'], c['batch'], c['seq'], c['new_tokens'], c['precision']) != ('infer', 2, 256, 16, 'bf16'))"
+$est --dry-run >/dev/null 2>"$tmp/err"
+check "dry run: autocast runs on the CPU" grep -q "^cpu$" "$tmp/pyargs"
+check "dry run: and says so" grep -q "amp-bf16 needs autocast.*computes on the CPU" "$tmp/err"
+FAKE_PY_BYTES=$((30 << 30)) $est --precision bf16 --gpu l4 --dry-run >"$tmp/out" 2>"$tmp/err"
+check "dry run: out of the card's memory in the replay: exit 3" [ $? = 3 ]
+check "dry run: and said" grep -q "l4: the replay ran out of its memory: does not fit" "$tmp/out"
+
+FAKE_PY_FAIL="ModuleNotFoundError: No module named 'transformers'" \
+  $est --precision bf16 --dry-run >"$tmp/out" 2>"$tmp/err"
+check "dry run: a job that fails fails" [ $? = 1 ]
+check "dry run: with no number" [ ! -s "$tmp/out" ]
+check "dry run: naming the cause" grep -q "error: the dry run of 'gpt2' failed (the trace exited with status 1): ModuleNotFoundError: No module named 'transformers'" "$tmp/err"
+check "dry run: and what it needs" grep -q "needs a Python with torch and transformers" "$tmp/err"
+FAKE_PY_MISSING="transformers" $est --precision bf16 --dry-run >"$tmp/out" 2>"$tmp/err"
+check "dry run: a Python without transformers is said before the job" sh -c "[ $? = 1 ] && [ ! -s '$tmp/out' ] && grep -q 'cannot import transformers' '$tmp/err'"
+VRAMLEDGER_PYTHON=/usr/bin/python3-nonexistent $est --precision bf16 --dry-run >"$tmp/out" 2>"$tmp/err"
+check "dry run: a Python that does not run is said" grep -q "'/usr/bin/python3-nonexistent' does not run" "$tmp/err"
+$est --precision bf16 --tp 2 --dry-run >"$tmp/out" 2>"$tmp/err"
+check "dry run: a setting it cannot express is refused by name" sh -c "[ $? = 2 ] && [ ! -s '$tmp/out' ] && grep -q 'cannot express --tp' '$tmp/err'"
+
+# a model_type nobody described: dry-run on its own where it can be
+cases="$dir/cases/bad"
+$vl estimate --model "$cases/newlm.json" --batch 2 --seq 128 --precision bf16 --format json >"$tmp/out" 2>"$tmp/err"
+check "unknown type: dry-run on its own, said" grep -q "note: model_type 'newlm' is not described: a dry run builds it" "$tmp/err"
+check "unknown type: the approximate estimate and the dry run" [ "$(jq_py "$tmp/out" "d['approximate'], d['dry_run']['automatic']")" = "True True" ]
+$vl estimate --model "$cases/mamba.json" --precision bf16 --format json >"$tmp/out" 2>"$tmp/err"
+check "unknown type without the usual keys: the dry run answers" sh -c "[ $? = 0 ] && [ \"\$(python3 -c \"import json; d = json.load(open('$tmp/out')); print(d['model']['model_type'], d['dry_run']['peak_allocated_bytes'])\")\" = 'mamba 157286400' ]"
+FAKE_PY_MISSING="torch, transformers" $vl estimate --model "$cases/mamba.json" --precision bf16 >"$tmp/out" 2>"$tmp/err"
+check "unknown type, no torch: refused, pointing to --dry-run and what it needs" sh -c "[ $? = 1 ] && [ ! -s '$tmp/out' ] && grep -q 'with --dry-run: it needs a Python with torch and transformers' '$tmp/err'"
+FAKE_PY_FAIL="NotImplementedError: meta" $vl estimate --model "$cases/newlm.json" --batch 2 --seq 128 --precision bf16 >"$tmp/out" 2>"$tmp/err"
+check "unknown type: a failed dry run leaves the approximate estimate, said" sh -c "[ $? = 0 ] && grep -q 'approximate: model_type' '$tmp/out' && ! grep -q 'dry run (' '$tmp/out' && grep -q 'NotImplementedError: meta; the approximate estimate follows' '$tmp/err'"
+$vl estimate --model "$cases/newlm.json" --batch 2 --seq 128 >"$tmp/out" 2>"$tmp/err"
+check "unknown type under autocast: not on its own (the CPU computes)" sh -c "[ $? = 0 ] && ! grep -q 'dry run (' '$tmp/out' && grep -q 'amp-bf16 runs on the CPU' '$tmp/err'"
+check "dry run: its folders are removed" [ -z "$(ls -A "$tmp/dtmp")" ]
+unset VRAMLEDGER_PYTHON FAKE_PY_ARGS TMPDIR
+
 echo "$n checks, $fail failed"
 [ $fail = 0 ]
