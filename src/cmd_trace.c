@@ -32,13 +32,19 @@ enum {
   O_FROM_MARK,
   O_FORMAT
 };
-static const struct cli_opt opts[] = {
-    {"help", false, O_HELP},       {"out", true, O_OUT},
-    {"replay", true, O_REPLAY},    {"gpu", true, O_GPU},
-    {"device", true, O_DEVICE},    {"expandable", false, O_EXPANDABLE},
-    {"max-split-mb", true, O_MSS}, {"gc-threshold", true, O_GC},
-    {"what-if", false, O_WHATIF},  {"batch", true, O_BATCH},
-    {"from-mark", true, O_FROM_MARK}, {"format", true, O_FORMAT}, {NULL, false, 0}};
+static const struct cli_opt opts[] = {{"help", false, O_HELP},
+                                      {"out", true, O_OUT},
+                                      {"replay", true, O_REPLAY},
+                                      {"gpu", true, O_GPU},
+                                      {"device", true, O_DEVICE},
+                                      {"expandable", false, O_EXPANDABLE},
+                                      {"max-split-mb", true, O_MSS},
+                                      {"gc-threshold", true, O_GC},
+                                      {"what-if", false, O_WHATIF},
+                                      {"batch", true, O_BATCH},
+                                      {"from-mark", true, O_FROM_MARK},
+                                      {"format", true, O_FORMAT},
+                                      {NULL, false, 0}};
 
 #define MAX_BATCHES 8
 
@@ -340,9 +346,10 @@ static int replay_and_show(const struct tr *t, const struct vl_trace *tr, const 
   long from = t->from_mark ? vl_trace_find_mark(tr, t->from_mark) : -1;
   if (t->from_mark && from < 0) {
     cli_error("%s: --from-mark '%s': the trace has no such mark", trace, t->from_mark);
-    cli_hint(tr->n_marks ? "its first mark is '%s' (the probe's are 'forward 1', 'backward 1', ...; "
-                           "vramledger.mark(NAME) adds one)"
-                         : "the trace has no marks: call vramledger.mark(NAME) in the job%s",
+    cli_hint(tr->n_marks
+                 ? "its first mark is '%s' (the probe's are 'forward 1', 'backward 1', ...; "
+                   "vramledger.mark(NAME) adds one)"
+                 : "the trace has no marks: call vramledger.mark(NAME) in the job%s",
              tr->n_marks ? tr->marks[0] : "");
     return VL_EXIT_USAGE;
   }

@@ -126,7 +126,7 @@ struct vl_replay {
   size_t allocs, frees, skipped;
   bool from_mark_seen; /* vl_trace_replay_from: its mark was reached (the peaks are from there) */
   bool oom;            /* the device ran out; stopped there */
-  size_t oom_event; /* the event that ran out */
+  size_t oom_event;    /* the event that ran out */
 };
 
 /*! Replay the allocations on `device` (0 cpu, 1 cuda, 2 meta; -1: cuda if
