@@ -281,17 +281,25 @@ static uint64_t comp_alloc(const struct phase_comp *p) {
   return s;
 }
 
-static void note(struct vl_bill *b, enum vl_line line, const char *name, const char *formula,
-                 const char *source, uint64_t bytes, const char *n1, double v1, const char *u1,
-                 const char *n2, double v2, const char *u2, const char *n3, double v3,
-                 const char *u3) {
-  struct vl_term *t = vl__term(b, line, name, formula, source, bytes);
-  if (n1) vl__term_in(t, n1, v1, u1);
-  if (n2) vl__term_in(t, n2, v2, u2);
-  if (n3) vl__term_in(t, n3, v3, u3);
+/* One term of the bill: its line, name, formula, source and bytes, and
+ * up to three inputs of the formula shown beside it (a NULL name ends them). */
+struct note {
+  enum vl_line line;
+  const char *name, *formula, *source;
+  uint64_t bytes;
+  struct {
+    const char *name;
+    double value;
+    const char *unit;
+  } in[3];
+};
+
+static void note(struct vl_bill *b, const struct note *n) {
+  struct vl_term *t = vl__term(b, n->line, n->name, n->formula, n->source, n->bytes);
+  for (int i = 0; i < 3 && n->in[i].name; i++)
+    vl__term_in(t, n->in[i].name, n->in[i].value, n->in[i].unit);
 }
 
-/* Bill of one pipeline stage. */
 /* DDP: bucket copies of every gradient. PyTorch's ZeRO-1 is DDP with a
  * ZeroRedundancyOptimizer (FSDP has no stage 1), so its buckets too (not
  * Megatron's or DeepSpeed's own data parallelism, not FSDP) */
@@ -299,90 +307,176 @@ static bool ddp_buckets(const struct vl_job *job) {
   return job->dp > 1 && job->zero <= 1 && job->framework == VL_FW_HF;
 }
 
-static vl_status train_stage(const struct vl_arch *arch, const struct vl_inventory *inv,
-                             const struct vl_job *job, const struct vl_overheads *ov,
-                             const struct lora *lo, uint64_t stage, struct vl_bill *bill,
-                             struct vl_err *err) {
-  struct vl__ck ck = {false};
+/* The state one pipeline stage's bill builds up, section by section: the
+ * job and its inputs, then the bytes each section leaves for the next. */
+struct train_stage {
+  const struct vl_arch *arch;
+  const struct vl_inventory *inv;
+  const struct vl_job *job;
+  const struct vl_overheads *ov;
+  const struct lora *lo;
+  struct vl_bill *bill;
+  uint64_t stage; /* pipeline stage, 0 .. pp - 1 */
+  /* the job's policy and shape */
+  struct vl__ck ck;
   struct vl__policy pol;
-  vl__policy_get(job->precision, &pol);
-  const bool first = stage == 0, last = stage == job->pp - 1;
-  const uint64_t Ls = vl__div_ceil(arch->layers, job->pp);
-  const uint64_t dp = job->dp;
-  const bool ds = job->framework == VL_FW_DEEPSPEED, mg = job->framework == VL_FW_MEGATRON;
-  const bool mixed = pol.master != 0;
+  bool first;
+  bool last;
+  uint64_t Ls;
+  uint64_t dp;
+  bool ds;
+  bool mg;
+  bool mixed;
   struct states st;
-  model_states(arch, inv, job, lo, &pol, Ls, first, last, &ck, &st);
+  /* model states (bytes on this GPU; host: offloaded) */
+  uint64_t W;
+  bool fsdp_grad_op;
+  uint64_t w_shard;
+  uint64_t W_sharded;
+  uint64_t tr;
+  uint64_t tr_opt;
+  uint64_t M;
+  uint64_t gb;
+  uint64_t G;
+  uint64_t O;
+  uint64_t host;
+  uint64_t G_layer;
+  uint64_t G_head;
+  /* activations */
+  uint64_t in_flight; /* micro-batches whose activations are held at once */
+  struct vl__act act;
+  uint64_t A_embed;
+  uint64_t A_head;
+  uint64_t A;
+  uint64_t recompute;
+  /* autocast's weight copies */
+  uint64_t C_layer;
+  uint64_t C_ckpt;
+  uint64_t C_fwd;
+  /* temporaries */
+  uint64_t sb; /* bytes of one optimizer state element */
+  uint64_t T_opt;
+  enum vl_opt_impl impl;
+  uint64_t gathered;
+  uint64_t gathered_bwd;
+  uint64_t qlora_tmp;
+  /* communication, context, workspaces */
+  uint64_t comm;
+  uint64_t ctx;
+  uint64_t ws;
+  /* each phase's lines, then the allocator's */
+  struct phase_comp ph[VL_PH_COUNT];
+  unsigned bwd_live;
+  bool expandable;
+  double churn_frac;
+  bool replayable;
+  struct vl_cache_stats rs;
+  enum vl_phase peak;
+};
 
-  /* ---- model states ---- */
-  uint64_t W = st.weight_bytes;
+/* model states: weights, master copy, gradients, optimizer states, what
+ * offloading moves to the host */
+static void stage_states(struct train_stage *ts) {
+  struct vl__ck *ck = &ts->ck;
+  const struct vl_job *job = ts->job;
+  struct vl_bill *bill = ts->bill;
+  ts->W = ts->st.weight_bytes;
   uint64_t adapters = 0;
   if (job->lora_rank) { /* PEFT adapters, fp32 */
-    adapters = vl__mul(&ck, st.trainable_elems, 4);
-    W = vl__add(&ck, W, adapters);
+    adapters = vl__mul(ck, ts->st.trainable_elems, 4);
+    ts->W = vl__add(ck, ts->W, adapters);
   }
   /* weights kept sharded between steps: ZeRO-3, and FSDP's shard-grad-op
    * when the weights are what the optimizer updates (FSDP shards them and
    * gathers a whole copy for forward and backward; with a separate fp32
    * master copy, that copy is the shard and the half weights the gathered
    * copy, as DeepSpeed's ZeRO-2 and the ZeRO paper count) */
-  const bool fsdp_grad_op = job->zero == 2 && !ds && !mg && !mixed;
-  const uint64_t w_shard = job->zero >= 3 || fsdp_grad_op ? dp : 1;
-  uint64_t W_sharded = vl__div_ceil(W, w_shard);
-  uint64_t tr = st.trainable_elems;
-  uint64_t tr_opt = job->zero >= 1 ? vl__div_ceil(tr, dp) : tr; /* optimizer shard */
-  uint64_t M = mixed ? vl__mul(&ck, tr_opt, pol.master) : 0;
-  uint64_t gb = job->lora_rank ? 4 : pol.grad;
-  if (mixed && (mg || job->master_grads_fp32)) gb = 4; /* fp32 main_grad buffer */
-  uint64_t G = vl__mul(&ck, job->zero >= 2 ? vl__div_ceil(tr, dp) : tr, gb);
+  ts->fsdp_grad_op = job->zero == 2 && !ts->ds && !ts->mg && !ts->mixed;
+  ts->w_shard = job->zero >= 3 || ts->fsdp_grad_op ? ts->dp : 1;
+  ts->W_sharded = vl__div_ceil(ts->W, ts->w_shard);
+  ts->tr = ts->st.trainable_elems;
+  ts->tr_opt = job->zero >= 1 ? vl__div_ceil(ts->tr, ts->dp) : ts->tr; /* optimizer shard */
+  ts->M = ts->mixed ? vl__mul(ck, ts->tr_opt, ts->pol.master) : 0;
+  ts->gb = job->lora_rank ? 4 : ts->pol.grad;
+  if (ts->mixed && (ts->mg || job->master_grads_fp32)) ts->gb = 4; /* fp32 main_grad buffer */
+  ts->G = vl__mul(ck, job->zero >= 2 ? vl__div_ceil(ts->tr, ts->dp) : ts->tr, ts->gb);
   uint64_t G_extra = 0;
-  if (ds && mixed) { /* DeepSpeed: fp32 gradient partition for the optimizer */
-    G_extra = vl__mul(&ck, vl__div_ceil(tr, dp), 4);
+  if (ts->ds && ts->mixed) { /* DeepSpeed: fp32 gradient partition for the optimizer */
+    G_extra = vl__mul(ck, vl__div_ceil(ts->tr, ts->dp), 4);
     /* ZeRO-3 reduce-scatters half gradients straight into it: 18 B/param
      * over N in all (estimate_zero3_model_states_mem_needs); ZeRO-2 keeps
      * a half partition too (2P + 18P/N) */
-    if (job->zero >= 3) G = 0;
+    if (job->zero >= 3) ts->G = 0;
   }
-  uint64_t O = optimizer_bytes(job, &pol, &st, tr_opt, &ck);
-  uint64_t host = 0;
+  ts->O = optimizer_bytes(job, &ts->pol, &ts->st, ts->tr_opt, ck);
+  ts->host = 0;
   if (job->offload != VL_OFFLOAD_NONE) {
-    host = vl__add(&ck, vl__add(&ck, M, O), G_extra);
-    M = O = 0;
-    if (ds) { /* ZeRO-Offload moves the gradient partitions too */
-      host = vl__add(&ck, host, G);
+    ts->host = vl__add(ck, vl__add(ck, ts->M, ts->O), G_extra);
+    ts->M = ts->O = 0;
+    if (ts->ds) { /* ZeRO-Offload moves the gradient partitions too */
+      ts->host = vl__add(ck, ts->host, ts->G);
       G_extra = 0;
-      G = 0;
+      ts->G = 0;
     }
     if (job->offload == VL_OFFLOAD_FULL) {
-      host = vl__add(&ck, host, W_sharded);
-      W_sharded = 0;
+      ts->host = vl__add(ck, ts->host, ts->W_sharded);
+      ts->W_sharded = 0;
     }
-    if (ds) host = vl__scale(&ck, host, 1.5); /* DeepSpeed's pinned-buffer factor */
+    if (ts->ds) ts->host = vl__scale(ck, ts->host, 1.5); /* DeepSpeed's pinned-buffer factor */
   }
-  G = vl__add(&ck, G, G_extra);
+  ts->G = vl__add(ck, ts->G, G_extra);
   /* gradient bytes of one layer and of the head, in proportion to their
    * trainable elements (ratios in double: products of bytes and elements
    * overflow 64 bits for 100B-parameter models) */
-  uint64_t G_layer = tr ? vl__scale(&ck, G, (double)st.layer_trainable / (double)tr) : 0;
-  uint64_t G_head = tr ? vl__scale(&ck, G, (double)st.head_trainable / (double)tr) : 0;
+  ts->G_layer = ts->tr ? vl__scale(ck, ts->G, (double)ts->st.layer_trainable / (double)ts->tr) : 0;
+  ts->G_head = ts->tr ? vl__scale(ck, ts->G, (double)ts->st.head_trainable / (double)ts->tr) : 0;
 
-  note(bill, VL_LINE_PARAMETERS, "parameters", "P_gpu * w (+ LoRA adapters * 4)",
-       "Rajbhandari et al. 2019 (arXiv 1910.02054); QLoRA NF4: bitsandbytes", W_sharded, "P_gpu",
-       (double)st.weights_elems, "", "w", (double)pol.weight, "bytes", "shard", (double)w_shard,
-       "");
-  if (M || mixed)
-    note(bill, VL_LINE_MASTER, "fp32 master weights", "P_train / shard * 4",
-         "mixed precision 2 + 2 + 4 master (arXiv 1910.02054); ZeRO-1 shards it", M, "P_train",
-         (double)tr, "", "shard", (double)(job->zero >= 1 ? dp : 1), "", NULL, 0, NULL);
-  note(bill, VL_LINE_GRADIENTS, "gradients", "P_train / shard * g",
-       mg ? "Megatron-LM fp32 main_grad" : "arXiv 1910.02054; ZeRO-2 shards them", G, "P_train",
-       (double)tr, "", "g", (double)gb, "bytes", "shard", (double)(job->zero >= 2 ? dp : 1), "");
-  note(bill, VL_LINE_OPTIMIZER, "optimizer states", "P_train / shard * k",
-       "PyTorch optimizers: SGD 0, momentum/Lion 4, Adam 8, 8-bit Adam 2, Adafactor rows+cols", O,
-       "P_train", (double)tr, "", "k", tr_opt ? (double)O / (double)tr_opt : 0.0, "bytes", "shard",
-       (double)(job->zero >= 1 ? dp : 1), "");
+  note(bill, &(struct note){VL_LINE_PARAMETERS,
+                            "parameters",
+                            "P_gpu * w (+ LoRA adapters * 4)",
+                            "Rajbhandari et al. 2019 (arXiv 1910.02054); QLoRA NF4: bitsandbytes",
+                            ts->W_sharded,
+                            {{"P_gpu", (double)ts->st.weights_elems, ""},
+                             {"w", (double)ts->pol.weight, "bytes"},
+                             {"shard", (double)ts->w_shard, ""}}});
+  if (ts->M || ts->mixed)
+    note(bill,
+         &(struct note){VL_LINE_MASTER,
+                        "fp32 master weights",
+                        "P_train / shard * 4",
+                        "mixed precision 2 + 2 + 4 master (arXiv 1910.02054); ZeRO-1 shards it",
+                        ts->M,
+                        {{"P_train", (double)ts->tr, ""},
+                         {"shard", (double)(job->zero >= 1 ? ts->dp : 1), ""}}});
+  note(bill, &(struct note){VL_LINE_GRADIENTS,
+                            "gradients",
+                            "P_train / shard * g",
+                            ts->mg ? "Megatron-LM fp32 main_grad"
+                                   : "arXiv 1910.02054; ZeRO-2 shards them",
+                            ts->G,
+                            {{"P_train", (double)ts->tr, ""},
+                             {"g", (double)ts->gb, "bytes"},
+                             {"shard", (double)(job->zero >= 2 ? ts->dp : 1), ""}}});
+  note(bill,
+       &(struct note){
+           VL_LINE_OPTIMIZER,
+           "optimizer states",
+           "P_train / shard * k",
+           "PyTorch optimizers: SGD 0, momentum/Lion 4, Adam 8, 8-bit Adam 2, Adafactor rows+cols",
+           ts->O,
+           {{"P_train", (double)ts->tr, ""},
+            {"k", ts->tr_opt ? (double)ts->O / (double)ts->tr_opt : 0.0, "bytes"},
+            {"shard", (double)(job->zero >= 1 ? ts->dp : 1), ""}}});
+}
 
-  /* ---- activations ---- */
+/* activations kept at the end of the forward */
+static void stage_activations(struct train_stage *ts) {
+  struct vl__ck *ck = &ts->ck;
+  const struct vl_arch *arch = ts->arch;
+  const struct vl_inventory *inv = ts->inv;
+  const struct vl_job *job = ts->job;
+  const struct lora *lo = ts->lo;
+  struct vl_bill *bill = ts->bill;
   struct vl__shape sh = {
       .b = job->batch,
       .s = job->seq,
@@ -405,7 +499,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
       sh.lora_in += t->cols * (arch->layers ? t->count / arch->layers : 0);
       /* a half input (or autocast's) is copied by each adapter, counted
        * with the adapters (activations.c); only an fp32 one is shared */
-      if (vl__lora_input_copy_bytes(&pol)) continue;
+      if (vl__lora_input_copy_bytes(&ts->pol)) continue;
       if (name_is(t, "q_proj", "k_proj", "v_proj") ||
           name_is(t, "c_attn", "query_key_value", "qkv_proj") ||
           name_is(t, "query", "key", "value"))
@@ -425,93 +519,122 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
    * forward before any backward: every stage holds them all (measured,
    * GPT-2 over 2 H200s: bench/results/2026-11-29-h200x2-unseen-sets/part4-pp) */
   const uint64_t micro = vl__max(job->grad_accum, 1);
-  uint64_t in_flight = job->pp > 1 && job->pp_gpipe ? micro : first ? vl__min(job->pp, micro) : 1;
-  struct vl__act act = {0};
-  if (mg)
-    vl__act_megatron(arch, job, &sh, in_flight, last, bill, &ck, &act);
+  ts->in_flight = job->pp > 1 && job->pp_gpipe ? micro : ts->first ? vl__min(job->pp, micro) : 1;
+  if (ts->mg)
+    vl__act_megatron(arch, job, &sh, ts->in_flight, ts->last, bill, ck, &ts->act);
   else
-    vl__act_hf(arch, job, &pol, &sh, bill, &ck, &act);
-  uint64_t A_layers = vl__mul3(&ck, Ls, act.layer_kept, in_flight);
-  uint64_t A_embed = first ? (mg ? act.embed : vl__mul(&ck, act.embed, in_flight)) : 0;
+    vl__act_hf(arch, job, &ts->pol, &sh, bill, ck, &ts->act);
+  uint64_t A_layers = vl__mul3(ck, ts->Ls, ts->act.layer_kept, ts->in_flight);
+  ts->A_embed =
+      ts->first ? (ts->mg ? ts->act.embed : vl__mul(ck, ts->act.embed, ts->in_flight)) : 0;
   /* only the last stage computes the loss */
-  if (!last) act.head_fwd_tmp = act.loss_bwd_tmp = 0;
-  uint64_t A_head = last ? act.head : 0;
-  if (job->pp > 1 && last && job->pp_gpipe && job->grad_accum > 1) {
+  if (!ts->last) ts->act.head_fwd_tmp = ts->act.loss_bwd_tmp = 0;
+  ts->A_head = ts->last ? ts->act.head : 0;
+  if (job->pp > 1 && ts->last && job->pp_gpipe && job->grad_accum > 1) {
     /* GPipe: every micro-batch's forward, loss included, before any
      * backward */
-    A_head = vl__mul(&ck, act.head, job->grad_accum);
-  } else if (job->pp > 1 && last && !mg && !ds && job->grad_accum > 1) {
+    ts->A_head = vl__mul(ck, ts->act.head, job->grad_accum);
+  } else if (job->pp > 1 && ts->last && !ts->mg && !ts->ds && job->grad_accum > 1) {
     /* torch.distributed.pipelining keeps the last stage's output of every
      * micro-batch (the logits) until the step merges them (measured,
      * GPT-2 over 2 H200s, 1F1B, 4 micro-batches: the last stage 0.32 GB
      * over one micro-batch's bill, 3 x logits = 0.31 GB, bench/results/
      * 2026-11-29-h200x2-unseen-sets/part4-pp) */
-    uint64_t kept = vl__mul(&ck, act.logits, job->grad_accum - 1);
-    note(bill, VL_LINE_ACTIVATIONS, "pipeline: earlier micro-batches' outputs",
-         "(micro-batches - 1) * logits", "torch.distributed.pipelining (output chunks merged)",
-         kept, "micro_batches", (double)job->grad_accum, "", "logits", (double)act.logits, "bytes",
-         NULL, 0, NULL);
-    A_head = vl__add(&ck, A_head, kept);
+    uint64_t kept = vl__mul(ck, ts->act.logits, job->grad_accum - 1);
+    note(bill, &(struct note){VL_LINE_ACTIVATIONS,
+                              "pipeline: earlier micro-batches' outputs",
+                              "(micro-batches - 1) * logits",
+                              "torch.distributed.pipelining (output chunks merged)",
+                              kept,
+                              {{"micro_batches", (double)job->grad_accum, ""},
+                               {"logits", (double)ts->act.logits, "bytes"}}});
+    ts->A_head = vl__add(ck, ts->A_head, kept);
   }
-  uint64_t A = vl__add(&ck, vl__add(&ck, A_layers, A_embed), A_head);
-  uint64_t recompute = job->checkpointing == VL_CKPT_FULL ? vl__sub0(act.layer, act.layer_kept) : 0;
-  note(bill, VL_LINE_ACTIVATIONS, "activations (end of forward)",
-       "L_stage * per_layer * in_flight + embeddings + head",
-       mg ? "Korthikanti et al. 2022; Megatron-LM theoretical_memory_usage.py"
-          : "activations.c (transformers modules)",
-       A, "L_stage", (double)Ls, "", "per_layer", (double)act.layer_kept, "bytes", "in_flight",
-       (double)in_flight, "");
+  ts->A = vl__add(ck, vl__add(ck, A_layers, ts->A_embed), ts->A_head);
+  ts->recompute =
+      job->checkpointing == VL_CKPT_FULL ? vl__sub0(ts->act.layer, ts->act.layer_kept) : 0;
+  note(bill,
+       &(struct note){VL_LINE_ACTIVATIONS,
+                      "activations (end of forward)",
+                      "L_stage * per_layer * in_flight + embeddings + head",
+                      ts->mg ? "Korthikanti et al. 2022; Megatron-LM theoretical_memory_usage.py"
+                             : "activations.c (transformers modules)",
+                      ts->A,
+                      {{"L_stage", (double)ts->Ls, ""},
+                       {"per_layer", (double)ts->act.layer_kept, "bytes"},
+                       {"in_flight", (double)ts->in_flight, ""}}});
+}
 
+/* autocast's half copies of the matmul weights */
+static void stage_autocast(struct train_stage *ts) {
+  struct vl__ck *ck = &ts->ck;
+  const struct vl_arch *arch = ts->arch;
+  const struct vl_job *job = ts->job;
+  struct vl_bill *bill = ts->bill;
   /* autocast keeps a half copy of every fp32 matmul weight it casts; the
    * linear saves it for backward (torch/csrc/autograd autocast_mode.cpp) */
-  uint64_t C = 0, C_layer = 0;
-  if (pol.autocast) {
+  uint64_t C = 0;
+  ts->C_layer = 0;
+  if (ts->pol.autocast) {
     /* a tied LM head casts the embedding matrix too */
-    uint64_t matmul = st.linear_elems;
-    if (arch->causal && arch->tie_embeddings && last)
-      matmul = vl__add(&ck, matmul,
-                       vl__div_ceil(vl__mul(&ck, arch->vocab, arch->embed_proj_dim), job->tp));
-    C = vl__mul(&ck, matmul, 2);
+    uint64_t matmul = ts->st.linear_elems;
+    if (arch->causal && arch->tie_embeddings && ts->last)
+      matmul = vl__add(ck, matmul,
+                       vl__div_ceil(vl__mul(ck, arch->vocab, arch->embed_proj_dim), job->tp));
+    C = vl__mul(ck, matmul, 2);
     /* DeepSpeed ZeRO-3 casts gathered partitions layer by layer. Under
      * FSDP the cast copies of every layer's gathered weights stay cached
      * and saved for backward after FSDP frees the gathered fp32 weights:
      * the whole model's half copy, as without sharding (measured on 2
      * H200s: TinyLlama, all 22 layers' MLP casts live at the peak,
      * bench/results/2026-11-29-h200x2-parallel-calibration/part4-peaks/fsdp-full-ll.json) */
-    if (job->zero >= 3 && ds) C = vl__mul(&ck, vl__min(st.layer_elems, st.linear_elems), 2 * 2);
-    C_layer = Ls ? C / (Ls + 1) : 0;
-    note(bill, VL_LINE_AUTOCAST, "autocast weight copies", "P_matmul * 2",
-         "PyTorch autocast weight cast cache (autocast_mode.cpp)", C, "P_matmul",
-         (double)st.linear_elems, "", NULL, 0, NULL, NULL, 0, NULL);
+    if (job->zero >= 3 && ts->ds)
+      C = vl__mul(ck, vl__min(ts->st.layer_elems, ts->st.linear_elems), 2 * 2);
+    ts->C_layer = ts->Ls ? C / (ts->Ls + 1) : 0;
+    note(bill, &(struct note){VL_LINE_AUTOCAST,
+                              "autocast weight copies",
+                              "P_matmul * 2",
+                              "PyTorch autocast weight cast cache (autocast_mode.cpp)",
+                              C,
+                              {{"P_matmul", (double)ts->st.linear_elems, ""}}});
   }
-  uint64_t C_ckpt = job->checkpointing == VL_CKPT_FULL ? 0 : C; /* not saved when recomputed */
+  ts->C_ckpt = job->checkpointing == VL_CKPT_FULL ? 0 : C; /* not saved when recomputed */
   /* autocast caches casts of trainable leaves only (cached_cast in
    * autocast_mode.cpp); frozen LoRA bases are cast per use, and kept only
    * when a linear saves the copy for backward, which recomputation avoids */
-  uint64_t C_fwd = job->lora_rank ? C_ckpt : C;
+  ts->C_fwd = job->lora_rank ? ts->C_ckpt : C;
+}
 
-  /* ---- temporaries ---- */
-  uint64_t sb = job->lora_rank ? 4 : pol.state;
-  uint64_t T_opt = 0;
+/* temporaries: the optimizer step's lists, gathered parameters, QLoRA's
+ * dequantized weight */
+static void stage_temporaries(struct train_stage *ts) {
+  struct vl__ck *ck = &ts->ck;
+  const struct vl_job *job = ts->job;
+  struct vl_bill *bill = ts->bill;
+  ts->sb = job->lora_rank ? 4 : ts->pol.state;
+  ts->T_opt = 0;
   /* Megatron-LM and DeepSpeed step with fused multi-tensor kernels (apex or
    * Transformer Engine FusedAdam, DeepSpeed FusedAdam): no state-sized lists */
-  enum vl_opt_impl impl = job->framework == VL_FW_HF ? job->opt_impl : VL_IMPL_FUSED;
-  if (impl == VL_IMPL_FOREACH &&
+  ts->impl = job->framework == VL_FW_HF ? job->opt_impl : VL_IMPL_FUSED;
+  if (ts->impl == VL_IMPL_FOREACH &&
       (job->optimizer == VL_OPT_ADAM || job->optimizer == VL_OPT_ADAMW ||
        job->optimizer == VL_OPT_LION || job->optimizer == VL_OPT_ADAFACTOR))
-    T_opt = vl__mul(&ck, job->offload != VL_OFFLOAD_NONE ? 0 : tr_opt, sb);
-  else if (impl == VL_IMPL_FORLOOP && job->optimizer != VL_OPT_SGD)
-    T_opt = vl__mul(&ck, vl__min(st.largest_elems, tr_opt), sb);
-  note(bill, VL_LINE_TRANSIENT, "optimizer step temporaries",
-       impl == VL_IMPL_FOREACH ? "P_shard * s (one state-sized list)"
-                               : "largest tensor * s (for-loop) / 0 (fused)",
-       "torch/optim/adam.py _multi_tensor_adam (exp_avg_sq_sqrt)", T_opt, "P_shard", (double)tr_opt,
-       "", "s", (double)sb, "bytes", NULL, 0, NULL);
-  uint64_t gathered = 0, gathered_bwd = 0;
+    ts->T_opt = vl__mul(ck, job->offload != VL_OFFLOAD_NONE ? 0 : ts->tr_opt, ts->sb);
+  else if (ts->impl == VL_IMPL_FORLOOP && job->optimizer != VL_OPT_SGD)
+    ts->T_opt = vl__mul(ck, vl__min(ts->st.largest_elems, ts->tr_opt), ts->sb);
+  note(bill,
+       &(struct note){VL_LINE_TRANSIENT,
+                      "optimizer step temporaries",
+                      ts->impl == VL_IMPL_FOREACH ? "P_shard * s (one state-sized list)"
+                                                  : "largest tensor * s (for-loop) / 0 (fused)",
+                      "torch/optim/adam.py _multi_tensor_adam (exp_avg_sq_sqrt)",
+                      ts->T_opt,
+                      {{"P_shard", (double)ts->tr_opt, ""}, {"s", (double)ts->sb, "bytes"}}});
+  ts->gathered = ts->gathered_bwd = 0;
   if (job->zero >= 3) {
-    if (ds) {
-      gathered = vl__mul(&ck, st.largest_elems, 4); /* DeepSpeed: 4 * largest layer */
-      gathered_bwd = gathered;
+    if (ts->ds) {
+      ts->gathered = vl__mul(ck, ts->st.largest_elems, 4); /* DeepSpeed: 4 * largest layer */
+      ts->gathered_bwd = ts->gathered;
     } else {
       /* FSDP: the current and the prefetched unit, one unit's unsharded
        * gradients in backward, and the root unit (embeddings, final norm,
@@ -519,37 +642,54 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
        * forward's start and keeps until its backward ends (measured: its
        * 524,296,192-byte flat parameter live at TinyLlama's peak,
        * bench/results/2026-11-29-h200x2-parallel-calibration/part4-peaks/fsdp-full-ll.json) */
-      uint64_t root = vl__sub0(st.weights_elems, vl__mul(&ck, st.layer_elems, Ls));
-      gathered = vl__mul(&ck, vl__add(&ck, vl__mul(&ck, st.layer_elems, 2), root), pol.weight);
-      gathered_bwd = vl__add(&ck, gathered, vl__mul(&ck, st.layer_elems, gb));
+      uint64_t root = vl__sub0(ts->st.weights_elems, vl__mul(ck, ts->st.layer_elems, ts->Ls));
+      ts->gathered =
+          vl__mul(ck, vl__add(ck, vl__mul(ck, ts->st.layer_elems, 2), root), ts->pol.weight);
+      ts->gathered_bwd = vl__add(ck, ts->gathered, vl__mul(ck, ts->st.layer_elems, ts->gb));
     }
-    note(bill, VL_LINE_TRANSIENT, "ZeRO-3 gathered parameters",
-         ds ? "4 * largest_layer" : "(2 * P_layer + P_root) * w (+ P_layer * g in backward)",
-         ds ? "DeepSpeed estimate_zero3_model_states_mem_needs"
-            : "PyTorch FSDP (one unit gathered, one prefetched, the root unit)",
-         gathered_bwd, "P_layer", (double)(ds ? st.largest_elems : st.layer_elems), "", NULL, 0,
-         NULL, NULL, 0, NULL);
-  } else if (fsdp_grad_op) {
+    note(
+        bill,
+        &(struct note){
+            VL_LINE_TRANSIENT,
+            "ZeRO-3 gathered parameters",
+            ts->ds ? "4 * largest_layer" : "(2 * P_layer + P_root) * w (+ P_layer * g in backward)",
+            ts->ds ? "DeepSpeed estimate_zero3_model_states_mem_needs"
+                   : "PyTorch FSDP (one unit gathered, one prefetched, the root unit)",
+            ts->gathered_bwd,
+            {{"P_layer", (double)(ts->ds ? ts->st.largest_elems : ts->st.layer_elems), ""}}});
+  } else if (ts->fsdp_grad_op) {
     /* FSDP SHARD_GRAD_OP keeps the sharded fp32 parameters (the optimizer's)
      * and, from each unit's forward until the backward ends, the unit's
      * gathered copy: the whole model once more in forward and backward
      * (measured on 2 H200s: TinyLlama -10.2 % without it, bench/results/
      * 2026-11-29-h200x2-parallel-calibration/part1-dp/dp.jsonl) */
-    gathered = gathered_bwd = W;
-    note(bill, VL_LINE_TRANSIENT, "FSDP gathered parameters (shard-grad-op)",
-         "P * w (forward and backward)", "PyTorch FSDP SHARD_GRAD_OP", gathered, "P",
-         (double)st.weights_elems, "", NULL, 0, NULL, NULL, 0, NULL);
+    ts->gathered = ts->gathered_bwd = ts->W;
+    note(bill, &(struct note){VL_LINE_TRANSIENT,
+                              "FSDP gathered parameters (shard-grad-op)",
+                              "P * w (forward and backward)",
+                              "PyTorch FSDP SHARD_GRAD_OP",
+                              ts->gathered,
+                              {{"P", (double)ts->st.weights_elems, ""}}});
   }
-  uint64_t qlora_tmp = job->qlora ? vl__mul(&ck, st.largest_linear, 2) : 0;
+  ts->qlora_tmp = job->qlora ? vl__mul(ck, ts->st.largest_linear, 2) : 0;
+}
 
-  /* ---- communication ---- */
-  uint64_t comm = 0;
-  uint64_t ranks = vl__mul3(&ck, job->dp, job->tp, job->pp);
+/* communication buffers, CUDA context and cuBLAS workspaces */
+static void stage_comm(struct train_stage *ts) {
+  struct vl__ck *ck = &ts->ck;
+  const struct vl_job *job = ts->job;
+  const struct vl_overheads *ov = ts->ov;
+  struct vl_bill *bill = ts->bill;
+  ts->comm = 0;
+  uint64_t ranks = vl__mul3(ck, job->dp, job->tp, job->pp);
   if (ddp_buckets(job)) {
-    comm = G; /* DDP buckets copy every gradient (gradient_as_bucket_view=False) */
-    note(bill, VL_LINE_COMM, "DDP gradient buckets", "G (bucket copies)",
-         "torch/nn/parallel/distributed.py (gradient_as_bucket_view=False)", comm, NULL, 0, NULL,
-         NULL, 0, NULL, NULL, 0, NULL);
+    ts->comm = ts->G; /* DDP buckets copy every gradient (gradient_as_bucket_view=False) */
+    note(bill, &(struct note){VL_LINE_COMM,
+                              "DDP gradient buckets",
+                              "G (bucket copies)",
+                              "torch/nn/parallel/distributed.py (gradient_as_bucket_view=False)",
+                              ts->comm,
+                              {{NULL, 0, NULL}}});
     /* DDP rebuilds its buckets after the first step; the first ones were
      * the first step's all-reduce inputs, which ProcessGroupNCCL keeps until
      * its watchdog (every 100 ms) has seen them finish and a later
@@ -561,48 +701,71 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
      * of 8, Qwen2-0.5B 2 of 4: 2026-11-29-h200x2-unseen-sets/part2-ddp): summed then. The bill is
      * the more common outcome, bill->other the other one. */
     if (job->ddp_static_graph) {
-      note(bill, VL_LINE_COMM, "DDP first buckets kept into step 2", "G",
-           "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
-           "bench/results/2026-11-29-h200x2-unseen-sets/part2-ddp/, "
-           "bench/results/2026-11-30-h200x2-ddp-rebuild/)",
-           comm, NULL, 0, NULL, NULL, 0, NULL, NULL, 0, NULL);
-      comm = vl__add(&ck, comm, comm);
+      note(bill, &(struct note){VL_LINE_COMM,
+                                "DDP first buckets kept into step 2",
+                                "G",
+                                "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
+                                "bench/results/2026-11-29-h200x2-unseen-sets/part2-ddp/, "
+                                "bench/results/2026-11-30-h200x2-ddp-rebuild/)",
+                                ts->comm,
+                                {{NULL, 0, NULL}}});
+      ts->comm = vl__add(ck, ts->comm, ts->comm);
     } else {
       struct vl_term *t = vl__term(bill, VL_LINE_COMM, "DDP first buckets if kept into step 2",
                                    "G (not summed: the other outcome)",
                                    "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
                                    "bench/results/2026-11-29-h200x2-nccl-run/part7/, "
                                    "bench/results/2026-11-30-h200x2-ddp-rebuild/)",
-                                   comm);
+                                   ts->comm);
       if (t) t->detail = true;
     }
-  } else if (dp > 1 && ds && job->zero <= 2) {
-    comm = vl__min(vl__mul(&ck, 500000000ull, pol.grad), vl__mul(&ck, tr, pol.grad));
-    note(bill, VL_LINE_COMM, "ZeRO reduce bucket", "min(5e8, P_train) * g",
-         "DeepSpeed reduce_bucket_size default 5e8", comm, NULL, 0, NULL, NULL, 0, NULL, NULL, 0,
-         NULL);
-  } else if (dp > 1 && job->zero >= 1 && !mg) {
-    comm = vl__mul(&ck, st.layer_elems, gb); /* FSDP reduce-scatter of one unit */
-    note(bill, VL_LINE_COMM, "FSDP reduce-scatter buffer", "P_layer * g", "PyTorch FSDP", comm,
-         NULL, 0, NULL, NULL, 0, NULL, NULL, 0, NULL);
+  } else if (ts->dp > 1 && ts->ds && job->zero <= 2) {
+    ts->comm = vl__min(vl__mul(ck, 500000000ull, ts->pol.grad), vl__mul(ck, ts->tr, ts->pol.grad));
+    note(bill, &(struct note){VL_LINE_COMM,
+                              "ZeRO reduce bucket",
+                              "min(5e8, P_train) * g",
+                              "DeepSpeed reduce_bucket_size default 5e8",
+                              ts->comm,
+                              {{NULL, 0, NULL}}});
+  } else if (ts->dp > 1 && job->zero >= 1 && !ts->mg) {
+    ts->comm = vl__mul(ck, ts->st.layer_elems, ts->gb); /* FSDP reduce-scatter of one unit */
+    note(bill, &(struct note){VL_LINE_COMM,
+                              "FSDP reduce-scatter buffer",
+                              "P_layer * g",
+                              "PyTorch FSDP",
+                              ts->comm,
+                              {{NULL, 0, NULL}}});
   }
-  uint64_t ctx = ov->cuda_context_bytes + (ranks > 1 ? ov->nccl_bytes : 0);
-  note(bill, VL_LINE_CONTEXT, "CUDA context + libraries",
-       "context (+ NCCL's buffers and context when ranks > 1)",
-       ranks > 1 ? "bench/results/2026-11-29-h200-calibration.json; "
-                   "bench/results/2026-11-30-h200x2-ddp-rebuild/per-gpu-overhead.txt"
-                 : "bench/results/2026-11-29-h200-calibration.json",
-       ctx, "context", (double)ov->cuda_context_bytes, "bytes", "nccl",
-       ranks > 1 ? (double)ov->nccl_bytes : 0, "bytes", NULL, 0, NULL);
+  ts->ctx = ov->cuda_context_bytes + (ranks > 1 ? ov->nccl_bytes : 0);
+  note(bill,
+       &(struct note){VL_LINE_CONTEXT,
+                      "CUDA context + libraries",
+                      "context (+ NCCL's buffers and context when ranks > 1)",
+                      ranks > 1 ? "bench/results/2026-11-29-h200-calibration.json; "
+                                  "bench/results/2026-11-30-h200x2-ddp-rebuild/per-gpu-overhead.txt"
+                                : "bench/results/2026-11-29-h200-calibration.json",
+                      ts->ctx,
+                      {{"context", (double)ov->cuda_context_bytes, "bytes"},
+                       {"nccl", ranks > 1 ? (double)ov->nccl_bytes : 0, "bytes"}}});
   /* one workspace per thread that runs matmuls: the forward's and, once a
    * backward ran, autograd's backward thread; both live through every later
    * step (measured: bench/results/2026-11-29-h200-probe/unexplained.json) */
-  uint64_t ws = 2 * ov->cublas_workspace_bytes;
-  note(bill, VL_LINE_WORKSPACE, "cuBLAS workspaces", "threads x workspace",
-       "bench/results/2026-11-29-h200-probe/unexplained.json", ws, "threads", 2, "", "workspace",
-       (double)ov->cublas_workspace_bytes, "bytes", NULL, 0, NULL);
+  ts->ws = 2 * ov->cublas_workspace_bytes;
+  note(bill, &(struct note){
+                 VL_LINE_WORKSPACE,
+                 "cuBLAS workspaces",
+                 "threads x workspace",
+                 "bench/results/2026-11-29-h200-probe/unexplained.json",
+                 ts->ws,
+                 {{"threads", 2, ""}, {"workspace", (double)ov->cublas_workspace_bytes, "bytes"}}});
+}
 
-  /* ---- phases ---- */
+/* each phase's lines: forward, backward (its four points), optimizer step */
+static void stage_phases(struct train_stage *ts) {
+  struct vl__ck *ck = &ts->ck;
+  const struct vl_arch *arch = ts->arch;
+  const struct vl_job *job = ts->job;
+  struct vl_bill *bill = ts->bill;
   /* gradients alive through the forward: kept from the last step, or
    * accumulated over micro-batches. Not under GPipe: every micro-batch's
    * forward runs before any backward, so at the end of the forwards (where
@@ -612,33 +775,34 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
    * bench/results/2026-11-30-h200x2-ddp-rebuild/part4-pp-histories) */
   const bool gpipe = job->pp > 1 && job->pp_gpipe;
   bool persist = job->grads_persist || (job->grad_accum > 1 && !gpipe);
-  struct phase_comp ph[VL_PH_COUNT];
-  memset(ph, 0, sizeof ph);
+  memset(ts->ph, 0, sizeof ts->ph);
   for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++) {
-    ph[p].line[VL_LINE_PARAMETERS] = W_sharded;
-    ph[p].line[VL_LINE_MASTER] = M;
-    ph[p].line[VL_LINE_OPTIMIZER] = O;
-    ph[p].line[VL_LINE_COMM] = comm;
-    ph[p].line[VL_LINE_WORKSPACE] = ws;
-    ph[p].line[VL_LINE_CONTEXT] = ctx;
+    ts->ph[p].line[VL_LINE_PARAMETERS] = ts->W_sharded;
+    ts->ph[p].line[VL_LINE_MASTER] = ts->M;
+    ts->ph[p].line[VL_LINE_OPTIMIZER] = ts->O;
+    ts->ph[p].line[VL_LINE_COMM] = ts->comm;
+    ts->ph[p].line[VL_LINE_WORKSPACE] = ts->ws;
+    ts->ph[p].line[VL_LINE_CONTEXT] = ts->ctx;
   }
   /* forward: the larger of the loss (all activations) and the top layer */
-  struct phase_comp *f = &ph[VL_PH_FORWARD];
-  f->line[VL_LINE_GRADIENTS] = persist || job->grads_to_backward ? G : 0;
-  f->line[VL_LINE_AUTOCAST] = C_fwd;
-  uint64_t at_loss = vl__add(&ck, A, act.head_fwd_tmp);
-  uint64_t at_layer = vl__add(&ck, vl__add(&ck, vl__sub0(A, A_head), recompute), act.layer_fwd_tmp);
-  uint64_t f_tmp = vl__add(&ck, gathered, qlora_tmp);
+  struct phase_comp *f = &ts->ph[VL_PH_FORWARD];
+  f->line[VL_LINE_GRADIENTS] = persist || job->grads_to_backward ? ts->G : 0;
+  f->line[VL_LINE_AUTOCAST] = ts->C_fwd;
+  uint64_t at_loss = vl__add(ck, ts->A, ts->act.head_fwd_tmp);
+  uint64_t at_layer =
+      vl__add(ck, vl__add(ck, vl__sub0(ts->A, ts->A_head), ts->recompute), ts->act.layer_fwd_tmp);
+  uint64_t f_tmp = vl__add(ck, ts->gathered, ts->qlora_tmp);
   if (at_loss >= at_layer) {
-    f->line[VL_LINE_ACTIVATIONS] = A;
-    f->line[VL_LINE_TRANSIENT] = vl__add(&ck, act.head_fwd_tmp, f_tmp);
+    f->line[VL_LINE_ACTIVATIONS] = ts->A;
+    f->line[VL_LINE_TRANSIENT] = vl__add(ck, ts->act.head_fwd_tmp, f_tmp);
   } else {
-    f->line[VL_LINE_ACTIVATIONS] = vl__sub0(A, A_head);
-    f->line[VL_LINE_TRANSIENT] = vl__add(&ck, vl__add(&ck, recompute, act.layer_fwd_tmp), f_tmp);
+    f->line[VL_LINE_ACTIVATIONS] = vl__sub0(ts->A, ts->A_head);
+    f->line[VL_LINE_TRANSIENT] =
+        vl__add(ck, vl__add(ck, ts->recompute, ts->act.layer_fwd_tmp), f_tmp);
   }
   /* backward: points at the loss, the top layer, the bottom layer, the end */
-  struct phase_comp *bw = &ph[VL_PH_BACKWARD];
-  uint64_t G0 = persist ? G : 0;
+  struct phase_comp *bw = &ts->ph[VL_PH_BACKWARD];
+  uint64_t G0 = persist ? ts->G : 0;
   /* a tied embedding's gradients meet at its AccumulateGrad node: the
    * head's waits in the node's input buffer, the embedding's comes last
    * and the two are summed out of place (torch/csrc/autograd/
@@ -646,48 +810,57 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
    * the end of the backward (Gemma-7B: 2.93 GiB over the gradients,
    * bench/results/2026-11-29-h200x2-unseen-sets/part1-unseen3) */
   uint64_t tied_sum = 0;
-  if (arch->causal && arch->tie_embeddings && first && last && !job->lora_rank && !job->qlora) {
+  if (arch->causal && arch->tie_embeddings && ts->first && ts->last && !job->lora_rank &&
+      !job->qlora) {
     /* in the weights' dtype: a hook's fp32 main gradient comes after */
-    tied_sum = vl__mul3(
-        &ck, 2, vl__div_ceil(vl__mul(&ck, arch->vocab, arch->embed_proj_dim), job->tp), pol.weight);
-    note(bill, VL_LINE_TRANSIENT, "tied embedding's two gradients summed", "2 * V * h * w",
-         "torch/csrc/autograd/input_buffer.cpp; bench/results/2026-11-29-h200x2-unseen-sets",
-         tied_sum, "V", (double)arch->vocab, "", "h", (double)arch->embed_proj_dim, "", "w",
-         (double)pol.weight, "bytes");
+    tied_sum =
+        vl__mul3(ck, 2, vl__div_ceil(vl__mul(ck, arch->vocab, arch->embed_proj_dim), job->tp),
+                 ts->pol.weight);
+    note(bill,
+         &(struct note){
+             VL_LINE_TRANSIENT,
+             "tied embedding's two gradients summed",
+             "2 * V * h * w",
+             "torch/csrc/autograd/input_buffer.cpp; bench/results/2026-11-29-h200x2-unseen-sets",
+             tied_sum,
+             {{"V", (double)arch->vocab, ""},
+              {"h", (double)arch->embed_proj_dim, ""},
+              {"w", (double)ts->pol.weight, "bytes"}}});
   }
   /* the model output (its logits) lives until the loop drops it */
-  uint64_t out_held = last && !job->drop_outputs ? act.logits : 0;
+  uint64_t out_held = ts->last && !job->drop_outputs ? ts->act.logits : 0;
   /* accelerate under autocast: the output's logits converted to fp32 */
-  if (job->loop == VL_LOOP_ACCELERATE && pol.autocast && pol.act < 4)
-    out_held = out_held / pol.act * 4;
+  if (job->loop == VL_LOOP_ACCELERATE && ts->pol.autocast && ts->pol.act < 4)
+    out_held = out_held / ts->pol.act * 4;
   /* gradients of the tensors outside the layers that the backward meets
    * before the layers: the head and final norm, on the last stage; a
    * pipeline's first stage meets its embeddings only after its layers
    * (GPT-2 GPipe stage 0 +4.8 % with them at the top layer, +0.3 % without:
    * bench/results/2026-11-30-h200x2-ddp-rebuild/part4-pp-histories) */
-  const uint64_t G_top = last ? G_head : 0;
+  const uint64_t G_top = ts->last ? ts->G_head : 0;
   struct {
     uint64_t act, cast, grads, tmp;
   } pts[4] = {
-      {vl__sub0(A, last && job->drop_outputs ? act.logits : 0), C_ckpt, G0, act.loss_bwd_tmp},
-      {vl__sub0(A, A_head), C_ckpt, vl__max(G0, vl__add(&ck, G_top, G_layer)),
-       vl__add(&ck, recompute, act.layer_bwd_tmp)},
-      {vl__add(&ck, A_embed, vl__mul(&ck, act.layer_kept, in_flight)),
-       job->checkpointing == VL_CKPT_FULL ? 0 : C_layer,
-       vl__max(G0, vl__add(&ck, G_top, vl__mul(&ck, G_layer, Ls))),
-       vl__add(&ck, recompute, act.layer_bwd_tmp)},
-      {vl__add(&ck, A_embed, out_held), 0, G, tied_sum},
+      {vl__sub0(ts->A, ts->last && job->drop_outputs ? ts->act.logits : 0), ts->C_ckpt, G0,
+       ts->act.loss_bwd_tmp},
+      {vl__sub0(ts->A, ts->A_head), ts->C_ckpt, vl__max(G0, vl__add(ck, G_top, ts->G_layer)),
+       vl__add(ck, ts->recompute, ts->act.layer_bwd_tmp)},
+      {vl__add(ck, ts->A_embed, vl__mul(ck, ts->act.layer_kept, ts->in_flight)),
+       job->checkpointing == VL_CKPT_FULL ? 0 : ts->C_layer,
+       vl__max(G0, vl__add(ck, G_top, vl__mul(ck, ts->G_layer, ts->Ls))),
+       vl__add(ck, ts->recompute, ts->act.layer_bwd_tmp)},
+      {vl__add(ck, ts->A_embed, out_held), 0, ts->G, tied_sum},
   };
   uint64_t best = 0;
-  unsigned bwd_live = 0; /* lines present at any point of the backward */
+  ts->bwd_live = 0; /* lines present at any point of the backward */
   for (int i = 0; i < 4; i++) {
-    uint64_t tmp = vl__add(&ck, pts[i].tmp, vl__add(&ck, gathered_bwd, qlora_tmp));
+    uint64_t tmp = vl__add(ck, pts[i].tmp, vl__add(ck, ts->gathered_bwd, ts->qlora_tmp));
     uint64_t live =
-        vl__add(&ck, vl__add(&ck, pts[i].act, pts[i].cast), vl__add(&ck, pts[i].grads, tmp));
-    if (pts[i].act) bwd_live |= 1u << VL_LINE_ACTIVATIONS;
-    if (pts[i].cast) bwd_live |= 1u << VL_LINE_AUTOCAST;
-    if (pts[i].grads) bwd_live |= 1u << VL_LINE_GRADIENTS;
-    if (tmp) bwd_live |= 1u << VL_LINE_TRANSIENT;
+        vl__add(ck, vl__add(ck, pts[i].act, pts[i].cast), vl__add(ck, pts[i].grads, tmp));
+    if (pts[i].act) ts->bwd_live |= 1u << VL_LINE_ACTIVATIONS;
+    if (pts[i].cast) ts->bwd_live |= 1u << VL_LINE_AUTOCAST;
+    if (pts[i].grads) ts->bwd_live |= 1u << VL_LINE_GRADIENTS;
+    if (tmp) ts->bwd_live |= 1u << VL_LINE_TRANSIENT;
     if (i == 0 || live > best) {
       best = live;
       bw->line[VL_LINE_ACTIVATIONS] = pts[i].act;
@@ -698,25 +871,38 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   }
   /* optimizer step: a plain loop (`out = model(...)`) still holds the model
    * output with its logits (measured: bench/results/2026-11-29-h200-calibration.json) */
-  struct phase_comp *op = &ph[VL_PH_OPTIMIZER];
-  op->line[VL_LINE_GRADIENTS] = G;
-  op->line[VL_LINE_TRANSIENT] = T_opt;
-  op->line[VL_LINE_ACTIVATIONS] = job->drop_outputs || !last ? 0 : act.logits;
+  struct phase_comp *op = &ts->ph[VL_PH_OPTIMIZER];
+  op->line[VL_LINE_GRADIENTS] = ts->G;
+  op->line[VL_LINE_TRANSIENT] = ts->T_opt;
+  op->line[VL_LINE_ACTIVATIONS] = job->drop_outputs || !ts->last ? 0 : ts->act.logits;
   /* Megatron's 5 % temporaries ride on the activations */
-  if (act.misc_fraction > 0) {
-    uint64_t misc = vl__scale(&ck, A, act.misc_fraction);
-    f->line[VL_LINE_TRANSIENT] = vl__add(&ck, f->line[VL_LINE_TRANSIENT], misc);
-    note(bill, VL_LINE_TRANSIENT, "miscellaneous temporaries", "0.05 * activations",
-         "Megatron-LM theoretical_memory_usage.py (overhead_factor 1.05)", misc, NULL, 0, NULL,
-         NULL, 0, NULL, NULL, 0, NULL);
+  if (ts->act.misc_fraction > 0) {
+    uint64_t misc = vl__scale(ck, ts->A, ts->act.misc_fraction);
+    f->line[VL_LINE_TRANSIENT] = vl__add(ck, f->line[VL_LINE_TRANSIENT], misc);
+    note(bill, &(struct note){VL_LINE_TRANSIENT,
+                              "miscellaneous temporaries",
+                              "0.05 * activations",
+                              "Megatron-LM theoretical_memory_usage.py (overhead_factor 1.05)",
+                              misc,
+                              {{NULL, 0, NULL}}});
   }
+}
 
+/* the training replay, where it applies */
+static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
+  struct vl__ck *ck = &ts->ck;
+  const struct vl_arch *arch = ts->arch;
+  const struct vl_inventory *inv = ts->inv;
+  const struct vl_job *job = ts->job;
+  const struct vl_overheads *ov = ts->ov;
+  const struct lora *lo = ts->lo;
+  struct vl_bill *bill = ts->bill;
   /* allocator: for one GPU (or each of DDP's and ZeRO-1's), transformers'
    * modules and full training the loop's allocations replayed through the
    * allocator model (train_replay.c); elsewhere the persistent tensors'
    * rounding + churn among the rest */
-  const bool expandable = job->allocator == VL_ALLOC_EXPANDABLE;
-  const double churn_frac = expandable ? ov->allocator_churn_expandable : ov->allocator_churn;
+  ts->expandable = job->allocator == VL_ALLOC_EXPANDABLE;
+  ts->churn_frac = ts->expandable ? ov->allocator_churn_expandable : ov->allocator_churn;
   /* the replay gives LoRA adapters to at most VL__MAX_LAYER_LINEARS
    * linears a layer: a layer with more takes the analytic path whole
    * rather than a replay that leaves some without their adapters */
@@ -726,30 +912,29 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   /* several GPUs: DDP and ZeRO-1 (DDP with a ZeroRedundancyOptimizer),
    * their buckets and rank 0's share of the states replayed; not with LoRA
    * or a master copy (not measured) */
-  const bool ddp_replay = dp > 1 && ddp_buckets(job) && !job->lora_rank && !pol.master;
+  const bool ddp_replay = ts->dp > 1 && ddp_buckets(job) && !job->lora_rank && !ts->pol.master;
   /* T5 and BART: full training without checkpointing, T5 under eager
    * attention (SDPA would take its position bias as a mask) */
   const bool seq2seq_replayed = arch->enc_layers && !job->lora_rank &&
                                 job->checkpointing == VL_CKPT_NONE &&
                                 (arch->family != VL_FAM_T5 || job->attention == VL_ATTN_EAGER);
-  const bool replayable =
-      !ck.overflow &&
+  ts->replayable =
+      !ck->overflow &&
       (arch->causal || (vl_arch_replays_encoder(arch) && !job->lora_rank) || seq2seq_replayed ||
        (arch->family == VL_FAM_RESNET && !job->lora_rank && job->checkpointing == VL_CKPT_NONE)) &&
-      !mg && !ds && (dp == 1 || ddp_replay) && job->tp == 1 &&
+      !ts->mg && !ts->ds && (ts->dp == 1 || ddp_replay) && job->tp == 1 &&
       !(job->lora_rank && layer_linears > VL__MAX_LAYER_LINEARS) && job->pp == 1 &&
       (job->zero == 0 || ddp_replay) && job->offload == VL_OFFLOAD_NONE && !job->qlora &&
-      !(job->lora_rank && (pol.master || arch->experts)) && job->grad_accum <= 1 &&
+      !(job->lora_rank && (ts->pol.master || arch->experts)) && job->grad_accum <= 1 &&
       !job->grads_persist && job->optimizer != VL_OPT_ADAM8BIT && !job->analytic_only;
-  if (arch->family == VL_FAM_RESNET && !replayable)
+  if (arch->family == VL_FAM_RESNET && !ts->replayable)
     bill->approximate = "is replayed for full training without checkpointing only; this "
                         "job's activations are not modelled";
-  if (arch->enc_layers && !replayable)
+  if (arch->enc_layers && !ts->replayable)
     bill->approximate = "is replayed for full training without checkpointing only (T5: "
                         "under eager attention); this job's activations are read as an "
                         "encoder's of the decoder's depth";
-  struct vl_cache_stats rs = {0};
-  if (replayable) {
+  if (ts->replayable) {
     struct vl__train_sizes z = {
         .B = job->batch,
         .P = job->seq,
@@ -758,20 +943,20 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
         .I = arch->intermediate,
         .V = arch->family == VL_FAM_VIT || arch->family == VL_FAM_RESNET ? arch->labels
                                                                          : arch->vocab,
-        .wb = pol.weight,
-        .gb = gb,
-        .mb = pol.master,
-        .sb = sb,
+        .wb = ts->pol.weight,
+        .gb = ts->gb,
+        .mb = ts->pol.master,
+        .sb = ts->sb,
         .states = full_states(job->optimizer),
-        .impl = impl,
-        .step_temp = T_opt > 0,
-        .autocast = pol.autocast,
+        .impl = ts->impl,
+        .step_temp = ts->T_opt > 0,
+        .autocast = ts->pol.autocast,
         .ckpt = job->checkpointing == VL_CKPT_FULL,
         .eager = job->attention == VL_ATTN_EAGER,
-        .e = pol.act,
-        .r = pol.resid,
+        .e = ts->pol.act,
+        .r = ts->pol.resid,
         .workspace = ov->cublas_workspace_bytes,
-        .expandable = expandable,
+        .expandable = ts->expandable,
         .lora_rank = job->lora_rank,
         .ab = VL__ADAPTER_BYTES,
         .ddp = ddp_replay,
@@ -779,7 +964,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
         .drop_outputs = job->drop_outputs,
         .grads_late = job->grads_to_backward,
         .outputs_fp32 = job->loop == VL_LOOP_ACCELERATE && !job->drop_outputs,
-        .zero1_ranks = ddp_replay && job->zero == 1 ? dp : 0,
+        .zero1_ranks = ddp_replay && job->zero == 1 ? ts->dp : 0,
     };
     for (int i = 0; i < inv->n && job->lora_rank; i++) {
       const struct vl_tensor *t = &inv->t[i];
@@ -788,65 +973,92 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
       z.lin[z.n_lin].in = t->cols;
       z.lin[z.n_lin++].adapted = lo->target[i];
     }
-    vl_status rc = vl__train_replay(arch, inv, &z, &rs, err);
+    vl_status rc = vl__train_replay(arch, inv, &z, &ts->rs, err);
     if (rc != VL_OK) return rc;
   }
-  const uint64_t replayed = vl__sub0(rs.peak_reserved, rs.peak_allocated);
-  enum vl_phase peak = VL_PH_FORWARD;
+  return VL_OK;
+}
+
+/* the allocator reserve of each phase and the peak phase */
+static void stage_reserve(struct train_stage *ts) {
+  struct vl__ck *ck = &ts->ck;
+  const struct vl_job *job = ts->job;
+  struct vl_bill *bill = ts->bill;
+  const uint64_t replayed = vl__sub0(ts->rs.peak_reserved, ts->rs.peak_allocated);
+  ts->peak = VL_PH_FORWARD;
   for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++) {
-    if (replayable) {
-      ph[p].line[VL_LINE_RESERVE] = replayed;
+    if (ts->replayable) {
+      ts->ph[p].line[VL_LINE_RESERVE] = replayed;
     } else {
       uint64_t churn =
-          vl__add(&ck, ph[p].line[VL_LINE_ACTIVATIONS],
-                  vl__add(&ck, ph[p].line[VL_LINE_TRANSIENT], ph[p].line[VL_LINE_AUTOCAST]));
+          vl__add(ck, ts->ph[p].line[VL_LINE_ACTIVATIONS],
+                  vl__add(ck, ts->ph[p].line[VL_LINE_TRANSIENT], ts->ph[p].line[VL_LINE_AUTOCAST]));
       /* weights' rounding, and the same for gradients and each fp32 copy of
        * the trained weights when they are present */
-      uint64_t seg_waste = job->zero >= 3 ? vl__div_ceil(st.seg_waste, dp) : st.seg_waste;
-      if (!job->lora_rank && ph[p].line[VL_LINE_GRADIENTS]) seg_waste = vl__mul(&ck, seg_waste, 2);
-      if (expandable) seg_waste = 0; /* pages are mapped as needed: no per-segment rounding */
-      ph[p].line[VL_LINE_RESERVE] = vl__add(&ck, vl__scale(&ck, churn, churn_frac), seg_waste);
+      uint64_t seg_waste =
+          job->zero >= 3 ? vl__div_ceil(ts->st.seg_waste, ts->dp) : ts->st.seg_waste;
+      if (!job->lora_rank && ts->ph[p].line[VL_LINE_GRADIENTS])
+        seg_waste = vl__mul(ck, seg_waste, 2);
+      if (ts->expandable) seg_waste = 0; /* pages are mapped as needed: no per-segment rounding */
+      ts->ph[p].line[VL_LINE_RESERVE] =
+          vl__add(ck, vl__scale(ck, churn, ts->churn_frac), seg_waste);
     }
-    if (comp_alloc(&ph[p]) > comp_alloc(&ph[peak])) peak = (enum vl_phase)p;
+    if (comp_alloc(&ts->ph[p]) > comp_alloc(&ts->ph[ts->peak])) ts->peak = (enum vl_phase)p;
   }
-  if (replayable && rs.peak_allocated) {
+  if (ts->replayable && ts->rs.peak_allocated) {
     /* the replay writes each layer op by op and keeps what autograd keeps:
      * its peak allocated is the estimate's (within median 0.1 %, worst
      * 4.3 %, of 139 measured training runs; the lines above 0.7 % and
      * 7.6 %: bench/results/2026-11-29-h200x2-replay-histories/replay-vs-bill-
      * allocated.txt). The difference goes to the peak phase's activations
      * (then its temporaries), and no phase stays above it. */
-    const uint64_t analytic = comp_alloc(&ph[peak]), want = rs.peak_allocated;
+    const uint64_t analytic = comp_alloc(&ts->ph[ts->peak]), want = ts->rs.peak_allocated;
     static const enum vl_line trim[] = {VL_LINE_ACTIVATIONS, VL_LINE_TRANSIENT};
     for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++) {
-      uint64_t have = comp_alloc(&ph[p]);
-      if (p == (int)peak && want > have) ph[p].line[VL_LINE_ACTIVATIONS] += want - have;
+      uint64_t have = comp_alloc(&ts->ph[p]);
+      if (p == (int)ts->peak && want > have) ts->ph[p].line[VL_LINE_ACTIVATIONS] += want - have;
       for (size_t k = 0; k < sizeof trim / sizeof trim[0] && have > want; k++) {
-        uint64_t cut = vl__min(have - want, ph[p].line[trim[k]]);
-        ph[p].line[trim[k]] -= cut;
+        uint64_t cut = vl__min(have - want, ts->ph[p].line[trim[k]]);
+        ts->ph[p].line[trim[k]] -= cut;
         have -= cut;
       }
     }
-    note(bill, VL_LINE_ACTIVATIONS,
-         want >= analytic ? "op-by-op replay above the lines (added)"
-                          : "op-by-op replay below the lines (taken off)",
-         "replay peak allocated - analytic peak allocated",
-         "the training replay (train_replay.c, tape.c): its peak allocated is the estimate's",
-         want >= analytic ? want - analytic : analytic - want, "replay_allocated", (double)want,
-         "bytes", "analytic", (double)analytic, "bytes", NULL, 0, NULL);
+    note(bill,
+         &(struct note){
+             VL_LINE_ACTIVATIONS,
+             want >= analytic ? "op-by-op replay above the lines (added)"
+                              : "op-by-op replay below the lines (taken off)",
+             "replay peak allocated - analytic peak allocated",
+             "the training replay (train_replay.c, tape.c): its peak allocated is the estimate's",
+             want >= analytic ? want - analytic : analytic - want,
+             {{"replay_allocated", (double)want, "bytes"},
+              {"analytic", (double)analytic, "bytes"}}});
   }
-  if (replayable)
-    note(bill, VL_LINE_RESERVE, "allocator reserve", "replay: peak reserved - peak allocated",
-         "three steps' allocations through the caching-allocator model (train_replay.c)", replayed,
-         "replay_reserved", (double)rs.peak_reserved, "bytes", "replay_allocated",
-         (double)rs.peak_allocated, "bytes", NULL, 0, NULL);
+  if (ts->replayable)
+    note(bill, &(struct note){
+                   VL_LINE_RESERVE,
+                   "allocator reserve",
+                   "replay: peak reserved - peak allocated",
+                   "three steps' allocations through the caching-allocator model (train_replay.c)",
+                   replayed,
+                   {{"replay_reserved", (double)ts->rs.peak_reserved, "bytes"},
+                    {"replay_allocated", (double)ts->rs.peak_allocated, "bytes"}}});
   else
-    note(bill, VL_LINE_RESERVE, "allocator reserve",
-         "churn * (activations + temporaries) + rounding",
-         "PyTorch CUDACachingAllocator (512 B blocks, 2/20 MiB segments); churn to be calibrated",
-         ph[peak].line[VL_LINE_RESERVE], "churn", churn_frac, "", NULL, 0, NULL, NULL, 0, NULL);
+    note(bill, &(struct note){VL_LINE_RESERVE,
+                              "allocator reserve",
+                              "churn * (activations + temporaries) + rounding",
+                              "PyTorch CUDACachingAllocator (512 B blocks, 2/20 MiB segments); "
+                              "churn to be calibrated",
+                              ts->ph[ts->peak].line[VL_LINE_RESERVE],
+                              {{"churn", ts->churn_frac, ""}}});
+}
 
-  if (ck.overflow)
+/* the bill from the peak phase's lines */
+static vl_status stage_finish(struct train_stage *ts, struct vl_err *err) {
+  struct vl__ck *ck = &ts->ck;
+  const struct vl_job *job = ts->job;
+  struct vl_bill *bill = ts->bill;
+  if (ck->overflow)
     return vl__fail(err, VL_EOVERFLOW,
                     "the bill overflows 64 bits (batch %llu x seq %llu is too large to model)",
                     (unsigned long long)job->batch, (unsigned long long)job->seq);
@@ -855,23 +1067,52 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
   memset(bill->line_max, 0, sizeof bill->line_max);
   memset(bill->live, 0, sizeof bill->live);
   for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++) {
-    bill->phase_peak[p] = comp_alloc(&ph[p]);
+    bill->phase_peak[p] = comp_alloc(&ts->ph[p]);
     for (int l = 0; l < VL_LINE_COUNT; l++) {
-      if (ph[p].line[l] || (p == VL_PH_BACKWARD && (bwd_live >> l & 1u))) bill->live[l] |= 1u << p;
-      bill->line_max[l] = vl__max(bill->line_max[l], ph[p].line[l]);
+      if (ts->ph[p].line[l] || (p == VL_PH_BACKWARD && (ts->bwd_live >> l & 1u)))
+        bill->live[l] |= 1u << p;
+      bill->line_max[l] = vl__max(bill->line_max[l], ts->ph[p].line[l]);
     }
   }
-  memcpy(bill->lines, ph[peak].line, sizeof bill->lines);
-  bill->peak_phase = peak;
-  bill->peak_allocated_bytes = comp_alloc(&ph[peak]);
-  bill->peak_reserved_bytes = bill->peak_allocated_bytes + ph[peak].line[VL_LINE_RESERVE];
-  bill->cuda_context_bytes = ctx;
-  bill->total_bytes = bill->peak_reserved_bytes + ctx;
-  bill->host_bytes = host;
-  bill->params_per_gpu = vl__div_ceil(st.weights_elems, w_shard);
+  memcpy(bill->lines, ts->ph[ts->peak].line, sizeof bill->lines);
+  bill->peak_phase = ts->peak;
+  bill->peak_allocated_bytes = comp_alloc(&ts->ph[ts->peak]);
+  bill->peak_reserved_bytes = bill->peak_allocated_bytes + ts->ph[ts->peak].line[VL_LINE_RESERVE];
+  bill->cuda_context_bytes = ts->ctx;
+  bill->total_bytes = bill->peak_reserved_bytes + ts->ctx;
+  bill->host_bytes = ts->host;
+  bill->params_per_gpu = vl__div_ceil(ts->st.weights_elems, ts->w_shard);
   bill->tokens = job->batch * job->seq;
-  bill->pp_stage = stage;
+  bill->pp_stage = ts->stage;
   return VL_OK;
+}
+
+/* Bill of one pipeline stage. */
+static vl_status train_stage(const struct vl_arch *arch, const struct vl_inventory *inv,
+                             const struct vl_job *job, const struct vl_overheads *ov,
+                             const struct lora *lo, uint64_t stage, struct vl_bill *bill,
+                             struct vl_err *err) {
+  struct train_stage ts = {
+      .arch = arch, .inv = inv, .job = job, .ov = ov, .lo = lo, .bill = bill, .stage = stage};
+  vl__policy_get(job->precision, &ts.pol);
+  ts.first = stage == 0;
+  ts.last = stage == job->pp - 1;
+  ts.Ls = vl__div_ceil(arch->layers, job->pp);
+  ts.dp = job->dp;
+  ts.ds = job->framework == VL_FW_DEEPSPEED;
+  ts.mg = job->framework == VL_FW_MEGATRON;
+  ts.mixed = ts.pol.master != 0;
+  model_states(arch, inv, job, lo, &ts.pol, ts.Ls, ts.first, ts.last, &ts.ck, &ts.st);
+  stage_states(&ts);
+  stage_activations(&ts);
+  stage_autocast(&ts);
+  stage_temporaries(&ts);
+  stage_comm(&ts);
+  stage_phases(&ts);
+  vl_status rc = stage_replay(&ts, err);
+  if (rc != VL_OK) return rc;
+  stage_reserve(&ts);
+  return stage_finish(&ts, err);
 }
 
 /* a training bill: one stage, or for a pipeline whichever of the first
