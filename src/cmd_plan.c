@@ -1,5 +1,6 @@
 /* vramledger plan: which GPUs, how many, which strategy, what it costs.
  * docs/cmd/plan.md. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,12 +130,29 @@ int cmd_plan(int argc, const char **argv) {
   q.margin = e.margin;
   q.base = e.job;
   struct vl_arch arch;
-  if ((rc = cli_load_model(e.model, &arch))) return rc;
+  struct cli_model m;
+  if ((rc = cli_load_model_file(e.model, &arch, &m))) return rc;
+  vl_free(m.text);
+  /* the plan names its model so that `commit --plan` finds it from any
+   * folder: a bundled name as it is, a file by its absolute path (the
+   * commitment then stores it relative to itself) */
+  char model_ref[PATH_MAX];
+  if (m.bundled[0] || !realpath(m.path, model_ref))
+    snprintf(model_ref, sizeof model_ref, "%s", m.bundled[0] ? m.bundled : e.model);
   q.arch = &arch;
   /* the cards: --gpus a,b,c or the whole catalog */
   const char *gl = val[2] ? val[2] : NULL;
+  if (e.gpu && gl) {
+    cli_error("give --gpu NAME (one card) or --gpus LIST, not both");
+    return VL_EXIT_USAGE;
+  }
+  if (e.gpu && strchr(e.gpu, ',')) {
+    cli_error("--gpu takes one card: '%s'", e.gpu);
+    cli_hint("give a list of cards with --gpus %s", e.gpu);
+    return VL_EXIT_USAGE;
+  }
   struct est ce = e;
-  ce.gpu = "h100-80gb"; /* any known name: loads the catalog */
+  if (!ce.gpu) ce.gpu = "h100-80gb"; /* any known name: loads the catalog */
   struct vl_catalog cat;
   const struct vl_gpu *any;
   if ((rc = est_gpu(&ce, &cat, &any))) return rc;
@@ -152,7 +170,9 @@ int cmd_plan(int argc, const char **argv) {
     cli_error("out of memory");
     return VL_EXIT_ERROR;
   }
-  if (!gl) {
+  if (e.gpu) { /* --gpu NAME: plan on that card */
+    cards[nc++] = *any;
+  } else if (!gl) {
     for (size_t i = 0; i < cat.n; i++)
       cards[nc++] = cat.gpus[i];
   } else if ((rc = est_gpu_list(&cat, gl, named, cat.n, &nc)) == 0) {
@@ -184,7 +204,8 @@ int cmd_plan(int argc, const char **argv) {
     return s == VL_ENOMEM ? VL_EXIT_ERROR : VL_EXIT_USAGE;
   }
   const char *slash = strrchr(e.model, '/');
-  struct vl_plan_view v = {slash ? slash + 1 : e.model, &q, &r, (size_t)top, cat.prices_date};
+  struct vl_plan_view v = {slash ? slash + 1 : e.model, &q, &r, (size_t)top, cat.prices_date,
+                           model_ref};
   static const enum vl_format map[] = {VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD};
   int w = fmt == 3 ? vl_render_plan_html(stdout, &v) : vl_render_plan(stdout, map[fmt], &v);
   rc = w == 0 ? (r.have_best ? VL_EXIT_OK : VL_EXIT_NOFIT) : VL_EXIT_ERROR;

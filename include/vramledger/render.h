@@ -127,6 +127,8 @@ struct vl_plan_view {
   const struct vl_plan_result *r;
   size_t top; /* rows shown in text/md */
   const char *prices_date;
+  const char *model; /* JSON's "model", as `commit --plan` reads it from any folder: the
+                      * bundled name, or the config's absolute path; NULL: model_name */
 };
 
 /*! The plan as a cost table (text, md) or JSON (best, candidates). */

@@ -46,12 +46,16 @@ static double active_params(const struct vl_arch *a, const struct vl_inventory *
 /* 6 x N FLOPs a token (4 with LoRA: no weight gradients for the frozen
  * base), + 2 x N when every layer is recomputed; N the active parameters.
  * The same convention as the plan's times (docs/model.md, plan). */
+static double flops_factor(const struct vl_job *j) {
+  double f = j->lora_rank ? 4.0 : 6.0;
+  if (j->checkpointing == VL_CKPT_FULL) f += 2.0;
+  return f;
+}
+
 static double flops_per_token(const struct vl_arch *a, const struct vl_job *j) {
   struct vl_inventory inv;
   if (vl_inventory_build(a, &inv, NULL) != VL_OK) return 0;
-  double f = j->lora_rank ? 4.0 : 6.0;
-  if (j->checkpointing == VL_CKPT_FULL) f += 2.0;
-  return f * active_params(a, &inv);
+  return flops_factor(j) * active_params(a, &inv);
 }
 
 /* the card's dense tensor peak for the job's 16-bit type (TFLOP/s): fp16
@@ -72,14 +76,52 @@ double vl_plan_mfu_measured(const struct vl_arch *a, const struct vl_job *j,
   return tokens_per_s_per_gpu * fpt / (peak * 1e12);
 }
 
+/* parallel dimensions in use: 0 for one GPU */
+static int dims(const struct vl_plan_candidate *c) {
+  return (c->tp > 1) + (c->pp > 1) + (c->dp > 1);
+}
+
+/* Best first: meets the deadline and budget, then the least cost (or cost +
+ * time x value; values equal within the grid quantise() puts them on are
+ * a tie), then the simpler plan: fewer GPUs, fewer parallel dimensions, a
+ * lower ZeRO stage, states on the GPU, a 16-bit base, no recomputation,
+ * the smaller micro-batch; then the faster. */
 static int by_rank(const void *x, const void *y) {
   const struct vl_plan_candidate *a = x, *b = y;
   double ka = a->net_value_usd, kb = b->net_value_usd; /* higher is better */
   bool oa = a->meets_deadline && a->within_budget, ob = b->meets_deadline && b->within_budget;
   if (oa != ob) return oa ? -1 : 1;
   if (ka != kb) return ka > kb ? -1 : 1;
-  if (a->hours != b->hours) return a->hours < b->hours ? -1 : 1;
-  return a->micro_batch > b->micro_batch ? -1 : (a->micro_batch < b->micro_batch);
+#define SIMPLER(e)                                                                                 \
+  if ((e(a)) != (e(b))) return (e(a)) < (e(b)) ? -1 : 1
+#define COUNT(c) (c)->count
+#define ZERO(c) (c)->zero
+#define OFFLOAD(c) ((c)->offload != VL_OFFLOAD_NONE)
+#define QLORA(c) (c)->qlora
+#define CKPT(c) ((c)->checkpointing != VL_CKPT_NONE)
+#define MB(c) (c)->micro_batch
+  SIMPLER(COUNT);
+  SIMPLER(dims);
+  SIMPLER(ZERO);
+  SIMPLER(OFFLOAD);
+  SIMPLER(QLORA);
+  SIMPLER(CKPT);
+  SIMPLER(MB);
+#undef SIMPLER
+#undef COUNT
+#undef ZERO
+#undef OFFLOAD
+#undef QLORA
+#undef CKPT
+#undef MB
+  return (a->hours > b->hours) - (a->hours < b->hours);
+}
+
+/* Put x on a grid of `step` so that values that differ only by rounding
+ * (the same cost reached by 1 GPU or by 8 with the traffic hidden) compare
+ * equal, exactly and transitively. */
+static double quantise(double x, double step) {
+  return step > 0 ? (double)llround(x / step) * step : x;
 }
 
 static int by_time(const void *x, const void *y) {
@@ -149,10 +191,8 @@ struct search {
 static void step_time(const struct search *S, const struct vl_gpu *g, unsigned count,
                       const struct vl_job *j, uint64_t trainable, struct vl_plan_candidate *c) {
   const struct vl_plan_query *q = S->q;
-  double fwd_bwd = j->lora_rank ? 4.0 : 6.0;
-  if (j->checkpointing == VL_CKPT_FULL) fwd_bwd += 2.0;
   double compute =
-      fwd_bwd * S->P * S->tokens_per_step / ((double)count * peak_tflops(g, j) * 1e12 * q->mfu);
+      flops_factor(j) * S->P * S->tokens_per_step / ((double)count * peak_tflops(g, j) * 1e12 * q->mfu);
   /* a pipeline idles (pp-1) of its (m + pp-1) slots, m micro-batches a step
    * (1F1B; Narayanan et al. 2021, the bubble) */
   if (j->pp > 1) compute *= (double)(j->grad_accum + j->pp - 1) / (double)j->grad_accum;
@@ -328,15 +368,43 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
   vl_free(bill);
   /* Pareto front in (hours, cost): by hours, then cost; a candidate is on
    * the front when it is cheaper than everything faster (n log n) */
-  qsort(r->c, r->n, sizeof *r->c, by_time);
-  double cheapest = INFINITY;
+  /* costs, values and times within 1e-9 of the largest are equal */
+  double big_usd = 0, big_h = 0;
   for (size_t i = 0; i < r->n; i++) {
-    r->c[i].pareto = r->c[i].cost_usd < cheapest;
-    if (r->c[i].cost_usd < cheapest) cheapest = r->c[i].cost_usd;
+    big_usd = fmax(big_usd, fmax(r->c[i].cost_usd, fabs(r->c[i].net_value_usd)));
+    big_h = fmax(big_h, r->c[i].hours);
+  }
+  for (size_t i = 0; i < r->n; i++) {
+    r->c[i].cost_usd = quantise(r->c[i].cost_usd, 1e-9 * big_usd);
+    r->c[i].net_value_usd = quantise(r->c[i].net_value_usd, 1e-9 * big_usd);
+    r->c[i].hours = quantise(r->c[i].hours, 1e-9 * big_h);
+  }
+  /* the front: a plan is on it when no plan is both faster and cheaper (so
+   * the cheapest, the best by cost, always is; plans of equal cost are all
+   * on it, their times to choose from) */
+  qsort(r->c, r->n, sizeof *r->c, by_time);
+  double cheapest_faster = INFINITY;
+  for (size_t i = 0; i < r->n;) {
+    size_t k = i;
+    while (k < r->n && r->c[k].hours == r->c[i].hours)
+      k++;
+    double cheapest_here = INFINITY;
+    for (size_t t = i; t < k; t++) {
+      r->c[t].pareto = r->c[t].cost_usd <= cheapest_faster;
+      cheapest_here = fmin(cheapest_here, r->c[t].cost_usd);
+    }
+    cheapest_faster = fmin(cheapest_faster, cheapest_here);
+    i = k;
   }
   qsort(r->c, r->n, sizeof *r->c, by_rank);
-  r->flops =
-      (r->n ? (r->c[0].checkpointing == VL_CKPT_FULL ? 8.0 : 6.0) : 6.0) * P * (double)q->tokens;
+  /* the FLOPs of the best's job, by the rule its time uses */
+  if (r->n) {
+    struct vl_job bj;
+    vl_plan_candidate_job(q, &r->c[0], &bj);
+    r->flops = flops_factor(&bj) * P * (double)q->tokens;
+  } else {
+    r->flops = flops_factor(&q->base) * P * (double)q->tokens;
+  }
   r->have_best = r->n && r->c[0].meets_deadline && r->c[0].within_budget;
   if (!r->n) {
     /* under autocast every sharded strategy still holds the whole model's

@@ -255,6 +255,12 @@ json_t *vl__settings_json(const struct vl_job *j) {
     json_object_set_new(s, "master_grads_fp32", json_boolean(j->master_grads_fp32));
   }
   json_object_set_new(s, "allocator", json_string(vl_allocator_name(j->allocator)));
+  if (j->task == VL_TASK_TRAIN) { /* the names vl_job_from_settings reads back */
+    json_object_set_new(s, "keep_grads", json_boolean(j->grads_persist));
+    json_object_set_new(s, "drop_outputs", json_boolean(j->drop_outputs));
+    json_object_set_new(s, "ddp_static_graph", json_boolean(j->ddp_static_graph));
+    json_object_set_new(s, "pp_schedule", json_string(j->pp_gpipe ? "gpipe" : "1f1b"));
+  }
   return s;
 }
 

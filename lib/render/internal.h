@@ -16,7 +16,8 @@
 /* A byte count as a JSON integer (new reference). */
 static inline json_t *U(uint64_t x) { return json_integer((json_int_t)x); }
 
-/* A job's settings as a JSON object (new reference). */
+/* A job's settings as a JSON object (new reference), by the names
+ * vl_job_from_settings reads back (check and `commit --plan` compare them). */
 json_t *vl__settings_json(const struct vl_job *j);
 
 /* s with <, >, & and " escaped for HTML. */

@@ -69,7 +69,7 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
   if (fmt == VL_FMT_JSON) {
     json_t *root = json_object();
     json_object_set_new(root, "schema", json_string("vramledger.plan/1"));
-    json_object_set_new(root, "model", json_string(v->model_name));
+    json_object_set_new(root, "model", json_string(v->model ? v->model : v->model_name));
     json_object_set_new(root, "tokens", json_integer((json_int_t)q->tokens));
     json_object_set_new(root, "seq", json_integer((json_int_t)q->base.seq));
     json_object_set_new(root, "global_batch", json_integer((json_int_t)q->global_batch));

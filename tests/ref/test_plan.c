@@ -163,6 +163,42 @@ static void qlora_beside_lora(void **state) {
   }
 }
 
+/* Equal costs (GPT-2's gradients hide behind compute at every count) go to
+ * the simpler plan, and the best is on its own time/cost front; the FLOPs
+ * header follows the best's job (4N a token with LoRA, as its time). */
+static void ties_to_simpler(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/gpt2.json", &a);
+  struct vl_plan_query q;
+  vl_plan_query_init(&q);
+  q.arch = &a;
+  q.base.precision = VL_PREC_BF16;
+  q.base.seq = 1024;
+  q.tokens = 1000000000;
+  q.global_batch = 64;
+  q.gpus = vl_catalog_find(&cat, "h200");
+  q.n_gpus = 1;
+  q.max_gpus = 8;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_plan_result r;
+  struct vl_err err = {""};
+  assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
+  assert_true(r.n > 1);
+  assert_int_equal(r.c[0].count, 1);
+  assert_int_equal(r.c[0].tp, 1);
+  assert_true(r.c[0].pareto);
+  double full = r.flops;
+  vl_plan_release(&r);
+  q.base.lora_rank = 16;
+  assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
+  assert_true(r.n > 0);
+  double f = r.c[0].checkpointing == VL_CKPT_FULL ? 6.0 : 4.0;
+  assert_close(r.flops, full * f / 6.0, 1e-3, "LoRA FLOPs: 4N a token (+2N recomputed)");
+  vl_plan_release(&r);
+}
+
 /* Seed 000 §3.1: cost per card = price x hours x utilisation x memory share;
  * the 2 x A100 row: 3.5 x 26 x 0.72 x 0.603 = 39.5, x 2 = 79.0; the 4 x A100
  * row: 3.5 x 14 x 0.68 x 0.603 = 20.1 (printed 20.3). The 1 x A100 row's
@@ -180,6 +216,7 @@ static void seed_cost_table(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(llama2_gpu_hours), cmocka_unit_test(more_gpus_cost_communication),
-      cmocka_unit_test(qlora_beside_lora), cmocka_unit_test(seed_cost_table)};
+      cmocka_unit_test(qlora_beside_lora), cmocka_unit_test(seed_cost_table),
+      cmocka_unit_test(ties_to_simpler)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -2,6 +2,7 @@
 #include <jansson.h>
 
 #include "testutil.h"
+#include "vramledger/commitment.h"
 #include "vramledger/render.h"
 
 static void units(void **state) {
@@ -58,7 +59,54 @@ static void json_contract(void **state) {
   free(buf);
 }
 
+/* estimate's "settings" (and so a plan's best, which `commit --plan`
+ * reads) round-trips every setting a commitment compares: keep_grads,
+ * drop_outputs, ddp_static_graph and pp_schedule were missing. */
+static void settings_round_trip(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/gpt2.json", &a);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.batch = 2;
+  j.seq = 512;
+  j.grads_persist = true;
+  j.drop_outputs = true;
+  j.ddp_static_graph = true;
+  j.pp = 2;
+  j.pp_gpipe = true;
+  struct vl_bill b;
+  tu_bill(&a, &j, &b);
+  struct vl_estimate_view v = {
+      .model_name = "gpt2", .arch = &a, .job = &j, .bill = &b, .version = "test"};
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_int_equal(vl_render_estimate(f, VL_FMT_JSON, &v), 0);
+  fclose(f);
+  json_error_t jerr;
+  json_t *r = json_loads(buf, 0, &jerr);
+  assert_non_null(r);
+  char *st = json_dumps(json_object_get(r, "settings"), 0);
+  assert_non_null(st);
+  struct vl_job back;
+  vl_job_init(&back);
+  char targets[256];
+  struct vl_err err = {""};
+  assert_int_equal(vl_job_from_settings(st, strlen(st), &back, targets, sizeof targets, &err),
+                   VL_OK);
+  assert_true(back.grads_persist);
+  assert_true(back.drop_outputs);
+  assert_true(back.ddp_static_graph);
+  assert_true(back.pp_gpipe);
+  assert_int_equal(back.pp, 2);
+  free(st);
+  json_decref(r);
+  free(buf);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(units), cmocka_unit_test(json_contract)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(units), cmocka_unit_test(json_contract),
+                                     cmocka_unit_test(settings_round_trip)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
