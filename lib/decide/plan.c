@@ -191,8 +191,8 @@ struct search {
 static void step_time(const struct search *S, const struct vl_gpu *g, unsigned count,
                       const struct vl_job *j, uint64_t trainable, struct vl_plan_candidate *c) {
   const struct vl_plan_query *q = S->q;
-  double compute =
-      flops_factor(j) * S->P * S->tokens_per_step / ((double)count * peak_tflops(g, j) * 1e12 * q->mfu);
+  double compute = flops_factor(j) * S->P * S->tokens_per_step /
+                   ((double)count * peak_tflops(g, j) * 1e12 * q->mfu);
   /* a pipeline idles (pp-1) of its (m + pp-1) slots, m micro-batches a step
    * (1F1B; Narayanan et al. 2021, the bubble) */
   if (j->pp > 1) compute *= (double)(j->grad_accum + j->pp - 1) / (double)j->grad_accum;
