@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -331,8 +332,34 @@ static void pools_synced(void) {
 
 /* ---- the record -------------------------------------------------------- */
 
+/* The record's file, to tell it from another that got its descriptor: a
+ * job that closes the descriptors it inherited and opens files of its own
+ * may be given the same number (daemons do). */
+static char record_path[4096];
+static dev_t record_dev;
+static ino_t record_ino;
+
+/* record_fd, opened again when its number no longer refers to the record
+ * (the number is the job's now: it is left alone). */
+static bool record_ok(void) {
+  struct stat st;
+  if (record_fd >= 0 && fstat(record_fd, &st) == 0 && st.st_dev == record_dev &&
+      st.st_ino == record_ino)
+    return true;
+  int fd = open(record_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    if (fd >= 0) close(fd);
+    record_fd = -1;
+    return false;
+  }
+  record_fd = fd;
+  record_dev = st.st_dev;
+  record_ino = st.st_ino;
+  return true;
+}
+
 static void write_line(const char *buf, int n) {
-  if (record_fd < 0 || n <= 0) return;
+  if (!record_path[0] || n <= 0 || !record_ok()) return;
   ssize_t w;
   do { /* one write() per line: O_APPEND keeps lines of several writers whole */
     w = write(record_fd, buf, (size_t)n);
@@ -424,7 +451,7 @@ __attribute__((constructor)) static void init(void) {
   slot = &local_slot;
   const char *c = getenv("VRAMLEDGER_COUNTERS");
   if (c && *c) {
-    int fd = open(c, O_RDWR | O_CLOEXEC);
+    int fd = open(c, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (fd >= 0) {
       void *p = mmap(NULL, sizeof *counters, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       close(fd);
@@ -438,7 +465,10 @@ __attribute__((constructor)) static void init(void) {
   const char *tr = getenv("VRAMLEDGER_PRELOAD_TRACE");
   trace_calls = tr && *tr == '1';
   const char *r = getenv("VRAMLEDGER_RECORD");
-  if (r && *r) record_fd = open(r, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (r && *r && strlen(r) < sizeof record_path) {
+    memcpy(record_path, r, strlen(r) + 1);
+    record_ok();
+  }
   pthread_mutex_lock(&lock);
   table_grow();
   pthread_mutex_unlock(&lock);

@@ -1,6 +1,7 @@
 /* vramledger run: run a command unchanged and record what it held on the
  * GPU: NVML for the job's process tree, the interposer's live allocations,
  * phase marks. docs/cmd/run.md is the manual. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -103,6 +104,7 @@ struct run {
   unsigned vis[VL_RECORD_MAX_GPUS], n_vis;
   const char *pre; /* the interposer */
   bool use_preload;
+  bool fb_made; /* the fallback file was created */
   pid_t pid;
   struct sigaction old[sizeof fwd / sizeof fwd[0]], old_chld; /* the handlers before ours */
 };
@@ -115,6 +117,8 @@ static vl_status put(struct run *r, json_t *o, struct vl_err *err) {
   free(s);
   return st;
 }
+
+static int create_private(const char *path, int flags);
 
 /* ---- signals --------------------------------------------------------------- */
 
@@ -149,7 +153,11 @@ static void forward(int sig, siginfo_t *info, void *uc) {
  * trigger fires once per run. */
 static void pull(struct run *r, json_t *e) {
   char *line = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
-  int fd = open(r->fb_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  /* the first trigger creates the file (the job looks for it), a second
+   * appends to it: never through a symbolic link */
+  int fd = r->fb_made ? open(r->fb_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
+                      : create_private(r->fb_path, O_WRONLY | O_APPEND);
+  if (fd >= 0) r->fb_made = true;
   size_t n = line ? strlen(line) : 0;
   char *buf = line ? malloc(n + 2) : NULL;
   if (fd >= 0 && buf) {
@@ -214,7 +222,11 @@ static void fire_tput(void *ctx, uint64_t t, double tps) {
 
 /* ---- the run directory and the record -------------------------------------- */
 
-static int mkdir_private(const char *dir) {
+/* The parents of dir (0777 less the umask), then dir itself, 0700. A
+ * default directory (fresh) must be new: it is never reused. --out may name
+ * a directory that exists (sweep makes its points' first), never a file or
+ * anything else. @return 0, or -1 with errno (ENOTDIR: not a directory). */
+static int mkdir_private(const char *dir, bool fresh) {
   char buf[PATH_MAX];
   snprintf(buf, sizeof buf, "%s", dir);
   for (char *p = buf + 1; *p; p++) {
@@ -223,8 +235,29 @@ static int mkdir_private(const char *dir) {
     if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
     *p = '/';
   }
-  if (mkdir(buf, 0700) != 0 && errno != EEXIST) return -1;
-  return chmod(buf, 0700);
+  if (mkdir(buf, 0700) == 0) return 0;
+  if (errno != EEXIST || fresh) return -1;
+  /* chmod through a descriptor of a directory: never a file's mode */
+  int fd = open(buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int rc = fchmod(fd, 0700);
+  close(fd);
+  return rc;
+}
+
+/* A file of the run directory, created new (O_EXCL: a file or symbolic
+ * link already there is refused, never followed or truncated). @return its
+ * descriptor, or -1 after saying why, naming path. */
+static int create_private(const char *path, int flags) {
+  int fd = open(path, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) return fd;
+  if (errno == EEXIST)
+    cli_error("cannot create '%s': it already exists (vramledger creates its files new and "
+              "follows no symbolic link)",
+              path);
+  else
+    cli_error("cannot create '%s': %s", path, strerror(errno));
+  return -1;
 }
 
 /* ---- GPUs --------------------------------------------------------------- */
@@ -284,9 +317,10 @@ static char *basename_of(const char *p) {
 
 /* The counters file the interposer writes into, mapped; NULL if it cannot
  * be made (the run goes on with NVML alone). */
-static struct vl_counters *map_counters(const char *path) {
+static struct vl_counters *map_counters(const char *path, bool *refused) {
   struct vl_counters *ctr = NULL;
-  int cfd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int cfd = create_private(path, O_RDWR);
+  *refused = cfd < 0 && errno == EEXIST;
   if (cfd >= 0 && ftruncate(cfd, sizeof *ctr) == 0) {
     void *p = mmap(NULL, sizeof *ctr, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
     if (p != MAP_FAILED) {
@@ -393,29 +427,46 @@ static int load_guard(struct run *r) {
 static int open_record(struct run *r) {
   r->start_ns = vl_monotonic_ns();
   clock_gettime(CLOCK_REALTIME, &r->wall);
+  int made;
   if (r->o.out) {
     snprintf(r->dir, sizeof r->dir, "%s", r->o.out);
+    made = mkdir_private(r->dir, false);
   } else {
+    /* runs/<UTC second>-<command>, made new: a directory already there
+     * (another run in the same second, or one put there) gets a suffix */
     struct tm tm;
     gmtime_r(&r->wall.tv_sec, &tm);
     char stamp[32];
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-    snprintf(r->dir, sizeof r->dir, "runs/%s-%.40s", stamp, basename_of(r->cmd[0]));
+    int k = 0;
+    do {
+      if (k)
+        snprintf(r->dir, sizeof r->dir, "runs/%s-%.40s-%d", stamp, basename_of(r->cmd[0]), k);
+      else
+        snprintf(r->dir, sizeof r->dir, "runs/%s-%.40s", stamp, basename_of(r->cmd[0]));
+      made = mkdir_private(r->dir, true);
+    } while (made != 0 && errno == EEXIST && ++k < 1000);
   }
-  if (mkdir_private(r->dir) != 0) {
-    cli_error("cannot create the run directory '%s': %s", r->dir, strerror(errno));
+  if (made != 0) {
+    cli_error("cannot create the run directory '%s': %s", r->dir,
+              errno == ENOTDIR ? "it exists and is not a directory" : strerror(errno));
+    if (errno == ENOTDIR) cli_hint("give --out a new directory, or one of yours");
     return VL_EXIT_ERROR;
   }
+  /* the job gets absolute paths: it may change directory */
+  char abs[PATH_MAX];
+  if (realpath(r->dir, abs)) snprintf(r->dir, sizeof r->dir, "%s", abs);
   snprintf(r->rec_path, sizeof r->rec_path, "%s/record.jsonl", r->dir);
   snprintf(r->ctr_path, sizeof r->ctr_path, "%s/counters", r->dir);
   snprintf(r->fb_path, sizeof r->fb_path, "%s/fallback", r->dir);
-  r->out.fd = open(r->rec_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+  r->out.fd = create_private(r->rec_path, O_WRONLY | O_APPEND);
   if (r->out.fd < 0) {
-    cli_error("cannot create '%s': %s", r->rec_path, strerror(errno));
     if (errno == EEXIST) cli_hint("give a new --out directory; a record is never overwritten");
     return VL_EXIT_ERROR;
   }
-  r->ctr = map_counters(r->ctr_path);
+  bool refused = false;
+  r->ctr = map_counters(r->ctr_path, &refused);
+  if (refused) return VL_EXIT_ERROR;
   return 0;
 }
 
@@ -510,7 +561,10 @@ static int start_job(struct run *r) {
     cli_error("cannot start '%s': %s", r->cmd[0], strerror(errno));
     return VL_EXIT_ERROR;
   }
-  if (r->pid == 0) exec_job(r, errpipe[1]);
+  if (r->pid == 0) {
+    signal(SIGXFSZ, SIG_DFL); /* the job's own, as without vramledger */
+    exec_job(r, errpipe[1]);
+  }
   child_pid = r->pid;
   for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++)
     sigaction(fwd[i], &sa, &r->old[i]);
@@ -539,6 +593,10 @@ static int finish(struct run *r, struct vl_sampler *sm) {
   }
   tput_close(&r->tw);
   close(r->out.fd);
+  if (r->out.lost_bytes)
+    cli_error("cannot write '%s': %s: %llu bytes of the record lost (a 'gap' line marks "
+              "where, when there was room for one); the job's exit status follows",
+              r->rec_path, strerror(r->out.err), (unsigned long long)r->out.lost_bytes);
   vl_nvml_close(r->nv);
   if (r->ctr) munmap(r->ctr, sizeof *r->ctr);
   if (r->o.quiet) return code;
@@ -562,6 +620,9 @@ int cmd_run(int argc, const char **argv) {
   struct run r = {.o = {.interval_ms = 100}, .out = {.fd = -1}, .tw = {.fd = -1}};
   bool help = false;
   int rc;
+  /* under `ulimit -f` a write past the limit fails with EFBIG (and is
+   * recorded as a gap) instead of killing vramledger and leaving the job */
+  signal(SIGXFSZ, SIG_IGN);
   if ((rc = parse_run(&r, argc, argv, &help)) || help || (rc = load_guard(&r)) ||
       (rc = open_record(&r)) || (rc = open_nvml(&r)) || (rc = start_job(&r)))
     return rc;

@@ -100,8 +100,15 @@ static int run_point(const char *self, const char *dir, char **argv, uint64_t in
   snprintf(iv, sizeof iv, "%llu", (unsigned long long)interval);
   pid_t pid = fork();
   if (pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd >= 0) dup2(fd, 2);
+    /* rewritten when a point runs again, never through a symbolic link */
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      cli_error("cannot create '%s': %s", log,
+                errno == ELOOP ? "it is a symbolic link (vramledger follows none)"
+                               : strerror(errno));
+      _exit(125);
+    }
+    dup2(fd, 2);
     int n = 0;
     while (argv[n])
       n++;

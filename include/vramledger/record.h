@@ -10,6 +10,7 @@
  *   alloc  an interposed process's live/peak driver-allocated bytes
  *   mark   a phase stamp (vl_mark, the probe)
  *   note   something the reader should know (no NVML, ...)
+ *   gap    bytes lost to writes that failed (the line before may be cut)
  *   probe, device, phase, step, oom   the PyTorch probe (probe.py)
  *   exit   the command's status
  * Every event and field: docs/record.md.
@@ -157,6 +158,8 @@ struct vl_record {
   int exit_status; /* as a shell reports it: code, or 128 + signal */
   uint64_t end_ns;
   bool truncated; /* the last line was cut (a crash mid-write) */
+  unsigned gaps;  /* "gap" lines: writes that failed (ENOSPC, EFBIG, EIO) */
+  uint64_t gap_bytes;
   size_t lines;
 };
 

@@ -128,6 +128,9 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
     if (sum > r->alloc_peak_bytes) r->alloc_peak_bytes = sum;
     if (peak > r->alloc_peak_bytes && as->n == 1) r->alloc_peak_bytes = peak;
     r->alloc_pids = as->n;
+  } else if (strcmp(type, "gap") == 0) {
+    r->gaps++;
+    r->gap_bytes += vl__rec_u(o, "lost_bytes");
   } else if (strcmp(type, "exit") == 0) {
     r->exited = true;
     json_t *st = json_object_get(o, "status");
@@ -160,6 +163,9 @@ vl_status vl_record_parse(const char *text, size_t len, struct vl_record *r, str
         r->truncated = true;
         break;
       }
+      /* a line cut by a failed write: the writer's gap line follows it */
+      static const char gap[] = "{\"type\":\"gap\"";
+      if (len - pos >= sizeof gap - 1 && memcmp(text + pos, gap, sizeof gap - 1) == 0) continue;
       st = vl__fail(err, VL_EPARSE, "line %zu: %s", line, o ? "expected a JSON object" : jerr.text);
       break;
     }
@@ -292,6 +298,11 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
                 (double)s->peak_other_bytes / 1048576.0);
   if (strncmp(r->nvml, "ok", 2) != 0)
     add_finding(f, nf, "no-nvml", "no GPU samples: NVML was not available");
+  if (r->gaps)
+    add_finding(f, nf, "gap",
+                "the record has %u gap%s: %.0f KiB of it could not be written (disk full or a "
+                "file size limit); the numbers around them may miss a peak",
+                r->gaps, r->gaps == 1 ? "" : "s", (double)r->gap_bytes / 1024.0);
   if (r->truncated)
     add_finding(f, nf, "truncated",
                 "the record's last line was cut: the job or vramledger died mid-write");

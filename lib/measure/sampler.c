@@ -43,23 +43,60 @@ static uint64_t thread_cpu_ns(void) {
 
 /* ---- the record file ------------------------------------------------------ */
 
-static int put_line(int fd, const char *line, size_t n) {
-  ssize_t w;
-  do {
-    w = write(fd, line, n);
-  } while (w < 0 && errno == EINTR);
-  return w == (ssize_t)n ? 0 : -1;
+/* bytes of buf that went out in write() calls */
+static size_t write_some(int fd, const char *buf, size_t n, int *err) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t w = write(fd, buf + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      *err = w < 0 ? errno : EIO;
+      break;
+    }
+    done += (size_t)w;
+  }
+  return done;
+}
+
+/* One write of whole lines, after the gap line owed (see the writer). */
+static int put_line(struct vl_record_writer *w, const char *line, size_t n) {
+  int err = 0;
+  if (w->gap_bytes) {
+    char gap[256];
+    int g = snprintf(gap, sizeof gap,
+                     "%s{\"type\":\"gap\",\"t_ns\":%llu,\"lost_bytes\":%llu,\"error\":\"%s\"}\n",
+                     w->cut ? "\n" : "", (unsigned long long)vl_monotonic_ns(),
+                     (unsigned long long)w->gap_bytes, strerror(w->err));
+    size_t done = write_some(w->fd, gap, (size_t)g, &err);
+    if (done != (size_t)g) {
+      if (done) w->cut = true;
+      w->err = err;
+      w->lost_bytes += n;
+      w->gap_bytes += n;
+      return -1;
+    }
+    w->gap_bytes = 0;
+    w->cut = false;
+  }
+  size_t done = write_some(w->fd, line, n, &err);
+  if (done == n) return 0;
+  if (done) w->cut = true;
+  w->err = err;
+  w->lost_bytes += n; /* a cut line is lost whole */
+  w->gap_bytes += n;
+  errno = err;
+  return -1;
 }
 
 void vl_record_writer_flush(struct vl_record_writer *w) {
-  if (w->sample_len) put_line(w->fd, w->sample_buf, w->sample_len);
+  if (w->sample_len) put_line(w, w->sample_buf, w->sample_len);
   w->sample_len = 0;
 }
 
 static void put_sample(struct vl_record_writer *w, const char *line, size_t n) {
   if (w->sample_len + n > sizeof w->sample_buf) vl_record_writer_flush(w);
   if (n > sizeof w->sample_buf) {
-    put_line(w->fd, line, n);
+    put_line(w, line, n);
     return;
   }
   memcpy(w->sample_buf + w->sample_len, line, n);
@@ -74,8 +111,8 @@ vl_status vl_record_writer_put(struct vl_record_writer *w, const char *json, str
   if (!line) return vl__fail(err, VL_ENOMEM, "%s", strerror(ENOMEM));
   memcpy(line, json, n);
   line[n] = '\n';
-  int r = put_line(w->fd, line, n + 1);
-  int e = errno;
+  int r = put_line(w, line, n + 1);
+  int e = w->err;
   vl_free(line);
   if (r != 0) return vl__fail(err, VL_EIO, "%s", strerror(e));
   return VL_OK;

@@ -281,5 +281,35 @@ check "unknown type under autocast: not on its own (the CPU computes)" sh -c "[ 
 check "dry run: its folders are removed" [ -z "$(ls -A "$tmp/dtmp")" ]
 unset VRAMLEDGER_PYTHON FAKE_PY_ARGS TMPDIR
 
+
+# issue 25: hostile run directories, short writes, a job that changes
+# directory or closes its descriptors
+echo secret >"$tmp/victim"
+for f in counters record.jsonl; do
+  mkdir -p "$tmp/sym-$f" && ln -s "$tmp/victim" "$tmp/sym-$f/$f"
+  "$vl" run --out "$tmp/sym-$f" --quiet -- true 2>"$tmp/err"
+  check "a symlink at $f is refused" [ $? = 1 ]
+  check "naming it" grep -q "cannot create '.*/sym-$f/$f': it already exists" "$tmp/err"
+  check "and its target is untouched ($f)" [ "$(cat "$tmp/victim")" = secret ]
+done
+: >"$tmp/afile" && chmod 644 "$tmp/afile"
+"$vl" run --out "$tmp/afile" --quiet -- true 2>"$tmp/err"
+check "--out an existing file is refused" sh -c "[ $? = 1 ] && grep -q 'not a directory' '$tmp/err'"
+check "and its mode is left alone" [ "$(stat -c %a "$tmp/afile")" = 644 ]
+mkdir -p "$tmp/def/runs"
+now=$(date -u +%s)
+for i in 0 1 2 3; do mkdir "$tmp/def/runs/$(date -u -d "@$((now + i))" +%Y%m%dT%H%M%SZ)-true"; done
+(cd "$tmp/def" && "$vl" run --quiet -- true && "$vl" run --quiet -- true)
+check "default run directories: never one that exists" [ "$(ls "$tmp"/def/runs/*/record.jsonl | wc -l)" = 2 ]
+(cd "$tmp" && "$vl" run --out rel --quiet -- sh -c "cd / && exec '$prog' hold 1 0.1")
+check "a job that changes directory keeps its interposer" grep -q '"name":"holding"' "$tmp/rel/record.jsonl"
+"$vl" run --out "$tmp/cfd" --quiet -- "$prog" closefds "$tmp/cfd-file"
+check "a job that reuses the record's descriptor: its file stays its own" [ $? = 0 ]
+check "and the mark reaches the record" grep -q '"name":"after-close"' "$tmp/cfd/record.jsonl"
+sh -c "ulimit -f 8; exec '$vl' run --out '$tmp/fsz' --interval-ms 1 --quiet -- sh -c 'sleep 0.5; exit 3'" 2>"$tmp/err"
+check "ulimit -f: vramledger lives, the job's status returns" [ $? = 3 ]
+check "ulimit -f: the loss is said, with the file" grep -q "cannot write '.*/fsz/record.jsonl': File too large: [0-9]* bytes of the record lost" "$tmp/err"
+check "ulimit -f: the record still reads" "$vl" report "$tmp/fsz" --format json
+
 echo "$n checks, $fail failed"
 [ $fail = 0 ]

@@ -4,6 +4,10 @@
  *   preload_test hold MiB SECONDS [PROCS_FILE]
  *                          allocate and hold (for `vramledger run` tests;
  *                          writes "pid bytes" to PROCS_FILE for fake NVML)
+ *   preload_test closefds FILE
+ *                          close every inherited descriptor, open FILE (it
+ *                          gets the record's number), stamp a mark: FILE
+ *                          must stay empty (daemon-style jobs)
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -82,6 +86,18 @@ int main(int argc, char **argv) {
     struct timespec ts = {0, 400 * 1000 * 1000};
     nanosleep(&ts, NULL);
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+  }
+  if (strcmp(mode, "closefds") == 0 && argc > 2) {
+    for (int fd = 3; fd < 1024; fd++)
+      close(fd);
+    FILE *f = fopen(argv[2], "w");
+    CHECK(f);
+    mark_fn mark = (mark_fn)dlsym(RTLD_DEFAULT, "vl_mark");
+    CHECK(mark);
+    mark("after-close");
+    CHECK(ftell(f) == 0);
+    fclose(f);
+    return 0;
   }
   if (strcmp(mode, "hold") == 0) {
     size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;

@@ -1,6 +1,13 @@
 /* lib/measure/record.c: the run record reader and its summary. */
 #include "testutil.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include "vramledger/record.h"
+#include "vramledger/sampler.h"
 
 static vl_status parse_file(const char *rel, struct vl_record *r, struct vl_err *err) {
   size_t len = 0;
@@ -100,8 +107,60 @@ static void damaged_records(void **state) {
   vl_record_release(&r);
 }
 
+/* A write cut by the file size limit (EFBIG, as ENOSPC): the cut line is
+ * not fused with the next, a gap line says what was lost, the record
+ * reads whole. */
+static void short_writes(void **state) {
+  (void)state;
+  char path[] = "/tmp/vl-test-record-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  struct vl_record_writer w = {.fd = open(path, O_WRONLY | O_APPEND)};
+  struct vl_err err = {""};
+  void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
+  struct rlimit keep, lim;
+  assert_int_equal(getrlimit(RLIMIT_FSIZE, &keep), 0);
+  const char *meta = "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0}";
+  assert_int_equal(vl_record_writer_put(&w, meta, &err), VL_OK);
+  lim = keep;
+  lim.rlim_cur = strlen(meta) + 1 + 10; /* 10 bytes of the next line go out */
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+  const char *mark = "{\"type\":\"mark\",\"t_ns\":1,\"pid\":1,\"name\":\"a\"}";
+  assert_int_equal(vl_record_writer_put(&w, mark, &err), VL_EIO);
+  assert_int_equal(vl_record_writer_put(&w, mark, &err), VL_EIO);
+  assert_int_equal(w.lost_bytes, 2 * (strlen(mark) + 1));
+  assert_int_equal(w.err, EFBIG);
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &keep), 0);
+  assert_int_equal(vl_record_writer_put(&w, "{\"type\":\"exit\",\"t_ns\":2,\"status\":0}", &err),
+                   VL_OK);
+  signal(SIGXFSZ, old);
+  close(w.fd);
+  static char text[4096];
+  FILE *in = fopen(path, "rb");
+  assert_non_null(in);
+  size_t len = fread(text, 1, sizeof text, in);
+  fclose(in);
+  unlink(path);
+  struct vl_record r;
+  assert_int_equal(vl_record_parse(text, len, &r, &err), VL_OK);
+  assert_int_equal(r.gaps, 1);
+  assert_int_equal(r.gap_bytes, 2 * (strlen(mark) + 1));
+  assert_true(r.exited);
+  struct vl_run_summary s;
+  struct vl_finding f[VL_MAX_FINDINGS];
+  int nf = 0;
+  vl_record_summarize(&r, &s, f, &nf);
+  bool said = false;
+  for (int i = 0; i < nf; i++)
+    said |= strcmp(f[i].code, "gap") == 0;
+  assert_true(said);
+  vl_record_release(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(sample_record),
-                                     cmocka_unit_test(damaged_records)};
+                                     cmocka_unit_test(damaged_records),
+                                     cmocka_unit_test(short_writes)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
