@@ -204,8 +204,8 @@ int cmd_plan(int argc, const char **argv) {
     return s == VL_ENOMEM ? VL_EXIT_ERROR : VL_EXIT_USAGE;
   }
   const char *slash = strrchr(e.model, '/');
-  struct vl_plan_view v = {slash ? slash + 1 : e.model, &q, &r, (size_t)top, cat.prices_date,
-                           model_ref};
+  struct vl_plan_view v = {
+      slash ? slash + 1 : e.model, &q, &r, (size_t)top, cat.prices_date, model_ref};
   static const enum vl_format map[] = {VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD};
   int w = fmt == 3 ? vl_render_plan_html(stdout, &v) : vl_render_plan(stdout, map[fmt], &v);
   rc = w == 0 ? (r.have_best ? VL_EXIT_OK : VL_EXIT_NOFIT) : VL_EXIT_ERROR;
