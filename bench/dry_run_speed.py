@@ -20,12 +20,13 @@ ap.add_argument("--seq", type=int, default=2048)
 ap.add_argument("--layers", type=int, default=32)
 a = ap.parse_args()
 D, FF, H, V = 4096, 11008, 32, 32000
+dev = torch.device(a.device)  # every module made there: no 27 GB of fp32 weights on the CPU first
 
 
 class RMSNorm(torch.nn.Module):
     def __init__(self, d):
         super().__init__()
-        self.weight = torch.nn.Parameter(torch.ones(d))
+        self.weight = torch.nn.Parameter(torch.ones(d, device=dev))
 
     def forward(self, x):
         v = x.float().pow(2).mean(-1, keepdim=True)
@@ -36,10 +37,10 @@ class Layer(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.n1, self.n2 = RMSNorm(D), RMSNorm(D)
-        self.qkv = torch.nn.Linear(D, 3 * D, bias=False)
-        self.o = torch.nn.Linear(D, D, bias=False)
-        self.gate_up = torch.nn.Linear(D, 2 * FF, bias=False)
-        self.down = torch.nn.Linear(FF, D, bias=False)
+        self.qkv = torch.nn.Linear(D, 3 * D, bias=False, device=dev)
+        self.o = torch.nn.Linear(D, D, bias=False, device=dev)
+        self.gate_up = torch.nn.Linear(D, 2 * FF, bias=False, device=dev)
+        self.down = torch.nn.Linear(FF, D, bias=False, device=dev)
 
     def forward(self, x):
         b, s, _ = x.shape
@@ -57,10 +58,10 @@ class Layer(torch.nn.Module):
 class Decoder(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.embed = torch.nn.Embedding(V, D)
+        self.embed = torch.nn.Embedding(V, D, device=dev)
         self.layers = torch.nn.ModuleList(Layer() for _ in range(a.layers))
         self.norm = RMSNorm(D)
-        self.head = torch.nn.Linear(D, V, bias=False)
+        self.head = torch.nn.Linear(D, V, bias=False, device=dev)
 
     def forward(self, ids):
         x = self.embed(ids)
@@ -69,10 +70,7 @@ class Decoder(torch.nn.Module):
         return self.head(self.norm(x))
 
 
-dev = torch.device(a.device)
-with dev if hasattr(dev, "__enter__") else torch.no_grad():
-    model = Decoder()
-model = model.to(device=dev, dtype=torch.bfloat16)
+model = Decoder().to(dtype=torch.bfloat16)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
 ids = torch.randint(0, V, (a.batch, a.seq)).to(dev)
 for _ in range(a.steps):
