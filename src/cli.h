@@ -44,6 +44,8 @@ const char *cli_nearest(const char *s, const char *const *candidates, size_t n);
 /*! Read a whole file (at most 64 MiB) into a NUL-terminated heap buffer the
  * caller frees with vl_free. On failure prints the error and returns NULL. */
 char *cli_read_file(const char *path, size_t *len);
+/* The same without a word on failure (the caller says what it means). */
+char *cli_read_file_quiet(const char *path, size_t *len);
 /*! Directory of the bundled data: $VRAMLEDGER_DATA or the build's data/. */
 const char *cli_data_dir(void);
 /*! Directory of the Python side: $VRAMLEDGER_PYTHON_DIR or the build's python/. */

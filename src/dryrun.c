@@ -154,35 +154,6 @@ static void say_missing(const char *missing, char *out, size_t n) {
 
 /* ---- the model ------------------------------------------------------- */
 
-/* A file read without a word on failure (cli_load_model_file says it). */
-static char *read_quiet(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *buf = vl_malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - 1 - n, f);
-    if (n + 1 < cap || cap >= (64u << 20)) break;
-    char *nb = vl_realloc(buf, cap * 2);
-    if (!nb) {
-      vl_free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = nb;
-    cap *= 2;
-  }
-  bool bad = ferror(f) || (buf && n + 1 >= cap);
-  fclose(f);
-  if (bad) {
-    vl_free(buf);
-    return NULL;
-  }
-  if (buf) buf[n] = '\0';
-  *len = n;
-  return buf;
-}
-
 /* Is model_type one vl_arch_supported() lists? */
 static bool described(const char *model_type) {
   const char *list = vl_arch_supported();
@@ -212,7 +183,7 @@ static void peek_type(const char *text, size_t len, struct dry_model *dm) {
  * is wrong). */
 static int read_spelled(const char *model, struct vl_arch *arch, struct dry_model *dm) {
   size_t len = 0;
-  char *text = read_quiet(model, &len);
+  char *text = cli_read_file_quiet(model, &len);
   if (!text) return 1;
   snprintf(dm->path, sizeof dm->path, "%s", model);
   peek_type(text, len, dm);
@@ -312,13 +283,8 @@ static char *job_config(const struct est *e, const char *model) {
     json_object_set_new(c, "grad_accum", json_integer((json_int_t)j->grad_accum));
     json_object_set_new(c, "lora", json_integer((json_int_t)j->lora_rank));
     if (j->lora_rank && j->n_lora_targets) {
-      char t[512] = "";
-      size_t o = 0;
-      for (int i = 0; i < j->n_lora_targets; i++) {
-        int w = snprintf(t + o, sizeof t - o, "%s%s", i ? "," : "", j->lora_targets[i]);
-        if (w < 0 || (size_t)w >= sizeof t - o) break;
-        o += (size_t)w;
-      }
+      char t[512];
+      vl_job_lora_targets(j, t, sizeof t);
       json_object_set_new(c, "lora_targets", json_string(t));
     }
   }
@@ -399,7 +365,7 @@ static void find_cause(char *text, char *cause, size_t n) {
  * the approximate estimate follows. */
 static int failed(const char *model, const struct dry_model *dm, int rc, const char *errfile) {
   size_t len = 0;
-  char *text = read_quiet(errfile, &len);
+  char *text = cli_read_file_quiet(errfile, &len);
   char *tail = text ? text + (len > 2000 ? len - 2000 : 0) : NULL;
   if (tail && tail != text) { /* from a line's start */
     size_t w = strcspn(tail, "\n");

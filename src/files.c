@@ -9,34 +9,28 @@
 
 #define MAX_FILE (64u << 20)
 
-char *cli_read_file(const char *path, size_t *len) {
+/* Read path whole; on failure NULL with why in *why (a static string, or
+ * NULL for errno's). */
+static char *read_whole(const char *path, size_t *len, const char **why) {
+  *why = NULL;
   FILE *f = fopen(path, "rb");
-  if (!f) {
-    cli_error("cannot read '%s': %s", path, strerror(errno));
-    return NULL;
-  }
+  if (!f) return NULL;
   struct stat st;
-  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-    cli_error("cannot read '%s': it is a directory", path);
-    fclose(f);
-    return NULL;
-  }
+  char *buf = NULL;
   size_t cap = 4096, n = 0;
-  char *buf = vl_malloc(cap);
-  while (buf) {
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    *why = "it is a directory";
+    goto fail;
+  }
+  if (!(buf = vl_malloc(cap))) goto oom;
+  for (;;) {
     if (n + 1 >= cap) {
       if (cap >= MAX_FILE) {
-        cli_error("cannot read '%s': larger than 64 MiB", path);
-        vl_free(buf);
-        fclose(f);
-        return NULL;
+        *why = "larger than 64 MiB";
+        goto fail;
       }
       char *nb = vl_realloc(buf, cap * 2);
-      if (!nb) {
-        vl_free(buf);
-        buf = NULL;
-        break;
-      }
+      if (!nb) goto oom;
       buf = nb;
       cap *= 2;
     }
@@ -44,20 +38,29 @@ char *cli_read_file(const char *path, size_t *len) {
     n += got;
     if (got == 0) break;
   }
-  if (!buf) {
-    cli_error("cannot read '%s': out of memory", path);
-    fclose(f);
-    return NULL;
-  }
-  if (ferror(f)) {
-    cli_error("cannot read '%s': %s", path, strerror(errno));
-    vl_free(buf);
-    fclose(f);
-    return NULL;
-  }
+  if (ferror(f)) goto fail;
   fclose(f);
   buf[n] = '\0';
   *len = n;
+  return buf;
+oom:
+  *why = "out of memory";
+fail:
+  vl_free(buf);
+  fclose(f);
+  return NULL;
+}
+
+char *cli_read_file_quiet(const char *path, size_t *len) {
+  const char *why;
+  return read_whole(path, len, &why);
+}
+
+char *cli_read_file(const char *path, size_t *len) {
+  const char *why;
+  errno = 0;
+  char *buf = read_whole(path, len, &why);
+  if (!buf) cli_error("cannot read '%s': %s", path, why ? why : strerror(errno ? errno : EIO));
   return buf;
 }
 

@@ -166,7 +166,7 @@ int vl_commitment_hw_diff(const char *gpu, uint64_t gpu_memory_bytes, uint64_t c
 /* ---- what to do ------------------------------------------------------- */
 
 /*! The next fallback for a job whose memory is over what it was given:
- * the decision tree (DESIGN.md; seed 000 section 3, seed 001 section 6) at
+ * the decision tree (docs/model.md: LoRA/QLoRA/ZeRO, checkpointing, headroom) at
  * the first rung the job is not on yet. Model states (parameters, master
  * copy, gradients, optimizer states: bill->line_max) over 80 % of the
  * card: ZeRO one stage further when there are data-parallel ranks, else

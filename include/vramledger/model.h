@@ -242,6 +242,9 @@ struct vl_bill {
  * given; Lightning: outputs dropped, gradients zeroed just before the
  * backward). vl_bill_compute applies it itself. */
 void vl_job_apply_loop(const struct vl_job *in, struct vl_job *out);
+/*! The job's LoRA target modules as one comma-separated string in buf
+ * (n bytes, cut to fit; "" for PEFT's default). */
+void vl_job_lora_targets(const struct vl_job *j, char *buf, size_t n);
 
 /*! Compute the per-GPU bill of one training step (job->task == TRAIN) or
  * one generate() call (INFER).

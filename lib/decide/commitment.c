@@ -242,16 +242,6 @@ static void adds(struct vl_drift *out, int cap, int *n, const char *field, const
   if (strcmp(a ? a : "", b ? b : "") != 0) add(out, cap, n, field, a ? a : "", b ? b : "");
 }
 
-static void targets(const struct vl_job *j, char *buf, size_t n) {
-  buf[0] = '\0';
-  size_t o = 0;
-  for (int i = 0; i < j->n_lora_targets; i++) {
-    int w = snprintf(buf + o, n - o, "%s%s", i ? "," : "", j->lora_targets[i]);
-    if (w < 0 || (size_t)w >= n - o) break;
-    o += (size_t)w;
-  }
-}
-
 static const char *yes(bool b) { return b ? "true" : "false"; }
 
 static void kv_dtype(uint64_t bytes, char *buf, size_t n) {
@@ -287,8 +277,8 @@ int vl_commitment_diff(const struct vl_commitment *c, const struct vl_job *job,
   adds(out, cap, &n, "ddp-static-graph", yes(b.ddp_static_graph), yes(j.ddp_static_graph));
   addu(out, cap, &n, "lora-rank", b.lora_rank, j.lora_rank);
   char tb[256], tj[256];
-  targets(&b, tb, sizeof tb);
-  targets(&j, tj, sizeof tj);
+  vl_job_lora_targets(&b, tb, sizeof tb);
+  vl_job_lora_targets(&j, tj, sizeof tj);
   adds(out, cap, &n, "lora-targets", tb, tj);
   adds(out, cap, &n, "qlora", yes(b.qlora), yes(j.qlora));
   addu(out, cap, &n, "zero", b.zero, j.zero);

@@ -1140,6 +1140,17 @@ static vl_status train_bill(const struct vl_arch *arch, const struct vl_inventor
   return VL_OK;
 }
 
+void vl_job_lora_targets(const struct vl_job *j, char *buf, size_t n) {
+  if (!n) return;
+  buf[0] = '\0';
+  size_t o = 0;
+  for (int i = 0; i < j->n_lora_targets; i++) {
+    int w = snprintf(buf + o, n - o, "%s%s", i ? "," : "", j->lora_targets[i]);
+    if (w < 0 || (size_t)w >= n - o) break;
+    o += (size_t)w;
+  }
+}
+
 void vl_job_apply_loop(const struct vl_job *in, struct vl_job *out) {
   *out = *in;
   if (in->task != VL_TASK_TRAIN) return;

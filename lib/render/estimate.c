@@ -244,13 +244,8 @@ json_t *vl__settings_json(const struct vl_job *j) {
   json_object_set_new(s, "pp", U(j->pp));
   json_object_set_new(s, "sp", json_boolean(j->sp));
   if (j->task == VL_TASK_TRAIN) {
-    char t[256] = "";
-    size_t o = 0;
-    for (int i = 0; i < j->n_lora_targets; i++) {
-      int w = snprintf(t + o, sizeof t - o, "%s%s", i ? "," : "", j->lora_targets[i]);
-      if (w < 0 || (size_t)w >= sizeof t - o) break;
-      o += (size_t)w;
-    }
+    char t[256];
+    vl_job_lora_targets(j, t, sizeof t);
     json_object_set_new(s, "lora_targets", json_string(t));
     json_object_set_new(s, "master_grads_fp32", json_boolean(j->master_grads_fp32));
   }
