@@ -10,14 +10,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export VRAMLEDGER_NVML_LIB="$fake" VRAMLEDGER_PRELOAD="$preload"
 : "${VRAMLEDGER_DATA:?the bundled data (set by ctest)}"
-fail=0
-n=0
-check() { # check NAME CONDITION...
-  name=$1
-  shift
-  n=$((n + 1))
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=$((fail + 1)); fi
-}
+. "$(dirname "$0")/checks.sh" # check NAME CONDITION...
 has() { grep -q -- "$2" "$1"; } # has FILE TEXT
 
 # a repository: a config by relative path, a catalog with the fake GPU

@@ -8,14 +8,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export VRAMLEDGER_NVML_LIB="$fake" VRAMLEDGER_PRELOAD="$preload" LD_LIBRARY_PATH="$stub"
 dir=$(cd "$(dirname "$0")" && pwd)
-fail=0
-n=0
-check() { # check NAME CONDITION...
-  name=$1
-  shift
-  n=$((n + 1))
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=$((fail + 1)); fi
-}
+. "$(dirname "$0")/checks.sh" # check NAME CONDITION...
 json() { # json DIR KEY VALUE: the report's JSON has "KEY": VALUE
   "$vl" report "$1" --format json | grep -q "\"$2\": $3"
 }

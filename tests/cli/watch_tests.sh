@@ -7,13 +7,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export VRAMLEDGER_NVML_LIB="$fake" FAKE_NVML_GPUS=2 FAKE_NVML_PROCS="$tmp/procs"
 echo "4242 1073741824 1" >"$tmp/procs"
-fail=0 n=0
-check() {
-  name=$1
-  shift
-  n=$((n + 1))
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=$((fail + 1)); fi
-}
+. "$(dirname "$0")/checks.sh" # check NAME CONDITION...
 
 "$vl" watch --count 3 --interval-ms 10 --csv "$tmp/g.csv"
 check "csv: exit 0 after --count" [ $? = 0 ]

@@ -374,16 +374,21 @@ class TraceMeta(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         return json.loads(out.stdout)
 
+    def trace_job(self, out, job):
+        """vramledger trace --format json of tests/python/JOB into OUT; the
+        finished process (its status checked)"""
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        p = subprocess.run([VL, "trace", "--out", out, "--format", "json", "--", PY, os.path.join(HERE, job)],
+                           env=e, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p
+
     def test_meta_values(self):
         """Values read from small meta tensors come from their CPU twins;
         a value nobody knows (the loss) reads as 0, said on stderr."""
         d = tempfile.mkdtemp(prefix="vl-trace-metav-")
-        e = dict(os.environ)
-        e.pop("PYTHONPATH", None)
-        out = subprocess.run([VL, "trace", "--out", d + "/t", "--format", "json", "--", PY,
-                              os.path.join(HERE, "job_meta_values.py")],
-                             env=e, capture_output=True, text=True, timeout=120)
-        self.assertEqual(out.returncode, 0, out.stderr)
+        out = self.trace_job(d + "/t", "job_meta_values.py")
         # under --format json the job's stdout goes to stderr
         got = json.loads([l for l in out.stderr.splitlines() if l.startswith('{"all_ones"')][0])
         self.assertEqual(got, {"all_ones": False, "padded_rows": 1, "packed": False,
@@ -400,12 +405,7 @@ class TraceMeta(unittest.TestCase):
         does: log_softmax in bf16, cast to fp32 for nll_loss; backward fp32
         then bf16 (the CPU's own rule casts the logits to fp32 first)."""
         d = tempfile.mkdtemp(prefix="vl-trace-ce-")
-        e = dict(os.environ)
-        e.pop("PYTHONPATH", None)
-        out = subprocess.run([VL, "trace", "--out", d + "/t", "--format", "json", "--", PY,
-                              os.path.join(HERE, "job_cross_entropy.py")],
-                             env=e, capture_output=True, text=True, timeout=120)
-        self.assertEqual(out.returncode, 0, out.stderr)
+        self.trace_job(d + "/t", "job_cross_entropy.py")
         n = 256 * 5000
         with open(d + "/t/alloc.trace") as f:
             big = [(int(w[2]), [x for x in w if x.startswith("dtype=")][0])
