@@ -2,7 +2,7 @@
 
     python3 bench/alloc_history.py OUTDIR NAME...
 
-NAME is a run of python/vramledger/measure.py's calibration suite or of
+NAME is a run of python/vramledger/measure.py's suites (calibration, types) or of
 bench/configs/unseen*.jsonl (configurations outside it). Each is
 measured as measure.py measures it (the same function), with
 torch.cuda.memory._record_memory_history on (Python stacks only), and
@@ -59,7 +59,8 @@ def segments(snap):
 def main():
     out, names = sys.argv[1], sys.argv[2:]
     data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
-    by_name = {c["name"]: c for c in measure.CALIBRATION}
+    by_name = {c["name"]: c for c in measure.CALIBRATION + measure.TYPES}
+    measure.DEV = measure.Dev("cuda")
     here = os.path.dirname(os.path.abspath(__file__))
     for lst in sorted(glob.glob(os.path.join(here, "configs", "unseen*.jsonl"))):
         with open(lst) as f:
