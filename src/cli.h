@@ -46,10 +46,17 @@ const char *cli_nearest(const char *s, const char *const *candidates, size_t n);
 char *cli_read_file(const char *path, size_t *len);
 /* The same without a word on failure (the caller says what it means). */
 char *cli_read_file_quiet(const char *path, size_t *len);
-/*! Directory of the bundled data: $VRAMLEDGER_DATA or the build's data/. */
+/*! vramledger's own files, each an environment override, else where
+ * `cmake --install` puts it beside the executable, else the build tree's
+ * (docs/install.md). The bundled data: $VRAMLEDGER_DATA,
+ * PREFIX/share/vramledger/data, the source's data/. */
 const char *cli_data_dir(void);
-/*! Directory of the Python side: $VRAMLEDGER_PYTHON_DIR or the build's python/. */
+/*! The Python side: $VRAMLEDGER_PYTHON_DIR, PREFIX/share/vramledger/python,
+ * the source's python/. */
 const char *cli_python_dir(void);
+/*! The interposer: $VRAMLEDGER_PRELOAD,
+ * PREFIX/lib/vramledger/libvramledger-preload.so, the build's. */
+const char *cli_preload_path(void);
 
 struct vl_record;
 struct vl_commitment;

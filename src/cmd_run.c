@@ -294,10 +294,33 @@ static unsigned visible_gpus(struct vl_nvml *nv, const struct vl_gpu_sample *all
   return k;
 }
 
-static const char *preload_path(void) {
-  const char *env = getenv("VRAMLEDGER_PRELOAD");
-  if (env && *env) return env;
-  return VL_PRELOAD_PATH;
+/* The interposer and the probe, found where cli_preload_path and
+ * cli_python_dir look; one that is missing is said on stderr and in the
+ * record's meta event ("interposer", "probe": on, off or "missing: PATH"),
+ * never silently dropped. */
+static void find_parts(struct run *r, json_t *meta) {
+  char why[PATH_MAX + 64], site[PATH_MAX + 32];
+  r->pre = cli_preload_path();
+  r->use_preload = !r->o.no_preload && access(r->pre, R_OK) == 0;
+  snprintf(why, sizeof why, "missing: %s", r->pre);
+  json_object_set_new(meta, "interposer",
+                      json_string(r->o.no_preload  ? "off"
+                                  : r->use_preload ? "on"
+                                                   : why));
+  if (!r->o.no_preload && !r->use_preload)
+    fprintf(stderr,
+            "vramledger: warning: the interposer '%s' is missing: the record has no "
+            "driver-allocated layer; reinstall vramledger or set VRAMLEDGER_PRELOAD\n",
+            r->pre);
+  snprintf(site, sizeof site, "%s/site/sitecustomize.py", cli_python_dir());
+  bool probe = access(site, R_OK) == 0;
+  snprintf(why, sizeof why, "missing: %s", site);
+  json_object_set_new(meta, "probe", json_string(r->o.no_probe ? "off" : probe ? "on" : why));
+  if (!r->o.no_probe && !probe)
+    fprintf(stderr,
+            "vramledger: warning: the PyTorch probe '%s' is missing: a PyTorch job's record "
+            "has no framework layer; reinstall vramledger or set VRAMLEDGER_PYTHON_DIR\n",
+            site);
 }
 
 /* The probe's sitecustomize and the vramledger package first on the job's
@@ -487,6 +510,7 @@ static int open_nvml(struct run *r) {
   json_t *meta =
       meta_event(r->start_ns, &r->wall, r->cmd, r->cmd_argc, r->o.interval_ms,
                  r->nvml_status == VL_OK ? "ok" : r->nvml_err.msg, r->nv, gs, r->vis, r->n_vis);
+  find_parts(r, meta);
   struct vl_err err = {""};
   if (put(r, meta, &err) != VL_OK) {
     cli_error("cannot write '%s': %s", r->rec_path, err.msg);
@@ -542,8 +566,6 @@ static int exec_failed(struct run *r, int exec_errno) {
  * the fork: an exit is never missed). @return 0 once it runs, else an exit
  * code. */
 static int start_job(struct run *r) {
-  r->pre = preload_path();
-  r->use_preload = !r->o.no_preload && access(r->pre, R_OK) == 0;
   int errpipe[2];
   if (pipe(errpipe) != 0 || fcntl(errpipe[0], F_SETFD, FD_CLOEXEC) != 0 ||
       fcntl(errpipe[1], F_SETFD, FD_CLOEXEC) != 0) {

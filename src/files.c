@@ -1,8 +1,12 @@
+#define _XOPEN_SOURCE 700 /* realpath, readlink */
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "vramledger/alloc.h"
@@ -64,14 +68,43 @@ char *cli_read_file(const char *path, size_t *len) {
   return buf;
 }
 
+/* Where vramledger's own files are (docs/install.md): the environment's
+ * override, else beside the executable as `cmake --install` lays them out
+ * (PREFIX/bin/vramledger: PREFIX/share/vramledger/{data,python},
+ * PREFIX/lib/vramledger/), else, for an executable that is not installed
+ * (no PREFIX/share/vramledger), the build tree's (compiled in). An
+ * installed one never falls back on a build tree: a file missing there is
+ * missing, and messages name the installed place. */
+static const char *own_file(char *buf, size_t n, const char *env, const char *installed,
+                            const char *built) {
+  const char *e = getenv(env);
+  if (e && *e) return e;
+  char exe[PATH_MAX], real[PATH_MAX];
+  ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  char *slash = k > 0 ? (exe[k] = 0, strrchr(exe, '/')) : NULL;
+  if (!slash) return built;
+  *slash = 0; /* exe: the executable's directory */
+  snprintf(buf, n, "%s/../share/vramledger", exe);
+  bool is_installed = access(buf, R_OK) == 0;
+  snprintf(buf, n, "%s/../%s", exe, installed);
+  if (access(buf, R_OK) == 0 && realpath(buf, real)) snprintf(buf, n, "%s", real);
+  if (is_installed || access(buf, R_OK) == 0) return buf;
+  return built;
+}
+
 const char *cli_data_dir(void) {
-  const char *env = getenv("VRAMLEDGER_DATA");
-  if (env && *env) return env;
-  return VL_DATA_DIR;
+  static char buf[PATH_MAX + 32];
+  return own_file(buf, sizeof buf, "VRAMLEDGER_DATA", "share/vramledger/data", VL_DATA_DIR);
 }
 
 const char *cli_python_dir(void) {
-  const char *env = getenv("VRAMLEDGER_PYTHON_DIR");
-  if (env && *env) return env;
-  return VL_PYTHON_DIR;
+  static char buf[PATH_MAX + 32];
+  return own_file(buf, sizeof buf, "VRAMLEDGER_PYTHON_DIR", "share/vramledger/python",
+                  VL_PYTHON_DIR);
+}
+
+const char *cli_preload_path(void) {
+  static char buf[PATH_MAX + 48];
+  return own_file(buf, sizeof buf, "VRAMLEDGER_PRELOAD", "lib/vramledger/libvramledger-preload.so",
+                  VL_PRELOAD_PATH);
 }

@@ -41,7 +41,8 @@ static void usage(FILE *o) {
   fprintf(o, "usage: vramledger <command> [options]\n\ncommands:\n");
   for (size_t i = 0; i < N_COMMANDS; i++)
     fprintf(o, "  %-10s %s\n", commands[i].name, commands[i].summary);
-  fprintf(o, "\n'vramledger <command> --help' shows a command's options.\n");
+  fprintf(o, "\n'vramledger <command> --help' shows a command's options; 'vramledger --version'\n"
+             "its version, 'vramledger --paths' where its data, Python side and interposer are.\n");
 }
 
 static const struct command *find(const char *name) {
@@ -75,6 +76,11 @@ int main(int argc, const char **argv) {
   }
   if (strcmp(cmd, "--version") == 0) {
     printf("vramledger %s\n", VL_VERSION);
+    return VL_EXIT_OK;
+  }
+  if (strcmp(cmd, "--paths") == 0) { /* where its own files were found: docs/install.md */
+    printf("data        %s\npython      %s\ninterposer  %s\n", cli_data_dir(), cli_python_dir(),
+           cli_preload_path());
     return VL_EXIT_OK;
   }
   if (strcmp(cmd, "help") == 0) {

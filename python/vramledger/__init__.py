@@ -1,15 +1,19 @@
 """vramledger's Python side: the PyTorch probe (probe.py, attached by itself
 under `vramledger run`, or with attach()), the measuring suite behind
 `vramledger validate` (measure.py), mark(), which stamps a moment of the
-job in the record of `vramledger run`, and dry_run(), the GPU memory of the
+job in the record of `vramledger run`, dry_run(), the GPU memory of the
 user's own training step from a run on the CPU or on meta tensors, in
-process (dryrun.py, docs/python.md).
-Runs inside the user's Python with PyTorch."""
+process (dryrun.py), estimate() and plan(), the vramledger program's answers
+as Python objects (cli.py), and the trainers' callbacks (callbacks.py).
+docs/python.md is the reference. Runs inside the user's Python; the probe
+and the dry run need PyTorch."""
 import ctypes
 
+from .cli import VramledgerError, estimate, plan
 from .dryrun import DryRun, dry_run
 
-__all__ = ["DryRun", "attach", "dry_run", "fallback_requested", "mark"]
+__all__ = ["DryRun", "VramledgerError", "attach", "dry_run", "estimate", "fallback_requested",
+           "mark", "plan"]
 
 _mark = None
 

@@ -1,5 +1,5 @@
 """vramledger.dry_run: the GPU memory of your own training step, from a run
-on the CPU or on meta tensors, inside your Python (issue 22).
+on the CPU or on meta tensors, inside your Python.
 
     d = vramledger.dry_run(step, steps=2, gpu="h100-80gb")   # step(i), i < steps
     with vramledger.dry_run(gpu="h100-80gb") as d:           # or any code

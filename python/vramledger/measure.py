@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Measure real training steps and generate() calls on a CUDA GPU, for the
-calibration of `vramledger estimate` (issue 3) and for `vramledger validate`.
+calibration of `vramledger estimate` and for `vramledger validate`.
 
 Models are built from bundled configs (data/models) with random weights. For
 each training configuration: PyTorch's parameter count, memory_allocated at

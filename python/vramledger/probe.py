@@ -59,15 +59,44 @@ def _now():
 
 
 class _Writer:
-    def __init__(self, path):
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    """The record's events, appended; each one also goes to the listeners
+    (vramledger.callbacks: the trainers' callbacks), in this process."""
+
+    def __init__(self, path, create=False):
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+        if create:  # attach(record=...) outside `vramledger run`
+            fd = os.open(path, flags | os.O_CREAT, 0o600)
+            if os.fstat(fd).st_size == 0:
+                os.write(fd, (json.dumps(_meta_outside_run(), separators=(",", ":")) + "\n")
+                         .encode())
+            self.fd = fd
+        else:
+            self.fd = os.open(path, flags)
         self.pid = os.getpid()
+        self.listeners = []
 
     def put(self, obj):
         if os.getpid() != self.pid:  # a forked worker: not ours to report
             return
         line = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
         os.write(self.fd, line)
+        for f in self.listeners:
+            try:
+                f(obj)
+            except Exception as ex:  # noqa: BLE001 - a listener never breaks the job
+                sys.stderr.write("vramledger: a probe listener failed: %r\n" % (ex,))
+
+
+def _meta_outside_run():
+    """The first line of a record the probe starts itself (attach(record=)
+    outside `vramledger run`): what `vramledger report` needs to read it
+    (docs/record.md); no NVML samples, no interposer."""
+    import socket
+    return {"type": "meta", "schema": "vramledger.run/1", "t_ns": _now(),
+            "start_unix_ms": int(time.time() * 1000), "command": list(sys.argv) or ["python"],
+            "host": socket.gethostname(), "interval_ms": 0,
+            "nvml": "not sampled: the probe was attached by vramledger.attach() outside "
+                    "vramledger run", "gpus": [], "writer": "probe"}
 
 
 def _timed(f):
@@ -1113,7 +1142,13 @@ def install(torch=None, record=None):
         every = int(os.environ.get("VRAMLEDGER_PROBE_EVERY", "100"))
     except ValueError:
         every = 100
-    p = _Probe(torch, _Writer(path), every)
+    try:
+        w = _Writer(path, create=bool(record))
+    except OSError as ex:  # never into the job: say it, and run on without the probe
+        sys.stderr.write("vramledger: the probe cannot write the record '%s': %s; the job runs "
+                         "without it\n" % (path, ex.strerror or ex))
+        return None
+    p = _Probe(torch, w, every)
     from . import tracer
     p.tracer = tracer._tracer
     if p.tracer is not None:

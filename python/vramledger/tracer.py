@@ -1,4 +1,4 @@
-"""The allocation tracer behind `vramledger trace` (issue 7).
+"""The allocation tracer behind `vramledger trace`.
 
 Installed by sitecustomize when VRAMLEDGER_TRACE names a file, for the
 rest of the process (or by vramledger.dry_run, which uninstall()s it when
