@@ -19,15 +19,15 @@ import sys
 
 R = "bench/results/"
 FILES = [
-    R + "2026-11-29-h200x2-nccl-run/part6-nccl-fix/runs6.jsonl",
-    R + "2026-11-29-h200x2-nccl-run/part7/runs7.jsonl",
-    R + "2026-11-29-h200x2-nccl-run/part10-ddp/ddp10.jsonl",
-    R + "2026-11-29-h200x2-unseen-sets/part2-ddp/ddp8.jsonl",
-    R + "2026-11-29-h200x2-unseen-sets/part2-ddp/ddp8-qwen.jsonl",
-    R + "2026-11-29-h200x2-replay-histories/part8-ddp-pause/ddp-pause.jsonl",
-    R + "2026-11-30-h200x2-ddp-rebuild/part1-ddp-rebuild/jobs.jsonl",
-    R + "2026-11-30-h200x2-ddp-rebuild/part6-zero1/zero1.jsonl",
-    R + "2026-11-30-h200x2-ddp-rebuild/part7-ddp-replay-unseen/ddp-replay-unseen.jsonl",
+    R + "nccl-run/part6-nccl-fix/runs6.jsonl",
+    R + "nccl-run/part7/runs7.jsonl",
+    R + "nccl-run/part10-ddp/ddp10.jsonl",
+    R + "unseen-sets/part2-ddp/ddp8.jsonl",
+    R + "unseen-sets/part2-ddp/ddp8-qwen.jsonl",
+    R + "replay-histories/part8-ddp-pause/ddp-pause.jsonl",
+    R + "ddp-rebuild/part1-ddp-rebuild/jobs.jsonl",
+    R + "ddp-rebuild/part6-zero1/zero1.jsonl",
+    R + "ddp-rebuild/part7-ddp-replay-unseen/ddp-replay-unseen.jsonl",
 ]
 # multi_gpu_job.py modes that are plain DDP as far as the estimate goes:
 # ddp-avoid-record-streams set TORCH_NCCL_AVOID_RECORD_STREAMS=1, which is

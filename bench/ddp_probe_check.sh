@@ -1,6 +1,6 @@
 #!/bin/bash
 # Issue 8 follow-up: DDP's rank 0 read 474 MiB less max_memory_allocated
-# under `vramledger run` than without (bench/results/2026-11-29-h200x2-ddp).
+# under `vramledger run` than without (bench/results/ddp).
 # Repeat: under run with the probe, under run without it (--no-probe), and
 # plain; with bench/trace_meta.sh beside it (CPU). Needs build-rel/.
 set -u

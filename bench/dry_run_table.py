@@ -21,7 +21,7 @@ import tarfile
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MEASURED = ("bench/results/2026-11-29-h200-calibration.json", "bench/results/model-types/types-measured.json",
+MEASURED = ("bench/results/calibration/calibration.json", "bench/results/model-types/types-measured.json",
             "bench/results/model-types-unseen/types-unseen-measured.json")
 GIB = float(1 << 30)
 

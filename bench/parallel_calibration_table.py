@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Tables of bench/results/2026-11-29-h200x2-parallel-calibration/README.md: every rank's
+"""Tables of bench/results/parallel-calibration/README.md: every rank's
 measured peak allocated against `vramledger estimate` for the same job
 (tensor parallelism, DDP, FSDP), and step times from 1 to 2 GPUs.
 
   python3 bench/parallel_calibration_table.py VRAMLEDGER RESULTS_DIR [GPT2_DIR]
 
-GPT2_DIR: the earlier 2-GPU folder (2026-11-29-h200x2-ddp), re-estimated."""
+GPT2_DIR: the earlier 2-GPU folder (ddp), re-estimated."""
 import json
 import os
 import subprocess

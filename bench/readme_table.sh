@@ -4,7 +4,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 bin=${VL_BIN:-build/vramledger}
-results=bench/results/2026-11-29-h200-calibration-isolated.json
+results=bench/results/calibration/calibration-isolated.json
 tmp=$(mktemp)
 "$bin" validate --results "$results" --format md >"$tmp" || [ $? = 3 ]
 python3 - "$tmp" <<'PY'

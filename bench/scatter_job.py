@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The smallest job that crashed under the interposer on 2 H200s (issue 8,
-bench/results/2026-11-29-h200x2-parallel-calibration): a NCCL scatter, the first
+bench/results/parallel-calibration): a NCCL scatter, the first
 point-to-point operation (DTensor's distribute_tensor uses it).
   torchrun --nproc-per-node 2 bench/scatter_job.py"""
 import os

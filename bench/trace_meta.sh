@@ -2,7 +2,7 @@
 # Evidence for dry runs on meta tensors (issue 7): the configurations of
 # bench/trace_gpu.sh that meta can run (no autocast on meta), traced with
 # the job on meta tensors; compared with the H200 measurements of
-# bench/results/2026-11-29-h200-trace/ (same script, same versions). And
+# bench/results/trace/ (same script, same versions). And
 # Llama-2-70B's shape, bf16, on meta: what no CPU could hold. Needs
 # build-rel/ (carry). Writes $OUT/meta.jsonl and $OUT/meta.tar.xz.
 set -u

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The table of bench/results/2026-11-29-h200-trace/README.md, from the raw
+"""The table of bench/results/trace/README.md, from the raw
 files there. Usage: python3 bench/trace_table.py DIR
 
 For each configuration: the job's own max_memory_allocated/reserved on the
@@ -65,4 +65,4 @@ def main(d):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "bench/results/2026-11-29-h200-trace")
+    main(sys.argv[1] if len(sys.argv) > 1 else "bench/results/trace")

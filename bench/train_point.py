@@ -3,7 +3,7 @@
 --batch x --seq, AMP bf16, AdamW foreach, eager attention (so memory grows
 with seq^2); or with --model llama a Llama-shaped model (8 layers, hidden
 1024, GQA 16/4, vocab 32000) with SDPA. Prints PyTorch's peaks as JSON. Run under `vramledger sweep`
-(bench/results/2026-11-29-h200-vl-sweep/)."""
+(bench/results/sweep-fit/)."""
 import argparse, json, os, sys
 
 import torch

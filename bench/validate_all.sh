@@ -4,16 +4,16 @@
 # segments runs and every whole-job DDP / ZeRO-1 rank on 2 H200s. Usage: bench/validate_all.sh [VRAMLEDGER] > FILE
 vl=${1:-build/vramledger}
 r=bench/results
-for f in $r/2026-11-29-h200-calibration-isolated.json \
-    $r/2026-11-29-h200x2-nccl-run/part8-unseen/unseen.json \
-    $r/2026-11-29-h200x2-nccl-run/part8b-unseen2/unseen2.json \
-    $r/2026-11-29-h200x2-unseen-sets/part1-unseen3/unseen3.json \
-    $r/2026-11-29-h200x2-unseen-sets/part3-unseen4/unseen4.json \
-    $r/2026-11-29-h200x2-replay-histories/part1-unseen5/unseen5.json \
-    $r/2026-11-29-h200x2-replay-histories/part4-unseen6/unseen6.json \
-    $r/2026-11-29-h200x2-replay-histories/part6-unseen7/unseen7.json \
-    $r/2026-11-29-h200-expandable-segments.json \
-    $r/2026-11-30-h200x2-ddp-rebuild/ddp-measured.json; do
+for f in $r/calibration/calibration-isolated.json \
+    $r/nccl-run/part8-unseen/unseen.json \
+    $r/nccl-run/part8b-unseen2/unseen2.json \
+    $r/unseen-sets/part1-unseen3/unseen3.json \
+    $r/unseen-sets/part3-unseen4/unseen4.json \
+    $r/replay-histories/part1-unseen5/unseen5.json \
+    $r/replay-histories/part4-unseen6/unseen6.json \
+    $r/replay-histories/part6-unseen7/unseen7.json \
+    $r/calibration/expandable-segments.json \
+    $r/ddp-rebuild/ddp-measured.json; do
   echo "\$ vramledger validate --results $f"
   "$vl" validate --results "$f"; echo "(exit $?)"
   echo

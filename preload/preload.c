@@ -710,7 +710,7 @@ EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pp, struct cudaExtent e) 
  *    argument, the status. Handing a program the 4-argument wrapper for the
  *    5-argument function left its status unwritten: NCCL read "symbol not
  *    found" for its driver functions and crashed in its first collective
- *    (2 H200s, bench/results/2026-11-29-h200x2-parallel-calibration/). */
+ *    (2 H200s, bench/results/parallel-calibration/). */
 #define PTDS_FLAG 2ull /* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM */
 
 static CUresult (*drv_cuMemAlloc)(CUdeviceptr *, size_t);

@@ -12,7 +12,7 @@
 # - A path into bench/results/ is a name, not prose: a token matching
 #   bench/results/[^ ]* is removed before the words are matched, and so is a
 #   results folder cited by its name alone, which starts with its date
-#   (`2026-11-29-h200-generate-reserve/...`, as README's Evidence list cites them).
+#   (`generate-reserve/...`, as README's Evidence list cites them).
 #   The folders keep their names.
 # - scripts/badwords-known.txt lists hits let pass until their owners
 #   reword them; a new hit fails.

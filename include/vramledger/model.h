@@ -137,7 +137,7 @@ struct vl_overheads {
 };
 
 /*! The constants measured on the reference stack (H200, CUDA 13, PyTorch
- * 2.11): bench/results/2026-11-29-h200-basics.json. */
+ * 2.11): bench/results/calibration/basics.json. */
 void vl_overheads_default(struct vl_overheads *o);
 
 /* ---- the bill --------------------------------------------------------- */

@@ -28,7 +28,7 @@ uint64_t vl_monotonic_ns(void);
  * the interposer's and the probe's. Sample lines wait in the buffer and go
  * out together (one write instead of one a tick: in a profile on the
  * development machine the writes were a sixth of the sampler's time; no
- * gain measured yet, bench/results/2026-11-29-sampler-cost-dev.md). Each
+ * gain measured yet, bench/results/speed/sampler-cost.md). Each
  * line stays whole; the record's other writers (the interposer, the probe)
  * may land between batches, so lines of different writers are up to
  * VL_SAMPLE_FLUSH_NS out of time order (readers go by t_ns); a kill -9 of

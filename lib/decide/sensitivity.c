@@ -116,7 +116,7 @@ static uint64_t draw(const struct vl_sens_query *q, const struct vl_job *base,
    * the draws take the analytic lines, scaled by the replayed total over
    * the lines' at that job (drawn architectures would otherwise replay
    * nearly every draw: 10^5 LoRA draws took about four minutes; bench/
-   * results/2026-11-29-sensitivity-speed.md) */
+   * results/speed/sensitivity.md) */
   double scale = 1.0;
   if (!q->fit) {
     uint64_t full = 0, lines = 0;

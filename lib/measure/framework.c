@@ -41,7 +41,7 @@ static bool billed_at_end(const char *phase) {
 /* cuBLAS workspaces live at phase i of the main process: one for the
  * forward's thread once a forward ran, one for autograd's backward thread
  * once a backward ran (aten/src/ATen/cuda/CublasHandlePool.cpp keeps one
- * per thread and stream; measured: bench/results/2026-11-29-h200-probe/
+ * per thread and stream; measured: bench/results/probe/
  * unexplained.json). */
 static uint64_t workspaces(const struct vl_record *r, unsigned pid, size_t upto, uint64_t ws) {
   bool fwd = false, bwd = false;

@@ -243,7 +243,7 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
    * windows after the job first holds GPU memory (so the CUDA context
    * appearing is not growth); the minimum of each must rise, window after
    * window, by more than 5 % of the peak in all. A spike or a context
-   * coming up is not a leak (measured: bench/results/2026-11-29-h200-run-interposer) */
+   * coming up is not a leak (measured: bench/results/run-interposer) */
   size_t first = 0;
   while (first < r->n_samples && r->samples[first].tree_bytes == 0)
     first++;
@@ -286,7 +286,7 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
   }
   /* one process per GPU is a rank (torchrun); more are extra contexts
    * (the TP job on 2 H200s, one rank a GPU, was flagged before this:
-   * bench/results/2026-11-29-h200x2-nccl-run/) */
+   * bench/results/nccl-run/) */
   unsigned gpus = s->gpus_used ? s->gpus_used : 1;
   if (s->max_tree_procs > gpus)
     add_finding(f, nf, "extra-contexts",

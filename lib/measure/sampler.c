@@ -202,7 +202,7 @@ uint64_t vl_counters_read(struct vl_counters *c, uint64_t *peak, bool reap, uint
  * 50 ms old, and the counters, read every tick, hold its exact peak); and
  * every NVML_MAX_AGE_NS regardless, longer when a reading costs more than
  * NVML_CPU_SHARE allows. A reading costs 0.12-0.71 ms of CPU (H200:
- * bench/results/2026-11-29-h200-generate-reserve/): reading every tick, then every
+ * bench/results/generate-reserve/): reading every tick, then every
  * 20 ms, while Python imported its libraries (nothing allocated yet: a
  * context appears once and stays, the periodic reading sees it) was most of
  * the sampler's cost at 100 Hz, and a job that allocates and frees every

@@ -40,7 +40,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
       vl__add(ck, vl__mul3(ck, Tr, sh->h, norm_in), vl__mul(ck, Tr, arch->rms_norm ? 4 : 8));
   /* the normalised tensor is saved for the weight's gradient: not where
    * the weight is frozen (LoRA; y-qwen05-bf16-lora16-adamw-b8s2048's
-   * history, bench/results/2026-11-29-h200x2-replay-histories/part2-histories) */
+   * history, bench/results/replay-histories/part2-histories) */
   /* (Gemma's norm multiplies in fp32 and casts after: its saved
    * normalised tensor is fp32; modeling_gemma.py GemmaRMSNorm) */
   const uint64_t nb = vl__norm_weight_fp32(arch) ? 4 : r;
@@ -59,7 +59,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * heads, as transformers passes enable_gqa=True without a mask and
    * neither flash (half only) nor memory-efficient attention (no GQA) takes
    * that (measured: TinyLlama fp32 on 2 H200s, b*a*s^2*4 per layer at the
-   * peak, bench/results/2026-11-29-h200x2-parallel-calibration/part4-peaks/tp2-fp32.json). */
+   * peak, bench/results/parallel-calibration/part4-peaks/tp2-fp32.json). */
   const bool math = job->attention == VL_ATTN_EAGER || (e == 4 && sh->g < sh->a);
   const uint64_t sm = vl__softmax_bytes(arch, pol->autocast, e); /* probabilities' bytes */
   /* Inputs of trainable projections. Under autocast the normalised input
@@ -67,11 +67,11 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * copy: q, k and v three copies unless fused into one matmul (GPT-2,
    * GPT-NeoX, Phi-3), a gated MLP's gate and up two unless fused (Phi-3)
    * (measured: five T x h half copies a layer on TinyLlama, bench/results/
-   * 2026-11-29-h200x2-parallel-calibration/part4-peaks/tp2-amp.json; Qwen2-0.5B's AMP
+   * parallel-calibration/part4-peaks/tp2-amp.json; Qwen2-0.5B's AMP
    * runs -2.2 and -1.8 % without it, +0.1 and -0.4 % with). Counted for
    * RMSNorm models only: BERT and OPT's LayerNorm runs agree without it
    * (BERT +3.0 %, +6.8 % with it; not understood; the three variants in
-   * bench/results/2026-11-29-h200x2-parallel-calibration/input-casts-variants.txt). Without
+   * bench/results/parallel-calibration/input-casts-variants.txt). Without
    * autocast the projections share the input. */
   const bool fused_qkv = arch->fused_qkv;
   const bool own_casts = pol->autocast && !sh->lora_rank && arch->rms_norm;
@@ -82,7 +82,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * the sequence (PyTorch's PrepareModuleInput before attention and MLP, the
    * head's ColwiseParallel) and save that: T tokens, not T/t (measured on 2
    * H200s: TinyLlama TP 2 + SP -5.4 % with T/t, bench/results/
-   * 2026-11-29-h200x2-nccl-run/part11-sp/sp.jsonl) */
+   * nccl-run/part11-sp/sp.jsonl) */
   uint64_t attn = 0;
   if (sh->attn_in_saved) attn = vl__add(ck, attn, vl__mul4(ck, T, sh->h, e, attn_copies));
   /* q, k, v as the attention kernel keeps them. Eager attention repeats k
@@ -149,7 +149,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
     uint64_t per = (arch->gelu_python ? 4 : 1) * e + (sh->down_in_saved ? e : 0);
     /* under autocast pow is on the fp32 list: pow's input copy, tanh's
      * output and (1 + tanh) are fp32, 0.5*x stays half (measured on GPT-2,
-     * bench/results/2026-11-29-h200-calibration.json) */
+     * bench/results/calibration/calibration.json) */
     if (arch->gelu_python && pol->autocast) per = 4 + 4 + 2 + 4 + (sh->down_in_saved ? e : 0);
     mlp = vl__add(ck, mlp, vl__mul3(ck, T, width, per));
   }
@@ -169,7 +169,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * input to the adapters' fp32 (a copy of a half input), and under
    * autocast lora_A casts that to half (peft 0.21 Linear.forward; the
    * replay's peak allocated within 1.3 % of eleven LoRA runs with it,
-   * bench/results/2026-11-29-h200x2-replay-histories). In fp32 the input itself
+   * bench/results/replay-histories). In fp32 the input itself
    * is saved and shared (the *_in_saved flags above). */
   if (sh->lora_rank) {
     uint64_t targets = (uint64_t)(job->n_lora_targets ? job->n_lora_targets : 2);
@@ -229,13 +229,13 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   act->head_fwd_tmp = e == 4 ? 0 : logp; /* the fp32 copy of the logits */
   /* nll backward's dense gradient and log_softmax backward's, both fp32,
    * live together; the cast of the latter to the logits' dtype comes after
-   * the first is freed (measured: bench/results/2026-11-29-h200-train-steps.json,
+   * the first is freed (measured: bench/results/calibration/train-steps.json,
    * peak through backward - after forward = 2*T*V*4 on Qwen2-0.5B) */
   /* Split over the vocabulary (tensor parallelism), the loss is PyTorch's
    * loss_parallel: its backward holds three fp32 T x V/t tensors beside the
    * saved log-probabilities, not two (torch/distributed/tensor/parallel/
    * loss.py _nll_loss_and_log_softmax_backward; measured on 2 H200s,
-   * bench/results/2026-11-29-h200x2-parallel-calibration/part4-peaks/tp2-amp.json) */
+   * bench/results/parallel-calibration/part4-peaks/tp2-amp.json) */
   act->loss_bwd_tmp = vl__mul(ck, logp, t > 1 ? 3 : 2);
   tm = vl__term(bill, VL_LINE_ACTIVATIONS, "logits and loss",
                 "T*V*e (logits) + T*V*4 (fp32 log_softmax) + T*h*e (head input) + norm",

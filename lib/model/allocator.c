@@ -5,7 +5,7 @@
  * segments shared by several blocks; larger ones get a segment rounded up to
  * kRoundLarge (2 MiB). Measured on the H200: 513 B -> 1024 B allocated,
  * 1 MiB + 1 B -> 1 MiB + 512 B, 100 MiB -> a 100 MiB segment
- * (bench/results/2026-11-29-h200-basics.json). */
+ * (bench/results/calibration/basics.json). */
 #include "internal.h"
 
 #define KMIN_BLOCK 512ull

@@ -517,7 +517,7 @@ static void stage_activations(struct train_stage *ts) {
   /* micro-batches whose activations a stage holds at once. 1F1B: the
    * first stage min(pp, micro-batches), the others one; GPipe runs every
    * forward before any backward: every stage holds them all (measured,
-   * GPT-2 over 2 H200s: bench/results/2026-11-29-h200x2-unseen-sets/part4-pp) */
+   * GPT-2 over 2 H200s: bench/results/unseen-sets/part4-pp) */
   const uint64_t micro = vl__max(job->grad_accum, 1);
   ts->in_flight = job->pp > 1 && job->pp_gpipe ? micro : ts->first ? vl__min(job->pp, micro) : 1;
   if (ts->mg)
@@ -539,7 +539,7 @@ static void stage_activations(struct train_stage *ts) {
      * micro-batch (the logits) until the step merges them (measured,
      * GPT-2 over 2 H200s, 1F1B, 4 micro-batches: the last stage 0.32 GB
      * over one micro-batch's bill, 3 x logits = 0.31 GB, bench/results/
-     * 2026-11-29-h200x2-unseen-sets/part4-pp) */
+     * unseen-sets/part4-pp) */
     uint64_t kept = vl__mul(ck, ts->act.logits, job->grad_accum - 1);
     note(bill, &(struct note){VL_LINE_ACTIVATIONS,
                               "pipeline: earlier micro-batches' outputs",
@@ -587,7 +587,7 @@ static void stage_autocast(struct train_stage *ts) {
      * and saved for backward after FSDP frees the gathered fp32 weights:
      * the whole model's half copy, as without sharding (measured on 2
      * H200s: TinyLlama, all 22 layers' MLP casts live at the peak,
-     * bench/results/2026-11-29-h200x2-parallel-calibration/part4-peaks/fsdp-full-ll.json) */
+     * bench/results/parallel-calibration/part4-peaks/fsdp-full-ll.json) */
     if (job->zero >= 3 && ts->ds)
       C = vl__mul(ck, vl__min(ts->st.layer_elems, ts->st.linear_elems), 2 * 2);
     ts->C_layer = ts->Ls ? C / (ts->Ls + 1) : 0;
@@ -641,7 +641,7 @@ static void stage_temporaries(struct train_stage *ts) {
        * head: what is outside the layers), which FSDP gathers at the
        * forward's start and keeps until its backward ends (measured: its
        * 524,296,192-byte flat parameter live at TinyLlama's peak,
-       * bench/results/2026-11-29-h200x2-parallel-calibration/part4-peaks/fsdp-full-ll.json) */
+       * bench/results/parallel-calibration/part4-peaks/fsdp-full-ll.json) */
       uint64_t root = vl__sub0(ts->st.weights_elems, vl__mul(ck, ts->st.layer_elems, ts->Ls));
       ts->gathered =
           vl__mul(ck, vl__add(ck, vl__mul(ck, ts->st.layer_elems, 2), root), ts->pol.weight);
@@ -662,7 +662,7 @@ static void stage_temporaries(struct train_stage *ts) {
      * and, from each unit's forward until the backward ends, the unit's
      * gathered copy: the whole model once more in forward and backward
      * (measured on 2 H200s: TinyLlama -10.2 % without it, bench/results/
-     * 2026-11-29-h200x2-parallel-calibration/part1-dp/dp.jsonl) */
+     * parallel-calibration/part1-dp/dp.jsonl) */
     ts->gathered = ts->gathered_bwd = ts->W;
     note(bill, &(struct note){VL_LINE_TRANSIENT,
                               "FSDP gathered parameters (shard-grad-op)",
@@ -697,16 +697,16 @@ static void stage_comm(struct train_stage *ts) {
      * there; not: kept to step 2's first all-reduce, past its peak, which
      * then holds G more (GPT-2 on 2 H200s, 192 trials: 1 - gap / 100 ms;
      * whole jobs 21 of 66 rank peaks:
-     * bench/results/2026-11-30-h200x2-ddp-rebuild/). With static_graph=True usually kept (GPT-2 8
-     * of 8, Qwen2-0.5B 2 of 4: 2026-11-29-h200x2-unseen-sets/part2-ddp): summed then. The bill is
+     * bench/results/ddp-rebuild/). With static_graph=True usually kept (GPT-2 8
+     * of 8, Qwen2-0.5B 2 of 4: unseen-sets/part2-ddp): summed then. The bill is
      * the more common outcome, bill->other the other one. */
     if (job->ddp_static_graph) {
       note(bill, &(struct note){VL_LINE_COMM,
                                 "DDP first buckets kept into step 2",
                                 "G",
                                 "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
-                                "bench/results/2026-11-29-h200x2-unseen-sets/part2-ddp/, "
-                                "bench/results/2026-11-30-h200x2-ddp-rebuild/)",
+                                "bench/results/unseen-sets/part2-ddp/, "
+                                "bench/results/ddp-rebuild/)",
                                 ts->comm,
                                 {{NULL, 0, NULL}}});
       ts->comm = vl__add(ck, ts->comm, ts->comm);
@@ -714,8 +714,8 @@ static void stage_comm(struct train_stage *ts) {
       struct vl_term *t = vl__term(bill, VL_LINE_COMM, "DDP first buckets if kept into step 2",
                                    "G (not summed: the other outcome)",
                                    "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
-                                   "bench/results/2026-11-29-h200x2-nccl-run/part7/, "
-                                   "bench/results/2026-11-30-h200x2-ddp-rebuild/)",
+                                   "bench/results/nccl-run/part7/, "
+                                   "bench/results/ddp-rebuild/)",
                                    ts->comm);
       if (t) t->detail = true;
     }
@@ -737,25 +737,24 @@ static void stage_comm(struct train_stage *ts) {
                               {{NULL, 0, NULL}}});
   }
   ts->ctx = ov->cuda_context_bytes + (ranks > 1 ? ov->nccl_bytes : 0);
-  note(bill,
-       &(struct note){VL_LINE_CONTEXT,
-                      "CUDA context + libraries",
-                      "context (+ NCCL's buffers and context when ranks > 1)",
-                      ranks > 1 ? "bench/results/2026-11-29-h200-calibration.json; "
-                                  "bench/results/2026-11-30-h200x2-ddp-rebuild/per-gpu-overhead.txt"
-                                : "bench/results/2026-11-29-h200-calibration.json",
-                      ts->ctx,
-                      {{"context", (double)ov->cuda_context_bytes, "bytes"},
-                       {"nccl", ranks > 1 ? (double)ov->nccl_bytes : 0, "bytes"}}});
+  note(bill, &(struct note){VL_LINE_CONTEXT,
+                            "CUDA context + libraries",
+                            "context (+ NCCL's buffers and context when ranks > 1)",
+                            ranks > 1 ? "bench/results/calibration/calibration.json; "
+                                        "bench/results/ddp-rebuild/per-gpu-overhead.txt"
+                                      : "bench/results/calibration/calibration.json",
+                            ts->ctx,
+                            {{"context", (double)ov->cuda_context_bytes, "bytes"},
+                             {"nccl", ranks > 1 ? (double)ov->nccl_bytes : 0, "bytes"}}});
   /* one workspace per thread that runs matmuls: the forward's and, once a
    * backward ran, autograd's backward thread; both live through every later
-   * step (measured: bench/results/2026-11-29-h200-probe/unexplained.json) */
+   * step (measured: bench/results/probe/unexplained.json) */
   ts->ws = 2 * ov->cublas_workspace_bytes;
   note(bill, &(struct note){
                  VL_LINE_WORKSPACE,
                  "cuBLAS workspaces",
                  "threads x workspace",
-                 "bench/results/2026-11-29-h200-probe/unexplained.json",
+                 "bench/results/probe/unexplained.json",
                  ts->ws,
                  {{"threads", 2, ""}, {"workspace", (double)ov->cublas_workspace_bytes, "bytes"}}});
 }
@@ -772,7 +771,7 @@ static void stage_phases(struct train_stage *ts) {
    * A holds them all) no gradient of the step exists yet (GPT-2 over 2
    * H200s: both stages' live sets at their peaks hold every micro-batch's
    * activations and no gradient; estimated with them +9.0 / +5.4 %:
-   * bench/results/2026-11-30-h200x2-ddp-rebuild/part4-pp-histories) */
+   * bench/results/ddp-rebuild/part4-pp-histories) */
   const bool gpipe = job->pp > 1 && job->pp_gpipe;
   bool persist = job->grads_persist || (job->grad_accum > 1 && !gpipe);
   memset(ts->ph, 0, sizeof ts->ph);
@@ -808,7 +807,7 @@ static void stage_phases(struct train_stage *ts) {
    * and the two are summed out of place (torch/csrc/autograd/
    * input_buffer.cpp) before the sum becomes .grad: two more matrices at
    * the end of the backward (Gemma-7B: 2.93 GiB over the gradients,
-   * bench/results/2026-11-29-h200x2-unseen-sets/part1-unseen3) */
+   * bench/results/unseen-sets/part1-unseen3) */
   uint64_t tied_sum = 0;
   if (arch->causal && arch->tie_embeddings && ts->first && ts->last && !job->lora_rank &&
       !job->qlora) {
@@ -816,16 +815,14 @@ static void stage_phases(struct train_stage *ts) {
     tied_sum =
         vl__mul3(ck, 2, vl__div_ceil(vl__mul(ck, arch->vocab, arch->embed_proj_dim), job->tp),
                  ts->pol.weight);
-    note(bill,
-         &(struct note){
-             VL_LINE_TRANSIENT,
-             "tied embedding's two gradients summed",
-             "2 * V * h * w",
-             "torch/csrc/autograd/input_buffer.cpp; bench/results/2026-11-29-h200x2-unseen-sets",
-             tied_sum,
-             {{"V", (double)arch->vocab, ""},
-              {"h", (double)arch->embed_proj_dim, ""},
-              {"w", (double)ts->pol.weight, "bytes"}}});
+    note(bill, &(struct note){VL_LINE_TRANSIENT,
+                              "tied embedding's two gradients summed",
+                              "2 * V * h * w",
+                              "torch/csrc/autograd/input_buffer.cpp; bench/results/unseen-sets",
+                              tied_sum,
+                              {{"V", (double)arch->vocab, ""},
+                               {"h", (double)arch->embed_proj_dim, ""},
+                               {"w", (double)ts->pol.weight, "bytes"}}});
   }
   /* the model output (its logits) lives until the loop drops it */
   uint64_t out_held = ts->last && !job->drop_outputs ? ts->act.logits : 0;
@@ -836,7 +833,7 @@ static void stage_phases(struct train_stage *ts) {
    * before the layers: the head and final norm, on the last stage; a
    * pipeline's first stage meets its embeddings only after its layers
    * (GPT-2 GPipe stage 0 +4.8 % with them at the top layer, +0.3 % without:
-   * bench/results/2026-11-30-h200x2-ddp-rebuild/part4-pp-histories) */
+   * bench/results/ddp-rebuild/part4-pp-histories) */
   const uint64_t G_top = ts->last ? ts->G_head : 0;
   struct {
     uint64_t act, cast, grads, tmp;
@@ -870,7 +867,7 @@ static void stage_phases(struct train_stage *ts) {
     }
   }
   /* optimizer step: a plain loop (`out = model(...)`) still holds the model
-   * output with its logits (measured: bench/results/2026-11-29-h200-calibration.json) */
+   * output with its logits (measured: bench/results/calibration/calibration.json) */
   struct phase_comp *op = &ts->ph[VL_PH_OPTIMIZER];
   op->line[VL_LINE_GRADIENTS] = ts->G;
   op->line[VL_LINE_TRANSIENT] = ts->T_opt;
@@ -1009,7 +1006,7 @@ static void stage_reserve(struct train_stage *ts) {
     /* the replay writes each layer op by op and keeps what autograd keeps:
      * its peak allocated is the estimate's (within median 0.1 %, worst
      * 4.3 %, of 139 measured training runs; the lines above 0.7 % and
-     * 7.6 %: bench/results/2026-11-29-h200x2-replay-histories/replay-vs-bill-
+     * 7.6 %: bench/results/replay-histories/replay-vs-bill-
      * allocated.txt). The difference goes to the peak phase's activations
      * (then its temporaries), and no phase stays above it. */
     const uint64_t analytic = comp_alloc(&ts->ph[ts->peak]), want = ts->rs.peak_allocated;

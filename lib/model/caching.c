@@ -33,7 +33,7 @@
  * then takes the smallest block of the next class that is not empty. The
  * choice is the same as one ordered set's; the trees are a few blocks
  * deep instead of a few thousand (about twice the events a second:
- * bench/results/2026-11-29-caching-bench.md). */
+ * bench/results/speed/caching-bench.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,8 +89,8 @@ struct vl_cache {
   uint64_t clock;
   /* the lowest segment address so far: a new segment is numbered below
    * it, as the driver places most of them on the H200 (eleven allocator
-   * histories, bench/results/2026-11-29-h200x2-replay-histories parts 2, 3, 5 and
-   * 2026-11-29-h200x2-nccl-run's: in nine, 61 to 97 % of segments lie below the one
+   * histories, bench/results/replay-histories parts 2, 3, 5 and
+   * nccl-run's: in nine, 61 to 97 % of segments lie below the one
    * before; in two, 43 and 49 %), so among free blocks of one size the
    * newest segment's is taken first */
   uint64_t low_addr;

@@ -1,7 +1,7 @@
 /* Hugging Face config.json -> struct vl_arch.
  *
  * Defaults are those of transformers' configuration classes (checked against
- * transformers 5.17: bench/results/2026-11-29-h200-param-counts.json holds
+ * transformers 5.17: bench/results/calibration/param-counts.json holds
  * the parameter counts of configs that omit every key). */
 #include <jansson.h>
 #include <math.h>
@@ -230,7 +230,7 @@ static vl_status read_gpt2(struct vl__reader *r, struct vl_arch *a) {
   a->norm_affine = a->learned_pos = a->final_norm = a->fused_qkv = a->causal = 1;
   /* eager_attention_forward calls F.softmax(x) without dtype=float32 (the
    * other families pass it): half scores give half probabilities
-   * (transformers 5.17 modeling_gpt2.py, 2026-11-29-h200x2-replay-histories part2-histories/
+   * (transformers 5.17 modeling_gpt2.py, replay-histories part2-histories/
    * tf-sources.txt) */
   a->softmax_native = a->family == VL_FAM_GPT2;
   /* "gelu_new" (the default) is transformers' NewGELUActivation, written

@@ -109,9 +109,9 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   uint64_t ranks = vl__mul(&ck, job->tp, job->pp);
   uint64_t ctx = ov->cuda_context_bytes + (ranks > 1 ? ov->nccl_bytes : 0);
   vl__term(bill, VL_LINE_CONTEXT, "CUDA context + libraries", "measured",
-           "bench/results/2026-11-29-h200-calibration.json", ctx);
+           "bench/results/calibration/calibration.json", ctx);
   vl__term(bill, VL_LINE_WORKSPACE, "cuBLAS workspace", "measured",
-           "bench/results/2026-11-29-h200-basics.json", ov->cublas_workspace_bytes);
+           "bench/results/calibration/basics.json", ov->cublas_workspace_bytes);
 
   uint64_t line_pre[VL_LINE_COUNT] = {0}, line_dec[VL_LINE_COUNT] = {0};
   line_pre[VL_LINE_PARAMETERS] = line_dec[VL_LINE_PARAMETERS] = W;
@@ -144,8 +144,8 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
            replayed ? "replay of generate()'s allocations: peak reserved - peak allocated"
                     : "churn * transients",
            replayed ? "PyTorch CUDACachingAllocator.cpp; transformers cache_utils.py "
-                      "(bench/results/2026-11-29-h200-generate-reserve)"
-                    : "bench/results/2026-11-29-h200-calibration.json",
+                      "(bench/results/generate-reserve)"
+                    : "bench/results/calibration/calibration.json",
            vl__max(line_pre[VL_LINE_RESERVE], line_dec[VL_LINE_RESERVE]));
   if (ck.overflow)
     return vl__fail(err, VL_EOVERFLOW,

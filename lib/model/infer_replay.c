@@ -6,7 +6,7 @@
  * (kept in the cache) are carved out of the blocks the previous layer's
  * MLP freed, so each layer's MLP intermediate needs a new segment; in decode
  * each torch.cat of a layer's cache needs a block a little larger than any
- * freed one. On the H200 (bench/results/2026-11-29-h200-generate-reserve/) Llama-2-7B
+ * freed one. On the H200 (bench/results/generate-reserve/) Llama-2-7B
  * at batch 8 x 512 tokens reserved 2.6 GiB over its 15.1 GiB allocated this
  * way: one 86 MiB segment a layer in prefill, then 27 segments of 34 MiB as
  * the caches grew. The sequence below is transformers 5 (modeling_llama.py

@@ -92,8 +92,8 @@ void vl_overheads_default(struct vl_overheads *o) {
   /* NVML process memory - max_memory_reserved during real training steps:
    * 0.725-0.758 GiB over 36 runs (CUDA 13, PyTorch 2.11; kernels load
    * lazily, so it grows past the 586 MiB seen after one matmul in
-   * bench/results/2026-11-29-h200-basics.json); the median of the
-   * calibration set: bench/results/2026-11-29-h200-calibration.json */
+   * bench/results/calibration/basics.json); the median of the
+   * calibration set: bench/results/calibration/calibration.json */
   o->cuda_context_bytes = 805306368ull; /* 0.75 GiB */
   o->cublas_workspace_bytes = 32ull << 20;
   /* a rank's memory beyond one GPU's context when ranks talk: NCCL's own
@@ -102,17 +102,17 @@ void vl_overheads_default(struct vl_overheads *o) {
    * minus the rank's max_memory_reserved() is 1,681,915,904 B on every
    * rank of four GPT-2 DDP runs and 1,679,818,752 B under FSDP full shard
    * and shard-grad-op (2 H200s, NVLink multicast off, under `vramledger
-   * run`: bench/results/2026-11-30-h200x2-ddp-rebuild/per-gpu-overhead.txt),
+   * run`: bench/results/ddp-rebuild/per-gpu-overhead.txt),
    * against 805,306,368 B alone; pipeline stages' point-to-point adds
    * 161 MB more (not counted). Was 256 MiB (4 MiB NCCL_BUFFSIZE x 2
    * directions x 16 channels x 2 ring peers), -0.56 GiB a rank. */
   o->nccl_bytes = 876609536ull; /* 836 MiB */
   /* cached free blocks among the churning tensors. Default allocator: the
    * value that fits most of the calibration runs (bench/compare.py over
-   * bench/results/2026-11-29-h200-calibration.json); it cannot cover the
+   * bench/results/calibration/calibration.json); it cannot cover the
    * runs where freed large blocks are split and re-requested (up to 28 %).
    * Expandable segments: 0.2-3 % measured on the runs that fragment most
-   * (bench/results/2026-11-29-h200-expandable-segments.json) */
+   * (bench/results/calibration/expandable-segments.json) */
   o->allocator_churn = 0.05;
   o->allocator_churn_expandable = 0.02;
 }

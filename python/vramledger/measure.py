@@ -620,7 +620,7 @@ def main():
     # that empty_cache() cannot return, and a later run's reservation and
     # process memory count them (measured: GPT-2 generate() reserved 1.57 GiB
     # after the training runs, 0.93 GiB alone; 
-    # bench/results/2026-11-29-h200-generate-reserve/). A run that crashes its process is reported as an error.
+    # bench/results/generate-reserve/). A run that crashes its process is reported as an error.
     isolate = not a.in_process and not a.config and len(todo) > 1
     for c in todo:
         e = dict(c)

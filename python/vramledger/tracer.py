@@ -42,7 +42,7 @@ the GPU run (docs/model.md, section 12):
   foreach default, the fused dropout kernel, SDPA without the math
   fallback for dropout, and CUDA autocast's float32 policy
   (_cpu_takes_cuda_defaults; measured in
-  bench/results/2026-11-29-h200-trace/).
+  bench/results/trace/).
 
 What grows with the batch (for `vramledger trace --batch`): once the probe
 knows the micro-batch B (2 or more: the token ids' or the first input's

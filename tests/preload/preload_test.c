@@ -185,7 +185,7 @@ int main(int argc, char **argv) {
   CHECK(live() == 4096);
   CHECK(free_self(self_p) == 0);
   CHECK(live() == 0);
-  /* NCCL's sequence on 2 H200s (bench/results/2026-11-29-h200x2-parallel-calibration):
+  /* NCCL's sequence on 2 H200s (bench/results/parallel-calibration):
    * the plain exported cuGetProcAddress (4 arguments) is looked up first,
    * then cuGetProcAddress asked for itself at CUDA 12: what comes back must
    * take 5 arguments and write the status, or NCCL reads "not found" */

@@ -209,7 +209,7 @@ static void zero_stages_shard(void **state) {
 
 /* SDPA falls back to its math backend (the s x s probabilities kept, as
  * eager) for fp32 inputs with grouped key/value heads; not for half inputs
- * and not without GQA (bench/results/2026-11-29-h200x2-parallel-calibration/). */
+ * and not without GQA (bench/results/parallel-calibration/). */
 static void sdpa_math_backend_for_fp32_gqa(void **state) {
   (void)state;
   struct vl_arch llama3;
@@ -311,7 +311,7 @@ static void ddp_second_bucket_copy_other_outcome(void **state) {
   assert_int_equal(d.other.total_bytes, s.total_bytes);
   assert_int_equal(vl_bill_budget_bytes(&d), vl_bill_budget_bytes(&s));
   /* the measured peaks of both (every rank of 4 static runs 5,776,707,072
-   * B: 2026-11-29-h200x2-unseen-sets/part2-ddp/ddp8.jsonl; freed: 5,279,681,024 B) */
+   * B: unseen-sets/part2-ddp/ddp8.jsonl; freed: 5,279,681,024 B) */
   assert_close(s.peak_allocated_bytes, 5776707072.0, 0.02, "gpt2 ddp static_graph");
   assert_close(d.peak_allocated_bytes, 5279681024.0, 0.02, "gpt2 ddp, buckets freed");
 
@@ -353,7 +353,7 @@ static void measured_bill(const char *dir, const struct vl_measured_run *run, st
 static void ddp_whole_jobs_either_outcome(void **state) {
   (void)state;
   size_t len = 0;
-  char *text = tu_read("bench/results/2026-11-30-h200x2-ddp-rebuild/ddp-measured.json", &len);
+  char *text = tu_read("bench/results/ddp-rebuild/ddp-measured.json", &len);
   struct vl_measured m;
   struct vl_err err = {""};
   assert_int_equal(vl_measured_parse(text, len, &m, &err), VL_OK);
@@ -365,7 +365,7 @@ static void ddp_whole_jobs_either_outcome(void **state) {
     assert_true(run->ok);
     assert_int_equal(run->job.dp, 2);
     struct vl_bill b;
-    measured_bill("bench/results/2026-11-30-h200x2-ddp-rebuild", run, &b);
+    measured_bill("bench/results/ddp-rebuild", run, &b);
     struct vl_compare_row row = {.run = run};
     vl_compare_fill(&row, &b);
     other += row.other_outcome;
@@ -385,7 +385,7 @@ static void ddp_whole_jobs_either_outcome(void **state) {
 
 /* A rank's process total against NVML's per-GPU peak under `vramledger
  * run` (GPT-2 DDP, AMP, AdamW, 4 x 512, 2 H200s:
- * bench/results/2026-11-30-h200x2-ddp-rebuild/per-gpu-overhead.txt, part2-ddp-vl-run): runs 3 and 4
+ * bench/results/ddp-rebuild/per-gpu-overhead.txt, part2-ddp-vl-run): runs 3 and 4
  * freed DDP's first buckets, 7,428,112,384 B; runs 1 and 2 kept them,
  * 7,751,073,792 B. Both outcomes within 1 % (with 256 MiB for NCCL both
  * were 7.9 and 8.4 % short). */
@@ -400,8 +400,8 @@ static void ddp_rank_total_against_nvml(void **state) {
 }
 
 /* Every rank of the 2-GPU runs on the H200 (
- * bench/results/2026-11-29-h200x2-parallel-calibration/: part1-tp/tp.jsonl, part1-dp/dp.jsonl;
- * 2026-11-29-h200x2-nccl-run/part11-sp; max_memory_allocated in bytes) against the estimate of the
+ * bench/results/parallel-calibration/: part1-tp/tp.jsonl, part1-dp/dp.jsonl;
+ * nccl-run/part11-sp; max_memory_allocated in bytes) against the estimate of the
  * same job: within 7 % (all agree within 4.3 %; the ranks of one run read the same). */
 static void two_h200_runs_within_seven_percent(void **state) {
   (void)state;
@@ -442,7 +442,7 @@ static void two_h200_runs_within_seven_percent(void **state) {
        18662435840.0, false},
       {"Qwen FSDP grad-op b4", 1, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 1, 2, 2,
        20034375168.0, false},
-      /* sequence parallelism (2026-11-29-h200x2-nccl-run, part11-sp/sp.jsonl) */
+      /* sequence parallelism (nccl-run, part11-sp/sp.jsonl) */
       {"TP2+SP amp b4", 0, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 2, 0, 1, 14753633792.0,
        true},
       {"TP2+SP bf16 b4", 0, VL_PREC_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 2, 0, 1, 8961009152.0,
@@ -470,7 +470,7 @@ static void two_h200_runs_within_seven_percent(void **state) {
 
 /* Pipeline parallelism on 2 H200s (bench/pp_job.py: GPT-2 and GPT-2
  * medium split into two stages by torch.distributed.pipelining, bf16,
- * AdamW, 512 tokens a sequence; bench/results/2026-11-29-h200x2-unseen-sets/
+ * AdamW, 512 tokens a sequence; bench/results/unseen-sets/
  * part4-pp/pp8.jsonl): each stage's max_memory_allocated() in bytes against
  * the bill's first and last stage, the bill itself the heavier (the last). */
 static void pipeline_stages_on_two_h200s(void **state) {
@@ -520,10 +520,10 @@ static void pipeline_stages_on_two_h200s(void **state) {
 static const struct {
   const char *file, *name;
 } replayed[] = {
-#define CAL "bench/results/2026-11-29-h200-calibration-isolated.json"
-#define S7 "bench/results/2026-11-29-h200x2-nccl-run/"
-#define S8 "bench/results/2026-11-29-h200x2-unseen-sets/"
-#define S9 "bench/results/2026-11-29-h200x2-replay-histories/"
+#define CAL "bench/results/calibration/calibration-isolated.json"
+#define S7 "bench/results/nccl-run/"
+#define S8 "bench/results/unseen-sets/"
+#define S9 "bench/results/replay-histories/"
     {CAL, "gemma2b-amp-adamw-ckpt"},
     {CAL, "pythia14-amp-adamw-sdpa"},
     {CAL, "gpt2l-amp-adamw-ckpt"},
@@ -533,20 +533,20 @@ static const struct {
     {CAL, "pythia160-ampfp16-adamw"},
     {CAL, "qwen05-amp-adamw-sdpa"},
     /* outside the calibration set, where the first replay (layers as
-     * blocks) missed by -20.4 % (2026-11-29-h200x2-nccl-run) */
+     * blocks) missed by -20.4 % (nccl-run) */
     {S7 "part8b-unseen2/unseen2.json", "v-qwen05-bf16-sgdm-ckpt-b32s1024"},
     /* Gemma-7B's loss block, found once Gemma's scaled embeddings were
-     * replayed (-9.5 -> -0.4 %; 2026-11-29-h200x2-replay-histories part4-unseen6/embed-probe.txt)
+     * replayed (-9.5 -> -0.4 %; replay-histories part4-unseen6/embed-probe.txt)
      */
     {S8 "part1-unseen3/unseen3.json", "w-gemma7b-bf16-sgd-ckpt-b2s2048"},
     {S8 "part1-unseen3/unseen3.json", "w-gpt2-ampfp16-sgd-b32s1024"},
     /* the fourth set's two misses (-18.4, -14.7 %), found in their
      * histories: eager's weights held by the layer, the gate's output
-     * freed early (2026-11-29-h200x2-unseen-sets part3-unseen4, part5-histories) */
+     * freed early (unseen-sets part3-unseen4, part5-histories) */
     {S8 "part3-unseen4/unseen4.json", "x-qwen05-amp-adamw-eager-ckpt-b8s2048"},
     {S8 "part3-unseen4/unseen4.json", "x-gemma2b-bf16-sgdm-ckpt-b8s1024"},
     /* the fifth set's GPT-2 in bf16 eager, +17.4 % while every softmax
-     * was fp32: GPT-2's is in the scores' dtype (2026-11-29-h200x2-replay-histories
+     * was fp32: GPT-2's is in the scores' dtype (replay-histories
      * part2-histories) */
     {S9 "part1-unseen5/unseen5.json", "y-gpt2m-bf16-adamw-eager-b8s1024"},
     /* fp32 with grouped KV heads: SDPA's math backend replayed (+5.6 %
