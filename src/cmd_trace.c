@@ -363,7 +363,13 @@ static int replay_and_show(const struct tr *t, const struct vl_trace *tr, const 
     oom |= r[i].oom;
   }
   const char *dev = device == 1 ? "cuda" : device == 0 ? "cpu" : device == 2 ? "meta" : "all";
-  struct vl_trace_view v = {trace, dev, tr, job_rc, p.names, r, p.n, p.batches, NULL, t->from_mark};
+  struct vl_live_at live;
+  if (vl_trace_live_at(tr, device, 1.0, r[0].peak_event, &live) != VL_OK) {
+    cli_error("replay: %s", vl_strerror(VL_ENOMEM));
+    return VL_EXIT_ERROR;
+  }
+  struct vl_trace_view v = {trace, dev,       tr,   job_rc,       p.names, r,
+                            p.n,   p.batches, NULL, t->from_mark, &live};
   struct cli_run *run = NULL; /* the probe's bill of the job, from its record */
   if (dir && (run = calloc(1, sizeof *run)) != NULL && cli_load_run(dir, run) != 0) {
     free(run);
@@ -375,6 +381,7 @@ static int replay_and_show(const struct tr *t, const struct vl_trace *tr, const 
     vl_record_release(&run->rec);
     free(run);
   }
+  vl_trace_live_release(&live);
   if (job_rc) return job_rc;
   return oom ? VL_EXIT_NOFIT : VL_EXIT_OK;
 }

@@ -153,4 +153,27 @@ vl_status vl_trace_replay_from(const struct vl_trace *t, int device,
 /*! The index in t->marks of the first mark named `name`, or -1. */
 long vl_trace_find_mark(const struct vl_trace *t, const char *name);
 
+/* What is live at one event of a replay, grouped (vl_trace_live_at). */
+struct vl_live_group {
+  uint32_t key; /* by mark: the mark before the allocation + 1 (0: before any); by module: its index
+                   in t->modules (0: not known) */
+  uint64_t bytes; /* requests rounded to the allocator's 512 B */
+  size_t allocations;
+};
+struct vl_live_at {
+  struct vl_live_group *by_mark, *by_module; /* each sorted by bytes, the largest first */
+  size_t n_mark, n_module;
+  uint64_t bytes; /* all of it */
+};
+/*! What is live just after event `upto` of the replay vl_trace_replay_from
+ * makes on `device` (chosen as it chooses; batch allocations scaled by
+ * `scale`): each live allocation once, grouped by the mark before it was
+ * made (what each phase of each step made and still holds: the
+ * parameters before the first mark, an optimizer's states in its first
+ * step, ...) and by the module that made it. Release with
+ * vl_trace_live_release. @return VL_OK, VL_ENOMEM, VL_EINVAL (a bad scale). */
+vl_status vl_trace_live_at(const struct vl_trace *t, int device, double scale, size_t upto,
+                           struct vl_live_at *out) VL_MUST_USE;
+void vl_trace_live_release(struct vl_live_at *l);
+
 #endif

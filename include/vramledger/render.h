@@ -212,9 +212,11 @@ struct vl_trace_view {
   int n;
   const uint64_t *batches; /* per replay: the micro-batch it stands for; 0: the traced one */
   /* the probe's layer of the traced job's record, whose bill is shown
+struct vl_live_at;
    * (activations by difference: see tracer.py), or NULL (a replayed file) */
   const struct vl_probe_layer *fw;
-  const char *from_mark; /* the peaks are from this mark on (trace --from-mark), or NULL */
+  const char *from_mark;         /* the peaks are from this mark on (trace --from-mark), or NULL */
+  const struct vl_live_at *live; /* what is live at the first replay's peak, or NULL */
 };
 /*! Write the replays side by side (text) or as JSON (schema
  * vramledger.trace/1). @return 0, or -1 on a write error. */

@@ -386,3 +386,77 @@ vl_status vl_trace_replay_from(const struct vl_trace *t, int device,
   vl_cache_destroy(c);
   return s;
 }
+
+/* ---- what is live at an event, grouped -------------------------------- */
+
+static int by_bytes_desc(const void *a, const void *b) {
+  const struct vl_live_group *x = a, *y = b;
+  if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+  return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* The groups with bytes, compacted and sorted; *n their count. */
+static void compact(struct vl_live_group *g, size_t cap, size_t *n) {
+  size_t k = 0;
+  for (size_t i = 0; i < cap; i++)
+    if (g[i].allocations) g[k++] = g[i];
+  *n = k;
+  qsort(g, k, sizeof *g, by_bytes_desc);
+}
+
+vl_status vl_trace_live_at(const struct vl_trace *t, int device, double scale, size_t upto,
+                           struct vl_live_at *out) {
+  memset(out, 0, sizeof *out);
+  if (!(scale > 0) || scale > 1e6) return VL_EINVAL;
+  if (device < 0) device = t->per_device[1] ? 1 : t->per_device[2] ? 2 : -1;
+  size_t ids = (size_t)t->max_id + 1;
+  uint64_t *bytes = vl_calloc(ids, sizeof *bytes); /* 0: not live */
+  uint32_t *made = vl_calloc(ids, sizeof *made);   /* the mark before it + 1 */
+  uint32_t *mod = vl_calloc(ids, sizeof *mod);     /* the module that made it */
+  out->by_mark = vl_calloc(t->n_marks + 1, sizeof *out->by_mark);
+  out->by_module = vl_calloc(t->n_modules + 1, sizeof *out->by_module);
+  if (!bytes || !made || !mod || !out->by_mark || !out->by_module) {
+    vl_free(bytes);
+    vl_free(made);
+    vl_free(mod);
+    vl_trace_live_release(out);
+    return VL_ENOMEM;
+  }
+  uint32_t mark = 0;
+  for (size_t i = 0; i < t->n && i <= upto; i++) {
+    const struct vl_trace_ev *e = &t->ev[i];
+    if (e->kind == VL_TR_MARK) {
+      mark = e->id + 1;
+    } else if (e->kind == VL_TR_ALLOC && (device < 0 || e->device == device) && !bytes[e->id]) {
+      double b = e->batch && scale != 1.0 ? ceil((double)e->bytes * scale) : (double)e->bytes;
+      bytes[e->id] = vl_cache_round(b < 1125899906842624.0 ? (uint64_t)b : 1125899906842624ull);
+      made[e->id] = mark;
+      mod[e->id] = e->module;
+    } else if (e->kind == VL_TR_FREE) {
+      bytes[e->id] = 0;
+    }
+  }
+  for (size_t id = 1; id < ids; id++) {
+    if (!bytes[id]) continue;
+    struct vl_live_group *m = &out->by_mark[made[id]], *d = &out->by_module[mod[id]];
+    m->key = made[id];
+    d->key = mod[id];
+    m->bytes += bytes[id];
+    d->bytes += bytes[id];
+    m->allocations++;
+    d->allocations++;
+    out->bytes += bytes[id];
+  }
+  compact(out->by_mark, t->n_marks + 1, &out->n_mark);
+  compact(out->by_module, t->n_modules + 1, &out->n_module);
+  vl_free(bytes);
+  vl_free(made);
+  vl_free(mod);
+  return VL_OK;
+}
+
+void vl_trace_live_release(struct vl_live_at *l) {
+  vl_free(l->by_mark);
+  vl_free(l->by_module);
+  memset(l, 0, sizeof *l);
+}

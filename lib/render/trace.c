@@ -20,6 +20,67 @@ static const char *last_mark(const struct vl_trace *tr) {
 
 static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 
+#define LIVE_LINES 8 /* text: the largest groups shown */
+#define LIVE_JSON 24 /* JSON: the largest groups listed, the rest summed */
+
+static const char *live_name(const struct vl_trace *tr, const struct vl_live_group *g, bool mark) {
+  if (mark) return g->key ? tr->marks[g->key - 1] : NULL;
+  return g->key ? tr->modules[g->key] : NULL;
+}
+
+static json_t *live_groups(const struct vl_trace *tr, const struct vl_live_group *g, size_t n,
+                           bool mark) {
+  json_t *a = json_array();
+  uint64_t rest = 0, rest_n = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i >= LIVE_JSON) {
+      rest += g[i].bytes;
+      rest_n += g[i].allocations;
+      continue;
+    }
+    json_t *x = json_object();
+    const char *name = live_name(tr, &g[i], mark);
+    json_object_set_new(x, mark ? "mark" : "module", name ? json_string(name) : json_null());
+    json_object_set_new(x, "bytes", U(g[i].bytes));
+    json_object_set_new(x, "allocations", U(g[i].allocations));
+    json_array_append_new(a, x);
+  }
+  if (rest) {
+    json_t *x = json_object();
+    json_object_set_new(x, mark ? "mark" : "module", json_string("(the others)"));
+    json_object_set_new(x, "bytes", U(rest));
+    json_object_set_new(x, "allocations", U(rest_n));
+    json_array_append_new(a, x);
+  }
+  return a;
+}
+
+static json_t *live_json(const struct vl_trace *tr, const struct vl_live_at *l) {
+  json_t *o = json_object();
+  json_object_set_new(o, "bytes", U(l->bytes));
+  json_object_set_new(o, "by_mark", live_groups(tr, l->by_mark, l->n_mark, true));
+  json_object_set_new(o, "by_module", live_groups(tr, l->by_module, l->n_module, false));
+  return o;
+}
+
+static void live_lines(FILE *o, const struct vl_trace *tr, const struct vl_live_group *g, size_t n,
+                       bool mark) {
+  uint64_t rest = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i >= LIVE_LINES) {
+      rest += g[i].bytes;
+      continue;
+    }
+    const char *name = live_name(tr, &g[i], mark);
+    fprintf(o, "    %-40.40s %10.3f GiB %8zu allocations\n",
+            name   ? name
+            : mark ? "(before the first mark)"
+                   : "(no module)",
+            GIB(g[i].bytes), g[i].allocations);
+  }
+  if (rest) fprintf(o, "    %-40s %10.3f GiB\n", "(the others)", GIB(rest));
+}
+
 static int as_json(FILE *o, const struct vl_trace_view *v) {
   const struct vl_replay *r = v->replays;
   const struct vl_trace *tr = v->tr;
@@ -62,6 +123,7 @@ static int as_json(FILE *o, const struct vl_trace_view *v) {
     json_array_append_new(a, x);
   }
   json_object_set_new(root, "replays", a);
+  if (v->live) json_object_set_new(root, "live_at_peak", live_json(tr, v->live));
   if (v->fw && v->fw->has_bill) /* the probe's categories, as report gives them */
     json_object_set_new(root, "bill", vl__fw_bill_json(v->fw));
   int rc = json_dumpf(root, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -123,6 +185,15 @@ int vl_render_trace(FILE *o, bool json, const struct vl_trace_view *v) {
   if (r[0].peak_at) fprintf(o, " at %s", tr->modules[r[0].peak_at]);
   if (r[0].peak_dtype) fprintf(o, " (%s)", tr->modules[r[0].peak_dtype]);
   fputc('\n', o);
+  if (v->live && v->live->bytes) {
+    fprintf(o,
+            "\n  live at the peak: %.3f GiB, by the mark before each allocation (what each "
+            "phase made and still holds):\n",
+            GIB(v->live->bytes));
+    live_lines(o, tr, v->live->by_mark, v->live->n_mark, true);
+    fprintf(o, "  and by the module that made it:\n");
+    live_lines(o, tr, v->live->by_module, v->live->n_module, false);
+  }
   if (v->fw && v->fw->has_bill) {
     fprintf(o,
             "\n  the bill (the probe's, by storage, step %u, after its %s; activations by "

@@ -342,6 +342,11 @@ class DryRun:
         for k in ("peak_mark", "peak_at", "peak_module", "peak_dtype", "complete", "device",
                   "batch"):
             setattr(self, k, report.get(k))
+        live = report.get("live_at_peak") or {}
+        # what is live at the peak, by the step's phase that made it (mark:
+        # bytes; None: before the first mark, the parameters) and by module
+        self.live_by_mark = {g["mark"]: g["bytes"] for g in live.get("by_mark", [])}
+        self.live_by_module = {g["module"]: g["bytes"] for g in live.get("by_module", [])}
         if self.gpu is not None:
             self.oom = bool(first["oom"])
         n = len(self.replays) - len(self._batch_sizes)

@@ -322,6 +322,42 @@ static void trace_from_mark(void **state) {
   vl_trace_release(&t);
 }
 
+/* What is live at the peak, by the mark before each allocation and by
+ * module: each live allocation once (an id freed and made again counts
+ * where it was made last), requests rounded to 512 B, another device's
+ * allocations left out, batch allocations scaled. */
+static void trace_live_at_peak(void **state) {
+  (void)state;
+  const char *text = "# batch 2\na 1 4 cpu\na 2 1000 meta model.w\nm forward 1\n"
+                     "b 3 6291456 meta model.h\nb 4 6291456 meta model.h\nf 3\nm optimizer 1\n"
+                     "a 5 2048 meta\nf 4\nm forward 2\nb 4 6291456 meta model.g\n";
+  struct vl_trace t;
+  struct vl_err err = {""};
+  struct vl_cache_conf conf = {0};
+  struct vl_replay r;
+  struct vl_live_at l;
+  assert_int_equal(vl_trace_parse(text, strlen(text), &t, &err), VL_OK);
+  assert_int_equal(vl_trace_replay(&t, -1, &conf, &r), VL_OK);
+  assert_int_equal(vl_trace_live_at(&t, -1, 1.0, r.peak_event, &l), VL_OK);
+  /* at the peak (the second activation of forward 1): the parameter and both */
+  assert_int_equal(l.bytes, 1024 + 2 * 6291456);
+  assert_int_equal(l.n_mark, 2);
+  assert_string_equal(t.marks[l.by_mark[0].key - 1], "forward 1");
+  assert_int_equal(l.by_mark[0].bytes, 2 * 6291456);
+  assert_int_equal(l.by_mark[0].allocations, 2);
+  assert_int_equal(l.by_mark[1].key, 0); /* before the first mark: the parameter */
+  assert_int_equal(l.by_mark[1].bytes, 1024);
+  vl_trace_live_release(&l);
+  /* at the end, the batch doubled: id 4 made again in forward 2, by model.g */
+  assert_int_equal(vl_trace_live_at(&t, -1, 2.0, t.n - 1, &l), VL_OK);
+  assert_int_equal(l.bytes, 1024 + 2048 + 2 * 6291456);
+  assert_string_equal(t.modules[l.by_module[0].key], "model.g");
+  assert_int_equal(l.by_module[0].bytes, 2 * 6291456);
+  vl_trace_live_release(&l);
+  assert_int_equal(vl_trace_live_at(&t, -1, 0.0, 0, &l), VL_EINVAL);
+  vl_trace_release(&t);
+}
+
 /* "b" allocations grow with the batch, "a" ones do not; fields after the
  * device in any order; the batch from "# batch N"; meta replayed when no
  * cuda. */
@@ -431,6 +467,7 @@ int main(void) {
                                      cmocka_unit_test(trace_empty_cache),
                                      cmocka_unit_test(trace_batch_fields_meta),
                                      cmocka_unit_test(trace_cut_last_line),
-                                     cmocka_unit_test(trace_from_mark)};
+                                     cmocka_unit_test(trace_from_mark),
+                                     cmocka_unit_test(trace_live_at_peak)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
