@@ -31,6 +31,17 @@ vl=$tmp/moved/usr/bin/vramledger
 check "data found beside the executable" grep -q "^data  *$tmp/moved/usr/share/vramledger/data$" "$tmp/paths"
 check "python found beside the executable" grep -q "^python  *$tmp/moved/usr/share/vramledger/python$" "$tmp/paths"
 check "interposer found beside the executable" grep -q "^interposer  *$tmp/moved/usr/lib/vramledger/libvramledger-preload.so$" "$tmp/paths"
+comp() { # comp WORD...: what the installed bash completion offers for the last word
+  bash -c ". '$tmp/moved/usr/share/bash-completion/completions/vramledger'
+    COMP_WORDS=(\"\$@\"); COMP_CWORD=\$((\${#COMP_WORDS[@]} - 1)); _vramledger
+    printf '%s\\n' \"\${COMPREPLY[@]}\"" comp "$vl" "$@"
+}
+comp es >"$tmp/c1"
+check "completion: commands" grep -qx estimate "$tmp/c1"
+comp estimate --max >"$tmp/c2"
+check "completion: a command's options" grep -qx -- --max-batch "$tmp/c2"
+comp estimate --model llama-3 >"$tmp/c3"
+check "completion: bundled models" grep -qx llama-3-8b "$tmp/c3"
 "$vl" estimate --model gpt2 --seq 1024 >"$tmp/est" 2>&1
 check "estimate of a bundled model" grep -q "parameters 124,439,808" "$tmp/est"
 
