@@ -90,6 +90,16 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   uint64_t kv_heads_saved = g_loc;
   if (math && job->checkpointing != VL_CKPT_SELECTIVE) kv_heads_saved = a_loc;
   attn = vl__add(ck, attn, vl__mul4(ck, T, a_loc + 2 * kv_heads_saved, sh->d, e));
+  /* q/k norms (Qwen3, OLMo 2, OLMoE, Gemma 3): RMSNorm keeps its fp32 copy
+   * of q and of k (in half precision; in fp32 the input itself, saved
+   * above), and their normalised outputs where the norm's weight trains
+   * (measured in dry runs of OLMoE and Qwen3-MoE under LoRA: 32 + 32 MiB
+   * and 8 + 1 MiB a layer, bench/results/dry-run/traces.tar.xz) */
+  if (arch->qk_norm) {
+    uint64_t qk = vl__mul3(ck, T, a_loc + g_loc, sh->d);
+    if (e < 4) attn = vl__add(ck, attn, vl__mul(ck, qk, 4));
+    if (!sh->lora_rank) attn = vl__add(ck, attn, vl__mul(ck, qk, e));
+  }
   uint64_t scores = 0;
   if (job->checkpointing != VL_CKPT_SELECTIVE) {
     if (math) {
@@ -154,9 +164,14 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
     mlp = vl__add(ck, mlp, vl__mul3(ck, T, width, per));
   }
   if (arch->experts) {
-    /* router logits (fp32 softmax) and each expert's gathered inputs */
+    /* router logits (fp32 softmax); each routed token's expert output,
+     * saved by the product with its routing weight (the weight's
+     * gradient); and its gathered input, saved for the experts' weight
+     * gradient only where they train: not under LoRA (transformers 5's
+     * experts, integrations/moe.py; dry runs of OLMoE, Qwen3-MoE and
+     * Qwen1.5-MoE under LoRA keep no gathered input) */
     mlp = vl__add(ck, mlp, vl__mul3(ck, T, arch->experts, 4));
-    mlp = vl__add(ck, mlp, vl__mul4(ck, T, k, sh->h, 2 * e));
+    mlp = vl__add(ck, mlp, vl__mul4(ck, T, k, sh->h, (sh->mlp_in_saved ? 2 : 1) * e));
   }
   if (arch->hidden_dropout > 0) mlp = vl__add(ck, mlp, vl__mul(ck, Tr, sh->h));
 

@@ -611,10 +611,6 @@ static const struct {
   const char *why;
 } known_misses[] = {
     {"deberta3-amp-adamw-eager", 0.02, 0.07, "DeBERTa-v3 +1.3 %, reserved -2.3 %"},
-    /* MoE under LoRA takes the analytic lines (transformers 5's grouped_mm
-     * experts are not replayed): OLMoE +4.3 % */
-    {"olmoe-bf16-lora16", 0.05, 0.05, "analytic MoE lines"},
-    {"tu-olmoe-bf16-lora16-b2s2048", 0.05, 0.05, "analytic MoE lines"},
     {"vit-amp-adamw", 0.03, 0.07, "ViT -2.1 %"},
     {"starcoder2-3b-bf16-adamw-fused", 0.02, 0.06, "reserved -5.7 %"},
     {"starcoderbase1b-infer-fp32", 0.03, 0.07, "generate() fp32 -2.1 %"},
