@@ -122,7 +122,13 @@ int cmd_estimate(int argc, const char **argv) {
   };
   struct vl_overheads ov;
   vl_overheads_default(&ov);
-  struct dry_view dv = {dm.formula ? &view : NULL, &dm, &d, &e, gpu, ov.cuda_context_bytes};
+  struct dry_view dv = {dm.formula ? &view : NULL,
+                        &dm,
+                        &d,
+                        &e,
+                        gpu,
+                        e.job.task == VL_TASK_INFER ? ov.cuda_context_infer_bytes
+                                                    : ov.cuda_context_bytes};
   bool fits = gpu ? dm.formula && fit.fits : true;
   int w =
       dm.run ? dry_run_render(stdout, e.fmt, &dv, &fits) : vl_render_estimate(stdout, e.fmt, &view);

@@ -129,6 +129,7 @@ void vl_job_init(struct vl_job *job);
  * numbers, not the structure. Sources in docs/model.md. */
 struct vl_overheads {
   uint64_t cuda_context_bytes;       /* driver context + loaded kernels, outside PyTorch */
+  uint64_t cuda_context_infer_bytes; /* the same for a process that only generates */
   uint64_t cublas_workspace_bytes;   /* cuBLAS/cuBLASLt workspace, inside the allocator */
   uint64_t nccl_bytes;               /* NCCL internal buffers per process, when ranks > 1 */
   double allocator_churn;            /* reserved - allocated, as a fraction of the churning

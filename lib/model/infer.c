@@ -107,9 +107,9 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
                 "transformers DynamicCache.update (torch.cat)", vl__add(&ck, dec, grow));
 
   uint64_t ranks = vl__mul(&ck, job->tp, job->pp);
-  uint64_t ctx = ov->cuda_context_bytes + (ranks > 1 ? ov->nccl_bytes : 0);
-  vl__term(bill, VL_LINE_CONTEXT, "CUDA context + libraries", "measured",
-           "bench/results/calibration/calibration.json", ctx);
+  uint64_t ctx = ov->cuda_context_infer_bytes + (ranks > 1 ? ov->nccl_bytes : 0);
+  vl__term(bill, VL_LINE_CONTEXT, "CUDA context + libraries (generate() only)", "measured",
+           "bench/results/calibration/calibration.json (generate() runs)", ctx);
   vl__term(bill, VL_LINE_WORKSPACE, "cuBLAS workspace", "measured",
            "bench/results/calibration/basics.json", ov->cublas_workspace_bytes);
 

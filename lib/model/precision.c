@@ -95,6 +95,12 @@ void vl_overheads_default(struct vl_overheads *o) {
    * bench/results/calibration/basics.json); the median of the
    * calibration set: bench/results/calibration/calibration.json */
   o->cuda_context_bytes = 805306368ull; /* 0.75 GiB */
+  /* a process that only runs generate() loads fewer kernels (no backward,
+   * no optimizer; CUDA loads modules lazily): 678-734 MiB over 14
+   * generate() runs, the median 698 MiB (bench/results/calibration/
+   * calibration.json, model-types/types-measured.json,
+   * known-misses/, estimate-dry-run/raw/) */
+  o->cuda_context_infer_bytes = 731906048ull; /* 698 MiB */
   o->cublas_workspace_bytes = 32ull << 20;
   /* a rank's memory beyond one GPU's context when ranks talk: NCCL's own
    * buffers (libnccl.so.2's driver allocations: 484 MiB a rank) and the
