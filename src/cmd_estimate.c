@@ -127,8 +127,9 @@ int cmd_estimate(int argc, const char **argv) {
                         &d,
                         &e,
                         gpu,
-                        e.job.task == VL_TASK_INFER ? ov.cuda_context_infer_bytes
-                                                    : ov.cuda_context_bytes};
+                        e.job.task == VL_TASK_INFER && e.job.allocator != VL_ALLOC_EXPANDABLE
+                            ? ov.cuda_context_infer_bytes
+                            : ov.cuda_context_bytes};
   bool fits = gpu ? dm.formula && fit.fits : true;
   int w =
       dm.run ? dry_run_render(stdout, e.fmt, &dv, &fits) : vl_render_estimate(stdout, e.fmt, &view);

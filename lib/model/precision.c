@@ -100,7 +100,7 @@ void vl_overheads_default(struct vl_overheads *o) {
    * generate() runs, the median 698 MiB (bench/results/calibration/
    * calibration.json, model-types/types-measured.json,
    * known-misses/, estimate-dry-run/raw/) */
-  o->cuda_context_infer_bytes = 731906048ull; /* 698 MiB */
+  o->cuda_context_infer_bytes = 731906048ull; /* 698 MiB; not with expandable segments */
   o->cublas_workspace_bytes = 32ull << 20;
   /* a rank's memory beyond one GPU's context when ranks talk: NCCL's own
    * buffers (libnccl.so.2's driver allocations: 484 MiB a rank) and the
