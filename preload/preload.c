@@ -12,8 +12,9 @@
  * when an entry point is asked for, and never inside dlsym; a failure of
  * ours (no
  * record, no counters) disables us, never the program; fork-safe (the
- * child starts with its own slot and table); thread-safe (one mutex around
- * the pointer table; counters are atomics). libc only. */
+ * child starts with no slot and no table); thread-safe (one mutex around
+ * the pointer table, held for a bounded number of steps; counters are
+ * atomics). libc only. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -59,13 +60,68 @@ static int trace_calls; /* VRAMLEDGER_PRELOAD_TRACE=1: each counted allocation t
 static _Atomic int started;
 static __thread int depth; /* > 0 inside a runtime call: its driver calls are not counted again */
 
-/* pointer (or handle) -> size, open addressing; key 0 = empty, ~0 = deleted */
+/* pointer (or handle) -> size: open addressing with linear probing; key 0
+ * = empty. The table holds the live allocations only: a free shifts the
+ * entries after it back (no tombstones), and the table is sized by what is
+ * live, grown at 3/4 full and shrunk under 1/8 (never under TABLE_MIN).
+ * Resizing never rehashes the whole table under the lock: the previous
+ * table (`old`) stays searchable while each call moves up to TABLE_MOVE of
+ * its slots into the new one, and once empty it is unmapped a piece per
+ * call, outside the lock (a whole table at once took 10-20 ms for 96 MiB).
+ * A new table can fill to 3/4 only after 3/8 (grown) or 1/4 (shrunk) of
+ * the old one's slots in more inserts, so with TABLE_MOVE >= 4 the old one
+ * is empty long before. In `old`, a moved or freed
+ * entry leaves TOMB so the searches there still find what is behind it.
+ * When no larger table can be had (`ulimit -v`), the table fills up to
+ * 15/16, then an allocation is not counted and the counters say so. */
 struct entry {
   uint64_t key, size;
   uint32_t lib; /* who asked: an index into libs[] */
 };
-static struct entry *table;
-static size_t table_cap, table_used;
+struct table {
+  struct entry *e; /* mmap'ed, cap entries; NULL: none yet */
+  size_t cap, used;
+};
+#define TABLE_MIN (1u << 12)    /* 96 KiB */
+#define TABLE_MOVE 8            /* slots of `old` moved per call: >= 4 (above) */
+#define UNMAP_PIECE (64u << 10) /* bytes of an emptied table unmapped per call */
+#define TOMB (~0ull)
+static struct table cur, old; /* under lock */
+static size_t old_next;       /* the next slot of `old` to move */
+struct span {
+  char *p;
+  size_t len;
+};
+/* what is left to unmap of emptied tables, under lock: a shrinking table
+ * can empty several smaller ones while a large one is still going */
+#define RETIRING_MAX 32
+static struct span retiring[RETIRING_MAX];
+static unsigned n_retiring;
+
+/* Under lock: an emptied table (gone, if any) joins what is to be
+ * unmapped; the next piece of it is handed out in *piece, and in *rest
+ * what cannot wait (with RETIRING_MAX tables going already). The caller
+ * unmaps both once the lock is released. */
+static void retire(const struct table *gone, struct span *piece, struct span *rest) {
+  *rest = (struct span){0};
+  *piece = (struct span){0};
+  if (gone->e) {
+    if (n_retiring == RETIRING_MAX) *rest = retiring[--n_retiring];
+    retiring[n_retiring++] = (struct span){(char *)gone->e, gone->cap * sizeof *gone->e};
+  }
+  if (!n_retiring) return;
+  struct span *r = &retiring[n_retiring - 1];
+  size_t n = r->len < UNMAP_PIECE ? r->len : UNMAP_PIECE;
+  *piece = (struct span){r->p, n};
+  r->p += n;
+  r->len -= n;
+  if (!r->len) n_retiring--;
+}
+
+static void unmap_spans(const struct span *a, const struct span *b) {
+  if (a->len) munmap(a->p, a->len);
+  if (b->len) munmap(b->p, b->len);
+}
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -80,23 +136,97 @@ static size_t hash(uint64_t k, size_t cap) {
   return (size_t)k & (cap - 1);
 }
 
-static int table_grow(void) {
-  size_t nc = table_cap ? table_cap * 2 : 1u << 16;
-  struct entry *nt =
-      mmap(NULL, nc * sizeof *nt, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (nt == MAP_FAILED) return -1;
-  for (size_t i = 0; i < table_cap; i++) {
-    uint64_t k = table[i].key;
-    if (k == 0 || k == ~0ull) continue;
-    size_t j = hash(k, nc);
-    while (nt[j].key)
-      j = (j + 1) & (nc - 1);
-    nt[j] = table[i];
+/* The slot of key in t, or SIZE_MAX. */
+static size_t table_find(const struct table *t, uint64_t key) {
+  if (!t->e) return SIZE_MAX;
+  for (size_t j = hash(key, t->cap);; j = (j + 1) & (t->cap - 1)) {
+    if (t->e[j].key == key) return j;
+    if (!t->e[j].key) return SIZE_MAX;
   }
-  if (table) munmap(table, table_cap * sizeof *table);
-  table = nt;
-  table_cap = nc;
-  return 0;
+}
+
+/* Remove slot j of cur, moving back the entries of its probe run that
+ * would no longer be found (Knuth 6.4, algorithm R). */
+static void table_delete(size_t j) {
+  size_t mask = cur.cap - 1;
+  for (size_t i = j, k = j;;) {
+    cur.e[i].key = 0;
+    for (;;) {
+      k = (k + 1) & mask;
+      if (!cur.e[k].key) {
+        cur.used--;
+        return;
+      }
+      size_t h = hash(cur.e[k].key, cur.cap);
+      /* the entry at k stays when its home h lies cyclically in (i, k] */
+      if (i <= k ? (i < h && h <= k) : (i < h || h <= k)) continue;
+      cur.e[i] = cur.e[k];
+      i = k;
+      break;
+    }
+  }
+}
+
+/* Put e into cur (room checked by the caller); an entry of the same key
+ * that it replaces goes to *was (when not NULL; else key 0 there). */
+static void table_put(struct entry e, struct entry *was) {
+  size_t j = hash(e.key, cur.cap);
+  while (cur.e[j].key && cur.e[j].key != e.key)
+    j = (j + 1) & (cur.cap - 1);
+  if (was) *was = cur.e[j].key ? cur.e[j] : (struct entry){0};
+  if (!cur.e[j].key) cur.used++;
+  cur.e[j] = e;
+}
+
+/* Move up to budget slots of `old` into cur; an emptied `old` goes to
+ * *gone, for the caller to unmap once the lock is released. */
+static void table_move(size_t budget, struct table *gone) {
+  for (; old.e && old.used && old_next < old.cap && budget; budget--) {
+    struct entry *x = &old.e[old_next++];
+    if (!x->key || x->key == TOMB) continue;
+    table_put(*x, NULL);
+    x->key = TOMB;
+    old.used--;
+  }
+  if (old.e && (!old.used || old_next == old.cap) && !gone->e) {
+    *gone = old;
+    old = (struct table){0};
+  }
+}
+
+static struct entry *table_map(size_t cap) {
+  void *p = mmap(NULL, cap * sizeof(struct entry), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  /* small pages: a transparent huge page is 2 MiB zeroed at one call's
+   * first touch */
+  madvise(p, cap * sizeof(struct entry), MADV_NOHUGEPAGE);
+  return p;
+}
+
+/* Start moving cur into a new table of cap entries (no move under way:
+ * cur becomes `old`, an empty one is let go at the next move). mmap only
+ * reserves: the pages are touched as entries come. */
+static bool table_resize(size_t cap) {
+  struct entry *e = table_map(cap);
+  if (!e) return false;
+  if (cur.e) {
+    old = cur;
+    old_next = 0;
+  }
+  cur = (struct table){e, cap, 0};
+  return true;
+}
+
+/* Room in cur for one more entry. @return false when there is none and
+ * none can be had (the allocation goes uncounted). */
+static bool table_room(struct table *gone) {
+  if (!cur.e) return table_resize(TABLE_MIN);
+  if ((cur.used + 1) * 4 < cur.cap * 3) return true;
+  if (old.e) table_move(old.cap, gone); /* not reached (see above): finish the move first */
+  if (old.e) return (cur.used + 1) * 16 < cur.cap * 15;
+  if (table_resize(cur.cap * 2)) return true;
+  return (cur.used + 1) * 16 < cur.cap * 15;
 }
 
 /* Counters: the slot's fields are updated atomically so the sampler reads
@@ -136,13 +266,65 @@ static uint32_t lib_of(const char *path) { /* under lock */
   return n_libs++;
 }
 
+/* What could not be counted, said once a run: a bit in the counters
+ * (`run` records it, `report` makes it a finding) and one line on stderr,
+ * from the first process that meets it (once a process without the
+ * shared counters). Not under lock. */
+static void say_lost(uint32_t bit, const char *text) {
+  static uint32_t said; /* without counters: this process's bits */
+  uint32_t was = counters ? __atomic_fetch_or(&counters->lost, bit, __ATOMIC_RELAXED)
+                          : __atomic_fetch_or(&said, bit, __ATOMIC_RELAXED);
+  if (was & bit) return;
+  ssize_t w = write(2, text, strlen(text));
+  (void)w;
+}
+
+/* The process's slot in the counters, taken at its first allocation (a
+ * process that never allocates takes none). A slot already holding our pid
+ * is the program's before an exec: what it held went with that image. With
+ * every slot taken the process counts in local_slot, and it is said.
+ * Under lock. @return false when no slot could be had. */
+static bool slot_claimed;
+static bool claim_slot(void) {
+  slot_claimed = true;
+  if (!counters) return true;
+  uint32_t me = (uint32_t)getpid();
+  unsigned n = counters->slots < VL_COUNTERS_SLOTS ? counters->slots : VL_COUNTERS_SLOTS;
+  for (unsigned i = 0; i < n; i++)
+    if (__atomic_load_n(&counters->slot[i].pid, __ATOMIC_ACQUIRE) == me) {
+      struct vl_counters_slot *s = &counters->slot[i];
+      __atomic_store_n(&s->live, 0, __ATOMIC_RELAXED);
+      __atomic_store_n(&s->allocs, 0, __ATOMIC_RELAXED);
+      __atomic_store_n(&s->frees, 0, __ATOMIC_RELAXED);
+      slot = s;
+      return true;
+    }
+  for (unsigned i = 0; i < n; i++) {
+    uint32_t expect = 0;
+    if (__atomic_compare_exchange_n(&counters->slot[i].pid, &expect, me, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+      slot = &counters->slot[i];
+      return true;
+    }
+  }
+  __atomic_add_fetch(&counters->no_slot, 1, __ATOMIC_RELAXED);
+  return false;
+}
+
+static void table_full(void) {
+  if (counters) __atomic_add_fetch(&counters->uncounted, 1, __ATOMIC_RELAXED);
+}
+
 static void count_alloc(uint64_t key, uint64_t size, void *caller) {
-  if (!key || key == ~0ull) return;
+  if (!key || key == TOMB) return;
   if (!atomic_load_explicit(&flusher_started, memory_order_relaxed) &&
       !atomic_exchange(&flusher_started, 1))
     start_flusher(); /* processes that never allocate never get a thread */
   size_t ci = ((uintptr_t)caller >> 4) & (CALLER_CACHE - 1);
+  struct table gone = {0};
+  bool no_slot = false, full = false;
   pthread_mutex_lock(&lock);
+  if (!slot_claimed) no_slot = !claim_slot();
   uint32_t lib = caller_cache[ci].lib;
   if (caller_cache[ci].caller != caller || !caller) { /* a call site seen first: ask dladdr */
     pthread_mutex_unlock(&lock);
@@ -153,21 +335,47 @@ static void count_alloc(uint64_t key, uint64_t size, void *caller) {
     caller_cache[ci].caller = caller;
     caller_cache[ci].lib = lib;
   }
-  if ((table_used + 1) * 4 >= table_cap * 3 && table_grow() != 0) {
-    pthread_mutex_unlock(&lock);
-    return; /* out of memory for bookkeeping: stop counting this one, never fail the program */
+  table_move(TABLE_MOVE, &gone);
+  if (!table_room(&gone)) {
+    full = true; /* out of memory for bookkeeping: not counted, never fail the program */
+  } else {
+    /* the same key again: its free went by unseen (the driver never hands
+     * out a live address twice), so what it held is gone */
+    struct entry was = {0};
+    size_t j = table_find(&old, key);
+    if (j != SIZE_MAX) {
+      was = old.e[j];
+      old.e[j].key = TOMB;
+      old.used--;
+    }
+    struct entry dup;
+    table_put((struct entry){key, size, lib}, &dup);
+    if (dup.key) was = dup;
+    if (was.key) {
+      __atomic_sub_fetch(&libs[was.lib].live, was.size, __ATOMIC_RELAXED);
+      __atomic_sub_fetch(&slot->live, was.size, __ATOMIC_RELAXED);
+    }
+    __atomic_add_fetch(&libs[lib].live, size, __ATOMIC_RELAXED);
+    uint64_t live = __atomic_add_fetch(&slot->live, size, __ATOMIC_RELAXED);
+    if (live > __atomic_load_n(&slot->peak, __ATOMIC_RELAXED))
+      __atomic_store_n(&slot->peak, live, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&slot->allocs, 1, __ATOMIC_RELAXED);
   }
-  size_t j = hash(key, table_cap);
-  while (table[j].key && table[j].key != ~0ull && table[j].key != key)
-    j = (j + 1) & (table_cap - 1);
-  if (table[j].key != key) table_used++;
-  table[j] = (struct entry){key, size, lib};
-  __atomic_add_fetch(&libs[lib].live, size, __ATOMIC_RELAXED);
-  uint64_t live = __atomic_add_fetch(&slot->live, size, __ATOMIC_RELAXED);
-  if (live > __atomic_load_n(&slot->peak, __ATOMIC_RELAXED))
-    __atomic_store_n(&slot->peak, live, __ATOMIC_RELAXED);
-  __atomic_add_fetch(&slot->allocs, 1, __ATOMIC_RELAXED);
+  struct span piece, rest;
+  retire(&gone, &piece, &rest);
   pthread_mutex_unlock(&lock);
+  unmap_spans(&piece, &rest);
+  if (no_slot)
+    say_lost(VL_COUNTERS_LOST_NO_SLOT,
+             "vramledger-preload: every counter slot is taken: this process's GPU allocations "
+             "are left out of the live counts (the record says how many processes)\n");
+  if (full) {
+    table_full();
+    say_lost(VL_COUNTERS_LOST_TABLE,
+             "vramledger-preload: no memory to track more allocations (ulimit -v?): new ones "
+             "are not counted from now on (the record says how many)\n");
+    return;
+  }
   if (trace_calls) { /* who asked for what, for diagnosis */
     char buf[160];
     int k = snprintf(buf, sizeof buf, "vramledger-preload: %llu bytes by %s\n",
@@ -183,18 +391,31 @@ static void count_alloc(uint64_t key, uint64_t size, void *caller) {
 #define COUNT_ALLOC(key, size) count_alloc((key), (size), __builtin_return_address(0))
 
 static void count_free(uint64_t key) {
-  if (!key || !table) return;
+  if (!key || key == TOMB) return;
+  struct table gone = {0};
   pthread_mutex_lock(&lock);
-  size_t j = hash(key, table_cap);
-  while (table[j].key && table[j].key != key)
-    j = (j + 1) & (table_cap - 1);
-  if (table[j].key == key) {
-    __atomic_sub_fetch(&slot->live, table[j].size, __ATOMIC_RELAXED);
-    __atomic_sub_fetch(&libs[table[j].lib].live, table[j].size, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&slot->frees, 1, __ATOMIC_RELAXED);
-    table[j].key = ~0ull;
+  struct entry x = {0};
+  size_t j = table_find(&cur, key);
+  if (j != SIZE_MAX) {
+    x = cur.e[j];
+    table_delete(j);
+  } else if ((j = table_find(&old, key)) != SIZE_MAX) {
+    x = old.e[j];
+    old.e[j].key = TOMB;
+    old.used--;
   }
+  if (x.key) {
+    __atomic_sub_fetch(&slot->live, x.size, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&libs[x.lib].live, x.size, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&slot->frees, 1, __ATOMIC_RELAXED);
+  }
+  table_move(TABLE_MOVE, &gone);
+  /* fewer than 1/8 live: a table half the size (a quarter full) */
+  if (!old.e && cur.cap > TABLE_MIN && cur.used * 8 < cur.cap) table_resize(cur.cap / 2);
+  struct span piece, rest;
+  retire(&gone, &piece, &rest);
   pthread_mutex_unlock(&lock);
+  unmap_spans(&piece, &rest);
 }
 
 /* ---- stream-ordered pools (cudaMallocAsync) ----------------------------
@@ -402,20 +623,6 @@ static void *flusher(void *arg) {
   return NULL;
 }
 
-static void claim_slot(void) {
-  slot = &local_slot;
-  if (!counters) return;
-  uint32_t me = (uint32_t)getpid();
-  for (unsigned i = 0; i < counters->slots && i < VL_COUNTERS_SLOTS; i++) {
-    uint32_t expect = 0;
-    if (__atomic_compare_exchange_n(&counters->slot[i].pid, &expect, me, 0, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE)) {
-      slot = &counters->slot[i];
-      return;
-    }
-  }
-}
-
 static void on_exit_flush(void) {
   if (record_fd >= 0 && __atomic_load_n(&slot->allocs, __ATOMIC_RELAXED)) flush_counters();
 }
@@ -434,15 +641,20 @@ static void start_flusher(void) {
  * flusher (threads do not survive fork), and a usable lock. */
 static void after_fork_child(void) {
   pthread_mutex_init(&lock, NULL);
-  if (table) memset(table, 0, table_cap * sizeof *table);
-  table_used = 0;
+  if (cur.e) munmap(cur.e, cur.cap * sizeof *cur.e); /* the parent's, copied */
+  if (old.e) munmap(old.e, old.cap * sizeof *old.e);
+  for (unsigned i = 0; i < n_retiring; i++)
+    munmap(retiring[i].p, retiring[i].len);
+  cur = old = (struct table){0};
+  n_retiring = 0;
   local_slot = (struct vl_counters_slot){0};
-  n_pools = 0; /* the child has none of the parent's device memory */
+  slot = &local_slot;
+  slot_claimed = false; /* a slot at the child's first allocation */
+  n_pools = 0;          /* the child has none of the parent's device memory */
   pools_reserved = 0;
   n_libs = 0;
   memset(libs, 0, sizeof libs);
   memset(caller_cache, 0, sizeof caller_cache);
-  claim_slot();
   atomic_store(&flusher_started, 0);
 }
 
@@ -452,16 +664,19 @@ __attribute__((constructor)) static void init(void) {
   const char *c = getenv("VRAMLEDGER_COUNTERS");
   if (c && *c) {
     int fd = open(c, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
+    struct stat st;
+    /* a file of another size (another version of vramledger) is left
+     * alone: touching a page past its end would kill the program */
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof *counters) {
       void *p = mmap(NULL, sizeof *counters, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      close(fd);
-      if (p != MAP_FAILED && ((struct vl_counters *)p)->magic == VL_COUNTERS_MAGIC)
+      const struct vl_counters *m = p;
+      if (p != MAP_FAILED && m->magic == VL_COUNTERS_MAGIC && m->version == VL_COUNTERS_VERSION)
         counters = p;
       else if (p != MAP_FAILED)
         munmap(p, sizeof *counters);
     }
+    if (fd >= 0) close(fd);
   }
-  claim_slot();
   const char *tr = getenv("VRAMLEDGER_PRELOAD_TRACE");
   trace_calls = tr && *tr == '1';
   const char *r = getenv("VRAMLEDGER_RECORD");
@@ -469,9 +684,6 @@ __attribute__((constructor)) static void init(void) {
     memcpy(record_path, r, strlen(r) + 1);
     record_ok();
   }
-  pthread_mutex_lock(&lock);
-  table_grow();
-  pthread_mutex_unlock(&lock);
   pthread_atfork(NULL, NULL, after_fork_child);
   atexit(on_exit_flush);
 }

@@ -9,8 +9,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -137,12 +139,163 @@ static void on_child(int sig) {
   child_exited = 1;
 }
 
+/* A signal reaches the job once. The job stays in our process group, so
+ * the terminal (Ctrl-C, Ctrl-\, Ctrl-Z, a hangup), a `kill -- -PGID`, timeout(1)'s
+ * signal to its group, and schedulers that signal every process of a job
+ * (Slurm, systemd) reach it directly; only a signal aimed at us alone (a
+ * `kill PID`, a container's stop, timeout --foreground) is to be passed
+ * on. Which is which: the sentinel, a process of ours in the same group
+ * that blocks the forwarded signals, so that whatever reached it stays
+ * pending there (readable in /proc/PID/status, ShdPnd) — a signal pending
+ * there too was not sent to us alone. Members of a group are signalled
+ * newest first (the sentinel is newer than we are), and a sender that
+ * signals us and then the group (timeout) or each process in turn (Slurm)
+ * is given 2 ms. A drained sentinel (what was pending taken) is ready for
+ * the next. Without a sentinel, what the kernel sent (si_code > 0: the
+ * terminal, a hangup) is taken for the group's. docs/cmd/run.md. */
+static volatile sig_atomic_t sentinel_pid;
+static int sentinel_wake = -1, sentinel_ack = -1; /* pipes to and from it */
+
+/* Is sig pending at the sentinel? Async-signal-safe. */
+static bool sentinel_has(int sig) {
+  char path[40] = "/proc/", buf[4096];
+  size_t k = 6;
+  char digits[16];
+  int nd = 0;
+  for (unsigned long v = (unsigned long)sentinel_pid; v && nd < 16; v /= 10)
+    digits[nd++] = (char)('0' + v % 10);
+  while (nd)
+    path[k++] = digits[--nd];
+  memcpy(path + k, "/status", 8);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char *p = strstr(buf, "ShdPnd:");
+  if (!p) return false;
+  p += 7;
+  while (*p == ' ' || *p == '\t')
+    p++;
+  unsigned long long mask = 0;
+  for (;; p++) {
+    int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+    if (d < 0) break;
+    mask = mask << 4 | (unsigned long long)d;
+  }
+  return (mask >> (sig - 1)) & 1;
+}
+
+/* Have the sentinel take what is pending, and wait (10 ms at most) until
+ * it has. Async-signal-safe. */
+static void sentinel_drain(void) {
+  char c = 1;
+  if (write(sentinel_wake, &c, 1) != 1) return;
+  struct pollfd pf = {.fd = sentinel_ack, .events = POLLIN};
+  if (poll(&pf, 1, 10) == 1 && read(sentinel_ack, &c, 1) != 1) {
+    /* gone: the next signal is passed on */
+  }
+}
+
 static void forward(int sig, siginfo_t *info, void *uc) {
   (void)uc;
-  /* a terminal's ^C already reached the child (same process group); a
-   * kill aimed at us is passed on */
-  if ((sig == SIGINT || sig == SIGQUIT) && info && info->si_code > 0) return;
-  if (child_pid > 0) kill((pid_t)child_pid, sig);
+  if (child_pid <= 0) return;
+  int saved = errno;
+  bool shared = getpgid((pid_t)child_pid) == getpgrp(); /* else it left: group signals miss it */
+  bool group = false;
+  if (shared && sentinel_pid > 0) {
+    group = sentinel_has(sig);
+    if (!group) {
+      struct timespec ts = {0, 2000000};
+      nanosleep(&ts, NULL);
+      group = sentinel_has(sig);
+    }
+  } else if (shared) {
+    group = info && info->si_code > 0;
+  }
+  if (!group) kill((pid_t)child_pid, sig);
+  /* drained unless another of sig is on its way to us (the group's, after
+   * ours): that one finds it still pending */
+  sigset_t mine;
+  if (group && sentinel_pid > 0 && sigpending(&mine) == 0 && !sigismember(&mine, sig))
+    sentinel_drain();
+  errno = saved;
+}
+
+/* In the sentinel: the forwarded signals blocked, drained when asked;
+ * gone with us (its pipe closed, or PR_SET_PDEATHSIG). */
+__attribute__((noreturn)) static void sentinel_main(int wake, int ack, pid_t parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(0);
+  for (int fd = 0; fd < 1024; fd++) /* holds nothing of ours open (a pipe's reader waits for EOF) */
+    if (fd != wake && fd != ack) close(fd);
+  sigset_t set;
+  sigemptyset(&set);
+  for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++)
+    sigaddset(&set, fwd[i]);
+  for (;;) {
+    char c;
+    ssize_t n = read(wake, &c, 1);
+    if (n == 0) _exit(0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      _exit(0);
+    }
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&set, NULL, &zero) > 0) {
+    }
+    if (write(ack, &c, 1) != 1) _exit(0);
+  }
+}
+
+/* The sentinel, started before the job with the forwarded signals blocked
+ * from the fork on (none is missed). When it cannot be, forward() falls
+ * back on si_code. */
+static void sentinel_start(void) {
+  int w[2], a[2];
+  if (pipe(w) != 0) return;
+  if (pipe(a) != 0) {
+    close(w[0]);
+    close(w[1]);
+    return;
+  }
+  sigset_t set, old;
+  sigemptyset(&set);
+  for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++)
+    sigaddset(&set, fwd[i]);
+  sigprocmask(SIG_BLOCK, &set, &old);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(w[1]);
+    close(a[0]);
+    sentinel_main(w[0], a[1], parent);
+  }
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  close(w[0]);
+  close(a[1]);
+  if (pid < 0) {
+    close(w[1]);
+    close(a[0]);
+    return;
+  }
+  fcntl(w[1], F_SETFD, FD_CLOEXEC);
+  fcntl(a[0], F_SETFD, FD_CLOEXEC);
+  sentinel_wake = w[1];
+  sentinel_ack = a[0];
+  sentinel_pid = pid;
+}
+
+static void sentinel_stop(void) {
+  if (sentinel_pid <= 0) return;
+  pid_t pid = (pid_t)sentinel_pid;
+  sentinel_pid = 0;
+  close(sentinel_wake);
+  close(sentinel_ack);
+  sentinel_wake = sentinel_ack = -1;
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+  }
 }
 
 /* ---- the triggers ------------------------------------------------------- */
@@ -549,6 +702,7 @@ __attribute__((noreturn)) static void exec_job(const struct run *r, int errfd) {
 static int exec_failed(struct run *r, int exec_errno) {
   int st;
   waitpid(r->pid, &st, 0);
+  sentinel_stop();
   cli_error("cannot run '%s': %s", r->cmd[0], strerror(exec_errno));
   json_t *ex = json_object();
   json_object_set_new(ex, "type", json_string("exit"));
@@ -578,8 +732,10 @@ static int start_job(struct run *r) {
   sigemptyset(&sc.sa_mask);
   child_exited = 0;
   sigaction(SIGCHLD, &sc, &r->old_chld);
+  sentinel_start();
   r->pid = fork();
   if (r->pid < 0) {
+    sentinel_stop();
     cli_error("cannot start '%s': %s", r->cmd[0], strerror(errno));
     return VL_EXIT_ERROR;
   }
@@ -601,15 +757,39 @@ static int start_job(struct run *r) {
   return 0;
 }
 
+/* What the interposer could not count (its processes said so on the
+ * job's stderr, once each kind): a `lost` event before the exit event,
+ * which report turns into findings. */
+static void put_lost(struct run *r) {
+  if (!r->ctr) return;
+  uint32_t lost = __atomic_load_n(&r->ctr->lost, __ATOMIC_RELAXED);
+  if (!lost) return;
+  json_t *e = json_object();
+  json_object_set_new(e, "type", json_string("lost"));
+  json_object_set_new(e, "t_ns", json_integer((json_int_t)vl_monotonic_ns()));
+  json_object_set_new(
+      e, "no_slot_procs",
+      json_integer((json_int_t)__atomic_load_n(&r->ctr->no_slot, __ATOMIC_RELAXED)));
+  json_object_set_new(
+      e, "uncounted_allocs",
+      json_integer((json_int_t)__atomic_load_n(&r->ctr->uncounted, __ATOMIC_RELAXED)));
+  json_object_set_new(e, "slots", json_integer(VL_COUNTERS_SLOTS));
+  if (put(r, e, NULL) != VL_OK) {
+    /* the job's stderr said it */
+  }
+}
+
 /* The job's end: our handlers gone, the exit event, everything closed,
  * and the peaks said (unless --quiet). @return the job's exit code. */
 static int finish(struct run *r, struct vl_sampler *sm) {
   for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++)
     sigaction(fwd[i], &r->old[i], NULL);
+  sentinel_stop();
   sigaction(SIGCHLD, &r->old_chld, NULL);
   int status = sm->status;
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   vl_sampler_finish(sm);
+  put_lost(r);
   if (vl_sampler_put_exit(sm, code, NULL) != VL_OK) {
     /* the record ends without its exit event; readers take it for a kill */
   }

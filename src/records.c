@@ -16,12 +16,14 @@ int cli_load_record(const char *run, struct vl_record *rec, char *path, size_t p
     snprintf(path, path_len, "%.3900s/record.jsonl", run);
   else
     snprintf(path, path_len, "%s", run);
-  size_t len = 0;
-  char *text = cli_read_file(path, &len);
-  if (!text) return VL_EXIT_ERROR;
+  /* streamed: a record has no size limit (a day of 8 GPUs at 100 ms is
+   * over 600 MiB) */
   struct vl_err err = {""};
-  vl_status s = vl_record_parse(text, len, rec, &err);
-  vl_free(text);
+  vl_status s = vl_record_read(path, rec, &err);
+  if (s == VL_EIO) {
+    cli_error("cannot read '%s': %s", path, err.msg);
+    return VL_EXIT_ERROR;
+  }
   if (s != VL_OK) {
     cli_error("cannot read the record '%s': %s", path, err.msg);
     return VL_EXIT_ERROR;

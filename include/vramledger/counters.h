@@ -2,15 +2,17 @@
  *
  * `vramledger run` creates a small file in the run directory and passes its
  * path in $VRAMLEDGER_COUNTERS; every interposed process of the job maps it
- * and keeps one slot: its pid, live and peak driver-allocated bytes. The
- * sampler reads the slots at each tick. Header-only; the interposer links
- * nothing but libc. */
+ * and, at its first allocation, takes one slot: its pid, live and peak
+ * driver-allocated bytes. The sampler reads the slots at each tick. What
+ * the interposer could not count is said in `lost` (flags) and its two
+ * counts, which `run` puts into the record. Header-only; the interposer
+ * links nothing but libc. */
 #ifndef VRAMLEDGER_COUNTERS_H
 #define VRAMLEDGER_COUNTERS_H
 #include <stdint.h>
 
 #define VL_COUNTERS_MAGIC 0x564c4354u /* "VLCT" */
-#define VL_COUNTERS_VERSION 1u
+#define VL_COUNTERS_VERSION 2u        /* 2: lost, no_slot, uncounted */
 #define VL_COUNTERS_SLOTS 256u
 
 struct vl_counters_slot {
@@ -22,11 +24,18 @@ struct vl_counters_slot {
   uint64_t frees;
 };
 
+/* bits of vl_counters.lost, set by the first process that meets each */
+#define VL_COUNTERS_LOST_NO_SLOT 1u /* a process allocated with every slot taken */
+#define VL_COUNTERS_LOST_TABLE 2u   /* a process's pointer table could not grow */
+
 struct vl_counters {
   uint32_t magic;
   uint32_t version;
   uint32_t slots;
+  uint32_t lost;    /* VL_COUNTERS_LOST_* (atomically) */
+  uint32_t no_slot; /* processes whose bytes are in no slot (atomically) */
   uint32_t pad;
+  uint64_t uncounted; /* allocations no table could hold (atomically) */
   struct vl_counters_slot slot[VL_COUNTERS_SLOTS];
 };
 

@@ -11,6 +11,7 @@
  *   mark   a phase stamp (vl_mark, the probe)
  *   note   something the reader should know (no NVML, ...)
  *   gap    bytes lost to writes that failed (the line before may be cut)
+ *   lost   what the interposer could not count (slots, table)
  *   probe, device, phase, step, oom   the PyTorch probe (probe.py)
  *   exit   the command's status
  * Every event and field: docs/record.md.
@@ -160,6 +161,10 @@ struct vl_record {
   bool truncated; /* the last line was cut (a crash mid-write) */
   unsigned gaps;  /* "gap" lines: writes that failed (ENOSPC, EFBIG, EIO) */
   uint64_t gap_bytes;
+  /* the "lost" event: what the interposer could not count */
+  unsigned lost_no_slot_procs; /* processes that allocated with every counter slot taken */
+  unsigned lost_slots;         /* the slots there were */
+  uint64_t lost_uncounted;     /* allocations a full pointer table left out */
   size_t lines;
 };
 
@@ -169,6 +174,11 @@ struct vl_record {
  * VL_EKEY (wrong schema, missing meta), VL_ENOMEM. */
 vl_status vl_record_parse(const char *text, size_t len, struct vl_record *rec,
                           struct vl_err *err) VL_MUST_USE;
+/*! Read the record at path, streamed (its size is not limited; each line
+ * is, to VL_RECORD_MAX_LINE bytes). As vl_record_parse, and VL_EIO (the
+ * file cannot be read: why in err), VL_ERANGE (a line over the limit). */
+#define VL_RECORD_MAX_LINE (64u << 20)
+vl_status vl_record_read(const char *path, struct vl_record *rec, struct vl_err *err) VL_MUST_USE;
 void vl_record_release(struct vl_record *rec);
 
 /* What the record says, ready for a report. */

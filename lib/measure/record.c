@@ -1,17 +1,22 @@
 /* Reader of run records (schema vramledger.run/1) and their summary. */
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../util/internal.h"
 #include "vramledger/alloc.h"
 #include "vramledger/record.h"
 #include "probe_events.h"
+#include "record_read.h"
 
-#define MAX_SAMPLES (1u << 24) /* 46 hours at 100 Hz */
+#define MAX_SAMPLES (1u << 24) /* 466 hours at 100 ms, 46 at 10 ms; 4.6 GiB of samples */
 #define MAX_PIDS 256
 
 struct alloc_state {
@@ -89,7 +94,10 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
   if (probe_event) return pst;
   if (strcmp(type, "sample") == 0) {
     if (vl__rec_grow((void **)&r->samples, cap_s, r->n_samples, sizeof *r->samples, MAX_SAMPLES))
-      return vl__fail(err, VL_ENOMEM, "line %zu: too many samples", line);
+      return vl__fail(err, VL_ENOMEM,
+                      "line %zu: more than %u samples, the most a record is read with (%.0f "
+                      "hours at the default 100 ms), or out of memory",
+                      line, MAX_SAMPLES, MAX_SAMPLES / 36000.0);
     struct vl_rec_sample *s = &r->samples[r->n_samples++];
     memset(s, 0, sizeof *s);
     s->t_ns = vl__rec_u(o, "t_ns");
@@ -131,6 +139,10 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
   } else if (strcmp(type, "gap") == 0) {
     r->gaps++;
     r->gap_bytes += vl__rec_u(o, "lost_bytes");
+  } else if (strcmp(type, "lost") == 0) {
+    r->lost_no_slot_procs = (unsigned)vl__rec_u(o, "no_slot_procs");
+    r->lost_slots = (unsigned)vl__rec_u(o, "slots");
+    r->lost_uncounted = vl__rec_u(o, "uncounted_allocs");
   } else if (strcmp(type, "exit") == 0) {
     r->exited = true;
     json_t *st = json_object_get(o, "status");
@@ -140,54 +152,166 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
   return VL_OK; /* unknown types are skipped: newer writers may add some */
 }
 
-vl_status vl_record_parse(const char *text, size_t len, struct vl_record *r, struct vl_err *err) {
-  memset(r, 0, sizeof *r);
-  size_t cap_s = 0, cap_m = 0, line = 0, pos = 0;
-  struct vl__probe_caps pc = {0};
+/* The reader across lines: a record is read a line at a time, from memory
+ * or streamed from its file, so its size is bounded by what it holds (the
+ * caps on samples, marks and the probe's events), not by its text. */
+struct parse {
+  struct vl_record *r;
+  size_t cap_s, cap_m, line;
+  struct vl__probe_caps pc;
   struct alloc_state as;
-  memset(&as, 0, sizeof as);
+  bool have_meta, done;
+  size_t bad;        /* a line that was not an object, 0: none; a gap line must follow */
+  char bad_msg[160]; /* what was wrong with it */
+};
+
+static void parse_init(struct parse *p, struct vl_record *r) {
+  memset(r, 0, sizeof *r);
+  memset(p, 0, sizeof *p);
+  p->r = r;
+}
+
+/* One line, its newline left out (last: none followed it). */
+static vl_status parse_line(struct parse *p, const char *start, size_t n, bool last,
+                            struct vl_err *err) {
+  p->line++;
+  if (p->bad) { /* a line cut by a failed write: the writer's gap line follows it */
+    static const char gap[] = "{\"type\":\"gap\"";
+    if (n < sizeof gap - 1 || memcmp(start, gap, sizeof gap - 1) != 0)
+      return vl__fail(err, VL_EPARSE, "line %zu: %s", p->bad, p->bad_msg);
+    p->bad = 0;
+  }
+  if (n == 0) return VL_OK;
+  json_error_t jerr;
+  json_t *o = json_loadb(start, n, 0, &jerr);
+  if (!o || !json_is_object(o)) {
+    if (last) { /* the last line, cut by a crash: everything before it stands */
+      json_decref(o);
+      p->r->truncated = true;
+      p->done = true;
+      return VL_OK;
+    }
+    snprintf(p->bad_msg, sizeof p->bad_msg, "%s", o ? "expected a JSON object" : jerr.text);
+    json_decref(o);
+    p->bad = p->line;
+    return VL_OK;
+  }
+  json_t *t = json_object_get(o, "type");
+  const char *type = json_is_string(t) ? json_string_value(t) : "";
+  vl_status st;
+  if (!p->have_meta) {
+    if (strcmp(type, "meta") != 0) {
+      st = vl__fail(err, VL_EKEY, "line %zu: a record starts with its 'meta' line", p->line);
+    } else {
+      st = meta(o, p->r, p->line, err);
+      p->have_meta = true;
+    }
+  } else {
+    st = event(o, type, p->r, &p->cap_s, &p->cap_m, &p->as, &p->pc, p->line, err);
+  }
+  json_decref(o);
+  return st;
+}
+
+static vl_status parse_end(struct parse *p, vl_status st, struct vl_err *err) {
+  struct vl_record *r = p->r;
+  r->lines = p->line;
+  if (st == VL_OK && p->bad) st = vl__fail(err, VL_EPARSE, "line %zu: %s", p->bad, p->bad_msg);
+  if (st == VL_OK && !p->have_meta)
+    st = vl__fail(err, VL_EKEY, "the record is empty (no 'meta' line)");
+  if (st != VL_OK) vl_record_release(r);
+  return st;
+}
+
+vl_status vl_record_parse(const char *text, size_t len, struct vl_record *r, struct vl_err *err) {
+  struct parse *p = vl_malloc(sizeof *p);
+  if (!p) {
+    memset(r, 0, sizeof *r);
+    return vl__fail(err, VL_ENOMEM, "out of memory");
+  }
+  parse_init(p, r);
   vl_status st = VL_OK;
-  bool have_meta = false;
-  while (pos < len) {
+  for (size_t pos = 0; pos < len && st == VL_OK && !p->done;) {
     const char *start = text + pos;
     const char *nl = memchr(start, '\n', len - pos);
     size_t n = nl ? (size_t)(nl - start) : len - pos;
     pos += n + (nl ? 1 : 0);
-    line++;
-    if (n == 0) continue;
-    json_error_t jerr;
-    json_t *o = json_loadb(start, n, 0, &jerr);
-    if (!o || !json_is_object(o)) {
-      json_decref(o);
-      if (!nl) { /* the last line, cut by a crash: everything before it stands */
-        r->truncated = true;
+    st = parse_line(p, start, n, !nl, err);
+  }
+  st = parse_end(p, st, err);
+  vl_free(p);
+  return st;
+}
+
+/* The file is read in pieces of READ_PIECE; a line may hold up to
+ * VL_RECORD_MAX_LINE bytes (the longest a writer makes is a sample line,
+ * a few KiB with 16 GPUs and 256 processes). */
+#define READ_PIECE (1u << 20)
+
+vl_status vl__record_read_fd(int fd, size_t piece, struct vl_record *r, struct vl_err *err) {
+  memset(r, 0, sizeof *r);
+  struct parse *p = vl_malloc(sizeof *p);
+  size_t cap = piece ? piece : 1, have = 0; /* buf[0..have): a line's start and what follows */
+  char *buf = vl_malloc(cap);
+  if (!p || !buf) {
+    vl_free(p);
+    vl_free(buf);
+    return vl__fail(err, VL_ENOMEM, "out of memory");
+  }
+  parse_init(p, r);
+  vl_status st = VL_OK;
+  bool eof = false;
+  while (st == VL_OK && !p->done && !eof) {
+    if (have == cap) { /* one line fills the buffer: a larger one, up to the cap */
+      if (cap >= VL_RECORD_MAX_LINE) {
+        st = vl__fail(err, VL_ERANGE, "line %zu: longer than %u MiB (not a record?)", p->line + 1,
+                      VL_RECORD_MAX_LINE >> 20);
         break;
       }
-      /* a line cut by a failed write: the writer's gap line follows it */
-      static const char gap[] = "{\"type\":\"gap\"";
-      if (len - pos >= sizeof gap - 1 && memcmp(text + pos, gap, sizeof gap - 1) == 0) continue;
-      st = vl__fail(err, VL_EPARSE, "line %zu: %s", line, o ? "expected a JSON object" : jerr.text);
+      char *nb = vl_realloc(buf, cap * 2);
+      if (!nb) {
+        st = vl__fail(err, VL_ENOMEM, "out of memory");
+        break;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    ssize_t got = read(fd, buf + have, cap - have);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      st = vl__fail(err, VL_EIO, "%s", strerror(errno));
       break;
     }
-    json_t *t = json_object_get(o, "type");
-    const char *type = json_is_string(t) ? json_string_value(t) : "";
-    if (!have_meta) {
-      if (strcmp(type, "meta") != 0) {
-        st = vl__fail(err, VL_EKEY, "line %zu: a record starts with its 'meta' line", line);
-      } else {
-        st = meta(o, r, line, err);
-        have_meta = true;
-      }
-    } else {
-      st = event(o, type, r, &cap_s, &cap_m, &as, &pc, line, err);
+    eof = got == 0;
+    size_t scan = have, from = 0;
+    have += (size_t)got;
+    for (const char *nl; st == VL_OK && !p->done && (nl = memchr(buf + scan, '\n', have - scan));) {
+      size_t end = (size_t)(nl - buf);
+      st = parse_line(p, buf + from, end - from, false, err);
+      from = scan = end + 1;
     }
-    json_decref(o);
-    if (st != VL_OK) break;
+    if (st == VL_OK && !p->done && eof && have > from)
+      st = parse_line(p, buf + from, have - from, true, err);
+    memmove(buf, buf + from, have - from);
+    have -= from;
   }
-  r->lines = line;
-  if (st == VL_OK && !have_meta)
-    st = vl__fail(err, VL_EKEY, "the record is empty (no 'meta' line)");
-  if (st != VL_OK) vl_record_release(r);
+  vl_free(buf);
+  st = parse_end(p, st, err);
+  vl_free(p);
+  return st;
+}
+
+vl_status vl_record_read(const char *path, struct vl_record *r, struct vl_err *err) {
+  memset(r, 0, sizeof *r);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return vl__fail(err, VL_EIO, "%s", strerror(errno));
+  struct stat sb;
+  if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    close(fd);
+    return vl__fail(err, VL_EIO, "it is a directory");
+  }
+  vl_status st = vl__record_read_fd(fd, READ_PIECE, r, err);
+  close(fd);
   return st;
 }
 
@@ -303,6 +427,17 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
                 "the record has %u gap%s: %.0f KiB of it could not be written (disk full or a "
                 "file size limit); the numbers around them may miss a peak",
                 r->gaps, r->gaps == 1 ? "" : "s", (double)r->gap_bytes / 1024.0);
+  if (r->lost_no_slot_procs)
+    add_finding(f, nf, "no-slot",
+                "%u process%s of the job allocated GPU memory after all %u counter slots were "
+                "taken: their bytes are missing from the driver-allocated counts (NVML's "
+                "process memory still has them)",
+                r->lost_no_slot_procs, r->lost_no_slot_procs == 1 ? "" : "es", r->lost_slots);
+  if (r->lost_uncounted)
+    add_finding(f, nf, "uncounted",
+                "%llu allocation%s went uncounted: a process had no memory to track more "
+                "(ulimit -v?); the driver-allocated counts are low from then on",
+                (unsigned long long)r->lost_uncounted, r->lost_uncounted == 1 ? "" : "s");
   if (r->truncated)
     add_finding(f, nf, "truncated",
                 "the record's last line was cut: the job or vramledger died mid-write");

@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "measure/record_read.h"
 #include "vramledger/record.h"
 #include "vramledger/sampler.h"
 
@@ -158,9 +159,182 @@ static void short_writes(void **state) {
   vl_record_release(&r);
 }
 
+/* Has finding code? */
+static bool has_finding(const struct vl_record *r, const char *code) {
+  struct vl_run_summary s;
+  struct vl_finding f[VL_MAX_FINDINGS];
+  int nf = 0;
+  vl_record_summarize(r, &s, f, &nf);
+  for (int i = 0; i < nf; i++)
+    if (strcmp(f[i].code, code) == 0) return true;
+  return false;
+}
+
+/* A record past 64 MiB (8 GPUs at 100 ms pass that after 2.1 hours),
+ * written here at run time: read whole, streamed, every sample in it;
+ * its last line cut as a kill leaves it; the interposer's "lost" event
+ * made findings. */
+static void large_record(void **state) {
+  (void)state;
+  char path[] = "/tmp/vl-test-record-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *out = fdopen(fd, "w");
+  assert_non_null(out);
+  fprintf(out, "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":1000,"
+               "\"interval_ms\":100,\"nvml\":\"ok\",\"command\":[\"python\",\"train.py\"]}\n");
+  const uint64_t G = 1ull << 30;
+  static char filler[48u << 10];
+  memset(filler, 'x', sizeof filler - 1);
+  size_t n = 0, other = 0;
+  uint64_t peak = 0;
+  while (ftell(out) < (long)(65u << 20)) {
+    uint64_t t = 1000 + (uint64_t)n * 100000000ull, tree = 0;
+    fprintf(out, "{\"type\":\"sample\",\"t_ns\":%llu,\"gpus\":[", (unsigned long long)t);
+    for (int g = 0; g < 8; g++) {
+      uint64_t b = 20 * G + (uint64_t)((n * 7919 + (size_t)g * 104729) % 1000) * (1u << 20);
+      tree += b;
+      fprintf(out, "%s{\"i\":%d,\"used\":%llu,\"tree\":%llu,\"util\":97}", g ? "," : "", g,
+              (unsigned long long)b, (unsigned long long)b);
+    }
+    fputs("],\"procs\":[", out);
+    for (int g = 0; g < 8; g++)
+      fprintf(out, "%s{\"pid\":%d,\"gpu\":%d,\"bytes\":%llu}", g ? "," : "", 40000 + g, g,
+              (unsigned long long)(20 * G));
+    fprintf(out,
+            "],\"tree_bytes\":%llu,\"tree_procs\":8,\"other_bytes\":0,"
+            "\"cuda_alloc_bytes\":%llu}\n",
+            (unsigned long long)tree, (unsigned long long)(tree - 8 * G));
+    if (tree > peak) peak = tree;
+    n++;
+    /* and a long line of a kind this reader does not know (a newer
+     * writer's: skipped), which is cheaper to parse than samples */
+    if (n % 10 == 0 && ++other) fprintf(out, "{\"type\":\"x-later\",\"text\":\"%s\"}\n", filler);
+  }
+  fputs("{\"type\":\"lost\",\"t_ns\":5,\"no_slot_procs\":44,\"uncounted_allocs\":7,"
+        "\"slots\":256}\n",
+        out);
+  fputs("{\"type\":\"sample\",\"t_ns\":9", out); /* killed mid-write */
+  assert_int_equal(fclose(out), 0);
+  struct vl_record r;
+  struct vl_err err = {""};
+  assert_int_equal(vl_record_read(path, &r, &err), VL_OK);
+  assert_int_equal(r.n_samples, n);
+  assert_true(n > 10000);
+  assert_true(r.truncated);
+  assert_int_equal(r.lines, n + other + 3);
+  assert_int_equal(r.lost_no_slot_procs, 44);
+  assert_int_equal(r.lost_uncounted, 7);
+  assert_true(has_finding(&r, "no-slot"));
+  assert_true(has_finding(&r, "uncounted"));
+  struct vl_run_summary s;
+  struct vl_finding f[VL_MAX_FINDINGS];
+  int nf = 0;
+  vl_record_summarize(&r, &s, f, &nf);
+  assert_int_equal(s.peak_process_bytes, peak);
+  assert_int_equal(s.gpus_used, 8);
+  /* every line whole across the pieces the file is read in */
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(r.samples[i].t_ns, 1000 + (uint64_t)i * 100000000ull);
+    assert_int_equal(r.samples[i].tree_procs, 8);
+  }
+  unlink(path);
+  vl_record_release(&r);
+  /* no such file: why, for the caller to say */
+  assert_int_equal(vl_record_read(path, &r, &err), VL_EIO);
+  assert_string_equal(err.msg, strerror(ENOENT));
+}
+
+/* The streamed reader reads what the reader of memory reads, whatever
+ * the pieces the file comes in (lines cut anywhere, a buffer that grows
+ * for a long line): the records of tests/data and damaged texts, in pieces
+ * of 1, 2, 7, 64 and 4096 bytes. */
+static void compare_streamed(const char *text, size_t len) {
+  char path[] = "/tmp/vl-test-record-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  unlink(path);
+  assert_int_equal(write(fd, text, len), (ssize_t)len);
+  struct vl_record m, r;
+  struct vl_err em = {""}, er = {""};
+  vl_status sm = vl_record_parse(text, len, &m, &em);
+  static const size_t pieces[] = {1, 2, 7, 64, 4096};
+  for (size_t k = 0; k < sizeof pieces / sizeof pieces[0]; k++) {
+    assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+    vl_status sr = vl__record_read_fd(fd, pieces[k], &r, &er);
+    assert_int_equal(sr, sm);
+    assert_string_equal(er.msg, em.msg);
+    if (sr != VL_OK) continue;
+    assert_int_equal(r.lines, m.lines);
+    assert_int_equal(r.truncated, m.truncated);
+    assert_int_equal(r.gaps, m.gaps);
+    assert_int_equal(r.n_samples, m.n_samples);
+    assert_int_equal(r.n_marks, m.n_marks);
+    assert_int_equal(r.n_steps, m.n_steps);
+    assert_int_equal(r.n_phases, m.n_phases);
+    if (m.n_samples) assert_memory_equal(r.samples, m.samples, m.n_samples * sizeof *m.samples);
+    vl_record_release(&r);
+  }
+  if (sm == VL_OK) vl_record_release(&m);
+  close(fd);
+}
+
+static void streamed_pieces(void **state) {
+  (void)state;
+  static const char *const files[] = {
+      "tests/data/records/sample.jsonl",          "tests/data/records/truncated.jsonl",
+      "tests/data/records/garbage.jsonl",         "tests/data/records/nometa.jsonl",
+      "tests/data/records/schema2.jsonl",         "tests/data/records/h200-spike.jsonl",
+      "tests/data/records/probe-synthetic.jsonl", "tests/data/records/h200-gpt2-probe.jsonl"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    size_t len = 0;
+    char *text = tu_read(files[i], &len);
+    compare_streamed(text, len);
+    free(text);
+  }
+  static const char *const texts[] = {
+      "",
+      "\n\n",
+      "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0}",
+      "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0}\n{\"type\":\"sa",
+      /* a cut line and the writer's gap line; then one with nothing after */
+      "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0}\n{\"type\":\"ma\n"
+      "{\"type\":\"gap\",\"t_ns\":1,\"lost_bytes\":9}\n{\"type\":\"exit\",\"t_ns\":2}\n",
+      "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0}\n{\"type\":\"ma\n",
+      "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0}\n{\"type\":\"ma\n\n"
+      "{\"type\":\"gap\"}\n",
+  };
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+    compare_streamed(texts[i], strlen(texts[i]));
+}
+
+/* A line over VL_RECORD_MAX_LINE: refused with its number, not read into
+ * memory without end. */
+static void overlong_line(void **state) {
+  (void)state;
+  char path[] = "/tmp/vl-test-record-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  const char *meta = "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0}\n";
+  assert_int_equal(write(fd, meta, strlen(meta)), (ssize_t)strlen(meta));
+  char *big = malloc(1u << 20);
+  assert_non_null(big);
+  memset(big, ' ', 1u << 20);
+  for (unsigned i = 0; i < (VL_RECORD_MAX_LINE >> 20) + 1; i++)
+    assert_int_equal(write(fd, big, 1u << 20), 1 << 20);
+  free(big);
+  close(fd);
+  struct vl_record r;
+  struct vl_err err = {""};
+  assert_int_equal(vl_record_read(path, &r, &err), VL_ERANGE);
+  unlink(path);
+  assert_string_equal(err.msg, "line 2: longer than 64 MiB (not a record?)");
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(sample_record),
-                                     cmocka_unit_test(damaged_records),
-                                     cmocka_unit_test(short_writes)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(sample_record),   cmocka_unit_test(damaged_records),
+      cmocka_unit_test(short_writes),    cmocka_unit_test(large_record),
+      cmocka_unit_test(streamed_pieces), cmocka_unit_test(overlong_line)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
