@@ -85,9 +85,9 @@ int cmd_sensitivity(int argc, const char **argv) {
   }
   for (int i = 0; i < argc; i++) { /* our own flags; the rest are estimate's */
     const char *a = argv[i];
-    bool takes =
-        i > 0 && (!strcmp(a, "--vary") || !strcmp(a, "--samples") || !strcmp(a, "--seed") ||
-                  !strcmp(a, "--gpus") || !strcmp(a, "--dist") || !strcmp(a, "--fit"));
+    bool takes = i > 0 && (!strcmp(a, "--vary") || !strcmp(a, "--samples") ||
+                           !strcmp(a, "--seed") || !strcmp(a, "--gpus") || !strcmp(a, "--dist") ||
+                           !strcmp(a, "--fit") || !strcmp(a, "--estimates"));
     if (!takes) {
       rest[n++] = a;
       continue;
@@ -107,6 +107,8 @@ int cmd_sensitivity(int argc, const char **argv) {
       if ((rc = cli_u64("samples", v, 1, 100000000, &q.samples))) return rc;
     } else if (!strcmp(a, "--seed")) {
       if ((rc = cli_u64("seed", v, 0, UINT32_MAX, &q.seed))) return rc;
+    } else if (!strcmp(a, "--estimates")) {
+      if ((rc = cli_u64("estimates", v, 1, 10000000, &q.max_estimates))) return rc;
     } else if (!strcmp(a, "--gpus")) {
       gpus = v;
     } else if (!strcmp(a, "--fit")) {

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,18 +24,28 @@
 #include "vramledger/nvml.h"
 #include "vramledger/render.h"
 
-enum { O_HELP, O_INTERVAL, O_CSV, O_JSONL, O_PORT, O_LISTEN, O_TEXTFILE, O_COUNT };
+enum { O_HELP, O_INTERVAL, O_CSV, O_JSONL, O_PORT, O_LISTEN, O_TEXTFILE, O_COUNT, O_NAMES };
 static const struct cli_opt opts[] = {
-    {"help", false, O_HELP},        {"interval-ms", true, O_INTERVAL}, {"csv", true, O_CSV},
-    {"jsonl", true, O_JSONL},       {"prometheus-port", true, O_PORT}, {"listen", true, O_LISTEN},
-    {"textfile", true, O_TEXTFILE}, {"count", true, O_COUNT},          {NULL, false, 0},
+    {"help", false, O_HELP},
+    {"interval-ms", true, O_INTERVAL},
+    {"csv", true, O_CSV},
+    {"jsonl", true, O_JSONL},
+    {"prometheus-port", true, O_PORT},
+    {"listen", true, O_LISTEN},
+    {"textfile", true, O_TEXTFILE},
+    {"count", true, O_COUNT},
+    {"metric-names", true, O_NAMES},
+    {NULL, false, 0},
 };
+static const char *const metric_names[] = {"vramledger", "dcgm", NULL};
 
 struct w {
   bool help;
   uint64_t interval_ms, port, count;
   const char *csv, *jsonl, *listen, *textfile;
   bool port_set;
+  bool dcgm;      /* --metric-names dcgm */
+  char host[256]; /* --listen's address, brackets off */
 };
 
 static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
@@ -47,6 +59,11 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   case O_LISTEN: o->listen = arg; return 0;
   case O_TEXTFILE: o->textfile = arg; return 0;
   case O_COUNT: return cli_u64(flag, arg, 1, UINT64_MAX / 2, &o->count);
+  case O_NAMES: {
+    int k = cli_choice(flag, arg, metric_names);
+    o->dcgm = k == 1;
+    return k < 0 ? VL_EXIT_USAGE : 0;
+  }
   default: return 0;
   }
 }
@@ -63,49 +80,227 @@ static uint64_t unix_ms(void) {
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Answer one HTTP request on a connected socket: GET /metrics -> the last
- * exposition, anything else -> 404. One short request, no keep-alive. */
-static void serve(int fd, const char *body, size_t len) {
-  char req[1024];
-  struct pollfd p = {fd, POLLIN, 0};
-  ssize_t n = poll(&p, 1, 200) > 0 ? read(fd, req, sizeof req - 1) : -1;
-  if (n <= 0) return;
-  req[n] = '\0';
-  char head[256];
-  bool ok = strncmp(req, "GET /metrics ", 13) == 0 || strncmp(req, "GET /metrics?", 13) == 0;
-  int h = ok ? snprintf(head, sizeof head,
-                        "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
-                        "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-                        len)
-             : snprintf(head, sizeof head,
-                        "HTTP/1.0 404 Not Found\r\nContent-Type: text/plain\r\n"
-                        "Content-Length: 10\r\nConnection: close\r\n\r\nnot found\n");
-  ssize_t w = write(fd, head, (size_t)h);
-  if (ok && w == h && len) w = write(fd, body, len);
-  (void)w;
+/* ---- /metrics: HTTP/1.0, one request per connection, no keep-alive ----
+ *
+ * A request may arrive in several TCP segments, so each connection keeps
+ * its bytes until the blank line that ends the head (RFC 9112 section 2.1)
+ * and the sampling loop never waits on one client: every connection is
+ * read when poll says it can be. */
+enum {
+  HTTP_CONNS = 16,      /* at once; a 17th drops the oldest */
+  HTTP_HEAD_MAX = 8192, /* a longer head is answered 431 */
+  HTTP_WAIT_MS = 2000,  /* a head not whole by then is answered 408 */
+  HTTP_WRITE_MS = 2000, /* the answer's send timeout */
+};
+struct http_conn {
+  bool open;
+  int fd;
+  uint64_t deadline_ms; /* CLOCK_MONOTONIC */
+  size_t len;
+  char buf[HTTP_HEAD_MAX];
+};
+
+static uint64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static int listen_on(const char *addr, uint64_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
-    close(fd);
+/* The head ends with an empty line; bare LFs are tolerated (RFC 9112 2.2). */
+static bool head_complete(const char *b, size_t n) {
+  for (size_t i = 0; i + 1 < n; i++)
+    if (b[i] == '\n' && (b[i + 1] == '\n' || (b[i + 1] == '\r' && i + 2 < n && b[i + 2] == '\n')))
+      return true;
+  return false;
+}
+
+static void write_all(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return; /* the client went away or stalled past the timeout */
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+/* Answer the request in c->buf: GET or HEAD /metrics -> the last
+ * exposition (HEAD: its headers only), another path -> 404, another
+ * method -> 405, no request line -> 400; status 0 picks by the request. */
+static void http_answer(struct http_conn *c, int status, const char *body, size_t len) {
+  c->buf[c->len < sizeof c->buf ? c->len : sizeof c->buf - 1] = '\0';
+  char method[16] = "", path[2048] = "";
+  if (sscanf(c->buf, "%15[A-Z] %2047[^ ?\r\n]", method, path) != 2 && !status) status = 400;
+  bool head = strcmp(method, "HEAD") == 0;
+  if (!status)
+    status = !head && strcmp(method, "GET") != 0 ? 405 : strcmp(path, "/metrics") != 0 ? 404 : 200;
+  static const struct {
+    int code;
+    const char *reason, *body;
+  } answers[] = {
+      {200, "OK", NULL},
+      {400, "Bad Request", "bad request\n"},
+      {404, "Not Found", "not found\n"},
+      {405, "Method Not Allowed", "GET or HEAD /metrics\n"},
+      {408, "Request Timeout", "request timeout\n"},
+      {431, "Request Header Fields Too Large", "request head too large\n"},
+  };
+  size_t k = 0;
+  while (answers[k].code != status)
+    k++;
+  if (status != 200) {
+    body = answers[k].body;
+    len = strlen(body);
+  }
+  char h[256];
+  int n = snprintf(h, sizeof h,
+                   "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
+                   "Connection: close\r\n\r\n",
+                   status, answers[k].reason,
+                   status == 200 ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain", len,
+                   status == 405 ? "Allow: GET, HEAD\r\n" : "");
+  /* the answer is written blocking, with a timeout: a slow reader costs at
+   * most HTTP_WRITE_MS, never a sample */
+  fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
+  struct timeval tv = {HTTP_WRITE_MS / 1000, (HTTP_WRITE_MS % 1000) * 1000};
+  setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  write_all(c->fd, h, (size_t)n);
+  if (!head) write_all(c->fd, body, len);
+}
+
+static void http_close(struct http_conn *c) {
+  close(c->fd);
+  c->open = false;
+}
+
+/* Read what a connection has; answer and close once its head is whole. */
+static void http_read(struct http_conn *c, const char *body, size_t len) {
+  for (;;) {
+    if (c->len >= sizeof c->buf - 1) {
+      http_answer(c, 431, body, len);
+      http_close(c);
+      return;
+    }
+    ssize_t n = read(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return; /* more to come */
+    if (n <= 0) { /* the client closed its side: answer a whole request line */
+      if (n == 0 && memchr(c->buf, '\n', c->len)) http_answer(c, 0, body, len);
+      http_close(c);
+      return;
+    }
+    c->len += (size_t)n;
+    if (head_complete(c->buf, c->len)) {
+      http_answer(c, 0, body, len);
+      http_close(c);
+      return;
+    }
+  }
+}
+
+/* Wait up to timeout_ms for connections and requests, and serve them. */
+static void http_poll(int lfd, struct http_conn *conns, int timeout_ms, const char *body,
+                      size_t len) {
+  struct pollfd p[1 + HTTP_CONNS] = {{lfd, POLLIN, 0}};
+  struct http_conn *of[1 + HTTP_CONNS] = {NULL};
+  nfds_t n = 1;
+  uint64_t now = mono_ms();
+  for (int i = 0; i < HTTP_CONNS; i++) {
+    if (!conns[i].open) continue;
+    if (conns[i].deadline_ms <= now) {
+      http_answer(&conns[i], 408, body, len);
+      http_close(&conns[i]);
+      continue;
+    }
+    if ((int64_t)(conns[i].deadline_ms - now) < timeout_ms)
+      timeout_ms = (int)(conns[i].deadline_ms - now);
+    of[n] = &conns[i];
+    p[n++] = (struct pollfd){conns[i].fd, POLLIN, 0};
+  }
+  if (poll(p, n, timeout_ms) <= 0) return;
+  for (nfds_t i = 1; i < n; i++)
+    if (p[i].revents) http_read(of[i], body, len);
+  if (!(p[0].revents & POLLIN)) return;
+  int fd = accept(lfd, NULL, NULL);
+  if (fd < 0) return;
+  struct http_conn *c = NULL, *oldest = &conns[0];
+  for (int i = 0; i < HTTP_CONNS && !c; i++) {
+    if (!conns[i].open)
+      c = &conns[i];
+    else if (conns[i].deadline_ms < oldest->deadline_ms)
+      oldest = &conns[i];
+  }
+  if (!c) { /* all taken: the oldest goes */
+    http_close(oldest);
+    c = oldest;
+  }
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  *c = (struct http_conn){.open = true, .fd = fd, .deadline_ms = mono_ms() + HTTP_WAIT_MS};
+  http_read(c, body, len); /* the request is often there already */
+}
+
+/* --listen ADDR[:PORT]: an IPv4 address, an IPv6 one in brackets when a
+ * port follows ([::1]:9400) or bare (::1). @return 0, -1 when malformed. */
+static int parse_listen(const char *arg, char *host, size_t cap, uint64_t *port, bool *has_port) {
+  const char *end = NULL, *colon = NULL;
+  if (arg[0] == '[') {
+    if (!(end = strchr(arg, ']')) || (end[1] && end[1] != ':')) return -1;
+    colon = end[1] ? end + 1 : NULL;
+    arg++;
+  } else if ((colon = strchr(arg, ':')) && strchr(colon + 1, ':')) {
+    colon = NULL; /* bare IPv6: no port */
+  }
+  if (!end) end = colon ? colon : arg + strlen(arg);
+  if (end == arg || (size_t)(end - arg) >= cap) return -1;
+  memcpy(host, arg, (size_t)(end - arg));
+  host[end - arg] = '\0';
+  *has_port = colon != NULL;
+  if (!colon) return 0;
+  char *e;
+  errno = 0;
+  unsigned long v = strtoul(colon + 1, &e, 10);
+  if (!colon[1] || *e || errno || v > 65535 || colon[1] == '-' || colon[1] == '+') return -1;
+  *port = v;
+  return 0;
+}
+
+/* A listening socket on host (numeric, v4 or v6) and port; says where on
+ * stderr. @return the fd, or -1 with errno (EINVAL: not an address). */
+static int listen_on(const char *host, uint64_t port) {
+  char service[8];
+  snprintf(service, sizeof service, "%u", (unsigned)port);
+  struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
+                           .ai_family = AF_UNSPEC,
+                           .ai_socktype = SOCK_STREAM};
+  struct addrinfo *ai = NULL;
+  if (getaddrinfo(host, service, &hints, &ai) != 0 || !ai) {
     errno = EINVAL;
     return -1;
   }
-  if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 16) != 0) {
+  int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    freeaddrinfo(ai);
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  bool v6 = ai->ai_family == AF_INET6;
+  if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 16) != 0) {
     int e = errno;
     close(fd);
+    freeaddrinfo(ai);
     errno = e;
     return -1;
   }
+  freeaddrinfo(ai);
+  struct sockaddr_storage sa;
   socklen_t sl = sizeof sa;
   getsockname(fd, (struct sockaddr *)&sa, &sl);
-  fprintf(stderr, "vramledger: serving Prometheus metrics on http://%s:%u/metrics\n", addr,
-          ntohs(sa.sin_port));
+  unsigned bound =
+      ntohs(v6 ? ((struct sockaddr_in6 *)&sa)->sin6_port : ((struct sockaddr_in *)&sa)->sin_port);
+  fprintf(stderr, "vramledger: serving Prometheus metrics on http://%s%s%s:%u/metrics\n",
+          v6 ? "[" : "", host, v6 ? "]" : "", bound);
   return fd;
 }
 
@@ -124,8 +319,38 @@ static int write_textfile(const char *dir, const char *body, size_t len) {
   return 0;
 }
 
+/* --listen and --prometheus-port into o->host and o->port. @return 0 or
+ * VL_EXIT_USAGE (said). */
+static int listen_flags(struct w *o) {
+  uint64_t port = 0;
+  bool has_port = false;
+  const char *arg = o->listen ? o->listen : "127.0.0.1";
+  struct addrinfo hints = {.ai_flags = AI_NUMERICHOST, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+  if (parse_listen(arg, o->host, sizeof o->host, &port, &has_port) != 0 ||
+      getaddrinfo(o->host, NULL, &hints, &ai) != 0) {
+    cli_error("--listen: '%s' is not ADDR or ADDR:PORT with an IPv4 or IPv6 address", arg);
+    cli_hint("an IPv6 address with a port goes in brackets: --listen [::1]:9400");
+    return VL_EXIT_USAGE;
+  }
+  freeaddrinfo(ai);
+  if (has_port && o->port_set && port != o->port) {
+    cli_error("--listen says port %llu, --prometheus-port %llu", (unsigned long long)port,
+              (unsigned long long)o->port);
+    return VL_EXIT_USAGE;
+  }
+  if (has_port) {
+    o->port = port;
+    o->port_set = true;
+  }
+  if (o->listen && !o->port_set) {
+    cli_error("--listen needs a port: ADDR:PORT, or --prometheus-port PORT");
+    return VL_EXIT_USAGE;
+  }
+  return 0;
+}
+
 int cmd_watch(int argc, const char **argv) {
-  struct w o = {.interval_ms = 1000, .listen = "127.0.0.1"};
+  struct w o = {.interval_ms = 1000};
   int rc = cli_parse(argc, argv, opts, on_opt, &o);
   if (rc) return rc;
   if (o.help) {
@@ -136,6 +361,7 @@ int cmd_watch(int argc, const char **argv) {
     cli_error("give --csv or --jsonl, not both");
     return VL_EXIT_USAGE;
   }
+  if ((rc = listen_flags(&o))) return rc;
   struct vl_nvml *nv = NULL;
   struct vl_err err = {""};
   if (vl_nvml_open(&nv, &err) != VL_OK) {
@@ -155,9 +381,10 @@ int cmd_watch(int argc, const char **argv) {
   enum vl_watch_format sfmt = o.csv ? VL_WATCH_CSV : VL_WATCH_JSONL;
   if (stream && sfmt == VL_WATCH_CSV && ftell(out) <= 0) vl_render_watch_csv_header(out);
   int lfd = -1;
-  if (o.port_set && (lfd = listen_on(o.listen, o.port)) < 0) {
-    cli_error("cannot listen on %s:%llu: %s", o.listen, (unsigned long long)o.port,
-              strerror(errno));
+  bool v6 = strchr(o.host, ':') != NULL;
+  if (o.port_set && (lfd = listen_on(o.host, o.port)) < 0) {
+    cli_error("cannot listen on %s%s%s:%llu: %s", v6 ? "[" : "", o.host, v6 ? "]" : "",
+              (unsigned long long)o.port, strerror(errno));
     vl_nvml_close(nv);
     if (out != stdout) fclose(out);
     return VL_EXIT_ERROR;
@@ -175,9 +402,10 @@ int cmd_watch(int argc, const char **argv) {
   struct vl_gpu_sample *gs = vl_calloc(n + 1, sizeof *gs);
   struct vl_proc_sample *ps = vl_calloc((size_t)(n + 1) * VL_WATCH_MAX_PROCS, sizeof *ps);
   struct vl_watch_gpu *wg = vl_calloc(n + 1, sizeof *wg);
+  struct http_conn *conns = lfd >= 0 ? vl_calloc(HTTP_CONNS, sizeof *conns) : NULL;
   char *prom = NULL;
   size_t prom_len = 0;
-  if (!gs || !ps || !wg) {
+  if (!gs || !ps || !wg || (lfd >= 0 && !conns)) {
     cli_error("out of memory");
     rc = VL_EXIT_ERROR;
     goto done;
@@ -197,7 +425,7 @@ int cmd_watch(int argc, const char **argv) {
                                     np < VL_WATCH_MAX_PROCS ? np : VL_WATCH_MAX_PROCS};
       k++;
     }
-    struct vl_watch_view v = {unix_ms(), wg, k, host};
+    struct vl_watch_view v = {unix_ms(), wg, k, host, n - k, VL_VERSION};
     if (stream && (vl_render_watch(out, sfmt, &v) != 0 || fflush(out) != 0)) {
       cli_error("cannot write the samples: %s", strerror(errno));
       rc = VL_EXIT_ERROR;
@@ -207,7 +435,8 @@ int cmd_watch(int argc, const char **argv) {
       free(prom);
       prom = NULL;
       FILE *m = open_memstream(&prom, &prom_len);
-      if (!m || vl_render_watch(m, VL_WATCH_PROMETHEUS, &v) != 0 || fclose(m) != 0) {
+      enum vl_watch_format pfmt = o.dcgm ? VL_WATCH_PROMETHEUS_DCGM : VL_WATCH_PROMETHEUS;
+      if (!m || vl_render_watch(m, pfmt, &v) != 0 || fclose(m) != 0) {
         cli_error("out of memory");
         rc = VL_EXIT_ERROR;
         break;
@@ -234,14 +463,7 @@ int cmd_watch(int argc, const char **argv) {
         nanosleep(&d, NULL);
         continue;
       }
-      struct pollfd p = {lfd, POLLIN, 0};
-      if (poll(&p, 1, (int)(ms > 1000 ? 1000 : ms)) > 0) {
-        int c = accept(lfd, NULL, NULL);
-        if (c >= 0) {
-          serve(c, prom ? prom : "", prom ? prom_len : 0);
-          close(c);
-        }
-      }
+      http_poll(lfd, conns, (int)(ms > 1000 ? 1000 : ms), prom ? prom : "", prom ? prom_len : 0);
     }
   }
 done:
@@ -249,6 +471,9 @@ done:
   vl_free(gs);
   vl_free(ps);
   vl_free(wg);
+  for (int i = 0; conns && i < HTTP_CONNS; i++)
+    if (conns[i].open) http_close(&conns[i]);
+  vl_free(conns);
   if (lfd >= 0) close(lfd);
   if (out != stdout) fclose(out);
   vl_nvml_close(nv);

@@ -16,15 +16,18 @@ struct vl_gpu {
   char name[VL_GPU_NAME];
   char aliases[VL_GPU_ALIASES][VL_GPU_NAME];
   int n_aliases;
-  char label[64];        /* "NVIDIA H100 80GB HBM3 (SXM)" */
-  uint64_t memory_bytes; /* what cudaMemGetInfo reports as total */
-  double bf16_tflops;    /* dense, vendor datasheet */
-  double fp16_tflops;    /* dense; the bf16 figure when the file has none */
-  double fp8_tflops;     /* dense; 0: no FP8 tensor cores */
-  double hbm_gb_s;       /* memory bandwidth, GB/s */
-  char interconnect[24]; /* "nvlink", "pcie", ... */
-  double link_gb_s;      /* GPU-to-GPU within a node, per direction, GB/s */
-  double usd_per_hour;   /* on-demand price (an input; 0 when unknown) */
+  char label[64];              /* "NVIDIA H100 80GB HBM3 (SXM)" */
+  uint64_t memory_bytes;       /* what cudaMemGetInfo reports as total */
+  double bf16_tflops;          /* dense, vendor datasheet */
+  double fp16_tflops;          /* dense; the bf16 figure when the file has none */
+  double fp8_tflops;           /* dense; 0: no FP8 tensor cores */
+  char compute_capability[16]; /* CUDA's "8.0", or an AMD target "gfx942"; "" unknown */
+  bool no_bf16;                /* known to lack native bf16 (from compute_capability, or the file's
+                                * "bf16": false); false also when unknown */
+  double hbm_gb_s;             /* memory bandwidth, GB/s */
+  char interconnect[24];       /* "nvlink", "pcie", ... */
+  double link_gb_s;            /* GPU-to-GPU within a node, per direction, GB/s */
+  double usd_per_hour;         /* on-demand price (an input; 0 when unknown) */
 };
 
 struct vl_catalog {

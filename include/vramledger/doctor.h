@@ -5,6 +5,7 @@
 #define VRAMLEDGER_DOCTOR_H
 #include <stdint.h>
 
+#include "vramledger/leak.h"
 #include "vramledger/probe.h"
 #include "vramledger/record.h"
 
@@ -48,6 +49,7 @@ struct vl_diag {
    * VL_BILL_N the cuBLAS workspaces, VL_BILL_N + 1 the transient. */
   int part;
   unsigned rank_hi, rank_lo;
+  struct vl_leak leak; /* leak: the evidence of each layer (vramledger/leak.h) */
 };
 
 #define VL_MAX_DIAGS VL_D_COUNT

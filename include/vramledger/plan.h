@@ -58,6 +58,7 @@ struct vl_plan_candidate {
 };
 
 #define VL_PLAN_TRACE 8
+#define VL_PLAN_EXCLUDED 16
 
 struct vl_plan_result {
   struct vl_plan_candidate *c; /* feasible candidates, ranked (best first) */
@@ -68,6 +69,11 @@ struct vl_plan_result {
   double flops; /* training FLOPs */
   int n_trace;
   char trace[VL_PLAN_TRACE][256]; /* the decision tree, for the best */
+  int n_excluded;                 /* cards of the query not planned on, and why */
+  struct {
+    const struct vl_gpu *gpu;
+    char why[160];
+  } excluded[VL_PLAN_EXCLUDED];
 };
 
 /*! Search GPU x count x tensor parallelism x pipeline x ZeRO stage x
@@ -80,6 +86,13 @@ struct vl_plan_result {
 vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overheads *ov,
                          struct vl_plan_result *r, struct vl_err *err) VL_MUST_USE;
 void vl_plan_release(struct vl_plan_result *r);
+
+/*! A duration in the unit that fits it: "4.5 h", "12 min", "8.3 s"
+ * (hours >= 0). @return buf. */
+const char *vl_plan_hours_text(double hours, char *buf, size_t n);
+/*! A cost in the unit that fits it: "$13.53", "45.3 cents", "0.42 cents",
+ * "$0" (usd >= 0). @return buf. */
+const char *vl_plan_usd_text(double usd, char *buf, size_t n);
 
 /*! The job a candidate runs: the query's base job with the candidate's
  * layout, micro-batch, accumulation, checkpointing, offload and QLoRA. */

@@ -79,9 +79,21 @@ struct vl_watch_view {
   const struct vl_watch_gpu *gpus;
   unsigned n_gpus;
   const char *host;
+  /* Prometheus text only */
+  unsigned n_gpus_unread; /* GPUs NVML counts but could not read this tick:
+                             vramledger_up is 0 when there are any */
+  const char *version;    /* vramledger_build_info's version label; NULL: none */
 };
 
-enum vl_watch_format { VL_WATCH_CSV, VL_WATCH_JSONL, VL_WATCH_PROMETHEUS };
+/* VL_WATCH_PROMETHEUS_DCGM: the GPUs under dcgm-exporter's names, units
+ * and labels (DCGM_FI_DEV_FB_USED in MiB, gpu, UUID, device, modelName,
+ * Hostname), so dashboards made for it read vramledger's samples. */
+enum vl_watch_format {
+  VL_WATCH_CSV,
+  VL_WATCH_JSONL,
+  VL_WATCH_PROMETHEUS,
+  VL_WATCH_PROMETHEUS_DCGM
+};
 
 /*! Write one tick. CSV rows carry no header (vl_render_watch_csv_header);
  * Prometheus text is the exposition format 0.0.4. @return 0 or -1. */
@@ -200,6 +212,7 @@ struct vl_diag;
 int vl_render_doctor(FILE *out, bool json, const char *source, const struct vl_diag *d, int n);
 
 struct vl_trace;
+struct vl_live_at;
 struct vl_replay;
 /* Everything `vramledger trace` shows. */
 struct vl_trace_view {
@@ -212,7 +225,6 @@ struct vl_trace_view {
   int n;
   const uint64_t *batches; /* per replay: the micro-batch it stands for; 0: the traced one */
   /* the probe's layer of the traced job's record, whose bill is shown
-struct vl_live_at;
    * (activations by difference: see tracer.py), or NULL (a replayed file) */
   const struct vl_probe_layer *fw;
   const char *from_mark;         /* the peaks are from this mark on (trace --from-mark), or NULL */

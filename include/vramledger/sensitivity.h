@@ -34,6 +34,10 @@ struct vl_vary {
 #define VL_SENS_MAX_VARY 8
 #define VL_SENS_MAX_GPUS 16
 #define VL_SENS_FALLBACKS 4
+/* full estimates of distinct drawn jobs one pass may make when
+ * vl_sens_query.max_estimates is 0 (a GPT-2 estimate takes about 0.2 ms,
+ * a Llama-3-8B LoRA one about 2.4 ms: bench/results/speed/sensitivity.md) */
+#define VL_SENS_ESTIMATES 1024
 
 struct vl_sens_query {
   const struct vl_arch *arch;
@@ -46,29 +50,46 @@ struct vl_sens_query {
   double margin;
   const struct vl_fitted *fit; /* evaluate draws with a fitted formula, not the estimator */
   const char *fit_source;      /* its file, for the report */
+  uint64_t max_estimates;      /* distinct jobs estimated per pass; 0: VL_SENS_ESTIMATES */
 };
 
 struct vl_sens_result {
-  uint64_t samples, seed, failed;    /* failed: draws the estimator refused */
-  uint64_t p50, p95, p99, min, max;  /* total bytes (the process on one GPU) */
-  double p_exceed[VL_SENS_MAX_GPUS]; /* P(total > card x (1 - margin)) */
+  uint64_t samples, seed;
+  /* drawn: the first `drawn` of the samples, each estimated or refused
+   * (fewer than samples when the pass reached max_estimates distinct jobs);
+   * failed: those the estimator refused; estimates: full estimates made */
+  uint64_t drawn, failed, estimates;
+  char refused_why[256];             /* the first refusal's message; "" when none */
+  uint64_t p50, p95, p99, min, max;  /* total bytes (the process on one GPU), estimated draws */
+  double p_exceed[VL_SENS_MAX_GPUS]; /* P(total > card x (1 - margin)) among estimated draws */
+  double p_exceed_refused[VL_SENS_MAX_GPUS]; /* the same with refused draws counted as over */
   int n_tornado;
   struct {
     enum vl_vary_var var;
-    uint64_t low, high;        /* total at the low and high end, others at base */
+    uint64_t low, high; /* total at the low and high end, others at base */
+    /* the input at each end (tokens, sequences, hidden units, layers, or
+     * the enum value of a discrete input); cut: that end of the spread was
+     * refused, and the end is the furthest value toward it the estimator
+     * takes (found by bisection) */
+    double low_at, high_at;
+    bool low_cut, high_cut;
   } tornado[VL_SENS_MAX_VARY]; /* largest swing first */
   int n_fallbacks;
   struct {
     const char *name;
     uint64_t p95;
-    double p_exceed; /* on gpus[0] */
+    double p_exceed;        /* on gpus[0], among its estimated draws */
+    uint64_t drawn, failed; /* the same first draws as the base's (common random numbers) */
   } fallback[VL_SENS_FALLBACKS];
 };
 
 const char *vl_vary_name(enum vl_vary_var v);
 
 /*! Draw q->samples configurations (seeded mt19937), estimate each (with
- * the estimator, or q->fit at the draw's batch and seq), summarise.
+ * the full estimator, memoised per distinct job, or q->fit at the draw's
+ * batch and seq), summarise. With the estimator a pass stops at the first
+ * draw that would need more than max_estimates distinct estimates: the
+ * result is then of the first r->drawn draws (an unbiased sample of them).
  * @return VL_OK, VL_EINVAL (nothing could be estimated; with a fit, a
  * variable it does not know, varied or fitted), VL_ENOMEM. */
 vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_overheads *ov,

@@ -1,6 +1,7 @@
 /* GPU catalog reader. */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -14,6 +15,24 @@ static vl_status copy_name(char *dst, json_t *v, size_t i, const char *key, stru
                     VL_GPU_NAME - 1);
   snprintf(dst, VL_GPU_NAME, "%s", json_string_value(v));
   return VL_OK;
+}
+
+/* Native bf16 from a compute capability: CUDA 8.0 (Ampere) and later, as
+ * torch.cuda.is_bf16_supported(including_emulation=False) checks; AMD's
+ * CDNA targets (MI100 gfx908 on: ROCm's GPU hardware specifications).
+ * -1 when the capability is not known. */
+static int bf16_from_capability(const char *cc) {
+  if (!*cc) return -1;
+  if (!strncmp(cc, "gfx", 3)) {
+    static const char *const cdna[] = {"gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950"};
+    for (size_t i = 0; i < sizeof cdna / sizeof *cdna; i++)
+      if (!strcmp(cc, cdna[i])) return 1;
+    return -1; /* another AMD target: say so with "bf16" */
+  }
+  char *end;
+  long major = strtol(cc, &end, 10);
+  if (end == cc || (*end && *end != '.')) return -1;
+  return major >= 8;
 }
 
 static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_err *err) {
@@ -51,6 +70,17 @@ static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_er
   out->fp16_tflops = json_is_number(f16) ? json_number_value(f16) : out->bf16_tflops;
   out->fp8_tflops = json_is_number(f8) ? json_number_value(f8) : 0.0;
   out->hbm_gb_s = json_is_number(bw) ? json_number_value(bw) : 0.0;
+  json_t *cc = json_object_get(g, "compute_capability"), *b16 = json_object_get(g, "bf16");
+  if (cc && (!json_is_string(cc) || json_string_length(cc) >= sizeof out->compute_capability))
+    return vl__fail(err, VL_EKEY,
+                    "gpus[%zu].compute_capability: expected a string such as \"8.0\" or "
+                    "\"gfx942\"",
+                    i);
+  if (cc)
+    snprintf(out->compute_capability, sizeof out->compute_capability, "%s", json_string_value(cc));
+  if (b16 && !json_is_boolean(b16))
+    return vl__fail(err, VL_EKEY, "gpus[%zu].bf16: expected true or false", i);
+  out->no_bf16 = b16 ? json_is_false(b16) : bf16_from_capability(out->compute_capability) == 0;
   json_t *ic = json_object_get(g, "interconnect"), *lb = json_object_get(g, "interconnect_gb_s");
   json_t *pr = json_object_get(g, "usd_per_hour");
   if (json_is_string(ic))

@@ -303,6 +303,64 @@ static bool consider(struct search *S, const struct vl_plan_candidate *pick, vl_
   return true;
 }
 
+/* bf16 weights, or autocast to bf16 */
+static bool runs_bf16(enum vl_precision p) {
+  return p == VL_PREC_BF16 || p == VL_PREC_AMP_BF16 || p == VL_PREC_MIXED_BF16;
+}
+
+/* A card the query cannot be planned on, its reason kept for the output:
+ * no throughput to time a step by, or bf16 asked of a card without it
+ * (the catalog's compute capability: docs/cmd/plan.md). */
+static bool excluded(const struct vl_plan_query *q, const struct vl_gpu *g,
+                     struct vl_plan_result *r) {
+  char why[160];
+  if (g->bf16_tflops <= 0)
+    snprintf(why, sizeof why, "no bf16_tflops in the catalog to time a step by");
+  else if (g->no_bf16 && runs_bf16(q->base.precision))
+    snprintf(why, sizeof why,
+             "no native bf16 for --precision %s (compute capability %s; bf16 needs 8.0, "
+             "Ampere, or later): fp16 or fp32 runs there",
+             vl_precision_name(q->base.precision),
+             *g->compute_capability ? g->compute_capability : "unknown");
+  else
+    return false;
+  if (r->n_excluded < VL_PLAN_EXCLUDED) {
+    r->excluded[r->n_excluded].gpu = g;
+    snprintf(r->excluded[r->n_excluded].why, sizeof r->excluded[0].why, "%s", why);
+    r->n_excluded++;
+  }
+  return true;
+}
+
+const char *vl_plan_hours_text(double hours, char *buf, size_t n) {
+  double s = hours * 3600.0;
+  if (hours >= 100)
+    snprintf(buf, n, "%.0f h", hours);
+  else if (hours >= 1)
+    snprintf(buf, n, "%.1f h", hours);
+  else if (s >= 600)
+    snprintf(buf, n, "%.0f min", s / 60);
+  else if (s >= 60)
+    snprintf(buf, n, "%.1f min", s / 60);
+  else if (s >= 10)
+    snprintf(buf, n, "%.0f s", s);
+  else
+    snprintf(buf, n, "%.1f s", s);
+  return buf;
+}
+
+const char *vl_plan_usd_text(double usd, char *buf, size_t n) {
+  if (usd >= 1)
+    snprintf(buf, n, "$%.2f", usd);
+  else if (usd >= 0.01)
+    snprintf(buf, n, "%.1f cents", 100 * usd);
+  else if (usd > 0)
+    snprintf(buf, n, "%.2g cents", 100 * usd);
+  else
+    snprintf(buf, n, "$0");
+  return buf;
+}
+
 vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overheads *ov,
                          struct vl_plan_result *r, struct vl_err *err) {
   memset(r, 0, sizeof *r);
@@ -330,7 +388,7 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
   vl_status st = r->c && S.bill ? VL_OK : VL_ENOMEM;
   for (size_t gi = 0; gi < q->n_gpus && st == VL_OK; gi++) {
     const struct vl_gpu *g = &q->gpus[gi];
-    if (g->bf16_tflops <= 0) continue;
+    if (excluded(q, g, r)) continue;
     for (unsigned count = 1; count <= q->max_gpus && st == VL_OK; count *= 2)
       for (unsigned tp = 1; tp <= 8 && tp <= count && tp <= q->gpus_per_node; tp *= 2)
         for (unsigned pp = 1; pp <= 8 && tp * pp <= count; pp *= 2) {
@@ -409,7 +467,8 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
   if (!r->n) {
     /* under autocast every sharded strategy still holds the whole model's
      * half copies (docs/model.md, autocast weight copies) */
-    if (q->base.precision == VL_PREC_AMP_BF16 || q->base.precision == VL_PREC_AMP_FP16)
+    if (r->evaluated &&
+        (q->base.precision == VL_PREC_AMP_BF16 || q->base.precision == VL_PREC_AMP_FP16))
       snprintf(r->trace[r->n_trace++], 256,
                "under autocast every strategy holds the whole model's half copies: "
                "--precision mixed-bf16 (half weights and an fp32 master copy, as FSDP's "
@@ -465,12 +524,15 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
                S.Pq * (0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0)) / G, S.Pq * 2.0 / G,
                q->qlora_slowdown > 0 ? "the measured factor (--qlora-slowdown)"
                                      : "at least their HBM traffic (a lower bound)");
+    char hours[32], usd[32];
     snprintf(r->trace[n++], 256,
              "chosen: %u x %s, tp %u, dp %u, ZeRO-%u, %s checkpointing, micro-batch %llu x %llu "
-             "accumulation: %.1f h, $%.0f (%s)",
+             "accumulation: %s, %s (%s)",
              b->count, b->gpu->name, b->tp, b->dp, b->zero, vl_ckpt_name(b->checkpointing),
-             (unsigned long long)b->micro_batch, (unsigned long long)b->grad_accum, b->hours,
-             b->cost_usd, q->value_per_hour > 0 ? "least cost + time x value" : "least cost");
+             (unsigned long long)b->micro_batch, (unsigned long long)b->grad_accum,
+             vl_plan_hours_text(b->hours, hours, sizeof hours),
+             vl_plan_usd_text(b->cost_usd, usd, sizeof usd),
+             q->value_per_hour > 0 ? "least cost + time x value" : "least cost");
     r->n_trace = n;
   }
   vl_free(one);

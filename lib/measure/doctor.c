@@ -5,6 +5,7 @@
 
 #include "../util/internal.h"
 #include "vramledger/doctor.h"
+#include "vramledger/leak.h"
 
 #define VL_D_ID(e, id, slug) id,
 #define VL_D_SLUG(e, id, slug) slug,
@@ -20,6 +21,13 @@ static void add(struct vl_diag *out, int *n, enum vl_diag_kind k, enum vl_severi
   out[*n] = (struct vl_diag){.kind = k, .severity = sev, .a = a, .b = b, .c = c, .part = -1};
   snprintf(out[*n].text, sizeof out[*n].text, "%s", text ? text : "");
   (*n)++;
+}
+
+/* VL-D004 with each layer's evidence: a, b, c the framework layer's (per
+ * step, in all, steps), leak both. */
+static void add_leak(struct vl_diag *out, int *n, const struct vl_leak *l) {
+  add(out, n, VL_D_LEAK, VL_SEV_ERROR, l->step_bytes, (double)l->step_total_bytes, l->steps, NULL);
+  if (out[*n - 1].kind == VL_D_LEAK) out[*n - 1].leak = *l;
 }
 
 /* reserved at the start of steps 4.. rising while allocated does not */
@@ -80,7 +88,12 @@ int vl_doctor(const struct vl_record *r, const struct vl_run_summary *s,
         (double)f->first_oom.device_free_bytes, f->first_oom.step, f->first_oom.phase);
   if (f->present && r->probe_note[0])
     add(out, &n, VL_D_PROBE_STOPPED, VL_SEV_WARN, 0, 0, 0, r->probe_note);
+  /* a leak: the one rule report's finding uses too (lib/measure/leak.c),
+   * on whichever layers the record has */
+  struct vl_leak leak;
+  bool leaks = vl_leak_judge(r, s->peak_process_bytes, f, &leak);
   if (!f->present) {
+    if (leaks) add_leak(out, &n, &leak);
     add(out, &n, VL_D_NO_PROBE, VL_SEV_INFO, 0, 0, 0, NULL);
     return n;
   }
@@ -97,13 +110,7 @@ int vl_doctor(const struct vl_record *r, const struct vl_run_summary *s,
   }
   if (f->alloc_retries > 0)
     add(out, &n, VL_D_ALLOC_RETRIES, VL_SEV_WARN, (double)f->alloc_retries, 0, 0, NULL);
-  /* a leak: the start of every step holds more, by more than 1 MiB and
-   * 0.5 % of the peak over the steps seen */
-  if (f->growth_steps >= 3 && f->growth_bytes_per_step > 0) {
-    double total = (double)f->growth_total, floor = 0.005 * (double)f->peak_allocated;
-    if (total > (double)(1u << 20) && total > floor)
-      add(out, &n, VL_D_LEAK, VL_SEV_ERROR, f->growth_bytes_per_step, total, f->growth_steps, NULL);
-  }
+  if (leaks) add_leak(out, &n, &leak);
   if (f->cuda && strcmp(f->peak_phase, "pre_step") == 0)
     add(out, &n, VL_D_CLIP_PEAK, VL_SEV_WARN, (double)f->peak_allocated, 0, f->peak_step, NULL);
   if (f->has_bill && strcmp(f->bill_phase, "optimizer") == 0 && f->peak_allocated &&

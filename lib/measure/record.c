@@ -12,6 +12,7 @@
 
 #include "../util/internal.h"
 #include "vramledger/alloc.h"
+#include "vramledger/leak.h"
 #include "vramledger/record.h"
 #include "probe_events.h"
 #include "record_read.h"
@@ -363,34 +364,17 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
   uint64_t last = r->exited ? r->end_ns : (r->n_samples ? r->samples[r->n_samples - 1].t_ns : 0);
   s->duration_ns = last > r->start_ns ? last - r->start_ns : 0;
 
-  /* leak: the floor of the job's memory rises through the run. Four
-   * windows after the job first holds GPU memory (so the CUDA context
-   * appearing is not growth); the minimum of each must rise, window after
-   * window, by more than 5 % of the peak in all. A spike or a context
-   * coming up is not a leak (measured: bench/results/run-interposer) */
-  size_t first = 0;
-  while (first < r->n_samples && r->samples[first].tree_bytes == 0)
-    first++;
-  size_t m = r->n_samples - first;
-  if (m >= 20) {
-    uint64_t floor[4];
-    double tmid[4];
-    for (int w = 0; w < 4; w++) {
-      size_t a = first + m * (size_t)w / 4, b = first + m * (size_t)(w + 1) / 4;
-      floor[w] = UINT64_MAX;
-      for (size_t i = a; i < b; i++)
-        floor[w] = vl__min(floor[w], r->samples[i].tree_bytes);
-      tmid[w] = (double)(r->samples[(a + b) / 2].t_ns - r->start_ns) * 1e-9;
-    }
-    bool rising = floor[0] < floor[1] && floor[1] < floor[2] && floor[2] < floor[3];
-    double grown = (double)(floor[3] - floor[0]);
-    if (rising && tmid[3] > tmid[0]) s->leak_bytes_per_s = grown / (tmid[3] - tmid[0]);
-    if (rising && grown > 0.05 * (double)s->peak_process_bytes)
-      add_finding(f, nf, "leak",
-                  "memory grows steadily: its floor rises %.1f MiB/s (%.0f MiB in all); look for "
-                  "tensors kept across steps (losses without .item(), growing lists, caches)",
-                  s->leak_bytes_per_s / 1048576.0, grown / 1048576.0);
-  }
+  /* leak: the one rule (lib/measure/leak.c, doctor's too): the floor of
+   * the job's memory rises window after window, by more than 5 % of the
+   * peak in all */
+  struct vl_leak lk;
+  vl_leak_system(r, s->peak_process_bytes, &lk);
+  s->leak_bytes_per_s = lk.floor_bytes_per_s;
+  if (lk.system)
+    add_finding(f, nf, "leak",
+                "memory grows steadily: its floor rises %.1f MiB/s (%.0f MiB in all); look for "
+                "tensors kept across steps (losses without .item(), growing lists, caches)",
+                lk.floor_bytes_per_s / 1048576.0, lk.floor_grown_bytes / 1048576.0);
   /* imbalance across the GPUs the job uses (> 5 %) */
   uint64_t hi = 0, lo = UINT64_MAX;
   for (unsigned g = 0; g < VL_RECORD_MAX_GPUS; g++) {

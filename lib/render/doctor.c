@@ -42,16 +42,37 @@ static void words(const struct vl_diag *d, char *title, size_t nt, char *ev, siz
              "the job is at the edge of the card: expandable_segments:True, a smaller "
              "micro-batch with gradient accumulation, or activation checkpointing");
     break;
-  case VL_D_LEAK:
-    snprintf(title, nt, "memory grows step after step");
-    snprintf(ev, ne,
-             "allocated at the start of a step rises %.2f MiB per step (%.1f MiB over %.0f "
-             "steps)",
-             MIB(d->a), MIB(d->b), d->c);
+  case VL_D_LEAK: {
+    /* each layer's evidence, the one that shows the leak first */
+    const struct vl_leak *l = &d->leak;
+    char sys[200], fw[200];
+    if (l->system)
+      snprintf(sys, sizeof sys, "NVML: the job's memory floor rises %.1f MiB/s (%.0f MiB in all)",
+               MIB(l->floor_bytes_per_s), MIB(l->floor_grown_bytes));
+    else if (l->floor_grown_bytes > 0)
+      snprintf(sys, sizeof sys,
+               "NVML: the job's memory floor rises %.0f MiB in all, not more than 5 %% of its peak",
+               MIB(l->floor_grown_bytes));
+    else
+      snprintf(sys, sizeof sys, "NVML: the job's memory floor does not rise");
+    if (l->framework)
+      snprintf(fw, sizeof fw,
+               "probe: allocated at the start of a step rises %.2f MiB per step (%.1f MiB over "
+               "%u steps)",
+               MIB(l->step_bytes), MIB((double)l->step_total_bytes), l->steps);
+    else if (l->probed)
+      snprintf(fw, sizeof fw,
+               "probe: allocated at the start of steps 4 on does not rise by more than 1 MiB "
+               "and 0.5 %% of the peak");
+    else
+      snprintf(fw, sizeof fw, "probe: no framework layer in this record");
+    snprintf(title, nt, "memory grows through the run");
+    snprintf(ev, ne, "%s; %s", l->system ? sys : fw, l->system ? fw : sys);
     snprintf(fix, nf,
              "something keeps tensors across steps: a loss summed without .item() or "
              ".detach(), outputs appended to a list, a hook or a cache holding references");
     break;
+  }
   case VL_D_CLIP_PEAK:
     snprintf(title, nt, "gradient clipping (or unscaling) sets the peak");
     snprintf(ev, ne, "the peak, %.2f GiB in step %.0f, falls between backward and the optimizer",

@@ -216,29 +216,82 @@ static size_t curve_of(const struct vl_fit_view *v, const double *x) {
   return v->n_curves;
 }
 
+/* x with four significant digits and no exponent (a page is read, not
+ * parsed; the JSON output keeps full precision). */
+static const char *plain(char *buf, size_t n, double x) {
+  double a = fabs(x);
+  int d = a > 0 ? 3 - (int)floor(log10(a)) : 0;
+  snprintf(buf, n, "%.*f", d < 0 ? 0 : d > 12 ? 12 : d, x);
+  return buf;
+}
+
+/* The other variables of a curve ("batch=16"); empty when it has none. */
+static void curve_name(const struct vl_fit_view *v, size_t c, char *at, size_t n) {
+  const struct vl_points *p = v->pts;
+  size_t off = 0;
+  at[0] = '\0';
+  for (size_t k = 0; k < p->nvars; k++) {
+    if (k == v->axis) continue;
+    int w =
+        snprintf(at + off, n - off, "%s%s=%g", off ? "," : "", p->var[k], v->curves[c].fixed[k]);
+    if (w < 0 || (size_t)w >= n - off) break;
+    off += (size_t)w;
+  }
+}
+
+/* The fit's curves, the measured points in their curve's colour, the
+ * estimator at each point, the predictions with their 95 % interval. */
+static json_t *fit_chart(const struct vl_fit_view *v) {
+  const struct vl_points *p = v->pts;
+  json_t *c = vl__chart_new("lines", p->var[v->axis], "", "memory", "bytes");
+  size_t nc = v->n_curves < 12 ? v->n_curves : 12;
+  int line[12], dots[12], other = -1, est = -1, pred = -1;
+  for (size_t k = 0; k < nc; k++) {
+    char at[128], name[160];
+    curve_name(v, k, at, sizeof at);
+    snprintf(name, sizeof name, "%s%s", at, *at ? " (fit)" : "fit");
+    line[k] = vl__chart_series(c, name, palette[k], 0);
+    bool measured = false; /* a curve may be there only for a prediction */
+    for (size_t i = 0; i < p->n && !measured; i++)
+      measured = curve_of(v, p->x + i * VL_FIT_MAX_VARS) == k;
+    snprintf(name, sizeof name, "%s%s", at, *at ? " (measured)" : "measured");
+    dots[k] =
+        measured ? vl__chart_series(c, name, palette[k], VL_SERIES_POINTS | VL_SERIES_NO_LINE) : -1;
+  }
+  for (size_t i = 0; i < p->n && other < 0; i++)
+    if (curve_of(v, p->x + i * VL_FIT_MAX_VARS) >= nc)
+      other = vl__chart_series(c, "measured, on no curve", "#000000",
+                               VL_SERIES_POINTS | VL_SERIES_NO_LINE);
+  if (v->estimate)
+    est = vl__chart_series(c, "the estimator at the point", "#555555",
+                           VL_SERIES_POINTS | VL_SERIES_NO_LINE | VL_SERIES_DASH);
+  if (v->n_predict)
+    pred = vl__chart_series(c, "prediction (95 % interval)", "#000000",
+                            VL_SERIES_POINTS | VL_SERIES_NO_LINE | VL_SERIES_BIG);
+  for (size_t k = 0; k < nc; k++)
+    for (size_t i = 0; i < v->curves[k].n; i++)
+      vl__chart_set(vl__chart_row(c, v->curves[k].x[i]), line[k], fmax(0.0, v->curves[k].y[i]));
+  for (size_t i = 0; i < p->n; i++) {
+    const double *x = p->x + i * VL_FIT_MAX_VARS;
+    size_t k = curve_of(v, x);
+    json_t *row = vl__chart_row(c, x[v->axis]);
+    vl__chart_set(row, k < nc ? dots[k] : other, p->y[i]);
+    if (est >= 0) vl__chart_set(row, est, v->estimate[i]);
+  }
+  json_t *ranges = json_array();
+  for (size_t i = 0; i < v->n_predict; i++) {
+    const struct vl_fit_prediction *q = &v->predictions[i];
+    vl__chart_set(vl__chart_row(c, q->x[v->axis]), pred, q->y);
+    json_array_append_new(ranges, json_pack("[f,f,f]", q->x[v->axis],
+                                            fmax(0.0, q->y - q->half_width), q->y + q->half_width));
+  }
+  json_object_set_new(c, "ranges", ranges);
+  return c;
+}
+
 int vl_render_fit_html(FILE *o, const struct vl_fit_view *v) {
   const struct vl_points *p = v->pts;
   const struct vl_fit_result *r = v->fit;
-  const double W = 900, H = 420, L = 70, B = 40, T = 15, R = 170;
-  double xlo = INFINITY, xhi = -INFINITY, ymax = 0;
-  for (size_t i = 0; i < p->n; i++) {
-    xlo = fmin(xlo, p->x[i * VL_FIT_MAX_VARS + v->axis]);
-    xhi = fmax(xhi, p->x[i * VL_FIT_MAX_VARS + v->axis]);
-    ymax = fmax(ymax, GIB(p->y[i]));
-  }
-  for (size_t i = 0; i < v->n_predict; i++) {
-    xlo = fmin(xlo, v->predictions[i].x[v->axis]);
-    xhi = fmax(xhi, v->predictions[i].x[v->axis]);
-    ymax = fmax(ymax, GIB(v->predictions[i].y + v->predictions[i].half_width));
-  }
-  for (size_t c = 0; c < v->n_curves; c++)
-    for (size_t i = 0; i < v->curves[c].n; i++)
-      ymax = fmax(ymax, GIB(v->curves[c].y[i]));
-  if (!(xhi > xlo)) xhi = xlo + 1;
-  if (!(ymax > 0)) ymax = 1;
-  ymax *= 1.05;
-#define PX(x) (L + (W - L - R) * ((x)-xlo) / (xhi - xlo))
-#define PY(y) (H - B - (H - B - T) * (y) / ymax)
   vl__html_head(o, "vramledger fit");
   fputs("<h1>Fit: ", o);
   vl__html_text(o, v->source);
@@ -257,77 +310,12 @@ int vl_render_fit_html(FILE *o, const struct vl_fit_view *v) {
   for (size_t k = 0; k < v->n_terms; k++) {
     fputs("<tr><td>", o);
     vl__html_text(o, v->terms[k].name);
-    fprintf(o, "</td><td class=n>%.6g</td><td class=n>± %.3g</td></tr>\n", r->coef[k], r->ci95[k]);
+    char coef[48], ci[48];
+    fprintf(o, "</td><td class=n>%s</td><td class=n>± %s</td></tr>\n",
+            plain(coef, sizeof coef, r->coef[k]), plain(ci, sizeof ci, r->ci95[k]));
   }
   fputs("</table>\n", o);
-  vl__svg_open(o, W, H, L, T, R, B);
-  for (int k = 0; k <= 4; k++) {
-    fprintf(o, "<text x=\"5\" y=\"%.1f\">%.1f GiB</text>\n", PY(ymax * k / 4.0) + 4,
-            ymax * k / 4.0);
-    double x = xlo + (xhi - xlo) * k / 4.0;
-    fprintf(o, "<text x=\"%.1f\" y=\"%.0f\">%g</text>\n", PX(x) - 10, H - B + 15, x);
-  }
-  fprintf(o, "<text x=\"%.0f\" y=\"%.0f\">", (L + W - R) / 2, H - 8);
-  vl__html_text(o, p->var[v->axis]);
-  fputs("</text>\n", o);
-  for (size_t c = 0; c < v->n_curves; c++) {
-    const struct vl_fit_curve *cv = &v->curves[c];
-    const char *col = palette[c % (sizeof palette / sizeof *palette)];
-    fprintf(o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", col);
-    for (size_t i = 0; i < cv->n; i++)
-      fprintf(o, "%.1f,%.1f ", PX(cv->x[i]), PY(fmax(0.0, GIB(cv->y[i]))));
-    fputs("\"/>\n", o);
-    char at[128] = "";
-    size_t off = 0;
-    for (size_t k = 0; k < p->nvars; k++) {
-      if (k == v->axis) continue;
-      int w =
-          snprintf(at + off, sizeof at - off, "%s%s=%g", off ? "," : "", p->var[k], cv->fixed[k]);
-      if (w < 0 || (size_t)w >= sizeof at - off) break;
-      off += (size_t)w;
-    }
-    fprintf(o, "<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">", W - R + 10, T + 14.0 * (double)c, col);
-    vl__html_text(o, off ? at : "fit");
-    fputs("</text>\n", o);
-  }
-  for (size_t i = 0; i < p->n; i++) {
-    const double *x = p->x + i * VL_FIT_MAX_VARS;
-    size_t c = curve_of(v, x);
-    char at[128];
-    at_str(p, x, at, sizeof at);
-    fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>", PX(x[v->axis]),
-            PY(GIB(p->y[i])), c < v->n_curves ? palette[c % 12] : "#000");
-    vl__html_text(o, at);
-    fprintf(o, ": measured %.2f GiB", GIB(p->y[i]));
-    if (v->estimate) fprintf(o, ", estimator %.2f GiB", GIB(v->estimate[i]));
-    fputs("</title></circle>\n", o);
-    if (v->estimate)
-      fprintf(o,
-              "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" "
-              "stroke-width=\"2\"/>\n",
-              PX(x[v->axis]) - 4, PY(GIB(v->estimate[i])), PX(x[v->axis]) + 4,
-              PY(GIB(v->estimate[i])));
-  }
-  for (size_t i = 0; i < v->n_predict; i++) {
-    const struct vl_fit_prediction *q = &v->predictions[i];
-    double cx = PX(q->x[v->axis]), cy = PY(GIB(q->y));
-    char at[128];
-    at_str(p, q->x, at, sizeof at);
-    fprintf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>\n", cx,
-            PY(fmax(0.0, GIB(q->y - q->half_width))), cx, PY(GIB(q->y + q->half_width)));
-    fprintf(o, "<path d=\"M%.1f %.1f l5 5 l-5 5 l-5 -5 z\" fill=\"#fff\" stroke=\"#000\"><title>",
-            cx, cy - 5);
-    vl__html_text(o, at);
-    fprintf(o, ": predicted %.2f GiB [%.2f, %.2f]", GIB(q->y), GIB(q->y - q->half_width),
-            GIB(q->y + q->half_width));
-    if (v->estimate) fprintf(o, ", estimator %.2f GiB", GIB(q->estimate));
-    fputs("</title></path>\n", o);
-  }
-  fputs("</svg>\n<p>Dots: measured points (a dash: the estimator at the point); lines: the "
-        "fit; diamonds: predictions with their 95 % interval.</p>\n",
-        o);
-#undef PX
-#undef PY
+  vl__html_chart(o, "the fit", fit_chart(v), 420);
   if (v->n_predict) {
     fprintf(o,
             "<table><tr><th>at</th><th>peak GiB</th><th>95 %% interval</th><th>constant + "
@@ -350,6 +338,6 @@ int vl_render_fit_html(FILE *o, const struct vl_fit_view *v) {
     }
     fputs("</table>\n", o);
   }
-  fputs("</body></html>\n", o);
+  vl__html_foot(o);
   return ferror(o) ? -1 : 0;
 }

@@ -1,5 +1,6 @@
 /* The framework layer in the run report: the bill at the peak, the ladder,
- * the boundaries' ledger, steps; as text/Markdown, JSON, HTML and trace. */
+ * the boundaries' ledger, steps; as text/Markdown, JSON and HTML (the
+ * trace's phases: report_trace.c). */
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -466,40 +467,39 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
             f->first_oom.snapshot);
 }
 
-/* Every rank's bill at its peak: one stacked bar a rank on a common
- * scale, and the table (the ranks as the text report shows them). */
+/* Every rank's bill at its peak: one stacked bar a rank, side by side on
+ * one scale, and the table; the parts no rank holds are left out. */
 static void rank_bills_html(FILE *o, const struct vl_probe_layer *f) {
   unsigned idx[8], n = rank_order(f, idx);
   if (n < 2) return;
-  uint64_t top = 1;
-  for (unsigned j = 0; j < n; j++) {
-    uint64_t t = 0;
-    for (int i = 0; i < LINES; i++)
-      t += rank_line_bytes(&f->ranks[idx[j]], i);
-    if (t > top) top = t;
-  }
+  bool held[LINES] = {false};
+  for (int i = 0; i < LINES; i++)
+    for (unsigned j = 0; j < n; j++)
+      held[i] |= rank_line_bytes(&f->ranks[idx[j]], i) > 0;
   fputs("<h3>The bill at each rank's peak</h3>\n", o);
-  const double W = 900, BAR = 22, L = 70;
-  vl__svg_open(o, W, 10 + n * (BAR + 8), 0, 0, 0, 0);
+  json_t *c = vl__chart_new("stack", "rank", "", "memory", "bytes");
+  char names[8][24];
+  const char *cats[8];
   for (unsigned j = 0; j < n; j++) {
-    const struct vl_fw_rank *x = &f->ranks[idx[j]];
-    double y = 5 + j * (BAR + 8), xx = L;
-    fprintf(o, "<text x=\"0\" y=\"%.0f\">rank %u</text>\n", y + BAR - 6, x->rank);
-    for (int i = 0; i < LINES; i++) {
-      double w = (W - L - 2) * (double)rank_line_bytes(x, i) / (double)top;
-      if (w <= 0) continue;
-      fprintf(o,
-              "<rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\" fill=\"%s\"><title>rank "
-              "%u, %s: %.3f GiB</title></rect>\n",
-              xx, y, w, BAR, line_colour[i], x->rank, line_name[i], GIB(rank_line_bytes(x, i)));
-      xx += w;
-    }
+    snprintf(names[j], sizeof names[j], "rank %u", f->ranks[idx[j]].rank);
+    cats[j] = names[j];
   }
-  fputs("</svg>\n<table><tr><th>part (GiB)</th>", o);
+  vl__chart_categories(c, cats, n);
+  int ser[LINES];
+  for (int i = 0; i < LINES; i++)
+    ser[i] = held[i] ? vl__chart_series(c, line_name[i], line_colour[i], 0) : -1;
+  for (unsigned j = 0; j < n; j++) {
+    json_t *row = vl__chart_row(c, j);
+    for (int i = 0; i < LINES; i++)
+      if (ser[i] >= 0) vl__chart_set(row, ser[i], (double)rank_line_bytes(&f->ranks[idx[j]], i));
+  }
+  vl__html_chart(o, "the bill at each rank's peak", c, 300);
+  fputs("<table><tr><th>part (GiB)</th>", o);
   for (unsigned j = 0; j < n; j++)
     fprintf(o, "<th>rank %u</th>", f->ranks[idx[j]].rank);
   fputs("</tr>\n", o);
   for (int i = 0; i <= LINES; i++) {
+    if (i < LINES && !held[i]) continue;
     fprintf(o, "<tr><td>%s</td>", i < LINES ? line_name[i] : "peak allocated");
     for (unsigned j = 0; j < n; j++) {
       const struct vl_fw_rank *x = &f->ranks[idx[j]];
@@ -511,162 +511,90 @@ static void rank_bills_html(FILE *o, const struct vl_probe_layer *f) {
   fputs("</table>\n", o);
 }
 
-/* The stacked bill (one bar) and the memory timeline of the probe's
- * boundaries with phase bands and the peak marked. */
-void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_record *r,
-                 const struct vl_probe_compare *cmp) {
+/* size_str, and bytes below a KiB as bytes (a tensor of 4 B is not 0.0 KiB) */
+static const char *page_size(char *buf, size_t n, uint64_t b) {
+  if (b >= 1024) return size_str(buf, n, b);
+  snprintf(buf, n, "%llu B", (unsigned long long)b);
+  return buf;
+}
+
+/* The bill as a table with shares: the parts it holds, in the bill's
+ * order, each share also a bar; the total is the peak. */
+static void bill_html(FILE *o, const struct vl_probe_layer *f) {
+  uint64_t total = 0;
+  for (int i = 0; i < LINES; i++)
+    total += line_bytes(f, i);
+  fputs("<table><tr><th>part</th><th>size</th><th>share</th><th></th></tr>\n", o);
+  for (int i = 0; i < LINES; i++) {
+    uint64_t x = line_bytes(f, i);
+    if (!x) continue;
+    char sz[32];
+    double share = total ? 100.0 * (double)x / (double)total : 0;
+    fprintf(o,
+            "<tr><td><span class=\"vl-swatch\" style=\"background:%s\"></span>%s%s</td>"
+            "<td class=n>%s</td><td class=n>%.1f %%</td><td><span class=\"vl-share\" "
+            "style=\"width:%.0fpx;background:%s\"></span></td></tr>\n",
+            line_colour[i], line_name[i],
+            i == VL_BILL_ACTIVATIONS && f->activations_by_difference
+                ? " (by difference: torch.compile)"
+                : "",
+            page_size(sz, sizeof sz, x), share, 3 * share, line_colour[i]);
+  }
+  char sz[32];
+  fprintf(o, "<tr><th>the peak</th><th class=n>%s</th><th class=n>100 %%</th><th></th></tr>\n",
+          size_str(sz, sizeof sz, total));
+  fputs("</table>\n", o);
+}
+
+/* The estimate and the measurement side by side, line by line (the lines
+ * both put at zero left out), and the table with the differences. */
+static void cmp_html(FILE *o, const struct vl_probe_compare *cmp) {
+  fprintf(o, "<h3>Estimate vs measured (the estimate's peak in %s)</h3>\n", cmp->estimate_phase);
+  const char *cats[VL_CMP_LINES];
+  size_t n = 0;
+  for (int i = 0; i < VL_CMP_LINES; i++)
+    if (cmp->measured[i] || cmp->estimate[i]) cats[n++] = cmp_name[i];
+  json_t *c = vl__chart_new("bars", "", "", "memory", "bytes");
+  vl__chart_categories(c, cats, n);
+  int m = vl__chart_series(c, "measured", "#1f77b4", 0);
+  int e = vl__chart_series(c, "estimate", "#ff7f0e", 0);
+  n = 0;
+  for (int i = 0; i < VL_CMP_LINES; i++) {
+    if (!cmp->measured[i] && !cmp->estimate[i]) continue;
+    json_t *row = vl__chart_row(c, (double)n++);
+    vl__chart_set(row, m, (double)cmp->measured[i]);
+    vl__chart_set(row, e, (double)cmp->estimate[i]);
+  }
+  vl__html_chart(o, "estimate vs measured", c, 320);
+  fputs("<table><tr><th>line</th><th>measured GiB</th><th>estimate GiB</th>"
+        "<th>estimate - measured GiB</th></tr>\n",
+        o);
+  for (int i = 0; i < VL_CMP_LINES; i++)
+    if (cmp->measured[i] || cmp->estimate[i])
+      fprintf(o,
+              "<tr><td>%s</td><td class=n>%.3f</td><td class=n>%.3f</td><td class=n>%+.3f</td>"
+              "</tr>\n",
+              cmp_name[i], GIB(cmp->measured[i]), GIB(cmp->estimate[i]),
+              (double)((int64_t)cmp->estimate[i] - (int64_t)cmp->measured[i]) / (1ull << 30));
+  fputs("</table>\n", o);
+}
+
+/* The bill at the peak, the estimate beside it, each rank's bill (the
+ * memory over time is the run's chart: lib/render/html_run.c). */
+void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_compare *cmp) {
   if (!f->present) return;
   fputs("<h2>Framework layer (PyTorch probe)</h2>\n<p>torch ", o);
   vl__html_text(o, f->torch);
   fprintf(o, ", %u steps, median step %.1f ms, %.0f tokens/s</p>\n", f->n_steps,
           f->step_s_median * 1e3, f->tokens_per_s);
   if (f->has_bill) {
-    uint64_t total = 0;
-    for (int i = 0; i < LINES; i++)
-      total += line_bytes(f, i);
-    fprintf(o, "<h3>The bill at the peak (step %u, %s)</h3>\n", f->bill_step, f->bill_phase);
-    const double W = 900, H = 60;
-    vl__svg_open(o, W, H + 40, 0, 0, 0, 0);
-    double x = 0;
-    for (int i = 0; i < LINES; i++) {
-      double w = total ? (W - 2) * (double)line_bytes(f, i) / (double)total : 0;
-      if (w <= 0) continue;
-      fprintf(o,
-              "<rect x=\"%.1f\" y=\"5\" width=\"%.1f\" height=\"%.0f\" fill=\"%s\"><title>%s: "
-              "%.3f GiB</title></rect>\n",
-              x + 1, w, H, line_colour[i], line_name[i], GIB(line_bytes(f, i)));
-      x += w;
-    }
-    x = 0;
-    for (int i = 0; i < LINES; i++) {
-      fprintf(o, "<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%s</text>\n", x, H + 25, line_colour[i],
-              line_key[i]);
-      x += W / LINES;
-    }
-    fputs("</svg>\n<table><tr><th>part</th><th>GiB</th></tr>\n", o);
-    for (int i = 0; i < LINES; i++)
-      fprintf(o, "<tr><td>%s</td><td class=n>%.3f</td></tr>\n", line_name[i],
-              GIB(line_bytes(f, i)));
-    fputs("</table>\n", o);
-    if (cmp && cmp->present) {
-      fprintf(o,
-              "<h3>Estimate vs measured (the estimate's peak in %s)</h3>\n<table><tr><th>line</th>"
-              "<th>measured GiB</th><th>estimate GiB</th><th>estimate - measured GiB</th></tr>\n",
-              cmp->estimate_phase);
-      for (int i = 0; i < VL_CMP_LINES; i++)
-        fprintf(o,
-                "<tr><td>%s</td><td class=n>%.3f</td><td class=n>%.3f</td><td class=n>%+.3f</td>"
-                "</tr>\n",
-                cmp_name[i], GIB(cmp->measured[i]), GIB(cmp->estimate[i]),
-                GIB(cmp->estimate[i]) - GIB(cmp->measured[i]));
-      fputs("</table>\n", o);
-    }
+    if (f->cuda)
+      fprintf(o, "<h3>The bill at the peak (step %u, %s)</h3>\n", f->bill_step, f->bill_phase);
+    else
+      fprintf(o, "<h3>The bill at its largest boundary (step %u, after %s)</h3>\n", f->bill_step,
+              f->bill_phase);
+    bill_html(o, f);
+    if (cmp && cmp->present) cmp_html(o, cmp);
   }
   rank_bills_html(o, f);
-  /* the timeline: allocated and reserved at every boundary of the main process */
-  if (!f->cuda || r->n_phases == 0) return;
-  /* from the first forward (the interval before it is the job's start-up) */
-  uint64_t t0 = 0, t1 = 0, ymax = 1;
-  for (size_t k = 0; k < r->n_phases && !t0; k++)
-    if (r->phases[k].pid == f->main_pid) t0 = r->phases[k].t_ns;
-  t1 = t0;
-  for (size_t k = 0; k < r->n_phases; k++) {
-    const struct vl_rec_phase *p = &r->phases[k];
-    if (p->pid != f->main_pid) continue;
-    if (p->t_ns > t1) t1 = p->t_ns;
-    if (p->peak_reserved > ymax) ymax = p->peak_reserved;
-    if (p->reserved > ymax) ymax = p->reserved;
-  }
-  const double W = 900, H = 320, L = 60, B = 30;
-  double span = (double)(t1 - t0) * 1e-9;
-  if (span <= 0) span = 1;
-  fputs("<h3>Memory over time: phases, allocated (blue), reserved (green), peaks (red)</h3>\n", o);
-  vl__svg_open(o, W, H, L, 10, 10, B);
-  for (int k = 0; k <= 4; k++)
-    fprintf(o, "<text x=\"5\" y=\"%.1f\">%.1f GiB</text>\n", H - B - (H - B - 10) * k / 4.0 + 4,
-            GIB(ymax) * k / 4.0);
-#define X(t) (L + (W - 10 - L) * ((double)((t)-t0) * 1e-9) / span)
-#define Y(v) (H - B - (H - B - 10) * (double)(v) / (double)ymax)
-  static const char *const bands[][2] = {{"forward", "#dbe9f6"},   {"loss", "#fde0c5"},
-                                         {"backward", "#f8d5d5"},  {"pre_step", "#eee"},
-                                         {"optimizer", "#d9f0d3"}, {"eval", "#e8e0f0"}};
-  size_t shown = 0;
-  for (size_t k = 0; k < r->n_phases && shown < 4000; k++) {
-    const struct vl_rec_phase *p = &r->phases[k];
-    if (p->pid != f->main_pid || p->t0_ns < t0) continue;
-    for (size_t b = 0; b < sizeof bands / sizeof bands[0]; b++)
-      if (strcmp(p->phase, bands[b][0]) == 0) {
-        fprintf(o,
-                "<rect x=\"%.1f\" y=\"10\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\">"
-                "<title>step %u %s: peak %.2f GiB</title></rect>\n",
-                X(p->t0_ns), X(p->t_ns) - X(p->t0_ns), H - B - 10, bands[b][1], p->step, p->phase,
-                GIB(p->peak_allocated));
-        shown++;
-      }
-  }
-  for (int line = 0; line < 2; line++) {
-    fprintf(o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
-            line ? "#2ca02c" : "#1f77b4");
-    for (size_t k = 0; k < r->n_phases; k++) {
-      const struct vl_rec_phase *p = &r->phases[k];
-      if (p->pid != f->main_pid || p->t_ns < t0 || !p->has_alloc) continue;
-      fprintf(o, "%.1f,%.1f ", X(p->t_ns), Y(line ? p->reserved : p->allocated));
-    }
-    fputs("\"/>\n", o);
-  }
-  for (size_t k = 0; k < r->n_phases; k++) {
-    const struct vl_rec_phase *p = &r->phases[k];
-    if (p->pid != f->main_pid || p->t0_ns < t0 || !p->has_alloc) continue;
-    bool top = p->step == f->peak_step && strcmp(p->phase, f->peak_phase) == 0 &&
-               p->peak_allocated == f->peak_allocated;
-    fprintf(o,
-            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\" "
-            "stroke-width=\"%s\"/>\n",
-            X(p->t0_ns), Y(p->peak_allocated), X(p->t_ns), Y(p->peak_allocated), top ? "3" : "1");
-    if (top)
-      fprintf(o,
-              "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"none\" stroke=\"#d62728\">"
-              "<title>the peak: %.2f GiB, step %u, %s</title></circle>\n",
-              (X(p->t0_ns) + X(p->t_ns)) / 2, Y(p->peak_allocated), GIB(p->peak_allocated), p->step,
-              p->phase);
-  }
-#undef X
-#undef Y
-  fputs("</svg>\n", o);
-}
-
-/* Phase slices ("X") and allocator counters ("C") for Perfetto. */
-void vl__fw_trace(json_t *ev, const struct vl_probe_layer *f, const struct vl_record *r) {
-  if (!f->present) return;
-  for (size_t k = 0; k < r->n_phases; k++) {
-    const struct vl_rec_phase *p = &r->phases[k];
-    if (p->t0_ns < r->start_ns) continue;
-    json_t *e = json_object();
-    json_object_set_new(e, "name", json_string(p->phase));
-    json_object_set_new(e, "ph", json_string("X"));
-    json_object_set_new(e, "ts", json_real((double)(p->t0_ns - r->start_ns) / 1000.0));
-    json_object_set_new(e, "dur", json_real((double)(p->t_ns - p->t0_ns) / 1000.0));
-    json_object_set_new(e, "pid", json_integer(1));
-    json_object_set_new(e, "tid", json_integer(p->pid));
-    json_t *a = json_object();
-    json_object_set_new(a, "step", json_integer(p->step));
-    if (p->has_alloc)
-      json_object_set_new(a, "peak_allocated_GiB", json_real(GIB(p->peak_allocated)));
-    json_object_set_new(e, "args", a);
-    json_array_append_new(ev, e);
-    if (!p->has_alloc) continue;
-    static const char *const names[2] = {"allocated (PyTorch) GiB", "reserved (PyTorch) GiB"};
-    const uint64_t vals[2] = {p->allocated, p->reserved};
-    for (int i = 0; i < 2; i++) {
-      json_t *c = json_object();
-      json_object_set_new(c, "name", json_string(names[i]));
-      json_object_set_new(c, "ph", json_string("C"));
-      json_object_set_new(c, "ts", json_real((double)(p->t_ns - r->start_ns) / 1000.0));
-      json_object_set_new(c, "pid", json_integer(1));
-      json_t *args = json_object();
-      json_object_set_new(args, "GiB", json_real(GIB(vals[i])));
-      json_object_set_new(c, "args", args);
-      json_array_append_new(ev, c);
-    }
-  }
 }

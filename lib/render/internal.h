@@ -22,23 +22,68 @@ json_t *vl__settings_json(const struct vl_job *j);
 
 /* s with <, >, & and " escaped for HTML. */
 void vl__html_text(FILE *o, const char *s);
-/* The page's head and <body>: title, the house style. */
+/* The page's head and <body>: title, the house style, dygraphs' style. */
 void vl__html_head(FILE *o, const char *title);
-/* <svg> w x h with its two axes: x along the bottom margin, y along the left. */
-void vl__svg_open(FILE *o, double w, double h, double left, double top, double right,
-                  double bottom);
+
+/* The page's end: the chart library and lib/render/html_charts.js (both
+ * embedded at build time, so the page is one file that works offline),
+ * then </body></html>. Every page with vl__html_chart ends with it. */
+void vl__html_foot(FILE *o);
+
+/* A chart spec (lib/render/html_charts.js reads it; new reference): kind
+ * "lines", "bars" or "stack"; units "bytes", "time" (seconds), "usd", "h"
+ * or "" (the page picks GiB/MiB, s/min/h from the largest value). */
+json_t *vl__chart_new(const char *kind, const char *x_title, const char *x_unit,
+                      const char *y_title, const char *y_unit);
+/* STEP: held until the next value; POINTS: a dot at each value; NO_LINE:
+ * dots only; BIG: larger dots; DASH: a short level mark for each dot */
+enum {
+  VL_SERIES_STEP = 1,
+  VL_SERIES_POINTS = 2,
+  VL_SERIES_NO_LINE = 4,
+  VL_SERIES_BIG = 8,
+  VL_SERIES_DASH = 16
+};
+/* A series, before the first row; returns its index. */
+int vl__chart_series(json_t *c, const char *name, const char *colour, unsigned flags);
+/* A row at x, every series without a value (borrowed: fill with _set). */
+json_t *vl__chart_row(json_t *c, double x);
+/* Series' value in row; NAN breaks its line there. */
+void vl__chart_set(json_t *row, int series, double v);
+/* The record's peak of a series: the page rings it (at x, unless NAN),
+ * writes label and value under the chart, and checks the plotted maximum. */
+void vl__chart_peak(json_t *c, int series, double x, double value, const char *label);
+/* Bars: x is the index of labels[]. */
+void vl__chart_categories(json_t *c, const char *const *labels, size_t n);
+/* The <figure> for spec (stolen), height pixels, its legend under it. */
+void vl__html_chart(FILE *o, const char *name, json_t *spec, int height);
+/* Min/max decimation of n time-ordered samples (t(ctx, i) seconds, y(ctx,
+ * i, k) the k-th of n_series values): into keep (room for n) the indices
+ * of the first, the last and, in each of `buckets` equal time intervals,
+ * the samples with each series' least and greatest value. Returns how
+ * many; every index when n is small. */
+size_t vl__minmax_keep(size_t n, double (*t)(const void *, size_t),
+                       double (*y)(const void *, size_t, int), int n_series, const void *ctx,
+                       size_t buckets, size_t *keep);
 
 struct vl_probe_layer;
 struct vl_record;
+struct vl_run_summary;
+/* The run's memory over time (lib/render/html_run.c): NVML, driver-allocated,
+ * and the probe's reserved and allocated on one time axis, phase bands. */
+void vl__run_chart(FILE *o, const struct vl_record *r, const struct vl_run_summary *s,
+                   const struct vl_probe_layer *f);
 /* The framework layer's parts of the run report (lib/render/framework.c). */
 struct vl_probe_compare;
 void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const struct vl_record *r,
                  const struct vl_probe_compare *cmp);
 void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_compare *cmp,
                  bool md);
-void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_record *r,
-                 const struct vl_probe_compare *cmp);
-void vl__fw_trace(json_t *events, const struct vl_probe_layer *f, const struct vl_record *r);
+void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_compare *cmp);
+/* report --format trace (lib/render/report_trace.c). @return 0, or -1 on a
+ * write error or no memory. */
+struct vl_report_view;
+int vl__report_trace(FILE *out, const struct vl_report_view *v);
 /* The bill of the billed step: its lines, step, phase (new reference); as
  * text or Markdown lines with each part's share. Also for `trace`. */
 json_t *vl__fw_bill_json(const struct vl_probe_layer *f);

@@ -63,6 +63,15 @@ static json_t *cand_json(const struct vl_plan_candidate *c) {
   return o;
 }
 
+/* The cards the query named that plan did not plan on, with the reason
+ * (text and Markdown). */
+static void plan_excluded(FILE *o, bool md, const struct vl_plan_result *r) {
+  if (!r->n_excluded) return;
+  fprintf(o, "\n%s\n", md ? "### Not planned on" : "not planned on:");
+  for (int i = 0; i < r->n_excluded; i++)
+    fprintf(o, "%s%s: %s\n", md ? "- " : "  ", r->excluded[i].gpu->name, r->excluded[i].why);
+}
+
 int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
   const struct vl_plan_result *r = v->r;
   const struct vl_plan_query *q = v->q;
@@ -97,6 +106,14 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
     for (int i = 0; i < r->n_trace; i++)
       json_array_append_new(tr, json_string(r->trace[i]));
     json_object_set_new(root, "trace", tr);
+    json_t *ex = json_array();
+    for (int i = 0; i < r->n_excluded; i++) {
+      json_t *e = json_object();
+      json_object_set_new(e, "gpu", json_string(r->excluded[i].gpu->name));
+      json_object_set_new(e, "reason", json_string(r->excluded[i].why));
+      json_array_append_new(ex, e);
+    }
+    json_object_set_new(root, "excluded", ex);
     int rc = json_dumpf(root, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(root);
     fputc('\n', o);
@@ -113,14 +130,21 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
           md ? "\n" : "  ", r->evaluated, r->n, 100 * q->margin,
           v->prices_date && *v->prices_date ? v->prices_date : "the catalog");
   if (!r->n) {
-    fprintf(o, "%snothing fits: try more GPUs (--max-gpus), LoRA, or a shorter sequence\n",
-            md ? "" : "  ");
+    if (!r->evaluated && r->n_excluded)
+      fprintf(o,
+              "%sno card named can run this job (below): name others with --gpus, or take "
+              "another --precision\n",
+              md ? "" : "  ");
+    else
+      fprintf(o, "%snothing fits: try more GPUs (--max-gpus), LoRA, or a shorter sequence\n",
+              md ? "" : "  ");
     for (int i = 0; i < r->n_trace; i++)
       fprintf(o, "%s%s\n", md ? "- " : "  ", r->trace[i]);
+    plan_excluded(o, md, r);
     return ferror(o) ? -1 : 0;
   }
   if (md)
-    fprintf(o, "| # | GPU config | strategy | micro-batch x accum | ckpt | time h | efficiency | "
+    fprintf(o, "| # | GPU config | strategy | micro-batch x accum | ckpt | time | efficiency | "
                "memory share | "
                "cost per GPU | total cost | Pareto "
                "|\n|---:|---|---|---|---|---:|---:|---:|---:|---:|---|\n");
@@ -132,8 +156,7 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
   }
   if (!md)
     fprintf(o, "  %3s %-15s %-*s %-12s %-5s %9s %6s %7s %12s %12s %s\n", "#", "GPU config", sw,
-            "strategy", "mb x accum", "ckpt", "time h", "eff", "memory", "cost/GPU $", "total $",
-            "");
+            "strategy", "mb x accum", "ckpt", "time", "eff", "memory", "cost/GPU", "total", "");
   for (size_t i = 0; i < r->n && i < v->top; i++) {
     const struct vl_plan_candidate *c = &r->c[i];
     char cfg[48], st[48], mb[32];
@@ -144,18 +167,25 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
     const char *mark = c->pareto ? "pareto" : "";
     if (!c->meets_deadline) mark = "late";
     if (!c->within_budget) mark = "over budget";
+    /* time and cost in the unit that fits each (minutes, cents for a
+     * short job) */
+    char hours[32], per_gpu[32], total[32];
+    vl_plan_hours_text(c->hours, hours, sizeof hours);
+    vl_plan_usd_text(c->cost_usd / c->count, per_gpu, sizeof per_gpu);
+    vl_plan_usd_text(c->cost_usd, total, sizeof total);
     if (md)
-      fprintf(o, "| %zu | %s | %s | %s | %s | %.1f | %.0f %% | %.0f %% | %.2f | %.2f | %s |\n",
-              i + 1, cfg, st, mb, vl_ckpt_name(c->checkpointing), c->hours, 100 * c->efficiency,
-              100 * c->memory_share, c->cost_usd / c->count, c->cost_usd, mark);
+      fprintf(o, "| %zu | %s | %s | %s | %s | %s | %.0f %% | %.0f %% | %s | %s | %s |\n", i + 1,
+              cfg, st, mb, vl_ckpt_name(c->checkpointing), hours, 100 * c->efficiency,
+              100 * c->memory_share, per_gpu, total, mark);
     else
-      fprintf(o, "  %3zu %-15s %-*s %-12s %-5s %9.1f %5.0f%% %6.0f%% %12.2f %12.2f %s\n", i + 1,
-              cfg, sw, st, mb, vl_ckpt_name(c->checkpointing), c->hours, 100 * c->efficiency,
-              100 * c->memory_share, c->cost_usd / c->count, c->cost_usd, mark);
+      fprintf(o, "  %3zu %-15s %-*s %-12s %-5s %9s %5.0f%% %6.0f%% %12s %12s %s\n", i + 1, cfg, sw,
+              st, mb, vl_ckpt_name(c->checkpointing), hours, 100 * c->efficiency,
+              100 * c->memory_share, per_gpu, total, mark);
   }
   fprintf(o, "\n%s\n", md ? "### Why" : "decision tree:");
   for (int i = 0; i < r->n_trace; i++)
     fprintf(o, "%s%s\n", md ? "- " : "  ", r->trace[i]);
+  plan_excluded(o, md, r);
   if (!r->have_best)
     fprintf(o, "%sno configuration meets the deadline and the budget\n", md ? "\n" : "  ");
   return ferror(o) ? -1 : 0;
@@ -169,75 +199,45 @@ int vl_render_plan_html(FILE *o, const struct vl_plan_view *v) {
   vl__html_head(o, "vramledger plan");
   fputs("<h1>Plan: ", o);
   vl__html_text(o, v->model_name);
+  char tokens[32], flops[32];
+  vl_fmt_int(tokens, sizeof tokens, q->tokens);
+  /* SI prefixes, never e-notation: the page is read, not parsed */
+  static const char *const prefix[] = {"", "k", "M", "G", "T", "P", "E", "Z", "Y"};
+  double fl = r->flops;
+  int k = 0;
+  while (fl >= 1000 && k < 8)
+    fl /= 1000, k++;
+  snprintf(flops, sizeof flops, "%.1f %sFLOP", fl, prefix[k]);
   fprintf(o,
-          "</h1>\n<p>%.3g tokens, seq %llu, global batch %llu: %llu steps, %.3g FLOPs, MFU "
+          "</h1>\n<p>%s tokens, seq %llu, global batch %llu: %llu steps, %s, MFU "
           "%.2f. %zu configurations estimated, %zu fit with %.0f %% kept free; prices of ",
-          (double)q->tokens, (unsigned long long)q->base.seq, (unsigned long long)q->global_batch,
-          (unsigned long long)r->steps, r->flops, q->mfu, r->evaluated, r->n, 100 * q->margin);
+          tokens, (unsigned long long)q->base.seq, (unsigned long long)q->global_batch,
+          (unsigned long long)r->steps, flops, q->mfu, r->evaluated, r->n, 100 * q->margin);
   vl__html_text(o, v->prices_date && *v->prices_date ? v->prices_date : "the catalog");
   fputs(".</p>\n", o);
   if (r->n) {
-    /* log-log: hours across, dollars up */
-    double h0 = INFINITY, h1 = 0, c0 = INFINITY, c1 = 0;
-    for (size_t i = 0; i < r->n; i++) {
-      h0 = fmin(h0, r->c[i].hours), h1 = fmax(h1, r->c[i].hours);
-      c0 = fmin(c0, r->c[i].cost_usd), c1 = fmax(c1, r->c[i].cost_usd);
-    }
-    h0 = log10(fmax(h0, 1e-6)), h1 = log10(fmax(h1, 1e-6)) + 1e-9;
-    c0 = log10(fmax(c0, 1e-6)), c1 = log10(fmax(c1, 1e-6)) + 1e-9;
-    if (h1 - h0 < 0.1) h0 -= 0.05, h1 += 0.05;
-    if (c1 - c0 < 0.1) c0 -= 0.05, c1 += 0.05;
-    const double W = 900, H = 420, L = 80, B = 40, T = 15, R = 20;
-#define PX(h) (L + (W - L - R) * (log10(fmax((h), 1e-6)) - h0) / (h1 - h0))
-#define PY(c) (H - B - (H - B - T) * (log10(fmax((c), 1e-6)) - c0) / (c1 - c0))
-    fputs("<h2>Time against cost (every plan that fits; log scales)</h2>\n", o);
-    vl__svg_open(o, W, H, L, T, R, B);
-    for (int k = 0; k <= 4; k++) {
-      double h = pow(10, h0 + (h1 - h0) * k / 4.0), c = pow(10, c0 + (c1 - c0) * k / 4.0);
-      fprintf(o, "<text x=\"%.1f\" y=\"%.0f\">%.3g h</text>\n", PX(h) - 12, H - B + 15, h);
-      fprintf(o, "<text x=\"5\" y=\"%.1f\">$%.3g</text>\n", PY(c) + 4, c);
-    }
+    /* log-log: hours across, dollars up; every plan that fits (a cloud of
+     * at most about 5,000), the front and the best always */
+    json_t *chart = vl__chart_new("lines", "time to train", "h", "cost", "usd");
+    json_object_set_new(json_object_get(chart, "x"), "log", json_true());
+    json_object_set_new(json_object_get(chart, "y"), "log", json_true());
+    int fits =
+        vl__chart_series(chart, "plans that fit", "#aaaaaa", VL_SERIES_POINTS | VL_SERIES_NO_LINE);
+    int front = vl__chart_series(chart, "the time/cost Pareto front", "#d62728", VL_SERIES_POINTS);
+    int best = r->have_best ? vl__chart_series(chart, "the best", "#000000",
+                                               VL_SERIES_POINTS | VL_SERIES_NO_LINE | VL_SERIES_BIG)
+                            : -1;
     size_t step = r->n > 5000 ? r->n / 5000 : 1; /* a page, not a megabyte */
-    for (size_t i = 0; i < r->n; i += step)
-      if (!r->c[i].pareto)
-        fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"#bbb\"/>\n", PX(r->c[i].hours),
-                PY(r->c[i].cost_usd));
-    fputs("<polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"1.5\" points=\"", o);
-    /* the front, by time */
-    double last = -1;
-    for (int pass = 0; pass < 2; pass++) {
-      last = -1;
-      for (;;) {
-        const struct vl_plan_candidate *next = NULL;
-        for (size_t i = 0; i < r->n; i++)
-          if (r->c[i].pareto && r->c[i].hours > last && (!next || r->c[i].hours < next->hours))
-            next = &r->c[i];
-        if (!next) break;
-        last = next->hours;
-        if (pass == 0) {
-          fprintf(o, "%.1f,%.1f ", PX(next->hours), PY(next->cost_usd));
-        } else {
-          char st[48];
-          fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#d62728\"><title>%ux",
-                  PX(next->hours), PY(next->cost_usd), next->count);
-          vl__html_text(o, next->gpu->name);
-          fprintf(o, " %s, mb %llu x %llu: %.1f h, $%.2f</title></circle>\n",
-                  strategy(next, st, sizeof st), (unsigned long long)next->micro_batch,
-                  (unsigned long long)next->grad_accum, next->hours, next->cost_usd);
-        }
-      }
-      if (pass == 0) fputs("\"/>\n", o);
+    for (size_t i = 0; i < r->n; i++) {
+      const struct vl_plan_candidate *x = &r->c[i];
+      bool is_best = best >= 0 && i == 0;
+      if (!x->pareto && !is_best && i % step) continue;
+      json_t *row = vl__chart_row(chart, x->hours);
+      vl__chart_set(row, x->pareto ? front : fits, x->cost_usd);
+      if (is_best) vl__chart_set(row, best, x->cost_usd);
     }
-    if (r->have_best)
-      fprintf(o,
-              "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"8\" fill=\"none\" stroke=\"#000\" "
-              "stroke-width=\"2\"><title>the best</title></circle>\n",
-              PX(r->c[0].hours), PY(r->c[0].cost_usd));
-#undef PX
-#undef PY
-    fputs("</svg>\n<p>Grey: plans that fit; red: the time/cost Pareto front; circled: the "
-          "best.</p>\n",
-          o);
+    fputs("<h2>Time against cost (every plan that fits; log scales)</h2>\n", o);
+    vl__html_chart(o, "time against cost", chart, 420);
     fputs("<table><tr><th>#</th><th>GPU config</th><th>strategy</th><th>micro-batch x "
           "accum</th><th>ckpt</th><th>time h</th><th>efficiency</th><th>memory share</th>"
           "<th>cost per GPU $</th><th>total $</th><th></th></tr>\n",
@@ -273,6 +273,6 @@ int vl_render_plan_html(FILE *o, const struct vl_plan_view *v) {
   fputs("</ul>\n", o);
   if (r->n && !r->have_best)
     fputs("<p>No configuration meets the deadline and the budget.</p>\n", o);
-  fputs("</body></html>\n", o);
+  vl__html_foot(o);
   return ferror(o) ? -1 : 0;
 }

@@ -26,6 +26,18 @@ static const char *dist_name(const struct vl_vary *v, char *buf, size_t n) {
   return buf;
 }
 
+/* An input's value at a tornado end, with its unit. */
+static const char *input_at(enum vl_vary_var v, double at, char *buf, size_t n) {
+  static const char *const unit[] = {"tokens", "sequences", "hidden", "layers"};
+  if (v == VL_VARY_PRECISION)
+    snprintf(buf, n, "%s", vl_precision_name((enum vl_precision)(int)at));
+  else if (v == VL_VARY_ATTENTION)
+    snprintf(buf, n, "%s", vl_attention_name((enum vl_attention)(int)at));
+  else
+    snprintf(buf, n, "%.0f %s", at, (unsigned)v < 4 ? unit[v] : "");
+  return buf;
+}
+
 int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_query *q,
                           const struct vl_sens_result *r) {
   char d[128];
@@ -35,7 +47,10 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
     json_object_set_new(root, "schema", json_string("vramledger.sensitivity/1"));
     json_object_set_new(root, "samples", json_integer((json_int_t)r->samples));
     json_object_set_new(root, "seed", json_integer((json_int_t)r->seed));
+    json_object_set_new(root, "drawn", json_integer((json_int_t)r->drawn));
     json_object_set_new(root, "failed", json_integer((json_int_t)r->failed));
+    if (r->failed) json_object_set_new(root, "refused_why", json_string(r->refused_why));
+    json_object_set_new(root, "estimates", json_integer((json_int_t)r->estimates));
     json_object_set_new(root, "evaluator", json_string(q->fit ? "fit" : "estimator"));
     if (q->fit) json_object_set_new(root, "fit", json_string(q->fit_source));
     for (int i = 0; i < q->n_vary; i++) {
@@ -54,12 +69,27 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
     for (int g = 0; g < q->n_gpus; g++)
       json_object_set_new(pe, q->gpus[g]->name, json_real(r->p_exceed[g]));
     json_object_set_new(root, "p_exceed", pe);
+    json_t *per = json_object();
+    for (int g = 0; g < q->n_gpus; g++)
+      json_object_set_new(per, q->gpus[g]->name, json_real(r->p_exceed_refused[g]));
+    json_object_set_new(root, "p_exceed_refused_as_over", per);
     json_object_set_new(root, "margin", json_real(q->margin));
     for (int i = 0; i < r->n_tornado; i++) {
       json_t *e = json_object();
       json_object_set_new(e, "var", json_string(vl_vary_name(r->tornado[i].var)));
       json_object_set_new(e, "low_bytes", json_integer((json_int_t)r->tornado[i].low));
       json_object_set_new(e, "high_bytes", json_integer((json_int_t)r->tornado[i].high));
+      enum vl_vary_var v = r->tornado[i].var;
+      bool named = v == VL_VARY_PRECISION || v == VL_VARY_ATTENTION;
+      char at[64];
+      json_object_set_new(e, "low_at",
+                          named ? json_string(input_at(v, r->tornado[i].low_at, at, sizeof at))
+                                : json_integer((json_int_t)r->tornado[i].low_at));
+      json_object_set_new(e, "high_at",
+                          named ? json_string(input_at(v, r->tornado[i].high_at, at, sizeof at))
+                                : json_integer((json_int_t)r->tornado[i].high_at));
+      json_object_set_new(e, "low_cut", json_boolean(r->tornado[i].low_cut));
+      json_object_set_new(e, "high_cut", json_boolean(r->tornado[i].high_cut));
       json_array_append_new(tor, e);
     }
     json_object_set_new(root, "tornado", tor);
@@ -68,6 +98,8 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
       json_object_set_new(e, "fallback", json_string(r->fallback[i].name));
       json_object_set_new(e, "p95_bytes", json_integer((json_int_t)r->fallback[i].p95));
       json_object_set_new(e, "p_exceed", json_real(r->fallback[i].p_exceed));
+      json_object_set_new(e, "drawn", json_integer((json_int_t)r->fallback[i].drawn));
+      json_object_set_new(e, "failed", json_integer((json_int_t)r->fallback[i].failed));
       json_array_append_new(fb, e);
     }
     json_object_set_new(root, "fallbacks", fb);
@@ -81,32 +113,65 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
   fprintf(o, "%s%llu draws (seed %llu)",
           md ? "## Sensitivity: " : "sensitivity: ", (unsigned long long)r->samples,
           (unsigned long long)r->seed);
-  if (q->fit) fprintf(o, ", each evaluated with the fit %s", q->fit_source);
-  if (r->failed)
-    fprintf(o, ", %llu refused by the %s", (unsigned long long)r->failed,
-            q->fit ? "fit (a peak not above 0)" : "estimator");
+  if (q->fit)
+    fprintf(o, ", each evaluated with the fit %s", q->fit_source);
+  else if (r->drawn == r->samples)
+    fprintf(o, ", each estimated (%llu distinct jobs)", (unsigned long long)r->estimates);
+  else
+    fprintf(o,
+            ": the first %llu estimated, where the limit of %llu distinct jobs was reached "
+            "(--estimates)",
+            (unsigned long long)r->drawn, (unsigned long long)r->estimates);
   fprintf(o, "\n%s", md ? "\n" : "");
   for (int i = 0; i < q->n_vary; i++)
     fprintf(o, "%s%s: %s\n", b, vl_vary_name(q->vary[i].var), dist_name(&q->vary[i], d, sizeof d));
-  fprintf(o, "\n%s%s per GPU: p50 %.2f GiB, p95 %.2f GiB, p99 %.2f GiB (min %.2f, max %.2f)\n", b,
-          q->fit ? "fitted peak" : "process memory", GIB(r->p50), GIB(r->p95), GIB(r->p99),
-          GIB(r->min), GIB(r->max));
-  for (int g = 0; g < q->n_gpus; g++)
-    fprintf(o, "%sP(over %s with %.0f %% kept free) = %.1f %%\n", b, q->gpus[g]->name,
+  fputc('\n', o);
+  uint64_t est = r->drawn - r->failed;
+  if (r->failed)
+    fprintf(o, "%srefused by the %s: %llu of %llu draws (the first: %s)\n", b,
+            q->fit ? "fit" : "estimator", (unsigned long long)r->failed,
+            (unsigned long long)r->drawn, r->refused_why);
+  fprintf(o, "%s%s per GPU", b, q->fit ? "fitted peak" : "process memory");
+  if (r->failed) fprintf(o, " of the %llu estimated draws", (unsigned long long)est);
+  fprintf(o, ": p50 %.2f GiB, p95 %.2f GiB, p99 %.2f GiB (min %.2f, max %.2f)\n", GIB(r->p50),
+          GIB(r->p95), GIB(r->p99), GIB(r->min), GIB(r->max));
+  for (int g = 0; g < q->n_gpus; g++) {
+    fprintf(o, "%sP(over %s with %.0f %% kept free) = %.1f %%", b, q->gpus[g]->name,
             100 * q->margin, 100 * r->p_exceed[g]);
+    if (r->failed)
+      fprintf(o, " of the estimated draws, %.1f %% with the refused counted as over",
+              100 * r->p_exceed_refused[g]);
+    fputc('\n', o);
+  }
   if (r->n_tornado) fprintf(o, "\n%s\n", md ? "### What drives the peak" : "what drives the peak:");
   double top = r->n_tornado ? (double)(r->tornado[0].high - r->tornado[0].low) : 1;
   for (int i = 0; i < r->n_tornado; i++) {
     double sw = (double)(r->tornado[i].high - r->tornado[i].low);
     int bar = top > 0 ? (int)(30 * sw / top + 0.5) : 0;
-    fprintf(o, "%s%-10s %7.2f .. %7.2f GiB  %.*s\n", b, vl_vary_name(r->tornado[i].var),
-            GIB(r->tornado[i].low), GIB(r->tornado[i].high), bar, "##############################");
+    enum vl_vary_var v = r->tornado[i].var;
+    char lo[64], hi[64];
+    fprintf(o, "%s%-10s %7.2f .. %7.2f GiB  %-30.*s  (", b, vl_vary_name(v), GIB(r->tornado[i].low),
+            GIB(r->tornado[i].high), bar, "##############################");
+    if (v == VL_VARY_PRECISION || v == VL_VARY_ATTENTION)
+      fprintf(o, "%s .. %s", input_at(v, r->tornado[i].low_at, lo, sizeof lo),
+              input_at(v, r->tornado[i].high_at, hi, sizeof hi));
+    else
+      fprintf(o, "%.0f .. %s", r->tornado[i].low_at,
+              input_at(v, r->tornado[i].high_at, hi, sizeof hi));
+    if (r->tornado[i].low_cut) fprintf(o, ", refused below");
+    if (r->tornado[i].high_cut) fprintf(o, ", refused above");
+    fprintf(o, "%s)\n", sw > 0 ? "" : "; no effect");
   }
   if (r->n_fallbacks) {
     fprintf(o, "\n%s\n", md ? "### Fallbacks on the first card" : "fallbacks on the first card:");
-    for (int i = 0; i < r->n_fallbacks; i++)
-      fprintf(o, "%s%s: p95 %.2f GiB, P(over) %.1f %%\n", b, r->fallback[i].name,
-              GIB(r->fallback[i].p95), 100 * r->fallback[i].p_exceed);
+    for (int i = 0; i < r->n_fallbacks; i++) {
+      fprintf(o, "%s%s: p95 %.2f GiB, P(over) %.1f %% (the first %llu draws", b,
+              r->fallback[i].name, GIB(r->fallback[i].p95), 100 * r->fallback[i].p_exceed,
+              (unsigned long long)r->fallback[i].drawn);
+      if (r->fallback[i].failed)
+        fprintf(o, ", %llu refused", (unsigned long long)r->fallback[i].failed);
+      fprintf(o, ")\n");
+    }
   }
   return ferror(o) ? -1 : 0;
 }

@@ -56,6 +56,97 @@ static void util(FILE *o, unsigned u, bool ratio) {
     fprintf(o, "%u", u);
 }
 
+/* The GPU metrics, each once: vramledger's name in bytes or a ratio, and
+ * dcgm-exporter's (its etc/default-counters.csv and DCGM's field list: the
+ * same NVML readings in MiB or %). NULL: not under that naming. */
+enum gpu_value { V_TOTAL, V_USED, V_FREE, V_UTIL, V_MEM_UTIL };
+static const struct gpu_metric {
+  const char *name, *help;
+  const char *dcgm, *dcgm_help;
+  enum gpu_value value;
+} gpu_metrics[] = {
+    {"vramledger_gpu_memory_total_bytes", "GPU memory in total, bytes (NVML)",
+     "DCGM_FI_DEV_FB_TOTAL", "Total framebuffer memory (in MiB).", V_TOTAL},
+    {"vramledger_gpu_memory_used_bytes", "GPU memory in use, bytes (NVML)", "DCGM_FI_DEV_FB_USED",
+     "Framebuffer memory used (in MiB).", V_USED},
+    {NULL, NULL, "DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", V_FREE},
+    {"vramledger_gpu_utilization_ratio", "fraction of time a kernel ran (NVML)",
+     "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", V_UTIL},
+    {NULL, NULL, "DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", V_MEM_UTIL},
+};
+
+/* A GPU's labels. vramledger's: gpu, uuid, name. dcgm-exporter's, in its
+ * order (internal/pkg/rendermetrics/render_metrics.go): gpu, UUID, device
+ * ("nvidia" and the index), modelName, Hostname; no pci_bus_id. */
+static void gpu_labels(FILE *o, const struct vl_gpu_sample *g, const char *host, bool dcgm) {
+  fprintf(o, "{gpu=\"%u\",%s=\"", g->index, dcgm ? "UUID" : "uuid");
+  prom_label(o, g->uuid);
+  if (dcgm) {
+    fprintf(o, "\",device=\"nvidia%u\",modelName=\"", g->index);
+    prom_label(o, g->name);
+    if (host && *host) {
+      fputs("\",Hostname=\"", o);
+      prom_label(o, host);
+    }
+  } else {
+    fputs("\",name=\"", o);
+    prom_label(o, g->name);
+  }
+  fputs("\"}", o);
+}
+
+static void prometheus(FILE *o, const struct vl_watch_view *v, bool dcgm) {
+  fputs("# HELP vramledger_up 1: every GPU NVML counts was read at the last sample\n"
+        "# TYPE vramledger_up gauge\n",
+        o);
+  fprintf(o, "vramledger_up %d\n", v->n_gpus_unread ? 0 : 1);
+  if (v->version) {
+    fputs("# HELP vramledger_build_info the vramledger that serves these metrics\n"
+          "# TYPE vramledger_build_info gauge\nvramledger_build_info{version=\"",
+          o);
+    prom_label(o, v->version);
+    fputs("\"} 1\n", o);
+  }
+  for (size_t k = 0; k < sizeof gpu_metrics / sizeof gpu_metrics[0]; k++) {
+    const struct gpu_metric *m = &gpu_metrics[k];
+    const char *name = dcgm ? m->dcgm : m->name;
+    if (!name) continue;
+    fprintf(o, "# HELP %s %s\n# TYPE %s gauge\n", name, dcgm ? m->dcgm_help : m->help, name);
+    for (unsigned i = 0; i < v->n_gpus; i++) {
+      const struct vl_gpu_sample *g = v->gpus[i].gpu;
+      bool pct = m->value == V_UTIL || m->value == V_MEM_UTIL;
+      unsigned u = m->value == V_UTIL ? g->util_gpu_pct : g->util_mem_pct;
+      if (pct && u == UINT32_MAX && dcgm) continue; /* dcgm-exporter leaves a blank out */
+      fputs(name, o);
+      gpu_labels(o, g, v->host, dcgm);
+      fputc(' ', o);
+      uint64_t bytes = m->value == V_TOTAL  ? g->total_bytes
+                       : m->value == V_USED ? g->used_bytes
+                                            : g->free_bytes;
+      if (pct)
+        util(o, u, !dcgm); /* a ratio, or DCGM's whole % */
+      else                 /* DCGM: whole MiB, NVML's bytes / 2^20 truncated */
+        fprintf(o, "%llu", (unsigned long long)(dcgm ? bytes >> 20 : bytes));
+      fputc('\n', o);
+    }
+  }
+  /* no DCGM field for a process's memory: vramledger's name under either */
+  fputs("# HELP vramledger_process_memory_used_bytes GPU memory of one process, bytes (NVML)\n"
+        "# TYPE vramledger_process_memory_used_bytes gauge\n",
+        o);
+  for (unsigned i = 0; i < v->n_gpus; i++) {
+    const struct vl_gpu_sample *g = v->gpus[i].gpu;
+    for (unsigned p = 0; p < v->gpus[i].n_procs; p++) {
+      const struct vl_proc_sample *ps = &v->gpus[i].procs[p];
+      if (ps->used_bytes == UINT64_MAX) continue;
+      fprintf(o, "vramledger_process_memory_used_bytes{gpu=\"%u\",%s=\"", g->index,
+              dcgm ? "UUID" : "uuid");
+      prom_label(o, g->uuid);
+      fprintf(o, "\",pid=\"%u\"} %llu\n", ps->pid, (unsigned long long)ps->used_bytes);
+    }
+  }
+}
+
 int vl_render_watch(FILE *o, enum vl_watch_format fmt, const struct vl_watch_view *v) {
   if (fmt == VL_WATCH_CSV) {
     for (unsigned i = 0; i < v->n_gpus; i++) {
@@ -103,44 +194,7 @@ int vl_render_watch(FILE *o, enum vl_watch_format fmt, const struct vl_watch_vie
     }
     fputs("]}\n", o);
   } else {
-    static const struct {
-      const char *name, *help, *type;
-    } m[] = {
-        {"vramledger_gpu_memory_total_bytes", "GPU memory in total, bytes (NVML)", "gauge"},
-        {"vramledger_gpu_memory_used_bytes", "GPU memory in use, bytes (NVML)", "gauge"},
-        {"vramledger_gpu_utilization_ratio", "fraction of time a kernel ran (NVML)", "gauge"},
-        {"vramledger_process_memory_used_bytes", "GPU memory of one process, bytes (NVML)",
-         "gauge"},
-    };
-    for (int k = 0; k < 4; k++) {
-      fprintf(o, "# HELP %s %s\n# TYPE %s %s\n", m[k].name, m[k].help, m[k].name, m[k].type);
-      for (unsigned i = 0; i < v->n_gpus; i++) {
-        const struct vl_gpu_sample *g = v->gpus[i].gpu;
-        if (k < 3) {
-          fprintf(o, "%s{gpu=\"%u\",uuid=\"", m[k].name, g->index);
-          prom_label(o, g->uuid);
-          fputs("\",name=\"", o);
-          prom_label(o, g->name);
-          fputs("\"} ", o);
-          if (k == 0)
-            fprintf(o, "%llu\n", (unsigned long long)g->total_bytes);
-          else if (k == 1)
-            fprintf(o, "%llu\n", (unsigned long long)g->used_bytes);
-          else {
-            util(o, g->util_gpu_pct, true);
-            fputc('\n', o);
-          }
-          continue;
-        }
-        for (unsigned p = 0; p < v->gpus[i].n_procs; p++) {
-          const struct vl_proc_sample *ps = &v->gpus[i].procs[p];
-          if (ps->used_bytes == UINT64_MAX) continue;
-          fprintf(o, "%s{gpu=\"%u\",uuid=\"", m[k].name, g->index);
-          prom_label(o, g->uuid);
-          fprintf(o, "\",pid=\"%u\"} %llu\n", ps->pid, (unsigned long long)ps->used_bytes);
-        }
-      }
-    }
+    prometheus(o, v, fmt == VL_WATCH_PROMETHEUS_DCGM);
   }
   return ferror(o) ? -1 : 0;
 }

@@ -1,7 +1,14 @@
 #!/bin/sh
-# The HTML reports open in headless Chromium (Debian's chromium): the page
-# renders, its SVG charts are in the DOM, no console error; a screenshot of
-# each is kept in ARTIFACTS. usage: html_chromium.sh VRAMLEDGER DATA_DIR ARTIFACTS
+# The HTML pages open in headless Chromium (Debian's chromium) and measure
+# themselves: each chart's script (lib/render/html_charts.js) writes into
+# the hidden block "vl-check" one line a chart, "ok" or "bad" with why: a
+# legend box over the plotted area, a tick or axis label outside its chart,
+# clipped, broken over lines, on its neighbour or in e-notation, a plotted
+# maximum more than a pixel from the record's peak. A page passes when
+# every chart says ok and nothing reached the console. Two generated
+# records check the thinning: an hour of samples with a one-sample spike,
+# and 5,000 probed steps with one step's peak. A screenshot of each page is
+# kept in ARTIFACTS. usage: html_chromium.sh VRAMLEDGER DATA_DIR ARTIFACTS
 set -u
 bin=$1
 data=$2
@@ -9,32 +16,91 @@ art=$3
 mkdir -p "$art"
 command -v chromium >/dev/null || { echo "chromium is not installed (scripts/deps.sh installs it)"; exit 1; }
 fail=0
-page() { # NAME ARGS...
-  name=$1
-  shift
-  "$bin" "$@" --format html > "$art/$name.html" || { echo "FAIL $name: vramledger $*"; fail=1; return; }
+flags="--headless --no-sandbox --disable-gpu --hide-scrollbars --virtual-time-budget=5000"
+page() { # NAME WIDTH HEIGHT ARGS...: render, screenshot, measure
+  name=$1 w=$2 h=$3
+  shift 3
+  "$bin" "$@" --format html >"$art/$name.html" || { echo "FAIL $name: vramledger $*"; fail=1; return; }
   url="file://$(cd "$art" && pwd)/$name.html"
-  flags="--headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1100,2200"
   # shellcheck disable=SC2086
-  timeout 60 chromium $flags --enable-logging=stderr --v=0 --screenshot="$art/$name.png" "$url" \
-    >/dev/null 2>"$art/$name.log"
+  timeout 60 chromium $flags --window-size="$w,$h" --enable-logging=stderr --v=0 \
+    --screenshot="$art/$name.png" "$url" >/dev/null 2>"$art/$name.log"
   # shellcheck disable=SC2086
-  timeout 60 chromium $flags --dump-dom "$url" 2>/dev/null > "$art/$name.dom"
-  svgs=$(grep -o "<svg" "$art/$name.dom" | wc -l)
+  timeout 60 chromium $flags --window-size="$w,$h" --dump-dom "$url" 2>/dev/null >"$art/$name.dom"
+  charts=$(grep -c '<figure class="vl-chart" data-name=' "$art/$name.html")
+  sed -n '/<pre id="vl-check"/,/<\/pre>/p' "$art/$name.dom" | sed 's/<[^>]*>//g' | grep . >"$art/$name.check"
+  ok=$(grep -c '^ok ' "$art/$name.check")
   if [ ! -s "$art/$name.png" ]; then
     echo "FAIL $name: no screenshot"; fail=1
-  elif [ "$svgs" -lt "$want" ]; then
-    echo "FAIL $name: $svgs SVG charts in the DOM, want $want"; fail=1
+  elif grep -q '^bad' "$art/$name.check"; then
+    echo "FAIL $name:"; grep '^bad' "$art/$name.check"; fail=1
+  elif [ "$ok" != "$charts" ]; then
+    echo "FAIL $name: $ok of $charts charts measured"; cat "$art/$name.check"; fail=1
   elif grep -E "CONSOLE|Uncaught" "$art/$name.log" | grep -v "dbus" | grep -q .; then
     echo "FAIL $name: console errors"; grep -E "CONSOLE|Uncaught" "$art/$name.log"; fail=1
   else
-    echo "ok   $name: $svgs SVG charts, screenshot $art/$name.png"
+    echo "ok   $name: $charts charts, screenshot $art/$name.png"
+    sed 's/^/       /' "$art/$name.check"
   fi
 }
-want=3 page report-h200-probe report "$data/records/h200-gpt2-probe.jsonl" --estimate --model gpt2 \
+want_charts() { # NAME N: the page has N charts
+  n=$(grep -c '<figure class="vl-chart" data-name=' "$art/$1.html" 2>/dev/null)
+  [ "$n" = "$2" ] || { echo "FAIL $1: $n charts, want $2"; fail=1; }
+}
+# an hour at 100 ms (36,000 samples): 4 GiB, one sample of 20 GiB
+awk 'BEGIN {
+  t = 1000000000000; g = 1073741824
+  printf "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":%.0f,\"start_unix_ms\":1764400000000,", t
+  printf "\"command\":[\"python\",\"spike.py\"],\"host\":\"node-a\",\"interval_ms\":100,\"nvml\":\"ok\","
+  printf "\"driver\":\"580.159.04\",\"gpus\":[{\"index\":0,\"name\":\"NVIDIA H200\",\"uuid\":\"GPU-aaaa\","
+  printf "\"total_bytes\":150109880320}],\"vramledger\":\"0.1.0\"}\n"
+  for (i = 0; i < 36000; i++) {
+    b = (i == 23456 ? 20 : 4) * g + (i % 7) * 1048576
+    printf "{\"type\":\"sample\",\"t_ns\":%.0f,\"gpus\":[],\"procs\":[],\"tree_bytes\":%.0f,", t + i * 100000000, b
+    printf "\"tree_procs\":1,\"other_bytes\":0,\"cuda_alloc_bytes\":%.0f}\n", b - g / 2
+  }
+  printf "{\"type\":\"exit\",\"t_ns\":%.0f,\"status\":0,\"wall_ns\":3600000000000}\n", t + 36000 * 100000000
+}' >"$art/spike-hour.jsonl"
+page report-spike-hour 1100 900 report "$art/spike-hour.jsonl"
+want_charts report-spike-hour 1
+# the probe in every one of 5,000 steps (25,000 phases: past the bands'
+# cap), one step's backward at 30 GiB
+awk 'BEGIN {
+  g = 1073741824; t = 2000
+  print "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":1000,\"start_unix_ms\":0,\"command\":[\"python3\",\"train.py\"],\"host\":\"test\",\"interval_ms\":100,\"nvml\":\"ok\",\"driver\":\"\",\"gpus\":[]}"
+  print "{\"type\":\"probe\",\"t_ns\":2000,\"pid\":10,\"version\":1,\"torch\":\"2.11.0\",\"python\":\"3.12\",\"cuda\":true,\"rank\":0,\"local_rank\":0,\"world_size\":1,\"sample_every\":1}"
+  split("forward loss backward pre_step optimizer", ph, " ")
+  for (s = 1; s <= 5000; s++) {
+    for (k = 1; k <= 5; k++) {
+      t0 = t; t += 10000000
+      pk = (s == 3210 && k == 3) ? 30 * g : (2 + k / 2) * g
+      printf "{\"type\":\"phase\",\"t_ns\":%.0f,\"pid\":10,\"rank\":0,\"step\":%d,\"phase\":\"%s\",\"t0_ns\":%.0f,", t, s, ph[k], t0
+      printf "\"device\":0,\"allocated\":%.0f,\"reserved\":%.0f,\"active\":%.0f,\"inactive_split\":0,", 2 * g, 6 * g, 2 * g
+      printf "\"peak_allocated\":%.0f,\"peak_reserved\":%.0f,\"alloc_retries\":0,\"ooms\":0}\n", pk, (pk > 6 * g ? pk : 6 * g)
+    }
+    pk = s == 3210 ? 30 * g : 4.5 * g
+    printf "{\"type\":\"step\",\"t_ns\":%.0f,\"pid\":10,\"rank\":0,\"step\":%d,\"time_ns\":50000000,\"tokens\":4096,", t, s
+    printf "\"samples\":8,\"micro_batches\":1,\"sampled\":true,\"probe_ns\":600000,\"peak_allocated\":%.0f,", pk
+    printf "\"peak_reserved\":%.0f,\"peak_phase\":\"backward\",\"modules\":[],\"allocated\":%.0f,\"reserved\":%.0f}\n", (pk > 6 * g ? pk : 6 * g), 2 * g, 6 * g
+  }
+  printf "{\"type\":\"exit\",\"t_ns\":%.0f,\"status\":0,\"wall_ns\":%.0f}\n", t + 1000, t
+}' >"$art/probe-long.jsonl"
+page report-probe-long 1100 900 report "$art/probe-long.jsonl"
+want_charts report-probe-long 1
+page report-h200-probe 1100 2000 report "$data/records/h200-gpt2-probe.jsonl" --estimate --model gpt2 \
   --batch 8 --seq 512 --precision amp-bf16 --optimizer adamw
-want=3 page report-synthetic report "$data/records/probe-synthetic.jsonl"
-want=1 page report-no-probe report "$data/records/sample.jsonl"
-# two pipeline stages: the run's chart, the bill, each rank's bill, the timeline
-want=4 page report-pp-stages report "$data/records/h200x2-gpt2-pp-1f1b.jsonl"
+want_charts report-h200-probe 2
+page report-synthetic 1100 1800 report "$data/records/probe-synthetic.jsonl"
+page report-no-probe 1100 900 report "$data/records/sample.jsonl"
+# two pipeline stages: the run's chart and each rank's bill side by side
+page report-pp-stages 1100 2000 report "$data/records/h200x2-gpt2-pp-1f1b.jsonl"
+want_charts report-pp-stages 2
+# a narrow window: the charts take its width, the labels still inside
+page report-narrow 560 1400 report "$data/records/h200x2-gpt2-pp-1f1b.jsonl"
+page plan 1100 1300 plan --model llama-3-8b --precision bf16 --lora-rank 16 --tokens 200000000 \
+  --seq 2048 --global-batch 64 --max-gpus 4 --gpus h100-80gb,l40s --top 5
+page fit 1100 1000 fit --csv "$data/fit/gpt2-eager-h200.csv" --predict batch=16,seq=1024 \
+  --model gpt2 --precision amp-bf16 --attention eager --compare allocated
+page fit-by-phase 1100 1000 fit --csv "$data/fit/llama-sdpa-h200-phases.csv" --by-phase \
+  --predict batch=16,seq=1024
 exit $fail

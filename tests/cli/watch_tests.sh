@@ -1,6 +1,7 @@
 #!/bin/sh
 # `vramledger watch` against a fake NVML: CSV, JSON Lines, textfile, the
-# Prometheus endpoint, a clean stop on TERM, and no NVML.
+# Prometheus endpoint (GET, HEAD, a request in several TCP segments, IPv6,
+# dcgm-exporter's names), a clean stop on TERM, and no NVML.
 set -u
 vl=$1 fake=$2 http=$3
 tmp=$(mktemp -d)
@@ -24,24 +25,101 @@ check "jsonl: processes by GPU" grep -q '"index":1,"name":"Fake GPU 1".*"procs":
 check "textfile: written" grep -q 'vramledger_process_memory_used_bytes{gpu="1",uuid="GPU-fake-0001",pid="4242"} 1073741824' "$tmp/vramledger.prom"
 check "textfile: no temporary left" sh -c "! ls '$tmp' | grep -q tmp"
 
-"$vl" watch --prometheus-port 0 --interval-ms 50 2>"$tmp/err" &
-pid=$!
-port=""
-for i in 1 2 3 4 5 6 7 8 9 10; do
-  port=$(sed -n 's|.*http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' "$tmp/err")
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-sleep 0.2
+# serve NAME ARGS...: start `watch ARGS` in the background, wait for the
+# port it says on stderr; $pid and $port for the checks that follow
+serve() {
+  "$vl" watch --interval-ms 50 "$@" 2>"$tmp/err" &
+  pid=$!
+  port=""
+  for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    port=$(sed -n 's|.*http://[^ ]*:\([0-9]*\)/metrics.*|\1|p' "$tmp/err")
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  sleep 0.2
+}
+
+serve --prometheus-port 0
+check "prometheus: said where, on 127.0.0.1" grep -q "http://127.0.0.1:[0-9]*/metrics" "$tmp/err"
 "$http" "$port" /metrics >"$tmp/metrics"
 check "prometheus: 200 with the exposition" grep -q "^HTTP/1.0 200" "$tmp/metrics"
 check "prometheus: content type 0.0.4" grep -q "version=0.0.4" "$tmp/metrics"
 check "prometheus: used bytes per GPU" grep -q 'vramledger_gpu_memory_used_bytes{gpu="0",uuid="GPU-fake-0000",name="Fake GPU 0"} 1073741824' "$tmp/metrics"
+check "prometheus: up" grep -q '^vramledger_up 1' "$tmp/metrics"
+check "prometheus: build info with this version" \
+  grep -q "^vramledger_build_info{version=\"$("$vl" --version | sed 's/^vramledger //')\"} 1" "$tmp/metrics"
+# the body is as long as Content-Length says
+len=$(sed -n 's/^Content-Length: \([0-9]*\).*/\1/p' "$tmp/metrics")
+check "prometheus: Content-Length is the body's" \
+  [ "$(sed '1,/^\r*$/d' "$tmp/metrics" | wc -c)" = "$len" ]
+"$http" -X HEAD "$port" /metrics >"$tmp/head"
+check "HEAD: 200" grep -q "^HTTP/1.0 200" "$tmp/head"
+check "HEAD: the length of what GET sends" grep -q "^Content-Length: [1-9]" "$tmp/head"
+check "HEAD: no body" [ "$(sed '1,/^\r*$/d' "$tmp/head" | wc -c)" = 0 ]
+"$http" -s "$port" /metrics >"$tmp/split"
+check "a request in three TCP segments is served" grep -q "^vramledger_gpu_memory_used_bytes" "$tmp/split"
 "$http" "$port" /other >"$tmp/other"
 check "prometheus: other paths are 404" grep -q "^HTTP/1.0 404" "$tmp/other"
+# a client that connects and sends nothing holds up no other scrape, and
+# is answered 408 when its time is up (HTTP_WAIT_MS, 2 s)
+"$http" -w 2600 "$port" /metrics >"$tmp/silent" &
+silent=$!
+sleep 0.2
+start=$(date +%s%N)
+"$http" "$port" /metrics >"$tmp/beside"
+took_ms=$((($(date +%s%N) - start) / 1000000))
+check "a silent connection holds up no other scrape ($took_ms ms)" \
+  sh -c "grep -q '^HTTP/1.0 200' '$tmp/beside' && [ $took_ms -lt 1000 ]"
+wait $silent
+check "a silent connection is answered 408" grep -q "^HTTP/1.0 408" "$tmp/silent"
+"$http" -X POST "$port" /metrics >"$tmp/post"
+check "prometheus: POST is 405 with Allow" sh -c "grep -q '^HTTP/1.0 405' '$tmp/post' && grep -q '^Allow: GET, HEAD' '$tmp/post'"
 kill -TERM $pid
 wait $pid
 check "TERM stops watch cleanly" [ $? = 0 ]
+
+serve --metric-names dcgm --listen 127.0.0.1:0
+check "--listen ADDR:PORT serves without --prometheus-port" [ -n "$port" ]
+"$http" "$port" /metrics >"$tmp/dcgm"
+# dcgm-exporter: MiB, and its labels in its order (render_metrics.go)
+check "dcgm: FB_USED in MiB with dcgm-exporter's labels" \
+  grep -q "^DCGM_FI_DEV_FB_USED{gpu=\"1\",UUID=\"GPU-fake-0001\",device=\"nvidia1\",modelName=\"Fake GPU 1\",Hostname=\"$(hostname)\"} 2048\$" "$tmp/dcgm"
+check "dcgm: its HELP line" grep -q '^# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).$' "$tmp/dcgm"
+check "dcgm: FB_FREE and FB_TOTAL" sh -c "grep -q '^DCGM_FI_DEV_FB_FREE{' '$tmp/dcgm' && grep -q '^DCGM_FI_DEV_FB_TOTAL{' '$tmp/dcgm'"
+check "dcgm: GPU_UTIL in whole %" grep -q '^DCGM_FI_DEV_GPU_UTIL{gpu="1",.*} 51$' "$tmp/dcgm"
+check "dcgm: no vramledger GPU names" sh -c "! grep -q '^vramledger_gpu_' '$tmp/dcgm'"
+check "dcgm: up and process memory still" sh -c "grep -q '^vramledger_up 1' '$tmp/dcgm' && grep -q '^vramledger_process_memory_used_bytes{gpu=\"1\",UUID=\"GPU-fake-0001\",pid=\"4242\"} 1073741824' '$tmp/dcgm'"
+kill -TERM $pid
+wait $pid
+
+# IPv6, where this machine has a loopback for it
+if "$vl" watch --count 1 --listen '[::1]:0' >/dev/null 2>&1; then
+  serve --listen '[::1]:0'
+  check "IPv6: said in brackets" grep -q 'http://\[::1\]:[0-9]*/metrics' "$tmp/err"
+  "$http" -a ::1 "$port" /metrics >"$tmp/v6"
+  check "IPv6: served" grep -q "^vramledger_gpu_memory_used_bytes" "$tmp/v6"
+  kill -TERM $pid
+  wait $pid
+else
+  echo "skip IPv6: no ::1 here"
+fi
+"$vl" watch --count 1 --listen ::1 2>"$tmp/err"
+check "--listen without a port: usage" [ $? = 2 ]
+"$vl" watch --count 1 --listen '[::1' --prometheus-port 0 2>"$tmp/err"
+check "--listen malformed: usage" [ $? = 2 ]
+"$vl" watch --count 1 --listen 'localhost:9400' 2>"$tmp/err"
+check "--listen takes addresses, not names: usage" [ $? = 2 ]
+"$vl" watch --count 1 --listen '127.0.0.1:9400' --prometheus-port 9401 2>"$tmp/err"
+check "--listen and --prometheus-port disagree: usage" [ $? = 2 ]
+"$vl" watch --count 1 --metric-names dgcm 2>"$tmp/err"
+check "--metric-names: a wrong name is usage" [ $? = 2 ]
+check "--metric-names: the right one suggested" grep -q "did you mean 'dcgm'" "$tmp/err"
+
+"$vl" watch --count 1 --textfile "$tmp" --metric-names dcgm
+check "textfile: dcgm names too" grep -q '^DCGM_FI_DEV_FB_USED{gpu="0"' "$tmp/vramledger.prom"
+FAKE_NVML_LOST=1 "$vl" watch --count 1 --textfile "$tmp"
+check "a GPU NVML cannot read: up is 0" grep -q '^vramledger_up 0$' "$tmp/vramledger.prom"
+check "a GPU NVML cannot read: the others still" grep -q '^vramledger_gpu_memory_used_bytes{gpu="0"' "$tmp/vramledger.prom"
 
 VRAMLEDGER_NVML_LIB=/nonexistent.so "$vl" watch --count 1 2>"$tmp/err"
 check "no NVML: exit 1" [ $? = 1 ]

@@ -5,6 +5,7 @@
  *                           re-read at every query
  *   FAKE_NVML_OLD=1         the v2/v3 process queries and memory info v2
  *                           report "function not found" (fallback paths)
+ *   FAKE_NVML_LOST=I        GPU I's memory queries fail (GPU is lost)
  * Device used memory = 1 GiB + the processes' bytes; total 141 GB. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,10 @@ static int gpus(void) {
   return n < 0 ? 0 : n > 8 ? 8 : n;
 }
 static int old(void) { return getenv("FAKE_NVML_OLD") != NULL; }
+static int lost(unsigned i) {
+  const char *s = getenv("FAKE_NVML_LOST");
+  return s && *s && strtoul(s, NULL, 10) == i;
+}
 
 /* Processes of one GPU from the script file. */
 static unsigned procs(int gpu, unsigned *pids, unsigned long long *bytes, unsigned cap) {
@@ -109,7 +114,8 @@ static unsigned long long used(int gpu) {
   return sum;
 }
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2 *m) {
-  if (old()) return 13; /* NVML_ERROR_FUNCTION_NOT_FOUND */
+  if (old()) return 13;          /* NVML_ERROR_FUNCTION_NOT_FOUND */
+  if (lost(d->index)) return 15; /* NVML_ERROR_GPU_IS_LOST */
   if (m->version != (unsigned)(sizeof *m | (2u << 24))) return 25; /* ARGUMENT_VERSION_MISMATCH */
   m->total = TOTAL;
   m->reserved = 512ull << 20;
@@ -118,6 +124,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2 *m) {
   return 0;
 }
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_v1 *m) {
+  if (lost(d->index)) return 15;
   m->total = TOTAL;
   m->used = used(d->index);
   m->free = TOTAL - m->used;

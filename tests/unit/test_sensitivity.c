@@ -1,4 +1,7 @@
-/* lib/decide/sensitivity.c: seeded, consistent, and the fallbacks help. */
+/* lib/decide/sensitivity.c: seeded, consistent, every draw the estimator's
+ * own estimate, refusals counted, and the fallbacks help. */
+#include <math.h>
+
 #include "testutil.h"
 #include "vramledger/catalog.h"
 #include "vramledger/sensitivity.h"
@@ -19,6 +22,7 @@ static void seeded_and_consistent(void **state) {
   q.vary[1] = (struct vl_vary){.var = VL_VARY_HIDDEN, .dist = VL_DIST_NORMAL, .pct = 0.15};
   q.n_vary = 2;
   q.samples = 3000;
+  q.max_estimates = 200; /* a LoRA replay is some 3 ms: the first draws only */
   q.seed = 42;
   q.gpus[0] = &g;
   q.n_gpus = 1;
@@ -30,6 +34,8 @@ static void seeded_and_consistent(void **state) {
   assert_int_equal(vl_sensitivity_run(&q, &ov, &r1, &err), VL_OK);
   assert_int_equal(vl_sensitivity_run(&q, &ov, &r2, &err), VL_OK);
   assert_memory_equal(&r1, &r2, sizeof r1); /* same seed, same answer */
+  assert_int_equal(r1.estimates, 200);
+  assert_true(r1.drawn >= 200 && r1.drawn < q.samples); /* the limit stopped it */
   assert_true(r1.min <= r1.p50 && r1.p50 <= r1.p95 && r1.p95 <= r1.p99 && r1.p99 <= r1.max);
   /* the base job sits inside the spread */
   struct vl_bill b;
@@ -48,10 +54,9 @@ static void seeded_and_consistent(void **state) {
   }
 }
 
-/* A replayed job (full fine-tune on one GPU): the draws take the analytic
- * lines scaled to the replayed total at the job as given, so a spread that
- * draws only that job gives the estimate itself. */
-static void replayed_job_scaled_to_its_estimate(void **state) {
+/* A replayed job (full fine-tune on one GPU): a spread that draws only
+ * the job as given gives the estimate itself. */
+static void replayed_job_is_its_estimate(void **state) {
   (void)state;
   struct vl_arch a;
   tu_arch("data/models/qwen2-0.5b.json", &a);
@@ -76,12 +81,10 @@ static void replayed_job_scaled_to_its_estimate(void **state) {
   tu_bill(&a, &q.job, &b);
   assert_int_equal(r.p50, b.total_bytes);
   assert_int_equal(r.min, r.max);
-  /* and the lines alone differ from it: the scaling is not a no-op */
-  struct vl_job jl = q.job;
-  jl.analytic_only = true;
-  struct vl_bill bl;
-  tu_bill(&a, &jl, &bl);
-  assert_true(bl.total_bytes != b.total_bytes);
+  assert_int_equal(r.estimates, 1); /* one distinct job, estimated once */
+  /* an input without effect: its tornado ends are equal, and only then */
+  assert_int_equal(r.n_tornado, 1);
+  assert_int_equal(r.tornado[0].low, r.tornado[0].high);
   /* under DDP the card must hold the larger of the rebuild's two outcomes */
   q.job.dp = 2;
   assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
@@ -90,8 +93,76 @@ static void replayed_job_scaled_to_its_estimate(void **state) {
   assert_int_equal(r.p50, b.other.total_bytes);
 }
 
+/* GPT-2 at 1024 tokens, seq ±20 %: the draws above its 1024 learned
+ * positions are refused and counted (P(over) with and without them), every
+ * percentile is the estimate of a sequence length in the spread, and they
+ * lie inside the tornado, whose high end stops at the last length taken. */
+static void draws_are_estimates_refusals_counted(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/gpt2.json", &a);
+  struct vl_gpu big = {.name = "big", .memory_bytes = 1ull << 40};
+  struct vl_sens_query q;
+  memset(&q, 0, sizeof q);
+  q.arch = &a;
+  vl_job_init(&q.job);
+  q.job.batch = 8;
+  q.job.seq = 1024;
+  q.vary[0] = (struct vl_vary){.var = VL_VARY_SEQ, .dist = VL_DIST_UNIFORM, .pct = 0.2};
+  q.n_vary = 1;
+  q.samples = 20000;
+  q.seed = 3;
+  q.gpus[0] = &big;
+  q.n_gpus = 1;
+  q.margin = 0.1;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_sens_result r;
+  struct vl_err err = {""};
+  assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
+  assert_int_equal(r.drawn, q.samples);
+  /* uniform over 819..1229 tokens, 1025..1229 refused: about half */
+  assert_true(r.failed > q.samples * 4 / 10 && r.failed < q.samples * 6 / 10);
+  assert_non_null(strstr(r.refused_why, "1024"));
+  assert_true(r.p_exceed[0] == 0.0);
+  assert_true(fabs(r.p_exceed_refused[0] - (double)r.failed / (double)r.drawn) < 1e-12);
+  /* each percentile is the estimator's total at some length in the spread */
+  const uint64_t want[] = {r.min, r.p50, r.p95, r.p99, r.max};
+  bool found[5] = {false};
+  for (uint64_t s = 819; s <= 1024; s++) {
+    struct vl_job j = q.job;
+    j.seq = s;
+    struct vl_bill b;
+    tu_bill(&a, &j, &b);
+    for (int k = 0; k < 5; k++)
+      found[k] |= vl_bill_budget_bytes(&b) == want[k];
+  }
+  for (int k = 0; k < 5; k++)
+    assert_true(found[k]);
+  assert_int_equal(r.n_tornado, 1);
+  assert_true(r.tornado[0].low < r.tornado[0].high); /* the refused end is not the base */
+  assert_true(r.tornado[0].low <= r.min && r.max <= r.tornado[0].high);
+  assert_true(r.tornado[0].high_cut && !r.tornado[0].low_cut);
+  assert_true(r.tornado[0].high_at == 1024.0 && r.tornado[0].low_at == 819.0);
+  /* at 512 tokens nothing is refused, and the peak is not quite monotone
+   * in the length (the allocator's rounding: 613 tokens hold more than
+   * 614): the bar still holds every draw */
+  q.job.seq = 512;
+  assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
+  assert_int_equal(r.failed, 0);
+  assert_true(r.tornado[0].low <= r.min && r.max <= r.tornado[0].high);
+  assert_true(!r.tornado[0].low_cut && !r.tornado[0].high_cut);
+  q.job.seq = 1024;
+  /* the same draws refused and over a card that holds none of them */
+  struct vl_gpu tiny = {.name = "tiny", .memory_bytes = 1ull << 30};
+  q.gpus[0] = &tiny;
+  assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
+  assert_true(r.p_exceed[0] == 1.0 && r.p_exceed_refused[0] == 1.0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(seeded_and_consistent),
-                                     cmocka_unit_test(replayed_job_scaled_to_its_estimate)};
+                                     cmocka_unit_test(replayed_job_is_its_estimate),
+                                     cmocka_unit_test(draws_are_estimates_refusals_counted)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
