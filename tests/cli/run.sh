@@ -1,7 +1,9 @@
 #!/bin/sh
 # Golden CLI tests: for every cases/NAME.args, run `vramledger ARGS` from the
 # cases directory and compare stdout, stderr and the exit code with
-# NAME.out, NAME.err and NAME.rc. VL_REGEN=1 rewrites them (review the diff).
+# NAME.out, NAME.err and NAME.rc. A NAME.filter (a shell command reading
+# stdout) pins what the case tests: its output is what NAME.out holds.
+# VL_REGEN=1 rewrites them (review the diff).
 set -u
 bin=$1
 dir=$2
@@ -17,6 +19,10 @@ for args in *.args; do
   eval "set -- $(cat "$args")"
   "$bin" "$@" >"/tmp/vl_golden.$$.out" 2>"/tmp/vl_golden.$$.err"
   rc=$?
+  if [ -f "$name.filter" ]; then
+    sh -c "$(cat "$name.filter")" <"/tmp/vl_golden.$$.out" >"/tmp/vl_golden.$$.f" &&
+      mv "/tmp/vl_golden.$$.f" "/tmp/vl_golden.$$.out"
+  fi
   if [ "${VL_REGEN:-0}" = 1 ]; then
     cp "/tmp/vl_golden.$$.out" "$name.out"
     cp "/tmp/vl_golden.$$.err" "$name.err"
