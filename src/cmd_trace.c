@@ -2,6 +2,7 @@
  * device, a CPU dry run included) and replay it through the model of the
  * CUDA caching allocator. docs/cmd/trace.md. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,8 @@ enum {
   O_WHATIF,
   O_BATCH,
   O_FROM_MARK,
+  O_SNAPSHOT,
+  O_SNAPSHOT_AT,
   O_FORMAT
 };
 static const struct cli_opt opts[] = {{"help", false, O_HELP},
@@ -43,6 +46,8 @@ static const struct cli_opt opts[] = {{"help", false, O_HELP},
                                       {"what-if", false, O_WHATIF},
                                       {"batch", true, O_BATCH},
                                       {"from-mark", true, O_FROM_MARK},
+                                      {"snapshot", true, O_SNAPSHOT},
+                                      {"snapshot-at", true, O_SNAPSHOT_AT},
                                       {"format", true, O_FORMAT},
                                       {NULL, false, 0}};
 
@@ -53,6 +58,8 @@ struct tr {
   uint64_t batch[MAX_BATCHES]; /* --batch: replays at these micro-batches */
   int n_batch;
   const char *out, *replay, *gpu, *from_mark;
+  const char *snapshot; /* --snapshot FILE: the allocator's state as a memory_viz pickle */
+  int snapshot_at;      /* 0: at the peak, 1: at the end */
   int device, fmt;
   struct vl_cache_conf conf;
 };
@@ -94,6 +101,12 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
     break;
   }
   case O_FROM_MARK: t->from_mark = arg; break;
+  case O_SNAPSHOT: t->snapshot = arg; break;
+  case O_SNAPSHOT_AT: {
+    static const char *const at[] = {"peak", "end", NULL};
+    if ((t->snapshot_at = cli_choice(flag, arg, at)) < 0) return VL_EXIT_USAGE;
+    break;
+  }
   case O_FORMAT:
     if ((t->fmt = cli_choice(flag, arg, formats)) < 0) return VL_EXIT_USAGE;
     break;
@@ -337,6 +350,38 @@ static void plan_replays(const struct tr *t, uint64_t traced_batch, struct plan 
 /* Replay, and show the replays with the probe's bill of the job's run
  * (dir; NULL for --replay). @return the job's status when it failed, else
  * VL_EXIT_NOFIT when a replay ran out of memory, else 0. */
+/* --snapshot FILE: the first replay's allocator at its peak (or at the
+ * end) as the pickle torch.cuda.memory._dump_snapshot() writes, for
+ * pytorch.org/memory_viz; a new file, never one that exists. */
+static int write_snapshot(const struct tr *t, const struct vl_trace *tr, int device,
+                          const struct vl_cache_conf *conf, const struct vl_replay *r) {
+  size_t at = t->snapshot_at ? (tr->n ? tr->n - 1 : 0) : r->peak_event;
+  struct vl_snapshot s;
+  vl_status st = vl_trace_snapshot(tr, device, conf, 1.0, at, &s);
+  if (st != VL_OK && st != VL_ERANGE) {
+    cli_error("--snapshot: %s", vl_strerror(st));
+    return VL_EXIT_ERROR;
+  }
+  int fd = open(t->snapshot, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  if (!f) {
+    cli_error("cannot create '%s': %s", t->snapshot, strerror(errno));
+    if (errno == EEXIST)
+      cli_hint("give --snapshot a new file: an existing one is never overwritten");
+    if (fd >= 0) close(fd);
+    vl_snapshot_release(&s);
+    return VL_EXIT_ERROR;
+  }
+  int w = vl_render_snapshot(f, &s);
+  if (fclose(f) != 0) w = -1;
+  vl_snapshot_release(&s);
+  if (w != 0) {
+    cli_error("cannot write '%s': %s", t->snapshot, strerror(errno ? errno : EIO));
+    return VL_EXIT_ERROR;
+  }
+  return 0;
+}
+
 static int replay_and_show(const struct tr *t, const struct vl_trace *tr, const char *trace,
                            int device, const char *dir, int job_rc) {
   struct plan p;
@@ -363,6 +408,7 @@ static int replay_and_show(const struct tr *t, const struct vl_trace *tr, const 
     oom |= r[i].oom;
   }
   const char *dev = device == 1 ? "cuda" : device == 0 ? "cpu" : device == 2 ? "meta" : "all";
+  if (t->snapshot && write_snapshot(t, tr, device, &p.confs[0], &r[0]) != 0) return VL_EXIT_ERROR;
   struct vl_live_at live;
   if (vl_trace_live_at(tr, device, 1.0, r[0].peak_event, &live) != VL_OK) {
     cli_error("replay: %s", vl_strerror(VL_ENOMEM));

@@ -57,6 +57,22 @@ void vl_cache_reset_peaks(struct vl_cache *c);
 vl_status vl_cache_segment_addresses(struct vl_cache *c, const uint64_t *addr, const uint64_t *size,
                                      size_t n) VL_MUST_USE;
 void vl_cache_stats(const struct vl_cache *c, struct vl_cache_stats *s);
+/* The allocator's state, as torch.cuda.memory_snapshot() gives it. */
+struct vl_cache_block {
+  uint64_t addr, size, requested; /* requested: what was asked for (0: free) */
+  bool allocated;
+};
+struct vl_cache_segment {
+  uint64_t addr, size;
+  bool small; /* the small pool's (2 MiB segments) */
+};
+/*! Call seg() for every segment the allocator holds, in the order it made
+ * them, then blk() for each of its blocks in address order. */
+void vl_cache_walk(const struct vl_cache *c,
+                   void (*seg)(void *ctx, const struct vl_cache_segment *),
+                   void (*blk)(void *ctx, const struct vl_cache_block *), void *ctx);
+/*! The device address of a live block (a handle from vl_cache_malloc). */
+uint64_t vl_cache_block_addr(const struct vl_cache *c, uint32_t handle);
 /*! Walk every segment and recompute allocated, reserved and inactive split
  * bytes, the free trees and the neighbour links; true when they agree with
  * the counters (for tests and fuzzing). */
@@ -175,5 +191,34 @@ struct vl_live_at {
 vl_status vl_trace_live_at(const struct vl_trace *t, int device, double scale, size_t upto,
                            struct vl_live_at *out) VL_MUST_USE;
 void vl_trace_live_release(struct vl_live_at *l);
+
+/* The allocator's state at one event of a replay, and the block events
+ * that led there: what torch.cuda.memory._snapshot() holds (a memory_viz
+ * file: lib/render/snapshot.c writes it). */
+struct vl_snap_segment {
+  uint64_t addr, size, allocated, requested;
+  bool small;
+  size_t first, n; /* its blocks: blocks[first .. first + n) */
+};
+struct vl_snap_event {
+  uint8_t alloc; /* 1: a block handed out ("alloc"), 0: given back ("free_completed") */
+  uint64_t addr, size;
+};
+struct vl_snapshot {
+  struct vl_snap_segment *segs;
+  size_t n_segs;
+  struct vl_cache_block *blocks;
+  size_t n_blocks;
+  struct vl_snap_event *ev;
+  size_t n_ev;
+};
+/*! Replay the allocations on `device` (as vl_trace_replay_from chooses
+ * it; batch allocations scaled) through event `upto` and take the
+ * allocator's state there. Release with vl_snapshot_release.
+ * @return VL_OK, VL_ENOMEM, VL_EINVAL (a bad scale or configuration),
+ * VL_ERANGE (the device ran out before `upto`: the state is at that event). */
+vl_status vl_trace_snapshot(const struct vl_trace *t, int device, const struct vl_cache_conf *conf,
+                            double scale, size_t upto, struct vl_snapshot *out) VL_MUST_USE;
+void vl_snapshot_release(struct vl_snapshot *s);
 
 #endif

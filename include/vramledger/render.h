@@ -234,4 +234,10 @@ struct vl_trace_view {
  * vramledger.trace/1). @return 0, or -1 on a write error. */
 int vl_render_trace(FILE *out, bool json, const struct vl_trace_view *v);
 
+struct vl_snapshot;
+/*! The allocator's state as a memory snapshot pickle, the file
+ * torch.cuda.memory._dump_snapshot() writes and pytorch.org/memory_viz
+ * loads. @return 0, or -1 on a write error. */
+int vl_render_snapshot(FILE *out, const struct vl_snapshot *s);
+
 #endif

@@ -624,6 +624,27 @@ static uint32_t tree_count(const struct vl_cache *c, int32_t x, int32_t parent, 
   return 1 + tree_count(c, t->l, x, k, ok) + tree_count(c, t->r, x, k, ok);
 }
 
+void vl_cache_walk(const struct vl_cache *c,
+                   void (*seg)(void *ctx, const struct vl_cache_segment *),
+                   void (*blk)(void *ctx, const struct vl_cache_block *), void *ctx) {
+  for (uint32_t i = 0; i < c->ns; i++) {
+    const struct seg *s = &c->s[i];
+    if (!s->live) continue;
+    struct vl_cache_segment vs = {c->b[s->first].addr, s->size, s->pool == 0};
+    seg(ctx, &vs);
+    for (int32_t x = s->first; x != NONE; x = c->b[x].next) {
+      const struct blk *b = &c->b[x];
+      struct vl_cache_block vb = {b->addr, b->size, b->allocated ? b->requested : 0,
+                                  b->allocated != 0};
+      blk(ctx, &vb);
+    }
+  }
+}
+
+uint64_t vl_cache_block_addr(const struct vl_cache *c, uint32_t h) {
+  return h < c->nb && c->b[h].live ? c->b[h].addr : 0;
+}
+
 bool vl_cache_check(const struct vl_cache *c) {
   uint64_t alloc = 0, res = 0, split = 0, segs = 0, live = 0;
   uint32_t free_blocks = 0;

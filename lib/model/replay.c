@@ -460,3 +460,113 @@ void vl_trace_live_release(struct vl_live_at *l) {
   vl_free(l->by_module);
   memset(l, 0, sizeof *l);
 }
+
+/* ---- the allocator's state at an event, for memory_viz ----------------- */
+
+struct snap_build {
+  struct vl_snapshot *s;
+  size_t cap_seg, cap_blk;
+  bool oom;
+};
+
+static bool snap_grow(void **p, size_t *cap, size_t n, size_t size) {
+  if (n < *cap) return true;
+  size_t c = *cap ? *cap * 2 : 64;
+  void *q = vl_realloc(*p, c * size);
+  if (!q) return false;
+  *p = q;
+  *cap = c;
+  return true;
+}
+
+static void snap_seg(void *ctx, const struct vl_cache_segment *vs) {
+  struct snap_build *b = ctx;
+  struct vl_snapshot *s = b->s;
+  if (b->oom || !snap_grow((void **)&s->segs, &b->cap_seg, s->n_segs, sizeof *s->segs)) {
+    b->oom = true;
+    return;
+  }
+  s->segs[s->n_segs++] =
+      (struct vl_snap_segment){vs->addr, vs->size, 0, 0, vs->small, s->n_blocks, 0};
+}
+
+static void snap_blk(void *ctx, const struct vl_cache_block *vb) {
+  struct snap_build *b = ctx;
+  struct vl_snapshot *s = b->s;
+  if (b->oom || !s->n_segs ||
+      !snap_grow((void **)&s->blocks, &b->cap_blk, s->n_blocks, sizeof *s->blocks)) {
+    b->oom = true;
+    return;
+  }
+  s->blocks[s->n_blocks++] = *vb;
+  struct vl_snap_segment *g = &s->segs[s->n_segs - 1];
+  g->n++;
+  if (vb->allocated) {
+    g->allocated += vb->size;
+    g->requested += vb->requested;
+  }
+}
+
+static vl_status snap_event(struct vl_snapshot *s, size_t *cap, bool alloc, uint64_t addr,
+                            uint64_t size) {
+  if (!snap_grow((void **)&s->ev, cap, s->n_ev, sizeof *s->ev)) return VL_ENOMEM;
+  s->ev[s->n_ev++] = (struct vl_snap_event){alloc, addr, size};
+  return VL_OK;
+}
+
+vl_status vl_trace_snapshot(const struct vl_trace *t, int device, const struct vl_cache_conf *conf,
+                            double scale, size_t upto, struct vl_snapshot *out) {
+  memset(out, 0, sizeof *out);
+  if (!(scale > 0) || scale > 1e6) return VL_EINVAL;
+  if (device < 0) device = t->per_device[1] ? 1 : t->per_device[2] ? 2 : -1;
+  struct vl_cache *c;
+  vl_status s = vl_cache_new(conf, &c);
+  if (s != VL_OK) return s;
+  if (t->n_segs && !conf->expandable && scale == 1.0 &&
+      (s = vl_cache_segment_addresses(c, t->seg_addr, t->seg_size, t->n_segs)) != VL_OK) {
+    vl_cache_destroy(c);
+    return s;
+  }
+  uint32_t *h = vl_calloc((size_t)t->max_id + 1, sizeof *h);
+  uint8_t *on = vl_calloc((size_t)t->max_id + 1, 1);
+  uint64_t *sz = vl_calloc((size_t)t->max_id + 1, sizeof *sz);
+  size_t cap_ev = 0;
+  if (!h || !on || !sz) s = VL_ENOMEM;
+  for (size_t i = 0; s == VL_OK && i < t->n && i <= upto; i++) {
+    const struct vl_trace_ev *e = &t->ev[i];
+    if (e->kind == VL_TR_EMPTY) {
+      vl_cache_empty(c);
+    } else if (e->kind == VL_TR_ALLOC && (device < 0 || e->device == device) && !on[e->id]) {
+      double b = e->batch && scale != 1.0 ? ceil((double)e->bytes * scale) : (double)e->bytes;
+      uint64_t bytes = b < 1125899906842624.0 ? (uint64_t)b : 1125899906842624ull;
+      s = vl_cache_malloc(c, bytes, &h[e->id]);
+      if (s == VL_OK) {
+        on[e->id] = 1;
+        sz[e->id] = vl_cache_round(bytes);
+        s = snap_event(out, &cap_ev, true, vl_cache_block_addr(c, h[e->id]), sz[e->id]);
+      }
+    } else if (e->kind == VL_TR_FREE && on[e->id]) {
+      uint64_t addr = vl_cache_block_addr(c, h[e->id]);
+      vl_cache_free(c, h[e->id]);
+      on[e->id] = 0;
+      s = snap_event(out, &cap_ev, false, addr, sz[e->id]);
+    }
+  }
+  vl_status ran = s; /* VL_ERANGE: out of memory, the state is there */
+  struct snap_build sb = {out, 0, 0, false};
+  if (s == VL_OK || s == VL_ERANGE) vl_cache_walk(c, snap_seg, snap_blk, &sb);
+  if (sb.oom) ran = VL_ENOMEM;
+  vl_free(h);
+  vl_free(on);
+  vl_free(sz);
+  vl_cache_destroy(c);
+  if (ran != VL_OK && ran != VL_ERANGE) vl_snapshot_release(out);
+  return ran;
+}
+
+void vl_snapshot_release(struct vl_snapshot *s) {
+  vl_free(s->segs);
+  vl_free(s->blocks);
+  vl_free(s->ev);
+  memset(s, 0, sizeof *s);
+}

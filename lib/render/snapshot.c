@@ -1,0 +1,134 @@
+/* A memory snapshot as PyTorch writes one: the pickle
+ * torch.cuda.memory._dump_snapshot() makes and pytorch.org/memory_viz
+ * loads (torch/cuda/memory.py _snapshot: a dict of "segments", each with
+ * its "blocks", and "device_traces", the allocator's events). Written in
+ * pickle protocol 2 (Python's Lib/pickle.py opcodes: PROTO, EMPTY_DICT,
+ * MARK, SETITEMS, EMPTY_LIST, APPENDS, BINUNICODE, BININT, LONG1, NEWTRUE,
+ * NEWFALSE, STOP), without a memo: any unpickler reads it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h" /* first: it includes <jansson.h> */
+#include "vramledger/caching.h"
+#include "vramledger/render.h"
+
+static void op(FILE *o, int c) { fputc(c, o); }
+
+static void str(FILE *o, const char *s) {
+  size_t n = strlen(s);
+  op(o, 'X'); /* BINUNICODE: a 4-byte little-endian length, UTF-8 */
+  for (int i = 0; i < 4; i++)
+    op(o, (int)((n >> (8 * i)) & 0xff));
+  fwrite(s, 1, n, o);
+}
+
+static void num(FILE *o, uint64_t v) {
+  if (v < 0x80000000u) { /* BININT: 4-byte little-endian signed */
+    op(o, 'J');
+    for (int i = 0; i < 4; i++)
+      op(o, (int)((v >> (8 * i)) & 0xff));
+    return;
+  }
+  /* LONG1: n little-endian two's-complement bytes; a byte more when the
+   * top bit is set, so the value stays positive */
+  int n = 0;
+  for (uint64_t x = v; x; x >>= 8)
+    n++;
+  bool pad = (v >> (8 * n - 1)) & 1;
+  op(o, 0x8a);
+  op(o, n + pad);
+  for (int i = 0; i < n; i++)
+    op(o, (int)((v >> (8 * i)) & 0xff));
+  if (pad) op(o, 0);
+}
+
+static void flag(FILE *o, bool b) { op(o, b ? 0x88 : 0x89); }
+
+/* a key and an integer, a key and a string: inside a MARK ... SETITEMS */
+static void kv_num(FILE *o, const char *k, uint64_t v) {
+  str(o, k);
+  num(o, v);
+}
+static void kv_str(FILE *o, const char *k, const char *v) {
+  str(o, k);
+  str(o, v);
+}
+
+static void block(FILE *o, const struct vl_cache_block *b) {
+  op(o, '}');
+  op(o, '(');
+  kv_num(o, "address", b->addr);
+  kv_num(o, "size", b->size);
+  kv_num(o, "requested_size", b->requested);
+  kv_str(o, "state", b->allocated ? "active_allocated" : "inactive");
+  str(o, "frames");
+  op(o, ']');
+  op(o, 'u');
+}
+
+static void segment(FILE *o, const struct vl_snapshot *s, const struct vl_snap_segment *g) {
+  op(o, '}');
+  op(o, '(');
+  kv_num(o, "device", 0);
+  kv_num(o, "address", g->addr);
+  kv_num(o, "total_size", g->size);
+  kv_num(o, "allocated_size", g->allocated);
+  kv_num(o, "active_size", g->allocated);
+  kv_num(o, "requested_size", g->requested);
+  kv_num(o, "stream", 0);
+  kv_str(o, "segment_type", g->small ? "small" : "large");
+  str(o, "is_expandable");
+  flag(o, false);
+  str(o, "frames");
+  op(o, ']');
+  str(o, "blocks");
+  op(o, ']');
+  if (g->n) {
+    op(o, '(');
+    for (size_t i = 0; i < g->n; i++)
+      block(o, &s->blocks[g->first + i]);
+    op(o, 'e');
+  }
+  op(o, 'u');
+}
+
+static void event(FILE *o, const struct vl_snap_event *e) {
+  op(o, '}');
+  op(o, '(');
+  kv_str(o, "action", e->alloc ? "alloc" : "free_completed");
+  kv_num(o, "addr", e->addr);
+  kv_num(o, "size", e->size);
+  kv_num(o, "stream", 0);
+  str(o, "frames");
+  op(o, ']');
+  op(o, 'u');
+}
+
+int vl_render_snapshot(FILE *o, const struct vl_snapshot *s) {
+  op(o, 0x80); /* PROTO 2 */
+  op(o, 2);
+  op(o, '}');
+  op(o, '(');
+  str(o, "segments");
+  op(o, ']');
+  if (s->n_segs) {
+    op(o, '(');
+    for (size_t i = 0; i < s->n_segs; i++)
+      segment(o, s, &s->segs[i]);
+    op(o, 'e');
+  }
+  str(o, "device_traces"); /* one device: its events in order */
+  op(o, ']');
+  op(o, '(');
+  op(o, ']');
+  if (s->n_ev) {
+    op(o, '(');
+    for (size_t i = 0; i < s->n_ev; i++)
+      event(o, &s->ev[i]);
+    op(o, 'e');
+  }
+  op(o, 'e');
+  op(o, 'u');
+  op(o, '.'); /* STOP */
+  return ferror(o) ? -1 : 0;
+}
