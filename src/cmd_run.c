@@ -34,6 +34,7 @@ enum {
   O_NO_PRELOAD,
   O_NO_PROBE,
   O_SNAPSHOT,
+  O_SNAPSHOT_AT,
   O_QUIET,
   O_COMMITMENT,
   O_TRIGGER_SIGNAL
@@ -45,6 +46,7 @@ static const struct cli_opt opts[] = {
     {"no-preload", false, O_NO_PRELOAD},
     {"no-probe", false, O_NO_PROBE},
     {"snapshot", false, O_SNAPSHOT},
+    {"snapshot-at", true, O_SNAPSHOT_AT},
     {"quiet", false, O_QUIET},
     {"commitment", true, O_COMMITMENT},
     {"trigger-signal", true, O_TRIGGER_SIGNAL},
@@ -53,6 +55,7 @@ static const struct cli_opt opts[] = {
 
 struct runopt {
   bool help, no_preload, no_probe, snapshot, quiet;
+  const char *snapshot_at; /* --snapshot-at: oom (default), peak or exit */
   const char *out, *commitment;
   int trigger_signal;
   uint64_t interval_ms;
@@ -67,6 +70,14 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   case O_NO_PRELOAD: o->no_preload = true; return 0;
   case O_NO_PROBE: o->no_probe = true; return 0;
   case O_SNAPSHOT: o->snapshot = true; return 0;
+  case O_SNAPSHOT_AT: { /* implies --snapshot */
+    static const char *const at[] = {"oom", "peak", "exit", NULL};
+    int k = cli_choice(flag, arg, at);
+    if (k < 0) return VL_EXIT_USAGE;
+    o->snapshot = true;
+    o->snapshot_at = at[k];
+    return 0;
+  }
   case O_QUIET: o->quiet = true; return 0;
   case O_COMMITMENT: o->commitment = arg; return 0;
   case O_TRIGGER_SIGNAL: {
@@ -688,7 +699,9 @@ __attribute__((noreturn)) static void exec_job(const struct run *r, int errfd) {
   setenv("VRAMLEDGER_RUN_DIR", r->dir, 1);
   if (r->guard || r->tput_floor > 0) setenv("VRAMLEDGER_FALLBACK_FILE", r->fb_path, 1);
   if (r->o.no_probe) setenv("VRAMLEDGER_PROBE", "0", 1);
-  if (r->o.snapshot) setenv("VRAMLEDGER_SNAPSHOT", "1", 1);
+  if (r->o.snapshot)
+    setenv("VRAMLEDGER_SNAPSHOT",
+           r->o.snapshot_at && strcmp(r->o.snapshot_at, "oom") ? r->o.snapshot_at : "1", 1);
   python_path();
   execvp(r->cmd[0], (char *const *)r->cmd);
   int e = errno;

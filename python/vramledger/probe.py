@@ -139,7 +139,12 @@ class _Probe(_Memory, _Bill, _ModuleHooks):
         self.held = {}  # device -> {stat path: peak} hidden by our resets
         self.dead = False
         self.oom_observer = False
-        self.snapshot = os.environ.get("VRAMLEDGER_SNAPSHOT") == "1"
+        # `run --snapshot[-at oom|peak|exit]`: "1" (at an out-of-memory),
+        # "peak" (also at the end of each step that reaches a new peak) or
+        # "exit" (also when the process exits)
+        self.snapshot = os.environ.get("VRAMLEDGER_SNAPSHOT", "") in ("1", "peak", "exit")
+        self.snapshot_at = os.environ.get("VRAMLEDGER_SNAPSHOT", "")
+        self.snapshot_peak = 0
         self.run_dir = os.environ.get("VRAMLEDGER_RUN_DIR", "")
         self.compiled = False
         self.sampled = False
@@ -364,6 +369,11 @@ class _Probe(_Memory, _Bill, _ModuleHooks):
                            "peak_reserved": c["peak_reserved"], "allocated": c["allocated"],
                            "reserved": c["reserved"], "alloc_retries": c["alloc_retries"],
                            "ooms": c["ooms"]})
+        if self.snapshot_at == "peak" and self.run_dir and \
+                (ev.get("peak_allocated") or 0) > self.snapshot_peak:
+            # the step that reached a new peak: its history holds the moment
+            self.snapshot_peak = ev["peak_allocated"]
+            self.dump_snapshot("peak", ev)
         if self.sampled and self.module_bytes:
             top = sorted(self.module_bytes.items(), key=lambda kv: -kv[1])[:10]
             ev["modules"] = [{"name": k, "saved_bytes": v} for k, v in top]
@@ -417,9 +427,15 @@ def install(torch=None, record=None):
     _install_checkpoint(torch, p)
     if p.snapshot:
         try:
-            torch.cuda.memory._record_memory_history(max_entries=100000)
-        except (AttributeError, RuntimeError):  # no CUDA, or a torch without the history
-            pass
+            try:
+                torch.cuda.memory._record_memory_history(max_entries=100000)
+            except TypeError:  # torch before 2.1: an on/off switch
+                torch.cuda.memory._record_memory_history(True)
+        except Exception:  # noqa: BLE001 - no CUDA (AssertionError on a CPU build), no history:
+            pass  # the run goes on without it; what a dump could not do is said where it is tried
+        if p.snapshot_at == "exit" and p.run_dir:
+            import atexit
+            atexit.register(_snapshot_at_exit, p)
     p.add_global()
     p.w.put({"type": "probe", "t_ns": _now(), "pid": os.getpid(), "version": _SCHEMA_PROBE,
              "torch": torch.__version__, "python": sys.version.split()[0],
@@ -429,6 +445,19 @@ def install(torch=None, record=None):
              "sample_every": p.every})
     _state = p
     return p
+
+
+def _snapshot_at_exit(p):
+    """`run --snapshot-at exit`: the allocator and its history as the
+    process ends, and a note in the record saying where (or why not)."""
+    if p.dead:
+        return
+    ev = {"type": "note", "t_ns": _now(), "pid": os.getpid(), "text": "snapshot at exit"}
+    p.dump_snapshot("exit", ev)
+    try:
+        p.w.put(ev)
+    except (OSError, TypeError, ValueError):
+        pass
 
 
 def attach(model=None, optimizer=None, record=None):

@@ -114,15 +114,22 @@ class _Memory:
         except Exception:  # noqa: BLE001 - the oom event is written even without its bill
             pass
         if self.snapshot and self.run_dir:
-            path = os.path.join(self.run_dir, "oom_snapshot_pid%d.pickle" % os.getpid())
-            try:
-                import pickle
-                snap = self.torch.cuda.memory._snapshot()
-                with open(path, "wb") as f:
-                    pickle.dump(snap, f)
-                ev["snapshot"] = path
-            except Exception as e:
-                ev["snapshot_error"] = str(e)
+            self.dump_snapshot("oom", ev)
         self.w.put(ev)
+
+    def dump_snapshot(self, when, ev):
+        """torch.cuda.memory._snapshot() with the history kept since the
+        start, in the run directory as WHEN_snapshot_pid<PID>.pickle (the
+        file pytorch.org/memory_viz loads); its path, or why there is none,
+        in ev. Never raises."""
+        path = os.path.join(self.run_dir, "%s_snapshot_pid%d.pickle" % (when, os.getpid()))
+        try:
+            import pickle
+            snap = self.torch.cuda.memory._snapshot()
+            with open(path, "wb") as f:
+                pickle.dump(snap, f)
+            ev["snapshot"] = path
+        except Exception as e:  # noqa: BLE001 - no CUDA, no history, a full disk: said
+            ev["snapshot_error"] = "%s: %s" % (type(e).__name__, e)
 
     # ---- the bill -----------------------------------------------------------

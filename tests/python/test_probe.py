@@ -58,6 +58,20 @@ class Probe(unittest.TestCase):
         self.assertFalse(p[0]["cuda"])
         self.assertEqual(len(of(ev, "step")), 4)
 
+    def test_snapshot_without_cuda_is_said_not_raised(self):
+        """run --snapshot-at exit|peak on a CPU build: the job runs as
+        without it; where the dump would be, the record says why there is
+        none"""
+        for at in ("exit", "peak"):
+            out, ev = run("adam", "1", "3", flags=("--snapshot-at", at))
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(len(of(ev, "step")), 3)
+            if at == "exit":
+                notes = [n for n in of(ev, "note") if n.get("text") == "snapshot at exit"]
+                self.assertEqual(len(notes), 1)
+                self.assertIn("snapshot_error", notes[0])
+            self.assertFalse(of(ev, "oom"))
+
     def test_phase_sequence(self):
         _, ev = self.sgd
         step2 = [e["phase"] for e in of(ev, "phase") if e["step"] == 2]
