@@ -142,174 +142,201 @@ static void run_hardware(const char *run, const struct vl_gpu *gpu, uint64_t cou
   snprintf(buf, n, "%u x %s", hw.count, g ? g->name : hw.device);
 }
 
-int cmd_commit(int argc, const char **argv) {
+/* What the command line asks: the job (from its flags or --plan), the
+ * output folder, the run record, the SLA and budget, --force. */
+struct commit_args {
+  struct est e;
+  const char *val[5]; /* --out, --run, --sla-tokens-per-s, --gpu-hours, --plan */
+  char plan_names[2][PATH_MAX];
+  double sla, hours;
+  bool force;
+};
+
+static int commit_args(int argc, const char **argv, struct commit_args *a) {
   static const char *const names[] = {"--out",       "--run",  "--sla-tokens-per-s",
                                       "--gpu-hours", "--plan", NULL};
-  const char *val[5];
   /* --force, the one flag without a value, before the job's flags */
   const char *args[256];
   int nargs = 0;
-  bool force = false;
   if (argc > 255) {
     cli_error("too many arguments");
     return VL_EXIT_USAGE;
   }
   for (int i = 0; i < argc; i++) {
     if (i > 0 && strcmp(argv[i], "--force") == 0)
-      force = true;
+      a->force = true;
     else
       args[nargs++] = argv[i];
   }
-  struct est e;
-  int rc = est_parse_with(nargs, args, names, val, &e);
-  if (rc) return rc;
-  if (e.help) {
-    fputs(vl_help_commit, stdout);
-    return VL_EXIT_OK;
-  }
-  const char *theirs = e.search               ? "--max-batch/--max-seq"
-                       : e.explain            ? "--explain"
-                       : e.fmt != VL_FMT_TEXT ? "--format"
-                                              : NULL;
+  struct est *e = &a->e;
+  int rc = est_parse_with(nargs, args, names, a->val, e);
+  if (rc || e->help) return rc;
+  const char *theirs = e->search               ? "--max-batch/--max-seq"
+                       : e->explain            ? "--explain"
+                       : e->fmt != VL_FMT_TEXT ? "--format"
+                                               : NULL;
   if (theirs) { /* estimate's flags: refused, not ignored */
     cli_error("commit writes a commitment: %s is estimate's", theirs);
     cli_hint("vramledger estimate ... first, then commit the job it found");
     return VL_EXIT_USAGE;
   }
-  char plan_names[2][PATH_MAX];
   double plan_hours = 0;
-  if (val[4]) {
-    if (e.model || e.gpu) {
+  if (a->val[4]) {
+    if (e->model || e->gpu) {
       cli_error("give --plan PLAN.json or the job's --model and --gpu, not both");
       return VL_EXIT_USAGE;
     }
-    if ((rc = from_plan(val[4], &e, plan_names, &plan_hours))) return rc;
+    if ((rc = from_plan(a->val[4], e, a->plan_names, &plan_hours))) return rc;
   }
-  if (!e.model || !e.gpu) {
+  if (!e->model || !e->gpu) {
     cli_error("commit needs --plan PLAN.json, or --model and --gpu (and the job's estimate flags)");
     return VL_EXIT_USAGE;
   }
-  double sla = 0, hours = 0;
-  if (val[2] && (rc = cli_double("sla-tokens-per-s", val[2], 0.0, 1e12, &sla))) return rc;
-  if (val[3] && (rc = cli_double("gpu-hours", val[3], 0.0, 1e12, &hours))) return rc;
-  if (!val[3]) hours = plan_hours;
+  if (a->val[2] && (rc = cli_double("sla-tokens-per-s", a->val[2], 0.0, 1e12, &a->sla))) return rc;
+  if (a->val[3] && (rc = cli_double("gpu-hours", a->val[3], 0.0, 1e12, &a->hours))) return rc;
+  if (!a->val[3]) a->hours = plan_hours;
+  return 0;
+}
+
+/* The estimated job, feasible on its card, and what the commitment
+ * needs beside it: the model's canonical text and hash, the fallbacks. */
+struct commit_job {
   struct vl_arch arch;
   struct cli_model m;
-  if ((rc = cli_load_model_file(e.model, &arch, &m))) return rc;
   struct vl_catalog cat;
   const struct vl_gpu *gpu;
-  struct vl_bill *bill = NULL;
-  char *canon = NULL;
-  if ((rc = est_gpu(&e, &cat, &gpu))) {
-    vl_free(m.text);
-    return rc;
-  }
+  struct vl_bill *bill;
+  char *canon;
+  char sha[VL_SHA256_HEX];
+  struct vl_fit fit;
+  char peak_action[320], tput_action[320];
+};
+
+static int commit_job(struct commit_args *a, struct commit_job *j) {
+  struct est *e = &a->e;
+  int rc = cli_load_model_file(e->model, &j->arch, &j->m);
+  if (rc) return rc;
+  if ((rc = est_gpu(e, &j->cat, &j->gpu))) return rc;
   struct vl_err err = {""};
   size_t canon_len = 0;
-  char sha[VL_SHA256_HEX];
-  vl_status s = vl_config_canonical(m.text, m.len, &canon, &canon_len, &err);
+  vl_status s = vl_config_canonical(j->m.text, j->m.len, &j->canon, &canon_len, &err);
   if (s != VL_OK) {
-    cli_error("cannot use '%s': %s", m.path, err.msg);
-    rc = VL_EXIT_ERROR;
-    goto out;
+    cli_error("cannot use '%s': %s", j->m.path, err.msg);
+    return VL_EXIT_ERROR;
   }
-  vl_sha256_hex(canon, canon_len, sha);
-  s = est_bill(&arch, &e.job, &bill, &err);
+  vl_sha256_hex(j->canon, canon_len, j->sha);
+  s = est_bill(&j->arch, &e->job, &j->bill, &err);
   if (s != VL_OK) {
-    cli_error("cannot estimate '%s': %s", e.model, err.msg);
-    rc = s == VL_ENOMEM || s == VL_EIO ? VL_EXIT_ERROR : VL_EXIT_USAGE;
-    goto out;
+    cli_error("cannot estimate '%s': %s", e->model, err.msg);
+    return s == VL_ENOMEM || s == VL_EIO ? VL_EXIT_ERROR : VL_EXIT_USAGE;
   }
-  struct vl_fit fit;
-  vl_fit_check(vl_bill_budget_bytes(bill), gpu, e.margin, &fit);
-  char peak_action[320], tput_action[320];
-  vl_commitment_peak_action(&e.job, bill, gpu->memory_bytes, peak_action, sizeof peak_action);
-  vl_commitment_throughput_action(&e.job, tput_action, sizeof tput_action);
-  if (!fit.fits) {
+  vl_fit_check(vl_bill_budget_bytes(j->bill), j->gpu, e->margin, &j->fit);
+  vl_commitment_peak_action(&e->job, j->bill, j->gpu->memory_bytes, j->peak_action,
+                            sizeof j->peak_action);
+  vl_commitment_throughput_action(&e->job, j->tput_action, sizeof j->tput_action);
+  if (!j->fit.fits) {
     cli_error("the job needs %.2f GiB per GPU; %s gives %.2f GiB with %.0f %% kept free: a "
               "commitment must be feasible",
-              (double)vl_bill_budget_bytes(bill) / (1ull << 30), gpu->name,
-              (double)fit.usable_bytes / (1ull << 30), e.margin * 100);
+              (double)vl_bill_budget_bytes(j->bill) / (1ull << 30), j->gpu->name,
+              (double)j->fit.usable_bytes / (1ull << 30), e->margin * 100);
     cli_hint("the next fallback for this job: %s; or the largest batch that fits: vramledger "
              "estimate ... --max-batch",
-             peak_action);
-    rc = VL_EXIT_NOFIT;
-    goto out;
+             j->peak_action);
+    return VL_EXIT_NOFIT;
   }
-  const char *dir = val[0] ? val[0] : ".";
+  return 0;
+}
+
+/* The two files in --out DIR (never over a commitment without --force),
+ * the run's measured peaks beside the estimate. */
+static int commit_write(const struct commit_args *a, struct commit_job *j) {
+  const struct est *e = &a->e;
+  const char *dir = a->val[0] ? a->val[0] : ".", *run = a->val[1];
   char pj[PATH_MAX], pm[PATH_MAX];
   snprintf(pj, sizeof pj, "%.4000s/commitment.json", dir);
   snprintf(pm, sizeof pm, "%.4000s/COMMITMENT.md", dir);
   struct stat st;
   const char *there = stat(pj, &st) == 0 ? pj : stat(pm, &st) == 0 ? pm : NULL;
-  if (there && !force) { /* before anything is written */
+  if (there && !a->force) { /* before anything is written */
     cli_error("'%s' exists: a commitment is reviewed, so it is not replaced silently", there);
     cli_hint("give --force to replace it (and review the change), or another --out DIR");
-    rc = VL_EXIT_ERROR;
-    goto out;
+    return VL_EXIT_ERROR;
   }
   uint64_t mp = 0, mc = 0;
   char rec[PATH_MAX], other_hw[160] = "";
-  uint64_t count = e.job.dp * e.job.tp * e.job.pp;
-  if (val[1]) {
-    if ((rc = cli_run_peaks(val[1], &mp, &mc, NULL, rec, sizeof rec))) goto out;
-    run_hardware(val[1], gpu, count, &cat, other_hw, sizeof other_hw);
+  uint64_t count = e->job.dp * e->job.tp * e->job.pp;
+  int rc;
+  if (run) {
+    if ((rc = cli_run_peaks(run, &mp, &mc, NULL, rec, sizeof rec))) return rc;
+    run_hardware(run, j->gpu, count, &j->cat, other_hw, sizeof other_hw);
     if (other_hw[0])
       fprintf(stderr,
               "vramledger: warning: the record '%s' ran on %s, the commitment is for %llu x %s: "
               "its peak is written as measured on %s, not on the committed hardware\n",
-              rec, other_hw, (unsigned long long)count, gpu->name, other_hw);
+              rec, other_hw, (unsigned long long)count, j->gpu->name, other_hw);
   }
   if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
     cli_error("cannot create '%s': %s", dir, strerror(errno));
-    rc = VL_EXIT_ERROR;
-    goto out;
+    return VL_EXIT_ERROR;
   }
   /* the model by what it is, and where it lies from the commitment */
+  const struct cli_model *m = &j->m;
   char rel[PATH_MAX];
-  if (!m.bundled[0] && relative_path(dir, m.path, rel, sizeof rel) != 0) {
-    cli_error("cannot resolve '%s' or '%s': %s", m.path, dir, strerror(errno));
-    rc = VL_EXIT_ERROR;
-    goto out;
+  if (!m->bundled[0] && relative_path(dir, m->path, rel, sizeof rel) != 0) {
+    cli_error("cannot resolve '%s' or '%s': %s", m->path, dir, strerror(errno));
+    return VL_EXIT_ERROR;
   }
   char rec_rel[PATH_MAX]; /* the record, too, as the commitment's folder sees it */
-  if (val[1] && relative_path(dir, rec, rec_rel, sizeof rec_rel) != 0)
+  if (run && relative_path(dir, rec, rec_rel, sizeof rec_rel) != 0)
     snprintf(rec_rel, sizeof rec_rel, "%s", rec);
   char created[32];
   time_t now = time(NULL);
   struct tm tm;
   gmtime_r(&now, &tm);
   strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  struct vl_commit_view v = {m.bundled[0] ? m.bundled : rel,
-                             &arch,
-                             &e.job,
-                             bill,
-                             gpu,
-                             &fit,
+  struct vl_commit_view v = {m->bundled[0] ? m->bundled : rel,
+                             &j->arch,
+                             &e->job,
+                             j->bill,
+                             j->gpu,
+                             &j->fit,
                              created,
-                             val[1] ? rec_rel : NULL,
+                             run ? rec_rel : NULL,
                              mp,
                              mc,
-                             sla,
-                             hours,
+                             a->sla,
+                             a->hours,
                              VL_VERSION,
-                             canon,
-                             sha,
-                             m.bundled[0] ? NULL : rel,
-                             m.bundled[0] ? m.bundled : NULL,
-                             peak_action,
-                             tput_action,
+                             j->canon,
+                             j->sha,
+                             m->bundled[0] ? NULL : rel,
+                             m->bundled[0] ? m->bundled : NULL,
+                             j->peak_action,
+                             j->tput_action,
                              other_hw[0] ? other_hw : NULL};
-  if ((rc = write_file(pj, false, &v)) || (rc = write_file(pm, true, &v))) goto out;
+  if ((rc = write_file(pj, false, &v)) || (rc = write_file(pm, true, &v))) return rc;
   printf("wrote %s and %s: %llu x %s, %.2f GiB per GPU estimated", pj, pm,
-         (unsigned long long)count, gpu->name, (double)bill->total_bytes / (1ull << 30));
-  if (val[1]) printf(", %.2f GiB measured", (double)mp / (1ull << 30));
+         (unsigned long long)count, j->gpu->name, (double)j->bill->total_bytes / (1ull << 30));
+  if (run) printf(", %.2f GiB measured", (double)mp / (1ull << 30));
   printf("\n");
-  rc = VL_EXIT_OK;
-out:
-  vl_free(canon);
-  vl_free(m.text);
-  vl_free(bill);
-  vl_catalog_release(&cat);
+  return VL_EXIT_OK;
+}
+
+int cmd_commit(int argc, const char **argv) {
+  struct commit_args a;
+  memset(&a, 0, sizeof a);
+  int rc = commit_args(argc, argv, &a);
+  if (rc) return rc;
+  if (a.e.help) {
+    fputs(vl_help_commit, stdout);
+    return VL_EXIT_OK;
+  }
+  struct commit_job j;
+  memset(&j, 0, sizeof j);
+  if (!(rc = commit_job(&a, &j))) rc = commit_write(&a, &j);
+  vl_free(j.canon);
+  vl_free(j.m.text);
+  vl_free(j.bill);
+  vl_catalog_release(&j.cat);
   return rc;
 }
