@@ -1,4 +1,7 @@
+#define _POSIX_C_SOURCE 200809L /* strtok_r */
+#include <ctype.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -155,4 +158,39 @@ int cli_choice(const char *flag, const char *arg, const char *const *names) {
   const char *near = cli_nearest(arg, names, n);
   if (near) cli_hint("did you mean '%s'?", near);
   return -1;
+}
+
+/* ---- secrets on a command line (docs/record.md, "Secrets") -------------- */
+
+/* Is flag (up to its '=' or its end) a secret's: its name holds
+ * "password", "token" or "key" in any case, or it matches one of the
+ * comma-separated fnmatch patterns of $VRAMLEDGER_REDACT ("--hf-*,-p")? */
+static bool secret_flag(const char *flag) {
+  if (flag[0] != '-') return false;
+  char name[128];
+  size_t n = strcspn(flag, "=");
+  if (n >= sizeof name) n = sizeof name - 1;
+  for (size_t i = 0; i < n; i++)
+    name[i] = (char)tolower((unsigned char)flag[i]);
+  name[n] = 0;
+  if (strstr(name, "password") || strstr(name, "token") || strstr(name, "key")) return true;
+  const char *pats = getenv("VRAMLEDGER_REDACT");
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", pats ? pats : "");
+  for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+    memcpy(name, flag, n); /* patterns match the flag as written */
+    name[n] = 0;
+    if (fnmatch(p, name, 0) == 0) return true;
+  }
+  return false;
+}
+
+const char *cli_redact_arg(const char *prev, const char *arg, char *buf, size_t n) {
+  const char *eq = strchr(arg, '=');
+  if (eq && secret_flag(arg)) {
+    snprintf(buf, n, "%.*s=<redacted>", (int)(eq - arg), arg);
+    return buf;
+  }
+  if (prev && !strchr(prev, '=') && secret_flag(prev) && arg[0] != '-') return "<redacted>";
+  return arg;
 }

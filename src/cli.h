@@ -39,6 +39,11 @@ int cli_choice(const char *flag, const char *arg, const char *const *names);
 
 /*! Nearest of candidates to s by edit distance, or NULL if none is close. */
 const char *cli_nearest(const char *s, const char *const *candidates, size_t n);
+/*! A command line's word as a record keeps it: a secret's value written as
+ * "<redacted>" (after "--password=", "--hf-token=", ..., or the word after
+ * such a flag); docs/record.md, "Secrets". buf (n bytes) holds a rewritten
+ * word; the result is arg itself when it is no secret. */
+const char *cli_redact_arg(const char *prev, const char *arg, char *buf, size_t n);
 
 /* Files. */
 /*! Read a whole file (at most 64 MiB) into a NUL-terminated heap buffer the

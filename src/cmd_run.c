@@ -534,8 +534,10 @@ static json_t *meta_event(uint64_t start_ns, const struct timespec *wall, const 
   json_object_set_new(meta, "start_unix_ms",
                       json_integer((json_int_t)wall->tv_sec * 1000 + wall->tv_nsec / 1000000));
   json_t *jc = json_array();
-  for (int i = 0; i < cmd_argc; i++)
-    json_array_append_new(jc, json_string(cmd[i]));
+  char red[256];
+  for (int i = 0; i < cmd_argc; i++) /* secrets redacted: docs/record.md */
+    json_array_append_new(
+        jc, json_string(cli_redact_arg(i ? cmd[i - 1] : NULL, cmd[i], red, sizeof red)));
   json_object_set_new(meta, "command", jc);
   char host[256] = "";
   gethostname(host, sizeof host - 1);

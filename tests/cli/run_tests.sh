@@ -19,6 +19,13 @@ check "record has the exit status" json "$tmp/exit7" exit_status 7
 check "run directory is 0700" [ "$(stat -c %a "$tmp/exit7")" = 700 ]
 check "record is 0600" [ "$(stat -c %a "$tmp/exit7/record.jsonl")" = 600 ]
 
+# secrets on the command line are not kept: the documented rule and $VRAMLEDGER_REDACT
+VRAMLEDGER_REDACT='--hf-*' "$vl" run --out "$tmp/secret" --quiet -- sh -c 'exit 0' x \
+  --password=hunter2 --api-token abc123 --hf-repo private-repo --lr 0.1
+check "a secret's value is not in the record" sh -c "! grep -q 'hunter2\|abc123\|private-repo' '$tmp/secret/record.jsonl'"
+check "it is said as redacted" grep -q '"--password=<redacted>","--api-token","<redacted>","--hf-repo","<redacted>","--lr","0.1"' "$tmp/secret/record.jsonl"
+check "nor in the report" sh -c "'$vl' report '$tmp/secret' | head -1 | grep -q 'password=<redacted>'"
+
 "$vl" run --out "$tmp/missing" --quiet -- /nonexistent/command 2>"$tmp/err"
 check "missing command gives 127" [ $? = 127 ]
 check "missing command is named" grep -q "cannot run '/nonexistent/command'" "$tmp/err"
