@@ -1,6 +1,7 @@
 /* Least squares for the fitted memory formula, with GSL
  * (gsl_multifit_linear: SVD-based, covariance sigma^2 (X'X)^-1). */
 #include <gsl/gsl_cdf.h>
+#include <gsl/gsl_linalg.h>
 #include <gsl/gsl_multifit.h>
 #include <math.h>
 #include <stdio.h>
@@ -338,6 +339,62 @@ static vl_status solve(const struct vl_points *p, const struct vl_term_spec *t, 
   return st ? VL_ERANGE : VL_OK;
 }
 
+/* The leave-one-out relative errors of the fit coef: e_i / (1 - h_ii),
+ * h_ii = x_i' (X'X)^-1 x_i with X's columns scaled to 1 as solve() scales
+ * them; a point the others cannot fit without (h_ii = 1) is left out, as
+ * a refit without it would fail. */
+static vl_status loo(const struct vl_points *p, const struct vl_term_spec *t, size_t nt,
+                     const double *coef, double *rms, double *mx) {
+  double scale[VL_FIT_MAX_TERMS] = {0}, row[VL_FIT_MAX_TERMS];
+  for (size_t i = 0; i < p->n; i++) {
+    vl_terms_eval(t, nt, &p->x[i * VL_FIT_MAX_VARS], row);
+    for (size_t k = 0; k < nt; k++)
+      scale[k] = fmax(scale[k], fabs(row[k]));
+  }
+  for (size_t k = 0; k < nt; k++)
+    if (scale[k] == 0) scale[k] = 1;
+  gsl_matrix *A = gsl_matrix_calloc(nt, nt);
+  gsl_permutation *perm = gsl_permutation_alloc(nt);
+  gsl_matrix *inv = gsl_matrix_alloc(nt, nt);
+  if (!A || !perm || !inv) {
+    if (A) gsl_matrix_free(A);
+    if (perm) gsl_permutation_free(perm);
+    if (inv) gsl_matrix_free(inv);
+    return VL_ENOMEM;
+  }
+  for (size_t i = 0; i < p->n; i++) { /* X'X, scaled */
+    vl_terms_eval(t, nt, &p->x[i * VL_FIT_MAX_VARS], row);
+    for (size_t k = 0; k < nt; k++)
+      for (size_t l = 0; l < nt; l++)
+        *gsl_matrix_ptr(A, k, l) += row[k] / scale[k] * (row[l] / scale[l]);
+  }
+  gsl_error_handler_t *old = gsl_set_error_handler_off();
+  int sign = 0;
+  bool ok = gsl_linalg_LU_decomp(A, perm, &sign) == 0 && gsl_linalg_LU_invert(A, perm, inv) == 0;
+  gsl_set_error_handler(old);
+  double sum = 0, worst = 0;
+  for (size_t i = 0; ok && i < p->n; i++) {
+    vl_terms_eval(t, nt, &p->x[i * VL_FIT_MAX_VARS], row);
+    double yhat = 0, h = 0;
+    for (size_t k = 0; k < nt; k++) {
+      yhat += coef[k] * row[k];
+      for (size_t l = 0; l < nt; l++)
+        h += row[k] / scale[k] * gsl_matrix_get(inv, k, l) * (row[l] / scale[l]);
+    }
+    if (!(1.0 - h > 1e-12)) continue;
+    double yl = p->y[i] - (p->y[i] - yhat) / (1.0 - h); /* the fit without point i, at it */
+    double e = p->y[i] ? fabs(yl - p->y[i]) / fabs(p->y[i]) : 0;
+    sum += e * e;
+    worst = fmax(worst, e);
+  }
+  gsl_matrix_free(A);
+  gsl_matrix_free(inv);
+  gsl_permutation_free(perm);
+  *rms = sqrt(sum / (double)p->n);
+  *mx = worst;
+  return VL_OK;
+}
+
 vl_status vl_fit_points(const struct vl_points *p, const struct vl_term_spec *t, size_t nt,
                         struct vl_fit_result *r, struct vl_err *err) {
   memset(r, 0, sizeof *r);
@@ -366,21 +423,13 @@ vl_status vl_fit_points(const struct vl_points *p, const struct vl_term_spec *t,
   r->t95 = gsl_cdf_tdist_Pinv(0.975, (double)dof);
   for (size_t k = 0; k < nt; k++)
     r->ci95[k] = r->t95 * sqrt(fmax(0.0, r->cov[k][k]));
-  /* leave one out: refit without each point, predict it */
+  /* leave one out: each point predicted by the fit without it, from the
+   * one fit: its residual over 1 - its leverage (the hat matrix's
+   * diagonal; Cook & Weisberg, Residuals and Influence in Regression,
+   * 1982, eq. 2.2.21) -- O(n p^2), not n refits */
   if (p->n >= nt + 2) {
-    double sum = 0, mx = 0, coef[VL_FIT_MAX_TERMS], row[VL_FIT_MAX_TERMS];
-    for (size_t i = 0; i < p->n; i++) {
-      if (solve(p, t, nt, i, coef, NULL, &chisq, &rcond) != VL_OK) continue;
-      vl_terms_eval(t, nt, &p->x[i * VL_FIT_MAX_VARS], row);
-      double yhat = 0;
-      for (size_t k = 0; k < nt; k++)
-        yhat += coef[k] * row[k];
-      double e = p->y[i] ? fabs(yhat - p->y[i]) / fabs(p->y[i]) : 0;
-      sum += e * e;
-      mx = fmax(mx, e);
-    }
-    r->loo_rel_rms = sqrt(sum / (double)p->n);
-    r->loo_rel_max = mx;
+    vl_status ls = loo(p, t, nt, r->coef, &r->loo_rel_rms, &r->loo_rel_max);
+    if (ls != VL_OK) return vl__fail(err, ls, "out of memory fitting");
   }
   return VL_OK;
 }

@@ -45,6 +45,54 @@ static void recovers_a_known_formula(void **state) {
   vl_points_release(&p);
 }
 
+/* Leave-one-out from the one fit (residual over 1 - leverage) equals
+ * refitting without each point and predicting it, on noisy points. */
+static void leave_one_out_equals_refits(void **state) {
+  (void)state;
+  char csv[8192] = "batch,seq,peak_bytes,status\n";
+  size_t o = strlen(csv);
+  unsigned seed = 7;
+  for (int b = 1; b <= 16; b *= 2)
+    for (int s = 128; s <= 4096; s *= 2) {
+      seed = seed * 1103515245u + 12345u;
+      double noise = ((double)(seed >> 8 & 0xffff) / 65535.0 - 0.5) * 0.04;
+      double y = (1e9 + 3e5 * b * s + 40.0 * b * s * s) * (1 + noise);
+      o += (size_t)snprintf(csv + o, sizeof csv - o, "%d,%d,%.0f,ok\n", b, s, y);
+    }
+  struct vl_points p;
+  struct vl_err err = {""};
+  assert_int_equal(vl_points_parse(csv, o, NULL, 0, &p, &err), VL_OK);
+  struct vl_term_spec t[VL_FIT_MAX_TERMS];
+  size_t nt;
+  assert_int_equal(vl_terms_parse("const,bs,batch*seq^2", &p, t, &nt, &err), VL_OK);
+  struct vl_fit_result r;
+  assert_int_equal(vl_fit_points(&p, t, nt, &r, &err), VL_OK);
+  double sum = 0, mx = 0;
+  for (size_t i = 0; i < p.n; i++) { /* the refits, by hand */
+    struct vl_points q = p;
+    double xs[64 * VL_FIT_MAX_VARS], ys[64];
+    size_t m = 0;
+    for (size_t j = 0; j < p.n; j++) {
+      if (j == i) continue;
+      memcpy(&xs[m * VL_FIT_MAX_VARS], &p.x[j * VL_FIT_MAX_VARS], sizeof(double) * VL_FIT_MAX_VARS);
+      ys[m++] = p.y[j];
+    }
+    q.x = xs;
+    q.y = ys;
+    q.n = m;
+    struct vl_fit_result ri;
+    assert_int_equal(vl_fit_points(&q, t, nt, &ri, &err), VL_OK);
+    double yi = vl_fit_predict(&ri, t, nt, &p.x[i * VL_FIT_MAX_VARS], NULL);
+    double e = fabs(yi - p.y[i]) / p.y[i];
+    sum += e * e;
+    mx = fmax(mx, e);
+  }
+  assert_true(mx > 1e-3); /* the noise shows */
+  assert_close(r.loo_rel_max, mx, 1e-9, "worst");
+  assert_close(r.loo_rel_rms, sqrt(sum / (double)p.n), 1e-9, "rms");
+  vl_points_release(&p);
+}
+
 static void refuses_what_it_cannot_fit(void **state) {
   (void)state;
   struct vl_points p;
@@ -223,8 +271,9 @@ static void the_larger_of_two_phases(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(recovers_a_known_formula), cmocka_unit_test(refuses_what_it_cannot_fit),
-      cmocka_unit_test(estimates_at_the_points),  cmocka_unit_test(merges_points_by_name),
-      cmocka_unit_test(reads_a_fit_back),         cmocka_unit_test(the_larger_of_two_phases)};
+      cmocka_unit_test(recovers_a_known_formula),   cmocka_unit_test(leave_one_out_equals_refits),
+      cmocka_unit_test(refuses_what_it_cannot_fit), cmocka_unit_test(estimates_at_the_points),
+      cmocka_unit_test(merges_points_by_name),      cmocka_unit_test(reads_a_fit_back),
+      cmocka_unit_test(the_larger_of_two_phases)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
