@@ -307,6 +307,12 @@ int cmd_fit(int argc, const char **argv) {
     for (int i = 0; i < f.n_predict && !rc; i++) {
       rc = parse_point(f.predict[i], &pts, px[i].x);
       if (!rc) vl_fit_predict_parts(&r, t, nt, &px[i]);
+      if (!rc && !(isfinite(px[i].y) && isfinite(px[i].half_width))) {
+        cli_error("--predict '%s': the fit's prediction there is not a finite number: a point "
+                  "far outside the swept range",
+                  f.predict[i]);
+        rc = VL_EXIT_USAGE;
+      }
       if (!rc && f.by_phase) phase[i] = vl_fit_take_larger(&ro, to, nto, &px[i]);
     }
     if (f.by_phase) phase_rel_max = vl_fit_larger_max_rel(&pts, &r, t, nt, &ro, to, nto);

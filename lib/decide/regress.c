@@ -17,11 +17,13 @@
 struct csv {
   const char *s, *end;
   size_t line, col;
+  bool cut; /* the last field was longer than its buffer: never read as a shorter one */
 };
 
 /* Next field into buf; returns 1 at end of line, 2 at end of input, 0 else. */
 static int field(struct csv *c, char *buf, size_t n) {
   size_t k = 0;
+  c->cut = false;
   bool quoted = c->s < c->end && *c->s == '"';
   if (quoted) c->s++, c->col++;
   while (c->s < c->end) {
@@ -38,7 +40,10 @@ static int field(struct csv *c, char *buf, size_t n) {
     } else if (ch == ',' || ch == '\n' || ch == '\r') {
       break;
     }
-    if (k + 1 < n) buf[k++] = ch;
+    if (k + 1 < n)
+      buf[k++] = ch;
+    else
+      c->cut = true;
     c->s++;
     c->col++;
   }
@@ -75,7 +80,7 @@ vl_status vl_points_parse(const char *text, size_t len, const char *const *vars,
 vl_status vl_points_parse_y(const char *text, size_t len, const char *const *vars, size_t nvars,
                             const char *y, struct vl_points *p, struct vl_err *err) {
   memset(p, 0, sizeof *p);
-  struct csv c = {text, text + len, 1, 1};
+  struct csv c = {text, text + len, 1, 1, false};
   char head[MAX_COLS][32];
   size_t nh = 0;
   char buf[128];
@@ -120,6 +125,11 @@ vl_status vl_points_parse_y(const char *text, size_t len, const char *const *var
     do {
       size_t at = c.col;
       e = field(&c, buf, sizeof buf);
+      if (c.cut) {
+        vl_points_release(p);
+        return vl__fail(err, VL_EPARSE, "line %zu column %zu: a field longer than %zu bytes", line,
+                        at, sizeof buf - 1);
+      }
       if (buf[0]) empty = false;
       if (col >= nh) {
         vl_points_release(p);
