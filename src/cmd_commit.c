@@ -118,6 +118,11 @@ static int from_plan(const char *path, struct est *e, char names[2][PATH_MAX], d
       if (json_is_number(h) && json_is_integer(n))
         *gpu_hours = json_number_value(h) * (double)json_integer_value(n);
       rc = 0;
+      if (!(e->margin >= 0 && e->margin < 1)) {
+        cli_error("%s: margin %g: a plan keeps from 0 to under 1 of the card free", path,
+                  e->margin);
+        rc = VL_EXIT_USAGE;
+      }
     }
   }
   json_decref(root);

@@ -210,10 +210,27 @@ vl_status vl_commitment_parse(const char *text, size_t len, struct vl_commitment
   c->audit_tolerance = num(json_object_get(o, "audit"), "tolerance", 0.05);
   c->peak_trigger = num(json_object_get(o, "triggers"), "peak_over_commitment", 1.05);
   c->tput_trigger = num(json_object_get(o, "triggers"), "throughput_under_sla", 0.80);
-  if (c->margin < 0 || c->margin >= 1 || c->audit_tolerance <= 0 || c->peak_trigger < 1 ||
-      !(c->tput_trigger > 0 && c->tput_trigger <= 1))
-    s = vl__fail(err, VL_EKEY,
-                 "margin, audit tolerance, peak trigger or throughput trigger out of range");
+  /* a tolerance above 100 % would pass every run; a trigger of 10x the
+   * committed peak would never fire */
+  const struct {
+    const char *field, *range;
+    double v;
+    bool ok;
+  } ranges[] = {
+      {"margin", "0 to under 1", c->margin, c->margin >= 0 && c->margin < 1},
+      {"audit.tolerance", "above 0, at most 1", c->audit_tolerance,
+       c->audit_tolerance > 0 && c->audit_tolerance <= 1},
+      {"triggers.peak_over_commitment", "1 to 10", c->peak_trigger,
+       c->peak_trigger >= 1 && c->peak_trigger <= 10},
+      {"triggers.throughput_under_sla", "above 0, at most 1", c->tput_trigger,
+       c->tput_trigger > 0 && c->tput_trigger <= 1},
+      {"sla.tokens_per_s", "0 or more", c->sla_tokens_per_s, c->sla_tokens_per_s >= 0},
+      {"audit.gpu_hours", "0 or more", c->gpu_hours, c->gpu_hours >= 0},
+  };
+  for (size_t i = 0; i < sizeof ranges / sizeof ranges[0] && s == VL_OK; i++)
+    if (!ranges[i].ok)
+      s = vl__fail(err, VL_EKEY, "%s %g is out of range (%s)", ranges[i].field, ranges[i].v,
+                   ranges[i].range);
 done:
   json_decref(o);
   return s;
