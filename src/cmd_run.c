@@ -440,20 +440,23 @@ static unsigned visible_gpus(struct vl_nvml *nv, const struct vl_gpu_sample *all
   (void)nv;
   char buf[1024];
   snprintf(buf, sizeof buf, "%s", v);
+  bool seen[VL_RECORD_MAX_GPUS] = {false};
+  /* as CUDA reads it: indices or UUID prefixes; the first entry that names
+   * no GPU ends the list; a GPU named twice is one GPU (0,0 is not two) */
   for (char *tok = buf, *next; tok && *tok && k < n; tok = next) {
     next = strchr(tok, ',');
     if (next) *next++ = '\0';
     char *end;
     long i = strtol(tok, &end, 10);
-    if (*tok && !*end && i >= 0 && (unsigned long)i < n) {
-      idx[k++] = (unsigned)i;
-      continue;
+    long g = -1;
+    if (*tok && !*end && i >= 0 && (unsigned long)i < n) g = i;
+    for (unsigned u = 0; g < 0 && u < n; u++)
+      if (strlen(tok) >= 5 && strncmp(all[u].uuid, tok, strlen(tok)) == 0) g = u;
+    if (g < 0) break;
+    if (g < VL_RECORD_MAX_GPUS && !seen[g]) {
+      seen[g] = true;
+      idx[k++] = (unsigned)g;
     }
-    for (unsigned g = 0; g < n; g++)
-      if (strncmp(all[g].uuid, tok, strlen(tok)) == 0 && strlen(tok) >= 5) {
-        idx[k++] = g;
-        break;
-      }
   }
   return k;
 }

@@ -66,6 +66,10 @@ check "NVML v1 fallbacks give the same peak" json "$tmp/old" process_bytes 59139
 : >"$tmp/procs"
 FAKE_NVML_GPUS=2 CUDA_VISIBLE_DEVICES=1 "$vl" run --out "$tmp/vis" --quiet -- true
 check "CUDA_VISIBLE_DEVICES selects the GPUs" sh -c "'$vl' report '$tmp/vis' --format json | grep -q 'Fake GPU 1' && ! '$vl' report '$tmp/vis' --format json | grep -q 'Fake GPU 0'"
+FAKE_NVML_GPUS=2 CUDA_VISIBLE_DEVICES=0,0 "$vl" run --out "$tmp/vis00" --quiet -- true
+check "a GPU named twice in CUDA_VISIBLE_DEVICES is one GPU" sh -c "[ \$(grep -o '\"index\":' '$tmp/vis00/record.jsonl' | head -50 | wc -l) -ge 1 ] && [ \$(head -1 '$tmp/vis00/record.jsonl' | grep -o '\"uuid\"' | wc -l) = 1 ]"
+FAKE_NVML_GPUS=2 CUDA_VISIBLE_DEVICES=1,x,0 "$vl" run --out "$tmp/visx" --quiet -- true
+check "the first entry naming no GPU ends CUDA_VISIBLE_DEVICES" sh -c "[ \$(head -1 '$tmp/visx/record.jsonl' | grep -o '\"uuid\"' | wc -l) = 1 ]"
 
 VRAMLEDGER_NVML_LIB=/nonexistent/libnvidia-ml.so.1 "$vl" run --out "$tmp/nonvml" -- sh -c 'exit 3' 2>"$tmp/err"
 check "without NVML the command still runs" [ $? = 3 ]
