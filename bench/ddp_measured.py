@@ -6,7 +6,7 @@ and the loop's kept outputs as settings.
 
   bench/ddp_measured.py OUT.json [FILE.jsonl ...]
 
-Without files: the committed whole-job results of sessions 7-10 (the same
+Without files: the committed whole-job results of 2026-11-29 and -30 (the same
 list bench/ddp_outcomes.py reads). The runs record no NVML figure
 (multi_gpu_job.py reads only the allocator), so validate compares peak
 allocated and reserved.
@@ -26,7 +26,7 @@ def main():
     files = sys.argv[2:] or FILES
     runs = []
     for f in files:
-        session = f.split("/")[2].split("-")[-1] if f.count("/") > 2 else ""
+        part = f.split("/")[2].split("-")[-1] if f.count("/") > 2 else ""
         for n, line in enumerate(open(f)):
             if not line.startswith("{"):
                 continue
@@ -41,7 +41,7 @@ def main():
                 model = os.path.relpath(model, os.path.dirname(os.path.abspath(out)))
             runs.append({
                 "name": "%s-%s-%s-%s-l%d-r%d" % (os.path.basename(MODELS[d["model"]]).replace(
-                    ".json", ""), d["mode"], loop, session, n + 1, d["rank"]),
+                    ".json", ""), d["mode"], loop, part, n + 1, d["rank"]),
                 "model": model, "task": "train", "precision": "amp-bf16",
                 "optimizer": "adamw", "optimizer_impl": "foreach", "attention": "sdpa",
                 "checkpointing": "none", "batch": d["batch"], "seq": d["seq"], "lora": 0,
@@ -54,7 +54,7 @@ def main():
     doc = {"schema": "vramledger.measure/1", "date": "2026-11-30",
            "torch": "2.11.0+cu130", "cuda": "13.0", "transformers": "5.17.0",
            "device": "2 x NVIDIA H200 (DDP, NCCL; NCCL_NVLS_ENABLE=0)",
-           "suite": "ddp whole jobs, bench/multi_gpu_job.py (sessions 7-10)", "runs": runs}
+           "suite": "ddp whole jobs, bench/multi_gpu_job.py (2026-11-29 and -30)", "runs": runs}
     with open(out, "w") as fh:
         json.dump(doc, fh, indent=1)
     print("%d runs -> %s" % (len(runs), out))

@@ -7,7 +7,7 @@ step 2, whichever the bill is not).
   bench/ddp_outcomes.py BIN [FILE.jsonl ...]
 
 Without files it reads the committed whole-job results of
-bench/multi_gpu_job.py (sessions 7-10). Prints one row per distinct
+bench/multi_gpu_job.py (2026-11-29 and -30). Prints one row per distinct
 (job, measured peak) with its count, the nearer outcome and the error to
 it, then the totals.
 """
@@ -31,7 +31,7 @@ FILES = [
 ]
 # multi_gpu_job.py modes that are plain DDP as far as the estimate goes:
 # ddp-avoid-record-streams set TORCH_NCCL_AVOID_RECORD_STREAMS=1, which is
-# what PyTorch 2.11 does anyway (session 10: =0 changes nothing either)
+# what PyTorch 2.11 does anyway (measured: =0 changes nothing either)
 PLAIN = {"ddp", "ddp-default", "ddp-avoid-record-streams"}
 # multi_gpu_job.py's model names -> bundled models or config files
 MODELS = {"qwen2-0.5b.json": "qwen2-0.5b", "tinyllama-1.1b.json": "bench/configs/tinyllama-1.1b.json"}

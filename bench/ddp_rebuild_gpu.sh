@@ -1,23 +1,23 @@
 #!/bin/bash
-# Device evidence of the tenth session (2026-11-30).
-# PART=1 (two GPUs): issue 8 — DDP's bucket rebuild, trial by trial
+# Device runs of 2026-11-30.
+# PART=1 (two GPUs): DDP's bucket rebuild, trial by trial
 #   (bench/ddp_rebuild_trials.py): GPT-2 with a synchronizing loop and
 #   0/20/50/100 ms after each step, a loop that only copies its batch from
 #   the host, and an asynchronous one; the same with
 #   TORCH_NCCL_AVOID_RECORD_STREAMS=0; Qwen2-0.5B; then whole jobs
 #   (bench/multi_gpu_job.py) with an asynchronous loop, for the estimate.
-# PART=2 (two GPUs): issue 8 — GPT-2 DDP under `vramledger run` (doctor VL-D015 on
+# PART=2 (two GPUs): GPT-2 DDP under `vramledger run` (doctor VL-D015 on
 #   real records) and whole jobs with 0.1 s once after the first step.
-# PART=3 (two GPUs): issue 8 — pipeline stages and FSDP under `vramledger run`
+# PART=3 (two GPUs): pipeline stages and FSDP under `vramledger run`
 #   (every rank's bill side by side in report), and the cost of `run` on a
 #   DDP step: GPT-2, 40 steps, 4 runs with and 4 without, alternating.
-# PART=4 (two GPUs): issue 8 — GPipe's stages over-estimated (+5 to +9 %):
+# PART=4 (two GPUs): GPipe's stages over-estimated (+5 to +9 %):
 #   every rank's live set at its peak, GPT-2 GPipe and 1F1B, 4 micro-batches.
-# PART=5 (two GPUs): issue 8 — four pipeline runs the GPipe correction did not
+# PART=5 (two GPUs): four pipeline runs the GPipe correction did not
 #   see (pp-predictions.txt written before), to judge it.
-# PART=6 (two GPUs): issue 8 — PyTorch's ZeRO-1 (DDP + ZeroRedundancyOptimizer),
+# PART=6 (two GPUs): PyTorch's ZeRO-1 (DDP + ZeroRedundancyOptimizer),
 #   GPT-2 and Qwen2-0.5B, three runs each (zero1-predictions.txt written before).
-# PART=7 (two GPUs): issue 8 — four DDP/ZeRO-1 jobs the DDP replay did not see
+# PART=7 (two GPUs): four DDP/ZeRO-1 jobs the DDP replay did not see
 #   (ddp-replay-predictions.txt written before), to judge it.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u

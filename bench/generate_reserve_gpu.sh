@@ -1,7 +1,7 @@
 #!/bin/sh
-# Device evidence of 2026-11-29 (fifth session). PART=1: issue 4 (the
+# Device runs of 2026-11-29. PART=1: the
 # sampler's steady cost at 100 Hz, the loop alone, with its NVML reads
-# counted) and issue 3/7 (the caching allocator's own history of the
+# counted, and the caching allocator's own history of the
 # calibration runs whose reservation the estimator misses most: every
 # generate() run and the fragmenting training runs; each history replayed
 # through vramledger's allocator model). Needs build-rel/ (carry). Results

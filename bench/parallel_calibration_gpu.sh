@@ -1,25 +1,25 @@
 #!/bin/bash
-# Device evidence of the sixth session (2026-11-29), on the 2-GPU kind.
-# PART=1: issue 8 — tensor parallelism (bench/tp_job.py: TinyLlama-1.1B's
+# Device runs of 2026-11-29, on the 2-GPU kind.
+# PART=1: tensor parallelism (bench/tp_job.py: TinyLlama-1.1B's
 #   and Qwen2-0.5B's shapes, TP 1 and 2, precisions, eager/SDPA,
 #   checkpointing), one TP job under `vramledger run` (record, report,
 #   doctor), DDP/FSDP on Qwen2-0.5B (1 and 2 GPUs) and TinyLlama (2 GPUs).
-# PART=2: issue 3 — the whole calibration suite again, every configuration in
+# PART=2: the whole calibration suite again, every configuration in
 #   a process of its own (measure.py's default now), half on each GPU.
-# PART=3: issue 3 — the caching allocator's histories of training runs, one
+# PART=3: the caching allocator's histories of training runs, one
 #   process each, two at a time (one per GPU), converted to traces here
-#   (not run this session: no device time was left).
-# PART=4: issue 8 — what is live at the peak (bench/peak_blocks.py) where the
+#   (not run: no device time was left).
+# PART=4: what is live at the peak (bench/peak_blocks.py) where the
 #   estimate missed, and the TP job under `vramledger run`.
-# PART=6: for the next session with several GPUs (not run yet): the
+# PART=6: for a machine with several GPUs (not run yet): the
 #   interposer fix under NCCL (bench/scatter_job.py and the TP job under
 #   `vramledger run`, with the probe), GPT-2 DDP three times with its live set
 #   at the peak (its peak differs between runs by one fp32 copy of the
 #   parameters), and with NGPU=4 or 8 the DDP/FSDP/TP jobs on all GPUs.
-# PART=7: session 7 — see the block below.
-# PART=8: session 7 — configurations outside the calibration set.
-# PART=9: session 7 — allocator histories where the training replay misses.
-# PART=10: session 7 — GPT-2 DDP's two peaks with and without NCCL's
+# PART=7: see the block below.
+# PART=8: configurations outside the calibration set.
+# PART=9: allocator histories where the training replay misses.
+# PART=10: GPT-2 DDP's two peaks with and without NCCL's
 #   record_stream. (PART=8 takes UNSEEN=LIST UNSEEN_TAG=NAME.)
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
@@ -136,8 +136,8 @@ if [ "$PART" = 6 ]; then
   tail -c 20000 "$o/errors-6.txt" > "$o/errors-6-tail.txt"; rm -f "$o/errors-6.txt"
 fi
 if [ "$PART" = 7 ]; then
-  # session 7: the probe on the TP job (it stopped itself on a tensor
-  # subclass in session 6), GPT-2 DDP's two peaks with every rank's
+  # the probe on the TP job (it stopped itself on a tensor
+  # subclass in an earlier run), GPT-2 DDP's two peaks with every rank's
   # history from before the model is built, the history that failed, and
   # how long `validate --quick` takes
   ll=bench/configs/tinyllama-1.1b.json
@@ -166,7 +166,7 @@ if [ "$PART" = 7 ]; then
   tail -c 20000 "$o/errors-7.txt" > "$o/errors-7-tail.txt"; rm -f "$o/errors-7.txt"
 fi
 if [ "$PART" = 8 ]; then
-  # session 7: configurations outside the calibration set (new models and
+  # configurations outside the calibration set (new models and
   # shapes: bench/configs/unseen.jsonl), each in a process of its own, half
   # on each GPU, merged into one results file for `vramledger validate
   # --results` (every run a hold-out)
@@ -203,7 +203,7 @@ PY
   for g in 0 1; do tail -c 8000 "$o/$tag-$g.log" > "$o/$tag-$g-tail.log"; rm -f "$o/$tag-$g.log"; done
 fi
 if [ "$PART" = 9 ]; then
-  # session 7: the allocator's history of the unseen run the training replay
+  # the allocator's history of the unseen run the training replay
   # misses (Gemma-2B bf16 SGD, +12 %) and of a control, with every large
   # event and the Python line that made it (bench/peak_blocks.py)
   export PYTHONPATH=$PWD/python
@@ -219,7 +219,7 @@ if [ "$PART" = 9 ]; then
   tar -C /tmp/h9 -cJf "$o/hist9.tar.xz" .
 fi
 if [ "$PART" = 10 ]; then
-  # session 7: GPT-2 DDP's two peaks (DDP's first buckets freed at the
+  # GPT-2 DDP's two peaks (DDP's first buckets freed at the
   # rebuild or only in the second backward): four runs as they are and four
   # with NCCL's record_stream off (TORCH_NCCL_AVOID_RECORD_STREAMS=1)
   for i in 1 2 3 4; do

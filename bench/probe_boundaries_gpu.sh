@@ -1,8 +1,8 @@
 #!/bin/sh
-# Device evidence of 2026-11-29 (fourth session). PART=1: issue 4 (pool
-# reservations, the sampler's cost, a 50 ms spike) and issue 9 (a plan's
+# Device runs of 2026-11-29. PART=1: pool
+# reservations, the sampler's cost, a 50 ms spike, and a plan's
 # best configuration run on the H200 under its commitment; the guard firing
-# on a job larger than its commitment). PART=2: issue 5 (the ledger again,
+# on a job larger than its commitment). PART=2: (the ledger again,
 # unnamed blocks listed inside the job, HF Trainer and Lightning loops).
 # Needs build-rel/ (carry). Results under $OUT.
 set -u

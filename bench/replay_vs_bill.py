@@ -5,9 +5,9 @@ max_memory_allocated of every training run in the results files given.
 
     python3 bench/replay_vs_bill.py build/vramledger RESULTS.json...
 
-Since the ninth session the replay's peak is the estimate's where the replay
+Since 2026-11-29 the replay's peak is the estimate's where the replay
 runs, so the two columns agree there; replay-vs-bill-allocated.txt in that
-session's results was written before, with the analytic lines' peak."""
+results were written before, with the analytic lines' peak."""
 import json, subprocess, sys, re
 vl = sys.argv[1]
 rows = []

@@ -1,26 +1,26 @@
 #!/bin/bash
-# Device evidence of the eighth session (2026-11-29).
-# PART=1 (one GPU kind or two): issue 3 — a third set of configurations
+# Device runs of 2026-11-29.
+# PART=1 (one GPU kind or two): a third set of configurations
 #   outside the calibration set (bench/configs/unseen3.jsonl), measured
 #   before the training replay's per-layer sequence was rewritten and used
 #   for nothing but judging it (bench/parallel_calibration_gpu.sh PART=8 does the runs).
-# PART=2 (two GPUs): issue 8 — GPT-2 DDP's two peaks: four runs each as it
+# PART=2 (two GPUs): GPT-2 DDP's two peaks: four runs each as it
 #   is, with static_graph=True (DDP never rebuilds its buckets) and with
 #   gradient_as_bucket_view=True (gradients are views of the buckets).
-# PART=3: issue 3 — a fourth set outside the calibration set
+# PART=3: a fourth set outside the calibration set
 #   (bench/configs/unseen4.jsonl), measured after the op-by-op training
 #   replay was written and used for nothing else.
-# PART=4 (two GPUs): issue 8 — pipeline parallelism (bench/pp_job.py:
+# PART=4 (two GPUs): pipeline parallelism (bench/pp_job.py:
 #   GPT-2 and GPT-2 medium over 2 stages, 1F1B and GPipe).
-# PART=5 (two GPUs): issue 3 — three of part 3's runs (its two largest
+# PART=5 (two GPUs): three of part 3's runs (its two largest
 #   misses and a control) measured three times more each
 #   (bench/configs/repeat4.jsonl): is the allocator's reserve repeatable?
-# PART=6 (two GPUs): issue 3 — the fifth set (bench/configs/unseen5.jsonl, 20 runs),
-#   not run this session (no device time left); tar the results, the
+# PART=6 (two GPUs): the fifth set (bench/configs/unseen5.jsonl, 20 runs),
+#   not run (no device time left); tar the results, the
 #   device returns at most 8 files.
-# PART=7 (two GPUs): issue 3 — the sixth set and the embedding probe.
-# PART=8 (two GPUs): issue 3 — the seventh set, judging the ninth session.
-# PART=9 (two GPUs): issue 8 — GPT-2 DDP with and without a gap between steps.
+# PART=7 (two GPUs): the sixth set and the embedding probe.
+# PART=8 (two GPUs): the seventh set, judging the corrections before it.
+# PART=9 (two GPUs): GPT-2 DDP with and without a gap between steps.
 # Needs build-rel/ (carry). Results under $OUT in few files.
 set -u
 . bench/device_env.sh
@@ -58,7 +58,7 @@ if [ "$PART" = 6 ]; then
   tar -C "$o" -cJf /tmp/unseen5.tar.xz . && rm -f "$o"/* && mv /tmp/unseen5.tar.xz "$o"/
 fi
 if [ "$PART" = 7 ]; then
-  # session 9: a sixth set (bench/configs/unseen6.jsonl: LoRA on five
+  # a sixth set (bench/configs/unseen6.jsonl: LoRA on five
   # architectures, GPT-2/OPT eager in half precision), written before it
   # was measured; and what Gemma's forward allocates before its first
   # layer (bench/embed_probe.py)
@@ -69,13 +69,13 @@ if [ "$PART" = 7 ]; then
   tar -C "$o" -cJf /tmp/unseen6.tar.xz . && rm -f "$o"/* && mv /tmp/unseen6.tar.xz "$o"/
 fi
 if [ "$PART" = 8 ]; then
-  # session 9: a seventh set (bench/configs/unseen7.jsonl), written after
-  # the session's corrections and before it was measured, to judge them
+  # a seventh set (bench/configs/unseen7.jsonl), written after
+  # the corrections and before it was measured, to judge them
   UNSEEN=bench/configs/unseen7.jsonl UNSEEN_TAG=unseen7 PART=8 bash bench/parallel_calibration_gpu.sh > /dev/null
   tar -C "$o" -cJf /tmp/unseen7.tar.xz . && rm -f "$o"/* && mv /tmp/unseen7.tar.xz "$o"/
 fi
 if [ "$PART" = 9 ]; then
-  # session 9, issue 8: does a gap between steps (a data loader's) settle
+  # does a gap between steps (a data loader's) settle
   # GPT-2 DDP's two peaks? Alternating runs without and with 0.3 s after
   # each step (NCCL's watchdog polls its work every 100 ms and lets go of
   # the tensors it keeps for the allocator's safety when it sees them done)
