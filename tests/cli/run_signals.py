@@ -25,14 +25,17 @@ signal.signal(signal.SIGTERM, h)
 out = sys.argv[1]
 if len(sys.argv) > 2:
     os.setsid()  # leaves vramledger's process group
-open(out + ".pid", "w").write(str(os.getpid()))
+def put(path, text):  # whole or not at all: the test reads it as it appears
+    open(path + ".tmp", "w").write(text)
+    os.rename(path + ".tmp", path)
+put(out + ".pid", str(os.getpid()))
 t0 = time.time()
 first = None
 while time.time() - t0 < 5 and not (first and time.time() - first > 0.5):
     if n and not first:
         first = time.time()  # then 0.5 s for a second one to come
     time.sleep(0.005)
-open(out, "w").write(str(n))
+put(out, str(n))
 """
 
 tmp = tempfile.mkdtemp(prefix="vl-signals-")
