@@ -10,7 +10,8 @@ import json
 import os
 import subprocess
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from dry_run_table import ROOT, pct
+
 G = float(1 << 30)
 
 
@@ -21,10 +22,6 @@ def flags(c):
         return a + ["--task", "infer", "--new-tokens", str(c["new_tokens"])]
     return a + ["--optimizer", c["optimizer"], "--optimizer-impl", c["optimizer_impl"], "--checkpointing",
                 c["checkpointing"]]
-
-
-def pct(a, b):
-    return 100.0 * (a - b) / b
 
 
 def main():

@@ -122,14 +122,7 @@ int cmd_estimate(int argc, const char **argv) {
   };
   struct vl_overheads ov;
   vl_overheads_default(&ov);
-  struct dry_view dv = {dm.formula ? &view : NULL,
-                        &dm,
-                        &d,
-                        &e,
-                        gpu,
-                        e.job.task == VL_TASK_INFER && e.job.allocator != VL_ALLOC_EXPANDABLE
-                            ? ov.cuda_context_infer_bytes
-                            : ov.cuda_context_bytes};
+  struct dry_view dv = {dm.formula ? &view : NULL, &dm, &d, &e, gpu, vl_context_bytes(&ov, &e.job)};
   bool fits = gpu ? dm.formula && fit.fits : true;
   int w =
       dm.run ? dry_run_render(stdout, e.fmt, &dv, &fits) : vl_render_estimate(stdout, e.fmt, &view);

@@ -140,6 +140,10 @@ struct vl_overheads {
 /*! The constants measured on the reference stack (H200, CUDA 13, PyTorch
  * 2.11): bench/results/calibration/basics.json. */
 void vl_overheads_default(struct vl_overheads *o);
+/*! The CUDA context and libraries of one of the job's processes, outside
+ * PyTorch (NCCL's not counted): a generate()-only process's, except with
+ * expandable segments, or a training one's. */
+uint64_t vl_context_bytes(const struct vl_overheads *o, const struct vl_job *job);
 
 /* ---- the bill --------------------------------------------------------- */
 

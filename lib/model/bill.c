@@ -736,7 +736,7 @@ static void stage_comm(struct train_stage *ts) {
                               ts->comm,
                               {{NULL, 0, NULL}}});
   }
-  ts->ctx = ov->cuda_context_bytes + (ranks > 1 ? ov->nccl_bytes : 0);
+  ts->ctx = vl_context_bytes(ov, job) + (ranks > 1 ? ov->nccl_bytes : 0);
   note(bill, &(struct note){VL_LINE_CONTEXT,
                             "CUDA context + libraries",
                             "context (+ NCCL's buffers and context when ranks > 1)",

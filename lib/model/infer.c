@@ -107,12 +107,7 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
                 "transformers DynamicCache.update (torch.cat)", vl__add(&ck, dec, grow));
 
   uint64_t ranks = vl__mul(&ck, job->tp, job->pp);
-  /* generate() alone loads fewer kernels; with expandable segments its
-   * process holds as much as a training one (0.756 GiB on both generate()
-   * runs of bench/results/calibration/expandable-segments.json) */
-  const uint64_t base =
-      job->allocator == VL_ALLOC_EXPANDABLE ? ov->cuda_context_bytes : ov->cuda_context_infer_bytes;
-  uint64_t ctx = base + (ranks > 1 ? ov->nccl_bytes : 0);
+  uint64_t ctx = vl_context_bytes(ov, job) + (ranks > 1 ? ov->nccl_bytes : 0);
   vl__term(bill, VL_LINE_CONTEXT, "CUDA context + libraries (generate() only)", "measured",
            "bench/results/calibration/calibration.json (generate() runs)", ctx);
   vl__term(bill, VL_LINE_WORKSPACE, "cuBLAS workspace", "measured",

@@ -88,6 +88,14 @@ void vl_job_init(struct vl_job *job) {
   job->kv_block_tokens = 16;
 }
 
+uint64_t vl_context_bytes(const struct vl_overheads *o, const struct vl_job *job) {
+  /* generate() alone loads fewer kernels; with expandable segments its
+   * process holds as much as a training one (0.756 GiB on both generate()
+   * runs of bench/results/calibration/expandable-segments.json) */
+  bool gen = job->task == VL_TASK_INFER && job->allocator != VL_ALLOC_EXPANDABLE;
+  return gen ? o->cuda_context_infer_bytes : o->cuda_context_bytes;
+}
+
 void vl_overheads_default(struct vl_overheads *o) {
   /* NVML process memory - max_memory_reserved during real training steps:
    * 0.725-0.758 GiB over 36 runs (CUDA 13, PyTorch 2.11; kernels load

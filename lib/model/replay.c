@@ -274,6 +274,36 @@ void vl_trace_release(struct vl_trace *t) {
   memset(t, 0, sizeof *t);
 }
 
+/* The device a replay takes: `device`, or for -1 cuda when the trace has
+ * any, else meta when it has any, else every device (-1). */
+static int replay_device(const struct vl_trace *t, int device) {
+  if (device >= 0) return device;
+  return t->per_device[1] ? 1 : t->per_device[2] ? 2 : -1;
+}
+
+/* An allocation's bytes as the job at `scale` times the traced batch asks
+ * (the batch-dependent ones scaled, rounded up; at most 2^50). */
+static uint64_t scaled_bytes(const struct vl_trace_ev *e, double scale) {
+  if (!e->batch || scale == 1.0) return e->bytes;
+  double b = ceil((double)e->bytes * scale);
+  return b < 1125899906842624.0 ? (uint64_t)b : 1125899906842624ull;
+}
+
+/* A new allocator for a replay; with an allocator history's segments
+ * where the driver put them (not for expandable segments, mapped into one
+ * growing range, nor when scaled). */
+static vl_status replay_cache(const struct vl_trace *t, const struct vl_cache_conf *conf,
+                              double scale, struct vl_cache **c) {
+  vl_status s = vl_cache_new(conf, c);
+  if (s != VL_OK) return s;
+  if (t->n_segs && !conf->expandable && scale == 1.0 &&
+      (s = vl_cache_segment_addresses(*c, t->seg_addr, t->seg_size, t->n_segs)) != VL_OK) {
+    vl_cache_destroy(*c);
+    *c = NULL;
+  }
+  return s;
+}
+
 vl_status vl_trace_replay(const struct vl_trace *t, int device, const struct vl_cache_conf *conf,
                           struct vl_replay *out) {
   return vl_trace_replay_scaled(t, device, conf, 1.0, out);
@@ -297,17 +327,10 @@ vl_status vl_trace_replay_from(const struct vl_trace *t, int device,
   memset(out, 0, sizeof *out);
   if (!(scale > 0) || scale > 1e6) return VL_EINVAL;
   out->peak_mark = -1;
-  if (device < 0) device = t->per_device[1] ? 1 : t->per_device[2] ? 2 : -1;
+  device = replay_device(t, device);
   struct vl_cache *c;
-  vl_status s = vl_cache_new(conf, &c);
+  vl_status s = replay_cache(t, conf, scale, &c);
   if (s != VL_OK) return s;
-  /* an allocator history's segments: where the driver put them (not for
-   * expandable segments, mapped into one growing range, nor when scaled) */
-  if (t->n_segs && !conf->expandable && scale == 1.0 &&
-      (s = vl_cache_segment_addresses(c, t->seg_addr, t->seg_size, t->n_segs)) != VL_OK) {
-    vl_cache_destroy(c);
-    return s;
-  }
   uint32_t *h = vl_calloc((size_t)t->max_id + 1, sizeof *h); /* 0: not live */
   uint8_t *on = vl_calloc((size_t)t->max_id + 1, 1);
   if (!h || !on) {
@@ -344,12 +367,7 @@ vl_status vl_trace_replay_from(const struct vl_trace *t, int device,
         continue;
       }
       uint32_t hh;
-      uint64_t bytes = e->bytes;
-      if (e->batch && scale != 1.0) {
-        double b = ceil((double)bytes * scale);
-        bytes = b < 1125899906842624.0 ? (uint64_t)b : 1125899906842624ull; /* 2^50 */
-      }
-      s = vl_cache_malloc(c, bytes, &hh);
+      s = vl_cache_malloc(c, scaled_bytes(e, scale), &hh);
       if (s == VL_ERANGE) {
         out->oom = true;
         out->oom_event = i;
@@ -408,7 +426,7 @@ vl_status vl_trace_live_at(const struct vl_trace *t, int device, double scale, s
                            struct vl_live_at *out) {
   memset(out, 0, sizeof *out);
   if (!(scale > 0) || scale > 1e6) return VL_EINVAL;
-  if (device < 0) device = t->per_device[1] ? 1 : t->per_device[2] ? 2 : -1;
+  device = replay_device(t, device);
   size_t ids = (size_t)t->max_id + 1;
   uint64_t *bytes = vl_calloc(ids, sizeof *bytes); /* 0: not live */
   uint32_t *made = vl_calloc(ids, sizeof *made);   /* the mark before it + 1 */
@@ -428,8 +446,7 @@ vl_status vl_trace_live_at(const struct vl_trace *t, int device, double scale, s
     if (e->kind == VL_TR_MARK) {
       mark = e->id + 1;
     } else if (e->kind == VL_TR_ALLOC && (device < 0 || e->device == device) && !bytes[e->id]) {
-      double b = e->batch && scale != 1.0 ? ceil((double)e->bytes * scale) : (double)e->bytes;
-      bytes[e->id] = vl_cache_round(b < 1125899906842624.0 ? (uint64_t)b : 1125899906842624ull);
+      bytes[e->id] = vl_cache_round(scaled_bytes(e, scale));
       made[e->id] = mark;
       mod[e->id] = e->module;
     } else if (e->kind == VL_TR_FREE) {
@@ -518,15 +535,10 @@ vl_status vl_trace_snapshot(const struct vl_trace *t, int device, const struct v
                             double scale, size_t upto, struct vl_snapshot *out) {
   memset(out, 0, sizeof *out);
   if (!(scale > 0) || scale > 1e6) return VL_EINVAL;
-  if (device < 0) device = t->per_device[1] ? 1 : t->per_device[2] ? 2 : -1;
+  device = replay_device(t, device);
   struct vl_cache *c;
-  vl_status s = vl_cache_new(conf, &c);
+  vl_status s = replay_cache(t, conf, scale, &c);
   if (s != VL_OK) return s;
-  if (t->n_segs && !conf->expandable && scale == 1.0 &&
-      (s = vl_cache_segment_addresses(c, t->seg_addr, t->seg_size, t->n_segs)) != VL_OK) {
-    vl_cache_destroy(c);
-    return s;
-  }
   uint32_t *h = vl_calloc((size_t)t->max_id + 1, sizeof *h);
   uint8_t *on = vl_calloc((size_t)t->max_id + 1, 1);
   uint64_t *sz = vl_calloc((size_t)t->max_id + 1, sizeof *sz);
@@ -537,8 +549,7 @@ vl_status vl_trace_snapshot(const struct vl_trace *t, int device, const struct v
     if (e->kind == VL_TR_EMPTY) {
       vl_cache_empty(c);
     } else if (e->kind == VL_TR_ALLOC && (device < 0 || e->device == device) && !on[e->id]) {
-      double b = e->batch && scale != 1.0 ? ceil((double)e->bytes * scale) : (double)e->bytes;
-      uint64_t bytes = b < 1125899906842624.0 ? (uint64_t)b : 1125899906842624ull;
+      uint64_t bytes = scaled_bytes(e, scale);
       s = vl_cache_malloc(c, bytes, &h[e->id]);
       if (s == VL_OK) {
         on[e->id] = 1;

@@ -142,8 +142,8 @@ class _Probe(_Memory, _Bill, _ModuleHooks):
         # `run --snapshot[-at oom|peak|exit]`: "1" (at an out-of-memory),
         # "peak" (also at the end of each step that reaches a new peak) or
         # "exit" (also when the process exits)
-        self.snapshot = os.environ.get("VRAMLEDGER_SNAPSHOT", "") in ("1", "peak", "exit")
         self.snapshot_at = os.environ.get("VRAMLEDGER_SNAPSHOT", "")
+        self.snapshot = self.snapshot_at in ("1", "peak", "exit")
         self.snapshot_peak = 0
         self.run_dir = os.environ.get("VRAMLEDGER_RUN_DIR", "")
         self.compiled = False

@@ -15,6 +15,23 @@ static void units(void **state) {
   assert_string_equal(vl_fmt_gib(buf, sizeof buf, 3ull << 29), "1.50 GiB");
 }
 
+/* estimate's JSON of the job, parsed */
+static json_t *estimate_json(const struct vl_arch *a, const struct vl_job *j,
+                             const struct vl_bill *b) {
+  struct vl_estimate_view v = {
+      .model_name = "gpt2", .arch = a, .job = j, .bill = b, .version = "test"};
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_int_equal(vl_render_estimate(f, VL_FMT_JSON, &v), 0);
+  fclose(f);
+  json_error_t jerr;
+  json_t *r = json_loads(buf, 0, &jerr);
+  free(buf);
+  assert_non_null(r);
+  return r;
+}
+
 static void json_contract(void **state) {
   (void)state;
   struct vl_arch a;
@@ -25,16 +42,7 @@ static void json_contract(void **state) {
   j.seq = 512;
   struct vl_bill b;
   tu_bill(&a, &j, &b);
-  struct vl_estimate_view v = {
-      .model_name = "gpt2", .arch = &a, .job = &j, .bill = &b, .version = "test"};
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  assert_int_equal(vl_render_estimate(f, VL_FMT_JSON, &v), 0);
-  fclose(f);
-  json_error_t jerr;
-  json_t *r = json_loads(buf, 0, &jerr);
-  assert_non_null(r);
+  json_t *r = estimate_json(&a, &j, &b);
   const char *keys[] = {"params",
                         "trainable_params",
                         "bill",
@@ -56,7 +64,6 @@ static void json_contract(void **state) {
   assert_string_equal(json_string_value(json_object_get(r, "peak_phase")),
                       vl_phase_name(b.peak_phase));
   json_decref(r);
-  free(buf);
 }
 
 /* estimate's "settings" (and so a plan's best, which `commit --plan`
@@ -77,16 +84,7 @@ static void settings_round_trip(void **state) {
   j.pp_gpipe = true;
   struct vl_bill b;
   tu_bill(&a, &j, &b);
-  struct vl_estimate_view v = {
-      .model_name = "gpt2", .arch = &a, .job = &j, .bill = &b, .version = "test"};
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  assert_int_equal(vl_render_estimate(f, VL_FMT_JSON, &v), 0);
-  fclose(f);
-  json_error_t jerr;
-  json_t *r = json_loads(buf, 0, &jerr);
-  assert_non_null(r);
+  json_t *r = estimate_json(&a, &j, &b);
   char *st = json_dumps(json_object_get(r, "settings"), 0);
   assert_non_null(st);
   struct vl_job back;
@@ -102,7 +100,6 @@ static void settings_round_trip(void **state) {
   assert_int_equal(back.pp, 2);
   free(st);
   json_decref(r);
-  free(buf);
 }
 
 int main(void) {
