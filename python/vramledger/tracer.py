@@ -37,6 +37,13 @@ the GPU run (docs/model.md, section 12):
   (":KiB:COUNT" pairs), else the device's (32 MiB from compute capability
   9, 8.125 MiB before; aten/src/ATen/cuda/CublasHandlePool.cpp); a CPU dry
   run takes VRAMLEDGER_TRACE_CAPABILITY (default 9.0, the H100/H200/B200).
+- The scratch of ATen's CUDA reductions: a sum, mean, norm or amax whose
+  outputs' inputs are split over thread blocks takes two blocks from the
+  caching allocator for the launch and frees them when it returns
+  (Reduce.cuh; vramledger.cuda_reduce). Written after the result as an
+  allocation and a free each (module `cuda_reduce`), sized for the device:
+  a CUDA trace's own, else VRAMLEDGER_TRACE_SMS (default 132, the H100 SXM
+  and H200) with the threads per SM of VRAMLEDGER_TRACE_CAPABILITY.
 - CUDA's paths, where they spend memory differently from the CPU's: a CPU
   dry run (VRAMLEDGER_TRACE_AS=cuda, the default) takes torch.optim's
   foreach default, the fused dropout kernel, SDPA without the math
@@ -101,6 +108,72 @@ def workspace_bytes(capability_major):
     return ws
 
 
+def _capability():
+    """(major, minor) of the card a meta or CPU trace stands for:
+    VRAMLEDGER_TRACE_CAPABILITY, default 9.0 (H100, H200)."""
+    env = os.environ.get("VRAMLEDGER_TRACE_CAPABILITY", "9.0")
+    try:
+        major, _, minor = env.partition(".")
+        return int(major), int(minor or 0)
+    except ValueError:
+        return 9, 0
+
+
+def _env_int(name, default):
+    try:
+        v = int(os.environ.get(name, default))
+        return v if v > 0 else default
+    except ValueError:
+        return default
+
+
+def _threads_per_sm(cap):
+    """maxThreadsPerMultiProcessor by compute capability (CUDA C
+    Programming Guide, table of technical specifications): 1536 on 8.6
+    and 8.9, 1024 on 7.5, else 2048."""
+    if cap in ((8, 6), (8, 7), (8, 9), (12, 0)):
+        return 1536
+    if cap == (7, 5):
+        return 1024
+    return 2048
+
+
+# the reductions of aten/src/ATen/native/cuda (Reduce.cuh's gpu_reduce_kernel)
+# that take scratch memory, and the bytes of their accumulator: 0 = the
+# input's own element (amax, amin), else 4 for floating inputs (float
+# accumulation; double's 8) and 8 for integers (int64)
+_REDUCTIONS = ("sum", "mean", "nansum", "prod", "linalg_vector_norm", "amax", "amin")
+
+
+def _reduce_scratch(tr, func, args, kwargs, out):
+    from . import cuda_reduce
+    name = tr.reductions[func.overloadpacket]
+    x = args[0]
+    nd = x.dim()
+    dims = None  # all
+    if name == "linalg_vector_norm":
+        dims = args[2] if len(args) > 2 else kwargs.get("dim")
+    elif len(args) > 1 and not isinstance(args[1], tr.torch.dtype):
+        dims = args[1]
+    elif "dim" in kwargs:
+        dims = kwargs["dim"]
+    if isinstance(dims, int):
+        dims = [dims]
+    if not dims:  # None or [] (amax's default): every dimension
+        dims = range(nd)
+    red = {d % nd for d in dims} if nd else set()
+    if name in ("amax", "amin"):
+        acc = x.element_size()
+    elif x.is_floating_point():
+        acc = 8 if x.dtype == tr.torch.float64 else 4
+    elif x.is_complex():
+        return []
+    else:
+        acc = 8
+    sms, tps = tr.device_sms(out)
+    return cuda_reduce.transients(list(x.shape), list(x.stride()), red, acc, x.element_size(), sms, tps)
+
+
 class _Trace:
     def __init__(self, path, torch):
         self.f = open(path, "w", buffering=1 << 20)
@@ -111,6 +184,8 @@ class _Trace:
         self.probe = None
         self.by_storage = _storage_objects_preserved(torch)
         self.ws = None  # bytes of one cuBLAS workspace, when first needed
+        self.sms = None  # (SMs, threads per SM) for a meta or CPU trace, when first needed
+        self.reductions = {}  # the reduction ops (install()), by overload packet
         self.batch = None  # the micro-batch, once the probe knows it (0: 1 or unknown)
         self.skip_dirs = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep)
         self.live_bytes = 0  # bytes of the storages alive now (the probe's bill)
@@ -192,11 +267,7 @@ class _Trace:
             return
         self.ws_done.add(ctx)
         if self.ws is None:
-            env = os.environ.get("VRAMLEDGER_TRACE_CAPABILITY", "9.0")
-            try:
-                major = int(env.split(".")[0])
-            except ValueError:
-                major = 9
+            major = _capability()[0]
             if t.device.type == "cuda":
                 major = self.torch.cuda.get_device_capability(t.device)[0]
             self.ws = workspace_bytes(major)
@@ -243,6 +314,27 @@ class _Trace:
             entry[1][id(ref)] = ref
         except TypeError:
             pass
+
+    def reduce_scratch(self, func, args, kwargs, out):
+        """The blocks an ATen CUDA reduction takes for the launch and
+        gives back when it returns (vramledger.cuda_reduce): written as an
+        allocation and a free each, after the result."""
+        try:
+            sizes = _reduce_scratch(self, func, args, kwargs, out)
+        except Exception:  # an argument layout this does not know: no scratch said
+            return
+        ids = [self.alloc(n, out.device.type, "cuda_reduce") for n in sizes]
+        for i in reversed(ids):
+            self.f.write("f %d\n" % i)
+
+    def device_sms(self, t):
+        """(SMs, threads per SM) of the device the trace stands for."""
+        if t.device.type == "cuda":
+            p = self.torch.cuda.get_device_properties(t.device)
+            return p.multi_processor_count, getattr(p, "max_threads_per_multi_processor", 2048)
+        if self.sms is None:
+            self.sms = (_env_int("VRAMLEDGER_TRACE_SMS", 132), _threads_per_sm(_capability()))
+        return self.sms
 
     def mark(self, name):
         self.f.write("m %s\n" % name)
@@ -676,6 +768,13 @@ def install(torch, path):
         _cudnn_ok[0] = _meta_cudnn_works(torch)
     aten = torch.ops.aten
     matmuls = set(getattr(aten, n) for n in _MATMULS if hasattr(aten, n))
+    reductions = {getattr(aten, n): n for n in _REDUCTIONS if hasattr(aten, n)}
+    tr.reductions = reductions
+    cuda_paths = os.environ.get("VRAMLEDGER_TRACE_AS", "cuda") == "cuda"
+
+    def as_cuda(t):  # does this result stand for a CUDA kernel's?
+        d = t.device.type
+        return d in ("cuda", "meta") or (d == "cpu" and cuda_paths)
 
     _trace_empty_cache(torch, tr)
     mv = _MetaValues(torch)
@@ -703,6 +802,8 @@ def install(torch, path):
                 tr.seen(out)  # the result first, then the workspace the kernel takes
                 if len(tr.ws_done) < 2 and func.overloadpacket in matmuls:
                     tr.matmul(out)
+                elif func.overloadpacket in reductions and as_cuda(out):
+                    tr.reduce_scratch(func, args, kwargs, out)
             elif isinstance(out, (tuple, list)):
                 for o in out:
                     if isinstance(o, torch.Tensor):

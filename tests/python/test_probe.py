@@ -344,6 +344,58 @@ class TraceAsCuda(unittest.TestCase):
         self.assertIn("pow dtype torch.bfloat16", stdout)
 
 
+class ReduceScratch(unittest.TestCase):
+    """The scratch blocks of ATen's CUDA reductions (Reduce.cuh's global
+    reduce), as vramledger.cuda_reduce sizes them and the tracer writes
+    them."""
+
+    def test_sizes_seen_on_the_h200(self):
+        # the caching allocator's own history of StarCoder2-3B's backward on
+        # an H200 (bench/results/dry-run/reserved/history/): the bias
+        # gradients of c_fc (12288), c_proj and q_proj (3072), k_proj (256)
+        # over 2048 rows, bfloat16, float accumulation
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+        from vramledger import cuda_reduce
+        for n, want in ((12288, [138412032, 384]), (3072, [50331648, 96]), (256, [4194304, 8])):
+            self.assertEqual(cuda_reduce.transients([2048, n], [n, 1], {0}, 4, 2), want)
+        # a row reduction with many outputs stays within its blocks
+        self.assertEqual(cuda_reduce.transients([2048, 3072], [3072, 1], {1}, 4, 2), [])
+        # a whole-tensor sum: partials of one output per block, no per-lane copies
+        c = cuda_reduce.config([4, 512, 50257], [512 * 50257, 50257, 1], {0, 1, 2}, 4, 4)
+        self.assertEqual(c["global_bytes"], 4 * c["ctas_per_output"])
+        self.assertGreater(c["ctas_per_output"], 1)
+        # past 2^31 bytes TensorIterator splits the launch in halves, each with its scratch
+        # (fp32 16384 x 50257, summed whole: bench/results/cuda-reduce/check.jsonl)
+        self.assertEqual(cuda_reduce.transients([16384, 50257], [50257, 1], {0, 1}, 4, 4),
+                         [12568, 4, 12568, 4])
+        # fewer SMs, fewer blocks to fill: a smaller buffer
+        small = cuda_reduce.transients([2048, 12288], [12288, 1], {0}, 4, 2, sms=108)
+        self.assertLess(small[0], 138412032)
+
+    def test_traced_after_the_result(self):
+        d = tempfile.mkdtemp(prefix="vl-trace-reduce-")
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        job = ("import torch\n"
+               "x = torch.empty(2048, 12288, dtype=torch.bfloat16, device='meta')\n"
+               "y = x.sum(0)\n"
+               "z = x.sum(1)\n")
+        out = subprocess.run([VL, "trace", "--out", d + "/t", "--", PY, "-c", job],
+                             env=e, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(d + "/t/alloc.trace") as f:
+            lines = [l.split() for l in f if l[0] in "af"]
+        shutil.rmtree(d)
+        sizes = [l[2] for l in lines if l[0] == "a"]
+        i = sizes.index("24576")  # the column sum's result, then its scratch, freed at once
+        self.assertEqual(sizes[i + 1:i + 3], ["138412032", "384"])
+        scratch = [l for l in lines if l[0] == "a" and l[2] in ("138412032", "384")]
+        self.assertTrue(all(l[4] == "cuda_reduce" for l in scratch))
+        frees = [l[1] for l in lines if l[0] == "f"]
+        self.assertEqual(frees[:2], [scratch[1][1], scratch[0][1]])
+        self.assertEqual(len(scratch), 2)  # the row sum (4096 B result) takes none
+
+
 class TraceBatch(unittest.TestCase):
     """trace --batch: a trace at batch 3, replayed as batch 6, holds what a
     trace at batch 6 holds (every activation here grows with the batch)."""
