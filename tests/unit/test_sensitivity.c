@@ -16,8 +16,9 @@ struct fixture {
 };
 
 /* *f for the model of CONFIG with vl_job_init's job, SAMPLES draws of the
- * generator started at RNG_START, and no spread yet; with GPU, the one card judged, 10 % of it kept
- * free. A test sets the job and what varies in f->q. */
+ * generator started at RNG_START, and no spread yet; with GPU, the one
+ * card judged, 10 % of it kept free. A test sets the job and what varies
+ * in f->q. */
 static void fixture_init(struct fixture *f, const char *config, uint64_t samples,
                          uint64_t rng_start, const struct vl_gpu *gpu) {
   tu_arch(config, &f->arch);
