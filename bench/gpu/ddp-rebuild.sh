@@ -32,6 +32,10 @@
 set -u
 . bench/gpu/env.sh
 what=${1:?usage: bench/gpu/run.sh ddp-rebuild trials|vl-run|under-run|pp-histories|pp-unseen|zero1|replay-unseen|static-graph|pause|record-streams}
+case $what in
+  trials|vl-run|under-run|pp-histories|pp-unseen|zero1|replay-unseen|static-graph|pause|record-streams) ;;
+  *) echo "bench/gpu/run.sh ddp-rebuild: no run '$what' (trials|vl-run|under-run|pp-histories|pp-unseen|zero1|replay-unseen|static-graph|pause|record-streams)" >&2; exit 2 ;;
+esac
 mkdir -p "$o"
 record_env "$o/env-$what.txt"
 tr="torchrun --standalone --nproc-per-node 2"

@@ -22,6 +22,10 @@
 set -u
 . bench/gpu/env.sh
 what=${1:?usage: bench/gpu/run.sh parallel tp-dp|peaks|nccl|tp-probe|pp}
+case $what in
+  tp-dp|peaks|nccl|tp-probe|pp) ;;
+  *) echo "bench/gpu/run.sh parallel: no run '$what' (tp-dp|peaks|nccl|tp-probe|pp)" >&2; exit 2 ;;
+esac
 mkdir -p "$o"
 record_env "$o/env-$what.txt"
 tr="torchrun --standalone"

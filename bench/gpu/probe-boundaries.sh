@@ -15,6 +15,10 @@
 set -u
 . bench/gpu/env.sh
 what=${1:?usage: bench/gpu/run.sh probe-boundaries commitment|unnamed|ledger}
+case $what in
+  commitment|unnamed|ledger) ;;
+  *) echo "bench/gpu/run.sh probe-boundaries: no run '$what' (commitment|unnamed|ledger)" >&2; exit 2 ;;
+esac
 mkdir -p "$o"
 record_env "$o/env-$what.txt"
 # report_line NAME DIR WHAT: the record's report (JSON) with its name, one

@@ -19,6 +19,10 @@
 set -u
 . bench/gpu/env.sh
 what=${1:?usage: bench/gpu/run.sh probe first|bit-exact|bill|unnamed|defaults}
+case $what in
+  first|bit-exact|bill|unnamed|defaults) ;;
+  *) echo "bench/gpu/run.sh probe: no run '$what' (first|bit-exact|bill|unnamed|defaults)" >&2; exit 2 ;;
+esac
 mkdir -p "$o"
 recs=/tmp/records
 mkdir -p $recs
