@@ -528,7 +528,8 @@ vl_status vl_cache_malloc(struct vl_cache *c, uint64_t req, uint32_t *handle) {
   c->st.live_blocks++;
   account(c);
   *handle = (uint32_t)x;
-#ifdef VL_PROG_LOG /* a developer's build: where each block lands (bench/replay_segments.py) */
+/* a developer's build: where each block lands (bench/accuracy/replay_segments.py) */
+#ifdef VL_PROG_LOG
   fprintf(stderr, "# land %llu in segment %u of %llu\n", (unsigned long long)size, bx->seg,
           (unsigned long long)c->s[bx->seg].size);
 #endif

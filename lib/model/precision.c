@@ -122,7 +122,7 @@ void vl_overheads_default(struct vl_overheads *o) {
    * directions x 16 channels x 2 ring peers), -0.56 GiB a rank. */
   o->nccl_bytes = 876609536ull; /* 836 MiB */
   /* cached free blocks among the churning tensors. Default allocator: the
-   * value that fits most of the calibration runs (bench/compare.py over
+   * value that fits most of the calibration runs (bench/accuracy/compare.py over
    * bench/results/calibration/calibration.json); it cannot cover the
    * runs where freed large blocks are split and re-requested (up to 28 %).
    * Expandable segments: 0.2-3 % measured on the runs that fragment most

@@ -10,7 +10,7 @@
  * program is written to stderr as a trace (`a ID BYTES cuda`, `f ID`, the
  * format of `vramledger trace`), with `# segment` lines for each new
  * segment and caching.c's `# land` lines for where each block goes, to
- * compare with an allocator history: bench/replay_segments.py. */
+ * compare with an allocator history: bench/accuracy/replay_segments.py. */
 #ifdef VL_PROG_LOG
 #include <stdio.h>
 #define PROG_LOG(...) fprintf(stderr, __VA_ARGS__)

@@ -436,7 +436,7 @@ def _meta_sdpa_as_cuda(torch, q, k, v, args, kwargs):
     """On meta tensors, scaled_dot_product_attention through the meta
     function of the kernel CUDA would choose (measured on an H200 with
     PyTorch 2.11 for every head layout, mask and dtype transformers passes:
-    bench/results/dry-run/sdpa-backends.jsonl, bench/sdpa_backends.py):
+    bench/results/dry-run/sdpa-backends.jsonl, bench/gpu/jobs/sdpa_backends.py):
     - bf16/fp16: cuDNN attention, grouped heads (enable_gqa) included, with
       or without a mask; a boolean mask becomes an additive bias of its
       shape in the query's dtype (kept for backward). It keeps its output

@@ -1,7 +1,7 @@
 /* Parameter counts equal PyTorch's sum(p.numel()) for every bundled and test
  * config, and for a config that names only its model_type (transformers'
  * defaults for every key). Evidence: data/reference/transformers-5.17/
- * param-counts.json, made by bench/model_facts.py with transformers 5.17
+ * param-counts.json, made by bench/gpu/jobs/model_facts.py with transformers 5.17
  * (exact match required: tolerance 0). */
 #include <jansson.h>
 

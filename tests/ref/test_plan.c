@@ -19,6 +19,35 @@ static int teardown(void **state) {
   return 0;
 }
 
+/* What each test searches with: an architecture, a query over it, the
+ * default overheads, and where an error goes. */
+struct fixture {
+  struct vl_arch arch;
+  struct vl_plan_query q;
+  struct vl_overheads ov;
+  struct vl_err err;
+};
+
+/* *f for the model of CONFIG trained in PRECISION at SEQ tokens a sequence:
+ * TOKENS tokens in steps of GLOBAL_BATCH sequences, on up to MAX_GPUS cards
+ * of GPU (a catalog name). A test sets what else differs in f->q. */
+static void fixture_init(struct fixture *f, const char *config, enum vl_precision precision,
+                         uint64_t seq, uint64_t tokens, uint64_t global_batch, const char *gpu,
+                         unsigned max_gpus) {
+  tu_arch(config, &f->arch);
+  vl_plan_query_init(&f->q);
+  f->q.arch = &f->arch;
+  f->q.base.precision = precision;
+  f->q.base.seq = seq;
+  f->q.tokens = tokens;
+  f->q.global_batch = global_batch;
+  f->q.gpus = vl_catalog_find(&cat, gpu);
+  f->q.n_gpus = 1;
+  f->q.max_gpus = max_gpus;
+  vl_overheads_default(&f->ov);
+  f->err = (struct vl_err){""};
+}
+
 static void llama2_gpu_hours(void **state) {
   (void)state;
   static const struct {
@@ -28,24 +57,12 @@ static void llama2_gpu_hours(void **state) {
               {"data/models/llama-2-13b.json", 368640},
               {"data/models/llama-2-70b.json", 1720320}};
   for (size_t i = 0; i < 3; i++) {
-    struct vl_arch a;
-    tu_arch(rows[i].model, &a);
-    struct vl_plan_query q;
-    vl_plan_query_init(&q);
-    q.arch = &a;
-    q.base.precision = VL_PREC_MIXED_BF16;
-    q.base.optimizer = VL_OPT_ADAM;
-    q.base.seq = 4096;
-    q.tokens = 2000000000000ull;
-    q.global_batch = 1024; /* 4 M tokens per step, as Llama 2 */
-    q.gpus = vl_catalog_find(&cat, "a100-80gb");
-    q.n_gpus = 1;
-    q.max_gpus = 2048;
-    struct vl_overheads ov;
-    vl_overheads_default(&ov);
+    struct fixture f; /* steps of 1024 x 4096: 4 M tokens, as Llama 2 */
+    fixture_init(&f, rows[i].model, VL_PREC_MIXED_BF16, 4096, 2000000000000ull, 1024, "a100-80gb",
+                 2048);
+    f.q.base.optimizer = VL_OPT_ADAM;
     struct vl_plan_result r;
-    struct vl_err err = {""};
-    assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
+    assert_int_equal(vl_plan_search(&f.q, &f.ov, &r, &f.err), VL_OK);
     assert_true(r.n > 0);
     double gpu_hours = r.c[0].hours * r.c[0].count;
     assert_close(gpu_hours, rows[i].hours, 0.10, rows[i].model);
@@ -53,9 +70,9 @@ static void llama2_gpu_hours(void **state) {
      * either outcome of DDP's bucket rebuild */
     for (size_t k = 0; k < r.n; k += 1 + r.n / 50) {
       struct vl_job j;
-      vl_plan_candidate_job(&q, &r.c[k], &j);
+      vl_plan_candidate_job(&f.q, &r.c[k], &j);
       struct vl_bill b;
-      tu_bill(&a, &j, &b);
+      tu_bill(&f.arch, &j, &b);
       assert_int_equal(vl_bill_budget_bytes(&b), r.c[k].peak_bytes_per_gpu);
       assert_true((double)vl_bill_budget_bytes(&b) <= 0.9 * (double)r.c[k].gpu->memory_bytes);
     }
@@ -65,24 +82,12 @@ static void llama2_gpu_hours(void **state) {
 
 static void more_gpus_cost_communication(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("data/models/llama-2-7b.json", &a);
-  struct vl_plan_query q;
-  vl_plan_query_init(&q);
-  q.arch = &a;
-  q.base.precision = VL_PREC_BF16;
-  q.base.seq = 2048;
-  q.tokens = 1000000000;
-  q.global_batch = 8;                     /* small steps: the all-reduce shows */
-  q.gpus = vl_catalog_find(&cat, "l40s"); /* PCIe */
-  q.n_gpus = 1;
-  q.max_gpus = 8;
-  q.base.checkpointing = VL_CKPT_NONE;
-  struct vl_overheads ov;
-  vl_overheads_default(&ov);
+  /* small steps (8 sequences): the all-reduce shows; L40S: PCIe */
+  struct fixture f;
+  fixture_init(&f, "data/models/llama-2-7b.json", VL_PREC_BF16, 2048, 1000000000, 8, "l40s", 8);
+  f.q.base.checkpointing = VL_CKPT_NONE;
   struct vl_plan_result r;
-  struct vl_err err = {""};
-  assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
+  assert_int_equal(vl_plan_search(&f.q, &f.ov, &r, &f.err), VL_OK);
   double best2 = 0, best8 = 0;
   for (size_t i = 0; i < r.n; i++) { /* the same strategy at 2 and at 8 GPUs */
     const struct vl_plan_candidate *c = &r.c[i];
@@ -104,42 +109,30 @@ static void more_gpus_cost_communication(void **state) {
  * weight a pass at HBM bandwidth), or the LoRA step x --qlora-slowdown. */
 static void qlora_beside_lora(void **state) {
   (void)state;
-  struct vl_overheads ov;
-  vl_overheads_default(&ov);
-  struct vl_err err = {""};
-  struct vl_plan_query q;
-  vl_plan_query_init(&q);
-  struct vl_arch a;
-  tu_arch("data/models/llama-2-70b.json", &a);
-  q.arch = &a;
-  q.base.precision = VL_PREC_BF16;
-  q.base.seq = 2048;
-  q.base.lora_rank = 16;
-  q.tokens = 10000000;
-  q.global_batch = 16;
-  q.gpus = vl_catalog_find(&cat, "h100-80gb");
-  q.n_gpus = 1;
-  q.max_gpus = 1;
+  struct fixture f;
+  fixture_init(&f, "data/models/llama-2-70b.json", VL_PREC_BF16, 2048, 10000000, 16, "h100-80gb",
+               1);
+  f.q.base.lora_rank = 16;
   struct vl_plan_result r;
-  assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
+  assert_int_equal(vl_plan_search(&f.q, &f.ov, &r, &f.err), VL_OK);
   assert_true(r.n > 0);
   for (size_t i = 0; i < r.n; i++) {
     assert_true(r.c[i].qlora); /* 16-bit LoRA needs 129 GiB of states */
     struct vl_job j;
-    vl_plan_candidate_job(&q, &r.c[i], &j);
+    vl_plan_candidate_job(&f.q, &r.c[i], &j);
     struct vl_bill b;
-    tu_bill(&a, &j, &b);
+    tu_bill(&f.arch, &j, &b);
     assert_int_equal(b.total_bytes, r.c[i].peak_bytes_per_gpu);
   }
   vl_plan_release(&r);
 
   /* 7B: both fit; pair each QLoRA candidate with its LoRA twin */
-  tu_arch("data/models/llama-2-7b.json", &a);
+  tu_arch("data/models/llama-2-7b.json", &f.arch);
   /* the layers' linear weights: 32 x (4 x 4096^2 + 3 x 4096 x 11008) */
   double pq = 32.0 * (4.0 * 4096 * 4096 + 3.0 * 4096 * 11008);
   for (int slow = 0; slow < 2; slow++) {
-    q.qlora_slowdown = slow ? 2.0 : 0.0;
-    assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
+    f.q.qlora_slowdown = slow ? 2.0 : 0.0;
+    assert_int_equal(vl_plan_search(&f.q, &f.ov, &r, &f.err), VL_OK);
     int pairs = 0;
     for (size_t i = 0; i < r.n; i++) {
       const struct vl_plan_candidate *ql = &r.c[i];
@@ -150,7 +143,7 @@ static void qlora_beside_lora(void **state) {
             lo->checkpointing != ql->checkpointing || lo->offload != ql->offload)
           continue;
         double passes = ql->checkpointing == VL_CKPT_FULL ? 3 : 2;
-        double deq = (double)ql->grad_accum * passes * pq * 2.5 / (q.gpus->hbm_gb_s * 1e9);
+        double deq = (double)ql->grad_accum * passes * pq * 2.5 / (f.q.gpus->hbm_gb_s * 1e9);
         assert_close(ql->dequant_s, deq, 1e-9, "dequantisation traffic");
         assert_close(ql->step_s, slow ? 2.0 * lo->step_s : lo->step_s + deq, 1e-9,
                      "QLoRA step = LoRA step + dequantisation, or x the slowdown");
@@ -168,34 +161,21 @@ static void qlora_beside_lora(void **state) {
  * header follows the best's job (4N a token with LoRA, as its time). */
 static void ties_to_simpler(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("data/models/gpt2.json", &a);
-  struct vl_plan_query q;
-  vl_plan_query_init(&q);
-  q.arch = &a;
-  q.base.precision = VL_PREC_BF16;
-  q.base.seq = 1024;
-  q.tokens = 1000000000;
-  q.global_batch = 64;
-  q.gpus = vl_catalog_find(&cat, "h200");
-  q.n_gpus = 1;
-  q.max_gpus = 8;
-  struct vl_overheads ov;
-  vl_overheads_default(&ov);
+  struct fixture f;
+  fixture_init(&f, "data/models/gpt2.json", VL_PREC_BF16, 1024, 1000000000, 64, "h200", 8);
   struct vl_plan_result r;
-  struct vl_err err = {""};
-  assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
+  assert_int_equal(vl_plan_search(&f.q, &f.ov, &r, &f.err), VL_OK);
   assert_true(r.n > 1);
   assert_int_equal(r.c[0].count, 1);
   assert_int_equal(r.c[0].tp, 1);
   assert_true(r.c[0].pareto);
   double full = r.flops;
   vl_plan_release(&r);
-  q.base.lora_rank = 16;
-  assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
+  f.q.base.lora_rank = 16;
+  assert_int_equal(vl_plan_search(&f.q, &f.ov, &r, &f.err), VL_OK);
   assert_true(r.n > 0);
-  double f = r.c[0].checkpointing == VL_CKPT_FULL ? 6.0 : 4.0;
-  assert_close(r.flops, full * f / 6.0, 1e-3, "LoRA FLOPs: 4N a token (+2N recomputed)");
+  double per_token = r.c[0].checkpointing == VL_CKPT_FULL ? 6.0 : 4.0;
+  assert_close(r.flops, full * per_token / 6.0, 1e-3, "LoRA FLOPs: 4N a token (+2N recomputed)");
   vl_plan_release(&r);
 }
 

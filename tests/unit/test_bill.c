@@ -259,7 +259,7 @@ static void fsdp_gathers_what_it_shards(void **state) {
   assert_true(z3ds.line_max[VL_LINE_AUTOCAST] * 8 < dp.line_max[VL_LINE_AUTOCAST]);
 }
 
-/* The GPT-2 DDP job measured on 2 H200s (bench/multi_gpu_job.py: AMP,
+/* The GPT-2 DDP job measured on 2 H200s (bench/gpu/jobs/multi_gpu_job.py: AMP,
  * AdamW, 4 x 512, a loop that keeps only the loss). */
 static void gpt2_ddp_job(struct vl_job *j) {
   vl_job_init(j);
@@ -330,7 +330,7 @@ static void ddp_second_bucket_copy_other_outcome(void **state) {
 /* Every whole-job DDP rank peak measured on 2 H200s (GPT-2 and
  * Qwen2-0.5B; synchronising, pausing and asynchronous loops;
  * static_graph; ZeRO-1; GPT-2 medium and TinyLlama written down before
- * they were measured; sessions 7-10: 106 ranks, bench/ddp_measured.py) lies
+ * they were measured; sessions 7-10: 106 ranks, bench/accuracy/ddp_measured.py) lies
  * within 1 % of one of the estimate's two outcomes, as validate judges it;
  * both outcomes occur, and the larger outcome's reservation covers every
  * rank's within 2 %. */
@@ -460,7 +460,7 @@ static void two_h200_runs_within_seven_percent(void **state) {
     j.dp = runs[i].dp;
     j.zero = runs[i].zero;
     j.sp = runs[i].sp;
-    /* bench/multi_gpu_job.py keeps only the loss; bench/tp_job.py the logits */
+    /* bench/gpu/jobs/multi_gpu_job.py keeps only the loss; bench/gpu/jobs/tp_job.py the logits */
     j.drop_outputs = runs[i].dp > 1;
     struct vl_bill b;
     tu_bill(&archs[runs[i].model], &j, &b);
@@ -468,7 +468,7 @@ static void two_h200_runs_within_seven_percent(void **state) {
   }
 }
 
-/* Pipeline parallelism on 2 H200s (bench/pp_job.py: GPT-2 and GPT-2
+/* Pipeline parallelism on 2 H200s (bench/gpu/jobs/pp_job.py: GPT-2 and GPT-2
  * medium split into two stages by torch.distributed.pipelining, bf16,
  * AdamW, 512 tokens a sequence; bench/results/unseen-sets/
  * part4-pp/pp8.jsonl): each stage's max_memory_allocated() in bytes against
@@ -617,7 +617,7 @@ static const struct {
     {"tu-qwen3moe-bf16-lora8-b2s1024", 0.02, 0.07, ""},
 };
 
-/* The loops people run (bench/results/loops/, bench/loops_measure.py on
+/* The loops people run (bench/results/loops/, bench/gpu/jobs/loops_measure.py on
  * one H200: GPT-2 and Qwen2-0.5B, bf16 autocast, three steps): each
  * --loop within 2 % of max_memory_allocated; they differ by up to 12 %. */
 static void loops_against_the_h200(void **state) {

@@ -6,45 +6,63 @@
 #include "vramledger/catalog.h"
 #include "vramledger/sensitivity.h"
 
+/* What each test runs: an architecture, a query over it, the default
+ * overheads, and where an error goes. */
+struct fixture {
+  struct vl_arch arch;
+  struct vl_sens_query q;
+  struct vl_overheads ov;
+  struct vl_err err;
+};
+
+/* *f for the model of CONFIG with vl_job_init's job, SAMPLES draws of the
+ * generator started at RNG_START, and no spread yet; with GPU, the one
+ * card judged, 10 % of it kept free. A test sets the job and what varies
+ * in f->q. */
+static void fixture_init(struct fixture *f, const char *config, uint64_t samples,
+                         uint64_t rng_start, const struct vl_gpu *gpu) {
+  tu_arch(config, &f->arch);
+  memset(&f->q, 0, sizeof f->q);
+  f->q.arch = &f->arch;
+  vl_job_init(&f->q.job);
+  f->q.samples = samples;
+  f->q.seed = rng_start;
+  if (gpu) {
+    f->q.gpus[0] = gpu;
+    f->q.n_gpus = 1;
+    f->q.margin = 0.1;
+  }
+  vl_overheads_default(&f->ov);
+  f->err = (struct vl_err){""};
+}
+
 static void seeded_and_consistent(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("data/models/llama-2-7b.json", &a);
   struct vl_gpu g = {.name = "test", .memory_bytes = 80ull << 30};
-  struct vl_sens_query q;
-  memset(&q, 0, sizeof q);
-  q.arch = &a;
-  vl_job_init(&q.job);
-  q.job.lora_rank = 16;
-  q.job.batch = 4;
-  q.job.attention = VL_ATTN_EAGER;
-  q.vary[0] = (struct vl_vary){.var = VL_VARY_SEQ, .dist = VL_DIST_UNIFORM, .pct = 0.2};
-  q.vary[1] = (struct vl_vary){.var = VL_VARY_HIDDEN, .dist = VL_DIST_NORMAL, .pct = 0.15};
-  q.n_vary = 2;
-  q.samples = 3000;
-  q.max_estimates = 200; /* a LoRA replay is some 3 ms: the first draws only */
-  q.seed = 42;
-  q.gpus[0] = &g;
-  q.n_gpus = 1;
-  q.margin = 0.1;
-  struct vl_overheads ov;
-  vl_overheads_default(&ov);
+  struct fixture f;
+  fixture_init(&f, "data/models/llama-2-7b.json", 3000, 42, &g);
+  f.q.job.lora_rank = 16;
+  f.q.job.batch = 4;
+  f.q.job.attention = VL_ATTN_EAGER;
+  f.q.vary[0] = (struct vl_vary){.var = VL_VARY_SEQ, .dist = VL_DIST_UNIFORM, .pct = 0.2};
+  f.q.vary[1] = (struct vl_vary){.var = VL_VARY_HIDDEN, .dist = VL_DIST_NORMAL, .pct = 0.15};
+  f.q.n_vary = 2;
+  f.q.max_estimates = 200; /* a LoRA replay is some 3 ms: the first draws only */
   struct vl_sens_result r1, r2;
-  struct vl_err err = {""};
-  assert_int_equal(vl_sensitivity_run(&q, &ov, &r1, &err), VL_OK);
-  assert_int_equal(vl_sensitivity_run(&q, &ov, &r2, &err), VL_OK);
+  assert_int_equal(vl_sensitivity_run(&f.q, &f.ov, &r1, &f.err), VL_OK);
+  assert_int_equal(vl_sensitivity_run(&f.q, &f.ov, &r2, &f.err), VL_OK);
   assert_memory_equal(&r1, &r2, sizeof r1); /* same seed, same answer */
   assert_int_equal(r1.estimates, 200);
-  assert_true(r1.drawn >= 200 && r1.drawn < q.samples); /* the limit stopped it */
+  assert_true(r1.drawn >= 200 && r1.drawn < f.q.samples); /* the limit stopped it */
   assert_true(r1.min <= r1.p50 && r1.p50 <= r1.p95 && r1.p95 <= r1.p99 && r1.p99 <= r1.max);
   /* the base job sits inside the spread */
   struct vl_bill b;
-  tu_bill(&a, &q.job, &b);
+  tu_bill(&f.arch, &f.q.job, &b);
   assert_true(r1.min <= b.total_bytes && b.total_bytes <= r1.max);
   assert_int_equal(r1.n_tornado, 2);
   assert_true(r1.tornado[0].high - r1.tornado[0].low >= r1.tornado[1].high - r1.tornado[1].low);
-  q.seed = 43;
-  assert_int_equal(vl_sensitivity_run(&q, &ov, &r2, &err), VL_OK);
+  f.q.seed = 43;
+  assert_int_equal(vl_sensitivity_run(&f.q, &f.ov, &r2, &f.err), VL_OK);
   assert_true(r1.p50 != r2.p50 || r1.p95 != r2.p95); /* another seed, other draws */
   /* at risk on the card: checkpointing is offered and lowers the p95 */
   if (r1.p_exceed[0] > 0.05) {
@@ -58,27 +76,18 @@ static void seeded_and_consistent(void **state) {
  * the job as given gives the estimate itself. */
 static void replayed_job_is_its_estimate(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("data/models/qwen2-0.5b.json", &a);
-  struct vl_sens_query q;
-  memset(&q, 0, sizeof q);
-  q.arch = &a;
-  vl_job_init(&q.job);
-  q.job.precision = VL_PREC_BF16;
-  q.job.batch = 4;
-  q.job.seq = 1024;
-  q.vary[0] = (struct vl_vary){
+  struct fixture f;
+  fixture_init(&f, "data/models/qwen2-0.5b.json", 100, 1, NULL);
+  f.q.job.precision = VL_PREC_BF16;
+  f.q.job.batch = 4;
+  f.q.job.seq = 1024;
+  f.q.vary[0] = (struct vl_vary){
       .var = VL_VARY_PRECISION, .dist = VL_DIST_DISCRETE, .n_values = 1, .values = {VL_PREC_BF16}};
-  q.n_vary = 1;
-  q.samples = 100;
-  q.seed = 1;
-  struct vl_overheads ov;
-  vl_overheads_default(&ov);
+  f.q.n_vary = 1;
   struct vl_sens_result r;
-  struct vl_err err = {""};
-  assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
+  assert_int_equal(vl_sensitivity_run(&f.q, &f.ov, &r, &f.err), VL_OK);
   struct vl_bill b;
-  tu_bill(&a, &q.job, &b);
+  tu_bill(&f.arch, &f.q.job, &b);
   assert_int_equal(r.p50, b.total_bytes);
   assert_int_equal(r.min, r.max);
   assert_int_equal(r.estimates, 1); /* one distinct job, estimated once */
@@ -86,9 +95,9 @@ static void replayed_job_is_its_estimate(void **state) {
   assert_int_equal(r.n_tornado, 1);
   assert_int_equal(r.tornado[0].low, r.tornado[0].high);
   /* under DDP the card must hold the larger of the rebuild's two outcomes */
-  q.job.dp = 2;
-  assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
-  tu_bill(&a, &q.job, &b);
+  f.q.job.dp = 2;
+  assert_int_equal(vl_sensitivity_run(&f.q, &f.ov, &r, &f.err), VL_OK);
+  tu_bill(&f.arch, &f.q.job, &b);
   assert_true(b.other.total_bytes > b.total_bytes);
   assert_int_equal(r.p50, b.other.total_bytes);
 }
@@ -99,30 +108,18 @@ static void replayed_job_is_its_estimate(void **state) {
  * lie inside the tornado, whose high end stops at the last length taken. */
 static void draws_are_estimates_refusals_counted(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("data/models/gpt2.json", &a);
   struct vl_gpu big = {.name = "big", .memory_bytes = 1ull << 40};
-  struct vl_sens_query q;
-  memset(&q, 0, sizeof q);
-  q.arch = &a;
-  vl_job_init(&q.job);
-  q.job.batch = 8;
-  q.job.seq = 1024;
-  q.vary[0] = (struct vl_vary){.var = VL_VARY_SEQ, .dist = VL_DIST_UNIFORM, .pct = 0.2};
-  q.n_vary = 1;
-  q.samples = 20000;
-  q.seed = 3;
-  q.gpus[0] = &big;
-  q.n_gpus = 1;
-  q.margin = 0.1;
-  struct vl_overheads ov;
-  vl_overheads_default(&ov);
+  struct fixture f;
+  fixture_init(&f, "data/models/gpt2.json", 20000, 3, &big);
+  f.q.job.batch = 8;
+  f.q.job.seq = 1024;
+  f.q.vary[0] = (struct vl_vary){.var = VL_VARY_SEQ, .dist = VL_DIST_UNIFORM, .pct = 0.2};
+  f.q.n_vary = 1;
   struct vl_sens_result r;
-  struct vl_err err = {""};
-  assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
-  assert_int_equal(r.drawn, q.samples);
+  assert_int_equal(vl_sensitivity_run(&f.q, &f.ov, &r, &f.err), VL_OK);
+  assert_int_equal(r.drawn, f.q.samples);
   /* uniform over 819..1229 tokens, 1025..1229 refused: about half */
-  assert_true(r.failed > q.samples * 4 / 10 && r.failed < q.samples * 6 / 10);
+  assert_true(r.failed > f.q.samples * 4 / 10 && r.failed < f.q.samples * 6 / 10);
   assert_non_null(strstr(r.refused_why, "1024"));
   assert_true(r.p_exceed[0] == 0.0);
   assert_true(fabs(r.p_exceed_refused[0] - (double)r.failed / (double)r.drawn) < 1e-12);
@@ -130,10 +127,10 @@ static void draws_are_estimates_refusals_counted(void **state) {
   const uint64_t want[] = {r.min, r.p50, r.p95, r.p99, r.max};
   bool found[5] = {false};
   for (uint64_t s = 819; s <= 1024; s++) {
-    struct vl_job j = q.job;
+    struct vl_job j = f.q.job;
     j.seq = s;
     struct vl_bill b;
-    tu_bill(&a, &j, &b);
+    tu_bill(&f.arch, &j, &b);
     for (int k = 0; k < 5; k++)
       found[k] |= vl_bill_budget_bytes(&b) == want[k];
   }
@@ -147,16 +144,16 @@ static void draws_are_estimates_refusals_counted(void **state) {
   /* at 512 tokens nothing is refused, and the peak is not quite monotone
    * in the length (the allocator's rounding: 613 tokens hold more than
    * 614): the bar still holds every draw */
-  q.job.seq = 512;
-  assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
+  f.q.job.seq = 512;
+  assert_int_equal(vl_sensitivity_run(&f.q, &f.ov, &r, &f.err), VL_OK);
   assert_int_equal(r.failed, 0);
   assert_true(r.tornado[0].low <= r.min && r.max <= r.tornado[0].high);
   assert_true(!r.tornado[0].low_cut && !r.tornado[0].high_cut);
-  q.job.seq = 1024;
+  f.q.job.seq = 1024;
   /* the same draws refused and over a card that holds none of them */
   struct vl_gpu tiny = {.name = "tiny", .memory_bytes = 1ull << 30};
-  q.gpus[0] = &tiny;
-  assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
+  f.q.gpus[0] = &tiny;
+  assert_int_equal(vl_sensitivity_run(&f.q, &f.ov, &r, &f.err), VL_OK);
   assert_true(r.p_exceed[0] == 1.0 && r.p_exceed_refused[0] == 1.0);
 }
 

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Estimate vs measured, from a bench/measure.py result: runs
+`vramledger estimate --format json` for every run and prints a Markdown table
+(peak allocated, reserved, process total against NVML), the phase peaks with
+--phases, and the error summary, calibration and hold-out sets apart.
+
+    python3 bench/accuracy/compare.py build/vramledger bench/results/<file>.json [--phases]
+"""
+import json, subprocess, sys
+
+G = 2 ** 30
+
+
+def estimate_args(r):
+    a = ["estimate", "--model", r["model"], "--batch", str(r["batch"]), "--seq", str(r["seq"]),
+         "--precision", r["precision"], "--attention", r["attention"], "--format", "json"]
+    if r["task"] == "infer":
+        return a + ["--task", "infer", "--new-tokens", str(r["new_tokens"])]
+    a += ["--optimizer", r["optimizer"], "--optimizer-impl", r["optimizer_impl"],
+          "--checkpointing", r["checkpointing"]]
+    if r["precision"].startswith("mixed-"):
+        a += ["--master-grads", "fp32"]
+    if r.get("lora"):
+        a += ["--lora-rank", str(r["lora"]), "--lora-targets", r.get("lora_targets") or "q_proj,v_proj"]
+    return a
+
+
+def pct(est, meas):
+    return None if not meas else 100.0 * (est - meas) / meas
+
+
+def fmt(p):
+    return "n/a" if p is None else f"{p:+.1f} %"
+
+
+def main():
+    vl, path = sys.argv[1], sys.argv[2]
+    phases = "--phases" in sys.argv
+    data = json.load(open(path))
+    print(f"Measured on {data['device']} (driver {data.get('driver')}, torch {data['torch']}, CUDA "
+          f"{data['cuda']}, transformers {data['transformers']}, peft {data.get('peft')}), "
+          f"{data['date'][:10]}; source: `{path}`. Estimates: `vramledger {' '.join(['estimate', '...'])}`"
+          f" as `bench/accuracy/compare.py` runs it.\n")
+    head = "| run | set | peak allocated est / meas GiB | err | reserved est / meas | err | process est / NVML | err |"
+    if phases:
+        head += " fwd err | bwd err | opt err |"
+    print(head)
+    print("|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if phases else ""))
+    errs = {"calibration": [], "holdout": []}
+    tot = {"calibration": [], "holdout": []}
+    for r in data["runs"]:
+        s = "holdout" if r.get("holdout") else "calibration"
+        if "measured" not in r:
+            print(f"| {r['name']} | {s} | not measured: {r.get('error', '')[:50]} |||||||")
+            continue
+        out = subprocess.run([vl] + estimate_args(r), capture_output=True, text=True)
+        if out.returncode not in (0, 3):
+            print(f"| {r['name']} | {s} | estimate failed: {out.stderr.strip()[:60]} |||||||")
+            continue
+        e, m = json.loads(out.stdout), r["measured"]
+        pa, pr, nv = m["peak_allocated"], m["peak_reserved"], m.get("nvml_process")
+        ea, er, et = e["peak_allocated_bytes"], e["peak_reserved_bytes"], e["total_bytes"]
+        errs[s].append(abs(pct(ea, pa)))
+        if nv:
+            tot[s].append(abs(pct(et, nv)))
+        row = (f"| {r['name']} | {s} | {ea / G:.2f} / {pa / G:.2f} | {fmt(pct(ea, pa))} | {er / G:.2f} / "
+               f"{pr / G:.2f} | {fmt(pct(er, pr))} | {et / G:.2f} / {(nv or 0) / G:.2f} | {fmt(pct(et, nv))} |")
+        if phases and r["task"] == "train":
+            pp = e["phase_peaks_allocated_bytes"]
+            row += (f" {fmt(pct(pp['forward'], m['peak_forward']))} | {fmt(pct(pp['backward'], m['peak_backward']))}"
+                    f" | {fmt(pct(pp['optimizer step'], m['peak_optimizer']))} |")
+        elif phases:
+            row += " | | |"
+        print(row)
+    print()
+    for s in ("calibration", "holdout"):
+        v = sorted(errs[s])
+        t = sorted(tot[s])
+        if v:
+            print(f"- {s}: {len(v)} runs; peak allocated |error| median {v[len(v) // 2]:.1f} %, max {v[-1]:.1f} %, "
+                  f"within 5 %: {sum(x <= 5 for x in v)}/{len(v)}; process total vs NVML |error| median "
+                  f"{t[len(t) // 2]:.1f} %, max {t[-1]:.1f} %, within 7 %: {sum(x <= 7 for x in t)}/{len(t)}")
+
+
+if __name__ == "__main__":
+    main()

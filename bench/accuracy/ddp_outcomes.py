@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Every measured DDP rank peak on the H200s against the estimate's two
+outcomes: the bill (the usual outcome of DDP's bucket rebuild)
+and bill->other (the first buckets freed at the rebuild or kept into
+step 2, whichever the bill is not).
+
+  bench/accuracy/ddp_outcomes.py BIN [FILE.jsonl ...]
+
+Without files it reads the committed whole-job results of
+bench/gpu/jobs/multi_gpu_job.py (2026-11-29 and -30). Prints one row per distinct
+(job, measured peak) with its count, the nearer outcome and the error to
+it, then the totals.
+"""
+import collections
+import json
+import os
+import subprocess
+import sys
+
+R = "bench/results/"
+FILES = [
+    R + "nccl-run/part6-nccl-fix/runs6.jsonl",
+    R + "nccl-run/part7/runs7.jsonl",
+    R + "nccl-run/part10-ddp/ddp10.jsonl",
+    R + "unseen-sets/part2-ddp/ddp8.jsonl",
+    R + "unseen-sets/part2-ddp/ddp8-qwen.jsonl",
+    R + "replay-histories/part8-ddp-pause/ddp-pause.jsonl",
+    R + "ddp-rebuild/part1-ddp-rebuild/jobs.jsonl",
+    R + "ddp-rebuild/part6-zero1/zero1.jsonl",
+    R + "ddp-rebuild/part7-ddp-replay-unseen/ddp-replay-unseen.jsonl",
+]
+# multi_gpu_job.py modes that are plain DDP as far as the estimate goes:
+# ddp-avoid-record-streams set TORCH_NCCL_AVOID_RECORD_STREAMS=1, which is
+# what PyTorch 2.11 does anyway (measured: =0 changes nothing either)
+PLAIN = {"ddp", "ddp-default", "ddp-avoid-record-streams"}
+# multi_gpu_job.py's model names -> bundled models or config files
+MODELS = {"qwen2-0.5b.json": "qwen2-0.5b", "tinyllama-1.1b.json": "bench/configs/tinyllama-1.1b.json"}
+
+
+def estimate(binary, model, batch, seq, static, zero):
+    cmd = [binary, "estimate", "--model", model, "--batch", str(batch), "--seq", str(seq),
+           "--precision", "amp-bf16", "--optimizer", "adamw", "--dp", "2", "--drop-outputs",
+           "--zero", str(zero), "--format", "json"] + (["--ddp-static-graph"] if static else [])
+    out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    other = out.get("other_outcome", {}).get("peak_allocated_bytes")
+    return out["peak_allocated_bytes"], other
+
+
+def main():
+    binary = sys.argv[1]
+    files = sys.argv[2:] or FILES
+    rows = collections.Counter()
+    for f in files:
+        for line in open(f):
+            if not line.startswith("{"):
+                continue
+            d = json.loads(line)
+            mode = d.get("mode", "")
+            if mode not in PLAIN and mode not in ("ddp-static", "zero1"):
+                continue
+            model = MODELS.get(d["model"], d["model"])
+            loop = "async" if d.get("async_loop") else "sync"
+            if d.get("pause"):
+                loop += " +%.1fs" % d["pause"]
+            rows[(model, mode == "ddp-static", 1 if mode == "zero1" else 0, loop, d["batch"],
+                  d["seq"], d["max_allocated"], os.path.basename(f))] += 1
+    est = {}
+    tot = collections.Counter()
+    print("%-11s %-6s %-4s %-11s %-18s %5s %15s %-6s %7s %7s" % (
+        "model", "static", "zero", "loop", "file", "ranks", "measured B", "nearer", "error",
+        "point"))
+    for (model, static, zero, loop, b, s, meas, fname), n in sorted(rows.items()):
+        key = (model, b, s, static, zero)
+        if key not in est:
+            est[key] = estimate(binary, model, b, s, static, zero)
+        low, other = est[key]
+        outcomes = [("bill", low)] + ([("other", other)] if other else [])
+        name, val = min(outcomes, key=lambda o: abs(meas / o[1] - 1))
+        err = 100 * (val / meas - 1)
+        point = 100 * (low / meas - 1)
+        print("%-11s %-6s %-4d %-11s %-18s %5d %15d %-6s %+6.1f%% %+6.1f%%" % (
+            model, "yes" if static else "no", zero, loop, fname[:18], n, meas, name, err, point))
+        tot["ranks"] += n
+        tot[name] += n
+        tot["nearer within 7 %"] += n if abs(err) <= 7 else 0
+        tot["nearer within 2 %"] += n if abs(err) <= 2 else 0
+        tot["point within 7 %"] += n if abs(point) <= 7 else 0
+        tot["larger outcome >= 98 %"] += n if max(low, other or 0) >= meas * 0.98 else 0
+    print()
+    for k in ("ranks", "bill", "other", "nearer within 2 %", "nearer within 7 %",
+              "point within 7 %", "larger outcome >= 98 %"):
+        print("%-20s %d" % (k, tot[k]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""The dry run against the H200: for each entry of a dry-run.jsonl
+(bench/gpu/jobs/dry_run.py), the trace's peak allocated and reserved next to what the
+H200 measured for the same job (measure.py's records below), and, when a
+memtracker.jsonl sits beside it, MemTracker's peak. With --vl, each
+trace of DIR/traces.tar.xz is replayed again by that vramledger with the
+peaks from the mark `measure` on (trace --from-mark: the step the H200
+measured, after measure.py's reset_peak_memory_stats()); an entry whose
+trace is not kept takes its replay from DIR/replays.jsonl (the same replay,
+made when the traces were at hand). Prints a Markdown
+table and a summary; --json writes the rows.
+
+  python3 bench/accuracy/dry_run_table.py DIR [--vl build/vramledger] [--json OUT]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tarfile
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MEASURED = ("bench/results/calibration/calibration.json", "bench/results/model-types/types-measured.json",
+            "bench/results/model-types-unseen/types-unseen-measured.json")
+GIB = float(1 << 30)
+
+
+def measured():
+    out = {}
+    for p in MEASURED:
+        for r in json.load(open(os.path.join(ROOT, p)))["runs"]:
+            if r.get("measured") and not r.get("error"):
+                out[r["name"]] = dict(r["measured"], source=p, task=r.get("task", "train"))
+    return out
+
+
+def replays(d, vl):
+    """name -> the trace JSON of a replay from the mark `measure`"""
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp, tarfile.open(os.path.join(d, "traces.tar.xz")) as t:
+        t.extractall(tmp)
+        for f in sorted(os.listdir(tmp)):
+            p = subprocess.run([vl, "trace", "--replay", os.path.join(tmp, f), "--from-mark", "measure",
+                                "--gpu", "h200", "--format", "json"], capture_output=True, text=True)
+            if p.returncode == 0:
+                out[f[:-len(".trace")]] = json.loads(p.stdout)
+    return out
+
+
+def pct(a, b):
+    return None if a is None or not b else 100.0 * (a - b) / b
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--json")
+    ap.add_argument("--vl", help="replay the traces again from the mark `measure` with this binary")
+    a = ap.parse_args()
+    meas = measured()
+    again = {}
+    kept = os.path.join(a.dir, "replays.jsonl")
+    if a.vl and os.path.exists(kept):
+        for line in open(kept):
+            r = json.loads(line)
+            again[r["name"]] = r["trace"]
+    if a.vl:
+        again.update(replays(a.dir, a.vl))
+    mt = {}
+    mp = os.path.join(a.dir, "memtracker.jsonl")
+    if os.path.exists(mp):
+        for line in open(mp):
+            r = json.loads(line)
+            peaks = r.get("peak") or {}
+            mt[r["name"]] = max((v for k, v in peaks.items() if k.startswith("cuda") and v), default=None) \
+                if not r.get("error") else r["error"].split(":")[0]
+    rows = []
+    for line in open(os.path.join(a.dir, "dry-run.jsonl")):
+        r = json.loads(line)
+        m = meas.get(r["name"], {})
+        t = again.get(r["name"]) or r.get("trace") or {}
+        rep = (t.get("replays") or [{}])[0]
+        pa, pr = rep.get("peak_allocated_bytes"), rep.get("peak_reserved_bytes")
+        ok = r["rc"] == 0 and pa
+        mtr = mt.get(r["name"])
+        rows.append({"name": r["name"], "device": r["device"], "rc": r["rc"], "seconds": r["seconds"],
+                     "measured_alloc": m.get("peak_allocated"), "measured_reserved": m.get("peak_reserved"),
+                     "dry_alloc": pa if ok else None, "dry_reserved": pr if ok else None,
+                     "err_alloc": pct(pa, m.get("peak_allocated")) if ok else None,
+                     "err_reserved": pct(pr, m.get("peak_reserved")) if ok else None,
+                     "memtracker": mtr if isinstance(mtr, int) else None,
+                     "memtracker_error": mtr if isinstance(mtr, str) else None,
+                     "err_memtracker": pct(mtr, m.get("peak_allocated")) if isinstance(mtr, int) else None})
+    print("| entry | dry run on | measured alloc GiB | dry run GiB | error | reserved error | MemTracker error |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+
+    def f(x, fmt="%+.1f %%"):
+        return "—" if x is None else fmt % x
+    for w in rows:
+        dry = f(w["dry_alloc"] and w["dry_alloc"] / GIB, "%.2f") if w["dry_alloc"] else "failed (%s)" % w["rc"]
+        print("| %s | %s | %s | %s | %s | %s | %s |" % (
+            w["name"], w["device"], f(w["measured_alloc"] and w["measured_alloc"] / GIB, "%.2f"), dry,
+            f(w["err_alloc"]), f(w["err_reserved"]),
+            f(w["err_memtracker"]) if w["memtracker"] else (w["memtracker_error"] or "—")))
+    errs = [abs(w["err_alloc"]) for w in rows if w["err_alloc"] is not None]
+    res = [abs(w["err_reserved"]) for w in rows if w["err_reserved"] is not None]
+    if errs:
+        print("\n%d of %d entries ran; peak allocated |error| median %.1f %%, worst %.1f %%, within 2 %%: %d, "
+              "within 5 %%: %d; peak reserved worst %.1f %%" % (
+                  len(errs), len(rows), statistics.median(errs), max(errs), sum(e <= 2 for e in errs),
+                  sum(e <= 5 for e in errs), max(res) if res else float("nan")))
+    if a.json:
+        with open(a.json, "w") as g:
+            json.dump(rows, g, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+#!/bin/sh
+# Regenerate every table of README.md from the committed H200 results:
+# - the calibration set, estimate vs measured (between the calibration-table
+#   markers): `vramledger validate --results` of
+#   bench/results/calibration/calibration-isolated.json;
+# - the model types (the list item of model-types/ and model-types-unseen/):
+#   bench/accuracy/types_table.py over their types-measured.json and
+#   types-unseen-measured.json.
+# With --check, README.md is left as it is and the exit status is 1 when a
+# table would change (the difference printed).
+#   bench/accuracy/tables.sh [--check]   (VL_BIN: the vramledger to use, default build/vramledger)
+set -eu
+cd "$(dirname "$0")/../.."
+bin=${VL_BIN:-build/vramledger}
+r=bench/results
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$bin" validate --results $r/calibration/calibration-isolated.json --format md >"$tmp/calibration.md" || [ $? = 3 ]
+python3 bench/accuracy/types_table.py "$bin" $r/model-types/types-measured.json \
+  $r/model-types-unseen/types-unseen-measured.json >"$tmp/types.md"
+python3 - "$tmp" <<'PY'
+import re, sys
+tmp = sys.argv[1]
+readme = open("README.md").read()
+table = open(tmp + "/calibration.md").read().replace("## estimate vs measured", "Estimate vs measured")
+begin, end = "<!-- calibration-table:begin -->", "<!-- calibration-table:end -->"
+readme = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda m: begin + "\n" + table + end, readme, flags=re.S)
+types = open(tmp + "/types.md").read()
+head = types.splitlines()[0]
+lines = readme.split("\n")
+i = lines.index(head)
+j = i
+while j < len(lines) and lines[j].startswith("  |"):
+    j += 1
+lines[i:j] = types.rstrip("\n").split("\n")
+open(tmp + "/README.md", "w").write("\n".join(lines))
+PY
+if [ "${1:-}" = --check ]; then
+  diff -u README.md "$tmp/README.md"
+else
+  cp "$tmp/README.md" README.md
+fi

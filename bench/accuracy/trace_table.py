@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""The table of bench/results/trace/README.md, from the raw
+files there. Usage: python3 bench/accuracy/trace_table.py DIR
+
+For each configuration: the job's own max_memory_allocated/reserved on the
+H200 (job.json), the replay of the allocator's own history (hist-replay.json;
+the allocator model alone), the replay of the tracer's trace of the GPU run
+(gpu-trace.json; the tracer alone) and of the CPU dry run (cpu-trace.json;
+the prediction). Errors are (replayed - measured) / measured."""
+import json
+import os
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def replay(doc, key):
+    try:
+        return doc["replays"][0][key]
+    except (TypeError, KeyError, IndexError):
+        return None
+
+
+def err(x, m):
+    return None if not x or not m else 100.0 * (x - m) / m
+
+
+def cell(e):
+    return "n/a" if e is None else "%+.2f %%" % e
+
+
+def main(d):
+    fails = {"history": 0, "cpu": 0}
+    names = sorted(n for n in os.listdir(d) if os.path.isdir(os.path.join(d, n)))
+    print("| configuration | max allocated (MiB) | max reserved (MiB) | history replay: reserved "
+          "| tracer on GPU: allocated / reserved | CPU dry run: allocated / reserved |")
+    print("|---|---:|---:|---:|---:|---:|")
+    n_hist = n_cpu = 0
+    for n in names:
+        p = os.path.join(d, n)
+        job = load(p + "/job.json") or {}
+        ma, mr = job.get("max_allocated"), job.get("max_reserved")
+        h = err(replay(load(p + "/hist-replay.json"), "peak_reserved_bytes"), mr)
+        g = load(p + "/gpu-trace.json")
+        c = load(p + "/cpu-trace.json")
+        ga, gr = err(replay(g, "peak_allocated_bytes"), ma), err(replay(g, "peak_reserved_bytes"), mr)
+        ca, cr = err(replay(c, "peak_allocated_bytes"), ma), err(replay(c, "peak_reserved_bytes"), mr)
+        if h is not None:
+            n_hist += 1
+            fails["history"] += abs(h) > 1.0
+        if ca is not None:
+            n_cpu += 1
+            fails["cpu"] += abs(ca) > 5.0 or abs(cr) > 7.0
+        print("| %s | %.1f | %.1f | %s | %s / %s | %s / %s |" % (
+            n, (ma or 0) / 2**20, (mr or 0) / 2**20, cell(h), cell(ga), cell(gr), cell(ca), cell(cr)))
+    print()
+    print("History replays within 1 %% of max_memory_reserved: %d of %d." % (n_hist - fails["history"], n_hist))
+    print("CPU dry runs within 5 %% (allocated) and 7 %% (reserved): %d of %d." % (n_cpu - fails["cpu"], n_cpu))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "bench/results/trace")

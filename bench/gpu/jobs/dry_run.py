@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""How exact is the dry run? Every entry of bench/configs/dry-run.txt traced
+with `vramledger trace` on its device (meta or cpu): the same job
+(python/vramledger/measure.py) the H200 measured, with its model built from
+the bundled config on that device. With --memtracker, PyTorch's MemTracker
+under FakeTensorMode runs the same entries (bench/gpu/jobs/memtracker_job.py), the
+peer to compare with. Writes OUT/dry-run.jsonl (one line per entry: the
+trace's JSON, its exit status, seconds, the end of its stderr),
+OUT/memtracker.jsonl and OUT/traces.tar.xz (each alloc.trace, to replay
+again with other options). bench/accuracy/dry_run_table.py compares them with the
+measurements.
+
+  python3 bench/gpu/jobs/dry_run.py OUT [--entries FILE] [--jobs N] [--only NAME,...] [--memtracker]
+Needs build-rel/vramledger (or VL) and transformers, peft.
+"""
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+MEASURE = os.path.join(ROOT, "python", "vramledger", "measure.py")
+UNSEEN = os.path.join(ROOT, "bench", "configs", "types-unseen.jsonl")
+
+
+def entries(path, only):
+    out = []
+    for line in open(path):
+        line = line.split("#")[0].split()
+        if len(line) == 2 and (not only or line[0] in only):
+            out.append((line[0], line[1]))
+    return out
+
+
+def job_args(name):
+    """measure.py's arguments for a suite entry or a line of types-unseen.jsonl"""
+    for line in open(UNSEEN):
+        c = json.loads(line)
+        if c["name"] == name:
+            return ["--config", json.dumps(c)]
+    return ["--suite", name]
+
+
+def trace_one(vl, work, name, device):
+    d = os.path.join(work, name)
+    env = dict(os.environ, OMP_NUM_THREADS="1" if device == "meta" else "3", CUDA_VISIBLE_DEVICES="")
+    cmd = [vl, "trace", "--out", d, "--format", "json", "--gpu", "h200", "--from-mark", "measure", "--",
+           sys.executable, MEASURE,
+           os.path.join(work, name + ".measure.json"), "--in-process", "--device", device] + job_args(name)
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
+        rc, so, se = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as ex:
+        rc, so, se = "timeout", ex.stdout or "", ex.stderr or ""
+        so, se = (x.decode() if isinstance(x, bytes) else x for x in (so, se))
+    r = {"name": name, "device": device, "rc": rc, "seconds": round(time.time() - t0, 1),
+         "stderr_tail": se[-1500:]}
+    try:
+        r["trace"] = json.loads(so)
+    except ValueError:
+        r["trace"] = None
+    return r
+
+
+def memtracker_one(name):
+    t0 = time.time()
+    try:
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gpu", "jobs", "memtracker_job.py"), name],
+                           capture_output=True, text=True, timeout=400,
+                           env=dict(os.environ, OMP_NUM_THREADS="1"))
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+    except Exception as ex:
+        r = {"name": name, "error": "no result: %s" % ex}
+    r["wall_s"] = round(time.time() - t0, 1)
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--entries", default=os.path.join(ROOT, "bench", "configs", "dry-run.txt"))
+    ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    ap.add_argument("--only", default="")
+    ap.add_argument("--memtracker", action="store_true")
+    ap.add_argument("--work", default="/tmp/vl-dry-run")
+    a = ap.parse_args()
+    vl = os.environ.get("VL", os.path.join(ROOT, "build-rel", "vramledger"))
+    todo = entries(a.entries, set(filter(None, a.only.split(","))))
+    os.makedirs(a.out, exist_ok=True)
+    os.makedirs(a.work, exist_ok=True)
+    # cpu dry runs compute: start them first, fewer at once
+    todo.sort(key=lambda e: e[1] != "cpu")
+    with cf.ThreadPoolExecutor(a.jobs) as ex, open(os.path.join(a.out, "dry-run.jsonl"), "w") as f:
+        futs = [ex.submit(trace_one, vl, a.work, n, d) for n, d in todo]
+        if a.memtracker:
+            mfuts = [ex.submit(memtracker_one, n) for n, d in todo]
+        for fu in futs:
+            r = fu.result()
+            f.write(json.dumps(r) + "\n")
+            f.flush()
+            print(r["name"], r["rc"], r["seconds"], flush=True)
+        if a.memtracker:
+            with open(os.path.join(a.out, "memtracker.jsonl"), "w") as g:
+                for fu in mfuts:
+                    g.write(json.dumps(fu.result()) + "\n")
+    with tarfile.open(os.path.join(a.out, "traces.tar.xz"), "w:xz") as t:
+        for n, _ in todo:
+            p = os.path.join(a.work, n, "alloc.trace")
+            if os.path.exists(p):
+                t.add(p, arcname=n + ".trace")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+#!/bin/bash
+# Does the allocator model replay the allocator's own history exactly, and how close is a CPU dry run to the GPU?
+#   bench/gpu/run.sh trace
+# GPU evidence for the allocation replay and a real `vramledger
+# sweep` of two models, on the H200, in one device call.
+# Needs build-rel/ (carry). For every configuration of bench/gpu/jobs/trace_job.py:
+#   1. the job on the GPU under `vramledger trace` (the tracer on CUDA), with
+#      the caching allocator's own history recorded (--history): its
+#      max_memory_allocated/reserved are the measurement;
+#   2. the history as a trace (python3 -m vramledger.history), replayed:
+#      the allocator model against the allocator (exactness);
+#   3. the same job on the CPU under `vramledger trace` (the GPU hidden):
+#      the prediction.
+# Meanwhile two sweeps run (GPT-2 eager, Llama-shaped SDPA; 12 points each).
+# Writes $OUT/summary.jsonl (one line per configuration), $OUT/env.txt,
+# $OUT/details.tar.xz (every JSON, log and history trace), $OUT/sweeps.tar.xz.
+set -u
+. bench/gpu/env.sh
+export PYTHONPATH=$PWD/python
+W=/tmp/w
+rm -rf $W; mkdir -p $W
+LIMIT=${LIMIT:-520}
+# GPU_ONLY: the configurations run on the GPU ("all", or names); NO_HISTORY:
+# those run without the allocator history; KEEP_PICKLE: whose snapshot is kept
+GPU_ONLY=${GPU_ONLY:-all} NO_HISTORY=${NO_HISTORY:-} KEEP_PICKLE=${KEEP_PICKLE:-}
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  python3 -c "import torch, transformers, peft; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__, 'peft', peft.__version__)"
+  lscpu | grep 'Model name'; date -u; } > "$o/env.txt" 2>&1
+
+CONFIGS="gpt2-fp32|--model gpt2 --precision fp32
+gpt2-amp|--model gpt2 --precision amp-bf16
+gpt2-bf16|--model gpt2 --precision bf16
+gpt2-amp-eager|--model gpt2 --precision amp-bf16 --attn eager
+gpt2-amp-ckpt|--model gpt2 --precision amp-bf16 --ckpt --seq 512
+gpt2-amp-lora|--model gpt2 --precision amp-bf16 --lora 16 --seq 512
+gpt2-fp32-sgd|--model gpt2 --precision fp32 --opt sgd --batch 8
+gpt2-amp-fused|--model gpt2 --precision amp-bf16 --opt adamw-fused --batch 8
+gpt2-fp32-loop|--model gpt2 --precision fp32 --opt adamw-loop
+llama-amp|--model llama --precision amp-bf16
+llama-bf16-ckpt|--model llama --precision bf16 --ckpt --seq 512
+llama-fp32|--model llama --precision fp32 --batch 2
+bert-amp|--model bert --precision amp-bf16 --batch 8
+bert-fp32-adam|--model bert --precision fp32 --opt adam
+mlp-fp32|--model mlp --precision fp32 --batch 256
+mlp-amp|--model mlp --precision amp-bf16 --batch 256
+mlp-bf16-ckpt|--model mlp --precision bf16 --ckpt --batch 512
+conv-fp32-sgd|--model conv --precision fp32 --opt sgd --batch 64"
+
+gpu_one() { # NAME ARGS...: steps 1 and 2
+  name=$1; shift; d=$W/$name; mkdir -p $d
+  case " $GPU_ONLY " in *" all "*|*" $name "*) ;; *) return ;; esac
+  hist="--history $d/hist.pickle"
+  case " $NO_HISTORY " in *" $name "*) hist="" ;; esac
+  $vl trace --out $d/gpu-run --format json -- python3 bench/gpu/jobs/trace_job.py --device cuda --steps 2 \
+      $hist "$@" > $d/gpu-trace.json 2> $d/gpu.log
+  grep '^{"device"' $d/gpu.log > $d/job.json
+  [ -n "$hist" ] && python3 -m vramledger.history $d/hist.pickle > $d/hist.trace 2> $d/hist.info &&
+    $vl trace --replay $d/hist.trace --format json > $d/hist-replay.json 2>> $d/hist.info
+  case " $KEEP_PICKLE " in *" $name "*) ;; *) rm -f $d/hist.pickle ;; esac
+  xz -T2 $d/hist.trace; xz -T2 $d/gpu-run/alloc.trace
+}
+cpu_one() { # NAME ARGS...: step 3
+  name=$1; shift; d=$W/$name; mkdir -p $d
+  CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=4 $vl trace --out $d/cpu-run --format json -- \
+      python3 bench/gpu/jobs/trace_job.py --device cpu --steps 2 "$@" > $d/cpu-trace.json 2> $d/cpu.log
+  grep '^{"device"' $d/cpu.log > $d/cpujob.json
+  xz -T1 $d/cpu-run/alloc.trace
+}
+
+(
+  echo "$CONFIGS" | while IFS='|' read -r name args; do gpu_one $name $args; done
+  echo gpu-done > $W/gpu.done
+) &
+(
+  n=0
+  while IFS='|' read -r name args; do
+    if [ $n -ge ${CPU_JOBS:-3} ]; then wait -n; n=$((n - 1)); fi
+    cpu_one $name $args &
+    n=$((n + 1))
+  done <<< "$CONFIGS"
+  wait
+  echo cpu-done > $W/cpu.done
+) &
+if [ "${SWEEPS:-1}" = 1 ]; then
+  ( $vl sweep --grid batch=1,2,4,8 --grid seq=256,512,1024 --out $W/sweep-gpt2 -- \
+      python3 bench/gpu/jobs/train_point.py --batch {batch} --seq {seq} > $W/sweep-gpt2.txt 2>&1
+    $vl sweep --grid batch=1,2,4,8 --grid seq=256,512,1024 --out $W/sweep-llama -- \
+      python3 bench/gpu/jobs/train_point.py --model llama --batch {batch} --seq {seq} > $W/sweep-llama.txt 2>&1 ) &
+fi
+t=0
+while [ $t -lt $LIMIT ]; do
+  [ -f $W/gpu.done ] && [ -f $W/cpu.done ] && [ -z "$(jobs -r)" ] && break
+  sleep 5; t=$((t + 5))
+done
+echo "waited $t s" >> "$o/env.txt"
+python3 - "$W" "$CONFIGS" > "$o/summary.jsonl" <<'PY'
+import json, os, sys
+W, configs = sys.argv[1], sys.argv[2]
+def load(p):
+    try:
+        with open(p) as f:
+            t = f.read().strip().splitlines()
+        return json.loads(t[-1]) if t else None
+    except Exception as e:
+        return {"error": str(e)}
+for line in configs.splitlines():
+    name, args = line.split("|", 1)
+    d = os.path.join(W, name)
+    print(json.dumps({"name": name, "args": args, "job": load(d + "/job.json"),
+                      "history": load(d + "/hist.info"), "history_replay": load(d + "/hist-replay.json"),
+                      "gpu_trace": load(d + "/gpu-trace.json"), "cpu_trace": load(d + "/cpu-trace.json"),
+                      "cpu_job": load(d + "/cpujob.json")}))
+PY
+cd $W && tar cJf "$o/details.tar.xz" --exclude='sweep-*' --exclude='record.jsonl' . 2>/dev/null
+tar cJf "$o/sweeps.tar.xz" sweep-* 2>/dev/null
+ls -la "$o"
