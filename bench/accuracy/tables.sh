@@ -6,6 +6,8 @@
 # - the model types (the list item of model-types/ and model-types-unseen/):
 #   bench/accuracy/types_table.py over their types-measured.json and
 #   types-unseen-measured.json.
+# - each model-types folder's validate.txt: `vramledger validate --results`
+#   of its measured file, as README says.
 # With --check, README.md is left as it is and the exit status is 1 when a
 # table would change (the difference printed).
 #   bench/accuracy/tables.sh [--check]   (VL_BIN: the vramledger to use, default build/vramledger)
@@ -16,6 +18,9 @@ r=bench/results
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$bin" validate --results $r/calibration/calibration-isolated.json --format md >"$tmp/calibration.md" || [ $? = 3 ]
+for f in model-types/types-measured.json model-types-unseen/types-unseen-measured.json; do
+  "$bin" validate --results $r/$f >"$tmp/$(dirname $f).validate.txt" || [ $? = 3 ]
+done
 python3 bench/accuracy/types_table.py "$bin" $r/model-types/types-measured.json \
   $r/model-types-unseen/types-unseen-measured.json >"$tmp/types.md"
 python3 - "$tmp" <<'PY'
@@ -37,6 +42,8 @@ open(tmp + "/README.md", "w").write("\n".join(lines))
 PY
 if [ "${1:-}" = --check ]; then
   diff -u README.md "$tmp/README.md"
+  for d in model-types model-types-unseen; do diff -u $r/$d/validate.txt "$tmp/$d.validate.txt"; done
 else
   cp "$tmp/README.md" README.md
+  for d in model-types model-types-unseen; do cp "$tmp/$d.validate.txt" $r/$d/validate.txt; done
 fi

@@ -132,6 +132,7 @@ struct vl_overheads {
   uint64_t cuda_context_infer_bytes; /* the same for a process that only generates */
   uint64_t cublas_workspace_bytes;   /* cuBLAS/cuBLASLt workspace, inside the allocator */
   uint64_t nccl_bytes;               /* NCCL internal buffers per process, when ranks > 1 */
+  unsigned sm_count, threads_per_sm; /* the card's, for the scratch of CUDA reductions */
   double allocator_churn;            /* reserved - allocated, as a fraction of the churning
                                         bytes (activations + temporaries) */
   double allocator_churn_expandable; /* the same with expandable segments */

@@ -953,6 +953,8 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
         .e = ts->pol.act,
         .r = ts->pol.resid,
         .workspace = ov->cublas_workspace_bytes,
+        .sms = ov->sm_count,
+        .tps = ov->threads_per_sm,
         .expandable = ts->expandable,
         .lora_rank = job->lora_rank,
         .ab = VL__ADAPTER_BYTES,

@@ -111,6 +111,7 @@ struct vl__train_sizes {
   bool eager;                /* eager attention (scores materialised), else SDPA */
   uint64_t e, r;             /* activation and residual bytes */
   uint64_t workspace;        /* one cuBLAS workspace */
+  unsigned sms, tps;         /* the card's SMs and threads per SM (reductions' scratch) */
   bool expandable;
   /* LoRA (lora_rank 0: none): the base frozen, adapters of lora_rank in
    * ab bytes an element (fp32: PEFT's autocast_adapter_dtype); a layer's
@@ -143,5 +144,11 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
  * rounding) and the segment bytes reserved for it when it is alone. */
 uint64_t vl__alloc_block_bytes(uint64_t n);
 uint64_t vl__alloc_segment_bytes(uint64_t n);
+/* ATen's CUDA column sum of rows x cols (elem_bytes an element, summed in
+ * acc_bytes): the block of partial results its launch takes from the
+ * caching allocator and frees when it returns, on a card of `sms` SMs of
+ * threads_per_sm threads (0: none; cuda_reduce.c) */
+uint64_t vl__column_sum_scratch(uint64_t rows, uint64_t cols, uint64_t elem_bytes,
+                                uint64_t acc_bytes, unsigned sms, unsigned threads_per_sm);
 
 #endif

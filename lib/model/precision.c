@@ -110,6 +110,12 @@ void vl_overheads_default(struct vl_overheads *o) {
    * known-misses/, estimate-dry-run/raw/) */
   o->cuda_context_infer_bytes = 731906048ull; /* 698 MiB; not with expandable segments */
   o->cublas_workspace_bytes = 32ull << 20;
+  /* the H100 SXM's and H200's (cudaDeviceProp multiProcessorCount and
+   * maxThreadsPerMultiProcessor, read on the H200:
+   * bench/results/cuda-reduce/): they size the partials of ATen's CUDA
+   * reductions (Reduce.cuh), a linear's bias gradient among them */
+  o->sm_count = 132;
+  o->threads_per_sm = 2048;
   /* a rank's memory beyond one GPU's context when ranks talk: NCCL's own
    * buffers (libnccl.so.2's driver allocations: 484 MiB a rank) and the
    * larger context NCCL's kernels and peers bring. NVML's per-GPU peak

@@ -11,7 +11,9 @@
  * cast (each linear casts its own: not cached). The input is saved for
  * the weight's gradient, so only where the weight is trained; the weight
  * (its half copy) for the input's. The output has the weight's dtype
- * (autocast's without it). */
+ * (autocast's without it). A trained bias's gradient is the output
+ * gradient summed over the rows, a CUDA reduction whose scratch is the
+ * backward's temporary (cuda_reduce.c). */
 uint32_t vl__tr_linear_w(struct run *R, uint32_t w, uint32_t x, uint64_t xb, uint64_t rows,
                          uint64_t in_f, uint64_t out_f, bool bias) {
   const bool trained = R->tp.t[w].rg;
@@ -25,9 +27,12 @@ uint32_t vl__tr_linear_w(struct run *R, uint32_t w, uint32_t x, uint64_t xb, uin
     if (xb != e) in = cast = op(R, (struct tape_op){.out_bytes = rows * in_f * e, .in = {x}});
   }
   /* mm's derivative makes the weight's gradient first, addmm's the input's */
+  const uint64_t scratch =
+      bias && trained ? vl__column_sum_scratch(rows, out_f, e, 4, R->z->sms, R->z->tps) : 0;
   uint32_t y = op(R, (struct tape_op){.out_bytes = rows * out_f * e,
                                       .in = {bias ? in : w, bias ? w : in},
                                       .saved = {trained ? in : 0, R->z->autocast ? w : 0},
+                                      .tmp = scratch,
                                       .mm = true});
   rel(R, cast);
   if (!trained) rel(R, wc);

@@ -603,18 +603,17 @@ static void training_reserve_replayed(void **state) {
 /* The model types measured on one H200 (bench/results/model-types/: the
  * types suite; model-types-unseen/: other shapes, written down before they
  * were measured): peak allocated within 2 % and the process total within
- * 7 % for every run but the ones listed with the bound they are known to
- * miss by; T5's generate() is refused (not modelled): not judged. */
+ * 5 % for every run but the ones listed with the bound they are known to
+ * miss by; T5's generate() is refused (not modelled): not judged.
+ * StarCoder2-3B's total was -5.5 % before the scratch of its bias
+ * gradients' column sums was billed (cuda_reduce.c), ViT's allocated
+ * -2.1 %. */
 static const struct {
   const char *name;
   double alloc_tol, total_tol;
   const char *why;
 } known_misses[] = {
-    {"deberta3-amp-adamw-eager", 0.02, 0.07, "DeBERTa-v3 +1.3 %, reserved -2.3 %"},
-    {"vit-amp-adamw", 0.03, 0.07, "ViT -2.1 %"},
-    {"starcoder2-3b-bf16-adamw-fused", 0.02, 0.06, "reserved -5.7 %"},
-    {"starcoderbase1b-infer-fp32", 0.03, 0.07, "generate() fp32 -2.1 %"},
-    {"tu-qwen3moe-bf16-lora8-b2s1024", 0.02, 0.07, ""},
+    {"starcoderbase1b-infer-fp32", 0.03, 0.05, "generate() fp32 -2.1 %"},
 };
 
 /* The loops people run (bench/results/loops/, bench/gpu/jobs/loops_measure.py on
@@ -690,7 +689,7 @@ static void model_types_against_the_h200(void **state) {
         approximate++;
         continue;
       }
-      double at = 0.02, tt = 0.07;
+      double at = 0.02, tt = 0.05;
       for (size_t i = 0; i < sizeof known_misses / sizeof known_misses[0]; i++)
         if (strcmp(known_misses[i].name, run->name) == 0)
           at = known_misses[i].alloc_tol, tt = known_misses[i].total_tol;

@@ -4,6 +4,9 @@
  * input_buffer.cpp). */
 #include "testutil.h"
 #include "model/tape.h"
+#include "model/internal.h"
+
+#include <jansson.h>
 
 #define M (1ull << 20) /* bytes (testutil.h's MiB is a double) */
 
@@ -183,6 +186,49 @@ static void frozen_inputs_take_no_gradient(void **state) {
   teardown(&f);
 }
 
+/* the scratch of a column sum (a bias gradient) against the caching
+ * allocator's own history on an H200: every contiguous 2-D sum over rows
+ * of bench/results/cuda-reduce/check.jsonl (132 SMs, 2048 threads each) */
+static void column_sum_scratch_as_on_the_h200(void **state) {
+  (void)state;
+  /* StarCoder2-3B's c_fc, c_proj and k_proj over 2048 rows */
+  assert_int_equal(vl__column_sum_scratch(2048, 12288, 2, 4, 132, 2048), 138412032);
+  assert_int_equal(vl__column_sum_scratch(2048, 3072, 2, 4, 132, 2048), 50331648);
+  assert_int_equal(vl__column_sum_scratch(2048, 256, 2, 4, 132, 2048), 4194304);
+  assert_int_equal(vl__column_sum_scratch(64, 3072, 2, 4, 132, 2048), 0);
+  size_t len = 0;
+  char *text = tu_read("bench/results/cuda-reduce/check.jsonl", &len);
+  int judged = 0;
+  for (char *line = text; line && *line;) {
+    char *end = strchr(line, '\n');
+    json_t *r = json_loadb(line, end ? (size_t)(end - line) : strlen(line), 0, NULL);
+    line = end ? end + 1 : NULL;
+    assert_non_null(r);
+    json_t *shape = json_object_get(r, "shape"), *dims = json_object_get(r, "dims");
+    const char *op = json_string_value(json_object_get(r, "op"));
+    json_t *stride = json_object_get(r, "stride");
+    if (op && strcmp(op, "sum") == 0 && json_array_size(shape) == 2 && json_array_size(dims) == 1 &&
+        json_integer_value(json_array_get(dims, 0)) == 0 &&
+        json_integer_value(json_array_get(stride, 1)) == 1) {
+      uint64_t rows = (uint64_t)json_integer_value(json_array_get(shape, 0));
+      uint64_t cols = (uint64_t)json_integer_value(json_array_get(shape, 1));
+      const char *dt = json_string_value(json_object_get(r, "dtype"));
+      uint64_t eb = strcmp(dt, "fp32") == 0 ? 4 : 2;
+      json_t *seen = json_object_get(r, "seen");
+      uint64_t want =
+          json_array_size(seen) ? (uint64_t)json_integer_value(json_array_get(seen, 0)) : 0;
+      uint64_t got = vl__column_sum_scratch(rows, cols, eb, 4, 132, 2048);
+      if (got != want)
+        fail_msg("%s %llu x %llu: %llu, the H200 %llu", dt, (unsigned long long)rows,
+                 (unsigned long long)cols, (unsigned long long)got, (unsigned long long)want);
+      judged++;
+    }
+    json_decref(r);
+  }
+  free(text);
+  assert_true(judged >= 100);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(frozen_inputs_take_no_gradient),
@@ -190,6 +236,7 @@ int main(void) {
       cmocka_unit_test(second_gradient_summed_out_of_place),
       cmocka_unit_test(views_fill_one_base_sized_gradient),
       cmocka_unit_test(leaf_gradients_and_the_workspace),
+      cmocka_unit_test(column_sum_scratch_as_on_the_h200),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
