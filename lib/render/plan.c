@@ -56,6 +56,10 @@ static json_t *cand_json(const struct vl_plan_candidate *c) {
   json_object_set_new(o, "cost_usd", json_real(c->cost_usd));
   json_object_set_new(o, "efficiency", json_real(c->efficiency));
   json_object_set_new(o, "step_s", json_real(c->step_s));
+  json_object_set_new(o, "compute_s", json_real(c->compute_s));
+  json_object_set_new(o, "tp_comm_s", json_real(c->tp_comm_s));
+  json_object_set_new(o, "dp_comm_s", json_real(c->dp_comm_s));
+  json_object_set_new(o, "dp_hidden_s", json_real(c->dp_hidden_s));
   json_object_set_new(o, "pareto", json_boolean(c->pareto));
   json_object_set_new(o, "meets_deadline", json_boolean(c->meets_deadline));
   json_object_set_new(o, "within_budget", json_boolean(c->within_budget));
