@@ -428,6 +428,72 @@ static void comm_trace(const struct vl_plan_candidate *b, char *line, size_t n) 
              hid);
 }
 
+/* The decision tree (a training-memory budget: model states, activations,
+ * a 10-15 % fragmentation reserve) behind the best candidate, r->c[0];
+ * Pq the weights a QLoRA base quantises. */
+static void decision_trace(const struct vl_plan_query *q, const struct vl_overheads *ov, double Pq,
+                           struct vl_plan_result *r) {
+  const struct vl_plan_candidate *b = &r->c[0];
+  struct vl_job j = q->base;
+  j.batch = 1;
+  struct vl_bill *one = vl_malloc(sizeof *one);
+  if (one && vl_bill_compute(q->arch, &j, ov, one, NULL) == VL_OK) {
+    double card = (double)b->gpu->memory_bytes, G = (double)(1ull << 30);
+    double states = (double)(one->line_max[VL_LINE_PARAMETERS] + one->line_max[VL_LINE_MASTER] +
+                             one->line_max[VL_LINE_GRADIENTS] + one->line_max[VL_LINE_OPTIMIZER]);
+    double acts = (double)one->line_max[VL_LINE_ACTIVATIONS];
+    int n = 0;
+    snprintf(
+        r->trace[n++], 256, "model states on one card: %.1f GiB = %.0f %% of %s (%.1f GiB) -> %s",
+        states / G, 100 * states / card, b->gpu->name, card / G,
+        states > 0.8 * card ? (q->base.lora_rank ? "LoRA already; a 4-bit base (QLoRA) tried too"
+                                                 : "shard them: ZeRO / more GPUs")
+                            : "they fit one card");
+    double left = card - states;
+    if (left > 0)
+      snprintf(r->trace[n++], 256,
+               "activations at micro-batch 1: %.1f GiB = %.0f %% of what is left -> %s", acts / G,
+               100 * acts / left,
+               acts > 0.5 * left ? "activation checkpointing" : "no recomputation needed");
+    else
+      snprintf(r->trace[n++], 256,
+               "activations at micro-batch 1: %.1f GiB, and nothing is left on one card: shard the "
+               "states first, then weigh checkpointing",
+               acts / G);
+    snprintf(r->trace[n++], 256, "%.0f %% of each card kept free for fragmentation",
+             100 * q->margin);
+    bool on_gpu = false; /* does anything fit with the states on the GPUs? */
+    for (size_t i = 0; i < r->n && !on_gpu; i++)
+      on_gpu = r->c[i].offload == VL_OFFLOAD_NONE;
+    if (b->offload != VL_OFFLOAD_NONE && n < VL_PLAN_TRACE - 1)
+      snprintf(r->trace[n++], 256,
+               "the optimizer states go to the CPU (%.1f GiB of host memory a GPU): %s, though "
+               "a step takes %.0fx as long (published offload runs: 3 to 5 times)",
+               (double)b->host_bytes / G,
+               on_gpu ? "cheaper than keeping them on the GPUs" : "nothing fits without it",
+               q->offload_slowdown);
+    if (b->qlora && n < VL_PLAN_TRACE - 1)
+      snprintf(r->trace[n++], 256,
+               "the frozen base in 4 bits (QLoRA): %.1f GiB of layer weights instead of %.1f; "
+               "dequantising them costs %s a step",
+               Pq * (0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0)) / G, Pq * 2.0 / G,
+               q->qlora_slowdown > 0 ? "the measured factor (--qlora-slowdown)"
+                                     : "at least their HBM traffic (a lower bound)");
+    if (b->tp > 1 || b->dp_comm_s > 0) comm_trace(b, r->trace[n++], 256);
+    char hours[32], usd[32];
+    snprintf(r->trace[n++], 256,
+             "chosen: %u x %s, tp %u, dp %u, ZeRO-%u, %s checkpointing, micro-batch %llu x %llu "
+             "accumulation: %s, %s (%s)",
+             b->count, b->gpu->name, b->tp, b->dp, b->zero, vl_ckpt_name(b->checkpointing),
+             (unsigned long long)b->micro_batch, (unsigned long long)b->grad_accum,
+             vl_plan_hours_text(b->hours, hours, sizeof hours),
+             vl_plan_usd_text(b->cost_usd, usd, sizeof usd),
+             q->value_per_hour > 0 ? "least cost + time x value" : "least cost");
+    r->n_trace = n;
+  }
+  vl_free(one);
+}
+
 vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overheads *ov,
                          struct vl_plan_result *r, struct vl_err *err) {
   memset(r, 0, sizeof *r);
@@ -543,67 +609,7 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
     return VL_OK;
   }
 
-  /* the decision tree (a training-memory budget: model states, activations, a 10-15 % fragmentation
-   * reserve) for the best candidate */
-  const struct vl_plan_candidate *b = &r->c[0];
-  struct vl_job j = q->base;
-  j.batch = 1;
-  struct vl_bill *one = vl_malloc(sizeof *one);
-  if (one && vl_bill_compute(q->arch, &j, ov, one, NULL) == VL_OK) {
-    double card = (double)b->gpu->memory_bytes, G = (double)(1ull << 30);
-    double states = (double)(one->line_max[VL_LINE_PARAMETERS] + one->line_max[VL_LINE_MASTER] +
-                             one->line_max[VL_LINE_GRADIENTS] + one->line_max[VL_LINE_OPTIMIZER]);
-    double acts = (double)one->line_max[VL_LINE_ACTIVATIONS];
-    int n = 0;
-    snprintf(
-        r->trace[n++], 256, "model states on one card: %.1f GiB = %.0f %% of %s (%.1f GiB) -> %s",
-        states / G, 100 * states / card, b->gpu->name, card / G,
-        states > 0.8 * card ? (q->base.lora_rank ? "LoRA already; a 4-bit base (QLoRA) tried too"
-                                                 : "shard them: ZeRO / more GPUs")
-                            : "they fit one card");
-    double left = card - states;
-    if (left > 0)
-      snprintf(r->trace[n++], 256,
-               "activations at micro-batch 1: %.1f GiB = %.0f %% of what is left -> %s", acts / G,
-               100 * acts / left,
-               acts > 0.5 * left ? "activation checkpointing" : "no recomputation needed");
-    else
-      snprintf(r->trace[n++], 256,
-               "activations at micro-batch 1: %.1f GiB, and nothing is left on one card: shard the "
-               "states first, then weigh checkpointing",
-               acts / G);
-    snprintf(r->trace[n++], 256, "%.0f %% of each card kept free for fragmentation",
-             100 * q->margin);
-    bool on_gpu = false; /* does anything fit with the states on the GPUs? */
-    for (size_t i = 0; i < r->n && !on_gpu; i++)
-      on_gpu = r->c[i].offload == VL_OFFLOAD_NONE;
-    if (b->offload != VL_OFFLOAD_NONE && n < VL_PLAN_TRACE - 1)
-      snprintf(r->trace[n++], 256,
-               "the optimizer states go to the CPU (%.1f GiB of host memory a GPU): %s, though "
-               "a step takes %.0fx as long (published offload runs: 3 to 5 times)",
-               (double)b->host_bytes / G,
-               on_gpu ? "cheaper than keeping them on the GPUs" : "nothing fits without it",
-               q->offload_slowdown);
-    if (b->qlora && n < VL_PLAN_TRACE - 1)
-      snprintf(r->trace[n++], 256,
-               "the frozen base in 4 bits (QLoRA): %.1f GiB of layer weights instead of %.1f; "
-               "dequantising them costs %s a step",
-               S.Pq * (0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0)) / G, S.Pq * 2.0 / G,
-               q->qlora_slowdown > 0 ? "the measured factor (--qlora-slowdown)"
-                                     : "at least their HBM traffic (a lower bound)");
-    if (b->tp > 1 || b->dp_comm_s > 0) comm_trace(b, r->trace[n++], 256);
-    char hours[32], usd[32];
-    snprintf(r->trace[n++], 256,
-             "chosen: %u x %s, tp %u, dp %u, ZeRO-%u, %s checkpointing, micro-batch %llu x %llu "
-             "accumulation: %s, %s (%s)",
-             b->count, b->gpu->name, b->tp, b->dp, b->zero, vl_ckpt_name(b->checkpointing),
-             (unsigned long long)b->micro_batch, (unsigned long long)b->grad_accum,
-             vl_plan_hours_text(b->hours, hours, sizeof hours),
-             vl_plan_usd_text(b->cost_usd, usd, sizeof usd),
-             q->value_per_hour > 0 ? "least cost + time x value" : "least cost");
-    r->n_trace = n;
-  }
-  vl_free(one);
+  decision_trace(q, ov, S.Pq, r);
   return VL_OK;
 }
 
