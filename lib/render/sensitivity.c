@@ -51,6 +51,8 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
     json_object_set_new(root, "failed", json_integer((json_int_t)r->failed));
     if (r->failed) json_object_set_new(root, "refused_why", json_string(r->refused_why));
     json_object_set_new(root, "estimates", json_integer((json_int_t)r->estimates));
+    json_object_set_new(root, "distinct_jobs",
+                        r->distinct ? json_integer((json_int_t)r->distinct) : json_null());
     json_object_set_new(root, "evaluator", json_string(q->fit ? "fit" : "estimator"));
     if (q->fit) json_object_set_new(root, "fit", json_string(q->fit_source));
     for (int i = 0; i < q->n_vary; i++) {
@@ -123,6 +125,13 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
             "(--estimates)",
             (unsigned long long)r->drawn, (unsigned long long)r->estimates);
   fprintf(o, "\n%s", md ? "\n" : "");
+  if (!q->fit && r->drawn < r->samples && r->distinct)
+    fprintf(o,
+            "%sthe %llu draws hold %llu distinct jobs, each a full estimate with its replay: "
+            "--estimates %llu estimates every draw (docs/cmd/sensitivity.md has the time an "
+            "estimate takes), or take fewer --samples or fewer --vary\n%s",
+            b, (unsigned long long)r->samples, (unsigned long long)r->distinct,
+            (unsigned long long)r->distinct, md ? "\n" : "");
   for (int i = 0; i < q->n_vary; i++)
     fprintf(o, "%s%s: %s\n", b, vl_vary_name(q->vary[i].var), dist_name(&q->vary[i], d, sizeof d));
   fputc('\n', o);
