@@ -51,6 +51,9 @@ struct vl_sens_query {
   const struct vl_fitted *fit; /* evaluate draws with a fitted formula, not the estimator */
   const char *fit_source;      /* its file, for the report */
   uint64_t max_estimates;      /* distinct jobs estimated per pass; 0: VL_SENS_ESTIMATES */
+  /* for the report: each card's CUDA context as the estimates hold it
+   * (vl_context_carry), one per gpus[]; NULL: not said */
+  const struct vl_context_carry *carry;
 };
 
 struct vl_sens_result {

@@ -4,6 +4,7 @@
 
 #include "internal.h" /* first: it includes <jansson.h> */
 #include "../util/internal.h"
+#include "vramledger/catalog.h"
 #include "vramledger/render.h"
 #include "vramledger/sensitivity.h"
 
@@ -75,6 +76,12 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
     for (int g = 0; g < q->n_gpus; g++)
       json_object_set_new(per, q->gpus[g]->name, json_real(r->p_exceed_refused[g]));
     json_object_set_new(root, "p_exceed_refused_as_over", per);
+    if (q->carry && !q->fit) { /* each card's CUDA context: measured, or carried over */
+      json_t *cx = json_object();
+      for (int g = 0; g < q->n_gpus; g++)
+        json_object_set_new(cx, q->gpus[g]->name, vl__context_carry_json(&q->carry[g]));
+      json_object_set_new(root, "context", cx);
+    }
     json_object_set_new(root, "margin", json_real(q->margin));
     for (int i = 0; i < r->n_tornado; i++) {
       json_t *e = json_object();
@@ -151,6 +158,11 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
       fprintf(o, " of the estimated draws, %.1f %% with the refused counted as over",
               100 * r->p_exceed_refused[g]);
     fputc('\n', o);
+  }
+  for (int g = 0; q->carry && !q->fit && g < q->n_gpus; g++) {
+    char line[400];
+    vl__context_carry_text(&q->carry[g], q->gpus[g]->name, line, sizeof line);
+    if (line[0]) fprintf(o, "%s%s\n", b, line);
   }
   if (r->n_tornado) fprintf(o, "\n%s\n", md ? "### What drives the peak" : "what drives the peak:");
   double top = r->n_tornado ? (double)(r->tornado[0].high - r->tornado[0].low) : 1;
