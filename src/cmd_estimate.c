@@ -107,6 +107,10 @@ int cmd_estimate(int argc, const char **argv) {
   }
   struct vl_fit fit;
   if (gpu && dm.formula) vl_fit_check(vl_bill_budget_bytes(bill), gpu, e.margin, &fit);
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_context_carry carry;
+  if (gpu) vl_context_carry(gpu, &ov, &e.job, &carry);
   const char *slash = strrchr(e.model, '/');
   struct vl_estimate_view view = {
       .model_name = slash ? slash + 1 : e.model,
@@ -119,9 +123,8 @@ int cmd_estimate(int argc, const char **argv) {
       .searched = e.search,
       .search_best = best,
       .version = VL_VERSION,
+      .carry = gpu ? &carry : NULL,
   };
-  struct vl_overheads ov;
-  vl_overheads_default(&ov);
   struct dry_view dv = {dm.formula ? &view : NULL, &dm, &d, &e, gpu, vl_context_bytes(&ov, &e.job)};
   bool fits = gpu ? dm.formula && fit.fits : true;
   int w =

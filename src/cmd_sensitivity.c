@@ -172,6 +172,10 @@ int cmd_sensitivity(int argc, const char **argv) {
   }
   struct vl_overheads ov;
   vl_overheads_default(&ov);
+  struct vl_context_carry carry[VL_SENS_MAX_GPUS];
+  for (int g = 0; g < q.n_gpus; g++)
+    vl_context_carry(q.gpus[g], &ov, &q.job, &carry[g]);
+  q.carry = carry;
   struct vl_sens_result r;
   struct vl_err err = {""};
   vl_status s = vl_sensitivity_run(&q, &ov, &r, &err);

@@ -28,6 +28,8 @@ struct vl_gpu {
   char interconnect[24];       /* "nvlink", "pcie", ... */
   double link_gb_s;            /* GPU-to-GPU within a node, per direction, GB/s */
   double usd_per_hour;         /* on-demand price (an input; 0 when unknown) */
+  uint64_t cublas_workspace_bytes; /* PyTorch's default cuBLAS workspace on it; 0 unknown */
+  bool context_measured;           /* the CUDA context estimate bills was measured on this card */
 };
 
 struct vl_catalog {
@@ -57,6 +59,37 @@ const struct vl_gpu *vl_catalog_find(const struct vl_catalog *cat, const char *n
  * "NVIDIA A100-SXM4-80GB", "NVIDIA GeForce RTX 4090"): the longest run of
  * its words that is a catalog name or alias; NULL when none is. */
 const struct vl_gpu *vl_catalog_match_device(const struct vl_catalog *cat, const char *device);
+
+/*! The card's architecture from its compute capability: "Volta" (7.0),
+ * "Turing" (7.5), "Ampere" (8.0, 8.6, 8.7), "Ada" (8.9), "Hopper" (9.x),
+ * "Blackwell" (10.x, 12.x), "CDNA 3" (gfx94x), "CDNA 2" (gfx90a), "CDNA"
+ * (gfx908); "unknown" otherwise. A static string. */
+const char *vl_gpu_architecture(const struct vl_gpu *g);
+
+/* The CUDA context and cuBLAS workspaces a bill holds were measured on the
+ * H200 (Hopper); a card of another architecture carries them over. */
+#define VL_CONTEXT_MEASURED_ON "h200"
+/* the context's range on another architecture: 200 MiB either way, about
+ * half of what of the H200's context depends on the card (docs/model.md,
+ * 9): an allowance, not a measurement */
+#define VL_CONTEXT_RANGE_BYTES (200ull << 20)
+
+struct vl_context_carry {
+  bool carried;                    /* another architecture than the measured card's */
+  const char *architecture;        /* vl_gpu_architecture */
+  uint64_t context_bytes;          /* what the bill holds (vl_context_bytes) */
+  uint64_t range_bytes;            /* either way, when carried; 0 otherwise */
+  uint64_t workspace_billed_bytes; /* one cuBLAS workspace as the bill holds it */
+  uint64_t workspace_card_bytes;   /* PyTorch's on this card (catalog); 0 unknown */
+  unsigned workspaces;             /* how many the bill holds */
+};
+
+/*! What the bill's CUDA context and cuBLAS workspaces mean on card g for
+ * job: the measured figures, carried over with a range to a card of
+ * another architecture than the H200's (Hopper cards share its kernels).
+ * Pure. */
+void vl_context_carry(const struct vl_gpu *g, const struct vl_overheads *ov,
+                      const struct vl_job *job, struct vl_context_carry *out);
 
 /* Fit of a bill on a card, keeping a fraction of it free for fragmentation
  * (seeds: keep 10-15 %). */

@@ -22,7 +22,8 @@ struct vl_plan_query {
   double inter_node_gb_s;  /* per GPU, per direction; default 50 (400 Gb/s) */
   double margin;           /* fraction of each card kept free */
   double mfu;              /* model FLOPs utilisation; default 0.40 */
-  double overlap;          /* communication hidden, as a fraction of compute time; 1.0 */
+  double overlap;          /* data-parallel traffic hidden, as a fraction of the last
+                            * micro-batch's backward time; 1.0 */
   double offload_slowdown; /* a step with the optimizer offloaded to the CPU takes this many
                             * times as long; 4 (published offload runs: 3 to 5 times slower) */
   double qlora_slowdown;   /* > 0: a QLoRA step takes this many times as long as LoRA's
@@ -48,11 +49,14 @@ struct vl_plan_candidate {
   bool qlora;              /* the frozen base in 4 bits (NF4) */
   uint64_t micro_batch, grad_accum;
   uint64_t peak_bytes_per_gpu;
-  uint64_t host_bytes; /* CPU memory the offloaded states take, per GPU */
-  double memory_share; /* peak / card */
-  double compute_s, comm_s, step_s;
-  double dequant_s;  /* QLoRA: the dequantisation traffic a step (lower bound) */
-  double efficiency; /* compute-only time / step time */
+  uint64_t host_bytes;              /* CPU memory the offloaded states take, per GPU */
+  double memory_share;              /* peak / card */
+  double compute_s, comm_s, step_s; /* comm_s: all the modelled traffic */
+  double tp_comm_s;                 /* tensor-parallel all-reduces a step, on the critical path */
+  double dp_comm_s;                 /* data-parallel gradients (and ZeRO-3 gathers) a step */
+  double dp_hidden_s;               /* the part of dp_comm_s hidden behind backward */
+  double dequant_s;                 /* QLoRA: the dequantisation traffic a step (lower bound) */
+  double efficiency;                /* compute-only time / step time */
   double hours, cost_usd, net_value_usd;
   bool pareto, meets_deadline, within_budget;
 };
@@ -81,7 +85,8 @@ struct vl_plan_result {
  * QLoRA (beside LoRA, when the base job has LoRA) x
  * micro-batch (x accumulation to the global batch); keep what fits with the
  * margin; time it from 6ND (+2ND recomputed) over count x peak x MFU plus
- * the gradient all-reduce over the interconnect; price it; rank by cost (or
+ * tensor parallelism's all-reduces and the gradient all-reduce not hidden
+ * behind backward, over the interconnect; price it; rank by cost (or
  * by cost + time x value). Release with vl_plan_release. */
 vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overheads *ov,
                          struct vl_plan_result *r, struct vl_err *err) VL_MUST_USE;

@@ -22,6 +22,7 @@ struct vl_estimate_view {
   int searched;             /* 0 none, 1 --max-batch, 2 --max-seq */
   uint64_t search_best;     /* 0: not even 1 fits */
   const char *version;
+  const struct vl_context_carry *carry; /* with gpu: its context carried over; NULL none */
 };
 
 enum vl_format { VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD };
@@ -141,6 +142,7 @@ struct vl_plan_view {
   const char *prices_date;
   const char *model; /* JSON's "model", as `commit --plan` reads it from any folder: the
                       * bundled name, or the config's absolute path; NULL: model_name */
+  const struct vl_context_carry *carry; /* one per q->gpus card; NULL: none said */
 };
 
 /*! The plan as a cost table (text, md) or JSON (best, candidates). */

@@ -51,6 +51,9 @@ struct vl_sens_query {
   const struct vl_fitted *fit; /* evaluate draws with a fitted formula, not the estimator */
   const char *fit_source;      /* its file, for the report */
   uint64_t max_estimates;      /* distinct jobs estimated per pass; 0: VL_SENS_ESTIMATES */
+  /* for the report: each card's CUDA context as the estimates hold it
+   * (vl_context_carry), one per gpus[]; NULL: not said */
+  const struct vl_context_carry *carry;
 };
 
 struct vl_sens_result {
@@ -59,6 +62,9 @@ struct vl_sens_result {
    * (fewer than samples when the pass reached max_estimates distinct jobs);
    * failed: those the estimator refused; estimates: full estimates made */
   uint64_t drawn, failed, estimates;
+  /* distinct jobs among all the samples: the estimates a pass over every
+   * draw makes (--estimates to give); 0 when it could not be counted */
+  uint64_t distinct;
   char refused_why[256];             /* the first refusal's message; "" when none */
   uint64_t p50, p95, p99, min, max;  /* total bytes (the process on one GPU), estimated draws */
   double p_exceed[VL_SENS_MAX_GPUS]; /* P(total > card x (1 - margin)) among estimated draws */

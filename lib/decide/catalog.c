@@ -87,6 +87,18 @@ static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_er
     snprintf(out->interconnect, sizeof out->interconnect, "%s", json_string_value(ic));
   out->link_gb_s = json_is_number(lb) ? json_number_value(lb) : 0.0;
   out->usd_per_hour = json_is_number(pr) ? json_number_value(pr) : 0.0;
+  json_t *ws = json_object_get(g, "cublas_workspace_bytes"),
+         *ctx = json_object_get(g, "cuda_context");
+  if (ws &&
+      (!json_is_integer(ws) || json_integer_value(ws) < 0 || json_integer_value(ws) > (1ll << 34)))
+    return vl__fail(err, VL_EKEY, "gpus[%zu].cublas_workspace_bytes: expected bytes, 0 to 16 GiB",
+                    i);
+  out->cublas_workspace_bytes = ws ? (uint64_t)json_integer_value(ws) : 0;
+  if (ctx && !json_is_string(ctx))
+    return vl__fail(err, VL_EKEY,
+                    "gpus[%zu].cuda_context: expected \"measured\" or \"measured on H200 only\"",
+                    i);
+  out->context_measured = ctx && !strcmp(json_string_value(ctx), "measured");
   if (out->bf16_tflops < 0 || out->fp16_tflops < 0 || out->fp8_tflops < 0 || out->hbm_gb_s < 0 ||
       out->link_gb_s < 0 || out->usd_per_hour < 0)
     return vl__fail(err, VL_ERANGE, "gpus[%zu]: negative throughput", i);
@@ -212,4 +224,37 @@ vl_status vl_prices_apply(const char *text, size_t len, struct vl_catalog *cat,
   }
   json_decref(root);
   return s;
+}
+
+const char *vl_gpu_architecture(const struct vl_gpu *g) {
+  const char *cc = g->compute_capability;
+  if (!strncmp(cc, "gfx94", 5)) return "CDNA 3";
+  if (!strcmp(cc, "gfx90a")) return "CDNA 2";
+  if (!strcmp(cc, "gfx908")) return "CDNA";
+  char *end;
+  long major = strtol(cc, &end, 10), minor = *end == '.' ? strtol(end + 1, NULL, 10) : 0;
+  if (end == cc) return "unknown";
+  switch (major) {
+  case 7: return minor >= 5 ? "Turing" : "Volta";
+  case 8: return minor == 9 ? "Ada" : "Ampere";
+  case 9: return "Hopper";
+  case 10:
+  case 12: return "Blackwell";
+  default: return "unknown";
+  }
+}
+
+void vl_context_carry(const struct vl_gpu *g, const struct vl_overheads *ov,
+                      const struct vl_job *job, struct vl_context_carry *out) {
+  const char *arch = vl_gpu_architecture(g);
+  /* the H200's kernels, libraries and workspaces are Hopper's (sm_90):
+   * an H100 runs the same */
+  bool same = g->context_measured || !strcmp(arch, "Hopper");
+  *out = (struct vl_context_carry){.carried = !same,
+                                   .architecture = arch,
+                                   .context_bytes = vl_context_bytes(ov, job),
+                                   .range_bytes = same ? 0 : VL_CONTEXT_RANGE_BYTES,
+                                   .workspace_billed_bytes = ov->cublas_workspace_bytes,
+                                   .workspace_card_bytes = g->cublas_workspace_bytes,
+                                   .workspaces = job->task == VL_TASK_TRAIN ? 2 : 1};
 }

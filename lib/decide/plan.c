@@ -4,11 +4,10 @@
  * 101"; PaLM appendix B; the default MFU 0.40 is the Llama-2 model card's
  * 0.39-0.43 on A100s, REFERENCE.md). Data parallelism pays a ring
  * all-reduce of the gradients, 2(dp-1)/dp x bytes over the interconnect,
- * ZeRO-3 an all-gather of the weights in forward and backward, tensor
- * parallelism four all-reduces of a micro-batch's activations per layer.
- * The published MFU is measured on whole jobs, communication included: only
- * communication beyond what compute hides (overlap x compute time) is
- * added. QLoRA pays at least its dequantisation traffic at HBM bandwidth.
+ * ZeRO-3 an all-gather of the weights, hidden behind the last micro-batch's
+ * backward up to its time; tensor parallelism four all-reduces of a
+ * micro-batch's activations per layer and the pipeline's sends, on the
+ * critical path (step_time). QLoRA pays at least its dequantisation traffic at HBM bandwidth.
  * Memory: vl_bill_compute. */
 #include <math.h>
 #include <stdio.h>
@@ -186,38 +185,80 @@ struct search {
   size_t cap;
 };
 
+/* Bytes of one activation element in the layers' all-reduces: 4 in fp32,
+ * else 2 (autocast and half weights run the layers in 16 bits). */
+static double act_elem_bytes(const struct vl_job *j) {
+  return j->precision == VL_PREC_FP32 ? 4.0 : 2.0;
+}
+
+/* Seconds of one ring all-reduce of `bytes` over n ranks at bw bytes/s:
+ * each rank sends and receives 2(n-1)/n of the bytes (NCCL's ring; Patarasuk
+ * and Yuan 2009). */
+static double ring_allreduce_s(double bytes, double n, double bw) {
+  return n > 1 ? 2.0 * (n - 1) / n * bytes / bw : 0.0;
+}
+
+/* Tensor parallelism's all-reduces of one step, in seconds (on the critical
+ * path: each sits between two dependent matmuls). Megatron-LM splits each
+ * layer's attention and MLP so that forward all-reduces the b x s x h
+ * activations twice and backward their gradients twice (Shoeybi et al.
+ * 2019, section 3; Narayanan et al. 2021, section 3.2); a full recomputation
+ * reruns the forward, its two all-reduces included (Megatron-LM's
+ * tensor_parallel/random.py CheckpointFunction). Sequence parallelism turns
+ * each into a reduce-scatter and an all-gather of the same volume
+ * (Korthikanti et al. 2022, section 4.2.2): the same time. A GPU runs the
+ * layers of its pipeline stage, once per micro-batch. */
+static double tp_comm_s(const struct vl_arch *a, const struct vl_job *j, double link_bw) {
+  if (j->tp < 2) return 0.0;
+  double per_layer = j->checkpointing == VL_CKPT_FULL ? 6.0 : 4.0;
+  double bytes = (double)j->batch * (double)j->seq * (double)a->hidden * act_elem_bytes(j);
+  double layers = (double)a->layers / (double)(j->pp ? j->pp : 1);
+  return per_layer * layers * (double)j->grad_accum * ring_allreduce_s(bytes, j->tp, link_bw);
+}
+
 /* Time one optimizer step of job j (`trainable` elements) on count x g
- * (compute, communication, offload and dequantisation), in seconds. */
+ * (compute, communication, offload and dequantisation), in seconds:
+ *   step = compute + tensor-parallel all-reduces + pipeline sends
+ *          + max(0, data-parallel traffic - overlap x last backward)
+ * The data-parallel gradient all-reduce (and ZeRO-3's weight gathers) runs
+ * bucket by bucket while backward goes on (PyTorch DDP's reducer; DeepSpeed
+ * overlap_comm); under accumulation only the last micro-batch's backward
+ * synchronises (DDP no_sync), so that backward is what hides it. */
 static void step_time(const struct search *S, const struct vl_gpu *g, unsigned count,
                       const struct vl_job *j, uint64_t trainable, struct vl_plan_candidate *c) {
   const struct vl_plan_query *q = S->q;
-  double compute = flops_factor(j) * S->P * S->tokens_per_step /
-                   ((double)count * peak_tflops(g, j) * 1e12 * q->mfu);
+  double f = flops_factor(j);
+  double compute =
+      f * S->P * S->tokens_per_step / ((double)count * peak_tflops(g, j) * 1e12 * q->mfu);
+  /* backward of one micro-batch: all but the forward's 2N of fN a token
+   * (recomputation runs inside backward) */
+  double last_backward = compute / (double)j->grad_accum * (f - 2.0) / f;
   /* a pipeline idles (pp-1) of its (m + pp-1) slots, m micro-batches a step
    * (1F1B; Narayanan et al. 2021, the bubble) */
   if (j->pp > 1) compute *= (double)(j->grad_accum + j->pp - 1) / (double)j->grad_accum;
-  double link = g->link_gb_s > 0 ? g->link_gb_s : 16.0;
-  double bw = (count <= q->gpus_per_node ? link : fmin(link, q->inter_node_gb_s)) * 1e9;
+  double link = (g->link_gb_s > 0 ? g->link_gb_s : 16.0) * 1e9;
+  double bw = count <= q->gpus_per_node ? link : fmin(link, q->inter_node_gb_s * 1e9);
   double dp = j->dp, tp = j->tp;
   double grad_bytes = (double)trainable * 2.0 / tp; /* bf16 buckets */
-  double comm = dp > 1 ? 2.0 * (dp - 1) / dp * grad_bytes / bw : 0.0;
-  if (j->zero == 3) comm += 2.0 * (dp - 1) / dp * (double)S->inv->total * 2.0 / tp / bw;
+  double dp_comm = ring_allreduce_s(grad_bytes, dp, bw);
+  /* ZeRO-3 all-gathers the bf16 weights for forward and for backward,
+   * (n-1)/n of them each: the volume of one ring all-reduce */
+  if (j->zero == 3) dp_comm += ring_allreduce_s((double)S->inv->total * 2.0 / tp, dp, bw);
   /* a measured scaling efficiency stands for the data-parallel traffic:
    * compute / efficiency, the modelled gradients not added */
   bool measured = q->dp_efficiency > 0 && dp > 1;
-  if (measured) comm = 0;
-  if (j->pp > 1) /* activations and their gradients across each stage boundary */
-    comm += 2.0 * (double)j->grad_accum * (double)j->batch * (double)j->seq *
-            (double)q->arch->hidden * 2.0 * (j->pp - 1) / (link * 1e9);
-  if (tp > 1)
-    comm += 4.0 * (double)q->arch->layers * (double)j->grad_accum * (double)j->batch *
-            (double)j->seq * (double)q->arch->hidden * 2.0 * 2.0 * (tp - 1) / tp / (link * 1e9);
+  if (measured) dp_comm = 0;
+  double pp_comm = 0; /* activations and their gradients across each stage boundary */
+  if (j->pp > 1)
+    pp_comm = 2.0 * (double)j->grad_accum * (double)j->batch * (double)j->seq *
+              (double)q->arch->hidden * 2.0 * (j->pp - 1) / link;
   c->compute_s = compute;
-  c->comm_s = comm;
-  /* the published MFU already includes the communication a well-tuned job
-   * hides behind compute: only what exceeds the hidden share is added */
-  c->step_s =
-      (measured ? compute / q->dp_efficiency : compute) + fmax(0.0, comm - q->overlap * compute);
+  c->tp_comm_s = tp_comm_s(q->arch, j, link); /* within a node: tp <= gpus_per_node */
+  c->dp_comm_s = dp_comm;
+  c->dp_hidden_s = fmin(dp_comm, q->overlap * last_backward);
+  c->comm_s = c->tp_comm_s + pp_comm + dp_comm;
+  c->step_s = (measured ? compute / q->dp_efficiency : compute) + c->tp_comm_s + pp_comm +
+              (dp_comm - c->dp_hidden_s);
   if (j->offload != VL_OFFLOAD_NONE) c->step_s *= q->offload_slowdown;
   if (j->qlora) {
     /* bitsandbytes dequantises each 4-bit weight to the compute type before
@@ -361,6 +402,98 @@ const char *vl_plan_usd_text(double usd, char *buf, size_t n) {
   return buf;
 }
 
+/* The decision tree's line on the chosen plan's communication a step: what
+ * the tensor-parallel all-reduces add, how much of the data-parallel
+ * traffic backward hides. */
+static void seconds_text(double s, char *buf, size_t n) {
+  if (s >= 1)
+    snprintf(buf, n, "%.2f s", s);
+  else
+    snprintf(buf, n, "%.3g ms", 1e3 * s);
+}
+
+static void comm_trace(const struct vl_plan_candidate *b, char *line, size_t n) {
+  char comp[24], tp[24], dp[24], hid[24];
+  seconds_text(b->compute_s, comp, sizeof comp);
+  seconds_text(b->tp_comm_s, tp, sizeof tp);
+  seconds_text(b->dp_comm_s, dp, sizeof dp);
+  seconds_text(b->dp_hidden_s, hid, sizeof hid);
+  size_t l = (size_t)snprintf(line, n, "communication a step beside %s of compute:", comp);
+  if (b->tp > 1 && l < n)
+    l +=
+        (size_t)snprintf(line + l, n - l, " tensor-parallel all-reduces %s, on the critical path%s",
+                         tp, b->dp_comm_s > 0 ? ";" : "");
+  if (b->dp_comm_s > 0 && l < n)
+    snprintf(line + l, n - l, " data-parallel traffic %s, %s of it hidden behind backward", dp,
+             hid);
+}
+
+/* The decision tree (a training-memory budget: model states, activations,
+ * a 10-15 % fragmentation reserve) behind the best candidate, r->c[0];
+ * Pq the weights a QLoRA base quantises. */
+static void decision_trace(const struct vl_plan_query *q, const struct vl_overheads *ov, double Pq,
+                           struct vl_plan_result *r) {
+  const struct vl_plan_candidate *b = &r->c[0];
+  struct vl_job j = q->base;
+  j.batch = 1;
+  struct vl_bill *one = vl_malloc(sizeof *one);
+  if (one && vl_bill_compute(q->arch, &j, ov, one, NULL) == VL_OK) {
+    double card = (double)b->gpu->memory_bytes, G = (double)(1ull << 30);
+    double states = (double)(one->line_max[VL_LINE_PARAMETERS] + one->line_max[VL_LINE_MASTER] +
+                             one->line_max[VL_LINE_GRADIENTS] + one->line_max[VL_LINE_OPTIMIZER]);
+    double acts = (double)one->line_max[VL_LINE_ACTIVATIONS];
+    int n = 0;
+    snprintf(
+        r->trace[n++], 256, "model states on one card: %.1f GiB = %.0f %% of %s (%.1f GiB) -> %s",
+        states / G, 100 * states / card, b->gpu->name, card / G,
+        states > 0.8 * card ? (q->base.lora_rank ? "LoRA already; a 4-bit base (QLoRA) tried too"
+                                                 : "shard them: ZeRO / more GPUs")
+                            : "they fit one card");
+    double left = card - states;
+    if (left > 0)
+      snprintf(r->trace[n++], 256,
+               "activations at micro-batch 1: %.1f GiB = %.0f %% of what is left -> %s", acts / G,
+               100 * acts / left,
+               acts > 0.5 * left ? "activation checkpointing" : "no recomputation needed");
+    else
+      snprintf(r->trace[n++], 256,
+               "activations at micro-batch 1: %.1f GiB, and nothing is left on one card: shard the "
+               "states first, then weigh checkpointing",
+               acts / G);
+    snprintf(r->trace[n++], 256, "%.0f %% of each card kept free for fragmentation",
+             100 * q->margin);
+    bool on_gpu = false; /* does anything fit with the states on the GPUs? */
+    for (size_t i = 0; i < r->n && !on_gpu; i++)
+      on_gpu = r->c[i].offload == VL_OFFLOAD_NONE;
+    if (b->offload != VL_OFFLOAD_NONE && n < VL_PLAN_TRACE - 1)
+      snprintf(r->trace[n++], 256,
+               "the optimizer states go to the CPU (%.1f GiB of host memory a GPU): %s, though "
+               "a step takes %.0fx as long (published offload runs: 3 to 5 times)",
+               (double)b->host_bytes / G,
+               on_gpu ? "cheaper than keeping them on the GPUs" : "nothing fits without it",
+               q->offload_slowdown);
+    if (b->qlora && n < VL_PLAN_TRACE - 1)
+      snprintf(r->trace[n++], 256,
+               "the frozen base in 4 bits (QLoRA): %.1f GiB of layer weights instead of %.1f; "
+               "dequantising them costs %s a step",
+               Pq * (0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0)) / G, Pq * 2.0 / G,
+               q->qlora_slowdown > 0 ? "the measured factor (--qlora-slowdown)"
+                                     : "at least their HBM traffic (a lower bound)");
+    if (b->tp > 1 || b->dp_comm_s > 0) comm_trace(b, r->trace[n++], 256);
+    char hours[32], usd[32];
+    snprintf(r->trace[n++], 256,
+             "chosen: %u x %s, tp %u, dp %u, ZeRO-%u, %s checkpointing, micro-batch %llu x %llu "
+             "accumulation: %s, %s (%s)",
+             b->count, b->gpu->name, b->tp, b->dp, b->zero, vl_ckpt_name(b->checkpointing),
+             (unsigned long long)b->micro_batch, (unsigned long long)b->grad_accum,
+             vl_plan_hours_text(b->hours, hours, sizeof hours),
+             vl_plan_usd_text(b->cost_usd, usd, sizeof usd),
+             q->value_per_hour > 0 ? "least cost + time x value" : "least cost");
+    r->n_trace = n;
+  }
+  vl_free(one);
+}
+
 vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overheads *ov,
                          struct vl_plan_result *r, struct vl_err *err) {
   memset(r, 0, sizeof *r);
@@ -476,66 +609,7 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
     return VL_OK;
   }
 
-  /* the decision tree (a training-memory budget: model states, activations, a 10-15 % fragmentation
-   * reserve) for the best candidate */
-  const struct vl_plan_candidate *b = &r->c[0];
-  struct vl_job j = q->base;
-  j.batch = 1;
-  struct vl_bill *one = vl_malloc(sizeof *one);
-  if (one && vl_bill_compute(q->arch, &j, ov, one, NULL) == VL_OK) {
-    double card = (double)b->gpu->memory_bytes, G = (double)(1ull << 30);
-    double states = (double)(one->line_max[VL_LINE_PARAMETERS] + one->line_max[VL_LINE_MASTER] +
-                             one->line_max[VL_LINE_GRADIENTS] + one->line_max[VL_LINE_OPTIMIZER]);
-    double acts = (double)one->line_max[VL_LINE_ACTIVATIONS];
-    int n = 0;
-    snprintf(
-        r->trace[n++], 256, "model states on one card: %.1f GiB = %.0f %% of %s (%.1f GiB) -> %s",
-        states / G, 100 * states / card, b->gpu->name, card / G,
-        states > 0.8 * card ? (q->base.lora_rank ? "LoRA already; a 4-bit base (QLoRA) tried too"
-                                                 : "shard them: ZeRO / more GPUs")
-                            : "they fit one card");
-    double left = card - states;
-    if (left > 0)
-      snprintf(r->trace[n++], 256,
-               "activations at micro-batch 1: %.1f GiB = %.0f %% of what is left -> %s", acts / G,
-               100 * acts / left,
-               acts > 0.5 * left ? "activation checkpointing" : "no recomputation needed");
-    else
-      snprintf(r->trace[n++], 256,
-               "activations at micro-batch 1: %.1f GiB, and nothing is left on one card: shard the "
-               "states first, then weigh checkpointing",
-               acts / G);
-    snprintf(r->trace[n++], 256, "%.0f %% of each card kept free for fragmentation",
-             100 * q->margin);
-    bool on_gpu = false; /* does anything fit with the states on the GPUs? */
-    for (size_t i = 0; i < r->n && !on_gpu; i++)
-      on_gpu = r->c[i].offload == VL_OFFLOAD_NONE;
-    if (b->offload != VL_OFFLOAD_NONE && n < VL_PLAN_TRACE - 1)
-      snprintf(r->trace[n++], 256,
-               "the optimizer states go to the CPU (%.1f GiB of host memory a GPU): %s, though "
-               "a step takes %.0fx as long (published offload runs: 3 to 5 times)",
-               (double)b->host_bytes / G,
-               on_gpu ? "cheaper than keeping them on the GPUs" : "nothing fits without it",
-               q->offload_slowdown);
-    if (b->qlora && n < VL_PLAN_TRACE - 1)
-      snprintf(r->trace[n++], 256,
-               "the frozen base in 4 bits (QLoRA): %.1f GiB of layer weights instead of %.1f; "
-               "dequantising them costs %s a step",
-               S.Pq * (0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0)) / G, S.Pq * 2.0 / G,
-               q->qlora_slowdown > 0 ? "the measured factor (--qlora-slowdown)"
-                                     : "at least their HBM traffic (a lower bound)");
-    char hours[32], usd[32];
-    snprintf(r->trace[n++], 256,
-             "chosen: %u x %s, tp %u, dp %u, ZeRO-%u, %s checkpointing, micro-batch %llu x %llu "
-             "accumulation: %s, %s (%s)",
-             b->count, b->gpu->name, b->tp, b->dp, b->zero, vl_ckpt_name(b->checkpointing),
-             (unsigned long long)b->micro_batch, (unsigned long long)b->grad_accum,
-             vl_plan_hours_text(b->hours, hours, sizeof hours),
-             vl_plan_usd_text(b->cost_usd, usd, sizeof usd),
-             q->value_per_hour > 0 ? "least cost + time x value" : "least cost");
-    r->n_trace = n;
-  }
-  vl_free(one);
+  decision_trace(q, ov, S.Pq, r);
   return VL_OK;
 }
 

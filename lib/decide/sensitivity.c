@@ -88,6 +88,7 @@ struct memo {
  * no limit, for a fit), and where the first refusal's message goes. */
 struct pass {
   struct memo *memo; /* NULL (out of memory): no memo */
+  uint64_t slots;    /* the memo's, a power of two */
   uint64_t estimates, budget;
   char *why;
   size_t why_len;
@@ -103,16 +104,37 @@ static enum got estimate(const struct vl_sens_query *q, const struct vl_arch *a,
   return peak(q, a, j, ov, bill, out, ps->why, ps->why_len) ? GOT_PEAK : GOT_REFUSED;
 }
 
+/* the memo's key of a drawn job: two hashes of its architecture and job
+ * (h1 never 0, which marks an empty slot) */
+static void job_key(const struct vl_arch *a, const struct vl_job *j, uint64_t *k1, uint64_t *k2) {
+  uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
+  vl__hash2(a, sizeof *a, &h1, &h2);
+  vl__hash2(j, sizeof *j, &h1, &h2);
+  *k1 = h1 ? h1 : 1;
+  *k2 = h2;
+}
+
+/* slots for a pass of at most `budget` distinct estimates: at least
+ * MEMO_SLOTS, and at most half full, so that every estimated job is kept
+ * (a crowded stretch would estimate a job again, at the budget's cost) */
+static uint64_t memo_slots(uint64_t budget) {
+  uint64_t n = MEMO_SLOTS;
+  while (n < 2 * budget && n < (1ull << 26))
+    n <<= 1;
+  return n;
+}
+
 static enum got peak_memo(const struct vl_sens_query *q, const struct vl_arch *a,
                           const struct vl_job *j, const struct vl_overheads *ov,
                           struct vl_bill *bill, struct pass *ps, uint64_t *out) {
   if (!ps->memo) return estimate(q, a, j, ov, bill, ps, out);
-  uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
-  vl__hash2(a, sizeof *a, &h1, &h2);
-  vl__hash2(j, sizeof *j, &h1, &h2);
-  if (!h1) h1 = 1;
-  for (uint32_t i = (uint32_t)h1 & (MEMO_SLOTS - 1), n = 0; n < 16;
-       i = (i + 1) & (MEMO_SLOTS - 1), n++) {
+  uint64_t h1, h2;
+  job_key(a, j, &h1, &h2);
+  /* with a budget the memo is at most half full (memo_slots): probe on to
+   * the empty slot there is, so that no job is estimated twice; a fit's
+   * pass has no budget and gives up after 16 */
+  uint64_t mask = ps->slots - 1, probes = ps->budget ? ps->slots : 16;
+  for (uint64_t i = h1 & mask, n = 0; n < probes; i = (i + 1) & mask, n++) {
     struct memo *m = &ps->memo[i];
     if (m->h1 == h1 && m->h2 == h2) {
       *out = m->total;
@@ -179,7 +201,9 @@ static struct outcome draw(const struct vl_sens_query *q, const struct vl_job *b
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   if (!rng) return o;
   gsl_rng_set(rng, (unsigned long)q->seed);
-  struct pass ps = {.memo = vl_calloc(MEMO_SLOTS, sizeof(struct memo)),
+  uint64_t slots = memo_slots(q->fit ? 0 : budget);
+  struct pass ps = {.memo = vl_calloc(slots, sizeof(struct memo)),
+                    .slots = slots,
                     .budget = q->fit ? 0 : budget,
                     .why = why,
                     .why_len = why_len};
@@ -202,6 +226,44 @@ static struct outcome draw(const struct vl_sens_query *q, const struct vl_job *b
   gsl_rng_free(rng);
   qsort(totals, o.estimated, sizeof *totals, cmp_u64);
   return o;
+}
+
+/* How many distinct jobs the first n draws hold: the estimates a pass
+ * over all of them makes. The draws alone, nothing estimated (the cost of
+ * the memo's hashing). 0 when it cannot be told (more than 2^22 draws, out
+ * of memory). */
+static uint64_t count_distinct(const struct vl_sens_query *q, uint64_t n) {
+  if (n > (1u << 22)) return 0;
+  uint64_t slots = 1;
+  while (slots < 2 * n)
+    slots <<= 1;
+  struct key {
+    uint64_t h1, h2;
+  } *set = vl_calloc(slots, sizeof *set);
+  gsl_rng *rng = set ? gsl_rng_alloc(gsl_rng_mt19937) : NULL;
+  if (!rng) {
+    vl_free(set);
+    return 0;
+  }
+  gsl_rng_set(rng, (unsigned long)q->seed);
+  uint64_t distinct = 0;
+  for (uint64_t d = 0; d < n; d++) {
+    struct vl_arch a = *q->arch;
+    struct vl_job j = q->job;
+    draw_one(q, rng, &a, &j);
+    uint64_t h1, h2, i;
+    job_key(&a, &j, &h1, &h2);
+    for (i = h1 & (slots - 1); set[i].h1 && (set[i].h1 != h1 || set[i].h2 != h2);
+         i = (i + 1) & (slots - 1))
+      ;
+    if (!set[i].h1) {
+      set[i] = (struct key){h1, h2};
+      distinct++;
+    }
+  }
+  gsl_rng_free(rng);
+  vl_free(set);
+  return distinct;
 }
 
 static uint64_t pct(const uint64_t *t, uint64_t n, double p) {
@@ -365,6 +427,8 @@ vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_over
   r->drawn = o.drawn;
   r->failed = o.refused;
   r->estimates = o.estimates;
+  /* stopped at the limit: what estimating every draw would take */
+  r->distinct = o.drawn < q->samples ? count_distinct(q, q->samples) : o.estimates;
   uint64_t n = o.estimated;
   if (!n) {
     struct vl_err why = {""};

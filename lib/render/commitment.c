@@ -17,18 +17,15 @@ static const char *throughput_action(const struct vl_commit_view *v) {
   return v->throughput_action ? v->throughput_action : "switch the attention kernel";
 }
 
-/* The settings as estimate writes them, and what a commitment must hold
- * beyond them to compare every setting (check reads them back). */
+/* The baseline: the settings as estimate writes them (every key check
+ * reads back: keep_grads, drop_outputs, ddp_static_graph and pp_schedule
+ * among them, written there once), and what only a commitment holds, an
+ * inference job's KV-cache block. A commitment written before the settings
+ * carried a key lacks it, and is read with its default
+ * (lib/decide/commitment.c, settings). */
 static json_t *baseline_json(const struct vl_job *j) {
   json_t *s = vl__settings_json(j);
-  if (j->task == VL_TASK_TRAIN) {
-    json_object_set_new(s, "keep_grads", json_boolean(j->grads_persist));
-    json_object_set_new(s, "drop_outputs", json_boolean(j->drop_outputs));
-    json_object_set_new(s, "ddp_static_graph", json_boolean(j->ddp_static_graph));
-    json_object_set_new(s, "pp_schedule", json_string(j->pp_gpipe ? "gpipe" : "1f1b"));
-  } else {
-    json_object_set_new(s, "kv_block_tokens", U(j->kv_block_tokens));
-  }
+  if (j->task == VL_TASK_INFER) json_object_set_new(s, "kv_block_tokens", U(j->kv_block_tokens));
   return s;
 }
 

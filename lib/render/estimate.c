@@ -5,6 +5,7 @@
 
 #include "../util/internal.h"
 #include "internal.h"
+#include "vramledger/catalog.h"
 #include "vramledger/render.h"
 
 static void live_list(char *buf, size_t n, unsigned mask, const char *sep) {
@@ -125,6 +126,9 @@ static void text(FILE *o, const struct vl_estimate_view *v) {
             v->gpu->name, GIB(f->capacity_bytes), f->margin * 100.0, GIB(f->usable_bytes),
             verdict(f), f->fits ? "headroom" : "short by", f->fits ? hr : -hr,
             vl_bill_budget_bytes(b) > b->total_bytes ? " (counting the other outcome)" : "");
+    char carry[400];
+    if (v->carry) vl__context_carry_text(v->carry, v->gpu->name, carry, sizeof carry);
+    if (v->carry && carry[0]) fprintf(o, "  %s\n", carry);
   }
   if (v->searched) {
     const char *what = v->searched == 1 ? "micro-batch" : "sequence length";
@@ -190,6 +194,9 @@ static void md(FILE *o, const struct vl_estimate_view *v) {
             GIB(v->fit->capacity_bytes), v->fit->margin * 100.0, verdict(v->fit),
             v->fit->fits ? "headroom" : "short by",
             GIB(v->fit->fits ? v->fit->headroom_bytes : -v->fit->headroom_bytes));
+  char carry[400] = "";
+  if (v->gpu && v->carry) vl__context_carry_text(v->carry, v->gpu->name, carry, sizeof carry);
+  if (carry[0]) fprintf(o, "\n%s.\n", carry);
   if (v->searched)
     fprintf(o, "\nLargest %s that fits: %llu.\n",
             v->searched == 1 ? "micro-batch" : "sequence length",
@@ -214,6 +221,40 @@ static json_t *phases_array(unsigned mask) {
 
 /* The settings of a job, as `estimate --format json` prints them and a
  * commitment's baseline keeps them (read back by vl_job_from_settings). */
+void vl__context_carry_text(const struct vl_context_carry *c, const char *gpu, char *buf,
+                            size_t n) {
+  buf[0] = '\0';
+  if (!c->carried) return;
+  size_t l =
+      (size_t)snprintf(buf, n,
+                       "%s (%s): the CUDA context (%.0f MiB) was measured on the %s only "
+                       "and is carried over, +-%.0f MiB on another architecture "
+                       "(docs/model.md, 9)",
+                       gpu, c->architecture, MIB(c->context_bytes), "H200", MIB(c->range_bytes));
+  if (l < n && c->workspace_card_bytes && c->workspace_card_bytes != c->workspace_billed_bytes) {
+    double d = (double)c->workspaces *
+               (MIB(c->workspace_billed_bytes) - MIB(c->workspace_card_bytes)); /* > 0: over */
+    snprintf(buf + l, n - l,
+             "; PyTorch gives it %.3g MiB cuBLAS workspaces, not the %.3g MiB billed: %u of them, "
+             "%.3g MiB %s than the bill holds",
+             MIB(c->workspace_card_bytes), MIB(c->workspace_billed_bytes), c->workspaces,
+             d > 0 ? d : -d, d > 0 ? "less" : "more");
+  }
+}
+
+json_t *vl__context_carry_json(const struct vl_context_carry *c) {
+  json_t *o = json_object();
+  json_object_set_new(o, "measured_on", json_string(VL_CONTEXT_MEASURED_ON));
+  json_object_set_new(o, "architecture", json_string(c->architecture));
+  json_object_set_new(o, "carried_over", json_boolean(c->carried));
+  json_object_set_new(o, "cuda_context_bytes", U(c->context_bytes));
+  json_object_set_new(o, "range_bytes", U(c->range_bytes));
+  json_object_set_new(o, "cublas_workspace_billed_bytes", U(c->workspace_billed_bytes));
+  json_object_set_new(o, "cublas_workspace_bytes",
+                      c->workspace_card_bytes ? U(c->workspace_card_bytes) : json_null());
+  return o;
+}
+
 json_t *vl__settings_json(const struct vl_job *j) {
   json_t *s = json_object();
   json_object_set_new(s, "task", json_string(j->task == VL_TASK_TRAIN ? "train" : "infer"));
@@ -347,6 +388,7 @@ static json_t *json_report(const struct vl_estimate_view *v) {
     json_object_set_new(g, "usable_bytes", U(v->fit->usable_bytes));
     json_object_set_new(g, "headroom_bytes", json_integer(v->fit->headroom_bytes));
     json_object_set_new(g, "fits", json_boolean(v->fit->fits));
+    if (v->carry) json_object_set_new(g, "context", vl__context_carry_json(v->carry));
     json_object_set_new(r, "gpu", g);
     json_object_set_new(r, "fits", json_boolean(v->fit->fits));
   }

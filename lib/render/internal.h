@@ -19,6 +19,12 @@ static inline json_t *U(uint64_t x) { return json_integer((json_int_t)x); }
 /* A job's settings as a JSON object (new reference), by the names
  * vl_job_from_settings reads back (check and `commit --plan` compare them). */
 json_t *vl__settings_json(const struct vl_job *j);
+struct vl_context_carry;
+/* A card's line on the CUDA context and cuBLAS workspaces the bill carries
+ * over from the H200 ("" when the card is of its architecture); and the
+ * same as JSON (a new object). */
+void vl__context_carry_text(const struct vl_context_carry *c, const char *gpu, char *buf, size_t n);
+json_t *vl__context_carry_json(const struct vl_context_carry *c);
 
 /* s with <, >, & and " escaped for HTML. */
 void vl__html_text(FILE *o, const char *s);

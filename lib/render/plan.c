@@ -6,8 +6,11 @@
 
 #include "internal.h" /* first: it includes <jansson.h> */
 #include "../util/internal.h"
+#include "vramledger/catalog.h"
 #include "vramledger/plan.h"
 #include "vramledger/render.h"
+
+#define VL_PLAN_CARDS_SAID 4096 /* the catalog's most */
 
 static const char *strategy(const struct vl_plan_candidate *c, char *buf, size_t n) {
   size_t l = 0;
@@ -56,6 +59,10 @@ static json_t *cand_json(const struct vl_plan_candidate *c) {
   json_object_set_new(o, "cost_usd", json_real(c->cost_usd));
   json_object_set_new(o, "efficiency", json_real(c->efficiency));
   json_object_set_new(o, "step_s", json_real(c->step_s));
+  json_object_set_new(o, "compute_s", json_real(c->compute_s));
+  json_object_set_new(o, "tp_comm_s", json_real(c->tp_comm_s));
+  json_object_set_new(o, "dp_comm_s", json_real(c->dp_comm_s));
+  json_object_set_new(o, "dp_hidden_s", json_real(c->dp_hidden_s));
   json_object_set_new(o, "pareto", json_boolean(c->pareto));
   json_object_set_new(o, "meets_deadline", json_boolean(c->meets_deadline));
   json_object_set_new(o, "within_budget", json_boolean(c->within_budget));
@@ -70,6 +77,22 @@ static void plan_excluded(FILE *o, bool md, const struct vl_plan_result *r) {
   fprintf(o, "\n%s\n", md ? "### Not planned on" : "not planned on:");
   for (int i = 0; i < r->n_excluded; i++)
     fprintf(o, "%s%s: %s\n", md ? "- " : "  ", r->excluded[i].gpu->name, r->excluded[i].why);
+}
+
+/* The cards of the rows shown whose CUDA context is carried over from the
+ * H200, once each (text and Markdown). */
+static void plan_context(FILE *o, bool md, const struct vl_plan_view *v) {
+  const struct vl_plan_result *r = v->r;
+  if (!v->carry) return;
+  bool said[VL_PLAN_CARDS_SAID] = {false};
+  for (size_t i = 0; i < r->n && i < v->top; i++) {
+    size_t k = (size_t)(r->c[i].gpu - v->q->gpus);
+    if (k >= v->q->n_gpus || k >= VL_PLAN_CARDS_SAID || said[k]) continue;
+    said[k] = true;
+    char line[400];
+    vl__context_carry_text(&v->carry[k], r->c[i].gpu->name, line, sizeof line);
+    if (line[0]) fprintf(o, "%s%s%s\n", md ? "\n" : "", md ? "" : "  ", line);
+  }
 }
 
 int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
@@ -114,6 +137,13 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
       json_array_append_new(ex, e);
     }
     json_object_set_new(root, "excluded", ex);
+    json_t *cx = json_array(); /* each card's CUDA context: measured, or carried over */
+    for (size_t i = 0; v->carry && i < q->n_gpus; i++) {
+      json_t *e = vl__context_carry_json(&v->carry[i]);
+      json_object_set_new(e, "gpu", json_string(q->gpus[i].name));
+      json_array_append_new(cx, e);
+    }
+    json_object_set_new(root, "context", cx);
     int rc = json_dumpf(root, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(root);
     fputc('\n', o);
@@ -182,6 +212,7 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
               st, mb, vl_ckpt_name(c->checkpointing), hours, 100 * c->efficiency,
               100 * c->memory_share, per_gpu, total, mark);
   }
+  plan_context(o, md, v);
   fprintf(o, "\n%s\n", md ? "### Why" : "decision tree:");
   for (int i = 0; i < r->n_trace; i++)
     fprintf(o, "%s%s\n", md ? "- " : "  ", r->trace[i]);

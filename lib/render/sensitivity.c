@@ -4,6 +4,7 @@
 
 #include "internal.h" /* first: it includes <jansson.h> */
 #include "../util/internal.h"
+#include "vramledger/catalog.h"
 #include "vramledger/render.h"
 #include "vramledger/sensitivity.h"
 
@@ -51,6 +52,8 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
     json_object_set_new(root, "failed", json_integer((json_int_t)r->failed));
     if (r->failed) json_object_set_new(root, "refused_why", json_string(r->refused_why));
     json_object_set_new(root, "estimates", json_integer((json_int_t)r->estimates));
+    json_object_set_new(root, "distinct_jobs",
+                        r->distinct ? json_integer((json_int_t)r->distinct) : json_null());
     json_object_set_new(root, "evaluator", json_string(q->fit ? "fit" : "estimator"));
     if (q->fit) json_object_set_new(root, "fit", json_string(q->fit_source));
     for (int i = 0; i < q->n_vary; i++) {
@@ -73,6 +76,12 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
     for (int g = 0; g < q->n_gpus; g++)
       json_object_set_new(per, q->gpus[g]->name, json_real(r->p_exceed_refused[g]));
     json_object_set_new(root, "p_exceed_refused_as_over", per);
+    if (q->carry && !q->fit) { /* each card's CUDA context: measured, or carried over */
+      json_t *cx = json_object();
+      for (int g = 0; g < q->n_gpus; g++)
+        json_object_set_new(cx, q->gpus[g]->name, vl__context_carry_json(&q->carry[g]));
+      json_object_set_new(root, "context", cx);
+    }
     json_object_set_new(root, "margin", json_real(q->margin));
     for (int i = 0; i < r->n_tornado; i++) {
       json_t *e = json_object();
@@ -123,6 +132,13 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
             "(--estimates)",
             (unsigned long long)r->drawn, (unsigned long long)r->estimates);
   fprintf(o, "\n%s", md ? "\n" : "");
+  if (!q->fit && r->drawn < r->samples && r->distinct)
+    fprintf(o,
+            "%sthe %llu draws hold %llu distinct jobs, each a full estimate with its replay: "
+            "--estimates %llu estimates every draw (docs/cmd/sensitivity.md has the time an "
+            "estimate takes), or take fewer --samples or fewer --vary\n%s",
+            b, (unsigned long long)r->samples, (unsigned long long)r->distinct,
+            (unsigned long long)r->distinct, md ? "\n" : "");
   for (int i = 0; i < q->n_vary; i++)
     fprintf(o, "%s%s: %s\n", b, vl_vary_name(q->vary[i].var), dist_name(&q->vary[i], d, sizeof d));
   fputc('\n', o);
@@ -142,6 +158,11 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
       fprintf(o, " of the estimated draws, %.1f %% with the refused counted as over",
               100 * r->p_exceed_refused[g]);
     fputc('\n', o);
+  }
+  for (int g = 0; q->carry && !q->fit && g < q->n_gpus; g++) {
+    char line[400];
+    vl__context_carry_text(&q->carry[g], q->gpus[g]->name, line, sizeof line);
+    if (line[0]) fprintf(o, "%s%s\n", b, line);
   }
   if (r->n_tornado) fprintf(o, "\n%s\n", md ? "### What drives the peak" : "what drives the peak:");
   double top = r->n_tornado ? (double)(r->tornado[0].high - r->tornado[0].low) : 1;

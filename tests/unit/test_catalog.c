@@ -158,12 +158,74 @@ static void device_names(void **state) {
   assert_null(vl_catalog_match_device(&cat, ""));
 }
 
+/* The CUDA context and cuBLAS workspaces the bill holds were measured on
+ * the H200: a Hopper card shares them, a card of another architecture
+ * carries the context over with a range of 200 MiB either way, and its
+ * cuBLAS workspace is PyTorch's default for it (CublasHandlePool.cpp,
+ * parseChosenWorkspaceSize: 32 MiB on compute capability 9.0,
+ * 4096 KiB x 2 + 16 KiB x 8 on other CUDA cards, 128 MiB on gfx94x). */
+static void context_carried_over(void **state) {
+  (void)state;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_job train, infer;
+  vl_job_init(&train);
+  vl_job_init(&infer);
+  infer.task = VL_TASK_INFER;
+  static const struct {
+    const char *gpu, *arch;
+    bool carried;
+    uint64_t workspace;
+  } rows[] = {{"h200", "Hopper", false, 32ull << 20},
+              {"h100-80gb", "Hopper", false, 32ull << 20},
+              {"h100-pcie", "Hopper", false, 32ull << 20},
+              {"a100-80gb", "Ampere", true, 4096 * 1024 * 2 + 16 * 1024 * 8},
+              {"a10g", "Ampere", true, 8519680},
+              {"l4", "Ada", true, 8519680},
+              {"rtx-4090", "Ada", true, 8519680},
+              {"b200", "Blackwell", true, 8519680},
+              {"v100-32gb", "Volta", true, 8519680},
+              {"mi300x", "CDNA 3", true, 128ull << 20}};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    const struct vl_gpu *g = vl_catalog_find(&cat, rows[i].gpu);
+    assert_non_null(g);
+    assert_string_equal(vl_gpu_architecture(g), rows[i].arch);
+    assert_int_equal(g->context_measured, !strcmp(rows[i].gpu, "h200"));
+    assert_int_equal(g->cublas_workspace_bytes, rows[i].workspace);
+    struct vl_context_carry c;
+    vl_context_carry(g, &ov, &train, &c);
+    assert_int_equal(c.carried, rows[i].carried);
+    assert_int_equal(c.range_bytes, rows[i].carried ? 200ull << 20 : 0);
+    assert_int_equal(c.context_bytes, ov.cuda_context_bytes);
+    assert_int_equal(c.workspace_billed_bytes, ov.cublas_workspace_bytes);
+    assert_int_equal(c.workspace_card_bytes, rows[i].workspace);
+    assert_int_equal(c.workspaces, 2);
+    vl_context_carry(g, &ov, &infer, &c);
+    assert_int_equal(c.context_bytes, ov.cuda_context_infer_bytes);
+    assert_int_equal(c.workspaces, 1);
+  }
+  /* a catalog of its own: no figures, no claim of a measurement */
+  static const char one[] =
+      "{\"gpus\": [{\"name\": \"x\", \"memory_bytes\": 17179869184, \"compute_capability\": "
+      "\"8.6\"}]}";
+  struct vl_catalog c1;
+  struct vl_err err = {""};
+  assert_int_equal(vl_catalog_parse(one, sizeof one - 1, &c1, &err), VL_OK);
+  assert_false(c1.gpus[0].context_measured);
+  assert_int_equal(c1.gpus[0].cublas_workspace_bytes, 0);
+  vl_catalog_release(&c1);
+  static const char bad[] = "{\"gpus\": [{\"name\": \"x\", \"memory_bytes\": 17179869184, "
+                            "\"cublas_workspace_bytes\": \"big\"}]}";
+  assert_int_equal(vl_catalog_parse(bad, sizeof bad - 1, &c1, &err), VL_EKEY);
+  assert_non_null(strstr(err.msg, "cublas_workspace_bytes"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(bundled_catalog),       cmocka_unit_test(bad_catalogs),
       cmocka_unit_test(prices_override),       cmocka_unit_test(fit_keeps_the_margin),
       cmocka_unit_test(search_finds_the_edge), cmocka_unit_test(device_names),
-      cmocka_unit_test(tensor_rates),
+      cmocka_unit_test(tensor_rates),          cmocka_unit_test(context_carried_over),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -3,6 +3,7 @@
 #include "vramledger/catalog.h"
 #include "vramledger/commitment.h"
 #include "vramledger/record.h"
+#include "vramledger/render.h"
 
 static void reads_and_compares(void **state) {
   (void)state;
@@ -461,6 +462,86 @@ static void fallback_fits_the_job(void **state) {
   assert_non_null(strstr(buf, "flash_attention_2"));
 }
 
+/* A commitment written now holds each baseline key once and reads back
+ * the job it was written for, every setting check compares; one written
+ * before the settings carried keep_grads, drop_outputs, ddp_static_graph,
+ * pp_schedule and loop (tests/data/commitments/llama3-8b-lora.json) is
+ * still read, those at their defaults. */
+static void old_and_new_commitments(void **state) {
+  (void)state;
+  struct vl_catalog cat;
+  assert_int_equal(tu_catalog(&cat), 0);
+  struct vl_arch a;
+  tu_arch("data/models/gpt2.json", &a);
+  for (int task = 0; task < 2; task++) {
+    struct vl_job j;
+    vl_job_init(&j);
+    j.batch = 4;
+    j.seq = 256;
+    if (task) {
+      j.task = VL_TASK_INFER;
+      j.new_tokens = 64;
+      j.kv_layout = VL_KV_PAGED;
+      j.kv_block_tokens = 32;
+    } else {
+      j.dp = 2;
+      j.pp = 2;
+      j.grads_persist = j.drop_outputs = j.ddp_static_graph = j.pp_gpipe = true;
+      j.loop = VL_LOOP_TRAINER;
+    }
+    struct vl_bill b;
+    tu_bill(&a, &j, &b);
+    const struct vl_gpu *g = vl_catalog_find(&cat, "h200");
+    struct vl_fit fit;
+    vl_fit_check(vl_bill_budget_bytes(&b), g, 0.10, &fit);
+    struct vl_commit_view v = {.model_name = "gpt2",
+                               .arch = &a,
+                               .job = &j,
+                               .bill = &b,
+                               .gpu = g,
+                               .fit = &fit,
+                               .created = "2026-12-01T00:00:00Z",
+                               .version = "test"};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(vl_render_commitment(f, false, &v), 0);
+    fclose(f);
+    static const char *const once[] = {"\"keep_grads\"",       "\"drop_outputs\"",
+                                       "\"ddp_static_graph\"", "\"pp_schedule\"",
+                                       "\"kv_block_tokens\"",  "\"batch\""};
+    for (size_t k = 0; k < sizeof once / sizeof once[0]; k++) {
+      int n = 0;
+      for (const char *p = text; (p = strstr(p, once[k])); p++)
+        n++;
+      bool train_only = k < 4, infer_only = k == 4;
+      assert_int_equal(n, (train_only && task) || (infer_only && !task) ? 0 : 1);
+    }
+    struct vl_commitment c;
+    struct vl_err err = {""};
+    assert_int_equal(vl_commitment_parse(text, len, &c, &err), VL_OK);
+    free(text);
+    struct vl_drift d[8];
+    assert_int_equal(vl_commitment_diff(&c, &j, d, 8), 0);
+    assert_int_equal(c.job.kv_block_tokens, j.kv_block_tokens);
+    assert_int_equal(c.gpus, task ? 1 : 4);
+  }
+  vl_catalog_release(&cat);
+  /* the old one: none of the later keys, read with their defaults */
+  size_t len = 0;
+  char *text = tu_read("tests/data/commitments/llama3-8b-lora.json", &len);
+  assert_null(strstr(text, "keep_grads"));
+  assert_null(strstr(text, "pp_schedule"));
+  struct vl_commitment c;
+  struct vl_err err = {""};
+  assert_int_equal(vl_commitment_parse(text, len, &c, &err), VL_OK);
+  free(text);
+  assert_false(c.job.grads_persist || c.job.drop_outputs || c.job.ddp_static_graph);
+  assert_false(c.job.pp_gpipe);
+  assert_int_equal(c.job.loop, VL_LOOP_PLAIN);
+  assert_int_equal(c.job.lora_rank, 16);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(reads_and_compares),
                                      cmocka_unit_test(ddp_other_outcome),
@@ -471,6 +552,7 @@ int main(void) {
                                      cmocka_unit_test(commitment_identity),
                                      cmocka_unit_test(every_setting_compared),
                                      cmocka_unit_test(run_hardware),
-                                     cmocka_unit_test(fallback_fits_the_job)};
+                                     cmocka_unit_test(fallback_fits_the_job),
+                                     cmocka_unit_test(old_and_new_commitments)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

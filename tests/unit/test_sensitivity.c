@@ -157,9 +157,47 @@ static void draws_are_estimates_refusals_counted(void **state) {
   assert_true(r.p_exceed[0] == 1.0 && r.p_exceed_refused[0] == 1.0);
 }
 
+/* A pass stopped by --estimates says how many distinct jobs all the draws
+ * hold, and that many estimates take every draw. */
+static void limit_counts_distinct_jobs(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/gpt2.json", &a);
+  struct vl_sens_query q;
+  memset(&q, 0, sizeof q);
+  q.arch = &a;
+  vl_job_init(&q.job);
+  q.job.batch = 2;
+  q.job.seq = 512;
+  q.vary[0] = (struct vl_vary){.var = VL_VARY_SEQ, .dist = VL_DIST_UNIFORM, .pct = 0.2};
+  q.vary[1] = (struct vl_vary){.var = VL_VARY_HIDDEN, .dist = VL_DIST_UNIFORM, .pct = 0.15};
+  q.n_vary = 2;
+  q.samples = 1500;
+  q.max_estimates = 100;
+  q.seed = 5;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_sens_result r;
+  struct vl_err err = {""};
+  assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
+  assert_true(r.drawn < q.samples);
+  uint64_t d = r.distinct;
+  assert_true(d > 100 && d <= q.samples);
+  q.max_estimates = d;
+  assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
+  assert_int_equal(r.drawn, q.samples);
+  assert_int_equal(r.estimates, d);
+  assert_int_equal(r.distinct, d);
+  q.max_estimates = d - 1; /* one fewer stops short */
+  assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
+  assert_true(r.drawn < q.samples);
+  assert_int_equal(r.distinct, d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(seeded_and_consistent),
                                      cmocka_unit_test(replayed_job_is_its_estimate),
-                                     cmocka_unit_test(draws_are_estimates_refusals_counted)};
+                                     cmocka_unit_test(draws_are_estimates_refusals_counted),
+                                     cmocka_unit_test(limit_counts_distinct_jobs)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
