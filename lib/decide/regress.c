@@ -287,6 +287,32 @@ vl_status vl_terms_parse(const char *spec, const struct vl_points *p, struct vl_
   return VL_OK;
 }
 
+vl_status vl_point_parse(const char *spec, const struct vl_points *p, double *x,
+                         struct vl_err *err) {
+  bool seen[VL_FIT_MAX_VARS] = {false};
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", spec);
+  for (char *t = buf, *next; t && *t; t = next) {
+    next = strchr(t, ',');
+    if (next) *next++ = '\0';
+    char *eq = strchr(t, '=');
+    if (!eq) return vl__fail(err, VL_EINVAL, "expected NAME=VALUE,... (%s)", t);
+    *eq = '\0';
+    size_t k = 0;
+    while (k < p->nvars && strcmp(p->var[k], t))
+      k++;
+    char *end;
+    double v = strtod(eq + 1, &end);
+    if (k == p->nvars || *end || !isfinite(v))
+      return vl__fail(err, VL_EINVAL, "'%s' is not a variable of the points or not a number", t);
+    x[k] = v;
+    seen[k] = true;
+  }
+  for (size_t k = 0; k < p->nvars; k++)
+    if (!seen[k]) return vl__fail(err, VL_EINVAL, "give %s too", p->var[k]);
+  return VL_OK;
+}
+
 void vl_terms_eval(const struct vl_term_spec *t, size_t nt, const double *x, double *out) {
   for (size_t k = 0; k < nt; k++) {
     double v = 1.0;
