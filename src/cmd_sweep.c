@@ -19,6 +19,8 @@
 #include "vramledger/probe.h"
 #include "vramledger/record.h"
 
+#define WORD_MAX 4096 /* a word of the command with the point's values in it, NUL included */
+
 static int add_grid(struct grid *g, const char *spec) {
   struct vl_err err = {""};
   if (grid_add(g, spec, &err) != VL_OK) {
@@ -152,9 +154,9 @@ static int parse_options(struct sweep *s, int argc, const char **argv, bool *hel
 static int check_command(const struct sweep *s) {
   bool used[GRID_MAX_VARS] = {false};
   int at[GRID_MAX_VARS] = {0};
-  char buf[4096];
+  char buf[WORD_MAX];
   for (int i = 0; i < s->cmd_n; i++)
-    if (grid_substitute(s->cmd[i], &s->g, at, buf, sizeof buf, used) != 0) {
+    if (grid_substitute(s->cmd[i], &s->g, at, buf, sizeof buf, used) == -1) {
       cli_error("the command uses %s, which no --grid defines", buf);
       return VL_EXIT_USAGE;
     }
@@ -162,6 +164,14 @@ static int check_command(const struct sweep *s) {
     if (!used[k]) {
       cli_error("--grid %s is never used in the command (write {%s} where it goes)", s->g.name[k],
                 s->g.name[k]);
+      return VL_EXIT_USAGE;
+    }
+  grid_longest(&s->g, at); /* every point fits if these do */
+  for (int i = 0; i < s->cmd_n; i++)
+    if (grid_substitute(s->cmd[i], &s->g, at, buf, sizeof buf, used) != 0) {
+      cli_error("the command's word %d ('%.40s...') is longer than %d bytes with the grid's "
+                "values in it",
+                i + 1, s->cmd[i], WORD_MAX - 1);
       return VL_EXIT_USAGE;
     }
   return 0;
@@ -326,9 +336,9 @@ static int run_grid_point(struct sweep *s, size_t p) {
     return VL_EXIT_ERROR;
   }
   bool used[GRID_MAX_VARS] = {false};
-  char buf[4096];
+  char buf[WORD_MAX];
   for (int i = 0; i < s->cmd_n; i++) {
-    grid_substitute(s->cmd[i], &s->g, pt.at, buf, sizeof buf, used);
+    (void)grid_substitute(s->cmd[i], &s->g, pt.at, buf, sizeof buf, used); /* checked to fit */
     pt.av[i] = strdup(buf);
   }
   int rc = 0;

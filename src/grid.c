@@ -19,14 +19,18 @@ vl_status grid_add(struct grid *g, const char *spec, struct vl_err *err) {
     return fail(err, "expected NAME=V1,V2,... (at most %d variables)", GRID_MAX_VARS);
   int k = g->n++;
   snprintf(g->name[k], sizeof g->name[k], "%.*s", (int)(eq - spec), spec);
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s", eq + 1);
-  for (char *t = buf, *next; t; t = next) {
-    next = strchr(t, ',');
-    if (next) *next++ = '\0';
-    if (!*t || g->n_values[k] == GRID_MAX_VALUES)
+  for (const char *t = eq + 1;;) {
+    const char *comma = strchr(t, ',');
+    size_t len = comma ? (size_t)(comma - t) : strlen(t);
+    if (!len || g->n_values[k] == GRID_MAX_VALUES)
       return fail(err, "give 1 to %d non-empty values", GRID_MAX_VALUES);
-    snprintf(g->value[k][g->n_values[k]++], 32, "%.31s", t);
+    if (len >= sizeof g->value[k][0]) /* never cut: a cut path would run another job */
+      return fail(err, "a value of at most %zu bytes, not '%.*s...' (%zu bytes)",
+                  sizeof g->value[k][0] - 1, 24, t, len);
+    memcpy(g->value[k][g->n_values[k]], t, len);
+    g->value[k][g->n_values[k]++][len] = '\0';
+    if (!comma) break;
+    t = comma + 1;
   }
   return VL_OK;
 }
@@ -48,14 +52,25 @@ int grid_substitute(const char *s, const struct grid *g, const int *at, char *ou
       }
       used[k] = true;
       int w = snprintf(out + o, n - o, "%s", g->value[k][at[k]]);
-      if (w < 0 || (size_t)w >= n - o) return -1;
+      if (w < 0 || (size_t)w >= n - o) return -2; /* cut, and a string */
       o += (size_t)w;
       p = close + 1;
       continue;
     }
-    if (o + 1 >= n) return -1;
+    if (o + 1 >= n) {
+      out[o] = '\0';
+      return -2;
+    }
     out[o++] = *p++;
   }
   out[o] = '\0';
   return 0;
+}
+
+void grid_longest(const struct grid *g, int *at) {
+  for (int k = 0; k < g->n; k++) {
+    at[k] = 0;
+    for (int i = 1; i < g->n_values[k]; i++)
+      if (strlen(g->value[k][i]) > strlen(g->value[k][at[k]])) at[k] = i;
+  }
 }

@@ -12,7 +12,7 @@
 
 struct grid {
   char name[GRID_MAX_VARS][24];
-  char value[GRID_MAX_VARS][GRID_MAX_VALUES][32]; /* longer values are cut to 31 bytes */
+  char value[GRID_MAX_VARS][GRID_MAX_VALUES][256]; /* a longer value is refused */
   int n_values[GRID_MAX_VARS];
   int n;
 };
@@ -23,9 +23,14 @@ struct grid {
 vl_status grid_add(struct grid *g, const char *spec, struct vl_err *err) VL_MUST_USE;
 
 /*! Replace each {name} in s with the value at[k] of that variable into
- * out (n bytes), setting used[k]. @return 0; -1 when a placeholder is no
- * variable (out then holds the placeholder) or out is too small. */
+ * out (n > 0 bytes, always a string), setting used[k]. @return 0; -1 when
+ * a placeholder is no variable (out then holds the placeholder); -2 when
+ * out is too small (out holds what fitted). The longest result is at each
+ * variable's longest value (grid_longest). */
 int grid_substitute(const char *s, const struct grid *g, const int *at, char *out, size_t n,
                     bool *used);
+
+/*! at[k] = the index of variable k's longest value (the first of them). */
+void grid_longest(const struct grid *g, int *at);
 
 #endif

@@ -35,6 +35,8 @@ vl_status vl_vary_parse(const char *s, bool normal, struct vl_vary *v, struct vl
     for (char *t = buf, *next; t && *t; t = next) {
       next = strchr(t, ',');
       if (next) *next++ = '\0';
+      if (next && *next == ',') /* the values after it would be dropped */
+        return vl__fail(err, VL_EINVAL, "an empty value after '%s'", t);
       bool ok = false;
       if (v->n_values == 8) break;
       if (v->var == VL_VARY_PRECISION) {

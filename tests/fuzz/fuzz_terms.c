@@ -37,6 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t nt;
   struct vl_fit_result r;
   if (vl_terms_parse(line, &p, t, &nt, &err) == VL_OK) {
+    /* nothing dropped: no term cut off the end, none after an empty one */
+    if (strlen(line) >= 256 || strstr(line, ",,")) __builtin_trap();
     if (nt < 1 || nt > VL_FIT_MAX_TERMS) __builtin_trap();
     for (size_t k = 0; k < nt; k++)
       for (int f = 0; f < t[k].nf; f++)
@@ -48,7 +50,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if ((nl = strchr(line, '\n'))) *nl = '\0';
       struct vl_fit_prediction q;
       memset(&q, 0, sizeof q);
-      if (vl_point_parse(line, &p, q.x, &err) == VL_OK && fitted) {
+      bool read = vl_point_parse(line, &p, q.x, &err) == VL_OK;
+      if (read && strlen(line) >= 256) __builtin_trap(); /* a cut number is another one */
+      if (read && fitted) {
         vl_fit_predict_parts(&r, t, nt, &q);
         struct vl_fit_result ro;
         if (nto && vl_fit_points(&p, to, nto, &ro, &err) == VL_OK)
