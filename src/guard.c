@@ -53,20 +53,23 @@ static void step(struct tput_watch *w, const char *line, size_t n) {
 }
 
 /* The lines of the w->len bytes in the buffer: each whole one read, the
- * rest kept for the next bytes; a line longer than the buffer is dropped. */
+ * rest kept for the next bytes; a line longer than the buffer is dropped.
+ * The kept bytes hold no newline: the next scan starts after them (a long
+ * line arriving in small pieces is not searched again and again). */
 static void scan(struct tput_watch *w) {
   size_t start = 0;
-  for (size_t i = 0; i < w->len; i++)
+  for (size_t i = w->scanned; i < w->len; i++)
     if (w->buf[i] == '\n') {
       step(w, w->buf + start, i - start);
       start = i + 1;
     }
   if (start == 0 && w->len == sizeof w->buf) {
-    w->len = 0;
+    w->len = w->scanned = 0;
     return;
   }
   memmove(w->buf, w->buf + start, w->len - start);
   w->len -= start;
+  w->scanned = w->len;
 }
 
 void tput_feed(struct tput_watch *w, const char *data, size_t n) {

@@ -13,6 +13,7 @@ struct tput_watch {
   int fd;
   char buf[1 << 16];
   size_t len;
+  size_t scanned;            /* of buf[0..len), the bytes known to hold no newline */
   double rate[GUARD_WINDOW]; /* tokens/s of the last steady steps (rank 0's) */
   size_t n, at;
   size_t seen_steady;
