@@ -151,15 +151,25 @@ static int parse_options(struct sweep *s, int argc, const char **argv, bool *hel
 
 /* Every placeholder defined, every variable used: checked before anything
  * runs. */
+static int word_too_long(const struct sweep *s, int i) {
+  cli_error("the command's word %d ('%.40s...') is longer than %d bytes with the grid's values in "
+            "it",
+            i + 1, s->cmd[i], WORD_MAX - 1);
+  return VL_EXIT_USAGE;
+}
+
 static int check_command(const struct sweep *s) {
   bool used[GRID_MAX_VARS] = {false};
   int at[GRID_MAX_VARS] = {0};
   char buf[WORD_MAX];
-  for (int i = 0; i < s->cmd_n; i++)
-    if (grid_substitute(s->cmd[i], &s->g, at, buf, sizeof buf, used) == -1) {
+  for (int i = 0; i < s->cmd_n; i++) {
+    int r = grid_substitute(s->cmd[i], &s->g, at, buf, sizeof buf, used);
+    if (r == -1) {
       cli_error("the command uses %s, which no --grid defines", buf);
       return VL_EXIT_USAGE;
     }
+    if (r) return word_too_long(s, i);
+  }
   for (int k = 0; k < s->g.n; k++)
     if (!used[k]) {
       cli_error("--grid %s is never used in the command (write {%s} where it goes)", s->g.name[k],
@@ -168,12 +178,8 @@ static int check_command(const struct sweep *s) {
     }
   grid_longest(&s->g, at); /* every point fits if these do */
   for (int i = 0; i < s->cmd_n; i++)
-    if (grid_substitute(s->cmd[i], &s->g, at, buf, sizeof buf, used) != 0) {
-      cli_error("the command's word %d ('%.40s...') is longer than %d bytes with the grid's "
-                "values in it",
-                i + 1, s->cmd[i], WORD_MAX - 1);
-      return VL_EXIT_USAGE;
-    }
+    if (grid_substitute(s->cmd[i], &s->g, at, buf, sizeof buf, used) != 0)
+      return word_too_long(s, i);
   return 0;
 }
 
