@@ -180,7 +180,7 @@ static void http_read(struct http_conn *c, const char *body, size_t len) {
       return;
     }
     c->len += (size_t)n;
-    if (http_head_complete(c->buf, c->len)) {
+    if (http_head_complete(c->buf, c->len, c->len - (size_t)n)) {
       http_answer(c, 0, body, len);
       http_close(c);
       return;

@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool http_head_complete(const char *b, size_t n) {
-  for (size_t i = 0; i + 1 < n; i++)
+bool http_head_complete(const char *b, size_t n, size_t seen) {
+  /* an end not whole in b[0..seen) starts at seen - 2 or later */
+  for (size_t i = seen > 2 ? seen - 2 : 0; i + 1 < n; i++)
     if (b[i] == '\n' && (b[i + 1] == '\n' || (b[i + 1] == '\r' && i + 2 < n && b[i + 2] == '\n')))
       return true;
   return false;

@@ -8,8 +8,10 @@
 #include <stdint.h>
 
 /*! Whether b[0..n) holds a whole request head: it ends with an empty line
- * (RFC 9112 section 2.1); bare LFs are tolerated (2.2). */
-bool http_head_complete(const char *b, size_t n);
+ * (RFC 9112 section 2.1); bare LFs are tolerated (2.2). b[0..seen) was
+ * found not whole before (0: not asked): only what follows is searched, so
+ * a head arriving byte by byte costs its length, not its square. */
+bool http_head_complete(const char *b, size_t n, size_t seen);
 
 /*! The answer to the request in req (NUL-terminated): GET or HEAD
  * /metrics -> 200, another path -> 404, another method -> 405, no request
