@@ -31,6 +31,8 @@ vl_status vl_vary_parse(const char *s, bool normal, struct vl_vary *v, struct vl
   if (v->var == VL_VARY_PRECISION || v->var == VL_VARY_ATTENTION) {
     v->dist = VL_DIST_DISCRETE;
     char buf[256];
+    if (strlen(val) >= sizeof buf) /* never cut: a cut value is another value */
+      return vl__fail(err, VL_EINVAL, "the values are longer than %zu bytes", sizeof buf - 1);
     snprintf(buf, sizeof buf, "%s", val);
     for (char *t = buf, *next; t && *t; t = next) {
       next = strchr(t, ',');
@@ -38,7 +40,7 @@ vl_status vl_vary_parse(const char *s, bool normal, struct vl_vary *v, struct vl
       if (next && *next == ',') /* the values after it would be dropped */
         return vl__fail(err, VL_EINVAL, "an empty value after '%s'", t);
       bool ok = false;
-      if (v->n_values == 8) break;
+      if (v->n_values == 8) return vl__fail(err, VL_EINVAL, "at most 8 values");
       if (v->var == VL_VARY_PRECISION) {
         enum vl_precision p;
         ok = vl_precision_parse(t, &p);
