@@ -41,7 +41,7 @@ int http_listen_parse(const char *arg, char *host, size_t cap, uint64_t *port, b
   char *e;
   errno = 0;
   unsigned long v = strtoul(colon + 1, &e, 10);
-  if (!colon[1] || *e || errno || v > 65535 || colon[1] == '-' || colon[1] == '+') return -1;
+  if (colon[1] < '0' || colon[1] > '9' || *e || errno || v > 65535) return -1; /* digits only */
   *port = v;
   return 0;
 }

@@ -62,6 +62,9 @@ static void listen_arg(const uint8_t *data, size_t size) {
   bool has_port = false;
   if (http_listen_parse(arg, host, sizeof host, &port, &has_port) == 0) {
     if (!host[0] || strlen(host) >= sizeof host || port > 65535) __builtin_trap();
+    /* a port is digits only: strtoul would take " 80" or "+80" */
+    const char *p = strrchr(arg, ':');
+    if (has_port && (!p || !p[1] || strspn(p + 1, "0123456789") != strlen(p + 1))) __builtin_trap();
   }
 }
 
