@@ -20,7 +20,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct vl_catalog c;
   struct vl_err err;
   if (vl_catalog_parse(catalog, sizeof catalog - 1, &c, &err) != VL_OK) __builtin_trap();
-  if (vl_prices_apply((const char *)data, size, &c, &err) == VL_OK) {
+  double before[8];
+  for (size_t i = 0; i < c.n && i < 8; i++)
+    before[i] = c.gpus[i].usd_per_hour;
+  if (vl_prices_apply((const char *)data, size, &c, &err) != VL_OK) {
+    /* all or nothing: a refused file changes no price and no date */
+    for (size_t i = 0; i < c.n && i < 8; i++)
+      if (c.gpus[i].usd_per_hour != before[i]) __builtin_trap();
+    if (c.prices_date[0]) __builtin_trap();
+  } else {
     /* applied: every price is a number the planner can multiply */
     for (size_t i = 0; i < c.n; i++)
       if (!(c.gpus[i].usd_per_hour >= 0 && c.gpus[i].usd_per_hour < 1e6)) __builtin_trap();
