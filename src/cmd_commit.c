@@ -9,11 +9,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include <jansson.h>
-
 #include "cli.h"
 #include "commands.h"
 #include "jobflags.h"
+#include "plan_best.h"
 #include "vramledger/alloc.h"
 #include "vramledger/commitment.h"
 #include "vramledger/record.h"
@@ -37,8 +36,8 @@ static void plan_model(const char *plan, const char *model, char *out, size_t n)
   const char *slash = strrchr(plan, '/');
   struct stat st;
   if (path && model[0] != '/' && slash) {
-    snprintf(out, n, "%.*s/%s", (int)(slash - plan), plan, model);
-    if (stat(out, &st) == 0) return;
+    int w = snprintf(out, n, "%.*s/%s", (int)(slash - plan), plan, model);
+    if (w >= 0 && (size_t)w < n && stat(out, &st) == 0) return; /* a cut path is no file */
   }
   snprintf(out, n, "%s", model);
 }
@@ -72,61 +71,42 @@ static int from_plan(const char *path, struct est *e, char names[2][PATH_MAX], d
   size_t len;
   char *text = cli_read_file(path, &len);
   if (!text) return VL_EXIT_ERROR;
-  json_error_t je;
-  json_t *root = json_loadb(text, len, 0, &je);
+  static struct plan_best b;
+  struct vl_err err = {""};
+  enum plan_fault f = plan_best_read(text, len, &b, &e->job, e->targets, sizeof e->targets, &err);
   vl_free(text);
-  int rc = VL_EXIT_ERROR;
-  if (!root) {
-    cli_error("%s:%d:%d: not JSON: %s", path, je.line, je.column, je.text);
+  switch (f) {
+  case PLAN_NOT_JSON:
+    cli_error("%s:%s", path, err.msg);
     cli_hint("give the output of `vramledger plan ... --format json`");
-    return rc;
-  }
-  json_t *best = json_object_get(root, "best"), *set = json_object_get(best, "settings");
-  const char *model = json_string_value(json_object_get(root, "model"));
-  const char *gpu = json_string_value(json_object_get(best, "gpu"));
-  json_t *margin = json_object_get(root, "margin");
-  const char *schema = json_string_value(json_object_get(root, "schema"));
-  if (!schema || strcmp(schema, "vramledger.plan/1") != 0) {
-    cli_error("%s: not a plan (schema '%s', expected 'vramledger.plan/1')", path,
-              schema ? schema : "none");
+    return VL_EXIT_ERROR;
+  case PLAN_NOT_PLAN:
+    cli_error("%s: not a plan (schema '%s', expected 'vramledger.plan/1')", path, err.msg);
     cli_hint("give the output of `vramledger plan ... --format json`");
-  } else if (json_is_null(best) || !best) {
+    return VL_EXIT_ERROR;
+  case PLAN_NO_BEST:
     cli_error("%s: the plan has no best configuration (nothing met its deadline and budget)", path);
     cli_hint("plan again with a later --deadline-hours, a larger --budget or more GPUs");
-  } else if (!json_is_object(set) || !model || !gpu || !json_is_number(margin)) {
+    return VL_EXIT_ERROR;
+  case PLAN_INCOMPLETE:
     cli_error("%s: the plan's best configuration lacks its model, gpu, margin or settings (a "
               "plan from an older vramledger?)",
               path);
     cli_hint("plan again with this vramledger");
-  } else {
-    char *st = json_dumps(set, JSON_COMPACT);
-    struct vl_err err = {""};
-    vl_status s =
-        st ? vl_job_from_settings(st, strlen(st), &e->job, e->targets, sizeof e->targets, &err)
-           : VL_ENOMEM;
-    free(st);
-    if (s != VL_OK) {
-      cli_error("%s: best.settings: %s", path, err.msg);
-    } else {
-      plan_model(path, model, names[0], PATH_MAX);
-      snprintf(names[1], PATH_MAX, "%s", gpu);
-      e->model = names[0];
-      e->gpu = names[1];
-      e->margin = json_number_value(margin);
-      /* the plan's time on its GPUs is the budget, unless --gpu-hours says */
-      json_t *h = json_object_get(best, "hours"), *n = json_object_get(best, "count");
-      if (json_is_number(h) && json_is_integer(n))
-        *gpu_hours = json_number_value(h) * (double)json_integer_value(n);
-      rc = 0;
-      if (!(e->margin >= 0 && e->margin < 1)) {
-        cli_error("%s: margin %g: a plan keeps from 0 to under 1 of the card free", path,
-                  e->margin);
-        rc = VL_EXIT_USAGE;
-      }
-    }
+    return VL_EXIT_ERROR;
+  case PLAN_SETTINGS: cli_error("%s: best.settings: %s", path, err.msg); return VL_EXIT_ERROR;
+  case PLAN_MARGIN:
+    cli_error("%s: margin %g: a plan keeps from 0 to under 1 of the card free", path, b.margin);
+    return VL_EXIT_USAGE;
+  case PLAN_OK: break;
   }
-  json_decref(root);
-  return rc;
+  plan_model(path, b.model, names[0], PATH_MAX);
+  snprintf(names[1], PATH_MAX, "%s", b.gpu);
+  e->model = names[0];
+  e->gpu = names[1];
+  e->margin = b.margin;
+  *gpu_hours = b.gpu_hours;
+  return 0;
 }
 
 /* The run's hardware where it differs from the committed card and count

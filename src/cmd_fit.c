@@ -162,35 +162,11 @@ static int parse(int argc, const char **argv, struct fo *f) {
 
 /* "batch=32,seq=1024" -> x[]; every variable of the points must be given. */
 static int parse_point(const char *s, const struct vl_points *p, double *x) {
-  bool seen[VL_FIT_MAX_VARS] = {false};
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", s);
-  for (char *t = buf, *next; t && *t; t = next) {
-    next = strchr(t, ',');
-    if (next) *next++ = '\0';
-    char *eq = strchr(t, '=');
-    if (!eq) {
-      cli_error("--predict '%s': expected NAME=VALUE,... (%s)", s, t);
-      return VL_EXIT_USAGE;
-    }
-    *eq = '\0';
-    size_t k = 0;
-    while (k < p->nvars && strcmp(p->var[k], t))
-      k++;
-    char *end;
-    double v = strtod(eq + 1, &end);
-    if (k == p->nvars || *end || !isfinite(v)) {
-      cli_error("--predict '%s': '%s' is not a variable of the points or not a number", s, t);
-      return VL_EXIT_USAGE;
-    }
-    x[k] = v;
-    seen[k] = true;
+  struct vl_err err = {""};
+  if (vl_point_parse(s, p, x, &err) != VL_OK) {
+    cli_error("--predict '%s': %s", s, err.msg);
+    return VL_EXIT_USAGE;
   }
-  for (size_t k = 0; k < p->nvars; k++)
-    if (!seen[k]) {
-      cli_error("--predict '%s': give %s too", s, p->var[k]);
-      return VL_EXIT_USAGE;
-    }
   return 0;
 }
 

@@ -13,62 +13,11 @@
 
 /* "seq=±20%", "hidden=+-15%", "precision=bf16,fp16", "attention=eager,sdpa" */
 static int parse_vary(const char *s, bool normal, struct vl_vary *v) {
-  memset(v, 0, sizeof *v);
-  const char *eq = strchr(s, '=');
-  static const char *const names[] = {"seq",       "batch",     "hidden", "layers",
-                                      "precision", "attention", NULL};
-  int k = -1;
-  for (int i = 0; names[i]; i++)
-    if (eq && (size_t)(eq - s) == strlen(names[i]) && !strncmp(s, names[i], strlen(names[i])))
-      k = i;
-  if (k < 0) {
-    cli_error("--vary '%s': vary one of seq, batch, hidden, layers, precision, attention", s);
+  struct vl_err err = {""};
+  if (vl_vary_parse(s, normal, v, &err) != VL_OK) {
+    cli_error("--vary '%s': %s", s, err.msg);
     return VL_EXIT_USAGE;
   }
-  v->var = (enum vl_vary_var)k;
-  const char *val = eq + 1;
-  if (v->var == VL_VARY_PRECISION || v->var == VL_VARY_ATTENTION) {
-    v->dist = VL_DIST_DISCRETE;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", val);
-    for (char *t = buf, *next; t && *t; t = next) {
-      next = strchr(t, ',');
-      if (next) *next++ = '\0';
-      bool ok = false;
-      if (v->n_values == 8) break;
-      if (v->var == VL_VARY_PRECISION) {
-        enum vl_precision p;
-        ok = vl_precision_parse(t, &p);
-        v->values[v->n_values] = (int)p;
-      } else {
-        enum vl_attention a;
-        ok = vl_attention_parse(t, &a);
-        v->values[v->n_values] = (int)a;
-      }
-      if (!ok) {
-        cli_error("--vary '%s': unknown %s '%s'", s, names[k], t);
-        return VL_EXIT_USAGE;
-      }
-      v->n_values++;
-    }
-    if (!v->n_values) {
-      cli_error("--vary '%s': give at least one value", s);
-      return VL_EXIT_USAGE;
-    }
-    return 0;
-  }
-  if (!strncmp(val, "\xc2\xb1", 2))
-    val += 2; /* ± in UTF-8 */
-  else if (!strncmp(val, "+-", 2))
-    val += 2;
-  char *end;
-  double p = strtod(val, &end);
-  if (end == val || strcmp(end, "%") || !(p > 0 && p < 100)) {
-    cli_error("--vary '%s': expected %s=±P%% with 0 < P < 100", s, names[k]);
-    return VL_EXIT_USAGE;
-  }
-  v->dist = normal ? VL_DIST_NORMAL : VL_DIST_UNIFORM;
-  v->pct = p / 100.0;
   return 0;
 }
 

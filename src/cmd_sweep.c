@@ -14,70 +14,19 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "grid.h"
 #include "vramledger/alloc.h"
 #include "vramledger/probe.h"
 #include "vramledger/record.h"
 
-#define MAX_VARS 6
-#define MAX_VALUES 32
-
-struct grid {
-  char name[MAX_VARS][24];
-  char value[MAX_VARS][MAX_VALUES][32];
-  int n_values[MAX_VARS];
-  int n;
-};
+#define WORD_MAX 4096 /* a word of the command with the point's values in it, NUL included */
 
 static int add_grid(struct grid *g, const char *spec) {
-  const char *eq = strchr(spec, '=');
-  if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof g->name[0] || g->n == MAX_VARS) {
-    cli_error("--grid '%s': expected NAME=V1,V2,... (at most %d variables)", spec, MAX_VARS);
+  struct vl_err err = {""};
+  if (grid_add(g, spec, &err) != VL_OK) {
+    cli_error("--grid '%s': %s", spec, err.msg);
     return VL_EXIT_USAGE;
   }
-  int k = g->n++;
-  snprintf(g->name[k], sizeof g->name[k], "%.*s", (int)(eq - spec), spec);
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s", eq + 1);
-  for (char *t = buf, *next; t; t = next) {
-    next = strchr(t, ',');
-    if (next) *next++ = '\0';
-    if (!*t || g->n_values[k] == MAX_VALUES) {
-      cli_error("--grid '%s': give 1 to %d non-empty values", spec, MAX_VALUES);
-      return VL_EXIT_USAGE;
-    }
-    snprintf(g->value[k][g->n_values[k]++], 32, "%.31s", t);
-  }
-  return 0;
-}
-
-/* Replace {name} in s with the point's values; -1 when a placeholder is not
- * a grid variable. */
-static int substitute(const char *s, const struct grid *g, const int *at, char *out, size_t n,
-                      bool *used) {
-  size_t o = 0;
-  for (const char *p = s; *p;) {
-    if (*p == '{') {
-      const char *close = strchr(p, '}');
-      int k = -1;
-      for (int i = 0; close && i < g->n; i++)
-        if ((size_t)(close - p - 1) == strlen(g->name[i]) &&
-            !strncmp(p + 1, g->name[i], strlen(g->name[i])))
-          k = i;
-      if (k < 0) {
-        snprintf(out, n, "%.*s", close ? (int)(close - p + 1) : 1, p);
-        return -1;
-      }
-      used[k] = true;
-      int w = snprintf(out + o, n - o, "%s", g->value[k][at[k]]);
-      if (w < 0 || (size_t)w >= n - o) return -1;
-      o += (size_t)w;
-      p = close + 1;
-      continue;
-    }
-    if (o + 1 >= n) return -1;
-    out[o++] = *p++;
-  }
-  out[o] = '\0';
   return 0;
 }
 
@@ -152,8 +101,8 @@ struct sweep {
 /* What one point took over its repeats. */
 struct point {
   size_t p;
-  int at[MAX_VARS]; /* each variable's value index */
-  char **av;        /* the command with the point's values */
+  int at[GRID_MAX_VARS]; /* each variable's value index */
+  char **av;             /* the command with the point's values */
   uint64_t lo, hi, cuda;
   double secs, rate, tok_rate;
   int rated, tok_rated;
@@ -202,21 +151,35 @@ static int parse_options(struct sweep *s, int argc, const char **argv, bool *hel
 
 /* Every placeholder defined, every variable used: checked before anything
  * runs. */
+static int word_too_long(const struct sweep *s, int i) {
+  cli_error("the command's word %d ('%.40s...') is longer than %d bytes with the grid's values in "
+            "it",
+            i + 1, s->cmd[i], WORD_MAX - 1);
+  return VL_EXIT_USAGE;
+}
+
 static int check_command(const struct sweep *s) {
-  bool used[MAX_VARS] = {false};
-  int at[MAX_VARS] = {0};
-  char buf[4096];
-  for (int i = 0; i < s->cmd_n; i++)
-    if (substitute(s->cmd[i], &s->g, at, buf, sizeof buf, used) != 0) {
+  bool used[GRID_MAX_VARS] = {false};
+  int at[GRID_MAX_VARS] = {0};
+  char buf[WORD_MAX];
+  for (int i = 0; i < s->cmd_n; i++) {
+    int r = grid_substitute(s->cmd[i], &s->g, at, buf, sizeof buf, used);
+    if (r == -1) {
       cli_error("the command uses %s, which no --grid defines", buf);
       return VL_EXIT_USAGE;
     }
+    if (r) return word_too_long(s, i);
+  }
   for (int k = 0; k < s->g.n; k++)
     if (!used[k]) {
       cli_error("--grid %s is never used in the command (write {%s} where it goes)", s->g.name[k],
                 s->g.name[k]);
       return VL_EXIT_USAGE;
     }
+  grid_longest(&s->g, at); /* every point fits if these do */
+  for (int i = 0; i < s->cmd_n; i++)
+    if (grid_substitute(s->cmd[i], &s->g, at, buf, sizeof buf, used) != 0)
+      return word_too_long(s, i);
   return 0;
 }
 
@@ -378,10 +341,10 @@ static int run_grid_point(struct sweep *s, size_t p) {
     cli_error("out of memory");
     return VL_EXIT_ERROR;
   }
-  bool used[MAX_VARS] = {false};
-  char buf[4096];
+  bool used[GRID_MAX_VARS] = {false};
+  char buf[WORD_MAX];
   for (int i = 0; i < s->cmd_n; i++) {
-    substitute(s->cmd[i], &s->g, pt.at, buf, sizeof buf, used);
+    (void)grid_substitute(s->cmd[i], &s->g, pt.at, buf, sizeof buf, used); /* checked to fit */
     pt.av[i] = strdup(buf);
   }
   int rc = 0;

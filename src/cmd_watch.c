@@ -20,6 +20,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "http.h"
 #include "vramledger/alloc.h"
 #include "vramledger/nvml.h"
 #include "vramledger/render.h"
@@ -106,14 +107,6 @@ static uint64_t mono_ms(void) {
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* The head ends with an empty line; bare LFs are tolerated (RFC 9112 2.2). */
-static bool head_complete(const char *b, size_t n) {
-  for (size_t i = 0; i + 1 < n; i++)
-    if (b[i] == '\n' && (b[i + 1] == '\n' || (b[i + 1] == '\r' && i + 2 < n && b[i + 2] == '\n')))
-      return true;
-  return false;
-}
-
 static void write_all(int fd, const char *p, size_t n) {
   while (n) {
     ssize_t w = write(fd, p, n);
@@ -129,11 +122,8 @@ static void write_all(int fd, const char *p, size_t n) {
  * method -> 405, no request line -> 400; status 0 picks by the request. */
 static void http_answer(struct http_conn *c, int status, const char *body, size_t len) {
   c->buf[c->len < sizeof c->buf ? c->len : sizeof c->buf - 1] = '\0';
-  char method[16] = "", path[2048] = "";
-  if (sscanf(c->buf, "%15[A-Z] %2047[^ ?\r\n]", method, path) != 2 && !status) status = 400;
-  bool head = strcmp(method, "HEAD") == 0;
-  if (!status)
-    status = !head && strcmp(method, "GET") != 0 ? 405 : strcmp(path, "/metrics") != 0 ? 404 : 200;
+  bool head;
+  status = http_status(c->buf, status, &head);
   static const struct {
     int code;
     const char *reason, *body;
@@ -190,7 +180,7 @@ static void http_read(struct http_conn *c, const char *body, size_t len) {
       return;
     }
     c->len += (size_t)n;
-    if (head_complete(c->buf, c->len)) {
+    if (http_head_complete(c->buf, c->len, c->len - (size_t)n)) {
       http_answer(c, 0, body, len);
       http_close(c);
       return;
@@ -238,31 +228,6 @@ static void http_poll(int lfd, struct http_conn *conns, int timeout_ms, const ch
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   *c = (struct http_conn){.open = true, .fd = fd, .deadline_ms = mono_ms() + HTTP_WAIT_MS};
   http_read(c, body, len); /* the request is often there already */
-}
-
-/* --listen ADDR[:PORT]: an IPv4 address, an IPv6 one in brackets when a
- * port follows ([::1]:9400) or bare (::1). @return 0, -1 when malformed. */
-static int parse_listen(const char *arg, char *host, size_t cap, uint64_t *port, bool *has_port) {
-  const char *end = NULL, *colon = NULL;
-  if (arg[0] == '[') {
-    if (!(end = strchr(arg, ']')) || (end[1] && end[1] != ':')) return -1;
-    colon = end[1] ? end + 1 : NULL;
-    arg++;
-  } else if ((colon = strchr(arg, ':')) && strchr(colon + 1, ':')) {
-    colon = NULL; /* bare IPv6: no port */
-  }
-  if (!end) end = colon ? colon : arg + strlen(arg);
-  if (end == arg || (size_t)(end - arg) >= cap) return -1;
-  memcpy(host, arg, (size_t)(end - arg));
-  host[end - arg] = '\0';
-  *has_port = colon != NULL;
-  if (!colon) return 0;
-  char *e;
-  errno = 0;
-  unsigned long v = strtoul(colon + 1, &e, 10);
-  if (!colon[1] || *e || errno || v > 65535 || colon[1] == '-' || colon[1] == '+') return -1;
-  *port = v;
-  return 0;
 }
 
 /* A listening socket on host (numeric, v4 or v6) and port; says where on
@@ -326,7 +291,7 @@ static int listen_flags(struct w *o) {
   bool has_port = false;
   const char *arg = o->listen ? o->listen : "127.0.0.1";
   struct addrinfo hints = {.ai_flags = AI_NUMERICHOST, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-  if (parse_listen(arg, o->host, sizeof o->host, &port, &has_port) != 0 ||
+  if (http_listen_parse(arg, o->host, sizeof o->host, &port, &has_port) != 0 ||
       getaddrinfo(o->host, NULL, &hints, &ai) != 0) {
     cli_error("--listen: '%s' is not ADDR or ADDR:PORT with an IPv4 or IPv6 address", arg);
     cli_hint("an IPv6 address with a port goes in brackets: --listen [::1]:9400");

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +12,17 @@
 #include "cli.h"
 #include "vramledger/alloc.h"
 
-#define MAX_FILE (64u << 20)
+/* The most read of a file other than a run record (records are streamed):
+ * far above any config, catalog, plan, commitment or CSV of points. */
+#define MAX_FILE_MIB 64
+#define MAX_FILE ((size_t)MAX_FILE_MIB << 20)
+#define STR_(x) #x
+#define STR(x) STR_(x)
+static const char too_large[] = "larger than " STR(MAX_FILE_MIB) " MiB";
 
 /* Read path whole; on failure NULL with why in *why (a static string, or
- * NULL for errno's). */
+ * NULL for errno's). A file of MAX_FILE bytes is read; one byte more is
+ * refused, before reading when fstat says its size. */
 static char *read_whole(const char *path, size_t *len, const char **why) {
   *why = NULL;
   FILE *f = fopen(path, "rb");
@@ -22,21 +30,28 @@ static char *read_whole(const char *path, size_t *len, const char **why) {
   struct stat st;
   char *buf = NULL;
   size_t cap = 4096, n = 0;
-  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (fstat(fileno(f), &st) != 0) st.st_mode = 0; /* unknown: read, and see */
+  if (S_ISDIR(st.st_mode)) {
     *why = "it is a directory";
+    goto fail;
+  }
+  if (S_ISREG(st.st_mode) && (uintmax_t)st.st_size > MAX_FILE) {
+    *why = too_large;
     goto fail;
   }
   if (!(buf = vl_malloc(cap))) goto oom;
   for (;;) {
     if (n + 1 >= cap) {
-      if (cap >= MAX_FILE) {
-        *why = "larger than 64 MiB";
+      if (cap > MAX_FILE) { /* n == MAX_FILE: the most, unless more follows (a pipe) */
+        if (fgetc(f) == EOF) break;
+        *why = too_large;
         goto fail;
       }
-      char *nb = vl_realloc(buf, cap * 2);
+      size_t grown = cap * 2 > MAX_FILE + 1 ? MAX_FILE + 1 : cap * 2;
+      char *nb = vl_realloc(buf, grown);
       if (!nb) goto oom;
       buf = nb;
-      cap *= 2;
+      cap = grown;
     }
     size_t got = fread(buf + n, 1, cap - n - 1, f);
     n += got;
@@ -65,6 +80,11 @@ char *cli_read_file(const char *path, size_t *len) {
   errno = 0;
   char *buf = read_whole(path, len, &why);
   if (!buf) cli_error("cannot read '%s': %s", path, why ? why : strerror(errno ? errno : EIO));
+  if (!buf && why == too_large)
+    cli_hint("vramledger reads at most %d MiB of a file other than a run record: check that "
+             "'%s' is the file meant (a config, catalog, plan, commitment or CSV of points is far "
+             "smaller), or cut it below the limit (an alloc.trace: trace a shorter run)",
+             MAX_FILE_MIB, path);
   return buf;
 }
 

@@ -52,6 +52,46 @@ static void step(struct tput_watch *w, const char *line, size_t n) {
   w->seen_steady++;
 }
 
+/* The lines of the w->len bytes in the buffer: each whole one read, the
+ * rest kept for the next bytes; a line longer than the buffer is dropped.
+ * The kept bytes hold no newline: the next scan starts after them (a long
+ * line arriving in small pieces is not searched again and again). */
+static void scan(struct tput_watch *w) {
+  size_t start = 0;
+  for (size_t i = w->scanned; i < w->len; i++)
+    if (w->buf[i] == '\n') {
+      step(w, w->buf + start, i - start);
+      start = i + 1;
+    }
+  if (start == 0 && w->len == sizeof w->buf) {
+    w->len = w->scanned = 0;
+    return;
+  }
+  memmove(w->buf, w->buf + start, w->len - start);
+  w->len -= start;
+  w->scanned = w->len;
+}
+
+void tput_feed(struct tput_watch *w, const char *data, size_t n) {
+  while (n) {
+    size_t c = sizeof w->buf - w->len < n ? sizeof w->buf - w->len : n;
+    memcpy(w->buf + w->len, data, c);
+    w->len += c;
+    data += c;
+    n -= c;
+    scan(w);
+  }
+}
+
+double tput_rate(const struct tput_watch *w) {
+  if (w->seen_steady < GUARD_MIN_STEPS) return 0;
+  double v[GUARD_WINDOW];
+  memcpy(v, w->rate, w->n * sizeof v[0]);
+  qsort(v, w->n, sizeof v[0], cmp);
+  double med = w->n % 2 ? v[w->n / 2] : (v[w->n / 2 - 1] + v[w->n / 2]) / 2;
+  return med * (double)(w->npids ? w->npids : 1);
+}
+
 void tput_poll(struct tput_watch *w, double *job_tps) {
   *job_tps = 0;
   if (w->fd < 0) return;
@@ -59,23 +99,7 @@ void tput_poll(struct tput_watch *w, double *job_tps) {
     ssize_t r = read(w->fd, w->buf + w->len, sizeof w->buf - w->len);
     if (r <= 0) break;
     w->len += (size_t)r;
-    size_t start = 0;
-    for (size_t i = 0; i < w->len; i++)
-      if (w->buf[i] == '\n') {
-        step(w, w->buf + start, i - start);
-        start = i + 1;
-      }
-    if (start == 0 && w->len == sizeof w->buf) { /* a line longer than the buffer: drop it */
-      w->len = 0;
-      continue;
-    }
-    memmove(w->buf, w->buf + start, w->len - start);
-    w->len -= start;
+    scan(w);
   }
-  if (w->seen_steady < GUARD_MIN_STEPS) return;
-  double v[GUARD_WINDOW];
-  memcpy(v, w->rate, w->n * sizeof v[0]);
-  qsort(v, w->n, sizeof v[0], cmp);
-  double med = w->n % 2 ? v[w->n / 2] : (v[w->n / 2 - 1] + v[w->n / 2]) / 2;
-  *job_tps = med * (double)(w->npids ? w->npids : 1);
+  *job_tps = tput_rate(w);
 }

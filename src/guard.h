@@ -13,6 +13,7 @@ struct tput_watch {
   int fd;
   char buf[1 << 16];
   size_t len;
+  size_t scanned;            /* of buf[0..len), the bytes known to hold no newline */
   double rate[GUARD_WINDOW]; /* tokens/s of the last steady steps (rank 0's) */
   size_t n, at;
   size_t seen_steady;
@@ -26,5 +27,12 @@ int tput_open(struct tput_watch *w, const char *path);
  * window once GUARD_MIN_STEPS steady steps were seen, else 0. */
 void tput_poll(struct tput_watch *w, double *job_tps);
 void tput_close(struct tput_watch *w);
+/*! What tput_poll does with the bytes it reads, for bytes from elsewhere
+ * (w zeroed, no file): the step lines of data[0..n) read, a partial last
+ * line kept for the next call. */
+void tput_feed(struct tput_watch *w, const char *data, size_t n);
+/*! The job's median tokens/s over the window once GUARD_MIN_STEPS steady
+ * steps were seen, else 0. */
+double tput_rate(const struct tput_watch *w);
 
 #endif

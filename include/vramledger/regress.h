@@ -49,6 +49,12 @@ struct vl_term_spec {
 vl_status vl_terms_parse(const char *spec, const struct vl_points *p, struct vl_term_spec *terms,
                          size_t *n, struct vl_err *err) VL_MUST_USE;
 
+/*! Parse a point "batch=32,seq=1024" (fit --predict) against the points'
+ * variables into x[VL_FIT_MAX_VARS]; every variable must be given, each a
+ * finite number. @return VL_OK or VL_EINVAL saying what is wrong. */
+vl_status vl_point_parse(const char *spec, const struct vl_points *p, double *x,
+                         struct vl_err *err) VL_MUST_USE;
+
 struct vl_fit_result {
   size_t n, p;
   double coef[VL_FIT_MAX_TERMS];

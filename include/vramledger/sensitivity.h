@@ -90,6 +90,12 @@ struct vl_sens_result {
 };
 
 const char *vl_vary_name(enum vl_vary_var v);
+/*! Parse a --vary spec into *v: "seq=±20%" or "hidden=+-15%" (0 < P <
+ * 100; normal: a normal draw with P as its 95 % band, else uniform), or
+ * "precision=bf16,fp16", "attention=eager,sdpa" (at most 8 values). @return VL_OK or VL_EINVAL
+ * saying what is wrong. */
+vl_status vl_vary_parse(const char *spec, bool normal, struct vl_vary *v,
+                        struct vl_err *err) VL_MUST_USE;
 
 /*! Draw q->samples configurations (seeded mt19937), estimate each (with
  * the full estimator, memoised per distinct job, or q->fit at the draw's

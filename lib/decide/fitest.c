@@ -93,6 +93,8 @@ vl_status vl_fitted_parse(const char *text, size_t len, struct vl_fitted *f, str
     snprintf(spec + l, sizeof spec - l, "%s%s", k ? "," : "", t);
   }
   if (s == VL_OK) s = vl_terms_parse(spec, &f->vars, f->terms, &f->nt, err);
+  if (s == VL_OK && f->nt != json_array_size(terms)) /* each coefficient with its own term */
+    s = vl__fail(err, VL_EKEY, "terms: a name holds a ',' or is empty");
   json_decref(root);
   return s;
 }

@@ -236,11 +236,15 @@ static int var_index(const struct vl_points *p, const char *name) {
 vl_status vl_terms_parse(const char *spec, const struct vl_points *p, struct vl_term_spec *t,
                          size_t *n, struct vl_err *err) {
   char buf[256];
-  snprintf(buf, sizeof buf, "%s", spec);
   *n = 0;
+  if (strlen(spec) >= sizeof buf) /* never cut: a cut term may be another term */
+    return vl__fail(err, VL_EINVAL, "the terms are longer than %zu bytes", sizeof buf - 1);
+  snprintf(buf, sizeof buf, "%s", spec);
   for (char *tok = buf, *next; tok && *tok; tok = next) {
     next = strchr(tok, ',');
     if (next) *next++ = '\0';
+    if (next && *next == ',') /* the terms after it would be dropped */
+      return vl__fail(err, VL_EINVAL, "an empty term after '%s'", tok);
     if (*n == VL_FIT_MAX_TERMS)
       return vl__fail(err, VL_EINVAL, "at most %d terms", VL_FIT_MAX_TERMS);
     struct vl_term_spec *x = &t[(*n)++];
@@ -248,8 +252,8 @@ vl_status vl_terms_parse(const char *spec, const struct vl_points *p, struct vl_
     snprintf(x->name, sizeof x->name, "%.31s", tok);
     if (!strcmp(tok, "const") || !strcmp(tok, "1")) continue;
     if (strchr(tok, '*') || strchr(tok, '^') || var_index(p, tok) >= 0) { /* batch*seq^2 */
-      char w[64];
-      snprintf(w, sizeof w, "%.63s", tok);
+      char w[sizeof buf];
+      snprintf(w, sizeof w, "%s", tok);
       for (char *f = w, *nf; f && *f; f = nf) {
         nf = strchr(f, '*');
         if (nf) *nf++ = '\0';
@@ -284,6 +288,34 @@ vl_status vl_terms_parse(const char *spec, const struct vl_points *p, struct vl_
     }
   }
   if (!*n) return vl__fail(err, VL_EINVAL, "no terms");
+  return VL_OK;
+}
+
+vl_status vl_point_parse(const char *spec, const struct vl_points *p, double *x,
+                         struct vl_err *err) {
+  bool seen[VL_FIT_MAX_VARS] = {false};
+  char buf[256];
+  if (strlen(spec) >= sizeof buf) /* never cut: a cut number is another number */
+    return vl__fail(err, VL_EINVAL, "longer than %zu bytes", sizeof buf - 1);
+  snprintf(buf, sizeof buf, "%s", spec);
+  for (char *t = buf, *next; t && *t; t = next) {
+    next = strchr(t, ',');
+    if (next) *next++ = '\0';
+    char *eq = strchr(t, '=');
+    if (!eq) return vl__fail(err, VL_EINVAL, "expected NAME=VALUE,... (%s)", t);
+    *eq = '\0';
+    size_t k = 0;
+    while (k < p->nvars && strcmp(p->var[k], t))
+      k++;
+    char *end;
+    double v = strtod(eq + 1, &end);
+    if (k == p->nvars || *end || !isfinite(v))
+      return vl__fail(err, VL_EINVAL, "'%s' is not a variable of the points or not a number", t);
+    x[k] = v;
+    seen[k] = true;
+  }
+  for (size_t k = 0; k < p->nvars; k++)
+    if (!seen[k]) return vl__fail(err, VL_EINVAL, "give %s too", p->var[k]);
   return VL_OK;
 }
 

@@ -16,6 +16,59 @@ const char *vl_vary_name(enum vl_vary_var v) {
   return (unsigned)v < VL_VARY_COUNT ? n[v] : "?";
 }
 
+vl_status vl_vary_parse(const char *s, bool normal, struct vl_vary *v, struct vl_err *err) {
+  memset(v, 0, sizeof *v);
+  const char *eq = strchr(s, '=');
+  int k = -1;
+  for (int i = 0; i < VL_VARY_COUNT; i++) {
+    const char *name = vl_vary_name((enum vl_vary_var)i);
+    if (eq && (size_t)(eq - s) == strlen(name) && !strncmp(s, name, strlen(name))) k = i;
+  }
+  if (k < 0)
+    return vl__fail(err, VL_EINVAL, "vary one of seq, batch, hidden, layers, precision, attention");
+  v->var = (enum vl_vary_var)k;
+  const char *val = eq + 1;
+  if (v->var == VL_VARY_PRECISION || v->var == VL_VARY_ATTENTION) {
+    v->dist = VL_DIST_DISCRETE;
+    char buf[256];
+    if (strlen(val) >= sizeof buf) /* never cut: a cut value is another value */
+      return vl__fail(err, VL_EINVAL, "the values are longer than %zu bytes", sizeof buf - 1);
+    snprintf(buf, sizeof buf, "%s", val);
+    for (char *t = buf, *next; t && *t; t = next) {
+      next = strchr(t, ',');
+      if (next) *next++ = '\0';
+      if (next && *next == ',') /* the values after it would be dropped */
+        return vl__fail(err, VL_EINVAL, "an empty value after '%s'", t);
+      bool ok = false;
+      if (v->n_values == 8) return vl__fail(err, VL_EINVAL, "at most 8 values");
+      if (v->var == VL_VARY_PRECISION) {
+        enum vl_precision p;
+        ok = vl_precision_parse(t, &p);
+        v->values[v->n_values] = (int)p;
+      } else {
+        enum vl_attention a;
+        ok = vl_attention_parse(t, &a);
+        v->values[v->n_values] = (int)a;
+      }
+      if (!ok) return vl__fail(err, VL_EINVAL, "unknown %s '%s'", vl_vary_name(v->var), t);
+      v->n_values++;
+    }
+    if (!v->n_values) return vl__fail(err, VL_EINVAL, "give at least one value");
+    return VL_OK;
+  }
+  if (!strncmp(val, "\xc2\xb1", 2))
+    val += 2; /* ± in UTF-8 */
+  else if (!strncmp(val, "+-", 2))
+    val += 2;
+  char *end;
+  double p = strtod(val, &end);
+  if (end == val || strcmp(end, "%") || !(p > 0 && p < 100))
+    return vl__fail(err, VL_EINVAL, "expected %s=±P%% with 0 < P < 100", vl_vary_name(v->var));
+  v->dist = normal ? VL_DIST_NORMAL : VL_DIST_UNIFORM;
+  v->pct = p / 100.0;
+  return VL_OK;
+}
+
 /* Apply factor f (or discrete value) of one variable to a configuration. */
 static void apply(const struct vl_vary *v, double f, int value, struct vl_arch *a,
                   struct vl_job *j) {
