@@ -105,15 +105,21 @@ static void *burster(void *arg) {
   return NULL;
 }
 
-static double vm_mib(void) {
+/* a field of /proc/self/status, MiB ("VmSize", "VmRSS", "VmHWM") */
+static double status_mib(const char *field) {
   FILE *f = fopen("/proc/self/status", "r");
   char line[256];
   unsigned long long kb = 0;
+  size_t n = strlen(field);
   while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "VmSize: %llu kB", &kb) == 1) break;
+    if (strncmp(line, field, n) == 0 && line[n] == ':' &&
+        sscanf(line + n + 1, " %llu kB", &kb) == 1)
+      break;
   if (f) fclose(f);
   return (double)kb / 1024;
 }
+
+static double vm_mib(void) { return status_mib("VmSize"); }
 
 int main(int argc, char **argv) {
   int threads = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 8;
@@ -138,7 +144,7 @@ int main(int argc, char **argv) {
     pthread_create(&t[i], NULL, worker, &st[i]);
   pthread_create(&t[threads], NULL, burster, &st[threads]);
   pthread_barrier_wait(&started);
-  double vm0 = vm_mib();
+  double vm0 = vm_mib(), rss0 = status_mib("VmRSS");
   uint64_t t0 = now_ns();
   pthread_barrier_wait(&go);
   for (int i = 0; i <= threads; i++)
@@ -158,9 +164,10 @@ int main(int argc, char **argv) {
   }
   printf("threads %d, pairs %llu each, burst %llu: %llu calls in %.2f s; slowest %.3f ms, "
          "99.99%% under %.1f us, %llu over 10 us; VmSize %.1f MiB before, %.1f MiB with the burst "
-         "held, %.1f MiB after\n",
+         "held, %.1f MiB after; VmRSS %.1f MiB before, %.1f MiB after, VmHWM %.1f MiB\n",
          threads, pairs, burst, (unsigned long long)all.n, wall, (double)all.max_ns * 1e-6,
-         (double)(2ull << p9999) * 1e-3, (unsigned long long)all.over_10us, vm0, vm_top, vm_mib());
+         (double)(2ull << p9999) * 1e-3, (unsigned long long)all.over_10us, vm0, vm_top, vm_mib(),
+         rss0, status_mib("VmRSS"), status_mib("VmHWM"));
   free(st);
   return 0;
 }
