@@ -651,7 +651,7 @@ static int open_record(struct run *r) {
   snprintf(r->rec_path, sizeof r->rec_path, "%s/record.jsonl", r->dir);
   snprintf(r->ctr_path, sizeof r->ctr_path, "%s/counters", r->dir);
   snprintf(r->fb_path, sizeof r->fb_path, "%s/fallback", r->dir);
-  r->out.fd = create_private(r->rec_path, O_WRONLY | O_APPEND);
+  r->out.fd = create_private(r->rec_path, O_RDWR | O_APPEND); /* its last byte read back */
   if (r->out.fd < 0) {
     if (errno == EEXIST) cli_hint("give a new --out directory; a record is never overwritten");
     return VL_EXIT_ERROR;
@@ -776,12 +776,19 @@ static int start_job(struct run *r) {
 }
 
 /* What the interposer could not count (its processes said so on the
- * job's stderr, once each kind): a `lost` event before the exit event,
- * which report turns into findings. */
+ * job's stderr, once each kind) and the bytes of its lines that did not go
+ * into the record: a `lost` event before the exit event, which report
+ * turns into findings. */
 static void put_lost(struct run *r) {
   if (!r->ctr) return;
   uint32_t lost = __atomic_load_n(&r->ctr->lost, __ATOMIC_RELAXED);
-  if (!lost) return;
+  uint64_t rec_lost = __atomic_load_n(&r->ctr->record_lost_bytes, __ATOMIC_RELAXED);
+  if (rec_lost)
+    cli_error("cannot write '%s': %llu bytes of the job's lines (the interposer's marks and "
+              "allocation counts) lost; the record's lost event says so, when there was room "
+              "for it",
+              r->rec_path, (unsigned long long)rec_lost);
+  if (!lost && !rec_lost) return;
   json_t *e = json_object();
   json_object_set_new(e, "type", json_string("lost"));
   json_object_set_new(e, "t_ns", json_integer((json_int_t)vl_monotonic_ns()));
@@ -792,6 +799,7 @@ static void put_lost(struct run *r) {
       e, "uncounted_allocs",
       json_integer((json_int_t)__atomic_load_n(&r->ctr->uncounted, __ATOMIC_RELAXED)));
   json_object_set_new(e, "slots", json_integer(VL_COUNTERS_SLOTS));
+  if (rec_lost) json_object_set_new(e, "record_lost_bytes", json_integer((json_int_t)rec_lost));
   if (put(r, e, NULL) != VL_OK) {
     /* the job's stderr said it */
   }

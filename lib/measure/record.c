@@ -144,6 +144,11 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
     r->lost_no_slot_procs = (unsigned)vl__rec_u(o, "no_slot_procs");
     r->lost_slots = (unsigned)vl__rec_u(o, "slots");
     r->lost_uncounted = vl__rec_u(o, "uncounted_allocs");
+    uint64_t rec = vl__rec_u(o, "record_lost_bytes"); /* the job's lines: one more gap */
+    if (rec) {
+      r->gaps++;
+      r->gap_bytes += rec;
+    }
   } else if (strcmp(type, "exit") == 0) {
     r->exited = true;
     json_t *st = json_object_get(o, "status");
@@ -176,6 +181,7 @@ static void parse_init(struct parse *p, struct vl_record *r) {
 static vl_status parse_line(struct parse *p, const char *start, size_t n, bool last,
                             struct vl_err *err) {
   p->line++;
+  if (p->bad && n == 0) return VL_OK; /* an empty line between: the gap may follow */
   if (p->bad) { /* a line cut by a failed write: the writer's gap line follows it */
     static const char gap[] = "{\"type\":\"gap\"";
     if (n < sizeof gap - 1 || memcmp(start, gap, sizeof gap - 1) != 0)
