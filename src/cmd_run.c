@@ -388,8 +388,9 @@ static void fire_tput(void *ctx, uint64_t t, double tps) {
 
 /* The parents of dir (0777 less the umask), then dir itself, 0700. A
  * default directory (fresh) must be new: it is never reused. --out may name
- * a directory that exists (sweep makes its points' first), never a file or
- * anything else. @return 0, or -1 with errno (ENOTDIR: not a directory). */
+ * a directory that exists (sweep makes its points' first), never a file, a
+ * symbolic link or anything else. @return 0, or -1 with errno (ENOTDIR: not
+ * a directory; ELOOP: a symbolic link). */
 static int mkdir_private(const char *dir, bool fresh) {
   char buf[PATH_MAX];
   snprintf(buf, sizeof buf, "%s", dir);
@@ -401,8 +402,9 @@ static int mkdir_private(const char *dir, bool fresh) {
   }
   if (mkdir(buf, 0700) == 0) return 0;
   if (errno != EEXIST || fresh) return -1;
-  /* chmod through a descriptor of a directory: never a file's mode */
-  int fd = open(buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  /* chmod through a descriptor of a directory: never a file's mode, nor
+   * the mode of a directory a symbolic link points to (ELOOP) */
+  int fd = open(buf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -1;
   int rc = fchmod(fd, 0700);
   close(fd);
@@ -641,7 +643,9 @@ static int open_record(struct run *r) {
   }
   if (made != 0) {
     cli_error("cannot create the run directory '%s': %s", r->dir,
-              errno == ENOTDIR ? "it exists and is not a directory" : strerror(errno));
+              errno == ENOTDIR ? "it exists and is not a directory"
+              : errno == ELOOP ? "it is a symbolic link (vramledger follows none)"
+                               : strerror(errno));
     if (errno == ENOTDIR) cli_hint("give --out a new directory, or one of yours");
     return VL_EXIT_ERROR;
   }
