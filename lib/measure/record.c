@@ -74,6 +74,7 @@ static vl_status meta(json_t *o, struct vl_record *r, size_t line, struct vl_err
     if (w < 0 || (size_t)w >= sizeof r->command - used) break;
     used += (size_t)w;
   }
+  vl__rec_clean(r->command);
   json_t *gpus = json_object_get(o, "gpus");
   json_array_foreach(gpus, i, a) {
     if (i >= VL_RECORD_MAX_GPUS) break;
