@@ -402,8 +402,13 @@ static int mkdir_private(const char *dir, bool fresh) {
   }
   if (mkdir(buf, 0700) == 0) return 0;
   if (errno != EEXIST || fresh) return -1;
+  struct stat st;
+  if (lstat(buf, &st) == 0 && S_ISLNK(st.st_mode)) {
+    errno = ELOOP;
+    return -1;
+  }
   /* chmod through a descriptor of a directory: never a file's mode, nor
-   * the mode of a directory a symbolic link points to (ELOOP) */
+   * the mode of a directory a symbolic link put there since points to */
   int fd = open(buf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -1;
   int rc = fchmod(fd, 0700);
