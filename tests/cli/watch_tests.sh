@@ -29,6 +29,7 @@ check "textfile: no temporary left" sh -c "! ls '$tmp' | grep -q tmp"
 # serve NAME ARGS...: start `watch ARGS` in the background, wait for the
 # port it says on stderr; $pid and $port for the checks that follow
 serve() {
+  : >"$tmp/err" # emptied here: the background shell may empty it after the loop below reads it
   "$vl" watch --interval-ms 50 "$@" 2>"$tmp/err" &
   pid=$!
   port=""
