@@ -10,6 +10,9 @@
 # that were not met).
 # Usage: run.sh VRAMLEDGER PRELOAD_TEST TABLE_TEST FAKE_NVML PRELOAD STUB_DIR
 #               FULL_DISK HTTP_GET DATA_DIR [CASE...]
+# A job given as sh -c "PROGRAM ... && exit N" exits N only when PROGRAM
+# succeeded: a PROGRAM killed (by a SIGXFSZ of the interposer's write, say)
+# shows in the status asserted.
 set -u
 vl=$1 prog=$2 table=$3 fake=$4 pre=$5 stub=$6 full_so=$7 http=$8 data=$9
 shift 9
@@ -73,7 +76,7 @@ said_lost() { sed -n 's/.*: \([0-9]*\) bytes of the record lost.*/\1/p' "$tmp/$d
 if want enospc-cut; then
   begin enospc-cut
   full cut FAULT_FULL_AT=4096 FAULT_FULL_PARTIAL=1 FAULT_FULL_REFUSE=1 FAULT_FULL_EXE="$exe" \
-    "$vl" run --out "$tmp/cut" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.8; exit 5"
+    "$vl" run --out "$tmp/cut" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.8 && exit 5"
   r=$tmp/cut/record.jsonl
   expect "the job's status (5)" eq "$st" 5
   expect "a short write cut a line" eq "$(awk '$3 == "cut"' "$tmp/cut.log" | wc -l)" 1
@@ -91,7 +94,7 @@ fi
 if want enospc-whole; then
   begin enospc-whole
   full whole FAULT_FULL_AT=4096 FAULT_FULL_REFUSE=1 FAULT_FULL_EXE="$exe" \
-    "$vl" run --out "$tmp/whole" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.8; exit 6"
+    "$vl" run --out "$tmp/whole" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.8 && exit 6"
   r=$tmp/whole/record.jsonl
   expect "the job's status (6)" eq "$st" 6
   expect "a write refused whole" eq "$(awk '$3 == "refused"' "$tmp/whole.log" | wc -l)" 1
@@ -107,7 +110,7 @@ fi
 if want enospc-long; then
   begin enospc-long
   full long FAULT_FULL_AT=4096 FAULT_FULL_PARTIAL=1 FAULT_FULL_REFUSE=5 FAULT_FULL_EXE="$exe" \
-    "$vl" run --out "$tmp/long" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.8; exit 7"
+    "$vl" run --out "$tmp/long" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.8 && exit 7"
   r=$tmp/long/record.jsonl
   expect "the job's status (7)" eq "$st" 7
   expect "gap lines refused too" [ "$(awk '$3 == "gap"' "$tmp/long.log" | wc -l)" -ge 1 ]
@@ -123,7 +126,7 @@ fi
 if want enospc-never; then
   begin enospc-never
   full never FAULT_FULL_AT=4096 FAULT_FULL_PARTIAL=1 \
-    "$vl" run --out "$tmp/never" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.5; exit 8"
+    "$vl" run --out "$tmp/never" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.5 && exit 8"
   r=$tmp/never/record.jsonl
   expect "the job's status (8)" eq "$st" 8
   expect "the record ends in the cut line" eq "$(rec "$r" last-type)" cut
@@ -139,7 +142,7 @@ if want enospc-job; then
   begin enospc-job
   full job FAULT_FULL_AT=1200 FAULT_FULL_ROOM="$tmp/job.room" \
     "$vl" run --out "$tmp/job" --interval-ms 10 --quiet -- \
-    sh -c "'$prog' hold 8 0.5; : >'$tmp/job.room'; sleep 0.3; exit 9"
+    sh -c "'$prog' hold 8 0.5 && : >'$tmp/job.room' && sleep 0.3 && exit 9"
   r=$tmp/job/record.jsonl
   expect "the job's status (9)" eq "$st" 9
   expect "the interposer's lines refused" [ "$(logged job refused 6)" -gt 0 ]
@@ -155,7 +158,7 @@ if want enospc-others; then
   # after vramledger's cut one close it first
   begin enospc-others
   full others FAULT_FULL_AT=4096 FAULT_FULL_PARTIAL=1 FAULT_FULL_EXE="$exe" \
-    "$vl" run --out "$tmp/others" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.5; exit 10"
+    "$vl" run --out "$tmp/others" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.5 && exit 10"
   r=$tmp/others/record.jsonl
   expect "the job's status (10)" eq "$st" 10
   expect "vramledger's line cut" eq "$(awk '$3 == "cut"' "$tmp/others.log" | wc -l)" 1
@@ -170,7 +173,7 @@ if want enospc-job-cut; then
   # record goes on past its cut line, which the lost event counts
   begin enospc-job-cut
   full jobcut FAULT_FULL_AT=1500 FAULT_FULL_PARTIAL=1 FAULT_FULL_REFUSE=1 FAULT_FULL_EXE=preload_test \
-    "$vl" run --out "$tmp/jobcut" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.5; exit 11"
+    "$vl" run --out "$tmp/jobcut" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.5 && exit 11"
   r=$tmp/jobcut/record.jsonl
   expect "the job's status (11)" eq "$st" 11
   expect "the job's line cut" eq "$(awk '$3 == "cut"' "$tmp/jobcut.log" | wc -l)" 1
@@ -185,7 +188,7 @@ if want own-preload; then
   # a job with an LD_PRELOAD of its own that wraps write() (as the full
   # disk does), behind the interposer: its dlsym(RTLD_NEXT) gets libc's
   begin own-preload
-  LD_PRELOAD="$full_so" timeout 20 "$vl" run --out "$tmp/own" --quiet -- sh -c "'$prog' hold 1 0.1; echo ran; exit 13" >"$tmp/own.out"
+  LD_PRELOAD="$full_so" timeout 20 "$vl" run --out "$tmp/own" --quiet -- sh -c "'$prog' hold 1 0.1 && echo ran && exit 13" >"$tmp/own.out"
   expect "the job's status (13)" eq "$?" 13
   expect "its output" eq "$(cat "$tmp/own.out")" ran
   expect "its marks in the record" eq "$(rec "$tmp/own/record.jsonl" marks step)" 5
@@ -197,7 +200,7 @@ if want ulimit-f; then
   # by the record: vramledger and the job's interposer live on (the
   # SIGXFSZ of their writes is theirs to ignore), the loss is said
   begin ulimit-f
-  sh -c "ulimit -f 40; exec '$vl' run --out '$tmp/fsz' --interval-ms 1 --quiet -- sh -c \"'$prog' hold 8 0.5; exit 3\"" \
+  sh -c "ulimit -f 40; exec '$vl' run --out '$tmp/fsz' --interval-ms 1 --quiet -- sh -c \"'$prog' hold 8 0.5 && exit 3\"" \
     2>"$tmp/fsz.err"
   st=$?
   r=$tmp/fsz/record.jsonl
@@ -224,7 +227,7 @@ if want ulimit-v; then
   if ldd "$vl" | grep -q libasan; then
     echo "  ulimit-v: vramledger itself under ulimit -v left out (a sanitizer's shadow memory)" >&2
   else
-    sh -c "ulimit -v 40000; exec '$vl' run --out '$tmp/as2' --interval-ms 10 --quiet -- sh -c \"'$prog' hold 1 0.2; exit 4\"" 2>"$tmp/as2.err"
+    sh -c "ulimit -v 40000; exec '$vl' run --out '$tmp/as2' --interval-ms 10 --quiet -- sh -c \"'$prog' hold 1 0.2 && exit 4\"" 2>"$tmp/as2.err"
     expect "vramledger under ulimit -v 40000: the job's status (4)" eq "$?" 4
     expect "and a whole record" eq "$(rec "$tmp/as2/record.jsonl" exit-status)" 4
   fi
@@ -295,7 +298,7 @@ if want job-moves; then
   # (and is given the record's number for a file of its own), forks 350
   # processes, 300 of them allocating (256 counter slots)
   begin job-moves
-  (cd "$tmp" && "$vl" run --out rel --quiet -- sh -c "cd / && '$prog' hold 1 0.1; exit 12")
+  (cd "$tmp" && "$vl" run --out rel --quiet -- sh -c "cd / && '$prog' hold 1 0.1 && exit 12")
   expect "cd: the job's status (12)" eq "$?" 12
   expect "cd: its interposer still writes the record" grep -q '"name":"holding"' "$tmp/rel/record.jsonl"
   "$vl" run --out "$tmp/cfd" --quiet -- "$prog" closefds "$tmp/cfd-file"
