@@ -19,7 +19,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -567,7 +569,8 @@ static bool record_ok(void) {
   if (record_fd >= 0 && fstat(record_fd, &st) == 0 && st.st_dev == record_dev &&
       st.st_ino == record_ino)
     return true;
-  int fd = open(record_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  /* read too: the last byte says whether another writer was cut */
+  int fd = open(record_path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 || fstat(fd, &st) != 0) {
     if (fd >= 0) close(fd);
     record_fd = -1;
@@ -579,12 +582,54 @@ static bool record_ok(void) {
   return true;
 }
 
-static void write_line(const char *buf, int n) {
-  if (!record_path[0] || n <= 0 || !record_ok()) return;
-  ssize_t w;
-  do { /* one write() per line: O_APPEND keeps lines of several writers whole */
-    w = write(record_fd, buf, (size_t)n);
-  } while (w < 0 && errno == EINTR);
+/* A line that does not go out whole (a full disk, ulimit -f: a short
+ * write cuts it) is lost whole, and counted for `run` to say in the record.
+ * A write past `ulimit -f` raises SIGXFSZ in the writing thread, which
+ * would kill the job for a line of ours: it is blocked across the write
+ * and taken back when the write raised it (a SIGXFSZ of the job's own,
+ * already pending, is left). A record that ends inside a line (another
+ * writer's, cut by a full disk) gets a newline and a gap line first, in
+ * the same write: our line is never fused with the cut one (docs/record.md,
+ * "gap"). */
+static void write_line(const char *line, int len) {
+  if (!record_path[0] || len <= 0) return;
+  int saved = errno;
+  ssize_t w = -1;
+  char buf[4096];
+  const char *out = line;
+  int n = len;
+  struct stat st;
+  char last;
+  if (record_ok() && fstat(record_fd, &st) == 0 && st.st_size > 0 &&
+      pread(record_fd, &last, 1, st.st_size - 1) == 1 && last != '\n') {
+    int k = snprintf(buf, sizeof buf,
+                     "\n{\"type\":\"gap\",\"t_ns\":%llu,\"lost_bytes\":0,\"error\":\"a line cut "
+                     "by another writer\"}\n",
+                     (unsigned long long)now_ns());
+    if (k > 0 && (size_t)k + (size_t)len <= sizeof buf) {
+      memcpy(buf + k, line, (size_t)len);
+      out = buf;
+      n = k + len;
+    }
+  }
+  if (record_fd >= 0) {
+    sigset_t xfsz, keep, pending;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz, &keep);
+    bool had = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
+    do { /* one write() per line: O_APPEND keeps lines of several writers whole */
+      w = write(record_fd, out, (size_t)n);
+    } while (w < 0 && errno == EINTR);
+    if (w < 0 && errno == EFBIG && !had) {
+      struct timespec zero = {0, 0};
+      sigtimedwait(&xfsz, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &keep, NULL);
+  }
+  if (w != n && counters)
+    __atomic_add_fetch(&counters->record_lost_bytes, (uint64_t)len, __ATOMIC_RELAXED);
+  errno = saved; /* the job's errno is its own */
 }
 
 static void flush_counters(void) {
@@ -1176,12 +1221,35 @@ EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **pfn,
  * wrappers; cuGetProcAddress itself is wrapped so the functions it hands out
  * are too. Nothing here calls CUDA. */
 /* RTLD_NEXT is relative to the caller: called from here, the real dlsym
- * would search after us, and a library loaded between us and the caller
- * (a sanitizer runtime resolving its interceptors) would get itself back.
+ * searches after us, and a library loaded between us and the caller (a
+ * sanitizer runtime resolving its interceptors) would get itself back.
  * glibc's _dl_sym takes the caller explicitly (GLIBC_PRIVATE, with the same
- * signature since 2.3); without it, fall back to searching after us. No
- * dlopen here: it is intercepted by such runtimes before they work. */
+ * signature since 2.3; no longer exported since 2.34); without it, the
+ * search after us stands unless what it found is the caller's own: a
+ * library preloaded after us (a job's own LD_PRELOAD, which `run` puts
+ * behind ours) asking for the write() it wraps would be handed itself and
+ * call itself forever. Then the objects loaded after the caller are asked
+ * in load order, each opened again with RTLD_NOLOAD for a handle. No
+ * dlopen otherwise: it is intercepted by such runtimes before they work,
+ * and they come before us. */
 typedef void *(*dl_sym_fn)(void *, const char *, void *);
+
+static void *dlsym_after(dlsym_fn d, const char *name, void *caller) {
+  void *p = d(RTLD_NEXT, name);
+  Dl_info info, at;
+  struct link_map *lm = NULL;
+  if (!p || !dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !dladdr(p, &at) ||
+      at.dli_fbase != info.dli_fbase)
+    return p;
+  for (struct link_map *l = lm->l_next; l; l = l->l_next) {
+    void *h = l->l_name && l->l_name[0] ? dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    if (!h) continue;
+    p = d(h, name);
+    dlclose(h);
+    if (p && !(dladdr(p, &at) && at.dli_fbase == info.dli_fbase)) return p;
+  }
+  return NULL;
+}
 
 static void *dlsym_next(dlsym_fn d, const char *name, void *caller) {
   static dl_sym_fn dl_sym;
@@ -1190,7 +1258,7 @@ static void *dlsym_next(dlsym_fn d, const char *name, void *caller) {
     dl_sym = (dl_sym_fn)dlvsym(RTLD_DEFAULT, "_dl_sym", "GLIBC_PRIVATE");
     looked = 1;
   }
-  return dl_sym ? dl_sym(RTLD_NEXT, name, caller) : d(RTLD_NEXT, name);
+  return dl_sym ? dl_sym(RTLD_NEXT, name, caller) : dlsym_after(d, name, caller);
 }
 
 EXPORT void *dlsym(void *handle, const char *name) {

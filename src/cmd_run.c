@@ -388,8 +388,9 @@ static void fire_tput(void *ctx, uint64_t t, double tps) {
 
 /* The parents of dir (0777 less the umask), then dir itself, 0700. A
  * default directory (fresh) must be new: it is never reused. --out may name
- * a directory that exists (sweep makes its points' first), never a file or
- * anything else. @return 0, or -1 with errno (ENOTDIR: not a directory). */
+ * a directory that exists (sweep makes its points' first), never a file, a
+ * symbolic link or anything else. @return 0, or -1 with errno (ENOTDIR: not
+ * a directory; ELOOP: a symbolic link). */
 static int mkdir_private(const char *dir, bool fresh) {
   char buf[PATH_MAX];
   snprintf(buf, sizeof buf, "%s", dir);
@@ -401,8 +402,14 @@ static int mkdir_private(const char *dir, bool fresh) {
   }
   if (mkdir(buf, 0700) == 0) return 0;
   if (errno != EEXIST || fresh) return -1;
-  /* chmod through a descriptor of a directory: never a file's mode */
-  int fd = open(buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct stat st;
+  if (lstat(buf, &st) == 0 && S_ISLNK(st.st_mode)) {
+    errno = ELOOP;
+    return -1;
+  }
+  /* chmod through a descriptor of a directory: never a file's mode, nor
+   * the mode of a directory a symbolic link put there since points to */
+  int fd = open(buf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -1;
   int rc = fchmod(fd, 0700);
   close(fd);
@@ -641,7 +648,9 @@ static int open_record(struct run *r) {
   }
   if (made != 0) {
     cli_error("cannot create the run directory '%s': %s", r->dir,
-              errno == ENOTDIR ? "it exists and is not a directory" : strerror(errno));
+              errno == ENOTDIR ? "it exists and is not a directory"
+              : errno == ELOOP ? "it is a symbolic link (vramledger follows none)"
+                               : strerror(errno));
     if (errno == ENOTDIR) cli_hint("give --out a new directory, or one of yours");
     return VL_EXIT_ERROR;
   }
@@ -651,7 +660,7 @@ static int open_record(struct run *r) {
   snprintf(r->rec_path, sizeof r->rec_path, "%s/record.jsonl", r->dir);
   snprintf(r->ctr_path, sizeof r->ctr_path, "%s/counters", r->dir);
   snprintf(r->fb_path, sizeof r->fb_path, "%s/fallback", r->dir);
-  r->out.fd = create_private(r->rec_path, O_WRONLY | O_APPEND);
+  r->out.fd = create_private(r->rec_path, O_RDWR | O_APPEND); /* its last byte read back */
   if (r->out.fd < 0) {
     if (errno == EEXIST) cli_hint("give a new --out directory; a record is never overwritten");
     return VL_EXIT_ERROR;
@@ -776,12 +785,19 @@ static int start_job(struct run *r) {
 }
 
 /* What the interposer could not count (its processes said so on the
- * job's stderr, once each kind): a `lost` event before the exit event,
- * which report turns into findings. */
+ * job's stderr, once each kind) and the bytes of its lines that did not go
+ * into the record: a `lost` event before the exit event, which report
+ * turns into findings. */
 static void put_lost(struct run *r) {
   if (!r->ctr) return;
   uint32_t lost = __atomic_load_n(&r->ctr->lost, __ATOMIC_RELAXED);
-  if (!lost) return;
+  uint64_t rec_lost = __atomic_load_n(&r->ctr->record_lost_bytes, __ATOMIC_RELAXED);
+  if (rec_lost)
+    cli_error("cannot write '%s': %llu bytes of the job's lines (the interposer's marks and "
+              "allocation counts) lost; the record's lost event says so, when there was room "
+              "for it",
+              r->rec_path, (unsigned long long)rec_lost);
+  if (!lost && !rec_lost) return;
   json_t *e = json_object();
   json_object_set_new(e, "type", json_string("lost"));
   json_object_set_new(e, "t_ns", json_integer((json_int_t)vl_monotonic_ns()));
@@ -792,6 +808,7 @@ static void put_lost(struct run *r) {
       e, "uncounted_allocs",
       json_integer((json_int_t)__atomic_load_n(&r->ctr->uncounted, __ATOMIC_RELAXED)));
   json_object_set_new(e, "slots", json_integer(VL_COUNTERS_SLOTS));
+  if (rec_lost) json_object_set_new(e, "record_lost_bytes", json_integer((json_int_t)rec_lost));
   if (put(r, e, NULL) != VL_OK) {
     /* the job's stderr said it */
   }

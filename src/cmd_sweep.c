@@ -197,9 +197,13 @@ static int open_outputs(struct sweep *s) {
   }
   s->self[sl] = '\0';
   snprintf(s->csv, sizeof s->csv, "%.4000s/sweep.csv", s->out);
-  s->f = fopen(s->csv, "w");
+  /* rewritten at each sweep (a resumed one too), never through a symbolic link */
+  int fd = open(s->csv, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  s->f = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (!s->f) {
-    cli_error("cannot write '%s': %s", s->csv, strerror(errno));
+    cli_error("cannot write '%s': %s", s->csv,
+              errno == ELOOP ? "it is a symbolic link (vramledger follows none)" : strerror(errno));
+    if (fd >= 0) close(fd);
     return VL_EXIT_ERROR;
   }
   fputs("point", s->f);
@@ -230,14 +234,35 @@ static void plan_grid(struct sweep *s) {
 }
 
 /* Run repeat r of the point in DIR, or take its complete record from an
- * earlier sweep (resume). Returns the command's exit status, or -1 when DIR
- * cannot be created. */
+ * earlier sweep (resume). A record without its exit event is of a point
+ * that was interrupted: it is kept as record.interrupted.jsonl (replacing
+ * an older one) and the point runs again (`run` creates its files new).
+ * Returns the command's exit status, or -1 when DIR cannot be created or
+ * the interrupted record moved. */
 static int run_or_resume(const struct sweep *s, const struct point *pt, const char *dir,
                          const char *rec) {
   if (file_has(rec, "\"type\":\"exit\"")) return file_has(rec, "\"status\":0,") ? 0 : 1;
   if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
     cli_error("cannot create '%s': %s", dir, strerror(errno));
     return -1;
+  }
+  struct stat st;
+  if (lstat(rec, &st) == 0) {
+    char old[PATH_MAX], part[PATH_MAX];
+    snprintf(old, sizeof old, "%.4000s/record.interrupted.jsonl", dir);
+    if (rename(rec, old) != 0) {
+      cli_error("cannot move the interrupted record '%s' aside: %s", rec, strerror(errno));
+      return -1;
+    }
+    static const char *const parts[] = {"counters", "fallback"}; /* run's other files */
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+      snprintf(part, sizeof part, "%.4000s/%s", dir, parts[i]);
+      unlink(part);
+    }
+    fprintf(stderr,
+            "vramledger: sweep point %zu/%zu was interrupted (its record has no exit): "
+            "run again, the old record kept as %s\n",
+            pt->p + 1, s->total, old);
   }
   char cmdline[64];
   snprintf(cmdline, sizeof cmdline, "point %zu/%zu", pt->p + 1, s->total);

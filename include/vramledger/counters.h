@@ -5,14 +5,15 @@
  * and, at its first allocation, takes one slot: its pid, live and peak
  * driver-allocated bytes. The sampler reads the slots at each tick. What
  * the interposer could not count is said in `lost` (flags) and its two
- * counts, which `run` puts into the record. Header-only; the interposer
+ * counts, what it could not write into the record in record_lost_bytes;
+ * `run` puts them into the record. Header-only; the interposer
  * links nothing but libc. */
 #ifndef VRAMLEDGER_COUNTERS_H
 #define VRAMLEDGER_COUNTERS_H
 #include <stdint.h>
 
 #define VL_COUNTERS_MAGIC 0x564c4354u /* "VLCT" */
-#define VL_COUNTERS_VERSION 2u        /* 2: lost, no_slot, uncounted */
+#define VL_COUNTERS_VERSION 3u        /* 2: lost, no_slot, uncounted; 3: record_lost_bytes */
 #define VL_COUNTERS_SLOTS 256u
 
 struct vl_counters_slot {
@@ -35,7 +36,9 @@ struct vl_counters {
   uint32_t lost;    /* VL_COUNTERS_LOST_* (atomically) */
   uint32_t no_slot; /* processes whose bytes are in no slot (atomically) */
   uint32_t pad;
-  uint64_t uncounted; /* allocations no table could hold (atomically) */
+  uint64_t uncounted;         /* allocations no table could hold (atomically) */
+  uint64_t record_lost_bytes; /* the interposers' lines that did not go into the
+                               * record whole (a full disk, ulimit -f) (atomically) */
   struct vl_counters_slot slot[VL_COUNTERS_SLOTS];
 };
 

@@ -34,16 +34,19 @@ uint64_t vl_monotonic_ns(void);
  * VL_SAMPLE_FLUSH_NS out of time order (readers go by t_ns); a kill -9 of
  * vramledger loses at most that much of its samples. */
 #define VL_SAMPLE_FLUSH_NS 100000000ull
-/* A write that fails (ENOSPC, EIO, EFBIG under `ulimit -f`) loses its
- * line whole: the next write that goes out starts with a newline when part
- * of a line went out (a cut line is never fused with the next), then a
- * "gap" line saying how many bytes were lost and why (docs/record.md). */
+/* A write that fails (ENOSPC, EIO, EFBIG under `ulimit -f`) loses the
+ * lines it did not write whole (those of a batch before a short write's
+ * end stand): the next write that goes out starts with a newline when the
+ * file ends inside a line, ours or another writer's (a cut line is never
+ * fused with the next), then a "gap" line saying how many bytes were lost
+ * and why (docs/record.md). */
 struct vl_record_writer {
-  int fd;              /* the record, opened O_APPEND by the caller, who closes it */
+  int fd;              /* the record, opened O_RDWR | O_APPEND by the caller, who closes it */
   uint64_t lost_bytes; /* lost in all: the caller says so once */
   uint64_t gap_bytes;  /* lost since the last "gap" line went out */
   int err;             /* the last failed write's errno */
-  bool cut;            /* part of a line went out last */
+  bool cut;            /* part of a line of ours went out last (for a
+                        * file that cannot be read back) */
   size_t sample_len;
   char sample_buf[1 << 16];
 };

@@ -17,9 +17,22 @@ uint64_t vl__rec_u(json_t *o, const char *k) {
   return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
 }
 
+void vl__rec_clean(char *s) {
+  for (unsigned char *p = (unsigned char *)s; *p; p++) {
+    if (*p < 0x20 || *p == 0x7f) {
+      *p = '?';
+    } else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) { /* U+0080..U+009F */
+      p[0] = '?';
+      p[1] = '?';
+      p++;
+    }
+  }
+}
+
 void vl__rec_str(char *dst, size_t n, json_t *o, const char *k) {
   json_t *v = json_object_get(o, k);
   snprintf(dst, n, "%s", json_is_string(v) ? json_string_value(v) : "");
+  vl__rec_clean(dst);
 }
 
 int vl__rec_grow(void **p, size_t *cap, size_t n, size_t elem, size_t limit) {
@@ -116,6 +129,7 @@ vl_status vl__probe_event(json_t *o, const char *type, struct vl_record *r,
       struct vl_rec_phase *p = &r->phases[r->n_phases++];
       memset(p, 0, sizeof *p);
       snprintf(p->phase, sizeof p->phase, "%s", json_string_value(nm));
+      vl__rec_clean(p->phase);
       p->t0_ns = json_integer_value(a) > 0 ? (uint64_t)json_integer_value(a) : 0;
       p->t_ns = json_integer_value(b) > 0 ? (uint64_t)json_integer_value(b) : 0;
       p->pid = copy.pid;

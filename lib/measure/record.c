@@ -74,6 +74,7 @@ static vl_status meta(json_t *o, struct vl_record *r, size_t line, struct vl_err
     if (w < 0 || (size_t)w >= sizeof r->command - used) break;
     used += (size_t)w;
   }
+  vl__rec_clean(r->command);
   json_t *gpus = json_object_get(o, "gpus");
   json_array_foreach(gpus, i, a) {
     if (i >= VL_RECORD_MAX_GPUS) break;
@@ -87,6 +88,241 @@ static vl_status meta(json_t *o, struct vl_record *r, size_t line, struct vl_err
   return VL_OK;
 }
 
+/* The next sample of r, zeroed. */
+static vl_status new_sample(struct vl_record *r, size_t *cap_s, size_t line,
+                            struct vl_rec_sample **s, struct vl_err *err) {
+  if (vl__rec_grow((void **)&r->samples, cap_s, r->n_samples, sizeof *r->samples, MAX_SAMPLES))
+    return vl__fail(err, VL_ENOMEM,
+                    "line %zu: more than %u samples, the most a record is read with (%.0f "
+                    "hours at the default 100 ms), or out of memory",
+                    line, MAX_SAMPLES, MAX_SAMPLES / 36000.0);
+  *s = &r->samples[r->n_samples++];
+  memset(*s, 0, sizeof **s);
+  return VL_OK;
+}
+
+/* ---- sample lines without a JSON tree -------------------------------------
+ * Sample lines are nearly all of a long record (one every --interval-ms,
+ * 1 KiB with 8 GPUs), and building jansson's tree of each took nearly all
+ * of reading one (bench/results/speed/report-1gib.md). A sample line is
+ * read here by a scanner of plain JSON only: strings without escapes or
+ * bytes past ASCII, integers of up to 18 digits, no reals, nesting up to
+ * 16; a line with anything else (or whose type is not "sample") is left to
+ * jansson. Both read a line alike: the last of a repeated member counts, a
+ * member absent, not an integer or not positive reads as 0 (vl__rec_u),
+ * a GPU entry that is no object as GPU 0's zeros. */
+bool vl__record_scan = true;
+
+struct scan {
+  const char *p, *end;
+};
+
+static void scan_ws(struct scan *s) {
+  while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+    s->p++;
+}
+
+static bool scan_str(struct scan *s, const char **b, size_t *n) {
+  if (s->p >= s->end || *s->p != '"') return false;
+  const char *start = ++s->p;
+  for (; s->p < s->end && *s->p != '"'; s->p++) {
+    unsigned char c = (unsigned char)*s->p;
+    if (c < 0x20 || c >= 0x80 || c == '\\') return false;
+  }
+  if (s->p >= s->end) return false;
+  *b = start;
+  *n = (size_t)(s->p++ - start);
+  return true;
+}
+
+/* A value: *kind 'i' (integer, *u as vl__rec_u reads it), 's' (its bytes
+ * in *b, *n), 'a', 'o' or 'l' (true, false, null). */
+static bool scan_value(struct scan *s, int depth, char *kind, uint64_t *u, const char **b,
+                       size_t *n) {
+  *u = 0;
+  if (s->p >= s->end || depth > 16) return false;
+  char c = *s->p;
+  if (c == '"') {
+    *kind = 's';
+    return scan_str(s, b, n);
+  }
+  if (c == '[' || c == '{') {
+    *kind = c == '[' ? 'a' : 'o';
+    char close = c == '[' ? ']' : '}';
+    s->p++;
+    scan_ws(s);
+    if (s->p < s->end && *s->p == close) {
+      s->p++;
+      return true;
+    }
+    for (;;) {
+      char k;
+      uint64_t v;
+      const char *vb;
+      size_t vn;
+      if (c == '{') {
+        if (!scan_str(s, &vb, &vn)) return false;
+        scan_ws(s);
+        if (s->p >= s->end || *s->p++ != ':') return false;
+        scan_ws(s);
+      }
+      if (!scan_value(s, depth + 1, &k, &v, &vb, &vn)) return false;
+      scan_ws(s);
+      if (s->p >= s->end) return false;
+      if (*s->p == ',') {
+        s->p++;
+        scan_ws(s);
+        continue;
+      }
+      if (*s->p++ != close) return false;
+      return true;
+    }
+  }
+  static const char *const lits[] = {"true", "false", "null"};
+  for (size_t i = 0; i < 3; i++) {
+    size_t l = strlen(lits[i]);
+    if ((size_t)(s->end - s->p) >= l && memcmp(s->p, lits[i], l) == 0) {
+      s->p += l;
+      *kind = 'l';
+      return true;
+    }
+  }
+  bool neg = c == '-';
+  if (neg) s->p++;
+  const char *d = s->p;
+  uint64_t v = 0;
+  while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
+    v = v * 10 + (uint64_t)(*s->p++ - '0');
+  size_t nd = (size_t)(s->p - d);
+  if (nd == 0 || nd > 18 || (nd > 1 && *d == '0')) return false;
+  if (s->p < s->end && (*s->p == '.' || *s->p == 'e' || *s->p == 'E')) return false; /* a real */
+  *kind = 'i';
+  *u = neg ? 0 : v;
+  return true;
+}
+
+/* The members of the object at s (checked whole), each handed to take. */
+static bool scan_members(struct scan *s, void *ctx,
+                         void (*take)(void *, const char *, size_t, char, uint64_t, const char *,
+                                      size_t, const char *)) {
+  if (s->p >= s->end || *s->p != '{') return false;
+  s->p++;
+  scan_ws(s);
+  if (s->p < s->end && *s->p == '}') {
+    s->p++;
+    return true;
+  }
+  for (;;) {
+    const char *k, *b = NULL;
+    size_t kn, n = 0;
+    char kind;
+    uint64_t u;
+    if (!scan_str(s, &k, &kn)) return false;
+    scan_ws(s);
+    if (s->p >= s->end || *s->p++ != ':') return false;
+    scan_ws(s);
+    const char *at = s->p;
+    if (!scan_value(s, 1, &kind, &u, &b, &n)) return false;
+    take(ctx, k, kn, kind, u, b, n, at);
+    scan_ws(s);
+    if (s->p >= s->end) return false;
+    if (*s->p == ',') {
+      s->p++;
+      scan_ws(s);
+      continue;
+    }
+    return *s->p++ == '}';
+  }
+}
+
+static bool key_is(const char *k, size_t kn, const char *name) {
+  return strlen(name) == kn && memcmp(k, name, kn) == 0;
+}
+
+struct sample_scan {
+  bool is_sample;
+  const char *gpus; /* the last "gpus" member's array, or NULL */
+  uint64_t t_ns, tree_bytes, other_bytes, cuda_alloc_bytes, tree_procs;
+};
+
+static void take_sample(void *ctx, const char *k, size_t kn, char kind, uint64_t u, const char *b,
+                        size_t n, const char *at) {
+  struct sample_scan *m = ctx;
+  uint64_t v = kind == 'i' ? u : 0;
+  if (key_is(k, kn, "type"))
+    m->is_sample = kind == 's' && n == 6 && memcmp(b, "sample", 6) == 0;
+  else if (key_is(k, kn, "gpus"))
+    m->gpus = kind == 'a' ? at : NULL;
+  else if (key_is(k, kn, "t_ns"))
+    m->t_ns = v;
+  else if (key_is(k, kn, "tree_bytes"))
+    m->tree_bytes = v;
+  else if (key_is(k, kn, "other_bytes"))
+    m->other_bytes = v;
+  else if (key_is(k, kn, "cuda_alloc_bytes"))
+    m->cuda_alloc_bytes = v;
+  else if (key_is(k, kn, "tree_procs"))
+    m->tree_procs = v;
+}
+
+struct gpu_scan {
+  uint64_t i, used, tree;
+};
+
+static void take_gpu(void *ctx, const char *k, size_t kn, char kind, uint64_t u, const char *b,
+                     size_t n, const char *at) {
+  (void)b, (void)n, (void)at;
+  struct gpu_scan *g = ctx;
+  uint64_t v = kind == 'i' ? u : 0;
+  if (key_is(k, kn, "i"))
+    g->i = v;
+  else if (key_is(k, kn, "used"))
+    g->used = v;
+  else if (key_is(k, kn, "tree"))
+    g->tree = v;
+}
+
+/* A sample line read into *m; false: jansson reads it. */
+static bool scan_sample(const char *line, size_t n, struct sample_scan *m) {
+  struct scan s = {line, line + n};
+  memset(m, 0, sizeof *m);
+  scan_ws(&s);
+  if (!scan_members(&s, m, take_sample)) return false;
+  scan_ws(&s);
+  return s.p == s.end && m->is_sample;
+}
+
+static void put_scanned(const struct sample_scan *m, const char *end, struct vl_rec_sample *s) {
+  s->t_ns = m->t_ns;
+  s->tree_bytes = m->tree_bytes;
+  s->other_bytes = m->other_bytes;
+  s->cuda_alloc_bytes = m->cuda_alloc_bytes;
+  s->tree_procs = (unsigned)m->tree_procs;
+  if (!m->gpus) return;
+  struct scan a = {m->gpus + 1, end}; /* checked whole by scan_sample */
+  scan_ws(&a);
+  while (a.p < a.end && *a.p != ']') {
+    struct gpu_scan g = {0, 0, 0};
+    if (*a.p == '{') {
+      scan_members(&a, &g, take_gpu);
+    } else {
+      char kind;
+      uint64_t u;
+      const char *b;
+      size_t n;
+      scan_value(&a, 1, &kind, &u, &b, &n);
+    }
+    unsigned k = (unsigned)g.i;
+    if (k < VL_RECORD_MAX_GPUS) {
+      s->gpu_used[k] = g.used;
+      s->gpu_tree[k] = g.tree;
+    }
+    scan_ws(&a);
+    if (a.p < a.end && *a.p == ',') a.p++;
+    scan_ws(&a);
+  }
+}
+
 static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t *cap_s,
                        size_t *cap_m, struct alloc_state *as, struct vl__probe_caps *pc,
                        size_t line, struct vl_err *err) {
@@ -94,13 +330,9 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
   vl_status pst = vl__probe_event(o, type, r, pc, line, err, &probe_event);
   if (probe_event) return pst;
   if (strcmp(type, "sample") == 0) {
-    if (vl__rec_grow((void **)&r->samples, cap_s, r->n_samples, sizeof *r->samples, MAX_SAMPLES))
-      return vl__fail(err, VL_ENOMEM,
-                      "line %zu: more than %u samples, the most a record is read with (%.0f "
-                      "hours at the default 100 ms), or out of memory",
-                      line, MAX_SAMPLES, MAX_SAMPLES / 36000.0);
-    struct vl_rec_sample *s = &r->samples[r->n_samples++];
-    memset(s, 0, sizeof *s);
+    struct vl_rec_sample *s;
+    vl_status st = new_sample(r, cap_s, line, &s, err);
+    if (st != VL_OK) return st;
     s->t_ns = vl__rec_u(o, "t_ns");
     s->tree_bytes = vl__rec_u(o, "tree_bytes");
     s->other_bytes = vl__rec_u(o, "other_bytes");
@@ -144,6 +376,11 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
     r->lost_no_slot_procs = (unsigned)vl__rec_u(o, "no_slot_procs");
     r->lost_slots = (unsigned)vl__rec_u(o, "slots");
     r->lost_uncounted = vl__rec_u(o, "uncounted_allocs");
+    uint64_t rec = vl__rec_u(o, "record_lost_bytes"); /* the job's lines: one more gap */
+    if (rec) {
+      r->gaps++;
+      r->gap_bytes += rec;
+    }
   } else if (strcmp(type, "exit") == 0) {
     r->exited = true;
     json_t *st = json_object_get(o, "status");
@@ -176,6 +413,7 @@ static void parse_init(struct parse *p, struct vl_record *r) {
 static vl_status parse_line(struct parse *p, const char *start, size_t n, bool last,
                             struct vl_err *err) {
   p->line++;
+  if (p->bad && n == 0) return VL_OK; /* an empty line between: the gap may follow */
   if (p->bad) { /* a line cut by a failed write: the writer's gap line follows it */
     static const char gap[] = "{\"type\":\"gap\"";
     if (n < sizeof gap - 1 || memcmp(start, gap, sizeof gap - 1) != 0)
@@ -183,6 +421,15 @@ static vl_status parse_line(struct parse *p, const char *start, size_t n, bool l
     p->bad = 0;
   }
   if (n == 0) return VL_OK;
+  static const char sample[] = "{\"type\":\"sample\"";
+  struct sample_scan m;
+  if (vl__record_scan && p->have_meta && n > sizeof sample &&
+      memcmp(start, sample, sizeof sample - 1) == 0 && scan_sample(start, n, &m)) {
+    struct vl_rec_sample *s;
+    vl_status st = new_sample(p->r, &p->cap_s, p->line, &s, err);
+    if (st == VL_OK) put_scanned(&m, start + n, s);
+    return st;
+  }
   json_error_t jerr;
   json_t *o = json_loadb(start, n, 0, &jerr);
   if (!o || !json_is_object(o)) {

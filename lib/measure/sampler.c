@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -58,15 +59,32 @@ static size_t write_some(int fd, const char *buf, size_t n, int *err) {
   return done;
 }
 
+/* Does the file end inside a line? Another writer of the record (the
+ * interposer in the job) may have been cut by a full disk. @return 1 or
+ * 0, -1 when the file cannot be read back (opened write-only). */
+static int ends_open(int fd) {
+  struct stat st;
+  char c;
+  if (fstat(fd, &st) != 0) return -1;
+  if (st.st_size == 0) return 0;
+  if (pread(fd, &c, 1, st.st_size - 1) != 1) return -1;
+  return c != '\n';
+}
+
 /* One write of whole lines, after the gap line owed (see the writer). */
 static int put_line(struct vl_record_writer *w, const char *line, size_t n) {
   int err = 0;
-  if (w->gap_bytes) {
+  int e = ends_open(w->fd); /* ours, or another writer's */
+  bool open_line = e < 0 ? w->cut : e == 1;
+  if (w->gap_bytes || open_line) {
+    /* a line cut by another writer: its bytes are that writer's to say
+     * (the interposer's go into the lost event); this gap closes it */
     char gap[256];
     int g = snprintf(gap, sizeof gap,
                      "%s{\"type\":\"gap\",\"t_ns\":%llu,\"lost_bytes\":%llu,\"error\":\"%s\"}\n",
-                     w->cut ? "\n" : "", (unsigned long long)vl_monotonic_ns(),
-                     (unsigned long long)w->gap_bytes, strerror(w->err));
+                     open_line ? "\n" : "", (unsigned long long)vl_monotonic_ns(),
+                     (unsigned long long)w->gap_bytes,
+                     w->gap_bytes ? strerror(w->err) : "a line cut by another writer");
     size_t done = write_some(w->fd, gap, (size_t)g, &err);
     if (done != (size_t)g) {
       if (done) w->cut = true;
@@ -80,10 +98,15 @@ static int put_line(struct vl_record_writer *w, const char *line, size_t n) {
   }
   size_t done = write_some(w->fd, line, n, &err);
   if (done == n) return 0;
-  if (done) w->cut = true;
+  /* the lines of a batch that went out whole stand (readers read them);
+   * the line cut is lost whole, and so is what followed it */
+  size_t whole = done;
+  while (whole && line[whole - 1] != '\n')
+    whole--;
+  w->cut = whole != done;
   w->err = err;
-  w->lost_bytes += n; /* a cut line is lost whole */
-  w->gap_bytes += n;
+  w->lost_bytes += n - whole;
+  w->gap_bytes += n - whole;
   errno = err;
   return -1;
 }

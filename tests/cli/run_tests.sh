@@ -1,7 +1,8 @@
 #!/bin/sh
 # `vramledger run` and `report` end to end, with a fake NVML and the
-# interposer on stub CUDA libraries: exit status, signals, a missing
-# command, the layers of a record, kill -9 of the job and of vramledger.
+# interposer on stub CUDA libraries: exit status, a missing command, the
+# layers of a record, sweep, trace, estimate --dry-run (faults, signals
+# and kills are tests/faults/run.sh's).
 set -u
 vl=$1 prog=$2 fake=$3 preload=$4 stub=$5
 tmp=$(mktemp -d)
@@ -30,18 +31,6 @@ check "nor in the report" sh -c "'$vl' report '$tmp/secret' | head -1 | grep -q 
 check "missing command gives 127" [ $? = 127 ]
 check "missing command is named" grep -q "cannot run '/nonexistent/command'" "$tmp/err"
 
-"$vl" run --out "$tmp/exit7" --quiet -- true 2>"$tmp/err"
-check "an existing record is never overwritten" [ $? = 1 ]
-
-"$vl" run --out "$tmp/term" --quiet -- sh -c 'kill -TERM $$'
-check "death by signal gives 128 + signal" [ $? = 143 ]
-
-"$vl" run --out "$tmp/fwd" --quiet -- sleep 30 &
-vlpid=$!
-sleep 0.5
-kill -TERM $vlpid
-wait $vlpid
-check "TERM sent to vramledger reaches the command" [ $? = 143 ]
 
 # the layers: fake NVML sees the program's process with 64 MiB + 500 MiB,
 # the interposer sees its 64 MiB cudaMalloc
@@ -121,20 +110,6 @@ check "sweep: an out-of-memory point is recorded and the sweep goes on" grep -q 
 check "sweep: an unused variable is refused" [ $? = 2 ]
 "$vl" sweep --grid b=1 --out "$tmp/bad" -- echo {x} 2>/dev/null
 check "sweep: an undefined placeholder is refused" [ $? = 2 ]
-
-"$vl" run --out "$tmp/kill9job" --quiet -- sh -c 'kill -9 $$'
-check "kill -9 of the job gives 137" [ $? = 137 ]
-check "and its record is complete" json "$tmp/kill9job" exit_status 137
-
-: >"$tmp/procs"
-"$vl" run --out "$tmp/kill9vl" --interval-ms 10 --quiet -- "$prog" hold 16 1.0 "$tmp/procs" &
-vlpid=$!
-sleep 0.4
-kill -9 $vlpid
-wait $vlpid 2>/dev/null
-sleep 0.8 # the orphaned job finishes
-check "kill -9 of vramledger leaves a readable record" json "$tmp/kill9vl" exit_status null
-check "with its samples" sh -c "[ \$(grep -c '\"type\":\"sample\"' '$tmp/kill9vl/record.jsonl') -ge 5 ]"
 
 "$vl" run --out "$tmp/batch" --interval-ms 10 --quiet -- "$prog" hold 8 0.5
 check "samples at 10 ms, written in batches: all there, in time order, the exit last" \
@@ -285,35 +260,6 @@ check "unknown type under autocast: not on its own (the CPU computes)" sh -c "[ 
 check "dry run: its folders are removed" [ -z "$(ls -A "$tmp/dtmp")" ]
 unset VRAMLEDGER_PYTHON FAKE_PY_ARGS TMPDIR
 
-
-# issue 25: hostile run directories, short writes, a job that changes
-# directory or closes its descriptors
-echo secret >"$tmp/victim"
-for f in counters record.jsonl; do
-  mkdir -p "$tmp/sym-$f" && ln -s "$tmp/victim" "$tmp/sym-$f/$f"
-  "$vl" run --out "$tmp/sym-$f" --quiet -- true 2>"$tmp/err"
-  check "a symlink at $f is refused" [ $? = 1 ]
-  check "naming it" grep -q "cannot create '.*/sym-$f/$f': it already exists" "$tmp/err"
-  check "and its target is untouched ($f)" [ "$(cat "$tmp/victim")" = secret ]
-done
-: >"$tmp/afile" && chmod 644 "$tmp/afile"
-"$vl" run --out "$tmp/afile" --quiet -- true 2>"$tmp/err"
-check "--out an existing file is refused" sh -c "[ $? = 1 ] && grep -q 'not a directory' '$tmp/err'"
-check "and its mode is left alone" [ "$(stat -c %a "$tmp/afile")" = 644 ]
-mkdir -p "$tmp/def/runs"
-now=$(date -u +%s)
-for i in 0 1 2 3; do mkdir "$tmp/def/runs/$(date -u -d "@$((now + i))" +%Y%m%dT%H%M%SZ)-true"; done
-(cd "$tmp/def" && "$vl" run --quiet -- true && "$vl" run --quiet -- true)
-check "default run directories: never one that exists" [ "$(ls "$tmp"/def/runs/*/record.jsonl | wc -l)" = 2 ]
-(cd "$tmp" && "$vl" run --out rel --quiet -- sh -c "cd / && exec '$prog' hold 1 0.1")
-check "a job that changes directory keeps its interposer" grep -q '"name":"holding"' "$tmp/rel/record.jsonl"
-"$vl" run --out "$tmp/cfd" --quiet -- "$prog" closefds "$tmp/cfd-file"
-check "a job that reuses the record's descriptor: its file stays its own" [ $? = 0 ]
-check "and the mark reaches the record" grep -q '"name":"after-close"' "$tmp/cfd/record.jsonl"
-sh -c "ulimit -f 8; exec '$vl' run --out '$tmp/fsz' --interval-ms 1 --quiet -- sh -c 'sleep 0.5; exit 3'" 2>"$tmp/err"
-check "ulimit -f: vramledger lives, the job's status returns" [ $? = 3 ]
-check "ulimit -f: the loss is said, with the file" grep -q "cannot write '.*/fsz/record.jsonl': File too large: [0-9]* bytes of the record lost" "$tmp/err"
-check "ulimit -f: the record still reads" "$vl" report "$tmp/fsz" --format json
 
 echo "$n checks, $fail failed"
 [ $fail = 0 ]

@@ -1,9 +1,10 @@
-/* http_get [-a ADDR] [-X METHOD] [-s | -w MS] PORT PATH: send "METHOD
+/* http_get [-a ADDR] [-X METHOD] [-s | -w MS | -b MS] PORT PATH: send "METHOD
  * PATH HTTP/1.0" (GET unless -X) to ADDR (127.0.0.1 unless -a; IPv4 or
  * IPv6) and print the whole response (status line, headers, body). -s
  * sends the request in three TCP segments, 100 ms apart, the first ending
  * inside the request line; -w connects, sends nothing for MS ms, then
- * prints what came back. A test tool with no curl. */
+ * prints what came back; -b sends the request a byte at a time, MS ms
+ * apart (a slow client). A test tool with no curl. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -27,7 +28,7 @@ static int send_all(int fd, const char *p, size_t n) {
 int main(int argc, char **argv) {
   const char *addr = "127.0.0.1", *method = "GET";
   int split = 0, i = 1;
-  long wait_ms = 0;
+  long wait_ms = 0, byte_ms = 0;
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (strcmp(argv[i], "-a") == 0 && i + 1 < argc)
       addr = argv[++i];
@@ -37,6 +38,8 @@ int main(int argc, char **argv) {
       split = 1;
     else if (strcmp(argv[i], "-w") == 0 && i + 1 < argc)
       wait_ms = strtol(argv[++i], NULL, 10);
+    else if (strcmp(argv[i], "-b") == 0 && i + 1 < argc)
+      byte_ms = strtol(argv[++i], NULL, 10);
     else
       return 2;
   }
@@ -76,6 +79,12 @@ int main(int argc, char **argv) {
     nanosleep(&d, NULL);
     cut[0] = cut[1] = cut[2] = 0; /* nothing */
   }
+  for (size_t b = 0; byte_ms && b < (size_t)n; b++) {
+    struct timespec d = {byte_ms / 1000, (byte_ms % 1000) * 1000000L};
+    if (b) nanosleep(&d, NULL);
+    if (send_all(fd, req + b, 1) != 0) return 1;
+  }
+  if (byte_ms) cut[0] = cut[1] = cut[2] = 0; /* sent */
   size_t at = 0;
   for (int k = 0; k < 3; k++) {
     if (cut[k] <= at) continue;

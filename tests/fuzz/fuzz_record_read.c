@@ -1,7 +1,9 @@
 /* libFuzzer harness: the streamed record reader (vl_record_read) against
  * the reader of memory (vl_record_parse): the same status, message and
  * events, in pieces of 1 to 64 bytes (the input's first byte picks), so
- * lines cut at every place and the buffer grown for long lines. */
+ * lines cut at every place and the buffer grown for long lines; and the
+ * reader of memory with its sample scanner against jansson alone
+ * (vl__record_scan false). */
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <stdint.h>
@@ -37,6 +39,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       m.n_phases != r.n_phases || m.alloc_peak_bytes != r.alloc_peak_bytes)
     abort();
   if (m.n_samples && memcmp(m.samples, r.samples, m.n_samples * sizeof *m.samples) != 0) abort();
+  struct vl_record j;
+  struct vl_err ej = {""};
+  vl__record_scan = false;
+  vl_status sj = vl_record_parse((const char *)data, size, &j, &ej);
+  vl__record_scan = true;
+  if (sj != VL_OK || m.lines != j.lines || m.truncated != j.truncated || m.gaps != j.gaps ||
+      m.n_samples != j.n_samples || m.n_marks != j.n_marks)
+    abort();
+  if (m.n_samples && memcmp(m.samples, j.samples, m.n_samples * sizeof *m.samples) != 0) abort();
+  vl_record_release(&j);
   vl_record_release(&m);
   vl_record_release(&r);
   return 0;

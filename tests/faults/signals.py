@@ -4,7 +4,7 @@ whom (docs/cmd/run.md, "Signals"). Each case starts a job that counts the
 SIGINT and SIGTERM it gets, sends a signal the way a terminal, a user,
 timeout(1) or a scheduler does, and checks the count.
 
-Usage: run_signals.py VRAMLEDGER"""
+Usage: signals.py VRAMLEDGER (tests/faults/run.sh runs it)"""
 import os
 import pty
 import signal

@@ -1,0 +1,483 @@
+#!/bin/sh
+# The fault-injection suite: vramledger and its job under a disk that
+# fills up, file size and address space limits, symbolic links where it
+# writes, a job that changes directory, closes its descriptors and forks
+# hundreds of processes, signals to its process group, a 200 MiB record,
+# slow and split HTTP requests, and hostile strings in what renderers
+# print. Each case asserts the outcome: nothing followed, nothing lost
+# beyond what the record itself says, the job's exit status intact. One
+# line per case: PASS or FAIL, with the outcomes asserted (FAIL: those
+# that were not met).
+# Usage: run.sh VRAMLEDGER PRELOAD_TEST TABLE_TEST FAKE_NVML PRELOAD STUB_DIR
+#               FULL_DISK HTTP_GET DATA_DIR [CASE...]
+# A job given as sh -c "PROGRAM ... && exit N" exits N only when PROGRAM
+# succeeded: a PROGRAM killed (by a SIGXFSZ of the interposer's write, say)
+# shows in the status asserted.
+set -u
+vl=$1 prog=$2 table=$3 fake=$4 pre=$5 stub=$6 full_so=$7 http=$8 data=$9
+shift 9
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+tmp=$(cd "$tmp" && pwd -P) # the full disk matches real paths
+export VRAMLEDGER_NVML_LIB="$fake" VRAMLEDGER_PRELOAD="$pre" LD_LIBRARY_PATH="$stub"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" # the full disk before ASan's
+exe=$(basename "$vl")
+rec() { python3 "$here/record.py" "$@"; }
+
+# begin NAME; expect OUTCOME CONDITION... (one asserted outcome); end:
+# the case's line
+passed=0 failed=0
+begin() { name=$1 ok="" bad=""; }
+expect() {
+  what=$1
+  shift
+  if "$@"; then ok="$ok; $what"; else bad="$bad; $what"; fi
+}
+end() {
+  if [ -z "$bad" ]; then
+    echo "PASS $name: ${ok#; }"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $name: not ${bad#; }"
+    failed=$((failed + 1))
+  fi
+}
+eq() { [ "$1" = "$2" ] || { echo "  $name: '$1' != '$2'" >&2; return 1; }; }
+selected="$*"
+want() { # want CASE: run it (every case when none was named)
+  [ -z "$selected" ] && return 0
+  for c in $selected; do [ "$c" = "$1" ] && return 0; done
+  return 1
+}
+
+# full NAME VAR=VALUE... -- ARGS...: `vramledger ARGS` on a disk that is
+# full for writes into $tmp/NAME (tests/fake/full_disk.c), its log in
+# $tmp/NAME.log, its stderr in $tmp/NAME.err; $st its exit status
+full() {
+  d=$1
+  shift
+  mkdir -p "$tmp/$d"
+  env LD_PRELOAD="$full_so" FAULT_FULL_DIR="$tmp/$d" FAULT_FULL_LOG="$tmp/$d.log" "$@" \
+    2>"$tmp/$d.err"
+  st=$?
+  touch "$tmp/$d.log"
+}
+# logged WHO KINDS COLUMN: the sum of COLUMN (6 lost bytes, 7 samples) of
+# the full disk's log lines of WHO (an executable, or "job": the others)
+logged() {
+  awk -v who="$1" -v kinds=" $2 " -v c="$3" -v me="$exe" '
+    (who == "job" ? $2 != me : $2 == who) && index(kinds, " " $3 " ") { s += $c }
+    END { print s + 0 }' "$tmp/$d.log"
+}
+# the stderr's "N bytes of the record lost"
+said_lost() { sed -n 's/.*: \([0-9]*\) bytes of the record lost.*/\1/p' "$tmp/$d.err"; }
+
+if want enospc-cut; then
+  begin enospc-cut
+  full cut FAULT_FULL_AT=4096 FAULT_FULL_PARTIAL=1 FAULT_FULL_REFUSE=1 FAULT_FULL_EXE="$exe" \
+    "$vl" run --out "$tmp/cut" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.8 && exit 5"
+  r=$tmp/cut/record.jsonl
+  expect "the job's status (5)" eq "$st" 5
+  expect "a short write cut a line" eq "$(awk '$3 == "cut"' "$tmp/cut.log" | wc -l)" 1
+  expect "the record reads" sh -c "'$vl' report '$tmp/cut' --format json >/dev/null"
+  expect "one gap line" eq "$(rec "$r" gaps)" 1
+  expect "its lost bytes are the ones not written" eq "$(rec "$r" gap-bytes)" "$(logged "$exe" "cut refused" 6)"
+  expect "stderr says as many" eq "$(said_lost)" "$(rec "$r" gap-bytes)"
+  expect "every sample written or in the gap" \
+    eq "$(rec "$r" exit-samples)" "$(($(rec "$r" samples) + $(logged "$exe" "cut refused" 7)))"
+  expect "samples after the gap" [ "$(rec "$r" after-gap)" -gt 10 ]
+  expect "the exit event last, with the status" eq "$(rec "$r" last-type) $(rec "$r" exit-status)" "exit 5"
+  end
+fi
+
+if want enospc-whole; then
+  begin enospc-whole
+  full whole FAULT_FULL_AT=4096 FAULT_FULL_REFUSE=1 FAULT_FULL_EXE="$exe" \
+    "$vl" run --out "$tmp/whole" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.8 && exit 6"
+  r=$tmp/whole/record.jsonl
+  expect "the job's status (6)" eq "$st" 6
+  expect "a write refused whole" eq "$(awk '$3 == "refused"' "$tmp/whole.log" | wc -l)" 1
+  expect "no line cut" eq "$(rec "$r" cut)" 0
+  expect "its bytes in the gap line" eq "$(rec "$r" gap-bytes)" "$(logged "$exe" refused 6)"
+  expect "stderr says as many" eq "$(said_lost)" "$(rec "$r" gap-bytes)"
+  expect "every sample written or in the gap" \
+    eq "$(rec "$r" exit-samples)" "$(($(rec "$r" samples) + $(logged "$exe" refused 7)))"
+  expect "report's finding gap" sh -c "'$vl' report '$tmp/whole' --format json | grep -q '\"gap\"'"
+  end
+fi
+
+if want enospc-long; then
+  begin enospc-long
+  full long FAULT_FULL_AT=4096 FAULT_FULL_PARTIAL=1 FAULT_FULL_REFUSE=5 FAULT_FULL_EXE="$exe" \
+    "$vl" run --out "$tmp/long" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.8 && exit 7"
+  r=$tmp/long/record.jsonl
+  expect "the job's status (7)" eq "$st" 7
+  expect "gap lines refused too" [ "$(awk '$3 == "gap"' "$tmp/long.log" | wc -l)" -ge 1 ]
+  expect "one gap line once there is room" eq "$(rec "$r" gaps)" 1
+  missing=$(($(rec "$r" exit-samples) - $(rec "$r" samples)))
+  expect "samples missing ($missing)" [ "$missing" -gt 0 ]
+  expect "the gap's bytes at least those refused" [ "$(rec "$r" gap-bytes)" -ge "$(logged "$exe" "cut refused" 6)" ]
+  expect "and at least 150 bytes a missing sample" [ "$(rec "$r" gap-bytes)" -ge $((missing * 150)) ]
+  expect "stderr says as many" eq "$(said_lost)" "$(rec "$r" gap-bytes)"
+  end
+fi
+
+if want enospc-never; then
+  begin enospc-never
+  full never FAULT_FULL_AT=4096 FAULT_FULL_PARTIAL=1 \
+    "$vl" run --out "$tmp/never" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.5 && exit 8"
+  r=$tmp/never/record.jsonl
+  expect "the job's status (8)" eq "$st" 8
+  expect "the record ends in the cut line" eq "$(rec "$r" last-type)" cut
+  expect "stderr says the bytes lost" [ "$(said_lost)" -gt 0 ]
+  expect "the record reads, cut at its end" \
+    sh -c "'$vl' report '$tmp/never' --format json | grep -q '\"truncated\": true'"
+  end
+fi
+
+if want enospc-job; then
+  # every writer of the record on the full disk (the interposer in the
+  # job too), room again once the job says so
+  begin enospc-job
+  full job FAULT_FULL_AT=1200 FAULT_FULL_ROOM="$tmp/job.room" \
+    "$vl" run --out "$tmp/job" --interval-ms 10 --quiet -- \
+    sh -c "'$prog' hold 8 0.5 && : >'$tmp/job.room' && sleep 0.3 && exit 9"
+  r=$tmp/job/record.jsonl
+  expect "the job's status (9)" eq "$st" 9
+  expect "the interposer's lines refused" [ "$(logged job refused 6)" -gt 0 ]
+  expect "the record says the job's bytes lost" eq "$(rec "$r" lost-record)" "$(logged job "refused gap" 6)"
+  expect "and vramledger's in its gap" \
+    [ "$(rec "$r" gap-bytes)" -ge $(($(logged "$exe" refused 6) + $(rec "$r" lost-record))) ]
+  expect "report's finding says both" sh -c "'$vl' report '$tmp/job' | grep -q 'gap'"
+  end
+fi
+
+if want enospc-others; then
+  # the disk full for vramledger alone, never room again: the job's lines
+  # after vramledger's cut one close it first
+  begin enospc-others
+  full others FAULT_FULL_AT=4096 FAULT_FULL_PARTIAL=1 FAULT_FULL_EXE="$exe" \
+    "$vl" run --out "$tmp/others" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.5 && exit 10"
+  r=$tmp/others/record.jsonl
+  expect "the job's status (10)" eq "$st" 10
+  expect "vramledger's line cut" eq "$(awk '$3 == "cut"' "$tmp/others.log" | wc -l)" 1
+  expect "the job's marks after it" eq "$(rec "$r" marks step)" 5
+  expect "the cut line stands alone" eq "$(rec "$r" cut)" 1
+  expect "the record reads" sh -c "'$vl' report '$tmp/others' --format json >/dev/null"
+  end
+fi
+
+if want enospc-job-cut; then
+  # the job's interposer cut by the full disk, room again after: the
+  # record goes on past its cut line, which the lost event counts
+  begin enospc-job-cut
+  full jobcut FAULT_FULL_AT=1500 FAULT_FULL_PARTIAL=1 FAULT_FULL_REFUSE=1 FAULT_FULL_EXE=preload_test \
+    "$vl" run --out "$tmp/jobcut" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.5 && exit 11"
+  r=$tmp/jobcut/record.jsonl
+  expect "the job's status (11)" eq "$st" 11
+  expect "the job's line cut" eq "$(awk '$3 == "cut"' "$tmp/jobcut.log" | wc -l)" 1
+  expect "the record says its bytes" eq "$(rec "$r" lost-record)" "$(logged job "cut refused gap" 6)"
+  expect "vramledger's next line closes the cut one" [ "$(rec "$r" closings)" -ge 1 ]
+  expect "the cut line stands alone" eq "$(rec "$r" cut)" 1
+  expect "the record reads to its exit" sh -c "'$vl' report '$tmp/jobcut' --format json | grep -q '\"exit_status\": 11'"
+  end
+fi
+
+if want own-preload; then
+  # a job with an LD_PRELOAD of its own that wraps write() (as the full
+  # disk does), behind the interposer: its dlsym(RTLD_NEXT) gets libc's
+  begin own-preload
+  LD_PRELOAD="$full_so" timeout 20 "$vl" run --out "$tmp/own" --quiet -- sh -c "'$prog' hold 1 0.1 && echo ran && exit 13" >"$tmp/own.out"
+  expect "the job's status (13)" eq "$?" 13
+  expect "its output" eq "$(cat "$tmp/own.out")" ran
+  expect "its marks in the record" eq "$(rec "$tmp/own/record.jsonl" marks step)" 5
+  end
+fi
+
+if want ulimit-f; then
+  # the file size limit (20 KiB: the counters file, 10 KiB, fits) reached
+  # by the record: vramledger and the job's interposer live on (the
+  # SIGXFSZ of their writes is theirs to ignore), the loss is said
+  begin ulimit-f
+  sh -c "ulimit -f 40; exec '$vl' run --out '$tmp/fsz' --interval-ms 1 --quiet -- sh -c \"'$prog' hold 8 0.5 && exit 3\"" \
+    2>"$tmp/fsz.err"
+  st=$?
+  r=$tmp/fsz/record.jsonl
+  expect "the job's status (3), its marks past the limit not fatal" eq "$st" 3
+  expect "the record at the limit" [ "$(wc -c <"$r")" -le 20480 ]
+  expect "vramledger's loss said, with the file" \
+    grep -q "cannot write '.*/fsz/record.jsonl': File too large: [0-9]* bytes of the record lost" "$tmp/fsz.err"
+  expect "the job's lines lost said" grep -q "bytes of the job's lines .* lost" "$tmp/fsz.err"
+  expect "the record reads" sh -c "'$vl' report '$tmp/fsz' --format json >/dev/null"
+  end
+fi
+
+if want ulimit-v; then
+  # the address space limited: the job's interposer cannot track more
+  # (said, counted), and vramledger runs in little
+  begin ulimit-v
+  "$vl" run --out "$tmp/as" --quiet -- "$table" full-child >"$tmp/as.out" 2>"$tmp/as.err"
+  st=$?
+  expect "the job's status (0) and its calls all succeeded" eq "$st" 0
+  expect "said once on the job's stderr" eq "$(grep -c 'no memory to track' "$tmp/as.err")" 1
+  expect "the record counts the allocations not tracked" \
+    grep -q "\"uncounted_allocs\":$((200000 - $(cat "$tmp/as.out")))," "$tmp/as/record.jsonl"
+  expect "report's finding uncounted" sh -c "'$vl' report '$tmp/as' | grep -q '\[uncounted\]'"
+  if ldd "$vl" | grep -q libasan; then
+    echo "  ulimit-v: vramledger itself under ulimit -v left out (a sanitizer's shadow memory)" >&2
+  else
+    sh -c "ulimit -v 40000; exec '$vl' run --out '$tmp/as2' --interval-ms 10 --quiet -- sh -c \"'$prog' hold 1 0.2 && exit 4\"" 2>"$tmp/as2.err"
+    expect "vramledger under ulimit -v 40000: the job's status (4)" eq "$?" 4
+    expect "and a whole record" eq "$(rec "$tmp/as2/record.jsonl" exit-status)" 4
+  fi
+  end
+fi
+
+if want symlinks; then
+  # a symbolic link at every path vramledger writes: refused, its target
+  # untouched
+  begin symlinks
+  echo secret >"$tmp/victim"
+  mkdir -p "$tmp/victimdir" && chmod 755 "$tmp/victimdir"
+  untouched() { [ "$(cat "$tmp/victim")" = secret ] && [ "$(stat -c %a "$tmp/victimdir")" = 755 ] &&
+    [ -z "$(ls -A "$tmp/victimdir")" ]; }
+  for f in record.jsonl counters; do
+    mkdir -p "$tmp/sym-$f" && ln -s "$tmp/victim" "$tmp/sym-$f/$f"
+    "$vl" run --out "$tmp/sym-$f" --quiet -- true 2>"$tmp/err"
+    expect "run: $f refused" eq "$?" 1
+    expect "named" grep -q "cannot create '.*/sym-$f/$f': it already exists" "$tmp/err"
+  done
+  ln -s "$tmp/victimdir" "$tmp/sym-out"
+  "$vl" run --out "$tmp/sym-out" --quiet -- true 2>"$tmp/err"
+  expect "run: --out a link to a directory refused" eq "$?" 1
+  expect "said" grep -q "is a symbolic link" "$tmp/err"
+  mkdir -p "$tmp/sym-fb" && ln -s "$tmp/victim" "$tmp/sym-fb/fallback"
+  : >"$tmp/procs"
+  FAKE_NVML_PROCS="$tmp/procs" "$vl" run --out "$tmp/sym-fb" --interval-ms 10 --quiet \
+    --commitment "$data/commitments/guard-256mib.json" -- "$prog" hold 64 0.3 "$tmp/procs" 2>"$tmp/err"
+  expect "run: the fallback file refused, the job's status (0)" eq "$?" 0
+  expect "the trigger still in the record" grep -q '"type":"trigger"' "$tmp/sym-fb/record.jsonl"
+  mkdir -p "$tmp/sym-sw" && ln -s "$tmp/victim" "$tmp/sym-sw/sweep.csv"
+  "$vl" sweep --grid b=1 --out "$tmp/sym-sw" -- echo {b} >/dev/null 2>"$tmp/err"
+  expect "sweep: sweep.csv refused" eq "$?" 1
+  mkdir -p "$tmp/sym-pt/point-000-r0" && ln -s "$tmp/victim" "$tmp/sym-pt/point-000-r0/stderr.log"
+  "$vl" sweep --grid b=1 --out "$tmp/sym-pt" -- echo {b} >/dev/null 2>"$tmp/err"
+  expect "sweep: a point's stderr.log refused" grep -q "stderr.log': it is a symbolic link" "$tmp/err"
+  mkdir -p "$tmp/sym-tr" && ln -s "$tmp/victim" "$tmp/sym-tr/alloc.trace"
+  "$vl" trace --out "$tmp/sym-tr" -- true >/dev/null 2>"$tmp/err"
+  expect "trace: alloc.trace refused" eq "$?" 1
+  expect "every target untouched" untouched
+  end
+fi
+
+if want existing; then
+  begin existing
+  mkdir -p "$tmp/empty" && chmod 755 "$tmp/empty"
+  "$vl" run --out "$tmp/empty" --quiet -- sh -c 'exit 2'
+  expect "an empty directory is used, the job's status (2)" eq "$?" 2
+  expect "made 0700" eq "$(stat -c %a "$tmp/empty")" 700
+  cp "$tmp/empty/record.jsonl" "$tmp/keep"
+  "$vl" run --out "$tmp/empty" --quiet -- true 2>"$tmp/err"
+  expect "a directory with a record refused" eq "$?" 1
+  expect "its record byte for byte" cmp -s "$tmp/keep" "$tmp/empty/record.jsonl"
+  : >"$tmp/afile" && chmod 644 "$tmp/afile"
+  "$vl" run --out "$tmp/afile" --quiet -- true 2>"$tmp/err"
+  expect "--out a file refused" sh -c "[ $? = 1 ] && grep -q 'not a directory' '$tmp/err'"
+  expect "its mode left alone" eq "$(stat -c %a "$tmp/afile")" 644
+  mkdir -p "$tmp/def/runs"
+  now=$(date -u +%s)
+  for i in 0 1 2 3; do mkdir "$tmp/def/runs/$(date -u -d "@$((now + i))" +%Y%m%dT%H%M%SZ)-true"; done
+  (cd "$tmp/def" && "$vl" run --quiet -- true && "$vl" run --quiet -- true)
+  expect "default run directories: never one that exists" eq "$(ls "$tmp"/def/runs/*/record.jsonl | wc -l)" 2
+  end
+fi
+
+if want job-moves; then
+  # a job that changes directory, closes every descriptor it inherited
+  # (and is given the record's number for a file of its own), forks 350
+  # processes, 300 of them allocating (256 counter slots)
+  begin job-moves
+  (cd "$tmp" && "$vl" run --out rel --quiet -- sh -c "cd / && '$prog' hold 1 0.1 && exit 12")
+  expect "cd: the job's status (12)" eq "$?" 12
+  expect "cd: its interposer still writes the record" grep -q '"name":"holding"' "$tmp/rel/record.jsonl"
+  "$vl" run --out "$tmp/cfd" --quiet -- "$prog" closefds "$tmp/cfd-file"
+  expect "closed fds: its own file stays its own" eq "$?" 0
+  expect "closed fds: the mark reaches the record" grep -q '"name":"after-close"' "$tmp/cfd/record.jsonl"
+  VRAMLEDGER_NVML_LIB=/nonexistent "$vl" run --out "$tmp/slots" --quiet -- "$table" slots-child 300 50 \
+    >"$tmp/slots.out" 2>"$tmp/slots.err"
+  expect "350 processes: the job's status (0)" eq "$?" 0
+  expect "256 slots taken, 256 MiB in them" grep -q "^256 slots taken, 256 MiB in them" "$tmp/slots.out"
+  expect "said once on the job's stderr" eq "$(grep -c 'every counter slot is taken' "$tmp/slots.err")" 1
+  expect "the record's lost event: 44 processes" grep -q '"type":"lost".*"no_slot_procs":44' "$tmp/slots/record.jsonl"
+  expect "report's finding no-slot" sh -c "'$vl' report '$tmp/slots' | grep -q '\[no-slot\] 44 processes of the job allocated'"
+  end
+fi
+
+if want kills; then
+  begin kills
+  "$vl" run --out "$tmp/term" --quiet -- sh -c 'kill -TERM $$'
+  expect "death by signal: 128 + signal" eq "$?" 143
+  "$vl" run --out "$tmp/fwd" --quiet -- sleep 30 &
+  vlpid=$!
+  sleep 0.5
+  kill -TERM $vlpid
+  wait $vlpid
+  expect "TERM to vramledger alone reaches the job" eq "$?" 143
+  "$vl" run --out "$tmp/kill9job" --quiet -- sh -c 'kill -9 $$'
+  expect "kill -9 of the job: 137" eq "$?" 137
+  expect "and its record complete" eq "$(rec "$tmp/kill9job/record.jsonl" exit-status)" 137
+  : >"$tmp/procs"
+  FAKE_NVML_PROCS="$tmp/procs" "$vl" run --out "$tmp/kill9vl" --interval-ms 10 --quiet -- "$prog" hold 16 1.0 "$tmp/procs" &
+  vlpid=$!
+  sleep 0.4
+  kill -9 $vlpid
+  wait $vlpid 2>/dev/null
+  sleep 0.8 # the orphaned job finishes
+  expect "kill -9 of vramledger: a readable record, no exit" \
+    sh -c "'$vl' report '$tmp/kill9vl' --format json | grep -q '\"exit_status\": null'"
+  expect "with its samples" [ "$(rec "$tmp/kill9vl/record.jsonl" samples)" -ge 5 ]
+  end
+fi
+
+if want group-signals; then
+  # a signal reaches the job once, whoever sent it to whom (signals.py)
+  begin group-signals
+  python3 "$here/signals.py" "$vl" >"$tmp/signals.out" 2>&1
+  expect "$(grep -c '^ok' "$tmp/signals.out") ways of signalling, each delivered once" eq "$?" 0
+  [ -z "$bad" ] || sed 's/^/  /' "$tmp/signals.out" >&2
+  end
+fi
+
+if want big-record; then
+  # 200 MiB of record (8 GPUs at 100 ms, 1 MiB lines of a later
+  # writer's between): read streamed, every sample, the peak where it is,
+  # the exit
+  begin big-record
+  mkdir "$tmp/big"
+  python3 - "$tmp/big/record.jsonl" <<'PY'
+import sys
+G = 1 << 30
+with open(sys.argv[1], "w") as f:
+    f.write('{"type":"meta","schema":"vramledger.run/1","t_ns":0,"interval_ms":100,"nvml":"ok",'
+            '"command":["python","train.py"]}\n')
+    filler = '{"type":"x-later","text":"%s"}\n' % ("x" * (1 << 20))
+    gpus = ",".join('{"i":%d,"used":%d,"tree":%d}' % (g, 20 * G, 20 * G) for g in range(8))
+    n = 0
+    while f.tell() < 200 << 20:
+        peak = 8 * 20 * G + (G if n == 5000 else 0)
+        f.write('{"type":"sample","t_ns":%d,"gpus":[%s],"tree_bytes":%d,"tree_procs":8,'
+                '"other_bytes":0,"cuda_alloc_bytes":0}\n' % (n * 100000000, gpus, peak))
+        if n % 80 == 0:
+            f.write(filler)
+        n += 1
+    f.write('{"type":"exit","t_ns":%d,"status":0,"samples":%d}\n' % (n * 100000000, n))
+PY
+  r=$tmp/big/record.jsonl
+  expect "the record is over 200 MiB" [ "$(wc -c <"$r")" -gt 209715200 ]
+  "$vl" report --format json "$tmp/big" >"$tmp/big.json" 2>"$tmp/big.err"
+  expect "report reads it" eq "$?" 0
+  expect "every sample, its peak at 500 s, its exit" python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d['peak']
+n = int(open(sys.argv[2]).read().rsplit('\"samples\":', 1)[1].split('}')[0])
+sys.exit(not (p['process_bytes'] == 161 << 30 and abs(p['process_t_s'] - 500) < 1e-6 and
+              d['samples'] == n and d['exit_status'] == 0 and not d['truncated']))
+" "$tmp/big.json" "$r"
+  rm -rf "$tmp/big"
+  end
+fi
+
+if want http; then
+  # watch's endpoint against a slow, a split and a silent client
+  begin http
+  echo "4242 1073741824 1" >"$tmp/procs"
+  FAKE_NVML_GPUS=2 FAKE_NVML_PROCS="$tmp/procs" "$vl" watch --interval-ms 50 --prometheus-port 0 2>"$tmp/w.err" &
+  wpid=$!
+  port=""
+  for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    port=$(sed -n 's|.*http://[^ ]*:\([0-9]*\)/metrics.*|\1|p' "$tmp/w.err")
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  "$http" -s "$port" /metrics >"$tmp/split"
+  expect "a request in three TCP segments is served" grep -q "^vramledger_gpu_memory_used_bytes" "$tmp/split"
+  "$http" -b 25 "$port" /metrics >"$tmp/slow" &
+  slow=$!
+  "$http" -w 2600 "$port" /metrics >"$tmp/silent" &
+  silent=$!
+  sleep 0.2
+  start=$(date +%s%N)
+  "$http" "$port" /metrics >"$tmp/beside"
+  took_ms=$((($(date +%s%N) - start) / 1000000))
+  expect "slow and silent clients hold up no other scrape ($took_ms ms)" \
+    sh -c "grep -q '^HTTP/1.0 200' '$tmp/beside' && [ $took_ms -lt 1000 ]"
+  wait $slow
+  expect "a byte every 25 ms, within the deadline: served" grep -q "^HTTP/1.0 200" "$tmp/slow"
+  wait $silent
+  expect "a silent connection: 408 at the deadline" grep -q "^HTTP/1.0 408" "$tmp/silent"
+  kill -TERM $wpid
+  wait $wpid
+  expect "TERM stops watch cleanly" eq "$?" 0
+  end
+fi
+
+if want hostile; then
+  # a hostile string (markup, a terminal's escape sequences, new lines, a
+  # table's bars) in every field of a record that a renderer prints
+  begin hostile
+  python3 - "$data/records/hostile-strings.jsonl" "$tmp/hostile.jsonl" <<'PY'
+import json, sys
+old = '</script><script>alert(1)</script><base href=\\"http://evil/\\">&\\"\''
+esc = json.dumps("\u001b]0;pwned\u0007\u001b[2J\u009b31m|x\r\n## injected\n| a | b |")[1:-1]
+src = open(sys.argv[1]).read()
+assert old in src
+open(sys.argv[2], "w").write(src.replace(old, old + esc))
+PY
+  h=$tmp/hostile.jsonl
+  "$vl" report "$h" --format html >"$tmp/page.html"
+  expect "html: no script of the record's" sh -c "! grep -q '<script>alert' '$tmp/page.html'"
+  expect "html: no end of a script block" sh -c "! grep -q 'alert(1)</script>' '$tmp/page.html'"
+  expect "html: no base element" sh -c "! grep -q '<base href' '$tmp/page.html'"
+  expect "html: the string there, escaped" grep -q 'alert(1)&lt;/script&gt;' "$tmp/page.html"
+  expect "html: and in the chart data" grep -q 'alert(1)\\u003c\\/script\\u003e' "$tmp/page.html"
+  for f in text md; do
+    "$vl" report "$h" --format $f >"$tmp/h.$f"
+    expect "$f: printed" [ -s "$tmp/h.$f" ]
+    expect "$f: no control character" sh -c "! LC_ALL=C grep -q '[[:cntrl:]]' '$tmp/h.$f'"
+    expect "$f: no C1 control" sh -c "! grep -q \"$(printf '\302\233')\" '$tmp/h.$f'"
+    expect "$f: no line of the record's" sh -c "! grep -q '^## injected' '$tmp/h.$f'"
+  done
+  "$vl" doctor "$h" >"$tmp/h.doctor"
+  expect "doctor: no control character" sh -c "! LC_ALL=C grep -q '[[:cntrl:]]' '$tmp/h.doctor'"
+  for f in json trace; do
+    "$vl" report "$h" --format $f >"$tmp/h.$f"
+    expect "$f: JSON, the string in it" python3 -c "
+import json, sys
+sys.exit('injected' not in json.dumps(json.load(open(sys.argv[1]))))" "$tmp/h.$f"
+  done
+  end
+fi
+
+if want sweep-interrupted; then
+  # a sweep stopped in a point (its record has no exit): run again, the
+  # complete points are kept, the interrupted one runs again
+  begin sweep-interrupted
+  "$vl" sweep --grid b=1,2,3 --out "$tmp/sw" -- sh -c 'echo {b} >/dev/null' >/dev/null 2>&1
+  r1=$tmp/sw/point-001-r0/record.jsonl
+  grep -v '"type":"exit"' "$r1" >"$tmp/sw-cut" && cat "$tmp/sw-cut" >"$r1"
+  cp "$tmp/sw/point-000-r0/record.jsonl" "$tmp/p0"
+  "$vl" sweep --grid b=1,2,3 --out "$tmp/sw" -- sh -c 'echo {b} >/dev/null' >/dev/null 2>"$tmp/sw.err"
+  expect "the resumed sweep succeeds" eq "$?" 0
+  expect "it runs the interrupted point alone" eq "$(grep -c 'vramledger: sweep point ' "$tmp/sw.err")" 2
+  expect "said so" grep -q "point 2/3 was interrupted" "$tmp/sw.err"
+  expect "the complete ones kept byte for byte" cmp -s "$tmp/p0" "$tmp/sw/point-000-r0/record.jsonl"
+  expect "its new record complete" eq "$(rec "$r1" exit-status)" 0
+  expect "the old one kept" cmp -s "$tmp/sw-cut" "$tmp/sw/point-001-r0/record.interrupted.jsonl"
+  expect "every row ok" eq "$(grep -c ',ok$' "$tmp/sw/sweep.csv")" 3
+  end
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
