@@ -93,16 +93,6 @@ void vl_record_writer_flush(struct vl_record_writer *w) {
   w->sample_len = 0;
 }
 
-static void put_sample(struct vl_record_writer *w, const char *line, size_t n) {
-  if (w->sample_len + n > sizeof w->sample_buf) vl_record_writer_flush(w);
-  if (n > sizeof w->sample_buf) {
-    put_line(w, line, n);
-    return;
-  }
-  memcpy(w->sample_buf + w->sample_len, line, n);
-  w->sample_len += n;
-}
-
 vl_status vl_record_writer_put(struct vl_record_writer *w, const char *json, struct vl_err *err) {
   vl_record_writer_flush(w);
   if (!json) return vl__fail(err, VL_ENOMEM, "%s", strerror(ENOMEM));
@@ -297,7 +287,7 @@ struct sample_fmt {
   char *mid;
   size_t mid_len, mid_at, mid_cap;
   uint64_t reads; /* the reading mid was rendered for: nvv.reads then */
-  char *line;
+  char *line;     /* a line longer than the record's buffer */
   size_t line_cap;
 };
 
@@ -334,16 +324,22 @@ static void fmt_release(struct sample_fmt *f) {
   vl_free(f->line);
 }
 
-/* One sample line into the record's buffer; reused: NVML was not read at
- * this tick (the line says when it was). Left out without memory. */
+/* One sample line into the record's buffer, written there in place (a
+ * line longer than the buffer goes out alone, from f->line); reused: NVML
+ * was not read at this tick (the line says when it was). Left out without
+ * memory. */
 static void put_sample_line(struct vl_sampler *s, struct sample_fmt *f, uint64_t t, bool reused,
                             uint64_t alloc) {
   static const char head[] = "{\"type\":\"sample\",\"t_ns\":";
   if ((!f->mid || f->reads != s->nvv.reads) && !fmt_render(f, s)) return;
   const char *mid = f->mid + (reused ? 0 : f->mid_at);
   size_t mid_len = f->mid_len - (size_t)(mid - f->mid);
-  if (!fmt_grow(&f->line, &f->line_cap, sizeof head + 20 + mid_len + 20 + 2)) return;
-  char *l = f->line;
+  size_t most = sizeof head - 1 + 20 + mid_len + 20 + 2;
+  struct vl_record_writer *w = s->out;
+  if (w->sample_len + most > sizeof w->sample_buf) vl_record_writer_flush(w);
+  bool alone = most > sizeof w->sample_buf;
+  if (alone && !fmt_grow(&f->line, &f->line_cap, most)) return;
+  char *l = alone ? f->line : w->sample_buf + w->sample_len;
   memcpy(l, head, sizeof head - 1);
   size_t n = sizeof head - 1;
   n += vl__u64_dec(l + n, t);
@@ -352,7 +348,10 @@ static void put_sample_line(struct vl_sampler *s, struct sample_fmt *f, uint64_t
   n += vl__u64_dec(l + n, alloc);
   l[n++] = '}';
   l[n++] = '\n';
-  put_sample(s->out, l, n);
+  if (alone)
+    put_line(w, l, n);
+  else
+    w->sample_len += n;
   s->n_samples++;
 }
 
