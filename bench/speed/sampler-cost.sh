@@ -4,7 +4,9 @@
 # job holding 64 MiB for 5 s), for the vramledger binaries given,
 # interleaved, at each interval. The fake NVML costs nothing: this
 # measures vramledger's own side (counters, formatting, writing,
-# sleeping), not NVML's.
+# sleeping), not NVML's. Before each interval's runs, the floor: what a
+# loop that only sleeps to the same deadlines costs (one JSON line with
+# "floor": true).
 #   sh bench/speed/sampler-cost.sh [--interval-ms "1 10 100"] [--reps N] BINARY...
 # (after a build of build-rel/ with its tests: cmake -S . -B build-rel
 # -DCMAKE_BUILD_TYPE=Release && cmake --build build-rel)
@@ -19,12 +21,16 @@ while [ $# -gt 0 ]; do
 done
 cd "$(dirname "$0")/../.."
 stub=$PWD/build-rel/tests/stub fake=$PWD/build-rel/tests/fake/libnvidia-ml.so.1
+# the floor: a loop that only sleeps as the sampler does (bench/speed/tick_floor.c)
+floor=$(mktemp)
+cc -O2 -o "$floor" bench/speed/tick_floor.c || floor=
 rep=1
 while [ $rep -le "$reps" ]; do
   for ms in $intervals; do
+    [ -n "$floor" ] && "$floor" "$ms" $((5000 / ms))
     for bin in "$@"; do
       d=$(mktemp -d)
-      LD_LIBRARY_PATH=$stub VRAMLEDGER_NVML_LIB=$fake VRAMLEDGER_PROBE=0 \
+      LD_LIBRARY_PATH=$stub${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} VRAMLEDGER_NVML_LIB=$fake VRAMLEDGER_PROBE=0 \
         VRAMLEDGER_PRELOAD=$PWD/build-rel/libvramledger-preload.so \
         "$bin" run --quiet --interval-ms "$ms" --out "$d/r" -- build-rel/tests/preload_test hold 64 5
       tail -1 "$d/r/record.jsonl" | python3 -c "
@@ -39,3 +45,4 @@ print(json.dumps({'binary': '$bin', 'interval_ms': $ms, 'rep': $rep, 'samples': 
   done
   rep=$((rep + 1))
 done
+[ -n "$floor" ] && rm -f "$floor"
