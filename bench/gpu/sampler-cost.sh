@@ -8,13 +8,16 @@
 # 100 ms (or SC_INTERVALS): vramledger's user + system time from its exit event
 # (sampler_cpu_ns, getrusage) over the run's wall time, and the sampling
 # loop's alone (sampling_cpu_ns over sampling_wall_ns: without NVML's
-# start). One JSON line each.
+# start). One JSON line each, after the floor of each interval (a line
+# with "floor": true: what a loop that only sleeps costs there).
 # Sources bench/gpu/env.sh (build-rel/, carried).
 set -u
 . bench/gpu/env.sh
 for rep in ${SC_REPS:-1 2}; do
   for kind in ${SC_JOBS:-flat moving}; do
     for ms in ${SC_INTERVALS:-10 100}; do
+      # the floor: a loop that only sleeps to the same deadlines (bench/speed/tick_floor.c)
+      [ -x build-rel/tick_floor ] && build-rel/tick_floor $ms $((5000 / ms))
       for bin in ${SC_BINARIES:-$vl}; do
         d=/tmp/sc-$kind-$ms-$rep
         rm -rf $d

@@ -2,7 +2,7 @@
  * (as vl_sampler_run does) costs a core: the floor under the sampler's own
  * cost, the kernel's share of a tick (the system call, the timer, the
  * switch to and from the idle task).
- *   cc -O2 -o tick_floor bench/speed/tick_floor.c && ./tick_floor INTERVAL_MS TICKS
+ *   tick_floor INTERVAL_MS TICKS   (the tick_floor target, or cc -O2 bench/speed/tick_floor.c)
  * One JSON line: CPU time per tick (getrusage, user + system) and the share
  * of a core. */
 #include <errno.h>
