@@ -283,7 +283,9 @@ static void say_lost(uint32_t bit, const char *text) {
 
 /* The process's slot in the counters, taken at its first allocation (a
  * process that never allocates takes none). A slot already holding our pid
- * is the program's before an exec: what it held went with that image. With
+ * is the program's before an exec: what it held went with that image. A
+ * new one is the lowest free slot, which the sampler's scan relies on
+ * (vramledger/counters.h). With
  * every slot taken the process counts in local_slot, and it is said.
  * Under lock. @return false when no slot could be had. */
 static bool slot_claimed;

@@ -3,7 +3,11 @@
  * `vramledger run` creates a small file in the run directory and passes its
  * path in $VRAMLEDGER_COUNTERS; every interposed process of the job maps it
  * and, at its first allocation, takes one slot: its pid, live and peak
- * driver-allocated bytes. The sampler reads the slots at each tick. What
+ * driver-allocated bytes. The sampler reads the slots at each tick. A
+ * process takes the lowest free slot (pid 0) and never frees it; only the
+ * sampler frees the slot of a process that exited. So the slots after the
+ * first never taken are free, and the sampler stops there
+ * (vl_counters_scan). What
  * the interposer could not count is said in `lost` (flags) and its two
  * counts, what it could not write into the record in record_lost_bytes;
  * `run` puts them into the record. Header-only; the interposer

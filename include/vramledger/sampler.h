@@ -123,6 +123,7 @@ struct vl_sampler {
   uint64_t slot_peak, peak_tree, peak_t, peak_alloc, ctx_at_peak; /* bytes; peak_t ns */
   unsigned peak_procs;
   uint64_t n_samples;
+  unsigned ctr_end;                      /* vl_counters_scan's end */
   uint64_t loop_cpu0, loop_t0, loop_end; /* ns */
   struct vl_sampler_nvml nvv;
   /* the job's process tree, as read from /proc */
@@ -136,6 +137,16 @@ struct vl_sampler {
  * its slot is handed back for the next process once its peak is kept.
  * *ops (if not NULL): the live processes' allocations and frees so far. */
 uint64_t vl_counters_read(struct vl_counters *c, uint64_t *peak, bool reap, uint64_t *ops);
+
+/*! vl_counters_read over the slots that were ever taken: *end (0 at the
+ * start of a run, then kept by the caller) is one past the last slot seen
+ * taken, and the scan goes on past it only while the slots are taken. A
+ * process takes the lowest free slot and only the reader frees one
+ * (vramledger/counters.h), so the first slot at or past *end found free
+ * has none taken after it: a job of a few processes costs a few slots a
+ * read instead of VL_COUNTERS_SLOTS. */
+uint64_t vl_counters_scan(struct vl_counters *c, unsigned *end, uint64_t *peak, bool reap,
+                          uint64_t *ops);
 
 /*! Sample every interval_ms until the job exits (one last sample then),
  * and reap it (s->status): the counters every tick, NVML when a reading is

@@ -116,16 +116,6 @@ void vl_record_writer_flush(struct vl_record_writer *w) {
   w->sample_len = 0;
 }
 
-static void put_sample(struct vl_record_writer *w, const char *line, size_t n) {
-  if (w->sample_len + n > sizeof w->sample_buf) vl_record_writer_flush(w);
-  if (n > sizeof w->sample_buf) {
-    put_line(w, line, n);
-    return;
-  }
-  memcpy(w->sample_buf + w->sample_len, line, n);
-  w->sample_len += n;
-}
-
 vl_status vl_record_writer_put(struct vl_record_writer *w, const char *json, struct vl_err *err) {
   vl_record_writer_flush(w);
   if (!json) return vl__fail(err, VL_ENOMEM, "%s", strerror(ENOMEM));
@@ -178,13 +168,18 @@ static bool in_tree(struct vl_sampler *s, pid_t pid, pid_t root) {
 
 /* ---- the interposer's counters ------------------------------------------- */
 
-uint64_t vl_counters_read(struct vl_counters *c, uint64_t *peak, bool reap, uint64_t *ops) {
+uint64_t vl_counters_scan(struct vl_counters *c, unsigned *end, uint64_t *peak, bool reap,
+                          uint64_t *ops) {
   uint64_t live = 0;
   if (ops) *ops = 0;
   for (unsigned i = 0; i < VL_COUNTERS_SLOTS; i++) {
     struct vl_counters_slot *s = &c->slot[i];
     uint32_t pid = __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE);
-    if (!pid) continue;
+    if (!pid) {
+      if (i >= *end) break; /* never taken: nor is any after it (counters.h) */
+      continue;
+    }
+    if (i >= *end) *end = i + 1;
     uint64_t p = __atomic_load_n(&s->peak, __ATOMIC_RELAXED);
     if (p > *peak) *peak = p;
     if (!reap || kill((pid_t)pid, 0) == 0 || errno == EPERM) {
@@ -201,6 +196,11 @@ uint64_t vl_counters_read(struct vl_counters *c, uint64_t *peak, bool reap, uint
     __atomic_compare_exchange_n(&s->pid, &pid, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
   }
   return live;
+}
+
+uint64_t vl_counters_read(struct vl_counters *c, uint64_t *peak, bool reap, uint64_t *ops) {
+  unsigned end = VL_COUNTERS_SLOTS;
+  return vl_counters_scan(c, &end, peak, reap, ops);
 }
 
 /* ---- NVML ------------------------------------------------------------------ */
@@ -301,31 +301,80 @@ static bool nvml_tick(struct vl_sampler *s, uint64_t t, bool done, uint64_t ops,
 
 /* ---- the loop -------------------------------------------------------------- */
 
-/* One sample line, formatted here: a tick renders only its numbers (the
- * GPU and process arrays are rendered once a reading). */
-static void put_sample_line(struct vl_sampler *s, uint64_t t, bool reused, uint64_t alloc,
-                            char **line, size_t *line_cap) {
+/* A sample line is its tick's t_ns, what the last NVML reading said and
+ * the tick's driver-allocated bytes. The middle part changes only at a
+ * reading, so it is rendered then (mid: ",\"nvml_t_ns\":N", then from
+ * mid_at on the GPU and process arrays and NVML's totals up to
+ * ",\"cuda_alloc_bytes\":") and a tick writes its two numbers around it. */
+struct sample_fmt {
+  char *mid;
+  size_t mid_len, mid_at, mid_cap;
+  uint64_t reads; /* the reading mid was rendered for: nvv.reads then */
+  char *line;     /* a line longer than the record's buffer */
+  size_t line_cap;
+};
+
+static bool fmt_grow(char **buf, size_t *cap, size_t need) {
+  if (need <= *cap) return true;
+  char *nb = vl_realloc(*buf, need);
+  if (!nb) return false;
+  *buf = nb;
+  *cap = need;
+  return true;
+}
+
+/* mid for the last reading. @return false without memory for it. */
+static bool fmt_render(struct sample_fmt *f, const struct vl_sampler *s) {
   const struct vl_sampler_nvml *v = &s->nvv;
   const char *g = s->nv && v->gpus ? v->gpus : NULL, *pr = s->nv && v->procs ? v->procs : NULL;
   size_t cap = 320 + (g ? strlen(g) : 0) + (pr ? strlen(pr) : 0);
-  if (cap > *line_cap) {
-    char *nl = vl_realloc(*line, cap);
-    if (!nl) return;
-    *line = nl;
-    *line_cap = cap;
-  }
-  char *l = *line;
-  size_t lc = *line_cap;
-  int n = snprintf(l, lc, "{\"type\":\"sample\",\"t_ns\":%llu", (unsigned long long)t);
-  if (reused)
-    n += snprintf(l + n, lc - (size_t)n, ",\"nvml_t_ns\":%llu", (unsigned long long)v->t_ns);
-  if (g && pr) n += snprintf(l + n, lc - (size_t)n, ",\"gpus\":%s,\"procs\":%s", g, pr);
-  n += snprintf(l + n, lc - (size_t)n,
+  if (!fmt_grow(&f->mid, &f->mid_cap, cap)) return false;
+  char *l = f->mid;
+  int n = snprintf(l, cap, ",\"nvml_t_ns\":%llu", (unsigned long long)v->t_ns);
+  f->mid_at = (size_t)n;
+  if (g && pr) n += snprintf(l + n, cap - (size_t)n, ",\"gpus\":%s,\"procs\":%s", g, pr);
+  n += snprintf(l + n, cap - (size_t)n,
                 ",\"tree_bytes\":%llu,\"tree_procs\":%u,\"other_bytes\":%llu,"
-                "\"cuda_alloc_bytes\":%llu}\n",
-                (unsigned long long)v->tree, v->tree_procs, (unsigned long long)v->other,
-                (unsigned long long)alloc);
-  put_sample(s->out, l, (size_t)n);
+                "\"cuda_alloc_bytes\":",
+                (unsigned long long)v->tree, v->tree_procs, (unsigned long long)v->other);
+  f->mid_len = (size_t)n;
+  f->reads = v->reads;
+  return true;
+}
+
+static void fmt_release(struct sample_fmt *f) {
+  vl_free(f->mid);
+  vl_free(f->line);
+}
+
+/* One sample line into the record's buffer, written there in place (a
+ * line longer than the buffer goes out alone, from f->line); reused: NVML
+ * was not read at this tick (the line says when it was). Left out without
+ * memory. */
+static void put_sample_line(struct vl_sampler *s, struct sample_fmt *f, uint64_t t, bool reused,
+                            uint64_t alloc) {
+  static const char head[] = "{\"type\":\"sample\",\"t_ns\":";
+  if ((!f->mid || f->reads != s->nvv.reads) && !fmt_render(f, s)) return;
+  const char *mid = f->mid + (reused ? 0 : f->mid_at);
+  size_t mid_len = f->mid_len - (size_t)(mid - f->mid);
+  size_t most = sizeof head - 1 + 20 + mid_len + 20 + 2;
+  struct vl_record_writer *w = s->out;
+  if (w->sample_len + most > sizeof w->sample_buf) vl_record_writer_flush(w);
+  bool alone = most > sizeof w->sample_buf;
+  if (alone && !fmt_grow(&f->line, &f->line_cap, most)) return;
+  char *l = alone ? f->line : w->sample_buf + w->sample_len;
+  memcpy(l, head, sizeof head - 1);
+  size_t n = sizeof head - 1;
+  n += vl__u64_dec(l + n, t);
+  memcpy(l + n, mid, mid_len);
+  n += mid_len;
+  n += vl__u64_dec(l + n, alloc);
+  l[n++] = '}';
+  l[n++] = '\n';
+  if (alone)
+    put_line(w, l, n);
+  else
+    w->sample_len += n;
   s->n_samples++;
 }
 
@@ -354,8 +403,7 @@ void vl_sampler_run(struct vl_sampler *s) {
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
   uint64_t last_reap = 0, last_wait = 0, last_flush = 0;
-  char *line = NULL;
-  size_t line_cap = 0;
+  struct sample_fmt fmt = {0};
   s->loop_cpu0 = self_cpu_ns();
   s->loop_t0 = vl_monotonic_ns();
   while (!done) {
@@ -371,16 +419,18 @@ void vl_sampler_run(struct vl_sampler *s) {
     /* exited processes are looked for every 100 ms (a kill(0) each) */
     bool reap = done || t - last_reap >= NVML_MAX_AGE_NS;
     if (reap) last_reap = t;
-    if (s->ctr) alloc = vl_counters_read(s->ctr, &s->slot_peak, reap, &ops);
-    bool reused = s->nv ? nvml_tick(s, t, done, ops, alloc) : false;
+    if (s->ctr) alloc = vl_counters_scan(s->ctr, &s->ctr_end, &s->slot_peak, reap, &ops);
+    bool nvml_now = s->nv && !nvml_tick(s, t, done, ops, alloc); /* read at this tick */
     /* NVML and the counters are read a moment apart: an allocation made in
      * between would show in NVML but not in the counters and be taken for
-     * context. Read the counters again and keep the larger. */
-    if (s->ctr) {
-      uint64_t again = vl_counters_read(s->ctr, &s->slot_peak, false, NULL); /* reaped just now */
+     * context. When NVML was read, read the counters again and keep the
+     * larger. */
+    if (s->ctr && nvml_now) {
+      uint64_t again =
+          vl_counters_scan(s->ctr, &s->ctr_end, &s->slot_peak, false, NULL); /* reaped just now */
       if (again > alloc) alloc = again;
     }
-    put_sample_line(s, t, reused, alloc, &line, &line_cap);
+    put_sample_line(s, &fmt, t, s->nv && !nvml_now, alloc);
     if (done || t - last_flush >= VL_SAMPLE_FLUSH_NS) {
       vl_record_writer_flush(s->out);
       last_flush = t;
@@ -402,7 +452,7 @@ void vl_sampler_run(struct vl_sampler *s) {
     }
   }
   s->loop_end = vl_monotonic_ns();
-  vl_free(line);
+  fmt_release(&fmt);
 }
 
 void vl_sampler_finish(struct vl_sampler *s) {
