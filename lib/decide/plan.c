@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../util/internal.h"
+#include "../model/pytorch_constants.h"
 #include "vramledger/alloc.h"
 #include "vramledger/plan.h"
 
@@ -476,7 +477,7 @@ static void decision_trace(const struct vl_plan_query *q, const struct vl_overhe
       snprintf(r->trace[n++], 256,
                "the frozen base in 4 bits (QLoRA): %.1f GiB of layer weights instead of %.1f; "
                "dequantising them costs %s a step",
-               Pq * (0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0)) / G, Pq * 2.0 / G,
+               Pq * VL_BNB_NF4_BYTES_PER_ELEM / G, Pq * 2.0 / G,
                q->qlora_slowdown > 0 ? "the measured factor (--qlora-slowdown)"
                                      : "at least their HBM traffic (a lower bound)");
     if (b->tp > 1 || b->dp_comm_s > 0) comm_trace(b, r->trace[n++], 256);
