@@ -207,9 +207,11 @@ vl_status vl_commitment_parse(const char *text, size_t len, struct vl_commitment
   }
   c->sla_tokens_per_s = num(json_object_get(o, "sla"), "tokens_per_s", 0.0);
   c->gpu_hours = num(json_object_get(o, "audit"), "gpu_hours", 0.0);
-  c->audit_tolerance = num(json_object_get(o, "audit"), "tolerance", 0.05);
-  c->peak_trigger = num(json_object_get(o, "triggers"), "peak_over_commitment", 1.05);
-  c->tput_trigger = num(json_object_get(o, "triggers"), "throughput_under_sla", 0.80);
+  c->audit_tolerance = num(json_object_get(o, "audit"), "tolerance", VL_COMMIT_AUDIT_TOLERANCE);
+  c->peak_trigger =
+      num(json_object_get(o, "triggers"), "peak_over_commitment", VL_COMMIT_PEAK_TRIGGER);
+  c->tput_trigger =
+      num(json_object_get(o, "triggers"), "throughput_under_sla", VL_COMMIT_TPUT_TRIGGER);
   /* a tolerance above 100 % would pass every run; a trigger of 10x the
    * committed peak would never fire */
   const struct {
