@@ -292,7 +292,7 @@ static int unknown_gpu(const struct vl_catalog *cat, const char *name) {
 void est_init(struct est *e) {
   memset(e, 0, sizeof *e);
   vl_job_init(&e->job);
-  e->margin = 0.10;
+  e->margin = VL_FIT_MARGIN_DEFAULT;
 }
 
 int est_parse(int argc, const char **argv, struct est *e) {

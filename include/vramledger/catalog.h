@@ -101,6 +101,15 @@ struct vl_fit {
   bool fits;
 };
 
+/* The fraction of a card kept free where none is given (estimate, plan, a
+ * commitment without one): the low end of 10-15 %. */
+#define VL_FIT_MARGIN_DEFAULT 0.10
+/* The decision tree's thresholds (plan's trace and commitment's fallback):
+ * model states over this fraction of a card -> LoRA / QLoRA / ZeRO; */
+#define VL_DECIDE_STATES_OF_CARD 0.8
+/* else activations over this fraction of what is left -> checkpointing. */
+#define VL_DECIDE_ACTS_OF_LEFT 0.5
+
 /*! Check total_bytes against a card with the given margin (0 <= margin < 1). */
 void vl_fit_check(uint64_t total_bytes, const struct vl_gpu *gpu, double margin,
                   struct vl_fit *fit);

@@ -20,6 +20,15 @@
 #define VL_COMMITMENT_SCHEMA "vramledger.commitment/1"
 #define VL_SHA256_HEX 65 /* 64 hex digits and the NUL */
 
+/* The fallback triggers and the audit clause a commitment is written with,
+ * and read with where commitment.json leaves them out: a measured peak over
+ * 105 % of the committed one -> checkpointing; tokens/s under 80 % of the
+ * SLA -> another attention kernel; actual GPU-hours more than 5 % off the
+ * estimate -> review. */
+#define VL_COMMIT_PEAK_TRIGGER 1.05
+#define VL_COMMIT_TPUT_TRIGGER 0.80
+#define VL_COMMIT_AUDIT_TOLERANCE 0.05
+
 struct vl_commitment {
   char model[128];        /* the name it was committed under, for people */
   struct vl_job job;      /* the configuration baseline */

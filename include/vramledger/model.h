@@ -138,8 +138,10 @@ struct vl_overheads {
   double allocator_churn_expandable; /* the same with expandable segments */
 };
 
-/*! The constants measured on the reference stack (H200, CUDA 13, PyTorch
- * 2.11): bench/results/calibration/basics.json. */
+/*! The constants of the reference stack (H200, CUDA 13, PyTorch 2.11): the
+ * measured ones from lib/model/calibration.c, where each names the dataset
+ * under bench/results/ that set it; the cuBLAS workspace is PyTorch's
+ * default (lib/model/pytorch_constants.h). */
 void vl_overheads_default(struct vl_overheads *o);
 /*! The CUDA context and libraries of one of the job's processes, outside
  * PyTorch (NCCL's not counted): a generate()-only process's, except with

@@ -195,7 +195,7 @@ vl_status vl_commitment_parse(const char *text, size_t len, struct vl_commitment
   if ((s = key_u64(est, "parameters_bytes", 0, UINT64_MAX / 2, &c->est_params_bytes, false, err)))
     goto done;
   if ((s = identity(o, c, err))) goto done;
-  c->margin = num(hw, "margin", 0.10);
+  c->margin = num(hw, "margin", VL_FIT_MARGIN_DEFAULT);
   json_t *meas = json_object_get(o, "measured");
   if (json_is_object(meas)) {
     c->measured = true;
@@ -207,9 +207,11 @@ vl_status vl_commitment_parse(const char *text, size_t len, struct vl_commitment
   }
   c->sla_tokens_per_s = num(json_object_get(o, "sla"), "tokens_per_s", 0.0);
   c->gpu_hours = num(json_object_get(o, "audit"), "gpu_hours", 0.0);
-  c->audit_tolerance = num(json_object_get(o, "audit"), "tolerance", 0.05);
-  c->peak_trigger = num(json_object_get(o, "triggers"), "peak_over_commitment", 1.05);
-  c->tput_trigger = num(json_object_get(o, "triggers"), "throughput_under_sla", 0.80);
+  c->audit_tolerance = num(json_object_get(o, "audit"), "tolerance", VL_COMMIT_AUDIT_TOLERANCE);
+  c->peak_trigger =
+      num(json_object_get(o, "triggers"), "peak_over_commitment", VL_COMMIT_PEAK_TRIGGER);
+  c->tput_trigger =
+      num(json_object_get(o, "triggers"), "throughput_under_sla", VL_COMMIT_TPUT_TRIGGER);
   /* a tolerance above 100 % would pass every run; a trigger of 10x the
    * committed peak would never fire */
   const struct {
@@ -647,7 +649,7 @@ void vl_commitment_peak_action(const struct vl_job *job, const struct vl_bill *b
   double states = (double)(l[VL_LINE_PARAMETERS] + l[VL_LINE_MASTER] + l[VL_LINE_GRADIENTS] +
                            l[VL_LINE_OPTIMIZER]);
   double acts = (double)l[VL_LINE_ACTIVATIONS], card = (double)card_bytes;
-  if (states > 0.8 * card) { /* the model states: shard them or train fewer */
+  if (states > VL_DECIDE_STATES_OF_CARD * card) { /* the model states: shard them or train fewer */
     if (job->dp > 1 && job->zero < 3 && !job->lora_rank)
       snprintf(buf, n,
                "ZeRO stage %u (--zero %u): the model states sharded over the %llu "
@@ -665,7 +667,8 @@ void vl_commitment_peak_action(const struct vl_job *job, const struct vl_bill *b
       snprintf(buf, n,
                "more GPUs: the model sharded over tensor or pipeline ranks (--tp 2 or "
                "--pp 2; vramledger plan)");
-  } else if (acts > 0.5 * (card - states) && job->checkpointing != VL_CKPT_FULL) {
+  } else if (acts > VL_DECIDE_ACTS_OF_LEFT * (card - states) &&
+             job->checkpointing != VL_CKPT_FULL) {
     snprintf(buf, n, "%s",
              job->checkpointing == VL_CKPT_NONE
                  ? "enable activation checkpointing (--checkpointing full)"

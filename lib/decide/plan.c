@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../util/internal.h"
+#include "../model/pytorch_constants.h"
 #include "vramledger/alloc.h"
 #include "vramledger/plan.h"
 
@@ -24,7 +25,7 @@ void vl_plan_query_init(struct vl_plan_query *q) {
   q->max_gpus = 64;
   q->gpus_per_node = 8;
   q->inter_node_gb_s = 50.0;
-  q->margin = 0.10;
+  q->margin = VL_FIT_MARGIN_DEFAULT;
   q->mfu = 0.40;
   q->overlap = 1.0;
   q->offload_slowdown = 4.0;
@@ -443,18 +444,20 @@ static void decision_trace(const struct vl_plan_query *q, const struct vl_overhe
                              one->line_max[VL_LINE_GRADIENTS] + one->line_max[VL_LINE_OPTIMIZER]);
     double acts = (double)one->line_max[VL_LINE_ACTIVATIONS];
     int n = 0;
-    snprintf(
-        r->trace[n++], 256, "model states on one card: %.1f GiB = %.0f %% of %s (%.1f GiB) -> %s",
-        states / G, 100 * states / card, b->gpu->name, card / G,
-        states > 0.8 * card ? (q->base.lora_rank ? "LoRA already; a 4-bit base (QLoRA) tried too"
-                                                 : "shard them: ZeRO / more GPUs")
-                            : "they fit one card");
+    snprintf(r->trace[n++], 256,
+             "model states on one card: %.1f GiB = %.0f %% of %s (%.1f GiB) -> %s", states / G,
+             100 * states / card, b->gpu->name, card / G,
+             states > VL_DECIDE_STATES_OF_CARD * card
+                 ? (q->base.lora_rank ? "LoRA already; a 4-bit base (QLoRA) tried too"
+                                      : "shard them: ZeRO / more GPUs")
+                 : "they fit one card");
     double left = card - states;
     if (left > 0)
       snprintf(r->trace[n++], 256,
                "activations at micro-batch 1: %.1f GiB = %.0f %% of what is left -> %s", acts / G,
                100 * acts / left,
-               acts > 0.5 * left ? "activation checkpointing" : "no recomputation needed");
+               acts > VL_DECIDE_ACTS_OF_LEFT * left ? "activation checkpointing"
+                                                    : "no recomputation needed");
     else
       snprintf(r->trace[n++], 256,
                "activations at micro-batch 1: %.1f GiB, and nothing is left on one card: shard the "
@@ -476,7 +479,7 @@ static void decision_trace(const struct vl_plan_query *q, const struct vl_overhe
       snprintf(r->trace[n++], 256,
                "the frozen base in 4 bits (QLoRA): %.1f GiB of layer weights instead of %.1f; "
                "dequantising them costs %s a step",
-               Pq * (0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0)) / G, Pq * 2.0 / G,
+               Pq * VL_BNB_NF4_BYTES_PER_ELEM / G, Pq * 2.0 / G,
                q->qlora_slowdown > 0 ? "the measured factor (--qlora-slowdown)"
                                      : "at least their HBM traffic (a lower bound)");
     if (b->tp > 1 || b->dp_comm_s > 0) comm_trace(b, r->trace[n++], 256);

@@ -7,16 +7,12 @@
  * 1 MiB + 1 B -> 1 MiB + 512 B, 100 MiB -> a 100 MiB segment
  * (bench/results/calibration/basics.json). */
 #include "internal.h"
+#include "pytorch_constants.h"
 
-#define KMIN_BLOCK 512ull
-#define KSMALL (1ull << 20)
-#define KMIN_LARGE (10ull << 20)
-#define KROUND_LARGE (2ull << 20)
-
-uint64_t vl__alloc_block_bytes(uint64_t n) { return vl__round_up(n ? n : 1, KMIN_BLOCK); }
+uint64_t vl__alloc_block_bytes(uint64_t n) { return vl__round_up(n ? n : 1, VL_PT_MIN_BLOCK_SIZE); }
 
 uint64_t vl__alloc_segment_bytes(uint64_t n) {
   uint64_t b = vl__alloc_block_bytes(n);
-  if (b < KMIN_LARGE) return b; /* packed into shared 2 or 20 MiB segments */
-  return vl__round_up(b, KROUND_LARGE);
+  if (b < VL_PT_MIN_LARGE_ALLOC) return b; /* packed into shared 2 or 20 MiB segments */
+  return vl__round_up(b, VL_PT_ROUND_LARGE);
 }

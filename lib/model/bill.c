@@ -17,6 +17,7 @@
 #include "internal.h"
 #include "vramledger/alloc.h"
 #include "vramledger/caching.h"
+#include "pytorch_constants.h"
 
 /* Tensor-parallel split of a tensor of the inventory: matmul weights and
  * vocabulary-parallel embeddings/heads are split, norms and biases are not. */
@@ -198,9 +199,8 @@ static void model_states(const struct vl_arch *arch, const struct vl_inventory *
     bool linear = t->kind == VL_T_LINEAR || t->kind == VL_T_HEAD;
     double wb = (double)pol->weight;
     if (job->qlora && t->kind == VL_T_LINEAR && t->per_layer) {
-      /* bitsandbytes NF4 with double quantisation: 4 bits + an 8-bit absmax
-       * per 64 values + an fp32 constant per 256 absmax blocks */
-      wb = 0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0);
+      /* bitsandbytes NF4 with double quantisation (pytorch_constants.h) */
+      wb = VL_BNB_NF4_BYTES_PER_ELEM;
       if (one > st->largest_linear) st->largest_linear = one;
     } else if (job->qlora && job->precision == VL_PREC_FP32) {
       wb = 4.0;
@@ -720,7 +720,8 @@ static void stage_comm(struct train_stage *ts) {
       if (t) t->detail = true;
     }
   } else if (ts->dp > 1 && ts->ds && job->zero <= 2) {
-    ts->comm = vl__min(vl__mul(ck, 500000000ull, ts->pol.grad), vl__mul(ck, ts->tr, ts->pol.grad));
+    ts->comm = vl__min(vl__mul(ck, VL_DS_REDUCE_BUCKET_ELEMS, ts->pol.grad),
+                       vl__mul(ck, ts->tr, ts->pol.grad));
     note(bill, &(struct note){VL_LINE_COMM,
                               "ZeRO reduce bucket",
                               "min(5e8, P_train) * g",

@@ -41,25 +41,21 @@
 #include "../util/internal.h"
 #include "vramledger/alloc.h"
 #include "vramledger/caching.h"
+#include "pytorch_constants.h"
 
-#define KMIN_BLOCK 512ull
-#define KSMALL_SIZE (1ull << 20)
-#define KSMALL_BUFFER (2ull << 20)
-#define KLARGE_BUFFER (20ull << 20)
-#define KMIN_LARGE (10ull << 20)
-#define KROUND_LARGE (2ull << 20)
-#define KPAGE (2ull << 20) /* expandable segments' page */
 #define NONE (-1)
 #define NCLASS 496 /* size classes: below 8 B one a size, then 8 a power of two */
 
 uint64_t vl_cache_round(uint64_t size) {
-  return size < KMIN_BLOCK ? KMIN_BLOCK : (size + KMIN_BLOCK - 1) / KMIN_BLOCK * KMIN_BLOCK;
+  return size < VL_PT_MIN_BLOCK_SIZE
+             ? VL_PT_MIN_BLOCK_SIZE
+             : (size + VL_PT_MIN_BLOCK_SIZE - 1) / VL_PT_MIN_BLOCK_SIZE * VL_PT_MIN_BLOCK_SIZE;
 }
 
 uint64_t vl_cache_segment_for(uint64_t size) {
-  if (size <= KSMALL_SIZE) return KSMALL_BUFFER;
-  if (size < KMIN_LARGE) return KLARGE_BUFFER;
-  return (size + KROUND_LARGE - 1) / KROUND_LARGE * KROUND_LARGE;
+  if (size <= VL_PT_SMALL_SIZE) return VL_PT_SMALL_BUFFER;
+  if (size < VL_PT_MIN_LARGE_ALLOC) return VL_PT_LARGE_BUFFER;
+  return (size + VL_PT_ROUND_LARGE - 1) / VL_PT_ROUND_LARGE * VL_PT_ROUND_LARGE;
 }
 
 struct blk {
@@ -331,7 +327,7 @@ static int32_t new_segment(struct vl_cache *c, int pool, uint64_t size) {
   if (x == NONE) return NONE;
   uint32_t si = c->ns++;
   c->s[si] = (struct seg){.size = size, .first = x, .pool = (uint8_t)pool, .live = 1};
-  uint64_t addr = c->low_addr - size - KROUND_LARGE;
+  uint64_t addr = c->low_addr - size - VL_PT_ROUND_LARGE;
   bool planned = false;
   if (c->plan_i < c->n_plan && c->plan_size[c->plan_i] == size) {
     addr = c->plan_addr[c->plan_i++]; /* where the driver put it */
@@ -359,7 +355,8 @@ static int32_t new_segment(struct vl_cache *c, int pool, uint64_t size) {
 static int32_t grow(struct vl_cache *c, int pool, uint64_t need) {
   int32_t si = c->grow_seg[pool];
   if (si == NONE) {
-    uint64_t size = (need + KPAGE - 1) / KPAGE * KPAGE;
+    uint64_t size =
+        (need + VL_PT_EXPANDABLE_PAGE - 1) / VL_PT_EXPANDABLE_PAGE * VL_PT_EXPANDABLE_PAGE;
     if (!would_fit(c, size)) return NONE;
     int32_t x = new_segment(c, pool, size);
     if (x == NONE) return NONE;
@@ -370,7 +367,8 @@ static int32_t grow(struct vl_cache *c, int pool, uint64_t need) {
   while (c->b[last].next != NONE)
     last = c->b[last].next;
   uint64_t tail = c->b[last].allocated ? 0 : c->b[last].size;
-  uint64_t more = (need - tail + KPAGE - 1) / KPAGE * KPAGE;
+  uint64_t more =
+      (need - tail + VL_PT_EXPANDABLE_PAGE - 1) / VL_PT_EXPANDABLE_PAGE * VL_PT_EXPANDABLE_PAGE;
   if (!would_fit(c, more)) return NONE;
   c->s[si].size += more;
   c->st.reserved += more;
@@ -454,13 +452,13 @@ static int32_t find(struct vl_cache *c, int pool, uint64_t size) {
   int32_t x = lower_bound(c, pool, size);
   if (x == NONE || !mss) return x;
   if (size < mss && c->b[x].size >= mss) return NONE;
-  if (size >= mss && c->b[x].size >= size + KLARGE_BUFFER) return NONE;
+  if (size >= mss && c->b[x].size >= size + VL_PT_LARGE_BUFFER) return NONE;
   return x;
 }
 
 vl_status vl_cache_malloc(struct vl_cache *c, uint64_t req, uint32_t *handle) {
   uint64_t size = vl_cache_round(req);
-  int pool = size <= KSMALL_SIZE ? 0 : 1;
+  int pool = size <= VL_PT_SMALL_SIZE ? 0 : 1;
   int32_t x = find(c, pool, size);
   if (x == NONE && c->conf.expandable) {
     x = grow(c, pool, size);
@@ -499,10 +497,10 @@ vl_status vl_cache_malloc(struct vl_cache *c, uint64_t req, uint32_t *handle) {
   tree_remove(c, x);
   set_free(c, x, false);
   uint64_t rest = c->b[x].size - size;
-  bool split =
-      pool == 0 ? rest >= KMIN_BLOCK
-                : (!c->conf.max_split_size || size < c->conf.max_split_size) && rest > KSMALL_SIZE;
-  if (c->conf.expandable && pool == 1) split = rest >= KMIN_BLOCK;
+  bool split = pool == 0 ? rest >= VL_PT_MIN_BLOCK_SIZE
+                         : (!c->conf.max_split_size || size < c->conf.max_split_size) &&
+                               rest > VL_PT_SMALL_SIZE;
+  if (c->conf.expandable && pool == 1) split = rest >= VL_PT_MIN_BLOCK_SIZE;
   if (split) {
     int32_t y = new_blk(c);
     if (y == NONE) return VL_ENOMEM;
@@ -579,7 +577,8 @@ void vl_cache_empty(struct vl_cache *c) {
       while (c->b[last].next != NONE)
         last = c->b[last].next;
       if (c->b[last].allocated) continue;
-      uint64_t start = (c->b[last].addr - c->b[c->s[si].first].addr + KPAGE - 1) / KPAGE * KPAGE;
+      uint64_t start = (c->b[last].addr - c->b[c->s[si].first].addr + VL_PT_EXPANDABLE_PAGE - 1) /
+                       VL_PT_EXPANDABLE_PAGE * VL_PT_EXPANDABLE_PAGE;
       uint64_t end = c->s[si].size, give = end > start ? end - start : 0;
       if (c->b[last].prev == NONE && give == c->s[si].size) {
         release_segment(c, (uint32_t)si);

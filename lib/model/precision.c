@@ -5,7 +5,9 @@
  * half activations; layer_norm/softmax run in fp32). */
 #include <string.h>
 
+#include "calibration.h"
 #include "internal.h"
+#include "pytorch_constants.h"
 
 void vl__policy_get(enum vl_precision p, struct vl__policy *pol) {
   memset(pol, 0, sizeof *pol);
@@ -96,45 +98,20 @@ uint64_t vl_context_bytes(const struct vl_overheads *o, const struct vl_job *job
   return gen ? o->cuda_context_infer_bytes : o->cuda_context_bytes;
 }
 
+/* the bytes of a measured constant: whole numbers, exact in a double */
+static uint64_t cal_bytes(enum vl__cal id) { return (uint64_t)vl__calibration(id)->value; }
+
 void vl_overheads_default(struct vl_overheads *o) {
-  /* NVML process memory - max_memory_reserved during real training steps:
-   * 0.725-0.758 GiB over 36 runs (CUDA 13, PyTorch 2.11; kernels load
-   * lazily, so it grows past the 586 MiB seen after one matmul in
-   * bench/results/calibration/basics.json); the median of the
-   * calibration set: bench/results/calibration/calibration.json */
-  o->cuda_context_bytes = 805306368ull; /* 0.75 GiB */
-  /* a process that only runs generate() loads fewer kernels (no backward,
-   * no optimizer; CUDA loads modules lazily): 678-734 MiB over 14
-   * generate() runs, the median 698 MiB (bench/results/calibration/
-   * calibration.json, model-types/types-measured.json,
-   * known-misses/, estimate-dry-run/raw/) */
-  o->cuda_context_infer_bytes = 731906048ull; /* 698 MiB; not with expandable segments */
-  o->cublas_workspace_bytes = 32ull << 20;
-  /* the H100 SXM's and H200's (cudaDeviceProp multiProcessorCount and
-   * maxThreadsPerMultiProcessor, read on the H200:
-   * bench/results/cuda-reduce/): they size the partials of ATen's CUDA
-   * reductions (Reduce.cuh), a linear's bias gradient among them */
-  o->sm_count = 132;
-  o->threads_per_sm = 2048;
-  /* a rank's memory beyond one GPU's context when ranks talk: NCCL's own
-   * buffers (libnccl.so.2's driver allocations: 484 MiB a rank) and the
-   * larger context NCCL's kernels and peers bring. NVML's per-GPU peak
-   * minus the rank's max_memory_reserved() is 1,681,915,904 B on every
-   * rank of four GPT-2 DDP runs and 1,679,818,752 B under FSDP full shard
-   * and shard-grad-op (2 H200s, NVLink multicast off, under `vramledger
-   * run`: bench/results/ddp-rebuild/per-gpu-overhead.txt),
-   * against 805,306,368 B alone; pipeline stages' point-to-point adds
-   * 161 MB more (not counted). Was 256 MiB (4 MiB NCCL_BUFFSIZE x 2
-   * directions x 16 channels x 2 ring peers), -0.56 GiB a rank. */
-  o->nccl_bytes = 876609536ull; /* 836 MiB */
-  /* cached free blocks among the churning tensors. Default allocator: the
-   * value that fits most of the calibration runs (bench/accuracy/compare.py over
-   * bench/results/calibration/calibration.json); it cannot cover the
-   * runs where freed large blocks are split and re-requested (up to 28 %).
-   * Expandable segments: 0.2-3 % measured on the runs that fragment most
-   * (bench/results/calibration/expandable-segments.json) */
-  o->allocator_churn = 0.05;
-  o->allocator_churn_expandable = 0.02;
+  /* every measured number, its dataset and how it was taken: calibration.c */
+  o->cuda_context_bytes = cal_bytes(VL_CAL_CUDA_CONTEXT);
+  o->cuda_context_infer_bytes = cal_bytes(VL_CAL_CUDA_CONTEXT_INFER);
+  o->nccl_bytes = cal_bytes(VL_CAL_NCCL);
+  o->sm_count = (unsigned)vl__calibration(VL_CAL_SM_COUNT)->value;
+  o->threads_per_sm = (unsigned)vl__calibration(VL_CAL_THREADS_PER_SM)->value;
+  o->allocator_churn = vl__calibration(VL_CAL_CHURN)->value;
+  o->allocator_churn_expandable = vl__calibration(VL_CAL_CHURN_EXPANDABLE)->value;
+  /* PyTorch's default on the H200 (pytorch_constants.h), not measured */
+  o->cublas_workspace_bytes = VL_PT_CUBLAS_WORKSPACE_SM90;
 }
 
 struct vl_term *vl__term(struct vl_bill *b, enum vl_line line, const char *name,

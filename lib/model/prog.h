@@ -5,6 +5,7 @@
 #ifndef VRAMLEDGER_MODEL_PROG_H
 #define VRAMLEDGER_MODEL_PROG_H
 #include "vramledger/caching.h"
+#include "pytorch_constants.h"
 
 /* Built with -DVL_PROG_LOG (a developer's build, never the product's) the
  * program is written to stderr as a trace (`a ID BYTES cuda`, `f ID`, the
@@ -28,7 +29,7 @@ struct prog {
 /* allocate: a handle, or NONE (small pool, or the program failed) */
 static inline uint32_t A(struct prog *p, uint64_t bytes) {
   uint32_t h = NONE;
-  if (p->failed || bytes <= (1ull << 20)) return NONE;
+  if (p->failed || bytes <= VL_PT_SMALL_SIZE) return NONE;
 #ifdef VL_PROG_LOG
   struct vl_cache_stats s0, s1;
   vl_cache_stats(p->c, &s0);

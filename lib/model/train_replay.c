@@ -27,6 +27,7 @@
  * pool) are left out. This file is the step; the modules and the layers
  * of each family are in the files train_replay.h lists. */
 #include "train_replay.h"
+#include "pytorch_constants.h"
 #include "vramledger/alloc.h"
 
 /* the first step creates the optimizer's states, the second makes anew
@@ -177,7 +178,7 @@ static void rebuild_buckets(struct loop *lp) {
   lp->old = lp->buckets;
   lp->buckets = (struct list){0};
   if (!R->z->ddp_kept) vl__tr_drop(&R->p, &lp->old);
-  vl__tr_flat_groups(&R->p, lp->esz, lp->np, R->z->gb, true, 25ull << 20, &lp->buckets);
+  vl__tr_flat_groups(&R->p, lp->esz, lp->np, R->z->gb, true, VL_PT_DDP_BUCKET_CAP, &lp->buckets);
 }
 
 /* ---- forward (under autocast) ---- */

@@ -4,6 +4,7 @@
  * the inventory's order; DDP's flat buffers and buckets, and the share of
  * the parameters whose states ZeRO-1 keeps on rank 0. */
 #include "train_replay.h"
+#include "pytorch_constants.h"
 #include "vramledger/alloc.h"
 
 /* h onto l (NONE, or a failed program: nothing) */
@@ -150,7 +151,7 @@ void vl__tr_flat_groups(struct prog *p, const uint64_t *v, size_t n, uint64_t b,
  * nccl-run/part7/) */
 void vl__tr_ddp_init(struct prog *p, const uint64_t *v, size_t n, const struct vl__train_sizes *z,
                      struct list *buckets) {
-  vl__tr_flat_groups(p, v, n, z->wb, false, 250ull << 20, NULL);
+  vl__tr_flat_groups(p, v, n, z->wb, false, VL_PT_DDP_BROADCAST_BUCKET, NULL);
   uint64_t all = 0;
   for (size_t k = 0; k < n; k++)
     all += v[k];

@@ -85,14 +85,14 @@ static int commitment_json(FILE *out, const struct vl_commit_view *v) {
       json_string("median tokens/s over steady steps after warm-up, from the run record"));
   json_object_set_new(o, "sla", sla);
   json_t *tr = json_object();
-  json_object_set_new(tr, "peak_over_commitment", json_real(1.05));
+  json_object_set_new(tr, "peak_over_commitment", json_real(VL_COMMIT_PEAK_TRIGGER));
   json_object_set_new(tr, "peak_action", json_string(peak_action(v)));
-  json_object_set_new(tr, "throughput_under_sla", json_real(0.80));
+  json_object_set_new(tr, "throughput_under_sla", json_real(VL_COMMIT_TPUT_TRIGGER));
   json_object_set_new(tr, "throughput_action", json_string(throughput_action(v)));
   json_object_set_new(o, "triggers", tr);
   json_t *au = json_object();
   if (v->gpu_hours > 0) json_object_set_new(au, "gpu_hours", json_real(v->gpu_hours));
-  json_object_set_new(au, "tolerance", json_real(0.05));
+  json_object_set_new(au, "tolerance", json_real(VL_COMMIT_AUDIT_TOLERANCE));
   json_object_set_new(au, "action", json_string("more than 5 % off: review"));
   json_object_set_new(o, "audit", au);
   int rc = json_dumpf(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
@@ -151,13 +151,16 @@ static int commitment_md(FILE *o, const struct vl_commit_view *v) {
   else
     fprintf(o, "- throughput: not stated\n");
   fprintf(o, "- convergence: as the team states it here\n\n## Fallback triggers\n\n");
-  fprintf(o, "- measured peak above 105 %% of the committed %.2f GiB -> %s\n",
-          GIB(vl_bill_budget_bytes(b)), peak_action(v));
-  fprintf(o, "- throughput under 80 %% of the SLA -> %s\n\n## Audit\n\n", throughput_action(v));
+  fprintf(o, "- measured peak above %.0f %% of the committed %.2f GiB -> %s\n",
+          100 * VL_COMMIT_PEAK_TRIGGER, GIB(vl_bill_budget_bytes(b)), peak_action(v));
+  fprintf(o, "- throughput under %.0f %% of the SLA -> %s\n\n## Audit\n\n",
+          100 * VL_COMMIT_TPUT_TRIGGER, throughput_action(v));
   if (v->gpu_hours > 0) fprintf(o, "- budget: %.1f GPU-hours\n", v->gpu_hours);
-  fprintf(o, "- actual GPU-hours, peak memory and throughput against this commitment: more than "
-             "5 %% off -> review (`vramledger audit`)\n- CI: `vramledger check --commitment "
-             "commitment.json ...` fails a change whose configuration drifts\n");
+  fprintf(o,
+          "- actual GPU-hours, peak memory and throughput against this commitment: more than "
+          "%.0f %% off -> review (`vramledger audit`)\n- CI: `vramledger check --commitment "
+          "commitment.json ...` fails a change whose configuration drifts\n",
+          100 * VL_COMMIT_AUDIT_TOLERANCE);
   return ferror(o) ? -1 : 0;
 }
 
