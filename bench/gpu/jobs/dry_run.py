@@ -47,7 +47,8 @@ def job_args(name):
 
 def trace_one(vl, work, name, device):
     d = os.path.join(work, name)
-    env = dict(os.environ, OMP_NUM_THREADS="1" if device == "meta" else "3", CUDA_VISIBLE_DEVICES="")
+    env = dict(os.environ, OMP_NUM_THREADS="1" if device == "meta" else os.environ.get("VL_CPU_THREADS", "3"),
+               CUDA_VISIBLE_DEVICES="")
     cmd = [vl, "trace", "--out", d, "--format", "json", "--gpu", "h200", "--from-mark", "measure", "--",
            sys.executable, MEASURE,
            os.path.join(work, name + ".measure.json"), "--in-process", "--device", device] + job_args(name)
