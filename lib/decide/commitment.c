@@ -241,9 +241,11 @@ done:
 static void add(struct vl_drift *out, int cap, int *n, const char *field, const char *a,
                 const char *b) {
   if (*n < cap) {
-    snprintf(out[*n].field, sizeof out[*n].field, "%s", field);
-    snprintf(out[*n].committed, sizeof out[*n].committed, "%s", a);
-    snprintf(out[*n].now, sizeof out[*n].now, "%s", b);
+    /* a value longer than the field is shown cut (a path or a name) */
+    snprintf(out[*n].field, sizeof out[*n].field, "%.*s", (int)sizeof out[*n].field - 1, field);
+    snprintf(out[*n].committed, sizeof out[*n].committed, "%.*s", (int)sizeof out[*n].committed - 1,
+             a);
+    snprintf(out[*n].now, sizeof out[*n].now, "%.*s", (int)sizeof out[*n].now - 1, b);
   }
   (*n)++;
 }

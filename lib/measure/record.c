@@ -330,7 +330,7 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
   vl_status pst = vl__probe_event(o, type, r, pc, line, err, &probe_event);
   if (probe_event) return pst;
   if (strcmp(type, "sample") == 0) {
-    struct vl_rec_sample *s;
+    struct vl_rec_sample *s = NULL;
     vl_status st = new_sample(r, cap_s, line, &s, err);
     if (st != VL_OK) return st;
     s->t_ns = vl__rec_u(o, "t_ns");
@@ -425,7 +425,7 @@ static vl_status parse_line(struct parse *p, const char *start, size_t n, bool l
   struct sample_scan m;
   if (vl__record_scan && p->have_meta && n > sizeof sample &&
       memcmp(start, sample, sizeof sample - 1) == 0 && scan_sample(start, n, &m)) {
-    struct vl_rec_sample *s;
+    struct vl_rec_sample *s = NULL;
     vl_status st = new_sample(p->r, &p->cap_s, p->line, &s, err);
     if (st == VL_OK) put_scanned(&m, start + n, s);
     return st;
