@@ -1,15 +1,18 @@
 /* The sampler of `vramledger run`: see vramledger/sampler.h. It runs beside
  * the user's job, so what it costs a tick is measured and kept small
  * (the readings' CPU time goes into the record's exit event). */
+#define _GNU_SOURCE /* ppoll and syscall (pidfd_open) */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -398,6 +401,41 @@ static void triggers(struct vl_sampler *s, uint64_t t, uint64_t alloc, bool *fir
   }
 }
 
+/* A descriptor that becomes readable when the job ends (pidfd_open, Linux
+ * 5.3), or -1: the sleep below then ends early only on the SIGCHLD that
+ * interrupts it. */
+static int job_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
+/* Sleep until `next` (CLOCK_MONOTONIC), or until the job ends: a job that
+ * exits is noticed at once, not at the next tick (5 s later at
+ * --interval-ms 5000). */
+static void sleep_until(const struct timespec *next, int pidfd,
+                        volatile sig_atomic_t *child_exited) {
+  for (;;) {
+    if (*child_exited) return;
+    if (pidfd < 0) {
+      if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next, NULL) != EINTR) return;
+      continue;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t ns = (int64_t)(next->tv_sec - now.tv_sec) * 1000000000 + (next->tv_nsec - now.tv_nsec);
+    if (ns <= 0) return;
+    struct timespec left = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    int r = ppoll(&p, 1, &left, NULL);
+    if (r > 0) *child_exited = 1; /* the job ended: waitpid at once */
+    if (r >= 0 || errno != EINTR) return;
+  }
+}
+
 void vl_sampler_run(struct vl_sampler *s) {
   bool done = false, fired = false, tput_fired = false;
   struct timespec next;
@@ -406,6 +444,7 @@ void vl_sampler_run(struct vl_sampler *s) {
   struct sample_fmt fmt = {0};
   s->loop_cpu0 = self_cpu_ns();
   s->loop_t0 = vl_monotonic_ns();
+  const int pidfd = job_pidfd(s->pid);
   while (!done) {
     uint64_t t = vl_monotonic_ns();
     /* waitpid when SIGCHLD said so, and every 100 ms in case it was lost */
@@ -448,9 +487,9 @@ void vl_sampler_run(struct vl_sampler *s) {
     next.tv_nsec += (long)(s->interval_ms % 1000) * 1000000L;
     next.tv_sec += (time_t)(s->interval_ms / 1000) + next.tv_nsec / 1000000000L;
     next.tv_nsec %= 1000000000L;
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
-    }
+    sleep_until(&next, pidfd, s->child_exited);
   }
+  if (pidfd >= 0) close(pidfd);
   s->loop_end = vl_monotonic_ns();
   fmt_release(&fmt);
 }

@@ -27,6 +27,13 @@ check "a secret's value is not in the record" sh -c "! grep -q 'hunter2\|abc123\
 check "it is said as redacted" grep -q '"--password=<redacted>","--api-token","<redacted>","--hf-repo","<redacted>","--lr","0.1"' "$tmp/secret/record.jsonl"
 check "nor in the report" sh -c "'$vl' report '$tmp/secret' | head -1 | grep -q 'password=<redacted>'"
 
+# a job that ends between two ticks is noticed when it ends, not at the
+# next tick a minute later (the sampler waits on the job's pidfd)
+start=$(date +%s)
+timeout 30 "$vl" run --out "$tmp/quick" --interval-ms 60000 --quiet -- sh -c 'sleep 0.2; exit 4'
+rc=$? took=$(($(date +%s) - start))
+check "a job's end ends a long tick" [ "$rc.$((took < 20))" = 4.1 ]
+
 "$vl" run --out "$tmp/missing" --quiet -- /nonexistent/command 2>"$tmp/err"
 check "missing command gives 127" [ $? = 127 ]
 check "missing command is named" grep -q "cannot run '/nonexistent/command'" "$tmp/err"
