@@ -4,7 +4,7 @@
 # between, as `vramledger run` writes them) grown past 1 GiB, then
 # `vramledger report` timed in its formats (wall seconds and peak RSS);
 # the target is under 30 s (bench/results/speed/report-1gib.md).
-#   sh bench/speed_report_1gib.sh [VRAMLEDGER]
+#   sh bench/speed/report-1gib.sh [VRAMLEDGER]
 set -eu
 vl=${1:-build-release/vramledger}
 tmp=$(mktemp -d)
