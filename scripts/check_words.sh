@@ -5,6 +5,8 @@
 #
 # What is checked, and the heuristics:
 # - README.md and docs/**/*.md: every line (docs/cmd/*.md are --help too).
+# - bench/README.md and bench/results/**/*.md: every line, as README.md;
+#   the data files beside them (.json, .jsonl, .txt, traces) are not read.
 # - src/ and lib/ *.c and *.h: only what lies inside string literals, found
 #   by a small lexer that skips /* */ and // comments and character
 #   constants. A literal continued on the next line ("a " "b") is checked
@@ -65,7 +67,8 @@ literals='
 check() { # file, awk program: its hits as file:line:text
   awk "$2" "$1" | grep -n -E -i -f "$pats" | sed "s|^|$1:|" || true
 }
-for f in README.md $(find docs -name '*.md' | LC_ALL=C sort); do
+for f in README.md $(find docs -name '*.md' | LC_ALL=C sort) \
+  bench/README.md $(find bench/results -name '*.md' | LC_ALL=C sort); do
   check "$f" "$prose"
 done >"$hits"
 for f in $(find src lib -name '*.[ch]' | LC_ALL=C sort); do

@@ -1,7 +1,7 @@
 /* Planner reference tests: Llama-2 pretraining GPU-hours (model card:
  * 184,320 / 368,640 / 1,720,320 A100-80GB hours for 7B / 13B / 70B on 2 T
  * tokens) within 10 % with the default MFU; every feasible plan fits by
- * `estimate`; the seeds' cost-table arithmetic. */
+ * `estimate`; a published cost table's arithmetic. */
 #include "testutil.h"
 #include "vramledger/catalog.h"
 #include "vramledger/plan.h"
@@ -183,12 +183,13 @@ static void ties_to_simpler(void **state) {
   vl_plan_release(&r);
 }
 
-/* Seed 000 §3.1: cost per card = price x hours x utilisation x memory share;
+/* A published GPU cost table (its §3.1): cost per card = price x hours x
+ * utilisation x memory share;
  * the 2 x A100 row: 3.5 x 26 x 0.72 x 0.603 = 39.5, x 2 = 79.0; the 4 x A100
  * row: 3.5 x 14 x 0.68 x 0.603 = 20.1 (printed 20.3). The 1 x A100 row's
  * 32.8 does not follow from its own inputs (3.5 x 48 x 0.65 x 0.603 = 65.8);
- * the seed's 46.2 = 79.0 - 32.8 uses the printed value. */
-static void seed_cost_table(void **state) {
+ * the table's 46.2 = 79.0 - 32.8 uses the printed value. */
+static void published_cost_table(void **state) {
   (void)state;
   double two = 3.5 * 26 * 0.72 * 0.603, four = 3.5 * 14 * 0.68 * 0.603;
   assert_close(two, 39.5, 0.001, "2 x A100, per card");
@@ -291,7 +292,7 @@ static void dp_exposed_beyond_backward(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(llama2_gpu_hours),          cmocka_unit_test(more_gpus_cost_communication),
-      cmocka_unit_test(qlora_beside_lora),         cmocka_unit_test(seed_cost_table),
+      cmocka_unit_test(qlora_beside_lora),         cmocka_unit_test(published_cost_table),
       cmocka_unit_test(ties_to_simpler),           cmocka_unit_test(tp_pays_its_allreduces),
       cmocka_unit_test(dp_exposed_beyond_backward)};
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -330,7 +330,8 @@ static void ddp_second_bucket_copy_other_outcome(void **state) {
 /* Every whole-job DDP rank peak measured on 2 H200s (GPT-2 and
  * Qwen2-0.5B; synchronising, pausing and asynchronous loops;
  * static_graph; ZeRO-1; GPT-2 medium and TinyLlama written down before
- * they were measured; sessions 7-10: 106 ranks, bench/accuracy/ddp_measured.py) lies
+ * they were measured; 2026-11-29 and 2026-11-30: 106 ranks,
+ * bench/accuracy/ddp_measured.py) lies
  * within 1 % of one of the estimate's two outcomes, as validate judges it;
  * both outcomes occur, and the larger outcome's reservation covers every
  * rank's within 2 %. */
@@ -705,7 +706,7 @@ static void model_types_against_the_h200(void **state) {
   assert_int_equal(approximate, 1);
 }
 
-static void optimizers_by_the_seed(void **state) {
+static void optimizers_by_the_published_bills(void **state) {
   (void)state;
   static const struct {
     enum vl_optimizer o;
@@ -796,7 +797,7 @@ int main(void) {
       cmocka_unit_test(model_types_against_the_h200),
       cmocka_unit_test(loops_against_the_h200),
       cmocka_unit_test(two_h200_runs_within_seven_percent),
-      cmocka_unit_test(optimizers_by_the_seed),
+      cmocka_unit_test(optimizers_by_the_published_bills),
       cmocka_unit_test(phases_move_with_the_job),
       cmocka_unit_test(offload_moves_states_to_host),
       cmocka_unit_test(pipeline_reports_the_heavier_stage),
