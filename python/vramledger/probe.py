@@ -69,11 +69,13 @@ class _Writer:
 
     def __init__(self, path, create=False):
         flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+        self.owner = False  # this process started the record: its exit line is ours
         if create:  # attach(record=...) outside `vramledger run`
             fd = os.open(path, flags | os.O_CREAT, 0o600)
             if os.fstat(fd).st_size == 0:
                 os.write(fd, (json.dumps(_meta_outside_run(), separators=(",", ":")) + "\n")
                          .encode())
+                self.owner = True
             self.fd = fd
         else:
             self.fd = os.open(path, flags)
@@ -436,6 +438,8 @@ def install(torch=None, record=None):
         if p.snapshot_at == "exit" and p.run_dir:
             import atexit
             atexit.register(_snapshot_at_exit, p)
+    if p.w.owner:
+        _watch_exit(p)
     p.add_global()
     p.w.put({"type": "probe", "t_ns": _now(), "pid": os.getpid(), "version": _SCHEMA_PROBE,
              "torch": torch.__version__, "python": sys.version.split()[0],
@@ -445,6 +449,55 @@ def install(torch=None, record=None):
              "sample_every": p.every})
     _state = p
     return p
+
+
+_exit_code = [None]  # what the process exits with, as far as Python knows
+
+
+def _exit_status(code):
+    """The status a shell sees for sys.exit(code) (Python's rules: None 0,
+    an integer its low byte, anything else 1 after printing it)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    return 1
+
+
+def _watch_exit(p):
+    """A record the probe started has no `vramledger run` to write its exit
+    line: at exit the probe writes one, with the status Python exits with
+    as far as it can know it: sys.exit's code, 1 after an uncaught
+    exception (130 for Ctrl-C), else 0. A process ended by a signal or
+    os._exit writes none, and `report` says it was killed, as for `run`."""
+    import atexit
+    exit0, hook0 = sys.exit, sys.excepthook
+
+    def exit(code=None):
+        _exit_code[0] = _exit_status(code)
+        exit0(code)
+
+    def excepthook(kind, value, tb):
+        if kind is SystemExit:
+            _exit_code[0] = _exit_status(getattr(value, "code", None))
+        else:
+            _exit_code[0] = 130 if issubclass(kind, KeyboardInterrupt) else 1
+        hook0(kind, value, tb)
+    sys.exit, sys.excepthook = exit, excepthook
+    atexit.register(_exit_line, p)
+
+
+def _exit_line(p):
+    if p.dead or os.getpid() != p.w.pid:
+        return
+    code = _exit_code[0]
+    if code is None and hasattr(sys, "last_value"):  # an uncaught exception's hook was another's
+        code = 130 if isinstance(sys.last_value, KeyboardInterrupt) else 1
+    try:
+        p.w.put({"type": "exit", "t_ns": _now(), "status": 0 if code is None else code,
+                 "writer": "probe"})
+    except (OSError, TypeError, ValueError):
+        pass
 
 
 def _snapshot_at_exit(p):

@@ -79,6 +79,24 @@ class Callbacks(unittest.TestCase):
         self.assertTrue(rep["framework"])
         self.assertEqual([s["step"] for s in rep["steps"]], [1, 2, 3, 4, 5])
 
+    def test_exit_line_of_a_record_the_probe_started(self):
+        """attach(record=) outside `run` ends its record with the status the
+        process exits with; `report` does not take it for a kill"""
+        self.assertEqual(self.events[-1]["type"], "exit")
+        self.assertEqual(self.events[-1]["status"], 0)
+        e = dict(os.environ, PYTHONPATH=PY)
+        for body, want in (("import sys; sys.exit(3)", 3), ("raise RuntimeError('x')", 1),
+                           ("pass", 0)):
+            rec = os.path.join(self.tmp, "exit%d.jsonl" % want)
+            p = subprocess.run([sys.executable, "-c", "import vramledger; vramledger.attach(record=%r)\n"
+                                "%s" % (rec, body)], env=e, capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, want, p.stderr)
+            with open(rec) as f:
+                last = json.loads(f.read().splitlines()[-1])
+            self.assertEqual((last["type"], last["status"]), ("exit", want))
+            r = subprocess.run([VL, "report", rec], capture_output=True, text=True)
+            self.assertNotIn("killed", r.stdout)
+
     def test_record_not_writable_is_no_exception(self):
         p = job("job_callbacks.py", os.path.join(self.tmp, "no", "such", "dir", "r.jsonl"),
                 os.path.join(self.tmp, "x.json"), "2")
