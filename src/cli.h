@@ -51,6 +51,11 @@ const char *cli_redact_arg(const char *prev, const char *arg, char *buf, size_t 
 char *cli_read_file(const char *path, size_t *len);
 /* The same without a word on failure (the caller says what it means). */
 char *cli_read_file_quiet(const char *path, size_t *len);
+/* An output file the user named, opened for writing ("w": truncated,
+ * "a": appended), created 0644 when missing, never through a symbolic
+ * link (O_NOFOLLOW): a link there is refused and said, with the fix.
+ * NULL: said on stderr. */
+FILE *cli_create_output(const char *path, const char *mode);
 /*! vramledger's own files, each an environment override, else where
  * `cmake --install` puts it beside the executable, else the build tree's
  * (docs/install.md). The bundled data: $VRAMLEDGER_DATA,

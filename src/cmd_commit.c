@@ -19,8 +19,9 @@
 #include "vramledger/render.h"
 
 static int write_file(const char *path, bool md, const struct vl_commit_view *v) {
-  FILE *f = fopen(path, "w");
-  if (!f || vl_render_commitment(f, md, v) != 0 || fclose(f) != 0) {
+  FILE *f = cli_create_output(path, "w");
+  if (!f) return VL_EXIT_ERROR;
+  if (vl_render_commitment(f, md, v) != 0 || fclose(f) != 0) {
     cli_error("cannot write '%s': %s", path, strerror(errno));
     return VL_EXIT_ERROR;
   }

@@ -222,8 +222,12 @@ int cmd_validate(int argc, const char **argv) {
   if (!v.results) { /* keep the report beside the measurements */
     char report[4200];
     snprintf(report, sizeof report, "%s/report.md", dir);
-    FILE *f = fopen(report, "w");
-    if (!f || vl_render_validate(f, VL_FMT_MD, &view) != 0 || fclose(f) != 0) {
+    FILE *f = cli_create_output(report, "w");
+    if (!f) {
+      rc = VL_EXIT_ERROR;
+      goto out;
+    }
+    if (vl_render_validate(f, VL_FMT_MD, &view) != 0 || fclose(f) != 0) {
       cli_error("cannot write '%s': %s", report, strerror(errno));
       rc = VL_EXIT_ERROR;
       goto out;

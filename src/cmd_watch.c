@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -269,13 +270,23 @@ static int listen_on(const char *host, uint64_t port) {
   return fd;
 }
 
-/* textfile collector: write then rename, so node_exporter never reads half */
+/* textfile collector: write then rename, so node_exporter never reads half.
+ * The temporary file has a name nobody can foresee, created O_EXCL
+ * (mkstemp) in a folder others may write to, then made 0644 for the
+ * exporter; the rename replaces a link at the final name, never follows
+ * it. */
 static int write_textfile(const char *dir, const char *body, size_t len) {
   char tmp[PATH_MAX], dst[PATH_MAX];
-  snprintf(tmp, sizeof tmp, "%.4000s/vramledger.prom.%d.tmp", dir, (int)getpid());
+  snprintf(tmp, sizeof tmp, "%.4000s/.vramledger.prom.XXXXXX", dir);
   snprintf(dst, sizeof dst, "%.4000s/vramledger.prom", dir);
-  FILE *f = fopen(tmp, "w");
-  if (!f) return -1;
+  int fd = mkstemp(tmp);
+  if (fd < 0) return -1;
+  FILE *f = fchmod(fd, 0644) == 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    close(fd);
+    unlink(tmp);
+    return -1;
+  }
   size_t w = fwrite(body, 1, len, f);
   if (fclose(f) != 0 || w != len || rename(tmp, dst) != 0) {
     unlink(tmp);
@@ -336,8 +347,7 @@ int cmd_watch(int argc, const char **argv) {
   }
   FILE *out = stdout;
   const char *path = o.csv ? o.csv : o.jsonl;
-  if (path && strcmp(path, "-") != 0 && !(out = fopen(path, "a"))) {
-    cli_error("cannot open '%s': %s", path, strerror(errno));
+  if (path && strcmp(path, "-") != 0 && !(out = cli_create_output(path, "a"))) {
     vl_nvml_close(nv);
     return VL_EXIT_ERROR;
   }

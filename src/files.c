@@ -1,5 +1,6 @@
 #define _XOPEN_SOURCE 700 /* realpath, readlink */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -127,4 +128,25 @@ const char *cli_preload_path(void) {
   static char buf[PATH_MAX + 48];
   return own_file(buf, sizeof buf, "VRAMLEDGER_PRELOAD", "lib/vramledger/libvramledger-preload.so",
                   VL_PRELOAD_PATH);
+}
+
+FILE *cli_create_output(const char *path, const char *mode) {
+  int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (mode[0] == 'a' ? O_APPEND : O_TRUNC);
+  int fd = open(path, flags, 0644);
+  if (fd < 0) {
+    if (errno == ELOOP) {
+      cli_error("cannot write '%s': it is a symbolic link (vramledger does not write through one)",
+                path);
+      cli_hint("give the file itself, or remove the link");
+    } else
+      cli_error("cannot write '%s': %s", path, strerror(errno));
+    return NULL;
+  }
+  if (mode[0] == 'a') lseek(fd, 0, SEEK_END); /* as fopen "a" does: ftell() says what is there */
+  FILE *f = fdopen(fd, mode);
+  if (!f) {
+    cli_error("cannot write '%s': %s", path, strerror(errno));
+    close(fd);
+  }
+  return f;
 }

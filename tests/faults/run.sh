@@ -235,8 +235,8 @@ if want ulimit-v; then
 fi
 
 if want symlinks; then
-  # a symbolic link at every path vramledger writes: refused, its target
-  # untouched
+  # a symbolic link at every path vramledger writes (run, sweep, trace,
+  # commit, watch's --csv and --textfile): refused, its target untouched
   begin symlinks
   echo secret >"$tmp/victim"
   mkdir -p "$tmp/victimdir" && chmod 755 "$tmp/victimdir"
@@ -267,6 +267,18 @@ if want symlinks; then
   mkdir -p "$tmp/sym-tr" && ln -s "$tmp/victim" "$tmp/sym-tr/alloc.trace"
   "$vl" trace --out "$tmp/sym-tr" -- true >/dev/null 2>"$tmp/err"
   expect "trace: alloc.trace refused" eq "$?" 1
+  mkdir -p "$tmp/sym-cm" && ln -s "$tmp/victim" "$tmp/sym-cm/COMMITMENT.md"
+  "$vl" commit --model gpt2 --seq 1024 --gpu h100-80gb --gpu-hours 1 --out "$tmp/sym-cm" --force \
+    >/dev/null 2>"$tmp/err"
+  expect "commit --force: COMMITMENT.md refused" eq "$?" 1
+  expect "said as a link" grep -q "COMMITMENT.md': it is a symbolic link" "$tmp/err"
+  ln -s "$tmp/victim" "$tmp/sym-watch.csv"
+  "$vl" watch --count 1 --interval-ms 10 --csv "$tmp/sym-watch.csv" >/dev/null 2>"$tmp/err"
+  expect "watch: --csv refused" eq "$?" 1
+  mkdir -p "$tmp/sym-tf" && ln -s "$tmp/victim" "$tmp/sym-tf/vramledger.prom"
+  "$vl" watch --count 1 --interval-ms 10 --textfile "$tmp/sym-tf" >/dev/null 2>"$tmp/err"
+  expect "watch: --textfile replaces the link, never writes through it" \
+    sh -c "[ ! -L '$tmp/sym-tf/vramledger.prom' ] && grep -q vramledger_ '$tmp/sym-tf/vramledger.prom'"
   expect "every target untouched" untouched
   end
 fi
