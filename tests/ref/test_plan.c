@@ -206,24 +206,11 @@ static void published_cost_table(void **state) {
  * all-reduce hides behind backward. */
 static void tp_pays_its_allreduces(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("data/models/gpt2.json", &a);
-  struct vl_plan_query q;
-  vl_plan_query_init(&q);
-  q.arch = &a;
-  q.base.precision = VL_PREC_BF16;
-  q.base.seq = 1024;
-  q.tokens = 1000000000;
-  q.global_batch = 64;
-  const struct vl_gpu *h200 = vl_catalog_find(&cat, "h200");
-  q.gpus = h200;
-  q.n_gpus = 1;
-  q.max_gpus = 4;
-  struct vl_overheads ov;
-  vl_overheads_default(&ov);
+  struct fixture f;
+  fixture_init(&f, "data/models/gpt2.json", VL_PREC_BF16, 1024, 1000000000, 64, "h200", 4);
+  const struct vl_gpu *h200 = f.q.gpus;
   struct vl_plan_result r;
-  struct vl_err err = {""};
-  assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
+  assert_int_equal(vl_plan_search(&f.q, &f.ov, &r, &f.err), VL_OK);
   const struct vl_plan_candidate *tp4 = NULL, *ddp4 = NULL;
   for (size_t i = 0; i < r.n; i++) {
     const struct vl_plan_candidate *c = &r.c[i];
@@ -257,30 +244,17 @@ static void tp_pays_its_allreduces(void **state) {
  * bf16 gradients over PCIe take longer than one micro-batch's backward. */
 static void dp_exposed_beyond_backward(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("data/models/llama-2-7b.json", &a);
-  struct vl_plan_query q;
-  vl_plan_query_init(&q);
-  q.arch = &a;
-  q.base.precision = VL_PREC_BF16;
-  q.base.seq = 2048;
-  q.tokens = 1000000000;
-  q.global_batch = 8;
-  q.gpus = vl_catalog_find(&cat, "l40s");
-  q.n_gpus = 1;
-  q.max_gpus = 8;
-  struct vl_overheads ov;
-  vl_overheads_default(&ov);
+  struct fixture f;
+  fixture_init(&f, "data/models/llama-2-7b.json", VL_PREC_BF16, 2048, 1000000000, 8, "l40s", 8);
   struct vl_plan_result r;
-  struct vl_err err = {""};
-  assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
+  assert_int_equal(vl_plan_search(&f.q, &f.ov, &r, &f.err), VL_OK);
   int seen = 0;
   for (size_t i = 0; i < r.n; i++) {
     const struct vl_plan_candidate *c = &r.c[i];
     if (c->dp < 2 || c->offload != VL_OFFLOAD_NONE || c->qlora) continue;
-    double f = c->checkpointing == VL_CKPT_FULL ? 8.0 : 6.0;
+    double factor = c->checkpointing == VL_CKPT_FULL ? 8.0 : 6.0;
     double bubble = c->pp > 1 ? (double)(c->grad_accum + c->pp - 1) / (double)c->grad_accum : 1;
-    double backward = c->compute_s / bubble / (double)c->grad_accum * (f - 2) / f;
+    double backward = c->compute_s / bubble / (double)c->grad_accum * (factor - 2) / factor;
     double hidden = c->dp_comm_s < backward ? c->dp_comm_s : backward;
     assert_true(fabs(c->dp_hidden_s - hidden) <= 1e-9 * hidden); /* up to the last backward */
     seen += c->dp_comm_s > backward;
