@@ -10,6 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 export VRAMLEDGER_NVML_LIB="$fake" FAKE_NVML_GPUS=2 FAKE_NVML_PROCS="$tmp/procs"
 echo "4242 1073741824 1" >"$tmp/procs"
 . "$(dirname "$0")/checks.sh" # check NAME CONDITION...
+. "$(dirname "$0")/watch_port.sh" # watch_port ERRFILE
 
 "$vl" watch --count 3 --interval-ms 10 --csv "$tmp/g.csv"
 check "csv: exit 0 after --count" [ $? = 0 ]
@@ -32,12 +33,7 @@ serve() {
   : >"$tmp/err" # emptied here: the background shell may empty it after the loop below reads it
   "$vl" watch --interval-ms 50 "$@" 2>"$tmp/err" &
   pid=$!
-  port=""
-  for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-    port=$(sed -n 's|.*http://[^ ]*:\([0-9]*\)/metrics.*|\1|p' "$tmp/err")
-    [ -n "$port" ] && break
-    sleep 0.1
-  done
+  port=$(watch_port "$tmp/err")
   sleep 0.2
 }
 

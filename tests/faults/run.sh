@@ -24,6 +24,7 @@ export VRAMLEDGER_NVML_LIB="$fake" VRAMLEDGER_PRELOAD="$pre" LD_LIBRARY_PATH="$s
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" # the full disk before ASan's
 exe=$(basename "$vl")
 rec() { python3 "$here/record.py" "$@"; }
+. "$here/../cli/watch_port.sh" # watch_port ERRFILE
 
 # begin NAME; expect OUTCOME CONDITION... (one asserted outcome); end:
 # the case's line
@@ -407,12 +408,7 @@ if want http; then
   echo "4242 1073741824 1" >"$tmp/procs"
   FAKE_NVML_GPUS=2 FAKE_NVML_PROCS="$tmp/procs" "$vl" watch --interval-ms 50 --prometheus-port 0 2>"$tmp/w.err" &
   wpid=$!
-  port=""
-  for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-    port=$(sed -n 's|.*http://[^ ]*:\([0-9]*\)/metrics.*|\1|p' "$tmp/w.err")
-    [ -n "$port" ] && break
-    sleep 0.1
-  done
+  port=$(watch_port "$tmp/w.err")
   "$http" -s "$port" /metrics >"$tmp/split"
   expect "a request in three TCP segments is served" grep -q "^vramledger_gpu_memory_used_bytes" "$tmp/split"
   "$http" -b 25 "$port" /metrics >"$tmp/slow" &
