@@ -23,6 +23,7 @@ MAX_THREADS = 512  # mnt_wrapper<T>::MAX_NUM_THREADS (256 for complex double)
 WARP = 32
 MIN_VALUES_PER_THREAD = 16
 MAX_VALUES_PER_THREAD = 256
+INPUT_VEC = 4  # ReduceConfig::input_vec_size (vt0 4: the check on the 2,040 H200 cases holds with it)
 
 
 def _last_pow2(n):
@@ -71,14 +72,12 @@ def _output_vec_size(dims, num_reduce):
     return vec
 
 
-def config(shape, strides, reduced, acc_bytes, elem_bytes, sms=132, threads_per_sm=2048,
-           input_vec=4, vt0=4):
+def config(shape, strides, reduced, acc_bytes, sms=132, threads_per_sm=2048):
     """setReductionConfig for one input of `shape` and `strides` (elements)
     reduced over the dimensions in `reduced`, as one launch. Returns a
     dict: the block, the grid, ctas_per_output and the two scratch sizes
     in bytes."""
-    return _config(iter_dims(shape, strides, set(reduced)), acc_bytes, sms, threads_per_sm,
-                   input_vec, vt0)
+    return _config(iter_dims(shape, strides, set(reduced)), acc_bytes, sms, threads_per_sm)
 
 
 def split_32bit(dims, elem_bytes):
@@ -106,7 +105,7 @@ def split_32bit(dims, elem_bytes):
     return out
 
 
-def _config(dims, acc_bytes, sms, threads_per_sm, input_vec=4, vt0=4):
+def _config(dims, acc_bytes, sms, threads_per_sm):
     num_outputs = 1
     inputs = 1
     for size, _, red in dims:
@@ -129,8 +128,8 @@ def _config(dims, acc_bytes, sms, threads_per_sm, input_vec=4, vt0=4):
         else:
             dim0, dim1, fastest_stride = num_outputs, inputs, dims[num_reduce][1]
     if fastest_stride == 1 and dims:
-        if fastest_on_reduce and dim0 > 128 and num_reduce == 1 and vt0 >= input_vec:
-            dim0 //= input_vec  # "vectorize along input"
+        if fastest_on_reduce and dim0 > 128 and num_reduce == 1:
+            dim0 //= INPUT_VEC  # "vectorize along input"
         elif not fastest_on_reduce:
             c["output_vec"] = _output_vec_size(dims, num_reduce)
             dim0 //= c["output_vec"]

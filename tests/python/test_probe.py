@@ -361,13 +361,24 @@ class ReduceScratch(unittest.TestCase):
         # a row reduction with many outputs stays within its blocks
         self.assertEqual(cuda_reduce.transients([2048, 3072], [3072, 1], {1}, 4, 2), [])
         # a whole-tensor sum: partials of one output per block, no per-lane copies
-        c = cuda_reduce.config([4, 512, 50257], [512 * 50257, 50257, 1], {0, 1, 2}, 4, 4)
+        c = cuda_reduce.config([4, 512, 50257], [512 * 50257, 50257, 1], {0, 1, 2}, 4)
         self.assertEqual(c["global_bytes"], 4 * c["ctas_per_output"])
         self.assertGreater(c["ctas_per_output"], 1)
         # past 2^31 bytes TensorIterator splits the launch in halves, each with its scratch
         # (fp32 16384 x 50257, summed whole: bench/results/cuda-reduce/check.jsonl)
         self.assertEqual(cuda_reduce.transients([16384, 50257], [50257, 1], {0, 1}, 4, 4),
                          [12568, 4, 12568, 4])
+        # every case the H200's allocator history was read for, as it was
+        with open(os.path.join(os.path.dirname(os.path.dirname(HERE)), "bench", "results",
+                               "cuda-reduce", "check.jsonl")) as f:
+            cases = [json.loads(line) for line in f if '"seen"' in line]
+        self.assertEqual(len(cases), 2040)
+        for r in cases:
+            eb = {"bf16": 2, "fp16": 2, "fp32": 4}[r["dtype"]]
+            nd = len(r["shape"])
+            got = cuda_reduce.transients(r["shape"], r["stride"], {d % nd for d in r["dims"]},
+                                         eb if r["op"] == "amax" else 4, eb)
+            self.assertEqual(got, r["seen"], r)
         # fewer SMs, fewer blocks to fill: a smaller buffer
         small = cuda_reduce.transients([2048, 12288], [12288, 1], {0}, 4, 2, sms=108)
         self.assertLess(small[0], 138412032)
