@@ -44,6 +44,13 @@ the GPU run (docs/model.md, section 12):
   allocation and a free each (module `cuda_reduce`), sized for the device:
   a CUDA trace's own, else VRAMLEDGER_TRACE_SMS (default 132, the H100 SXM
   and H200) with the threads per SM of VRAMLEDGER_TRACE_CAPABILITY.
+- Sums the untraced job makes in place. While a dispatch mode is active,
+  ATen takes every tensor for a subclass (isTensorSubclassLike()), so
+  autograd's second gradient of a tensor (InputBuffer::accumulate) and
+  gather's backward run out of place, each in a block of its own. An
+  engine's add or scatter_add whose first operand dies right after it is
+  written as in place: the result goes on in the operand's block
+  (_reused_operand, _Trace.in_place; bench/results/dry-run/reserved/).
 - CUDA's paths, where they spend memory differently from the CPU's: a CPU
   dry run (VRAMLEDGER_TRACE_AS=cuda, the default) takes torch.optim's
   foreach default, the fused dropout kernel, SDPA without the math
@@ -174,6 +181,27 @@ def _reduce_scratch(tr, func, args, kwargs, out):
     return cuda_reduce.transients(list(x.shape), list(x.stride()), red, acc, x.element_size(), sms, tps)
 
 
+def _storage_key(t):
+    """(live key, storage, bytes) of t's storage, or None for none: the
+    key is (device, address), on meta (no address) the storage's own C++
+    object."""
+    try:
+        try:
+            s = t.untyped_storage()
+        except AttributeError:  # torch < 2.0
+            s = t.storage()
+        key = s.data_ptr()
+        n = s.nbytes()
+    except Exception:
+        return None
+    if key == 0 and n == 0:
+        return None
+    dev = t.device.type
+    if dev == "meta":
+        key = getattr(getattr(s, "_storage", s), "_cdata", None) or id(s)
+    return (dev, key), s, n
+
+
 class _Trace:
     def __init__(self, path, torch):
         self.f = open(path, "w", buffering=1 << 20)
@@ -185,6 +213,7 @@ class _Trace:
         self.by_storage = _storage_objects_preserved(torch)
         self.ws = None  # bytes of one cuBLAS workspace, when first needed
         self.sms = None  # (SMs, threads per SM) for a meta or CPU trace, when first needed
+        self.pending = None  # (key, line, operand's key): an allocation held back (seen)
         self.reductions = {}  # the reduction ops (install()), by overload packet
         self.batch = None  # the micro-batch, once the probe knows it (0: 1 or unknown)
         self.skip_dirs = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep)
@@ -198,8 +227,11 @@ class _Trace:
             (lambda: threading.get_ident() != self.main_thread)
 
     def alloc(self, n, dev, module=None, kind="a", t=None):
-        i = self.next_id
-        self.next_id += 1
+        self.flush()
+        return self.write_alloc(self.line(n, dev, module, kind, t))
+
+    def line(self, n, dev, module=None, kind="a", t=None):
+        """An allocation's line, less its id: (kind, bytes, the rest)."""
         if module is None:
             st = self.probe.stack if self.probe is not None else None
             module = st[-1] if st else None  # the module running (probe's, sampled steps)
@@ -209,11 +241,41 @@ class _Trace:
             at = self.where()
             if at:
                 extra += " at=" + at
-        if module:
-            self.f.write("%s %d %d %s %s%s\n" % (kind, i, n, dev, module.replace(" ", "_"), extra))
-        else:
-            self.f.write("%s %d %d %s%s\n" % (kind, i, n, dev, extra))
+        rest = (" " + module.replace(" ", "_") if module else "") + extra
+        return kind, n, dev, rest
+
+    def write_alloc(self, line):
+        i = self.next_id
+        self.next_id += 1
+        kind, n, dev, rest = line
+        self.f.write("%s %d %d %s%s\n" % (kind, i, n, dev, rest))
         return i
+
+    def flush(self):
+        """Write the allocation held back by seen(defer=...), as made."""
+        p = self.pending
+        if p is None:
+            return
+        self.pending = None
+        e = self.live.get(p[0])
+        if e is not None and e[0] is None:
+            e[0] = self.write_alloc(p[1])
+
+    def in_place(self, k):
+        """The operand held back for died right after the op: the untraced
+        job wrote the result into its block (an in-place sum). The result
+        takes the operand's id; neither line is written. True when so."""
+        p = self.pending
+        if p is None or p[2] != k:
+            return False
+        self.pending = None
+        e, old = self.live.get(p[0]), self.live.get(k)
+        if e is None or e[0] is not None or old is None:
+            self.pending = p
+            self.flush()
+            return False
+        e[0] = old[0]
+        return True
 
     def where(self):
         """FILE:LINE of the innermost frame outside torch and vramledger
@@ -275,27 +337,27 @@ class _Trace:
         self.live_bytes += self.ws
         self.ws_live += self.ws
 
-    def seen(self, t):
-        try:
-            try:
-                s = t.untyped_storage()
-            except AttributeError:  # torch < 2.0
-                s = t.storage()
-            key = s.data_ptr()
-            n = s.nbytes()
-        except Exception:
+    def seen(self, t, defer=None):
+        """t's storage, an allocation the first time it is seen. defer: the
+        live key of an operand whose block the untraced job would have
+        reused (_reuses_operand): the line is held back until the next
+        event, and dropped if that operand dies first (in_place)."""
+        got = _storage_key(t)
+        if got is None:
             return
-        if key == 0 and n == 0:
-            return
-        dev = t.device.type
-        if dev == "meta":  # no address: the storage's own C++ object names it
-            key = getattr(getattr(s, "_storage", s), "_cdata", None) or id(s)
-        k = (dev, key)
+        k, s, n = got
+        dev = k[0]
         entry = self.live.get(k)
         if entry is not None and self.by_storage:
             return  # one weak reference on the storage object is enough
         if entry is None:
-            entry = [self.alloc(n, dev, kind="b" if self.grows(t) else "a", t=t), {}, n]
+            kind = "b" if self.grows(t) else "a"
+            if defer is not None and defer in self.live:
+                self.flush()
+                entry = [None, {}, n]
+                self.pending = (k, self.line(n, dev, kind=kind, t=t), defer)
+            else:
+                entry = [self.alloc(n, dev, kind=kind, t=t), {}, n]
             self.live[k] = entry
             self.live_bytes += n
 
@@ -304,11 +366,15 @@ class _Trace:
             if e is None:
                 return
             e[1].pop(id(ref), None)
-            if not e[1]:
-                del tracer.live[k]
-                tracer.live_bytes -= e[2]
-                if os.getpid() == tracer.pid:
+            if e[1]:
+                return
+            mine = os.getpid() == tracer.pid
+            if mine and not tracer.in_place(k):  # else its block goes on as the result's
+                tracer.flush()  # the allocation held back first (this storage's own, too)
+                if e[0] is not None:
                     tracer.f.write("f %d\n" % e[0])
+            del tracer.live[k]
+            tracer.live_bytes -= e[2]
         try:
             ref = weakref.ref(s if self.by_storage else t, gone)
             entry[1][id(ref)] = ref
@@ -337,12 +403,18 @@ class _Trace:
         return self.sms
 
     def mark(self, name):
+        self.flush()
         self.f.write("m %s\n" % name)
 
     def empty_cache(self):
+        self.flush()
         self.f.write("e\n")
 
     def close(self):
+        try:
+            self.flush()
+        except Exception:
+            pass
         try:
             self.f.flush()
         except Exception:
@@ -742,6 +814,54 @@ def _trace_empty_cache(torch, tr):
         pass
 
 
+def _wrapper_frame(fn):
+    """A frame of the wrappers torch puts around a dispatch mode's
+    __torch_dispatch__: torch/utils/_python_dispatch.py before 2.1,
+    torch/_dynamo/eval_frame.py and torch/_compile.py (its
+    _disable_dynamo) in 2.11, as seen on the H200's torch."""
+    return fn.endswith("_python_dispatch.py") or fn.endswith(os.path.join("torch", "_compile.py")) or \
+        os.path.join("torch", "_dynamo") + os.sep in fn
+
+
+def _called_by_the_engine(frame):
+    """Was the op called from C++ by autograd's engine (a derivative or the
+    engine's own accumulation), not by Python code? The Python frame
+    below the dispatch mode is none (autograd's device thread) or the one
+    that entered the engine (torch/autograd/graph.py, __init__.py)."""
+    while frame is not None and _wrapper_frame(frame.f_code.co_filename):
+        frame = frame.f_back  # torch's own wrappers around the mode
+    if frame is None:
+        return True
+    fn = frame.f_code.co_filename
+    return os.path.basename(os.path.dirname(fn)) == "autograd" and \
+        os.path.basename(fn) in ("graph.py", "__init__.py")
+
+
+def _reused_operand(torch, tr, func, args, kwargs):
+    """The live key of the first operand of an out-of-place sum (or
+    scatter_add) that the untraced job runs in place. While any Python
+    dispatch mode is active ATen takes every tensor for a subclass
+    (isTensorSubclassLike(), aten/src/ATen/TensorSubclassLikeUtils.h), so
+    autograd's second gradient of a tensor (InputBuffer::accumulate:
+    old + new instead of old.add_(new)) and gather's backward (scatter_add
+    instead of scatter_add_ into zeros) take a block of their own. The
+    untraced job reuses the operand's when it holds the last reference to
+    it and grad mode is off: here, an op of the engine whose operand dies
+    right after it (_Trace.in_place). None when not such an op."""
+    if torch.is_grad_enabled() or not _called_by_the_engine(sys._getframe(2)):
+        return None
+    x = args[0] if args else None
+    if not isinstance(x, torch.Tensor) or not x.is_contiguous():
+        return None
+    if func.overloadpacket is torch.ops.aten.add:
+        y = args[1] if len(args) > 1 else None
+        alpha = args[2] if len(args) > 2 else kwargs.get("alpha", 1)
+        if not isinstance(y, torch.Tensor) or y.shape != x.shape or y.dtype != x.dtype or alpha != 1:
+            return None
+    got = _storage_key(x)
+    return got[0] if got else None
+
+
 def _touches_meta(torch, args, kwargs):
     for a in itertools.chain(args, kwargs.values()):
         if isinstance(a, torch.Tensor):
@@ -791,15 +911,20 @@ def install(torch, path):
     except (AttributeError, TypeError):
         pass
 
+    tr.reusers = {getattr(aten, n).default if n == "scatter_add" else getattr(aten, n).Tensor
+                  for n in ("add", "scatter_add") if hasattr(aten, n)}
+
     class Mode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
+            tr.flush()
+            reused = _reused_operand(torch, tr, func, args, kwargs) if func in tr.reusers else None
             if _touches_meta(torch, args, kwargs):
                 out = mv.call(func, args, kwargs)
             else:
                 out = func(*args, **kwargs)
             if isinstance(out, torch.Tensor):
-                tr.seen(out)  # the result first, then the workspace the kernel takes
+                tr.seen(out, defer=reused)  # the result first, then the workspace the kernel takes
                 if len(tr.ws_done) < 2 and func.overloadpacket in matmuls:
                     tr.matmul(out)
                 elif func.overloadpacket in reductions and as_cuda(out):

@@ -407,6 +407,36 @@ class ReduceScratch(unittest.TestCase):
         self.assertEqual(len(scratch), 2)  # the row sum (4096 B result) takes none
 
 
+class TraceAccumulation(unittest.TestCase):
+    """Under any dispatch mode ATen sums a tensor's second gradient out of
+    place; the untraced job sums it into the first one's block. The trace
+    holds no block for such a sum."""
+
+    def allocations(self, rule):
+        d = tempfile.mkdtemp(prefix="vl-trace-acc-")
+        e = dict(os.environ)
+        e["PYTHONPATH"] = os.path.join(os.path.dirname(os.path.dirname(HERE)), "python")
+        out = subprocess.run([PY, os.path.join(HERE, "job_accumulate.py"), d + "/t", rule],
+                             env=e, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(d + "/t") as f:
+            lines = [l.split() for l in f if l[0] in "abf"]
+        shutil.rmtree(d)
+        ids = [l[1] for l in lines if l[0] in "ab"]
+        freed = [l[1] for l in lines if l[0] == "f"]
+        self.assertEqual(len(set(freed)), len(freed))  # each block freed once
+        self.assertTrue(set(freed) <= set(ids))
+        return [int(l[2]) for l in lines if l[0] in "ab"]
+
+    def test_second_gradients_summed_in_place(self):
+        on, off = self.allocations("on"), self.allocations("off")
+        # y's gradient arrives twice (y * y), h's twice (h * 3, lin(h)), and
+        # lin's weight's twice
+        self.assertEqual(off.count(512 * 256 * 4) - on.count(512 * 256 * 4), 2)
+        self.assertEqual(off.count(256 * 256 * 4) - on.count(256 * 256 * 4), 1)
+        self.assertEqual(len(off) - len(on), 3)
+
+
 class TraceBatch(unittest.TestCase):
     """trace --batch: a trace at batch 3, replayed as batch 6, holds what a
     trace at batch 6 holds (every activation here grows with the batch)."""
