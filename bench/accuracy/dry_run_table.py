@@ -10,7 +10,7 @@ trace is not kept takes its replay from DIR/replays.jsonl (the same replay,
 made when the traces were at hand). Prints a Markdown
 table and a summary; --json writes the rows.
 
-  python3 bench/accuracy/dry_run_table.py DIR [--vl build/vramledger] [--json OUT]
+  python3 bench/accuracy/dry_run_table.py DIR [--vl build/vramledger] [--measured FILE] [--json OUT]
 """
 import argparse
 import json
@@ -26,9 +26,9 @@ MEASURED = ("bench/results/calibration/calibration.json", "bench/results/model-t
 GIB = float(1 << 30)
 
 
-def measured():
+def measured(extra=()):
     out = {}
-    for p in MEASURED:
+    for p in MEASURED + tuple(extra):
         for r in json.load(open(os.path.join(ROOT, p)))["runs"]:
             if r.get("measured") and not r.get("error"):
                 out[r["name"]] = dict(r["measured"], source=p, task=r.get("task", "train"))
@@ -56,9 +56,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
     ap.add_argument("--json")
+    ap.add_argument("--measured", action="append", default=[],
+                    help="another measure.py results file; its measurements win over the suites' files")
     ap.add_argument("--vl", help="replay the traces again from the mark `measure` with this binary")
     a = ap.parse_args()
-    meas = measured()
+    meas = measured(a.measured)
     again = {}
     kept = os.path.join(a.dir, "replays.jsonl")
     if a.vl and os.path.exists(kept):

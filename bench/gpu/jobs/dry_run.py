@@ -10,7 +10,7 @@ OUT/memtracker.jsonl and OUT/traces.tar.xz (each alloc.trace, to replay
 again with other options). bench/accuracy/dry_run_table.py compares them with the
 measurements.
 
-  python3 bench/gpu/jobs/dry_run.py OUT [--entries FILE] [--jobs N] [--only NAME,...] [--memtracker]
+  python3 bench/gpu/jobs/dry_run.py OUT [--entries FILE | --configs JSONL] [--jobs N] [--only NAME,...] [--memtracker]
 Needs build-rel/vramledger (or VL) and transformers, peft.
 """
 import argparse
@@ -36,12 +36,27 @@ def entries(path, only):
     return out
 
 
-def job_args(name):
-    """measure.py's arguments for a suite entry or a line of types-unseen.jsonl"""
-    for line in open(UNSEEN):
+CONFIGS = [UNSEEN]  # JSON-lines files of configurations, looked up by name (--configs adds one)
+
+
+def config_entries(path, only):
+    """(name, device) of each line of a configurations file whose line
+    says its dry run's device ("dry_run": "meta" or "cpu")"""
+    out = []
+    for line in open(path):
         c = json.loads(line)
-        if c["name"] == name:
-            return ["--config", json.dumps(c)]
+        if not only or c["name"] in only:
+            out.append((c["name"], c["dry_run"]))
+    return out
+
+
+def job_args(name):
+    """measure.py's arguments for a suite entry or a line of a configurations file"""
+    for path in CONFIGS:
+        for line in open(path):
+            c = json.loads(line)
+            if c["name"] == name:
+                return ["--config", json.dumps(c)]
     return ["--suite", name]
 
 
@@ -86,12 +101,18 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--entries", default=os.path.join(ROOT, "bench", "configs", "dry-run.txt"))
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    ap.add_argument("--configs", help="entries from this JSON-lines file instead (each with its dry_run device)")
     ap.add_argument("--only", default="")
     ap.add_argument("--memtracker", action="store_true")
     ap.add_argument("--work", default="/tmp/vl-dry-run")
     a = ap.parse_args()
     vl = os.environ.get("VL", os.path.join(ROOT, "build-rel", "vramledger"))
-    todo = entries(a.entries, set(filter(None, a.only.split(","))))
+    only = set(filter(None, a.only.split(",")))
+    if a.configs:
+        CONFIGS.append(a.configs)
+        todo = config_entries(a.configs, only)
+    else:
+        todo = entries(a.entries, only)
     os.makedirs(a.out, exist_ok=True)
     os.makedirs(a.work, exist_ok=True)
     # cpu dry runs compute: start them first, fewer at once
