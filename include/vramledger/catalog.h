@@ -96,10 +96,10 @@ struct vl_context_carry {
 };
 
 /*! What the bill's CUDA context and cuBLAS workspaces mean on card g for
- * job, ov being the overheads the bill was made with
- * (vl_overheads_for_gpu): the measured context, carried over with a range
- * to a card of another architecture than the H200's (Hopper cards share
- * its kernels), and the card's workspaces. Pure. */
+ * job, with ov's context (the H200's) and the card's workspaces, as
+ * vl_overheads_for_gpu gives the bill them: the measured context, carried
+ * over with a range to a card of another architecture than the H200's
+ * (Hopper cards share its kernels). Pure. */
 void vl_context_carry(const struct vl_gpu *g, const struct vl_overheads *ov,
                       const struct vl_job *job, struct vl_context_carry *out);
 

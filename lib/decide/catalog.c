@@ -272,13 +272,15 @@ uint64_t vl_context_range_bytes(const struct vl_gpu *g) {
 void vl_context_carry(const struct vl_gpu *g, const struct vl_overheads *ov,
                       const struct vl_job *job, struct vl_context_carry *out) {
   bool same = context_measured(g);
+  struct vl_overheads og = *ov; /* the card's workspaces, whichever ov came in */
+  vl_overheads_for_gpu(&og, g);
   unsigned threads =
       job->task == VL_TASK_TRAIN ? VL_WORKSPACE_THREADS_TRAIN : VL_WORKSPACE_THREADS_INFER;
   *out = (struct vl_context_carry){.carried = !same,
                                    .architecture = vl_gpu_architecture(g),
                                    .context_bytes = vl_context_bytes(ov, job),
                                    .range_bytes = vl_context_range_bytes(g),
-                                   .workspace_billed_bytes = vl_workspace_thread_bytes(ov),
+                                   .workspace_billed_bytes = vl_workspace_thread_bytes(&og),
                                    .workspace_card_bytes = g->cublas_workspace_bytes,
                                    .lt_workspace_bytes = g->cublaslt_workspace_bytes,
                                    .workspaces = threads};

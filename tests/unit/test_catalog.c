@@ -213,6 +213,8 @@ static void context_carried_over(void **state) {
     vl_context_carry(g, &og, &infer, &c);
     assert_int_equal(c.context_bytes, ov.cuda_context_infer_bytes);
     assert_int_equal(c.workspaces, 1);
+    vl_context_carry(g, &ov, &train, &c); /* the H200's overheads given: the card's */
+    assert_int_equal(c.workspace_billed_bytes, rows[i].workspace + rows[i].lt);
   }
   /* a catalog of its own: no figures, no claim of a measurement */
   static const char one[] =
