@@ -20,6 +20,7 @@ static int formula(struct est *e, const struct vl_arch *arch, const struct vl_gp
   struct vl_err err = {""};
   struct vl_overheads ov;
   vl_overheads_default(&ov);
+  if (gpu) vl_overheads_for_gpu(&ov, gpu); /* the card's cuBLAS workspaces */
   vl_status s;
   *best = 0;
   if (e->search) {
@@ -109,6 +110,7 @@ int cmd_estimate(int argc, const char **argv) {
   if (gpu && dm.formula) vl_fit_check(vl_bill_budget_bytes(bill), gpu, e.margin, &fit);
   struct vl_overheads ov;
   vl_overheads_default(&ov);
+  if (gpu) vl_overheads_for_gpu(&ov, gpu);
   struct vl_context_carry carry;
   if (gpu) vl_context_carry(gpu, &ov, &e.job, &carry);
   const char *slash = strrchr(e.model, '/');

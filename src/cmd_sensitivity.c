@@ -119,11 +119,17 @@ int cmd_sensitivity(int argc, const char **argv) {
   } else if (g0) {
     q.gpus[q.n_gpus++] = g0;
   }
+  /* the draws are billed on the first card (its cuBLAS workspaces); the
+   * others' P(out of memory) take their own (vl_sensitivity_run) */
   struct vl_overheads ov;
   vl_overheads_default(&ov);
+  if (q.n_gpus) vl_overheads_for_gpu(&ov, q.gpus[0]);
   struct vl_context_carry carry[VL_SENS_MAX_GPUS];
-  for (int g = 0; g < q.n_gpus; g++)
-    vl_context_carry(q.gpus[g], &ov, &q.job, &carry[g]);
+  for (int g = 0; g < q.n_gpus; g++) {
+    struct vl_overheads og = ov;
+    vl_overheads_for_gpu(&og, q.gpus[g]);
+    vl_context_carry(q.gpus[g], &og, &q.job, &carry[g]);
+  }
   q.carry = carry;
   struct vl_sens_result r;
   struct vl_err err = {""};

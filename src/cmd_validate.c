@@ -16,12 +16,31 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "jobflags.h"
 #include "vramledger/alloc.h"
 #include "vramledger/measure.h"
 #include "vramledger/model.h"
 #include "vramledger/render.h"
 
 enum { O_HELP, O_QUICK, O_SUITE, O_OUT, O_PYTHON, O_RESULTS, O_TOL, O_TOL_TOTAL, O_FORMAT };
+
+/* The overheads a bill takes on the measured device: the H200's, with
+ * the cuBLAS workspaces of the catalog's card of that name (none known:
+ * the H200's). @return 0 or an exit code (message printed). */
+static int device_overheads(const char *device, struct vl_overheads *ov) {
+  vl_overheads_default(ov);
+  struct est e;
+  est_init(&e);
+  e.gpu = "h200"; /* any known name: loads the catalog */
+  struct vl_catalog cat;
+  const struct vl_gpu *any;
+  int rc = est_gpu(&e, &cat, &any);
+  if (rc) return rc;
+  const struct vl_gpu *g = device[0] ? vl_catalog_match_device(&cat, device) : NULL;
+  if (g) vl_overheads_for_gpu(ov, g);
+  vl_catalog_release(&cat);
+  return 0;
+}
 
 static const struct cli_opt opts[] = {
     {"help", false, O_HELP},    {"quick", false, O_QUICK},
@@ -176,7 +195,7 @@ int cmd_validate(int argc, const char **argv) {
     goto out;
   }
   struct vl_overheads ov;
-  vl_overheads_default(&ov);
+  if ((rc = device_overheads(m.device, &ov))) goto out;
   int beyond = 0;
   for (size_t i = 0; i < m.n; i++) {
     struct vl_compare_row *r = &rows[i];

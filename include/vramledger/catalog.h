@@ -28,8 +28,9 @@ struct vl_gpu {
   char interconnect[24];       /* "nvlink", "pcie", ... */
   double link_gb_s;            /* GPU-to-GPU within a node, per direction, GB/s */
   double usd_per_hour;         /* on-demand price (an input; 0 when unknown) */
-  uint64_t cublas_workspace_bytes; /* PyTorch's default cuBLAS workspace on it; 0 unknown */
-  bool context_measured;           /* the CUDA context estimate bills was measured on this card */
+  uint64_t cublas_workspace_bytes;   /* PyTorch's default cuBLAS workspace on it; 0 unknown */
+  uint64_t cublaslt_workspace_bytes; /* PyTorch's separate cuBLASLt one (ROCm); 0: none */
+  bool context_measured;             /* the CUDA context estimate bills was measured on this card */
 };
 
 struct vl_catalog {
@@ -74,20 +75,31 @@ const char *vl_gpu_architecture(const struct vl_gpu *g);
  * 9): an allowance, not a measurement */
 #define VL_CONTEXT_RANGE_BYTES (200ull << 20)
 
+/*! The bill's overheads on card g: ov's (the H200's, vl_overheads_default)
+ * with the card's own cuBLAS and cuBLASLt workspaces where the catalog
+ * gives them. Pure. */
+void vl_overheads_for_gpu(struct vl_overheads *ov, const struct vl_gpu *g);
+/*! How far the CUDA context may be from the bill's on card g, either way:
+ * 0 where it was measured (the H200, and Hopper cards that share its
+ * kernels), VL_CONTEXT_RANGE_BYTES on another architecture. */
+uint64_t vl_context_range_bytes(const struct vl_gpu *g);
+
 struct vl_context_carry {
   bool carried;                    /* another architecture than the measured card's */
   const char *architecture;        /* vl_gpu_architecture */
   uint64_t context_bytes;          /* what the bill holds (vl_context_bytes) */
   uint64_t range_bytes;            /* either way, when carried; 0 otherwise */
-  uint64_t workspace_billed_bytes; /* one cuBLAS workspace as the bill holds it */
-  uint64_t workspace_card_bytes;   /* PyTorch's on this card (catalog); 0 unknown */
-  unsigned workspaces;             /* how many the bill holds */
+  uint64_t workspace_billed_bytes; /* one thread's BLAS workspaces as the bill holds them */
+  uint64_t workspace_card_bytes; /* PyTorch's cuBLAS workspace on this card (catalog); 0 unknown */
+  uint64_t lt_workspace_bytes;   /* its separate cuBLASLt workspace (catalog); 0 none */
+  unsigned workspaces;           /* threads the bill holds them for */
 };
 
 /*! What the bill's CUDA context and cuBLAS workspaces mean on card g for
- * job: the measured figures, carried over with a range to a card of
- * another architecture than the H200's (Hopper cards share its kernels).
- * Pure. */
+ * job, with ov's context (the H200's) and the card's workspaces, as
+ * vl_overheads_for_gpu gives the bill them: the measured context, carried
+ * over with a range to a card of another architecture than the H200's
+ * (Hopper cards share its kernels). Pure. */
 void vl_context_carry(const struct vl_gpu *g, const struct vl_overheads *ov,
                       const struct vl_job *job, struct vl_context_carry *out);
 
@@ -113,6 +125,9 @@ struct vl_fit {
 /*! Check total_bytes against a card with the given margin (0 <= margin < 1). */
 void vl_fit_check(uint64_t total_bytes, const struct vl_gpu *gpu, double margin,
                   struct vl_fit *fit);
+/*! Whether a fit's headroom (or shortfall) lies within the context's range
+ * on its card, so that the card's own context can turn the verdict. */
+bool vl_fit_near_edge(const struct vl_fit *fit, uint64_t range_bytes);
 
 enum vl_search_dim { VL_SEARCH_BATCH, VL_SEARCH_SEQ };
 

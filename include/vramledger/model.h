@@ -130,7 +130,10 @@ void vl_job_init(struct vl_job *job);
 struct vl_overheads {
   uint64_t cuda_context_bytes;       /* driver context + loaded kernels, outside PyTorch */
   uint64_t cuda_context_infer_bytes; /* the same for a process that only generates */
-  uint64_t cublas_workspace_bytes;   /* cuBLAS/cuBLASLt workspace, inside the allocator */
+  uint64_t cublas_workspace_bytes;   /* one cuBLAS handle's workspace, inside the allocator
+                                        (CUDA's cuBLASLt shares it) */
+  uint64_t cublaslt_workspace_bytes; /* a separate cuBLASLt workspace beside it (ROCm's
+                                        hipBLASLt); 0: none */
   uint64_t nccl_bytes;               /* NCCL internal buffers per process, when ranks > 1 */
   unsigned sm_count, threads_per_sm; /* the card's, for the scratch of CUDA reductions */
   double allocator_churn;            /* reserved - allocated, as a fraction of the churning
@@ -147,6 +150,15 @@ void vl_overheads_default(struct vl_overheads *o);
  * PyTorch (NCCL's not counted): a generate()-only process's, except with
  * expandable segments, or a training one's. */
 uint64_t vl_context_bytes(const struct vl_overheads *o, const struct vl_job *job);
+/*! The BLAS workspaces one thread that runs matmuls holds, in bytes: its
+ * cuBLAS handle's and, where cuBLASLt keeps its own, that one's. */
+uint64_t vl_workspace_thread_bytes(const struct vl_overheads *o);
+/* Threads of a training step that run matmuls, each with its own cuBLAS
+ * handle and workspace: the forward's and autograd's backward thread
+ * (measured: bench/results/probe/unexplained.json); a generate() process
+ * runs them on one. */
+#define VL_WORKSPACE_THREADS_TRAIN 2u
+#define VL_WORKSPACE_THREADS_INFER 1u
 
 /* ---- the bill --------------------------------------------------------- */
 

@@ -49,8 +49,11 @@ struct vl_plan_candidate {
   bool qlora;              /* the frozen base in 4 bits (NF4) */
   uint64_t micro_batch, grad_accum;
   uint64_t peak_bytes_per_gpu;
-  uint64_t host_bytes;              /* CPU memory the offloaded states take, per GPU */
-  double memory_share;              /* peak / card */
+  int64_t headroom_bytes;       /* usable (the margin kept free) - peak */
+  uint64_t context_range_bytes; /* the card's CUDA context, either way (vl_context_range_bytes) */
+  bool context_edge;            /* the headroom is within that range */
+  uint64_t host_bytes;          /* CPU memory the offloaded states take, per GPU */
+  double memory_share;          /* peak / card */
   double compute_s, comm_s, step_s; /* comm_s: all the modelled traffic */
   double tp_comm_s;                 /* tensor-parallel all-reduces a step, on the critical path */
   double dp_comm_s;                 /* data-parallel gradients (and ZeRO-3 gathers) a step */

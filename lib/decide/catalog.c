@@ -94,6 +94,12 @@ static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_er
     return vl__fail(err, VL_EKEY, "gpus[%zu].cublas_workspace_bytes: expected bytes, 0 to 16 GiB",
                     i);
   out->cublas_workspace_bytes = ws ? (uint64_t)json_integer_value(ws) : 0;
+  json_t *lt = json_object_get(g, "cublaslt_workspace_bytes");
+  if (lt &&
+      (!json_is_integer(lt) || json_integer_value(lt) < 0 || json_integer_value(lt) > (1ll << 34)))
+    return vl__fail(err, VL_EKEY, "gpus[%zu].cublaslt_workspace_bytes: expected bytes, 0 to 16 GiB",
+                    i);
+  out->cublaslt_workspace_bytes = lt ? (uint64_t)json_integer_value(lt) : 0;
   if (ctx && !json_is_string(ctx))
     return vl__fail(err, VL_EKEY,
                     "gpus[%zu].cuda_context: expected \"measured\" or \"measured on H200 only\"",
@@ -244,17 +250,38 @@ const char *vl_gpu_architecture(const struct vl_gpu *g) {
   }
 }
 
+void vl_overheads_for_gpu(struct vl_overheads *ov, const struct vl_gpu *g) {
+  /* PyTorch sizes its workspaces by the card (CublasHandlePool.cpp,
+   * parseChosenWorkspaceSize, parseCUDABlasLtWorkspaceSize): a card the
+   * catalog gives no figure keeps ov's */
+  if (!g->cublas_workspace_bytes) return;
+  ov->cublas_workspace_bytes = g->cublas_workspace_bytes;
+  ov->cublaslt_workspace_bytes = g->cublaslt_workspace_bytes;
+}
+
+/* the H200's kernels and libraries are Hopper's (sm_90): an H100 runs the
+ * same */
+static bool context_measured(const struct vl_gpu *g) {
+  return g->context_measured || !strcmp(vl_gpu_architecture(g), "Hopper");
+}
+
+uint64_t vl_context_range_bytes(const struct vl_gpu *g) {
+  return context_measured(g) ? 0 : VL_CONTEXT_RANGE_BYTES;
+}
+
 void vl_context_carry(const struct vl_gpu *g, const struct vl_overheads *ov,
                       const struct vl_job *job, struct vl_context_carry *out) {
-  const char *arch = vl_gpu_architecture(g);
-  /* the H200's kernels, libraries and workspaces are Hopper's (sm_90):
-   * an H100 runs the same */
-  bool same = g->context_measured || !strcmp(arch, "Hopper");
+  bool same = context_measured(g);
+  struct vl_overheads og = *ov; /* the card's workspaces, whichever ov came in */
+  vl_overheads_for_gpu(&og, g);
+  unsigned threads =
+      job->task == VL_TASK_TRAIN ? VL_WORKSPACE_THREADS_TRAIN : VL_WORKSPACE_THREADS_INFER;
   *out = (struct vl_context_carry){.carried = !same,
-                                   .architecture = arch,
+                                   .architecture = vl_gpu_architecture(g),
                                    .context_bytes = vl_context_bytes(ov, job),
-                                   .range_bytes = same ? 0 : VL_CONTEXT_RANGE_BYTES,
-                                   .workspace_billed_bytes = ov->cublas_workspace_bytes,
+                                   .range_bytes = vl_context_range_bytes(g),
+                                   .workspace_billed_bytes = vl_workspace_thread_bytes(&og),
                                    .workspace_card_bytes = g->cublas_workspace_bytes,
-                                   .workspaces = job->task == VL_TASK_TRAIN ? 2 : 1};
+                                   .lt_workspace_bytes = g->cublaslt_workspace_bytes,
+                                   .workspaces = threads};
 }

@@ -18,6 +18,12 @@ void vl_fit_check(uint64_t total_bytes, const struct vl_gpu *gpu, double margin,
   fit->fits = total_bytes <= fit->usable_bytes;
 }
 
+bool vl_fit_near_edge(const struct vl_fit *fit, uint64_t range_bytes) {
+  int64_t h = fit->headroom_bytes;
+  if (!range_bytes || h == INT64_MIN) return false;
+  return (uint64_t)(h < 0 ? -h : h) < range_bytes;
+}
+
 /* Does the job fit at value v? 1 yes, 0 no, -1 error (status in *s). */
 static int fits_at(const struct vl_arch *arch, const struct vl_job *base,
                    const struct vl_overheads *ov, const struct vl_gpu *gpu, double margin,

@@ -280,10 +280,13 @@ static void step_time(const struct search *S, const struct vl_gpu *g, unsigned c
  * more), VL_ENOMEM in *st. */
 /* the memo's slot for job j (keyed by k1, k2): its entry (k1 set) or an
  * empty one to fill; NULL without a memo or in a crowded stretch */
-static struct bill_memo *memo_slot(struct search *S, const struct vl_job *j, uint64_t *k1,
-                                   uint64_t *k2) {
+static struct bill_memo *memo_slot(struct search *S, const struct vl_job *j,
+                                   const struct vl_overheads *ov, uint64_t *k1, uint64_t *k2) {
   uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
   vl__hash2(j, sizeof *j, &h1, &h2);
+  /* and the card's workspaces, the one input of the bill that is the card's */
+  const uint64_t ws[2] = {ov->cublas_workspace_bytes, ov->cublaslt_workspace_bytes};
+  vl__hash2(ws, sizeof ws, &h1, &h2);
   *k1 = h1 ? h1 : 1;
   *k2 = h2;
   for (uint32_t i = (uint32_t)*k1 & (PLAN_MEMO_SLOTS - 1), n = 0; S->memo && n < 16;
@@ -302,11 +305,13 @@ static bool consider(struct search *S, const struct vl_plan_candidate *pick, vl_
   struct vl_job job, *j = &job;
   vl_plan_candidate_job(q, pick, j);
   r->evaluated++;
+  struct vl_overheads ov = *S->ov;
+  vl_overheads_for_gpu(&ov, g); /* its cuBLAS workspaces */
   uint64_t k1, k2;
-  struct bill_memo one = {0}, *m = memo_slot(S, j, &k1, &k2);
+  struct bill_memo one = {0}, *m = memo_slot(S, j, &ov, &k1, &k2);
   if (!m) m = &one; /* estimated, not kept */
   if (!m->h1) {
-    m->ok = vl_bill_compute(q->arch, j, S->ov, S->bill, NULL) == VL_OK;
+    m->ok = vl_bill_compute(q->arch, j, &ov, S->bill, NULL) == VL_OK;
     m->budget = vl_bill_budget_bytes(S->bill);
     m->host = S->bill->host_bytes;
     m->trainable = S->bill->trainable_params;
@@ -331,6 +336,11 @@ static bool consider(struct search *S, const struct vl_plan_candidate *pick, vl_
   struct vl_plan_candidate *c = &r->c[r->n++];
   *c = *pick;
   c->peak_bytes_per_gpu = m->budget;
+  c->headroom_bytes = fit.headroom_bytes;
+  /* a card whose context is carried over from the H200: a headroom inside
+   * its range is a fit the card's own context may undo, said, not hidden */
+  c->context_range_bytes = vl_context_range_bytes(g);
+  c->context_edge = vl_fit_near_edge(&fit, c->context_range_bytes);
   c->host_bytes = m->host;
   c->memory_share = (double)c->peak_bytes_per_gpu / (double)g->memory_bytes;
   step_time(S, g, count, j, m->trainable, c);

@@ -324,11 +324,26 @@ static uint64_t pct(const uint64_t *t, uint64_t n, double p) {
   return t[i ? i - 1 : 0];
 }
 
-static uint64_t count_over(const uint64_t *t, uint64_t n, const struct vl_gpu *g, double margin) {
+/* What card g's own cuBLAS workspaces add to a draw billed with ov's (the
+ * first card's): the workspace line is a sum, threads x workspaces, so a
+ * card's shifts every draw by the difference (the replayed reserve is
+ * taken as the first card's). A fit's draws are measurements: none. */
+static double workspace_shift(const struct vl_sens_query *q, const struct vl_overheads *ov,
+                              const struct vl_gpu *g) {
+  if (q->fit) return 0.0;
+  struct vl_overheads og = *ov;
+  vl_overheads_for_gpu(&og, g);
+  double threads =
+      q->job.task == VL_TASK_TRAIN ? VL_WORKSPACE_THREADS_TRAIN : VL_WORKSPACE_THREADS_INFER;
+  return threads * ((double)vl_workspace_thread_bytes(&og) - (double)vl_workspace_thread_bytes(ov));
+}
+
+static uint64_t count_over(const uint64_t *t, uint64_t n, const struct vl_gpu *g, double margin,
+                           double shift) {
   double usable = (double)g->memory_bytes * (1.0 - margin);
   uint64_t c = 0;
   for (uint64_t i = 0; i < n; i++)
-    c += (double)t[i] > usable;
+    c += (double)t[i] + shift > usable;
   return c;
 }
 
@@ -439,7 +454,7 @@ static void fallbacks(const struct vl_sens_query *q, const struct vl_overheads *
     r->fallback[i].name = names[f];
     r->fallback[i].p95 = pct(t, o.estimated, 0.95);
     r->fallback[i].p_exceed =
-        (double)count_over(t, o.estimated, q->gpus[0], q->margin) / (double)o.estimated;
+        (double)count_over(t, o.estimated, q->gpus[0], q->margin, 0.0) / (double)o.estimated;
     r->fallback[i].drawn = o.drawn;
     r->fallback[i].failed = o.refused;
   }
@@ -500,7 +515,7 @@ vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_over
   r->min = t[0];
   r->max = t[n - 1];
   for (int g = 0; g < q->n_gpus; g++) {
-    uint64_t over = count_over(t, n, q->gpus[g], q->margin);
+    uint64_t over = count_over(t, n, q->gpus[g], q->margin, workspace_shift(q, ov, q->gpus[g]));
     r->p_exceed[g] = (double)over / (double)n;
     r->p_exceed_refused[g] = (double)(over + o.refused) / (double)o.drawn;
   }

@@ -747,17 +747,23 @@ static void stage_comm(struct train_stage *ts) {
                             ts->ctx,
                             {{"context", (double)ov->cuda_context_bytes, "bytes"},
                              {"nccl", ranks > 1 ? (double)ov->nccl_bytes : 0, "bytes"}}});
-  /* one workspace per thread that runs matmuls: the forward's and, once a
-   * backward ran, autograd's backward thread; both live through every later
-   * step (measured: bench/results/probe/unexplained.json) */
-  ts->ws = 2 * ov->cublas_workspace_bytes;
-  note(bill, &(struct note){
-                 VL_LINE_WORKSPACE,
-                 "cuBLAS workspaces",
-                 "threads x workspace",
-                 "bench/results/probe/unexplained.json",
-                 ts->ws,
-                 {{"threads", 2, ""}, {"workspace", (double)ov->cublas_workspace_bytes, "bytes"}}});
+  /* one cuBLAS handle, and its workspace, per thread that runs matmuls
+   * (CublasHandlePool.cpp keys them by handle and stream): the forward's
+   * and, once a backward ran, autograd's backward thread; both live through
+   * every later step (measured: bench/results/probe/unexplained.json). The
+   * card's size comes in ov (data/gpus.json through
+   * vl_overheads_for_gpu); a separate cuBLASLt workspace (ROCm) is one more
+   * a thread */
+  const uint64_t lt = ov->cublaslt_workspace_bytes;
+  ts->ws = VL_WORKSPACE_THREADS_TRAIN * vl_workspace_thread_bytes(ov);
+  note(bill, &(struct note){VL_LINE_WORKSPACE,
+                            "cuBLAS workspaces",
+                            lt ? "threads x (workspace + cublaslt)" : "threads x workspace",
+                            "bench/results/probe/unexplained.json",
+                            ts->ws,
+                            {{"threads", VL_WORKSPACE_THREADS_TRAIN, ""},
+                             {"workspace", (double)ov->cublas_workspace_bytes, "bytes"},
+                             {lt ? "cublaslt" : NULL, (double)lt, "bytes"}}});
 }
 
 /* each phase's lines: forward, backward (its four points), optimizer step */
@@ -953,7 +959,7 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
         .eager = job->attention == VL_ATTN_EAGER,
         .e = ts->pol.act,
         .r = ts->pol.resid,
-        .workspace = ov->cublas_workspace_bytes,
+        .workspace = vl_workspace_thread_bytes(ov),
         .sms = ov->sm_count,
         .tps = ov->threads_per_sm,
         .expandable = ts->expandable,

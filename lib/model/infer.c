@@ -110,12 +110,14 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   uint64_t ctx = vl_context_bytes(ov, job) + (ranks > 1 ? ov->nccl_bytes : 0);
   vl__term(bill, VL_LINE_CONTEXT, "CUDA context + libraries (generate() only)", "measured",
            "bench/results/calibration/calibration.json (generate() runs)", ctx);
+  /* generate() runs its matmuls on one thread: one handle's workspaces */
+  const uint64_t ws = VL_WORKSPACE_THREADS_INFER * vl_workspace_thread_bytes(ov);
   vl__term(bill, VL_LINE_WORKSPACE, "cuBLAS workspace", "measured",
-           "bench/results/calibration/basics.json", ov->cublas_workspace_bytes);
+           "bench/results/calibration/basics.json", ws);
 
   uint64_t line_pre[VL_LINE_COUNT] = {0}, line_dec[VL_LINE_COUNT] = {0};
   line_pre[VL_LINE_PARAMETERS] = line_dec[VL_LINE_PARAMETERS] = W;
-  line_pre[VL_LINE_WORKSPACE] = line_dec[VL_LINE_WORKSPACE] = ov->cublas_workspace_bytes;
+  line_pre[VL_LINE_WORKSPACE] = line_dec[VL_LINE_WORKSPACE] = ws;
   line_pre[VL_LINE_CONTEXT] = line_dec[VL_LINE_CONTEXT] = ctx;
   line_pre[VL_LINE_KV_CACHE] = kv_prompt;
   line_pre[VL_LINE_ACTIVATIONS] = prefill;
@@ -128,9 +130,8 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   const bool replayed = !ck.overflow && arch->causal && job->kv_layout == VL_KV_CONTIGUOUS;
   if (replayed) {
     struct vl_cache_stats st;
-    vl_status s =
-        vl__infer_replay(arch, inv, job, pol.weight, e, r, kvb, ov->cublas_workspace_bytes,
-                         job->allocator == VL_ALLOC_EXPANDABLE, &st, err);
+    vl_status s = vl__infer_replay(arch, inv, job, pol.weight, e, r, kvb, ws,
+                                   job->allocator == VL_ALLOC_EXPANDABLE, &st, err);
     if (s != VL_OK) return s;
     line_pre[VL_LINE_RESERVE] = line_dec[VL_LINE_RESERVE] =
         vl__sub0(st.peak_reserved, st.peak_allocated);

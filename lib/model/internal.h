@@ -110,8 +110,8 @@ struct vl__train_sizes {
   bool autocast, ckpt;       /* half copies of matmul weights; full recomputation */
   bool eager;                /* eager attention (scores materialised), else SDPA */
   uint64_t e, r;             /* activation and residual bytes */
-  uint64_t workspace;        /* one cuBLAS workspace */
-  unsigned sms, tps;         /* the card's SMs and threads per SM (reductions' scratch) */
+  uint64_t workspace; /* a thread's BLAS workspaces (vl_workspace_thread_bytes), as one block */
+  unsigned sms, tps;  /* the card's SMs and threads per SM (reductions' scratch) */
   bool expandable;
   /* LoRA (lora_rank 0: none): the base frozen, adapters of lora_rank in
    * ab bytes an element (fp32: PEFT's autocast_adapter_dtype); a layer's

@@ -98,6 +98,10 @@ uint64_t vl_context_bytes(const struct vl_overheads *o, const struct vl_job *job
   return gen ? o->cuda_context_infer_bytes : o->cuda_context_bytes;
 }
 
+uint64_t vl_workspace_thread_bytes(const struct vl_overheads *o) {
+  return o->cublas_workspace_bytes + o->cublaslt_workspace_bytes;
+}
+
 /* the bytes of a measured constant: whole numbers, exact in a double */
 static uint64_t cal_bytes(enum vl__cal id) { return (uint64_t)vl__calibration(id)->value; }
 
@@ -112,6 +116,7 @@ void vl_overheads_default(struct vl_overheads *o) {
   o->allocator_churn_expandable = vl__calibration(VL_CAL_CHURN_EXPANDABLE)->value;
   /* PyTorch's default on the H200 (pytorch_constants.h), not measured */
   o->cublas_workspace_bytes = VL_PT_CUBLAS_WORKSPACE_SM90;
+  o->cublaslt_workspace_bytes = 0; /* CUDA: cuBLASLt takes the cuBLAS handle's */
 }
 
 struct vl_term *vl__term(struct vl_bill *b, enum vl_line line, const char *name,

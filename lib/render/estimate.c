@@ -129,6 +129,8 @@ static void text(FILE *o, const struct vl_estimate_view *v) {
     char carry[400];
     if (v->carry) vl__context_carry_text(v->carry, v->gpu->name, carry, sizeof carry);
     if (v->carry && carry[0]) fprintf(o, "  %s\n", carry);
+    if (v->carry && vl_fit_near_edge(f, v->carry->range_bytes))
+      fprintf(o, "  %s\n", vl__context_edge_text(f));
   }
   if (v->searched) {
     const char *what = v->searched == 1 ? "micro-batch" : "sequence length";
@@ -197,6 +199,8 @@ static void md(FILE *o, const struct vl_estimate_view *v) {
   char carry[400] = "";
   if (v->gpu && v->carry) vl__context_carry_text(v->carry, v->gpu->name, carry, sizeof carry);
   if (carry[0]) fprintf(o, "\n%s.\n", carry);
+  if (v->gpu && v->carry && vl_fit_near_edge(v->fit, v->carry->range_bytes))
+    fprintf(o, "\n%s.\n", vl__context_edge_text(v->fit));
   if (v->searched)
     fprintf(o, "\nLargest %s that fits: %llu.\n",
             v->searched == 1 ? "micro-batch" : "sequence length",
@@ -231,15 +235,22 @@ void vl__context_carry_text(const struct vl_context_carry *c, const char *gpu, c
                        "and is carried over, +-%.0f MiB on another architecture "
                        "(docs/model.md, 9)",
                        gpu, c->architecture, MIB(c->context_bytes), "H200", MIB(c->range_bytes));
-  if (l < n && c->workspace_card_bytes && c->workspace_card_bytes != c->workspace_billed_bytes) {
-    double d = (double)c->workspaces *
-               (MIB(c->workspace_billed_bytes) - MIB(c->workspace_card_bytes)); /* > 0: over */
+  if (l >= n || !c->workspace_card_bytes) return;
+  if (c->lt_workspace_bytes)
     snprintf(buf + l, n - l,
-             "; PyTorch gives it %.3g MiB cuBLAS workspaces, not the %.3g MiB billed: %u of them, "
-             "%.3g MiB %s than the bill holds",
-             MIB(c->workspace_card_bytes), MIB(c->workspace_billed_bytes), c->workspaces,
-             d > 0 ? d : -d, d > 0 ? "less" : "more");
-  }
+             "; its BLAS workspaces are PyTorch's on it: %u x (%.4g MiB cuBLAS + %.4g MiB "
+             "cuBLASLt)",
+             c->workspaces, MIB(c->workspace_card_bytes), MIB(c->lt_workspace_bytes));
+  else
+    snprintf(buf + l, n - l, "; its cuBLAS workspaces are PyTorch's on it: %u x %.4g MiB",
+             c->workspaces, MIB(c->workspace_card_bytes));
+}
+
+const char *vl__context_edge_text(const struct vl_fit *f) {
+  return f->fits ? "the headroom is within the context's range: the card's own context may not "
+                   "leave room (measure it with vramledger run)"
+                 : "the shortfall is within the context's range: on the card it may fit "
+                   "(measure it with vramledger run)";
 }
 
 json_t *vl__context_carry_json(const struct vl_context_carry *c) {
@@ -252,6 +263,8 @@ json_t *vl__context_carry_json(const struct vl_context_carry *c) {
   json_object_set_new(o, "cublas_workspace_billed_bytes", U(c->workspace_billed_bytes));
   json_object_set_new(o, "cublas_workspace_bytes",
                       c->workspace_card_bytes ? U(c->workspace_card_bytes) : json_null());
+  json_object_set_new(o, "cublaslt_workspace_bytes", U(c->lt_workspace_bytes));
+  json_object_set_new(o, "workspace_threads", U(c->workspaces));
   return o;
 }
 
@@ -388,7 +401,12 @@ static json_t *json_report(const struct vl_estimate_view *v) {
     json_object_set_new(g, "usable_bytes", U(v->fit->usable_bytes));
     json_object_set_new(g, "headroom_bytes", json_integer(v->fit->headroom_bytes));
     json_object_set_new(g, "fits", json_boolean(v->fit->fits));
-    if (v->carry) json_object_set_new(g, "context", vl__context_carry_json(v->carry));
+    if (v->carry) {
+      json_object_set_new(g, "context", vl__context_carry_json(v->carry));
+      /* the headroom (or shortfall) is within the context's range */
+      json_object_set_new(g, "context_edge",
+                          json_boolean(vl_fit_near_edge(v->fit, v->carry->range_bytes)));
+    }
     json_object_set_new(r, "gpu", g);
     json_object_set_new(r, "fits", json_boolean(v->fit->fits));
   }

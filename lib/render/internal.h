@@ -25,6 +25,9 @@ struct vl_context_carry;
  * same as JSON (a new object). */
 void vl__context_carry_text(const struct vl_context_carry *c, const char *gpu, char *buf, size_t n);
 json_t *vl__context_carry_json(const struct vl_context_carry *c);
+struct vl_fit;
+/* what a fit within the context's range on its card means (a static string) */
+const char *vl__context_edge_text(const struct vl_fit *f);
 
 /* s with <, >, & and " escaped for HTML. */
 void vl__html_text(FILE *o, const char *s);

@@ -36,6 +36,17 @@ static const char *strategy(const struct vl_plan_candidate *c, char *buf, size_t
   return buf;
 }
 
+/* A row's last column: over budget, late or on the Pareto front, and a fit
+ * within its card's context range ("context edge"). */
+static void row_mark(const struct vl_plan_candidate *c, char *buf, size_t n) {
+  const char *base = !c->within_budget    ? "over budget"
+                     : !c->meets_deadline ? "late"
+                     : c->pareto          ? "pareto"
+                                          : "";
+  snprintf(buf, n, "%s%s%s", base, *base && c->context_edge ? ", " : "",
+           c->context_edge ? "context edge" : "");
+}
+
 static json_t *cand_json(const struct vl_plan_candidate *c) {
   char s[48];
   json_t *o = json_object();
@@ -54,6 +65,9 @@ static json_t *cand_json(const struct vl_plan_candidate *c) {
   json_object_set_new(o, "grad_accum", json_integer((json_int_t)c->grad_accum));
   json_object_set_new(o, "checkpointing", json_string(vl_ckpt_name(c->checkpointing)));
   json_object_set_new(o, "peak_bytes_per_gpu", json_integer((json_int_t)c->peak_bytes_per_gpu));
+  json_object_set_new(o, "headroom_bytes", json_integer((json_int_t)c->headroom_bytes));
+  json_object_set_new(o, "context_range_bytes", json_integer((json_int_t)c->context_range_bytes));
+  json_object_set_new(o, "context_edge", json_boolean(c->context_edge));
   json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)c->gpu->memory_bytes));
   json_object_set_new(o, "hours", json_real(c->hours));
   json_object_set_new(o, "cost_usd", json_real(c->cost_usd));
@@ -92,6 +106,21 @@ static void plan_context(FILE *o, bool md, const struct vl_plan_view *v) {
     char line[400];
     vl__context_carry_text(&v->carry[k], r->c[i].gpu->name, line, sizeof line);
     if (line[0]) fprintf(o, "%s%s%s\n", md ? "\n" : "", md ? "" : "  ", line);
+  }
+}
+
+/* What "context edge" on a row shown means, once (text and Markdown). */
+static void plan_edge(FILE *o, bool md, const struct vl_plan_view *v) {
+  const struct vl_plan_result *r = v->r;
+  for (size_t i = 0; i < r->n && i < v->top; i++) {
+    if (!r->c[i].context_edge) continue;
+    fprintf(o,
+            "%s%scontext edge: the headroom (%.0f MiB on #%zu) is within the +-%.0f MiB of a "
+            "CUDA context carried over from the H200: the card's own may not leave room; "
+            "measure it with vramledger run\n",
+            md ? "\n" : "", md ? "" : "  ", (double)r->c[i].headroom_bytes / (1 << 20), i + 1,
+            (double)r->c[i].context_range_bytes / (1 << 20));
+    return;
   }
 }
 
@@ -194,9 +223,8 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
     snprintf(mb, sizeof mb, "%llu x %llu", (unsigned long long)c->micro_batch,
              (unsigned long long)c->grad_accum);
     strategy(c, st, sizeof st);
-    const char *mark = c->pareto ? "pareto" : "";
-    if (!c->meets_deadline) mark = "late";
-    if (!c->within_budget) mark = "over budget";
+    char mark[48];
+    row_mark(c, mark, sizeof mark);
     /* time and cost in the unit that fits each (minutes, cents for a
      * short job) */
     char hours[32], per_gpu[32], total[32];
@@ -213,6 +241,7 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
               100 * c->memory_share, per_gpu, total, mark);
   }
   plan_context(o, md, v);
+  plan_edge(o, md, v);
   fprintf(o, "\n%s\n", md ? "### Why" : "decision tree:");
   for (int i = 0; i < r->n_trace; i++)
     fprintf(o, "%s%s\n", md ? "- " : "  ", r->trace[i]);
@@ -276,10 +305,8 @@ int vl_render_plan_html(FILE *o, const struct vl_plan_view *v) {
     for (size_t i = 0; i < r->n && i < v->top; i++) {
       const struct vl_plan_candidate *c = &r->c[i];
       char st[48];
-      const char *mark = !c->within_budget    ? "over budget"
-                         : !c->meets_deadline ? "late"
-                         : c->pareto          ? "pareto"
-                                              : "";
+      char mark[48];
+      row_mark(c, mark, sizeof mark);
       fprintf(o, "<tr><td class=n>%zu</td><td>%ux", i + 1, c->count);
       vl__html_text(o, c->gpu->name);
       fprintf(o,

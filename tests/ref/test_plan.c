@@ -1,6 +1,7 @@
 /* Planner reference tests: Llama-2 pretraining GPU-hours (model card:
  * 184,320 / 368,640 / 1,720,320 A100-80GB hours for 7B / 13B / 70B on 2 T
- * tokens) within 10 % with the default MFU; every feasible plan fits by
+ * tokens) within 10 / 10 / 15 % with the default MFU, and what makes up the
+ * difference (llama2_gpu_hours); every feasible plan fits by
  * `estimate`; a published cost table's arithmetic. */
 #include "testutil.h"
 #include "vramledger/catalog.h"
@@ -50,16 +51,30 @@ static void fixture_init(struct fixture *f, const char *config, enum vl_precisio
 
 static void llama2_gpu_hours(void **state) {
   (void)state;
-  /* 70B within 15 %: it needs TP4 and ZeRO-3 across nodes, whose
-   * all-reduces the time puts on the critical path (TP) or behind one
-   * micro-batch's backward (ZeRO-3); the plan comes out 12 % above the
-   * card, which does not say how much Meta's jobs overlapped */
+  /* What the model card counts and what plan bills differ in one way: the
+   * card's GPU-hours are wall-clock x GPUs, so the MFU they imply (6ND over
+   * hours x 312 TFLOP/s, A100 bf16 dense: 0.39 / 0.38 / 0.43 to two
+   * digits) is end to end and holds whatever communication Meta's jobs did
+   * not hide; plan applies one default MFU (0.40) to compute alone and adds
+   * the communication it models (TP all-reduces on the critical path,
+   * data-parallel traffic beyond the last backward). So
+   *   plan / card = (card's MFU / 0.40) / (1 - plan's communication share)
+   * and each factor is checked on its own: compute alone, re-expressed at
+   * the card's MFU, equals the card within the rounding of the printed MFU
+   * (0.005 / MFU; this checks the parameter count and the 6ND rule against
+   * the published hours), and the communication plan adds is under 5 % of
+   * a step. The end-to-end tolerance is what those allow, derived:
+   * 7B 4.0 %, 13B 6.3 % (plan below the card: their MFU is under 0.40),
+   * 70B 14.5 % (0.43 / 0.40 is +7.5 %, and TP4 with ZeRO-3 across nodes
+   * puts 4.7 % of the step in all-reduces): 10 % cannot hold for 70B with
+   * one MFU for all three, and the 15 % it had is this bound rounded up. */
   static const struct {
     const char *model;
-    double hours, tol;
-  } rows[] = {{"data/models/llama-2-7b.json", 184320, 0.10},
-              {"data/models/llama-2-13b.json", 368640, 0.10},
-              {"data/models/llama-2-70b.json", 1720320, 0.15}};
+    double hours, mfu;
+  } rows[] = {{"data/models/llama-2-7b.json", 184320, 0.39},
+              {"data/models/llama-2-13b.json", 368640, 0.38},
+              {"data/models/llama-2-70b.json", 1720320, 0.43}};
+  const double comm_most = 0.05;
   for (size_t i = 0; i < 3; i++) {
     struct fixture f; /* steps of 1024 x 4096: 4 M tokens, as Llama 2 */
     fixture_init(&f, rows[i].model, VL_PREC_MIXED_BF16, 4096, 2000000000000ull, 1024, "a100-80gb",
@@ -68,15 +83,27 @@ static void llama2_gpu_hours(void **state) {
     struct vl_plan_result r;
     assert_int_equal(vl_plan_search(&f.q, &f.ov, &r, &f.err), VL_OK);
     assert_true(r.n > 0);
-    double gpu_hours = r.c[0].hours * r.c[0].count;
-    assert_close(gpu_hours, rows[i].hours, rows[i].tol, rows[i].model);
-    /* every feasible candidate fits by the estimator, with the margin, in
-     * either outcome of DDP's bucket rebuild */
+    const struct vl_plan_candidate *best = &r.c[0];
+    double rounding = 0.005 / rows[i].mfu, ratio = rows[i].mfu / f.q.mfu;
+    double compute_hours = best->compute_s * (double)r.steps * best->count / 3600.0;
+    assert_close(compute_hours / ratio, rows[i].hours, rounding,
+                 "  compute alone at the card's MFU");
+    double comm = 1.0 - best->compute_s / best->step_s;
+    printf("  communication plan adds: %.1f %% of a step (under %.0f %%)\n", 100 * comm,
+           100 * comm_most);
+    assert_true(comm >= 0 && comm < comm_most);
+    double lo = (1 - rounding) * ratio - 1, hi = (1 + rounding) * ratio / (1 - comm_most) - 1;
+    assert_close(best->hours * best->count, rows[i].hours, fmax(fabs(lo), fabs(hi)), rows[i].model);
+    /* every feasible candidate fits by the estimator on its card (the
+     * card's cuBLAS workspaces, as `estimate --gpu` bills them), with the
+     * margin, in either outcome of DDP's bucket rebuild */
     for (size_t k = 0; k < r.n; k += 1 + r.n / 50) {
       struct vl_job j;
       vl_plan_candidate_job(&f.q, &r.c[k], &j);
+      struct vl_overheads ov = f.ov;
+      vl_overheads_for_gpu(&ov, r.c[k].gpu);
       struct vl_bill b;
-      tu_bill(&f.arch, &j, &b);
+      assert_int_equal(vl_bill_compute(&f.arch, &j, &ov, &b, &f.err), VL_OK);
       assert_int_equal(vl_bill_budget_bytes(&b), r.c[k].peak_bytes_per_gpu);
       assert_true((double)vl_bill_budget_bytes(&b) <= 0.9 * (double)r.c[k].gpu->memory_bytes);
     }

@@ -777,6 +777,73 @@ static void pipeline_reports_the_heavier_stage(void **state) {
   assert_true(b.pp_stage == 0 || b.pp_stage == 3);
 }
 
+/* The cuBLAS workspaces are the card's: one handle a thread that runs
+ * matmuls (two in training: the forward's and autograd's backward thread;
+ * one in generate()), each with PyTorch's default workspace on that card
+ * from the catalog, plus ROCm's separate hipBLASLt one. */
+static void workspaces_are_the_cards(void **state) {
+  (void)state;
+  struct vl_catalog cat;
+  assert_int_equal(tu_catalog(&cat), 0);
+  static const struct {
+    const char *gpu;
+    uint64_t per_thread; /* PyTorch's defaults, from CublasHandlePool.cpp */
+  } cards[] = {{"a100-80gb", 4096 * 1024 * 2 + 16 * 1024 * 8}, /* :4096:2:16:8 */
+               {"h100-80gb", 4096ull * 8 * 1024},              /* 32 MiB on Hopper */
+               {"mi300x", (128ull << 20) + (76ull << 20)}};    /* hipBLAS + hipBLASLt */
+  for (size_t i = 0; i < sizeof cards / sizeof cards[0]; i++) {
+    const struct vl_gpu *g = vl_catalog_find(&cat, cards[i].gpu);
+    assert_non_null(g);
+    struct vl_overheads ov;
+    vl_overheads_default(&ov);
+    vl_overheads_for_gpu(&ov, g);
+    uint64_t catalog = g->cublas_workspace_bytes + g->cublaslt_workspace_bytes;
+    assert_int_equal(catalog, cards[i].per_thread);
+    struct vl_job j;
+    vl_job_init(&j);
+    j.batch = 2;
+    j.seq = 512;
+    struct vl_bill b;
+    struct vl_err err = {""};
+    assert_int_equal(vl_bill_compute(&gpt2, &j, &ov, &b, &err), VL_OK);
+    assert_int_equal(b.line_max[VL_LINE_WORKSPACE], VL_WORKSPACE_THREADS_TRAIN * catalog);
+    assert_int_equal(VL_WORKSPACE_THREADS_TRAIN, 2);
+    j.task = VL_TASK_INFER;
+    assert_int_equal(vl_bill_compute(&gpt2, &j, &ov, &b, &err), VL_OK);
+    assert_int_equal(b.line_max[VL_LINE_WORKSPACE], VL_WORKSPACE_THREADS_INFER * catalog);
+    assert_int_equal(VL_WORKSPACE_THREADS_INFER, 1);
+  }
+  vl_catalog_release(&cat);
+}
+
+/* The H200's figures are the calibration's: its catalog row gives the bill
+ * the overheads it had before cards had their own, byte for byte. */
+static void h200_bill_unchanged(void **state) {
+  (void)state;
+  struct vl_catalog cat;
+  assert_int_equal(tu_catalog(&cat), 0);
+  struct vl_overheads def, h200;
+  vl_overheads_default(&def);
+  h200 = def;
+  vl_overheads_for_gpu(&h200, vl_catalog_find(&cat, "h200"));
+  assert_int_equal(h200.cublas_workspace_bytes, 32ull << 20);
+  assert_int_equal(h200.cublaslt_workspace_bytes, 0);
+  assert_int_equal(memcmp(&def, &h200, sizeof def), 0);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.batch = 4;
+  j.seq = 1024;
+  struct vl_bill a, b;
+  struct vl_err err = {""};
+  assert_int_equal(vl_bill_compute(&llama7b, &j, &def, &a, &err), VL_OK);
+  assert_int_equal(vl_bill_compute(&llama7b, &j, &h200, &b, &err), VL_OK);
+  assert_int_equal(a.total_bytes, b.total_bytes);
+  assert_int_equal(a.peak_reserved_bytes, b.peak_reserved_bytes);
+  assert_int_equal(memcmp(a.lines, b.lines, sizeof a.lines), 0);
+  assert_int_equal(a.line_max[VL_LINE_WORKSPACE], 2 * (32ull << 20));
+  vl_catalog_release(&cat);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(bytes_per_parameter_by_precision),
@@ -801,6 +868,8 @@ int main(void) {
       cmocka_unit_test(phases_move_with_the_job),
       cmocka_unit_test(offload_moves_states_to_host),
       cmocka_unit_test(pipeline_reports_the_heavier_stage),
+      cmocka_unit_test(workspaces_are_the_cards),
+      cmocka_unit_test(h200_bill_unchanged),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -158,12 +158,14 @@ static void device_names(void **state) {
   assert_null(vl_catalog_match_device(&cat, ""));
 }
 
-/* The CUDA context and cuBLAS workspaces the bill holds were measured on
- * the H200: a Hopper card shares them, a card of another architecture
- * carries the context over with a range of 200 MiB either way, and its
- * cuBLAS workspace is PyTorch's default for it (CublasHandlePool.cpp,
- * parseChosenWorkspaceSize: 32 MiB on compute capability 9.0,
- * 4096 KiB x 2 + 16 KiB x 8 on other CUDA cards, 128 MiB on gfx94x). */
+/* The CUDA context the bill holds was measured on the H200: a Hopper card
+ * shares it, a card of another architecture carries it over with a range
+ * of 200 MiB either way. Its cuBLAS workspace is PyTorch's default for it
+ * (CublasHandlePool.cpp, parseChosenWorkspaceSize: 32 MiB on Hopper and,
+ * since PyTorch's pull request 175344, Blackwell; 4096 KiB x 2 + 16 KiB x 8
+ * on other CUDA cards, 128 MiB on gfx94x), with ROCm's separate hipBLASLt
+ * workspace (parseCUDABlasLtWorkspaceSize: 76 MiB), and the bill takes
+ * the card's (vl_overheads_for_gpu). */
 static void context_carried_over(void **state) {
   (void)state;
   struct vl_overheads ov;
@@ -175,34 +177,44 @@ static void context_carried_over(void **state) {
   static const struct {
     const char *gpu, *arch;
     bool carried;
-    uint64_t workspace;
-  } rows[] = {{"h200", "Hopper", false, 32ull << 20},
-              {"h100-80gb", "Hopper", false, 32ull << 20},
-              {"h100-pcie", "Hopper", false, 32ull << 20},
-              {"a100-80gb", "Ampere", true, 4096 * 1024 * 2 + 16 * 1024 * 8},
-              {"a10g", "Ampere", true, 8519680},
-              {"l4", "Ada", true, 8519680},
-              {"rtx-4090", "Ada", true, 8519680},
-              {"b200", "Blackwell", true, 8519680},
-              {"v100-32gb", "Volta", true, 8519680},
-              {"mi300x", "CDNA 3", true, 128ull << 20}};
+    uint64_t workspace, lt;
+  } rows[] = {{"h200", "Hopper", false, 32ull << 20, 0},
+              {"h100-80gb", "Hopper", false, 32ull << 20, 0},
+              {"h100-pcie", "Hopper", false, 32ull << 20, 0},
+              {"a100-80gb", "Ampere", true, 4096 * 1024 * 2 + 16 * 1024 * 8, 0},
+              {"a10g", "Ampere", true, 8519680, 0},
+              {"l4", "Ada", true, 8519680, 0},
+              {"rtx-4090", "Ada", true, 8519680, 0},
+              {"b200", "Blackwell", true, 32ull << 20, 0},
+              {"v100-32gb", "Volta", true, 8519680, 0},
+              {"mi300x", "CDNA 3", true, 128ull << 20, 76ull << 20}};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     const struct vl_gpu *g = vl_catalog_find(&cat, rows[i].gpu);
     assert_non_null(g);
     assert_string_equal(vl_gpu_architecture(g), rows[i].arch);
     assert_int_equal(g->context_measured, !strcmp(rows[i].gpu, "h200"));
     assert_int_equal(g->cublas_workspace_bytes, rows[i].workspace);
+    assert_int_equal(g->cublaslt_workspace_bytes, rows[i].lt);
+    assert_int_equal(vl_context_range_bytes(g), rows[i].carried ? 200ull << 20 : 0);
+    struct vl_overheads og = ov;
+    vl_overheads_for_gpu(&og, g);
+    assert_int_equal(og.cublas_workspace_bytes, rows[i].workspace);
+    assert_int_equal(og.cublaslt_workspace_bytes, rows[i].lt);
+    assert_int_equal(og.cuda_context_bytes, ov.cuda_context_bytes); /* carried over */
     struct vl_context_carry c;
-    vl_context_carry(g, &ov, &train, &c);
+    vl_context_carry(g, &og, &train, &c);
     assert_int_equal(c.carried, rows[i].carried);
     assert_int_equal(c.range_bytes, rows[i].carried ? 200ull << 20 : 0);
     assert_int_equal(c.context_bytes, ov.cuda_context_bytes);
-    assert_int_equal(c.workspace_billed_bytes, ov.cublas_workspace_bytes);
+    assert_int_equal(c.workspace_billed_bytes, rows[i].workspace + rows[i].lt);
     assert_int_equal(c.workspace_card_bytes, rows[i].workspace);
+    assert_int_equal(c.lt_workspace_bytes, rows[i].lt);
     assert_int_equal(c.workspaces, 2);
-    vl_context_carry(g, &ov, &infer, &c);
+    vl_context_carry(g, &og, &infer, &c);
     assert_int_equal(c.context_bytes, ov.cuda_context_infer_bytes);
     assert_int_equal(c.workspaces, 1);
+    vl_context_carry(g, &ov, &train, &c); /* the H200's overheads given: the card's */
+    assert_int_equal(c.workspace_billed_bytes, rows[i].workspace + rows[i].lt);
   }
   /* a catalog of its own: no figures, no claim of a measurement */
   static const char one[] =
@@ -213,7 +225,15 @@ static void context_carried_over(void **state) {
   assert_int_equal(vl_catalog_parse(one, sizeof one - 1, &c1, &err), VL_OK);
   assert_false(c1.gpus[0].context_measured);
   assert_int_equal(c1.gpus[0].cublas_workspace_bytes, 0);
+  struct vl_overheads keep = ov; /* no figure: the bill keeps the H200's */
+  vl_overheads_for_gpu(&keep, &c1.gpus[0]);
+  assert_int_equal(keep.cublas_workspace_bytes, ov.cublas_workspace_bytes);
+  assert_int_equal(keep.cublaslt_workspace_bytes, 0);
   vl_catalog_release(&c1);
+  static const char bad_lt[] = "{\"gpus\": [{\"name\": \"x\", \"memory_bytes\": 17179869184, "
+                               "\"cublaslt_workspace_bytes\": -1}]}";
+  assert_int_equal(vl_catalog_parse(bad_lt, sizeof bad_lt - 1, &c1, &err), VL_EKEY);
+  assert_non_null(strstr(err.msg, "cublaslt_workspace_bytes"));
   static const char bad[] = "{\"gpus\": [{\"name\": \"x\", \"memory_bytes\": 17179869184, "
                             "\"cublas_workspace_bytes\": \"big\"}]}";
   assert_int_equal(vl_catalog_parse(bad, sizeof bad - 1, &c1, &err), VL_EKEY);

@@ -116,9 +116,60 @@ static void units_that_fit(void **state) {
   assert_string_equal(vl_plan_usd_text(0, b, sizeof b), "$0");
 }
 
+/* A plan row whose headroom is within the CUDA context's range on its card
+ * (200 MiB either way, carried over from the H200 to another architecture)
+ * is marked; on a card of the H200's architecture none is. The card's
+ * memory is set so that the largest peak planned leaves 100 MiB. */
+static void marks_the_context_edge(void **state) {
+  (void)state;
+  struct vl_catalog cat;
+  assert_int_equal(tu_catalog(&cat), 0);
+  const char *names[] = {"a100-80gb", "h200"};
+  for (int k = 0; k < 2; k++) {
+    struct vl_gpu card = *vl_catalog_find(&cat, names[k]);
+    struct vl_arch a;
+    tu_arch("data/models/gpt2.json", &a);
+    struct vl_plan_query q;
+    vl_plan_query_init(&q);
+    q.arch = &a;
+    q.base.seq = 1024;
+    q.tokens = 1000000;
+    q.global_batch = 16;
+    q.gpus = &card;
+    q.n_gpus = 1;
+    q.max_gpus = 1;
+    struct vl_overheads ov;
+    vl_overheads_default(&ov);
+    struct vl_err err = {""};
+    struct vl_plan_result r;
+    assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
+    assert_true(r.n > 0);
+    uint64_t top = 0;
+    for (size_t i = 0; i < r.n; i++)
+      if (r.c[i].peak_bytes_per_gpu > top) top = r.c[i].peak_bytes_per_gpu;
+    vl_plan_release(&r);
+    card.memory_bytes = (uint64_t)((double)(top + (100ull << 20)) / (1.0 - q.margin)) + 1;
+    assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
+    uint64_t range = k == 0 ? 200ull << 20 : 0;
+    size_t marked = 0;
+    for (size_t i = 0; i < r.n; i++) {
+      const struct vl_plan_candidate *c = &r.c[i];
+      assert_int_equal(c->context_range_bytes, range);
+      assert_true(c->headroom_bytes >= 0);
+      assert_int_equal(c->context_edge, (uint64_t)c->headroom_bytes < range);
+      marked += c->context_edge;
+      if (c->peak_bytes_per_gpu == top)
+        assert_true(llabs(c->headroom_bytes - (100ll << 20)) < (1 << 20));
+    }
+    assert_true(k == 0 ? marked > 0 : marked == 0);
+    vl_plan_release(&r);
+  }
+  vl_catalog_release(&cat);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(catalog_bf16),
-                                     cmocka_unit_test(bf16_excludes_v100),
-                                     cmocka_unit_test(units_that_fit)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(catalog_bf16), cmocka_unit_test(bf16_excludes_v100),
+      cmocka_unit_test(units_that_fit), cmocka_unit_test(marks_the_context_edge)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -102,8 +102,92 @@ static void settings_round_trip(void **state) {
   json_decref(r);
 }
 
+/* estimate's JSON of the job on a card: the fit, the context's range on
+ * the card (none where it was measured) and whether the fit is within it */
+static json_t *estimate_gpu_json(const struct vl_arch *a, const struct vl_job *j,
+                                 const struct vl_gpu *g, uint64_t total) {
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  vl_overheads_for_gpu(&ov, g);
+  static struct vl_bill b;
+  struct vl_err err = {""};
+  assert_int_equal(vl_bill_compute(a, j, &ov, &b, &err), VL_OK);
+  b.total_bytes = total; /* the fit checked at a chosen total */
+  struct vl_fit fit;
+  vl_fit_check(total, g, 0.1, &fit);
+  struct vl_context_carry c;
+  vl_context_carry(g, &ov, j, &c);
+  struct vl_estimate_view v = {.model_name = "gpt2",
+                               .arch = a,
+                               .job = j,
+                               .bill = &b,
+                               .gpu = g,
+                               .fit = &fit,
+                               .version = "test",
+                               .carry = &c};
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_int_equal(vl_render_estimate(f, VL_FMT_JSON, &v), 0);
+  fclose(f);
+  json_error_t jerr;
+  json_t *r = json_loads(buf, 0, &jerr);
+  free(buf);
+  assert_non_null(r);
+  return r;
+}
+
+static long long gpu_field(json_t *r, const char *ctx, const char *key) {
+  json_t *g = json_object_get(r, "gpu");
+  json_t *o = ctx ? json_object_get(g, ctx) : g;
+  json_t *x = json_object_get(o, key);
+  assert_non_null(x);
+  return json_is_boolean(x) ? json_is_true(x) : (long long)json_integer_value(x);
+}
+
+static void context_range_json(void **state) {
+  (void)state;
+  struct vl_catalog cat;
+  assert_int_equal(tu_catalog(&cat), 0);
+  struct vl_arch a;
+  tu_arch("data/models/gpt2.json", &a);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.batch = 2;
+  j.seq = 512; /* GPT-2 has 1024 positions */
+  const struct vl_gpu *a100 = vl_catalog_find(&cat, "a100-80gb");
+  const struct vl_gpu *h200 = vl_catalog_find(&cat, "h200");
+  uint64_t usable = (uint64_t)((double)a100->memory_bytes * 0.9);
+  /* far from the edge: the range stated, not at the edge */
+  json_t *r = estimate_gpu_json(&a, &j, a100, 8ull << 30);
+  assert_int_equal(gpu_field(r, "context", "range_bytes"), 200ll << 20);
+  assert_int_equal(gpu_field(r, "context", "carried_over"), 1);
+  assert_int_equal(gpu_field(r, "context", "cublas_workspace_billed_bytes"), 8519680);
+  assert_int_equal(gpu_field(r, "context", "workspace_threads"), 2);
+  assert_int_equal(gpu_field(r, NULL, "context_edge"), 0);
+  json_decref(r);
+  /* 100 MiB of headroom, and 100 MiB short: both within the range */
+  r = estimate_gpu_json(&a, &j, a100, usable - (100ull << 20));
+  assert_int_equal(gpu_field(r, NULL, "fits"), 1);
+  assert_int_equal(gpu_field(r, NULL, "context_edge"), 1);
+  json_decref(r);
+  r = estimate_gpu_json(&a, &j, a100, usable + (100ull << 20));
+  assert_int_equal(gpu_field(r, NULL, "fits"), 0);
+  assert_int_equal(gpu_field(r, NULL, "context_edge"), 1);
+  json_decref(r);
+  /* the H200: measured, no range, never at its edge */
+  usable = (uint64_t)((double)h200->memory_bytes * 0.9);
+  r = estimate_gpu_json(&a, &j, h200, usable - (100ull << 20));
+  assert_int_equal(gpu_field(r, "context", "range_bytes"), 0);
+  assert_int_equal(gpu_field(r, "context", "carried_over"), 0);
+  assert_int_equal(gpu_field(r, NULL, "context_edge"), 0);
+  json_decref(r);
+  vl_catalog_release(&cat);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(units), cmocka_unit_test(json_contract),
-                                     cmocka_unit_test(settings_round_trip)};
+                                     cmocka_unit_test(settings_round_trip),
+                                     cmocka_unit_test(context_range_json)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
