@@ -846,12 +846,18 @@ def _reused_operand(torch, tr, func, args, kwargs):
     old + new instead of old.add_(new)) and gather's backward (scatter_add
     instead of scatter_add_ into zeros) take a block of their own. The
     untraced job reuses the operand's when it holds the last reference to
-    it and grad mode is off: here, an op of the engine whose operand dies
-    right after it (_Trace.in_place). None when not such an op."""
+    it and to its storage, and grad mode is off (input_buffer.cpp,
+    can_accumulate_inplace): here, an op of the engine whose operand dies
+    right after it (_Trace.in_place). A view never qualifies: its view
+    metadata holds its base (torch/csrc/autograd/variable.h, ViewInfo), so
+    its storage has two owners; a weight's gradient through TBackward (any
+    nn.Linear used twice, tied embeddings) is one, and is summed out of
+    place (bench/gpu/jobs/inplace_check.py, bench/results/dry-run/reserved/
+    in-place/). None when not such an op."""
     if torch.is_grad_enabled() or not _called_by_the_engine(sys._getframe(2)):
         return None
     x = args[0] if args else None
-    if not isinstance(x, torch.Tensor) or not x.is_contiguous():
+    if not isinstance(x, torch.Tensor) or x._is_view() or not x.is_contiguous():
         return None
     if func.overloadpacket is torch.ops.aten.add:
         y = args[1] if len(args) > 1 else None

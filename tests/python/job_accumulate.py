@@ -1,6 +1,7 @@
 """A job whose backward sums second gradients, traced in process on meta
 (argv: TRACE_FILE on|off). y and h feed two products each, so their
-gradients arrive twice; the weight of `lin`, used twice, too. With `off` the tracer's
+gradients arrive twice; the weight of `lin`, used twice, too (its first
+gradient a view: summed out of place). With `off` the tracer's
 rule for the sums the untraced job makes in place is switched off, to
 compare."""
 import sys
