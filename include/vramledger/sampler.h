@@ -85,10 +85,12 @@ struct vl_sampler_hooks {
   bool (*poll_tokens_per_s)(void *ctx, double *tps);
   /* the job's tokens/s, tps, under tput_floor at t_ns */
   void (*tput_under)(void *ctx, uint64_t t_ns, double tps);
-  /* found: the job exited (at t_ns) and left total processes running, the
-   * first n (at most VL_SAMPLER_LEFT_MAX) in pids; or, once those ended,
-   * processes they started were found still running. Not found: some of
-   * those watched ended, pids[n] run on (n may be 0). */
+  /* The processes the job left that run now: total, the first n (at most
+   * VL_SAMPLER_LEFT_MAX) in pids. found: to be said — the job exited at
+   * t_ns and they still ran 100 ms later (at once with no_wait), or, once
+   * those ended, processes they started were found still running. Not
+   * found: the list changed (at the job's exit, or some ended; n may be
+   * 0). */
   void (*left)(void *ctx, uint64_t t_ns, const pid_t *pids, unsigned n, unsigned total, bool found);
   /* a child of this process other than the job was reaped (an orphan of
    * the job, or keep_out) */
@@ -162,7 +164,7 @@ struct vl_sampler {
   unsigned tree_n;
   /* what the job left: the processes found at its exit (and later) */
   uint64_t job_end_ns;              /* when the job was reaped; 0: not yet */
-  unsigned left_seen;               /* found in all, 0: it left none */
+  unsigned left_seen;               /* said (found) in all, 0: none */
   unsigned left_total;              /* running at the end (the last look), or found */
   bool left_stopped;                /* the wait ended by stop_wait */
   pid_t left[VL_SAMPLER_LEFT_MAX];  /* those watched (at the end: running) */

@@ -296,6 +296,13 @@ static bool prune_left(struct vl_sampler *s) {
   return any;
 }
 
+/* How often the processes the job left are looked at without a pidfd, and
+ * how long they must outlive it to be said: a job's workers ended by the
+ * same Ctrl-C, or Python's resource tracker that ends with its last user,
+ * are gone by then. */
+#define LEFT_LOOK_NS 100000000ull
+
+/* The hook: the list of those watched (found: and the record's word). */
 static void tell_left(struct vl_sampler *s, uint64_t t, bool found) {
   if (found) s->left_seen += s->left_total;
   if (s->hooks.left) s->hooks.left(s->hooks.ctx, t, s->left, s->left_n, s->left_total, found);
@@ -321,30 +328,35 @@ static bool reap_children(struct vl_sampler *s) {
 }
 
 /* The job was reaped at t: does what it started run on? Those found are
- * told and, unless no_wait, watched. @return true to sample until they end. */
+ * watched (without no_wait) and handed to the caller; said at once with
+ * no_wait, else once they have outlived the job by LEFT_LOOK_NS. @return
+ * true to sample until they end. */
 static bool job_ended(struct vl_sampler *s, uint64_t t) {
   s->job_end_ns = t;
   if (!s->subreaper || !find_left(s, !s->no_wait)) return false;
-  tell_left(s, t, true);
+  tell_left(s, t, s->no_wait);
   return !s->no_wait;
 }
 
 /* While waiting for what the job left, at t (each tick; the processes
- * looked at when a pidfd said so, else every 100 ms): those that ended
- * dropped; once none is left, /proc looked at again for what they started.
- * @return true while some run and no stop was asked for. */
+ * looked at when a pidfd said so, else every LEFT_LOOK_NS): those that
+ * ended dropped; once none is left, /proc looked at again for what they
+ * started. @return true while some run and no stop was asked for. */
 static bool wait_left(struct vl_sampler *s, uint64_t t, uint64_t *last) {
   if (s->stop_wait && *s->stop_wait) {
     s->left_stopped = true;
     return false;
   }
-  if (!s->left_ready && t - *last < 100000000ull) return true;
+  if (!s->left_ready && t - *last < LEFT_LOOK_NS) return true;
   s->left_ready = false;
   *last = t;
+  bool told = s->left_seen > 0;
   if (prune_left(s)) tell_left(s, t, false);
-  if (s->left_n) return true;
-  if (!find_left(s, true)) return false;
-  tell_left(s, t, true);
+  if (!s->left_n) {
+    if (!find_left(s, true)) return false;
+    if (told) tell_left(s, t, true); /* started by those that ended */
+  }
+  if (!told && t - s->job_end_ns >= LEFT_LOOK_NS) tell_left(s, s->job_end_ns, true);
   return true;
 }
 

@@ -108,6 +108,16 @@ check "--no-wait-descendants: the record says what it left" sh -c "grep -q '\"pi
 check "--no-wait-descendants: and stderr" grep -q "left 1 process running (PID $left), not recorded further" "$tmp/err"
 check "--no-wait-descendants: no wait said" sh -c "! grep -q 'waiting for' '$tmp/err'"
 [ -n "$left" ] && kill "$left" 2>/dev/null
+# what the job left starts more and exits: those are found and waited for
+# too (two descendants events); what ends within 100 ms of the job is
+# reaped without a word (workers ended by the job's own end)
+start=$(date +%s%N)
+"$vl" run --out "$tmp/left2" --quiet -- sh -c "sh -c 'sleep 0.3; sleep 0.4 & exit 0' & exit 0" 2>"$tmp/err"
+rc=$? took=$((($(date +%s%N) - start) / 1000000))
+check "left: what they start is waited for (${took} ms)" [ "$rc.$((took >= 700))" = 0.1 ]
+check "left: and recorded" [ "$(grep -c '"type":"descendants"' "$tmp/left2/record.jsonl")" = 2 ]
+"$vl" run --out "$tmp/left3" --quiet -- sh -c "sleep 0.02 & exit 0" 2>"$tmp/err"
+check "left: ended within 100 ms of the job: no word" sh -c "! grep -q 'waiting for' '$tmp/err' && ! grep -q '\"descendants' '$tmp/left3/record.jsonl'"
 
 # sweep: a grid of runs, a point out of memory, resume, and fit on the table
 : >"$tmp/procs"
