@@ -437,12 +437,12 @@ static void pid_list(const pid_t *pids, unsigned n, unsigned total, char *buf, s
   size_t k = (size_t)snprintf(buf, cap, "PID%s ", total == 1 ? "" : "s");
   for (unsigned i = 0; i < n && i < 8 && k < cap; i++)
     k += (size_t)snprintf(buf + k, cap - k, "%s%d", i ? ", " : "", (int)pids[i]);
-  if (total > n || n > 8) snprintf(buf + k, k < cap ? cap - k : 0, ", ...");
+  if (k < cap && (total > n || n > 8)) snprintf(buf + k, cap - k, ", ...");
 }
 
-/* The job ended and left processes running (found), or some of those
- * ended: the signals' list follows; the record's descendants event and,
- * the first time, the word on stderr. */
+/* What the job left running, as it is now (at the job's exit, and as they
+ * end): signals are passed on to those. found: they are to be said — the
+ * record's descendants event and, the first time, the word on stderr. */
 static void on_left(void *ctx, uint64_t t, const pid_t *pids, unsigned n, unsigned total,
                     bool found) {
   struct run *r = ctx;
