@@ -636,8 +636,9 @@ void vl_sampler_run(struct vl_sampler *s) {
   int pidfd = job_pidfd(s->pid);
   while (!done) {
     uint64_t t = vl_monotonic_ns();
-    /* waitpid when SIGCHLD said so, and every 100 ms in case it was lost */
-    if (*s->child_exited || t - last_wait >= NVML_MAX_AGE_NS) {
+    /* waitpid when SIGCHLD or a pidfd said so, and every 100 ms in case it
+     * was lost */
+    if (*s->child_exited || s->left_ready || t - last_wait >= NVML_MAX_AGE_NS) {
       *s->child_exited = 0;
       last_wait = t;
       if (reap_children(s) && job_alive) {
@@ -685,6 +686,7 @@ void vl_sampler_run(struct vl_sampler *s) {
     sleep_until(&next, pidfd, s, mask);
   }
   if (pidfd >= 0) close(pidfd);
+  reap_children(s); /* the last of what the job left, if it ended here */
   if (s->left_stopped)
     find_left(s, false); /* those still running */
   else if (!s->no_wait)
