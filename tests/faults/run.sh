@@ -389,6 +389,15 @@ if want left-signals; then
   expect "said on stderr" grep -q "stopped waiting: 1 process the job left still runs (PID $left)" "$tmp/lint2.err"
   expect "and in the exit event" grep -q '"type":"exit",.*"descendants_left":1,' "$tmp/lint2/record.jsonl"
   [ -n "$left" ] && kill "$left" 2>/dev/null
+  "$vl" run --out "$tmp/lterm" --quiet -- sh -c 'sleep 30 & exit 4' 2>"$tmp/lterm.err" &
+  vlpid=$!
+  expect "a shell's background process: the wait is said" said "$tmp/lterm.err"
+  start=$(date +%s%N)
+  kill -TERM $vlpid
+  wait $vlpid
+  rc=$? took=$((($(date +%s%N) - start) / 1000000))
+  expect "TERM to vramledger ends it and the wait at once (${took} ms), the job's status (4)" \
+    eq "$rc.$((took < 2000)).$(grep -c '"descendants_left":0,' "$tmp/lterm/record.jsonl")" 4.1.1
   end
 fi
 
