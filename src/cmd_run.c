@@ -37,7 +37,8 @@ enum {
   O_SNAPSHOT_AT,
   O_QUIET,
   O_COMMITMENT,
-  O_TRIGGER_SIGNAL
+  O_TRIGGER_SIGNAL,
+  O_NO_WAIT
 };
 static const struct cli_opt opts[] = {
     {"help", false, O_HELP},
@@ -50,11 +51,12 @@ static const struct cli_opt opts[] = {
     {"quiet", false, O_QUIET},
     {"commitment", true, O_COMMITMENT},
     {"trigger-signal", true, O_TRIGGER_SIGNAL},
+    {"no-wait-descendants", false, O_NO_WAIT},
     {NULL, false, 0},
 };
 
 struct runopt {
-  bool help, no_preload, no_probe, snapshot, quiet;
+  bool help, no_preload, no_probe, snapshot, quiet, no_wait;
   const char *snapshot_at; /* --snapshot-at: oom (default), peak or exit */
   const char *out, *commitment;
   int trigger_signal;
@@ -79,6 +81,7 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
     return 0;
   }
   case O_QUIET: o->quiet = true; return 0;
+  case O_NO_WAIT: o->no_wait = true; return 0;
   case O_COMMITMENT: o->commitment = arg; return 0;
   case O_TRIGGER_SIGNAL: {
     static const char *const names[] = {"USR1", "USR2", "HUP", "INT", "TERM", NULL};
@@ -119,6 +122,10 @@ struct run {
   bool use_preload;
   bool fb_made; /* the fallback file was created */
   pid_t pid;
+  bool subreaper;              /* the job's orphans are reparented to us */
+  bool said_left;              /* what the job left was said */
+  const struct vl_sampler *sm; /* the sampler, once it runs */
+  sigset_t wake;               /* the signals our handlers take */
   struct sigaction old[sizeof fwd / sizeof fwd[0]], old_chld; /* the handlers before ours */
 };
 
@@ -209,27 +216,47 @@ static void sentinel_drain(void) {
   }
 }
 
+/* What the job left running once it ended (the sampler's list, copied):
+ * a signal is passed on to them as it was to the job. While run waits for
+ * them, the second INT, TERM, HUP or QUIT ends the wait (docs/cmd/run.md). */
+static volatile pid_t left_pids[VL_SAMPLER_LEFT_MAX];
+static volatile sig_atomic_t left_n, waiting, stops, stop_wait;
+
+/* Did sig reach the whole group, not us alone? Async-signal-safe. */
+static bool group_signal(int sig, const siginfo_t *info) {
+  if (sentinel_pid <= 0) return info && info->si_code > 0;
+  if (sentinel_has(sig)) return true;
+  struct timespec ts = {0, 2000000};
+  nanosleep(&ts, NULL);
+  return sentinel_has(sig);
+}
+
+/* sig to pid, unless the group's reached it directly; *group: -1 until
+ * asked (only for a process in our group: one that left it is missed by
+ * group signals). */
+static void pass_on(pid_t pid, int sig, const siginfo_t *info, int *group) {
+  if (getpgid(pid) == getpgrp()) {
+    if (*group < 0) *group = group_signal(sig, info);
+    if (*group) return;
+  }
+  kill(pid, sig);
+}
+
 static void forward(int sig, siginfo_t *info, void *uc) {
   (void)uc;
-  if (child_pid <= 0) return;
+  pid_t job = (pid_t)child_pid;
+  int n = left_n;
+  if (job <= 0 && n <= 0) return;
   int saved = errno;
-  bool shared = getpgid((pid_t)child_pid) == getpgrp(); /* else it left: group signals miss it */
-  bool group = false;
-  if (shared && sentinel_pid > 0) {
-    group = sentinel_has(sig);
-    if (!group) {
-      struct timespec ts = {0, 2000000};
-      nanosleep(&ts, NULL);
-      group = sentinel_has(sig);
-    }
-  } else if (shared) {
-    group = info && info->si_code > 0;
-  }
-  if (!group) kill((pid_t)child_pid, sig);
+  int group = -1;
+  if (job > 0) pass_on(job, sig, info, &group);
+  for (int i = 0; i < n && i < VL_SAMPLER_LEFT_MAX; i++)
+    pass_on(left_pids[i], sig, info, &group);
+  if (waiting && sig != SIGUSR1 && sig != SIGUSR2 && ++stops >= 2) stop_wait = 1;
   /* drained unless another of sig is on its way to us (the group's, after
    * ours): that one finds it still pending */
   sigset_t mine;
-  if (group && sentinel_pid > 0 && sigpending(&mine) == 0 && !sigismember(&mine, sig))
+  if (group == 1 && sentinel_pid > 0 && sigpending(&mine) == 0 && !sigismember(&mine, sig))
     sentinel_drain();
   errno = saved;
 }
@@ -296,6 +323,21 @@ static void sentinel_start(void) {
   sentinel_wake = w[1];
   sentinel_ack = a[0];
   sentinel_pid = pid;
+}
+
+/* The sentinel ended (killed) and was reaped: forget it (forward() goes by
+ * si_code from now on). */
+static void sentinel_forget(void) {
+  sigset_t set, old;
+  sigemptyset(&set);
+  for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++)
+    sigaddset(&set, fwd[i]);
+  sigprocmask(SIG_BLOCK, &set, &old);
+  sentinel_pid = 0;
+  close(sentinel_wake);
+  close(sentinel_ack);
+  sentinel_wake = sentinel_ack = -1;
+  sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 static void sentinel_stop(void) {
@@ -382,6 +424,70 @@ static void fire_tput(void *ctx, uint64_t t, double tps) {
           "vramledger: trigger: the job makes %.0f tokens/s, under the %.0f that %s allows; "
           "its fallback is due (vramledger.fallback_requested() is now true)\n",
           tps, r->tput_floor, r->o.commitment);
+}
+
+/* ---- what the job leaves ------------------------------------------------ */
+
+static int exit_code(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* "PID 12" or "PIDs 12, 13, ..." (the first eight) */
+static void pid_list(const pid_t *pids, unsigned n, unsigned total, char *buf, size_t cap) {
+  size_t k = (size_t)snprintf(buf, cap, "PID%s ", total == 1 ? "" : "s");
+  for (unsigned i = 0; i < n && i < 8 && k < cap; i++)
+    k += (size_t)snprintf(buf + k, cap - k, "%s%d", i ? ", " : "", (int)pids[i]);
+  if (k < cap && (total > n || n > 8)) snprintf(buf + k, cap - k, ", ...");
+}
+
+/* What the job left running, as it is now (at the job's exit, and as they
+ * end): signals are passed on to those. found: they are to be said — the
+ * record's descendants event and, the first time, the word on stderr. */
+static void on_left(void *ctx, uint64_t t, const pid_t *pids, unsigned n, unsigned total,
+                    bool found) {
+  struct run *r = ctx;
+  left_n = 0;
+  for (unsigned i = 0; i < n; i++)
+    left_pids[i] = pids[i];
+  left_n = (sig_atomic_t)n;
+  child_pid = 0; /* reaped: its pid may be another process's now */
+  if (!found) return;
+  json_t *e = json_object(), *jp = json_array();
+  json_object_set_new(e, "type", json_string("descendants"));
+  json_object_set_new(e, "t_ns", json_integer((json_int_t)t));
+  json_object_set_new(e, "procs", json_integer(total));
+  for (unsigned i = 0; i < n; i++)
+    json_array_append_new(jp, json_integer(pids[i]));
+  json_object_set_new(e, "pids", jp);
+  json_object_set_new(e, "waited", json_boolean(!r->o.no_wait));
+  if (put(r, e, NULL) != VL_OK) {
+    /* the record's gap line says it */
+  }
+  if (r->said_left) return;
+  r->said_left = true;
+  char list[160];
+  pid_list(pids, n, total, list, sizeof list);
+  if (r->o.no_wait) {
+    if (!r->o.quiet)
+      fprintf(stderr,
+              "vramledger: note: the job exited and left %u process%s running (%s), not "
+              "recorded further (--no-wait-descendants)\n",
+              total, total == 1 ? "" : "es", list);
+    return;
+  }
+  waiting = 1;
+  fprintf(stderr,
+          "vramledger: waiting for %u process%s the job left (%s; the job exited with status "
+          "%d): recorded until %s; Ctrl-C passes the signal on, a second Ctrl-C stops "
+          "waiting\n",
+          total, total == 1 ? "" : "es", list, exit_code(r->sm->status),
+          total == 1 ? "it ends" : "the last ends");
+}
+
+/* A child other than the job was reaped: the sentinel, if it was. */
+static void on_reaped(void *ctx, pid_t pid) {
+  (void)ctx;
+  if (pid == (pid_t)sentinel_pid) sentinel_forget();
 }
 
 /* ---- the run directory and the record -------------------------------------- */
@@ -759,6 +865,18 @@ static int start_job(struct run *r) {
   sigemptyset(&sc.sa_mask);
   child_exited = 0;
   sigaction(SIGCHLD, &sc, &r->old_chld);
+  /* the job's orphans (a launcher's background child, a worker whose
+   * parent died) are reparented to us, not to init: still the job's */
+  r->subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+  if (!r->subreaper && !r->o.quiet)
+    fprintf(stderr,
+            "vramledger: note: cannot keep the processes the job leaves (prctl "
+            "PR_SET_CHILD_SUBREAPER: %s): run stops at the job's exit\n",
+            strerror(errno));
+  sigemptyset(&r->wake);
+  sigaddset(&r->wake, SIGCHLD);
+  for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++)
+    sigaddset(&r->wake, fwd[i]);
   sentinel_start();
   r->pid = fork();
   if (r->pid < 0) {
@@ -821,8 +939,16 @@ static int finish(struct run *r, struct vl_sampler *sm) {
     sigaction(fwd[i], &r->old[i], NULL);
   sentinel_stop();
   sigaction(SIGCHLD, &r->old_chld, NULL);
-  int status = sm->status;
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  int code = exit_code(sm->status);
+  if (sm->left_stopped && sm->left_total) {
+    char list[160];
+    pid_list(sm->left, sm->left_n, sm->left_total, list, sizeof list);
+    fprintf(stderr,
+            "vramledger: stopped waiting: %u process%s the job left still run%s (%s), no longer "
+            "recorded\n",
+            sm->left_total, sm->left_total == 1 ? "" : "es", sm->left_total == 1 ? "s" : "", list);
+  }
+  waiting = left_n = 0;
   vl_sampler_finish(sm);
   put_lost(r);
   if (vl_sampler_put_exit(sm, code, NULL) != VL_OK) {
@@ -863,21 +989,30 @@ int cmd_run(int argc, const char **argv) {
   if ((rc = parse_run(&r, argc, argv, &help)) || help || (rc = load_guard(&r)) ||
       (rc = open_record(&r)) || (rc = open_nvml(&r)) || (rc = start_job(&r)))
     return rc;
-  struct vl_sampler sm = {
-      .pid = r.pid,
-      .child_exited = &child_exited,
-      .out = &r.out,
-      .ctr = r.ctr,
-      .nv = r.nv,
-      .vis = r.vis,
-      .n_vis = r.n_vis,
-      .blind = !r.ctr || !r.use_preload,
-      .interval_ms = (unsigned)r.o.interval_ms,
-      .start_ns = r.start_ns,
-      .guard_bytes = r.guard,
-      .tput_floor = r.tput_floor,
-      .hooks = {
-          .ctx = &r, .peak_over = fire, .poll_tokens_per_s = poll_tput, .tput_under = fire_tput}};
+  struct vl_sampler sm = {.pid = r.pid,
+                          .child_exited = &child_exited,
+                          .out = &r.out,
+                          .ctr = r.ctr,
+                          .nv = r.nv,
+                          .vis = r.vis,
+                          .n_vis = r.n_vis,
+                          .blind = !r.ctr || !r.use_preload,
+                          .interval_ms = (unsigned)r.o.interval_ms,
+                          .start_ns = r.start_ns,
+                          .guard_bytes = r.guard,
+                          .tput_floor = r.tput_floor,
+                          .subreaper = r.subreaper,
+                          .keep_out = (pid_t)sentinel_pid,
+                          .no_wait = r.o.no_wait,
+                          .stop_wait = &stop_wait,
+                          .wake = &r.wake,
+                          .hooks = {.ctx = &r,
+                                    .peak_over = fire,
+                                    .poll_tokens_per_s = poll_tput,
+                                    .tput_under = fire_tput,
+                                    .left = on_left,
+                                    .reaped = on_reaped}};
+  r.sm = &sm;
   vl_sampler_run(&sm);
   return finish(&r, &sm);
 }

@@ -5,7 +5,16 @@
  * appends one "sample" event a tick to the run record (vramledger/record.h),
  * and reaps the job when it exits. The commitment's triggers are the
  * caller's: the sampler calls its hooks and never prints. Linux: the job's
- * process tree is read from /proc. */
+ * process tree is read from /proc.
+ *
+ * The processes the job starts may outlive it (a launcher that starts the
+ * training process in the background and exits, a daemon reparented when
+ * its parent dies). When the caller is the job's child subreaper
+ * (prctl(2) PR_SET_CHILD_SUBREAPER, Linux 3.4), those orphans become its
+ * children and stay in the job's tree: the sampler attributes their memory
+ * to the job, reaps them, and at the job's exit goes on sampling until the
+ * last of them ends, a pidfd each (Linux 5.3) ending its sleep when one
+ * does. */
 #ifndef VRAMLEDGER_SAMPLER_H
 #define VRAMLEDGER_SAMPLER_H
 #include <signal.h>
@@ -76,6 +85,16 @@ struct vl_sampler_hooks {
   bool (*poll_tokens_per_s)(void *ctx, double *tps);
   /* the job's tokens/s, tps, under tput_floor at t_ns */
   void (*tput_under)(void *ctx, uint64_t t_ns, double tps);
+  /* The processes the job left that run now: total, the first n (at most
+   * VL_SAMPLER_LEFT_MAX) in pids. found: to be said — the job exited at
+   * t_ns and they still ran 100 ms later (at once with no_wait), or, once
+   * those ended, processes they started were found still running. Not
+   * found: the list changed (at the job's exit, or some ended; n may be
+   * 0). */
+  void (*left)(void *ctx, uint64_t t_ns, const pid_t *pids, unsigned n, unsigned total, bool found);
+  /* a child of this process other than the job was reaped (an orphan of
+   * the job, or keep_out) */
+  void (*reaped)(void *ctx, pid_t pid);
 };
 
 /* What NVML said at its last reading, put into every sample until the
@@ -100,6 +119,10 @@ struct vl_sampler_pid {
   bool member;
 };
 
+/* The processes the job left that are watched at once (a pidfd each);
+ * more are found in /proc when these have ended. */
+#define VL_SAMPLER_LEFT_MAX 256
+
 /* The sampling loop's inputs and what it found. Zero it, set the inputs,
  * then vl_sampler_run, vl_sampler_finish, vl_sampler_put_exit. The
  * caller owns what the inputs point to. */
@@ -114,9 +137,19 @@ struct vl_sampler {
   unsigned n_vis;
   bool blind; /* no interposer: NVML is all there is */
   unsigned interval_ms;
-  uint64_t start_ns;    /* the run's start, vl_monotonic_ns */
-  uint64_t guard_bytes; /* the commitment's peak trigger, 0: none */
-  double tput_floor;    /* its throughput trigger (tokens/s), 0: none */
+  uint64_t start_ns;                /* the run's start, vl_monotonic_ns */
+  uint64_t guard_bytes;             /* the commitment's peak trigger, 0: none */
+  double tput_floor;                /* its throughput trigger (tokens/s), 0: none */
+  bool subreaper;                   /* this process is the job's child subreaper: its
+                                     * descendants (but keep_out's) are the job's */
+  pid_t keep_out;                   /* a child of this process outside the job, or 0 */
+  bool no_wait;                     /* stop at the job's exit, leaving what it started */
+  volatile sig_atomic_t *stop_wait; /* set by the caller: stop waiting for
+                                     * what the job left; or NULL */
+  const sigset_t *wake;             /* the signals whose handlers set child_exited and
+                                     * stop_wait: blocked but in the sampler's sleeps
+                                     * (one that comes just before a sleep ends it at
+                                     * once), or NULL */
   struct vl_sampler_hooks hooks;
   /* out */
   int status;                                                     /* waitpid's */
@@ -129,6 +162,16 @@ struct vl_sampler {
   /* the job's process tree, as read from /proc */
   struct vl_sampler_pid tree[VL_SAMPLER_TREE_CACHE];
   unsigned tree_n;
+  /* what the job left: the processes found at its exit (and later) */
+  uint64_t job_end_ns;              /* when the job was reaped; 0: not yet */
+  unsigned left_seen;               /* said (found) in all, 0: none */
+  unsigned left_total;              /* running at the end (the last look), or found */
+  bool left_stopped;                /* the wait ended by stop_wait */
+  pid_t left[VL_SAMPLER_LEFT_MAX];  /* those watched (at the end: running) */
+  int left_fd[VL_SAMPLER_LEFT_MAX]; /* their pidfds, -1: none */
+  unsigned left_n;
+  bool left_ready; /* a pidfd said its process ended */
+  pid_t self;
 };
 
 /*! Live driver-allocated bytes of the job's processes in the counters;
@@ -150,7 +193,12 @@ uint64_t vl_counters_scan(struct vl_counters *c, unsigned *end, uint64_t *peak, 
 
 /*! Sample every interval_ms until the job exits (one last sample then),
  * and reap it (s->status): the counters every tick, NVML when a reading is
- * due, the triggers' hooks, the peaks. A sample line that cannot be
+ * due, the triggers' hooks, the peaks. Every child of this process that
+ * ends is reaped (waitpid(-1)): the job, and with subreaper the orphans it
+ * leaves. With subreaper, when the job exits while processes it started
+ * run on, the hook left is told and, unless no_wait, sampling goes on
+ * until the last of them ends or *stop_wait is set (s->left_stopped);
+ * s->left then holds those still running. A sample line that cannot be
  * formatted (no memory) is left out; nothing else fails. */
 void vl_sampler_run(struct vl_sampler *s);
 
@@ -158,10 +206,10 @@ void vl_sampler_run(struct vl_sampler *s);
  * may fall between them, into peak_alloc; NVML's last reading freed. */
 void vl_sampler_finish(struct vl_sampler *s);
 
-/*! The exit event: the job's exit code (code) and signal, and what watching
- * cost (this process's CPU time, not the job's: all of it, NVML's start
- * included, and the sampling loop's alone). @return as
- * vl_record_writer_put. */
+/*! The exit event: the job's exit code (code) and signal, how many
+ * processes it left still ran when the record closed (descendants_left,
+ * only when it left some), and what watching cost (this process's CPU time, not the job's: all of
+ * it, NVML's start included, and the sampling loop's alone). @return as vl_record_writer_put. */
 vl_status vl_sampler_put_exit(const struct vl_sampler *s, int code, struct vl_err *err) VL_MUST_USE;
 
 #endif

@@ -2,6 +2,7 @@
  * the user's job, so what it costs a tick is measured and kept small
  * (the readings' CPU time goes into the record's exit event). */
 #define _GNU_SOURCE /* ppoll and syscall (pidfd_open) */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -136,7 +137,8 @@ vl_status vl_record_writer_put(struct vl_record_writer *w, const char *json, str
 
 /* ---- the job's process tree ---------------------------------------------- */
 
-static pid_t parent_of(pid_t pid) {
+/* pid's parent and state letter (/proc/PID/stat); -1 when it is gone */
+static pid_t parent_of(pid_t pid, char *state) {
   char path[64], buf[512];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -147,26 +149,215 @@ static pid_t parent_of(pid_t pid) {
   buf[n] = '\0';
   char *rp = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
   int ppid;
-  char state;
-  if (!rp || sscanf(rp + 1, " %c %d", &state, &ppid) != 2) return -1;
+  char st;
+  if (!rp || sscanf(rp + 1, " %c %d", &st, &ppid) != 2) return -1;
+  if (state) *state = st;
   return ppid;
 }
 
+/* Is pid the job's? Its parents lead to the job (root: 0 once the job is
+ * gone, its pid may be another's), or, with subreaper, to this process
+ * through another child than keep_out: an orphan of the job, reparented
+ * here. */
 static bool in_tree(struct vl_sampler *s, pid_t pid, pid_t root) {
   for (unsigned i = 0; i < s->tree_n; i++)
     if (s->tree[i].pid == pid) return s->tree[i].member;
   bool member = false;
-  pid_t p = pid;
+  pid_t p = pid, below = 0, self = s->subreaper ? s->self : -1;
   for (int depth = 0; depth < 64 && p > 1; depth++) {
     if (p == root) {
       member = true;
       break;
     }
-    p = parent_of(p);
+    if (p == self) {
+      member = below != 0 && below != s->keep_out;
+      break;
+    }
+    below = p;
+    p = parent_of(p, NULL);
   }
   if (s->tree_n < VL_SAMPLER_TREE_CACHE)
     s->tree[s->tree_n++] = (struct vl_sampler_pid){pid, member};
   return member;
+}
+
+/* ---- what the job leaves ---------------------------------------------------- */
+
+struct proc_parent {
+  pid_t pid, ppid;
+};
+
+static int by_pid(const void *a, const void *b) {
+  pid_t x = ((const struct proc_parent *)a)->pid, y = ((const struct proc_parent *)b)->pid;
+  return (x > y) - (x < y);
+}
+
+/* Every process of /proc with its parent, zombies left out (their parent
+ * reaps them), sorted by pid. @return how many, *v the caller's to free. */
+static size_t read_procs(struct proc_parent **v) {
+  DIR *d = opendir("/proc");
+  size_t n = 0, cap = 0;
+  *v = NULL;
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    char *end;
+    long pid = strtol(e->d_name, &end, 10);
+    char st = '?';
+    if (*end || pid <= 0) continue;
+    pid_t pp = parent_of((pid_t)pid, &st);
+    if (pp < 0 || st == 'Z' || st == 'X') continue;
+    if (n == cap) {
+      size_t nc = cap ? cap * 2 : 512;
+      struct proc_parent *nv = vl_realloc(*v, nc * sizeof *nv);
+      if (!nv) break;
+      *v = nv;
+      cap = nc;
+    }
+    (*v)[n++] = (struct proc_parent){(pid_t)pid, pp};
+  }
+  closedir(d);
+  if (n) qsort(*v, n, sizeof **v, by_pid);
+  return n;
+}
+
+/* Does pid descend from this process through another child than keep_out? */
+static bool under_self(const struct vl_sampler *s, const struct proc_parent *v, size_t n,
+                       const struct proc_parent *p) {
+  for (int depth = 0; depth < 64; depth++) {
+    if (p->ppid == s->self) return p->pid != s->keep_out;
+    struct proc_parent key = {p->ppid, 0};
+    p = bsearch(&key, v, n, sizeof *v, by_pid);
+    if (!p) return false;
+  }
+  return false;
+}
+
+/* A descriptor that becomes readable when pid ends (pidfd_open, Linux
+ * 5.3; a zombie has ended), or -1. */
+static int job_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
+static void left_close(struct vl_sampler *s) {
+  for (unsigned i = 0; i < s->left_n; i++)
+    if (s->left_fd[i] >= 0) close(s->left_fd[i]);
+  s->left_n = 0;
+}
+
+/* The processes under this one (the job's, once it is gone), in one pass
+ * over /proc: into s->left, the first VL_SAMPLER_LEFT_MAX, each with a
+ * pidfd when watch. @return how many run (s->left_total). */
+static unsigned find_left(struct vl_sampler *s, bool watch) {
+  struct proc_parent *v;
+  size_t n = read_procs(&v);
+  left_close(s);
+  s->left_total = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!under_self(s, v, n, &v[i])) continue;
+    int fd = -1;
+    if (watch && s->left_n < VL_SAMPLER_LEFT_MAX) {
+      fd = job_pidfd(v[i].pid);
+      if (fd < 0 && errno == ESRCH) continue; /* ended since */
+    }
+    s->left_total++;
+    if (s->left_n == VL_SAMPLER_LEFT_MAX) continue;
+    s->left_fd[s->left_n] = fd;
+    s->left[s->left_n++] = v[i].pid;
+  }
+  vl_free(v);
+  return s->left_total;
+}
+
+/* Drop the processes watched that ended (their pidfd readable; without
+ * one, kill(0) fails). @return whether any did. */
+static bool prune_left(struct vl_sampler *s) {
+  struct pollfd p[VL_SAMPLER_LEFT_MAX];
+  for (unsigned i = 0; i < s->left_n; i++)
+    p[i] = (struct pollfd){.fd = s->left_fd[i], .events = POLLIN};
+  if (poll(p, s->left_n, 0) < 0) return false;
+  unsigned k = 0;
+  for (unsigned i = 0; i < s->left_n; i++) {
+    bool ended =
+        s->left_fd[i] >= 0 ? p[i].revents != 0 : kill(s->left[i], 0) != 0 && errno == ESRCH;
+    if (ended) {
+      if (s->left_fd[i] >= 0) close(s->left_fd[i]);
+      continue;
+    }
+    s->left_fd[k] = s->left_fd[i];
+    s->left[k++] = s->left[i];
+  }
+  bool any = k != s->left_n;
+  s->left_n = k;
+  return any;
+}
+
+/* How often the processes the job left are looked at without a pidfd, and
+ * how long they must outlive it to be said: a job's workers ended by the
+ * same Ctrl-C, or Python's resource tracker that ends with its last user,
+ * are gone by then. */
+#define LEFT_LOOK_NS 100000000ull
+
+/* The hook: the list of those watched (found: and the record's word). */
+static void tell_left(struct vl_sampler *s, uint64_t t, bool found) {
+  if (found) s->left_seen += s->left_total;
+  if (s->hooks.left) s->hooks.left(s->hooks.ctx, t, s->left, s->left_n, s->left_total, found);
+}
+
+/* Reap every child that ended: the job (its status into s->status), the
+ * others (the job's orphans, keep_out) told through the hook. @return true
+ * when the job was among them. */
+static bool reap_children(struct vl_sampler *s) {
+  bool job = false;
+  for (;;) {
+    int st;
+    pid_t w = waitpid(-1, &st, WNOHANG);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return job;
+    if (w == s->pid) {
+      s->status = st;
+      job = true;
+    } else if (s->hooks.reaped) {
+      s->hooks.reaped(s->hooks.ctx, w);
+    }
+  }
+}
+
+/* The job was reaped at t: does what it started run on? Those found are
+ * watched (without no_wait) and handed to the caller; said at once with
+ * no_wait, else once they have outlived the job by LEFT_LOOK_NS. @return
+ * true to sample until they end. */
+static bool job_ended(struct vl_sampler *s, uint64_t t) {
+  s->job_end_ns = t;
+  if (!s->subreaper || !find_left(s, !s->no_wait)) return false;
+  tell_left(s, t, s->no_wait);
+  return !s->no_wait;
+}
+
+/* While waiting for what the job left, at t (each tick; the processes
+ * looked at when a pidfd said so, else every LEFT_LOOK_NS): those that
+ * ended dropped; once none is left, /proc looked at again for what they
+ * started. @return true while some run and no stop was asked for. */
+static bool wait_left(struct vl_sampler *s, uint64_t t, uint64_t *last) {
+  if (s->stop_wait && *s->stop_wait) {
+    s->left_stopped = true;
+    return false;
+  }
+  if (!s->left_ready && t - *last < LEFT_LOOK_NS) return true;
+  s->left_ready = false;
+  *last = t;
+  bool told = s->left_seen > 0;
+  if (prune_left(s)) tell_left(s, t, false);
+  if (!s->left_n) {
+    if (!find_left(s, true)) return false;
+    if (told) tell_left(s, t, true); /* started by those that ended */
+  }
+  if (!told && t - s->job_end_ns >= LEFT_LOOK_NS) tell_left(s, s->job_end_ns, true);
+  return true;
 }
 
 /* ---- the interposer's counters ------------------------------------------- */
@@ -258,7 +449,7 @@ static void nvml_read(struct vl_sampler *s) {
     if (vl_nvml_processes(s->nv, s->vis[k], ps, 256, &np) == VL_OK) {
       for (unsigned i = 0; i < np && i < 256; i++) {
         uint64_t b = ps[i].used_bytes == UINT64_MAX ? 0 : ps[i].used_bytes;
-        if (in_tree(s, (pid_t)ps[i].pid, s->pid)) {
+        if (in_tree(s, (pid_t)ps[i].pid, s->job_end_ns ? 0 : s->pid)) {
           gtree += b;
           v->tree_procs++;
           json_t *e = json_object();
@@ -401,59 +592,64 @@ static void triggers(struct vl_sampler *s, uint64_t t, uint64_t alloc, bool *fir
   }
 }
 
-/* A descriptor that becomes readable when the job ends (pidfd_open, Linux
- * 5.3), or -1: the sleep below then ends early only on the SIGCHLD that
- * interrupts it. */
-static int job_pidfd(pid_t pid) {
-#ifdef SYS_pidfd_open
-  return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-  (void)pid;
-  return -1;
-#endif
-}
-
-/* Sleep until `next` (CLOCK_MONOTONIC), or until the job ends: a job that
- * exits is noticed at once, not at the next tick (5 s later at
- * --interval-ms 5000). */
-static void sleep_until(const struct timespec *next, int pidfd,
-                        volatile sig_atomic_t *child_exited) {
+/* Sleep until `next` (CLOCK_MONOTONIC), or until the job or a process it
+ * left ends (their pidfds; without one, the SIGCHLD that interrupts the
+ * sleep), or a signal sets stop_wait: a job that exits is noticed at once,
+ * not at the next tick (5 s later at --interval-ms 5000). mask: the signal
+ * mask in the sleep (s->wake let through), or NULL. */
+static void sleep_until(const struct timespec *next, int pidfd, struct vl_sampler *s,
+                        const sigset_t *mask) {
+  struct pollfd p[1 + VL_SAMPLER_LEFT_MAX];
+  nfds_t n = 0;
+  if (pidfd >= 0) p[n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+  for (unsigned i = 0; i < s->left_n; i++)
+    if (s->left_fd[i] >= 0) p[n++] = (struct pollfd){.fd = s->left_fd[i], .events = POLLIN};
   for (;;) {
-    if (*child_exited) return;
-    if (pidfd < 0) {
-      if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next, NULL) != EINTR) return;
-      continue;
-    }
+    if (*s->child_exited || (s->stop_wait && *s->stop_wait)) return;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     int64_t ns = (int64_t)(next->tv_sec - now.tv_sec) * 1000000000 + (next->tv_nsec - now.tv_nsec);
     if (ns <= 0) return;
     struct timespec left = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
-    struct pollfd p = {.fd = pidfd, .events = POLLIN};
-    int r = ppoll(&p, 1, &left, NULL);
-    if (r > 0) *child_exited = 1; /* the job ended: waitpid at once */
-    if (r >= 0 || errno != EINTR) return;
+    int r = ppoll(p, n, &left, mask);
+    if (r > 0) {
+      bool job = pidfd >= 0 && p[0].revents;
+      if (job) *s->child_exited = 1; /* the job ended: waitpid at once */
+      if (r > (int)job) s->left_ready = true;
+      return;
+    }
+    if (r == 0 || errno != EINTR) return;
   }
 }
 
 void vl_sampler_run(struct vl_sampler *s) {
-  bool done = false, fired = false, tput_fired = false;
+  bool done = false, fired = false, tput_fired = false, job_alive = true;
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
-  uint64_t last_reap = 0, last_wait = 0, last_flush = 0;
+  uint64_t last_reap = 0, last_wait = 0, last_flush = 0, last_left = 0;
   struct sample_fmt fmt = {0};
+  sigset_t old;
+  const sigset_t *mask = s->wake && sigprocmask(SIG_BLOCK, s->wake, &old) == 0 ? &old : NULL;
+  s->self = getpid();
   s->loop_cpu0 = self_cpu_ns();
   s->loop_t0 = vl_monotonic_ns();
-  const int pidfd = job_pidfd(s->pid);
+  int pidfd = job_pidfd(s->pid);
   while (!done) {
     uint64_t t = vl_monotonic_ns();
-    /* waitpid when SIGCHLD said so, and every 100 ms in case it was lost */
-    if (*s->child_exited || t - last_wait >= NVML_MAX_AGE_NS) {
+    /* waitpid when SIGCHLD or a pidfd said so, and every 100 ms in case it
+     * was lost */
+    if (*s->child_exited || s->left_ready || t - last_wait >= NVML_MAX_AGE_NS) {
       *s->child_exited = 0;
       last_wait = t;
-      pid_t w = waitpid(s->pid, &s->status, WNOHANG);
-      if (w == s->pid) done = true; /* one last sample below */
+      if (reap_children(s) && job_alive) {
+        job_alive = false;
+        if (pidfd >= 0) close(pidfd);
+        pidfd = -1;
+        last_left = t;
+        done = !job_ended(s, t); /* then one last sample below */
+      }
     }
+    if (!job_alive && !done) done = !wait_left(s, t, &last_left);
     uint64_t alloc = 0, ops = 0;
     /* exited processes are looked for every 100 ms (a kill(0) each) */
     bool reap = done || t - last_reap >= NVML_MAX_AGE_NS;
@@ -487,9 +683,15 @@ void vl_sampler_run(struct vl_sampler *s) {
     next.tv_nsec += (long)(s->interval_ms % 1000) * 1000000L;
     next.tv_sec += (time_t)(s->interval_ms / 1000) + next.tv_nsec / 1000000000L;
     next.tv_nsec %= 1000000000L;
-    sleep_until(&next, pidfd, s->child_exited);
+    sleep_until(&next, pidfd, s, mask);
   }
   if (pidfd >= 0) close(pidfd);
+  reap_children(s); /* the last of what the job left, if it ended here */
+  if (s->left_stopped)
+    find_left(s, false); /* those still running */
+  else if (!s->no_wait)
+    left_close(s);
+  if (mask) sigprocmask(SIG_SETMASK, &old, NULL);
   s->loop_end = vl_monotonic_ns();
   fmt_release(&fmt);
 }
@@ -509,6 +711,8 @@ vl_status vl_sampler_put_exit(const struct vl_sampler *s, int code, struct vl_er
   json_object_set_new(ex, "t_ns", json_integer((json_int_t)end));
   json_object_set_new(ex, "status", json_integer(code));
   if (WIFSIGNALED(s->status)) json_object_set_new(ex, "signal", json_integer(WTERMSIG(s->status)));
+  if (s->left_seen)
+    json_object_set_new(ex, "descendants_left", json_integer((json_int_t)s->left_total));
   json_object_set_new(ex, "wall_ns", json_integer((json_int_t)(end - s->start_ns)));
   uint64_t cpu = self_cpu_ns();
   json_object_set_new(ex, "sampler_cpu_ns", json_integer((json_int_t)cpu));

@@ -76,6 +76,49 @@ check "without NVML the report says so" sh -c "'$vl' report '$tmp/nonvml' --form
 check "a child's allocations count while it lives" json "$tmp/orphan" cuda_alloc_bytes 33554432
 check "and not after it exits" sh -c "grep '\"type\":\"sample\"' '$tmp/orphan/record.jsonl' | tail -1 | grep -q '\"cuda_alloc_bytes\":0'"
 
+# a launcher that exits (status 3) leaving its child holding 32 MiB for
+# 0.6 s: run is the job's child subreaper, records the child until it
+# ends, and exits with the launcher's status
+: >"$tmp/procs"
+"$vl" run --out "$tmp/left" --interval-ms 10 --quiet -- "$prog" leave 3 32 0.6 "$tmp/procs" 2>"$tmp/err"
+check "left: the status is the job's, not its child's" [ $? = 3 ]
+check "left: the wait is said" grep -q "waiting for 1 process the job left (PID [0-9]*; the job exited with status 3)" "$tmp/err"
+check "left: the record names it" grep -q '"type":"descendants","t_ns":[0-9]*,"procs":1,"pids":\[[0-9]*\],"waited":true}' "$tmp/left/record.jsonl"
+check "left: after the job's exit, its samples: its allocation, its NVML memory, until it ends" python3 -c "
+import json, sys
+ev = [json.loads(l) for l in open('$tmp/left/record.jsonl')]
+d = next(e for e in ev if e['type'] == 'descendants')
+after = [e for e in ev if e['type'] == 'sample' and e['t_ns'] > d['t_ns']]
+pid = d['pids'][0]
+held = [e for e in after if e['cuda_alloc_bytes'] == 32 << 20 and
+        {'pid': pid, 'gpu': 0, 'bytes': (32 << 20) + (500 << 20)} in e.get('procs', [])]
+last_mark = max(e['t_ns'] for e in ev if e['type'] == 'mark' and e['pid'] == pid)
+ex = ev[-1] if ev[-1]['type'] == 'exit' else {}
+sys.exit(not (len(held) >= 20 and after[-1]['t_ns'] >= last_mark and ex.get('status') == 3
+              and ex.get('descendants_left') == 0))"
+
+# --no-wait-descendants: run stops at the job's exit, saying what it leaves
+: >"$tmp/procs"
+start=$(date +%s%N)
+"$vl" run --out "$tmp/nowait" --interval-ms 10 --no-wait-descendants -- "$prog" leave 4 8 2 "$tmp/procs" 2>"$tmp/err"
+rc=$? took=$((($(date +%s%N) - start) / 1000000))
+left=$(sed -n 's/.*"type":"descendants".*"pids":\[\([0-9]*\)\].*/\1/p' "$tmp/nowait/record.jsonl")
+check "--no-wait-descendants: stops at the job's exit, with its status" [ "$rc.$((took < 1500))" = 4.1 ]
+check "--no-wait-descendants: the record says what it left" sh -c "grep -q '\"pids\":\[$left\],\"waited\":false}' '$tmp/nowait/record.jsonl' && grep -q '\"type\":\"exit\",.*\"descendants_left\":1,' '$tmp/nowait/record.jsonl'"
+check "--no-wait-descendants: and stderr" grep -q "left 1 process running (PID $left), not recorded further" "$tmp/err"
+check "--no-wait-descendants: no wait said" sh -c "! grep -q 'waiting for' '$tmp/err'"
+[ -n "$left" ] && kill "$left" 2>/dev/null
+# what the job left starts more and exits: those are found and waited for
+# too (two descendants events); what ends within 100 ms of the job is
+# reaped without a word (workers ended by the job's own end)
+start=$(date +%s%N)
+"$vl" run --out "$tmp/left2" --quiet -- sh -c "sh -c 'sleep 0.3; sleep 0.4 & exit 0' & exit 0" 2>"$tmp/err"
+rc=$? took=$((($(date +%s%N) - start) / 1000000))
+check "left: what they start is waited for (${took} ms)" [ "$rc.$((took >= 700))" = 0.1 ]
+check "left: and recorded" [ "$(grep -c '"type":"descendants"' "$tmp/left2/record.jsonl")" = 2 ]
+"$vl" run --out "$tmp/left3" --quiet -- sh -c "sleep 0.02 & exit 0" 2>"$tmp/err"
+check "left: ended within 100 ms of the job: no word" sh -c "! grep -q 'waiting for' '$tmp/err' && ! grep -q '\"descendants' '$tmp/left3/record.jsonl'"
+
 # sweep: a grid of runs, a point out of memory, resume, and fit on the table
 : >"$tmp/procs"
 "$vl" sweep --grid mib=16,32,64,128 --grid secs=0.15 --interval-ms 10 --out "$tmp/sweep" -- "$prog" hold {mib} {secs} "$tmp/procs" >/dev/null 2>&1

@@ -2,7 +2,8 @@
 # The fault-injection suite: vramledger and its job under a disk that
 # fills up, file size and address space limits, symbolic links where it
 # writes, a job that changes directory, closes its descriptors and forks
-# hundreds of processes, signals to its process group, a 200 MiB record,
+# hundreds of processes, signals to its process group, Ctrl-C while run
+# waits for the processes a job left running, a 200 MiB record,
 # slow and split HTTP requests, and hostile strings in what renderers
 # print. Each case asserts the outcome: nothing followed, nothing lost
 # beyond what the record itself says, the job's exit status intact. One
@@ -350,6 +351,53 @@ if want kills; then
   expect "kill -9 of vramledger: a readable record, no exit" \
     sh -c "'$vl' report '$tmp/kill9vl' --format json | grep -q '\"exit_status\": null'"
   expect "with its samples" [ "$(rec "$tmp/kill9vl/record.jsonl" samples)" -ge 5 ]
+  end
+fi
+
+if want left-signals; then
+  # Ctrl-C while run waits for what the job left: passed on to it (it
+  # ends, and so does the wait); a second one ends the wait, leaving a
+  # process that ignores INT running. dfl: vramledger with SIGINT as a
+  # terminal's job has it (a background job of sh has it ignored, and so
+  # would its children); exec: $! is vramledger
+  begin left-signals
+  dfl() { exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' "$@"; }
+  said() { # said FILE: wait (5 s at most) for run's word that it waits
+    for _ in $(seq 100); do grep -q 'waiting for' "$1" && return 0; sleep 0.05; done
+    return 1
+  }
+  dfl "$vl" run --out "$tmp/lint" --quiet -- "$prog" leave 6 8 30 2>"$tmp/lint.err" &
+  vlpid=$!
+  expect "the wait is said" said "$tmp/lint.err"
+  start=$(date +%s%N)
+  kill -INT $vlpid
+  wait $vlpid
+  rc=$? took=$((($(date +%s%N) - start) / 1000000))
+  expect "Ctrl-C ends the wait at once (${took} ms), the job's status (6)" eq "$rc.$((took < 2000))" 6.1
+  expect "what it left ended from it" grep -q '"type":"exit",.*"descendants_left":0,' "$tmp/lint/record.jsonl"
+  dfl "$vl" run --out "$tmp/lint2" --quiet -- sh -c "trap '' INT; sleep 30 & exit 7" 2>"$tmp/lint2.err" &
+  vlpid=$!
+  expect "the wait is said again" said "$tmp/lint2.err"
+  kill -INT $vlpid
+  sleep 0.3
+  expect "a first Ctrl-C it ignores: still waiting" kill -0 $vlpid
+  kill -INT $vlpid
+  wait $vlpid
+  expect "a second Ctrl-C ends the wait, the job's status (7)" eq "$?" 7
+  left=$(sed -n 's/.*"type":"descendants".*"pids":\[\([0-9]*\)\].*/\1/p' "$tmp/lint2/record.jsonl")
+  expect "leaving it running" kill -0 "$left"
+  expect "said on stderr" grep -q "stopped waiting: 1 process the job left still runs (PID $left)" "$tmp/lint2.err"
+  expect "and in the exit event" grep -q '"type":"exit",.*"descendants_left":1,' "$tmp/lint2/record.jsonl"
+  [ -n "$left" ] && kill "$left" 2>/dev/null
+  "$vl" run --out "$tmp/lterm" --quiet -- sh -c 'sleep 30 & exit 4' 2>"$tmp/lterm.err" &
+  vlpid=$!
+  expect "a shell's background process: the wait is said" said "$tmp/lterm.err"
+  start=$(date +%s%N)
+  kill -TERM $vlpid
+  wait $vlpid
+  rc=$? took=$((($(date +%s%N) - start) / 1000000))
+  expect "TERM to vramledger ends it and the wait at once (${took} ms), the job's status (4)" \
+    eq "$rc.$((took < 2000)).$(grep -c '"descendants_left":0,' "$tmp/lterm/record.jsonl")" 4.1.1
   end
 fi
 

@@ -4,6 +4,10 @@
  *   preload_test hold MiB SECONDS [PROCS_FILE]
  *                          allocate and hold (for `vramledger run` tests;
  *                          writes "pid bytes" to PROCS_FILE for fake NVML)
+ *   preload_test leave CODE MiB SECONDS [PROCS_FILE]
+ *                          fork a child that holds as `hold` does, and
+ *                          exit CODE once it has allocated: a launcher
+ *                          that leaves its training process running
  *   preload_test closefds FILE
  *                          close every inherited descriptor, open FILE (it
  *                          gets the record's number), stamp a mark: FILE
@@ -61,6 +65,35 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* Allocate MiB, write "pid bytes" to procs (for fake NVML), stamp a mark,
+ * five "steps" over SECONDS as a training loop stamps them, free. ready:
+ * a byte is written there once the allocation is held (or -1). */
+static void hold(const char *mib_s, const char *secs_s, const char *procs, int ready) {
+  size_t mib = mib_s ? strtoul(mib_s, NULL, 10) : 64;
+  double secs = secs_s ? atof(secs_s) : 0.5;
+  void *p;
+  CHECK(cudaMalloc(&p, mib << 20) == 0);
+  if (procs) {
+    FILE *f = fopen(procs, "a");
+    CHECK(f);
+    fprintf(f, "%d %zu\n", (int)getpid(), (mib << 20) + (500u << 20));
+    fclose(f);
+  }
+  mark_fn mark = (mark_fn)dlsym(RTLD_DEFAULT, "vl_mark");
+  if (mark) mark("holding");
+  if (ready >= 0) {
+    CHECK(write(ready, "1", 1) == 1);
+    close(ready);
+  }
+  for (int k = 0; k < 5; k++) { /* five "steps", as a training loop stamps them */
+    double t = secs / 5;
+    struct timespec ts = {(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
+    nanosleep(&ts, NULL);
+    if (mark) mark("step");
+  }
+  CHECK(cudaFree(p) == 0);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "check";
   counts = (counts_fn)dlsym(RTLD_DEFAULT, "vl_preload_counts");
@@ -100,26 +133,23 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(mode, "hold") == 0) {
-    size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
-    double secs = argc > 3 ? atof(argv[3]) : 0.5;
-    void *p;
-    CHECK(cudaMalloc(&p, mib << 20) == 0);
-    if (argc > 4) {
-      FILE *f = fopen(argv[4], "a");
-      CHECK(f);
-      fprintf(f, "%d %zu\n", (int)getpid(), (mib << 20) + (500u << 20));
-      fclose(f);
-    }
-    mark_fn mark = (mark_fn)dlsym(RTLD_DEFAULT, "vl_mark");
-    if (mark) mark("holding");
-    for (int k = 0; k < 5; k++) { /* five "steps", as a training loop stamps them */
-      double t = secs / 5;
-      struct timespec ts = {(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
-      nanosleep(&ts, NULL);
-      if (mark) mark("step");
-    }
-    CHECK(cudaFree(p) == 0);
+    hold(argc > 2 ? argv[2] : NULL, argc > 3 ? argv[3] : NULL, argc > 4 ? argv[4] : NULL, -1);
     return 0;
+  }
+  if (strcmp(mode, "leave") == 0 && argc > 4) {
+    int ready[2];
+    CHECK(pipe(ready) == 0);
+    pid_t c = fork();
+    CHECK(c >= 0);
+    if (c == 0) {
+      close(ready[0]);
+      hold(argv[3], argv[4], argc > 5 ? argv[5] : NULL, ready[1]);
+      _exit(0);
+    }
+    close(ready[1]);
+    char b;
+    CHECK(read(ready[0], &b, 1) == 1); /* it holds its allocation */
+    return (int)strtol(argv[2], NULL, 10);
   }
   CHECK(counts != NULL);
   CHECK(live() == 0);

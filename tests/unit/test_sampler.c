@@ -1,6 +1,10 @@
-/* lib/measure/sampler.c: the counters scan and the decimal writer of the
- * sample lines. */
+/* lib/measure/sampler.c: the counters scan, the decimal writer of the
+ * sample lines, and the wait for the processes a job leaves. */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -92,10 +96,148 @@ static void scan_stops_at_never_taken(void **state) {
   free(c);
 }
 
+/* ---- what a job leaves -------------------------------------------------- */
+
+struct left_seen {
+  unsigned found, changed, n;
+  pid_t first;
+  volatile sig_atomic_t *stop; /* set at the first found, when not NULL */
+};
+
+static void on_left(void *ctx, uint64_t t, const pid_t *pids, unsigned n, unsigned total,
+                    bool found) {
+  (void)t;
+  struct left_seen *l = ctx;
+  if (!found) {
+    l->changed++;
+    return;
+  }
+  if (!l->found++) {
+    l->first = n ? pids[0] : 0;
+    l->n = total;
+  }
+  if (l->stop) *l->stop = 1;
+}
+
+static uint64_t now_ms(void) { return vl_monotonic_ns() / 1000000; }
+
+/* A job that exits with status 5 at once, leaving a child that lives
+ * child_ms: its pid in *child. @return the job's pid. */
+static pid_t leave_child(unsigned child_ms, pid_t *child) {
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  pid_t job = fork();
+  assert_true(job >= 0);
+  if (job == 0) {
+    pid_t c = fork();
+    if (c == 0) {
+      struct timespec ts = {child_ms / 1000, (long)(child_ms % 1000) * 1000000L};
+      nanosleep(&ts, NULL);
+      _exit(0);
+    }
+    if (write(p[1], &c, sizeof c) != sizeof c) _exit(1);
+    _exit(5);
+  }
+  close(p[1]);
+  assert_int_equal(read(p[0], child, sizeof *child), sizeof *child);
+  close(p[0]);
+  return job;
+}
+
+/* Sample the job until the sampler is done; @return the ms it took. */
+static uint64_t sample_job(struct vl_sampler *s, pid_t job, struct left_seen *l) {
+  static volatile sig_atomic_t exited;
+  static struct vl_record_writer w;
+  char path[] = "/tmp/vl-sampler-XXXXXX";
+  w.fd = mkstemp(path);
+  assert_true(w.fd >= 0);
+  unlink(path);
+  s->pid = job;
+  s->child_exited = &exited;
+  s->out = &w;
+  s->interval_ms = 10;
+  s->start_ns = vl_monotonic_ns();
+  s->subreaper = true;
+  s->hooks.ctx = l;
+  s->hooks.left = on_left;
+  uint64_t t0 = now_ms();
+  vl_sampler_run(s);
+  vl_sampler_finish(s);
+  close(w.fd);
+  return now_ms() - t0;
+}
+
+/* The job's child, reparented here (a subreaper), is waited for and reaped;
+ * the status is the job's. */
+static void waits_for_what_the_job_leaves(void **state) {
+  (void)state;
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+  pid_t child;
+  pid_t job = leave_child(400, &child);
+  struct vl_sampler *s = calloc(1, sizeof *s);
+  struct left_seen l = {0};
+  uint64_t ms = sample_job(s, job, &l);
+  assert_true(WIFEXITED(s->status) && WEXITSTATUS(s->status) == 5);
+  assert_true(ms >= 350);
+  assert_int_equal(l.found, 1);
+  assert_int_equal(l.n, 1);
+  assert_int_equal(l.first, child);
+  assert_true(l.changed >= 2); /* the list at the job's exit, and empty at the end */
+  assert_int_equal(s->left_seen, 1);
+  assert_int_equal(s->left_total, 0);
+  assert_false(s->left_stopped);
+  assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* reaped: no zombie */
+  free(s);
+}
+
+/* no_wait: done at the job's exit, what it left named. */
+static void no_wait_stops_at_the_job_exit(void **state) {
+  (void)state;
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+  pid_t child;
+  pid_t job = leave_child(3000, &child);
+  struct vl_sampler *s = calloc(1, sizeof *s);
+  s->no_wait = true;
+  struct left_seen l = {0};
+  uint64_t ms = sample_job(s, job, &l);
+  assert_true(WIFEXITED(s->status) && WEXITSTATUS(s->status) == 5);
+  assert_true(ms < 1000);
+  assert_int_equal(l.found, 1);
+  assert_int_equal(s->left_total, 1);
+  assert_int_equal(s->left_n, 1);
+  assert_int_equal(s->left[0], child);
+  kill(child, SIGKILL);
+  assert_int_equal(waitpid(child, NULL, 0), child);
+  free(s);
+}
+
+/* stop_wait ends the wait, and the sampler says what still runs. */
+static void stop_wait_ends_the_wait(void **state) {
+  (void)state;
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+  pid_t child;
+  pid_t job = leave_child(3000, &child);
+  static volatile sig_atomic_t stop;
+  struct vl_sampler *s = calloc(1, sizeof *s);
+  s->stop_wait = &stop;
+  struct left_seen l = {.stop = &stop};
+  uint64_t ms = sample_job(s, job, &l);
+  assert_true(ms < 1000);
+  assert_true(s->left_stopped);
+  assert_int_equal(s->left_total, 1);
+  assert_int_equal(s->left[0], child);
+  kill(child, SIGKILL);
+  assert_int_equal(waitpid(child, NULL, 0), child);
+  free(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(dec_as_printf),
       cmocka_unit_test(scan_stops_at_never_taken),
+      cmocka_unit_test(waits_for_what_the_job_leaves),
+      cmocka_unit_test(no_wait_stops_at_the_job_exit),
+      cmocka_unit_test(stop_wait_ends_the_wait),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
