@@ -5,6 +5,8 @@ argv: RECORD MODE, MODE one of
   plan=K,K,...  the probe's os.write() calls on the record, in order: ok
                 (written), short (half of it written), enospc, edquot,
                 efbig (raises that errno); the calls after the plan write
+  full          every os.write() on the record after attaching raises
+                ENOSPC: the disk never has room again
   fsize=BYTES   the file size limit (RLIMIT_FSIZE, soft) set to BYTES and
                 SIGXFSZ set back to its default (a write past the limit
                 kills) before attaching; the limit raised again after
@@ -44,6 +46,8 @@ real_write = os.write
 
 
 def faulty(fd, buf):
+    if fd == p.w.fd and kind == "full":
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     if fd != p.w.fd or not plan:
         return real_write(fd, buf)
     k = plan.pop(0)
@@ -64,7 +68,8 @@ for step in range(6):
     loss.backward()
     opt.step()
     opt.zero_grad()
-os.write = real_write
+if kind != "full":  # the exit line, at exit, on the same disk
+    os.write = real_write
 print(json.dumps({"on": not p.dead, "events": [e["type"] for e in seen],
                   "lost_events": p.w.lost_events, "lost_bytes": p.w.lost_bytes,
                   "plan_left": len(plan),

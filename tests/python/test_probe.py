@@ -5,6 +5,7 @@ saved tensors).  usage: test_probe.py VRAMLEDGER_BINARY"""
 import errno
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -853,6 +854,26 @@ class FullDisk(unittest.TestCase):
         for line in raw.decode().splitlines():
             json.loads(line)
         self.assertEqual(out.stderr, "")
+
+    def test_never_room_again(self):
+        """No gap line gets in, not even at exit: what was lost is said on
+        stderr at the end, and the record stays whole up to the loss"""
+        out, raw, rep, _ = full_disk("full")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        res = json.loads(out.stdout)
+        self.assertTrue(res["on"])
+        self.assertGreater(res["lost_events"], 0)
+        self.assertEqual(res["events"].count("step"), 6)
+        for line in raw.decode().splitlines():
+            self.assertNotEqual(json.loads(line)["type"], "gap")
+        self.assertIn("the probe could not write '", out.stderr)
+        said = re.search(r"run\.jsonl': No space left on device: (\d+) events \((\d+) bytes\) "
+                         r"of the record lost \(no 'gap' line got in\)", out.stderr)
+        self.assertIsNotNone(said, out.stderr)
+        # and the exit line, lost at exit
+        self.assertEqual(int(said.group(1)), res["lost_events"] + 1)
+        self.assertGreater(int(said.group(2)), res["lost_bytes"])
+        self.assertEqual(rep.returncode, 0, rep.stderr)
 
     def test_meta_line_refused(self):
         """attach(record=) on a full disk: no record rather than one
