@@ -39,13 +39,16 @@ parameters and optimizer state) only on sampled steps: the first three and
 every VRAMLEDGER_PROBE_EVERY-th (default 100).
 
 Correctness: the probe never raises into the job (a failure disables it and
-leaves a note), never allocates on the GPU, never initialises CUDA, and
-keeps torch.cuda.max_memory_allocated() and friends as the job would see
-them without it (it resets the allocator's peaks at phase boundaries, so it
+leaves a note; a write the disk refuses is a gap in the record instead,
+_Writer), never allocates on the GPU, never initialises CUDA, and keeps
+torch.cuda.max_memory_allocated() and friends as the job would see them
+without it (it resets the allocator's peaks at phase boundaries, so it
 remembers and merges them back into memory_stats()).
 """
+import errno
 import json
 import os
+import signal
 import sys
 import time
 import weakref
@@ -65,33 +68,214 @@ _state = None
 
 class _Writer:
     """The record's events, appended; each one also goes to the listeners
-    (vramledger.callbacks: the trainers' callbacks), in this process."""
+    (vramledger.callbacks: the trainers' callbacks), in this process.
+
+    A write that fails (ENOSPC, EDQUOT, EFBIG past `ulimit -f`) or goes
+    out short never raises into the job and never stops the probe: the
+    record's gap protocol (docs/record.md, "gap"; the C writers,
+    lib/measure/sampler.c put_line() and preload/preload.c write_line()).
+    A line not written whole is lost whole and counted; the first loss is
+    said once on stderr; the next write that goes out begins with a
+    newline when part of a line went out (the cut line stands alone),
+    then the gap line with the bytes and events lost since the last one,
+    their time range and the last write's error."""
 
     def __init__(self, path, create=False):
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+        flags = os.O_APPEND | os.O_CLOEXEC
+        self.path = path
         self.owner = False  # this process started the record: its exit line is ours
-        if create:  # attach(record=...) outside `vramledger run`
-            fd = os.open(path, flags | os.O_CREAT, 0o600)
-            if os.fstat(fd).st_size == 0:
-                os.write(fd, (json.dumps(_meta_outside_run(), separators=(",", ":")) + "\n")
-                         .encode())
-                self.owner = True
-            self.fd = fd
-        else:
-            self.fd = os.open(path, flags)
+        # read too where the file lets us: after a loss of its own the
+        # writer reads the record's last byte, as sampler.c's ends_open()
+        try:
+            fd = os.open(path, flags | os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
+            self.readable = True
+        except PermissionError:
+            fd = os.open(path, flags | os.O_WRONLY | (os.O_CREAT if create else 0), 0o600)
+            self.readable = False
+        self.fd = fd
         self.pid = os.getpid()
         self.listeners = []
+        self.lost_bytes = self.lost_events = 0  # not written whole, over the process's life
+        self.gap_bytes = self.gap_events = 0  # of those, since the last gap line
+        self.gap_t0 = 0  # the first of those lost (CLOCK_MONOTONIC ns)
+        self.err = 0  # the last failed write's errno
+        self.cut = False  # part of a line of ours went out, not closed since
+        self.said = False  # the first loss said on stderr
+        self.xfsz = _xfsz_kills()
+        if create and os.fstat(fd).st_size == 0:  # attach(record=...) outside `vramledger run`
+            meta = (json.dumps(_meta_outside_run(), separators=(",", ":")) + "\n").encode()
+            done, err = self.write_some(meta)
+            if done != len(meta):  # a record without its meta line is none: start none
+                if done and os.fstat(fd).st_size == done:  # what it holds is our cut meta alone
+                    os.ftruncate(fd, 0)
+                os.close(fd)
+                raise OSError(err, os.strerror(err), path)
+            self.owner = True
 
     def put(self, obj):
         if os.getpid() != self.pid:  # a forked worker: not ours to report
             return
         line = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
-        os.write(self.fd, line)
-        for f in self.listeners:
+        if self.gap_bytes or self.xfsz:
+            self.put_after_gap(line)
+        else:  # the common case: one write(), whole
+            try:
+                n = os.write(self.fd, line)
+            except OSError as ex:
+                self.lose(line, 0, ex.errno)
+            else:
+                if n != len(line):  # short: the rest, as sampler.c's write_some()
+                    done, err = self.write_some(line, n)
+                    if done != len(line):
+                        self.lose(line, done, err)
+        for f in self.listeners:  # every event, written or not
             try:
                 f(obj)
             except Exception as ex:  # noqa: BLE001 - a listener never breaks the job
                 sys.stderr.write("vramledger: a probe listener failed: %r\n" % (ex,))
+
+    def write_some(self, buf, done=0):
+        """Write buf from done on, as sampler.c's write_some() (the rest
+        from the same memory, no copy): @return (the bytes of buf that went
+        out, the errno that stopped it or 0)."""
+        view = memoryview(buf)
+        while done < len(buf):
+            try:
+                w = self.write1(view[done:] if done else buf)
+            except OSError as ex:
+                return done, ex.errno or errno.EIO
+            if w <= 0:
+                return done, errno.EIO
+            done += w
+        return done, 0
+
+    def write1(self, buf):
+        """One os.write(); where a write past `ulimit -f` would kill the
+        job (SIGXFSZ not ignored: _xfsz_kills()), with SIGXFSZ blocked in
+        this thread across it and taken back when the write raised it,
+        as preload.c's write_line() does (one the job had pending is
+        left). The process's disposition is never changed."""
+        if not self.xfsz:
+            return os.write(self.fd, buf)
+        xfsz = {signal.SIGXFSZ}
+        keep = signal.pthread_sigmask(signal.SIG_BLOCK, xfsz)
+        try:
+            had = signal.SIGXFSZ in signal.sigpending()
+            try:
+                return os.write(self.fd, buf)
+            except OSError as ex:
+                if ex.errno == errno.EFBIG and not had:
+                    signal.sigtimedwait(xfsz, 0)
+                raise
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, keep)
+
+    def lose(self, line, done, err):
+        """The line did not go out whole (done bytes of it did): lost
+        whole, counted for the next gap line; the first loss said."""
+        if done:
+            self.cut = True
+        if not self.gap_bytes:
+            self.gap_t0 = _now()
+        self.err = err or errno.EIO
+        self.lost_bytes += len(line)
+        self.lost_events += 1
+        self.gap_bytes += len(line)
+        self.gap_events += 1
+        if not self.said:
+            self.said = True
+            try:
+                sys.stderr.write("vramledger: error: the probe cannot write '%s': %s; the job "
+                                 "runs on, the events lost are counted and a 'gap' line marks "
+                                 "them once the record has room: %s\n"
+                                 % (self.path, os.strerror(self.err), _fix(self.err)))
+            except (OSError, ValueError):  # stderr closed or full too
+                pass
+
+    def ends_open(self):
+        """Does the record end inside a line (ours or another writer's)?
+        None when it cannot be read back (opened write-only)."""
+        if not self.readable:
+            return None
+        try:
+            size = os.fstat(self.fd).st_size
+            return size > 0 and os.pread(self.fd, 1, size - 1) != b"\n"
+        except OSError:
+            return None
+
+    def put_after_gap(self, line):
+        """A write after a loss: the gap line first, as sampler.c's put_line()."""
+        if self.gap_bytes and not self.put_gap():
+            self.lose(line, 0, self.err)
+            return
+        done, err = self.write_some(line)
+        if done != len(line):
+            self.lose(line, done, err)
+
+    def put_gap(self):
+        """The gap line owed, after a newline when the record ends inside
+        a line. @return whether it went out whole."""
+        open_line = self.ends_open()
+        if open_line is None:
+            open_line = self.cut
+        gap = {"type": "gap", "t_ns": _now(), "lost_bytes": self.gap_bytes,
+               "error": os.strerror(self.err), "lost_events": self.gap_events,
+               "t0_ns": self.gap_t0, "pid": self.pid, "writer": "probe"}
+        buf = (("\n" if open_line else "") + json.dumps(gap, separators=(",", ":")) + "\n").encode()
+        done, err = self.write_some(buf)
+        if done != len(buf):
+            if done:
+                self.cut = True
+            self.err = err
+            return False
+        self.gap_bytes = self.gap_events = 0
+        self.cut = False
+        return True
+
+    def close(self):
+        """At exit: the gap line still owed, alone, if it gets in now;
+        what was lost said on stderr, as `vramledger run` says its own."""
+        if os.getpid() != self.pid or not self.lost_bytes:
+            return
+        if self.gap_bytes:
+            self.put_gap()
+        try:
+            sys.stderr.write("vramledger: error: the probe could not write '%s': %s: %d events "
+                             "(%d bytes) of the record lost (%s)\n"
+                             % (self.path, os.strerror(self.err), self.lost_events,
+                                self.lost_bytes,
+                                "no 'gap' line got in" if self.gap_bytes else
+                                "a 'gap' line marks where"))
+        except (OSError, ValueError):
+            pass
+
+
+def _fix(err):
+    """What to do about a write the record's disk refused."""
+    if err == errno.EFBIG:
+        return "raise the file size limit (ulimit -f) or write the record elsewhere"
+    if err == errno.EDQUOT:
+        return "free space or raise the disk quota, or write the record elsewhere"
+    return "free space on its disk or write the record elsewhere"
+
+
+def _xfsz_kills():
+    """Would a write of ours past the file size limit (RLIMIT_FSIZE) kill
+    the job with SIGXFSZ, instead of failing with EFBIG? Not without a
+    limit, and not where SIGXFSZ is ignored: CPython ignores it at start
+    (Python/pylifecycle.c, as SIGPIPE), unless embedded without its
+    signal handlers or the job set it back. Asked once, when the probe
+    attaches."""
+    if not hasattr(signal, "SIGXFSZ") or not hasattr(signal, "pthread_sigmask"):
+        return False
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if soft == resource.RLIM_INFINITY:
+            return False
+        return signal.getsignal(signal.SIGXFSZ) != signal.SIG_IGN
+    except (ImportError, OSError, ValueError):
+        return True
 
 
 def _meta_outside_run():
@@ -438,6 +622,8 @@ def install(torch=None, record=None):
         if p.snapshot_at == "exit" and p.run_dir:
             import atexit
             atexit.register(_snapshot_at_exit, p)
+    import atexit
+    atexit.register(w.close)  # after the exit line (atexit runs last in, first out)
     if p.w.owner:
         _watch_exit(p)
     p.add_global()
@@ -535,6 +721,6 @@ def write(obj):
         try:
             p.w.put(obj)
             return True
-        except (OSError, TypeError, ValueError):  # an unwritable record or an unencodable event
+        except (OSError, TypeError, ValueError):  # an unencodable event (a refused write is a gap)
             pass
     return False

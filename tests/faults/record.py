@@ -15,6 +15,9 @@ Usage: record.py RECORD WHAT, WHAT one of
   cut            lines that are not a JSON object
   after-gap      sample lines after the first gap line
   marks NAME     the marks called NAME
+  events TYPE    the lines of that type
+  probe-gaps     the probe's gap lines (writer "probe")
+  probe-gap-bytes  the bytes the probe's gap lines say were lost
 """
 import json
 import sys
@@ -65,6 +68,13 @@ def main():
         print(n)
     elif what == "marks":
         print(sum(e.get("type") == "mark" and e.get("name") == sys.argv[3] for e in good))
+    elif what == "events":
+        print(sum(e.get("type") == sys.argv[3] for e in good))
+    elif what == "probe-gaps":
+        print(sum(e.get("type") == "gap" and e.get("writer") == "probe" for e in good))
+    elif what == "probe-gap-bytes":
+        print(sum(e.get("lost_bytes", 0) for e in good
+                  if e.get("type") == "gap" and e.get("writer") == "probe"))
     else:
         sys.exit("record.py: unknown " + what)
 

@@ -186,6 +186,36 @@ if want enospc-job-cut; then
   end
 fi
 
+if want probe-enospc; then
+  # the probe's writes in a Python job ($FAULT_TORCH_PYTHON, a Python with
+  # torch) on the full disk, one of its lines cut, room again after: it
+  # stays on, the cut line stands alone, its gap line counts what it lost
+  begin probe-enospc
+  tpy=${FAULT_TORCH_PYTHON:-}
+  if [ -n "$tpy" ] && "$tpy" -c 'import torch' 2>/dev/null; then
+    pexe=$("$tpy" -c 'import os, sys; print(os.path.basename(os.path.realpath(sys.executable)))')
+    full probe FAULT_FULL_AT=2048 FAULT_FULL_PARTIAL=1 FAULT_FULL_REFUSE=1 FAULT_FULL_EXE="$pexe" \
+      "$vl" run --no-preload --out "$tmp/probe" --interval-ms 10000 --quiet -- \
+      sh -c "'$tpy' '$here/../python/job_train.py' sgd-momentum 1 5 >/dev/null && exit 12"
+    r=$tmp/probe/record.jsonl
+    expect "the job's status (12)" eq "$st" 12
+    expect "a short write cut the probe's line" \
+      eq "$(awk -v e="$pexe" '$2 == e && $3 == "cut"' "$tmp/probe.log" | wc -l)" 1
+    expect "the cut line stands alone" eq "$(rec "$r" cut)" 1
+    expect "the record reads, its finding gap" \
+      sh -c "'$vl' report '$tmp/probe' --format json | grep -q '\"gap\"'"
+    expect "the probe's gap line" eq "$(rec "$r" probe-gaps)" 1
+    expect "its bytes the ones not written" \
+      eq "$(rec "$r" probe-gap-bytes)" "$(logged "$pexe" "cut refused" 6)"
+    expect "the probe on to the last step, never stopped" \
+      eq "$(grep -c '"type":"step".*"step":5,' "$r") $(grep -c 'probe stopped' "$r")" "1 0"
+    expect "said once on the job's stderr" eq "$(grep -c 'the probe cannot write' "$tmp/probe.err")" 1
+  else
+    echo "  probe-enospc: left out (no Python with torch in FAULT_TORCH_PYTHON)" >&2
+  fi
+  end
+fi
+
 if want own-preload; then
   # a job with an LD_PRELOAD of its own that wraps write() (as the full
   # disk does), behind the interposer: its dlsym(RTLD_NEXT) gets libc's

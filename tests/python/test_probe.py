@@ -2,8 +2,10 @@
 change under `vramledger run`, the phase sequence, and the bill, which on
 the CPU is exact (storages of parameters, gradients, optimizer state and
 saved tensors).  usage: test_probe.py VRAMLEDGER_BINARY"""
+import errno
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -744,6 +746,173 @@ class PeakMerge(unittest.TestCase):
         nested = Wrapper(elem=Wrapper(_local_tensor=data))
         self.assertEqual(probe._storage(nested), probe._storage(data))
         self.assertIs(probe._local(nested), data)
+
+
+def full_disk(mode):
+    """job_full_disk.py in MODE (its docstring): the job's outcome, the
+    record's bytes and `vramledger report` of it, JSON and text."""
+    d = tempfile.mkdtemp(prefix="vl-full-")
+    rec = d + "/run.jsonl"
+    e = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
+    out = subprocess.run([PY, os.path.join(HERE, "job_full_disk.py"), rec, mode], env=e,
+                         capture_output=True, text=True, timeout=120)
+    with open(rec, "rb") as f:
+        raw = f.read()
+    rep = subprocess.run([VL, "report", rec, "--format", "json"], capture_output=True, text=True)
+    txt = subprocess.run([VL, "report", rec], capture_output=True, text=True)
+    shutil.rmtree(d)
+    return out, raw, rep, txt
+
+
+class FullDisk(unittest.TestCase):
+    """The record's disk refuses the probe's writes (docs/record.md, "gap"):
+    the probe stays on, loses whole lines and counts them, says so once,
+    and once a write goes out begins with a newline after a cut line and
+    the gap line, as the C writers do."""
+
+    def check(self, mode, gaps, cut, lost_events, error="No space left on device"):
+        """MODE's record, with GAPS gap lines and CUT cut lines (None: at
+        most one), LOST_EVENTS events lost (None: some)."""
+        out, raw, rep, txt = full_disk(mode)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertNotIn("Traceback", out.stderr)
+        res = json.loads(out.stdout)
+        self.assertTrue(res["on"], "the probe stopped")
+        self.assertEqual(res["plan_left"], 0)  # every fault was met
+        if lost_events is None:
+            lost_events = res["lost_events"]
+            self.assertGreater(lost_events, 0)
+        self.assertEqual(res["lost_events"], lost_events)
+        lines = raw.decode().split("\n")
+        self.assertEqual(lines[-1], "")  # the record ends in a whole line
+        lines = lines[:-1]
+        events, cuts, seen_gaps = [], 0, []
+        for i, line in enumerate(lines):
+            self.assertTrue(line.startswith('{"type":"'), line)
+            self.assertEqual(line.count('{"type":'), 1, "two lines fused: " + line)
+            try:
+                ev = json.loads(line)
+            except ValueError:  # a cut line stands alone, the gap line right after it
+                cuts += 1
+                self.assertTrue(lines[i + 1].startswith('{"type":"gap"'), lines[i + 1])
+                continue
+            if ev["type"] == "gap":
+                seen_gaps.append(ev)
+            else:
+                events.append(ev)
+        if cut is None:
+            self.assertLessEqual(cuts, 1)
+        else:
+            self.assertEqual(cuts, cut)
+        self.assertEqual(len(seen_gaps), gaps)
+        for g in seen_gaps:
+            self.assertEqual(list(g)[:4], ["type", "t_ns", "lost_bytes", "error"])
+            self.assertEqual(g["error"], error)
+            self.assertEqual(g["writer"], "probe")
+            self.assertLessEqual(g["t0_ns"], g["t_ns"])
+            self.assertGreater(g["lost_bytes"], 0)
+        self.assertEqual(sum(g["lost_events"] for g in seen_gaps), lost_events)
+        self.assertEqual(sum(g["lost_bytes"] for g in seen_gaps), res["lost_bytes"])
+        # the listener (added after the probe event) got every event, written or lost
+        written = [e["type"] for e in events if e["type"] not in ("meta", "probe", "exit")]
+        self.assertEqual(len(res["events"]), len(written) + lost_events)
+        self.assertEqual(res["events"].count("step"), 6)
+        self.assertEqual([e["step"] for e in events if e["type"] == "step"][-1], 6)
+        self.assertEqual(events[-1]["type"], "exit")
+        self.assertEqual(events[-1]["status"], 0)
+        # said once, with the record and what to do; the total at exit
+        said = [x for x in out.stderr.splitlines() if "the probe cannot write" in x]
+        self.assertEqual(len(said), 1, out.stderr)
+        self.assertIn("run.jsonl': " + error, said[0])
+        self.assertIn("events (%d bytes) of the record lost (a 'gap' line marks where)"
+                      % res["lost_bytes"], out.stderr)
+        # `vramledger report` reads the record and says the gaps
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        codes = [f["code"] for f in json.loads(rep.stdout)["findings"]]
+        self.assertIn("gap", codes)
+        self.assertIn("[gap] the record has %d gap%s" % (gaps, "s" if gaps > 1 else ""), txt.stdout)
+        return out, res
+
+    def test_refused_then_cut_then_room(self):
+        # three events refused, one gap line; a short write whose rest is
+        # refused: its line cut, closed by a newline before the next gap
+        out, res = self.check("plan=ok,ok,enospc,enospc,enospc,ok,short,enospc,ok,ok",
+                              gaps=2, cut=1, lost_events=4)
+        self.assertIn("free space", out.stderr)
+
+    def test_the_gap_line_cut_too(self):
+        # the gap line itself written short: it stands alone, a second gap
+        # line after it counts the events since the first loss
+        self.check("plan=edquot,short,edquot,ok,ok", gaps=1, cut=1, lost_events=2,
+                   error="Disk quota exceeded")
+
+    def test_a_short_write_completed(self):
+        out, raw, rep, _ = full_disk("plan=short,ok")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        res = json.loads(out.stdout)
+        self.assertEqual((res["lost_events"], res["plan_left"]), (0, 0))
+        self.assertNotIn(b'"type":"gap"', raw)  # the line's rest went out: nothing lost
+        for line in raw.decode().splitlines():
+            json.loads(line)
+        self.assertEqual(out.stderr, "")
+
+    def test_never_room_again(self):
+        """No gap line gets in, not even at exit: what was lost is said on
+        stderr at the end, and the record stays whole up to the loss"""
+        out, raw, rep, _ = full_disk("full")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        res = json.loads(out.stdout)
+        self.assertTrue(res["on"])
+        self.assertGreater(res["lost_events"], 0)
+        self.assertEqual(res["events"].count("step"), 6)
+        for line in raw.decode().splitlines():
+            self.assertNotEqual(json.loads(line)["type"], "gap")
+        self.assertIn("the probe could not write '", out.stderr)
+        said = re.search(r"run\.jsonl': No space left on device: (\d+) events \((\d+) bytes\) "
+                         r"of the record lost \(no 'gap' line got in\)", out.stderr)
+        self.assertIsNotNone(said, out.stderr)
+        # and the exit line, lost at exit
+        self.assertEqual(int(said.group(1)), res["lost_events"] + 1)
+        self.assertGreater(int(said.group(2)), res["lost_bytes"])
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+
+    def test_meta_line_refused(self):
+        """attach(record=) on a full disk: no record rather than one
+        without its meta line (a cut meta is taken back), said by install()"""
+        sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+        from vramledger import probe
+        d = tempfile.mkdtemp(prefix="vl-full-")
+        real = os.write
+        for plan in (["enospc"], ["short", "enospc"]):
+            faults = list(plan)
+
+            def faulty(fd, buf):
+                k = faults.pop(0) if faults else "ok"
+                if k == "short":
+                    return real(fd, bytes(buf)[:len(buf) // 2])
+                if k == "enospc":
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                return real(fd, buf)
+            os.write = faulty
+            try:
+                with self.assertRaises(OSError) as cm:
+                    probe._Writer(d + "/run.jsonl", create=True)
+            finally:
+                os.write = real
+            self.assertEqual(cm.exception.errno, errno.ENOSPC)
+            self.assertEqual(os.path.getsize(d + "/run.jsonl"), 0, plan)
+        shutil.rmtree(d)
+
+    def test_file_size_limit_does_not_kill(self):
+        """attach(record=) in a job whose SIGXFSZ kills (its default, set
+        back) under a file size limit: the writes past it fail with EFBIG
+        and are a gap once the limit is raised; the job's disposition and
+        signal mask are left as they were"""
+        out, res = self.check("fsize=2000", gaps=1, cut=None, lost_events=None,
+                              error="File too large")
+        self.assertIn("ulimit -f", out.stderr)
+        self.assertTrue(res["xfsz_default"])
+        self.assertFalse(res["xfsz_blocked"])
 
 
 if __name__ == "__main__":
