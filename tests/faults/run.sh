@@ -447,6 +447,20 @@ if want http; then
     [ "$(cat "$tmp"/many.* | grep -c '^HTTP/1.0 200')" = 24 ]
   expect "24 slow clients hold up no other scrape ($took_ms ms)" \
     sh -c "grep -q '^HTTP/1.0 200' '$tmp/beside' && [ $took_ms -lt 1000 ]"
+  # HTTP_CONNS_PER_IP (32) silent connections from one address: the next
+  # one from it is closed unanswered, and served once they timed out
+  i=0 pids=""
+  while [ $i -lt 32 ]; do
+    "$http" -w 2500 "$port" /metrics >/dev/null &
+    pids="$pids $!"
+    i=$((i + 1))
+  done
+  sleep 0.5
+  "$http" "$port" /metrics >"$tmp/over"
+  wait $pids
+  "$http" "$port" /metrics >"$tmp/after"
+  expect "a 33rd connection from one address: refused, then served after the timeout" \
+    sh -c "[ ! -s '$tmp/over' ] && grep -q '^HTTP/1.0 200' '$tmp/after'"
   # a head past the hand-written server's 8 KiB is read; past
   # HTTP_MEMORY_BYTES (32 KiB) it is refused, 431 (RFC 6585 section 5)
   "$http" -p 12000 "$port" /metrics >"$tmp/large"
