@@ -58,9 +58,19 @@ check "HEAD: no body" [ "$(sed '1,/^\r*$/d' "$tmp/head" | wc -c)" = 0 ]
 check "prometheus: other paths are 404" grep -q "^HTTP/1.0 404" "$tmp/other"
 "$http" -X POST "$port" /metrics >"$tmp/post"
 check "prometheus: POST is 405 with Allow" sh -c "grep -q '^HTTP/1.0 405' '$tmp/post' && grep -q '^Allow: GET, HEAD' '$tmp/post'"
+"$vl" watch --count 1 --prometheus-port "$port" --csv "$tmp/inuse.csv" 2>"$tmp/inuse"
+check "port in use: exit 1" [ $? = 1 ]
+check "port in use: no sample written" [ "$(wc -l <"$tmp/inuse.csv")" = 1 ]
+check "port in use: the address said" grep -q "error: cannot listen on 127.0.0.1:$port: " "$tmp/inuse"
+check "port in use: the fix said" grep -q "hint: another program listens on port $port: .*0 for a free one" "$tmp/inuse"
 kill -TERM $pid
 wait $pid
 check "TERM stops watch cleanly" [ $? = 0 ]
+# 192.0.2.1 is TEST-NET-1 (RFC 5737): no machine's own address
+"$vl" watch --count 1 --listen 192.0.2.1:9400 2>"$tmp/notmine"
+check "an address not this machine's: exit 1" [ $? = 1 ]
+check "an address not this machine's: said, with the fix" \
+  sh -c "grep -q 'cannot listen on 192.0.2.1:9400' '$tmp/notmine' && grep -q \"hint: '192.0.2.1' is none of this machine's addresses\" '$tmp/notmine'"
 
 serve --metric-names dcgm --listen 127.0.0.1:0
 check "--listen ADDR:PORT serves without --prometheus-port" [ -n "$port" ]

@@ -1,11 +1,13 @@
-/* http_get [-a ADDR] [-X METHOD] [-s | -w MS | -b MS] PORT PATH: send "METHOD
- * PATH HTTP/1.0" (GET unless -X) to ADDR (127.0.0.1 unless -a; IPv4 or
- * IPv6) and print the whole response (status line, headers, body). -s
+/* http_get [-a ADDR] [-X METHOD] [-p BYTES] [-s | -w MS | -b MS] PORT PATH:
+ * send "METHOD PATH HTTP/1.0" (GET unless -X) to ADDR (127.0.0.1 unless -a;
+ * IPv4 or IPv6) and print the whole response (status line, headers, body);
+ * -p adds a header "X-Pad: aaa..." BYTES long (a large request head). -s
  * sends the request in three TCP segments, 100 ms apart, the first ending
  * inside the request line; -w connects, sends nothing for MS ms, then
  * prints what came back; -b sends the request a byte at a time, MS ms
  * apart (a slow client). A test tool with no curl. */
 #include <arpa/inet.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -14,6 +16,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+enum { PAD_MAX = 1 << 20 };
 
 static int send_all(int fd, const char *p, size_t n) {
   while (n) {
@@ -28,12 +32,14 @@ static int send_all(int fd, const char *p, size_t n) {
 int main(int argc, char **argv) {
   const char *addr = "127.0.0.1", *method = "GET";
   int split = 0, i = 1;
-  long wait_ms = 0, byte_ms = 0;
+  long wait_ms = 0, byte_ms = 0, pad = 0;
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (strcmp(argv[i], "-a") == 0 && i + 1 < argc)
       addr = argv[++i];
     else if (strcmp(argv[i], "-X") == 0 && i + 1 < argc)
       method = argv[++i];
+    else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc)
+      pad = strtol(argv[++i], NULL, 10);
     else if (strcmp(argv[i], "-s") == 0)
       split = 1;
     else if (strcmp(argv[i], "-w") == 0 && i + 1 < argc)
@@ -43,7 +49,8 @@ int main(int argc, char **argv) {
     else
       return 2;
   }
-  if (argc - i != 2) return 2;
+  if (argc - i != 2 || pad < 0 || pad > PAD_MAX) return 2;
+  signal(SIGPIPE, SIG_IGN); /* a server may answer and close before all is sent */
   unsigned short port = (unsigned short)strtoul(argv[i], NULL, 10);
   struct sockaddr_storage ss = {0};
   socklen_t len;
@@ -65,9 +72,10 @@ int main(int argc, char **argv) {
   if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) != 0) return 1;
   int one = 1; /* each write its own segment */
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  char req[512];
-  int n =
-      snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: localhost\r\n\r\n", method, argv[i + 1]);
+  static char req[512 + PAD_MAX], padding[PAD_MAX + 1];
+  memset(padding, 'a', (size_t)pad);
+  int n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: localhost\r\n%s%s%s\r\n", method,
+                   argv[i + 1], pad ? "X-Pad: " : "", padding, pad ? "\r\n" : "");
   if (n < 0 || (size_t)n >= sizeof req) return 2;
   size_t cut[3] = {(size_t)n, (size_t)n, (size_t)n};
   if (split) {
@@ -92,7 +100,7 @@ int main(int argc, char **argv) {
       struct timespec d = {0, 100 * 1000000L};
       nanosleep(&d, NULL);
     }
-    if (send_all(fd, req + at, cut[k] - at) != 0) return 1;
+    if (send_all(fd, req + at, cut[k] - at) != 0) break; /* refused before the end: its answer */
     at = cut[k];
   }
   char buf[4096];

@@ -481,7 +481,8 @@ sys.exit(not (p['process_bytes'] == 161 << 30 and abs(p['process_t_s'] - 500) < 
 fi
 
 if want http; then
-  # watch's endpoint against a slow, a split and a silent client
+  # watch's endpoint (libmicrohttpd's, src/http_server.c) against a slow, a
+  # split, a silent and a large client, and many slow ones at once
   begin http
   echo "4242 1073741824 1" >"$tmp/procs"
   FAKE_NVML_GPUS=2 FAKE_NVML_PROCS="$tmp/procs" "$vl" watch --interval-ms 50 --prometheus-port 0 2>"$tmp/w.err" &
@@ -491,7 +492,9 @@ if want http; then
   expect "a request in three TCP segments is served" grep -q "^vramledger_gpu_memory_used_bytes" "$tmp/split"
   "$http" -b 25 "$port" /metrics >"$tmp/slow" &
   slow=$!
-  "$http" -w 2600 "$port" /metrics >"$tmp/silent" &
+  # silent from the start: closed unanswered once HTTP_TIMEOUT_S (2 s) passed
+  sh -c 's=$(date +%s%N); "$1" -w 100 "$2" /metrics >"$3"; echo $((($(date +%s%N) - s) / 1000000)) >"$3.ms"' \
+    sh "$http" "$port" "$tmp/silent" &
   silent=$!
   sleep 0.2
   start=$(date +%s%N)
@@ -500,9 +503,48 @@ if want http; then
   expect "slow and silent clients hold up no other scrape ($took_ms ms)" \
     sh -c "grep -q '^HTTP/1.0 200' '$tmp/beside' && [ $took_ms -lt 1000 ]"
   wait $slow
-  expect "a byte every 25 ms, within the deadline: served" grep -q "^HTTP/1.0 200" "$tmp/slow"
+  expect "a byte every 25 ms, never silent for the timeout: served" grep -q "^HTTP/1.0 200" "$tmp/slow"
   wait $silent
-  expect "a silent connection: 408 at the deadline" grep -q "^HTTP/1.0 408" "$tmp/silent"
+  silent_ms=$(cat "$tmp/silent.ms")
+  expect "a silent connection: closed unanswered at the timeout ($silent_ms ms)" \
+    sh -c "[ ! -s '$tmp/silent' ] && [ $silent_ms -ge 1500 ] && [ $silent_ms -lt 4000 ]"
+  # more slow clients at once than the 16 the hand-written server kept
+  # (it closed the oldest): every one served, and a scrape beside them
+  i=0 pids=""
+  while [ $i -lt 24 ]; do
+    "$http" -b 25 "$port" /metrics >"$tmp/many.$i" &
+    pids="$pids $!"
+    i=$((i + 1))
+  done
+  sleep 0.2
+  start=$(date +%s%N)
+  "$http" "$port" /metrics >"$tmp/beside"
+  took_ms=$((($(date +%s%N) - start) / 1000000))
+  wait $pids
+  expect "24 slow clients at once: all served" \
+    [ "$(cat "$tmp"/many.* | grep -c '^HTTP/1.0 200')" = 24 ]
+  expect "24 slow clients hold up no other scrape ($took_ms ms)" \
+    sh -c "grep -q '^HTTP/1.0 200' '$tmp/beside' && [ $took_ms -lt 1000 ]"
+  # HTTP_CONNS_PER_IP (32) silent connections from one address: the next
+  # one from it is closed unanswered, and served once they timed out
+  i=0 pids=""
+  while [ $i -lt 32 ]; do
+    "$http" -w 2500 "$port" /metrics >/dev/null &
+    pids="$pids $!"
+    i=$((i + 1))
+  done
+  sleep 0.5
+  "$http" "$port" /metrics >"$tmp/over"
+  wait $pids
+  "$http" "$port" /metrics >"$tmp/after"
+  expect "a 33rd connection from one address: refused, then served after the timeout" \
+    sh -c "[ ! -s '$tmp/over' ] && grep -q '^HTTP/1.0 200' '$tmp/after'"
+  # a head past the hand-written server's 8 KiB is read; past
+  # HTTP_MEMORY_BYTES (32 KiB) it is refused, 431 (RFC 6585 section 5)
+  "$http" -p 12000 "$port" /metrics >"$tmp/large"
+  expect "a 12 KB request head is served" grep -q "^vramledger_up 1" "$tmp/large"
+  "$http" -p 40000 "$port" /metrics >"$tmp/huge"
+  expect "a 40 KB request head: 431" grep -q "^HTTP/1.[01] 431" "$tmp/huge"
   kill -TERM $wpid
   wait $wpid
   expect "TERM stops watch cleanly" eq "$?" 0
