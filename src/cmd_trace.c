@@ -62,6 +62,7 @@ struct tr {
   int snapshot_at;      /* 0: at the peak, 1: at the end */
   int device, fmt;
   struct vl_cache_conf conf;
+  unsigned sms, threads_per_sm; /* --gpu's, from the catalog; 0: not given or not known */
 };
 
 static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
@@ -115,10 +116,27 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   return rc;
 }
 
+/* The card's SMs and threads per SM, which size the scratch of CUDA
+ * reductions in the tracer (python/vramledger/tracer.py): --gpu's from the
+ * catalog, which override the environment's; else the model's SM count
+ * (the reference card's, also the catalog's), unless the environment gives
+ * one, and the threads per SM of VRAMLEDGER_TRACE_CAPABILITY. In the
+ * child, before exec. */
+static void tracer_card(const struct tr *t) {
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  char v[16];
+  snprintf(v, sizeof v, "%u", t->sms ? t->sms : ov.sm_count);
+  setenv("VRAMLEDGER_TRACE_SMS", v, t->sms != 0);
+  if (!t->threads_per_sm) return;
+  snprintf(v, sizeof v, "%u", t->threads_per_sm);
+  setenv("VRAMLEDGER_TRACE_THREADS_PER_SM", v, 1);
+}
+
 /* Run the job under `vramledger run` with the tracer on. @return the job's
  * exit status (128 + the signal that killed it; 127 when it did not start). */
-static int trace_job(const char *dir, const char *trace, int argc, const char **argv,
-                     bool quiet_stdout) {
+static int trace_job(const struct tr *t, const char *dir, const char *trace, int argc,
+                     const char **argv) {
   const char **av = calloc((size_t)argc + 8, sizeof *av);
   if (!av) return VL_EXIT_ERROR;
   char self[PATH_MAX];
@@ -148,8 +166,9 @@ static int trace_job(const char *dir, const char *trace, int argc, const char **
   }
   if (pid == 0) {
     setenv("VRAMLEDGER_TRACE", trace, 1);
-    setenv("VRAMLEDGER_PROBE_EVERY", "1", 0);       /* every step: the module of each allocation */
-    if (quiet_stdout && dup2(2, 1) < 0) _exit(126); /* --format json: stdout is ours */
+    setenv("VRAMLEDGER_PROBE_EVERY", "1", 0); /* every step: the module of each allocation */
+    tracer_card(t);
+    if (t->fmt == 1 && dup2(2, 1) < 0) _exit(126); /* --format json: stdout is ours */
     execv(self, (char *const *)av);
     cli_error("cannot run '%s': %s", self, strerror(errno));
     _exit(127);
@@ -432,8 +451,8 @@ static int replay_and_show(const struct tr *t, const struct vl_trace *tr, const 
   return oom ? VL_EXIT_NOFIT : VL_EXIT_OK;
 }
 
-/* --gpu: the card's memory, from the catalog as estimate reads it.
- * @return 0 or an exit code. */
+/* --gpu: the card's memory, SMs and threads per SM, from the catalog as
+ * estimate reads it. @return 0 or an exit code. */
 static int gpu_memory(struct tr *t) {
   struct est e;
   est_init(&e);
@@ -443,6 +462,8 @@ static int gpu_memory(struct tr *t) {
   int rc = est_gpu(&e, &cat, &g);
   if (rc) return rc;
   t->conf.device_bytes = g->memory_bytes;
+  t->sms = g->sm_count;
+  t->threads_per_sm = g->max_threads_per_sm;
   vl_catalog_release(&cat);
   return 0;
 }
@@ -481,7 +502,7 @@ int cmd_trace(int argc, const char **argv) {
     run_dir(&t, dir, sizeof dir);
     snprintf(trace, sizeof trace, "%.4000s/alloc.trace", dir);
     if ((rc = check_new_dir(dir, trace))) return rc;
-    job_rc = trace_job(dir, trace, argc - dash - 1, argv + dash + 1, t.fmt == 1);
+    job_rc = trace_job(&t, dir, trace, argc - dash - 1, argv + dash + 1);
   } else {
     snprintf(trace, sizeof trace, "%s", t.replay);
   }

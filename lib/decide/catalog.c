@@ -35,6 +35,16 @@ static int bf16_from_capability(const char *cc) {
   return major >= 8;
 }
 
+/* An optional count of the card, such as "sm_count": 0 when absent. */
+static vl_status parse_count(json_t *g, const char *key, size_t i, unsigned *out,
+                             struct vl_err *err) {
+  json_t *v = json_object_get(g, key);
+  if (v && (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 65536))
+    return vl__fail(err, VL_EKEY, "gpus[%zu].%s: expected a whole number, 1 to 65536", i, key);
+  *out = v ? (unsigned)json_integer_value(v) : 0;
+  return VL_OK;
+}
+
 static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_err *err) {
   memset(out, 0, sizeof *out);
   if (!json_is_object(g)) return vl__fail(err, VL_EKEY, "gpus[%zu]: expected an object", i);
@@ -105,6 +115,9 @@ static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_er
                     "gpus[%zu].cuda_context: expected \"measured\" or \"measured on H200 only\"",
                     i);
   out->context_measured = ctx && !strcmp(json_string_value(ctx), "measured");
+  if ((s = parse_count(g, "sm_count", i, &out->sm_count, err)) != VL_OK ||
+      (s = parse_count(g, "max_threads_per_sm", i, &out->max_threads_per_sm, err)) != VL_OK)
+    return s;
   if (out->bf16_tflops < 0 || out->fp16_tflops < 0 || out->fp8_tflops < 0 || out->hbm_gb_s < 0 ||
       out->link_gb_s < 0 || out->usd_per_hour < 0)
     return vl__fail(err, VL_ERANGE, "gpus[%zu]: negative throughput", i);

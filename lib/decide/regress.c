@@ -235,15 +235,13 @@ static int var_index(const struct vl_points *p, const char *name) {
 
 vl_status vl_terms_parse(const char *spec, const struct vl_points *p, struct vl_term_spec *t,
                          size_t *n, struct vl_err *err) {
-  char buf[256];
+  struct vl__list l;
+  bool gap;
   *n = 0;
-  if (strlen(spec) >= sizeof buf) /* never cut: a cut term may be another term */
-    return vl__fail(err, VL_EINVAL, "the terms are longer than %zu bytes", sizeof buf - 1);
-  snprintf(buf, sizeof buf, "%s", spec);
-  for (char *tok = buf, *next; tok && *tok; tok = next) {
-    next = strchr(tok, ',');
-    if (next) *next++ = '\0';
-    if (next && *next == ',') /* the terms after it would be dropped */
+  if (!vl__list_init(&l, spec, ',')) /* never cut: a cut term may be another term */
+    return vl__fail(err, VL_EINVAL, "the terms are longer than %zu bytes", sizeof l.buf - 1);
+  for (char *tok; (tok = vl__list_next(&l, &gap));) {
+    if (gap) /* the terms after it would be dropped */
       return vl__fail(err, VL_EINVAL, "an empty term after '%s'", tok);
     if (*n == VL_FIT_MAX_TERMS)
       return vl__fail(err, VL_EINVAL, "at most %d terms", VL_FIT_MAX_TERMS);
@@ -252,11 +250,9 @@ vl_status vl_terms_parse(const char *spec, const struct vl_points *p, struct vl_
     snprintf(x->name, sizeof x->name, "%.31s", tok);
     if (!strcmp(tok, "const") || !strcmp(tok, "1")) continue;
     if (strchr(tok, '*') || strchr(tok, '^') || var_index(p, tok) >= 0) { /* batch*seq^2 */
-      char w[sizeof buf];
-      snprintf(w, sizeof w, "%s", tok);
-      for (char *f = w, *nf; f && *f; f = nf) {
-        nf = strchr(f, '*');
-        if (nf) *nf++ = '\0';
+      struct vl__list fs;
+      (void)vl__list_init(&fs, tok, '*'); /* fits: tok is a part of l.buf */
+      for (char *f; (f = vl__list_next(&fs, NULL));) {
         char *caret = strchr(f, '^');
         int pw = 1;
         if (caret) {
@@ -294,13 +290,10 @@ vl_status vl_terms_parse(const char *spec, const struct vl_points *p, struct vl_
 vl_status vl_point_parse(const char *spec, const struct vl_points *p, double *x,
                          struct vl_err *err) {
   bool seen[VL_FIT_MAX_VARS] = {false};
-  char buf[256];
-  if (strlen(spec) >= sizeof buf) /* never cut: a cut number is another number */
-    return vl__fail(err, VL_EINVAL, "longer than %zu bytes", sizeof buf - 1);
-  snprintf(buf, sizeof buf, "%s", spec);
-  for (char *t = buf, *next; t && *t; t = next) {
-    next = strchr(t, ',');
-    if (next) *next++ = '\0';
+  struct vl__list l;
+  if (!vl__list_init(&l, spec, ',')) /* never cut: a cut number is another number */
+    return vl__fail(err, VL_EINVAL, "longer than %zu bytes", sizeof l.buf - 1);
+  for (char *t; (t = vl__list_next(&l, NULL));) {
     char *eq = strchr(t, '=');
     if (!eq) return vl__fail(err, VL_EINVAL, "expected NAME=VALUE,... (%s)", t);
     *eq = '\0';

@@ -30,14 +30,12 @@ vl_status vl_vary_parse(const char *s, bool normal, struct vl_vary *v, struct vl
   const char *val = eq + 1;
   if (v->var == VL_VARY_PRECISION || v->var == VL_VARY_ATTENTION) {
     v->dist = VL_DIST_DISCRETE;
-    char buf[256];
-    if (strlen(val) >= sizeof buf) /* never cut: a cut value is another value */
-      return vl__fail(err, VL_EINVAL, "the values are longer than %zu bytes", sizeof buf - 1);
-    snprintf(buf, sizeof buf, "%s", val);
-    for (char *t = buf, *next; t && *t; t = next) {
-      next = strchr(t, ',');
-      if (next) *next++ = '\0';
-      if (next && *next == ',') /* the values after it would be dropped */
+    struct vl__list l;
+    bool gap;
+    if (!vl__list_init(&l, val, ',')) /* never cut: a cut value is another value */
+      return vl__fail(err, VL_EINVAL, "the values are longer than %zu bytes", sizeof l.buf - 1);
+    for (char *t; (t = vl__list_next(&l, &gap));) {
+      if (gap) /* the values after it would be dropped */
         return vl__fail(err, VL_EINVAL, "an empty value after '%s'", t);
       bool ok = false;
       if (v->n_values == 8) return vl__fail(err, VL_EINVAL, "at most 8 values");

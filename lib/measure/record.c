@@ -135,6 +135,11 @@ static bool scan_str(struct scan *s, const char **b, size_t *n) {
   return true;
 }
 
+typedef void take_fn(void *ctx, const char *k, size_t kn, char kind, uint64_t u, const char *b,
+                     size_t n, const char *at);
+
+static bool scan_members(struct scan *s, int depth, void *ctx, take_fn *take);
+
 /* A value: *kind 'i' (integer, *u as vl__rec_u reads it), 's' (its bytes
  * in *b, *n), 'a', 'o' or 'l' (true, false, null). */
 static bool scan_value(struct scan *s, int depth, char *kind, uint64_t *u, const char **b,
@@ -148,35 +153,7 @@ static bool scan_value(struct scan *s, int depth, char *kind, uint64_t *u, const
   }
   if (c == '[' || c == '{') {
     *kind = c == '[' ? 'a' : 'o';
-    char close = c == '[' ? ']' : '}';
-    s->p++;
-    scan_ws(s);
-    if (s->p < s->end && *s->p == close) {
-      s->p++;
-      return true;
-    }
-    for (;;) {
-      char k;
-      uint64_t v;
-      const char *vb;
-      size_t vn;
-      if (c == '{') {
-        if (!scan_str(s, &vb, &vn)) return false;
-        scan_ws(s);
-        if (s->p >= s->end || *s->p++ != ':') return false;
-        scan_ws(s);
-      }
-      if (!scan_value(s, depth + 1, &k, &v, &vb, &vn)) return false;
-      scan_ws(s);
-      if (s->p >= s->end) return false;
-      if (*s->p == ',') {
-        s->p++;
-        scan_ws(s);
-        continue;
-      }
-      if (*s->p++ != close) return false;
-      return true;
-    }
+    return scan_members(s, depth + 1, NULL, NULL);
   }
   static const char *const lits[] = {"true", "false", "null"};
   for (size_t i = 0; i < 3; i++) {
@@ -201,29 +178,33 @@ static bool scan_value(struct scan *s, int depth, char *kind, uint64_t *u, const
   return true;
 }
 
-/* The members of the object at s (checked whole), each handed to take. */
-static bool scan_members(struct scan *s, void *ctx,
-                         void (*take)(void *, const char *, size_t, char, uint64_t, const char *,
-                                      size_t, const char *)) {
-  if (s->p >= s->end || *s->p != '{') return false;
-  s->p++;
+/* The object at s, checked whole, its values scanned at depth, each member
+ * handed to take (its key, its value as scan_value reads it, and where the
+ * value starts). With take NULL, the object or array at s is only skipped:
+ * scan_value's containers. */
+static bool scan_members(struct scan *s, int depth, void *ctx, take_fn *take) {
+  if (s->p >= s->end || (*s->p != '{' && *s->p != '[')) return false;
+  bool object = *s->p++ == '{';
+  char close = object ? '}' : ']';
   scan_ws(s);
-  if (s->p < s->end && *s->p == '}') {
+  if (s->p < s->end && *s->p == close) {
     s->p++;
     return true;
   }
   for (;;) {
-    const char *k, *b = NULL;
-    size_t kn, n = 0;
+    const char *k = NULL, *b = NULL;
+    size_t kn = 0, n = 0;
     char kind;
     uint64_t u;
-    if (!scan_str(s, &k, &kn)) return false;
-    scan_ws(s);
-    if (s->p >= s->end || *s->p++ != ':') return false;
-    scan_ws(s);
+    if (object) {
+      if (!scan_str(s, &k, &kn)) return false;
+      scan_ws(s);
+      if (s->p >= s->end || *s->p++ != ':') return false;
+      scan_ws(s);
+    }
     const char *at = s->p;
-    if (!scan_value(s, 1, &kind, &u, &b, &n)) return false;
-    take(ctx, k, kn, kind, u, b, n, at);
+    if (!scan_value(s, depth, &kind, &u, &b, &n)) return false;
+    if (take) take(ctx, k, kn, kind, u, b, n, at);
     scan_ws(s);
     if (s->p >= s->end) return false;
     if (*s->p == ',') {
@@ -231,7 +212,7 @@ static bool scan_members(struct scan *s, void *ctx,
       scan_ws(s);
       continue;
     }
-    return *s->p++ == '}';
+    return *s->p++ == close;
   }
 }
 
@@ -287,7 +268,7 @@ static bool scan_sample(const char *line, size_t n, struct sample_scan *m) {
   struct scan s = {line, line + n};
   memset(m, 0, sizeof *m);
   scan_ws(&s);
-  if (!scan_members(&s, m, take_sample)) return false;
+  if (s.p >= s.end || *s.p != '{' || !scan_members(&s, 1, m, take_sample)) return false;
   scan_ws(&s);
   return s.p == s.end && m->is_sample;
 }
@@ -304,7 +285,7 @@ static void put_scanned(const struct sample_scan *m, const char *end, struct vl_
   while (a.p < a.end && *a.p != ']') {
     struct gpu_scan g = {0, 0, 0};
     if (*a.p == '{') {
-      scan_members(&a, &g, take_gpu);
+      scan_members(&a, 1, &g, take_gpu);
     } else {
       char kind;
       uint64_t u;

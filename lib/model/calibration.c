@@ -4,6 +4,10 @@
 
 #include "calibration.h"
 
+#if !defined(VL_REFERENCE_SM_COUNT) || !defined(VL_REFERENCE_THREADS_PER_SM)
+#error "the build defines the reference card's figures (cmake/reference_gpu.cmake)"
+#endif
+
 static const struct vl__calibration rows[VL_CAL_COUNT] = {
     /* NVML process memory - max_memory_reserved during real training
      * steps: 0.725-0.758 GiB over 36 runs (kernels load lazily, so it grows
@@ -34,10 +38,13 @@ static const struct vl__calibration rows[VL_CAL_COUNT] = {
                      "NVML's per-GPU peak - the rank's max_memory_reserved on the four GPT-2 DDP "
                      "runs over 2 H200s (1,681,915,904 B on each), less cuda_context_bytes"},
     /* they size the partials of ATen's CUDA reductions (Reduce.cuh), a
-     * linear's bias gradient among them; the H100 SXM has the same */
-    [VL_CAL_SM_COUNT] = {"sm_count", 132.0, "", "bench/results/cuda-reduce/",
+     * linear's bias gradient among them; the H100 SXM has the same. Their
+     * values are the catalog's h200 entry (data/gpus.json), which the
+     * build reads (cmake/reference_gpu.cmake): written there only */
+    [VL_CAL_SM_COUNT] = {"sm_count", VL_REFERENCE_SM_COUNT, "", "bench/results/cuda-reduce/",
                          "cudaDeviceProp multiProcessorCount read on the H200"},
-    [VL_CAL_THREADS_PER_SM] = {"threads_per_sm", 2048.0, "", "bench/results/cuda-reduce/",
+    [VL_CAL_THREADS_PER_SM] = {"threads_per_sm", VL_REFERENCE_THREADS_PER_SM, "",
+                               "bench/results/cuda-reduce/",
                                "cudaDeviceProp maxThreadsPerMultiProcessor read on the H200"},
     /* cached free blocks among the churning tensors (activations and
      * temporaries) where no replay gives the reserve; it cannot cover the

@@ -87,6 +87,25 @@ static inline void vl__hash2(const void *p, size_t n, uint64_t *h1, uint64_t *h2
 static inline uint64_t vl__max(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static inline uint64_t vl__min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
+/* The items of a list separated by one character (a,b,c), split in place
+ * in a copy of the caller's text (lib/util/list.c). */
+struct vl__list {
+  char buf[256];
+  char *next; /* the rest of the list, or NULL once it is read */
+  char sep;
+};
+
+/* Copy text into l. @return false, with l empty, when text does not fit
+ * whole in l->buf (sizeof l->buf - 1 bytes at most): a list is never cut,
+ * since a cut item may read as another item. */
+bool vl__list_init(struct vl__list *l, const char *text, char sep);
+
+/* The next item of l, NUL-terminated in l->buf. @return NULL at the end of
+ * the list, which an empty item also ends (",a" has no items, "a," one);
+ * *gap (if not NULL) is set when an empty item follows this one ("a,,b"),
+ * for the callers that refuse it rather than drop what comes after. */
+char *vl__list_next(struct vl__list *l, bool *gap);
+
 /* Fill err (if not NULL) and return s. printf-style. */
 vl_status vl__fail(struct vl_err *err, vl_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -14,7 +14,7 @@ bench/results/dry-run/reserved/README.md).
 
 transients(...) follows setReductionConfig step by step for a contiguous
 (or strided) input; the device is given as its SM count and threads per
-SM (132 and 2048 on the H100 SXM and H200). Checked against the
+SM (the H200's by default: REFERENCE_SMS). Checked against the
 allocator's own history on an H200 over a grid of shapes, dtypes and
 dimensions (bench/results/cuda-reduce/).
 """
@@ -24,6 +24,15 @@ WARP = 32
 MIN_VALUES_PER_THREAD = 16
 MAX_VALUES_PER_THREAD = 256
 INPUT_VEC = 4  # ReduceConfig::input_vec_size (vt0 4: the check on the 2,040 H200 cases holds with it)
+
+# The card a trace stands for when nothing names one: the H200, the card the
+# model is calibrated on, with the figures of its entry in the GPU catalog
+# (data/gpus.json: sm_count, max_threads_per_sm; tests/python checks that they
+# agree). `vramledger trace` hands the tracer the catalog's figures itself
+# (VRAMLEDGER_TRACE_SMS, VRAMLEDGER_TRACE_THREADS_PER_SM); these serve a tracer
+# started without it (vramledger.dry_run).
+REFERENCE_SMS = 132
+REFERENCE_THREADS_PER_SM = 2048
 
 
 def _last_pow2(n):
@@ -72,7 +81,8 @@ def _output_vec_size(dims, num_reduce):
     return vec
 
 
-def config(shape, strides, reduced, acc_bytes, sms=132, threads_per_sm=2048):
+def config(shape, strides, reduced, acc_bytes, sms=REFERENCE_SMS,
+           threads_per_sm=REFERENCE_THREADS_PER_SM):
     """setReductionConfig for one input of `shape` and `strides` (elements)
     reduced over the dimensions in `reduced`, as one launch. Returns a
     dict: the block, the grid, ctas_per_output and the two scratch sizes
@@ -188,7 +198,8 @@ def _config(dims, acc_bytes, sms, threads_per_sm):
     return c
 
 
-def transients(shape, strides, reduced, acc_bytes, elem_bytes, sms=132, threads_per_sm=2048):
+def transients(shape, strides, reduced, acc_bytes, elem_bytes, sms=REFERENCE_SMS,
+               threads_per_sm=REFERENCE_THREADS_PER_SM):
     """The blocks the kernels take from the caching allocator, in order
     (each launch's partial results, then its semaphores; both freed when
     it returns): a list of byte counts, empty when the reduction stays

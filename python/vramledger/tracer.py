@@ -42,8 +42,11 @@ the GPU run (docs/model.md, section 12):
   caching allocator for the launch and frees them when it returns
   (Reduce.cuh; vramledger.cuda_reduce). Written after the result as an
   allocation and a free each (module `cuda_reduce`), sized for the device:
-  a CUDA trace's own, else VRAMLEDGER_TRACE_SMS (default 132, the H100 SXM
-  and H200) with the threads per SM of VRAMLEDGER_TRACE_CAPABILITY.
+  a CUDA trace's own, else VRAMLEDGER_TRACE_SMS and
+  VRAMLEDGER_TRACE_THREADS_PER_SM, which `vramledger trace` sets from its
+  GPU catalog (the --gpu card's; without --gpu the H200's SM count and the
+  threads per SM of VRAMLEDGER_TRACE_CAPABILITY); unset, the H200's
+  (cuda_reduce.REFERENCE_SMS) and the capability's.
 - Sums the untraced job makes in place. While a dispatch mode is active,
   ATen takes every tensor for a subclass (isTensorSubclassLike()), so
   autograd's second gradient of a tensor (InputBuffer::accumulate) and
@@ -399,7 +402,9 @@ class _Trace:
             p = self.torch.cuda.get_device_properties(t.device)
             return p.multi_processor_count, getattr(p, "max_threads_per_multi_processor", 2048)
         if self.sms is None:
-            self.sms = (_env_int("VRAMLEDGER_TRACE_SMS", 132), _threads_per_sm(_capability()))
+            from . import cuda_reduce
+            self.sms = (_env_int("VRAMLEDGER_TRACE_SMS", cuda_reduce.REFERENCE_SMS),
+                        _env_int("VRAMLEDGER_TRACE_THREADS_PER_SM", _threads_per_sm(_capability())))
         return self.sms
 
     def mark(self, name):

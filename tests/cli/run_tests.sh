@@ -189,6 +189,26 @@ check "trace: the peaks are of the part that ran" grep -q "the peak of the part 
 "$vl" trace --out "$tmp/tr0" --format json -- sh -c 'printf "a 1 4096 cuda\nf 1\n" >"$VRAMLEDGER_TRACE"' \
   >"$tmp/out" 2>"$tmp/err"
 check "trace: a job that succeeded is complete" sh -c "[ $? = 0 ] && grep -q '\"complete\": true' '$tmp/out'"
+# the tracer sizes CUDA reductions' scratch for the card: --gpu's SMs and
+# threads per SM from the catalog, else the model's SM count (the
+# reference card's, from the catalog too) unless the environment has one
+card() { # card NAME: "SMS THREADS" of the catalog's entry
+  python3 -c 'import json, sys
+g = [g for g in json.load(open(sys.argv[1]))["gpus"] if g["name"] == sys.argv[2]][0]
+print(g["sm_count"], g["max_threads_per_sm"])' "$dir/../../data/gpus.json" "$1"
+}
+tell='printf "%s %s\n" "$VRAMLEDGER_TRACE_SMS" "${VRAMLEDGER_TRACE_THREADS_PER_SM-unset}" >"$0";
+  printf "a 1 4096 cuda\nf 1\n" >"$VRAMLEDGER_TRACE"'
+VRAMLEDGER_TRACE_SMS=7 "$vl" trace --gpu a100-80gb --out "$tmp/trsm" -- sh -c "$tell" "$tmp/sms" \
+  >/dev/null 2>&1
+check "trace: --gpu gives the tracer the card's SMs and threads per SM" \
+  [ "$(cat "$tmp/sms")" = "$(card a100-80gb)" ]
+check "trace: the A100's are its datasheet's" [ "$(cat "$tmp/sms")" = "108 2048" ]
+"$vl" trace --out "$tmp/trsm0" -- sh -c "$tell" "$tmp/sms" >/dev/null 2>&1
+check "trace: without --gpu, the reference card's SMs" \
+  [ "$(cat "$tmp/sms")" = "$(card h200 | cut -d' ' -f1) unset" ]
+VRAMLEDGER_TRACE_SMS=7 "$vl" trace --out "$tmp/trsm7" -- sh -c "$tell" "$tmp/sms" >/dev/null 2>&1
+check "trace: without --gpu, the environment's SMs stay" [ "$(cat "$tmp/sms")" = "7 unset" ]
 "$vl" trace --out "$tmp/tr0" -- true >"$tmp/out" 2>"$tmp/err"
 check "trace: an old trace is never replayed as a new job's" sh -c "[ $? = 1 ] && [ ! -s '$tmp/out' ]"
 check "trace: and the old trace is named" grep -q "'$tmp/tr0/alloc.trace' exists" "$tmp/err"

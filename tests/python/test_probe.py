@@ -385,6 +385,35 @@ class ReduceScratch(unittest.TestCase):
         small = cuda_reduce.transients([2048, 12288], [12288, 1], {0}, 4, 2, sms=108)
         self.assertLess(small[0], 138412032)
 
+    def test_the_card_is_the_catalogs(self):
+        # the figures a tracer takes when nothing names the card are the
+        # reference card's in the GPU catalog, as the model's are
+        root = os.path.dirname(os.path.dirname(HERE))
+        sys.path.insert(0, os.path.join(root, "python"))
+        from vramledger import cuda_reduce
+        with open(os.path.join(root, "data", "gpus.json")) as f:
+            cards = {g["name"]: g for g in json.load(f)["gpus"]}
+        self.assertEqual((cuda_reduce.REFERENCE_SMS, cuda_reduce.REFERENCE_THREADS_PER_SM),
+                         (cards["h200"]["sm_count"], cards["h200"]["max_threads_per_sm"]))
+        # `vramledger trace --gpu` sizes the scratch for the card it names
+        a100 = cards["a100-80gb"]
+        d = tempfile.mkdtemp(prefix="vl-trace-card-")
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        job = ("import torch\n"
+               "x = torch.empty(2048, 12288, dtype=torch.bfloat16, device='meta')\n"
+               "y = x.sum(0)\n")
+        out = subprocess.run([VL, "trace", "--gpu", "a100-80gb", "--out", d + "/t", "--", PY, "-c",
+                              job], env=e, capture_output=True, text=True, timeout=120)
+        with open(d + "/t/alloc.trace") as f:
+            sizes = [l.split()[2] for l in f if l[0] == "a"]
+        shutil.rmtree(d)
+        want = cuda_reduce.transients([2048, 12288], [12288, 1], {0}, 4, 2, a100["sm_count"],
+                                      a100["max_threads_per_sm"])
+        self.assertNotEqual(want, cuda_reduce.transients([2048, 12288], [12288, 1], {0}, 4, 2))
+        i = sizes.index("24576")
+        self.assertEqual(sizes[i + 1:i + 3], [str(n) for n in want], out.stderr)
+
     def test_traced_after_the_result(self):
         d = tempfile.mkdtemp(prefix="vl-trace-reduce-")
         e = dict(os.environ)

@@ -240,12 +240,45 @@ static void context_carried_over(void **state) {
   assert_non_null(strstr(err.msg, "cublas_workspace_bytes"));
 }
 
+/* The SMs and threads per SM of ATen's reduction scratch: each CUDA card
+ * has them, threads per SM as the CUDA C++ Programming Guide gives them
+ * per compute capability, and the model's figures are the reference
+ * card's entry (the build reads them from data/gpus.json). */
+static void sm_figures(void **state) {
+  (void)state;
+  for (size_t i = 0; i < cat.n; i++) {
+    const struct vl_gpu *g = &cat.gpus[i];
+    if (!strncmp(g->compute_capability, "gfx", 3)) continue;
+    bool ga10x_ada = !strcmp(g->compute_capability, "8.6") || !strcmp(g->compute_capability, "8.9");
+    assert_true(g->sm_count > 0);
+    assert_int_equal(g->max_threads_per_sm, ga10x_ada ? 1536 : 2048);
+  }
+  assert_int_equal(vl_catalog_find(&cat, "a100-80gb")->sm_count, 108);
+  const struct vl_gpu *ref = vl_catalog_find(&cat, "h200");
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  assert_int_equal(ov.sm_count, ref->sm_count);
+  assert_int_equal(ov.threads_per_sm, ref->max_threads_per_sm);
+  assert_int_equal(ov.sm_count, 132); /* the H200's, unchanged */
+  struct vl_catalog c;
+  struct vl_err err = {""};
+  static const char bad[] = "{\"gpus\": [{\"name\": \"x\", \"memory_bytes\": 17179869184, "
+                            "\"sm_count\": 0}]}";
+  assert_int_equal(vl_catalog_parse(bad, sizeof bad - 1, &c, &err), VL_EKEY);
+  assert_string_equal(err.msg, "gpus[0].sm_count: expected a whole number, 1 to 65536");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(bundled_catalog),       cmocka_unit_test(bad_catalogs),
-      cmocka_unit_test(prices_override),       cmocka_unit_test(fit_keeps_the_margin),
-      cmocka_unit_test(search_finds_the_edge), cmocka_unit_test(device_names),
-      cmocka_unit_test(tensor_rates),          cmocka_unit_test(context_carried_over),
+      cmocka_unit_test(bundled_catalog),
+      cmocka_unit_test(bad_catalogs),
+      cmocka_unit_test(prices_override),
+      cmocka_unit_test(fit_keeps_the_margin),
+      cmocka_unit_test(search_finds_the_edge),
+      cmocka_unit_test(device_names),
+      cmocka_unit_test(tensor_rates),
+      cmocka_unit_test(context_carried_over),
+      cmocka_unit_test(sm_figures),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
