@@ -106,8 +106,10 @@ struct vl_trace {
   size_t n_modules;
   uint32_t *module_index; /* open addressing over modules, for parsing */
   size_t index_cap;
-  size_t per_device[4];          /* allocations per device */
-  uint64_t batch;                /* the traced job's micro-batch ("# batch N"); 0: not known */
+  size_t per_device[4];  /* allocations per device */
+  uint64_t batch;        /* the traced job's micro-batch ("# batch N"); 0: not known */
+  uint64_t convolutions; /* "# convolutions N": the job's convolutions (cuDNN's workspaces on
+                            CUDA, which no trace holds); 0: none said */
   uint64_t *seg_addr, *seg_size; /* "s ADDR SIZE": the driver's segments, in order */
   size_t n_segs;
   size_t cut_last_line; /* bytes of a last line left out as cut short (see below); 0: none */
@@ -115,7 +117,8 @@ struct vl_trace {
 
 /*! Parse a trace ("a ID BYTES DEVICE [MODULE] [dtype=T] [at=FILE:LINE]", "b ..." the same for an
  * allocation that grows with the batch, "f ID", "m NAME", "# ..." comments,
- * "# batch N" the job's micro-batch, "s ADDR SIZE" a segment the driver
+ * "# batch N" the job's micro-batch, "# convolutions N" how many
+ * convolutions it ran, "s ADDR SIZE" a segment the driver
  * gave the allocator, from an allocator history). Every line ends with a
  * newline; a last line without one (a job that died writing it) is kept
  * when it is a whole event, and otherwise left out, its length in

@@ -115,6 +115,17 @@ static vl_status batch_line(struct parser *p, const char *s, size_t n) {
   return VL_OK;
 }
 
+/* "# convolutions N": the convolutions the job ran so far (the tracer says
+ * it again as the count grows: the largest stands). It changes no replay: a
+ * line cut short is left out. */
+static vl_status convolutions_line(struct parser *p, const char *s, size_t n) {
+  const char *q = s + 15;
+  uint64_t c = 0;
+  if (!p->unterminated && digits(&q, s + n, &c) && q == s + n && c > p->t->convolutions)
+    p->t->convolutions = c;
+  return VL_OK;
+}
+
 /* "s ADDR SIZE": a segment the driver gave the allocator. */
 static vl_status segment_line(struct parser *p, const char *s, size_t n) {
   struct vl_trace *t = p->t;
@@ -225,6 +236,7 @@ static vl_status event_line(struct parser *p, const char *s, size_t n) {
 
 static vl_status parse_line(struct parser *p, const char *s, size_t n) {
   if (n > 8 && !memcmp(s, "# batch ", 8)) return batch_line(p, s, n);
+  if (n > 15 && !memcmp(s, "# convolutions ", 15)) return convolutions_line(p, s, n);
   if (n == 0 || s[0] == '#') return VL_OK; /* a comment: what the allocator itself did */
   if (s[0] == 's' && n > 2 && s[1] == ' ') return segment_line(p, s, n);
   return event_line(p, s, n);

@@ -20,6 +20,15 @@ static const char *last_mark(const struct vl_trace *tr) {
 
 static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 
+/* What a trace of convolutions cannot hold: cuDNN's workspaces
+ * (aten/src/ATen/native/cudnn/Conv_v8.cpp takes one from the caching
+ * allocator per convolution, sized by cuDNN's heuristics, and no op returns
+ * it); how much it moved peak reserved where measured. */
+#define CONV_CAVEAT                                                                                \
+  "on CUDA each takes a cuDNN workspace that no op returns and no trace holds (sized by "          \
+  "cuDNN's heuristics): peak reserved can be above this replay (ResNet-50 under AMP on an "        \
+  "H200: 6 to 8 % above; bench/results/dry-run/)"
+
 #define LIVE_LINES 8 /* text: the largest groups shown */
 #define LIVE_JSON 24 /* JSON: the largest groups listed, the rest summed */
 
@@ -96,6 +105,10 @@ static int as_json(FILE *o, const struct vl_trace_view *v) {
   json_object_set_new(root, "stopped_after_mark", str_or_null(last_mark(tr)));
   json_object_set_new(root, "cut_last_line_bytes", U(tr->cut_last_line));
   json_object_set_new(root, "batch", tr->batch ? U(tr->batch) : json_null());
+  json_object_set_new(root, "convolutions", U(tr->convolutions));
+  json_t *caveats = json_array();
+  if (tr->convolutions) json_array_append_new(caveats, json_string("convolutions: " CONV_CAVEAT));
+  json_object_set_new(root, "caveats", caveats);
   json_object_set_new(root, "peaks_from_mark", str_or_null(v->from_mark));
   json_object_set_new(root, "peak_mark",
                       r[0].peak_mark >= 0 ? json_string(tr->marks[r[0].peak_mark]) : json_null());
@@ -185,6 +198,10 @@ int vl_render_trace(FILE *o, bool json, const struct vl_trace_view *v) {
   if (r[0].peak_at) fprintf(o, " at %s", tr->modules[r[0].peak_at]);
   if (r[0].peak_dtype) fprintf(o, " (%s)", tr->modules[r[0].peak_dtype]);
   fputc('\n', o);
+  if (tr->convolutions) {
+    fprintf(o, "\n  %llu convolutions ran: ", (unsigned long long)tr->convolutions);
+    fputs(CONV_CAVEAT "\n", o);
+  }
   if (v->live && v->live->bytes) {
     fprintf(o,
             "\n  live at the peak: %.3f GiB, by the mark before each allocation (what each "

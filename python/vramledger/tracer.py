@@ -219,6 +219,8 @@ class _Trace:
         self.pending = None  # (key, line, operand's key): an allocation held back (seen)
         self.reductions = {}  # the reduction ops (install()), by overload packet
         self.batch = None  # the micro-batch, once the probe knows it (0: 1 or unknown)
+        self.convolutions = 0  # forward and backward convolutions seen (the trace's "# convolutions N")
+        self.convolutions_said = 0
         self.skip_dirs = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep)
         self.live_bytes = 0  # bytes of the storages alive now (the probe's bill)
         self.ws_live = 0  # of which cuBLAS workspaces
@@ -409,7 +411,17 @@ class _Trace:
 
     def mark(self, name):
         self.flush()
+        self.say_convolutions()
         self.f.write("m %s\n" % name)
+
+    def say_convolutions(self):
+        """"# convolutions N": how many the job ran so far. On CUDA each
+        takes a workspace from the caching allocator that cuDNN's heuristics
+        size and no op returns (aten/src/ATen/native/cudnn/Conv_v8.cpp);
+        the trace cannot hold it, and `vramledger trace` says so."""
+        if self.convolutions != self.convolutions_said:
+            self.convolutions_said = self.convolutions
+            self.f.write("# convolutions %d\n" % self.convolutions)
 
     def empty_cache(self):
         self.flush()
@@ -418,6 +430,7 @@ class _Trace:
     def close(self):
         try:
             self.flush()
+            self.say_convolutions()
         except Exception:
             pass
         try:
@@ -901,6 +914,7 @@ def install(torch, path):
     matmuls = set(getattr(aten, n) for n in _MATMULS if hasattr(aten, n))
     reductions = {getattr(aten, n): n for n in _REDUCTIONS if hasattr(aten, n)}
     tr.reductions = reductions
+    convolutions = set(getattr(aten, n) for n in ("convolution", "convolution_backward") if hasattr(aten, n))
     cuda_paths = os.environ.get("VRAMLEDGER_TRACE_AS", "cuda") == "cuda"
 
     def as_cuda(t):  # does this result stand for a CUDA kernel's?
@@ -929,6 +943,8 @@ def install(torch, path):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             tr.flush()
+            if func.overloadpacket in convolutions:
+                tr.convolutions += 1
             reused = _reused_operand(torch, tr, func, args, kwargs) if func in tr.reusers else None
             if _touches_meta(torch, args, kwargs):
                 out = mv.call(func, args, kwargs)

@@ -469,6 +469,30 @@ class TraceAccumulation(unittest.TestCase):
         self.assertEqual(len(off) - len(on), 2)
 
 
+class TraceConvolutions(unittest.TestCase):
+    """The trace says how many convolutions the job ran (cuDNN's workspaces
+    on CUDA, which no trace holds: `vramledger trace` says so)."""
+
+    def test_counted_forward_and_backward(self):
+        d = tempfile.mkdtemp(prefix="vl-trace-conv-")
+        e = dict(os.environ)
+        e["PYTHONPATH"] = os.path.join(os.path.dirname(os.path.dirname(HERE)), "python")
+        job = ("import sys, torch\nfrom vramledger import tracer\n"
+               "tracer.install(torch, sys.argv[1])\n"
+               "c = torch.nn.Conv2d(3, 8, 3)\n"
+               "y = c(torch.randn(2, 3, 16, 16)); y = c.forward(torch.randn(1, 3, 8, 8))\n"
+               "tracer.mark('after two')\n"
+               "y.sum().backward()\n"
+               "tracer.uninstall()\n")
+        out = subprocess.run([PY, "-c", job, d + "/t"], env=e, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(d + "/t") as f:
+            said = [l.split() for l in f if l.startswith("# convolutions ")]
+        shutil.rmtree(d)
+        # two forwards said at the mark, then the one backward at the end
+        self.assertEqual([int(w[2]) for w in said], [2, 3])
+
+
 class TraceBatch(unittest.TestCase):
     """trace --batch: a trace at batch 3, replayed as batch 6, holds what a
     trace at batch 6 holds (every activation here grows with the batch)."""
