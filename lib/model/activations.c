@@ -29,30 +29,29 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   const uint64_t e = pol->act, r = pol->resid;
   const uint64_t a_loc = vl__div_ceil(sh->a, t), g_loc = vl__div_ceil(sh->g, t);
   const uint64_t I_loc = vl__div_ceil(sh->I, t);
-  struct vl_term *tm;
 
   /* Norms. LayerNorm saves its input, mean and rstd (fp32 under autocast:
    * layer_norm is on autocast's fp32 list). HF RMSNorm upcasts to fp32 and
    * saves the fp32 input, rstd, and the normalised tensor in the residual
    * dtype for the weight multiply. */
-  uint64_t norm_in = arch->rms_norm ? 4 : (pol->autocast ? 4 : r);
-  uint64_t norm =
-      vl__add(ck, vl__mul3(ck, Tr, sh->h, norm_in), vl__mul(ck, Tr, arch->rms_norm ? 4 : 8));
   /* the normalised tensor is saved for the weight's gradient: not where
    * the weight is frozen (LoRA; y-qwen05-bf16-lora16-adamw-b8s2048's
    * history, bench/results/replay-histories/part2-histories) */
   /* (Gemma's norm multiplies in fp32 and casts after: its saved
    * normalised tensor is fp32; modeling_gemma.py GemmaRMSNorm) */
-  const uint64_t nb = vl__norm_weight_fp32(arch) ? 4 : r;
-  if (arch->rms_norm && !sh->lora_rank) norm = vl__add(ck, norm, vl__mul3(ck, Tr, sh->h, nb));
-  tm = vl__term(bill, VL_LINE_ACTIVATIONS, "norm (each of 2 per layer)",
-                arch->rms_norm ? "T*h*4 (fp32 input) + T*4 (rstd) + T*h*r (normalised)"
-                               : "T*h*n (input) + T*8 (mean, rstd)",
-                "transformers RMSNorm/LayerNorm forward; autocast fp32 ops", norm);
-  tm->detail = true;
-  vl__term_in(tm, "T", (double)Tr, "tokens");
-  vl__term_in(tm, "h", (double)sh->h, "");
-  vl__term_in(tm, arch->rms_norm ? "r" : "n", (double)(arch->rms_norm ? r : norm_in), "bytes");
+  const uint64_t norm = vl__note(
+      bill, ck,
+      &(struct vl__def){VL_LINE_ACTIVATIONS,
+                        "norm (each of 2 per layer)",
+                        !arch->rms_norm ? "T*h*n (input) + T*8 (mean, rstd)"
+                        : sh->lora_rank ? "T*h*4 (fp32 input) + T*4 (rstd)"
+                                        : "T*h*4 (fp32 input) + T*4 (rstd) + T*h*r (normalised)",
+                        "transformers RMSNorm/LayerNorm forward; autocast fp32 ops",
+                        {{"T", Tr, "tokens"},
+                         {"h", sh->h},
+                         {"n", pol->autocast ? 4 : r, "bytes"},
+                         {"r", vl__norm_weight_fp32(arch) ? 4 : r, "bytes"}},
+                        .detail = true});
 
   /* Attention. SDPA's math backend keeps the s x s probabilities as eager
    * attention does: PyTorch runs it for fp32 inputs with grouped key/value
@@ -108,21 +107,23 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
        * the probabilities are cast, dropout keeps a bool mask, and the PV
        * matmul saves dropout's output (the cast copy itself is freed);
        * without dropout the PV matmul saves the cast copy */
-      uint64_t s2 = vl__mul4(ck, sh->b, a_loc, sh->s, sh->s);
-      uint64_t per = sm + (arch->attn_dropout > 0 ? 1 + e : (e != sm ? e : 0));
-      scores = vl__mul(ck, s2, per);
-      tm = vl__term(bill, VL_LINE_ACTIVATIONS,
-                    job->attention == VL_ATTN_EAGER
-                        ? "attention scores (eager, per layer)"
-                        : "attention scores (SDPA math backend: fp32, grouped KV heads)",
-                    "b*a*s^2*(sm + [dropout] (1 + e) | [no dropout, sm != e] e)",
-                    "transformers eager_attention_forward: b*heads*s*s scores", scores);
-      tm->detail = true;
-      vl__term_in(tm, "b", (double)sh->b, "");
-      vl__term_in(tm, "a", (double)a_loc, "heads");
-      vl__term_in(tm, "s", (double)sh->s, "tokens");
-      vl__term_in(tm, "e", (double)e, "bytes");
-      vl__term_in(tm, "sm", (double)sm, "bytes (softmax output)");
+      scores =
+          vl__note(bill, ck,
+                   &(struct vl__def){VL_LINE_ACTIVATIONS,
+                                     job->attention == VL_ATTN_EAGER
+                                         ? "attention scores (eager, per layer)"
+                                         : "attention scores (SDPA math backend: fp32, "
+                                           "grouped KV heads)",
+                                     arch->attn_dropout > 0 ? "b*a*s*s*(sm + 1 + e) (dropout)"
+                                     : e != sm              ? "b*a*s*s*(sm + e)"
+                                                            : "b*a*s*s*sm",
+                                     "transformers eager_attention_forward: b*heads*s*s scores",
+                                     {{"b", sh->b},
+                                      {"a", a_loc, "heads"},
+                                      {"s", sh->s, "tokens"},
+                                      {"sm", sm, "bytes (softmax output)"},
+                                      {"e", e, "bytes"}},
+                                     .detail = true});
     } else {
       /* SDPA flash / memory-efficient: output and log-sum-exp (fp32) */
       scores = vl__add(ck, vl__mul4(ck, T, a_loc, sh->d, e),
@@ -175,7 +176,6 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   }
   if (arch->hidden_dropout > 0) mlp = vl__add(ck, mlp, vl__mul(ck, Tr, sh->h));
 
-  act->layer = vl__add(ck, vl__add(ck, vl__mul(ck, norm, 2), attn), mlp);
   act->norm = norm;
   act->attn = attn;
   act->mlp = mlp;
@@ -186,31 +186,39 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * replay's peak allocated within 1.3 % of eleven LoRA runs with it,
    * bench/results/replay-histories). In fp32 the input itself
    * is saved and shared (the *_in_saved flags above). */
+  uint64_t casts = 0;
   if (sh->lora_rank) {
-    uint64_t targets = (uint64_t)(job->n_lora_targets ? job->n_lora_targets : 2);
-    act->layer = vl__add(ck, act->layer, vl__mul4(ck, T, sh->lora_rank, e, targets));
-    const uint64_t cb = vl__lora_input_copy_bytes(pol);
-    uint64_t casts = vl__mul3(ck, T, sh->lora_in, cb);
-    act->layer = vl__add(ck, act->layer, casts);
+    struct vl__def copies = {
+        VL_LINE_ACTIVATIONS,
+        "LoRA adapters' input copies (per layer)",
+        "T * widths * cb",
+        "peft tuners/lora/layer.py Linear.forward (x.to(adapter dtype)); autocast",
+        {{"T", T, "tokens"},
+         {"widths", sh->lora_in, "(the adapted linears' inputs, summed)"},
+         {"cb", vl__lora_input_copy_bytes(pol), "bytes (fp32 copy, or autocast's half)"}},
+        .detail = true};
+    casts = vl__def_value(ck, &copies);
+    if (casts) vl__note(bill, ck, &copies);
     act->attn = vl__add(ck, act->attn, casts); /* in the layer's parts: with the projections */
-    if (casts) {
-      tm = vl__term(bill, VL_LINE_ACTIVATIONS, "LoRA adapters' input copies (per layer)",
-                    "T * sum(adapted linears' inputs) * cb",
-                    "peft tuners/lora/layer.py Linear.forward (x.to(adapter dtype)); autocast",
-                    casts);
-      tm->detail = true;
-      vl__term_in(tm, "T", (double)T, "tokens");
-      vl__term_in(tm, "cb", (double)cb, "bytes (fp32 copy, or autocast's half)");
-    }
   }
-
-  tm = vl__term(bill, VL_LINE_ACTIVATIONS, "one layer, saved for backward",
-                "2*norm + attention (inputs, q/k/v, scores, o input, masks) + MLP",
-                "transformers modeling files; autograd saved tensors", act->layer);
-  tm->detail = true;
-  vl__term_in(tm, "attention", (double)attn, "bytes");
-  vl__term_in(tm, "mlp", (double)mlp, "bytes");
-  vl__term_in(tm, "norm", (double)norm, "bytes");
+  act->layer = vl__note(
+      bill, ck,
+      &(struct vl__def){VL_LINE_ACTIVATIONS,
+                        "one layer, saved for backward",
+                        sh->lora_rank ? "2*norm + attention + mlp + T*R*e*n (lora_A outputs) + "
+                                        "copies (adapters' input copies)"
+                                      : "2*norm + attention (inputs, q/k/v, scores, o input, "
+                                        "masks) + mlp",
+                        "transformers modeling files; autograd saved tensors",
+                        {{"norm", norm, "bytes"},
+                         {"attention", attn, "bytes"},
+                         {"mlp", mlp, "bytes"},
+                         {"T", T, "tokens"},
+                         {"R", sh->lora_rank, "(rank)"},
+                         {"e", e, "bytes"},
+                         {"n", job->n_lora_targets ? (uint64_t)job->n_lora_targets : 2, "targets"},
+                         {"copies", casts, "bytes"}},
+                        .detail = true});
 
   /* Recomputation: HF gradient checkpointing keeps each layer's input. */
   if (job->checkpointing == VL_CKPT_FULL)
@@ -237,9 +245,22 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   uint64_t V_loc = vl__div_ceil(sh->V, t);
   uint64_t logits = vl__mul3(ck, T, V_loc, e);
   uint64_t logp = vl__mul3(ck, T, V_loc, 4);
-  act->head = vl__add(ck, vl__add(ck, norm, vl__mul3(ck, T, sh->h, e)), vl__add(ck, logits, logp));
-  if (!arch->causal) /* BERT MLM transform: dense + GELU + LayerNorm */
-    act->head = vl__add(ck, act->head, vl__mul4(ck, T, sh->h, e, 3));
+  /* (an encoder's MLM transform: dense + GELU + LayerNorm) */
+  act->head = vl__note(
+      bill, ck,
+      &(struct vl__def){VL_LINE_ACTIVATIONS,
+                        "logits and loss",
+                        arch->causal ? "norm + T*h*e (head input) + (T*V*e (logits) + T*V*4 (fp32 "
+                                       "log_softmax))"
+                                     : "norm + T*h*e (head input) + (T*V*e (logits) + T*V*4 (fp32 "
+                                       "log_softmax)) + T*h*e*3 (MLM transform)",
+                        "transformers ForCausalLMLoss (logits.float()); F.cross_entropy",
+                        {{"norm", norm, "bytes"},
+                         {"T", T, "tokens"},
+                         {"h", sh->h},
+                         {"e", e, "bytes"},
+                         {"V", V_loc}},
+                        .detail = true});
   act->logits = logits;
   act->head_fwd_tmp = e == 4 ? 0 : logp; /* the fp32 copy of the logits */
   /* nll backward's dense gradient and log_softmax backward's, both fp32,
@@ -252,13 +273,6 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * loss.py _nll_loss_and_log_softmax_backward; measured on 2 H200s,
    * bench/results/parallel-calibration/part4-peaks/tp2-amp.json) */
   act->loss_bwd_tmp = vl__mul(ck, logp, t > 1 ? 3 : 2);
-  tm = vl__term(bill, VL_LINE_ACTIVATIONS, "logits and loss",
-                "T*V*e (logits) + T*V*4 (fp32 log_softmax) + T*h*e (head input) + norm",
-                "transformers ForCausalLMLoss (logits.float()); F.cross_entropy", act->head);
-  tm->detail = true;
-  vl__term_in(tm, "T", (double)T, "tokens");
-  vl__term_in(tm, "V", (double)V_loc, "");
-  vl__term_in(tm, "e", (double)e, "bytes");
   act->misc_fraction = 0.0;
 }
 
@@ -268,34 +282,32 @@ void vl__act_megatron(const struct vl_arch *arch, const struct vl_job *job,
   (void)arch;
   const uint64_t s = sh->s, b = sh->b, h = sh->h, t = sh->tp;
   const uint64_t sbh = vl__mul3(ck, s, b, h);
-  struct vl_term *tm;
   /* Table 2, generalised to an MLP of width I as Megatron does (18 + 4I/h
    * bytes per sbh with I = 4h gives 34): 10 sbh not split by TP (norm
    * inputs 4, attention and MLP inputs 4, dropout masks 2), the rest split. */
   double lin = 18.0 + 4.0 * (double)sh->I / (double)h;
   double per_sbh = sh->sp ? lin / (double)t : 10.0 + (lin - 10.0) / (double)t;
-  uint64_t linear = vl__scale(ck, sbh, per_sbh);
-  uint64_t quad = 0;
-  if (job->attention == VL_ATTN_EAGER && job->checkpointing == VL_CKPT_NONE)
-    quad = vl__mul4(ck, 5, sh->a, vl__mul(ck, s, s), b) / t; /* 5as^2b/t */
-  act->layer = vl__add(ck, linear, quad);
-  tm = vl__term(bill, VL_LINE_ACTIVATIONS, "one layer (Korthikanti Table 2)",
-                sh->sp ? "s*b*h*(18 + 4*I/h)/t + 5*a*s^2*b/t"
-                       : "s*b*h*(10 + (8 + 4*I/h)/t) + 5*a*s^2*b/t",
-                "Korthikanti et al. 2022 (arXiv 2205.05198) Table 2", act->layer);
-  tm->detail = true;
-  vl__term_in(tm, "s", (double)s, "tokens");
-  vl__term_in(tm, "b", (double)b, "");
-  vl__term_in(tm, "h", (double)h, "");
-  vl__term_in(tm, "a", (double)sh->a, "heads");
-  vl__term_in(tm, "I", (double)sh->I, "");
-  vl__term_in(tm, "t", (double)t, "");
+  /* the s^2 term where the scores are kept (5as^2b/t; t divides a) */
+  const bool quad = job->attention == VL_ATTN_EAGER && job->checkpointing == VL_CKPT_NONE;
+  struct vl__def d = {VL_LINE_ACTIVATIONS,
+                      "one layer (Korthikanti Table 2)",
+                      quad ? "s*b*h*k + 5*a*s^2*b/t" : "s*b*h*k",
+                      "Korthikanti et al. 2022 (arXiv 2205.05198) Table 2",
+                      {{"s", s, "tokens"},
+                       {"b", b},
+                       {"h", h},
+                       VL__REAL("k", per_sbh,
+                                sh->sp ? "bytes an s*b*h element: (18 + 4*I/h)/t"
+                                       : "bytes an s*b*h element: "
+                                         "10 + (8 + 4*I/h)/t"),
+                       {"a", sh->a, "heads"},
+                       {"t", t}},
+                      .detail = true};
+  act->layer = vl__note(bill, ck, &d);
   if (job->checkpointing == VL_CKPT_FULL) {
-    act->layer_kept = sh->sp ? vl__div_ceil(vl__mul(ck, 2, sbh), t) : vl__mul(ck, 2, sbh);
-    tm = vl__term(bill, VL_LINE_ACTIVATIONS, "kept per layer (full recomputation)",
-                  sh->sp ? "2*s*b*h/t" : "2*s*b*h",
-                  "Korthikanti et al. 2022 (arXiv 2205.05198) Table 2", act->layer_kept);
-    tm->detail = true;
+    d.name = "kept per layer (full recomputation)";
+    d.formula = sh->sp ? "2*(s*b*h)/t" : "2*(s*b*h)";
+    act->layer_kept = vl__note(bill, ck, &d);
   } else {
     act->layer_kept = act->layer;
   }
