@@ -20,16 +20,35 @@ static uint64_t tokens_rep(const struct vl__shape *sh) {
   return sh->sp ? vl__div_ceil(T, sh->tp) : T;
 }
 
-void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const struct vl__policy *pol,
-                const struct vl__shape *sh, struct vl_bill *bill, struct vl__ck *ck,
-                struct vl__act *act) {
-  const uint64_t T = sh->b * sh->s;   /* tokens of the micro-batch */
-  const uint64_t Tr = tokens_rep(sh); /* tokens of replicated h-tensors */
-  const uint64_t t = sh->tp;
-  const uint64_t e = pol->act, r = pol->resid;
-  const uint64_t a_loc = vl__div_ceil(sh->a, t), g_loc = vl__div_ceil(sh->g, t);
-  const uint64_t I_loc = vl__div_ceil(sh->I, t);
+/* What the parts of one layer and the head share: the micro-batch on this
+ * GPU and the precision's bytes. */
+struct hf {
+  const struct vl_arch *arch;
+  const struct vl_job *job;
+  const struct vl__policy *pol;
+  const struct vl__shape *sh;
+  struct vl_bill *bill;
+  struct vl__ck *ck;
+  uint64_t T;                   /* tokens of the micro-batch */
+  uint64_t Tr;                  /* tokens of replicated h-tensors */
+  uint64_t t;                   /* tensor-parallel ranks */
+  uint64_t e, r;                /* activation and residual bytes */
+  uint64_t a_loc, g_loc, I_loc; /* heads, key/value heads, MLP width on this GPU */
+  uint64_t sm;                  /* the probabilities' bytes */
+  uint64_t k;                   /* experts a token goes through (1: a dense MLP) */
+  uint64_t width;               /* the MLP's width a token sees */
+  bool math;                    /* the s x s scores are kept */
+  bool own_casts;               /* each projection keeps its own half copy of its input */
+};
 
+/* one of the two norms of a layer */
+static uint64_t hf_norm(const struct hf *x) {
+  const struct vl_arch *arch = x->arch;
+  const struct vl__policy *pol = x->pol;
+  const struct vl__shape *sh = x->sh;
+  struct vl_bill *bill = x->bill;
+  struct vl__ck *ck = x->ck;
+  const uint64_t Tr = x->Tr, r = x->r;
   /* Norms. LayerNorm saves its input, mean and rstd (fp32 under autocast:
    * layer_norm is on autocast's fp32 list). HF RMSNorm upcasts to fp32 and
    * saves the fp32 input, rstd, and the normalised tensor in the residual
@@ -39,44 +58,33 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * history, bench/results/replay-histories/part2-histories) */
   /* (Gemma's norm multiplies in fp32 and casts after: its saved
    * normalised tensor is fp32; modeling_gemma.py GemmaRMSNorm) */
-  const uint64_t norm = vl__note(
-      bill, ck,
-      &(struct vl__def){VL_LINE_ACTIVATIONS,
-                        "norm (each of 2 per layer)",
-                        !arch->rms_norm ? "T*h*n (input) + T*8 (mean, rstd)"
-                        : sh->lora_rank ? "T*h*4 (fp32 input) + T*4 (rstd)"
+  return vl__note(bill, ck,
+                  &(struct vl__def){VL_LINE_ACTIVATIONS,
+                                    "norm (each of 2 per layer)",
+                                    !arch->rms_norm ? "T*h*n (input) + T*8 (mean, rstd)"
+                                    : sh->lora_rank
+                                        ? "T*h*4 (fp32 input) + T*4 (rstd)"
                                         : "T*h*4 (fp32 input) + T*4 (rstd) + T*h*r (normalised)",
-                        "transformers RMSNorm/LayerNorm forward; autocast fp32 ops",
-                        {{"T", Tr, "tokens"},
-                         {"h", sh->h},
-                         {"n", pol->autocast ? 4 : r, "bytes"},
-                         {"r", vl__norm_weight_fp32(arch) ? 4 : r, "bytes"}},
-                        .detail = true});
+                                    "transformers RMSNorm/LayerNorm forward; autocast fp32 ops",
+                                    {{"T", Tr, "tokens"},
+                                     {"h", sh->h},
+                                     {"n", pol->autocast ? 4 : r, "bytes"},
+                                     {"r", vl__norm_weight_fp32(arch) ? 4 : r, "bytes"}},
+                                    .detail = true});
+}
 
-  /* Attention. SDPA's math backend keeps the s x s probabilities as eager
-   * attention does: PyTorch runs it for fp32 inputs with grouped key/value
-   * heads, as transformers passes enable_gqa=True without a mask and
-   * neither flash (half only) nor memory-efficient attention (no GQA) takes
-   * that (measured: TinyLlama fp32 on 2 H200s, b*a*s^2*4 per layer at the
-   * peak, bench/results/parallel-calibration/part4-peaks/tp2-fp32.json). */
-  const bool math = job->attention == VL_ATTN_EAGER || (e == 4 && sh->g < sh->a);
-  const uint64_t sm = vl__softmax_bytes(arch, pol->autocast, e); /* probabilities' bytes */
-  /* Inputs of trainable projections. Under autocast the normalised input
-   * is fp32 and every projection casts it apart, and keeps its own half
-   * copy: q, k and v three copies unless fused into one matmul (GPT-2,
-   * GPT-NeoX, Phi-3), a gated MLP's gate and up two unless fused (Phi-3)
-   * (measured: five T x h half copies a layer on TinyLlama, bench/results/
-   * parallel-calibration/part4-peaks/tp2-amp.json; Qwen2-0.5B's AMP
-   * runs -2.2 and -1.8 % without it, +0.1 and -0.4 % with). Counted for
-   * RMSNorm models only: BERT and OPT's LayerNorm runs agree without it
-   * (BERT +3.0 %, +6.8 % with it; not understood; the three variants in
-   * bench/results/parallel-calibration/input-casts-variants.txt). Without
-   * autocast the projections share the input. */
+/* attention: projections' inputs, q/k/v, scores, o's input, masks */
+static uint64_t hf_attention(const struct hf *x) {
+  const struct vl_arch *arch = x->arch;
+  const struct vl_job *job = x->job;
+  const struct vl__shape *sh = x->sh;
+  struct vl_bill *bill = x->bill;
+  struct vl__ck *ck = x->ck;
+  const uint64_t T = x->T, Tr = x->Tr, e = x->e, a_loc = x->a_loc, g_loc = x->g_loc, sm = x->sm;
+  const bool math = x->math;
+  const bool own_casts = x->own_casts;
   const bool fused_qkv = arch->fused_qkv;
-  const bool own_casts = pol->autocast && !sh->lora_rank && arch->rms_norm;
   const uint64_t attn_copies = own_casts && !fused_qkv ? 3 : 1;
-  const uint64_t mlp_copies =
-      own_casts && arch->gated_mlp && !arch->experts && !arch->fused_gate_up ? 2 : 1;
   /* Under sequence parallelism the projections see the input gathered over
    * the sequence (PyTorch's PrepareModuleInput before attention and MLP, the
    * head's ColwiseParallel) and save that: T tokens, not T/t (measured on 2
@@ -134,16 +142,21 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   if (sh->o_in_saved) attn = vl__add(ck, attn, vl__mul4(ck, T, a_loc, sh->d, e));
   if (arch->hidden_dropout > 0) attn = vl__add(ck, attn, vl__mul(ck, Tr, sh->h));
 
-  /* MLP. */
+  return attn;
+}
+
+/* the MLP (or MoE block) */
+static uint64_t hf_mlp(const struct hf *x) {
+  const struct vl_arch *arch = x->arch;
+  const struct vl__policy *pol = x->pol;
+  const struct vl__shape *sh = x->sh;
+  struct vl__ck *ck = x->ck;
+  const uint64_t T = x->T, Tr = x->Tr, e = x->e, width = x->width, k = x->k;
+  const bool own_casts = x->own_casts;
+  const uint64_t mlp_copies =
+      own_casts && arch->gated_mlp && !arch->experts && !arch->fused_gate_up ? 2 : 1;
   uint64_t mlp = 0;
   if (sh->mlp_in_saved) mlp = vl__add(ck, mlp, vl__mul4(ck, T, sh->h, e, mlp_copies));
-  /* MoE: each token through k experts of moe_intermediate and the shared
-   * experts (all of them on every token) */
-  uint64_t k = arch->experts ? arch->experts_per_token : 1;
-  uint64_t width = arch->experts
-                       ? vl__add(ck, vl__mul(ck, k, vl__div_ceil(arch->moe_intermediate, t)),
-                                 vl__div_ceil(arch->shared_intermediate, t))
-                       : I_loc;
   if (arch->gated_mlp) {
     /* act(gate) saves gate; act out and up saved by the multiply; the
      * product saved by down_proj when trainable */
@@ -176,6 +189,18 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   }
   if (arch->hidden_dropout > 0) mlp = vl__add(ck, mlp, vl__mul(ck, Tr, sh->h));
 
+  return mlp;
+}
+
+/* one layer: its parts and LoRA's */
+static void hf_layer(const struct hf *x, uint64_t norm, uint64_t attn, uint64_t mlp,
+                     struct vl__act *act) {
+  const struct vl_job *job = x->job;
+  const struct vl__policy *pol = x->pol;
+  const struct vl__shape *sh = x->sh;
+  struct vl_bill *bill = x->bill;
+  struct vl__ck *ck = x->ck;
+  const uint64_t T = x->T, e = x->e;
   act->norm = norm;
   act->attn = attn;
   act->mlp = mlp;
@@ -219,7 +244,17 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
                          {"n", job->n_lora_targets ? (uint64_t)job->n_lora_targets : 2, "targets"},
                          {"copies", casts, "bytes"}},
                         .detail = true});
+}
 
+/* what a layer keeps under recomputation, its temporaries, the embeddings */
+static void hf_inside(const struct hf *x, struct vl__act *act) {
+  const struct vl_arch *arch = x->arch;
+  const struct vl_job *job = x->job;
+  const struct vl__shape *sh = x->sh;
+  struct vl__ck *ck = x->ck;
+  const uint64_t T = x->T, Tr = x->Tr, e = x->e, r = x->r, a_loc = x->a_loc, sm = x->sm,
+                 width = x->width;
+  const bool math = x->math;
   /* Recomputation: HF gradient checkpointing keeps each layer's input. */
   if (job->checkpointing == VL_CKPT_FULL)
     act->layer_kept = vl__mul3(ck, Tr, sh->h, r);
@@ -239,7 +274,15 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   /* Embeddings: int64 ids and the dropout mask. */
   act->embed = vl__mul(ck, T, 8);
   if (arch->embed_dropout > 0) act->embed = vl__add(ck, act->embed, vl__mul(ck, Tr, sh->h));
+}
 
+/* the head and the loss */
+static void hf_head(const struct hf *x, uint64_t norm, struct vl__act *act) {
+  const struct vl_arch *arch = x->arch;
+  const struct vl__shape *sh = x->sh;
+  struct vl_bill *bill = x->bill;
+  struct vl__ck *ck = x->ck;
+  const uint64_t T = x->T, t = x->t, e = x->e;
   /* Head: final norm, LM head input, logits (held by the model output) and
    * the loss: HF upcasts logits to fp32 and log_softmax saves its output. */
   uint64_t V_loc = vl__div_ceil(sh->V, t);
@@ -273,6 +316,52 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * loss.py _nll_loss_and_log_softmax_backward; measured on 2 H200s,
    * bench/results/parallel-calibration/part4-peaks/tp2-amp.json) */
   act->loss_bwd_tmp = vl__mul(ck, logp, t > 1 ? 3 : 2);
+}
+
+void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const struct vl__policy *pol,
+                const struct vl__shape *sh, struct vl_bill *bill, struct vl__ck *ck,
+                struct vl__act *act) {
+  struct hf x = {arch, job, pol, sh, bill, ck};
+  x.T = sh->b * sh->s;
+  x.Tr = tokens_rep(sh);
+  x.t = sh->tp;
+  x.e = pol->act;
+  x.r = pol->resid;
+  x.a_loc = vl__div_ceil(sh->a, x.t);
+  x.g_loc = vl__div_ceil(sh->g, x.t);
+  x.I_loc = vl__div_ceil(sh->I, x.t);
+  /* Attention. SDPA's math backend keeps the s x s probabilities as eager
+   * attention does: PyTorch runs it for fp32 inputs with grouped key/value
+   * heads, as transformers passes enable_gqa=True without a mask and
+   * neither flash (half only) nor memory-efficient attention (no GQA) takes
+   * that (measured: TinyLlama fp32 on 2 H200s, b*a*s^2*4 per layer at the
+   * peak, bench/results/parallel-calibration/part4-peaks/tp2-fp32.json). */
+  x.math = job->attention == VL_ATTN_EAGER || (x.e == 4 && sh->g < sh->a);
+  x.sm = vl__softmax_bytes(arch, pol->autocast, x.e); /* probabilities' bytes */
+  /* Inputs of trainable projections. Under autocast the normalised input
+   * is fp32 and every projection casts it apart, and keeps its own half
+   * copy: q, k and v three copies unless fused into one matmul (GPT-2,
+   * GPT-NeoX, Phi-3), a gated MLP's gate and up two unless fused (Phi-3)
+   * (measured: five T x h half copies a layer on TinyLlama, bench/results/
+   * parallel-calibration/part4-peaks/tp2-amp.json; Qwen2-0.5B's AMP
+   * runs -2.2 and -1.8 % without it, +0.1 and -0.4 % with). Counted for
+   * RMSNorm models only: BERT and OPT's LayerNorm runs agree without it
+   * (BERT +3.0 %, +6.8 % with it; not understood; the three variants in
+   * bench/results/parallel-calibration/input-casts-variants.txt). Without
+   * autocast the projections share the input. */
+  x.own_casts = pol->autocast && !sh->lora_rank && arch->rms_norm;
+  /* MoE: each token through k experts of moe_intermediate and the shared
+   * experts (all of them on every token) */
+  x.k = arch->experts ? arch->experts_per_token : 1;
+  x.width = arch->experts ? vl__add(ck, vl__mul(ck, x.k, vl__div_ceil(arch->moe_intermediate, x.t)),
+                                    vl__div_ceil(arch->shared_intermediate, x.t))
+                          : x.I_loc;
+  const uint64_t norm = hf_norm(&x);
+  const uint64_t attn = hf_attention(&x); /* in this order: the terms are shown so */
+  const uint64_t mlp = hf_mlp(&x);
+  hf_layer(&x, norm, attn, mlp, act);
+  hf_inside(&x, act);
+  hf_head(&x, norm, act);
   act->misc_fraction = 0.0;
 }
 

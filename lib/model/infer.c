@@ -66,6 +66,33 @@ static vl_status infer_reserve(const struct vl_arch *arch, const struct vl_inven
   return VL_OK;
 }
 
+/* the bill from the two phases' lines: the peak phase's, and each line's
+ * maximum */
+static void infer_peak(const struct vl_job *job, const uint64_t *line_pre, const uint64_t *line_dec,
+                       uint64_t ctx, struct vl_bill *bill) {
+  uint64_t pre = 0, dc = 0;
+  for (int l = 0; l < VL_LINE_COUNT; l++) {
+    if (!vl_line_in_allocated((enum vl_line)l)) continue;
+    pre += line_pre[l];
+    dc += line_dec[l];
+  }
+  bill->phase_peak[VL_PH_PREFILL] = pre;
+  bill->phase_peak[VL_PH_DECODE] = job->new_tokens ? dc : 0;
+  bool decode_peak = job->new_tokens && dc > pre;
+  bill->peak_phase = decode_peak ? VL_PH_DECODE : VL_PH_PREFILL;
+  const uint64_t *peak = decode_peak ? line_dec : line_pre;
+  for (int l = 0; l < VL_LINE_COUNT; l++) {
+    bill->lines[l] = peak[l];
+    bill->line_max[l] = vl__max(line_pre[l], job->new_tokens ? line_dec[l] : 0);
+    if (line_pre[l]) bill->live[l] |= 1u << VL_PH_PREFILL;
+    if (job->new_tokens && line_dec[l]) bill->live[l] |= 1u << VL_PH_DECODE;
+  }
+  bill->peak_allocated_bytes = decode_peak ? dc : pre;
+  bill->peak_reserved_bytes = bill->peak_allocated_bytes + peak[VL_LINE_RESERVE];
+  bill->cuda_context_bytes = ctx;
+  bill->total_bytes = bill->peak_reserved_bytes + ctx;
+}
+
 vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *inv,
                          const struct vl_job *job, const struct vl_overheads *ov,
                          struct vl_bill *bill, struct vl_err *err) {
@@ -203,27 +230,7 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
                     "the bill overflows 64 bits (batch %llu x %llu tokens is too large to model)",
                     (unsigned long long)B, (unsigned long long)S);
 
-  uint64_t pre = 0, dc = 0;
-  for (int l = 0; l < VL_LINE_COUNT; l++) {
-    if (!vl_line_in_allocated((enum vl_line)l)) continue;
-    pre += line_pre[l];
-    dc += line_dec[l];
-  }
-  bill->phase_peak[VL_PH_PREFILL] = pre;
-  bill->phase_peak[VL_PH_DECODE] = job->new_tokens ? dc : 0;
-  bool decode_peak = job->new_tokens && dc > pre;
-  bill->peak_phase = decode_peak ? VL_PH_DECODE : VL_PH_PREFILL;
-  const uint64_t *peak = decode_peak ? line_dec : line_pre;
-  for (int l = 0; l < VL_LINE_COUNT; l++) {
-    bill->lines[l] = peak[l];
-    bill->line_max[l] = vl__max(line_pre[l], job->new_tokens ? line_dec[l] : 0);
-    if (line_pre[l]) bill->live[l] |= 1u << VL_PH_PREFILL;
-    if (job->new_tokens && line_dec[l]) bill->live[l] |= 1u << VL_PH_DECODE;
-  }
-  bill->peak_allocated_bytes = decode_peak ? dc : pre;
-  bill->peak_reserved_bytes = bill->peak_allocated_bytes + peak[VL_LINE_RESERVE];
-  bill->cuda_context_bytes = ctx;
-  bill->total_bytes = bill->peak_reserved_bytes + ctx;
+  infer_peak(job, line_pre, line_dec, ctx, bill);
   bill->params_per_gpu = elems;
   bill->trainable_params = 0;
   bill->tokens = vl__mul(&ck, B, S);
