@@ -86,10 +86,14 @@ static struct val number(struct parser *ps) {
     if (frac > 22 || m >> 53) return fail(ps);
     return (struct val){0, (double)m / d, true};
   }
-  if (*ps->p == 'e' && is_digit(ps->p[1]))
+  if (*ps->p == 'e' && is_digit(ps->p[1])) {
+    unsigned x = 0;
     for (ps->p++; is_digit(*ps->p); ps->p++)
-      for (int k = *ps->p - '0'; k > 0; k--)
-        m = vl__mul(ps->ck, m, 10);
+      x = x * 10 + (unsigned)(*ps->p - '0');
+    if (x > 19) return fail(ps);
+    while (x--)
+      m = vl__mul(ps->ck, m, 10);
+  }
   return whole(m);
 }
 

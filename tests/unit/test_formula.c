@@ -173,16 +173,17 @@ static void grammar(void **state) {
     const char *f;
     uint64_t want;
   } good[] = {
-      {"P / N * g", 8},                            /* ceil(10/3) * 2, left to right */
-      {"P * g / N", 7},                            /* ceil(20/3) */
-      {"P + N * g", 16},                           /* precedence */
-      {"(P + N) * g", 26},                         /* grouping */
-      {"N - P", 0},                                /* never below zero */
-      {"max(P, N * 4) + min(P, g)", 14},           /* functions */
-      {"N^2 * g", 18},                             /* powers */
-      {"P * f", 3},                                /* 2.5 rounded to nearest */
-      {"P * 0.05 (five percent)", 1},              /* 0.5 rounds up */
-      {"5e8", 500000000},                          /* a whole literal with an exponent */
+      {"P / N * g", 8},                  /* ceil(10/3) * 2, left to right */
+      {"P * g / N", 7},                  /* ceil(20/3) */
+      {"P + N * g", 16},                 /* precedence */
+      {"(P + N) * g", 26},               /* grouping */
+      {"N - P", 0},                      /* never below zero */
+      {"max(P, N * 4) + min(P, g)", 14}, /* functions */
+      {"N^2 * g", 18},                   /* powers */
+      {"P * f", 3},                      /* 2.5 rounded to nearest */
+      {"P * 0.05 (five percent)", 1},    /* 0.5 rounds up */
+      {"5e8", 500000000},                /* a whole literal with an exponent */
+      {"2e12 / P", 200000000000},
       {"P (the elements) * g (bytes (each))", 20}, /* notes, nested */
       {"0 (nothing)", 0},
   };
