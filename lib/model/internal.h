@@ -44,9 +44,9 @@ static inline bool vl__norm_weight_fp32(const struct vl_arch *a) {
 }
 
 /* A term defined by its formula (formula.c has the grammar): its line,
- * name, formula and source, and the inputs the formula names (a NULL name
- * ends them). An input is whole (n, with its unit), or a real factor:
- * VL__REAL("churn", 0.13, ""). */
+ * name, formula and source, and the inputs its formula may name (a NULL
+ * name ends them; the term shows those it names). An input is whole (n,
+ * with its unit), or a real factor: VL__REAL("churn", 0.13, ""). */
 struct vl__in {
   const char *name;
   uint64_t n;
