@@ -590,7 +590,7 @@ static void stage_temporaries(struct train_stage *ts) {
           "torch/optim/adam.py _multi_tensor_adam (exp_avg_sq_sqrt)",
           {{"largest", ts->st.largest_elems}, {"P_shard", ts->tr_opt}, {"s", ts->sb, "bytes"}}});
   ts->gathered = ts->gathered_bwd = 0;
-  if (job->zero >= 3 && ts->ds) {
+  if (job->zero >= 3 && ts->ds) { /* DeepSpeed: 4 bytes an element of the largest tensor */
     ts->gathered = ts->gathered_bwd =
         note(ts, &(struct vl__def){VL_LINE_TRANSIENT,
                                    "ZeRO-3 gathered parameters",
