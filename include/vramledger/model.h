@@ -198,14 +198,20 @@ const char *vl_phase_name(enum vl_phase p);
 
 struct vl_input {
   const char *name; /* symbol as in the formula */
-  double value;
+  double value;     /* as shown */
   const char *unit; /* "bytes", "tokens", "" */
+  uint64_t whole;   /* the value exactly, unless real */
+  bool real;        /* a real factor (value), not a whole number */
 };
 
-#define VL_TERM_INPUTS 8
+#define VL_TERM_INPUTS 12 /* the most inputs a term shows */
 
 /* One formula of the bill with its numbers plugged in. Detail terms explain
- * a part of another term and are not summed. */
+ * a part of another term and are not summed. The formula is the term's
+ * definition: its bytes are that expression evaluated over in[] (whole,
+ * or real where real is set), and nothing else; in[] holds the inputs it
+ * names (lib/model/formula.c, the grammar; docs/architecture.md, how to
+ * add a term). */
 struct vl_term {
   enum vl_line line;
   const char *name;

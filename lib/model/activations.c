@@ -20,64 +20,71 @@ static uint64_t tokens_rep(const struct vl__shape *sh) {
   return sh->sp ? vl__div_ceil(T, sh->tp) : T;
 }
 
-void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const struct vl__policy *pol,
-                const struct vl__shape *sh, struct vl_bill *bill, struct vl__ck *ck,
-                struct vl__act *act) {
-  const uint64_t T = sh->b * sh->s;   /* tokens of the micro-batch */
-  const uint64_t Tr = tokens_rep(sh); /* tokens of replicated h-tensors */
-  const uint64_t t = sh->tp;
-  const uint64_t e = pol->act, r = pol->resid;
-  const uint64_t a_loc = vl__div_ceil(sh->a, t), g_loc = vl__div_ceil(sh->g, t);
-  const uint64_t I_loc = vl__div_ceil(sh->I, t);
-  struct vl_term *tm;
+/* What the parts of one layer and the head share: the micro-batch on this
+ * GPU and the precision's bytes. */
+struct hf {
+  const struct vl_arch *arch;
+  const struct vl_job *job;
+  const struct vl__policy *pol;
+  const struct vl__shape *sh;
+  struct vl_bill *bill;
+  struct vl__ck *ck;
+  uint64_t T;                   /* tokens of the micro-batch */
+  uint64_t Tr;                  /* tokens of replicated h-tensors */
+  uint64_t t;                   /* tensor-parallel ranks */
+  uint64_t e, r;                /* activation and residual bytes */
+  uint64_t a_loc, g_loc, I_loc; /* heads, key/value heads, MLP width on this GPU */
+  uint64_t sm;                  /* the probabilities' bytes */
+  uint64_t k;                   /* experts a token goes through (1: a dense MLP) */
+  uint64_t width;               /* the MLP's width a token sees */
+  bool math;                    /* the s x s scores are kept */
+  bool own_casts;               /* each projection keeps its own half copy of its input */
+};
 
+/* one of the two norms of a layer */
+static uint64_t hf_norm(const struct hf *x) {
+  const struct vl_arch *arch = x->arch;
+  const struct vl__policy *pol = x->pol;
+  const struct vl__shape *sh = x->sh;
+  struct vl_bill *bill = x->bill;
+  struct vl__ck *ck = x->ck;
+  const uint64_t Tr = x->Tr, r = x->r;
   /* Norms. LayerNorm saves its input, mean and rstd (fp32 under autocast:
    * layer_norm is on autocast's fp32 list). HF RMSNorm upcasts to fp32 and
    * saves the fp32 input, rstd, and the normalised tensor in the residual
    * dtype for the weight multiply. */
-  uint64_t norm_in = arch->rms_norm ? 4 : (pol->autocast ? 4 : r);
-  uint64_t norm =
-      vl__add(ck, vl__mul3(ck, Tr, sh->h, norm_in), vl__mul(ck, Tr, arch->rms_norm ? 4 : 8));
   /* the normalised tensor is saved for the weight's gradient: not where
    * the weight is frozen (LoRA; y-qwen05-bf16-lora16-adamw-b8s2048's
    * history, bench/results/replay-histories/part2-histories) */
   /* (Gemma's norm multiplies in fp32 and casts after: its saved
    * normalised tensor is fp32; modeling_gemma.py GemmaRMSNorm) */
-  const uint64_t nb = vl__norm_weight_fp32(arch) ? 4 : r;
-  if (arch->rms_norm && !sh->lora_rank) norm = vl__add(ck, norm, vl__mul3(ck, Tr, sh->h, nb));
-  tm = vl__term(bill, VL_LINE_ACTIVATIONS, "norm (each of 2 per layer)",
-                arch->rms_norm ? "T*h*4 (fp32 input) + T*4 (rstd) + T*h*r (normalised)"
-                               : "T*h*n (input) + T*8 (mean, rstd)",
-                "transformers RMSNorm/LayerNorm forward; autocast fp32 ops", norm);
-  tm->detail = true;
-  vl__term_in(tm, "T", (double)Tr, "tokens");
-  vl__term_in(tm, "h", (double)sh->h, "");
-  vl__term_in(tm, arch->rms_norm ? "r" : "n", (double)(arch->rms_norm ? r : norm_in), "bytes");
+  return vl__note(bill, ck,
+                  &(struct vl__def){VL_LINE_ACTIVATIONS,
+                                    "norm (each of 2 per layer)",
+                                    !arch->rms_norm ? "T*h*n (input) + T*8 (mean, rstd)"
+                                    : sh->lora_rank
+                                        ? "T*h*4 (fp32 input) + T*4 (rstd)"
+                                        : "T*h*4 (fp32 input) + T*4 (rstd) + T*h*r (normalised)",
+                                    "transformers RMSNorm/LayerNorm forward; autocast fp32 ops",
+                                    {{"T", Tr, "tokens"},
+                                     {"h", sh->h},
+                                     {"n", pol->autocast ? 4 : r, "bytes"},
+                                     {"r", vl__norm_weight_fp32(arch) ? 4 : r, "bytes"}},
+                                    .detail = true});
+}
 
-  /* Attention. SDPA's math backend keeps the s x s probabilities as eager
-   * attention does: PyTorch runs it for fp32 inputs with grouped key/value
-   * heads, as transformers passes enable_gqa=True without a mask and
-   * neither flash (half only) nor memory-efficient attention (no GQA) takes
-   * that (measured: TinyLlama fp32 on 2 H200s, b*a*s^2*4 per layer at the
-   * peak, bench/results/parallel-calibration/part4-peaks/tp2-fp32.json). */
-  const bool math = job->attention == VL_ATTN_EAGER || (e == 4 && sh->g < sh->a);
-  const uint64_t sm = vl__softmax_bytes(arch, pol->autocast, e); /* probabilities' bytes */
-  /* Inputs of trainable projections. Under autocast the normalised input
-   * is fp32 and every projection casts it apart, and keeps its own half
-   * copy: q, k and v three copies unless fused into one matmul (GPT-2,
-   * GPT-NeoX, Phi-3), a gated MLP's gate and up two unless fused (Phi-3)
-   * (measured: five T x h half copies a layer on TinyLlama, bench/results/
-   * parallel-calibration/part4-peaks/tp2-amp.json; Qwen2-0.5B's AMP
-   * runs -2.2 and -1.8 % without it, +0.1 and -0.4 % with). Counted for
-   * RMSNorm models only: BERT and OPT's LayerNorm runs agree without it
-   * (BERT +3.0 %, +6.8 % with it; not understood; the three variants in
-   * bench/results/parallel-calibration/input-casts-variants.txt). Without
-   * autocast the projections share the input. */
+/* attention: projections' inputs, q/k/v, scores, o's input, masks */
+static uint64_t hf_attention(const struct hf *x) {
+  const struct vl_arch *arch = x->arch;
+  const struct vl_job *job = x->job;
+  const struct vl__shape *sh = x->sh;
+  struct vl_bill *bill = x->bill;
+  struct vl__ck *ck = x->ck;
+  const uint64_t T = x->T, Tr = x->Tr, e = x->e, a_loc = x->a_loc, g_loc = x->g_loc, sm = x->sm;
+  const bool math = x->math;
+  const bool own_casts = x->own_casts;
   const bool fused_qkv = arch->fused_qkv;
-  const bool own_casts = pol->autocast && !sh->lora_rank && arch->rms_norm;
   const uint64_t attn_copies = own_casts && !fused_qkv ? 3 : 1;
-  const uint64_t mlp_copies =
-      own_casts && arch->gated_mlp && !arch->experts && !arch->fused_gate_up ? 2 : 1;
   /* Under sequence parallelism the projections see the input gathered over
    * the sequence (PyTorch's PrepareModuleInput before attention and MLP, the
    * head's ColwiseParallel) and save that: T tokens, not T/t (measured on 2
@@ -108,21 +115,23 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
        * the probabilities are cast, dropout keeps a bool mask, and the PV
        * matmul saves dropout's output (the cast copy itself is freed);
        * without dropout the PV matmul saves the cast copy */
-      uint64_t s2 = vl__mul4(ck, sh->b, a_loc, sh->s, sh->s);
-      uint64_t per = sm + (arch->attn_dropout > 0 ? 1 + e : (e != sm ? e : 0));
-      scores = vl__mul(ck, s2, per);
-      tm = vl__term(bill, VL_LINE_ACTIVATIONS,
-                    job->attention == VL_ATTN_EAGER
-                        ? "attention scores (eager, per layer)"
-                        : "attention scores (SDPA math backend: fp32, grouped KV heads)",
-                    "b*a*s^2*(sm + [dropout] (1 + e) | [no dropout, sm != e] e)",
-                    "transformers eager_attention_forward: b*heads*s*s scores", scores);
-      tm->detail = true;
-      vl__term_in(tm, "b", (double)sh->b, "");
-      vl__term_in(tm, "a", (double)a_loc, "heads");
-      vl__term_in(tm, "s", (double)sh->s, "tokens");
-      vl__term_in(tm, "e", (double)e, "bytes");
-      vl__term_in(tm, "sm", (double)sm, "bytes (softmax output)");
+      scores =
+          vl__note(bill, ck,
+                   &(struct vl__def){VL_LINE_ACTIVATIONS,
+                                     job->attention == VL_ATTN_EAGER
+                                         ? "attention scores (eager, per layer)"
+                                         : "attention scores (SDPA math backend: fp32, "
+                                           "grouped KV heads)",
+                                     arch->attn_dropout > 0 ? "b*a*s*s*(sm + 1 + e) (dropout)"
+                                     : e != sm              ? "b*a*s*s*(sm + e)"
+                                                            : "b*a*s*s*sm",
+                                     "transformers eager_attention_forward: b*heads*s*s scores",
+                                     {{"b", sh->b},
+                                      {"a", a_loc, "heads"},
+                                      {"s", sh->s, "tokens"},
+                                      {"sm", sm, "bytes (softmax output)"},
+                                      {"e", e, "bytes"}},
+                                     .detail = true});
     } else {
       /* SDPA flash / memory-efficient: output and log-sum-exp (fp32) */
       scores = vl__add(ck, vl__mul4(ck, T, a_loc, sh->d, e),
@@ -133,16 +142,21 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   if (sh->o_in_saved) attn = vl__add(ck, attn, vl__mul4(ck, T, a_loc, sh->d, e));
   if (arch->hidden_dropout > 0) attn = vl__add(ck, attn, vl__mul(ck, Tr, sh->h));
 
-  /* MLP. */
+  return attn;
+}
+
+/* the MLP (or MoE block) */
+static uint64_t hf_mlp(const struct hf *x) {
+  const struct vl_arch *arch = x->arch;
+  const struct vl__policy *pol = x->pol;
+  const struct vl__shape *sh = x->sh;
+  struct vl__ck *ck = x->ck;
+  const uint64_t T = x->T, Tr = x->Tr, e = x->e, width = x->width, k = x->k;
+  const bool own_casts = x->own_casts;
+  const uint64_t mlp_copies =
+      own_casts && arch->gated_mlp && !arch->experts && !arch->fused_gate_up ? 2 : 1;
   uint64_t mlp = 0;
   if (sh->mlp_in_saved) mlp = vl__add(ck, mlp, vl__mul4(ck, T, sh->h, e, mlp_copies));
-  /* MoE: each token through k experts of moe_intermediate and the shared
-   * experts (all of them on every token) */
-  uint64_t k = arch->experts ? arch->experts_per_token : 1;
-  uint64_t width = arch->experts
-                       ? vl__add(ck, vl__mul(ck, k, vl__div_ceil(arch->moe_intermediate, t)),
-                                 vl__div_ceil(arch->shared_intermediate, t))
-                       : I_loc;
   if (arch->gated_mlp) {
     /* act(gate) saves gate; act out and up saved by the multiply; the
      * product saved by down_proj when trainable */
@@ -175,7 +189,18 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   }
   if (arch->hidden_dropout > 0) mlp = vl__add(ck, mlp, vl__mul(ck, Tr, sh->h));
 
-  act->layer = vl__add(ck, vl__add(ck, vl__mul(ck, norm, 2), attn), mlp);
+  return mlp;
+}
+
+/* one layer: its parts and LoRA's */
+static void hf_layer(const struct hf *x, uint64_t norm, uint64_t attn, uint64_t mlp,
+                     struct vl__act *act) {
+  const struct vl_job *job = x->job;
+  const struct vl__policy *pol = x->pol;
+  const struct vl__shape *sh = x->sh;
+  struct vl_bill *bill = x->bill;
+  struct vl__ck *ck = x->ck;
+  const uint64_t T = x->T, e = x->e;
   act->norm = norm;
   act->attn = attn;
   act->mlp = mlp;
@@ -186,32 +211,50 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * replay's peak allocated within 1.3 % of eleven LoRA runs with it,
    * bench/results/replay-histories). In fp32 the input itself
    * is saved and shared (the *_in_saved flags above). */
+  uint64_t casts = 0;
   if (sh->lora_rank) {
-    uint64_t targets = (uint64_t)(job->n_lora_targets ? job->n_lora_targets : 2);
-    act->layer = vl__add(ck, act->layer, vl__mul4(ck, T, sh->lora_rank, e, targets));
-    const uint64_t cb = vl__lora_input_copy_bytes(pol);
-    uint64_t casts = vl__mul3(ck, T, sh->lora_in, cb);
-    act->layer = vl__add(ck, act->layer, casts);
+    struct vl__def copies = {
+        VL_LINE_ACTIVATIONS,
+        "LoRA adapters' input copies (per layer)",
+        "T * widths * cb",
+        "peft tuners/lora/layer.py Linear.forward (x.to(adapter dtype)); autocast",
+        {{"T", T, "tokens"},
+         {"widths", sh->lora_in, "(the adapted linears' inputs, summed)"},
+         {"cb", vl__lora_input_copy_bytes(pol), "bytes (fp32 copy, or autocast's half)"}},
+        .detail = true};
+    casts = vl__def_value(ck, &copies);
+    if (casts) vl__note(bill, ck, &copies);
     act->attn = vl__add(ck, act->attn, casts); /* in the layer's parts: with the projections */
-    if (casts) {
-      tm = vl__term(bill, VL_LINE_ACTIVATIONS, "LoRA adapters' input copies (per layer)",
-                    "T * sum(adapted linears' inputs) * cb",
-                    "peft tuners/lora/layer.py Linear.forward (x.to(adapter dtype)); autocast",
-                    casts);
-      tm->detail = true;
-      vl__term_in(tm, "T", (double)T, "tokens");
-      vl__term_in(tm, "cb", (double)cb, "bytes (fp32 copy, or autocast's half)");
-    }
   }
+  act->layer = vl__note(
+      bill, ck,
+      &(struct vl__def){VL_LINE_ACTIVATIONS,
+                        "one layer, saved for backward",
+                        sh->lora_rank ? "2*norm + attention + mlp + T*R*e*n (lora_A outputs) + "
+                                        "copies (adapters' input copies)"
+                                      : "2*norm + attention (inputs, q/k/v, scores, o input, "
+                                        "masks) + mlp",
+                        "transformers modeling files; autograd saved tensors",
+                        {{"norm", norm, "bytes"},
+                         {"attention", attn, "bytes"},
+                         {"mlp", mlp, "bytes"},
+                         {"T", T, "tokens"},
+                         {"R", sh->lora_rank, "(rank)"},
+                         {"e", e, "bytes"},
+                         {"n", job->n_lora_targets ? (uint64_t)job->n_lora_targets : 2, "targets"},
+                         {"copies", casts, "bytes"}},
+                        .detail = true});
+}
 
-  tm = vl__term(bill, VL_LINE_ACTIVATIONS, "one layer, saved for backward",
-                "2*norm + attention (inputs, q/k/v, scores, o input, masks) + MLP",
-                "transformers modeling files; autograd saved tensors", act->layer);
-  tm->detail = true;
-  vl__term_in(tm, "attention", (double)attn, "bytes");
-  vl__term_in(tm, "mlp", (double)mlp, "bytes");
-  vl__term_in(tm, "norm", (double)norm, "bytes");
-
+/* what a layer keeps under recomputation, its temporaries, the embeddings */
+static void hf_inside(const struct hf *x, struct vl__act *act) {
+  const struct vl_arch *arch = x->arch;
+  const struct vl_job *job = x->job;
+  const struct vl__shape *sh = x->sh;
+  struct vl__ck *ck = x->ck;
+  const uint64_t T = x->T, Tr = x->Tr, e = x->e, r = x->r, a_loc = x->a_loc, sm = x->sm,
+                 width = x->width;
+  const bool math = x->math;
   /* Recomputation: HF gradient checkpointing keeps each layer's input. */
   if (job->checkpointing == VL_CKPT_FULL)
     act->layer_kept = vl__mul3(ck, Tr, sh->h, r);
@@ -231,15 +274,36 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
   /* Embeddings: int64 ids and the dropout mask. */
   act->embed = vl__mul(ck, T, 8);
   if (arch->embed_dropout > 0) act->embed = vl__add(ck, act->embed, vl__mul(ck, Tr, sh->h));
+}
 
+/* the head and the loss */
+static void hf_head(const struct hf *x, uint64_t norm, struct vl__act *act) {
+  const struct vl_arch *arch = x->arch;
+  const struct vl__shape *sh = x->sh;
+  struct vl_bill *bill = x->bill;
+  struct vl__ck *ck = x->ck;
+  const uint64_t T = x->T, t = x->t, e = x->e;
   /* Head: final norm, LM head input, logits (held by the model output) and
    * the loss: HF upcasts logits to fp32 and log_softmax saves its output. */
   uint64_t V_loc = vl__div_ceil(sh->V, t);
   uint64_t logits = vl__mul3(ck, T, V_loc, e);
   uint64_t logp = vl__mul3(ck, T, V_loc, 4);
-  act->head = vl__add(ck, vl__add(ck, norm, vl__mul3(ck, T, sh->h, e)), vl__add(ck, logits, logp));
-  if (!arch->causal) /* BERT MLM transform: dense + GELU + LayerNorm */
-    act->head = vl__add(ck, act->head, vl__mul4(ck, T, sh->h, e, 3));
+  /* (an encoder's MLM transform: dense + GELU + LayerNorm) */
+  act->head = vl__note(
+      bill, ck,
+      &(struct vl__def){VL_LINE_ACTIVATIONS,
+                        "logits and loss",
+                        arch->causal ? "norm + T*h*e (head input) + (T*V*e (logits) + T*V*4 (fp32 "
+                                       "log_softmax))"
+                                     : "norm + T*h*e (head input) + (T*V*e (logits) + T*V*4 (fp32 "
+                                       "log_softmax)) + T*h*e*3 (MLM transform)",
+                        "transformers ForCausalLMLoss (logits.float()); F.cross_entropy",
+                        {{"norm", norm, "bytes"},
+                         {"T", T, "tokens"},
+                         {"h", sh->h},
+                         {"e", e, "bytes"},
+                         {"V", V_loc}},
+                        .detail = true});
   act->logits = logits;
   act->head_fwd_tmp = e == 4 ? 0 : logp; /* the fp32 copy of the logits */
   /* nll backward's dense gradient and log_softmax backward's, both fp32,
@@ -252,13 +316,52 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * loss.py _nll_loss_and_log_softmax_backward; measured on 2 H200s,
    * bench/results/parallel-calibration/part4-peaks/tp2-amp.json) */
   act->loss_bwd_tmp = vl__mul(ck, logp, t > 1 ? 3 : 2);
-  tm = vl__term(bill, VL_LINE_ACTIVATIONS, "logits and loss",
-                "T*V*e (logits) + T*V*4 (fp32 log_softmax) + T*h*e (head input) + norm",
-                "transformers ForCausalLMLoss (logits.float()); F.cross_entropy", act->head);
-  tm->detail = true;
-  vl__term_in(tm, "T", (double)T, "tokens");
-  vl__term_in(tm, "V", (double)V_loc, "");
-  vl__term_in(tm, "e", (double)e, "bytes");
+}
+
+void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const struct vl__policy *pol,
+                const struct vl__shape *sh, struct vl_bill *bill, struct vl__ck *ck,
+                struct vl__act *act) {
+  struct hf x = {arch, job, pol, sh, bill, ck};
+  x.T = sh->b * sh->s;
+  x.Tr = tokens_rep(sh);
+  x.t = sh->tp;
+  x.e = pol->act;
+  x.r = pol->resid;
+  x.a_loc = vl__div_ceil(sh->a, x.t);
+  x.g_loc = vl__div_ceil(sh->g, x.t);
+  x.I_loc = vl__div_ceil(sh->I, x.t);
+  /* Attention. SDPA's math backend keeps the s x s probabilities as eager
+   * attention does: PyTorch runs it for fp32 inputs with grouped key/value
+   * heads, as transformers passes enable_gqa=True without a mask and
+   * neither flash (half only) nor memory-efficient attention (no GQA) takes
+   * that (measured: TinyLlama fp32 on 2 H200s, b*a*s^2*4 per layer at the
+   * peak, bench/results/parallel-calibration/part4-peaks/tp2-fp32.json). */
+  x.math = job->attention == VL_ATTN_EAGER || (x.e == 4 && sh->g < sh->a);
+  x.sm = vl__softmax_bytes(arch, pol->autocast, x.e); /* probabilities' bytes */
+  /* Inputs of trainable projections. Under autocast the normalised input
+   * is fp32 and every projection casts it apart, and keeps its own half
+   * copy: q, k and v three copies unless fused into one matmul (GPT-2,
+   * GPT-NeoX, Phi-3), a gated MLP's gate and up two unless fused (Phi-3)
+   * (measured: five T x h half copies a layer on TinyLlama, bench/results/
+   * parallel-calibration/part4-peaks/tp2-amp.json; Qwen2-0.5B's AMP
+   * runs -2.2 and -1.8 % without it, +0.1 and -0.4 % with). Counted for
+   * RMSNorm models only: BERT and OPT's LayerNorm runs agree without it
+   * (BERT +3.0 %, +6.8 % with it; not understood; the three variants in
+   * bench/results/parallel-calibration/input-casts-variants.txt). Without
+   * autocast the projections share the input. */
+  x.own_casts = pol->autocast && !sh->lora_rank && arch->rms_norm;
+  /* MoE: each token through k experts of moe_intermediate and the shared
+   * experts (all of them on every token) */
+  x.k = arch->experts ? arch->experts_per_token : 1;
+  x.width = arch->experts ? vl__add(ck, vl__mul(ck, x.k, vl__div_ceil(arch->moe_intermediate, x.t)),
+                                    vl__div_ceil(arch->shared_intermediate, x.t))
+                          : x.I_loc;
+  const uint64_t norm = hf_norm(&x);
+  const uint64_t attn = hf_attention(&x); /* in this order: the terms are shown so */
+  const uint64_t mlp = hf_mlp(&x);
+  hf_layer(&x, norm, attn, mlp, act);
+  hf_inside(&x, act);
+  hf_head(&x, norm, act);
   act->misc_fraction = 0.0;
 }
 
@@ -268,34 +371,32 @@ void vl__act_megatron(const struct vl_arch *arch, const struct vl_job *job,
   (void)arch;
   const uint64_t s = sh->s, b = sh->b, h = sh->h, t = sh->tp;
   const uint64_t sbh = vl__mul3(ck, s, b, h);
-  struct vl_term *tm;
   /* Table 2, generalised to an MLP of width I as Megatron does (18 + 4I/h
    * bytes per sbh with I = 4h gives 34): 10 sbh not split by TP (norm
    * inputs 4, attention and MLP inputs 4, dropout masks 2), the rest split. */
   double lin = 18.0 + 4.0 * (double)sh->I / (double)h;
   double per_sbh = sh->sp ? lin / (double)t : 10.0 + (lin - 10.0) / (double)t;
-  uint64_t linear = vl__scale(ck, sbh, per_sbh);
-  uint64_t quad = 0;
-  if (job->attention == VL_ATTN_EAGER && job->checkpointing == VL_CKPT_NONE)
-    quad = vl__mul4(ck, 5, sh->a, vl__mul(ck, s, s), b) / t; /* 5as^2b/t */
-  act->layer = vl__add(ck, linear, quad);
-  tm = vl__term(bill, VL_LINE_ACTIVATIONS, "one layer (Korthikanti Table 2)",
-                sh->sp ? "s*b*h*(18 + 4*I/h)/t + 5*a*s^2*b/t"
-                       : "s*b*h*(10 + (8 + 4*I/h)/t) + 5*a*s^2*b/t",
-                "Korthikanti et al. 2022 (arXiv 2205.05198) Table 2", act->layer);
-  tm->detail = true;
-  vl__term_in(tm, "s", (double)s, "tokens");
-  vl__term_in(tm, "b", (double)b, "");
-  vl__term_in(tm, "h", (double)h, "");
-  vl__term_in(tm, "a", (double)sh->a, "heads");
-  vl__term_in(tm, "I", (double)sh->I, "");
-  vl__term_in(tm, "t", (double)t, "");
+  /* the s^2 term where the scores are kept (5as^2b/t; t divides a) */
+  const bool quad = job->attention == VL_ATTN_EAGER && job->checkpointing == VL_CKPT_NONE;
+  struct vl__def d = {VL_LINE_ACTIVATIONS,
+                      "one layer (Korthikanti Table 2)",
+                      quad ? "s*b*h*k + 5*a*s^2*b/t" : "s*b*h*k",
+                      "Korthikanti et al. 2022 (arXiv 2205.05198) Table 2",
+                      {{"s", s, "tokens"},
+                       {"b", b},
+                       {"h", h},
+                       VL__REAL("k", per_sbh,
+                                sh->sp ? "bytes an s*b*h element: (18 + 4*I/h)/t"
+                                       : "bytes an s*b*h element: "
+                                         "10 + (8 + 4*I/h)/t"),
+                       {"a", sh->a, "heads"},
+                       {"t", t}},
+                      .detail = true};
+  act->layer = vl__note(bill, ck, &d);
   if (job->checkpointing == VL_CKPT_FULL) {
-    act->layer_kept = sh->sp ? vl__div_ceil(vl__mul(ck, 2, sbh), t) : vl__mul(ck, 2, sbh);
-    tm = vl__term(bill, VL_LINE_ACTIVATIONS, "kept per layer (full recomputation)",
-                  sh->sp ? "2*s*b*h/t" : "2*s*b*h",
-                  "Korthikanti et al. 2022 (arXiv 2205.05198) Table 2", act->layer_kept);
-    tm->detail = true;
+    d.name = "kept per layer (full recomputation)";
+    d.formula = sh->sp ? "2*(s*b*h)/t" : "2*(s*b*h)";
+    act->layer_kept = vl__note(bill, ck, &d);
   } else {
     act->layer_kept = act->layer;
   }

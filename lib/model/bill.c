@@ -246,28 +246,27 @@ static unsigned full_states(enum vl_optimizer o) {
   }
 }
 
-/* Optimizer state bytes per trainable element (PyTorch optimizers; Rajbhandari et al. 2019). */
-static uint64_t optimizer_bytes(const struct vl_job *job, const struct vl__policy *pol,
-                                const struct states *st, uint64_t trainable, struct vl__ck *ck) {
-  uint64_t sb = job->lora_rank ? VL__ADAPTER_BYTES : pol->state;
-  switch (job->optimizer) {
-  case VL_OPT_SGD:
-  case VL_OPT_SGD_MOMENTUM:
-  case VL_OPT_LION:
-  case VL_OPT_ADAM:
-  case VL_OPT_ADAMW: return vl__mul3(ck, trainable, sb, full_states(job->optimizer));
-  case VL_OPT_ADAFACTOR: {
-    /* factored second moment: a row and a column vector per matrix */
-    uint64_t f = st->trainable_elems ? st->factored_elems : 0;
-    if (st->trainable_elems && trainable != st->trainable_elems)
-      f = vl__div_ceil(vl__mul(ck, f, trainable), st->trainable_elems);
-    return vl__mul(ck, f, sb);
-  }
-  case VL_OPT_ADAM8BIT:
-    /* bitsandbytes: two 8-bit states + an fp32 absmax per 2048-value block each */
-    return vl__scale(ck, trainable, 2.0 + 8.0 / 2048.0);
-  default: return 0;
-  }
+/* The optimizer states of the trainable elements tr over shard ranks, per
+ * PyTorch's optimizers (Rajbhandari et al. 2019 for the bytes). */
+static void optimizer_def(const struct vl_job *job, const struct vl__policy *pol,
+                          const struct states *st, uint64_t shard, struct vl__def *d) {
+  *d = (struct vl__def){
+      VL_LINE_OPTIMIZER,
+      "optimizer states",
+      "P_train / shard * s * n",
+      "PyTorch optimizers: SGD 0, momentum/Lion 4, Adam 8, 8-bit Adam 2, Adafactor rows+cols",
+      {{"P_train", st->trainable_elems},
+       {"shard", shard},
+       {"s", job->lora_rank ? VL__ADAPTER_BYTES : pol->state, "bytes"},
+       {"n", full_states(job->optimizer), "states"},
+       /* Adafactor: a row and a column vector per matrix */
+       {"F", st->trainable_elems ? st->factored_elems : 0, "(factored elements)"}}};
+  if (job->optimizer == VL_OPT_ADAFACTOR)
+    d->formula = vl__div_ceil(st->trainable_elems, shard) == st->trainable_elems
+                     ? "F * s"
+                     : "F * (P_train / shard) / P_train * s";
+  else if (job->optimizer == VL_OPT_ADAM8BIT) /* bitsandbytes */
+    d->formula = "P_train / shard * 2.00390625 (two 8-bit states, an fp32 absmax a 2048 block)";
 }
 
 struct phase_comp {
@@ -281,23 +280,10 @@ static uint64_t comp_alloc(const struct phase_comp *p) {
   return s;
 }
 
-/* One term of the bill: its line, name, formula, source and bytes, and
- * up to three inputs of the formula shown beside it (a NULL name ends them). */
-struct note {
-  enum vl_line line;
-  const char *name, *formula, *source;
-  uint64_t bytes;
-  struct {
-    const char *name;
-    double value;
-    const char *unit;
-  } in[3];
-};
-
-static void note(struct vl_bill *b, const struct note *n) {
-  struct vl_term *t = vl__term(b, n->line, n->name, n->formula, n->source, n->bytes);
-  for (int i = 0; i < 3 && n->in[i].name; i++)
-    vl__term_in(t, n->in[i].name, n->in[i].value, n->in[i].unit);
+/* a state moved to host memory: its term is a zero on this GPU */
+static const struct vl__def *on_gpu(struct vl__def *d, bool offloaded) {
+  if (offloaded) d->formula = "0 (offloaded to host memory)";
+  return d;
 }
 
 /* DDP: bucket copies of every gradient. PyTorch's ZeRO-1 is DDP with a
@@ -329,7 +315,6 @@ struct train_stage {
   bool mixed;
   struct states st;
   /* model states (bytes on this GPU; host: offloaded) */
-  uint64_t W;
   bool fsdp_grad_op;
   uint64_t w_shard;
   uint64_t W_sharded;
@@ -374,18 +359,16 @@ struct train_stage {
   enum vl_phase peak;
 };
 
+/* Records a term defined by its formula (formula.c) and returns its bytes. */
+static uint64_t note(struct train_stage *ts, const struct vl__def *d) {
+  return vl__note(ts->bill, &ts->ck, d);
+}
+
 /* model states: weights, master copy, gradients, optimizer states, what
  * offloading moves to the host */
 static void stage_states(struct train_stage *ts) {
   struct vl__ck *ck = &ts->ck;
   const struct vl_job *job = ts->job;
-  struct vl_bill *bill = ts->bill;
-  ts->W = ts->st.weight_bytes;
-  uint64_t adapters = 0;
-  if (job->lora_rank) { /* PEFT adapters, fp32 */
-    adapters = vl__mul(ck, ts->st.trainable_elems, 4);
-    ts->W = vl__add(ck, ts->W, adapters);
-  }
   /* weights kept sharded between steps: ZeRO-3, and FSDP's shard-grad-op
    * when the weights are what the optimizer updates (FSDP shards them and
    * gathers a whole copy for forward and backward; with a separate fp32
@@ -393,80 +376,62 @@ static void stage_states(struct train_stage *ts) {
    * copy, as DeepSpeed's ZeRO-2 and the ZeRO paper count) */
   ts->fsdp_grad_op = job->zero == 2 && !ts->ds && !ts->mg && !ts->mixed;
   ts->w_shard = job->zero >= 3 || ts->fsdp_grad_op ? ts->dp : 1;
-  ts->W_sharded = vl__div_ceil(ts->W, ts->w_shard);
   ts->tr = ts->st.trainable_elems;
-  ts->tr_opt = job->zero >= 1 ? vl__div_ceil(ts->tr, ts->dp) : ts->tr; /* optimizer shard */
-  ts->M = ts->mixed ? vl__mul(ck, ts->tr_opt, ts->pol.master) : 0;
+  const uint64_t opt_shard = job->zero >= 1 ? ts->dp : 1, grad_shard = job->zero >= 2 ? ts->dp : 1;
+  ts->tr_opt = vl__div_ceil(ts->tr, opt_shard); /* optimizer shard */
   ts->gb = job->lora_rank ? 4 : ts->pol.grad;
   if (ts->mixed && (ts->mg || job->master_grads_fp32)) ts->gb = 4; /* fp32 main_grad buffer */
-  ts->G = vl__mul(ck, job->zero >= 2 ? vl__div_ceil(ts->tr, ts->dp) : ts->tr, ts->gb);
-  uint64_t G_extra = 0;
-  if (ts->ds && ts->mixed) { /* DeepSpeed: fp32 gradient partition for the optimizer */
-    G_extra = vl__mul(ck, vl__div_ceil(ts->tr, ts->dp), 4);
-    /* ZeRO-3 reduce-scatters half gradients straight into it: 18 B/param
-     * over N in all (estimate_zero3_model_states_mem_needs); ZeRO-2 keeps
-     * a half partition too (2P + 18P/N) */
-    if (job->zero >= 3) ts->G = 0;
-  }
-  ts->O = optimizer_bytes(job, &ts->pol, &ts->st, ts->tr_opt, ck);
+  struct vl__def w = {
+      VL_LINE_PARAMETERS,
+      "parameters",
+      job->lora_rank ? "(weights + P_train * 4 (fp32 adapters)) / shard" : "weights / shard",
+      "Rajbhandari et al. 2019 (arXiv 1910.02054); QLoRA NF4: bitsandbytes",
+      {{"weights", ts->st.weight_bytes, "bytes"}, {"P_train", ts->tr}, {"shard", ts->w_shard}}};
+  /* mixed precision: 2 + 2 + 4 master; ZeRO-1 shards the master copy */
+  struct vl__def m = {VL_LINE_MASTER,
+                      "fp32 master weights",
+                      "P_train / shard * 4",
+                      "mixed precision 2 + 2 + 4 master (arXiv 1910.02054); ZeRO-1 shards it",
+                      {{"P_train", ts->tr}, {"shard", opt_shard}}};
+  /* DeepSpeed keeps an fp32 gradient partition for the optimizer. ZeRO-3
+   * reduce-scatters half gradients straight into it: 18 B/param over N in
+   * all (estimate_zero3_model_states_mem_needs); ZeRO-2 keeps a half
+   * partition too (2P + 18P/N) */
+  const bool ds_part = ts->ds && ts->mixed;
+  struct vl__def g = {
+      VL_LINE_GRADIENTS,
+      "gradients",
+      !ds_part         ? "P_train / shard * g"
+      : job->zero >= 3 ? "P_train / N * 4 (fp32 partition)"
+                       : "P_train / shard * g + P_train / N * 4 (fp32 partition)",
+      ts->mg ? "Megatron-LM fp32 main_grad" : "arXiv 1910.02054; ZeRO-2 shards them",
+      {{"P_train", ts->tr}, {"shard", grad_shard}, {"g", ts->gb, "bytes"}, {"N", ts->dp}}};
+  struct vl__def o;
+  optimizer_def(job, &ts->pol, &ts->st, opt_shard, &o);
+  ts->W_sharded = vl__def_value(ck, &w);
+  ts->M = ts->mixed ? vl__def_value(ck, &m) : 0;
+  ts->G = vl__def_value(ck, &g);
+  ts->O = vl__def_value(ck, &o);
   ts->host = 0;
-  if (job->offload != VL_OFFLOAD_NONE) {
-    ts->host = vl__add(ck, vl__add(ck, ts->M, ts->O), G_extra);
-    ts->M = ts->O = 0;
-    if (ts->ds) { /* ZeRO-Offload moves the gradient partitions too */
-      ts->host = vl__add(ck, ts->host, ts->G);
-      G_extra = 0;
-      ts->G = 0;
-    }
-    if (job->offload == VL_OFFLOAD_FULL) {
-      ts->host = vl__add(ck, ts->host, ts->W_sharded);
-      ts->W_sharded = 0;
-    }
+  const bool off = job->offload != VL_OFFLOAD_NONE, off_full = job->offload == VL_OFFLOAD_FULL;
+  if (off) {
+    ts->host = vl__add(ck, ts->M, ts->O);
+    if (ts->ds) ts->host = vl__add(ck, ts->host, ts->G); /* ZeRO-Offload: gradient partitions */
+    if (off_full) ts->host = vl__add(ck, ts->host, ts->W_sharded);
     if (ts->ds) ts->host = vl__scale(ck, ts->host, 1.5); /* DeepSpeed's pinned-buffer factor */
+    ts->M = ts->O = 0;
+    if (ts->ds) ts->G = 0;
+    if (off_full) ts->W_sharded = 0;
   }
-  ts->G = vl__add(ck, ts->G, G_extra);
   /* gradient bytes of one layer and of the head, in proportion to their
    * trainable elements (ratios in double: products of bytes and elements
    * overflow 64 bits for 100B-parameter models) */
   ts->G_layer = ts->tr ? vl__scale(ck, ts->G, (double)ts->st.layer_trainable / (double)ts->tr) : 0;
   ts->G_head = ts->tr ? vl__scale(ck, ts->G, (double)ts->st.head_trainable / (double)ts->tr) : 0;
-
-  note(bill, &(struct note){VL_LINE_PARAMETERS,
-                            "parameters",
-                            "P_gpu * w (+ LoRA adapters * 4)",
-                            "Rajbhandari et al. 2019 (arXiv 1910.02054); QLoRA NF4: bitsandbytes",
-                            ts->W_sharded,
-                            {{"P_gpu", (double)ts->st.weights_elems, ""},
-                             {"w", (double)ts->pol.weight, "bytes"},
-                             {"shard", (double)ts->w_shard, ""}}});
-  if (ts->M || ts->mixed)
-    note(bill,
-         &(struct note){VL_LINE_MASTER,
-                        "fp32 master weights",
-                        "P_train / shard * 4",
-                        "mixed precision 2 + 2 + 4 master (arXiv 1910.02054); ZeRO-1 shards it",
-                        ts->M,
-                        {{"P_train", (double)ts->tr, ""},
-                         {"shard", (double)(job->zero >= 1 ? ts->dp : 1), ""}}});
-  note(bill, &(struct note){VL_LINE_GRADIENTS,
-                            "gradients",
-                            "P_train / shard * g",
-                            ts->mg ? "Megatron-LM fp32 main_grad"
-                                   : "arXiv 1910.02054; ZeRO-2 shards them",
-                            ts->G,
-                            {{"P_train", (double)ts->tr, ""},
-                             {"g", (double)ts->gb, "bytes"},
-                             {"shard", (double)(job->zero >= 2 ? ts->dp : 1), ""}}});
-  note(bill,
-       &(struct note){
-           VL_LINE_OPTIMIZER,
-           "optimizer states",
-           "P_train / shard * k",
-           "PyTorch optimizers: SGD 0, momentum/Lion 4, Adam 8, 8-bit Adam 2, Adafactor rows+cols",
-           ts->O,
-           {{"P_train", (double)ts->tr, ""},
-            {"k", ts->tr_opt ? (double)ts->O / (double)ts->tr_opt : 0.0, "bytes"},
-            {"shard", (double)(job->zero >= 1 ? ts->dp : 1), ""}}});
+  note(ts, on_gpu(&w, off_full));
+  if (ts->mixed) note(ts, on_gpu(&m, off));
+  note(ts, on_gpu(&g, off && ts->ds));
+  note(ts, on_gpu(&o, off));
 }
 
 /* activations kept at the end of the forward */
@@ -524,7 +489,6 @@ static void stage_activations(struct train_stage *ts) {
     vl__act_megatron(arch, job, &sh, ts->in_flight, ts->last, bill, ck, &ts->act);
   else
     vl__act_hf(arch, job, &ts->pol, &sh, bill, ck, &ts->act);
-  uint64_t A_layers = vl__mul3(ck, ts->Ls, ts->act.layer_kept, ts->in_flight);
   ts->A_embed =
       ts->first ? (ts->mg ? ts->act.embed : vl__mul(ck, ts->act.embed, ts->in_flight)) : 0;
   /* only the last stage computes the loss */
@@ -540,63 +504,60 @@ static void stage_activations(struct train_stage *ts) {
      * GPT-2 over 2 H200s, 1F1B, 4 micro-batches: the last stage 0.32 GB
      * over one micro-batch's bill, 3 x logits = 0.31 GB, bench/results/
      * unseen-sets/part4-pp) */
-    uint64_t kept = vl__mul(ck, ts->act.logits, job->grad_accum - 1);
-    note(bill, &(struct note){VL_LINE_ACTIVATIONS,
-                              "pipeline: earlier micro-batches' outputs",
-                              "(micro-batches - 1) * logits",
-                              "torch.distributed.pipelining (output chunks merged)",
-                              kept,
-                              {{"micro_batches", (double)job->grad_accum, ""},
-                               {"logits", (double)ts->act.logits, "bytes"}}});
+    uint64_t kept =
+        note(ts, &(struct vl__def){
+                     VL_LINE_ACTIVATIONS,
+                     "pipeline: earlier micro-batches' outputs",
+                     "logits * (micro_batches - 1)",
+                     "torch.distributed.pipelining (output chunks merged)",
+                     {{"logits", ts->act.logits, "bytes"}, {"micro_batches", job->grad_accum}}});
     ts->A_head = vl__add(ck, ts->A_head, kept);
   }
-  ts->A = vl__add(ck, vl__add(ck, A_layers, ts->A_embed), ts->A_head);
+  ts->A = note(ts, &(struct vl__def){
+                       VL_LINE_ACTIVATIONS,
+                       "activations (end of forward)",
+                       "L_stage * per_layer * in_flight + embeddings + head",
+                       ts->mg ? "Korthikanti et al. 2022; Megatron-LM theoretical_memory_usage.py"
+                              : "activations.c (transformers modules)",
+                       {{"L_stage", ts->Ls},
+                        {"per_layer", ts->act.layer_kept, "bytes"},
+                        {"in_flight", ts->in_flight},
+                        {"embeddings", ts->A_embed, "bytes"},
+                        {"head", ts->A_head, "bytes"}}});
   ts->recompute =
       job->checkpointing == VL_CKPT_FULL ? vl__sub0(ts->act.layer, ts->act.layer_kept) : 0;
-  note(bill,
-       &(struct note){VL_LINE_ACTIVATIONS,
-                      "activations (end of forward)",
-                      "L_stage * per_layer * in_flight + embeddings + head",
-                      ts->mg ? "Korthikanti et al. 2022; Megatron-LM theoretical_memory_usage.py"
-                             : "activations.c (transformers modules)",
-                      ts->A,
-                      {{"L_stage", (double)ts->Ls, ""},
-                       {"per_layer", (double)ts->act.layer_kept, "bytes"},
-                       {"in_flight", (double)ts->in_flight, ""}}});
 }
 
 /* autocast's half copies of the matmul weights */
 static void stage_autocast(struct train_stage *ts) {
-  struct vl__ck *ck = &ts->ck;
   const struct vl_arch *arch = ts->arch;
   const struct vl_job *job = ts->job;
-  struct vl_bill *bill = ts->bill;
   /* autocast keeps a half copy of every fp32 matmul weight it casts; the
    * linear saves it for backward (torch/csrc/autograd autocast_mode.cpp) */
   uint64_t C = 0;
   ts->C_layer = 0;
   if (ts->pol.autocast) {
-    /* a tied LM head casts the embedding matrix too */
-    uint64_t matmul = ts->st.linear_elems;
-    if (arch->causal && arch->tie_embeddings && ts->last)
-      matmul = vl__add(ck, matmul,
-                       vl__div_ceil(vl__mul(ck, arch->vocab, arch->embed_proj_dim), job->tp));
-    C = vl__mul(ck, matmul, 2);
-    /* DeepSpeed ZeRO-3 casts gathered partitions layer by layer. Under
-     * FSDP the cast copies of every layer's gathered weights stay cached
-     * and saved for backward after FSDP frees the gathered fp32 weights:
-     * the whole model's half copy, as without sharding (measured on 2
-     * H200s: TinyLlama, all 22 layers' MLP casts live at the peak,
-     * bench/results/parallel-calibration/part4-peaks/fsdp-full-ll.json) */
-    if (job->zero >= 3 && ts->ds)
-      C = vl__mul(ck, vl__min(ts->st.layer_elems, ts->st.linear_elems), 2 * 2);
+    /* a tied LM head casts the embedding matrix too. DeepSpeed ZeRO-3
+     * casts gathered partitions layer by layer. Under FSDP the cast copies
+     * of every layer's gathered weights stay cached and saved for backward
+     * after FSDP frees the gathered fp32 weights: the whole model's half
+     * copy, as without sharding (measured on 2 H200s: TinyLlama, all 22
+     * layers' MLP casts live at the peak, bench/results/
+     * parallel-calibration/part4-peaks/fsdp-full-ll.json) */
+    const bool tied = arch->causal && arch->tie_embeddings && ts->last;
+    C = note(ts, &(struct vl__def){VL_LINE_AUTOCAST,
+                                   "autocast weight copies",
+                                   job->zero >= 3 && ts->ds
+                                       ? "min(P_layer, P_matmul) * 4 (two half copies)"
+                                   : tied ? "(P_matmul + V * h / t (the tied head)) * 2"
+                                          : "P_matmul * 2",
+                                   "PyTorch autocast weight cast cache (autocast_mode.cpp)",
+                                   {{"P_matmul", ts->st.linear_elems},
+                                    {"P_layer", ts->st.layer_elems},
+                                    {"V", arch->vocab},
+                                    {"h", arch->embed_proj_dim},
+                                    {"t", job->tp}}});
     ts->C_layer = ts->Ls ? C / (ts->Ls + 1) : 0;
-    note(bill, &(struct note){VL_LINE_AUTOCAST,
-                              "autocast weight copies",
-                              "P_matmul * 2",
-                              "PyTorch autocast weight cast cache (autocast_mode.cpp)",
-                              C,
-                              {{"P_matmul", (double)ts->st.linear_elems, ""}}});
   }
   ts->C_ckpt = job->checkpointing == VL_CKPT_FULL ? 0 : C; /* not saved when recomputed */
   /* autocast caches casts of trainable leaves only (cached_cast in
@@ -608,88 +569,89 @@ static void stage_autocast(struct train_stage *ts) {
 /* temporaries: the optimizer step's lists, gathered parameters, QLoRA's
  * dequantized weight */
 static void stage_temporaries(struct train_stage *ts) {
-  struct vl__ck *ck = &ts->ck;
   const struct vl_job *job = ts->job;
-  struct vl_bill *bill = ts->bill;
   ts->sb = job->lora_rank ? 4 : ts->pol.state;
-  ts->T_opt = 0;
   /* Megatron-LM and DeepSpeed step with fused multi-tensor kernels (apex or
    * Transformer Engine FusedAdam, DeepSpeed FusedAdam): no state-sized lists */
   ts->impl = job->framework == VL_FW_HF ? job->opt_impl : VL_IMPL_FUSED;
-  if (ts->impl == VL_IMPL_FOREACH &&
-      (job->optimizer == VL_OPT_ADAM || job->optimizer == VL_OPT_ADAMW ||
-       job->optimizer == VL_OPT_LION || job->optimizer == VL_OPT_ADAFACTOR))
-    ts->T_opt = vl__mul(ck, job->offload != VL_OFFLOAD_NONE ? 0 : ts->tr_opt, ts->sb);
-  else if (ts->impl == VL_IMPL_FORLOOP && job->optimizer != VL_OPT_SGD)
-    ts->T_opt = vl__mul(ck, vl__min(ts->st.largest_elems, ts->tr_opt), ts->sb);
-  note(bill,
-       &(struct note){VL_LINE_TRANSIENT,
-                      "optimizer step temporaries",
-                      ts->impl == VL_IMPL_FOREACH ? "P_shard * s (one state-sized list)"
-                                                  : "largest tensor * s (for-loop) / 0 (fused)",
-                      "torch/optim/adam.py _multi_tensor_adam (exp_avg_sq_sqrt)",
-                      ts->T_opt,
-                      {{"P_shard", (double)ts->tr_opt, ""}, {"s", (double)ts->sb, "bytes"}}});
+  const bool list = ts->impl == VL_IMPL_FOREACH &&
+                    (job->optimizer == VL_OPT_ADAM || job->optimizer == VL_OPT_ADAMW ||
+                     job->optimizer == VL_OPT_LION || job->optimizer == VL_OPT_ADAFACTOR);
+  const bool each = ts->impl == VL_IMPL_FORLOOP && job->optimizer != VL_OPT_SGD;
+  ts->T_opt = note(
+      ts,
+      &(struct vl__def){
+          VL_LINE_TRANSIENT,
+          "optimizer step temporaries",
+          list && job->offload != VL_OFFLOAD_NONE ? "0 (the step runs on the host)"
+          : list                                  ? "P_shard * s (one state-sized list)"
+          : each ? "min(largest, P_shard) * s (one tensor's, for-loop)"
+                 : "0 (fused, or no state-sized temporaries)",
+          "torch/optim/adam.py _multi_tensor_adam (exp_avg_sq_sqrt)",
+          {{"largest", ts->st.largest_elems}, {"P_shard", ts->tr_opt}, {"s", ts->sb, "bytes"}}});
   ts->gathered = ts->gathered_bwd = 0;
-  if (job->zero >= 3) {
-    if (ts->ds) {
-      ts->gathered = vl__mul(ck, ts->st.largest_elems, 4); /* DeepSpeed: 4 * largest layer */
-      ts->gathered_bwd = ts->gathered;
-    } else {
-      /* FSDP: the current and the prefetched unit, one unit's unsharded
-       * gradients in backward, and the root unit (embeddings, final norm,
-       * head: what is outside the layers), which FSDP gathers at the
-       * forward's start and keeps until its backward ends (measured: its
-       * 524,296,192-byte flat parameter live at TinyLlama's peak,
-       * bench/results/parallel-calibration/part4-peaks/fsdp-full-ll.json) */
-      uint64_t root = vl__sub0(ts->st.weights_elems, vl__mul(ck, ts->st.layer_elems, ts->Ls));
-      ts->gathered =
-          vl__mul(ck, vl__add(ck, vl__mul(ck, ts->st.layer_elems, 2), root), ts->pol.weight);
-      ts->gathered_bwd = vl__add(ck, ts->gathered, vl__mul(ck, ts->st.layer_elems, ts->gb));
-    }
-    note(
-        bill,
-        &(struct note){
-            VL_LINE_TRANSIENT,
-            "ZeRO-3 gathered parameters",
-            ts->ds ? "4 * largest_layer" : "(2 * P_layer + P_root) * w (+ P_layer * g in backward)",
-            ts->ds ? "DeepSpeed estimate_zero3_model_states_mem_needs"
-                   : "PyTorch FSDP (one unit gathered, one prefetched, the root unit)",
-            ts->gathered_bwd,
-            {{"P_layer", (double)(ts->ds ? ts->st.largest_elems : ts->st.layer_elems), ""}}});
+  if (job->zero >= 3 && ts->ds) { /* DeepSpeed: 4 bytes an element of the largest tensor */
+    ts->gathered = ts->gathered_bwd =
+        note(ts, &(struct vl__def){VL_LINE_TRANSIENT,
+                                   "ZeRO-3 gathered parameters",
+                                   "largest * 4",
+                                   "DeepSpeed estimate_zero3_model_states_mem_needs",
+                                   {{"largest", ts->st.largest_elems}}});
+  } else if (job->zero >= 3) {
+    /* FSDP: the current and the prefetched unit, one unit's unsharded
+     * gradients in backward, and the root unit (embeddings, final norm,
+     * head: what is outside the layers), which FSDP gathers at the
+     * forward's start and keeps until its backward ends (measured: its
+     * 524,296,192-byte flat parameter live at TinyLlama's peak,
+     * bench/results/parallel-calibration/part4-peaks/fsdp-full-ll.json) */
+    const char *src = "PyTorch FSDP (one unit gathered, one prefetched, the root unit)";
+    ts->gathered = note(ts, &(struct vl__def){VL_LINE_TRANSIENT,
+                                              "FSDP gathered parameters in forward",
+                                              "(P_layer * 2 + (P - P_layer * L_stage) (root)) * w",
+                                              src,
+                                              {{"P_layer", ts->st.layer_elems},
+                                               {"P", ts->st.weights_elems},
+                                               {"L_stage", ts->Ls},
+                                               {"w", ts->pol.weight, "bytes"}},
+                                              .detail = true});
+    ts->gathered_bwd =
+        note(ts, &(struct vl__def){VL_LINE_TRANSIENT,
+                                   "ZeRO-3 gathered parameters",
+                                   "forward + P_layer * g (one unit's gradients, in backward)",
+                                   src,
+                                   {{"forward", ts->gathered, "bytes"},
+                                    {"P_layer", ts->st.layer_elems},
+                                    {"g", ts->gb, "bytes"}}});
   } else if (ts->fsdp_grad_op) {
     /* FSDP SHARD_GRAD_OP keeps the sharded fp32 parameters (the optimizer's)
      * and, from each unit's forward until the backward ends, the unit's
      * gathered copy: the whole model once more in forward and backward
      * (measured on 2 H200s: TinyLlama -10.2 % without it, bench/results/
      * parallel-calibration/part1-dp/dp.jsonl) */
-    ts->gathered = ts->gathered_bwd = ts->W;
-    note(bill, &(struct note){VL_LINE_TRANSIENT,
+    ts->gathered = ts->gathered_bwd = note(
+        ts, &(struct vl__def){VL_LINE_TRANSIENT,
                               "FSDP gathered parameters (shard-grad-op)",
-                              "P * w (forward and backward)",
+                              job->lora_rank ? "weights + P_train * 4 (fp32 adapters)" : "weights",
                               "PyTorch FSDP SHARD_GRAD_OP",
-                              ts->gathered,
-                              {{"P", (double)ts->st.weights_elems, ""}}});
+                              {{"weights", ts->st.weight_bytes, "bytes"}, {"P_train", ts->tr}}});
   }
-  ts->qlora_tmp = job->qlora ? vl__mul(ck, ts->st.largest_linear, 2) : 0;
+  ts->qlora_tmp = job->qlora ? vl__mul(&ts->ck, ts->st.largest_linear, 2) : 0;
 }
 
 /* communication buffers, CUDA context and cuBLAS workspaces */
 static void stage_comm(struct train_stage *ts) {
-  struct vl__ck *ck = &ts->ck;
   const struct vl_job *job = ts->job;
   const struct vl_overheads *ov = ts->ov;
-  struct vl_bill *bill = ts->bill;
   ts->comm = 0;
-  uint64_t ranks = vl__mul3(ck, job->dp, job->tp, job->pp);
+  uint64_t ranks = vl__mul3(&ts->ck, job->dp, job->tp, job->pp);
   if (ddp_buckets(job)) {
-    ts->comm = ts->G; /* DDP buckets copy every gradient (gradient_as_bucket_view=False) */
-    note(bill, &(struct note){VL_LINE_COMM,
+    /* DDP buckets copy every gradient (gradient_as_bucket_view=False) */
+    ts->comm = note(
+        ts, &(struct vl__def){VL_LINE_COMM,
                               "DDP gradient buckets",
                               "G (bucket copies)",
                               "torch/nn/parallel/distributed.py (gradient_as_bucket_view=False)",
-                              ts->comm,
-                              {{NULL, 0, NULL}}});
+                              {{"G", ts->G, "bytes"}}});
     /* DDP rebuilds its buckets after the first step; the first ones were
      * the first step's all-reduce inputs, which ProcessGroupNCCL keeps until
      * its watchdog (every 100 ms) has seen them finish and a later
@@ -700,53 +662,46 @@ static void stage_comm(struct train_stage *ts) {
      * bench/results/ddp-rebuild/). With static_graph=True usually kept (GPT-2 8
      * of 8, Qwen2-0.5B 2 of 4: unseen-sets/part2-ddp): summed then. The bill is
      * the more common outcome, bill->other the other one. */
-    if (job->ddp_static_graph) {
-      note(bill, &(struct note){VL_LINE_COMM,
-                                "DDP first buckets kept into step 2",
-                                "G",
-                                "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
-                                "bench/results/unseen-sets/part2-ddp/, "
-                                "bench/results/ddp-rebuild/)",
-                                ts->comm,
-                                {{NULL, 0, NULL}}});
-      ts->comm = vl__add(ck, ts->comm, ts->comm);
-    } else {
-      struct vl_term *t = vl__term(bill, VL_LINE_COMM, "DDP first buckets if kept into step 2",
-                                   "G (not summed: the other outcome)",
-                                   "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
-                                   "bench/results/nccl-run/part7/, "
-                                   "bench/results/ddp-rebuild/)",
-                                   ts->comm);
-      if (t) t->detail = true;
+    struct vl__def first = {VL_LINE_COMM,
+                            "DDP first buckets kept into step 2",
+                            "G",
+                            "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
+                            "bench/results/unseen-sets/part2-ddp/, "
+                            "bench/results/ddp-rebuild/)",
+                            {{"G", ts->G, "bytes"}}};
+    if (!job->ddp_static_graph) {
+      first.name = "DDP first buckets if kept into step 2";
+      first.formula = "G (not summed: the other outcome)";
+      first.source = "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
+                     "bench/results/nccl-run/part7/, bench/results/ddp-rebuild/)";
+      first.detail = true;
     }
+    uint64_t kept = note(ts, &first);
+    if (job->ddp_static_graph) ts->comm = vl__add(&ts->ck, ts->comm, kept);
   } else if (ts->dp > 1 && ts->ds && job->zero <= 2) {
-    ts->comm = vl__min(vl__mul(ck, VL_DS_REDUCE_BUCKET_ELEMS, ts->pol.grad),
-                       vl__mul(ck, ts->tr, ts->pol.grad));
-    note(bill, &(struct note){VL_LINE_COMM,
-                              "ZeRO reduce bucket",
-                              "min(5e8, P_train) * g",
-                              "DeepSpeed reduce_bucket_size default 5e8",
-                              ts->comm,
-                              {{NULL, 0, NULL}}});
+    ts->comm = note(ts, &(struct vl__def){VL_LINE_COMM,
+                                          "ZeRO reduce bucket",
+                                          "min(bucket * g, P_train * g)",
+                                          "DeepSpeed reduce_bucket_size default 5e8",
+                                          {{"bucket", VL_DS_REDUCE_BUCKET_ELEMS},
+                                           {"P_train", ts->tr},
+                                           {"g", ts->pol.grad, "bytes"}}});
   } else if (ts->dp > 1 && job->zero >= 1 && !ts->mg) {
-    ts->comm = vl__mul(ck, ts->st.layer_elems, ts->gb); /* FSDP reduce-scatter of one unit */
-    note(bill, &(struct note){VL_LINE_COMM,
-                              "FSDP reduce-scatter buffer",
-                              "P_layer * g",
-                              "PyTorch FSDP",
-                              ts->comm,
-                              {{NULL, 0, NULL}}});
+    ts->comm =
+        note(ts, &(struct vl__def){VL_LINE_COMM,
+                                   "FSDP reduce-scatter buffer",
+                                   "P_layer * g (one unit)",
+                                   "PyTorch FSDP",
+                                   {{"P_layer", ts->st.layer_elems}, {"g", ts->gb, "bytes"}}});
   }
-  ts->ctx = vl_context_bytes(ov, job) + (ranks > 1 ? ov->nccl_bytes : 0);
-  note(bill, &(struct note){VL_LINE_CONTEXT,
-                            "CUDA context + libraries",
-                            "context (+ NCCL's buffers and context when ranks > 1)",
-                            ranks > 1 ? "bench/results/calibration/calibration.json; "
-                                        "bench/results/ddp-rebuild/per-gpu-overhead.txt"
-                                      : "bench/results/calibration/calibration.json",
-                            ts->ctx,
-                            {{"context", (double)ov->cuda_context_bytes, "bytes"},
-                             {"nccl", ranks > 1 ? (double)ov->nccl_bytes : 0, "bytes"}}});
+  ts->ctx = note(ts, &(struct vl__def){VL_LINE_CONTEXT,
+                                       "CUDA context + libraries",
+                                       "context + nccl (NCCL's buffers and context when ranks > 1)",
+                                       ranks > 1 ? "bench/results/calibration/calibration.json; "
+                                                   "bench/results/ddp-rebuild/per-gpu-overhead.txt"
+                                                 : "bench/results/calibration/calibration.json",
+                                       {{"context", vl_context_bytes(ov, job), "bytes"},
+                                        {"nccl", ranks > 1 ? ov->nccl_bytes : 0, "bytes"}}});
   /* one cuBLAS handle, and its workspace, per thread that runs matmuls
    * (CublasHandlePool.cpp keys them by handle and stream): the forward's
    * and, once a backward ran, autograd's backward thread; both live through
@@ -755,15 +710,14 @@ static void stage_comm(struct train_stage *ts) {
    * vl_overheads_for_gpu); a separate cuBLASLt workspace (ROCm) is one more
    * a thread */
   const uint64_t lt = ov->cublaslt_workspace_bytes;
-  ts->ws = VL_WORKSPACE_THREADS_TRAIN * vl_workspace_thread_bytes(ov);
-  note(bill, &(struct note){VL_LINE_WORKSPACE,
-                            "cuBLAS workspaces",
-                            lt ? "threads x (workspace + cublaslt)" : "threads x workspace",
-                            "bench/results/probe/unexplained.json",
-                            ts->ws,
-                            {{"threads", VL_WORKSPACE_THREADS_TRAIN, ""},
-                             {"workspace", (double)ov->cublas_workspace_bytes, "bytes"},
-                             {lt ? "cublaslt" : NULL, (double)lt, "bytes"}}});
+  ts->ws =
+      note(ts, &(struct vl__def){VL_LINE_WORKSPACE,
+                                 "cuBLAS workspaces",
+                                 lt ? "threads * (workspace + cublaslt)" : "threads * workspace",
+                                 "bench/results/probe/unexplained.json",
+                                 {{"threads", VL_WORKSPACE_THREADS_TRAIN},
+                                  {"workspace", ov->cublas_workspace_bytes, "bytes"},
+                                  {"cublaslt", lt, "bytes"}}});
 }
 
 /* each phase's lines: forward, backward (its four points), optimizer step */
@@ -771,7 +725,6 @@ static void stage_phases(struct train_stage *ts) {
   struct vl__ck *ck = &ts->ck;
   const struct vl_arch *arch = ts->arch;
   const struct vl_job *job = ts->job;
-  struct vl_bill *bill = ts->bill;
   /* gradients alive through the forward: kept from the last step, or
    * accumulated over micro-batches. Not under GPipe: every micro-batch's
    * forward runs before any backward, so at the end of the forwards (where
@@ -819,17 +772,15 @@ static void stage_phases(struct train_stage *ts) {
   if (arch->causal && arch->tie_embeddings && ts->first && ts->last && !job->lora_rank &&
       !job->qlora) {
     /* in the weights' dtype: a hook's fp32 main gradient comes after */
-    tied_sum =
-        vl__mul3(ck, 2, vl__div_ceil(vl__mul(ck, arch->vocab, arch->embed_proj_dim), job->tp),
-                 ts->pol.weight);
-    note(bill, &(struct note){VL_LINE_TRANSIENT,
+    tied_sum = note(
+        ts, &(struct vl__def){VL_LINE_TRANSIENT,
                               "tied embedding's two gradients summed",
-                              "2 * V * h * w",
+                              "2 * (V * h / t) * w",
                               "torch/csrc/autograd/input_buffer.cpp; bench/results/unseen-sets",
-                              tied_sum,
-                              {{"V", (double)arch->vocab, ""},
-                               {"h", (double)arch->embed_proj_dim, ""},
-                               {"w", (double)ts->pol.weight, "bytes"}}});
+                              {{"V", arch->vocab},
+                               {"h", arch->embed_proj_dim},
+                               {"t", job->tp},
+                               {"w", ts->pol.weight, "bytes"}}});
   }
   /* the model output (its logits) lives until the loop drops it */
   uint64_t out_held = ts->last && !job->drop_outputs ? ts->act.logits : 0;
@@ -881,14 +832,14 @@ static void stage_phases(struct train_stage *ts) {
   op->line[VL_LINE_ACTIVATIONS] = job->drop_outputs || !ts->last ? 0 : ts->act.logits;
   /* Megatron's 5 % temporaries ride on the activations */
   if (ts->act.misc_fraction > 0) {
-    uint64_t misc = vl__scale(ck, ts->A, ts->act.misc_fraction);
+    uint64_t misc =
+        note(ts, &(struct vl__def){
+                     VL_LINE_TRANSIENT,
+                     "miscellaneous temporaries",
+                     "activations * f",
+                     "Megatron-LM theoretical_memory_usage.py (overhead_factor 1.05)",
+                     {{"activations", ts->A, "bytes"}, VL__REAL("f", ts->act.misc_fraction, "")}});
     f->line[VL_LINE_TRANSIENT] = vl__add(ck, f->line[VL_LINE_TRANSIENT], misc);
-    note(bill, &(struct note){VL_LINE_TRANSIENT,
-                              "miscellaneous temporaries",
-                              "0.05 * activations",
-                              "Megatron-LM theoretical_memory_usage.py (overhead_factor 1.05)",
-                              misc,
-                              {{NULL, 0, NULL}}});
   }
 }
 
@@ -985,30 +936,44 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
   return VL_OK;
 }
 
+/* the analytic reserve of phase p: a churn fraction of what comes and
+ * goes, and the persistent tensors' segment rounding */
+static void reserve_def(struct train_stage *ts, int p, struct vl__def *d) {
+  const struct vl_job *job = ts->job;
+  const uint64_t *line = ts->ph[p].line;
+  /* weights' rounding, and the same for gradients and each fp32 copy of
+   * the trained weights when they are present */
+  uint64_t seg_waste = job->zero >= 3 ? vl__div_ceil(ts->st.seg_waste, ts->dp) : ts->st.seg_waste;
+  if (!job->lora_rank && line[VL_LINE_GRADIENTS]) seg_waste = vl__mul(&ts->ck, seg_waste, 2);
+  if (ts->expandable) seg_waste = 0; /* pages are mapped as needed: no per-segment rounding */
+  *d = (struct vl__def){VL_LINE_RESERVE,
+                        "allocator reserve",
+                        "churn * (activations + (temporaries + autocast)) + rounding",
+                        "PyTorch CUDACachingAllocator (512 B blocks, 2/20 MiB segments); "
+                        "churn to be calibrated",
+                        {VL__REAL("churn", ts->churn_frac, ""),
+                         {"activations", line[VL_LINE_ACTIVATIONS], "bytes"},
+                         {"temporaries", line[VL_LINE_TRANSIENT], "bytes"},
+                         {"autocast", line[VL_LINE_AUTOCAST], "bytes"},
+                         {"rounding", seg_waste, "bytes"}}};
+}
+
 /* the allocator reserve of each phase and the peak phase */
 static void stage_reserve(struct train_stage *ts) {
   struct vl__ck *ck = &ts->ck;
-  const struct vl_job *job = ts->job;
-  struct vl_bill *bill = ts->bill;
-  const uint64_t replayed = vl__sub0(ts->rs.peak_reserved, ts->rs.peak_allocated);
+  struct vl__def replayed = {
+      VL_LINE_RESERVE,
+      "allocator reserve",
+      "replay_reserved - replay_allocated (the replay's peaks)",
+      "three steps' allocations through the caching-allocator model (train_replay.c)",
+      {{"replay_reserved", ts->rs.peak_reserved, "bytes"},
+       {"replay_allocated", ts->rs.peak_allocated, "bytes"}}};
+  const uint64_t replay_reserve = vl__def_value(ck, &replayed);
   ts->peak = VL_PH_FORWARD;
   for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++) {
-    if (ts->replayable) {
-      ts->ph[p].line[VL_LINE_RESERVE] = replayed;
-    } else {
-      uint64_t churn =
-          vl__add(ck, ts->ph[p].line[VL_LINE_ACTIVATIONS],
-                  vl__add(ck, ts->ph[p].line[VL_LINE_TRANSIENT], ts->ph[p].line[VL_LINE_AUTOCAST]));
-      /* weights' rounding, and the same for gradients and each fp32 copy of
-       * the trained weights when they are present */
-      uint64_t seg_waste =
-          job->zero >= 3 ? vl__div_ceil(ts->st.seg_waste, ts->dp) : ts->st.seg_waste;
-      if (!job->lora_rank && ts->ph[p].line[VL_LINE_GRADIENTS])
-        seg_waste = vl__mul(ck, seg_waste, 2);
-      if (ts->expandable) seg_waste = 0; /* pages are mapped as needed: no per-segment rounding */
-      ts->ph[p].line[VL_LINE_RESERVE] =
-          vl__add(ck, vl__scale(ck, churn, ts->churn_frac), seg_waste);
-    }
+    struct vl__def d;
+    if (!ts->replayable) reserve_def(ts, p, &d);
+    ts->ph[p].line[VL_LINE_RESERVE] = ts->replayable ? replay_reserve : vl__def_value(ck, &d);
     if (comp_alloc(&ts->ph[p]) > comp_alloc(&ts->ph[ts->peak])) ts->peak = (enum vl_phase)p;
   }
   if (ts->replayable && ts->rs.peak_allocated) {
@@ -1029,34 +994,23 @@ static void stage_reserve(struct train_stage *ts) {
         have -= cut;
       }
     }
-    note(bill,
-         &(struct note){
+    const bool above = want >= analytic;
+    note(ts,
+         &(struct vl__def){
              VL_LINE_ACTIVATIONS,
-             want >= analytic ? "op-by-op replay above the lines (added)"
-                              : "op-by-op replay below the lines (taken off)",
-             "replay peak allocated - analytic peak allocated",
+             above ? "op-by-op replay above the lines (added)"
+                   : "op-by-op replay below the lines (taken off)",
+             above ? "replay_allocated - analytic" : "analytic - replay_allocated",
              "the training replay (train_replay.c, tape.c): its peak allocated is the estimate's",
-             want >= analytic ? want - analytic : analytic - want,
-             {{"replay_allocated", (double)want, "bytes"},
-              {"analytic", (double)analytic, "bytes"}}});
+             {{"replay_allocated", want, "bytes"}, {"analytic", analytic, "bytes"}}});
   }
-  if (ts->replayable)
-    note(bill, &(struct note){
-                   VL_LINE_RESERVE,
-                   "allocator reserve",
-                   "replay: peak reserved - peak allocated",
-                   "three steps' allocations through the caching-allocator model (train_replay.c)",
-                   replayed,
-                   {{"replay_reserved", (double)ts->rs.peak_reserved, "bytes"},
-                    {"replay_allocated", (double)ts->rs.peak_allocated, "bytes"}}});
-  else
-    note(bill, &(struct note){VL_LINE_RESERVE,
-                              "allocator reserve",
-                              "churn * (activations + temporaries) + rounding",
-                              "PyTorch CUDACachingAllocator (512 B blocks, 2/20 MiB segments); "
-                              "churn to be calibrated",
-                              ts->ph[ts->peak].line[VL_LINE_RESERVE],
-                              {{"churn", ts->churn_frac, ""}}});
+  if (ts->replayable) {
+    note(ts, &replayed);
+  } else {
+    struct vl__def d;
+    reserve_def(ts, ts->peak, &d);
+    note(ts, &d);
+  }
 }
 
 /* the bill from the peak phase's lines */

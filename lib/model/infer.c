@@ -8,20 +8,89 @@
 #include "internal.h"
 #include "vramledger/caching.h"
 
-static uint64_t weight_bytes(const struct vl_arch *arch, const struct vl_inventory *inv,
-                             const struct vl_job *job, uint64_t wb, struct vl__ck *ck,
-                             uint64_t *elems) {
-  (void)arch;
-  uint64_t total = 0;
-  *elems = 0;
+/* the elements this GPU stores (tensor parallelism splits the matmuls) */
+static uint64_t weight_elems(const struct vl_inventory *inv, const struct vl_job *job,
+                             struct vl__ck *ck) {
+  uint64_t elems = 0;
   for (int i = 0; i < inv->n; i++) {
     const struct vl_tensor *t = &inv->t[i];
     uint64_t one = vl__tp_split(t, job->tp, vl__mul(ck, t->rows, t->cols));
-    uint64_t e = vl__mul(ck, one, t->count);
-    *elems = vl__add(ck, *elems, e);
-    total = vl__add(ck, total, vl__mul(ck, e, wb));
+    elems = vl__add(ck, elems, vl__mul(ck, one, t->count));
   }
-  return total;
+  return elems;
+}
+
+/* what the caching allocator holds beyond the blocks, in each phase: for
+ * transformers' generate() (a contiguous cache), a replay of its
+ * allocations through the allocator model (infer_replay.c); a paged cache
+ * (vLLM) preallocates its blocks, so only the activations churn */
+static vl_status infer_reserve(const struct vl_arch *arch, const struct vl_inventory *inv,
+                               const struct vl_job *job, const struct vl_overheads *ov,
+                               const struct vl__policy *pol, uint64_t kvb, struct vl_bill *bill,
+                               struct vl__ck *ck, uint64_t *line_pre, uint64_t *line_dec,
+                               struct vl_err *err) {
+  const bool replayed = !ck->overflow && arch->causal && job->kv_layout == VL_KV_CONTIGUOUS;
+  if (replayed) {
+    struct vl_cache_stats st;
+    vl_status s = vl__infer_replay(arch, inv, job, pol->weight, pol->act, pol->resid, kvb,
+                                   VL_WORKSPACE_THREADS_INFER * vl_workspace_thread_bytes(ov),
+                                   job->allocator == VL_ALLOC_EXPANDABLE, &st, err);
+    if (s != VL_OK) return s;
+    line_pre[VL_LINE_RESERVE] = line_dec[VL_LINE_RESERVE] = vl__note(
+        bill, ck,
+        &(struct vl__def){VL_LINE_RESERVE,
+                          "allocator reserve",
+                          "replay_reserved - replay_allocated (generate()'s allocations replayed)",
+                          "PyTorch CUDACachingAllocator.cpp; transformers cache_utils.py "
+                          "(bench/results/generate-reserve)",
+                          {{"replay_reserved", st.peak_reserved, "bytes"},
+                           {"replay_allocated", st.peak_allocated, "bytes"}}});
+    return VL_OK;
+  }
+  struct vl__def d = {
+      VL_LINE_RESERVE,
+      "allocator reserve",
+      "prefill * churn",
+      "bench/results/calibration/calibration.json",
+      {{"prefill", line_pre[VL_LINE_ACTIVATIONS], "bytes"},
+       {"decode", line_dec[VL_LINE_TRANSIENT], "bytes"},
+       VL__REAL("churn",
+                job->allocator == VL_ALLOC_EXPANDABLE ? ov->allocator_churn_expandable
+                                                      : ov->allocator_churn,
+                "")}};
+  line_pre[VL_LINE_RESERVE] = vl__def_value(ck, &d);
+  d.formula = "decode * churn";
+  line_dec[VL_LINE_RESERVE] = vl__def_value(ck, &d);
+  d.formula = "max(prefill * churn, decode * churn) (the larger phase's)";
+  vl__note(bill, ck, &d);
+  return VL_OK;
+}
+
+/* the bill from the two phases' lines: the peak phase's, and each line's
+ * maximum */
+static void infer_peak(const struct vl_job *job, const uint64_t *line_pre, const uint64_t *line_dec,
+                       uint64_t ctx, struct vl_bill *bill) {
+  uint64_t pre = 0, dc = 0;
+  for (int l = 0; l < VL_LINE_COUNT; l++) {
+    if (!vl_line_in_allocated((enum vl_line)l)) continue;
+    pre += line_pre[l];
+    dc += line_dec[l];
+  }
+  bill->phase_peak[VL_PH_PREFILL] = pre;
+  bill->phase_peak[VL_PH_DECODE] = job->new_tokens ? dc : 0;
+  bool decode_peak = job->new_tokens && dc > pre;
+  bill->peak_phase = decode_peak ? VL_PH_DECODE : VL_PH_PREFILL;
+  const uint64_t *peak = decode_peak ? line_dec : line_pre;
+  for (int l = 0; l < VL_LINE_COUNT; l++) {
+    bill->lines[l] = peak[l];
+    bill->line_max[l] = vl__max(line_pre[l], job->new_tokens ? line_dec[l] : 0);
+    if (line_pre[l]) bill->live[l] |= 1u << VL_PH_PREFILL;
+    if (job->new_tokens && line_dec[l]) bill->live[l] |= 1u << VL_PH_DECODE;
+  }
+  bill->peak_allocated_bytes = decode_peak ? dc : pre;
+  bill->peak_reserved_bytes = bill->peak_allocated_bytes + peak[VL_LINE_RESERVE];
+  bill->cuda_context_bytes = ctx;
+  bill->total_bytes = bill->peak_reserved_bytes + ctx;
 }
 
 vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *inv,
@@ -47,31 +116,35 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   const uint64_t L = arch->layers, d = arch->head_dim;
   const uint64_t a_loc = vl__div_ceil(arch->heads, t), g_loc = vl__div_ceil(arch->kv_heads, t);
   const uint64_t I_loc = vl__div_ceil(arch->intermediate, t), V_loc = vl__div_ceil(arch->vocab, t);
-  uint64_t elems;
-  uint64_t W = weight_bytes(arch, inv, job, pol.weight, &ck, &elems);
-  vl__term_in(vl__term(bill, VL_LINE_PARAMETERS, "weights", "P_gpu * w",
-                       "parameters x bytes per element", W),
-              "P_gpu", (double)elems, "");
+  const uint64_t elems = weight_elems(inv, job, &ck);
+  uint64_t W = vl__note(bill, &ck,
+                        &(struct vl__def){VL_LINE_PARAMETERS,
+                                          "weights",
+                                          "P_gpu * w",
+                                          "parameters x bytes per element",
+                                          {{"P_gpu", elems}, {"w", pol.weight, "bytes"}}});
 
   /* KV cache, per token of one sequence: 2 * L * g * d * bytes */
   const uint64_t kvb = job->kv_bytes ? job->kv_bytes : e; /* fp8/int8 caches: 1 */
-  uint64_t per_token = vl__mul4(&ck, 2 * L, g_loc, d, kvb);
   uint64_t S_cached = S, P_cached = P;
   if (job->kv_layout == VL_KV_PAGED) {
     S_cached = vl__round_up(S, job->kv_block_tokens);
     P_cached = vl__round_up(P, job->kv_block_tokens);
   }
-  uint64_t kv_full = arch->causal ? vl__mul3(&ck, per_token, S_cached, B) : 0;
-  uint64_t kv_prompt = arch->causal ? vl__mul3(&ck, per_token, P_cached, B) : 0;
-  struct vl_term *tm =
-      vl__term(bill, VL_LINE_KV_CACHE, "KV cache", "2 * L * g * d * S * B * k",
-               "2 L H_kv d_head S B bytes; Kwon et al. 2023 (PagedAttention)", kv_full);
-  vl__term_in(tm, "L", (double)L, "");
-  vl__term_in(tm, "g", (double)g_loc, "heads");
-  vl__term_in(tm, "d", (double)d, "");
-  vl__term_in(tm, "S", (double)S_cached, "tokens");
-  vl__term_in(tm, "B", (double)B, "");
-  vl__term_in(tm, "k", (double)kvb, "bytes");
+  /* the cache of the prompt (prefill), then of every token (decode) */
+  struct vl__def kv = {VL_LINE_KV_CACHE,
+                       "KV cache",
+                       arch->causal ? "2 * L * g * d * k * S * B" : "0 (an encoder keeps no cache)",
+                       "2 L H_kv d_head S B bytes; Kwon et al. 2023 (PagedAttention)",
+                       {{"L", L},
+                        {"g", g_loc, "heads"},
+                        {"d", d},
+                        {"k", kvb, "bytes"},
+                        {"S", P_cached, "tokens"},
+                        {"B", B}}};
+  const uint64_t kv_prompt = vl__def_value(&ck, &kv);
+  kv.in[4].n = S_cached;
+  const uint64_t kv_full = vl__note(bill, &ck, &kv);
 
   /* prefill: one layer's live intermediates, no autograd */
   uint64_t T = vl__mul(&ck, B, P);
@@ -88,32 +161,64 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   if (arch->experts) mlp = vl__mul(&ck, mlp, arch->experts_per_token);
   uint64_t logits_rows = arch->causal ? B : T; /* generate keeps the last position */
   uint64_t logits = vl__mul3(&ck, logits_rows, V_loc, e + 4);
-  uint64_t prefill = vl__add(&ck, vl__add(&ck, hid, vl__max(vl__add(&ck, qkv, attn), mlp)), logits);
-  tm = vl__term(bill, VL_LINE_ACTIVATIONS, "prefill activations (one layer live)",
-                "2*T*h*r + max(q/k/v + scores, MLP) + logits",
-                "transformers generate(): no autograd, logits_to_keep=1", prefill);
-  vl__term_in(tm, "T", (double)T, "tokens");
+  uint64_t prefill =
+      vl__note(bill, &ck,
+               &(struct vl__def){VL_LINE_ACTIVATIONS,
+                                 "prefill activations (one layer live)",
+                                 "hidden + max(qkv + scores, mlp) + logits",
+                                 "transformers generate(): no autograd, logits_to_keep=1",
+                                 {{"hidden", hid, "bytes (2 x T x h)"},
+                                  {"qkv", qkv, "bytes"},
+                                  {"scores", attn, "bytes"},
+                                  {"mlp", mlp, "bytes"},
+                                  {"logits", logits, "bytes"}}});
 
   /* decode: one token per sequence against S cached positions */
-  uint64_t dec = vl__add(
-      &ck, vl__mul4(&ck, B, arch->hidden, r, 2),
-      vl__max(vl__mul(&ck, vl__mul3(&ck, B, a_loc, S), 4 + e), vl__mul4(&ck, B, I_loc, e, 3)));
-  dec = vl__add(&ck, dec, vl__mul3(&ck, B, V_loc, e + 8)); /* logits, fp32 probs */
-  uint64_t grow = 0;
-  if (job->kv_layout == VL_KV_CONTIGUOUS && job->new_tokens)
-    grow = vl__mul4(&ck, g_loc, d, vl__mul(&ck, S, B), kvb); /* torch.cat of one K or V */
-  tm = vl__term(bill, VL_LINE_TRANSIENT, "decode step + cache growth",
-                "B*a*S*(4+e) | B*I*3e, + one layer's K or V copied by torch.cat",
-                "transformers DynamicCache.update (torch.cat)", vl__add(&ck, dec, grow));
+  /* the hidden states, the larger of attention's scores and the MLP, the
+   * logits and their fp32 probabilities; a contiguous cache grows by
+   * torch.cat of one layer's K or V */
+  const bool grows = job->kv_layout == VL_KV_CONTIGUOUS && job->new_tokens;
+  const uint64_t decode =
+      vl__note(bill, &ck,
+               &(struct vl__def){VL_LINE_TRANSIENT,
+                                 "decode step + cache growth",
+                                 grows ? "B*h*r*2 + max(B*a*S*(4 + e), B*I*e*3) + B*V*(e + 8) + "
+                                         "g*d*(S*B)*k (torch.cat)"
+                                       : "B*h*r*2 + max(B*a*S*(4 + e), B*I*e*3) + B*V*(e + 8)",
+                                 "transformers DynamicCache.update (torch.cat)",
+                                 {{"B", B},
+                                  {"h", arch->hidden},
+                                  {"r", r, "bytes"},
+                                  {"a", a_loc, "heads"},
+                                  {"S", S, "tokens"},
+                                  {"e", e, "bytes"},
+                                  {"I", I_loc},
+                                  {"V", V_loc},
+                                  {"g", g_loc, "heads"},
+                                  {"d", d},
+                                  {"k", kvb, "bytes"}}});
 
   uint64_t ranks = vl__mul(&ck, job->tp, job->pp);
-  uint64_t ctx = vl_context_bytes(ov, job) + (ranks > 1 ? ov->nccl_bytes : 0);
-  vl__term(bill, VL_LINE_CONTEXT, "CUDA context + libraries (generate() only)", "measured",
-           "bench/results/calibration/calibration.json (generate() runs)", ctx);
-  /* generate() runs its matmuls on one thread: one handle's workspaces */
-  const uint64_t ws = VL_WORKSPACE_THREADS_INFER * vl_workspace_thread_bytes(ov);
-  vl__term(bill, VL_LINE_WORKSPACE, "cuBLAS workspace", "measured",
-           "bench/results/calibration/basics.json", ws);
+  uint64_t ctx = vl__note(bill, &ck,
+                          &(struct vl__def){VL_LINE_CONTEXT,
+                                            "CUDA context + libraries (generate() only)",
+                                            "context + nccl (when ranks > 1)",
+                                            "bench/results/calibration/calibration.json "
+                                            "(generate() runs)",
+                                            {{"context", vl_context_bytes(ov, job), "bytes"},
+                                             {"nccl", ranks > 1 ? ov->nccl_bytes : 0, "bytes"}}});
+  /* generate() runs its matmuls on one thread: one handle's workspaces (the
+   * card's, and ROCm's separate cuBLASLt one: precision.c) */
+  const uint64_t lt = ov->cublaslt_workspace_bytes;
+  const uint64_t ws =
+      vl__note(bill, &ck,
+               &(struct vl__def){VL_LINE_WORKSPACE,
+                                 "cuBLAS workspace",
+                                 lt ? "workspace + cublaslt (one thread: no backward)"
+                                    : "workspace (one: no backward thread)",
+                                 "bench/results/calibration/basics.json",
+                                 {{"workspace", ov->cublas_workspace_bytes, "bytes"},
+                                  {"cublaslt", lt, "bytes"}}});
 
   uint64_t line_pre[VL_LINE_COUNT] = {0}, line_dec[VL_LINE_COUNT] = {0};
   line_pre[VL_LINE_PARAMETERS] = line_dec[VL_LINE_PARAMETERS] = W;
@@ -122,58 +227,15 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   line_pre[VL_LINE_KV_CACHE] = kv_prompt;
   line_pre[VL_LINE_ACTIVATIONS] = prefill;
   line_dec[VL_LINE_KV_CACHE] = kv_full;
-  line_dec[VL_LINE_TRANSIENT] = vl__add(&ck, dec, grow);
-  /* what the caching allocator holds beyond the blocks: for transformers'
-   * generate() (a contiguous cache), a replay of its allocations through
-   * the allocator model (infer_replay.c); a paged cache (vLLM) preallocates
-   * its blocks, so only the activations churn */
-  const bool replayed = !ck.overflow && arch->causal && job->kv_layout == VL_KV_CONTIGUOUS;
-  if (replayed) {
-    struct vl_cache_stats st;
-    vl_status s = vl__infer_replay(arch, inv, job, pol.weight, e, r, kvb, ws,
-                                   job->allocator == VL_ALLOC_EXPANDABLE, &st, err);
-    if (s != VL_OK) return s;
-    line_pre[VL_LINE_RESERVE] = line_dec[VL_LINE_RESERVE] =
-        vl__sub0(st.peak_reserved, st.peak_allocated);
-  } else {
-    double churn = job->allocator == VL_ALLOC_EXPANDABLE ? ov->allocator_churn_expandable
-                                                         : ov->allocator_churn;
-    line_pre[VL_LINE_RESERVE] = vl__scale(&ck, prefill, churn);
-    line_dec[VL_LINE_RESERVE] = vl__scale(&ck, line_dec[VL_LINE_TRANSIENT], churn);
-  }
-  vl__term(bill, VL_LINE_RESERVE, "allocator reserve",
-           replayed ? "replay of generate()'s allocations: peak reserved - peak allocated"
-                    : "churn * transients",
-           replayed ? "PyTorch CUDACachingAllocator.cpp; transformers cache_utils.py "
-                      "(bench/results/generate-reserve)"
-                    : "bench/results/calibration/calibration.json",
-           vl__max(line_pre[VL_LINE_RESERVE], line_dec[VL_LINE_RESERVE]));
+  line_dec[VL_LINE_TRANSIENT] = decode;
+  vl_status s = infer_reserve(arch, inv, job, ov, &pol, kvb, bill, &ck, line_pre, line_dec, err);
+  if (s != VL_OK) return s;
   if (ck.overflow)
     return vl__fail(err, VL_EOVERFLOW,
                     "the bill overflows 64 bits (batch %llu x %llu tokens is too large to model)",
                     (unsigned long long)B, (unsigned long long)S);
 
-  uint64_t pre = 0, dc = 0;
-  for (int l = 0; l < VL_LINE_COUNT; l++) {
-    if (!vl_line_in_allocated((enum vl_line)l)) continue;
-    pre += line_pre[l];
-    dc += line_dec[l];
-  }
-  bill->phase_peak[VL_PH_PREFILL] = pre;
-  bill->phase_peak[VL_PH_DECODE] = job->new_tokens ? dc : 0;
-  bool decode_peak = job->new_tokens && dc > pre;
-  bill->peak_phase = decode_peak ? VL_PH_DECODE : VL_PH_PREFILL;
-  const uint64_t *peak = decode_peak ? line_dec : line_pre;
-  for (int l = 0; l < VL_LINE_COUNT; l++) {
-    bill->lines[l] = peak[l];
-    bill->line_max[l] = vl__max(line_pre[l], job->new_tokens ? line_dec[l] : 0);
-    if (line_pre[l]) bill->live[l] |= 1u << VL_PH_PREFILL;
-    if (job->new_tokens && line_dec[l]) bill->live[l] |= 1u << VL_PH_DECODE;
-  }
-  bill->peak_allocated_bytes = decode_peak ? dc : pre;
-  bill->peak_reserved_bytes = bill->peak_allocated_bytes + peak[VL_LINE_RESERVE];
-  bill->cuda_context_bytes = ctx;
-  bill->total_bytes = bill->peak_reserved_bytes + ctx;
+  infer_peak(job, line_pre, line_dec, ctx, bill);
   bill->params_per_gpu = elems;
   bill->trainable_params = 0;
   bill->tokens = vl__mul(&ck, B, S);

@@ -118,22 +118,3 @@ void vl_overheads_default(struct vl_overheads *o) {
   o->cublas_workspace_bytes = VL_PT_CUBLAS_WORKSPACE_SM90;
   o->cublaslt_workspace_bytes = 0; /* CUDA: cuBLASLt takes the cuBLAS handle's */
 }
-
-struct vl_term *vl__term(struct vl_bill *b, enum vl_line line, const char *name,
-                         const char *formula, const char *source, uint64_t bytes) {
-  /* the table is sized for every term the model records; should it ever
-   * fill, the last slot is reused rather than writing past the end */
-  struct vl_term *t = &b->terms[b->n_terms < VL_MAX_TERMS ? b->n_terms++ : VL_MAX_TERMS - 1];
-  memset(t, 0, sizeof *t);
-  t->line = line;
-  t->name = name;
-  t->formula = formula;
-  t->source = source;
-  t->bytes = bytes;
-  return t;
-}
-
-void vl__term_in(struct vl_term *t, const char *name, double value, const char *unit) {
-  if (t->n_in >= VL_TERM_INPUTS) return;
-  t->in[t->n_in++] = (struct vl_input){name, value, unit};
-}
