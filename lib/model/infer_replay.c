@@ -61,185 +61,254 @@ struct layer_cache {
   uint32_t k, v;
 };
 
+/* One generate() call's shape on one GPU (heads, intermediate and vocab
+ * split under tensor parallelism), the bytes of its elements, and each
+ * layer's cache blocks. */
+struct gen {
+  struct prog p;
+  const struct vl_arch *arch;
+  const struct vl_job *job;
+  uint64_t B, P, a, g, d, h, I, V, T;
+  uint64_t e, r, kvb, sm; /* activation, residual, cache and softmax element bytes */
+  struct layer_cache *lc;
+};
+
+/* eager attention: repeat_kv for grouped heads, q @ k^T, + mask, softmax,
+ * its cast back, @ v; returns the output */
+static uint32_t eager_scores(struct gen *s) {
+  struct prog *p = &s->p;
+  const uint64_t T = s->T, a = s->a, d = s->d, e = s->e;
+  uint32_t rk = NONE, rv = NONE;
+  if (s->g < a) { /* repeat_kv */
+    rk = A(p, T * a * d * e);
+    rv = A(p, T * a * d * e);
+  }
+  uint64_t sc = s->B * a * s->P * s->P;
+  uint32_t s1 = A(p, sc * e), s2 = A(p, sc * e); /* q @ k^T, + mask */
+  F(p, &s1);
+  uint32_t s32 = A(p, sc * s->sm); /* softmax (fp32 unless GPT-2's in half) */
+  F(p, &s2);
+  uint32_t sh = e < s->sm ? A(p, sc * e) : NONE; /* .to(dtype) */
+  F(p, &s32);
+  uint32_t o = A(p, T * a * d * e);
+  F(p, &sh);
+  F(p, &rk);
+  F(p, &rv);
+  return o;
+}
+
+/* a layer's attention in prefill, from its norm's output n1 (freed here) to
+ * the output projection's, which it returns; the key and the value go into
+ * the layer's cache */
+static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_t n1) {
+  struct prog *p = &s->p;
+  const struct vl_arch *arch = s->arch;
+  const uint64_t T = s->T, a = s->a, g = s->g, d = s->d, e = s->e;
+  uint32_t q, k, v, qkv = NONE;
+  if (arch->fused_qkv) {
+    qkv = A(p, T * (a + 2 * g) * d * e);
+    q = k = v = NONE; /* views of it */
+  } else {
+    q = A(p, T * a * d * e);
+    k = A(p, T * g * d * e);
+    v = A(p, T * g * d * e);
+  }
+  F(p, &n1);
+  if (arch->rotary_pct > 0) { /* apply_rotary_pos_emb returns both, then the old ones go */
+    uint32_t qe = rotary(p, T * a * d * e), ke = rotary(p, T * g * d * e);
+    F(p, &q);
+    F(p, &k);
+    q = qe;
+    k = ke;
+  }
+  /* DynamicLayer.update: torch.cat onto an empty tensor copies the key
+   * and the value into the cache; the projections' go when key_states
+   * and value_states are reassigned to the cache's */
+  lc->k = A(p, T * g * d * s->kvb);
+  lc->v = A(p, T * g * d * s->kvb);
+  F(p, &k);
+  F(p, &v);
+  uint32_t o = s->job->attention == VL_ATTN_EAGER ? eager_scores(s) : A(p, T * a * d * e);
+  uint32_t o2 = A(p, T * a * d * e); /* transpose(1, 2).contiguous() */
+  F(p, &o);
+  uint32_t op = A(p, T * s->h * e);
+  F(p, &o2);
+  F(p, &q); /* the attention's locals, at its return */
+  F(p, &qkv);
+  return op;
+}
+
+/* MixtralSparseMoeBlock: the experts in turn, on their tokens; returns
+ * final_hidden_states (index_add_ into it) */
+static uint32_t moe_mlp(struct gen *s) {
+  struct prog *p = &s->p;
+  const struct vl_arch *arch = s->arch;
+  const uint64_t h = s->h, I = s->I, e = s->e;
+  uint64_t Te =
+      vl__div_ceil(s->T * (arch->experts_per_token ? arch->experts_per_token : 1), arch->experts);
+  uint32_t mo = A(p, s->T * h * e);
+  for (uint64_t x = 0; x < arch->experts && !p->failed; x++) {
+    uint32_t cur = A(p, Te * h * e), gt = A(p, Te * I * e), ag = A(p, Te * I * e);
+    F(p, &gt);
+    uint32_t up = A(p, Te * I * e), pr = A(p, Te * I * e);
+    F(p, &ag);
+    F(p, &up);
+    uint32_t dn = A(p, Te * h * e);
+    F(p, &pr);
+    uint32_t wt = A(p, Te * h * e); /* * routing weight */
+    F(p, &dn);
+    F(p, &wt);
+    F(p, &cur);
+  }
+  return mo;
+}
+
+/* act(gate) * up, then down; returns down's output */
+static uint32_t gated_mlp(struct gen *s) {
+  struct prog *p = &s->p;
+  const uint64_t TI = s->T * s->I, e = s->e;
+  uint32_t gt = A(p, TI * e), ag = A(p, TI * e);
+  F(p, &gt);
+  uint32_t up = A(p, TI * e), pr = A(p, TI * e);
+  F(p, &ag);
+  F(p, &up);
+  uint32_t mo = A(p, s->T * s->h * e);
+  F(p, &pr);
+  return mo;
+}
+
+/* fc, the activation (GPT-2's gelu_new in Python: each step a tensor), the
+ * projection; returns the projection's output */
+static uint32_t plain_mlp(struct gen *s) {
+  struct prog *p = &s->p;
+  const uint64_t TI = s->T * s->I, e = s->e;
+  uint32_t fc = A(p, TI * e), act;
+  if (s->arch->gelu_python) { /* 0.5*x*(1+tanh(c*(x+0.044715*x^3))) */
+    uint32_t half = A(p, TI * e), cube = A(p, TI * e), sc = A(p, TI * e);
+    F(p, &cube);
+    uint32_t st = A(p, TI * e);
+    F(p, &sc);
+    uint32_t c = A(p, TI * e);
+    F(p, &st);
+    uint32_t th = A(p, TI * e);
+    F(p, &c);
+    uint32_t one = A(p, TI * e);
+    F(p, &th);
+    act = A(p, TI * e);
+    F(p, &half);
+    F(p, &one);
+  } else {
+    act = A(p, TI * e);
+  }
+  F(p, &fc);
+  uint32_t mo = A(p, s->T * s->h * e);
+  F(p, &act);
+  return mo;
+}
+
+/* prefill: the embeddings, the rotary tables, eager's 4-D causal mask,
+ * every layer, the final norm and the last position's logits */
+static void prefill(struct gen *s) {
+  struct prog *p = &s->p;
+  const struct vl_arch *arch = s->arch;
+  const uint64_t T = s->T, h = s->h, e = s->e, r = s->r;
+  uint32_t hs = A(p, T * h * r); /* the embeddings' output */
+  uint32_t cos = NONE, sin = NONE, mask = NONE;
+  if (arch->rotary_pct > 0) {
+    cos = A(p, T * s->d * e);
+    sin = A(p, T * s->d * e);
+  }
+  if (s->job->attention == VL_ATTN_EAGER) mask = A(p, s->B * s->P * s->P * e);
+  for (uint64_t l = 0; l < arch->layers && !p->failed; l++) {
+    uint32_t op = prefill_attention(s, &s->lc[l], norm(p, arch, T * h, e));
+    uint32_t h1 = A(p, T * h * r); /* residual + attention */
+    F(p, &op);
+    F(p, &hs);
+    uint32_t n2 = norm(p, arch, T * h, e);
+    uint32_t mo = arch->experts ? moe_mlp(s) : arch->gated_mlp ? gated_mlp(s) : plain_mlp(s);
+    F(p, &n2);
+    hs = A(p, T * h * r); /* residual + MLP */
+    F(p, &h1);
+    F(p, &mo);
+  }
+  F(p, &mask);
+  uint32_t fn = norm(p, arch, T * h, e);
+  F(p, &hs);
+  logits(p, s->B * s->V, e, &fn);
+  F(p, &cos);
+  F(p, &sin);
+}
+
+/* decode: each step's cache growth (torch.cat: the new block, then the
+ * old one freed) and its logits; the rest of a step is small. Long
+ * generations are replayed in steps of several tokens (at most 2^12
+ * events). */
+static void decode(struct gen *s) {
+  struct prog *p = &s->p;
+  const uint64_t layers = s->arch->layers;
+  uint64_t steps = s->job->new_tokens ? s->job->new_tokens - 1 : 0; /* the last token is not fed */
+  uint64_t stride = 1;
+  while (steps / stride * (layers ? layers : 1) * 4 > (1ull << 12))
+    stride *= 2;
+  for (uint64_t st = stride; st <= steps && !p->failed; st += stride) {
+    uint64_t kvs = s->B * s->g * s->d * (s->P + st) * s->kvb;
+    for (uint64_t l = 0; l < layers && !p->failed; l++) {
+      uint32_t nk = A(p, kvs);
+      F(p, &s->lc[l].k);
+      s->lc[l].k = nk;
+      uint32_t nv = A(p, kvs);
+      F(p, &s->lc[l].v);
+      s->lc[l].v = nv;
+    }
+    uint32_t none = NONE;
+    logits(p, s->B * s->V, s->e, &none);
+  }
+}
+
 vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory *inv,
                            const struct vl_job *job, uint64_t wb, uint64_t e, uint64_t r,
                            uint64_t kvb, uint64_t workspace, bool expandable,
                            struct vl_cache_stats *out, struct vl_err *err) {
   struct vl_cache_conf conf = {0, 0, 0, expandable};
-  struct prog p = {NULL, false};
   struct vl__policy pol;
   vl__policy_get(job->precision, &pol);
-  const uint64_t sm = vl__softmax_bytes(arch, pol.autocast, e);
-  if (vl_cache_new(&conf, &p.c) != VL_OK) return vl__fail(err, VL_ENOMEM, "out of memory");
-  struct layer_cache *lc = vl_calloc(arch->layers ? arch->layers : 1, sizeof *lc);
-  if (!lc) {
-    vl_cache_destroy(p.c);
+  const uint64_t t = job->tp ? job->tp : 1;
+  struct gen s = {.p = {NULL, false},
+                  .arch = arch,
+                  .job = job,
+                  .B = job->batch,
+                  .P = job->seq,
+                  .a = vl__div_ceil(arch->heads, t),
+                  .g = vl__div_ceil(arch->kv_heads, t),
+                  .d = arch->head_dim,
+                  .h = arch->hidden,
+                  .I = vl__div_ceil(arch->intermediate, t),
+                  .V = vl__div_ceil(arch->vocab, t),
+                  .T = job->batch * job->seq,
+                  .e = e,
+                  .r = r,
+                  .kvb = kvb,
+                  .sm = vl__softmax_bytes(arch, pol.autocast, e)};
+  if (vl_cache_new(&conf, &s.p.c) != VL_OK) return vl__fail(err, VL_ENOMEM, "out of memory");
+  s.lc = vl_calloc(arch->layers ? arch->layers : 1, sizeof *s.lc);
+  if (!s.lc) {
+    vl_cache_destroy(s.p.c);
     return vl__fail(err, VL_ENOMEM, "out of memory");
   }
-  const uint64_t B = job->batch, P = job->seq, t = job->tp ? job->tp : 1;
-  const uint64_t a = vl__div_ceil(arch->heads, t), g = vl__div_ceil(arch->kv_heads, t);
-  const uint64_t d = arch->head_dim, h = arch->hidden, I = vl__div_ceil(arch->intermediate, t);
-  const uint64_t V = vl__div_ceil(arch->vocab, t), T = B * P;
-
-  /* the weights, tensor by tensor */
-  for (int i = 0; i < inv->n && !p.failed; i++) {
+  /* the weights, tensor by tensor, and the cuBLAS workspace */
+  for (int i = 0; i < inv->n && !s.p.failed; i++) {
     const struct vl_tensor *w = &inv->t[i];
     uint64_t one = vl__tp_split(w, t, w->rows * w->cols);
-    for (uint64_t k = 0; k < w->count && !p.failed; k++)
-      (void)A(&p, one * wb);
+    for (uint64_t k = 0; k < w->count && !s.p.failed; k++)
+      (void)A(&s.p, one * wb);
   }
-  (void)A(&p, workspace);
-
-  /* prefill */
-  uint32_t hs = A(&p, T * h * r); /* the embeddings' output */
-  uint32_t cos = NONE, sin = NONE, mask = NONE;
-  if (arch->rotary_pct > 0) {
-    cos = A(&p, T * d * e);
-    sin = A(&p, T * d * e);
-  }
-  if (job->attention == VL_ATTN_EAGER) mask = A(&p, B * P * P * e); /* 4-D causal mask */
-  for (uint64_t l = 0; l < arch->layers && !p.failed; l++) {
-    uint32_t n1 = norm(&p, arch, T * h, e);
-    uint32_t q, k, v, qkv = NONE;
-    if (arch->fused_qkv) {
-      qkv = A(&p, T * (a + 2 * g) * d * e);
-      q = k = v = NONE; /* views of it */
-    } else {
-      q = A(&p, T * a * d * e);
-      k = A(&p, T * g * d * e);
-      v = A(&p, T * g * d * e);
-    }
-    F(&p, &n1);
-    if (arch->rotary_pct > 0) { /* apply_rotary_pos_emb returns both, then the old ones go */
-      uint32_t qe = rotary(&p, T * a * d * e), ke = rotary(&p, T * g * d * e);
-      F(&p, &q);
-      F(&p, &k);
-      q = qe;
-      k = ke;
-    }
-    /* DynamicLayer.update: torch.cat onto an empty tensor copies the key
-     * and the value into the cache; the projections' go when key_states
-     * and value_states are reassigned to the cache's */
-    lc[l].k = A(&p, T * g * d * kvb);
-    lc[l].v = A(&p, T * g * d * kvb);
-    F(&p, &k);
-    F(&p, &v);
-    uint32_t o;
-    if (job->attention == VL_ATTN_EAGER) {
-      uint32_t rk = NONE, rv = NONE;
-      if (g < a) { /* repeat_kv */
-        rk = A(&p, T * a * d * e);
-        rv = A(&p, T * a * d * e);
-      }
-      uint64_t sc = B * a * P * P;
-      uint32_t s1 = A(&p, sc * e), s2 = A(&p, sc * e); /* q @ k^T, + mask */
-      F(&p, &s1);
-      uint32_t s32 = A(&p, sc * sm); /* softmax (fp32 unless GPT-2's in half) */
-      F(&p, &s2);
-      uint32_t sh = e < sm ? A(&p, sc * e) : NONE; /* .to(dtype) */
-      F(&p, &s32);
-      o = A(&p, T * a * d * e);
-      F(&p, &sh);
-      F(&p, &rk);
-      F(&p, &rv);
-    } else {
-      o = A(&p, T * a * d * e);
-    }
-    uint32_t o2 = A(&p, T * a * d * e); /* transpose(1, 2).contiguous() */
-    F(&p, &o);
-    uint32_t op = A(&p, T * h * e);
-    F(&p, &o2);
-    F(&p, &q); /* the attention's locals, at its return */
-    F(&p, &qkv);
-    uint32_t h1 = A(&p, T * h * r); /* residual + attention */
-    F(&p, &op);
-    F(&p, &hs);
-    uint32_t n2 = norm(&p, arch, T * h, e), mo;
-    if (arch->experts) { /* MixtralSparseMoeBlock: the experts in turn, on their tokens */
-      uint64_t Te =
-          vl__div_ceil(T * (arch->experts_per_token ? arch->experts_per_token : 1), arch->experts);
-      mo = A(&p, T * h * e); /* final_hidden_states, index_add_ into it */
-      for (uint64_t x = 0; x < arch->experts && !p.failed; x++) {
-        uint32_t cur = A(&p, Te * h * e), gt = A(&p, Te * I * e), ag = A(&p, Te * I * e);
-        F(&p, &gt);
-        uint32_t up = A(&p, Te * I * e), pr = A(&p, Te * I * e);
-        F(&p, &ag);
-        F(&p, &up);
-        uint32_t dn = A(&p, Te * h * e);
-        F(&p, &pr);
-        uint32_t wt = A(&p, Te * h * e); /* * routing weight */
-        F(&p, &dn);
-        F(&p, &wt);
-        F(&p, &cur);
-      }
-    } else if (arch->gated_mlp) {
-      uint32_t gt = A(&p, T * I * e), ag = A(&p, T * I * e);
-      F(&p, &gt);
-      uint32_t up = A(&p, T * I * e), pr = A(&p, T * I * e);
-      F(&p, &ag);
-      F(&p, &up);
-      mo = A(&p, T * h * e);
-      F(&p, &pr);
-    } else {
-      uint32_t fc = A(&p, T * I * e), act;
-      if (arch->gelu_python) { /* 0.5*x*(1+tanh(c*(x+0.044715*x^3))) */
-        uint32_t half = A(&p, T * I * e), cube = A(&p, T * I * e), sc = A(&p, T * I * e);
-        F(&p, &cube);
-        uint32_t s = A(&p, T * I * e);
-        F(&p, &sc);
-        uint32_t c = A(&p, T * I * e);
-        F(&p, &s);
-        uint32_t th = A(&p, T * I * e);
-        F(&p, &c);
-        uint32_t one = A(&p, T * I * e);
-        F(&p, &th);
-        act = A(&p, T * I * e);
-        F(&p, &half);
-        F(&p, &one);
-      } else {
-        act = A(&p, T * I * e);
-      }
-      F(&p, &fc);
-      mo = A(&p, T * h * e);
-      F(&p, &act);
-    }
-    F(&p, &n2);
-    hs = A(&p, T * h * r); /* residual + MLP */
-    F(&p, &h1);
-    F(&p, &mo);
-  }
-  F(&p, &mask);
-  uint32_t fn = norm(&p, arch, T * h, e);
-  F(&p, &hs);
-  logits(&p, B * V, e, &fn);
-  F(&p, &cos);
-  F(&p, &sin);
-
-  /* decode: each step's cache growth (torch.cat: the new block, then the
-   * old one freed) and its logits; the rest of a step is small. Long
-   * generations are replayed in steps of several tokens (at most 2^12
-   * events). */
-  uint64_t steps = job->new_tokens ? job->new_tokens - 1 : 0; /* the last token is not fed */
-  uint64_t stride = 1;
-  while (steps / stride * (arch->layers ? arch->layers : 1) * 4 > (1ull << 12))
-    stride *= 2;
-  for (uint64_t s = stride; s <= steps && !p.failed; s += stride) {
-    uint64_t kvs = B * g * d * (P + s) * kvb;
-    for (uint64_t l = 0; l < arch->layers && !p.failed; l++) {
-      uint32_t nk = A(&p, kvs);
-      F(&p, &lc[l].k);
-      lc[l].k = nk;
-      uint32_t nv = A(&p, kvs);
-      F(&p, &lc[l].v);
-      lc[l].v = nv;
-    }
-    uint32_t none = NONE;
-    logits(&p, B * V, e, &none);
-  }
-  vl_cache_stats(p.c, out);
-  bool failed = p.failed;
-  vl_free(lc);
-  vl_cache_destroy(p.c);
+  (void)A(&s.p, workspace);
+  prefill(&s);
+  decode(&s);
+  vl_cache_stats(s.p.c, out);
+  bool failed = s.p.failed;
+  vl_free(s.lc);
+  vl_cache_destroy(s.p.c);
   if (failed) return vl__fail(err, VL_ENOMEM, "out of memory replaying generate()'s allocations");
   return VL_OK;
 }

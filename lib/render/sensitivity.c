@@ -39,85 +39,96 @@ static const char *input_at(enum vl_vary_var v, double at, char *buf, size_t n) 
   return buf;
 }
 
-int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_query *q,
-                          const struct vl_sens_result *r) {
-  char d[128];
-  if (fmt == VL_FMT_JSON) {
-    json_t *root = json_object(), *pc = json_object(), *pe = json_object(), *vary = json_array(),
-           *tor = json_array(), *fb = json_array();
-    json_object_set_new(root, "schema", json_string("vramledger.sensitivity/1"));
-    json_object_set_new(root, "samples", json_integer((json_int_t)r->samples));
-    json_object_set_new(root, "seed", json_integer((json_int_t)r->seed));
-    json_object_set_new(root, "drawn", json_integer((json_int_t)r->drawn));
-    json_object_set_new(root, "failed", json_integer((json_int_t)r->failed));
-    if (r->failed) json_object_set_new(root, "refused_why", json_string(r->refused_why));
-    json_object_set_new(root, "estimates", json_integer((json_int_t)r->estimates));
-    json_object_set_new(root, "distinct_jobs",
-                        r->distinct ? json_integer((json_int_t)r->distinct) : json_null());
-    json_object_set_new(root, "evaluator", json_string(q->fit ? "fit" : "estimator"));
-    if (q->fit) json_object_set_new(root, "fit", json_string(q->fit_source));
-    for (int i = 0; i < q->n_vary; i++) {
-      json_t *e = json_object();
-      json_object_set_new(e, "var", json_string(vl_vary_name(q->vary[i].var)));
-      json_object_set_new(e, "distribution", json_string(dist_name(&q->vary[i], d, sizeof d)));
-      json_array_append_new(vary, e);
-    }
-    json_object_set_new(root, "vary", vary);
-    json_object_set_new(pc, "p50", json_integer((json_int_t)r->p50));
-    json_object_set_new(pc, "p95", json_integer((json_int_t)r->p95));
-    json_object_set_new(pc, "p99", json_integer((json_int_t)r->p99));
-    json_object_set_new(pc, "min", json_integer((json_int_t)r->min));
-    json_object_set_new(pc, "max", json_integer((json_int_t)r->max));
-    json_object_set_new(root, "percentiles", pc);
-    for (int g = 0; g < q->n_gpus; g++)
-      json_object_set_new(pe, q->gpus[g]->name, json_real(r->p_exceed[g]));
-    json_object_set_new(root, "p_exceed", pe);
-    json_t *per = json_object();
-    for (int g = 0; g < q->n_gpus; g++)
-      json_object_set_new(per, q->gpus[g]->name, json_real(r->p_exceed_refused[g]));
-    json_object_set_new(root, "p_exceed_refused_as_over", per);
-    if (q->carry && !q->fit) { /* each card's CUDA context: measured, or carried over */
-      json_t *cx = json_object();
-      for (int g = 0; g < q->n_gpus; g++)
-        json_object_set_new(cx, q->gpus[g]->name, vl__context_carry_json(&q->carry[g]));
-      json_object_set_new(root, "context", cx);
-    }
-    json_object_set_new(root, "margin", json_real(q->margin));
-    for (int i = 0; i < r->n_tornado; i++) {
-      json_t *e = json_object();
-      json_object_set_new(e, "var", json_string(vl_vary_name(r->tornado[i].var)));
-      json_object_set_new(e, "low_bytes", json_integer((json_int_t)r->tornado[i].low));
-      json_object_set_new(e, "high_bytes", json_integer((json_int_t)r->tornado[i].high));
-      enum vl_vary_var v = r->tornado[i].var;
-      bool named = v == VL_VARY_PRECISION || v == VL_VARY_ATTENTION;
-      char at[64];
-      json_object_set_new(e, "low_at",
-                          named ? json_string(input_at(v, r->tornado[i].low_at, at, sizeof at))
-                                : json_integer((json_int_t)r->tornado[i].low_at));
-      json_object_set_new(e, "high_at",
-                          named ? json_string(input_at(v, r->tornado[i].high_at, at, sizeof at))
-                                : json_integer((json_int_t)r->tornado[i].high_at));
-      json_object_set_new(e, "low_cut", json_boolean(r->tornado[i].low_cut));
-      json_object_set_new(e, "high_cut", json_boolean(r->tornado[i].high_cut));
-      json_array_append_new(tor, e);
-    }
-    json_object_set_new(root, "tornado", tor);
-    for (int i = 0; i < r->n_fallbacks; i++) {
-      json_t *e = json_object();
-      json_object_set_new(e, "fallback", json_string(r->fallback[i].name));
-      json_object_set_new(e, "p95_bytes", json_integer((json_int_t)r->fallback[i].p95));
-      json_object_set_new(e, "p_exceed", json_real(r->fallback[i].p_exceed));
-      json_object_set_new(e, "drawn", json_integer((json_int_t)r->fallback[i].drawn));
-      json_object_set_new(e, "failed", json_integer((json_int_t)r->fallback[i].failed));
-      json_array_append_new(fb, e);
-    }
-    json_object_set_new(root, "fallbacks", fb);
-    int rc = json_dumpf(root, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-    json_decref(root);
-    fputc('\n', o);
-    return rc == 0 && !ferror(o) ? 0 : -1;
+static json_t *tornado_json(const struct vl_sens_result *r) {
+  json_t *tor = json_array();
+  for (int i = 0; i < r->n_tornado; i++) {
+    json_t *e = json_object();
+    json_object_set_new(e, "var", json_string(vl_vary_name(r->tornado[i].var)));
+    json_object_set_new(e, "low_bytes", json_integer((json_int_t)r->tornado[i].low));
+    json_object_set_new(e, "high_bytes", json_integer((json_int_t)r->tornado[i].high));
+    enum vl_vary_var v = r->tornado[i].var;
+    bool named = v == VL_VARY_PRECISION || v == VL_VARY_ATTENTION;
+    char at[64];
+    json_object_set_new(e, "low_at",
+                        named ? json_string(input_at(v, r->tornado[i].low_at, at, sizeof at))
+                              : json_integer((json_int_t)r->tornado[i].low_at));
+    json_object_set_new(e, "high_at",
+                        named ? json_string(input_at(v, r->tornado[i].high_at, at, sizeof at))
+                              : json_integer((json_int_t)r->tornado[i].high_at));
+    json_object_set_new(e, "low_cut", json_boolean(r->tornado[i].low_cut));
+    json_object_set_new(e, "high_cut", json_boolean(r->tornado[i].high_cut));
+    json_array_append_new(tor, e);
   }
-  bool md = fmt == VL_FMT_MD;
+  return tor;
+}
+
+static json_t *fallbacks_json(const struct vl_sens_result *r) {
+  json_t *fb = json_array();
+  for (int i = 0; i < r->n_fallbacks; i++) {
+    json_t *e = json_object();
+    json_object_set_new(e, "fallback", json_string(r->fallback[i].name));
+    json_object_set_new(e, "p95_bytes", json_integer((json_int_t)r->fallback[i].p95));
+    json_object_set_new(e, "p_exceed", json_real(r->fallback[i].p_exceed));
+    json_object_set_new(e, "drawn", json_integer((json_int_t)r->fallback[i].drawn));
+    json_object_set_new(e, "failed", json_integer((json_int_t)r->fallback[i].failed));
+    json_array_append_new(fb, e);
+  }
+  return fb;
+}
+
+static int as_json(FILE *o, const struct vl_sens_query *q, const struct vl_sens_result *r) {
+  char d[128];
+  json_t *root = json_object(), *pc = json_object(), *pe = json_object(), *vary = json_array();
+  json_object_set_new(root, "schema", json_string("vramledger.sensitivity/1"));
+  json_object_set_new(root, "samples", json_integer((json_int_t)r->samples));
+  json_object_set_new(root, "seed", json_integer((json_int_t)r->seed));
+  json_object_set_new(root, "drawn", json_integer((json_int_t)r->drawn));
+  json_object_set_new(root, "failed", json_integer((json_int_t)r->failed));
+  if (r->failed) json_object_set_new(root, "refused_why", json_string(r->refused_why));
+  json_object_set_new(root, "estimates", json_integer((json_int_t)r->estimates));
+  json_object_set_new(root, "distinct_jobs",
+                      r->distinct ? json_integer((json_int_t)r->distinct) : json_null());
+  json_object_set_new(root, "evaluator", json_string(q->fit ? "fit" : "estimator"));
+  if (q->fit) json_object_set_new(root, "fit", json_string(q->fit_source));
+  for (int i = 0; i < q->n_vary; i++) {
+    json_t *e = json_object();
+    json_object_set_new(e, "var", json_string(vl_vary_name(q->vary[i].var)));
+    json_object_set_new(e, "distribution", json_string(dist_name(&q->vary[i], d, sizeof d)));
+    json_array_append_new(vary, e);
+  }
+  json_object_set_new(root, "vary", vary);
+  json_object_set_new(pc, "p50", json_integer((json_int_t)r->p50));
+  json_object_set_new(pc, "p95", json_integer((json_int_t)r->p95));
+  json_object_set_new(pc, "p99", json_integer((json_int_t)r->p99));
+  json_object_set_new(pc, "min", json_integer((json_int_t)r->min));
+  json_object_set_new(pc, "max", json_integer((json_int_t)r->max));
+  json_object_set_new(root, "percentiles", pc);
+  for (int g = 0; g < q->n_gpus; g++)
+    json_object_set_new(pe, q->gpus[g]->name, json_real(r->p_exceed[g]));
+  json_object_set_new(root, "p_exceed", pe);
+  json_t *per = json_object();
+  for (int g = 0; g < q->n_gpus; g++)
+    json_object_set_new(per, q->gpus[g]->name, json_real(r->p_exceed_refused[g]));
+  json_object_set_new(root, "p_exceed_refused_as_over", per);
+  if (q->carry && !q->fit) { /* each card's CUDA context: measured, or carried over */
+    json_t *cx = json_object();
+    for (int g = 0; g < q->n_gpus; g++)
+      json_object_set_new(cx, q->gpus[g]->name, vl__context_carry_json(&q->carry[g]));
+    json_object_set_new(root, "context", cx);
+  }
+  json_object_set_new(root, "margin", json_real(q->margin));
+  json_object_set_new(root, "tornado", tornado_json(r));
+  json_object_set_new(root, "fallbacks", fallbacks_json(r));
+  int rc = json_dumpf(root, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+  json_decref(root);
+  fputc('\n', o);
+  return rc == 0 && !ferror(o) ? 0 : -1;
+}
+
+/* what was drawn, how each draw was evaluated, the distributions */
+static void header_lines(FILE *o, bool md, const struct vl_sens_query *q,
+                         const struct vl_sens_result *r) {
+  char d[128];
   const char *b = md ? "- " : "  ";
   fprintf(o, "%s%llu draws (seed %llu)",
           md ? "## Sensitivity: " : "sensitivity: ", (unsigned long long)r->samples,
@@ -142,6 +153,12 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
   for (int i = 0; i < q->n_vary; i++)
     fprintf(o, "%s%s: %s\n", b, vl_vary_name(q->vary[i].var), dist_name(&q->vary[i], d, sizeof d));
   fputc('\n', o);
+}
+
+/* the percentiles of the peak and each card's chance of running out */
+static void peak_lines(FILE *o, bool md, const struct vl_sens_query *q,
+                       const struct vl_sens_result *r) {
+  const char *b = md ? "- " : "  ";
   uint64_t est = r->drawn - r->failed;
   if (r->failed)
     fprintf(o, "%srefused by the %s: %llu of %llu draws (the first: %s)\n", b,
@@ -164,6 +181,11 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
     vl__context_carry_text(&q->carry[g], q->gpus[g]->name, line, sizeof line);
     if (line[0]) fprintf(o, "%s%s\n", b, line);
   }
+}
+
+/* the tornado: each varied input's range of the peak, as a bar */
+static void tornado_lines(FILE *o, bool md, const struct vl_sens_result *r) {
+  const char *b = md ? "- " : "  ";
   if (r->n_tornado) fprintf(o, "\n%s\n", md ? "### What drives the peak" : "what drives the peak:");
   double top = r->n_tornado ? (double)(r->tornado[0].high - r->tornado[0].low) : 1;
   for (int i = 0; i < r->n_tornado; i++) {
@@ -183,6 +205,10 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
     if (r->tornado[i].high_cut) fprintf(o, ", refused above");
     fprintf(o, "%s)\n", sw > 0 ? "" : "; no effect");
   }
+}
+
+static void fallback_lines(FILE *o, bool md, const struct vl_sens_result *r) {
+  const char *b = md ? "- " : "  ";
   if (r->n_fallbacks) {
     fprintf(o, "\n%s\n", md ? "### Fallbacks on the first card" : "fallbacks on the first card:");
     for (int i = 0; i < r->n_fallbacks; i++) {
@@ -194,5 +220,15 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
       fprintf(o, ")\n");
     }
   }
+}
+
+int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_query *q,
+                          const struct vl_sens_result *r) {
+  if (fmt == VL_FMT_JSON) return as_json(o, q, r);
+  bool md = fmt == VL_FMT_MD;
+  header_lines(o, md, q, r);
+  peak_lines(o, md, q, r);
+  tornado_lines(o, md, r);
+  fallback_lines(o, md, r);
   return ferror(o) ? -1 : 0;
 }
