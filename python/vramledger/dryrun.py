@@ -199,6 +199,10 @@ class DryRun:
       device                the allocations replayed: cuda, meta, or all
                             (a CPU dry run stands for the GPU's)
       batch                 the micro-batch the trace learnt (None if not)
+      convolutions          the convolutions the job ran (forward and
+                            backward); caveats, what the replay cannot hold
+                            because of them (on CUDA, cuDNN's workspaces:
+                            peak reserved can be higher)
       batches               {B: replay} for each batch= size, replayed as
                             the job at that micro-batch would allocate
       gpu, oom              the card of gpu= and whether the replay ran out
@@ -232,6 +236,7 @@ class DryRun:
         self.peak_allocated_bytes = self.peak_reserved_bytes = None
         self.peak_mark = self.peak_at = self.peak_module = self.peak_dtype = None
         self.complete = self.device = self.batch = self.oom = self.trace = None
+        self.convolutions, self.caveats = 0, []
 
     # ---- tracing ---------------------------------------------------------------
     def __enter__(self):
@@ -342,6 +347,8 @@ class DryRun:
         for k in ("peak_mark", "peak_at", "peak_module", "peak_dtype", "complete", "device",
                   "batch"):
             setattr(self, k, report.get(k))
+        self.convolutions = report.get("convolutions", 0)
+        self.caveats = list(report.get("caveats", []))
         live = report.get("live_at_peak") or {}
         # what is live at the peak, by the step's phase that made it (mark:
         # bytes; None: before the first mark, the parameters) and by module

@@ -131,6 +131,21 @@ class Cpu(Work):
         self.assertIsNone(d.oom)  # no card asked
         self.assertGreaterEqual(d.peak_allocated_bytes, 4 * PARAMS_ROUNDED + workspaces(t))
 
+    def test_convolutions_said(self):
+        """A job of convolutions: how many ran, and what the replay cannot
+        hold because of them (cuDNN's workspaces on CUDA); none in a loop
+        without them."""
+        conv = torch.nn.Conv2d(3, 4, 3)
+
+        def step(i):
+            conv(torch.randn(2, 3, 8, 8)).sum().backward()
+        d = vramledger.dry_run(step, steps=2)
+        self.assertEqual(d.convolutions, 4)  # two forwards, two backwards
+        self.assertEqual(len(d.caveats), 1)
+        self.assertIn("cuDNN workspace", d.caveats[0])
+        _, plain = loop("cpu")
+        self.assertEqual(vramledger.dry_run(plain, steps=1).caveats, [])
+
     def test_allocator_settings(self):
         _, step = loop("cpu")
         t = self.path("whatif.trace")
