@@ -168,7 +168,8 @@ static void on_child(int sig) {
  * there too was not sent to us alone. Members of a group are signalled
  * newest first (the sentinel is newer than we are), and a sender that
  * signals us and then the group (timeout) or each process in turn (Slurm)
- * is given 2 ms. A drained sentinel (what was pending taken) is ready for
+ * is given 20 ms (on a loaded machine a sender can be held that long
+ * between two kill()s). A drained sentinel (what was pending taken) is ready for
  * the next. Without a sentinel, what the kernel sent (si_code > 0: the
  * terminal, a hangup) is taken for the group's. docs/cmd/run.md. */
 static volatile sig_atomic_t sentinel_pid;
@@ -226,7 +227,7 @@ static volatile sig_atomic_t left_n, waiting, stops, stop_wait;
 static bool group_signal(int sig, const siginfo_t *info) {
   if (sentinel_pid <= 0) return info && info->si_code > 0;
   if (sentinel_has(sig)) return true;
-  struct timespec ts = {0, 2000000};
+  struct timespec ts = {0, 20000000};
   nanosleep(&ts, NULL);
   return sentinel_has(sig);
 }
