@@ -31,8 +31,8 @@ struct vl_gpu {
   uint64_t cublas_workspace_bytes;   /* PyTorch's default cuBLAS workspace on it; 0 unknown */
   uint64_t cublaslt_workspace_bytes; /* PyTorch's separate cuBLASLt one (ROCm); 0: none */
   bool context_measured;             /* the CUDA context estimate bills was measured on this card */
-  unsigned sm_count;               /* streaming multiprocessors (multiProcessorCount); 0 unknown */
-  unsigned max_threads_per_sm;     /* resident threads an SM holds; 0 unknown */
+  unsigned sm_count;           /* streaming multiprocessors (multiProcessorCount); 0 unknown */
+  unsigned max_threads_per_sm; /* resident threads an SM holds; 0 unknown */
 };
 
 struct vl_catalog {
