@@ -258,19 +258,37 @@ static int job_from_files(int argc, const char **argv, const char *config, const
   return 0;
 }
 
+/* The card the job is billed on: --gpu's, else the committed one, read
+ * quietly from the catalog (--catalog FILE, else the bundled one) so that
+ * the bill has that card's workspaces and SMs, as commit and plan billed
+ * it. cat is --gpu's (loaded) or empty. @return 0 or an exit code. */
+static int billed_card(const struct est *e, const char *commitment, const struct vl_commitment *c,
+                       struct vl_catalog *cat, const struct vl_gpu **card) {
+  int rc = est_gpu(e, cat, card);
+  if (rc || *card) return rc;
+  if ((rc = est_catalog(e->catalog, cat))) return rc;
+  if ((*card = vl_catalog_find(cat, c->gpu))) return 0;
+  if (e->catalog)
+    cli_error("'%s': the committed card '%s' is not in the GPU catalog '%s'", commitment, c->gpu,
+              e->catalog);
+  else
+    cli_error("'%s': the committed card '%s' is not in the bundled GPU catalog", commitment,
+              c->gpu);
+  cli_hint("give the catalog it was committed with (--catalog FILE), or the card the job runs "
+           "on (--gpu NAME)");
+  return VL_EXIT_USAGE;
+}
+
 /* The flags check takes but does not use are refused, never ignored. */
-static int refuse(const struct est *e, bool catalog_used) {
-  const char *what = e->search == 1                ? "--max-batch"
-                     : e->search == 2              ? "--max-seq"
-                     : e->explain                  ? "--explain"
-                     : e->fmt == VL_FMT_MD         ? "--format md"
-                     : !catalog_used && e->catalog ? "--catalog"
-                                                   : NULL;
+static int refuse(const struct est *e) {
+  const char *what = e->search == 1        ? "--max-batch"
+                     : e->search == 2      ? "--max-seq"
+                     : e->explain          ? "--explain"
+                     : e->fmt == VL_FMT_MD ? "--format md"
+                                           : NULL;
   if (!what) return 0;
   cli_error("check does not take %s", what);
-  if (e->catalog && !catalog_used)
-    cli_hint("--catalog goes with --gpu NAME or --run RUN (the cards they are read against)");
-  else if (e->fmt == VL_FMT_MD)
+  if (e->fmt == VL_FMT_MD)
     cli_hint("--format text (the default) or json");
   else
     cli_hint("check gates a job: vramledger estimate ... %s is the command for that", what);
@@ -287,7 +305,7 @@ int cmd_check(int argc, const char **argv) {
     fputs(vl_help_check, stdout);
     return VL_EXIT_OK;
   }
-  if ((rc = refuse(&e, e.gpu || val[2]))) return rc;
+  if ((rc = refuse(&e))) return rc;
   if (!val[0]) {
     cli_error("check needs --commitment FILE");
     return VL_EXIT_USAGE;
@@ -307,7 +325,10 @@ int cmd_check(int argc, const char **argv) {
   static struct gate g; /* large: not on the stack */
   g.n = 0;
   struct vl_err err = {""};
-  if (est_bill(&arch, &e.job, &bill, &err) != VL_OK) {
+  const struct vl_gpu *billed = NULL, *card = NULL;
+  if ((rc = billed_card(&e, val[0], &c, &cat, &billed))) goto out;
+  if (e.gpu) card = billed; /* what the job runs on now, against the committed card */
+  if (est_bill(&arch, &e.job, billed, &bill, &err) != VL_OK) {
     cli_error("cannot estimate the job: %s", err.msg);
     rc = VL_EXIT_ERROR;
     goto out;
@@ -320,8 +341,6 @@ int cmd_check(int argc, const char **argv) {
     add(&g, VL_CHECK_SETTING, d[i].field, d[i].committed, d[i].now, fix_setting);
 
   /* the hardware: --gpu and --margin say what the job runs on now */
-  const struct vl_gpu *card = NULL;
-  if ((rc = est_gpu(&e, &cat, &card))) goto out;
   uint64_t card_bytes = card ? card->memory_bytes : c.gpu_memory_bytes;
   const char *card_name = card ? card->name : c.gpu;
   if (card && !(vl_catalog_find(&cat, c.gpu) == card || strcasecmp(card->name, c.gpu) == 0))

@@ -211,7 +211,7 @@ static int commit_job(struct commit_args *a, struct commit_job *j) {
     return VL_EXIT_ERROR;
   }
   vl_sha256_hex(j->canon, canon_len, j->sha);
-  s = est_bill(&j->arch, &e->job, &j->bill, &err);
+  s = est_bill(&j->arch, &e->job, j->gpu, &j->bill, &err);
   if (s != VL_OK) {
     cli_error("cannot estimate '%s': %s", e->model, err.msg);
     return s == VL_ENOMEM || s == VL_EIO ? VL_EXIT_ERROR : VL_EXIT_USAGE;

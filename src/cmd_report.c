@@ -25,7 +25,8 @@ struct rep {
 };
 
 /* The estimate for the job flags given after --estimate (as `estimate`
- * takes them). */
+ * takes them), on their --gpu card as `estimate --gpu` bills it (without
+ * one, the H200's overheads). */
 static int estimate_bill(int argc, const char **argv, struct vl_bill **out) {
   struct est e;
   est_init(&e);
@@ -38,8 +39,12 @@ static int estimate_bill(int argc, const char **argv, struct vl_bill **out) {
   }
   struct vl_arch arch;
   if ((rc = cli_load_model(e.model, &arch))) return rc;
+  struct vl_catalog cat;
+  const struct vl_gpu *gpu;
+  if ((rc = est_gpu(&e, &cat, &gpu))) return rc;
   struct vl_err err = {""};
-  vl_status s = est_bill(&arch, &e.job, out, &err);
+  vl_status s = est_bill(&arch, &e.job, gpu, out, &err);
+  vl_catalog_release(&cat);
   if (s != VL_OK) {
     cli_error("--estimate: %s", err.msg);
     return s == VL_ENOMEM ? VL_EXIT_ERROR : VL_EXIT_USAGE;

@@ -63,6 +63,8 @@ struct tr {
   int device, fmt;
   struct vl_cache_conf conf;
   unsigned sms, threads_per_sm; /* --gpu's, from the catalog; 0: not given or not known */
+  char capability[16];          /* --gpu's compute capability ("8.0", "gfx942"); "": none */
+  uint64_t workspace_bytes;     /* --gpu's BLAS workspaces a thread (catalog); 0: not known */
 };
 
 static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
@@ -116,18 +118,26 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   return rc;
 }
 
-/* The card's SMs and threads per SM, which size the scratch of CUDA
- * reductions in the tracer (python/vramledger/tracer.py): --gpu's from the
- * catalog, which override the environment's; else the model's SM count
- * (the reference card's, also the catalog's), unless the environment gives
- * one, and the threads per SM of VRAMLEDGER_TRACE_CAPABILITY. In the
- * child, before exec. */
+/* The card the tracer stands for on meta or the CPU
+ * (python/vramledger/tracer.py): its SMs and threads per SM, which size
+ * the scratch of CUDA reductions, its compute capability, and its BLAS
+ * workspaces a thread (the catalog's cuBLAS + cuBLASLt bytes, as the bill
+ * takes them: the tracer's rule by capability knows no ROCm card). --gpu's
+ * from the catalog override the environment's; without it the model's SM
+ * count (the reference card's, also the catalog's), unless the environment
+ * gives one, and the threads per SM and workspaces of
+ * VRAMLEDGER_TRACE_CAPABILITY. In the child, before exec. */
 static void tracer_card(const struct tr *t) {
   struct vl_overheads ov;
   vl_overheads_default(&ov);
-  char v[16];
+  char v[24];
   snprintf(v, sizeof v, "%u", t->sms ? t->sms : ov.sm_count);
   setenv("VRAMLEDGER_TRACE_SMS", v, t->sms != 0);
+  if (t->capability[0]) setenv("VRAMLEDGER_TRACE_CAPABILITY", t->capability, 1);
+  if (t->workspace_bytes) {
+    snprintf(v, sizeof v, "%llu", (unsigned long long)t->workspace_bytes);
+    setenv("VRAMLEDGER_TRACE_WORKSPACE_BYTES", v, 1);
+  }
   if (!t->threads_per_sm) return;
   snprintf(v, sizeof v, "%u", t->threads_per_sm);
   setenv("VRAMLEDGER_TRACE_THREADS_PER_SM", v, 1);
@@ -451,8 +461,9 @@ static int replay_and_show(const struct tr *t, const struct vl_trace *tr, const 
   return oom ? VL_EXIT_NOFIT : VL_EXIT_OK;
 }
 
-/* --gpu: the card's memory, SMs and threads per SM, from the catalog as
- * estimate reads it. @return 0 or an exit code. */
+/* --gpu: the card's memory, SMs and threads per SM, compute capability
+ * and BLAS workspaces, from the catalog as estimate reads it. @return 0 or
+ * an exit code. */
 static int gpu_memory(struct tr *t) {
   struct est e;
   est_init(&e);
@@ -464,6 +475,11 @@ static int gpu_memory(struct tr *t) {
   t->conf.device_bytes = g->memory_bytes;
   t->sms = g->sm_count;
   t->threads_per_sm = g->max_threads_per_sm;
+  snprintf(t->capability, sizeof t->capability, "%s", g->compute_capability);
+  struct vl_overheads ov; /* a thread's workspaces as the bill holds them on the card */
+  vl_overheads_default(&ov);
+  vl_overheads_for_gpu(&ov, g);
+  if (g->cublas_workspace_bytes) t->workspace_bytes = vl_workspace_thread_bytes(&ov);
   vl_catalog_release(&cat);
   return 0;
 }

@@ -251,7 +251,7 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   }
 }
 
-static int est_load_catalog(const char *file, struct vl_catalog *cat) {
+int est_catalog(const char *file, struct vl_catalog *cat) {
   char path[4096];
   if (file)
     snprintf(path, sizeof path, "%s", file);
@@ -308,7 +308,7 @@ int est_gpu(const struct est *e, struct vl_catalog *cat, const struct vl_gpu **g
   *gpu = NULL;
   memset(cat, 0, sizeof *cat);
   if (!e->gpu) return 0;
-  int rc = est_load_catalog(e->catalog, cat);
+  int rc = est_catalog(e->catalog, cat);
   if (rc) return rc;
   *gpu = vl_catalog_find(cat, e->gpu);
   if (!*gpu) {
@@ -381,10 +381,11 @@ int est_parse_with(int argc, const char **argv, const char *const *names, const 
   return est_parse(n, rest, e);
 }
 
-vl_status est_bill(const struct vl_arch *arch, const struct vl_job *job, struct vl_bill **out,
-                   struct vl_err *err) {
+vl_status est_bill(const struct vl_arch *arch, const struct vl_job *job, const struct vl_gpu *gpu,
+                   struct vl_bill **out, struct vl_err *err) {
   struct vl_overheads ov;
   vl_overheads_default(&ov);
+  if (gpu) vl_overheads_for_gpu(&ov, gpu); /* its workspaces and SMs, as estimate --gpu bills */
   struct vl_bill *bill = vl_calloc(1, sizeof *bill);
   vl_status s = bill ? vl_bill_compute(arch, job, &ov, bill, err) : VL_ENOMEM;
   if (s == VL_ENOMEM && !bill) snprintf(err->msg, sizeof err->msg, "out of memory");

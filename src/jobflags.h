@@ -27,6 +27,9 @@ void est_init(struct est *e);
 /*! Parse estimate flags (all of argv[1..argc)); applies the task's
  * defaults afterwards. @return 0 or an exit code (message printed). */
 int est_parse(int argc, const char **argv, struct est *e);
+/*! Load the GPU catalog: file, else the bundled data/gpus.json. The
+ * caller releases cat. @return 0 or an exit code (message printed). */
+int est_catalog(const char *file, struct vl_catalog *cat);
 /*! Load the catalog and find e->gpu in it (NULL when no --gpu). The caller
  * releases cat. @return 0 or an exit code (message printed). */
 int est_gpu(const struct est *e, struct vl_catalog *cat, const struct vl_gpu **gpu);
@@ -49,12 +52,13 @@ int take_flags(int argc, const char **argv, const char *const *names, const char
 int est_parse_with(int argc, const char **argv, const char *const *names, const char **values,
                    struct est *e);
 
-/*! The bill of `job` with the default overheads: *out is allocated
- * (release with vl_free; NULL on failure). Prints nothing: err says why.
- * @return vl_bill_compute's status, or VL_ENOMEM. */
+/*! The bill of `job` on card gpu (its cuBLAS workspaces and SMs, as
+ * `estimate --gpu` bills them; NULL: the H200's default overheads): *out
+ * is allocated (release with vl_free; NULL on failure). Prints nothing:
+ * err says why. @return vl_bill_compute's status, or VL_ENOMEM. */
 struct vl_bill;
-vl_status est_bill(const struct vl_arch *arch, const struct vl_job *job, struct vl_bill **out,
-                   struct vl_err *err);
+vl_status est_bill(const struct vl_arch *arch, const struct vl_job *job, const struct vl_gpu *gpu,
+                   struct vl_bill **out, struct vl_err *err);
 
 #include "vramledger/banned.h"
 #endif

@@ -31,8 +31,8 @@ struct vl_gpu {
   uint64_t cublas_workspace_bytes;   /* PyTorch's default cuBLAS workspace on it; 0 unknown */
   uint64_t cublaslt_workspace_bytes; /* PyTorch's separate cuBLASLt one (ROCm); 0: none */
   bool context_measured;             /* the CUDA context estimate bills was measured on this card */
-  unsigned sm_count;               /* streaming multiprocessors (multiProcessorCount); 0 unknown */
-  unsigned max_threads_per_sm;     /* resident threads an SM holds; 0 unknown */
+  unsigned sm_count;           /* streaming multiprocessors (multiProcessorCount); 0 unknown */
+  unsigned max_threads_per_sm; /* resident threads an SM holds; 0 unknown */
 };
 
 struct vl_catalog {
@@ -78,7 +78,8 @@ const char *vl_gpu_architecture(const struct vl_gpu *g);
 #define VL_CONTEXT_RANGE_BYTES (200ull << 20)
 
 /*! The bill's overheads on card g: ov's (the H200's, vl_overheads_default)
- * with the card's own cuBLAS and cuBLASLt workspaces where the catalog
+ * with the card's own cuBLAS and cuBLASLt workspaces, and its SM count and
+ * threads per SM (the scratch of CUDA reductions), each where the catalog
  * gives them. Pure. */
 void vl_overheads_for_gpu(struct vl_overheads *ov, const struct vl_gpu *g);
 /*! How far the CUDA context may be from the bill's on card g, either way:

@@ -267,9 +267,18 @@ void vl_overheads_for_gpu(struct vl_overheads *ov, const struct vl_gpu *g) {
   /* PyTorch sizes its workspaces by the card (CublasHandlePool.cpp,
    * parseChosenWorkspaceSize, parseCUDABlasLtWorkspaceSize): a card the
    * catalog gives no figure keeps ov's */
-  if (!g->cublas_workspace_bytes) return;
-  ov->cublas_workspace_bytes = g->cublas_workspace_bytes;
-  ov->cublaslt_workspace_bytes = g->cublaslt_workspace_bytes;
+  if (g->cublas_workspace_bytes) {
+    ov->cublas_workspace_bytes = g->cublas_workspace_bytes;
+    ov->cublaslt_workspace_bytes = g->cublaslt_workspace_bytes;
+  }
+  /* ATen's reductions split their rows over as many thread blocks as the
+   * card's SMs hold (Reduce.cuh, setReductionConfig), which sizes their
+   * scratch: a card without the figures (ROCm's, whose kernels the
+   * catalog does not describe) keeps ov's, the H200's by default */
+  if (g->sm_count && g->max_threads_per_sm) {
+    ov->sm_count = g->sm_count;
+    ov->threads_per_sm = g->max_threads_per_sm;
+  }
 }
 
 /* the H200's kernels and libraries are Hopper's (sm_90): an H100 runs the

@@ -36,7 +36,11 @@ the GPU run (docs/model.md, section 12):
   backward. Its size as PyTorch chooses it: CUBLAS_WORKSPACE_CONFIG
   (":KiB:COUNT" pairs), else the device's (32 MiB from compute capability
   9, 8.125 MiB before; aten/src/ATen/cuda/CublasHandlePool.cpp); a CPU dry
-  run takes VRAMLEDGER_TRACE_CAPABILITY (default 9.0, the H100/H200/B200).
+  run takes VRAMLEDGER_TRACE_WORKSPACE_BYTES, a thread's workspaces as the
+  GPU catalog gives them, which `vramledger trace --gpu` sets (ROCm's
+  hipBLAS and hipBLASLt workspaces are no capability's rule: 128 + 76 MiB
+  on the MI300X), else VRAMLEDGER_TRACE_CAPABILITY's (default 9.0, the
+  H100/H200/B200).
 - The scratch of ATen's CUDA reductions: a sum, mean, norm or amax whose
   outputs' inputs are split over thread blocks takes two blocks from the
   caching allocator for the launch and frees them when it returns
@@ -105,14 +109,18 @@ _MATMULS = ("mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vd
             "_addmm_activation")
 
 
-def workspace_bytes(capability_major):
-    """One cuBLAS workspace as PyTorch sizes it (see the module's text)."""
+def workspace_bytes(capability_major, card_bytes=0):
+    """One cuBLAS workspace as PyTorch sizes it (see the module's text):
+    CUBLAS_WORKSPACE_CONFIG's, else card_bytes (the catalog's, 0: none),
+    else the capability's."""
     conf = os.environ.get("CUBLAS_WORKSPACE_CONFIG", "")
     try:
         nums = [int(x) for x in conf.split(":") if x]
         ws = sum(nums[i] * nums[i + 1] for i in range(0, len(nums) - 1, 2)) * 1024
     except ValueError:
         ws = 0
+    if ws == 0:
+        ws = card_bytes
     if ws == 0:
         ws = 32 << 20 if capability_major >= 9 else (4096 * 2 + 16 * 8) << 10
     return ws
@@ -334,10 +342,11 @@ class _Trace:
             return
         self.ws_done.add(ctx)
         if self.ws is None:
-            major = _capability()[0]
             if t.device.type == "cuda":
-                major = self.torch.cuda.get_device_capability(t.device)[0]
-            self.ws = workspace_bytes(major)
+                self.ws = workspace_bytes(self.torch.cuda.get_device_capability(t.device)[0])
+            else:  # the card the trace stands for: the catalog's bytes, else its capability's
+                self.ws = workspace_bytes(_capability()[0],
+                                          _env_int("VRAMLEDGER_TRACE_WORKSPACE_BYTES", 0))
         self.alloc(self.ws, t.device.type, "cublas_workspace")
         self.live_bytes += self.ws
         self.ws_live += self.ws

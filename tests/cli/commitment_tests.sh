@@ -50,24 +50,35 @@ check "and says what to do" has "$tmp/err" "give --force"
 check "commit --force replaces it" [ $? = 0 ]
 
 # check from another folder, and from a fresh copy of the repository
-(cd "$tmp/elsewhere" && "$vl" check --commitment "$repo/plan/commitment.json" $job >"$tmp/out")
+(cd "$tmp/elsewhere" && "$vl" check --commitment "$repo/plan/commitment.json" $job >"$tmp/out" \
+  2>"$tmp/err")
+check "check without the catalog that has the committed card: exit 2" [ $? = 2 ]
+check "it names the file, the card and the fix" has "$tmp/err" \
+  "error: '$repo/plan/commitment.json': the committed card 'fake-gpu' is not in the bundled GPU catalog"
+check "and the fix" has "$tmp/err" "give the catalog it was committed with (--catalog FILE)"
+(cd "$tmp/elsewhere" && "$vl" check --commitment "$repo/plan/commitment.json" \
+  --catalog "$repo/gpus.json" $job >"$tmp/out")
 check "check from another folder: consistent" [ $? = 0 ]
 cp -R "$repo" "$tmp/clone"
-(cd "$tmp/elsewhere" && "$vl" check --commitment ../clone/plan/commitment.json $job >"$tmp/out")
+(cd "$tmp/elsewhere" && "$vl" check --commitment ../clone/plan/commitment.json \
+  --catalog ../clone/gpus.json $job >"$tmp/out")
 check "check of a fresh copy: consistent" [ $? = 0 ]
 cp configs/model.json "$tmp/elsewhere/same.json"
-"$vl" check --commitment plan/commitment.json --model "$tmp/elsewhere/same.json" $job >"$tmp/out"
+"$vl" check --commitment plan/commitment.json --catalog gpus.json --model "$tmp/elsewhere/same.json" \
+  $job >"$tmp/out"
 check "the same config by another path: consistent" [ $? = 0 ]
-"$vl" check --commitment plan/commitment.json --model qwen2-0.5b $job >"$tmp/out"
+"$vl" check --commitment plan/commitment.json --catalog gpus.json --model qwen2-0.5b $job >"$tmp/out"
 check "the same config as the bundled name: consistent" [ $? = 0 ]
-"$vl" check --commitment plan/commitment.json --batch 8 --seq 512 --keep-grads --format json >"$tmp/out"
+"$vl" check --commitment plan/commitment.json --catalog gpus.json --batch 8 --seq 512 --keep-grads \
+  --format json >"$tmp/out"
 check "check --format json: a drift exits 3" [ $? = 3 ]
 check "with the field and both values" sh -c "grep -q '\"field\": \"batch\"' '$tmp/out' && grep -q '\"committed\": \"4\"' '$tmp/out' && grep -q '\"current\": \"8\"' '$tmp/out'"
 
 # an edited config under the same name: drift, the key named
 sed 's/"num_hidden_layers": 24/"num_hidden_layers": 34/' "$tmp/clone/configs/model.json" >"$tmp/m"
 mv "$tmp/m" "$tmp/clone/configs/model.json"
-(cd "$tmp/elsewhere" && "$vl" check --commitment ../clone/plan/commitment.json $job >"$tmp/out")
+(cd "$tmp/elsewhere" && "$vl" check --commitment ../clone/plan/commitment.json \
+  --catalog ../clone/gpus.json $job >"$tmp/out")
 check "an edited config: drift, exit 3" [ $? = 3 ]
 check "the key named with both values" has "$tmp/out" "num_hidden_layers is 34, the commitment says 24"
 check "the file named" has "$tmp/out" "restore it in '../clone/configs/model.json'"
@@ -78,8 +89,32 @@ sed 's/"num_hidden_layers": 24/"num_hidden_layers": 2/' configs/model.json >"$tm
   $job --out bundled >/dev/null 2>"$tmp/err")
 check "a bare name is the bundled model" has "$tmp/elsewhere/bundled/commitment.json" '"bundled": "qwen2-0.5b"'
 check "a note names the file not read" has "$tmp/err" "the file 'qwen2-0.5b' in this folder is not read: give './qwen2-0.5b'"
-(cd "$tmp/elsewhere" && "$vl" check --commitment bundled/commitment.json --model ./qwen2-0.5b $job >"$tmp/out" 2>&1)
+(cd "$tmp/elsewhere" && "$vl" check --commitment bundled/commitment.json --catalog "$repo/gpus.json" \
+  --model ./qwen2-0.5b $job >"$tmp/out" 2>&1)
 check "./NAME is the file: its layers drift" [ $? = 3 ] && has "$tmp/out" "num_hidden_layers is 2"
+
+# on an A100 the plan's row, the commitment and check bill the same bytes:
+# each with the A100's cuBLAS workspaces (2 x 8,519,680 B) and SMs (Phi-2's
+# biases), none with the H200's (2 x 32 MiB, 47.75 MiB more)
+"$vl" plan --model phi-2 --tokens 10000000 --seq 2048 --global-batch 16 --gpus a100-80gb \
+  --max-gpus 1 --format json >plan/a100.json
+row=$(sed -n 's/^ *"peak_bytes_per_gpu": \([0-9]*\),*$/\1/p' plan/a100.json | head -1)
+check "the plan's A100 row has its bytes" [ -n "$row" ]
+check "sixteen micro-batches a step" has plan/a100.json '"grad_accum": 16'
+"$vl" commit --plan plan/a100.json --out a100 >/dev/null
+check "commit --plan on the A100" has a100/commitment.json '"gpu": "a100-80gb"'
+committed=$(sed -n 's/^ *"total_bytes": \([0-9]*\),*$/\1/p' a100/commitment.json | head -1)
+check "the commitment holds the plan row's bytes" [ "$committed" = "$row" ]
+ajob="--model phi-2 --batch 1 --seq 2048 --grad-accum 16"
+"$vl" check --commitment a100/commitment.json $ajob >"$tmp/out"
+check "check of the A100 commitment: consistent" [ $? = 0 ]
+# half the card kept free leaves less than the job needs: check says what it bills
+gib=$(awk -v b="$row" 'BEGIN { printf "%.2f", b / 1073741824 }')
+for card in "" "--gpu a100-80gb"; do
+  "$vl" check --commitment a100/commitment.json $ajob $card --margin 50 --format json >"$tmp/out"
+  check "check on the A100 ($card) bills the plan's bytes: $gib GiB" \
+    has "$tmp/out" "\"current\": \"$gib GiB per GPU\""
+done
 
 # run on the fake GPU holding what was committed, then audit
 total=$(sed -n 's/^ *"total_bytes": \([0-9]*\),*$/\1/p' plan/commitment.json | head -1)

@@ -192,23 +192,31 @@ check "trace: a job that succeeded is complete" sh -c "[ $? = 0 ] && grep -q '\"
 # the tracer sizes CUDA reductions' scratch for the card: --gpu's SMs and
 # threads per SM from the catalog, else the model's SM count (the
 # reference card's, from the catalog too) unless the environment has one
-card() { # card NAME: "SMS THREADS" of the catalog's entry
+card() { # card NAME: "SMS THREADS CAPABILITY WORKSPACE" of the catalog's entry
   python3 -c 'import json, sys
 g = [g for g in json.load(open(sys.argv[1]))["gpus"] if g["name"] == sys.argv[2]][0]
-print(g["sm_count"], g["max_threads_per_sm"])' "$dir/../../data/gpus.json" "$1"
+ws = g["cublas_workspace_bytes"] + g.get("cublaslt_workspace_bytes", 0)
+print(g.get("sm_count", "-"), g.get("max_threads_per_sm", "-"), g["compute_capability"], ws)' \
+    "$dir/../../data/gpus.json" "$1"
 }
-tell='printf "%s %s\n" "$VRAMLEDGER_TRACE_SMS" "${VRAMLEDGER_TRACE_THREADS_PER_SM-unset}" >"$0";
+tell='printf "%s %s %s %s\n" "$VRAMLEDGER_TRACE_SMS" "${VRAMLEDGER_TRACE_THREADS_PER_SM-unset}" \
+  "${VRAMLEDGER_TRACE_CAPABILITY-unset}" "${VRAMLEDGER_TRACE_WORKSPACE_BYTES-unset}" >"$0";
   printf "a 1 4096 cuda\nf 1\n" >"$VRAMLEDGER_TRACE"'
-VRAMLEDGER_TRACE_SMS=7 "$vl" trace --gpu a100-80gb --out "$tmp/trsm" -- sh -c "$tell" "$tmp/sms" \
-  >/dev/null 2>&1
-check "trace: --gpu gives the tracer the card's SMs and threads per SM" \
+VRAMLEDGER_TRACE_SMS=7 VRAMLEDGER_TRACE_CAPABILITY=9.0 VRAMLEDGER_TRACE_WORKSPACE_BYTES=1 \
+  "$vl" trace --gpu a100-80gb --out "$tmp/trsm" -- sh -c "$tell" "$tmp/sms" >/dev/null 2>&1
+check "trace: --gpu gives the tracer the card's SMs, threads per SM, capability, workspaces" \
   [ "$(cat "$tmp/sms")" = "$(card a100-80gb)" ]
-check "trace: the A100's are its datasheet's" [ "$(cat "$tmp/sms")" = "108 2048" ]
+check "trace: the A100's are its datasheet's and PyTorch's :4096:2:16:8" \
+  [ "$(cat "$tmp/sms")" = "108 2048 8.0 8519680" ]
+"$vl" trace --gpu mi300x --out "$tmp/trmi" -- sh -c "$tell" "$tmp/sms" >/dev/null 2>&1
+check "trace: the MI300X's hipBLAS + hipBLASLt workspaces, the H200's SMs" \
+  [ "$(cat "$tmp/sms")" = "$(card h200 | cut -d' ' -f1) unset gfx942 $((204 << 20))" ]
 "$vl" trace --out "$tmp/trsm0" -- sh -c "$tell" "$tmp/sms" >/dev/null 2>&1
 check "trace: without --gpu, the reference card's SMs" \
-  [ "$(cat "$tmp/sms")" = "$(card h200 | cut -d' ' -f1) unset" ]
-VRAMLEDGER_TRACE_SMS=7 "$vl" trace --out "$tmp/trsm7" -- sh -c "$tell" "$tmp/sms" >/dev/null 2>&1
-check "trace: without --gpu, the environment's SMs stay" [ "$(cat "$tmp/sms")" = "7 unset" ]
+  [ "$(cat "$tmp/sms")" = "$(card h200 | cut -d' ' -f1) unset unset unset" ]
+VRAMLEDGER_TRACE_SMS=7 VRAMLEDGER_TRACE_CAPABILITY=8.0 "$vl" trace --out "$tmp/trsm7" -- \
+  sh -c "$tell" "$tmp/sms" >/dev/null 2>&1
+check "trace: without --gpu, the environment's stay" [ "$(cat "$tmp/sms")" = "7 unset 8.0 unset" ]
 "$vl" trace --out "$tmp/tr0" -- true >"$tmp/out" 2>"$tmp/err"
 check "trace: an old trace is never replayed as a new job's" sh -c "[ $? = 1 ] && [ ! -s '$tmp/out' ]"
 check "trace: and the old trace is named" grep -q "'$tmp/tr0/alloc.trace' exists" "$tmp/err"

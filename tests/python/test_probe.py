@@ -315,6 +315,30 @@ class Trace(unittest.TestCase):
         shutil.rmtree(d)
 
 
+    def test_gpu_gives_the_cards_workspace(self):
+        """trace --gpu: the cuBLAS workspaces of a CPU dry run are the
+        card's from the catalog (PyTorch's :4096:2:16:8 on an A100, ROCm's
+        hipBLAS + hipBLASLt on the MI300X), over the environment's Hopper
+        capability."""
+        for gpu, want in (("a100-80gb", 8519680), ("mi300x", (128 + 76) << 20)):
+            d = tempfile.mkdtemp(prefix="vl-trace-gpu-")
+            e = dict(os.environ)
+            e.pop("PYTHONPATH", None)
+            e.pop("CUBLAS_WORKSPACE_CONFIG", None)
+            e.pop("VRAMLEDGER_TRACE_WORKSPACE_BYTES", None)
+            e["VRAMLEDGER_TRACE_CAPABILITY"] = "9.0"  # 32 MiB by the rule, without --gpu
+            out = subprocess.run([VL, "trace", "--gpu", gpu, "--out", d + "/t", "--format", "json",
+                                  "--", PY, os.path.join(HERE, "job_train.py"), "adam", "1", "2"],
+                                 env=e, capture_output=True, text=True, timeout=120)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            with open(d + "/t/alloc.trace") as f:
+                ws = [l.split()[2] for l in f.read().splitlines()
+                      if l.endswith(" cublas_workspace")]
+            self.assertIn(len(ws), (1, 2), gpu)
+            self.assertEqual(set(ws), {str(want)}, gpu)
+            shutil.rmtree(d)
+
+
 class TraceAsCuda(unittest.TestCase):
     """The dry run takes CUDA's paths where they spend memory differently,
     and VRAMLEDGER_TRACE_AS=cpu leaves the CPU's own."""

@@ -844,6 +844,39 @@ static void h200_bill_unchanged(void **state) {
   vl_catalog_release(&cat);
 }
 
+/* The card's SMs reach the bill (vl_overheads_for_gpu): StarCoder2-3B at
+ * 2 x 2048 has trained biases whose column sums split over 18 blocks on
+ * the A100's 108 SMs and 22 on the H200's 132 (test_tape.c
+ * bias_scratch_is_the_cards), so its replayed reserve moves with them. */
+static void sm_count_is_the_cards(void **state) {
+  (void)state;
+  struct vl_catalog cat;
+  assert_int_equal(tu_catalog(&cat), 0);
+  struct vl_arch sc2;
+  tu_arch("data/models/starcoder2-3b.json", &sc2);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.batch = 2;
+  j.seq = 2048;
+  struct vl_overheads card, by_hand;
+  vl_overheads_default(&card);
+  vl_overheads_for_gpu(&card, vl_catalog_find(&cat, "a100-80gb"));
+  assert_int_equal(card.sm_count, 108);
+  assert_int_equal(card.threads_per_sm, 2048);
+  by_hand = card;
+  by_hand.sm_count = 132; /* the H200's SMs with the A100's workspaces */
+  static struct vl_bill a, b;
+  struct vl_err err = {""};
+  assert_int_equal(vl_bill_compute(&sc2, &j, &card, &a, &err), VL_OK);
+  assert_int_equal(vl_bill_compute(&sc2, &j, &by_hand, &b, &err), VL_OK);
+  assert_true(a.peak_reserved_bytes != b.peak_reserved_bytes);
+  by_hand.sm_count = 108;
+  assert_int_equal(vl_bill_compute(&sc2, &j, &by_hand, &b, &err), VL_OK);
+  assert_int_equal(a.peak_reserved_bytes, b.peak_reserved_bytes);
+  assert_int_equal(memcmp(a.lines, b.lines, sizeof a.lines), 0);
+  vl_catalog_release(&cat);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(bytes_per_parameter_by_precision),
@@ -870,6 +903,7 @@ int main(void) {
       cmocka_unit_test(pipeline_reports_the_heavier_stage),
       cmocka_unit_test(workspaces_are_the_cards),
       cmocka_unit_test(h200_bill_unchanged),
+      cmocka_unit_test(sm_count_is_the_cards),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

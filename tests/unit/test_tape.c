@@ -5,6 +5,8 @@
 #include "testutil.h"
 #include "model/tape.h"
 #include "model/internal.h"
+#include "model/train_replay.h"
+#include "vramledger/catalog.h"
 
 #include <jansson.h>
 
@@ -229,6 +231,56 @@ static void column_sum_scratch_as_on_the_h200(void **state) {
   assert_true(judged >= 100);
 }
 
+/* The scratch the training replay bills for a trained bias's gradient
+ * (train_replay_modules.c, the linear's backward temporary) is the column
+ * sum's on the named card: the card's SMs and threads per SM reach it
+ * through vl_overheads_for_gpu, as they reach the bill. StarCoder2-3B's
+ * c_fc over 2048 rows splits into 22 blocks on the H200's 132 SMs (the
+ * allocator's history: 138,412,032 B) and 18 on the A100's 108. */
+static uint64_t bias_scratch_on(const struct vl_gpu *g, uint64_t rows, uint64_t in_f,
+                                uint64_t out_f) {
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  vl_overheads_for_gpu(&ov, g);
+  struct vl__train_sizes z = {.e = 2, .sms = ov.sm_count, .tps = ov.threads_per_sm};
+  struct run R;
+  memset(&R, 0, sizeof R);
+  struct vl_cache_conf conf = {0, 0, 0, false};
+  assert_int_equal(vl_cache_new(&conf, &R.p.c), VL_OK);
+  R.tp = (struct tape){.p = &R.p, .grad = true, .ws = NONE};
+  R.z = &z;
+  uint32_t w = tape_leaf(&R.tp, in_f * out_f * 2), x = tape_new(&R.tp, rows * in_f * 2);
+  uint32_t y = vl__tr_linear_w(&R, w, x, 2, rows, in_f, out_f, true);
+  assert_int_equal(R.tp.nn, 1);
+  assert_int_equal(R.tp.n[0].out, y);
+  uint64_t tmp = R.tp.n[0].tmp;
+  tape_free(&R.tp);
+  vl_cache_destroy(R.p.c);
+  return tmp;
+}
+
+static void bias_scratch_is_the_cards(void **state) {
+  (void)state;
+  struct vl_catalog cat;
+  assert_int_equal(tu_catalog(&cat), 0);
+  const uint64_t rows = 2048, in_f = 3072, out_f = 12288;
+  const struct vl_gpu *a100 = vl_catalog_find(&cat, "a100-80gb"),
+                      *h200 = vl_catalog_find(&cat, "h200");
+  assert_int_equal(a100->sm_count, 108);
+  uint64_t on_a100 = vl__column_sum_scratch(rows, out_f, 2, 4, 108, 2048);
+  uint64_t on_h200 = vl__column_sum_scratch(rows, out_f, 2, 4, 132, 2048);
+  assert_int_equal(on_a100, 4ull * out_f * 18 * 32 * 4); /* acc x cols x ctas x block.x x vec */
+  assert_int_equal(on_h200, 4ull * out_f * 22 * 32 * 4);
+  assert_int_equal(on_h200, 138412032);
+  assert_int_equal(bias_scratch_on(a100, rows, in_f, out_f), on_a100);
+  assert_int_equal(bias_scratch_on(h200, rows, in_f, out_f), on_h200);
+  /* a card the catalog gives no SMs (ROCm's) keeps the H200's */
+  const struct vl_gpu *mi300x = vl_catalog_find(&cat, "mi300x");
+  assert_int_equal(mi300x->sm_count, 0);
+  assert_int_equal(bias_scratch_on(mi300x, rows, in_f, out_f), on_h200);
+  vl_catalog_release(&cat);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(frozen_inputs_take_no_gradient),
@@ -237,6 +289,7 @@ int main(void) {
       cmocka_unit_test(views_fill_one_base_sized_gradient),
       cmocka_unit_test(leaf_gradients_and_the_workspace),
       cmocka_unit_test(column_sum_scratch_as_on_the_h200),
+      cmocka_unit_test(bias_scratch_is_the_cards),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
