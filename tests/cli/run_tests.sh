@@ -64,6 +64,8 @@ FAKE_NVML_GPUS=2 CUDA_VISIBLE_DEVICES=1 "$vl" run --out "$tmp/vis" --quiet -- tr
 check "CUDA_VISIBLE_DEVICES selects the GPUs" sh -c "'$vl' report '$tmp/vis' --format json | grep -q 'Fake GPU 1' && ! '$vl' report '$tmp/vis' --format json | grep -q 'Fake GPU 0'"
 FAKE_NVML_GPUS=2 CUDA_VISIBLE_DEVICES=0,0 "$vl" run --out "$tmp/vis00" --quiet -- true
 check "a GPU named twice in CUDA_VISIBLE_DEVICES is one GPU" sh -c "[ \$(grep -o '\"index\":' '$tmp/vis00/record.jsonl' | head -50 | wc -l) -ge 1 ] && [ \$(head -1 '$tmp/vis00/record.jsonl' | grep -o '\"uuid\"' | wc -l) = 1 ]"
+FAKE_NVML_GPUS=2 CUDA_VISIBLE_DEVICES="$(printf '0,%.0s' $(seq 600))1" "$vl" run --out "$tmp/vislong" --quiet -- true
+check "CUDA_VISIBLE_DEVICES is read whole, past 1023 bytes" sh -c "[ \$(head -1 '$tmp/vislong/record.jsonl' | grep -o '\"uuid\"' | wc -l) = 2 ]"
 FAKE_NVML_GPUS=2 CUDA_VISIBLE_DEVICES=1,x,0 "$vl" run --out "$tmp/visx" --quiet -- true
 check "the first entry naming no GPU ends CUDA_VISIBLE_DEVICES" sh -c "[ \$(head -1 '$tmp/visx/record.jsonl' | grep -o '\"uuid\"' | wc -l) = 1 ]"
 
