@@ -109,6 +109,11 @@ check "--no-wait-descendants: stops at the job's exit, with its status" [ "$rc.$
 check "--no-wait-descendants: the record says what it left" sh -c "grep -q '\"pids\":\[$left\],\"waited\":false}' '$tmp/nowait/record.jsonl' && grep -q '\"type\":\"exit\",.*\"descendants_left\":1,' '$tmp/nowait/record.jsonl'"
 check "--no-wait-descendants: and stderr" grep -q "left 1 process running (PID $left), not recorded further" "$tmp/err"
 check "--no-wait-descendants: no wait said" sh -c "! grep -q 'waiting for' '$tmp/err'"
+check "left: report says it outlived the job's own and was waited for" sh -c "'$vl' report '$tmp/left' | grep -q '^  1 process outlived the job.s own at [0-9.]* s (PID [0-9]*); run waited for it until [0-9.]* s\$'"
+check "left: doctor finds nothing left running" sh -c "'$vl' doctor '$tmp/left' --fail-on descendants-left >/dev/null"
+check "--no-wait-descendants: report says what was left" sh -c "'$vl' report '$tmp/nowait' | grep -q '^  1 was still running when the record closed' && '$vl' report '$tmp/nowait' --format json | grep -q '\"left\": 1'"
+check "--no-wait-descendants: doctor's VL-D016 names its PID" sh -c "'$vl' doctor '$tmp/nowait' | grep -q 'VL-D016 warn \[descendants-left\]' && '$vl' doctor '$tmp/nowait' | grep -q '(PID $left) still ran'"
+check "--no-wait-descendants: doctor --fail-on descendants-left exits 3" sh -c "'$vl' doctor '$tmp/nowait' --fail-on descendants-left >/dev/null; [ \$? = 3 ]"
 [ -n "$left" ] && kill "$left" 2>/dev/null
 # what the job left starts more and exits: those are found and waited for
 # too (two descendants events); what ends within 100 ms of the job is
