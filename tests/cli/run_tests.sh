@@ -26,6 +26,12 @@ VRAMLEDGER_REDACT='--hf-*' "$vl" run --out "$tmp/secret" --quiet -- sh -c 'exit 
 check "a secret's value is not in the record" sh -c "! grep -q 'hunter2\|abc123\|private-repo' '$tmp/secret/record.jsonl'"
 check "it is said as redacted" grep -q '"--password=<redacted>","--api-token","<redacted>","--hf-repo","<redacted>","--lr","0.1"' "$tmp/secret/record.jsonl"
 check "nor in the report" sh -c "'$vl' report '$tmp/secret' | head -1 | grep -q 'password=<redacted>'"
+# read whole: a pattern past 511 bytes of VRAMLEDGER_REDACT, a secret's word
+# past a flag's 127th byte
+long=$(printf -- '--%0150d-password' 0)
+VRAMLEDGER_REDACT="$(printf -- '--x%03d,' $(seq 120)),--hf-*" "$vl" run --out "$tmp/secret2" --quiet \
+  -- sh -c 'exit 0' x "$long=hunter2" --hf-repo private-repo
+check "secrets past a fixed buffer are redacted too" sh -c "! grep -q 'hunter2\|private-repo' '$tmp/secret2/record.jsonl' && grep -q '\"--hf-repo\",\"<redacted>\"' '$tmp/secret2/record.jsonl'"
 
 # a job that ends between two ticks is noticed when it ends, not at the
 # next tick a minute later (the sampler waits on the job's pidfd)
