@@ -7,8 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
+#include "util/internal.h"
+#include "vramledger/alloc.h"
 
 void cli_error(const char *fmt, ...) {
   va_list ap;
@@ -162,27 +165,45 @@ int cli_choice(const char *flag, const char *arg, const char *const *names) {
 
 /* ---- secrets on a command line (docs/record.md, "Secrets") -------------- */
 
+/* Does s[0..n) hold word (lower case) in any case? */
+static bool holds_ci(const char *s, size_t n, const char *word) {
+  size_t w = strlen(word);
+  for (size_t i = 0; i + w <= n; i++)
+    if (strncasecmp(s + i, word, w) == 0) return true;
+  return false;
+}
+
+/* Does flag[0..n) match one of the patterns of VRAMLEDGER_REDACT? Both are
+ * read whole (a pattern past a fixed buffer, or a long flag cut, would let
+ * a secret through); without the memory to, it counts as a match. */
+static bool redact_pattern(const char *flag, size_t n) {
+  const char *pats = getenv("VRAMLEDGER_REDACT");
+  if (!pats || !*pats) return false;
+  size_t cap = strlen(pats) + 1;
+  char *name = vl_malloc(n + 1), *buf = vl_malloc(cap);
+  struct vl__list l;
+  bool hit = !name || !buf || !vl__list_init_in(&l, pats, ',', buf, cap);
+  if (!hit) {
+    memcpy(name, flag, n); /* patterns match the flag as written */
+    name[n] = 0;
+    l.empty = true; /* empty patterns are skipped, not the end of the list */
+    for (char *p; !hit && (p = vl__list_next(&l, NULL));)
+      hit = *p && fnmatch(p, name, 0) == 0;
+  }
+  vl_free(name);
+  vl_free(buf);
+  return hit;
+}
+
 /* Is flag (up to its '=' or its end) a secret's: its name holds
  * "password", "token" or "key" in any case, or it matches one of the
  * comma-separated fnmatch patterns of $VRAMLEDGER_REDACT ("--hf-*,-p")? */
 static bool secret_flag(const char *flag) {
   if (flag[0] != '-') return false;
-  char name[128];
   size_t n = strcspn(flag, "=");
-  if (n >= sizeof name) n = sizeof name - 1;
-  for (size_t i = 0; i < n; i++)
-    name[i] = (char)tolower((unsigned char)flag[i]);
-  name[n] = 0;
-  if (strstr(name, "password") || strstr(name, "token") || strstr(name, "key")) return true;
-  const char *pats = getenv("VRAMLEDGER_REDACT");
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s", pats ? pats : "");
-  for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-    memcpy(name, flag, n); /* patterns match the flag as written */
-    name[n] = 0;
-    if (fnmatch(p, name, 0) == 0) return true;
-  }
-  return false;
+  if (holds_ci(flag, n, "password") || holds_ci(flag, n, "token") || holds_ci(flag, n, "key"))
+    return true;
+  return redact_pattern(flag, n);
 }
 
 const char *cli_redact_arg(const char *prev, const char *arg, char *buf, size_t n) {

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "util/internal.h"
 #include "vramledger/doctor.h"
 #include "vramledger/probe.h"
 #include "vramledger/record.h"
@@ -32,12 +33,18 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   return 0;
 }
 
+/* --fail-on's longest value */
+#define FAIL_ON_MAX 512
+
 /* Is finding k named in LIST (ids or codes, comma-separated; "all";
  * "warn" = warnings and errors)? */
 static bool listed(const char *list, const struct vl_diag *d) {
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s", list);
-  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+  char buf[FAIL_ON_MAX];
+  struct vl__list l;
+  if (!vl__list_init_in(&l, list, ',', buf, sizeof buf)) return true; /* check_list refuses it */
+  l.empty = true; /* empty items are skipped, as strtok did, not the end of the list */
+  for (char *t; (t = vl__list_next(&l, NULL));) {
+    if (!*t) continue;
     if (strcmp(t, "all") == 0 || strcmp(t, vl_diag_id(d->kind)) == 0 ||
         strcmp(t, vl_diag_slug(d->kind)) == 0)
       return true;
@@ -48,9 +55,16 @@ static bool listed(const char *list, const struct vl_diag *d) {
 }
 
 static int check_list(const char *list) {
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s", list);
-  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+  char buf[FAIL_ON_MAX];
+  struct vl__list l;
+  if (!vl__list_init_in(&l, list, ',', buf, sizeof buf)) { /* never cut: a finding would go */
+    cli_error("--fail-on is longer than %zu bytes: name fewer findings, or use warn, error or all",
+              sizeof buf - 1);
+    return VL_EXIT_USAGE;
+  }
+  l.empty = true;
+  for (char *t; (t = vl__list_next(&l, NULL));) {
+    if (!*t) continue;
     bool ok = strcmp(t, "all") == 0 || strcmp(t, "warn") == 0 || strcmp(t, "error") == 0;
     for (int k = 0; k < VL_D_COUNT && !ok; k++)
       ok = strcmp(t, vl_diag_id((enum vl_diag_kind)k)) == 0 ||

@@ -21,6 +21,8 @@
 #include "cli.h"
 #include "guard.h"
 #include "commands.h"
+#include "util/internal.h"
+#include "vramledger/alloc.h"
 #include "vramledger/commitment.h"
 #include "vramledger/counters.h"
 #include "vramledger/nvml.h"
@@ -552,14 +554,20 @@ static unsigned visible_gpus(struct vl_nvml *nv, const struct vl_gpu_sample *all
     return k;
   }
   (void)nv;
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s", v);
+  /* read whole, never cut: a cut UUID prefix may name another GPU */
+  size_t len = strlen(v);
+  char small[1024], *buf = len < sizeof small ? small : vl_malloc(len + 1);
+  struct vl__list l;
+  if (!buf || !vl__list_init_in(&l, v, ',', buf, len + 1)) {
+    cli_error("out of memory reading CUDA_VISIBLE_DEVICES: the record lists every GPU");
+    for (unsigned i = 0; i < n; i++)
+      idx[k++] = i;
+    return k;
+  }
   bool seen[VL_RECORD_MAX_GPUS] = {false};
   /* as CUDA reads it: indices or UUID prefixes; the first entry that names
    * no GPU ends the list; a GPU named twice is one GPU (0,0 is not two) */
-  for (char *tok = buf, *next; tok && *tok && k < n; tok = next) {
-    next = strchr(tok, ',');
-    if (next) *next++ = '\0';
+  for (char *tok; k < n && (tok = vl__list_next(&l, NULL));) {
     char *end;
     long i = strtol(tok, &end, 10);
     long g = -1;
@@ -572,6 +580,7 @@ static unsigned visible_gpus(struct vl_nvml *nv, const struct vl_gpu_sample *all
       idx[k++] = (unsigned)g;
     }
   }
+  if (buf != small) vl_free(buf);
   return k;
 }
 

@@ -17,6 +17,7 @@
 #include "vramledger/alloc.h"
 #include "vramledger/caching.h"
 #include "vramledger/catalog.h"
+#include "util/internal.h"
 #include "vramledger/render.h"
 
 enum {
@@ -90,11 +91,14 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   case O_GC: rc = cli_double(flag, arg, 0.01, 0.99, &t->conf.gc_threshold); break;
   case O_WHATIF: t->whatif = true; break;
   case O_BATCH: {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", arg);
-    for (char *tok = buf, *next; tok && !rc; tok = next) {
-      next = strchr(tok, ',');
-      if (next) *next++ = '\0';
+    struct vl__list l;
+    if (!vl__list_init(&l, arg, ',')) { /* never cut: a cut size is another size */
+      cli_error("--%s is longer than %zu bytes: at most %d batch sizes, comma-separated", flag,
+                sizeof l.buf - 1, MAX_BATCHES);
+      return VL_EXIT_USAGE;
+    }
+    l.empty = true; /* an empty size is refused as a number, not taken as the end */
+    for (char *tok; !rc && (tok = vl__list_next(&l, NULL));) {
       if (t->n_batch == MAX_BATCHES) {
         cli_error("%s: at most %d batch sizes", flag, MAX_BATCHES);
         return VL_EXIT_USAGE;

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "jobflags.h"
+#include "util/internal.h"
 #include "vramledger/alloc.h"
 
 enum {
@@ -318,20 +319,30 @@ int est_gpu(const struct est *e, struct vl_catalog *cat, const struct vl_gpu **g
   return rc;
 }
 
+/* --gpus's longest value: the catalog's names, far more than a list names */
+#define GPU_LIST_MAX 4096
+
 int est_gpu_list(const struct vl_catalog *cat, const char *list, const struct vl_gpu **out,
                  size_t cap, size_t *n) {
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s", list);
+  char buf[GPU_LIST_MAX];
+  struct vl__list l;
   *n = 0;
-  for (char *t = buf, *next; t && *t; t = next) {
-    next = strchr(t, ',');
-    if (next) *next++ = '\0';
+  if (!vl__list_init_in(&l, list, ',', buf, sizeof buf)) { /* never cut: a cut name is another */
+    cli_error("--gpus is longer than %zu bytes: name fewer GPUs (a catalog name once each)",
+              sizeof buf - 1);
+    return VL_EXIT_USAGE;
+  }
+  for (char *t; (t = vl__list_next(&l, NULL));) {
     const struct vl_gpu *g = vl_catalog_find(cat, t);
     if (!g) {
       cli_error("unknown GPU '%s' in --gpus", t);
       return VL_EXIT_USAGE;
     }
-    if (*n < cap) out[(*n)++] = g;
+    if (*n == cap) { /* never dropped: the answer would leave out a GPU asked for */
+      cli_error("--gpus names more than %zu GPUs: name fewer", cap);
+      return VL_EXIT_USAGE;
+    }
+    out[(*n)++] = g;
   }
   return 0;
 }

@@ -25,7 +25,8 @@
   X(VL_D_CACHE_GROWS, "VL-D012", "cache-grows")                                                    \
   X(VL_D_PROBE_STOPPED, "VL-D013", "probe-stopped")                                                \
   X(VL_D_NO_PROBE, "VL-D014", "no-framework-layer")                                                \
-  X(VL_D_DDP_FIRST_BUCKETS, "VL-D015", "ddp-first-buckets")
+  X(VL_D_DDP_FIRST_BUCKETS, "VL-D015", "ddp-first-buckets")                                        \
+  X(VL_D_DESCENDANTS_LEFT, "VL-D016", "descendants-left")
 
 #define VL_D_ENUM(e, id, slug) e,
 enum vl_diag_kind { VL_DIAGS(VL_D_ENUM) VL_D_COUNT };

@@ -13,6 +13,7 @@
  *   gap    bytes lost to writes that failed (the line before may be cut)
  *   lost   what the interposer could not count (slots, table)
  *   probe, device, phase, step, oom   the PyTorch probe (probe.py)
+ *   descendants  processes the command left running when it exited
  *   exit   the command's status
  * Every event and field: docs/record.md.
  * Readers skip event types they do not know (forward compatible) and
@@ -111,6 +112,7 @@ struct vl_rec_oom {
 };
 
 #define VL_REC_MAX_PROBES 64
+#define VL_REC_MAX_DESC_PIDS 16
 struct vl_rec_probe {
   unsigned pid, rank, local_rank, world_size, sample_every;
   char torch[32];
@@ -165,6 +167,15 @@ struct vl_record {
   unsigned lost_no_slot_procs; /* processes that allocated with every counter slot taken */
   unsigned lost_slots;         /* the slots there were */
   uint64_t lost_uncounted;     /* allocations a full pointer table left out */
+  /* "descendants" events: processes the command started that ran on after
+   * it exited (run is their subreaper; docs/record.md) */
+  unsigned desc_events;                     /* descendants lines; 0: none */
+  unsigned desc_procs;                      /* the processes they name, summed */
+  uint64_t desc_t_ns;                       /* the first line's: when the command exited */
+  bool desc_waited;                         /* the last line's: run sampled until they ended */
+  unsigned n_desc_pids;                     /* of desc_pids */
+  unsigned desc_pids[VL_REC_MAX_DESC_PIDS]; /* the first of their PIDs */
+  unsigned desc_left; /* exit's descendants_left: still running when the record closed */
   size_t lines;
 };
 

@@ -99,11 +99,14 @@ static vl_status settings(json_t *o, struct vl_job *job, char *targets, size_t t
   for (int i = 0; off && i < VL_OFFLOAD_COUNT; i++)
     if (strcmp(off, vl_offload_name((enum vl_offload)i)) == 0) job->offload = (enum vl_offload)i;
   const char *lt = json_string_value(json_object_get(o, "lora_targets"));
-  snprintf(targets, tl, "%s", lt ? lt : "");
-  for (char *p = targets; p && *p && job->n_lora_targets < VL_MAX_LORA_TARGETS;) {
+  struct vl__list l; /* the names point into targets, which the caller keeps */
+  if (!vl__list_init_in(&l, lt ? lt : "", ',', targets, tl)) /* never cut: a cut name is another */
+    return vl__fail(err, VL_EKEY, "key 'lora_targets': longer than %zu bytes", tl ? tl - 1 : 0);
+  for (char *p; (p = vl__list_next(&l, NULL));) {
+    if (job->n_lora_targets == VL_MAX_LORA_TARGETS) /* never dropped: the bill would change */
+      return vl__fail(err, VL_EKEY, "key 'lora_targets': at most %d module names",
+                      VL_MAX_LORA_TARGETS);
     job->lora_targets[job->n_lora_targets++] = p;
-    p = strchr(p, ',');
-    if (p) *p++ = '\0';
   }
   return VL_OK;
 }

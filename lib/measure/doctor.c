@@ -83,6 +83,22 @@ int vl_doctor(const struct vl_record *r, const struct vl_run_summary *s,
   if (s->max_tree_procs > ranks)
     add(out, &n, VL_D_EXTRA_CONTEXTS, VL_SEV_WARN, s->max_tree_procs, ranks,
         (double)s->context_bytes, NULL);
+  /* processes the job started still running when the record closed: what
+   * they held after that is not in it (a, b: left, outlived the job's
+   * own; c: run waited; text: their first PIDs) */
+  if (r->desc_left) {
+    char pids[sizeof out[0].text] = "";
+    for (unsigned i = 0; i < r->n_desc_pids && i < 8; i++) {
+      size_t len = strlen(pids);
+      snprintf(pids + len, sizeof pids - len, "%s%u",
+               i                     ? ", "
+               : r->n_desc_pids == 1 ? "PID "
+                                     : "PIDs ",
+               r->desc_pids[i]);
+    }
+    add(out, &n, VL_D_DESCENDANTS_LEFT, VL_SEV_WARN, r->desc_left, r->desc_procs, r->desc_waited,
+        pids);
+  }
   if (f->present && f->oom)
     add(out, &n, VL_D_OOM, VL_SEV_ERROR, (double)f->first_oom.request_bytes,
         (double)f->first_oom.device_free_bytes, f->first_oom.step, f->first_oom.phase);

@@ -76,15 +76,19 @@ static void settings(json_t *o, struct vl_measured_run *r) {
   j->ddp_static_graph = json_is_true(json_object_get(o, "ddp_static_graph"));
   j->drop_outputs = json_is_true(json_object_get(o, "drop_outputs"));
   j->lora_rank = get_u(o, "lora");
-  copy_str(r->lora_targets, sizeof r->lora_targets, json_object_get(o, "lora_targets"));
-  if (j->lora_rank) {
-    if (!r->lora_targets[0]) snprintf(r->lora_targets, sizeof r->lora_targets, "q_proj,v_proj");
-    char *p = r->lora_targets;
-    while (p && *p && j->n_lora_targets < VL_MAX_LORA_TARGETS) {
-      j->lora_targets[j->n_lora_targets++] = p;
-      p = strchr(p, ',');
-      if (p) *p++ = '\0';
+  const char *lt = json_string_value(json_object_get(o, "lora_targets"));
+  if (j->lora_rank && (!lt || !*lt)) lt = "q_proj,v_proj"; /* PEFT's default */
+  struct vl__list l; /* the names point into r->lora_targets */
+  if (!vl__list_init_in(&l, lt ? lt : "", ',', r->lora_targets, sizeof r->lora_targets)) {
+    refuse(r, "lora_targets too long to compare", lt); /* never cut: a cut name is another */
+    return;
+  }
+  for (char *p; j->lora_rank && (p = vl__list_next(&l, NULL));) {
+    if (j->n_lora_targets == VL_MAX_LORA_TARGETS) { /* never dropped: the bill would change */
+      refuse(r, "more lora_targets than the estimate takes", lt);
+      return;
     }
+    j->lora_targets[j->n_lora_targets++] = p;
   }
 }
 

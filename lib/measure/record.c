@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -304,6 +305,22 @@ static void put_scanned(const struct sample_scan *m, const char *end, struct vl_
   }
 }
 
+/* A descendants line: the first says when the command exited; a later one
+ * names processes those started, found once they had ended */
+static void descendants(json_t *o, struct vl_record *r) {
+  if (r->desc_events++ == 0) r->desc_t_ns = vl__rec_u(o, "t_ns");
+  uint64_t procs = vl__rec_u(o, "procs");
+  r->desc_procs = (unsigned)vl__min((uint64_t)r->desc_procs + procs, UINT_MAX);
+  r->desc_waited = json_is_true(json_object_get(o, "waited"));
+  size_t i;
+  json_t *p;
+  json_array_foreach(json_object_get(o, "pids"), i, p) {
+    if (r->n_desc_pids == VL_REC_MAX_DESC_PIDS) break;
+    if (json_is_integer(p) && json_integer_value(p) > 0 && json_integer_value(p) <= INT_MAX)
+      r->desc_pids[r->n_desc_pids++] = (unsigned)json_integer_value(p);
+  }
+}
+
 static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t *cap_s,
                        size_t *cap_m, struct alloc_state *as, struct vl__probe_caps *pc,
                        size_t line, struct vl_err *err) {
@@ -362,11 +379,14 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
       r->gaps++;
       r->gap_bytes += rec;
     }
+  } else if (strcmp(type, "descendants") == 0) {
+    descendants(o, r);
   } else if (strcmp(type, "exit") == 0) {
     r->exited = true;
     json_t *st = json_object_get(o, "status");
     r->exit_status = json_is_integer(st) ? (int)json_integer_value(st) : -1;
     r->end_ns = vl__rec_u(o, "t_ns");
+    r->desc_left = (unsigned)vl__min(vl__rec_u(o, "descendants_left"), UINT_MAX);
   }
   return VL_OK; /* unknown types are skipped: newer writers may add some */
 }

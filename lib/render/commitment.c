@@ -6,6 +6,7 @@
 
 #include "../util/internal.h"
 #include "internal.h"
+#include "vramledger/alloc.h"
 #include "vramledger/catalog.h"
 #include "vramledger/commitment.h"
 #include "vramledger/render.h"
@@ -228,15 +229,20 @@ static int check_json(FILE *out, const struct vl_check_view *v) {
   json_object_set_new(o, "problems", ps);
   json_t *nc = json_array();
   if (v->not_checked && *v->not_checked) {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", v->not_checked);
-    for (char *t = buf, *next; t && *t; t = next) {
-      next = strchr(t, ',');
-      if (next) *next++ = '\0';
+    size_t cap = strlen(v->not_checked) + 1; /* whole: a cut name is another name */
+    char *buf = vl_malloc(cap);
+    struct vl__list l;
+    if (!buf || !vl__list_init_in(&l, v->not_checked, ',', buf, cap)) {
+      json_decref(nc);
+      json_decref(o);
+      return -1;
+    }
+    for (char *t; (t = vl__list_next(&l, NULL));) {
       while (*t == ' ')
         t++;
       json_array_append_new(nc, json_string(t));
     }
+    vl_free(buf);
   }
   json_object_set_new(o, "not_checked", nc);
   int rc = json_dumpf(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -168,6 +168,18 @@ static void words(const struct vl_diag *d, char *title, size_t nt, char *ev, siz
              "the job ran on unchanged; please report this with the record to the vramledger "
              "developers");
     break;
+  case VL_D_DESCENDANTS_LEFT:
+    snprintf(title, nt, "processes the job started outlived the record");
+    snprintf(ev, ne,
+             "%.0f of the %.0f process%s that outlived the job's own%s%s%s still ran when the "
+             "record closed (%s): their GPU memory after that is not in this record",
+             d->a, d->b, d->b == 1 ? "" : "es", *d->text ? " (" : "", d->text, *d->text ? ")" : "",
+             d->c ? "run stopped waiting for them: a second Ctrl-C" : "run --no-wait-descendants");
+    snprintf(fix, nf,
+             "wait for them: drop --no-wait-descendants, and run samples until the last ends; "
+             "or stop them before the job exits (join DataLoader workers and the processes it "
+             "starts, terminate servers it launched)");
+    break;
   case VL_D_NO_PROBE:
   default:
     snprintf(title, nt, "no framework layer in this record");

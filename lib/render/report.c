@@ -1,6 +1,7 @@
 /* The run report: text, Markdown, JSON and HTML; Chrome/Perfetto trace
  * JSON is report_trace.c's. */
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "../util/internal.h"
@@ -13,6 +14,71 @@ static int dump(FILE *out, json_t *r, size_t flags) {
   json_decref(r);
   fputc('\n', out);
   return rc == 0 && !ferror(out) ? 0 : -1;
+}
+
+/* Seconds from the record's start to t. */
+static double since_s(const struct vl_record *r, uint64_t t) {
+  return t > r->start_ns ? (double)(t - r->start_ns) * 1e-9 : 0;
+}
+
+/* Append to buf[0..n) at *w, never past its end. */
+static void put(char *buf, size_t n, size_t *w, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t n, size_t *w, const char *fmt, ...) {
+  if (*w >= n) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(buf + *w, n - *w, fmt, ap);
+  va_end(ap);
+  *w = k < 0 ? n : vl__min(*w + (size_t)k, n);
+}
+
+/* The record's descendants lines in words ("3 processes outlived the job's
+ * own at 5.0 s (PIDs 12, 13, 14); run waited for them until 6.1 s"), ""
+ * when it has none. */
+static void descendants_words(const struct vl_record *r, char *buf, size_t n) {
+  size_t w = 0;
+  buf[0] = '\0';
+  if (!r->desc_events) return;
+  unsigned k = r->desc_procs;
+  put(buf, n, &w, "%u process%s outlived the job's own at %.1f s", k, k == 1 ? "" : "es",
+      since_s(r, r->desc_t_ns));
+  unsigned shown = r->n_desc_pids < 8 ? r->n_desc_pids : 8; /* as run says them */
+  for (unsigned i = 0; i < shown; i++)
+    put(buf, n, &w, "%s%u", i ? ", " : (r->n_desc_pids == 1 ? " (PID " : " (PIDs "),
+        r->desc_pids[i]);
+  if (shown) put(buf, n, &w, "%s)", k > shown ? ", ..." : "");
+  if (!r->desc_waited)
+    put(buf, n, &w, "; run did not wait for %s (--no-wait-descendants)", k == 1 ? "it" : "them");
+  else if (r->exited)
+    put(buf, n, &w, "; run waited for %s until %.1f s", k == 1 ? "it" : "them",
+        since_s(r, r->end_ns));
+  else
+    put(buf, n, &w, "; run was waiting for %s where the record ends", k == 1 ? "it" : "them");
+}
+
+/* exit's descendants_left in words, "" when 0 */
+static void left_words(const struct vl_record *r, char *buf, size_t n) {
+  size_t w = 0;
+  buf[0] = '\0';
+  if (r->desc_left)
+    put(buf, n, &w,
+        "%u %s still running when the record closed: their memory after that is not in "
+        "this record",
+        r->desc_left, r->desc_left == 1 ? "was" : "were");
+}
+
+static json_t *descendants_json(const struct vl_record *r) {
+  json_t *d = json_object(), *pids = json_array();
+  json_object_set_new(d, "procs", U(r->desc_procs));
+  for (unsigned i = 0; i < r->n_desc_pids; i++)
+    json_array_append_new(pids, U(r->desc_pids[i]));
+  json_object_set_new(d, "pids", pids);
+  json_object_set_new(d, "job_exited_t_s",
+                      r->desc_events ? json_real(since_s(r, r->desc_t_ns)) : json_null());
+  json_object_set_new(d, "waited", json_boolean(r->desc_waited));
+  json_object_set_new(d, "left", U(r->desc_left));
+  return d;
 }
 
 static int report_json(FILE *out, const struct vl_report_view *v) {
@@ -50,6 +116,8 @@ static int report_json(FILE *out, const struct vl_report_view *v) {
   json_object_set_new(o, "gpus_used", U(s->gpus_used));
   json_object_set_new(o, "peak_gpu_bytes", U(s->peak_gpu_bytes));
   json_object_set_new(o, "truncated", json_boolean(r->truncated));
+  if (r->desc_events || r->desc_left) /* only then: older reports stay as they were */
+    json_object_set_new(o, "descendants", descendants_json(r));
   json_t *f = json_array();
   for (int i = 0; i < v->n_findings; i++) {
     json_t *e = json_object();
@@ -72,6 +140,11 @@ static void text(FILE *o, const struct vl_report_view *v, bool md) {
     fprintf(o, ", exit status %d", r->exit_status);
   else
     fprintf(o, ", no exit line (the run was killed)");
+  char d[400];
+  descendants_words(r, d, sizeof d);
+  if (*d) fprintf(o, "\n%s%s", md ? "\n" : "  ", d);
+  left_words(r, d, sizeof d);
+  if (*d) fprintf(o, "\n%s%s", md ? "\n" : "  ", d);
   fprintf(o, "\n%sGPUs:", md ? "\n" : "  ");
   for (unsigned i = 0; i < r->n_gpus; i++)
     fprintf(o, "%s %u %s", i ? "," : "", r->gpus[i].index, r->gpus[i].name);
@@ -95,6 +168,13 @@ static void text(FILE *o, const struct vl_report_view *v, bool md) {
     fprintf(o, "%s[%s] %s\n", b, v->findings[i].code, v->findings[i].text);
 }
 
+static void html_para(FILE *o, const char *text) {
+  if (!*text) return;
+  fputs("<p>", o);
+  vl__html_text(o, text);
+  fputs("</p>\n", o);
+}
+
 /* One self-contained page: the peaks table, every layer over time on one
  * chart (lib/render/html_run.c), the framework layer, the findings. */
 static int report_html(FILE *o, const struct vl_report_view *v) {
@@ -108,7 +188,13 @@ static int report_html(FILE *o, const struct vl_report_view *v) {
   fprintf(o, ", %zu samples every %llu ms, %.1f s", r->n_samples,
           (unsigned long long)r->interval_ms, (double)s->duration_ns * 1e-9);
   if (r->exited) fprintf(o, ", exit status %d", r->exit_status);
-  fputs("</p>\n<table><tr><th>layer</th><th>peak GiB</th></tr>\n", o);
+  fputs("</p>\n", o);
+  char d[400];
+  descendants_words(r, d, sizeof d);
+  html_para(o, d);
+  left_words(r, d, sizeof d);
+  html_para(o, d);
+  fputs("<table><tr><th>layer</th><th>peak GiB</th></tr>\n", o);
   fprintf(o, "<tr><td>process memory (NVML)</td><td class=n>%.2f</td></tr>\n",
           GIB(s->peak_process_bytes));
   fprintf(o, "<tr><td>driver-allocated (interposer)</td><td class=n>%.2f</td></tr>\n",

@@ -88,11 +88,13 @@ static inline uint64_t vl__max(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static inline uint64_t vl__min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 /* The items of a list separated by one character (a,b,c), split in place
- * in a copy of the caller's text (lib/util/list.c). */
+ * in a copy of the caller's text (lib/util/list.c): in buf, or in storage
+ * the caller names (vl__list_init_in). */
 struct vl__list {
   char buf[256];
   char *next; /* the rest of the list, or NULL once it is read */
   char sep;
+  bool empty; /* empty items are items ("a,,b" three, "a," two, "" one) */
 };
 
 /* Copy text into l. @return false, with l empty, when text does not fit
@@ -100,8 +102,16 @@ struct vl__list {
  * since a cut item may read as another item. */
 bool vl__list_init(struct vl__list *l, const char *text, char sep);
 
-/* The next item of l, NUL-terminated in l->buf. @return NULL at the end of
- * the list, which an empty item also ends (",a" has no items, "a," one);
+/* vl__list_init with the copy in dst (cap bytes, text itself allowed),
+ * for a list longer than l->buf or items that must outlive l: they point
+ * into dst, which the caller keeps. @return false, with l empty and dst
+ * untouched, when text does not fit whole in cap - 1 bytes. */
+bool vl__list_init_in(struct vl__list *l, const char *text, char sep, char *dst, size_t cap);
+
+/* The next item of l, NUL-terminated in l's copy. @return NULL at the end
+ * of the list, which an empty item also ends (",a" has no items, "a," one)
+ * unless l->empty is set (after init): then every item, empty or not, as
+ * a strchr loop over the whole text yields them;
  * *gap (if not NULL) is set when an empty item follows this one ("a,,b"),
  * for the callers that refuse it rather than drop what comes after. */
 char *vl__list_next(struct vl__list *l, bool *gap);

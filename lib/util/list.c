@@ -1,22 +1,28 @@
 /* A separated list (a,b,c) split in place in a copy of the caller's text:
- * the one loop of the list options of fit and sensitivity. */
+ * the one loop of the list options and of the lists read from files. */
 #include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
 
-bool vl__list_init(struct vl__list *l, const char *text, char sep) {
+bool vl__list_init_in(struct vl__list *l, const char *text, char sep, char *dst, size_t cap) {
   l->sep = sep;
   l->next = NULL;
-  if (strlen(text) >= sizeof l->buf) return false;
-  snprintf(l->buf, sizeof l->buf, "%s", text);
-  l->next = l->buf;
+  l->empty = false;
+  size_t n = strlen(text);
+  if (cap == 0 || n >= cap) return false;
+  memmove(dst, text, n + 1); /* dst may be text itself */
+  l->next = dst;
   return true;
+}
+
+bool vl__list_init(struct vl__list *l, const char *text, char sep) {
+  return vl__list_init_in(l, text, sep, l->buf, sizeof l->buf);
 }
 
 char *vl__list_next(struct vl__list *l, bool *gap) {
   char *item = l->next;
-  if (!item || !*item) return NULL;
+  if (!item || (!*item && !l->empty)) return NULL;
   char *end = strchr(item, l->sep);
   if (end) *end++ = '\0';
   l->next = end;

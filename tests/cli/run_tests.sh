@@ -26,6 +26,12 @@ VRAMLEDGER_REDACT='--hf-*' "$vl" run --out "$tmp/secret" --quiet -- sh -c 'exit 
 check "a secret's value is not in the record" sh -c "! grep -q 'hunter2\|abc123\|private-repo' '$tmp/secret/record.jsonl'"
 check "it is said as redacted" grep -q '"--password=<redacted>","--api-token","<redacted>","--hf-repo","<redacted>","--lr","0.1"' "$tmp/secret/record.jsonl"
 check "nor in the report" sh -c "'$vl' report '$tmp/secret' | head -1 | grep -q 'password=<redacted>'"
+# read whole: a pattern past 511 bytes of VRAMLEDGER_REDACT, a secret's word
+# past a flag's 127th byte
+long=$(printf -- '--%0150d-password' 0)
+VRAMLEDGER_REDACT="$(printf -- '--x%03d,' $(seq 120)),--hf-*" "$vl" run --out "$tmp/secret2" --quiet \
+  -- sh -c 'exit 0' x "$long=hunter2" --hf-repo private-repo
+check "secrets past a fixed buffer are redacted too" sh -c "! grep -q 'hunter2\|private-repo' '$tmp/secret2/record.jsonl' && grep -q '\"--hf-repo\",\"<redacted>\"' '$tmp/secret2/record.jsonl'"
 
 # a job that ends between two ticks is noticed when it ends, not at the
 # next tick a minute later (the sampler waits on the job's pidfd)
@@ -64,6 +70,8 @@ FAKE_NVML_GPUS=2 CUDA_VISIBLE_DEVICES=1 "$vl" run --out "$tmp/vis" --quiet -- tr
 check "CUDA_VISIBLE_DEVICES selects the GPUs" sh -c "'$vl' report '$tmp/vis' --format json | grep -q 'Fake GPU 1' && ! '$vl' report '$tmp/vis' --format json | grep -q 'Fake GPU 0'"
 FAKE_NVML_GPUS=2 CUDA_VISIBLE_DEVICES=0,0 "$vl" run --out "$tmp/vis00" --quiet -- true
 check "a GPU named twice in CUDA_VISIBLE_DEVICES is one GPU" sh -c "[ \$(grep -o '\"index\":' '$tmp/vis00/record.jsonl' | head -50 | wc -l) -ge 1 ] && [ \$(head -1 '$tmp/vis00/record.jsonl' | grep -o '\"uuid\"' | wc -l) = 1 ]"
+FAKE_NVML_GPUS=2 CUDA_VISIBLE_DEVICES="$(printf '0,%.0s' $(seq 600))1" "$vl" run --out "$tmp/vislong" --quiet -- true
+check "CUDA_VISIBLE_DEVICES is read whole, past 1023 bytes" sh -c "[ \$(head -1 '$tmp/vislong/record.jsonl' | grep -o '\"uuid\"' | wc -l) = 2 ]"
 FAKE_NVML_GPUS=2 CUDA_VISIBLE_DEVICES=1,x,0 "$vl" run --out "$tmp/visx" --quiet -- true
 check "the first entry naming no GPU ends CUDA_VISIBLE_DEVICES" sh -c "[ \$(head -1 '$tmp/visx/record.jsonl' | grep -o '\"uuid\"' | wc -l) = 1 ]"
 
@@ -107,6 +115,11 @@ check "--no-wait-descendants: stops at the job's exit, with its status" [ "$rc.$
 check "--no-wait-descendants: the record says what it left" sh -c "grep -q '\"pids\":\[$left\],\"waited\":false}' '$tmp/nowait/record.jsonl' && grep -q '\"type\":\"exit\",.*\"descendants_left\":1,' '$tmp/nowait/record.jsonl'"
 check "--no-wait-descendants: and stderr" grep -q "left 1 process running (PID $left), not recorded further" "$tmp/err"
 check "--no-wait-descendants: no wait said" sh -c "! grep -q 'waiting for' '$tmp/err'"
+check "left: report says it outlived the job's own and was waited for" sh -c "'$vl' report '$tmp/left' | grep -q '^  1 process outlived the job.s own at [0-9.]* s (PID [0-9]*); run waited for it until [0-9.]* s\$'"
+check "left: doctor finds nothing left running" sh -c "'$vl' doctor '$tmp/left' --fail-on descendants-left >/dev/null"
+check "--no-wait-descendants: report says what was left" sh -c "'$vl' report '$tmp/nowait' | grep -q '^  1 was still running when the record closed' && '$vl' report '$tmp/nowait' --format json | grep -q '\"left\": 1'"
+check "--no-wait-descendants: doctor's VL-D016 names its PID" sh -c "'$vl' doctor '$tmp/nowait' | grep -q 'VL-D016 warn \[descendants-left\]' && '$vl' doctor '$tmp/nowait' | grep -q '(PID $left) still ran'"
+check "--no-wait-descendants: doctor --fail-on descendants-left exits 3" sh -c "'$vl' doctor '$tmp/nowait' --fail-on descendants-left >/dev/null; [ \$? = 3 ]"
 [ -n "$left" ] && kill "$left" 2>/dev/null
 # what the job left starts more and exits: those are found and waited for
 # too (two descendants events); what ends within 100 ms of the job is

@@ -1,6 +1,8 @@
 /* libFuzzer harness: the run record reader, its summary, the probe's layer
- * (analysis, ladder, comparison with an estimate) and doctor. */
+ * (analysis, ladder, comparison with an estimate), doctor, and the text
+ * report and doctor's words on what it reads. */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 #include "vramledger/model.h"
 #include "vramledger/probe.h"
 #include "vramledger/record.h"
+#include "vramledger/render.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -31,6 +34,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int nd = vl_doctor(&r, &s, fw, d);
     if (nd < 0 || nd > VL_MAX_DIAGS) abort();
     if (fw->has_ladder && fw->gap_fragmented > fw->gap_cached) abort();
+    static FILE *sink;
+    if (!sink) sink = fopen("/dev/null", "w");
+    if (sink) {
+      struct vl_report_view v = {&r, &s, f, n, "fuzz", fw, NULL};
+      (void)vl_render_report(sink, VL_REP_TEXT, &v);
+      (void)vl_render_doctor(sink, false, "fuzz", d, nd);
+    }
   }
   free(fw);
   free(b);

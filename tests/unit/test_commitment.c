@@ -1,4 +1,6 @@
 /* lib/decide/commitment.c: reading a commitment, a job's settings, drift. */
+#include <jansson.h>
+
 #include "testutil.h"
 #include "vramledger/catalog.h"
 #include "vramledger/commitment.h"
@@ -115,6 +117,51 @@ static void never_a_pass_by_accident(void **state) {
   const char *z = "{\"batch\": 4, \"seq\": 128, \"zero\": 7}";
   assert_int_equal(vl_job_from_settings(z, strlen(z), &j, t, sizeof t, &err), VL_EKEY);
   assert_non_null(strstr(err.msg, "zero"));
+}
+
+/* lora_targets that do not fit are refused, never cut (a cut name is
+ * another module) nor dropped (fewer targets, a smaller bill) */
+static void settings_targets_whole(void **state) {
+  (void)state;
+  struct vl_job j;
+  struct vl_err err = {""};
+  char t[16], s[256];
+  snprintf(s, sizeof s, "{\"batch\": 1, \"seq\": 8, \"lora_targets\": \"q_proj,v_proj\"}");
+  assert_int_equal(vl_job_from_settings(s, strlen(s), &j, t, sizeof t, &err), VL_OK);
+  assert_int_equal(j.n_lora_targets, 2); /* 13 bytes and its NUL fit 16; 16 do not */
+  snprintf(s, sizeof s, "{\"batch\": 1, \"seq\": 8, \"lora_targets\": \"q_proj,v_proj,up\"}");
+  assert_int_equal(vl_job_from_settings(s, strlen(s), &j, t, sizeof t, &err), VL_EKEY);
+  assert_non_null(strstr(err.msg, "longer than 15 bytes"));
+  char big[512];
+  size_t k = (size_t)snprintf(s, sizeof s, "{\"batch\": 1, \"seq\": 8, \"lora_targets\": \"");
+  for (int i = 0; i <= VL_MAX_LORA_TARGETS; i++)
+    k += (size_t)snprintf(s + k, sizeof s - k, "%sm%d", i ? "," : "", i);
+  snprintf(s + k, sizeof s - k, "\"}");
+  assert_int_equal(vl_job_from_settings(s, strlen(s), &j, big, sizeof big, &err), VL_EKEY);
+  assert_non_null(strstr(err.msg, "at most 16 module names"));
+}
+
+/* check --format json lists every "auto" setting, however long the list */
+static void check_json_not_checked_whole(void **state) {
+  (void)state;
+  char autos[2048] = "";
+  size_t k = 0;
+  for (int i = 0; i < 100; i++)
+    k += (size_t)snprintf(autos + k, sizeof autos - k, "%ssetting_%03d", i ? ", " : "", i);
+  struct vl_check_view v = {"c.json", NULL, NULL, 0, autos};
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_int_equal(vl_render_check(f, VL_FMT_JSON, &v), 0);
+  fclose(f);
+  json_error_t je;
+  json_t *o = json_loads(buf, 0, &je);
+  free(buf);
+  json_t *nc = json_object_get(o, "not_checked");
+  assert_int_equal(json_array_size(nc), 100);
+  assert_string_equal(json_string_value(json_array_get(nc, 0)), "setting_000");
+  assert_string_equal(json_string_value(json_array_get(nc, 99)), "setting_099");
+  json_decref(o);
 }
 
 /* A DeepSpeed configuration as the settings it controls. */
@@ -553,6 +600,8 @@ int main(void) {
                                      cmocka_unit_test(every_setting_compared),
                                      cmocka_unit_test(run_hardware),
                                      cmocka_unit_test(fallback_fits_the_job),
-                                     cmocka_unit_test(old_and_new_commitments)};
+                                     cmocka_unit_test(old_and_new_commitments),
+                                     cmocka_unit_test(settings_targets_whole),
+                                     cmocka_unit_test(check_json_not_checked_whole)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -73,6 +73,41 @@ static void bad_files(void **state) {
   vl_measured_release(&x);
 }
 
+/* a run whose lora_targets the estimate cannot take whole is not
+ * comparable: its names are never cut nor dropped */
+static void lora_targets_whole(void **state) {
+  (void)state;
+  struct vl_measured x;
+  struct vl_err err = {""};
+  char text[1024], names[400];
+  const char *fmt = "{\"runs\": [{\"name\": \"a\", \"model\": \"gpt2\", \"task\": \"train\", "
+                    "\"precision\": \"fp32\", \"attention\": \"sdpa\", \"optimizer\": "
+                    "\"adamw\", \"optimizer_impl\": \"foreach\", \"checkpointing\": \"none\", "
+                    "\"batch\": 1, \"seq\": 8, \"lora\": 8, \"lora_targets\": \"%s\", "
+                    "\"measured\": {\"peak_allocated\": 5}}]}";
+  const char *cases[] = {"q_proj,v_proj", NULL, NULL};
+  char many[200] = "";
+  size_t k = 0;
+  for (int i = 0; i <= VL_MAX_LORA_TARGETS; i++)
+    k += (size_t)snprintf(many + k, sizeof many - k, "%sm%d", i ? "," : "", i);
+  memset(names, 'x', 200);
+  names[200] = '\0';
+  cases[1] = names, cases[2] = many;
+  for (int c = 0; c < 3; c++) {
+    snprintf(text, sizeof text, fmt, cases[c]);
+    assert_int_equal(vl_measured_parse(text, strlen(text), &x, &err), VL_OK);
+    if (c == 0) {
+      assert_true(x.runs[0].ok);
+      assert_int_equal(x.runs[0].job.n_lora_targets, 2);
+      assert_string_equal(x.runs[0].job.lora_targets[1], "v_proj");
+    } else {
+      assert_false(x.runs[0].ok);
+      assert_non_null(strstr(x.runs[0].error, "lora_targets"));
+    }
+    vl_measured_release(&x);
+  }
+}
+
 static void summary_statistics(void **state) {
   (void)state;
   struct vl_measured_run runs[4];
@@ -106,6 +141,7 @@ int main(void) {
       cmocka_unit_test(runs_become_jobs),
       cmocka_unit_test(bad_files),
       cmocka_unit_test(summary_statistics),
+      cmocka_unit_test(lora_targets_whole),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -272,6 +272,10 @@ static void compare_streamed(const char *text, size_t len) {
     assert_int_equal(r.n_marks, m.n_marks);
     assert_int_equal(r.n_steps, m.n_steps);
     assert_int_equal(r.n_phases, m.n_phases);
+    assert_int_equal(r.desc_events, m.desc_events);
+    assert_int_equal(r.desc_procs, m.desc_procs);
+    assert_int_equal(r.desc_left, m.desc_left);
+    assert_memory_equal(r.desc_pids, m.desc_pids, sizeof m.desc_pids);
     if (m.n_samples) assert_memory_equal(r.samples, m.samples, m.n_samples * sizeof *m.samples);
     vl_record_release(&r);
   }
@@ -279,13 +283,61 @@ static void compare_streamed(const char *text, size_t len) {
   close(fd);
 }
 
+/* descendants lines and the exit's descendants_left (docs/record.md);
+ * a record without them reads as before */
+static void descendants(void **state) {
+  (void)state;
+  struct vl_record r;
+  struct vl_err err = {""};
+  assert_int_equal(parse_file("tests/data/records/descendants-waited.jsonl", &r, &err), VL_OK);
+  assert_int_equal(r.desc_events, 2); /* the job's workers, then one they started */
+  assert_int_equal(r.desc_procs, 3 + 1);
+  assert_int_equal(r.desc_t_ns - r.start_ns, 4100000000ull); /* the first line's */
+  assert_true(r.desc_waited);
+  assert_int_equal(r.n_desc_pids, 4);
+  assert_int_equal(r.desc_pids[0], 201);
+  assert_int_equal(r.desc_pids[3], 210);
+  assert_int_equal(r.desc_left, 0);
+  assert_int_equal(r.n_samples, 15); /* the samples after the job's exit count */
+  vl_record_release(&r);
+  assert_int_equal(parse_file("tests/data/records/descendants-left.jsonl", &r, &err), VL_OK);
+  assert_int_equal(r.desc_events, 1);
+  assert_false(r.desc_waited);
+  assert_int_equal(r.desc_left, 3);
+  vl_record_release(&r);
+  assert_int_equal(parse_file("tests/data/records/sample.jsonl", &r, &err), VL_OK);
+  assert_int_equal(r.desc_events, 0);
+  assert_int_equal(r.desc_left, 0);
+  assert_int_equal(r.n_desc_pids, 0);
+  vl_record_release(&r);
+  /* more PIDs than kept: the first VL_REC_MAX_DESC_PIDS; odd values skipped */
+  char text[2048];
+  size_t k = (size_t)snprintf(text, sizeof text,
+                              "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0}\n"
+                              "{\"type\":\"descendants\",\"t_ns\":5,\"procs\":40,\"pids\":"
+                              "[-1,\"x\",0");
+  for (int i = 0; i < 40; i++)
+    k += (size_t)snprintf(text + k, sizeof text - k, ",%d", 1000 + i);
+  snprintf(text + k, sizeof text - k, "],\"waited\":true}\n");
+  assert_int_equal(vl_record_parse(text, strlen(text), &r, &err), VL_OK);
+  assert_int_equal(r.desc_procs, 40);
+  assert_int_equal(r.n_desc_pids, VL_REC_MAX_DESC_PIDS);
+  assert_int_equal(r.desc_pids[0], 1000);
+  vl_record_release(&r);
+}
+
 static void streamed_pieces(void **state) {
   (void)state;
-  static const char *const files[] = {
-      "tests/data/records/sample.jsonl",          "tests/data/records/truncated.jsonl",
-      "tests/data/records/garbage.jsonl",         "tests/data/records/nometa.jsonl",
-      "tests/data/records/schema2.jsonl",         "tests/data/records/h200-spike.jsonl",
-      "tests/data/records/probe-synthetic.jsonl", "tests/data/records/h200-gpt2-probe.jsonl"};
+  static const char *const files[] = {"tests/data/records/sample.jsonl",
+                                      "tests/data/records/truncated.jsonl",
+                                      "tests/data/records/garbage.jsonl",
+                                      "tests/data/records/nometa.jsonl",
+                                      "tests/data/records/schema2.jsonl",
+                                      "tests/data/records/h200-spike.jsonl",
+                                      "tests/data/records/probe-synthetic.jsonl",
+                                      "tests/data/records/h200-gpt2-probe.jsonl",
+                                      "tests/data/records/descendants-waited.jsonl",
+                                      "tests/data/records/descendants-left.jsonl"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     size_t len = 0;
     char *text = tu_read(files[i], &len);
@@ -335,6 +387,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sample_record),   cmocka_unit_test(damaged_records),
       cmocka_unit_test(short_writes),    cmocka_unit_test(large_record),
-      cmocka_unit_test(streamed_pieces), cmocka_unit_test(overlong_line)};
+      cmocka_unit_test(streamed_pieces), cmocka_unit_test(overlong_line),
+      cmocka_unit_test(descendants)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
