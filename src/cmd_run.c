@@ -518,12 +518,14 @@ static struct vl_counters *map_counters(const char *path, bool *refused) {
   struct vl_counters *ctr = NULL;
   int cfd = create_private(path, O_RDWR);
   *refused = cfd < 0 && errno == EEXIST;
-  if (cfd >= 0 && ftruncate(cfd, sizeof *ctr) == 0) {
-    void *p = mmap(NULL, sizeof *ctr, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
+  /* sparse: a slot's ring takes room only once its process allocates */
+  if (cfd >= 0 && ftruncate(cfd, VL_COUNTERS_FILE_BYTES) == 0) {
+    void *p = mmap(NULL, VL_COUNTERS_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
     if (p != MAP_FAILED) {
       ctr = p;
       ctr->version = VL_COUNTERS_VERSION;
       ctr->slots = VL_COUNTERS_SLOTS;
+      ctr->ring_ms = VL_COUNTERS_RING_MS;
       __atomic_store_n(&ctr->magic, VL_COUNTERS_MAGIC, __ATOMIC_RELEASE);
     }
   }
@@ -835,7 +837,7 @@ static int finish(struct run *r, struct vl_sampler *sm) {
               "where, when there was room for one); the job's exit status follows",
               r->rec_path, strerror(r->out.err), (unsigned long long)r->out.lost_bytes);
   vl_nvml_close(r->nv);
-  if (r->ctr) munmap(r->ctr, sizeof *r->ctr);
+  if (r->ctr) munmap(r->ctr, VL_COUNTERS_FILE_BYTES);
   if (r->o.quiet) return code;
   double G = (double)(1ull << 30);
   fprintf(stderr, "vramledger: record: %s\n", r->rec_path);

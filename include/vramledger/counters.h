@@ -11,13 +11,24 @@
  * the interposer could not count is said in `lost` (flags) and its two
  * counts, what it could not write into the record in record_lost_bytes;
  * `run` puts them into the record. Header-only; the interposer
- * links nothing but libc. */
+ * links nothing but libc.
+ *
+ * From version 4 the file goes on, at VL_COUNTERS_RINGS_AT, with a ring
+ * of millisecond buckets per slot (struct vl_msbucket, lib/measure/
+ * msbuckets.h): what the slot's live bytes were at the end of each
+ * millisecond and the most they were within it, for the last
+ * VL_COUNTERS_RING_MS milliseconds, so a sampler that wakes every few
+ * milliseconds still writes a sample for each one (docs/record.md). A
+ * version 3 file (ring_ms 0) has no rings: its size is
+ * sizeof(struct vl_counters), and the interposer maps no more than that. */
 #ifndef VRAMLEDGER_COUNTERS_H
 #define VRAMLEDGER_COUNTERS_H
 #include <stdint.h>
 
 #define VL_COUNTERS_MAGIC 0x564c4354u /* "VLCT" */
-#define VL_COUNTERS_VERSION 3u        /* 2: lost, no_slot, uncounted; 3: record_lost_bytes */
+/* 2: lost, no_slot, uncounted; 3: record_lost_bytes; 4: ring_ms and the rings */
+#define VL_COUNTERS_VERSION 4u
+#define VL_COUNTERS_VERSION_NO_RINGS 3u /* the oldest version the interposer still counts into */
 #define VL_COUNTERS_SLOTS 256u
 
 struct vl_counters_slot {
@@ -37,13 +48,37 @@ struct vl_counters {
   uint32_t magic;
   uint32_t version;
   uint32_t slots;
-  uint32_t lost;    /* VL_COUNTERS_LOST_* (atomically) */
-  uint32_t no_slot; /* processes whose bytes are in no slot (atomically) */
-  uint32_t pad;
-  uint64_t uncounted;         /* allocations no table could hold (atomically) */
+  uint32_t lost;      /* VL_COUNTERS_LOST_* (atomically) */
+  uint32_t no_slot;   /* processes whose bytes are in no slot (atomically) */
+  uint32_t ring_ms;   /* buckets in each slot's ring: VL_COUNTERS_RING_MS; 0 (version 3): none */
+  uint64_t uncounted; /* allocations no table could hold (atomically) */
   uint64_t record_lost_bytes; /* the interposers' lines that did not go into the
                                * record whole (a full disk, ulimit -f) (atomically) */
   struct vl_counters_slot slot[VL_COUNTERS_SLOTS];
 };
+
+/* One millisecond of a slot's live bytes. end and hi each hold the low
+ * VL_MSB_TAG_BITS bits of the millisecond they are for above the bytes,
+ * so a word is never mistaken for another millisecond's; t_ms, the whole
+ * millisecond (CLOCK_MONOTONIC / 1e6), is written last. */
+struct vl_msbucket {
+  uint64_t t_ms;
+  uint64_t end; /* tag | the live bytes when the millisecond ended */
+  uint64_t hi;  /* tag | the most they were within it */
+};
+
+/* 1024 buckets: a sampler may be a second late (a busy machine) before a
+ * millisecond is overwritten; 24 KiB a slot, touched only by a process
+ * that allocates (the file is sparse). */
+#define VL_COUNTERS_RING_MS 1024u
+#define VL_COUNTERS_RINGS_AT ((sizeof(struct vl_counters) + 4095) / 4096 * 4096)
+#define VL_COUNTERS_FILE_BYTES                                                                     \
+  (VL_COUNTERS_RINGS_AT +                                                                          \
+   (size_t)VL_COUNTERS_SLOTS * VL_COUNTERS_RING_MS * sizeof(struct vl_msbucket))
+
+/* Slot i's ring in a mapping of VL_COUNTERS_FILE_BYTES (version 4). */
+static inline struct vl_msbucket *vl_counters_ring(struct vl_counters *c, unsigned i) {
+  return (struct vl_msbucket *)((char *)c + VL_COUNTERS_RINGS_AT) + (size_t)i * VL_COUNTERS_RING_MS;
+}
 
 #endif

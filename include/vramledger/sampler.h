@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "vramledger/counters.h"
 #include "vramledger/status.h"
 
 struct vl_counters;
@@ -126,6 +127,14 @@ struct vl_sampler {
   unsigned ctr_end;                      /* vl_counters_scan's end */
   uint64_t loop_cpu0, loop_t0, loop_end; /* ns */
   struct vl_sampler_nvml nvv;
+  /* the samples made from the interposer's millisecond rings (interval_ms
+   * under VL_SAMPLER_BATCH_BELOW_MS): the next millisecond to read, the
+   * next sample's (the end of its millisecond), the most since the last
+   * sample, and per slot the pid and live bytes at ms_done */
+  uint64_t ms_done, ms_next, ms_hi;
+  uint32_t ms_pid[VL_COUNTERS_SLOTS];
+  uint64_t ms_live[VL_COUNTERS_SLOTS];
+  bool ms_lost_said; /* the note that a ring was overrun went out */
   /* the job's process tree, as read from /proc */
   struct vl_sampler_pid tree[VL_SAMPLER_TREE_CACHE];
   unsigned tree_n;
@@ -147,6 +156,15 @@ uint64_t vl_counters_read(struct vl_counters *c, uint64_t *peak, bool reap, uint
  * read instead of VL_COUNTERS_SLOTS. */
 uint64_t vl_counters_scan(struct vl_counters *c, unsigned *end, uint64_t *peak, bool reap,
                           uint64_t *ops);
+
+/* Below this interval, with the interposer's rings (counters version 4),
+ * the sampler wakes every VL_SAMPLER_WAKE_MS and writes the samples of the
+ * milliseconds that passed from the rings: a timer wake-up alone costs
+ * 10.4-11.0 us on the H200 host (bench/speed/tick_floor.c), 1.1 % of a core
+ * at 1 kHz, over the whole 1 % budget; at 100 wake-ups a second it is
+ * 0.11 %, and the samples come out the same (docs/record.md). */
+#define VL_SAMPLER_BATCH_BELOW_MS 10u
+#define VL_SAMPLER_WAKE_MS 10u
 
 /*! Sample every interval_ms until the job exits (one last sample then),
  * and reap it (s->status): the counters every tick, NVML when a reading is
