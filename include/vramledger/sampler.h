@@ -124,6 +124,7 @@ struct vl_sampler {
   uint64_t slot_peak, peak_tree, peak_t, peak_alloc, ctx_at_peak; /* bytes; peak_t ns */
   unsigned peak_procs;
   uint64_t n_samples;
+  uint64_t n_wakes; /* the loop's iterations: a sample each, or a batch */
   unsigned ctr_end;                      /* vl_counters_scan's end */
   uint64_t loop_cpu0, loop_t0, loop_end; /* ns */
   struct vl_sampler_nvml nvv;

@@ -5,9 +5,11 @@
  * no lock, no system call.
  *
  * Any number of threads may note into one ring at once. The most within a
- * millisecond is raised with a compare-and-swap of a word that carries
- * the millisecond's tag, so the first note of a new millisecond replaces
- * an old millisecond's value and no note is lost. The end value is
+ * millisecond is raised, to the value each caller's own atomic change
+ * returned (a later reading could be after another thread's free), with a
+ * compare-and-swap of a word that carries the millisecond's tag, so the
+ * first note of a new millisecond replaces an old millisecond's value and
+ * no note is lost. The end value is
  * stored, then the live counter read again and stored again until it
  * stands: the last store is of the value the counter held after the last
  * change. t_ms goes last, with release: a reader that finds t_ms equal to
@@ -32,19 +34,20 @@ static inline int vl__msb_tagged(uint64_t word, uint64_t ms) {
 }
 
 /* After a change of *live (the slot's live bytes, updated atomically by the
- * caller) at millisecond ms: note it in ring[ms % n]. A note for a
+ * caller, to v as its atomic operation returned) at millisecond ms: note
+ * it in ring[ms % n]. A note for a
  * millisecond the bucket has already left behind (the thread stopped for
  * n ms between its clock reading and here) is dropped. */
-static inline void vl__msb_note(struct vl_msbucket *ring, unsigned n, uint64_t ms,
+static inline void vl__msb_note(struct vl_msbucket *ring, unsigned n, uint64_t ms, uint64_t v,
                                 const uint64_t *live) {
   struct vl_msbucket *b = &ring[ms % n];
   if (__atomic_load_n(&b->t_ms, __ATOMIC_ACQUIRE) > ms) return;
-  uint64_t v = __atomic_load_n(live, __ATOMIC_SEQ_CST);
   uint64_t h = __atomic_load_n(&b->hi, __ATOMIC_RELAXED);
   while (!(vl__msb_tagged(h, ms) && vl__msb_bytes(h) >= v))
     if (__atomic_compare_exchange_n(&b->hi, &h, vl__msb_word(ms, v), 1, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED))
       break;
+  v = __atomic_load_n(live, __ATOMIC_SEQ_CST);
   for (;;) {
     __atomic_store_n(&b->end, vl__msb_word(ms, v), __ATOMIC_SEQ_CST);
     uint64_t again = __atomic_load_n(live, __ATOMIC_SEQ_CST);

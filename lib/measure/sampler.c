@@ -197,6 +197,7 @@ uint64_t vl_counters_scan(struct vl_counters *c, unsigned *end, uint64_t *peak, 
     __atomic_store_n(&s->peak, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->allocs, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->frees, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->rings, 0, __ATOMIC_RELAXED);
     __atomic_compare_exchange_n(&s->pid, &pid, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
   }
   return live;
@@ -392,19 +393,23 @@ static void put_sample_line(struct vl_sampler *s, struct sample_fmt *f, uint64_t
 
 static bool ms_batched(const struct vl_sampler *s) {
   return s->ctr && !s->blind && s->interval_ms < VL_SAMPLER_BATCH_BELOW_MS &&
-         s->ctr->version >= 4 && s->ctr->ring_ms == VL_COUNTERS_RING_MS;
+         s->ctr->ring_ms == VL_COUNTERS_RING_MS;
 }
 
-/* The note, once a run, that a ring was overwritten before it was read. */
-static void ms_say_lost(struct vl_sampler *s, uint32_t pid, uint64_t ms) {
+/* The note, once a run, that a process's milliseconds could not be read:
+ * its ring was overwritten first (late), or it has none (an older
+ * interposer). */
+static void ms_say_lost(struct vl_sampler *s, uint32_t pid, uint64_t ms, bool late) {
   if (s->ms_lost_said) return;
   s->ms_lost_said = true;
-  char text[320];
+  char text[400];
   snprintf(text, sizeof text,
-           "the interposer's milliseconds of process %u were overwritten before they were read "
-           "(the sampler was over %u ms late): from this time on, a sample of such a "
-           "millisecond holds the process's bytes when the sampler woke",
-           pid, VL_COUNTERS_RING_MS);
+           "the interposer's milliseconds of process %u %s: from this time on, a sample of "
+           "such a process's bytes is what it held when the sampler woke (every %u ms)",
+           pid,
+           late ? "were overwritten before they were read (the sampler was over 1024 ms late)"
+                : "are not kept (an older vramledger-preload)",
+           VL_SAMPLER_WAKE_MS);
   json_t *e = json_object();
   json_object_set_new(e, "type", json_string("note"));
   json_object_set_new(e, "t_ns", json_integer((json_int_t)(ms * 1000000ull)));
@@ -418,9 +423,10 @@ static void ms_say_lost(struct vl_sampler *s, uint32_t pid, uint64_t ms) {
   free(json);
 }
 
-/* Slot i's live bytes when millisecond ms began, for a process first seen
- * at ms: the latest millisecond its ring holds before ms; none in the
- * ring (no change for VL_COUNTERS_RING_MS): its bytes now. */
+/* Slot i's live bytes when millisecond ms began, for a process that
+ * allocated before the sampler started: the latest millisecond its ring
+ * holds before ms; none in the ring (no change for VL_COUNTERS_RING_MS):
+ * its bytes now. */
 static uint64_t ms_first_live(struct vl_counters *c, unsigned i, uint64_t ms) {
   const struct vl_msbucket *ring = vl_counters_ring(c, i);
   for (uint64_t k = 1; k < VL_COUNTERS_RING_MS && k <= ms; k++) {
@@ -442,18 +448,22 @@ static uint64_t ms_value(struct vl_sampler *s, uint64_t ms, uint64_t *hi) {
     s->ctr_end++; /* a process that took a slot since the last scan */
   for (unsigned i = 0; i < s->ctr_end; i++) {
     uint32_t pid = __atomic_load_n(&c->slot[i].pid, __ATOMIC_ACQUIRE);
-    if (pid != s->ms_pid[i]) { /* a process not seen before */
+    if (pid != s->ms_pid[i]) { /* a new process: it held nothing before it took the slot */
       s->ms_pid[i] = pid;
-      s->ms_live[i] = pid ? ms_first_live(c, i, ms) : 0;
+      s->ms_live[i] = 0;
     }
     if (!pid) continue;
     uint64_t prev = s->ms_live[i], end = prev, h = prev;
-    switch (vl__msb_read(vl_counters_ring(c, i), VL_COUNTERS_RING_MS, ms, &end, &h)) {
+    enum vl_msb_read r = VL_MSB_LOST;
+    if (__atomic_load_n(&c->slot[i].rings, __ATOMIC_ACQUIRE))
+      r = vl__msb_read(vl_counters_ring(c, i), VL_COUNTERS_RING_MS, ms, &end, &h);
+    switch (r) {
     case VL_MSB_SET: break;
     case VL_MSB_NONE: end = h = prev; break;
     case VL_MSB_LOST:
       end = h = __atomic_load_n(&c->slot[i].live, __ATOMIC_RELAXED);
-      ms_say_lost(s, pid, ms);
+      if (end || __atomic_load_n(&c->slot[i].allocs, __ATOMIC_RELAXED))
+        ms_say_lost(s, pid, ms, __atomic_load_n(&c->slot[i].rings, __ATOMIC_RELAXED));
       break;
     }
     s->ms_live[i] = end;
@@ -462,6 +472,20 @@ static uint64_t ms_value(struct vl_sampler *s, uint64_t ms, uint64_t *hi) {
   }
   *hi = sum_hi;
   return sum;
+}
+
+/* The processes that allocated before the loop began, and their bytes
+ * when its first millisecond began. */
+static void ms_start(struct vl_sampler *s) {
+  struct vl_counters *c = s->ctr;
+  for (unsigned i = 0; i < VL_COUNTERS_SLOTS; i++) {
+    uint32_t pid = __atomic_load_n(&c->slot[i].pid, __ATOMIC_ACQUIRE);
+    if (!pid) break; /* none taken after it (vramledger/counters.h) */
+    s->ms_pid[i] = pid;
+    s->ms_live[i] = __atomic_load_n(&c->slot[i].rings, __ATOMIC_ACQUIRE)
+                        ? ms_first_live(c, i, s->ms_done)
+                        : __atomic_load_n(&c->slot[i].live, __ATOMIC_RELAXED);
+  }
 }
 
 /* The samples of the milliseconds that ended before now_ms, one each
@@ -552,8 +576,10 @@ void vl_sampler_run(struct vl_sampler *s) {
   const unsigned wake_ms = batch ? VL_SAMPLER_WAKE_MS : s->interval_ms;
   s->ms_done = s->loop_t0 / 1000000ull;
   s->ms_next = s->ms_done + s->interval_ms;
+  if (batch) ms_start(s);
   for (bool first = true; !done; first = false) {
     uint64_t t = vl_monotonic_ns();
+    s->n_wakes++;
     /* waitpid when SIGCHLD said so, and every 100 ms in case it was lost */
     if (*s->child_exited || t - last_wait >= NVML_MAX_AGE_NS) {
       *s->child_exited = 0;
@@ -624,6 +650,7 @@ vl_status vl_sampler_put_exit(const struct vl_sampler *s, int code, struct vl_er
   json_object_set_new(ex, "sampling_cpu_ns", json_integer((json_int_t)(cpu - s->loop_cpu0)));
   json_object_set_new(ex, "sampling_wall_ns", json_integer((json_int_t)(s->loop_end - s->loop_t0)));
   json_object_set_new(ex, "samples", json_integer((json_int_t)s->n_samples));
+  json_object_set_new(ex, "sampling_wakes", json_integer((json_int_t)s->n_wakes));
   json_object_set_new(ex, "nvml_reads", json_integer((json_int_t)s->nvv.reads));
   json_object_set_new(ex, "nvml_cpu_ns", json_integer((json_int_t)s->nvv.cpu_ns));
   char *json = json_dumps(ex, JSON_COMPACT | JSON_PRESERVE_ORDER);

@@ -153,7 +153,10 @@ static int churn(unsigned long long pairs) {
 
 /* ---- with a counters file ------------------------------------------------ */
 
-/* A fresh counters file at path, as `vramledger run` makes it. */
+/* A fresh counters file at path, as `vramledger run` made it before the
+ * millisecond rings (ring_ms 0, no room for them): the interposer counts
+ * into it, and maps no more than its size (a page past the end would
+ * kill the job). */
 static struct vl_counters *make_counters(const char *path) {
   int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
   CHECK(fd >= 0);
