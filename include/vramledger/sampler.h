@@ -124,7 +124,7 @@ struct vl_sampler {
   uint64_t slot_peak, peak_tree, peak_t, peak_alloc, ctx_at_peak; /* bytes; peak_t ns */
   unsigned peak_procs;
   uint64_t n_samples;
-  uint64_t n_wakes; /* the loop's iterations: a sample each, or a batch */
+  uint64_t n_wakes;                      /* the loop's iterations: a sample each, or a batch */
   unsigned ctr_end;                      /* vl_counters_scan's end */
   uint64_t loop_cpu0, loop_t0, loop_end; /* ns */
   struct vl_sampler_nvml nvv;
@@ -158,14 +158,18 @@ uint64_t vl_counters_read(struct vl_counters *c, uint64_t *peak, bool reap, uint
 uint64_t vl_counters_scan(struct vl_counters *c, unsigned *end, uint64_t *peak, bool reap,
                           uint64_t *ops);
 
-/* Below this interval, with the interposer's rings (counters version 4),
- * the sampler wakes every VL_SAMPLER_WAKE_MS and writes the samples of the
- * milliseconds that passed from the rings: a timer wake-up alone costs
- * 10.4-11.0 us on the H200 host (bench/speed/tick_floor.c), 1.1 % of a core
- * at 1 kHz, over the whole 1 % budget; at 100 wake-ups a second it is
- * 0.11 %, and the samples come out the same (docs/record.md). */
+/* Below this interval, with the interposer's rings (ring_ms in the
+ * counters), the sampler wakes every VL_SAMPLER_WAKE_MS and writes the
+ * samples of the milliseconds that passed from the rings (docs/record.md):
+ * a timer wake-up alone costs 10.4-11.0 us on the H200 host at 1 kHz
+ * (bench/speed/tick_floor.c, bench/results/sampler-cost/), 1.1 % of a
+ * core, over the whole 1 % budget. On the development machine a wake-up
+ * with its work costs ~100 us at 10 ms apart: 1 kHz batched was 0.86-1.04 %
+ * of a core waking every 10 ms, 0.50-0.56 % every 20 ms
+ * (bench/results/speed/sampler-cost.md); the flush is every 100 ms
+ * regardless, and the rings hold 1024 ms. */
 #define VL_SAMPLER_BATCH_BELOW_MS 10u
-#define VL_SAMPLER_WAKE_MS 10u
+#define VL_SAMPLER_WAKE_MS 20u
 
 /*! Sample every interval_ms until the job exits (one last sample then),
  * and reap it (s->status): the counters every tick, NVML when a reading is
