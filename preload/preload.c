@@ -307,8 +307,8 @@ static bool slot_claimed;
 /* Slot i's ring ours, said in the slot before anything is counted there
  * (the sampler tells an older interposer's slot by it). */
 static void take_ring(unsigned i) {
-  ring = rings ? vl_counters_ring(counters, i) : NULL;
-  __atomic_store_n(&counters->slot[i].rings, rings ? 1u : 0u, __ATOMIC_RELEASE);
+  ring = rings && i < VL_COUNTERS_RING_SLOTS ? vl_counters_ring(counters, i) : NULL;
+  __atomic_store_n(&counters->slot[i].rings, ring ? 1u : 0u, __ATOMIC_RELEASE);
 }
 static bool claim_slot(void) {
   slot_claimed = true;

@@ -38,7 +38,8 @@
 
 struct vl_counters_slot {
   uint32_t pid;   /* 0: free; claimed with an atomic compare-and-swap */
-  uint32_t rings; /* 1: the process notes into its ring, set before its first count */
+  uint32_t rings; /* 1: the process notes into its ring (a slot under
+                   * VL_COUNTERS_RING_SLOTS), set before its first count */
   uint64_t live;  /* bytes allocated through the runtime or driver API, not freed */
   uint64_t peak;
   uint64_t allocs;
@@ -72,16 +73,22 @@ struct vl_msbucket {
   uint64_t hi;  /* tag | the most they were within it */
 };
 
-/* 1024 buckets: a sampler may be a second late (a busy machine) before a
- * millisecond is overwritten; 24 KiB a slot, touched only by a process
- * that allocates (the file is sparse). */
-#define VL_COUNTERS_RING_MS 1024u
+/* 512 buckets: a sampler waking every 20 ms may be half a second late (a
+ * busy machine) before a millisecond is overwritten; 12 KiB a slot. The
+ * first VL_COUNTERS_RING_SLOTS slots have one (a job of more processes
+ * that allocate is rare; the others are read at the sampler's wake-ups):
+ * 768 KiB in all, given disk blocks when the file is made, since a page
+ * of a shared mapping that the disk has no room for kills the process
+ * that writes it (SIGBUS). */
+#define VL_COUNTERS_RING_MS 512u
+#define VL_COUNTERS_RING_SLOTS 64u
 #define VL_COUNTERS_RINGS_AT ((sizeof(struct vl_counters) + 4095) / 4096 * 4096)
 #define VL_COUNTERS_FILE_BYTES                                                                     \
   (VL_COUNTERS_RINGS_AT +                                                                          \
-   (size_t)VL_COUNTERS_SLOTS * VL_COUNTERS_RING_MS * sizeof(struct vl_msbucket))
+   (size_t)VL_COUNTERS_RING_SLOTS * VL_COUNTERS_RING_MS * sizeof(struct vl_msbucket))
 
-/* Slot i's ring in a mapping of VL_COUNTERS_FILE_BYTES (ring_ms set). */
+/* Slot i's ring (i < VL_COUNTERS_RING_SLOTS) in a mapping of
+ * VL_COUNTERS_FILE_BYTES (ring_ms set). */
 static inline struct vl_msbucket *vl_counters_ring(struct vl_counters *c, unsigned i) {
   return (struct vl_msbucket *)((char *)c + VL_COUNTERS_RINGS_AT) + (size_t)i * VL_COUNTERS_RING_MS;
 }

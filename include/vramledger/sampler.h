@@ -167,7 +167,7 @@ uint64_t vl_counters_scan(struct vl_counters *c, unsigned *end, uint64_t *peak, 
  * with its work costs ~100 us at 10 ms apart: 1 kHz batched was 0.86-1.04 %
  * of a core waking every 10 ms, 0.50-0.56 % every 20 ms
  * (bench/results/speed/sampler-cost.md); the flush is every 100 ms
- * regardless, and the rings hold 1024 ms. */
+ * regardless, and the rings hold 512 ms. */
 #define VL_SAMPLER_BATCH_BELOW_MS 10u
 #define VL_SAMPLER_WAKE_MS 20u
 

@@ -402,14 +402,19 @@ static bool ms_batched(const struct vl_sampler *s) {
 static void ms_say_lost(struct vl_sampler *s, uint32_t pid, uint64_t ms, bool late) {
   if (s->ms_lost_said) return;
   s->ms_lost_said = true;
-  char text[400];
+  char why[160], text[400];
+  if (late)
+    snprintf(why, sizeof why,
+             "were overwritten before they were read (the sampler was over %u ms late)",
+             VL_COUNTERS_RING_MS);
+  else
+    snprintf(why, sizeof why,
+             "are not kept (an older vramledger-preload, or a process past the first %u slots)",
+             VL_COUNTERS_RING_SLOTS);
   snprintf(text, sizeof text,
            "the interposer's milliseconds of process %u %s: from this time on, a sample of "
            "such a process's bytes is what it held when the sampler woke (every %u ms)",
-           pid,
-           late ? "were overwritten before they were read (the sampler was over 1024 ms late)"
-                : "are not kept (an older vramledger-preload)",
-           VL_SAMPLER_WAKE_MS);
+           pid, why, VL_SAMPLER_WAKE_MS);
   json_t *e = json_object();
   json_object_set_new(e, "type", json_string("note"));
   json_object_set_new(e, "t_ns", json_integer((json_int_t)(ms * 1000000ull)));
@@ -455,7 +460,7 @@ static uint64_t ms_value(struct vl_sampler *s, uint64_t ms, uint64_t *hi) {
     if (!pid) continue;
     uint64_t prev = s->ms_live[i], end = prev, h = prev;
     enum vl_msb_read r = VL_MSB_LOST;
-    if (__atomic_load_n(&c->slot[i].rings, __ATOMIC_ACQUIRE))
+    if (i < VL_COUNTERS_RING_SLOTS && __atomic_load_n(&c->slot[i].rings, __ATOMIC_ACQUIRE))
       r = vl__msb_read(vl_counters_ring(c, i), VL_COUNTERS_RING_MS, ms, &end, &h);
     switch (r) {
     case VL_MSB_SET: break;
@@ -463,7 +468,9 @@ static uint64_t ms_value(struct vl_sampler *s, uint64_t ms, uint64_t *hi) {
     case VL_MSB_LOST:
       end = h = __atomic_load_n(&c->slot[i].live, __ATOMIC_RELAXED);
       if (end || __atomic_load_n(&c->slot[i].allocs, __ATOMIC_RELAXED))
-        ms_say_lost(s, pid, ms, __atomic_load_n(&c->slot[i].rings, __ATOMIC_RELAXED));
+        ms_say_lost(s, pid, ms,
+                    i < VL_COUNTERS_RING_SLOTS &&
+                        __atomic_load_n(&c->slot[i].rings, __ATOMIC_RELAXED));
       break;
     }
     s->ms_live[i] = end;
@@ -482,9 +489,10 @@ static void ms_start(struct vl_sampler *s) {
     uint32_t pid = __atomic_load_n(&c->slot[i].pid, __ATOMIC_ACQUIRE);
     if (!pid) break; /* none taken after it (vramledger/counters.h) */
     s->ms_pid[i] = pid;
-    s->ms_live[i] = __atomic_load_n(&c->slot[i].rings, __ATOMIC_ACQUIRE)
-                        ? ms_first_live(c, i, s->ms_done)
-                        : __atomic_load_n(&c->slot[i].live, __ATOMIC_RELAXED);
+    s->ms_live[i] =
+        i < VL_COUNTERS_RING_SLOTS && __atomic_load_n(&c->slot[i].rings, __ATOMIC_ACQUIRE)
+            ? ms_first_live(c, i, s->ms_done)
+            : __atomic_load_n(&c->slot[i].live, __ATOMIC_RELAXED);
   }
 }
 

@@ -105,7 +105,7 @@ PY
 for w in block blip count wakes grid; do
   check "1 ms: $w" python3 "$tmp/ms1.py" "$tmp/ms1/record.jsonl" $w
 done
-# a sampler stopped for longer than the rings hold (1,024 ms) while the
+# a sampler stopped for longer than the rings hold (512 ms) while the
 # job allocates every 0.1 ms: the samples go on from the bytes at its
 # wake-ups, and a note says so once
 "$vl" run --out "$tmp/late" --interval-ms 1 --quiet -- "$prog" churn 2.5 &
