@@ -14,7 +14,8 @@
  * links nothing but libc.
  *
  * The file may go on, at VL_COUNTERS_RINGS_AT, with a ring of millisecond
- * buckets per slot (struct vl_msbucket, lib/measure/msbuckets.h): what
+ * buckets for each of the first VL_COUNTERS_RING_SLOTS slots (struct
+ * vl_msbucket, lib/measure/msbuckets.h): what
  * the slot's live bytes were at the end of each millisecond and the most
  * they were within it, for the last VL_COUNTERS_RING_MS milliseconds, so
  * a sampler that wakes every few milliseconds still writes a sample for
