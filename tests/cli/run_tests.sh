@@ -118,6 +118,19 @@ wait $vlpid
 check "1 ms, late: the job succeeds" [ $? = 0 ]
 check "1 ms, late: one note" [ "$(grep -c '"type":"note".*overwritten before they were read' "$tmp/late/record.jsonl")" = 1 ]
 check "1 ms, late: a sample a millisecond still" python3 "$tmp/ms1.py" "$tmp/late/record.jsonl" count
+# a process counting as an older interposer does (its slot's rings flag
+# left 0; include/vramledger/counters.h: the slots after a 40-byte head,
+# pid, rings, live, peak, allocs, frees): its bytes at the wake-ups, said
+"$vl" run --out "$tmp/oldpre" --interval-ms 1 --quiet -- python3 -c "
+import mmap, os, struct, time
+f = open(os.environ['VRAMLEDGER_COUNTERS'], 'r+b')
+m = mmap.mmap(f.fileno(), 0)
+m[48:80] = struct.pack('<QQQQ', 1 << 20, 1 << 20, 1, 0)
+m[40:48] = struct.pack('<II', os.getpid(), 0)
+time.sleep(0.2)"
+check "1 ms, older interposer: the job succeeds" [ $? = 0 ]
+check "1 ms, older interposer: one note" [ "$(grep -c '"type":"note".*are not kept (an older' "$tmp/oldpre/record.jsonl")" = 1 ]
+check "1 ms, older interposer: its bytes in the samples" sh -c "[ \$(grep -c '\"type\":\"sample\".*\"cuda_alloc_bytes\":1048576' '$tmp/oldpre/record.jsonl') -ge 100 ]"
 
 # sweep: a grid of runs, a point out of memory, resume, and fit on the table
 : >"$tmp/procs"
