@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/measure/msbuckets.h"
 #include "vramledger/counters.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -57,6 +58,8 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vl_counters *counters;       /* shared with the sampler, or NULL */
 static struct vl_counters_slot *slot;      /* ours */
 static struct vl_counters_slot local_slot; /* when there is no shared file */
+static bool rings;                         /* the counters have a ring a slot (ring_ms) */
+static struct vl_msbucket *ring;           /* our slot's, or NULL */
 static int record_fd = -1;
 static int trace_calls; /* VRAMLEDGER_PRELOAD_TRACE=1: each counted allocation to stderr */
 static _Atomic int started;
@@ -233,6 +236,18 @@ static bool table_room(struct table *gone) {
 
 /* Counters: the slot's fields are updated atomically so the sampler reads
  * consistent values without a lock. */
+
+/* After a change of the slot's live bytes: into the bucket of this
+ * millisecond, for a sampler that wakes less often than it samples
+ * (lib/measure/msbuckets.h). CLOCK_MONOTONIC is the record's clock, read
+ * in the vDSO (no system call). */
+static void note_ms(uint64_t live) {
+  if (!ring) return;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+  vl__msb_note(ring, VL_COUNTERS_RING_MS, ms, live, &slot->live);
+}
 static void start_flusher(void);
 static _Atomic int flusher_started;
 
@@ -289,6 +304,12 @@ static void say_lost(uint32_t bit, const char *text) {
  * every slot taken the process counts in local_slot, and it is said.
  * Under lock. @return false when no slot could be had. */
 static bool slot_claimed;
+/* Slot i's ring ours, said in the slot before anything is counted there
+ * (the sampler tells an older interposer's slot by it). */
+static void take_ring(unsigned i) {
+  ring = rings && i < VL_COUNTERS_RING_SLOTS ? vl_counters_ring(counters, i) : NULL;
+  __atomic_store_n(&counters->slot[i].rings, ring ? 1u : 0u, __ATOMIC_RELEASE);
+}
 static bool claim_slot(void) {
   slot_claimed = true;
   if (!counters) return true;
@@ -301,6 +322,7 @@ static bool claim_slot(void) {
       __atomic_store_n(&s->allocs, 0, __ATOMIC_RELAXED);
       __atomic_store_n(&s->frees, 0, __ATOMIC_RELAXED);
       slot = s;
+      take_ring(i);
       return true;
     }
   for (unsigned i = 0; i < n; i++) {
@@ -308,6 +330,7 @@ static bool claim_slot(void) {
     if (__atomic_compare_exchange_n(&counters->slot[i].pid, &expect, me, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
       slot = &counters->slot[i];
+      take_ring(i);
       return true;
     }
   }
@@ -364,6 +387,7 @@ static void count_alloc(uint64_t key, uint64_t size, void *caller) {
     if (live > __atomic_load_n(&slot->peak, __ATOMIC_RELAXED))
       __atomic_store_n(&slot->peak, live, __ATOMIC_RELAXED);
     __atomic_add_fetch(&slot->allocs, 1, __ATOMIC_RELAXED);
+    note_ms(live);
   }
   struct span piece, rest;
   retire(&gone, &piece, &rest);
@@ -409,9 +433,10 @@ static void count_free(uint64_t key) {
     old.used--;
   }
   if (x.key) {
-    __atomic_sub_fetch(&slot->live, x.size, __ATOMIC_RELAXED);
+    uint64_t live = __atomic_sub_fetch(&slot->live, x.size, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&libs[x.lib].live, x.size, __ATOMIC_RELAXED);
     __atomic_add_fetch(&slot->frees, 1, __ATOMIC_RELAXED);
+    note_ms(live);
   }
   table_move(TABLE_MOVE, &gone);
   /* fewer than 1/8 live: a table half the size (a quarter full) */
@@ -485,14 +510,16 @@ static CUmemoryPool current_pool(void) {
 
 /* Set live bytes by the change of the pools' reservations. Under lock. */
 static void pools_apply(uint64_t before) {
-  uint64_t after = pools_reserved;
-  if (after >= before) {
-    uint64_t live = __atomic_add_fetch(&slot->live, after - before, __ATOMIC_RELAXED);
+  uint64_t after = pools_reserved, live;
+  if (after == before) return;
+  if (after > before) {
+    live = __atomic_add_fetch(&slot->live, after - before, __ATOMIC_RELAXED);
     if (live > __atomic_load_n(&slot->peak, __ATOMIC_RELAXED))
       __atomic_store_n(&slot->peak, live, __ATOMIC_RELAXED);
   } else {
-    __atomic_sub_fetch(&slot->live, before - after, __ATOMIC_RELAXED);
+    live = __atomic_sub_fetch(&slot->live, before - after, __ATOMIC_RELAXED);
   }
+  note_ms(live);
 }
 
 /* Read pool p again (adding it if new); p == NULL: read every known pool. */
@@ -696,6 +723,7 @@ static void after_fork_child(void) {
   n_retiring = 0;
   local_slot = (struct vl_counters_slot){0};
   slot = &local_slot;
+  ring = NULL;
   slot_claimed = false; /* a slot at the child's first allocation */
   n_pools = 0;          /* the child has none of the parent's device memory */
   pools_reserved = 0;
@@ -712,15 +740,20 @@ __attribute__((constructor)) static void init(void) {
   if (c && *c) {
     int fd = open(c, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
-    /* a file of another size (another version of vramledger) is left
-     * alone: touching a page past its end would kill the program */
+    /* a file of another layout (another version of vramledger) is left
+     * alone, and no more than the file is mapped: touching a page past its
+     * end would kill the program. An older `run`'s file has no rings. */
     if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof *counters) {
-      void *p = mmap(NULL, sizeof *counters, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      bool big = st.st_size >= (off_t)VL_COUNTERS_FILE_BYTES;
+      size_t len = big ? VL_COUNTERS_FILE_BYTES : sizeof *counters;
+      void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       const struct vl_counters *m = p;
-      if (p != MAP_FAILED && m->magic == VL_COUNTERS_MAGIC && m->version == VL_COUNTERS_VERSION)
+      if (p != MAP_FAILED && m->magic == VL_COUNTERS_MAGIC && m->version == VL_COUNTERS_VERSION) {
         counters = p;
-      else if (p != MAP_FAILED)
-        munmap(p, sizeof *counters);
+        rings = big && m->ring_ms == VL_COUNTERS_RING_MS;
+      } else if (p != MAP_FAILED) {
+        munmap(p, len);
+      }
     }
     if (fd >= 0) close(fd);
   }

@@ -116,6 +116,7 @@ struct run {
   struct vl_record_writer out;
   struct tput_watch tw;
   struct vl_counters *ctr; /* or NULL */
+  size_t ctr_len;          /* its mapping's */
   struct vl_nvml *nv;      /* or NULL */
   vl_status nvml_status;   /* NVML's opening, its message in nvml_err */
   struct vl_err nvml_err;
@@ -628,22 +629,29 @@ static char *basename_of(const char *p) {
   return (char *)(s ? s + 1 : p);
 }
 
-/* The counters file the interposer writes into, mapped; NULL if it cannot
- * be made (the run goes on with NVML alone). */
-static struct vl_counters *map_counters(const char *path, bool *refused) {
+/* The counters file the interposer writes into, mapped (*len bytes); NULL
+ * if it cannot be made (the run goes on with NVML alone). With its rings
+ * when the disk gives their blocks now (a page of a shared mapping the
+ * disk has no room for would kill the job that writes it: SIGBUS); else,
+ * as under `ulimit -f` or on a full disk, without them. */
+static struct vl_counters *map_counters(const char *path, bool *refused, size_t *len) {
   struct vl_counters *ctr = NULL;
   int cfd = create_private(path, O_RDWR);
   *refused = cfd < 0 && errno == EEXIST;
-  if (cfd >= 0 && ftruncate(cfd, sizeof *ctr) == 0) {
-    void *p = mmap(NULL, sizeof *ctr, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
+  if (cfd < 0) return NULL;
+  bool rings = posix_fallocate(cfd, 0, (off_t)VL_COUNTERS_FILE_BYTES) == 0;
+  *len = rings ? VL_COUNTERS_FILE_BYTES : sizeof *ctr;
+  if (rings || ftruncate(cfd, (off_t)*len) == 0) {
+    void *p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
     if (p != MAP_FAILED) {
       ctr = p;
       ctr->version = VL_COUNTERS_VERSION;
       ctr->slots = VL_COUNTERS_SLOTS;
+      ctr->ring_ms = rings ? VL_COUNTERS_RING_MS : 0;
       __atomic_store_n(&ctr->magic, VL_COUNTERS_MAGIC, __ATOMIC_RELEASE);
     }
   }
-  if (cfd >= 0) close(cfd);
+  close(cfd);
   return ctr;
 }
 
@@ -782,7 +790,7 @@ static int open_record(struct run *r) {
     return VL_EXIT_ERROR;
   }
   bool refused = false;
-  r->ctr = map_counters(r->ctr_path, &refused);
+  r->ctr = map_counters(r->ctr_path, &refused, &r->ctr_len);
   if (refused) return VL_EXIT_ERROR;
   return 0;
 }
@@ -971,7 +979,7 @@ static int finish(struct run *r, struct vl_sampler *sm) {
               "where, when there was room for one); the job's exit status follows",
               r->rec_path, strerror(r->out.err), (unsigned long long)r->out.lost_bytes);
   vl_nvml_close(r->nv);
-  if (r->ctr) munmap(r->ctr, sizeof *r->ctr);
+  if (r->ctr) munmap(r->ctr, r->ctr_len);
   if (r->o.quiet) return code;
   double G = (double)(1ull << 30);
   fprintf(stderr, "vramledger: record: %s\n", r->rec_path);

@@ -11,19 +11,37 @@
  * the interposer could not count is said in `lost` (flags) and its two
  * counts, what it could not write into the record in record_lost_bytes;
  * `run` puts them into the record. Header-only; the interposer
- * links nothing but libc. */
+ * links nothing but libc.
+ *
+ * The file may go on, at VL_COUNTERS_RINGS_AT, with a ring of millisecond
+ * buckets for each of the first VL_COUNTERS_RING_SLOTS slots (struct
+ * vl_msbucket, lib/measure/msbuckets.h): what
+ * the slot's live bytes were at the end of each millisecond and the most
+ * they were within it, for the last VL_COUNTERS_RING_MS milliseconds, so
+ * a sampler that wakes every few milliseconds still writes a sample for
+ * each one (docs/record.md). ring_ms says the rings are there (a file
+ * without them, from an older `run`, has 0 there and is
+ * sizeof(struct vl_counters) long: the interposer maps no more than the
+ * file), and a slot's `rings` that its process notes into its ring (an
+ * older interposer leaves it 0: the sampler reads its live bytes when it
+ * wakes). The rings are an addition the version 3 layout leaves room
+ * for, not a new version: an interposer checks the version for equality,
+ * and an older one given a new version would count nothing at all. */
 #ifndef VRAMLEDGER_COUNTERS_H
 #define VRAMLEDGER_COUNTERS_H
 #include <stdint.h>
 
 #define VL_COUNTERS_MAGIC 0x564c4354u /* "VLCT" */
-#define VL_COUNTERS_VERSION 3u        /* 2: lost, no_slot, uncounted; 3: record_lost_bytes */
+/* 2: lost, no_slot, uncounted; 3: record_lost_bytes (ring_ms and the rings
+ * after it, in room version 3 left zero) */
+#define VL_COUNTERS_VERSION 3u
 #define VL_COUNTERS_SLOTS 256u
 
 struct vl_counters_slot {
-  uint32_t pid; /* 0: free; claimed with an atomic compare-and-swap */
-  uint32_t pad;
-  uint64_t live; /* bytes allocated through the runtime or driver API, not freed */
+  uint32_t pid;   /* 0: free; claimed with an atomic compare-and-swap */
+  uint32_t rings; /* 1: the process notes into its ring (a slot under
+                   * VL_COUNTERS_RING_SLOTS), set before its first count */
+  uint64_t live;  /* bytes allocated through the runtime or driver API, not freed */
   uint64_t peak;
   uint64_t allocs;
   uint64_t frees;
@@ -37,13 +55,43 @@ struct vl_counters {
   uint32_t magic;
   uint32_t version;
   uint32_t slots;
-  uint32_t lost;    /* VL_COUNTERS_LOST_* (atomically) */
-  uint32_t no_slot; /* processes whose bytes are in no slot (atomically) */
-  uint32_t pad;
+  uint32_t lost;              /* VL_COUNTERS_LOST_* (atomically) */
+  uint32_t no_slot;           /* processes whose bytes are in no slot (atomically) */
+  uint32_t ring_ms;           /* buckets in each slot's ring: VL_COUNTERS_RING_MS; 0: no rings */
   uint64_t uncounted;         /* allocations no table could hold (atomically) */
   uint64_t record_lost_bytes; /* the interposers' lines that did not go into the
                                * record whole (a full disk, ulimit -f) (atomically) */
   struct vl_counters_slot slot[VL_COUNTERS_SLOTS];
 };
+
+/* One millisecond of a slot's live bytes. end and hi each hold the low
+ * VL_MSB_TAG_BITS bits of the millisecond they are for above the bytes,
+ * so a word is never mistaken for another millisecond's; t_ms, the whole
+ * millisecond (CLOCK_MONOTONIC / 1e6), is written last. */
+struct vl_msbucket {
+  uint64_t t_ms;
+  uint64_t end; /* tag | the live bytes when the millisecond ended */
+  uint64_t hi;  /* tag | the most they were within it */
+};
+
+/* 512 buckets: a sampler waking every 20 ms may be half a second late (a
+ * busy machine) before a millisecond is overwritten; 12 KiB a slot. The
+ * first VL_COUNTERS_RING_SLOTS slots have one (a job of more processes
+ * that allocate is rare; the others are read at the sampler's wake-ups):
+ * 768 KiB in all, given disk blocks when the file is made, since a page
+ * of a shared mapping that the disk has no room for kills the process
+ * that writes it (SIGBUS). */
+#define VL_COUNTERS_RING_MS 512u
+#define VL_COUNTERS_RING_SLOTS 64u
+#define VL_COUNTERS_RINGS_AT ((sizeof(struct vl_counters) + 4095) / 4096 * 4096)
+#define VL_COUNTERS_FILE_BYTES                                                                     \
+  (VL_COUNTERS_RINGS_AT +                                                                          \
+   (size_t)VL_COUNTERS_RING_SLOTS * VL_COUNTERS_RING_MS * sizeof(struct vl_msbucket))
+
+/* Slot i's ring (i < VL_COUNTERS_RING_SLOTS) in a mapping of
+ * VL_COUNTERS_FILE_BYTES (ring_ms set). */
+static inline struct vl_msbucket *vl_counters_ring(struct vl_counters *c, unsigned i) {
+  return (struct vl_msbucket *)((char *)c + VL_COUNTERS_RINGS_AT) + (size_t)i * VL_COUNTERS_RING_MS;
+}
 
 #endif

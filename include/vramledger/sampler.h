@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "vramledger/counters.h"
 #include "vramledger/status.h"
 
 struct vl_counters;
@@ -156,9 +157,18 @@ struct vl_sampler {
   uint64_t slot_peak, peak_tree, peak_t, peak_alloc, ctx_at_peak; /* bytes; peak_t ns */
   unsigned peak_procs;
   uint64_t n_samples;
+  uint64_t n_wakes;                      /* the loop's iterations: a sample each, or a batch */
   unsigned ctr_end;                      /* vl_counters_scan's end */
   uint64_t loop_cpu0, loop_t0, loop_end; /* ns */
   struct vl_sampler_nvml nvv;
+  /* the samples made from the interposer's millisecond rings (interval_ms
+   * under VL_SAMPLER_BATCH_BELOW_MS): the next millisecond to read, the
+   * next sample's (the end of its millisecond), the most since the last
+   * sample, and per slot the pid and live bytes at ms_done */
+  uint64_t ms_done, ms_next, ms_hi;
+  uint32_t ms_pid[VL_COUNTERS_SLOTS];
+  uint64_t ms_live[VL_COUNTERS_SLOTS];
+  bool ms_lost_said; /* the note that a ring was overrun went out */
   /* the job's process tree, as read from /proc */
   struct vl_sampler_pid tree[VL_SAMPLER_TREE_CACHE];
   unsigned tree_n;
@@ -190,6 +200,19 @@ uint64_t vl_counters_read(struct vl_counters *c, uint64_t *peak, bool reap, uint
  * read instead of VL_COUNTERS_SLOTS. */
 uint64_t vl_counters_scan(struct vl_counters *c, unsigned *end, uint64_t *peak, bool reap,
                           uint64_t *ops);
+
+/* Below this interval, with the interposer's rings (ring_ms in the
+ * counters), the sampler wakes every VL_SAMPLER_WAKE_MS and writes the
+ * samples of the milliseconds that passed from the rings (docs/record.md):
+ * a timer wake-up alone costs 10.4-11.0 us on the H200 host at 1 kHz
+ * (bench/speed/tick_floor.c, bench/results/sampler-cost/), 1.1 % of a
+ * core, over the whole 1 % budget. On the development machine a wake-up
+ * with its work costs ~100 us at 10 ms apart: 1 kHz batched was 0.86-1.04 %
+ * of a core waking every 10 ms, 0.50-0.56 % every 20 ms
+ * (bench/results/speed/sampler-cost.md); the flush is every 100 ms
+ * regardless, and the rings hold 512 ms. */
+#define VL_SAMPLER_BATCH_BELOW_MS 10u
+#define VL_SAMPLER_WAKE_MS 20u
 
 /*! Sample every interval_ms until the job exits (one last sample then),
  * and reap it (s->status): the counters every tick, NVML when a reading is

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../util/internal.h"
+#include "msbuckets.h"
 #include "vramledger/alloc.h"
 #include "vramledger/counters.h"
 #include "vramledger/nvml.h"
@@ -387,6 +388,7 @@ uint64_t vl_counters_scan(struct vl_counters *c, unsigned *end, uint64_t *peak, 
     __atomic_store_n(&s->peak, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->allocs, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->frees, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->rings, 0, __ATOMIC_RELAXED);
     __atomic_compare_exchange_n(&s->pid, &pid, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
   }
   return live;
@@ -546,12 +548,13 @@ static void fmt_release(struct sample_fmt *f) {
  * was not read at this tick (the line says when it was). Left out without
  * memory. */
 static void put_sample_line(struct vl_sampler *s, struct sample_fmt *f, uint64_t t, bool reused,
-                            uint64_t alloc) {
+                            uint64_t alloc, uint64_t hi) {
   static const char head[] = "{\"type\":\"sample\",\"t_ns\":";
+  static const char max[] = ",\"cuda_alloc_max_bytes\":";
   if ((!f->mid || f->reads != s->nvv.reads) && !fmt_render(f, s)) return;
   const char *mid = f->mid + (reused ? 0 : f->mid_at);
   size_t mid_len = f->mid_len - (size_t)(mid - f->mid);
-  size_t most = sizeof head - 1 + 20 + mid_len + 20 + 2;
+  size_t most = sizeof head - 1 + 20 + mid_len + 20 + sizeof max - 1 + 20 + 2;
   struct vl_record_writer *w = s->out;
   if (w->sample_len + most > sizeof w->sample_buf) vl_record_writer_flush(w);
   bool alone = most > sizeof w->sample_buf;
@@ -563,6 +566,11 @@ static void put_sample_line(struct vl_sampler *s, struct sample_fmt *f, uint64_t
   memcpy(l + n, mid, mid_len);
   n += mid_len;
   n += vl__u64_dec(l + n, alloc);
+  if (hi > alloc) { /* it was higher between the samples (docs/record.md) */
+    memcpy(l + n, max, sizeof max - 1);
+    n += sizeof max - 1;
+    n += vl__u64_dec(l + n, hi);
+  }
   l[n++] = '}';
   l[n++] = '\n';
   if (alone)
@@ -570,6 +578,130 @@ static void put_sample_line(struct vl_sampler *s, struct sample_fmt *f, uint64_t
   else
     w->sample_len += n;
   s->n_samples++;
+}
+
+/* ---- samples from the interposer's millisecond rings ----------------------- */
+
+static bool ms_batched(const struct vl_sampler *s) {
+  return s->ctr && !s->blind && s->interval_ms < VL_SAMPLER_BATCH_BELOW_MS &&
+         s->ctr->ring_ms == VL_COUNTERS_RING_MS;
+}
+
+/* The note, once a run, that a process's milliseconds could not be read:
+ * its ring was overwritten first (late), or it has none (an older
+ * interposer). */
+static void ms_say_lost(struct vl_sampler *s, uint32_t pid, uint64_t ms, bool late) {
+  if (s->ms_lost_said) return;
+  s->ms_lost_said = true;
+  char why[160], text[400];
+  if (late)
+    snprintf(why, sizeof why,
+             "were overwritten before they were read (the sampler was over %u ms late)",
+             VL_COUNTERS_RING_MS);
+  else
+    snprintf(why, sizeof why,
+             "are not kept (an older vramledger-preload, or a process past the first %u slots)",
+             VL_COUNTERS_RING_SLOTS);
+  snprintf(text, sizeof text,
+           "the interposer's milliseconds of process %u %s: from this time on, a sample of "
+           "such a process's bytes is what it held when the sampler woke (every %u ms)",
+           pid, why, VL_SAMPLER_WAKE_MS);
+  json_t *e = json_object();
+  json_object_set_new(e, "type", json_string("note"));
+  json_object_set_new(e, "t_ns", json_integer((json_int_t)(ms * 1000000ull)));
+  json_object_set_new(e, "text", json_string(text));
+  char *json = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(e);
+  struct vl_err err;
+  if (vl_record_writer_put(s->out, json, &err) != VL_OK) {
+    /* lost_bytes and the next gap line say it */
+  }
+  free(json);
+}
+
+/* Slot i's live bytes when millisecond ms began, for a process that
+ * allocated before the sampler started: the latest millisecond its ring
+ * holds before ms; none in the ring (no change for VL_COUNTERS_RING_MS):
+ * its bytes now. */
+static uint64_t ms_first_live(struct vl_counters *c, unsigned i, uint64_t ms) {
+  const struct vl_msbucket *ring = vl_counters_ring(c, i);
+  for (uint64_t k = 1; k < VL_COUNTERS_RING_MS && k <= ms; k++) {
+    uint64_t end, hi;
+    if (vl__msb_read(ring, VL_COUNTERS_RING_MS, ms - k, &end, &hi) == VL_MSB_SET) return end;
+  }
+  return __atomic_load_n(&c->slot[i].live, __ATOMIC_RELAXED);
+}
+
+/* The job's driver-allocated bytes when millisecond ms ended (the return)
+ * and, in *hi, the most they were within it (each process's most, summed:
+ * more than the total ever was when two processes peaked apart within the
+ * millisecond). A slot whose ring lost ms counts its bytes now. */
+static uint64_t ms_value(struct vl_sampler *s, uint64_t ms, uint64_t *hi) {
+  uint64_t sum = 0, sum_hi = 0;
+  struct vl_counters *c = s->ctr;
+  while (s->ctr_end < VL_COUNTERS_SLOTS &&
+         __atomic_load_n(&c->slot[s->ctr_end].pid, __ATOMIC_ACQUIRE))
+    s->ctr_end++; /* a process that took a slot since the last scan */
+  for (unsigned i = 0; i < s->ctr_end; i++) {
+    uint32_t pid = __atomic_load_n(&c->slot[i].pid, __ATOMIC_ACQUIRE);
+    if (pid != s->ms_pid[i]) { /* a new process: it held nothing before it took the slot */
+      s->ms_pid[i] = pid;
+      s->ms_live[i] = 0;
+    }
+    if (!pid) continue;
+    uint64_t prev = s->ms_live[i], end = prev, h = prev;
+    enum vl_msb_read r = VL_MSB_LOST;
+    if (i < VL_COUNTERS_RING_SLOTS && __atomic_load_n(&c->slot[i].rings, __ATOMIC_ACQUIRE))
+      r = vl__msb_read(vl_counters_ring(c, i), VL_COUNTERS_RING_MS, ms, &end, &h);
+    switch (r) {
+    case VL_MSB_SET: break;
+    case VL_MSB_NONE: end = h = prev; break;
+    case VL_MSB_LOST:
+      end = h = __atomic_load_n(&c->slot[i].live, __ATOMIC_RELAXED);
+      if (end || __atomic_load_n(&c->slot[i].allocs, __ATOMIC_RELAXED))
+        ms_say_lost(s, pid, ms,
+                    i < VL_COUNTERS_RING_SLOTS &&
+                        __atomic_load_n(&c->slot[i].rings, __ATOMIC_RELAXED));
+      break;
+    }
+    s->ms_live[i] = end;
+    sum += end;
+    sum_hi += h > prev ? h : prev; /* it held prev when the millisecond began */
+  }
+  *hi = sum_hi;
+  return sum;
+}
+
+/* The processes that allocated before the loop began, and their bytes
+ * when its first millisecond began. */
+static void ms_start(struct vl_sampler *s) {
+  struct vl_counters *c = s->ctr;
+  for (unsigned i = 0; i < VL_COUNTERS_SLOTS; i++) {
+    uint32_t pid = __atomic_load_n(&c->slot[i].pid, __ATOMIC_ACQUIRE);
+    if (!pid) break; /* none taken after it (vramledger/counters.h) */
+    s->ms_pid[i] = pid;
+    s->ms_live[i] =
+        i < VL_COUNTERS_RING_SLOTS && __atomic_load_n(&c->slot[i].rings, __ATOMIC_ACQUIRE)
+            ? ms_first_live(c, i, s->ms_done)
+            : __atomic_load_n(&c->slot[i].live, __ATOMIC_RELAXED);
+  }
+}
+
+/* The samples of the milliseconds that ended before now_ms, one each
+ * interval_ms, with NVML's last reading. @return the most bytes a sample
+ * said (0: none written). */
+static uint64_t ms_samples(struct vl_sampler *s, struct sample_fmt *f, uint64_t now_ms) {
+  uint64_t most = 0;
+  for (; s->ms_done < now_ms; s->ms_done++) {
+    uint64_t hi, v = ms_value(s, s->ms_done, &hi);
+    if (hi > s->ms_hi) s->ms_hi = hi;
+    if (s->ms_done + 1 != s->ms_next) continue;
+    put_sample_line(s, f, s->ms_next * 1000000ull, s->nv != NULL, v, s->ms_hi);
+    if (v > most) most = v;
+    s->ms_hi = 0;
+    s->ms_next += s->interval_ms;
+  }
+  return most;
 }
 
 /* The commitment's triggers at t, each once a run: the job's memory on
@@ -634,8 +766,17 @@ void vl_sampler_run(struct vl_sampler *s) {
   s->loop_cpu0 = self_cpu_ns();
   s->loop_t0 = vl_monotonic_ns();
   int pidfd = job_pidfd(s->pid);
-  while (!done) {
+  /* batched: a sample a millisecond grid step from the rings, NVML and the
+   * rest at each wake-up, a sample line of its own at the first and the
+   * last */
+  const bool batch = ms_batched(s);
+  const unsigned wake_ms = batch ? VL_SAMPLER_WAKE_MS : s->interval_ms;
+  s->ms_done = s->loop_t0 / 1000000ull;
+  s->ms_next = s->ms_done + s->interval_ms;
+  if (batch) ms_start(s);
+  for (bool first = true; !done; first = false) {
     uint64_t t = vl_monotonic_ns();
+    s->n_wakes++;
     /* waitpid when SIGCHLD or a pidfd said so, and every 100 ms in case it
      * was lost */
     if (*s->child_exited || s->left_ready || t - last_wait >= NVML_MAX_AGE_NS) {
@@ -650,6 +791,7 @@ void vl_sampler_run(struct vl_sampler *s) {
       }
     }
     if (!job_alive && !done) done = !wait_left(s, t, &last_left);
+    uint64_t batch_most = batch ? ms_samples(s, &fmt, t / 1000000ull) : 0;
     uint64_t alloc = 0, ops = 0;
     /* exited processes are looked for every 100 ms (a kill(0) each) */
     bool reap = done || t - last_reap >= NVML_MAX_AGE_NS;
@@ -665,12 +807,12 @@ void vl_sampler_run(struct vl_sampler *s) {
           vl_counters_scan(s->ctr, &s->ctr_end, &s->slot_peak, false, NULL); /* reaped just now */
       if (again > alloc) alloc = again;
     }
-    put_sample_line(s, &fmt, t, s->nv && !nvml_now, alloc);
+    if (!batch || first || done) put_sample_line(s, &fmt, t, s->nv && !nvml_now, alloc, 0);
     if (done || t - last_flush >= VL_SAMPLE_FLUSH_NS) {
       vl_record_writer_flush(s->out);
       last_flush = t;
     }
-    triggers(s, t, alloc, &fired, &tput_fired);
+    triggers(s, t, alloc > batch_most ? alloc : batch_most, &fired, &tput_fired);
     const struct vl_sampler_nvml *v = &s->nvv;
     if (v->tree > s->peak_tree) {
       s->peak_tree = v->tree;
@@ -679,9 +821,10 @@ void vl_sampler_run(struct vl_sampler *s) {
       s->peak_procs = v->tree_procs;
     }
     if (alloc > s->peak_alloc) s->peak_alloc = alloc;
+    if (batch_most > s->peak_alloc) s->peak_alloc = batch_most;
     if (done) break;
-    next.tv_nsec += (long)(s->interval_ms % 1000) * 1000000L;
-    next.tv_sec += (time_t)(s->interval_ms / 1000) + next.tv_nsec / 1000000000L;
+    next.tv_nsec += (long)(wake_ms % 1000) * 1000000L;
+    next.tv_sec += (time_t)(wake_ms / 1000) + next.tv_nsec / 1000000000L;
     next.tv_nsec %= 1000000000L;
     sleep_until(&next, pidfd, s, mask);
   }
@@ -719,6 +862,7 @@ vl_status vl_sampler_put_exit(const struct vl_sampler *s, int code, struct vl_er
   json_object_set_new(ex, "sampling_cpu_ns", json_integer((json_int_t)(cpu - s->loop_cpu0)));
   json_object_set_new(ex, "sampling_wall_ns", json_integer((json_int_t)(s->loop_end - s->loop_t0)));
   json_object_set_new(ex, "samples", json_integer((json_int_t)s->n_samples));
+  json_object_set_new(ex, "sampling_wakes", json_integer((json_int_t)s->n_wakes));
   json_object_set_new(ex, "nvml_reads", json_integer((json_int_t)s->nvv.reads));
   json_object_set_new(ex, "nvml_cpu_ns", json_integer((json_int_t)s->nvv.cpu_ns));
   char *json = json_dumps(ex, JSON_COMPACT | JSON_PRESERVE_ORDER);

@@ -131,6 +131,61 @@ check "left: what they start is waited for (${took} ms)" [ "$rc.$((took >= 700))
 check "left: and recorded" [ "$(grep -c '"type":"descendants"' "$tmp/left2/record.jsonl")" = 2 ]
 "$vl" run --out "$tmp/left3" --quiet -- sh -c "sleep 0.02 & exit 0" 2>"$tmp/err"
 check "left: ended within 100 ms of the job: no word" sh -c "! grep -q 'waiting for' '$tmp/err' && ! grep -q '\"descendants' '$tmp/left3/record.jsonl'"
+# --interval-ms 1: the sampler wakes every 20 ms and writes each
+# millisecond's sample from the interposer's rings (docs/record.md); a
+# block held 3 ms shows in its samples, one held microseconds in
+# cuda_alloc_max_bytes
+"$vl" run --out "$tmp/ms1" --interval-ms 1 --quiet -- "$prog" blip
+check "1 ms: the job succeeds" [ $? = 0 ]
+cat >"$tmp/ms1.py" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+s = [e for e in ev if e["type"] == "sample"]
+ex = [e for e in ev if e["type"] == "exit"][0]
+MiB = 1 << 20
+what = sys.argv[2]
+if what == "block":  # 64 + 32 MiB for 3 ms: 2 or 3 samples, more if the sleep overran
+    ok = 2 <= sum(e["cuda_alloc_bytes"] == 96 * MiB for e in s) <= 10
+elif what == "blip":  # 64 + 16 MiB for microseconds: the most between two samples
+    ok = any(e.get("cuda_alloc_max_bytes") == 80 * MiB for e in s)
+elif what == "count":  # a sample a millisecond of the loop's time
+    ok = abs(len(s) - ex["sampling_wall_ns"] / 1e6) <= 3 and ex["samples"] == len(s)
+elif what == "wakes":  # a wake-up every 20 ms, not every sample
+    ok = 0 < ex.get("sampling_wakes", 0) * 5 <= len(s)
+elif what == "grid":  # each millisecond's end, in order (the first and last: the wakes')
+    t = [e["t_ns"] for e in s[1:-1]]
+    ok = all(x % 1000000 == 0 for x in t) and all(b - a == 1000000 for a, b in zip(t, t[1:]))
+sys.exit(0 if ok else 1)
+PY
+for w in block blip count wakes grid; do
+  check "1 ms: $w" python3 "$tmp/ms1.py" "$tmp/ms1/record.jsonl" $w
+done
+# a sampler stopped for longer than the rings hold (512 ms) while the
+# job allocates every 0.1 ms: the samples go on from the bytes at its
+# wake-ups, and a note says so once
+"$vl" run --out "$tmp/late" --interval-ms 1 --quiet -- "$prog" churn 2.5 &
+vlpid=$!
+sleep 0.4
+kill -STOP $vlpid
+sleep 1.5
+kill -CONT $vlpid
+wait $vlpid
+check "1 ms, late: the job succeeds" [ $? = 0 ]
+check "1 ms, late: one note" [ "$(grep -c '"type":"note".*overwritten before they were read' "$tmp/late/record.jsonl")" = 1 ]
+check "1 ms, late: a sample a millisecond still" python3 "$tmp/ms1.py" "$tmp/late/record.jsonl" count
+# a process counting as an older interposer does (its slot's rings flag
+# left 0; include/vramledger/counters.h: the slots after a 40-byte head,
+# pid, rings, live, peak, allocs, frees): its bytes at the wake-ups, said
+"$vl" run --out "$tmp/oldpre" --interval-ms 1 --quiet -- python3 -c "
+import mmap, os, struct, time
+f = open(os.environ['VRAMLEDGER_COUNTERS'], 'r+b')
+m = mmap.mmap(f.fileno(), 0)
+m[48:80] = struct.pack('<QQQQ', 1 << 20, 1 << 20, 1, 0)
+m[40:48] = struct.pack('<II', os.getpid(), 0)
+time.sleep(0.2)"
+check "1 ms, older interposer: the job succeeds" [ $? = 0 ]
+check "1 ms, older interposer: one note" [ "$(grep -c '"type":"note".*are not kept (an older' "$tmp/oldpre/record.jsonl")" = 1 ]
+check "1 ms, older interposer: its bytes in the samples" sh -c "[ \$(grep -c '\"type\":\"sample\".*\"cuda_alloc_bytes\":1048576' '$tmp/oldpre/record.jsonl') -ge 100 ]"
 
 # sweep: a grid of runs, a point out of memory, resume, and fit on the table
 : >"$tmp/procs"

@@ -8,6 +8,11 @@
  *                          fork a child that holds as `hold` does, and
  *                          exit CODE once it has allocated: a launcher
  *                          that leaves its training process running
+ *   preload_test blip      64 MiB held 150 ms; 50 ms in, 32 MiB more for 3 ms;
+ *                          100 ms in, 16 MiB more for a few microseconds
+ *                          (for `run --interval-ms 1`)
+ *   preload_test churn SECONDS
+ *                          allocate and free 1 MiB over and over, SECONDS long
  *   preload_test closefds FILE
  *                          close every inherited descriptor, open FILE (it
  *                          gets the record's number), stamp a mark: FILE
@@ -130,6 +135,34 @@ int main(int argc, char **argv) {
     mark("after-close");
     CHECK(ftell(f) == 0);
     fclose(f);
+    return 0;
+  }
+  if (strcmp(mode, "churn") == 0) {
+    double secs = argc > 2 ? atof(argv[2]) : 1;
+    struct timespec t0, t, us100 = {0, 100000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+      void *p;
+      CHECK(cudaMalloc(&p, 1u << 20) == 0);
+      CHECK(cudaFree(p) == 0);
+      nanosleep(&us100, NULL);
+      clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 < secs);
+    return 0;
+  }
+  if (strcmp(mode, "blip") == 0) {
+    void *base, *p;
+    struct timespec ms50 = {0, 50000000}, ms3 = {0, 3000000};
+    CHECK(cudaMalloc(&base, 64u << 20) == 0);
+    nanosleep(&ms50, NULL);
+    CHECK(cudaMalloc(&p, 32u << 20) == 0);
+    nanosleep(&ms3, NULL);
+    CHECK(cudaFree(p) == 0);
+    nanosleep(&ms50, NULL);
+    CHECK(cudaMalloc(&p, 16u << 20) == 0);
+    CHECK(cudaFree(p) == 0);
+    nanosleep(&ms50, NULL);
+    CHECK(cudaFree(base) == 0);
     return 0;
   }
   if (strcmp(mode, "hold") == 0) {

@@ -153,7 +153,10 @@ static int churn(unsigned long long pairs) {
 
 /* ---- with a counters file ------------------------------------------------ */
 
-/* A fresh counters file at path, as `vramledger run` makes it. */
+/* A fresh counters file at path, as `vramledger run` made it before the
+ * millisecond rings (ring_ms 0, no room for them): the interposer counts
+ * into it, and maps no more than its size (a page past the end would
+ * kill the job). */
 static struct vl_counters *make_counters(const char *path) {
   int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
   CHECK(fd >= 0);
@@ -295,6 +298,10 @@ static int slots(const char *self, unsigned n, unsigned idle) {
   CHECK(fd >= 0);
   close(fd);
   struct vl_counters *c = make_counters(path);
+  /* a file that says it has rings but is too short for them: the
+   * processes count into its slots and write nothing past its end (a
+   * write there would kill them: SIGBUS) */
+  c->ring_ms = VL_COUNTERS_RING_MS;
   char err[65536], a1[16], a2[16];
   snprintf(a1, sizeof a1, "%u", n);
   snprintf(a2, sizeof a2, "%u", idle);
