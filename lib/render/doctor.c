@@ -8,8 +8,9 @@
 
 static const char *const sev_name[] = {"info", "warn", "error"};
 
-static void words(const struct vl_diag *d, char *title, size_t nt, char *ev, size_t ne, char *fix,
-                  size_t nf) {
+/* the words of the findings on what the allocator and the memory do; false: not one of them */
+static bool words_memory(const struct vl_diag *d, char *title, size_t nt, char *ev, size_t ne,
+                         char *fix, size_t nf) {
   switch (d->kind) {
   case VL_D_EXTRA_CONTEXTS:
     snprintf(title, nt, "more processes hold GPU memory than run the model");
@@ -96,6 +97,16 @@ static void words(const struct vl_diag *d, char *title, size_t nt, char *ev, siz
              "remove torch.cuda.empty_cache() from the training loop: every refill is a "
              "cudaMalloc and the memory is needed again at once");
     break;
+  default: return false;
+  }
+  return true;
+}
+
+/* the words of the findings on the job: its ranks, phases, probe and
+ * processes, and of a kind not known (no probe's) */
+static void words_job(const struct vl_diag *d, char *title, size_t nt, char *ev, size_t ne,
+                      char *fix, size_t nf) {
+  switch (d->kind) {
   case VL_D_RANK_IMBALANCE:
     snprintf(title, nt, "ranks use different amounts of memory");
     if (d->part >= 0)
@@ -191,6 +202,11 @@ static void words(const struct vl_diag *d, char *title, size_t nt, char *ev, siz
              "phases and the findings that need them");
     break;
   }
+}
+
+static void words(const struct vl_diag *d, char *title, size_t nt, char *ev, size_t ne, char *fix,
+                  size_t nf) {
+  if (!words_memory(d, title, nt, ev, ne, fix, nf)) words_job(d, title, nt, ev, ne, fix, nf);
 }
 
 int vl_render_doctor(FILE *o, bool json, const char *source, const struct vl_diag *d, int n) {
