@@ -21,8 +21,8 @@ import tarfile
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MEASURED = ("bench/results/calibration/calibration.json", "bench/results/model-types/types-measured.json",
-            "bench/results/model-types-unseen/types-unseen-measured.json")
+MEASURED = ("data/reference/h200-torch-2.11/calibration-isolated.json", "data/reference/h200-torch-2.11/types-measured.json",
+            "data/reference/h200-torch-2.11/types-unseen-measured.json")
 GIB = float(1 << 30)
 
 

@@ -2,12 +2,13 @@
 # Regenerate every table of README.md from the committed H200 results:
 # - the calibration set, estimate vs measured (between the calibration-table
 #   markers): `vramledger validate --results` of
-#   bench/results/calibration/calibration-isolated.json;
+#   data/reference/h200-torch-2.11/calibration-isolated.json;
 # - the model types (the list item of model-types/ and model-types-unseen/):
-#   bench/accuracy/types_table.py over their types-measured.json and
+#   bench/accuracy/types_table.py over their measurements,
+#   data/reference/h200-torch-2.11/types-measured.json and
 #   types-unseen-measured.json.
-# - each model-types folder's validate.txt: `vramledger validate --results`
-#   of its measured file, as README says.
+# - bench/results/model-types*/validate.txt: `vramledger validate --results`
+#   of the measured file, as README says.
 # With --check, README.md is left as it is and the exit status is 1 when a
 # table would change (the difference printed).
 #   bench/accuracy/tables.sh [--check]   (VL_BIN: the vramledger to use, default build/vramledger)
@@ -15,14 +16,15 @@ set -eu
 cd "$(dirname "$0")/../.."
 bin=${VL_BIN:-build/vramledger}
 r=bench/results
+ref=data/reference/h200-torch-2.11
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$bin" validate --results $r/calibration/calibration-isolated.json --format md >"$tmp/calibration.md" || [ $? = 3 ]
-for f in model-types/types-measured.json model-types-unseen/types-unseen-measured.json; do
-  "$bin" validate --results $r/$f >"$tmp/$(dirname $f).validate.txt" || [ $? = 3 ]
-done
-python3 bench/accuracy/types_table.py "$bin" $r/model-types/types-measured.json \
-  $r/model-types-unseen/types-unseen-measured.json >"$tmp/types.md"
+"$bin" validate --results $ref/calibration-isolated.json --format md >"$tmp/calibration.md" || [ $? = 3 ]
+"$bin" validate --results $ref/types-measured.json >"$tmp/model-types.validate.txt" || [ $? = 3 ]
+"$bin" validate --results $ref/types-unseen-measured.json >"$tmp/model-types-unseen.validate.txt" ||
+  [ $? = 3 ]
+python3 bench/accuracy/types_table.py "$bin" $ref/types-measured.json \
+  $ref/types-unseen-measured.json >"$tmp/types.md"
 python3 - "$tmp" <<'PY'
 import re, sys
 tmp = sys.argv[1]

@@ -4,7 +4,7 @@
 # segments runs and every whole-job DDP / ZeRO-1 rank on 2 H200s. Usage: bench/accuracy/validate-all.sh [VRAMLEDGER] > FILE
 vl=${1:-build/vramledger}
 r=bench/results
-for f in $r/calibration/calibration-isolated.json \
+for f in data/reference/h200-torch-2.11/calibration-isolated.json \
     $r/nccl-run/part8-unseen/unseen.json \
     $r/nccl-run/part8b-unseen2/unseen2.json \
     $r/unseen-sets/part1-unseen3/unseen3.json \
@@ -13,7 +13,7 @@ for f in $r/calibration/calibration-isolated.json \
     $r/replay-histories/part4-unseen6/unseen6.json \
     $r/replay-histories/part6-unseen7/unseen7.json \
     $r/calibration/expandable-segments.json \
-    $r/ddp-rebuild/ddp-measured.json; do
+    data/reference/h200-torch-2.11/ddp-measured.json; do
   echo "\$ vramledger validate --results $f"
   "$vl" validate --results "$f"; echo "(exit $?)"
   echo

@@ -173,7 +173,7 @@ static uint64_t hf_mlp(const struct hf *x) {
     uint64_t per = (arch->gelu_python ? 4 : 1) * e + (sh->down_in_saved ? e : 0);
     /* under autocast pow is on the fp32 list: pow's input copy, tanh's
      * output and (1 + tanh) are fp32, 0.5*x stays half (measured on GPT-2,
-     * bench/results/calibration/calibration.json) */
+     * data/reference/h200-torch-2.11/calibration.json) */
     if (arch->gelu_python && pol->autocast) per = 4 + 4 + 2 + 4 + (sh->down_in_saved ? e : 0);
     mlp = vl__add(ck, mlp, vl__mul3(ck, T, width, per));
   }

@@ -5,7 +5,7 @@
  * segments shared by several blocks; larger ones get a segment rounded up to
  * kRoundLarge (2 MiB). Measured on the H200: 513 B -> 1024 B allocated,
  * 1 MiB + 1 B -> 1 MiB + 512 B, 100 MiB -> a 100 MiB segment
- * (bench/results/calibration/basics.json). */
+ * (data/reference/h200-torch-2.11/basics.json). */
 #include "internal.h"
 #include "pytorch_constants.h"
 

@@ -697,9 +697,9 @@ static void stage_comm(struct train_stage *ts) {
   ts->ctx = note(ts, &(struct vl__def){VL_LINE_CONTEXT,
                                        "CUDA context + libraries",
                                        "context + nccl (NCCL's buffers and context when ranks > 1)",
-                                       ranks > 1 ? "bench/results/calibration/calibration.json; "
+                                       ranks > 1 ? "data/reference/h200-torch-2.11/calibration.json; "
                                                    "bench/results/ddp-rebuild/per-gpu-overhead.txt"
-                                                 : "bench/results/calibration/calibration.json",
+                                                 : "data/reference/h200-torch-2.11/calibration.json",
                                        {{"context", vl_context_bytes(ov, job), "bytes"},
                                         {"nccl", ranks > 1 ? ov->nccl_bytes : 0, "bytes"}}});
   /* one cuBLAS handle, and its workspace, per thread that runs matmuls
@@ -825,7 +825,7 @@ static void stage_phases(struct train_stage *ts) {
     }
   }
   /* optimizer step: a plain loop (`out = model(...)`) still holds the model
-   * output with its logits (measured: bench/results/calibration/calibration.json) */
+   * output with its logits (measured: data/reference/h200-torch-2.11/calibration.json) */
   struct phase_comp *op = &ts->ph[VL_PH_OPTIMIZER];
   op->line[VL_LINE_GRADIENTS] = ts->G;
   op->line[VL_LINE_TRANSIENT] = ts->T_opt;

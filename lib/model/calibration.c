@@ -12,21 +12,21 @@ static const struct vl__calibration rows[VL_CAL_COUNT] = {
     /* NVML process memory - max_memory_reserved during real training
      * steps: 0.725-0.758 GiB over 36 runs (kernels load lazily, so it grows
      * past the 586 MiB seen after one matmul in
-     * bench/results/calibration/basics.json) */
+     * data/reference/h200-torch-2.11/basics.json) */
     [VL_CAL_CUDA_CONTEXT] = {"cuda_context_bytes", 805306368.0, "bytes",
-                             "bench/results/calibration/calibration.json",
+                             "data/reference/h200-torch-2.11/calibration.json",
                              "median of NVML process - max_memory_reserved over its 36 training "
                              "runs"},
     /* a process that only runs generate() loads fewer kernels (no
      * backward, no optimizer; CUDA loads modules lazily): 678-734 MiB;
      * not with expandable segments, whose generate() process holds as
      * much as a training one (vl_context_bytes) */
-    [VL_CAL_CUDA_CONTEXT_INFER] = {"cuda_context_infer_bytes", 731906048.0, "bytes",
-                                   "bench/results/calibration/calibration.json, "
-                                   "model-types/types-measured.json, known-misses/, "
-                                   "estimate-dry-run/raw/",
-                                   "median of NVML process - max_memory_reserved over the 14 "
-                                   "generate() runs of these"},
+    [VL_CAL_CUDA_CONTEXT_INFER] =
+        {"cuda_context_infer_bytes", 731906048.0, "bytes",
+         "data/reference/h200-torch-2.11/calibration.json and types-measured.json, "
+         "bench/results/known-misses/ and estimate-dry-run/raw/",
+         "median of NVML process - max_memory_reserved over the 14 "
+         "generate() runs of these"},
     /* a rank's memory beyond one GPU's context when ranks talk: NCCL's own
      * buffers (libnccl.so.2's driver allocations: 484 MiB a rank) and the
      * larger context NCCL's kernels and peers bring. 1,679,818,752 B under
@@ -51,7 +51,7 @@ static const struct vl__calibration rows[VL_CAL_COUNT] = {
      * runs where freed large blocks are split and re-requested (up to
      * 28 %) */
     [VL_CAL_CHURN] = {"allocator_churn", 0.05, "fraction",
-                      "bench/results/calibration/calibration.json",
+                      "data/reference/h200-torch-2.11/calibration.json",
                       "fitted: the value that fits most of its runs (bench/accuracy/compare.py)"},
     [VL_CAL_CHURN_EXPANDABLE] = {"allocator_churn_expandable", 0.02, "fraction",
                                  "bench/results/calibration/expandable-segments.json",

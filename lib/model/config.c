@@ -1,7 +1,7 @@
 /* Hugging Face config.json -> struct vl_arch.
  *
  * Defaults are those of transformers' configuration classes (checked against
- * transformers 5.17: bench/results/calibration/param-counts.json holds
+ * transformers 5.17: data/reference/transformers-5.17/param-counts.json holds
  * the parameter counts of configs that omit every key). */
 #include <jansson.h>
 #include <math.h>

@@ -51,7 +51,7 @@ static vl_status infer_reserve(const struct vl_arch *arch, const struct vl_inven
       VL_LINE_RESERVE,
       "allocator reserve",
       "prefill * churn",
-      "bench/results/calibration/calibration.json",
+      "data/reference/h200-torch-2.11/calibration.json",
       {{"prefill", line_pre[VL_LINE_ACTIVATIONS], "bytes"},
        {"decode", line_dec[VL_LINE_TRANSIENT], "bytes"},
        VL__REAL("churn",
@@ -203,7 +203,7 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
                           &(struct vl__def){VL_LINE_CONTEXT,
                                             "CUDA context + libraries (generate() only)",
                                             "context + nccl (when ranks > 1)",
-                                            "bench/results/calibration/calibration.json "
+                                            "data/reference/h200-torch-2.11/calibration.json "
                                             "(generate() runs)",
                                             {{"context", vl_context_bytes(ov, job), "bytes"},
                                              {"nccl", ranks > 1 ? ov->nccl_bytes : 0, "bytes"}}});
@@ -216,7 +216,7 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
                                  "cuBLAS workspace",
                                  lt ? "workspace + cublaslt (one thread: no backward)"
                                     : "workspace (one: no backward thread)",
-                                 "bench/results/calibration/basics.json",
+                                 "data/reference/h200-torch-2.11/basics.json",
                                  {{"workspace", ov->cublas_workspace_bytes, "bytes"},
                                   {"cublaslt", lt, "bytes"}}});
 

@@ -1,7 +1,7 @@
 /* Parameter inventory: every parameter tensor shape transformers creates for
  * an architecture. Sources: transformers/models/<family>/modeling_<family>.py
  * (5.17). Checked against PyTorch's sum(p.numel()) on the real classes:
- * bench/results/calibration/param-counts.json. */
+ * data/reference/transformers-5.17/param-counts.json. */
 #include <string.h>
 
 #include "../util/internal.h"

@@ -32,7 +32,7 @@
 /* getChosenWorkspaceSize(): the default cuBLAS workspace of a handle on a
  * compute capability 9.0 card (H100, H200), 4096 KiB x 8, without
  * CUBLAS_WORKSPACE_CONFIG; the first bf16 matmul on the H200 allocates
- * exactly that (bench/results/calibration/basics.json) */
+ * exactly that (data/reference/h200-torch-2.11/basics.json) */
 #define VL_PT_CUBLAS_WORKSPACE_SM90 (4096ull * 8 * 1024)
 
 /* ---- torch/nn/parallel/distributed.py -------------------------------- */

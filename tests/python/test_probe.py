@@ -391,12 +391,12 @@ class ReduceScratch(unittest.TestCase):
         self.assertEqual(c["global_bytes"], 4 * c["ctas_per_output"])
         self.assertGreater(c["ctas_per_output"], 1)
         # past 2^31 bytes TensorIterator splits the launch in halves, each with its scratch
-        # (fp32 16384 x 50257, summed whole: bench/results/cuda-reduce/check.jsonl)
+        # (fp32 16384 x 50257, summed whole: data/reference/h200-torch-2.11/cuda-reduce-check.jsonl)
         self.assertEqual(cuda_reduce.transients([16384, 50257], [50257, 1], {0, 1}, 4, 4),
                          [12568, 4, 12568, 4])
         # every case the H200's allocator history was read for, as it was
-        with open(os.path.join(os.path.dirname(os.path.dirname(HERE)), "bench", "results",
-                               "cuda-reduce", "check.jsonl")) as f:
+        with open(os.path.join(os.path.dirname(os.path.dirname(HERE)), "data", "reference",
+                               "h200-torch-2.11", "cuda-reduce-check.jsonl")) as f:
             cases = [json.loads(line) for line in f if '"seen"' in line]
         self.assertEqual(len(cases), 2040)
         for r in cases:

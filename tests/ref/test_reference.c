@@ -269,7 +269,7 @@ static void deepspeed_estimators(void **state) {
 }
 
 /* PyTorch caching allocator (c10/cuda/CUDACachingAllocator.cpp), as measured
- * on the H200: bench/results/calibration/basics.json. */
+ * on the H200: data/reference/h200-torch-2.11/basics.json. */
 static void allocator_rounding(void **state) {
   (void)state;
   assert_int_equal(vl__alloc_block_bytes(1), 512);

@@ -354,7 +354,7 @@ static void measured_bill(const char *dir, const struct vl_measured_run *run, st
 static void ddp_whole_jobs_either_outcome(void **state) {
   (void)state;
   size_t len = 0;
-  char *text = tu_read("bench/results/ddp-rebuild/ddp-measured.json", &len);
+  char *text = tu_read("data/reference/h200-torch-2.11/ddp-measured.json", &len);
   struct vl_measured m;
   struct vl_err err = {""};
   assert_int_equal(vl_measured_parse(text, len, &m, &err), VL_OK);
@@ -521,7 +521,7 @@ static void pipeline_stages_on_two_h200s(void **state) {
 static const struct {
   const char *file, *name;
 } replayed[] = {
-#define CAL "bench/results/calibration/calibration-isolated.json"
+#define CAL "data/reference/h200-torch-2.11/calibration-isolated.json"
 #define S7 "bench/results/nccl-run/"
 #define S8 "bench/results/unseen-sets/"
 #define S9 "bench/results/replay-histories/"
@@ -623,7 +623,7 @@ static const struct {
 static void loops_against_the_h200(void **state) {
   (void)state;
   size_t len = 0;
-  char *text = tu_read("bench/results/loops/loops-measured.json", &len);
+  char *text = tu_read("data/reference/h200-torch-2.11/loops-measured.json", &len);
   json_t *root = json_loadb(text, len, 0, NULL);
   assert_non_null(root);
   free(text);
@@ -660,8 +660,8 @@ static void loops_against_the_h200(void **state) {
 static void model_types_against_the_h200(void **state) {
   (void)state;
   static const char *const files[] = {
-      "bench/results/model-types/types-measured.json",
-      "bench/results/model-types-unseen/types-unseen-measured.json"};
+      "data/reference/h200-torch-2.11/types-measured.json",
+      "data/reference/h200-torch-2.11/types-unseen-measured.json"};
   int judged = 0, approximate = 0;
   for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
     size_t len = 0;

@@ -30,7 +30,7 @@ static struct vl_cache_stats S(const struct vl_cache *c) {
 static void
 sizes(void **state) {
   (void)state;
-  /* measured on the H200 (bench/results/calibration/basics.json) */
+  /* measured on the H200 (data/reference/h200-torch-2.11/basics.json) */
   assert_int_equal(vl_cache_round(1), 512);
   assert_int_equal(vl_cache_round(513), 1024);
   assert_int_equal(vl_cache_round(MB + 1), MB + 512);

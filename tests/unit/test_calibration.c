@@ -61,7 +61,7 @@ static void expect_row(enum vl__cal id, const char *name, double value, const ch
 
 static void context_is_the_median_of_the_training_runs(void **state) {
   (void)state;
-  const char *ds = "bench/results/calibration/calibration.json";
+  const char *ds = "data/reference/h200-torch-2.11/calibration.json";
   json_t *j = load(ds);
   uint64_t v[256];
   size_t n = 0, i;
@@ -95,8 +95,8 @@ static void infer_runs(json_t *j, uint64_t *v, size_t *n, size_t cap) {
 static void infer_context_is_the_median_of_the_generate_runs(void **state) {
   (void)state;
   static const char *const files[] = {
-      "bench/results/calibration/calibration.json",
-      "bench/results/model-types/types-measured.json",
+      "data/reference/h200-torch-2.11/calibration.json",
+      "data/reference/h200-torch-2.11/types-measured.json",
       "bench/results/known-misses/km-gpt2m-infer-fp32-b8.measured.json",
       "bench/results/known-misses/km-gpt2m-infer-fp32-b16.measured.json",
       "bench/results/estimate-dry-run/raw/smollm3-infer.measured.json",
@@ -110,8 +110,8 @@ static void infer_context_is_the_median_of_the_generate_runs(void **state) {
   }
   assert_int_equal(n, 14);
   expect_row(VL_CAL_CUDA_CONTEXT_INFER, "cuda_context_infer_bytes", median(v, n),
-             "bench/results/calibration/calibration.json, model-types/types-measured.json, "
-             "known-misses/, estimate-dry-run/raw/");
+             "data/reference/h200-torch-2.11/calibration.json and types-measured.json, "
+             "bench/results/known-misses/ and estimate-dry-run/raw/");
 }
 
 static void nccl_is_the_ddp_overhead_less_the_context(void **state) {
@@ -163,7 +163,8 @@ static void card_is_the_one_the_reductions_ran_on(void **state) {
  * pinned here with their datasets, so a change is a change of this file */
 static void churn_fractions_are_pinned(void **state) {
   (void)state;
-  expect_row(VL_CAL_CHURN, "allocator_churn", 0.05, "bench/results/calibration/calibration.json");
+  expect_row(VL_CAL_CHURN, "allocator_churn", 0.05,
+             "data/reference/h200-torch-2.11/calibration.json");
   expect_row(VL_CAL_CHURN_EXPANDABLE, "allocator_churn_expandable", 0.02,
              "bench/results/calibration/expandable-segments.json");
 }
@@ -184,7 +185,10 @@ static void defaults_read_the_table(void **state) {
   for (int i = 0; i < VL_CAL_COUNT; i++) {
     const struct vl__calibration *c = vl__calibration((enum vl__cal)i);
     assert_non_null(c->name);
-    assert_int_equal(strncmp(c->dataset, "bench/results/", 14), 0);
+    /* a measured dataset (data/reference/) or the results folder of how it was
+     * found (bench/results/) */
+    assert_true(strncmp(c->dataset, "bench/results/", 14) == 0 ||
+                strncmp(c->dataset, "data/reference/", 15) == 0);
     assert_true(strlen(c->how) > 0);
   }
   assert_null(vl__calibration(VL_CAL_COUNT));
@@ -225,10 +229,10 @@ static void docs_list_the_table(void **state) {
 
 /* PyTorch's rounding against the allocator's own numbers on the H200:
  * allocated_delta of a tensor of n bytes is its block, and the 100 MiB one
- * got a segment of its own (bench/results/calibration/basics.json) */
+ * got a segment of its own (data/reference/h200-torch-2.11/basics.json) */
 static void allocator_constants_match_the_measured_rounding(void **state) {
   (void)state;
-  json_t *j = load("bench/results/calibration/basics.json");
+  json_t *j = load("data/reference/h200-torch-2.11/basics.json");
   const char *k;
   json_t *x;
   int seen = 0;

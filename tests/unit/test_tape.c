@@ -190,7 +190,7 @@ static void frozen_inputs_take_no_gradient(void **state) {
 
 /* the scratch of a column sum (a bias gradient) against the caching
  * allocator's own history on an H200: every contiguous 2-D sum over rows
- * of bench/results/cuda-reduce/check.jsonl (132 SMs, 2048 threads each) */
+ * of data/reference/h200-torch-2.11/cuda-reduce-check.jsonl (132 SMs, 2048 threads each) */
 static void column_sum_scratch_as_on_the_h200(void **state) {
   (void)state;
   /* StarCoder2-3B's c_fc, c_proj and k_proj over 2048 rows */
@@ -199,7 +199,7 @@ static void column_sum_scratch_as_on_the_h200(void **state) {
   assert_int_equal(vl__column_sum_scratch(2048, 256, 2, 4, 132, 2048), 4194304);
   assert_int_equal(vl__column_sum_scratch(64, 3072, 2, 4, 132, 2048), 0);
   size_t len = 0;
-  char *text = tu_read("bench/results/cuda-reduce/check.jsonl", &len);
+  char *text = tu_read("data/reference/h200-torch-2.11/cuda-reduce-check.jsonl", &len);
   int judged = 0;
   for (char *line = text; line && *line;) {
     char *end = strchr(line, '\n');
