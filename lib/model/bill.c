@@ -694,14 +694,15 @@ static void stage_comm(struct train_stage *ts) {
                                    "PyTorch FSDP",
                                    {{"P_layer", ts->st.layer_elems}, {"g", ts->gb, "bytes"}}});
   }
-  ts->ctx = note(ts, &(struct vl__def){VL_LINE_CONTEXT,
-                                       "CUDA context + libraries",
-                                       "context + nccl (NCCL's buffers and context when ranks > 1)",
-                                       ranks > 1 ? "data/reference/h200-torch-2.11/calibration.json; "
-                                                   "bench/results/ddp-rebuild/per-gpu-overhead.txt"
-                                                 : "data/reference/h200-torch-2.11/calibration.json",
-                                       {{"context", vl_context_bytes(ov, job), "bytes"},
-                                        {"nccl", ranks > 1 ? ov->nccl_bytes : 0, "bytes"}}});
+  ts->ctx =
+      note(ts, &(struct vl__def){VL_LINE_CONTEXT,
+                                 "CUDA context + libraries",
+                                 "context + nccl (NCCL's buffers and context when ranks > 1)",
+                                 ranks > 1 ? "data/reference/h200-torch-2.11/calibration.json; "
+                                             "bench/results/ddp-rebuild/per-gpu-overhead.txt"
+                                           : "data/reference/h200-torch-2.11/calibration.json",
+                                 {{"context", vl_context_bytes(ov, job), "bytes"},
+                                  {"nccl", ranks > 1 ? ov->nccl_bytes : 0, "bytes"}}});
   /* one cuBLAS handle, and its workspace, per thread that runs matmuls
    * (CublasHandlePool.cpp keys them by handle and stream): the forward's
    * and, once a backward ran, autograd's backward thread; both live through

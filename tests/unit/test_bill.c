@@ -659,9 +659,8 @@ static void loops_against_the_h200(void **state) {
 
 static void model_types_against_the_h200(void **state) {
   (void)state;
-  static const char *const files[] = {
-      "data/reference/h200-torch-2.11/types-measured.json",
-      "data/reference/h200-torch-2.11/types-unseen-measured.json"};
+  static const char *const files[] = {"data/reference/h200-torch-2.11/types-measured.json",
+                                      "data/reference/h200-torch-2.11/types-unseen-measured.json"};
   int judged = 0, approximate = 0;
   for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
     size_t len = 0;
