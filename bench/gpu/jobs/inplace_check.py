@@ -2,15 +2,17 @@
 """Does the tracer make in place exactly the sums autograd makes in place?
 For small versions (2 layers) of bundled models, one training step runs on
 CUDA three ways, the allocator's history on with its stacks (C++ and Python):
-- plain: the allocations whose stack holds torch::autograd::InputBuffer
-  are the engine's sums made out of place (the rest were in place,
-  input_buffer.cpp, accumulate: can_accumulate_inplace);
+- plain: autograd sums in place where input_buffer.cpp's
+  can_accumulate_inplace allows;
 - under a bare TorchDispatchMode: every sum is out of place there
-  (isTensorSubclassLike), so these are all of the engine's sums;
-- under vramledger's tracer: how many sums its rule wrote in place
-  (_Trace.in_place returning True).
-The rule is right when in_place = bare - plain, size for size (the
-sizes of each side, and their differences, are printed). One JSON line a model.
+  (isTensorSubclassLike), so the blocks it takes beyond the plain run's
+  (bare - plain, by size) are the sums the plain run made in place;
+- under vramledger's tracer: the sums its rule wrote in place
+  (_Trace.in_place returning True), by size and by what their operands
+  looked like (shape, dtype, a view or not).
+The rule is right when in_place = bare - plain, size for size (both
+sides, their differences, and the plain run's own blocks of a size the
+rule wrote in place beyond them, with their stacks). One JSON line a model.
 
   python3 bench/gpu/jobs/inplace_check.py NAME[:ckpt]...
 """
