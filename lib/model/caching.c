@@ -47,15 +47,14 @@
 #define NCLASS 496 /* size classes: below 8 B one a size, then 8 a power of two */
 
 uint64_t vl_cache_round(uint64_t size) {
-  return size < VL_PT_MIN_BLOCK_SIZE
-             ? VL_PT_MIN_BLOCK_SIZE
-             : (size + VL_PT_MIN_BLOCK_SIZE - 1) / VL_PT_MIN_BLOCK_SIZE * VL_PT_MIN_BLOCK_SIZE;
+  return size < VL_PT_MIN_BLOCK_SIZE ? VL_PT_MIN_BLOCK_SIZE
+                                     : vl__round_up(size, VL_PT_MIN_BLOCK_SIZE);
 }
 
 uint64_t vl_cache_segment_for(uint64_t size) {
   if (size <= VL_PT_SMALL_SIZE) return VL_PT_SMALL_BUFFER;
   if (size < VL_PT_MIN_LARGE_ALLOC) return VL_PT_LARGE_BUFFER;
-  return (size + VL_PT_ROUND_LARGE - 1) / VL_PT_ROUND_LARGE * VL_PT_ROUND_LARGE;
+  return vl__round_up(size, VL_PT_ROUND_LARGE);
 }
 
 struct blk {
@@ -355,8 +354,7 @@ static int32_t new_segment(struct vl_cache *c, int pool, uint64_t size) {
 static int32_t grow(struct vl_cache *c, int pool, uint64_t need) {
   int32_t si = c->grow_seg[pool];
   if (si == NONE) {
-    uint64_t size =
-        (need + VL_PT_EXPANDABLE_PAGE - 1) / VL_PT_EXPANDABLE_PAGE * VL_PT_EXPANDABLE_PAGE;
+    uint64_t size = vl__round_up(need, VL_PT_EXPANDABLE_PAGE);
     if (!would_fit(c, size)) return NONE;
     int32_t x = new_segment(c, pool, size);
     if (x == NONE) return NONE;
@@ -367,8 +365,7 @@ static int32_t grow(struct vl_cache *c, int pool, uint64_t need) {
   while (c->b[last].next != NONE)
     last = c->b[last].next;
   uint64_t tail = c->b[last].allocated ? 0 : c->b[last].size;
-  uint64_t more =
-      (need - tail + VL_PT_EXPANDABLE_PAGE - 1) / VL_PT_EXPANDABLE_PAGE * VL_PT_EXPANDABLE_PAGE;
+  uint64_t more = vl__round_up(need - tail, VL_PT_EXPANDABLE_PAGE);
   if (!would_fit(c, more)) return NONE;
   c->s[si].size += more;
   c->st.reserved += more;
@@ -577,8 +574,8 @@ void vl_cache_empty(struct vl_cache *c) {
       while (c->b[last].next != NONE)
         last = c->b[last].next;
       if (c->b[last].allocated) continue;
-      uint64_t start = (c->b[last].addr - c->b[c->s[si].first].addr + VL_PT_EXPANDABLE_PAGE - 1) /
-                       VL_PT_EXPANDABLE_PAGE * VL_PT_EXPANDABLE_PAGE;
+      uint64_t start =
+          vl__round_up(c->b[last].addr - c->b[c->s[si].first].addr, VL_PT_EXPANDABLE_PAGE);
       uint64_t end = c->s[si].size, give = end > start ? end - start : 0;
       if (c->b[last].prev == NONE && give == c->s[si].size) {
         release_segment(c, (uint32_t)si);
