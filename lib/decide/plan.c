@@ -413,9 +413,7 @@ const char *vl_plan_usd_text(double usd, char *buf, size_t n) {
   return buf;
 }
 
-/* The decision tree's line on the chosen plan's communication a step: what
- * the tensor-parallel all-reduces add, how much of the data-parallel
- * traffic backward hides. */
+/* A time in seconds as a reader takes it: seconds, or milliseconds under 1 s. */
 static void seconds_text(double s, char *buf, size_t n) {
   if (s >= 1)
     snprintf(buf, n, "%.2f s", s);
@@ -423,6 +421,9 @@ static void seconds_text(double s, char *buf, size_t n) {
     snprintf(buf, n, "%.3g ms", 1e3 * s);
 }
 
+/* The decision tree's line on the chosen plan's communication a step: what
+ * the tensor-parallel all-reduces add, how much of the data-parallel
+ * traffic backward hides. */
 static void comm_trace(const struct vl_plan_candidate *b, char *line, size_t n) {
   char comp[24], tp[24], dp[24], hid[24];
   seconds_text(b->compute_s, comp, sizeof comp);

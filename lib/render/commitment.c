@@ -94,7 +94,9 @@ static int commitment_json(FILE *out, const struct vl_commit_view *v) {
   json_t *au = json_object();
   if (v->gpu_hours > 0) json_object_set_new(au, "gpu_hours", json_real(v->gpu_hours));
   json_object_set_new(au, "tolerance", json_real(VL_COMMIT_AUDIT_TOLERANCE));
-  json_object_set_new(au, "action", json_string("more than 5 % off: review"));
+  char action[64];
+  snprintf(action, sizeof action, "more than %.0f %% off: review", 100 * VL_COMMIT_AUDIT_TOLERANCE);
+  json_object_set_new(au, "action", json_string(action));
   json_object_set_new(o, "audit", au);
   int rc = json_dumpf(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
   json_decref(o);

@@ -223,8 +223,7 @@ static json_t *phases_array(unsigned mask) {
 
 #define U(x) json_integer((json_int_t)(x))
 
-/* The settings of a job, as `estimate --format json` prints them and a
- * commitment's baseline keeps them (read back by vl_job_from_settings). */
+/* A card's carried-over context, as a line of text; "" when measured on it. */
 void vl__context_carry_text(const struct vl_context_carry *c, const char *gpu, char *buf,
                             size_t n) {
   buf[0] = '\0';
@@ -268,6 +267,8 @@ json_t *vl__context_carry_json(const struct vl_context_carry *c) {
   return o;
 }
 
+/* The settings of a job, as `estimate --format json` prints them and a
+ * commitment's baseline keeps them (read back by vl_job_from_settings). */
 json_t *vl__settings_json(const struct vl_job *j) {
   json_t *s = json_object();
   json_object_set_new(s, "task", json_string(j->task == VL_TASK_TRAIN ? "train" : "infer"));
