@@ -29,7 +29,7 @@ rec() { python3 "$here/record.py" "$@"; }
 
 # begin NAME; expect OUTCOME CONDITION... (one asserted outcome); end:
 # the case's line
-passed=0 failed=0
+passed=0 failed=0 skipped=0
 begin() { name=$1 ok="" bad=""; }
 expect() {
   what=$1
@@ -37,7 +37,10 @@ expect() {
   if "$@"; then ok="$ok; $what"; else bad="$bad; $what"; fi
 }
 end() {
-  if [ -z "$bad" ]; then
+  if [ -z "$bad" ] && [ -z "$ok" ]; then # nothing was checked: not a pass
+    echo "SKIP $name"
+    skipped=$((skipped + 1))
+  elif [ -z "$bad" ]; then
     echo "PASS $name: ${ok#; }"
     passed=$((passed + 1))
   else
@@ -607,5 +610,5 @@ if want sweep-interrupted; then
   end
 fi
 
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
