@@ -330,13 +330,14 @@ static bool reap_children(struct vl_sampler *s) {
 
 /* The job was reaped at t: does what it started run on? Those found are
  * watched (without no_wait) and handed to the caller; said at once with
- * no_wait, else once they have outlived the job by LEFT_LOOK_NS. @return
- * true to sample until they end. */
+ * no_wait, else once they have outlived the job by LEFT_LOOK_NS. The caller
+ * is told in every case (an empty list when none): the job's pid is not
+ * the job's any more. @return true to sample until they end. */
 static bool job_ended(struct vl_sampler *s, uint64_t t) {
   s->job_end_ns = t;
-  if (!s->subreaper || !find_left(s, !s->no_wait)) return false;
-  tell_left(s, t, s->no_wait);
-  return !s->no_wait;
+  bool left = s->subreaper && find_left(s, !s->no_wait);
+  tell_left(s, t, left && s->no_wait);
+  return left && !s->no_wait;
 }
 
 /* While waiting for what the job left, at t (each tick; the processes
