@@ -297,12 +297,10 @@ vl_status vl_point_parse(const char *spec, const struct vl_points *p, double *x,
     char *eq = strchr(t, '=');
     if (!eq) return vl__fail(err, VL_EINVAL, "expected NAME=VALUE,... (%s)", t);
     *eq = '\0';
-    size_t k = 0;
-    while (k < p->nvars && strcmp(p->var[k], t))
-      k++;
+    int k = var_index(p, t); /* b and s name batch and seq, as in the terms */
     char *end;
     double v = strtod(eq + 1, &end);
-    if (k == p->nvars || *end || !isfinite(v))
+    if (k < 0 || *end || !isfinite(v))
       return vl__fail(err, VL_EINVAL, "'%s' is not a variable of the points or not a number", t);
     x[k] = v;
     seen[k] = true;

@@ -228,6 +228,20 @@ static void reads_a_fit_back(void **state) {
 /* fit --by-phase: a flat optimizer peak and a growing backward one, fitted
  * apart from their own columns; the larger of the two reproduces the
  * measured peak (their maximum) exactly, and names the phase. */
+/* --predict names the variables as the terms do: b and s are batch and seq. */
+static void points_take_the_terms_names(void **state) {
+  (void)state;
+  struct vl_points p = {.nvars = 2, .var = {"batch", "seq"}};
+  double x[VL_FIT_MAX_VARS] = {0};
+  struct vl_err err = {""};
+  assert_int_equal(vl_point_parse("b=32,s=4096", &p, x, &err), VL_OK);
+  assert_true(x[0] == 32 && x[1] == 4096);
+  assert_int_equal(vl_point_parse("seq=8,batch=2", &p, x, &err), VL_OK);
+  assert_true(x[0] == 2 && x[1] == 8);
+  assert_int_equal(vl_point_parse("b=32", &p, x, &err), VL_EINVAL); /* seq missing */
+  assert_int_equal(vl_point_parse("q=1,b=2,s=3", &p, x, &err), VL_EINVAL);
+}
+
 static void the_larger_of_two_phases(void **state) {
   (void)state;
   char csv[4096] =
@@ -274,6 +288,6 @@ int main(void) {
       cmocka_unit_test(recovers_a_known_formula),   cmocka_unit_test(leave_one_out_equals_refits),
       cmocka_unit_test(refuses_what_it_cannot_fit), cmocka_unit_test(estimates_at_the_points),
       cmocka_unit_test(merges_points_by_name),      cmocka_unit_test(reads_a_fit_back),
-      cmocka_unit_test(the_larger_of_two_phases)};
+      cmocka_unit_test(the_larger_of_two_phases),   cmocka_unit_test(points_take_the_terms_names)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
