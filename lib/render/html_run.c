@@ -26,13 +26,9 @@ static const char *const band_kind[][2] = {{"forward", "#dbe9f6"},   {"loss", "#
                                            {"optimizer", "#d9f0d3"}, {"eval", "#e8e0f0"}};
 enum { N_BANDS = sizeof band_kind / sizeof band_kind[0] };
 
-static double sec(const struct vl_record *r, uint64_t t_ns) {
-  return t_ns > r->start_ns ? (double)(t_ns - r->start_ns) * 1e-9 : 0;
-}
-
 static double sample_t(const void *ctx, size_t i) {
   const struct vl_record *r = ctx;
-  return sec(r, r->samples[i].t_ns);
+  return vl__since_s(r, r->samples[i].t_ns);
 }
 static double sample_y(const void *ctx, size_t i, int k) {
   const struct vl_rec_sample *x = &((const struct vl_record *)ctx)->samples[i];
@@ -64,7 +60,8 @@ static size_t spans(const struct vl_record *r, const struct vl_probe_layer *f, s
   for (size_t k = 0; k < r->n_phases; k++) {
     const struct vl_rec_phase *p = &r->phases[k];
     if (p->pid != f->main_pid || !p->has_alloc || p->t0_ns < r->start_ns) continue;
-    s[n++] = (struct span){sec(r, p->t0_ns), sec(r, p->t_ns), p->peak_allocated, p->peak_reserved};
+    s[n++] = (struct span){vl__since_s(r, p->t0_ns), vl__since_s(r, p->t_ns), p->peak_allocated,
+                           p->peak_reserved};
     counted[n_counted++] = p->step;
   }
   if (n_counted) qsort(counted, n_counted, sizeof *counted, by_step);
@@ -72,8 +69,8 @@ static size_t spans(const struct vl_record *r, const struct vl_probe_layer *f, s
     const struct vl_rec_step *st = &r->steps[i];
     if (st->pid != f->main_pid || !st->has_peak || st->t_ns < r->start_ns + st->time_ns) continue;
     if (n_counted && bsearch(&st->step, counted, n_counted, sizeof *counted, by_step)) continue;
-    s[n++] = (struct span){sec(r, st->t_ns - st->time_ns), sec(r, st->t_ns), st->peak_allocated,
-                           st->peak_reserved};
+    s[n++] = (struct span){vl__since_s(r, st->t_ns - st->time_ns), vl__since_s(r, st->t_ns),
+                           st->peak_allocated, st->peak_reserved};
   }
   vl_free(counted);
   qsort(s, n, sizeof *s, by_t0);
@@ -134,8 +131,8 @@ static void bands(json_t *c, const struct vl_record *r, const struct vl_probe_la
     int b = band_of(p);
     if (p->pid != f->main_pid || p->t0_ns < r->start_ns || b == N_BANDS || p->step % every)
       continue;
-    json_array_append_new(
-        list, json_pack("[f,f,i,i]", sec(r, p->t0_ns), sec(r, p->t_ns), b, (int)p->step));
+    json_array_append_new(list, json_pack("[f,f,i,i]", vl__since_s(r, p->t0_ns),
+                                          vl__since_s(r, p->t_ns), b, (int)p->step));
   }
   json_object_set_new(
       c, "bands", json_pack("{s:o,s:o,s:i}", "kinds", kinds, "list", list, "every", (int)every));
@@ -175,7 +172,7 @@ void vl__run_chart(FILE *o, const struct vl_record *r, const struct vl_run_summa
              : 0;
     for (size_t i = 0; i < m; i++) {
       const struct vl_rec_sample *x = &r->samples[keep[i]];
-      json_t *row = vl__chart_row(c, sec(r, x->t_ns));
+      json_t *row = vl__chart_row(c, vl__since_s(r, x->t_ns));
       vl__chart_set(row, nvml, (double)x->tree_bytes);
       if (drv >= 0) vl__chart_set(row, drv, (double)x->cuda_alloc_bytes);
     }
@@ -195,7 +192,8 @@ void vl__run_chart(FILE *o, const struct vl_record *r, const struct vl_run_summa
   if (r->n_marks) { /* the job's own marks: dashed lines, named on hover */
     json_t *marks = json_array();
     for (size_t i = 0; i < r->n_marks && i < 500; i++)
-      json_array_append_new(marks, json_pack("[f,s]", sec(r, r->marks[i].t_ns), r->marks[i].name));
+      json_array_append_new(marks,
+                            json_pack("[f,s]", vl__since_s(r, r->marks[i].t_ns), r->marks[i].name));
     json_object_set_new(c, "marks", marks);
   }
   fputs("<h2>Memory over time</h2>\n", o);

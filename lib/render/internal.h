@@ -77,6 +77,8 @@ size_t vl__minmax_keep(size_t n, double (*t)(const void *, size_t),
 
 struct vl_probe_layer;
 struct vl_record;
+/* seconds from the record's start to t (0 before it): report.c */
+double vl__since_s(const struct vl_record *r, uint64_t t);
 struct vl_run_summary;
 /* The run's memory over time (lib/render/html_run.c): NVML, driver-allocated,
  * and the probe's reserved and allocated on one time axis, phase bands. */

@@ -16,8 +16,8 @@ static int dump(FILE *out, json_t *r, size_t flags) {
   return rc == 0 && !ferror(out) ? 0 : -1;
 }
 
-/* Seconds from the record's start to t. */
-static double since_s(const struct vl_record *r, uint64_t t) {
+/* Seconds from the record's start to t (0 before it). */
+double vl__since_s(const struct vl_record *r, uint64_t t) {
   return t > r->start_ns ? (double)(t - r->start_ns) * 1e-9 : 0;
 }
 
@@ -42,7 +42,7 @@ static void descendants_words(const struct vl_record *r, char *buf, size_t n) {
   if (!r->desc_events) return;
   unsigned k = r->desc_procs;
   put(buf, n, &w, "%u process%s outlived the job's own at %.1f s", k, k == 1 ? "" : "es",
-      since_s(r, r->desc_t_ns));
+      vl__since_s(r, r->desc_t_ns));
   unsigned shown = r->n_desc_pids < 8 ? r->n_desc_pids : 8; /* as run says them */
   for (unsigned i = 0; i < shown; i++)
     put(buf, n, &w, "%s%u", i ? ", " : (r->n_desc_pids == 1 ? " (PID " : " (PIDs "),
@@ -52,7 +52,7 @@ static void descendants_words(const struct vl_record *r, char *buf, size_t n) {
     put(buf, n, &w, "; run did not wait for %s (--no-wait-descendants)", k == 1 ? "it" : "them");
   else if (r->exited)
     put(buf, n, &w, "; run waited for %s until %.1f s", k == 1 ? "it" : "them",
-        since_s(r, r->end_ns));
+        vl__since_s(r, r->end_ns));
   else
     put(buf, n, &w, "; run was waiting for %s where the record ends", k == 1 ? "it" : "them");
 }
@@ -75,7 +75,7 @@ static json_t *descendants_json(const struct vl_record *r) {
     json_array_append_new(pids, U(r->desc_pids[i]));
   json_object_set_new(d, "pids", pids);
   json_object_set_new(d, "job_exited_t_s",
-                      r->desc_events ? json_real(since_s(r, r->desc_t_ns)) : json_null());
+                      r->desc_events ? json_real(vl__since_s(r, r->desc_t_ns)) : json_null());
   json_object_set_new(d, "waited", json_boolean(r->desc_waited));
   json_object_set_new(d, "left", U(r->desc_left));
   return d;
