@@ -1,32 +1,26 @@
 /* sweep's grid: see grid.h. */
 #include "grid.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-static vl_status fail(struct vl_err *err, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-  va_end(ap);
-  return VL_EINVAL;
-}
+#include "util/internal.h" /* vl__fail */
 
 vl_status grid_add(struct grid *g, const char *spec, struct vl_err *err) {
   const char *eq = strchr(spec, '=');
   if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof g->name[0] || g->n == GRID_MAX_VARS)
-    return fail(err, "expected NAME=V1,V2,... (at most %d variables)", GRID_MAX_VARS);
+    return vl__fail(err, VL_EINVAL, "expected NAME=V1,V2,... (at most %d variables)",
+                    GRID_MAX_VARS);
   int k = g->n++;
   snprintf(g->name[k], sizeof g->name[k], "%.*s", (int)(eq - spec), spec);
   for (const char *t = eq + 1;;) {
     const char *comma = strchr(t, ',');
     size_t len = comma ? (size_t)(comma - t) : strlen(t);
     if (!len || g->n_values[k] == GRID_MAX_VALUES)
-      return fail(err, "give 1 to %d non-empty values", GRID_MAX_VALUES);
+      return vl__fail(err, VL_EINVAL, "give 1 to %d non-empty values", GRID_MAX_VALUES);
     if (len >= sizeof g->value[k][0]) /* never cut: a cut path would run another job */
-      return fail(err, "a value of at most %zu bytes, not '%.*s...' (%zu bytes)",
-                  sizeof g->value[k][0] - 1, 24, t, len);
+      return vl__fail(err, VL_EINVAL, "a value of at most %zu bytes, not '%.*s...' (%zu bytes)",
+                      sizeof g->value[k][0] - 1, 24, t, len);
     memcpy(g->value[k][g->n_values[k]], t, len);
     g->value[k][g->n_values[k]++][len] = '\0';
     if (!comma) break;
