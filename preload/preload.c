@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -624,31 +625,28 @@ static void write_line(const char *line, int len) {
   if (!record_path[0] || len <= 0) return;
   int saved = errno;
   ssize_t w = -1;
-  char buf[4096];
-  const char *out = line;
-  int n = len;
+  char gap[128];
+  struct iovec iov[2] = {{NULL, 0}, {(void *)line, (size_t)len}};
   struct stat st;
   char last;
   if (record_ok() && fstat(record_fd, &st) == 0 && st.st_size > 0 &&
       pread(record_fd, &last, 1, st.st_size - 1) == 1 && last != '\n') {
-    int k = snprintf(buf, sizeof buf,
+    int k = snprintf(gap, sizeof gap,
                      "\n{\"type\":\"gap\",\"t_ns\":%llu,\"lost_bytes\":0,\"error\":\"a line cut "
                      "by another writer\"}\n",
                      (unsigned long long)now_ns());
-    if (k > 0 && (size_t)k + (size_t)len <= sizeof buf) {
-      memcpy(buf + k, line, (size_t)len);
-      out = buf;
-      n = k + len;
-    }
+    if (k > 0 && (size_t)k < sizeof gap) iov[0] = (struct iovec){gap, (size_t)k};
   }
+  const ssize_t n = (ssize_t)(iov[0].iov_len + iov[1].iov_len);
   if (record_fd >= 0) {
     sigset_t xfsz, keep, pending;
     sigemptyset(&xfsz);
     sigaddset(&xfsz, SIGXFSZ);
     pthread_sigmask(SIG_BLOCK, &xfsz, &keep);
     bool had = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
-    do { /* one write() per line: O_APPEND keeps lines of several writers whole */
-      w = write(record_fd, out, (size_t)n);
+    do { /* one write per line, the gap line with it: O_APPEND keeps lines of
+          * several writers whole */
+      w = iov[0].iov_len ? writev(record_fd, iov, 2) : write(record_fd, line, (size_t)len);
     } while (w < 0 && errno == EINTR);
     if (w < 0 && errno == EFBIG && !had) {
       struct timespec zero = {0, 0};
