@@ -148,8 +148,10 @@ if what == "block":  # 64 + 32 MiB for 3 ms: 2 or 3 samples, more if the sleep o
     ok = 2 <= sum(e["cuda_alloc_bytes"] == 96 * MiB for e in s) <= 10
 elif what == "blip":  # 64 + 16 MiB for microseconds: the most between two samples
     ok = any(e.get("cuda_alloc_max_bytes") == 80 * MiB for e in s)
-elif what == "count":  # a sample a millisecond of the loop's time
-    ok = abs(len(s) - ex["sampling_wall_ns"] / 1e6) <= 3 and ex["samples"] == len(s)
+elif what == "count":  # a sample a millisecond of the loop's time (its end after the last
+    # sample: a few ms on a loaded machine; one a wake-up would be 20 times fewer)
+    ms = ex["sampling_wall_ns"] / 1e6
+    ok = abs(len(s) - ms) <= max(3, 0.01 * ms) and ex["samples"] == len(s)
 elif what == "wakes":  # a wake-up every 20 ms, not every sample
     ok = 0 < ex.get("sampling_wakes", 0) * 5 <= len(s)
 elif what == "grid":  # each millisecond's end, in order (the first and last: the wakes')
