@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/measure/line_end.h"
 #include "../lib/measure/msbuckets.h"
 #include "vramledger/counters.h"
 
@@ -627,10 +628,7 @@ static void write_line(const char *line, int len) {
   ssize_t w = -1;
   char gap[128];
   struct iovec iov[2] = {{NULL, 0}, {(void *)line, (size_t)len}};
-  struct stat st;
-  char last;
-  if (record_ok() && fstat(record_fd, &st) == 0 && st.st_size > 0 &&
-      pread(record_fd, &last, 1, st.st_size - 1) == 1 && last != '\n') {
+  if (record_ok() && vl__line_end_open(record_fd) == 1) {
     int k = snprintf(gap, sizeof gap,
                      "\n{\"type\":\"gap\",\"t_ns\":%llu,\"lost_bytes\":0,\"error\":\"a line cut "
                      "by another writer\"}\n",

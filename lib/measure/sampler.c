@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../util/internal.h"
+#include "line_end.h"
 #include "msbuckets.h"
 #include "vramledger/alloc.h"
 #include "vramledger/counters.h"
@@ -64,22 +65,10 @@ static size_t write_some(int fd, const char *buf, size_t n, int *err) {
   return done;
 }
 
-/* Does the file end inside a line? Another writer of the record (the
- * interposer in the job) may have been cut by a full disk. @return 1 or
- * 0, -1 when the file cannot be read back (opened write-only). */
-static int ends_open(int fd) {
-  struct stat st;
-  char c;
-  if (fstat(fd, &st) != 0) return -1;
-  if (st.st_size == 0) return 0;
-  if (pread(fd, &c, 1, st.st_size - 1) != 1) return -1;
-  return c != '\n';
-}
-
 /* One write of whole lines, after the gap line owed (see the writer). */
 static int put_line(struct vl_record_writer *w, const char *line, size_t n) {
   int err = 0;
-  int e = ends_open(w->fd); /* ours, or another writer's */
+  int e = vl__line_end_open(w->fd); /* ours, or another writer's (line_end.h) */
   bool open_line = e < 0 ? w->cut : e == 1;
   if (w->gap_bytes || open_line) {
     /* a line cut by another writer: its bytes are that writer's to say

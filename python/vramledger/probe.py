@@ -85,7 +85,7 @@ class _Writer:
         self.path = path
         self.owner = False  # this process started the record: its exit line is ours
         # read too where the file lets us: after a loss of its own the
-        # writer reads the record's last byte, as sampler.c's ends_open()
+        # writer reads the record's last byte, as lib/measure/line_end.h
         try:
             fd = os.open(path, flags | os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
             self.readable = True
@@ -194,12 +194,23 @@ class _Writer:
 
     def ends_open(self):
         """Does the record end inside a line (ours or another writer's)?
-        None when it cannot be read back (opened write-only)."""
+        None when it cannot be read back (opened write-only). A line
+        another writer is writing now looks open while the kernel copies
+        it a page at a time: looked at again until the size stands for
+        1 ms, as lib/measure/line_end.h does."""
         if not self.readable:
             return None
+        seen = -1
         try:
-            size = os.fstat(self.fd).st_size
-            return size > 0 and os.pread(self.fd, 1, size - 1) != b"\n"
+            for _ in range(8):
+                size = os.fstat(self.fd).st_size
+                if size == 0 or os.pread(self.fd, 1, size - 1) == b"\n":
+                    return False
+                if size == seen:
+                    return True
+                seen = size
+                time.sleep(0.001)
+            return True
         except OSError:
             return None
 

@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "measure/line_end.h"
 #include "measure/record_read.h"
 #include "vramledger/record.h"
 #include "vramledger/sampler.h"
@@ -360,6 +361,51 @@ static void streamed_pieces(void **state) {
     compare_streamed(texts[i], strlen(texts[i]));
 }
 
+/* A gap line that lost nothing counts only where it closed a cut line: a
+ * writer that found another's line in flight (lib/measure/line_end.h) and
+ * closed it needlessly leaves an empty line and a gap line over nothing. */
+static void closed_in_flight(void **state) {
+  (void)state;
+  static const char meta[] = "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0}\n";
+  static const char closed[] =
+      "\n{\"type\":\"gap\",\"t_ns\":1,\"lost_bytes\":0,\"error\":\"a line cut by another "
+      "writer\"}\n{\"type\":\"exit\",\"t_ns\":2,\"status\":0}\n";
+  char text[512];
+  struct vl_record r;
+  struct vl_err err = {""};
+  snprintf(text, sizeof text, "%s{\"type\":\"mark\",\"t_ns\":1,\"pid\":1,\"name\":\"a\"}\n%s",
+           meta, closed);
+  assert_int_equal(vl_record_parse(text, strlen(text), &r, &err), VL_OK);
+  assert_int_equal(r.gaps, 0);
+  assert_int_equal(r.n_marks, 1);
+  vl_record_release(&r);
+  snprintf(text, sizeof text, "%s{\"type\":\"mark\",\"t_ns\":1,\"pi%s", meta, closed);
+  assert_int_equal(vl_record_parse(text, strlen(text), &r, &err), VL_OK);
+  assert_int_equal(r.gaps, 1);
+  assert_int_equal(r.n_marks, 0);
+  assert_true(r.exited);
+  vl_record_release(&r);
+}
+
+/* line_end.h: empty, closed, open (a size that stands), write-only */
+static void line_end(void **state) {
+  (void)state;
+  char path[] = "/tmp/vl-test-record-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(vl__line_end_open(fd), 0);
+  assert_int_equal(write(fd, "{}\n", 3), 3);
+  assert_int_equal(vl__line_end_open(fd), 0);
+  assert_int_equal(write(fd, "{\"ty", 5), 5);
+  assert_int_equal(vl__line_end_open(fd), 1);
+  int wo = open(path, O_WRONLY | O_APPEND);
+  assert_true(wo >= 0);
+  assert_int_equal(vl__line_end_open(wo), -1);
+  close(wo);
+  close(fd);
+  unlink(path);
+}
+
 /* A line over VL_RECORD_MAX_LINE: refused with its number, not read into
  * memory without end. */
 static void overlong_line(void **state) {
@@ -388,6 +434,7 @@ int main(void) {
       cmocka_unit_test(sample_record),   cmocka_unit_test(damaged_records),
       cmocka_unit_test(short_writes),    cmocka_unit_test(large_record),
       cmocka_unit_test(streamed_pieces), cmocka_unit_test(overlong_line),
-      cmocka_unit_test(descendants)};
+      cmocka_unit_test(descendants),     cmocka_unit_test(closed_in_flight),
+      cmocka_unit_test(line_end)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
