@@ -373,8 +373,8 @@ static void closed_in_flight(void **state) {
   char text[512];
   struct vl_record r;
   struct vl_err err = {""};
-  snprintf(text, sizeof text, "%s{\"type\":\"mark\",\"t_ns\":1,\"pid\":1,\"name\":\"a\"}\n%s",
-           meta, closed);
+  snprintf(text, sizeof text, "%s{\"type\":\"mark\",\"t_ns\":1,\"pid\":1,\"name\":\"a\"}\n%s", meta,
+           closed);
   assert_int_equal(vl_record_parse(text, strlen(text), &r, &err), VL_OK);
   assert_int_equal(r.gaps, 0);
   assert_int_equal(r.n_marks, 1);
