@@ -12,9 +12,9 @@
  * when an entry point is asked for, and never inside dlsym; a failure of
  * ours (no
  * record, no counters) disables us, never the program; fork-safe (the
- * child starts with no slot and no table); thread-safe (one mutex around
- * the pointer table, held for a bounded number of steps; counters are
- * atomics). libc only. */
+ * child starts with no slot and no table); thread-safe (the pointer table
+ * is split in SHARDS shards by pointer, each under a mutex of its own held
+ * for a bounded number of steps; counters are atomics). libc only. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -56,6 +56,8 @@ struct cudaExtent {
 
 /* ---- state ------------------------------------------------------------ */
 
+/* the slot's claim, the libraries' names and the pools (not the table's
+ * shards, which have their own) */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vl_counters *counters;       /* shared with the sampler, or NULL */
 static struct vl_counters_slot *slot;      /* ours */
@@ -73,14 +75,19 @@ static __thread int depth; /* > 0 inside a runtime call: its driver calls are no
  * live, grown at 3/4 full and shrunk under 1/8 (never under TABLE_MIN).
  * Resizing never rehashes the whole table under the lock: the previous
  * table (`old`) stays searchable while each call moves up to TABLE_MOVE of
- * its slots into the new one, and once empty it is unmapped a piece per
- * call, outside the lock (a whole table at once took 10-20 ms for 96 MiB).
- * A new table can fill to 3/4 only after 3/8 (grown) or 1/4 (shrunk) of
- * the old one's slots in more inserts, so with TABLE_MOVE >= 4 the old one
- * is empty long before. In `old`, a moved or freed
- * entry leaves TOMB so the searches there still find what is behind it.
- * When no larger table can be had (`ulimit -v`), the table fills up to
- * 15/16, then an allocation is not counted and the counters say so. */
+ * its entries into the new one (looking at TABLE_SCAN slots at most), and once empty it is unmapped
+ * a piece per call, outside the lock (a whole table at once took 10-20 ms for 96 MiB). A new table
+ * can fill to 3/4 only after 3/8 (grown) or 1/4 (shrunk) of the old one's slots in more inserts, so
+ * with TABLE_MOVE >= 4 the old one is empty long before. In `old`, a moved or freed entry leaves
+ * TOMB so the searches there still find what is behind it. When no larger table can be had (`ulimit
+ * -v`), the table fills up to 15/16, then an allocation is not counted and the counters say so.
+ *
+ * The table is SHARDS tables, a pointer's shard chosen by its hash's top
+ * bits (the slot within by its low bits), each with its own lock, caller
+ * cache and tables to unmap: threads that allocate at once wait for each
+ * other only when their pointers share a shard (one lock took a fifth of
+ * the calls of 8 threads to the futex on the H200 host,
+ * bench/results/preload-table/). */
 struct entry {
   uint64_t key, size;
   uint32_t lib; /* who asked: an index into libs[] */
@@ -89,40 +96,80 @@ struct table {
   struct entry *e; /* mmap'ed, cap entries; NULL: none yet */
   size_t cap, used;
 };
-#define TABLE_MIN (1u << 12)    /* 96 KiB */
-#define TABLE_MOVE 8            /* slots of `old` moved per call: >= 4 (above) */
+#define SHARD_BITS 6
+#define SHARDS (1u << SHARD_BITS)
+#define TABLE_MIN (1u << 9)     /* 12 KiB a shard */
+#define TABLE_MOVE 8            /* entries of `old` moved per call: >= 4 (above) */
+#define TABLE_SCAN 64           /* slots of `old` looked at per call, at most */
 #define UNMAP_PIECE (64u << 10) /* bytes of an emptied table unmapped per call */
 #define TOMB (~0ull)
-static struct table cur, old; /* under lock */
-static size_t old_next;       /* the next slot of `old` to move */
 struct span {
   char *p;
   size_t len;
 };
-/* what is left to unmap of emptied tables, under lock: a shrinking table
- * can empty several smaller ones while a large one is still going */
-#define RETIRING_MAX 32
-static struct span retiring[RETIRING_MAX];
-static unsigned n_retiring;
+#define CALLER_CACHE 16
+struct shard {
+  pthread_mutex_t lock;
+  struct table cur, old; /* under lock, as all that follows */
+  size_t old_next;       /* the next slot of `old` to move */
+  struct {
+    void *caller;
+    uint32_t lib;
+  } callers[CALLER_CACHE]; /* return address -> library, for this shard's calls */
+} __attribute__((aligned(64)));
+static struct shard shards[SHARDS] = {[0 ... SHARDS - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER}};
 
-/* Under lock: an emptied table (gone, if any) joins what is to be
- * unmapped; the next piece of it is handed out in *piece, and in *rest
- * what cannot wait (with RETIRING_MAX tables going already). The caller
- * unmaps both once the lock is released. */
+/* in a child of fork, whose copies of the locks may be held */
+static void shards_init(void) {
+  for (unsigned i = 0; i < SHARDS; i++)
+    pthread_mutex_init(&shards[i].lock, NULL);
+}
+
+static uint64_t mix(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  return k;
+}
+
+static size_t hash(uint64_t k, size_t cap) { return (size_t)mix(k) & (cap - 1); }
+
+static struct shard *shard_of(uint64_t key) {
+  return &shards[mix(key) >> (64 - SHARD_BITS)]; /* bits hash() never uses below 2^58 slots */
+}
+
+/* What is left to unmap of emptied tables, of every shard (a shard's own
+ * list would wait for calls of that shard): a shrinking table can empty
+ * several smaller ones while a large one is still going. */
+#define RETIRING_MAX 64
+static pthread_mutex_t retire_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct span retiring[RETIRING_MAX]; /* under retire_lock */
+static _Atomic unsigned n_retiring;        /* written under retire_lock */
+
+/* With no lock of ours held: an emptied table (gone, if any) joins what is
+ * to be unmapped; the next piece of it is handed out in *piece, and in
+ * *rest what cannot wait (with RETIRING_MAX tables going already). The
+ * caller unmaps both. */
 static void retire(const struct table *gone, struct span *piece, struct span *rest) {
   *rest = (struct span){0};
   *piece = (struct span){0};
+  if (!gone->e && !atomic_load_explicit(&n_retiring, memory_order_relaxed)) return;
+  pthread_mutex_lock(&retire_lock);
+  unsigned n = atomic_load_explicit(&n_retiring, memory_order_relaxed);
   if (gone->e) {
-    if (n_retiring == RETIRING_MAX) *rest = retiring[--n_retiring];
-    retiring[n_retiring++] = (struct span){(char *)gone->e, gone->cap * sizeof *gone->e};
+    if (n == RETIRING_MAX) *rest = retiring[--n];
+    retiring[n++] = (struct span){(char *)gone->e, gone->cap * sizeof *gone->e};
   }
-  if (!n_retiring) return;
-  struct span *r = &retiring[n_retiring - 1];
-  size_t n = r->len < UNMAP_PIECE ? r->len : UNMAP_PIECE;
-  *piece = (struct span){r->p, n};
-  r->p += n;
-  r->len -= n;
-  if (!r->len) n_retiring--;
+  if (n) {
+    struct span *r = &retiring[n - 1];
+    size_t k = r->len < UNMAP_PIECE ? r->len : UNMAP_PIECE;
+    *piece = (struct span){r->p, k};
+    r->p += k;
+    r->len -= k;
+    if (!r->len) n--;
+  }
+  atomic_store_explicit(&n_retiring, n, memory_order_relaxed);
+  pthread_mutex_unlock(&retire_lock);
 }
 
 static void unmap_spans(const struct span *a, const struct span *b) {
@@ -136,13 +183,6 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static size_t hash(uint64_t k, size_t cap) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  return (size_t)k & (cap - 1);
-}
-
 /* The slot of key in t, or SIZE_MAX. */
 static size_t table_find(const struct table *t, uint64_t key) {
   if (!t->e) return SIZE_MAX;
@@ -154,20 +194,20 @@ static size_t table_find(const struct table *t, uint64_t key) {
 
 /* Remove slot j of cur, moving back the entries of its probe run that
  * would no longer be found (Knuth 6.4, algorithm R). */
-static void table_delete(size_t j) {
-  size_t mask = cur.cap - 1;
+static void table_delete(struct table *cur, size_t j) {
+  size_t mask = cur->cap - 1;
   for (size_t i = j, k = j;;) {
-    cur.e[i].key = 0;
+    cur->e[i].key = 0;
     for (;;) {
       k = (k + 1) & mask;
-      if (!cur.e[k].key) {
-        cur.used--;
+      if (!cur->e[k].key) {
+        cur->used--;
         return;
       }
-      size_t h = hash(cur.e[k].key, cur.cap);
+      size_t h = hash(cur->e[k].key, cur->cap);
       /* the entry at k stays when its home h lies cyclically in (i, k] */
       if (i <= k ? (i < h && h <= k) : (i < h || h <= k)) continue;
-      cur.e[i] = cur.e[k];
+      cur->e[i] = cur->e[k];
       i = k;
       break;
     }
@@ -176,28 +216,31 @@ static void table_delete(size_t j) {
 
 /* Put e into cur (room checked by the caller); an entry of the same key
  * that it replaces goes to *was (when not NULL; else key 0 there). */
-static void table_put(struct entry e, struct entry *was) {
-  size_t j = hash(e.key, cur.cap);
-  while (cur.e[j].key && cur.e[j].key != e.key)
-    j = (j + 1) & (cur.cap - 1);
-  if (was) *was = cur.e[j].key ? cur.e[j] : (struct entry){0};
-  if (!cur.e[j].key) cur.used++;
-  cur.e[j] = e;
+static void table_put(struct table *cur, struct entry e, struct entry *was) {
+  size_t j = hash(e.key, cur->cap);
+  while (cur->e[j].key && cur->e[j].key != e.key)
+    j = (j + 1) & (cur->cap - 1);
+  if (was) *was = cur->e[j].key ? cur->e[j] : (struct entry){0};
+  if (!cur->e[j].key) cur->used++;
+  cur->e[j] = e;
 }
 
 /* Move up to budget slots of `old` into cur; an emptied `old` goes to
  * *gone, for the caller to unmap once the lock is released. */
-static void table_move(size_t budget, struct table *gone) {
-  for (; old.e && old.used && old_next < old.cap && budget; budget--) {
-    struct entry *x = &old.e[old_next++];
+static void table_move(struct shard *sh, size_t budget, struct table *gone) {
+  struct table *old = &sh->old;
+  for (size_t scan = budget * (TABLE_SCAN / TABLE_MOVE);
+       old->e && old->used && sh->old_next < old->cap && budget && scan; scan--) {
+    struct entry *x = &old->e[sh->old_next++];
     if (!x->key || x->key == TOMB) continue;
-    table_put(*x, NULL);
+    budget--;
+    table_put(&sh->cur, *x, NULL);
     x->key = TOMB;
-    old.used--;
+    old->used--;
   }
-  if (old.e && (!old.used || old_next == old.cap) && !gone->e) {
-    *gone = old;
-    old = (struct table){0};
+  if (old->e && (!old->used || sh->old_next == old->cap) && !gone->e) {
+    *gone = *old;
+    *old = (struct table){0};
   }
 }
 
@@ -214,26 +257,28 @@ static struct entry *table_map(size_t cap) {
 /* Start moving cur into a new table of cap entries (no move under way:
  * cur becomes `old`, an empty one is let go at the next move). mmap only
  * reserves: the pages are touched as entries come. */
-static bool table_resize(size_t cap) {
+static bool table_resize(struct shard *sh, size_t cap) {
   struct entry *e = table_map(cap);
   if (!e) return false;
-  if (cur.e) {
-    old = cur;
-    old_next = 0;
+  if (sh->cur.e) {
+    sh->old = sh->cur;
+    sh->old_next = 0;
   }
-  cur = (struct table){e, cap, 0};
+  sh->cur = (struct table){e, cap, 0};
   return true;
 }
 
 /* Room in cur for one more entry. @return false when there is none and
  * none can be had (the allocation goes uncounted). */
-static bool table_room(struct table *gone) {
-  if (!cur.e) return table_resize(TABLE_MIN);
-  if ((cur.used + 1) * 4 < cur.cap * 3) return true;
-  if (old.e) table_move(old.cap, gone); /* not reached (see above): finish the move first */
-  if (old.e) return (cur.used + 1) * 16 < cur.cap * 15;
-  if (table_resize(cur.cap * 2)) return true;
-  return (cur.used + 1) * 16 < cur.cap * 15;
+static bool table_room(struct shard *sh, struct table *gone) {
+  const struct table *cur = &sh->cur;
+  if (!cur->e) return table_resize(sh, TABLE_MIN);
+  if ((cur->used + 1) * 4 < cur->cap * 3) return true;
+  if (sh->old.e) /* not reached (see above): finish the move first */
+    table_move(sh, sh->old.cap, gone);
+  if (sh->old.e) return (cur->used + 1) * 16 < cur->cap * 15;
+  if (table_resize(sh, cur->cap * 2)) return true;
+  return (cur->used + 1) * 16 < cur->cap * 15;
 }
 
 /* Counters: the slot's fields are updated atomically so the sampler reads
@@ -264,11 +309,6 @@ static struct {
   uint64_t live; /* atomically */
 } libs[MAX_LIBS];
 static unsigned n_libs; /* under lock */
-#define CALLER_CACHE 64
-static struct {
-  void *caller;
-  uint32_t lib;
-} caller_cache[CALLER_CACHE]; /* under lock */
 
 static uint32_t lib_of(const char *path) { /* under lock */
   const char *b = path ? strrchr(path, '/') : NULL;
@@ -305,7 +345,7 @@ static void say_lost(uint32_t bit, const char *text) {
  * (vramledger/counters.h). With
  * every slot taken the process counts in local_slot, and it is said.
  * Under lock. @return false when no slot could be had. */
-static bool slot_claimed;
+static _Atomic int slot_claimed; /* set, with release, once slot and ring are */
 /* Slot i's ring ours, said in the slot before anything is counted there
  * (the sampler tells an older interposer's slot by it). */
 static void take_ring(unsigned i) {
@@ -313,7 +353,6 @@ static void take_ring(unsigned i) {
   __atomic_store_n(&counters->slot[i].rings, ring ? 1u : 0u, __ATOMIC_RELEASE);
 }
 static bool claim_slot(void) {
-  slot_claimed = true;
   if (!counters) return true;
   uint32_t me = (uint32_t)getpid();
   unsigned n = counters->slots < VL_COUNTERS_SLOTS ? counters->slots : VL_COUNTERS_SLOTS;
@@ -344,56 +383,83 @@ static void table_full(void) {
   if (counters) __atomic_add_fetch(&counters->uncounted, 1, __ATOMIC_RELAXED);
 }
 
+/* The process's slot, claimed at its first allocation (under lock, once).
+ * @return false when none could be had. */
+static bool slot_ready(void) {
+  if (atomic_load_explicit(&slot_claimed, memory_order_acquire)) return true;
+  bool ok = true;
+  pthread_mutex_lock(&lock);
+  if (!atomic_load_explicit(&slot_claimed, memory_order_relaxed)) {
+    ok = claim_slot();
+    atomic_store_explicit(&slot_claimed, 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&lock);
+  return ok;
+}
+
+/* The library of a call site: from the shard's cache, or dladdr's answer
+ * (taken with no lock of ours held: it takes the loader's). Called and
+ * returns with sh->lock held, which it may let go of meanwhile. */
+static uint32_t caller_lib(struct shard *sh, void *caller) {
+  size_t ci = ((uintptr_t)caller >> 4) & (CALLER_CACHE - 1);
+  if (caller && sh->callers[ci].caller == caller) return sh->callers[ci].lib;
+  pthread_mutex_unlock(&sh->lock);
+  Dl_info di = {0};
+  if (!(caller && dladdr(caller, &di))) di.dli_fname = NULL;
+  pthread_mutex_lock(&lock);
+  uint32_t lib = lib_of(di.dli_fname);
+  pthread_mutex_unlock(&lock);
+  pthread_mutex_lock(&sh->lock);
+  sh->callers[ci].caller = caller;
+  sh->callers[ci].lib = lib;
+  return lib;
+}
+
+/* Under sh->lock, room made: key's entry in the shard, its bytes counted
+ * (what the same key held before, freed unseen, uncounted). */
+static void table_count(struct shard *sh, uint64_t key, uint64_t size, uint32_t lib) {
+  /* the same key again: its free went by unseen (the driver never hands
+   * out a live address twice), so what it held is gone */
+  struct entry was = {0};
+  size_t j = table_find(&sh->old, key);
+  if (j != SIZE_MAX) {
+    was = sh->old.e[j];
+    sh->old.e[j].key = TOMB;
+    sh->old.used--;
+  }
+  struct entry dup;
+  table_put(&sh->cur, (struct entry){key, size, lib}, &dup);
+  if (dup.key) was = dup;
+  if (was.key) {
+    __atomic_sub_fetch(&libs[was.lib].live, was.size, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&slot->live, was.size, __ATOMIC_RELAXED);
+  }
+  __atomic_add_fetch(&libs[lib].live, size, __ATOMIC_RELAXED);
+  uint64_t live = __atomic_add_fetch(&slot->live, size, __ATOMIC_RELAXED);
+  if (live > __atomic_load_n(&slot->peak, __ATOMIC_RELAXED))
+    __atomic_store_n(&slot->peak, live, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&slot->allocs, 1, __ATOMIC_RELAXED);
+  note_ms(live);
+}
+
 static void count_alloc(uint64_t key, uint64_t size, void *caller) {
   if (!key || key == TOMB) return;
   if (!atomic_load_explicit(&flusher_started, memory_order_relaxed) &&
       !atomic_exchange(&flusher_started, 1))
     start_flusher(); /* processes that never allocate never get a thread */
-  size_t ci = ((uintptr_t)caller >> 4) & (CALLER_CACHE - 1);
+  bool no_slot = !slot_ready(), full = false;
+  struct shard *sh = shard_of(key);
   struct table gone = {0};
-  bool no_slot = false, full = false;
-  pthread_mutex_lock(&lock);
-  if (!slot_claimed) no_slot = !claim_slot();
-  uint32_t lib = caller_cache[ci].lib;
-  if (caller_cache[ci].caller != caller || !caller) { /* a call site seen first: ask dladdr */
-    pthread_mutex_unlock(&lock);
-    Dl_info di = {0};
-    if (!(caller && dladdr(caller, &di))) di.dli_fname = NULL;
-    pthread_mutex_lock(&lock);
-    lib = lib_of(di.dli_fname);
-    caller_cache[ci].caller = caller;
-    caller_cache[ci].lib = lib;
-  }
-  table_move(TABLE_MOVE, &gone);
-  if (!table_room(&gone)) {
+  pthread_mutex_lock(&sh->lock);
+  uint32_t lib = caller_lib(sh, caller);
+  table_move(sh, TABLE_MOVE, &gone);
+  if (table_room(sh, &gone))
+    table_count(sh, key, size, lib);
+  else
     full = true; /* out of memory for bookkeeping: not counted, never fail the program */
-  } else {
-    /* the same key again: its free went by unseen (the driver never hands
-     * out a live address twice), so what it held is gone */
-    struct entry was = {0};
-    size_t j = table_find(&old, key);
-    if (j != SIZE_MAX) {
-      was = old.e[j];
-      old.e[j].key = TOMB;
-      old.used--;
-    }
-    struct entry dup;
-    table_put((struct entry){key, size, lib}, &dup);
-    if (dup.key) was = dup;
-    if (was.key) {
-      __atomic_sub_fetch(&libs[was.lib].live, was.size, __ATOMIC_RELAXED);
-      __atomic_sub_fetch(&slot->live, was.size, __ATOMIC_RELAXED);
-    }
-    __atomic_add_fetch(&libs[lib].live, size, __ATOMIC_RELAXED);
-    uint64_t live = __atomic_add_fetch(&slot->live, size, __ATOMIC_RELAXED);
-    if (live > __atomic_load_n(&slot->peak, __ATOMIC_RELAXED))
-      __atomic_store_n(&slot->peak, live, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&slot->allocs, 1, __ATOMIC_RELAXED);
-    note_ms(live);
-  }
+  pthread_mutex_unlock(&sh->lock);
   struct span piece, rest;
   retire(&gone, &piece, &rest);
-  pthread_mutex_unlock(&lock);
   unmap_spans(&piece, &rest);
   if (no_slot)
     say_lost(VL_COUNTERS_LOST_NO_SLOT,
@@ -422,17 +488,18 @@ static void count_alloc(uint64_t key, uint64_t size, void *caller) {
 
 static void count_free(uint64_t key) {
   if (!key || key == TOMB) return;
+  struct shard *sh = shard_of(key);
   struct table gone = {0};
-  pthread_mutex_lock(&lock);
+  pthread_mutex_lock(&sh->lock);
   struct entry x = {0};
-  size_t j = table_find(&cur, key);
+  size_t j = table_find(&sh->cur, key);
   if (j != SIZE_MAX) {
-    x = cur.e[j];
-    table_delete(j);
-  } else if ((j = table_find(&old, key)) != SIZE_MAX) {
-    x = old.e[j];
-    old.e[j].key = TOMB;
-    old.used--;
+    x = sh->cur.e[j];
+    table_delete(&sh->cur, j);
+  } else if ((j = table_find(&sh->old, key)) != SIZE_MAX) {
+    x = sh->old.e[j];
+    sh->old.e[j].key = TOMB;
+    sh->old.used--;
   }
   if (x.key) {
     uint64_t live = __atomic_sub_fetch(&slot->live, x.size, __ATOMIC_RELAXED);
@@ -440,12 +507,13 @@ static void count_free(uint64_t key) {
     __atomic_add_fetch(&slot->frees, 1, __ATOMIC_RELAXED);
     note_ms(live);
   }
-  table_move(TABLE_MOVE, &gone);
+  table_move(sh, TABLE_MOVE, &gone);
   /* fewer than 1/8 live: a table half the size (a quarter full) */
-  if (!old.e && cur.cap > TABLE_MIN && cur.used * 8 < cur.cap) table_resize(cur.cap / 2);
+  if (!sh->old.e && sh->cur.cap > TABLE_MIN && sh->cur.used * 8 < sh->cur.cap)
+    table_resize(sh, sh->cur.cap / 2);
+  pthread_mutex_unlock(&sh->lock);
   struct span piece, rest;
   retire(&gone, &piece, &rest);
-  pthread_mutex_unlock(&lock);
   unmap_spans(&piece, &rest);
 }
 
@@ -711,21 +779,25 @@ static void start_flusher(void) {
  * flusher (threads do not survive fork), and a usable lock. */
 static void after_fork_child(void) {
   pthread_mutex_init(&lock, NULL);
-  if (cur.e) munmap(cur.e, cur.cap * sizeof *cur.e); /* the parent's, copied */
-  if (old.e) munmap(old.e, old.cap * sizeof *old.e);
+  for (unsigned i = 0; i < SHARDS; i++) { /* the parent's, copied */
+    struct shard *sh = &shards[i];
+    if (sh->cur.e) munmap(sh->cur.e, sh->cur.cap * sizeof *sh->cur.e);
+    if (sh->old.e) munmap(sh->old.e, sh->old.cap * sizeof *sh->old.e);
+    memset(sh, 0, sizeof *sh);
+  }
+  shards_init();
+  pthread_mutex_init(&retire_lock, NULL);
   for (unsigned i = 0; i < n_retiring; i++)
     munmap(retiring[i].p, retiring[i].len);
-  cur = old = (struct table){0};
-  n_retiring = 0;
+  atomic_store(&n_retiring, 0);
   local_slot = (struct vl_counters_slot){0};
   slot = &local_slot;
   ring = NULL;
-  slot_claimed = false; /* a slot at the child's first allocation */
-  n_pools = 0;          /* the child has none of the parent's device memory */
+  atomic_store(&slot_claimed, 0); /* a slot at the child's first allocation */
+  n_pools = 0;                    /* the child has none of the parent's device memory */
   pools_reserved = 0;
   n_libs = 0;
   memset(libs, 0, sizeof libs);
-  memset(caller_cache, 0, sizeof caller_cache);
   atomic_store(&flusher_started, 0);
 }
 

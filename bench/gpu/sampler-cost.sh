@@ -32,7 +32,7 @@ while time.time() - t < ${SC_SECONDS:-10}:
     time.sleep(0.02)"
         python3 - "$d/record.jsonl" $kind $ms "$bin" <<'PY'
 import json, sys
-ev = [json.loads(l) for l in open(sys.argv[1])]
+ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 ex = [e for e in ev if e["type"] == "exit"][0]
 r = {"binary": sys.argv[4], "job": sys.argv[2], "interval_ms": int(sys.argv[3]), "samples": ex["samples"],
      "nvml_reads": ex.get("nvml_reads"), "nvml_cpu_s": ex.get("nvml_cpu_ns", 0) / 1e9, "wall_s": ex["wall_ns"] / 1e9, "sampler_cpu_s": ex["sampler_cpu_ns"] / 1e9,

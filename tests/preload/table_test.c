@@ -4,8 +4,13 @@
  *                            cuMemRelease, a new handle each time, 16
  *                            live), after a burst of 200 000 live ones:
  *                            the virtual memory afterwards is what it was
- *                            before the burst (within 1 MiB), the counts
- *                            exact
+ *                            at rest before the burst (within 1 MiB), the
+ *                            counts exact
+ *   table_test threads N P   N threads of P pairs each (32 handles held
+ *                            each, sizes their own) while they go on and
+ *                            at the end: the live bytes exact, every
+ *                            allocation and free counted (the shards'
+ *                            locks, preload/preload.c)
  *   table_test full          under `ulimit -v` (RLIMIT_AS set here) the
  *                            table cannot grow: the allocations it cannot
  *                            hold are counted in the counters file, the
@@ -19,6 +24,7 @@
  * their stderr piped, and check both. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -86,6 +92,16 @@ static int churn(unsigned long long pairs) {
   driver();
   enum { LIVE = 16, BURST = 200000 };
   unsigned long long h[LIVE];
+  /* at rest: every shard of the table has its smallest table (64 x 12 KiB,
+   * preload/preload.c), made by a handle or more in each */
+  enum { REST = 4096 };
+  unsigned long long *r0 = malloc(REST * sizeof *r0);
+  CHECK(r0);
+  for (int i = 0; i < REST; i++)
+    CHECK(create(&r0[i], 1, NULL, 0) == 0);
+  for (int i = 0; i < REST; i++)
+    CHECK(release(r0[i]) == 0);
+  free(r0);
   for (int i = 0; i < LIVE; i++)
     CHECK(create(&h[i], 4096, NULL, 0) == 0);
   uint64_t vm0 = vm_bytes();
@@ -319,9 +335,47 @@ static int slots(const char *self, unsigned n, unsigned idle) {
   return 0;
 }
 
+/* one thread of `threads`: P pairs, 32 handles held, of size 4096 + its index */
+static unsigned long long t_pairs;
+static void *t_work(void *arg) {
+  uintptr_t id = (uintptr_t)arg;
+  enum { HELD = 32 };
+  unsigned long long h[HELD];
+  for (int i = 0; i < HELD; i++)
+    CHECK(create(&h[i], 4096 + id, NULL, 0) == 0);
+  for (unsigned long long k = 0; k < t_pairs; k++) {
+    unsigned i = (unsigned)(k % HELD);
+    CHECK(release(h[i]) == 0);
+    CHECK(create(&h[i], 4096 + id, NULL, 0) == 0);
+  }
+  for (int i = 0; i < HELD; i++)
+    CHECK(release(h[i]) == 0);
+  return NULL;
+}
+
+static int threads(unsigned n, unsigned long long pairs) {
+  driver();
+  t_pairs = pairs;
+  pthread_t t[64];
+  CHECK(n >= 1 && n <= 64);
+  unsigned long long keep;
+  CHECK(create(&keep, 12345, NULL, 0) == 0);
+  for (uintptr_t i = 0; i < n; i++)
+    CHECK(pthread_create(&t[i], NULL, t_work, (void *)i) == 0);
+  for (unsigned i = 0; i < n; i++)
+    CHECK(pthread_join(t[i], NULL) == 0);
+  CHECK(live() == 12345);
+  CHECK(release(keep) == 0);
+  CHECK(live() == 0);
+  printf("table_test threads: %u x %llu pairs: live bytes exact\n", n, pairs);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "churn") == 0) return churn(argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000);
+  if (strcmp(mode, "threads") == 0 && argc > 3)
+    return threads((unsigned)strtoul(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));
   if (strcmp(mode, "full") == 0) return full("/proc/self/exe");
   if (strcmp(mode, "full-child") == 0) return full_child();
   if (strcmp(mode, "slots") == 0 && argc > 3)
@@ -329,6 +383,6 @@ int main(int argc, char **argv) {
                  (unsigned)strtoul(argv[3], NULL, 10));
   if (strcmp(mode, "slots-child") == 0 && argc > 3)
     return slots_child((unsigned)strtoul(argv[2], NULL, 10), (unsigned)strtoul(argv[3], NULL, 10));
-  fprintf(stderr, "usage: table_test churn PAIRS | full | slots N IDLE\n");
+  fprintf(stderr, "usage: table_test churn PAIRS | threads N PAIRS | full | slots N IDLE\n");
   return 2;
 }
