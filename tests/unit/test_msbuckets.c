@@ -72,8 +72,8 @@ static void overrun(void **state) {
 #define MS 123456u
 
 static uint64_t most_seen; /* the highest value any change returned */
-static int writers_left;
-static pthread_barrier_t last; /* the threads' last notes at once */
+static int writers_left, rounds_left;
+static pthread_barrier_t last; /* the threads' last notes at once, the reader reading */
 
 static void raise_most(uint64_t v) {
   uint64_t m = __atomic_load_n(&most_seen, __ATOMIC_RELAXED);
@@ -91,6 +91,7 @@ static void *writer(void *arg) {
     v = __atomic_sub_fetch(&live, size, __ATOMIC_SEQ_CST);
     vl__msb_note(ring, N, MS, v, &live);
   }
+  __atomic_sub_fetch(&rounds_left, 1, __ATOMIC_SEQ_CST);
   pthread_barrier_wait(&last);
   uint64_t v = __atomic_add_fetch(&live, size, __ATOMIC_SEQ_CST); /* one kept */
   raise_most(v);
@@ -99,17 +100,29 @@ static void *writer(void *arg) {
   return NULL;
 }
 
-/* The reader meanwhile: whatever it reads is consistent. @return the
- * number of readings that found the millisecond. */
+/* One reading: consistent, or *bad set. @return 1 when it found the
+ * millisecond. */
+static int read_once(uint64_t all, bool *bad) {
+  uint64_t end = 0, hi = 0;
+  enum vl_msb_read r = vl__msb_read(ring, N, MS, &end, &hi);
+  if (r == VL_MSB_LOST || end > hi || hi > all) *bad = true;
+  return r == VL_MSB_SET;
+}
+
+/* The reader meanwhile, through the rounds and then the last notes (at
+ * least one reading after the rounds, when the bucket is the
+ * millisecond's): whatever it reads is consistent. @return the number of
+ * readings that found the millisecond, UINT64_MAX: one was not. */
 static void *reader(void *arg) {
   uint64_t all = (uint64_t)(uintptr_t)arg, sets = 0;
-  while (__atomic_load_n(&writers_left, __ATOMIC_SEQ_CST) > 0) {
-    uint64_t end = 0, hi = 0;
-    enum vl_msb_read r = vl__msb_read(ring, N, MS, &end, &hi);
-    if (r == VL_MSB_LOST || end > hi || hi > all) return (void *)(uintptr_t)UINT64_MAX;
-    sets += r == VL_MSB_SET;
-  }
-  return (void *)(uintptr_t)sets;
+  bool bad = false;
+  while (__atomic_load_n(&rounds_left, __ATOMIC_SEQ_CST) > 0)
+    sets += read_once(all, &bad);
+  pthread_barrier_wait(&last);
+  do
+    sets += read_once(all, &bad);
+  while (__atomic_load_n(&writers_left, __ATOMIC_SEQ_CST) > 0);
+  return (void *)(uintptr_t)(bad ? UINT64_MAX : sets);
 }
 
 static void threads_once(void) {
@@ -117,8 +130,8 @@ static void threads_once(void) {
   live = most_seen = 0;
   /* the bucket held an older millisecond: the first note takes it over */
   vl__msb_note(ring, N, MS - N, 1ull << 40, &live);
-  writers_left = THREADS;
-  pthread_barrier_init(&last, NULL, THREADS);
+  writers_left = rounds_left = THREADS;
+  pthread_barrier_init(&last, NULL, THREADS + 1);
   pthread_t w[THREADS], rd;
   uint64_t all = 0;
   for (int i = 0; i < THREADS; i++)
@@ -132,6 +145,7 @@ static void threads_once(void) {
   pthread_join(rd, &sets);
   pthread_barrier_destroy(&last);
   assert_true((uint64_t)(uintptr_t)sets != UINT64_MAX);
+  assert_true((uint64_t)(uintptr_t)sets >= 1); /* it did read the millisecond */
   uint64_t end = 0, hi = 0;
   assert_int_equal(vl__msb_read(ring, N, MS, &end, &hi), VL_MSB_SET);
   assert_int_equal(end, all); /* each thread kept one block */
