@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../util/internal.h"
+#include "../model/internal.h"
 #include "../model/pytorch_constants.h"
 #include "vramledger/alloc.h"
 #include "vramledger/plan.h"
@@ -186,10 +187,11 @@ struct search {
   size_t cap;
 };
 
-/* Bytes of one activation element in the layers' all-reduces: 4 in fp32,
- * else 2 (autocast and half weights run the layers in 16 bits). */
-static double act_elem_bytes(const struct vl_job *j) {
-  return j->precision == VL_PREC_FP32 ? 4.0 : 2.0;
+/* The job's bytes per element, as the bill counts them (lib/model/precision.c) */
+static struct vl__policy policy(const struct vl_job *j) {
+  struct vl__policy pol;
+  vl__policy_get(j->precision, &pol);
+  return pol;
 }
 
 /* Seconds of one ring all-reduce of `bytes` over n ranks at bw bytes/s:
@@ -212,9 +214,49 @@ static double ring_allreduce_s(double bytes, double n, double bw) {
 static double tp_comm_s(const struct vl_arch *a, const struct vl_job *j, double link_bw) {
   if (j->tp < 2) return 0.0;
   double per_layer = j->checkpointing == VL_CKPT_FULL ? 6.0 : 4.0;
-  double bytes = (double)j->batch * (double)j->seq * (double)a->hidden * act_elem_bytes(j);
+  /* the matmuls' outputs, in the compute dtype: the activation dtype (autocast's half, or
+   * the weights') */
+  double bytes = (double)j->batch * (double)j->seq * (double)a->hidden * (double)policy(j).act;
   double layers = (double)a->layers / (double)(j->pp ? j->pp : 1);
   return per_layer * layers * (double)j->grad_accum * ring_allreduce_s(bytes, j->tp, link_bw);
+}
+
+/* Bytes of the whole model's weights as stored: the policy's weight dtype, NF4 for the
+ * layers' linear weights of a QLoRA base (as the bill stores them, lib/model/bill.c) */
+static double stored_weight_bytes(const struct search *S, const struct vl_job *j,
+                                  const struct vl__policy *pol) {
+  double quantised = j->qlora ? S->Pq : 0.0;
+  return ((double)S->inv->total - quantised) * (double)pol->weight +
+         quantised * VL_BNB_NF4_BYTES_PER_ELEM;
+}
+
+/* Data parallelism's traffic of one step (`trainable` elements), in seconds, at bw
+ * bytes/s. The gradients are all-reduced in their own dtype: DDP's buckets take
+ * their parameters' (torch/csrc/distributed/c10d/reducer.cpp, Reducer::initialize_buckets:
+ * a bucket's flat gradients have its parameters' options; a comm hook may compress them,
+ * none is assumed), so fp32 under autocast, whose weights stay fp32, and the half
+ * dtype only for half weights; Megatron-LM reduces its fp32 main_grad
+ * (vl__grad_elem_bytes). ZeRO-3 all-gathers the weights in their storage dtype for
+ * forward and for backward, (n-1)/n of them each: the volume of one ring all-reduce. */
+static double dp_comm_s(const struct search *S, const struct vl_job *j, uint64_t trainable,
+                        double bw) {
+  struct vl__policy pol = policy(j);
+  double dp = (double)j->dp, tp = (double)j->tp;
+  double grads = (double)trainable * (double)vl__grad_elem_bytes(j, &pol) / tp;
+  double s = ring_allreduce_s(grads, dp, bw);
+  if (j->zero == 3) s += ring_allreduce_s(stored_weight_bytes(S, j, &pol) / tp, dp, bw);
+  return s;
+}
+
+/* Pipeline sends of one step, in seconds, at link_bw bytes/s: each micro-batch's
+ * b x s x h hidden states forward and their gradient backward across each of the pp-1
+ * stage boundaries, in the residual stream's dtype (the bill's resid): a layer's output
+ * is the residual sum, which under autocast stays fp32 (autocast leaves add alone, and
+ * the fp32 embeddings plus a half matmul output promote to fp32), else the weights'. */
+static double pp_comm_s(const struct vl_arch *a, const struct vl_job *j, double link_bw) {
+  if (j->pp < 2) return 0.0;
+  double bytes = (double)j->batch * (double)j->seq * (double)a->hidden * (double)policy(j).resid;
+  return 2.0 * (double)j->grad_accum * bytes * (double)(j->pp - 1) / link_bw;
 }
 
 /* Time one optimizer step of job j (`trainable` elements) on count x g
@@ -239,20 +281,12 @@ static void step_time(const struct search *S, const struct vl_gpu *g, unsigned c
   if (j->pp > 1) compute *= (double)(j->grad_accum + j->pp - 1) / (double)j->grad_accum;
   double link = (g->link_gb_s > 0 ? g->link_gb_s : 16.0) * 1e9;
   double bw = count <= q->gpus_per_node ? link : fmin(link, q->inter_node_gb_s * 1e9);
-  double dp = j->dp, tp = j->tp;
-  double grad_bytes = (double)trainable * 2.0 / tp; /* bf16 buckets */
-  double dp_comm = ring_allreduce_s(grad_bytes, dp, bw);
-  /* ZeRO-3 all-gathers the bf16 weights for forward and for backward,
-   * (n-1)/n of them each: the volume of one ring all-reduce */
-  if (j->zero == 3) dp_comm += ring_allreduce_s((double)S->inv->total * 2.0 / tp, dp, bw);
+  double tp = (double)j->tp;
   /* a measured scaling efficiency stands for the data-parallel traffic:
    * compute / efficiency, the modelled gradients not added */
-  bool measured = q->dp_efficiency > 0 && dp > 1;
-  if (measured) dp_comm = 0;
-  double pp_comm = 0; /* activations and their gradients across each stage boundary */
-  if (j->pp > 1)
-    pp_comm = 2.0 * (double)j->grad_accum * (double)j->batch * (double)j->seq *
-              (double)q->arch->hidden * 2.0 * (j->pp - 1) / link;
+  bool measured = q->dp_efficiency > 0 && j->dp > 1;
+  double dp_comm = measured ? 0 : dp_comm_s(S, j, trainable, bw);
+  double pp_comm = pp_comm_s(q->arch, j, link);
   c->compute_s = compute;
   c->tp_comm_s = tp_comm_s(q->arch, j, link); /* within a node: tp <= gpus_per_node */
   c->dp_comm_s = dp_comm;
@@ -490,7 +524,7 @@ static void decision_trace(const struct vl_plan_query *q, const struct vl_overhe
       snprintf(r->trace[n++], 256,
                "the frozen base in 4 bits (QLoRA): %.1f GiB of layer weights instead of %.1f; "
                "dequantising them costs %s a step",
-               Pq * VL_BNB_NF4_BYTES_PER_ELEM / G, Pq * 2.0 / G,
+               Pq * VL_BNB_NF4_BYTES_PER_ELEM / G, Pq * (double)policy(&q->base).weight / G,
                q->qlora_slowdown > 0 ? "the measured factor (--qlora-slowdown)"
                                      : "at least their HBM traffic (a lower bound)");
     if (b->tp > 1 || b->dp_comm_s > 0) comm_trace(b, r->trace[n++], 256);

@@ -379,8 +379,7 @@ static void stage_states(struct train_stage *ts) {
   ts->tr = ts->st.trainable_elems;
   const uint64_t opt_shard = job->zero >= 1 ? ts->dp : 1, grad_shard = job->zero >= 2 ? ts->dp : 1;
   ts->tr_opt = vl__div_ceil(ts->tr, opt_shard); /* optimizer shard */
-  ts->gb = job->lora_rank ? 4 : ts->pol.grad;
-  if (ts->mixed && (ts->mg || job->master_grads_fp32)) ts->gb = 4; /* fp32 main_grad buffer */
+  ts->gb = vl__grad_elem_bytes(job, &ts->pol);
   struct vl__def w = {
       VL_LINE_PARAMETERS,
       "parameters",

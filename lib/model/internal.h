@@ -1,8 +1,12 @@
-/* Internal interfaces between the files of lib/model. */
+/* Internal interfaces between the files of lib/model, and the precision
+ * policy the planner (lib/decide/plan.c) prices traffic by. */
 #ifndef VRAMLEDGER_MODEL_INTERNAL_H
 #define VRAMLEDGER_MODEL_INTERNAL_H
 #include "../util/internal.h"
 #include "vramledger/model.h"
+
+/* PEFT keeps LoRA adapters in fp32 (get_peft_model's autocast_adapter_dtype) */
+#define VL__ADAPTER_BYTES 4
 
 /* Bytes per element under a precision policy. */
 struct vl__policy {
@@ -15,9 +19,11 @@ struct vl__policy {
   bool autocast;   /* amp-*: autocast keeps half copies of fp32 weights */
 };
 void vl__policy_get(enum vl_precision p, struct vl__policy *pol);
-
-/* PEFT keeps LoRA adapters in fp32 (get_peft_model's autocast_adapter_dtype) */
-#define VL__ADAPTER_BYTES 4
+/* Bytes of one gradient element as the optimizer reads it: PEFT's fp32
+ * adapters (VL__ADAPTER_BYTES), mixed-*'s fp32 main_grad buffer under
+ * Megatron-LM or --master-grads fp32, else pol->grad. The bill's gradients
+ * and the planner's data-parallel traffic (lib/decide/plan.c) use it. */
+uint64_t vl__grad_elem_bytes(const struct vl_job *job, const struct vl__policy *pol);
 
 /* Bytes of an element of the copy of its input each LoRA adapter makes
  * and lora_A saves: PEFT casts a half input to the adapters' fp32, and

@@ -23,6 +23,16 @@ void vl__policy_get(enum vl_precision p, struct vl__policy *pol) {
   }
 }
 
+uint64_t vl__grad_elem_bytes(const struct vl_job *job, const struct vl__policy *pol) {
+  if (job->lora_rank) return VL__ADAPTER_BYTES;
+  /* fp32 main_grad buffers beside half weights: Megatron-LM's (its 18 B/param) or
+   * --master-grads fp32; they are what is reduced (grad_reduce_in_fp32 sets the buffer's
+   * dtype, megatron/core/distributed/distributed_data_parallel.py) */
+  bool main_grad = job->framework == VL_FW_MEGATRON || job->master_grads_fp32;
+  if (pol->master && main_grad) return 4;
+  return pol->grad;
+}
+
 #define NAME_FN(fn, type, count, ...)                                                              \
   const char *fn(type v) {                                                                         \
     static const char *const names[] = {__VA_ARGS__};                                              \

@@ -1,7 +1,8 @@
 /* lib/decide/plan.c and the catalog's compute capability: a card without
  * native bf16 (V100, compute capability 7.0) is not planned on for a bf16
  * precision, with the reason kept; it is for fp16; times and costs of a
- * short job come in minutes, seconds and cents. */
+ * short job come in minutes, seconds and cents; communication is priced in
+ * the dtypes it travels in. */
 #include "testutil.h"
 #include "vramledger/catalog.h"
 #include "vramledger/plan.h"
@@ -167,9 +168,76 @@ static void marks_the_context_edge(void **state) {
   vl_catalog_release(&cat);
 }
 
+/* the candidate of r on `count` GPUs laid out dp x tp x pp under ZeRO-`zero`, one
+ * sequence a micro-batch, nothing recomputed or offloaded */
+static const struct vl_plan_candidate *layout(const struct vl_plan_result *r, unsigned dp,
+                                              unsigned pp, unsigned zero) {
+  for (size_t i = 0; i < r->n; i++) {
+    const struct vl_plan_candidate *c = &r->c[i];
+    if (c->dp == dp && c->tp == 1 && c->pp == pp && c->zero == zero && c->micro_batch == 1 &&
+        c->checkpointing == VL_CKPT_NONE && c->offload == VL_OFFLOAD_NONE)
+      return c;
+  }
+  return NULL;
+}
+
+/* Traffic is priced in the dtype it travels in, as the bill counts it: DDP
+ * all-reduces gradients in the parameters' dtype (torch/csrc/distributed/c10d/
+ * reducer.cpp), so fp32 and autocast (fp32 weights) send 4 bytes a gradient and
+ * bf16 weights 2; ZeRO-3 gathers the weights as stored; a pipeline sends the
+ * residual stream, fp32 under autocast. GPT-2 on two H200s: fp32 and amp-bf16
+ * pay twice bf16's data-parallel and pipeline traffic. */
+static void comm_in_the_dtypes_it_travels_in(void **state) {
+  (void)state;
+  struct vl_catalog cat;
+  assert_int_equal(tu_catalog(&cat), 0);
+  struct vl_arch a;
+  tu_arch("data/models/gpt2.json", &a);
+  struct vl_plan_query q;
+  vl_plan_query_init(&q);
+  q.arch = &a;
+  q.base.seq = 1024;
+  q.tokens = 1000000;
+  q.global_batch = 16;
+  q.gpus = vl_catalog_find(&cat, "h200");
+  q.n_gpus = 1;
+  q.max_gpus = 2;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_err err = {""};
+  const enum vl_precision prec[3] = {VL_PREC_BF16, VL_PREC_FP32, VL_PREC_AMP_BF16};
+  double ddp[3], zero3[3], pipe[3];
+  for (int p = 0; p < 3; p++) {
+    q.base.precision = prec[p];
+    struct vl_plan_result r;
+    assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
+    const struct vl_plan_candidate *d = layout(&r, 2, 1, 0), *z = layout(&r, 2, 1, 3),
+                                   *pp = layout(&r, 1, 2, 0);
+    assert_non_null(d);
+    assert_non_null(z);
+    assert_non_null(pp);
+    ddp[p] = d->dp_comm_s;
+    zero3[p] = z->dp_comm_s;
+    assert_true(pp->tp_comm_s == 0 && pp->dp_comm_s == 0);
+    pipe[p] = pp->comm_s; /* the pipeline's sends alone */
+    vl_plan_release(&r);
+  }
+  assert_true(ddp[0] > 0 && zero3[0] > ddp[0] && pipe[0] > 0);
+  for (int p = 1; p < 3; p++) {
+    assert_close(ddp[p], 2 * ddp[0], 1e-12, "gradients all-reduced in 4 bytes, not 2");
+    assert_close(zero3[p], 2 * zero3[0], 1e-12, "ZeRO-3: and the weights gathered in 4");
+    assert_close(pipe[p], 2 * pipe[0], 1e-12, "pipeline: the residual stream in 4 bytes");
+  }
+  /* b x s x h, forward and backward, over one boundary, 16 micro-batches in bf16 */
+  double link = q.gpus->link_gb_s * 1e9;
+  assert_close(pipe[0], 2.0 * 16 * 1024 * 768 * 2 / link, 1e-12, "bf16 pipeline sends");
+  vl_catalog_release(&cat);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(catalog_bf16), cmocka_unit_test(bf16_excludes_v100),
-      cmocka_unit_test(units_that_fit), cmocka_unit_test(marks_the_context_edge)};
+      cmocka_unit_test(units_that_fit), cmocka_unit_test(marks_the_context_edge),
+      cmocka_unit_test(comm_in_the_dtypes_it_travels_in)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
