@@ -6,7 +6,9 @@
 # What is checked, and the heuristics:
 # - README.md and docs/**/*.md: every line (docs/cmd/*.md are --help too).
 # - bench/README.md and bench/results/**/*.md: every line, as README.md;
-#   the data files beside them (.json, .jsonl, .txt, traces) are not read.
+#   of the .txt files beside them, the lines that start with '#' (their
+#   headers say what each holds); the data (.json, .jsonl, traces) is not
+#   read.
 # - src/ and lib/ *.c and *.h: only what lies inside string literals, found
 #   by a small lexer that skips /* */ and // comments and character
 #   constants. A literal continued on the next line ("a " "b") is checked
@@ -32,6 +34,13 @@ grep -v -e '^#' -e '^[[:space:]]*$' "$words" >"$pats"
 # date is spelled out)
 prose='
 {
+  gsub(/bench\/results\/[^ ]*/, "")
+  gsub(/[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]-[^ ]*/, "")
+  print
+}'
+headers='
+{
+  if ($0 !~ /^#/) { print ""; next }
   gsub(/bench\/results\/[^ ]*/, "")
   gsub(/[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]-[^ ]*/, "")
   print
@@ -71,6 +80,9 @@ for f in README.md $(find docs -name '*.md' | LC_ALL=C sort) \
   bench/README.md $(find bench/results -name '*.md' | LC_ALL=C sort); do
   check "$f" "$prose"
 done >"$hits"
+for f in $(find bench/results -name '*.txt' | LC_ALL=C sort); do
+  check "$f" "$headers"
+done >>"$hits"
 for f in $(find src lib -name '*.[ch]' | LC_ALL=C sort); do
   check "$f" "$literals"
 done >>"$hits"
