@@ -159,6 +159,8 @@ uint64_t vl_workspace_thread_bytes(const struct vl_overheads *o);
  * runs them on one. */
 #define VL_WORKSPACE_THREADS_TRAIN 2u
 #define VL_WORKSPACE_THREADS_INFER 1u
+/* Of those, how many job's task has: the one place that chooses. */
+unsigned vl_workspace_threads(const struct vl_job *job);
 
 /* ---- the bill --------------------------------------------------------- */
 

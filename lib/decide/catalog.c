@@ -296,8 +296,7 @@ void vl_context_carry(const struct vl_gpu *g, const struct vl_overheads *ov,
   bool same = context_measured(g);
   struct vl_overheads og = *ov; /* the card's workspaces, whichever ov came in */
   vl_overheads_for_gpu(&og, g);
-  unsigned threads =
-      job->task == VL_TASK_TRAIN ? VL_WORKSPACE_THREADS_TRAIN : VL_WORKSPACE_THREADS_INFER;
+  unsigned threads = vl_workspace_threads(job);
   *out = (struct vl_context_carry){.carried = !same,
                                    .architecture = vl_gpu_architecture(g),
                                    .context_bytes = vl_context_bytes(ov, job),

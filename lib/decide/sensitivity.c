@@ -331,8 +331,7 @@ static double workspace_shift(const struct vl_sens_query *q, const struct vl_ove
   if (q->fit) return 0.0;
   struct vl_overheads og = *ov;
   vl_overheads_for_gpu(&og, g);
-  double threads =
-      q->job.task == VL_TASK_TRAIN ? VL_WORKSPACE_THREADS_TRAIN : VL_WORKSPACE_THREADS_INFER;
+  double threads = vl_workspace_threads(&q->job);
   return threads * ((double)vl_workspace_thread_bytes(&og) - (double)vl_workspace_thread_bytes(ov));
 }
 

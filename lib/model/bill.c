@@ -715,7 +715,7 @@ static void stage_comm(struct train_stage *ts) {
                                  "cuBLAS workspaces",
                                  lt ? "threads * (workspace + cublaslt)" : "threads * workspace",
                                  "bench/results/probe/unexplained.json",
-                                 {{"threads", VL_WORKSPACE_THREADS_TRAIN},
+                                 {{"threads", vl_workspace_threads(job)},
                                   {"workspace", ov->cublas_workspace_bytes, "bytes"},
                                   {"cublaslt", lt, "bytes"}}});
 }

@@ -33,7 +33,7 @@ static vl_status infer_reserve(const struct vl_arch *arch, const struct vl_inven
   if (replayed) {
     struct vl_cache_stats st;
     vl_status s = vl__infer_replay(arch, inv, job, pol->weight, pol->act, pol->resid, kvb,
-                                   VL_WORKSPACE_THREADS_INFER * vl_workspace_thread_bytes(ov),
+                                   vl_workspace_threads(job) * vl_workspace_thread_bytes(ov),
                                    job->allocator == VL_ALLOC_EXPANDABLE, &st, err);
     if (s != VL_OK) return s;
     line_pre[VL_LINE_RESERVE] = line_dec[VL_LINE_RESERVE] = vl__note(

@@ -112,6 +112,10 @@ uint64_t vl_workspace_thread_bytes(const struct vl_overheads *o) {
   return o->cublas_workspace_bytes + o->cublaslt_workspace_bytes;
 }
 
+unsigned vl_workspace_threads(const struct vl_job *job) {
+  return job->task == VL_TASK_TRAIN ? VL_WORKSPACE_THREADS_TRAIN : VL_WORKSPACE_THREADS_INFER;
+}
+
 /* the bytes of a measured constant: whole numbers, exact in a double */
 static uint64_t cal_bytes(enum vl__cal id) { return (uint64_t)vl__calibration(id)->value; }
 
