@@ -126,6 +126,7 @@ int cmd_estimate(int argc, const char **argv) {
       .search_best = best,
       .version = VL_VERSION,
       .carry = gpu ? &carry : NULL,
+      .context_edge = gpu && dm.formula && vl_fit_near_edge(&fit, carry.range_bytes),
   };
   struct dry_view dv = {dm.formula ? &view : NULL, &dm, &d, &e, gpu, vl_context_bytes(&ov, &e.job)};
   bool fits = gpu ? dm.formula && fit.fits : true;

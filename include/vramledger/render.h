@@ -23,6 +23,8 @@ struct vl_estimate_view {
   uint64_t search_best;     /* 0: not even 1 fits */
   const char *version;
   const struct vl_context_carry *carry; /* with gpu: its context carried over; NULL none */
+  bool context_edge; /* with carry: the headroom or shortfall within the context's range
+                      * (vl_fit_near_edge) */
 };
 
 enum vl_format { VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD };

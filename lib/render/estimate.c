@@ -129,8 +129,7 @@ static void text(FILE *o, const struct vl_estimate_view *v) {
     char carry[400];
     if (v->carry) vl__context_carry_text(v->carry, v->gpu->name, carry, sizeof carry);
     if (v->carry && carry[0]) fprintf(o, "  %s\n", carry);
-    if (v->carry && vl_fit_near_edge(f, v->carry->range_bytes))
-      fprintf(o, "  %s\n", vl__context_edge_text(f));
+    if (v->carry && v->context_edge) fprintf(o, "  %s\n", vl__context_edge_text(f));
   }
   if (v->searched) {
     const char *what = v->searched == 1 ? "micro-batch" : "sequence length";
@@ -199,8 +198,7 @@ static void md(FILE *o, const struct vl_estimate_view *v) {
   char carry[400] = "";
   if (v->gpu && v->carry) vl__context_carry_text(v->carry, v->gpu->name, carry, sizeof carry);
   if (carry[0]) fprintf(o, "\n%s.\n", carry);
-  if (v->gpu && v->carry && vl_fit_near_edge(v->fit, v->carry->range_bytes))
-    fprintf(o, "\n%s.\n", vl__context_edge_text(v->fit));
+  if (v->gpu && v->carry && v->context_edge) fprintf(o, "\n%s.\n", vl__context_edge_text(v->fit));
   if (v->searched)
     fprintf(o, "\nLargest %s that fits: %llu.\n",
             v->searched == 1 ? "micro-batch" : "sequence length",
@@ -405,8 +403,7 @@ static json_t *json_report(const struct vl_estimate_view *v) {
     if (v->carry) {
       json_object_set_new(g, "context", vl__context_carry_json(v->carry));
       /* the headroom (or shortfall) is within the context's range */
-      json_object_set_new(g, "context_edge",
-                          json_boolean(vl_fit_near_edge(v->fit, v->carry->range_bytes)));
+      json_object_set_new(g, "context_edge", json_boolean(v->context_edge));
     }
     json_object_set_new(r, "gpu", g);
     json_object_set_new(r, "fits", json_boolean(v->fit->fits));

@@ -124,7 +124,8 @@ static json_t *estimate_gpu_json(const struct vl_arch *a, const struct vl_job *j
                                .gpu = g,
                                .fit = &fit,
                                .version = "test",
-                               .carry = &c};
+                               .carry = &c,
+                               .context_edge = vl_fit_near_edge(&fit, c.range_bytes)};
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
