@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "vramledger/probe.h"
 #include "vramledger/status.h"
@@ -56,6 +57,10 @@ char *cli_read_file_quiet(const char *path, size_t *len);
  * link (O_NOFOLLOW): a link there is refused and said, with the fix.
  * NULL: said on stderr. */
 FILE *cli_create_output(const char *path, const char *mode);
+/* The same as a descriptor: path opened write-only with flags (O_TRUNC or
+ * O_APPEND), created with perm when missing, never through a symbolic
+ * link. -1: said on stderr. */
+int cli_create_fd(const char *path, int flags, mode_t perm);
 /*! vramledger's own files, each an environment override, else where
  * `cmake --install` puts it beside the executable, else the build tree's
  * (docs/install.md). The bundled data: $VRAMLEDGER_DATA,

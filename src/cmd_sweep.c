@@ -50,13 +50,8 @@ static int run_point(const char *self, const char *dir, char **argv, uint64_t in
   pid_t pid = fork();
   if (pid == 0) {
     /* rewritten when a point runs again, never through a symbolic link */
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      cli_error("cannot create '%s': %s", log,
-                errno == ELOOP ? "it is a symbolic link (vramledger follows none)"
-                               : strerror(errno));
-      _exit(125);
-    }
+    int fd = cli_create_fd(log, O_TRUNC, 0600);
+    if (fd < 0) _exit(125);
     dup2(fd, 2);
     int n = 0;
     while (argv[n])
@@ -198,12 +193,12 @@ static int open_outputs(struct sweep *s) {
   s->self[sl] = '\0';
   snprintf(s->csv, sizeof s->csv, "%.4000s/sweep.csv", s->out);
   /* rewritten at each sweep (a resumed one too), never through a symbolic link */
-  int fd = open(s->csv, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  s->f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  int fd = cli_create_fd(s->csv, O_TRUNC, 0600);
+  if (fd < 0) return VL_EXIT_ERROR;
+  s->f = fdopen(fd, "w");
   if (!s->f) {
-    cli_error("cannot write '%s': %s", s->csv,
-              errno == ELOOP ? "it is a symbolic link (vramledger follows none)" : strerror(errno));
-    if (fd >= 0) close(fd);
+    cli_error("cannot write '%s': %s", s->csv, strerror(errno));
+    close(fd);
     return VL_EXIT_ERROR;
   }
   fputs("point", s->f);

@@ -130,18 +130,22 @@ const char *cli_preload_path(void) {
                   VL_PRELOAD_PATH);
 }
 
-FILE *cli_create_output(const char *path, const char *mode) {
-  int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (mode[0] == 'a' ? O_APPEND : O_TRUNC);
-  int fd = open(path, flags, 0644);
-  if (fd < 0) {
-    if (errno == ELOOP) {
-      cli_error("cannot write '%s': it is a symbolic link (vramledger does not write through one)",
-                path);
-      cli_hint("give the file itself, or remove the link");
-    } else
-      cli_error("cannot write '%s': %s", path, strerror(errno));
-    return NULL;
+int cli_create_fd(const char *path, int flags, mode_t perm) {
+  int fd = open(path, flags | O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, perm);
+  if (fd >= 0) return fd;
+  if (errno == ELOOP) {
+    cli_error("cannot write '%s': it is a symbolic link (vramledger does not write through one)",
+              path);
+    cli_hint("give the file itself, or remove the link");
+  } else {
+    cli_error("cannot write '%s': %s", path, strerror(errno));
   }
+  return -1;
+}
+
+FILE *cli_create_output(const char *path, const char *mode) {
+  int fd = cli_create_fd(path, mode[0] == 'a' ? O_APPEND : O_TRUNC, 0644);
+  if (fd < 0) return NULL;
   if (mode[0] == 'a') lseek(fd, 0, SEEK_END); /* as fopen "a" does: ftell() says what is there */
   FILE *f = fdopen(fd, mode);
   if (!f) {
