@@ -179,7 +179,7 @@ int main(int argc, char **argv) {
       nanosleep(&ms50, NULL);
       CHECK(cudaMalloc(&p, 16u << 20) == 0);
       CHECK(cudaFree(p) == 0);
-      nanosleep(&ms50, NULL); /* the sampler reads its ring before its slot goes */
+      nanosleep(&ms50, NULL);
       exit(0);
     }
     int st;
