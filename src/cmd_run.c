@@ -436,12 +436,12 @@ static int exit_code(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* "PID 12" or "PIDs 12, 13, ..." (the first eight) */
+/* "PID 12" or "PIDs 12, 13, ..." (the first VL__PIDS_SHOWN of total) */
 static void pid_list(const pid_t *pids, unsigned n, unsigned total, char *buf, size_t cap) {
-  size_t k = (size_t)snprintf(buf, cap, "PID%s ", total == 1 ? "" : "s");
-  for (unsigned i = 0; i < n && i < 8 && k < cap; i++)
-    k += (size_t)snprintf(buf + k, cap - k, "%s%d", i ? ", " : "", (int)pids[i]);
-  if (k < cap && (total > n || n > 8)) snprintf(buf + k, cap - k, ", ...");
+  unsigned shown[VL__PIDS_SHOWN], k = 0;
+  for (; k < n && k < VL__PIDS_SHOWN; k++)
+    shown[k] = (unsigned)pids[k];
+  vl__pid_list(buf, cap, shown, k, total > k);
 }
 
 /* What the job left running, as it is now (at the job's exit, and as they

@@ -41,6 +41,8 @@ struct vl_rec_sample {
   uint64_t tree_bytes;                   /* NVML: the job's processes, all GPUs */
   uint64_t other_bytes;                  /* NVML: processes outside the job on its GPUs */
   uint64_t cuda_alloc_bytes;             /* interposer: live driver allocations of the job */
+  uint64_t cuda_alloc_max_bytes;         /* the most of those since the last sample, at least
+                                          * cuda_alloc_bytes (a line without the member) */
   unsigned tree_procs;                   /* processes of the job holding GPU memory */
   uint64_t gpu_used[VL_RECORD_MAX_GPUS]; /* device used memory */
   uint64_t gpu_tree[VL_RECORD_MAX_GPUS]; /* the job's bytes per GPU */
@@ -196,6 +198,8 @@ void vl_record_release(struct vl_record *rec);
 struct vl_run_summary {
   uint64_t peak_process_bytes; /* max of tree_bytes */
   uint64_t peak_process_t_ns;  /* when, from the start */
+  /* the most of the samples' cuda_alloc_max_bytes and of the alloc events'
+   * sums (docs/record.md) */
   uint64_t peak_cuda_alloc_bytes;
   uint64_t context_bytes;    /* tree - cuda_alloc at the process peak */
   uint64_t peak_other_bytes; /* other processes on the job's GPUs */

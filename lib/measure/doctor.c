@@ -87,15 +87,8 @@ int vl_doctor(const struct vl_record *r, const struct vl_run_summary *s,
    * they held after that is not in it (a, b: left, outlived the job's
    * own; c: run waited; text: their first PIDs) */
   if (r->desc_left) {
-    char pids[sizeof out[0].text] = "";
-    for (unsigned i = 0; i < r->n_desc_pids && i < 8; i++) {
-      size_t len = strlen(pids);
-      snprintf(pids + len, sizeof pids - len, "%s%u",
-               i                     ? ", "
-               : r->n_desc_pids == 1 ? "PID "
-                                     : "PIDs ",
-               r->desc_pids[i]);
-    }
+    char pids[sizeof out[0].text];
+    vl__pid_list(pids, sizeof pids, r->desc_pids, r->n_desc_pids, false); /* a, b: how many */
     add(out, &n, VL_D_DESCENDANTS_LEFT, VL_SEV_WARN, r->desc_left, r->desc_procs, r->desc_waited,
         pids);
   }

@@ -224,7 +224,7 @@ static bool key_is(const char *k, size_t kn, const char *name) {
 struct sample_scan {
   bool is_sample;
   const char *gpus; /* the last "gpus" member's array, or NULL */
-  uint64_t t_ns, tree_bytes, other_bytes, cuda_alloc_bytes, tree_procs;
+  uint64_t t_ns, tree_bytes, other_bytes, cuda_alloc_bytes, cuda_alloc_max_bytes, tree_procs;
 };
 
 static void take_sample(void *ctx, const char *k, size_t kn, char kind, uint64_t u, const char *b,
@@ -243,6 +243,8 @@ static void take_sample(void *ctx, const char *k, size_t kn, char kind, uint64_t
     m->other_bytes = v;
   else if (key_is(k, kn, "cuda_alloc_bytes"))
     m->cuda_alloc_bytes = v;
+  else if (key_is(k, kn, "cuda_alloc_max_bytes"))
+    m->cuda_alloc_max_bytes = v;
   else if (key_is(k, kn, "tree_procs"))
     m->tree_procs = v;
 }
@@ -279,6 +281,9 @@ static void put_scanned(const struct sample_scan *m, const char *end, struct vl_
   s->tree_bytes = m->tree_bytes;
   s->other_bytes = m->other_bytes;
   s->cuda_alloc_bytes = m->cuda_alloc_bytes;
+  /* written only when the bytes were higher between the samples than at
+   * this one (docs/record.md): absent, the bytes at the sample */
+  s->cuda_alloc_max_bytes = vl__max(m->cuda_alloc_bytes, m->cuda_alloc_max_bytes);
   s->tree_procs = (unsigned)m->tree_procs;
   if (!m->gpus) return;
   struct scan a = {m->gpus + 1, end}; /* checked whole by scan_sample */
@@ -335,6 +340,7 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
     s->tree_bytes = vl__rec_u(o, "tree_bytes");
     s->other_bytes = vl__rec_u(o, "other_bytes");
     s->cuda_alloc_bytes = vl__rec_u(o, "cuda_alloc_bytes");
+    s->cuda_alloc_max_bytes = vl__max(s->cuda_alloc_bytes, vl__rec_u(o, "cuda_alloc_max_bytes"));
     s->tree_procs = (unsigned)vl__rec_u(o, "tree_procs");
     size_t i;
     json_t *g;
@@ -603,8 +609,10 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
       s->peak_process_t_ns = x->t_ns > r->start_ns ? x->t_ns - r->start_ns : 0;
       s->context_bytes = vl__sub0(x->tree_bytes, x->cuda_alloc_bytes);
     }
-    if (x->cuda_alloc_bytes > s->peak_cuda_alloc_bytes)
-      s->peak_cuda_alloc_bytes = x->cuda_alloc_bytes;
+    /* the most between two samples: a block held a few microseconds at
+     * --interval-ms under 10 is in it, not in cuda_alloc_bytes */
+    if (x->cuda_alloc_max_bytes > s->peak_cuda_alloc_bytes)
+      s->peak_cuda_alloc_bytes = x->cuda_alloc_max_bytes;
     if (x->other_bytes > s->peak_other_bytes) s->peak_other_bytes = x->other_bytes;
     if (x->tree_procs > s->max_tree_procs) s->max_tree_procs = x->tree_procs;
     for (unsigned g = 0; g < VL_RECORD_MAX_GPUS; g++)

@@ -43,11 +43,10 @@ static void descendants_words(const struct vl_record *r, char *buf, size_t n) {
   unsigned k = r->desc_procs;
   put(buf, n, &w, "%u process%s outlived the job's own at %.1f s", k, k == 1 ? "" : "es",
       vl__since_s(r, r->desc_t_ns));
-  unsigned shown = r->n_desc_pids < 8 ? r->n_desc_pids : 8; /* as run says them */
-  for (unsigned i = 0; i < shown; i++)
-    put(buf, n, &w, "%s%u", i ? ", " : (r->n_desc_pids == 1 ? " (PID " : " (PIDs "),
-        r->desc_pids[i]);
-  if (shown) put(buf, n, &w, "%s)", k > shown ? ", ..." : "");
+  char pids[160]; /* as run says them */
+  vl__pid_list(pids, sizeof pids, r->desc_pids, r->n_desc_pids,
+               k > vl__min(r->n_desc_pids, VL__PIDS_SHOWN));
+  if (*pids) put(buf, n, &w, " (%s)", pids);
   if (!r->desc_waited)
     put(buf, n, &w, "; run did not wait for %s (--no-wait-descendants)", k == 1 ? "it" : "them");
   else if (r->exited)

@@ -116,6 +116,13 @@ bool vl__list_init_in(struct vl__list *l, const char *text, char sep, char *dst,
  * for the callers that refuse it rather than drop what comes after. */
 char *vl__list_next(struct vl__list *l, bool *gap);
 
+/* pids[0..n) in words, into buf (cap > 0 bytes, cut to fit): "PID 12", or
+ * "PIDs 12, 13, 14" (the first VL__PIDS_SHOWN), then ", ..." when more
+ * (the caller knows of processes it does not name); "" when n is 0. One
+ * wording for run's notes, doctor's and report's (lib/util/list.c). */
+#define VL__PIDS_SHOWN 8
+void vl__pid_list(char *buf, size_t cap, const unsigned *pids, unsigned n, bool more);
+
 /* Fill err (if not NULL) and return s. printf-style. */
 vl_status vl__fail(struct vl_err *err, vl_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -1,5 +1,6 @@
 /* A separated list (a,b,c) split in place in a copy of the caller's text:
- * the one loop of the list options and of the lists read from files. */
+ * the one loop of the list options and of the lists read from files; and
+ * a list of PIDs said in words. */
 #include <stdio.h>
 #include <string.h>
 
@@ -28,4 +29,13 @@ char *vl__list_next(struct vl__list *l, bool *gap) {
   l->next = end;
   if (gap) *gap = end && *end == l->sep;
   return item;
+}
+
+void vl__pid_list(char *buf, size_t cap, const unsigned *pids, unsigned n, bool more) {
+  buf[0] = '\0';
+  if (!n) return;
+  size_t k = (size_t)snprintf(buf, cap, "PID%s ", n > 1 || more ? "s" : "");
+  for (unsigned i = 0; i < n && i < VL__PIDS_SHOWN && k < cap; i++)
+    k += (size_t)snprintf(buf + k, cap - k, "%s%u", i ? ", " : "", pids[i]);
+  if (k < cap && more) snprintf(buf + k, cap - k, ", ...");
 }

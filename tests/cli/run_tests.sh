@@ -94,7 +94,7 @@ check "left: the wait is said" grep -q "waiting for 1 process the job left (PID 
 check "left: the record names it" grep -q '"type":"descendants","t_ns":[0-9]*,"procs":1,"pids":\[[0-9]*\],"waited":true}' "$tmp/left/record.jsonl"
 check "left: after the job's exit, its samples: its allocation, its NVML memory, until it ends" python3 -c "
 import json, sys
-ev = [json.loads(l) for l in open('$tmp/left/record.jsonl')]
+ev = [json.loads(l) for l in open('$tmp/left/record.jsonl') if l.strip()]
 d = next(e for e in ev if e['type'] == 'descendants')
 after = [e for e in ev if e['type'] == 'sample' and e['t_ns'] > d['t_ns']]
 pid = d['pids'][0]
@@ -148,6 +148,10 @@ if what == "block":  # 64 + 32 MiB for 3 ms: 2 or 3 samples, more if the sleep o
     ok = 2 <= sum(e["cuda_alloc_bytes"] == 96 * MiB for e in s) <= 10
 elif what == "blip":  # 64 + 16 MiB for microseconds: the most between two samples
     ok = any(e.get("cuda_alloc_max_bytes") == 80 * MiB for e in s)
+elif what == "peak":  # report's driver-allocated peak: the most between two samples
+    most = max(max(e["cuda_alloc_bytes"], e.get("cuda_alloc_max_bytes", 0)) for e in s)
+    rep = json.load(open(sys.argv[3]))["peak"]["cuda_alloc_bytes"]
+    ok = rep == most and (len(sys.argv) < 5 or rep == int(sys.argv[4]) * MiB)
 elif what == "count":  # a sample a millisecond of the loop's time (its end after the last
     # sample: a few ms on a loaded machine; one a wake-up would be 20 times fewer)
     ms = ex["sampling_wall_ns"] / 1e6
@@ -163,6 +167,17 @@ for w in block blip count wakes grid; do
   check "1 ms: $w" python3 "$tmp/ms1.py" "$tmp/ms1/record.jsonl" $w
 done
 check "1 ms: the record reads whole, no gap in it" sh -c "'$vl' report '$tmp/ms1' --format json >'$tmp/ms1.json' && ! grep -q '\"gap\"' '$tmp/ms1.json'"
+"$vl" report "$tmp/ms1" --format json >"$tmp/ms1.json"
+check "1 ms: report's driver-allocated peak is the samples' most (the 3 ms block)" \
+  python3 "$tmp/ms1.py" "$tmp/ms1/record.jsonl" peak "$tmp/ms1.json" 96
+# the 16 MiB blip in a second process: 80 MiB only between two samples
+# (each process's alloc lines carry its own peak, 64 and 16 MiB), and
+# that is report's driver-allocated peak
+"$vl" run --out "$tmp/flash" --interval-ms 1 --quiet -- "$prog" flash
+check "1 ms: a second process's blip: the job succeeds" [ $? = 0 ]
+"$vl" report "$tmp/flash" --format json >"$tmp/flash.json"
+check "1 ms: a second process's blip is report's driver-allocated peak" \
+  python3 "$tmp/ms1.py" "$tmp/flash/record.jsonl" peak "$tmp/flash.json" 80
 # a sampler stopped for longer than the rings hold (512 ms) while the
 # job allocates every 0.1 ms: the samples go on from the bytes at its
 # wake-ups, and a note says so once

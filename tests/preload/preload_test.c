@@ -11,6 +11,10 @@
  *   preload_test blip      64 MiB held 150 ms; 50 ms in, 32 MiB more for 3 ms;
  *                          100 ms in, 16 MiB more for a few microseconds
  *                          (for `run --interval-ms 1`)
+ *   preload_test flash     64 MiB held 150 ms, and a child that, 50 ms in,
+ *                          allocates 16 MiB for a few microseconds and
+ *                          exits 50 ms later: 80 MiB only between two
+ *                          samples, and in no process's own peak
  *   preload_test churn SECONDS
  *                          allocate and free 1 MiB over and over, SECONDS long
  *   preload_test closefds FILE
@@ -161,6 +165,25 @@ int main(int argc, char **argv) {
     nanosleep(&ms50, NULL);
     CHECK(cudaMalloc(&p, 16u << 20) == 0);
     CHECK(cudaFree(p) == 0);
+    nanosleep(&ms50, NULL);
+    CHECK(cudaFree(base) == 0);
+    return 0;
+  }
+  if (strcmp(mode, "flash") == 0) {
+    void *base, *p;
+    struct timespec ms50 = {0, 50000000};
+    CHECK(cudaMalloc(&base, 64u << 20) == 0);
+    pid_t c = fork();
+    CHECK(c >= 0);
+    if (c == 0) {
+      nanosleep(&ms50, NULL);
+      CHECK(cudaMalloc(&p, 16u << 20) == 0);
+      CHECK(cudaFree(p) == 0);
+      nanosleep(&ms50, NULL);
+      exit(0);
+    }
+    int st;
+    CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0);
     nanosleep(&ms50, NULL);
     CHECK(cudaFree(base) == 0);
     return 0;

@@ -406,6 +406,49 @@ static void line_end(void **state) {
   unlink(path);
 }
 
+/* cuda_alloc_max_bytes, the most between two samples (docs/record.md): the
+ * peak of driver-allocated bytes is the most of those, where a line has
+ * none the bytes at the sample; the sample scanner and jansson read the
+ * same */
+static void most_between_samples(void **state) {
+  (void)state;
+  const uint64_t M = 1u << 20;
+  char text[1024];
+  snprintf(text, sizeof text,
+           "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0,\"nvml\":\"ok\"}\n"
+           "{\"type\":\"sample\",\"t_ns\":1,\"tree_bytes\":%llu,\"cuda_alloc_bytes\":%llu}\n"
+           "{\"type\":\"sample\",\"t_ns\":2,\"tree_bytes\":%llu,\"cuda_alloc_bytes\":%llu,"
+           "\"cuda_alloc_max_bytes\":%llu}\n"
+           "{\"type\":\"sample\",\"cuda_alloc_max_bytes\":%llu,\"t_ns\":3,\"tree_bytes\":%llu,"
+           "\"cuda_alloc_bytes\":%llu}\n"
+           "{\"type\":\"exit\",\"t_ns\":4,\"status\":0}\n",
+           (unsigned long long)(600 * M), (unsigned long long)(64 * M),
+           (unsigned long long)(600 * M), (unsigned long long)(64 * M),
+           (unsigned long long)(80 * M), (unsigned long long)(1 * M), (unsigned long long)(600 * M),
+           (unsigned long long)(70 * M));
+  struct vl_record r[2];
+  struct vl_err err = {""};
+  for (int k = 0; k < 2; k++) { /* the scanner, then jansson alone */
+    vl__record_scan = k == 0;
+    assert_int_equal(vl_record_parse(text, strlen(text), &r[k], &err), VL_OK);
+    vl__record_scan = true;
+    assert_int_equal(r[k].n_samples, 3);
+    assert_int_equal(r[k].samples[0].cuda_alloc_max_bytes, 64 * M); /* none: the bytes */
+    assert_int_equal(r[k].samples[1].cuda_alloc_max_bytes, 80 * M);
+    assert_int_equal(r[k].samples[2].cuda_alloc_max_bytes, 70 * M); /* below: the bytes */
+    struct vl_run_summary s;
+    struct vl_finding f[VL_MAX_FINDINGS];
+    int nf = 0;
+    vl_record_summarize(&r[k], &s, f, &nf);
+    assert_int_equal(s.peak_cuda_alloc_bytes, 80 * M);
+    assert_int_equal(s.context_bytes, 600 * M - 64 * M); /* at the process peak, as before */
+  }
+  assert_memory_equal(r[0].samples, r[1].samples, 3 * sizeof *r[0].samples);
+  vl_record_release(&r[0]);
+  vl_record_release(&r[1]);
+  compare_streamed(text, strlen(text));
+}
+
 /* A line over VL_RECORD_MAX_LINE: refused with its number, not read into
  * memory without end. */
 static void overlong_line(void **state) {
@@ -435,6 +478,6 @@ int main(void) {
       cmocka_unit_test(short_writes),    cmocka_unit_test(large_record),
       cmocka_unit_test(streamed_pieces), cmocka_unit_test(overlong_line),
       cmocka_unit_test(descendants),     cmocka_unit_test(closed_in_flight),
-      cmocka_unit_test(line_end)};
+      cmocka_unit_test(line_end),        cmocka_unit_test(most_between_samples)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

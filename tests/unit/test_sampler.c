@@ -22,6 +22,28 @@ static void expect_dec(uint64_t v) {
   assert_int_equal(got[k], 'x'); /* nothing written past the digits */
 }
 
+/* The PIDs of what a job left in words (run's notes, doctor's VL-D016):
+ * the first eight, ", ..." when the caller knows of more, cut to fit */
+static void pid_list_words(void **state) {
+  (void)state;
+  const unsigned p[10] = {11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+  char b[80];
+  vl__pid_list(b, sizeof b, p, 0, true);
+  assert_string_equal(b, "");
+  vl__pid_list(b, sizeof b, p, 1, false);
+  assert_string_equal(b, "PID 11");
+  vl__pid_list(b, sizeof b, p, 1, true);
+  assert_string_equal(b, "PIDs 11, ...");
+  vl__pid_list(b, sizeof b, p, 3, false);
+  assert_string_equal(b, "PIDs 11, 12, 13");
+  vl__pid_list(b, sizeof b, p, 10, false);
+  assert_string_equal(b, "PIDs 11, 12, 13, 14, 15, 16, 17, 18");
+  vl__pid_list(b, sizeof b, p, 10, true);
+  assert_string_equal(b, "PIDs 11, 12, 13, 14, 15, 16, 17, 18, ...");
+  vl__pid_list(b, 12, p, 3, true);
+  assert_string_equal(b, "PIDs 11, 12");
+}
+
 /* As printf's "%llu" on the edges: every power of ten and its neighbours,
  * the type limits, and a spread of others. */
 static void dec_as_printf(void **state) {
@@ -234,6 +256,7 @@ static void stop_wait_ends_the_wait(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(dec_as_printf),
+      cmocka_unit_test(pid_list_words),
       cmocka_unit_test(scan_stops_at_never_taken),
       cmocka_unit_test(waits_for_what_the_job_leaves),
       cmocka_unit_test(no_wait_stops_at_the_job_exit),
