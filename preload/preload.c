@@ -83,11 +83,9 @@ static __thread int depth; /* > 0 inside a runtime call: its driver calls are no
  * -v`), the table fills up to 15/16, then an allocation is not counted and the counters say so.
  *
  * The table is SHARDS tables, a pointer's shard chosen by its hash's top
- * bits (the slot within by its low bits), each with its own lock, caller
- * cache and tables to unmap: threads that allocate at once wait for each
- * other only when their pointers share a shard (one lock took a fifth of
- * the calls of 8 threads to the futex on the H200 host,
- * bench/results/preload-table/). */
+ * bits (the slot within by its low bits), each with its own lock: threads that allocate at once
+ * wait for each other only when their pointers share a shard (one lock took a fifth of the calls of
+ * 8 threads to the futex on the H200 host, bench/results/preload-table/). */
 struct entry {
   uint64_t key, size;
   uint32_t lib; /* who asked: an index into libs[] */
@@ -107,15 +105,10 @@ struct span {
   char *p;
   size_t len;
 };
-#define CALLER_CACHE 16
 struct shard {
   pthread_mutex_t lock;
-  struct table cur, old; /* under lock, as all that follows */
-  size_t old_next;       /* the next slot of `old` to move */
-  struct {
-    void *caller;
-    uint32_t lib;
-  } callers[CALLER_CACHE]; /* return address -> library, for this shard's calls */
+  struct table cur, old; /* under lock */
+  size_t old_next;       /* the next slot of `old` to move, under lock */
 } __attribute__((aligned(64)));
 static struct shard shards[SHARDS] = {[0 ... SHARDS - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER}};
 
@@ -397,21 +390,27 @@ static bool slot_ready(void) {
   return ok;
 }
 
-/* The library of a call site: from the shard's cache, or dladdr's answer
- * (taken with no lock of ours held: it takes the loader's). Called and
- * returns with sh->lock held, which it may let go of meanwhile. */
-static uint32_t caller_lib(struct shard *sh, void *caller) {
-  size_t ci = ((uintptr_t)caller >> 4) & (CALLER_CACHE - 1);
-  if (caller && sh->callers[ci].caller == caller) return sh->callers[ci].lib;
-  pthread_mutex_unlock(&sh->lock);
+/* The library of a call site: from the cache of return addresses (one
+ * word an entry, the address above the library's index: read and written
+ * without a lock), or dladdr's answer (taken with no lock of ours held: it
+ * takes the loader's). */
+#define CALLER_CACHE 64
+#define CALLER_LIB_BITS 16
+static _Atomic uint64_t callers[CALLER_CACHE];
+
+static uint32_t caller_lib(void *caller) {
+  uintptr_t c = (uintptr_t)caller;
+  size_t ci = (c >> 4) & (CALLER_CACHE - 1);
+  bool cacheable = c && c >> (64 - CALLER_LIB_BITS) == 0; /* user addresses: 47 bits */
+  uint64_t w = atomic_load_explicit(&callers[ci], memory_order_relaxed);
+  if (cacheable && w >> CALLER_LIB_BITS == c) return (uint32_t)(w & ((1u << CALLER_LIB_BITS) - 1));
   Dl_info di = {0};
   if (!(caller && dladdr(caller, &di))) di.dli_fname = NULL;
   pthread_mutex_lock(&lock);
   uint32_t lib = lib_of(di.dli_fname);
   pthread_mutex_unlock(&lock);
-  pthread_mutex_lock(&sh->lock);
-  sh->callers[ci].caller = caller;
-  sh->callers[ci].lib = lib;
+  if (cacheable)
+    atomic_store_explicit(&callers[ci], (uint64_t)c << CALLER_LIB_BITS | lib, memory_order_relaxed);
   return lib;
 }
 
@@ -448,10 +447,10 @@ static void count_alloc(uint64_t key, uint64_t size, void *caller) {
       !atomic_exchange(&flusher_started, 1))
     start_flusher(); /* processes that never allocate never get a thread */
   bool no_slot = !slot_ready(), full = false;
+  uint32_t lib = caller_lib(caller);
   struct shard *sh = shard_of(key);
   struct table gone = {0};
   pthread_mutex_lock(&sh->lock);
-  uint32_t lib = caller_lib(sh, caller);
   table_move(sh, TABLE_MOVE, &gone);
   if (table_room(sh, &gone))
     table_count(sh, key, size, lib);
@@ -696,7 +695,8 @@ static void write_line(const char *line, int len) {
   ssize_t w = -1;
   char gap[128];
   struct iovec iov[2] = {{NULL, 0}, {(void *)line, (size_t)len}};
-  if (record_ok() && vl__line_end_open(record_fd) == 1) {
+  static off_t held; /* lib/measure/line_end.h */
+  if (record_ok() && vl__line_end_open(record_fd, &held) == 1) {
     int k = snprintf(gap, sizeof gap,
                      "\n{\"type\":\"gap\",\"t_ns\":%llu,\"lost_bytes\":0,\"error\":\"a line cut "
                      "by another writer\"}\n",
@@ -779,16 +779,14 @@ static void start_flusher(void) {
  * flusher (threads do not survive fork), and a usable lock. */
 static void after_fork_child(void) {
   pthread_mutex_init(&lock, NULL);
-  for (unsigned i = 0; i < SHARDS; i++) { /* the parent's, copied */
-    struct shard *sh = &shards[i];
-    if (sh->cur.e) munmap(sh->cur.e, sh->cur.cap * sizeof *sh->cur.e);
-    if (sh->old.e) munmap(sh->old.e, sh->old.cap * sizeof *sh->old.e);
-    memset(sh, 0, sizeof *sh);
-  }
+  /* The parent's tables, copied, are let go of, not unmapped: another
+   * thread of the parent may have been halfway through writing a table's
+   * size or a span's when fork copied them, and a wrong length would unmap
+   * a mapping of the child's. They cost the child address space only (its
+   * pages are the parent's until written, and nothing writes them). */
+  memset(shards, 0, sizeof shards);
   shards_init();
   pthread_mutex_init(&retire_lock, NULL);
-  for (unsigned i = 0; i < n_retiring; i++)
-    munmap(retiring[i].p, retiring[i].len);
   atomic_store(&n_retiring, 0);
   local_slot = (struct vl_counters_slot){0};
   slot = &local_slot;
@@ -798,6 +796,8 @@ static void after_fork_child(void) {
   pools_reserved = 0;
   n_libs = 0;
   memset(libs, 0, sizeof libs);
+  for (unsigned i = 0; i < CALLER_CACHE; i++) /* library indices of the parent's */
+    atomic_store_explicit(&callers[i], 0, memory_order_relaxed);
   atomic_store(&flusher_started, 0);
 }
 

@@ -57,6 +57,8 @@ struct vl_record_writer {
   int err;             /* the last failed write's errno */
   bool cut;            /* part of a line of ours went out last (for a
                         * file that cannot be read back) */
+  off_t open_held;     /* the size the record was last found ending open at
+                        * (lib/measure/line_end.h) */
   size_t sample_len;
   char sample_buf[1 << 16];
 };

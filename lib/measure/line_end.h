@@ -21,9 +21,13 @@
 #define VL_LINE_END_HOLD_NS 1000000L /* 1 ms */
 #define VL_LINE_END_LOOKS 8          /* a size still growing after 8 ms: open */
 
-/* @return 1: it ends inside a line; 0: it is empty or ends with a newline;
+/* *held is the caller's: the size at which the end was last found open
+ * after the hold (0 at first). An end still open at that size is open at
+ * once: a cut line that no write closes (a disk still full) costs the
+ * hold once, not every write.
+ * @return 1: it ends inside a line; 0: it is empty or ends with a newline;
  * -1: it cannot be read back (a descriptor opened write-only) */
-static inline int vl__line_end_open(int fd) {
+static inline int vl__line_end_open(int fd, off_t *held) {
   off_t seen = -1;
   for (int look = 0; look < VL_LINE_END_LOOKS; look++) {
     struct stat st;
@@ -32,11 +36,15 @@ static inline int vl__line_end_open(int fd) {
     if (st.st_size == 0) return 0;
     if (pread(fd, &c, 1, st.st_size - 1) != 1) return -1;
     if (c == '\n') return 0;
-    if (st.st_size == seen) return 1;
+    if (st.st_size == seen || st.st_size == *held) {
+      *held = st.st_size;
+      return 1;
+    }
     seen = st.st_size;
     struct timespec hold = {0, VL_LINE_END_HOLD_NS};
     nanosleep(&hold, NULL);
   }
+  *held = seen;
   return 1;
 }
 

@@ -68,7 +68,7 @@ static size_t write_some(int fd, const char *buf, size_t n, int *err) {
 /* One write of whole lines, after the gap line owed (see the writer). */
 static int put_line(struct vl_record_writer *w, const char *line, size_t n) {
   int err = 0;
-  int e = vl__line_end_open(w->fd); /* ours, or another writer's (line_end.h) */
+  int e = vl__line_end_open(w->fd, &w->open_held); /* ours, or another writer's (line_end.h) */
   bool open_line = e < 0 ? w->cut : e == 1;
   if (w->gap_bytes || open_line) {
     /* a line cut by another writer: its bytes are that writer's to say

@@ -98,6 +98,7 @@ class _Writer:
         self.lost_bytes = self.lost_events = 0  # not written whole, over the process's life
         self.gap_bytes = self.gap_events = 0  # of those, since the last gap line
         self.gap_t0 = 0  # the first of those lost (CLOCK_MONOTONIC ns)
+        self.open_held = -1  # the size the record was last found ending open at
         self.err = 0  # the last failed write's errno
         self.cut = False  # part of a line of ours went out, not closed since
         self.said = False  # the first loss said on stderr
@@ -206,10 +207,12 @@ class _Writer:
                 size = os.fstat(self.fd).st_size
                 if size == 0 or os.pread(self.fd, 1, size - 1) == b"\n":
                     return False
-                if size == seen:
+                if size in (seen, self.open_held):  # the hold paid once a size
+                    self.open_held = size
                     return True
                 seen = size
                 time.sleep(0.001)
+            self.open_held = seen
             return True
         except OSError:
             return None

@@ -393,14 +393,22 @@ static void line_end(void **state) {
   char path[] = "/tmp/vl-test-record-XXXXXX";
   int fd = mkstemp(path);
   assert_true(fd >= 0);
-  assert_int_equal(vl__line_end_open(fd), 0);
+  off_t held = 0;
+  assert_int_equal(vl__line_end_open(fd, &held), 0);
   assert_int_equal(write(fd, "{}\n", 3), 3);
-  assert_int_equal(vl__line_end_open(fd), 0);
-  assert_int_equal(write(fd, "{\"ty", 5), 5);
-  assert_int_equal(vl__line_end_open(fd), 1);
+  assert_int_equal(vl__line_end_open(fd, &held), 0);
+  assert_int_equal(write(fd, "{\"ty", 4), 4);
+  assert_int_equal(vl__line_end_open(fd, &held), 1);
+  assert_int_equal(held, 7); /* the hold paid at 7 bytes: open there at once */
+  assert_int_equal(vl__line_end_open(fd, &held), 1);
+  assert_int_equal(write(fd, "pe", 2), 2); /* it grew, still open: held again, at 9 */
+  assert_int_equal(vl__line_end_open(fd, &held), 1);
+  assert_int_equal(held, 9);
+  assert_int_equal(write(fd, "\n", 1), 1);
+  assert_int_equal(vl__line_end_open(fd, &held), 0);
   int wo = open(path, O_WRONLY | O_APPEND);
   assert_true(wo >= 0);
-  assert_int_equal(vl__line_end_open(wo), -1);
+  assert_int_equal(vl__line_end_open(wo, &held), -1);
   close(wo);
   close(fd);
   unlink(path);
