@@ -145,7 +145,8 @@ ex = [e for e in ev if e["type"] == "exit"][0]
 MiB = 1 << 20
 what = sys.argv[2]
 if what == "block":  # 64 + 32 MiB for 3 ms: 2 or 3 samples, more if the sleep overran
-    ok = 2 <= sum(e["cuda_alloc_bytes"] == 96 * MiB for e in s) <= 10
+    # (a loaded machine): never every one
+    ok = 2 <= sum(e["cuda_alloc_bytes"] == 96 * MiB for e in s) < len(s) // 2
 elif what == "blip":  # 64 + 16 MiB for microseconds: the most between two samples
     ok = any(e.get("cuda_alloc_max_bytes") == 80 * MiB for e in s)
 elif what == "peak":  # report's driver-allocated peak: the most between two samples
