@@ -16,14 +16,17 @@
  * after an operand ("T*8 (mean, rstd)") are a note for the reader and are
  * skipped: an operand is never followed by '(' otherwise, and a function's
  * '(' follows its name with no space. */
+#include <math.h>
 #include <string.h>
 
 #include "internal.h"
 
+/* A value: whole (n; x is NaN) or a real factor (x). Two words, so that it
+ * is returned in registers: with a flag beside them, every return went
+ * through the stack, and the parse took a third of plan's time. */
 struct val {
   uint64_t n;
   double x;
-  bool real;
 };
 
 struct parser {
@@ -35,7 +38,9 @@ struct parser {
   bool bad;
 };
 
-static struct val whole(uint64_t n) { return (struct val){n, 0.0, false}; }
+static struct val whole(uint64_t n) { return (struct val){n, NAN}; }
+static struct val factor(double x) { return (struct val){0, x}; }
+static bool is_real(struct val v) { return !isnan(v.x); }
 
 static struct val fail(struct parser *ps) {
   ps->bad = true;
@@ -84,7 +89,7 @@ static struct val number(struct parser *ps) {
     for (int i = 0; i < frac; i++)
       d *= 10.0;
     if (frac > 22 || m >> 53) return fail(ps);
-    return (struct val){0, (double)m / d, true};
+    return factor((double)m / d);
   }
   if (*ps->p == 'e' && is_digit(ps->p[1])) {
     unsigned x = 0;
@@ -105,7 +110,7 @@ static struct val call(struct parser *ps, bool is_max) {
   if (*ps->p != ',') return fail(ps);
   ps->p++;
   struct val b = expr(ps);
-  if (*ps->p != ')' || a.real || b.real) return fail(ps);
+  if (*ps->p != ')' || is_real(a) || is_real(b)) return fail(ps);
   ps->p++;
   return whole(is_max ? vl__max(a.n, b.n) : vl__min(a.n, b.n));
 }
@@ -119,9 +124,10 @@ static struct val name(struct parser *ps) {
     return call(ps, s[1] == 'a');
   for (int i = 0; i < ps->n_in; i++) {
     const struct vl_input *in = &ps->in[i];
-    if (strlen(in->name) != len || strncmp(in->name, s, len)) continue;
+    if (in->name[0] != s[0] || strncmp(in->name, s, len) || in->name[len]) continue;
     ps->used |= 1u << i;
-    return in->real ? (struct val){0, in->value, true} : whole(in->whole);
+    if (in->real && isnan(in->value)) return fail(ps);
+    return in->real ? factor(in->value) : whole(in->whole);
   }
   return fail(ps);
 }
@@ -146,7 +152,7 @@ static struct val primary(struct parser *ps) {
   ps->p++;
   skip_space(ps);
   struct val k = number(ps);
-  if (v.real || k.real || k.n == 0 || k.n > 8) return fail(ps);
+  if (is_real(v) || is_real(k) || k.n == 0 || k.n > 8) return fail(ps);
   uint64_t r = v.n;
   for (uint64_t i = 1; i < k.n; i++)
     r = vl__mul(ps->ck, r, v.n);
@@ -160,12 +166,12 @@ static struct val product(struct parser *ps) {
     char op = *ps->p++;
     struct val b = primary(ps);
     if (op == '/') {
-      if (a.real || b.real) return fail(ps);
+      if (is_real(a) || is_real(b)) return fail(ps);
       a = whole(vl__div_ceil(a.n, b.n));
-    } else if (a.real && b.real) {
+    } else if (is_real(a) && is_real(b)) {
       a.x *= b.x;
-    } else if (a.real || b.real) {
-      a = whole(vl__scale(ps->ck, a.real ? b.n : a.n, a.real ? a.x : b.x));
+    } else if (is_real(a) || is_real(b)) {
+      a = whole(vl__scale(ps->ck, is_real(a) ? b.n : a.n, is_real(a) ? a.x : b.x));
     } else {
       a = whole(vl__mul(ps->ck, a.n, b.n));
     }
@@ -178,7 +184,7 @@ static struct val expr(struct parser *ps) {
   while (!ps->bad && (*ps->p == '+' || *ps->p == '-')) {
     char op = *ps->p++;
     struct val b = product(ps);
-    if (a.real || b.real) return fail(ps);
+    if (is_real(a) || is_real(b)) return fail(ps);
     a = whole(op == '+' ? vl__add(ps->ck, a.n, b.n) : vl__sub0(a.n, b.n));
   }
   return a;
@@ -189,7 +195,7 @@ bool vl__formula_eval(const char *formula, const struct vl_input *in, int n_in, 
   struct parser ps = {formula, in, n_in, ck, 0, false};
   struct val v = expr(&ps);
   skip_space(&ps);
-  const bool ok = !ps.bad && !*ps.p && !v.real;
+  const bool ok = !ps.bad && !*ps.p && !is_real(v);
   if (!ok) ck->overflow = true; /* never a wrong number: the bill fails */
   *bytes = ok ? v.n : 0;
   if (used) *used = ps.used;
@@ -227,12 +233,14 @@ static struct vl_term *record(struct vl_bill *b, enum vl_line line, const char *
   /* the table is sized for every term the model records; should it ever
    * fill, the last slot is reused rather than writing past the end */
   struct vl_term *t = &b->terms[b->n_terms < VL_MAX_TERMS ? b->n_terms++ : VL_MAX_TERMS - 1];
-  memset(t, 0, sizeof *t);
+  /* its inputs are written as they are shown (n_in of them): not cleared */
   t->line = line;
   t->name = name;
   t->formula = formula;
   t->source = source;
   t->bytes = bytes;
+  t->detail = false;
+  t->n_in = 0;
   return t;
 }
 

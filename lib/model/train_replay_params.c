@@ -3,6 +3,8 @@
  * optimizer's states and its step's temporaries, one block per tensor in
  * the inventory's order; DDP's flat buffers and buckets, and the share of
  * the parameters whose states ZeRO-1 keeps on rank 0. */
+#include <stdlib.h>
+
 #include "train_replay.h"
 #include "pytorch_constants.h"
 #include "vramledger/alloc.h"
@@ -160,33 +162,63 @@ void vl__tr_ddp_init(struct prog *p, const uint64_t *v, size_t n, const struct v
 
 /* ZeRO-1's share of rank 0 (torch's ZeroRedundancyOptimizer): the
  * parameters from the largest down (ties in the model's order), each to
- * the rank with the fewest elements so far; rank 0's, in that order, into
- * mine (indices into v). Returns how many. */
+ * the rank with the fewest elements so far (ties: the lowest rank); rank
+ * 0's, in that order, into mine (indices into v). Returns how many.
+ * The ranks wait in a heap by (load, rank): only the first min(ranks, n)
+ * can ever get one (all start empty and the lowest takes the tie). */
+struct rank_load {
+  uint64_t load, rank;
+};
+
+static bool lighter(const struct rank_load *a, const struct rank_load *b) {
+  return a->load < b->load || (a->load == b->load && a->rank < b->rank);
+}
+
+static void sift_down(struct rank_load *h, size_t n, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < n && lighter(&h[l], &h[m])) m = l;
+    if (r < n && lighter(&h[r], &h[m])) m = r;
+    if (m == i) return;
+    struct rank_load t = h[i];
+    h[i] = h[m];
+    h[m] = t;
+    i = m;
+  }
+}
+
+struct sized {
+  uint64_t v;
+  size_t k;
+};
+
+static int largest_first(const void *a, const void *b) {
+  const struct sized *x = a, *y = b;
+  if (x->v != y->v) return x->v < y->v ? 1 : -1;
+  return x->k < y->k ? -1 : x->k > y->k;
+}
+
 size_t vl__tr_zero1_share(const uint64_t *v, size_t n, uint64_t ranks, size_t *mine) {
-  size_t *order = vl_calloc(n + 1, sizeof *order);
-  uint64_t *load = vl_calloc(ranks, sizeof *load);
+  size_t h = ranks < n ? (size_t)ranks : n;
+  struct sized *order = vl_calloc(n + 1, sizeof *order);
+  struct rank_load *heap = vl_calloc(h + 1, sizeof *heap);
   size_t m = 0;
-  if (!order || !load) {
+  if (!order || !heap) {
     vl_free(order);
-    vl_free(load);
+    vl_free(heap);
     return SIZE_MAX;
   }
-  for (size_t k = 0; k < n; k++) { /* a stable insertion sort, largest first */
-    size_t at = k;
-    while (at > 0 && v[order[at - 1]] < v[k]) {
-      order[at] = order[at - 1];
-      at--;
-    }
-    order[at] = k;
-  }
+  for (size_t k = 0; k < n; k++)
+    order[k] = (struct sized){v[k], k};
+  qsort(order, n, sizeof *order, largest_first);
+  for (size_t r = 0; r < h; r++) /* in rank order: a heap already */
+    heap[r] = (struct rank_load){0, r};
   for (size_t k = 0; k < n; k++) {
-    uint64_t r = 0;
-    for (uint64_t q = 1; q < ranks; q++)
-      if (load[q] < load[r]) r = q;
-    load[r] += v[order[k]];
-    if (r == 0) mine[m++] = order[k];
+    if (heap[0].rank == 0) mine[m++] = order[k].k;
+    heap[0].load += order[k].v;
+    sift_down(heap, h, 0);
   }
   vl_free(order);
-  vl_free(load);
+  vl_free(heap);
   return m;
 }

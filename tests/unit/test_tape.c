@@ -281,6 +281,49 @@ static void bias_scratch_is_the_cards(void **state) {
   vl_catalog_release(&cat);
 }
 
+/* ZeRO-1's share of rank 0 against the rule written out plainly (torch's
+ * ZeroRedundancyOptimizer: largest first, ties in the model's order, each
+ * to the least-loaded rank, ties to the lowest): random sizes with many
+ * ties, ranks below, at and above the number of parameters. */
+static size_t zero1_plain(const uint64_t *v, size_t n, uint64_t ranks, size_t *mine) {
+  size_t order[64], m = 0;
+  uint64_t load[128] = {0};
+  for (size_t k = 0; k < n; k++) {
+    size_t at = k;
+    while (at > 0 && v[order[at - 1]] < v[k]) {
+      order[at] = order[at - 1];
+      at--;
+    }
+    order[at] = k;
+  }
+  for (size_t k = 0; k < n; k++) {
+    uint64_t r = 0;
+    for (uint64_t q = 1; q < ranks; q++)
+      if (load[q] < load[r]) r = q;
+    load[r] += v[order[k]];
+    if (r == 0) mine[m++] = order[k];
+  }
+  return m;
+}
+
+static void zero1_share_is_the_greedy_rule(void **state) {
+  (void)state;
+  uint64_t x = 88172645463325252ull, v[64];
+  for (int trial = 0; trial < 2000; trial++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    size_t n = 1 + (size_t)(x % 64);
+    uint64_t ranks = 1 + (x >> 8) % 100;
+    for (size_t k = 0; k < n; k++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      v[k] = 1 + x % (trial % 3 ? 5 : 100000); /* few sizes: many ties */
+    }
+    size_t a[64], b[64];
+    size_t ma = vl__tr_zero1_share(v, n, ranks, a), mb = zero1_plain(v, n, ranks, b);
+    assert_int_equal(ma, mb);
+    assert_memory_equal(a, b, ma * sizeof *a);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(frozen_inputs_take_no_gradient),
@@ -290,6 +333,7 @@ int main(void) {
       cmocka_unit_test(leaf_gradients_and_the_workspace),
       cmocka_unit_test(column_sum_scratch_as_on_the_h200),
       cmocka_unit_test(bias_scratch_is_the_cards),
+      cmocka_unit_test(zero1_share_is_the_greedy_rule),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
