@@ -32,7 +32,7 @@ static double sample_t(const void *ctx, size_t i) {
 }
 static double sample_y(const void *ctx, size_t i, int k) {
   const struct vl_rec_sample *x = &((const struct vl_record *)ctx)->samples[i];
-  return (double)(k == 0 ? x->tree_bytes : x->cuda_alloc_bytes);
+  return (double)(k == 0 ? x->tree_bytes : x->cuda_alloc_max_bytes);
 }
 
 static int by_t0(const void *a, const void *b) {
@@ -174,7 +174,9 @@ void vl__run_chart(FILE *o, const struct vl_record *r, const struct vl_run_summa
       const struct vl_rec_sample *x = &r->samples[keep[i]];
       json_t *row = vl__chart_row(c, vl__since_s(r, x->t_ns));
       vl__chart_set(row, nvml, (double)x->tree_bytes);
-      if (drv >= 0) vl__chart_set(row, drv, (double)x->cuda_alloc_bytes);
+      /* the most since the previous sample (a block held microseconds at
+       * --interval-ms 1 shows; docs/record.md, cuda_alloc_max_bytes) */
+      if (drv >= 0) vl__chart_set(row, drv, (double)x->cuda_alloc_max_bytes);
     }
     vl_free(keep);
     vl__chart_peak(c, nvml, (double)s->peak_process_t_ns * 1e-9, (double)s->peak_process_bytes,
