@@ -50,6 +50,21 @@ static size_t on_card(const struct vl_plan_result *r, const char *name) {
   return n;
 }
 
+/* GPT-2, 10^6 tokens of 1024 in global batches of 16, on n cards of gpus
+ * and at most max of them */
+static void gpt2_query(struct vl_plan_query *q, struct vl_arch *a, const struct vl_gpu *gpus,
+                       size_t n, unsigned max) {
+  tu_arch("data/models/gpt2.json", a);
+  vl_plan_query_init(q);
+  q->arch = a;
+  q->base.seq = 1024;
+  q->tokens = 1000000;
+  q->global_batch = 16;
+  q->gpus = gpus;
+  q->n_gpus = n;
+  q->max_gpus = max;
+}
+
 static void bf16_excludes_v100(void **state) {
   (void)state;
   struct vl_catalog cat;
@@ -57,16 +72,8 @@ static void bf16_excludes_v100(void **state) {
   struct vl_gpu gpus[2] = {*vl_catalog_find(&cat, "h100-80gb"),
                            *vl_catalog_find(&cat, "v100-32gb")};
   struct vl_arch a;
-  tu_arch("data/models/gpt2.json", &a);
   struct vl_plan_query q;
-  vl_plan_query_init(&q);
-  q.arch = &a;
-  q.base.seq = 1024;
-  q.tokens = 1000000;
-  q.global_batch = 16;
-  q.gpus = gpus;
-  q.n_gpus = 2;
-  q.max_gpus = 2;
+  gpt2_query(&q, &a, gpus, 2, 2);
   struct vl_overheads ov;
   vl_overheads_default(&ov);
   struct vl_err err = {""};
@@ -129,16 +136,8 @@ static void marks_the_context_edge(void **state) {
   for (int k = 0; k < 2; k++) {
     struct vl_gpu card = *vl_catalog_find(&cat, names[k]);
     struct vl_arch a;
-    tu_arch("data/models/gpt2.json", &a);
     struct vl_plan_query q;
-    vl_plan_query_init(&q);
-    q.arch = &a;
-    q.base.seq = 1024;
-    q.tokens = 1000000;
-    q.global_batch = 16;
-    q.gpus = &card;
-    q.n_gpus = 1;
-    q.max_gpus = 1;
+    gpt2_query(&q, &a, &card, 1, 1);
     struct vl_overheads ov;
     vl_overheads_default(&ov);
     struct vl_err err = {""};
@@ -192,16 +191,8 @@ static void comm_in_the_dtypes_it_travels_in(void **state) {
   struct vl_catalog cat;
   assert_int_equal(tu_catalog(&cat), 0);
   struct vl_arch a;
-  tu_arch("data/models/gpt2.json", &a);
   struct vl_plan_query q;
-  vl_plan_query_init(&q);
-  q.arch = &a;
-  q.base.seq = 1024;
-  q.tokens = 1000000;
-  q.global_batch = 16;
-  q.gpus = vl_catalog_find(&cat, "h200");
-  q.n_gpus = 1;
-  q.max_gpus = 2;
+  gpt2_query(&q, &a, vl_catalog_find(&cat, "h200"), 1, 2);
   struct vl_overheads ov;
   vl_overheads_default(&ov);
   struct vl_err err = {""};

@@ -15,21 +15,26 @@ static void units(void **state) {
   assert_string_equal(vl_fmt_gib(buf, sizeof buf, 3ull << 29), "1.50 GiB");
 }
 
-/* estimate's JSON of the job, parsed */
-static json_t *estimate_json(const struct vl_arch *a, const struct vl_job *j,
-                             const struct vl_bill *b) {
-  struct vl_estimate_view v = {
-      .model_name = "gpt2", .arch = a, .job = j, .bill = b, .version = "test"};
+/* estimate's JSON of the view, parsed */
+static json_t *view_json(const struct vl_estimate_view *v) {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
-  assert_int_equal(vl_render_estimate(f, VL_FMT_JSON, &v), 0);
+  assert_int_equal(vl_render_estimate(f, VL_FMT_JSON, v), 0);
   fclose(f);
   json_error_t jerr;
   json_t *r = json_loads(buf, 0, &jerr);
   free(buf);
   assert_non_null(r);
   return r;
+}
+
+/* estimate's JSON of the job, parsed */
+static json_t *estimate_json(const struct vl_arch *a, const struct vl_job *j,
+                             const struct vl_bill *b) {
+  struct vl_estimate_view v = {
+      .model_name = "gpt2", .arch = a, .job = j, .bill = b, .version = "test"};
+  return view_json(&v);
 }
 
 static void json_contract(void **state) {
@@ -126,16 +131,7 @@ static json_t *estimate_gpu_json(const struct vl_arch *a, const struct vl_job *j
                                .version = "test",
                                .carry = &c,
                                .context_edge = vl_fit_near_edge(&fit, c.range_bytes)};
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  assert_int_equal(vl_render_estimate(f, VL_FMT_JSON, &v), 0);
-  fclose(f);
-  json_error_t jerr;
-  json_t *r = json_loads(buf, 0, &jerr);
-  free(buf);
-  assert_non_null(r);
-  return r;
+  return view_json(&v);
 }
 
 static long long gpu_field(json_t *r, const char *ctx, const char *key) {
