@@ -107,8 +107,8 @@ struct span {
 };
 struct shard {
   pthread_mutex_t lock;
-  struct table cur, old; /* under lock */
-  size_t old_next;       /* the next slot of `old` to move, under lock */
+  struct table cur, old; /* under the shard's lock */
+  size_t old_next;       /* the next slot of `old` to move, the same */
 } __attribute__((aligned(64)));
 static struct shard shards[SHARDS] = {[0 ... SHARDS - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER}};
 

@@ -57,6 +57,8 @@ char *cli_read_file_quiet(const char *path, size_t *len);
  * link (O_NOFOLLOW): a link there is refused and said, with the fix.
  * NULL: said on stderr. */
 FILE *cli_create_output(const char *path, const char *mode);
+/* The same, created with perm (0600: a file of vramledger's own directory) */
+FILE *cli_create_stream(const char *path, const char *mode, mode_t perm);
 /* The same as a descriptor: path opened write-only with flags (O_TRUNC or
  * O_APPEND), created with perm when missing, never through a symbolic
  * link. -1: said on stderr. */

@@ -193,14 +193,8 @@ static int open_outputs(struct sweep *s) {
   s->self[sl] = '\0';
   snprintf(s->csv, sizeof s->csv, "%.4000s/sweep.csv", s->out);
   /* rewritten at each sweep (a resumed one too), never through a symbolic link */
-  int fd = cli_create_fd(s->csv, O_TRUNC, 0600);
-  if (fd < 0) return VL_EXIT_ERROR;
-  s->f = fdopen(fd, "w");
-  if (!s->f) {
-    cli_error("cannot write '%s': %s", s->csv, strerror(errno));
-    close(fd);
-    return VL_EXIT_ERROR;
-  }
+  s->f = cli_create_stream(s->csv, "w", 0600);
+  if (!s->f) return VL_EXIT_ERROR;
   fputs("point", s->f);
   for (int k = 0; k < s->g.n; k++)
     fprintf(s->f, ",%s", s->g.name[k]);

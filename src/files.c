@@ -144,7 +144,11 @@ int cli_create_fd(const char *path, int flags, mode_t perm) {
 }
 
 FILE *cli_create_output(const char *path, const char *mode) {
-  int fd = cli_create_fd(path, mode[0] == 'a' ? O_APPEND : O_TRUNC, 0644);
+  return cli_create_stream(path, mode, 0644);
+}
+
+FILE *cli_create_stream(const char *path, const char *mode, mode_t perm) {
+  int fd = cli_create_fd(path, mode[0] == 'a' ? O_APPEND : O_TRUNC, perm);
   if (fd < 0) return NULL;
   if (mode[0] == 'a') lseek(fd, 0, SEEK_END); /* as fopen "a" does: ftell() says what is there */
   FILE *f = fdopen(fd, mode);
