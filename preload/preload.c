@@ -14,13 +14,15 @@
  * record, no counters) disables us, never the program; fork-safe (the
  * child starts with no slot and no table); thread-safe (the pointer table
  * is split in SHARDS shards by pointer, each under a mutex of its own held
- * for a bounded number of steps; counters are atomics). libc only. */
+ * for a bounded number of steps; a pool is read with no lock held;
+ * counters are atomics). libc only. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -56,8 +58,8 @@ struct cudaExtent {
 
 /* ---- state ------------------------------------------------------------ */
 
-/* the slot's claim, the libraries' names and the pools (not the table's
- * shards, which have their own) */
+/* the slot's claim, the libraries' names and a new pool's slot (not the
+ * table's shards, which have their own, nor a pool's reading) */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vl_counters *counters;       /* shared with the sampler, or NULL */
 static struct vl_counters_slot *slot;      /* ours */
@@ -414,6 +416,15 @@ static uint32_t caller_lib(void *caller) {
   return lib;
 }
 
+/* The slot's peak raised to live. Shards count side by side: a plain
+ * load and store could put a smaller peak over a larger one. */
+static void peak_at_least(uint64_t live) {
+  uint64_t p = __atomic_load_n(&slot->peak, __ATOMIC_RELAXED);
+  while (live > p && !__atomic_compare_exchange_n(&slot->peak, &p, live, true, __ATOMIC_RELAXED,
+                                                  __ATOMIC_RELAXED))
+    ;
+}
+
 /* Under sh->lock, room made: key's entry in the shard, its bytes counted
  * (what the same key held before, freed unseen, uncounted). */
 static void table_count(struct shard *sh, uint64_t key, uint64_t size, uint32_t lib) {
@@ -435,8 +446,7 @@ static void table_count(struct shard *sh, uint64_t key, uint64_t size, uint32_t 
   }
   __atomic_add_fetch(&libs[lib].live, size, __ATOMIC_RELAXED);
   uint64_t live = __atomic_add_fetch(&slot->live, size, __ATOMIC_RELAXED);
-  if (live > __atomic_load_n(&slot->peak, __ATOMIC_RELAXED))
-    __atomic_store_n(&slot->peak, live, __ATOMIC_RELAXED);
+  peak_at_least(live);
   __atomic_add_fetch(&slot->allocs, 1, __ATOMIC_RELAXED);
   note_ms(live);
 }
@@ -539,13 +549,20 @@ static struct {
   CUresult (*attr)(CUmemoryPool, int, void *);
 } pool_api;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
-static struct {
-  CUmemoryPool h;
-  uint64_t reserved;
+
+/* A pool and its last reading. No lock is taken to find or read a pool:
+ * whoever asks for a reading sets `again`; whoever holds `reading` reads
+ * the driver and, before letting go, looks at `again` once more, so every
+ * change is followed by a reading that began after it, and no caller waits
+ * for another's driver call (pool_reread). Slots are taken under `lock`. */
+static struct pool {
+  _Atomic(CUmemoryPool) h; /* NULL: a free slot */
+  uint64_t reserved;       /* the last reading; by the holder of `reading` */
+  atomic_int again, reading;
 } pools[MAX_POOLS];
-static unsigned n_pools;        /* under lock */
+static atomic_uint n_pools;     /* slots ever taken */
 static _Atomic int pools_dirty; /* a pool block was freed since the last reading */
-static uint64_t pools_reserved; /* sum of the readings, under lock */
+static uint64_t pools_reserved; /* the readings' sum, atomically */
 
 typedef void *(*dlsym_fn)(void *, const char *);
 static dlsym_fn real_dlsym(void);
@@ -577,65 +594,90 @@ static CUmemoryPool current_pool(void) {
   return p;
 }
 
-/* Set live bytes by the change of the pools' reservations. Under lock. */
-static void pools_apply(uint64_t before) {
-  uint64_t after = pools_reserved, live;
+/* Live bytes moved by a pool's new reading. */
+static void pools_move(uint64_t before, uint64_t after) {
+  uint64_t live;
   if (after == before) return;
   if (after > before) {
+    __atomic_add_fetch(&pools_reserved, after - before, __ATOMIC_RELAXED);
     live = __atomic_add_fetch(&slot->live, after - before, __ATOMIC_RELAXED);
-    if (live > __atomic_load_n(&slot->peak, __ATOMIC_RELAXED))
-      __atomic_store_n(&slot->peak, live, __ATOMIC_RELAXED);
+    peak_at_least(live);
   } else {
+    __atomic_sub_fetch(&pools_reserved, before - after, __ATOMIC_RELAXED);
     live = __atomic_sub_fetch(&slot->live, before - after, __ATOMIC_RELAXED);
   }
   note_ms(live);
 }
 
-/* Read pool p again (adding it if new); p == NULL: read every known pool. */
-static void pools_read(CUmemoryPool p) {
-  if (!pool_api.attr) return;
+static struct pool *pool_find(CUmemoryPool p) {
+  unsigned n = atomic_load(&n_pools);
+  for (unsigned i = 0; i < n; i++)
+    if (atomic_load_explicit(&pools[i].h, memory_order_acquire) == p) return &pools[i];
+  return NULL;
+}
+
+/* p's slot, taken if p is new; NULL when all MAX_POOLS are taken. */
+static struct pool *pool_slot(CUmemoryPool p) {
+  struct pool *q = pool_find(p);
+  if (q || !p) return q;
   pthread_mutex_lock(&lock);
-  uint64_t before = pools_reserved;
-  unsigned from = 0, to = n_pools; /* the pools to read: [from, to) */
-  if (p) {
-    while (from < n_pools && pools[from].h != p)
-      from++;
-    if (from == n_pools && n_pools < MAX_POOLS) /* a pool not seen before */
-      pools[n_pools++] = (__typeof__(pools[0])){p, 0};
-    to = from < n_pools ? from + 1 : from; /* none when there was no room */
+  unsigned n = atomic_load(&n_pools), i = 0;
+  if (!(q = pool_find(p))) {
+    while (i < n && atomic_load(&pools[i].h)) /* a slot a destroyed pool left */
+      i++;
+    if (i < MAX_POOLS) {
+      q = &pools[i];
+      q->reserved = 0;
+      atomic_store_explicit(&q->h, p, memory_order_release);
+      if (i == n) atomic_store(&n_pools, n + 1);
+    }
   }
-  for (unsigned k = from; k < to; k++) {
-    uint64_t v = 0;
-    if (pool_api.attr(pools[k].h, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) != 0) continue;
-    pools_reserved += v - pools[k].reserved;
-    pools[k].reserved = v;
-  }
-  pools_apply(before);
   pthread_mutex_unlock(&lock);
+  return q;
+}
+
+/* q read again now, or, while another thread reads it, by that thread
+ * when it is done (see struct pool). */
+static void pool_reread(struct pool *q) {
+  atomic_store(&q->again, 1);
+  while (atomic_load(&q->again) && !atomic_exchange(&q->reading, 1)) {
+    atomic_store(&q->again, 0);
+    CUmemoryPool h = atomic_load_explicit(&q->h, memory_order_acquire);
+    uint64_t v = 0;
+    if (h && pool_api.attr(h, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) == 0) {
+      pools_move(q->reserved, v);
+      q->reserved = v;
+    }
+    atomic_store(&q->reading, 0);
+  }
 }
 
 /* A pool goes away (destroyed): what it reserved is given back. */
 static void pool_forget(CUmemoryPool p) {
-  pthread_mutex_lock(&lock);
-  uint64_t before = pools_reserved;
-  for (unsigned i = 0; i < n_pools; i++)
-    if (pools[i].h == p) {
-      pools_reserved -= pools[i].reserved;
-      pools[i] = pools[--n_pools];
-      break;
-    }
-  pools_apply(before);
-  pthread_mutex_unlock(&lock);
+  struct pool *q = pool_find(p);
+  if (!q) return;
+  while (atomic_exchange(&q->reading, 1)) /* a reading of it in flight */
+    sched_yield();
+  pools_move(q->reserved, 0);
+  q->reserved = 0;
+  atomic_store(&q->again, 0);
+  atomic_store_explicit(&q->h, NULL, memory_order_release);
+  atomic_store(&q->reading, 0);
 }
 
-/* An allocation from a pool (NULL: the current one) succeeded. */
+/* An allocation from a pool (NULL: the current one) succeeded. With no
+ * pool functions, or more pools than MAX_POOLS, it counts at its size. */
 static void pool_alloc(uint64_t key, uint64_t size, CUmemoryPool p, void *caller) {
-  if (!pools_readable() || !(p = p ? p : current_pool())) {
-    count_alloc(key, size, caller);
-    return;
-  }
-  count_alloc(key, 0, caller);
-  pools_read(p);
+  struct pool *q = NULL;
+  if (pools_readable() && (p = p ? p : current_pool())) q = pool_slot(p);
+  count_alloc(key, q ? 0 : size, caller);
+  if (q) pool_reread(q);
+}
+
+/* A pool was trimmed: read again. */
+static void pool_trimmed(CUmemoryPool p) {
+  struct pool *q;
+  if (pools_readable() && (q = pool_slot(p))) pool_reread(q);
 }
 
 /* A pool block was freed: it stays reserved; the driver gives back what a
@@ -647,8 +689,12 @@ static void pool_free(uint64_t key) {
 }
 
 static void pools_synced(void) {
-  if (atomic_load_explicit(&pools_dirty, memory_order_relaxed) && atomic_exchange(&pools_dirty, 0))
-    pools_read(NULL);
+  if (!atomic_load_explicit(&pools_dirty, memory_order_relaxed) ||
+      !atomic_exchange(&pools_dirty, 0))
+    return;
+  unsigned n = atomic_load(&n_pools);
+  for (unsigned i = 0; i < n; i++)
+    if (atomic_load_explicit(&pools[i].h, memory_order_relaxed)) pool_reread(&pools[i]);
 }
 
 /* ---- the record -------------------------------------------------------- */
@@ -792,7 +838,8 @@ static void after_fork_child(void) {
   slot = &local_slot;
   ring = NULL;
   atomic_store(&slot_claimed, 0); /* a slot at the child's first allocation */
-  n_pools = 0;                    /* the child has none of the parent's device memory */
+  memset(pools, 0, sizeof pools); /* the child has none of the parent's device memory */
+  atomic_store(&n_pools, 0);
   pools_reserved = 0;
   n_libs = 0;
   memset(libs, 0, sizeof libs);
@@ -989,7 +1036,7 @@ EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
   ENTER();
   cudaError_t r = real_cudaMemPoolTrimTo(pool, keep);
   LEAVE();
-  if (outer && r == 0 && pools_readable()) pools_read(pool);
+  if (outer && r == 0) pool_trimmed(pool);
   return r;
 }
 
@@ -1135,7 +1182,7 @@ static CUresult w_cuMemFreeAsync(CUdeviceptr p, void *s) { return free_async(0, 
 static CUresult w_cuMemFreeAsync_ptsz(CUdeviceptr p, void *s) { return free_async(1, p, s); }
 static CUresult w_cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
   CUresult r = drv_cuMemPoolTrimTo(pool, keep);
-  if (r == 0 && !depth && pools_readable()) pools_read(pool);
+  if (r == 0 && !depth) pool_trimmed(pool);
   return r;
 }
 /* a synchronisation through the driver (a static runtime's, or the

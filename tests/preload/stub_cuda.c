@@ -1,6 +1,7 @@
 /* A stub libcuda.so.1 for tests: cuGetProcAddress and the memory functions
  * the interposer wraps, backed by malloc. Counts what it handed out so the
  * test can compare with the interposer. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@ static unsigned long long next_handle = 1;
 CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const void *prop,
                      unsigned long long f) {
   (void)prop, (void)f, (void)n;
-  *h = next_handle++;
+  *h = __atomic_fetch_add(&next_handle, 1, __ATOMIC_RELAXED); /* threads: each its own */
   return 0;
 }
 CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
@@ -49,13 +50,14 @@ struct stub_pool {
 };
 static struct stub_pool stub_pools[4]; /* [0]: the device's default pool */
 static int stub_pools_made = 1;
+static pthread_mutex_t stub_pool_lock = PTHREAD_MUTEX_INITIALIZER; /* pools and blocks */
 static struct {
   CUdeviceptr p;
   size_t n;
   struct stub_pool *pool;
 } blocks[256];
 
-static CUresult pool_take(CUdeviceptr *p, size_t n, struct stub_pool *pl) {
+static CUresult pool_take_locked(CUdeviceptr *p, size_t n, struct stub_pool *pl) {
   for (int i = 0; i < 256; i++)
     if (!blocks[i].p) {
       void *m = malloc(n ? n : 1);
@@ -69,6 +71,12 @@ static CUresult pool_take(CUdeviceptr *p, size_t n, struct stub_pool *pl) {
     }
   return 2;
 }
+static CUresult pool_take(CUdeviceptr *p, size_t n, struct stub_pool *pl) {
+  pthread_mutex_lock(&stub_pool_lock);
+  CUresult r = pool_take_locked(p, n, pl);
+  pthread_mutex_unlock(&stub_pool_lock);
+  return r;
+}
 CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, void *s) {
   (void)s;
   return pool_take(p, n, &stub_pools[0]);
@@ -79,25 +87,35 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, void *pool, void *s) 
 }
 CUresult cuMemFreeAsync(CUdeviceptr p, void *s) {
   (void)s;
+  CUresult r = 1;
+  pthread_mutex_lock(&stub_pool_lock);
   for (int i = 0; i < 256; i++)
     if (blocks[i].p == p) {
       blocks[i].pool->used -= blocks[i].n; /* the pool keeps the memory */
       free((void *)(uintptr_t)p);
       blocks[i].p = 0;
-      return 0;
+      r = 0;
+      break;
     }
-  return 1;
+  pthread_mutex_unlock(&stub_pool_lock);
+  return r;
 }
 CUresult cuMemPoolTrimTo(void *pool, size_t keep) {
   struct stub_pool *pl = pool;
+  pthread_mutex_lock(&stub_pool_lock);
   unsigned long long floor = (pl->used + CHUNK - 1) / CHUNK * CHUNK;
   unsigned long long k = keep < pl->reserved ? keep : pl->reserved;
   pl->reserved = floor > k ? floor : k;
+  pthread_mutex_unlock(&stub_pool_lock);
   return 0;
 }
+void (*stub_after_pool_read)(void);
 CUresult cuMemPoolGetAttribute(void *pool, int attr, void *v) {
   if (attr != 5) return 1; /* only CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT here */
+  pthread_mutex_lock(&stub_pool_lock);
   *(unsigned long long *)v = ((struct stub_pool *)pool)->reserved;
+  pthread_mutex_unlock(&stub_pool_lock);
+  if (stub_after_pool_read) stub_after_pool_read(); /* a test's: the reading is now old */
   return 0;
 }
 CUresult cuMemPoolCreate(void **pool, const void *props) {

@@ -10,7 +10,16 @@
  *                            each, sizes their own) while they go on and
  *                            at the end: the live bytes exact, every
  *                            allocation and free counted (the shards'
- *                            locks, preload/preload.c)
+ *                            locks, preload/preload.c), the peak what
+ *                            was live when every thread held its handles
+ *   table_test pools N P     N threads of P cudaMallocAsync/cudaFreeAsync
+ *                            pairs of their own sizes from the device's
+ *                            pool, trimming it and synchronising now and
+ *                            then: when they are done the live bytes are
+ *                            what the pool reserves, with no call after;
+ *                            and a change made while another thread's
+ *                            reading is in flight is read again by that
+ *                            thread (no thread waits for another's)
  *   table_test full          under `ulimit -v` (RLIMIT_AS set here) the
  *                            table cannot grow: the allocations it cannot
  *                            hold are counted in the counters file, the
@@ -25,6 +34,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +51,11 @@
 typedef int cudaError_t;
 cudaError_t cudaMalloc(void **p, size_t n);
 cudaError_t cudaFree(void *p);
+cudaError_t cudaMallocAsync(void **p, size_t n, void *s);
+cudaError_t cudaFreeAsync(void *p, void *s);
+cudaError_t cudaMemPoolTrimTo(void *pool, size_t keep);
+cudaError_t cudaDeviceGetMemPool(void **pool, int dev);
+cudaError_t cudaDeviceSynchronize(void);
 
 #define CHECK(c)                                                                                   \
   do {                                                                                             \
@@ -336,13 +352,15 @@ static int slots(const char *self, unsigned n, unsigned idle) {
 }
 
 /* one thread of `threads`: P pairs, 32 handles held, of size 4096 + its index */
+enum { HELD = 32 };
 static unsigned long long t_pairs;
+static pthread_barrier_t t_holding;
 static void *t_work(void *arg) {
   uintptr_t id = (uintptr_t)arg;
-  enum { HELD = 32 };
   unsigned long long h[HELD];
   for (int i = 0; i < HELD; i++)
     CHECK(create(&h[i], 4096 + id, NULL, 0) == 0);
+  pthread_barrier_wait(&t_holding); /* the most that is ever live */
   for (unsigned long long k = 0; k < t_pairs; k++) {
     unsigned i = (unsigned)(k % HELD);
     CHECK(release(h[i]) == 0);
@@ -358,16 +376,98 @@ static int threads(unsigned n, unsigned long long pairs) {
   t_pairs = pairs;
   pthread_t t[64];
   CHECK(n >= 1 && n <= 64);
+  CHECK(pthread_barrier_init(&t_holding, NULL, n) == 0);
   unsigned long long keep;
   CHECK(create(&keep, 12345, NULL, 0) == 0);
-  for (uintptr_t i = 0; i < n; i++)
+  uint64_t most = 12345;
+  for (uintptr_t i = 0; i < n; i++) {
+    most += HELD * (4096 + i);
     CHECK(pthread_create(&t[i], NULL, t_work, (void *)i) == 0);
+  }
   for (unsigned i = 0; i < n; i++)
     CHECK(pthread_join(t[i], NULL) == 0);
-  CHECK(live() == 12345);
+  uint64_t l = 0, peak = 0;
+  counts(&l, &peak);
+  CHECK(l == 12345);
+  CHECK(peak == most); /* raised side by side by the shards, never lowered */
   CHECK(release(keep) == 0);
   CHECK(live() == 0);
-  printf("table_test threads: %u x %llu pairs: live bytes exact\n", n, pairs);
+  printf("table_test threads: %u x %llu pairs: live bytes and peak exact\n", n, pairs);
+  return 0;
+}
+
+/* one thread of `pools`: P pairs from the device's pool, 8 blocks held */
+static void *p_work(void *arg) {
+  uintptr_t id = (uintptr_t)arg;
+  enum { BLOCKS = 8 };
+  void *b[BLOCKS] = {0}, *pool;
+  CHECK(cudaDeviceGetMemPool(&pool, 0) == 0);
+  for (unsigned long long k = 0; k < t_pairs; k++) {
+    unsigned i = (unsigned)(k % BLOCKS);
+    if (b[i]) CHECK(cudaFreeAsync(b[i], NULL) == 0);
+    size_t n = (size_t)((k * 2654435761u + id * 40503u) % (3u << 20)) + 1;
+    CHECK(cudaMallocAsync(&b[i], n, NULL) == 0);
+    if (k % 61 == id % 61) CHECK(cudaMemPoolTrimTo(pool, 0) == 0);
+    if (k % 97 == id % 97) CHECK(cudaDeviceSynchronize() == 0);
+  }
+  for (int i = 0; i < BLOCKS; i++)
+    CHECK(cudaFreeAsync(b[i], NULL) == 0);
+  return NULL;
+}
+
+/* the overlap of `pools`: o_trim's reading stops in the stub driver
+ * (o_hook, once) until the main thread has changed the pool */
+static sem_t o_read, o_changed;
+static void o_hook(void) {
+  static atomic_int once;
+  if (atomic_exchange(&once, 1)) return;
+  CHECK(sem_post(&o_read) == 0);
+  while (sem_wait(&o_changed) != 0)
+    ;
+}
+static void *o_trim(void *pool) {
+  CHECK(cudaMemPoolTrimTo(pool, 0) == 0);
+  return NULL;
+}
+
+static int pool_threads(unsigned n, unsigned long long pairs) {
+  driver();
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL), *pool;
+  int (*reserved)(void *, int, void *) = lib ? dlsym(lib, "cuMemPoolGetAttribute") : NULL;
+  CHECK(reserved);
+  CHECK(cudaDeviceGetMemPool(&pool, 0) == 0);
+  t_pairs = pairs;
+  pthread_t t[64];
+  CHECK(n >= 1 && n <= 32); /* the stub driver holds 256 blocks */
+  for (uintptr_t i = 0; i < n; i++)
+    CHECK(pthread_create(&t[i], NULL, p_work, (void *)i) == 0);
+  for (unsigned i = 0; i < n; i++)
+    CHECK(pthread_join(t[i], NULL) == 0);
+  unsigned long long v = 0, v2 = 0;
+  CHECK(reserved(pool, 5, &v) == 0); /* CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT */
+  CHECK(live() == v);
+  /* the pool changes while another thread's reading is in flight: that
+   * thread reads again before it lets go (the change's own thread does not
+   * wait for it) */
+  void (**hook)(void) = dlsym(lib, "stub_after_pool_read");
+  CHECK(hook);
+  CHECK(sem_init(&o_read, 0, 0) == 0 && sem_init(&o_changed, 0, 0) == 0);
+  *hook = o_hook;
+  CHECK(pthread_create(&t[0], NULL, o_trim, pool) == 0);
+  CHECK(sem_wait(&o_read) == 0); /* its reading is taken, not yet counted */
+  void *x;
+  CHECK(cudaMallocAsync(&x, 5u << 20, NULL) == 0);
+  CHECK(sem_post(&o_changed) == 0);
+  CHECK(pthread_join(t[0], NULL) == 0);
+  *hook = NULL;
+  CHECK(reserved(pool, 5, &v2) == 0);
+  CHECK(v2 == 6u << 20 && live() == v2);
+  CHECK(cudaFreeAsync(x, NULL) == 0);
+  CHECK(cudaMemPoolTrimTo(pool, 0) == 0);
+  CHECK(live() == 0);
+  printf("table_test pools: %u x %llu pairs: live bytes the pool's reservation (%llu B); a change "
+         "during another thread's reading read again (%llu B)\n",
+         n, pairs, v, v2);
   return 0;
 }
 
@@ -376,6 +476,8 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "churn") == 0) return churn(argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000);
   if (strcmp(mode, "threads") == 0 && argc > 3)
     return threads((unsigned)strtoul(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));
+  if (strcmp(mode, "pools") == 0 && argc > 3)
+    return pool_threads((unsigned)strtoul(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));
   if (strcmp(mode, "full") == 0) return full("/proc/self/exe");
   if (strcmp(mode, "full-child") == 0) return full_child();
   if (strcmp(mode, "slots") == 0 && argc > 3)
@@ -383,6 +485,8 @@ int main(int argc, char **argv) {
                  (unsigned)strtoul(argv[3], NULL, 10));
   if (strcmp(mode, "slots-child") == 0 && argc > 3)
     return slots_child((unsigned)strtoul(argv[2], NULL, 10), (unsigned)strtoul(argv[3], NULL, 10));
-  fprintf(stderr, "usage: table_test churn PAIRS | threads N PAIRS | full | slots N IDLE\n");
+  fprintf(
+      stderr,
+      "usage: table_test churn PAIRS | threads N PAIRS | pools N PAIRS | full | slots N IDLE\n");
   return 2;
 }
