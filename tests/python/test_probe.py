@@ -954,6 +954,32 @@ class FullDisk(unittest.TestCase):
         self.assertGreater(int(said.group(2)), res["lost_bytes"])
         self.assertEqual(rep.returncode, 0, rep.stderr)
 
+    def test_a_line_another_writer_cut(self):
+        """The record ends inside another writer's line (its disk was full
+        a moment ago): the probe's next write closes it with a newline and
+        a gap line over nothing, as run and the interposer do, and its own
+        line stands whole; the write after that is plain"""
+        sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+        from vramledger import probe
+        d = tempfile.mkdtemp(prefix="vl-cut-")
+        path = d + "/run.jsonl"
+        with open(path, "wb") as f:
+            f.write(b'{"type":"meta"}\n{"type":"sample","t_ns":12')
+        w = probe._Writer(path)
+        w.put({"type": "phase", "t_ns": 20, "name": "forward"})
+        w.put({"type": "phase", "t_ns": 30, "name": "backward"})
+        lines = open(path, "rb").read().decode().split("\n")
+        shutil.rmtree(d)
+        self.assertEqual(len(lines), 6, lines)
+        self.assertEqual(lines[:2], ['{"type":"meta"}', '{"type":"sample","t_ns":12'])
+        gap = json.loads(lines[2])
+        self.assertEqual((gap["type"], gap["lost_bytes"], gap["error"], gap["writer"]),
+                         ("gap", 0, "a line cut by another writer", "probe"))
+        self.assertEqual(json.loads(lines[3])["name"], "forward")
+        self.assertEqual(json.loads(lines[4])["name"], "backward")
+        self.assertEqual(lines[5], "")
+        self.assertEqual((w.lost_events, w.gap_bytes), (0, 0))
+
     def test_meta_line_refused(self):
         """attach(record=) on a full disk: no record rather than one
         without its meta line (a cut meta is taken back), said by install()"""
