@@ -1,6 +1,6 @@
 #!/bin/bash
 # Does the interposer see what PyTorch reserves, and what do `run`, the interposer and the sampler cost?
-#   bench/gpu/run.sh interposer
+#   bench/gpu/run.sh interposer   (IP_REPS: the overhead's repeats each way, default 5)
 # (bench/results/run-interposer/) Writes into $OUT: interposer.jsonl,
 # overhead.jsonl, alloc_bench.jsonl, sampler.json, the spike's report and
 # record, and the run records. Needs build-rel/ (carry).
@@ -16,8 +16,8 @@ for conf in "" "expandable_segments:True" "backend:cudaMallocAsync"; do
     python3 bench/gpu/jobs/interposer_check.py >> "$o/interposer.jsonl" 2>>"$o/errors.txt"
 done
 
-# 2. overhead on a GPT-2 training loop, interleaved, 5 repeats each way
-for i in 1 2 3 4 5; do
+# 2. overhead on a GPT-2 training loop, interleaved, IP_REPS repeats each way
+for i in $(seq "${IP_REPS:-5}"); do
   echo "{\"with\": false, \"r\": $(python3 bench/gpu/jobs/gpt2_loop.py 40 2>>"$o/errors.txt")}" >> "$o/overhead.jsonl"
   echo "{\"with\": true, \"r\": $($vl run --quiet --out /tmp/ovh-$i -- python3 bench/gpu/jobs/gpt2_loop.py 40 2>>"$o/errors.txt")}" >> "$o/overhead.jsonl"
 done
