@@ -5,7 +5,7 @@
 #
 # What is checked, and the heuristics:
 # - README.md and docs/**/*.md: every line (docs/cmd/*.md are --help too).
-# - bench/README.md and bench/results/**/*.md: every line, as README.md;
+# - bench/README.md, bench/results/**/*.md and tests/**/*.md: every line;
 #   of the .txt files beside them, the lines that start with '#' (their
 #   headers say what each holds); the data (.json, .jsonl, traces) is not
 #   read.
@@ -77,7 +77,7 @@ check() { # file, awk program: its hits as file:line:text
   awk "$2" "$1" | grep -n -E -i -f "$pats" | sed "s|^|$1:|" || true
 }
 for f in README.md $(find docs -name '*.md' | LC_ALL=C sort) \
-  bench/README.md $(find bench/results -name '*.md' | LC_ALL=C sort); do
+  bench/README.md $(find bench/results tests -name '*.md' | LC_ALL=C sort); do
   check "$f" "$prose"
 done >"$hits"
 for f in $(find bench/results -name '*.txt' | LC_ALL=C sort); do
