@@ -24,10 +24,31 @@ struct rep {
   const char *run;
 };
 
+/* Without --gpu, the card the record ran on, by its device name (into
+ * name, for e->gpu), when the catalog knows it; else the H200's overheads,
+ * said. */
+static int record_gpu(struct est *e, const char *device, char *name, size_t cap) {
+  if (e->gpu || !device || !device[0]) return 0;
+  struct vl_catalog cat;
+  int rc = est_catalog(e->catalog, &cat);
+  if (rc) return rc;
+  const struct vl_gpu *g = vl_catalog_match_device(&cat, device);
+  if (g) {
+    snprintf(name, cap, "%s", g->name);
+    e->gpu = name;
+  } else {
+    cli_hint("--estimate: the record's GPU '%s' is not in the catalog; the estimate bills the "
+             "H200's cuBLAS workspaces and SMs (name the card with --gpu)",
+             device);
+  }
+  vl_catalog_release(&cat);
+  return 0;
+}
+
 /* The estimate for the job flags given after --estimate (as `estimate`
- * takes them), on their --gpu card as `estimate --gpu` bills it (without
- * one, the H200's overheads). */
-static int estimate_bill(int argc, const char **argv, struct vl_bill **out) {
+ * takes them), on their --gpu card as `estimate --gpu` bills it; without
+ * one, on the card the record names (device). */
+static int estimate_bill(int argc, const char **argv, const char *device, struct vl_bill **out) {
   struct est e;
   est_init(&e);
   int rc = est_parse(argc, argv, &e);
@@ -37,6 +58,8 @@ static int estimate_bill(int argc, const char **argv, struct vl_bill **out) {
               "'vramledger estimate' (--batch, --seq, --precision, ...)");
     return VL_EXIT_USAGE;
   }
+  char gpu_name[VL_GPU_NAME];
+  if ((rc = record_gpu(&e, device, gpu_name, sizeof gpu_name))) return rc;
   struct vl_arch arch;
   if ((rc = cli_load_model(e.model, &arch))) return rc;
   struct vl_catalog cat;
@@ -97,16 +120,21 @@ int cmd_report(int argc, const char **argv) {
     return VL_EXIT_USAGE;
   }
   struct vl_bill *bill = NULL;
-  if (estimate && (rc = estimate_bill(n_job, job, &bill))) return rc;
   struct cli_run *rr = malloc(sizeof *rr);
   if (!rr) {
-    vl_free(bill);
     cli_error("out of memory");
     return VL_EXIT_ERROR;
   }
   if ((rc = cli_load_run(r.run, rr))) {
     free(rr);
-    vl_free(bill);
+    return rc;
+  }
+  const char *device = rr->rec.n_gpus     ? rr->rec.gpus[0].name
+                       : rr->rec.n_probes ? rr->rec.probes[0].device_name
+                                          : NULL;
+  if (estimate && (rc = estimate_bill(n_job, job, device, &bill))) {
+    vl_record_release(&rr->rec);
+    free(rr);
     return rc;
   }
   struct vl_probe_compare cmp = {0};
