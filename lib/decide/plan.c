@@ -298,12 +298,14 @@ static void step_time(const struct search *S, const struct vl_gpu *g, unsigned c
   if (j->qlora) {
     /* bitsandbytes dequantises each 4-bit weight to the compute type before
      * its matmul, in forward, backward and any recomputation: 0.5 B read
-     * and 2 B written a weight (the matmul's own read LoRA pays too), at
-     * the card's HBM bandwidth. A lower bound (kernels do not reach the
-     * peak); --qlora-slowdown replaces it with a measured factor. */
+     * and the compute dtype's bytes written a weight (2 B under half and
+     * AMP, 4 B under fp32; the matmul's own read LoRA pays too), at the
+     * card's HBM bandwidth. A lower bound (kernels do not reach the peak);
+     * --qlora-slowdown replaces it with a measured factor. */
     double passes = j->checkpointing == VL_CKPT_FULL ? 3.0 : 2.0;
     double hbm = (g->hbm_gb_s > 0 ? g->hbm_gb_s : 1000.0) * 1e9;
-    c->dequant_s = (double)j->grad_accum * passes * S->Pq / (tp * (double)j->pp) * 2.5 / hbm;
+    double moved = 0.5 + (double)policy(j).act; /* bytes a weight */
+    c->dequant_s = (double)j->grad_accum * passes * S->Pq / (tp * (double)j->pp) * moved / hbm;
     c->step_s = q->qlora_slowdown > 0 ? c->step_s * q->qlora_slowdown : c->step_s + c->dequant_s;
   }
 }

@@ -635,7 +635,19 @@ static void stage_temporaries(struct train_stage *ts) {
                               "PyTorch FSDP SHARD_GRAD_OP",
                               {{"weights", ts->st.weight_bytes, "bytes"}, {"P_train", ts->tr}}});
   }
-  ts->qlora_tmp = job->qlora ? vl__mul(&ts->ck, ts->st.largest_linear, 2) : 0;
+  /* bitsandbytes dequantises a 4-bit weight into the compute dtype before
+   * its matmul, one linear at a time: the activations' dtype, 2 B under
+   * half and AMP, 4 B under fp32 */
+  ts->qlora_tmp = 0;
+  if (job->qlora)
+    ts->qlora_tmp =
+        note(ts, &(struct vl__def){
+                     VL_LINE_TRANSIENT,
+                     "QLoRA dequantised weight",
+                     "largest_linear * act",
+                     "bitsandbytes autograd/_functions.py, MatMul4Bit.forward: "
+                     "dequantize_4bit(B, quant_state).to(A.dtype)",
+                     {{"largest_linear", ts->st.largest_linear}, {"act", ts->pol.act, "bytes"}}});
 }
 
 /* communication buffers, CUDA context and cuBLAS workspaces */

@@ -135,6 +135,30 @@ static void qlora_stores_four_bits(void **state) {
   assert_close(b.line_max[VL_LINE_PARAMETERS], want, 1e-6, "QLoRA weights");
 }
 
+/* One linear weight at a time dequantised into the compute dtype: the
+ * largest (an MLP projection, 4096 x 11008), 2 B an element under AMP
+ * and half, 4 B under fp32 */
+static void qlora_dequantises_into_the_compute_dtype(void **state) {
+  (void)state;
+  const enum vl_precision p[] = {VL_PREC_AMP_BF16, VL_PREC_BF16, VL_PREC_FP32};
+  const uint64_t act[] = {2, 2, 4};
+  for (int i = 0; i < 3; i++) {
+    struct vl_job j;
+    vl_job_init(&j);
+    j.lora_rank = 16;
+    j.qlora = true;
+    j.precision = p[i];
+    struct vl_bill b;
+    tu_bill(&llama7b, &j, &b);
+    const struct vl_term *t = NULL;
+    for (int k = 0; k < b.n_terms; k++)
+      if (strcmp(b.terms[k].name, "QLoRA dequantised weight") == 0) t = &b.terms[k];
+    assert_non_null(t);
+    assert_int_equal(t->line, VL_LINE_TRANSIENT);
+    assert_int_equal(t->bytes, 4096ull * 11008 * act[i]);
+  }
+}
+
 static void conflicts_are_refused(void **state) {
   (void)state;
   struct vl_overheads ov;
@@ -883,6 +907,7 @@ int main(void) {
       cmocka_unit_test(activations_respond_to_settings),
       cmocka_unit_test(lora_trains_only_adapters),
       cmocka_unit_test(qlora_stores_four_bits),
+      cmocka_unit_test(qlora_dequantises_into_the_compute_dtype),
       cmocka_unit_test(conflicts_are_refused),
       cmocka_unit_test(overflow_is_an_error_not_a_number),
       cmocka_unit_test(zero_stages_shard),
