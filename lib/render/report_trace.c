@@ -116,7 +116,9 @@ static void job_track(json_t *ev, const struct vl_record *r) {
     const struct vl_rec_sample *s = &r->samples[i];
     json_int_t ts = us(r, s->t_ns);
     counter(ev, JOB_PID, "process memory (NVML)", ts, s->tree_bytes);
-    counter(ev, JOB_PID, "driver-allocated (interposer)", ts, s->cuda_alloc_bytes);
+    /* the most since the previous sample, as report's peak and the HTML
+     * chart take it: a block held between two samples shows */
+    counter(ev, JOB_PID, "driver-allocated (interposer)", ts, s->cuda_alloc_max_bytes);
     counter(ev, JOB_PID, "context + other", ts, vl__sub0(s->tree_bytes, s->cuda_alloc_bytes));
   }
 }
