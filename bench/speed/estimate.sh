@@ -3,6 +3,7 @@
 # under 20 ms, --max-batch under 100 ms). Uses hyperfine (Debian package).
 # Writes a Markdown summary to the file given (default: stdout).
 set -eu
+command -v hyperfine >/dev/null || { echo "bench/speed/estimate.sh needs hyperfine: apt-get install hyperfine" >&2; exit 2; }
 cd "$(dirname "$0")/../.."
 bin=${VL_BIN:-build/vramledger}
 out=${1:-/dev/stdout}

@@ -1,9 +1,11 @@
 #!/bin/sh
 # Speed of `vramledger plan` (the target: searching 10^5 candidates under 1 s):
-# a search of ~36,000 configurations, printed as the top-15 table (the
+# a search of 116,376 configurations, printed as the top-15 table (the
 # search) and as JSON with every feasible candidate (search + rendering).
+# Uses hyperfine (Debian package).
 set -eu
 cd "$(dirname "$0")/../.."
+command -v hyperfine >/dev/null || { echo "bench/speed/plan.sh needs hyperfine: apt-get install hyperfine" >&2; exit 2; }
 bin=${VL_BIN:-build-rel/vramledger}
 q="plan --model llama-2-7b --precision bf16 --seq 128 --tokens 100000000000 --global-batch 1048576 --max-gpus 65536"
 n=$($bin $q --format json | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['evaluated'], len(d['candidates']))")
