@@ -12,6 +12,11 @@
  *                            allocation and free counted (the shards'
  *                            locks, preload/preload.c), the peak what
  *                            was live when every thread held its handles
+ *   table_test runtime N P   N threads of P cudaMalloc/cudaFree pairs (32
+ *                            held each) beside one that holds 20 000 at
+ *                            once and lets them go (shards resizing while
+ *                            others count): the live bytes exact; with
+ *                            tests/preload/tsan.sh, under ThreadSanitizer
  *   table_test pools N P     N threads of P cudaMallocAsync/cudaFreeAsync
  *                            pairs of their own sizes from the device's
  *                            pool, trimming it and synchronising now and
@@ -396,6 +401,55 @@ static int threads(unsigned n, unsigned long long pairs) {
   return 0;
 }
 
+/* one thread of `runtime`: P cudaMalloc/cudaFree pairs, 32 held */
+static void *r_work(void *arg) {
+  uintptr_t id = (uintptr_t)arg;
+  void *h[HELD];
+  for (int i = 0; i < HELD; i++)
+    CHECK(cudaMalloc(&h[i], 4096 + id) == 0);
+  for (unsigned long long k = 0; k < t_pairs; k++) {
+    unsigned i = (unsigned)(k % HELD);
+    CHECK(cudaFree(h[i]) == 0);
+    CHECK(cudaMalloc(&h[i], 4096 + id) == 0);
+  }
+  for (int i = 0; i < HELD; i++)
+    CHECK(cudaFree(h[i]) == 0);
+  return NULL;
+}
+
+static void *r_burst(void *arg) {
+  (void)arg;
+  enum { BURST = 20000 };
+  void **b = malloc(BURST * sizeof *b);
+  CHECK(b);
+  for (int i = 0; i < BURST; i++)
+    CHECK(cudaMalloc(&b[i], 1) == 0);
+  for (int i = 0; i < BURST; i++)
+    CHECK(cudaFree(b[i]) == 0);
+  free(b);
+  return NULL;
+}
+
+static int runtime(unsigned n, unsigned long long pairs) {
+  t_pairs = pairs;
+  pthread_t t[65];
+  CHECK(n >= 1 && n <= 64);
+  *(void **)&counts = dlsym(RTLD_DEFAULT, "vl_preload_counts");
+  CHECK(counts);
+  void *keep;
+  CHECK(cudaMalloc(&keep, 12345) == 0);
+  for (uintptr_t i = 0; i < n; i++)
+    CHECK(pthread_create(&t[i], NULL, r_work, (void *)i) == 0);
+  CHECK(pthread_create(&t[n], NULL, r_burst, NULL) == 0);
+  for (unsigned i = 0; i <= n; i++)
+    CHECK(pthread_join(t[i], NULL) == 0);
+  CHECK(live() == 12345);
+  CHECK(cudaFree(keep) == 0);
+  CHECK(live() == 0);
+  printf("table_test runtime: %u x %llu pairs and a burst: live bytes exact\n", n, pairs);
+  return 0;
+}
+
 /* one thread of `pools`: P pairs from the device's pool, 8 blocks held */
 static void *p_work(void *arg) {
   uintptr_t id = (uintptr_t)arg;
@@ -476,6 +530,8 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "churn") == 0) return churn(argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000);
   if (strcmp(mode, "threads") == 0 && argc > 3)
     return threads((unsigned)strtoul(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));
+  if (strcmp(mode, "runtime") == 0 && argc > 3)
+    return runtime((unsigned)strtoul(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));
   if (strcmp(mode, "pools") == 0 && argc > 3)
     return pool_threads((unsigned)strtoul(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));
   if (strcmp(mode, "full") == 0) return full("/proc/self/exe");
@@ -485,8 +541,7 @@ int main(int argc, char **argv) {
                  (unsigned)strtoul(argv[3], NULL, 10));
   if (strcmp(mode, "slots-child") == 0 && argc > 3)
     return slots_child((unsigned)strtoul(argv[2], NULL, 10), (unsigned)strtoul(argv[3], NULL, 10));
-  fprintf(
-      stderr,
-      "usage: table_test churn PAIRS | threads N PAIRS | pools N PAIRS | full | slots N IDLE\n");
+  fprintf(stderr, "usage: table_test churn PAIRS | threads N PAIRS | runtime N PAIRS | pools N "
+                  "PAIRS | full | slots N IDLE\n");
   return 2;
 }
