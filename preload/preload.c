@@ -610,6 +610,7 @@ static void pools_move(uint64_t before, uint64_t after) {
 }
 
 static struct pool *pool_find(CUmemoryPool p) {
+  if (!p) return NULL; /* a free slot's h is NULL too */
   unsigned n = atomic_load(&n_pools);
   for (unsigned i = 0; i < n; i++)
     if (atomic_load_explicit(&pools[i].h, memory_order_acquire) == p) return &pools[i];
@@ -619,7 +620,7 @@ static struct pool *pool_find(CUmemoryPool p) {
 /* p's slot, taken if p is new; NULL when all MAX_POOLS are taken. */
 static struct pool *pool_slot(CUmemoryPool p) {
   struct pool *q = pool_find(p);
-  if (q || !p) return q;
+  if (q || !p) return q; /* found, or no pool */
   pthread_mutex_lock(&lock);
   unsigned n = atomic_load(&n_pools), i = 0;
   if (!(q = pool_find(p))) {
@@ -663,6 +664,9 @@ static void pool_forget(CUmemoryPool p) {
   atomic_store(&q->again, 0);
   atomic_store_explicit(&q->h, NULL, memory_order_release);
   atomic_store(&q->reading, 0);
+  /* the slot was free from the line before: a new pool may have taken it
+   * and asked for a reading while we held it */
+  if (atomic_load(&q->again)) pool_reread(q);
 }
 
 /* An allocation from a pool (NULL: the current one) succeeded. With no

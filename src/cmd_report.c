@@ -129,9 +129,8 @@ int cmd_report(int argc, const char **argv) {
     free(rr);
     return rc;
   }
-  const char *device = rr->rec.n_gpus     ? rr->rec.gpus[0].name
-                       : rr->rec.n_probes ? rr->rec.probes[0].device_name
-                                          : NULL;
+  const char *device = rr->rec.n_gpus ? rr->rec.gpus[0].name : "";
+  if (!device[0] && rr->rec.n_probes) device = rr->rec.probes[0].device_name;
   if (estimate && (rc = estimate_bill(n_job, job, device, &bill))) {
     vl_record_release(&rr->rec);
     free(rr);

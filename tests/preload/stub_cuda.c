@@ -47,9 +47,10 @@ CUresult cuMemMap(CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHan
 #define CHUNK (2ull << 20)
 struct stub_pool {
   unsigned long long used, reserved;
+  int made; /* created and not destroyed ([0] always) */
 };
-static struct stub_pool stub_pools[4]; /* [0]: the device's default pool */
-static int stub_pools_made = 1;
+#define STUB_POOLS 8
+static struct stub_pool stub_pools[STUB_POOLS] = {{0, 0, 1}}; /* [0]: the device's default pool */
 static pthread_mutex_t stub_pool_lock = PTHREAD_MUTEX_INITIALIZER; /* pools and blocks */
 static struct {
   CUdeviceptr p;
@@ -118,14 +119,25 @@ CUresult cuMemPoolGetAttribute(void *pool, int attr, void *v) {
   if (stub_after_pool_read) stub_after_pool_read(); /* a test's: the reading is now old */
   return 0;
 }
+/* a destroyed pool's slot is made again: the driver may hand out a
+ * destroyed pool's handle to a new one */
 CUresult cuMemPoolCreate(void **pool, const void *props) {
   (void)props;
-  if (stub_pools_made == 4) return 2;
-  *pool = &stub_pools[stub_pools_made++];
-  return 0;
+  CUresult r = 2;
+  pthread_mutex_lock(&stub_pool_lock);
+  for (int i = 1; i < STUB_POOLS && r; i++)
+    if (!stub_pools[i].made) {
+      stub_pools[i] = (struct stub_pool){0, 0, 1};
+      *pool = &stub_pools[i];
+      r = 0;
+    }
+  pthread_mutex_unlock(&stub_pool_lock);
+  return r;
 }
 CUresult cuMemPoolDestroy(void *pool) {
-  *(struct stub_pool *)pool = (struct stub_pool){0, 0};
+  pthread_mutex_lock(&stub_pool_lock);
+  *(struct stub_pool *)pool = (struct stub_pool){0, 0, 0};
+  pthread_mutex_unlock(&stub_pool_lock);
   return 0;
 }
 CUresult cuCtxGetDevice(int *dev) {

@@ -21,7 +21,9 @@
  *                            pairs of their own sizes from the device's
  *                            pool, trimming it and synchronising now and
  *                            then: when they are done the live bytes are
- *                            what the pool reserves, with no call after;
+ *                            what the pool reserves, with no call after,
+ *                            and again after 4 threads made, used and
+ *                            destroyed 800 pools of their own;
  *                            and a change made while another thread's
  *                            reading is in flight is read again by that
  *                            thread (no thread waits for another's)
@@ -58,6 +60,9 @@ cudaError_t cudaMalloc(void **p, size_t n);
 cudaError_t cudaFree(void *p);
 cudaError_t cudaMallocAsync(void **p, size_t n, void *s);
 cudaError_t cudaFreeAsync(void *p, void *s);
+cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, void *pool, void *s);
+cudaError_t cudaMemPoolCreate(void **pool, const void *props);
+cudaError_t cudaMemPoolDestroy(void *pool);
 cudaError_t cudaMemPoolTrimTo(void *pool, size_t keep);
 cudaError_t cudaDeviceGetMemPool(void **pool, int dev);
 cudaError_t cudaDeviceSynchronize(void);
@@ -484,6 +489,20 @@ static void *o_trim(void *pool) {
   return NULL;
 }
 
+/* one thread of `pools`' second part: pools of its own made, drawn from
+ * and destroyed, their slots taken again by the others' */
+static void *p_own(void *arg) {
+  (void)arg;
+  for (int r = 0; r < 200; r++) {
+    void *own, *x;
+    CHECK(cudaMemPoolCreate(&own, NULL) == 0);
+    CHECK(cudaMallocFromPoolAsync(&x, 3u << 20, own, NULL) == 0);
+    CHECK(cudaFreeAsync(x, NULL) == 0);
+    CHECK(cudaMemPoolDestroy(own) == 0);
+  }
+  return NULL;
+}
+
 static int pool_threads(unsigned n, unsigned long long pairs) {
   driver();
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL), *pool;
@@ -499,6 +518,13 @@ static int pool_threads(unsigned n, unsigned long long pairs) {
     CHECK(pthread_join(t[i], NULL) == 0);
   unsigned long long v = 0, v2 = 0;
   CHECK(reserved(pool, 5, &v) == 0); /* CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT */
+  CHECK(live() == v);
+  /* pools made and destroyed side by side (4 threads, 7 pools): each gives
+   * back what it reserved */
+  for (uintptr_t i = 0; i < 4; i++)
+    CHECK(pthread_create(&t[i], NULL, p_own, NULL) == 0);
+  for (unsigned i = 0; i < 4; i++)
+    CHECK(pthread_join(t[i], NULL) == 0);
   CHECK(live() == v);
   /* the pool changes while another thread's reading is in flight: that
    * thread reads again before it lets go (the change's own thread does not
