@@ -213,12 +213,17 @@ static double ring_allreduce_s(double bytes, double n, double bw) {
  * layers of its pipeline stage, once per micro-batch. */
 static double tp_comm_s(const struct vl_arch *a, const struct vl_job *j, double link_bw) {
   if (j->tp < 2) return 0.0;
-  double per_layer = j->checkpointing == VL_CKPT_FULL ? 6.0 : 4.0;
-  /* the matmuls' outputs, in the compute dtype: the activation dtype (autocast's half, or
-   * the weights') */
-  double bytes = (double)j->batch * (double)j->seq * (double)a->hidden * (double)policy(j).act;
+  struct vl__policy pol = policy(j);
+  /* forward: the row-parallel matmuls' outputs, in the compute dtype (autocast's half, or
+   * the weights'); backward: the gradients of the column-parallel matmuls' inputs, the
+   * norms' outputs, in their dtype: the residual stream's (under autocast layer_norm runs
+   * in fp32 and HF's RMSNorm returns its input's dtype, so fp32; the matmul's own cast to
+   * half is after the split, and its backward casts the gradient back) */
+  double fwd = (j->checkpointing == VL_CKPT_FULL ? 4.0 : 2.0) * (double)pol.act;
+  double bwd = 2.0 * (double)pol.resid;
+  double bsh = (double)j->batch * (double)j->seq * (double)a->hidden; /* elements */
   double layers = (double)a->layers / (double)(j->pp ? j->pp : 1);
-  return per_layer * layers * (double)j->grad_accum * ring_allreduce_s(bytes, j->tp, link_bw);
+  return layers * (double)j->grad_accum * ring_allreduce_s(bsh * (fwd + bwd), j->tp, link_bw);
 }
 
 /* Bytes of the whole model's weights as stored: the policy's weight dtype, NF4 for the

@@ -169,15 +169,20 @@ static void marks_the_context_edge(void **state) {
 
 /* the candidate of r on `count` GPUs laid out dp x tp x pp under ZeRO-`zero`, one
  * sequence a micro-batch, nothing recomputed or offloaded */
-static const struct vl_plan_candidate *layout(const struct vl_plan_result *r, unsigned dp,
-                                              unsigned pp, unsigned zero) {
+static const struct vl_plan_candidate *layout_tp(const struct vl_plan_result *r, unsigned dp,
+                                                 unsigned tp, unsigned pp, unsigned zero) {
   for (size_t i = 0; i < r->n; i++) {
     const struct vl_plan_candidate *c = &r->c[i];
-    if (c->dp == dp && c->tp == 1 && c->pp == pp && c->zero == zero && c->micro_batch == 1 &&
+    if (c->dp == dp && c->tp == tp && c->pp == pp && c->zero == zero && c->micro_batch == 1 &&
         c->checkpointing == VL_CKPT_NONE && c->offload == VL_OFFLOAD_NONE)
       return c;
   }
   return NULL;
+}
+
+static const struct vl_plan_candidate *layout(const struct vl_plan_result *r, unsigned dp,
+                                              unsigned pp, unsigned zero) {
+  return layout_tp(r, dp, 1, pp, zero);
 }
 
 /* Traffic is priced in the dtype it travels in, as the bill counts it: DDP
@@ -197,13 +202,15 @@ static void comm_in_the_dtypes_it_travels_in(void **state) {
   vl_overheads_default(&ov);
   struct vl_err err = {""};
   const enum vl_precision prec[3] = {VL_PREC_BF16, VL_PREC_FP32, VL_PREC_AMP_BF16};
-  double ddp[3], zero3[3], pipe[3];
+  double ddp[3], zero3[3], pipe[3], tp[3];
   for (int p = 0; p < 3; p++) {
     q.base.precision = prec[p];
     struct vl_plan_result r;
     assert_int_equal(vl_plan_search(&q, &ov, &r, &err), VL_OK);
     const struct vl_plan_candidate *d = layout(&r, 2, 1, 0), *z = layout(&r, 2, 1, 3),
-                                   *pp = layout(&r, 1, 2, 0);
+                                   *pp = layout(&r, 1, 2, 0), *t = layout_tp(&r, 1, 2, 1, 0);
+    assert_non_null(t);
+    tp[p] = t->tp_comm_s;
     assert_non_null(d);
     assert_non_null(z);
     assert_non_null(pp);
@@ -219,6 +226,10 @@ static void comm_in_the_dtypes_it_travels_in(void **state) {
     assert_close(zero3[p], 2 * zero3[0], 1e-12, "ZeRO-3: and the weights gathered in 4");
     assert_close(pipe[p], 2 * pipe[0], 1e-12, "pipeline: the residual stream in 4 bytes");
   }
+  /* tensor parallelism: forward's two all-reduces a layer in the compute dtype,
+   * backward's two in the norms' output dtype (fp32 under autocast) */
+  assert_close(tp[1], 2 * tp[0], 1e-12, "fp32: every all-reduce in 4 bytes");
+  assert_close(tp[2], 1.5 * tp[0], 1e-12, "AMP: forward's in 2 bytes, backward's in 4");
   /* b x s x h, forward and backward, over one boundary, 16 micro-batches in bf16 */
   double link = q.gpus->link_gb_s * 1e9;
   assert_close(pipe[0], 2.0 * 16 * 1024 * 768 * 2 / link, 1e-12, "bf16 pipeline sends");
