@@ -64,7 +64,7 @@ struct vl__in {
   { (name), 0, (unit), true, (x) }
 struct vl__def {
   enum vl_line line;
-  const char *name, *formula, *source;
+  const char *name, *formula, *source; /* literals (vl__formula_eval's cache) */
   struct vl__in in[VL_TERM_INPUTS];
   bool detail; /* explains a part of another term; not summed */
 };
@@ -76,7 +76,9 @@ uint64_t vl__def_value(struct vl__ck *ck, const struct vl__def *d);
 uint64_t vl__note(struct vl_bill *b, struct vl__ck *ck, const struct vl__def *d);
 /* formula over in[0..n_in) into *bytes; used: bit i set for each input it
  * names. @return false (ck->overflow set, *bytes 0) for a formula that
- * does not parse, names an unknown input or ends real. */
+ * does not parse, names an unknown input or ends real. The formula and the
+ * inputs' names are string literals (or text that never changes while the
+ * program runs): its compiled form is cached by their addresses. */
 bool vl__formula_eval(const char *formula, const struct vl_input *in, int n_in, struct vl__ck *ck,
                       uint64_t *bytes, unsigned *used);
 
