@@ -328,14 +328,10 @@ static struct bill_memo *memo_slot(struct search *S, const struct vl_job *j,
   /* and the card's workspaces, the one input of the bill that is the card's */
   const uint64_t ws[2] = {ov->cublas_workspace_bytes, ov->cublaslt_workspace_bytes};
   vl__hash2(ws, sizeof ws, &h1, &h2);
-  *k1 = h1 ? h1 : 1;
-  *k2 = h2;
-  for (uint32_t i = (uint32_t)*k1 & (PLAN_MEMO_SLOTS - 1), n = 0; S->memo && n < 16;
-       i = (i + 1) & (PLAN_MEMO_SLOTS - 1), n++) {
-    struct bill_memo *m = &S->memo[i];
-    if ((m->h1 == *k1 && m->h2 == *k2) || !m->h1) return m;
-  }
-  return NULL;
+  vl__memo_keys(h1, h2, k1, k2);
+  if (!S->memo) return NULL;
+  size_t i = vl__memo_probe(S->memo, sizeof *S->memo, PLAN_MEMO_SLOTS, *k1, *k2, 16);
+  return i == SIZE_MAX ? NULL : &S->memo[i];
 }
 
 static bool consider(struct search *S, const struct vl_plan_candidate *pick, vl_status *st) {

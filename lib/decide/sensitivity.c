@@ -161,8 +161,7 @@ static void job_key(const struct vl_arch *a, const struct vl_job *j, uint64_t *k
   uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
   vl__hash2(a, sizeof *a, &h1, &h2);
   vl__hash2(j, sizeof *j, &h1, &h2);
-  *k1 = h1 ? h1 : 1;
-  *k2 = h2;
+  vl__memo_keys(h1, h2, k1, k2);
 }
 
 /* slots for a pass of at most `budget` distinct estimates: at least
@@ -184,24 +183,21 @@ static enum got peak_memo(const struct vl_sens_query *q, const struct vl_arch *a
   /* with a budget the memo is at most half full (memo_slots): probe on to
    * the empty slot there is, so that no job is estimated twice; a fit's
    * pass has no budget and gives up after 16 */
-  uint64_t mask = ps->slots - 1, probes = ps->budget ? ps->slots : 16;
-  for (uint64_t i = h1 & mask, n = 0; n < probes; i = (i + 1) & mask, n++) {
-    struct memo *m = &ps->memo[i];
-    if (m->h1 == h1 && m->h2 == h2) {
-      *out = m->total;
-      return m->ok ? GOT_PEAK : GOT_REFUSED;
-    }
-    if (!m->h1) {
-      enum got g = estimate(q, a, j, ov, bill, ps, &m->total);
-      if (g == GOT_OVER_BUDGET) return g;
-      m->ok = g == GOT_PEAK;
-      m->h1 = h1;
-      m->h2 = h2;
-      *out = m->total;
-      return g;
-    }
+  size_t i =
+      vl__memo_probe(ps->memo, sizeof *ps->memo, ps->slots, h1, h2, ps->budget ? ps->slots : 16);
+  if (i == SIZE_MAX) return estimate(q, a, j, ov, bill, ps, out); /* a crowded stretch */
+  struct memo *m = &ps->memo[i];
+  if (m->h1) {
+    *out = m->total;
+    return m->ok ? GOT_PEAK : GOT_REFUSED;
   }
-  return estimate(q, a, j, ov, bill, ps, out); /* a crowded stretch: no memo */
+  enum got g = estimate(q, a, j, ov, bill, ps, &m->total);
+  if (g == GOT_OVER_BUDGET) return g;
+  m->ok = g == GOT_PEAK;
+  m->h1 = h1;
+  m->h2 = h2;
+  *out = m->total;
+  return g;
 }
 
 /* Draw one configuration from the base. */

@@ -94,6 +94,28 @@ static inline void vl__hash2(const void *p, size_t n, uint64_t *h1, uint64_t *h2
   }
 }
 
+/* A memo's two keys from vl__hash2: h1 never 0, which marks an empty slot. */
+static inline void vl__memo_keys(uint64_t h1, uint64_t h2, uint64_t *k1, uint64_t *k2) {
+  *k1 = h1 ? h1 : 1;
+  *k2 = h2;
+}
+
+/* A memo by open addressing over `slots` entries (a power of two) of
+ * `stride` bytes, each beginning with its keys (uint64_t h1, h2; h1 0:
+ * empty): the index of (k1, k2)'s entry, or of the empty one where it
+ * goes, looking at most `probes` slots on from k1; SIZE_MAX when they are
+ * all taken by others (a crowded stretch). */
+static inline size_t vl__memo_probe(const void *base, size_t stride, size_t slots, uint64_t k1,
+                                    uint64_t k2, size_t probes) {
+  const unsigned char *b = base;
+  for (size_t i = (size_t)k1 & (slots - 1), n = 0; n < probes; i = (i + 1) & (slots - 1), n++) {
+    uint64_t h[2];
+    memcpy(h, b + i * stride, sizeof h);
+    if ((h[0] == k1 && h[1] == k2) || !h[0]) return i;
+  }
+  return SIZE_MAX;
+}
+
 static inline uint64_t vl__max(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static inline uint64_t vl__min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
