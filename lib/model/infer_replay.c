@@ -138,42 +138,39 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
   return op;
 }
 
-/* MixtralSparseMoeBlock: the experts in turn, on their tokens; returns
- * final_hidden_states (index_add_ into it) */
-static uint32_t moe_mlp(struct gen *s) {
+/* act(gate) * up, then down, on T tokens; returns down's output */
+static uint32_t gated_mlp_on(struct gen *s, uint64_t T) {
   struct prog *p = &s->p;
-  const struct vl_arch *arch = s->arch;
-  const uint64_t h = s->h, I = s->I, e = s->e;
-  uint64_t Te =
-      vl__div_ceil(s->T * (arch->experts_per_token ? arch->experts_per_token : 1), arch->experts);
-  uint32_t mo = A(p, s->T * h * e);
-  for (uint64_t x = 0; x < arch->experts && !p->failed; x++) {
-    uint32_t cur = A(p, Te * h * e), gt = A(p, Te * I * e), ag = A(p, Te * I * e);
-    F(p, &gt);
-    uint32_t up = A(p, Te * I * e), pr = A(p, Te * I * e);
-    F(p, &ag);
-    F(p, &up);
-    uint32_t dn = A(p, Te * h * e);
-    F(p, &pr);
-    uint32_t wt = A(p, Te * h * e); /* * routing weight */
-    F(p, &dn);
-    F(p, &wt);
-    F(p, &cur);
-  }
-  return mo;
-}
-
-/* act(gate) * up, then down; returns down's output */
-static uint32_t gated_mlp(struct gen *s) {
-  struct prog *p = &s->p;
-  const uint64_t TI = s->T * s->I, e = s->e;
+  const uint64_t TI = T * s->I, e = s->e;
   uint32_t gt = A(p, TI * e), ag = A(p, TI * e);
   F(p, &gt);
   uint32_t up = A(p, TI * e), pr = A(p, TI * e);
   F(p, &ag);
   F(p, &up);
-  uint32_t mo = A(p, s->T * s->h * e);
+  uint32_t mo = A(p, T * s->h * e);
   F(p, &pr);
+  return mo;
+}
+
+static uint32_t gated_mlp(struct gen *s) { return gated_mlp_on(s, s->T); }
+
+/* MixtralSparseMoeBlock: the experts in turn, each a gated MLP on its
+ * tokens; returns final_hidden_states (index_add_ into it) */
+static uint32_t moe_mlp(struct gen *s) {
+  struct prog *p = &s->p;
+  const struct vl_arch *arch = s->arch;
+  const uint64_t h = s->h, e = s->e;
+  uint64_t Te =
+      vl__div_ceil(s->T * (arch->experts_per_token ? arch->experts_per_token : 1), arch->experts);
+  uint32_t mo = A(p, s->T * h * e);
+  for (uint64_t x = 0; x < arch->experts && !p->failed; x++) {
+    uint32_t cur = A(p, Te * h * e);
+    uint32_t dn = gated_mlp_on(s, Te);
+    uint32_t wt = A(p, Te * h * e); /* * routing weight */
+    F(p, &dn);
+    F(p, &wt);
+    F(p, &cur);
+  }
   return mo;
 }
 
