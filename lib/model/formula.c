@@ -38,9 +38,9 @@ struct val {
  * is cached by the formula's address and its inputs' names and kinds
  * (string literals: their addresses are stable), per thread. */
 enum op { OP_IN, OP_LIT, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_MAX, OP_MIN };
-#define PROG_CODE 48 /* operations a program holds */
-#define PROG_LITS 8  /* literals */
-#define PROG_STACK 16
+#define PROG_CODE 128 /* operations a program holds (the bill's longest formula: 43) */
+#define PROG_LITS 16  /* literals (the most in one formula of the bill: 4) */
+#define PROG_STACK 32
 
 struct insn {
   uint8_t op, arg; /* arg: the input, the literal or the power */

@@ -203,6 +203,17 @@ static void grammar(void **state) {
     printf("  refused: %s\n", bad[i]);
     assert_false(ok);
   }
+  /* three times the longest formula of the bill (43 operations, 4
+   * literals) is evaluated whole, and a program the same text gives twice
+   * (compiled once, cached) gives the same */
+  static const char long_one[] =
+      "P*N + P*N + P*N + P*N + P*N + P*N + P*N + P*N + P*N + P*N + P*N + P*N + P*N + P*N + "
+      "P*N + P*N + P*N + P*N + P*N + P*N + 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11 + 12";
+  for (int k = 0; k < 2; k++) {
+    bool ok;
+    assert_int_equal(eval(long_one, &ok), 20 * 30 + 78);
+    assert_true(ok);
+  }
 }
 
 /* ---- every term of every bundled model ---- */
