@@ -315,10 +315,6 @@ static void step_time(const struct search *S, const struct vl_gpu *g, unsigned c
   }
 }
 
-/* Estimate the configuration `pick` (its card, count, layout, variant and
- * micro-batch) as the job vl_plan_candidate_job makes of it; keep it when
- * it fits. @return false when it does not fit (larger micro-batches need
- * more), VL_ENOMEM in *st. */
 /* the memo's slot for job j (keyed by k1, k2): its entry (k1 set) or an
  * empty one to fill; NULL without a memo or in a crowded stretch */
 static struct bill_memo *memo_slot(struct search *S, const struct vl_job *j,
@@ -334,6 +330,10 @@ static struct bill_memo *memo_slot(struct search *S, const struct vl_job *j,
   return i == SIZE_MAX ? NULL : &S->memo[i];
 }
 
+/* Estimate the configuration `pick` (its card, count, layout, variant and
+ * micro-batch) as the job vl_plan_candidate_job makes of it; keep it when
+ * it fits. @return false when it does not fit (larger micro-batches need
+ * more), VL_ENOMEM in *st. */
 static bool consider(struct search *S, const struct vl_plan_candidate *pick, vl_status *st) {
   const struct vl_plan_query *q = S->q;
   struct vl_plan_result *r = S->r;

@@ -23,9 +23,8 @@
 #include "internal.h"
 #include "vramledger/alloc.h"
 
-/* A value: whole (n; x is NaN) or a real factor (x). Two words, so that it
- * is returned in registers: with a flag beside them, every return went
- * through the stack, and the parse took a third of plan's time. */
+/* A value: whole (n; x is NaN) or a real factor (x): two words, no flag
+ * beside them (a program's literals and its stack hold them). */
 struct val {
   uint64_t n;
   double x;

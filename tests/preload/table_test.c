@@ -43,6 +43,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -361,28 +362,51 @@ static int slots(const char *self, unsigned n, unsigned idle) {
   return 0;
 }
 
-/* one thread of `threads`: P pairs, 32 handles held, of size 4096 + its index */
+/* one thread of `threads` and `runtime`: P pairs, 32 held, of size 4096 +
+ * its index, through the driver's handles or the runtime's pointers */
 enum { HELD = 32 };
+struct pair_api {
+  bool (*get)(uintptr_t *h, size_t n);
+  bool (*put)(uintptr_t h);
+};
+static bool handle_get(uintptr_t *h, size_t n) {
+  unsigned long long x;
+  if (create(&x, n, NULL, 0) != 0) return false;
+  *h = (uintptr_t)x;
+  return true;
+}
+static bool handle_put(uintptr_t h) { return release(h) == 0; }
+static bool pointer_get(uintptr_t *h, size_t n) {
+  void *p;
+  if (cudaMalloc(&p, n) != 0) return false;
+  *h = (uintptr_t)p;
+  return true;
+}
+static bool pointer_put(uintptr_t h) { return cudaFree((void *)h) == 0; }
+static const struct pair_api handles = {handle_get, handle_put},
+                             pointers = {pointer_get, pointer_put};
+
+static const struct pair_api *t_api;
 static unsigned long long t_pairs;
 static pthread_barrier_t t_holding;
 static void *t_work(void *arg) {
-  uintptr_t id = (uintptr_t)arg;
-  unsigned long long h[HELD];
+  uintptr_t id = (uintptr_t)arg, h[HELD];
   for (int i = 0; i < HELD; i++)
-    CHECK(create(&h[i], 4096 + id, NULL, 0) == 0);
+    CHECK(t_api->get(&h[i], 4096 + id));
   pthread_barrier_wait(&t_holding); /* the most that is ever live */
   for (unsigned long long k = 0; k < t_pairs; k++) {
     unsigned i = (unsigned)(k % HELD);
-    CHECK(release(h[i]) == 0);
-    CHECK(create(&h[i], 4096 + id, NULL, 0) == 0);
+    CHECK(t_api->put(h[i]));
+    CHECK(t_api->get(&h[i], 4096 + id));
   }
   for (int i = 0; i < HELD; i++)
-    CHECK(release(h[i]) == 0);
+    CHECK(t_api->put(h[i]));
   return NULL;
 }
 
 static int threads(unsigned n, unsigned long long pairs) {
   driver();
+  t_api = &handles;
   t_pairs = pairs;
   pthread_t t[64];
   CHECK(n >= 1 && n <= 64);
@@ -406,22 +430,6 @@ static int threads(unsigned n, unsigned long long pairs) {
   return 0;
 }
 
-/* one thread of `runtime`: P cudaMalloc/cudaFree pairs, 32 held */
-static void *r_work(void *arg) {
-  uintptr_t id = (uintptr_t)arg;
-  void *h[HELD];
-  for (int i = 0; i < HELD; i++)
-    CHECK(cudaMalloc(&h[i], 4096 + id) == 0);
-  for (unsigned long long k = 0; k < t_pairs; k++) {
-    unsigned i = (unsigned)(k % HELD);
-    CHECK(cudaFree(h[i]) == 0);
-    CHECK(cudaMalloc(&h[i], 4096 + id) == 0);
-  }
-  for (int i = 0; i < HELD; i++)
-    CHECK(cudaFree(h[i]) == 0);
-  return NULL;
-}
-
 static void *r_burst(void *arg) {
   (void)arg;
   enum { BURST = 20000 };
@@ -436,15 +444,17 @@ static void *r_burst(void *arg) {
 }
 
 static int runtime(unsigned n, unsigned long long pairs) {
+  t_api = &pointers;
   t_pairs = pairs;
   pthread_t t[65];
   CHECK(n >= 1 && n <= 64);
+  CHECK(pthread_barrier_init(&t_holding, NULL, n) == 0);
   *(void **)&counts = dlsym(RTLD_DEFAULT, "vl_preload_counts");
   CHECK(counts);
   void *keep;
   CHECK(cudaMalloc(&keep, 12345) == 0);
   for (uintptr_t i = 0; i < n; i++)
-    CHECK(pthread_create(&t[i], NULL, r_work, (void *)i) == 0);
+    CHECK(pthread_create(&t[i], NULL, t_work, (void *)i) == 0);
   CHECK(pthread_create(&t[n], NULL, r_burst, NULL) == 0);
   for (unsigned i = 0; i <= n; i++)
     CHECK(pthread_join(t[i], NULL) == 0);

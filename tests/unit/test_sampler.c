@@ -27,21 +27,25 @@ static void expect_dec(uint64_t v) {
 static void pid_list_words(void **state) {
   (void)state;
   const unsigned p[10] = {11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
-  char b[80];
-  vl__pid_list(b, sizeof b, p, 0, true);
-  assert_string_equal(b, "");
-  vl__pid_list(b, sizeof b, p, 1, false);
-  assert_string_equal(b, "PID 11");
-  vl__pid_list(b, sizeof b, p, 1, true);
-  assert_string_equal(b, "PIDs 11, ...");
-  vl__pid_list(b, sizeof b, p, 3, false);
-  assert_string_equal(b, "PIDs 11, 12, 13");
-  vl__pid_list(b, sizeof b, p, 10, false);
-  assert_string_equal(b, "PIDs 11, 12, 13, 14, 15, 16, 17, 18");
-  vl__pid_list(b, sizeof b, p, 10, true);
-  assert_string_equal(b, "PIDs 11, 12, 13, 14, 15, 16, 17, 18, ...");
-  vl__pid_list(b, 12, p, 3, true);
-  assert_string_equal(b, "PIDs 11, 12");
+  static const struct {
+    size_t cap;
+    unsigned n;
+    bool more;
+    const char *want;
+  } cases[] = {
+      {80, 0, true, ""},
+      {80, 1, false, "PID 11"},
+      {80, 1, true, "PIDs 11, ..."},
+      {80, 3, false, "PIDs 11, 12, 13"},
+      {80, 10, false, "PIDs 11, 12, 13, 14, 15, 16, 17, 18"},
+      {80, 10, true, "PIDs 11, 12, 13, 14, 15, 16, 17, 18, ..."},
+      {12, 3, true, "PIDs 11, 12"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char b[80];
+    vl__pid_list(b, cases[i].cap, p, cases[i].n, cases[i].more);
+    assert_string_equal(b, cases[i].want);
+  }
 }
 
 /* As printf's "%llu" on the edges: every power of ten and its neighbours,
