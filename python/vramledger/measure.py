@@ -418,9 +418,12 @@ def run_train(c, datadir):
             extra["target_seq"] = tseq
     inputs = {k: DEV.inputs(v) for k, v in inputs.items()}
     rec = {}
-    for step in range(3):
+    timed = int(c.get("time_steps", 0))  # steps after the measured one, each timed alone
+    times = []
+    for step in range(3 + timed):
         meas = step == 2
         DEV.sync()
+        t1 = time.perf_counter()
         if meas:
             DEV.mark("measure")
             DEV.reset()
@@ -464,7 +467,12 @@ def run_train(c, datadir):
                     "requested_bytes.all.peak", "reserved_bytes.large_pool.peak",
                     "reserved_bytes.small_pool.peak")}
                 rec["nvml_process"] = nvml_used()
+        elif step > 2:
+            times.append(time.perf_counter() - t1)
         del out, loss
+    if times:  # steps with no resets or reads between phases: the step time a user sees
+        rec["step_times_s"] = times
+        rec["step_median_s"] = sorted(times)[len(times) // 2]
     rec["peak_allocated"] = _max(_max(rec["peak_forward"], rec["peak_backward"]), rec["peak_optimizer"])
     rec.update(params=n_params, trainable_params=n_train)
     if kind == "vision":
@@ -566,6 +574,8 @@ def entry_of_config(c):
           int(c["batch"]), int(c["seq"]), lora=int(c.get("lora", 0)), targets=targets,
           holdout=bool(c.get("holdout", False)))
     e["grad_accum"] = int(c.get("grad_accum", 1))
+    if c.get("time_steps"):
+        e["time_steps"] = int(c["time_steps"])
     if c.get("target_seq"):
         e["target_seq"] = int(c["target_seq"])
     return e
@@ -576,6 +586,8 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--suite", default="calibration")
     ap.add_argument("--config", help="one training configuration as JSON (instead of --suite)")
+    ap.add_argument("--configs", help="a JSON Lines file of training configurations (as --config), "
+                                      "measured in this process one after another")
     ap.add_argument("--data", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data"))
     ap.add_argument("--in-process", action="store_true",
                     help="measure every configuration in this process (by default each runs in a "
@@ -587,6 +599,9 @@ def main():
     DEV = Dev(a.device)
     if a.config:
         todo = [entry_of_config(json.loads(a.config))]
+    elif a.configs:
+        with open(a.configs) as f:
+            todo = [entry_of_config(json.loads(line)) for line in f if line.strip()]
     elif a.suite == "calibration":
         todo = CALIBRATION
     elif a.suite == "quick":
@@ -621,7 +636,7 @@ def main():
     # process memory count them (measured: GPT-2 generate() reserved 1.57 GiB
     # after the training runs, 0.93 GiB alone; 
     # bench/results/generate-reserve/). A run that crashes its process is reported as an error.
-    isolate = not a.in_process and not a.config and len(todo) > 1
+    isolate = not a.in_process and not a.config and not a.configs and len(todo) > 1
     for c in todo:
         e = dict(c)
         t0 = time.time()

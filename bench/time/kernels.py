@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""What one GPU does per kernel kind, for the step-time model
+(docs/model.md, "Time"): GEMM throughput over shapes and dtypes in the
+three layouts a linear runs (forward x @ W^T, the input's gradient g @ W,
+the weight's gradient g^T @ x), memory-bound kernels by bytes moved, SDPA's
+kernels (flash, memory-efficient) forward and backward, the host's cost of
+one eager op with and without autograd, and the optimizers' steps.
+
+  python3 bench/time/kernels.py OUT.json [--quick]
+
+Times are CUDA-event medians of repeated launches after a warm-up.
+fp32 matmuls run as PyTorch runs them by default (TF32 off:
+torch.backends.cuda.matmul.allow_tf32 is False)."""
+import json, sys, time, platform, statistics
+import torch
+import torch.nn.functional as F
+
+dev = "cuda"
+quick = "--quick" in sys.argv
+
+
+def timed(fn, budget_s=0.03, min_reps=3, max_reps=200):
+    fn()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); fn(); e.record(); torch.cuda.synchronize()
+    one = max(s.elapsed_time(e) / 1e3, 1e-6)
+    reps = int(min(max_reps, max(min_reps, budget_s / one)))
+    ts = []
+    for _ in range(reps):
+        s.record(); fn(); e.record(); torch.cuda.synchronize()
+        ts.append(s.elapsed_time(e) / 1e3)
+    return statistics.median(ts)
+
+
+DT = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+def gemms():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    grid = [128, 512, 2048, 8192, 32768]
+    nk = [64, 256, 1024, 4096, 16384]
+    out = []
+    for dt in ("bf16", "fp32", "fp16"):
+        for M in grid:
+            for N in nk:
+                for K in nk:
+                    if dt == "fp16" and not (N == K and M in (512, 8192)):
+                        continue
+                    fl = 2.0 * M * N * K
+                    if dt == "fp32" and fl > 3e12:
+                        continue
+                    t = DT[dt]
+                    x = torch.randn(M, K, device=dev, dtype=t)
+                    w = torch.randn(N, K, device=dev, dtype=t)
+                    g = torch.randn(M, N, device=dev, dtype=t)
+                    row = {"dtype": dt, "m": M, "n": N, "k": K}
+                    row["fwd_s"] = timed(lambda: F.linear(x, w))      # x @ W^T: M x N, inner K
+                    row["dgrad_s"] = timed(lambda: g @ w)             # g @ W:   M x K, inner N
+                    row["wgrad_s"] = timed(lambda: g.t() @ x)         # g^T @ x: N x K, inner M
+                    out.append(row)
+                    del x, w, g
+    return out
+
+
+def memory_bound():
+    out = []
+    for mb in (0.25, 1, 4, 16, 64, 256, 1024):
+        n = int(mb * 2**20 / 2)
+        a = torch.randn(n, device=dev, dtype=torch.bfloat16)
+        b = torch.randn(n, device=dev, dtype=torch.bfloat16)
+        t = timed(lambda: torch.add(a, b))
+        out.append({"kernel": "add_bf16", "bytes_moved": 3 * n * 2, "s": t})
+        t = timed(lambda: a.float())
+        out.append({"kernel": "cast_bf16_fp32", "bytes_moved": n * 6, "s": t})
+        rows = max(1, n // 4096)
+        x = torch.randn(rows, 4096, device=dev, dtype=torch.bfloat16)
+        t = timed(lambda: F.layer_norm(x, (4096,)))
+        out.append({"kernel": "layer_norm_bf16", "bytes_moved": 2 * x.numel() * 2, "s": t})
+        t = timed(lambda: torch.softmax(x, -1))
+        out.append({"kernel": "softmax_bf16", "bytes_moved": 2 * x.numel() * 2, "s": t})
+        del a, b, x
+    return out
+
+
+def launch():
+    """host time of one eager op: a chain of tiny ops, no sync between them"""
+    x = torch.zeros(16, device=dev)
+    out = {}
+    for name, grad in (("op_no_grad_s", False), ("op_forward_autograd_s", True)):
+        y0 = x.clone().requires_grad_(grad)
+        torch.cuda.synchronize()
+        best = 1e9
+        for _ in range(5):
+            t0 = time.perf_counter()
+            y = y0
+            for _ in range(1000):
+                y = y * 1.0001
+            torch.cuda.synchronize()
+            best = min(best, (time.perf_counter() - t0) / 1000)
+            if grad:
+                y.sum().backward()
+        out[name] = best
+    y0 = x.clone().requires_grad_(True)
+    best = 1e9
+    for _ in range(5):
+        y = y0
+        for _ in range(1000):
+            y = y * 1.0001
+        l = y.sum()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        l.backward()
+        torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - t0) / 1000)
+    out["op_backward_s"] = best
+    # an empty kernel's device time
+    out["kernel_device_s"] = timed(lambda: x.add_(0), max_reps=500)
+    return out
+
+
+def attention():
+    from torch.nn.attention import sdpa_kernel, SDPBackend
+    out = []
+    shapes = [(8, 12, 512, 64), (4, 16, 1024, 64), (2, 32, 2048, 128), (1, 32, 4096, 128),
+              (1, 32, 8192, 128), (4, 12, 1024, 64), (16, 12, 128, 64), (2, 16, 2048, 64)]
+    for be, name, dts in ((SDPBackend.FLASH_ATTENTION, "flash", ("bf16",)),
+                          (SDPBackend.EFFICIENT_ATTENTION, "efficient", ("bf16", "fp32")),
+                          (SDPBackend.MATH, "math", ("bf16", "fp32"))):
+        for dt in dts:
+            for (b, h, s, d) in shapes:
+                if name == "math" and b * h * s * s * 4 > 2**31:
+                    continue
+                for causal in (True, False):
+                    q, k, v = (torch.randn(b, h, s, d, device=dev, dtype=DT[dt], requires_grad=True)
+                               for _ in range(3))
+                    try:
+                        with sdpa_kernel([be]):
+                            fw = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+                            o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                            go = torch.randn_like(o)
+                            fb = timed(lambda: torch.autograd.grad(
+                                F.scaled_dot_product_attention(q, k, v, is_causal=causal), (q, k, v), go))
+                    except RuntimeError as ex:
+                        out.append({"kernel": name, "dtype": dt, "b": b, "h": h, "s": s, "d": d,
+                                    "causal": causal, "error": str(ex)[:200]})
+                        continue
+                    out.append({"kernel": name, "dtype": dt, "b": b, "h": h, "s": s, "d": d,
+                                "causal": causal, "fwd_s": fw, "fwd_bwd_s": fb})
+                    del q, k, v, o, go
+    return out
+
+
+def optimizers():
+    out = []
+    # a transformer's parameter list: 4 matrices and 2 vectors a layer
+    for layers, width in ((12, 768), (24, 2048)):
+        ps = []
+        for _ in range(layers):
+            ps += [torch.randn(width, width, device=dev) for _ in range(4)]
+            ps += [torch.randn(width, device=dev) for _ in range(2)]
+        for p in ps:
+            p.grad = torch.randn_like(p)
+        n = sum(p.numel() for p in ps)
+        for opt, impl in (("adamw", "foreach"), ("adamw", "fused"), ("adamw", "forloop"),
+                          ("sgd", "foreach"), ("sgd-momentum", "foreach"), ("sgd", "forloop")):
+            kw = {"fused": True} if impl == "fused" else {"foreach": impl == "foreach"}
+            if opt == "adamw":
+                o = torch.optim.AdamW(ps, lr=1e-5, **kw)
+            else:
+                o = torch.optim.SGD(ps, lr=1e-5, momentum=0.9 if opt == "sgd-momentum" else 0.0, **kw)
+            o.step()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(5):
+                o.step()
+            torch.cuda.synchronize()
+            out.append({"optimizer": opt, "impl": impl, "tensors": len(ps), "elements": n,
+                        "s": (time.perf_counter() - t0) / 5})
+            del o
+        del ps
+    return out
+
+
+def main():
+    res = {"schema": "vramledger.kernels/1", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
+           "cpu": platform.processor(), "sms": torch.cuda.get_device_properties(0).multi_processor_count}
+    for name, fn in (("launch", launch), ("memory_bound", memory_bound), ("optimizers", optimizers),
+                     ("attention", attention), ("gemm", gemms)):
+        t0 = time.time()
+        try:
+            res[name] = fn()
+        except Exception as ex:  # one part failing keeps the others
+            res[name + "_error"] = repr(ex)[:500]
+        res[name + "_wall_s"] = round(time.time() - t0, 1)
+        print(name, res[name + "_wall_s"], "s", flush=True)
+        torch.cuda.empty_cache()
+        with open(sys.argv[1], "w") as f:
+            json.dump(res, f, indent=0)
+
+
+if __name__ == "__main__":
+    main()
