@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "vramledger/steptime.h"
 #include "commands.h"
 #include "dryrun.h"
 #include "jobflags.h"
@@ -113,6 +114,16 @@ int cmd_estimate(int argc, const char **argv) {
   if (gpu) vl_overheads_for_gpu(&ov, gpu);
   struct vl_context_carry carry;
   if (gpu) vl_context_carry(gpu, &ov, &e.job, &carry);
+  struct vl_step_time time;
+  bool timed = gpu && e.job.task == VL_TASK_TRAIN && dm.formula;
+  if (timed) {
+    struct vl_err err = {0};
+    if (vl_step_time(&arch, &e.job, gpu, &time, &err) != VL_OK) {
+      cli_error("%s", err.msg);
+      rc = VL_EXIT_USAGE;
+      goto done;
+    }
+  }
   const char *slash = strrchr(e.model, '/');
   struct vl_estimate_view view = {
       .model_name = slash ? slash + 1 : e.model,
@@ -127,6 +138,7 @@ int cmd_estimate(int argc, const char **argv) {
       .version = VL_VERSION,
       .carry = gpu ? &carry : NULL,
       .context_edge = gpu && dm.formula && vl_fit_near_edge(&fit, carry.range_bytes),
+      .time = timed ? &time : NULL,
   };
   struct dry_view dv = {dm.formula ? &view : NULL, &dm, &d, &e, gpu, vl_context_bytes(&ov, &e.job)};
   bool fits = gpu ? dm.formula && fit.fits : true;

@@ -78,6 +78,8 @@ static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_er
   out->bf16_tflops = json_is_number(tf) ? json_number_value(tf) : 0.0;
   json_t *f16 = json_object_get(g, "fp16_tflops"), *f8 = json_object_get(g, "fp8_tflops");
   out->fp16_tflops = json_is_number(f16) ? json_number_value(f16) : out->bf16_tflops;
+  json_t *f32 = json_object_get(g, "fp32_tflops");
+  out->fp32_tflops = json_is_number(f32) ? json_number_value(f32) : 0.0;
   out->fp8_tflops = json_is_number(f8) ? json_number_value(f8) : 0.0;
   out->hbm_gb_s = json_is_number(bw) ? json_number_value(bw) : 0.0;
   json_t *cc = json_object_get(g, "compute_capability"), *b16 = json_object_get(g, "bf16");
@@ -118,7 +120,7 @@ static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_er
   if ((s = parse_count(g, "sm_count", i, &out->sm_count, err)) != VL_OK ||
       (s = parse_count(g, "max_threads_per_sm", i, &out->max_threads_per_sm, err)) != VL_OK)
     return s;
-  if (out->bf16_tflops < 0 || out->fp16_tflops < 0 || out->fp8_tflops < 0 || out->hbm_gb_s < 0 ||
+  if (out->bf16_tflops < 0 || out->fp16_tflops < 0 || out->fp32_tflops < 0 || out->fp8_tflops < 0 || out->hbm_gb_s < 0 ||
       out->link_gb_s < 0 || out->usd_per_hour < 0)
     return vl__fail(err, VL_ERANGE, "gpus[%zu]: negative throughput", i);
   return VL_OK;

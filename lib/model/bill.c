@@ -47,6 +47,19 @@ static const char *default_targets(enum vl_family f, const char **second) {
   }
 }
 
+bool vl__lora_is_target(const struct vl_arch *arch, const struct vl_job *job, const char *name) {
+  if (!job->lora_rank) return false;
+  if (job->n_lora_targets == 0) {
+    const char *second, *first = default_targets(arch->family, &second);
+    return !strcmp(name, first) || (second && !strcmp(name, second));
+  }
+  for (int i = 0; i < job->n_lora_targets && i < VL_MAX_LORA_TARGETS; i++)
+    if (!strcmp(job->lora_targets[i], "all-linear") ? strcmp(name, "gate") != 0
+                                                    : !strcmp(job->lora_targets[i], name))
+      return true;
+  return false;
+}
+
 static vl_status resolve_lora(const struct vl_arch *arch, const struct vl_inventory *inv,
                               const struct vl_job *job, struct lora *lo, struct vl_err *err) {
   memset(lo, 0, sizeof *lo);

@@ -24,6 +24,9 @@ void vl__policy_get(enum vl_precision p, struct vl__policy *pol);
  * Megatron-LM or --master-grads fp32, else pol->grad. The bill's gradients
  * and the planner's data-parallel traffic (lib/decide/plan.c) use it. */
 uint64_t vl__grad_elem_bytes(const struct vl_job *job, const struct vl__policy *pol);
+/* Whether the per-layer linear `name` carries a LoRA adapter in job (its
+ * --lora-targets, all-linear, or PEFT's default for the family; bill.c) */
+bool vl__lora_is_target(const struct vl_arch *arch, const struct vl_job *job, const char *name);
 
 /* Bytes of an element of the copy of its input each LoRA adapter makes
  * and lora_A saves: PEFT casts a half input to the adapters' fp32, and

@@ -5,6 +5,7 @@
 
 #include "../util/internal.h"
 #include "internal.h"
+#include "vramledger/steptime.h"
 #include "vramledger/catalog.h"
 #include "vramledger/render.h"
 
@@ -67,6 +68,33 @@ static const char *verdict(const struct vl_fit *f) { return f->fits ? "fits" : "
 static const char *approx(const struct vl_estimate_view *v) {
   const char *a = vl_arch_approximate(v->arch);
   return a ? a : v->bill->approximate;
+}
+
+static void time_text(FILE *o, const struct vl_estimate_view *v) {
+  const struct vl_step_time *t = v->time;
+  char s1[64];
+  fprintf(o, "  step time on %s: %.3f s (forward %.3f, backward %.3f", v->gpu->name, t->step_s,
+          t->forward_s, t->backward_s);
+  if (t->recompute_s > 0) fprintf(o, ", recomputation %.3f", t->recompute_s);
+  fprintf(o, ", optimizer %.3f s); %s tokens/s, MFU %.2f\n", t->optimizer_s,
+          vl_fmt_int(s1, sizeof s1, (uint64_t)(t->tokens_per_s + 0.5)), t->mfu);
+  fprintf(o, "    (%s%s%s)\n", t->source, t->approximate ? "; approximate: " : "",
+          t->approximate ? (t->note[0] ? t->note : "the model type is read as a generic decoder")
+                         : "");
+}
+
+static void time_explain(FILE *o, const struct vl_step_time *t) {
+  char s1[64];
+  fprintf(o, "\ntime of a step by op kind (seconds on the critical path)\n");
+  for (int k = 0; k < VL_TK_COUNT; k++) {
+    double share = t->step_s > 0 ? 100.0 * t->kind_s[k] / t->step_s : 0;
+    fprintf(o, "  %-10s %9.4f s %5.1f %%\n", vl_time_kind_name((enum vl_time_kind)k), t->kind_s[k],
+            share);
+  }
+  fprintf(o, "  GPU busy %.4f s, host dispatch %.4f s for %s eager ops; %.3g FLOP executed, "
+             "%.3g the model's (6ND; 4ND with a frozen LoRA base)\n",
+          t->gpu_s, t->host_s, vl_fmt_int(s1, sizeof s1, t->kernels), t->executed_flops,
+          t->model_flops);
 }
 
 static void text(FILE *o, const struct vl_estimate_view *v) {
@@ -139,7 +167,9 @@ static void text(FILE *o, const struct vl_estimate_view *v) {
     else
       fprintf(o, "  no %s fits %s, not even 1\n", what, v->gpu->name);
   }
+  if (v->time) time_text(o, v);
   if (!v->explain) return;
+  if (v->time) time_explain(o, v->time);
   fprintf(o, "\nformulas (bytes; detail lines explain a part and are not summed)\n");
   for (int i = 0; i < b->n_terms; i++) {
     const struct vl_term *t = &b->terms[i];
@@ -199,6 +229,12 @@ static void md(FILE *o, const struct vl_estimate_view *v) {
   if (v->gpu && v->carry) vl__context_carry_text(v->carry, v->gpu->name, carry, sizeof carry);
   if (carry[0]) fprintf(o, "\n%s.\n", carry);
   if (v->gpu && v->carry && v->context_edge) fprintf(o, "\n%s.\n", vl__context_edge_text(v->fit));
+  if (v->time)
+    fprintf(o, "\nStep time on %s: %.3f s (forward %.3f, backward %.3f, recomputation %.3f, "
+               "optimizer %.3f); %.0f tokens/s; MFU %.2f (%s).\n",
+            v->gpu->name, v->time->step_s, v->time->forward_s, v->time->backward_s,
+            v->time->recompute_s, v->time->optimizer_s, v->time->tokens_per_s, v->time->mfu,
+            v->time->source);
   if (v->searched)
     fprintf(o, "\nLargest %s that fits: %llu.\n",
             v->searched == 1 ? "micro-batch" : "sequence length",
@@ -312,6 +348,33 @@ json_t *vl__settings_json(const struct vl_job *j) {
   return s;
 }
 
+static void time_json(json_t *r, const struct vl_step_time *t) {
+  json_object_set_new(r, "step_seconds", json_real(t->step_s));
+  json_t *ph = json_object();
+  json_object_set_new(ph, "forward", json_real(t->forward_s));
+  json_object_set_new(ph, "backward", json_real(t->backward_s));
+  json_object_set_new(ph, "recompute", json_real(t->recompute_s));
+  json_object_set_new(ph, "optimizer", json_real(t->optimizer_s));
+  json_object_set_new(r, "phase_seconds", ph);
+  json_object_set_new(r, "tokens_per_second", json_real(t->tokens_per_s));
+  json_object_set_new(r, "mfu", json_real(t->mfu));
+  json_t *x = json_object();
+  json_t *k = json_object();
+  for (int i = 0; i < VL_TK_COUNT; i++)
+    json_object_set_new(k, vl_time_kind_name((enum vl_time_kind)i), json_real(t->kind_s[i]));
+  json_object_set_new(x, "kind_seconds", k);
+  json_object_set_new(x, "gpu_seconds", json_real(t->gpu_s));
+  json_object_set_new(x, "host_seconds", json_real(t->host_s));
+  json_object_set_new(x, "eager_ops", U(t->kernels));
+  json_object_set_new(x, "model_flops", json_real(t->model_flops));
+  json_object_set_new(x, "executed_flops", json_real(t->executed_flops));
+  json_object_set_new(x, "source", json_string(t->source));
+  json_object_set_new(x, "derived", json_boolean(t->derived));
+  json_object_set_new(x, "approximate", json_boolean(t->approximate));
+  if (t->note[0]) json_object_set_new(x, "note", json_string(t->note));
+  json_object_set_new(r, "time", x);
+}
+
 static json_t *json_report(const struct vl_estimate_view *v) {
   const struct vl_bill *b = v->bill;
   const struct vl_job *j = v->job;
@@ -408,6 +471,7 @@ static json_t *json_report(const struct vl_estimate_view *v) {
     json_object_set_new(r, "gpu", g);
     json_object_set_new(r, "fits", json_boolean(v->fit->fits));
   }
+  if (v->time) time_json(r, v->time);
   if (v->searched)
     json_object_set_new(r, v->searched == 1 ? "max_batch" : "max_seq", U(v->search_best));
   json_t *terms = json_array();

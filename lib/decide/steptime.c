@@ -1,0 +1,655 @@
+/* The time of a training step (docs/model.md, "Time"). The step is written
+ * as the kernels PyTorch runs for it, layer by layer: the linears of the
+ * parameter inventory (forward, the input's gradient, the weight's where
+ * it trains), attention by the kernel SDPA picks or eager's matmuls and
+ * softmax, the memory-bound ops of each part (norms, rotary, activations,
+ * residual adds, dropout, autocast's casts, the loss over the vocabulary)
+ * by the bytes they read and write, and the optimizer's step. Each is
+ * priced with what one card was measured to do (bench/time/kernels.py,
+ * data/reference/h100-torch-2.11/kernels.json, compiled into
+ * kernel_tables.h): GEMM throughput by shape and dtype, SDPA's kernels by
+ * sequence length and head size, memory-bound kernels' bandwidth, the host's
+ * cost of dispatching one eager op. The GPU runs behind the host: a stretch
+ * of ops (a layer's forward, its backward, the loss, the optimizer) takes
+ * the longer of its device time and its dispatch time. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../util/internal.h"
+#include "../model/internal.h"
+#include "../model/kernel_tables.h"
+#include "vramledger/steptime.h"
+
+/* the measured card: H100 SXM 80GB datasheet (dense bf16 989.4 TFLOP/s,
+ * fp32 66.9 TFLOP/s, HBM3 3,350 GB/s), the ratios other cards scale by */
+#define REF_NAME "h100-80gb"
+#define REF_BF16_TFLOPS 989.4
+#define REF_FP32_TFLOPS 66.9
+#define REF_HBM_GB_S 3350.0
+
+enum { FWD, DGRAD, WGRAD };
+
+struct ctx {
+  const struct vl_arch *a;
+  const struct vl_job *j;
+  struct vl__policy pol;
+  double s16, s32, sbw; /* the card against the measured one */
+  bool fp32;            /* matmuls in fp32 (no autocast, fp32 weights) */
+  double e, r;          /* activation and residual-stream bytes an element */
+  enum vl_time_kind mem_kind; /* where memory-bound ops are booked (the loss's apart) */
+};
+
+/* a stretch of ops: device seconds by kind, host seconds, ops */
+struct seg {
+  double k[VL_TK_COUNT];
+  double host;
+  double ops;
+};
+
+static double seg_gpu(const struct seg *s) {
+  double t = 0;
+  for (int i = 0; i < VL_TK_COUNT; i++)
+    if (i != VL_TK_HOST) t += s->k[i];
+  return t;
+}
+
+/* i, w: x between grid[i] and grid[i+1], w its log-space weight */
+static void bracket(const double *grid, int n, double x, int *i, double *w) {
+  if (x <= grid[0]) {
+    *i = 0, *w = 0;
+    return;
+  }
+  if (x >= grid[n - 1]) {
+    *i = n - 2, *w = 1;
+    return;
+  }
+  int k = 0;
+  while (k < n - 2 && x > grid[k + 1]) k++;
+  *i = k, *w = log(x / grid[k]) / log(grid[k + 1] / grid[k]);
+}
+
+/* measured GEMM throughput (FLOP/s), log-trilinear between grid points */
+static double gemm_rate(bool fp32, int layout, double m, double n, double k) {
+  const double(*t)[5][5] = fp32 ? vl_kt_gemm_fp32[layout] : vl_kt_gemm_bf16[layout];
+  int im, in, ik;
+  double wm, wn, wk, acc = 0;
+  bracket(vl_kt_m, 5, m, &im, &wm);
+  bracket(vl_kt_nk, 5, n, &in, &wn);
+  bracket(vl_kt_nk, 5, k, &ik, &wk);
+  for (int c = 0; c < 8; c++) {
+    int dm = c & 1, dn = (c >> 1) & 1, dk = c >> 2;
+    double w = (dm ? wm : 1 - wm) * (dn ? wn : 1 - wn) * (dk ? wk : 1 - wk);
+    if (w > 0) acc += w * log(t[im + dm][in + dn][ik + dk]);
+  }
+  return exp(acc);
+}
+
+/* one GEMM (m x n, inner k), `count` times; a dimension below the grid
+ * costs what the grid's smallest does (launch- and latency-bound) */
+static void gemm(struct ctx *c, struct seg *s, int layout, bool fp32, double m, double n, double k,
+                 double count) {
+  if (count <= 0 || m <= 0 || n <= 0 || k <= 0) return;
+  m = fmax(m, vl_kt_m[0]), n = fmax(n, vl_kt_nk[0]), k = fmax(k, vl_kt_nk[0]);
+  double rate = gemm_rate(fp32, layout, m, n, k) * (fp32 ? c->s32 : c->s16);
+  s->k[VL_TK_MATMUL] += count * 2.0 * m * n * k / rate;
+}
+
+/* a linear (m rows, in -> out) forward, or its backward: the input's
+ * gradient and, when the weight trains, the weight's */
+static void linear(struct ctx *c, struct seg *f, struct seg *b, bool fp32, double m, double in,
+                   double out, double count, bool trained) {
+  gemm(c, f, FWD, fp32, m, out, in, count);
+  f->ops += count;
+  gemm(c, b, DGRAD, fp32, m, in, out, count);
+  if (trained) gemm(c, b, WGRAD, fp32, out, in, m, count);
+  b->ops += count;
+}
+
+enum mem { EW, CAST, NORM, SOFTMAX };
+
+/* a memory-bound op moving `bytes` (read + write), `count` times */
+static void mem(struct ctx *c, struct seg *s, enum mem kind, double bytes, double count) {
+  static const double bw[] = {VL_KT_BW_ADD_BF16, VL_KT_BW_CAST_BF16_FP32, VL_KT_BW_LAYER_NORM_BF16,
+                              VL_KT_BW_SOFTMAX_BF16};
+  s->k[c->mem_kind] += count * bytes / (bw[kind] * c->sbw);
+  s->ops += count;
+}
+
+/* the same op in forward (f) and its backward (b: the gradient read, the
+ * saved input read, the input's gradient written: twice the bytes) */
+static void mem2(struct ctx *c, struct seg *f, struct seg *b, enum mem kind, double bytes,
+                 double count) {
+  mem(c, f, kind, bytes, count);
+  mem(c, b, kind, 2 * bytes, count);
+}
+
+/* a norm over rows x width: nn.LayerNorm is one fused kernel (input read,
+ * output written; under autocast its output is fp32); the RMSNorms of
+ * transformers' modeling files are Python: to(fp32), pow, mean, rsqrt,
+ * mul, to(dtype), weight mul (modeling_llama.py LlamaRMSNorm.forward) */
+static void norm(struct ctx *c, struct seg *f, struct seg *b, double rows, double width,
+                 double count) {
+  double x = rows * width;
+  if (c->a->rms_norm) {
+    double in = c->r;
+    if (in != 4) mem2(c, f, b, CAST, x * (in + 4), count); /* to(float32) */
+    mem2(c, f, b, EW, x * 8, count);                      /* pow(2) */
+    mem2(c, f, b, NORM, x * 4, count);                    /* mean(-1) */
+    mem(c, f, EW, rows * 8, 2 * count);                   /* + eps, rsqrt */
+    mem2(c, f, b, EW, x * 12, count);                     /* x * rsqrt */
+    double out = c->pol.autocast ? 4 : c->r;
+    if (out != 4) mem2(c, f, b, CAST, x * (4 + out), count); /* to(input dtype) */
+    mem2(c, f, b, EW, x * 2 * out, count);                   /* weight * x */
+  } else {
+    double out = c->pol.autocast ? 4 : c->r;
+    mem2(c, f, b, NORM, x * (c->r + out), count);
+  }
+}
+
+/* dropout of p > 0 on n elements of `bytes` each: one kernel writing the
+ * output and a byte mask (native_dropout); its backward reads the mask */
+static void dropout(struct ctx *c, struct seg *f, struct seg *b, double p, double n, double bytes,
+                    double count) {
+  if (p > 0) mem2(c, f, b, EW, n * (2 * bytes + 1), count);
+}
+
+/* the attention kernel of one layer: q_len x kv_len per head, a query
+ * heads of dqk (dv for values), batch bs. SDPA picks flash for 16-bit
+ * inputs with head size <= 256 and no bias; memory-efficient otherwise
+ * (fp32; an additive bias); eager materialises the scores: two batched
+ * matmuls, the mask add, softmax (fp32 in every family but GPT-2, cast
+ * back), dropout (torch/nn/functional.py, sdp_utils.cpp) */
+static void attn_kernel(struct ctx *c, struct seg *f, struct seg *b, double bs, double q_len,
+                        double kv_len, double heads, double dqk, double dv, bool causal,
+                        double window, double count) {
+  const struct vl_arch *a = c->a;
+  double bh = bs * heads;
+  bool eager = c->j->attention == VL_ATTN_EAGER || a->rel_bias || a->family == VL_FAM_DEBERTA_V2;
+  if (!eager) {
+    bool half = !c->fp32;
+    const char *kern = half && dqk <= 256 ? "flash" : "efficient";
+    const char *dt = half ? "bf16" : "fp32";
+    double d = dqk <= 96 ? 64 : 128, span = kv_len;
+    if (window > 0 && window < kv_len) span = window;
+    /* the kernel skips the blocks a causal mask or a window leaves out */
+    double keys = causal && span == kv_len ? span / 2 : span;
+    double fl = 2.0 * bh * q_len * keys * (dqk + dv);
+    /* the measured rate at this sequence length (log-linear between the
+     * lengths measured for this kernel, dtype, head size and mask) */
+    double lo_s = 0, lo_f = 0, lo_b = 0, hi_s = 0, hi_f = 0, hi_b = 0;
+    for (size_t i = 0; i < sizeof vl_kt_attn / sizeof vl_kt_attn[0]; i++) {
+      const struct vl_kt_attn *k = &vl_kt_attn[i];
+      if (strcmp(k->kernel, kern) || strcmp(k->dtype, dt) || k->d != d || k->causal != causal)
+        continue;
+      if (k->s <= q_len && k->s >= lo_s) lo_s = k->s, lo_f = k->fwd, lo_b = k->fwd_bwd;
+      if (k->s >= q_len && (hi_s == 0 || k->s <= hi_s)) hi_s = k->s, hi_f = k->fwd, hi_b = k->fwd_bwd;
+    }
+    if (lo_s == 0) lo_s = hi_s, lo_f = hi_f, lo_b = hi_b;
+    if (hi_s == 0) hi_s = lo_s, hi_f = lo_f, hi_b = lo_b;
+    double w = hi_s > lo_s ? log(q_len / lo_s) / log(hi_s / lo_s) : 0;
+    double rf = exp((1 - w) * log(lo_f) + w * log(hi_f)) * c->s16;
+    double rb = exp((1 - w) * log(lo_b) + w * log(hi_b)) * c->s16;
+    if (c->fp32) rf *= c->s32 / c->s16, rb *= c->s32 / c->s16;
+    double tf = fl / rf, tfb = 3.5 * fl / rb;
+    f->k[VL_TK_ATTENTION] += count * tf;
+    b->k[VL_TK_ATTENTION] += count * fmax(tfb - tf, 2.5 * tf);
+    f->ops += 2 * count, b->ops += count;
+    return;
+  }
+  double e = c->e, n = bh * q_len * kv_len, sm = vl__softmax_bytes(a, c->pol.autocast, (uint64_t)e);
+  struct seg ff = {0}, bb = {0};
+  gemm(c, &ff, FWD, c->fp32, bh * q_len, kv_len, dqk, 1);  /* q k^T */
+  gemm(c, &ff, FWD, c->fp32, bh * q_len, dv, kv_len, 1);   /* p v */
+  gemm(c, &bb, DGRAD, c->fp32, bh * q_len, kv_len, dv, 2); /* dp, dv */
+  gemm(c, &bb, DGRAD, c->fp32, bh * q_len, dqk, kv_len, 2); /* dq, dk */
+  f->k[VL_TK_ATTENTION] += count * seg_gpu(&ff), b->k[VL_TK_ATTENTION] += count * seg_gpu(&bb);
+  f->ops += 3 * count, b->ops += 3 * count;
+  if (a->rel_bias || causal) mem2(c, f, b, EW, n * 3 * e, count); /* + mask or bias */
+  if (a->attn_softcap > 0) mem2(c, f, b, EW, n * 6 * e, 3 * count); /* / cap, tanh, * cap */
+  mem2(c, f, b, SOFTMAX, n * (e + sm), count);
+  if (sm != e) mem2(c, f, b, CAST, n * (sm + e), count);
+  dropout(c, f, b, a->attn_dropout, n, e, count);
+  if (a->family == VL_FAM_DEBERTA_V2) { /* c2p and p2c: two more score-sized terms */
+    gemm(c, f, FWD, c->fp32, bh * q_len, 2 * kv_len, dqk, 2 * count);
+    gemm(c, b, DGRAD, c->fp32, bh * q_len, dqk, 2 * kv_len, 4 * count);
+    mem2(c, f, b, EW, n * 8 * e, 2 * count); /* gathers and adds */
+  }
+}
+
+/* a view, transpose or other op that only costs its dispatch */
+static void views(struct seg *f, struct seg *b, double n) {
+  f->ops += n;
+  b->ops += n;
+}
+
+/* the memory-bound ops of `count` transformer layers over T tokens (bs
+ * sequences of q_len, attending to kv_len), and their attention kernel;
+ * cross: a decoder layer's cross-attention too (T5, BART) */
+static void layer_ops(struct ctx *c, struct seg *f, struct seg *b, double bs, double q_len,
+                      double kv_len, bool causal, bool cross, double count) {
+  const struct vl_arch *a = c->a;
+  double T = bs * q_len, h = (double)a->hidden, e = c->e, r = c->r, tp = (double)c->j->tp;
+  double heads = (double)a->heads / tp, kvh = (double)(a->kv_heads ? a->kv_heads : a->heads) / tp;
+  double d = (double)a->head_dim, dqk = d, dv = d;
+  if (a->mla) dqk = (double)(a->qk_nope_dim + a->qk_rope_dim), dv = (double)a->v_head_dim;
+  double norms = a->shared_norm ? 1 : a->sandwich_norm ? 4 : 2;
+  if (cross) norms += 1;
+  norm(c, f, b, T, h, norms * count);
+  if (a->qk_norm) norm(c, f, b, T, (heads + kvh) * dqk, count);
+  /* autocast casts each linear's fp32 input on its own (not cached) */
+  if (c->pol.autocast) {
+    double ins = (a->fused_qkv ? 1 : 3) + (a->gated_mlp && !a->fused_gate_up ? 2 : 1);
+    mem2(c, f, b, CAST, T * h * 6, ins * count);
+  }
+  views(f, b, 8 * count); /* q, k, v: view and transpose; the output's transpose and view */
+  if (a->rotary_pct > 0 && !a->learned_pos) {
+    /* q * cos + rotate_half(q) * sin, rotate_half = cat(-x2, x1), q and k
+     * (modeling_llama.py apply_rotary_pos_emb) */
+    double n = T * (heads + kvh) * dqk * a->rotary_pct;
+    mem2(c, f, b, EW, n * 3 * e, 3 * count); /* two muls, the add */
+    mem2(c, f, b, EW, n * 2 * e, 2 * count); /* neg, cat */
+    views(f, b, 4 * count);                  /* the slices */
+  }
+  double window = a->sliding_window && a->sliding_layers ? (double)a->sliding_window : 0;
+  double slide = window > 0 ? (double)a->sliding_layers / (double)a->layers : 0;
+  if (slide > 0) {
+    attn_kernel(c, f, b, bs, q_len, kv_len, heads, dqk, dv, causal, window, slide * count);
+    attn_kernel(c, f, b, bs, q_len, kv_len, heads, dqk, dv, causal, 0, (1 - slide) * count);
+  } else {
+    attn_kernel(c, f, b, bs, q_len, kv_len, heads, dqk, dv, causal, 0, count);
+  }
+  if (cross) attn_kernel(c, f, b, bs, q_len, kv_len, heads, dqk, dv, false, 0, count);
+  mem2(c, f, b, EW, T * heads * dv * 2 * e, count); /* the output made contiguous */
+  /* residual adds; dropout on each branch */
+  mem2(c, f, b, EW, T * h * 3 * r, (cross ? 3 : 2) * count);
+  if (a->resid_scaled) mem2(c, f, b, EW, T * h * 2 * e, 2 * count);
+  dropout(c, f, b, a->hidden_dropout, T * h, e, 2 * count);
+  /* the MLP's activation (a dense layer; MoE layers: moe_ops) */
+  double dense = a->experts ? (double)a->dense_layers / (double)a->layers : 1;
+  double n = T * (double)a->intermediate / tp;
+  if (a->gated_mlp) {
+    mem2(c, f, b, EW, n * 2 * e, dense * count); /* act(gate) */
+    mem2(c, f, b, EW, n * 3 * e, dense * count); /* * up */
+  } else if (a->gelu_python) {
+    /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (activations.py NewGELUActivation) */
+    mem2(c, f, b, EW, n * 2.5 * e, 7 * dense * count);
+  } else {
+    mem2(c, f, b, EW, n * 2 * e, dense * count);
+  }
+  dropout(c, f, b, a->act_dropout, n, e, dense * count);
+}
+
+/* the routed experts of `count` MoE layers: transformers' eager experts
+ * loop over the experts a batch hits (all of them at these sizes): each
+ * gathers its tokens, runs its gated MLP, weighs and index_adds the result
+ * (modeling_qwen2_moe.py, modeling_olmoe.py Experts.forward); the GEMMs
+ * are the inventory's w1/w3/w2 at T k / E rows */
+static void moe_ops(struct ctx *c, struct seg *f, struct seg *b, double T, double count) {
+  const struct vl_arch *a = c->a;
+  double E = (double)a->experts, k = (double)a->experts_per_token, e = c->e;
+  double h = (double)a->hidden, te = T * k / E, w = (double)a->moe_intermediate;
+  mem2(c, f, b, SOFTMAX, T * E * 8, count);       /* router softmax (fp32) */
+  mem2(c, f, b, EW, T * E * k * 4, 4 * count);    /* topk, normalise, one_hot, permute */
+  views(f, b, 3 * count);                         /* expert_hit: sum, greater, nonzero */
+  double per = E * count;                         /* per expert: */
+  views(f, b, 3 * per);                           /* where, chunk, index */
+  mem2(c, f, b, EW, te * h * 2 * e, per);         /* gather its tokens */
+  mem2(c, f, b, EW, te * w * 5 * e, per);         /* act(gate) * up */
+  mem2(c, f, b, EW, te * h * 3 * e, 2 * per);     /* * routing weight, to(dtype) */
+  mem2(c, f, b, EW, te * h * 3 * e, per);         /* index_add_ */
+  if (a->shared_gate) mem2(c, f, b, EW, T * h * 3 * e, 2 * count);
+}
+
+/* ResNet (modeling_resnet.py): each convolution an implicit GEMM of
+ * (images x out side^2) rows, out channels, in x k x k inner, with its
+ * BatchNorm (training: statistics, then normalise) and ReLU; the stem's 7x7
+ * stride 2 and max pool take the side to a quarter; each later stage halves it */
+static void conv(struct ctx *c, struct seg *f, struct seg *b, double bs, double side, double cin,
+                 double cout, double k) {
+  double rows = bs * side * side, e = c->e;
+  linear(c, f, b, c->fp32, rows, cin * k * k, cout, 1, true);
+  mem2(c, f, b, NORM, rows * cout * 3 * e, 1); /* batch_norm: stats, normalise */
+  mem2(c, f, b, EW, rows * cout * 2 * e, 1);   /* relu */
+  if (c->pol.autocast) mem2(c, f, b, CAST, rows * cin * 6, 1);
+}
+
+static void resnet(struct ctx *c, struct seg *f, struct seg *b, double bs) {
+  const struct vl_arch *a = c->a;
+  double side = (double)c->j->seq / 2; /* the image side (measure.py: seq) after the stem */
+  conv(c, f, b, bs, side, (double)a->channels, (double)a->stem_width, 7);
+  side /= 2;
+  double in = (double)a->stem_width;
+  for (uint64_t s = 0; s < a->stages; s++) {
+    double out = (double)a->stage_width[s];
+    if (s > 0 || a->stride_first) side = fmax(1, side / 2);
+    for (uint64_t l = 0; l < a->stage_depth[s]; l++) {
+      double cin = l ? out : in;
+      if (!l) conv(c, f, b, bs, side, cin, out, 1);
+      if (a->bottleneck) {
+        conv(c, f, b, bs, side, cin, out / 4, 1);
+        conv(c, f, b, bs, side, out / 4, out / 4, 3);
+        conv(c, f, b, bs, side, out / 4, out, 1);
+      } else {
+        conv(c, f, b, bs, side, cin, out, 3);
+        conv(c, f, b, bs, side, out, out, 3);
+      }
+      mem2(c, f, b, EW, bs * side * side * out * 3 * c->e, 1); /* the residual add */
+    }
+    in = out;
+  }
+}
+
+static bool expert_tensor(const struct vl_tensor *t) {
+  return !strcmp(t->name, "w1") || !strcmp(t->name, "w2") || !strcmp(t->name, "w3");
+}
+
+/* the inventory's linears over T tokens: per-layer ones into the layers'
+ * stretch (pp stages: this stage's share), the rest (the LM head, MLM
+ * transforms, classifiers) into the head's; LoRA's adapters on its targets
+ * (PEFT: fp32 adapters unless autocast; x cast to them, B(A(x)) * scaling
+ * added to the frozen output and cast back) */
+static void linears(struct ctx *c, const struct vl_inventory *inv, double T, struct seg *lf,
+                    struct seg *lb, struct seg *hf, struct seg *hb) {
+  const struct vl_arch *a = c->a;
+  const struct vl_job *j = c->j;
+  double tp = (double)j->tp, pp = (double)j->pp, rank = (double)j->lora_rank;
+  bool base = !j->lora_rank;
+  for (int i = 0; i < inv->n; i++) {
+    const struct vl_tensor *t = &inv->t[i];
+    if (t->kind != VL_T_LINEAR && t->kind != VL_T_HEAD) continue;
+    bool layer = t->per_layer;
+    double m = T, n = (double)t->count / (layer ? pp : 1);
+    if (expert_tensor(t)) m = T * (double)a->experts_per_token / (double)a->experts;
+    if (a->family == VL_FAM_VIT || a->family == VL_FAM_RESNET) {
+      if (t->kind == VL_T_HEAD) m = (double)j->batch; /* the classifier sees one row an image */
+    }
+    struct seg *f = layer ? lf : hf, *b = layer ? lb : hb;
+    linear(c, f, b, c->fp32, m, (double)t->cols, (double)t->rows / tp, n, base);
+    if (j->lora_rank && layer && vl__lora_is_target(a, j, t->name)) {
+      bool fp32 = !c->pol.autocast;
+      linear(c, f, b, fp32, m, (double)t->cols, rank, n, true);
+      linear(c, f, b, fp32, m, rank, (double)t->rows / tp, n, true);
+      double ab = c->pol.autocast ? c->e : 4, out = m * (double)t->rows / tp;
+      if (ab != c->e) mem2(c, f, b, CAST, m * (double)t->cols * (c->e + ab), n);
+      mem2(c, f, b, EW, out * 2 * ab, n); /* * scaling */
+      mem2(c, f, b, EW, out * (c->e + 2 * ab), n); /* + the frozen output */
+      if (ab != c->e) mem2(c, f, b, CAST, out * (ab + c->e), n);
+    }
+  }
+  /* a tied head is the embedding's matrix (trained with it) */
+  if (a->tie_embeddings && a->vocab && a->family != VL_FAM_VIT && a->family != VL_FAM_RESNET)
+    linear(c, hf, hb, c->fp32, T, (double)a->hidden, (double)a->vocab / tp, 1, base);
+}
+
+/* embeddings: the gather (and learned positions, token types), the
+ * scaling, dropout; backward: embedding_dense_backward zeroes the table's
+ * gradient and scatters the tokens' into it */
+static void embeddings(struct ctx *c, struct seg *f, struct seg *b, double T) {
+  const struct vl_arch *a = c->a;
+  double h = (double)a->hidden, wb = (double)c->pol.weight, tables = 1;
+  if (a->learned_pos) tables++;
+  if (a->type_vocab) tables++;
+  mem(c, f, EW, T * h * 2 * wb, tables);
+  if (tables > 1) mem(c, f, EW, T * h * 3 * c->r, tables - 1);
+  if (a->embed_scaled) mem2(c, f, b, EW, T * h * 2 * c->r, 1);
+  dropout(c, f, b, a->embed_dropout, T * h, c->r, 1);
+  if (!c->j->lora_rank) {
+    double gb = (double)c->pol.grad;
+    mem(c, b, EW, (double)a->vocab / (double)c->j->tp * h * gb, 1); /* zeros */
+    mem(c, b, EW, T * h * (4 + 2 * gb), 4);                        /* sort, scatter-add */
+  }
+}
+
+/* the loss over the vocabulary: transformers' ForCausalLMLoss upcasts the
+ * logits to fp32, cross_entropy = log_softmax + nll_loss; backward: the
+ * nll gradient (zeros and a scatter), log_softmax's, the cast's
+ * (loss/loss_utils.py) */
+static void loss(struct ctx *c, struct seg *f, struct seg *b, double T) {
+  const struct vl_arch *a = c->a;
+  double n = T * (double)a->vocab / (double)c->j->tp, e = c->e;
+  c->mem_kind = VL_TK_LOSS;
+  if (a->final_softcap > 0) mem2(c, f, b, EW, n * 2 * e, 3); /* / cap, tanh, * cap */
+  if (a->logits_scaled) mem2(c, f, b, EW, n * 2 * e, 1);
+  if (e != 4) mem(c, f, CAST, n * (e + 4), 1), mem(c, b, CAST, n * (4 + e), 1);
+  mem(c, f, SOFTMAX, n * 8, 1);  /* log_softmax */
+  mem(c, f, EW, T * 8, 2);       /* nll_loss, the mean */
+  mem(c, b, EW, n * 4, 2);       /* nll_loss_backward: zeros, scatter */
+  mem(c, b, SOFTMAX, n * 12, 1); /* log_softmax_backward */
+  c->mem_kind = VL_TK_MEMORY;
+}
+
+/* the measured optimizer row for job j; *approx where another stands in */
+static const struct vl_kt_opt *opt_row(const struct vl_job *j, bool *approx) {
+  const char *o = "adamw", *impl = vl_opt_impl_name(j->opt_impl);
+  switch (j->optimizer) {
+  case VL_OPT_SGD: o = "sgd"; break;
+  case VL_OPT_SGD_MOMENTUM: o = "sgd-momentum"; break;
+  case VL_OPT_ADAM:
+  case VL_OPT_ADAMW: break;
+  default: *approx = true; break; /* Lion, Adafactor, 8-bit Adam: priced as AdamW */
+  }
+  const struct vl_kt_opt *best = NULL;
+  for (size_t i = 0; i < sizeof vl_kt_opt / sizeof vl_kt_opt[0]; i++) {
+    if (strcmp(vl_kt_opt[i].optimizer, o)) continue;
+    if (!strcmp(vl_kt_opt[i].impl, impl)) return &vl_kt_opt[i];
+    if (!best || !strcmp(vl_kt_opt[i].impl, "foreach")) best = &vl_kt_opt[i];
+  }
+  *approx = true;
+  return best;
+}
+
+/* the optimizer's step over the trainable tensors, after zero_grad; the
+ * measured seconds an element are for fp32 parameters, gradients and
+ * states, scaled by the bytes the job's dtypes move; GradScaler's unscale
+ * (amp-fp16) reads and writes every gradient; mixed-* copies the fp32
+ * master back into the half weights */
+static double optimizer_s(struct ctx *c, double elems, double tensors, bool *approx) {
+  const struct vl_job *j = c->j;
+  const struct vl_kt_opt *row = opt_row(j, approx);
+  if (!row) return 0;
+  bool lora = j->lora_rank != 0;
+  double w = lora ? 4 : (double)(c->pol.master ? c->pol.master : c->pol.weight);
+  double g = lora ? 4 : (double)vl__grad_elem_bytes(j, &c->pol), st = lora ? 4 : (double)c->pol.state;
+  double states = j->optimizer == VL_OPT_SGD ? 0 : j->optimizer == VL_OPT_SGD_MOMENTUM ? 1 : 2;
+  double moved = (2 * w + g + 2 * states * st) / (8 + 4 + 8 * states);
+  double t = row->per_elem * elems * moved / c->sbw + row->per_tensor * tensors;
+  if (j->precision == VL_PREC_AMP_FP16)
+    t += elems * g * 2 / (VL_KT_BW_ADD_BF16 * c->sbw) + tensors * VL_KT_HOST_NOGRAD;
+  if (c->pol.master && !lora)
+    t += elems * ((double)c->pol.master + (double)c->pol.weight) / (VL_KT_BW_CAST_BF16_FP32 * c->sbw) +
+         tensors * VL_KT_HOST_NOGRAD;
+  return t;
+}
+
+/* autocast's half copies of the linears' weights: made in each forward
+ * (cached for the step's trained leaves, anew at each call for frozen
+ * ones), their gradients cast back to the fp32 weights in backward */
+static void weight_casts(struct ctx *c, const struct vl_inventory *inv, struct seg *f,
+                         struct seg *b) {
+  if (!c->pol.autocast) return;
+  double tp = (double)c->j->tp, pp = (double)c->j->pp;
+  for (int i = 0; i < inv->n; i++) {
+    const struct vl_tensor *t = &inv->t[i];
+    if (t->kind != VL_T_LINEAR || !t->per_layer) continue;
+    double n = (double)t->count / pp, el = (double)t->rows * (double)t->cols / tp;
+    mem(c, f, CAST, el * 6, n);
+    if (!c->j->lora_rank) mem(c, b, CAST, el * 6, n);
+  }
+}
+
+static double seg_time(const struct seg *s) { return fmax(seg_gpu(s), s->host); }
+
+static void seg_host(struct seg *s, double per_op) { s->host = s->ops * per_op; }
+
+static void seg_add(struct vl_step_time *t, const struct seg *s, double times) {
+  double gpu = seg_gpu(s), span = seg_time(s);
+  for (int i = 0; i < VL_TK_COUNT; i++)
+    if (i != VL_TK_HOST) t->kind_s[i] += times * s->k[i];
+  t->kind_s[VL_TK_HOST] += times * (span - gpu); /* the GPU idles for the host */
+  t->gpu_s += times * gpu;
+  t->host_s += times * s->host;
+  t->kernels += (uint64_t)(times * s->ops + 0.5);
+}
+
+static bool is_ref(const struct vl_gpu *g) {
+  if (!strcmp(g->name, REF_NAME)) return true;
+  return false;
+}
+
+static bool bf16_policy(enum vl_precision p) {
+  return p == VL_PREC_AMP_BF16 || p == VL_PREC_BF16 || p == VL_PREC_MIXED_BF16;
+}
+
+static bool fp16_policy(enum vl_precision p) {
+  return p == VL_PREC_AMP_FP16 || p == VL_PREC_FP16 || p == VL_PREC_MIXED_FP16;
+}
+
+/* the card against the measured one: its datasheet ratios */
+static void card_scales(struct ctx *c, const struct vl_gpu *g, struct vl_step_time *t) {
+  c->s16 = c->s32 = c->sbw = 1;
+  if (is_ref(g)) {
+    snprintf(t->source, sizeof t->source, "measured on %s (%s)", VL_KT_DEVICE, VL_KT_SOURCE);
+    return;
+  }
+  double p16 = fp16_policy(c->j->precision) && g->fp16_tflops > 0 ? g->fp16_tflops : g->bf16_tflops;
+  c->s16 = p16 > 0 ? p16 / REF_BF16_TFLOPS : 1;
+  c->s32 = g->fp32_tflops > 0 ? g->fp32_tflops / REF_FP32_TFLOPS : c->s16;
+  c->sbw = g->hbm_gb_s > 0 ? g->hbm_gb_s / REF_HBM_GB_S : 1;
+  t->derived = true;
+  snprintf(t->source, sizeof t->source, "derived from %s by datasheet ratios", REF_NAME);
+}
+
+/* N of 6ND: the parameters a token passes through (MoE: k of E experts) */
+double vl_active_params(const struct vl_arch *a, const struct vl_inventory *inv) {
+  double p = (double)inv->total, experts = 0;
+  if (!a->experts) return p;
+  for (int i = 0; i < inv->n; i++)
+    if (expert_tensor(&inv->t[i]))
+      experts += (double)inv->t[i].rows * (double)inv->t[i].cols * (double)inv->t[i].count;
+  return p - experts * (1.0 - (double)a->experts_per_token / (double)a->experts);
+}
+
+/* the trainable elements and tensors the optimizer steps over (this GPU's
+ * share under tp and pp) */
+static void trainable(struct ctx *c, const struct vl_inventory *inv, double *elems,
+                      double *tensors) {
+  const struct vl_job *j = c->j;
+  double tp = (double)j->tp, pp = (double)j->pp;
+  *elems = *tensors = 0;
+  for (int i = 0; i < inv->n; i++) {
+    const struct vl_tensor *t = &inv->t[i];
+    double n = (double)t->count / (t->per_layer ? pp : 1);
+    double el = (double)t->rows * (double)t->cols / (t->kind == VL_T_LINEAR || t->kind == VL_T_HEAD ||
+                                                       t->kind == VL_T_EMBED ? tp : 1);
+    if (j->lora_rank) {
+      if (t->kind != VL_T_LINEAR || !t->per_layer || !vl__lora_is_target(c->a, j, t->name)) continue;
+      el = (double)j->lora_rank * (double)(t->rows / j->tp + t->cols), n *= 2, el /= 2;
+    }
+    *elems += n * el;
+    *tensors += n;
+  }
+}
+
+static vl_status check(const struct vl_arch *a, const struct vl_job *j, const struct vl_gpu *g,
+                       struct vl_err *err) {
+  (void)a;
+  if (j->task != VL_TASK_TRAIN)
+    return vl__fail(err, VL_EINVAL, "the step time is a training step's (--task train)");
+  if (g->no_bf16 && bf16_policy(j->precision))
+    return vl__fail(err, VL_EINVAL,
+                    "%s has no bf16 (compute capability %s): --precision %s cannot run on it; "
+                    "use an fp16 policy or fp32",
+                    g->label[0] ? g->label : g->name, g->compute_capability,
+                    vl_precision_name(j->precision));
+  if (j->batch == 0 || j->seq == 0 || j->grad_accum == 0 || j->tp == 0 || j->pp == 0)
+    return vl__fail(err, VL_ERANGE, "batch, seq, grad_accum, tp and pp must be at least 1");
+  return VL_OK;
+}
+
+/* the forward, the backward and the head of one micro-batch, as stretches */
+struct micro {
+  struct seg ef, eb, lf, lb, hf, hb;
+};
+
+static void micro_batch(struct ctx *c, const struct vl_inventory *inv, struct micro *m) {
+  const struct vl_arch *a = c->a;
+  const struct vl_job *j = c->j;
+  double bs = (double)j->batch, q = (double)j->seq, pp = (double)j->pp;
+  memset(m, 0, sizeof *m);
+  if (a->family == VL_FAM_RESNET) {
+    resnet(c, &m->lf, &m->lb, bs);
+    linears(c, inv, bs, &m->lf, &m->lb, &m->hf, &m->hb);
+    return;
+  }
+  if (a->family == VL_FAM_VIT && a->patch_size) { /* seq is the image side */
+    double p = (double)j->seq / (double)a->patch_size;
+    q = p * p + 1;
+  }
+  double T = bs * q;
+  linears(c, inv, T, &m->lf, &m->lb, &m->hf, &m->hb);
+  weight_casts(c, inv, &m->lf, &m->lb);
+  if (a->family == VL_FAM_T5 || a->family == VL_FAM_BART) {
+    layer_ops(c, &m->lf, &m->lb, bs, q, q, false, false, (double)a->enc_layers / pp);
+    layer_ops(c, &m->lf, &m->lb, bs, q, q, true, true, (double)a->layers / pp);
+  } else {
+    layer_ops(c, &m->lf, &m->lb, bs, q, q, a->causal, false, (double)a->layers / pp);
+  }
+  if (a->experts) moe_ops(c, &m->lf, &m->lb, T, (double)(a->layers - a->dense_layers) / pp);
+  if (a->family != VL_FAM_VIT) embeddings(c, &m->ef, &m->eb, T);
+  if (a->final_norm) norm(c, &m->hf, &m->hb, T, (double)a->hidden, 1);
+  if (a->family != VL_FAM_VIT) loss(c, &m->hf, &m->hb, T);
+}
+
+vl_status vl_step_time(const struct vl_arch *a, const struct vl_job *j, const struct vl_gpu *g,
+                       struct vl_step_time *t, struct vl_err *err) {
+  memset(t, 0, sizeof *t);
+  vl_status st = check(a, j, g, err);
+  if (st != VL_OK) return st;
+  struct vl_inventory inv;
+  if ((st = vl_inventory_build(a, &inv, err)) != VL_OK) return st;
+  struct ctx c = {.a = a, .j = j, .mem_kind = VL_TK_MEMORY};
+  vl__policy_get(j->precision, &c.pol);
+  c.e = (double)c.pol.act, c.r = (double)c.pol.resid, c.fp32 = c.pol.act == 4;
+  card_scales(&c, g, t);
+  struct micro m;
+  micro_batch(&c, &inv, &m);
+  struct seg *fw[] = {&m.ef, &m.lf, &m.hf}, *bw[] = {&m.hb, &m.lb, &m.eb};
+  for (int i = 0; i < 3; i++) seg_host(fw[i], VL_KT_HOST_FWD), seg_host(bw[i], VL_KT_HOST_BWD);
+  double acc = (double)j->grad_accum;
+  bool ckpt = j->checkpointing == VL_CKPT_FULL, approx = false;
+  for (int i = 0; i < 3; i++) {
+    t->forward_s += acc * seg_time(fw[i]);
+    t->backward_s += acc * seg_time(bw[i]);
+    seg_add(t, fw[i], acc);
+    seg_add(t, bw[i], acc);
+  }
+  if (ckpt) { /* the layers' forward again, inside backward */
+    t->recompute_s = acc * seg_time(&m.lf);
+    seg_add(t, &m.lf, acc);
+  }
+  double elems, tensors;
+  trainable(&c, &inv, &elems, &tensors);
+  t->optimizer_s = optimizer_s(&c, elems, tensors, &approx);
+  t->kind_s[VL_TK_OPTIMIZER] += t->optimizer_s;
+  t->gpu_s += t->optimizer_s;
+  t->step_s = t->forward_s + t->backward_s + t->recompute_s + t->optimizer_s;
+  double tokens = (double)j->batch * (double)j->seq * acc;
+  double N = vl_active_params(a, &inv) / ((double)j->tp * (double)j->pp);
+  double f = j->lora_rank ? 4.0 : 6.0;
+  t->model_flops = f * N * tokens;
+  t->executed_flops = (f + (ckpt ? 2.0 : 0.0)) * N * tokens;
+  t->tokens_per_s = t->step_s > 0 ? tokens / t->step_s : 0;
+  double peak = (fp16_policy(j->precision) && g->fp16_tflops > 0 ? g->fp16_tflops : g->bf16_tflops);
+  t->mfu = t->step_s > 0 && peak > 0 ? t->model_flops / t->step_s / (peak * 1e12) : 0;
+  t->approximate = approx || a->approximate;
+  if (approx)
+    snprintf(t->note, sizeof t->note, "the %s step is priced as AdamW's (not measured)",
+             vl_optimizer_name(j->optimizer));
+  return VL_OK;
+}
+
+const char *vl_time_kind_name(enum vl_time_kind k) {
+  static const char *names[] = {"matmul", "attention", "memory", "loss", "optimizer", "host"};
+  return k < VL_TK_COUNT ? names[k] : "?";
+}
