@@ -5,7 +5,7 @@ torch.profiler after three warm-up steps; per run the CUDA time by kernel
 (top 25), the kernel count, the step's wall time and the host's time in
 aten ops.
 
-  PYTHONPATH=python python3 bench/time/profile.py CONFIGS.jsonl OUT.json"""
+  PYTHONPATH=python python3 bench/time/step_profile.py CONFIGS.jsonl OUT.json"""
 import contextlib, json, sys, time
 import torch
 sys.path.insert(0, "python")
