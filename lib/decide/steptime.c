@@ -108,6 +108,8 @@ static void linear(struct ctx *c, struct seg *f, struct seg *b, bool fp32, doubl
 
 enum mem { EW, CAST, NORM, SOFTMAX };
 
+#define T_ELEMS(bs, q, heads, d) ((bs) * (q) * (heads) * (d))
+
 /* a memory-bound op moving `bytes` (read + write), `count` times */
 static void mem(struct ctx *c, struct seg *s, enum mem kind, double bytes, double count) {
   static const double bw[] = {VL_KT_BW_ADD_BF16, VL_KT_BW_CAST_BF16_FP32, VL_KT_BW_LAYER_NORM_BF16,
@@ -166,7 +168,12 @@ static void attn_kernel(struct ctx *c, struct seg *f, struct seg *b, double bs, 
   const struct vl_arch *a = c->a;
   double bh = bs * heads;
   bool eager = c->j->attention == VL_ATTN_EAGER || a->rel_bias || a->family == VL_FAM_DEBERTA_V2;
-  if (!eager) {
+  /* Falcon's own SDPA call hands multi-query keys (one head against a
+   * heads) with a mask: no fused kernel takes that, and SDPA's math path
+   * runs in fp32 (modeling_falcon.py FalconAttention.forward;
+   * aten/src/ATen/native/transformers/attention.cpp upcasts half inputs) */
+  bool math32 = !eager && a->family == VL_FAM_FALCON && a->kv_heads && a->kv_heads < a->heads;
+  if (!eager && !math32) {
     bool half = !c->fp32;
     const char *kern = half && dqk <= 256 ? "flash" : "efficient";
     const char *dt = half ? "bf16" : "fp32";
@@ -198,14 +205,19 @@ static void attn_kernel(struct ctx *c, struct seg *f, struct seg *b, double bs, 
     return;
   }
   double e = c->e, n = bh * q_len * kv_len, sm = vl__softmax_bytes(a, c->pol.autocast, (uint64_t)e);
+  bool f32 = c->fp32 || math32;
+  if (math32) {
+    mem2(c, f, b, CAST, T_ELEMS(bs, q_len, heads, dqk) * (e + 4), 3 * count); /* q, k, v to fp32 */
+    e = sm = 4;
+  }
   struct seg ff = {0}, bb = {0};
-  gemm(c, &ff, FWD, c->fp32, bh * q_len, kv_len, dqk, 1);  /* q k^T */
-  gemm(c, &ff, FWD, c->fp32, bh * q_len, dv, kv_len, 1);   /* p v */
-  gemm(c, &bb, DGRAD, c->fp32, bh * q_len, kv_len, dv, 2); /* dp, dv */
-  gemm(c, &bb, DGRAD, c->fp32, bh * q_len, dqk, kv_len, 2); /* dq, dk */
+  gemm(c, &ff, FWD, f32, bh * q_len, kv_len, dqk, 1);  /* q k^T */
+  gemm(c, &ff, FWD, f32, bh * q_len, dv, kv_len, 1);   /* p v */
+  gemm(c, &bb, DGRAD, f32, bh * q_len, kv_len, dv, 2); /* dp, dv */
+  gemm(c, &bb, DGRAD, f32, bh * q_len, dqk, kv_len, 2); /* dq, dk */
   f->k[VL_TK_ATTENTION] += count * seg_gpu(&ff), b->k[VL_TK_ATTENTION] += count * seg_gpu(&bb);
   f->ops += 3 * count, b->ops += 3 * count;
-  if (a->rel_bias || causal) mem2(c, f, b, EW, n * 3 * e, count); /* + mask or bias */
+  if (a->rel_bias || causal || math32) mem2(c, f, b, EW, n * 3 * e, count); /* + mask or bias */
   if (a->attn_softcap > 0) mem2(c, f, b, EW, n * 6 * e, 3 * count); /* / cap, tanh, * cap */
   mem2(c, f, b, SOFTMAX, n * (e + sm), count);
   if (sm != e) mem2(c, f, b, CAST, n * (sm + e), count);
@@ -280,24 +292,27 @@ static void layer_ops(struct ctx *c, struct seg *f, struct seg *b, double bs, do
   dropout(c, f, b, a->act_dropout, n, e, dense * count);
 }
 
-/* the routed experts of `count` MoE layers: transformers' eager experts
- * loop over the experts a batch hits (all of them at these sizes): each
- * gathers its tokens, runs its gated MLP, weighs and index_adds the result
- * (modeling_qwen2_moe.py, modeling_olmoe.py Experts.forward); the GEMMs
- * are the inventory's w1/w3/w2 at T k / E rows */
+/* the routed experts of `count` MoE layers, as transformers 5 runs them by
+ * default (experts_implementation "grouped_mm", integrations/moe.py
+ * grouped_mm_experts_forward): the router's softmax and top-k, the S = T k
+ * (token, expert) pairs sorted by expert and gathered, one grouped GEMM for
+ * gate and up and one for down (their shapes: linears()), the gate, the
+ * routing weights, the pairs put back in order and summed per token */
 static void moe_ops(struct ctx *c, struct seg *f, struct seg *b, double T, double count) {
   const struct vl_arch *a = c->a;
   double E = (double)a->experts, k = (double)a->experts_per_token, e = c->e;
-  double h = (double)a->hidden, te = T * k / E, w = (double)a->moe_intermediate;
+  double h = (double)a->hidden, S = T * k, w = (double)a->moe_intermediate;
   mem2(c, f, b, SOFTMAX, T * E * 8, count);       /* router softmax (fp32) */
-  mem2(c, f, b, EW, T * E * k * 4, 4 * count);    /* topk, normalise, one_hot, permute */
-  views(f, b, 3 * count);                         /* expert_hit: sum, greater, nonzero */
-  double per = E * count;                         /* per expert: */
-  views(f, b, 3 * per);                           /* where, chunk, index */
-  mem2(c, f, b, EW, te * h * 2 * e, per);         /* gather its tokens */
-  mem2(c, f, b, EW, te * w * 5 * e, per);         /* act(gate) * up */
-  mem2(c, f, b, EW, te * h * 3 * e, 2 * per);     /* * routing weight, to(dtype) */
-  mem2(c, f, b, EW, te * h * 3 * e, per);         /* index_add_ */
+  mem2(c, f, b, EW, T * E * 4, 3 * count);        /* topk, normalise, to(dtype) */
+  mem2(c, f, b, EW, S * 16, 4 * count);           /* sort, histc, cumsum, clamp */
+  views(f, b, 6 * count);                         /* reshapes, chunk, empty_like, arange */
+  mem2(c, f, b, EW, S * h * 2 * e, 2 * count);    /* gather the pairs; masked_fill */
+  mem2(c, f, b, EW, S * 2 * w * 2 * e, count);    /* masked_fill of gate_up's output */
+  mem2(c, f, b, EW, S * w * 5 * e, count);        /* act(gate) * up */
+  mem2(c, f, b, EW, S * h * 2 * e, count);        /* masked_fill of down's output */
+  mem2(c, f, b, EW, S * h * 3 * e, count);        /* * routing weight */
+  mem2(c, f, b, EW, S * h * 2 * e, 2 * count);    /* inverse permutation, gather back */
+  mem2(c, f, b, EW, S * h * e + T * h * e, count); /* sum over k */
   if (a->shared_gate) mem2(c, f, b, EW, T * h * 3 * e, 2 * count);
 }
 
@@ -360,7 +375,11 @@ static void linears(struct ctx *c, const struct vl_inventory *inv, double T, str
     if (t->kind != VL_T_LINEAR && t->kind != VL_T_HEAD) continue;
     bool layer = t->per_layer;
     double m = T, n = (double)t->count / (layer ? pp : 1);
-    if (expert_tensor(t)) m = T * (double)a->experts_per_token / (double)a->experts;
+    if (expert_tensor(t)) { /* one grouped GEMM a layer over the S = T k pairs, each expert's
+                             * rows padded to the kernel's 128-row tiles */
+      double E = (double)a->experts, per = T * (double)a->experts_per_token / E;
+      m = E * ceil(per / 128) * 128, n /= E;
+    }
     if (a->family == VL_FAM_VIT || a->family == VL_FAM_RESNET) {
       if (t->kind == VL_T_HEAD) m = (double)j->batch; /* the classifier sees one row an image */
     }
