@@ -6,17 +6,20 @@ the weight's gradient g^T @ x), memory-bound kernels by bytes moved, SDPA's
 kernels (flash, memory-efficient) forward and backward, the host's cost of
 one eager op with and without autograd, and the optimizers' steps.
 
-  python3 bench/time/kernels.py OUT.json [--quick]
+  python3 bench/time/kernels.py OUT.json [--only=attention,gemm,...]
+
+SDPA is timed as PyTorch picks its kernel by default (what a user's model
+gets: cuDNN attention for 16-bit inputs on Hopper with PyTorch 2.11) and
+with each backend forced.
 
 Times are CUDA-event medians of repeated launches after a warm-up.
 fp32 matmuls run as PyTorch runs them by default (TF32 off:
 torch.backends.cuda.matmul.allow_tf32 is False)."""
-import json, sys, time, platform, statistics
+import contextlib, json, sys, time, platform, statistics
 import torch
 import torch.nn.functional as F
 
 dev = "cuda"
-quick = "--quick" in sys.argv
 
 
 def timed(fn, budget_s=0.03, min_reps=3, max_reps=200):
@@ -124,7 +127,9 @@ def attention():
     out = []
     shapes = [(8, 12, 512, 64), (4, 16, 1024, 64), (2, 32, 2048, 128), (1, 32, 4096, 128),
               (1, 32, 8192, 128), (4, 12, 1024, 64), (16, 12, 128, 64), (2, 16, 2048, 64)]
-    for be, name, dts in ((SDPBackend.FLASH_ATTENTION, "flash", ("bf16",)),
+    for be, name, dts in ((None, "default", ("bf16", "fp32")),
+                          (SDPBackend.CUDNN_ATTENTION, "cudnn", ("bf16",)),
+                          (SDPBackend.FLASH_ATTENTION, "flash", ("bf16",)),
                           (SDPBackend.EFFICIENT_ATTENTION, "efficient", ("bf16", "fp32")),
                           (SDPBackend.MATH, "math", ("bf16", "fp32"))):
         for dt in dts:
@@ -135,7 +140,7 @@ def attention():
                     q, k, v = (torch.randn(b, h, s, d, device=dev, dtype=DT[dt], requires_grad=True)
                                for _ in range(3))
                     try:
-                        with sdpa_kernel([be]):
+                        with sdpa_kernel([be]) if be is not None else contextlib.nullcontext():
                             fw = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
                             o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
                             go = torch.randn_like(o)
@@ -186,8 +191,12 @@ def main():
     res = {"schema": "vramledger.kernels/1", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
            "cpu": platform.processor(), "sms": torch.cuda.get_device_properties(0).multi_processor_count}
-    for name, fn in (("launch", launch), ("memory_bound", memory_bound), ("optimizers", optimizers),
-                     ("attention", attention), ("gemm", gemms)):
+    parts = (("launch", launch), ("memory_bound", memory_bound), ("optimizers", optimizers),
+             ("attention", attention), ("gemm", gemms))
+    only = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")]
+    for name, fn in parts:
+        if only and name not in only[0].split(","):
+            continue
         t0 = time.time()
         try:
             res[name] = fn()

@@ -23,7 +23,6 @@
 
 /* the measured card: H100 SXM 80GB datasheet (dense bf16 989.4 TFLOP/s,
  * fp32 66.9 TFLOP/s, HBM3 3,350 GB/s), the ratios other cards scale by */
-#define REF_NAME "h100-80gb"
 #define REF_BF16_TFLOPS 989.4
 #define REF_FP32_TFLOPS 66.9
 #define REF_HBM_GB_S 3350.0
@@ -31,6 +30,7 @@
 enum { FWD, DGRAD, WGRAD };
 
 struct ctx {
+  const struct vl_kt_card *k; /* the measured card (g itself, or the one g is derived from) */
   const struct vl_arch *a;
   const struct vl_job *j;
   struct vl__policy pol;
@@ -70,8 +70,9 @@ static void bracket(const double *grid, int n, double x, int *i, double *w) {
 }
 
 /* measured GEMM throughput (FLOP/s), log-trilinear between grid points */
-static double gemm_rate(bool fp32, int layout, double m, double n, double k) {
-  const double(*t)[5][5] = fp32 ? vl_kt_gemm_fp32[layout] : vl_kt_gemm_bf16[layout];
+static double gemm_rate(const struct vl_kt_card *kc, bool fp32, int layout, double m, double n,
+                        double k) {
+  const double(*t)[5][5] = kc->gemm[fp32][layout];
   int im, in, ik;
   double wm, wn, wk, acc = 0;
   bracket(vl_kt_m, 5, m, &im, &wm);
@@ -91,7 +92,7 @@ static void gemm(struct ctx *c, struct seg *s, int layout, bool fp32, double m, 
                  double count) {
   if (count <= 0 || m <= 0 || n <= 0 || k <= 0) return;
   m = fmax(m, vl_kt_m[0]), n = fmax(n, vl_kt_nk[0]), k = fmax(k, vl_kt_nk[0]);
-  double rate = gemm_rate(fp32, layout, m, n, k) * (fp32 ? c->s32 : c->s16);
+  double rate = gemm_rate(c->k, fp32, layout, m, n, k) * (fp32 ? c->s32 : c->s16);
   s->k[VL_TK_MATMUL] += count * 2.0 * m * n * k / rate;
 }
 
@@ -112,8 +113,7 @@ enum mem { EW, CAST, NORM, SOFTMAX };
 
 /* a memory-bound op moving `bytes` (read + write), `count` times */
 static void mem(struct ctx *c, struct seg *s, enum mem kind, double bytes, double count) {
-  static const double bw[] = {VL_KT_BW_ADD_BF16, VL_KT_BW_CAST_BF16_FP32, VL_KT_BW_LAYER_NORM_BF16,
-                              VL_KT_BW_SOFTMAX_BF16};
+  const double bw[] = {c->k->bw_add, c->k->bw_cast, c->k->bw_norm, c->k->bw_softmax};
   s->k[c->mem_kind] += count * bytes / (bw[kind] * c->sbw);
   s->ops += count;
 }
@@ -185,8 +185,8 @@ static void attn_kernel(struct ctx *c, struct seg *f, struct seg *b, double bs, 
     /* the measured rate at this sequence length (log-linear between the
      * lengths measured for this kernel, dtype, head size and mask) */
     double lo_s = 0, lo_f = 0, lo_b = 0, hi_s = 0, hi_f = 0, hi_b = 0;
-    for (size_t i = 0; i < sizeof vl_kt_attn / sizeof vl_kt_attn[0]; i++) {
-      const struct vl_kt_attn *k = &vl_kt_attn[i];
+    for (size_t i = 0; i < c->k->n_attn; i++) {
+      const struct vl_kt_attn *k = &c->k->attn[i];
       if (strcmp(k->kernel, kern) || strcmp(k->dtype, dt) || k->d != d || k->causal != causal)
         continue;
       if (k->s <= q_len && k->s >= lo_s) lo_s = k->s, lo_f = k->fwd, lo_b = k->fwd_bwd;
@@ -439,7 +439,8 @@ static void loss(struct ctx *c, struct seg *f, struct seg *b, double T) {
 }
 
 /* the measured optimizer row for job j; *approx where another stands in */
-static const struct vl_kt_opt *opt_row(const struct vl_job *j, bool *approx) {
+static const struct vl_kt_opt *opt_row(const struct vl_kt_card *kc, const struct vl_job *j,
+                                       bool *approx) {
   const char *o = "adamw", *impl = vl_opt_impl_name(j->opt_impl);
   switch (j->optimizer) {
   case VL_OPT_SGD: o = "sgd"; break;
@@ -449,10 +450,11 @@ static const struct vl_kt_opt *opt_row(const struct vl_job *j, bool *approx) {
   default: *approx = true; break; /* Lion, Adafactor, 8-bit Adam: priced as AdamW */
   }
   const struct vl_kt_opt *best = NULL;
-  for (size_t i = 0; i < sizeof vl_kt_opt / sizeof vl_kt_opt[0]; i++) {
-    if (strcmp(vl_kt_opt[i].optimizer, o)) continue;
-    if (!strcmp(vl_kt_opt[i].impl, impl)) return &vl_kt_opt[i];
-    if (!best || !strcmp(vl_kt_opt[i].impl, "foreach")) best = &vl_kt_opt[i];
+  for (size_t i = 0; i < kc->n_opt; i++) {
+    const struct vl_kt_opt *r = &kc->opt[i];
+    if (strcmp(r->optimizer, o)) continue;
+    if (!strcmp(r->impl, impl)) return r;
+    if (!best || !strcmp(r->impl, "foreach")) best = r;
   }
   *approx = true;
   return best;
@@ -465,7 +467,7 @@ static const struct vl_kt_opt *opt_row(const struct vl_job *j, bool *approx) {
  * master back into the half weights */
 static double optimizer_s(struct ctx *c, double elems, double tensors, bool *approx) {
   const struct vl_job *j = c->j;
-  const struct vl_kt_opt *row = opt_row(j, approx);
+  const struct vl_kt_opt *row = opt_row(c->k, j, approx);
   if (!row) return 0;
   bool lora = j->lora_rank != 0;
   double w = lora ? 4 : (double)(c->pol.master ? c->pol.master : c->pol.weight);
@@ -474,10 +476,10 @@ static double optimizer_s(struct ctx *c, double elems, double tensors, bool *app
   double moved = (2 * w + g + 2 * states * st) / (8 + 4 + 8 * states);
   double t = row->per_elem * elems * moved / c->sbw + row->per_tensor * tensors;
   if (j->precision == VL_PREC_AMP_FP16)
-    t += elems * g * 2 / (VL_KT_BW_ADD_BF16 * c->sbw) + tensors * VL_KT_HOST_NOGRAD;
+    t += elems * g * 2 / (c->k->bw_add * c->sbw) + tensors * VL_KT_HOST_OP;
   if (c->pol.master && !lora)
-    t += elems * ((double)c->pol.master + (double)c->pol.weight) / (VL_KT_BW_CAST_BF16_FP32 * c->sbw) +
-         tensors * VL_KT_HOST_NOGRAD;
+    t += elems * ((double)c->pol.master + (double)c->pol.weight) / (c->k->bw_cast * c->sbw) +
+         tensors * VL_KT_HOST_OP;
   return t;
 }
 
@@ -511,9 +513,11 @@ static void seg_add(struct vl_step_time *t, const struct seg *s, double times) {
   t->kernels += (uint64_t)(times * s->ops + 0.5);
 }
 
-static bool is_ref(const struct vl_gpu *g) {
-  if (!strcmp(g->name, REF_NAME)) return true;
-  return false;
+/* the card's own measured tables, or NULL */
+static const struct vl_kt_card *measured(const struct vl_gpu *g) {
+  for (size_t i = 0; i < sizeof vl_kt_cards / sizeof vl_kt_cards[0]; i++)
+    if (!strcmp(vl_kt_cards[i].name, g->name)) return &vl_kt_cards[i];
+  return NULL;
 }
 
 static bool bf16_policy(enum vl_precision p) {
@@ -524,19 +528,21 @@ static bool fp16_policy(enum vl_precision p) {
   return p == VL_PREC_AMP_FP16 || p == VL_PREC_FP16 || p == VL_PREC_MIXED_FP16;
 }
 
-/* the card against the measured one: its datasheet ratios */
+/* the card against the measured H100 SXM: its datasheet ratios */
 static void card_scales(struct ctx *c, const struct vl_gpu *g, struct vl_step_time *t) {
   c->s16 = c->s32 = c->sbw = 1;
-  if (is_ref(g)) {
-    snprintf(t->source, sizeof t->source, "measured on %s (%s)", VL_KT_DEVICE, VL_KT_SOURCE);
+  if ((c->k = measured(g))) {
+    snprintf(t->source, sizeof t->source, "measured on %s, %s (%s)", c->k->device, c->k->date,
+             c->k->source);
     return;
   }
+  c->k = &vl_kt_cards[0]; /* the H100 SXM */
   double p16 = fp16_policy(c->j->precision) && g->fp16_tflops > 0 ? g->fp16_tflops : g->bf16_tflops;
   c->s16 = p16 > 0 ? p16 / REF_BF16_TFLOPS : 1;
   c->s32 = g->fp32_tflops > 0 ? g->fp32_tflops / REF_FP32_TFLOPS : c->s16;
   c->sbw = g->hbm_gb_s > 0 ? g->hbm_gb_s / REF_HBM_GB_S : 1;
   t->derived = true;
-  snprintf(t->source, sizeof t->source, "derived from %s by datasheet ratios", REF_NAME);
+  snprintf(t->source, sizeof t->source, "derived from %s by datasheet ratios", c->k->name);
 }
 
 /* N of 6ND: the parameters a token passes through (MoE: k of E experts) */
@@ -634,7 +640,7 @@ vl_status vl_step_time(const struct vl_arch *a, const struct vl_job *j, const st
   struct micro m;
   micro_batch(&c, &inv, &m);
   struct seg *fw[] = {&m.ef, &m.lf, &m.hf}, *bw[] = {&m.hb, &m.lb, &m.eb};
-  for (int i = 0; i < 3; i++) seg_host(fw[i], VL_KT_HOST_FWD), seg_host(bw[i], VL_KT_HOST_BWD);
+  for (int i = 0; i < 3; i++) seg_host(fw[i], VL_KT_HOST_OP), seg_host(bw[i], VL_KT_HOST_OP);
   double acc = (double)j->grad_accum;
   bool ckpt = j->checkpointing == VL_CKPT_FULL, approx = false;
   for (int i = 0; i < 3; i++) {

@@ -1,0 +1,26 @@
+#!/usr/bin/env python3
+"""Host seconds per op the step-time model enumerates: the tiny models'
+measured steps (bench/time/host.sh: no kernel long enough to hide the
+host) over the ops `vramledger estimate` counts for them (time.eager_ops);
+the median over the runs.
+
+  python3 bench/time/host_fit.py VRAMLEDGER HOST.json"""
+import json, statistics, subprocess, sys
+
+exe, path = sys.argv[1], sys.argv[2]
+ratios = []
+for r in json.load(open(path))["runs"]:
+    m = (r.get("measured") or {}).get("step_median_s")
+    if not m:
+        continue
+    f = ["--model", r["model"], "--batch", str(r["batch"]), "--seq", str(r["seq"]), "--precision", r["precision"],
+         "--optimizer", r["optimizer"], "--attention", r["attention"], "--checkpointing", r["checkpointing"]]
+    if r.get("lora"):
+        f += ["--lora-rank", str(r["lora"])]
+    d = json.loads(subprocess.run([exe, "estimate", *f, "--gpu", "h100-80gb", "--format", "json"],
+                                  capture_output=True, text=True, check=True).stdout)
+    ops = d["time"]["eager_ops"]
+    ratios.append(m / ops)
+    print("%-34s %.4f s %6d ops %.2f us/op" % (r["name"], m, ops, 1e6 * m / ops))
+print("median %.3g s an op over %d runs (min %.3g, max %.3g)" % (statistics.median(ratios), len(ratios),
+      min(ratios), max(ratios)))
