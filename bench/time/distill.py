@@ -2,10 +2,12 @@
 """Write lib/model/kernel_tables.h from the cards' kernel measurements
 (bench/time/kernels.py output, kept in data/reference/<stack>/kernels.json).
 
-  python3 bench/time/distill.py HOST_OP_S CARD=KERNELS.json... > lib/model/kernel_tables.h
+  python3 bench/time/distill.py HOST_OP_S HOST_STEP_S CARD=KERNELS.json[+ATTENTION.json]... \
+      > lib/model/kernel_tables.h
 
-CARD is the catalog name (data/gpus.json) the figures stand for. HOST_OP_S:
-host seconds per op the step-time model enumerates (bench/time/host_fit.py).
+CARD is the catalog name (data/gpus.json) the figures stand for. HOST_OP_S
+and HOST_STEP_S: host seconds per op the step-time model enumerates and per
+step (bench/time/host_fit.py).
 GEMM throughput (FLOP/s) on the measured 5 x 5 x 5 grid of M, N, K for
 bf16 and fp32 in the three layouts of a linear; grid points not measured
 (fp32 past 3 TFLOP a call) take the throughput of the next smaller M.
@@ -16,8 +18,30 @@ Optimizers: seconds an element and a tensor, solved from the two measured
 parameter lists."""
 import json, sys
 
-host_op = float(sys.argv[1])
-cards = [a.split("=", 1) for a in sys.argv[2:]]
+host_op, host_step = float(sys.argv[1]), float(sys.argv[2])
+cards = [a.split("=", 1) for a in sys.argv[3:]]
+
+
+def attention_rows(path):
+    """the card's SDPA rows; CARD=KERNELS.json+ATTENTION.json adds a later
+    attention run (its rows replace the first's of the same kernel)"""
+    files = path.split("+")
+    rows = json.load(open(files[0]))["attention"]
+    for f in files[1:]:
+        more = json.load(open(f))["attention"]
+        kinds = {r["kernel"] for r in more}
+        rows = [r for r in rows if r["kernel"] not in kinds] + more
+    return rows
+
+
+def key(r):
+    return (r["dtype"], r["b"], r["h"], r["s"], r["d"], r["causal"])
+
+
+# SDPA's default choice measured on the first card only: on the others it
+# is their own flash (16-bit) or efficient (fp32) time scaled by the first
+# card's default / forced ratio at the same shape
+first = {(r["kernel"],) + key(r): r for r in attention_rows(cards[0][1]) if "error" not in r}
 G = [128, 512, 2048, 8192, 32768]
 NK = [64, 256, 1024, 4096, 16384]
 out = []
@@ -43,13 +67,20 @@ w("  size_t n_opt;")
 w("};")
 w("/* host seconds an enumerated op costs (tiny models: bench/time/host_fit.py) */")
 w("#define VL_KT_HOST_OP %.4g" % host_op)
+w("#define VL_KT_HOST_STEP %.4g" % host_step)
 for name, path in cards:
-    k = json.load(open(path))
     ident = name.replace("-", "_")
+    k = json.load(open(path.split("+")[0]))
+    rows = [r for r in attention_rows(path) if "error" not in r]
+    if not any(r["kernel"] == "default" for r in rows):
+        for r in list(rows):
+            base = "flash" if r["dtype"] != "fp32" else "efficient"
+            d, b = first.get(("default",) + key(r)), first.get((base,) + key(r))
+            if r["kernel"] == base and d and b:
+                rows.append(dict(r, kernel="default", fwd_s=r["fwd_s"] * d["fwd_s"] / b["fwd_s"],
+                                 fwd_bwd_s=r["fwd_bwd_s"] * d["fwd_bwd_s"] / b["fwd_bwd_s"]))
     w("static const struct vl_kt_attn vl_kt_attn_%s[] = {" % ident)
-    for r in k["attention"]:
-        if "error" in r:
-            continue
+    for r in rows:
         fl = 4.0 * r["b"] * r["h"] * r["s"] * r["s"] * r["d"] * (0.5 if r["causal"] else 1.0)
         w('  {"%s", "%s", %d, %s, %d, %d, %.4g, %.4g},' % (r["kernel"], r["dtype"], r["d"],
           "true" if r["causal"] else "false", r["s"], r["b"] * r["h"], fl / r["fwd_s"], 3.5 * fl / r["fwd_bwd_s"]))
@@ -69,6 +100,7 @@ for name, path in cards:
     w("};")
 out_cards = []
 for name, path in cards:
+    path = path.split("+")[0]
     k = json.load(open(path))
     ident = name.replace("-", "_")
     mb = {}

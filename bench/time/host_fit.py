@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Host seconds per op the step-time model enumerates: the tiny models'
-measured steps (bench/time/host.sh: no kernel long enough to hide the
-host) over the ops `vramledger estimate` counts for them (time.eager_ops);
-the median over the runs.
+"""Host seconds per op the step-time model enumerates, and per step: the
+tiny models' measured steps (bench/time/host.sh: no kernel long enough to
+hide the host) against the ops `vramledger estimate` counts for them
+(time.eager_ops), a line through them by Theil-Sen (the median of the
+pairwise slopes; robust to the odd model whose Python costs more).
 
   python3 bench/time/host_fit.py VRAMLEDGER HOST.json"""
 import json, statistics, subprocess, sys
 
 exe, path = sys.argv[1], sys.argv[2]
-ratios = []
+ratios, xs, ys = [], [], []
 for r in json.load(open(path))["runs"]:
     m = (r.get("measured") or {}).get("step_median_s")
     if not m:
@@ -21,6 +22,13 @@ for r in json.load(open(path))["runs"]:
                                   capture_output=True, text=True, check=True).stdout)
     ops = d["time"]["eager_ops"]
     ratios.append(m / ops)
+    xs.append(ops)
+    ys.append(m)
     print("%-34s %.4f s %6d ops %.2f us/op" % (r["name"], m, ops, 1e6 * m / ops))
 print("median %.3g s an op over %d runs (min %.3g, max %.3g)" % (statistics.median(ratios), len(ratios),
       min(ratios), max(ratios)))
+n = len(xs)
+slope = statistics.median([(ys[j] - ys[i]) / (xs[j] - xs[i]) for i in range(n) for j in range(i + 1, n)
+                           if xs[j] != xs[i]])
+step = statistics.median([y - slope * x for x, y in zip(xs, ys)])
+print("Theil-Sen: %.4g s an op, %.4g s a step" % (slope, step))

@@ -156,6 +156,12 @@ static void dropout(struct ctx *c, struct seg *f, struct seg *b, double p, doubl
   if (p > 0) mem2(c, f, b, EW, n * (2 * bytes + 1), count);
 }
 
+static bool has_kernel(const struct vl_kt_card *k, const char *kern) {
+  for (size_t i = 0; i < k->n_attn; i++)
+    if (!strcmp(k->attn[i].kernel, kern)) return true;
+  return false;
+}
+
 /* the attention kernel of one layer: q_len x kv_len per head, a query
  * heads of dqk (dv for values), batch bs. SDPA picks flash for 16-bit
  * inputs with head size <= 256 and no bias; memory-efficient otherwise
@@ -175,7 +181,10 @@ static void attn_kernel(struct ctx *c, struct seg *f, struct seg *b, double bs, 
   bool math32 = !eager && a->family == VL_FAM_FALCON && a->kv_heads && a->kv_heads < a->heads;
   if (!eager && !math32) {
     bool half = !c->fp32;
-    const char *kern = half && dqk <= 256 ? "flash" : "efficient";
+    /* the kernel SDPA picks by default, as measured; flash (16-bit) and
+     * memory-efficient (fp32) where a card has no such rows */
+    const char *kern = "default";
+    if (!has_kernel(c->k, kern)) kern = half && dqk <= 256 ? "flash" : "efficient";
     const char *dt = half ? "bf16" : "fp32";
     double d = dqk <= 96 ? 64 : 128, span = kv_len;
     if (window > 0 && window < kv_len) span = window;
@@ -655,7 +664,9 @@ vl_status vl_step_time(const struct vl_arch *a, const struct vl_job *j, const st
   }
   double elems, tensors;
   trainable(&c, &inv, &elems, &tensors);
-  t->optimizer_s = optimizer_s(&c, elems, tensors, &approx);
+  /* the optimizer's step, and the host's fixed cost of a step (zero_grad,
+   * the loop, the model's own Python: bench/time/host_fit.py) */
+  t->optimizer_s = optimizer_s(&c, elems, tensors, &approx) + VL_KT_HOST_STEP;
   t->kind_s[VL_TK_OPTIMIZER] += t->optimizer_s;
   t->gpu_s += t->optimizer_s;
   t->step_s = t->forward_s + t->backward_s + t->recompute_s + t->optimizer_s;
