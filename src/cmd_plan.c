@@ -192,6 +192,7 @@ int cmd_plan(int argc, const char **argv) {
     vl_catalog_release(&cat);
     return rc;
   }
+  q.mfu_given = val[8] != NULL || val[12] != NULL; /* else each step is priced */
   struct vl_overheads ov;
   vl_overheads_default(&ov);
   struct vl_plan_result r;

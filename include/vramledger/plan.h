@@ -21,7 +21,9 @@ struct vl_plan_query {
   unsigned gpus_per_node;  /* 8: beyond it, gradients cross the network */
   double inter_node_gb_s;  /* per GPU, per direction; default 50 (400 Gb/s) */
   double margin;           /* fraction of each card kept free */
-  double mfu;              /* model FLOPs utilisation; default 0.40 */
+  double mfu;              /* model FLOPs utilisation, used only with mfu_given */
+  bool mfu_given;          /* time compute as 6ND / (peak x mfu) (--mfu, --run); else the
+                            * step is priced kernel by kernel (vl_step_time) */
   double overlap;          /* data-parallel traffic hidden, as a fraction of the last
                             * micro-batch's backward time; 1.0 */
   double offload_slowdown; /* a step with the optimizer offloaded to the CPU takes this many

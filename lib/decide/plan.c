@@ -19,6 +19,7 @@
 #include "../model/pytorch_constants.h"
 #include "vramledger/alloc.h"
 #include "vramledger/plan.h"
+#include "vramledger/steptime.h"
 
 void vl_plan_query_init(struct vl_plan_query *q) {
   memset(q, 0, sizeof *q);
@@ -82,16 +83,29 @@ static int dims(const struct vl_plan_candidate *c) {
   return (c->tp > 1) + (c->pp > 1) + (c->dp > 1);
 }
 
+/* a value's 1 % bin: net values (negative costs) whose ratio is within 1 %
+ * share one */
+static long value_bin(double v) {
+  if (v == 0) return 0;
+  double b = floor(log(fabs(v)) / log(1.01));
+  return v > 0 ? (long)b + (1L << 40) : -(long)b - (1L << 40);
+}
+
 /* Best first: meets the deadline and budget, then the least cost (or cost +
- * time x value; values equal within the grid quantise() puts them on are
- * a tie), then the simpler plan: fewer GPUs, fewer parallel dimensions, a
- * lower ZeRO stage, states on the GPU, a 16-bit base, no recomputation,
- * the smaller micro-batch; then the faster. */
+ * time x value) within 1 %, then the faster, then the exact value, then the
+ * simpler plan: fewer GPUs, fewer parallel dimensions, a lower ZeRO stage,
+ * states on the GPU, a 16-bit base, no recomputation, the smaller
+ * micro-batch. */
 static int by_rank(const void *x, const void *y) {
   const struct vl_plan_candidate *a = x, *b = y;
   double ka = a->net_value_usd, kb = b->net_value_usd; /* higher is better */
   bool oa = a->meets_deadline && a->within_budget, ob = b->meets_deadline && b->within_budget;
   if (oa != ob) return oa ? -1 : 1;
+  /* values within 1 % are one value: the faster plan wins among them (a
+   * budget owner pays the same for the hours saved) */
+  long ba = value_bin(ka), bb = value_bin(kb);
+  if (ba != bb) return ba > bb ? -1 : 1;
+  if (a->hours != b->hours) return a->hours < b->hours ? -1 : 1;
   if (ka != kb) return ka > kb ? -1 : 1;
 #define SIMPLER(e)                                                                                 \
   if ((e(a)) != (e(b))) return (e(a)) < (e(b)) ? -1 : 1
@@ -174,7 +188,15 @@ struct bill_memo {
   uint64_t budget, host, trainable;
 };
 
+/* the priced step of a job on a card (vl_step_time), kept */
+struct time_memo {
+  uint64_t h1, h2; /* h1 == 0: empty */
+  bool ok;
+  double step_s, backward_s;
+};
+
 struct search {
+  struct time_memo *tmemo; /* NULL: every step priced */
   const struct vl_plan_query *q;
   const struct vl_overheads *ov;
   const struct vl_inventory *inv;
@@ -272,15 +294,46 @@ static double pp_comm_s(const struct vl_arch *a, const struct vl_job *j, double 
  * bucket by bucket while backward goes on (PyTorch DDP's reducer; DeepSpeed
  * overlap_comm); under accumulation only the last micro-batch's backward
  * synchronises (DDP no_sync), so that backward is what hides it. */
-static void step_time(const struct search *S, const struct vl_gpu *g, unsigned count,
+/* one GPU's step priced kernel by kernel (lib/decide/steptime.c), memoised
+ * by job and card: false when it cannot be priced */
+static bool priced(struct search *S, const struct vl_gpu *g, const struct vl_job *j, double *step,
+                   double *backward) {
+  uint64_t h1 = 0x9e3779b97f4a7c15ull, h2 = 0xc2b2ae3d27d4eb4full, k1, k2;
+  vl__hash2(j, sizeof *j, &h1, &h2);
+  vl__hash2(&g, sizeof g, &h1, &h2);
+  vl__memo_keys(h1, h2, &k1, &k2);
+  struct time_memo one = {0}, *m = &one;
+  if (S->tmemo) {
+    size_t i = vl__memo_probe(S->tmemo, sizeof *S->tmemo, PLAN_MEMO_SLOTS, k1, k2, 16);
+    if (i != SIZE_MAX) m = &S->tmemo[i];
+  }
+  if (!m->h1) {
+    struct vl_step_time t;
+    m->ok = vl_step_time(S->q->arch, j, g, &t, NULL) == VL_OK;
+    m->step_s = t.step_s;
+    m->backward_s = t.backward_s + t.recompute_s;
+    if (m != &one) m->h1 = k1, m->h2 = k2;
+  }
+  *step = m->step_s, *backward = m->backward_s;
+  return m->ok;
+}
+
+static void step_time(struct search *S, const struct vl_gpu *g, unsigned count,
                       const struct vl_job *j, uint64_t trainable, struct vl_plan_candidate *c) {
   const struct vl_plan_query *q = S->q;
   double f = flops_factor(j);
-  double compute =
-      f * S->P * S->tokens_per_step / ((double)count * peak_tflops(g, j) * 1e12 * q->mfu);
-  /* backward of one micro-batch: all but the forward's 2N of fN a token
-   * (recomputation runs inside backward) */
-  double last_backward = compute / (double)j->grad_accum * (f - 2.0) / f;
+  double compute, last_backward, step, backward;
+  if (!q->mfu_given && priced(S, g, j, &step, &backward)) {
+    /* the per-GPU step: its micro-batches, its share of the layers and of
+     * each matmul (tp), the optimizer */
+    compute = step;
+    last_backward = backward / (double)j->grad_accum;
+  } else {
+    compute = f * S->P * S->tokens_per_step / ((double)count * peak_tflops(g, j) * 1e12 * q->mfu);
+    /* backward of one micro-batch: all but the forward's 2N of fN a token
+     * (recomputation runs inside backward) */
+    last_backward = compute / (double)j->grad_accum * (f - 2.0) / f;
+  }
   /* a pipeline idles (pp-1) of its (m + pp-1) slots, m micro-batches a step
    * (1F1B; Narayanan et al. 2021, the bubble) */
   if (j->pp > 1) compute *= (double)(j->grad_accum + j->pp - 1) / (double)j->grad_accum;
@@ -567,6 +620,7 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
   r->c = vl_malloc(S.cap * sizeof *r->c);
   S.bill = vl_malloc(sizeof *S.bill);
   S.memo = vl_calloc(PLAN_MEMO_SLOTS, sizeof *S.memo); /* NULL: every candidate estimated */
+  S.tmemo = vl_calloc(PLAN_MEMO_SLOTS, sizeof *S.tmemo); /* NULL: every step priced */
   struct variant var[8];
   int n_var = variants(&q->base, var);
   vl_status st = r->c && S.bill ? VL_OK : VL_ENOMEM;
@@ -602,6 +656,7 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
   }
   struct vl_bill *bill = S.bill;
   vl_free(S.memo);
+  vl_free(S.tmemo);
   if (st != VL_OK) {
     vl_free(bill);
     vl_plan_release(r);
@@ -621,9 +676,8 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
     r->c[i].net_value_usd = quantise(r->c[i].net_value_usd, 1e-9 * big_usd);
     r->c[i].hours = quantise(r->c[i].hours, 1e-9 * big_h);
   }
-  /* the front: a plan is on it when no plan is both faster and cheaper (so
-   * the cheapest, the best by cost, always is; plans of equal cost are all
-   * on it, their times to choose from) */
+  /* the front: a plan is on it when no other is at least as fast and as
+   * cheap and better in one (non-dominated; of plans equal in both, all) */
   qsort(r->c, r->n, sizeof *r->c, by_time);
   double cheapest_faster = INFINITY;
   for (size_t i = 0; i < r->n;) {
@@ -631,10 +685,9 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
     while (k < r->n && r->c[k].hours == r->c[i].hours)
       k++;
     double cheapest_here = INFINITY;
-    for (size_t t = i; t < k; t++) {
-      r->c[t].pareto = r->c[t].cost_usd <= cheapest_faster;
-      cheapest_here = fmin(cheapest_here, r->c[t].cost_usd);
-    }
+    for (size_t t = i; t < k; t++) cheapest_here = fmin(cheapest_here, r->c[t].cost_usd);
+    for (size_t t = i; t < k; t++)
+      r->c[t].pareto = r->c[t].cost_usd < cheapest_faster && r->c[t].cost_usd == cheapest_here;
     cheapest_faster = fmin(cheapest_faster, cheapest_here);
     i = k;
   }

@@ -161,7 +161,9 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
     json_object_set_new(root, "tokens", json_integer((json_int_t)q->tokens));
     json_object_set_new(root, "seq", json_integer((json_int_t)q->base.seq));
     json_object_set_new(root, "global_batch", json_integer((json_int_t)q->global_batch));
-    json_object_set_new(root, "mfu", json_real(q->mfu));
+    json_object_set_new(root, "mfu", q->mfu_given ? json_real(q->mfu) : json_null());
+    json_object_set_new(root, "time_model",
+                        json_string(q->mfu_given ? "6ND at the given MFU" : "kernels priced"));
     json_object_set_new(root, "dp_efficiency",
                         q->dp_efficiency > 0 ? json_real(q->dp_efficiency) : json_null());
     json_object_set_new(root, "steps", json_integer((json_int_t)r->steps));
@@ -201,10 +203,14 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
     return rc == 0 && !ferror(o) ? 0 : -1;
   }
   bool md = fmt == VL_FMT_MD;
-  fprintf(o, "%s%s: %.3g tokens, seq %llu, global batch %llu -> %llu steps, %.3g FLOPs, MFU %.2f",
+  fprintf(o, "%s%s: %.3g tokens, seq %llu, global batch %llu -> %llu steps, %.3g FLOPs, ",
           md ? "## Plan: " : "plan: ", v->model_name, (double)q->tokens,
           (unsigned long long)q->base.seq, (unsigned long long)q->global_batch,
-          (unsigned long long)r->steps, r->flops, q->mfu);
+          (unsigned long long)r->steps, r->flops);
+  if (q->mfu_given)
+    fprintf(o, "MFU %.2f", q->mfu);
+  else
+    fprintf(o, "steps priced kernel by kernel");
   if (q->dp_efficiency > 0) fprintf(o, ", data-parallel scaling %.2f (measured)", q->dp_efficiency);
   fputc('\n', o);
   fprintf(o, "%s%zu configurations estimated, %zu fit with %.0f %% kept free; prices of %s\n\n",
@@ -290,11 +296,16 @@ int vl_render_plan_html(FILE *o, const struct vl_plan_view *v) {
   while (fl >= 1000 && k < 8)
     fl /= 1000, k++;
   snprintf(flops, sizeof flops, "%.1f %sFLOP", fl, prefix[k]);
+  char tm[48];
+  if (q->mfu_given)
+    snprintf(tm, sizeof tm, "MFU %.2f", q->mfu);
+  else
+    snprintf(tm, sizeof tm, "steps priced kernel by kernel");
   fprintf(o,
-          "</h1>\n<p>%s tokens, seq %llu, global batch %llu: %llu steps, %s, MFU "
-          "%.2f. %zu configurations estimated, %zu fit with %.0f %% kept free; prices of ",
+          "</h1>\n<p>%s tokens, seq %llu, global batch %llu: %llu steps, %s, %s. %zu "
+          "configurations estimated, %zu fit with %.0f %% kept free; prices of ",
           tokens, (unsigned long long)q->base.seq, (unsigned long long)q->global_batch,
-          (unsigned long long)r->steps, flops, q->mfu, r->evaluated, r->n, 100 * q->margin);
+          (unsigned long long)r->steps, flops, tm, r->evaluated, r->n, 100 * q->margin);
   vl__html_text(o, v->prices_date && *v->prices_date ? v->prices_date : "the catalog");
   fputs(".</p>\n", o);
   if (r->n) {
