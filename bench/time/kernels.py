@@ -62,7 +62,7 @@ def gemms():
                     row["dgrad_s"] = timed(lambda: g @ w)             # g @ W:   M x K, inner N
                     row["wgrad_s"] = timed(lambda: g.t() @ x)         # g^T @ x: N x K, inner M
                     out.append(row)
-                    del x, w, g
+                    pass
     return out
 
 
@@ -82,7 +82,7 @@ def memory_bound():
         out.append({"kernel": "layer_norm_bf16", "bytes_moved": 2 * x.numel() * 2, "s": t})
         t = timed(lambda: torch.softmax(x, -1))
         out.append({"kernel": "softmax_bf16", "bytes_moved": 2 * x.numel() * 2, "s": t})
-        del a, b, x
+        pass
     return out
 
 
@@ -152,7 +152,7 @@ def attention():
                         continue
                     out.append({"kernel": name, "dtype": dt, "b": b, "h": h, "s": s, "d": d,
                                 "causal": causal, "fwd_s": fw, "fwd_bwd_s": fb})
-                    del q, k, v, o, go
+                    pass
     return out
 
 

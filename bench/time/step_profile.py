@@ -56,7 +56,7 @@ for line in open(sys.argv[1]):
         ops.sort(key=lambda x: -x[3])
         rec["aten_top"] = ops[:25]
         rec["aten_calls"] = sum(e.count for e in ka if e.key.startswith("aten::"))
-        del m, o
+        m = o = None
     except Exception as ex:
         rec["error"] = repr(ex)[:300]
     torch.cuda.empty_cache()

@@ -6,6 +6,7 @@
 #include "testutil.h"
 #include "vramledger/catalog.h"
 #include "vramledger/plan.h"
+#include "vramledger/steptime.h"
 
 static struct vl_catalog cat;
 
@@ -45,6 +46,7 @@ static void fixture_init(struct fixture *f, const char *config, enum vl_precisio
   f->q.gpus = vl_catalog_find(&cat, gpu);
   f->q.n_gpus = 1;
   f->q.max_gpus = max_gpus;
+  f->q.mfu_given = true; /* the tests of the 6ND rule at an MFU; priced_steps: the default */
   vl_overheads_default(&f->ov);
   f->err = (struct vl_err){""};
 }
@@ -188,17 +190,19 @@ static void qlora_beside_lora(void **state) {
 }
 
 /* Equal costs (GPT-2's gradients hide behind compute at every count) go to
- * the simpler plan, and the best is on its own time/cost front; the FLOPs
- * header follows the best's job (4N a token with LoRA, as its time). */
-static void ties_to_simpler(void **state) {
+ * the faster plan (a budget owner pays the same for the hours saved), and
+ * the best is on its own time/cost front; the FLOPs header follows the
+ * best's job (4N a token with LoRA, as its time). */
+static void ties_to_faster(void **state) {
   (void)state;
   struct fixture f;
   fixture_init(&f, "data/models/gpt2.json", VL_PREC_BF16, 1024, 1000000000, 64, "h200", 8);
   struct vl_plan_result r;
   assert_int_equal(vl_plan_search(&f.q, &f.ov, &r, &f.err), VL_OK);
   assert_true(r.n > 1);
-  assert_int_equal(r.c[0].count, 1);
-  assert_int_equal(r.c[0].tp, 1);
+  assert_int_equal(r.c[0].count, 8);
+  for (size_t i = 1; i < r.n; i++)
+    if (r.c[i].cost_usd <= r.c[0].cost_usd * 1.001) assert_true(r.c[i].hours >= r.c[0].hours);
   assert_true(r.c[0].pareto);
   double full = r.flops;
   vl_plan_release(&r);
@@ -290,11 +294,41 @@ static void dp_exposed_beyond_backward(void **state) {
   vl_plan_release(&r);
 }
 
+/* Without an MFU, each candidate's compute is its job's step priced kernel
+ * by kernel (vl_step_time), and among plans whose cost is within 1 % of
+ * the best's the best is the fastest. */
+static void priced_steps(void **state) {
+  (void)state;
+  struct fixture f;
+  fixture_init(&f, "data/models/qwen2-0.5b.json", VL_PREC_BF16, 1024, 100000000, 32, "h100-80gb", 8);
+  f.q.mfu_given = false;
+  f.q.base.optimizer = VL_OPT_ADAMW;
+  struct vl_plan_result r;
+  assert_int_equal(vl_plan_search(&f.q, &f.ov, &r, &f.err), VL_OK);
+  assert_true(r.n > 0);
+  int singles = 0;
+  for (size_t i = 0; i < r.n; i++) {
+    const struct vl_plan_candidate *c = &r.c[i];
+    if (c->count != 1 || c->offload != VL_OFFLOAD_NONE) continue;
+    struct vl_job j;
+    vl_plan_candidate_job(&f.q, c, &j);
+    struct vl_step_time t;
+    assert_int_equal(vl_step_time(&f.arch, &j, c->gpu, &t, NULL), VL_OK);
+    assert_true(fabs(c->compute_s - t.step_s) <= 1e-12 * t.step_s);
+    singles++;
+  }
+  assert_true(singles > 0);
+  const struct vl_plan_candidate *best = &r.c[0];
+  for (size_t i = 1; i < r.n; i++)
+    if (r.c[i].cost_usd <= best->cost_usd * 1.001) assert_true(r.c[i].hours >= best->hours);
+  vl_plan_release(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(llama2_gpu_hours),          cmocka_unit_test(more_gpus_cost_communication),
       cmocka_unit_test(qlora_beside_lora),         cmocka_unit_test(published_cost_table),
-      cmocka_unit_test(ties_to_simpler),           cmocka_unit_test(tp_pays_its_allreduces),
-      cmocka_unit_test(dp_exposed_beyond_backward)};
+      cmocka_unit_test(ties_to_faster),           cmocka_unit_test(tp_pays_its_allreduces),
+      cmocka_unit_test(dp_exposed_beyond_backward), cmocka_unit_test(priced_steps)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
