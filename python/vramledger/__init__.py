@@ -36,10 +36,13 @@ def mark(name):
     if _mark:
         _mark(str(name).encode()[:63])
         return
-    # no interposer (run --no-preload): the probe writes the stamp itself
+    # no interposer (run --no-preload, or a probe attached outside run by
+    # attach(record=) or a callback's record=): the probe writes the stamp
     import os
+    import sys
     import time
-    if os.environ.get("VRAMLEDGER_RECORD"):
+    probe = sys.modules.get(__name__ + ".probe")
+    if os.environ.get("VRAMLEDGER_RECORD") or (probe is not None and probe._state is not None):
         try:
             from . import probe
             probe.write({"type": "mark", "t_ns": time.monotonic_ns(), "pid": os.getpid(),

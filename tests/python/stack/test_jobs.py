@@ -1,0 +1,53 @@
+"""A user's own job traced on meta tensors, on the stack CI installs: a plain
+nn.TransformerEncoder LM, a conv net with BatchNorm, LoRA through peft,
+gradient checkpointing, generate() and accelerate's loop
+(tests/python/stack/jobs.py). `vramledger trace` must run each through
+(complete, exit 0), its peak must hold at least the job's own model states,
+and the meta trace must be the CPU trace of the same job (docs/cmd/trace.md:
+a meta dry run stands for the device run), peak allocated within 1 %.
+accelerate's Accelerator places the model itself: traced on the CPU only.
+
+usage: test_jobs.py KIND   ($VRAMLEDGER_BIN, $VRAMLEDGER_PYTHON)"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def trace(kind, device, tmp):
+    out = os.path.join(tmp, "%s-%s.json" % (kind, device))
+    run = os.path.join(tmp, "run-" + device)
+    p = subprocess.run([os.environ["VRAMLEDGER_BIN"], "trace", "--out", run, "--format", "json", "--",
+                        os.environ["VRAMLEDGER_PYTHON"], os.path.join(HERE, "jobs.py"), kind, device, out],
+                       capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        sys.exit("%s on %s: trace exited %d:\n%s%s" % (kind, device, p.returncode, p.stdout[-1500:],
+                                                       p.stderr[-2500:]))
+    text = p.stdout[p.stdout.index("{\n"):]
+    t = json.loads(text)
+    assert t["complete"] and t["job_exit_status"] == 0, (kind, device, t["caveats"])
+    job = json.load(open(out))
+    peak = t["replays"][0]["peak_allocated_bytes"]
+    assert peak >= job["floor_bytes"], "%s on %s: peak %d under the model states' %d" % (
+        kind, device, peak, job["floor_bytes"])
+    print("%s on %s: peak allocated %d B (model states at least %d B), caveats %s"
+          % (kind, device, peak, job["floor_bytes"], t["caveats"]))
+    return peak
+
+
+def main():
+    kind = sys.argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        cpu = trace(kind, "cpu", tmp)
+        if kind == "accelerate":
+            return
+        meta = trace(kind, "meta", tmp)
+        if abs(meta / cpu - 1) > 0.01:
+            sys.exit("%s: meta peak %d B, CPU peak %d B: %+.2f %%" % (kind, meta, cpu, 100 * (meta / cpu - 1)))
+
+
+if __name__ == "__main__":
+    main()

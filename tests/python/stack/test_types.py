@@ -1,0 +1,58 @@
+"""The dry run of one described model type against the formula, on the
+Python stack CI installs (tests/python/stack/requirements.txt: PyTorch's
+CPU build, transformers, peft): `vramledger estimate --dry-run` builds the
+bundled config's transformers class on meta tensors, runs a training step
+and replays it; its peak allocated must agree with the formula's within the
+tolerance docs/model.md claims (2 %: the formula's peak is an op-by-op
+replay of the same loop). The types whose formula is known to miss carry
+the gap measured here and why; a change of more than 2 points either way
+fails too, so a transformers release that changes what a model allocates
+is seen the day CI installs it.
+
+usage: test_types.py MODEL   ($VRAMLEDGER_BIN, $VRAMLEDGER_PYTHON set by ctest)"""
+import json
+import os
+import subprocess
+import sys
+
+# settings a type needs: DeBERTa-v2 has no SDPA in transformers; ViT's
+# position table fixes the image side (--seq for vision models)
+ARGS = {"deberta-v3-base": ["--attention", "eager"], "vit-base-patch16-224": ["--seq", "224"],
+        "resnet-50": ["--seq", "224"]}
+# known gaps of the formula against the dry run (percent of the dry run's
+# peak allocated), each within 2 points
+KNOWN = {
+    # ResNet: the formula does not yet follow the image side (docs/model.md, vision)
+    "resnet-50": -17.4,
+    # DeBERTa-v2: the disentangled attention's position terms, read as two more score tensors
+    "deberta-v3-base": 5.9,
+    # T5: marked approximate (decoder read as an encoder of its depth)
+    "t5-base": -5.0,
+}
+TOLERANCE = 2.0
+
+
+def main():
+    model = sys.argv[1]
+    exe = os.environ["VRAMLEDGER_BIN"]
+    args = ["--batch", "2", "--seq", "128", "--precision", "bf16"] + ARGS.get(model, [])
+    p = subprocess.run([exe, "estimate", "--model", model, *args, "--dry-run", "--format", "json"],
+                       capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        sys.exit("%s: estimate --dry-run exited %d:\n%s" % (model, p.returncode, p.stderr[-2000:]))
+    d = json.loads(p.stdout)
+    dr = d["dry_run"]
+    assert dr["complete"], "%s: the dry run did not complete" % model
+    assert dr["device"] == "meta", "%s: ran on %s, not meta" % (model, dr["device"])
+    assert dr["peak_allocated_bytes"] > 0
+    gap = dr["formula_vs_dry_run_pct"]["peak_allocated"]
+    want = KNOWN.get(model, 0.0)
+    print("%s: formula vs dry run %+.2f %% of peak allocated (expected %+.1f +- %.0f)"
+          % (model, gap, want, TOLERANCE))
+    if abs(gap - want) > TOLERANCE:
+        sys.exit("%s: the formula is %+.2f %% from the dry run, expected %+.1f within %.0f points"
+                 % (model, gap, want, TOLERANCE))
+
+
+if __name__ == "__main__":
+    main()
