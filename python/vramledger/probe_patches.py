@@ -52,9 +52,13 @@ def _install_optimizer(torch, probe):
             return None
         try:
             closure = kwargs.get("closure") if kwargs else None
-            positional = closure is None and len(args) > 0 and callable(args[0])
+            # torch >= 2.0's hooks get step's args with the optimizer first
+            # (torch/optim/optimizer.py profile_hook_step); the wrapper below
+            # hands them without it
+            head = 1 if args and args[0] is opt else 0
+            positional = closure is None and len(args) > head and callable(args[head])
             if positional:
-                closure = args[0]
+                closure = args[head]
             if closure is None:
                 probe.before_step(opt)
                 return None
@@ -65,7 +69,7 @@ def _install_optimizer(torch, probe):
                 _guarded(probe, "optimizer closure", probe.after_closure)
                 return r
             if positional:
-                return (closure_then_step,) + tuple(args[1:]), kwargs
+                return tuple(args[:head]) + (closure_then_step,) + tuple(args[head + 1:]), kwargs
             kw = dict(kwargs)
             kw["closure"] = closure_then_step
             return args, kw

@@ -94,7 +94,9 @@ class Cpu(Work):
         self.assertGreaterEqual(d.peak_allocated_bytes, need)
         self.assertLess(d.peak_allocated_bytes, need + (1 << 20))  # nothing absurd for 12 KB
         self.assertGreaterEqual(d.peak_reserved_bytes, d.peak_allocated_bytes)
-        self.assertIn(d.peak_mark, ("step 1", "step 2"))  # the steps are marked
+        # the steps are marked (torch 2.13: the peak is the first step's
+        # optimizer, making Adam's states beside its temporaries)
+        self.assertIn(d.peak_mark, ("step 0", "step 1", "step 2"))
         self.assertRegex(d.peak_at, r"^test_dryrun\.py:\d+$")  # a line of this file
         marks = [l for l in lines(t) if l.startswith("m ")]
         self.assertEqual(marks, ["m step 0", "m step 1", "m step 2"])
