@@ -1,15 +1,20 @@
 #!/bin/sh
-# The whole test suite, as CI runs it: warnings as errors, every ctest test,
-# a Release build as a user makes it (built only), then every test again
-# under AddressSanitizer + UndefinedBehaviorSanitizer, and the formatting
-# check.
+# The whole test suite, as CI runs it: warnings as errors, every ctest test
+# (the Python ones on Debian's torch 1.13 and on the stack of
+# tests/python/stack/requirements.txt, built once by scripts/pyenv.sh and
+# cached), a Release build as a user makes it (built only), then every test
+# but the stack's again under AddressSanitizer + UndefinedBehaviorSanitizer,
+# and the formatting check.
 set -eu
 cd "$(dirname "$0")"
 scripts/deps.sh
 jobs=$(nproc)
+echo "== the Python stack (tests/python/stack/requirements.txt)"
+stack=$(scripts/pyenv.sh)
+echo "$stack"
 
 echo "== build (-Werror) and test"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVL_WERROR=ON >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVL_WERROR=ON -DVL_STACK_PYTHON="$stack" >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
@@ -21,7 +26,7 @@ echo "== ASan + UBSan build and test"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DVL_WERROR=ON -DVL_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs"
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE stack
 
 echo "== clang-format"
 files=$(git ls-files '*.c' '*.h' 2>/dev/null || find lib src include tests -name '*.[ch]')
