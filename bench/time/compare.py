@@ -6,7 +6,9 @@ files (step_median_s where the run timed several steps, else step_s).
   python3 bench/time/compare.py VRAMLEDGER CARD RESULTS.json... [--md]
 
 Prints one row a run and the summary (median and worst |error|, how many
-within 10 % and 25 %)."""
+within 10 % and 25 %), and the same for the constant-MFU rule the planner
+used before (6ND, 4ND with LoRA, +2ND recomputed, over the card's dense
+16-bit peak x 0.40) beside it."""
 import json, os, statistics, subprocess, sys
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
@@ -39,23 +41,38 @@ for path in files:
         p = subprocess.run([exe, "estimate", *flags(r), "--gpu", card, "--margin", "0", "--format", "json"],
                            capture_output=True, text=True)
         try:
-            est = json.loads(p.stdout)["step_seconds"]
+            d = json.loads(p.stdout)
+            est = d["step_seconds"]
         except (ValueError, KeyError):
-            rows.append((r["name"], meas, None, p.stderr.strip().splitlines()[-1:] or ["?"]))
+            rows.append((r["name"], meas, None, p.stderr.strip().splitlines()[-1:] or ["?"], None))
             continue
-        rows.append((r["name"], meas, est, None))
-errs = []
+        f = (4 if r.get("lora") else 6) + (2 if r["checkpointing"] == "full" else 0)
+        tokens = r["batch"] * r["seq"] * r.get("grad_accum", 1)
+        peak = {"h100-80gb": 989.4e12, "h200": 989.4e12}.get(card, 989.4e12)
+        mfu_s = f * d["time"]["model_flops"] / (4 if r.get("lora") else 6) / peak / 0.40
+        rows.append((r["name"], meas, est, None, mfu_s))
+errs, olds = [], []
 if md:
-    print("| run | measured s | predicted s | error |\n|---|---:|---:|---:|")
-for name, meas, est, why in rows:
+    print("| run | measured s | predicted s | error | constant MFU 0.40 s | error |\n|---|---:|---:|---:|---:|---:|")
+for name, meas, est, why, mfu_s in rows:
     if est is None:
-        print(("| %s | %.4f | - | %s |" if md else "%-48s %8.4f  -  %s") % (name, meas, why[0]))
+        print(("| %s | %.4f | - | %s | | |" if md else "%-48s %8.4f  -  %s") % (name, meas, why[0]))
         continue
-    err = est / meas - 1
+    err, old = est / meas - 1, mfu_s / meas - 1
     errs.append(abs(err))
-    print(("| %s | %.4f | %.4f | %+.1f %% |" if md else "%-48s %8.4f %8.4f %+6.1f %%") % (name, meas, est, 100 * err))
+    olds.append(abs(old))
+    print(("| %s | %.4f | %.4f | %+.1f %% | %.4f | %+.1f %% |" if md else "%-48s %8.4f %8.4f %+6.1f %% %8.4f %+6.1f %%")
+          % (name, meas, est, 100 * err, mfu_s, 100 * old))
+
+
+def summary(what, e):
+    n = len(e)
+    return ("%s: |error| median %.1f %%, worst %.1f %%; %d/%d within 10 %%, %d/%d within 25 %%"
+            % (what, 100 * statistics.median(e), 100 * max(e), sum(x <= 0.10 for x in e), n,
+               sum(x <= 0.25 for x in e), n))
+
+
 if errs:
-    n = len(errs)
-    print("\n%d runs on %s: |error| median %.1f %%, worst %.1f %%; %d/%d within 10 %%, %d/%d within 25 %%"
-          % (n, card, 100 * statistics.median(errs), 100 * max(errs), sum(e <= 0.10 for e in errs), n,
-             sum(e <= 0.25 for e in errs), n))
+    print("\n%d runs on %s" % (len(errs), card))
+    print(summary("priced kernel by kernel", errs))
+    print(summary("constant MFU 0.40", olds))

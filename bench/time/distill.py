@@ -94,8 +94,10 @@ for name, path in cards:
         det = n1 * t2 - n2 * t1
         e = (s1 * t2 - s2 * t1) / det
         c = (n1 * s2 - n2 * s1) / det
-        if e < 0 or c < 0:  # one term explains both: keep it alone
-            e, c = max(s1 / n1, s2 / n2), 0.0
+        if e < 0 or c < 0:  # one term explains both: the one that fits them better
+            pts = ((n1, t1, s1), (n2, t2, s2))
+            cands = [((s1 / n1 + s2 / n2) / 2, 0.0), (0.0, (s1 / t1 + s2 / t2) / 2)]
+            e, c = min(cands, key=lambda ec: max(abs(ec[0] * n + ec[1] * t - s) / s for n, t, s in pts))
         w('  {"%s", "%s", %.4g, %.4g},' % (o, i, e, max(c, 0.0)))
     w("};")
 out_cards = []

@@ -66,6 +66,24 @@ def gemms():
     return out
 
 
+def align():
+    """a GEMM whose inner or output dimension is not a multiple of 8
+    elements (GPT-2's vocabulary, 50257): cuBLAS cannot use its aligned
+    tensor-core kernels; each shape timed beside its aligned twin"""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    out = []
+    for dt in ("bf16", "fp32"):
+        for M, K in ((4096, 768), (8192, 1280), (16384, 1600), (2048, 1024)):
+            for N in (50257, 50256, 50304):
+                t = DT[dt]
+                x = torch.randn(M, K, device=dev, dtype=t)
+                w = torch.randn(N, K, device=dev, dtype=t)
+                g = torch.randn(M, N, device=dev, dtype=t)
+                out.append({"dtype": dt, "m": M, "n": N, "k": K, "fwd_s": timed(lambda: F.linear(x, w)),
+                            "dgrad_s": timed(lambda: g @ w), "wgrad_s": timed(lambda: g.t() @ x)})
+    return out
+
+
 def memory_bound():
     out = []
     for mb in (0.25, 1, 4, 16, 64, 256, 1024):
@@ -192,7 +210,7 @@ def main():
            "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
            "cpu": platform.processor(), "sms": torch.cuda.get_device_properties(0).multi_processor_count}
     parts = (("launch", launch), ("memory_bound", memory_bound), ("optimizers", optimizers),
-             ("attention", attention), ("gemm", gemms))
+             ("attention", attention), ("gemm", gemms), ("align", align))
     only = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")]
     for name, fn in parts:
         if only and name not in only[0].split(","):

@@ -267,10 +267,10 @@ static const struct vl_kt_attn vl_kt_attn_h200[] = {
 static const struct vl_kt_opt vl_kt_opt_h200[] = {
   {"adamw", "foreach", 1.983e-11, 7.595e-06},
   {"adamw", "fused", 7.883e-12, 1.903e-06},
-  {"adamw", "forloop", 2.896e-10, 0},
+  {"adamw", "forloop", 0, 0.0001095},
   {"sgd", "foreach", 2.462e-12, 2.499e-06},
   {"sgd-momentum", "foreach", 7.95e-12, 2.563e-06},
-  {"sgd", "forloop", 3.031e-11, 0},
+  {"sgd", "forloop", 0, 1.179e-05},
 };
 static const struct vl_kt_card vl_kt_cards[] = {
   {"h100-80gb", "NVIDIA H100 80GB HBM3", "data/reference/h100-torch-2.11/kernels.json", "2026-12-06",
