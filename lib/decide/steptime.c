@@ -38,6 +38,7 @@ struct ctx {
   bool fp32;            /* matmuls in fp32 (no autocast, fp32 weights) */
   double e, r;          /* activation and residual-stream bytes an element */
   enum vl_time_kind mem_kind; /* where memory-bound ops are booked (the loss's apart) */
+  bool biased;                /* the GEMMs being priced add a bias (an epilogue) */
 };
 
 /* a stretch of ops: device seconds by kind, host seconds, ops */
@@ -88,11 +89,21 @@ static double gemm_rate(const struct vl_kt_card *kc, bool fp32, int layout, doub
 
 /* one GEMM (m x n, inner k), `count` times; a dimension below the grid
  * costs what the grid's smallest does (launch- and latency-bound) */
+static bool off8(double x) { return fmod(x, 8.0) != 0; }
+
 static void gemm(struct ctx *c, struct seg *s, int layout, bool fp32, double m, double n, double k,
                  double count) {
   if (count <= 0 || m <= 0 || n <= 0 || k <= 0) return;
+  /* a 16-bit GEMM whose leading dimensions are not multiples of 8
+   * elements (16 bytes) cannot take cuBLAS's aligned tensor-core kernels:
+   * GPT-2's 50,257-token head runs at a sixth of its aligned twin
+   * (bench/results/step-time/align/, F.linear without a bias; with a bias
+   * the heads of BERT-like models, vocabulary 30,522, show no such loss in
+   * their measured steps, so it is not applied there) */
+  bool odd = !fp32 && !c->biased && (off8(n) || off8(k) || (layout == WGRAD && off8(m)));
   m = fmax(m, vl_kt_m[0]), n = fmax(n, vl_kt_nk[0]), k = fmax(k, vl_kt_nk[0]);
   double rate = gemm_rate(c->k, fp32, layout, m, n, k) * (fp32 ? c->s32 : c->s16);
+  if (odd && c->k->unaligned[layout] > 0) rate = fmin(rate, c->k->unaligned[layout] * c->s16);
   s->k[VL_TK_MATMUL] += count * 2.0 * m * n * k / rate;
 }
 
@@ -393,7 +404,9 @@ static void linears(struct ctx *c, const struct vl_inventory *inv, double T, str
       if (t->kind == VL_T_HEAD) m = (double)j->batch; /* the classifier sees one row an image */
     }
     struct seg *f = layer ? lf : hf, *b = layer ? lb : hb;
+    c->biased = t->kind == VL_T_HEAD ? a->head_bias || !a->causal : layer;
     linear(c, f, b, c->fp32, m, (double)t->cols, (double)t->rows / tp, n, base);
+    c->biased = false;
     if (j->lora_rank && layer && vl__lora_is_target(a, j, t->name)) {
       bool fp32 = !c->pol.autocast;
       linear(c, f, b, fp32, m, (double)t->cols, rank, n, true);
@@ -405,9 +418,12 @@ static void linears(struct ctx *c, const struct vl_inventory *inv, double T, str
       if (ab != c->e) mem2(c, f, b, CAST, out * (ab + c->e), n);
     }
   }
-  /* a tied head is the embedding's matrix (trained with it) */
+  /* a tied head is the embedding's matrix (trained with it); encoders'
+   * masked-LM decoders carry a bias (modeling_bert.py BertLMPredictionHead) */
+  c->biased = a->head_bias || !a->causal;
   if (a->tie_embeddings && a->vocab && a->family != VL_FAM_VIT && a->family != VL_FAM_RESNET)
     linear(c, hf, hb, c->fp32, T, (double)a->hidden, (double)a->vocab / tp, 1, base);
+  c->biased = false;
 }
 
 /* embeddings: the gather (and learned positions, token types), the
