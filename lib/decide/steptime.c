@@ -34,9 +34,9 @@ struct ctx {
   const struct vl_arch *a;
   const struct vl_job *j;
   struct vl__policy pol;
-  double s16, s32, sbw; /* the card against the measured one */
-  bool fp32;            /* matmuls in fp32 (no autocast, fp32 weights) */
-  double e, r;          /* activation and residual-stream bytes an element */
+  double s16, s32, sbw;       /* the card against the measured one */
+  bool fp32;                  /* matmuls in fp32 (no autocast, fp32 weights) */
+  double e, r;                /* activation and residual-stream bytes an element */
   enum vl_time_kind mem_kind; /* where memory-bound ops are booked (the loss's apart) */
   bool biased;                /* the GEMMs being priced add a bias (an epilogue) */
 };
@@ -66,7 +66,8 @@ static void bracket(const double *grid, int n, double x, int *i, double *w) {
     return;
   }
   int k = 0;
-  while (k < n - 2 && x > grid[k + 1]) k++;
+  while (k < n - 2 && x > grid[k + 1])
+    k++;
   *i = k, *w = log(x / grid[k]) / log(grid[k + 1] / grid[k]);
 }
 
@@ -147,10 +148,10 @@ static void norm(struct ctx *c, struct seg *f, struct seg *b, double rows, doubl
   if (c->a->rms_norm) {
     double in = c->r;
     if (in != 4) mem2(c, f, b, CAST, x * (in + 4), count); /* to(float32) */
-    mem2(c, f, b, EW, x * 8, count);                      /* pow(2) */
-    mem2(c, f, b, NORM, x * 4, count);                    /* mean(-1) */
-    mem(c, f, EW, rows * 8, 2 * count);                   /* + eps, rsqrt */
-    mem2(c, f, b, EW, x * 12, count);                     /* x * rsqrt */
+    mem2(c, f, b, EW, x * 8, count);                       /* pow(2) */
+    mem2(c, f, b, NORM, x * 4, count);                     /* mean(-1) */
+    mem(c, f, EW, rows * 8, 2 * count);                    /* + eps, rsqrt */
+    mem2(c, f, b, EW, x * 12, count);                      /* x * rsqrt */
     double out = c->pol.autocast ? 4 : c->r;
     if (out != 4) mem2(c, f, b, CAST, x * (4 + out), count); /* to(input dtype) */
     mem2(c, f, b, EW, x * 2 * out, count);                   /* weight * x */
@@ -210,7 +211,8 @@ static void attn_kernel(struct ctx *c, struct seg *f, struct seg *b, double bs, 
       if (strcmp(k->kernel, kern) || strcmp(k->dtype, dt) || k->d != d || k->causal != causal)
         continue;
       if (k->s <= q_len && k->s >= lo_s) lo_s = k->s, lo_f = k->fwd, lo_b = k->fwd_bwd;
-      if (k->s >= q_len && (hi_s == 0 || k->s <= hi_s)) hi_s = k->s, hi_f = k->fwd, hi_b = k->fwd_bwd;
+      if (k->s >= q_len && (hi_s == 0 || k->s <= hi_s))
+        hi_s = k->s, hi_f = k->fwd, hi_b = k->fwd_bwd;
     }
     if (lo_s == 0) lo_s = hi_s, lo_f = hi_f, lo_b = hi_b;
     if (hi_s == 0) hi_s = lo_s, hi_f = lo_f, hi_b = lo_b;
@@ -231,14 +233,14 @@ static void attn_kernel(struct ctx *c, struct seg *f, struct seg *b, double bs, 
     e = sm = 4;
   }
   struct seg ff = {0}, bb = {0};
-  gemm(c, &ff, FWD, f32, bh * q_len, kv_len, dqk, 1);  /* q k^T */
-  gemm(c, &ff, FWD, f32, bh * q_len, dv, kv_len, 1);   /* p v */
-  gemm(c, &bb, DGRAD, f32, bh * q_len, kv_len, dv, 2); /* dp, dv */
+  gemm(c, &ff, FWD, f32, bh * q_len, kv_len, dqk, 1);   /* q k^T */
+  gemm(c, &ff, FWD, f32, bh * q_len, dv, kv_len, 1);    /* p v */
+  gemm(c, &bb, DGRAD, f32, bh * q_len, kv_len, dv, 2);  /* dp, dv */
   gemm(c, &bb, DGRAD, f32, bh * q_len, dqk, kv_len, 2); /* dq, dk */
   f->k[VL_TK_ATTENTION] += count * seg_gpu(&ff), b->k[VL_TK_ATTENTION] += count * seg_gpu(&bb);
   f->ops += 3 * count, b->ops += 3 * count;
   if (a->rel_bias || causal || math32) mem2(c, f, b, EW, n * 3 * e, count); /* + mask or bias */
-  if (a->attn_softcap > 0) mem2(c, f, b, EW, n * 6 * e, 3 * count); /* / cap, tanh, * cap */
+  if (a->attn_softcap > 0) mem2(c, f, b, EW, n * 6 * e, 3 * count);         /* / cap, tanh, * cap */
   mem2(c, f, b, SOFTMAX, n * (e + sm), count);
   if (sm != e) mem2(c, f, b, CAST, n * (sm + e), count);
   dropout(c, f, b, a->attn_dropout, n, e, count);
@@ -322,16 +324,16 @@ static void moe_ops(struct ctx *c, struct seg *f, struct seg *b, double T, doubl
   const struct vl_arch *a = c->a;
   double E = (double)a->experts, k = (double)a->experts_per_token, e = c->e;
   double h = (double)a->hidden, S = T * k, w = (double)a->moe_intermediate;
-  mem2(c, f, b, SOFTMAX, T * E * 8, count);       /* router softmax (fp32) */
-  mem2(c, f, b, EW, T * E * 4, 3 * count);        /* topk, normalise, to(dtype) */
-  mem2(c, f, b, EW, S * 16, 4 * count);           /* sort, histc, cumsum, clamp */
-  views(f, b, 6 * count);                         /* reshapes, chunk, empty_like, arange */
-  mem2(c, f, b, EW, S * h * 2 * e, 2 * count);    /* gather the pairs; masked_fill */
-  mem2(c, f, b, EW, S * 2 * w * 2 * e, count);    /* masked_fill of gate_up's output */
-  mem2(c, f, b, EW, S * w * 5 * e, count);        /* act(gate) * up */
-  mem2(c, f, b, EW, S * h * 2 * e, count);        /* masked_fill of down's output */
-  mem2(c, f, b, EW, S * h * 3 * e, count);        /* * routing weight */
-  mem2(c, f, b, EW, S * h * 2 * e, 2 * count);    /* inverse permutation, gather back */
+  mem2(c, f, b, SOFTMAX, T * E * 8, count);        /* router softmax (fp32) */
+  mem2(c, f, b, EW, T * E * 4, 3 * count);         /* topk, normalise, to(dtype) */
+  mem2(c, f, b, EW, S * 16, 4 * count);            /* sort, histc, cumsum, clamp */
+  views(f, b, 6 * count);                          /* reshapes, chunk, empty_like, arange */
+  mem2(c, f, b, EW, S * h * 2 * e, 2 * count);     /* gather the pairs; masked_fill */
+  mem2(c, f, b, EW, S * 2 * w * 2 * e, count);     /* masked_fill of gate_up's output */
+  mem2(c, f, b, EW, S * w * 5 * e, count);         /* act(gate) * up */
+  mem2(c, f, b, EW, S * h * 2 * e, count);         /* masked_fill of down's output */
+  mem2(c, f, b, EW, S * h * 3 * e, count);         /* * routing weight */
+  mem2(c, f, b, EW, S * h * 2 * e, 2 * count);     /* inverse permutation, gather back */
   mem2(c, f, b, EW, S * h * e + T * h * e, count); /* sum over k */
   if (a->shared_gate) mem2(c, f, b, EW, T * h * 3 * e, 2 * count);
 }
@@ -413,7 +415,7 @@ static void linears(struct ctx *c, const struct vl_inventory *inv, double T, str
       linear(c, f, b, fp32, m, rank, (double)t->rows / tp, n, true);
       double ab = c->pol.autocast ? c->e : 4, out = m * (double)t->rows / tp;
       if (ab != c->e) mem2(c, f, b, CAST, m * (double)t->cols * (c->e + ab), n);
-      mem2(c, f, b, EW, out * 2 * ab, n); /* * scaling */
+      mem2(c, f, b, EW, out * 2 * ab, n);          /* * scaling */
       mem2(c, f, b, EW, out * (c->e + 2 * ab), n); /* + the frozen output */
       if (ab != c->e) mem2(c, f, b, CAST, out * (ab + c->e), n);
     }
@@ -441,7 +443,7 @@ static void embeddings(struct ctx *c, struct seg *f, struct seg *b, double T) {
   if (!c->j->lora_rank) {
     double gb = (double)c->pol.grad;
     mem(c, b, EW, (double)a->vocab / (double)c->j->tp * h * gb, 1); /* zeros */
-    mem(c, b, EW, T * h * (4 + 2 * gb), 4);                        /* sort, scatter-add */
+    mem(c, b, EW, T * h * (4 + 2 * gb), 4);                         /* sort, scatter-add */
   }
 }
 
@@ -496,7 +498,8 @@ static double optimizer_s(struct ctx *c, double elems, double tensors, bool *app
   if (!row) return 0;
   bool lora = j->lora_rank != 0;
   double w = lora ? 4 : (double)(c->pol.master ? c->pol.master : c->pol.weight);
-  double g = lora ? 4 : (double)vl__grad_elem_bytes(j, &c->pol), st = lora ? 4 : (double)c->pol.state;
+  double g = lora ? 4 : (double)vl__grad_elem_bytes(j, &c->pol),
+         st = lora ? 4 : (double)c->pol.state;
   double states = j->optimizer == VL_OPT_SGD ? 0 : j->optimizer == VL_OPT_SGD_MOMENTUM ? 1 : 2;
   double moved = (2 * w + g + 2 * states * st) / (8 + 4 + 8 * states);
   double t = row->per_elem * elems * moved / c->sbw + row->per_tensor * tensors;
@@ -590,10 +593,11 @@ static void trainable(struct ctx *c, const struct vl_inventory *inv, double *ele
   for (int i = 0; i < inv->n; i++) {
     const struct vl_tensor *t = &inv->t[i];
     double n = (double)t->count / (t->per_layer ? pp : 1);
-    double el = (double)t->rows * (double)t->cols / (t->kind == VL_T_LINEAR || t->kind == VL_T_HEAD ||
-                                                       t->kind == VL_T_EMBED ? tp : 1);
+    double el = (double)t->rows * (double)t->cols /
+                (t->kind == VL_T_LINEAR || t->kind == VL_T_HEAD || t->kind == VL_T_EMBED ? tp : 1);
     if (j->lora_rank) {
-      if (t->kind != VL_T_LINEAR || !t->per_layer || !vl__lora_is_target(c->a, j, t->name)) continue;
+      if (t->kind != VL_T_LINEAR || !t->per_layer || !vl__lora_is_target(c->a, j, t->name))
+        continue;
       el = (double)j->lora_rank * (double)(t->rows / j->tp + t->cols), n *= 2, el /= 2;
     }
     *elems += n * el;
@@ -665,7 +669,8 @@ vl_status vl_step_time(const struct vl_arch *a, const struct vl_job *j, const st
   struct micro m;
   micro_batch(&c, &inv, &m);
   struct seg *fw[] = {&m.ef, &m.lf, &m.hf}, *bw[] = {&m.hb, &m.lb, &m.eb};
-  for (int i = 0; i < 3; i++) seg_host(fw[i], VL_KT_HOST_OP), seg_host(bw[i], VL_KT_HOST_OP);
+  for (int i = 0; i < 3; i++)
+    seg_host(fw[i], VL_KT_HOST_OP), seg_host(bw[i], VL_KT_HOST_OP);
   double acc = (double)j->grad_accum;
   bool ckpt = j->checkpointing == VL_CKPT_FULL, approx = false;
   for (int i = 0; i < 3; i++) {

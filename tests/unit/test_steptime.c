@@ -1,0 +1,155 @@
+/* The step-time model (lib/decide/steptime.c, docs/model.md 13.1): its
+ * mechanisms one by one, each checked by the direction and size the
+ * measured tables imply, and its refusals. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "vramledger/catalog.h"
+#include "vramledger/steptime.h"
+
+static struct vl_catalog cat;
+
+static int setup(void **state) {
+  (void)state;
+  return tu_catalog(&cat);
+}
+
+static int teardown(void **state) {
+  (void)state;
+  vl_catalog_release(&cat);
+  return 0;
+}
+
+static struct vl_step_time timed(const char *config, const struct vl_job *j, const char *gpu) {
+  struct vl_arch a;
+  tu_arch(config, &a);
+  struct vl_step_time t;
+  struct vl_err err = {""};
+  assert_int_equal(vl_step_time(&a, j, vl_catalog_find(&cat, gpu), &t, &err), VL_OK);
+  return t;
+}
+
+static struct vl_job job(enum vl_precision p, uint64_t batch, uint64_t seq) {
+  struct vl_job j;
+  vl_job_init(&j);
+  j.precision = p;
+  j.optimizer = VL_OPT_ADAMW;
+  j.batch = batch;
+  j.seq = seq;
+  return j;
+}
+
+/* A large dense step is matmul-bound: its MFU lies between what the
+ * GEMM table allows (at most about 0.78 of the 989 TFLOP/s peak) and a
+ * fifth; the phases add up to the step. */
+static void gemm_bound(void **state) {
+  (void)state;
+  struct vl_job j = job(VL_PREC_BF16, 4, 2048);
+  struct vl_step_time t = timed("data/models/llama-2-7b.json", &j, "h100-80gb");
+  printf("  llama-2-7b bf16 4 x 2048 on h100: %.3f s, MFU %.2f\n", t.step_s, t.mfu);
+  assert_true(t.mfu > 0.2 && t.mfu < 0.8);
+  assert_close(t.forward_s + t.backward_s + t.recompute_s + t.optimizer_s, t.step_s, 1e-12,
+               "phases");
+  double kinds = 0;
+  for (int k = 0; k < VL_TK_COUNT; k++)
+    kinds += t.kind_s[k];
+  assert_close(kinds, t.step_s, 1e-9, "kinds add up to the step");
+  assert_true(t.kind_s[VL_TK_MATMUL] > 0.5 * t.step_s);
+  assert_false(t.derived);
+  assert_non_null(strstr(t.source, "H100"));
+}
+
+/* fp32 matmuls run without TF32 on CUDA cores: several times slower than
+ * bf16 on tensor cores (the measured tables: about 50 against 600-750
+ * TFLOP/s) */
+static void fp32_without_tf32(void **state) {
+  (void)state;
+  struct vl_job h = job(VL_PREC_BF16, 4, 1024), f = job(VL_PREC_FP32, 4, 1024);
+  struct vl_step_time th = timed("data/models/gpt2-large.json", &h, "h100-80gb");
+  struct vl_step_time tf = timed("data/models/gpt2-large.json", &f, "h100-80gb");
+  printf("  gpt2-large: bf16 %.3f s, fp32 %.3f s\n", th.step_s, tf.step_s);
+  assert_true(tf.kind_s[VL_TK_MATMUL] > 6 * th.kind_s[VL_TK_MATMUL]);
+}
+
+/* Accumulation repeats the micro-batch and steps the optimizer once;
+ * checkpointing adds the layers' forward inside backward; LoRA drops the
+ * frozen weights' gradients. */
+static void step_structure(void **state) {
+  (void)state;
+  const char *m = "data/models/qwen2-0.5b.json";
+  struct vl_job one = job(VL_PREC_BF16, 4, 1024), four = one, ck = one, lo = one;
+  four.grad_accum = 4;
+  ck.checkpointing = VL_CKPT_FULL;
+  lo.lora_rank = 16;
+  struct vl_step_time t1 = timed(m, &one, "h100-80gb"), t4 = timed(m, &four, "h100-80gb");
+  assert_close(t4.forward_s + t4.backward_s, 4 * (t1.forward_s + t1.backward_s), 1e-9, "accum");
+  assert_close(t4.optimizer_s, t1.optimizer_s, 1e-12, "one optimizer step");
+  assert_close(t4.tokens_per_s * t4.step_s, 4 * 4 * 1024, 1e-9, "tokens");
+  struct vl_step_time tc = timed(m, &ck, "h100-80gb");
+  assert_true(tc.recompute_s > 0 && tc.recompute_s < tc.forward_s);
+  assert_close(tc.forward_s + tc.backward_s, t1.forward_s + t1.backward_s, 1e-9, "ckpt adds");
+  /* (on a 7B model, where the fp32 adapters' small GEMMs are a sliver of
+   * the frozen weights' gradients they save) */
+  struct vl_step_time tf = timed("data/models/llama-2-7b.json", &one, "h100-80gb");
+  struct vl_step_time tl = timed("data/models/llama-2-7b.json", &lo, "h100-80gb");
+  assert_true(tl.kind_s[VL_TK_MATMUL] < 0.9 * tf.kind_s[VL_TK_MATMUL]);
+  assert_true(tl.optimizer_s < 0.1 * tf.optimizer_s);
+}
+
+/* Tensor parallelism divides each matmul; a card never measured is the
+ * H100 scaled by its datasheet ratios and says so; bf16 on a card without
+ * it is refused naming both. */
+static void cards_and_shares(void **state) {
+  (void)state;
+  const char *m = "data/models/llama-2-7b.json";
+  struct vl_job j = job(VL_PREC_BF16, 2, 2048), t2 = j;
+  t2.tp = 2;
+  struct vl_step_time a = timed(m, &j, "h100-80gb"), b = timed(m, &t2, "h100-80gb");
+  assert_true(b.kind_s[VL_TK_MATMUL] < 0.6 * a.kind_s[VL_TK_MATMUL]);
+  struct vl_step_time c = timed(m, &j, "a100-80gb");
+  assert_true(c.derived);
+  assert_non_null(strstr(c.source, "derived from h100-80gb"));
+  /* 312 against 989 TFLOP/s: the matmuls take 989/312 times as long */
+  assert_close(c.kind_s[VL_TK_MATMUL] / a.kind_s[VL_TK_MATMUL], 989.4 / 312, 1e-9, "a100 ratio");
+  struct vl_step_time h = timed(m, &j, "h200");
+  assert_false(h.derived);
+  struct vl_arch arch;
+  tu_arch(m, &arch);
+  struct vl_step_time t;
+  struct vl_err err = {""};
+  assert_int_equal(vl_step_time(&arch, &j, vl_catalog_find(&cat, "v100-32gb"), &t, &err),
+                   VL_EINVAL);
+  assert_non_null(strstr(err.msg, "V100"));
+  assert_non_null(strstr(err.msg, "bf16"));
+  j.task = VL_TASK_INFER;
+  assert_int_equal(vl_step_time(&arch, &j, vl_catalog_find(&cat, "h100-80gb"), &t, &err),
+                   VL_EINVAL);
+}
+
+/* GPT-2's 50,257-token head is off cuBLAS's 8-element alignment: the same
+ * model with 50,256 tokens runs its head several times faster */
+static void unaligned_head(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/gpt2.json", &a);
+  struct vl_job j = job(VL_PREC_BF16, 8, 1024);
+  struct vl_step_time odd, even;
+  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
+  assert_int_equal(vl_step_time(&a, &j, g, &odd, NULL), VL_OK);
+  a.vocab = 50256;
+  assert_int_equal(vl_step_time(&a, &j, g, &even, NULL), VL_OK);
+  double head = 2.0 * 6 * 8 * 1024 * 768 * 50257.0; /* its three GEMMs' FLOPs */
+  printf("  gpt2 matmuls: vocab 50257 %.4f s, 50256 %.4f s\n", odd.kind_s[VL_TK_MATMUL],
+         even.kind_s[VL_TK_MATMUL]);
+  assert_true(odd.kind_s[VL_TK_MATMUL] - even.kind_s[VL_TK_MATMUL] > head / 2 / 150e12 * 0.8);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(gemm_bound), cmocka_unit_test(fp32_without_tf32),
+      cmocka_unit_test(step_structure), cmocka_unit_test(cards_and_shares),
+      cmocka_unit_test(unaligned_head)};
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
