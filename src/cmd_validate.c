@@ -21,35 +21,66 @@
 #include "vramledger/measure.h"
 #include "vramledger/model.h"
 #include "vramledger/render.h"
+#include "vramledger/steptime.h"
 
-enum { O_HELP, O_QUICK, O_SUITE, O_OUT, O_PYTHON, O_RESULTS, O_TOL, O_TOL_TOTAL, O_FORMAT };
+enum {
+  O_HELP,
+  O_QUICK,
+  O_SUITE,
+  O_OUT,
+  O_PYTHON,
+  O_RESULTS,
+  O_TOL,
+  O_TOL_TOTAL,
+  O_TOL_TIME,
+  O_FORMAT
+};
 
 /* The overheads a bill takes on the measured device: the H200's, with
  * the cuBLAS workspaces of the catalog's card of that name (none known:
  * the H200's). @return 0 or an exit code (message printed). */
-static int device_overheads(const char *device, struct vl_overheads *ov) {
+static int device_overheads(const struct vl_catalog *cat, const char *device,
+                            struct vl_overheads *ov, const struct vl_gpu **card) {
   vl_overheads_default(ov);
-  struct vl_catalog cat;
-  int rc = est_catalog(NULL, &cat);
-  if (rc) return rc;
-  const struct vl_gpu *g = device[0] ? vl_catalog_match_device(&cat, device) : NULL;
+  const struct vl_gpu *g = device[0] ? vl_catalog_match_device(cat, device) : NULL;
   if (g) vl_overheads_for_gpu(ov, g);
-  vl_catalog_release(&cat);
+  *card = g;
   return 0;
 }
 
+/* The run's step priced on the results' card (docs/model.md 13.1): the
+ * row's step columns, or none for a run not timed, not training, or on a
+ * card the catalog does not know. */
+static void time_row(struct vl_compare_row *r, const struct vl_arch *arch,
+                     const struct vl_gpu *card) {
+  r->err_step = NAN;
+  const struct vl_measured_run *x = r->run;
+  if (!card || x->job.task != VL_TASK_TRAIN || !(x->step_s > 0)) return;
+  struct vl_step_time t;
+  if (vl_step_time(arch, &x->job, card, &t, NULL) != VL_OK) return;
+  r->est_step_s = t.step_s;
+  r->err_step = 100.0 * (t.step_s - x->step_s) / x->step_s;
+}
+
 static const struct cli_opt opts[] = {
-    {"help", false, O_HELP},    {"quick", false, O_QUICK},
-    {"suite", true, O_SUITE},   {"out", true, O_OUT},
-    {"python", true, O_PYTHON}, {"results", true, O_RESULTS},
-    {"tolerance", true, O_TOL}, {"total-tolerance", true, O_TOL_TOTAL},
-    {"format", true, O_FORMAT}, {NULL, false, 0},
+    {"help", false, O_HELP},
+    {"quick", false, O_QUICK},
+    {"suite", true, O_SUITE},
+    {"out", true, O_OUT},
+    {"python", true, O_PYTHON},
+    {"results", true, O_RESULTS},
+    {"tolerance", true, O_TOL},
+    {"total-tolerance", true, O_TOL_TOTAL},
+    {"time-tolerance", true, O_TOL_TIME},
+    {"format", true, O_FORMAT},
+    {NULL, false, 0},
 };
 
 struct val {
   bool help;
   const char *suite, *out, *python, *results;
-  double tol, tol_total;
+  double tol, tol_total, tol_time;
+  bool time_gate;
   enum vl_format fmt;
 };
 
@@ -66,6 +97,7 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   case O_RESULTS: v->results = arg; return 0;
   case O_TOL: return cli_double(flag, arg, 0.1, 100.0, &v->tol);
   case O_TOL_TOTAL: return cli_double(flag, arg, 0.1, 100.0, &v->tol_total);
+  case O_TOL_TIME: v->time_gate = true; return cli_double(flag, arg, 0.1, 1000.0, &v->tol_time);
   case O_FORMAT:
     if ((k = cli_choice(flag, arg, formats)) < 0) return VL_EXIT_USAGE;
     v->fmt = (enum vl_format)k;
@@ -145,7 +177,8 @@ static int measure(const struct val *v, const char *results) {
 }
 
 int cmd_validate(int argc, const char **argv) {
-  struct val v = {.suite = "calibration", .python = "python3", .tol = 5.0, .tol_total = 7.0};
+  struct val v = {
+      .suite = "calibration", .python = "python3", .tol = 5.0, .tol_total = 7.0, .tol_time = 25.0};
   int rc = cli_parse(argc, argv, opts, on_opt, &v);
   if (rc) return rc;
   if (v.help) {
@@ -183,6 +216,8 @@ int cmd_validate(int argc, const char **argv) {
     cli_error("cannot use '%s': %s", results, err.msg);
     return VL_EXIT_ERROR;
   }
+  struct vl_catalog cat;
+  bool have_cat = false;
   struct vl_compare_row *rows = vl_calloc(m.n + 1, sizeof *rows);
   struct vl_bill *bill = vl_calloc(1, sizeof *bill);
   if (!rows || !bill) {
@@ -191,7 +226,10 @@ int cmd_validate(int argc, const char **argv) {
     goto out;
   }
   struct vl_overheads ov;
-  if ((rc = device_overheads(m.device, &ov))) goto out;
+  const struct vl_gpu *card = NULL;
+  if ((rc = est_catalog(NULL, &cat))) goto out;
+  have_cat = true;
+  if ((rc = device_overheads(&cat, m.device, &ov, &card))) goto out;
   int beyond = 0;
   for (size_t i = 0; i < m.n; i++) {
     struct vl_compare_row *r = &rows[i];
@@ -217,18 +255,34 @@ int cmd_validate(int argc, const char **argv) {
       continue;
     }
     vl_compare_fill(r, bill);
+    time_row(r, &arch, card);
     if (fabs(r->err_allocated) > v.tol ||
-        (!isnan(r->err_total) && fabs(r->err_total) > v.tol_total))
+        (!isnan(r->err_total) && fabs(r->err_total) > v.tol_total) ||
+        (v.time_gate && !isnan(r->err_step) && fabs(r->err_step) > v.tol_time))
       beyond++;
   }
   struct vl_compare_summary cal, hold;
+  struct vl_time_summary ts;
   if (vl_compare_summarize(rows, m.n, false, v.tol, v.tol_total, &cal) != VL_OK ||
-      vl_compare_summarize(rows, m.n, true, v.tol, v.tol_total, &hold) != VL_OK) {
+      vl_compare_summarize(rows, m.n, true, v.tol, v.tol_total, &hold) != VL_OK ||
+      vl_compare_time_summarize(rows, m.n, v.tol_time, &ts) != VL_OK) {
     cli_error("out of memory");
     rc = VL_EXIT_ERROR;
     goto out;
   }
-  struct vl_validate_view view = {&m, rows, m.n, &cal, &hold, v.tol, v.tol_total, results, beyond};
+  struct vl_validate_view view = {&m,
+                                  rows,
+                                  m.n,
+                                  &cal,
+                                  &hold,
+                                  v.tol,
+                                  v.tol_total,
+                                  results,
+                                  beyond,
+                                  ts.n ? &ts : NULL,
+                                  card ? card->name : NULL,
+                                  v.tol_time,
+                                  v.time_gate};
   if (vl_render_validate(stdout, v.fmt, &view) != 0) {
     cli_error("cannot write the output");
     rc = VL_EXIT_ERROR;
@@ -256,6 +310,7 @@ int cmd_validate(int argc, const char **argv) {
     rc = beyond ? VL_EXIT_NOFIT : VL_EXIT_OK;
   }
 out:
+  if (have_cat) vl_catalog_release(&cat);
   vl_free(bill);
   vl_free(rows);
   vl_measured_release(&m);

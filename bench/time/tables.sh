@@ -11,3 +11,4 @@ python3 bench/time/distill.py "$op" "$step" \
   h100-80gb=data/reference/h100-torch-2.11/kernels.json+data/reference/h100-torch-2.11/attention.json \
   h200=data/reference/h200-torch-2.11/kernels.json > lib/model/kernel_tables.h
 echo "lib/model/kernel_tables.h: host $op s an op, $step s a step"
+clang-format -i lib/model/kernel_tables.h

@@ -16,12 +16,12 @@ struct vl_gpu {
   char name[VL_GPU_NAME];
   char aliases[VL_GPU_ALIASES][VL_GPU_NAME];
   int n_aliases;
-  char label[64];              /* "NVIDIA H100 80GB HBM3 (SXM)" */
-  uint64_t memory_bytes;       /* what cudaMemGetInfo reports as total */
-  double bf16_tflops;          /* dense, vendor datasheet */
-  double fp16_tflops;          /* dense; the bf16 figure when the file has none */
-  double fp8_tflops;           /* dense; 0: no FP8 tensor cores */
-  double fp32_tflops;          /* non-tensor FP32 (what PyTorch's default fp32 matmul runs on); 0 unknown */
+  char label[64];        /* "NVIDIA H100 80GB HBM3 (SXM)" */
+  uint64_t memory_bytes; /* what cudaMemGetInfo reports as total */
+  double bf16_tflops;    /* dense, vendor datasheet */
+  double fp16_tflops;    /* dense; the bf16 figure when the file has none */
+  double fp8_tflops;     /* dense; 0: no FP8 tensor cores */
+  double fp32_tflops; /* non-tensor FP32 (what PyTorch's default fp32 matmul runs on); 0 unknown */
   char compute_capability[16]; /* CUDA's "8.0", or an AMD target "gfx942"; "" unknown */
   bool no_bf16;                /* known to lack native bf16 (from compute_capability, or the file's
                                 * "bf16": false); false also when unknown */

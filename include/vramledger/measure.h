@@ -21,6 +21,7 @@ struct vl_measured_run {
   uint64_t peak_reserved;
   uint64_t nvml_process;  /* 0 when NVML was not available */
   uint64_t phase_peak[3]; /* forward, backward, optimizer (train only) */
+  double step_s;          /* the step's time: step_median_s, else step_s; 0: not timed */
 };
 
 struct vl_measured {
@@ -47,7 +48,16 @@ struct vl_compare_row {
   bool other_outcome;   /* judged against bill->other, the nearer outcome */
   double err_allocated; /* percent, (estimate - measured) / measured */
   double err_reserved;
-  double err_total; /* against NVML process memory; NAN without NVML */
+  double err_total;  /* against NVML process memory; NAN without NVML */
+  double est_step_s; /* the priced step (vl_step_time) on the results' card; 0: none */
+  double err_step;   /* percent against run->step_s; NAN: not timed */
+};
+
+/* predicted against measured step time over every timed row */
+struct vl_time_summary {
+  int n;              /* rows with both */
+  double median, max; /* |error|, percent */
+  int within;         /* rows with |error| <= the tolerance */
 };
 
 struct vl_compare_summary {
@@ -59,6 +69,10 @@ struct vl_compare_summary {
   int within_total;
   int other_outcome; /* rows judged against the job's other outcome */
 };
+
+/*! Summarise the timed rows of both sets against tol (percent). */
+vl_status vl_compare_time_summarize(const struct vl_compare_row *rows, size_t n, double tol,
+                                    struct vl_time_summary *s) VL_MUST_USE;
 
 /*! Fill the estimate columns and errors of a row from a bill. */
 void vl_compare_fill(struct vl_compare_row *row, const struct vl_bill *bill);

@@ -40,9 +40,13 @@ struct vl_validate_view {
   const struct vl_compare_row *rows;
   size_t n;
   const struct vl_compare_summary *calibration, *holdout;
-  double tol_allocated, tol_total; /* percent */
-  const char *source;              /* the results file */
-  int beyond;                      /* rows beyond a tolerance */
+  double tol_allocated, tol_total;    /* percent */
+  const char *source;                 /* the results file */
+  int beyond;                         /* rows beyond a tolerance */
+  const struct vl_time_summary *time; /* step time, predicted vs measured; NULL: no card */
+  const char *time_card;              /* the card the steps were priced on */
+  double tol_time;                    /* percent */
+  bool time_gate;                     /* --time-tolerance given: time counts in beyond */
 };
 
 struct vl_record;

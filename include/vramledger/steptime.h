@@ -20,20 +20,20 @@ enum vl_time_kind {
 };
 
 struct vl_step_time {
-  double step_s;                   /* one optimizer step: grad_accum micro-batches + the update */
-  double forward_s, backward_s;    /* of the whole step (all micro-batches) */
-  double recompute_s;              /* full checkpointing's second forward, inside backward */
-  double optimizer_s;              /* zero_grad, the step, the scaler, the master copy */
-  double kind_s[VL_TK_COUNT];      /* the same time by op kind */
-  double gpu_s, host_s;            /* device busy time; host dispatch time */
-  double model_flops;              /* 6ND-style: matmul and attention FLOPs of forward + backward */
-  double executed_flops;           /* with recomputation */
-  double tokens_per_s;             /* batch x seq x grad_accum / step_s */
-  double mfu;                      /* model_flops / step_s / the card's dense 16-bit peak */
-  uint64_t kernels;                /* eager ops a step dispatches */
-  char source[96];                 /* where the card's figures come from */
-  bool derived;                    /* the card was not measured: scaled from one that was */
-  bool approximate;                /* parts priced by a rule, not an op list (say which in note) */
+  double step_s;                /* one optimizer step: grad_accum micro-batches + the update */
+  double forward_s, backward_s; /* of the whole step (all micro-batches) */
+  double recompute_s;           /* full checkpointing's second forward, inside backward */
+  double optimizer_s;           /* zero_grad, the step, the scaler, the master copy */
+  double kind_s[VL_TK_COUNT];   /* the same time by op kind */
+  double gpu_s, host_s;         /* device busy time; host dispatch time */
+  double model_flops;           /* 6ND-style: matmul and attention FLOPs of forward + backward */
+  double executed_flops;        /* with recomputation */
+  double tokens_per_s;          /* batch x seq x grad_accum / step_s */
+  double mfu;                   /* model_flops / step_s / the card's dense 16-bit peak */
+  uint64_t kernels;             /* eager ops a step dispatches */
+  char source[96];              /* where the card's figures come from */
+  bool derived;                 /* the card was not measured: scaled from one that was */
+  bool approximate;             /* parts priced by a rule, not an op list (say which in note) */
   char note[160];
 };
 

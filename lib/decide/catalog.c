@@ -120,8 +120,8 @@ static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_er
   if ((s = parse_count(g, "sm_count", i, &out->sm_count, err)) != VL_OK ||
       (s = parse_count(g, "max_threads_per_sm", i, &out->max_threads_per_sm, err)) != VL_OK)
     return s;
-  if (out->bf16_tflops < 0 || out->fp16_tflops < 0 || out->fp32_tflops < 0 || out->fp8_tflops < 0 || out->hbm_gb_s < 0 ||
-      out->link_gb_s < 0 || out->usd_per_hour < 0)
+  if (out->bf16_tflops < 0 || out->fp16_tflops < 0 || out->fp32_tflops < 0 || out->fp8_tflops < 0 ||
+      out->hbm_gb_s < 0 || out->link_gb_s < 0 || out->usd_per_hour < 0)
     return vl__fail(err, VL_ERANGE, "gpus[%zu]: negative throughput", i);
   return VL_OK;
 }

@@ -619,7 +619,7 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
   r->steps = (uint64_t)ceil((double)q->tokens / S.tokens_per_step);
   r->c = vl_malloc(S.cap * sizeof *r->c);
   S.bill = vl_malloc(sizeof *S.bill);
-  S.memo = vl_calloc(PLAN_MEMO_SLOTS, sizeof *S.memo); /* NULL: every candidate estimated */
+  S.memo = vl_calloc(PLAN_MEMO_SLOTS, sizeof *S.memo);   /* NULL: every candidate estimated */
   S.tmemo = vl_calloc(PLAN_MEMO_SLOTS, sizeof *S.tmemo); /* NULL: every step priced */
   struct variant var[8];
   int n_var = variants(&q->base, var);
@@ -685,7 +685,8 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
     while (k < r->n && r->c[k].hours == r->c[i].hours)
       k++;
     double cheapest_here = INFINITY;
-    for (size_t t = i; t < k; t++) cheapest_here = fmin(cheapest_here, r->c[t].cost_usd);
+    for (size_t t = i; t < k; t++)
+      cheapest_here = fmin(cheapest_here, r->c[t].cost_usd);
     for (size_t t = i; t < k; t++)
       r->c[t].pareto = r->c[t].cost_usd < cheapest_faster && r->c[t].cost_usd == cheapest_here;
     cheapest_faster = fmin(cheapest_faster, cheapest_here);

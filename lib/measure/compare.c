@@ -32,6 +32,7 @@ void vl_compare_fill(struct vl_compare_row *row, const struct vl_bill *bill) {
   row->err_allocated = rel(row->est_allocated, r->peak_allocated);
   row->err_reserved = rel(row->est_reserved, r->peak_reserved);
   row->err_total = rel(row->est_total, r->nvml_process);
+  row->err_step = NAN;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -73,5 +74,20 @@ vl_status vl_compare_summarize(const struct vl_compare_row *rows, size_t n, bool
   stats(t, s->n_total, &s->median_total, &s->max_total);
   vl_free(a);
   vl_free(t);
+  return VL_OK;
+}
+
+vl_status vl_compare_time_summarize(const struct vl_compare_row *rows, size_t n, double tol,
+                                    struct vl_time_summary *s) {
+  memset(s, 0, sizeof *s);
+  double *e = vl_calloc(n + 1, sizeof *e);
+  if (!e) return VL_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    if (!rows[i].estimated || isnan(rows[i].err_step)) continue;
+    e[s->n++] = rows[i].err_step;
+    if (fabs(rows[i].err_step) <= tol) s->within++;
+  }
+  stats(e, s->n, &s->median, &s->max);
+  vl_free(e);
   return VL_OK;
 }

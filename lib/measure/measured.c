@@ -61,6 +61,12 @@ static void settings(json_t *o, struct vl_measured_run *r) {
     refuse(r, "unknown checkpointing", s ? s : "");
     return;
   }
+  /* gradient accumulation: micro-batches a step (measure.py's grad_accum) */
+  if (json_object_get(o, "grad_accum")) j->grad_accum = get_u(o, "grad_accum");
+  if (!j->grad_accum) {
+    refuse(r, "grad_accum must be 1 or more", "0");
+    return;
+  }
   /* data parallelism (bench/accuracy/ddp_measured.py): ranks, ZeRO stage, DDP's
    * static_graph, and a loop that keeps only the loss */
   if (json_object_get(o, "dp")) j->dp = get_u(o, "dp");
@@ -145,6 +151,9 @@ vl_status vl_measured_parse(const char *text, size_t len, struct vl_measured *m,
       r->phase_peak[0] = get_u(meas, "peak_forward");
       r->phase_peak[1] = get_u(meas, "peak_backward");
       r->phase_peak[2] = get_u(meas, "peak_optimizer");
+      json_t *sv = json_object_get(meas, "step_median_s");
+      if (!json_is_number(sv)) sv = json_object_get(meas, "step_s");
+      r->step_s = json_is_number(sv) && json_number_value(sv) > 0 ? json_number_value(sv) : 0;
       if (!r->peak_allocated || !r->job.batch || !r->job.seq)
         refuse(r, "incomplete measurement", r->name);
     }

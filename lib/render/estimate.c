@@ -91,8 +91,9 @@ static void time_explain(FILE *o, const struct vl_step_time *t) {
     fprintf(o, "  %-10s %9.4f s %5.1f %%\n", vl_time_kind_name((enum vl_time_kind)k), t->kind_s[k],
             share);
   }
-  fprintf(o, "  GPU busy %.4f s, host dispatch %.4f s for %s eager ops; %.3g FLOP executed, "
-             "%.3g the model's (6ND; 4ND with a frozen LoRA base)\n",
+  fprintf(o,
+          "  GPU busy %.4f s, host dispatch %.4f s for %s eager ops; %.3g FLOP executed, "
+          "%.3g the model's (6ND; 4ND with a frozen LoRA base)\n",
           t->gpu_s, t->host_s, vl_fmt_int(s1, sizeof s1, t->kernels), t->executed_flops,
           t->model_flops);
 }
@@ -230,8 +231,9 @@ static void md(FILE *o, const struct vl_estimate_view *v) {
   if (carry[0]) fprintf(o, "\n%s.\n", carry);
   if (v->gpu && v->carry && v->context_edge) fprintf(o, "\n%s.\n", vl__context_edge_text(v->fit));
   if (v->time)
-    fprintf(o, "\nStep time on %s: %.3f s (forward %.3f, backward %.3f, recomputation %.3f, "
-               "optimizer %.3f); %.0f tokens/s; MFU %.2f (%s).\n",
+    fprintf(o,
+            "\nStep time on %s: %.3f s (forward %.3f, backward %.3f, recomputation %.3f, "
+            "optimizer %.3f); %.0f tokens/s; MFU %.2f (%s).\n",
             v->gpu->name, v->time->step_s, v->time->forward_s, v->time->backward_s,
             v->time->recompute_s, v->time->optimizer_s, v->time->tokens_per_s, v->time->mfu,
             v->time->source);

@@ -79,6 +79,13 @@ static void text(FILE *o, const struct vl_validate_view *v, bool md) {
     }
   summary_line(o, "calibration set", v->calibration, v, md ? "- " : "  ");
   summary_line(o, "hold-out set", v->holdout, v, md ? "- " : "  ");
+  if (v->time)
+    fprintf(o,
+            "%sstep time priced on %s against the measured step: %d runs; |error| median %.1f %%, "
+            "max %.1f %%, %d/%d within %.0f %%%s\n",
+            md ? "- " : "  ", v->time_card, v->time->n, v->time->median, v->time->max,
+            v->time->within, v->time->n, v->tol_time,
+            v->time_gate ? "" : " (not a gate: --time-tolerance makes it one)");
   if (v->beyond)
     fprintf(o,
             "%s%d run%s beyond tolerance (peak allocated %.0f %%, process total %.0f %%): the "
@@ -145,12 +152,28 @@ int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_v
       json_object_set_new(e, "estimate_total_bytes", json_integer((json_int_t)x->est_total));
       json_object_set_new(e, "nvml_process_bytes", json_integer((json_int_t)x->run->nvml_process));
       json_object_set_new(e, "error_total_pct", num_or_null(x->err_total));
+      if (!isnan(x->err_step)) {
+        json_object_set_new(e, "estimate_step_seconds", json_real(x->est_step_s));
+        json_object_set_new(e, "measured_step_seconds", json_real(x->run->step_s));
+        json_object_set_new(e, "error_step_pct", json_real(x->err_step));
+      }
     }
     json_array_append_new(rows, e);
   }
   json_object_set_new(r, "runs", rows);
   json_object_set_new(r, "calibration", summary_json(v->calibration));
   json_object_set_new(r, "holdout", summary_json(v->holdout));
+  if (v->time) {
+    json_t *t = json_object();
+    json_object_set_new(t, "card", json_string(v->time_card));
+    json_object_set_new(t, "runs", json_integer(v->time->n));
+    json_object_set_new(t, "median_abs_error_pct", json_real(v->time->median));
+    json_object_set_new(t, "max_abs_error_pct", json_real(v->time->max));
+    json_object_set_new(t, "within", json_integer(v->time->within));
+    json_object_set_new(t, "tolerance_pct", json_real(v->tol_time));
+    json_object_set_new(t, "gate", json_boolean(v->time_gate));
+    json_object_set_new(r, "step_time", t);
+  }
   json_object_set_new(r, "beyond_tolerance", json_integer(v->beyond));
   int rc = json_dumpf(r, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(4));
   json_decref(r);

@@ -300,7 +300,8 @@ static void dp_exposed_beyond_backward(void **state) {
 static void priced_steps(void **state) {
   (void)state;
   struct fixture f;
-  fixture_init(&f, "data/models/qwen2-0.5b.json", VL_PREC_BF16, 1024, 100000000, 32, "h100-80gb", 8);
+  fixture_init(&f, "data/models/qwen2-0.5b.json", VL_PREC_BF16, 1024, 100000000, 32, "h100-80gb",
+               8);
   f.q.mfu_given = false;
   f.q.base.optimizer = VL_OPT_ADAMW;
   struct vl_plan_result r;
@@ -325,10 +326,13 @@ static void priced_steps(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(llama2_gpu_hours),          cmocka_unit_test(more_gpus_cost_communication),
-      cmocka_unit_test(qlora_beside_lora),         cmocka_unit_test(published_cost_table),
-      cmocka_unit_test(ties_to_faster),           cmocka_unit_test(tp_pays_its_allreduces),
-      cmocka_unit_test(dp_exposed_beyond_backward), cmocka_unit_test(priced_steps)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(llama2_gpu_hours),
+                                     cmocka_unit_test(more_gpus_cost_communication),
+                                     cmocka_unit_test(qlora_beside_lora),
+                                     cmocka_unit_test(published_cost_table),
+                                     cmocka_unit_test(ties_to_faster),
+                                     cmocka_unit_test(tp_pays_its_allreduces),
+                                     cmocka_unit_test(dp_exposed_beyond_backward),
+                                     cmocka_unit_test(priced_steps)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
