@@ -44,6 +44,27 @@ static int formula(struct est *e, const struct vl_arch *arch, const struct vl_gp
                                                                                     : VL_EXIT_ERROR;
 }
 
+/* --seq not given: the default (2048 for training, 512 for a prompt) unless
+ * the model's learned positions hold fewer, then as many as they hold
+ * (a generate()'s new tokens included), said on stderr */
+static void default_seq(struct est *e, const struct vl_arch *arch) {
+  if (e->seq_given) return;
+  if (arch->family == VL_FAM_VIT && arch->image_size) { /* seq is the image side */
+    e->job.seq = arch->image_size;
+    fprintf(stderr, "vramledger: --seq not given: the image side of the config, %llu pixels\n",
+            (unsigned long long)e->job.seq);
+    return;
+  }
+  if (!arch->learned_pos) return;
+  uint64_t extra = e->job.task == VL_TASK_INFER ? e->job.new_tokens : 0;
+  if (e->job.seq + extra <= arch->max_positions || arch->max_positions <= extra) return;
+  e->job.seq = arch->max_positions - extra;
+  fprintf(stderr,
+          "vramledger: --seq not given: %llu tokens, what %s's learned positions hold "
+          "(the default is the smaller of 2048 and that)\n",
+          (unsigned long long)e->job.seq, arch->model_type);
+}
+
 /* --dry-run given: refuse what it cannot express. @return 0 or VL_EXIT_USAGE. */
 static int check_dry_run(const struct est *e) {
   char why[256];
@@ -90,6 +111,7 @@ int cmd_estimate(int argc, const char **argv) {
   struct vl_arch arch;
   struct dry_model dm;
   if ((rc = dry_run_model(&e, dry, &arch, &dm))) return rc;
+  default_seq(&e, &arch);
   struct vl_catalog cat;
   const struct vl_gpu *gpu;
   if ((rc = est_gpu(&e, &cat, &gpu))) return rc;
