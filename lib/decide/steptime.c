@@ -531,6 +531,13 @@ static double seg_time(const struct seg *s) { return fmax(seg_gpu(s), s->host); 
 
 static void seg_host(struct seg *s, double per_op) { s->host = s->ops * per_op; }
 
+static void seg_sum(struct seg *to, const struct seg *s) {
+  for (int i = 0; i < VL_TK_COUNT; i++)
+    to->k[i] += s->k[i];
+  to->host += s->host;
+  to->ops += s->ops;
+}
+
 static void seg_add(struct vl_step_time *t, const struct seg *s, double times) {
   double gpu = seg_gpu(s), span = seg_time(s);
   for (int i = 0; i < VL_TK_COUNT; i++)
@@ -673,16 +680,28 @@ vl_status vl_step_time(const struct vl_arch *a, const struct vl_job *j, const st
     seg_host(fw[i], VL_KT_HOST_OP), seg_host(bw[i], VL_KT_HOST_OP);
   double acc = (double)j->grad_accum;
   bool ckpt = j->checkpointing == VL_CKPT_FULL, approx = false;
-  for (int i = 0; i < 3; i++) {
-    t->forward_s += acc * seg_time(fw[i]);
-    t->backward_s += acc * seg_time(bw[i]);
-    seg_add(t, fw[i], acc);
-    seg_add(t, bw[i], acc);
-  }
-  if (ckpt) { /* the layers' forward again, inside backward */
-    t->recompute_s = acc * seg_time(&m.lf);
-    seg_add(t, &m.lf, acc);
-  }
+  /* The host runs ahead of the GPU by up to a launch queue's worth of
+   * kernels (1,024): a pass with no sync in it takes the longer of its
+   * device time and its dispatch time, the host's stretches hidden behind
+   * the GPU's and the other way round. Forward, backward (with the
+   * recomputation inside it) each so. */
+  struct seg fsum = {0}, bsum = {0}, rsum = {0};
+  for (int i = 0; i < 3; i++)
+    seg_sum(&fsum, fw[i]), seg_sum(&bsum, bw[i]);
+  if (ckpt) seg_sum(&rsum, &m.lf);
+  double fg = seg_gpu(&fsum), bg = seg_gpu(&bsum), rg = seg_gpu(&rsum);
+  t->forward_s = acc * fmax(fg, fsum.host);
+  double back = acc * fmax(bg + rg, bsum.host + rsum.host);
+  /* the recomputation's share of the backward pass, by its device or host time */
+  double rshare =
+      bg + rg > bsum.host + rsum.host ? rg / (bg + rg) : rsum.host / (bsum.host + rsum.host);
+  t->recompute_s = ckpt ? back * rshare : 0;
+  t->backward_s = back - t->recompute_s;
+  seg_add(t, &fsum, acc);
+  seg_add(t, &bsum, acc);
+  if (ckpt) seg_add(t, &rsum, acc);
+  /* seg_add books each pass's waiting apart; a pass's waiting is its own */
+  t->kind_s[VL_TK_HOST] = t->forward_s + back - acc * (fg + bg + rg);
   double elems, tensors;
   trainable(&c, &inv, &elems, &tensors);
   /* the optimizer's step, and the host's fixed cost of a step (zero_grad,

@@ -89,7 +89,8 @@ static void step_structure(void **state) {
   assert_close(t4.tokens_per_s * t4.step_s, 4 * 4 * 1024, 1e-9, "tokens");
   struct vl_step_time tc = timed(m, &ck, "h100-80gb");
   assert_true(tc.recompute_s > 0 && tc.recompute_s < tc.forward_s);
-  assert_close(tc.forward_s + tc.backward_s, t1.forward_s + t1.backward_s, 1e-9, "ckpt adds");
+  assert_close(tc.forward_s, t1.forward_s, 1e-9, "checkpointing: the same forward");
+  assert_true(tc.step_s > t1.step_s);
   /* (on a 7B model, where the fp32 adapters' small GEMMs are a sliver of
    * the frozen weights' gradients they save) */
   struct vl_step_time tf = timed("data/models/llama-2-7b.json", &one, "h100-80gb");
