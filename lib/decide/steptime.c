@@ -306,8 +306,13 @@ static void layer_ops(struct ctx *c, struct seg *f, struct seg *b, double bs, do
     mem2(c, f, b, EW, n * 2 * e, dense * count); /* act(gate) */
     mem2(c, f, b, EW, n * 3 * e, dense * count); /* * up */
   } else if (a->gelu_python) {
-    /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (activations.py NewGELUActivation) */
-    mem2(c, f, b, EW, n * 2.5 * e, 7 * dense * count);
+    /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (activations.py
+     * NewGELUActivation); under autocast pow is on the float32 list
+     * (PyTorch's autocast op reference), so the chain runs in fp32 and the
+     * next linear casts its input back */
+    double ge = c->pol.autocast ? 4 : e;
+    mem2(c, f, b, EW, n * 2.5 * ge, 7 * dense * count);
+    if (c->pol.autocast) mem2(c, f, b, CAST, n * (4 + e), dense * count);
   } else {
     mem2(c, f, b, EW, n * 2 * e, dense * count);
   }
