@@ -5,7 +5,7 @@
  * would hold: allocated and reserved bytes, their peaks, inactive split
  * blocks (fragmentation), segments created and freed, retries and
  * out-of-memory. One stream. docs/model.md section 12 lists every rule.
- * The foundation of `vramledger trace` (issue 7): exact before it predicts
+ * The foundation of `vramledger trace`: exact before it predicts
  * (validated against the allocator's own counters on a GPU trace). */
 #ifndef VRAMLEDGER_CACHING_H
 #define VRAMLEDGER_CACHING_H

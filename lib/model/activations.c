@@ -6,7 +6,8 @@
  *    nodes counted once). Sources: transformers modeling_<family>.py,
  *    torch/csrc/autograd/FunctionsManual.cpp (what backward formulas need),
  *    PyTorch autocast op lists (layer_norm, softmax and cross_entropy run in
- *    fp32). Calibrated against measurements by issue 3.
+ *    fp32). Calibrated against the H200 measurements of
+ *    data/reference/h200-torch-2.11/calibration.json.
  *  - vl__act_megatron: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2 and
  *    Megatron-LM megatron/training/theoretical_memory_usage.py.
  * Shapes: b micro-batch, s sequence, h hidden, a heads, g kv heads, d head

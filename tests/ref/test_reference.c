@@ -1,7 +1,7 @@
-/* Reference tests: every published number in ../shared/REFERENCE.md that the
- * estimator covers, with its source, its tolerance and the difference
- * printed. GB = 1e9 bytes, GiB = 2^30 bytes, MiB = 2^20 bytes, as each source
- * states. */
+/* Reference tests: every published number of training memory that the
+ * estimator covers (papers and public write-ups, each named at its test), with its source, its
+ * tolerance and the difference printed. GB = 1e9 bytes, GiB = 2^30 bytes, MiB = 2^20 bytes, as each
+ * source states. */
 #include "testutil.h" /* system headers first: internal.h bans functions */
 #include "model/internal.h"
 
@@ -50,7 +50,7 @@ static void zero_paper_figure_1(void **state) {
   }
 }
 
-/* Seed 004: 7B model state by optimizer, GB (mixed precision: 2 + 2 + 4
+/* Published bill: 7B model state by optimizer, GB (mixed precision: 2 + 2 + 4
  * master + states). */
 static void seed_bytes_per_parameter(void **state) {
   (void)state;
@@ -79,7 +79,7 @@ static void seed_bytes_per_parameter(void **state) {
   }
 }
 
-/* Seed 004 / Korthikanti: Llama-2-7B shape (L 32, h 4096, a 32), b 1, s 2048,
+/* Published bill (model states) / Korthikanti: Llama-2-7B shape (L 32, h 4096, a 32), b 1, s 2048,
  * fp16, L x (34 s b h + 5 a s^2 b). The formula assumes the GPT MLP of 4h,
  * so the shape is given intermediate_size 16384. */
 static const char *llama_4h =
@@ -190,7 +190,7 @@ static void megatron_theoretical_memory(void **state) {
   assert_close(act / MiB, 18591.33, 1e-6, "activations (with 5 % temporaries), MiB");
 }
 
-/* Seed 004 KV cache: Llama-2-7B bf16 524,288 B/token, 4096 tokens 2 GiB, 32
+/* Published bill (model states) KV cache: Llama-2-7B bf16 524,288 B/token, 4096 tokens 2 GiB, 32
  * sequences 64 GiB; Llama-3-70B (8 of 64 heads) needs 1/8 of MHA; vLLM
  * paper: OPT-13B 800 KB per token (2 x 5120 x 40 x 2 B), 2048 tokens ~ 1.6 GB. */
 static uint64_t kv(const struct vl_arch *a, uint64_t batch, uint64_t tokens) {
@@ -281,7 +281,7 @@ static void allocator_rounding(void **state) {
   assert_int_equal(vl__alloc_segment_bytes(5ull << 20), 5ull << 20);
 }
 
-/* Seed 002: attention scores are b x heads x s x s per layer; s 2048 costs
+/* Published bill (attention scores): attention scores are b x heads x s x s per layer; s 2048 costs
  * 16 x s 512. */
 static void attention_scores_quadratic(void **state) {
   (void)state;
