@@ -139,11 +139,18 @@ class Program(unittest.TestCase):
         self.assertTrue(p.stdout.startswith("vramledger "))
 
     def test_no_program(self):
+        # the package alone, outside this source tree (whose build it would
+        # find), with no program on PATH and none named
+        import shutil
+        alone = tempfile.mkdtemp(prefix="vl-package-")
+        shutil.copytree(os.path.join(PY, "vramledger"), os.path.join(alone, "vramledger"))
         p = subprocess.run([sys.executable, "-c", "import vramledger; vramledger.estimate('gpt2')"],
                            capture_output=True, text=True,
-                           env=dict(os.environ, PYTHONPATH=PY, VRAMLEDGER_BIN="", PATH="/nonexistent"))
+                           env=dict(os.environ, PYTHONPATH=alone, VRAMLEDGER_BIN="", PATH="/nonexistent"))
+        shutil.rmtree(alone)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("VramledgerError", p.stderr)
+        self.assertIn("VRAMLEDGER_BIN", p.stderr)  # the message says how to name one
 
 
 if __name__ == "__main__":
