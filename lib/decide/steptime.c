@@ -9,9 +9,9 @@
  * data/reference/h100-torch-2.11/kernels.json, compiled into
  * kernel_tables.h): GEMM throughput by shape and dtype, SDPA's kernels by
  * sequence length and head size, memory-bound kernels' bandwidth, the host's
- * cost of dispatching one eager op. The GPU runs behind the host: a stretch
- * of ops (a layer's forward, its backward, the loss, the optimizer) takes
- * the longer of its device time and its dispatch time. */
+ * cost of dispatching one eager op. The GPU runs behind the host: a pass
+ * (forward; backward with its recomputation) takes the longer of its
+ * device time and its dispatch time. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -121,8 +121,6 @@ static void linear(struct ctx *c, struct seg *f, struct seg *b, bool fp32, doubl
 
 enum mem { EW, CAST, NORM, SOFTMAX };
 
-#define T_ELEMS(bs, q, heads, d) ((bs) * (q) * (heads) * (d))
-
 /* a memory-bound op moving `bytes` (read + write), `count` times */
 static void mem(struct ctx *c, struct seg *s, enum mem kind, double bytes, double count) {
   const double bw[] = {c->k->bw_add, c->k->bw_cast, c->k->bw_norm, c->k->bw_softmax};
@@ -229,7 +227,7 @@ static void attn_kernel(struct ctx *c, struct seg *f, struct seg *b, double bs, 
   double e = c->e, n = bh * q_len * kv_len, sm = vl__softmax_bytes(a, c->pol.autocast, (uint64_t)e);
   bool f32 = c->fp32 || math32;
   if (math32) {
-    mem2(c, f, b, CAST, T_ELEMS(bs, q_len, heads, dqk) * (e + 4), 3 * count); /* q, k, v to fp32 */
+    mem2(c, f, b, CAST, bs * q_len * heads * dqk * (e + 4), 3 * count); /* q, k, v to fp32 */
     e = sm = 4;
   }
   struct seg ff = {0}, bb = {0};
@@ -532,8 +530,6 @@ static void weight_casts(struct ctx *c, const struct vl_inventory *inv, struct s
   }
 }
 
-static double seg_time(const struct seg *s) { return fmax(seg_gpu(s), s->host); }
-
 static void seg_host(struct seg *s, double per_op) { s->host = s->ops * per_op; }
 
 static void seg_sum(struct seg *to, const struct seg *s) {
@@ -543,11 +539,12 @@ static void seg_sum(struct seg *to, const struct seg *s) {
   to->ops += s->ops;
 }
 
+/* a pass's device time by kind, its host time and ops, `times` over (the
+ * time the GPU waits on the host is booked per pass by the caller) */
 static void seg_add(struct vl_step_time *t, const struct seg *s, double times) {
-  double gpu = seg_gpu(s), span = seg_time(s);
+  double gpu = seg_gpu(s);
   for (int i = 0; i < VL_TK_COUNT; i++)
     if (i != VL_TK_HOST) t->kind_s[i] += times * s->k[i];
-  t->kind_s[VL_TK_HOST] += times * (span - gpu); /* the GPU idles for the host */
   t->gpu_s += times * gpu;
   t->host_s += times * s->host;
   t->kernels += (uint64_t)(times * s->ops + 0.5);
@@ -705,8 +702,7 @@ vl_status vl_step_time(const struct vl_arch *a, const struct vl_job *j, const st
   seg_add(t, &fsum, acc);
   seg_add(t, &bsum, acc);
   if (ckpt) seg_add(t, &rsum, acc);
-  /* seg_add books each pass's waiting apart; a pass's waiting is its own */
-  t->kind_s[VL_TK_HOST] = t->forward_s + back - acc * (fg + bg + rg);
+  t->kind_s[VL_TK_HOST] = t->forward_s + back - acc * (fg + bg + rg); /* the GPU waits */
   double elems, tensors;
   trainable(&c, &inv, &elems, &tensors);
   /* the optimizer's step, and the host's fixed cost of a step (zero_grad,
