@@ -34,9 +34,11 @@ int cmd_sensitivity(int argc, const char **argv) {
   }
   for (int i = 0; i < argc; i++) { /* our own flags; the rest are estimate's */
     const char *a = argv[i];
-    bool takes = i > 0 && (!strcmp(a, "--vary") || !strcmp(a, "--samples") ||
-                           !strcmp(a, "--seed") || !strcmp(a, "--gpus") || !strcmp(a, "--dist") ||
-                           !strcmp(a, "--fit") || !strcmp(a, "--estimates"));
+    bool takes =
+        i > 0 && (!strcmp(a, "--vary") || !strcmp(a, "--samples") || !strcmp(a, "--seed") ||
+                  !strcmp(a, "--gpus") || !strcmp(a, "--dist") || !strcmp(a, "--fit") ||
+                  !strcmp(a, "--estimates") || !strcmp(a, "--tokens") ||
+                  !strcmp(a, "--deadline-hours") || !strcmp(a, "--budget"));
     if (!takes) {
       rest[n++] = a;
       continue;
@@ -58,6 +60,12 @@ int cmd_sensitivity(int argc, const char **argv) {
       if ((rc = cli_u64("seed", v, 0, UINT32_MAX, &q.seed))) return rc;
     } else if (!strcmp(a, "--estimates")) {
       if ((rc = cli_u64("estimates", v, 1, 10000000, &q.max_estimates))) return rc;
+    } else if (!strcmp(a, "--tokens")) {
+      if ((rc = cli_u64("tokens", v, 1, UINT64_C(1) << 60, &q.tokens))) return rc;
+    } else if (!strcmp(a, "--deadline-hours")) {
+      if ((rc = cli_double("deadline-hours", v, 1e-6, 1e9, &q.deadline_hours))) return rc;
+    } else if (!strcmp(a, "--budget")) {
+      if ((rc = cli_double("budget", v, 1e-6, 1e15, &q.budget_usd))) return rc;
     } else if (!strcmp(a, "--gpus")) {
       gpus = v;
     } else if (!strcmp(a, "--fit")) {
@@ -102,6 +110,11 @@ int cmd_sensitivity(int argc, const char **argv) {
     }
     q.fit = &fitted;
     q.fit_source = fit;
+  }
+  if ((q.deadline_hours > 0 || q.budget_usd > 0) && !q.tokens) {
+    cli_error(
+        "--deadline-hours and --budget need --tokens N (the training tokens the hours are for)");
+    return VL_EXIT_USAGE;
   }
   q.margin = e.margin;
   struct est ce = e;

@@ -54,6 +54,11 @@ struct vl_sens_query {
   /* for the report: each card's CUDA context as the estimates hold it
    * (vl_context_carry), one per gpus[]; NULL: not said */
   const struct vl_context_carry *carry;
+  /* time, on gpus[0], of a training job (docs/model.md 13.1): the job's
+   * hours for `tokens` (0: none) against deadline_hours and its cost
+   * (hours x GPUs x the card's price) against budget_usd (0: none) */
+  uint64_t tokens;
+  double deadline_hours, budget_usd;
 };
 
 struct vl_sens_result {
@@ -80,6 +85,14 @@ struct vl_sens_result {
     double low_at, high_at;
     bool low_cut, high_cut;
   } tornado[VL_SENS_MAX_VARY]; /* largest swing first */
+  /* the step time of the estimated draws on gpus[0] (timed: some were
+   * priced; with the estimator only, a training job, a card) */
+  bool timed;
+  uint64_t n_timed;
+  double step_p50, step_p95;   /* seconds */
+  double hours_p50, hours_p95; /* with tokens */
+  double p_late;               /* P(hours > deadline_hours) */
+  double p_over_budget;        /* P(hours x GPUs x price > budget_usd) */
   int n_fallbacks;
   struct {
     const char *name;

@@ -10,6 +10,7 @@
 #include "../util/internal.h"
 #include "vramledger/alloc.h"
 #include "vramledger/sensitivity.h"
+#include "vramledger/steptime.h"
 
 const char *vl_vary_name(enum vl_vary_var v) {
   static const char *const n[] = {"seq", "batch", "hidden", "layers", "precision", "attention"};
@@ -133,6 +134,7 @@ static int cmp_u64(const void *x, const void *y) {
 struct memo {
   uint64_t h1, h2, total; /* h1 == 0: empty */
   uint8_t ok;
+  double step_s; /* the priced step on gpus[0]; 0: none */
 };
 
 /* One pass: its memo, the full estimates it made and may make (budget 0:
@@ -147,12 +149,23 @@ struct pass {
 
 enum got { GOT_PEAK, GOT_REFUSED, GOT_OVER_BUDGET };
 
+/* the draw's step on gpus[0] (seconds; 0 where it cannot be priced: a fit,
+ * no card, not training) */
+static double step_of(const struct vl_sens_query *q, const struct vl_arch *a,
+                      const struct vl_job *j) {
+  struct vl_step_time t;
+  if (q->fit || !q->n_gpus || j->task != VL_TASK_TRAIN) return 0;
+  return vl_step_time(a, j, q->gpus[0], &t, NULL) == VL_OK ? t.step_s : 0;
+}
+
 static enum got estimate(const struct vl_sens_query *q, const struct vl_arch *a,
                          const struct vl_job *j, const struct vl_overheads *ov,
-                         struct vl_bill *bill, struct pass *ps, uint64_t *out) {
+                         struct vl_bill *bill, struct pass *ps, uint64_t *out, double *step) {
   if (ps->budget && ps->estimates >= ps->budget) return GOT_OVER_BUDGET;
   ps->estimates++;
-  return peak(q, a, j, ov, bill, out, ps->why, ps->why_len) ? GOT_PEAK : GOT_REFUSED;
+  bool ok = peak(q, a, j, ov, bill, out, ps->why, ps->why_len);
+  *step = ok ? step_of(q, a, j) : 0;
+  return ok ? GOT_PEAK : GOT_REFUSED;
 }
 
 /* the memo's key of a drawn job: two hashes of its architecture and job
@@ -176,8 +189,8 @@ static uint64_t memo_slots(uint64_t budget) {
 
 static enum got peak_memo(const struct vl_sens_query *q, const struct vl_arch *a,
                           const struct vl_job *j, const struct vl_overheads *ov,
-                          struct vl_bill *bill, struct pass *ps, uint64_t *out) {
-  if (!ps->memo) return estimate(q, a, j, ov, bill, ps, out);
+                          struct vl_bill *bill, struct pass *ps, uint64_t *out, double *step) {
+  if (!ps->memo) return estimate(q, a, j, ov, bill, ps, out, step);
   uint64_t h1, h2;
   job_key(a, j, &h1, &h2);
   /* with a budget the memo is at most half full (memo_slots): probe on to
@@ -185,18 +198,20 @@ static enum got peak_memo(const struct vl_sens_query *q, const struct vl_arch *a
    * pass has no budget and gives up after 16 */
   size_t i =
       vl__memo_probe(ps->memo, sizeof *ps->memo, ps->slots, h1, h2, ps->budget ? ps->slots : 16);
-  if (i == SIZE_MAX) return estimate(q, a, j, ov, bill, ps, out); /* a crowded stretch */
+  if (i == SIZE_MAX) return estimate(q, a, j, ov, bill, ps, out, step); /* a crowded stretch */
   struct memo *m = &ps->memo[i];
   if (m->h1) {
     *out = m->total;
+    *step = m->step_s;
     return m->ok ? GOT_PEAK : GOT_REFUSED;
   }
-  enum got g = estimate(q, a, j, ov, bill, ps, &m->total);
+  enum got g = estimate(q, a, j, ov, bill, ps, &m->total, &m->step_s);
   if (g == GOT_OVER_BUDGET) return g;
   m->ok = g == GOT_PEAK;
   m->h1 = h1;
   m->h2 = h2;
   *out = m->total;
+  *step = m->step_s;
   return g;
 }
 
@@ -229,7 +244,13 @@ static double input_at(enum vl_vary_var v, const struct vl_arch *a, const struct
 }
 
 /* What one Monte Carlo pass saw: totals[] holds the estimated draws,
- * sorted. */
+ * sorted; with a struct times, its arrays the priced draws' steps and
+ * hours, sorted, and how many were late and over the budget. */
+struct times {
+  double *steps, *hours;
+  uint64_t n, late, over;
+};
+
 struct outcome {
   uint64_t drawn, refused, estimated, estimates;
   uint64_t lo, hi;     /* the lowest and highest estimated draw */
@@ -241,9 +262,30 @@ struct outcome {
  * compared on the base's draws, common random numbers). It stops at the
  * first draw that would exceed the budget of distinct estimates, so what
  * it estimated is the first `drawn` draws, not the easy ones. */
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* a priced draw's step into tm: its hours for q->tokens (the draw's tokens
+ * a step: its micro-batch x sequence x accumulation x data-parallel ranks),
+ * late and over budget */
+static void time_draw(const struct vl_sens_query *q, const struct vl_job *j, double step,
+                      struct times *tm) {
+  if (!tm || !(step > 0)) return;
+  double per_step = (double)j->batch * (double)j->seq * (double)j->grad_accum * (double)j->dp;
+  double hours = q->tokens ? (double)q->tokens / per_step * step / 3600.0 : 0;
+  double gpus = (double)(j->dp * j->tp * j->pp);
+  tm->steps[tm->n] = step;
+  tm->hours[tm->n++] = hours;
+  if (q->deadline_hours > 0 && hours > q->deadline_hours) tm->late++;
+  if (q->budget_usd > 0 && hours * gpus * q->gpus[0]->usd_per_hour > q->budget_usd) tm->over++;
+}
+
 static struct outcome draw(const struct vl_sens_query *q, const struct vl_job *base,
                            const struct vl_overheads *ov, uint64_t n, uint64_t budget,
-                           uint64_t *totals, struct vl_bill *bill, char *why, size_t why_len) {
+                           uint64_t *totals, struct vl_bill *bill, char *why, size_t why_len,
+                           struct times *tm) {
   struct outcome o = {.lo = UINT64_MAX};
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   if (!rng) return o;
@@ -258,12 +300,14 @@ static struct outcome draw(const struct vl_sens_query *q, const struct vl_job *b
     struct vl_arch a = *q->arch;
     struct vl_job j = *base;
     draw_one(q, rng, &a, &j);
-    enum got g = peak_memo(q, &a, &j, ov, bill, &ps, &totals[o.estimated]);
+    double step = 0;
+    enum got g = peak_memo(q, &a, &j, ov, bill, &ps, &totals[o.estimated], &step);
     if (g == GOT_OVER_BUDGET) break;
     if (g == GOT_REFUSED) {
       o.refused++;
       continue;
     }
+    time_draw(q, &j, step, tm);
     uint64_t y = totals[o.estimated++];
     if (y < o.lo) o.lo = y, o.lo_at = input_at(q->vary[0].var, &a, &j);
     if (y > o.hi) o.hi = y, o.hi_at = input_at(q->vary[0].var, &a, &j);
@@ -272,6 +316,10 @@ static struct outcome draw(const struct vl_sens_query *q, const struct vl_job *b
   vl_free(ps.memo);
   gsl_rng_free(rng);
   qsort(totals, o.estimated, sizeof *totals, cmp_u64);
+  if (tm) {
+    qsort(tm->steps, tm->n, sizeof *tm->steps, cmp_double);
+    qsort(tm->hours, tm->n, sizeof *tm->hours, cmp_double);
+  }
   return o;
 }
 
@@ -316,6 +364,24 @@ static uint64_t count_distinct(const struct vl_sens_query *q, uint64_t n) {
 static uint64_t pct(const uint64_t *t, uint64_t n, double p) {
   uint64_t i = (uint64_t)ceil(p * (double)n);
   return t[i ? i - 1 : 0];
+}
+
+static double pct_d(const double *t, uint64_t n, double p) {
+  uint64_t i = (uint64_t)ceil(p * (double)n);
+  return t[i ? i - 1 : 0];
+}
+
+/* the priced draws' step and hours percentiles, P(late), P(over budget) */
+static void time_summary(const struct times *tm, struct vl_sens_result *r) {
+  r->timed = tm->n > 0;
+  r->n_timed = tm->n;
+  if (!tm->n) return;
+  r->step_p50 = pct_d(tm->steps, tm->n, 0.50);
+  r->step_p95 = pct_d(tm->steps, tm->n, 0.95);
+  r->hours_p50 = pct_d(tm->hours, tm->n, 0.50);
+  r->hours_p95 = pct_d(tm->hours, tm->n, 0.95);
+  r->p_late = (double)tm->late / (double)tm->n;
+  r->p_over_budget = (double)tm->over / (double)tm->n;
 }
 
 /* What card g's own cuBLAS workspaces add to a draw billed with ov's (the
@@ -441,7 +507,7 @@ static void fallbacks(const struct vl_sens_query *q, const struct vl_overheads *
     if (f == 1) j.batch /= 2, j.grad_accum *= 2;
     if (f == 2) j.attention = VL_ATTN_SDPA;
     if (f == 3) j.zero++;
-    struct outcome o = draw(q, &j, ov, m, vl__max(1, budget / 4), t, bill, NULL, 0);
+    struct outcome o = draw(q, &j, ov, m, vl__max(1, budget / 4), t, bill, NULL, 0, NULL);
     if (!o.estimated) continue;
     int i = r->n_fallbacks++;
     r->fallback[i].name = names[f];
@@ -477,14 +543,26 @@ vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_over
   uint64_t budget = q->max_estimates ? q->max_estimates : VL_SENS_ESTIMATES;
   uint64_t *t = vl_malloc((q->samples + 1) * sizeof *t);
   struct vl_bill *bill = vl_malloc(sizeof *bill);
-  if (!t || !bill) {
+  /* step times: the estimator's draws of a training job on a card */
+  bool timing = !q->fit && q->n_gpus && q->job.task == VL_TASK_TRAIN;
+  struct times tm = {0};
+  if (timing) {
+    tm.steps = vl_malloc((q->samples + 1) * sizeof(double));
+    tm.hours = vl_malloc((q->samples + 1) * sizeof(double));
+  }
+  if (!t || !bill || (timing && (!tm.steps || !tm.hours))) {
     vl_free(t);
     vl_free(bill);
+    vl_free(tm.steps);
+    vl_free(tm.hours);
     return vl__fail(err, VL_ENOMEM, "out of memory for %llu samples",
                     (unsigned long long)q->samples);
   }
-  struct outcome o =
-      draw(q, &q->job, ov, q->samples, budget, t, bill, r->refused_why, sizeof r->refused_why);
+  struct outcome o = draw(q, &q->job, ov, q->samples, budget, t, bill, r->refused_why,
+                          sizeof r->refused_why, timing ? &tm : NULL);
+  time_summary(&tm, r);
+  vl_free(tm.steps);
+  vl_free(tm.hours);
   r->drawn = o.drawn;
   r->failed = o.refused;
   r->estimates = o.estimates;

@@ -116,6 +116,23 @@ static int as_json(FILE *o, const struct vl_sens_query *q, const struct vl_sens_
       json_object_set_new(cx, q->gpus[g]->name, vl__context_carry_json(&q->carry[g]));
     json_object_set_new(root, "context", cx);
   }
+  if (r->timed) {
+    json_t *t = json_object();
+    json_object_set_new(t, "gpu", json_string(q->gpus[0]->name));
+    json_object_set_new(t, "priced_draws", json_integer((json_int_t)r->n_timed));
+    json_object_set_new(t, "step_seconds_p50", json_real(r->step_p50));
+    json_object_set_new(t, "step_seconds_p95", json_real(r->step_p95));
+    if (q->tokens) {
+      json_object_set_new(t, "tokens", json_integer((json_int_t)q->tokens));
+      json_object_set_new(t, "hours_p50", json_real(r->hours_p50));
+      json_object_set_new(t, "hours_p95", json_real(r->hours_p95));
+      json_object_set_new(t, "p_past_deadline",
+                          q->deadline_hours > 0 ? json_real(r->p_late) : json_null());
+      json_object_set_new(t, "p_over_budget",
+                          q->budget_usd > 0 ? json_real(r->p_over_budget) : json_null());
+    }
+    json_object_set_new(root, "time", t);
+  }
   json_object_set_new(root, "margin", json_real(q->margin));
   json_object_set_new(root, "tornado", tornado_json(r));
   json_object_set_new(root, "fallbacks", fallbacks_json(r));
@@ -207,6 +224,24 @@ static void tornado_lines(FILE *o, bool md, const struct vl_sens_result *r) {
   }
 }
 
+/* the step time of the draws on the first card, and the job's hours, late
+ * and over budget, where asked */
+static void time_lines(FILE *o, bool md, const struct vl_sens_query *q,
+                       const struct vl_sens_result *r) {
+  if (!r->timed) return;
+  const char *b = md ? "- " : "  ";
+  fprintf(o, "%sstep time on %s: p50 %.3f s, p95 %.3f s (%llu priced draws)\n", b, q->gpus[0]->name,
+          r->step_p50, r->step_p95, (unsigned long long)r->n_timed);
+  if (!q->tokens) return;
+  fprintf(o, "%s%.3g tokens: p50 %.1f h, p95 %.1f h a run", b, (double)q->tokens, r->hours_p50,
+          r->hours_p95);
+  if (q->deadline_hours > 0)
+    fprintf(o, "; P(past the deadline of %.3g h) = %.1f %%", q->deadline_hours, 100 * r->p_late);
+  if (q->budget_usd > 0)
+    fprintf(o, "; P(over the budget of $%.2f) = %.1f %%", q->budget_usd, 100 * r->p_over_budget);
+  fputc('\n', o);
+}
+
 static void fallback_lines(FILE *o, bool md, const struct vl_sens_result *r) {
   const char *b = md ? "- " : "  ";
   if (r->n_fallbacks) {
@@ -228,6 +263,7 @@ int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_quer
   bool md = fmt == VL_FMT_MD;
   header_lines(o, md, q, r);
   peak_lines(o, md, q, r);
+  time_lines(o, md, q, r);
   tornado_lines(o, md, r);
   fallback_lines(o, md, r);
   return ferror(o) ? -1 : 0;
