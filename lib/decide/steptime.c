@@ -88,8 +88,10 @@ static double gemm_rate(const struct vl_kt_card *kc, bool fp32, int layout, doub
   return exp(acc);
 }
 
-/* one GEMM (m x n, inner k), `count` times; a dimension below the grid
- * costs what the grid's smallest does (launch- and latency-bound) */
+/* one GEMM (m x n, inner k), `count` times: its FLOPs at the rate measured
+ * at the nearest grid point (a dimension below the grid, a LoRA rank of
+ * 16, at the rate of 64), and never under the grid's smallest GEMM's time
+ * (launch- and latency-bound) */
 static bool off8(double x) { return fmod(x, 8.0) != 0; }
 
 static void gemm(struct ctx *c, struct seg *s, int layout, bool fp32, double m, double n, double k,
@@ -102,10 +104,14 @@ static void gemm(struct ctx *c, struct seg *s, int layout, bool fp32, double m, 
    * the heads of BERT-like models, vocabulary 30,522, show no such loss in
    * their measured steps, so it is not applied there) */
   bool odd = !fp32 && !c->biased && (off8(n) || off8(k) || (layout == WGRAD && off8(m)));
-  m = fmax(m, vl_kt_m[0]), n = fmax(n, vl_kt_nk[0]), k = fmax(k, vl_kt_nk[0]);
-  double rate = gemm_rate(c->k, fp32, layout, m, n, k) * (fp32 ? c->s32 : c->s16);
+  double scale = fp32 ? c->s32 : c->s16;
+  double rate = gemm_rate(c->k, fp32, layout, fmax(m, vl_kt_m[0]), fmax(n, vl_kt_nk[0]),
+                          fmax(k, vl_kt_nk[0])) *
+                scale;
   if (odd && c->k->unaligned[layout] > 0) rate = fmin(rate, c->k->unaligned[layout] * c->s16);
-  s->k[VL_TK_MATMUL] += count * 2.0 * m * n * k / rate;
+  double least =
+      2.0 * vl_kt_m[0] * vl_kt_nk[0] * vl_kt_nk[0] / (c->k->gemm[fp32][layout][0][0][0] * scale);
+  s->k[VL_TK_MATMUL] += count * fmax(2.0 * m * n * k / rate, least);
 }
 
 /* a linear (m rows, in -> out) forward, or its backward: the input's

@@ -29,8 +29,8 @@ struct vl_kt_card {
   double unaligned[3]; /* 16-bit GEMMs with a dimension not a multiple of 8: FLOP/s by layout */
 };
 /* host seconds an enumerated op costs (tiny models: bench/time/host_fit.py) */
-#define VL_KT_HOST_OP 3.983e-05
-#define VL_KT_HOST_STEP 0.002633
+#define VL_KT_HOST_OP 3.975e-05
+#define VL_KT_HOST_STEP 0.002651
 static const struct vl_kt_attn vl_kt_attn_h100_80gb[] = {
     {"default", "bf16", 64, true, 512, 96, 6.921e+13, 3.947e+13},
     {"default", "bf16", 64, false, 512, 96, 1.112e+14, 6.054e+13},
