@@ -88,7 +88,8 @@ static void step_structure(void **state) {
   assert_close(t4.optimizer_s, t1.optimizer_s, 1e-12, "one optimizer step");
   assert_close(t4.tokens_per_s * t4.step_s, 4 * 4 * 1024, 1e-9, "tokens");
   struct vl_step_time tc = timed(m, &ck, "h100-80gb");
-  assert_true(tc.recompute_s > 0 && tc.recompute_s < tc.forward_s);
+  /* the forward again, its host share dearer (the checkpoint's hooks) */
+  assert_true(tc.recompute_s > 0 && tc.recompute_s < 2 * tc.forward_s);
   assert_close(tc.forward_s, t1.forward_s, 1e-9, "checkpointing: the same forward");
   assert_true(tc.step_s > t1.step_s);
   /* (on a 7B model, where the fp32 adapters' small GEMMs are a sliver of
