@@ -33,18 +33,6 @@ void vl_plan_query_init(struct vl_plan_query *q) {
   q->offload_slowdown = 4.0;
 }
 
-/* Active parameters per token: MoE experts count k of E. */
-static double active_params(const struct vl_arch *a, const struct vl_inventory *inv) {
-  double p = (double)inv->total;
-  if (!a->experts) return p;
-  double experts = 0;
-  for (int i = 0; i < inv->n; i++)
-    if (!strcmp(inv->t[i].name, "w1") || !strcmp(inv->t[i].name, "w2") ||
-        !strcmp(inv->t[i].name, "w3"))
-      experts += (double)inv->t[i].rows * (double)inv->t[i].cols * (double)inv->t[i].count;
-  return p - experts * (1.0 - (double)a->experts_per_token / (double)a->experts);
-}
-
 /* 6 x N FLOPs a token (4 with LoRA: no weight gradients for the frozen
  * base), + 2 x N when every layer is recomputed; N the active parameters.
  * The same convention as the plan's times (docs/model.md, plan). */
@@ -57,7 +45,7 @@ static double flops_factor(const struct vl_job *j) {
 static double flops_per_token(const struct vl_arch *a, const struct vl_job *j) {
   struct vl_inventory inv;
   if (vl_inventory_build(a, &inv, NULL) != VL_OK) return 0;
-  return flops_factor(j) * active_params(a, &inv);
+  return flops_factor(j) * vl_active_params(a, &inv);
 }
 
 /* the card's dense tensor peak for the job's 16-bit type (TFLOP/s): fp16
@@ -607,7 +595,7 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
   struct vl_inventory inv;
   vl_status s = vl_inventory_build(q->arch, &inv, err);
   if (s != VL_OK) return s;
-  const double P = active_params(q->arch, &inv);
+  const double P = vl_active_params(q->arch, &inv);
   struct search S = {.q = q,
                      .ov = ov,
                      .inv = &inv,
