@@ -38,14 +38,12 @@ enum {
 
 /* The overheads a bill takes on the measured device: the H200's, with
  * the cuBLAS workspaces of the catalog's card of that name (none known:
- * the H200's). @return 0 or an exit code (message printed). */
-static int device_overheads(const struct vl_catalog *cat, const char *device,
-                            struct vl_overheads *ov, const struct vl_gpu **card) {
+ * the H200's); *card: that card, or NULL. */
+static void device_overheads(const struct vl_catalog *cat, const char *device,
+                             struct vl_overheads *ov, const struct vl_gpu **card) {
   vl_overheads_default(ov);
-  const struct vl_gpu *g = device[0] ? vl_catalog_match_device(cat, device) : NULL;
-  if (g) vl_overheads_for_gpu(ov, g);
-  *card = g;
-  return 0;
+  *card = device[0] ? vl_catalog_match_device(cat, device) : NULL;
+  if (*card) vl_overheads_for_gpu(ov, *card);
 }
 
 /* The run's step priced on the results' card (docs/model.md 13.1): the
@@ -229,7 +227,7 @@ int cmd_validate(int argc, const char **argv) {
   const struct vl_gpu *card = NULL;
   if ((rc = est_catalog(NULL, &cat))) goto out;
   have_cat = true;
-  if ((rc = device_overheads(&cat, m.device, &ov, &card))) goto out;
+  device_overheads(&cat, m.device, &ov, &card);
   int beyond = 0;
   for (size_t i = 0; i < m.n; i++) {
     struct vl_compare_row *r = &rows[i];

@@ -48,7 +48,7 @@ for path in files:
             continue
         f = (4 if r.get("lora") else 6) + (2 if r["checkpointing"] == "full" else 0)
         tokens = r["batch"] * r["seq"] * r.get("grad_accum", 1)
-        peak = {"h100-80gb": 989.4e12, "h200": 989.4e12}.get(card, 989.4e12)
+        peak = 989.4e12  # the H100's and the H200's dense bf16, the rule's peak
         mfu_s = f * d["time"]["model_flops"] / (4 if r.get("lora") else 6) / peak / 0.40
         rows.append((r["name"], meas, est, None, mfu_s))
 errs, olds = [], []

@@ -62,7 +62,6 @@ def gemms():
                     row["dgrad_s"] = timed(lambda: g @ w)             # g @ W:   M x K, inner N
                     row["wgrad_s"] = timed(lambda: g.t() @ x)         # g^T @ x: N x K, inner M
                     out.append(row)
-                    pass
     return out
 
 
@@ -100,7 +99,6 @@ def memory_bound():
         out.append({"kernel": "layer_norm_bf16", "bytes_moved": 2 * x.numel() * 2, "s": t})
         t = timed(lambda: torch.softmax(x, -1))
         out.append({"kernel": "softmax_bf16", "bytes_moved": 2 * x.numel() * 2, "s": t})
-        pass
     return out
 
 
@@ -170,7 +168,6 @@ def attention():
                         continue
                     out.append({"kernel": name, "dtype": dt, "b": b, "h": h, "s": s, "d": d,
                                 "causal": causal, "fwd_s": fw, "fwd_bwd_s": fb})
-                    pass
     return out
 
 

@@ -30,7 +30,7 @@ struct vl_step_time {
   double executed_flops;        /* with recomputation */
   double tokens_per_s;          /* batch x seq x grad_accum / step_s */
   double mfu;                   /* model_flops / step_s / the card's dense 16-bit peak */
-  uint64_t kernels;             /* eager ops a step dispatches */
+  uint64_t ops;                 /* eager ops a step dispatches */
   char source[96];              /* where the card's figures come from */
   bool derived;                 /* the card was not measured: scaled from one that was */
   bool approximate;             /* parts priced by a rule, not an op list (say which in note) */

@@ -42,7 +42,8 @@ struct ctx {
   bool fp32;                  /* matmuls in fp32 (no autocast, fp32 weights) */
   double e, r;                /* activation and residual-stream bytes an element */
   enum vl_time_kind mem_kind; /* where memory-bound ops are booked (the loss's apart) */
-  bool biased;                /* the GEMMs being priced add a bias (an epilogue) */
+  bool unaligned_ok;          /* the GEMMs being priced are outside the layers and without a bias:
+                               * where the align1 rates were measured (gemm()) */
 };
 
 /* a stretch of ops: device seconds by kind, host seconds, ops */
@@ -104,10 +105,11 @@ static void gemm(struct ctx *c, struct seg *s, int layout, bool fp32, double m, 
   /* a 16-bit GEMM whose leading dimensions are not multiples of 8
    * elements (16 bytes) cannot take cuBLAS's aligned tensor-core kernels:
    * GPT-2's 50,257-token head runs at a sixth of its aligned twin
-   * (bench/results/step-time/align/, F.linear without a bias; with a bias
-   * the heads of BERT-like models, vocabulary 30,522, show no such loss in
-   * their measured steps, so it is not applied there) */
-  bool odd = !fp32 && !c->biased && (off8(n) || off8(k) || (layout == WGRAD && off8(m)));
+   * (bench/results/step-time/align/, F.linear without a bias). Applied
+   * where it was measured, the GEMMs outside the layers without a bias
+   * (c->unaligned_ok): the heads of BERT-like models, with a bias and
+   * 30,522 tokens, show no such loss in their measured steps */
+  bool odd = !fp32 && c->unaligned_ok && (off8(n) || off8(k) || (layout == WGRAD && off8(m)));
   double scale = fp32 ? c->s32 : c->s16;
   double rate = gemm_rate(c->k, fp32, layout, fmax(m, vl_kt_m[0]), fmax(n, vl_kt_nk[0]),
                           fmax(k, vl_kt_nk[0])) *
@@ -405,6 +407,8 @@ static void linears(struct ctx *c, const struct vl_inventory *inv, double T, str
   const struct vl_job *j = c->j;
   double tp = (double)j->tp, pp = (double)j->pp, rank = (double)j->lora_rank;
   bool base = !j->lora_rank;
+  /* encoders' masked-LM decoders carry a bias (modeling_bert.py BertLMPredictionHead) */
+  bool head_biased = a->head_bias || !a->causal;
   for (int i = 0; i < inv->n; i++) {
     const struct vl_tensor *t = &inv->t[i];
     if (t->kind != VL_T_LINEAR && t->kind != VL_T_HEAD) continue;
@@ -419,9 +423,9 @@ static void linears(struct ctx *c, const struct vl_inventory *inv, double T, str
       if (t->kind == VL_T_HEAD) m = (double)j->batch; /* the classifier sees one row an image */
     }
     struct seg *f = layer ? lf : hf, *b = layer ? lb : hb;
-    c->biased = t->kind == VL_T_HEAD ? a->head_bias || !a->causal : layer;
+    c->unaligned_ok = t->kind == VL_T_HEAD ? !head_biased : !layer;
     linear(c, f, b, c->fp32, m, (double)t->cols, (double)t->rows / tp, n, base);
-    c->biased = false;
+    c->unaligned_ok = false;
     if (j->lora_rank && layer && vl__lora_is_target(a, j, t->name)) {
       bool fp32 = !c->pol.autocast;
       linear(c, f, b, fp32, m, (double)t->cols, rank, n, true);
@@ -433,12 +437,11 @@ static void linears(struct ctx *c, const struct vl_inventory *inv, double T, str
       if (ab != c->e) mem2(c, f, b, CAST, out * (ab + c->e), n);
     }
   }
-  /* a tied head is the embedding's matrix (trained with it); encoders'
-   * masked-LM decoders carry a bias (modeling_bert.py BertLMPredictionHead) */
-  c->biased = a->head_bias || !a->causal;
+  /* a tied head is the embedding's matrix (trained with it) */
+  c->unaligned_ok = !head_biased;
   if (a->tie_embeddings && a->vocab && a->family != VL_FAM_VIT && a->family != VL_FAM_RESNET)
     linear(c, hf, hb, c->fp32, T, (double)a->hidden, (double)a->vocab / tp, 1, base);
-  c->biased = false;
+  c->unaligned_ok = false;
 }
 
 /* embeddings: the gather (and learned positions, token types), the
@@ -557,7 +560,7 @@ static void seg_add(struct vl_step_time *t, const struct seg *s, double times) {
     if (i != VL_TK_HOST) t->kind_s[i] += times * s->k[i];
   t->gpu_s += times * gpu;
   t->host_s += times * s->host;
-  t->kernels += (uint64_t)(times * s->ops + 0.5);
+  t->ops += (uint64_t)(times * s->ops + 0.5);
 }
 
 /* the card's own measured tables, or NULL */
@@ -614,19 +617,19 @@ static void trainable(struct ctx *c, const struct vl_inventory *inv, double *ele
     double n = (double)t->count / (t->per_layer ? pp : 1);
     double el = (double)t->rows * (double)t->cols /
                 (t->kind == VL_T_LINEAR || t->kind == VL_T_HEAD || t->kind == VL_T_EMBED ? tp : 1);
-    if (j->lora_rank) {
+    if (j->lora_rank) { /* the adapters: A (r x in) and B (out x r) on each target */
       if (t->kind != VL_T_LINEAR || !t->per_layer || !vl__lora_is_target(c->a, j, t->name))
         continue;
-      el = (double)j->lora_rank * (double)(t->rows / j->tp + t->cols), n *= 2, el /= 2;
+      *elems += n * (double)j->lora_rank * (double)(t->rows / j->tp + t->cols);
+      *tensors += 2 * n;
+      continue;
     }
     *elems += n * el;
     *tensors += n;
   }
 }
 
-static vl_status check(const struct vl_arch *a, const struct vl_job *j, const struct vl_gpu *g,
-                       struct vl_err *err) {
-  (void)a;
+static vl_status check(const struct vl_job *j, const struct vl_gpu *g, struct vl_err *err) {
   if (j->task != VL_TASK_TRAIN)
     return vl__fail(err, VL_EINVAL, "the step time is a training step's (--task train)");
   if (g->no_bf16 && bf16_policy(j->precision))
@@ -677,7 +680,7 @@ static void micro_batch(struct ctx *c, const struct vl_inventory *inv, struct mi
 vl_status vl_step_time(const struct vl_arch *a, const struct vl_job *j, const struct vl_gpu *g,
                        struct vl_step_time *t, struct vl_err *err) {
   memset(t, 0, sizeof *t);
-  vl_status st = check(a, j, g, err);
+  vl_status st = check(j, g, err);
   if (st != VL_OK) return st;
   struct vl_inventory inv;
   if ((st = vl_inventory_build(a, &inv, err)) != VL_OK) return st;

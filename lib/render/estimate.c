@@ -94,7 +94,7 @@ static void time_explain(FILE *o, const struct vl_step_time *t) {
   fprintf(o,
           "  GPU busy %.4f s, host dispatch %.4f s for %s eager ops; %.3g FLOP executed, "
           "%.3g the model's (6ND; 4ND with a frozen LoRA base)\n",
-          t->gpu_s, t->host_s, vl_fmt_int(s1, sizeof s1, t->kernels), t->executed_flops,
+          t->gpu_s, t->host_s, vl_fmt_int(s1, sizeof s1, t->ops), t->executed_flops,
           t->model_flops);
 }
 
@@ -367,7 +367,7 @@ static void time_json(json_t *r, const struct vl_step_time *t) {
   json_object_set_new(x, "kind_seconds", k);
   json_object_set_new(x, "gpu_seconds", json_real(t->gpu_s));
   json_object_set_new(x, "host_seconds", json_real(t->host_s));
-  json_object_set_new(x, "eager_ops", U(t->kernels));
+  json_object_set_new(x, "eager_ops", U(t->ops));
   json_object_set_new(x, "model_flops", json_real(t->model_flops));
   json_object_set_new(x, "executed_flops", json_real(t->executed_flops));
   json_object_set_new(x, "source", json_string(t->source));
