@@ -15,9 +15,10 @@ int http_listen_parse(const char *arg, char *host, size_t cap, uint64_t *port, b
 
 /* The limits the server holds every client to (docs/cmd/watch.md). */
 enum {
-  HTTP_CONNS = 64,               /* at once; more are refused (closed) */
-  HTTP_CONNS_PER_IP = 32,        /* at once from one address: one host never holds them all */
-  HTTP_TIMEOUT_S = 2,            /* a connection silent this long is closed, reading or sending */
+  HTTP_CONNS = 64,    /* at once: past HTTP_CONNS - HTTP_SPARE, a new connection closes the
+                         oldest one whose request head is not whole yet */
+  HTTP_SPARE = 8,     /* connections kept free that way: a burst of new ones is never refused */
+  HTTP_TIMEOUT_S = 2, /* a connection silent this long is closed, reading or sending */
   HTTP_MEMORY_BYTES = 32 * 1024, /* per connection: a longer request head is refused */
 };
 

@@ -9,7 +9,17 @@
  * s->mu into its response (MHD_RESPMEM_MUST_COPY). A snapshot swapped
  * under a lock rather than a lock held while rendering: the loop waits on
  * nothing a client does, and a request on nothing but a memcpy of a few
- * kilobytes. */
+ * kilobytes.
+ *
+ * Slow clients are not let in to starve the others: a client that sends a
+ * byte a second is never silent for HTTP_TIMEOUT_S, so the timeout alone
+ * would let 64 of them hold every connection (and a cap per address would
+ * shut out a scraper on the same host as them). Instead, when a connection
+ * opens with fewer than HTTP_SPARE free, the oldest one whose request head
+ * is not whole yet is shut down: a scrape, whose head arrives in one
+ * segment, is answered before HTTP_CONNS - HTTP_SPARE others have opened
+ * after it. The table of connections is touched only by libmicrohttpd's one
+ * thread (its notification and request callbacks), so it takes no lock. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -25,8 +35,18 @@
 #include "http.h"
 #include "vramledger/alloc.h"
 
+/* One open connection: its order of opening, and whether its request head
+ * came whole (then it is answered and closes) or it was shut down. */
+struct conn {
+  struct MHD_Connection *c; /* NULL: a free entry */
+  uint64_t seq;
+  bool whole, shut;
+};
+
 struct http_server {
   struct MHD_Daemon *d;
+  struct conn conns[HTTP_CONNS]; /* libmicrohttpd's thread only */
+  uint64_t opened;
   pthread_mutex_t mu; /* guards body, len, why */
   char *body;         /* the exposition served, owned (free()) */
   size_t len;
@@ -78,6 +98,42 @@ static struct MHD_Response *response(struct http_server *s, unsigned status) {
   return r;
 }
 
+/* Shut down the oldest connection of s whose head is not whole, but for
+ * keep; libmicrohttpd then reads its end and closes it. */
+static void shut_oldest(struct http_server *s, const struct conn *keep) {
+  struct conn *old = NULL;
+  for (size_t i = 0; i < HTTP_CONNS; i++) {
+    struct conn *k = &s->conns[i];
+    if (k->c && k != keep && !k->whole && !k->shut && (!old || k->seq < old->seq)) old = k;
+  }
+  if (!old) return;
+  const union MHD_ConnectionInfo *fd =
+      MHD_get_connection_info(old->c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (fd) shutdown(fd->connect_fd, SHUT_RDWR);
+  old->shut = true;
+}
+
+/* A connection opened or closed: kept in s->conns, the oldest slow one shut
+ * when fewer than HTTP_SPARE are left. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **ctx,
+                          enum MHD_ConnectionNotificationCode what) {
+  struct http_server *s = cls;
+  if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
+    if (*ctx) *(struct conn *)*ctx = (struct conn){0};
+    return;
+  }
+  struct conn *mine = NULL;
+  size_t open = 0;
+  for (size_t i = 0; i < HTTP_CONNS; i++) {
+    if (!s->conns[i].c && !mine) mine = &s->conns[i];
+    open += s->conns[i].c && !s->conns[i].shut;
+  }
+  if (!mine) return; /* libmicrohttpd holds no more than HTTP_CONNS */
+  *mine = (struct conn){.c = c, .seq = ++s->opened};
+  *ctx = mine;
+  if (open + 1 > HTTP_CONNS - HTTP_SPARE) shut_oldest(s, mine);
+}
+
 /* GET or HEAD /metrics -> 200 with the last exposition (HEAD: libmicrohttpd
  * sends the headers alone), another path -> 404, another method -> 405.
  * Answered at the first call, once the head is whole: a body sent with the
@@ -86,6 +142,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_len, void **req) {
   (void)version, (void)upload, (void)upload_len, (void)req;
+  const union MHD_ConnectionInfo *ctx =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  if (ctx && ctx->socket_context) ((struct conn *)ctx->socket_context)->whole = true;
   bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
   unsigned status = !get                           ? MHD_HTTP_METHOD_NOT_ALLOWED
                     : strcmp(url, "/metrics") != 0 ? MHD_HTTP_NOT_FOUND
@@ -110,9 +169,9 @@ static struct MHD_Daemon *daemon_on(struct http_server *s, const struct sockaddr
   struct MHD_Daemon *d = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_log, s,
       MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNS,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_CONNS_PER_IP,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-      (size_t)HTTP_MEMORY_BYTES, MHD_OPTION_END);
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_CONNECTION_TIMEOUT,
+      (unsigned)HTTP_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEMORY_BYTES,
+      MHD_OPTION_END);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return d;
 }
