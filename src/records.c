@@ -28,6 +28,12 @@ int cli_load_record(const char *run, struct vl_record *rec, char *path, size_t p
     cli_error("cannot read the record '%s': %s", path, err.msg);
     return VL_EXIT_ERROR;
   }
+  if (rec->damaged) /* docs/record.md: skipped, the rest read */
+    fprintf(stderr,
+            "vramledger: warning: the record '%s': %u line%s could not be read and %s skipped "
+            "(line %zu: %s)\n",
+            path, rec->damaged, rec->damaged == 1 ? "" : "s", rec->damaged == 1 ? "was" : "were",
+            rec->damaged_line, rec->damaged_why);
   return 0;
 }
 

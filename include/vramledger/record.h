@@ -165,6 +165,12 @@ struct vl_record {
   bool truncated; /* the last line was cut (a crash mid-write) */
   unsigned gaps;  /* "gap" lines: writes that failed (ENOSPC, EFBIG, EIO) */
   uint64_t gap_bytes;
+  /* lines that were no JSON object (not UTF-8, not JSON: a writer's bug, a
+   * stray write) with no gap line after them: skipped and counted, the
+   * first one's number and what was wrong with it */
+  unsigned damaged;
+  size_t damaged_line;
+  char damaged_why[96];
   /* the "lost" event: what the interposer could not count */
   unsigned lost_no_slot_procs; /* processes that allocated with every counter slot taken */
   unsigned lost_slots;         /* the slots there were */
@@ -182,7 +188,9 @@ struct vl_record {
 };
 
 /*! Parse a record held in text[0..len). A cut last line is tolerated
- * (truncated = true); any other malformed line is an error naming it.
+ * (truncated = true); any other line that is no JSON object is skipped and
+ * counted (damaged, damaged_line: docs/record.md), unless it is the first
+ * (the meta line): an error naming it.
  * Release with vl_record_release(). @return VL_OK, VL_EPARSE ("line N: ..."),
  * VL_EKEY (wrong schema, missing meta), VL_ENOMEM. */
 vl_status vl_record_parse(const char *text, size_t len, struct vl_record *rec,

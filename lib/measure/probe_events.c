@@ -31,7 +31,7 @@ void vl__rec_clean(char *s) {
 
 void vl__rec_str(char *dst, size_t n, json_t *o, const char *k) {
   json_t *v = json_object_get(o, k);
-  snprintf(dst, n, "%s", json_is_string(v) ? json_string_value(v) : "");
+  vl__utf8_copy(dst, n, json_is_string(v) ? json_string_value(v) : ""); /* cut whole */
   vl__rec_clean(dst);
 }
 
@@ -128,7 +128,7 @@ vl_status vl__probe_event(json_t *o, const char *type, struct vl_record *r,
         return vl__fail(err, VL_ENOMEM, "line %zu: too many phases", line);
       struct vl_rec_phase *p = &r->phases[r->n_phases++];
       memset(p, 0, sizeof *p);
-      snprintf(p->phase, sizeof p->phase, "%s", json_string_value(nm));
+      vl__utf8_copy(p->phase, sizeof p->phase, json_string_value(nm));
       vl__rec_clean(p->phase);
       p->t0_ns = json_integer_value(a) > 0 ? (uint64_t)json_integer_value(a) : 0;
       p->t_ns = json_integer_value(b) > 0 ? (uint64_t)json_integer_value(b) : 0;

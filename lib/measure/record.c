@@ -40,7 +40,8 @@ static void alloc_libs(json_t *libs, struct alloc_state *as, unsigned k, struct 
       i++;
     if (i == r->n_alloc_libs) {
       if (i == VL_REC_MAX_LIBS) continue;
-      snprintf(r->alloc_libs[i].name, sizeof r->alloc_libs[i].name, "%s", name);
+      vl__utf8_copy(r->alloc_libs[i].name, sizeof r->alloc_libs[i].name, name);
+      vl__rec_clean(r->alloc_libs[i].name);
       r->n_alloc_libs++;
     }
     as->lib_live[k][i] = (uint64_t)json_integer_value(v);
@@ -75,6 +76,7 @@ static vl_status meta(json_t *o, struct vl_record *r, size_t line, struct vl_err
     if (w < 0 || (size_t)w >= sizeof r->command - used) break;
     used += (size_t)w;
   }
+  vl__utf8_copy(r->command, sizeof r->command, r->command); /* an argument cut to fit */
   vl__rec_clean(r->command);
   json_t *gpus = json_object_get(o, "gpus");
   json_array_foreach(gpus, i, a) {
@@ -416,6 +418,17 @@ static void parse_init(struct parse *p, struct vl_record *r) {
   p->r = r;
 }
 
+/* The bad line no gap line closed (not UTF-8, not JSON: a writer's bug or
+ * a stray write): skipped and counted, the first one named (finding
+ * "damaged"), the rest of the record read. */
+static void damaged(struct parse *p) {
+  struct vl_record *r = p->r;
+  if (r->damaged++ == 0) {
+    r->damaged_line = p->bad;
+    vl__utf8_copy(r->damaged_why, sizeof r->damaged_why, p->bad_msg);
+  }
+}
+
 /* One line, its newline left out (last: none followed it). */
 static vl_status parse_line(struct parse *p, const char *start, size_t n, bool last,
                             struct vl_err *err) {
@@ -425,7 +438,7 @@ static vl_status parse_line(struct parse *p, const char *start, size_t n, bool l
   bool is_gap = n >= sizeof gap - 1 && memcmp(start, gap, sizeof gap - 1) == 0;
   bool closing = p->bad != 0;
   if (p->bad) { /* a line cut by a failed write: the writer's gap line follows it */
-    if (!is_gap) return vl__fail(err, VL_EPARSE, "line %zu: %s", p->bad, p->bad_msg);
+    if (!is_gap) damaged(p);
     p->bad = 0;
   }
   if (n == 0) return VL_OK;
@@ -448,7 +461,11 @@ static vl_status parse_line(struct parse *p, const char *start, size_t n, bool l
       return VL_OK;
     }
     snprintf(p->bad_msg, sizeof p->bad_msg, "%s", o ? "expected a JSON object" : jerr.text);
+    vl__utf8_copy(p->bad_msg, sizeof p->bad_msg, p->bad_msg); /* jansson quotes the line */
+    vl__rec_clean(p->bad_msg);
     json_decref(o);
+    if (!p->have_meta) /* the meta line: nothing after it can be read */
+      return vl__fail(err, VL_EPARSE, "line %zu: %s", p->line, p->bad_msg);
     p->bad = p->line;
     return VL_OK;
   }
@@ -474,7 +491,7 @@ static vl_status parse_line(struct parse *p, const char *start, size_t n, bool l
 static vl_status parse_end(struct parse *p, vl_status st, struct vl_err *err) {
   struct vl_record *r = p->r;
   r->lines = p->line;
-  if (st == VL_OK && p->bad) st = vl__fail(err, VL_EPARSE, "line %zu: %s", p->bad, p->bad_msg);
+  if (st == VL_OK && p->bad) damaged(p);
   if (st == VL_OK && !p->have_meta)
     st = vl__fail(err, VL_EKEY, "the record is empty (no 'meta' line)");
   if (st != VL_OK) vl_record_release(r);
@@ -594,6 +611,7 @@ static void add_finding(struct vl_finding *f, int *n, const char *code, const ch
   va_start(ap, fmt);
   vsnprintf(f[*n].text, sizeof f[*n].text, fmt, ap);
   va_end(ap);
+  vl__utf8_copy(f[*n].text, sizeof f[*n].text, f[*n].text); /* a record's string cut to fit */
   (*n)++;
 }
 
@@ -670,6 +688,12 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
                 "the record has %u gap%s: %.0f KiB of it could not be written (disk full or a "
                 "file size limit); the numbers around them may miss a peak",
                 r->gaps, r->gaps == 1 ? "" : "s", (double)r->gap_bytes / 1024.0);
+  if (r->damaged)
+    add_finding(f, nf, "damaged",
+                "%u line%s of the record could not be read and %s skipped (line %zu: %s): "
+                "the numbers around %s may miss an event",
+                r->damaged, r->damaged == 1 ? "" : "s", r->damaged == 1 ? "was" : "were",
+                r->damaged_line, r->damaged_why, r->damaged == 1 ? "it" : "them");
   if (r->lost_no_slot_procs)
     add_finding(f, nf, "no-slot",
                 "%u process%s of the job allocated GPU memory after all %u counter slots were "

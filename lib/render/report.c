@@ -115,6 +115,10 @@ static int report_json(FILE *out, const struct vl_report_view *v) {
   json_object_set_new(o, "gpus_used", U(s->gpus_used));
   json_object_set_new(o, "peak_gpu_bytes", U(s->peak_gpu_bytes));
   json_object_set_new(o, "truncated", json_boolean(r->truncated));
+  if (r->damaged) { /* lines skipped (docs/record.md); only then, as descendants */
+    json_object_set_new(o, "damaged_lines", U(r->damaged));
+    json_object_set_new(o, "first_damaged_line", U(r->damaged_line));
+  }
   if (r->desc_events || r->desc_left) /* only then: older reports stay as they were */
     json_object_set_new(o, "descendants", descendants_json(r));
   json_t *f = json_array();

@@ -155,6 +155,13 @@ char *vl__list_next(struct vl__list *l, bool *gap);
 #define VL__PIDS_SHOWN 8
 void vl__pid_list(char *buf, size_t cap, const unsigned *pids, unsigned n, bool more);
 
+/* src into dst (n bytes, n > 0), cut on a character boundary to fit: a
+ * byte that begins no well-formed UTF-8 character becomes '?', a character
+ * cut at src's end is dropped. dst may be src (it never gets ahead). The
+ * result is valid UTF-8 for every input; returns its length
+ * (lib/util/utf8.c). */
+size_t vl__utf8_copy(char *dst, size_t n, const char *src);
+
 /* Fill err (if not NULL) and return s. printf-style. */
 vl_status vl__fail(struct vl_err *err, vl_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -24,6 +24,8 @@ def mark(name):
     interposer is not loaded), and never raises."""
     global _mark
     from . import tracer
+    from .probe_common import _cut
+    name = _cut(name, 63)  # whole characters: the record's lines stay UTF-8
     tracer.mark(name)  # under `vramledger trace`: the mark in the trace too
     if _mark is None:
         try:
@@ -34,7 +36,7 @@ def mark(name):
         except (AttributeError, OSError):
             _mark = False
     if _mark:
-        _mark(str(name).encode()[:63])
+        _mark(name.encode())
         return
     # no interposer (run --no-preload, or a probe attached outside run by
     # attach(record=) or a callback's record=): the probe writes the stamp
@@ -46,7 +48,7 @@ def mark(name):
         try:
             from . import probe
             probe.write({"type": "mark", "t_ns": time.monotonic_ns(), "pid": os.getpid(),
-                         "name": str(name)[:63]})
+                         "name": name})
         except Exception:
             pass
 

@@ -68,3 +68,12 @@ def _rank():
         return int(os.environ.get("RANK", "0"))
     except ValueError:
         return 0
+
+
+def _cut(s, n):
+    """str(s) as a string whose UTF-8 is at most n bytes, cut on a
+    character boundary (a character cut in two makes the record line that
+    holds it no UTF-8), control characters as "?" (a newline would split
+    the line) and lone surrogates, which UTF-8 cannot hold, as "?"."""
+    b = str(s).encode("utf-8", "replace")[:n].decode("utf-8", "ignore")
+    return "".join("?" if ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0 else c for c in b)

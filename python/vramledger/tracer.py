@@ -419,9 +419,10 @@ class _Trace:
         return self.sms
 
     def mark(self, name):
+        from .probe_common import _cut
         self.flush()
         self.say_convolutions()
-        self.f.write("m %s\n" % name)
+        self.f.write("m %s\n" % _cut(name, 63))  # one line, whole characters
 
     def say_convolutions(self):
         """"# convolutions N": how many the job ran so far. On CUDA each

@@ -237,6 +237,33 @@ class Probe(unittest.TestCase):
         self.assertEqual(len(of(ev, "probe")), 1)
 
 
+class Marks(unittest.TestCase):
+    """A mark's name is cut to 63 bytes on a character boundary, its control
+    characters and lone surrogates made "?": the record stays UTF-8, one
+    JSON object a line, through the interposer's vl_mark and the probe's
+    own line alike (a name cut inside a character made every reader refuse
+    the whole record)."""
+    def test_names_cut_whole(self):
+        job = ("import torch, vramledger\n"
+               "vramledger.mark('\\u00e9' * 40)\n"
+               "vramledger.mark('a\\nb\\ud800c')\n")
+        for flags in ((), ("--no-preload",)):
+            d = tempfile.mkdtemp(prefix="vl-mark-")
+            e = dict(os.environ)
+            e.pop("PYTHONPATH", None)
+            out = subprocess.run([VL, "run", "--quiet", *flags, "--out", d + "/r", "--", PY, "-c",
+                                  job], env=e, capture_output=True, text=True, timeout=120)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            with open(d + "/r/record.jsonl", "rb") as f:
+                ev = [json.loads(line.decode("utf-8")) for line in f if line.strip()]
+            names = [m["name"] for m in of(ev, "mark")]
+            self.assertEqual(names, ["\u00e9" * 31, "a?b?c"], flags)
+            rep = subprocess.run([VL, "report", d + "/r"], capture_output=True, text=True)
+            shutil.rmtree(d)
+            self.assertEqual(rep.returncode, 0, rep.stderr)
+            self.assertEqual(rep.stderr, "")
+
+
 class Ranks(unittest.TestCase):
     def test_two_ranks_in_one_record(self):
         d = tempfile.mkdtemp(prefix="vl-ddp-")

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <jansson.h>
 #include <unistd.h>
 
 #include "measure/line_end.h"
@@ -75,9 +76,12 @@ static void damaged_records(void **state) {
   assert_false(r.exited);
   assert_true(r.n_samples > 50);
   vl_record_release(&r);
-  assert_int_equal(parse_file("tests/data/records/garbage.jsonl", &r, &err), VL_EPARSE);
-  assert_non_null(strstr(err.msg, "line 6"));
-  assert_null(r.samples);
+  /* a line of no JSON mid-record: skipped, the rest read */
+  assert_int_equal(parse_file("tests/data/records/garbage.jsonl", &r, &err), VL_OK);
+  assert_int_equal(r.damaged, 1);
+  assert_int_equal(r.damaged_line, 6);
+  assert_true(r.n_samples > 5);
+  vl_record_release(&r);
   assert_int_equal(parse_file("tests/data/records/schema2.jsonl", &r, &err), VL_EKEY);
   assert_int_equal(parse_file("tests/data/records/nometa.jsonl", &r, &err), VL_EKEY);
   assert_int_equal(vl_record_parse("", 0, &r, &err), VL_EKEY);
@@ -361,6 +365,72 @@ static void streamed_pieces(void **state) {
     compare_streamed(texts[i], strlen(texts[i]));
 }
 
+/* A line that is not UTF-8 (a mark's name cut inside a character) or not
+ * JSON, with no gap line after it: skipped, counted and named, the lines
+ * around it read (it used to make the whole record unreadable). */
+static void damaged_line_skipped(void **state) {
+  (void)state;
+  static const char text[] =
+      "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0,\"nvml\":\"ok\"}\n"
+      "{\"type\":\"mark\",\"t_ns\":1,\"pid\":1,\"name\":\"a\"}\n"
+      "{\"type\":\"mark\",\"t_ns\":2,\"pid\":1,\"name\":\"\xc3\xa9\xc3\"}\n"
+      "{\"type\":\"sample\",\"t_ns\":3,\"tree_bytes\":100,\"tree_procs\":1}\n"
+      "{not json\n"
+      "{\"type\":\"mark\",\"t_ns\":4,\"pid\":1,\"name\":\"b\"}\n"
+      "{\"type\":\"exit\",\"t_ns\":5,\"status\":0}\n"
+      "\xff\n";
+  struct vl_record r;
+  struct vl_err err = {""};
+  assert_int_equal(vl_record_parse(text, strlen(text), &r, &err), VL_OK);
+  assert_int_equal(r.n_marks, 2);
+  assert_int_equal(r.n_samples, 1);
+  assert_true(r.exited);
+  assert_false(r.truncated);
+  assert_int_equal(r.damaged, 3);
+  assert_int_equal(r.damaged_line, 3);
+  assert_int_equal(r.gaps, 0);
+  struct vl_run_summary s;
+  struct vl_finding f[VL_MAX_FINDINGS];
+  int nf = 0;
+  vl_record_summarize(&r, &s, f, &nf);
+  assert_int_equal(nf, 1);
+  assert_string_equal(f[0].code, "damaged");
+  assert_non_null(strstr(f[0].text, "3 lines"));
+  assert_non_null(strstr(f[0].text, "line 3:"));
+  vl_record_release(&r);
+  compare_streamed(text, strlen(text));
+  /* the meta line itself: nothing can be read */
+  static const char bad_meta[] = "{\"type\":\"meta\",\"host\":\"\xc3\"}\n{\"type\":\"exit\"}\n";
+  assert_int_equal(vl_record_parse(bad_meta, strlen(bad_meta), &r, &err), VL_EPARSE);
+  assert_non_null(strstr(err.msg, "line 1:"));
+}
+
+/* Strings cut to the reader's fields stay whole characters: a name of 40
+ * two-byte characters in a mark's 64 bytes ends on a boundary. */
+static void strings_cut_whole(void **state) {
+  (void)state;
+  char text[1024];
+  char name[81];
+  for (int i = 0; i < 40; i++)
+    memcpy(name + 2 * i, "\xc3\xa9", 2);
+  name[80] = '\0';
+  snprintf(text, sizeof text,
+           "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0}\n"
+           "{\"type\":\"mark\",\"t_ns\":1,\"pid\":1,\"name\":\"%s\"}\n",
+           name);
+  struct vl_record r;
+  struct vl_err err = {""};
+  assert_int_equal(vl_record_parse(text, strlen(text), &r, &err), VL_OK);
+  assert_int_equal(r.n_marks, 1);
+  size_t n = strlen(r.marks[0].name);
+  assert_true(n < sizeof r.marks[0].name);
+  assert_int_equal(n, 62); /* whole characters: 31, not 31 and a half */
+  json_t *j = json_string(r.marks[0].name);
+  assert_non_null(j); /* valid UTF-8 */
+  json_decref(j);
+  vl_record_release(&r);
+}
+
 /* A gap line that lost nothing counts only where it closed a cut line: a
  * writer that found another's line in flight (lib/measure/line_end.h) and
  * closed it needlessly leaves an empty line and a gap line over nothing. */
@@ -481,11 +551,17 @@ static void overlong_line(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(sample_record),   cmocka_unit_test(damaged_records),
-      cmocka_unit_test(short_writes),    cmocka_unit_test(large_record),
-      cmocka_unit_test(streamed_pieces), cmocka_unit_test(overlong_line),
-      cmocka_unit_test(descendants),     cmocka_unit_test(closed_in_flight),
-      cmocka_unit_test(line_end),        cmocka_unit_test(most_between_samples)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(sample_record),
+                                     cmocka_unit_test(damaged_records),
+                                     cmocka_unit_test(short_writes),
+                                     cmocka_unit_test(large_record),
+                                     cmocka_unit_test(streamed_pieces),
+                                     cmocka_unit_test(overlong_line),
+                                     cmocka_unit_test(descendants),
+                                     cmocka_unit_test(closed_in_flight),
+                                     cmocka_unit_test(line_end),
+                                     cmocka_unit_test(most_between_samples),
+                                     cmocka_unit_test(damaged_line_skipped),
+                                     cmocka_unit_test(strings_cut_whole)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
