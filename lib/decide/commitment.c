@@ -32,22 +32,170 @@ static vl_status key_u64(json_t *o, const char *k, uint64_t lo, uint64_t hi, uin
     if (s_ != VL_OK) return s_;                                                                    \
   } while (0)
 
-#define ENUM_KEY(key, parse, field)                                                                \
+/* A token of a file in a message: at most 32 bytes of it, printable
+ * ASCII as it is, other bytes as \xNN, "..." when cut. A message never
+ * echoes more of a file than the token it refuses. */
+static void token_excerpt(const char *s, char *out, size_t n) {
+  size_t o = 0, i = 0;
+  for (; s[i] && i < 32 && o + 5 < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+      out[o++] = (char)c;
+    else
+      o += (size_t)snprintf(out + o, n - o, "\\x%02x", c);
+  }
+  out[o] = '\0';
+  if (s[i] && o + 4 < n) memcpy(out + o, "...", 4);
+}
+
+/* The values of an enum the files spell, "a, b, c", into buf. */
+static const char *names_list(const char *(*name)(int), int count, char *buf, size_t n) {
+  size_t o = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < count && o < n; i++) {
+    int w = snprintf(buf + o, n - o, "%s%s", i ? ", " : "", name(i));
+    if (w < 0) break;
+    o += (size_t)w;
+  }
+  return buf;
+}
+
+/* Key k of o, when there, one of name(0..count): its index in *out. Any
+ * other value is refused with the allowed ones, never read as a default
+ * (a gate would pass on what it assumed). The value is quoted cut. */
+static vl_status key_enum(json_t *o, const char *k, const char *(*name)(int), int count, int *out,
+                          struct vl_err *err) {
+  json_t *v = json_object_get(o, k);
+  if (!v) return VL_OK;
+  const char *s = json_string_value(v);
+  for (int i = 0; s && i < count; i++)
+    if (strcmp(s, name(i)) == 0) {
+      *out = i;
+      return VL_OK;
+    }
+  char list[256];
+  names_list(name, count, list, sizeof list);
+  if (!s) return vl__fail(err, VL_EKEY, "key '%s': expected a string, one of: %s", k, list);
+  char shown[160];
+  token_excerpt(s, shown, sizeof shown);
+  return vl__fail(err, VL_EKEY, "key '%s': \"%s\" is not one of: %s", k, shown, list);
+}
+
+/* Key k of o, when there, true or false (never a string or a number). */
+static vl_status key_bool(json_t *o, const char *k, bool *out, struct vl_err *err) {
+  json_t *v = json_object_get(o, k);
+  if (!v) return VL_OK;
+  if (!json_is_boolean(v)) return vl__fail(err, VL_EKEY, "key '%s': expected true or false", k);
+  *out = json_is_true(v);
+  return VL_OK;
+}
+
+/* Every key of o is one of known[] (NULL-terminated): vramledger's own
+ * files are read whole, so a key it does not know (a misspelt setting) is
+ * refused rather than left at its default. */
+static vl_status known_keys(json_t *o, const char *where, const char *const *known,
+                            struct vl_err *err) {
+  const char *k;
+  json_t *v;
+  json_object_foreach(o, k, v) {
+    size_t i = 0;
+    while (known[i] && strcmp(known[i], k))
+      i++;
+    if (known[i]) continue;
+    char list[640] = "", shown[160];
+    for (size_t j = 0, n = 0; known[j] && n < sizeof list; j++) {
+      int w = snprintf(list + n, sizeof list - n, "%s%s", j ? ", " : "", known[j]);
+      if (w < 0) break;
+      n += (size_t)w;
+    }
+    token_excerpt(k, shown, sizeof shown);
+    return vl__fail(err, VL_EKEY, "%s%s\"%s\" is not a key vramledger knows; the keys: %s", where,
+                    where[0] ? ": " : "", shown, list);
+  }
+  return VL_OK;
+}
+
+/* the library's name functions take enums */
+static const char *n_prec(int i) { return vl_precision_name((enum vl_precision)i); }
+static const char *n_opt(int i) { return vl_optimizer_name((enum vl_optimizer)i); }
+static const char *n_impl(int i) { return vl_opt_impl_name((enum vl_opt_impl)i); }
+static const char *n_loop(int i) { return vl_loop_name((enum vl_loop)i); }
+static const char *n_attn(int i) { return vl_attention_name((enum vl_attention)i); }
+static const char *n_ckpt(int i) { return vl_ckpt_name((enum vl_ckpt)i); }
+static const char *n_alloc(int i) { return vl_allocator_name((enum vl_allocator)i); }
+static const char *n_fw(int i) { return vl_framework_name((enum vl_framework)i); }
+static const char *n_off(int i) { return vl_offload_name((enum vl_offload)i); }
+static const char *n_kv(int i) { return vl_kv_layout_name((enum vl_kv_layout)i); }
+static const char *n_task(int i) { return i == 0 ? "train" : "infer"; }
+static const char *n_sched(int i) { return i == 0 ? "1f1b" : "gpipe"; }
+
+/* The keys of a job's settings: what vl__settings_json writes, and an
+ * inference job's kv_block_tokens (a commitment's baseline). */
+static const char *const settings_keys[] = {"task",
+                                            "batch",
+                                            "seq",
+                                            "precision",
+                                            "attention",
+                                            "grad_accum",
+                                            "optimizer",
+                                            "optimizer_impl",
+                                            "loop",
+                                            "checkpointing",
+                                            "framework",
+                                            "lora_rank",
+                                            "qlora",
+                                            "zero",
+                                            "offload",
+                                            "new_tokens",
+                                            "kv_layout",
+                                            "kv_bytes_per_element",
+                                            "kv_block_tokens",
+                                            "dp",
+                                            "tp",
+                                            "pp",
+                                            "sp",
+                                            "lora_targets",
+                                            "master_grads_fp32",
+                                            "allocator",
+                                            "keep_grads",
+                                            "drop_outputs",
+                                            "ddp_static_graph",
+                                            "pp_schedule",
+                                            NULL};
+
+#define ENUM_KEY(key, name, count, field)                                                          \
   do {                                                                                             \
-    json_t *v_ = json_object_get(o, key);                                                          \
-    if (v_ && (!json_is_string(v_) || !parse(json_string_value(v_), &job->field)))                 \
-      return vl__fail(err, VL_EKEY, "key '%s': unknown value", key);                               \
+    int k_ = (int)job->field;                                                                      \
+    TRY(key_enum(o, key, name, count, &k_, err));                                                  \
+    job->field = (__typeof__(job->field))k_;                                                       \
   } while (0)
+
+static vl_status enums(json_t *o, struct vl_job *job, struct vl_err *err) {
+  int task = 0, sched = 0;
+  TRY(key_enum(o, "task", n_task, 2, &task, err));
+  job->task = task ? VL_TASK_INFER : VL_TASK_TRAIN;
+  ENUM_KEY("precision", n_prec, VL_PREC_COUNT, precision);
+  ENUM_KEY("optimizer", n_opt, VL_OPT_COUNT, optimizer);
+  ENUM_KEY("optimizer_impl", n_impl, VL_IMPL_COUNT, opt_impl);
+  job->opt_impl_given = json_object_get(o, "optimizer_impl") != NULL;
+  ENUM_KEY("loop", n_loop, VL_LOOP_COUNT, loop);
+  ENUM_KEY("attention", n_attn, VL_ATTN_COUNT, attention);
+  ENUM_KEY("checkpointing", n_ckpt, VL_CKPT_COUNT, checkpointing);
+  ENUM_KEY("allocator", n_alloc, VL_ALLOC_COUNT, allocator);
+  ENUM_KEY("framework", n_fw, VL_FW_COUNT, framework);
+  ENUM_KEY("offload", n_off, VL_OFFLOAD_COUNT, offload);
+  ENUM_KEY("kv_layout", n_kv, VL_KV_COUNT, kv_layout);
+  TRY(key_enum(o, "pp_schedule", n_sched, 2, &sched, err));
+  job->pp_gpipe = sched == 1;
+  return VL_OK;
+}
 
 static vl_status settings(json_t *o, struct vl_job *job, char *targets, size_t tl,
                           struct vl_err *err) {
   if (!json_is_object(o)) return vl__fail(err, VL_EKEY, "settings: expected an object");
   vl_job_init(job);
-  json_t *t = json_object_get(o, "task");
-  if (t && (!json_is_string(t) ||
-            (strcmp(json_string_value(t), "train") && strcmp(json_string_value(t), "infer"))))
-    return vl__fail(err, VL_EKEY, "key 'task': expected \"train\" or \"infer\"");
-  if (t) job->task = strcmp(json_string_value(t), "infer") == 0 ? VL_TASK_INFER : VL_TASK_TRAIN;
+  TRY(known_keys(o, "", settings_keys, err));
+  TRY(enums(o, job, err));
   TRY(key_u64(o, "batch", 1, 1u << 20, &job->batch, true, err));
   TRY(key_u64(o, "seq", 1, 1u << 24, &job->seq, true, err));
   TRY(key_u64(o, "grad_accum", 1, 65536, &job->grad_accum, false, err));
@@ -59,46 +207,18 @@ static vl_status settings(json_t *o, struct vl_job *job, char *targets, size_t t
   uint64_t zero = 0;
   TRY(key_u64(o, "zero", 0, 3, &zero, false, err));
   job->zero = (unsigned)zero;
-  ENUM_KEY("precision", vl_precision_parse, precision);
-  ENUM_KEY("optimizer", vl_optimizer_parse, optimizer);
-  ENUM_KEY("optimizer_impl", vl_opt_impl_parse, opt_impl);
-  job->opt_impl_given = json_object_get(o, "optimizer_impl") != NULL;
-  ENUM_KEY("loop", vl_loop_parse, loop);
-  ENUM_KEY("attention", vl_attention_parse, attention);
-  ENUM_KEY("checkpointing", vl_ckpt_parse, checkpointing);
-  ENUM_KEY("allocator", vl_allocator_parse, allocator);
   TRY(key_u64(o, "kv_bytes_per_element", 0, 8, &job->kv_bytes, false, err));
   TRY(key_u64(o, "kv_block_tokens", 1, 4096, &job->kv_block_tokens, false, err));
-  json_t *kv = json_object_get(o, "kv_layout");
-  if (kv) {
-    int k = 0;
-    while (k < VL_KV_COUNT &&
-           (!json_is_string(kv) ||
-            strcmp(json_string_value(kv), vl_kv_layout_name((enum vl_kv_layout)k))))
-      k++;
-    if (k == VL_KV_COUNT) return vl__fail(err, VL_EKEY, "key 'kv_layout': unknown value");
-    job->kv_layout = (enum vl_kv_layout)k;
-  }
-  json_t *ps = json_object_get(o, "pp_schedule");
-  if (ps && (!json_is_string(ps) ||
-             (strcmp(json_string_value(ps), "1f1b") && strcmp(json_string_value(ps), "gpipe"))))
-    return vl__fail(err, VL_EKEY, "key 'pp_schedule': expected \"1f1b\" or \"gpipe\"");
-  if (ps) job->pp_gpipe = strcmp(json_string_value(ps), "gpipe") == 0;
-  json_t *b;
-  if ((b = json_object_get(o, "keep_grads"))) job->grads_persist = json_is_true(b);
-  if ((b = json_object_get(o, "drop_outputs"))) job->drop_outputs = json_is_true(b);
-  if ((b = json_object_get(o, "ddp_static_graph"))) job->ddp_static_graph = json_is_true(b);
-  if ((b = json_object_get(o, "sp"))) job->sp = json_is_true(b);
-  if ((b = json_object_get(o, "qlora"))) job->qlora = json_is_true(b);
-  if ((b = json_object_get(o, "master_grads_fp32"))) job->master_grads_fp32 = json_is_true(b);
-  const char *fw = json_string_value(json_object_get(o, "framework"));
-  for (int i = 0; fw && i < VL_FW_COUNT; i++)
-    if (strcmp(fw, vl_framework_name((enum vl_framework)i)) == 0)
-      job->framework = (enum vl_framework)i;
-  const char *off = json_string_value(json_object_get(o, "offload"));
-  for (int i = 0; off && i < VL_OFFLOAD_COUNT; i++)
-    if (strcmp(off, vl_offload_name((enum vl_offload)i)) == 0) job->offload = (enum vl_offload)i;
-  const char *lt = json_string_value(json_object_get(o, "lora_targets"));
+  TRY(key_bool(o, "keep_grads", &job->grads_persist, err));
+  TRY(key_bool(o, "drop_outputs", &job->drop_outputs, err));
+  TRY(key_bool(o, "ddp_static_graph", &job->ddp_static_graph, err));
+  TRY(key_bool(o, "sp", &job->sp, err));
+  TRY(key_bool(o, "qlora", &job->qlora, err));
+  TRY(key_bool(o, "master_grads_fp32", &job->master_grads_fp32, err));
+  json_t *ltv = json_object_get(o, "lora_targets");
+  if (ltv && !json_is_string(ltv))
+    return vl__fail(err, VL_EKEY, "key 'lora_targets': expected a string of module names");
+  const char *lt = json_string_value(ltv);
   struct vl__list l; /* the names point into targets, which the caller keeps */
   if (!vl__list_init_in(&l, lt ? lt : "", ',', targets, tl)) /* never cut: a cut name is another */
     return vl__fail(err, VL_EKEY, "key 'lora_targets': longer than %zu bytes", tl ? tl - 1 : 0);
@@ -122,9 +242,60 @@ vl_status vl_job_from_settings(const char *text, size_t len, struct vl_job *job,
   return s;
 }
 
-static double num(json_t *o, const char *k, double def) {
-  json_t *v = json_object_get(o, k);
-  return json_is_number(v) ? json_number_value(v) : def;
+/* Key part.k of o, when there, a number (never a string read as the
+ * default): into *out, else def. */
+static vl_status key_num(json_t *o, const char *part, const char *k, double def, double *out,
+                         struct vl_err *err) {
+  json_t *v = json_object_get(json_object_get(o, part), k);
+  *out = def;
+  if (!v) return VL_OK;
+  if (!json_is_number(v)) return vl__fail(err, VL_EKEY, "key '%s.%s': expected a number", part, k);
+  *out = json_number_value(v);
+  return VL_OK;
+}
+
+/* The keys of a commitment, object by object, as lib/render/commitment.c
+ * writes them: one it does not know (a misspelt trigger, a setting put in
+ * the wrong object) is refused, never passed over. */
+static const char *const top_keys[] = {
+    "schema",   "created",      "vramledger", "model",    "model_type",
+    "params",   "model_config", "hardware",   "baseline", "estimate",
+    "measured", "sla",          "triggers",   "audit",    NULL};
+static const char *const hw_keys[] = {"gpu",    "gpu_memory_bytes",         "count",
+                                      "margin", "min_memory_bytes_per_gpu", NULL};
+static const char *const est_keys[] = {
+    "peak_allocated_bytes", "peak_reserved_bytes", "total_bytes", "other_total_bytes",
+    "parameters_bytes",     "peak_phase",          "source",      NULL};
+static const char *const meas_keys[] = {"record", "peak_process_bytes", "peak_cuda_alloc_bytes",
+                                        "other_hardware", NULL};
+static const char *const sla_keys[] = {"tokens_per_s", "measurement", NULL};
+static const char *const trig_keys[] = {"peak_over_commitment", "peak_action",
+                                        "throughput_under_sla", "throughput_action", NULL};
+static const char *const audit_keys[] = {"gpu_hours", "tolerance", "action", NULL};
+static const char *const mc_keys[] = {"sha256", "file", "bundled", "content", NULL};
+
+static vl_status commitment_keys(json_t *o, struct vl_err *err) {
+  static const struct {
+    const char *name;
+    const char *const *keys;
+  } parts[] = {{"hardware", hw_keys},    {"estimate", est_keys},  {"measured", meas_keys},
+               {"sla", sla_keys},        {"triggers", trig_keys}, {"audit", audit_keys},
+               {"model_config", mc_keys}};
+  TRY(known_keys(o, "", top_keys, err));
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+    json_t *p = json_object_get(o, parts[i].name);
+    if (!p) continue;
+    if (!json_is_object(p))
+      return vl__fail(err, VL_EKEY, "'%s': expected an object", parts[i].name);
+    TRY(known_keys(p, parts[i].name, parts[i].keys, err));
+  }
+  json_t *mt = json_object_get(o, "model_type");
+  if (mt && !json_is_string(mt))
+    return vl__fail(err, VL_EKEY, "key 'model_type': expected a string");
+  json_t *rec = json_object_get(json_object_get(o, "measured"), "record");
+  if (rec && !json_is_string(rec))
+    return vl__fail(err, VL_EKEY, "key 'measured.record': expected a string");
+  return VL_OK;
 }
 
 /* model_type, params and model_config: what the model is */
@@ -170,6 +341,7 @@ vl_status vl_commitment_parse(const char *text, size_t len, struct vl_commitment
     s = vl__fail(err, VL_EKEY, "a commitment needs 'model', 'hardware' and 'estimate'");
     goto done;
   }
+  if ((s = commitment_keys(o, err))) goto done;
   snprintf(c->model, sizeof c->model, "%s", json_string_value(model));
   s = settings(json_object_get(o, "baseline"), &c->job, c->lora_targets, sizeof c->lora_targets,
                err);
@@ -198,7 +370,7 @@ vl_status vl_commitment_parse(const char *text, size_t len, struct vl_commitment
   if ((s = key_u64(est, "parameters_bytes", 0, UINT64_MAX / 2, &c->est_params_bytes, false, err)))
     goto done;
   if ((s = identity(o, c, err))) goto done;
-  c->margin = num(hw, "margin", VL_FIT_MARGIN_DEFAULT);
+  if ((s = key_num(o, "hardware", "margin", VL_FIT_MARGIN_DEFAULT, &c->margin, err))) goto done;
   json_t *meas = json_object_get(o, "measured");
   if (json_is_object(meas)) {
     c->measured = true;
@@ -208,13 +380,14 @@ vl_status vl_commitment_parse(const char *text, size_t len, struct vl_commitment
     const char *run = json_string_value(json_object_get(meas, "record"));
     snprintf(c->measured_run, sizeof c->measured_run, "%s", run ? run : "");
   }
-  c->sla_tokens_per_s = num(json_object_get(o, "sla"), "tokens_per_s", 0.0);
-  c->gpu_hours = num(json_object_get(o, "audit"), "gpu_hours", 0.0);
-  c->audit_tolerance = num(json_object_get(o, "audit"), "tolerance", VL_COMMIT_AUDIT_TOLERANCE);
-  c->peak_trigger =
-      num(json_object_get(o, "triggers"), "peak_over_commitment", VL_COMMIT_PEAK_TRIGGER);
-  c->tput_trigger =
-      num(json_object_get(o, "triggers"), "throughput_under_sla", VL_COMMIT_TPUT_TRIGGER);
+  if ((s = key_num(o, "sla", "tokens_per_s", 0.0, &c->sla_tokens_per_s, err)) ||
+      (s = key_num(o, "audit", "gpu_hours", 0.0, &c->gpu_hours, err)) ||
+      (s = key_num(o, "audit", "tolerance", VL_COMMIT_AUDIT_TOLERANCE, &c->audit_tolerance, err)) ||
+      (s = key_num(o, "triggers", "peak_over_commitment", VL_COMMIT_PEAK_TRIGGER, &c->peak_trigger,
+                   err)) ||
+      (s = key_num(o, "triggers", "throughput_under_sla", VL_COMMIT_TPUT_TRIGGER, &c->tput_trigger,
+                   err)))
+    goto done;
   /* a tolerance above 100 % would pass every run; a trigger of 10x the
    * committed peak would never fire */
   const struct {

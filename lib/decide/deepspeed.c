@@ -40,16 +40,38 @@ static vl_status int_key(json_t *o, const char *k, const char *path, uint64_t lo
   return VL_OK;
 }
 
-/* "enabled" of a precision section: 1 true, 0 false or absent, -1 auto. */
-static int enabled(json_t *sec) {
-  json_t *e = json_object_get(sec, "enabled");
-  if (json_is_string(e) && strcmp(json_string_value(e), "auto") == 0) return -1;
-  return json_is_true(e) ? 1 : 0;
+/* "enabled" of a precision section: 1 true, 0 false or absent, -1 auto;
+ * anything else (a string "true", a number) is refused, never read as
+ * false. */
+static vl_status enabled(json_t *o, const char *sec, int *out, struct vl_err *err) {
+  json_t *s = json_object_get(o, sec), *e = json_object_get(s, "enabled");
+  *out = 0;
+  if (s && !json_is_object(s)) return vl__fail(err, VL_EKEY, "'%s': expected an object", sec);
+  if (!e) return VL_OK;
+  if (json_is_string(e) && strcmp(json_string_value(e), "auto") == 0)
+    *out = -1;
+  else if (json_is_boolean(e))
+    *out = json_is_true(e);
+  else
+    return vl__fail(err, VL_EKEY, "'%s.enabled': expected true, false or \"auto\"", sec);
+  return VL_OK;
 }
 
-static bool offloaded(json_t *zero, const char *k) {
-  const char *d = json_string_value(json_object_get(json_object_get(zero, k), "device"));
-  return d && (strcmp(d, "cpu") == 0 || strcmp(d, "nvme") == 0);
+/* zero_optimization.K.device: "cpu" and "nvme" offload, "none" (or no
+ * device) does not; another value is refused (DeepSpeed's reference names
+ * these three). */
+static vl_status offloaded(json_t *zero, const char *k, bool *out, struct vl_err *err) {
+  json_t *sec = json_object_get(zero, k), *d = json_object_get(sec, "device");
+  *out = false;
+  if (sec && !json_is_object(sec))
+    return vl__fail(err, VL_EKEY, "'zero_optimization.%s': expected an object", k);
+  if (!d) return VL_OK;
+  const char *v = json_string_value(d);
+  if (!v || (strcmp(v, "cpu") && strcmp(v, "nvme") && strcmp(v, "none")))
+    return vl__fail(err, VL_EKEY, "'zero_optimization.%s.device': expected one of: cpu, nvme, none",
+                    k);
+  *out = strcmp(v, "none") != 0;
+  return VL_OK;
 }
 
 vl_status vl_job_apply_deepspeed(const char *text, size_t len, struct vl_job *job, char *autos,
@@ -98,14 +120,17 @@ vl_status vl_job_apply_deepspeed(const char *text, size_t len, struct vl_job *jo
                      err)))
       goto out;
     job->zero = (unsigned)stage;
-    job->offload = offloaded(zero, "offload_param")       ? VL_OFFLOAD_FULL
-                   : offloaded(zero, "offload_optimizer") ? VL_OFFLOAD_OPTIMIZER
-                                                          : VL_OFFLOAD_NONE;
+    bool param = false, opt = false;
+    if ((s = offloaded(zero, "offload_param", &param, err)) ||
+        (s = offloaded(zero, "offload_optimizer", &opt, err)))
+      goto out;
+    job->offload = param ? VL_OFFLOAD_FULL : opt ? VL_OFFLOAD_OPTIMIZER : VL_OFFLOAD_NONE;
   } else {
     job->zero = 0; /* DeepSpeed's default */
     job->offload = VL_OFFLOAD_NONE;
   }
-  int bf = enabled(json_object_get(o, "bf16")), fp = enabled(json_object_get(o, "fp16"));
+  int bf = 0, fp = 0;
+  if ((s = enabled(o, "bf16", &bf, err)) || (s = enabled(o, "fp16", &fp, err))) goto out;
   if (bf < 0 || fp < 0)
     note_auto(autos, autos_len, "bf16/fp16.enabled");
   else if (bf && fp) {
@@ -113,7 +138,12 @@ vl_status vl_job_apply_deepspeed(const char *text, size_t len, struct vl_job *jo
     goto out;
   } else
     job->precision = bf ? VL_PREC_MIXED_BF16 : fp ? VL_PREC_MIXED_FP16 : VL_PREC_FP32;
-  const char *ot = json_string_value(json_object_get(json_object_get(o, "optimizer"), "type"));
+  json_t *otv = json_object_get(json_object_get(o, "optimizer"), "type");
+  const char *ot = json_string_value(otv);
+  if (otv && !ot) {
+    s = vl__fail(err, VL_EKEY, "'optimizer.type': expected a string (Adam, AdamW, ...)");
+    goto out;
+  }
   if (ot) {
     static const struct {
       const char *ds;
@@ -127,7 +157,7 @@ vl_status vl_job_apply_deepspeed(const char *text, size_t len, struct vl_job *jo
       i++;
     if (i == n) {
       s = vl__fail(err, VL_EKEY,
-                   "optimizer.type '%s': vramledger does not know what state it keeps (Adam, "
+                   "optimizer.type '%.40s': vramledger does not know what state it keeps (Adam, "
                    "AdamW, FusedAdam, CPUAdam, Lion, SGD are known)",
                    ot);
       goto out;
