@@ -499,11 +499,18 @@ static void on_reaped(void *ctx, pid_t pid) {
 /* The parents of dir (0777 less the umask), then dir itself, 0700. A
  * default directory (fresh) must be new: it is never reused. --out may name
  * a directory that exists (sweep makes its points' first), never a file, a
- * symbolic link or anything else. @return 0, or -1 with errno (ENOTDIR: not
- * a directory; ELOOP: a symbolic link). */
+ * symbolic link (trailing slashes or not) or anything else; its mode is
+ * the user's, never changed (the run's files in it are created O_EXCL,
+ * O_NOFOLLOW, 0600). @return 0; -1 with errno (ENOTDIR: not a directory;
+ * ELOOP: a symbolic link); MKDIR_SHARED: writable by every user and not
+ * sticky (anyone could remove or replace the record). */
+enum { MKDIR_SHARED = -2 };
 static int mkdir_private(const char *dir, bool fresh) {
   char buf[PATH_MAX];
   snprintf(buf, sizeof buf, "%s", dir);
+  /* "link/" is the directory a link points to: the link itself is looked at */
+  for (size_t n = strlen(buf); n > 1 && buf[n - 1] == '/'; n--)
+    buf[n - 1] = '\0';
   for (char *p = buf + 1; *p; p++) {
     if (*p != '/') continue;
     *p = '\0';
@@ -513,17 +520,13 @@ static int mkdir_private(const char *dir, bool fresh) {
   if (mkdir(buf, 0700) == 0) return 0;
   if (errno != EEXIST || fresh) return -1;
   struct stat st;
-  if (lstat(buf, &st) == 0 && S_ISLNK(st.st_mode)) {
-    errno = ELOOP;
+  if (lstat(buf, &st) != 0) return -1;
+  if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
+    errno = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
     return -1;
   }
-  /* chmod through a descriptor of a directory: never a file's mode, nor
-   * the mode of a directory a symbolic link put there since points to */
-  int fd = open(buf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return -1;
-  int rc = fchmod(fd, 0700);
-  close(fd);
-  return rc;
+  if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) return MKDIR_SHARED;
+  return 0;
 }
 
 /* A file of the run directory, created new (O_EXCL: a file or symbolic
@@ -769,6 +772,14 @@ static int open_record(struct run *r) {
         snprintf(r->dir, sizeof r->dir, "runs/%s-%.40s", stamp, basename_of(r->cmd[0]));
       made = mkdir_private(r->dir, true);
     } while (made != 0 && errno == EEXIST && ++k < 1000);
+  }
+  if (made == MKDIR_SHARED) {
+    cli_error("cannot use '%s' as the run directory: every user may write in it and it is not "
+              "sticky, so anyone could remove or replace the record",
+              r->dir);
+    cli_hint("give --out a directory of yours (or a new one), or make it sticky: chmod +t '%s'",
+             r->dir);
+    return VL_EXIT_ERROR;
   }
   if (made != 0) {
     cli_error("cannot create the run directory '%s': %s", r->dir,

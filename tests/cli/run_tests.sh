@@ -20,6 +20,32 @@ check "record has the exit status" json "$tmp/exit7" exit_status 7
 check "run directory is 0700" [ "$(stat -c %a "$tmp/exit7")" = 700 ]
 check "record is 0600" [ "$(stat -c %a "$tmp/exit7/record.jsonl")" = 600 ]
 
+# --out a directory that exists: its mode is the user's, never changed;
+# one every user may write in without the sticky bit is refused; a
+# symbolic link is refused whatever slashes end it
+mkdir "$tmp/mine" "$tmp/shared" "$tmp/open" && chmod 755 "$tmp/mine" && chmod 1777 "$tmp/shared" &&
+  chmod 777 "$tmp/open"
+"$vl" run --out "$tmp/mine" --quiet -- true
+check "--out an existing directory: used, its mode left (755)" \
+  [ "$?.$(stat -c %a "$tmp/mine")" = 0.755 ]
+"$vl" run --out "$tmp/mine" --quiet -- true 2>/dev/null
+check "and when refused (a record there), still 755" [ "$?.$(stat -c %a "$tmp/mine")" = 1.755 ]
+"$vl" run --out "$tmp/shared" --quiet -- true
+check "--out a sticky world-writable directory (as /tmp): used, 1777 kept" \
+  [ "$?.$(stat -c %a "$tmp/shared").$(stat -c %a "$tmp/shared/record.jsonl")" = 0.1777.600 ]
+"$vl" run --out "$tmp/open" --quiet -- true 2>"$tmp/err"
+check "--out a world-writable directory without the sticky bit: refused, mode kept" \
+  [ "$?.$(stat -c %a "$tmp/open").$(ls -A "$tmp/open")" = 1.777. ]
+check "said, naming it and the fix" sh -c "grep -q \"cannot use '$tmp/open' as the run directory: \
+every user may write in it\" '$tmp/err' && grep -q 'hint: give --out a directory of yours.*chmod +t' '$tmp/err'"
+mkdir "$tmp/target" && chmod 755 "$tmp/target" && ln -s "$tmp/target" "$tmp/link"
+for out in "$tmp/link" "$tmp/link/" "$tmp/link//"; do
+  "$vl" run --out "$out" --quiet -- true 2>"$tmp/err"
+  check "--out '${out#"$tmp"/}' (a symbolic link): refused, its target untouched" \
+    sh -c "[ $? = 1 ] && grep -q 'is a symbolic link' '$tmp/err' && [ -z \"\$(ls -A '$tmp/target')\" ] &&
+      [ \$(stat -c %a '$tmp/target') = 755 ]"
+done
+
 # secrets on the command line are not kept: the documented rule and $VRAMLEDGER_REDACT
 VRAMLEDGER_REDACT='--hf-*' "$vl" run --out "$tmp/secret" --quiet -- sh -c 'exit 0' x \
   --password=hunter2 --api-token abc123 --hf-repo private-repo --lr 0.1
