@@ -1378,31 +1378,59 @@ EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **pfn,
  * searches after us, and a library loaded between us and the caller (a
  * sanitizer runtime resolving its interceptors) would get itself back.
  * glibc's _dl_sym takes the caller explicitly (GLIBC_PRIVATE, with the same
- * signature since 2.3; no longer exported since 2.34); without it, the
- * search after us stands unless what it found is the caller's own: a
- * library preloaded after us (a job's own LD_PRELOAD, which `run` puts
- * behind ours) asking for the write() it wraps would be handed itself and
- * call itself forever. Then the objects loaded after the caller are asked
- * in load order, each opened again with RTLD_NOLOAD for a handle. No
- * dlopen otherwise: it is intercepted by such runtimes before they work,
- * and they come before us. */
+ * signature since 2.3; no longer exported since 2.34). Without it, a
+ * caller loaded after us (a job's own LD_PRELOAD, which `run` puts behind
+ * ours) is answered by the objects after it in load order (link_after):
+ * two wrappers of write() preloaded as A:B must get B's and libc's, never
+ * each other's or their own, or they call each other forever. A caller
+ * loaded before us (the program, a sanitizer runtime) keeps the search
+ * after us, unless what it found is the caller's own: then the objects
+ * after the caller are asked as well. Those objects are opened again with
+ * RTLD_NOLOAD for a handle; no dlopen otherwise: it is intercepted by
+ * sanitizer runtimes before they work, and they come before us. */
 typedef void *(*dl_sym_fn)(void *, const char *, void *);
 
-static void *dlsym_after(dlsym_fn d, const char *name, void *caller) {
-  void *p = d(RTLD_NEXT, name);
-  Dl_info info, at;
-  struct link_map *lm = NULL;
-  if (!p || !dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !dladdr(p, &at) ||
-      at.dli_fbase != info.dli_fbase)
-    return p;
-  for (struct link_map *l = lm->l_next; l; l = l->l_next) {
+/* name as defined in the objects after caller_lm, in load order: the
+ * first that defines it itself (a handle's lookup also searches the
+ * object's dependencies: their definitions are theirs, found in their own
+ * turn), never skip's. */
+static void *link_after(dlsym_fn d, const char *name, struct link_map *caller_lm,
+                        const void *skip_base) {
+  for (struct link_map *l = caller_lm->l_next; l; l = l->l_next) {
     void *h = l->l_name && l->l_name[0] ? dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
     if (!h) continue;
-    p = d(h, name);
+    void *p = d(h, name);
     dlclose(h);
-    if (p && !(dladdr(p, &at) && at.dli_fbase == info.dli_fbase)) return p;
+    Dl_info at;
+    struct link_map *owner = NULL;
+    if (p && dladdr1(p, &at, (void **)&owner, RTLD_DL_LINKMAP) && owner == l &&
+        at.dli_fbase != skip_base)
+      return p;
   }
   return NULL;
+}
+
+/* Is lm after our own object in load order? */
+static bool loaded_after_us(const struct link_map *lm) {
+  static struct link_map *self;
+  Dl_info info;
+  if (!self && !dladdr1((void *)loaded_after_us, &info, (void **)&self, RTLD_DL_LINKMAP))
+    return false;
+  for (const struct link_map *l = self ? self->l_next : NULL; l; l = l->l_next)
+    if (l == lm) return true;
+  return false;
+}
+
+static void *dlsym_after(dlsym_fn d, const char *name, void *caller) {
+  Dl_info info, at;
+  struct link_map *lm = NULL;
+  if (dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm && loaded_after_us(lm)) {
+    void *p = link_after(d, name, lm, info.dli_fbase);
+    if (p) return p;
+  }
+  void *p = d(RTLD_NEXT, name);
+  if (!p || !lm || !dladdr(p, &at) || at.dli_fbase != info.dli_fbase) return p;
+  return link_after(d, name, lm, info.dli_fbase);
 }
 
 static void *dlsym_next(dlsym_fn d, const char *name, void *caller) {

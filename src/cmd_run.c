@@ -246,10 +246,15 @@ static void pass_on(pid_t pid, int sig, const siginfo_t *info, int *group) {
   kill(pid, sig);
 }
 
+/* INT, TERM or HUP that reached us while the job ran, 0: none; run ends
+ * by it (finish) */
+static volatile sig_atomic_t stop_signal;
+
 static void forward(int sig, siginfo_t *info, void *uc) {
   (void)uc;
   pid_t job = (pid_t)child_pid;
   int n = left_n;
+  if (job > 0 && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)) stop_signal = sig;
   if (job <= 0 && n <= 0) return;
   int saved = errno;
   int group = -1;
@@ -434,6 +439,36 @@ static void fire_tput(void *ctx, uint64_t t, double tps) {
 
 static int exit_code(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The signal run ends by once its record is closed, 0: none (its exit
+ * code then). A shell stops its loop or script when its child dies of
+ * INT (bash's wait-and-cooperative-exit), so run dies as the job did: of
+ * the INT, TERM or HUP that reached run while the job ran (passed on, or
+ * sent to the whole group), or that the job died of. Not QUIT, SEGV, ABRT
+ * and the like: their default dumps core (128 + the signal instead); not
+ * KILL or PIPE: 128 + the signal too; not a signal ignored when run
+ * started (a background job's INT). docs/cmd/run.md, "Exit status". */
+static int end_signal(const struct run *r, int status) {
+  int sig = stop_signal;
+  if (!sig && WIFSIGNALED(status)) sig = WTERMSIG(status);
+  if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP) return 0;
+  for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++)
+    if (fwd[i] == sig && !(r->old[i].sa_flags & SA_SIGINFO) && r->old[i].sa_handler == SIG_IGN)
+      return 0;
+  return sig;
+}
+
+/* Die of sig, as the job did (its default action: no core for INT, TERM,
+ * HUP); returns only if that did not happen. */
+static void die_of(int sig) {
+  fflush(NULL);
+  signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  sigprocmask(SIG_UNBLOCK, &set, NULL);
+  raise(sig);
 }
 
 /* "PID 12" or "PIDs 12, 13, ..." (the first VL__PIDS_SHOWN of total) */
@@ -961,6 +996,23 @@ static void put_lost(struct run *r) {
   }
 }
 
+/* The summary on stderr: the record, the peaks. */
+static void say_peaks(const struct run *r, const struct vl_sampler *sm) {
+  double G = (double)(1ull << 30);
+  fprintf(stderr, "vramledger: record: %s\n", r->rec_path);
+  if (r->nvml_status == VL_OK)
+    fprintf(stderr,
+            "vramledger: peak process memory %.2f GiB at %.1f s (%u process%s): "
+            "driver-allocated %.2f GiB (its own peak %.2f GiB), CUDA context and other %.2f "
+            "GiB\n",
+            (double)sm->peak_tree / G, (double)sm->peak_t * 1e-9, sm->peak_procs,
+            sm->peak_procs == 1 ? "" : "es", (double)(sm->peak_tree - sm->ctx_at_peak) / G,
+            (double)sm->peak_alloc / G, (double)sm->ctx_at_peak / G);
+  else
+    fprintf(stderr, "vramledger: driver-allocated peak %.2f GiB (no NVML samples)\n",
+            (double)sm->peak_alloc / G);
+}
+
 /* The job's end: our handlers gone, the exit event, everything closed,
  * and the peaks said (unless --quiet). @return the job's exit code. */
 static int finish(struct run *r, struct vl_sampler *sm) {
@@ -968,7 +1020,7 @@ static int finish(struct run *r, struct vl_sampler *sm) {
     sigaction(fwd[i], &r->old[i], NULL);
   sentinel_stop();
   sigaction(SIGCHLD, &r->old_chld, NULL);
-  int code = exit_code(sm->status);
+  int code = exit_code(sm->status), sig = end_signal(r, sm->status);
   if (sm->left_stopped && sm->left_total) {
     char list[160];
     pid_list(sm->left, sm->left_n, sm->left_total, list, sizeof list);
@@ -991,20 +1043,8 @@ static int finish(struct run *r, struct vl_sampler *sm) {
               r->rec_path, strerror(r->out.err), (unsigned long long)r->out.lost_bytes);
   vl_nvml_close(r->nv);
   if (r->ctr) munmap(r->ctr, r->ctr_len);
-  if (r->o.quiet) return code;
-  double G = (double)(1ull << 30);
-  fprintf(stderr, "vramledger: record: %s\n", r->rec_path);
-  if (r->nvml_status == VL_OK)
-    fprintf(stderr,
-            "vramledger: peak process memory %.2f GiB at %.1f s (%u process%s): "
-            "driver-allocated %.2f GiB (its own peak %.2f GiB), CUDA context and other %.2f "
-            "GiB\n",
-            (double)sm->peak_tree / G, (double)sm->peak_t * 1e-9, sm->peak_procs,
-            sm->peak_procs == 1 ? "" : "es", (double)(sm->peak_tree - sm->ctx_at_peak) / G,
-            (double)sm->peak_alloc / G, (double)sm->ctx_at_peak / G);
-  else
-    fprintf(stderr, "vramledger: driver-allocated peak %.2f GiB (no NVML samples)\n",
-            (double)sm->peak_alloc / G);
+  if (!r->o.quiet) say_peaks(r, sm);
+  if (sig) die_of(sig);
   return code;
 }
 

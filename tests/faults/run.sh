@@ -434,6 +434,58 @@ if want left-signals; then
   end
 fi
 
+if want ctrl-c-loop; then
+  # Ctrl-C (INT to the process group, as a terminal sends it) stops a
+  # shell script around run: run closes its record, then dies of the
+  # signal, so bash's wait ends the script (a shell that exits on INT
+  # itself, as dash does, would pass whatever run did). A job's SEGV is
+  # 139, never a core of run's
+  begin ctrl-c-loop
+  if command -v bash >/dev/null; then
+    python3 - "$vl" "$tmp" >"$tmp/loop.out" 2>"$tmp/loop.err" <<'PY'
+import os, signal, subprocess, sys, time
+vl, tmp = sys.argv[1:]
+script = "for i in 1 2; do '%s' run --quiet --out '%s/loop'$i -- sleep 30; echo after $?; done" % (vl, tmp)
+signal.signal(signal.SIGINT, signal.SIG_DFL)  # as a terminal's job has it (a background one has it ignored)
+p = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, start_new_session=True)
+for _ in range(500):  # the job started: the record has its first line
+    if os.path.exists(tmp + "/loop1/record.jsonl") and os.path.getsize(tmp + "/loop1/record.jsonl"):
+        break
+    time.sleep(0.01)
+time.sleep(0.2)
+os.killpg(p.pid, signal.SIGINT)
+try:
+    out, _ = p.communicate(timeout=5)
+except subprocess.TimeoutExpired:
+    os.killpg(p.pid, signal.SIGKILL)
+    out, _ = p.communicate()
+print(p.returncode, out.decode().replace("\n", " ").strip() or "-")
+PY
+    expect "bash stops at Ctrl-C, 'after' never printed" eq "$(cat "$tmp/loop.out")" "-2 -"
+    expect "the record closed first, the job's status (130)" eq "$(rec "$tmp/loop1/record.jsonl" exit-status)" 130
+    expect "no second run" [ ! -e "$tmp/loop2" ]
+  else
+    echo "  ctrl-c-loop: bash left out (not installed)" >&2
+  fi
+  # how run ended, as its parent sees it: "exit N" or "signal N"
+  ended() { python3 -c '
+import os, subprocess, sys, time
+p = subprocess.Popen(sys.argv[2:])
+if sys.argv[1] != "-":
+    time.sleep(0.5)
+    os.kill(p.pid, int(sys.argv[1]))
+r = p.wait()
+print("exit %d" % r if r >= 0 else "signal %d" % -r)' "$@"; }
+  expect "a job's SEGV: run exits 139, never dies of it (no core)" \
+    eq "$(ended - "$vl" run --out "$tmp/segv" --quiet -- sh -c 'kill -SEGV $$')" "exit 139"
+  expect "a job's KILL: 137" eq "$(ended - "$vl" run --out "$tmp/kill" --quiet -- sh -c 'kill -KILL $$')" "exit 137"
+  expect "a job's QUIT: 131" eq "$(ended - "$vl" run --out "$tmp/quit" --quiet -- sh -c 'kill -QUIT $$')" "exit 131"
+  expect "TERM to run alone: passed on, then run dies of it" \
+    eq "$(ended 15 "$vl" run --out "$tmp/termself" --quiet -- sleep 30)" "signal 15"
+  expect "and its record closed, the job's status (143)" eq "$(rec "$tmp/termself/record.jsonl" exit-status)" 143
+  end
+fi
+
 if want group-signals; then
   # a signal reaches the job once, whoever sent it to whom (signals.py)
   begin group-signals
