@@ -59,6 +59,29 @@ char *cli_read_file_quiet(const char *path, size_t *len);
 FILE *cli_create_output(const char *path, const char *mode);
 /* The same, created with perm (0600: a file of vramledger's own directory) */
 FILE *cli_create_stream(const char *path, const char *mode, mode_t perm);
+/* An output file replaced whole (a commitment, a report, a CSV): written
+ * to a temporary file beside it (".NAME.XXXXXX", created with O_EXCL, the
+ * mode the file has, else perm less the umask), flushed and synced, then
+ * renamed over it; on any failure the file is as it was, the temporary
+ * removed, and the message names the file. A symbolic link or anything
+ * but a regular file at path is refused, as cli_create_fd does. */
+struct cli_output {
+  FILE *f; /* write here between open and close */
+  char path[4096], tmp[4096 + 16];
+};
+/*! Open o's temporary for path. @return 0, or VL_EXIT_ERROR (said). */
+int cli_output_open(struct cli_output *o, const char *path, mode_t perm);
+/*! Flush, sync and close the temporary; on failure it is removed.
+ * @return 0, or VL_EXIT_ERROR (said). */
+int cli_output_close(struct cli_output *o);
+/*! Rename the closed temporary over the file; on failure it is removed.
+ * @return 0, or VL_EXIT_ERROR (said). */
+int cli_output_rename(struct cli_output *o);
+/*! cli_output_close, then cli_output_rename. */
+int cli_output_commit(struct cli_output *o);
+/*! Give the output up: the temporary closed and removed, the file as it
+ * was. Quiet; o may be unopened (zeroed) or already given up. */
+void cli_output_discard(struct cli_output *o);
 /* The same as a descriptor: path opened write-only with flags (O_TRUNC or
  * O_APPEND), created with perm when missing, never through a symbolic
  * link. -1: said on stderr. */

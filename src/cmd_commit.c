@@ -18,14 +18,34 @@
 #include "vramledger/record.h"
 #include "vramledger/render.h"
 
-static int write_file(const char *path, bool md, const struct vl_commit_view *v) {
-  FILE *f = cli_create_output(path, "w");
-  if (!f) return VL_EXIT_ERROR;
-  if (vl_render_commitment(f, md, v) != 0 || fclose(f) != 0) {
-    cli_error("cannot write '%s': %s", path, strerror(errno));
+/* One of the two files, written and synced beside its path, not yet in
+ * its place (cli_output_rename): a commitment is reviewed, and a failure
+ * (a full disk) leaves the one there as it was. */
+static int write_file(struct cli_output *o, const char *path, bool md,
+                      const struct vl_commit_view *v) {
+  int rc = cli_output_open(o, path, 0644);
+  if (rc) return rc;
+  errno = 0;
+  if (vl_render_commitment(o->f, md, v) != 0) {
+    cli_error("cannot write '%s': %s; '%s' is as it was", path, strerror(errno ? errno : EIO),
+              path);
+    cli_output_discard(o);
     return VL_EXIT_ERROR;
   }
-  return 0;
+  return cli_output_close(o);
+}
+
+/* Both files, then both put in place: never one new beside one old. */
+static int write_both(const char *pj, const char *pm, const struct vl_commit_view *v) {
+  struct cli_output oj, om;
+  int rc = write_file(&oj, pj, false, v);
+  if (rc) return rc;
+  if ((rc = write_file(&om, pm, true, v)) || (rc = cli_output_rename(&oj))) {
+    cli_output_discard(&oj);
+    cli_output_discard(&om);
+    return rc;
+  }
+  return cli_output_rename(&om);
 }
 
 /* A plan's model: a bundled name as it is; a relative path against the
@@ -300,7 +320,7 @@ static int commit_write(const struct commit_args *a, struct commit_job *j) {
                              j->peak_action,
                              j->tput_action,
                              other_hw[0] ? other_hw : NULL};
-  if ((rc = write_file(pj, false, &v)) || (rc = write_file(pm, true, &v))) return rc;
+  if ((rc = write_both(pj, pm, &v))) return rc;
   printf("wrote %s and %s: %llu x %s, %.2f GiB per GPU estimated", pj, pm,
          (unsigned long long)count, j->gpu->name, (double)j->bill->total_bytes / (1ull << 30));
   if (run) printf(", %.2f GiB measured", (double)mp / (1ull << 30));

@@ -87,9 +87,10 @@ struct sweep {
   int cmd_n;
   char self[PATH_MAX]; /* this binary, run once per point */
   char csv[PATH_MAX];
-  FILE *f;      /* csv, open while the points run */
-  int kb, ks;   /* tokens per step = batch x seq, when both are swept */
-  size_t total; /* points in the grid */
+  struct cli_output csv_out; /* csv, replaced whole once every point ran */
+  FILE *f;                   /* csv_out.f, open while the points run */
+  int kb, ks;                /* tokens per step = batch x seq, when both are swept */
+  size_t total;              /* points in the grid */
   int failures;
 };
 
@@ -192,9 +193,10 @@ static int open_outputs(struct sweep *s) {
   }
   s->self[sl] = '\0';
   snprintf(s->csv, sizeof s->csv, "%.4000s/sweep.csv", s->out);
-  /* rewritten at each sweep (a resumed one too), never through a symbolic link */
-  s->f = cli_create_stream(s->csv, "w", 0600);
-  if (!s->f) return VL_EXIT_ERROR;
+  /* rewritten at each sweep (a resumed one too), never through a symbolic
+   * link: beside it while the points run, in its place at the end */
+  if (cli_output_open(&s->csv_out, s->csv, 0600)) return VL_EXIT_ERROR;
+  s->f = s->csv_out.f;
   fputs("point", s->f);
   for (int k = 0; k < s->g.n; k++)
     fprintf(s->f, ",%s", s->g.name[k]);
@@ -381,13 +383,10 @@ int cmd_sweep(int argc, const char **argv) {
   plan_grid(&s);
   for (size_t p = 0; p < s.total; p++)
     if ((rc = run_grid_point(&s, p))) {
-      fclose(s.f);
+      cli_output_discard(&s.csv_out);
       return rc;
     }
-  if (fclose(s.f) != 0) {
-    cli_error("cannot write '%s'", s.csv);
-    return VL_EXIT_ERROR;
-  }
+  if (cli_output_commit(&s.csv_out)) return VL_EXIT_ERROR;
   printf("\n%s: %zu points, %d not ok; fit it with: vramledger fit --csv %s\n", s.csv, s.total,
          s.failures, s.csv);
   return VL_EXIT_OK;

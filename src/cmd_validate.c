@@ -289,16 +289,16 @@ int cmd_validate(int argc, const char **argv) {
   if (!v.results) { /* keep the report beside the measurements */
     char report[4200];
     snprintf(report, sizeof report, "%s/report.md", dir);
-    FILE *f = cli_create_output(report, "w");
-    if (!f) {
+    struct cli_output o; /* replaced whole: a failure leaves the last report */
+    if ((rc = cli_output_open(&o, report, 0644))) goto out;
+    errno = 0;
+    if (vl_render_validate(o.f, VL_FMT_MD, &view) != 0) {
+      cli_error("cannot write '%s': %s", report, strerror(errno ? errno : EIO));
+      cli_output_discard(&o);
       rc = VL_EXIT_ERROR;
       goto out;
     }
-    if (vl_render_validate(f, VL_FMT_MD, &view) != 0 || fclose(f) != 0) {
-      cli_error("cannot write '%s': %s", report, strerror(errno));
-      rc = VL_EXIT_ERROR;
-      goto out;
-    }
+    if ((rc = cli_output_commit(&o))) goto out;
     fprintf(stderr, "vramledger: measurements and report in %s\n", dir);
   }
   if (cal.n + hold.n == 0) {

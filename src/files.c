@@ -1,4 +1,4 @@
-#define _XOPEN_SOURCE 700 /* realpath, readlink */
+#define _XOPEN_SOURCE 700 /* realpath, readlink, mkstemp, fsync */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -157,4 +157,94 @@ FILE *cli_create_stream(const char *path, const char *mode, mode_t perm) {
     close(fd);
   }
   return f;
+}
+
+/* ---- an output replaced whole: temporary, sync, rename ------------------ */
+
+int cli_output_open(struct cli_output *o, const char *path, mode_t perm) {
+  memset(o, 0, sizeof *o);
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+    cli_error("cannot write '%s': it is a symbolic link (vramledger does not write through one)",
+              path);
+    cli_hint("give the file itself, or remove the link");
+    return VL_EXIT_ERROR;
+  }
+  bool there = lstat(path, &st) == 0;
+  if (there && !S_ISREG(st.st_mode)) {
+    cli_error("cannot write '%s': it is not a regular file", path);
+    return VL_EXIT_ERROR;
+  }
+  const char *slash = strrchr(path, '/');
+  int w = snprintf(o->tmp, sizeof o->tmp, "%.*s.%s.XXXXXX", slash ? (int)(slash - path + 1) : 0,
+                   path, slash ? slash + 1 : path);
+  if (w < 0 || (size_t)w >= sizeof o->tmp || strlen(path) >= sizeof o->path) {
+    cli_error("cannot write '%.200s...': the path is too long", path);
+    return VL_EXIT_ERROR;
+  }
+  snprintf(o->path, sizeof o->path, "%s", path);
+  mode_t mask = umask(0);
+  umask(mask);
+  mode_t mode = there ? st.st_mode & 07777 : perm & ~mask;
+  int fd = mkstemp(o->tmp); /* O_EXCL, 0600 until the mode below */
+  if (fd < 0 || fchmod(fd, mode) != 0 || !(o->f = fdopen(fd, "w"))) {
+    cli_error("cannot write '%s': %s (creating '%s')", path, strerror(errno), o->tmp);
+    if (fd >= 0) {
+      close(fd);
+      unlink(o->tmp);
+    }
+    o->tmp[0] = '\0';
+    return VL_EXIT_ERROR;
+  }
+  return 0;
+}
+
+/* the message of a failed output: the file is as it was */
+static int output_failed(struct cli_output *o, const char *what, int e) {
+  cli_error("cannot %s '%s': %s; '%s' is as it was", what, o->path, strerror(e ? e : EIO), o->path);
+  cli_output_discard(o);
+  return VL_EXIT_ERROR;
+}
+
+int cli_output_close(struct cli_output *o) {
+  FILE *f = o->f;
+  o->f = NULL;
+  errno = 0;
+  bool ok = fflush(f) == 0 && !ferror(f);
+  int e = errno;
+  if (ok && fsync(fileno(f)) != 0) {
+    ok = false;
+    e = errno;
+  }
+  if (fclose(f) != 0 && ok) {
+    ok = false;
+    e = errno;
+  }
+  return ok ? 0 : output_failed(o, "write", e);
+}
+
+int cli_output_rename(struct cli_output *o) {
+  if (rename(o->tmp, o->path) != 0) return output_failed(o, "replace", errno);
+  o->tmp[0] = '\0';
+  char dir[4096]; /* the rename itself on disk: the folder synced, where it can be */
+  const char *slash = strrchr(o->path, '/');
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - o->path + 1) : 1, slash ? o->path : ".");
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    (void)fsync(fd);
+    close(fd);
+  }
+  return 0;
+}
+
+int cli_output_commit(struct cli_output *o) {
+  int rc = cli_output_close(o);
+  return rc ? rc : cli_output_rename(o);
+}
+
+void cli_output_discard(struct cli_output *o) {
+  if (o->f) fclose(o->f);
+  o->f = NULL;
+  if (o->tmp[0]) unlink(o->tmp);
+  o->tmp[0] = '\0';
 }

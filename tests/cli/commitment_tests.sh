@@ -49,6 +49,34 @@ check "and says what to do" has "$tmp/err" "give --force"
 "$vl" commit --model configs/model.json --catalog gpus.json --gpu fake-gpu $job --out plan --force >/dev/null
 check "commit --force replaces it" [ $? = 0 ]
 
+# a full disk (a 64 KiB tmpfs, filled): commit --force of a larger
+# commitment (a config file's copy in it) fails, naming the file, and
+# leaves the reviewed one byte for byte as it was, no temporary beside it
+mnt=$tmp/full
+mkdir -p "$mnt"
+if mount -t tmpfs -o size=64k tmpfs "$mnt" 2>/dev/null; then
+  trap 'umount "$mnt"; rm -rf "$tmp"' EXIT
+  "$vl" commit --model qwen2-0.5b --catalog gpus.json --gpu fake-gpu $job --out "$mnt" >/dev/null
+  cp "$mnt/commitment.json" "$mnt/COMMITMENT.md" "$tmp/"
+  dd if=/dev/zero of="$mnt/filler" bs=4096 2>/dev/null
+  "$vl" commit --model configs/model.json --catalog gpus.json --gpu fake-gpu $job --out "$mnt" \
+    --force >/dev/null 2>"$tmp/err"
+  check "commit --force on a full disk: exit 1" [ $? = 1 ]
+  check "it names the file and the cause" has "$tmp/err" \
+    "cannot write '$mnt/commitment.json': No space left on device; '$mnt/commitment.json' is as it was"
+  check "the commitment is as it was" cmp -s "$tmp/commitment.json" "$mnt/commitment.json"
+  check "and COMMITMENT.md" cmp -s "$tmp/COMMITMENT.md" "$mnt/COMMITMENT.md"
+  check "no temporary left" [ "$(ls -A "$mnt" | wc -l)" = 3 ]
+  rm "$mnt/filler"
+  chmod 600 "$mnt/commitment.json"
+  "$vl" commit --model configs/model.json --catalog gpus.json --gpu fake-gpu $job --out "$mnt" \
+    --force >/dev/null
+  check "with room again, --force replaces it" has "$mnt/commitment.json" '"file": '
+  check "in the mode it had" [ "$(stat -c %a "$mnt/commitment.json")" = 600 ]
+else
+  echo "skip the full disk: cannot mount a tmpfs here (it needs root)"
+fi
+
 # check from another folder, and from a fresh copy of the repository
 (cd "$tmp/elsewhere" && "$vl" check --commitment "$repo/plan/commitment.json" $job >"$tmp/out" \
   2>"$tmp/err")
