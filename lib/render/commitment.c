@@ -33,24 +33,24 @@ static json_t *baseline_json(const struct vl_job *j) {
 static int commitment_json(FILE *out, const struct vl_commit_view *v) {
   const struct vl_job *j = v->job;
   json_t *o = json_object();
-  json_object_set_new(o, "schema", json_string(VL_COMMITMENT_SCHEMA));
-  json_object_set_new(o, "created", json_string(v->created));
-  json_object_set_new(o, "vramledger", json_string(v->version));
-  json_object_set_new(o, "model", json_string(v->model_name));
-  json_object_set_new(o, "model_type", json_string(v->arch->model_type));
+  json_object_set_new(o, "schema", vl__json_str(VL_COMMITMENT_SCHEMA));
+  json_object_set_new(o, "created", vl__json_str(v->created));
+  json_object_set_new(o, "vramledger", vl__json_str(v->version));
+  json_object_set_new(o, "model", vl__json_str(v->model_name));
+  json_object_set_new(o, "model_type", vl__json_str(v->arch->model_type));
   json_object_set_new(o, "params", U(v->bill->params));
   if (v->config_sha256) {
     json_t *mc = json_object();
-    json_object_set_new(mc, "sha256", json_string(v->config_sha256));
-    if (v->config_file) json_object_set_new(mc, "file", json_string(v->config_file));
-    if (v->config_bundled) json_object_set_new(mc, "bundled", json_string(v->config_bundled));
+    json_object_set_new(mc, "sha256", vl__json_str(v->config_sha256));
+    if (v->config_file) json_object_set_new(mc, "file", vl__json_str(v->config_file));
+    if (v->config_bundled) json_object_set_new(mc, "bundled", vl__json_str(v->config_bundled));
     /* a copy, so that check can name what changed (keys sorted) */
     json_t *content = v->config_canonical ? json_loads(v->config_canonical, 0, NULL) : NULL;
     if (content) json_object_set_new(mc, "content", content);
     json_object_set_new(o, "model_config", mc);
   }
   json_t *hw = json_object();
-  json_object_set_new(hw, "gpu", json_string(v->gpu->name));
+  json_object_set_new(hw, "gpu", vl__json_str(v->gpu->name));
   json_object_set_new(hw, "gpu_memory_bytes", U(v->gpu->memory_bytes));
   json_object_set_new(hw, "count", U(j->dp * j->tp * j->pp));
   json_object_set_new(hw, "margin", json_real(v->fit->margin));
@@ -66,16 +66,16 @@ static int commitment_json(FILE *out, const struct vl_commit_view *v) {
   if (v->bill->other.total_bytes) /* DDP's bucket rebuild: the other outcome */
     json_object_set_new(est, "other_total_bytes", U(v->bill->other.total_bytes));
   json_object_set_new(est, "parameters_bytes", U(v->bill->lines[VL_LINE_PARAMETERS]));
-  json_object_set_new(est, "peak_phase", json_string(vl_phase_name(v->bill->peak_phase)));
-  json_object_set_new(est, "source", json_string("vramledger estimate"));
+  json_object_set_new(est, "peak_phase", vl__json_str(vl_phase_name(v->bill->peak_phase)));
+  json_object_set_new(est, "source", vl__json_str("vramledger estimate"));
   json_object_set_new(o, "estimate", est);
   if (v->run) {
     json_t *m = json_object();
-    json_object_set_new(m, "record", json_string(v->run));
+    json_object_set_new(m, "record", vl__json_str(v->run));
     json_object_set_new(m, "peak_process_bytes", U(v->run_peak_process_bytes));
     json_object_set_new(m, "peak_cuda_alloc_bytes", U(v->run_peak_cuda_alloc_bytes));
     if (v->run_hardware) /* measured elsewhere: said, not hidden */
-      json_object_set_new(m, "other_hardware", json_string(v->run_hardware));
+      json_object_set_new(m, "other_hardware", vl__json_str(v->run_hardware));
     json_object_set_new(o, "measured", m);
   }
   json_t *sla = json_object();
@@ -83,20 +83,20 @@ static int commitment_json(FILE *out, const struct vl_commit_view *v) {
     json_object_set_new(sla, "tokens_per_s", json_real(v->sla_tokens_per_s));
   json_object_set_new(
       sla, "measurement",
-      json_string("median tokens/s over steady steps after warm-up, from the run record"));
+      vl__json_str("median tokens/s over steady steps after warm-up, from the run record"));
   json_object_set_new(o, "sla", sla);
   json_t *tr = json_object();
   json_object_set_new(tr, "peak_over_commitment", json_real(VL_COMMIT_PEAK_TRIGGER));
-  json_object_set_new(tr, "peak_action", json_string(peak_action(v)));
+  json_object_set_new(tr, "peak_action", vl__json_str(peak_action(v)));
   json_object_set_new(tr, "throughput_under_sla", json_real(VL_COMMIT_TPUT_TRIGGER));
-  json_object_set_new(tr, "throughput_action", json_string(throughput_action(v)));
+  json_object_set_new(tr, "throughput_action", vl__json_str(throughput_action(v)));
   json_object_set_new(o, "triggers", tr);
   json_t *au = json_object();
   if (v->gpu_hours > 0) json_object_set_new(au, "gpu_hours", json_real(v->gpu_hours));
   json_object_set_new(au, "tolerance", json_real(VL_COMMIT_AUDIT_TOLERANCE));
   char action[64];
   snprintf(action, sizeof action, "more than %.0f %% off: review", 100 * VL_COMMIT_AUDIT_TOLERANCE);
-  json_object_set_new(au, "action", json_string(action));
+  json_object_set_new(au, "action", vl__json_str(action));
   json_object_set_new(o, "audit", au);
   int rc = json_dumpf(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
   json_decref(o);
@@ -213,19 +213,19 @@ static int check_text(FILE *o, const struct vl_check_view *v) {
 
 static int check_json(FILE *out, const struct vl_check_view *v) {
   json_t *o = json_object();
-  json_object_set_new(o, "schema", json_string("vramledger.check/1"));
-  json_object_set_new(o, "commitment", json_string(v->commitment));
-  json_object_set_new(o, "model_config", v->model_file ? json_string(v->model_file) : json_null());
+  json_object_set_new(o, "schema", vl__json_str("vramledger.check/1"));
+  json_object_set_new(o, "commitment", vl__json_str(v->commitment));
+  json_object_set_new(o, "model_config", v->model_file ? vl__json_str(v->model_file) : json_null());
   json_object_set_new(o, "consistent", json_boolean(v->n == 0));
   json_t *ps = json_array();
   for (int i = 0; i < v->n; i++) {
     const struct vl_check_item *it = &v->items[i];
     json_t *p = json_object();
-    json_object_set_new(p, "kind", json_string(check_kind[it->kind]));
-    json_object_set_new(p, "field", json_string(it->d.field));
-    json_object_set_new(p, "committed", json_string(it->d.committed));
-    json_object_set_new(p, "current", json_string(it->d.now));
-    json_object_set_new(p, "action", json_string(it->action));
+    json_object_set_new(p, "kind", vl__json_str(check_kind[it->kind]));
+    json_object_set_new(p, "field", vl__json_str(it->d.field));
+    json_object_set_new(p, "committed", vl__json_str(it->d.committed));
+    json_object_set_new(p, "current", vl__json_str(it->d.now));
+    json_object_set_new(p, "action", vl__json_str(it->action));
     json_array_append_new(ps, p);
   }
   json_object_set_new(o, "problems", ps);
@@ -242,7 +242,7 @@ static int check_json(FILE *out, const struct vl_check_view *v) {
     for (char *t; (t = vl__list_next(&l, NULL));) {
       while (*t == ' ')
         t++;
-      json_array_append_new(nc, json_string(t));
+      json_array_append_new(nc, vl__json_str(t));
     }
     vl_free(buf);
   }

@@ -213,18 +213,18 @@ int vl_render_doctor(FILE *o, bool json, const char *source, const struct vl_dia
   char title[160], ev[512], fix[512];
   if (json) {
     json_t *root = json_object();
-    json_object_set_new(root, "schema", json_string("vramledger.doctor/1"));
-    json_object_set_new(root, "record", json_string(source));
+    json_object_set_new(root, "schema", vl__json_str("vramledger.doctor/1"));
+    json_object_set_new(root, "record", vl__json_str(source));
     json_t *a = json_array();
     for (int i = 0; i < n; i++) {
       words(&d[i], title, sizeof title, ev, sizeof ev, fix, sizeof fix);
       json_t *x = json_object();
-      json_object_set_new(x, "id", json_string(vl_diag_id(d[i].kind)));
-      json_object_set_new(x, "code", json_string(vl_diag_slug(d[i].kind)));
-      json_object_set_new(x, "severity", json_string(sev_name[d[i].severity]));
-      json_object_set_new(x, "title", json_string(title));
-      json_object_set_new(x, "evidence", json_string(ev));
-      json_object_set_new(x, "fix", json_string(fix));
+      json_object_set_new(x, "id", vl__json_str(vl_diag_id(d[i].kind)));
+      json_object_set_new(x, "code", vl__json_str(vl_diag_slug(d[i].kind)));
+      json_object_set_new(x, "severity", vl__json_str(sev_name[d[i].severity]));
+      json_object_set_new(x, "title", vl__json_str(title));
+      json_object_set_new(x, "evidence", vl__json_str(ev));
+      json_object_set_new(x, "fix", vl__json_str(fix));
       json_array_append_new(a, x);
     }
     json_object_set_new(root, "findings", a);

@@ -253,7 +253,7 @@ static void md(FILE *o, const struct vl_estimate_view *v) {
 static json_t *phases_array(unsigned mask) {
   json_t *a = json_array();
   for (int p = 0; p < VL_PH_COUNT; p++)
-    if (mask & (1u << p)) json_array_append_new(a, json_string(vl_phase_name((enum vl_phase)p)));
+    if (mask & (1u << p)) json_array_append_new(a, vl__json_str(vl_phase_name((enum vl_phase)p)));
   return a;
 }
 
@@ -290,8 +290,8 @@ const char *vl__context_edge_text(const struct vl_fit *f) {
 
 json_t *vl__context_carry_json(const struct vl_context_carry *c) {
   json_t *o = json_object();
-  json_object_set_new(o, "measured_on", json_string(VL_CONTEXT_MEASURED_ON));
-  json_object_set_new(o, "architecture", json_string(c->architecture));
+  json_object_set_new(o, "measured_on", vl__json_str(VL_CONTEXT_MEASURED_ON));
+  json_object_set_new(o, "architecture", vl__json_str(c->architecture));
   json_object_set_new(o, "carried_over", json_boolean(c->carried));
   json_object_set_new(o, "cuda_context_bytes", U(c->context_bytes));
   json_object_set_new(o, "range_bytes", U(c->range_bytes));
@@ -307,27 +307,27 @@ json_t *vl__context_carry_json(const struct vl_context_carry *c) {
  * commitment's baseline keeps them (read back by vl_job_from_settings). */
 json_t *vl__settings_json(const struct vl_job *j) {
   json_t *s = json_object();
-  json_object_set_new(s, "task", json_string(j->task == VL_TASK_TRAIN ? "train" : "infer"));
+  json_object_set_new(s, "task", vl__json_str(j->task == VL_TASK_TRAIN ? "train" : "infer"));
   json_object_set_new(s, "batch", U(j->batch));
   json_object_set_new(s, "seq", U(j->seq));
-  json_object_set_new(s, "precision", json_string(vl_precision_name(j->precision)));
-  json_object_set_new(s, "attention", json_string(vl_attention_name(j->attention)));
+  json_object_set_new(s, "precision", vl__json_str(vl_precision_name(j->precision)));
+  json_object_set_new(s, "attention", vl__json_str(vl_attention_name(j->attention)));
   if (j->task == VL_TASK_TRAIN) {
     json_object_set_new(s, "grad_accum", U(j->grad_accum));
-    json_object_set_new(s, "optimizer", json_string(vl_optimizer_name(j->optimizer)));
+    json_object_set_new(s, "optimizer", vl__json_str(vl_optimizer_name(j->optimizer)));
     struct vl_job eff; /* the implementation the loop runs (HF Trainer: fused AdamW) */
     vl_job_apply_loop(j, &eff);
-    json_object_set_new(s, "optimizer_impl", json_string(vl_opt_impl_name(eff.opt_impl)));
-    json_object_set_new(s, "loop", json_string(vl_loop_name(j->loop)));
-    json_object_set_new(s, "checkpointing", json_string(vl_ckpt_name(j->checkpointing)));
-    json_object_set_new(s, "framework", json_string(vl_framework_name(j->framework)));
+    json_object_set_new(s, "optimizer_impl", vl__json_str(vl_opt_impl_name(eff.opt_impl)));
+    json_object_set_new(s, "loop", vl__json_str(vl_loop_name(j->loop)));
+    json_object_set_new(s, "checkpointing", vl__json_str(vl_ckpt_name(j->checkpointing)));
+    json_object_set_new(s, "framework", vl__json_str(vl_framework_name(j->framework)));
     json_object_set_new(s, "lora_rank", U(j->lora_rank));
     json_object_set_new(s, "qlora", json_boolean(j->qlora));
     json_object_set_new(s, "zero", U(j->zero));
-    json_object_set_new(s, "offload", json_string(vl_offload_name(j->offload)));
+    json_object_set_new(s, "offload", vl__json_str(vl_offload_name(j->offload)));
   } else {
     json_object_set_new(s, "new_tokens", U(j->new_tokens));
-    json_object_set_new(s, "kv_layout", json_string(vl_kv_layout_name(j->kv_layout)));
+    json_object_set_new(s, "kv_layout", vl__json_str(vl_kv_layout_name(j->kv_layout)));
     json_object_set_new(s, "kv_bytes_per_element", U(j->kv_bytes));
   }
   json_object_set_new(s, "dp", U(j->dp));
@@ -337,15 +337,15 @@ json_t *vl__settings_json(const struct vl_job *j) {
   if (j->task == VL_TASK_TRAIN) {
     char t[256];
     vl_job_lora_targets(j, t, sizeof t);
-    json_object_set_new(s, "lora_targets", json_string(t));
+    json_object_set_new(s, "lora_targets", vl__json_str(t));
     json_object_set_new(s, "master_grads_fp32", json_boolean(j->master_grads_fp32));
   }
-  json_object_set_new(s, "allocator", json_string(vl_allocator_name(j->allocator)));
+  json_object_set_new(s, "allocator", vl__json_str(vl_allocator_name(j->allocator)));
   if (j->task == VL_TASK_TRAIN) { /* the names vl_job_from_settings reads back */
     json_object_set_new(s, "keep_grads", json_boolean(j->grads_persist));
     json_object_set_new(s, "drop_outputs", json_boolean(j->drop_outputs));
     json_object_set_new(s, "ddp_static_graph", json_boolean(j->ddp_static_graph));
-    json_object_set_new(s, "pp_schedule", json_string(j->pp_gpipe ? "gpipe" : "1f1b"));
+    json_object_set_new(s, "pp_schedule", vl__json_str(j->pp_gpipe ? "gpipe" : "1f1b"));
   }
   return s;
 }
@@ -370,10 +370,10 @@ static void time_json(json_t *r, const struct vl_step_time *t) {
   json_object_set_new(x, "eager_ops", U(t->ops));
   json_object_set_new(x, "model_flops", json_real(t->model_flops));
   json_object_set_new(x, "executed_flops", json_real(t->executed_flops));
-  json_object_set_new(x, "source", json_string(t->source));
+  json_object_set_new(x, "source", vl__json_str(t->source));
   json_object_set_new(x, "derived", json_boolean(t->derived));
   json_object_set_new(x, "approximate", json_boolean(t->approximate));
-  if (t->note[0]) json_object_set_new(x, "note", json_string(t->note));
+  if (t->note[0]) json_object_set_new(x, "note", vl__json_str(t->note));
   json_object_set_new(r, "time", x);
 }
 
@@ -382,13 +382,13 @@ static json_t *json_report(const struct vl_estimate_view *v) {
   const struct vl_job *j = v->job;
   const struct vl_arch *a = v->arch;
   json_t *r = json_object();
-  json_object_set_new(r, "schema", json_string("vramledger.estimate/1"));
-  json_object_set_new(r, "version", json_string(v->version));
+  json_object_set_new(r, "schema", vl__json_str("vramledger.estimate/1"));
+  json_object_set_new(r, "version", vl__json_str(v->version));
   json_object_set_new(r, "approximate", json_boolean(approx(v) != NULL));
-  if (approx(v)) json_object_set_new(r, "approximate_reason", json_string(approx(v)));
+  if (approx(v)) json_object_set_new(r, "approximate_reason", vl__json_str(approx(v)));
   json_t *m = json_object();
-  json_object_set_new(m, "name", json_string(v->model_name));
-  json_object_set_new(m, "model_type", json_string(a->model_type));
+  json_object_set_new(m, "name", vl__json_str(v->model_name));
+  json_object_set_new(m, "model_type", vl__json_str(a->model_type));
   json_object_set_new(m, "layers", U(a->layers));
   json_object_set_new(m, "hidden_size", U(a->hidden));
   json_object_set_new(m, "heads", U(a->heads));
@@ -412,8 +412,8 @@ static json_t *json_report(const struct vl_estimate_view *v) {
   json_t *lines = json_array();
   for (int l = 0; l < VL_LINE_COUNT; l++) {
     json_t *e = json_object();
-    json_object_set_new(e, "key", json_string(vl_line_key((enum vl_line)l)));
-    json_object_set_new(e, "label", json_string(vl_line_label((enum vl_line)l)));
+    json_object_set_new(e, "key", vl__json_str(vl_line_key((enum vl_line)l)));
+    json_object_set_new(e, "label", vl__json_str(vl_line_label((enum vl_line)l)));
     json_object_set_new(e, "bytes", U(b->lines[l]));
     json_object_set_new(e, "max_bytes", U(b->line_max[l]));
     json_object_set_new(
@@ -423,7 +423,7 @@ static json_t *json_report(const struct vl_estimate_view *v) {
     json_array_append_new(lines, e);
   }
   json_object_set_new(r, "lines", lines);
-  json_object_set_new(r, "peak_phase", json_string(vl_phase_name(b->peak_phase)));
+  json_object_set_new(r, "peak_phase", vl__json_str(vl_phase_name(b->peak_phase)));
   json_t *pp = json_object();
   for (int p = 0; p < VL_PH_COUNT; p++)
     if (b->phase_peak[p])
@@ -439,7 +439,7 @@ static json_t *json_report(const struct vl_estimate_view *v) {
     json_object_set_new(w, "peak_allocated_bytes", U(b->other.peak_allocated_bytes));
     json_object_set_new(w, "peak_reserved_bytes", U(b->other.peak_reserved_bytes));
     json_object_set_new(w, "total_bytes", U(b->other.total_bytes));
-    json_object_set_new(w, "why", json_string(b->other.why));
+    json_object_set_new(w, "why", vl__json_str(b->other.why));
     json_object_set_new(r, "other_outcome", w);
   }
   json_object_set_new(r, "budget_bytes", U(vl_bill_budget_bytes(b)));
@@ -459,7 +459,7 @@ static json_t *json_report(const struct vl_estimate_view *v) {
   }
   if (v->gpu) {
     json_t *g = json_object();
-    json_object_set_new(g, "name", json_string(v->gpu->name));
+    json_object_set_new(g, "name", vl__json_str(v->gpu->name));
     json_object_set_new(g, "memory_bytes", U(v->fit->capacity_bytes));
     json_object_set_new(g, "margin", json_real(v->fit->margin));
     json_object_set_new(g, "usable_bytes", U(v->fit->usable_bytes));
@@ -480,16 +480,16 @@ static json_t *json_report(const struct vl_estimate_view *v) {
   for (int i = 0; i < b->n_terms; i++) {
     const struct vl_term *t = &b->terms[i];
     json_t *e = json_object();
-    json_object_set_new(e, "line", json_string(vl_line_key(t->line)));
-    json_object_set_new(e, "name", json_string(t->name));
-    json_object_set_new(e, "formula", json_string(t->formula));
+    json_object_set_new(e, "line", vl__json_str(vl_line_key(t->line)));
+    json_object_set_new(e, "name", vl__json_str(t->name));
+    json_object_set_new(e, "formula", vl__json_str(t->formula));
     json_object_set_new(e, "bytes", U(t->bytes));
     json_object_set_new(e, "detail", json_boolean(t->detail));
     json_t *in = json_object();
     for (int k = 0; k < t->n_in; k++)
       json_object_set_new(in, t->in[k].name, json_real(t->in[k].value));
     json_object_set_new(e, "inputs", in);
-    json_object_set_new(e, "source", json_string(t->source));
+    json_object_set_new(e, "source", vl__json_str(t->source));
     json_array_append_new(terms, e);
   }
   json_object_set_new(r, "terms", terms);

@@ -26,8 +26,8 @@ static double rel(double a, double b) { return b != 0 ? (a - b) / b : 0; }
 static json_t *estimator_json(const struct vl_fit_view *v) {
   const struct vl_points *p = v->pts;
   json_t *e = json_object(), *pts = json_array();
-  json_object_set_new(e, "model", json_string(v->model));
-  json_object_set_new(e, "measure", json_string(v->measure));
+  json_object_set_new(e, "model", vl__json_str(v->model));
+  json_object_set_new(e, "measure", vl__json_str(v->measure));
   for (size_t i = 0; i < p->n; i++) {
     json_t *q = json_object();
     for (size_t k = 0; k < p->nvars; k++)
@@ -61,15 +61,15 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
   const struct vl_points *p = v->pts;
   if (fmt == VL_FMT_JSON) {
     json_t *root = json_object(), *coef = json_object(), *ci = json_object(), *pred = json_array();
-    json_object_set_new(root, "schema", json_string("vramledger.fit/1"));
-    json_object_set_new(root, "source", json_string(v->source));
+    json_object_set_new(root, "schema", vl__json_str("vramledger.fit/1"));
+    json_object_set_new(root, "source", vl__json_str(v->source));
     json_object_set_new(root, "points", json_integer((json_int_t)p->n));
     json_object_set_new(root, "skipped", json_integer((json_int_t)p->skipped));
     json_t *vars = json_array(), *terms = json_array();
     for (size_t k = 0; k < p->nvars; k++)
-      json_array_append_new(vars, json_string(p->var[k]));
+      json_array_append_new(vars, vl__json_str(p->var[k]));
     for (size_t k = 0; k < v->n_terms; k++)
-      json_array_append_new(terms, json_string(v->terms[k].name));
+      json_array_append_new(terms, vl__json_str(v->terms[k].name));
     json_object_set_new(root, "variables", vars);
     json_object_set_new(root, "terms", terms);
     for (size_t k = 0; k < v->n_terms; k++) {
@@ -101,7 +101,7 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
       json_object_set_new(e, "high_bytes", json_integer((json_int_t)llround(y + hw)));
       json_object_set_new(e, "linear_bytes", json_integer((json_int_t)llround(lin)));
       json_object_set_new(e, "quadratic_bytes", json_integer((json_int_t)llround(quad)));
-      if (v->phase) json_object_set_new(e, "phase", json_string(v->phase[i]));
+      if (v->phase) json_object_set_new(e, "phase", vl__json_str(v->phase[i]));
       if (v->estimate) {
         json_object_set_new(e, "estimate_bytes", json_integer((json_int_t)llround(q->estimate)));
         json_object_set_new(e, "disagree", json_boolean(q->disagree));

@@ -28,6 +28,14 @@ static const char *const line_colour[LINES] = {"#1f77b4", "#ff7f0e", "#2ca02c",
                                                "#d62728", "#9467bd", "#8c564b",
                                                "#bcbd22", "#7f7f7f", "#e377c2"};
 
+/* s from a record, escaped for text or Markdown, then spaces to width
+ * bytes (as %-*s pads) */
+static void field(FILE *o, const char *s, int width, bool md) {
+  vl__text(o, s, md);
+  for (size_t n = strlen(s); n < (size_t)width; n++)
+    fputc(' ', o);
+}
+
 /* bytes in the unit that reads best: GiB, MiB or KiB (a CPU test's model
  * is KiB; a GPU job's GiB) */
 static const char *size_str(char *buf, size_t n, uint64_t b) {
@@ -107,8 +115,14 @@ static void rank_bills_text(FILE *o, const struct vl_probe_layer *f, bool md) {
   fprintf(o, md ? "| %s |" : "    %-34s", "at (step, phase)");
   for (unsigned j = 0; j < n; j++) {
     char at[32];
-    snprintf(at, sizeof at, "%u %.8s", f->ranks[idx[j]].bill_step, f->ranks[idx[j]].bill_phase);
-    fprintf(o, md ? " %s |" : " %11s", at);
+    char ph[9];
+    vl__utf8_copy(ph, sizeof ph, f->ranks[idx[j]].bill_phase);
+    int w = snprintf(at, sizeof at, "%u %s", f->ranks[idx[j]].bill_step, ph);
+    fputs(" ", o);
+    for (int k = w; !md && k < 11; k++)
+      fputc(' ', o);
+    vl__text(o, at, md);
+    if (md) fputs(" |", o);
   }
   fprintf(o, "\n");
   for (unsigned j = 0; j < n; j++) {
@@ -124,8 +138,8 @@ json_t *vl__fw_bill_json(const struct vl_probe_layer *f) {
   for (int i = 0; i < LINES; i++)
     json_object_set_new(b, line_key[i], U(line_bytes(f, i)));
   json_object_set_new(b, "step", json_integer(f->bill_step));
-  json_object_set_new(b, "phase", json_string(f->bill_phase));
-  json_object_set_new(b, "categories_at", json_string(f->bill_taken_at));
+  json_object_set_new(b, "phase", vl__json_str(f->bill_phase));
+  json_object_set_new(b, "categories_at", vl__json_str(f->bill_taken_at));
   json_object_set_new(b, "activations_by_difference", json_boolean(f->activations_by_difference));
   return b;
 }
@@ -178,7 +192,7 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
           json_integer((json_int_t)cmp->estimate[i] - (json_int_t)cmp->measured[i]));
       json_object_set_new(c, cmp_key[i], x);
     }
-    json_object_set_new(c, "estimate_peak_phase", json_string(cmp->estimate_phase));
+    json_object_set_new(c, "estimate_peak_phase", vl__json_str(cmp->estimate_phase));
     json_object_set_new(o, "estimate_vs_measured", c);
   }
   json_object_set_new(o, "framework", json_boolean(f->present));
@@ -196,14 +210,15 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
     json_object_set_new(peak, "allocated_bytes", json_null());
     json_object_set_new(peak, "reserved_bytes", json_null());
   }
-  json_object_set_new(o, "peak_phase", f->peak_phase[0] ? json_string(f->peak_phase) : json_null());
+  json_object_set_new(o, "peak_phase",
+                      f->peak_phase[0] ? vl__json_str(f->peak_phase) : json_null());
   if (f->has_bill) {
     json_object_set_new(o, "bill", vl__fw_bill_json(f));
     json_t *led = json_array();
     for (unsigned i = 0; i < f->n_ledger; i++) {
       const struct vl_fw_boundary *e = &f->ledger[i];
       json_t *x = json_object();
-      json_object_set_new(x, "after", json_string(e->phase));
+      json_object_set_new(x, "after", vl__json_str(e->phase));
       json_object_set_new(x, "allocated_bytes", U(e->allocated));
       json_object_set_new(x, "named_bytes", U(e->named));
       json_object_set_new(x, "cublas_workspaces_bytes", U(e->cublas_workspaces));
@@ -217,8 +232,8 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
     json_object_set_new(o, "bill", json_null());
   }
   json_t *fw = json_object();
-  json_object_set_new(fw, "torch", json_string(f->torch));
-  json_object_set_new(fw, "device", json_string(f->device));
+  json_object_set_new(fw, "torch", vl__json_str(f->torch));
+  json_object_set_new(fw, "device", vl__json_str(f->device));
   json_object_set_new(fw, "ranks", json_integer(f->n_ranks));
   json_object_set_new(fw, "step_s_median", json_real(f->step_s_median));
   json_object_set_new(fw, "tokens_per_s", json_real(f->tokens_per_s));
@@ -250,7 +265,7 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
   json_t *mods = json_array();
   for (unsigned i = 0; i < f->n_modules; i++) {
     json_t *m = json_object();
-    json_object_set_new(m, "name", json_string(f->modules[i].name));
+    json_object_set_new(m, "name", vl__json_str(f->modules[i].name));
     json_object_set_new(m, "saved_bytes", U(f->modules[i].saved_bytes));
     json_array_append_new(mods, m);
   }
@@ -269,7 +284,7 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
       for (int l = 0; l < LINES; l++)
         json_object_set_new(rb, line_key[l], U(rank_line_bytes(&f->ranks[i], l)));
       json_object_set_new(rb, "step", json_integer(f->ranks[i].bill_step));
-      json_object_set_new(rb, "phase", json_string(f->ranks[i].bill_phase));
+      json_object_set_new(rb, "phase", vl__json_str(f->ranks[i].bill_phase));
       json_object_set_new(m, "bill", rb);
     }
     json_array_append_new(rk, m);
@@ -280,11 +295,11 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
   if (f->oom) {
     json_t *x = json_object();
     json_object_set_new(x, "step", json_integer(f->first_oom.step));
-    json_object_set_new(x, "phase", json_string(f->first_oom.phase));
+    json_object_set_new(x, "phase", vl__json_str(f->first_oom.phase));
     json_object_set_new(x, "request_bytes", U(f->first_oom.request_bytes));
     json_object_set_new(x, "device_allocated_bytes", U(f->first_oom.device_allocated_bytes));
     json_object_set_new(x, "device_free_bytes", U(f->first_oom.device_free_bytes));
-    json_object_set_new(x, "snapshot", json_string(f->first_oom.snapshot));
+    json_object_set_new(x, "snapshot", vl__json_str(f->first_oom.snapshot));
     json_object_set_new(fw, "oom", x);
   }
   json_object_set_new(o, "framework_layer", fw);
@@ -304,7 +319,8 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
                         s->has_peak ? U(s->peak_allocated) : json_null());
     json_object_set_new(x, "peak_reserved_bytes", s->has_peak ? U(s->peak_reserved) : json_null());
     json_object_set_new(x, "peak_phase",
-                        s->has_peak && s->peak_phase[0] ? json_string(s->peak_phase) : json_null());
+                        s->has_peak && s->peak_phase[0] ? vl__json_str(s->peak_phase)
+                                                        : json_null());
     json_object_set_new(x, "sampled", json_boolean(s->sampled));
     json_array_append_new(steps, x);
   }
@@ -312,8 +328,10 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
 }
 
 static void cmp_text(FILE *o, const struct vl_probe_compare *c, bool md) {
-  fprintf(o, "\n%sthe estimate for the same settings, line by line (its peak in %s):\n\n",
-          md ? "- " : "  ", c->estimate_phase);
+  fprintf(o, "\n%sthe estimate for the same settings, line by line (its peak in ",
+          md ? "- " : "  ");
+  vl__text(o, c->estimate_phase, md);
+  fputs("):\n\n", o);
   if (md)
     fprintf(o, "| line | measured GiB | estimate GiB | estimate - measured |\n"
                "|---|---:|---:|---:|\n");
@@ -347,8 +365,13 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
   }
   fprintf(o, "\n%s\n",
           md ? "### Framework layer (PyTorch probe)\n" : "framework layer (PyTorch probe):");
-  fprintf(o, "%storch %s%s%s, %u process%s with the probe, %u steps", b, f->torch,
-          f->device[0] ? " on " : "", f->device, f->n_ranks, f->n_ranks == 1 ? "" : "es",
+  fprintf(o, "%storch ", b);
+  vl__text(o, f->torch, md);
+  if (f->device[0]) {
+    fputs(" on ", o);
+    vl__text(o, f->device, md);
+  }
+  fprintf(o, ", %u process%s with the probe, %u steps", f->n_ranks, f->n_ranks == 1 ? "" : "es",
           f->n_steps);
   if (f->step_s_median > 0) fprintf(o, ", median step %.1f ms", f->step_s_median * 1e3);
   if (f->tokens_per_s > 0) fprintf(o, ", %.0f tokens/s", f->tokens_per_s);
@@ -359,16 +382,19 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
             "forward added %.2f GiB\n",
             b, GIB(f->load_bytes), GIB(f->first_forward_bytes));
   if (f->has_bill) {
-    if (f->cuda)
-      fprintf(o,
-              "\n%sthe bill at the peak: %.2f GiB allocated, step %u, in %s (categories at "
-              "its %s)\n\n",
-              b, GIB(f->peak_allocated), f->bill_step, f->bill_phase, f->bill_taken_at);
-    else
-      fprintf(o,
-              "\n%sthe bill at its largest boundary (no allocator on the CPU): step %u, "
-              "after %s\n\n",
-              b, f->bill_step, f->bill_phase);
+    if (f->cuda) {
+      fprintf(o, "\n%sthe bill at the peak: %.2f GiB allocated, step %u, in ", b,
+              GIB(f->peak_allocated), f->bill_step);
+      vl__text(o, f->bill_phase, md);
+      fputs(" (categories at its ", o);
+      vl__text(o, f->bill_taken_at, md);
+      fputs(")\n\n", o);
+    } else {
+      fprintf(o, "\n%sthe bill at its largest boundary (no allocator on the CPU): step %u, after ",
+              b, f->bill_step);
+      vl__text(o, f->bill_phase, md);
+      fputs("\n\n", o);
+    }
     vl__fw_bill_lines(o, f, md);
     if (cmp && cmp->present) cmp_text(o, cmp, md);
     if (f->n_ledger) {
@@ -381,18 +407,22 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
                    "unnamed MiB |\n|---|---:|---:|---:|---:|---:|\n");
       for (unsigned i = 0; i < f->n_ledger; i++) {
         const struct vl_fw_boundary *e = &f->ledger[i];
-        const char *fmt = md ? "| %s | %.3f | %.3f | %.3f | %.1f | %.1f |\n"
-                             : "    %-10s allocated %8.3f GiB  named %8.3f GiB  workspaces "
+        const char *fmt = md ? " | %.3f | %.3f | %.3f | %.1f | %.1f |\n"
+                             : " allocated %8.3f GiB  named %8.3f GiB  workspaces "
                                "%6.3f GiB  rounding %6.1f MiB  unnamed %8.1f MiB\n";
-        fprintf(o, fmt, e->phase, GIB(e->allocated), GIB(e->named), GIB(e->cublas_workspaces),
+        fputs(md ? "| " : "    ", o);
+        field(o, e->phase, md ? 0 : 10, md);
+        fprintf(o, fmt, GIB(e->allocated), GIB(e->named), GIB(e->cublas_workspaces),
                 MIB(e->rounding), MIB(e->unnamed));
       }
     }
     if (f->n_modules) {
       fprintf(o, "\n%smodules that saved the most for backward (step %u):\n", b, f->bill_step);
-      for (unsigned i = 0; i < f->n_modules && i < 5; i++)
-        fprintf(o, "%s  %-40s %13s\n", md ? "  -" : "  ", f->modules[i].name,
-                size_str(sz, sizeof sz, f->modules[i].saved_bytes));
+      for (unsigned i = 0; i < f->n_modules && i < 5; i++) {
+        fprintf(o, "%s  ", md ? "  -" : "  ");
+        field(o, f->modules[i].name, 40, md);
+        fprintf(o, " %13s\n", size_str(sz, sizeof sz, f->modules[i].saved_bytes));
+      }
     }
   }
   if (f->has_ladder) {
@@ -427,9 +457,11 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
     if (f->n_outside) {
       fprintf(o,
               "%sasked of the driver by other libraries (the most each held):", md ? "\n" : "    ");
-      for (unsigned i = 0; i < f->n_outside; i++)
-        fprintf(o, "%s %s %s", i ? "," : "", f->outside[i].name,
-                size_str(sz, sizeof sz, f->outside[i].bytes));
+      for (unsigned i = 0; i < f->n_outside; i++) {
+        fprintf(o, "%s ", i ? "," : "");
+        vl__text(o, f->outside[i].name, md);
+        fprintf(o, " %s", size_str(sz, sizeof sz, f->outside[i].bytes));
+      }
       fputs("\n", o);
     }
   }
@@ -460,11 +492,17 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
   if (f->probe_share_light > 0 || f->probe_share_sampled > 0)
     fprintf(o, "%sthe probe's own time: %.2f %% of a step, %.1f %% of a sampled step\n", b,
             100 * f->probe_share_light, 100 * f->probe_share_sampled);
-  if (f->oom)
-    fprintf(o, "\n%sout of memory at step %u in %s: asked for %.2f GiB with %.2f GiB free%s%s\n", b,
-            f->first_oom.step, f->first_oom.phase, GIB(f->first_oom.request_bytes),
-            GIB(f->first_oom.device_free_bytes), f->first_oom.snapshot[0] ? "; snapshot " : "",
-            f->first_oom.snapshot);
+  if (f->oom) {
+    fprintf(o, "\n%sout of memory at step %u in ", b, f->first_oom.step);
+    vl__text(o, f->first_oom.phase, md);
+    fprintf(o, ": asked for %.2f GiB with %.2f GiB free", GIB(f->first_oom.request_bytes),
+            GIB(f->first_oom.device_free_bytes));
+    if (f->first_oom.snapshot[0]) {
+      fputs("; snapshot ", o);
+      vl__text(o, f->first_oom.snapshot, md);
+    }
+    fputs("\n", o);
+  }
 }
 
 /* Every rank's bill at its peak: one stacked bar a rank, side by side on
@@ -549,7 +587,9 @@ static void bill_html(FILE *o, const struct vl_probe_layer *f) {
 /* The estimate and the measurement side by side, line by line (the lines
  * both put at zero left out), and the table with the differences. */
 static void cmp_html(FILE *o, const struct vl_probe_compare *cmp) {
-  fprintf(o, "<h3>Estimate vs measured (the estimate's peak in %s)</h3>\n", cmp->estimate_phase);
+  fputs("<h3>Estimate vs measured (the estimate's peak in ", o);
+  vl__html_text(o, cmp->estimate_phase);
+  fputs(")</h3>\n", o);
   const char *cats[VL_CMP_LINES];
   size_t n = 0;
   for (int i = 0; i < VL_CMP_LINES; i++)
@@ -589,10 +629,11 @@ void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
           f->step_s_median * 1e3, f->tokens_per_s);
   if (f->has_bill) {
     if (f->cuda)
-      fprintf(o, "<h3>The bill at the peak (step %u, %s)</h3>\n", f->bill_step, f->bill_phase);
+      fprintf(o, "<h3>The bill at the peak (step %u, ", f->bill_step);
     else
-      fprintf(o, "<h3>The bill at its largest boundary (step %u, after %s)</h3>\n", f->bill_step,
-              f->bill_phase);
+      fprintf(o, "<h3>The bill at its largest boundary (step %u, after ", f->bill_step);
+    vl__html_text(o, f->bill_phase); /* a record's phase name */
+    fputs(")</h3>\n", o);
     bill_html(o, f);
     if (cmp && cmp->present) cmp_html(o, cmp);
   }

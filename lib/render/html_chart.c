@@ -25,7 +25,7 @@ void vl__html_foot(FILE *o) {
 json_t *vl__chart_new(const char *kind, const char *x_title, const char *x_unit,
                       const char *y_title, const char *y_unit) {
   json_t *c = json_object();
-  json_object_set_new(c, "kind", json_string(kind));
+  json_object_set_new(c, "kind", vl__json_str(kind));
   json_object_set_new(c, "x", json_pack("{s:s,s:s}", "title", x_title, "unit", x_unit));
   json_object_set_new(c, "y", json_pack("{s:s,s:s}", "title", y_title, "unit", y_unit));
   json_object_set_new(c, "series", json_array());
@@ -55,7 +55,7 @@ json_t *vl__chart_row(json_t *c, double x) {
 }
 
 void vl__chart_set(json_t *row, int series, double v) {
-  json_array_set_new(row, (size_t)series + 1, isfinite(v) ? json_real(v) : json_string("gap"));
+  json_array_set_new(row, (size_t)series + 1, isfinite(v) ? json_real(v) : vl__json_str("gap"));
 }
 
 void vl__chart_peak(json_t *c, int series, double x, double value, const char *label) {
@@ -66,14 +66,14 @@ void vl__chart_peak(json_t *c, int series, double x, double value, const char *l
   }
   json_t *p = json_pack("{s:i,s:f}", "series", series, "value", value);
   if (isfinite(x)) json_object_set_new(p, "x", json_real(x));
-  if (label) json_object_set_new(p, "label", json_string(label));
+  if (label) json_object_set_new(p, "label", vl__json_str(label));
   json_array_append_new(peaks, p);
 }
 
 void vl__chart_categories(json_t *c, const char *const *labels, size_t n) {
   json_t *l = json_array();
   for (size_t i = 0; i < n; i++)
-    json_array_append_new(l, json_string(labels[i]));
+    json_array_append_new(l, vl__json_str(labels[i]));
   json_object_set_new(json_object_get(c, "x"), "labels", l);
 }
 

@@ -29,8 +29,33 @@ struct vl_fit;
 /* what a fit within the context's range on its card means (a static string) */
 const char *vl__context_edge_text(const struct vl_fit *f);
 
-/* s with <, >, & and " escaped for HTML. */
+/* Strings from outside (a record, a configuration, the command line) are
+ * written through one function per format (lib/render/escape.c); each
+ * writes valid UTF-8 (a byte of no character as '?') and NULL as "".
+ * Text for a terminal: control characters (C0, DEL, C1) as '?'. */
+void vl__plain_text(FILE *o, const char *s);
+/* HTML text and attribute values (always in double quotes): <, >, & and "
+ * as entities, control characters as '?'. */
 void vl__html_text(FILE *o, const char *s);
+/* Markdown: <, > and & as entities (no raw HTML passes), |, \, [, ] and `
+ * backslash-escaped (a table cell stays one, no link or code span),
+ * control characters (new lines) as '?'. */
+void vl__md_text(FILE *o, const char *s);
+/* vl__md_text when md, else vl__plain_text */
+void vl__text(FILE *o, const char *s, bool md);
+/* A Prometheus label value (exposition format 0.0.4): \, " and the new
+ * line escaped, other control characters as '?'. */
+void vl__prom_label(FILE *o, const char *s);
+/* A CSV field (RFC 4180): quoted, quotes doubled, control characters as
+ * '?'; one that starts with =, +, - or @ gets a leading ' so that no
+ * spreadsheet takes it for a formula (OWASP, CSV injection). */
+void vl__csv_field(FILE *o, const char *s);
+/* A JSON string written by hand, quotes included: ", \ and control
+ * characters escaped, and <, >, & as \u escapes (safe inside HTML). */
+void vl__json_text(FILE *o, const char *s);
+/* json_string of s made valid UTF-8 (jansson refuses other strings and
+ * would drop the member); NULL for NULL or no memory. New reference. */
+json_t *vl__json_str(const char *s);
 /* The page's head and <body>: title, the house style, dygraphs' style. */
 void vl__html_head(FILE *o, const char *title);
 

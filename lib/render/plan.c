@@ -50,11 +50,11 @@ static void row_mark(const struct vl_plan_candidate *c, char *buf, size_t n) {
 static json_t *cand_json(const struct vl_plan_candidate *c) {
   char s[48];
   json_t *o = json_object();
-  json_object_set_new(o, "gpu", json_string(c->gpu->name));
+  json_object_set_new(o, "gpu", vl__json_str(c->gpu->name));
   json_object_set_new(o, "count", json_integer(c->count));
-  json_object_set_new(o, "strategy", json_string(strategy(c, s, sizeof s)));
+  json_object_set_new(o, "strategy", vl__json_str(strategy(c, s, sizeof s)));
   json_object_set_new(o, "dp", json_integer(c->dp));
-  json_object_set_new(o, "offload", json_string(vl_offload_name(c->offload)));
+  json_object_set_new(o, "offload", vl__json_str(vl_offload_name(c->offload)));
   json_object_set_new(o, "qlora", json_boolean(c->qlora));
   json_object_set_new(o, "dequant_s", json_real(c->dequant_s));
   json_object_set_new(o, "host_bytes", json_integer((json_int_t)c->host_bytes));
@@ -63,7 +63,7 @@ static json_t *cand_json(const struct vl_plan_candidate *c) {
   json_object_set_new(o, "zero", json_integer(c->zero));
   json_object_set_new(o, "micro_batch", json_integer((json_int_t)c->micro_batch));
   json_object_set_new(o, "grad_accum", json_integer((json_int_t)c->grad_accum));
-  json_object_set_new(o, "checkpointing", json_string(vl_ckpt_name(c->checkpointing)));
+  json_object_set_new(o, "checkpointing", vl__json_str(vl_ckpt_name(c->checkpointing)));
   json_object_set_new(o, "peak_bytes_per_gpu", json_integer((json_int_t)c->peak_bytes_per_gpu));
   json_object_set_new(o, "headroom_bytes", json_integer((json_int_t)c->headroom_bytes));
   json_object_set_new(o, "context_range_bytes", json_integer((json_int_t)c->context_range_bytes));
@@ -156,20 +156,20 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
   const struct vl_plan_query *q = v->q;
   if (fmt == VL_FMT_JSON) {
     json_t *root = json_object();
-    json_object_set_new(root, "schema", json_string("vramledger.plan/1"));
-    json_object_set_new(root, "model", json_string(v->model ? v->model : v->model_name));
+    json_object_set_new(root, "schema", vl__json_str("vramledger.plan/1"));
+    json_object_set_new(root, "model", vl__json_str(v->model ? v->model : v->model_name));
     json_object_set_new(root, "tokens", json_integer((json_int_t)q->tokens));
     json_object_set_new(root, "seq", json_integer((json_int_t)q->base.seq));
     json_object_set_new(root, "global_batch", json_integer((json_int_t)q->global_batch));
     json_object_set_new(root, "mfu", q->mfu_given ? json_real(q->mfu) : json_null());
     json_object_set_new(root, "time_model",
-                        json_string(q->mfu_given ? "6ND at the given MFU" : "kernels priced"));
+                        vl__json_str(q->mfu_given ? "6ND at the given MFU" : "kernels priced"));
     json_object_set_new(root, "dp_efficiency",
                         q->dp_efficiency > 0 ? json_real(q->dp_efficiency) : json_null());
     json_object_set_new(root, "steps", json_integer((json_int_t)r->steps));
     json_object_set_new(root, "training_flops", json_real(r->flops));
     json_object_set_new(root, "evaluated", json_integer((json_int_t)r->evaluated));
-    json_object_set_new(root, "prices_date", json_string(v->prices_date ? v->prices_date : ""));
+    json_object_set_new(root, "prices_date", vl__json_str(v->prices_date ? v->prices_date : ""));
     json_object_set_new(root, "margin", json_real(q->margin));
     json_t *best = json_null();
     if (r->have_best) { /* with the job it runs: `commit --plan` reads it */
@@ -181,20 +181,20 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
     json_object_set_new(root, "best", best);
     json_t *tr = json_array();
     for (int i = 0; i < r->n_trace; i++)
-      json_array_append_new(tr, json_string(r->trace[i]));
+      json_array_append_new(tr, vl__json_str(r->trace[i]));
     json_object_set_new(root, "trace", tr);
     json_t *ex = json_array();
     for (int i = 0; i < r->n_excluded; i++) {
       json_t *e = json_object();
-      json_object_set_new(e, "gpu", json_string(r->excluded[i].gpu->name));
-      json_object_set_new(e, "reason", json_string(r->excluded[i].why));
+      json_object_set_new(e, "gpu", vl__json_str(r->excluded[i].gpu->name));
+      json_object_set_new(e, "reason", vl__json_str(r->excluded[i].why));
       json_array_append_new(ex, e);
     }
     json_object_set_new(root, "excluded", ex);
     json_t *cx = json_array(); /* each card's CUDA context: measured, or carried over */
     for (size_t i = 0; v->carry && i < q->n_gpus; i++) {
       json_t *e = vl__context_carry_json(&v->carry[i]);
-      json_object_set_new(e, "gpu", json_string(q->gpus[i].name));
+      json_object_set_new(e, "gpu", vl__json_str(q->gpus[i].name));
       json_array_append_new(cx, e);
     }
     json_object_set_new(root, "context", cx);

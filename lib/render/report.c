@@ -3,6 +3,7 @@
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "../util/internal.h"
 #include "vramledger/record.h"
@@ -84,10 +85,10 @@ static int report_json(FILE *out, const struct vl_report_view *v) {
   const struct vl_record *r = v->rec;
   const struct vl_run_summary *s = v->sum;
   json_t *o = json_object();
-  json_object_set_new(o, "schema", json_string("vramledger.report/1"));
-  json_object_set_new(o, "record", json_string(v->source));
-  json_object_set_new(o, "command", json_string(r->command));
-  json_object_set_new(o, "host", json_string(r->host));
+  json_object_set_new(o, "schema", vl__json_str("vramledger.report/1"));
+  json_object_set_new(o, "record", vl__json_str(v->source));
+  json_object_set_new(o, "command", vl__json_str(r->command));
+  json_object_set_new(o, "host", vl__json_str(r->host));
   json_t *peak = json_object();
   json_object_set_new(peak, "process_bytes", U(s->peak_process_bytes));
   json_object_set_new(peak, "process_t_s", json_real((double)s->peak_process_t_ns * 1e-9));
@@ -105,10 +106,10 @@ static int report_json(FILE *out, const struct vl_report_view *v) {
   json_object_set_new(o, "duration_s", json_real((double)s->duration_ns * 1e-9));
   json_t *g = json_array();
   for (unsigned i = 0; i < r->n_gpus; i++)
-    json_array_append_new(g, json_string(r->gpus[i].name));
+    json_array_append_new(g, vl__json_str(r->gpus[i].name));
   json_object_set_new(o, "gpus", g);
-  json_object_set_new(o, "driver", json_string(r->driver));
-  json_object_set_new(o, "nvml", json_string(r->nvml));
+  json_object_set_new(o, "driver", vl__json_str(r->driver));
+  json_object_set_new(o, "nvml", vl__json_str(r->nvml));
   json_object_set_new(o, "exit_status", r->exited ? json_integer(r->exit_status) : json_null());
   json_object_set_new(o, "leak_bytes_per_s", json_real(s->leak_bytes_per_s));
   json_object_set_new(o, "imbalance", json_real(s->imbalance));
@@ -124,8 +125,8 @@ static int report_json(FILE *out, const struct vl_report_view *v) {
   json_t *f = json_array();
   for (int i = 0; i < v->n_findings; i++) {
     json_t *e = json_object();
-    json_object_set_new(e, "code", json_string(v->findings[i].code));
-    json_object_set_new(e, "text", json_string(v->findings[i].text));
+    json_object_set_new(e, "code", vl__json_str(v->findings[i].code));
+    json_object_set_new(e, "text", vl__json_str(v->findings[i].text));
     json_array_append_new(f, e);
   }
   json_object_set_new(o, "findings", f);
@@ -136,9 +137,12 @@ static void text(FILE *o, const struct vl_report_view *v, bool md) {
   const struct vl_record *r = v->rec;
   const struct vl_run_summary *s = v->sum;
   const char *b = md ? "- " : "  ";
-  fprintf(o, "%s%s\n", md ? "## Run: " : "run: ", r->command);
-  fprintf(o, "%srecord %s, %zu samples every %llu ms, %.1f s", md ? "\n" : "  ", v->source,
-          r->n_samples, (unsigned long long)r->interval_ms, (double)s->duration_ns * 1e-9);
+  fputs(md ? "## Run: " : "run: ", o);
+  vl__text(o, r->command, md);
+  fprintf(o, "\n%srecord ", md ? "\n" : "  ");
+  vl__text(o, v->source, md);
+  fprintf(o, ", %zu samples every %llu ms, %.1f s", r->n_samples,
+          (unsigned long long)r->interval_ms, (double)s->duration_ns * 1e-9);
   if (r->exited)
     fprintf(o, ", exit status %d", r->exit_status);
   else
@@ -149,26 +153,43 @@ static void text(FILE *o, const struct vl_report_view *v, bool md) {
   left_words(r, d, sizeof d);
   if (*d) fprintf(o, "\n%s%s", md ? "\n" : "  ", d);
   fprintf(o, "\n%sGPUs:", md ? "\n" : "  ");
-  for (unsigned i = 0; i < r->n_gpus; i++)
-    fprintf(o, "%s %u %s", i ? "," : "", r->gpus[i].index, r->gpus[i].name);
-  if (!r->n_gpus) fprintf(o, " none (%s)", r->nvml);
+  for (unsigned i = 0; i < r->n_gpus; i++) {
+    fprintf(o, "%s %u ", i ? "," : "", r->gpus[i].index);
+    vl__text(o, r->gpus[i].name, md);
+  }
+  if (!r->n_gpus) {
+    fputs(" none (", o);
+    vl__text(o, r->nvml, md);
+    fputs(")", o);
+  }
   fprintf(o, "\n\n");
   if (md) fprintf(o, "| layer | peak GiB |\n|---|---:|\n");
   const char *fmt = md ? "| %s | %.2f |\n" : "  %-46s %8.2f GiB\n";
   fprintf(o, fmt, "process memory (NVML, the job's processes)", GIB(s->peak_process_bytes));
   fprintf(o, fmt, "driver-allocated (interposer)", GIB(s->peak_cuda_alloc_bytes));
   for (unsigned i = 0; i < r->n_alloc_libs; i++) /* who asked: the most each held */
-    if (r->alloc_libs[i].peak)
-      fprintf(o, md ? "| - by %s | %.2f |\n" : "    by %-42s %8.2f GiB\n", r->alloc_libs[i].name,
-              GIB(r->alloc_libs[i].peak));
+    if (r->alloc_libs[i].peak) {
+      char name[sizeof r->alloc_libs[i].name];
+      snprintf(name, sizeof name, "%s", r->alloc_libs[i].name);
+      fputs(md ? "| - by " : "    by ", o);
+      vl__text(o, name, md);
+      if (md)
+        fprintf(o, " | %.2f |\n", GIB(r->alloc_libs[i].peak));
+      else
+        fprintf(o, "%*s %8.2f GiB\n", (int)(42 - vl__min(strlen(name), 42)), "",
+                GIB(r->alloc_libs[i].peak));
+    }
   fprintf(o, fmt, "CUDA context and other, at the process peak", GIB(s->context_bytes));
   if (s->peak_other_bytes)
     fprintf(o, fmt, "other processes on the job's GPUs", GIB(s->peak_other_bytes));
   fprintf(o, "\n%speak process memory at %.1f s\n", b, (double)s->peak_process_t_ns * 1e-9);
   if (v->fw) vl__fw_text(o, v->fw, v->cmp, md);
   if (v->n_findings) fprintf(o, "\n%s\n", md ? "### Findings\n" : "findings:");
-  for (int i = 0; i < v->n_findings; i++)
-    fprintf(o, "%s[%s] %s\n", b, v->findings[i].code, v->findings[i].text);
+  for (int i = 0; i < v->n_findings; i++) {
+    fprintf(o, "%s[%s] ", b, v->findings[i].code);
+    vl__text(o, v->findings[i].text, md);
+    fputc('\n', o);
+  }
 }
 
 static void html_para(FILE *o, const char *text) {

@@ -39,8 +39,8 @@ static json_int_t us(const struct vl_record *r, uint64_t t_ns) {
 static void meta(json_t *ev, const char *what, int pid, unsigned tid, const char *key,
                  json_t *value) {
   json_t *e = json_object();
-  json_object_set_new(e, "name", json_string(what));
-  json_object_set_new(e, "ph", json_string("M"));
+  json_object_set_new(e, "name", vl__json_str(what));
+  json_object_set_new(e, "ph", vl__json_str("M"));
   json_object_set_new(e, "pid", json_integer(pid));
   if (tid) json_object_set_new(e, "tid", json_integer(tid));
   json_t *a = json_object();
@@ -51,14 +51,14 @@ static void meta(json_t *ev, const char *what, int pid, unsigned tid, const char
 
 /* A process track: its name and its place among the others. */
 static void process(json_t *ev, int pid, const char *name) {
-  meta(ev, "process_name", pid, 0, "name", json_string(name));
+  meta(ev, "process_name", pid, 0, "name", vl__json_str(name));
   meta(ev, "process_sort_index", pid, 0, "sort_index", json_integer(pid));
 }
 
 static void counter(json_t *ev, int pid, const char *name, json_int_t ts, uint64_t bytes) {
   json_t *e = json_object();
-  json_object_set_new(e, "name", json_string(name));
-  json_object_set_new(e, "ph", json_string("C"));
+  json_object_set_new(e, "name", vl__json_str(name));
+  json_object_set_new(e, "ph", vl__json_str("C"));
   json_object_set_new(e, "ts", json_integer(ts));
   json_object_set_new(e, "pid", json_integer(pid));
   json_t *a = json_object();
@@ -70,9 +70,9 @@ static void counter(json_t *ev, int pid, const char *name, json_int_t ts, uint64
 /* An instant on its process's track ("s": "p"): a mark, an OOM. */
 static void instant(json_t *ev, int pid, unsigned tid, const char *name, json_int_t ts) {
   json_t *e = json_object();
-  json_object_set_new(e, "name", json_string(name));
-  json_object_set_new(e, "ph", json_string("i"));
-  json_object_set_new(e, "s", json_string("p"));
+  json_object_set_new(e, "name", vl__json_str(name));
+  json_object_set_new(e, "ph", vl__json_str("i"));
+  json_object_set_new(e, "s", vl__json_str("p"));
   json_object_set_new(e, "ts", json_integer(ts));
   json_object_set_new(e, "pid", json_integer(pid));
   json_object_set_new(e, "tid", json_integer(tid));
@@ -145,14 +145,14 @@ static void rank_track(json_t *ev, const struct vl_record *r, const struct rank_
   snprintf(name, sizeof name, "rank %u (pid %u)", k->rank, k->os_pid);
   process(ev, pid, name);
   snprintf(name, sizeof name, "phases, pid %u", k->os_pid);
-  meta(ev, "thread_name", pid, k->os_pid, "name", json_string(name));
+  meta(ev, "thread_name", pid, k->os_pid, "name", vl__json_str(name));
   for (size_t i = 0; i < r->n_phases; i++) {
     const struct vl_rec_phase *p = &r->phases[i];
     if (p->pid != k->os_pid || p->t0_ns < r->start_ns || p->t_ns < p->t0_ns) continue;
     json_int_t t0 = us(r, p->t0_ns), t1 = us(r, p->t_ns);
     json_t *e = json_object();
-    json_object_set_new(e, "name", json_string(p->phase));
-    json_object_set_new(e, "ph", json_string("X"));
+    json_object_set_new(e, "name", vl__json_str(p->phase));
+    json_object_set_new(e, "ph", vl__json_str("X"));
     json_object_set_new(e, "ts", json_integer(t0));
     json_object_set_new(e, "dur", json_integer(t1 - t0));
     json_object_set_new(e, "pid", json_integer(pid));
@@ -198,7 +198,7 @@ int vl__report_trace(FILE *out, const struct vl_report_view *v) {
   vl_free(k.p);
   json_t *o = json_object();
   json_object_set_new(o, "traceEvents", ev);
-  json_object_set_new(o, "displayTimeUnit", json_string("ms"));
+  json_object_set_new(o, "displayTimeUnit", vl__json_str("ms"));
   int rc = json_dumpf(o, out, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
   json_decref(o);
   fputc('\n', out);

@@ -43,17 +43,17 @@ static json_t *tornado_json(const struct vl_sens_result *r) {
   json_t *tor = json_array();
   for (int i = 0; i < r->n_tornado; i++) {
     json_t *e = json_object();
-    json_object_set_new(e, "var", json_string(vl_vary_name(r->tornado[i].var)));
+    json_object_set_new(e, "var", vl__json_str(vl_vary_name(r->tornado[i].var)));
     json_object_set_new(e, "low_bytes", json_integer((json_int_t)r->tornado[i].low));
     json_object_set_new(e, "high_bytes", json_integer((json_int_t)r->tornado[i].high));
     enum vl_vary_var v = r->tornado[i].var;
     bool named = v == VL_VARY_PRECISION || v == VL_VARY_ATTENTION;
     char at[64];
     json_object_set_new(e, "low_at",
-                        named ? json_string(input_at(v, r->tornado[i].low_at, at, sizeof at))
+                        named ? vl__json_str(input_at(v, r->tornado[i].low_at, at, sizeof at))
                               : json_integer((json_int_t)r->tornado[i].low_at));
     json_object_set_new(e, "high_at",
-                        named ? json_string(input_at(v, r->tornado[i].high_at, at, sizeof at))
+                        named ? vl__json_str(input_at(v, r->tornado[i].high_at, at, sizeof at))
                               : json_integer((json_int_t)r->tornado[i].high_at));
     json_object_set_new(e, "low_cut", json_boolean(r->tornado[i].low_cut));
     json_object_set_new(e, "high_cut", json_boolean(r->tornado[i].high_cut));
@@ -66,7 +66,7 @@ static json_t *fallbacks_json(const struct vl_sens_result *r) {
   json_t *fb = json_array();
   for (int i = 0; i < r->n_fallbacks; i++) {
     json_t *e = json_object();
-    json_object_set_new(e, "fallback", json_string(r->fallback[i].name));
+    json_object_set_new(e, "fallback", vl__json_str(r->fallback[i].name));
     json_object_set_new(e, "p95_bytes", json_integer((json_int_t)r->fallback[i].p95));
     json_object_set_new(e, "p_exceed", json_real(r->fallback[i].p_exceed));
     json_object_set_new(e, "drawn", json_integer((json_int_t)r->fallback[i].drawn));
@@ -79,21 +79,21 @@ static json_t *fallbacks_json(const struct vl_sens_result *r) {
 static int as_json(FILE *o, const struct vl_sens_query *q, const struct vl_sens_result *r) {
   char d[128];
   json_t *root = json_object(), *pc = json_object(), *pe = json_object(), *vary = json_array();
-  json_object_set_new(root, "schema", json_string("vramledger.sensitivity/1"));
+  json_object_set_new(root, "schema", vl__json_str("vramledger.sensitivity/1"));
   json_object_set_new(root, "samples", json_integer((json_int_t)r->samples));
   json_object_set_new(root, "seed", json_integer((json_int_t)r->seed));
   json_object_set_new(root, "drawn", json_integer((json_int_t)r->drawn));
   json_object_set_new(root, "failed", json_integer((json_int_t)r->failed));
-  if (r->failed) json_object_set_new(root, "refused_why", json_string(r->refused_why));
+  if (r->failed) json_object_set_new(root, "refused_why", vl__json_str(r->refused_why));
   json_object_set_new(root, "estimates", json_integer((json_int_t)r->estimates));
   json_object_set_new(root, "distinct_jobs",
                       r->distinct ? json_integer((json_int_t)r->distinct) : json_null());
-  json_object_set_new(root, "evaluator", json_string(q->fit ? "fit" : "estimator"));
-  if (q->fit) json_object_set_new(root, "fit", json_string(q->fit_source));
+  json_object_set_new(root, "evaluator", vl__json_str(q->fit ? "fit" : "estimator"));
+  if (q->fit) json_object_set_new(root, "fit", vl__json_str(q->fit_source));
   for (int i = 0; i < q->n_vary; i++) {
     json_t *e = json_object();
-    json_object_set_new(e, "var", json_string(vl_vary_name(q->vary[i].var)));
-    json_object_set_new(e, "distribution", json_string(dist_name(&q->vary[i], d, sizeof d)));
+    json_object_set_new(e, "var", vl__json_str(vl_vary_name(q->vary[i].var)));
+    json_object_set_new(e, "distribution", vl__json_str(dist_name(&q->vary[i], d, sizeof d)));
     json_array_append_new(vary, e);
   }
   json_object_set_new(root, "vary", vary);
@@ -118,7 +118,7 @@ static int as_json(FILE *o, const struct vl_sens_query *q, const struct vl_sens_
   }
   if (r->timed) {
     json_t *t = json_object();
-    json_object_set_new(t, "gpu", json_string(q->gpus[0]->name));
+    json_object_set_new(t, "gpu", vl__json_str(q->gpus[0]->name));
     json_object_set_new(t, "priced_draws", json_integer((json_int_t)r->n_timed));
     json_object_set_new(t, "step_seconds_p50", json_real(r->step_p50));
     json_object_set_new(t, "step_seconds_p95", json_real(r->step_p95));

@@ -18,7 +18,7 @@ static const char *last_mark(const struct vl_trace *tr) {
   return tr->n_marks ? tr->marks[tr->n_marks - 1] : NULL;
 }
 
-static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
+static json_t *str_or_null(const char *s) { return s ? vl__json_str(s) : json_null(); }
 
 /* What a trace of convolutions cannot hold: cuDNN's workspaces
  * (aten/src/ATen/native/cudnn/Conv_v8.cpp takes one from the caching
@@ -49,14 +49,14 @@ static json_t *live_groups(const struct vl_trace *tr, const struct vl_live_group
     }
     json_t *x = json_object();
     const char *name = live_name(tr, &g[i], mark);
-    json_object_set_new(x, mark ? "mark" : "module", name ? json_string(name) : json_null());
+    json_object_set_new(x, mark ? "mark" : "module", name ? vl__json_str(name) : json_null());
     json_object_set_new(x, "bytes", U(g[i].bytes));
     json_object_set_new(x, "allocations", U(g[i].allocations));
     json_array_append_new(a, x);
   }
   if (rest) {
     json_t *x = json_object();
-    json_object_set_new(x, mark ? "mark" : "module", json_string("(the others)"));
+    json_object_set_new(x, mark ? "mark" : "module", vl__json_str("(the others)"));
     json_object_set_new(x, "bytes", U(rest));
     json_object_set_new(x, "allocations", U(rest_n));
     json_array_append_new(a, x);
@@ -94,9 +94,9 @@ static int as_json(FILE *o, const struct vl_trace_view *v) {
   const struct vl_replay *r = v->replays;
   const struct vl_trace *tr = v->tr;
   json_t *root = json_object();
-  json_object_set_new(root, "schema", json_string("vramledger.trace/1"));
-  json_object_set_new(root, "trace", json_string(v->trace));
-  json_object_set_new(root, "device", json_string(v->device));
+  json_object_set_new(root, "schema", vl__json_str("vramledger.trace/1"));
+  json_object_set_new(root, "trace", vl__json_str(v->trace));
+  json_object_set_new(root, "device", vl__json_str(v->device));
   json_object_set_new(root, "events", U(tr->n));
   json_object_set_new(root, "allocations", U(r[0].allocs));
   json_object_set_new(root, "frees", U(r[0].frees));
@@ -107,21 +107,21 @@ static int as_json(FILE *o, const struct vl_trace_view *v) {
   json_object_set_new(root, "batch", tr->batch ? U(tr->batch) : json_null());
   json_object_set_new(root, "convolutions", U(tr->convolutions));
   json_t *caveats = json_array();
-  if (tr->convolutions) json_array_append_new(caveats, json_string("convolutions: " CONV_CAVEAT));
+  if (tr->convolutions) json_array_append_new(caveats, vl__json_str("convolutions: " CONV_CAVEAT));
   json_object_set_new(root, "caveats", caveats);
   json_object_set_new(root, "peaks_from_mark", str_or_null(v->from_mark));
   json_object_set_new(root, "peak_mark",
-                      r[0].peak_mark >= 0 ? json_string(tr->marks[r[0].peak_mark]) : json_null());
+                      r[0].peak_mark >= 0 ? vl__json_str(tr->marks[r[0].peak_mark]) : json_null());
   json_object_set_new(root, "peak_module",
-                      r[0].peak_module ? json_string(tr->modules[r[0].peak_module]) : json_null());
+                      r[0].peak_module ? vl__json_str(tr->modules[r[0].peak_module]) : json_null());
   json_object_set_new(root, "peak_at",
-                      r[0].peak_at ? json_string(tr->modules[r[0].peak_at]) : json_null());
+                      r[0].peak_at ? vl__json_str(tr->modules[r[0].peak_at]) : json_null());
   json_object_set_new(root, "peak_dtype",
-                      r[0].peak_dtype ? json_string(tr->modules[r[0].peak_dtype]) : json_null());
+                      r[0].peak_dtype ? vl__json_str(tr->modules[r[0].peak_dtype]) : json_null());
   json_t *a = json_array();
   for (int i = 0; i < v->n; i++) {
     json_t *x = json_object();
-    json_object_set_new(x, "allocator", json_string(v->names[i]));
+    json_object_set_new(x, "allocator", vl__json_str(v->names[i]));
     json_object_set_new(x, "batch",
                         v->batches && v->batches[i] ? U(v->batches[i])
                         : tr->batch                 ? U(tr->batch)

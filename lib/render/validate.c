@@ -123,21 +123,21 @@ int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_v
     return ferror(out) ? -1 : 0;
   }
   json_t *r = json_object();
-  json_object_set_new(r, "schema", json_string("vramledger.validate/1"));
-  json_object_set_new(r, "device", json_string(v->measured->device));
-  json_object_set_new(r, "torch", json_string(v->measured->torch));
-  json_object_set_new(r, "source", json_string(v->source));
+  json_object_set_new(r, "schema", vl__json_str("vramledger.validate/1"));
+  json_object_set_new(r, "device", vl__json_str(v->measured->device));
+  json_object_set_new(r, "torch", vl__json_str(v->measured->torch));
+  json_object_set_new(r, "source", vl__json_str(v->source));
   json_object_set_new(r, "tolerance_allocated_pct", json_real(v->tol_allocated));
   json_object_set_new(r, "tolerance_total_pct", json_real(v->tol_total));
   json_t *rows = json_array();
   for (size_t i = 0; i < v->n; i++) {
     const struct vl_compare_row *x = &v->rows[i];
     json_t *e = json_object();
-    json_object_set_new(e, "name", json_string(x->run->name));
+    json_object_set_new(e, "name", vl__json_str(x->run->name));
     json_object_set_new(e, "holdout", json_boolean(x->run->holdout));
     json_object_set_new(e, "compared", json_boolean(x->estimated));
     if (!x->estimated) {
-      json_object_set_new(e, "why", json_string(x->why));
+      json_object_set_new(e, "why", vl__json_str(x->why));
     } else {
       json_object_set_new(e, "other_outcome", json_boolean(x->other_outcome));
       json_object_set_new(e, "estimate_allocated_bytes",
@@ -165,7 +165,7 @@ int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_v
   json_object_set_new(r, "holdout", summary_json(v->holdout));
   if (v->time) {
     json_t *t = json_object();
-    json_object_set_new(t, "card", json_string(v->time_card));
+    json_object_set_new(t, "card", vl__json_str(v->time_card));
     json_object_set_new(t, "runs", json_integer(v->time->n));
     json_object_set_new(t, "median_abs_error_pct", json_real(v->time->median));
     json_object_set_new(t, "max_abs_error_pct", json_real(v->time->max));

@@ -2,45 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h" /* first: it includes <jansson.h> */
 #include "../util/internal.h"
 #include "vramledger/nvml.h"
 #include "vramledger/render.h"
-
-/* Label values: backslash, double quote and newline escaped (exposition
- * format 0.0.4); CSV fields: quotes doubled. */
-static void prom_label(FILE *o, const char *s) {
-  for (; *s; s++) {
-    if (*s == '\\' || *s == '"') fputc('\\', o);
-    if (*s == '\n') {
-      fputs("\\n", o);
-      continue;
-    }
-    fputc(*s, o);
-  }
-}
-
-static void csv_field(FILE *o, const char *s) {
-  fputc('"', o);
-  for (; *s; s++) {
-    if (*s == '"') fputc('"', o);
-    fputc(*s, o);
-  }
-  fputc('"', o);
-}
-
-static void json_str(FILE *o, const char *s) {
-  fputc('"', o);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(o, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(o, "\\u%04x", c);
-    else
-      fputc(c, o);
-  }
-  fputc('"', o);
-}
 
 int vl_render_watch_csv_header(FILE *o) {
   fputs("t_unix_ms,gpu,name,uuid,total_bytes,used_bytes,util_gpu_pct,pid,process_bytes\n", o);
@@ -80,17 +45,17 @@ static const struct gpu_metric {
  * ("nvidia" and the index), modelName, Hostname; no pci_bus_id. */
 static void gpu_labels(FILE *o, const struct vl_gpu_sample *g, const char *host, bool dcgm) {
   fprintf(o, "{gpu=\"%u\",%s=\"", g->index, dcgm ? "UUID" : "uuid");
-  prom_label(o, g->uuid);
+  vl__prom_label(o, g->uuid);
   if (dcgm) {
     fprintf(o, "\",device=\"nvidia%u\",modelName=\"", g->index);
-    prom_label(o, g->name);
+    vl__prom_label(o, g->name);
     if (host && *host) {
       fputs("\",Hostname=\"", o);
-      prom_label(o, host);
+      vl__prom_label(o, host);
     }
   } else {
     fputs("\",name=\"", o);
-    prom_label(o, g->name);
+    vl__prom_label(o, g->name);
   }
   fputs("\"}", o);
 }
@@ -104,7 +69,7 @@ static void prometheus(FILE *o, const struct vl_watch_view *v, bool dcgm) {
     fputs("# HELP vramledger_build_info the vramledger that serves these metrics\n"
           "# TYPE vramledger_build_info gauge\nvramledger_build_info{version=\"",
           o);
-    prom_label(o, v->version);
+    vl__prom_label(o, v->version);
     fputs("\"} 1\n", o);
   }
   for (size_t k = 0; k < sizeof gpu_metrics / sizeof gpu_metrics[0]; k++) {
@@ -141,7 +106,7 @@ static void prometheus(FILE *o, const struct vl_watch_view *v, bool dcgm) {
       if (ps->used_bytes == UINT64_MAX) continue;
       fprintf(o, "vramledger_process_memory_used_bytes{gpu=\"%u\",%s=\"", g->index,
               dcgm ? "UUID" : "uuid");
-      prom_label(o, g->uuid);
+      vl__prom_label(o, g->uuid);
       fprintf(o, "\",pid=\"%u\"} %llu\n", ps->pid, (unsigned long long)ps->used_bytes);
     }
   }
@@ -153,9 +118,9 @@ int vl_render_watch(FILE *o, enum vl_watch_format fmt, const struct vl_watch_vie
       const struct vl_gpu_sample *g = v->gpus[i].gpu;
       for (unsigned k = 0; k <= v->gpus[i].n_procs; k++) {
         fprintf(o, "%llu,%u,", (unsigned long long)v->t_unix_ms, g->index);
-        csv_field(o, g->name);
+        vl__csv_field(o, g->name);
         fputc(',', o);
-        csv_field(o, g->uuid);
+        vl__csv_field(o, g->uuid);
         fprintf(o, ",%llu,%llu,", (unsigned long long)g->total_bytes,
                 (unsigned long long)g->used_bytes);
         util(o, g->util_gpu_pct, false);
@@ -171,14 +136,14 @@ int vl_render_watch(FILE *o, enum vl_watch_format fmt, const struct vl_watch_vie
     }
   } else if (fmt == VL_WATCH_JSONL) {
     fprintf(o, "{\"t_unix_ms\":%llu,\"host\":", (unsigned long long)v->t_unix_ms);
-    json_str(o, v->host ? v->host : "");
+    vl__json_text(o, v->host ? v->host : "");
     fputs(",\"gpus\":[", o);
     for (unsigned i = 0; i < v->n_gpus; i++) {
       const struct vl_gpu_sample *g = v->gpus[i].gpu;
       fprintf(o, "%s{\"index\":%u,\"name\":", i ? "," : "", g->index);
-      json_str(o, g->name);
+      vl__json_text(o, g->name);
       fputs(",\"uuid\":", o);
-      json_str(o, g->uuid);
+      vl__json_text(o, g->uuid);
       fprintf(o, ",\"total_bytes\":%llu,\"used_bytes\":%llu", (unsigned long long)g->total_bytes,
               (unsigned long long)g->used_bytes);
       if (g->util_gpu_pct != UINT32_MAX) fprintf(o, ",\"util_gpu_pct\":%u", g->util_gpu_pct);

@@ -161,6 +161,9 @@ void vl__pid_list(char *buf, size_t cap, const unsigned *pids, unsigned n, bool 
  * result is valid UTF-8 for every input; returns its length
  * (lib/util/utf8.c). */
 size_t vl__utf8_copy(char *dst, size_t n, const char *src);
+/* The bytes of the well-formed UTF-8 character at s (1 to 4); 0 when none
+ * starts there (or s is ""). */
+size_t vl__utf8_len(const char *s);
 
 /* Fill err (if not NULL) and return s. printf-style. */
 vl_status vl__fail(struct vl_err *err, vl_status s, const char *fmt, ...)

@@ -38,6 +38,11 @@ static size_t seq_len(const unsigned char *s, bool *cut) {
   return n;
 }
 
+size_t vl__utf8_len(const char *s) {
+  bool cut;
+  return *s ? seq_len((const unsigned char *)s, &cut) : 0;
+}
+
 size_t vl__utf8_copy(char *dst, size_t n, const char *src) {
   if (n == 0) return 0;
   const unsigned char *s = (const unsigned char *)src;

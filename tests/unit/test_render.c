@@ -2,6 +2,7 @@
 #include <jansson.h>
 
 #include "testutil.h"
+#include "render/internal.h"
 #include "vramledger/commitment.h"
 #include "vramledger/render.h"
 
@@ -182,9 +183,48 @@ static void context_range_json(void **state) {
   vl_catalog_release(&cat);
 }
 
+/* what one escaping function writes for s */
+static char *escaped(void (*fn)(FILE *, const char *), const char *s) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  fn(f, s);
+  fclose(f);
+  return buf;
+}
+
+static void expect_escaped(void (*fn)(FILE *, const char *), const char *s, const char *want) {
+  char *got = escaped(fn, s);
+  assert_string_equal(got, want);
+  free(got);
+}
+
+/* One function per format (lib/render/escape.c): what a hostile string
+ * from a record, a configuration or the command line becomes. */
+static void escaping(void **state) {
+  (void)state;
+  static const char hostile[] = "<b>a|b\\\"c\nd\x1b[2J\xc2\x9b&e\xff\xc3";
+  expect_escaped(vl__html_text, hostile, "&lt;b&gt;a|b\\&quot;c?d?[2J?&amp;e??");
+  expect_escaped(vl__md_text, hostile, "&lt;b&gt;a\\|b\\\\\"c?d?\\[2J?&amp;e??");
+  expect_escaped(vl__plain_text, hostile, "<b>a|b\\\"c?d?[2J?&e??");
+  expect_escaped(vl__prom_label, hostile, "<b>a|b\\\\\\\"c\\nd?[2J?&e??");
+  expect_escaped(vl__csv_field, hostile, "\"<b>a|b\\\"\"c?d?[2J?&e??\"");
+  expect_escaped(vl__csv_field, "=1+1", "\"'=1+1\"");
+  expect_escaped(vl__csv_field, "-x", "\"'-x\"");
+  expect_escaped(vl__csv_field, "x=1", "\"x=1\"");
+  expect_escaped(vl__json_text, "</script><!--\"\\\n\xc3\xa9",
+                 "\"\\u003c/script\\u003e\\u003c!--\\\"\\\\\\u000a\xc3\xa9\"");
+  json_t *j = vl__json_str("a\xff"
+                           "b\xe2\x82");
+  assert_non_null(j); /* jansson's json_string refuses it: the member was lost */
+  assert_string_equal(json_string_value(j), "a?b");
+  json_decref(j);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(units), cmocka_unit_test(json_contract),
                                      cmocka_unit_test(settings_round_trip),
-                                     cmocka_unit_test(context_range_json)};
+                                     cmocka_unit_test(context_range_json),
+                                     cmocka_unit_test(escaping)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
