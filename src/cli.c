@@ -115,7 +115,7 @@ int cli_parse(int argc, const char **argv, const struct cli_opt *opts, cli_opt_f
 int cli_u64(const char *flag, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out) {
   char *end;
   errno = 0;
-  if (arg[0] == '-' || arg[0] == '+' || arg[0] == '\0' || arg[0] == ' ') goto bad;
+  if (!isdigit((unsigned char)arg[0])) goto bad; /* no sign, space or "0x": digits only */
   unsigned long long v = strtoull(arg, &end, 10);
   if (errno || *end) goto bad;
   if (v < lo || v > hi) {
@@ -130,12 +130,32 @@ bad:
   return VL_EXIT_USAGE;
 }
 
+/* Is s a plain decimal: [-]digits[.digits][e[+-]digits], at least one
+ * digit before the exponent? strtod alone takes more: "0x10" (16), "inf",
+ * "nan", " 5", "+5", which a flag's value never means. */
+static bool plain_decimal(const char *s) {
+  size_t i = s[0] == '-', d = 0;
+  for (; isdigit((unsigned char)s[i]); i++)
+    d++;
+  if (s[i] == '.')
+    for (i++; isdigit((unsigned char)s[i]); i++)
+      d++;
+  if (!d) return false;
+  if (s[i] == 'e' || s[i] == 'E') {
+    i += s[i + 1] == '-' || s[i + 1] == '+';
+    if (!isdigit((unsigned char)s[++i])) return false;
+    while (isdigit((unsigned char)s[i]))
+      i++;
+  }
+  return s[i] == '\0';
+}
+
 int cli_double(const char *flag, const char *arg, double lo, double hi, double *out) {
   char *end;
   errno = 0;
-  double v = strtod(arg, &end);
-  if (errno || *end || arg[0] == '\0' || !isfinite(v)) {
-    cli_error("--%s expects a number, got '%s'", flag, arg);
+  double v = plain_decimal(arg) ? strtod(arg, &end) : NAN;
+  if (!plain_decimal(arg) || errno || *end || !isfinite(v)) {
+    cli_error("--%s expects a plain decimal number (such as 12 or 0.5), got '%s'", flag, arg);
     return VL_EXIT_USAGE;
   }
   if (v < lo || v > hi) {

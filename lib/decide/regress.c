@@ -72,6 +72,26 @@ static bool measurement(const char *name) {
          (l > 6 && !strcmp(name + l - 6, "_per_s"));
 }
 
+/* Is s a plain decimal: [-]digits[.digits][e[+-]digits]? strtod alone
+ * takes "0x10" (16), "inf", "nan" and leading spaces, which no measured
+ * point or --predict value means. */
+static bool plain_decimal(const char *s) {
+  size_t i = s[0] == '-', d = 0;
+  for (; s[i] >= '0' && s[i] <= '9'; i++)
+    d++;
+  if (s[i] == '.')
+    for (i++; s[i] >= '0' && s[i] <= '9'; i++)
+      d++;
+  if (!d) return false;
+  if (s[i] == 'e' || s[i] == 'E') {
+    i += s[i + 1] == '-' || s[i + 1] == '+';
+    if (s[++i] < '0' || s[i] > '9') return false;
+    while (s[i] >= '0' && s[i] <= '9')
+      i++;
+  }
+  return s[i] == '\0';
+}
+
 vl_status vl_points_parse(const char *text, size_t len, const char *const *vars, size_t nvars,
                           struct vl_points *p, struct vl_err *err) {
   return vl_points_parse_y(text, len, vars, nvars, "peak_bytes", p, err);
@@ -144,7 +164,7 @@ vl_status vl_points_parse_y(const char *text, size_t len, const char *const *var
           used |= vcol[v] == (int)col;
         char *endp;
         row[col] = used ? strtod(buf, &endp) : 0;
-        if (used && (!buf[0] || *endp || !isfinite(row[col]))) {
+        if (used && (!plain_decimal(buf) || *endp || !isfinite(row[col]))) {
           if (!empty || buf[0]) {
             vl_points_release(p);
             return vl__fail(err, VL_EPARSE, "line %zu column %zu: '%s' is not a number (%s)", line,
@@ -300,7 +320,7 @@ vl_status vl_point_parse(const char *spec, const struct vl_points *p, double *x,
     int k = var_index(p, t); /* b and s name batch and seq, as in the terms */
     char *end;
     double v = strtod(eq + 1, &end);
-    if (k < 0 || *end || !isfinite(v))
+    if (k < 0 || *end || !isfinite(v) || !plain_decimal(eq + 1))
       return vl__fail(err, VL_EINVAL, "'%s' is not a variable of the points or not a number", t);
     x[k] = v;
     seen[k] = true;
