@@ -57,15 +57,59 @@ static int load_one(const char *src, const char *y, struct vl_points *p, char *p
   return 0;
 }
 
-/* All sources' points in one set, y from column y; the label names them. */
+/* Is the file at path one read before (seen[0..n), by device and inode)?
+ * The same CSV given twice (by two names, or a sweep and its sweep.csv)
+ * would count its points twice and narrow the fit's intervals. */
+static int twice(const char *path, struct stat *seen, int n, const char *const *src) {
+  struct stat st;
+  if (stat(path, &st) != 0) return 0;
+  for (int i = 0; i < n; i++)
+    if (seen[i].st_dev == st.st_dev && seen[i].st_ino == st.st_ino) {
+      if (strcmp(src[i], src[n]) == 0)
+        cli_error("'%s' is given twice: its points would count twice", src[n]);
+      else
+        cli_error("'%s' is '%s' again: its points would count twice", src[n], src[i]);
+      cli_hint("give each sweep or CSV file once");
+      return VL_EXIT_USAGE;
+    }
+  seen[n] = st;
+  return 0;
+}
+
+/* Drop the rows that repeat an earlier one exactly (every variable and
+ * y): the same measurement twice is no new point. @return how many. */
+static size_t drop_repeats(struct vl_points *p) {
+  size_t kept = 0;
+  for (size_t i = 0; i < p->n; i++) {
+    const double *x = p->x + i * VL_FIT_MAX_VARS;
+    bool seen = false;
+    for (size_t j = 0; j < kept && !seen; j++)
+      seen = p->y[j] == p->y[i] && memcmp(p->x + j * VL_FIT_MAX_VARS, x, p->nvars * sizeof *x) == 0;
+    if (seen) continue;
+    memmove(p->x + kept * VL_FIT_MAX_VARS, x, VL_FIT_MAX_VARS * sizeof *x);
+    p->y[kept++] = p->y[i];
+  }
+  size_t dropped = p->n - kept;
+  p->n = kept;
+  return dropped;
+}
+
+/* All sources' points in one set, y from column y; the label names them.
+ * Rows that repeat another exactly are dropped, with a note. */
 static int load_points(struct fo *f, const char *y, struct vl_points *pts) {
   char path[4096];
+  struct stat seen[MAX_SOURCES];
   int rc = load_one(f->src[0], y, pts, path, sizeof path);
+  if (!rc && (rc = twice(path, seen, 0, f->src))) vl_points_release(pts);
   if (rc) return rc;
   snprintf(f->label, sizeof f->label, "%s", path);
   for (int i = 1; i < f->n_src; i++) {
     struct vl_points more;
     if ((rc = load_one(f->src[i], y, &more, path, sizeof path))) break;
+    if ((rc = twice(path, seen, i, f->src))) {
+      vl_points_release(&more);
+      break;
+    }
     struct vl_err err = {""};
     vl_status s = vl_points_append(pts, &more, &err);
     vl_points_release(&more);
@@ -83,6 +127,12 @@ static int load_points(struct fo *f, const char *y, struct vl_points *pts) {
     size_t l = strlen(f->label);
     snprintf(f->label + l, sizeof f->label - l, " and %d more", f->n_src - 1);
   }
+  size_t dropped = drop_repeats(pts);
+  if (dropped)
+    fprintf(stderr,
+            "vramledger: note: %zu row%s of %s repeat%s another exactly (every variable and %s): "
+            "counted once\n",
+            dropped, dropped == 1 ? "" : "s", f->label, dropped == 1 ? "s" : "", y);
   return 0;
 }
 
@@ -160,12 +210,23 @@ static int parse(int argc, const char **argv, struct fo *f) {
   return 0;
 }
 
-/* "batch=32,seq=1024" -> x[]; every variable of the points must be given. */
+/* "batch=32,seq=1024" -> x[]; every variable of the points must be given,
+ * batch and seq as whole numbers from 1 (a job has no batch -1: the
+ * fitted formula there is no memory). */
 static int parse_point(const char *s, const struct vl_points *p, double *x) {
   struct vl_err err = {""};
   if (vl_point_parse(s, p, x, &err) != VL_OK) {
     cli_error("--predict '%s': %s", s, err.msg);
     return VL_EXIT_USAGE;
+  }
+  for (size_t k = 0; k < p->nvars; k++) {
+    bool b = !strcmp(p->var[k], "batch"), q = !strcmp(p->var[k], "seq");
+    double hi = b ? 1u << 20 : 1u << 24; /* as --batch and --seq take them */
+    if ((b || q) && !(x[k] >= 1 && x[k] <= hi && x[k] == floor(x[k]))) {
+      cli_error("--predict '%s': %s %g is out of range: give a whole number from 1 to %.0f", s,
+                p->var[k], x[k], hi);
+      return VL_EXIT_USAGE;
+    }
   }
   return 0;
 }
