@@ -54,15 +54,27 @@ static bool listed(const char *list, const struct vl_diag *d) {
   return false;
 }
 
+/* --fail-on's allowed values, for its messages: "all, warn, error, leak, ..." */
+static void allowed(char *buf, size_t n) {
+  size_t o = (size_t)snprintf(buf, n, "all, warn, error");
+  for (int k = 0; k < VL_D_COUNT && o < n; k++)
+    o += (size_t)snprintf(buf + o, n - o, ", %s", vl_diag_slug((enum vl_diag_kind)k));
+}
+
+/* Every item of --fail-on names something, and at least one does: an
+ * empty list (--fail-on '', or ',') would turn the gate off. Empty items
+ * beside named ones are skipped. */
 static int check_list(const char *list) {
-  char buf[FAIL_ON_MAX];
+  char buf[FAIL_ON_MAX], names[1024];
   struct vl__list l;
   if (!vl__list_init_in(&l, list, ',', buf, sizeof buf)) { /* never cut: a finding would go */
     cli_error("--fail-on is longer than %zu bytes: name fewer findings, or use warn, error or all",
               sizeof buf - 1);
     return VL_EXIT_USAGE;
   }
+  allowed(names, sizeof names);
   l.empty = true;
+  int named = 0;
   for (char *t; (t = vl__list_next(&l, NULL));) {
     if (!*t) continue;
     bool ok = strcmp(t, "all") == 0 || strcmp(t, "warn") == 0 || strcmp(t, "error") == 0;
@@ -70,11 +82,17 @@ static int check_list(const char *list) {
       ok = strcmp(t, vl_diag_id((enum vl_diag_kind)k)) == 0 ||
            strcmp(t, vl_diag_slug((enum vl_diag_kind)k)) == 0;
     if (!ok) {
-      cli_error("--fail-on: unknown finding '%s'; use ids (VL-D001..VL-D%03d), codes such as "
-                "'leak', or all, warn, error",
-                t, VL_D_COUNT);
+      cli_error("--fail-on: unknown finding '%s'; give ids (VL-D001..VL-D%03d) or: %s", t,
+                VL_D_COUNT, names);
       return VL_EXIT_USAGE;
     }
+    named++;
+  }
+  if (!named) {
+    cli_error("--fail-on '%s' names no finding, which would pass every run; give ids "
+              "(VL-D001..VL-D%03d) or: %s",
+              list, VL_D_COUNT, names);
+    return VL_EXIT_USAGE;
   }
   return 0;
 }
