@@ -38,6 +38,7 @@ static int formula(struct est *e, const struct vl_arch *arch, const struct vl_gp
   } else {
     s = vl_bill_compute(arch, &e->job, &ov, bill, &err);
   }
+  if (s == VL_OK) s = vl_bill_representable(bill, &err); /* every number printed exact */
   if (s == VL_OK) return 0;
   cli_error("cannot estimate '%s': %s", e->model, err.msg);
   return s == VL_EOVERFLOW || s == VL_ERANGE || s == VL_ECONFLICT || s == VL_EINVAL ? VL_EXIT_USAGE

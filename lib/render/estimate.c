@@ -257,8 +257,6 @@ static json_t *phases_array(unsigned mask) {
   return a;
 }
 
-#define U(x) json_integer((json_int_t)(x))
-
 /* A card's carried-over context, as a line of text; "" when measured on it. */
 void vl__context_carry_text(const struct vl_context_carry *c, const char *gpu, char *buf,
                             size_t n) {
@@ -509,4 +507,53 @@ int vl_render_estimate(FILE *out, enum vl_format fmt, const struct vl_estimate_v
   else
     text(out, v);
   return ferror(out) ? -1 : 0;
+}
+
+/* a number past VL_EXACT_MAX: err names it (its JSON field, its words) */
+static bool past_bound(uint64_t x, const char *field, const char *what, const char *unit,
+                       struct vl_err *err) {
+  if (x <= VL_EXACT_MAX) return false;
+  char n[32];
+  vl__fail(err, VL_ERANGE,
+           "the configuration is beyond what can be represented: '%s'%s%s%s would be %s%s, past "
+           "2^53 (9,007,199,254,740,992; 8 PiB in bytes), the most an estimate reports exactly; "
+           "check the config's sizes",
+           field, strcmp(field, what) ? " (" : "", strcmp(field, what) ? what : "",
+           strcmp(field, what) ? ")" : "", vl_fmt_int(n, sizeof n, x), unit);
+  return true;
+}
+
+vl_status vl_bill_representable(const struct vl_bill *b, struct vl_err *err) {
+  for (int l = 0; l < VL_LINE_COUNT; l++) {
+    char key[64];
+    snprintf(key, sizeof key, "bill.%s", vl_line_key((enum vl_line)l));
+    if (past_bound(b->line_max[l], key, vl_line_label((enum vl_line)l), " bytes", err))
+      return VL_ERANGE;
+  }
+  for (int i = 0; i < b->n_terms; i++)
+    if (past_bound(b->terms[i].bytes, "terms.bytes", b->terms[i].name, " bytes", err))
+      return VL_ERANGE;
+  for (int p = 0; p < VL_PH_COUNT; p++)
+    if (past_bound(b->phase_peak[p], "phase_peaks_allocated_bytes", vl_phase_name((enum vl_phase)p),
+                   " bytes", err))
+      return VL_ERANGE;
+  const struct {
+    uint64_t v;
+    const char *key, *what;
+  } f[] = {
+      {b->peak_allocated_bytes, "peak_allocated_bytes", "the peak allocated"},
+      {b->peak_reserved_bytes, "peak_reserved_bytes", "the peak reserved"},
+      {b->cuda_context_bytes, "cuda_context_bytes", "the CUDA context"},
+      {b->total_bytes, "total_bytes", "the process total"},
+      {b->host_bytes, "host_bytes", "host RAM for offloaded states"},
+      {b->other.total_bytes, "other_outcome.total_bytes", "the other outcome's total"},
+      {b->pp_first.total_bytes, "pp_stages.total_bytes", "the first pipeline stage's total"},
+      {b->pp_last.total_bytes, "pp_stages.total_bytes", "the last pipeline stage's total"},
+      {b->params, "params", "parameters"}, /* counts from here on */
+      {b->tokens, "tokens", "tokens per micro-batch"},
+  };
+  const size_t n_bytes = 8;
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    if (past_bound(f[i].v, f[i].key, f[i].what, i < n_bytes ? " bytes" : "", err)) return VL_ERANGE;
+  return VL_OK;
 }

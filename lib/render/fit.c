@@ -32,8 +32,8 @@ static json_t *estimator_json(const struct vl_fit_view *v) {
     json_t *q = json_object();
     for (size_t k = 0; k < p->nvars; k++)
       json_object_set_new(q, p->var[k], json_real(p->x[i * VL_FIT_MAX_VARS + k]));
-    json_object_set_new(q, "measured_bytes", json_integer((json_int_t)llround(p->y[i])));
-    json_object_set_new(q, "estimate_bytes", json_integer((json_int_t)llround(v->estimate[i])));
+    json_object_set_new(q, "measured_bytes", D(p->y[i]));
+    json_object_set_new(q, "estimate_bytes", D(v->estimate[i]));
     json_object_set_new(q, "rel_error", json_real(rel(v->estimate[i], p->y[i])));
     json_array_append_new(pts, q);
   }
@@ -41,7 +41,7 @@ static json_t *estimator_json(const struct vl_fit_view *v) {
   const struct vl_fit_est_summary *su = v->est_summary;
   json_object_set_new(e, "mean_abs_rel_error", json_real(su->mean_abs_rel));
   json_object_set_new(e, "max_abs_rel_error", json_real(fabs(su->worst_rel)));
-  json_object_set_new(e, "points_beyond", json_integer((json_int_t)su->beyond));
+  json_object_set_new(e, "points_beyond", U(su->beyond));
   json_object_set_new(e, "threshold", json_real(VL_FIT_DISAGREE));
   return e;
 }
@@ -63,8 +63,8 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
     json_t *root = json_object(), *coef = json_object(), *ci = json_object(), *pred = json_array();
     json_object_set_new(root, "schema", vl__json_str("vramledger.fit/1"));
     json_object_set_new(root, "source", vl__json_str(v->source));
-    json_object_set_new(root, "points", json_integer((json_int_t)p->n));
-    json_object_set_new(root, "skipped", json_integer((json_int_t)p->skipped));
+    json_object_set_new(root, "points", U(p->n));
+    json_object_set_new(root, "skipped", U(p->skipped));
     json_t *vars = json_array(), *terms = json_array();
     for (size_t k = 0; k < p->nvars; k++)
       json_array_append_new(vars, vl__json_str(p->var[k]));
@@ -96,14 +96,14 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
       json_t *e = json_object();
       for (size_t k = 0; k < p->nvars; k++)
         json_object_set_new(e, p->var[k], json_real(x[k]));
-      json_object_set_new(e, "peak_bytes", json_integer((json_int_t)llround(y)));
-      json_object_set_new(e, "low_bytes", json_integer((json_int_t)llround(y - hw)));
-      json_object_set_new(e, "high_bytes", json_integer((json_int_t)llround(y + hw)));
-      json_object_set_new(e, "linear_bytes", json_integer((json_int_t)llround(lin)));
-      json_object_set_new(e, "quadratic_bytes", json_integer((json_int_t)llround(quad)));
+      json_object_set_new(e, "peak_bytes", D(y));
+      json_object_set_new(e, "low_bytes", D(y - hw));
+      json_object_set_new(e, "high_bytes", D(y + hw));
+      json_object_set_new(e, "linear_bytes", D(lin));
+      json_object_set_new(e, "quadratic_bytes", D(quad));
       if (v->phase) json_object_set_new(e, "phase", vl__json_str(v->phase[i]));
       if (v->estimate) {
-        json_object_set_new(e, "estimate_bytes", json_integer((json_int_t)llround(q->estimate)));
+        json_object_set_new(e, "estimate_bytes", D(q->estimate));
         json_object_set_new(e, "disagree", json_boolean(q->disagree));
       }
       json_array_append_new(pred, e);

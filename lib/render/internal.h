@@ -2,7 +2,9 @@
 #ifndef VRAMLEDGER_RENDER_INTERNAL_H
 #define VRAMLEDGER_RENDER_INTERNAL_H
 #include <jansson.h>
+#include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "vramledger/model.h"
@@ -13,8 +15,24 @@
 #define MIB(x) ((double)(x) / (double)(1ull << 20))
 #define KIB(x) ((double)(x) / 1024.0)
 
-/* A byte count as a JSON integer (new reference). */
-static inline json_t *U(uint64_t x) { return json_integer((json_int_t)x); }
+/* A count or byte count as a JSON integer (new reference), exact: every
+ * unsigned value the renderers print goes through it. jansson's integer is
+ * signed; a value past INT64_MAX would wrap to a negative number, so it is
+ * written as a JSON real (the nearest double) instead, never wrapped. The
+ * commands refuse a configuration whose numbers pass 2^53 before rendering
+ * (vl_bill_representable), so an estimate never gets there. */
+static inline json_t *U(uint64_t x) {
+  return x <= (uint64_t)INT64_MAX ? json_integer((json_int_t)x) : json_real((double)x);
+}
+
+/* A whole number held as a double (a fit's bytes, a draw's value) as a
+ * JSON integer, rounded; past the int64 range a JSON real, never wrapped
+ * (llround there is undefined); NaN and the infinities as null. */
+static inline json_t *D(double x) {
+  if (x != x || x == 1.0 / 0.0 || x == -1.0 / 0.0) return json_null();
+  if (x >= 9223372036854775807.0 || x <= -9223372036854775807.0) return json_real(x);
+  return json_integer((json_int_t)llround(x));
+}
 
 /* A job's settings as a JSON object (new reference), by the names
  * vl_job_from_settings reads back (check and `commit --plan` compare them). */

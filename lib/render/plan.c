@@ -57,18 +57,18 @@ static json_t *cand_json(const struct vl_plan_candidate *c) {
   json_object_set_new(o, "offload", vl__json_str(vl_offload_name(c->offload)));
   json_object_set_new(o, "qlora", json_boolean(c->qlora));
   json_object_set_new(o, "dequant_s", json_real(c->dequant_s));
-  json_object_set_new(o, "host_bytes", json_integer((json_int_t)c->host_bytes));
+  json_object_set_new(o, "host_bytes", U(c->host_bytes));
   json_object_set_new(o, "tp", json_integer(c->tp));
   json_object_set_new(o, "pp", json_integer(c->pp));
   json_object_set_new(o, "zero", json_integer(c->zero));
-  json_object_set_new(o, "micro_batch", json_integer((json_int_t)c->micro_batch));
-  json_object_set_new(o, "grad_accum", json_integer((json_int_t)c->grad_accum));
+  json_object_set_new(o, "micro_batch", U(c->micro_batch));
+  json_object_set_new(o, "grad_accum", U(c->grad_accum));
   json_object_set_new(o, "checkpointing", vl__json_str(vl_ckpt_name(c->checkpointing)));
-  json_object_set_new(o, "peak_bytes_per_gpu", json_integer((json_int_t)c->peak_bytes_per_gpu));
+  json_object_set_new(o, "peak_bytes_per_gpu", U(c->peak_bytes_per_gpu));
   json_object_set_new(o, "headroom_bytes", json_integer((json_int_t)c->headroom_bytes));
-  json_object_set_new(o, "context_range_bytes", json_integer((json_int_t)c->context_range_bytes));
+  json_object_set_new(o, "context_range_bytes", U(c->context_range_bytes));
   json_object_set_new(o, "context_edge", json_boolean(c->context_edge));
-  json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)c->gpu->memory_bytes));
+  json_object_set_new(o, "gpu_memory_bytes", U(c->gpu->memory_bytes));
   json_object_set_new(o, "hours", json_real(c->hours));
   json_object_set_new(o, "cost_usd", json_real(c->cost_usd));
   json_object_set_new(o, "efficiency", json_real(c->efficiency));
@@ -158,17 +158,17 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
     json_t *root = json_object();
     json_object_set_new(root, "schema", vl__json_str("vramledger.plan/1"));
     json_object_set_new(root, "model", vl__json_str(v->model ? v->model : v->model_name));
-    json_object_set_new(root, "tokens", json_integer((json_int_t)q->tokens));
-    json_object_set_new(root, "seq", json_integer((json_int_t)q->base.seq));
-    json_object_set_new(root, "global_batch", json_integer((json_int_t)q->global_batch));
+    json_object_set_new(root, "tokens", U(q->tokens));
+    json_object_set_new(root, "seq", U(q->base.seq));
+    json_object_set_new(root, "global_batch", U(q->global_batch));
     json_object_set_new(root, "mfu", q->mfu_given ? json_real(q->mfu) : json_null());
     json_object_set_new(root, "time_model",
                         vl__json_str(q->mfu_given ? "6ND at the given MFU" : "kernels priced"));
     json_object_set_new(root, "dp_efficiency",
                         q->dp_efficiency > 0 ? json_real(q->dp_efficiency) : json_null());
-    json_object_set_new(root, "steps", json_integer((json_int_t)r->steps));
+    json_object_set_new(root, "steps", U(r->steps));
     json_object_set_new(root, "training_flops", json_real(r->flops));
-    json_object_set_new(root, "evaluated", json_integer((json_int_t)r->evaluated));
+    json_object_set_new(root, "evaluated", U(r->evaluated));
     json_object_set_new(root, "prices_date", vl__json_str(v->prices_date ? v->prices_date : ""));
     json_object_set_new(root, "margin", json_real(q->margin));
     json_t *best = json_null();

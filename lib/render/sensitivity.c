@@ -44,17 +44,17 @@ static json_t *tornado_json(const struct vl_sens_result *r) {
   for (int i = 0; i < r->n_tornado; i++) {
     json_t *e = json_object();
     json_object_set_new(e, "var", vl__json_str(vl_vary_name(r->tornado[i].var)));
-    json_object_set_new(e, "low_bytes", json_integer((json_int_t)r->tornado[i].low));
-    json_object_set_new(e, "high_bytes", json_integer((json_int_t)r->tornado[i].high));
+    json_object_set_new(e, "low_bytes", U(r->tornado[i].low));
+    json_object_set_new(e, "high_bytes", U(r->tornado[i].high));
     enum vl_vary_var v = r->tornado[i].var;
     bool named = v == VL_VARY_PRECISION || v == VL_VARY_ATTENTION;
     char at[64];
     json_object_set_new(e, "low_at",
                         named ? vl__json_str(input_at(v, r->tornado[i].low_at, at, sizeof at))
-                              : json_integer((json_int_t)r->tornado[i].low_at));
+                              : D(r->tornado[i].low_at));
     json_object_set_new(e, "high_at",
                         named ? vl__json_str(input_at(v, r->tornado[i].high_at, at, sizeof at))
-                              : json_integer((json_int_t)r->tornado[i].high_at));
+                              : D(r->tornado[i].high_at));
     json_object_set_new(e, "low_cut", json_boolean(r->tornado[i].low_cut));
     json_object_set_new(e, "high_cut", json_boolean(r->tornado[i].high_cut));
     json_array_append_new(tor, e);
@@ -67,10 +67,10 @@ static json_t *fallbacks_json(const struct vl_sens_result *r) {
   for (int i = 0; i < r->n_fallbacks; i++) {
     json_t *e = json_object();
     json_object_set_new(e, "fallback", vl__json_str(r->fallback[i].name));
-    json_object_set_new(e, "p95_bytes", json_integer((json_int_t)r->fallback[i].p95));
+    json_object_set_new(e, "p95_bytes", U(r->fallback[i].p95));
     json_object_set_new(e, "p_exceed", json_real(r->fallback[i].p_exceed));
-    json_object_set_new(e, "drawn", json_integer((json_int_t)r->fallback[i].drawn));
-    json_object_set_new(e, "failed", json_integer((json_int_t)r->fallback[i].failed));
+    json_object_set_new(e, "drawn", U(r->fallback[i].drawn));
+    json_object_set_new(e, "failed", U(r->fallback[i].failed));
     json_array_append_new(fb, e);
   }
   return fb;
@@ -80,14 +80,13 @@ static int as_json(FILE *o, const struct vl_sens_query *q, const struct vl_sens_
   char d[128];
   json_t *root = json_object(), *pc = json_object(), *pe = json_object(), *vary = json_array();
   json_object_set_new(root, "schema", vl__json_str("vramledger.sensitivity/1"));
-  json_object_set_new(root, "samples", json_integer((json_int_t)r->samples));
-  json_object_set_new(root, "seed", json_integer((json_int_t)r->seed));
-  json_object_set_new(root, "drawn", json_integer((json_int_t)r->drawn));
-  json_object_set_new(root, "failed", json_integer((json_int_t)r->failed));
+  json_object_set_new(root, "samples", U(r->samples));
+  json_object_set_new(root, "seed", U(r->seed));
+  json_object_set_new(root, "drawn", U(r->drawn));
+  json_object_set_new(root, "failed", U(r->failed));
   if (r->failed) json_object_set_new(root, "refused_why", vl__json_str(r->refused_why));
-  json_object_set_new(root, "estimates", json_integer((json_int_t)r->estimates));
-  json_object_set_new(root, "distinct_jobs",
-                      r->distinct ? json_integer((json_int_t)r->distinct) : json_null());
+  json_object_set_new(root, "estimates", U(r->estimates));
+  json_object_set_new(root, "distinct_jobs", r->distinct ? U(r->distinct) : json_null());
   json_object_set_new(root, "evaluator", vl__json_str(q->fit ? "fit" : "estimator"));
   if (q->fit) json_object_set_new(root, "fit", vl__json_str(q->fit_source));
   for (int i = 0; i < q->n_vary; i++) {
@@ -97,11 +96,11 @@ static int as_json(FILE *o, const struct vl_sens_query *q, const struct vl_sens_
     json_array_append_new(vary, e);
   }
   json_object_set_new(root, "vary", vary);
-  json_object_set_new(pc, "p50", json_integer((json_int_t)r->p50));
-  json_object_set_new(pc, "p95", json_integer((json_int_t)r->p95));
-  json_object_set_new(pc, "p99", json_integer((json_int_t)r->p99));
-  json_object_set_new(pc, "min", json_integer((json_int_t)r->min));
-  json_object_set_new(pc, "max", json_integer((json_int_t)r->max));
+  json_object_set_new(pc, "p50", U(r->p50));
+  json_object_set_new(pc, "p95", U(r->p95));
+  json_object_set_new(pc, "p99", U(r->p99));
+  json_object_set_new(pc, "min", U(r->min));
+  json_object_set_new(pc, "max", U(r->max));
   json_object_set_new(root, "percentiles", pc);
   for (int g = 0; g < q->n_gpus; g++)
     json_object_set_new(pe, q->gpus[g]->name, json_real(r->p_exceed[g]));
@@ -119,11 +118,11 @@ static int as_json(FILE *o, const struct vl_sens_query *q, const struct vl_sens_
   if (r->timed) {
     json_t *t = json_object();
     json_object_set_new(t, "gpu", vl__json_str(q->gpus[0]->name));
-    json_object_set_new(t, "priced_draws", json_integer((json_int_t)r->n_timed));
+    json_object_set_new(t, "priced_draws", U(r->n_timed));
     json_object_set_new(t, "step_seconds_p50", json_real(r->step_p50));
     json_object_set_new(t, "step_seconds_p95", json_real(r->step_p95));
     if (q->tokens) {
-      json_object_set_new(t, "tokens", json_integer((json_int_t)q->tokens));
+      json_object_set_new(t, "tokens", U(q->tokens));
       json_object_set_new(t, "hours_p50", json_real(r->hours_p50));
       json_object_set_new(t, "hours_p95", json_real(r->hours_p95));
       json_object_set_new(t, "p_past_deadline",

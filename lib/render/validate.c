@@ -140,17 +140,14 @@ int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_v
       json_object_set_new(e, "why", vl__json_str(x->why));
     } else {
       json_object_set_new(e, "other_outcome", json_boolean(x->other_outcome));
-      json_object_set_new(e, "estimate_allocated_bytes",
-                          json_integer((json_int_t)x->est_allocated));
-      json_object_set_new(e, "measured_allocated_bytes",
-                          json_integer((json_int_t)x->run->peak_allocated));
+      json_object_set_new(e, "estimate_allocated_bytes", U(x->est_allocated));
+      json_object_set_new(e, "measured_allocated_bytes", U(x->run->peak_allocated));
       json_object_set_new(e, "error_allocated_pct", num_or_null(x->err_allocated));
-      json_object_set_new(e, "estimate_reserved_bytes", json_integer((json_int_t)x->est_reserved));
-      json_object_set_new(e, "measured_reserved_bytes",
-                          json_integer((json_int_t)x->run->peak_reserved));
+      json_object_set_new(e, "estimate_reserved_bytes", U(x->est_reserved));
+      json_object_set_new(e, "measured_reserved_bytes", U(x->run->peak_reserved));
       json_object_set_new(e, "error_reserved_pct", num_or_null(x->err_reserved));
-      json_object_set_new(e, "estimate_total_bytes", json_integer((json_int_t)x->est_total));
-      json_object_set_new(e, "nvml_process_bytes", json_integer((json_int_t)x->run->nvml_process));
+      json_object_set_new(e, "estimate_total_bytes", U(x->est_total));
+      json_object_set_new(e, "nvml_process_bytes", U(x->run->nvml_process));
       json_object_set_new(e, "error_total_pct", num_or_null(x->err_total));
       if (!isnan(x->err_step)) {
         json_object_set_new(e, "estimate_step_seconds", json_real(x->est_step_s));
