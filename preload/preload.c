@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
@@ -852,6 +853,28 @@ static void after_fork_child(void) {
   atomic_store(&flusher_started, 0);
 }
 
+/* The counters file at path (open at fd) is len bytes or more, each page
+ * with its disk blocks (vramledger/counters.h): a page without them (a
+ * sparse file, from an older `run` on a nearly full disk) kills the
+ * process that first writes it when the disk has no room (SIGBUS). Else
+ * nothing is counted there, said once a process; the program runs on. */
+static bool counters_backed(int fd, const char *path, size_t len) {
+  struct stat st;
+  if (fstat(fd, &st) == 0 &&
+      vl_counters_backed((long long)st.st_size, (long long)st.st_blocks, len))
+    return true;
+  char buf[PATH_MAX + 200];
+  int k = snprintf(buf, sizeof buf,
+                   "vramledger-preload: the counters file '%s' is shorter than %zu bytes or "
+                   "sparse (a page without disk blocks): not counted there, the program runs on\n",
+                   path, len);
+  if (k > 0) {
+    ssize_t w = write(2, buf, (size_t)(k < (int)sizeof buf ? k : (int)sizeof buf - 1));
+    (void)w;
+  }
+  return false;
+}
+
 __attribute__((constructor)) static void init(void) {
   if (atomic_exchange(&started, 1)) return;
   slot = &local_slot;
@@ -862,9 +885,13 @@ __attribute__((constructor)) static void init(void) {
     /* a file of another layout (another version of vramledger) is left
      * alone, and no more than the file is mapped: touching a page past its
      * end would kill the program. An older `run`'s file has no rings. */
-    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof *counters) {
-      bool big = st.st_size >= (off_t)VL_COUNTERS_FILE_BYTES;
-      size_t len = big ? VL_COUNTERS_FILE_BYTES : sizeof *counters;
+    bool big = fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= (off_t)VL_COUNTERS_FILE_BYTES;
+    size_t len = big ? VL_COUNTERS_FILE_BYTES : sizeof *counters;
+    if (fd >= 0 && !counters_backed(fd, c, len)) {
+      close(fd);
+      fd = -1;
+    }
+    if (fd >= 0) {
       void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       const struct vl_counters *m = p;
       if (p != MAP_FAILED && m->magic == VL_COUNTERS_MAGIC && m->version == VL_COUNTERS_VERSION) {

@@ -117,6 +117,7 @@ struct run {
   struct tput_watch tw;
   struct vl_counters *ctr; /* or NULL */
   size_t ctr_len;          /* its mapping's */
+  char ctr_state[200];     /* the record's meta "counters": on, no rings or off, and why */
   struct vl_nvml *nv;      /* or NULL */
   vl_status nvml_status;   /* NVML's opening, its message in nvml_err */
   struct vl_err nvml_err;
@@ -626,7 +627,7 @@ static unsigned visible_gpus(struct vl_nvml *nv, const struct vl_gpu_sample *all
 /* The interposer and the probe, found where cli_preload_path and
  * cli_python_dir look; one that is missing is said on stderr and in the
  * record's meta event ("interposer", "probe": on, off or "missing: PATH"),
- * never silently dropped. */
+ * never silently dropped; so is the counters file ("counters"). */
 static void find_parts(struct run *r, json_t *meta) {
   char why[PATH_MAX + 64], site[PATH_MAX + 32];
   r->pre = cli_preload_path();
@@ -641,6 +642,7 @@ static void find_parts(struct run *r, json_t *meta) {
             "vramledger: warning: the interposer '%s' is missing: the record has no "
             "driver-allocated layer; reinstall vramledger or set VRAMLEDGER_PRELOAD\n",
             r->pre);
+  json_object_set_new(meta, "counters", json_string(r->ctr_state)); /* map_counters said it */
   snprintf(site, sizeof site, "%s/site/sitecustomize.py", cli_python_dir());
   bool probe = access(site, R_OK) == 0;
   snprintf(why, sizeof why, "missing: %s", site);
@@ -667,29 +669,100 @@ static char *basename_of(const char *p) {
   return (char *)(s ? s + 1 : p);
 }
 
-/* The counters file the interposer writes into, mapped (*len bytes); NULL
- * if it cannot be made (the run goes on with NVML alone). With its rings
- * when the disk gives their blocks now (a page of a shared mapping the
- * disk has no room for would kill the job that writes it: SIGBUS); else,
- * as under `ulimit -f` or on a full disk, without them. */
-static struct vl_counters *map_counters(const char *path, bool *refused, size_t *len) {
-  struct vl_counters *ctr = NULL;
-  int cfd = create_private(path, O_RDWR);
-  *refused = cfd < 0 && errno == EEXIST;
-  if (cfd < 0) return NULL;
-  bool rings = posix_fallocate(cfd, 0, (off_t)VL_COUNTERS_FILE_BYTES) == 0;
-  *len = rings ? VL_COUNTERS_FILE_BYTES : sizeof *ctr;
-  if (rings || ftruncate(cfd, (off_t)*len) == 0) {
-    void *p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
-    if (p != MAP_FAILED) {
-      ctr = p;
-      ctr->version = VL_COUNTERS_VERSION;
-      ctr->slots = VL_COUNTERS_SLOTS;
-      ctr->ring_ms = rings ? VL_COUNTERS_RING_MS : 0;
-      __atomic_store_n(&ctr->magic, VL_COUNTERS_MAGIC, __ATOMIC_RELEASE);
-    }
+/* Zeros over fd's first len bytes, each write whole or the next one asked
+ * (a file system without fallocate). @return 0 or an errno */
+static int write_zeros(int fd, size_t len) {
+  static const char zero[65536];
+  for (size_t at = 0; at < len;) {
+    size_t n = len - at < sizeof zero ? len - at : sizeof zero;
+    ssize_t w = pwrite(fd, zero, n, (off_t)at);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : ENOSPC;
+    at += (size_t)w;
   }
-  close(cfd);
+  return 0;
+}
+
+/* fd made len bytes long, each page with its disk blocks: posix_fallocate,
+ * or zeros written where the file system has no fallocate; checked as the
+ * interposer checks it (vl_counters_backed). @return true, or false with
+ * why */
+static bool back_file(int fd, size_t len, char *why, size_t n) {
+  int e = posix_fallocate(fd, 0, (off_t)len);
+  if (e != 0 && e != ENOSPC && e != EDQUOT && e != EFBIG) e = write_zeros(fd, len);
+  struct stat st;
+  if (e == 0 && fstat(fd, &st) != 0) e = errno;
+  if (e != 0) {
+    snprintf(why, n, "%s", strerror(e));
+    return false;
+  }
+  if (!vl_counters_backed((long long)st.st_size, (long long)st.st_blocks, len)) {
+    snprintf(why, n, "the file system gives its %zu bytes %lld KiB of blocks", len,
+             (long long)st.st_blocks / 2);
+    return false;
+  }
+  return true;
+}
+
+/* The counters file the interposer writes into, mapped (r->ctr_len bytes;
+ * NULL: the run goes on with NVML alone), what became of it in
+ * r->ctr_state ("on", "no rings: WHY", "off: WHY") and on stderr. No page
+ * of it is mapped before the disk has given it its blocks: a page of a
+ * shared mapping without them kills whoever first writes it when the disk
+ * has no room (SIGBUS: every process of the job at its first allocation,
+ * or the sampler), and vramledger never harms the job it watches. With its
+ * rings when the disk gives their blocks; else, as under `ulimit -f` or on
+ * a nearly full disk, the header alone; else no file. Sets *refused when
+ * the file was there already. */
+static struct vl_counters *map_counters(struct run *r, bool *refused) {
+  char why[160] = "", why_off[160] = "";
+  int cfd = open(r->ctr_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  *refused = cfd < 0 && errno == EEXIST;
+  if (*refused) { /* as create_private says it; any other failure is ours alone */
+    cli_error("cannot create '%s': it already exists (vramledger creates its files new and "
+              "follows no symbolic link)",
+              r->ctr_path);
+    return NULL;
+  }
+  if (cfd < 0) snprintf(why_off, sizeof why_off, "%s", strerror(errno));
+  size_t len = VL_COUNTERS_FILE_BYTES;
+  bool ok = cfd >= 0 && back_file(cfd, len, why, sizeof why);
+  if (cfd >= 0 && !ok) { /* what the rings took given back first */
+    len = sizeof(struct vl_counters);
+    if (ftruncate(cfd, 0) != 0)
+      snprintf(why_off, sizeof why_off, "ftruncate: %s", strerror(errno));
+    else
+      ok = back_file(cfd, len, why_off, sizeof why_off);
+  }
+  void *p = ok ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0) : MAP_FAILED;
+  if (ok && p == MAP_FAILED) snprintf(why_off, sizeof why_off, "mmap: %s", strerror(errno));
+  if (cfd >= 0) close(cfd);
+  if (p == MAP_FAILED) {
+    if (cfd >= 0) unlink(r->ctr_path);
+    snprintf(r->ctr_state, sizeof r->ctr_state, "off: %s", why_off);
+    fprintf(stderr,
+            "vramledger: warning: cannot make the counters file '%s': %s: the job runs, and the "
+            "record has NVML's samples without the driver-allocated bytes; free some space "
+            "there or give --out another file system\n",
+            r->ctr_path, why_off);
+    return NULL;
+  }
+  struct vl_counters *ctr = p;
+  ctr->version = VL_COUNTERS_VERSION;
+  ctr->slots = VL_COUNTERS_SLOTS;
+  ctr->ring_ms = len == VL_COUNTERS_FILE_BYTES ? VL_COUNTERS_RING_MS : 0;
+  __atomic_store_n(&ctr->magic, VL_COUNTERS_MAGIC, __ATOMIC_RELEASE);
+  r->ctr_len = len;
+  if (ctr->ring_ms) {
+    snprintf(r->ctr_state, sizeof r->ctr_state, "on");
+  } else {
+    snprintf(r->ctr_state, sizeof r->ctr_state, "no rings: %s", why);
+    if (!r->o.quiet)
+      fprintf(stderr,
+              "vramledger: note: the counters file '%s' has no room for its rings (%zu KiB: %s): "
+              "samples under 10 ms are the sampler's own\n",
+              r->ctr_path, (size_t)(VL_COUNTERS_FILE_BYTES - VL_COUNTERS_RINGS_AT) / 1024, why);
+  }
   return ctr;
 }
 
@@ -836,7 +909,7 @@ static int open_record(struct run *r) {
     return VL_EXIT_ERROR;
   }
   bool refused = false;
-  r->ctr = map_counters(r->ctr_path, &refused, &r->ctr_len);
+  r->ctr = map_counters(r, &refused);
   if (refused) return VL_EXIT_ERROR;
   return 0;
 }
@@ -872,11 +945,20 @@ static int open_nvml(struct run *r) {
 /* In the child: the command, with the interposer and the record's paths;
  * exec's errno goes up errfd. */
 __attribute__((noreturn)) static void exec_job(const struct run *r, int errfd) {
-  if (r->use_preload) {
+  if (r->use_preload) { /* the job's own LD_PRELOAD after ours, whole */
     const char *cur = getenv("LD_PRELOAD");
-    char buf[PATH_MAX * 2];
-    snprintf(buf, sizeof buf, "%s%s%s", r->pre, cur && *cur ? ":" : "", cur ? cur : "");
-    setenv("LD_PRELOAD", buf, 1);
+    size_t n = strlen(r->pre) + 1 + (cur ? strlen(cur) : 0) + 1;
+    char *buf = vl_malloc(n);
+    if (buf) {
+      snprintf(buf, n, "%s%s%s", r->pre, cur && *cur ? ":" : "", cur ? cur : "");
+      setenv("LD_PRELOAD", buf, 1);
+      vl_free(buf);
+    } else {
+      fprintf(stderr,
+              "vramledger: warning: out of memory for the job's LD_PRELOAD (%zu bytes): the "
+              "job runs without the interposer\n",
+              n);
+    }
   }
   setenv("VRAMLEDGER_RECORD", r->rec_path, 1);
   if (r->ctr) setenv("VRAMLEDGER_COUNTERS", r->ctr_path, 1);

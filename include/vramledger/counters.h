@@ -94,4 +94,16 @@ static inline struct vl_msbucket *vl_counters_ring(struct vl_counters *c, unsign
   return (struct vl_msbucket *)((char *)c + VL_COUNTERS_RINGS_AT) + (size_t)i * VL_COUNTERS_RING_MS;
 }
 
+/* Does a counters file of size bytes with blocks 512-byte blocks (stat's
+ * st_size, st_blocks) hold len bytes, every page with its disk blocks? A
+ * page of a shared mapping that has none (a sparse file) is given one when
+ * it is first written, and where the file system has no room (a full
+ * disk, a small tmpfs) the process that touched it is killed (SIGBUS).
+ * `run` makes the file with its blocks (posix_fallocate, or zeros
+ * written); the interposer maps nothing else. */
+static inline int vl_counters_backed(long long size, long long blocks, unsigned long long len) {
+  return size >= 0 && (unsigned long long)size >= len && blocks >= 0 &&
+         (unsigned long long)blocks * 512u >= (unsigned long long)size;
+}
+
 #endif

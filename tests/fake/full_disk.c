@@ -16,6 +16,12 @@
  *                          of failing
  *   FAULT_FULL_EXE=NAME    only in processes whose executable's base name
  *                          is NAME
+ *   FAULT_FULL_FALLOCATE=BYTES  posix_fallocate() of a file there fails
+ *                          with ENOSPC past BYTES (a disk with that much
+ *                          room; writes keep FAULT_FULL_AT's rule);
+ *                          "none": with EOPNOTSUPP, a file system without
+ *                          fallocate. Said in the log (KIND fallocate,
+ *                          WANTED the end asked for)
  *   FAULT_FULL_LOG=FILE    one line per short or refused write: "PID EXE
  *                          KIND WANTED WROTE LOST_BYTES SAMPLES_LOST" (EXE:
  *                          the executable's base name; KIND cut,
@@ -168,6 +174,30 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
   ssize_t a = allowed(fd, buf, n);
   if (a < 0) return -1;
   return f(fd, buf, (size_t)a, off);
+}
+
+int posix_fallocate(int fd, off_t off, off_t len) {
+  typedef int (*fallocate_fn)(int, off_t, off_t);
+  static fallocate_fn f;
+  if (!f) f = (fallocate_fn)dlsym(RTLD_NEXT, "posix_fallocate");
+  const char *room = getenv("FAULT_FULL_FALLOCATE");
+  if (!room || !*room || !on_disk(fd)) return f(fd, off, len);
+  int e = strcmp(room, "none") == 0                    ? EOPNOTSUPP
+          : off + len > (off_t)strtoll(room, NULL, 10) ? ENOSPC
+                                                       : 0;
+  if (e == 0) return f(fd, off, len);
+  const char *log = getenv("FAULT_FULL_LOG");
+  int lfd = log && *log ? open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600) : -1;
+  if (lfd >= 0) {
+    char line[256];
+    int n = snprintf(line, sizeof line, "%d %s fallocate %lld 0 0 0\n", (int)getpid(), exe_name(),
+                     (long long)(off + len));
+    if (real_write()(lfd, line, (size_t)n) != n) {
+      /* the test finds the log short */
+    }
+    close(lfd);
+  }
+  return e;
 }
 
 /* writev as one write of its buffers joined (what lands is the same) */

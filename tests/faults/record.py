@@ -18,6 +18,8 @@ Usage: record.py RECORD WHAT, WHAT one of
   events TYPE    the lines of that type
   probe-gaps     the probe's gap lines (writer "probe")
   probe-gap-bytes  the bytes the probe's gap lines say were lost
+  meta KEY       the meta line's KEY ("absent": none)
+  alloc-peak     the most of the samples' cuda_alloc_bytes and cuda_alloc_max_bytes
 """
 import json
 import sys
@@ -75,6 +77,12 @@ def main():
     elif what == "probe-gap-bytes":
         print(sum(e.get("lost_bytes", 0) for e in good
                   if e.get("type") == "gap" and e.get("writer") == "probe"))
+    elif what == "meta":
+        meta = [e for e in good if e.get("type") == "meta"]
+        print(meta[0].get(sys.argv[3], "absent") if meta else "absent")
+    elif what == "alloc-peak":
+        print(max([e.get(k, 0) for e in good if e.get("type") == "sample"
+                   for k in ("cuda_alloc_bytes", "cuda_alloc_max_bytes")] or [0]))
     else:
         sys.exit("record.py: unknown " + what)
 

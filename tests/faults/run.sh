@@ -19,7 +19,8 @@ vl=$1 prog=$2 table=$3 fake=$4 pre=$5 stub=$6 full_so=$7 http=$8 data=$9
 shift 9
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+mounts="" # the small tmpfs mounts of the counters cases
+trap 'for m in $mounts; do umount "$m" 2>/dev/null; done; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 tmp=$(cd "$tmp" && pwd -P) # the full disk matches real paths
 export VRAMLEDGER_NVML_LIB="$fake" VRAMLEDGER_PRELOAD="$pre" LD_LIBRARY_PATH="$stub"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" # the full disk before ASan's
@@ -266,6 +267,162 @@ if want ulimit-v; then
     expect "vramledger under ulimit -v 40000: the job's status (4)" eq "$?" 4
     expect "and a whole record" eq "$(rec "$tmp/as2/record.jsonl" exit-status)" 4
   fi
+  end
+fi
+
+# backed FILE: every page of FILE has its disk blocks (none sparse)
+backed() { [ $(($(stat -c %b "$1") * 512)) -ge "$(stat -c %s "$1")" ]; }
+# small NAME KIB [FREE_KIB]: a tmpfs of KIB at $tmp/NAME (unmounted by
+# unmount_small, or at exit), filled up to FREE_KIB left when given; as
+# root only: else the reason is printed and the case is left out
+small() {
+  mkdir -p "$tmp/$1"
+  if ! mount -t tmpfs -o "size=${2}k" tmpfs "$tmp/$1" 2>"$tmp/$1.mount"; then
+    echo "  $name: skipped: cannot mount a tmpfs ($(cat "$tmp/$1.mount"); CI runs as root)" >&2
+    return 1
+  fi
+  mounts="$mounts $tmp/$1"
+  [ -z "${3:-}" ] || dd if=/dev/zero of="$tmp/$1/fill" bs=1k count=$(($2 - $3)) 2>/dev/null
+  return 0
+}
+unmount_small() { umount "$tmp/$1"; }
+# the job for the counters cases: processes that allocate one after the
+# other, then exit 5 (a process killed, by a SIGBUS say, exits 1 first)
+counting_job="for i in 1 2 3 4; do '$prog' hold 8 0.05 || exit 1; done; exit 5"
+
+if want counters-tmpfs; then
+  # the run directory on a 256 KiB tmpfs with 40 KiB free: no room for
+  # the counters' 768 KiB of rings; the header, its pages given, is
+  # counted into by every process of the job
+  begin counters-tmpfs
+  if small shm1 256 40; then
+    "$vl" run --out "$tmp/shm1/r" --interval-ms 10 -- sh -c "$counting_job" 2>"$tmp/shm1.err"
+    st=$? r=$tmp/shm1/r/record.jsonl
+    expect "the job's status (5)" eq "$st" 5
+    expect "the counters file has its blocks" backed "$tmp/shm1/r/counters"
+    expect "the record says no rings" eq "$(rec "$r" meta counters)" "no rings: No space left on device"
+    expect "stderr says so" grep -q "counters file '.*/shm1/r/counters' has no room for its rings" "$tmp/shm1.err"
+    expect "the processes counted" [ "$(rec "$r" alloc-peak)" = 8388608 ]
+    unmount_small shm1
+  fi
+  end
+fi
+
+if want counters-tmpfs-full; then
+  # 8 KiB free: not even the counters' header (12 KiB) has room; the run
+  # goes on without the file, on NVML alone, and says so (a sparse header
+  # was a SIGBUS of vramledger's own at its first write)
+  begin counters-tmpfs-full
+  if small shm2 256 8; then
+    "$vl" run --out "$tmp/shm2/r" --interval-ms 10 -- sh -c "$counting_job" 2>"$tmp/shm2.err"
+    st=$? r=$tmp/shm2/r/record.jsonl
+    expect "the job's status (5)" eq "$st" 5
+    expect "no counters file" [ ! -e "$tmp/shm2/r/counters" ]
+    expect "the record says why" eq "$(rec "$r" meta counters)" "off: No space left on device"
+    expect "stderr says so" grep -q "warning: cannot make the counters file '.*/shm2/r/counters': No space left on device: the job runs" "$tmp/shm2.err"
+    unmount_small shm2
+  fi
+  end
+fi
+
+if want counters-tmpfs-filling; then
+  # a 1 MiB tmpfs that the job fills up while it runs: the counters' pages
+  # were all given at the start, the processes after the filling count
+  # into them as before
+  begin counters-tmpfs-filling
+  if small shm3 1024; then
+    "$vl" run --out "$tmp/shm3/r" --interval-ms 10 -- sh -c "'$prog' hold 8 0.05 || exit 1
+      dd if=/dev/zero of='$tmp/shm3/fill' bs=4k 2>/dev/null
+      df -k '$tmp/shm3' | awk 'NR == 2 { print \$4 }' >'$tmp/shm3.avail'; $counting_job" 2>"$tmp/shm3.err"
+    st=$? r=$tmp/shm3/r/record.jsonl
+    expect "the job's status (5)" eq "$st" 5
+    expect "the disk full in the job" eq "$(cat "$tmp/shm3.avail")" 0
+    expect "the counters with their rings, every block" backed "$tmp/shm3/r/counters"
+    expect "of 780 KiB" eq "$(stat -c %s "$tmp/shm3/r/counters")" 798720
+    expect "the record says on" eq "$(rec "$r" meta counters)" on
+    expect "the loss of the record said" grep -q "bytes of the record lost" "$tmp/shm3.err"
+    unmount_small shm3
+  fi
+  end
+fi
+
+if want counters-enospc; then
+  # an ordinary file system with 64 KiB of room at the start (posix_fallocate
+  # refused past it, tests/fake/full_disk.c): the header alone, its blocks
+  # given, never a sparse file; with 4 KiB, no file; where the file system
+  # has no fallocate, zeros written (and refused past the room)
+  begin counters-enospc
+  full fa64 FAULT_FULL_FALLOCATE=65536 FAULT_FULL_EXE="$exe" \
+    "$vl" run --out "$tmp/fa64" --interval-ms 10 -- sh -c "$counting_job"
+  r=$tmp/fa64/record.jsonl
+  expect "the job's status (5)" eq "$st" 5
+  expect "the rings' blocks asked for and refused" grep -q " fallocate 798720 " "$tmp/fa64.log"
+  expect "the header has its blocks" backed "$tmp/fa64/counters"
+  expect "and no more" eq "$(stat -c %s "$tmp/fa64/counters")" 10280
+  expect "the record says no rings" eq "$(rec "$r" meta counters)" "no rings: No space left on device"
+  expect "the processes counted" [ "$(rec "$r" alloc-peak)" = 8388608 ]
+  full fa4 FAULT_FULL_FALLOCATE=4096 FAULT_FULL_EXE="$exe" \
+    "$vl" run --out "$tmp/fa4" --interval-ms 10 -- sh -c "$counting_job"
+  expect "4 KiB: the job's status (5)" eq "$st" 5
+  expect "no counters file" [ ! -e "$tmp/fa4/counters" ]
+  expect "the record says why" eq "$(rec "$tmp/fa4/record.jsonl" meta counters)" "off: No space left on device"
+  expect "stderr says so" grep -q "cannot make the counters file .*: the job runs" "$tmp/fa4.err"
+  full zero FAULT_FULL_FALLOCATE=none FAULT_FULL_AT=65536 FAULT_FULL_REFUSE=1 FAULT_FULL_EXE="$exe" \
+    "$vl" run --out "$tmp/zero" --interval-ms 10 -- sh -c "$counting_job"
+  expect "no fallocate: the job's status (5)" eq "$st" 5
+  expect "zeros refused past the room" [ "$(awk '$3 == "refused"' "$tmp/zero.log" | wc -l)" = 1 ]
+  expect "the header written whole" backed "$tmp/zero/counters"
+  expect "the record says no rings" eq "$(rec "$tmp/zero/record.jsonl" meta counters)" "no rings: No space left on device"
+  full zeros FAULT_FULL_FALLOCATE=none FAULT_FULL_EXE="$exe" \
+    "$vl" run --out "$tmp/zeros" --interval-ms 10 --quiet -- sh -c "$counting_job"
+  expect "no fallocate, room: the rings written whole" backed "$tmp/zeros/counters"
+  expect "780 KiB" eq "$(stat -c %s "$tmp/zeros/counters")" 798720
+  expect "the record says on" eq "$(rec "$tmp/zeros/record.jsonl" meta counters)" on
+  end
+fi
+
+if want counters-sparse; then
+  # the interposer given a sparse counters file (an older run's, one made
+  # by hand) or a short one refuses it: nothing counted there, said, the
+  # program unharmed; on a full tmpfs the sparse one was its SIGBUS
+  begin counters-sparse
+  mkhead() { # mkhead FILE SIZE: the counters' header, the rest a hole
+    python3 -c "
+import struct, sys
+with open(sys.argv[1], 'wb') as f:
+    f.write(struct.pack('<IIIIII', 0x564c4354, 3, 256, 0, 0, 512))
+    f.truncate(int(sys.argv[2]))" "$1" "$2"
+  }
+  slot0() { od -A n -t u4 -j 40 -N 4 "$1" | tr -d ' '; }
+  mkhead "$tmp/sparse" 798720
+  VRAMLEDGER_COUNTERS="$tmp/sparse" LD_PRELOAD="$pre" "$prog" hold 8 0.05 2>"$tmp/sparse.err"
+  expect "the program's status (0)" eq "$?" 0
+  expect "no slot taken in the file" eq "$(slot0 "$tmp/sparse")" 0
+  expect "said once" eq "$(grep -c "counters file '$tmp/sparse' is shorter than 798720 bytes or sparse" "$tmp/sparse.err")" 1
+  mkhead "$tmp/short" 4096
+  VRAMLEDGER_COUNTERS="$tmp/short" LD_PRELOAD="$pre" "$prog" hold 8 0.05 2>"$tmp/short.err"
+  expect "a short file: the program's status (0)" eq "$?" 0
+  expect "said" grep -q "counters file '$tmp/short' is shorter than 10280 bytes" "$tmp/short.err"
+  if small shm4 256; then
+    mkhead "$tmp/shm4/sparse" 798720
+    dd if=/dev/zero of="$tmp/shm4/fill" bs=4k 2>/dev/null
+    VRAMLEDGER_COUNTERS="$tmp/shm4/sparse" LD_PRELOAD="$pre" "$prog" hold 8 0.05 2>"$tmp/shm4.err"
+    expect "on a full tmpfs: the program's status (0)" eq "$?" 0
+    unmount_small shm4
+  fi
+  end
+fi
+
+if want long-preload; then
+  # the job's own LD_PRELOAD of 12 KiB (one library named over and over)
+  # reaches it whole, behind the interposer's
+  begin long-preload
+  long=$full_so
+  while [ ${#long} -lt 12288 ]; do long="$long:$full_so"; done
+  LD_PRELOAD="$long" "$vl" run --out "$tmp/longpre" --quiet -- \
+    sh -c 'printf %s "$LD_PRELOAD" >"$0"' "$tmp/longpre.got"
+  expect "the job's status (0)" eq "$?" 0
+  expect "its LD_PRELOAD whole, after the interposer" eq "$(cat "$tmp/longpre.got")" "$pre:$long"
   end
 fi
 

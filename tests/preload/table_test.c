@@ -196,14 +196,15 @@ static int churn(unsigned long long pairs) {
 
 /* ---- with a counters file ------------------------------------------------ */
 
-/* A fresh counters file at path, as `vramledger run` made it before the
- * millisecond rings (ring_ms 0, no room for them): the interposer counts
- * into it, and maps no more than its size (a page past the end would
- * kill the job). */
+/* A fresh counters file at path, as `vramledger run` makes it when the
+ * disk has no room for the millisecond rings (ring_ms 0), its blocks
+ * given (the interposer maps no sparse file): the interposer counts into
+ * it, and maps no more than its size (a page past the end would kill the
+ * job). */
 static struct vl_counters *make_counters(const char *path) {
   int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
   CHECK(fd >= 0);
-  CHECK(ftruncate(fd, sizeof(struct vl_counters)) == 0);
+  CHECK(posix_fallocate(fd, 0, sizeof(struct vl_counters)) == 0);
   struct vl_counters *c = mmap(NULL, sizeof *c, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   CHECK(c != MAP_FAILED);
   close(fd);
