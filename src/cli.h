@@ -52,6 +52,12 @@ const char *cli_redact_arg(const char *prev, const char *arg, char *buf, size_t 
 char *cli_read_file(const char *path, size_t *len);
 /* The same without a word on failure (the caller says what it means). */
 char *cli_read_file_quiet(const char *path, size_t *len);
+/* Both read only a regular file, or the pipe that is stdin (/dev/stdin):
+ * a FIFO, a device or a socket is refused, never waited on (opened
+ * O_NONBLOCK, then fstat'ed). cli_check_input says the same of a path
+ * another reader opens (a run record): 0, or VL_EXIT_ERROR (said). A path
+ * that cannot be opened is 0: its reader says why. */
+int cli_check_input(const char *path);
 /* An output file the user named, opened for writing ("w": truncated,
  * "a": appended), created 0644 when missing, never through a symbolic
  * link (O_NOFOLLOW): a link there is refused and said, with the fix.

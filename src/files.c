@@ -21,21 +21,64 @@
 #define STR(x) STR_(x)
 static const char too_large[] = "larger than " STR(MAX_FILE_MIB) " MiB";
 
+/* What a file that is not a regular one is, for the message; NULL for a
+ * regular file, and for the pipe or terminal that is this process's stdin
+ * (`... | vramledger fit --csv /dev/stdin`: given on purpose, with a
+ * writer). A FIFO in the file system would block a reader until some
+ * process opens it for writing, a device never ends: both are refused. */
+static const char *not_regular(const struct stat *st) {
+  struct stat in;
+  if (S_ISREG(st->st_mode)) return NULL;
+  if (S_ISDIR(st->st_mode)) return "it is a directory";
+  if (fstat(0, &in) == 0 && in.st_dev == st->st_dev && in.st_ino == st->st_ino) return NULL;
+  return S_ISFIFO(st->st_mode)   ? "it is a FIFO, not a regular file"
+         : S_ISCHR(st->st_mode)  ? "it is a character device, not a regular file"
+         : S_ISBLK(st->st_mode)  ? "it is a block device, not a regular file"
+         : S_ISSOCK(st->st_mode) ? "it is a socket, not a regular file"
+                                 : "it is not a regular file";
+}
+
+/* path opened for reading without blocking on a FIFO (O_NONBLOCK, cleared
+ * once fstat says what it is), refused unless regular (not_regular). -1
+ * with why (a static string, or NULL for errno's). */
+static int open_input(const char *path, struct stat *st, const char **why) {
+  *why = NULL;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int fl = fcntl(fd, F_GETFL);
+  if (fstat(fd, st) != 0 || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ||
+      (*why = not_regular(st))) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+int cli_check_input(const char *path) {
+  struct stat st;
+  const char *why;
+  int fd = open_input(path, &st, &why);
+  if (fd >= 0) close(fd);
+  if (!why) return 0; /* a file that cannot be opened: its reader says why */
+  cli_error("cannot read '%s': %s", path, why);
+  return VL_EXIT_ERROR;
+}
+
 /* Read path whole; on failure NULL with why in *why (a static string, or
  * NULL for errno's). A file of MAX_FILE bytes is read; one byte more is
  * refused, before reading when fstat says its size. */
 static char *read_whole(const char *path, size_t *len, const char **why) {
-  *why = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
   struct stat st;
+  int fd = open_input(path, &st, why);
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+  if (!f) {
+    if (fd >= 0) close(fd);
+    return NULL;
+  }
   char *buf = NULL;
   size_t cap = 4096, n = 0;
-  if (fstat(fileno(f), &st) != 0) st.st_mode = 0; /* unknown: read, and see */
-  if (S_ISDIR(st.st_mode)) {
-    *why = "it is a directory";
-    goto fail;
-  }
   if (S_ISREG(st.st_mode) && (uintmax_t)st.st_size > MAX_FILE) {
     *why = too_large;
     goto fail;

@@ -18,6 +18,7 @@ int cli_load_record(const char *run, struct vl_record *rec, char *path, size_t p
     snprintf(path, path_len, "%s", run);
   /* streamed: a record has no size limit (a day of 8 GPUs at 100 ms is
    * over 600 MiB) */
+  if (cli_check_input(path)) return VL_EXIT_ERROR;
   struct vl_err err = {""};
   vl_status s = vl_record_read(path, rec, &err);
   if (s == VL_EIO) {

@@ -1,7 +1,8 @@
 #!/bin/sh
 # A file read whole (not a run record) of more than 64 MiB is refused with
 # its name, the limit and what to do, before it is read (sparse files), or
-# as soon as a pipe passes the limit; one of exactly 64 MiB is read.
+# as soon as a pipe passes the limit; one of exactly 64 MiB is read. A FIFO
+# is refused, never waited on.
 # usage: large_file.sh VRAMLEDGER
 set -u
 vl=$1
@@ -31,5 +32,15 @@ truncate -s $limit "$tmp/edge.json"
 "$vl" estimate --model "$tmp/edge.json" >/dev/null 2>"$tmp/err"
 check "a file of exactly 64 MiB is read (and is no config)" \
   sh -c "! grep -q 'larger than' '$tmp/err' && grep -q 'edge.json' '$tmp/err'"
+# a FIFO, a device: refused at once, naming the file, never waited on
+# (the old reader blocked in open() until a writer came); the pipe that is
+# stdin is still read (above)
+mkfifo "$tmp/fifo"
+for c in "check --commitment $tmp/fifo" "estimate --model $tmp/fifo" "fit --csv $tmp/fifo" \
+  "report $tmp/fifo" "check --commitment $tmp/fifo --config $tmp/fifo"; do
+  timeout 10 "$vl" $c </dev/null >/dev/null 2>"$tmp/err"
+  check "$c: refused (exit 1), not waited on" [ $? = 1 ]
+  check "named" grep -q "cannot read '$tmp/fifo': it is a FIFO, not a regular file" "$tmp/err"
+done
 echo "$n checks, $fail failed"
 [ "$fail" = 0 ]
