@@ -124,7 +124,8 @@ struct run {
   unsigned vis[VL_RECORD_MAX_GPUS], n_vis;
   const char *pre; /* the interposer */
   bool use_preload;
-  bool fb_made; /* the fallback file was created */
+  bool fb_made;   /* the fallback file was created */
+  int reserve_fd; /* room kept for the record's last lines (reserve_room), or -1 */
   pid_t pid;
   bool subreaper;              /* the job's orphans are reparented to us */
   bool said_left;              /* what the job left was said */
@@ -580,6 +581,27 @@ static int create_private(const char *path, int flags) {
   return -1;
 }
 
+/* Room for the record's last lines: a disk that fills up during the run
+ * (ENOSPC) would leave the record without the gap line owed, the lost
+ * event and the exit event, and a reader would take the run for killed.
+ * So an unnamed file of RESERVE_BYTES (blocks up to 64 KiB) holds that
+ * room from the start, and finish() gives it back before they are
+ * written. @return its descriptor, or -1: none (no room even then, a file
+ * system without the blocks to give, a 'reserve' file in DIR). */
+#define RESERVE_BYTES (64 * 1024)
+static int reserve_room(const char *dir) {
+  char path[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/reserve", dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  unlink(path); /* its blocks are held while it is open, and go with us */
+  if (posix_fallocate(fd, 0, RESERVE_BYTES) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 /* ---- GPUs --------------------------------------------------------------- */
 
 /* NVML indices the job may use: CUDA_VISIBLE_DEVICES (indices or UUID
@@ -937,6 +959,7 @@ static int open_nvml(struct run *r) {
     cli_error("cannot write '%s': %s", r->rec_path, err.msg);
     return VL_EXIT_ERROR;
   }
+  r->reserve_fd = reserve_room(r->dir); /* the first line in, room kept for the last */
   if (r->tput_floor > 0 && tput_open(&r->tw, r->rec_path) != 0)
     cli_hint("cannot read '%s' back: the throughput trigger is off", r->rec_path);
   return 0;
@@ -1113,16 +1136,23 @@ static int finish(struct run *r, struct vl_sampler *sm) {
   }
   waiting = left_n = 0;
   vl_sampler_finish(sm);
+  if (r->reserve_fd >= 0) close(r->reserve_fd); /* room for the lines that follow */
   put_lost(r);
   if (vl_sampler_put_exit(sm, code, NULL) != VL_OK) {
     /* the record ends without its exit event; readers take it for a kill */
   }
   tput_close(&r->tw);
   close(r->out.fd);
-  if (r->out.lost_bytes)
+  if (r->out.lost_bytes) {
+    char how[48];
+    if (WIFSIGNALED(sm->status))
+      snprintf(how, sizeof how, "was killed by signal %d (%d)", WTERMSIG(sm->status), code);
+    else
+      snprintf(how, sizeof how, "exited with status %d", code);
     cli_error("cannot write '%s': %s: %llu bytes of the record lost (a 'gap' line marks "
-              "where, when there was room for one); the job's exit status follows",
-              r->rec_path, strerror(r->out.err), (unsigned long long)r->out.lost_bytes);
+              "where, when there was room for one); the job %s",
+              r->rec_path, strerror(r->out.err), (unsigned long long)r->out.lost_bytes, how);
+  }
   vl_nvml_close(r->nv);
   if (r->ctr) munmap(r->ctr, r->ctr_len);
   if (!r->o.quiet) say_peaks(r, sm);
@@ -1131,7 +1161,7 @@ static int finish(struct run *r, struct vl_sampler *sm) {
 }
 
 int cmd_run(int argc, const char **argv) {
-  struct run r = {.o = {.interval_ms = 100}, .out = {.fd = -1}, .tw = {.fd = -1}};
+  struct run r = {.o = {.interval_ms = 100}, .out = {.fd = -1}, .tw = {.fd = -1}, .reserve_fd = -1};
   bool help = false;
   int rc;
   /* under `ulimit -f` a write past the limit fails with EFBIG (and is

@@ -165,6 +165,8 @@ struct vl_record {
   bool truncated; /* the last line was cut (a crash mid-write) */
   unsigned gaps;  /* "gap" lines: writes that failed (ENOSPC, EFBIG, EIO) */
   uint64_t gap_bytes;
+  bool disk_full;        /* a gap line's error was a full disk (ENOSPC, EDQUOT) */
+  uint64_t exit_samples; /* exit's "samples": those the sampler made, 0: not said */
   /* lines that were no JSON object (not UTF-8, not JSON: a writer's bug, a
    * stray write) with no gap line after them: skipped and counted, the
    * first one's number and what was wrong with it */

@@ -377,7 +377,11 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
     r->alloc_pids = as->n;
   } else if (strcmp(type, "gap") == 0) {
     r->gaps++;
-    r->gap_bytes += vl__rec_u(o, "lost_bytes");
+    uint64_t lost = vl__rec_u(o, "lost_bytes");
+    r->gap_bytes += lost;
+    const char *why = json_string_value(json_object_get(o, "error"));
+    if (lost && why && (!strcmp(why, strerror(ENOSPC)) || !strcmp(why, strerror(EDQUOT))))
+      r->disk_full = true;
   } else if (strcmp(type, "lost") == 0) {
     r->lost_no_slot_procs = (unsigned)vl__rec_u(o, "no_slot_procs");
     r->lost_slots = (unsigned)vl__rec_u(o, "slots");
@@ -394,6 +398,7 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
     json_t *st = json_object_get(o, "status");
     r->exit_status = json_is_integer(st) ? (int)json_integer_value(st) : -1;
     r->end_ns = vl__rec_u(o, "t_ns");
+    r->exit_samples = vl__rec_u(o, "samples");
     r->desc_left = (unsigned)vl__min(vl__rec_u(o, "descendants_left"), UINT_MAX);
   }
   return VL_OK; /* unknown types are skipped: newer writers may add some */
@@ -615,6 +620,25 @@ static void add_finding(struct vl_finding *f, int *n, const char *code, const ch
   (*n)++;
 }
 
+/* The gap finding: what could not be written and why (a full disk: a gap
+ * line said ENOSPC). At least: the writers' bytes that reached a gap line
+ * or the lost event (a probe's last gap line may not have), and the sample
+ * lines the exit event counts but the record lacks. */
+static void gap_finding(const struct vl_record *r, struct vl_finding *f, int *nf) {
+  char lines[64] = "";
+  if (r->exited && r->exit_samples > r->n_samples)
+    snprintf(lines, sizeof lines, " and %llu sample lines",
+             (unsigned long long)(r->exit_samples - r->n_samples));
+  add_finding(f, nf, "gap",
+              "%s: at least %.0f KiB (%llu bytes)%s of the record could not be "
+              "written, in %u gap%s; the numbers around them may miss a peak%s",
+              r->disk_full ? "the disk was full"
+                           : "writes failed (a full disk or a file size limit)",
+              (double)r->gap_bytes / 1024.0, (unsigned long long)r->gap_bytes, lines, r->gaps,
+              r->gaps == 1 ? "" : "s",
+              r->exited || !r->disk_full ? "" : "; the record ends early, its exit line unwritten");
+}
+
 void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, struct vl_finding *f,
                          int *nf) {
   memset(s, 0, sizeof *s);
@@ -683,11 +707,7 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
                 (double)s->peak_other_bytes / 1048576.0);
   if (strncmp(r->nvml, "ok", 2) != 0)
     add_finding(f, nf, "no-nvml", "no GPU samples: NVML was not available");
-  if (r->gaps)
-    add_finding(f, nf, "gap",
-                "the record has %u gap%s: %.0f KiB of it could not be written (disk full or a "
-                "file size limit); the numbers around them may miss a peak",
-                r->gaps, r->gaps == 1 ? "" : "s", (double)r->gap_bytes / 1024.0);
+  if (r->gaps) gap_finding(r, f, nf);
   if (r->damaged)
     add_finding(f, nf, "damaged",
                 "%u line%s of the record could not be read and %s skipped (line %zu: %s): "
@@ -706,8 +726,8 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
                 "(ulimit -v?); the driver-allocated counts are low from then on",
                 (unsigned long long)r->lost_uncounted, r->lost_uncounted == 1 ? "" : "s");
   if (r->truncated)
-    add_finding(f, nf, "truncated",
-                "the record's last line was cut: the job or vramledger died mid-write");
+    add_finding(f, nf, "truncated", "the record's last line was cut: %s",
+                r->disk_full ? "the disk was full" : "the job or vramledger died mid-write");
 }
 
 static int cmp_u64(const void *a, const void *b) {

@@ -146,7 +146,8 @@ static void text(FILE *o, const struct vl_report_view *v, bool md) {
   if (r->exited)
     fprintf(o, ", exit status %d", r->exit_status);
   else
-    fprintf(o, ", no exit line (the run was killed)");
+    fprintf(o, ", no exit line (%s)",
+            r->disk_full ? "the record ends early: the disk was full" : "the run was killed");
   char d[400];
   descendants_words(r, d, sizeof d);
   if (*d) fprintf(o, "\n%s%s", md ? "\n" : "  ", d);
