@@ -159,39 +159,6 @@ if want enospc-job; then
   end
 fi
 
-if want enospc-tmpfs; then
-  # a real full disk: a 256 KiB tmpfs (mounted in a mount namespace of its
-  # own, as root) fills up mid-run and never has room again; the room run
-  # kept from its start takes the record's last lines: the gap line owed,
-  # the lost event, the exit event
-  begin enospc-tmpfs
-  mnt=$tmp/tmpfs
-  mkdir -p "$mnt"
-  if ! why=$(unshare -m sh -c "mount -t tmpfs -o size=4k tmpfs '$mnt'" 2>&1); then
-    echo "  enospc-tmpfs: left out (cannot mount a tmpfs: ${why:-unshare -m failed})" >&2
-  else
-    d=tmpfs
-    unshare -m sh -c "mount -t tmpfs -o size=256k tmpfs '$mnt' &&
-      { '$vl' run --out '$mnt/r' --interval-ms 1 --quiet -- sh -c \"'$prog' hold 8 1.5 && exit 5\";
-        echo \$? >'$tmp/tmpfs.rc'; cp -r '$mnt/r' '$tmp/tmpfs-r'; }" 2>"$tmp/tmpfs.err"
-    r=$tmp/tmpfs-r/record.jsonl
-    expect "the job's status (5)" eq "$(cat "$tmp/tmpfs.rc")" 5
-    expect "the disk filled" grep -q "No space left on device: [0-9]* bytes of the record lost" "$tmp/tmpfs.err"
-    expect "stderr says the job's status" grep -q "the job exited with status 5" "$tmp/tmpfs.err"
-    expect "samples missing" [ "$(rec "$r" exit-samples)" -gt "$(rec "$r" samples)" ]
-    expect "the exit event last, with the status" eq "$(rec "$r" last-type) $(rec "$r" exit-status)" "exit 5"
-    expect "vramledger's bytes lost in the gap line, as stderr says" eq "$(rec "$r" gap-bytes)" "$(said_lost)"
-    job=$(sed -n "s/.*: \([0-9]*\) bytes of the job's lines.*/\1/p" "$tmp/tmpfs.err")
-    expect "the job's in the lost event, as stderr says" eq "$(rec "$r" lost-record)" "${job:-0}"
-    "$vl" report "$tmp/tmpfs-r" >"$tmp/tmpfs.txt"
-    expect "report: the exit status, not a kill" grep -q "exit status 5$" "$tmp/tmpfs.txt"
-    expect "report: the disk was full, every byte and the sample lines lost" \
-      grep -q "\[gap\] the disk was full: at least [0-9]* KiB ($(($(said_lost) + ${job:-0})) bytes) and \
-$(($(rec "$r" exit-samples) - $(rec "$r" samples))) sample lines" "$tmp/tmpfs.txt"
-  fi
-  end
-fi
-
 if want enospc-others; then
   # the disk full for vramledger alone, never room again: the job's lines
   # after vramledger's cut one close it first
@@ -381,6 +348,35 @@ if want counters-tmpfs-filling; then
     expect "the record says on" eq "$(rec "$r" meta counters)" on
     expect "the loss of the record said" grep -q "bytes of the record lost" "$tmp/shm3.err"
     unmount_small shm3
+  fi
+  end
+fi
+
+if want enospc-tmpfs; then
+  # a real full disk: the run directory on a 256 KiB tmpfs that the run
+  # fills up and that never has room again; the room run kept from its
+  # start takes the record's last lines: the gap line owed, the lost
+  # event, the exit event
+  begin enospc-tmpfs
+  if small tmpfs 256; then
+    d=tmpfs
+    "$vl" run --out "$tmp/tmpfs/r" --interval-ms 1 --quiet -- sh -c "'$prog' hold 8 1.5 && exit 5" \
+      2>"$tmp/tmpfs.err"
+    expect "the job's status (5)" eq "$?" 5
+    r=$tmp/tmpfs/r/record.jsonl
+    expect "the disk filled" grep -q "No space left on device: [0-9]* bytes of the record lost" "$tmp/tmpfs.err"
+    expect "stderr says the job's status" grep -q "the job exited with status 5" "$tmp/tmpfs.err"
+    expect "samples missing" [ "$(rec "$r" exit-samples)" -gt "$(rec "$r" samples)" ]
+    expect "the exit event last, with the status" eq "$(rec "$r" last-type) $(rec "$r" exit-status)" "exit 5"
+    expect "vramledger's bytes lost in the gap line, as stderr says" eq "$(rec "$r" gap-bytes)" "$(said_lost)"
+    job=$(sed -n "s/.*: \([0-9]*\) bytes of the job's lines.*/\1/p" "$tmp/tmpfs.err")
+    expect "the job's in the lost event, as stderr says" eq "$(rec "$r" lost-record)" "${job:-0}"
+    "$vl" report "$tmp/tmpfs/r" >"$tmp/tmpfs.txt"
+    expect "report: the exit status, not a kill" grep -q "exit status 5$" "$tmp/tmpfs.txt"
+    expect "report: the disk was full, every byte and the sample lines lost" \
+      grep -q "\[gap\] the disk was full: at least [0-9]* KiB ($(($(said_lost) + ${job:-0})) bytes) and \
+$(($(rec "$r" exit-samples) - $(rec "$r" samples))) sample lines" "$tmp/tmpfs.txt"
+    unmount_small tmpfs
   fi
   end
 fi
