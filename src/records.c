@@ -35,6 +35,12 @@ int cli_load_record(const char *run, struct vl_record *rec, char *path, size_t p
             "(line %zu: %s)\n",
             path, rec->damaged, rec->damaged == 1 ? "" : "s", rec->damaged == 1 ? "was" : "were",
             rec->damaged_line, rec->damaged_why);
+  if (rec->implausible) /* past the card's memory: damaged data, skipped */
+    fprintf(stderr,
+            "vramledger: warning: the record '%s': line %zu: %s: damaged data, left out (%u "
+            "event%s in all)\n",
+            path, rec->implausible_line, rec->implausible_what, rec->implausible,
+            rec->implausible == 1 ? "" : "s");
   return 0;
 }
 

@@ -187,6 +187,11 @@ struct vl_record {
   unsigned desc_pids[VL_REC_MAX_DESC_PIDS]; /* the first of their PIDs */
   unsigned desc_left; /* exit's descendants_left: still running when the record closed */
   size_t lines;
+  /* events with a measured value past the card's memory (meta's GPUs, as
+   * NVML states them): damaged data, skipped; the first one named */
+  unsigned implausible;
+  size_t implausible_line;
+  char implausible_what[192];
 };
 
 /*! Parse a record held in text[0..len). A cut last line is tolerated

@@ -47,6 +47,68 @@ int vl__rec_grow(void **p, size_t *cap, size_t n, size_t elem, size_t limit) {
   return 0;
 }
 
+/* bytes in the largest binary unit under 1024 of it ("8.0 EiB") */
+static const char *human(char *buf, size_t n, uint64_t b) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = (double)b;
+  int k = 0;
+  while (v >= 1024 && k < 6)
+    v /= 1024, k++;
+  snprintf(buf, n, k ? "%.1f %s" : "%.0f %s", v, unit[k]);
+  return buf;
+}
+
+bool vl__rec_implausible(struct vl_record *r, size_t line, const char *what, uint64_t v,
+                         uint64_t bound, const char *of) {
+  if (!bound || v <= bound) return false;
+  if (r->implausible++ == 0) {
+    char a[32], b[32];
+    r->implausible_line = line;
+    snprintf(r->implausible_what, sizeof r->implausible_what,
+             "%s, %s (%llu bytes), is more than the %s of %s", what, human(a, sizeof a, v),
+             (unsigned long long)v, human(b, sizeof b, bound), of);
+  }
+  return true;
+}
+
+uint64_t vl__rec_gpus_bytes(const struct vl_record *r) {
+  struct vl__ck ck = {false}; /* saturates: then no bound is passed */
+  uint64_t sum = 0;
+  for (unsigned i = 0; i < r->n_gpus; i++)
+    sum = vl__add(&ck, sum, r->gpus[i].total_bytes);
+  return sum;
+}
+
+uint64_t vl__rec_card_bytes(const struct vl_record *r) {
+  uint64_t most = 0;
+  for (unsigned i = 0; i < r->n_gpus; i++)
+    most = vl__max(most, r->gpus[i].total_bytes);
+  return most;
+}
+
+bool vl__rec_sample_implausible(struct vl_record *r, size_t line, const struct vl_rec_sample *s) {
+  for (unsigned g = 0; g < VL_RECORD_MAX_GPUS; g++) {
+    if (!s->gpu_used[g] && !s->gpu_tree[g]) continue;
+    uint64_t card = vl__rec_card_bytes(r);
+    char what[64], of[128] = "the job's largest GPU (NVML)";
+    for (unsigned i = 0; i < r->n_gpus; i++)
+      if (r->gpus[i].index == g) {
+        card = r->gpus[i].total_bytes;
+        snprintf(of, sizeof of, "GPU %u, %s (NVML)", g, r->gpus[i].name);
+      }
+    snprintf(what, sizeof what, "a sample's memory used on GPU %u", g);
+    if (vl__rec_implausible(r, line, what, vl__max(s->gpu_used[g], s->gpu_tree[g]), card, of))
+      return true;
+  }
+  uint64_t all = vl__rec_gpus_bytes(r);
+  const char *gpus = "the job's GPUs (NVML)";
+  return vl__rec_implausible(r, line, "a sample's process memory", s->tree_bytes, all, gpus) ||
+         vl__rec_implausible(r, line, "a sample's driver-allocated bytes", s->cuda_alloc_max_bytes,
+                             VL_REC_DRIVER_MAX, VL_REC_DRIVER_OF) ||
+         vl__rec_implausible(r, line, "a sample's other processes' memory", s->other_bytes, all,
+                             gpus);
+}
+
 /* A bill object; activations null = not tracked (torch.compile). */
 static bool bill(json_t *o, uint64_t out[VL_BILL_N], bool *acts_known) {
   json_t *b = json_object_get(o, "bill");
@@ -65,6 +127,15 @@ static struct vl_rec_probe *probe_of(struct vl_record *r, unsigned pid) {
   memset(p, 0, sizeof *p);
   p->pid = pid;
   return p;
+}
+
+/* The bound of a process's PyTorch counters: the largest card's memory
+ * when the process said it uses CUDA (a CPU job's bytes are host memory);
+ * 0, none, otherwise. */
+static uint64_t torch_bound(const struct vl_record *r, unsigned pid) {
+  for (unsigned i = 0; i < r->n_probes; i++)
+    if (r->probes[i].pid == pid) return r->probes[i].cuda ? vl__rec_card_bytes(r) : 0;
+  return 0;
 }
 
 vl_status vl__probe_event(json_t *o, const char *type, struct vl_record *r,
@@ -94,6 +165,12 @@ vl_status vl__probe_event(json_t *o, const char *type, struct vl_record *r,
     p->alloc_retries = vl__rec_u(o, "alloc_retries");
     p->ooms = vl__rec_u(o, "ooms");
     p->has_bill = bill(o, p->bill, &p->acts_known);
+    uint64_t card = torch_bound(r, p->pid);
+    if (vl__rec_implausible(r, line, "a phase's PyTorch reserved bytes",
+                            vl__max(p->reserved, p->peak_reserved), card, "the card (NVML)") ||
+        vl__rec_implausible(r, line, "a phase's PyTorch allocated bytes",
+                            vl__max(p->allocated, p->peak_allocated), card, "the card (NVML)"))
+      r->n_phases--; /* damaged data: not a peak */
   } else if (strcmp(type, "step") == 0) {
     if (vl__rec_grow((void **)&r->steps, &caps->steps, r->n_steps, sizeof *r->steps, 1u << 22))
       return vl__fail(err, VL_ENOMEM, "line %zu: too many step events", line);
@@ -116,6 +193,14 @@ vl_status vl__probe_event(json_t *o, const char *type, struct vl_record *r,
     s->has_end = json_is_integer(json_object_get(o, "allocated"));
     s->allocated = vl__rec_u(o, "allocated");
     s->reserved = vl__rec_u(o, "reserved");
+    uint64_t card = torch_bound(r, s->pid);
+    if (vl__rec_implausible(r, line, "a step's PyTorch reserved bytes",
+                            vl__max(s->reserved, s->peak_reserved), card, "the card (NVML)") ||
+        vl__rec_implausible(r, line, "a step's PyTorch allocated bytes",
+                            vl__max(s->allocated, s->peak_allocated), card, "the card (NVML)")) {
+      r->n_steps--; /* damaged data: not a peak, nor its phases */
+      return VL_OK;
+    }
     /* a step not sampled: its phases' times, as intervals without counters */
     size_t k;
     json_t *ph;

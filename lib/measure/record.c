@@ -352,6 +352,7 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
       s->gpu_used[k] = vl__rec_u(g, "used");
       s->gpu_tree[k] = vl__rec_u(g, "tree");
     }
+    if (vl__rec_sample_implausible(r, line, s)) r->n_samples--; /* damaged data: skipped */
   } else if (strcmp(type, "mark") == 0) {
     if (vl__rec_grow((void **)&r->marks, cap_m, r->n_marks, sizeof *r->marks, 1u << 22))
       return vl__fail(err, VL_ENOMEM, "line %zu: too many marks", line);
@@ -360,6 +361,11 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
     m->pid = (unsigned)vl__rec_u(o, "pid");
     vl__rec_str(m->name, sizeof m->name, o, "name");
   } else if (strcmp(type, "alloc") == 0) {
+    if (vl__rec_implausible(r, line, "an alloc event's live bytes", vl__rec_u(o, "live"),
+                            VL_REC_DRIVER_MAX, VL_REC_DRIVER_OF) ||
+        vl__rec_implausible(r, line, "an alloc event's peak bytes", vl__rec_u(o, "peak"),
+                            VL_REC_DRIVER_MAX, VL_REC_DRIVER_OF))
+      return VL_OK; /* damaged data: skipped */
     unsigned pid = (unsigned)vl__rec_u(o, "pid");
     unsigned k = 0;
     while (k < as->n && as->pid[k] != pid)
@@ -454,6 +460,7 @@ static vl_status parse_line(struct parse *p, const char *start, size_t n, bool l
     struct vl_rec_sample *s = NULL;
     vl_status st = new_sample(p->r, &p->cap_s, p->line, &s, err);
     if (st == VL_OK) put_scanned(&m, start + n, s);
+    if (st == VL_OK && vl__rec_sample_implausible(p->r, p->line, s)) p->r->n_samples--;
     return st;
   }
   json_error_t jerr;
@@ -714,6 +721,11 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
                 "the numbers around %s may miss an event",
                 r->damaged, r->damaged == 1 ? "" : "s", r->damaged == 1 ? "was" : "were",
                 r->damaged_line, r->damaged_why, r->damaged == 1 ? "it" : "them");
+  if (r->implausible)
+    add_finding(f, nf, "implausible",
+                "line %zu: %s: damaged data, left out of the peaks (%u event%s in all)",
+                r->implausible_line, r->implausible_what, r->implausible,
+                r->implausible == 1 ? "" : "s");
   if (r->lost_no_slot_procs)
     add_finding(f, nf, "no-slot",
                 "%u process%s of the job allocated GPU memory after all %u counter slots were "
