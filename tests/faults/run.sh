@@ -675,6 +675,14 @@ print("exit %d" % r if r >= 0 else "signal %d" % -r)' "$@"; }
   expect "TERM to run alone: passed on, then run dies of it" \
     eq "$(ended 15 "$vl" run --out "$tmp/termself" --quiet -- sleep 30)" "signal 15"
   expect "and its record closed, the job's status (143)" eq "$(rec "$tmp/termself/record.jsonl" exit-status)" 143
+  # INT ignored when run starts (a background job's): the job ignores it
+  # too, and run, passing it on, does not die of it
+  expect "INT ignored from the start ends nothing: the job's status (0)" eq "$(python3 -c '
+import os, signal, subprocess, sys, time
+p = subprocess.Popen(sys.argv[1:], preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+time.sleep(0.5)
+os.kill(p.pid, signal.SIGINT)
+print(p.wait())' "$vl" run --out "$tmp/ignint" --quiet -- sleep 1)" 0
   end
 fi
 
