@@ -215,23 +215,146 @@ static bool redact_pattern(const char *flag, size_t n) {
   return hit;
 }
 
-/* Is flag (up to its '=' or its end) a secret's: its name holds
- * "password", "token" or "key" in any case, or it matches one of the
- * comma-separated fnmatch patterns of $VRAMLEDGER_REDACT ("--hf-*,-p")? */
+/* Does s[0..n) name a secret: it holds password, passwd, token, key,
+ * secret, auth, credential or signature, in any case ("HF_TOKEN",
+ * "--api-key", "X-Amz-Signature")? Over-broad on purpose ("--author"):
+ * a value left out of a record costs less than a secret kept in it. */
+static bool secret_name(const char *s, size_t n) {
+  static const char *const words[] = {"password", "passwd", "token",      "key",
+                                      "secret",   "auth",   "credential", "signature"};
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+    if (holds_ci(s, n, words[i])) return true;
+  return false;
+}
+
+/* Is flag (up to its '=' or its end) a secret's: its name is a secret's
+ * (secret_name), or it matches one of the comma-separated fnmatch
+ * patterns of $VRAMLEDGER_REDACT ("--hf-*,-p")? */
 static bool secret_flag(const char *flag) {
   if (flag[0] != '-') return false;
   size_t n = strcspn(flag, "=");
-  if (holds_ci(flag, n, "password") || holds_ci(flag, n, "token") || holds_ci(flag, n, "key"))
-    return true;
-  return redact_pattern(flag, n);
+  return secret_name(flag, n) || redact_pattern(flag, n);
+}
+
+/* Is s[0..n) an environment variable's name ([A-Za-z_][A-Za-z0-9_]*), as
+ * `env HF_TOKEN=... python` and `HF_TOKEN=... sh -c` pass them? */
+static bool env_name(const char *s, size_t n) {
+  if (!n || !(isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
+  for (size_t i = 1; i < n; i++)
+    if (!(isalnum((unsigned char)s[i]) || s[i] == '_')) return false;
+  return true;
+}
+
+/* A flag whose value is "USER:PASSWORD" (curl -u/--user, -U/--proxy-user;
+ * wget --user takes the user alone, and keeps it). Only the part after the
+ * first ':' is a secret: python's -u takes no value, and a word after it
+ * without ':' (a script) is kept. */
+static bool user_flag(const char *flag, size_t n) {
+  static const char *const flags[] = {"-u", "--user", "-U", "--proxy-user"};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+    if (strlen(flags[i]) == n && strncmp(flag, flags[i], n) == 0) return true;
+  return false;
+}
+
+/* A word being rewritten into buf (n bytes); full once it does not fit. */
+struct redacted {
+  char *buf;
+  size_t n, o;
+  bool full, changed;
+};
+
+static void put(struct redacted *w, const char *s, size_t k) {
+  if (w->full || w->o + k >= w->n) {
+    w->full = true;
+    return;
+  }
+  memcpy(w->buf + w->o, s, k);
+  w->o += k;
+  w->buf[w->o] = '\0';
+}
+
+static void put_secret(struct redacted *w) {
+  put(w, "<redacted>", 10);
+  w->changed = true;
+}
+
+/* One URL's query, from its '?' to end: the values of secret-looking
+ * parameters (?token=, &access_token=, api_key=, X-Amz-Signature=)
+ * redacted. */
+static void put_query(struct redacted *w, const char *q, const char *end) {
+  while (q < end) {
+    size_t k = strcspn(q, "&;#");
+    if (q + k > end) k = (size_t)(end - q);
+    const char *eq = memchr(q, '=', k);
+    if (eq && secret_name(q, (size_t)(eq - q))) {
+      put(w, q, (size_t)(eq - q) + 1);
+      put_secret(w);
+    } else {
+      put(w, q, k);
+    }
+    q += k;
+    if (q < end) put(w, q++, 1); /* the separator */
+    if (q[-1] == '#') break;
+  }
+  if (q < end) put(w, q, (size_t)(end - q));
+}
+
+/* arg with each URL's password (or, without one, its whole userinfo: a
+ * token passed as the user, https://TOKEN@host) and secret query values
+ * redacted, into w. A URL ends at a space or a quote. */
+static void put_urls(struct redacted *w, const char *arg) {
+  const char *p = arg;
+  for (const char *s; (s = strstr(p, "://"));) {
+    const char *auth = s + 3, *end = auth + strcspn(auth, " \t\"'<>");
+    const char *host_end = auth + strcspn(auth, "/?# \t\"'<>");
+    put(w, p, (size_t)(auth - p));
+    const char *at = NULL;
+    for (const char *c = auth; c < host_end; c++)
+      if (*c == '@') at = c;
+    if (at) {
+      const char *colon = memchr(auth, ':', (size_t)(at - auth));
+      if (colon) put(w, auth, (size_t)(colon - auth) + 1);
+      put_secret(w);
+      put(w, at, (size_t)(host_end - at));
+    } else {
+      put(w, auth, (size_t)(host_end - auth));
+    }
+    const char *q = host_end + strcspn(host_end, "?# \t\"'<>");
+    if (q > end) q = end;
+    put(w, host_end, (size_t)(q - host_end));
+    if (q < end && *q == '?')
+      put_query(w, q, end);
+    else
+      put(w, q, (size_t)(end - q));
+    p = end;
+  }
+  put(w, p, strlen(p));
+}
+
+/* buf = arg[0..keep) + tail, or "<redacted>" whole where that does not
+ * fit: a secret is never cut into the record. */
+static const char *keep_then(char *buf, size_t n, const char *arg, size_t keep, const char *tail) {
+  if (keep + strlen(tail) >= n) return "<redacted>";
+  snprintf(buf, n, "%.*s%s", (int)keep, arg, tail);
+  return buf;
 }
 
 const char *cli_redact_arg(const char *prev, const char *arg, char *buf, size_t n) {
-  const char *eq = strchr(arg, '=');
-  if (eq && secret_flag(arg)) {
-    snprintf(buf, n, "%.*s=<redacted>", (int)(eq - arg), arg);
-    return buf;
-  }
+  const char *eq = strchr(arg, '='), *colon;
+  size_t name = eq ? (size_t)(eq - arg) : 0;
+  if (eq && (secret_flag(arg) || (env_name(arg, name) && secret_name(arg, name))))
+    return keep_then(buf, n, arg, name + 1, "<redacted>"); /* --password=, HF_TOKEN= */
+  if (eq && user_flag(arg, name) && (colon = strchr(eq, ':')))
+    return keep_then(buf, n, arg, (size_t)(colon - arg) + 1, "<redacted>"); /* --user=U:P */
   if (prev && !strchr(prev, '=') && secret_flag(prev) && arg[0] != '-') return "<redacted>";
-  return arg;
+  if (prev && user_flag(prev, strlen(prev)) && (colon = strchr(arg, ':')))
+    return keep_then(buf, n, arg, (size_t)(colon - arg) + 1, "<redacted>"); /* -u U:P */
+  if (prev && (!strcmp(prev, "-H") || !strcmp(prev, "--header")) && (colon = strchr(arg, ':')) &&
+      secret_name(arg, (size_t)(colon - arg)))
+    return keep_then(buf, n, arg, (size_t)(colon - arg) + 1, " <redacted>"); /* a header */
+  struct redacted w = {buf, n, 0, false, false};
+  if (n) buf[0] = '\0';
+  put_urls(&w, arg);
+  if (w.full && w.changed) return "<redacted>";
+  return w.changed && !w.full ? buf : arg;
 }

@@ -41,9 +41,11 @@ int cli_choice(const char *flag, const char *arg, const char *const *names);
 /*! Nearest of candidates to s by edit distance, or NULL if none is close. */
 const char *cli_nearest(const char *s, const char *const *candidates, size_t n);
 /*! A command line's word as a record keeps it: a secret's value written as
- * "<redacted>" (after "--password=", "--hf-token=", ..., or the word after
- * such a flag); docs/record.md, "Secrets". buf (n bytes) holds a rewritten
- * word; the result is arg itself when it is no secret. */
+ * "<redacted>" (after "--password=", "--hf-token=", "HF_TOKEN=", ..., the
+ * word after such a flag, the password after -u/--user, a secret header,
+ * a URL's userinfo and secret query values); docs/record.md, "Secrets".
+ * buf (n bytes) holds a rewritten word ("<redacted>" whole where it would
+ * not fit); the result is arg itself when it holds no secret. */
 const char *cli_redact_arg(const char *prev, const char *arg, char *buf, size_t n);
 
 /* Files. */

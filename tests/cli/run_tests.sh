@@ -58,6 +58,17 @@ long=$(printf -- '--%0150d-password' 0)
 VRAMLEDGER_REDACT="$(printf -- '--x%03d,' $(seq 120)),--hf-*" "$vl" run --out "$tmp/secret2" --quiet \
   -- sh -c 'exit 0' x "$long=hunter2" --hf-repo private-repo
 check "secrets past a fixed buffer are redacted too" sh -c "! grep -q 'hunter2\|private-repo' '$tmp/secret2/record.jsonl' && grep -q '\"--hf-repo\",\"<redacted>\"' '$tmp/secret2/record.jsonl'"
+# secrets outside flag names: NAME=VALUE words whose name is a secret's, the
+# password of -u/--user USER:PASSWORD, a secret header, a URL's userinfo
+# and secret query values; python's -u and a plain URL are kept
+"$vl" run --out "$tmp/secret3" --quiet -- env HF_TOKEN=hf_s1 api_key=s2 LR=0.1 true curl \
+  -u bob:s3 --user=al:s4 -H 'Authorization: Bearer s5' 'https://u:s6@h.io/p?x=1&token=s7&access_token=s8' \
+  https://s9@github.com/r.git python -u train.py https://h.io/plain?page=2
+check "secrets outside flag names are not in the record" \
+  sh -c "! grep -q 's[1-9]' '$tmp/secret3/record.jsonl'"
+check "each said as redacted, what is no secret kept" grep -q \
+  '"HF_TOKEN=<redacted>","api_key=<redacted>","LR=0.1","true","curl","-u","bob:<redacted>","--user=al:<redacted>","-H","Authorization: <redacted>","https://u:<redacted>@h.io/p?x=1&token=<redacted>&access_token=<redacted>","https://<redacted>@github.com/r.git","python","-u","train.py","https://h.io/plain?page=2"' \
+  "$tmp/secret3/record.jsonl"
 
 # a job that ends between two ticks is noticed when it ends, not at the
 # next tick a minute later (the sampler waits on the job's pidfd)
