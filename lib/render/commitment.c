@@ -107,20 +107,34 @@ static int commitment_json(FILE *out, const struct vl_commit_view *v) {
 static int commitment_md(FILE *o, const struct vl_commit_view *v) {
   const struct vl_job *j = v->job;
   const struct vl_bill *b = v->bill;
-  fprintf(o, "# Training Resource Commitment: %s\n\nCreated %s by vramledger %s.\n\n",
-          v->model_name, v->created, v->version);
+  fputs("# Training Resource Commitment: ", o);
+  vl__md_text(o, v->model_name);
+  fputs("\n\nCreated ", o);
+  vl__md_text(o, v->created);
+  fprintf(o, " by vramledger %s.\n\n", v->version);
   fprintf(o,
           "## Hardware\n\n- %llu x %s (%.2f GiB each); at least %.2f GiB per GPU with %.0f %% "
           "kept free\n\n",
           (unsigned long long)(j->dp * j->tp * j->pp), v->gpu->name, GIB(v->gpu->memory_bytes),
           GIB(vl_bill_budget_bytes(b)) / (1.0 - v->fit->margin), 100 * v->fit->margin);
   fprintf(o, "## Configuration baseline\n\n| setting | value |\n|---|---|\n");
-  fprintf(o, "| model | %s (%s, %llu parameters) |\n", v->model_name, v->arch->model_type,
-          (unsigned long long)b->params);
-  if (v->config_sha256)
-    fprintf(o, "| model config | %s%s%s, SHA-256 of its canonical content `%s` |\n",
-            v->config_file ? "`" : "bundled ", v->config_file ? v->config_file : v->config_bundled,
-            v->config_file ? "`" : "", v->config_sha256);
+  fputs("| model | ", o);
+  vl__md_text(o, v->model_name);
+  fputs(" (", o);
+  vl__md_text(o, v->arch->model_type);
+  fprintf(o, ", %llu parameters) |\n", (unsigned long long)b->params);
+  if (v->config_sha256) {
+    fputs("| model config | ", o);
+    if (v->config_file) {
+      vl__md_code(o, v->config_file);
+    } else {
+      fputs("bundled ", o);
+      vl__md_text(o, v->config_bundled);
+    }
+    fputs(", SHA-256 of its canonical content ", o);
+    vl__md_code(o, v->config_sha256);
+    fputs(" |\n", o);
+  }
   fprintf(o, "| micro-batch x sequence | %llu x %llu |\n| gradient accumulation | %llu |\n",
           (unsigned long long)j->batch, (unsigned long long)j->seq,
           (unsigned long long)j->grad_accum);
@@ -139,10 +153,15 @@ static int commitment_md(FILE *o, const struct vl_commit_view *v) {
   fprintf(o, "| peak allocated | %.2f GiB | %s |\n", GIB(b->peak_allocated_bytes),
           v->run ? "" : "n/a");
   fprintf(o, "| process total | %.2f GiB | ", GIB(b->total_bytes));
-  if (v->run)
-    fprintf(o, "%.2f GiB (`%s`%s%s) |\n", GIB(v->run_peak_process_bytes), v->run,
-            v->run_hardware ? ", measured on " : "", v->run_hardware ? v->run_hardware : "");
-  else
+  if (v->run) {
+    fprintf(o, "%.2f GiB (", GIB(v->run_peak_process_bytes));
+    vl__md_code(o, v->run); /* a path from the command line */
+    if (v->run_hardware) {
+      fputs(", measured on ", o);
+      vl__md_text(o, v->run_hardware);
+    }
+    fputs(") |\n", o);
+  } else
     fprintf(o, "not measured yet |\n");
   if (b->other.total_bytes)
     fprintf(o, "| process total, other outcome | %.2f GiB | (%s) |\n", GIB(b->other.total_bytes),
@@ -176,22 +195,32 @@ int vl_render_commitment(FILE *out, bool md, const struct vl_commit_view *v) {
 static const char *const check_kind[VL_CHECK_KIND_COUNT] = {"model", "setting", "hardware",
                                                             "budget", "trigger"};
 
+/* one problem; its values come from the commitment and the config files,
+ * so they are written as plain text (no terminal's control sequences) */
 static void check_line(FILE *o, const struct vl_check_item *it) {
   const struct vl_drift *d = &it->d;
+  const char *pre = "drift: ", *mid = " is '", *post = "', the commitment says '", *end = "'\n";
   switch (it->kind) {
   case VL_CHECK_MODEL:
-    fprintf(o, "drift: the model's %s is %s, the commitment says %s\n", d->field, d->now,
-            d->committed);
+    pre = "drift: the model's ", mid = " is ", post = ", the commitment says ", end = "\n";
     break;
   case VL_CHECK_BUDGET:
-    fprintf(o, "over budget: the job needs %s, the commitment gives %s\n", d->now, d->committed);
+    pre = "over budget: the job needs ", mid = NULL, post = ", the commitment gives ", end = "\n";
     break;
   case VL_CHECK_TRIGGER:
-    fprintf(o, "trigger: the measured peak %s is over %s\n", d->now, d->committed);
+    pre = "trigger: the measured peak ", mid = NULL, post = " is over ", end = "\n";
     break;
-  default:
-    fprintf(o, "drift: %s is '%s', the commitment says '%s'\n", d->field, d->now, d->committed);
+  default: break;
   }
+  fputs(pre, o);
+  if (mid) {
+    vl__plain_text(o, d->field);
+    fputs(mid, o);
+  }
+  vl__plain_text(o, d->now);
+  fputs(post, o);
+  vl__plain_text(o, d->committed);
+  fputs(end, o);
 }
 
 static int check_text(FILE *o, const struct vl_check_view *v) {
@@ -204,10 +233,11 @@ static int check_text(FILE *o, const struct vl_check_view *v) {
       fprintf(o, "  %s\n", v->items[i].action);
   }
   if (v->n)
-    fprintf(o, "check failed: %d problem%s against %s\n", v->n, v->n == 1 ? "" : "s",
-            v->commitment);
+    fprintf(o, "check failed: %d problem%s against ", v->n, v->n == 1 ? "" : "s");
   else
-    fprintf(o, "consistent with %s\n", v->commitment);
+    fputs("consistent with ", o);
+  vl__plain_text(o, v->commitment);
+  fputc('\n', o);
   return ferror(o) ? -1 : 0;
 }
 

@@ -66,6 +66,28 @@ static void put_md(FILE *o, const char *ch) {
 
 void vl__md_text(FILE *o, const char *s) { each_char(s ? s : "", put_md, o); }
 
+static void put_md_code(FILE *o, const char *ch) {
+  if (ch[0] == '|') fputc('\\', o); /* GFM: a table cell ends at a bare | even in code */
+  put_plain(o, ch);
+}
+
+void vl__md_code(FILE *o, const char *s) {
+  s = s ? s : "";
+  size_t run = 0, most = 0; /* the fence: one backtick more than s's longest run */
+  for (const char *p = s; *p; p++) {
+    run = *p == '`' ? run + 1 : 0;
+    most = run > most ? run : most;
+  }
+  bool pad = s[0] == '`' || (*s && s[strlen(s) - 1] == '`');
+  for (size_t i = 0; i <= most; i++)
+    fputc('`', o);
+  if (pad) fputc(' ', o);
+  each_char(s, put_md_code, o);
+  if (pad) fputc(' ', o);
+  for (size_t i = 0; i <= most; i++)
+    fputc('`', o);
+}
+
 void vl__text(FILE *o, const char *s, bool md) {
   if (md)
     vl__md_text(o, s);

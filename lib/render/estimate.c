@@ -102,10 +102,17 @@ static void text(FILE *o, const struct vl_estimate_view *v) {
   const struct vl_bill *b = v->bill;
   char s1[64], s2[64], set[512], live[96];
   settings_line(set, sizeof set, v);
-  fprintf(o, "%s (%s): %s\n", v->model_name, v->arch->model_type,
+  vl__plain_text(o, v->model_name); /* a path or a config's name: from outside */
+  fputs(" (", o);
+  vl__plain_text(o, v->arch->model_type);
+  fprintf(o, "): %s\n",
           b->task == VL_TASK_TRAIN ? "training step, per GPU" : "generation, per GPU");
   fprintf(o, "  %s\n", set);
-  if (approx(v)) fprintf(o, "  approximate: model_type '%s' %s\n", v->arch->model_type, approx(v));
+  if (approx(v)) {
+    fputs("  approximate: model_type '", o);
+    vl__plain_text(o, v->arch->model_type);
+    fprintf(o, "' %s\n", approx(v));
+  }
   fprintf(o, "  parameters %s", vl_fmt_int(s1, sizeof s1, b->params));
   if (b->task == VL_TASK_TRAIN)
     fprintf(o, ", trainable %s", vl_fmt_int(s2, sizeof s2, b->trainable_params));
@@ -199,8 +206,16 @@ static void md(FILE *o, const struct vl_estimate_view *v) {
   const struct vl_bill *b = v->bill;
   char set[512], live[96], s1[64];
   settings_line(set, sizeof set, v);
-  fprintf(o, "## Memory estimate: %s (%s)\n\n%s.\n\n", v->model_name, v->arch->model_type, set);
-  if (approx(v)) fprintf(o, "Approximate: model_type '%s' %s.\n\n", v->arch->model_type, approx(v));
+  fputs("## Memory estimate: ", o);
+  vl__md_text(o, v->model_name);
+  fputs(" (", o);
+  vl__md_text(o, v->arch->model_type);
+  fprintf(o, ")\n\n%s.\n\n", set);
+  if (approx(v)) {
+    fputs("Approximate: model_type '", o);
+    vl__md_text(o, v->arch->model_type);
+    fprintf(o, "' %s.\n\n", approx(v));
+  }
   fprintf(o, "Parameters: %s", vl_fmt_int(s1, sizeof s1, b->params));
   if (b->task == VL_TASK_TRAIN)
     fprintf(o, "; trainable: %s", vl_fmt_int(s1, sizeof s1, b->trainable_params));

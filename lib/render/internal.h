@@ -59,6 +59,9 @@ void vl__html_text(FILE *o, const char *s);
  * backslash-escaped (a table cell stays one, no link or code span),
  * control characters (new lines) as '?'. */
 void vl__md_text(FILE *o, const char *s);
+/* Markdown code span of s: a fence longer than any run of backticks in
+ * s (CommonMark), | escaped (GFM tables), control characters as '?'. */
+void vl__md_code(FILE *o, const char *s);
 /* vl__md_text when md, else vl__plain_text */
 void vl__text(FILE *o, const char *s, bool md);
 /* A Prometheus label value (exposition format 0.0.4): \, " and the new
