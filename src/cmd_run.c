@@ -545,9 +545,16 @@ enum { MKDIR_SHARED = -2 };
 static int mkdir_private(const char *dir, bool fresh) {
   char buf[PATH_MAX];
   snprintf(buf, sizeof buf, "%s", dir);
-  /* "link/" is the directory a link points to: the link itself is looked at */
-  for (size_t n = strlen(buf); n > 1 && buf[n - 1] == '/'; n--)
-    buf[n - 1] = '\0';
+  /* "link/" and "link/." are the directory a link points to: the link
+   * itself is looked at */
+  for (size_t n = strlen(buf); n > 1;) {
+    if (buf[n - 1] == '/')
+      buf[--n] = '\0';
+    else if (n > 2 && buf[n - 1] == '.' && buf[n - 2] == '/')
+      buf[--n] = '\0';
+    else
+      break;
+  }
   for (char *p = buf + 1; *p; p++) {
     if (*p != '/') continue;
     *p = '\0';

@@ -39,7 +39,7 @@ check "--out a world-writable directory without the sticky bit: refused, mode ke
 check "said, naming it and the fix" sh -c "grep -q \"cannot use '$tmp/open' as the run directory: \
 every user may write in it\" '$tmp/err' && grep -q 'hint: give --out a directory of yours.*chmod +t' '$tmp/err'"
 mkdir "$tmp/target" && chmod 755 "$tmp/target" && ln -s "$tmp/target" "$tmp/link"
-for out in "$tmp/link" "$tmp/link/" "$tmp/link//"; do
+for out in "$tmp/link" "$tmp/link/" "$tmp/link//" "$tmp/link/." "$tmp/link/./"; do
   "$vl" run --out "$out" --quiet -- true 2>"$tmp/err"
   check "--out '${out#"$tmp"/}' (a symbolic link): refused, its target untouched" \
     sh -c "[ $? = 1 ] && grep -q 'is a symbolic link' '$tmp/err' && [ -z \"\$(ls -A '$tmp/target')\" ] &&
