@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -25,9 +27,16 @@ static const char too_large[] = "larger than " STR(MAX_FILE_MIB) " MiB";
  * regular file, and for the pipe or terminal that is this process's stdin
  * (`... | vramledger fit --csv /dev/stdin`: given on purpose, with a
  * writer). A FIFO in the file system would block a reader until some
- * process opens it for writing, a device never ends: both are refused. */
-static const char *not_regular(const struct stat *st) {
+ * process opens it for writing, a device never ends: both are refused; so
+ * is a file of /proc or /sys (stat calls it regular), which no config,
+ * commitment or CSV is (a commitment naming /proc/self/environ as its
+ * model's config would have check read the environment). */
+static const char *not_regular(int fd, const struct stat *st) {
   struct stat in;
+  struct statfs fs;
+  if (S_ISREG(st->st_mode) && fstatfs(fd, &fs) == 0 &&
+      (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC))
+    return "it is a file of /proc or /sys, not a regular file"; /* stat says regular, size 0 */
   if (S_ISREG(st->st_mode)) return NULL;
   if (S_ISDIR(st->st_mode)) return "it is a directory";
   if (fstat(0, &in) == 0 && in.st_dev == st->st_dev && in.st_ino == st->st_ino) return NULL;
@@ -47,7 +56,7 @@ static int open_input(const char *path, struct stat *st, const char **why) {
   if (fd < 0) return -1;
   int fl = fcntl(fd, F_GETFL);
   if (fstat(fd, st) != 0 || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ||
-      (*why = not_regular(st))) {
+      (*why = not_regular(fd, st))) {
     int e = errno;
     close(fd);
     errno = e;

@@ -32,20 +32,37 @@ static vl_status key_u64(json_t *o, const char *k, uint64_t lo, uint64_t hi, uin
     if (s_ != VL_OK) return s_;                                                                    \
   } while (0)
 
-/* A token of a file in a message: at most 32 bytes of it, printable
- * ASCII as it is, other bytes as \xNN, "..." when cut. A message never
- * echoes more of a file than the token it refuses. */
-static void token_excerpt(const char *s, char *out, size_t n) {
+/* A token of a file in a message: at most max bytes of it (of s[0..len)),
+ * printable ASCII as it is, other bytes (and quote, the message's quote
+ * around it) as \xNN, "..." when cut. A message
+ * never echoes more of a file than the token it refuses. */
+static void token_excerpt(const char *s, size_t len, size_t max, char quote, char *out, size_t n) {
   size_t o = 0, i = 0;
-  for (; s[i] && i < 32 && o + 5 < n; i++) {
+  for (; i < len && i < max && o + 5 < n; i++) {
     unsigned char c = (unsigned char)s[i];
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+    if (c >= 0x20 && c < 0x7f && c != quote && c != '\\')
       out[o++] = (char)c;
     else
       o += (size_t)snprintf(out + o, n - o, "\\x%02x", c);
   }
   out[o] = '\0';
-  if (s[i] && o + 4 < n) memcpy(out + o, "...", 4);
+  if (i < len && o + 4 < n) memcpy(out + o, "...", 4);
+}
+
+/* jansson's message with the token it quotes ("... near 'TOKEN'") cut
+ * to an escaped excerpt of 16 bytes: a message never echoes a file's
+ * content (a commitment may name /proc/self/environ as its config). */
+static const char *json_why(const char *text, char *out, size_t n) {
+  const char *near = strstr(text, " near '");
+  if (!near) {
+    snprintf(out, n, "%s", text);
+    return out;
+  }
+  const char *t = near + 7, *q = strrchr(t, '\'');
+  char shown[80];
+  token_excerpt(t, q ? (size_t)(q - t) : strlen(t), 16, '\'', shown, sizeof shown);
+  snprintf(out, n, "%.*s near '%s'", (int)(near - text), text, shown);
+  return out;
 }
 
 /* The values of an enum the files spell, "a, b, c", into buf. */
@@ -77,7 +94,7 @@ static vl_status key_enum(json_t *o, const char *k, const char *(*name)(int), in
   names_list(name, count, list, sizeof list);
   if (!s) return vl__fail(err, VL_EKEY, "key '%s': expected a string, one of: %s", k, list);
   char shown[160];
-  token_excerpt(s, shown, sizeof shown);
+  token_excerpt(s, strlen(s), 32, '"', shown, sizeof shown);
   return vl__fail(err, VL_EKEY, "key '%s': \"%s\" is not one of: %s", k, shown, list);
 }
 
@@ -108,7 +125,7 @@ static vl_status known_keys(json_t *o, const char *where, const char *const *kno
       if (w < 0) break;
       n += (size_t)w;
     }
-    token_excerpt(k, shown, sizeof shown);
+    token_excerpt(k, strlen(k), 32, '"', shown, sizeof shown);
     return vl__fail(err, VL_EKEY, "%s%s\"%s\" is not a key vramledger knows; the keys: %s", where,
                     where[0] ? ": " : "", shown, list);
   }
@@ -234,8 +251,11 @@ static vl_status settings(json_t *o, struct vl_job *job, char *targets, size_t t
 vl_status vl_job_from_settings(const char *text, size_t len, struct vl_job *job, char *targets,
                                size_t tl, struct vl_err *err) {
   json_error_t je;
+  char why[sizeof je.text + 16];
   json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-  if (!o) return vl__fail(err, VL_EPARSE, "line %d column %d: %s", je.line, je.column, je.text);
+  if (!o)
+    return vl__fail(err, VL_EPARSE, "line %d column %d: %s", je.line, je.column,
+                    json_why(je.text, why, sizeof why));
   json_t *inner = json_object_get(o, "settings"); /* estimate's whole output works too */
   vl_status s = settings(inner ? inner : o, job, targets, tl, err);
   json_decref(o);
@@ -326,8 +346,11 @@ vl_status vl_commitment_parse(const char *text, size_t len, struct vl_commitment
                               struct vl_err *err) {
   memset(c, 0, sizeof *c);
   json_error_t je;
+  char why[sizeof je.text + 16];
   json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-  if (!o) return vl__fail(err, VL_EPARSE, "line %d column %d: %s", je.line, je.column, je.text);
+  if (!o)
+    return vl__fail(err, VL_EPARSE, "line %d column %d: %s", je.line, je.column,
+                    json_why(je.text, why, sizeof why));
   vl_status s = VL_OK;
   const char *schema = json_string_value(json_object_get(o, "schema"));
   json_t *hw = json_object_get(o, "hardware"), *est = json_object_get(o, "estimate");
@@ -545,8 +568,11 @@ static void strip(json_t *v) {
 
 static vl_status load_config(const char *text, size_t len, json_t **out, struct vl_err *err) {
   json_error_t je;
+  char why[sizeof je.text + 16];
   json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-  if (!o) return vl__fail(err, VL_EPARSE, "line %d column %d: %s", je.line, je.column, je.text);
+  if (!o)
+    return vl__fail(err, VL_EPARSE, "line %d column %d: %s", je.line, je.column,
+                    json_why(je.text, why, sizeof why));
   if (!json_is_object(o)) {
     json_decref(o);
     return vl__fail(err, VL_EKEY, "a config.json is a JSON object");
@@ -704,8 +730,11 @@ vl_status vl_commitment_config_diff(const char *commitment, size_t clen, const c
                                     struct vl_err *err) {
   *n = 0;
   json_error_t je;
+  char why[sizeof je.text + 16];
   json_t *c = json_loadb(commitment, clen, JSON_REJECT_DUPLICATES, &je);
-  if (!c) return vl__fail(err, VL_EPARSE, "line %d column %d: %s", je.line, je.column, je.text);
+  if (!c)
+    return vl__fail(err, VL_EPARSE, "line %d column %d: %s", je.line, je.column,
+                    json_why(je.text, why, sizeof why));
   json_t *was = json_object_get(json_object_get(c, "model_config"), "content");
   if (!json_is_object(was)) {
     json_decref(c);

@@ -312,11 +312,35 @@ static vl_status read_generic(struct vl__reader *r, struct vl_arch *a, const cha
   return vl__read_decoder(r, a);
 }
 
+/* jansson's message with the token it quotes ("... near 'TOKEN'") cut to
+ * 16 bytes, printable ASCII, others as \xNN: a message never echoes more
+ * of a file than that (check reads the file a commitment names, and a
+ * commitment may name /proc/self/environ). */
+static const char *json_why(const char *text, char *out, size_t n) {
+  const char *near = strstr(text, " near '");
+  size_t o = (size_t)snprintf(out, n, "%.*s", near ? (int)(near - text) : (int)strlen(text), text);
+  if (!near || o + 32 > n) return out;
+  const char *t = near + 7, *q = strrchr(t, '\'');
+  size_t len = q ? (size_t)(q - t) : strlen(t), i = 0;
+  o += (size_t)snprintf(out + o, n - o, " near '");
+  for (; i < len && i < 16 && o + 8 < n; i++) {
+    unsigned char c = (unsigned char)t[i];
+    if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\')
+      out[o++] = (char)c;
+    else
+      o += (size_t)snprintf(out + o, n - o, "\\x%02x", c);
+  }
+  snprintf(out + o, n - o, "%s'", i < len ? "..." : "");
+  return out;
+}
+
 vl_status vl_arch_from_json(const char *text, size_t len, struct vl_arch *out, struct vl_err *err) {
   json_error_t jerr;
+  char why[sizeof jerr.text + 16];
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
   if (!root)
-    return vl__fail(err, VL_EPARSE, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+    return vl__fail(err, VL_EPARSE, "line %d column %d: %s", jerr.line, jerr.column,
+                    json_why(jerr.text, why, sizeof why));
   vl_status s = VL_OK;
   struct vl__reader r = {root, err};
   struct vl_arch a;
