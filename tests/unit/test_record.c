@@ -457,6 +457,61 @@ static void closed_in_flight(void **state) {
   vl_record_release(&r);
 }
 
+/* The text of finding code, "" when there is none. */
+static void finding_text(const struct vl_record *r, const char *code, char *out, size_t n) {
+  struct vl_run_summary s;
+  struct vl_finding f[VL_MAX_FINDINGS];
+  int nf = 0;
+  vl_record_summarize(r, &s, f, &nf);
+  snprintf(out, n, "%s", "");
+  for (int i = 0; i < nf; i++)
+    if (strcmp(f[i].code, code) == 0) snprintf(out, n, "%s", f[i].text);
+}
+
+/* A full disk (a gap line's ENOSPC): the gap finding says so, with the
+ * bytes of the gap lines and of the lost event, and the samples the exit
+ * event counts that the record lacks; without an exit line, the record
+ * ends early. Another error is not a full disk. */
+static void disk_full(void **state) {
+  (void)state;
+  static const char head[] = "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0}\n"
+                             "{\"type\":\"sample\",\"t_ns\":1,\"tree_bytes\":1}\n{\"type\":\"sam\n";
+  char text[1024], said[256];
+  struct vl_record r;
+  struct vl_err err = {""};
+  snprintf(text, sizeof text,
+           "%s{\"type\":\"gap\",\"t_ns\":2,\"lost_bytes\":1000,\"error\":\"%s\"}\n"
+           "{\"type\":\"lost\",\"t_ns\":3,\"record_lost_bytes\":24}\n"
+           "{\"type\":\"exit\",\"t_ns\":4,\"status\":5,\"samples\":5}\n",
+           head, strerror(ENOSPC));
+  assert_int_equal(vl_record_parse(text, strlen(text), &r, &err), VL_OK);
+  assert_true(r.disk_full);
+  assert_int_equal(r.exit_samples, 5);
+  finding_text(&r, "gap", said, sizeof said);
+  assert_non_null(
+      strstr(said, "the disk was full: at least 1 KiB (1024 bytes) and 4 sample lines"));
+  assert_null(strstr(said, "ends early"));
+  vl_record_release(&r);
+  snprintf(text, sizeof text,
+           "%s{\"type\":\"gap\",\"t_ns\":2,\"lost_bytes\":1000,\"error\":\"%s\"}\n{\"type", head,
+           strerror(ENOSPC));
+  assert_int_equal(vl_record_parse(text, strlen(text), &r, &err), VL_OK);
+  assert_false(r.exited);
+  finding_text(&r, "gap", said, sizeof said);
+  assert_non_null(strstr(said, "the record ends early, its exit line unwritten"));
+  finding_text(&r, "truncated", said, sizeof said);
+  assert_string_equal(said, "the record's last line was cut: the disk was full");
+  vl_record_release(&r);
+  snprintf(text, sizeof text,
+           "%s{\"type\":\"gap\",\"t_ns\":2,\"lost_bytes\":1000,\"error\":\"%s\"}\n", head,
+           strerror(EFBIG));
+  assert_int_equal(vl_record_parse(text, strlen(text), &r, &err), VL_OK);
+  assert_false(r.disk_full);
+  finding_text(&r, "gap", said, sizeof said);
+  assert_non_null(strstr(said, "writes failed (a full disk or a file size limit)"));
+  vl_record_release(&r);
+}
+
 /* line_end.h: empty, closed, open (a size that stands), write-only */
 static void line_end(void **state) {
   (void)state;
@@ -559,6 +614,7 @@ int main(void) {
                                      cmocka_unit_test(overlong_line),
                                      cmocka_unit_test(descendants),
                                      cmocka_unit_test(closed_in_flight),
+                                     cmocka_unit_test(disk_full),
                                      cmocka_unit_test(line_end),
                                      cmocka_unit_test(most_between_samples),
                                      cmocka_unit_test(damaged_line_skipped),
