@@ -233,7 +233,9 @@ int vl_render_doctor(FILE *o, bool json, const char *source, const struct vl_dia
     fputc('\n', o);
     return rc == 0 && !ferror(o) ? 0 : -1;
   }
-  fprintf(o, "doctor: %s\n", source);
+  fputs("doctor: ", o);
+  vl__plain_text(o, source); /* a path from the command line */
+  fputc('\n', o);
   if (n == 0) fprintf(o, "  nothing wrong found\n");
   for (int i = 0; i < n; i++) {
     words(&d[i], title, sizeof title, ev, sizeof ev, fix, sizeof fix);

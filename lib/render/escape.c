@@ -88,6 +88,12 @@ void vl__md_code(FILE *o, const char *s) {
     fputc('`', o);
 }
 
+void vl__text_pad(FILE *o, const char *s, int width, bool md) {
+  vl__text(o, s, md);
+  for (size_t n = strlen(s ? s : ""); n < (size_t)(width > 0 ? width : 0); n++)
+    fputc(' ', o);
+}
+
 void vl__text(FILE *o, const char *s, bool md) {
   if (md)
     vl__md_text(o, s);

@@ -116,15 +116,17 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
     return rc == 0 && !ferror(o) ? 0 : -1;
   }
   bool md = fmt == VL_FMT_MD;
-  fprintf(o, "%s%s fitted on %zu points of %s",
-          md ? "## Fit: " : "fit: ", v->fit_opt ? "the forward/backward peak" : "peak_bytes", p->n,
-          v->source);
+  fprintf(o, "%s%s fitted on %zu points of ",
+          md ? "## Fit: " : "fit: ", v->fit_opt ? "the forward/backward peak" : "peak_bytes", p->n);
+  vl__text(o, v->source, md);
   if (p->skipped) fprintf(o, " (%zu not ok, skipped)", p->skipped);
   fprintf(o, "\n%s",
           md ? "\n| term | coefficient (bytes) | 95 % interval |\n|---|---:|---:|\n" : "\n");
-  for (size_t k = 0; k < v->n_terms; k++)
-    fprintf(o, md ? "| %s | %.6g | ± %.3g |\n" : "  %-14s %16.6g  ± %.3g\n", v->terms[k].name,
-            r->coef[k], r->ci95[k]);
+  for (size_t k = 0; k < v->n_terms; k++) { /* terms of the CSV's columns */
+    fputs(md ? "| " : "  ", o);
+    vl__text_pad(o, v->terms[k].name, md ? 0 : 14, md);
+    fprintf(o, md ? " | %.6g | ± %.3g |\n" : " %16.6g  ± %.3g\n", r->coef[k], r->ci95[k]);
+  }
   fprintf(o, "%sR² %.5f, residual sigma %.3f GiB, leave-one-out error %.2f %% rms, %.2f %% max\n",
           md ? "\n" : "\n  ", r->r2, GIB(r->sigma), 100 * r->loo_rel_rms, 100 * r->loo_rel_max);
   if (v->fit_opt) {
@@ -132,8 +134,11 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
     fprintf(o, md ? "\nThe optimizer step's peak, fitted apart:\n\n| term | coefficient (bytes) |\n"
                     "|---|---:|\n"
                   : "\n  the optimizer step's peak, fitted apart:\n");
-    for (size_t k = 0; k < v->n_opt_terms; k++)
-      fprintf(o, md ? "| %s | %.6g |\n" : "  %-14s %16.6g\n", v->opt_terms[k].name, q->coef[k]);
+    for (size_t k = 0; k < v->n_opt_terms; k++) {
+      fputs(md ? "| " : "  ", o);
+      vl__text_pad(o, v->opt_terms[k].name, md ? 0 : 14, md);
+      fprintf(o, md ? " | %.6g |\n" : " %16.6g\n", q->coef[k]);
+    }
     fprintf(o,
             "%sR² %.5f, leave-one-out error %.2f %% rms. The peak is the larger of the two "
             "fits: at the measured points (PyTorch's peak allocated) within %.2f %%\n",
@@ -154,14 +159,20 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
       size_t l = strlen(at);
       snprintf(at + l, sizeof at - l, " (peak in %s)", v->phase[i]);
     }
-    if (md)
-      fprintf(o, "| %s | %.2f | %.2f – %.2f | %.2f | %.2f |", at, GIB(y), GIB(y - hw), GIB(y + hw),
+    fputs(md ? "| " : "  ", o); /* the CSV's column names and phases: escaped */
+    vl__text_pad(o, at, md ? 0 : 28, md);
+    if (md) {
+      fprintf(o, " | %.2f | %.2f – %.2f | %.2f | %.2f |", GIB(y), GIB(y - hw), GIB(y + hw),
               GIB(lin), GIB(quad));
-    else
-      fprintf(o, "  %-28s %9.2f  [%.2f, %.2f]  constant+linear %.2f, quadratic %.2f%s%s%s", at,
-              GIB(y), GIB(y - hw), GIB(y + hw), GIB(lin), GIB(quad),
-              quad > lin ? "  <- quadratic dominates" : "", v->phase ? "  peak in " : "",
-              v->phase ? v->phase[i] : "");
+    } else {
+      fprintf(o, " %9.2f  [%.2f, %.2f]  constant+linear %.2f, quadratic %.2f%s", GIB(y),
+              GIB(y - hw), GIB(y + hw), GIB(lin), GIB(quad),
+              quad > lin ? "  <- quadratic dominates" : "");
+      if (v->phase) {
+        fputs("  peak in ", o);
+        vl__plain_text(o, v->phase[i]);
+      }
+    }
     if (v->estimate) {
       bool off = q->disagree;
       if (md)
@@ -183,18 +194,21 @@ int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
       char at[128];
       at_str(p, p->x + i * VL_FIT_MAX_VARS, at, sizeof at);
       double e = v->estimate[i], m = p->y[i];
+      fputs(md ? "| " : "  ", o);
+      vl__text_pad(o, at, md ? 0 : 28, md);
       fprintf(o,
-              md ? "| %s | %.2f | %.2f | %+.1f %% |\n"
-                 : "  %-28s measured %7.2f  estimate %7.2f  %+6.1f %%%s\n",
-              at, GIB(m), GIB(e), 100 * rel(e, m),
+              md ? " | %.2f | %.2f | %+.1f %% |\n"
+                 : " measured %7.2f  estimate %7.2f  %+6.1f %%%s\n",
+              GIB(m), GIB(e), 100 * rel(e, m),
               !md && fabs(rel(e, m)) > VL_FIT_DISAGREE ? "  <- beyond 10 %" : "");
     }
     const struct vl_fit_est_summary *su = v->est_summary;
     char at[128] = "";
     if (p->n) at_str(p, p->x + su->worst * VL_FIT_MAX_VARS, at, sizeof at);
-    fprintf(o, "%smean |error| %.1f %%, worst %+.1f %% at %s; %zu of %zu points beyond %.0f %%\n",
-            md ? "\n" : "  ", 100 * su->mean_abs_rel, 100 * su->worst_rel, at, su->beyond, p->n,
-            100 * VL_FIT_DISAGREE);
+    fprintf(o, "%smean |error| %.1f %%, worst %+.1f %% at ", md ? "\n" : "  ",
+            100 * su->mean_abs_rel, 100 * su->worst_rel);
+    vl__text(o, at, md);
+    fprintf(o, "; %zu of %zu points beyond %.0f %%\n", su->beyond, p->n, 100 * VL_FIT_DISAGREE);
   }
   return ferror(o) ? -1 : 0;
 }

@@ -28,14 +28,6 @@ static const char *const line_colour[LINES] = {"#1f77b4", "#ff7f0e", "#2ca02c",
                                                "#d62728", "#9467bd", "#8c564b",
                                                "#bcbd22", "#7f7f7f", "#e377c2"};
 
-/* s from a record, escaped for text or Markdown, then spaces to width
- * bytes (as %-*s pads) */
-static void field(FILE *o, const char *s, int width, bool md) {
-  vl__text(o, s, md);
-  for (size_t n = strlen(s); n < (size_t)width; n++)
-    fputc(' ', o);
-}
-
 /* bytes in the unit that reads best: GiB, MiB or KiB (a CPU test's model
  * is KiB; a GPU job's GiB) */
 static const char *size_str(char *buf, size_t n, uint64_t b) {
@@ -411,7 +403,7 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
                              : " allocated %8.3f GiB  named %8.3f GiB  workspaces "
                                "%6.3f GiB  rounding %6.1f MiB  unnamed %8.1f MiB\n";
         fputs(md ? "| " : "    ", o);
-        field(o, e->phase, md ? 0 : 10, md);
+        vl__text_pad(o, e->phase, md ? 0 : 10, md);
         fprintf(o, fmt, GIB(e->allocated), GIB(e->named), GIB(e->cublas_workspaces),
                 MIB(e->rounding), MIB(e->unnamed));
       }
@@ -420,7 +412,7 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
       fprintf(o, "\n%smodules that saved the most for backward (step %u):\n", b, f->bill_step);
       for (unsigned i = 0; i < f->n_modules && i < 5; i++) {
         fprintf(o, "%s  ", md ? "  -" : "  ");
-        field(o, f->modules[i].name, 40, md);
+        vl__text_pad(o, f->modules[i].name, 40, md);
         fprintf(o, " %13s\n", size_str(sz, sizeof sz, f->modules[i].saved_bytes));
       }
     }

@@ -64,6 +64,8 @@ void vl__md_text(FILE *o, const char *s);
 void vl__md_code(FILE *o, const char *s);
 /* vl__md_text when md, else vl__plain_text */
 void vl__text(FILE *o, const char *s, bool md);
+/* vl__text, then spaces to width bytes of s (as %-*s pads) */
+void vl__text_pad(FILE *o, const char *s, int width, bool md);
 /* A Prometheus label value (exposition format 0.0.4): \, " and the new
  * line escaped, other control characters as '?'. */
 void vl__prom_label(FILE *o, const char *s);

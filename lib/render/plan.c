@@ -203,9 +203,10 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
     return rc == 0 && !ferror(o) ? 0 : -1;
   }
   bool md = fmt == VL_FMT_MD;
-  fprintf(o, "%s%s: %.3g tokens, seq %llu, global batch %llu -> %llu steps, %.3g FLOPs, ",
-          md ? "## Plan: " : "plan: ", v->model_name, (double)q->tokens,
-          (unsigned long long)q->base.seq, (unsigned long long)q->global_batch,
+  fputs(md ? "## Plan: " : "plan: ", o);
+  vl__text(o, v->model_name, md);
+  fprintf(o, ": %.3g tokens, seq %llu, global batch %llu -> %llu steps, %.3g FLOPs, ",
+          (double)q->tokens, (unsigned long long)q->base.seq, (unsigned long long)q->global_batch,
           (unsigned long long)r->steps, r->flops);
   if (q->mfu_given)
     fprintf(o, "MFU %.2f", q->mfu);

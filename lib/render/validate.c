@@ -33,9 +33,19 @@ static void summary_line(FILE *o, const char *set, const struct vl_compare_summa
 static void text(FILE *o, const struct vl_validate_view *v, bool md) {
   const struct vl_measured *m = v->measured;
   char a[32], b[32], c[32];
-  fprintf(o, "%sestimate vs measured on %s (torch %s, CUDA %s, transformers %s, %.10s)\n",
-          md ? "## " : "", m->device, m->torch, m->cuda, m->transformers, m->date);
-  fprintf(o, "%ssource: %s\n\n", md ? "\n" : "  ", v->source);
+  char date[11];
+  vl__utf8_copy(date, sizeof date, m->date);
+  const char *part[] = {m->device, m->torch, m->cuda, m->transformers, date};
+  static const char *const before[] = {"estimate vs measured on ", " (torch ", ", CUDA ",
+                                       ", transformers ", ", "};
+  fputs(md ? "## " : "", o);
+  for (int k = 0; k < 5; k++) { /* a measured file's words */
+    fputs(before[k], o);
+    vl__text(o, part[k], md);
+  }
+  fprintf(o, ")\n%ssource: ", md ? "\n" : "  ");
+  vl__text(o, v->source, md);
+  fputs("\n\n", o);
   if (md)
     fprintf(o, "| run | set | peak allocated est / meas GiB | err | reserved est / meas | err | "
                "process est / NVML | err |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
@@ -46,26 +56,27 @@ static void text(FILE *o, const struct vl_validate_view *v, bool md) {
     const struct vl_compare_row *r = &v->rows[i];
     const char *set = r->run->holdout ? "hold" : "cal";
     if (!r->estimated) {
-      if (md)
-        fprintf(o, "| %s | %s | not compared: %s |||||||\n", r->run->name, set, r->why);
-      else
-        fprintf(o, "  %-34s %-5s not compared: %s\n", r->run->name, set, r->why);
+      fputs(md ? "| " : "  ", o);
+      vl__text_pad(o, r->run->name, md ? 0 : 34, md);
+      fprintf(o, md ? " | %s | not compared: " : " %-5s not compared: ", set);
+      vl__text(o, r->why, md);
+      fputs(md ? " |||||||\n" : "\n", o);
       continue;
     }
     const struct vl_measured_run *x = r->run;
     if (r->other_outcome) set = r->run->holdout ? "hold*" : "cal*";
+    fputs(md ? "| " : "  ", o);
+    vl__text_pad(o, x->name, md ? 0 : 34, md);
     if (md)
-      fprintf(o, "| %s | %s | %.2f / %.2f | %s | %.2f / %.2f | %s | %.2f / %.2f | %s |\n", x->name,
-              set, GIB(r->est_allocated), GIB(x->peak_allocated),
-              pct(a, sizeof a, r->err_allocated), GIB(r->est_reserved), GIB(x->peak_reserved),
-              pct(b, sizeof b, r->err_reserved), GIB(r->est_total), GIB(x->nvml_process),
-              pct(c, sizeof c, r->err_total));
+      fprintf(o, " | %s | %.2f / %.2f | %s | %.2f / %.2f | %s | %.2f / %.2f | %s |\n", set,
+              GIB(r->est_allocated), GIB(x->peak_allocated), pct(a, sizeof a, r->err_allocated),
+              GIB(r->est_reserved), GIB(x->peak_reserved), pct(b, sizeof b, r->err_reserved),
+              GIB(r->est_total), GIB(x->nvml_process), pct(c, sizeof c, r->err_total));
     else
-      fprintf(o, "  %-34s %-5s %8.2f / %8.2f %8s %7.2f / %7.2f %8s %7.2f / %7.2f %8s\n", x->name,
-              set, GIB(r->est_allocated), GIB(x->peak_allocated),
-              pct(a, sizeof a, r->err_allocated), GIB(r->est_reserved), GIB(x->peak_reserved),
-              pct(b, sizeof b, r->err_reserved), GIB(r->est_total), GIB(x->nvml_process),
-              pct(c, sizeof c, r->err_total));
+      fprintf(o, " %-5s %8.2f / %8.2f %8s %7.2f / %7.2f %8s %7.2f / %7.2f %8s\n", set,
+              GIB(r->est_allocated), GIB(x->peak_allocated), pct(a, sizeof a, r->err_allocated),
+              GIB(r->est_reserved), GIB(x->peak_reserved), pct(b, sizeof b, r->err_reserved),
+              GIB(r->est_total), GIB(x->nvml_process), pct(c, sizeof c, r->err_total));
   }
   fprintf(o, "\n");
   for (size_t i = 0; i < v->n; i++)
