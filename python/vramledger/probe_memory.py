@@ -125,9 +125,20 @@ class _Memory:
         path = os.path.join(self.run_dir, "%s_snapshot_pid%d.pickle" % (when, os.getpid()))
         try:
             import pickle
+            import tempfile
             snap = self.torch.cuda.memory._snapshot()
-            with open(path, "wb") as f:
-                pickle.dump(snap, f)
+            # as `run` makes its files: new (O_EXCL), 0600, never through a
+            # symbolic link (mkstemp), then renamed over the last one (a
+            # link put there is replaced, never followed)
+            fd, tmp = tempfile.mkstemp(prefix=".%s_snapshot_pid%d." % (when, os.getpid()),
+                                       dir=self.run_dir)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    pickle.dump(snap, f)
+                os.replace(tmp, path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
             ev["snapshot"] = path
         except Exception as e:  # noqa: BLE001 - no CUDA, no history, a full disk: said
             ev["snapshot_error"] = "%s: %s" % (type(e).__name__, e)

@@ -882,6 +882,41 @@ def full_disk(mode):
     return out, raw, rep, txt
 
 
+class SnapshotFile(unittest.TestCase):
+    """The probe's allocator snapshot in the run directory (run --snapshot):
+    created as run makes its files, 0600 and never through a symbolic link
+    (a run directory may be one every user writes in, as /tmp); a new peak's
+    replaces the last. No CUDA needed: the snapshot is a stand-in."""
+
+    def test_never_through_a_link(self):
+        import pickle
+        import types
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+        from vramledger.probe_memory import _Memory
+        d = tempfile.mkdtemp(prefix="vl-snap-")
+        victim = os.path.join(d, "victim")
+        with open(victim, "w") as f:
+            f.write("secret")
+        path = os.path.join(d, "peak_snapshot_pid%d.pickle" % os.getpid())
+        os.symlink(victim, path)
+        snaps = iter([{"segments": [1]}, {"segments": [2]}])
+        memory = types.SimpleNamespace(_snapshot=lambda: next(snaps))
+        me = types.SimpleNamespace(run_dir=d, torch=types.SimpleNamespace(
+            cuda=types.SimpleNamespace(memory=memory)))
+        for want in ([1], [2]):  # the second: a new peak, over the first
+            ev = {}
+            _Memory.dump_snapshot(me, "peak", ev)
+            self.assertEqual(ev.get("snapshot"), path, ev)
+            self.assertFalse(os.path.islink(path))
+            self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+            with open(path, "rb") as f:
+                self.assertEqual(pickle.load(f)["segments"], want)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "secret")
+        self.assertEqual(sorted(os.listdir(d)), sorted(["victim", os.path.basename(path)]))
+        shutil.rmtree(d)
+
+
 class FullDisk(unittest.TestCase):
     """The record's disk refuses the probe's writes (docs/record.md, "gap"):
     the probe stays on, loses whole lines and counts them, says so once,
