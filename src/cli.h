@@ -147,6 +147,17 @@ struct cli_model {
  * the working directory (a note on stderr names it); a path has a '/' or
  * ends in .json. */
 int cli_load_model_file(const char *model, struct vl_arch *arch, struct cli_model *m);
+/*! Where --model model lies, without reading it: the file into path (n
+ * bytes; PATH_MAX for a Hub id to be looked up), the bundled name into
+ * bundled (bn bytes; "" for a file). Notes on stderr say which folder's or
+ * cache snapshot's file it is. @return 0, or an exit code (said). */
+int cli_locate_model(const char *model, char *path, size_t n, char *bundled, size_t bn);
+/*! The name --model model is shown by: its last path component, trailing
+ * slashes off (a folder's name), in buf (n bytes). @return buf. */
+const char *cli_model_name(const char *model, char *buf, size_t n);
+/*! The bundled models with their model_type, and the other ways --model
+ * names one, to out. @return 0, -1 when out could not be written. */
+int cli_list_models(FILE *out);
 
 #include "vramledger/banned.h"
 #endif

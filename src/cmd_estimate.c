@@ -79,7 +79,22 @@ static int check_dry_run(const struct est *e) {
   return VL_EXIT_USAGE;
 }
 
+/* --list-models, alone. @return -1 when not given, else an exit code. */
+static int list_models(int argc, const char **argv) {
+  int at = -1;
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+    if (strcmp(argv[i], "--list-models") == 0) at = i;
+  if (at < 0) return -1;
+  if (argc != 2) {
+    cli_error("--list-models takes no other flag (it lists the models --model names)");
+    return VL_EXIT_USAGE;
+  }
+  return cli_list_models(stdout) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
+}
+
 int cmd_estimate(int argc, const char **argv) {
+  int listed = list_models(argc, argv);
+  if (listed >= 0) return listed;
   const char **args = calloc((size_t)argc + 1, sizeof *args);
   if (!args) {
     cli_error("out of memory");
@@ -147,9 +162,9 @@ int cmd_estimate(int argc, const char **argv) {
       goto done;
     }
   }
-  const char *slash = strrchr(e.model, '/');
+  char name[256];
   struct vl_estimate_view view = {
-      .model_name = slash ? slash + 1 : e.model,
+      .model_name = cli_model_name(e.model, name, sizeof name),
       .arch = &arch,
       .job = &e.job,
       .bill = bill,

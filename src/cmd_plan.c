@@ -204,13 +204,18 @@ int cmd_plan(int argc, const char **argv) {
     vl_catalog_release(&cat);
     return s == VL_ENOMEM ? VL_EXIT_ERROR : VL_EXIT_USAGE;
   }
-  const char *slash = strrchr(e.model, '/');
+  char name[256];
   /* each card's CUDA context and cuBLAS workspaces, as the bills hold them */
   struct vl_context_carry *carry = vl_calloc(nc + 1, sizeof *carry);
   for (size_t i = 0; carry && i < nc; i++)
     vl_context_carry(&cards[i], &ov, &e.job, &carry[i]);
-  struct vl_plan_view v = {
-      slash ? slash + 1 : e.model, &q, &r, (size_t)top, cat.prices_date, model_ref, carry};
+  struct vl_plan_view v = {cli_model_name(e.model, name, sizeof name),
+                           &q,
+                           &r,
+                           (size_t)top,
+                           cat.prices_date,
+                           model_ref,
+                           carry};
   static const enum vl_format map[] = {VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD};
   int w = fmt == 3 ? vl_render_plan_html(stdout, &v) : vl_render_plan(stdout, map[fmt], &v);
   rc = w == 0 ? (r.have_best ? VL_EXIT_OK : VL_EXIT_NOFIT) : VL_EXIT_ERROR;

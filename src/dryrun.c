@@ -202,12 +202,12 @@ static int read_spelled(const char *model, struct vl_arch *arch, struct dry_mode
 
 int dry_run_model(const struct est *e, bool want, struct vl_arch *arch, struct dry_model *dm) {
   memset(dm, 0, sizeof *dm);
-  const char *model = e->model;
-  size_t ml = strlen(model);
-  bool spelled = strchr(model, '/') || (ml >= 5 && strcmp(model + ml - 5, ".json") == 0);
-  if (!spelled || read_spelled(model, arch, dm)) {
+  char where[PATH_MAX], bundled[64];
+  int rc = cli_locate_model(e->model, where, sizeof where, bundled, sizeof bundled);
+  if (rc) return rc;
+  if (bundled[0] || read_spelled(where, arch, dm)) {
     struct cli_model m;
-    int rc = cli_load_model_file(model, arch, &m);
+    rc = cli_load_model_file(where, arch, &m); /* a path: no second note */
     vl_free(m.text);
     if (rc) return rc;
     dm->formula = true;
@@ -625,8 +625,8 @@ static int json_out(FILE *out, const struct dry_view *v, const struct vl_fit *fi
     json_object_set_new(root, "version", json_string(VL_VERSION));
     json_object_set_new(root, "approximate", json_false());
     json_t *m = json_object();
-    const char *slash = strrchr(v->e->model, '/');
-    json_object_set_new(m, "name", json_string(slash ? slash + 1 : v->e->model));
+    char name[256];
+    json_object_set_new(m, "name", json_string(cli_model_name(v->e->model, name, sizeof name)));
     json_object_set_new(m, "model_type", json_string(v->dm->model_type));
     json_object_set_new(root, "model", m);
     char *config = job_config(v->e, v->dm->path);
@@ -652,8 +652,8 @@ static int json_out(FILE *out, const struct dry_view *v, const struct vl_fit *fi
  * the model, the job, why. */
 static void head(FILE *out, bool md, const struct dry_view *v) {
   const struct vl_job *j = &v->e->job;
-  const char *slash = strrchr(v->e->model, '/');
-  const char *name = slash ? slash + 1 : v->e->model;
+  char buf[256];
+  const char *name = cli_model_name(v->e->model, buf, sizeof buf);
   const char *task = j->task == VL_TASK_TRAIN ? "training step" : "generation";
   const char *why = v->dm->why_no_formula; /* up to its advice: the dry run is the answer */
   int why_len = (int)strcspn(why, ";");

@@ -92,6 +92,15 @@ page report-h200-probe 1100 2000 report "$data/records/h200-gpt2-probe.jsonl" --
 want_charts report-h200-probe 2
 page report-synthetic 1100 1800 report "$data/records/probe-synthetic.jsonl"
 page report-no-probe 1100 900 report "$data/records/sample.jsonl"
+# a record's strings as markup (a phase "<base href=//e>" at the peak, a
+# module "<img ...>", a command "</script><script>..."): the page's DOM
+# holds them as text, never as elements
+page report-hostile 1100 1800 report "$data/records/hostile-peak-phase.jsonl"
+for tag in '<base' 'onerror="' '<script>alert'; do
+  if grep -q "$tag" "$art/report-hostile.dom"; then
+    echo "FAIL report-hostile: the DOM has an element from the record: $tag"; fail=1
+  fi
+done
 # two pipeline stages: the run's chart and each rank's bill side by side
 page report-pp-stages 1100 2000 report "$data/records/h200x2-gpt2-pp-1f1b.jsonl"
 want_charts report-pp-stages 2

@@ -13,6 +13,8 @@ cd "$dir" || exit 1
 # estimate's dry run with a Python that has neither torch nor transformers
 # here, whatever python3 has (tests/cli/run_tests.sh runs real dry runs)
 export VRAMLEDGER_PYTHON=../python-without-torch
+# Hub ids are looked up in a cache of the cases' own (hf-cache/models--ORG--NAME)
+export HF_HUB_CACHE=hf-cache
 for args in *.args; do
   name=${args%.args}
   n=$((n + 1))
