@@ -104,6 +104,20 @@ int cmd_plan(int argc, const char **argv) {
     cli_error("plan needs --model, --tokens N and --global-batch G (and --seq S)");
     return VL_EXIT_USAGE;
   }
+  /* what plan chooses itself, and estimate's own questions: refused, never
+   * ignored (a --dp 2 that the plan then overrides is no plan of it) */
+  static const char *const searched[] = {
+      "batch",         "grad-accum", "dp",      "tp",      "pp",   "zero",
+      "checkpointing", "max-batch",  "max-seq", "explain", "task", NULL};
+  if ((rc = est_refuse_given(&e, searched,
+                             "plan searches the micro-batch, accumulation, data, tensor and "
+                             "pipeline parallelism, ZeRO stage and checkpointing of a training "
+                             "run itself (--offload and --qlora fix theirs)")))
+    return rc;
+  if (val[7] && !val[4]) {
+    cli_error("--late-penalty has no effect without --deadline-hours H (the deadline it is for)");
+    return VL_EXIT_USAGE;
+  }
   struct vl_plan_query q;
   vl_plan_query_init(&q);
   uint64_t u = 0, top = 15;

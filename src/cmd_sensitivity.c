@@ -83,6 +83,10 @@ int cmd_sensitivity(int argc, const char **argv) {
     fputs(vl_help_sensitivity, stdout);
     return VL_EXIT_OK;
   }
+  static const char *const not_taken[] = {"max-batch", "max-seq", "explain", NULL};
+  if ((rc = est_refuse_given(&e, not_taken,
+                             "sensitivity draws the job's variations; ask estimate for that")))
+    return rc;
   if ((!e.model && !fit) || !nv) {
     cli_error("sensitivity needs --model (or --fit FIT.json) and at least one --vary (e.g. "
               "--vary seq=±20%%)");

@@ -125,11 +125,14 @@ static const char *n_kvdt(int i) {
 static const char *n_alloc(int i) { return vl_allocator_name((enum vl_allocator)i); }
 static const char *n_mg(int i) { return i == 0 ? "half" : i == 1 ? "fp32" : NULL; }
 
+_Static_assert(O_CATALOG < 64, "est.given has a bit per option");
+
 static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   struct est *e = ctx;
   struct vl_job *j = &e->job;
   int k = 0, rc = 0;
   uint64_t v = 0;
+  e->given |= UINT64_C(1) << id;
   switch (id) {
   case O_HELP: e->help = true; return 0;
   case O_MODEL: e->model = arg; return 0;
@@ -296,9 +299,78 @@ void est_init(struct est *e) {
   e->margin = VL_FIT_MARGIN_DEFAULT;
 }
 
+bool est_given(const struct est *e, const char *flag) {
+  for (const struct cli_opt *o = opts; o->name; o++)
+    if (strcmp(o->name, flag) == 0) return e->given >> o->id & 1;
+  return false;
+}
+
+int est_refuse_given(const struct est *e, const char *const *flags, const char *why) {
+  for (size_t i = 0; flags[i]; i++)
+    if (est_given(e, flags[i])) {
+      cli_error("--%s is not taken here: %s", flags[i], why);
+      return VL_EXIT_USAGE;
+    }
+  return 0;
+}
+
+static const char *opt_name(int id) {
+  for (const struct cli_opt *o = opts; o->name; o++)
+    if (o->id == id) return o->name;
+  return "?";
+}
+
+/* A flag that changes nothing in the job as the other flags give it is
+ * refused, naming what it needs: ignored, the answer would be for a job
+ * other than the one meant (--lora-targets without --lora-rank bills no
+ * adapters). The first rule a flag breaks is said. */
+static int inert(const struct est *e) {
+  const struct vl_job *j = &e->job;
+  bool infer = j->task == VL_TASK_INFER;
+  bool ddp = j->dp > 1 && j->zero <= 1 && j->framework == VL_FW_HF; /* bill.c ddp_buckets */
+  static const int train_only[] = {
+      O_OPTIMIZER,  O_OPT_IMPL,     O_GRAD_ACCUM, O_LOOP,      O_KEEP_GRADS,   O_DROP_OUTPUTS,
+      O_DDP_STATIC, O_MASTER_GRADS, O_CKPT,       O_LORA_RANK, O_LORA_TARGETS, O_QLORA,
+      O_ZERO,       O_OFFLOAD,      O_FRAMEWORK,  O_SP,        O_PP_SCHEDULE};
+  static const int infer_only[] = {O_NEW_TOKENS, O_KV_LAYOUT, O_KV_BLOCK, O_KV_DTYPE};
+  const struct {
+    int id;
+    bool inert;
+    const char *needs;
+  } rules[] = {
+      {O_LORA_TARGETS, !j->lora_rank, "--lora-rank R (the adapters' rank)"},
+      {O_PP_SCHEDULE, j->pp < 2, "a pipeline: --pp 2 or more"},
+      {O_KV_BLOCK, j->kv_layout != VL_KV_PAGED,
+       "--kv-layout paged (a contiguous cache has no "
+       "blocks)"},
+      {O_DDP_STATIC, !ddp, "DDP: --dp 2 or more, with --zero 0 or 1 and --framework hf"},
+  };
+  const char *what = NULL, *needs = NULL;
+  for (size_t i = 0; !what && infer && i < sizeof train_only / sizeof train_only[0]; i++)
+    if (e->given >> train_only[i] & 1) {
+      what = opt_name(train_only[i]);
+      needs = "--task train (inference has no optimizer, gradients or activations kept for "
+              "backward)";
+    }
+  for (size_t i = 0; !what && !infer && i < sizeof infer_only / sizeof infer_only[0]; i++)
+    if (e->given >> infer_only[i] & 1) {
+      what = opt_name(infer_only[i]);
+      needs = "--task infer (a training step has no KV cache)";
+    }
+  for (size_t i = 0; !what && i < sizeof rules / sizeof rules[0]; i++)
+    if (e->given >> rules[i].id & 1 && rules[i].inert) {
+      what = opt_name(rules[i].id);
+      needs = rules[i].needs;
+    }
+  if (!what) return 0;
+  cli_error("--%s has no effect in this job: it needs %s", what, needs);
+  return VL_EXIT_USAGE;
+}
+
 int est_parse(int argc, const char **argv, struct est *e) {
   int rc = cli_parse(argc, argv, opts, on_opt, e);
-  if (rc) return rc;
+  if (rc || e->help) return rc;
+  if ((rc = inert(e))) return rc;
   if (e->job.task == VL_TASK_INFER && !e->seq_given) e->job.seq = 512;
   /* serving loads half-precision weights; training defaults to AMP */
   if (e->job.task == VL_TASK_INFER && !e->precision_given) e->job.precision = VL_PREC_BF16;

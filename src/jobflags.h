@@ -3,6 +3,7 @@
 #ifndef VRAMLEDGER_JOBFLAGS_H
 #define VRAMLEDGER_JOBFLAGS_H
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "vramledger/catalog.h"
 #include "vramledger/model.h"
@@ -20,7 +21,17 @@ struct est {
   char targets[256];
   bool seq_given;
   bool precision_given;
+  uint64_t given; /* the flags given, a bit per option (est_given) */
 };
+
+/*! Was the job flag (its name without "--", as "batch") given? */
+bool est_given(const struct est *e, const char *flag);
+
+/*! Refuse, naming the first, any of flags[] (names without "--",
+ * NULL-terminated) that was given: a command's flags that it does not
+ * take, because it chooses them itself (why: "plan searches it").
+ * @return 0 or VL_EXIT_USAGE (said). */
+int est_refuse_given(const struct est *e, const char *const *flags, const char *why);
 
 /*! Defaults: vl_job_init, margin 10 %. */
 void est_init(struct est *e);
