@@ -149,9 +149,10 @@ static void header_lines(FILE *o, bool md, const struct vl_sens_query *q,
   fprintf(o, "%s%llu draws (seed %llu)",
           md ? "## Sensitivity: " : "sensitivity: ", (unsigned long long)r->samples,
           (unsigned long long)r->seed);
-  if (q->fit)
-    fprintf(o, ", each evaluated with the fit %s", q->fit_source);
-  else if (r->drawn == r->samples)
+  if (q->fit) {
+    fputs(", each evaluated with the fit ", o);
+    vl__text(o, q->fit_source, md);
+  } else if (r->drawn == r->samples)
     fprintf(o, ", each estimated (%llu distinct jobs)", (unsigned long long)r->estimates);
   else
     fprintf(o,

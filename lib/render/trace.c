@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "internal.h" /* first: it includes <jansson.h> */
+#include "../util/internal.h"
 #include "vramledger/caching.h"
 #include "vramledger/probe.h"
 #include "vramledger/render.h"
@@ -81,11 +82,11 @@ static void live_lines(FILE *o, const struct vl_trace *tr, const struct vl_live_
       continue;
     }
     const char *name = live_name(tr, &g[i], mark);
-    fprintf(o, "    %-40.40s %10.3f GiB %8zu allocations\n",
-            name   ? name
-            : mark ? "(before the first mark)"
-                   : "(no module)",
-            GIB(g[i].bytes), g[i].allocations);
+    char cut[41]; /* the name in 40 bytes, whole characters: the job's words */
+    vl__utf8_copy(cut, sizeof cut, name ? name : mark ? "(before the first mark)" : "(no module)");
+    fputs("    ", o);
+    vl__text_pad(o, cut, 40, false);
+    fprintf(o, " %10.3f GiB %8zu allocations\n", GIB(g[i].bytes), g[i].allocations);
   }
   if (rest) fprintf(o, "    %-40s %10.3f GiB\n", "(the others)", GIB(rest));
 }
@@ -157,9 +158,11 @@ static void incomplete_lines(FILE *o, const struct vl_trace_view *v) {
     fprintf(o, "  the trace's last line was cut (%zu bytes), ignored\n", v->tr->cut_last_line);
   const char *m = last_mark(v->tr);
   fprintf(o, "  the replay covers the part that ran: %zu events, ", v->tr->n);
-  if (m)
-    fprintf(o, "stopped after mark '%s'\n", m);
-  else
+  if (m) {
+    fputs("stopped after mark '", o);
+    vl__plain_text(o, m); /* the job's own words */
+    fputs("'\n", o);
+  } else
     fprintf(o, "no mark\n");
 }
 
@@ -187,16 +190,38 @@ int vl_render_trace(FILE *o, bool json, const struct vl_trace_view *v) {
   const struct vl_trace *tr = v->tr;
   bool whole = complete(v);
   const char *of = whole ? "" : " of the part that ran";
-  fprintf(o, "trace: %s\n  %zu allocations and %zu frees replayed (device %s)\n", v->trace,
-          r[0].allocs, r[0].frees, v->device);
+  fputs("trace: ", o);
+  vl__plain_text(o, v->trace);
+  fprintf(o, "\n  %zu allocations and %zu frees replayed (device ", r[0].allocs, r[0].frees);
+  vl__plain_text(o, v->device);
+  fputs(")\n", o);
   if (!whole) incomplete_lines(o, v);
-  if (v->from_mark) fprintf(o, "  peaks from mark '%s' on (--from-mark)\n", v->from_mark);
+  if (v->from_mark) {
+    fputs("  peaks from mark '", o);
+    vl__plain_text(o, v->from_mark);
+    fputs("' on (--from-mark)\n", o);
+  }
   table(o, v, whole ? "" : " for the part that ran");
   fprintf(o, "\n  the peak%s: event %zu of %zu", of, r[0].peak_event + 1, tr->n);
-  if (r[0].peak_mark >= 0) fprintf(o, ", in '%s'", tr->marks[r[0].peak_mark]);
-  if (r[0].peak_module) fprintf(o, ", allocated by %s", tr->modules[r[0].peak_module]);
-  if (r[0].peak_at) fprintf(o, " at %s", tr->modules[r[0].peak_at]);
-  if (r[0].peak_dtype) fprintf(o, " (%s)", tr->modules[r[0].peak_dtype]);
+  /* the trace's marks and module names are the job's: plain text */
+  if (r[0].peak_mark >= 0) {
+    fputs(", in '", o);
+    vl__plain_text(o, tr->marks[r[0].peak_mark]);
+    fputc('\'', o);
+  }
+  if (r[0].peak_module) {
+    fputs(", allocated by ", o);
+    vl__plain_text(o, tr->modules[r[0].peak_module]);
+  }
+  if (r[0].peak_at) {
+    fputs(" at ", o);
+    vl__plain_text(o, tr->modules[r[0].peak_at]);
+  }
+  if (r[0].peak_dtype) {
+    fputs(" (", o);
+    vl__plain_text(o, tr->modules[r[0].peak_dtype]);
+    fputc(')', o);
+  }
   fputc('\n', o);
   if (tr->convolutions) {
     fprintf(o, "\n  %llu convolutions ran: ", (unsigned long long)tr->convolutions);
@@ -212,10 +237,9 @@ int vl_render_trace(FILE *o, bool json, const struct vl_trace_view *v) {
     live_lines(o, tr, v->live->by_module, v->live->n_module, false);
   }
   if (v->fw && v->fw->has_bill) {
-    fprintf(o,
-            "\n  the bill (the probe's, by storage, step %u, after its %s; activations by "
-            "difference; as `vramledger report` gives it):\n",
-            v->fw->bill_step, v->fw->bill_phase);
+    fprintf(o, "\n  the bill (the probe's, by storage, step %u, after its ", v->fw->bill_step);
+    vl__plain_text(o, v->fw->bill_phase);
+    fputs("; activations by difference; as `vramledger report` gives it):\n", o);
     vl__fw_bill_lines(o, v->fw, false);
   }
   return ferror(o) ? -1 : 0;
