@@ -120,6 +120,10 @@ static int report_json(FILE *out, const struct vl_report_view *v) {
     json_object_set_new(o, "damaged_lines", U(r->damaged));
     json_object_set_new(o, "first_damaged_line", U(r->damaged_line));
   }
+  if (r->implausible) { /* values past the card: damaged data, skipped */
+    json_object_set_new(o, "implausible_events", U(r->implausible));
+    json_object_set_new(o, "first_implausible_line", U(r->implausible_line));
+  }
   if (r->desc_events || r->desc_left) /* only then: older reports stay as they were */
     json_object_set_new(o, "descendants", descendants_json(r));
   json_t *f = json_array();
