@@ -77,3 +77,10 @@ def _cut(s, n):
     the line) and lone surrogates, which UTF-8 cannot hold, as "?"."""
     b = str(s).encode("utf-8", "replace")[:n].decode("utf-8", "ignore")
     return "".join("?" if ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0 else c for c in b)
+
+
+# A name as one word of a trace line (python/vramledger/tracer.py): a space
+# as "_", a control character as "?" (a new line in a module's name would
+# start a line of its own); str.translate, cheap at every allocation.
+_WORD = {i: "?" for i in range(0x20)}
+_WORD.update({0x20: "_", 0x7f: "?"})

@@ -86,6 +86,8 @@ import threading
 import warnings
 import weakref
 
+from .probe_common import _WORD
+
 _tracer = None
 _mode = None  # install()'s dispatch mode, while it is entered
 _undo = []  # (object, attribute, its value before) for each patch install() made
@@ -254,7 +256,7 @@ class _Trace:
             at = self.where()
             if at:
                 extra += " at=" + at
-        rest = (" " + module.replace(" ", "_") if module else "") + extra
+        rest = (" " + module.translate(_WORD) if module else "") + extra
         return kind, n, dev, rest
 
     def write_alloc(self, line):
@@ -299,7 +301,7 @@ class _Trace:
                 return None
             fn = f.f_code.co_filename
             if not fn.startswith(self.skip_dirs) and not fn.startswith("<"):
-                return "%s:%d" % (os.path.basename(fn).replace(" ", "_")[:80], f.f_lineno)
+                return "%s:%d" % (os.path.basename(fn).translate(_WORD)[:80], f.f_lineno)
             f = f.f_back
         return None
 

@@ -264,6 +264,25 @@ class Marks(unittest.TestCase):
             self.assertEqual(rep.stderr, "")
 
 
+class TraceNames(unittest.TestCase):
+    """A trace line is one event whatever the job names: a module or a
+    mark with a new line in its name stays on its line (a name "x\\nf 1"
+    wrote a free of allocation 1)."""
+    def test_one_line_each(self):
+        import torch
+        sys.path.insert(0, os.path.join(os.path.dirname(HERE), "..", "python"))
+        from vramledger import tracer
+        d = tempfile.mkdtemp(prefix="vl-names-")
+        t = tracer._Trace(d + "/alloc.trace", torch)
+        t.write_alloc(t.line(512, "cpu", module="x\nf 1 y"))
+        t.mark("m\nf 1")
+        t.f.close()
+        with open(d + "/alloc.trace") as f:
+            lines = f.read().splitlines()
+        shutil.rmtree(d)
+        self.assertEqual(lines, ["a 1 512 cpu x?f_1_y", "m m?f 1"])
+
+
 class Ranks(unittest.TestCase):
     def test_two_ranks_in_one_record(self):
         d = tempfile.mkdtemp(prefix="vl-ddp-")
