@@ -45,6 +45,38 @@ static vl_status parse_count(json_t *g, const char *key, size_t i, unsigned *out
   return VL_OK;
 }
 
+/* An optional number of the card, such as "bf16_tflops": def when absent
+ * (or null); a string or a boolean is refused, never read as def. */
+static vl_status parse_num(json_t *g, const char *key, size_t i, double def, double *out,
+                           struct vl_err *err) {
+  json_t *v = json_object_get(g, key);
+  *out = def;
+  if (!v || json_is_null(v)) return VL_OK;
+  if (!json_is_number(v)) return vl__fail(err, VL_EKEY, "gpus[%zu].%s: expected a number", i, key);
+  *out = json_number_value(v);
+  return VL_OK;
+}
+
+/* The card's throughputs and price: numbers when given. */
+static vl_status parse_rates(json_t *g, size_t i, struct vl_gpu *out, struct vl_err *err) {
+  vl_status s;
+  if ((s = parse_num(g, "bf16_tflops", i, 0.0, &out->bf16_tflops, err)) ||
+      (s = parse_num(g, "fp16_tflops", i, out->bf16_tflops, &out->fp16_tflops, err)) ||
+      (s = parse_num(g, "fp32_tflops", i, 0.0, &out->fp32_tflops, err)) ||
+      (s = parse_num(g, "fp8_tflops", i, 0.0, &out->fp8_tflops, err)) ||
+      (s = parse_num(g, "hbm_gb_s", i, 0.0, &out->hbm_gb_s, err)) ||
+      (s = parse_num(g, "interconnect_gb_s", i, 0.0, &out->link_gb_s, err)) ||
+      (s = parse_num(g, "usd_per_hour", i, 0.0, &out->usd_per_hour, err)))
+    return s;
+  const char *strs[] = {"label", "interconnect"};
+  for (size_t k = 0; k < 2; k++) {
+    json_t *v = json_object_get(g, strs[k]);
+    if (v && !json_is_null(v) && !json_is_string(v))
+      return vl__fail(err, VL_EKEY, "gpus[%zu].%s: expected a string", i, strs[k]);
+  }
+  return VL_OK;
+}
+
 static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_err *err) {
   memset(out, 0, sizeof *out);
   if (!json_is_object(g)) return vl__fail(err, VL_EKEY, "gpus[%zu]: expected an object", i);
@@ -73,15 +105,7 @@ static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_er
                     "and 16 TiB",
                     i);
   out->memory_bytes = (uint64_t)json_integer_value(mem);
-  json_t *tf = json_object_get(g, "bf16_tflops");
-  json_t *bw = json_object_get(g, "hbm_gb_s");
-  out->bf16_tflops = json_is_number(tf) ? json_number_value(tf) : 0.0;
-  json_t *f16 = json_object_get(g, "fp16_tflops"), *f8 = json_object_get(g, "fp8_tflops");
-  out->fp16_tflops = json_is_number(f16) ? json_number_value(f16) : out->bf16_tflops;
-  json_t *f32 = json_object_get(g, "fp32_tflops");
-  out->fp32_tflops = json_is_number(f32) ? json_number_value(f32) : 0.0;
-  out->fp8_tflops = json_is_number(f8) ? json_number_value(f8) : 0.0;
-  out->hbm_gb_s = json_is_number(bw) ? json_number_value(bw) : 0.0;
+  if ((s = parse_rates(g, i, out, err)) != VL_OK) return s;
   json_t *cc = json_object_get(g, "compute_capability"), *b16 = json_object_get(g, "bf16");
   if (cc && (!json_is_string(cc) || json_string_length(cc) >= sizeof out->compute_capability))
     return vl__fail(err, VL_EKEY,
@@ -93,12 +117,9 @@ static vl_status parse_gpu(json_t *g, size_t i, struct vl_gpu *out, struct vl_er
   if (b16 && !json_is_boolean(b16))
     return vl__fail(err, VL_EKEY, "gpus[%zu].bf16: expected true or false", i);
   out->no_bf16 = b16 ? json_is_false(b16) : bf16_from_capability(out->compute_capability) == 0;
-  json_t *ic = json_object_get(g, "interconnect"), *lb = json_object_get(g, "interconnect_gb_s");
-  json_t *pr = json_object_get(g, "usd_per_hour");
+  json_t *ic = json_object_get(g, "interconnect");
   if (json_is_string(ic))
     snprintf(out->interconnect, sizeof out->interconnect, "%s", json_string_value(ic));
-  out->link_gb_s = json_is_number(lb) ? json_number_value(lb) : 0.0;
-  out->usd_per_hour = json_is_number(pr) ? json_number_value(pr) : 0.0;
   json_t *ws = json_object_get(g, "cublas_workspace_bytes"),
          *ctx = json_object_get(g, "cuda_context");
   if (ws &&
