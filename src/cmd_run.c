@@ -115,11 +115,18 @@ struct run {
   char rec_path[PATH_MAX + 32], ctr_path[PATH_MAX + 32], fb_path[PATH_MAX + 32];
   struct vl_record_writer out;
   struct tput_watch tw;
-  struct vl_counters *ctr; /* or NULL */
-  size_t ctr_len;          /* its mapping's */
-  char ctr_state[200];     /* the record's meta "counters": on, no rings or off, and why */
-  struct vl_nvml *nv;      /* or NULL */
-  vl_status nvml_status;   /* NVML's opening, its message in nvml_err */
+  struct vl_counters *ctr;       /* or NULL */
+  size_t ctr_len;                /* its mapping's */
+  char ctr_state[200];           /* the record's meta "counters": on, no rings or off, and why */
+  char ctr_warn[PATH_MAX + 300]; /* map_counters' warning, said once the record is written */
+  bool dir_made;                 /* run made r->dir (not an --out that was there) */
+  /* The disk had no room for the record at the start: the job runs as
+   * without vramledger, nothing recorded (go_unrecorded); why, for the
+   * summary */
+  bool no_record;
+  char no_record_why[PATH_MAX + 128];
+  struct vl_nvml *nv;    /* or NULL */
+  vl_status nvml_status; /* NVML's opening, its message in nvml_err */
   struct vl_err nvml_err;
   unsigned vis[VL_RECORD_MAX_GPUS], n_vis;
   const char *pre; /* the interposer */
@@ -533,8 +540,9 @@ static void on_reaped(void *ctx, pid_t pid) {
 
 /* ---- the run directory and the record -------------------------------------- */
 
-/* The parents of dir (0777 less the umask), then dir itself, 0700. A
- * default directory (fresh) must be new: it is never reused. --out may name
+/* The parents of dir (0777 less the umask), then dir itself, 0700
+ * (*made: it was made here). A default directory (fresh) must be new: it
+ * is never reused. --out may name
  * a directory that exists (sweep makes its points' first), never a file, a
  * symbolic link (trailing slashes or not) or anything else; its mode is
  * the user's, never changed (the run's files in it are created O_EXCL,
@@ -542,8 +550,9 @@ static void on_reaped(void *ctx, pid_t pid) {
  * ELOOP: a symbolic link); MKDIR_SHARED: writable by every user and not
  * sticky (anyone could remove or replace the record). */
 enum { MKDIR_SHARED = -2 };
-static int mkdir_private(const char *dir, bool fresh) {
+static int mkdir_private(const char *dir, bool fresh, bool *made) {
   char buf[PATH_MAX];
+  *made = false;
   snprintf(buf, sizeof buf, "%s", dir);
   /* "link/" and "link/." are the directory a link points to: the link
    * itself is looked at */
@@ -561,7 +570,10 @@ static int mkdir_private(const char *dir, bool fresh) {
     if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
     *p = '/';
   }
-  if (mkdir(buf, 0700) == 0) return 0;
+  if (mkdir(buf, 0700) == 0) {
+    *made = true;
+    return 0;
+  }
   if (errno != EEXIST || fresh) return -1;
   struct stat st;
   if (lstat(buf, &st) != 0) return -1;
@@ -575,17 +587,26 @@ static int mkdir_private(const char *dir, bool fresh) {
 
 /* A file of the run directory, created new (O_EXCL: a file or symbolic
  * link already there is refused, never followed or truncated). @return its
- * descriptor, or -1 after saying why, naming path. */
-static int create_private(const char *path, int flags) {
-  int fd = open(path, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd >= 0) return fd;
+ * descriptor, or -1 with errno. */
+static int open_private(const char *path, int flags) {
+  return open(path, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+/* Why open_private(path) failed (errno), said. */
+static void say_not_created(const char *path) {
   if (errno == EEXIST)
     cli_error("cannot create '%s': it already exists (vramledger creates its files new and "
               "follows no symbolic link)",
               path);
   else
     cli_error("cannot create '%s': %s", path, strerror(errno));
-  return -1;
+}
+
+/* open_private, and why not said, naming path. */
+static int create_private(const char *path, int flags) {
+  int fd = open_private(path, flags);
+  if (fd < 0) say_not_created(path);
+  return fd;
 }
 
 /* Room for the record's last lines: a disk that fills up during the run
@@ -745,7 +766,7 @@ static bool back_file(int fd, size_t len, char *why, size_t n) {
  * the file was there already. */
 static struct vl_counters *map_counters(struct run *r, bool *refused) {
   char why[160] = "", why_off[160] = "";
-  int cfd = open(r->ctr_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int cfd = open_private(r->ctr_path, O_RDWR);
   *refused = cfd < 0 && errno == EEXIST;
   if (*refused) { /* as create_private says it; any other failure is ours alone */
     cli_error("cannot create '%s': it already exists (vramledger creates its files new and "
@@ -769,11 +790,13 @@ static struct vl_counters *map_counters(struct run *r, bool *refused) {
   if (p == MAP_FAILED) {
     if (cfd >= 0) unlink(r->ctr_path);
     snprintf(r->ctr_state, sizeof r->ctr_state, "off: %s", why_off);
-    fprintf(stderr,
-            "vramledger: warning: cannot make the counters file '%s': %s: the job runs, and the "
-            "record has NVML's samples without the driver-allocated bytes; free some space "
-            "there or give --out another file system\n",
-            r->ctr_path, why_off);
+    /* said by open_nvml once the record has its first line: with no room
+     * for that either, nothing is recorded, and go_unrecorded says so */
+    snprintf(r->ctr_warn, sizeof r->ctr_warn,
+             "vramledger: warning: cannot make the counters file '%s': %s: the job runs, and "
+             "the record has NVML's samples without the driver-allocated bytes; free some "
+             "space there or give --out another file system\n",
+             r->ctr_path, why_off);
     return NULL;
   }
   struct vl_counters *ctr = p;
@@ -885,6 +908,41 @@ static int load_guard(struct run *r) {
   return 0;
 }
 
+/* The disk's failures, not the user's: a run directory or record that
+ * cannot be made or written for them leaves the job unrecorded
+ * (go_unrecorded), never unrun. A place the user may not write in
+ * (EACCES, EROFS), a file or link where the directory goes, a record
+ * already there: the user's, refused before the job starts. */
+static bool disk_fault(int e) { return e == ENOSPC || e == EDQUOT || e == EFBIG || e == EIO; }
+
+/* No record at all (what could not be made or written at the start:
+ * what, why): what was made of the run directory goes, the job is run as
+ * without vramledger (its environment untouched: no interposer, no probe,
+ * nothing that writes to the run directory), the commitment's triggers
+ * are off, and the sampler writes to /dev/null, still the job's parent:
+ * its signals and exit status as in a recorded run. */
+static void go_unrecorded(struct run *r, const char *what, const char *why) {
+  snprintf(r->no_record_why, sizeof r->no_record_why, "cannot write '%s': %s", what, why);
+  fprintf(stderr,
+          "vramledger: warning: %s: nothing is recorded; the job runs as without vramledger%s "
+          "(free some space there or give --out another file system)\n",
+          r->no_record_why, r->guard || r->tput_floor > 0 ? ", the commitment's triggers off" : "");
+  if (r->ctr) {
+    munmap(r->ctr, r->ctr_len);
+    r->ctr = NULL;
+  }
+  if (r->ctr_state[0] && strncmp(r->ctr_state, "off", 3) != 0) unlink(r->ctr_path);
+  if (r->out.fd >= 0) {
+    close(r->out.fd);
+    unlink(r->rec_path);
+  }
+  if (r->dir_made) rmdir(r->dir);
+  r->out.fd = open("/dev/null", O_WRONLY | O_APPEND | O_CLOEXEC);
+  r->no_record = true;
+  r->guard = 0;
+  r->tput_floor = 0;
+}
+
 /* The run directory (0700, files 0600), the record (never overwritten)
  * and the interposer's counters. */
 static int open_record(struct run *r) {
@@ -893,7 +951,7 @@ static int open_record(struct run *r) {
   int made;
   if (r->o.out) {
     snprintf(r->dir, sizeof r->dir, "%s", r->o.out);
-    made = mkdir_private(r->dir, false);
+    made = mkdir_private(r->dir, false, &r->dir_made);
   } else {
     /* runs/<UTC second>-<command>, made new: a directory already there
      * (another run in the same second, or one put there) gets a suffix */
@@ -907,7 +965,7 @@ static int open_record(struct run *r) {
         snprintf(r->dir, sizeof r->dir, "runs/%s-%.40s-%d", stamp, basename_of(r->cmd[0]), k);
       else
         snprintf(r->dir, sizeof r->dir, "runs/%s-%.40s", stamp, basename_of(r->cmd[0]));
-      made = mkdir_private(r->dir, true);
+      made = mkdir_private(r->dir, true, &r->dir_made);
     } while (made != 0 && errno == EEXIST && ++k < 1000);
   }
   if (made == MKDIR_SHARED) {
@@ -917,6 +975,10 @@ static int open_record(struct run *r) {
     cli_hint("give --out a directory of yours (or a new one), or make it sticky: chmod +t '%s'",
              r->dir);
     return VL_EXIT_ERROR;
+  }
+  if (made != 0 && disk_fault(errno)) {
+    go_unrecorded(r, r->dir, strerror(errno));
+    return 0;
   }
   if (made != 0) {
     cli_error("cannot create the run directory '%s': %s", r->dir,
@@ -932,8 +994,13 @@ static int open_record(struct run *r) {
   snprintf(r->rec_path, sizeof r->rec_path, "%s/record.jsonl", r->dir);
   snprintf(r->ctr_path, sizeof r->ctr_path, "%s/counters", r->dir);
   snprintf(r->fb_path, sizeof r->fb_path, "%s/fallback", r->dir);
-  r->out.fd = create_private(r->rec_path, O_RDWR | O_APPEND); /* its last byte read back */
+  r->out.fd = open_private(r->rec_path, O_RDWR | O_APPEND); /* its last byte read back */
+  if (r->out.fd < 0 && disk_fault(errno)) {
+    go_unrecorded(r, r->rec_path, strerror(errno));
+    return 0;
+  }
   if (r->out.fd < 0) {
+    say_not_created(r->rec_path);
     if (errno == EEXIST) cli_hint("give a new --out directory; a record is never overwritten");
     return VL_EXIT_ERROR;
   }
@@ -962,19 +1029,24 @@ static int open_nvml(struct run *r) {
                  r->nvml_status == VL_OK ? "ok" : r->nvml_err.msg, r->nv, gs, r->vis, r->n_vis);
   find_parts(r, meta);
   struct vl_err err = {""};
-  if (put(r, meta, &err) != VL_OK) {
-    cli_error("cannot write '%s': %s", r->rec_path, err.msg);
-    return VL_EXIT_ERROR;
+  if (r->no_record) { /* open_record found no room */
+    json_decref(meta);
+    return 0;
   }
+  if (put(r, meta, &err) != VL_OK) { /* the file is ours and new: any failure is the disk's */
+    go_unrecorded(r, r->rec_path, err.msg);
+    return 0;
+  }
+  fputs(r->ctr_warn, stderr);
   r->reserve_fd = reserve_room(r->dir); /* the first line in, room kept for the last */
   if (r->tput_floor > 0 && tput_open(&r->tw, r->rec_path) != 0)
     cli_hint("cannot read '%s' back: the throughput trigger is off", r->rec_path);
   return 0;
 }
 
-/* In the child: the command, with the interposer and the record's paths;
- * exec's errno goes up errfd. */
-__attribute__((noreturn)) static void exec_job(const struct run *r, int errfd) {
+/* In the child, before exec: the interposer and the record's paths in
+ * the job's environment. */
+static void job_env(const struct run *r) {
   if (r->use_preload) { /* the job's own LD_PRELOAD after ours, whole */
     const char *cur = getenv("LD_PRELOAD");
     size_t n = strlen(r->pre) + 1 + (cur ? strlen(cur) : 0) + 1;
@@ -999,6 +1071,13 @@ __attribute__((noreturn)) static void exec_job(const struct run *r, int errfd) {
     setenv("VRAMLEDGER_SNAPSHOT",
            r->o.snapshot_at && strcmp(r->o.snapshot_at, "oom") ? r->o.snapshot_at : "1", 1);
   python_path();
+}
+
+/* In the child: the command, with the interposer and the record's paths
+ * (unrecorded: its environment as without vramledger); exec's errno goes
+ * up errfd. */
+__attribute__((noreturn)) static void exec_job(const struct run *r, int errfd) {
+  if (!r->no_record) job_env(r);
   execvp(r->cmd[0], (char *const *)r->cmd);
   int e = errno;
   ssize_t w = write(errfd, &e, sizeof e);
@@ -1111,7 +1190,10 @@ static void put_lost(struct run *r) {
 /* The summary on stderr: the record, the peaks. */
 static void say_peaks(const struct run *r, const struct vl_sampler *sm) {
   double G = (double)(1ull << 30);
-  fprintf(stderr, "vramledger: record: %s\n", r->rec_path);
+  if (r->no_record)
+    fprintf(stderr, "vramledger: no record (%s)\n", r->no_record_why);
+  else
+    fprintf(stderr, "vramledger: record: %s\n", r->rec_path);
   if (r->nvml_status == VL_OK)
     fprintf(stderr,
             "vramledger: peak process memory %.2f GiB at %.1f s (%u process%s): "

@@ -272,12 +272,13 @@ fi
 
 # backed FILE: every page of FILE has its disk blocks (none sparse)
 backed() { [ $(($(stat -c %b "$1") * 512)) -ge "$(stat -c %s "$1")" ]; }
-# small NAME KIB [FREE_KIB]: a tmpfs of KIB at $tmp/NAME (unmounted by
-# unmount_small, or at exit), filled up to FREE_KIB left when given; as
-# root only: else the reason is printed and the case is left out
+# small NAME KIB [FREE_KIB [OPTIONS]]: a tmpfs of KIB at $tmp/NAME
+# (unmounted by unmount_small, or at exit), filled up to FREE_KIB left when
+# given (not empty), mounted with OPTIONS too; as root only: else the
+# reason is printed and the case is left out
 small() {
   mkdir -p "$tmp/$1"
-  if ! mount -t tmpfs -o "size=${2}k" tmpfs "$tmp/$1" 2>"$tmp/$1.mount"; then
+  if ! mount -t tmpfs -o "size=${2}k${4:+,$4}" tmpfs "$tmp/$1" 2>"$tmp/$1.mount"; then
     echo "  $name: skipped: cannot mount a tmpfs ($(cat "$tmp/$1.mount"); CI runs as root)" >&2
     return 1
   fi
@@ -325,7 +326,7 @@ if want counters-tmpfs-full; then
     "$vl" run --out "$tmp/shm2/r" --interval-ms 10 -- sh -c "$counting_job" 2>"$tmp/shm2.err"
     st=$?
     expect "no room at all: no signal of vramledger's ($st)" [ "$st" -lt 128 ]
-    expect "the counters said" grep -q "cannot make the counters file '.*/shm2/r/counters'" "$tmp/shm2.err"
+    expect "nothing recorded, said" grep -q "cannot write '.*/shm2/r/record.jsonl': No space left on device: nothing is recorded" "$tmp/shm2.err"
     unmount_small shm2
   fi
   end
@@ -377,6 +378,59 @@ if want enospc-tmpfs; then
       grep -q "\[gap\] the disk was full: at least [0-9]* KiB ($(($(said_lost) + ${job:-0})) bytes) and \
 $(($(rec "$r" exit-samples) - $(rec "$r" samples))) sample lines" "$tmp/tmpfs.txt"
     unmount_small tmpfs
+  fi
+  end
+fi
+
+if want enospc-start; then
+  # no room at all at the start: nothing can be recorded, and the job
+  # still runs, as without vramledger (its environment untouched), its
+  # output, exit status and death by signal intact; a place the user may
+  # not write in (a read-only file system) is still refused
+  begin enospc-start
+  if small nospace 256 0; then
+    job="echo out; echo err >&2; echo \"\${VRAMLEDGER_RECORD:-none} \${LD_PRELOAD:-none}\"; exit 5"
+    "$vl" run --out "$tmp/nospace/r" --interval-ms 10 -- sh -c "$job" >"$tmp/nospace.out" 2>"$tmp/nospace.err"
+    st=$?
+    expect "the job's status (5)" eq "$st" 5
+    expect "its output intact, no record or interposer in its environment" \
+      eq "$(cat "$tmp/nospace.out")" "$(printf 'out\nnone none')"
+    expect "its stderr intact" grep -qx err "$tmp/nospace.err"
+    expect "stderr says nothing is recorded, and why" grep -q \
+      "warning: cannot write '.*/nospace/r/record.jsonl': No space left on device: nothing is recorded" \
+      "$tmp/nospace.err"
+    expect "no counters warning besides" eq "$(grep -c 'counters file' "$tmp/nospace.err")" 0
+    expect "the summary says no record" grep -q "^vramledger: no record (cannot write" "$tmp/nospace.err"
+    expect "the run directory made gone" [ ! -e "$tmp/nospace/r" ]
+    "$vl" run --out "$tmp/nospace/r" --quiet -- sh -c 'kill -TERM $$' 2>/dev/null
+    expect "a job killed by TERM: vramledger dies of it (143)" eq "$?" 143
+    (cd "$tmp/nospace" && "$vl" run --quiet -- sh -c 'exit 6' 2>/dev/null)
+    expect "the default run directory: the job's status (6)" eq "$?" 6
+    expect "and no run directory left" eq "$(ls "$tmp/nospace/runs" | wc -l)" 0
+    unmount_small nospace
+  fi
+  if small noinode 256 "" nr_inodes=2; then # the root and one file: mkdir has no inode
+    touch "$tmp/noinode/f"
+    "$vl" run --out "$tmp/noinode/r" --quiet -- sh -c 'exit 7' 2>"$tmp/noinode.err"
+    expect "no inode for the run directory: the job's status (7)" eq "$?" 7
+    expect "stderr says so" grep -q "cannot write '.*/noinode/r': No space left on device: nothing is recorded" "$tmp/noinode.err"
+    unmount_small noinode
+  fi
+  # `ulimit -f 0`: the record's first line is refused (EFBIG); the job's
+  # output goes to a pipe (a file would be refused to the job too)
+  mkdir "$tmp/fsize"
+  out=$(sh -c "ulimit -f 0; exec '$vl' run --out '$tmp/fsize' --quiet -- sh -c 'echo ran; exit 8'" 2>&1)
+  expect "ulimit -f 0: the job's status (8)" eq "$?" 8
+  echo "$out" >"$tmp/fsize.out"
+  expect "and its output" eq "$(grep -v '^vramledger: ' "$tmp/fsize.out")" ran
+  expect "stderr says why" grep -q "record.jsonl': File too large: nothing is recorded" "$tmp/fsize.out"
+  expect "the run directory given stays, emptied" eq "$(ls -A "$tmp/fsize" | wc -l)" 0
+  if small rofs 64 "" ro; then
+    "$vl" run --out "$tmp/rofs/r" -- sh -c "touch '$tmp/rofs.ran'" 2>"$tmp/rofs.err"
+    expect "a read-only --out: refused (1)" eq "$?" 1
+    expect "the job not run" [ ! -e "$tmp/rofs.ran" ]
+    expect "stderr says why" grep -q "cannot create the run directory '.*/rofs/r': Read-only file system" "$tmp/rofs.err"
+    unmount_small rofs
   fi
   end
 fi
