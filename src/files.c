@@ -216,13 +216,13 @@ FILE *cli_create_stream(const char *path, const char *mode, mode_t perm) {
 int cli_output_open(struct cli_output *o, const char *path, mode_t perm) {
   memset(o, 0, sizeof *o);
   struct stat st;
-  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+  bool there = lstat(path, &st) == 0;
+  if (there && S_ISLNK(st.st_mode)) {
     cli_error("cannot write '%s': it is a symbolic link (vramledger does not write through one)",
               path);
     cli_hint("give the file itself, or remove the link");
     return VL_EXIT_ERROR;
   }
-  bool there = lstat(path, &st) == 0;
   if (there && !S_ISREG(st.st_mode)) {
     cli_error("cannot write '%s': it is not a regular file", path);
     return VL_EXIT_ERROR;
