@@ -1460,6 +1460,24 @@ static void *dlsym_after(dlsym_fn d, const char *name, void *caller) {
   return link_after(d, name, lm, info.dli_fbase);
 }
 
+/* Is the caller a wrapper of name behind us: an object loaded after ours
+ * that defines name itself (a job's LD_PRELOAD after the interposer's)?
+ * Our own function reaches it (rt: the next definition after us), so it
+ * is given the next one after itself, as without us: handed ours, it would
+ * call us back (each call through us twice), and rt_real set to the
+ * definition after it would skip it from then on. */
+static bool wrapper_after_us(dlsym_fn d, const char *name, void *caller) {
+  Dl_info info, at;
+  struct link_map *lm = NULL, *owner = NULL;
+  if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !loaded_after_us(lm))
+    return false;
+  void *h = lm->l_name && lm->l_name[0] ? dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+  if (!h) return false;
+  void *own = d(h, name);
+  dlclose(h);
+  return own && dladdr1(own, &at, (void **)&owner, RTLD_DL_LINKMAP) && owner == lm;
+}
+
 static void *dlsym_next(dlsym_fn d, const char *name, void *caller) {
   static dl_sym_fn dl_sym;
   static int looked;
@@ -1473,12 +1491,13 @@ static void *dlsym_next(dlsym_fn d, const char *name, void *caller) {
 EXPORT void *dlsym(void *handle, const char *name) {
   dlsym_fn d = real_dlsym();
   if (!d) return NULL;
-  void *p =
-      handle == RTLD_NEXT ? dlsym_next(d, name, __builtin_return_address(0)) : d(handle, name);
+  void *caller = __builtin_return_address(0);
+  void *p = handle == RTLD_NEXT ? dlsym_next(d, name, caller) : d(handle, name);
   if (!p || name[0] != 'c' || name[1] != 'u') return p;
   if (strncmp(name, "cuda", 4) == 0) {
     for (int i = 0; i < RT_COUNT; i++)
       if (strcmp(name, rt_names[i]) == 0) {
+        if (handle == RTLD_NEXT && wrapper_after_us(d, name, caller)) return p;
         void *ours = d(RTLD_DEFAULT, name);
         if (ours == p) return p; /* already resolved to us */
         __atomic_store_n(&rt_real[i], p, __ATOMIC_RELEASE);

@@ -177,6 +177,7 @@ int cmd_estimate(int argc, const char **argv) {
       .carry = gpu ? &carry : NULL,
       .context_edge = gpu && dm.formula && vl_fit_near_edge(&fit, carry.range_bytes),
       .time = timed ? &time : NULL,
+      .recipe = e.recipe,
   };
   struct dry_view dv = {dm.formula ? &view : NULL, &dm, &d, &e, gpu, vl_context_bytes(&ov, &e.job)};
   bool fits = gpu ? dm.formula && fit.fits : true;

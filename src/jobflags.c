@@ -47,6 +47,7 @@ enum {
   O_MAX_SEQ,
   O_FORMAT,
   O_EXPLAIN,
+  O_RECIPE,
   O_CATALOG
 };
 
@@ -89,6 +90,7 @@ static const struct cli_opt opts[] = {
     {"max-seq", false, O_MAX_SEQ},
     {"format", true, O_FORMAT},
     {"explain", false, O_EXPLAIN},
+    {"recipe", true, O_RECIPE},
     {"catalog", true, O_CATALOG},
     {NULL, false, 0},
 };
@@ -250,6 +252,7 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
     e->fmt = (enum vl_format)k;
     return 0;
   case O_EXPLAIN: e->explain = true; return 0;
+  case O_RECIPE: e->recipe_file = arg; return 0;
   case O_CATALOG: e->catalog = arg; return 0;
   default: return 0;
   }
@@ -367,9 +370,14 @@ static int inert(const struct est *e) {
   return VL_EXIT_USAGE;
 }
 
+int est_parse_flags(int argc, const char **argv, struct est *e) {
+  return cli_parse(argc, argv, opts, on_opt, e);
+}
+
 int est_parse(int argc, const char **argv, struct est *e) {
   int rc = cli_parse(argc, argv, opts, on_opt, e);
   if (rc || e->help) return rc;
+  if (e->recipe_file && (rc = est_recipe(e, argc, argv))) return rc;
   if ((rc = inert(e))) return rc;
   if (e->job.task == VL_TASK_INFER && !e->seq_given) e->job.seq = 512;
   /* serving loads half-precision weights; training defaults to AMP */

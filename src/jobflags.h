@@ -21,7 +21,9 @@ struct est {
   char targets[256];
   bool seq_given;
   bool precision_given;
-  uint64_t given; /* the flags given, a bit per option (est_given) */
+  const char *recipe_file;             /* --recipe FILE, or NULL */
+  const struct vl_recipe_view *recipe; /* its keys, for the renderers; NULL none */
+  uint64_t given;                      /* the flags given, a bit per option (est_given) */
 };
 
 /*! Was the job flag (its name without "--", as "batch") given? */
@@ -38,6 +40,13 @@ void est_init(struct est *e);
 /*! Parse estimate flags (all of argv[1..argc)); applies the task's
  * defaults afterwards. @return 0 or an exit code (message printed). */
 int est_parse(int argc, const char **argv, struct est *e);
+/*! The job flags of argv[1..argc) into e, nothing else (no defaults, no
+ * recipe). @return 0 or an exit code (message printed). */
+int est_parse_flags(int argc, const char **argv, struct est *e);
+/*! --recipe given (e->recipe_file): the recipe's flags, then argv's over
+ * them (src/recipe.c); e->recipe set, a summary on stderr. @return 0 or an
+ * exit code (message printed). */
+int est_recipe(struct est *e, int argc, const char **argv);
 /*! Load the GPU catalog: file, else the bundled data/gpus.json. The
  * caller releases cat. @return 0 or an exit code (message printed). */
 int est_catalog(const char *file, struct vl_catalog *cat);

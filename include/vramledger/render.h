@@ -11,6 +11,18 @@
 #include "vramledger/model.h"
 
 /* Everything an estimate report shows. */
+/* A fine-tuning recipe behind an estimate (estimate --recipe): each key
+ * with its value (for mapped keys, the flags it set) and its line. */
+struct vl_recipe_key {
+  const char *key, *value, *why; /* why: NULL, or why it is listed */
+  unsigned line;                 /* 1-based; 0: no line */
+};
+struct vl_recipe_view {
+  const char *kind, *file;
+  const struct vl_recipe_key *mapped, *ignored, *unknown;
+  size_t n_mapped, n_ignored, n_unknown;
+};
+
 struct vl_estimate_view {
   const char *model_name; /* bundled name or file path */
   const struct vl_arch *arch;
@@ -26,6 +38,7 @@ struct vl_estimate_view {
   bool context_edge; /* with carry: the headroom or shortfall within the context's range
                       * (vl_fit_near_edge) */
   const struct vl_step_time *time; /* with gpu, training: the step's time; NULL none */
+  const struct vl_recipe_view *recipe; /* --recipe: its keys (--explain, JSON); NULL none */
 };
 
 enum vl_format { VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD };

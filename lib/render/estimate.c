@@ -200,6 +200,7 @@ static void text(FILE *o, const struct vl_estimate_view *v) {
     }
     fprintf(o, "      source: %s\n", t->source);
   }
+  if (v->recipe) vl__recipe_text(o, v->recipe);
 }
 
 static void md(FILE *o, const struct vl_estimate_view *v) {
@@ -415,6 +416,7 @@ static json_t *json_report(const struct vl_estimate_view *v) {
   }
   json_object_set_new(r, "model", m);
   json_object_set_new(r, "settings", vl__settings_json(j));
+  if (v->recipe) json_object_set_new(r, "recipe", vl__recipe_json(v->recipe));
   json_object_set_new(r, "params", U(b->params));
   json_object_set_new(r, "trainable_params", U(b->trainable_params));
   json_object_set_new(r, "params_per_gpu", U(b->params_per_gpu));

@@ -47,6 +47,12 @@ struct vl_fit;
 /* what a fit within the context's range on its card means (a static string) */
 const char *vl__context_edge_text(const struct vl_fit *f);
 
+struct vl_recipe_view;
+/* A recipe's keys (estimate --recipe): its text section (under --explain)
+ * and its JSON object (a new reference), lib/render/recipe.c. */
+void vl__recipe_text(FILE *o, const struct vl_recipe_view *r);
+json_t *vl__recipe_json(const struct vl_recipe_view *r);
+
 /* Strings from outside (a record, a configuration, the command line) are
  * written through one function per format (lib/render/escape.c); each
  * writes valid UTF-8 (a byte of no character as '?') and NULL as "".
