@@ -60,8 +60,9 @@ vl_status vl_vary_parse(const char *s, bool normal, struct vl_vary *v, struct vl
   else if (!strncmp(val, "+-", 2))
     val += 2;
   char *end;
-  double p = strtod(val, &end);
-  if (end == val || strcmp(end, "%") || !(p > 0 && p < 100))
+  double p = strtod(val, &end); /* digits and a point only: no 0x10, inf or leading space */
+  if (end == val || strspn(val, "0123456789.") != (size_t)(end - val) || strcmp(end, "%") ||
+      !(p > 0 && p < 100))
     return vl__fail(err, VL_EINVAL, "expected %s=±P%% with 0 < P < 100", vl_vary_name(v->var));
   v->dist = normal ? VL_DIST_NORMAL : VL_DIST_UNIFORM;
   v->pct = p / 100.0;
