@@ -12,8 +12,12 @@ import ctypes
 from .cli import VramledgerError, estimate, plan
 from .dryrun import DryRun, dry_run
 
-__all__ = ["DryRun", "VramledgerError", "attach", "dry_run", "estimate", "fallback_requested",
-           "mark", "plan"]
+__all__ = ["DryRun", "VramledgerError", "__version__", "attach", "dry_run", "estimate",
+           "fallback_requested", "mark", "plan"]
+
+# The program's version (CMakeLists.txt's project(VERSION), `vramledger
+# --version`), kept equal by a test; the package's build reads it from here.
+__version__ = "0.1.0"
 
 _mark = None
 

@@ -8,7 +8,7 @@
 # said. Then `pip install ./python` in a virtual environment, offline, and
 # the package's callbacks and estimate() from there.
 # usage: install_tests.sh BUILD_DIR SOURCE_DIR FAKE_NVML STUB_DIR PRELOAD_TEST PYTHON
-# (PYTHON: Debian's, with its setuptools and torch)
+# (PYTHON: Debian's, with its torch)
 set -u
 build=$1 src=$2 fake=$3 stub=$4 prog=$5 py=$6
 tmp=$(mktemp -d)
@@ -80,10 +80,10 @@ fi
 # the Python package, offline, into a virtual environment that sees Debian's torch
 "$py" -m venv --system-site-packages "$tmp/venv" >/dev/null 2>&1
 check "a virtual environment" [ -x "$tmp/venv/bin/pip" ]
-cp -r "$src/python" "$tmp/pysrc" # pip builds in the source directory: not in the checkout
-"$tmp/venv/bin/pip" install --no-build-isolation --no-index --quiet "$tmp/pysrc" >"$tmp/pip.log" 2>&1
+# the build backend needs nothing from the index (python_install: with pip alone)
+(cd "$src" && PYTHONDONTWRITEBYTECODE=1 PIP_CONFIG_FILE=/dev/null \
+  "$tmp/venv/bin/pip" install --no-index --quiet ./python) >"$tmp/pip.log" 2>&1
 check "pip install ./python, offline" [ $? = 0 ]
-rm -rf "$tmp/pysrc"
 PATH="$tmp/moved/usr/bin:$PATH" "$tmp/venv/bin/python" -c "
 import vramledger
 e = vramledger.estimate('gpt2', seq=1024)
@@ -92,6 +92,8 @@ print(vramledger.__file__)" >"$tmp/py.out" 2>&1
 check "the installed package calls the installed program" grep -q "$tmp/venv/lib/python.*/site-packages/vramledger/__init__.py" "$tmp/py.out"
 PATH="$tmp/moved/usr/bin:$PATH" "$tmp/venv/bin/python" -m vramledger --version >"$tmp/pym" 2>&1
 check "python -m vramledger" grep -q "^vramledger " "$tmp/pym"
+"$tmp/venv/bin/python" -c "import vramledger; print('vramledger', vramledger.__version__)" >"$tmp/pyv" 2>&1
+check "vramledger.__version__ is the installed program's" cmp -s "$tmp/pym" "$tmp/pyv"
 if "$tmp/venv/bin/python" -c "import torch" 2>/dev/null; then
   "$tmp/venv/bin/python" "$src/tests/python/job_callbacks.py" "$tmp/cb.jsonl" "$tmp/cb.json" 4 2>"$tmp/cb.err"
   check "the callbacks from the installed package" [ $? = 0 ]
