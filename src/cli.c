@@ -216,12 +216,12 @@ static bool redact_pattern(const char *flag, size_t n) {
 }
 
 /* Does s[0..n) name a secret: it holds password, passwd, token, key,
- * secret, auth, credential or signature, in any case ("HF_TOKEN",
+ * secret, auth, credential, signature or cookie, in any case ("HF_TOKEN",
  * "--api-key", "X-Amz-Signature")? Over-broad on purpose ("--author"):
  * a value left out of a record costs less than a secret kept in it. */
 static bool secret_name(const char *s, size_t n) {
-  static const char *const words[] = {"password", "passwd", "token",      "key",
-                                      "secret",   "auth",   "credential", "signature"};
+  static const char *const words[] = {"password", "passwd",     "token",     "key",   "secret",
+                                      "auth",     "credential", "signature", "cookie"};
   for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
     if (holds_ci(s, n, words[i])) return true;
   return false;
@@ -352,6 +352,9 @@ const char *cli_redact_arg(const char *prev, const char *arg, char *buf, size_t 
   if (prev && (!strcmp(prev, "-H") || !strcmp(prev, "--header")) && (colon = strchr(arg, ':')) &&
       secret_name(arg, (size_t)(colon - arg)))
     return keep_then(buf, n, arg, (size_t)(colon - arg) + 1, " <redacted>"); /* a header */
+  if (eq && name == 8 && !strncmp(arg, "--header", 8) && (colon = strchr(eq, ':')) &&
+      secret_name(eq + 1, (size_t)(colon - eq - 1)))
+    return keep_then(buf, n, arg, (size_t)(colon - arg) + 1, " <redacted>"); /* --header=H: */
   struct redacted w = {buf, n, 0, false, false};
   if (n) buf[0] = '\0';
   put_urls(&w, arg);

@@ -63,11 +63,12 @@ check "secrets past a fixed buffer are redacted too" sh -c "! grep -q 'hunter2\|
 # and secret query values; python's -u and a plain URL are kept
 "$vl" run --out "$tmp/secret3" --quiet -- env HF_TOKEN=hf_s1 api_key=s2 LR=0.1 true curl \
   -u bob:s3 --user=al:s4 -H 'Authorization: Bearer s5' 'https://u:s6@h.io/p?x=1&token=s7&access_token=s8' \
-  https://s9@github.com/r.git python -u train.py https://h.io/plain?page=2
+  https://s9@github.com/r.git python -u train.py https://h.io/plain?page=2 '--header=Cookie: id=s1' \
+  -H 'Accept: text/plain'
 check "secrets outside flag names are not in the record" \
   sh -c "! grep -q 's[1-9]' '$tmp/secret3/record.jsonl'"
 check "each said as redacted, what is no secret kept" grep -q \
-  '"HF_TOKEN=<redacted>","api_key=<redacted>","LR=0.1","true","curl","-u","bob:<redacted>","--user=al:<redacted>","-H","Authorization: <redacted>","https://u:<redacted>@h.io/p?x=1&token=<redacted>&access_token=<redacted>","https://<redacted>@github.com/r.git","python","-u","train.py","https://h.io/plain?page=2"' \
+  '"HF_TOKEN=<redacted>","api_key=<redacted>","LR=0.1","true","curl","-u","bob:<redacted>","--user=al:<redacted>","-H","Authorization: <redacted>","https://u:<redacted>@h.io/p?x=1&token=<redacted>&access_token=<redacted>","https://<redacted>@github.com/r.git","python","-u","train.py","https://h.io/plain?page=2","--header=Cookie: <redacted>","-H","Accept: text/plain"' \
   "$tmp/secret3/record.jsonl"
 
 # a job that ends between two ticks is noticed when it ends, not at the
