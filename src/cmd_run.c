@@ -1024,15 +1024,12 @@ static int open_nvml(struct run *r) {
   if (r->nv)
     r->n_vis =
         visible_gpus(r->nv, gs, n_all < VL_RECORD_MAX_GPUS ? n_all : VL_RECORD_MAX_GPUS, r->vis);
+  if (r->no_record) return 0; /* open_record found no room: NVML for the summary alone */
   json_t *meta =
       meta_event(r->start_ns, &r->wall, r->cmd, r->cmd_argc, r->o.interval_ms,
                  r->nvml_status == VL_OK ? "ok" : r->nvml_err.msg, r->nv, gs, r->vis, r->n_vis);
   find_parts(r, meta);
   struct vl_err err = {""};
-  if (r->no_record) { /* open_record found no room */
-    json_decref(meta);
-    return 0;
-  }
   if (put(r, meta, &err) != VL_OK) { /* the file is ours and new: any failure is the disk's */
     go_unrecorded(r, r->rec_path, err.msg);
     return 0;
@@ -1232,7 +1229,7 @@ static int finish(struct run *r, struct vl_sampler *sm) {
   }
   tput_close(&r->tw);
   close(r->out.fd);
-  if (r->out.lost_bytes) {
+  if (r->out.lost_bytes && !r->no_record) { /* unrecorded: /dev/null, or nothing open */
     char how[48];
     if (WIFSIGNALED(sm->status))
       snprintf(how, sizeof how, "was killed by signal %d (%d)", WTERMSIG(sm->status), code);
