@@ -405,11 +405,18 @@ static int write_snapshot(const struct tr *t, const struct vl_trace *tr, int dev
     vl_snapshot_release(&s);
     return VL_EXIT_ERROR;
   }
+  errno = 0;
   int w = vl_render_snapshot(f, &s);
+  if (fflush(f) != 0 || ferror(f)) w = -1;
+  int e = errno;
   if (fclose(f) != 0) w = -1;
   vl_snapshot_release(&s);
-  if (w != 0) {
-    cli_error("cannot write '%s': %s", t->snapshot, strerror(errno ? errno : EIO));
+  if (w != 0) { /* a cut pickle is no snapshot: removed, not left to be read */
+    unlink(t->snapshot);
+    cli_error("cannot write '%s': %s; the partial file is removed", t->snapshot,
+              strerror(e       ? e
+                       : errno ? errno
+                               : EIO));
     return VL_EXIT_ERROR;
   }
   return 0;

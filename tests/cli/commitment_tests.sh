@@ -67,6 +67,12 @@ if mount -t tmpfs -o size=64k tmpfs "$mnt" 2>/dev/null; then
   check "the commitment is as it was" cmp -s "$tmp/commitment.json" "$mnt/commitment.json"
   check "and COMMITMENT.md" cmp -s "$tmp/COMMITMENT.md" "$mnt/COMMITMENT.md"
   check "no temporary left" [ "$(ls -A "$mnt" | wc -l)" = 3 ]
+  # the same disk: trace --snapshot (a new file) leaves no cut pickle
+  "$vl" trace --replay "$(dirname "$0")/../data/traces/batch.trace" --snapshot "$mnt/s.pickle" \
+    >/dev/null 2>"$tmp/err"
+  check "trace --snapshot on a full disk: exit 1" [ $? = 1 ]
+  check "no partial snapshot left" [ ! -e "$mnt/s.pickle" ]
+  check "said" has "$tmp/err" "s.pickle': No space left on device; the partial file is removed"
   rm "$mnt/filler"
   chmod 600 "$mnt/commitment.json"
   "$vl" commit --model configs/model.json --catalog gpus.json --gpu fake-gpu $job --out "$mnt" \
