@@ -6,7 +6,6 @@
  * rest are looked up in the kind's table of keys: listed as ignored where
  * they change memory or time and the estimate does not model them, passed
  * over where they change neither, else listed as unknown. */
-#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include "jobflags.h"
 #include "recipe.h"
 #include "vramledger/arch.h"
+#include "vramledger/commitment.h"
 #include "vramledger/alloc.h"
 
 /* ---- the keys of a file -------------------------------------------- */
@@ -313,8 +313,18 @@ static void hf_optimizer(struct ctx *c, const char *key) {
   ignore(c, k, "an optimizer the estimate does not model: it bills adamw");
 }
 
-/* DeepSpeed's JSON config (a path relative to the recipe's folder or to
- * the working directory): its ZeRO stage and offloads */
+/* the last value the recipe gave flag, or "" */
+static const char *last_set(const struct recipe *r, const char *flag) {
+  for (size_t i = r->n_set; i-- > 0;)
+    if (!strcmp(r->set[i].flag, flag)) return r->set[i].value;
+  return "";
+}
+
+/* The DeepSpeed config a recipe names (a path relative to the recipe's
+ * folder, else to the working directory), read as `check --deepspeed`
+ * reads one (lib/decide/deepspeed.c): its ZeRO stage and offloads; its
+ * bf16/fp16 sections (the Trainer fills "auto" with the recipe's) keep
+ * half weights with an fp32 master copy in the optimizer, mixed-*. */
 static void deepspeed(struct ctx *c, const char *key) {
   struct rkey *k = take(c, key);
   if (!k || off(k)) return;
@@ -322,29 +332,37 @@ static void deepspeed(struct ctx *c, const char *key) {
   const char *slash = strrchr(c->r->file, '/');
   snprintf(path, sizeof path, "%.*s%s", slash ? (int)(slash - c->r->file + 1) : 0, c->r->file,
            k->value);
-  json_error_t je;
-  json_t *ds = k->value[0] == '/' ? NULL : json_load_file(path, 0, &je);
-  if (!ds) ds = json_load_file(k->value, 0, &je);
-  json_t *stage = json_object_get(json_object_get(ds, "zero_optimization"), "stage");
-  if (!json_is_integer(stage) || json_integer_value(stage) < 0 || json_integer_value(stage) > 3) {
-    ignore(c, k,
-           ds ? "no zero_optimization.stage of 0 to 3 in it: give --zero and --dp"
-              : "cannot read it: give --zero and --dp for its ZeRO stage");
-    json_decref(ds);
+  size_t len = 0;
+  char *text = k->value[0] == '/' ? NULL : cli_read_file_quiet(path, &len);
+  if (!text) {
+    snprintf(path, sizeof path, "%s", k->value);
+    text = cli_read_file_quiet(path, &len);
+  }
+  if (!text) {
+    ignore(c, k, "cannot read it (beside the recipe or here): give --zero and --dp");
     return;
   }
-  char z[8];
-  snprintf(z, sizeof z, "%d", (int)json_integer_value(stage));
+  struct vl_job j;
+  vl_job_init(&j);
+  char autos[512], z[8];
+  struct vl_err err = {""};
+  vl_status s = vl_job_apply_deepspeed(text, len, &j, autos, sizeof autos, &err);
+  vl_free(text);
+  if (s != VL_OK) {
+    complain(c, k, "cannot use '%s': %s", path, err.msg);
+    return;
+  }
+  snprintf(z, sizeof z, "%u", j.zero);
   set(c, k, "--framework", "deepspeed");
   set(c, k, "--zero", z);
-  json_t *zo = json_object_get(ds, "zero_optimization");
-  const char *opt =
-      json_string_value(json_object_get(json_object_get(zo, "offload_optimizer"), "device"));
-  const char *par =
-      json_string_value(json_object_get(json_object_get(zo, "offload_param"), "device"));
-  bool po = par && strcmp(par, "none") != 0, oo = opt && strcmp(opt, "none") != 0;
-  if (po || oo) set(c, k, "--offload", po ? "full" : "optimizer");
-  json_decref(ds);
+  if (j.offload != VL_OFFLOAD_NONE) set(c, k, "--offload", vl_offload_name(j.offload));
+  const char *p = last_set(c->r, "--precision");
+  if (!strstr(autos, "bf16/fp16.enabled"))
+    set(c, k, "--precision", vl_precision_name(j.precision));
+  else if (strstr(p, "bf16"))
+    set(c, k, "--precision", "mixed-bf16");
+  else if (strstr(p, "fp16"))
+    set(c, k, "--precision", "mixed-fp16");
 }
 
 /* FSDP's sharding options (transformers' FSDPOption, axolotl's fsdp) */
@@ -1284,7 +1302,7 @@ static void summary(const struct recipe *r, const struct est *e) {
   fprintf(stderr, "%s", r->n_ignored > 6 ? ", ...)" : r->n_ignored ? ")" : "");
   if (r->n_unknown) fprintf(stderr, ", %zu unknown", r->n_unknown);
   if (!e->model) fprintf(stderr, "; it names no model: give --model");
-  fprintf(stderr, "; --explain lists them\n");
+  fprintf(stderr, "%s\n", e->explain ? "" : "; estimate --explain lists them");
 }
 
 int est_recipe(struct est *e, int argc, const char **argv) {
