@@ -235,10 +235,9 @@ static vl_status read_gpt2(struct vl__reader *r, struct vl_arch *a) {
   a->softmax_native = a->family == VL_FAM_GPT2;
   /* "gelu_new" (the default) is transformers' NewGELUActivation, written
    * with Python tensor ops: autograd keeps four intermediates, not one */
-  json_t *act = json_object_get(r->root, "activation_function");
-  a->gelu_python =
-      (unsigned)(act ? json_is_string(act) && strcmp(json_string_value(act), "gelu_new") == 0
-                     : a->family == VL_FAM_GPT2);
+  const char *act = a->family == VL_FAM_GPT2 ? "gelu_new" : "";
+  TRY(vl__get_str(r, "activation_function", act, &act)); /* a number is refused, not a default */
+  a->gelu_python = (unsigned)(strcmp(act, "gelu_new") == 0);
   return VL_OK;
 }
 
@@ -282,9 +281,9 @@ static vl_status read_opt(struct vl__reader *r, struct vl_arch *a) {
   TRY(vl__get_prob(r, "attention_dropout", 0.0, &a->attn_dropout));
   a->embed_dropout = a->hidden_dropout;
   a->pos_offset = 2; /* OPTLearnedPositionalEmbedding: offset 2 */
-  json_t *act = json_object_get(r->root, "activation_function");
-  a->relu_act =
-      (unsigned)(!act || (json_is_string(act) && strcmp(json_string_value(act), "relu") == 0));
+  const char *act = "relu";
+  TRY(vl__get_str(r, "activation_function", "relu", &act));
+  a->relu_act = (unsigned)(strcmp(act, "relu") == 0);
   a->learned_pos = a->causal = 1;
   return VL_OK;
 }

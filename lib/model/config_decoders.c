@@ -143,11 +143,15 @@ static vl_status sliding(struct vl__reader *r, struct vl_arch *a, uint64_t dwin,
   TRY(vl__get_u64(r, "sliding_window", dwin, 0, MAX_POS, &a->sliding_window));
   json_t *lt = json_object_get(r->root, "layer_types");
   a->sliding_layers = 0;
+  if (lt && !json_is_null(lt) && !json_is_array(lt))
+    return vl__fail(r->err, VL_EKEY, "key 'layer_types': expected an array, got %s",
+                    vl__json_kind(lt));
   if (lt && json_is_array(lt)) {
     for (size_t i = 0; i < json_array_size(lt) && i < a->layers; i++) {
       json_t *x = json_array_get(lt, i);
-      if (json_is_string(x) && strcmp(json_string_value(x), "sliding_attention") == 0)
-        a->sliding_layers++;
+      if (!json_is_string(x))
+        return vl__fail(r->err, VL_EKEY, "key 'layer_types': entry %zu is not a string", i);
+      if (strcmp(json_string_value(x), "sliding_attention") == 0) a->sliding_layers++;
     }
   } else if (every) {
     for (uint64_t l = 0; l < a->layers; l++)

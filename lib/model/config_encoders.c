@@ -64,11 +64,16 @@ static vl_status deberta(struct vl__reader *r, struct vl_arch *a) {
     TRY(vl__get_str(r, "norm_rel_ebd", "none", &nre));
     a->rel_norm = strstr(nre, "layer_norm") != NULL;
     json_t *pat = json_object_get(r->root, "pos_att_type");
+    if (pat && !json_is_null(pat) && !json_is_array(pat))
+      return vl__fail(r->err, VL_EKEY, "key 'pos_att_type': expected an array, got %s",
+                      vl__json_kind(pat));
     if (pat && json_is_array(pat)) {
       for (size_t i = 0; i < json_array_size(pat); i++) {
         const char *t = json_string_value(json_array_get(pat, i));
-        if (t && strcmp(t, "c2p") == 0) a->rel_att |= 1;
-        if (t && strcmp(t, "p2c") == 0) a->rel_att |= 2;
+        if (!t)
+          return vl__fail(r->err, VL_EKEY, "key 'pos_att_type': entry %zu is not a string", i);
+        if (strcmp(t, "c2p") == 0) a->rel_att |= 1;
+        if (strcmp(t, "p2c") == 0) a->rel_att |= 2;
       }
     }
     if (!share) a->rel_pos_proj = a->rel_att;
