@@ -30,7 +30,7 @@ struct rkey {
   char key[128];
   char value[256];
   unsigned line, col;
-  bool null, used, cut;
+  bool null, used, cut, said; /* said: its value was complained of */
 };
 
 struct ctx {
@@ -202,6 +202,17 @@ static int truth(const struct rkey *k) {
     if (!strcasecmp(k->value, no[i])) return 0;
   }
   return -1;
+}
+
+/* a true/false key (NULL: false) that is true; another value is said once */
+static bool is_true(struct ctx *c, struct rkey *k) {
+  if (!k) return false;
+  int t = truth(k);
+  if (t < 0 && !k->said) {
+    k->said = true;
+    complain(c, k, "expected true or false, got '%s'", k->value);
+  }
+  return t == 1;
 }
 
 /* the value says "nothing": a key that changes nothing is not listed */
@@ -381,7 +392,7 @@ static void fsdp(struct ctx *c, const char *key, const char *offload_key) {
   struct rkey *o = offload_key ? take(c, offload_key) : NULL;
   if (has_word(k->value, "offload"))
     set(c, k, "--offload", "full");
-  else if (o && truth(o) == 1)
+  else if (is_true(c, o))
     set(c, o, "--offload", "full");
 }
 
@@ -401,7 +412,7 @@ static void checkpointing(struct ctx *c, const char *key) {
 static void axolotl_precision(struct ctx *c) {
   struct rkey *b = take(c, "bf16"), *f = take(c, "fp16");
   struct rkey *bb = take(c, "bfloat16"), *ff = take(c, "float16");
-  bool bf = b && (truth(b) == 1 || !strcasecmp(b->value, "auto")), fp = f && truth(f) == 1;
+  bool bf = b && (!strcasecmp(b->value, "auto") || is_true(c, b)), fp = is_true(c, f);
   if (bf && fp) conflict(c, b, f, "give one of bf16 and fp16");
   /* axolotl loads the weights in the half type (torch_dtype): the
    * optimizer's states follow them, as --precision bf16 bills */
@@ -409,9 +420,9 @@ static void axolotl_precision(struct ctx *c) {
     set(c, b, "--precision", "bf16");
   else if (fp)
     set(c, f, "--precision", "fp16");
-  else if (bb && truth(bb) == 1)
+  else if (is_true(c, bb))
     set(c, bb, "--precision", "bf16");
-  else if (ff && truth(ff) == 1)
+  else if (is_true(c, ff))
     set(c, ff, "--precision", "fp16");
   else if (b || f)
     set(c, b ? b : f, "--precision", "fp32");
@@ -419,10 +430,9 @@ static void axolotl_precision(struct ctx *c) {
 
 static void axolotl_lora(struct ctx *c) {
   struct rkey *a = take(c, "adapter"), *l4 = take(c, "load_in_4bit"), *l8 = take(c, "load_in_8bit");
-  if (l4 && l8 && truth(l4) == 1 && truth(l8) == 1)
+  if (is_true(c, l4) && is_true(c, l8))
     conflict(c, l4, l8, "the base weights are loaded in 4 or in 8 bits: keep one");
-  if (l8 && truth(l8) == 1)
-    ignore(c, l8, "8-bit base weights are not modelled: billed in the precision");
+  if (is_true(c, l8)) ignore(c, l8, "8-bit base weights are not modelled: billed in the precision");
   if (!a || off(a)) return;
   if (strcmp(a->value, "lora") && strcmp(a->value, "qlora")) {
     ignore(c, a, "an adapter the estimate does not model: billed as full fine-tuning");
@@ -430,7 +440,7 @@ static void axolotl_lora(struct ctx *c) {
   }
   struct rkey *r = take(c, "lora_r");
   set(c, r ? r : a, "--lora-rank", r ? r->value : "8");
-  if (!strcmp(a->value, "qlora") || (l4 && truth(l4) == 1)) set(c, l4 ? l4 : a, "--qlora", NULL);
+  if (!strcmp(a->value, "qlora") || is_true(c, l4)) set(c, l4 ? l4 : a, "--qlora", NULL);
   struct rkey *lin = if_true(c, "lora_target_linear"), *mods = take(c, "lora_target_modules");
   if (lin)
     set(c, lin, "--lora-targets", "all-linear");
@@ -551,10 +561,10 @@ static void torchtune_optimizer(struct ctx *c) {
   struct rkey *mom = take(c, "optimizer.momentum");
   set(c, k, "--optimizer", !strcmp(o, "sgd") && mom && !off(mom) ? "sgd-momentum" : o);
   struct rkey *fu = take(c, "optimizer.fused"), *fe = take(c, "optimizer.foreach");
-  if (fu && truth(fu) == 1)
+  if (is_true(c, fu))
     set(c, fu, "--optimizer-impl", "fused");
   else if (fe)
-    set(c, fe, "--optimizer-impl", truth(fe) == 1 ? "foreach" : "forloop");
+    set(c, fe, "--optimizer-impl", is_true(c, fe) ? "foreach" : "forloop");
 }
 
 static void map_torchtune(struct ctx *c) {
@@ -594,7 +604,7 @@ static void map_torchtune(struct ctx *c) {
 
 static void llamafactory_precision(struct ctx *c, bool full) {
   struct rkey *b = take(c, "bf16"), *f = take(c, "fp16"), *p = take(c, "pure_bf16");
-  bool bf = b && truth(b) == 1, fp = f && truth(f) == 1, pure = p && truth(p) == 1;
+  bool bf = is_true(c, b), fp = is_true(c, f), pure = is_true(c, p);
   if (bf && fp) conflict(c, b, f, "give one of bf16 and fp16");
   if (pure && fp) conflict(c, p, f, "pure_bf16 trains in bf16: drop fp16");
   /* the weights load in the compute type; full and freeze tuning cast
@@ -635,7 +645,7 @@ static void map_llamafactory(struct ctx *c) {
   if (fa && !fa->null) set(c, fa, "--attention", strcmp(fa->value, "disabled") ? "sdpa" : "eager");
   /* LLaMA-Factory turns gradient checkpointing on unless told not to */
   struct rkey *gc = take(c, "disable_gradient_checkpointing");
-  if (!gc || truth(gc) != 1) set_as(c, gc, "(LLaMA-Factory default)", "--checkpointing", "full");
+  if (!is_true(c, gc)) set_as(c, gc, "(LLaMA-Factory default)", "--checkpointing", "full");
   hf_optimizer(c, "optim");
   deepspeed(c, "deepspeed");
   set_as(c, NULL, "(HF Trainer)", "--loop", "trainer");
@@ -646,7 +656,7 @@ static void map_llamafactory(struct ctx *c) {
 static void trl_precision(struct ctx *c) {
   struct rkey *b = take(c, "bf16"), *f = take(c, "fp16"),
               *d = take(c, "model_init_kwargs.torch_dtype");
-  bool bf = b && truth(b) == 1, fp = f && truth(f) == 1;
+  bool bf = is_true(c, b), fp = is_true(c, f);
   if (bf && fp) conflict(c, b, f, "give one of bf16 and fp16");
   if (d && (!strcmp(d->value, "bfloat16") || !strcmp(d->value, "float16")))
     set(c, d, "--precision", d->value[0] == 'b' ? "bf16" : "fp16"); /* half weights */
@@ -1295,8 +1305,8 @@ static int sharded(const struct recipe *r, const struct est *e, int argc, const 
 }
 
 static void summary(const struct recipe *r, const struct est *e) {
-  fprintf(stderr, "vramledger: recipe '%s' (%s): %zu keys mapped, %zu ignored", r->file, r->label,
-          r->view.n_mapped, r->n_ignored);
+  fprintf(stderr, "vramledger: recipe '%s' (%s): %zu key%s mapped, %zu ignored", r->file, r->label,
+          r->view.n_mapped, r->view.n_mapped == 1 ? "" : "s", r->n_ignored);
   for (size_t i = 0; i < r->n_ignored && i < 6; i++)
     fprintf(stderr, "%s%s", i ? ", " : " (", r->ignored[i].key);
   fprintf(stderr, "%s", r->n_ignored > 6 ? ", ...)" : r->n_ignored ? ")" : "");
