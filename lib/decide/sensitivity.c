@@ -12,6 +12,10 @@
 #include "vramledger/sensitivity.h"
 #include "vramledger/steptime.h"
 
+/* the most a draw's bytes may be: 2^53, exact in any JSON reader's double
+ * (estimate's bound, VL_EXACT_MAX in vramledger/render.h) */
+#define EXACT_MAX (1ull << 53)
+
 const char *vl_vary_name(enum vl_vary_var v) {
   static const char *const n[] = {"seq", "batch", "hidden", "layers", "precision", "attention"};
   return (unsigned)v < VL_VARY_COUNT ? n[v] : "?";
@@ -105,8 +109,11 @@ static bool peak(const struct vl_sens_query *q, const struct vl_arch *a, const s
     for (size_t k = 0; k < q->fit->vars.nvars; k++)
       x[k] = (double)(!strcmp(q->fit->vars.var[k], "batch") ? j->batch : j->seq);
     double y = vl_fitted_eval(q->fit, x);
-    if (!(y > 0 && y < 1e19)) {
-      if (why && !*why) snprintf(why, why_len, "the fit gives no positive peak there");
+    if (!(y > 0 && y <= (double)EXACT_MAX)) {
+      if (why && !*why)
+        snprintf(why, why_len,
+                 y > 0 ? "the fit gives a peak past 2^53 bytes, beyond what can be represented"
+                       : "the fit gives no positive peak there");
       return false;
     }
     *out = (uint64_t)llround(y);
@@ -118,6 +125,13 @@ static bool peak(const struct vl_sens_query *q, const struct vl_arch *a, const s
     return false;
   }
   *out = vl_bill_budget_bytes(bill); /* DDP: the larger of its two outcomes */
+  if (*out > EXACT_MAX) {            /* as estimate refuses it: no number printed inexact */
+    if (why && !*why)
+      snprintf(why, why_len,
+               "the configuration is beyond what can be represented: %llu bytes, past 2^53",
+               (unsigned long long)*out);
+    return false;
+  }
   return true;
 }
 
@@ -572,7 +586,8 @@ vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_over
   uint64_t n = o.estimated;
   if (!n) {
     struct vl_err why = {""};
-    if (!q->fit && vl_bill_compute(q->arch, &q->job, ov, bill, &why) == VL_OK)
+    uint64_t base = 0;
+    if (!q->fit && peak(q, q->arch, &q->job, ov, bill, &base, why.msg, sizeof why.msg))
       snprintf(why.msg, sizeof why.msg, "the base job can be, its variations cannot: %s",
                r->refused_why);
     vl_free(t);
