@@ -349,6 +349,11 @@ int cmd_fit(int argc, const char **argv) {
                   "far outside the swept range",
                   f.predict[i]);
         rc = VL_EXIT_USAGE;
+      } else if (!rc && fabs(px[i].y) + fabs(px[i].half_width) > 9007199254740992.0) {
+        cli_error("--predict '%s': the fit's prediction there passes 2^53 bytes, beyond what can "
+                  "be represented exactly: a point far outside the swept range",
+                  f.predict[i]);
+        rc = VL_EXIT_USAGE;
       }
       if (!rc && f.by_phase) phase[i] = vl_fit_take_larger(&ro, to, nto, &px[i]);
     }

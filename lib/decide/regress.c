@@ -171,6 +171,13 @@ vl_status vl_points_parse_y(const char *text, size_t len, const char *const *var
                             at, buf, head[col]);
           }
         }
+        if ((int)col == ycol && fabs(row[col]) > 9007199254740992.0) { /* 2^53 */
+          vl_points_release(p);
+          return vl__fail(err, VL_ERANGE,
+                          "line %zu column %zu: %s %.17g is past 2^53, beyond what can be "
+                          "represented exactly",
+                          line, at, head[col], row[col]);
+        }
       }
       col++;
     } while (e == 0);
