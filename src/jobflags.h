@@ -44,7 +44,7 @@ int est_parse(int argc, const char **argv, struct est *e);
  * recipe). @return 0 or an exit code (message printed). */
 int est_parse_flags(int argc, const char **argv, struct est *e);
 /*! --recipe given (e->recipe_file): the recipe's flags, then argv's over
- * them (src/recipe.c); e->recipe set, a summary on stderr. @return 0 or an
+ * them (src/recipe_flags.c); e->recipe set, a summary on stderr. @return 0 or an
  * exit code (message printed). */
 int est_recipe(struct est *e, int argc, const char **argv);
 /*! Load the GPU catalog: file, else the bundled data/gpus.json. The

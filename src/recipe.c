@@ -14,9 +14,7 @@
 #include <yaml.h>
 
 #include "cli.h"
-#include "jobflags.h"
 #include "recipe.h"
-#include "vramledger/arch.h"
 #include "vramledger/commitment.h"
 #include "vramledger/alloc.h"
 
@@ -1189,7 +1187,7 @@ static void make_view(struct recipe *r) {
                                     r->view_unknown, n,       r->n_ignored,   r->n_unknown};
 }
 
-int recipe_load(const char *path, struct recipe **out) {
+int recipe_parse(const char *name, const char *text, size_t len, struct recipe **out) {
   *out = NULL;
   struct recipe *r = vl_calloc(1, sizeof *r);
   struct rkey *keys = vl_calloc(MAX_KEYS, sizeof *keys);
@@ -1199,12 +1197,9 @@ int recipe_load(const char *path, struct recipe **out) {
     cli_error("out of memory");
     return VL_EXIT_ERROR;
   }
-  snprintf(r->file, sizeof r->file, "%s", path);
+  snprintf(r->file, sizeof r->file, "%s", name);
   struct ctx c = {.r = r, .keys = keys};
-  size_t len = 0;
-  char *text = cli_read_file(path, &len);
-  int rc = text ? read_keys(&c, text, len) : VL_EXIT_ERROR;
-  vl_free(text);
+  int rc = read_keys(&c, text, len);
   if (!rc && !(c.kind = detect(&c))) rc = VL_EXIT_USAGE;
   if (!rc) {
     r->kind = c.kind->name;
@@ -1223,108 +1218,14 @@ int recipe_load(const char *path, struct recipe **out) {
   return 0;
 }
 
+int recipe_load(const char *path, struct recipe **out) {
+  *out = NULL;
+  size_t len = 0;
+  char *text = cli_read_file(path, &len);
+  if (!text) return VL_EXIT_ERROR;
+  int rc = recipe_parse(path, text, len, out);
+  vl_free(text);
+  return rc;
+}
+
 void recipe_free(struct recipe *r) { vl_free(r); }
-
-/* ---- a recipe under the job flags ----------------------------------- */
-
-/* the recipe of this process: struct est points into it until exit */
-static struct recipe *loaded;
-
-static bool flag_given(int argc, const char **argv, const char *flag) {
-  size_t n = strlen(flag);
-  for (int i = 1; i < argc; i++)
-    if (!strncmp(argv[i], flag, n) && (argv[i][n] == '\0' || argv[i][n] == '=')) return true;
-  return false;
-}
-
-/* the recipe's flags into a job of their own, then copied into e's */
-static int apply_settings(const struct recipe *r, struct est *e) {
-  struct est base;
-  est_init(&base);
-  for (size_t i = 0; i < r->n_set; i++) {
-    const struct recipe_setting *s = &r->set[i];
-    const char *av[] = {"vramledger", s->flag, s->value};
-    int rc = est_parse_flags(s->value[0] ? 3 : 2, av, &base);
-    if (rc) {
-      if (s->line) cli_hint("from recipe '%s' line %u: %s", r->file, s->line, s->key);
-      return rc;
-    }
-  }
-  e->job = base.job;
-  memcpy(e->targets, base.targets, sizeof e->targets);
-  for (int i = 0; i < e->job.n_lora_targets; i++)
-    e->job.lora_targets[i] = e->targets + (base.job.lora_targets[i] - base.targets);
-  e->seq_given |= base.seq_given;
-  e->precision_given |= base.precision_given;
-  return 0;
-}
-
-/* the flags given beside the recipe win: a note names each key they pass over */
-static void overrides(const struct recipe *r, const struct est *e, int argc, const char **argv) {
-  for (size_t i = 0; i < r->n_set; i++) {
-    const struct recipe_setting *s = &r->set[i];
-    if (!flag_given(argc, argv, s->flag)) continue;
-    fprintf(stderr, "vramledger: note: %s given beside --recipe: the recipe's %s", s->flag, s->key);
-    if (s->line) fprintf(stderr, " (line %u)", s->line);
-    fprintf(stderr, ", %s%s%s, is not used\n", s->flag, s->value[0] ? " " : "", s->value);
-  }
-  if (r->model[0] && e->model && e->model != r->model)
-    fprintf(stderr,
-            "vramledger: note: --model %s given beside --recipe: the recipe's %s (line %u), '%s', "
-            "is not used\n",
-            e->model, r->model_key, r->model_line, r->model);
-}
-
-/* the model the recipe names, found as --model finds one */
-static int recipe_model(const struct recipe *r, struct est *e) {
-  if (e->model || !r->model[0]) return 0;
-  struct vl_arch arch;
-  int rc = cli_load_model_file(r->model, &arch, NULL);
-  if (rc) {
-    cli_hint("recipe '%s' line %u: %s names '%s': give --model NAME|FILE beside --recipe (a "
-             "bundled name or a config.json), which is used instead",
-             r->file, r->model_line, r->model_key, r->model);
-    return rc;
-  }
-  e->model = r->model;
-  return 0;
-}
-
-/* ZeRO shards across GPUs the recipe does not count: --dp is needed */
-static int sharded(const struct recipe *r, const struct est *e, int argc, const char **argv) {
-  if (e->job.zero == 0 || e->job.dp >= 2 || flag_given(argc, argv, "--zero")) return 0;
-  for (size_t i = 0; i < r->n_set; i++)
-    if (!strcmp(r->set[i].flag, "--zero")) {
-      cli_error("recipe '%s' line %u: %s shards with ZeRO stage %u across the job's GPUs, which a "
-                "recipe does not say: give --dp N (N >= 2) beside --recipe",
-                r->file, r->set[i].line, r->set[i].key, e->job.zero);
-      cli_hint("or --zero 0 for one GPU without sharding");
-      return VL_EXIT_USAGE;
-    }
-  return 0;
-}
-
-static void summary(const struct recipe *r, const struct est *e) {
-  fprintf(stderr, "vramledger: recipe '%s' (%s): %zu key%s mapped, %zu ignored", r->file, r->label,
-          r->view.n_mapped, r->view.n_mapped == 1 ? "" : "s", r->n_ignored);
-  for (size_t i = 0; i < r->n_ignored && i < 6; i++)
-    fprintf(stderr, "%s%s", i ? ", " : " (", r->ignored[i].key);
-  fprintf(stderr, "%s", r->n_ignored > 6 ? ", ...)" : r->n_ignored ? ")" : "");
-  if (r->n_unknown) fprintf(stderr, ", %zu unknown", r->n_unknown);
-  if (!e->model) fprintf(stderr, "; it names no model: give --model");
-  fprintf(stderr, "%s\n", e->explain ? "" : "; estimate --explain lists them");
-}
-
-int est_recipe(struct est *e, int argc, const char **argv) {
-  recipe_free(loaded);
-  loaded = NULL;
-  int rc = recipe_load(e->recipe_file, &loaded);
-  if (rc) return rc;
-  if ((rc = apply_settings(loaded, e))) return rc;
-  if ((rc = est_parse_flags(argc, argv, e))) return rc; /* the flags given win */
-  overrides(loaded, e, argc, argv);
-  if ((rc = recipe_model(loaded, e)) || (rc = sharded(loaded, e, argc, argv))) return rc;
-  e->recipe = &loaded->view;
-  summary(loaded, e);
-  return 0;
-}

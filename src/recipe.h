@@ -56,6 +56,10 @@ struct recipe {
  * malformed; VL_EXIT_USAGE: no known kind, contradictory keys, bad values). */
 int recipe_load(const char *path, struct recipe **out);
 
+/*! The same for a recipe's text (len bytes, NUL-terminated), read
+ * already; name is the file it came from (messages, relative paths). */
+int recipe_parse(const char *name, const char *text, size_t len, struct recipe **out);
+
 /*! Release a recipe; NULL is fine. */
 void recipe_free(struct recipe *r);
 
