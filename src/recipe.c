@@ -397,11 +397,11 @@ static void fsdp(struct ctx *c, const char *key, const char *offload_key) {
 static void checkpointing(struct ctx *c, const char *key) {
   struct rkey *k = take(c, key);
   if (!k || k->null) return;
-  int t = truth(k);
-  if (t == 1) set(c, k, "--checkpointing", "full");
-  if (t < 0) { /* axolotl: "offload", "unsloth" */
+  if (!strcmp(k->value, "offload") || !strcmp(k->value, "unsloth")) { /* axolotl's */
     set(c, k, "--checkpointing", "full");
     ignore(c, k, "checkpoints moved to host memory: the estimate keeps them on the GPU");
+  } else if (is_true(c, k)) {
+    set(c, k, "--checkpointing", "full");
   }
 }
 
@@ -625,12 +625,16 @@ static void map_llamafactory(struct ctx *c) {
   bool lora = !ft || !strcmp(ft->value, "lora"); /* LLaMA-Factory's default */
   if (ft && strcmp(ft->value, "lora") && strcmp(ft->value, "full"))
     ignore(c, ft, "a tuning the estimate does not model: billed as full fine-tuning");
-  struct rkey *q = take(c, "quantization_bit");
+  struct rkey *q = take(c, "quantization_bit"), *qm = take(c, "quantization_method");
+  if (qm && !off(qm) && strcmp(qm->value, "bitsandbytes") && strcmp(qm->value, "bnb"))
+    ignore(c, qm, "only bitsandbytes 4-bit (QLoRA) is modelled: billed as bitsandbytes");
   if (lora) {
     struct rkey *r = take(c, "lora_rank"), *t = take(c, "lora_target");
     set(c, r ? r : ft, "--lora-rank", r ? r->value : "8");
     if (t && !off(t))
       set(c, t, "--lora-targets", strcmp(t->value, "all") ? t->value : "all-linear");
+    else /* finetuning_args.py: lora_target defaults to "all" */
+      set_as(c, t, "(LLaMA-Factory default)", "--lora-targets", "all-linear");
     if (q && !strcmp(q->value, "4")) set(c, q, "--qlora", NULL);
   }
   if (q && !q->null && !(lora && !strcmp(q->value, "4")))
@@ -857,7 +861,6 @@ static const struct known llamafactory_keys[] = {
     {"tf32", W_TF32},
     {"freeze_trainable_layers", "freeze tuning is billed as full fine-tuning"},
     {"ref_model", "preference training keeps a reference model: not billed"},
-    {"quantization_method", "only bitsandbytes 4-bit (QLoRA) is modelled"},
     {"trust_remote_code", NULL},
     {"do_train", NULL},
     {"do_eval", NULL},
@@ -1080,9 +1083,10 @@ static const struct kind kinds[] = {
      .keys = axolotl_keys},
     {.name = "llama-factory",
      .label = "LLaMA-Factory",
-     .maps = "model_name_or_path stage finetuning_type quantization_bit lora_rank lora_target "
-             "cutoff_len per_device_train_batch_size gradient_accumulation_steps bf16 fp16 "
-             "pure_bf16 flash_attn disable_gradient_checkpointing optim deepspeed",
+     .maps =
+         "model_name_or_path stage finetuning_type quantization_bit quantization_method lora_rank "
+         "lora_target cutoff_len per_device_train_batch_size gradient_accumulation_steps bf16 fp16 "
+         "pure_bf16 flash_attn disable_gradient_checkpointing optim deepspeed",
      .ident = {"finetuning_type", "stage", "cutoff_len", "lora_target"},
      .ident_text = "stage, finetuning_type, cutoff_len",
      .map = map_llamafactory,
