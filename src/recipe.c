@@ -657,7 +657,8 @@ static void map_llamafactory(struct ctx *c) {
 
 static void trl_precision(struct ctx *c) {
   struct rkey *b = take(c, "bf16"), *f = take(c, "fp16"),
-              *d = take(c, "model_init_kwargs.torch_dtype");
+              *d = take(c, "model_init_kwargs.torch_dtype"), *md = take(c, "torch_dtype");
+  if (!d) d = md; /* TRL's ModelConfig, in a `trl ... --config` YAML */
   bool bf = is_true(c, b), fp = is_true(c, f);
   if (bf && fp) conflict(c, b, f, "give one of bf16 and fp16");
   if (d && (!strcmp(d->value, "bfloat16") || !strcmp(d->value, "float16")))
@@ -670,7 +671,23 @@ static void trl_precision(struct ctx *c) {
     set(c, b ? b : f, "--precision", "fp32");
 }
 
+/* TRL's ModelConfig (trl/trainer/model_config.py): PEFT's LoRA */
+static void trl_peft(struct ctx *c) {
+  struct rkey *p = if_true(c, "use_peft"), *l4 = if_true(c, "load_in_4bit");
+  struct rkey *l8 = if_true(c, "load_in_8bit");
+  if (l4 && l8) conflict(c, l4, l8, "the base weights are loaded in 4 or in 8 bits: keep one");
+  if (l8) ignore(c, l8, "8-bit base weights are not modelled: billed in the precision");
+  if (!p) return;
+  struct rkey *r = take(c, "lora_r"), *t = take(c, "lora_target_modules");
+  set(c, r ? r : p, "--lora-rank", r ? r->value : "16"); /* ModelConfig's default */
+  if (t && !off(t)) set(c, t, "--lora-targets", t->value);
+  if (l4) set(c, l4, "--qlora", NULL);
+}
+
 static void map_trl(struct ctx *c) {
+  struct rkey *m = take(c, "model_name_or_path");
+  if (m && !off(m)) model_from(c, m, m->value);
+  trl_peft(c);
   number(c, "per_device_train_batch_size", "--batch");
   number(c, "gradient_accumulation_steps", "--grad-accum");
   struct rkey *a = take(c, "max_seq_length"), *b = take(c, "max_length");
@@ -683,6 +700,8 @@ static void map_trl(struct ctx *c) {
   trl_precision(c);
   checkpointing(c, "gradient_checkpointing");
   struct rkey *at = take(c, "model_init_kwargs.attn_implementation");
+  struct rkey *mat = take(c, "attn_implementation");
+  if (!at) at = mat;
   if (at && !at->null) set(c, at, "--attention", strcmp(at->value, "eager") ? "sdpa" : "eager");
   hf_optimizer(c, "optim");
   struct rkey *ds = find(c, "deepspeed"), *fs = find(c, "fsdp");
@@ -1032,6 +1051,22 @@ static const struct known trl_keys[] = {
     {"adafactor", NULL},
     {"eval_packing", NULL},
     {"trackio_*", NULL},
+    {"lora_dropout", W_DROPOUT},
+    {"lora_modules_to_save", "whole trained copies of these modules are not billed"},
+    {"use_dora", "DoRA's magnitude vectors and their activations are not billed"},
+    {"use_rslora", NULL},
+    {"lora_r", NULL},
+    {"lora_alpha", NULL},
+    {"lora_task_type", NULL},
+    {"lora_target_modules", NULL},
+    {"use_bnb_nested_quant", NULL},
+    {"bnb_4bit_quant_type", NULL},
+    {"model_revision", NULL},
+    {"trust_remote_code", NULL},
+    {"tokenizer_name_or_path", NULL},
+    {"chat_template", NULL},
+    {"preprocessing_num_workers", NULL},
+    {"auto_insert_empty_system_msg", NULL},
     {"project", NULL},
     {NULL, NULL},
 };
@@ -1095,7 +1130,9 @@ static const struct kind kinds[] = {
      .label = "TRL / transformers TrainingArguments",
      .maps = "per_device_train_batch_size gradient_accumulation_steps max_seq_length max_length "
              "bf16 fp16 model_init_kwargs.torch_dtype model_init_kwargs.attn_implementation "
-             "gradient_checkpointing optim deepspeed fsdp",
+             "gradient_checkpointing optim deepspeed fsdp "
+             "model_name_or_path torch_dtype attn_implementation use_peft lora_r "
+             "lora_target_modules load_in_4bit load_in_8bit",
      .ident = {"per_device_train_batch_size", "gradient_checkpointing_kwargs", "optim",
                "logging_strategy"},
      .ident_text = "per_device_train_batch_size, optim",
