@@ -264,6 +264,7 @@ static void md(FILE *o, const struct vl_estimate_view *v) {
     fprintf(o, "| %s%s | `%s` | %s | %s |\n", t->detail ? "↳ " : "", t->name, t->formula,
             vl_fmt_int(s1, sizeof s1, t->bytes), t->source);
   }
+  if (v->recipe) vl__recipe_md(o, v->recipe);
 }
 
 static json_t *phases_array(unsigned mask) {

@@ -48,9 +48,10 @@ struct vl_fit;
 const char *vl__context_edge_text(const struct vl_fit *f);
 
 struct vl_recipe_view;
-/* A recipe's keys (estimate --recipe): its text section (under --explain)
- * and its JSON object (a new reference), lib/render/recipe.c. */
+/* A recipe's keys (estimate --recipe): its text and Markdown sections
+ * (under --explain) and its JSON object (a new reference), lib/render/recipe.c. */
 void vl__recipe_text(FILE *o, const struct vl_recipe_view *r);
+void vl__recipe_md(FILE *o, const struct vl_recipe_view *r);
 json_t *vl__recipe_json(const struct vl_recipe_view *r);
 
 /* Strings from outside (a record, a configuration, the command line) are

@@ -29,6 +29,31 @@ void vl__recipe_text(FILE *o, const struct vl_recipe_view *r) {
   keys_text(o, "unknown (not a key of this kind)", r->unknown, r->n_unknown);
 }
 
+static void keys_md(FILE *o, const char *what, const struct vl_recipe_key *k, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    fprintf(o, "| %s | ", what);
+    vl__md_code(o, k[i].key);
+    fputs(" | ", o);
+    vl__md_code(o, k[i].value);
+    fputs(" | ", o);
+    if (k[i].line) fprintf(o, "%u", k[i].line);
+    fputs(" | ", o);
+    vl__md_text(o, k[i].why);
+    fputs(" |\n", o);
+  }
+}
+
+/* one table: each key, what became of it, its value (the flags it set),
+ * its line and why it is listed */
+void vl__recipe_md(FILE *o, const struct vl_recipe_view *r) {
+  fputs("\n### Recipe ", o);
+  vl__md_code(o, r->file);
+  fprintf(o, " (%s)\n\n| | key | value | line | why |\n|---|---|---|---:|---|\n", r->kind);
+  keys_md(o, "mapped", r->mapped, r->n_mapped);
+  keys_md(o, "ignored", r->ignored, r->n_ignored);
+  keys_md(o, "unknown", r->unknown, r->n_unknown);
+}
+
 static json_t *keys_json(const struct vl_recipe_key *k, size_t n) {
   json_t *o = json_object();
   for (size_t i = 0; i < n; i++)
