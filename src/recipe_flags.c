@@ -1,12 +1,14 @@
 /* A recipe under the job flags (--recipe FILE): its flags first, the
  * flags given beside it over them. See jobflags.h and recipe.h. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "jobflags.h"
 #include "recipe.h"
-#include "vramledger/arch.h"
 
 /* the recipe of this process: struct est points into it until exit */
 static struct recipe *loaded;
@@ -57,15 +59,39 @@ static void overrides(const struct recipe *r, const struct est *e, int argc, con
 }
 
 /* the model the recipe names, found as --model finds one */
+/* cli_locate_model with stderr on /dev/null (the command's own load of
+ * the model says which file it is, once): 0, or errno where it is not
+ * found or its file cannot be read (looked for again aloud) */
+static int found_quietly(const char *model, char *path, size_t n) {
+  char bundled[64];
+  fflush(stderr);
+  int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (saved < 0 || null < 0 || dup2(null, STDERR_FILENO) < 0) {
+    if (saved >= 0) close(saved);
+    if (null >= 0) close(null);
+    return EIO;
+  }
+  close(null);
+  int rc = cli_locate_model(model, path, n, bundled, sizeof bundled);
+  fflush(stderr);
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  if (rc) return ENOENT;
+  return access(path, R_OK) ? errno : 0;
+}
+
+/* the model the recipe names, found as --model finds one */
 static int recipe_model(const struct recipe *r, struct est *e) {
   if (e->model || !r->model[0]) return 0;
-  struct vl_arch arch;
-  int rc = cli_load_model_file(r->model, &arch, NULL);
-  if (rc) {
+  char path[4096], bundled[64];
+  int err = found_quietly(r->model, path, sizeof path);
+  if (err) {
+    if (!cli_locate_model(r->model, path, sizeof path, bundled, sizeof bundled))
+      cli_error("cannot read '%s': %s", path, strerror(err));
     cli_hint("recipe '%s' line %u: %s names '%s': give --model NAME|FILE beside --recipe (a "
              "bundled name or a config.json), which is used instead",
              r->file, r->model_line, r->model_key, r->model);
-    return rc;
+    return VL_EXIT_ERROR;
   }
   e->model = r->model;
   return 0;
