@@ -31,28 +31,54 @@ struct rkey {
   bool null, used, cut, said; /* said: its value was complained of */
 };
 
+/* what is wrong with the file, said in the order of its lines */
+#define MAX_SAID 16
+struct said {
+  unsigned line;
+  char text[512];
+};
+
 struct ctx {
   struct recipe *r;
   struct rkey *keys;
   size_t n, visited;
   bool bad;
   const struct kind *kind;
+  struct said said[MAX_SAID];
+  size_t n_said;
 };
 
 static void complain(struct ctx *c, const struct rkey *k, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void complain(struct ctx *c, const struct rkey *k, const char *fmt, ...) {
+  char text[512];
+  int o = k ? snprintf(text, sizeof text, "recipe '%s' line %u: %s: ", c->r->file, k->line, k->key)
+            : snprintf(text, sizeof text, "recipe '%s': ", c->r->file);
+  size_t at = o < 0 ? 0 : (size_t)o;
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "vramledger: error: recipe '%s'", c->r->file);
-  if (k)
-    fprintf(stderr, " line %u: %s: ", k->line, k->key);
-  else
-    fputs(": ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  if (at < sizeof text) vsnprintf(text + at, sizeof text - at, fmt, ap);
   va_end(ap);
   c->bad = true;
+  if (c->n_said == MAX_SAID) { /* past what is kept: said now */
+    cli_error("%s", text);
+    return;
+  }
+  c->said[c->n_said].line = k ? k->line : 0;
+  memcpy(c->said[c->n_said++].text, text, sizeof text);
+}
+
+/* the complaints, by line (stable: the same line keeps its order) */
+static void complaints_flush(struct ctx *c) {
+  for (size_t i = 1; i < c->n_said; i++)
+    for (size_t j = i; j > 0 && c->said[j - 1].line > c->said[j].line; j--) {
+      struct said t = c->said[j];
+      c->said[j] = c->said[j - 1];
+      c->said[j - 1] = t;
+    }
+  for (size_t i = 0; i < c->n_said; i++)
+    cli_error("%s", c->said[i].text);
+  c->n_said = 0;
 }
 
 static bool scalar_null(const yaml_node_t *n) {
@@ -280,6 +306,11 @@ static void model_from(struct ctx *c, const struct rkey *k, const char *model) {
 }
 
 static void conflict(struct ctx *c, const struct rkey *a, const struct rkey *b, const char *why) {
+  if (b->line < a->line) { /* said at the first of the two */
+    const struct rkey *t = a;
+    a = b;
+    b = t;
+  }
   complain(c, a, "'%s' and line %u's %s: '%s' contradict: %s", a->value, b->line, b->key, b->value,
            why);
 }
@@ -1249,6 +1280,7 @@ int recipe_parse(const char *name, const char *text, size_t len, struct recipe *
     rest(&c);
     if (c.bad) rc = VL_EXIT_USAGE;
   }
+  complaints_flush(&c);
   vl_free(keys);
   if (rc) {
     vl_free(r);
