@@ -360,6 +360,22 @@ static const char *last_set(const struct recipe *r, const char *flag) {
   return "";
 }
 
+/* a count the DeepSpeed config gives (0: not, or "auto", which the
+ * Trainer fills from the recipe): it must be the recipe's where the
+ * recipe gives one, as the Trainer checks */
+static void ds_count(struct ctx *c, const struct rkey *k, const char *path, const char *flag,
+                     const char *key, uint64_t v) {
+  if (!v) return;
+  char n[32];
+  snprintf(n, sizeof n, "%llu", (unsigned long long)v);
+  const char *given = last_set(c->r, flag);
+  if (given[0] && strcmp(given, n))
+    complain(c, k, "'%s' says %s %s, the recipe %s: give the same, or \"auto\"", path, key, n,
+             given);
+  else
+    set(c, k, flag, n);
+}
+
 /* The DeepSpeed config a recipe names (a path relative to the recipe's
  * folder, else to the working directory), read as `check --deepspeed`
  * reads one (lib/decide/deepspeed.c): its ZeRO stage and offloads; its
@@ -384,6 +400,8 @@ static void deepspeed(struct ctx *c, const char *key) {
   }
   struct vl_job j;
   vl_job_init(&j);
+  j.batch = j.grad_accum = j.dp = 0; /* left 0: not given, or "auto" */
+  j.optimizer = VL_OPT_COUNT;
   char autos[512], z[8];
   struct vl_err err = {""};
   vl_status s = vl_job_apply_deepspeed(text, len, &j, autos, sizeof autos, &err);
@@ -395,6 +413,10 @@ static void deepspeed(struct ctx *c, const char *key) {
   snprintf(z, sizeof z, "%u", j.zero);
   set(c, k, "--framework", "deepspeed");
   set(c, k, "--zero", z);
+  ds_count(c, k, path, "--batch", "train_micro_batch_size_per_gpu", j.batch);
+  ds_count(c, k, path, "--grad-accum", "gradient_accumulation_steps", j.grad_accum);
+  ds_count(c, k, path, "--dp", "train_batch_size", j.dp); /* micro x accumulation x ranks */
+  if (j.optimizer != VL_OPT_COUNT) set(c, k, "--optimizer", vl_optimizer_name(j.optimizer));
   if (j.offload != VL_OFFLOAD_NONE) set(c, k, "--offload", vl_offload_name(j.offload));
   const char *p = last_set(c->r, "--precision");
   if (!strstr(autos, "bf16/fp16.enabled"))
