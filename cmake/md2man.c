@@ -1,17 +1,109 @@
-/* docs/cmd/<name>.md as a man page, so that `man vramledger-<name>` and
- * `vramledger <name> --help` are one text (the --help text is the same file,
- * embedded by cmake/embed.cmake). A build tool, not part of vramledger.
+/* docs/cmd/<name>.md as a man page and as the --help text: one source for
+ * `man vramledger-<name>`, `vramledger <name> --help` and the docs. A build
+ * tool, not part of vramledger.
  *
  *   md2man VERSION IN.md OUT.1            one command's page
  *   md2man VERSION --index OUT.1 NAME...  vramledger.1: the list of pages
+ *   md2man VERSION --help IN.md OUT.c     the --help text, as
+ *                                         const char vl_help_<NAME>[]
  *
- * The Markdown is the subset docs/cmd/ uses: "# vramledger NAME", "##" and
- * "###" headings, paragraphs, "- " lists, 4-space code blocks, `code`,
- * **bold**, *emphasis*, [text](link). Roff: groff_man(7). */
+ * A page is "# vramledger NAME", a lead paragraph, then "##" sections:
+ * "Synopsis", "Options" (option lines "    --flag ARG  text", continued
+ * further indented, grouped under "###" headings), the page's own sections,
+ * "Exit status", "Examples" (or "Example"), and optionally "Environment",
+ * "Files", "See also". The man page puts them in man-pages(7)'s order: NAME
+ * (the lead's first sentence), SYNOPSIS, DESCRIPTION (the lead, then the
+ * page's own sections as subsections), OPTIONS, EXIT STATUS, EXAMPLES,
+ * ENVIRONMENT, FILES, SEE ALSO. --help is the synopsis, the lead and the
+ * options, then where the rest is.
+ *
+ * The Markdown is the subset docs/cmd/ uses: headings, paragraphs, "- "
+ * lists, 4-space code blocks, `code`, **bold**, *emphasis*, [text](link).
+ * Roff: groff_man(7). */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp */
+#endif
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+/* The standard sections, in the man page's order; S_OWN is one of the
+ * page's own, a subsection of DESCRIPTION. */
+enum kind { S_SYNOPSIS, S_DESCRIPTION, S_OPTIONS, S_EXIT, S_EXAMPLES, S_ENV, S_FILES, S_SEEALSO,
+            S_OWN, S_N = S_OWN };
+static const struct {
+  const char *md, *man;
+} kinds[S_N] = {{"Synopsis", "SYNOPSIS"},      {"Description", "DESCRIPTION"},
+                {"Options", "OPTIONS"},        {"Exit status", "EXIT STATUS"},
+                {"Examples", "EXAMPLES"},      {"Environment", "ENVIRONMENT"},
+                {"Files", "FILES"},            {"See also", "SEE ALSO"}};
+
+static enum kind kind_of(const char *title) {
+  if (strcasecmp(title, "Example") == 0) return S_EXAMPLES;
+  for (int k = 0; k < S_N; k++)
+    if (strcasecmp(title, kinds[k].md) == 0) return (enum kind)k;
+  return S_OWN;
+}
+
+/* The page: its lines, and where each "##" section's body runs. */
+#define MAX_SECTIONS 64
+struct page {
+  char **line;
+  size_t n;
+  char name[256];
+  size_t lead_from, lead_to; /* after the title, before the first "##" */
+  struct section {
+    const char *title;
+    enum kind kind;
+    size_t from, to; /* body: the lines after the heading */
+  } sec[MAX_SECTIONS];
+  int nsec;
+};
+
+static void strip_newline(char *s) {
+  size_t n = strlen(s);
+  while (n && (s[n - 1] == '\n' || s[n - 1] == '\r'))
+    s[--n] = 0;
+}
+
+static int page_read(struct page *p, const char *path) {
+  FILE *in = fopen(path, "r");
+  if (!in) return perror(path), 1;
+  char buf[4096];
+  size_t cap = 0;
+  memset(p, 0, sizeof *p);
+  while (fgets(buf, sizeof buf, in)) {
+    strip_newline(buf);
+    if (p->n == cap) {
+      cap = cap ? 2 * cap : 256;
+      p->line = realloc(p->line, cap * sizeof *p->line);
+      if (!p->line) return fputs("md2man: out of memory\n", stderr), fclose(in), 1;
+    }
+    p->line[p->n] = strdup(buf);
+    if (!p->line[p->n++]) return fputs("md2man: out of memory\n", stderr), fclose(in), 1;
+  }
+  fclose(in);
+  size_t i = 0;
+  while (i < p->n && strncmp(p->line[i], "# vramledger ", 13) != 0)
+    i++;
+  if (i == p->n) return fprintf(stderr, "%s: no '# vramledger NAME' title\n", path), 1;
+  snprintf(p->name, sizeof p->name, "%.200s", p->line[i] + 13);
+  p->lead_from = i + 1;
+  p->lead_to = p->n;
+  for (i++; i < p->n; i++) {
+    if (strncmp(p->line[i], "## ", 3) != 0) continue;
+    if (p->nsec == MAX_SECTIONS) return fprintf(stderr, "%s: too many sections\n", path), 1;
+    if (p->nsec == 0) p->lead_to = i;
+    else p->sec[p->nsec - 1].to = i;
+    p->sec[p->nsec].title = p->line[i] + 3;
+    p->sec[p->nsec].kind = kind_of(p->line[i] + 3);
+    p->sec[p->nsec].from = i + 1;
+    p->sec[p->nsec++].to = p->n;
+  }
+  return 0;
+}
 
 /* Text with roff's specials escaped and the inline marks as fonts. */
 static void inline_text(FILE *o, const char *s) {
@@ -37,102 +129,226 @@ static void inline_text(FILE *o, const char *s) {
   fputc('\n', o);
 }
 
-static void heading(FILE *o, const char *macro, const char *s) {
+static void verbatim(FILE *o, const char *s) {
+  fputs("\\&", o);
+  for (; *s; s++)
+    if (*s == '\\')
+      fputs("\\e", o);
+    else if (*s == '-')
+      fputs("\\-", o);
+    else
+      fputc(*s, o);
+  fputc('\n', o);
+}
+
+static void heading(FILE *o, const char *macro, const char *s, int upper) {
   fprintf(o, "%s \"", macro);
   for (; *s; s++)
-    fputc(*macro == '.' && macro[2] == 'H' ? toupper((unsigned char)*s) : *s, o);
+    fputc(upper ? toupper((unsigned char)*s) : *s, o);
   fputs("\"\n", o);
 }
 
-static void strip_newline(char *s) {
-  size_t n = strlen(s);
-  while (n && (s[n - 1] == '\n' || s[n - 1] == '\r'))
-    s[--n] = 0;
+/* An option line's tag ("--model FILE|NAME", "-o, --out DIR"): the flags
+ * bold, their arguments italic. */
+static void option_tag(FILE *o, const char *s, size_t n) {
+  fputs(".TP\n", o);
+  int word = 0, flag = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (!word && c != ' ' && c != ',') {
+      word = 1;
+      flag = c == '-';
+      fputs(flag ? "\\fB" : "\\fI", o);
+    } else if (word && (c == ' ' || c == ',')) {
+      word = 0;
+      fputs("\\fR", o);
+    }
+    if (c == '\\')
+      fputs("\\e", o);
+    else if (c == '-')
+      fputs("\\-", o);
+    else
+      fputc(c, o);
+  }
+  fputs(word ? "\\fR\n" : "\n", o);
 }
 
-/* The first sentence of the first paragraph: the NAME line's summary. */
-static void summary(FILE *in, char *out, size_t n) {
-  char line[4096];
+enum { R_OPTIONS = 1, R_DEMOTE = 2 };
+
+/* Lines [from, to) as roff. R_OPTIONS: indented lines "    -..." are option
+ * entries (.TP), their further-indented lines the entry's text. R_DEMOTE:
+ * the body of a subsection, whose "###" headings become bold lines. */
+static void render(FILE *o, char **line, size_t from, size_t to, int how) {
+  int pre = 0, list = 0, opt = 0, para = 0, fresh = 1; /* fresh: after a heading */
+  for (size_t i = from; i < to; i++) {
+    const char *l = line[i];
+    int indented = strncmp(l, "    ", 4) == 0;
+    if (pre && !indented && l[0]) fputs(".fi\n.RE\n", o), pre = 0;
+    if (!l[0]) {
+      if (pre) fputc('\n', o);
+      list = opt = 0;
+      para = 1;
+      continue;
+    }
+    int head = l[0] == '#';
+    int option = (how & R_OPTIONS) && indented && l[4] == '-';
+    if (option && pre) fputs(".fi\n.RE\n", o), pre = 0;
+    if (para && !fresh && !head && !pre && !option && !(indented && (list || opt)))
+      fputs(".PP\n", o);
+    para = 0;
+    fresh = head;
+    if (option) {
+      const char *tag = l + 4, *gap = strstr(tag, "  ");
+      option_tag(o, tag, gap ? (size_t)(gap - tag) : strlen(tag));
+      if (gap) {
+        while (*gap == ' ')
+          gap++;
+        inline_text(o, gap);
+      }
+      opt = 1;
+    } else if (indented && !list && !opt) {
+      if (!pre) fputs(".RS 4\n.nf\n", o), pre = 1;
+      verbatim(o, l + 4);
+    } else if (strncmp(l, "### ", 4) == 0) {
+      if (how & R_DEMOTE) {
+        fputs(".PP\n", o);
+        fputs(".B ", o);
+        inline_text(o, l + 4);
+        fresh = 0;
+      } else {
+        heading(o, ".SS", l + 4, 0);
+      }
+    } else if (strncmp(l, "- ", 2) == 0) {
+      fputs(".IP \\(bu 2\n", o);
+      inline_text(o, l + 2);
+      list = 1;
+    } else {
+      while (*l == ' ')
+        l++;
+      inline_text(o, l);
+    }
+  }
+  if (pre) fputs(".fi\n.RE\n", o);
+}
+
+/* The first sentence of the lead: the NAME line's summary. */
+static void summary(const struct page *p, char *out, size_t n) {
   out[0] = 0;
-  while (fgets(line, sizeof line, in)) {
-    strip_newline(line);
-    if (!line[0] && out[0]) break;
-    if (!line[0] || line[0] == '#') continue;
+  for (size_t i = p->lead_from; i < p->lead_to; i++) {
+    const char *l = p->line[i];
+    if (!l[0] && out[0]) break;
+    if (!l[0]) continue;
     size_t k = strlen(out);
-    snprintf(out + k, n - k, "%s%s", k ? " " : "", line);
+    snprintf(out + k, n - k, "%s%s", k ? " " : "", l);
     char *dot = strstr(out, ". ");
     if (dot) dot[1] = 0;
     k = strlen(out);
     if (k && out[k - 1] == '.') break;
   }
-  for (char *p = out; *p; p++)
-    if (*p == '`' || *p == '*') memmove(p, p + 1, strlen(p)), p--;
-  rewind(in);
+  for (char *q = out; *q; q++)
+    if (*q == '`' || *q == '*') memmove(q, q + 1, strlen(q)), q--;
 }
 
-static int page(const char *version, const char *inp, const char *outp) {
-  FILE *in = fopen(inp, "r");
-  if (!in) return perror(inp), 1;
+static int man_page(const char *version, const char *inp, const char *outp) {
+  struct page p;
+  if (page_read(&p, inp)) return 1;
   FILE *o = fopen(outp, "w");
-  if (!o) return perror(outp), fclose(in), 1;
-  char line[4096], name[256] = "", sum[1024];
-  summary(in, sum, sizeof sum);
-  int pre = 0, list = 0, para = 0, fresh = 1; /* fresh: after a heading */
-  while (fgets(line, sizeof line, in)) {
-    strip_newline(line);
-    if (!name[0] && strncmp(line, "# vramledger ", 13) == 0) {
-      snprintf(name, sizeof name, "%.200s", line + 13);
-      fputs(".TH VRAMLEDGER-", o);
-      for (const char *p = name; *p; p++)
-        fputc(toupper((unsigned char)*p), o);
-      fprintf(o, " 1 \"\" \"vramledger %s\" \"vramledger manual\"\n", version);
-      fputs(".SH NAME\n", o);
-      fprintf(o, "vramledger\\-%s \\- ", name);
-      inline_text(o, sum);
+  if (!o) return perror(outp), 1;
+  char sum[1024];
+  summary(&p, sum, sizeof sum);
+  fputs(".TH VRAMLEDGER-", o);
+  for (const char *q = p.name; *q; q++)
+    fputc(toupper((unsigned char)*q), o);
+  fprintf(o, " 1 \"\" \"vramledger %s\" \"vramledger manual\"\n", version);
+  fprintf(o, ".SH NAME\nvramledger\\-%s \\- ", p.name);
+  inline_text(o, sum);
+  int seealso = 0;
+  for (int k = 0; k < S_N; k++) {
+    int said = 0;
+    if (k == S_DESCRIPTION) {
       fputs(".SH DESCRIPTION\n", o);
+      render(o, p.line, p.lead_from, p.lead_to, 0);
+      for (int s = 0; s < p.nsec; s++) {
+        if (p.sec[s].kind != S_OWN && p.sec[s].kind != S_DESCRIPTION) continue;
+        if (p.sec[s].kind == S_OWN) heading(o, ".SS", p.sec[s].title, 0);
+        render(o, p.line, p.sec[s].from, p.sec[s].to, R_DEMOTE);
+      }
       continue;
     }
-    int indented = strncmp(line, "    ", 4) == 0;
-    if (pre && !indented && line[0]) fputs(".fi\n.RE\n", o), pre = 0;
-    if (!line[0]) {
-      if (pre) fputc('\n', o);
-      list = 0;
-      para = 1;
-      continue;
+    for (int s = 0; s < p.nsec; s++) {
+      if ((int)p.sec[s].kind != k) continue;
+      if (!said) heading(o, ".SH", kinds[k].man, 0), said = 1;
+      render(o, p.line, p.sec[s].from, p.sec[s].to, k == S_OPTIONS ? R_OPTIONS : 0);
     }
-    int head = line[0] == '#';
-    if (para && !fresh && !head && !pre && !(indented && list)) fputs(".PP\n", o);
-    para = 0;
-    fresh = head;
-    if (indented && !list) {
-      if (!pre) fputs(".RS 4\n.nf\n", o), pre = 1;
-      fputs("\\&", o);
-      for (const char *s = line + 4; *s; s++)
-        if (*s == '\\')
-          fputs("\\e", o);
-        else if (*s == '-')
-          fputs("\\-", o);
-        else
-          fputc(*s, o);
-      fputc('\n', o);
-    } else if (strncmp(line, "### ", 4) == 0) {
-      heading(o, ".SS", line + 4);
-    } else if (strncmp(line, "## ", 3) == 0) {
-      heading(o, ".SH", line + 3);
-    } else if (strncmp(line, "- ", 2) == 0) {
-      fputs(".IP \\(bu 2\n", o);
-      inline_text(o, line + 2);
-      list = 1;
-    } else {
-      const char *s = line;
-      while (*s == ' ')
-        s++;
-      inline_text(o, s);
-    }
+    if (k == S_SEEALSO) seealso = said;
   }
-  if (pre) fputs(".fi\n.RE\n", o);
-  fputs(".SH SEE ALSO\nvramledger(1)\n", o);
-  fclose(in);
+  fputs(seealso ? ".PP\nvramledger(1)\n" : ".SH SEE ALSO\nvramledger(1)\n", o);
+  return fclose(o) ? (perror(outp), 1) : 0;
+}
+
+/* Lines [from, to) without their leading and trailing blank lines. */
+static void trim(char **line, size_t *from, size_t *to) {
+  while (*from < *to && !line[*from][0])
+    (*from)++;
+  while (*to > *from && !line[*to - 1][0])
+    (*to)--;
+}
+
+/* One line of the --help text as a C string literal's piece. */
+static void c_line(FILE *o, const char *prefix, const char *s) {
+  fputs("    \"", o);
+  for (const char *parts[2] = {prefix, s}, **q = parts; q < parts + 2; q++)
+    for (const char *c = *q; *c; c++)
+      if (*c == '"' || *c == '\\' || *c == '?') /* '?': no trigraphs */
+        fprintf(o, "\\%c", *c);
+      else
+        fputc(*c, o);
+  fputs("\\n\"\n", o);
+}
+
+/* The --help text: "Usage:" and the synopsis, the lead, "Options:" and the
+ * options ("###" groups as "  Group:"), then where the full text is. Every
+ * other line is the page's own, unchanged (tests/cli/help.sh). */
+static int help_page(const char *inp, const char *outp) {
+  struct page p;
+  if (page_read(&p, inp)) return 1;
+  int syn = -1, opts = -1;
+  for (int s = 0; s < p.nsec; s++)
+    if (p.sec[s].kind == S_SYNOPSIS && syn < 0) syn = s;
+    else if (p.sec[s].kind == S_OPTIONS && opts < 0) opts = s;
+  if (syn < 0 || opts < 0)
+    return fprintf(stderr, "%s: --help needs a '## Synopsis' and a '## Options' section\n", inp), 1;
+  FILE *o = fopen(outp, "w");
+  if (!o) return perror(outp), 1;
+  fprintf(o, "/* generated from %s by cmake/md2man.c */\nconst char vl_help_%s[] =\n", inp, p.name);
+  size_t from = p.sec[syn].from, to = p.sec[syn].to;
+  trim(p.line, &from, &to);
+  c_line(o, "", "Usage:");
+  for (size_t i = from; i < to; i++)
+    c_line(o, "", p.line[i]);
+  from = p.lead_from, to = p.lead_to;
+  trim(p.line, &from, &to);
+  c_line(o, "", "");
+  for (size_t i = from; i < to; i++)
+    c_line(o, "", p.line[i]);
+  from = p.sec[opts].from, to = p.sec[opts].to;
+  trim(p.line, &from, &to);
+  c_line(o, "", "");
+  c_line(o, "", "Options:");
+  for (size_t i = from; i < to; i++)
+    if (strncmp(p.line[i], "### ", 4) == 0) {
+      char group[4096];
+      snprintf(group, sizeof group, "%s:", p.line[i] + 4);
+      c_line(o, "  ", group);
+    } else {
+      c_line(o, "", p.line[i]);
+    }
+  c_line(o, "", "");
+  char where[600];
+  snprintf(where, sizeof where, "The full text: man vramledger-%s, or docs/cmd/%s.md", p.name,
+           p.name);
+  c_line(o, "", where);
+  fputs("    ;\n", o);
   return fclose(o) ? (perror(outp), 1) : 0;
 }
 
@@ -158,7 +374,9 @@ static int index_page(const char *version, const char *outp, int n, char **names
 int main(int argc, char **argv) {
   if (argc >= 4 && strcmp(argv[2], "--index") == 0)
     return index_page(argv[1], argv[3], argc - 4, argv + 4);
-  if (argc == 4) return page(argv[1], argv[2], argv[3]);
-  fprintf(stderr, "usage: md2man VERSION IN.md OUT.1 | md2man VERSION --index OUT.1 NAME...\n");
+  if (argc == 5 && strcmp(argv[2], "--help") == 0) return help_page(argv[3], argv[4]);
+  if (argc == 4) return man_page(argv[1], argv[2], argv[3]);
+  fprintf(stderr, "usage: md2man VERSION IN.md OUT.1 | md2man VERSION --index OUT.1 NAME... | "
+                  "md2man VERSION --help IN.md OUT.c\n");
   return 2;
 }
