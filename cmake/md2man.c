@@ -15,7 +15,7 @@
  * (the lead's first sentence), SYNOPSIS, DESCRIPTION (the lead, then the
  * page's own sections as subsections), OPTIONS, EXIT STATUS, EXAMPLES,
  * ENVIRONMENT, FILES, SEE ALSO. --help is the synopsis, the lead and the
- * options, then where the rest is.
+ * options, then where the rest is, without Markdown's backquotes.
  *
  * The Markdown is the subset docs/cmd/ uses: headings, paragraphs, "- "
  * lists, 4-space code blocks, `code`, **bold**, *emphasis*, [text](link).
@@ -175,8 +175,9 @@ static void option_tag(FILE *o, const char *s, size_t n) {
 
 enum { R_OPTIONS = 1, R_DEMOTE = 2 };
 
-/* Lines [from, to) as roff. R_OPTIONS: indented lines "    -..." are option
- * entries (.TP), their further-indented lines the entry's text. R_DEMOTE:
+/* Lines [from, to) as roff. R_OPTIONS: lines indented 4 are option entries
+ * (.TP: "--flag ARG", or "estimate flags"), their further-indented lines
+ * the entry's text. R_DEMOTE:
  * the body of a subsection, whose "###" headings become bold lines. */
 static void render(FILE *o, char **line, size_t from, size_t to, int how) {
   int pre = 0, list = 0, opt = 0, para = 0, fresh = 1; /* fresh: after a heading */
@@ -191,7 +192,7 @@ static void render(FILE *o, char **line, size_t from, size_t to, int how) {
       continue;
     }
     int head = l[0] == '#';
-    int option = (how & R_OPTIONS) && indented && l[4] == '-';
+    int option = (how & R_OPTIONS) && indented && l[4] && l[4] != ' ';
     if (option && pre) fputs(".fi\n.RE\n", o), pre = 0;
     if (para && !fresh && !head && !pre && !option && !(indented && (list || opt)))
       fputs(".PP\n", o);
@@ -301,14 +302,14 @@ static void c_line(FILE *o, const char *prefix, const char *s) {
     for (const char *c = *q; *c; c++)
       if (*c == '"' || *c == '\\' || *c == '?') /* '?': no trigraphs */
         fprintf(o, "\\%c", *c);
-      else
+      else if (*c != '`') /* `code` reads as code without its marks */
         fputc(*c, o);
   fputs("\\n\"\n", o);
 }
 
 /* The --help text: "Usage:" and the synopsis, the lead, "Options:" and the
  * options ("###" groups as "  Group:"), then where the full text is. Every
- * other line is the page's own, unchanged (tests/cli/help.sh). */
+ * other line is the page's own, less its backquotes (tests/cli/help.sh). */
 static int help_page(const char *inp, const char *outp) {
   struct page p;
   if (page_read(&p, inp)) return 1;
