@@ -192,6 +192,18 @@ static int commit_args(int argc, const char **argv, struct commit_args *a) {
       cli_error("give --plan PLAN.json or the job's --model and --gpu, not both");
       return VL_EXIT_USAGE;
     }
+    /* the plan's job is its best configuration whole: a job flag beside
+     * it would be overwritten by the plan's, so it is refused, never
+     * ignored (--catalog names where the plan's card is read) */
+    static const char *const with_plan[] = {"catalog", NULL};
+    const char *flag = est_first_given(e, with_plan);
+    if (flag) {
+      cli_error("--%s is not taken with --plan: the plan's best configuration is the job, its "
+                "margin and settings among it",
+                flag);
+      cli_hint("plan again with --%s, or commit the job by its flags (--model, --gpu, ...)", flag);
+      return VL_EXIT_USAGE;
+    }
     if ((rc = from_plan(a->val[4], e, a->plan_names, &plan_hours))) return rc;
   }
   if (!e->model || !e->gpu) {

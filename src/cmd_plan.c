@@ -154,22 +154,14 @@ int cmd_plan(int argc, const char **argv) {
   if (m.bundled[0] || !realpath(m.path, model_ref))
     snprintf(model_ref, sizeof model_ref, "%s", m.bundled[0] ? m.bundled : e.model);
   q.arch = &arch;
-  /* the cards: --gpus a,b,c or the whole catalog */
-  const char *gl = val[2] ? val[2] : NULL;
-  if (e.gpu && gl) {
-    cli_error("give --gpu NAME (one card) or --gpus LIST, not both");
+  /* the cards: --gpu a,b,c (or one; --gpus is its alias) or the whole catalog */
+  const char *gl = val[2] ? val[2] : e.gpu;
+  if (e.gpu && val[2]) {
+    cli_error("give the cards once: --gpus is --gpu's alias (--gpu %s,%s)", e.gpu, val[2]);
     return VL_EXIT_USAGE;
   }
-  if (e.gpu && strchr(e.gpu, ',')) {
-    cli_error("--gpu takes one card: '%s'", e.gpu);
-    cli_hint("give a list of cards with --gpus %s", e.gpu);
-    return VL_EXIT_USAGE;
-  }
-  struct est ce = e;
-  if (!ce.gpu) ce.gpu = "h100-80gb"; /* any known name: loads the catalog */
   struct vl_catalog cat;
-  const struct vl_gpu *any;
-  if ((rc = est_gpu(&ce, &cat, &any))) return rc;
+  if ((rc = est_catalog(e.catalog, &cat))) return rc;
   if (val[10] && (rc = apply_prices(val[10], &cat))) {
     vl_catalog_release(&cat);
     return rc;
@@ -184,9 +176,7 @@ int cmd_plan(int argc, const char **argv) {
     cli_error("out of memory");
     return VL_EXIT_ERROR;
   }
-  if (e.gpu) { /* --gpu NAME: plan on that card */
-    cards[nc++] = *any;
-  } else if (!gl) {
+  if (!gl) {
     for (size_t i = 0; i < cat.n; i++)
       cards[nc++] = cat.gpus[i];
   } else if ((rc = est_gpu_list(&cat, gl, named, cat.n, &nc)) == 0) {

@@ -1,4 +1,5 @@
-/* vramledger sensitivity: how robust the memory plan is.
+/* vramledger sensitivity: how robust the memory plan is; with thresholds
+ * (--fail-above ...) a gate: exit 3 when a probability exceeds its own.
  * docs/cmd/sensitivity.md. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,40 @@ static int parse_vary(const char *s, bool normal, struct vl_vary *v) {
   return 0;
 }
 
+/* --fail-above* PCT: the largest acceptable probability, in percent */
+static int parse_gate(const char *flag, const char *v, struct vl_sens_verdict *gate,
+                      enum vl_sens_gate g) {
+  double pct = 0;
+  int rc = cli_double(flag, v, 0, 100, &pct);
+  if (rc) return rc;
+  gate->given[g] = true;
+  gate->limit[g] = pct / 100;
+  return 0;
+}
+
+/* A gate whose probability the draws do not give is refused, never passed. */
+static int gates_ready(const struct vl_sens_query *q, const struct vl_sens_result *r,
+                       const struct vl_sens_verdict *gate) {
+  if (gate->given[VL_SENS_GATE_OOM] && !vl_sens_gate_ready(q, r, VL_SENS_GATE_OOM)) {
+    cli_error("--fail-above needs the card the job runs on: give --gpu NAME");
+    return VL_EXIT_USAGE;
+  }
+  static const char *const flag[] = {"", "--fail-above-budget", "--fail-above-deadline"};
+  for (int g = VL_SENS_GATE_BUDGET; g < VL_SENS_GATES; g++) {
+    if (!gate->given[g] || vl_sens_gate_ready(q, r, (enum vl_sens_gate)g)) continue;
+    const char *what = g == VL_SENS_GATE_BUDGET ? "--budget USD" : "--deadline-hours H";
+    if (q->fit || !r->timed)
+      cli_error("%s needs the draws' step times, which a training job's estimates on a card "
+                "give (not a fit's)",
+                flag[g]);
+    else
+      cli_error("%s needs %s and --tokens N: the probability it holds to its threshold", flag[g],
+                what);
+    return VL_EXIT_USAGE;
+  }
+  return 0;
+}
+
 int cmd_sensitivity(int argc, const char **argv) {
   struct vl_sens_query q;
   memset(&q, 0, sizeof q);
@@ -28,6 +63,8 @@ int cmd_sensitivity(int argc, const char **argv) {
   q.seed = 1;
   const char *rest[256], *vary[VL_SENS_MAX_VARY], *gpus = NULL, *dist = "uniform", *fit = NULL;
   int n = 0, nv = 0, rc;
+  struct vl_sens_verdict gate;
+  memset(&gate, 0, sizeof gate);
   if (argc > 255) {
     cli_error("too many arguments");
     return VL_EXIT_USAGE;
@@ -35,10 +72,12 @@ int cmd_sensitivity(int argc, const char **argv) {
   for (int i = 0; i < argc; i++) { /* our own flags; the rest are estimate's */
     const char *a = argv[i];
     bool takes =
-        i > 0 && (!strcmp(a, "--vary") || !strcmp(a, "--samples") || !strcmp(a, "--seed") ||
-                  !strcmp(a, "--gpus") || !strcmp(a, "--dist") || !strcmp(a, "--fit") ||
-                  !strcmp(a, "--estimates") || !strcmp(a, "--tokens") ||
-                  !strcmp(a, "--deadline-hours") || !strcmp(a, "--budget"));
+        i > 0 &&
+        (!strcmp(a, "--vary") || !strcmp(a, "--samples") || !strcmp(a, "--seed") ||
+         !strcmp(a, "--gpus") || !strcmp(a, "--dist") || !strcmp(a, "--fit") ||
+         !strcmp(a, "--estimates") || !strcmp(a, "--tokens") || !strcmp(a, "--deadline-hours") ||
+         !strcmp(a, "--budget") || !strcmp(a, "--fail-above") ||
+         !strcmp(a, "--fail-above-budget") || !strcmp(a, "--fail-above-deadline"));
     if (!takes) {
       rest[n++] = a;
       continue;
@@ -66,7 +105,13 @@ int cmd_sensitivity(int argc, const char **argv) {
       if ((rc = cli_double("deadline-hours", v, 1e-6, 1e9, &q.deadline_hours))) return rc;
     } else if (!strcmp(a, "--budget")) {
       if ((rc = cli_double("budget", v, 1e-6, 1e15, &q.budget_usd))) return rc;
-    } else if (!strcmp(a, "--gpus")) {
+    } else if (!strcmp(a, "--fail-above")) {
+      if ((rc = parse_gate("fail-above", v, &gate, VL_SENS_GATE_OOM))) return rc;
+    } else if (!strcmp(a, "--fail-above-budget")) {
+      if ((rc = parse_gate("fail-above-budget", v, &gate, VL_SENS_GATE_BUDGET))) return rc;
+    } else if (!strcmp(a, "--fail-above-deadline")) {
+      if ((rc = parse_gate("fail-above-deadline", v, &gate, VL_SENS_GATE_DEADLINE))) return rc;
+    } else if (!strcmp(a, "--gpus")) { /* --gpu's alias */
       gpus = v;
     } else if (!strcmp(a, "--fit")) {
       fit = v;
@@ -120,21 +165,36 @@ int cmd_sensitivity(int argc, const char **argv) {
         "--deadline-hours and --budget need --tokens N (the training tokens the hours are for)");
     return VL_EXIT_USAGE;
   }
+  if (gate.given[VL_SENS_GATE_BUDGET] && !q.budget_usd) {
+    cli_error("--fail-above-budget needs --budget USD (and --tokens N): the budget whose "
+              "P(over) it holds");
+    return VL_EXIT_USAGE;
+  }
+  if (gate.given[VL_SENS_GATE_DEADLINE] && !q.deadline_hours) {
+    cli_error("--fail-above-deadline needs --deadline-hours H (and --tokens N): the deadline "
+              "whose P(past) it holds");
+    return VL_EXIT_USAGE;
+  }
+  if (gpus && e.gpu) {
+    cli_error("give the cards once: --gpus is --gpu's alias (--gpu %s,%s)", e.gpu, gpus);
+    return VL_EXIT_USAGE;
+  }
+  if (!gpus) gpus = e.gpu; /* one card or a comma-separated list */
   q.margin = e.margin;
-  struct est ce = e;
-  ce.gpu = gpus ? "h100-80gb" : e.gpu; /* loads the catalog when any card is named */
   struct vl_catalog cat;
-  const struct vl_gpu *g0;
-  if ((rc = est_gpu(&ce, &cat, &g0))) return rc;
+  memset(&cat, 0, sizeof cat);
   if (gpus) {
     size_t ng = 0;
+    if ((rc = est_catalog(e.catalog, &cat))) return rc;
     if ((rc = est_gpu_list(&cat, gpus, q.gpus, VL_SENS_MAX_GPUS, &ng))) {
       vl_catalog_release(&cat);
       return rc;
     }
     q.n_gpus = (int)ng;
-  } else if (g0) {
-    q.gpus[q.n_gpus++] = g0;
+  }
+  if (gate.given[VL_SENS_GATE_OOM] && !q.n_gpus) { /* before the draws: nothing to hold */
+    cli_error("--fail-above needs the card the job runs on: give --gpu NAME");
+    return VL_EXIT_USAGE;
   }
   /* the draws are billed on the first card (its cuBLAS workspaces); the
    * others' P(out of memory) take their own (vl_sensitivity_run) */
@@ -156,7 +216,14 @@ int cmd_sensitivity(int argc, const char **argv) {
     vl_catalog_release(&cat);
     return s == VL_ENOMEM ? VL_EXIT_ERROR : VL_EXIT_USAGE;
   }
-  rc = vl_render_sensitivity(stdout, e.fmt, &q, &r) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
+  if ((rc = gates_ready(&q, &r, &gate))) {
+    vl_catalog_release(&cat);
+    return rc;
+  }
+  vl_sens_judge(&q, &r, &gate);
+  rc = vl_render_sensitivity(stdout, e.fmt, &q, &r, &gate) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
+  if (rc) cli_error("cannot write the output");
+  if (!rc && gate.n_failed) rc = VL_EXIT_NOFIT;
   vl_catalog_release(&cat);
   return rc;
 }

@@ -308,6 +308,16 @@ bool est_given(const struct est *e, const char *flag) {
   return false;
 }
 
+const char *est_first_given(const struct est *e, const char *const *except) {
+  for (const struct cli_opt *o = opts; o->name; o++) {
+    bool skip = false;
+    for (size_t i = 0; except[i] && !skip; i++)
+      skip = strcmp(o->name, except[i]) == 0;
+    if (!skip && (e->given >> o->id & 1)) return o->name;
+  }
+  return NULL;
+}
+
 int est_refuse_given(const struct est *e, const char *const *flags, const char *why) {
   for (size_t i = 0; flags[i]; i++)
     if (est_given(e, flags[i])) {
@@ -399,7 +409,7 @@ int est_gpu(const struct est *e, struct vl_catalog *cat, const struct vl_gpu **g
   return rc;
 }
 
-/* --gpus's longest value: the catalog's names, far more than a list names */
+/* --gpu's longest list: the catalog's names, far more than a list names */
 #define GPU_LIST_MAX 4096
 
 int est_gpu_list(const struct vl_catalog *cat, const char *list, const struct vl_gpu **out,
@@ -408,18 +418,15 @@ int est_gpu_list(const struct vl_catalog *cat, const char *list, const struct vl
   struct vl__list l;
   *n = 0;
   if (!vl__list_init_in(&l, list, ',', buf, sizeof buf)) { /* never cut: a cut name is another */
-    cli_error("--gpus is longer than %zu bytes: name fewer GPUs (a catalog name once each)",
+    cli_error("--gpu is longer than %zu bytes: name fewer GPUs (a catalog name once each)",
               sizeof buf - 1);
     return VL_EXIT_USAGE;
   }
   for (char *t; (t = vl__list_next(&l, NULL));) {
     const struct vl_gpu *g = vl_catalog_find(cat, t);
-    if (!g) {
-      cli_error("unknown GPU '%s' in --gpus", t);
-      return VL_EXIT_USAGE;
-    }
+    if (!g) return unknown_gpu(cat, t);
     if (*n == cap) { /* never dropped: the answer would leave out a GPU asked for */
-      cli_error("--gpus names more than %zu GPUs: name fewer", cap);
+      cli_error("--gpu names more than %zu GPUs: name fewer", cap);
       return VL_EXIT_USAGE;
     }
     out[(*n)++] = g;

@@ -35,6 +35,10 @@ bool est_given(const struct est *e, const char *flag);
  * @return 0 or VL_EXIT_USAGE (said). */
 int est_refuse_given(const struct est *e, const char *const *flags, const char *why);
 
+/*! The first job flag given (its name without "--", in the table's
+ * order) that is not in except[] (NULL-terminated), or NULL. */
+const char *est_first_given(const struct est *e, const char *const *except);
+
 /*! Defaults: vl_job_init, margin 10 %. */
 void est_init(struct est *e);
 /*! Parse estimate flags (all of argv[1..argc)); applies the task's
@@ -54,9 +58,10 @@ int est_catalog(const char *file, struct vl_catalog *cat);
  * releases cat. @return 0 or an exit code (message printed). */
 int est_gpu(const struct est *e, struct vl_catalog *cat, const struct vl_gpu **gpu);
 
-/*! The cards of a --gpus LIST ("a100-80gb,h100"): pointers into cat in
- * out[0..*n), at most cap (the rest ignored). @return 0, or VL_EXIT_USAGE
- * after naming a card the catalog does not have. */
+/*! The cards of a --gpu LIST ("a100-80gb,h100"; plan's and sensitivity's
+ * --gpus is its alias): pointers into cat in out[0..*n), at most cap.
+ * @return 0, or VL_EXIT_USAGE after naming a card the catalog does not
+ * have (with the nearest name and the known ones), or more than cap. */
 int est_gpu_list(const struct vl_catalog *cat, const char *list, const struct vl_gpu **out,
                  size_t cap, size_t *n);
 

@@ -211,11 +211,13 @@ int vl_render_fit_html(FILE *out, const struct vl_fit_view *v);
 
 struct vl_sens_query;
 struct vl_sens_result;
+struct vl_sens_verdict;
 
 /*! The sensitivity report: percentiles, P(exceed) per card, tornado,
- * fallbacks; the seed is printed. */
+ * fallbacks; the seed is printed. v: the gate's verdict (vl_sens_judge),
+ * NULL or none given: no gate, JSON's verdict null. */
 int vl_render_sensitivity(FILE *out, enum vl_format fmt, const struct vl_sens_query *q,
-                          const struct vl_sens_result *r);
+                          const struct vl_sens_result *r, const struct vl_sens_verdict *v);
 
 /*! Write the validate report. @return 0, or -1 on a write error. */
 int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_view *v);

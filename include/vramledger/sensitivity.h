@@ -102,6 +102,35 @@ struct vl_sens_result {
   } fallback[VL_SENS_FALLBACKS];
 };
 
+/* The gate a CI holds a plan to: each probability the draws give, against
+ * a largest acceptable value. */
+enum vl_sens_gate {
+  VL_SENS_GATE_OOM,      /* P(over gpus[0]), refused draws counted as over */
+  VL_SENS_GATE_BUDGET,   /* P(over budget_usd) */
+  VL_SENS_GATE_DEADLINE, /* P(past deadline_hours) */
+  VL_SENS_GATES
+};
+struct vl_sens_verdict {
+  bool given[VL_SENS_GATES]; /* the caller's: a threshold was set */
+  double limit[VL_SENS_GATES]; /* the caller's: largest acceptable probability, 0..1 */
+  double p[VL_SENS_GATES];     /* the draws' probability (given gates only) */
+  bool fail[VL_SENS_GATES];    /* p > limit */
+  int n_given, n_failed;
+};
+
+/*! Judge r against the thresholds in v (given[], limit[] set by the
+ * caller): each given gate's probability and whether it exceeds its
+ * limit. A gate whose probability the result does not hold (no card; no
+ * priced draws, tokens, budget or deadline) is not judged: the caller
+ * refuses it first (vl_sens_gate_ready). */
+void vl_sens_judge(const struct vl_sens_query *q, const struct vl_sens_result *r,
+                   struct vl_sens_verdict *v);
+
+/*! Can gate g be judged on r? (OOM: a card; the others: priced draws with
+ * tokens and the budget or deadline.) */
+bool vl_sens_gate_ready(const struct vl_sens_query *q, const struct vl_sens_result *r,
+                        enum vl_sens_gate g);
+
 const char *vl_vary_name(enum vl_vary_var v);
 /*! Parse a --vary spec into *v: "seq=±20%" or "hidden=+-15%" (0 < P <
  * 100; normal: a normal draw with P as its 95 % band, else uniform), or

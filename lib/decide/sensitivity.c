@@ -619,3 +619,29 @@ vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_over
   vl_free(bill);
   return VL_OK;
 }
+
+bool vl_sens_gate_ready(const struct vl_sens_query *q, const struct vl_sens_result *r,
+                        enum vl_sens_gate g) {
+  if (g == VL_SENS_GATE_OOM) return q->n_gpus > 0;
+  bool priced = r->timed && r->n_timed > 0 && q->tokens > 0;
+  return priced && (g == VL_SENS_GATE_BUDGET ? q->budget_usd > 0 : q->deadline_hours > 0);
+}
+
+/* A gate is held to the conservative probability: the OOM gate counts
+ * the draws the estimator refused as over the card (a job it cannot
+ * estimate is no job shown to fit). */
+void vl_sens_judge(const struct vl_sens_query *q, const struct vl_sens_result *r,
+                   struct vl_sens_verdict *v) {
+  v->n_given = v->n_failed = 0;
+  for (int g = 0; g < VL_SENS_GATES; g++) {
+    v->p[g] = 0;
+    v->fail[g] = false;
+    if (!v->given[g] || !vl_sens_gate_ready(q, r, (enum vl_sens_gate)g)) continue;
+    v->p[g] = g == VL_SENS_GATE_OOM      ? r->p_exceed_refused[0]
+              : g == VL_SENS_GATE_BUDGET ? r->p_over_budget
+                                         : r->p_late;
+    v->fail[g] = v->p[g] > v->limit[g];
+    v->n_given++;
+    v->n_failed += v->fail[g];
+  }
+}

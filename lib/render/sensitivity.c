@@ -76,10 +76,49 @@ static json_t *fallbacks_json(const struct vl_sens_result *r) {
   return fb;
 }
 
-static int as_json(FILE *o, const struct vl_sens_query *q, const struct vl_sens_result *r) {
+/* each gate's id in JSON, its flag, and what its probability is of */
+static const char *const gate_id[VL_SENS_GATES] = {"oom", "budget", "deadline"};
+static const char *const gate_flag[VL_SENS_GATES] = {"--fail-above", "--fail-above-budget",
+                                                     "--fail-above-deadline"};
+
+static json_t *verdict_clauses(const struct vl_sens_query *q, const struct vl_sens_verdict *v) {
+  json_t *a = json_array();
+  for (int g = 0; v && g < VL_SENS_GATES; g++) {
+    if (!v->given[g]) continue;
+    json_t *c = json_object();
+    json_object_set_new(c, "clause", vl__json_str(gate_id[g]));
+    json_object_set_new(c, "result", vl__json_str(v->fail[g] ? "fail" : "pass"));
+    json_object_set_new(c, "measured", json_real(v->p[g]));
+    json_object_set_new(c, "threshold", json_real(v->limit[g]));
+    json_object_set_new(c, "flag", vl__json_str(gate_flag[g]));
+    if (g == VL_SENS_GATE_OOM) {
+      json_object_set_new(c, "gpu", vl__json_str(q->gpus[0]->name));
+      json_object_set_new(c, "rule",
+                          vl__json_str("P(over the card with the margin kept free, refused "
+                                       "draws counted as over) <= threshold"));
+    } else if (g == VL_SENS_GATE_BUDGET) {
+      json_object_set_new(c, "budget_usd", json_real(q->budget_usd));
+      json_object_set_new(c, "rule",
+                          vl__json_str("P(a run costs more than the budget) <= threshold"));
+    } else {
+      json_object_set_new(c, "deadline_hours", json_real(q->deadline_hours));
+      json_object_set_new(c, "rule",
+                          vl__json_str("P(a run takes longer than the deadline) <= threshold"));
+    }
+    json_array_append_new(a, c);
+  }
+  return a;
+}
+
+static int as_json(FILE *o, const struct vl_sens_query *q, const struct vl_sens_result *r,
+                   const struct vl_sens_verdict *v) {
   char d[128];
   json_t *root = json_object(), *pc = json_object(), *pe = json_object(), *vary = json_array();
   json_object_set_new(root, "schema", vl__json_str("vramledger.sensitivity/1"));
+  bool gated = v && v->n_given;
+  json_object_set_new(root, "verdict",
+                      gated ? vl__json_str(v->n_failed ? "fail" : "pass") : json_null());
+  json_object_set_new(root, "clauses", verdict_clauses(q, gated ? v : NULL));
   json_object_set_new(root, "samples", U(r->samples));
   json_object_set_new(root, "seed", U(r->seed));
   json_object_set_new(root, "drawn", U(r->drawn));
@@ -257,14 +296,34 @@ static void fallback_lines(FILE *o, bool md, const struct vl_sens_result *r) {
   }
 }
 
+/* the gate: each threshold given, the probability against it */
+static void verdict_lines(FILE *o, bool md, const struct vl_sens_query *q,
+                          const struct vl_sens_verdict *v) {
+  if (!v || !v->n_given) return;
+  const char *b = md ? "- " : "  ";
+  fprintf(o, "\n%s%s\n", md ? "### Gate: " : "gate: ", v->n_failed ? "fail" : "pass");
+  for (int g = 0; g < VL_SENS_GATES; g++) {
+    if (!v->given[g]) continue;
+    if (g == VL_SENS_GATE_OOM)
+      fprintf(o, "%sP(over %s, refused draws counted as over)", b, q->gpus[0]->name);
+    else if (g == VL_SENS_GATE_BUDGET)
+      fprintf(o, "%sP(over the budget of $%.2f)", b, q->budget_usd);
+    else
+      fprintf(o, "%sP(past the deadline of %.3g h)", b, q->deadline_hours);
+    fprintf(o, " = %.2f %%, %s %g %% (%s)%s\n", 100 * v->p[g], v->fail[g] ? "above" : "at most",
+            100 * v->limit[g], gate_flag[g], v->fail[g] ? "  <- fail" : "");
+  }
+}
+
 int vl_render_sensitivity(FILE *o, enum vl_format fmt, const struct vl_sens_query *q,
-                          const struct vl_sens_result *r) {
-  if (fmt == VL_FMT_JSON) return as_json(o, q, r);
+                          const struct vl_sens_result *r, const struct vl_sens_verdict *v) {
+  if (fmt == VL_FMT_JSON) return as_json(o, q, r, v);
   bool md = fmt == VL_FMT_MD;
   header_lines(o, md, q, r);
   peak_lines(o, md, q, r);
   time_lines(o, md, q, r);
   tornado_lines(o, md, r);
   fallback_lines(o, md, r);
+  verdict_lines(o, md, q, v);
   return ferror(o) ? -1 : 0;
 }
