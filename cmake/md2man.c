@@ -173,6 +173,54 @@ static void option_tag(FILE *o, const char *s, size_t n) {
   fputs(word ? "\\fR\n" : "\n", o);
 }
 
+/* A Markdown table (lines [from, to) starting with '|', the second the
+ * "|---|" rule) as tbl(1): the header row bold, a column with a cell over
+ * 20 characters filled to the page's width. man runs tbl on the page for
+ * the first line's '\" t. */
+static void table(FILE *o, char **line, size_t from, size_t to) {
+  enum { MAX_COLS = 16 };
+  int wide[MAX_COLS] = {0}, cols = 0;
+  for (size_t i = from; i < to; i++) {
+    int c = 0;
+    for (const char *p = line[i] + 1; *p; c++) {
+      const char *bar = strchr(p, '|');
+      size_t n = bar ? (size_t)(bar - p) : strlen(p);
+      if (c < MAX_COLS && n > 22) wide[c] = 1;
+      if (!bar) break;
+      p = bar + 1;
+      if (!*p) { c++; break; }
+    }
+    if (c > cols) cols = c;
+  }
+  if (cols > MAX_COLS) cols = MAX_COLS;
+  fputs(".na\n.TS\n", o); /* ragged cells: a narrow column cannot be adjusted */
+  for (int r = 0; r < 2; r++) {
+    for (int c = 0; c < cols; c++)
+      fprintf(o, "%sl%s%s", c ? " " : "", r ? "" : "B", wide[c] ? "x" : "");
+    fputs(r ? ".\n" : "\n", o);
+  }
+  for (size_t i = from; i < to; i++) {
+    if (strspn(line[i], "|-: ") == strlen(line[i])) continue; /* the rule */
+    char cell[4096];
+    const char *p = line[i] + 1;
+    for (int c = 0; c < cols && *p; c++) {
+      const char *bar = strchr(p, '|');
+      size_t n = bar ? (size_t)(bar - p) : strlen(p);
+      while (n && p[0] == ' ')
+        p++, n--;
+      while (n && p[n - 1] == ' ')
+        n--;
+      snprintf(cell, sizeof cell, "%.*s", (int)n, p);
+      fputs(c ? "\tT{\n" : "T{\n", o);
+      inline_text(o, cell);
+      fputs("T}", o);
+      p = bar ? bar + 1 : p + n;
+    }
+    fputc('\n', o);
+  }
+  fputs(".TE\n.ad\n", o);
+}
+
 enum { R_OPTIONS = 1, R_DEMOTE = 2 };
 
 /* Lines [from, to) as roff. R_OPTIONS: lines indented 4 are option entries
@@ -189,6 +237,17 @@ static void render(FILE *o, char **line, size_t from, size_t to, int how) {
       if (pre) fputc('\n', o);
       list = opt = 0;
       para = 1;
+      continue;
+    }
+    if (l[0] == '|') {
+      size_t end = i;
+      while (end < to && line[end][0] == '|')
+        end++;
+      if (para && !fresh) fputs(".PP\n", o);
+      table(o, line, i, end);
+      i = end - 1;
+      para = list = opt = 0;
+      fresh = 0;
       continue;
     }
     int head = l[0] == '#';
@@ -257,7 +316,7 @@ static int man_page(const char *version, const char *inp, const char *outp) {
   if (!o) return perror(outp), 1;
   char sum[1024];
   summary(&p, sum, sizeof sum);
-  fputs(".TH VRAMLEDGER-", o);
+  fputs("'\\\" t\n.TH VRAMLEDGER-", o);
   for (const char *q = p.name; *q; q++)
     fputc(toupper((unsigned char)*q), o);
   fprintf(o, " 1 \"\" \"vramledger %s\" \"vramledger manual\"\n", version);
