@@ -194,6 +194,14 @@ int vl_render_commitment(FILE *out, bool md, const struct vl_commit_view *v) {
 
 static const char *const check_kind[VL_CHECK_KIND_COUNT] = {"model", "setting", "hardware",
                                                             "budget", "trigger"};
+/* the rule each kind of problem broke, for JSON's readers */
+static const char *const check_rule[VL_CHECK_KIND_COUNT] = {
+    "the model's config is the committed one",
+    "the setting is the committed baseline's",
+    "the committed card, GPU count and margin",
+    "the job fits the card with the margin kept free",
+    "the measured peak per GPU is at most the peak trigger x the committed total",
+};
 
 /* one problem; its values come from the commitment and the config files,
  * so they are written as plain text (no terminal's control sequences) */
@@ -247,6 +255,7 @@ static int check_json(FILE *out, const struct vl_check_view *v) {
   json_object_set_new(o, "commitment", vl__json_str(v->commitment));
   json_object_set_new(o, "model_config", v->model_file ? vl__json_str(v->model_file) : json_null());
   json_object_set_new(o, "consistent", json_boolean(v->n == 0));
+  json_object_set_new(o, "verdict", vl__json_str(v->n ? "fail" : "pass"));
   json_t *ps = json_array();
   for (int i = 0; i < v->n; i++) {
     const struct vl_check_item *it = &v->items[i];
@@ -255,6 +264,7 @@ static int check_json(FILE *out, const struct vl_check_view *v) {
     json_object_set_new(p, "field", vl__json_str(it->d.field));
     json_object_set_new(p, "committed", vl__json_str(it->d.committed));
     json_object_set_new(p, "current", vl__json_str(it->d.now));
+    json_object_set_new(p, "rule", vl__json_str(check_rule[it->kind]));
     json_object_set_new(p, "action", vl__json_str(it->action));
     json_array_append_new(ps, p);
   }
