@@ -307,6 +307,11 @@ static void summary(const struct page *p, char *out, size_t n) {
   }
   for (char *q = out; *q; q++)
     if (*q == '`' || *q == '*') memmove(q, q + 1, strlen(q)), q--;
+  /* man-pages(7): lower case, no final period ("Say how" but "CI gate") */
+  size_t k = strlen(out);
+  if (k && out[k - 1] == '.') out[--k] = 0;
+  if (isupper((unsigned char)out[0]) && islower((unsigned char)out[1]))
+    out[0] = (char)tolower((unsigned char)out[0]);
 }
 
 static int man_page(const char *version, const char *inp, const char *outp) {
