@@ -132,10 +132,14 @@ int cmd_doctor(int argc, const char **argv) {
   }
   struct vl_diag diags[VL_MAX_DIAGS];
   int nd = vl_doctor(&rr->rec, &rr->sum, &rr->fw, diags);
-  rc = vl_render_doctor(stdout, d.fmt == 1, rr->path, diags, nd) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
+  struct vl_doctor_verdict v = {d.fail_on, {false}, 0};
+  for (int i = 0; i < nd && d.fail_on; i++)
+    if ((v.listed[i] = listed(d.fail_on, &diags[i]))) v.n_listed++;
+  rc = vl_render_doctor(stdout, d.fmt == 1, rr->path, diags, nd, d.fail_on ? &v : NULL) == 0
+           ? VL_EXIT_OK
+           : VL_EXIT_ERROR;
   if (rc) cli_error("cannot write the output");
-  for (int i = 0; i < nd && d.fail_on && rc == VL_EXIT_OK; i++)
-    if (listed(d.fail_on, &diags[i])) rc = VL_EXIT_NOFIT;
+  if (rc == VL_EXIT_OK && v.n_listed) rc = VL_EXIT_NOFIT;
   vl_record_release(&rr->rec);
   free(rr);
   return rc;

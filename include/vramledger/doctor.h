@@ -55,6 +55,14 @@ struct vl_diag {
 
 #define VL_MAX_DIAGS VL_D_COUNT
 
+/* The CI gate over a run's findings (doctor --fail-on LIST): which of
+ * them the list names. Decided by the caller; the renderer shows it. */
+struct vl_doctor_verdict {
+  const char *fail_on;       /* the list as given (borrowed) */
+  bool listed[VL_MAX_DIAGS]; /* finding i is named by the list: it fails the run */
+  int n_listed;              /* the verdict fails when > 0 */
+};
+
 /*! Diagnose a run (pure). Thresholds in docs/cmd/doctor.md.
  * @return the number of findings written to out. */
 int vl_doctor(const struct vl_record *r, const struct vl_run_summary *s,

@@ -240,9 +240,12 @@ const char *vl_fmt_gib(char *buf, size_t n, uint64_t bytes);
 const char *vl_fmt_int(char *buf, size_t n, uint64_t v);
 
 struct vl_diag;
+struct vl_doctor_verdict;
 /*! Write doctor's findings (text, or JSON with id, code, severity, title,
- * evidence, fix). @return 0, or -1 on a write error. */
-int vl_render_doctor(FILE *out, bool json, const char *source, const struct vl_diag *d, int n);
+ * evidence, fix); v: the --fail-on gate's verdict (NULL: no gate; JSON's
+ * verdict null). @return 0, or -1 on a write error. */
+int vl_render_doctor(FILE *out, bool json, const char *source, const struct vl_diag *d, int n,
+                     const struct vl_doctor_verdict *v);
 
 struct vl_trace;
 struct vl_live_at;

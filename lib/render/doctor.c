@@ -209,12 +209,28 @@ static void words(const struct vl_diag *d, char *title, size_t nt, char *ev, siz
   if (!words_memory(d, title, nt, ev, ne, fix, nf)) words_job(d, title, nt, ev, ne, fix, nf);
 }
 
-int vl_render_doctor(FILE *o, bool json, const char *source, const struct vl_diag *d, int n) {
+/* the gate's line: which listed findings fail the run */
+static void verdict_text(FILE *o, const struct vl_diag *d, int n,
+                         const struct vl_doctor_verdict *v) {
+  if (!v) return;
+  fputs("\ngate (--fail-on ", o);
+  vl__plain_text(o, v->fail_on);
+  fprintf(o, "): %s", v->n_listed ? "fail:" : "pass: no listed finding");
+  for (int i = 0; i < n; i++)
+    if (v->listed[i]) fprintf(o, " %s", vl_diag_id(d[i].kind));
+  fputc('\n', o);
+}
+
+int vl_render_doctor(FILE *o, bool json, const char *source, const struct vl_diag *d, int n,
+                     const struct vl_doctor_verdict *v) {
   char title[160], ev[512], fix[512];
   if (json) {
     json_t *root = json_object();
     json_object_set_new(root, "schema", vl__json_str("vramledger.doctor/1"));
     json_object_set_new(root, "record", vl__json_str(source));
+    json_object_set_new(root, "verdict",
+                        v ? vl__json_str(v->n_listed ? "fail" : "pass") : json_null());
+    json_object_set_new(root, "fail_on", v ? vl__json_str(v->fail_on) : json_null());
     json_t *a = json_array();
     for (int i = 0; i < n; i++) {
       words(&d[i], title, sizeof title, ev, sizeof ev, fix, sizeof fix);
@@ -225,6 +241,7 @@ int vl_render_doctor(FILE *o, bool json, const char *source, const struct vl_dia
       json_object_set_new(x, "title", vl__json_str(title));
       json_object_set_new(x, "evidence", vl__json_str(ev));
       json_object_set_new(x, "fix", vl__json_str(fix));
+      if (v) json_object_set_new(x, "result", vl__json_str(v->listed[i] ? "fail" : "pass"));
       json_array_append_new(a, x);
     }
     json_object_set_new(root, "findings", a);
@@ -242,5 +259,6 @@ int vl_render_doctor(FILE *o, bool json, const char *source, const struct vl_dia
     fprintf(o, "\n  %s %s [%s] %s\n    evidence: %s\n    fix: %s\n", vl_diag_id(d[i].kind),
             sev_name[d[i].severity], vl_diag_slug(d[i].kind), title, ev, fix);
   }
+  verdict_text(o, d, n, v);
   return ferror(o) ? -1 : 0;
 }

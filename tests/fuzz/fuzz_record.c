@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (sink) {
       struct vl_report_view v = {&r, &s, f, n, "fuzz", fw, NULL};
       (void)vl_render_report(sink, VL_REP_TEXT, &v);
-      (void)vl_render_doctor(sink, false, "fuzz", d, nd);
+      (void)vl_render_doctor(sink, false, "fuzz", d, nd, NULL);
     }
   }
   free(fw);
