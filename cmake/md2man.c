@@ -31,14 +31,24 @@
 
 /* The standard sections, in the man page's order; S_OWN is one of the
  * page's own, a subsection of DESCRIPTION. */
-enum kind { S_SYNOPSIS, S_DESCRIPTION, S_OPTIONS, S_EXIT, S_EXAMPLES, S_ENV, S_FILES, S_SEEALSO,
-            S_OWN, S_N = S_OWN };
+enum kind {
+  S_SYNOPSIS,
+  S_DESCRIPTION,
+  S_OPTIONS,
+  S_EXIT,
+  S_EXAMPLES,
+  S_ENV,
+  S_FILES,
+  S_SEEALSO,
+  S_OWN,
+  S_N = S_OWN
+};
 static const struct {
   const char *md, *man;
-} kinds[S_N] = {{"Synopsis", "SYNOPSIS"},      {"Description", "DESCRIPTION"},
-                {"Options", "OPTIONS"},        {"Exit status", "EXIT STATUS"},
-                {"Examples", "EXAMPLES"},      {"Environment", "ENVIRONMENT"},
-                {"Files", "FILES"},            {"See also", "SEE ALSO"}};
+} kinds[S_N] = {{"Synopsis", "SYNOPSIS"}, {"Description", "DESCRIPTION"},
+                {"Options", "OPTIONS"},   {"Exit status", "EXIT STATUS"},
+                {"Examples", "EXAMPLES"}, {"Environment", "ENVIRONMENT"},
+                {"Files", "FILES"},       {"See also", "SEE ALSO"}};
 
 static enum kind kind_of(const char *title) {
   if (strcasecmp(title, "Example") == 0) return S_EXAMPLES;
@@ -95,8 +105,10 @@ static int page_read(struct page *p, const char *path) {
   for (i++; i < p->n; i++) {
     if (strncmp(p->line[i], "## ", 3) != 0) continue;
     if (p->nsec == MAX_SECTIONS) return fprintf(stderr, "%s: too many sections\n", path), 1;
-    if (p->nsec == 0) p->lead_to = i;
-    else p->sec[p->nsec - 1].to = i;
+    if (p->nsec == 0)
+      p->lead_to = i;
+    else
+      p->sec[p->nsec - 1].to = i;
     p->sec[p->nsec].title = p->line[i] + 3;
     p->sec[p->nsec].kind = kind_of(p->line[i] + 3);
     p->sec[p->nsec].from = i + 1;
@@ -188,7 +200,10 @@ static void table(FILE *o, char **line, size_t from, size_t to) {
       if (c < MAX_COLS && n > 22) wide[c] = 1;
       if (!bar) break;
       p = bar + 1;
-      if (!*p) { c++; break; }
+      if (!*p) {
+        c++;
+        break;
+      }
     }
     if (c > cols) cols = c;
   }
@@ -379,8 +394,10 @@ static int help_page(const char *inp, const char *outp) {
   if (page_read(&p, inp)) return 1;
   int syn = -1, opts = -1;
   for (int s = 0; s < p.nsec; s++)
-    if (p.sec[s].kind == S_SYNOPSIS && syn < 0) syn = s;
-    else if (p.sec[s].kind == S_OPTIONS && opts < 0) opts = s;
+    if (p.sec[s].kind == S_SYNOPSIS && syn < 0)
+      syn = s;
+    else if (p.sec[s].kind == S_OPTIONS && opts < 0)
+      opts = s;
   if (syn < 0 || opts < 0)
     return fprintf(stderr, "%s: --help needs a '## Synopsis' and a '## Options' section\n", inp), 1;
   FILE *o = fopen(outp, "w");
