@@ -442,8 +442,9 @@ static int index_page(const char *version, const char *outp, int n, char **names
         "goes\n.SH SYNOPSIS\n.B vramledger\n.I command\n[options]\n.SH DESCRIPTION\n"
         "Estimates a training or inference job's GPU memory before launch, measures it while it "
         "runs (process, allocator and framework layers, phase by phase), and turns both into "
-        "hardware, cost and go/no\\-go decisions. Each command has its page, the same text as "
-        "\\fBvramledger\\fR \\fIcommand\\fR \\fB\\-\\-help\\fR.\n.SH COMMANDS\n",
+        "hardware, cost and go/no\\-go decisions. Each command has its page; "
+        "\\fBvramledger\\fR \\fIcommand\\fR \\fB\\-\\-help\\fR prints its synopsis and "
+        "options.\n.SH COMMANDS\n",
         o);
   for (int i = 0; i < n; i++)
     fprintf(o, ".TP\n.B %s\nvramledger\\-%s(1)\n", names[i], names[i]);
