@@ -88,6 +88,9 @@ struct vl_arch {
   unsigned learned_pos : 1;       /* learned absolute positions */
   unsigned final_norm : 1;        /* a norm after the last layer */
   unsigned fused_qkv : 1;         /* one qkv matrix (GPT-2, NeoX, Phi-3) */
+  unsigned rope_cat : 1;          /* q and k rotated then joined with torch.cat (partial rotary:
+                                     NeoX, Phi, StableLM, GLM; Phi-3 always): q reaches the
+                                     attention contiguous as (B, heads, s, d) */
   unsigned causal : 1;            /* decoder (causal LM head) vs encoder (MLM) */
   unsigned relu_act : 1;          /* ReLU MLP (OPT): one saved tensor, not two */
   unsigned gelu_python : 1;       /* GELU written in Python ops (GPT-2 gelu_new) */

@@ -198,6 +198,7 @@ static vl_status phi(struct vl__reader *r, struct vl_arch *a) {
   a->gated_mlp = a->rms_norm = 0;
   a->gelu_python = 1; /* hidden_act gelu_new */
   a->shared_norm = a->parallel_residual = 1;
+  a->rope_cat = 1; /* modeling_phi.py: torch.cat((query_rot, query_pass)) */
   return VL_OK;
 }
 
@@ -212,6 +213,16 @@ static vl_status stablelm(struct vl__reader *r, struct vl_arch *a) {
   a->qk_norm = qkln ? 1 : 0;   /* one LayerNorm (no bias) per head */
   a->rms_norm = 0;
   a->parallel_residual = a->shared_norm = (unsigned)par;
+  a->rope_cat = 1; /* modeling_stablelm.py: torch.cat((query_rot, query_pass)) */
+  return VL_OK;
+}
+
+/* A config whose sliding_window (default dwin; 0 or null: none) applies to
+ * every layer, unless layer_types says which (modeling_mistral.py,
+ * modeling_phi3.py: create_sliding_window_causal_mask where it is set). */
+static vl_status every_layer_slides(struct vl__reader *r, struct vl_arch *a, uint64_t dwin) {
+  TRY(sliding(r, a, dwin, 0));
+  if (a->sliding_window && !json_object_get(r->root, "layer_types")) a->sliding_layers = a->layers;
   return VL_OK;
 }
 
@@ -221,8 +232,7 @@ static vl_status starcoder2(struct vl__reader *r, struct vl_arch *a) {
   a->qkv_bias = a->o_bias = a->mlp_bias = (unsigned)bias;
   TRY(vl__get_prob(r, "residual_dropout", 0.0, &a->hidden_dropout));
   TRY(vl__get_prob(r, "embedding_dropout", 0.0, &a->embed_dropout));
-  TRY(sliding(r, a, 0, 0));
-  if (a->sliding_window && !json_object_get(r->root, "layer_types")) a->sliding_layers = a->layers;
+  TRY(every_layer_slides(r, a, 0));
   a->gated_mlp = a->rms_norm = 0; /* c_fc, gelu_pytorch_tanh, c_proj; LayerNorm with bias */
   return VL_OK;
 }
@@ -260,8 +270,12 @@ static vl_status first_decoders(struct vl__reader *r, struct vl_arch *a) {
     TRY(vl__get_prob(r, "resid_pdrop", 0.0, &a->hidden_dropout));
     TRY(vl__get_prob(r, "embd_pdrop", 0.0, &a->embed_dropout));
     a->fused_qkv = a->fused_gate_up = 1;
-    return VL_OK;
+    a->rope_cat = 1; /* modeling_phi3.py apply_rotary_pos_emb: torch.cat([rotated, pass]) */
+    return every_layer_slides(r, a, 0);
+  case VL_FAM_MISTRAL: /* configuration_mistral.py: 4096 where the key is absent; null: none */
+    return every_layer_slides(r, a, json_object_get(r->root, "sliding_window") ? 0 : 4096);
   case VL_FAM_MIXTRAL:
+    TRY(every_layer_slides(r, a, 0));
     TRY(experts(r, a, "num_local_experts", 8, 2, a->intermediate));
     if (!a->experts)
       return vl__fail(r->err, VL_ERANGE, "key 'num_local_experts': 0 is out of range [1, %llu]",
@@ -326,6 +340,7 @@ static vl_status parts(struct vl__reader *r, struct vl_arch *a) {
       a->qkv_bias = (unsigned)b; /* q/k/v only: o_proj has none */
     }
     a->fused_gate_up = 1;
+    a->rope_cat = 1; /* modeling_glm.py apply_rotary_pos_emb: torch.cat([q_embed, q_pass]) */
     return VL_OK;
   case VL_FAM_PHI: return phi(r, a);
   case VL_FAM_STABLELM: return stablelm(r, a);

@@ -17,7 +17,7 @@
 #include "prog.h"
 
 #define TAPE_IN 3
-#define TAPE_SAVED 4
+#define TAPE_SAVED 6
 
 struct tape_tensor {
   uint32_t h;     /* the allocator model's handle (NONE: small pool or none) */

@@ -405,6 +405,20 @@ static uint32_t sdpa_math_mqa(struct run *R, const struct qkv *s) {
   return o;
 }
 
+/* Does this decoder layer's attention take a mask? A sliding-window layer
+ * whose window the sequence reaches gets a boolean B x 1 x s x s mask
+ * (masking_utils.py, _ignore_causal_mask_sdpa: kv_length >=
+ * local_attention_size); the other layers run with is_causal. The sliding
+ * layers are spread over the stack (Gemma 2 alternates; where they are
+ * changes when, not how much, is held). */
+static bool window_masked(const struct run *R) {
+  const struct vl_arch *arch = R->arch;
+  const uint64_t n = arch->sliding_layers, L = arch->layers;
+  if (!R->causal || R->kv_src || !arch->sliding_window || !n || R->z->P < arch->sliding_window)
+    return false;
+  return (R->l + 1) * n / L != R->l * n / L;
+}
+
 /* SDPA (flash / memory-efficient): saves q, k, v, its output */
 static uint32_t sdpa(struct run *R, const struct qkv *s) {
   const struct vl_arch *arch = R->arch;
@@ -414,8 +428,11 @@ static uint32_t sdpa(struct run *R, const struct qkv *s) {
    * memory-efficient kernel takes it (in q's dtype) and saves it
    * (ModernBERT: 14 such blocks live at the peak of modernbert-bf16-
    * adamw, bench/results/model-types-unseen/type-peaks.json) */
+  /* So does a decoder's masked sliding-window layer: the kernel's bias,
+   * in q's dtype (phi-3-mini at 2,048 tokens, window 2,047: 16 MiB a layer
+   * at batch 2 held to the backward, the dry run's trace) */
   uint32_t m = 0;
-  if (!arch->causal && arch->global_every && R->l % arch->global_every)
+  if ((!arch->causal && arch->global_every && R->l % arch->global_every) || window_masked(R))
     m = tape_new(&R->tp, R->z->B * R->z->P * R->z->P * e);
   uint32_t o = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e,
                                       .in = {q, k, v},
@@ -447,6 +464,18 @@ uint32_t vl__tr_attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
     o = sdpa_math_mqa(R, &s);
   else
     o = sdpa(R, &s);
+  if (arch->rope_cat && e == 2 && !R->z->eager && !(arch->family == VL_FAM_FALCON && g == 1)) {
+    /* q joined by torch.cat is contiguous as (B, heads, s, d), and cuDNN
+     * attention writes its output in q's layout: transformers'
+     * attn_output.transpose(1, 2).contiguous() (sdpa_attention.py) is then
+     * a copy, which o_proj saves beside the output the kernel saves
+     * (phi-3-mini: 24 MiB a layer at batch 2 x 2,048; where q comes from
+     * elementwise ops on a transposed view, the transpose is already
+     * contiguous and o_proj saves the kernel's output itself) */
+    uint32_t c = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e, .in = {o}});
+    rel(R, o);
+    o = c;
+  }
   uint32_t y = vl__tr_linear(R, o, e, T, a * R->dv, h, arch->o_bias);
   rel(R, o);
   rel(R, s.q);

@@ -639,6 +639,9 @@ static const struct {
   const char *why;
 } known_misses[] = {
     {"starcoderbase1b-infer-fp32", 0.03, 0.05, "generate() fp32 -2.1 %"},
+    {"phi2-bf16-adamw-fused-ckpt", 0.02, 0.07,
+     "total +6.0 %: in the replay the recomputation's attention-output copies split the cached "
+     "segment of the fp32 logits, two more are made; the dry run of the same job is +3.3 %"},
 };
 
 /* The loops people run (bench/results/loops/, bench/gpu/jobs/loops_measure.py on
