@@ -69,24 +69,39 @@ int cmd_sensitivity(int argc, const char **argv) {
     cli_error("too many arguments");
     return VL_EXIT_USAGE;
   }
+  static const char *const own[] = {"--vary",
+                                    "--samples",
+                                    "--seed",
+                                    "--gpus",
+                                    "--dist",
+                                    "--fit",
+                                    "--estimates",
+                                    "--tokens",
+                                    "--deadline-hours",
+                                    "--budget",
+                                    "--fail-above",
+                                    "--fail-above-budget",
+                                    "--fail-above-deadline",
+                                    NULL};
   for (int i = 0; i < argc; i++) { /* our own flags; the rest are estimate's */
-    const char *a = argv[i];
-    bool takes =
-        i > 0 &&
-        (!strcmp(a, "--vary") || !strcmp(a, "--samples") || !strcmp(a, "--seed") ||
-         !strcmp(a, "--gpus") || !strcmp(a, "--dist") || !strcmp(a, "--fit") ||
-         !strcmp(a, "--estimates") || !strcmp(a, "--tokens") || !strcmp(a, "--deadline-hours") ||
-         !strcmp(a, "--budget") || !strcmp(a, "--fail-above") ||
-         !strcmp(a, "--fail-above-budget") || !strcmp(a, "--fail-above-deadline"));
-    if (!takes) {
-      rest[n++] = a;
+    /* "--flag V" or "--flag=V", as the estimate flags are spelt */
+    const char *a = NULL, *v = NULL;
+    for (int k = 0; i > 0 && own[k] && !a; k++) {
+      size_t l = strlen(own[k]);
+      if (!strncmp(argv[i], own[k], l) && (argv[i][l] == '\0' || argv[i][l] == '=')) {
+        a = own[k];
+        v = argv[i][l] == '=' ? argv[i] + l + 1 : NULL;
+      }
+    }
+    if (!a) {
+      rest[n++] = argv[i];
       continue;
     }
-    if (i + 1 >= argc) {
+    if (!v && i + 1 >= argc) {
       cli_error("option '%s' needs a value", a);
       return VL_EXIT_USAGE;
     }
-    const char *v = argv[++i];
+    if (!v) v = argv[++i];
     if (!strcmp(a, "--vary")) {
       if (nv == VL_SENS_MAX_VARY) {
         cli_error("at most %d --vary", VL_SENS_MAX_VARY);

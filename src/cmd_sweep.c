@@ -105,6 +105,20 @@ struct point {
   const char *status;
 };
 
+/* Is argv[*i] the option name with its value ("--out DIR" or "--out=DIR",
+ * as every command spells them)? Its value in *v, *i past it. */
+static bool option(const char *name, int argc, const char **argv, int *i, const char **v) {
+  size_t l = strlen(name);
+  if (strncmp(argv[*i], name, l) != 0) return false;
+  if (argv[*i][l] == '=') {
+    *v = argv[*i] + l + 1;
+    return true;
+  }
+  if (argv[*i][l] != '\0' || *i + 1 >= argc) return false;
+  *v = argv[++*i];
+  return true;
+}
+
 /* The options up to '--'. Sets *help after printing --help. */
 static int parse_options(struct sweep *s, int argc, const char **argv, bool *help) {
   int dash = -1, rc;
@@ -118,15 +132,15 @@ static int parse_options(struct sweep *s, int argc, const char **argv, bool *hel
       *help = true;
       return VL_EXIT_OK;
     }
-    bool has = i + 1 < argc;
-    if (!strcmp(argv[i], "--grid") && has) {
-      if ((rc = add_grid(&s->g, argv[++i]))) return rc;
-    } else if (!strcmp(argv[i], "--out") && has) {
-      s->out = argv[++i];
-    } else if (!strcmp(argv[i], "--repeat") && has) {
-      if ((rc = cli_u64("repeat", argv[++i], 1, 100, &s->repeat))) return rc;
-    } else if (!strcmp(argv[i], "--interval-ms") && has) {
-      if ((rc = cli_u64("interval-ms", argv[++i], 1, 60000, &s->interval))) return rc;
+    const char *v = NULL;
+    if (option("--grid", argc, argv, &i, &v)) {
+      if ((rc = add_grid(&s->g, v))) return rc;
+    } else if (option("--out", argc, argv, &i, &v)) {
+      s->out = v;
+    } else if (option("--repeat", argc, argv, &i, &v)) {
+      if ((rc = cli_u64("repeat", v, 1, 100, &s->repeat))) return rc;
+    } else if (option("--interval-ms", argc, argv, &i, &v)) {
+      if ((rc = cli_u64("interval-ms", v, 1, 60000, &s->interval))) return rc;
     } else {
       cli_error("unknown or incomplete option '%s'", argv[i]);
       cli_hint(
