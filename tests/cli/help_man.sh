@@ -4,8 +4,9 @@
 #   options; the rest is in the man page) and lists the options: an
 #   "Options:" heading with option lines, every flag the command's option
 #   table takes (src/cmd_CMD.c's struct cli_opt entries; estimate's job
-#   flags, src/jobflags.c) and every flag that opens an option line
-#   anywhere in docs/cmd/CMD.md;
+#   flags, src/jobflags.c), every flag of its synopsis and every flag that
+#   opens an option line anywhere in docs/cmd/CMD.md, under "Options:",
+#   each in one or two lines of at most 80 columns;
 # - bash completion (scripts/vramledger.bash) offers each of those flags;
 # - man vramledger-CMD has man-pages(7)'s sections in its order: NAME,
 #   SYNOPSIS, DESCRIPTION, OPTIONS, EXIT STATUS, EXAMPLES, then
@@ -28,11 +29,21 @@ for page in "$docs"/*.md; do
   lines=$(wc -l <"$tmp/help")
   [ "$lines" -le $max ] || bad "$name --help is $lines lines (at most $max)"
   grep -q '^Options:$' "$tmp/help" && grep -q '^    -' "$tmp/help" || bad "$name --help lists no options"
+  # each option in a line or two (three where its name takes a line of its
+  # own), within 80 columns
+  long=$(sed -n '/^Options:$/,$p' "$tmp/help" | awk '
+    /^    [^ ]/ { if (n > 3) print tag; tag = $1; n = 0 }
+    /^     / || /^    [^ ]/ { n++ }
+    length > 80 { print $1 " (over 80 columns)" }
+    END { if (n > 3) print tag }' | sort -u | tr '\n' ' ')
+  [ -z "$long" ] || bad "$name --help: options over two lines: $long"
   srcs=$src/cmd_$name.c
   [ "$name" = estimate ] && srcs="$srcs $src/jobflags.c"
   { sed -n 's/.*{"\([a-z][a-z0-9-]*\)", *\(true\|false\), *O_.*/--\1/p' $srcs
-    grep -o '^    --[a-z][a-z0-9-]*' "$page" | sed 's/^ *//'; } | sort -u >"$tmp/flags"
-  grep -o -- '--[a-z][a-z0-9-]*' "$tmp/help" | sort -u >"$tmp/said"
+    grep -o '^    --[a-z][a-z0-9-]*' "$page" | sed 's/^ *//'
+    awk '/^## /{f = $0 == "## Synopsis"; next} f' "$page" | grep -o -- '--[a-z][a-z0-9-]*'; } |
+    sort -u >"$tmp/flags"
+  sed -n '/^Options:$/,$p' "$tmp/help" | grep -o -- '--[a-z][a-z0-9-]*' | sort -u >"$tmp/said"
   missing=$(comm -23 "$tmp/flags" "$tmp/said" | tr '\n' ' ')
   [ -z "$missing" ] || bad "$name --help does not list: $missing"
   COMP_WORDS=(vramledger "$name" --) COMP_CWORD=2 COMPREPLY=()
