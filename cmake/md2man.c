@@ -187,7 +187,7 @@ static void option_tag(FILE *o, const char *s, size_t n) {
 
 /* A Markdown table (lines [from, to) starting with '|', the second the
  * "|---|" rule) as tbl(1): the header row bold, a column with a cell over
- * 20 characters filled to the page's width. man runs tbl on the page for
+ * 22 characters filled to the page's width. man runs tbl on the page for
  * the first line's '\" t. */
 static void table(FILE *o, char **line, size_t from, size_t to) {
   enum { MAX_COLS = 16 };
@@ -240,8 +240,8 @@ enum { R_OPTIONS = 1, R_DEMOTE = 2 };
 
 /* Lines [from, to) as roff. R_OPTIONS: lines indented 4 are option entries
  * (.TP: "--flag ARG", or "estimate flags"), their further-indented lines
- * the entry's text. R_DEMOTE:
- * the body of a subsection, whose "###" headings become bold lines. */
+ * the entry's text. R_DEMOTE: the body of a subsection, whose "###"
+ * headings become bold lines. */
 static void render(FILE *o, char **line, size_t from, size_t to, int how) {
   int pre = 0, list = 0, opt = 0, para = 0, fresh = 1; /* fresh: after a heading */
   for (size_t i = from; i < to; i++) {
