@@ -194,10 +194,57 @@ static void limit_counts_distinct_jobs(void **state) {
   assert_int_equal(r.distinct, d);
 }
 
+/* The gate (vl_sens_judge): a probability at its threshold passes, one
+ * past it fails; the OOM gate counts the refused draws as over; a gate
+ * whose probability the result does not hold is not judged. */
+static void sensitivity_gate(void **state) {
+  (void)state;
+  struct vl_gpu g;
+  memset(&g, 0, sizeof g);
+  struct vl_sens_query q;
+  memset(&q, 0, sizeof q);
+  struct vl_sens_result r;
+  memset(&r, 0, sizeof r);
+  struct vl_sens_verdict v;
+  memset(&v, 0, sizeof v);
+  v.given[VL_SENS_GATE_OOM] = true;
+  v.limit[VL_SENS_GATE_OOM] = 0.25;
+  assert_false(vl_sens_gate_ready(&q, &r, VL_SENS_GATE_OOM)); /* no card */
+  q.gpus[0] = &g;
+  q.n_gpus = 1;
+  r.p_exceed[0] = 0.10;
+  r.p_exceed_refused[0] = 0.25; /* refused draws counted as over: at the limit */
+  vl_sens_judge(&q, &r, &v);
+  assert_int_equal(v.n_given, 1);
+  assert_int_equal(v.n_failed, 0);
+  assert_true(v.p[VL_SENS_GATE_OOM] == 0.25);
+  r.p_exceed_refused[0] = 0.2501;
+  vl_sens_judge(&q, &r, &v);
+  assert_true(v.fail[VL_SENS_GATE_OOM]);
+  assert_int_equal(v.n_failed, 1);
+  /* the time gates need priced draws, tokens and their budget or deadline */
+  v.given[VL_SENS_GATE_DEADLINE] = true;
+  v.limit[VL_SENS_GATE_DEADLINE] = 0.5;
+  r.p_late = 0.9;
+  assert_false(vl_sens_gate_ready(&q, &r, VL_SENS_GATE_DEADLINE));
+  vl_sens_judge(&q, &r, &v);
+  assert_int_equal(v.n_given, 1); /* not judged: the caller refuses it */
+  r.timed = true;
+  r.n_timed = 10;
+  q.tokens = 1000;
+  q.deadline_hours = 2;
+  assert_true(vl_sens_gate_ready(&q, &r, VL_SENS_GATE_DEADLINE));
+  assert_false(vl_sens_gate_ready(&q, &r, VL_SENS_GATE_BUDGET));
+  vl_sens_judge(&q, &r, &v);
+  assert_int_equal(v.n_given, 2);
+  assert_true(v.fail[VL_SENS_GATE_DEADLINE]);
+  assert_int_equal(v.n_failed, 2);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(seeded_and_consistent),
-                                     cmocka_unit_test(replayed_job_is_its_estimate),
-                                     cmocka_unit_test(draws_are_estimates_refusals_counted),
-                                     cmocka_unit_test(limit_counts_distinct_jobs)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(seeded_and_consistent), cmocka_unit_test(replayed_job_is_its_estimate),
+      cmocka_unit_test(draws_are_estimates_refusals_counted),
+      cmocka_unit_test(limit_counts_distinct_jobs), cmocka_unit_test(sensitivity_gate)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
