@@ -140,6 +140,8 @@ int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_v
   json_object_set_new(r, "source", vl__json_str(v->source));
   json_object_set_new(r, "tolerance_allocated_pct", json_real(v->tol_allocated));
   json_object_set_new(r, "tolerance_total_pct", json_real(v->tol_total));
+  json_object_set_new(r, "verdict", vl__json_str(v->beyond ? "fail" : "pass"));
+  json_object_set_new(r, "beyond", json_integer(v->beyond));
   json_t *rows = json_array();
   for (size_t i = 0; i < v->n; i++) {
     const struct vl_compare_row *x = &v->rows[i];
