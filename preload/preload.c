@@ -1437,15 +1437,30 @@ static void *link_after(dlsym_fn d, const char *name, struct link_map *caller_lm
   return NULL;
 }
 
-/* Is lm after our own object in load order? */
-static bool loaded_after_us(const struct link_map *lm) {
+/* our own object's link map, or NULL */
+static struct link_map *self_map(void) {
   static struct link_map *self;
   Dl_info info;
-  if (!self && !dladdr1((void *)loaded_after_us, &info, (void **)&self, RTLD_DL_LINKMAP))
-    return false;
+  if (!self && !dladdr1((void *)self_map, &info, (void **)&self, RTLD_DL_LINKMAP)) return NULL;
+  return self;
+}
+
+/* Is lm after our own object in load order? */
+static bool loaded_after_us(const struct link_map *lm) {
+  struct link_map *self = self_map();
   for (const struct link_map *l = self ? self->l_next : NULL; l; l = l->l_next)
     if (l == lm) return true;
   return false;
+}
+
+/* Is p defined in an object before ours in load order (the program, a
+ * library preloaded before us)? Such a definition calls us, not the other
+ * way round: a wrapper before us found by RTLD_DEFAULT. */
+static bool defined_before_us(void *p) {
+  Dl_info at;
+  struct link_map *owner = NULL;
+  if (!dladdr1(p, &at, (void **)&owner, RTLD_DL_LINKMAP) || !owner) return false;
+  return owner != self_map() && !loaded_after_us(owner);
 }
 
 static void *dlsym_after(dlsym_fn d, const char *name, void *caller) {
@@ -1488,6 +1503,40 @@ static void *dlsym_next(dlsym_fn d, const char *name, void *caller) {
   return dl_sym ? dl_sym(RTLD_NEXT, name, caller) : dlsym_after(d, name, caller);
 }
 
+/* Our own runtime functions, in rt_names' order: their addresses in this
+ * object (static aliases bind here), never the first definition in the
+ * global scope, which is a job's wrapper preloaded before us: handed
+ * that, the wrapper would call itself. */
+#define OWN(f) static __typeof__(f) own_##f __attribute__((alias(#f)));
+OWN(cudaMalloc)
+OWN(cudaFree)
+OWN(cudaMallocAsync)
+OWN(cudaMallocFromPoolAsync)
+OWN(cudaFreeAsync)
+OWN(cudaMallocManaged)
+OWN(cudaMallocPitch)
+OWN(cudaMalloc3D)
+OWN(cudaGetDriverEntryPoint)
+OWN(cudaGetDriverEntryPointByVersion)
+OWN(cudaMemPoolTrimTo)
+OWN(cudaMemPoolDestroy)
+OWN(cudaStreamSynchronize)
+OWN(cudaDeviceSynchronize)
+static void *const rt_ours[RT_COUNT] = {(void *)own_cudaMalloc,
+                                        (void *)own_cudaFree,
+                                        (void *)own_cudaMallocAsync,
+                                        (void *)own_cudaMallocFromPoolAsync,
+                                        (void *)own_cudaFreeAsync,
+                                        (void *)own_cudaMallocManaged,
+                                        (void *)own_cudaMallocPitch,
+                                        (void *)own_cudaMalloc3D,
+                                        (void *)own_cudaGetDriverEntryPoint,
+                                        (void *)own_cudaGetDriverEntryPointByVersion,
+                                        (void *)own_cudaMemPoolTrimTo,
+                                        (void *)own_cudaMemPoolDestroy,
+                                        (void *)own_cudaStreamSynchronize,
+                                        (void *)own_cudaDeviceSynchronize};
+
 EXPORT void *dlsym(void *handle, const char *name) {
   dlsym_fn d = real_dlsym();
   if (!d) return NULL;
@@ -1498,10 +1547,11 @@ EXPORT void *dlsym(void *handle, const char *name) {
     for (int i = 0; i < RT_COUNT; i++)
       if (strcmp(name, rt_names[i]) == 0) {
         if (handle == RTLD_NEXT && wrapper_after_us(d, name, caller)) return p;
-        void *ours = d(RTLD_DEFAULT, name);
-        if (ours == p) return p; /* already resolved to us */
+        void *ours = rt_ours[i];
+        if (ours == p) return p;            /* already resolved to us */
+        if (defined_before_us(p)) return p; /* it reaches us itself: never our next */
         __atomic_store_n(&rt_real[i], p, __ATOMIC_RELEASE);
-        return ours ? ours : p;
+        return ours;
       }
     return p;
   }

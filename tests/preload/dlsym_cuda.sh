@@ -7,7 +7,8 @@
 # would skip the wrapper). Each of the program's three calls passes the
 # wrapper once and is counted once (3 MiB live), the wrapper looking its
 # next up at its first call (lazy) or in its constructor (eager);
-# directly, and under `vramledger run`.
+# directly, and under `vramledger run`. A wrapper before the interposer
+# gets the interposer's, which calls the runtime: each call once as well.
 # Usage: dlsym_cuda.sh VRAMLEDGER PRELOAD WRAP_LAZY WRAP_EAGER PROGRAM STUB_DIR FAKE_NVML
 set -u
 vl=$1 pre=$2 lazy=$3 eager=$4 prog=$5 stub=$6 fake=$7
@@ -15,13 +16,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export LD_LIBRARY_PATH="$stub"
 fail=0
-check() { # check NAME LIVE: the program's status, its count, what the wrapper saw
+check() { # check NAME LIVE [NEXT]: the program's status, its count, what the wrapper saw
   st=$?
   out=$(cat "$tmp/out") err=$(grep -v '^vramledger' "$tmp/err" | tr '\n' ' ')
-  if [ "$st" = 0 ] && [ "$out" = "live $2" ] && [ "$err" = "next libcudart.so W W W " ]; then
+  want="next ${3:-libcudart.so} W W W "
+  if [ "$st" = 0 ] && [ "$out" = "live $2" ] && [ "$err" = "$want" ]; then
     echo "PASS $1"
   else
-    echo "FAIL $1: status $st (0), stdout '$out' ('live $2'), wrapper '$err' ('next libcudart.so W W W ')"
+    echo "FAIL $1: status $st (0), stdout '$out' ('live $2'), wrapper '$err' ('$want')"
     sed 's/^/  /' "$tmp/err" | head -5
     fail=1
   fi
@@ -32,6 +34,8 @@ for w in lazy eager; do
   check "$w, without the interposer" 0
   LD_PRELOAD="$pre:$wrap" "$prog" >"$tmp/out" 2>"$tmp/err"
   check "$w, the interposer first" 3145728
+  LD_PRELOAD="$wrap:$pre" "$prog" >"$tmp/out" 2>"$tmp/err"
+  check "$w, the wrapper first" 3145728 "$(basename "$pre")"
   VRAMLEDGER_NVML_LIB="$fake" VRAMLEDGER_PRELOAD="$pre" LD_PRELOAD="$wrap" \
     "$vl" run --out "$tmp/run-$w" --quiet -- "$prog" >"$tmp/out" 2>"$tmp/err"
   check "$w, under vramledger run" 3145728
