@@ -49,13 +49,7 @@ static int formula(struct est *e, const struct vl_arch *arch, const struct vl_gp
  * the model's learned positions hold fewer, then as many as they hold
  * (a generate()'s new tokens included), said on stderr */
 static void default_seq(struct est *e, const struct vl_arch *arch) {
-  if (e->seq_given) return;
-  if (arch->family == VL_FAM_VIT && arch->image_size) { /* seq is the image side */
-    e->job.seq = arch->image_size;
-    fprintf(stderr, "vramledger: --seq not given: the image side of the config, %llu pixels\n",
-            (unsigned long long)e->job.seq);
-    return;
-  }
+  if (e->seq_given || vl_arch_is_vision(arch)) return; /* an image: est_shape */
   if (!arch->learned_pos) return;
   uint64_t extra = e->job.task == VL_TASK_INFER ? e->job.new_tokens : 0;
   if (e->job.seq + extra <= arch->max_positions || arch->max_positions <= extra) return;
@@ -127,7 +121,9 @@ int cmd_estimate(int argc, const char **argv) {
   struct vl_arch arch;
   struct dry_model dm;
   if ((rc = dry_run_model(&e, dry, &arch, &dm))) return rc;
+  if (dm.formula && (rc = est_shape(&e, &arch))) return rc;
   default_seq(&e, &arch);
+  if (dm.formula) est_target_seq(&e, &arch);
   struct vl_catalog cat;
   const struct vl_gpu *gpu;
   if ((rc = est_gpu(&e, &cat, &gpu))) return rc;

@@ -274,6 +274,10 @@ static char *job_config(const struct est *e, const char *model) {
   json_object_set_new(c, "attention", json_string(vl_attention_name(j->attention)));
   json_object_set_new(c, "batch", json_integer((json_int_t)j->batch));
   json_object_set_new(c, "seq", json_integer((json_int_t)j->seq));
+  if (j->image_size) /* a vision model's side (measure.py: interpolate_pos_encoding if needed) */
+    json_object_set_new(c, "image_size", json_integer((json_int_t)j->image_size));
+  if (j->target_seq && j->task == VL_TASK_TRAIN) /* an encoder-decoder's labels: B x target_seq */
+    json_object_set_new(c, "target_seq", json_integer((json_int_t)j->target_seq));
   if (j->task == VL_TASK_INFER) {
     json_object_set_new(c, "new_tokens", json_integer((json_int_t)j->new_tokens));
   } else {

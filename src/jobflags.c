@@ -48,7 +48,9 @@ enum {
   O_FORMAT,
   O_EXPLAIN,
   O_RECIPE,
-  O_CATALOG
+  O_CATALOG,
+  O_IMAGE_SIZE,
+  O_TARGET_SEQ
 };
 
 static const struct cli_opt opts[] = {
@@ -92,6 +94,8 @@ static const struct cli_opt opts[] = {
     {"explain", false, O_EXPLAIN},
     {"recipe", true, O_RECIPE},
     {"catalog", true, O_CATALOG},
+    {"image-size", true, O_IMAGE_SIZE},
+    {"target-seq", true, O_TARGET_SEQ},
     {NULL, false, 0},
 };
 
@@ -127,7 +131,7 @@ static const char *n_kvdt(int i) {
 static const char *n_alloc(int i) { return vl_allocator_name((enum vl_allocator)i); }
 static const char *n_mg(int i) { return i == 0 ? "half" : i == 1 ? "fp32" : NULL; }
 
-_Static_assert(O_CATALOG < 64, "est.given has a bit per option");
+_Static_assert(O_TARGET_SEQ < 64, "est.given has a bit per option");
 
 static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   struct est *e = ctx;
@@ -254,6 +258,8 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   case O_EXPLAIN: e->explain = true; return 0;
   case O_RECIPE: e->recipe_file = arg; return 0;
   case O_CATALOG: e->catalog = arg; return 0;
+  case O_IMAGE_SIZE: return cli_u64(flag, arg, 1, 1u << 16, &j->image_size);
+  case O_TARGET_SEQ: return cli_u64(flag, arg, 1, 1u << 24, &j->target_seq);
   default: return 0;
   }
 }
@@ -344,7 +350,7 @@ static int inert(const struct est *e) {
   static const int train_only[] = {
       O_OPTIMIZER,  O_OPT_IMPL,     O_GRAD_ACCUM, O_LOOP,      O_KEEP_GRADS,   O_DROP_OUTPUTS,
       O_DDP_STATIC, O_MASTER_GRADS, O_CKPT,       O_LORA_RANK, O_LORA_TARGETS, O_QLORA,
-      O_ZERO,       O_OFFLOAD,      O_FRAMEWORK,  O_SP,        O_PP_SCHEDULE};
+      O_ZERO,       O_OFFLOAD,      O_FRAMEWORK,  O_SP,        O_PP_SCHEDULE,  O_TARGET_SEQ};
   static const int infer_only[] = {O_NEW_TOKENS, O_KV_LAYOUT, O_KV_BLOCK, O_KV_DTYPE};
   const struct {
     int id;
@@ -378,6 +384,47 @@ static int inert(const struct est *e) {
   if (!what) return 0;
   cli_error("--%s has no effect in this job: it needs %s", what, needs);
   return VL_EXIT_USAGE;
+}
+
+int est_shape(struct est *e, const struct vl_arch *arch) {
+  struct vl_job *j = &e->job;
+  if (vl_arch_is_vision(arch)) {
+    if (e->seq_given || e->search == 2) {
+      cli_error("--%s is not taken by %s, a vision model: its input is an image, not tokens",
+                e->seq_given ? "seq" : "max-seq", arch->model_type);
+      cli_hint("give the image side in pixels with --image-size N");
+      return VL_EXIT_USAGE;
+    }
+    if (!j->image_size) {
+      j->image_size = arch->image_size;
+      fprintf(stderr,
+              "vramledger: --image-size not given: the image side of the config, %llu pixels\n",
+              (unsigned long long)j->image_size);
+    }
+    j->seq = j->image_size; /* what the records and the dry run's seq carry for an image */
+  } else if (j->image_size) {
+    cli_error("--image-size is for vision models (vit, resnet): %s takes tokens", arch->model_type);
+    cli_hint("give its sequence length with --seq N");
+    return VL_EXIT_USAGE;
+  }
+  if (j->target_seq && !vl_arch_is_seq2seq(arch)) {
+    cli_error("--target-seq is for encoder-decoders (t5, bart): %s has no decoder of its own "
+              "beside its input",
+              arch->model_type);
+    cli_hint("give its sequence length with --seq N");
+    return VL_EXIT_USAGE;
+  }
+  return 0;
+}
+
+void est_target_seq(struct est *e, const struct vl_arch *arch) {
+  struct vl_job *j = &e->job;
+  if (!vl_arch_is_seq2seq(arch) || j->target_seq || j->task != VL_TASK_TRAIN) return;
+  j->target_seq = j->seq;
+  fprintf(stderr,
+          "vramledger: --target-seq not given: the decoder's labels as long as --seq, %llu "
+          "tokens\n",
+          (unsigned long long)j->target_seq);
 }
 
 int est_parse_flags(int argc, const char **argv, struct est *e) {

@@ -35,6 +35,16 @@ bool est_given(const struct est *e, const char *flag);
  * @return 0 or VL_EXIT_USAGE (said). */
 int est_refuse_given(const struct est *e, const char *const *flags, const char *why);
 
+/*! The input's shape against the model's type, once it is loaded: a
+ * vision model takes --image-size (default the config's image_size, said
+ * on stderr; job.seq set to the side) and refuses --seq and --max-seq; a
+ * text model refuses --image-size, one without an encoder and a decoder
+ * --target-seq, naming its model type. @return 0 or VL_EXIT_USAGE (said). */
+int est_shape(struct est *e, const struct vl_arch *arch);
+/*! An encoder-decoder's training without --target-seq: the decoder's
+ * tokens are --seq's (its final value), said on stderr. */
+void est_target_seq(struct est *e, const struct vl_arch *arch);
+
 /*! The first job flag given (its name without "--", in the table's
  * order) that is not in except[] (NULL-terminated), or NULL. */
 const char *est_first_given(const struct est *e, const char *const *except);

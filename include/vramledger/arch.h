@@ -155,6 +155,18 @@ static inline int vl_arch_replays_encoder(const struct vl_arch *a) {
          a->family == VL_FAM_MODERNBERT || a->family == VL_FAM_VIT;
 }
 
+/* Models that take images (pixel_values): the image side, not a token
+ * count, is their input's length (ViT: tokens = (side/patch)^2 + 1) */
+static inline int vl_arch_is_vision(const struct vl_arch *a) {
+  return a->family == VL_FAM_VIT || a->family == VL_FAM_RESNET;
+}
+
+/* Convolutional models: feature maps, no tokens or attention */
+static inline int vl_arch_is_conv(const struct vl_arch *a) { return a->stages > 0; }
+
+/* Encoder-decoders: an encoder's tokens (seq), a decoder's (target_seq) */
+static inline int vl_arch_is_seq2seq(const struct vl_arch *a) { return a->enc_layers > 0; }
+
 /* BERT-style layers: the norm after each residual add (post-LN) */
 static inline int vl_arch_post_ln(const struct vl_arch *a) {
   return a->family == VL_FAM_BERT || a->family == VL_FAM_ROBERTA ||

@@ -84,7 +84,12 @@ bool vl_allocator_parse(const char *s, enum vl_allocator *out);
 struct vl_job {
   enum vl_task task;
   uint64_t batch;      /* micro-batch per GPU (sequences) */
-  uint64_t seq;        /* tokens per sequence (prompt length for infer) */
+  uint64_t seq;        /* tokens per sequence (prompt length for infer; an
+                          encoder-decoder's encoder tokens) */
+  uint64_t target_seq; /* an encoder-decoder's decoder tokens per sequence
+                          (labels batch x target_seq; 0: seq) */
+  uint64_t image_size; /* a vision model's image side in pixels (0: the
+                          config's image_size) */
   uint64_t grad_accum; /* micro-batches per optimizer step (>= 1) */
   enum vl_precision precision;
   enum vl_optimizer optimizer;
@@ -124,6 +129,12 @@ struct vl_job {
 /*! Defaults: batch 1, seq 2048, amp-bf16, adamw foreach, sdpa, no
  * checkpointing, HF accounting, 1 GPU. */
 void vl_job_init(struct vl_job *job);
+/*! A vision model's image side in pixels: job->image_size, else the
+ * config's image_size. */
+uint64_t vl_job_image_side(const struct vl_arch *arch, const struct vl_job *job);
+/*! An encoder-decoder's decoder tokens per sequence: job->target_seq, else
+ * job->seq; a model without a decoder of its own: job->seq. */
+uint64_t vl_job_target_seq(const struct vl_arch *arch, const struct vl_job *job);
 
 /* Constants of the installed software stack. Calibration changes these
  * numbers, not the structure. Sources in docs/model.md. */

@@ -151,6 +151,8 @@ static const char *n_sched(int i) { return i == 0 ? "1f1b" : "gpipe"; }
 static const char *const settings_keys[] = {"task",
                                             "batch",
                                             "seq",
+                                            "image_size",
+                                            "target_seq",
                                             "precision",
                                             "attention",
                                             "grad_accum",
@@ -215,6 +217,8 @@ static vl_status settings(json_t *o, struct vl_job *job, char *targets, size_t t
   TRY(enums(o, job, err));
   TRY(key_u64(o, "batch", 1, 1u << 20, &job->batch, true, err));
   TRY(key_u64(o, "seq", 1, 1u << 24, &job->seq, true, err));
+  TRY(key_u64(o, "image_size", 1, 1u << 16, &job->image_size, false, err));
+  TRY(key_u64(o, "target_seq", 1, 1u << 24, &job->target_seq, false, err));
   TRY(key_u64(o, "grad_accum", 1, 65536, &job->grad_accum, false, err));
   TRY(key_u64(o, "lora_rank", 0, 65536, &job->lora_rank, false, err));
   TRY(key_u64(o, "dp", 1, 65536, &job->dp, false, err));

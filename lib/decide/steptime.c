@@ -297,11 +297,14 @@ static void layer_ops(struct ctx *c, struct seg *f, struct seg *b, double bs, do
   }
   double window = a->sliding_window && a->sliding_layers ? (double)a->sliding_window : 0;
   double slide = window > 0 ? (double)a->sliding_layers / (double)a->layers : 0;
+  /* (a decoder with cross-attention: its self-attention over its own
+   * tokens, the cross-attention's keys the encoder's, kv_len) */
+  const double self_len = cross ? q_len : kv_len;
   if (slide > 0) {
-    attn_kernel(c, f, b, bs, q_len, kv_len, heads, dqk, dv, causal, window, slide * count);
-    attn_kernel(c, f, b, bs, q_len, kv_len, heads, dqk, dv, causal, 0, (1 - slide) * count);
+    attn_kernel(c, f, b, bs, q_len, self_len, heads, dqk, dv, causal, window, slide * count);
+    attn_kernel(c, f, b, bs, q_len, self_len, heads, dqk, dv, causal, 0, (1 - slide) * count);
   } else {
-    attn_kernel(c, f, b, bs, q_len, kv_len, heads, dqk, dv, causal, 0, count);
+    attn_kernel(c, f, b, bs, q_len, self_len, heads, dqk, dv, causal, 0, count);
   }
   if (cross) attn_kernel(c, f, b, bs, q_len, kv_len, heads, dqk, dv, false, 0, count);
   mem2(c, f, b, EW, T * heads * dv * 2 * e, count); /* the output made contiguous */
@@ -368,7 +371,7 @@ static void conv(struct ctx *c, struct seg *f, struct seg *b, double bs, double 
 
 static void resnet(struct ctx *c, struct seg *f, struct seg *b, double bs) {
   const struct vl_arch *a = c->a;
-  double side = (double)c->j->seq / 2; /* the image side (measure.py: seq) after the stem */
+  double side = (double)vl_job_image_side(a, c->j) / 2; /* the image side after the stem */
   conv(c, f, b, bs, side, (double)a->channels, (double)a->stem_width, 7);
   side /= 2;
   double in = (double)a->stem_width;
@@ -409,11 +412,26 @@ static void linears(struct ctx *c, const struct vl_inventory *inv, double T, str
   bool base = !j->lora_rank;
   /* encoders' masked-LM decoders carry a bias (modeling_bert.py BertLMPredictionHead) */
   bool head_biased = a->head_bias || !a->causal;
+  /* an encoder-decoder: T the encoder's tokens; its decoder's stack (the
+   * inventory's second "q" on: params.c seq2seq), head and loss run the
+   * decoder's Td, its cross-attention's k and v (half of the decoder's)
+   * the encoder's */
+  const double Td = (double)j->batch * (double)vl_job_target_seq(a, j);
+  bool dec = false;
+  int qs = 0;
   for (int i = 0; i < inv->n; i++) {
     const struct vl_tensor *t = &inv->t[i];
+    if (a->enc_layers && t->per_layer && !strcmp(t->name, "q") && qs++) dec = true;
     if (t->kind != VL_T_LINEAR && t->kind != VL_T_HEAD) continue;
     bool layer = t->per_layer;
     double m = T, n = (double)t->count / (layer ? pp : 1);
+    if (a->enc_layers && (dec || !layer)) {
+      m = Td;
+      if (layer && (!strcmp(t->name, "k") || !strcmp(t->name, "v"))) {
+        n /= 2; /* the self-attention's here, the cross-attention's over the encoder's */
+        linear(c, lf, lb, c->fp32, T, (double)t->cols, (double)t->rows / tp, n, base);
+      }
+    }
     if (expert_tensor(t)) { /* one grouped GEMM a layer over the S = T k pairs, each expert's
                              * rows padded to the kernel's 128-row tiles */
       double E = (double)a->experts, per = T * (double)a->experts_per_token / E;
@@ -440,7 +458,8 @@ static void linears(struct ctx *c, const struct vl_inventory *inv, double T, str
   /* a tied head is the embedding's matrix (trained with it) */
   c->unaligned_ok = !head_biased;
   if (a->tie_embeddings && a->vocab && a->family != VL_FAM_VIT && a->family != VL_FAM_RESNET)
-    linear(c, hf, hb, c->fp32, T, (double)a->hidden, (double)a->vocab / tp, 1, base);
+    linear(c, hf, hb, c->fp32, a->enc_layers ? Td : T, (double)a->hidden, (double)a->vocab / tp, 1,
+           base);
   c->unaligned_ok = false;
 }
 
@@ -658,23 +677,26 @@ static void micro_batch(struct ctx *c, const struct vl_inventory *inv, struct mi
     linears(c, inv, bs, &m->lf, &m->lb, &m->hf, &m->hb);
     return;
   }
-  if (a->family == VL_FAM_VIT && a->patch_size) { /* seq is the image side */
-    double p = (double)j->seq / (double)a->patch_size;
+  if (a->family == VL_FAM_VIT && a->patch_size) { /* the patches and the [CLS] token */
+    double p = (double)vl_job_image_side(a, j) / (double)a->patch_size;
     q = p * p + 1;
   }
   double T = bs * q;
+  /* an encoder-decoder's decoder runs its own tokens (--target-seq) */
+  double tq = (double)vl_job_target_seq(a, j), Td = bs * tq;
   linears(c, inv, T, &m->lf, &m->lb, &m->hf, &m->hb);
   weight_casts(c, inv, &m->lf, &m->lb);
   if (a->family == VL_FAM_T5 || a->family == VL_FAM_BART) {
     layer_ops(c, &m->lf, &m->lb, bs, q, q, false, false, (double)a->enc_layers / pp);
-    layer_ops(c, &m->lf, &m->lb, bs, q, q, true, true, (double)a->layers / pp);
+    layer_ops(c, &m->lf, &m->lb, bs, tq, q, true, true, (double)a->layers / pp);
   } else {
     layer_ops(c, &m->lf, &m->lb, bs, q, q, a->causal, false, (double)a->layers / pp);
+    Td = T;
   }
   if (a->experts) moe_ops(c, &m->lf, &m->lb, T, (double)(a->layers - a->dense_layers) / pp);
-  if (a->family != VL_FAM_VIT) embeddings(c, &m->ef, &m->eb, T);
-  if (a->final_norm) norm(c, &m->hf, &m->hb, T, (double)a->hidden, 1);
-  if (a->family != VL_FAM_VIT) loss(c, &m->hf, &m->hb, T);
+  if (a->family != VL_FAM_VIT) embeddings(c, &m->ef, &m->eb, a->enc_layers ? T + Td : T);
+  if (a->final_norm) norm(c, &m->hf, &m->hb, Td, (double)a->hidden, 1);
+  if (a->family != VL_FAM_VIT) loss(c, &m->hf, &m->hb, Td);
 }
 
 vl_status vl_step_time(const struct vl_arch *a, const struct vl_job *j, const struct vl_gpu *g,

@@ -413,3 +413,81 @@ void vl__act_megatron(const struct vl_arch *arch, const struct vl_job *job,
   act->loss_bwd_tmp = 0;
   act->misc_fraction = 0.05; /* theoretical_memory_usage.py: 5 % temporaries */
 }
+
+/* A convolutional network's (ResNet's) activations: no tokens, no
+ * attention; the feature maps autograd keeps, per image. Each convolution
+ * saves its input (the previous op's output, counted there) and its batch
+ * norm saves the convolution's output; each ReLU saves its output; the
+ * stem's max pool saves its int64 indices; a bottleneck block's 1x1, 3x3
+ * (the stage's stride) and 1x1, the shortcut's 1x1 where the width or the
+ * stride changes, the ReLU after the residual add; a basic block's two
+ * 3x3 (modeling_resnet.py ResNetConvLayer, ResNetEmbeddings,
+ * ResNetBottleNeckLayer, ResNetBasicLayer). Sides: ceil(side / stride),
+ * what a 7x7 of padding 3, a 3x3 of padding 1 and a 1x1 give. */
+void vl__act_conv(const struct vl_arch *arch, const struct vl_job *job,
+                  const struct vl__policy *pol, struct vl_bill *bill, struct vl__ck *ck,
+                  struct vl__act *act) {
+  const uint64_t e = pol->act, B = job->batch;
+  uint64_t side = vl__div_ceil(vl_job_image_side(arch, job), 2), maps = 0, largest = 0;
+#define MAP(ch, sd)                                                                                \
+  do {                                                                                             \
+    uint64_t m_ = vl__mul3(ck, (ch), (sd), (sd));                                                  \
+    maps = vl__add(ck, maps, m_);                                                                  \
+    largest = vl__max(largest, m_);                                                                \
+  } while (0)
+  MAP(2 * arch->stem_width, side); /* the stem's convolution (its norm's input), its ReLU */
+  side = vl__div_ceil(side, 2);
+  MAP(arch->stem_width, side); /* the max pool's output */
+  const uint64_t idx = vl__mul3(ck, arch->stem_width, side, side);
+  uint64_t in = arch->stem_width;
+  for (uint64_t s = 0; s < arch->stages; s++) {
+    const uint64_t out = arch->stage_width[s], st = s > 0 || arch->stride_first ? 2 : 1;
+    for (uint64_t l = 0; l < arch->stage_depth[s]; l++) {
+      const uint64_t cin = l ? out : in, so = l ? side : vl__div_ceil(side, st);
+      if (!l && (cin != out || so != side)) MAP(out, so); /* the shortcut's norm input */
+      if (arch->bottleneck) {
+        MAP(2 * (out / 4), side); /* 1x1: norm input, ReLU */
+        MAP(2 * (out / 4), so);   /* 3x3: norm input, ReLU */
+        MAP(out, so);             /* 1x1: norm input */
+      } else {
+        MAP(2 * out, so); /* 3x3: norm input, ReLU */
+        MAP(out, so);     /* 3x3: norm input */
+      }
+      MAP(out, so); /* the ReLU after the residual add */
+      side = so;
+    }
+    in = out;
+  }
+#undef MAP
+  act->embed = vl__note(
+      bill, ck,
+      &(struct vl__def){VL_LINE_ACTIVATIONS,
+                        "feature maps saved for backward",
+                        "B * (maps * e + pool * 8)",
+                        "modeling_resnet.py (convolution outputs saved by their batch norms, "
+                        "ReLU outputs, the max pool's indices)",
+                        {{"B", B, "images"},
+                         {"maps", maps, "elements an image (channels x side^2, summed)"},
+                         {"e", e, "bytes"},
+                         {"pool", idx, "int64 indices an image"}},
+                        .detail = true});
+  act->head = vl__note(bill, ck,
+                       &(struct vl__def){VL_LINE_ACTIVATIONS,
+                                         "pooled features, logits and loss",
+                                         "B * (C * e + V * e + V * 4)",
+                                         "ResNetForImageClassification; F.cross_entropy",
+                                         {{"B", B, "images"},
+                                          {"C", in, "channels"},
+                                          {"e", e, "bytes"},
+                                          {"V", arch->labels, "labels"}},
+                                         .detail = true});
+  act->layer = act->layer_kept = act->norm = act->attn = act->mlp = 0;
+  /* a batch norm's output before its ReLU; backward: a map's gradient and
+   * its input's */
+  act->layer_fwd_tmp = vl__mul3(ck, B, largest, e);
+  act->layer_bwd_tmp = vl__mul4(ck, B, largest, e, 2);
+  act->logits = vl__mul3(ck, B, arch->labels, e);
+  act->head_fwd_tmp = 0;
+  act->loss_bwd_tmp = vl__mul4(ck, B, arch->labels, 4, 2);
+  act->misc_fraction = 0.0;
+}

@@ -116,6 +116,10 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
                 const struct vl__shape *sh, struct vl_bill *bill, struct vl__ck *ck,
                 struct vl__act *act);
 /* Megatron-LM / Korthikanti et al. 2022, Table 2; records its terms. */
+/* A convolutional network's feature maps (ResNet); records its terms. */
+void vl__act_conv(const struct vl_arch *arch, const struct vl_job *job,
+                  const struct vl__policy *pol, struct vl_bill *bill, struct vl__ck *ck,
+                  struct vl__act *act);
 void vl__act_megatron(const struct vl_arch *arch, const struct vl_job *job,
                       const struct vl__shape *sh, uint64_t in_flight, bool last_stage,
                       struct vl_bill *bill, struct vl__ck *ck, struct vl__act *act);
@@ -137,6 +141,8 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
 #define VL__MAX_LAYER_LINEARS 8
 struct vl__train_sizes {
   uint64_t B, P, T, h, I, V; /* batch, sequence, tokens, hidden, MLP width, vocabulary */
+  uint64_t Pd;               /* an encoder-decoder's decoder tokens a sequence (else P) */
+  uint64_t side;             /* a vision model's image side in pixels */
   uint64_t wb, gb, mb, sb;   /* bytes per element: weights, grads, master (0: none), state */
   unsigned states;           /* full-size optimizer states per trainable element */
   enum vl_opt_impl impl;     /* foreach: a state-sized list; forloop: one tensor's */

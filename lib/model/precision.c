@@ -100,6 +100,14 @@ void vl_job_init(struct vl_job *job) {
   job->kv_block_tokens = 16;
 }
 
+uint64_t vl_job_image_side(const struct vl_arch *arch, const struct vl_job *job) {
+  return job->image_size ? job->image_size : arch->image_size;
+}
+
+uint64_t vl_job_target_seq(const struct vl_arch *arch, const struct vl_job *job) {
+  return vl_arch_is_seq2seq(arch) && job->target_seq ? job->target_seq : job->seq;
+}
+
 uint64_t vl_context_bytes(const struct vl_overheads *o, const struct vl_job *job) {
   /* generate() alone loads fewer kernels; with expandable segments its
    * process holds as much as a training one (0.756 GiB on both generate()

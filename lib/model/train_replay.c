@@ -138,9 +138,7 @@ static void load_model(struct loop *lp) {
   vl__tr_model_wide(&R->p, arch, lp->inv, z->wb, 1, &lp->model);
   /* a vision model's pixel_values, held by the loop (in the weights'
    * dtype, as measure.py makes them) */
-  lp->pixels = lp->vision
-                   ? A(&R->p, z->B * arch->channels * arch->image_size * arch->image_size * z->wb)
-                   : NONE;
+  lp->pixels = lp->vision ? A(&R->p, z->B * arch->channels * z->side * z->side * z->wb) : NONE;
   if (lp->tied) {
     uint32_t untied = A(&R->p, z->V * z->h * z->wb);
     F(&R->p, &untied);
@@ -190,6 +188,7 @@ static void forward(struct loop *lp, struct pass *f) {
   const struct vl__train_sizes *z = R->z;
   const uint64_t L = arch->layers, Th = z->T * z->h, e = z->e;
   R->tp.grad = !z->ckpt;
+  R->T = z->T, R->P = R->Pk = z->P; /* (the decoder of an encoder-decoder sets its own) */
   /* the embeddings' output (frozen under LoRA: it needs no gradient) */
   /* (vision: the pixels, which the loop holds, instead) */
   const uint64_t eb = lp->vision ? 0 : Th * z->r;
@@ -208,8 +207,10 @@ static void forward(struct loop *lp, struct pass *f) {
     x = xs;
   }
   if (lp->ws1 == NONE) lp->ws1 = A(&R->p, z->workspace);
-  /* the 4-D causal mask, in the model's dtype */
-  f->mask = z->eager && arch->causal ? A(&R->p, z->B * z->P * z->P * vl__max(z->wb, e)) : NONE;
+  /* the 4-D causal mask, in the model's dtype (an encoder-decoder's: its
+   * decoder's, target x target) */
+  const uint64_t Pm = arch->enc_layers ? z->Pd : z->P;
+  f->mask = z->eager && arch->causal ? A(&R->p, z->B * Pm * Pm * vl__max(z->wb, e)) : NONE;
   f->x0d = 0; /* an encoder-decoder's decoder embeddings */
   if (arch->enc_layers) x = vl__tr_seq2seq(R, x, &f->x0d);
   for (uint64_t l = 0; l < L && !arch->enc_layers && !arch->stages && !R->p.failed; l++) {
@@ -452,9 +453,10 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   R->d = arch->head_dim ? arch->head_dim : arch->hidden / (arch->heads ? arch->heads : 1);
   R->dv = arch->mla ? arch->v_head_dim : R->d;
   R->causal = arch->causal;
-  /* the logits: every token's, a ViT's [CLS] token's only */
-  lp.vision = arch->family == VL_FAM_VIT || arch->family == VL_FAM_RESNET;
-  lp.rows_out = lp.vision ? z->B : z->T;
+  /* the logits: every token's (an encoder-decoder's: its decoder's), a
+   * ViT's [CLS] token's only */
+  lp.vision = vl_arch_is_vision(arch);
+  lp.rows_out = lp.vision ? z->B : arch->enc_layers ? z->B * z->Pd : z->T;
   lp.TV = lp.rows_out * z->V;
   lp.tied = arch->tie_embeddings && (arch->causal || !lp.vision);
   lp.kept = vl_calloc(arch->layers + 1, sizeof *lp.kept); /* checkpoints' inputs */

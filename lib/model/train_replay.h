@@ -34,6 +34,8 @@ struct run {
   const struct vl_arch *arch;
   const struct vl__train_sizes *z;
   uint64_t T, a, g, d; /* tokens, query and key/value heads, head size */
+  uint64_t P, Pk;      /* query and key tokens a sequence (an encoder-decoder's
+                          decoder: its own; cross-attention's keys: the encoder's) */
   uint64_t dv;         /* value head size (MLA: v_head_dim; else d) */
   uint64_t l;          /* the layer being run */
   bool causal;         /* the stack being run is a decoder (mask, KV cache) */

@@ -168,13 +168,13 @@ static void project(struct run *R, uint32_t n1, uint64_t nb, struct qkv *s) {
   } else if (arch->mla) {
     mla_qkv(R, n1, nb, &q, &k, &v);
   } else {
-    /* cross-attention: k and v of the encoder's output (the same number of
-     * tokens: --seq is both lengths) */
+    /* cross-attention: k and v of the encoder's output, its tokens
+     * (B x Pk: --seq), the queries the decoder's (--target-seq) */
     const uint32_t src = R->kv_src ? R->kv_src : n1;
-    const uint64_t sb = R->kv_src ? R->kv_srcb : nb;
+    const uint64_t sb = R->kv_src ? R->kv_srcb : nb, Tk = R->z->B * R->Pk;
     q = vl__tr_linear(R, n1, nb, T, h, a * d, arch->qkv_bias);
-    k = vl__tr_linear(R, src, sb, T, h, g * d, arch->qkv_bias);
-    v = vl__tr_linear(R, src, sb, T, h, g * d, arch->qkv_bias);
+    k = vl__tr_linear(R, src, sb, Tk, h, g * d, arch->qkv_bias);
+    v = vl__tr_linear(R, src, sb, Tk, h, g * d, arch->qkv_bias);
   }
   *s = (struct qkv){.q = q, .k = k, .v = v, .qkv = qkv};
 }
@@ -208,7 +208,7 @@ static void rope_qk(struct run *R, struct qkv *s) {
 
 /* the KV cache's copies of k and v, which the attention then uses */
 static void cache_kv(struct run *R, struct qkv *s) {
-  const uint64_t T = R->T, g = R->g, d = R->d;
+  const uint64_t T = R->z->B * R->Pk, g = R->g, d = R->d; /* the keys' tokens */
   uint32_t k = s->k, v = s->v, k32 = s->k32;
   /* use_cache (the config's default; measure.py, like transformers'
    * gradient_checkpointing_enable, turns it off only with
@@ -257,13 +257,14 @@ static uint32_t eager(struct run *R, const struct qkv *s, uint32_t *held) {
   const struct vl_arch *arch = R->arch;
   const uint64_t T = R->T, a = R->a, g = R->g, d = R->d, e = R->z->e;
   const uint32_t q = s->q, k = s->k, v = s->v, q32 = s->q32;
-  const uint64_t sc = R->z->B * a * R->z->P * R->z->P;
+  const uint64_t sc = R->z->B * a * R->P * R->Pk;
   uint32_t rk = tape_ref(&R->tp, k), rv = tape_ref(&R->tp, v);
-  if (g < a) { /* repeat_kv */
+  if (g < a) { /* repeat_kv (the keys' tokens) */
+    const uint64_t Tk = R->z->B * R->Pk;
     rel(R, rk);
     rel(R, rv);
-    rk = op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {k}});
-    rv = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e, .in = {v}});
+    rk = op(R, (struct tape_op){.out_bytes = Tk * a * d * e, .in = {k}});
+    rv = op(R, (struct tape_op){.out_bytes = Tk * a * R->dv * e, .in = {v}});
   }
   /* matmul(q, k^T) * scaling + causal mask: three score-sized tensors.
    * matmul reshapes its operands for bmm: a head-transposed view of the
@@ -344,7 +345,7 @@ static uint32_t sdpa_math_gqa(struct run *R, const struct qkv *s) {
    * with v; transformers' transpose(1, 2).contiguous() copies it
    * (aten/src/ATen/native/transformers/attention.cpp
    * _scaled_dot_product_attention_math) */
-  const uint64_t sc = R->z->B * a * R->z->P * R->z->P, Tad = T * a * d * e;
+  const uint64_t sc = R->z->B * a * R->P * R->Pk, Tad = T * a * d * e;
   uint32_t qs = op(R, (struct tape_op){.out_bytes = Tad, .in = {q}});
   uint32_t kr = op(R, (struct tape_op){.out_bytes = Tad, .in = {k}});
   uint32_t vr = op(R, (struct tape_op){.out_bytes = Tad, .in = {v}});
@@ -374,7 +375,7 @@ static uint32_t sdpa_math_mqa(struct run *R, const struct qkv *s) {
    * broadcasts the single head (aten/src/ATen/native/transformers/
    * attention.cpp _scaled_dot_product_attention_math; modeling_falcon.py
    * FalconAttention.forward) */
-  const uint64_t sc = R->z->B * a * R->z->P * R->z->P, Tad4 = T * a * d * 4, Td4 = T * g * d * 4;
+  const uint64_t sc = R->z->B * a * R->P * R->Pk, Tad4 = T * a * d * 4, Td4 = T * g * d * 4;
   uint32_t qf = e < 4 ? op(R, (struct tape_op){.out_bytes = Tad4, .in = {q}}) : tape_ref(&R->tp, q);
   uint32_t kf = e < 4 ? op(R, (struct tape_op){.out_bytes = Td4, .in = {k}}) : tape_ref(&R->tp, k);
   uint32_t vf = e < 4 ? op(R, (struct tape_op){.out_bytes = Td4, .in = {v}}) : tape_ref(&R->tp, v);

@@ -38,9 +38,9 @@ static uint32_t xdec_layer(struct run *R, uint32_t x, uint32_t enc, uint64_t enc
   rel(R, n1);
   uint32_t h1 = add_branch(R, x, at, post, &nb);
   uint32_t n2 = branch_in(R, h1, post, &nb);
-  R->kv_src = enc, R->kv_srcb = encb;
+  R->kv_src = enc, R->kv_srcb = encb, R->Pk = R->z->P;
   uint32_t ct = vl__tr_attention(R, n2, nb, &held2);
-  R->kv_src = 0;
+  R->kv_src = 0, R->Pk = R->z->Pd;
   rel(R, n2);
   uint32_t h2 = add_branch(R, h1, ct, post, &nb);
   uint32_t n3 = branch_in(R, h2, post, &nb);
@@ -57,7 +57,6 @@ static uint32_t xdec_layer(struct run *R, uint32_t x, uint32_t enc, uint64_t enc
  * decoder's embedding output (its gradient is dropped as the encoder's) */
 uint32_t vl__tr_seq2seq(struct run *R, uint32_t x, uint32_t *x0d) {
   const struct vl_arch *arch = R->arch;
-  const uint64_t Thr = R->T * R->z->h * R->z->r;
   R->causal = false;
   for (uint64_t l = 0; l < arch->enc_layers && !R->p.failed; l++) {
     R->l = l;
@@ -70,7 +69,11 @@ uint32_t vl__tr_seq2seq(struct run *R, uint32_t x, uint32_t *x0d) {
     rel(R, x);
     enc = vl__tr_dropout(R, n, arch->hidden_dropout);
   }
-  *x0d = base_trained(R) ? tape_new(&R->tp, Thr) : tape_const(&R->tp, Thr);
+  /* the decoder: its own tokens (--target-seq), its self-attention over
+   * them, its cross-attention's keys the encoder's (--seq) */
+  R->T = R->z->B * R->z->Pd, R->P = R->Pk = R->z->Pd;
+  const uint64_t Tdhr = R->T * R->z->h * R->z->r;
+  *x0d = base_trained(R) ? tape_new(&R->tp, Tdhr) : tape_const(&R->tp, Tdhr);
   uint32_t y =
       vl__tr_dropout(R, vl__tr_encoder_embeddings(R, tape_ref(&R->tp, *x0d)), arch->embed_dropout);
   R->causal = true;

@@ -44,10 +44,10 @@ static uint32_t conv_bn(struct run *R, uint32_t x, uint64_t xb, uint64_t out_ele
 static uint32_t resnet(struct run *R, uint32_t px, uint64_t pxb) {
   const struct vl_arch *A = R->arch;
   const uint64_t B = R->z->B, e = R->z->e;
-  uint64_t side = A->image_size / 2;
+  uint64_t side = vl__div_ceil(R->z->side, 2); /* 7x7, stride 2, padding 3 */
   uint32_t x =
       conv_bn(R, px, pxb, B * A->stem_width * side * side, A->channels, A->stem_width, 7, true);
-  side /= 2;
+  side = vl__div_ceil(side, 2); /* the max pool: 3x3, stride 2, padding 1 */
   uint32_t idx = tape_new(&R->tp, B * A->stem_width * side * side * 8);
   uint32_t mp =
       op(R, (struct tape_op){
@@ -59,7 +59,9 @@ static uint32_t resnet(struct run *R, uint32_t px, uint64_t pxb) {
   for (uint64_t s = 0; s < A->stages && !R->p.failed; s++) {
     const uint64_t out = A->stage_width[s], st = s > 0 || A->stride_first ? 2 : 1;
     for (uint64_t l = 0; l < A->stage_depth[s] && !R->p.failed; l++) {
-      const uint64_t cin = l ? out : in, str = l ? 1 : st, so = side / str;
+      /* (3x3 of padding 1 and 1x1 of padding 0 at stride 2 both give
+       * ceil(side / 2)) */
+      const uint64_t cin = l ? out : in, str = l ? 1 : st, so = vl__div_ceil(side, str);
       uint32_t res = tape_ref(&R->tp, x);
       if (!l && (cin != out || str != 1)) {
         rel(R, res);
@@ -99,7 +101,7 @@ static uint32_t resnet(struct run *R, uint32_t px, uint64_t pxb) {
 uint32_t vl__tr_vision_embeddings(struct run *R, uint32_t x) {
   const struct vl_arch *arch = R->arch;
   const uint64_t Th = R->T * R->z->h, r = R->z->r;
-  const uint64_t pix = R->z->B * arch->channels * arch->image_size * arch->image_size;
+  const uint64_t pix = R->z->B * arch->channels * R->z->side * R->z->side;
   uint32_t px = tape_frozen(&R->tp, pix * R->z->wb); /* the loop's pixel_values */
   if (arch->family == VL_FAM_RESNET) {
     rel(R, x);

@@ -32,7 +32,14 @@ static void settings_line(char *buf, size_t n, const struct vl_estimate_view *v)
     if (w_ > 0 && (size_t)w_ < n - o) o += (size_t)w_;                                             \
   } while (0)
   if (j->task == VL_TASK_TRAIN) {
-    ADD("micro-batch %llu x seq %llu", (unsigned long long)j->batch, (unsigned long long)j->seq);
+    if (j->image_size) /* an image's side, not tokens */
+      ADD("micro-batch %llu x image %llux%llu", (unsigned long long)j->batch,
+          (unsigned long long)j->image_size, (unsigned long long)j->image_size);
+    else if (j->target_seq)
+      ADD("micro-batch %llu x seq %llu -> target %llu", (unsigned long long)j->batch,
+          (unsigned long long)j->seq, (unsigned long long)j->target_seq);
+    else
+      ADD("micro-batch %llu x seq %llu", (unsigned long long)j->batch, (unsigned long long)j->seq);
     if (j->grad_accum > 1) ADD(" x %llu accumulated", (unsigned long long)j->grad_accum);
     ADD(", %s, %s (%s), %s, ", vl_precision_name(j->precision), vl_optimizer_name(j->optimizer),
         vl_opt_impl_name(j->opt_impl), vl_attention_name(j->attention));
@@ -325,6 +332,8 @@ json_t *vl__settings_json(const struct vl_job *j) {
   json_object_set_new(s, "task", vl__json_str(j->task == VL_TASK_TRAIN ? "train" : "infer"));
   json_object_set_new(s, "batch", U(j->batch));
   json_object_set_new(s, "seq", U(j->seq));
+  if (j->image_size) json_object_set_new(s, "image_size", U(j->image_size));
+  if (j->target_seq) json_object_set_new(s, "target_seq", U(j->target_seq));
   json_object_set_new(s, "precision", vl__json_str(vl_precision_name(j->precision)));
   json_object_set_new(s, "attention", vl__json_str(vl_attention_name(j->attention)));
   if (j->task == VL_TASK_TRAIN) {

@@ -30,15 +30,16 @@ Model families (by the config's model_type; build() and family()):
             (decoder_start_token_id, pad_token_id of the config).
             generate(): input_ids (batch x seq) to the encoder, the decoder
             makes new_tokens tokens after its start token.
-  vision    vit, resnet: AutoModelForImageClassification. "seq" of an entry
-            is the image side: pixel_values (batch, num_channels, seq, seq),
-            random normal, in the weights' dtype (bf16/fp16 under bf16,
-            fp16, mixed-*; fp32 under fp32 and amp-*, autocast casting), and
-            labels (batch,) random class ids in [0, num_labels). A config
-            with an image_size (ViT: its position embeddings are sized for
-            it) must have seq equal to it, else the run is an error; ResNet's
-            config has none, so any seq is the side. The record's seq is thus
-            the image side (`vramledger estimate --seq SIDE`). No generate().
+  vision    vit, resnet: AutoModelForImageClassification. "image_size" of an
+            entry (else its "seq") is the image side: pixel_values (batch,
+            num_channels, side, side), random normal, in the weights' dtype
+            (bf16/fp16 under bf16, fp16, mixed-*; fp32 under fp32 and amp-*,
+            autocast casting), and labels (batch,) random class ids in
+            [0, num_labels). A config with an image_size other than the side
+            (ViT: its position embeddings are sized for it) runs with
+            interpolate_pos_encoding=True, as transformers requires; ResNet's
+            config has none. The record carries image_size
+            (`vramledger estimate --image-size SIDE`). No generate().
             ResNet's BatchNorm runs in training mode (model.train()).
 attn_implementation (the entry's attention, eager or sdpa) is passed to
 from_config for every family except models without attention (resnet: the
@@ -71,7 +72,8 @@ Usage: python3 python/vramledger/measure.py OUT.json [--suite calibration|quick|
 (--config: one training configuration, the fields of a suite entry; the
 settings of `vramledger plan --format json`'s best configuration map onto
 them: model, precision, optimizer, optimizer_impl, attention,
-checkpointing, batch, seq, grad_accum, lora; also target_seq for seq2seq)
+checkpointing, batch, seq, grad_accum, lora; also target_seq for seq2seq,
+image_size for vision)
 """
 import argparse, contextlib, datetime, gc, json, os, platform, re, sys, time, traceback
 
@@ -398,16 +400,15 @@ def run_train(c, datadir):
     gdev = "cuda" if DEV.cuda or g is None else "cpu"
     kind = family(cfg.model_type)
     extra = {}  # what the new input paths add to the record
-    if kind == "vision":  # seq is the image side
-        side = getattr(cfg, "image_size", None)
-        if side is None:
-            side = c["seq"]
-        elif side != c["seq"]:
-            raise ValueError("%s: seq (the image side) is %d, the config's image_size %r; give seq = %r"
-                             % (c["model"], c["seq"], side, side))
+    if kind == "vision":  # the entry's image_size, else seq, is the image side
+        side = int(c.get("image_size") or c["seq"])
         inputs = {"pixel_values": torch.randn((c["batch"], cfg.num_channels, side, side), device=gdev,
                                               dtype=weight_dtype(prec), generator=g),
                   "labels": torch.randint(0, cfg.num_labels, (c["batch"],), device=gdev, generator=g)}
+        if getattr(cfg, "image_size", None) not in (None, side):
+            # ViT's position table is sized for the config's image_size: another side is
+            # refused unless its embeddings are interpolated (modeling_vit.py ViTEmbeddings)
+            extra["interpolate_pos_encoding"] = True
         extra.update(image_size=side, num_labels=cfg.num_labels)
     else:
         ids = torch.randint(0, cfg.vocab_size, (c["batch"], c["seq"]), device=gdev, generator=g)
@@ -417,6 +418,8 @@ def run_train(c, datadir):
             inputs["labels"] = torch.randint(0, cfg.vocab_size, (c["batch"], tseq), device=gdev, generator=g)
             extra["target_seq"] = tseq
     inputs = {k: DEV.inputs(v) for k, v in inputs.items()}
+    if extra.get("interpolate_pos_encoding"):  # a flag of the forward, not a tensor
+        inputs["interpolate_pos_encoding"] = True
     rec = {}
     timed = int(c.get("time_steps", 0))  # steps after the measured one, each timed alone
     times = []
@@ -578,6 +581,8 @@ def entry_of_config(c):
         e["time_steps"] = int(c["time_steps"])
     if c.get("target_seq"):
         e["target_seq"] = int(c["target_seq"])
+    if c.get("image_size"):
+        e["image_size"] = int(c["image_size"])
     return e
 
 
