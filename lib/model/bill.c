@@ -929,7 +929,8 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
       !ts->mg && !ts->ds && (ts->dp == 1 || ddp_replay) && job->tp == 1 &&
       !(job->lora_rank && layer_linears > VL__MAX_LAYER_LINEARS) && job->pp == 1 &&
       (job->zero == 0 || ddp_replay) && job->offload == VL_OFFLOAD_NONE && !job->qlora &&
-      !(job->lora_rank && (ts->pol.master || arch->experts)) && job->grad_accum <= 1 &&
+      !(job->lora_rank && (ts->pol.master || arch->experts)) &&
+      (job->grad_accum <= 1 || (ts->dp == 1 && job->loop == VL_LOOP_PLAIN)) &&
       !job->grads_persist && job->optimizer != VL_OPT_ADAM8BIT && !job->analytic_only;
   if (arch->family == VL_FAM_RESNET && !ts->replayable)
     bill->approximate = "is replayed for full training without checkpointing only; this "
@@ -989,6 +990,7 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
         .ddp_kept = ddp_replay && job->ddp_static_graph,
         .drop_outputs = job->drop_outputs,
         .grads_late = job->grads_to_backward,
+        .accum = job->grad_accum,
         .outputs_fp32 = job->loop == VL_LOOP_ACCELERATE && !job->drop_outputs,
         .zero1_ranks = ddp_replay && job->zero == 1 ? ts->dp : 0,
     };

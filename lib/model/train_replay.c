@@ -43,6 +43,10 @@
  * (mixed-*) a hook copies autograd's half one to fp32 and drops it */
 static void grad(struct run *R, uint32_t h, uint64_t bytes) {
   const struct vl__train_sizes *z = R->z;
+  if (R->accumulating) { /* AccumulateGrad: .grad += the new one, in place; it goes */
+    F(&R->p, &h);
+    return;
+  }
   if (z->mb && z->gb > z->wb) { /* fp32 main gradients of half weights */
     uint32_t m = A(&R->p, bytes / z->wb * z->gb);
     F(&R->p, &h);
@@ -470,12 +474,24 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   for (int step = 0; step < STEPS && !R->p.failed; step++) {
     if (z->ddp && step == 1) rebuild_buckets(&lp);
     struct pass f = {0};
-    forward(&lp, &f);
-    head_forward(&lp, &f);
-    loss_backward(&lp, &f);
-    vl__tr_drop(&R->p, &lp.old); /* the first all-reduce: kept first buckets go */
-    layers_backward(&lp, &f);
-    embedding_grads(&lp, &f);
+    /* gradient accumulation: a forward and backward a micro-batch, the
+     * gradients after the first added into .grad; the loop drops the
+     * output before the next forward (measure.py: del out, loss) */
+    for (uint64_t k = 0; k < vl__max(z->accum, 1) && !R->p.failed; k++) {
+      if (k) {
+        if (!z->drop_outputs) drop_output(R, f.logits);
+        tape_reset(&R->tp);
+        f = (struct pass){0};
+      }
+      R->accumulating = k > 0;
+      forward(&lp, &f);
+      head_forward(&lp, &f);
+      loss_backward(&lp, &f);
+      vl__tr_drop(&R->p, &lp.old); /* the first all-reduce: kept first buckets go */
+      layers_backward(&lp, &f);
+      embedding_grads(&lp, &f);
+    }
+    R->accumulating = false;
     optimizer_step(&lp, step);
     if (!z->grads_late) vl__tr_drop(&R->p, &R->grads); /* zero_grad(set_to_none=True) */
     if (!z->drop_outputs) drop_output(R, f.logits);    /* del out */

@@ -48,6 +48,7 @@ struct run {
   uint32_t tied_grad;  /* its gradient, waiting for the embedding's (handle) */
   unsigned lin;        /* the layer's linears made so far (LoRA's targets) */
   uint32_t out32;      /* accelerate's fp32 copy of the output's logits (NONE: none) */
+  bool accumulating;   /* a micro-batch after the first: gradients add into .grad */
 };
 
 static inline uint32_t op(struct run *R, struct tape_op o) { return tape_op(&R->tp, &o); }
