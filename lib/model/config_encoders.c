@@ -235,6 +235,8 @@ static vl_status t5(struct vl__reader *r, struct vl_arch *a) {
   TRY(vl__get_str(r, "feed_forward_proj", "relu", &ff));
   a->gated_mlp = strncmp(ff, "gated-", 6) == 0;
   a->relu_act = strstr(ff, "relu") != NULL;
+  /* configuration_t5.py: "gated-gelu" runs dense_act_fn "gelu_new" */
+  a->gelu_python = (unsigned)(strcmp(ff, "gated-gelu") == 0);
   int tie = 1;
   TRY(vl__get_bool(r, "tie_word_embeddings", 1, &tie));
   a->tie_embeddings = (unsigned)tie;
@@ -280,5 +282,9 @@ static vl_status bart(struct vl__reader *r, struct vl_arch *a) {
 }
 
 vl_status vl__read_seq2seq(struct vl__reader *r, struct vl_arch *a) {
-  return a->family == VL_FAM_T5 ? t5(r, a) : bart(r, a);
+  TRY(a->family == VL_FAM_T5 ? t5(r, a) : bart(r, a));
+  /* their eager attention (eager_attention_forward of modeling_t5.py and
+   * modeling_bart.py, transformers 5) calls softmax in the scores' dtype */
+  a->softmax_native = 1;
+  return VL_OK;
 }

@@ -64,6 +64,19 @@ static void on_leaf(void *ctx, uint32_t leaf, uint32_t h, uint64_t bytes) {
     R->tied_grad = h;
     return;
   }
+  if (leaf && leaf == R->dec_leaf) {
+    /* an encoder-decoder's decoder lookup of the shared embedding: it
+     * waits in the input buffer (with a tied head's already there, their
+     * sum, out of place) for the encoder's */
+    if (R->tied_grad != NONE) {
+      uint32_t s = A(&R->p, bytes);
+      F(&R->p, &h);
+      F(&R->p, &R->tied_grad);
+      h = s;
+    }
+    R->tied_grad = h;
+    return;
+  }
   grad(R, h, bytes);
 }
 
@@ -378,7 +391,7 @@ static void embedding_grads(struct loop *lp, struct pass *f) {
   for (int i = 0; i < inv->n && !R->p.failed && base_trained(R); i++) {
     const struct vl_tensor *t = &inv->t[i];
     if (t->kind != VL_T_EMBED) continue;
-    if (lp->tied && t->rows == z->V) {
+    if ((lp->tied || R->tied_grad != NONE) && t->rows == z->V) { /* (or a decoder's, waiting) */
       uint64_t b = t->rows * t->cols * z->wb;
       uint32_t g = A(&R->p, b), s = A(&R->p, b);
       F(&R->p, &g);

@@ -45,6 +45,8 @@ struct run {
   struct list cached;  /* autocast's cached weight copies (tape tensors) */
   struct list kv;      /* the KV cache the output holds (tape tensors) */
   uint32_t tied_leaf;  /* the tied head's weight (tape tensor) */
+  uint32_t dec_leaf;   /* an encoder-decoder's shared embedding as its decoder looks it up
+                          (tape tensor; 0: none) */
   uint32_t tied_grad;  /* its gradient, waiting for the embedding's (handle) */
   unsigned lin;        /* the layer's linears made so far (LoRA's targets) */
   uint32_t out32;      /* accelerate's fp32 copy of the output's logits (NONE: none) */

@@ -3,6 +3,35 @@
  * its MLP (plain, gated, GPT-2's Python GELU) and its MoE block. */
 #include "train_replay.h"
 
+/* 0.5*x*(1+tanh(c*(x+0.044715*x^3))) of fc (TI bytes; activations.py
+ * NewGELUActivation, GPT-2's and T5 v1.1's gelu_new): autocast runs pow
+ * in fp32, so everything after it is fp32 (w-gpt2-ampfp16-sgd-b32s1024's
+ * history); *ab: the output's bytes an element */
+static uint32_t gelu_new(struct run *R, uint32_t fc, uint64_t TI, uint64_t *ab) {
+  const uint64_t e = R->z->e, TIw = TI / e * (R->z->autocast ? 4 : e);
+  *ab = R->z->autocast ? 4 : e;
+  uint32_t half = op(R, (struct tape_op){.out_bytes = TI, .in = {fc}});
+  /* pow casts its input to fp32 first and saves the copy */
+  uint32_t x = R->z->autocast && e < 4 ? op(R, (struct tape_op){.out_bytes = TIw, .in = {fc}})
+                                       : tape_ref(&R->tp, fc);
+  uint32_t cube = op(R, (struct tape_op){.out_bytes = TIw, .in = {x}, .saved = {x}});
+  rel(R, x);
+  uint32_t sc = op(R, (struct tape_op){.out_bytes = TIw, .in = {cube}});
+  rel(R, cube);
+  uint32_t s = op(R, (struct tape_op){.out_bytes = TIw, .in = {fc, sc}, .pass = TAPE_ADD});
+  rel(R, sc);
+  uint32_t c = op(R, (struct tape_op){.out_bytes = TIw, .in = {s}});
+  rel(R, s);
+  uint32_t th = op(R, (struct tape_op){.out_bytes = TIw, .in = {c}, .save_out = true});
+  rel(R, c);
+  uint32_t one = op(R, (struct tape_op){.out_bytes = TIw, .in = {th}, .pass = TAPE_ADD});
+  rel(R, th);
+  uint32_t act = op(R, (struct tape_op){.out_bytes = TIw, .in = {half, one}, .saved = {half, one}});
+  rel(R, half);
+  rel(R, one);
+  return act;
+}
+
 /* the MLP of width I on rows x h (n2, nb bytes an element); moe: an
  * expert of transformers 5 (one 3-D gate_up_proj) */
 uint32_t vl__tr_mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint64_t I, bool moe,
@@ -26,10 +55,14 @@ uint32_t vl__tr_mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint
     /* down(act(gate(x)) * up(x)): the gate's output is a temporary gone
      * once act has it (Gemma-2B's history) */
     uint32_t gate = vl__tr_linear(R, n2, nb, rows, h, I, arch->mlp_bias);
-    uint32_t ag = op(R, (struct tape_op){.out_bytes = TI, .in = {gate}, .saved = {gate}});
+    uint64_t gb = e; /* (T5 v1.1's gated-gelu: gelu_new, T5DenseGatedActDense) */
+    uint32_t ag = arch->gelu_python
+                      ? gelu_new(R, gate, TI, &gb)
+                      : op(R, (struct tape_op){.out_bytes = TI, .in = {gate}, .saved = {gate}});
     rel(R, gate);
     uint32_t up = vl__tr_linear(R, n2, nb, rows, h, I, arch->mlp_bias);
-    act = op(R, (struct tape_op){.out_bytes = TI, .in = {ag, up}, .saved = {ag, up}});
+    ab = vl__max(gb, e);
+    act = op(R, (struct tape_op){.out_bytes = rows * I * ab, .in = {ag, up}, .saved = {ag, up}});
     rel(R, ag);
     rel(R, up);
   } else {
@@ -37,29 +70,7 @@ uint32_t vl__tr_mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint
     if (arch->relu_act) {
       act = op(R, (struct tape_op){.out_bytes = TI, .in = {fc}, .save_out = true});
     } else if (arch->gelu_python) {
-      /* 0.5*x*(1+tanh(c*(x+0.044715*x^3))): autocast runs pow in fp32, so
-       * everything after it is fp32 (w-gpt2-ampfp16-sgd-b32s1024's history) */
-      const uint64_t TIw = rows * I * (R->z->autocast ? 4 : e);
-      ab = R->z->autocast ? 4 : e;
-      uint32_t half = op(R, (struct tape_op){.out_bytes = TI, .in = {fc}});
-      /* pow casts its input to fp32 first and saves the copy */
-      uint32_t x = R->z->autocast && e < 4 ? op(R, (struct tape_op){.out_bytes = TIw, .in = {fc}})
-                                           : tape_ref(&R->tp, fc);
-      uint32_t cube = op(R, (struct tape_op){.out_bytes = TIw, .in = {x}, .saved = {x}});
-      rel(R, x);
-      uint32_t sc = op(R, (struct tape_op){.out_bytes = TIw, .in = {cube}});
-      rel(R, cube);
-      uint32_t s = op(R, (struct tape_op){.out_bytes = TIw, .in = {fc, sc}, .pass = TAPE_ADD});
-      rel(R, sc);
-      uint32_t c = op(R, (struct tape_op){.out_bytes = TIw, .in = {s}});
-      rel(R, s);
-      uint32_t th = op(R, (struct tape_op){.out_bytes = TIw, .in = {c}, .save_out = true});
-      rel(R, c);
-      uint32_t one = op(R, (struct tape_op){.out_bytes = TIw, .in = {th}, .pass = TAPE_ADD});
-      rel(R, th);
-      act = op(R, (struct tape_op){.out_bytes = TIw, .in = {half, one}, .saved = {half, one}});
-      rel(R, half);
-      rel(R, one);
+      act = gelu_new(R, fc, TI, &ab);
     } else {
       act = op(R, (struct tape_op){.out_bytes = TI, .in = {fc}, .saved = {fc}});
     }
