@@ -234,6 +234,8 @@ static int commit_job(struct commit_args *a, struct commit_job *j) {
   struct est *e = &a->e;
   int rc = cli_load_model_file(e->model, &j->arch, &j->m);
   if (rc) return rc;
+  if ((rc = est_shape(e, &j->arch))) return rc; /* --image-size, --target-seq */
+  est_target_seq(e, &j->arch);
   if ((rc = est_gpu(e, &j->cat, &j->gpu))) return rc;
   struct vl_err err = {""};
   size_t canon_len = 0;
