@@ -26,10 +26,6 @@ VISION = {"vit-base-patch16-224", "resnet-50"}
 # known gaps of the formula against the dry run (percent of the dry run's
 # peak allocated), each within 2 points
 KNOWN = {
-    # ResNet: the replay leaves out the small pool's blocks, most of its
-    # tensors (docs/model.md, vision; the estimate says approximate)
-    "resnet-50": -17.4,
-    "resnet-50@i64": -17.0,
     # DeBERTa-v2: the disentangled attention's position terms, read as two more score tensors
     "deberta-v3-base": 5.9,
     # T5: marked approximate (decoder read as an encoder of its depth)
