@@ -16,8 +16,21 @@ md = "--md" in sys.argv
 exe, card, files = args[0], args[1], args[2:]
 
 
+def vision(model):
+    """a ViT's or a CNN's config: its side is --image-size, not --seq"""
+    path = model if model.endswith(".json") else os.path.join("data", "models", model + ".json")
+    try:
+        return json.load(open(path)).get("model_type") in ("vit", "resnet")
+    except (OSError, ValueError):
+        return False
+
+
 def flags(r):
-    f = ["--model", r["model"], "--batch", str(r["batch"]), "--seq", str(r["seq"]),
+    side = ["--image-size", str(r.get("image_size") or r["seq"])] if vision(r["model"]) else \
+        ["--seq", str(r["seq"])]
+    if r.get("target_seq"):
+        side += ["--target-seq", str(r["target_seq"])]
+    f = ["--model", r["model"], "--batch", str(r["batch"])] + side + [
          "--precision", r["precision"], "--optimizer", r["optimizer"],
          "--optimizer-impl", r.get("optimizer_impl") or "foreach", "--attention", r["attention"],
          "--checkpointing", r["checkpointing"], "--grad-accum", str(r.get("grad_accum", 1))]

@@ -1,8 +1,8 @@
 /* A program of allocations and frees run through the caching-allocator
  * model (caching.c): what infer_replay.c and train_replay.c write their
- * sequences in. Blocks of 1 MiB or less (the small pool, its own 2 MiB
- * segments) are left out unless `small` asks for them (a ResNet's
- * training replay); the first failure stops the program. */
+ * sequences in, small blocks (1 MiB or less: the small pool, its own 2 MiB
+ * segments) included — LoRA's adapters, their gradients and states, a
+ * ResNet's weights; the first failure stops the program. */
 #ifndef VRAMLEDGER_MODEL_PROG_H
 #define VRAMLEDGER_MODEL_PROG_H
 #include "vramledger/caching.h"
@@ -25,13 +25,12 @@
 struct prog {
   struct vl_cache *c;
   bool failed;
-  bool small; /* the small pool's blocks too (a ResNet's: most of its tensors) */
 };
 
-/* allocate: a handle, or NONE (small pool, or the program failed) */
+/* allocate: a handle, or NONE (nothing asked, or the program failed) */
 static inline uint32_t A(struct prog *p, uint64_t bytes) {
   uint32_t h = NONE;
-  if (p->failed || (bytes <= VL_PT_SMALL_SIZE && !p->small) || !bytes) return NONE;
+  if (p->failed || !bytes) return NONE;
 #ifdef VL_PROG_LOG
   struct vl_cache_stats s0, s1;
   vl_cache_stats(p->c, &s0);
