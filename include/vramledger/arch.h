@@ -143,8 +143,10 @@ struct vl_arch {
   /* vision: ViT patches, ResNet stages; labels: classifier rows */
   uint64_t image_size, patch_size, channels, labels;
   uint64_t stages, stage_depth[8], stage_width[8], stem_width;
-  unsigned bottleneck : 1;   /* ResNet bottleneck blocks (1x1, 3x3, 1x1), else basic */
-  unsigned stride_first : 1; /* ResNet downsample_in_first_stage */
+  unsigned bottleneck : 1;            /* ResNet bottleneck blocks (1x1, 3x3, 1x1), else basic */
+  unsigned stride_first : 1;          /* ResNet downsample_in_first_stage */
+  unsigned scale_decoder_outputs : 1; /* T5: the tied head's input * d_model^-0.5 (T5 v1.0;
+                                         a config's tie_word_embeddings false: v1.1) */
 };
 
 /* Encoders whose training step the allocation replay runs: the BERT-style

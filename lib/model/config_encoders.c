@@ -237,9 +237,14 @@ static vl_status t5(struct vl__reader *r, struct vl_arch *a) {
   a->relu_act = strstr(ff, "relu") != NULL;
   /* configuration_t5.py: "gated-gelu" runs dense_act_fn "gelu_new" */
   a->gelu_python = (unsigned)(strcmp(ff, "gated-gelu") == 0);
+  /* transformers 5 ties T5's head to the shared embedding always; a
+   * config's tie_word_embeddings false (T5 v1.1, flan-T5) only drops the
+   * d_model^-0.5 scaling of the head's input (configuration_t5.py
+   * scale_decoder_outputs) */
   int tie = 1;
   TRY(vl__get_bool(r, "tie_word_embeddings", 1, &tie));
-  a->tie_embeddings = (unsigned)tie;
+  a->scale_decoder_outputs = (unsigned)tie;
+  a->tie_embeddings = 1;
   a->kv_heads = a->heads;
   a->rms_norm = a->norm_affine = a->final_norm = a->rel_bias = 1;
   return VL_OK;

@@ -63,8 +63,8 @@ uint32_t vl__tr_mlm_transform(struct run *R, uint32_t x, uint64_t *xb) {
   if (R->arch->causal || R->arch->family == VL_FAM_VIT || R->arch->stages) return x;
   const uint64_t T = R->T, h = R->z->h, e = R->z->e;
   if (R->arch->enc_layers) {
-    if (R->arch->family != VL_FAM_T5 || !R->arch->tie_embeddings) return x;
-    /* T5 with tied embeddings: sequence_output * d_model^-0.5 */
+    if (R->arch->family != VL_FAM_T5 || !R->arch->scale_decoder_outputs) return x;
+    /* T5 v1.0: sequence_output * d_model^-0.5 (modeling_t5.py) */
     uint32_t sc = op(R, (struct tape_op){.out_bytes = R->tp.t[x].bytes, .in = {x}});
     rel(R, x);
     return sc;

@@ -102,8 +102,11 @@ uint32_t vl__tr_norm_w(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, ui
   rel(R, sq);
   uint32_t rs = op(R, (struct tape_op){.out_bytes = rows * 4, .in = {var}, .save_out = true});
   rel(R, var);
+  /* (T5LayerNorm multiplies the input itself, not its fp32 copy, by the
+   * rsqrt: the product saves the half input, modeling_t5.py) */
+  const uint32_t xm = R->arch->family == VL_FAM_T5 ? x : x32;
   uint32_t y32 = op(
-      R, (struct tape_op){.out_bytes = Th * 4, .in = {x32, rs}, .saved = {x32, rs}, .tmp = Th * 4});
+      R, (struct tape_op){.out_bytes = Th * 4, .in = {xm, rs}, .saved = {xm, rs}, .tmp = Th * 4});
   rel(R, x32);
   rel(R, rs);
   if (vl__norm_weight_fp32(R->arch)) {
