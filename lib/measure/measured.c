@@ -61,6 +61,10 @@ static void settings(json_t *o, struct vl_measured_run *r) {
     refuse(r, "unknown checkpointing", s ? s : "");
     return;
   }
+  /* an encoder-decoder's decoder tokens and a vision model's image side
+   * (measure.py's target_seq, image_size; absent: seq, the config's) */
+  if (json_object_get(o, "target_seq")) j->target_seq = get_u(o, "target_seq");
+  if (json_object_get(o, "image_size")) j->image_size = get_u(o, "image_size");
   /* gradient accumulation: micro-batches a step (measure.py's grad_accum) */
   if (json_object_get(o, "grad_accum")) j->grad_accum = get_u(o, "grad_accum");
   if (!j->grad_accum) {
