@@ -44,6 +44,7 @@ struct ctx {
   enum vl_time_kind mem_kind; /* where memory-bound ops are booked (the loss's apart) */
   bool unaligned_ok;          /* the GEMMs being priced are outside the layers and without a bias:
                                * where the align1 rates were measured (gemm()) */
+  double conv_flops;          /* a micro-batch's convolutions, forward (ResNet's MFU) */
 };
 
 /* a stretch of ops: device seconds by kind, host seconds, ops */
@@ -364,6 +365,7 @@ static void conv(struct ctx *c, struct seg *f, struct seg *b, double bs, double 
                  double cout, double k) {
   double rows = bs * side * side, e = c->e;
   linear(c, f, b, c->fp32, rows, cin * k * k, cout, 1, true);
+  c->conv_flops += 2 * rows * cin * k * k * cout;
   mem2(c, f, b, NORM, rows * cout * 3 * e, 1); /* batch_norm: stats, normalise */
   mem2(c, f, b, EW, rows * cout * 2 * e, 1);   /* relu */
   if (c->pol.autocast) mem2(c, f, b, CAST, rows * cin * 6, 1);
@@ -752,11 +754,39 @@ vl_status vl_step_time(const struct vl_arch *a, const struct vl_job *j, const st
   t->kind_s[VL_TK_OPTIMIZER] += t->optimizer_s;
   t->gpu_s += t->optimizer_s;
   t->step_s = t->forward_s + t->backward_s + t->recompute_s + t->optimizer_s;
-  double tokens = (double)j->batch * (double)j->seq * acc;
+  /* (a ViT's tokens are its patches and [CLS]; a ResNet's are its images;
+   * an encoder-decoder's its encoder's) */
+  double per = (double)j->seq;
+  if (a->family == VL_FAM_VIT && a->patch_size) {
+    double p = (double)(vl_job_image_side(a, j) / a->patch_size);
+    per = p * p + 1;
+  } else if (vl_arch_is_conv(a)) {
+    per = 1;
+  }
+  double tokens = (double)j->batch * per * acc;
   double N = vl_active_params(a, &inv) / ((double)j->tp * (double)j->pp);
   double f = j->lora_rank ? 4.0 : 6.0;
   t->model_flops = f * N * tokens;
   t->executed_flops = (f + (ckpt ? 2.0 : 0.0)) * N * tokens;
+  if (a->enc_layers) { /* an encoder-decoder: the encoder's weights see --seq's tokens, the
+                        * rest (decoder, head) --target-seq's (the inventory's second "q" on) */
+    double enc = 0;
+    int qs = 0;
+    for (int i = 0; i < inv.n; i++) {
+      const struct vl_tensor *w = &inv.t[i];
+      if (w->per_layer && !strcmp(w->name, "q") && qs++) break;
+      if (w->per_layer) enc += (double)w->rows * (double)w->cols * (double)w->count;
+    }
+    double td = (double)j->batch * (double)vl_job_target_seq(a, j) * acc;
+    t->model_flops = f * (enc * tokens + (N - enc) * td);
+    t->executed_flops = t->model_flops / f * (f + (ckpt ? 2.0 : 0.0));
+  }
+  if (vl_arch_is_conv(a)) { /* a convolution's weights see every position: its GEMMs, x3 */
+    t->model_flops =
+        3 * c.conv_flops * acc +
+        f * (double)(a->labels * a->stage_width[a->stages - 1]) * (double)j->batch * acc;
+    t->executed_flops = t->model_flops;
+  }
   t->tokens_per_s = t->step_s > 0 ? tokens / t->step_s : 0;
   double peak = (fp16_policy(j->precision) && g->fp16_tflops > 0 ? g->fp16_tflops : g->bf16_tflops);
   t->mfu = t->step_s > 0 && peak > 0 ? t->model_flops / t->step_s / (peak * 1e12) : 0;

@@ -83,8 +83,9 @@ static void time_text(FILE *o, const struct vl_estimate_view *v) {
   fprintf(o, "  step time on %s: %.3f s (forward %.3f, backward %.3f", v->gpu->name, t->step_s,
           t->forward_s, t->backward_s);
   if (t->recompute_s > 0) fprintf(o, ", recomputation %.3f", t->recompute_s);
-  fprintf(o, ", optimizer %.3f s); %s tokens/s, MFU %.2f\n", t->optimizer_s,
-          vl_fmt_int(s1, sizeof s1, (uint64_t)(t->tokens_per_s + 0.5)), t->mfu);
+  fprintf(o, ", optimizer %.3f s); %s %s/s, MFU %.2f\n", t->optimizer_s,
+          vl_fmt_int(s1, sizeof s1, (uint64_t)(t->tokens_per_s + 0.5)),
+          vl_arch_is_conv(v->arch) ? "images" : "tokens", t->mfu);
   fprintf(o, "    (%s%s%s)\n", t->source, t->approximate ? "; approximate: " : "",
           t->approximate ? (t->note[0] ? t->note : "the model type is read as a generic decoder")
                          : "");
@@ -256,10 +257,10 @@ static void md(FILE *o, const struct vl_estimate_view *v) {
   if (v->time)
     fprintf(o,
             "\nStep time on %s: %.3f s (forward %.3f, backward %.3f, recomputation %.3f, "
-            "optimizer %.3f); %.0f tokens/s; MFU %.2f (%s).\n",
+            "optimizer %.3f); %.0f %s/s; MFU %.2f (%s).\n",
             v->gpu->name, v->time->step_s, v->time->forward_s, v->time->backward_s,
-            v->time->recompute_s, v->time->optimizer_s, v->time->tokens_per_s, v->time->mfu,
-            v->time->source);
+            v->time->recompute_s, v->time->optimizer_s, v->time->tokens_per_s,
+            vl_arch_is_conv(v->arch) ? "images" : "tokens", v->time->mfu, v->time->source);
   if (v->searched)
     fprintf(o, "\nLargest %s that fits: %llu.\n",
             v->searched == 1 ? "micro-batch" : "sequence length",
