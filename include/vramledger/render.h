@@ -37,7 +37,7 @@ struct vl_estimate_view {
   const struct vl_context_carry *carry; /* with gpu: its context carried over; NULL none */
   bool context_edge; /* with carry: the headroom or shortfall within the context's range
                       * (vl_fit_near_edge) */
-  const struct vl_step_time *time; /* with gpu, training: the step's time; NULL none */
+  const struct vl_step_time *time;     /* with gpu, training: the step's time; NULL none */
   const struct vl_recipe_view *recipe; /* --recipe: its keys (--explain, JSON); NULL none */
 };
 

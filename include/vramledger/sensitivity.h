@@ -111,7 +111,7 @@ enum vl_sens_gate {
   VL_SENS_GATES
 };
 struct vl_sens_verdict {
-  bool given[VL_SENS_GATES]; /* the caller's: a threshold was set */
+  bool given[VL_SENS_GATES];   /* the caller's: a threshold was set */
   double limit[VL_SENS_GATES]; /* the caller's: largest acceptable probability, 0..1 */
   double p[VL_SENS_GATES];     /* the draws' probability (given gates only) */
   bool fail[VL_SENS_GATES];    /* p > limit */
