@@ -166,17 +166,22 @@ int cli_double(const char *flag, const char *arg, double lo, double hi, double *
   return 0;
 }
 
+void cli_join(char *out, size_t cap, const char *const *names, size_t n) {
+  size_t o = 0;
+  if (cap) out[0] = '\0';
+  for (size_t i = 0; i < n && o < cap; i++) {
+    int w = snprintf(out + o, cap - o, "%s%s", i ? ", " : "", names[i]);
+    if (w < 0 || (size_t)w >= cap - o) break;
+    o += (size_t)w;
+  }
+}
+
 int cli_choice(const char *flag, const char *arg, const char *const *names) {
   size_t n = 0;
   for (; names[n]; n++)
     if (strcmp(names[n], arg) == 0) return (int)n;
-  char list[256] = "";
-  size_t o = 0;
-  for (size_t i = 0; i < n; i++) {
-    int w = snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", names[i]);
-    if (w < 0 || (size_t)w >= sizeof list - o) break;
-    o += (size_t)w;
-  }
+  char list[256];
+  cli_join(list, sizeof list, names, n);
   cli_error("--%s: unknown value '%s'; choose one of: %s", flag, arg, list);
   const char *near = cli_nearest(arg, names, n);
   if (near) cli_hint("did you mean '%s'?", near);

@@ -40,6 +40,9 @@ int cli_choice(const char *flag, const char *arg, const char *const *names);
 
 /*! Nearest of candidates to s by edit distance, or NULL if none is close. */
 const char *cli_nearest(const char *s, const char *const *candidates, size_t n);
+/*! names[0..n) joined by ", " into out (cap bytes), as many whole names as
+ * fit. */
+void cli_join(char *out, size_t cap, const char *const *names, size_t n);
 /*! A command line's word as a record keeps it: a secret's value written as
  * "<redacted>" (after "--password=", "--hf-token=", "HF_TOKEN=", ..., the
  * word after such a flag, the password after -u/--user, a secret header,

@@ -291,13 +291,8 @@ static int unknown_gpu(const struct vl_catalog *cat, const char *name) {
   cli_error("unknown GPU '%s'", name);
   const char *near = cli_nearest(name, cand, n);
   if (near) cli_hint("did you mean '%s'?", near);
-  char list[1024] = "";
-  size_t o = 0;
-  for (size_t i = 0; i < n; i++) {
-    int w = snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", cand[i]);
-    if (w < 0 || (size_t)w >= sizeof list - o) break;
-    o += (size_t)w;
-  }
+  char list[1024];
+  cli_join(list, sizeof list, cand, n);
   cli_hint("known GPUs: %s (or add one with --catalog FILE)", list);
   return VL_EXIT_USAGE;
 }

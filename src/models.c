@@ -164,13 +164,8 @@ static int not_found(const char *model, char names[][48], size_t count, const ch
     cand[i] = names[i];
   const char *near = cli_nearest(model, cand, count);
   if (near) cli_hint("did you mean '%s'?", near);
-  char list[2048] = "";
-  size_t o = 0;
-  for (size_t i = 0; i < count; i++) {
-    int w = snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", names[i]);
-    if (w < 0 || (size_t)w >= sizeof list - o) break;
-    o += (size_t)w;
-  }
+  char list[2048];
+  cli_join(list, sizeof list, cand, count);
   if (count) cli_hint("bundled models: %s (--list-models)", list);
   cli_hint("or give a Hugging Face config.json, a model folder holding one, or a Hub id "
            "downloaded before (huggingface-cli download ORG/NAME config.json)");

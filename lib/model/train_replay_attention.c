@@ -481,18 +481,18 @@ uint32_t vl__tr_attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
   else {
     if (g > 1 && g < a && window_masked(R)) expand_kv(R, &s);
     o = sdpa(R, &s);
-  }
-  if (arch->rope_cat && e == 2 && !R->z->eager && !(arch->family == VL_FAM_FALCON && g == 1)) {
-    /* q joined by torch.cat is contiguous as (B, heads, s, d), and cuDNN
-     * attention writes its output in q's layout: transformers'
-     * attn_output.transpose(1, 2).contiguous() (sdpa_attention.py) is then
-     * a copy, which o_proj saves beside the output the kernel saves
-     * (phi-3-mini: 24 MiB a layer at batch 2 x 2,048; where q comes from
-     * elementwise ops on a transposed view, the transpose is already
-     * contiguous and o_proj saves the kernel's output itself) */
-    uint32_t c = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e, .in = {o}});
-    rel(R, o);
-    o = c;
+    if (arch->rope_cat && e == 2) {
+      /* q joined by torch.cat is contiguous as (B, heads, s, d), and cuDNN
+       * attention writes its output in q's layout: transformers'
+       * attn_output.transpose(1, 2).contiguous() (sdpa_attention.py) is then
+       * a copy, which o_proj saves beside the output the kernel saves
+       * (phi-3-mini: 24 MiB a layer at batch 2 x 2,048; where q comes from
+       * elementwise ops on a transposed view, the transpose is already
+       * contiguous and o_proj saves the kernel's output itself) */
+      uint32_t c = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e, .in = {o}});
+      rel(R, o);
+      o = c;
+    }
   }
   uint32_t y = vl__tr_linear(R, o, e, T, a * R->dv, h, arch->o_bias);
   rel(R, o);
