@@ -46,6 +46,25 @@ int vl_nvml_cuda_driver(const struct vl_nvml *n);
  * when the library opens, and copied (no NVML call for them per sample). */
 vl_status vl_nvml_sample(struct vl_nvml *n, unsigned index, struct vl_gpu_sample *s) VL_MUST_USE;
 
+/* What dcgm-exporter shows beside memory (watch --metric-names dcgm), read
+ * only by watch: vl_nvml_sample stays the few calls `run` pays for at every
+ * reading. UINT32_MAX / UINT64_MAX: NVML did not say. */
+struct vl_gpu_extra {
+  char pci_bus_id[32];    /* nvmlPciInfo_t busId, "00000000:07:00.0"; "" unknown */
+  unsigned power_mw;      /* nvmlDeviceGetPowerUsage, milliwatts */
+  unsigned temp_c;        /* nvmlDeviceGetTemperature, NVML_TEMPERATURE_GPU, Celsius */
+  unsigned sm_clock_mhz;  /* nvmlDeviceGetClockInfo, NVML_CLOCK_SM */
+  unsigned mem_clock_mhz; /* nvmlDeviceGetClockInfo, NVML_CLOCK_MEM */
+  uint64_t energy_mj;     /* nvmlDeviceGetTotalEnergyConsumption, millijoules since the
+                             driver loaded */
+};
+
+/*! One GPU's PCI bus id (read once, when the library opens), power, GPU
+ * temperature, clocks and energy now, each NVML function looked up by
+ * name (a driver without one leaves its field unknown).
+ * @return VL_OK, VL_EINVAL (no such GPU). */
+vl_status vl_nvml_extra(struct vl_nvml *n, unsigned index, struct vl_gpu_extra *e) VL_MUST_USE;
+
 /*! Compute processes on one GPU (running processes v3 -> v2 -> v1).
  * Writes at most cap entries; *count is how many there were. The list is
  * read from NVML again only when the GPU's used memory (from the last

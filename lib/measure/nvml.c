@@ -38,6 +38,16 @@ typedef struct { /* v2 and v3 share this layout */
   unsigned int gpuInstanceId, computeInstanceId;
 } nvmlProcessInfo_v2;
 
+/* nvmlPciInfo_t of nvmlDeviceGetPciInfo_v3 (and _v2: the same layout) */
+typedef struct {
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+} nvmlPciInfo;
+#define NVML_TEMPERATURE_GPU 0
+#define NVML_CLOCK_SM 1
+#define NVML_CLOCK_MEM 2
+
 #define MAX_GPUS 64
 
 struct vl_nvml {
@@ -66,6 +76,12 @@ struct vl_nvml {
   uint64_t procs_used[MAX_GPUS], procs_ns[MAX_GPUS];
   struct vl_proc_sample *procs[MAX_GPUS]; /* PROCS_CAP each, or NULL */
   unsigned n_procs[MAX_GPUS];
+  /* watch's extra readings (vl_nvml_extra) */
+  nvmlReturn_t (*power)(nvmlDevice_t, unsigned *);
+  nvmlReturn_t (*temp)(nvmlDevice_t, int, unsigned *);
+  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned *);
+  nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long *);
+  char pci[MAX_GPUS][32];
 };
 
 #define PROCS_CAP 1024u
@@ -114,6 +130,10 @@ vl_status vl_nvml_open(struct vl_nvml **out, struct vl_err *err) {
   *(void **)&n->procs_v3 = sym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
   *(void **)&n->procs_v2 = sym(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
   *(void **)&n->procs_v1 = sym(lib, "nvmlDeviceGetComputeRunningProcesses");
+  *(void **)&n->power = sym(lib, "nvmlDeviceGetPowerUsage");
+  *(void **)&n->temp = sym(lib, "nvmlDeviceGetTemperature");
+  *(void **)&n->clock = sym(lib, "nvmlDeviceGetClockInfo");
+  *(void **)&n->energy = sym(lib, "nvmlDeviceGetTotalEnergyConsumption");
   if (!init || !count || !handle || (!n->mem_v2 && !n->mem_v1)) {
     vl_nvml_close(n);
     return vl__fail(err, VL_EIO, "'%s' lacks the NVML functions vramledger needs", path);
@@ -149,6 +169,17 @@ vl_status vl_nvml_open(struct vl_nvml **out, struct vl_err *err) {
     if (!n->get_uuid || n->get_uuid(n->dev[i], n->uuid[i], sizeof n->uuid[i]) != NVML_SUCCESS)
       n->uuid[i][0] = '\0';
     n->name[i][sizeof n->name[i] - 1] = n->uuid[i][sizeof n->uuid[i] - 1] = '\0';
+  }
+  nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo *) =
+      (nvmlReturn_t(*)(nvmlDevice_t, nvmlPciInfo *))sym(lib, "nvmlDeviceGetPciInfo_v3");
+  if (!pci) pci = (nvmlReturn_t(*)(nvmlDevice_t, nvmlPciInfo *))sym(lib, "nvmlDeviceGetPciInfo_v2");
+  for (unsigned i = 0; i < n->count && pci; i++) {
+    nvmlPciInfo p;
+    memset(&p, 0, sizeof p);
+    if (pci(n->dev[i], &p) == NVML_SUCCESS) {
+      p.busId[sizeof p.busId - 1] = '\0';
+      memcpy(n->pci[i], p.busId, sizeof n->pci[i]);
+    }
   }
   *out = n;
   return VL_OK;
@@ -215,6 +246,22 @@ vl_status vl_nvml_sample(struct vl_nvml *n, unsigned index, struct vl_gpu_sample
   }
   s->util_gpu_pct = n->util_gpu[index];
   s->util_mem_pct = n->util_mem[index];
+  return VL_OK;
+}
+
+vl_status vl_nvml_extra(struct vl_nvml *n, unsigned index, struct vl_gpu_extra *e) {
+  memset(e, 0xff, sizeof *e);
+  e->pci_bus_id[0] = '\0';
+  if (index >= n->count) return VL_EINVAL;
+  nvmlDevice_t d = n->dev[index];
+  memcpy(e->pci_bus_id, n->pci[index], sizeof e->pci_bus_id);
+  unsigned v;
+  unsigned long long mj;
+  if (n->power && n->power(d, &v) == NVML_SUCCESS) e->power_mw = v;
+  if (n->temp && n->temp(d, NVML_TEMPERATURE_GPU, &v) == NVML_SUCCESS) e->temp_c = v;
+  if (n->clock && n->clock(d, NVML_CLOCK_SM, &v) == NVML_SUCCESS) e->sm_clock_mhz = v;
+  if (n->clock && n->clock(d, NVML_CLOCK_MEM, &v) == NVML_SUCCESS) e->mem_clock_mhz = v;
+  if (n->energy && n->energy(d, &mj) == NVML_SUCCESS) e->energy_mj = mj;
   return VL_OK;
 }
 

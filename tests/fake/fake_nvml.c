@@ -6,6 +6,13 @@
  *   FAKE_NVML_OLD=1         the v2/v3 process queries and memory info v2
  *                           report "function not found" (fallback paths)
  *   FAKE_NVML_LOST=I        GPU I's memory queries fail (GPU is lost)
+ *   FAKE_NVML_SPIKE=FILE    "BYTES [GPU]": the next memory query of that GPU
+ *                           (default 0) says BYTES more used, once; the file
+ *                           is removed by that query (a one-sample spike)
+ *   FAKE_NVML_READS=FILE    the number of memory queries of GPU 0 so far,
+ *                           rewritten at each (tests wait on it, not on time)
+ * Power 250 W + 1 W per index, 40 C + index, SM clock 1980 MHz, memory
+ * clock 2619 MHz, energy 1000000 mJ, PCI bus id 00000000:0I:00.0.
  * Device used memory = 1 GiB + the processes' bytes; total 141 GB. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,9 +112,31 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf, unsigned n) {
   snprintf(buf, n, "GPU-fake-%04d", d->index);
   return 0;
 }
+/* FAKE_NVML_SPIKE's bytes for gpu, once; FAKE_NVML_READS counted */
+static unsigned long long spike(int gpu) {
+  static unsigned long long reads;
+  const char *rpath = getenv("FAKE_NVML_READS");
+  if (rpath && gpu == 0) {
+    FILE *r = fopen(rpath, "w");
+    if (r) {
+      fprintf(r, "%llu\n", ++reads);
+      fclose(r);
+    }
+  }
+  const char *path = getenv("FAKE_NVML_SPIKE");
+  FILE *f = path ? fopen(path, "r") : NULL;
+  if (!f) return 0;
+  unsigned long long b = 0;
+  unsigned g = 0;
+  int k = fscanf(f, "%llu %u", &b, &g);
+  fclose(f);
+  if (k < 1 || (int)g != gpu) return 0;
+  remove(path);
+  return b;
+}
 static unsigned long long used(int gpu) {
   unsigned pids[256];
-  unsigned long long b[256], sum = BASE;
+  unsigned long long b[256], sum = BASE + spike(gpu);
   unsigned n = procs(gpu, pids, b, 256);
   for (unsigned i = 0; i < n && i < 256; i++)
     sum += b[i];
@@ -169,5 +198,36 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned *coun
   for (unsigned i = 0; i < n; i++)
     info[i] = (nvmlProcessInfo_v1){pids[i], b[i]};
   *count = n;
+  return 0;
+}
+typedef struct {
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+} nvmlPciInfo_t;
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *p) {
+  memset(p, 0, sizeof *p);
+  p->bus = (unsigned)d->index;
+  snprintf(p->busId, sizeof p->busId, "00000000:%02X:00.0", (unsigned)d->index);
+  return 0;
+}
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned *mw) {
+  *mw = 250000u + 1000u * (unsigned)d->index;
+  return 0;
+}
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned *c) {
+  if (sensor != 0) return 2;
+  *c = 40u + (unsigned)d->index;
+  return 0;
+}
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned *mhz) {
+  (void)d;
+  if (type != 1 && type != 2) return 2;
+  *mhz = type == 1 ? 1980u : 2619u;
+  return 0;
+}
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *mj) {
+  (void)d;
+  *mj = 1000000ull;
   return 0;
 }
