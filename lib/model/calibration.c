@@ -23,8 +23,8 @@ static const struct vl__calibration rows[VL_CAL_COUNT] = {
      * much as a training one (vl_context_bytes) */
     [VL_CAL_CUDA_CONTEXT_INFER] =
         {"cuda_context_infer_bytes", 731906048.0, "bytes",
-         "data/reference/h200-torch-2.11/calibration.json and types-measured.json, "
-         "bench/results/known-misses/ and estimate-dry-run/raw/",
+         "data/reference/h200-torch-2.11/calibration.json, types-measured.json and "
+         "infer-*.json",
          "median of NVML process - max_memory_reserved over the 14 "
          "generate() runs of these"},
     /* a rank's memory beyond one GPU's context when ranks talk: NCCL's own

@@ -97,9 +97,9 @@ static void infer_context_is_the_median_of_the_generate_runs(void **state) {
   static const char *const files[] = {
       "data/reference/h200-torch-2.11/calibration.json",
       "data/reference/h200-torch-2.11/types-measured.json",
-      "bench/results/known-misses/km-gpt2m-infer-fp32-b8.measured.json",
-      "bench/results/known-misses/km-gpt2m-infer-fp32-b16.measured.json",
-      "bench/results/estimate-dry-run/raw/smollm3-infer.measured.json",
+      "data/reference/h200-torch-2.11/infer-gpt2m-fp32-b8.json",
+      "data/reference/h200-torch-2.11/infer-gpt2m-fp32-b16.json",
+      "data/reference/h200-torch-2.11/infer-smollm3.json",
   };
   uint64_t v[64];
   size_t n = 0;
@@ -110,8 +110,8 @@ static void infer_context_is_the_median_of_the_generate_runs(void **state) {
   }
   assert_int_equal(n, 14);
   expect_row(VL_CAL_CUDA_CONTEXT_INFER, "cuda_context_infer_bytes", median(v, n),
-             "data/reference/h200-torch-2.11/calibration.json and types-measured.json, "
-             "bench/results/known-misses/ and estimate-dry-run/raw/");
+             "data/reference/h200-torch-2.11/calibration.json, types-measured.json and "
+             "infer-*.json");
 }
 
 static void nccl_is_the_ddp_overhead_less_the_context(void **state) {
