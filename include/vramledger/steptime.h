@@ -49,4 +49,107 @@ const char *vl_time_kind_name(enum vl_time_kind k);
 /*! N of 6ND: the parameters a token passes through (MoE: k of E experts). */
 double vl_active_params(const struct vl_arch *a, const struct vl_inventory *inv);
 
+/* ---- one op ------------------------------------------------------------
+ * The step is priced op by op: estimate enumerates a model's ops from its
+ * description, `trace` reads them from the job itself (the tracer's "# op"
+ * lines); both go through vl_op_device_s. */
+
+/* the card an op is priced on: the measured tables, or the measured card
+ * scaled by datasheet ratios */
+struct vl_time_card {
+  const void *tables;   /* the measured card's tables (lib/model/kernel_tables.h) */
+  double s16, s32, sbw; /* this card against the measured one: 16-bit, fp32, bandwidth */
+  char source[96];      /* where the figures come from */
+  bool derived;         /* not measured: scaled from a card that was */
+};
+
+/*! The card g as ops are priced on it; fp16: the job's 16-bit dtype is
+ * fp16 (a card derived by ratios takes its fp16 peak then). Never fails:
+ * a card not measured is derived from the H100 SXM. */
+void vl_time_card_init(struct vl_time_card *c, const struct vl_gpu *g, bool fp16);
+
+enum vl_op_kind {
+  VL_OP_GEMM,      /* a matrix product (mm, addmm, bmm, a linear's three GEMMs) */
+  VL_OP_ATTENTION, /* a fused attention kernel (SDPA's flash, cuDNN, memory-efficient) */
+  VL_OP_MEMORY,    /* a memory-bound kernel: its bytes read and written */
+  VL_OP_DISPATCH   /* a view, an empty tensor: no kernel, the host's dispatch only */
+};
+
+/* how a GEMM's operands lie, as a linear runs them: forward x @ W^T (B
+ * transposed), the input's gradient g @ W (neither), the weight's
+ * gradient g^T @ x (A transposed) */
+enum vl_gemm_layout { VL_GEMM_FWD, VL_GEMM_DGRAD, VL_GEMM_WGRAD };
+
+/* the measured bandwidth class of a memory-bound op */
+enum vl_mem_class { VL_MEM_ELEMENTWISE, VL_MEM_CAST, VL_MEM_NORM, VL_MEM_SOFTMAX };
+
+struct vl_op {
+  enum vl_op_kind kind;
+  double count; /* times the op runs (fractional: a share of layers) */
+  /* VL_OP_GEMM: batch products of (m x k) (k x n) */
+  enum vl_gemm_layout layout;
+  double m, n, k, batch; /* batch 0 is 1 */
+  bool fp32;             /* fp32 operands: CUDA cores, or tensor cores' TF32 when tf32 */
+  bool tf32;             /* torch.backends.cuda.matmul.allow_tf32 (off by default) */
+  bool unaligned_ok;     /* a 16-bit dimension off 8 elements takes the measured unaligned rate */
+  /* VL_OP_ATTENTION: the forward or the backward kernel of bs x heads
+   * (q_len x kv_len) scores, head sizes dqk (query, key) and dv (value) */
+  const char *kernel; /* the kernel's rows: "default" (SDPA's choice), "cudnn", "flash",
+                       * "efficient"; a name the card lacks: "default" */
+  bool backward, half, causal;
+  double bs, heads, q_len, kv_len, dqk, dv;
+  double window; /* a sliding window shorter than kv_len; 0: none */
+  /* VL_OP_MEMORY */
+  enum vl_mem_class mem;
+  double bytes; /* read + written, one run */
+};
+
+/*! Device seconds of op (all op->count runs) on card c, by the measured
+ * tables: a GEMM by its shape, dtype and layout (log-trilinear between the
+ * grid's points, never under the grid's smallest GEMM's time; a 16-bit
+ * dimension off 8 elements at the unaligned rate where unaligned_ok; TF32
+ * at half the 16-bit rate, the datasheets' dense ratio); attention by its
+ * kernel's measured rate at that sequence length (the backward: the
+ * forward-and-backward's time less the forward's, at least 2.5 forwards);
+ * a memory-bound op by its bytes at its class's bandwidth; a dispatch 0.
+ * The host's cost is VL_TIME_HOST_OP_S a run, whatever the op. */
+double vl_op_device_s(const struct vl_time_card *c, const struct vl_op *op);
+
+/* FLOPs of one run of op (a GEMM's 2mnk; attention's score and value
+ * products, causal halved; backward 2.5 times the forward's), 0 for others */
+double vl_op_flops(const struct vl_op *op);
+
+/*! The host's seconds to dispatch one eager op, and a step's fixed cost
+ * (zero_grad, the loop): bench/time/host_fit.py. */
+double vl_time_host_op_s(void);
+double vl_time_host_step_s(void);
+
+/* a pass's ops: device seconds by kind, host seconds, ops */
+struct vl_time_pass {
+  double k[VL_TK_COUNT];
+  double host;
+  double ops;
+};
+
+/*! Add op (device time booked as `kind`, its count to the ops) to pass p. */
+void vl_time_pass_add(struct vl_time_pass *p, const struct vl_time_card *c, const struct vl_op *op,
+                      enum vl_time_kind kind);
+
+/*! The step's passes into t (its forward_s, backward_s, recompute_s,
+ * kind_s, gpu_s, host_s, ops): each pass takes the longer of its device
+ * and host time (the host runs ahead of the GPU), the recomputation's ops
+ * inside the backward's at 1.85 times a forward op's host cost, `times`
+ * micro-batches alike. The passes' host must be set (ops x the host cost). */
+void vl_time_passes(struct vl_step_time *t, const struct vl_time_pass *fwd,
+                    const struct vl_time_pass *bwd, const struct vl_time_pass *rec, double times);
+
+/*! The optimizer's step on card c: the measured row of optimizer ("adamw",
+ * "sgd", "sgd-momentum"; others priced as AdamW, *approx set) in impl
+ * ("foreach", "fused", "forloop"; another: the foreach row, *approx set)
+ * over elems elements in tensors tensors whose weights, gradients and
+ * states (states of them an element) are w, g and st bytes. Seconds. */
+double vl_time_optimizer_s(const struct vl_time_card *c, const char *optimizer, const char *impl,
+                           double elems, double tensors, double w, double g, double st,
+                           double states, bool *approx);
+
 #endif

@@ -34,11 +34,11 @@ enum { FWD, DGRAD, WGRAD };
 #define RECOMPUTE_HOST (15.9 / 8.6)
 
 struct ctx {
+  struct vl_time_card card;   /* the card as ops are priced on it */
   const struct vl_kt_card *k; /* the measured card (g itself, or the one g is derived from) */
   const struct vl_arch *a;
   const struct vl_job *j;
   struct vl__policy pol;
-  double s16, s32, sbw;       /* the card against the measured one */
   bool fp32;                  /* matmuls in fp32 (no autocast, fp32 weights) */
   double e, r;                /* activation and residual-stream bytes an element */
   enum vl_time_kind mem_kind; /* where memory-bound ops are booked (the loss's apart) */
@@ -47,12 +47,9 @@ struct ctx {
   double conv_flops;          /* a micro-batch's convolutions, forward (ResNet's MFU) */
 };
 
-/* a stretch of ops: device seconds by kind, host seconds, ops */
-struct seg {
-  double k[VL_TK_COUNT];
-  double host;
-  double ops;
-};
+/* a stretch of ops (struct vl_time_pass): device seconds by kind, host
+ * seconds, ops */
+#define seg vl_time_pass
 
 static double seg_gpu(const struct seg *s) {
   double t = 0;
@@ -100,25 +97,46 @@ static double gemm_rate(const struct vl_kt_card *kc, bool fp32, int layout, doub
  * (launch- and latency-bound) */
 static bool off8(double x) { return fmod(x, 8.0) != 0; }
 
-static void gemm(struct ctx *c, struct seg *s, int layout, bool fp32, double m, double n, double k,
-                 double count) {
-  if (count <= 0 || m <= 0 || n <= 0 || k <= 0) return;
+/* the datasheets' dense TF32 rate against the 16-bit one (H100, H200,
+ * A100: 494.7 / 989.4, 156 / 312 TFLOP/s) */
+#define TF32_OF_BF16 0.5
+
+static double gemm_s(const struct vl_time_card *c, const struct vl_op *op) {
+  const struct vl_kt_card *kc = c->tables;
+  double m = op->batch > 1 ? op->batch * op->m : op->m, n = op->n, k = op->k, count = op->count;
+  if (count <= 0 || m <= 0 || n <= 0 || k <= 0) return 0;
+  int layout = (int)op->layout;
+  bool fp32 = op->fp32 && !op->tf32; /* TF32 runs on the tensor cores: the 16-bit table */
   /* a 16-bit GEMM whose leading dimensions are not multiples of 8
    * elements (16 bytes) cannot take cuBLAS's aligned tensor-core kernels:
    * GPT-2's 50,257-token head runs at a sixth of its aligned twin
    * (bench/results/step-time/align/, F.linear without a bias). Applied
    * where it was measured, the GEMMs outside the layers without a bias
-   * (c->unaligned_ok): the heads of BERT-like models, with a bias and
+   * (unaligned_ok): the heads of BERT-like models, with a bias and
    * 30,522 tokens, show no such loss in their measured steps */
-  bool odd = !fp32 && c->unaligned_ok && (off8(n) || off8(k) || (layout == WGRAD && off8(m)));
-  double scale = fp32 ? c->s32 : c->s16;
-  double rate = gemm_rate(c->k, fp32, layout, fmax(m, vl_kt_m[0]), fmax(n, vl_kt_nk[0]),
-                          fmax(k, vl_kt_nk[0])) *
-                scale;
-  if (odd && c->k->unaligned[layout] > 0) rate = fmin(rate, c->k->unaligned[layout] * c->s16);
+  bool odd =
+      !op->fp32 && op->unaligned_ok && (off8(n) || off8(k) || (layout == VL_GEMM_WGRAD && off8(m)));
+  double scale = fp32 ? c->s32 : op->fp32 ? c->s16 * TF32_OF_BF16 : c->s16;
+  double rate =
+      gemm_rate(kc, fp32, layout, fmax(m, vl_kt_m[0]), fmax(n, vl_kt_nk[0]), fmax(k, vl_kt_nk[0])) *
+      scale;
+  if (odd && kc->unaligned[layout] > 0) rate = fmin(rate, kc->unaligned[layout] * c->s16);
   double least =
-      2.0 * vl_kt_m[0] * vl_kt_nk[0] * vl_kt_nk[0] / (c->k->gemm[fp32][layout][0][0][0] * scale);
-  s->k[VL_TK_MATMUL] += count * fmax(2.0 * m * n * k / rate, least);
+      2.0 * vl_kt_m[0] * vl_kt_nk[0] * vl_kt_nk[0] / (kc->gemm[fp32][layout][0][0][0] * scale);
+  return count * fmax(2.0 * m * n * k / rate, least);
+}
+
+static void gemm(struct ctx *c, struct seg *s, int layout, bool fp32, double m, double n, double k,
+                 double count) {
+  struct vl_op op = {.kind = VL_OP_GEMM,
+                     .layout = (enum vl_gemm_layout)layout,
+                     .fp32 = fp32,
+                     .unaligned_ok = c->unaligned_ok,
+                     .m = m,
+                     .n = n,
+                     .k = k,
+                     .count = count};
+  s->k[VL_TK_MATMUL] += gemm_s(&c->card, &op);
 }
 
 /* a linear (m rows, in -> out) forward, or its backward: the input's
@@ -132,12 +150,24 @@ static void linear(struct ctx *c, struct seg *f, struct seg *b, bool fp32, doubl
   b->ops += count;
 }
 
-enum mem { EW, CAST, NORM, SOFTMAX };
+enum mem {
+  EW = VL_MEM_ELEMENTWISE,
+  CAST = VL_MEM_CAST,
+  NORM = VL_MEM_NORM,
+  SOFTMAX = VL_MEM_SOFTMAX
+};
+
+static double mem_s(const struct vl_time_card *c, const struct vl_op *op) {
+  const struct vl_kt_card *k = c->tables;
+  const double bw[] = {k->bw_add, k->bw_cast, k->bw_norm, k->bw_softmax};
+  return op->count * op->bytes / (bw[op->mem] * c->sbw);
+}
 
 /* a memory-bound op moving `bytes` (read + write), `count` times */
 static void mem(struct ctx *c, struct seg *s, enum mem kind, double bytes, double count) {
-  const double bw[] = {c->k->bw_add, c->k->bw_cast, c->k->bw_norm, c->k->bw_softmax};
-  s->k[c->mem_kind] += count * bytes / (bw[kind] * c->sbw);
+  struct vl_op op = {
+      .kind = VL_OP_MEMORY, .mem = (enum vl_mem_class)kind, .bytes = bytes, .count = count};
+  s->k[c->mem_kind] += mem_s(&c->card, &op);
   s->ops += count;
 }
 
@@ -185,6 +215,56 @@ static bool has_kernel(const struct vl_kt_card *k, const char *kern) {
   return false;
 }
 
+/* rows of kernel kern in the dtype (a kernel may have bf16's only) */
+static bool has_rows(const struct vl_kt_card *k, const char *kern, bool half) {
+  for (size_t i = 0; i < k->n_attn; i++)
+    if (!strcmp(k->attn[i].kernel, kern) && !strcmp(k->attn[i].dtype, half ? "bf16" : "fp32"))
+      return true;
+  return false;
+}
+
+/* one fused attention kernel, forward or backward: its FLOPs at the rate
+ * measured for its kernel, dtype, head size (64 up to 96, else 128) and
+ * mask, log-linear between the sequence lengths measured. SDPA's choice
+ * ("default": cuDNN for 16-bit inputs on Hopper, memory-efficient for
+ * fp32) where the card was measured so; else flash (16-bit, head size up
+ * to 256) or memory-efficient */
+static double attn_s(const struct vl_time_card *c, const struct vl_op *op) {
+  const struct vl_kt_card *kc = c->tables;
+  bool half = op->half;
+  double q_len = op->q_len, kv_len = op->kv_len, dqk = op->dqk, dv = op->dv, count = op->count;
+  bool causal = op->causal;
+  const char *kern = op->kernel && op->kernel[0] ? op->kernel : "default";
+  if (!has_kernel(kc, kern) || (strcmp(kern, "default") && !has_rows(kc, kern, half)))
+    kern = "default";
+  if (!has_kernel(kc, kern)) kern = half && dqk <= 256 ? "flash" : "efficient";
+  const char *dt = half ? "bf16" : "fp32";
+  double d = dqk <= 96 ? 64 : 128, span = kv_len;
+  if (op->window > 0 && op->window < kv_len) span = op->window;
+  /* the kernel skips the blocks a causal mask or a window leaves out */
+  double keys = causal && span == kv_len ? span / 2 : span;
+  double bh = op->bs * op->heads, fl = 2.0 * bh * q_len * keys * (dqk + dv);
+  /* the measured rate at this sequence length (log-linear between the
+   * lengths measured for this kernel, dtype, head size and mask) */
+  double lo_s = 0, lo_f = 0, lo_b = 0, hi_s = 0, hi_f = 0, hi_b = 0;
+  for (size_t i = 0; i < kc->n_attn; i++) {
+    const struct vl_kt_attn *k = &kc->attn[i];
+    if (strcmp(k->kernel, kern) || strcmp(k->dtype, dt) || k->d != d || k->causal != causal)
+      continue;
+    if (k->s <= q_len && k->s >= lo_s) lo_s = k->s, lo_f = k->fwd, lo_b = k->fwd_bwd;
+    if (k->s >= q_len && (hi_s == 0 || k->s <= hi_s)) hi_s = k->s, hi_f = k->fwd, hi_b = k->fwd_bwd;
+  }
+  if (lo_s == 0) lo_s = hi_s, lo_f = hi_f, lo_b = hi_b;
+  if (hi_s == 0) hi_s = lo_s, hi_f = lo_f, hi_b = lo_b;
+  if (lo_s == 0) return 0; /* no rows at all for this dtype and head size */
+  double w = hi_s > lo_s ? log(q_len / lo_s) / log(hi_s / lo_s) : 0;
+  double rf = exp((1 - w) * log(lo_f) + w * log(hi_f)) * c->s16;
+  double rb = exp((1 - w) * log(lo_b) + w * log(hi_b)) * c->s16;
+  if (!half) rf *= c->s32 / c->s16, rb *= c->s32 / c->s16;
+  double tf = fl / rf, tfb = 3.5 * fl / rb;
+  return op->backward ? count * fmax(tfb - tf, 2.5 * tf) : count * tf;
+}
+
 /* the attention kernel of one layer: q_len x kv_len per head, a query
  * heads of dqk (dv for values), batch bs. SDPA picks flash for 16-bit
  * inputs with head size <= 256 and no bias; memory-efficient otherwise
@@ -203,37 +283,21 @@ static void attn_kernel(struct ctx *c, struct seg *f, struct seg *b, double bs, 
    * aten/src/ATen/native/transformers/attention.cpp upcasts half inputs) */
   bool math32 = !eager && a->family == VL_FAM_FALCON && a->kv_heads && a->kv_heads < a->heads;
   if (!eager && !math32) {
-    bool half = !c->fp32;
-    /* the kernel SDPA picks by default, as measured; flash (16-bit) and
-     * memory-efficient (fp32) where a card has no such rows */
-    const char *kern = "default";
-    if (!has_kernel(c->k, kern)) kern = half && dqk <= 256 ? "flash" : "efficient";
-    const char *dt = half ? "bf16" : "fp32";
-    double d = dqk <= 96 ? 64 : 128, span = kv_len;
-    if (window > 0 && window < kv_len) span = window;
-    /* the kernel skips the blocks a causal mask or a window leaves out */
-    double keys = causal && span == kv_len ? span / 2 : span;
-    double fl = 2.0 * bh * q_len * keys * (dqk + dv);
-    /* the measured rate at this sequence length (log-linear between the
-     * lengths measured for this kernel, dtype, head size and mask) */
-    double lo_s = 0, lo_f = 0, lo_b = 0, hi_s = 0, hi_f = 0, hi_b = 0;
-    for (size_t i = 0; i < c->k->n_attn; i++) {
-      const struct vl_kt_attn *k = &c->k->attn[i];
-      if (strcmp(k->kernel, kern) || strcmp(k->dtype, dt) || k->d != d || k->causal != causal)
-        continue;
-      if (k->s <= q_len && k->s >= lo_s) lo_s = k->s, lo_f = k->fwd, lo_b = k->fwd_bwd;
-      if (k->s >= q_len && (hi_s == 0 || k->s <= hi_s))
-        hi_s = k->s, hi_f = k->fwd, hi_b = k->fwd_bwd;
-    }
-    if (lo_s == 0) lo_s = hi_s, lo_f = hi_f, lo_b = hi_b;
-    if (hi_s == 0) hi_s = lo_s, hi_f = lo_f, hi_b = lo_b;
-    double w = hi_s > lo_s ? log(q_len / lo_s) / log(hi_s / lo_s) : 0;
-    double rf = exp((1 - w) * log(lo_f) + w * log(hi_f)) * c->s16;
-    double rb = exp((1 - w) * log(lo_b) + w * log(hi_b)) * c->s16;
-    if (c->fp32) rf *= c->s32 / c->s16, rb *= c->s32 / c->s16;
-    double tf = fl / rf, tfb = 3.5 * fl / rb;
-    f->k[VL_TK_ATTENTION] += count * tf;
-    b->k[VL_TK_ATTENTION] += count * fmax(tfb - tf, 2.5 * tf);
+    struct vl_op op = {.kind = VL_OP_ATTENTION,
+                       .kernel = "default",
+                       .half = !c->fp32,
+                       .causal = causal,
+                       .bs = bs,
+                       .heads = heads,
+                       .q_len = q_len,
+                       .kv_len = kv_len,
+                       .dqk = dqk,
+                       .dv = dv,
+                       .window = window,
+                       .count = count};
+    f->k[VL_TK_ATTENTION] += attn_s(&c->card, &op);
+    op.backward = true;
+    b->k[VL_TK_ATTENTION] += attn_s(&c->card, &op);
     f->ops += 2 * count, b->ops += count;
     return;
   }
@@ -502,16 +566,12 @@ static void loss(struct ctx *c, struct seg *f, struct seg *b, double T) {
   c->mem_kind = VL_TK_MEMORY;
 }
 
-/* the measured optimizer row for job j; *approx where another stands in */
-static const struct vl_kt_opt *opt_row(const struct vl_kt_card *kc, const struct vl_job *j,
+/* the measured row of optimizer o in impl; *approx where another stands in */
+static const struct vl_kt_opt *opt_row(const struct vl_kt_card *kc, const char *o, const char *impl,
                                        bool *approx) {
-  const char *o = "adamw", *impl = vl_opt_impl_name(j->opt_impl);
-  switch (j->optimizer) {
-  case VL_OPT_SGD: o = "sgd"; break;
-  case VL_OPT_SGD_MOMENTUM: o = "sgd-momentum"; break;
-  case VL_OPT_ADAM:
-  case VL_OPT_ADAMW: break;
-  default: *approx = true; break; /* Lion, Adafactor, 8-bit Adam: priced as AdamW */
+  if (strcmp(o, "adamw") && strcmp(o, "sgd") && strcmp(o, "sgd-momentum")) {
+    o = "adamw"; /* Lion, Adafactor, 8-bit Adam: priced as AdamW */
+    *approx = true;
   }
   const struct vl_kt_opt *best = NULL;
   for (size_t i = 0; i < kc->n_opt; i++) {
@@ -524,26 +584,42 @@ static const struct vl_kt_opt *opt_row(const struct vl_kt_card *kc, const struct
   return best;
 }
 
-/* the optimizer's step over the trainable tensors, after zero_grad; the
- * measured seconds an element are for fp32 parameters, gradients and
- * states, scaled by the bytes the job's dtypes move; GradScaler's unscale
- * (amp-fp16) reads and writes every gradient; mixed-* copies the fp32
- * master back into the half weights */
+/* the measured seconds an element are for fp32 parameters, gradients and
+ * states, scaled by the bytes these dtypes move */
+double vl_time_optimizer_s(const struct vl_time_card *c, const char *optimizer, const char *impl,
+                           double elems, double tensors, double w, double g, double st,
+                           double states, bool *approx) {
+  const struct vl_kt_opt *row = opt_row(c->tables, optimizer, impl, approx);
+  if (!row) return 0;
+  double moved = (2 * w + g + 2 * states * st) / (8 + 4 + 8 * states);
+  return row->per_elem * elems * moved / c->sbw + row->per_tensor * tensors;
+}
+
+/* the optimizer's step over the trainable tensors, after zero_grad;
+ * GradScaler's unscale (amp-fp16) reads and writes every gradient;
+ * mixed-* copies the fp32 master back into the half weights */
 static double optimizer_s(struct ctx *c, double elems, double tensors, bool *approx) {
   const struct vl_job *j = c->j;
-  const struct vl_kt_opt *row = opt_row(c->k, j, approx);
-  if (!row) return 0;
+  const char *o = "adamw";
+  switch (j->optimizer) {
+  case VL_OPT_SGD: o = "sgd"; break;
+  case VL_OPT_SGD_MOMENTUM: o = "sgd-momentum"; break;
+  case VL_OPT_ADAM:
+  case VL_OPT_ADAMW: break;
+  default: o = vl_optimizer_name(j->optimizer); break; /* priced as AdamW's */
+  }
   bool lora = j->lora_rank != 0;
   double w = lora ? 4 : (double)(c->pol.master ? c->pol.master : c->pol.weight);
   double g = lora ? 4 : (double)vl__grad_elem_bytes(j, &c->pol),
          st = lora ? 4 : (double)c->pol.state;
   double states = j->optimizer == VL_OPT_SGD ? 0 : j->optimizer == VL_OPT_SGD_MOMENTUM ? 1 : 2;
-  double moved = (2 * w + g + 2 * states * st) / (8 + 4 + 8 * states);
-  double t = row->per_elem * elems * moved / c->sbw + row->per_tensor * tensors;
+  double t = vl_time_optimizer_s(&c->card, o, vl_opt_impl_name(j->opt_impl), elems, tensors, w, g,
+                                 st, states, approx);
+  if (t == 0) return 0;
   if (j->precision == VL_PREC_AMP_FP16)
-    t += elems * g * 2 / (c->k->bw_add * c->sbw) + tensors * VL_KT_HOST_OP;
+    t += elems * g * 2 / (c->k->bw_add * c->card.sbw) + tensors * VL_KT_HOST_OP;
   if (c->pol.master && !lora)
-    t += elems * ((double)c->pol.master + (double)c->pol.weight) / (c->k->bw_cast * c->sbw) +
+    t += elems * ((double)c->pol.master + (double)c->pol.weight) / (c->k->bw_cast * c->card.sbw) +
          tensors * VL_KT_HOST_OP;
   return t;
 }
@@ -584,6 +660,62 @@ static void seg_add(struct vl_step_time *t, const struct seg *s, double times) {
   t->ops += (uint64_t)(times * s->ops + 0.5);
 }
 
+void vl_time_passes(struct vl_step_time *t, const struct vl_time_pass *fwd,
+                    const struct vl_time_pass *bwd, const struct vl_time_pass *rec, double times) {
+  struct vl_time_pass none = {0}, r = rec ? *rec : none;
+  bool ckpt = rec != NULL;
+  /* The host runs ahead of the GPU by up to a launch queue's worth of
+   * kernels (1,024): a pass with no sync in it takes the longer of its
+   * device time and its dispatch time, the host's stretches hidden behind
+   * the GPU's and the other way round. Forward, backward (with the
+   * recomputation inside it) each so. */
+  /* a recomputed op costs the host more than a forward op: the checkpoint's
+   * saved-tensor hooks and its Python run around it (torch/utils/
+   * checkpoint.py, non-reentrant). Profiled on the H100, BERT-large under
+   * AMP, host-bound: 8.6 us an aten call without checkpointing, 15.9 us an
+   * added call with it (bench/results/step-time/profile/profile-ckpt.json) */
+  r.host *= RECOMPUTE_HOST;
+  double fg = seg_gpu(fwd), bg = seg_gpu(bwd), rg = seg_gpu(&r);
+  t->forward_s = times * fmax(fg, fwd->host);
+  double back = times * fmax(bg + rg, bwd->host + r.host);
+  /* the recomputation's share of the backward pass, by its device or host time */
+  double rshare = bg + rg > bwd->host + r.host ? rg / (bg + rg) : r.host / (bwd->host + r.host);
+  t->recompute_s = ckpt ? back * rshare : 0;
+  t->backward_s = back - t->recompute_s;
+  seg_add(t, fwd, times);
+  seg_add(t, bwd, times);
+  if (ckpt) seg_add(t, &r, times);
+  t->kind_s[VL_TK_HOST] = t->forward_s + back - times * (fg + bg + rg); /* the GPU waits */
+}
+
+void vl_time_pass_add(struct vl_time_pass *p, const struct vl_time_card *c, const struct vl_op *op,
+                      enum vl_time_kind kind) {
+  p->k[kind] += vl_op_device_s(c, op);
+  p->ops += op->count;
+}
+
+double vl_op_device_s(const struct vl_time_card *c, const struct vl_op *op) {
+  switch (op->kind) {
+  case VL_OP_GEMM: return gemm_s(c, op);
+  case VL_OP_ATTENTION: return attn_s(c, op);
+  case VL_OP_MEMORY: return mem_s(c, op);
+  case VL_OP_DISPATCH: break;
+  }
+  return 0;
+}
+
+double vl_op_flops(const struct vl_op *op) {
+  if (op->kind == VL_OP_GEMM) return 2.0 * op->m * op->n * op->k * (op->batch > 1 ? op->batch : 1);
+  if (op->kind != VL_OP_ATTENTION) return 0;
+  double span = op->window > 0 && op->window < op->kv_len ? op->window : op->kv_len;
+  double keys = op->causal && span == op->kv_len ? span / 2 : span;
+  double fl = 2.0 * op->bs * op->heads * op->q_len * keys * (op->dqk + op->dv);
+  return op->backward ? 2.5 * fl : fl;
+}
+
+double vl_time_host_op_s(void) { return VL_KT_HOST_OP; }
+double vl_time_host_step_s(void) { return VL_KT_HOST_STEP; }
+
 /* the card's own measured tables, or NULL */
 static const struct vl_kt_card *measured(const struct vl_gpu *g) {
   for (size_t i = 0; i < sizeof vl_kt_cards / sizeof vl_kt_cards[0]; i++)
@@ -599,21 +731,30 @@ static bool fp16_policy(enum vl_precision p) {
   return p == VL_PREC_AMP_FP16 || p == VL_PREC_FP16 || p == VL_PREC_MIXED_FP16;
 }
 
-/* the card against the measured H100 SXM: its datasheet ratios */
-static void card_scales(struct ctx *c, const struct vl_gpu *g, struct vl_step_time *t) {
+void vl_time_card_init(struct vl_time_card *c, const struct vl_gpu *g, bool fp16) {
+  memset(c, 0, sizeof *c);
   c->s16 = c->s32 = c->sbw = 1;
-  if ((c->k = measured(g))) {
-    snprintf(t->source, sizeof t->source, "measured on %s, %s (%s)", c->k->device, c->k->date,
-             c->k->source);
+  const struct vl_kt_card *k = measured(g);
+  if (k) {
+    c->tables = k;
+    snprintf(c->source, sizeof c->source, "measured on %s, %s (%s)", k->device, k->date, k->source);
     return;
   }
-  c->k = &vl_kt_cards[0]; /* the H100 SXM */
-  double p16 = fp16_policy(c->j->precision) && g->fp16_tflops > 0 ? g->fp16_tflops : g->bf16_tflops;
+  c->tables = k = &vl_kt_cards[0]; /* the H100 SXM */
+  double p16 = fp16 && g->fp16_tflops > 0 ? g->fp16_tflops : g->bf16_tflops;
   c->s16 = p16 > 0 ? p16 / REF_BF16_TFLOPS : 1;
   c->s32 = g->fp32_tflops > 0 ? g->fp32_tflops / REF_FP32_TFLOPS : c->s16;
   c->sbw = g->hbm_gb_s > 0 ? g->hbm_gb_s / REF_HBM_GB_S : 1;
-  t->derived = true;
-  snprintf(t->source, sizeof t->source, "derived from %s by datasheet ratios", c->k->name);
+  c->derived = true;
+  snprintf(c->source, sizeof c->source, "derived from %s by datasheet ratios", k->name);
+}
+
+/* the card against the measured H100 SXM: its datasheet ratios */
+static void card_scales(struct ctx *c, const struct vl_gpu *g, struct vl_step_time *t) {
+  vl_time_card_init(&c->card, g, fp16_policy(c->j->precision));
+  c->k = c->card.tables;
+  t->derived = c->card.derived;
+  snprintf(t->source, sizeof t->source, "%s", c->card.source);
 }
 
 /* N of 6ND: the parameters a token passes through (MoE: k of E experts) */
@@ -719,33 +860,11 @@ vl_status vl_step_time(const struct vl_arch *a, const struct vl_job *j, const st
     seg_host(fw[i], VL_KT_HOST_OP), seg_host(bw[i], VL_KT_HOST_OP);
   double acc = (double)j->grad_accum;
   bool ckpt = j->checkpointing == VL_CKPT_FULL, approx = false;
-  /* The host runs ahead of the GPU by up to a launch queue's worth of
-   * kernels (1,024): a pass with no sync in it takes the longer of its
-   * device time and its dispatch time, the host's stretches hidden behind
-   * the GPU's and the other way round. Forward, backward (with the
-   * recomputation inside it) each so. */
   struct seg fsum = {0}, bsum = {0}, rsum = {0};
   for (int i = 0; i < 3; i++)
     seg_sum(&fsum, fw[i]), seg_sum(&bsum, bw[i]);
   if (ckpt) seg_sum(&rsum, &m.lf);
-  /* a recomputed op costs the host more than a forward op: the checkpoint's
-   * saved-tensor hooks and its Python run around it (torch/utils/
-   * checkpoint.py, non-reentrant). Profiled on the H100, BERT-large under
-   * AMP, host-bound: 8.6 us an aten call without checkpointing, 15.9 us an
-   * added call with it (bench/results/step-time/profile/profile-ckpt.json) */
-  rsum.host *= RECOMPUTE_HOST;
-  double fg = seg_gpu(&fsum), bg = seg_gpu(&bsum), rg = seg_gpu(&rsum);
-  t->forward_s = acc * fmax(fg, fsum.host);
-  double back = acc * fmax(bg + rg, bsum.host + rsum.host);
-  /* the recomputation's share of the backward pass, by its device or host time */
-  double rshare =
-      bg + rg > bsum.host + rsum.host ? rg / (bg + rg) : rsum.host / (bsum.host + rsum.host);
-  t->recompute_s = ckpt ? back * rshare : 0;
-  t->backward_s = back - t->recompute_s;
-  seg_add(t, &fsum, acc);
-  seg_add(t, &bsum, acc);
-  if (ckpt) seg_add(t, &rsum, acc);
-  t->kind_s[VL_TK_HOST] = t->forward_s + back - acc * (fg + bg + rg); /* the GPU waits */
+  vl_time_passes(t, &fsum, &bsum, ckpt ? &rsum : NULL, acc);
   double elems, tensors;
   trainable(&c, &inv, &elems, &tensors);
   /* the optimizer's step, and the host's fixed cost of a step (zero_grad,
