@@ -22,6 +22,8 @@ struct vl_measured_run {
   uint64_t nvml_process;  /* 0 when NVML was not available */
   uint64_t phase_peak[3]; /* forward, backward, optimizer (train only) */
   double step_s;          /* the step's time: step_median_s, else step_s; 0: not timed */
+  bool shared_process;    /* measured after other runs in one process: its reserved and
+                             process memory hold what they left cached (not compared) */
 };
 
 struct vl_measured {

@@ -32,6 +32,7 @@ void vl_compare_fill(struct vl_compare_row *row, const struct vl_bill *bill) {
   row->err_allocated = rel(row->est_allocated, r->peak_allocated);
   row->err_reserved = rel(row->est_reserved, r->peak_reserved);
   row->err_total = rel(row->est_total, r->nvml_process);
+  if (r->shared_process) row->err_reserved = row->err_total = NAN;
   row->err_step = NAN;
 }
 

@@ -122,6 +122,10 @@ vl_status vl_measured_parse(const char *text, size_t len, struct vl_measured *m,
   copy_str(m->date, sizeof m->date, json_object_get(root, "date"));
   const char *conf = json_string_value(json_object_get(root, "alloc_conf"));
   bool expandable = conf && strstr(conf, "expandable_segments:True") != NULL;
+  /* "in_process": every run in one Python process (measure.py --in-process,
+   * --configs): a block an earlier run left cached pins its segment, so a
+   * later run's reserved and process memory are not its own */
+  bool shared = json_is_true(json_object_get(root, "in_process"));
   m->runs = vl_calloc(json_array_size(runs) + 1, sizeof *m->runs);
   if (!m->runs) {
     st = vl__fail(err, VL_ENOMEM, "out of memory reading the runs");
@@ -139,6 +143,7 @@ vl_status vl_measured_parse(const char *text, size_t len, struct vl_measured *m,
     copy_str(r->name, sizeof r->name, json_object_get(o, "name"));
     copy_str(r->model, sizeof r->model, json_object_get(o, "model"));
     r->holdout = json_is_true(json_object_get(o, "holdout"));
+    r->shared_process = shared && i > 0;
     r->ok = true;
     settings(o, r);
     if (expandable) r->job.allocator = VL_ALLOC_EXPANDABLE;

@@ -88,6 +88,15 @@ static void text(FILE *o, const struct vl_validate_view *v, bool md) {
               md ? "" : "  ");
       break;
     }
+  int shared = 0;
+  for (size_t i = 0; i < v->n; i++)
+    shared += v->rows[i].estimated && v->rows[i].run->shared_process;
+  if (shared)
+    fprintf(o,
+            "%sreserved and process memory not compared for %d run%s measured after others in "
+            "one process (\"in_process\"): a block an earlier run left cached pins its segment "
+            "in the later run's reservation\n\n",
+            md ? "" : "  ", shared, shared == 1 ? "" : "s");
   summary_line(o, "calibration set", v->calibration, v, md ? "- " : "  ");
   summary_line(o, "hold-out set", v->holdout, v, md ? "- " : "  ");
   if (v->time)
@@ -153,6 +162,7 @@ int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_v
       json_object_set_new(e, "why", vl__json_str(x->why));
     } else {
       json_object_set_new(e, "other_outcome", json_boolean(x->other_outcome));
+      json_object_set_new(e, "shared_process", json_boolean(x->run->shared_process));
       json_object_set_new(e, "estimate_allocated_bytes", U(x->est_allocated));
       json_object_set_new(e, "measured_allocated_bytes", U(x->run->peak_allocated));
       json_object_set_new(e, "error_allocated_pct", num_or_null(x->err_allocated));

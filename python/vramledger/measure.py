@@ -642,6 +642,9 @@ def main():
     # after the training runs, 0.93 GiB alone; 
     # bench/results/generate-reserve/). A run that crashes its process is reported as an error.
     isolate = not a.in_process and not a.config and not a.configs and len(todo) > 1
+    # read by vramledger validate: after the first, a run's reserved and
+    # process memory are not its own
+    res["in_process"] = not isolate and len(todo) > 1
     for c in todo:
         e = dict(c)
         t0 = time.time()

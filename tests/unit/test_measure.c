@@ -136,12 +136,46 @@ static void summary_statistics(void **state) {
   assert_int_equal(s.within_allocated, 0);
 }
 
+/* runs measured one after another in one process ("in_process"): from the
+ * second on, reserved and process memory hold what earlier runs left
+ * cached, so they are not compared; peak allocated still is */
+static void shared_process_not_compared(void **state) {
+  (void)state;
+  struct vl_measured x;
+  struct vl_err err = {""};
+  const char *run = "{\"name\": \"%s\", \"model\": \"gpt2\", \"task\": \"train\", "
+                    "\"precision\": \"fp32\", \"attention\": \"sdpa\", \"optimizer\": "
+                    "\"adamw\", \"optimizer_impl\": \"foreach\", \"checkpointing\": "
+                    "\"none\", \"batch\": 1, \"seq\": 8, \"measured\": {\"peak_allocated\": 100, "
+                    "\"peak_reserved\": 200, \"nvml_process\": 300}}";
+  char a[400], b[400], text[1024];
+  snprintf(a, sizeof a, run, "first");
+  snprintf(b, sizeof b, run, "second");
+  for (int shared = 0; shared < 2; shared++) {
+    snprintf(text, sizeof text, "{\"in_process\": %s, \"runs\": [%s, %s]}",
+             shared ? "true" : "false", a, b);
+    assert_int_equal(vl_measured_parse(text, strlen(text), &x, &err), VL_OK);
+    assert_true(x.runs[1].ok);
+    assert_false(x.runs[0].shared_process);
+    assert_int_equal(x.runs[1].shared_process, shared);
+    struct vl_bill bill = {
+        .peak_allocated_bytes = 110, .peak_reserved_bytes = 220, .total_bytes = 330};
+    struct vl_compare_row row = {.run = &x.runs[1]};
+    vl_compare_fill(&row, &bill);
+    assert_float_equal(row.err_allocated, 10.0, 1e-9);
+    assert_int_equal(!!isnan(row.err_reserved), shared);
+    assert_int_equal(!!isnan(row.err_total), shared);
+    vl_measured_release(&x);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(runs_become_jobs),
       cmocka_unit_test(bad_files),
       cmocka_unit_test(summary_statistics),
       cmocka_unit_test(lora_targets_whole),
+      cmocka_unit_test(shared_process_not_compared),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
