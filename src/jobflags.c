@@ -338,7 +338,7 @@ static const char *opt_name(int id) {
  * refused, naming what it needs: ignored, the answer would be for a job
  * other than the one meant (--lora-targets without --lora-rank bills no
  * adapters). The first rule a flag breaks is said. */
-static int inert(const struct est *e) {
+int est_refuse_inert(const struct est *e) {
   const struct vl_job *j = &e->job;
   bool infer = j->task == VL_TASK_INFER;
   bool ddp = j->dp > 1 && j->zero <= 1 && j->framework == VL_FW_HF; /* bill.c ddp_buckets */
@@ -426,17 +426,6 @@ int est_parse_flags(int argc, const char **argv, struct est *e) {
   return cli_parse(argc, argv, opts, on_opt, e);
 }
 
-int est_parse(int argc, const char **argv, struct est *e) {
-  int rc = cli_parse(argc, argv, opts, on_opt, e);
-  if (rc || e->help) return rc;
-  if (e->recipe_file && (rc = est_recipe(e, argc, argv))) return rc;
-  if ((rc = inert(e))) return rc;
-  if (e->job.task == VL_TASK_INFER && !e->seq_given) e->job.seq = 512;
-  /* serving loads half-precision weights; training defaults to AMP */
-  if (e->job.task == VL_TASK_INFER && !e->precision_given) e->job.precision = VL_PREC_BF16;
-  return 0;
-}
-
 int est_gpu(const struct est *e, struct vl_catalog *cat, const struct vl_gpu **gpu) {
   *gpu = NULL;
   memset(cat, 0, sizeof *cat);
@@ -506,19 +495,6 @@ int take_flags(int argc, const char **argv, const char *const *names, const char
   }
   *n_rest = n;
   return 0;
-}
-
-int est_parse_with(int argc, const char **argv, const char *const *names, const char **values,
-                   struct est *e) {
-  const char *rest[256];
-  int n = 0, rc;
-  if (argc > 255) {
-    cli_error("too many arguments");
-    return VL_EXIT_USAGE;
-  }
-  if ((rc = take_flags(argc, argv, names, values, rest, &n))) return rc;
-  est_init(e);
-  return est_parse(n, rest, e);
 }
 
 vl_status est_bill(const struct vl_arch *arch, const struct vl_job *job, const struct vl_gpu *gpu,

@@ -51,12 +51,18 @@ const char *est_first_given(const struct est *e, const char *const *except);
 
 /*! Defaults: vl_job_init, margin 10 %. */
 void est_init(struct est *e);
-/*! Parse estimate flags (all of argv[1..argc)); applies the task's
- * defaults afterwards. @return 0 or an exit code (message printed). */
+/*! Parse estimate flags (all of argv[1..argc)), a recipe under them
+ * (est_recipe), refuse the inert (est_refuse_inert); applies the task's
+ * defaults afterwards (src/jobparse.c). @return 0 or an exit code (message
+ * printed). */
 int est_parse(int argc, const char **argv, struct est *e);
 /*! The job flags of argv[1..argc) into e, nothing else (no defaults, no
  * recipe). @return 0 or an exit code (message printed). */
 int est_parse_flags(int argc, const char **argv, struct est *e);
+/*! A flag given that changes nothing in the job as the others give it
+ * (--lora-targets without --lora-rank, a training flag in inference, ...)
+ * refused, naming what it needs. @return 0 or VL_EXIT_USAGE (said). */
+int est_refuse_inert(const struct est *e);
 /*! --recipe given (e->recipe_file): the recipe's flags, then argv's over
  * them (src/recipe_flags.c); e->recipe set, a summary on stderr. @return 0 or an
  * exit code (message printed). */
@@ -83,7 +89,8 @@ int take_flags(int argc, const char **argv, const char *const *names, const char
                const char **rest, int *n_rest);
 
 /*! A command's own flags (names[], values[] as take_flags) and the job
- * flags of the rest: est_init + est_parse. @return 0 or an exit code. */
+ * flags of the rest: est_init + est_parse (src/jobparse.c). @return 0 or an
+ * exit code. */
 int est_parse_with(int argc, const char **argv, const char *const *names, const char **values,
                    struct est *e);
 

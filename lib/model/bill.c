@@ -20,16 +20,6 @@
 #include "vramledger/caching.h"
 #include "pytorch_constants.h"
 
-/* Tensor-parallel split of a tensor of the inventory: matmul weights and
- * vocabulary-parallel embeddings/heads are split, norms and biases are not. */
-uint64_t vl__tp_split(const struct vl_tensor *t, uint64_t tp, uint64_t elems) {
-  if (tp <= 1) return elems;
-  if (t->kind == VL_T_LINEAR || t->kind == VL_T_HEAD ||
-      (t->kind == VL_T_EMBED && strstr(t->name, "position") == NULL && strcmp(t->name, "wpe")))
-    return vl__div_ceil(elems, tp);
-  return elems;
-}
-
 struct lora {
   bool target[VL_MAX_TENSORS]; /* inventory index -> adapted */
   uint64_t params;             /* adapter elements in the whole model */

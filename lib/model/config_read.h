@@ -1,6 +1,10 @@
-/* Reading a config.json's keys with transformers' defaults: the helpers
- * every model type's reader shares (config.c), and the readers of each
- * group of model types (config.c, config_decoders.c, config_encoders.c). */
+/* Reading a config.json's keys with transformers' defaults: the key readers
+ * every model type's reader shares (config_read.c), and the readers of each
+ * group of model types (config.c, config_decoders.c, config_encoders.c).
+ *
+ * One way only: config.c's table of model types names the readers of
+ * config_decoders.c and config_encoders.c, and all of them call the key
+ * readers of config_read.c; nothing calls back up (tests/tools/cycles.sh). */
 #ifndef VRAMLEDGER_CONFIG_READ_H
 #define VRAMLEDGER_CONFIG_READ_H
 #include <jansson.h>
@@ -28,6 +32,8 @@ struct vl__reader {
     if (s_ != VL_OK) return s_;                                                                    \
   } while (0)
 
+/* config_read.c: */
+/* "an integer", "a string", ...: what a JSON value is, for a message. */
 const char *vl__json_kind(const json_t *v);
 /* Integer key in [lo, hi]; missing or null gives def. */
 vl_status vl__get_u64(struct vl__reader *r, const char *key, uint64_t def, uint64_t lo, uint64_t hi,
@@ -63,6 +69,7 @@ vl_status vl__read_shape(struct vl__reader *r, struct vl_arch *a, const struct s
 /* one reader per model type (or group of them): fills *a from the keys */
 typedef vl_status (*vl__arch_reader)(struct vl__reader *r, struct vl_arch *a);
 vl_status vl__read_decoder(struct vl__reader *r, struct vl_arch *a); /* config_decoders.c */
+vl_status vl__read_falcon(struct vl__reader *r, struct vl_arch *a);  /* config_decoders.c */
 vl_status vl__read_encoder(struct vl__reader *r, struct vl_arch *a); /* config_encoders.c */
 vl_status vl__read_seq2seq(struct vl__reader *r, struct vl_arch *a); /* config_encoders.c */
 vl_status vl__read_vision(struct vl__reader *r, struct vl_arch *a);  /* config_encoders.c */

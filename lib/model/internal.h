@@ -124,7 +124,7 @@ void vl__act_megatron(const struct vl_arch *arch, const struct vl_job *job,
                       const struct vl__shape *sh, uint64_t in_flight, bool last_stage,
                       struct vl_bill *bill, struct vl__ck *ck, struct vl__act *act);
 
-/* Tensor-parallel split of an inventory tensor's elements (bill.c): matmul
+/* Tensor-parallel split of an inventory tensor's elements (params.c): matmul
  * weights and vocabulary-parallel embeddings/heads are split, norms, biases
  * and learned positions are not. */
 uint64_t vl__tp_split(const struct vl_tensor *t, uint64_t tp, uint64_t elems);

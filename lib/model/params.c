@@ -4,7 +4,7 @@
  * data/reference/transformers-5.17/param-counts.json. */
 #include <string.h>
 
-#include "../util/internal.h"
+#include "internal.h"
 #include "vramledger/arch.h"
 
 struct builder {
@@ -451,4 +451,16 @@ vl_status vl_inventory_build(const struct vl_arch *a, struct vl_inventory *inv,
                     "`vramledger trace`",
                     VL_MAX_TENSORS);
   return VL_OK;
+}
+
+/* Tensor-parallel split of a tensor of the inventory: matmul weights and
+ * vocabulary-parallel embeddings/heads are split, norms and biases are not.
+ * The training bill (bill.c), inference (infer.c) and its replay
+ * (infer_replay.c) all split by this one rule. */
+uint64_t vl__tp_split(const struct vl_tensor *t, uint64_t tp, uint64_t elems) {
+  if (tp <= 1) return elems;
+  if (t->kind == VL_T_LINEAR || t->kind == VL_T_HEAD ||
+      (t->kind == VL_T_EMBED && strstr(t->name, "position") == NULL && strcmp(t->name, "wpe")))
+    return vl__div_ceil(elems, tp);
+  return elems;
 }
