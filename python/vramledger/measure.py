@@ -52,10 +52,11 @@ LoRA targets (lora_targets): none = q_proj,v_proj; "all-linear" as peft
 takes it; a comma-separated list of module names ("query_key_value",
 "q_proj,kv_b_proj"), which is how the record carries them; or a JSON list.
 
-Suites: calibration (fitted and holdout runs of the estimator's calibration),
-quick (a few of them), types (TYPES: one or two runs of each further model
-type bundled, decoders of many families, MoE, MLA, encoders, encoder-decoders,
-vision), or names of entries of either list separated by commas.
+Suites (data/reference/calibration-set.jsonl, one configuration a line):
+calibration (fitted and holdout runs of the estimator's calibration), quick
+(a few of them), types (one or two runs of each further model type bundled,
+decoders of many families, MoE, MLA, encoders, encoder-decoders, vision), or
+names of entries of either set separated by commas.
 
 Devices (--device): cuda (the default) measures. meta or cpu runs the same
 job as a dry run, for `vramledger trace` (docs/cmd/trace.md): the model is
@@ -156,100 +157,39 @@ def I(name, model, prec, attn, b, prompt, new, holdout=False):
                 seq=prompt, new_tokens=new, holdout=holdout)
 
 
-CALIBRATION = [
-    T("gpt2-fp32-adamw-sdpa", "gpt2", "fp32", "adamw", "foreach", "sdpa", "none", 8, 1024),
-    T("gpt2-amp-adamw-eager", "gpt2", "amp-bf16", "adamw", "foreach", "eager", "none", 8, 1024),
-    T("gpt2-ampfp16-adam-fused", "gpt2", "amp-fp16", "adam", "fused", "sdpa", "none", 16, 512),
-    T("gpt2m-bf16-sgdm-sdpa", "gpt2-medium", "bf16", "sgd-momentum", "foreach", "sdpa", "none", 8, 1024),
-    T("gpt2m-mixed-adam-fused", "gpt2-medium", "mixed-bf16", "adam", "fused", "sdpa", "none", 4, 1024, holdout=True),
-    T("gpt2l-amp-adamw-ckpt", "gpt2-large", "amp-bf16", "adamw", "foreach", "sdpa", "full", 4, 1024, holdout=True),
-    T("qwen05-amp-adamw-sdpa", "qwen2-0.5b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 4, 1024),
-    T("qwen05-bf16-adamw-fused", "qwen2-0.5b", "bf16", "adamw", "fused", "sdpa", "none", 4, 2048),
-    T("qwen05-amp-adamw-forloop-eager", "qwen2-0.5b", "amp-bf16", "adamw", "forloop", "eager", "none", 2, 1024),
-    T("qwen05-amp-adafactor-ckpt", "qwen2-0.5b", "amp-bf16", "adafactor", "foreach", "sdpa", "full", 8, 1024),
-    T("qwen05-fp16-sgd", "qwen2-0.5b", "fp16", "sgd", "foreach", "sdpa", "none", 8, 1024, holdout=True),
-    T("qwen05-mixedfp16-adamw", "qwen2-0.5b", "mixed-fp16", "adamw", "foreach", "sdpa", "none", 4, 1024),
-    T("qwen05-bf16-adam8bit", "qwen2-0.5b", "bf16", "adam8bit", "fused", "sdpa", "none", 4, 1024),
-    T("pythia14-amp-adamw-sdpa", "pythia-1.4b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 4, 1024),
-    T("pythia14-amp-adamw-fused-ckpt", "pythia-1.4b", "amp-bf16", "adamw", "fused", "sdpa", "full", 2, 2048, holdout=True),
-    T("pythia160-fp32-sgd-forloop-eager", "pythia-160m", "fp32", "sgd", "forloop", "eager", "none", 16, 512),
-    T("pythia160-ampfp16-adamw", "pythia-160m", "amp-fp16", "adamw", "foreach", "sdpa", "none", 16, 1024),
-    T("opt350-fp32-sgdm-eager", "opt-350m", "fp32", "sgd-momentum", "foreach", "eager", "none", 8, 512),
-    T("opt13-amp-adamw-fused", "opt-1.3b", "amp-bf16", "adamw", "fused", "sdpa", "none", 4, 1024),
-    T("opt13-bf16-adam-eager", "opt-1.3b", "bf16", "adam", "foreach", "eager", "none", 4, 512, holdout=True),
-    T("opt125-fp32-adamw", "opt-125m", "fp32", "adamw", "foreach", "sdpa", "none", 16, 1024),
-    T("bert-amp-adamw-sdpa", "bert-base-uncased", "amp-bf16", "adamw", "foreach", "sdpa", "none", 16, 512),
-    T("bertl-ampfp16-adamw-fused-eager", "bert-large-uncased", "amp-fp16", "adamw", "fused", "eager", "none", 8, 512),
-    T("bert-fp32-sgdm-forloop", "bert-base-uncased", "fp32", "sgd-momentum", "forloop", "sdpa", "none", 32, 128, holdout=True),
-    T("gemma2b-amp-adamw-ckpt", "gemma-2b", "amp-bf16", "adamw", "foreach", "sdpa", "full", 4, 2048),
-    T("gemma2b-bf16-adamw-fused", "gemma-2b", "bf16", "adamw", "fused", "sdpa", "none", 2, 1024),
-    T("gemma2b-amp-lora16", "gemma-2b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 4, 1024, lora=16),
-    T("mistral7b-bf16-adamw-ckpt", "mistral-7b", "bf16", "adamw", "fused", "sdpa", "full", 2, 2048),
-    T("mistral7b-bf16-lora16", "mistral-7b", "bf16", "adamw", "foreach", "sdpa", "none", 4, 1024, lora=16, holdout=True),
-    T("llama7b-bf16-lora16", "llama-2-7b", "bf16", "adamw", "foreach", "sdpa", "none", 2, 2048, lora=16),
-    T("llama7b-amp-lora8-alllinear-ckpt", "llama-2-7b", "amp-bf16", "adamw", "foreach", "sdpa", "full", 1, 2048, lora=8, targets="all-linear"),
-    T("llama7b-bf16-lora16-eager", "llama-2-7b", "bf16", "adamw", "foreach", "eager", "none", 1, 2048, lora=16),
-    T("phi3-bf16-adamw-fused", "phi-3-mini", "bf16", "adamw", "fused", "sdpa", "none", 2, 2048),
-    T("phi3-amp-sgd-ckpt", "phi-3-mini", "amp-bf16", "sgd", "foreach", "sdpa", "full", 2, 1024, holdout=True),
-    T("phi3-mixed-adamw-fused", "phi-3-mini", "mixed-bf16", "adamw", "fused", "sdpa", "none", 1, 2048),
-    T("llama3-8b-bf16-lora16", "llama-3-8b", "bf16", "adamw", "foreach", "sdpa", "none", 2, 1024, lora=16),
-    T("qwen7b-bf16-lora16", "qwen2-7b", "bf16", "adamw", "foreach", "sdpa", "none", 1, 2048, lora=16, holdout=True),
-    I("llama7b-infer", "llama-2-7b", "bf16", "sdpa", 8, 512, 128),
-    I("qwen05-infer", "qwen2-0.5b", "bf16", "sdpa", 16, 1024, 256),
-    I("gpt2-infer-fp32", "gpt2", "fp32", "sdpa", 8, 256, 256),
-    I("mistral7b-infer-long", "mistral-7b", "bf16", "sdpa", 4, 2048, 256, holdout=True),
-    I("phi3-infer-eager", "phi-3-mini", "bf16", "eager", 4, 1024, 128),
-    I("gemma2b-infer", "gemma-2b", "bf16", "sdpa", 8, 512, 512),
-]
+def load_suites(datadir):
+    """The calibration set and the further model types, as data:
+    DATA/reference/calibration-set.jsonl, one configuration a line with its
+    "set" (calibration or types) and "quick" (in --suite quick). A line's
+    other keys are the entry's fields; target_seq and image_size only where
+    given, so the records of the calibration entries keep exactly theirs."""
+    path = os.path.join(datadir, "reference", "calibration-set.jsonl")
+    suites = {"calibration": [], "types": [], "quick": []}
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            c = json.loads(line)
+            s = c.pop("set", None)
+            quick = c.pop("quick", False)
+            if s not in ("calibration", "types") or "name" not in c:
+                raise SystemExit("%s:%d: a configuration needs \"name\" and \"set\" "
+                                 "(calibration or types)" % (path, n))
+            suites[s].append(c)
+            if quick:
+                suites["quick"].append(c["name"])
+    names = [c["name"] for c in suites["calibration"] + suites["types"]]
+    if len(set(names)) != len(names):
+        raise SystemExit("%s: suite names repeat" % path)
+    return suites
 
-QUICK = ["gpt2-fp32-adamw-sdpa", "qwen05-amp-adamw-sdpa", "qwen05-bf16-adamw-fused",
-         "pythia160-ampfp16-adamw", "opt350-fp32-sgdm-eager", "bert-amp-adamw-sdpa",
-         "qwen05-amp-adafactor-ckpt", "qwen05-infer", "gpt2-infer-fp32"]
 
-# Further model types (--suite types): decoders of other families, MoE (LoRA
-# where full training does not fit one H200), MLA, encoders, encoder-decoders
-# and vision models. Each run is a few seconds on an H200 besides the process
-# start; 29 entries, about a third holdout. Vision entries: seq = image side.
-TYPES = [
-    T("qwen3-06b-amp-adamw", "qwen3-0.6b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 4, 1024),
-    T("qwen3-30ba3b-bf16-lora16", "qwen3-30b-a3b", "bf16", "adamw", "foreach", "sdpa", "none", 1, 512, lora=16),
-    T("qwen15moe-bf16-lora16", "qwen1.5-moe-a2.7b", "bf16", "adamw", "foreach", "sdpa", "none", 2, 512, lora=16,
-      holdout=True),
-    T("gemma2-2b-amp-adamw-sdpa", "gemma-2-2b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 2, 1024),
-    T("gemma2-2b-amp-adamw-eager", "gemma-2-2b", "amp-bf16", "adamw", "foreach", "eager", "none", 2, 1024,
-      holdout=True),
-    T("gemma3-1b-bf16-adamw-fused", "gemma-3-1b", "bf16", "adamw", "fused", "sdpa", "none", 4, 1024),
-    T("olmo2-1b-amp-adamw", "olmo-2-1b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 4, 1024, holdout=True),
-    T("olmoe-bf16-lora16", "olmoe-1b-7b", "bf16", "adamw", "foreach", "sdpa", "none", 4, 1024, lora=16),
-    T("phi2-bf16-adamw-fused-ckpt", "phi-2", "bf16", "adamw", "fused", "sdpa", "full", 4, 1024),
-    T("granite2b-amp-adamw", "granite-3.0-2b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 2, 1024, holdout=True),
-    T("starcoder2-3b-bf16-adamw-fused", "starcoder2-3b", "bf16", "adamw", "fused", "sdpa", "none", 2, 1024,
-      holdout=True),
-    T("falcon7b-bf16-lora16", "falcon-7b", "bf16", "adamw", "foreach", "sdpa", "none", 2, 1024, lora=16,
-      targets="query_key_value"),
-    T("starcoderbase1b-amp-adamw", "starcoderbase-1b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 4, 1024),
-    T("glm4-9b-bf16-lora16", "glm-4-9b", "bf16", "adamw", "foreach", "sdpa", "none", 1, 1024, lora=16, holdout=True),
-    T("dsv2lite-bf16-lora16-eager", "deepseek-v2-lite", "bf16", "adamw", "foreach", "eager", "none", 1, 512, lora=16,
-      targets="q_proj,kv_b_proj"),
-    T("stablelm2-amp-adamw", "stablelm-2-1.6b", "amp-bf16", "adamw", "foreach", "sdpa", "none", 4, 1024, holdout=True),
-    T("t5base-amp-adamw-eager", "t5-base", "amp-bf16", "adamw", "foreach", "eager", "none", 8, 512, target_seq=512),
-    T("bartbase-fp32-adamw", "bart-base", "fp32", "adamw", "foreach", "sdpa", "none", 8, 512, holdout=True,
-      target_seq=512),
-    T("roberta-amp-adamw", "roberta-base", "amp-bf16", "adamw", "foreach", "sdpa", "none", 16, 512),
-    T("distilbert-amp-adamw", "distilbert-base-uncased", "amp-bf16", "adamw", "foreach", "sdpa", "none", 32, 512,
-      holdout=True),
-    T("deberta3-amp-adamw-eager", "deberta-v3-base", "amp-bf16", "adamw", "foreach", "eager", "none", 8, 512),
-    T("modernbert-bf16-adamw", "modernbert-base", "bf16", "adamw", "foreach", "sdpa", "none", 8, 1024),
-    T("vit-amp-adamw", "vit-base-patch16-224", "amp-bf16", "adamw", "foreach", "sdpa", "none", 64, 224),
-    T("resnet50-amp-sgdm", "resnet-50", "amp-bf16", "sgd-momentum", "foreach", "sdpa", "none", 64, 224),
-    I("qwen3-06b-infer", "qwen3-0.6b", "bf16", "sdpa", 8, 512, 128),
-    I("gemma2-2b-infer", "gemma-2-2b", "bf16", "sdpa", 4, 512, 128),
-    I("phi2-infer", "phi-2", "bf16", "sdpa", 4, 512, 128, holdout=True),
-    I("starcoderbase1b-infer-fp32", "starcoderbase-1b", "fp32", "sdpa", 4, 256, 128),
-    I("t5base-infer-eager", "t5-base", "bf16", "eager", 8, 512, 128),
-]
-
-assert len({c["name"] for c in CALIBRATION + TYPES}) == len(CALIBRATION) + len(TYPES), "suite names repeat"
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data")
+try:
+    _SUITES = load_suites(DATA)
+except OSError:  # the package without the program's data: --data names it
+    _SUITES = {"calibration": [], "types": [], "quick": []}
+CALIBRATION, TYPES, QUICK = _SUITES["calibration"], _SUITES["types"], _SUITES["quick"]
 
 MASKED = ("bert", "roberta", "distilbert", "deberta-v2", "modernbert")
 SEQ2SEQ = ("t5", "bart")
@@ -593,7 +533,7 @@ def main():
     ap.add_argument("--config", help="one training configuration as JSON (instead of --suite)")
     ap.add_argument("--configs", help="a JSON Lines file of training configurations (as --config), "
                                       "measured in this process one after another")
-    ap.add_argument("--data", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data"))
+    ap.add_argument("--data", default=DATA)
     ap.add_argument("--in-process", action="store_true",
                     help="measure every configuration in this process (by default each runs in a "
                          "process of its own)")
@@ -607,15 +547,18 @@ def main():
     elif a.configs:
         with open(a.configs) as f:
             todo = [entry_of_config(json.loads(line)) for line in f if line.strip()]
-    elif a.suite == "calibration":
-        todo = CALIBRATION
-    elif a.suite == "quick":
-        todo = [c for c in CALIBRATION if c["name"] in QUICK]
-    elif a.suite == "types":
-        todo = TYPES
     else:
-        names = set(a.suite.split(","))
-        todo = [c for c in CALIBRATION + TYPES if c["name"] in names]
+        suites = load_suites(a.data)
+        cal, types = suites["calibration"], suites["types"]
+        if a.suite == "calibration":
+            todo = cal
+        elif a.suite == "quick":
+            todo = [c for c in cal if c["name"] in suites["quick"]]
+        elif a.suite == "types":
+            todo = types
+        else:
+            names = set(a.suite.split(","))
+            todo = [c for c in cal + types if c["name"] in names]
     import transformers
     res = {"schema": "vramledger.measure/1",
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "host": platform.node(),
