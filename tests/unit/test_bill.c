@@ -548,9 +548,7 @@ static const struct {
   const char *file, *name;
 } replayed[] = {
 #define CAL "data/reference/h200-torch-2.11/calibration-isolated.json"
-#define S7 "bench/results/nccl-run/"
-#define S8 "bench/results/unseen-sets/"
-#define S9 "bench/results/replay-histories/"
+#define UNSEEN "data/reference/h200-torch-2.11/unseen-measured.json"
     {CAL, "gemma2b-amp-adamw-ckpt"},
     {CAL, "pythia14-amp-adamw-sdpa"},
     {CAL, "gpt2l-amp-adamw-ckpt"},
@@ -561,36 +559,34 @@ static const struct {
     {CAL, "qwen05-amp-adamw-sdpa"},
     /* outside the calibration set, where the first replay (layers as
      * blocks) missed by -20.4 % (nccl-run) */
-    {S7 "part8b-unseen2/unseen2.json", "v-qwen05-bf16-sgdm-ckpt-b32s1024"},
+    {UNSEEN, "v-qwen05-bf16-sgdm-ckpt-b32s1024"},
     /* Gemma-7B's loss block, found once Gemma's scaled embeddings were
      * replayed (-9.5 -> -0.4 %; replay-histories part4-unseen6/embed-probe.txt)
      */
-    {S8 "part1-unseen3/unseen3.json", "w-gemma7b-bf16-sgd-ckpt-b2s2048"},
-    {S8 "part1-unseen3/unseen3.json", "w-gpt2-ampfp16-sgd-b32s1024"},
+    {UNSEEN, "w-gemma7b-bf16-sgd-ckpt-b2s2048"},
+    {UNSEEN, "w-gpt2-ampfp16-sgd-b32s1024"},
     /* the fourth set's two misses (-18.4, -14.7 %), found in their
      * histories: eager's weights held by the layer, the gate's output
      * freed early (unseen-sets part3-unseen4, part5-histories) */
-    {S8 "part3-unseen4/unseen4.json", "x-qwen05-amp-adamw-eager-ckpt-b8s2048"},
-    {S8 "part3-unseen4/unseen4.json", "x-gemma2b-bf16-sgdm-ckpt-b8s1024"},
+    {UNSEEN, "x-qwen05-amp-adamw-eager-ckpt-b8s2048"},
+    {UNSEEN, "x-gemma2b-bf16-sgdm-ckpt-b8s1024"},
     /* the fifth set's GPT-2 in bf16 eager, +17.4 % while every softmax
      * was fp32: GPT-2's is in the scores' dtype (replay-histories
      * part2-histories) */
-    {S9 "part1-unseen5/unseen5.json", "y-gpt2m-bf16-adamw-eager-b8s1024"},
+    {UNSEEN, "y-gpt2m-bf16-adamw-eager-b8s1024"},
     /* fp32 with grouped KV heads: SDPA's math backend replayed (+5.6 %
      * when it ran as memory-efficient attention) */
-    {S9 "part4-unseen6/unseen6.json", "z-qwen05-fp32-adamw-b4s2048"},
+    {UNSEEN, "z-qwen05-fp32-adamw-b4s2048"},
     /* Gemma-2B bf16 SGD: -1.3 % with Llama's RMSNorm and in-order
      * segment addresses, +12.2 % with Gemma's scaled embeddings, -0.2 %
      * with addresses numbered downward and Gemma's own RMSNorm (its
      * 32 and 64 MiB blocks decide where the last layer's MLP lands) */
-    {S7 "part8-unseen/unseen.json", "u-gemma2b-bf16-sgd-b4s2048"},
+    {UNSEEN, "u-gemma2b-bf16-sgd-b4s2048"},
     /* LoRA replayed (a frozen base; PEFT's adapters): -12.7 % when LoRA
      * took the churn factor */
-    {S9 "part1-unseen5/unseen5.json", "y-qwen05-bf16-lora16-adamw-b8s2048"},
+    {UNSEEN, "y-qwen05-bf16-lora16-adamw-b8s2048"},
 #undef CAL
-#undef S7
-#undef S8
-#undef S9
+#undef UNSEEN
 };
 
 static void training_reserve_replayed(void **state) {

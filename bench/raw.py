@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""The raw figures of a question folder, in one file: bench/results/Q/raw.jsonl.
+
+A suite writes many small files under $OUT (a measure.py results file per
+run, logs, env.txt, JSON Lines of trials). They are kept as one JSON Lines
+file beside the folder's README.md, one line a file:
+
+  {"format": "vramledger.bench-raw/1", "folder": ...}        the first line
+  {"file": "part1/x.json", "sha256": ..., "bytes": N, "json": {...}}
+  {"file": "part1/x.jsonl", "sha256": ..., "bytes": N, "jsonl": [{...}, ...]}
+  {"file": "env.txt", "sha256": ..., "bytes": N, "text": "..."}
+
+sha256 and bytes are those of the file as the suite wrote it. A .json or
+.jsonl file is kept parsed (its numbers greppable, a changed run one changed
+line in git diff), so `unpack` writes it back re-serialised: equal as JSON,
+not byte for byte (ARCHIVE.md gives the commit with the original bytes).
+The table scripts of bench/accuracy/ read folders of files:
+
+  python3 bench/raw.py unpack bench/results/trace /tmp/trace
+  python3 bench/accuracy/trace_table.py /tmp/trace
+
+  python3 bench/raw.py pack $OUT bench/results/Q     (new results: add or replace lines)
+  python3 bench/raw.py list bench/results/Q          (file, bytes, sha256)
+"""
+import hashlib
+import json
+import os
+import sys
+
+FORMAT = "vramledger.bench-raw/1"
+
+
+def entry(rel, data):
+    """One line for the file rel whose bytes are data."""
+    e = {"file": rel, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SystemExit("raw.py: %s is not text; binary files go to bench/ARCHIVE.md" % rel)
+    if rel.endswith(".json"):
+        try:
+            e["json"] = json.loads(text)
+            return e
+        except ValueError:
+            pass
+    if rel.endswith(".jsonl"):
+        try:
+            e["jsonl"] = [json.loads(line) for line in text.splitlines() if line.strip()]
+            return e
+        except ValueError:
+            pass
+    e["text"] = text
+    return e
+
+
+def read(folder):
+    path = os.path.join(folder, "raw.jsonl")
+    if not os.path.exists(path):
+        return None, []
+    with open(path) as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    if not lines or lines[0].get("format") != FORMAT:
+        raise SystemExit("raw.py: %s does not start with a %s line" % (path, FORMAT))
+    return lines[0], lines[1:]
+
+
+def write(folder, head, entries):
+    entries.sort(key=lambda e: e["file"])
+    with open(os.path.join(folder, "raw.jsonl"), "w") as f:
+        for e in [head] + entries:
+            f.write(json.dumps(e, ensure_ascii=False, separators=(", ", ": ")) + "\n")
+
+
+def pack(src, folder):
+    head, entries = read(folder)
+    if head is None:
+        head = {"format": FORMAT, "folder": folder.rstrip("/"),
+                "unpack": "python3 bench/raw.py unpack %s DIR" % folder.rstrip("/")}
+    by_name = {e["file"]: e for e in entries}
+    for root, _, files in os.walk(src):
+        for name in sorted(files):
+            p = os.path.join(root, name)
+            rel = os.path.relpath(p, src)
+            with open(p, "rb") as f:
+                by_name[rel] = entry(rel, f.read())
+    write(folder, head, list(by_name.values()))
+
+
+def unpack(folder, dest):
+    head, entries = read(folder)
+    if head is None:
+        raise SystemExit("raw.py: %s has no raw.jsonl" % folder)
+    for e in entries:
+        p = os.path.join(dest, e["file"])
+        os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
+        with open(p, "w") as f:
+            if "json" in e:
+                f.write(json.dumps(e["json"], indent=1) + "\n")
+            elif "jsonl" in e:
+                f.writelines(json.dumps(r) + "\n" for r in e["jsonl"])
+            else:
+                f.write(e["text"])
+    print("%d files of %s in %s" % (len(entries), folder, dest))
+
+
+def main(argv):
+    if len(argv) == 3 and argv[0] == "unpack":
+        unpack(argv[1], argv[2])
+    elif len(argv) == 3 and argv[0] == "pack":
+        pack(argv[1], argv[2])
+    elif len(argv) == 2 and argv[0] == "list":
+        for e in read(argv[1])[1]:
+            print("%s %d %s" % (e["file"], e["bytes"], e["sha256"]))
+    else:
+        sys.stderr.write(__doc__)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
