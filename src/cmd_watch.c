@@ -18,9 +18,21 @@
 #include "http.h"
 #include "vramledger/alloc.h"
 #include "vramledger/nvml.h"
+#include "vramledger/procinfo.h"
 #include "vramledger/render.h"
 
-enum { O_HELP, O_INTERVAL, O_CSV, O_JSONL, O_PORT, O_LISTEN, O_TEXTFILE, O_COUNT, O_NAMES };
+enum {
+  O_HELP,
+  O_INTERVAL,
+  O_CSV,
+  O_JSONL,
+  O_PORT,
+  O_LISTEN,
+  O_TEXTFILE,
+  O_COUNT,
+  O_NAMES,
+  O_PROCFS
+};
 static const struct cli_opt opts[] = {
     {"help", false, O_HELP},
     {"interval-ms", true, O_INTERVAL},
@@ -31,6 +43,7 @@ static const struct cli_opt opts[] = {
     {"textfile", true, O_TEXTFILE},
     {"count", true, O_COUNT},
     {"metric-names", true, O_NAMES},
+    {"procfs", true, O_PROCFS},
     {NULL, false, 0},
 };
 static const char *const metric_names[] = {"vramledger", "dcgm", NULL};
@@ -39,6 +52,7 @@ struct w {
   bool help;
   uint64_t interval_ms, port, count;
   const char *csv, *jsonl, *listen, *textfile;
+  const char *procfs; /* --procfs: where the processes' cmdline and cgroup are read */
   bool port_set;
   bool dcgm;      /* --metric-names dcgm */
   char host[256]; /* --listen's address, brackets off */
@@ -54,6 +68,7 @@ static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   case O_PORT: o->port_set = true; return cli_u64(flag, arg, 0, 65535, &o->port);
   case O_LISTEN: o->listen = arg; return 0;
   case O_TEXTFILE: o->textfile = arg; return 0;
+  case O_PROCFS: o->procfs = arg; return 0;
   case O_COUNT: return cli_u64(flag, arg, 1, UINT64_MAX / 2, &o->count);
   case O_NAMES: {
     int k = cli_choice(flag, arg, metric_names);
@@ -158,29 +173,228 @@ static struct http_server *serve(const struct w *o, char *body, size_t len) {
   return s;
 }
 
-/* v's Prometheus exposition to the server, which is started at the first
- * sample (so that no scrape finds none, and before anything is written),
- * and into the textfile. @return 0 or VL_EXIT_ERROR (said). */
-static int expose(const struct w *o, const struct vl_watch_view *v, struct http_server **srv) {
-  char *prom = NULL;
-  size_t len = 0;
-  FILE *m = open_memstream(&prom, &len);
-  if (!m) {
-    cli_error("out of memory");
-    return VL_EXIT_ERROR;
+/* What the loop keeps from tick to tick: the samples of every GPU, who
+ * each process is, and the maxima since the previous scrape. */
+struct ident_cache { /* a process's command and cgroup, read once while NVML lists it */
+  unsigned pid;
+  bool listed; /* at this tick */
+  struct vl_proc_ident id;
+};
+struct peak { /* a process's most on one GPU since the previous scrape */
+  unsigned gpu, pid;
+  struct vl_proc_ident id;
+  uint64_t max_bytes;
+};
+/* processes whose maxima are kept between two scrapes: past this many, a
+ * new one's is left out until the next scrape (docs/cmd/watch.md) */
+#define WATCH_PEAKS_MAX 4096
+struct state {
+  unsigned n; /* GPUs */
+  struct vl_gpu_sample *gs;
+  struct vl_proc_sample *ps; /* VL_WATCH_MAX_PROCS a GPU */
+  struct vl_proc_ident *ids; /* the same */
+  struct vl_gpu_extra *ex;   /* n, read with --metric-names dcgm */
+  struct vl_watch_gpu *wg;   /* n */
+  uint64_t *used_max;        /* n */
+  struct ident_cache *cache;
+  size_t n_cache, cap_cache;
+  struct peak *peaks;
+  size_t n_peaks, cap_peaks;
+  struct vl_watch_peak *view_peaks; /* n_peaks, for the renderer */
+  uint64_t seen;                    /* the server's scrapes when the maxima were last reset */
+};
+
+static void state_release(struct state *st) {
+  vl_free(st->gs);
+  vl_free(st->ps);
+  vl_free(st->ids);
+  vl_free(st->ex);
+  vl_free(st->wg);
+  vl_free(st->used_max);
+  vl_free(st->cache);
+  vl_free(st->peaks);
+  vl_free(st->view_peaks);
+}
+
+static bool state_init(struct state *st, unsigned n) {
+  size_t np = (size_t)(n + 1) * VL_WATCH_MAX_PROCS;
+  *st = (struct state){.n = n};
+  st->gs = vl_calloc(n + 1, sizeof *st->gs);
+  st->ps = vl_calloc(np, sizeof *st->ps);
+  st->ids = vl_calloc(np, sizeof *st->ids);
+  st->ex = vl_calloc(n + 1, sizeof *st->ex);
+  st->wg = vl_calloc(n + 1, sizeof *st->wg);
+  st->used_max = vl_calloc(n + 1, sizeof *st->used_max);
+  return st->gs && st->ps && st->ids && st->ex && st->wg && st->used_max;
+}
+
+/* Every GPU's sample and processes into st (a GPU NVML does not answer for
+ * is in it, not up). @return how many were not read. */
+static unsigned sample_gpus(struct vl_nvml *nv, struct state *st) {
+  unsigned unread = 0;
+  for (unsigned i = 0; i < st->n; i++) {
+    struct vl_proc_sample *p = st->ps + (size_t)i * VL_WATCH_MAX_PROCS;
+    bool up = vl_nvml_sample(nv, i, &st->gs[i]) == VL_OK;
+    unsigned np = 0;
+    if (!up || vl_nvml_processes(nv, i, p, VL_WATCH_MAX_PROCS, &np) != VL_OK) np = 0;
+    unread += !up;
+    st->wg[i] = (struct vl_watch_gpu){
+        &st->gs[i],     p, np < VL_WATCH_MAX_PROCS ? np : VL_WATCH_MAX_PROCS, up, NULL, NULL,
+        st->used_max[i]};
   }
+  return unread;
+}
+
+/* Who each process listed is (read from procfs the first tick NVML lists
+ * it, then kept while it stays listed: a pid that leaves the list and comes
+ * back, maybe another process's, is read again), and with dcgm the GPUs'
+ * other fields. */
+static void identify(struct state *st, struct vl_nvml *nv, const char *procfs, bool dcgm) {
+  for (size_t c = 0; c < st->n_cache; c++)
+    st->cache[c].listed = false;
+  for (unsigned i = 0; i < st->n; i++) {
+    struct vl_watch_gpu *w = &st->wg[i];
+    if (dcgm && w->up && vl_nvml_extra(nv, i, &st->ex[i]) == VL_OK) w->extra = &st->ex[i];
+    struct vl_proc_ident *ids = st->ids + (size_t)i * VL_WATCH_MAX_PROCS;
+    w->idents = ids;
+    for (unsigned p = 0; p < w->n_procs; p++) {
+      unsigned pid = w->procs[p].pid;
+      size_t c = 0;
+      while (c < st->n_cache && st->cache[c].pid != pid)
+        c++;
+      if (c == st->n_cache) {
+        if (c == st->cap_cache) {
+          size_t cap = st->cap_cache ? st->cap_cache * 2 : 16;
+          struct ident_cache *nc = vl_realloc(st->cache, cap * sizeof *nc);
+          if (!nc) { /* no memory: this process unnamed this tick */
+            memset(&ids[p], 0, sizeof ids[p]);
+            continue;
+          }
+          st->cache = nc;
+          st->cap_cache = cap;
+        }
+        st->cache[c].pid = pid;
+        vl_proc_ident_read(procfs, pid, &st->cache[c].id);
+        st->n_cache++;
+      }
+      st->cache[c].listed = true;
+      ids[p] = st->cache[c].id;
+    }
+  }
+  size_t k = 0;
+  for (size_t c = 0; c < st->n_cache; c++)
+    if (st->cache[c].listed) st->cache[k++] = st->cache[c];
+  st->n_cache = k;
+}
+
+/* The maxima start again from nothing: a scrape took them. */
+static void reset_maxima(struct state *st) {
+  memset(st->used_max, 0, st->n * sizeof *st->used_max);
+  st->n_peaks = 0;
+}
+
+/* This tick's samples into the maxima, and the maxima into the view. */
+static void merge_maxima(struct state *st) {
+  for (unsigned i = 0; i < st->n; i++) {
+    struct vl_watch_gpu *w = &st->wg[i];
+    if (!w->up) continue;
+    if (w->gpu->used_bytes > st->used_max[i]) st->used_max[i] = w->gpu->used_bytes;
+    w->used_max_bytes = st->used_max[i];
+    for (unsigned p = 0; p < w->n_procs; p++) {
+      const struct vl_proc_sample *ps = &w->procs[p];
+      if (ps->used_bytes == UINT64_MAX) continue;
+      size_t k = 0;
+      while (k < st->n_peaks && (st->peaks[k].gpu != i || st->peaks[k].pid != ps->pid))
+        k++;
+      if (k == st->n_peaks) {
+        if (k == WATCH_PEAKS_MAX) continue;
+        if (k == st->cap_peaks) {
+          size_t cap = st->cap_peaks ? st->cap_peaks * 2 : 16;
+          struct peak *np = vl_realloc(st->peaks, cap * sizeof *np);
+          struct vl_watch_peak *nv = np ? vl_realloc(st->view_peaks, cap * sizeof *nv) : NULL;
+          if (np) st->peaks = np;
+          if (!nv) continue;
+          st->view_peaks = nv;
+          st->cap_peaks = cap;
+        }
+        memset(&st->peaks[k], 0, sizeof st->peaks[k]);
+        st->peaks[k].gpu = i;
+        st->peaks[k].pid = ps->pid;
+        st->n_peaks++;
+      }
+      struct peak *pk = &st->peaks[k];
+      if (w->idents) pk->id = w->idents[p]; /* its latest */
+      if (ps->used_bytes > pk->max_bytes) pk->max_bytes = ps->used_bytes;
+    }
+  }
+  for (size_t k = 0; k < st->n_peaks; k++) {
+    const struct peak *pk = &st->peaks[k];
+    st->view_peaks[k] =
+        (struct vl_watch_peak){pk->gpu, st->gs[pk->gpu].uuid, pk->pid, &pk->id, pk->max_bytes};
+  }
+}
+
+/* v's Prometheus exposition, *len bytes (free()), or NULL (no memory). */
+static char *render_prometheus(const struct w *o, struct state *st, struct vl_watch_view *v,
+                               size_t *len) {
+  char *prom = NULL;
+  *len = 0;
+  v->peaks = st->view_peaks;
+  v->n_peaks = st->n_peaks;
+  FILE *m = open_memstream(&prom, len);
+  if (!m) return NULL;
   bool bad = vl_render_watch(m, o->dcgm ? VL_WATCH_PROMETHEUS_DCGM : VL_WATCH_PROMETHEUS, v) != 0;
   if (fclose(m) != 0 || bad) {
     free(prom);
+    return NULL;
+  }
+  return prom;
+}
+
+/* How often an exposition is made again when a scrape came while it was
+ * made, before it is published regardless (and its maxima may then be
+ * shown by two scrapes) */
+#define PUBLISH_TRIES 4
+
+/* v's Prometheus exposition to the server, which is started at the first
+ * sample (so that no scrape finds none, and before anything is written),
+ * and into the textfile. The maxima are since the previous scrape: when
+ * the server answered one since they were last reset, they start again
+ * from this tick; when one comes while the exposition is made, it is made
+ * again, so that no sample's value is lost between two scrapes nor shown
+ * by both. With no server, each textfile write counts as a scrape.
+ * @return 0 or VL_EXIT_ERROR (said). */
+static int expose(const struct w *o, struct state *st, struct vl_watch_view *v,
+                  struct http_server **srv) {
+  uint64_t scrapes = *srv ? http_server_scrapes(*srv) : 0;
+  if (*srv && scrapes != st->seen) {
+    reset_maxima(st);
+    st->seen = scrapes;
+  }
+  merge_maxima(st);
+  size_t len = 0;
+  char *prom = render_prometheus(o, st, v, &len);
+  for (int tries = 1; prom && *srv; tries++) {
+    if (tries == PUBLISH_TRIES) {
+      http_server_publish(*srv, prom, len);
+      break;
+    }
+    if (http_server_publish_if(*srv, prom, len, scrapes)) break;
+    free(prom); /* scraped meanwhile: the maxima start again from this tick */
+    scrapes = http_server_scrapes(*srv);
+    reset_maxima(st);
+    st->seen = scrapes;
+    merge_maxima(st);
+    prom = render_prometheus(o, st, v, &len);
+  }
+  if (!prom) {
     cli_error("out of memory");
     return VL_EXIT_ERROR;
   }
   /* the server takes prom, which stays readable here until the next
    * publish (http.h) */
   bool ours = !o->port_set;
-  if (*srv)
-    http_server_publish(*srv, prom, len);
-  else if (o->port_set && !(*srv = serve(o, prom, len))) {
+  if (!*srv && o->port_set && !(*srv = serve(o, prom, len))) {
     free(prom);
     return VL_EXIT_ERROR;
   }
@@ -189,24 +403,11 @@ static int expose(const struct w *o, const struct vl_watch_view *v, struct http_
     cli_error("cannot write into '%s': %s", o->textfile, strerror(errno));
     rc = VL_EXIT_ERROR;
   }
-  if (ours) free(prom);
-  return rc;
-}
-
-/* Every GPU's sample and processes into gs, ps and wg (n of each at most).
- * @return how many GPUs were read. */
-static unsigned sample_gpus(struct vl_nvml *nv, unsigned n, struct vl_gpu_sample *gs,
-                            struct vl_proc_sample *ps, struct vl_watch_gpu *wg) {
-  unsigned k = 0;
-  for (unsigned i = 0; i < n; i++) {
-    if (vl_nvml_sample(nv, i, &gs[k]) != VL_OK) continue;
-    struct vl_proc_sample *p = ps + (size_t)k * VL_WATCH_MAX_PROCS;
-    unsigned np = 0;
-    if (vl_nvml_processes(nv, i, p, VL_WATCH_MAX_PROCS, &np) != VL_OK) np = 0;
-    wg[k] = (struct vl_watch_gpu){&gs[k], p, np < VL_WATCH_MAX_PROCS ? np : VL_WATCH_MAX_PROCS};
-    k++;
+  if (ours) {
+    free(prom);
+    reset_maxima(st);
   }
-  return k;
+  return rc;
 }
 
 /* Sleep until *next plus interval_ms (made the new *next), or a signal. */
@@ -265,20 +466,20 @@ int cmd_watch(int argc, const char **argv) {
 
   unsigned n = vl_nvml_count(nv);
   if (n > VL_WATCH_MAX_GPUS) n = VL_WATCH_MAX_GPUS;
-  struct vl_gpu_sample *gs = vl_calloc(n + 1, sizeof *gs);
-  struct vl_proc_sample *ps = vl_calloc((size_t)(n + 1) * VL_WATCH_MAX_PROCS, sizeof *ps);
-  struct vl_watch_gpu *wg = vl_calloc(n + 1, sizeof *wg);
+  struct state st;
   struct http_server *srv = NULL;
-  if (!gs || !ps || !wg) {
+  bool prom = o.port_set || o.textfile;
+  if (!state_init(&st, n)) {
     cli_error("out of memory");
     rc = VL_EXIT_ERROR;
   }
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
   for (uint64_t ticks = 0; !rc && !stop;) {
-    unsigned k = sample_gpus(nv, n, gs, ps, wg);
-    struct vl_watch_view v = {unix_ms(), wg, k, host, n - k, VL_VERSION};
-    if ((o.port_set || o.textfile) && (rc = expose(&o, &v, &srv))) break;
+    unsigned unread = sample_gpus(nv, &st);
+    if (prom) identify(&st, nv, o.procfs ? o.procfs : "/proc", o.dcgm);
+    struct vl_watch_view v = {unix_ms(), st.wg, n, host, unread, VL_VERSION, NULL, 0};
+    if (prom && (rc = expose(&o, &st, &v, &srv))) break;
     if (stream && (vl_render_watch(out, sfmt, &v) != 0 || fflush(out) != 0)) {
       cli_error("cannot write the samples: %s", strerror(errno));
       rc = VL_EXIT_ERROR;
@@ -288,9 +489,7 @@ int cmd_watch(int argc, const char **argv) {
     sleep_tick(&next, o.interval_ms);
   }
   http_server_stop(srv);
-  vl_free(gs);
-  vl_free(ps);
-  vl_free(wg);
+  state_release(&st);
   if (out != stdout) fclose(out);
   vl_nvml_close(nv);
   return rc;

@@ -46,6 +46,17 @@ unsigned http_server_port(const struct http_server *s);
  * (from http_server_start or here) until its next call of either. */
 void http_server_publish(struct http_server *s, char *body, size_t len);
 
+/*! How many GETs of /metrics were answered so far (HEAD is not counted:
+ * it carries no exposition). A GET counts when its copy of the exposition
+ * is made, whether or not the client then reads it all. */
+uint64_t http_server_scrapes(struct http_server *s);
+
+/*! http_server_publish, if no GET was answered since http_server_scrapes
+ * said `scrapes`. @return true when published (body the server's); false,
+ * body still the caller's, when a client scraped the exposition it was to
+ * replace in the meantime. */
+bool http_server_publish_if(struct http_server *s, char *body, size_t len, uint64_t scrapes);
+
 /*! Close every connection, stop the thread, free s. Accepts NULL. */
 void http_server_stop(struct http_server *s);
 

@@ -11,6 +11,12 @@
  * nothing a client does, and a request on nothing but a memcpy of a few
  * kilobytes.
  *
+ * A GET of /metrics is a scrape: counted under s->mu as its copy is made,
+ * so that the loop, which publishes only while the count is the one it
+ * read (http_server_publish_if), knows whether the exposition it is about
+ * to replace reached a client (watch's *_max_bytes: the most since the
+ * previous scrape).
+ *
  * Slow clients are not let in to starve the others: a client that sends a
  * byte a second is never silent for HTTP_TIMEOUT_S, so the timeout alone
  * would let 64 of them hold every connection (and a cap per address would
@@ -47,10 +53,11 @@ struct http_server {
   struct MHD_Daemon *d;
   struct conn conns[HTTP_CONNS]; /* libmicrohttpd's thread only */
   uint64_t opened;
-  pthread_mutex_t mu; /* guards body, len, why */
+  pthread_mutex_t mu; /* guards body, len, scrapes, why */
   char *body;         /* the exposition served, owned (free()) */
   size_t len;
-  char *why; /* while starting: where libmicrohttpd's first complaint goes */
+  uint64_t scrapes; /* GETs of /metrics answered with body so far */
+  char *why;        /* while starting: where libmicrohttpd's first complaint goes */
   size_t why_cap;
 };
 
@@ -71,7 +78,7 @@ static const char prom_type[] = "text/plain; version=0.0.4; charset=utf-8";
 
 /* A response with HTTP/1.0's status line (one request per connection,
  * closed after the answer) and its Content-Type; NULL when out of memory. */
-static struct MHD_Response *response(struct http_server *s, unsigned status) {
+static struct MHD_Response *response(struct http_server *s, unsigned status, bool get) {
   static const struct {
     unsigned code;
     const char *body;
@@ -80,6 +87,7 @@ static struct MHD_Response *response(struct http_server *s, unsigned status) {
   if (status == MHD_HTTP_OK) {
     pthread_mutex_lock(&s->mu);
     r = MHD_create_response_from_buffer(s->len, s->body, MHD_RESPMEM_MUST_COPY);
+    if (r && get) s->scrapes++;
     pthread_mutex_unlock(&s->mu);
   }
   for (size_t k = 0; k < sizeof texts / sizeof *texts; k++)
@@ -145,11 +153,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   const union MHD_ConnectionInfo *ctx =
       MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   if (ctx && ctx->socket_context) ((struct conn *)ctx->socket_context)->whole = true;
-  bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
-  unsigned status = !get                           ? MHD_HTTP_METHOD_NOT_ALLOWED
+  bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0;
+  bool head = strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+  unsigned status = !get && !head                  ? MHD_HTTP_METHOD_NOT_ALLOWED
                     : strcmp(url, "/metrics") != 0 ? MHD_HTTP_NOT_FOUND
                                                    : MHD_HTTP_OK;
-  struct MHD_Response *r = response(cls, status);
+  struct MHD_Response *r = response(cls, status, get);
   if (!r) return MHD_NO; /* out of memory: the connection is closed */
   enum MHD_Result q = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
@@ -225,6 +234,27 @@ struct http_server *http_server_start(const char *host, uint64_t port, char *bod
 unsigned http_server_port(const struct http_server *s) {
   const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
   return i ? i->port : 0;
+}
+
+uint64_t http_server_scrapes(struct http_server *s) {
+  pthread_mutex_lock(&s->mu);
+  uint64_t n = s->scrapes;
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+bool http_server_publish_if(struct http_server *s, char *body, size_t len, uint64_t scrapes) {
+  pthread_mutex_lock(&s->mu);
+  char *old = NULL;
+  bool now = s->scrapes == scrapes;
+  if (now) {
+    old = s->body;
+    s->body = body;
+    s->len = len;
+  }
+  pthread_mutex_unlock(&s->mu);
+  free(old);
+  return now;
 }
 
 void http_server_publish(struct http_server *s, char *body, size_t len) {

@@ -86,29 +86,49 @@ int vl_render_report(FILE *out, enum vl_report_format fmt, const struct vl_repor
 
 struct vl_gpu_sample;
 struct vl_proc_sample;
+struct vl_gpu_extra;
+struct vl_proc_ident;
 
 /* One tick of `watch`: every GPU and the processes on it. */
 #define VL_WATCH_MAX_GPUS 64
 #define VL_WATCH_MAX_PROCS 256
 struct vl_watch_gpu {
-  const struct vl_gpu_sample *gpu;
+  const struct vl_gpu_sample *gpu; /* index, name and uuid even when !up */
   const struct vl_proc_sample *procs;
   unsigned n_procs;
+  /* Prometheus text only */
+  bool up;                            /* NVML answered for this GPU at this tick; false: only
+                                         vramledger_gpu_up is written for it */
+  const struct vl_proc_ident *idents; /* procs' command, container, pod (n_procs), or NULL */
+  const struct vl_gpu_extra *extra;   /* dcgm-exporter's other fields, or NULL */
+  uint64_t used_max_bytes;            /* the most used_bytes sampled since the last scrape */
+};
+/* A process's most GPU memory on one GPU since the previous scrape: every
+ * process NVML listed in that time, those gone since included. */
+struct vl_watch_peak {
+  unsigned gpu; /* NVML index */
+  const char *uuid;
+  unsigned pid;
+  const struct vl_proc_ident *ident; /* or NULL */
+  uint64_t max_bytes;
 };
 struct vl_watch_view {
   uint64_t t_unix_ms;
-  const struct vl_watch_gpu *gpus;
+  const struct vl_watch_gpu *gpus; /* every GPU NVML counts */
   unsigned n_gpus;
   const char *host;
   /* Prometheus text only */
   unsigned n_gpus_unread; /* GPUs NVML counts but could not read this tick:
                              vramledger_up is 0 when there are any */
   const char *version;    /* vramledger_build_info's version label; NULL: none */
+  const struct vl_watch_peak *peaks;
+  size_t n_peaks;
 };
 
 /* VL_WATCH_PROMETHEUS_DCGM: the GPUs under dcgm-exporter's names, units
- * and labels (DCGM_FI_DEV_FB_USED in MiB, gpu, UUID, device, modelName,
- * Hostname), so dashboards made for it read vramledger's samples. */
+ * and labels (DCGM_FI_DEV_FB_USED in MiB, gpu, UUID, pci_bus_id, device,
+ * modelName, Hostname), so dashboards made for it read vramledger's
+ * samples. */
 enum vl_watch_format {
   VL_WATCH_CSV,
   VL_WATCH_JSONL,

@@ -116,11 +116,13 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf, unsigned n) {
 static unsigned long long spike(int gpu) {
   static unsigned long long reads;
   const char *rpath = getenv("FAKE_NVML_READS");
-  if (rpath && gpu == 0) {
-    FILE *r = fopen(rpath, "w");
+  if (rpath && gpu == 0) { /* written whole, then renamed: never read half */
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", rpath);
+    FILE *r = fopen(tmp, "w");
     if (r) {
       fprintf(r, "%llu\n", ++reads);
-      fclose(r);
+      if (fclose(r) == 0) rename(tmp, rpath);
     }
   }
   const char *path = getenv("FAKE_NVML_SPIKE");
