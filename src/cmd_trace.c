@@ -19,6 +19,7 @@
 #include "vramledger/catalog.h"
 #include "util/internal.h"
 #include "vramledger/render.h"
+#include "trace_time.h"
 
 enum {
   O_HELP,
@@ -71,7 +72,7 @@ struct tr {
 static int on_opt(void *ctx, int id, const char *flag, const char *arg) {
   struct tr *t = ctx;
   static const char *const devices[] = {"cpu", "cuda", "meta", "all", NULL};
-  static const char *const formats[] = {"text", "json", NULL};
+  static const char *const formats[] = {"text", "json", "markdown", NULL};
   uint64_t mb = 0;
   int rc = 0, k;
   switch (id) {
@@ -182,7 +183,7 @@ static int trace_job(const struct tr *t, const char *dir, const char *trace, int
     setenv("VRAMLEDGER_TRACE", trace, 1);
     setenv("VRAMLEDGER_PROBE_EVERY", "1", 0); /* every step: the module of each allocation */
     tracer_card(t);
-    if (t->fmt == 1 && dup2(2, 1) < 0) _exit(126); /* --format json: stdout is ours */
+    if (t->fmt && dup2(2, 1) < 0) _exit(126); /* --format json, markdown: stdout is ours */
     execv(self, (char *const *)av);
     cli_error("cannot run '%s': %s", self, strerror(errno));
     _exit(127);
@@ -455,14 +456,26 @@ static int replay_and_show(const struct tr *t, const struct vl_trace *tr, const 
     return VL_EXIT_ERROR;
   }
   struct vl_trace_view v = {trace, dev,       tr,   job_rc,       p.names, r,
-                            p.n,   p.batches, NULL, t->from_mark, &live};
+                            p.n,   p.batches, NULL, t->from_mark, &live, NULL, NULL, 0};
   struct cli_run *run = NULL; /* the probe's bill of the job, from its record */
   if (dir && (run = calloc(1, sizeof *run)) != NULL && cli_load_run(dir, run) != 0) {
     free(run);
     run = NULL;
   }
   if (run) v.fw = &run->fw;
-  if (vl_render_trace(stdout, t->fmt == 1, &v) != 0) cli_error("cannot write the output");
+  struct vl_trace_time tt; /* --gpu: the traced step's time */
+  char gpu[64] = "";
+  int trc = trace_time(trace, t->gpu, &tt, gpu, sizeof gpu, &v.ops);
+  if (trc == 0) v.time = &tt, v.gpu = gpu;
+  if (trc > 1) {
+    if (run) vl_record_release(&run->rec);
+    free(run);
+    vl_trace_live_release(&live);
+    return trc;
+  }
+  if ((t->fmt == 2 ? vl_render_trace_md(stdout, &v) : vl_render_trace(stdout, t->fmt == 1, &v)) !=
+      0)
+    cli_error("cannot write the output");
   if (run) {
     vl_record_release(&run->rec);
     free(run);

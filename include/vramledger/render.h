@@ -285,10 +285,18 @@ struct vl_trace_view {
   const struct vl_probe_layer *fw;
   const char *from_mark;         /* the peaks are from this mark on (trace --from-mark), or NULL */
   const struct vl_live_at *live; /* what is live at the first replay's peak, or NULL */
+  /* trace --gpu: the traced step's ops priced on gpu (lib/decide/steptrace.c),
+   * or NULL; without, ops > 0 says --gpu would price that many */
+  const struct vl_trace_time *time;
+  const char *gpu;
+  double ops;
 };
 /*! Write the replays side by side (text) or as JSON (schema
  * vramledger.trace/1). @return 0, or -1 on a write error. */
 int vl_render_trace(FILE *out, bool json, const struct vl_trace_view *v);
+/*! The same as Markdown: the replays' peaks and the step time.
+ * @return 0, or -1 on a write error. */
+int vl_render_trace_md(FILE *out, const struct vl_trace_view *v);
 
 struct vl_snapshot;
 /*! The allocator's state as a memory snapshot pickle, the file

@@ -152,4 +152,30 @@ double vl_time_optimizer_s(const struct vl_time_card *c, const char *optimizer, 
                            double elems, double tensors, double w, double g, double st,
                            double states, bool *approx);
 
+/* ---- a traced step -------------------------------------------------------- */
+
+/* the step time of a traced job (vramledger trace --gpu) */
+struct vl_trace_time {
+  struct vl_step_time time; /* its ops priced as estimate prices its own */
+  uint64_t step;            /* the step priced: the last with a forward and an optimizer step */
+  uint64_t steps;           /* steps the trace holds */
+  bool complete;            /* the step priced had a forward and an optimizer step */
+  double tokens, samples;   /* the step's (the probe's count of token ids); 0: not known */
+  double micro_batches;
+  double phase_ops[6];  /* ops by phase: forward, backward, recompute, prestep, optimizer, other */
+  double kernels;       /* of them, ops that launch a kernel (not views, empty tensors) */
+  double trained_elems; /* elements the optimizer stepped */
+  char optimizer[32], optimizer_impl[24]; /* as the tracer named them; "": no step traced */
+};
+
+/*! Price the ops of a trace's last complete step ("# op", "# optimizer",
+ * "# step" lines the tracer writes: python/vramledger/optrace.py) on card
+ * g: each op by vl_op_device_s, the forward and the backward (with its
+ * recomputation) by vl_time_passes, what runs between backward and
+ * optimizer.step as a stretch of its own, the optimizer by its measured
+ * row. text need not end in a newline. @return VL_OK, VL_ENOTFOUND (no op
+ * lines: err says why). */
+vl_status vl_trace_step_time(const char *text, size_t len, const struct vl_gpu *g,
+                             struct vl_trace_time *out, struct vl_err *err) VL_MUST_USE;
+
 #endif

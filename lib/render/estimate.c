@@ -375,7 +375,7 @@ json_t *vl__settings_json(const struct vl_job *j) {
   return s;
 }
 
-static void time_json(json_t *r, const struct vl_step_time *t) {
+void vl__time_json(json_t *r, const struct vl_step_time *t) {
   json_object_set_new(r, "step_seconds", json_real(t->step_s));
   json_t *ph = json_object();
   json_object_set_new(ph, "forward", json_real(t->forward_s));
@@ -499,7 +499,7 @@ static json_t *json_report(const struct vl_estimate_view *v) {
     json_object_set_new(r, "gpu", g);
     json_object_set_new(r, "fits", json_boolean(v->fit->fits));
   }
-  if (v->time) time_json(r, v->time);
+  if (v->time) vl__time_json(r, v->time);
   if (v->searched)
     json_object_set_new(r, v->searched == 1 ? "max_batch" : "max_seq", U(v->search_best));
   json_t *terms = json_array();

@@ -4,6 +4,7 @@
 
 #include "internal.h" /* first: it includes <jansson.h> */
 #include "../util/internal.h"
+#include "trace_time.h"
 #include "vramledger/caching.h"
 #include "vramledger/probe.h"
 #include "vramledger/render.h"
@@ -140,6 +141,7 @@ static int as_json(FILE *o, const struct vl_trace_view *v) {
   if (v->live) json_object_set_new(root, "live_at_peak", live_json(tr, v->live));
   if (v->fw && v->fw->has_bill) /* the probe's categories, as report gives them */
     json_object_set_new(root, "bill", vl__fw_bill_json(v->fw));
+  if (v->time || v->ops > 0) vl__trace_time_json(root, v->time, v->gpu);
   int rc = json_dumpf(root, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   json_decref(root);
   fputc('\n', o);
@@ -242,5 +244,27 @@ int vl_render_trace(FILE *o, bool json, const struct vl_trace_view *v) {
     fputs("; activations by difference; as `vramledger report` gives it):\n", o);
     vl__fw_bill_lines(o, v->fw, false);
   }
+  vl__trace_time_text(o, v->time, v->gpu, v->ops);
+  return ferror(o) ? -1 : 0;
+}
+
+int vl_render_trace_md(FILE *o, const struct vl_trace_view *v) {
+  const struct vl_replay *r = v->replays;
+  fputs("# Trace\n\n`", o);
+  vl__md_text(o, v->trace);
+  fprintf(o, "`: %zu allocations and %zu frees replayed (device ", r[0].allocs, r[0].frees);
+  vl__md_text(o, v->device);
+  fprintf(o, ")%s.\n\n", complete(v) ? "" : "; an incomplete run: the part that ran");
+  fputs("| allocator | peak allocated | peak reserved | segments | retries |\n"
+        "|---|---:|---:|---:|---:|\n",
+        o);
+  for (int i = 0; i < v->n; i++) {
+    fputs("| ", o);
+    vl__md_text(o, v->names[i]);
+    fprintf(o, " | %.3f GiB | %.3f GiB | %llu | %llu%s |\n", GIB(r[i].peak_allocated),
+            GIB(r[i].peak_reserved), (unsigned long long)r[i].end.cuda_mallocs,
+            (unsigned long long)r[i].end.alloc_retries, r[i].oom ? " (out of memory)" : "");
+  }
+  vl__trace_time_md(o, v->time, v->gpu, v->ops);
   return ferror(o) ? -1 : 0;
 }

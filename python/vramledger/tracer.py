@@ -18,6 +18,10 @@ trace is text, one event a line, for the C replay:
                         batch (below)
     m NAME              a mark (vramledger.mark, the probe's steps)
     # batch N           the job's micro-batch, once the probe has seen it
+    # op ..., # optimizer ..., # step ...
+                        the job's ops by step and phase, counted by shape, at
+                        the end (optrace.py; `vramledger trace --gpu` prices
+                        them; VRAMLEDGER_TRACE_OPS=0 leaves them out)
 
 When a storage dies. From PyTorch 2.1 a storage's Python object lives as
 long as the storage itself (PyObject preservation), so a weak reference to
@@ -240,6 +244,8 @@ class _Trace:
         node = getattr(torch._C, "_current_autograd_node", None)
         self.in_backward = (lambda: node() is not None) if node else \
             (lambda: threading.get_ident() != self.main_thread)
+        from .optrace import OpLog
+        self.ops = OpLog(torch, self)  # the ops, for the step's time
 
     def alloc(self, n, dev, module=None, kind="a", t=None):
         self.flush()
@@ -443,6 +449,8 @@ class _Trace:
         try:
             self.flush()
             self.say_convolutions()
+            if self.ops is not None:
+                self.ops.write(self.f)
         except Exception:
             pass
         try:
@@ -962,6 +970,7 @@ def install(torch, path):
                 out = mv.call(func, args, kwargs)
             else:
                 out = func(*args, **kwargs)
+            tr.ops.record(func, args, kwargs, out)
             if isinstance(out, torch.Tensor):
                 tr.seen(out, defer=reused)  # the result first, then the workspace the kernel takes
                 if len(tr.ws_done) < 2 and func.overloadpacket in matmuls:

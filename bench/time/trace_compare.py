@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""The traced step's time against the measured one: each training run of
+measure.py result files is traced on meta tensors (on the CPU where it
+needs autocast: meta has none) with the same script and configuration
+(python/vramledger/measure.py --config, 3 steps), and `vramledger trace
+--gpu CARD --format json`'s step_seconds compared with the run's measured
+step (step_median_s) and with `vramledger estimate --gpu CARD`'s
+prediction for the same configuration.
+
+  python3 bench/time/trace_compare.py VRAMLEDGER CARD RESULTS.json [--names A,B,...]
+          [--raw OUT.jsonl] [--md]
+
+$VRAMLEDGER_PYTHON is the Python that runs measure.py (with torch,
+transformers, peft). Prints one row a run and the summary: median and
+worst |error| of the traced step and of estimate's against the measured
+step, and of the traced against estimate's."""
+import json, os, statistics, subprocess, sys, tempfile
+
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+opts = dict(a[2:].split("=", 1) if "=" in a else (a[2:], "1") for a in sys.argv[1:] if a.startswith("--"))
+exe, card, files = args[0], args[1], args[2:]
+names = set(opts["names"].split(",")) if "names" in opts else None
+py = os.environ.get("VRAMLEDGER_PYTHON", "python3")
+here = os.path.dirname(os.path.abspath(__file__))
+measure = os.path.join(here, "..", "..", "python", "vramledger", "measure.py")
+FIELDS = ("model", "precision", "optimizer", "optimizer_impl", "attention", "checkpointing", "batch", "seq",
+          "grad_accum", "lora", "lora_targets", "target_seq", "image_size")
+
+
+def vision(model):
+    """a ViT's or a CNN's config: its side is --image-size, not --seq (compare.py's)"""
+    path = model if model.endswith(".json") else os.path.join("data", "models", model + ".json")
+    try:
+        return json.load(open(path)).get("model_type") in ("vit", "resnet")
+    except (OSError, ValueError):
+        return False
+
+
+def estimate_flags(r):
+    """estimate's flags for run r, as compare.py gives them"""
+    side = ["--image-size", str(r.get("image_size") or r["seq"])] if vision(r["model"]) else \
+        ["--seq", str(r["seq"])]
+    if r.get("target_seq"):
+        side += ["--target-seq", str(r["target_seq"])]
+    f = ["--model", r["model"], "--batch", str(r["batch"])] + side + [
+         "--precision", r["precision"], "--optimizer", r["optimizer"],
+         "--optimizer-impl", r.get("optimizer_impl") or "foreach", "--attention", r["attention"],
+         "--checkpointing", r["checkpointing"], "--grad-accum", str(r.get("grad_accum", 1))]
+    if r.get("lora"):
+        f += ["--lora-rank", str(r["lora"])]
+        if r.get("lora_targets"):
+            f += ["--lora-targets", r["lora_targets"]]
+    return f
+
+
+def traced(r):
+    """trace's JSON for run r, or (None, why)"""
+    conf = {k: r[k] for k in FIELDS if r.get(k) is not None}
+    conf["time_steps"] = 0
+    dev = "cpu" if r["precision"].startswith("amp") else "meta"
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run([exe, "trace", "--gpu", card, "--format", "json", "--out", os.path.join(d, "run"), "--",
+                            py, measure, os.path.join(d, "out.json"), "--in-process", "--device", dev,
+                            "--config", json.dumps(conf)], capture_output=True, text=True, timeout=1800)
+        try:
+            return json.loads(p.stdout), dev
+        except ValueError:
+            return None, (p.stderr.strip().splitlines() or ["?"])[-1]
+
+
+def estimated(r):
+    p = subprocess.run([exe, "estimate", *estimate_flags(r), "--gpu", card, "--margin", "0", "--format", "json"],
+                       capture_output=True, text=True)
+    try:
+        return json.loads(p.stdout)["step_seconds"]
+    except (ValueError, KeyError):
+        return None
+
+
+def main():
+    rows = []
+    raw = open(opts["raw"], "a") if "raw" in opts else None
+    for path in files:
+        for r in json.load(open(path))["runs"]:
+            m = (r.get("measured") or {})
+            meas = m.get("step_median_s") or m.get("step_s")
+            if names is not None and r["name"] not in names:
+                continue
+            if r.get("task", "train") != "train" or not meas or r.get("error"):
+                continue
+            t, dev = traced(r)
+            est = estimated(r)
+            row = {"name": r["name"], "measured_s": meas, "estimate_s": est, "device": dev,
+                   "trace_s": t.get("step_seconds") if t else None, "why": None if t else dev}
+            if t and t.get("time"):
+                row.update({"phase_seconds": t["phase_seconds"], "kind_seconds": t["time"]["kind_seconds"],
+                            "ops": t["time"]["eager_ops"], "kernels": t["time"]["kernels"],
+                            "tokens_per_second": t["tokens_per_second"], "mfu": t["mfu"]})
+            rows.append(row)
+            if raw:
+                raw.write(json.dumps(row) + "\n")
+                raw.flush()
+            print(json.dumps({k: row[k] for k in ("name", "measured_s", "trace_s", "estimate_s", "why")}),
+                  file=sys.stderr, flush=True)
+    md = "md" in opts
+    if md:
+        print("| run | measured s | trace s | error | estimate s | error | trace vs estimate |\n"
+              "|---|---:|---:|---:|---:|---:|---:|")
+    et, ee, te = [], [], []
+    for r in rows:
+        if r["trace_s"] is None:
+            print(("| %s | %.4f | - | %s | | | |" if md else "%-44s %8.4f  -  %s") % (r["name"], r["measured_s"], r["why"]))
+            continue
+        a = r["trace_s"] / r["measured_s"] - 1
+        b = r["estimate_s"] / r["measured_s"] - 1 if r["estimate_s"] else None
+        c = r["trace_s"] / r["estimate_s"] - 1 if r["estimate_s"] else None
+        et.append(abs(a))
+        if b is not None:
+            ee.append(abs(b))
+            te.append(abs(c))
+        fmt = "| %s | %.4f | %.4f | %+.1f %% | %s | %s | %s |" if md else "%-44s %8.4f %8.4f %+6.1f %% %8s %8s %8s"
+        print(fmt % (r["name"], r["measured_s"], r["trace_s"], 100 * a,
+                     "%.4f" % r["estimate_s"] if r["estimate_s"] else "-",
+                     "%+.1f %%" % (100 * b) if b is not None else "-",
+                     "%+.1f %%" % (100 * c) if c is not None else "-"))
+    for label, e in (("trace vs measured", et), ("estimate vs measured", ee), ("trace vs estimate", te)):
+        if e:
+            print("%s%s: %d runs, median |error| %.1f %%, worst %.1f %%" %
+                  ("\n" if md and label.startswith("trace vs m") else "", label, len(e),
+                   100 * statistics.median(e), 100 * max(e)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,274 @@
+/* The time of a traced training step (docs/model.md, "Time of a traced
+ * step"): the ops the tracer counted for one step of the job itself
+ * (python/vramledger/optrace.py: "# op", "# optimizer", "# step" lines of
+ * alloc.trace), each priced by vl_op_device_s as estimate prices the ops it
+ * enumerates, the passes combined by vl_time_passes, the optimizer by its
+ * measured row (vl_time_optimizer_s). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/internal.h"
+#include "vramledger/alloc.h"
+#include "vramledger/steptime.h"
+
+enum phase { P_FORWARD, P_BACKWARD, P_RECOMPUTE, P_PRESTEP, P_OPTIMIZER, P_OTHER, P_COUNT };
+static const char *const phase_names[] = {"forward", "backward",  "recompute",
+                                          "prestep", "optimizer", "other"};
+
+/* a line's field "key=value" as a number; def when absent */
+static double field(const char *s, const char *end, const char *key, double def) {
+  size_t kn = strlen(key);
+  for (const char *p = s; p && p + kn < end; p = memchr(p + 1, ' ', (size_t)(end - p - 1))) {
+    const char *w = *p == ' ' ? p + 1 : p;
+    if ((size_t)(end - w) > kn && !memcmp(w, key, kn) && w[kn] == '=')
+      return strtod(w + kn + 1, NULL);
+  }
+  return def;
+}
+
+/* a line's field "key=value" as a word into buf; "" when absent */
+static void word(const char *s, const char *end, const char *key, char *buf, size_t n) {
+  size_t kn = strlen(key);
+  buf[0] = '\0';
+  for (const char *p = s; p && p + kn < end; p = memchr(p + 1, ' ', (size_t)(end - p - 1))) {
+    const char *w = *p == ' ' ? p + 1 : p;
+    if ((size_t)(end - w) > kn && !memcmp(w, key, kn) && w[kn] == '=') {
+      const char *v = w + kn + 1, *e = memchr(v, ' ', (size_t)(end - v));
+      size_t len = (size_t)((e ? e : end) - v);
+      if (len >= n) len = n - 1;
+      memcpy(buf, v, len);
+      buf[len] = '\0';
+      return;
+    }
+  }
+}
+
+/* the i-th space-separated word of [s, end) into buf */
+static bool nth(const char *s, const char *end, int i, char *buf, size_t n) {
+  const char *p = s;
+  for (; i > 0 && p; i--) {
+    p = memchr(p, ' ', (size_t)(end - p));
+    if (p) p++;
+  }
+  if (!p || p >= end) return false;
+  const char *e = memchr(p, ' ', (size_t)(end - p));
+  size_t len = (size_t)((e ? e : end) - p);
+  if (len >= n) len = n - 1;
+  memcpy(buf, p, len);
+  buf[len] = '\0';
+  return true;
+}
+
+struct scan {
+  uint64_t last_any, last_full; /* the last step with a forward; with an optimizer step too */
+  uint64_t steps;               /* the highest step with ops */
+  bool fp16;
+};
+
+static bool is_half(const char *dt) { return !strcmp(dt, "bfloat16") || !strcmp(dt, "float16"); }
+
+/* one "# op STEP PHASE COUNT KIND NAME ..." line as an op; false when not one */
+static bool op_of(const char *s, const char *end, struct vl_op *op, enum vl_time_kind *kind,
+                  double *count, int *phase, uint64_t *step, char *name, size_t name_n) {
+  char w[64];
+  memset(op, 0, sizeof *op);
+  if (!nth(s, end, 2, w, sizeof w)) return false;
+  *step = strtoull(w, NULL, 10);
+  if (!nth(s, end, 3, w, sizeof w)) return false;
+  *phase = P_OTHER;
+  for (int p = 0; p < P_COUNT; p++)
+    if (!strcmp(w, phase_names[p])) *phase = p;
+  if (!nth(s, end, 4, w, sizeof w)) return false;
+  *count = strtod(w, NULL);
+  op->count = *count;
+  if (!nth(s, end, 5, w, sizeof w) || !nth(s, end, 6, name, name_n)) return false;
+  char dt[24], v[24];
+  word(s, end, "dtype", dt, sizeof dt);
+  if (!strcmp(w, "gemm")) {
+    op->kind = VL_OP_GEMM;
+    *kind = !strcmp(name, "bmm") || !strcmp(name, "baddbmm") ? VL_TK_ATTENTION : VL_TK_MATMUL;
+    word(s, end, "layout", v, sizeof v);
+    op->layout = !strcmp(v, "wgrad")   ? VL_GEMM_WGRAD
+                 : !strcmp(v, "dgrad") ? VL_GEMM_DGRAD
+                                       : VL_GEMM_FWD;
+    op->m = field(s, end, "m", 0), op->n = field(s, end, "n", 0), op->k = field(s, end, "k", 0);
+    op->batch = field(s, end, "batch", 1);
+    op->fp32 = !is_half(dt);
+    op->tf32 = !strcmp(dt, "tf32");
+    op->unaligned_ok = field(s, end, "bias", 0) == 0;
+  } else if (!strcmp(w, "attn")) {
+    op->kind = VL_OP_ATTENTION;
+    *kind = VL_TK_ATTENTION;
+    op->half = is_half(dt);
+    word(s, end, "kernel", v, sizeof v);
+    /* the kernel SDPA picks (cuDNN for 16-bit inputs on Hopper, memory-
+     * efficient for fp32) is the tables' "default", measured as picked */
+    bool picked = (op->half && !strcmp(v, "cudnn")) || (!op->half && !strcmp(v, "efficient"));
+    op->kernel = picked                    ? "default"
+                 : !strcmp(v, "flash")     ? "flash"
+                 : !strcmp(v, "efficient") ? "efficient"
+                 : !strcmp(v, "cudnn")     ? "cudnn"
+                                           : "default";
+    word(s, end, "pass", v, sizeof v);
+    op->backward = !strcmp(v, "bwd");
+    op->causal = field(s, end, "causal", 0) != 0;
+    op->bs = field(s, end, "b", 0), op->heads = field(s, end, "h", 0);
+    op->q_len = field(s, end, "sq", 0), op->kv_len = field(s, end, "skv", 0);
+    op->dqk = field(s, end, "dqk", 0), op->dv = field(s, end, "dv", 0);
+  } else if (!strcmp(w, "mem")) {
+    op->kind = VL_OP_MEMORY;
+    word(s, end, "class", v, sizeof v);
+    *kind = !strcmp(v, "loss") ? VL_TK_LOSS : VL_TK_MEMORY;
+    op->mem = !strcmp(v, "cast")      ? VL_MEM_CAST
+              : !strcmp(v, "norm")    ? VL_MEM_NORM
+              : !strcmp(v, "softmax") ? VL_MEM_SOFTMAX
+              : !strcmp(v, "loss")    ? VL_MEM_SOFTMAX
+                                      : VL_MEM_ELEMENTWISE;
+    op->bytes = field(s, end, "bytes", 0);
+  } else {
+    op->kind = VL_OP_DISPATCH;
+    *kind = VL_TK_MEMORY;
+  }
+  return true;
+}
+
+/* Is step st among the n steps the optimizer took (ascending, as written)? */
+static bool stepped(const uint64_t *opt, size_t n, uint64_t st) {
+  for (size_t i = 0; i < n; i++)
+    if (opt[i] == st) return true;
+  return false;
+}
+
+/* the step to price: the last with a forward op and an optimizer step
+ * (last_full), else the last with a forward op (last_any) */
+static vl_status scan(const char *text, size_t len, struct scan *sc) {
+  memset(sc, 0, sizeof *sc);
+  char w[32];
+  const char *lim = text + len;
+  uint64_t *opt = NULL;
+  size_t n = 0, cap = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (const char *s = text; s < lim;) {
+      const char *e = memchr(s, '\n', (size_t)(lim - s));
+      if (!e) e = lim;
+      if (pass == 0 && e - s > 12 && !memcmp(s, "# optimizer ", 12) && nth(s, e, 2, w, sizeof w)) {
+        if (n == cap) {
+          uint64_t *more = vl_realloc(opt, (cap = cap ? 2 * cap : 64) * sizeof *opt);
+          if (!more) {
+            vl_free(opt);
+            return VL_ENOMEM;
+          }
+          opt = more;
+        }
+        opt[n++] = strtoull(w, NULL, 10);
+      } else if (pass == 1 && e - s > 5 && !memcmp(s, "# op ", 5) && nth(s, e, 2, w, sizeof w)) {
+        uint64_t st = strtoull(w, NULL, 10);
+        if (st > sc->steps) sc->steps = st;
+        char ph[16], dt[24];
+        if (nth(s, e, 3, ph, sizeof ph) && !strcmp(ph, "forward")) {
+          if (st > sc->last_any) sc->last_any = st;
+          if (st > sc->last_full && stepped(opt, n, st)) sc->last_full = st;
+        }
+        word(s, e, "dtype", dt, sizeof dt);
+        if (!strcmp(dt, "float16") && nth(s, e, 5, w, sizeof w) && !strcmp(w, "gemm"))
+          sc->fp16 = true;
+      }
+      s = e + 1;
+    }
+  vl_free(opt);
+  return VL_OK;
+}
+
+vl_status vl_trace_step_time(const char *text, size_t len, const struct vl_gpu *g,
+                             struct vl_trace_time *out, struct vl_err *err) {
+  memset(out, 0, sizeof *out);
+  struct scan sc;
+  if (scan(text, len, &sc) != VL_OK) return vl__fail(err, VL_ENOMEM, "out of memory");
+  uint64_t step = sc.last_full ? sc.last_full : sc.last_any;
+  if (!step)
+    return vl__fail(err, VL_ENOTFOUND,
+                    "the trace has no ops ('# op' lines): it was written before the tracer "
+                    "counted them, or with VRAMLEDGER_TRACE_OPS=0");
+  out->step = step;
+  out->steps = sc.steps;
+  out->complete = sc.last_full == step;
+  struct vl_time_card card;
+  vl_time_card_init(&card, g, sc.fp16);
+  struct vl_step_time *t = &out->time;
+  snprintf(t->source, sizeof t->source, "%s", card.source);
+  t->derived = card.derived;
+  struct vl_time_pass pass[P_COUNT];
+  memset(pass, 0, sizeof pass);
+  double flops[P_COUNT] = {0};
+  const char *lim = text + len;
+  bool approx = false;
+  double opt_s = 0;
+  for (const char *s = text; s < lim;) {
+    const char *e = memchr(s, '\n', (size_t)(lim - s));
+    if (!e) e = lim;
+    char w[32], name[80];
+    if (e - s > 5 && !memcmp(s, "# op ", 5)) {
+      struct vl_op op;
+      enum vl_time_kind kind;
+      double count;
+      int ph;
+      uint64_t st;
+      if (op_of(s, e, &op, &kind, &count, &ph, &st, name, sizeof name) && st == step) {
+        vl_time_pass_add(&pass[ph], &card, &op, kind);
+        flops[ph] += count * vl_op_flops(&op);
+        out->phase_ops[ph] += count;
+        if (op.kind != VL_OP_DISPATCH) out->kernels += count;
+      }
+    } else if (e - s > 12 && !memcmp(s, "# optimizer ", 12) && nth(s, e, 2, w, sizeof w) &&
+               strtoull(w, NULL, 10) == step) {
+      char impl[24];
+      nth(s, e, 3, out->optimizer, sizeof out->optimizer);
+      nth(s, e, 4, impl, sizeof impl);
+      snprintf(out->optimizer_impl, sizeof out->optimizer_impl, "%s", impl);
+      double el = field(s, e, "elems", 0), tn = field(s, e, "tensors", 0);
+      out->trained_elems += el;
+      opt_s += vl_time_optimizer_s(&card, out->optimizer, impl, el, tn, field(s, e, "w", 4),
+                                   field(s, e, "g", 4), field(s, e, "st", 4),
+                                   field(s, e, "states", 2), &approx);
+    } else if (e - s > 7 && !memcmp(s, "# step ", 7) && nth(s, e, 2, w, sizeof w) &&
+               strtoull(w, NULL, 10) == step) {
+      out->tokens = field(s, e, "tokens", 0);
+      out->samples = field(s, e, "samples", 0);
+      out->micro_batches = field(s, e, "micro", 0);
+    }
+    s = e + 1;
+  }
+  double host = vl_time_host_op_s();
+  for (int p = 0; p < P_COUNT; p++)
+    pass[p].host = pass[p].ops * host;
+  bool ckpt = pass[P_RECOMPUTE].ops > 0;
+  /* the micro-batches of the step are in the passes already: one step's ops */
+  vl_time_passes(t, &pass[P_FORWARD], &pass[P_BACKWARD], ckpt ? &pass[P_RECOMPUTE] : NULL, 1);
+  /* between backward and the step (clipping, the scaler's unscale): a
+   * stretch of its own; optimizer.step's kernels: its measured row */
+  const struct vl_time_pass *pre = &pass[P_PRESTEP];
+  double pg = 0;
+  for (int k = 0; k < VL_TK_COUNT; k++)
+    pg += pre->k[k];
+  double pre_s = fmax(pg, pre->host);
+  t->optimizer_s = opt_s + pre_s + vl_time_host_step_s();
+  t->kind_s[VL_TK_OPTIMIZER] += t->optimizer_s;
+  t->gpu_s += opt_s + pg + vl_time_host_step_s();
+  t->host_s += pre->host;
+  t->ops += (uint64_t)(pre->ops + 0.5);
+  t->step_s = t->forward_s + t->backward_s + t->recompute_s + t->optimizer_s;
+  t->model_flops = flops[P_FORWARD] + flops[P_BACKWARD];
+  t->executed_flops = t->model_flops + flops[P_RECOMPUTE];
+  t->tokens_per_s = t->step_s > 0 && out->tokens > 0 ? out->tokens / t->step_s : 0;
+  double peak = sc.fp16 && g->fp16_tflops > 0 ? g->fp16_tflops : g->bf16_tflops;
+  t->mfu = t->step_s > 0 && peak > 0 ? t->model_flops / t->step_s / (peak * 1e12) : 0;
+  t->approximate = approx || !out->optimizer[0];
+  if (!out->optimizer[0])
+    snprintf(t->note, sizeof t->note, "no optimizer step was traced: the step has no update");
+  else if (approx)
+    snprintf(t->note, sizeof t->note, "the %s %s step is priced by another measured row",
+             out->optimizer, out->optimizer_impl);
+  return VL_OK;
+}
