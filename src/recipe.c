@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "cli.h"
@@ -390,9 +391,20 @@ static void deepspeed(struct ctx *c, const char *key) {
            k->value);
   size_t len = 0;
   char *text = k->value[0] == '/' ? NULL : cli_read_file_quiet(path, &len);
-  if (!text) {
+  /* a file that is there but could not be read (out of memory, a read
+   * error) is an error: left out, the estimate would drop its ZeRO stage */
+  bool there = !text && k->value[0] != '/' && access(path, F_OK) == 0;
+  if (!text && !there) {
     snprintf(path, sizeof path, "%s", k->value);
     text = cli_read_file_quiet(path, &len);
+    there = !text && access(path, F_OK) == 0;
+  }
+  if (there) {
+    complain(c, k,
+             "cannot read '%s' (out of memory, or a read error): try again, or give --zero "
+             "and --dp instead",
+             path);
+    return;
   }
   if (!text) {
     ignore(c, k, "cannot read it (beside the recipe or here): give --zero and --dp");
