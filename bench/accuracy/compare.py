@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Estimate vs measured, from a bench/measure.py result: runs
+"""Estimate vs measured, from a python/vramledger/measure.py result: runs
 `vramledger estimate --format json` for every run and prints a Markdown table
 (peak allocated, reserved, process total against NVML), the phase peaks with
 --phases, and the error summary, calibration and hold-out sets apart.

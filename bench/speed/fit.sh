@@ -1,7 +1,7 @@
 #!/bin/sh
 # fit's speed: synthetic sweeps of 10^4, 10^5 and 10^6 rows (batch, seq,
 # peak_bytes with 2 % noise), fitted with three terms; wall seconds and
-# peak RSS of `vramledger fit --csv` (bench/results/speed/fit.md).
+# peak RSS of `vramledger fit --csv` (bench/results/speed/README.md#fit).
 #   sh bench/speed/fit.sh [VRAMLEDGER]
 set -eu
 vl=${1:-build-release/vramledger}

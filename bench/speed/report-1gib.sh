@@ -3,7 +3,7 @@
 # every 100 ms (with processes, the interposer's alloc lines and marks
 # between, as `vramledger run` writes them) grown past 1 GiB, then
 # `vramledger report` timed in its formats (wall seconds and peak RSS);
-# the target is under 30 s (bench/results/speed/report-1gib.md).
+# the target is under 30 s (bench/results/speed/README.md#report-1gib).
 #   sh bench/speed/report-1gib.sh [VRAMLEDGER]
 set -eu
 vl=${1:-build-release/vramledger}

@@ -5,7 +5,7 @@
 # (from the difference of --estimates 256 and 1280), the distinct jobs the
 # 10^5 draws hold, and the pass that estimates all of them.
 #   VL_BIN=build/vramledger [VL_BIN_BEFORE=old/vramledger] bench/speed/sensitivity-lora.sh
-# Prints Markdown (bench/results/speed/sensitivity-lora.md).
+# Prints Markdown (bench/results/speed/README.md#sensitivity-lora).
 set -eu
 cd "$(dirname "$0")/../.."
 bin=${VL_BIN:-build-rel/vramledger}

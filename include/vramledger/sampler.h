@@ -38,7 +38,7 @@ uint64_t vl_monotonic_ns(void);
  * the interposer's and the probe's. Sample lines wait in the buffer and go
  * out together (one write instead of one a tick: in a profile on the
  * development machine the writes were a sixth of the sampler's time; no
- * gain measured yet, bench/results/speed/sampler-cost.md). Each
+ * gain measured yet, bench/results/speed/README.md#sampler-cost). Each
  * line stays whole; the record's other writers (the interposer, the probe)
  * may land between batches, so lines of different writers are up to
  * VL_SAMPLE_FLUSH_NS out of time order (readers go by t_ns); a kill -9 of
@@ -211,7 +211,7 @@ uint64_t vl_counters_scan(struct vl_counters *c, unsigned *end, uint64_t *peak, 
  * core, over the whole 1 % budget. On the development machine a wake-up
  * with its work costs ~100 us at 10 ms apart: 1 kHz batched was 0.86-1.04 %
  * of a core waking every 10 ms, 0.50-0.56 % every 20 ms
- * (bench/results/speed/sampler-cost.md); the flush is every 100 ms
+ * (bench/results/speed/README.md#sampler-cost); the flush is every 100 ms
  * regardless, and the rings hold 512 ms. */
 #define VL_SAMPLER_BATCH_BELOW_MS 10u
 #define VL_SAMPLER_WAKE_MS 20u

@@ -36,7 +36,7 @@ struct vl_vary {
 #define VL_SENS_FALLBACKS 4
 /* full estimates of distinct drawn jobs one pass may make when
  * vl_sens_query.max_estimates is 0 (a GPT-2 estimate takes about 0.2 ms,
- * a Llama-3-8B LoRA one about 2.4 ms: bench/results/speed/sensitivity.md) */
+ * a Llama-3-8B LoRA one about 2.4 ms: bench/results/speed/README.md#sensitivity) */
 #define VL_SENS_ESTIMATES 1024
 
 struct vl_sens_query {

@@ -56,7 +56,7 @@ static uint64_t hf_norm(const struct hf *x) {
    * dtype for the weight multiply. */
   /* the normalised tensor is saved for the weight's gradient: not where
    * the weight is frozen (LoRA; y-qwen05-bf16-lora16-adamw-b8s2048's
-   * history, bench/results/replay-histories/part2-histories) */
+   * history, bench/results/replay-histories/raw.jsonl:part2-histories) */
   /* (Gemma's norm multiplies in fp32 and casts after: its saved
    * normalised tensor is fp32; modeling_gemma.py GemmaRMSNorm) */
   return vl__note(bill, ck,
@@ -102,7 +102,7 @@ static uint64_t hf_attention(const struct hf *x) {
    * of q and of k (in half precision; in fp32 the input itself, saved
    * above), and their normalised outputs where the norm's weight trains
    * (measured in dry runs of OLMoE and Qwen3-MoE under LoRA: 32 + 32 MiB
-   * and 8 + 1 MiB a layer, bench/results/dry-run/traces.tar.xz) */
+   * and 8 + 1 MiB a layer, dry-run/traces.tar.xz in bench/ARCHIVE.md) */
   if (arch->qk_norm) {
     uint64_t qk = vl__mul3(ck, T, a_loc + g_loc, sh->d);
     if (e < 4) attn = vl__add(ck, attn, vl__mul(ck, qk, 4));
@@ -309,13 +309,13 @@ static void hf_head(const struct hf *x, uint64_t norm, struct vl__act *act) {
   act->head_fwd_tmp = e == 4 ? 0 : logp; /* the fp32 copy of the logits */
   /* nll backward's dense gradient and log_softmax backward's, both fp32,
    * live together; the cast of the latter to the logits' dtype comes after
-   * the first is freed (measured: bench/results/calibration/train-steps.json,
+   * the first is freed (measured: bench/results/calibration/raw.jsonl:train-steps.json,
    * peak through backward - after forward = 2*T*V*4 on Qwen2-0.5B) */
   /* Split over the vocabulary (tensor parallelism), the loss is PyTorch's
    * loss_parallel: its backward holds three fp32 T x V/t tensors beside the
    * saved log-probabilities, not two (torch/distributed/tensor/parallel/
    * loss.py _nll_loss_and_log_softmax_backward; measured on 2 H200s,
-   * bench/results/parallel-calibration/part4-peaks/tp2-amp.json) */
+   * bench/results/parallel-calibration/raw.jsonl:part4-peaks/tp2-amp.json) */
   act->loss_bwd_tmp = vl__mul(ck, logp, t > 1 ? 3 : 2);
 }
 
@@ -336,7 +336,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * heads, as transformers passes enable_gqa=True without a mask and
    * neither flash (half only) nor memory-efficient attention (no GQA) takes
    * that (measured: TinyLlama fp32 on 2 H200s, b*a*s^2*4 per layer at the
-   * peak, bench/results/parallel-calibration/part4-peaks/tp2-fp32.json). */
+   * peak, bench/results/parallel-calibration/raw.jsonl:part4-peaks/tp2-fp32.json). */
   x.math = job->attention == VL_ATTN_EAGER || (x.e == 4 && sh->g < sh->a);
   x.sm = vl__softmax_bytes(arch, pol->autocast, x.e); /* probabilities' bytes */
   /* Inputs of trainable projections. Under autocast the normalised input
@@ -348,7 +348,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * runs -2.2 and -1.8 % without it, +0.1 and -0.4 % with). Counted for
    * RMSNorm models only: BERT and OPT's LayerNorm runs agree without it
    * (BERT +3.0 %, +6.8 % with it; not understood; the three variants in
-   * bench/results/parallel-calibration/input-casts-variants.txt). Without
+   * bench/results/parallel-calibration/raw.jsonl:input-casts-variants.txt). Without
    * autocast the projections share the input. */
   x.own_casts = pol->autocast && !sh->lora_rank && arch->rms_norm;
   /* MoE: each token through k experts of moe_intermediate and the shared

@@ -495,7 +495,7 @@ static void stage_activations(struct train_stage *ts) {
   /* micro-batches whose activations a stage holds at once. 1F1B: the
    * first stage min(pp, micro-batches), the others one; GPipe runs every
    * forward before any backward: every stage holds them all (measured,
-   * GPT-2 over 2 H200s: bench/results/unseen-sets/part4-pp) */
+   * GPT-2 over 2 H200s: bench/results/unseen-sets/raw.jsonl:part4-pp) */
   const uint64_t micro = vl__max(job->grad_accum, 1);
   ts->in_flight = job->pp > 1 && job->pp_gpipe ? micro : ts->first ? vl__min(job->pp, micro) : 1;
   if (vl_arch_is_conv(arch))
@@ -629,7 +629,7 @@ static void stage_temporaries(struct train_stage *ts) {
      * head: what is outside the layers), which FSDP gathers at the
      * forward's start and keeps until its backward ends (measured: its
      * 524,296,192-byte flat parameter live at TinyLlama's peak,
-     * bench/results/parallel-calibration/part4-peaks/fsdp-full-ll.json) */
+     * bench/results/parallel-calibration/raw.jsonl:part4-peaks/fsdp-full-ll.json) */
     const char *src = "PyTorch FSDP (one unit gathered, one prefetched, the root unit)";
     ts->gathered = note(ts, &(struct vl__def){VL_LINE_TRANSIENT,
                                               "FSDP gathered parameters in forward",
@@ -770,7 +770,7 @@ static void stage_phases(struct train_stage *ts) {
    * A holds them all) no gradient of the step exists yet (GPT-2 over 2
    * H200s: both stages' live sets at their peaks hold every micro-batch's
    * activations and no gradient; estimated with them +9.0 / +5.4 %:
-   * bench/results/ddp-rebuild/part4-pp-histories) */
+   * bench/results/ddp-rebuild/raw.jsonl:part4-pp-histories) */
   const bool gpipe = job->pp > 1 && job->pp_gpipe;
   bool persist = job->grads_persist || (job->grad_accum > 1 && !gpipe);
   memset(ts->ph, 0, sizeof ts->ph);
@@ -830,7 +830,7 @@ static void stage_phases(struct train_stage *ts) {
    * before the layers: the head and final norm, on the last stage; a
    * pipeline's first stage meets its embeddings only after its layers
    * (GPT-2 GPipe stage 0 +4.8 % with them at the top layer, +0.3 % without:
-   * bench/results/ddp-rebuild/part4-pp-histories) */
+   * bench/results/ddp-rebuild/raw.jsonl:part4-pp-histories) */
   const uint64_t G_top = ts->last ? ts->G_head : 0;
   struct {
     uint64_t act, cast, grads, tmp;
@@ -1034,7 +1034,7 @@ static void stage_reserve(struct train_stage *ts) {
     /* the replay writes each layer op by op and keeps what autograd keeps:
      * its peak allocated is the estimate's (within median 0.1 %, worst
      * 4.3 %, of 139 measured training runs; the lines above 0.7 % and
-     * 7.6 %: bench/results/replay-histories/replay-vs-bill-
+     * 7.6 %: bench/results/replay-histories/raw.jsonl:replay-vs-bill-
      * allocated.txt). The difference goes to the peak phase's activations
      * (then its temporaries), and no phase stays above it. */
     const uint64_t analytic = comp_alloc(&ts->ph[ts->peak]), want = ts->rs.peak_allocated;

@@ -33,7 +33,7 @@
  * then takes the smallest block of the next class that is not empty. The
  * choice is the same as one ordered set's; the trees are a few blocks
  * deep instead of a few thousand (about twice the events a second:
- * bench/results/speed/caching-bench.md). */
+ * bench/results/speed/README.md#caching-bench). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

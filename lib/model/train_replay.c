@@ -17,7 +17,7 @@
  * its copies, modeling_gpt2.py, modeling_gpt_neox.py, modeling_opt.py,
  * sdpa_attention.py), its tensors kept by the nodes that save them and its
  * backward made by the autograd model of tape.c: the histories of
- * bench/results/nccl-run/part9-histories show a
+ * bench/results/nccl-run/raw.jsonl:part9-histories show a
  * checkpointed layer's forward is the same sequence as prefill's (no
  * cache), its recomputation stops after the last tensor the backward
  * needs (non-reentrant checkpoint's early stop), and its backward
@@ -41,7 +41,7 @@
  * rather than two: the fifth set outside the calibration unchanged, nine
  * runs of the others move by 0.4 to 5 points, the two worst of them
  * -7.0 -> -1.9 % and -7.1 -> -3.5 % (
- * bench/results/replay-histories/validate-steps.txt) */
+ * bench/results/replay-histories/raw.jsonl:validate-steps.txt) */
 #define STEPS 3
 
 /* a parameter's gradient becomes .grad; with fp32 main gradients
@@ -222,7 +222,7 @@ static void forward(struct loop *lp, struct pass *f) {
     /* Gemma scales the embeddings by sqrt(h) (Granite by
      * embedding_multiplier): a new tensor, the
      * unscaled one freed at once (
-     * bench/results/replay-histories/part4-unseen6/embed-probe.txt: allocations
+     * bench/results/replay-histories/raw.jsonl:part4-unseen6/embed-probe.txt: allocations
      * #0, #1, #3) */
     uint32_t xs = op(R, (struct tape_op){.out_bytes = Th * z->r, .in = {x}});
     rel(R, x);
@@ -465,7 +465,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   if (vl_cache_new(&conf, &R->p.c) != VL_OK) return vl__fail(err, VL_ENOMEM, "out of memory");
   /* autograd's thread makes its cuBLAS workspace at its first matmul, the
    * head's, after the head's weight gradient (Gemma-2B's and Pythia-1.4B's
-   * histories: bench/results/nccl-run/part9-histories,
+   * histories: bench/results/nccl-run/raw.jsonl:part9-histories,
    * part3-train-histories) */
   R->tp =
       (struct tape){.p = &R->p, .ws_bytes = z->workspace, .ws = NONE, .on_grad = on_leaf, .ctx = R};

@@ -10,7 +10,7 @@ partial results, ReduceConfig::global_memory_size(), and a semaphore per
 block column, semaphore_size()) and gives them back when it returns. No
 ATen op returns them, so a trace of the ops does not see them; they move
 peak reserved (a 132 MiB block per MLP backward on StarCoder2-3B:
-bench/results/dry-run/reserved/README.md).
+bench/results/dry-run/raw.jsonl:reserved/README.md).
 
 transients(...) follows setReductionConfig step by step for a contiguous
 (or strided) input; the device is given as its SM count and threads per

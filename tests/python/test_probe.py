@@ -437,7 +437,7 @@ class ReduceScratch(unittest.TestCase):
 
     def test_sizes_seen_on_the_h200(self):
         # the caching allocator's own history of StarCoder2-3B's backward on
-        # an H200 (bench/results/dry-run/reserved/history/): the bias
+        # an H200 (bench/results/dry-run/raw.jsonl:reserved/history/): the bias
         # gradients of c_fc (12288), c_proj and q_proj (3072), k_proj (256)
         # over 2048 rows, bfloat16, float accumulation
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))

@@ -208,7 +208,7 @@ static void doctor_rules(void **state) {
 /* DDP's first buckets kept into step 2 on one rank of two, a real record
  * (GPT-2, AMP, AdamW, 4 x 512, bench/gpu/jobs/multi_gpu_job.py --mode ddp --steps 6
  * under `vramledger run` on 2 H200s:
- * bench/results/ddp-rebuild/part2-ddp-vl-run/, run 2; its ranks'
+ * bench/results/ddp-rebuild/raw.jsonl:part2-ddp-vl-run/, run 2; its ranks'
  * max_memory_allocated() 5,777,105,920 and 5,279,681,024 B): found on rank 1 with the parameters'
  * bytes, a doctor finding of its own, and no imbalance, since that is all
  * that sets the ranks apart. */
