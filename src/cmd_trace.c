@@ -455,8 +455,8 @@ static int replay_and_show(const struct tr *t, const struct vl_trace *tr, const 
     cli_error("replay: %s", vl_strerror(VL_ENOMEM));
     return VL_EXIT_ERROR;
   }
-  struct vl_trace_view v = {trace, dev,       tr,   job_rc,       p.names, r,
-                            p.n,   p.batches, NULL, t->from_mark, &live, NULL, NULL, 0};
+  struct vl_trace_view v = {trace,     dev,  tr,           job_rc, p.names, r,    p.n,
+                            p.batches, NULL, t->from_mark, &live,  NULL,    NULL, 0};
   struct cli_run *run = NULL; /* the probe's bill of the job, from its record */
   if (dir && (run = calloc(1, sizeof *run)) != NULL && cli_load_run(dir, run) != 0) {
     free(run);

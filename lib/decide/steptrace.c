@@ -219,7 +219,7 @@ vl_status vl_trace_step_time(const char *text, size_t len, const struct vl_gpu *
         vl_time_pass_add(&pass[ph], &card, &op, kind);
         flops[ph] += count * vl_op_flops(&op);
         out->phase_ops[ph] += count;
-        if (op.kind != VL_OP_DISPATCH) out->kernels += count;
+        if (op.kind != VL_OP_DISPATCH && ph <= P_PRESTEP) out->kernels += count;
       }
     } else if (e - s > 12 && !memcmp(s, "# optimizer ", 12) && nth(s, e, 2, w, sizeof w) &&
                strtoull(w, NULL, 10) == step) {

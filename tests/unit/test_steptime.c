@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "model/kernel_tables.h"
 #include "vramledger/catalog.h"
 #include "vramledger/steptime.h"
 
@@ -150,10 +151,131 @@ static void unaligned_head(void **state) {
   assert_true(odd.kind_s[VL_TK_MATMUL] - even.kind_s[VL_TK_MATMUL] > head / 143e12 - head / 600e12);
 }
 
+/* One op priced alone (vl_op_device_s), against the measured tables:
+ * a GEMM at a grid point takes its FLOPs at the table's rate; a batch of
+ * b is one GEMM b times as tall; TF32 at half the 16-bit rate, fp32 on
+ * CUDA cores slower still; a 16-bit dimension off 8 elements at the
+ * unaligned rate only where allowed; attention's backward at least 2.5
+ * forwards, a causal mask half the keys; a memory-bound op its bytes at
+ * its class's bandwidth; a view nothing; a card derived by ratios. */
+static void one_op(void **state) {
+  (void)state;
+  struct vl_time_card h100, a100;
+  vl_time_card_init(&h100, vl_catalog_find(&cat, "h100-80gb"), false);
+  vl_time_card_init(&a100, vl_catalog_find(&cat, "a100-80gb"), false);
+  assert_false(h100.derived);
+  assert_true(a100.derived);
+  const struct vl_kt_card *k = h100.tables;
+  /* m 2048, n 1024, k 1024: grid point [2][2][2] */
+  struct vl_op g = {.kind = VL_OP_GEMM,
+                    .layout = VL_GEMM_WGRAD,
+                    .m = vl_kt_m[2],
+                    .n = vl_kt_nk[2],
+                    .k = vl_kt_nk[2],
+                    .count = 3};
+  double s = vl_op_device_s(&h100, &g);
+  assert_close(s, 3 * 2.0 * 2048 * 1024 * 1024 / k->gemm[0][VL_GEMM_WGRAD][2][2][2], 1e-12,
+               "gemm at a grid point");
+  assert_close(vl_op_flops(&g), 2.0 * 2048 * 1024 * 1024, 1e-12, "gemm flops");
+  struct vl_op b = g;
+  b.m = 512, b.batch = 4;
+  assert_close(vl_op_device_s(&h100, &b), s, 1e-12, "a batch of 4 x 512 rows is 2048 rows");
+  struct vl_op t = g, f = g;
+  t.fp32 = t.tf32 = true;
+  f.fp32 = true;
+  assert_close(vl_op_device_s(&h100, &t), 2 * s, 1e-12, "tf32 at half the bf16 rate");
+  assert_true(vl_op_device_s(&h100, &f) > vl_op_device_s(&h100, &t));
+  assert_close(vl_op_device_s(&a100, &g) / s, 989.4 / 312, 1e-9, "a100 by the datasheet ratio");
+  struct vl_op odd = {
+      .kind = VL_OP_GEMM, .layout = VL_GEMM_FWD, .m = 8192, .n = 50257, .k = 768, .count = 1};
+  double aligned = vl_op_device_s(&h100, &odd);
+  odd.unaligned_ok = true;
+  assert_true(vl_op_device_s(&h100, &odd) > 3 * aligned);
+  struct vl_op at = {.kind = VL_OP_ATTENTION,
+                     .kernel = "default",
+                     .half = true,
+                     .bs = 4,
+                     .heads = 32,
+                     .q_len = 2048,
+                     .kv_len = 2048,
+                     .dqk = 128,
+                     .dv = 128,
+                     .count = 1};
+  double fw = vl_op_device_s(&h100, &at);
+  at.backward = true;
+  double bw = vl_op_device_s(&h100, &at);
+  assert_true(fw > 0 && bw >= 2.5 * fw);
+  struct vl_op cz = at;
+  cz.causal = true, cz.backward = false;
+  assert_close(vl_op_flops(&cz), vl_op_flops(&at) / 2.5 / 2, 1e-9, "causal: half the keys");
+  struct vl_op unknown = cz;
+  unknown.kernel = "no-such-kernel";
+  assert_close(vl_op_device_s(&h100, &unknown), vl_op_device_s(&h100, &cz), 1e-15,
+               "an unknown kernel is priced as SDPA's default");
+  struct vl_op m = {.kind = VL_OP_MEMORY, .mem = VL_MEM_CAST, .bytes = 6e9, .count = 2};
+  assert_close(vl_op_device_s(&h100, &m), 2 * 6e9 / k->bw_cast, 1e-12, "bytes at bandwidth");
+  struct vl_op v = {.kind = VL_OP_DISPATCH, .count = 100};
+  assert_true(vl_op_device_s(&h100, &v) == 0);
+  struct vl_time_pass p = {{0}, 0, 0};
+  vl_time_pass_add(&p, &h100, &g, VL_TK_MATMUL);
+  vl_time_pass_add(&p, &h100, &v, VL_TK_MEMORY);
+  assert_close(p.k[VL_TK_MATMUL], s, 1e-15, "pass: the gemm's time");
+  assert_close(p.ops, 103, 1e-12, "pass: every op's dispatch");
+}
+
+/* A trace's op lines priced: the last step with a forward and an
+ * optimizer step; the passes' max(device, host); the optimizer's row;
+ * tokens from the step line; no op lines: an error that says why. */
+static void traced_step(void **state) {
+  (void)state;
+  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
+  const char *text = "a 1 1024 meta\n"
+                     "# step 1 tokens=4096 samples=2 micro=1\n"
+                     "# step 2 tokens=4096 samples=2 micro=1\n"
+                     "# optimizer 1 adamw foreach elems=1000000 tensors=10 w=2 g=2 st=2 states=2\n"
+                     "# optimizer 2 adamw foreach elems=1000000 tensors=10 w=2 g=2 st=2 states=2\n"
+                     "# op 1 forward 99 view t\n"
+                     "# op 2 forward 10 gemm mm layout=fwd m=4096 n=4096 k=4096 batch=1 "
+                     "dtype=bfloat16 bias=0\n"
+                     "# op 2 backward 20 gemm mm layout=dgrad m=4096 n=4096 k=4096 batch=1 "
+                     "dtype=bfloat16 bias=0\n"
+                     "# op 2 backward 5 mem add class=ew bytes=1000000 numel=1 dtype=bfloat16\n"
+                     "# op 2 forward 3 view t\n"
+                     "# op 3 forward 7 view t\n"
+                     "# op 3 other 7 view t";
+  struct vl_trace_time tt;
+  struct vl_err err = {""};
+  assert_int_equal(vl_trace_step_time(text, strlen(text), g, &tt, &err), VL_OK);
+  assert_int_equal(tt.step, 2); /* step 3 has no optimizer step */
+  assert_true(tt.complete);
+  assert_int_equal(tt.steps, 3);
+  assert_close(tt.tokens, 4096, 0, "tokens");
+  struct vl_time_card c;
+  vl_time_card_init(&c, g, false);
+  struct vl_op mm = {
+      .kind = VL_OP_GEMM, .layout = VL_GEMM_FWD, .m = 4096, .n = 4096, .k = 4096, .count = 10};
+  double fwd = vl_op_device_s(&c, &mm);
+  assert_close(tt.time.forward_s, fmax(fwd, 13 * vl_time_host_op_s()), 1e-12, "forward pass");
+  bool approx = false;
+  double opt = vl_time_optimizer_s(&c, "adamw", "foreach", 1e6, 10, 2, 2, 2, 2, &approx);
+  assert_false(approx);
+  assert_close(tt.time.optimizer_s, opt + vl_time_host_step_s(), 1e-12, "optimizer row");
+  assert_close(tt.time.step_s,
+               tt.time.forward_s + tt.time.backward_s + tt.time.recompute_s + tt.time.optimizer_s,
+               1e-12, "phases add up");
+  assert_close(tt.time.model_flops, 30 * 2.0 * 4096 * 4096 * 4096, 1e-6, "the gemms' flops");
+  assert_close(tt.kernels, 35, 0, "kernels of the priced passes");
+  assert_true(tt.time.tokens_per_s > 0);
+  const char *none = "a 1 1024 meta\nf 1\n";
+  assert_int_equal(vl_trace_step_time(none, strlen(none), g, &tt, &err), VL_ENOTFOUND);
+  assert_non_null(strstr(err.msg, "# op"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(gemm_bound), cmocka_unit_test(fp32_without_tf32),
+      cmocka_unit_test(gemm_bound),     cmocka_unit_test(fp32_without_tf32),
       cmocka_unit_test(step_structure), cmocka_unit_test(cards_and_shares),
-      cmocka_unit_test(unaligned_head)};
+      cmocka_unit_test(unaligned_head), cmocka_unit_test(one_op),
+      cmocka_unit_test(traced_step)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
