@@ -10,6 +10,7 @@
 #ifndef VRAMLEDGER_CACHING_H
 #define VRAMLEDGER_CACHING_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "vramledger/status.h"
@@ -195,25 +196,44 @@ vl_status vl_trace_live_at(const struct vl_trace *t, int device, double scale, s
                            struct vl_live_at *out) VL_MUST_USE;
 void vl_trace_live_release(struct vl_live_at *l);
 
-/* The allocator's state at one event of a replay, and the block events
- * that led there: what torch.cuda.memory._snapshot() holds (a memory_viz
- * file: lib/render/snapshot.c writes it). */
+/* The allocator's state at one event of a replay, and the allocator's
+ * events that led there: what torch.cuda.memory._snapshot() holds (a
+ * memory_viz file: lib/render/snapshot.c writes it). */
 struct vl_snap_segment {
   uint64_t addr, size, allocated, requested;
   bool small;
   size_t first, n; /* its blocks: blocks[first .. first + n) */
 };
+/* The actions of torch/csrc/cuda/memory_snapshot.cpp's trace entries
+ * (c10/cuda/CUDACachingAllocator.h TraceEntry::Action) a replay makes. */
+enum vl_snap_action {
+  VL_SNAP_ALLOC,          /* "alloc": a block handed out */
+  VL_SNAP_FREE_REQUESTED, /* "free_requested": the tensor let it go */
+  VL_SNAP_FREE_COMPLETED, /* "free_completed": the block is free to reuse (one stream: at once) */
+  VL_SNAP_SEGMENT_ALLOC,  /* "segment_alloc": a cudaMalloc */
+  VL_SNAP_SEGMENT_FREE,   /* "segment_free": a cudaFree */
+  VL_SNAP_SEGMENT_MAP,    /* "segment_map": expandable segments, pages mapped */
+  VL_SNAP_SEGMENT_UNMAP,  /* "segment_unmap": pages unmapped */
+  VL_SNAP_OOM             /* "oom": size could not be had; addr is the device's free bytes */
+};
+#define VL_SNAP_NO_EVENT SIZE_MAX
 struct vl_snap_event {
-  uint8_t alloc; /* 1: a block handed out ("alloc"), 0: given back ("free_completed") */
+  uint8_t action; /* enum vl_snap_action */
   uint64_t addr, size;
+  size_t at;    /* the trace's event (t->ev[at]) that led to it: its time */
+  size_t frame; /* the allocation it is about (for a free, the block's own): its module and
+                   source line */
 };
 struct vl_snapshot {
   struct vl_snap_segment *segs;
   size_t n_segs;
   struct vl_cache_block *blocks;
+  size_t *block_at; /* per block: the trace event that allocated it (live ones), else
+                       VL_SNAP_NO_EVENT */
   size_t n_blocks;
   struct vl_snap_event *ev;
   size_t n_ev;
+  const struct vl_trace *trace; /* the trace replayed (borrowed): its modules name the frames */
 };
 /*! Replay the allocations on `device` (as vl_trace_replay_from chooses
  * it; batch allocations scaled) through event `upto` and take the

@@ -536,10 +536,118 @@ static void snap_blk(void *ctx, const struct vl_cache_block *vb) {
   }
 }
 
-static vl_status snap_event(struct vl_snapshot *s, size_t *cap, bool alloc, uint64_t addr,
-                            uint64_t size) {
+static vl_status snap_event(struct vl_snapshot *s, size_t *cap, enum vl_snap_action action,
+                            uint64_t addr, uint64_t size, size_t at, size_t frame) {
   if (!snap_grow((void **)&s->ev, cap, s->n_ev, sizeof *s->ev)) return VL_ENOMEM;
-  s->ev[s->n_ev++] = (struct vl_snap_event){alloc, addr, size};
+  s->ev[s->n_ev++] = (struct vl_snap_event){(uint8_t)action, addr, size, at, frame};
+  return VL_OK;
+}
+
+/* The allocator's segments (address, size), in address order. */
+struct seg_list {
+  struct vl_cache_segment *v;
+  size_t n, cap;
+  bool oom;
+};
+static void seg_add(void *ctx, const struct vl_cache_segment *vs) {
+  struct seg_list *l = ctx;
+  if (l->oom || !snap_grow((void **)&l->v, &l->cap, l->n, sizeof *l->v)) {
+    l->oom = true;
+    return;
+  }
+  l->v[l->n++] = *vs;
+}
+static void blk_none(void *ctx, const struct vl_cache_block *vb) { (void)ctx, (void)vb; }
+static int by_addr(const void *a, const void *b) {
+  uint64_t x = ((const struct vl_cache_segment *)a)->addr;
+  uint64_t y = ((const struct vl_cache_segment *)b)->addr;
+  return (x > y) - (x < y);
+}
+
+/* The segment events between the allocator's segments before (*was) and
+ * now, at trace event `at`, as PyTorch's allocator records them: what it
+ * gave back first (segment_free; expandable segments: segment_unmap of the
+ * pages unmapped), then what it took (segment_alloc; segment_map of the
+ * pages mapped onto a segment's end). *was becomes now. */
+static vl_status snap_segments(struct vl_snapshot *s, size_t *cap, const struct vl_cache *c,
+                               struct seg_list *was, struct seg_list *now, size_t at) {
+  now->n = 0;
+  vl_cache_walk(c, seg_add, blk_none, now);
+  if (now->oom) return VL_ENOMEM;
+  qsort(now->v, now->n, sizeof *now->v, by_addr);
+  vl_status st = VL_OK;
+  for (int pass = 0; pass < 2 && st == VL_OK; pass++) { /* 0: what went, 1: what came */
+    size_t i = 0, j = 0;
+    while (st == VL_OK && (i < was->n || j < now->n)) {
+      const struct vl_cache_segment *a = i < was->n ? &was->v[i] : NULL;
+      const struct vl_cache_segment *b = j < now->n ? &now->v[j] : NULL;
+      if (a && (!b || a->addr < b->addr)) { /* gone */
+        if (!pass) st = snap_event(s, cap, VL_SNAP_SEGMENT_FREE, a->addr, a->size, at, at);
+        i++;
+      } else if (b && (!a || b->addr < a->addr)) { /* new */
+        if (pass) st = snap_event(s, cap, VL_SNAP_SEGMENT_ALLOC, b->addr, b->size, at, at);
+        j++;
+      } else { /* the same segment: grown or shrunk (expandable) */
+        if (!pass && b->size < a->size)
+          st = snap_event(s, cap, VL_SNAP_SEGMENT_UNMAP, a->addr + b->size, a->size - b->size, at,
+                          at);
+        if (pass && b->size > a->size)
+          st =
+              snap_event(s, cap, VL_SNAP_SEGMENT_MAP, a->addr + a->size, b->size - a->size, at, at);
+        i++;
+        j++;
+      }
+    }
+  }
+  struct seg_list t = *was;
+  *was = *now;
+  *now = t;
+  return st;
+}
+
+/* Did the allocator take or give back memory since *last (its counts of
+ * cudaMalloc and cudaFree)? *last becomes now. */
+static bool segments_moved(const struct vl_cache *c, struct vl_cache_stats *last) {
+  struct vl_cache_stats now;
+  vl_cache_stats(c, &now);
+  bool moved = now.cuda_mallocs != last->cuda_mallocs || now.cuda_frees != last->cuda_frees ||
+               now.reserved != last->reserved;
+  *last = now;
+  return moved;
+}
+
+static int by_block_addr(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Each live block's trace event, from the live ids' addresses. */
+static vl_status snap_block_events(struct vl_snapshot *out, const struct vl_trace *t,
+                                   const struct vl_cache *c, const uint32_t *h, const uint8_t *on,
+                                   const size_t *made) {
+  out->block_at = vl_calloc(out->n_blocks + 1, sizeof *out->block_at);
+  size_t n_live = 0;
+  for (uint32_t id = 1; id <= t->max_id; id++)
+    n_live += on[id];
+  uint64_t(*live)[2] = vl_calloc(n_live + 1, sizeof *live); /* address, event */
+  if (!out->block_at || !live) {
+    vl_free(live);
+    return VL_ENOMEM;
+  }
+  size_t k = 0;
+  for (uint32_t id = 1; id <= t->max_id; id++)
+    if (on[id]) {
+      live[k][0] = vl_cache_block_addr(c, h[id]);
+      live[k++][1] = made[id];
+    }
+  qsort(live, n_live, sizeof *live, by_block_addr);
+  for (size_t i = 0; i < out->n_blocks; i++) {
+    const struct vl_cache_block *b = &out->blocks[i];
+    uint64_t(*f)[2] =
+        b->allocated ? bsearch(&b->addr, live, n_live, sizeof *live, by_block_addr) : NULL;
+    out->block_at[i] = f ? (size_t)(*f)[1] : VL_SNAP_NO_EVENT;
+  }
+  vl_free(live);
   return VL_OK;
 }
 
@@ -551,11 +659,16 @@ vl_status vl_trace_snapshot(const struct vl_trace *t, int device, const struct v
   struct vl_cache *c;
   vl_status s = replay_cache(t, conf, scale, &c);
   if (s != VL_OK) return s;
+  out->trace = t;
   uint32_t *h = vl_calloc((size_t)t->max_id + 1, sizeof *h);
   uint8_t *on = vl_calloc((size_t)t->max_id + 1, 1);
   uint64_t *sz = vl_calloc((size_t)t->max_id + 1, sizeof *sz);
+  size_t *made = vl_calloc((size_t)t->max_id + 1, sizeof *made); /* the event that allocated it */
   size_t cap_ev = 0;
-  if (!h || !on || !sz) s = VL_ENOMEM;
+  struct seg_list was = {0}, now = {0};
+  struct vl_cache_stats last;
+  vl_cache_stats(c, &last);
+  if (!h || !on || !sz || !made) s = VL_ENOMEM;
   for (size_t i = 0; s == VL_OK && i < t->n && i <= upto; i++) {
     const struct vl_trace_ev *e = &t->ev[i];
     if (e->kind == VL_TR_EMPTY) {
@@ -563,25 +676,47 @@ vl_status vl_trace_snapshot(const struct vl_trace *t, int device, const struct v
     } else if (e->kind == VL_TR_ALLOC && (device < 0 || e->device == device) && !on[e->id]) {
       uint64_t bytes = scaled_bytes(e, scale);
       s = vl_cache_malloc(c, bytes, &h[e->id]);
+      if (s == VL_ERANGE) { /* what was left of the device: its limit less the reserve */
+        struct vl_cache_stats st;
+        vl_cache_stats(c, &st);
+        uint64_t left = conf->device_bytes > st.reserved ? conf->device_bytes - st.reserved : 0;
+        vl_status f = VL_OK;
+        if (segments_moved(c, &last)) f = snap_segments(out, &cap_ev, c, &was, &now, i);
+        if (f == VL_OK) f = snap_event(out, &cap_ev, VL_SNAP_OOM, left, bytes, i, i);
+        if (f != VL_OK) s = f;
+        break;
+      }
+      if (s == VL_OK && segments_moved(c, &last)) s = snap_segments(out, &cap_ev, c, &was, &now, i);
       if (s == VL_OK) {
         on[e->id] = 1;
         sz[e->id] = vl_cache_round(bytes);
-        s = snap_event(out, &cap_ev, true, vl_cache_block_addr(c, h[e->id]), sz[e->id]);
+        made[e->id] = i;
+        s = snap_event(out, &cap_ev, VL_SNAP_ALLOC, vl_cache_block_addr(c, h[e->id]), sz[e->id], i,
+                       i);
       }
+      continue;
     } else if (e->kind == VL_TR_FREE && on[e->id]) {
       uint64_t addr = vl_cache_block_addr(c, h[e->id]);
       vl_cache_free(c, h[e->id]);
       on[e->id] = 0;
-      s = snap_event(out, &cap_ev, false, addr, sz[e->id]);
+      s = snap_event(out, &cap_ev, VL_SNAP_FREE_REQUESTED, addr, sz[e->id], i, made[e->id]);
+      if (s == VL_OK)
+        s = snap_event(out, &cap_ev, VL_SNAP_FREE_COMPLETED, addr, sz[e->id], i, made[e->id]);
     }
+    if (s == VL_OK && segments_moved(c, &last)) s = snap_segments(out, &cap_ev, c, &was, &now, i);
   }
   vl_status ran = s; /* VL_ERANGE: out of memory, the state is there */
   struct snap_build sb = {out, 0, 0, false};
   if (s == VL_OK || s == VL_ERANGE) vl_cache_walk(c, snap_seg, snap_blk, &sb);
   if (sb.oom) ran = VL_ENOMEM;
+  if ((ran == VL_OK || ran == VL_ERANGE) && snap_block_events(out, t, c, h, on, made) != VL_OK)
+    ran = VL_ENOMEM;
   vl_free(h);
   vl_free(on);
   vl_free(sz);
+  vl_free(made);
+  vl_free(was.v);
+  vl_free(now.v);
   vl_cache_destroy(c);
   if (ran != VL_OK && ran != VL_ERANGE) vl_snapshot_release(out);
   return ran;
@@ -590,6 +725,7 @@ vl_status vl_trace_snapshot(const struct vl_trace *t, int device, const struct v
 void vl_snapshot_release(struct vl_snapshot *s) {
   vl_free(s->segs);
   vl_free(s->blocks);
+  vl_free(s->block_at);
   vl_free(s->ev);
   memset(s, 0, sizeof *s);
 }
