@@ -178,4 +178,9 @@ struct vl_trace_time {
 vl_status vl_trace_step_time(const char *text, size_t len, const struct vl_gpu *g,
                              struct vl_trace_time *out, struct vl_err *err) VL_MUST_USE;
 
+/*! The host's seconds to dispatch one traced ATen op (a view included),
+ * fitted on the same tiny models' steps as vl_time_host_op_s is for an op
+ * estimate enumerates (bench/time/trace_host_fit.py). */
+double vl_trace_host_op_s(void);
+
 #endif
