@@ -13,6 +13,14 @@ The trace keeps the blocks' allocations and frees, in order, so the replay
 sees exactly what the allocator saw; the segments are kept aside as the
 allocator's own answer (peak reserved) that the replay must reproduce.
 
+Where an allocation's frames say where it came from, its trace line says
+so too: `at=FILE:LINE` from the innermost Python frame outside PyTorch's
+own files (torch/...: the layer's forward, not the op's), and the module
+when a frame's name is a module's path in the model (`model.layers.0.mlp`,
+as `vramledger trace --snapshot` writes them; a function's name, such as
+`forward`, is not one): `trace --replay` then names them as it names a
+traced job's.
+
 On stderr, one JSON line: events kept, and what the history itself says
 (peak allocated, peak reserved from its segment events, events that the
 segments freed: the job emptied the cache, or the allocator released its
@@ -22,6 +30,21 @@ cache before retrying a failed cudaMalloc; each run of such frees is an
 import json
 import pickle
 import sys
+
+
+def _where(frames):
+    """' MODULE at=FILE:LINE' (either part when known) of an event's frames"""
+    words = ""
+    for f in frames or ():
+        name = str(f.get("name", ""))
+        if "." in name and " " not in name and not name.startswith("<"):
+            words += " " + name
+            break
+    for f in frames or ():
+        fn, line = str(f.get("filename", "")), f.get("line", 0)
+        if fn.endswith(".py") and "torch/" not in fn and " " not in fn and line:
+            return words + " at=%s:%d" % (fn, int(line))
+    return words
 
 
 def convert(snap, out, device=None):
@@ -40,7 +63,7 @@ def convert(snap, out, device=None):
         prev, last = last, act
         if act == "alloc":
             ids[addr] = (nid, size)
-            out.write("a %d %d cuda\n" % (nid, size))
+            out.write("a %d %d cuda%s\n" % (nid, size, _where(e.get("frames"))))
             nid += 1
             kept += 1
             alloc += size

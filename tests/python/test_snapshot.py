@@ -167,6 +167,30 @@ class Snapshot(unittest.TestCase):
         self.assertNotIn("addr", last)
         self.assertGreater(last["size"], last["device_free"])
 
+    def test_history_round_trip(self):
+        """python3 -m vramledger.history turns the snapshot back into a trace
+        that names the same modules and lines, and replays to the same peak"""
+        path = os.path.join(self.tmp, "rt.pickle")
+        p, rep = replay("where.trace", path, "--snapshot-at", "end")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(HERE), "..", "python"))
+        h = subprocess.run([sys.executable, "-m", "vramledger.history", path], env=env,
+                           capture_output=True, text=True)
+        self.assertEqual(h.returncode, 0, h.stderr)
+        allocs = [l for l in h.stdout.splitlines() if l.startswith("a ")]
+        # module x is no path in a model: a function's name to the converter
+        self.assertEqual(allocs, ["a 1 1024 cuda model.h.0 at=train.py:12",
+                                  "a 2 5000192 cuda at=modeling.py:88", "a 3 512 cuda"])
+        back = os.path.join(self.tmp, "rt.trace")
+        with open(back, "w") as f:
+            f.write(h.stdout)
+        p2, rep2 = replay(back, os.path.join(self.tmp, "rt2.pickle"))
+        self.assertEqual(p2.returncode, 0, p2.stderr)
+        self.assertEqual(rep2["replays"][0]["peak_allocated_bytes"],
+                         rep["replays"][0]["peak_allocated_bytes"])
+        self.assertEqual(rep2["replays"][0]["peak_reserved_bytes"],
+                         rep["replays"][0]["peak_reserved_bytes"])
+
     def test_hostile_names(self):  # a trace's bytes become valid UTF-8 strings
         path = os.path.join(self.tmp, "hostile.pickle")
         p, _ = replay("hostile.trace", path, "--snapshot-at", "end")
