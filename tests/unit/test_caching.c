@@ -297,6 +297,67 @@ static void trace_empty_cache(void **state) {
   assert_int_equal(vl_trace_parse("e 1\n", 4, &t, &err), VL_EPARSE);
 }
 
+/* The snapshot's events, as PyTorch's allocator records them: a segment
+ * taken before the block it holds, a free as its request and completion
+ * carrying the block's allocation, empty_cache()'s cudaFree; with
+ * expandable segments, pages mapped onto the one segment; each live block
+ * tied to the trace event that allocated it. */
+static void trace_snapshot_events(void **state) {
+  (void)state;
+  const char *text = "a 1 1000 cuda model.h.0 at=t.py:3\na 2 104857600 cuda\nf 1\ne\n";
+  struct vl_trace t;
+  struct vl_err err = {""};
+  struct vl_cache_conf conf = {0};
+  struct vl_snapshot s;
+  assert_int_equal(vl_trace_parse(text, strlen(text), &t, &err), VL_OK);
+  assert_int_equal(vl_trace_snapshot(&t, -1, &conf, 1.0, t.n - 1, &s), VL_OK);
+  static const struct {
+    uint8_t action;
+    uint64_t size;
+    size_t at, frame;
+  } want[] = {{VL_SNAP_SEGMENT_ALLOC, 2 * MB, 0, 0},   {VL_SNAP_ALLOC, 1024, 0, 0},
+              {VL_SNAP_SEGMENT_ALLOC, 100 * MB, 1, 1}, {VL_SNAP_ALLOC, 100 * MB, 1, 1},
+              {VL_SNAP_FREE_REQUESTED, 1024, 2, 0},    {VL_SNAP_FREE_COMPLETED, 1024, 2, 0},
+              {VL_SNAP_SEGMENT_FREE, 2 * MB, 3, 3}};
+  assert_int_equal(s.n_ev, sizeof want / sizeof want[0]);
+  for (size_t i = 0; i < s.n_ev; i++) {
+    assert_int_equal(s.ev[i].action, want[i].action);
+    assert_int_equal(s.ev[i].size, want[i].size);
+    assert_int_equal(s.ev[i].at, want[i].at);
+    assert_int_equal(s.ev[i].frame, want[i].frame);
+  }
+  assert_int_equal(s.ev[0].addr, s.ev[1].addr); /* the block at its segment's start */
+  assert_int_equal(s.ev[6].addr, s.ev[0].addr);
+  assert_int_equal(s.n_segs, 1);
+  assert_int_equal(s.n_blocks, 1);
+  assert_int_equal(s.block_at[0], 1); /* "a 2": its module and line, for its frame */
+  assert_ptr_equal(s.trace, &t);
+  vl_snapshot_release(&s);
+  vl_trace_release(&t);
+
+  const char *grow = "a 1 20971520 cuda\na 2 20971520 cuda\nf 2\ne\n";
+  conf.expandable = true;
+  assert_int_equal(vl_trace_parse(grow, strlen(grow), &t, &err), VL_OK);
+  assert_int_equal(vl_trace_snapshot(&t, -1, &conf, 1.0, t.n - 1, &s), VL_OK);
+  size_t maps = 0, unmaps = 0, allocs = 0;
+  uint64_t mapped = 0;
+  for (size_t i = 0; i < s.n_ev; i++) {
+    allocs += s.ev[i].action == VL_SNAP_SEGMENT_ALLOC;
+    if (s.ev[i].action == VL_SNAP_SEGMENT_ALLOC || s.ev[i].action == VL_SNAP_SEGMENT_MAP)
+      mapped += s.ev[i].size;
+    if (s.ev[i].action == VL_SNAP_SEGMENT_UNMAP) mapped -= s.ev[i].size;
+    maps += s.ev[i].action == VL_SNAP_SEGMENT_MAP;
+    unmaps += s.ev[i].action == VL_SNAP_SEGMENT_UNMAP;
+  }
+  assert_int_equal(allocs, 1); /* one segment, grown */
+  assert_int_equal(maps, 1);
+  assert_int_equal(unmaps, 1); /* empty_cache() unmaps the free pages */
+  assert_int_equal(s.n_segs, 1);
+  assert_int_equal(mapped, s.segs[0].size);
+  vl_snapshot_release(&s);
+  vl_trace_release(&t);
+}
+
 /* Peaks from a mark, as torch.cuda.reset_peak_memory_stats() there: what
  * is live (100 MiB) and cached (the freed 200 MiB segment) stays. */
 static void trace_from_mark(void **state) {
@@ -468,6 +529,7 @@ int main(void) {
                                      cmocka_unit_test(trace_batch_fields_meta),
                                      cmocka_unit_test(trace_cut_last_line),
                                      cmocka_unit_test(trace_from_mark),
-                                     cmocka_unit_test(trace_live_at_peak)};
+                                     cmocka_unit_test(trace_live_at_peak),
+                                     cmocka_unit_test(trace_snapshot_events)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
