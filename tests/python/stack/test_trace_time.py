@@ -1,0 +1,73 @@
+"""trace --gpu prices the traced job's own ops with estimate's cost model
+(docs/cmd/trace.md, "Step time"): where estimate describes the same job,
+the two op lists are the same kernels, so the two step times must agree.
+The job is python/vramledger/measure.py's (the script the step-time suite
+measured), traced on meta tensors; estimate prices the bundled config with
+the same flags. Tolerance 5 %: what is left between the two lists is what
+each counts that the other does not (the rotary tables, the masks, the
+gradient's zeros; bench/results/step-time/trace/README.md). A change of
+either side's op list, or of one op's price, that moves one of them by
+more fails here.
+
+usage: test_trace_time.py CASE   ($VRAMLEDGER_BIN, $VRAMLEDGER_PYTHON set by ctest)"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MEASURE = os.path.join(HERE, "..", "..", "..", "python", "vramledger", "measure.py")
+CASES = {
+    # an encoder in fp32 (memory-efficient attention, CUDA cores' GEMMs)
+    "bert_fp32": {"model": "bert-base-uncased", "precision": "fp32", "optimizer": "sgd-momentum",
+                  "optimizer_impl": "forloop", "attention": "sdpa", "checkpointing": "none",
+                  "batch": 32, "seq": 128},
+    # a decoder in bf16 (cuDNN attention, causal), full fine-tuning
+    "qwen2_bf16": {"model": "qwen2-0.5b", "precision": "bf16", "optimizer": "adamw",
+                   "optimizer_impl": "foreach", "attention": "sdpa", "checkpointing": "none",
+                   "batch": 4, "seq": 2048},
+}
+TOLERANCE = 0.05
+CARD = "h100-80gb"
+
+
+def main():
+    case = sys.argv[1]
+    c = dict(CASES[case], time_steps=0)
+    exe = os.environ["VRAMLEDGER_BIN"]
+    py = os.environ.get("VRAMLEDGER_PYTHON", sys.executable)
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run([exe, "trace", "--gpu", CARD, "--format", "json", "--out", os.path.join(d, "run"),
+                            "--", py, MEASURE, os.path.join(d, "out.json"), "--in-process", "--device", "meta",
+                            "--config", json.dumps(c)], capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        sys.exit("%s: trace exited %d:\n%s" % (case, p.returncode, p.stderr[-3000:]))
+    t = json.loads(p.stdout)
+    assert t.get("step_seconds"), "%s: trace --gpu gave no step time" % case
+    assert t["time"]["steps"] >= 3 and t["time"]["step_complete"], t["time"]
+    assert t["tokens_per_second"] and t["tokens_per_second"] > 0
+    assert t["time"]["optimizer"] == ("sgd-momentum" if c["optimizer"] == "sgd-momentum" else "adamw")
+    f = ["--model", c["model"], "--batch", str(c["batch"]), "--seq", str(c["seq"]), "--precision", c["precision"],
+         "--optimizer", c["optimizer"], "--optimizer-impl", c["optimizer_impl"], "--attention", c["attention"],
+         "--checkpointing", c["checkpointing"], "--gpu", CARD, "--margin", "0", "--format", "json"]
+    e = subprocess.run([exe, "estimate", *f], capture_output=True, text=True, timeout=120)
+    if e.returncode != 0:
+        sys.exit("%s: estimate exited %d:\n%s" % (case, e.returncode, e.stderr[-2000:]))
+    est = json.loads(e.stdout)
+    ts, es = t["step_seconds"], est["step_seconds"]
+    print("%s: trace %.4f s, estimate %.4f s (%+.1f %%); by kind trace %s, estimate %s" % (
+        case, ts, es, 100 * (ts / es - 1),
+        {k: round(v, 4) for k, v in t["time"]["kind_seconds"].items()},
+        {k: round(v, 4) for k, v in est["time"]["kind_seconds"].items()}))
+    if abs(ts / es - 1) > TOLERANCE:
+        sys.exit("%s: trace's step %.4f s is %+.1f %% from estimate's %.4f s (tolerance %.0f %%)"
+                 % (case, ts, 100 * (ts / es - 1), es, 100 * TOLERANCE))
+    # the same kernels: the matmuls' time within the tolerance too
+    tm, em = t["time"]["kind_seconds"]["matmul"], est["time"]["kind_seconds"]["matmul"]
+    if abs(tm / em - 1) > TOLERANCE:
+        sys.exit("%s: trace's matmuls %.4f s are %+.1f %% from estimate's %.4f s" % (case, tm, 100 * (tm / em - 1), em))
+
+
+if __name__ == "__main__":
+    main()
