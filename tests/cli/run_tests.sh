@@ -145,11 +145,13 @@ sys.exit(not (len(held) >= 20 and after[-1]['t_ns'] >= last_mark and ex.get('sta
 
 # --no-wait-descendants: run stops at the job's exit, saying what it leaves
 : >"$tmp/procs"
-start=$(date +%s%N)
-"$vl" run --out "$tmp/nowait" --interval-ms 10 --no-wait-descendants -- "$prog" leave 4 8 2 "$tmp/procs" 2>"$tmp/err"
-rc=$? took=$((($(date +%s%N) - start) / 1000000))
+# (what it left holds on for 30 s: still running when run returns, not timed)
+"$vl" run --out "$tmp/nowait" --interval-ms 10 --no-wait-descendants -- "$prog" leave 4 8 30 "$tmp/procs" 2>"$tmp/err"
+rc=$?
 left=$(sed -n 's/.*"type":"descendants".*"pids":\[\([0-9]*\)\].*/\1/p' "$tmp/nowait/record.jsonl")
-check "--no-wait-descendants: stops at the job's exit, with its status" [ "$rc.$((took < 1500))" = 4.1 ]
+alive=0
+[ -n "$left" ] && kill -0 "$left" 2>/dev/null && alive=1
+check "--no-wait-descendants: stops at the job's exit (what it left still runs), with its status" [ "$rc.$alive" = 4.1 ]
 check "--no-wait-descendants: the record says what it left" sh -c "grep -q '\"pids\":\[$left\],\"waited\":false}' '$tmp/nowait/record.jsonl' && grep -q '\"type\":\"exit\",.*\"descendants_left\":1,' '$tmp/nowait/record.jsonl'"
 check "--no-wait-descendants: and stderr" grep -q "left 1 process running (PID $left), not recorded further" "$tmp/err"
 check "--no-wait-descendants: no wait said" sh -c "! grep -q 'waiting for' '$tmp/err'"

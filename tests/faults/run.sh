@@ -652,7 +652,8 @@ if want left-signals; then
   kill -INT $vlpid
   wait $vlpid
   rc=$? took=$((($(date +%s%N) - start) / 1000000))
-  expect "Ctrl-C ends the wait at once (${took} ms), the job's status (6)" eq "$rc.$((took < 2000))" 6.1
+  # "at once": well before the 30 s the descendant sleeps, on a busy machine too
+  expect "Ctrl-C ends the wait at once (${took} ms), the job's status (6)" eq "$rc.$((took < 15000))" 6.1
   expect "what it left ended from it" grep -q '"type":"exit",.*"descendants_left":0,' "$tmp/lint/record.jsonl"
   dfl "$vl" run --out "$tmp/lint2" --quiet -- sh -c "trap '' INT; sleep 30 & exit 7" 2>"$tmp/lint2.err" &
   vlpid=$!
@@ -676,7 +677,7 @@ if want left-signals; then
   wait $vlpid
   rc=$? took=$((($(date +%s%N) - start) / 1000000))
   expect "TERM to vramledger ends it and the wait at once (${took} ms), the job's status (4)" \
-    eq "$rc.$((took < 2000)).$(grep -c '"descendants_left":0,' "$tmp/lterm/record.jsonl")" 4.1.1
+    eq "$rc.$((took < 15000)).$(grep -c '"descendants_left":0,' "$tmp/lterm/record.jsonl")" 4.1.1
   end
 fi
 
@@ -809,8 +810,12 @@ if want http; then
   start=$(date +%s%N)
   "$http" "$port" /metrics >"$tmp/beside"
   took_ms=$((($(date +%s%N) - start) / 1000000))
+  # served while the silent client is still held open (its 2 s timeout not
+  # yet passed): no other scrape waited for it, however busy the machine
+  silent_open=0
+  kill -0 "$silent" 2>/dev/null && silent_open=1
   expect "slow and silent clients hold up no other scrape ($took_ms ms)" \
-    sh -c "grep -q '^HTTP/1.0 200' '$tmp/beside' && [ $took_ms -lt 1000 ]"
+    sh -c "grep -q '^HTTP/1.0 200' '$tmp/beside' && [ $silent_open = 1 ]"
   wait $slow
   expect "a byte every 25 ms, never silent for the timeout: served" grep -q "^HTTP/1.0 200" "$tmp/slow"
   wait $silent
