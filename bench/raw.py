@@ -19,12 +19,20 @@ The table scripts of bench/accuracy/ read folders of files:
   python3 bench/raw.py unpack bench/results/trace /tmp/trace
   python3 bench/accuracy/trace_table.py /tmp/trace
 
+  python3 bench/raw.py unpack --all bench/results/dry-run /tmp/dry-run
+      (--all: the folder's files kept in git only too, bench/ARCHIVE.md's
+      xz archives and traces, by `git show COMMIT:PATH`, sha256 checked)
   python3 bench/raw.py pack $OUT bench/results/Q     (new results: add or replace lines)
   python3 bench/raw.py list bench/results/Q          (file, bytes, sha256)
+
+A script reads one packed file by its old path with text_of():
+  text_of("bench/results/nccl-run/part7/runs7.jsonl")
 """
 import hashlib
 import json
 import os
+import re
+import subprocess
 import sys
 
 FORMAT = "vramledger.bench-raw/1"
@@ -86,7 +94,46 @@ def pack(src, folder):
     write(folder, head, list(by_name.values()))
 
 
-def unpack(folder, dest):
+def serialised(e):
+    """the text of a packed file (JSON re-serialised)"""
+    if "json" in e:
+        return json.dumps(e["json"], indent=1) + "\n"
+    if "jsonl" in e:
+        return "".join(json.dumps(r) + "\n" for r in e["jsonl"])
+    return e["text"]
+
+
+def text_of(path):
+    """a file of a results folder by its path: on disk, or its line of the
+    folder's raw.jsonl (bench/results/Q/SUB)"""
+    if os.path.exists(path):
+        with open(path) as f:
+            return f.read()
+    m = re.match(r"(.*bench/results/[^/]+)/(.+)$", path)
+    if m:
+        for e in read(m.group(1))[1]:
+            if e["file"] == m.group(2):
+                return serialised(e)
+    raise SystemExit("raw.py: %s is neither a file nor a line of its folder's raw.jsonl "
+                     "(bench/ARCHIVE.md lists what left the tree)" % path)
+
+
+def archived(folder):
+    """(file, sha256, commit) of the folder's files kept in git only"""
+    here = os.path.dirname(os.path.abspath(__file__))
+    rows, section = [], None
+    with open(os.path.join(here, "ARCHIVE.md")) as f:
+        for line in f:
+            if line.startswith("## "):
+                section = line[3:].split("/ (")[0].strip()
+            elif section == folder.rstrip("/") and line.startswith("| `"):
+                cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+                if cells[4] == "git":
+                    rows.append((cells[0], cells[2], cells[3]))
+    return rows
+
+
+def unpack(folder, dest, everything=False):
     head, entries = read(folder)
     if head is None:
         raise SystemExit("raw.py: %s has no raw.jsonl" % folder)
@@ -94,18 +141,26 @@ def unpack(folder, dest):
         p = os.path.join(dest, e["file"])
         os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
         with open(p, "w") as f:
-            if "json" in e:
-                f.write(json.dumps(e["json"], indent=1) + "\n")
-            elif "jsonl" in e:
-                f.writelines(json.dumps(r) + "\n" for r in e["jsonl"])
-            else:
-                f.write(e["text"])
-    print("%d files of %s in %s" % (len(entries), folder, dest))
+            f.write(serialised(e))
+    n = len(entries)
+    if everything:
+        for rel, sha, commit in archived(folder):
+            data = subprocess.check_output(["git", "show", "%s:%s/%s" % (commit, folder.rstrip("/"), rel)])
+            if hashlib.sha256(data).hexdigest() != sha:
+                raise SystemExit("raw.py: %s/%s at %s is not the file ARCHIVE.md lists" % (folder, rel, commit))
+            p = os.path.join(dest, rel)
+            os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
+            with open(p, "wb") as f:
+                f.write(data)
+            n += 1
+    print("%d files of %s in %s" % (n, folder, dest))
 
 
 def main(argv):
     if len(argv) == 3 and argv[0] == "unpack":
         unpack(argv[1], argv[2])
+    elif len(argv) == 4 and argv[0] == "unpack" and argv[1] == "--all":
+        unpack(argv[2], argv[3], everything=True)
     elif len(argv) == 3 and argv[0] == "pack":
         pack(argv[1], argv[2])
     elif len(argv) == 2 and argv[0] == "list":

@@ -15,6 +15,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from raw import text_of  # noqa: E402  the results files packed in raw.jsonl
+
 from ddp_outcomes import FILES, PLAIN
 
 MODELS = {"gpt2": "gpt2", "gpt2-medium": "gpt2-medium", "qwen2-0.5b.json": "qwen2-0.5b",
@@ -27,7 +30,7 @@ def main():
     runs = []
     for f in files:
         part = f.split("/")[2].split("-")[-1] if f.count("/") > 2 else ""
-        for n, line in enumerate(open(f)):
+        for n, line in enumerate(text_of(f).splitlines(True)):
             if not line.startswith("{"):
                 continue
             d = json.loads(line)

@@ -17,6 +17,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from raw import text_of  # noqa: E402  the results files packed in raw.jsonl
+
 R = "bench/results/"
 FILES = [
     R + "nccl-run/part6-nccl-fix/runs6.jsonl",
@@ -51,7 +54,7 @@ def main():
     files = sys.argv[2:] or FILES
     rows = collections.Counter()
     for f in files:
-        for line in open(f):
+        for line in text_of(f).splitlines(True):
             if not line.startswith("{"):
                 continue
             d = json.loads(line)

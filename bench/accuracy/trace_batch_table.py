@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The table of bench/results/trace-batch/README.md from its
+"""The table of bench/results/trace/README.md#trace-batch from its
 batch.jsonl: for each configuration, the CPU dry run at the first batch
 replayed at every batch (`vramledger trace --batch`) against the job's own
 max_memory_allocated/reserved on the H200 at that batch.

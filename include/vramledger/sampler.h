@@ -207,7 +207,7 @@ uint64_t vl_counters_scan(struct vl_counters *c, unsigned *end, uint64_t *peak, 
  * counters), the sampler wakes every VL_SAMPLER_WAKE_MS and writes the
  * samples of the milliseconds that passed from the rings (docs/record.md):
  * a timer wake-up alone costs 10.4-11.0 us on the H200 host at 1 kHz
- * (bench/speed/tick_floor.c, bench/results/sampler-cost/), 1.1 % of a
+ * (bench/speed/tick_floor.c, bench/results/run-interposer/README.md#sampler-cost), 1.1 % of a
  * core, over the whole 1 % budget. On the development machine a wake-up
  * with its work costs ~100 us at 10 ms apart: 1 kHz batched was 0.86-1.04 %
  * of a core waking every 10 ms, 0.50-0.56 % every 20 ms
