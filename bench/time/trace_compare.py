@@ -7,14 +7,17 @@ needs autocast: meta has none) with the same script and configuration
 step (step_median_s) and with `vramledger estimate --gpu CARD`'s
 prediction for the same configuration.
 
-  python3 bench/time/trace_compare.py VRAMLEDGER CARD RESULTS.json [--names A,B,...]
-          [--raw OUT.jsonl] [--md]
+  python3 bench/time/trace_compare.py VRAMLEDGER CARD RESULTS.json [--names=A,B,...]
+          [--traces=DIR] [--raw=OUT.jsonl] [--md]
+
+--traces=DIR keeps each run's trace (NAME.trace) and replays one already
+there instead of tracing again (another card, a changed model).
 
 $VRAMLEDGER_PYTHON is the Python that runs measure.py (with torch,
 transformers, peft). Prints one row a run and the summary: median and
 worst |error| of the traced step and of estimate's against the measured
 step, and of the traced against estimate's."""
-import json, os, statistics, subprocess, sys, tempfile
+import json, os, shutil, statistics, subprocess, sys, tempfile
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 opts = dict(a[2:].split("=", 1) if "=" in a else (a[2:], "1") for a in sys.argv[1:] if a.startswith("--"))
@@ -54,7 +57,19 @@ def estimate_flags(r):
 
 
 def traced(r):
-    """trace's JSON for run r, or (None, why)"""
+    """trace's JSON for run r, or (None, why); with --traces=DIR the trace
+    is kept there as NAME.trace, and one found there is replayed instead
+    of traced again"""
+    keep = os.path.join(opts["traces"], r["name"] + ".trace") if "traces" in opts else None
+    if keep and os.path.exists(keep):
+        p = subprocess.run([exe, "trace", "--replay", keep, "--gpu", card, "--format", "json"],
+                           capture_output=True, text=True)
+        try:
+            t = json.loads(p.stdout)
+            dev = t.get("device")  # the allocations replayed: meta, or every device (a CPU dry run)
+            return t, "cpu" if dev == "all" else dev
+        except ValueError:
+            return None, (p.stderr.strip().splitlines() or ["?"])[-1]
     conf = {k: r[k] for k in FIELDS if r.get(k) is not None}
     conf["time_steps"] = 0
     dev = "cpu" if r["precision"].startswith("amp") else "meta"
@@ -62,6 +77,9 @@ def traced(r):
         p = subprocess.run([exe, "trace", "--gpu", card, "--format", "json", "--out", os.path.join(d, "run"), "--",
                             py, measure, os.path.join(d, "out.json"), "--in-process", "--device", dev,
                             "--config", json.dumps(conf)], capture_output=True, text=True, timeout=1800)
+        if keep and os.path.exists(os.path.join(d, "run", "alloc.trace")):
+            os.makedirs(opts["traces"], exist_ok=True)
+            shutil.copyfile(os.path.join(d, "run", "alloc.trace"), keep)
         try:
             return json.loads(p.stdout), dev
         except ValueError:
