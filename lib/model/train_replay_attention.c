@@ -334,6 +334,20 @@ static uint32_t eager(struct run *R, const struct qkv *s, uint32_t *held) {
   return o;
 }
 
+/* The math backend's softmax is _safe_softmax (rows wholly masked give 0,
+ * not NaN): beside softmax's output it makes scores.eq(-inf), a bool per
+ * score, and its all() over each row, both freed before the op goes on
+ * (aten/src/ATen/native/SoftMax.cpp _safe_softmax; measured on an H100:
+ * Falcon-7B's 142 MiB mask per layer at batch 2 x 1024, 71 heads,
+ * bench/results/reserved/history). Its backward allocates the scores'
+ * gradient and one temporary of the same size (.tmp at the call). */
+static void safe_softmax_masks(struct run *R, uint32_t scores, uint64_t sc) {
+  uint32_t masked = op(R, (struct tape_op){.out_bytes = sc, .in = {scores}});
+  uint32_t rows = op(R, (struct tape_op){.out_bytes = sc / R->Pk, .in = {masked}});
+  rel(R, rows);
+  rel(R, masked);
+}
+
 /* SDPA's math backend with grouped key/value heads in fp32; its output */
 static uint32_t sdpa_math_gqa(struct run *R, const struct qkv *s) {
   const uint64_t T = R->T, a = R->a, d = R->d, e = R->z->e;
@@ -354,7 +368,9 @@ static uint32_t sdpa_math_gqa(struct run *R, const struct qkv *s) {
   uint32_t s0 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {qs, ks}, .saved = {qs, ks}});
   rel(R, qs);
   rel(R, ks);
-  uint32_t pr = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s0}, .save_out = true});
+  uint32_t pr =
+      op(R, (struct tape_op){.out_bytes = sc * e, .in = {s0}, .save_out = true, .tmp = sc * e});
+  safe_softmax_masks(R, s0, sc);
   rel(R, s0);
   uint32_t o4 = op(R, (struct tape_op){.out_bytes = Tad, .in = {pr, vr}, .saved = {pr, vr}});
   rel(R, pr);
@@ -376,30 +392,41 @@ static uint32_t sdpa_math_mqa(struct run *R, const struct qkv *s) {
    * attention.cpp _scaled_dot_product_attention_math; modeling_falcon.py
    * FalconAttention.forward) */
   const uint64_t sc = R->z->B * a * R->P * R->Pk, Tad4 = T * a * d * 4, Td4 = T * g * d * 4;
+  /* the upcasts and the scaled q live until the op returns (its locals);
+   * the scaled k only until the scores (measured lifetimes: an H100's
+   * allocator history of Falcon-7B, bench/results/reserved/history) */
   uint32_t qf = e < 4 ? op(R, (struct tape_op){.out_bytes = Tad4, .in = {q}}) : tape_ref(&R->tp, q);
   uint32_t kf = e < 4 ? op(R, (struct tape_op){.out_bytes = Td4, .in = {k}}) : tape_ref(&R->tp, k);
   uint32_t vf = e < 4 ? op(R, (struct tape_op){.out_bytes = Td4, .in = {v}}) : tape_ref(&R->tp, v);
   uint32_t qs = op(R, (struct tape_op){.out_bytes = Tad4, .in = {qf}});
   uint32_t ks = op(R, (struct tape_op){.out_bytes = Td4, .in = {kf}});
-  rel(R, qf);
-  rel(R, kf);
-  /* matmul broadcasts the single head: expand + reshape copy it to
-   * every head for bmm, which saves the copies */
+  /* matmul broadcasts the single head: expand + reshape copy both
+   * operands to every head for bmm, which saves the copies */
+  uint32_t qx = op(R, (struct tape_op){.out_bytes = Tad4, .in = {qs}});
   uint32_t kx = op(R, (struct tape_op){.out_bytes = Tad4, .in = {ks}});
-  rel(R, ks);
-  uint32_t s0 = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {qs, kx}, .saved = {qs, kx}});
-  rel(R, qs);
+  uint32_t s0 = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {qx, kx}, .saved = {qx, kx}});
+  rel(R, qx);
   rel(R, kx);
-  uint32_t pr = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s0}, .save_out = true});
+  rel(R, ks);
+  uint32_t pr =
+      op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s0}, .save_out = true, .tmp = sc * 4});
+  safe_softmax_masks(R, s0, sc);
   rel(R, s0);
+  /* the math op's second output, the weights cast back to the inputs'
+   * dtype (attn.to(origin_dtype)), lives until the op returns */
+  uint32_t w = e < 4 ? op(R, (struct tape_op){.out_bytes = sc * e, .in = {pr}}) : 0;
   uint32_t vx = op(R, (struct tape_op){.out_bytes = Tad4, .in = {vf}});
-  rel(R, vf);
   uint32_t o4 = op(R, (struct tape_op){.out_bytes = Tad4, .in = {pr, vx}, .saved = {pr, vx}});
   rel(R, pr);
   rel(R, vx);
   uint32_t oh = e < 4 ? op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {o4}})
                       : tape_ref(&R->tp, o4);
   rel(R, o4);
+  rel(R, qs);
+  rel(R, kf);
+  rel(R, vf);
+  rel(R, qf);
+  if (w) rel(R, w);
   uint32_t o =
       op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {oh}}); /* reshape of the permute */
   rel(R, oh);
