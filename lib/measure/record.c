@@ -712,8 +712,12 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
   if (s->peak_other_bytes)
     add_finding(f, nf, "other-processes", "other processes held up to %.0f MiB on the job's GPUs",
                 (double)s->peak_other_bytes / 1048576.0);
-  if (strncmp(r->nvml, "ok", 2) != 0)
-    add_finding(f, nf, "no-nvml", "no GPU samples: NVML was not available");
+  if (strncmp(r->nvml, "not sampled: ", 13) == 0) /* attach() outside run: NVML was not asked */
+    add_finding(f, nf, "no-nvml",
+                "no GPU samples: %.160s (run the job under vramledger run to sample them)",
+                r->nvml + 13);
+  else if (strncmp(r->nvml, "ok", 2) != 0)
+    add_finding(f, nf, "no-nvml", "no GPU samples: NVML was not available (%.160s)", r->nvml);
   if (r->gaps) gap_finding(r, f, nf);
   if (r->damaged)
     add_finding(f, nf, "damaged",

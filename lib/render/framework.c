@@ -46,14 +46,22 @@ static uint64_t line_bytes(const struct vl_probe_layer *f, int i) {
 }
 
 const char *vl__fw_line_name(int part) { return part >= 0 && part < LINES ? line_name[part] : "?"; }
+const char *vl__fw_line_colour(int part) {
+  return part >= 0 && part < LINES ? line_colour[part] : "#000000";
+}
+uint64_t vl__fw_line_bytes(const struct vl_probe_layer *f, int part) { return line_bytes(f, part); }
+const char *vl__fw_size_str(char *buf, size_t n, uint64_t b) { return size_str(buf, n, b); }
 
 static uint64_t rank_line_bytes(const struct vl_fw_rank *x, int i) {
   if (i < VL_BILL_N) return x->bill[i];
   return i == VL_BILL_N ? x->cublas_workspaces : x->transient;
 }
+uint64_t vl__fw_rank_line_bytes(const struct vl_fw_rank *x, int part) {
+  return rank_line_bytes(x, part);
+}
 
 /* The lowest (up to) 8 ranks with a bill, in rank order, into idx. */
-static unsigned rank_order(const struct vl_probe_layer *f, unsigned idx[8]) {
+unsigned vl__fw_rank_order(const struct vl_probe_layer *f, unsigned idx[8]) {
   enum { SHOWN = 8 };
   unsigned n = 0;
   for (unsigned k = 0; k < f->n_rank_peaks; k++) {
@@ -72,7 +80,7 @@ static unsigned rank_order(const struct vl_probe_layer *f, unsigned idx[8]) {
 
 /* the ranks' bills side by side (the first 8 in text; JSON has them all) */
 static void rank_bills_text(FILE *o, const struct vl_probe_layer *f, bool md) {
-  unsigned idx[8], n = rank_order(f, idx);
+  unsigned idx[8], n = vl__fw_rank_order(f, idx);
   if (n < 2) return;
   fprintf(o, "\n%sthe bill at each rank's peak (GiB%s):\n", md ? "- " : "  ",
           f->n_rank_peaks > 8 ? "; the first 8 ranks, all in JSON" : "");
@@ -160,7 +168,7 @@ void vl__fw_bill_lines(FILE *o, const struct vl_probe_layer *f, bool md) {
 static const char *const cmp_key[VL_CMP_LINES] = {
     "parameters", "gradients",    "optimizer_states",  "activations", "autocast_weights",
     "outputs",    "comm_buffers", "cublas_workspaces", "transient",   "peak_allocated_bytes"};
-static const char *const cmp_name[VL_CMP_LINES] = {"parameters and buffers",
+const char *const vl__fw_cmp_name[VL_CMP_LINES] = {"parameters and buffers",
                                                    "gradients",
                                                    "optimizer states",
                                                    "activations",
@@ -319,28 +327,55 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
   json_object_set_new(o, "steps", steps);
 }
 
-static void cmp_text(FILE *o, const struct vl_probe_compare *c, bool md) {
+/* a signed difference in the unit that reads best ("+0.366 GiB",
+ * "-12.0 KiB"), "0" when there is none: never "-0.000 GiB" */
+static const char *signed_size(char *buf, size_t n, uint64_t est, uint64_t meas) {
+  if (est == meas) {
+    snprintf(buf, n, "0");
+    return buf;
+  }
+  char sz[24];
+  size_str(sz, sizeof sz, est > meas ? est - meas : meas - est);
+  snprintf(buf, n, "%c%s", est > meas ? '+' : '-', sz);
+  return buf;
+}
+
+/* The estimate beside the measurement, with its column headers; a line the
+ * record cannot measure (on the CPU: no allocator, so no workspaces,
+ * transient or peak allocated) says so instead of a 0 and a -100 %. */
+static void cmp_text(FILE *o, const struct vl_probe_compare *c, bool cuda, bool md) {
   fprintf(o, "\n%sthe estimate for the same settings, line by line (its peak in ",
           md ? "- " : "  ");
   vl__text(o, c->estimate_phase, md);
   fputs("):\n\n", o);
   if (md)
-    fprintf(o, "| line | measured GiB | estimate GiB | estimate - measured |\n"
-               "|---|---:|---:|---:|\n");
+    fprintf(o, "| line | measured | estimate | estimate - measured | |\n"
+               "|---|---:|---:|---:|---:|\n");
+  else
+    fprintf(o, "    %-24s %13s %13s %13s %s\n", "line", "measured", "estimate", "difference",
+            "(% of measured)");
   for (int i = 0; i < VL_CMP_LINES; i++) {
-    char pct[32] = "";
-    if (c->measured[i])
-      snprintf(pct, sizeof pct, "%+.1f %%",
-               100.0 * ((double)c->estimate[i] - (double)c->measured[i]) / (double)c->measured[i]);
-    else if (c->estimate[i])
-      snprintf(pct, sizeof pct, "(none measured)");
-    double diff = GIB(c->estimate[i]) - GIB(c->measured[i]);
+    char m[32], e[32], diff[40], pct[40] = "";
+    bool measured = cuda || i < VL_BILL_N;
+    size_str(e, sizeof e, c->estimate[i]);
+    if (!measured) {
+      snprintf(m, sizeof m, "not measured");
+      snprintf(diff, sizeof diff, "-");
+      snprintf(pct, sizeof pct, "(no allocator on the CPU)");
+    } else {
+      size_str(m, sizeof m, c->measured[i]);
+      signed_size(diff, sizeof diff, c->estimate[i], c->measured[i]);
+      if (c->measured[i])
+        snprintf(pct, sizeof pct, "%+.1f %%",
+                 100.0 * ((double)c->estimate[i] - (double)c->measured[i]) /
+                     (double)c->measured[i]);
+      else if (c->estimate[i])
+        snprintf(pct, sizeof pct, "(none measured)");
+    }
     if (md)
-      fprintf(o, "| %s | %.3f | %.3f | %+.3f GiB %s |\n", cmp_name[i], GIB(c->measured[i]),
-              GIB(c->estimate[i]), diff, pct);
+      fprintf(o, "| %s | %s | %s | %s | %s |\n", vl__fw_cmp_name[i], m, e, diff, pct);
     else
-      fprintf(o, "    %-24s %9.3f %9.3f GiB  %+8.3f GiB %s\n", cmp_name[i], GIB(c->measured[i]),
-              GIB(c->estimate[i]), diff, pct);
+      fprintf(o, "    %-24s %13s %13s %13s %s\n", vl__fw_cmp_name[i], m, e, diff, pct);
   }
 }
 
@@ -388,7 +423,7 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
       fputs("\n\n", o);
     }
     vl__fw_bill_lines(o, f, md);
-    if (cmp && cmp->present) cmp_text(o, cmp, md);
+    if (cmp && cmp->present) cmp_text(o, cmp, f->cuda, md);
     if (f->n_ledger) {
       fprintf(o,
               "\n%severy boundary of step %u: named + cuBLAS workspaces + the allocator's "
@@ -432,7 +467,8 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
                                          "cached free blocks", ""};
     for (int i = 0; i < 4; i++) {
       if (i < 2 && f->ladder[i] == 0) { /* no NVML, no interposer */
-        fprintf(o, md ? "| %s | not measured | | |\n" : "    %-32s not measured\n", lname[i]);
+        const char *why = i == 0 ? "not sampled" : "not measured";
+        fprintf(o, md ? "| %s | %s | | |\n" : "    %-32s %s\n", lname[i], why);
         continue;
       }
       if (md)
@@ -495,139 +531,4 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
     }
     fputs("\n", o);
   }
-}
-
-/* Every rank's bill at its peak: one stacked bar a rank, side by side on
- * one scale, and the table; the parts no rank holds are left out. */
-static void rank_bills_html(FILE *o, const struct vl_probe_layer *f) {
-  unsigned idx[8], n = rank_order(f, idx);
-  if (n < 2) return;
-  bool held[LINES] = {false};
-  for (int i = 0; i < LINES; i++)
-    for (unsigned j = 0; j < n; j++)
-      held[i] |= rank_line_bytes(&f->ranks[idx[j]], i) > 0;
-  fputs("<h3>The bill at each rank's peak</h3>\n", o);
-  json_t *c = vl__chart_new("stack", "rank", "", "memory", "bytes");
-  char names[8][24];
-  const char *cats[8];
-  for (unsigned j = 0; j < n; j++) {
-    snprintf(names[j], sizeof names[j], "rank %u", f->ranks[idx[j]].rank);
-    cats[j] = names[j];
-  }
-  vl__chart_categories(c, cats, n);
-  int ser[LINES];
-  for (int i = 0; i < LINES; i++)
-    ser[i] = held[i] ? vl__chart_series(c, line_name[i], line_colour[i], 0) : -1;
-  for (unsigned j = 0; j < n; j++) {
-    json_t *row = vl__chart_row(c, j);
-    for (int i = 0; i < LINES; i++)
-      if (ser[i] >= 0) vl__chart_set(row, ser[i], (double)rank_line_bytes(&f->ranks[idx[j]], i));
-  }
-  vl__html_chart(o, "the bill at each rank's peak", c, 300);
-  fputs("<table><tr><th>part (GiB)</th>", o);
-  for (unsigned j = 0; j < n; j++)
-    fprintf(o, "<th>rank %u</th>", f->ranks[idx[j]].rank);
-  fputs("</tr>\n", o);
-  for (int i = 0; i <= LINES; i++) {
-    if (i < LINES && !held[i]) continue;
-    fprintf(o, "<tr><td>%s</td>", i < LINES ? line_name[i] : "peak allocated");
-    for (unsigned j = 0; j < n; j++) {
-      const struct vl_fw_rank *x = &f->ranks[idx[j]];
-      fprintf(o, "<td class=n>%.3f</td>",
-              GIB(i < LINES ? rank_line_bytes(x, i) : x->peak_allocated));
-    }
-    fputs("</tr>\n", o);
-  }
-  fputs("</table>\n", o);
-}
-
-/* size_str, and bytes below a KiB as bytes (a tensor of 4 B is not 0.0 KiB) */
-static const char *page_size(char *buf, size_t n, uint64_t b) {
-  if (b >= 1024) return size_str(buf, n, b);
-  snprintf(buf, n, "%llu B", (unsigned long long)b);
-  return buf;
-}
-
-/* The bill as a table with shares: the parts it holds, in the bill's
- * order, each share also a bar; the total is the peak. */
-static void bill_html(FILE *o, const struct vl_probe_layer *f) {
-  uint64_t total = 0;
-  for (int i = 0; i < LINES; i++)
-    total += line_bytes(f, i);
-  fputs("<table><tr><th>part</th><th>size</th><th>share</th><th></th></tr>\n", o);
-  for (int i = 0; i < LINES; i++) {
-    uint64_t x = line_bytes(f, i);
-    if (!x) continue;
-    char sz[32];
-    double share = total ? 100.0 * (double)x / (double)total : 0;
-    fprintf(o,
-            "<tr><td><span class=\"vl-swatch\" style=\"background:%s\"></span>%s%s</td>"
-            "<td class=n>%s</td><td class=n>%.1f %%</td><td><span class=\"vl-share\" "
-            "style=\"width:%.0fpx;background:%s\"></span></td></tr>\n",
-            line_colour[i], line_name[i],
-            i == VL_BILL_ACTIVATIONS && f->activations_by_difference
-                ? " (by difference: torch.compile)"
-                : "",
-            page_size(sz, sizeof sz, x), share, 3 * share, line_colour[i]);
-  }
-  char sz[32];
-  fprintf(o, "<tr><th>the peak</th><th class=n>%s</th><th class=n>100 %%</th><th></th></tr>\n",
-          size_str(sz, sizeof sz, total));
-  fputs("</table>\n", o);
-}
-
-/* The estimate and the measurement side by side, line by line (the lines
- * both put at zero left out), and the table with the differences. */
-static void cmp_html(FILE *o, const struct vl_probe_compare *cmp) {
-  fputs("<h3>Estimate vs measured (the estimate's peak in ", o);
-  vl__html_text(o, cmp->estimate_phase);
-  fputs(")</h3>\n", o);
-  const char *cats[VL_CMP_LINES];
-  size_t n = 0;
-  for (int i = 0; i < VL_CMP_LINES; i++)
-    if (cmp->measured[i] || cmp->estimate[i]) cats[n++] = cmp_name[i];
-  json_t *c = vl__chart_new("bars", "", "", "memory", "bytes");
-  vl__chart_categories(c, cats, n);
-  int m = vl__chart_series(c, "measured", "#1f77b4", 0);
-  int e = vl__chart_series(c, "estimate", "#ff7f0e", 0);
-  n = 0;
-  for (int i = 0; i < VL_CMP_LINES; i++) {
-    if (!cmp->measured[i] && !cmp->estimate[i]) continue;
-    json_t *row = vl__chart_row(c, (double)n++);
-    vl__chart_set(row, m, (double)cmp->measured[i]);
-    vl__chart_set(row, e, (double)cmp->estimate[i]);
-  }
-  vl__html_chart(o, "estimate vs measured", c, 320);
-  fputs("<table><tr><th>line</th><th>measured GiB</th><th>estimate GiB</th>"
-        "<th>estimate - measured GiB</th></tr>\n",
-        o);
-  for (int i = 0; i < VL_CMP_LINES; i++)
-    if (cmp->measured[i] || cmp->estimate[i])
-      fprintf(o,
-              "<tr><td>%s</td><td class=n>%.3f</td><td class=n>%.3f</td><td class=n>%+.3f</td>"
-              "</tr>\n",
-              cmp_name[i], GIB(cmp->measured[i]), GIB(cmp->estimate[i]),
-              (double)((int64_t)cmp->estimate[i] - (int64_t)cmp->measured[i]) / (1ull << 30));
-  fputs("</table>\n", o);
-}
-
-/* The bill at the peak, the estimate beside it, each rank's bill (the
- * memory over time is the run's chart: lib/render/html_run.c). */
-void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_compare *cmp) {
-  if (!f->present) return;
-  fputs("<h2>Framework layer (PyTorch probe)</h2>\n<p>torch ", o);
-  vl__html_text(o, f->torch);
-  fprintf(o, ", %u steps, median step %.1f ms, %.0f tokens/s</p>\n", f->n_steps,
-          f->step_s_median * 1e3, f->tokens_per_s);
-  if (f->has_bill) {
-    if (f->cuda)
-      fprintf(o, "<h3>The bill at the peak (step %u, ", f->bill_step);
-    else
-      fprintf(o, "<h3>The bill at its largest boundary (step %u, after ", f->bill_step);
-    vl__html_text(o, f->bill_phase); /* a record's phase name */
-    fputs(")</h3>\n", o);
-    bill_html(o, f);
-    if (cmp && cmp->present) cmp_html(o, cmp);
-  }
-  rank_bills_html(o, f);
 }

@@ -10,6 +10,15 @@
  *   peaks    [{series, value, label}]: the record's peak of that series
  *   ranges   [[x, lo, hi]]: vertical interval lines (predictions)
  *   marks    [[x, name]]: dashed vertical lines (the job's marks)
+ *   zoom     {steps: [x0, x1], whole: [x0, x1]}: the first view, and the
+ *            whole run one click away
+ *   disagree [x]: samples where the record's interposer counted more than
+ *            its NVML reading (drawn as recorded, counted apart)
+ *   meta     [{h, s}] a row each (the plan): the text hovering it shows, its
+ *            marker shape (an index of shapes: [[name, what it means]])
+ *   series[].shaped     each point drawn in its row's shape; .ring: a ring
+ *   series[].under      the NVML series this one never exceeds at a sample
+ *   series[].rank       the rank a series belongs to; .highlight: it peaks
  *   height   pixels
  * Values are raw (bytes, seconds); the unit shown is picked here from the
  * largest value, ticks are round numbers in it, never in e-notation.
@@ -58,6 +67,7 @@
       return { div: 0.001, name: 'ms' };
     }
     if (kind === 'usd') return { div: 1, name: '$', prefix: true };
+    if (kind === 'hours') return { div: 1, name: '', dur: true }; /* each value its own unit */
     return { div: 1, name: kind || '' };
   }
   function fixed(v, d) {
@@ -72,6 +82,21 @@
   function sig(v) {
     if (v === 0 || !isFinite(v)) return '0';
     return Number(v.toPrecision(3)).toLocaleString('en-US', { maximumFractionDigits: 6 });
+  }
+  /* hours in the unit that fits the value: 45 min, 3.2 h, 12 days */
+  function duration(h) {
+    if (h < 1) return sig(h * 60) + ' min';
+    if (h < 48) return sig(h) + ' h';
+    return sig(h / 24) + ' days';
+  }
+  /* a log axis of durations: round minutes, hours and days, as many as fit */
+  function durationTicks(lo, hi, pixels) {
+    var nice = [1, 2, 5, 10, 15, 30].map(function (m) { return m / 60; })
+      .concat([1, 2, 3, 6, 12, 24, 48, 120, 240, 480, 720, 1200, 2400, 4800, 7200, 12000, 24000]);
+    var t = nice.filter(function (v) { return v >= lo && v <= hi; });
+    var room = Math.max(2, Math.floor(pixels / 70)), every = Math.ceil(t.length / room);
+    return t.filter(function (v, i) { return i % every === 0; })
+      .map(function (v) { return { v: v, label: duration(v) }; });
   }
   function withUnit(u, s) {
     if (!u.name) return s;
@@ -123,6 +148,23 @@
     }
   }
 
+  /* a plan's marker: 0 circle, 1 square, 2 triangle, 3 diamond, 4 star */
+  function drawShape(ctx, k, cx, cy, r, colour) {
+    ctx.fillStyle = colour;
+    ctx.beginPath();
+    if (k === 1) ctx.rect(cx - r, cy - r, 2 * r, 2 * r);
+    else if (k === 2) { ctx.moveTo(cx, cy - r * 1.3); ctx.lineTo(cx + r * 1.2, cy + r); ctx.lineTo(cx - r * 1.2, cy + r); }
+    else if (k === 3) { ctx.moveTo(cx, cy - r * 1.4); ctx.lineTo(cx + r * 1.2, cy); ctx.lineTo(cx, cy + r * 1.4); ctx.lineTo(cx - r * 1.2, cy); }
+    else if (k === 4) {
+      for (var i = 0; i < 10; i++) {
+        var a = Math.PI / 5 * i - Math.PI / 2, q = i % 2 ? r * 0.6 : r * 1.5;
+        ctx[i ? 'lineTo' : 'moveTo'](cx + q * Math.cos(a), cy + q * Math.sin(a));
+      }
+    } else ctx.arc(cx, cy, r, 0, 2 * Math.PI);
+    ctx.closePath();
+    ctx.fill();
+  }
+
   /* ---- one chart ---- */
   function build(fig) {
     var spec = JSON.parse(fig.querySelector('script.vl-spec').textContent);
@@ -140,13 +182,17 @@
     (spec.peaks || []).forEach(function (p) { ymax = Math.max(ymax, p.value); });
     (spec.ranges || []).forEach(function (r) { ymax = Math.max(ymax, r[2]); });
     var xu = unitOf(cats ? '' : spec.x.unit, xmax), yu = unitOf(spec.y.unit, ymax);
-    var rows = spec.rows.map(function (r) {
-      return r.map(function (v, k) {
+    /* in time order, each row's meta with it */
+    var order = spec.rows.map(function (r, i) { return i; });
+    order.sort(function (a, b) { return spec.rows[a][0] - spec.rows[b][0]; });
+    var rows = order.map(function (i) {
+      return spec.rows[i].map(function (v, k) {
         if (v === 'gap') return NaN;
         if (v === null) return null;
         return k === 0 ? v / xu.div : v / yu.div;
       });
-    }).sort(function (a, b) { return a[0] - b[0]; });
+    });
+    var meta = spec.meta ? order.map(function (i) { return spec.meta[i]; }) : null;
     /* dygraphs writes names into its legend as HTML */
     spec.series.forEach(function (s) { s.name = esc(s.name); });
     if (cats) cats = cats.map(esc);
@@ -161,10 +207,27 @@
         strokeWidth: s.line === false ? 0 : (s.width || 1.5),
         connectSeparatedPoints: true /* "gap" (NaN) still breaks a line */
       };
-      if (s.dash) { /* a short level mark: the estimator beside a measured dot */
+      if (s.shaped && meta) { /* the row's own marker: the plan's parallelism */
+        series[s.name].drawPointCallback = function (g, name, ctx, cx, cy, colour, size, idx) {
+          drawShape(ctx, meta[idx] ? meta[idx].s : 0, cx, cy, 3.5, colour);
+        };
+        series[s.name].pointSize = 3.5;
+      }
+      if (s.ring) {
         series[s.name].drawPointCallback = function (g, name, ctx, cx, cy, colour) {
           ctx.strokeStyle = colour;
-          ctx.lineWidth = 2;
+          ctx.lineWidth = 2.5;
+          ctx.beginPath();
+          ctx.arc(cx, cy, 9, 0, 2 * Math.PI);
+          ctx.stroke();
+        };
+        series[s.name].drawHighlightPointCallback = series[s.name].drawPointCallback;
+      }
+      if (s.dash) { /* a short level mark: the estimator beside a measured dot */
+        var thick = s.highlight ? 3 : 2;
+        series[s.name].drawPointCallback = function (g, name, ctx, cx, cy, colour) {
+          ctx.strokeStyle = colour;
+          ctx.lineWidth = thick;
           ctx.beginPath();
           ctx.moveTo(cx - 7, cy);
           ctx.lineTo(cx + 7, cy);
@@ -175,11 +238,16 @@
     });
     var top = ymax / yu.div;
     var headroom = spec.bands ? 1.15 : 1.08; /* room for the step numbers */
+    var showHover = null;
     var xt = function (min, max, pixels) {
       if (cats) return cats.map(function (l, i) { return { v: i, label: l }; });
       return niceTicks(min, max, pixels, 80, xu);
     };
     var yt = function (min, max, pixels) { return niceTicks(min, max, pixels, 45, yu); };
+    var xfmt = function (v) {
+      if (cats) return cats[Math.round(v)] || '';
+      return xu.dur ? duration(v) : withUnit(xu, sig(v));
+    };
     var opts = {
       labels: labels,
       series: series,
@@ -195,8 +263,8 @@
         x: {
           logscale: !!spec.x.log,
           axisLabelWidth: cats ? Math.max(60, Math.floor((plot.clientWidth - 120) / cats.length) - 4) : 80,
-          axisLabelFormatter: function (v) { return cats ? cats[Math.round(v)] || '' : withUnit(xu, sig(v)); },
-          valueFormatter: function (v) { return cats ? cats[Math.round(v)] || '' : withUnit(xu, sig(v)); },
+          axisLabelFormatter: xfmt,
+          valueFormatter: xfmt,
           pixelsPerLabel: 110
         },
         y: {
@@ -219,6 +287,9 @@
     }
     /* log axes keep dygraphs' own ticker (1, 2, 5 a decade), with our labels */
     if (!spec.x.log) opts.axes.x.ticker = xt;
+    if (spec.x.log && xu.dur) opts.axes.x.ticker = function (min, max, pixels) {
+      return durationTicks(min, max, pixels);
+    };
     if (!spec.y.log) opts.axes.y.ticker = yt;
     if (cats) {
       opts.dateWindow = [-0.5, cats.length - 0.5];
@@ -246,6 +317,7 @@
       opts.dateWindow = [x0 - pad, x1 + pad];
     }
     if (spec.y.log) opts.valueRange = logRange(1);
+    if (spec.zoom) opts.dateWindow = spec.zoom.steps.map(function (v) { return v / xu.div; });
     var bands = spec.bands, ranges = spec.ranges || [], peaks = spec.peaks || [];
     var marks = spec.marks || [];
     opts.underlayCallback = function (ctx, area, g) {
@@ -301,7 +373,23 @@
     /* the y axis's title above it, where a rotated label cannot be clipped */
     plot.insertAdjacentHTML('beforebegin', '<div class="vl-ytitle">' + esc(spec.y.title) +
                             (yu.name ? ' (' + yu.name + ')' : '') + '</div>');
+    if (spec.zoom) { /* the training steps first, the whole run one click away */
+      plot.insertAdjacentHTML('beforebegin', '<div class="vl-zoom"><button type="button" ' +
+        'data-zoom="steps">training steps</button> <button type="button" data-zoom="whole">' +
+        'the whole run</button></div>');
+    }
+    if (meta) { /* hovering a plan names it, under the chart */
+      legend.insertAdjacentHTML('beforeend', '<div class="vl-hover">hover a plan to read it</div>');
+      var hover = legend.querySelector('.vl-hover');
+      showHover = function (row) { if (meta[row]) hover.textContent = meta[row].h; };
+      opts.highlightCallback = function (e, x, pts, row) { showHover(row); };
+    }
     var g = new Dygraph(plot, rows, opts);
+    fig.querySelectorAll('.vl-zoom button').forEach(function (b) {
+      b.addEventListener('click', function () {
+        g.updateOptions({ dateWindow: spec.zoom[b.dataset.zoom].map(function (v) { return v / xu.div; }) });
+      });
+    });
     var notes = legend.querySelector('.vl-notes');
     if (bands) {
       var used = {};
@@ -314,6 +402,15 @@
       });
       notes.insertAdjacentHTML('beforeend', html);
     }
+    if (spec.shapes && meta) { /* the markers' legend */
+      var used = {};
+      meta.forEach(function (m) { used[m.s] = true; });
+      var glyph = { circle: '&#9679;', square: '&#9632;', triangle: '&#9650;', diamond: '&#9670;', star: '&#9733;' };
+      notes.insertAdjacentHTML('beforeend', '<span class="vl-key">markers:</span>' +
+        spec.shapes.map(function (sh, i) {
+          return used[i] ? '<span class="vl-key">' + glyph[sh[0]] + ' ' + esc(sh[1]) + '</span>' : '';
+        }).join(''));
+    }
     if (marks.length)
       notes.insertAdjacentHTML('beforeend', '<span class="vl-key" title="' +
         esc(marks.map(function (m) { return m[1]; }).join(', ')) + '">&#8942; the job\'s marks (' +
@@ -325,7 +422,7 @@
         spec.series[p.series].colour + '">&#9711;</b> ' + esc(p.label) + ' ' +
         withUnit(yu, fixed(p.value / yu.div, 2)) + where + '</span>');
     });
-    return { g: g, spec: spec, yu: yu };
+    return { g: g, spec: spec, yu: yu, xu: xu, meta: meta, fig: fig, showHover: showHover };
   }
 
   /* ---- the measurements ---- */
@@ -383,7 +480,112 @@
                               d.toFixed(1) + ' px from the peak');
       if (want < a.y - 0.5) bad.push('the peak of ' + c.spec.series[p.series].name + ' is above the chart');
     });
+    var layers = checkLayers(c, bad), plans = checkPlans(c, bad);
+    if (plans) line += ', ' + plans;
+    if (layers) line += ', ' + layers;
     report.push(bad.length ? 'bad ' + name + ': ' + bad.join('; ') : 'ok ' + name + ': ' + line);
+  }
+
+  /* The layers never contradict each other: at every sample, no series is
+   * above the NVML curve it stays under (the record's own disagreements,
+   * spec.disagree, counted apart); the ranks drawn and the one that peaks;
+   * the first view is the training steps. */
+  function checkLayers(c, bad) {
+    var spec = c.spec, g = c.g, words = [];
+    var under = [], checked = 0, above = 0, recorded = 0;
+    spec.series.forEach(function (s, k) { if (s.under !== undefined) under.push(k); });
+    if (under.length) {
+      var dis = {};
+      (spec.disagree || []).forEach(function (x) { dis[x.toFixed(6)] = true; });
+      spec.rows.forEach(function (r) {
+        under.forEach(function (k) {
+          var v = r[k + 1], u = r[spec.series[k].under + 1];
+          if (typeof v !== 'number' || typeof u !== 'number') return;
+          checked++;
+          if (v <= u) return;
+          if (dis[r[0].toFixed(6)] && spec.series[k].name.indexOf('driver') === 0) { recorded++; return; }
+          above++;
+          if (above <= 3)
+            bad.push(spec.series[k].name + ' above ' + spec.series[spec.series[k].under].name +
+                     ' at ' + r[0].toFixed(3) + ' s (' + v + ' > ' + u + ' bytes)');
+        });
+      });
+      words.push('above NVML ' + above + ' of ' + checked + ' values at samples' +
+                 (recorded ? ' (the record disagrees with itself at ' + recorded + ')' : ''));
+    }
+    var ranks = {}, hl = null;
+    spec.series.forEach(function (s) {
+      if (s.rank === undefined) return;
+      ranks[s.rank] = true;
+      if (s.highlight) hl = s.rank;
+    });
+    if (Object.keys(ranks).length)
+      words.push('ranks ' + Object.keys(ranks).length + (hl !== null ? ', highlighted rank ' + hl : ''));
+    if (spec.zoom) {
+      var xr = g.xAxisRange(), want = spec.zoom.steps, div = c.xu.div;
+      var off = Math.max(Math.abs(xr[0] * div - want[0]), Math.abs(xr[1] * div - want[1]));
+      if (!(off < 1e-6 * Math.max(1, spec.zoom.whole[1])))
+        bad.push('the first view is ' + xr + ', not the steps ' + want);
+      words.push('zoom steps ' + want[0].toFixed(3) + '-' + want[1].toFixed(3) + ' s of ' +
+                 spec.zoom.whole[0].toFixed(3) + '-' + spec.zoom.whole[1].toFixed(3) + ' s');
+    }
+    return words.join(', ');
+  }
+
+  /* The plan: a colour a GPU type, the shapes used, the Pareto front, and
+   * hovering the chosen plan names it (GPU, count, strategy, micro-batch,
+   * time, cost, the bill). */
+  function checkPlans(c, bad) {
+    if (!c.meta) return '';
+    var spec = c.spec, g = c.g, colours = {}, gpus = 0, front = 0, chosen = -1, shapes = {};
+    spec.series.forEach(function (s, k) {
+      if (s.shaped) { gpus++; colours[s.colour] = true; }
+      if (s.ring) chosen = k;
+    });
+    if (Object.keys(colours).length !== gpus) bad.push('two GPU types share a colour');
+    c.meta.forEach(function (m) { shapes[m.s] = true; });
+    var fk = -1;
+    spec.series.forEach(function (s, k) { if (s.name.indexOf('Pareto') >= 0) fk = k; });
+    var row = -1;
+    for (var i = 0; i < g.numRows(); i++) {
+      if (fk >= 0 && g.getValue(i, fk + 1) !== null) front++;
+      if (chosen >= 0 && g.getValue(i, chosen + 1) !== null && row < 0) row = i;
+    }
+    var words = 'GPU types ' + gpus + ' in ' + Object.keys(colours).length + ' colours, shapes ' +
+      Object.keys(shapes).length + ', Pareto front ' + front + ' plans';
+    if (row >= 0) {
+      g.setSelection(row); /* as the mouse does: highlightCallback's work */
+      c.showHover(row);
+      var text = c.fig.querySelector('.vl-hover').textContent;
+      g.clearSelection();
+      if (!/^the chosen plan: \d+ x .+, .+, micro-batch \d+ x \d+ .*: [\d.,]+ (min|h|days), \$[\d.,]+, the bill [\d.]+ GiB a GPU/.test(text))
+        bad.push('hovering the chosen plan reads "' + text + '"');
+      words += ', hover "' + text + '"';
+    } else if (chosen >= 0) {
+      bad.push('the chosen plan is not drawn');
+    }
+    var ticks = [];
+    c.fig.querySelectorAll('.dygraph-axis-label-x').forEach(function (el) { ticks.push(el.textContent); });
+    words += ', time ticks ' + ticks.join(' | ');
+    return words;
+  }
+
+  /* The ladder's bar: its parts add up to the bar, in pixels and bytes. */
+  function checkLadder() {
+    document.querySelectorAll('.vl-ladder').forEach(function (bar) {
+      var w = 0, b = 0, n = 0;
+      bar.querySelectorAll('.vl-seg').forEach(function (s) {
+        w += s.getBoundingClientRect().width;
+        b += Number(s.dataset.bytes);
+        n++;
+      });
+      var inner = bar.clientWidth, total = Number(bar.dataset.total);
+      if (Math.abs(w - inner) > 1.5 || b !== total)
+        report.push('bad ladder: parts ' + w.toFixed(1) + ' of ' + inner + ' px, ' + b + ' of ' +
+                    total + ' bytes');
+      else
+        report.push('ladder ok: ' + n + ' parts, ' + w.toFixed(1) + ' of ' + inner + ' px');
+    });
   }
 
   var built = [];
@@ -400,6 +602,7 @@
     }
   });
   built.forEach(function (b) { measure(b[0], b[1]); });
+  checkLadder();
   window.addEventListener('resize', function () { /* the page's width, whatever it is */
     built.forEach(function (b) { b[1].g.resize(); });
   });

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "vramledger/model.h"
+#include "vramledger/record.h"
 
 /* Sizes are shown in binary units (a GiB is 2^30 bytes), the unit always
  * printed: a byte count, integer or double, as a double in that unit. */
@@ -132,20 +133,54 @@ size_t vl__minmax_keep(size_t n, double (*t)(const void *, size_t),
 
 struct vl_probe_layer;
 struct vl_record;
-/* seconds from the record's start to t (0 before it): report.c */
-double vl__since_s(const struct vl_record *r, uint64_t t);
 struct vl_run_summary;
-/* The run's memory over time (lib/render/html_run.c): NVML, driver-allocated,
- * and the probe's reserved and allocated on one time axis, phase bands. */
-void vl__run_chart(FILE *o, const struct vl_record *r, const struct vl_run_summary *s,
-                   const struct vl_probe_layer *f);
+/* What a record says about itself, in words (lib/render/run_words.c), for
+ * report.c and html_run.c alike: report.c calls html_run.c for the page,
+ * both call down into run_words.c, never the other way. */
+/* seconds from the record's start to t (0 before it) */
+double vl__since_s(const struct vl_record *r, uint64_t t);
+/* the record has NVML samples (process memory was measured) */
+bool vl__run_nvml_sampled(const struct vl_record *r);
+/* "308 samples every 100 ms, 30.7 s", or why there are none ("not
+ * sampled: the probe was attached by vramledger.attach() outside
+ * vramledger run, 21.3 ms"): never "0 samples every 0 ms" */
+void vl__run_sampling_words(const struct vl_record *r, const struct vl_run_summary *s, char *buf,
+                            size_t n);
+/* the processes that outlived the job, "" when none */
+void vl__run_descendants_words(const struct vl_record *r, char *buf, size_t n);
+/* exit's descendants_left, "" when 0 */
+void vl__run_left_words(const struct vl_record *r, char *buf, size_t n);
+/* "exit status 0" or "no exit line (the run was killed)" */
+void vl__run_end_words(const struct vl_record *r, char *buf, size_t n);
+
+/* The run report as one HTML page (lib/render/html_run.c). @return 0, or
+ * -1 on a write error. */
+struct vl_report_view;
+int vl__report_html(FILE *o, const struct vl_report_view *v);
 /* The framework layer's parts of the run report (lib/render/framework.c). */
 struct vl_probe_compare;
 void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const struct vl_record *r,
                  const struct vl_probe_compare *cmp);
 void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_compare *cmp,
                  bool md);
+/* The framework layer's parts of the page (lib/render/html_framework.c):
+ * the bill at the peak of the rank that peaks, the ladder as a stacked
+ * bar, the boundaries, the modules, the ranks, the estimate beside it. */
 void vl__fw_html(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_compare *cmp);
+/* The ladder at the peaks as a stacked bar with its numbers and a table,
+ * every gap named; layers not measured said so (html_framework.c). */
+void vl__fw_ladder_html(FILE *o, const struct vl_probe_layer *f);
+/* framework.c's bill lines for the page: colour, bytes of the layer's
+ * and of a rank's bill, a size in the unit that reads best, the compared
+ * lines' names, the lowest (up to) 8 ranks with a bill in rank order. */
+enum { VL__FW_LINES = VL_BILL_N + 2 };
+const char *vl__fw_line_colour(int part);
+uint64_t vl__fw_line_bytes(const struct vl_probe_layer *f, int part);
+struct vl_fw_rank;
+uint64_t vl__fw_rank_line_bytes(const struct vl_fw_rank *x, int part);
+const char *vl__fw_size_str(char *buf, size_t n, uint64_t b);
+extern const char *const vl__fw_cmp_name[];
+unsigned vl__fw_rank_order(const struct vl_probe_layer *f, unsigned idx[8]);
 /* report --format trace (lib/render/report_trace.c). @return 0, or -1 on a
  * write error or no memory. */
 struct vl_report_view;

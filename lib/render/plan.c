@@ -282,6 +282,99 @@ int vl_render_plan(FILE *o, enum vl_format fmt, const struct vl_plan_view *v) {
 
 /* ---- HTML: the table and time against cost for every feasible plan ------ */
 
+/* A plan's marker: the parallelism that shapes it (the chart's legend
+ * names them; html_charts.js draws them). */
+static const char *const shape_name[][2] = {{"circle", "one GPU"},
+                                            {"square", "DDP"},
+                                            {"triangle", "ZeRO"},
+                                            {"diamond", "tensor parallel (TP)"},
+                                            {"star", "pipeline (PP)"}};
+static int shape_of(const struct vl_plan_candidate *c) {
+  if (c->pp > 1) return 4;
+  if (c->tp > 1) return 3;
+  if (c->dp > 1) return c->zero ? 2 : 1;
+  return 0;
+}
+
+/* one colour a GPU type, in the order the plans name them */
+static const char *const gpu_colour[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
+                                         "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#d62728"};
+enum { MAX_GPU_SERIES = sizeof gpu_colour / sizeof gpu_colour[0] };
+
+/* What hovering a plan shows: GPU, count, strategy, micro-batch, time,
+ * cost, and the bill's total a GPU. */
+static json_t *plan_meta(const struct vl_plan_candidate *c, bool chosen) {
+  char st[48], hours[32], usd[32], gib[32], text[320];
+  vl_plan_hours_text(c->hours, hours, sizeof hours);
+  vl_plan_usd_text(c->cost_usd, usd, sizeof usd);
+  snprintf(text, sizeof text,
+           "%s%u x %s, %s, micro-batch %llu x %llu accumulated, checkpointing %s: %s, %s, "
+           "the bill %s a GPU%s",
+           chosen ? "the chosen plan: " : "", c->count, c->gpu->name, strategy(c, st, sizeof st),
+           (unsigned long long)c->micro_batch, (unsigned long long)c->grad_accum,
+           vl_ckpt_name(c->checkpointing), hours, usd,
+           vl_fmt_gib(gib, sizeof gib, c->peak_bytes_per_gpu), c->pareto ? " (Pareto front)" : "");
+  return json_pack("{s:o,s:i}", "h", vl__json_str(text), "s", shape_of(c));
+}
+
+/* Time against cost, log scales: one colour a GPU type, one marker shape a
+ * kind of parallelism, the Pareto front a line through its plans, the
+ * chosen plan ringed; hovering a plan names it. Every plan that fits, at
+ * most about 5,000 (the front and the chosen always). */
+static void plan_chart(FILE *o, const struct vl_plan_result *r) {
+  json_t *chart = vl__chart_new("lines", "time to train", "hours", "cost", "usd");
+  json_object_set_new(json_object_get(chart, "x"), "log", json_true());
+  json_object_set_new(json_object_get(chart, "y"), "log", json_true());
+  const struct vl_gpu *gpus[MAX_GPU_SERIES];
+  int ser[MAX_GPU_SERIES], n_gpus = 0;
+  for (size_t i = 0; i < r->n; i++) {
+    int k = 0;
+    while (k < n_gpus && gpus[k] != r->c[i].gpu)
+      k++;
+    if (k == n_gpus && n_gpus < MAX_GPU_SERIES) {
+      gpus[n_gpus] = r->c[i].gpu;
+      ser[n_gpus] = vl__chart_series(chart, r->c[i].gpu->name, gpu_colour[n_gpus],
+                                     VL_SERIES_POINTS | VL_SERIES_NO_LINE);
+      n_gpus++;
+    }
+  }
+  int front = vl__chart_series(chart, "the time/cost Pareto front", "#d62728", 0);
+  int chosen = r->have_best ? vl__chart_series(chart, "the chosen plan", "#000000",
+                                               VL_SERIES_POINTS | VL_SERIES_NO_LINE | VL_SERIES_BIG)
+                            : -1;
+  json_t *all = json_object_get(chart, "series");
+  for (int k = 0; k < n_gpus; k++)
+    json_object_set_new(json_array_get(all, (size_t)ser[k]), "shaped", json_true());
+  json_object_set_new(json_array_get(all, (size_t)front), "width", json_real(2.5));
+  if (chosen >= 0) json_object_set_new(json_array_get(all, (size_t)chosen), "ring", json_true());
+  json_t *meta = json_array(), *shapes = json_array();
+  for (size_t k = 0; k < sizeof shape_name / sizeof shape_name[0]; k++)
+    json_array_append_new(shapes, json_pack("[s,s]", shape_name[k][0], shape_name[k][1]));
+  size_t step = r->n > 5000 ? r->n / 5000 : 1; /* a page, not a megabyte */
+  for (size_t i = 0; i < r->n; i++) {
+    const struct vl_plan_candidate *x = &r->c[i];
+    bool is_best = chosen >= 0 && i == 0;
+    if (!x->pareto && !is_best && i % step) continue;
+    int k = 0;
+    while (k < n_gpus && gpus[k] != x->gpu)
+      k++;
+    json_t *row = vl__chart_row(chart, x->hours);
+    if (k < n_gpus) vl__chart_set(row, ser[k], x->cost_usd);
+    if (x->pareto) vl__chart_set(row, front, x->cost_usd);
+    if (is_best) vl__chart_set(row, chosen, x->cost_usd);
+    json_array_append_new(meta, plan_meta(x, is_best));
+  }
+  json_object_set_new(chart, "meta", meta);
+  json_object_set_new(chart, "shapes", shapes);
+  fputs("<h2>Time against cost (every plan that fits; log scales)</h2>\n", o);
+  vl__html_chart(o, "time against cost", chart, 460);
+  fputs("<p class=\"vl-caption\">Each dot is a plan that fits: its colour the GPU, its shape the "
+        "parallelism; the red line joins the Pareto front (no plan is both faster and cheaper), "
+        "the ring is the chosen plan. Hover a plan to read it; drag to zoom, double-click to zoom "
+        "out.</p>\n",
+        o);
+}
+
 int vl_render_plan_html(FILE *o, const struct vl_plan_view *v) {
   const struct vl_plan_result *r = v->r;
   const struct vl_plan_query *q = v->q;
@@ -310,47 +403,28 @@ int vl_render_plan_html(FILE *o, const struct vl_plan_view *v) {
   vl__html_text(o, v->prices_date && *v->prices_date ? v->prices_date : "the catalog");
   fputs(".</p>\n", o);
   if (r->n) {
-    /* log-log: hours across, dollars up; every plan that fits (a cloud of
-     * at most about 5,000), the front and the best always */
-    json_t *chart = vl__chart_new("lines", "time to train", "h", "cost", "usd");
-    json_object_set_new(json_object_get(chart, "x"), "log", json_true());
-    json_object_set_new(json_object_get(chart, "y"), "log", json_true());
-    int fits =
-        vl__chart_series(chart, "plans that fit", "#aaaaaa", VL_SERIES_POINTS | VL_SERIES_NO_LINE);
-    int front = vl__chart_series(chart, "the time/cost Pareto front", "#d62728", VL_SERIES_POINTS);
-    int best = r->have_best ? vl__chart_series(chart, "the best", "#000000",
-                                               VL_SERIES_POINTS | VL_SERIES_NO_LINE | VL_SERIES_BIG)
-                            : -1;
-    size_t step = r->n > 5000 ? r->n / 5000 : 1; /* a page, not a megabyte */
-    for (size_t i = 0; i < r->n; i++) {
-      const struct vl_plan_candidate *x = &r->c[i];
-      bool is_best = best >= 0 && i == 0;
-      if (!x->pareto && !is_best && i % step) continue;
-      json_t *row = vl__chart_row(chart, x->hours);
-      vl__chart_set(row, x->pareto ? front : fits, x->cost_usd);
-      if (is_best) vl__chart_set(row, best, x->cost_usd);
-    }
-    fputs("<h2>Time against cost (every plan that fits; log scales)</h2>\n", o);
-    vl__html_chart(o, "time against cost", chart, 420);
+    plan_chart(o, r);
     fputs("<table><tr><th>#</th><th>GPU config</th><th>strategy</th><th>micro-batch x "
-          "accum</th><th>ckpt</th><th>time h</th><th>efficiency</th><th>memory share</th>"
-          "<th>cost per GPU $</th><th>total $</th><th></th></tr>\n",
+          "accum</th><th>ckpt</th><th>time</th><th>efficiency</th><th>memory share</th>"
+          "<th>cost per GPU</th><th>total</th><th></th></tr>\n",
           o);
     for (size_t i = 0; i < r->n && i < v->top; i++) {
       const struct vl_plan_candidate *c = &r->c[i];
-      char st[48];
-      char mark[48];
+      char st[48], mark[48], hours[32], per_gpu[32], total[32];
       row_mark(c, mark, sizeof mark);
-      fprintf(o, "<tr><td class=n>%zu</td><td>%ux", i + 1, c->count);
+      vl_plan_hours_text(c->hours, hours, sizeof hours);
+      vl_plan_usd_text(c->cost_usd / c->count, per_gpu, sizeof per_gpu);
+      vl_plan_usd_text(c->cost_usd, total, sizeof total);
+      fprintf(o, "<tr%s><td class=n>%zu</td><td>%ux",
+              i == 0 && r->have_best ? " class=\"vl-chosen\"" : "", i + 1, c->count);
       vl__html_text(o, c->gpu->name);
       fprintf(o,
-              "</td><td>%s</td><td>%llu x %llu</td><td>%s</td><td class=n>%.1f</td>"
-              "<td class=n>%.0f %%</td><td class=n>%.0f %%</td><td class=n>%.2f</td>"
-              "<td class=n>%.2f</td><td>%s</td></tr>\n",
+              "</td><td>%s</td><td>%llu x %llu</td><td>%s</td><td class=n>%s</td>"
+              "<td class=n>%.0f %%</td><td class=n>%.0f %%</td><td class=n>%s</td>"
+              "<td class=n>%s</td><td>%s</td></tr>\n",
               strategy(c, st, sizeof st), (unsigned long long)c->micro_batch,
-              (unsigned long long)c->grad_accum, vl_ckpt_name(c->checkpointing), c->hours,
-              100 * c->efficiency, 100 * c->memory_share, c->cost_usd / c->count, c->cost_usd,
-              mark);
+              (unsigned long long)c->grad_accum, vl_ckpt_name(c->checkpointing), hours,
+              100 * c->efficiency, 100 * c->memory_share, per_gpu, total, mark);
     }
     fputs("</table>\n", o);
   } else {

@@ -1,7 +1,7 @@
-/* The run report: text, Markdown, JSON and HTML; Chrome/Perfetto trace
- * JSON is report_trace.c's. */
+/* The run report: text, Markdown and JSON; the HTML page is html_run.c's,
+ * Chrome/Perfetto trace JSON report_trace.c's. Words both say about the
+ * record (sampling, descendants) are run_words.c's. */
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,57 +15,6 @@ static int dump(FILE *out, json_t *r, size_t flags) {
   json_decref(r);
   fputc('\n', out);
   return rc == 0 && !ferror(out) ? 0 : -1;
-}
-
-/* Seconds from the record's start to t (0 before it). */
-double vl__since_s(const struct vl_record *r, uint64_t t) {
-  return t > r->start_ns ? (double)(t - r->start_ns) * 1e-9 : 0;
-}
-
-/* Append to buf[0..n) at *w, never past its end. */
-static void put(char *buf, size_t n, size_t *w, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void put(char *buf, size_t n, size_t *w, const char *fmt, ...) {
-  if (*w >= n) return;
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(buf + *w, n - *w, fmt, ap);
-  va_end(ap);
-  *w = k < 0 ? n : vl__min(*w + (size_t)k, n);
-}
-
-/* The record's descendants lines in words ("3 processes outlived the job's
- * own at 5.0 s (PIDs 12, 13, 14); run waited for them until 6.1 s"), ""
- * when it has none. */
-static void descendants_words(const struct vl_record *r, char *buf, size_t n) {
-  size_t w = 0;
-  buf[0] = '\0';
-  if (!r->desc_events) return;
-  unsigned k = r->desc_procs;
-  put(buf, n, &w, "%u process%s outlived the job's own at %.1f s", k, k == 1 ? "" : "es",
-      vl__since_s(r, r->desc_t_ns));
-  char pids[160]; /* as run says them */
-  vl__pid_list(pids, sizeof pids, r->desc_pids, r->n_desc_pids,
-               k > vl__min(r->n_desc_pids, VL__PIDS_SHOWN));
-  if (*pids) put(buf, n, &w, " (%s)", pids);
-  if (!r->desc_waited)
-    put(buf, n, &w, "; run did not wait for %s (--no-wait-descendants)", k == 1 ? "it" : "them");
-  else if (r->exited)
-    put(buf, n, &w, "; run waited for %s until %.1f s", k == 1 ? "it" : "them",
-        vl__since_s(r, r->end_ns));
-  else
-    put(buf, n, &w, "; run was waiting for %s where the record ends", k == 1 ? "it" : "them");
-}
-
-/* exit's descendants_left in words, "" when 0 */
-static void left_words(const struct vl_record *r, char *buf, size_t n) {
-  size_t w = 0;
-  buf[0] = '\0';
-  if (r->desc_left)
-    put(buf, n, &w,
-        "%u %s still running when the record closed: their memory after that is not in "
-        "this record",
-        r->desc_left, r->desc_left == 1 ? "was" : "were");
 }
 
 static json_t *descendants_json(const struct vl_record *r) {
@@ -145,24 +94,24 @@ static void text(FILE *o, const struct vl_report_view *v, bool md) {
   vl__text(o, r->command, md);
   fprintf(o, "\n%srecord ", md ? "\n" : "  ");
   vl__text(o, v->source, md);
-  fprintf(o, ", %zu samples every %llu ms, %.1f s", r->n_samples,
-          (unsigned long long)r->interval_ms, (double)s->duration_ns * 1e-9);
-  if (r->exited)
-    fprintf(o, ", exit status %d", r->exit_status);
-  else
-    fprintf(o, ", no exit line (%s)",
-            r->disk_full ? "the record ends early: the disk was full" : "the run was killed");
   char d[400];
-  descendants_words(r, d, sizeof d);
+  vl__run_sampling_words(r, s, d, sizeof d);
+  fputs(", ", o);
+  vl__text(o, d, md); /* the record's own "not sampled: ..." */
+  vl__run_end_words(r, d, sizeof d);
+  fprintf(o, ", %s", d);
+  vl__run_descendants_words(r, d, sizeof d);
   if (*d) fprintf(o, "\n%s%s", md ? "\n" : "  ", d);
-  left_words(r, d, sizeof d);
+  vl__run_left_words(r, d, sizeof d);
   if (*d) fprintf(o, "\n%s%s", md ? "\n" : "  ", d);
   fprintf(o, "\n%sGPUs:", md ? "\n" : "  ");
   for (unsigned i = 0; i < r->n_gpus; i++) {
     fprintf(o, "%s %u ", i ? "," : "", r->gpus[i].index);
     vl__text(o, r->gpus[i].name, md);
   }
-  if (!r->n_gpus) {
+  if (!r->n_gpus && strncmp(r->nvml, "not sampled", 11) == 0) {
+    fputs(" none in the record", o); /* why: said on the line above */
+  } else if (!r->n_gpus) {
     fputs(" none (", o);
     vl__text(o, r->nvml, md);
     fputs(")", o);
@@ -170,8 +119,16 @@ static void text(FILE *o, const struct vl_report_view *v, bool md) {
   fprintf(o, "\n\n");
   if (md) fprintf(o, "| layer | peak GiB |\n|---|---:|\n");
   const char *fmt = md ? "| %s | %.2f |\n" : "  %-46s %8.2f GiB\n";
-  fprintf(o, fmt, "process memory (NVML, the job's processes)", GIB(s->peak_process_bytes));
-  fprintf(o, fmt, "driver-allocated (interposer)", GIB(s->peak_cuda_alloc_bytes));
+  const char *none = md ? "| %s | %s |\n" : "  %-46s %s\n";
+  bool nvml = vl__run_nvml_sampled(r), drv = s->peak_cuda_alloc_bytes > 0;
+  if (nvml)
+    fprintf(o, fmt, "process memory (NVML, the job's processes)", GIB(s->peak_process_bytes));
+  else
+    fprintf(o, none, "process memory (NVML, the job's processes)", "not sampled");
+  if (drv)
+    fprintf(o, fmt, "driver-allocated (interposer)", GIB(s->peak_cuda_alloc_bytes));
+  else
+    fprintf(o, none, "driver-allocated (interposer)", "not measured");
   for (unsigned i = 0; i < r->n_alloc_libs; i++) /* who asked: the most each held */
     if (r->alloc_libs[i].peak) {
       char name[sizeof r->alloc_libs[i].name];
@@ -184,10 +141,15 @@ static void text(FILE *o, const struct vl_report_view *v, bool md) {
         fprintf(o, "%*s %8.2f GiB\n", (int)(42 - vl__min(strlen(name), 42)), "",
                 GIB(r->alloc_libs[i].peak));
     }
-  fprintf(o, fmt, "CUDA context and other, at the process peak", GIB(s->context_bytes));
+  if (nvml && drv)
+    fprintf(o, fmt, "CUDA context and other, at the process peak", GIB(s->context_bytes));
+  else
+    fprintf(o, none, "CUDA context and other, at the process peak",
+            "not measured (needs both layers above)");
   if (s->peak_other_bytes)
     fprintf(o, fmt, "other processes on the job's GPUs", GIB(s->peak_other_bytes));
-  fprintf(o, "\n%speak process memory at %.1f s\n", b, (double)s->peak_process_t_ns * 1e-9);
+  if (nvml)
+    fprintf(o, "\n%speak process memory at %.1f s\n", b, (double)s->peak_process_t_ns * 1e-9);
   if (v->fw) vl__fw_text(o, v->fw, v->cmp, md);
   if (v->n_findings) fprintf(o, "\n%s\n", md ? "### Findings\n" : "findings:");
   for (int i = 0; i < v->n_findings; i++) {
@@ -197,63 +159,8 @@ static void text(FILE *o, const struct vl_report_view *v, bool md) {
   }
 }
 
-static void html_para(FILE *o, const char *text) {
-  if (!*text) return;
-  fputs("<p>", o);
-  vl__html_text(o, text);
-  fputs("</p>\n", o);
-}
-
-/* One self-contained page: the peaks table, every layer over time on one
- * chart (lib/render/html_run.c), the framework layer, the findings. */
-static int report_html(FILE *o, const struct vl_report_view *v) {
-  const struct vl_record *r = v->rec;
-  const struct vl_run_summary *s = v->sum;
-  vl__html_head(o, "vramledger run");
-  fputs("<h1>Run: ", o);
-  vl__html_text(o, r->command);
-  fputs("</h1>\n<p>", o);
-  vl__html_text(o, v->source);
-  fprintf(o, ", %zu samples every %llu ms, %.1f s", r->n_samples,
-          (unsigned long long)r->interval_ms, (double)s->duration_ns * 1e-9);
-  if (r->exited) fprintf(o, ", exit status %d", r->exit_status);
-  fputs("</p>\n", o);
-  char d[400];
-  descendants_words(r, d, sizeof d);
-  html_para(o, d);
-  left_words(r, d, sizeof d);
-  html_para(o, d);
-  fputs("<table><tr><th>layer</th><th>peak GiB</th></tr>\n", o);
-  fprintf(o, "<tr><td>process memory (NVML)</td><td class=n>%.2f</td></tr>\n",
-          GIB(s->peak_process_bytes));
-  fprintf(o, "<tr><td>driver-allocated (interposer)</td><td class=n>%.2f</td></tr>\n",
-          GIB(s->peak_cuda_alloc_bytes));
-  for (unsigned i = 0; i < r->n_alloc_libs; i++)
-    if (r->alloc_libs[i].peak) {
-      fputs("<tr><td>&nbsp;&nbsp;by ", o);
-      vl__html_text(o, r->alloc_libs[i].name); /* a file name from the record: escaped */
-      fprintf(o, "</td><td class=n>%.2f</td></tr>\n", GIB(r->alloc_libs[i].peak));
-    }
-  fprintf(o, "<tr><td>CUDA context and other, at the process peak</td><td class=n>%.2f</td></tr>\n",
-          GIB(s->context_bytes));
-  fputs("</table>\n", o);
-  vl__run_chart(o, r, s, v->fw);
-  if (v->fw) vl__fw_html(o, v->fw, v->cmp);
-  if (v->n_findings) fputs("<h2>Findings</h2>\n<ul>\n", o);
-  for (int i = 0; i < v->n_findings; i++) {
-    fputs("<li><b>", o);
-    vl__html_text(o, v->findings[i].code);
-    fputs("</b>: ", o);
-    vl__html_text(o, v->findings[i].text);
-    fputs("</li>\n", o);
-  }
-  if (v->n_findings) fputs("</ul>\n", o);
-  vl__html_foot(o);
-  return ferror(o) ? -1 : 0;
-}
-
 int vl_render_report(FILE *out, enum vl_report_format fmt, const struct vl_report_view *v) {
-  if (fmt == VL_REP_HTML) return report_html(out, v);
+  if (fmt == VL_REP_HTML) return vl__report_html(out, v); /* html_run.c */
   if (fmt == VL_REP_JSON) return report_json(out, v);
   if (fmt == VL_REP_TRACE) return vl__report_trace(out, v); /* report_trace.c */
   text(out, v, fmt == VL_REP_MD);

@@ -45,6 +45,12 @@ void vl__html_head(FILE *o, const char *title) {
         ".vl-key i{display:inline-block;width:12px;height:12px;margin-right:4px;"
         "vertical-align:-1px;border:1px solid #999}"
         ".vl-caption{font-size:13px;color:#555}"
-        ".vl-share{display:inline-block;height:10px;background:#1f77b4}</style></head><body>\n",
+        ".vl-share{display:inline-block;height:10px;background:#1f77b4}"
+        /* the ladder: one bar, its parts side by side, each size inside */
+        ".vl-ladder{display:flex;height:30px;border:1px solid #999;margin:.6em 0}"
+        ".vl-seg{height:100%;overflow:hidden;color:#fff;font-size:12px;line-height:30px;"
+        "text-align:center;white-space:nowrap;text-shadow:0 0 2px #000}"
+        ".vl-zoom{margin:0 0 4px 0}.vl-zoom button{font-size:12px;margin-right:6px}"
+        "</style></head><body>\n",
         o);
 }

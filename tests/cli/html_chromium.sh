@@ -4,7 +4,10 @@
 # the hidden block "vl-check" one line a chart, "ok" or "bad" with why: a
 # legend box over the plotted area, a tick or axis label outside its chart,
 # clipped, broken over lines, on its neighbour or in e-notation, a plotted
-# maximum more than a pixel from the record's peak. A page passes when
+# maximum more than a pixel from the record's peak, a series above the
+# NVML curve it belongs under at a sample, a first view other than the
+# training steps, a ladder whose parts do not add up, a plan whose hover
+# does not name it. A page passes when
 # every chart says ok and nothing reached the console. Two generated
 # records check the thinning: an hour of samples with a one-sample spike,
 # and 5,000 probed steps with one step's peak. A screenshot of each page is
@@ -106,8 +109,100 @@ page report-pp-stages 1100 2000 report "$data/records/h200x2-gpt2-pp-1f1b.jsonl"
 want_charts report-pp-stages 2
 # a narrow window: the charts take its width, the labels still inside
 page report-narrow 560 1400 report "$data/records/h200x2-gpt2-pp-1f1b.jsonl"
+
+# ---- the page says what the text report says ----
+check_has() { # NAME WHAT: the page's check block has a line with WHAT
+  grep -qF -- "$2" "$art/$1.check" || { echo "FAIL $1: the page's check has no '$2'"; sed 's/^/       /' "$art/$1.check"; fail=1; }
+}
+dom_has() { # NAME WHAT: the rendered page's text or markup has WHAT
+  grep -qF -- "$2" "$art/$1.dom" || { echo "FAIL $1: the page lacks '$2'"; fail=1; }
+}
+dom_lacks() { # NAME WHAT
+  if grep -qF -- "$2" "$art/$1.dom"; then echo "FAIL $1: the page says '$2'"; fail=1; fi
+}
+# everything the text report names is on the page: GPU names, finding
+# codes, the modules that saved the most, the ladder's layers and gaps,
+# fragmentation, DDP's first buckets, each rank, the boundaries
+same_as_text() { # NAME RECORD
+  "$bin" report "$2" >"$art/$1.txt"
+  sed -n 's/^  GPUs: //p' "$art/$1.txt" | tr ',' '\n' | sed 's/^ *[0-9]* //' | grep -v '^none' |
+    while IFS= read -r g; do [ -n "$g" ] && dom_has "$1" "$g"; done
+  sed -n 's/^  \[\([a-z-]*\)\].*/\1/p' "$art/$1.txt" | while IFS= read -r c; do dom_has "$1" "<b>$c</b>"; done
+  sed -n '/modules that saved the most/,/^$/p' "$art/$1.txt" |
+    sed -n 's/^    \(.*[^ ]\)  *[0-9.][0-9.]* [KMG]iB$/\1/p' |
+    while IFS= read -r m; do dom_has "$1" "<td>$m</td>"; done
+  for pair in "the ladder at the peaks|The ladder at the peaks" \
+    "CUDA context, kernels, libraries' handles|CUDA context, kernels, libraries' handles" \
+    "allocations outside PyTorch's allocator|allocations outside PyTorch's allocator" \
+    "cached free blocks|cached free blocks" "(fragmentation)|(fragmentation)" \
+    "DDP's first buckets|DDP's first buckets" "every boundary of step|Every boundary of step" \
+    "the bill at each rank's peak|The bill at each rank's peak" "growth:|Growth:" \
+    "the probe's own time|The probe's own time" "asked of the driver by other|Asked of the driver by other" \
+    "not sampled|not sampled" "not measured|not measured"; do
+    if grep -qF -- "${pair%%|*}" "$art/$1.txt"; then dom_has "$1" "${pair#*|}"; fi
+  done
+  grep -o 'rank [0-9]*   pid [0-9]*' "$art/$1.txt" | awk '{print $2}' | while IFS= read -r k; do dom_has "$1" "<td>$k</td>"; done
+  # and neither says a zero for what was not measured
+  for zero in "0 samples every 0 ms" " 0 tokens/s" "NVML was not available"; do
+    dom_lacks "$1" "$zero"
+    if grep -qF -- "$zero" "$art/$1.txt"; then echo "FAIL $1: the text report says '$zero'"; fail=1; fi
+  done
+}
+same_as_text report-pp-stages "$data/records/h200x2-gpt2-pp-1f1b.jsonl"
+same_as_text report-h200-probe "$data/records/h200-gpt2-probe.jsonl"
+same_as_text report-synthetic "$data/records/probe-synthetic.jsonl"
+same_as_text report-no-probe "$data/records/sample.jsonl"
+page report-ddp 1100 2400 report "$data/records/h200x2-gpt2-ddp-kept-rank1.jsonl"
+same_as_text report-ddp "$data/records/h200x2-gpt2-ddp-kept-rank1.jsonl"
+dom_has report-ddp "DDP rebuilds its buckets at the second step"
+# a CPU job attached by vramledger.attach() outside run: no samples, no
+# allocator; the page and the text say so, never a 0
+page report-cpu-attach 1100 1400 report "$data/records/cpu-attach.jsonl"
+same_as_text report-cpu-attach "$data/records/cpu-attach.jsonl"
+want_charts report-cpu-attach 0
+dom_has report-cpu-attach "not sampled: the probe was attached by vramledger.attach() outside vramledger run"
+dom_has report-cpu-attach "<td>not sampled</td>"
+dom_has report-cpu-attach "tokens/s not measured"
+dom_has report-cpu-attach 'id="vl-no-timeline"'
+dom_lacks report-cpu-attach "0.00 GiB"
+
+# ---- one curve per rank, the rank that peaks highlighted and billed ----
+check_has report-pp-stages "ranks 2, highlighted rank 1"
+dom_has report-pp-stages '<h3 id="vl-bill-at-peak" data-rank="1">The bill at the peak: rank 1, 1.902 GiB allocated'
+check_has report-ddp "ranks 2, highlighted rank"
+check_has report-synthetic "ranks 2, highlighted rank 1"
+
+# ---- a timeline that never contradicts itself: at every sample no series
+# above the NVML curve it belongs under; the first view is the steps ----
+for p in report-pp-stages report-h200-probe report-ddp report-no-probe report-spike-hour; do
+  check_has $p "above NVML 0 of"
+done
+check_has report-h200-probe "zoom steps 9.258-9.863 s of 0.000-11.121 s"
+check_has report-pp-stages "zoom steps 25.535-28.236 s of 0.000-30.739 s"
+for p in report-pp-stages report-h200-probe report-synthetic report-ddp; do check_has $p "ladder ok: "; done
+
+# ---- the estimate beside the measurement: headers, no -0.000, and what the
+# CPU cannot measure said ----
+page report-estimate 1100 2400 report "$data/records/probe-synthetic.jsonl" --estimate --model gpt2 \
+  --batch 8 --seq 512 --precision amp-bf16
+dom_has report-estimate "<th>estimate − measured</th>"
+dom_lacks report-estimate "-0.000"
+dom_lacks report-estimate "−0.000"
+page report-cpu-estimate 1100 1800 report "$data/records/cpu-attach.jsonl" --estimate --model gpt2 \
+  --batch 8 --seq 512
+dom_has report-cpu-estimate "not measured (no allocator on the CPU)"
+dom_has report-cpu-estimate "<tr><td>peak allocated</td><td>not measured (no allocator on the CPU)</td>"
+dom_lacks report-cpu-estimate "-0.000"
+dom_lacks report-cpu-estimate "−0.000"
 page plan 1100 1300 plan --model llama-3-8b --precision bf16 --lora-rank 16 --tokens 200000000 \
   --seq 2048 --global-batch 64 --max-gpus 4 --gpus h100-80gb,l40s --top 5
+# a colour a GPU type, a shape a kind of parallelism, the front and the
+# chosen plan marked, hovering names the plan, time in its unit
+check_has plan "GPU types 2 in 2 colours"
+check_has plan 'hover "the chosen plan: '
+grep -q 'shapes [2-5],' "$art/plan.check" || { echo "FAIL plan: fewer than 2 marker shapes"; fail=1; }
+grep -q 'Pareto front [1-9]' "$art/plan.check" || { echo "FAIL plan: no Pareto front"; fail=1; }
+grep -Eq 'time ticks .*[0-9] (min|h|days)' "$art/plan.check" || { echo "FAIL plan: time ticks without a unit"; fail=1; }
 page fit 1100 1000 fit --csv "$data/fit/gpt2-eager-h200.csv" --predict batch=16,seq=1024 \
   --model gpt2 --precision amp-bf16 --attention eager --compare allocated
 page fit-by-phase 1100 1000 fit --csv "$data/fit/llama-sdpa-h200-phases.csv" --by-phase \
