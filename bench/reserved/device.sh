@@ -1,8 +1,8 @@
 #!/bin/sh
 # One device call of the reserved-memory question, into $OUT:
 #   sh bench/reserved/device.sh suites     both suites (reserved.jsonl, vision-seq2seq.jsonl)
-#   sh bench/reserved/device.sh histories  the allocator's history of each line of
-#                                          bench/configs/reserved-history.jsonl
+#   sh bench/reserved/device.sh histories [CONFIGS]  the allocator's history of each
+#                                          line of CONFIGS (bench/configs/reserved-history.jsonl)
 # with the card, driver and versions in $OUT/env.txt.
 set -u
 o=${OUT:?OUT: the results folder}
@@ -18,5 +18,5 @@ histories)
   while IFS= read -r line; do
     n=$(printf '%s' "$line" | python3 -c "import json, sys; print(json.load(sys.stdin)['name'])")
     timeout 120 python3 bench/reserved/history.py "$o/history/$n.jsonl.gz" "$line" >> "$o/history/log.txt" 2>&1
-  done < bench/configs/reserved-history.jsonl ;;
+  done < "${2:-bench/configs/reserved-history.jsonl}" ;;
 esac
