@@ -194,6 +194,7 @@ struct state {
   struct vl_proc_sample *ps; /* VL_WATCH_MAX_PROCS a GPU */
   struct vl_proc_ident *ids; /* the same */
   struct vl_gpu_extra *ex;   /* n, read with --metric-names dcgm */
+  uint64_t *ex_ns;           /* n: when each was read (CLOCK_MONOTONIC), 0: never */
   struct vl_watch_gpu *wg;   /* n */
   uint64_t *used_max;        /* n */
   struct ident_cache *cache;
@@ -209,6 +210,7 @@ static void state_release(struct state *st) {
   vl_free(st->ps);
   vl_free(st->ids);
   vl_free(st->ex);
+  vl_free(st->ex_ns);
   vl_free(st->wg);
   vl_free(st->used_max);
   vl_free(st->cache);
@@ -223,9 +225,10 @@ static bool state_init(struct state *st, unsigned n) {
   st->ps = vl_calloc(np, sizeof *st->ps);
   st->ids = vl_calloc(np, sizeof *st->ids);
   st->ex = vl_calloc(n + 1, sizeof *st->ex);
+  st->ex_ns = vl_calloc(n + 1, sizeof *st->ex_ns);
   st->wg = vl_calloc(n + 1, sizeof *st->wg);
   st->used_max = vl_calloc(n + 1, sizeof *st->used_max);
-  return st->gs && st->ps && st->ids && st->ex && st->wg && st->used_max;
+  return st->gs && st->ps && st->ids && st->ex && st->ex_ns && st->wg && st->used_max;
 }
 
 /* Every GPU's sample and processes into st (a GPU NVML does not answer for
@@ -245,6 +248,23 @@ static unsigned sample_gpus(struct vl_nvml *nv, struct state *st) {
   return unread;
 }
 
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* dcgm-exporter's other fields of GPU i are read again when EXTRA_AGE_NS
+ * old: dcgm-exporter itself collects every 30 s unless told otherwise (its
+ * --collect-interval, 30000 ms), and power, clocks and temperature read at
+ * every sample of --interval-ms 1 would be five driver calls a millisecond
+ * a GPU for values that move slower than that. Memory, the point of the
+ * _max_bytes gauges, is read at every sample. */
+#define EXTRA_AGE_NS 100000000ull
+static bool extra_due(const struct state *st, unsigned i) {
+  return !st->ex_ns[i] || mono_ns() - st->ex_ns[i] >= EXTRA_AGE_NS;
+}
+
 /* Who each process listed is (read from procfs the first tick NVML lists
  * it, then kept while it stays listed: a pid that leaves the list and comes
  * back, maybe another process's, is read again), and with dcgm the GPUs'
@@ -254,7 +274,9 @@ static void identify(struct state *st, struct vl_nvml *nv, const char *procfs, b
     st->cache[c].listed = false;
   for (unsigned i = 0; i < st->n; i++) {
     struct vl_watch_gpu *w = &st->wg[i];
-    if (dcgm && w->up && vl_nvml_extra(nv, i, &st->ex[i]) == VL_OK) w->extra = &st->ex[i];
+    if (dcgm && w->up && extra_due(st, i)) /* five NVML calls: not at every millisecond */
+      st->ex_ns[i] = vl_nvml_extra(nv, i, &st->ex[i]) == VL_OK ? mono_ns() : 0;
+    if (dcgm && w->up && st->ex_ns[i]) w->extra = &st->ex[i];
     struct vl_proc_ident *ids = st->ids + (size_t)i * VL_WATCH_MAX_PROCS;
     w->idents = ids;
     for (unsigned p = 0; p < w->n_procs; p++) {
