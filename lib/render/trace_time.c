@@ -11,8 +11,8 @@ static const char *const phases[] = {"forward", "backward",  "recompute",
                                      "prestep", "optimizer", "other"};
 
 #define HINT                                                                                       \
-  "step time: give --gpu CARD (h100-80gb, h200, a100-80gb, ...; `vramledger estimate "             \
-  "--list-gpus`) to price the traced step's ops"
+  "step time: give --gpu CARD, a card of the catalog (h100-80gb, h200, a100-80gb, l4, ...: "       \
+  "data/gpus.json), to price the traced step's ops"
 
 static double all_ops(const struct vl_trace_time *tt) {
   double n = 0;
@@ -30,7 +30,7 @@ void vl__trace_time_text(FILE *o, const struct vl_trace_time *tt, const char *gp
   char s1[64], s2[64];
   fputs("\n  step time on ", o);
   vl__plain_text(o, gpu);
-  fprintf(o, " (step %llu of %llu traced, its %s ops priced): %.4f s (forward %.4f, backward %.4f",
+  fprintf(o, " (step %llu of %llu traced, %s ops): %.4f s (forward %.4f, backward %.4f",
           (unsigned long long)tt->step, (unsigned long long)tt->steps,
           vl_fmt_int(s1, sizeof s1, (uint64_t)(all_ops(tt) + 0.5)), t->step_s, t->forward_s,
           t->backward_s);
