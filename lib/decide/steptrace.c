@@ -31,17 +31,6 @@ enum phase { P_FORWARD, P_BACKWARD, P_RECOMPUTE, P_PRESTEP, P_OPTIMIZER, P_OTHER
 static const char *const phase_names[] = {"forward", "backward",  "recompute",
                                           "prestep", "optimizer", "other"};
 
-/* a line's field "key=value" as a number; def when absent */
-static double field(const char *s, const char *end, const char *key, double def) {
-  size_t kn = strlen(key);
-  for (const char *p = s; p && p + kn < end; p = memchr(p + 1, ' ', (size_t)(end - p - 1))) {
-    const char *w = *p == ' ' ? p + 1 : p;
-    if ((size_t)(end - w) > kn && !memcmp(w, key, kn) && w[kn] == '=')
-      return strtod(w + kn + 1, NULL);
-  }
-  return def;
-}
-
 /* a line's field "key=value" as a word into buf; "" when absent */
 static void word(const char *s, const char *end, const char *key, char *buf, size_t n) {
   size_t kn = strlen(key);
@@ -57,6 +46,17 @@ static void word(const char *s, const char *end, const char *key, char *buf, siz
       return;
     }
   }
+}
+
+/* a line's field "key=value" as a number (a shape, a byte count: never
+ * negative, NaN or past 1e18); def when absent or not such a number. The
+ * value is copied out first: the text need not end in a NUL */
+static double field(const char *s, const char *end, const char *key, double def) {
+  char v[40], *e;
+  word(s, end, key, v, sizeof v);
+  if (!v[0]) return def;
+  double x = strtod(v, &e);
+  return *e == '\0' && x >= 0 && x < 1e18 ? x : def;
 }
 
 /* the i-th space-separated word of [s, end) into buf */
@@ -96,6 +96,7 @@ static bool op_of(const char *s, const char *end, struct vl_op *op, enum vl_time
     if (!strcmp(w, phase_names[p])) *phase = p;
   if (!nth(s, end, 4, w, sizeof w)) return false;
   *count = strtod(w, NULL);
+  if (!(*count > 0 && *count < 1e15)) return false; /* not a count (NaN, negative, absurd) */
   op->count = *count;
   if (!nth(s, end, 5, w, sizeof w) || !nth(s, end, 6, name, name_n)) return false;
   char dt[24], v[24];
