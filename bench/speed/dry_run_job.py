@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A job for the dry run's speed benchmark (bench/speed/dry-run.sh): a
+"""A job for the dry run's speed benchmark (bench/speed/run.sh dry-run): a
 decoder of Llama-2-7B's shape (32 layers, hidden 4096, MLP 11008, 32 heads,
 vocab 32000; 6.7 B parameters) in plain PyTorch, so that it needs no
 transformers, trained for --steps steps in bf16 with AdamW on --device

@@ -6,7 +6,7 @@
  * (the table grows and shrinks while the others go on; THREADS 0: the
  * burst alone). Each call is timed; printed: the slowest call,
  * the 99.99th percentile, calls over 10 us, and VmSize before and after.
- * Built and run by bench/speed/preload-table.sh (under LD_PRELOAD). */
+ * Built and run by bench/speed/run.sh preload-table (under LD_PRELOAD). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A short-step CPU training job for the probe's own cost: eight
 Linear(256, 256) layers, AdamW, batch 16, 200 steps (about 12 ms a step on
-the development VM). Run under `vramledger run`; bench/speed/probe-cost.sh
+the development VM). Run under `vramledger run`; bench/speed/run.sh probe-cost
 reads the step events' probe_ns."""
 import torch
 
