@@ -100,6 +100,7 @@ class OpLog:
         self.fallback_step = 1
         self.main = threading.get_ident()
         self.on = os.environ.get("VRAMLEDGER_TRACE_OPS", "1") != "0"
+        self.handles = []
         self._hooks()
 
     # ---- where an op belongs ----------------------------------------------
@@ -123,10 +124,19 @@ class OpLog:
                 self.in_opt = max(0, self.in_opt - 1)
                 if self.tr.probe is None:
                     self.fallback_step += 1
-            o.register_optimizer_step_pre_hook(pre)
-            o.register_optimizer_step_post_hook(post)
+            self.handles = [o.register_optimizer_step_pre_hook(pre),
+                            o.register_optimizer_step_post_hook(post)]
         except Exception:
             pass
+
+    def remove(self):
+        """The optimizer hooks removed (vramledger.dry_run's uninstall)."""
+        for h in self.handles:
+            try:
+                h.remove()
+            except Exception:
+                pass
+        self.handles = []
 
     def where(self):
         """(step, phase) of the op running now"""

@@ -1027,6 +1027,7 @@ def uninstall():
             L._destroy()
         del L  # torch < 2.3: unregistered when collected
     _cudnn_ok[0] = False
+    tr.ops.remove()
     import atexit
     atexit.unregister(tr.close)
     tr.live.clear()  # their weak references go too: no callback writes to the closed file
