@@ -9,6 +9,7 @@ the allocator model alone), the replay of the tracer's trace of the GPU run
 the prediction). Errors are (replayed - measured) / measured."""
 import json
 import os
+import tempfile
 import sys
 
 
@@ -35,9 +36,19 @@ def cell(e):
     return "n/a" if e is None else "%+.2f %%" % e
 
 
+# folded into bench/results/trace/ beside the configurations: not rows
+OTHER_QUESTIONS = ("trace-batch", "memory-viz")
+
+
 def main(d):
+    if os.path.exists(os.path.join(d, "raw.jsonl")):  # the committed folder: its packed files
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+        import raw
+        with tempfile.TemporaryDirectory() as tmp:
+            raw.unpack(d, tmp)
+            return main(tmp)
     fails = {"history": 0, "cpu": 0}
-    names = sorted(n for n in os.listdir(d) if os.path.isdir(os.path.join(d, n)))
+    names = sorted(n for n in os.listdir(d) if os.path.isdir(os.path.join(d, n)) and n not in OTHER_QUESTIONS)
     print("| configuration | max allocated (MiB) | max reserved (MiB) | history replay: reserved "
           "| tracer on GPU: allocated / reserved | CPU dry run: allocated / reserved |")
     print("|---|---:|---:|---:|---:|---:|")

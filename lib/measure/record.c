@@ -107,7 +107,7 @@ static vl_status new_sample(struct vl_record *r, size_t *cap_s, size_t line,
 /* ---- sample lines without a JSON tree -------------------------------------
  * Sample lines are nearly all of a long record (one every --interval-ms,
  * 1 KiB with 8 GPUs), and building jansson's tree of each took nearly all
- * of reading one (bench/results/speed/report-1gib.md). A sample line is
+ * of reading one (bench/results/speed/README.md#report-1gib). A sample line is
  * read here by a scanner of plain JSON only: strings without escapes or
  * bytes past ASCII, integers of up to 18 digits, no reals, nesting up to
  * 16; a line with anything else (or whose type is not "sample") is left to

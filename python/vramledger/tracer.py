@@ -61,7 +61,7 @@ the GPU run (docs/model.md, section 12):
   gather's backward run out of place, each in a block of its own. An
   engine's add or scatter_add whose first operand dies right after it is
   written as in place: the result goes on in the operand's block
-  (_reused_operand, _Trace.in_place; bench/results/dry-run/reserved/).
+  (_reused_operand, _Trace.in_place; bench/results/dry-run/raw.jsonl:reserved/).
 - CUDA's paths, where they spend memory differently from the CPU's: a CPU
   dry run (VRAMLEDGER_TRACE_AS=cuda, the default) takes torch.optim's
   foreach default, the fused dropout kernel, SDPA without the math
@@ -546,7 +546,7 @@ def _meta_sdpa_as_cuda(torch, q, k, v, args, kwargs):
     """On meta tensors, scaled_dot_product_attention through the meta
     function of the kernel CUDA would choose (measured on an H200 with
     PyTorch 2.11 for every head layout, mask and dtype transformers passes:
-    bench/results/dry-run/sdpa-backends.jsonl, bench/gpu/jobs/sdpa_backends.py):
+    bench/results/dry-run/raw.jsonl:sdpa-backends.jsonl, bench/gpu/jobs/sdpa_backends.py):
     - bf16/fp16: cuDNN attention, grouped heads (enable_gqa) included, with
       or without a mask; a boolean mask becomes an additive bias of its
       shape in the query's dtype (kept for backward). It keeps its output
@@ -674,7 +674,7 @@ def _cpu_autocast_as_cuda(torch):
         it decomposes as its composite says (aten/src/ATen/native/
         LossNLL.cpp): log_softmax in the logits' dtype (kept for backward),
         then nll_loss, whose float32 rule casts that (seen in a CUDA trace
-        of RoBERTa: bench/results/dry-run/cuda-traces/)."""
+        of RoBERTa: bench/results/dry-run/raw.jsonl:cuda-traces/)."""
         def kernel(x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
             aten = torch.ops.aten
             if isinstance(x, torch.Tensor) and x.dtype in low and x.dim() >= 1 \
@@ -890,7 +890,7 @@ def _reused_operand(torch, tr, func, args, kwargs):
     metadata holds its base (torch/csrc/autograd/variable.h, ViewInfo), so
     its storage has two owners; a weight's gradient through TBackward (any
     nn.Linear used twice, tied embeddings) is one, and is summed out of
-    place (bench/gpu/jobs/inplace_check.py, bench/results/dry-run/reserved/
+    place (bench/gpu/jobs/inplace_check.py, bench/results/dry-run/raw.jsonl:reserved/
     in-place/). None when not such an op."""
     if torch.is_grad_enabled() or not _called_by_the_engine(sys._getframe(2)):
         return None
