@@ -5,7 +5,7 @@
 # Each is measured by bench/gpu/jobs/alloc_history.py with PyTorch's
 # allocation history on (one process each; the names alternate over GPUs 0
 # and 1 when two are visible); its large events and the Python lines that
-# made them summarised by bench/gpu/jobs/peak_blocks.py (large.json); the
+# made them summarised by bench/gpu/jobs/job_common.py summary() (large.json); the
 # history converted to a trace (python3 -m vramledger.history) and replayed
 # by `vramledger trace --replay`. Writes $OUT/histories.tar.xz (every run's
 # directory, without the pickles) and $OUT/history-GPU.txt. Histories so
@@ -25,7 +25,7 @@ hist() { # GPU NAME...
   for n in "$@"; do
     CUDA_VISIBLE_DEVICES=$g python3 bench/gpu/jobs/alloc_history.py $h $n >> "$o/history-$g.txt" 2>>"$o/errors-histories.txt"
     d=$h/$n
-    python3 -c "import pickle, json, sys; sys.path.insert(0, 'bench/gpu/jobs'); from peak_blocks import summary; json.dump(summary(pickle.load(open('$d/hist.pickle', 'rb'))), open('$d/large.json', 'w'), indent=1)" 2>>"$o/errors-histories.txt"
+    python3 -c "import pickle, json, sys; sys.path.insert(0, 'bench/gpu/jobs'); from job_common import summary; json.dump(summary(pickle.load(open('$d/hist.pickle', 'rb'))), open('$d/large.json', 'w'), indent=1)" 2>>"$o/errors-histories.txt"
     python3 -m vramledger.history $d/hist.pickle > $d/hist.trace 2> $d/hist.info &&
       $vl trace --replay $d/hist.trace --format json > $d/hist-replay.json 2>>"$o/errors-histories.txt"
     xz -T4 $d/hist.trace; rm -f $d/hist.pickle

@@ -6,7 +6,7 @@
 #   checkpointing), one TP job under `vramledger run` (record, report,
 #   doctor), DDP/FSDP on Qwen2-0.5B (1 and 2 GPUs) and TinyLlama (2 GPUs)
 #   (bench/results/parallel-calibration/).
-# peaks: what is live at the peak (bench/gpu/jobs/peak_blocks.py) where the
+# peaks: what is live at the peak (bench/gpu/jobs/job_common.py summary()) where the
 #   estimate missed, and the TP job under `vramledger run`.
 # nccl: the interposer under NCCL (bench/gpu/jobs/scatter_job.py and the TP
 #   job under `vramledger run`, with the probe), GPT-2 DDP three times with

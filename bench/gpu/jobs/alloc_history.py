@@ -25,7 +25,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
 from vramledger import measure  # noqa: E402
-from peak_blocks import frame_list  # noqa: E402  (bench/ is this script's directory)
+from job_common import frame_list  # noqa: E402  (bench/ is this script's directory)
 
 
 def frames(e, n=4):

@@ -33,7 +33,7 @@ ap.add_argument("--pause-first", type=float, default=0.0,
 ap.add_argument("--async-loop", action="store_true",
                 help="no synchronize after each step (the host runs ahead, as most training "
                      "loops); step_s_median is then the mean over steps 3.. after a final sync")
-ap.add_argument("--history", help="rank 0 writes what is live at its peak here (bench/gpu/jobs/peak_blocks.py)")
+ap.add_argument("--history", help="rank 0 writes what is live at its peak here (bench/gpu/jobs/job_common.py summary())")
 ap.add_argument("--history-all", action="store_true",
                 help="every rank records, from before the model is built (rank r writes PATH-rank<r>.json)")
 a = ap.parse_args()

@@ -32,7 +32,7 @@ ap.add_argument("--micro", type=int, default=4)
 ap.add_argument("--seq", type=int, default=512)
 ap.add_argument("--steps", type=int, default=5)
 ap.add_argument("--history", help="every rank writes what is live at its peak (PATH, PATH-rank1.json; "
-                                  "bench/gpu/jobs/peak_blocks.py)")
+                                  "bench/gpu/jobs/job_common.py summary())")
 a = ap.parse_args()
 rank, local, world = init_distributed()
 torch.manual_seed(0)

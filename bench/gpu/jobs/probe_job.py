@@ -118,7 +118,7 @@ except torch.cuda.OutOfMemoryError:
 if a.unnamed_out:
     torch.cuda.synchronize()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from blocks import known_storages, unknown_blocks
+    from job_common import known_storages, unknown_blocks
     rest = unknown_blocks(torch, known_storages(torch, model, opt, ids))
     with open(a.unnamed_out, "w") as f:
         json.dump({"model": a.model, "precision": a.precision, "probe": "VRAMLEDGER_PROBE" not in os.environ

@@ -8,7 +8,7 @@ import json
 import torch
 from transformers import GPT2Config, AutoModelForCausalLM
 
-from blocks import known_storages, unknown_blocks
+from job_common import known_storages, unknown_blocks
 
 torch.manual_seed(0)
 torch.cuda.memory._record_memory_history(max_entries=200000, stacks="python")

@@ -14,7 +14,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
 os.environ["VRAMLEDGER_PROBE_EVERY"] = "1"
 from vramledger import probe  # noqa: E402
-from blocks import unknown_blocks  # noqa: E402
+from job_common import unknown_blocks  # noqa: E402
 
 model_name, prec = sys.argv[1], sys.argv[2]
 ckpt = len(sys.argv) > 3 and sys.argv[3] == "ckpt"

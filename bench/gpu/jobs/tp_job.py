@@ -36,7 +36,7 @@ ap.add_argument("--sp", action="store_true", help="sequence parallelism over the
 ap.add_argument("--batch", type=int, default=4)
 ap.add_argument("--seq", type=int, default=1024)
 ap.add_argument("--steps", type=int, default=5)
-ap.add_argument("--history", help="rank 0 writes what is live at its peak here (bench/gpu/jobs/peak_blocks.py)")
+ap.add_argument("--history", help="rank 0 writes what is live at its peak here (bench/gpu/jobs/job_common.py summary())")
 a = ap.parse_args()
 rank, local, world = init_distributed()
 from torch.distributed.device_mesh import init_device_mesh

@@ -2,7 +2,7 @@
 """What is live at the peak of a training step, by the Python line that
 allocated it, for runs of measure.py's suites: the allocator's history
 (torch.cuda.memory._record_memory_history, Python stacks) of the measured
-run, summarised by bench/gpu/jobs/peak_blocks.py (the snapshot itself is too large
+run, summarised by bench/gpu/jobs/job_common.py summary() (the snapshot itself is too large
 to bring back).
 
     python3 bench/gpu/jobs/type_peaks.py OUT.json NAME...
@@ -20,7 +20,7 @@ import torch
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "..", "..", "python"))
 from vramledger import measure  # noqa: E402
-from peak_blocks import summary  # noqa: E402
+from job_common import summary  # noqa: E402
 
 
 def main():
