@@ -574,7 +574,7 @@ static vl_status snap_segments(struct vl_snapshot *s, size_t *cap, const struct 
   now->n = 0;
   vl_cache_walk(c, seg_add, blk_none, now);
   if (now->oom) return VL_ENOMEM;
-  qsort(now->v, now->n, sizeof *now->v, by_addr);
+  if (now->n > 1) qsort(now->v, now->n, sizeof *now->v, by_addr);
   vl_status st = VL_OK;
   for (int pass = 0; pass < 2 && st == VL_OK; pass++) { /* 0: what went, 1: what came */
     size_t i = 0, j = 0;
