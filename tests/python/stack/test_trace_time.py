@@ -27,8 +27,17 @@ CASES = {
     "qwen2_bf16": {"model": "qwen2-0.5b", "precision": "bf16", "optimizer": "adamw",
                    "optimizer_impl": "foreach", "attention": "sdpa", "checkpointing": "none",
                    "batch": 4, "seq": 2048},
+    # the same with full checkpointing: the layers' forward again inside backward.
+    # The backward is dispatch-bound here: the trace's host counts every
+    # recomputed ATen call, at 1.85 times a forward call, so the step
+    # is held to 10 % (+8.0 % now; measured Qwen2-0.5B LoRA checkpointed:
+    # trace +9 %, estimate +19 %), the kernels to 5 %
+    "qwen2_ckpt": {"model": "qwen2-0.5b", "precision": "bf16", "optimizer": "adamw",
+                   "optimizer_impl": "foreach", "attention": "sdpa", "checkpointing": "full",
+                   "batch": 4, "seq": 2048},
 }
 TOLERANCE = 0.05
+STEP_TOLERANCE = {"qwen2_ckpt": 0.10}
 CARD = "h100-80gb"
 
 
@@ -48,6 +57,8 @@ def main():
     assert t["time"]["steps"] >= 3 and t["time"]["step_complete"], t["time"]
     assert t["tokens_per_second"] and t["tokens_per_second"] > 0
     assert t["time"]["optimizer"] == ("sgd-momentum" if c["optimizer"] == "sgd-momentum" else "adamw")
+    rec = t["time"]["phase_ops"]["recompute"]
+    assert (rec > 0) == (c["checkpointing"] == "full"), "%s: %d recomputed ops" % (case, rec)
     f = ["--model", c["model"], "--batch", str(c["batch"]), "--seq", str(c["seq"]), "--precision", c["precision"],
          "--optimizer", c["optimizer"], "--optimizer-impl", c["optimizer_impl"], "--attention", c["attention"],
          "--checkpointing", c["checkpointing"], "--gpu", CARD, "--margin", "0", "--format", "json"]
@@ -60,9 +71,10 @@ def main():
         case, ts, es, 100 * (ts / es - 1),
         {k: round(v, 4) for k, v in t["time"]["kind_seconds"].items()},
         {k: round(v, 4) for k, v in est["time"]["kind_seconds"].items()}))
-    if abs(ts / es - 1) > TOLERANCE:
+    tol = STEP_TOLERANCE.get(case, TOLERANCE)
+    if abs(ts / es - 1) > tol:
         sys.exit("%s: trace's step %.4f s is %+.1f %% from estimate's %.4f s (tolerance %.0f %%)"
-                 % (case, ts, 100 * (ts / es - 1), es, 100 * TOLERANCE))
+                 % (case, ts, 100 * (ts / es - 1), es, 100 * tol))
     # the same kernels: the matmuls' time within the tolerance too
     tm, em = t["time"]["kind_seconds"]["matmul"], est["time"]["kind_seconds"]["matmul"]
     if abs(tm / em - 1) > TOLERANCE:
