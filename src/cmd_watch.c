@@ -374,8 +374,9 @@ static char *render_prometheus(const struct w *o, struct state *st, struct vl_wa
 }
 
 /* How often an exposition is made again when a scrape came while it was
- * made, before it is published regardless (and its maxima may then be
- * shown by two scrapes) */
+ * made. Once made again its maxima are this sample's alone, which no
+ * scrape has seen, so the last try is published without the check: still
+ * exact, and a client scraping in a tight loop cannot hold the samples up. */
 #define PUBLISH_TRIES 4
 
 /* v's Prometheus exposition to the server, which is started at the first
