@@ -366,27 +366,94 @@ static void disagreements(struct timeline *tl) {
   json_object_set_new(tl->c, "disagree", list);
 }
 
+/* One rank's probe series: its intervals, where their maxima stand, and
+ * the two series that draw them. */
+struct rank_series {
+  unsigned pid;
+  int rank;       /* -1 with one rank: the series are not named by rank */
+  bool highlight; /* the rank that peaks, of several */
+  uint64_t peak;  /* its peak allocated, which the chart rings and checks */
+  int res, alloc, under;
+  struct span *sp;
+  size_t n_sp;
+  struct mark *mk;
+  size_t n_mk;
+};
+
+/* The ranks drawn and their intervals; returns how many. */
+static unsigned rank_series_init(const struct vl_record *r, const struct vl_probe_layer *f,
+                                 struct rank_series rs[MAX_RANK_CURVES]) {
+  unsigned idx[MAX_RANK_CURVES], peak_k = 0, n = 0;
+  if (!f || !f->present || !f->cuda) return 0;
+  if (f->n_rank_peaks) {
+    n = ranks_drawn(f, idx, &peak_k);
+    for (unsigned j = 0; j < n; j++) {
+      const struct vl_fw_rank *x = &f->ranks[idx[j]];
+      rs[j] = (struct rank_series){.pid = x->pid,
+                                   .rank = n > 1 ? (int)x->rank : -1,
+                                   .highlight = n > 1 && idx[j] == peak_k,
+                                   .peak = n > 1 ? x->peak_allocated : f->peak_allocated};
+    }
+  } else { /* one process, no per-rank peaks */
+    rs[n++] = (struct rank_series){.pid = f->main_pid, .rank = -1, .peak = f->peak_allocated};
+  }
+  for (unsigned j = 0; j < n; j++)
+    rs[j].n_sp = spans(r, rs[j].pid, &rs[j].sp);
+  return n;
+}
+
+/* A rank's reserved and allocated series, the most in each phase as a
+ * mark, named by rank where there are several. */
+static void rank_series_add(struct timeline *tl, struct rank_series *x, unsigned j) {
+  char name[112], who[48] = "";
+  if (x->rank >= 0) snprintf(who, sizeof who, "rank %d: ", x->rank);
+  const char *hl = x->highlight ? " (the rank that peaks)" : "";
+  const unsigned marks = VL_SERIES_POINTS | VL_SERIES_NO_LINE | VL_SERIES_DASH;
+  x->under = tl->r->n_samples ? nvml_under(tl, x->pid) : -1;
+  snprintf(name, sizeof name, "%sreserved%s, the most in a phase%s", who,
+           x->rank >= 0 ? "" : " (PyTorch cache)", hl);
+  x->res = vl__chart_series(tl->c, name, rank_reserved_colour[j], marks);
+  series_meta(tl->c, x->res, x->under, x->rank, x->highlight);
+  snprintf(name, sizeof name, "%sallocated%s, the most in a phase%s", who,
+           x->rank >= 0 ? "" : " (tensors)", hl);
+  x->alloc = vl__chart_series(tl->c, name, rank_alloc_colour[j], marks);
+  series_meta(tl->c, x->alloc, x->under, x->rank, x->highlight);
+}
+
+/* Each mark into the row of the sample it stands on (or a row of its
+ * own at its interval's end), the most kept where two share one; the
+ * peak of the rank that peaks (of the one rank) ringed. */
+static void rank_series_draw(struct timeline *tl, const struct rank_series *x, bool several) {
+  double peak_x = NAN;
+  uint64_t peak_v = 0;
+  for (size_t i = 0; i < x->n_mk; i++) {
+    const struct mark *m = &x->mk[i];
+    json_t *row = m->sample != SIZE_MAX && tl->row_of_sample ? tl->row_of_sample[m->sample] : NULL;
+    double at = row ? json_number_value(json_array_get(row, 0)) : m->t1;
+    if (!row) row = vl__chart_row(tl->c, at);
+    set_max(row, x->res, (double)m->reserved);
+    set_max(row, x->alloc, (double)m->allocated);
+    if (m->allocated > peak_v) peak_v = m->allocated, peak_x = at;
+  }
+  if ((x->highlight || !several) && peak_v)
+    vl__chart_peak(tl->c, x->alloc, peak_x, (double)x->peak,
+                   several ? "peak allocated, the rank that peaks" : "peak allocated");
+}
+
 static void run_chart(FILE *o, const struct vl_record *r, const struct vl_run_summary *s,
                       const struct vl_probe_layer *f) {
-  bool probe = f && f->present && f->cuda;
   struct timeline tl = {r, s, f, NULL, -1, -1, {0}, 0, {0}, NULL};
   for (unsigned g = 0; g < VL_RECORD_MAX_GPUS; g++)
     tl.gpu_nvml[g] = -1;
-  unsigned idx[MAX_RANK_CURVES], peak_k = 0, n_ranks = 0;
-  struct span *sp[MAX_RANK_CURVES] = {NULL};
-  size_t n_sp[MAX_RANK_CURVES] = {0}, n_all = 0;
-  if (probe && f->n_rank_peaks)
-    n_ranks = ranks_drawn(f, idx, &peak_k);
-  else if (probe) { /* one process, no per-rank peaks */
-    n_ranks = 1;
-  }
-  for (unsigned j = 0; j < n_ranks; j++) {
-    unsigned pid = f->n_rank_peaks ? f->ranks[idx[j]].pid : f->main_pid;
-    n_all += n_sp[j] = spans(r, pid, &sp[j]);
-  }
+  struct rank_series rs[MAX_RANK_CURVES];
+  unsigned n_ranks = rank_series_init(r, f, rs);
+  size_t n_all = 0;
+  for (unsigned j = 0; j < n_ranks; j++)
+    n_all += rs[j].n_sp;
+  bool several = n_ranks > 1;
   if (!r->n_samples && !n_all) {
     for (unsigned j = 0; j < n_ranks; j++)
-      vl_free(sp[j]);
+      vl_free(rs[j].sp);
     fputs("<h2>Memory over time</h2>\n<p id=\"vl-no-timeline\">Not drawn: the record has no "
           "samples (process memory and driver-allocated were not sampled) and no allocator "
           "counters (reserved and allocated were not measured",
@@ -397,43 +464,20 @@ static void run_chart(FILE *o, const struct vl_record *r, const struct vl_run_su
   }
   double end = (double)s->duration_ns * 1e-9;
   for (unsigned j = 0; j < n_ranks; j++)
-    for (size_t i = 0; i < n_sp[j]; i++)
-      end = fmax(end, vl__since_s(r, sp[j][i].t1_ns));
+    for (size_t i = 0; i < rs[j].n_sp; i++)
+      end = fmax(end, vl__since_s(r, rs[j].sp[i].t1_ns));
   if (!(end > 0)) end = 1;
   tl.c = vl__chart_new("lines", "time from the start", "time", "memory", "bytes");
   if (r->n_samples) sampled_series(&tl);
-  /* the probe's series, per rank: reserved and allocated, the most in each
-   * phase as a mark */
-  int res[MAX_RANK_CURVES], alloc[MAX_RANK_CURVES], under[MAX_RANK_CURVES];
-  char name[112];
-  bool several = n_ranks > 1;
-  for (unsigned j = 0; j < n_ranks; j++) {
-    unsigned pid = f->n_rank_peaks ? f->ranks[idx[j]].pid : f->main_pid;
-    int rank = f->n_rank_peaks ? (int)f->ranks[idx[j]].rank : 0;
-    bool hl = several && idx[j] == peak_k;
-    under[j] = r->n_samples ? nvml_under(&tl, pid) : -1;
-    snprintf(name, sizeof name, "%s%d%sreserved, the most in a phase%s", several ? "rank " : "",
-             rank, several ? ": " : "", hl ? " (the rank that peaks)" : "");
-    if (!several) snprintf(name, sizeof name, "reserved (PyTorch cache), the most in a phase");
-    res[j] = vl__chart_series(tl.c, name, rank_reserved_colour[j],
-                              VL_SERIES_POINTS | VL_SERIES_NO_LINE | VL_SERIES_DASH);
-    series_meta(tl.c, res[j], under[j], several ? rank : -1, hl);
-    snprintf(name, sizeof name, "%s%d%sallocated, the most in a phase%s", several ? "rank " : "",
-             rank, several ? ": " : "", hl ? " (the rank that peaks)" : "");
-    if (!several) snprintf(name, sizeof name, "allocated (tensors), the most in a phase");
-    alloc[j] = vl__chart_series(tl.c, name, rank_alloc_colour[j],
-                                VL_SERIES_POINTS | VL_SERIES_NO_LINE | VL_SERIES_DASH);
-    series_meta(tl.c, alloc[j], under[j], several ? rank : -1, hl);
-  }
+  for (unsigned j = 0; j < n_ranks; j++)
+    rank_series_add(&tl, &rs[j], j);
   /* where each mark stands, then the samples (those included) */
-  struct mark *mk[MAX_RANK_CURVES] = {NULL};
-  size_t n_mk[MAX_RANK_CURVES] = {0};
-  bool *need = r->n_samples ? calloc(r->n_samples, sizeof *need) : NULL;
-  tl.row_of_sample = r->n_samples ? calloc(r->n_samples, sizeof *tl.row_of_sample) : NULL;
+  bool *need = r->n_samples ? vl_calloc(r->n_samples, sizeof *need) : NULL;
+  tl.row_of_sample = r->n_samples ? vl_calloc(r->n_samples, sizeof *tl.row_of_sample) : NULL;
   for (unsigned j = 0; j < n_ranks; j++) {
-    n_mk[j] = place_marks(&tl, sp[j], n_sp[j], under[j], end, &mk[j]);
-    for (size_t i = 0; need && i < n_mk[j]; i++)
-      if (mk[j][i].sample != SIZE_MAX) need[mk[j][i].sample] = true;
+    rs[j].n_mk = place_marks(&tl, rs[j].sp, rs[j].n_sp, rs[j].under, end, &rs[j].mk);
+    for (size_t i = 0; need && i < rs[j].n_mk; i++)
+      if (rs[j].mk[i].sample != SIZE_MAX) need[rs[j].mk[i].sample] = true;
   }
   if (r->n_samples && tl.row_of_sample) {
     sample_rows(&tl, need);
@@ -441,36 +485,18 @@ static void run_chart(FILE *o, const struct vl_record *r, const struct vl_run_su
                    (double)s->peak_process_bytes, "peak process memory");
     disagreements(&tl);
   }
-  free(need);
+  vl_free(need);
   for (unsigned j = 0; j < n_ranks; j++) {
-    double peak_x = NAN;
-    uint64_t peak_v = 0;
-    for (size_t i = 0; i < n_mk[j]; i++) {
-      const struct mark *m = &mk[j][i];
-      json_t *row = m->sample != SIZE_MAX && tl.row_of_sample ? tl.row_of_sample[m->sample] : NULL;
-      double x = row ? json_number_value(json_array_get(row, 0)) : m->t1;
-      if (!row) row = vl__chart_row(tl.c, x);
-      set_max(row, res[j], (double)m->reserved);
-      set_max(row, alloc[j], (double)m->allocated);
-      if (m->allocated > peak_v) peak_v = m->allocated, peak_x = x;
-    }
-    bool hl = !several || idx[j] == peak_k;
-    uint64_t want = !f->n_rank_peaks ? f->peak_allocated
-                    : several        ? f->ranks[idx[j]].peak_allocated
-                                     : f->peak_allocated;
-    if (hl && peak_v)
-      vl__chart_peak(tl.c, alloc[j], peak_x, (double)want,
-                     several ? "peak allocated, the rank that peaks" : "peak allocated");
-    vl_free(mk[j]);
+    rank_series_draw(&tl, &rs[j], several);
+    vl_free(rs[j].mk);
+    vl_free(rs[j].sp);
   }
-  free(tl.row_of_sample);
+  vl_free(tl.row_of_sample);
   if (n_all) {
     bands(tl.c, r, f);
     zoom(tl.c, r, end);
   }
   json_object_set_new(tl.c, "end", json_real(end));
-  for (unsigned j = 0; j < n_ranks; j++)
-    vl_free(sp[j]);
   if (r->n_marks) { /* the job's own marks: dashed lines, named on hover */
     json_t *marks = json_array();
     for (size_t i = 0; i < r->n_marks && i < 500; i++)

@@ -35,6 +35,8 @@ void vl__html_head(FILE *o, const char *title) {
    * a legend sits under its chart, never on the data */
   fputs("\n<style>body{font-family:sans-serif;margin:2em auto;padding:0 1em;"
         "max-width:1200px}td,th{padding:2px 10px;text-align:left}"
+        /* a table wider than a narrow window scrolls in its own box */
+        "table{display:block;max-width:100%;overflow-x:auto}"
         "td.n{text-align:right;white-space:nowrap}"
         "figure.vl-chart{margin:1em 0}.vl-plot{width:100%}"
         ".vl-legend{font-size:13px;margin:6px 0 0 80px;line-height:1.6}"
