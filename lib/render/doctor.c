@@ -256,8 +256,16 @@ int vl_render_doctor(FILE *o, bool json, const char *source, const struct vl_dia
   if (n == 0) fprintf(o, "  nothing wrong found\n");
   for (int i = 0; i < n; i++) {
     words(&d[i], title, sizeof title, ev, sizeof ev, fix, sizeof fix);
-    fprintf(o, "\n  %s %s [%s] %s\n    evidence: %s\n    fix: %s\n", vl_diag_id(d[i].kind),
-            sev_name[d[i].severity], vl_diag_slug(d[i].kind), title, ev, fix);
+    /* the words hold the record's own (a phase, a module): control
+     * characters as '?', as report writes them */
+    fprintf(o, "\n  %s %s [%s] ", vl_diag_id(d[i].kind), sev_name[d[i].severity],
+            vl_diag_slug(d[i].kind));
+    vl__plain_text(o, title);
+    fputs("\n    evidence: ", o);
+    vl__plain_text(o, ev);
+    fputs("\n    fix: ", o);
+    vl__plain_text(o, fix);
+    fputc('\n', o);
   }
   verdict_text(o, d, n, v);
   return ferror(o) ? -1 : 0;
