@@ -1,8 +1,9 @@
 #!/bin/bash
 # How close is the estimator on configurations outside the calibration set, written down before they were measured?
 #   bench/gpu/run.sh unseen [SET]
-# SET names bench/configs/SET.jsonl (default unseen; unseen2 ... unseen7,
-# repeat4). Each configuration in a process of its own, half on each of two
+# SET: the lines of bench/configs/unseen-sets.jsonl whose "set" it is
+# (default unseen; unseen2 ... unseen7), or bench/configs/SET.jsonl
+# (repeat4). Each configuration in a process of its own, half on each of two
 # GPUs, merged into $OUT/SET.json for `vramledger validate --results`
 # (every run a hold-out), with $OUT/SET-validate.txt, SET-time.txt and the
 # end of each GPU's log. The sets measured so far: bench/results/nccl-run/
@@ -12,7 +13,17 @@ set -u
 . bench/gpu/env.sh
 tag=${1:-unseen}
 list=bench/configs/$tag.jsonl
-[ -f "$list" ] || { echo "unseen.sh: no $list" >&2; exit 2; }
+if [ ! -f "$list" ]; then # a set of unseen-sets.jsonl, its lines without "set"
+  list=/tmp/unseen-$tag.jsonl
+  python3 - "$tag" bench/configs/unseen-sets.jsonl > "$list" <<'PY'
+import json, sys
+for line in open(sys.argv[2]):
+    c = json.loads(line)
+    if c.pop("set") == sys.argv[1]:
+        print(json.dumps(c))
+PY
+  [ -s "$list" ] || { echo "unseen.sh: no set $tag in bench/configs/unseen-sets.jsonl, no bench/configs/$tag.jsonl" >&2; exit 2; }
+fi
 mkdir -p "$o"
 record_env "$o/env-$tag.txt"
 export PYTHONPATH=$PWD/python

@@ -65,7 +65,7 @@ def main():
     for lst in sorted(glob.glob(os.path.join(here, "..", "..", "configs", "unseen*.jsonl"))):
         with open(lst) as f:
             for line in f:
-                u = json.loads(line)
+                u = json.loads(line)  # "set" (unseen-sets.jsonl) is not a field of the job
                 by_name[u["name"]] = measure.T(
                     u["name"], u["model"], u.get("precision", "amp-bf16"),
                     u.get("optimizer", "adamw"), u.get("optimizer_impl", "foreach"),
