@@ -45,25 +45,15 @@ static uint32_t rotary(struct prog *p, uint64_t n) {
   return out;
 }
 
-/* the last position's logits (logits_to_keep=1; then `input`, the head's
- * input, goes), generate()'s fp32 copy, a logits processor's copy of that */
-static void logits(struct prog *p, uint64_t rows_vocab, uint64_t e, uint32_t *input) {
-  uint32_t lg = A(p, rows_vocab * e);
-  F(p, input);
-  uint32_t lf = A(p, rows_vocab * 4);
-  F(p, &lg);
-  uint32_t sp = A(p, rows_vocab * 4);
-  F(p, &lf);
-  F(p, &sp);
-}
-
 struct layer_cache {
   uint32_t k, v;
 };
 
 /* One generate() call's shape on one GPU (heads, intermediate and vocab
- * split under tensor parallelism), the bytes of its elements, and each
- * layer's cache blocks. */
+ * split under tensor parallelism), the bytes of its elements, each
+ * layer's cache blocks, and the two fp32 B x V tensors a step keeps into
+ * the next one's forward (generation/utils.py _sample's
+ * next_token_logits and next_token_scores). */
 struct gen {
   struct prog p;
   const struct vl_arch *arch;
@@ -71,7 +61,34 @@ struct gen {
   uint64_t B, P, a, g, d, h, I, V, T;
   uint64_t e, r, kvb, sm; /* activation, residual, cache and softmax element bytes */
   struct layer_cache *lc;
+  uint32_t next_logits, scores;
 };
+
+/* A token's logits and their processing in _sample: the last position's
+ * logits (logits_to_keep=1; then `input`, the head's input, goes), the
+ * fp32 copy next_token_logits (the previous step's goes once it is made),
+ * the two length processors that make every sequence generate all the new
+ * tokens (min_new_tokens: MinLengthLogitsProcessor and
+ * MinNewTokensLengthLogitsProcessor, each scores.clone() then
+ * torch.where, logits_process.py), the previous step's scores let go, then
+ * the logits. Measured as the meta trace of generate(max_new_tokens=N,
+ * min_new_tokens=N) lists them (transformers 5.17). */
+static void logits(struct gen *s, uint64_t rows_vocab, uint32_t *input) {
+  struct prog *p = &s->p;
+  uint32_t lg = A(p, rows_vocab * s->e);
+  F(p, input);
+  uint32_t nl = A(p, rows_vocab * 4);
+  F(p, &s->next_logits);
+  s->next_logits = nl;
+  uint32_t c1 = A(p, rows_vocab * 4), w1 = A(p, rows_vocab * 4);
+  F(p, &c1);
+  uint32_t c2 = A(p, rows_vocab * 4), w2 = A(p, rows_vocab * 4);
+  F(p, &c2);
+  F(p, &w1);
+  F(p, &s->scores);
+  s->scores = w2;
+  F(p, &lg);
+}
 
 /* eager attention: repeat_kv for grouped heads, q @ k^T, + mask, softmax,
  * its cast back, @ v; returns the output */
@@ -231,7 +248,7 @@ static void prefill(struct gen *s) {
   F(p, &mask);
   uint32_t fn = norm(p, arch, T * h, e);
   F(p, &hs);
-  logits(p, s->B * s->V, e, &fn);
+  logits(s, s->B * s->V, &fn);
   F(p, &cos);
   F(p, &sin);
 }
@@ -258,7 +275,7 @@ static void decode(struct gen *s) {
       s->lc[l].v = nv;
     }
     uint32_t none = NONE;
-    logits(p, s->B * s->V, s->e, &none);
+    logits(s, s->B * s->V, &none);
   }
 }
 
@@ -271,6 +288,8 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
   vl__policy_get(job->precision, &pol);
   const uint64_t t = job->tp ? job->tp : 1;
   struct gen s = {.p = {NULL, false},
+                  .next_logits = NONE,
+                  .scores = NONE,
                   .arch = arch,
                   .job = job,
                   .B = job->batch,
