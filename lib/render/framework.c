@@ -409,7 +409,18 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
             "forward added %.2f GiB\n",
             b, GIB(f->load_bytes), GIB(f->first_forward_bytes));
   if (f->has_bill) {
-    if (f->cuda) {
+    const struct vl_fw_rank *self = NULL; /* with several ranks: whose bill this is */
+    for (unsigned k = 0; f->n_rank_peaks > 1 && k < f->n_rank_peaks; k++)
+      if (f->ranks[k].pid == f->main_pid) self = &f->ranks[k];
+    if (f->cuda && self) {
+      fprintf(
+          o, "\n%sthe bill at rank %u's peak (each rank's below): %.2f GiB allocated, step %u, in ",
+          b, self->rank, GIB(f->peak_allocated), f->bill_step);
+      vl__text(o, f->bill_phase, md);
+      fputs(" (categories at its ", o);
+      vl__text(o, f->bill_taken_at, md);
+      fputs(")\n\n", o);
+    } else if (f->cuda) {
       fprintf(o, "\n%sthe bill at the peak: %.2f GiB allocated, step %u, in ", b,
               GIB(f->peak_allocated), f->bill_step);
       vl__text(o, f->bill_phase, md);
