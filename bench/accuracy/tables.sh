@@ -3,11 +3,11 @@
 # - the calibration set, estimate vs measured (between the calibration-table
 #   markers): `vramledger validate --results` of
 #   data/reference/h200-torch-2.11/calibration-isolated.json;
-# - the model types (the list item of model-types/ and model-types-unseen/):
+# - the model types (the list item of model-types/, its other shapes too):
 #   bench/accuracy/types_table.py over their measurements,
 #   data/reference/h200-torch-2.11/types-measured.json and
 #   types-unseen-measured.json.
-# - bench/results/model-types*/validate.txt: `vramledger validate --results`
+# - bench/results/model-types/validate.txt and validate-unseen.txt: `vramledger validate --results`
 #   of the measured file, as README says.
 # With --check, README.md is left as it is and the exit status is 1 when a
 # table would change (the difference printed).
@@ -20,8 +20,8 @@ ref=data/reference/h200-torch-2.11
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$bin" validate --results $ref/calibration-isolated.json --format md >"$tmp/calibration.md" || [ $? = 3 ]
-"$bin" validate --results $ref/types-measured.json >"$tmp/model-types.validate.txt" || [ $? = 3 ]
-"$bin" validate --results $ref/types-unseen-measured.json >"$tmp/model-types-unseen.validate.txt" ||
+"$bin" validate --results $ref/types-measured.json >"$tmp/validate.txt" || [ $? = 3 ]
+"$bin" validate --results $ref/types-unseen-measured.json >"$tmp/validate-unseen.txt" ||
   [ $? = 3 ]
 python3 bench/accuracy/types_table.py "$bin" $ref/types-measured.json \
   $ref/types-unseen-measured.json >"$tmp/types.md"
@@ -44,8 +44,8 @@ open(tmp + "/README.md", "w").write("\n".join(lines))
 PY
 if [ "${1:-}" = --check ]; then
   diff -u README.md "$tmp/README.md"
-  for d in model-types model-types-unseen; do diff -u $r/$d/validate.txt "$tmp/$d.validate.txt"; done
+  for v in validate validate-unseen; do diff -u $r/model-types/$v.txt "$tmp/$v.txt"; done
 else
   cp "$tmp/README.md" README.md
-  for d in model-types model-types-unseen; do cp "$tmp/$d.validate.txt" $r/$d/validate.txt; done
+  for v in validate validate-unseen; do cp "$tmp/$v.txt" $r/model-types/$v.txt; done
 fi

@@ -249,8 +249,8 @@ static void forward(struct loop *lp, struct pass *f) {
  * (saved) and, under autocast, nll_loss on its fp32 list casts that to
  * fp32 (the copy saved by nll_loss); backward: nll's dense gradient, its
  * cast back, log_softmax's backward in the logits' dtype (RoBERTa AMP's
- * allocator history, bench/results/model-types-unseen/
- * type-peaks-large.json: events 10642-10817) */
+ * allocator history, bench/results/model-types/raw.jsonl:
+ * model-types-unseen/type-peaks-large.json: events 10642-10817) */
 static void loss_forward(struct loop *lp, struct pass *f) {
   struct run *R = &lp->R;
   const struct vl_arch *arch = R->arch;

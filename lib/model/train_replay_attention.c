@@ -119,7 +119,7 @@ static void mla_qkv(struct run *R, uint32_t n1, uint64_t nb, uint32_t *q, uint32
  * gather that follows, which saves its input), gathered to s x s and
  * scaled; then the attention mask's masked_fill, a new tensor
  * (modeling_deberta_v2.py DisentangledSelfAttention; deberta3-amp-adamw-
- * eager's peak, bench/results/model-types-unseen/raw.jsonl:type-peaks-more.json) */
+ * eager's peak, bench/results/model-types/raw.jsonl:model-types-unseen/type-peaks-more.json) */
 static uint32_t disentangled(struct run *R, uint32_t s, uint32_t q) {
   const struct vl_arch *A = R->arch;
   if (!A->rel_att) return s;
@@ -191,7 +191,7 @@ static void rope_qk(struct run *R, struct qkv *s) {
     /* OLMo 2's apply_rotary_pos_emb casts back to q's and k's dtype
      * (modeling_olmo2.py: q_embed.to(q_type)): the cache copies and the
      * attention get them in that dtype (olmo2-1b-amp-adamw's peak,
-     * bench/results/model-types-unseen/raw.jsonl:type-peaks-more.json) */
+     * bench/results/model-types/raw.jsonl:model-types-unseen/type-peaks-more.json) */
     uint32_t qc = op(R, (struct tape_op){.out_bytes = R->tp.t[q].bytes, .in = {q32}});
     uint32_t kc = op(R, (struct tape_op){.out_bytes = R->tp.t[k].bytes, .in = {k32}});
     rel(R, q32);
@@ -480,7 +480,7 @@ static uint32_t sdpa(struct run *R, const struct qkv *s) {
   /* an encoder's sliding-window layer passes a B x 1 x s x s mask: the
    * memory-efficient kernel takes it (in q's dtype) and saves it
    * (ModernBERT: 14 such blocks live at the peak of modernbert-bf16-
-   * adamw, bench/results/model-types-unseen/raw.jsonl:type-peaks.json) */
+   * adamw, bench/results/model-types/raw.jsonl:model-types-unseen/type-peaks.json) */
   /* So does a decoder's masked sliding-window layer: the kernel's bias,
    * in q's dtype (phi-3-mini at 2,048 tokens, window 2,047: 16 MiB a layer
    * at batch 2 held to the backward, the dry run's trace) */

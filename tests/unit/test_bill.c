@@ -624,7 +624,7 @@ static void training_reserve_replayed(void **state) {
 }
 
 /* The model types measured on one H200 (bench/results/model-types/: the
- * types suite; model-types-unseen/: other shapes, written down before they
+ * types suite, and other shapes of the types, written down before they
  * were measured): peak allocated within 2 % and the process total within
  * 5 % for every run but the ones listed with the bound they are known to
  * miss by; T5's generate() is refused (not modelled): not judged.
