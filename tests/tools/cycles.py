@@ -9,22 +9,28 @@ more than one file) means two files that can only be understood, changed
 and tested together; each dependency should go one way (docs/architecture.md,
 "Rules"). ALLOW names circles known today, one a line as their files
 separated by spaces; anything else fails, naming the symbols of each edge.
-Tarjan's algorithm, iterative: the whole check is one nm per object."""
+Tarjan's algorithm, iterative; one nm run over all the objects."""
 import os
 import subprocess
 import sys
 
 
-def symbols(nm, obj):
-    out = subprocess.run([nm, obj], capture_output=True, text=True, check=True).stdout
-    defined, used = set(), set()
+def symbols(nm, objs):
+    """{object: (defined, used)} from one nm run over all the objects."""
+    out = subprocess.run([nm, *objs], capture_output=True, text=True, check=True).stdout
+    table, cur = {}, None
     for line in out.splitlines():
+        if line.endswith(":") and line[:-1] in objs:
+            cur = table.setdefault(line[:-1], (set(), set()))
+            continue
         p = line.split()
+        if cur is None or not p:
+            continue
         if len(p) == 3 and p[1] in "TDBRCVWGS":
-            defined.add(p[2])
+            cur[0].add(p[2])
         elif len(p) == 2 and p[0] == "U":
-            used.add(p[1])
-    return defined, used
+            cur[1].add(p[1])
+    return table
 
 
 def name(obj):
@@ -82,9 +88,10 @@ def main():
             if line:
                 allowed.add(frozenset(line))
     defs, uses, owner = {}, {}, {}
+    table = symbols(nm, objs)
     for o in objs:
         n = name(o)
-        defs[n], uses[n] = symbols(nm, o)
+        defs[n], uses[n] = table.get(o, (set(), set()))
         for s in defs[n]:
             owner.setdefault(s, n)
     edges = {n: {} for n in defs}
