@@ -606,9 +606,12 @@ int vl__report_html(FILE *o, const struct vl_report_view *v) {
     vl__html_text(o, r->gpus[i].name);
   }
   if (!r->n_gpus) {
-    fputs(" none in the record (", o);
-    vl__html_text(o, r->nvml);
-    fputs(")", o);
+    fputs(" none in the record", o);
+    if (strncmp(r->nvml, "not sampled", 11) != 0) { /* else said above */
+      fputs(" (", o);
+      vl__html_text(o, r->nvml);
+      fputs(")", o);
+    }
     if (f && f->present && f->device[0]) {
       fputs("; the probe saw ", o);
       vl__html_text(o, f->device);
