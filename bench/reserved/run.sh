@@ -8,7 +8,10 @@
 set -u
 out=${1:?usage: run.sh OUT.json CONFIGS.jsonl...}
 shift
-tmp=$(mktemp -d)
+# each run's file is kept beside OUT (OUT.parts/) until the end, so a call
+# stopped early leaves what it measured
+tmp=${out%.json}.parts
+mkdir -p "$tmp"
 i=0
 cat "$@" | while IFS= read -r line; do
   [ -n "$line" ] || continue
@@ -31,4 +34,3 @@ for p in files:
 json.dump(res, open(out, "w"), indent=1)
 print(len(res["runs"]) if res else 0, "runs into", out)
 PY
-rm -rf "$tmp"
