@@ -119,18 +119,22 @@ def text_of(path):
 
 
 def archived(folder):
-    """(file, sha256, commit) of the folder's files kept in git only"""
+    """(file, sha256, commit, path) of the folder's files kept in git only,
+    and of the folders merged into it (file under their name)"""
     here = os.path.dirname(os.path.abspath(__file__))
-    rows, section = [], None
+    folder = folder.rstrip("/")
+    rows, merged, section = {}, {folder: ""}, None
     with open(os.path.join(here, "ARCHIVE.md")) as f:
         for line in f:
             if line.startswith("## "):
                 section = line[3:].split("/ (")[0].strip()
-            elif section == folder.rstrip("/") and line.startswith("| `"):
+            elif section and line.startswith("| `"):
                 cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
-                if cells[4] == "git":
-                    rows.append((cells[0], cells[2], cells[3]))
-    return rows
+                rows.setdefault(section, []).append(cells)
+                if cells[0] == "README.md" and cells[4] == folder.split("/")[-1] + "/README.md":
+                    merged[section] = section.split("/")[-1] + "/"
+    return [(prefix + c[0], c[2], c[3], "%s/%s" % (sec, c[0]))
+            for sec, prefix in merged.items() for c in rows.get(sec, []) if c[4] == "git"]
 
 
 def unpack(folder, dest, everything=False):
@@ -144,10 +148,10 @@ def unpack(folder, dest, everything=False):
             f.write(serialised(e))
     n = len(entries)
     if everything:
-        for rel, sha, commit in archived(folder):
-            data = subprocess.check_output(["git", "show", "%s:%s/%s" % (commit, folder.rstrip("/"), rel)])
+        for rel, sha, commit, path in archived(folder):
+            data = subprocess.check_output(["git", "show", "%s:%s" % (commit, path)])
             if hashlib.sha256(data).hexdigest() != sha:
-                raise SystemExit("raw.py: %s/%s at %s is not the file ARCHIVE.md lists" % (folder, rel, commit))
+                raise SystemExit("raw.py: %s at %s is not the file ARCHIVE.md lists" % (path, commit))
             p = os.path.join(dest, rel)
             os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
             with open(p, "wb") as f:
