@@ -5,11 +5,15 @@ measured peak allocated against `vramledger estimate` for the same job
 
   python3 bench/accuracy/parallel_calibration_table.py VRAMLEDGER RESULTS_DIR [GPT2_DIR]
 
-GPT2_DIR: the earlier 2-GPU folder (ddp), re-estimated."""
+GPT2_DIR: the earlier 2-GPU runs (bench/results/ddp-rebuild/ddp), re-estimated.
+A folder of bench/results/ is read from its raw.jsonl (bench/raw.py)."""
 import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from raw import text_of  # noqa: E402  the results files packed in raw.jsonl
 
 vl, d = sys.argv[1], sys.argv[2]
 gpt2 = sys.argv[3] if len(sys.argv) > 3 else None
@@ -32,8 +36,7 @@ def estimate(model, *flags, **kw):
 
 
 def rows(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.startswith("{")]
+    return [json.loads(line) for line in text_of(path).splitlines() if line.startswith("{")]
 
 
 def dp_estimate(r):

@@ -1,7 +1,7 @@
 #!/bin/bash
 # How much does each rank hold under DDP and FSDP on 1 and 2 GPUs, and under `vramledger run`?
 #   bench/gpu/run.sh ddp
-# (bench/results/ddp/) On two H200s: GPT-2 under DDP, FSDP full shard
+# (bench/results/ddp-rebuild/README.md#ddp) On two H200s: GPT-2 under DDP, FSDP full shard
 # and FSDP shard-grad-op on 1 and 2 GPUs (every rank's peak, step time), one
 # DDP run under `vramledger run` (its record, report and doctor). Runs
 # bench/gpu/trace-meta.sh beside it (CPU only). Needs build-rel/ (carry).
