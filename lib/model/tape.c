@@ -17,7 +17,16 @@ static bool grow(struct prog *p, void **a, uint32_t *cap, uint32_t n, size_t siz
 }
 
 static uint32_t make(struct tape *tp, uint64_t bytes, bool alloc) {
-  if (tp->nt == 0) tp->nt = 1; /* 0 is no tensor */
+  if (tp->t == &tp->none) return 0; /* the first array could not be had */
+  if (tp->nt == 0) {                /* 0 is no tensor */
+    if (!grow(tp->p, (void **)&tp->t, &tp->capt, 1, sizeof *tp->t)) {
+      tp->none = (struct tape_tensor){0};
+      tp->t = tp->t ? tp->t : &tp->none;
+      return 0;
+    }
+    tp->t[0] = (struct tape_tensor){0};
+    tp->nt = 1;
+  }
   if (!grow(tp->p, (void **)&tp->t, &tp->capt, tp->nt, sizeof *tp->t)) return 0;
   uint32_t x = tp->nt++;
   tp->t[x] = (struct tape_tensor){
@@ -153,7 +162,7 @@ void tape_truncate(struct tape *tp, uint32_t from) {
 void tape_reset(struct tape *tp) { tp->nt = tp->nn = 0; }
 
 void tape_free(struct tape *tp) {
-  vl_free(tp->t);
+  if (tp->t != &tp->none) vl_free(tp->t);
   vl_free(tp->n);
   tp->t = NULL;
   tp->n = NULL;

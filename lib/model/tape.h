@@ -56,7 +56,10 @@ struct tape {
    * matmul (after the first gradient of the first matmul node) */
   uint64_t ws_bytes;
   uint32_t ws;
-  struct tape_tensor *t;
+  struct tape_tensor *t; /* t[0] is no tensor: all zero */
+  /* t while the first array cannot be had (the replay has failed): the
+   * readers of t[x] then see no tensor, never a null array */
+  struct tape_tensor none;
   uint32_t nt, capt;
   struct tape_node *n;
   uint32_t nn, capn;

@@ -228,6 +228,8 @@ static void infer(struct vl_job *j) {
   j->precision = VL_PREC_BF16;
   j->new_tokens = 16;
 }
+static void one_gpu(struct vl_job *j) { (void)j; }
+static void checkpointed(struct vl_job *j) { j->checkpointing = VL_CKPT_FULL; }
 static void pipeline(struct vl_job *j) {
   j->pp = 2;
   j->dp = 2;
@@ -237,6 +239,14 @@ static void pipeline(struct vl_job *j) {
 static vl_status t_bill_zero3(const char *text, size_t len, uint64_t *answer) {
   (void)text, (void)len;
   return bill_of("data/models/gpt2.json", zero3, answer);
+}
+static vl_status t_bill_train(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  return bill_of("data/models/gpt2.json", one_gpu, answer);
+}
+static vl_status t_bill_train_ckpt(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  return bill_of("data/models/falcon-7b.json", checkpointed, answer);
 }
 static vl_status t_bill_infer(const char *text, size_t len, uint64_t *answer) {
   (void)text, (void)len;
@@ -267,15 +277,11 @@ static const struct torture readers[] = {
     {"recipe (torchtune)", "tests/data/recipes/8B_lora_single_device.yaml", t_recipe, false},
     {"recipe (trl)", "tests/data/recipes/sft_config.json", t_recipe, false},
     {"bill (training, zero-3)", NULL, t_bill_zero3, false},
+    {"bill (training, one GPU: the step replayed)", NULL, t_bill_train, false},
+    {"bill (training, checkpointed, replayed)", NULL, t_bill_train_ckpt, false},
     {"bill (generation, replayed)", NULL, t_bill_infer, false},
     {"bill (pipeline stage)", NULL, t_bill_pipeline, false},
 };
-
-/* Not here yet: a training step's replay (lib/model/train_replay*.c). Its
- * tape's first allocation failing leaves tape.t NULL, and the forward pass
- * goes on to read R->tp.t[x] (vl__tr_dropout) before the step loop looks
- * at p.failed: a crash, not VL_ENOMEM. It joins the table once the replay
- * stops at the failure. */
 
 /* At most this many runs a reader: past it, a stride over its allocations
  * (the first 64 and the last always), to keep the test a few seconds. */
