@@ -299,8 +299,19 @@ static uint32_t eager(struct run *R, const struct qkv *s, uint32_t *held) {
     rel(R, s1);
   }
   const uint64_t sm = vl__softmax_bytes(arch, R->z->autocast, e);
-  uint32_t s32 = op(R, (struct tape_op){.out_bytes = sc * sm, .in = {s2}, .save_out = true});
-  rel(R, s2);
+  /* softmax(x, dtype=float32) on half scores converts them first
+   * (aten SoftMax.cpp softmax: input.toType(dtype)), a copy freed when it
+   * returns (opt13-bf16-adam-eager's allocator history: 128 MiB a layer,
+   * bench/results/reserved/history) */
+  const uint64_t s2b = R->tp.t[s2].bytes;
+  uint32_t up = s2b < sc * sm ? op(R, (struct tape_op){.out_bytes = sc * sm, .in = {s2}}) : NONE;
+  uint32_t s32 =
+      op(R, (struct tape_op){.out_bytes = sc * sm, .in = {up != NONE ? up : s2}, .save_out = true});
+  if (up != NONE) rel(R, up);
+  /* `attn_weights = softmax(attn_weights, dtype=float32).to(dtype)`: the
+   * scores stay referenced until the cast is made (one statement); GPT-2
+   * casts in a statement of its own, so its scores go first */
+  if (arch->softmax_native) rel(R, s2);
   /* .to(query.dtype) (GPT-2: .type(value.dtype)): a no-op where that is
    * the probabilities' dtype (rotary's fp32 query under autocast; GPT-2's
    * half softmax without autocast) */
@@ -309,6 +320,7 @@ static uint32_t eager(struct run *R, const struct qkv *s, uint32_t *held) {
                                            : e;
   uint32_t sh =
       tb < sm ? op(R, (struct tape_op){.out_bytes = sc * tb, .in = {s32}}) : tape_ref(&R->tp, s32);
+  if (!arch->softmax_native) rel(R, s2);
   rel(R, s32);
   if (arch->attn_dropout > 0) {
     uint32_t mask = tape_new(&R->tp, sc);
