@@ -23,6 +23,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MEASURED = ("data/reference/h200-torch-2.11/calibration-isolated.json", "data/reference/h200-torch-2.11/types-measured.json",
             "data/reference/h200-torch-2.11/types-unseen-measured.json")
+# measure.py runs of the other questions (known misses, estimate --dry-run's new jobs)
+OTHER = ("data/reference/h200-torch-2.11/other-measured.json", "data/reference/h200-torch-2.11/infer-gpt2m-fp32-b8.json",
+         "data/reference/h200-torch-2.11/infer-gpt2m-fp32-b16.json", "data/reference/h200-torch-2.11/infer-smollm3.json")
 GIB = float(1 << 30)
 
 

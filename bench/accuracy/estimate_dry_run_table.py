@@ -4,7 +4,7 @@ bench/configs/estimate-dry-run.txt, the peaks of DIR/NAME.json (the
 estimate's JSON, its "dry_run" object; an automatic dry run for a model
 type the formula does not describe) beside the peak the H200 measured for
 the same job: DIR/NAME.measured.json when bench/gpu/estimate-dry-run.sh
-measured it, else measure.py's records (bench/accuracy/dry_run_table.py's list).
+measured it, else measure.py's records (bench/accuracy/dry_run_table.py's lists).
 Prints a Markdown table and a summary; --json writes the rows.
 
   python3 bench/accuracy/estimate_dry_run_table.py DIR [--json OUT]
@@ -14,7 +14,7 @@ import json
 import os
 import statistics
 
-from dry_run_table import ROOT, measured, pct
+from dry_run_table import OTHER, ROOT, measured, pct
 
 
 def entries():
@@ -53,7 +53,7 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("--json")
     a = ap.parse_args()
-    known = measured()
+    known = measured(OTHER)
     rows = [row(a.dir, n, known) for n in entries()]
     print("| entry | how | measured alloc GiB | dry run GiB | error | reserved error | formula error | seconds |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Does the probe name every byte at each phase boundary, and does plan's best configuration run under its commitment?
 #   bench/gpu/run.sh probe-boundaries commitment|unnamed|ledger
-# (bench/results/probe-boundaries/part1..part3/)
+# (bench/results/probe/README.md#probe-boundaries, parts 1 to 3)
 # commitment: the interposer against memory_reserved() under three
 #   allocators and a plain CUDA C program's pool, the sampler's cost, a
 #   50 ms spike, a plan's best configuration run on the H200 under its

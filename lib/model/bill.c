@@ -806,7 +806,7 @@ static void stage_phases(struct train_stage *ts) {
    * and the two are summed out of place (torch/csrc/autograd/
    * input_buffer.cpp) before the sum becomes .grad: two more matrices at
    * the end of the backward (Gemma-7B: 2.93 GiB over the gradients,
-   * bench/results/unseen-sets/part1-unseen3) */
+   * bench/results/unseen-sets/raw.jsonl:part1-unseen3) */
   uint64_t tied_sum = 0;
   if (arch->causal && arch->tie_embeddings && ts->first && ts->last && !job->lora_rank &&
       !job->qlora) {
