@@ -704,14 +704,14 @@ static void stage_comm(struct train_stage *ts) {
                             "DDP first buckets kept into step 2",
                             "G",
                             "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
-                            "bench/results/unseen-sets/part2-ddp/, "
+                            "bench/results/unseen-sets/raw.jsonl: part2-ddp, "
                             "bench/results/ddp-rebuild/)",
                             {{"G", ts->G, "bytes"}}};
     if (!job->ddp_static_graph) {
       first.name = "DDP first buckets if kept into step 2";
       first.formula = "G (not summed: the other outcome)";
       first.source = "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
-                     "bench/results/nccl-run/part7/, bench/results/ddp-rebuild/)";
+                     "bench/results/nccl-run/raw.jsonl: part7, bench/results/ddp-rebuild/)";
       first.detail = true;
     }
     uint64_t kept = note(ts, &first);
