@@ -13,6 +13,7 @@
 #include "vramledger/probe.h"
 #include "vramledger/record.h"
 #include "vramledger/render.h"
+#include "vramledger/steptime.h"
 
 enum { O_HELP, O_FORMAT };
 static const struct cli_opt opts[] = {
@@ -48,7 +49,8 @@ static int record_gpu(struct est *e, const char *device, char *name, size_t cap)
 /* The estimate for the job flags given after --estimate (as `estimate`
  * takes them), on their --gpu card as `estimate --gpu` bills it; without
  * one, on the card the record names (device). */
-static int estimate_bill(int argc, const char **argv, const char *device, struct vl_bill **out) {
+static int estimate_bill(int argc, const char **argv, const char *device, struct vl_bill **out,
+                         struct vl_step_time *time, char *card, size_t card_cap) {
   struct est e;
   est_init(&e);
   int rc = est_parse(argc, argv, &e);
@@ -67,6 +69,15 @@ static int estimate_bill(int argc, const char **argv, const char *device, struct
   if ((rc = est_gpu(&e, &cat, &gpu))) return rc;
   struct vl_err err = {""};
   vl_status s = est_bill(&arch, &e.job, gpu, out, &err);
+  /* the step priced on that card, as estimate --gpu prices it; a card or
+   * job it cannot price leaves the time out (said), never the bill */
+  if (s == VL_OK && e.gpu && e.job.task == VL_TASK_TRAIN) {
+    struct vl_err terr = {""};
+    if (vl_step_time(&arch, &e.job, gpu, time, &terr) == VL_OK)
+      snprintf(card, card_cap, "%s", gpu->name);
+    else
+      cli_hint("--estimate: the step is not priced: %s", terr.msg);
+  }
   vl_catalog_release(&cat);
   if (s != VL_OK) {
     cli_error("--estimate: %s", err.msg);
@@ -131,7 +142,9 @@ int cmd_report(int argc, const char **argv) {
   }
   const char *device = rr->rec.n_gpus ? rr->rec.gpus[0].name : "";
   if (!device[0] && rr->rec.n_probes) device = rr->rec.probes[0].device_name;
-  if (estimate && (rc = estimate_bill(n_job, job, device, &bill))) {
+  struct vl_step_time time = {0};
+  char card[32] = "";
+  if (estimate && (rc = estimate_bill(n_job, job, device, &bill, &time, card, sizeof card))) {
     vl_record_release(&rr->rec);
     free(rr);
     return rc;
@@ -139,6 +152,14 @@ int cmd_report(int argc, const char **argv) {
   struct vl_probe_compare cmp = {0};
   if (bill) {
     vl_probe_compare(&rr->fw, bill, &cmp);
+    if (cmp.present && card[0] && rr->fw.step_s_median > 0) {
+      cmp.est_step_s = time.step_s;
+      cmp.est_forward_s = time.forward_s;
+      cmp.est_backward_s = time.backward_s;
+      cmp.est_optimizer_s = time.optimizer_s;
+      cmp.measured_step_s = rr->fw.step_s_median;
+      snprintf(cmp.card, sizeof cmp.card, "%s", card);
+    }
     if (!cmp.present)
       cli_hint("--estimate: the record has no measured bill (no PyTorch probe, or no sampled "
                "step); nothing to compare");

@@ -146,6 +146,11 @@ struct vl_probe_compare {
   bool present;
   uint64_t measured[VL_CMP_LINES], estimate[VL_CMP_LINES];
   char estimate_phase[16];
+  /* the step priced on the record's card (vl_step_time), against the
+   * probe's median step; est_step_s 0: not priced */
+  double est_step_s, est_forward_s, est_backward_s, est_optimizer_s;
+  double measured_step_s;
+  char card[32];
 };
 
 struct vl_bill;

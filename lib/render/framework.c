@@ -193,6 +193,19 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
       json_object_set_new(c, cmp_key[i], x);
     }
     json_object_set_new(c, "estimate_peak_phase", vl__json_str(cmp->estimate_phase));
+    if (cmp->est_step_s > 0 && cmp->measured_step_s > 0) {
+      json_t *t = json_object();
+      json_object_set_new(t, "card", vl__json_str(cmp->card));
+      json_object_set_new(t, "estimate_seconds", json_real(cmp->est_step_s));
+      json_object_set_new(t, "estimate_forward_seconds", json_real(cmp->est_forward_s));
+      json_object_set_new(t, "estimate_backward_seconds", json_real(cmp->est_backward_s));
+      json_object_set_new(t, "estimate_optimizer_seconds", json_real(cmp->est_optimizer_s));
+      json_object_set_new(t, "measured_median_seconds", json_real(cmp->measured_step_s));
+      json_object_set_new(
+          t, "error_pct",
+          json_real(100.0 * (cmp->est_step_s - cmp->measured_step_s) / cmp->measured_step_s));
+      json_object_set_new(c, "step_time", t);
+    }
     json_object_set_new(o, "estimate_vs_measured", c);
   }
   json_object_set_new(o, "framework", json_boolean(f->present));
@@ -343,6 +356,18 @@ static const char *signed_size(char *buf, size_t n, uint64_t est, uint64_t meas)
 /* The estimate beside the measurement, with its column headers; a line the
  * record cannot measure (on the CPU: no allocator, so no workspaces,
  * transient or peak allocated) says so instead of a 0 and a -100 %. */
+/* the step estimate prices on the record's card against the probe's
+ * median step */
+static void cmp_time_text(FILE *o, const struct vl_probe_compare *c, bool md) {
+  if (c->est_step_s <= 0 || c->measured_step_s <= 0) return;
+  fprintf(o,
+          "\n%sstep time on %s: estimated %.1f ms (forward %.1f, backward %.1f, optimizer %.1f), "
+          "measured median %.1f ms: %+.1f %%\n",
+          md ? "- " : "  ", c->card, 1e3 * c->est_step_s, 1e3 * c->est_forward_s,
+          1e3 * c->est_backward_s, 1e3 * c->est_optimizer_s, 1e3 * c->measured_step_s,
+          100.0 * (c->est_step_s - c->measured_step_s) / c->measured_step_s);
+}
+
 static void cmp_text(FILE *o, const struct vl_probe_compare *c, bool cuda, bool md) {
   fprintf(o, "\n%sthe estimate for the same settings, line by line (its peak in ",
           md ? "- " : "  ");
@@ -377,6 +402,7 @@ static void cmp_text(FILE *o, const struct vl_probe_compare *c, bool cuda, bool 
     else
       fprintf(o, "    %-24s %13s %13s %13s %s\n", vl__fw_cmp_name[i], m, e, diff, pct);
   }
+  cmp_time_text(o, c, md);
 }
 
 void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_compare *cmp,
