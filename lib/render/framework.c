@@ -249,7 +249,8 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
   json_object_set_new(fw, "device", vl__json_str(f->device));
   json_object_set_new(fw, "ranks", json_integer(f->n_ranks));
   json_object_set_new(fw, "step_s_median", json_real(f->step_s_median));
-  json_object_set_new(fw, "tokens_per_s", json_real(f->tokens_per_s));
+  json_object_set_new(fw, "tokens_per_s",
+                      f->tokens_per_s > 0 ? json_real(f->tokens_per_s) : json_null());
   json_object_set_new(fw, "samples_per_s", json_real(f->samples_per_s));
   json_object_set_new(fw, "probe_share", json_real(f->probe_share_light));
   json_object_set_new(fw, "probe_share_sampled", json_real(f->probe_share_sampled));
@@ -288,8 +289,11 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
     json_t *m = json_object();
     json_object_set_new(m, "rank", json_integer(f->ranks[i].rank));
     json_object_set_new(m, "pid", json_integer(f->ranks[i].pid));
-    json_object_set_new(m, "peak_allocated_bytes", U(f->ranks[i].peak_allocated));
-    json_object_set_new(m, "peak_reserved_bytes", U(f->ranks[i].peak_reserved));
+    /* a CPU job has no allocator to read: null, not 0 */
+    json_object_set_new(m, "peak_allocated_bytes",
+                        f->cuda ? U(f->ranks[i].peak_allocated) : json_null());
+    json_object_set_new(m, "peak_reserved_bytes",
+                        f->cuda ? U(f->ranks[i].peak_reserved) : json_null());
     json_object_set_new(m, "peak_named_bytes", U(f->ranks[i].peak_named));
     json_object_set_new(m, "ddp_step2_extra_bytes", U(f->ranks[i].ddp_step2_extra));
     if (f->ranks[i].has_bill) {
@@ -323,10 +327,11 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
     json_t *x = json_object();
     json_object_set_new(x, "step", json_integer(s->step));
     json_object_set_new(x, "time_s", json_real((double)s->time_ns * 1e-9));
-    json_object_set_new(x, "tokens", U(s->tokens));
-    json_object_set_new(
-        x, "tokens_per_s",
-        json_real(s->time_ns ? (double)s->tokens / ((double)s->time_ns * 1e-9) : 0));
+    json_object_set_new(x, "tokens", s->tokens ? U(s->tokens) : json_null());
+    json_object_set_new(x, "tokens_per_s",
+                        s->time_ns && s->tokens
+                            ? json_real((double)s->tokens / ((double)s->time_ns * 1e-9))
+                            : json_null());
     json_object_set_new(x, "micro_batches", json_integer(s->micro_batches));
     json_object_set_new(x, "peak_allocated_bytes",
                         s->has_peak ? U(s->peak_allocated) : json_null());

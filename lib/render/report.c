@@ -38,12 +38,17 @@ static int report_json(FILE *out, const struct vl_report_view *v) {
   json_object_set_new(o, "record", vl__json_str(v->source));
   json_object_set_new(o, "command", vl__json_str(r->command));
   json_object_set_new(o, "host", vl__json_str(r->host));
+  /* what the record did not measure is null, never 0 (as the text says
+   * "not sampled"/"not measured"): NVML's layer without samples, the
+   * interposer's without driver allocations, the context without both */
+  const bool nvml = vl__run_nvml_sampled(r), drv = s->peak_cuda_alloc_bytes > 0;
   json_t *peak = json_object();
-  json_object_set_new(peak, "process_bytes", U(s->peak_process_bytes));
-  json_object_set_new(peak, "process_t_s", json_real((double)s->peak_process_t_ns * 1e-9));
-  json_object_set_new(peak, "cuda_alloc_bytes", U(s->peak_cuda_alloc_bytes));
-  json_object_set_new(peak, "context_bytes", U(s->context_bytes));
-  json_object_set_new(peak, "other_processes_bytes", U(s->peak_other_bytes));
+  json_object_set_new(peak, "process_bytes", nvml ? U(s->peak_process_bytes) : json_null());
+  json_object_set_new(peak, "process_t_s",
+                      nvml ? json_real((double)s->peak_process_t_ns * 1e-9) : json_null());
+  json_object_set_new(peak, "cuda_alloc_bytes", drv ? U(s->peak_cuda_alloc_bytes) : json_null());
+  json_object_set_new(peak, "context_bytes", nvml && drv ? U(s->context_bytes) : json_null());
+  json_object_set_new(peak, "other_processes_bytes", nvml ? U(s->peak_other_bytes) : json_null());
   json_t *libs = json_object(); /* who asked the driver: the most each held */
   for (unsigned i = 0; i < r->n_alloc_libs; i++)
     json_object_set_new(libs, r->alloc_libs[i].name, U(r->alloc_libs[i].peak));
@@ -63,7 +68,7 @@ static int report_json(FILE *out, const struct vl_report_view *v) {
   json_object_set_new(o, "leak_bytes_per_s", json_real(s->leak_bytes_per_s));
   json_object_set_new(o, "imbalance", json_real(s->imbalance));
   json_object_set_new(o, "gpus_used", U(s->gpus_used));
-  json_object_set_new(o, "peak_gpu_bytes", U(s->peak_gpu_bytes));
+  json_object_set_new(o, "peak_gpu_bytes", nvml ? U(s->peak_gpu_bytes) : json_null());
   json_object_set_new(o, "truncated", json_boolean(r->truncated));
   if (r->damaged) { /* lines skipped (docs/record.md); only then, as descendants */
     json_object_set_new(o, "damaged_lines", U(r->damaged));
