@@ -179,6 +179,11 @@ const char *const vl__fw_cmp_name[VL_CMP_LINES] = {"parameters and buffers",
                                                    "transient",
                                                    "peak allocated"};
 
+/* the priced step's error against the probe's median step, percent */
+static double step_error_pct(const struct vl_probe_compare *c) {
+  return 100.0 * (c->est_step_s - c->measured_step_s) / c->measured_step_s;
+}
+
 void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const struct vl_record *r,
                  const struct vl_probe_compare *cmp) {
   if (cmp && cmp->present) {
@@ -201,9 +206,7 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
       json_object_set_new(t, "estimate_backward_seconds", json_real(cmp->est_backward_s));
       json_object_set_new(t, "estimate_optimizer_seconds", json_real(cmp->est_optimizer_s));
       json_object_set_new(t, "measured_median_seconds", json_real(cmp->measured_step_s));
-      json_object_set_new(
-          t, "error_pct",
-          json_real(100.0 * (cmp->est_step_s - cmp->measured_step_s) / cmp->measured_step_s));
+      json_object_set_new(t, "error_pct", json_real(step_error_pct(cmp)));
       json_object_set_new(c, "step_time", t);
     }
     json_object_set_new(o, "estimate_vs_measured", c);
@@ -358,21 +361,30 @@ static const char *signed_size(char *buf, size_t n, uint64_t est, uint64_t meas)
   return buf;
 }
 
+/* The priced step against the probe's median step, as words after "step
+ * time on CARD: " (the card is the caller's to write, escaped for its
+ * format); false when the step was not priced or not timed. */
+bool vl__fw_step_time_words(char *buf, size_t n, const struct vl_probe_compare *c) {
+  if (c->est_step_s <= 0 || c->measured_step_s <= 0) return false;
+  snprintf(buf, n,
+           "estimated %.1f ms (forward %.1f, backward %.1f, optimizer %.1f), measured median "
+           "%.1f ms: %+.1f %%",
+           1e3 * c->est_step_s, 1e3 * c->est_forward_s, 1e3 * c->est_backward_s,
+           1e3 * c->est_optimizer_s, 1e3 * c->measured_step_s, step_error_pct(c));
+  return true;
+}
+
+static void cmp_time_text(FILE *o, const struct vl_probe_compare *c, bool md) {
+  char w[192];
+  if (!vl__fw_step_time_words(w, sizeof w, c)) return;
+  fprintf(o, "\n%sstep time on ", md ? "- " : "  ");
+  vl__text(o, c->card, md);
+  fprintf(o, ": %s\n", w);
+}
+
 /* The estimate beside the measurement, with its column headers; a line the
  * record cannot measure (on the CPU: no allocator, so no workspaces,
  * transient or peak allocated) says so instead of a 0 and a -100 %. */
-/* the step estimate prices on the record's card against the probe's
- * median step */
-static void cmp_time_text(FILE *o, const struct vl_probe_compare *c, bool md) {
-  if (c->est_step_s <= 0 || c->measured_step_s <= 0) return;
-  fprintf(o,
-          "\n%sstep time on %s: estimated %.1f ms (forward %.1f, backward %.1f, optimizer %.1f), "
-          "measured median %.1f ms: %+.1f %%\n",
-          md ? "- " : "  ", c->card, 1e3 * c->est_step_s, 1e3 * c->est_forward_s,
-          1e3 * c->est_backward_s, 1e3 * c->est_optimizer_s, 1e3 * c->measured_step_s,
-          100.0 * (c->est_step_s - c->measured_step_s) / c->measured_step_s);
-}
-
 static void cmp_text(FILE *o, const struct vl_probe_compare *c, bool cuda, bool md) {
   fprintf(o, "\n%sthe estimate for the same settings, line by line (its peak in ",
           md ? "- " : "  ");

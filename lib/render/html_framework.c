@@ -412,15 +412,11 @@ static void cmp_html(FILE *o, const struct vl_probe_compare *cmp, bool cuda) {
       fputs("<td>none measured</td></tr>\n", o);
   }
   fputs("</table>\n", o);
-  if (cmp->est_step_s > 0 && cmp->measured_step_s > 0) {
+  char w[192];
+  if (vl__fw_step_time_words(w, sizeof w, cmp)) {
     fputs("<p>Step time on ", o);
     vl__html_text(o, cmp->card);
-    fprintf(o,
-            ": estimated %.1f ms (forward %.1f, backward %.1f, optimizer %.1f), measured median "
-            "%.1f ms: %+.1f %%.</p>\n",
-            1e3 * cmp->est_step_s, 1e3 * cmp->est_forward_s, 1e3 * cmp->est_backward_s,
-            1e3 * cmp->est_optimizer_s, 1e3 * cmp->measured_step_s,
-            100.0 * (cmp->est_step_s - cmp->measured_step_s) / cmp->measured_step_s);
+    fprintf(o, ": %s.</p>\n", w);
   }
 }
 

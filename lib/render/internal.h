@@ -180,6 +180,7 @@ struct vl_fw_rank;
 uint64_t vl__fw_rank_line_bytes(const struct vl_fw_rank *x, int part);
 const char *vl__fw_size_str(char *buf, size_t n, uint64_t b);
 extern const char *const vl__fw_cmp_name[];
+bool vl__fw_step_time_words(char *buf, size_t n, const struct vl_probe_compare *c);
 unsigned vl__fw_rank_order(const struct vl_probe_layer *f, unsigned idx[8]);
 /* report --format trace (lib/render/report_trace.c). @return 0, or -1 on a
  * write error or no memory. */
