@@ -304,10 +304,10 @@ static uint32_t eager(struct run *R, const struct qkv *s, uint32_t *held) {
    * returns (opt13-bf16-adam-eager's allocator history: 128 MiB a layer,
    * bench/results/reserved/history) */
   const uint64_t s2b = R->tp.t[s2].bytes;
-  uint32_t up = s2b < sc * sm ? op(R, (struct tape_op){.out_bytes = sc * sm, .in = {s2}}) : NONE;
+  uint32_t up = s2b < sc * sm ? op(R, (struct tape_op){.out_bytes = sc * sm, .in = {s2}}) : 0;
   uint32_t s32 =
-      op(R, (struct tape_op){.out_bytes = sc * sm, .in = {up != NONE ? up : s2}, .save_out = true});
-  if (up != NONE) rel(R, up);
+      op(R, (struct tape_op){.out_bytes = sc * sm, .in = {up ? up : s2}, .save_out = true});
+  if (up) rel(R, up);
   /* `attn_weights = softmax(attn_weights, dtype=float32).to(dtype)`: the
    * scores stay referenced until the cast is made (one statement); GPT-2
    * casts in a statement of its own, so its scores go first */
