@@ -11,11 +11,6 @@ used before (6ND, 4ND with LoRA, +2ND recomputed, over the card's dense
 16-bit peak x 0.40) beside it."""
 import json, os, statistics, subprocess, sys
 
-args = [a for a in sys.argv[1:] if not a.startswith("--")]
-md = "--md" in sys.argv
-exe, card, files = args[0], args[1], args[2:]
-
-
 def vision(model):
     """a ViT's or a CNN's config: its side is --image-size, not --seq"""
     path = model if model.endswith(".json") else os.path.join("data", "models", model + ".json")
@@ -26,6 +21,7 @@ def vision(model):
 
 
 def flags(r):
+    """estimate's flags for measure.py run r (trace_compare.py takes them too)"""
     side = ["--image-size", str(r.get("image_size") or r["seq"])] if vision(r["model"]) else \
         ["--seq", str(r["seq"])]
     if r.get("target_seq"):
@@ -41,51 +37,62 @@ def flags(r):
     return f
 
 
-rows = []
-for path in files:
-    d = json.load(open(path))
-    for r in d["runs"]:
-        m = r.get("measured") or {}
-        meas = m.get("step_median_s") or m.get("step_s")
-        if r.get("task", "train") != "train" or not meas or r.get("error"):
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    md = "--md" in sys.argv
+    exe, card, files = args[0], args[1], args[2:]
+    rows = []
+    for path in files:
+        d = json.load(open(path))
+        for r in d["runs"]:
+            m = r.get("measured") or {}
+            meas = m.get("step_median_s") or m.get("step_s")
+            if r.get("task", "train") != "train" or not meas or r.get("error"):
+                continue
+            if r["model"].endswith(".json"):  # from the results file's folder, as validate reads it
+                here = os.path.normpath(os.path.join(os.path.dirname(path), r["model"]))
+                r = dict(r, model=here if os.path.exists(here) else r["model"])
+                if not os.path.exists(r["model"]):
+                    continue
+            p = subprocess.run([exe, "estimate", *flags(r), "--gpu", card, "--margin", "0", "--format", "json"],
+                               capture_output=True, text=True)
+            try:
+                d = json.loads(p.stdout)
+                est = d["step_seconds"]
+            except (ValueError, KeyError):
+                rows.append((r["name"], meas, None, p.stderr.strip().splitlines()[-1:] or ["?"], None))
+                continue
+            f = (4 if r.get("lora") else 6) + (2 if r["checkpointing"] == "full" else 0)
+            peak = 989.4e12  # the H100's and the H200's dense bf16, the rule's peak
+            mfu_s = f * d["time"]["model_flops"] / (4 if r.get("lora") else 6) / peak / 0.40
+            rows.append((r["name"], meas, est, None, mfu_s))
+    errs, olds = [], []
+    if md:
+        print("| run | measured s | predicted s | error | constant MFU 0.40 s | error |\n|---|---:|---:|---:|---:|---:|")
+    for name, meas, est, why, mfu_s in rows:
+        if est is None:
+            print(("| %s | %.4f | - | %s | | |" if md else "%-48s %8.4f  -  %s") % (name, meas, why[0]))
             continue
-        if r["model"].endswith(".json") and not os.path.exists(r["model"]):
-            continue
-        p = subprocess.run([exe, "estimate", *flags(r), "--gpu", card, "--margin", "0", "--format", "json"],
-                           capture_output=True, text=True)
-        try:
-            d = json.loads(p.stdout)
-            est = d["step_seconds"]
-        except (ValueError, KeyError):
-            rows.append((r["name"], meas, None, p.stderr.strip().splitlines()[-1:] or ["?"], None))
-            continue
-        f = (4 if r.get("lora") else 6) + (2 if r["checkpointing"] == "full" else 0)
-        tokens = r["batch"] * r["seq"] * r.get("grad_accum", 1)
-        peak = 989.4e12  # the H100's and the H200's dense bf16, the rule's peak
-        mfu_s = f * d["time"]["model_flops"] / (4 if r.get("lora") else 6) / peak / 0.40
-        rows.append((r["name"], meas, est, None, mfu_s))
-errs, olds = [], []
-if md:
-    print("| run | measured s | predicted s | error | constant MFU 0.40 s | error |\n|---|---:|---:|---:|---:|---:|")
-for name, meas, est, why, mfu_s in rows:
-    if est is None:
-        print(("| %s | %.4f | - | %s | | |" if md else "%-48s %8.4f  -  %s") % (name, meas, why[0]))
-        continue
-    err, old = est / meas - 1, mfu_s / meas - 1
-    errs.append(abs(err))
-    olds.append(abs(old))
-    print(("| %s | %.4f | %.4f | %+.1f %% | %.4f | %+.1f %% |" if md else "%-48s %8.4f %8.4f %+6.1f %% %8.4f %+6.1f %%")
-          % (name, meas, est, 100 * err, mfu_s, 100 * old))
+        err, old = est / meas - 1, mfu_s / meas - 1
+        errs.append(abs(err))
+        olds.append(abs(old))
+        print(("| %s | %.4f | %.4f | %+.1f %% | %.4f | %+.1f %% |" if md else "%-48s %8.4f %8.4f %+6.1f %% %8.4f %+6.1f %%")
+              % (name, meas, est, 100 * err, mfu_s, 100 * old))
 
 
-def summary(what, e):
-    n = len(e)
-    return ("%s: |error| median %.1f %%, worst %.1f %%; %d/%d within 10 %%, %d/%d within 25 %%"
-            % (what, 100 * statistics.median(e), 100 * max(e), sum(x <= 0.10 for x in e), n,
-               sum(x <= 0.25 for x in e), n))
+    def summary(what, e):
+        n = len(e)
+        return ("%s: |error| median %.1f %%, worst %.1f %%; %d/%d within 10 %%, %d/%d within 25 %%"
+                % (what, 100 * statistics.median(e), 100 * max(e), sum(x <= 0.10 for x in e), n,
+                   sum(x <= 0.25 for x in e), n))
 
 
-if errs:
-    print("\n%d runs on %s" % (len(errs), card))
-    print(summary("priced kernel by kernel", errs))
-    print(summary("constant MFU 0.40", olds))
+    if errs:
+        print("\n%d runs on %s" % (len(errs), card))
+        print(summary("priced kernel by kernel", errs))
+        print(summary("constant MFU 0.40", olds))
+
+
+if __name__ == "__main__":
+    main()

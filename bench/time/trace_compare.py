@@ -26,34 +26,10 @@ names = set(opts["names"].split(",")) if "names" in opts else None
 py = os.environ.get("VRAMLEDGER_PYTHON", "python3")
 here = os.path.dirname(os.path.abspath(__file__))
 measure = os.path.join(here, "..", "..", "python", "vramledger", "measure.py")
+sys.path.insert(0, here)
+from compare import flags as estimate_flags  # noqa: E402  (estimate's flags, as compare.py gives them)
 FIELDS = ("model", "precision", "optimizer", "optimizer_impl", "attention", "checkpointing", "batch", "seq",
           "grad_accum", "lora", "lora_targets", "target_seq", "image_size")
-
-
-def vision(model):
-    """a ViT's or a CNN's config: its side is --image-size, not --seq (compare.py's)"""
-    path = model if model.endswith(".json") else os.path.join("data", "models", model + ".json")
-    try:
-        return json.load(open(path)).get("model_type") in ("vit", "resnet")
-    except (OSError, ValueError):
-        return False
-
-
-def estimate_flags(r):
-    """estimate's flags for run r, as compare.py gives them"""
-    side = ["--image-size", str(r.get("image_size") or r["seq"])] if vision(r["model"]) else \
-        ["--seq", str(r["seq"])]
-    if r.get("target_seq"):
-        side += ["--target-seq", str(r["target_seq"])]
-    f = ["--model", r["model"], "--batch", str(r["batch"])] + side + [
-         "--precision", r["precision"], "--optimizer", r["optimizer"],
-         "--optimizer-impl", r.get("optimizer_impl") or "foreach", "--attention", r["attention"],
-         "--checkpointing", r["checkpointing"], "--grad-accum", str(r.get("grad_accum", 1))]
-    if r.get("lora"):
-        f += ["--lora-rank", str(r["lora"])]
-        if r.get("lora_targets"):
-            f += ["--lora-targets", r["lora_targets"]]
-    return f
 
 
 def traced(r):
