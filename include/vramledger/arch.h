@@ -11,49 +11,65 @@
 
 #include "vramledger/status.h"
 
+/* Every model type described, one row each; the enum below, the list of
+ * supported types and the readers' table (lib/model/config.c) are generated
+ * from it:
+ *   X(ID, "model_type", READ, PARTS, (V, h, I, L, a, g, positions, d, tie))
+ * READ names the reader of the type's keys, vl__read_READ
+ * (lib/model/config*.c). `decoder` reads the keys every Llama-like decoder
+ * has, with the row's defaults (transformers 5.17 configuration_<type>.py:
+ * vocab_size, hidden_size, intermediate_size, num_hidden_layers,
+ * num_attention_heads, num_key_value_heads (0: as many as heads),
+ * max_position_embeddings, head_dim (0: h/a), tie_word_embeddings), then
+ * PARTS, vl__parts_PARTS (lib/model/config_decoders.c), reads the parts the
+ * type adds to the Llama block. The other readers read their own keys and
+ * defaults (PARTS none, defaults unused). */
+/* clang-format off */
+#define VL_MODEL_TYPES(X)                                                                   \
+  X(LLAMA,       "llama",       decoder, llama,       (32000, 4096, 11008, 32, 32, 0, 2048, 0, 0))    \
+  X(MISTRAL,     "mistral",     decoder, mistral,     (32000, 4096, 14336, 32, 32, 8, 131072, 0, 0))  \
+  X(MIXTRAL,     "mixtral",     decoder, mixtral,     (32000, 4096, 14336, 32, 32, 8, 131072, 0, 0))  \
+  X(QWEN2,       "qwen2",       decoder, qwen2,       (151936, 4096, 22016, 32, 32, 0, 32768, 0, 0))  \
+  X(QWEN2_MOE,   "qwen2_moe",   decoder, qwen2_moe,   (151936, 2048, 5632, 24, 16, 0, 32768, 0, 0))   \
+  X(QWEN3,       "qwen3",       decoder, qwen3,       (151936, 4096, 22016, 32, 32, 0, 32768, 128, 0))\
+  X(QWEN3_MOE,   "qwen3_moe",   decoder, qwen3_moe,   (151936, 2048, 6144, 24, 32, 4, 32768, 0, 0))   \
+  X(GEMMA,       "gemma",       decoder, gemma,       (256000, 3072, 24576, 28, 16, 0, 8192, 256, 1)) \
+  X(GEMMA2,      "gemma2",      decoder, gemma2,      (256000, 2304, 9216, 26, 8, 4, 8192, 256, 1))   \
+  X(GEMMA3,      "gemma3_text", decoder, gemma3,      (262208, 2304, 9216, 26, 8, 4, 131072, 256, 1)) \
+  X(PHI,         "phi",         decoder, phi,         (51200, 2048, 8192, 24, 32, 0, 2048, 0, 0))     \
+  X(PHI3,        "phi3",        decoder, phi3,        (32064, 3072, 8192, 32, 32, 0, 4096, 0, 0))     \
+  X(OLMO2,       "olmo2",       decoder, olmo2,       (50304, 4096, 11008, 32, 32, 0, 2048, 0, 0))    \
+  X(OLMOE,       "olmoe",       decoder, olmoe,       (50304, 2048, 2048, 16, 16, 0, 4096, 0, 0))     \
+  X(GRANITE,     "granite",     decoder, granite,     (32000, 4096, 11008, 32, 32, 0, 2048, 0, 0))    \
+  X(STARCODER2,  "starcoder2",  decoder, starcoder2,  (49152, 3072, 12288, 30, 24, 2, 4096, 0, 1))    \
+  X(FALCON,      "falcon",      falcon,  none,        (0))                                            \
+  X(GPT_BIGCODE, "gpt_bigcode", gpt2,    none,        (0))                                            \
+  X(GPT2,        "gpt2",        gpt2,    none,        (0))                                            \
+  X(GPT_NEOX,    "gpt_neox",    neox,    none,        (0))                                            \
+  X(OPT,         "opt",         opt,     none,        (0))                                            \
+  X(STABLELM,    "stablelm",    decoder, stablelm,    (50304, 2560, 6912, 32, 32, 0, 4096, 0, 0))     \
+  X(GLM,         "glm",         decoder, glm,         (151552, 4096, 13696, 40, 32, 2, 131072, 128, 0))\
+  X(DEEPSEEK_V2, "deepseek_v2", decoder, deepseek_v2, (102400, 4096, 11008, 32, 32, 0, 2048, 0, 0))   \
+  X(BERT,        "bert",        encoder, none,        (0))                                            \
+  X(ROBERTA,     "roberta",     encoder, none,        (0))                                            \
+  X(DISTILBERT,  "distilbert",  encoder, none,        (0))                                            \
+  X(DEBERTA_V2,  "deberta-v2",  encoder, none,        (0))                                            \
+  X(MODERNBERT,  "modernbert",  encoder, none,        (0))                                            \
+  X(T5,          "t5",          seq2seq, none,        (0))                                            \
+  X(BART,        "bart",        seq2seq, none,        (0))                                            \
+  X(VIT,         "vit",         vision,  none,        (0))                                            \
+  X(RESNET,      "resnet",      vision,  none,        (0))
+/* clang-format on */
+
+#define VL_FAMILY_ENUM_(id, name, read, parts, defaults) VL_FAM_##id,
 enum vl_family {
-  VL_FAM_LLAMA,
-  VL_FAM_MISTRAL,
-  VL_FAM_QWEN2,
-  VL_FAM_GEMMA,
-  VL_FAM_PHI3,
-  VL_FAM_MIXTRAL,
-  VL_FAM_GPT2,
-  VL_FAM_GPT_NEOX,
-  VL_FAM_OPT,
-  VL_FAM_BERT,
-  /* the rest of the decoders transformers ships, read into the parts below */
-  VL_FAM_QWEN3,
-  VL_FAM_QWEN2_MOE,
-  VL_FAM_QWEN3_MOE,
-  VL_FAM_GEMMA2,
-  VL_FAM_GEMMA3,
-  VL_FAM_PHI,
-  VL_FAM_OLMO2,
-  VL_FAM_OLMOE,
-  VL_FAM_GRANITE,
-  VL_FAM_STARCODER2,
-  VL_FAM_FALCON,
-  VL_FAM_GPT_BIGCODE,
-  VL_FAM_GLM,
-  VL_FAM_DEEPSEEK_V2,
-  VL_FAM_STABLELM,
-  /* encoders */
-  VL_FAM_ROBERTA,
-  VL_FAM_DISTILBERT,
-  VL_FAM_DEBERTA_V2,
-  VL_FAM_MODERNBERT,
-  VL_FAM_VIT,
-  /* encoder-decoders */
-  VL_FAM_T5,
-  VL_FAM_BART,
-  /* convolutions */
-  VL_FAM_RESNET,
+  VL_MODEL_TYPES(VL_FAMILY_ENUM_)
   /* a model_type nobody described: its usual keys read as a Llama-like
    * decoder (approximate) */
   VL_FAM_GENERIC,
   VL_FAM_COUNT
 };
+#undef VL_FAMILY_ENUM_
 
 struct vl_arch {
   enum vl_family family;

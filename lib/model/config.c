@@ -12,72 +12,32 @@
 
 #include "config_read.h"
 
-static vl_status read_gpt2(struct vl__reader *r, struct vl_arch *a);
-static vl_status read_neox(struct vl__reader *r, struct vl_arch *a);
-static vl_status read_opt(struct vl__reader *r, struct vl_arch *a);
+/* The rows of VL_MODEL_TYPES (include/vramledger/arch.h). */
+#define VL__DEFAULTS_(...)                                                                         \
+  { __VA_ARGS__ }
+#define VL__TYPE_ROW_(id, name, read, parts, defaults)                                             \
+  {name, VL_FAM_##id, vl__read_##read, vl__parts_##parts, VL__DEFAULTS_ defaults},
+static const struct vl__type types[] = {VL_MODEL_TYPES(VL__TYPE_ROW_)};
+#undef VL__TYPE_ROW_
 
-/* Every model type described by its parts: its name in config.json, its
- * family and the reader of its keys. */
-static const struct {
-  const char *model_type;
-  enum vl_family family;
-  vl__arch_reader read;
-} families[] = {
-    {"llama", VL_FAM_LLAMA, vl__read_decoder},
-    {"mistral", VL_FAM_MISTRAL, vl__read_decoder},
-    {"mixtral", VL_FAM_MIXTRAL, vl__read_decoder},
-    {"qwen2", VL_FAM_QWEN2, vl__read_decoder},
-    {"qwen2_moe", VL_FAM_QWEN2_MOE, vl__read_decoder},
-    {"qwen3", VL_FAM_QWEN3, vl__read_decoder},
-    {"qwen3_moe", VL_FAM_QWEN3_MOE, vl__read_decoder},
-    {"gemma", VL_FAM_GEMMA, vl__read_decoder},
-    {"gemma2", VL_FAM_GEMMA2, vl__read_decoder},
-    {"gemma3_text", VL_FAM_GEMMA3, vl__read_decoder},
-    {"phi", VL_FAM_PHI, vl__read_decoder},
-    {"phi3", VL_FAM_PHI3, vl__read_decoder},
-    {"olmo2", VL_FAM_OLMO2, vl__read_decoder},
-    {"olmoe", VL_FAM_OLMOE, vl__read_decoder},
-    {"granite", VL_FAM_GRANITE, vl__read_decoder},
-    {"starcoder2", VL_FAM_STARCODER2, vl__read_decoder},
-    {"falcon", VL_FAM_FALCON, vl__read_falcon},
-    {"gpt_bigcode", VL_FAM_GPT_BIGCODE, read_gpt2},
-    {"gpt2", VL_FAM_GPT2, read_gpt2},
-    {"gpt_neox", VL_FAM_GPT_NEOX, read_neox},
-    {"opt", VL_FAM_OPT, read_opt},
-    {"stablelm", VL_FAM_STABLELM, vl__read_decoder},
-    {"glm", VL_FAM_GLM, vl__read_decoder},
-    {"deepseek_v2", VL_FAM_DEEPSEEK_V2, vl__read_decoder},
-    {"bert", VL_FAM_BERT, vl__read_encoder},
-    {"roberta", VL_FAM_ROBERTA, vl__read_encoder},
-    {"distilbert", VL_FAM_DISTILBERT, vl__read_encoder},
-    {"deberta-v2", VL_FAM_DEBERTA_V2, vl__read_encoder},
-    {"modernbert", VL_FAM_MODERNBERT, vl__read_encoder},
-    {"t5", VL_FAM_T5, vl__read_seq2seq},
-    {"bart", VL_FAM_BART, vl__read_seq2seq},
-    {"vit", VL_FAM_VIT, vl__read_vision},
-    {"resnet", VL_FAM_RESNET, vl__read_vision},
-};
+#define N_TYPES (sizeof types / sizeof types[0])
 
-#define N_FAMILIES (sizeof families / sizeof families[0])
-
-const char *vl_arch_supported(void) {
-  return "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, "
-         "gemma3_text, phi, phi3, olmo2, olmoe, granite, starcoder2, falcon, gpt_bigcode, gpt2, "
-         "gpt_neox, opt, stablelm, glm, deepseek_v2, bert, roberta, distilbert, deberta-v2, "
-         "modernbert, t5, bart, vit, resnet";
-}
+/* "llama, mistral, ...": the model_type column, joined at compile time */
+#define VL__TYPE_NAME_(id, name, read, parts, defaults) ", " name
+const char *vl_arch_supported(void) { return VL_MODEL_TYPES(VL__TYPE_NAME_) + 2; }
+#undef VL__TYPE_NAME_
 
 const char *vl_arch_approximate(const struct vl_arch *a) {
   return a->approximate ? "is read as a generic Llama-like decoder (it is not described)" : NULL;
 }
 
 const char *vl_arch_family_name(enum vl_family f) {
-  for (size_t i = 0; i < N_FAMILIES; i++)
-    if (families[i].family == f) return families[i].model_type;
+  for (size_t i = 0; i < N_TYPES; i++)
+    if (types[i].family == f) return types[i].model_type;
   return "generic decoder";
 }
 
-static vl_status read_gpt2(struct vl__reader *r, struct vl_arch *a) {
+vl_status vl__read_gpt2(struct vl__reader *r, struct vl_arch *a) {
   static const struct shape_keys k = {
       "vocab_size", "n_embd", "n_layer", "n_head", "n_inner", "n_positions",
       50257,        768,      12,        12,       0,         1024};
@@ -109,7 +69,7 @@ static vl_status read_gpt2(struct vl__reader *r, struct vl_arch *a) {
   return VL_OK;
 }
 
-static vl_status read_neox(struct vl__reader *r, struct vl_arch *a) {
+vl_status vl__read_neox(struct vl__reader *r, struct vl_arch *a) {
   static const struct shape_keys k = {
       HF_SHAPE("intermediate_size"), 50432, 6144, 44, 64, 24576, 2048};
   TRY(vl__read_shape(r, a, &k));
@@ -131,7 +91,7 @@ static vl_status read_neox(struct vl__reader *r, struct vl_arch *a) {
   return VL_OK;
 }
 
-static vl_status read_opt(struct vl__reader *r, struct vl_arch *a) {
+vl_status vl__read_opt(struct vl__reader *r, struct vl_arch *a) {
   static const struct shape_keys k = {HF_SHAPE("ffn_dim"), 50272, 768, 12, 12, 3072, 2048};
   TRY(vl__read_shape(r, a, &k));
   TRY(vl__get_u64(r, "word_embed_proj_dim", a->hidden, 1, MAX_HIDDEN, &a->embed_proj_dim));
@@ -210,7 +170,7 @@ vl_status vl_arch_from_json(const char *text, size_t len, struct vl_arch *out, s
     return vl__fail(err, VL_EPARSE, "line %d column %d: %s", jerr.line, jerr.column,
                     json_why(jerr.text, why, sizeof why));
   vl_status s = VL_OK;
-  struct vl__reader r = {root, err};
+  struct vl__reader r = {root, err, NULL};
   struct vl_arch a;
   memset(&a, 0, sizeof a);
   if (!json_is_object(root)) {
@@ -226,14 +186,16 @@ vl_status vl_arch_from_json(const char *text, size_t len, struct vl_arch *out, s
   }
   const char *name = json_string_value(mt);
   size_t i;
-  for (i = 0; i < N_FAMILIES; i++)
-    if (strcmp(families[i].model_type, name) == 0) break;
+  for (i = 0; i < N_TYPES; i++)
+    if (strcmp(types[i].model_type, name) == 0) break;
   snprintf(a.model_type, sizeof a.model_type, "%s", name);
-  if (i == N_FAMILIES) {
+  if (i == N_TYPES) {
+    r.type = &vl__generic_type;
     s = read_generic(&r, &a, name);
   } else {
-    a.family = families[i].family;
-    s = families[i].read(&r, &a);
+    r.type = &types[i];
+    a.family = types[i].family;
+    s = types[i].read(&r, &a);
   }
   if (s == VL_OK && a.heads % a.kv_heads)
     s = vl__fail(err, VL_ERANGE,

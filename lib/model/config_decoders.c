@@ -8,58 +8,16 @@
 
 #include "config_read.h"
 
-/* Defaults of the keys every Llama-like decoder has. */
-struct decoder_defaults {
-  uint64_t vocab, hidden, inter, layers, heads, kv, pos, head_dim; /* kv, head_dim 0: heads, h/a */
-  int tie;
-};
-
-static const struct decoder_defaults *defaults_of(enum vl_family f) {
-  static const struct decoder_defaults llama = {32000, 4096, 11008, 32, 32, 0, 2048, 0, 0},
-                                       mistral = {32000, 4096, 14336, 32, 32, 8, 131072, 0, 0},
-                                       qwen2 = {151936, 4096, 22016, 32, 32, 0, 32768, 0, 0},
-                                       gemma = {256000, 3072, 24576, 28, 16, 0, 8192, 256, 1},
-                                       phi3 = {32064, 3072, 8192, 32, 32, 0, 4096, 0, 0},
-                                       qwen3 = {151936, 4096, 22016, 32, 32, 0, 32768, 128, 0},
-                                       qwen2_moe = {151936, 2048, 5632, 24, 16, 0, 32768, 0, 0},
-                                       qwen3_moe = {151936, 2048, 6144, 24, 32, 4, 32768, 0, 0},
-                                       gemma2 = {256000, 2304, 9216, 26, 8, 4, 8192, 256, 1},
-                                       gemma3 = {262208, 2304, 9216, 26, 8, 4, 131072, 256, 1},
-                                       phi = {51200, 2048, 8192, 24, 32, 0, 2048, 0, 0},
-                                       olmo2 = {50304, 4096, 11008, 32, 32, 0, 2048, 0, 0},
-                                       olmoe = {50304, 2048, 2048, 16, 16, 0, 4096, 0, 0},
-                                       granite = {32000, 4096, 11008, 32, 32, 0, 2048, 0, 0},
-                                       starcoder2 = {49152, 3072, 12288, 30, 24, 2, 4096, 0, 1},
-                                       glm = {151552, 4096, 13696, 40, 32, 2, 131072, 128, 0},
-                                       deepseek_v2 = {102400, 4096, 11008, 32, 32, 0, 2048, 0, 0},
-                                       stablelm = {50304, 2560, 6912, 32, 32, 0, 4096, 0, 0},
-                                       generic = {32000, 4096, 11008, 32, 32, 0, 2048, 0, 0};
-  switch (f) {
-  case VL_FAM_LLAMA: return &llama;
-  case VL_FAM_MISTRAL:
-  case VL_FAM_MIXTRAL: return &mistral;
-  case VL_FAM_QWEN2: return &qwen2;
-  case VL_FAM_GEMMA: return &gemma;
-  case VL_FAM_PHI3: return &phi3;
-  case VL_FAM_QWEN3: return &qwen3;
-  case VL_FAM_QWEN2_MOE: return &qwen2_moe;
-  case VL_FAM_QWEN3_MOE: return &qwen3_moe;
-  case VL_FAM_GEMMA2: return &gemma2;
-  case VL_FAM_GEMMA3: return &gemma3;
-  case VL_FAM_PHI: return &phi;
-  case VL_FAM_OLMO2: return &olmo2;
-  case VL_FAM_OLMOE: return &olmoe;
-  case VL_FAM_GRANITE: return &granite;
-  case VL_FAM_STARCODER2: return &starcoder2;
-  case VL_FAM_GLM: return &glm;
-  case VL_FAM_DEEPSEEK_V2: return &deepseek_v2;
-  case VL_FAM_STABLELM: return &stablelm;
-  default: return &generic;
-  }
-}
+/* What a model_type nobody described is read with: Llama's defaults
+ * (configuration_llama.py) and its attention_bias. */
+const struct vl__type vl__generic_type = {"",
+                                          VL_FAM_GENERIC,
+                                          vl__read_decoder,
+                                          vl__parts_llama,
+                                          {32000, 4096, 11008, 32, 32, 0, 2048, 0, 0}};
 
 static vl_status read_common(struct vl__reader *r, struct vl_arch *a,
-                             const struct decoder_defaults *d) {
+                             const struct vl__decoder_defaults *d) {
   TRY(vl__get_u64(r, "vocab_size", d->vocab, 1, MAX_VOCAB, &a->vocab));
   TRY(vl__get_u64(r, "hidden_size", d->hidden, 1, MAX_HIDDEN, &a->hidden));
   TRY(vl__get_u64(r, "intermediate_size", d->inter, 1, MAX_WIDTH, &a->intermediate));
@@ -161,7 +119,7 @@ static vl_status sliding(struct vl__reader *r, struct vl_arch *a, uint64_t dwin,
   return VL_OK;
 }
 
-static vl_status deepseek(struct vl__reader *r, struct vl_arch *a) {
+vl_status vl__parts_deepseek_v2(struct vl__reader *r, struct vl_arch *a) {
   uint64_t shared = 0, dense = 0;
   TRY(experts(r, a, "n_routed_experts", 64, 0, 1407));
   TRY(vl__get_u64(r, "n_shared_experts", 2, 0, MAX_EXPERTS, &shared));
@@ -187,7 +145,7 @@ static vl_status deepseek(struct vl__reader *r, struct vl_arch *a) {
   return VL_OK;
 }
 
-static vl_status phi(struct vl__reader *r, struct vl_arch *a) {
+vl_status vl__parts_phi(struct vl__reader *r, struct vl_arch *a) {
   int qkln = 0;
   TRY(vl__get_prob(r, "partial_rotary_factor", 0.5, &a->rotary_pct));
   TRY(vl__get_prob(r, "resid_pdrop", 0.0, &a->hidden_dropout));
@@ -202,7 +160,7 @@ static vl_status phi(struct vl__reader *r, struct vl_arch *a) {
   return VL_OK;
 }
 
-static vl_status stablelm(struct vl__reader *r, struct vl_arch *a) {
+vl_status vl__parts_stablelm(struct vl__reader *r, struct vl_arch *a) {
   int qkv = 0, qkln = 0, par = 0;
   TRY(vl__get_prob(r, "partial_rotary_factor", 0.25, &a->rotary_pct));
   TRY(vl__get_bool(r, "use_qkv_bias", 0, &qkv));
@@ -226,7 +184,7 @@ static vl_status every_layer_slides(struct vl__reader *r, struct vl_arch *a, uin
   return VL_OK;
 }
 
-static vl_status starcoder2(struct vl__reader *r, struct vl_arch *a) {
+vl_status vl__parts_starcoder2(struct vl__reader *r, struct vl_arch *a) {
   int bias = 1;
   TRY(vl__get_bool(r, "use_bias", 1, &bias));
   a->qkv_bias = a->o_bias = a->mlp_bias = (unsigned)bias;
@@ -237,7 +195,7 @@ static vl_status starcoder2(struct vl__reader *r, struct vl_arch *a) {
   return VL_OK;
 }
 
-static vl_status granite(struct vl__reader *r, struct vl_arch *a) {
+vl_status vl__parts_granite(struct vl__reader *r, struct vl_arch *a) {
   double em = 1, rm = 1, ls = 1;
   int mb = 0;
   TRY(bias_key(r, a, "attention_bias", 0));
@@ -254,106 +212,135 @@ static vl_status granite(struct vl__reader *r, struct vl_arch *a) {
   return VL_OK;
 }
 
-/* Llama's attention_bias and mlp_bias; Qwen2's q/k/v biases; Phi-3's
- * fused projections and dropouts; Mixtral's experts (of intermediate_size);
- * Gemma's scaled embeddings. Mistral reads no bias key. */
-static vl_status first_decoders(struct vl__reader *r, struct vl_arch *a) {
-  int mb = 0;
-  switch (a->family) {
-  case VL_FAM_LLAMA:
-    TRY(bias_key(r, a, "attention_bias", 0));
-    TRY(vl__get_bool(r, "mlp_bias", 0, &mb));
-    a->mlp_bias = (unsigned)mb;
-    return VL_OK;
-  case VL_FAM_QWEN2: a->qkv_bias = 1; return VL_OK; /* Qwen2Attention: o_proj without */
-  case VL_FAM_PHI3:
-    TRY(vl__get_prob(r, "resid_pdrop", 0.0, &a->hidden_dropout));
-    TRY(vl__get_prob(r, "embd_pdrop", 0.0, &a->embed_dropout));
-    a->fused_qkv = a->fused_gate_up = 1;
-    a->rope_cat = 1; /* modeling_phi3.py apply_rotary_pos_emb: torch.cat([rotated, pass]) */
-    return every_layer_slides(r, a, 0);
-  case VL_FAM_MISTRAL: /* configuration_mistral.py: 4096 where the key is absent; null: none */
-    return every_layer_slides(r, a, json_object_get(r->root, "sliding_window") ? 0 : 4096);
-  case VL_FAM_MIXTRAL:
-    TRY(every_layer_slides(r, a, 0));
-    TRY(experts(r, a, "num_local_experts", 8, 2, a->intermediate));
-    if (!a->experts)
-      return vl__fail(r->err, VL_ERANGE, "key 'num_local_experts': 0 is out of range [1, %llu]",
-                      (unsigned long long)MAX_EXPERTS);
-    return VL_OK;
-  case VL_FAM_GEMMA: a->embed_scaled = 1; return VL_OK;
-  default: return VL_OK;
-  }
+/* ---- the parts each decoder type adds (VL_MODEL_TYPES' PARTS) ---- */
+
+vl_status vl__parts_none(struct vl__reader *r, struct vl_arch *a) {
+  (void)r, (void)a;
+  return VL_OK;
 }
 
-static vl_status parts(struct vl__reader *r, struct vl_arch *a) {
-  switch (a->family) {
-  case VL_FAM_LLAMA:
-  case VL_FAM_MISTRAL:
-  case VL_FAM_MIXTRAL:
-  case VL_FAM_QWEN2:
-  case VL_FAM_GEMMA:
-  case VL_FAM_PHI3: return first_decoders(r, a);
-  case VL_FAM_QWEN3: a->qk_norm = 1; return bias_key(r, a, "attention_bias", 0);
-  case VL_FAM_QWEN3_MOE:
-    a->qk_norm = 1;
-    TRY(bias_key(r, a, "attention_bias", 0));
-    TRY(experts(r, a, vl__has(r, "num_experts") ? "num_experts" : "num_local_experts", 128, 8,
-                768));
-    return qwen_sparse_layers(r, a);
-  case VL_FAM_QWEN2_MOE: {
-    int qb = 1;
-    TRY(vl__get_bool(r, "qkv_bias", 1, &qb));
-    a->qkv_bias = (unsigned)qb;
-    TRY(experts(r, a, "num_experts", 60, 4, 1408));
-    TRY(vl__get_u64(r, "shared_expert_intermediate_size", 5632, 0, MAX_WIDTH,
-                    &a->shared_intermediate));
-    a->shared_gate = a->shared_intermediate > 0;
-    return qwen_sparse_layers(r, a);
-  }
-  case VL_FAM_GEMMA2:
-  case VL_FAM_GEMMA3:
-    TRY(bias_key(r, a, "attention_bias", 0));
-    a->sandwich_norm = a->embed_scaled = 1;
-    a->qk_norm = a->family == VL_FAM_GEMMA3;
-    TRY(vl__get_num(r, "attn_logit_softcapping", a->family == VL_FAM_GEMMA2 ? 50.0 : 0.0,
-                    &a->attn_softcap));
-    TRY(vl__get_num(r, "final_logit_softcapping", a->family == VL_FAM_GEMMA2 ? 30.0 : 0.0,
-                    &a->final_softcap));
-    {
-      uint64_t every = 2;
-      if (a->family == VL_FAM_GEMMA3)
-        TRY(vl__get_u64(r, "sliding_window_pattern", 6, 1, MAX_LAYERS, &every));
-      return sliding(r, a, 4096, every);
-    }
-  case VL_FAM_OLMO2: a->qk_norm = 2, a->post_norm = 1; return bias_key(r, a, "attention_bias", 0);
-  case VL_FAM_OLMOE:
-    a->qk_norm = 2;
-    TRY(bias_key(r, a, "attention_bias", 0));
-    TRY(experts(r, a, "num_experts", 64, 8, a->intermediate));
-    return VL_OK;
-  case VL_FAM_GLM:
-    TRY(vl__get_prob(r, "partial_rotary_factor", 0.5, &a->rotary_pct));
-    {
-      int b = 1;
-      TRY(vl__get_bool(r, "attention_bias", 1, &b));
-      a->qkv_bias = (unsigned)b; /* q/k/v only: o_proj has none */
-    }
-    a->fused_gate_up = 1;
-    a->rope_cat = 1; /* modeling_glm.py apply_rotary_pos_emb: torch.cat([q_embed, q_pass]) */
-    return VL_OK;
-  case VL_FAM_PHI: return phi(r, a);
-  case VL_FAM_STABLELM: return stablelm(r, a);
-  case VL_FAM_STARCODER2: return starcoder2(r, a);
-  case VL_FAM_GRANITE: return granite(r, a);
-  case VL_FAM_DEEPSEEK_V2: return deepseek(r, a);
-  default: return bias_key(r, a, "attention_bias", 0);
-  }
+/* Llama: attention_bias (q/k/v/o) and mlp_bias */
+vl_status vl__parts_llama(struct vl__reader *r, struct vl_arch *a) {
+  int mb = 0;
+  TRY(bias_key(r, a, "attention_bias", 0));
+  TRY(vl__get_bool(r, "mlp_bias", 0, &mb));
+  a->mlp_bias = (unsigned)mb;
+  return VL_OK;
+}
+
+/* Qwen2Attention: q/k/v with biases, o_proj without */
+vl_status vl__parts_qwen2(struct vl__reader *r, struct vl_arch *a) {
+  (void)r;
+  a->qkv_bias = 1;
+  return VL_OK;
+}
+
+/* Phi-3: fused projections and dropouts */
+vl_status vl__parts_phi3(struct vl__reader *r, struct vl_arch *a) {
+  TRY(vl__get_prob(r, "resid_pdrop", 0.0, &a->hidden_dropout));
+  TRY(vl__get_prob(r, "embd_pdrop", 0.0, &a->embed_dropout));
+  a->fused_qkv = a->fused_gate_up = 1;
+  a->rope_cat = 1; /* modeling_phi3.py apply_rotary_pos_emb: torch.cat([rotated, pass]) */
+  return every_layer_slides(r, a, 0);
+}
+
+/* Mistral reads no bias key; configuration_mistral.py: a sliding window of
+ * 4096 where the key is absent, none where it is null */
+vl_status vl__parts_mistral(struct vl__reader *r, struct vl_arch *a) {
+  return every_layer_slides(r, a, json_object_get(r->root, "sliding_window") ? 0 : 4096);
+}
+
+/* Mixtral: Mistral's window, experts of intermediate_size */
+vl_status vl__parts_mixtral(struct vl__reader *r, struct vl_arch *a) {
+  TRY(every_layer_slides(r, a, 0));
+  TRY(experts(r, a, "num_local_experts", 8, 2, a->intermediate));
+  if (!a->experts)
+    return vl__fail(r->err, VL_ERANGE, "key 'num_local_experts': 0 is out of range [1, %llu]",
+                    (unsigned long long)MAX_EXPERTS);
+  return VL_OK;
+}
+
+/* Gemma: embeddings scaled by sqrt(h) */
+vl_status vl__parts_gemma(struct vl__reader *r, struct vl_arch *a) {
+  (void)r;
+  a->embed_scaled = 1;
+  return VL_OK;
+}
+
+/* Qwen3: q/k norms per head */
+vl_status vl__parts_qwen3(struct vl__reader *r, struct vl_arch *a) {
+  a->qk_norm = 1;
+  return bias_key(r, a, "attention_bias", 0);
+}
+
+vl_status vl__parts_qwen3_moe(struct vl__reader *r, struct vl_arch *a) {
+  a->qk_norm = 1;
+  TRY(bias_key(r, a, "attention_bias", 0));
+  TRY(experts(r, a, vl__has(r, "num_experts") ? "num_experts" : "num_local_experts", 128, 8, 768));
+  return qwen_sparse_layers(r, a);
+}
+
+/* Qwen2-MoE: a shared expert with a sigmoid gate */
+vl_status vl__parts_qwen2_moe(struct vl__reader *r, struct vl_arch *a) {
+  int qb = 1;
+  TRY(vl__get_bool(r, "qkv_bias", 1, &qb));
+  a->qkv_bias = (unsigned)qb;
+  TRY(experts(r, a, "num_experts", 60, 4, 1408));
+  TRY(vl__get_u64(r, "shared_expert_intermediate_size", 5632, 0, MAX_WIDTH,
+                  &a->shared_intermediate));
+  a->shared_gate = a->shared_intermediate > 0;
+  return qwen_sparse_layers(r, a);
+}
+
+/* Gemma 2 and 3: norms before and after attention and MLP, scaled
+ * embeddings, softcapping (Gemma 2's defaults), sliding layers every
+ * other (Gemma 2) or all but every sliding_window_pattern-th (Gemma 3,
+ * which adds q/k norms) */
+static vl_status gemma2_like(struct vl__reader *r, struct vl_arch *a, bool three) {
+  TRY(bias_key(r, a, "attention_bias", 0));
+  a->sandwich_norm = a->embed_scaled = 1;
+  a->qk_norm = three;
+  TRY(vl__get_num(r, "attn_logit_softcapping", three ? 0.0 : 50.0, &a->attn_softcap));
+  TRY(vl__get_num(r, "final_logit_softcapping", three ? 0.0 : 30.0, &a->final_softcap));
+  uint64_t every = 2;
+  if (three) TRY(vl__get_u64(r, "sliding_window_pattern", 6, 1, MAX_LAYERS, &every));
+  return sliding(r, a, 4096, every);
+}
+
+vl_status vl__parts_gemma2(struct vl__reader *r, struct vl_arch *a) {
+  return gemma2_like(r, a, false);
+}
+
+vl_status vl__parts_gemma3(struct vl__reader *r, struct vl_arch *a) {
+  return gemma2_like(r, a, true);
+}
+
+/* OLMo 2: q/k norms over all heads, norms after attention and MLP only */
+vl_status vl__parts_olmo2(struct vl__reader *r, struct vl_arch *a) {
+  a->qk_norm = 2, a->post_norm = 1;
+  return bias_key(r, a, "attention_bias", 0);
+}
+
+vl_status vl__parts_olmoe(struct vl__reader *r, struct vl_arch *a) {
+  a->qk_norm = 2;
+  TRY(bias_key(r, a, "attention_bias", 0));
+  return experts(r, a, "num_experts", 64, 8, a->intermediate);
+}
+
+/* GLM: partial rotary joined by torch.cat, q/k/v biases, fused gate_up */
+vl_status vl__parts_glm(struct vl__reader *r, struct vl_arch *a) {
+  TRY(vl__get_prob(r, "partial_rotary_factor", 0.5, &a->rotary_pct));
+  int b = 1;
+  TRY(vl__get_bool(r, "attention_bias", 1, &b));
+  a->qkv_bias = (unsigned)b; /* q/k/v only: o_proj has none */
+  a->fused_gate_up = 1;
+  a->rope_cat = 1; /* modeling_glm.py apply_rotary_pos_emb: torch.cat([q_embed, q_pass]) */
+  return VL_OK;
 }
 
 vl_status vl__read_decoder(struct vl__reader *r, struct vl_arch *a) {
-  TRY(read_common(r, a, defaults_of(a->family)));
-  TRY(parts(r, a));
+  TRY(read_common(r, a, &r->type->d));
+  TRY(r->type->parts(r, a));
   /* a sparse MoE without a width of its own uses intermediate_size */
   if (a->experts && !a->moe_intermediate) a->moe_intermediate = a->intermediate;
   return VL_OK;

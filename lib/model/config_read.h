@@ -21,9 +21,11 @@
 #define MAX_POS (1ull << 26)
 #define MAX_EXPERTS 4096ull
 
+struct vl__type;
 struct vl__reader {
   json_t *root;
   struct vl_err *err;
+  const struct vl__type *type; /* the model type's row (VL_MODEL_TYPES) */
 };
 
 #define TRY(expr)                                                                                  \
@@ -67,11 +69,32 @@ vl_status vl__read_shape(struct vl__reader *r, struct vl_arch *a, const struct s
       "max_position_embeddings"
 
 /* one reader per model type (or group of them): fills *a from the keys */
+/* A row of VL_MODEL_TYPES (include/vramledger/arch.h): the reader of the
+ * type's keys; for a Llama-like decoder, the defaults of the keys every
+ * such decoder has (kv, head_dim 0: as many as heads, h/a) and the reader
+ * of the parts it adds. */
 typedef vl_status (*vl__arch_reader)(struct vl__reader *r, struct vl_arch *a);
-vl_status vl__read_decoder(struct vl__reader *r, struct vl_arch *a); /* config_decoders.c */
-vl_status vl__read_falcon(struct vl__reader *r, struct vl_arch *a);  /* config_decoders.c */
-vl_status vl__read_encoder(struct vl__reader *r, struct vl_arch *a); /* config_encoders.c */
-vl_status vl__read_seq2seq(struct vl__reader *r, struct vl_arch *a); /* config_encoders.c */
-vl_status vl__read_vision(struct vl__reader *r, struct vl_arch *a);  /* config_encoders.c */
+struct vl__decoder_defaults {
+  uint64_t vocab, hidden, inter, layers, heads, kv, pos, head_dim;
+  int tie;
+};
+struct vl__type {
+  const char *model_type;
+  enum vl_family family;
+  vl__arch_reader read, parts;
+  struct vl__decoder_defaults d;
+};
+
+/* The readers and parts the table names: vl__read_<READ> (config.c,
+ * config_decoders.c, config_encoders.c) and vl__parts_<PARTS>
+ * (config_decoders.c). A reader finds its row in r->type. */
+#define VL__TYPE_DECLARE_(id, name, read, parts, defaults)                                         \
+  vl_status vl__read_##read(struct vl__reader *r, struct vl_arch *a);                              \
+  vl_status vl__parts_##parts(struct vl__reader *r, struct vl_arch *a);
+VL_MODEL_TYPES(VL__TYPE_DECLARE_)
+#undef VL__TYPE_DECLARE_
+
+/* The row read for a model_type nobody described (config_decoders.c). */
+extern const struct vl__type vl__generic_type;
 
 #endif
