@@ -18,7 +18,7 @@
 #include "commands.h"
 #include "jobflags.h"
 #include "vramledger/alloc.h"
-#include "vramledger/measure.h"
+#include "vramledger/validate.h"
 #include "vramledger/model.h"
 #include "vramledger/render.h"
 #include "vramledger/steptime.h"

@@ -5,7 +5,7 @@
 
 #include "internal.h" /* first: it includes <jansson.h> */
 #include "../util/internal.h"
-#include "vramledger/measure.h"
+#include "vramledger/validate.h"
 #include "vramledger/render.h"
 
 static const char *pct(char *buf, size_t n, double v) {

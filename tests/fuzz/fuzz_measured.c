@@ -3,7 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vramledger/measure.h"
+#include "vramledger/validate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -23,7 +23,7 @@
 #include "vramledger/caching.h"
 #include "vramledger/catalog.h"
 #include "vramledger/commitment.h"
-#include "vramledger/measure.h"
+#include "vramledger/validate.h"
 #include "vramledger/record.h"
 #include "vramledger/regress.h"
 

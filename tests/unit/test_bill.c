@@ -2,7 +2,7 @@
 #include <jansson.h>
 
 #include "testutil.h"
-#include "vramledger/measure.h"
+#include "vramledger/validate.h"
 
 static struct vl_arch llama7b;
 static struct vl_arch gpt2;

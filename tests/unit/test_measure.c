@@ -2,7 +2,7 @@
 #include <math.h>
 
 #include "testutil.h"
-#include "vramledger/measure.h"
+#include "vramledger/validate.h"
 
 static struct vl_measured m;
 

@@ -1,7 +1,8 @@
-/* vramledger: measured runs (the output of python/vramledger/measure.py)
- * and their comparison with the estimate. Pure: the caller reads files. */
-#ifndef VRAMLEDGER_MEASURE_H
-#define VRAMLEDGER_MEASURE_H
+/* vramledger: a measured dataset's runs (the output of
+ * python/vramledger/measure.py) and validate's comparison of them with the
+ * estimate. Pure: the caller reads files. */
+#ifndef VRAMLEDGER_VALIDATE_H
+#define VRAMLEDGER_VALIDATE_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -5,7 +5,7 @@
 
 #include "../util/internal.h"
 #include "vramledger/alloc.h"
-#include "vramledger/measure.h"
+#include "vramledger/validate.h"
 
 static double rel(uint64_t est, uint64_t meas) {
   if (!meas) return NAN;

@@ -6,7 +6,7 @@
 
 #include "../util/internal.h"
 #include "vramledger/alloc.h"
-#include "vramledger/measure.h"
+#include "vramledger/validate.h"
 
 static void copy_str(char *dst, size_t n, json_t *v) {
   snprintf(dst, n, "%s", json_is_string(v) ? json_string_value(v) : "");
