@@ -139,8 +139,9 @@ struct vl_probe_layer {
 void vl_probe_analyze(const struct vl_record *rec, struct vl_probe_layer *f);
 
 /* The measured bill beside the estimate for the same settings, line by
- * line (report --estimate). Lines: the probe's parts, cuBLAS workspaces,
- * transient, then the peak allocated. */
+ * line (report --estimate; vl_probe_compare in vramledger/render.h fills
+ * it). Lines: the probe's parts, cuBLAS workspaces, transient, then the
+ * peak allocated. */
 #define VL_CMP_LINES (VL_BILL_N + 3)
 struct vl_probe_compare {
   bool present;
@@ -152,13 +153,6 @@ struct vl_probe_compare {
   double measured_step_s;
   char card[32];
 };
-
-struct vl_bill;
-/*! Map an estimate's bill (vl_bill_compute) onto the probe's lines:
- * master weights go with optimizer states (the probe counts an optimizer's
- * own fp32 copies there), its KV cache with transient (pure). */
-void vl_probe_compare(const struct vl_probe_layer *f, const struct vl_bill *b,
-                      struct vl_probe_compare *out);
 
 struct vl_run_summary;
 /*! Fill the ladder from the record's summary (the system and allocation

@@ -79,6 +79,15 @@ struct vl_report_view {
 
 enum vl_report_format { VL_REP_TEXT, VL_REP_JSON, VL_REP_MD, VL_REP_TRACE, VL_REP_HTML };
 
+struct vl_probe_layer;
+struct vl_probe_compare;
+/*! Map an estimate's bill (vl_bill_compute) onto the probe's lines of f
+ * (vramledger/probe.h): master weights go with optimizer states (the probe
+ * counts an optimizer's own fp32 copies there), its KV cache with
+ * transient. out->present is false when f has no bill. */
+void vl_probe_compare(const struct vl_probe_layer *f, const struct vl_bill *b,
+                      struct vl_probe_compare *out);
+
 /*! Write the run report; VL_REP_TRACE is Chrome/Perfetto trace JSON;
  * VL_REP_HTML one self-contained page with an SVG timeline.
  * @return 0, or -1 on a write error. */

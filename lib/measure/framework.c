@@ -7,7 +7,6 @@
 #include "../util/internal.h"
 #include "vramledger/alloc.h"
 #include "vramledger/probe.h"
-#include "vramledger/model.h"
 #include "vramledger/record.h"
 
 static int cmp_double(const void *a, const void *b) {
@@ -459,28 +458,4 @@ void vl_probe_ladder(struct vl_probe_layer *f, const struct vl_run_summary *s) {
   f->gap_cached = vl__sub0(f->ladder[2], f->ladder[3]);
   f->gap_fragmented =
       f->peak_inactive_split < f->gap_cached ? f->peak_inactive_split : f->gap_cached;
-}
-
-void vl_probe_compare(const struct vl_probe_layer *f, const struct vl_bill *b,
-                      struct vl_probe_compare *out) {
-  memset(out, 0, sizeof *out);
-  if (!f->present || !f->has_bill) return;
-  out->present = true;
-  for (int i = 0; i < VL_BILL_N; i++)
-    out->measured[i] = f->bill[i];
-  out->measured[VL_BILL_N] = f->cublas_workspaces;
-  out->measured[VL_BILL_N + 1] = f->transient;
-  out->measured[VL_BILL_N + 2] = f->peak_allocated;
-  const uint64_t *l = b->lines;
-  out->estimate[VL_BILL_PARAMETERS] = l[VL_LINE_PARAMETERS];
-  out->estimate[VL_BILL_GRADIENTS] = l[VL_LINE_GRADIENTS];
-  out->estimate[VL_BILL_OPTIMIZER_STATES] = l[VL_LINE_OPTIMIZER] + l[VL_LINE_MASTER];
-  out->estimate[VL_BILL_ACTIVATIONS] = l[VL_LINE_ACTIVATIONS];
-  out->estimate[VL_BILL_AUTOCAST] = l[VL_LINE_AUTOCAST];
-  out->estimate[VL_BILL_OUTPUTS] = 0; /* the estimator keeps logits in activations */
-  out->estimate[VL_BILL_N] = l[VL_LINE_WORKSPACE];
-  out->estimate[VL_BILL_COMM] = l[VL_LINE_COMM];
-  out->estimate[VL_BILL_N + 1] = l[VL_LINE_TRANSIENT] + l[VL_LINE_KV_CACHE];
-  out->estimate[VL_BILL_N + 2] = b->peak_allocated_bytes;
-  snprintf(out->estimate_phase, sizeof out->estimate_phase, "%s", vl_phase_name(b->peak_phase));
 }

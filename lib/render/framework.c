@@ -7,8 +7,10 @@
 
 #include "internal.h" /* first: it includes <jansson.h> */
 #include "../util/internal.h"
+#include "vramledger/model.h"
 #include "vramledger/probe.h"
 #include "vramledger/record.h"
+#include "vramledger/render.h"
 
 /* The bill's lines, in the order shown, with the user's words. */
 enum { LINES = VL_BILL_N + 2 };
@@ -585,4 +587,32 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
     }
     fputs("\n", o);
   }
+}
+
+/* report --estimate's table: the estimate's lines laid under the probe's.
+ * It is here because the design lets only the renderers read both a bill
+ * (lib/model) and a record's probe layer (lib/measure); it adds two pairs
+ * of lines the probe counts as one and copies the rest. */
+void vl_probe_compare(const struct vl_probe_layer *f, const struct vl_bill *b,
+                      struct vl_probe_compare *out) {
+  memset(out, 0, sizeof *out);
+  if (!f->present || !f->has_bill) return;
+  out->present = true;
+  for (int i = 0; i < VL_BILL_N; i++)
+    out->measured[i] = f->bill[i];
+  out->measured[VL_BILL_N] = f->cublas_workspaces;
+  out->measured[VL_BILL_N + 1] = f->transient;
+  out->measured[VL_BILL_N + 2] = f->peak_allocated;
+  const uint64_t *l = b->lines;
+  out->estimate[VL_BILL_PARAMETERS] = l[VL_LINE_PARAMETERS];
+  out->estimate[VL_BILL_GRADIENTS] = l[VL_LINE_GRADIENTS];
+  out->estimate[VL_BILL_OPTIMIZER_STATES] = l[VL_LINE_OPTIMIZER] + l[VL_LINE_MASTER];
+  out->estimate[VL_BILL_ACTIVATIONS] = l[VL_LINE_ACTIVATIONS];
+  out->estimate[VL_BILL_AUTOCAST] = l[VL_LINE_AUTOCAST];
+  out->estimate[VL_BILL_OUTPUTS] = 0; /* the estimator keeps logits in activations */
+  out->estimate[VL_BILL_N] = l[VL_LINE_WORKSPACE];
+  out->estimate[VL_BILL_COMM] = l[VL_LINE_COMM];
+  out->estimate[VL_BILL_N + 1] = l[VL_LINE_TRANSIENT] + l[VL_LINE_KV_CACHE];
+  out->estimate[VL_BILL_N + 2] = b->peak_allocated_bytes;
+  snprintf(out->estimate_phase, sizeof out->estimate_phase, "%s", vl_phase_name(b->peak_phase));
 }
