@@ -15,6 +15,7 @@
 #include "vramledger/catalog.h"
 #include "vramledger/model.h"
 #include "vramledger/render.h"
+#include "vramledger/run_hw.h"
 #include "vramledger/status.h"
 
 #define VL_COMMITMENT_SCHEMA "vramledger.commitment/1"
@@ -145,22 +146,6 @@ vl_status vl_commitment_config_diff(const char *commitment, size_t clen, const c
                                     struct vl_err *err) VL_MUST_USE;
 
 /* ---- what a run ran on ------------------------------------------------ */
-
-struct vl_record;
-
-/* The GPUs of a run, from its record. */
-struct vl_run_hw {
-  unsigned count;        /* GPUs the job held memory on; else those it could see */
-  bool used;             /* count is of the GPUs the job used (NVML samples) */
-  bool mixed;            /* they are not all of one model */
-  char device[96];       /* the first one's name as NVML gives it ("" if none) */
-  uint64_t memory_bytes; /* its total memory */
-};
-
-/*! The GPUs a record's job ran on (the meta event's list, narrowed to those
- * the samples show it holding memory on). count 0: the record names none
- * (no NVML on that machine). */
-void vl_run_hw_read(const struct vl_record *rec, struct vl_run_hw *hw);
 
 /*! Compare a run's GPUs with committed hardware (a catalog card name, its
  * memory, a count): the card by the catalog's reading of the device name

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vramledger/run_hw.h"
 #include "vramledger/status.h"
 
 #define VL_RECORD_SCHEMA "vramledger.run/1"
@@ -240,5 +241,10 @@ void vl_record_summarize(const struct vl_record *rec, struct vl_run_summary *s,
  * fewer than two): a steady step time that start-up and a slow first step
  * do not move. */
 double vl_record_mark_median_s(const struct vl_record *rec, const char *name);
+
+/*! The GPUs a record's job ran on (the meta event's list, narrowed to those
+ * the samples show it holding memory on). count 0: the record names none
+ * (no NVML on that machine). */
+void vl_run_hw_read(const struct vl_record *rec, struct vl_run_hw *hw);
 
 #endif

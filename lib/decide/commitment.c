@@ -9,7 +9,6 @@
 #include "../util/internal.h"
 #include "vramledger/alloc.h"
 #include "vramledger/commitment.h"
-#include "vramledger/record.h"
 
 static vl_status key_u64(json_t *o, const char *k, uint64_t lo, uint64_t hi, uint64_t *out,
                          bool required, struct vl_err *err) {
@@ -783,33 +782,6 @@ done:
 }
 
 /* ---- what a run ran on ------------------------------------------------- */
-
-void vl_run_hw_read(const struct vl_record *rec, struct vl_run_hw *hw) {
-  memset(hw, 0, sizeof *hw);
-  bool used[VL_RECORD_MAX_GPUS] = {false};
-  unsigned n_used = 0;
-  for (size_t i = 0; i < rec->n_samples; i++)
-    for (unsigned g = 0; g < VL_RECORD_MAX_GPUS; g++)
-      if (rec->samples[i].gpu_tree[g] && !used[g]) {
-        used[g] = true;
-        n_used++;
-      }
-  hw->used = n_used > 0;
-  hw->count = n_used ? n_used : rec->n_gpus;
-  const struct vl_rec_gpu *first = NULL;
-  for (unsigned i = 0; i < rec->n_gpus; i++) {
-    const struct vl_rec_gpu *g = &rec->gpus[i];
-    if (n_used && (g->index >= VL_RECORD_MAX_GPUS || !used[g->index])) continue;
-    if (!first)
-      first = g;
-    else if (strcmp(first->name, g->name) != 0)
-      hw->mixed = true;
-  }
-  if (first) {
-    snprintf(hw->device, sizeof hw->device, "%s", first->name);
-    hw->memory_bytes = first->total_bytes;
-  }
-}
 
 int vl_commitment_hw_diff(const char *gpu, uint64_t gpu_memory_bytes, uint64_t count,
                           const struct vl_catalog *cat, const struct vl_run_hw *hw,
