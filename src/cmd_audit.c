@@ -13,6 +13,7 @@
 #include "vramledger/commitment.h"
 #include "vramledger/probe.h"
 #include "vramledger/record.h"
+#include "vramledger/render.h"
 
 enum { O_HELP, O_COMMITMENT, O_RUN, O_PRICE, O_CATALOG, O_FORMAT, O_TOLERANCE };
 static const struct cli_opt opts[] = {{"help", false, O_HELP},

@@ -12,6 +12,7 @@
 #include "vramledger/alloc.h"
 #include "vramledger/commitment.h"
 #include "vramledger/record.h"
+#include "vramledger/render.h"
 
 #define MAX_ITEMS 96
 #define MAX_CONFIG_DRIFTS 32

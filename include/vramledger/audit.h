@@ -3,16 +3,15 @@
  * Each line of the audit is a clause: what was committed, what the run
  * measured, how far apart they are, and whether that is within the
  * tolerance. vl_audit_compute decides (pure: the caller reads the run and
- * the commitment); vl_render_audit only formats what it decided. */
+ * the commitment); vl_render_audit (vramledger/render.h) only formats what
+ * it decided. */
 #ifndef VRAMLEDGER_AUDIT_H
 #define VRAMLEDGER_AUDIT_H
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "vramledger/catalog.h"
 #include "vramledger/commitment.h"
-#include "vramledger/render.h"
 
 /* The lines of an audit, in the order they are shown. */
 enum vl_audit_line {
@@ -68,10 +67,5 @@ struct vl_audit {
 void vl_audit_compute(const struct vl_commitment *c, const struct vl_audit_run *r,
                       const struct vl_catalog *cat, double tolerance, bool tolerance_given,
                       double price, struct vl_audit *out);
-
-/*! The audit as text (a table, then notes and the verdict) or JSON
- * (schema vramledger.audit/1). fmt is VL_FMT_TEXT or VL_FMT_JSON.
- * @return 0, or -1 on a write error. */
-int vl_render_audit(FILE *out, enum vl_format fmt, const struct vl_audit *a);
 
 #endif

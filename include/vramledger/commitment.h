@@ -10,11 +10,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "vramledger/catalog.h"
 #include "vramledger/model.h"
-#include "vramledger/render.h"
 #include "vramledger/run_hw.h"
 #include "vramledger/status.h"
 
@@ -201,11 +199,5 @@ struct vl_check_view {
   int n;
   const char *not_checked; /* DeepSpeed's "auto" settings (comma-separated), or NULL */
 };
-
-/*! The gate's verdict: text (one line per problem, then what to do) or
- * JSON (schema vramledger.check/1: every problem with its kind, field,
- * committed and current values and action). fmt is VL_FMT_TEXT or
- * VL_FMT_JSON. @return 0, or -1 on a write error. */
-int vl_render_check(FILE *out, enum vl_format fmt, const struct vl_check_view *v);
 
 #endif

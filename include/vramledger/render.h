@@ -179,6 +179,19 @@ struct vl_commit_view {
 /*! commitment.json (md = false) or COMMITMENT.md (md = true). */
 int vl_render_commitment(FILE *out, bool md, const struct vl_commit_view *v);
 
+struct vl_check_view;
+/*! The gate's verdict: text (one line per problem, then what to do) or
+ * JSON (schema vramledger.check/1: every problem with its kind, field,
+ * committed and current values and action). fmt is VL_FMT_TEXT or
+ * VL_FMT_JSON. @return 0, or -1 on a write error. */
+int vl_render_check(FILE *out, enum vl_format fmt, const struct vl_check_view *v);
+
+struct vl_audit;
+/*! The audit as text (a table, then notes and the verdict) or JSON
+ * (schema vramledger.audit/1). fmt is VL_FMT_TEXT or VL_FMT_JSON.
+ * @return 0, or -1 on a write error. */
+int vl_render_audit(FILE *out, enum vl_format fmt, const struct vl_audit *a);
+
 struct vl_plan_query;
 struct vl_plan_result;
 
