@@ -50,6 +50,11 @@
   X(STABLELM,    "stablelm",    decoder, stablelm,    (50304, 2560, 6912, 32, 32, 0, 4096, 0, 0))     \
   X(GLM,         "glm",         decoder, glm,         (151552, 4096, 13696, 40, 32, 2, 131072, 128, 0))\
   X(DEEPSEEK_V2, "deepseek_v2", decoder, deepseek_v2, (102400, 4096, 11008, 32, 32, 0, 2048, 0, 0))   \
+  X(DEEPSEEK_V3, "deepseek_v3", decoder, deepseek_v3, (129280, 7168, 18432, 61, 128, 128, 4096, 64, 0)) \
+  X(GLM4,        "glm4",        decoder, glm4,        (151552, 4096, 13696, 40, 32, 2, 131072, 128, 0))\
+  X(SMOLLM3,     "smollm3",     decoder, smollm3,     (128256, 2048, 11008, 36, 16, 4, 32768, 0, 1))  \
+  X(GPT_OSS,     "gpt_oss",     decoder, gpt_oss,     (201088, 2880, 2880, 36, 64, 8, 131072, 64, 0)) \
+  X(EXAONE4,     "exaone4",     decoder, exaone4,     (102400, 4096, 16384, 32, 32, 0, 2048, 0, 0))   \
   X(BERT,        "bert",        encoder, none,        (0))                                            \
   X(ROBERTA,     "roberta",     encoder, none,        (0))                                            \
   X(DISTILBERT,  "distilbert",  encoder, none,        (0))                                            \
@@ -128,11 +133,20 @@ struct vl_arch {
   unsigned shared_gate : 1;   /* Qwen2-MoE: sigmoid gate on the shared expert */
   unsigned mla : 1;           /* DeepSeek-V2 multi-head latent attention */
   unsigned rel_bias : 1;      /* T5: relative position bias added to the scores */
+  unsigned attn_sinks : 1;    /* gpt-oss: a learned sink logit a head joins the scores
+                                 (eager attention only) */
+  unsigned expert_bias : 1;   /* gpt-oss: the router and every expert's projections have biases */
+  unsigned gate_clamp : 1;    /* gpt-oss: the experts' clamped GLU on interleaved gate/up */
   double attn_softcap;        /* Gemma 2: tanh cap on the attention scores (0: none) */
   double final_softcap;       /* Gemma 2: tanh cap on the logits (0: none) */
   uint64_t sliding_window;    /* tokens a sliding-window layer sees (0: none) */
   uint64_t sliding_layers;    /* how many layers slide */
   uint64_t global_every;      /* ModernBERT: every n-th layer is global, the rest slide */
+  /* layers without rotary positions (NoPE): nope_layers of them spread over
+   * the stack (SmolLM3 no_rope_layers), or with nope_global the layers that
+   * do not slide (EXAONE-4's global layers) */
+  uint64_t nope_layers;
+  unsigned nope_global : 1;
   /* MoE (experts > 0): routed experts of moe_intermediate, shared experts of
    * shared_intermediate in all, dense_layers layers with a dense MLP of
    * intermediate instead (DeepSeek first_k_dense_replace, Qwen

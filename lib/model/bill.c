@@ -1221,6 +1221,12 @@ vl_status vl_bill_compute(const struct vl_arch *arch, const struct vl_job *job,
     vj.target_seq = vl_job_target_seq(arch, job);
     job = &vj;
   }
+  /* attention sinks run eagerly: transformers has no SDPA path for them
+   * (modeling_gpt_oss.py GptOssPreTrainedModel: _supports_sdpa = False) */
+  if (arch->attn_sinks && job->attention != VL_ATTN_EAGER) {
+    vj.attention = VL_ATTN_EAGER;
+    job = &vj;
+  }
   vl_status s = check_job(arch, job, err);
   if (s != VL_OK) return s;
   struct vl_inventory inv;

@@ -119,11 +119,18 @@ static vl_status sliding(struct vl__reader *r, struct vl_arch *a, uint64_t dwin,
   return VL_OK;
 }
 
-vl_status vl__parts_deepseek_v2(struct vl__reader *r, struct vl_arch *a) {
+/* DeepSeek's MoE with MLA: the defaults of each version's configuration
+ * (configuration_deepseek_v2.py, configuration_deepseek_v3.py) */
+struct deepseek_defaults {
+  uint64_t experts, per_token, width, shared, dense;
+};
+
+static vl_status deepseek(struct vl__reader *r, struct vl_arch *a,
+                          const struct deepseek_defaults *d) {
   uint64_t shared = 0, dense = 0;
-  TRY(experts(r, a, "n_routed_experts", 64, 0, 1407));
-  TRY(vl__get_u64(r, "n_shared_experts", 2, 0, MAX_EXPERTS, &shared));
-  TRY(vl__get_u64(r, "first_k_dense_replace", 0, 0, MAX_LAYERS, &dense));
+  TRY(experts(r, a, "n_routed_experts", d->experts, d->per_token, d->width));
+  TRY(vl__get_u64(r, "n_shared_experts", d->shared, 0, MAX_EXPERTS, &shared));
+  TRY(vl__get_u64(r, "first_k_dense_replace", d->dense, 0, MAX_LAYERS, &dense));
   a->shared_intermediate = shared * a->moe_intermediate;
   a->dense_layers = dense < a->layers ? dense : a->layers;
   /* q_lora_rank null (DeepSeek-V2-Lite): one q_proj; missing: 1536 */
@@ -143,6 +150,18 @@ vl_status vl__parts_deepseek_v2(struct vl__reader *r, struct vl_arch *a) {
   TRY(vl__get_bool(r, "attention_bias", 0, &ab));
   a->qkv_bias = (unsigned)ab; /* q_a_proj and kv_a_proj_with_mqa only */
   return VL_OK;
+}
+
+vl_status vl__parts_deepseek_v2(struct vl__reader *r, struct vl_arch *a) {
+  static const struct deepseek_defaults v2 = {64, 0, 1407, 2, 0};
+  return deepseek(r, a, &v2);
+}
+
+/* DeepSeek-V3: V2's parts; its router scores by sigmoid and picks within
+ * groups (modeling_deepseek_v3.py DeepseekV3TopkRouter) */
+vl_status vl__parts_deepseek_v3(struct vl__reader *r, struct vl_arch *a) {
+  static const struct deepseek_defaults v3 = {256, 8, 2048, 1, 3};
+  return deepseek(r, a, &v3);
 }
 
 vl_status vl__parts_phi(struct vl__reader *r, struct vl_arch *a) {
@@ -335,6 +354,84 @@ vl_status vl__parts_glm(struct vl__reader *r, struct vl_arch *a) {
   a->qkv_bias = (unsigned)b; /* q/k/v only: o_proj has none */
   a->fused_gate_up = 1;
   a->rope_cat = 1; /* modeling_glm.py apply_rotary_pos_emb: torch.cat([q_embed, q_pass]) */
+  return VL_OK;
+}
+
+/* GLM-4-0414: GLM's block with a norm after attention and after the MLP as
+ * well (post_self_attn_layernorm, post_mlp_layernorm: modeling_glm4.py
+ * Glm4DecoderLayer) */
+vl_status vl__parts_glm4(struct vl__reader *r, struct vl_arch *a) {
+  TRY(vl__parts_glm(r, a));
+  a->sandwich_norm = 1;
+  return VL_OK;
+}
+
+/* SmolLM3: Llama's block; no rotary in the layers no_rope_layers marks 0
+ * (default: every no_rope_layer_interval-th); use_sliding_window slides the
+ * layers layer_types names (configuration_smollm3.py, modeling_smollm3.py
+ * SmolLM3Attention.use_rope) */
+vl_status vl__parts_smollm3(struct vl__reader *r, struct vl_arch *a) {
+  uint64_t every = 4;
+  int use_sw = 0;
+  TRY(vl__parts_llama(r, a));
+  TRY(vl__get_u64(r, "no_rope_layer_interval", 4, 1, MAX_LAYERS, &every));
+  json_t *v = json_object_get(r->root, "no_rope_layers");
+  a->nope_layers = 0;
+  if (v && !json_is_null(v)) {
+    if (!json_is_array(v))
+      return vl__fail(r->err, VL_EKEY, "key 'no_rope_layers': expected an array, got %s",
+                      vl__json_kind(v));
+    for (size_t i = 0; i < json_array_size(v) && i < a->layers; i++) {
+      json_t *x = json_array_get(v, i);
+      if (!json_is_integer(x) && !json_is_boolean(x))
+        return vl__fail(r->err, VL_EKEY, "key 'no_rope_layers': entry %zu is not 0 or 1", i);
+      if (json_is_integer(x) ? json_integer_value(x) == 0 : json_is_false(x)) a->nope_layers++;
+    }
+  } else {
+    a->nope_layers = a->layers / every;
+  }
+  TRY(vl__get_bool(r, "use_sliding_window", 0, &use_sw));
+  TRY(sliding(r, a, 0, 0));
+  if (!use_sw) a->sliding_window = a->sliding_layers = 0;
+  /* without layer_types the layers that slide are those without rotary */
+  if (a->sliding_window && !json_object_get(r->root, "layer_types"))
+    a->sliding_layers = a->nope_layers;
+  return VL_OK;
+}
+
+/* EXAONE-4: q/k norms per head, norms after attention and MLP only (as
+ * OLMo 2), sliding layers all but every sliding_window_pattern-th; with a
+ * window, the global layers have no rotary (configuration_exaone4.py,
+ * modeling_exaone4.py Exaone4Attention: "global NoPE") */
+vl_status vl__parts_exaone4(struct vl__reader *r, struct vl_arch *a) {
+  uint64_t every = 4;
+  a->qk_norm = 1, a->post_norm = 1;
+  json_t *sw = json_object_get(r->root, "sliding_window");
+  json_t *pat = json_object_get(r->root, "sliding_window_pattern");
+  if (pat && json_is_string(pat)) { /* "LLLG": a window of 4 layers, the last global */
+    every = strlen(json_string_value(pat));
+    if (!every) return vl__fail(r->err, VL_EKEY, "key 'sliding_window_pattern': an empty pattern");
+  } else {
+    TRY(vl__get_u64(r, "sliding_window_pattern", 4, 0, MAX_LAYERS, &every));
+  }
+  if (sw && json_is_null(sw)) return VL_OK; /* no window: rotary everywhere */
+  TRY(sliding(r, a, 4096, every));
+  a->nope_global = a->sliding_window > 0;
+  return VL_OK;
+}
+
+/* gpt-oss: biases on q/k/v/o, a sink logit a head, experts of
+ * intermediate_size with biases and a router with a bias, the clamped GLU
+ * (alpha 1.702, limit 7) on the interleaved gate and up columns, sliding
+ * layers alternating with full ones; softmax in the logits' dtype
+ * (modeling_gpt_oss.py: eager_attention_forward, GptOssExperts,
+ * GptOssTopKRouter) */
+vl_status vl__parts_gpt_oss(struct vl__reader *r, struct vl_arch *a) {
+  TRY(bias_key(r, a, "attention_bias", 1));
+  TRY(experts(r, a, "num_local_experts", 128, 4, a->intermediate));
+  TRY(sliding(r, a, 128, 2));
+  a->attn_sinks = a->expert_bias = a->gate_clamp = 1;
+  a->softmax_native = 1;
   return VL_OK;
 }
 

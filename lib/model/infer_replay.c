@@ -131,7 +131,8 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
     v = A(p, T * g * d * e);
   }
   F(p, &n1);
-  if (arch->rotary_pct > 0) { /* apply_rotary_pos_emb returns both, then the old ones go */
+  if (vl__rope_layer(arch, (uint64_t)(lc - s->lc))) { /* apply_rotary_pos_emb returns both, then
+                                                          the old ones go */
     uint32_t qe = rotary(p, T * a * d * e), ke = rotary(p, T * g * d * e);
     F(p, &q);
     F(p, &k);

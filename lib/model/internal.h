@@ -52,6 +52,22 @@ static inline bool vl__norm_weight_fp32(const struct vl_arch *a) {
          a->family == VL_FAM_OLMO2;
 }
 
+/* Is layer l one of the n of L spread over the stack (the layers where
+ * l * n / L steps: every other of L for n = L / 2)? Where the layers of a
+ * kind are changes when, not how much, the replays hold. */
+static inline bool vl__spread_layer(uint64_t l, uint64_t n, uint64_t L) {
+  return L && (l + 1) * n / L != l * n / L;
+}
+
+/* Does layer l rotate q and k? Not without rotary, nor in the layers a
+ * config leaves without (NoPE): SmolLM3's no_rope_layers, EXAONE-4's global
+ * (not sliding) layers. */
+static inline bool vl__rope_layer(const struct vl_arch *a, uint64_t l) {
+  if (a->rotary_pct <= 0) return false;
+  if (a->nope_global) return vl__spread_layer(l, a->sliding_layers, a->layers);
+  return !a->nope_layers || !vl__spread_layer(l, a->nope_layers, a->layers);
+}
+
 /* A term defined by its formula (formula.c has the grammar): its line,
  * name, formula and source, and the inputs its formula may name (a NULL
  * name ends them; the term shows those it names). An input is whole (n,

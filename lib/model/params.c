@@ -106,6 +106,7 @@ static void attention(struct builder *b, const struct vl_arch *a) {
   layer(b, a->family == VL_FAM_PHI || a->family == VL_FAM_FALCON ? "dense" : "o_proj", VL_T_LINEAR,
         h, q, 1);
   if (a->o_bias) layer(b, "o_proj.bias", VL_T_BIAS, h, 1, 1);
+  if (a->attn_sinks) layer(b, "sinks", VL_T_BIAS, a->heads, 1, 1);
   /* q/k norms: per head (Qwen3, Gemma 3: RMSNorm of d; Phi: LayerNorm of
    * d; StableLM: a LayerNorm without bias for every head), or over all
    * heads (OLMo 2, OLMoE) */
@@ -160,6 +161,11 @@ static void moe(struct builder *b, const struct vl_arch *a) {
   some_layers(b, "w1", VL_T_LINEAR, w, h, a->experts, n);
   some_layers(b, "w3", VL_T_LINEAR, w, h, a->experts, n);
   some_layers(b, "w2", VL_T_LINEAR, h, w, a->experts, n);
+  if (a->expert_bias) { /* gpt-oss: router.bias, gate_up_proj_bias, down_proj_bias */
+    some_layers(b, "gate.bias", VL_T_BIAS, a->experts, 1, 1, n);
+    some_layers(b, "gate_up_proj_bias", VL_T_BIAS, 2 * w, 1, a->experts, n);
+    some_layers(b, "down_proj_bias", VL_T_BIAS, h, 1, a->experts, n);
+  }
   if (a->shared_intermediate) {
     some_layers(b, "shared_expert.gate_proj", VL_T_LINEAR, a->shared_intermediate, h, 1, n);
     some_layers(b, "shared_expert.up_proj", VL_T_LINEAR, a->shared_intermediate, h, 1, n);

@@ -299,19 +299,36 @@ static uint32_t eager(struct run *R, const struct qkv *s, uint32_t *held) {
     rel(R, s1);
   }
   const uint64_t sm = vl__softmax_bytes(arch, R->z->autocast, e);
+  /* gpt-oss: the softmax runs on the scores joined with each head's sink
+   * logit, less their row maximum (its indices saved for the backward);
+   * the joined logits stay referenced until the function returns, the
+   * scores until the probabilities' cast (modeling_gpt_oss.py
+   * eager_attention_forward) */
+  uint32_t sx = s2, joined = 0;
+  const uint64_t scx = arch->attn_sinks ? R->z->B * a * R->P * (R->Pk + 1) : sc;
+  if (arch->attn_sinks) {
+    const uint64_t xb = R->tp.t[s2].bytes / sc;
+    uint32_t cat = op(R, (struct tape_op){.out_bytes = scx * xb, .in = {s2}});
+    uint32_t mx =
+        op(R, (struct tape_op){
+                  .out_bytes = R->z->B * a * R->P * (xb + 8), .in = {cat}, .save_out = true});
+    sx = joined = op(R, (struct tape_op){.out_bytes = scx * xb, .in = {cat, mx}});
+    rel(R, cat);
+    rel(R, mx);
+  }
   /* softmax(x, dtype=float32) on half scores converts them first
    * (aten SoftMax.cpp softmax: input.toType(dtype)), a copy freed when it
    * returns (opt13-bf16-adam-eager's allocator history: 128 MiB a layer,
    * bench/results/reserved/history) */
-  const uint64_t s2b = R->tp.t[s2].bytes;
-  uint32_t up = s2b < sc * sm ? op(R, (struct tape_op){.out_bytes = sc * sm, .in = {s2}}) : 0;
+  const uint64_t s2b = R->tp.t[sx].bytes;
+  uint32_t up = s2b < scx * sm ? op(R, (struct tape_op){.out_bytes = scx * sm, .in = {sx}}) : 0;
   uint32_t s32 =
-      op(R, (struct tape_op){.out_bytes = sc * sm, .in = {up ? up : s2}, .save_out = true});
+      op(R, (struct tape_op){.out_bytes = scx * sm, .in = {up ? up : sx}, .save_out = true});
   if (up) rel(R, up);
   /* `attn_weights = softmax(attn_weights, dtype=float32).to(dtype)`: the
    * scores stay referenced until the cast is made (one statement); GPT-2
    * casts in a statement of its own, so its scores go first */
-  if (arch->softmax_native) rel(R, s2);
+  if (arch->softmax_native && !arch->attn_sinks) rel(R, s2);
   /* .to(query.dtype) (GPT-2: .type(value.dtype)): a no-op where that is
    * the probabilities' dtype (rotary's fp32 query under autocast; GPT-2's
    * half softmax without autocast) */
@@ -320,7 +337,7 @@ static uint32_t eager(struct run *R, const struct qkv *s, uint32_t *held) {
                                            : e;
   uint32_t sh =
       tb < sm ? op(R, (struct tape_op){.out_bytes = sc * tb, .in = {s32}}) : tape_ref(&R->tp, s32);
-  if (!arch->softmax_native) rel(R, s2);
+  if (!arch->softmax_native || arch->attn_sinks) rel(R, s2);
   rel(R, s32);
   if (arch->attn_dropout > 0) {
     uint32_t mask = tape_new(&R->tp, sc);
@@ -343,6 +360,7 @@ static uint32_t eager(struct run *R, const struct qkv *s, uint32_t *held) {
   uint32_t o = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e,
                                       .in = {o4}}); /* transpose().contiguous() */
   rel(R, o4);
+  rel(R, joined);
   return o;
 }
 
@@ -466,7 +484,7 @@ static bool window_masked(const struct run *R) {
   const uint64_t n = arch->sliding_layers, L = arch->layers;
   if (!R->causal || R->kv_src || !arch->sliding_window || !n || R->z->P < arch->sliding_window)
     return false;
-  return (R->l + 1) * n / L != R->l * n / L;
+  return vl__spread_layer(R->l, n, L);
 }
 
 /* transformers hands SDPA grouped heads (enable_gqa) only where there is
@@ -517,7 +535,7 @@ uint32_t vl__tr_attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
   project(R, n1, nb, &s);
   s.q = qk_norm(R, s.q, a);
   s.k = qk_norm(R, s.k, g);
-  if (arch->rotary_pct > 0 && !arch->mla && !R->kv_src) rope_qk(R, &s);
+  if (vl__rope_layer(arch, R->l) && !arch->mla && !R->kv_src) rope_qk(R, &s);
   if (!R->z->ckpt && R->causal) cache_kv(R, &s);
   if (arch->rel_att) deberta_copies(R, &s);
   uint32_t o;

@@ -32,6 +32,47 @@ static uint32_t gelu_new(struct run *R, uint32_t fc, uint64_t TI, uint64_t *ab) 
   return act;
 }
 
+/* a projection of the MLP; gpt-oss's experts add their bias after the
+ * matmul (x @ gate_up_proj[i] + gate_up_proj_bias[i]): the product is a
+ * tensor of its own, gone once the sum exists (modeling_gpt_oss.py
+ * GptOssExperts.forward) */
+static uint32_t expert_linear(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t in_f,
+                              uint64_t out_f, bool moe) {
+  if (!moe || !R->arch->expert_bias)
+    return vl__tr_linear(R, x, xb, rows, in_f, out_f, R->arch->mlp_bias);
+  uint32_t p = vl__tr_linear(R, x, xb, rows, in_f, out_f, false);
+  uint32_t y = op(R, (struct tape_op){.out_bytes = R->tp.t[p].bytes, .in = {p}});
+  rel(R, p);
+  return y;
+}
+
+/* gpt-oss's experts' GLU (GptOssExperts._apply_gate): gate and up are the
+ * even and odd columns of gate_up, each clamped (clamp saves its input, so
+ * gate_up lives to the backward), glu = gate * sigmoid(gate * alpha),
+ * (up + 1) * glu; each product saves both factors */
+static uint32_t clamped_glu(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint64_t I) {
+  const uint64_t TI = rows * I * R->z->e;
+  uint32_t gu = expert_linear(R, n2, nb, rows, R->z->h, 2 * I, true);
+  uint32_t gate = tape_view(&R->tp, gu, TI), up = tape_view(&R->tp, gu, TI);
+  rel(R, gu);
+  uint32_t gc = op(R, (struct tape_op){.out_bytes = TI, .in = {gate}, .saved = {gate}});
+  uint32_t uc = op(R, (struct tape_op){.out_bytes = TI, .in = {up}, .saved = {up}});
+  rel(R, gate);
+  rel(R, up);
+  uint32_t ga = op(R, (struct tape_op){.out_bytes = TI, .in = {gc}});
+  uint32_t sg = op(R, (struct tape_op){.out_bytes = TI, .in = {ga}, .save_out = true});
+  rel(R, ga);
+  uint32_t glu = op(R, (struct tape_op){.out_bytes = TI, .in = {gc, sg}, .saved = {gc, sg}});
+  rel(R, gc);
+  rel(R, sg);
+  uint32_t u1 = op(R, (struct tape_op){.out_bytes = TI, .in = {uc}});
+  rel(R, uc);
+  uint32_t act = op(R, (struct tape_op){.out_bytes = TI, .in = {u1, glu}, .saved = {u1, glu}});
+  rel(R, u1);
+  rel(R, glu);
+  return act;
+}
+
 /* the MLP of width I on rows x h (n2, nb bytes an element); moe: an
  * expert of transformers 5 (one 3-D gate_up_proj) */
 uint32_t vl__tr_mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint64_t I, bool moe,
@@ -40,9 +81,11 @@ uint32_t vl__tr_mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint
   const uint64_t e = R->z->e, h = R->z->h, TI = rows * I * e;
   uint32_t act;
   uint64_t ab = e; /* the activation's bytes an element */
-  if (arch->gated_mlp &&
-      (arch->fused_gate_up ||
-       moe)) { /* Phi-3, GLM, transformers 5's experts: gate_up_proj, then chunk(2) */
+  if (moe && arch->gate_clamp) {
+    act = clamped_glu(R, n2, nb, rows, I);
+  } else if (arch->gated_mlp &&
+             (arch->fused_gate_up ||
+              moe)) { /* Phi-3, GLM, transformers 5's experts: gate_up_proj, then chunk(2) */
     uint32_t gu = vl__tr_linear(R, n2, nb, rows, h, 2 * I, arch->mlp_bias);
     uint32_t gate = tape_view(&R->tp, gu, TI), up = tape_view(&R->tp, gu, TI);
     rel(R, gu);
@@ -88,7 +131,7 @@ uint32_t vl__tr_mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint
   /* a checkpoint's recomputation stops here: the last tensor its backward
    * needs is the down projection's input */
   if (stop) R->tp.no_alloc = true;
-  uint32_t y = vl__tr_linear(R, act, ab, rows, I, h, arch->mlp_bias);
+  uint32_t y = expert_linear(R, act, ab, rows, I, h, moe);
   rel(R, act);
   return y;
 }

@@ -1,5 +1,6 @@
 /* lib/model/config.c: Hugging Face config.json -> struct vl_arch. */
 #include "testutil.h"
+#include "model/internal.h"
 
 static vl_status parse(const char *text, struct vl_arch *a, struct vl_err *err) {
   return vl_arch_from_json(text, strlen(text), a, err);
@@ -65,6 +66,70 @@ static void odd_shapes(void **state) {
   assert_true(a.qkv_bias);
   assert_false(a.o_bias);
   assert_true(a.tie_embeddings);
+}
+
+/* The types of the table's last rows: each part read from its keys, and
+ * the NoPE layers the replays skip rotary in (lib/model/internal.h) */
+static void newer_decoders(void **state) {
+  (void)state;
+  struct vl_arch a;
+  struct vl_err err = {""};
+  tu_arch("data/models/glm-4-9b-0414.json", &a);
+  assert_int_equal(a.family, VL_FAM_GLM4);
+  assert_true(a.sandwich_norm && a.fused_gate_up && a.qkv_bias && !a.o_bias);
+  assert_false(vl_arch_approximate(&a) != NULL);
+
+  /* SmolLM3: every 4th layer without rotary by default, or as listed */
+  assert_int_equal(parse("{\"model_type\": \"smollm3\", \"num_hidden_layers\": 8}", &a, &err),
+                   VL_OK);
+  assert_int_equal(a.nope_layers, 2);
+  assert_true(vl__rope_layer(&a, 0) && vl__rope_layer(&a, 2));
+  assert_false(vl__rope_layer(&a, 3));
+  assert_false(vl__rope_layer(&a, 7));
+  assert_int_equal(parse("{\"model_type\": \"smollm3\", \"num_hidden_layers\": 4, "
+                         "\"no_rope_layers\": [1, 0, 0, 1]}",
+                         &a, &err),
+                   VL_OK);
+  assert_int_equal(a.nope_layers, 2);
+  assert_int_equal(a.sliding_window, 0); /* use_sliding_window false */
+  assert_int_equal(parse("{\"model_type\": \"smollm3\", \"no_rope_layers\": 3}", &a, &err),
+                   VL_EKEY);
+  assert_non_null(strstr(err.msg, "no_rope_layers"));
+
+  /* EXAONE-4: 3 sliding layers of 4, the global one without rotary; no
+   * window: rotary everywhere */
+  assert_int_equal(parse("{\"model_type\": \"exaone4\", \"num_hidden_layers\": 8, "
+                         "\"sliding_window_pattern\": \"LLLG\"}",
+                         &a, &err),
+                   VL_OK);
+  assert_int_equal(a.sliding_layers, 6);
+  assert_true(a.nope_global && a.post_norm && a.qk_norm == 1);
+  int rope = 0;
+  for (uint64_t l = 0; l < a.layers; l++)
+    rope += vl__rope_layer(&a, l);
+  assert_int_equal(rope, 6);
+  assert_int_equal(parse("{\"model_type\": \"exaone4\", \"sliding_window\": null}", &a, &err),
+                   VL_OK);
+  assert_false(a.nope_global);
+  assert_int_equal(a.sliding_layers, 0);
+  assert_true(vl__rope_layer(&a, 3));
+
+  /* DeepSeek-V3's defaults: 256 experts, 8 a token, 1 shared, 3 dense */
+  assert_int_equal(parse("{\"model_type\": \"deepseek_v3\"}", &a, &err), VL_OK);
+  assert_int_equal(a.experts, 256);
+  assert_int_equal(a.experts_per_token, 8);
+  assert_int_equal(a.shared_intermediate, 2048);
+  assert_int_equal(a.dense_layers, 3);
+  assert_true(a.mla);
+
+  /* gpt-oss: sinks, biased experts, the clamped GLU, alternating windows */
+  tu_arch("data/models/gpt-oss-20b.json", &a);
+  assert_true(a.attn_sinks && a.expert_bias && a.gate_clamp && a.qkv_bias && a.o_bias);
+  assert_int_equal(a.experts, 32);
+  assert_int_equal(a.experts_per_token, 4);
+  assert_int_equal(a.moe_intermediate, 2880);
+  assert_int_equal(a.sliding_window, 128);
+  assert_int_equal(a.sliding_layers, 12);
 }
 
 static void malformed_json_names_line_and_column(void **state) {
@@ -172,6 +237,7 @@ int main(void) {
       cmocka_unit_test(llama_2_7b),          cmocka_unit_test(defaults_follow_transformers),
       cmocka_unit_test(odd_shapes),          cmocka_unit_test(malformed_json_names_line_and_column),
       cmocka_unit_test(unknown_and_missing), cmocka_unit_test(wrong_types_and_absurd_sizes),
+      cmocka_unit_test(newer_decoders),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

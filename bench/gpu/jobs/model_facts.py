@@ -18,6 +18,7 @@ from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForImageCla
 TYPES = ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
          "gemma2", "gemma3_text", "phi", "phi3", "olmo2", "olmoe", "granite", "starcoder2",
          "falcon", "gpt_bigcode", "gpt2", "gpt_neox", "opt", "stablelm", "glm", "deepseek_v2",
+         "deepseek_v3", "glm4", "smollm3", "gpt_oss", "exaone4",
          "bert", "roberta", "distilbert", "deberta-v2", "modernbert", "t5", "bart", "vit",
          "resnet"]
 MLM = {"bert", "roberta", "distilbert", "deberta-v2", "modernbert"}
