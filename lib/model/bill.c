@@ -278,7 +278,8 @@ static void optimizer_def(const struct vl_job *job, const struct vl__policy *pol
   if (job->optimizer == VL_OPT_ADAFACTOR)
     d->formula = vl__div_ceil(st->trainable_elems, shard) == st->trainable_elems
                      ? "F * s"
-                     : "F * (P_train / shard) / P_train * s";
+                     : "F / shard * s";       /* F * (P_train / shard) / P_train overflows 64 bits
+                                                at DeepSeek-V3's size */
   else if (job->optimizer == VL_OPT_ADAM8BIT) /* bitsandbytes */
     d->formula = "P_train / shard * 2.00390625 (two 8-bit states, an fp32 absmax a 2048 block)";
 }

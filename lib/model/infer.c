@@ -28,8 +28,9 @@ static vl_status infer_reserve(const struct vl_arch *arch, const struct vl_inven
                                const struct vl_job *job, const struct vl_overheads *ov,
                                const struct vl__policy *pol, uint64_t kvb, struct vl_bill *bill,
                                struct vl__ck *ck, uint64_t *line_pre, uint64_t *line_dec,
-                               struct vl_err *err) {
+                               uint64_t *replay_allocated, struct vl_err *err) {
   const bool replayed = !ck->overflow && arch->causal && job->kv_layout == VL_KV_CONTIGUOUS;
+  *replay_allocated = 0;
   if (replayed) {
     struct vl_cache_stats st;
     vl_status s = vl__infer_replay(arch, inv, job, pol->weight, pol->act, pol->resid, kvb,
@@ -45,6 +46,7 @@ static vl_status infer_reserve(const struct vl_arch *arch, const struct vl_inven
                           "(bench/results/generate-reserve)",
                           {{"replay_reserved", st.peak_reserved, "bytes"},
                            {"replay_allocated", st.peak_allocated, "bytes"}}});
+    *replay_allocated = st.peak_allocated;
     return VL_OK;
   }
   struct vl__def d = {
@@ -64,6 +66,40 @@ static vl_status infer_reserve(const struct vl_arch *arch, const struct vl_inven
   d.formula = "max(prefill * churn, decode * churn) (the larger phase's)";
   vl__note(bill, ck, &d);
   return VL_OK;
+}
+
+/* the replay writes generate()'s allocations op by op (infer_replay.c):
+ * its peak allocated is the estimate's. The difference goes to the peak
+ * phase's activations (prefill) or transient (decode) line; no phase stays
+ * above it (the training bill does the same: bill.c). */
+static void infer_replay_peak(struct vl_bill *bill, struct vl__ck *ck, const struct vl_job *job,
+                              uint64_t want, uint64_t *line_pre, uint64_t *line_dec) {
+  uint64_t *ph[2] = {line_pre, line_dec}, have[2] = {0, 0};
+  const enum vl_line grow[2] = {VL_LINE_ACTIVATIONS, VL_LINE_TRANSIENT};
+  for (int k = 0; k < 2; k++)
+    for (int l = 0; l < VL_LINE_COUNT; l++)
+      if (vl_line_in_allocated((enum vl_line)l)) have[k] += ph[k][l];
+  const int peak = job->new_tokens && have[1] > have[0];
+  const uint64_t analytic = have[peak];
+  if (want > have[peak]) ph[peak][grow[peak]] += want - have[peak];
+  for (int k = 0; k < 2; k++) {
+    static const enum vl_line trim[] = {VL_LINE_ACTIVATIONS, VL_LINE_TRANSIENT};
+    for (size_t t = 0; t < sizeof trim / sizeof trim[0] && have[k] > want; t++) {
+      uint64_t cut = vl__min(have[k] - want, ph[k][trim[t]]);
+      ph[k][trim[t]] -= cut;
+      have[k] -= cut;
+    }
+  }
+  const bool above = want >= analytic;
+  vl__note(
+      bill, ck,
+      &(struct vl__def){grow[peak],
+                        above ? "op-by-op replay above the lines (added)"
+                              : "op-by-op replay below the lines (taken off)",
+                        above ? "replay_allocated - analytic" : "analytic - replay_allocated",
+                        "the generate() replay (infer_replay.c): its peak allocated is the "
+                        "estimate's",
+                        {{"replay_allocated", want, "bytes"}, {"analytic", analytic, "bytes"}}});
 }
 
 /* the bill from the two phases' lines: the peak phase's, and each line's
@@ -228,8 +264,11 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   line_pre[VL_LINE_ACTIVATIONS] = prefill;
   line_dec[VL_LINE_KV_CACHE] = kv_full;
   line_dec[VL_LINE_TRANSIENT] = decode;
-  vl_status s = infer_reserve(arch, inv, job, ov, &pol, kvb, bill, &ck, line_pre, line_dec, err);
+  uint64_t replay_allocated = 0;
+  vl_status s = infer_reserve(arch, inv, job, ov, &pol, kvb, bill, &ck, line_pre, line_dec,
+                              &replay_allocated, err);
   if (s != VL_OK) return s;
+  if (replay_allocated) infer_replay_peak(bill, &ck, job, replay_allocated, line_pre, line_dec);
   if (ck.overflow)
     return vl__fail(err, VL_EOVERFLOW,
                     "the bill overflows 64 bits (batch %llu x %llu tokens is too large to model)",

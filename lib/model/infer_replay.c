@@ -60,6 +60,7 @@ struct gen {
   const struct vl_job *job;
   uint64_t B, P, a, g, d, h, I, V, T;
   uint64_t e, r, kvb, sm; /* activation, residual, cache and softmax element bytes */
+  uint64_t workspace;     /* cuBLAS's, made at the prompt's first matmul */
   struct layer_cache *lc;
   uint32_t next_logits, scores;
 };
@@ -90,6 +91,31 @@ static void logits(struct gen *s, uint64_t rows_vocab, uint32_t *input) {
   F(p, &lg);
 }
 
+/* gpt-oss's eager attention from its masked scores s2: the scores joined
+ * with each head's sink logit (torch.cat), less their row maximum (the
+ * joined logits live to the return), the softmax in their dtype, its
+ * slice (a view) @ v; the scores go when attn_weights is reassigned
+ * (modeling_gpt_oss.py eager_attention_forward) */
+static uint32_t sink_scores(struct gen *s, uint32_t s2, uint32_t rk, uint32_t rv) {
+  struct prog *p = &s->p;
+  const uint64_t T = s->T, a = s->a, d = s->d, e = s->e;
+  const uint64_t rows = s->B * a * s->P, sc1 = rows * (s->P + 1);
+  uint32_t cat = A(p, sc1 * e), mx = A(p, rows * (e + 8));
+  uint32_t joined = A(p, sc1 * e);
+  F(p, &cat);
+  F(p, &mx);
+  uint32_t probs = A(p, sc1 * s->sm);
+  uint32_t sh = e < s->sm ? A(p, (sc1 - rows) * e) : NONE; /* .to(dtype) of the slice */
+  F(p, &s2);
+  uint32_t o = A(p, T * a * d * e);
+  F(p, &sh);
+  F(p, &probs);
+  F(p, &joined);
+  F(p, &rk);
+  F(p, &rv);
+  return o;
+}
+
 /* eager attention: repeat_kv for grouped heads, q @ k^T, + mask, softmax,
  * its cast back, @ v; returns the output */
 static uint32_t eager_scores(struct gen *s) {
@@ -103,9 +129,17 @@ static uint32_t eager_scores(struct gen *s) {
   uint64_t sc = s->B * a * s->P * s->P;
   uint32_t s1 = A(p, sc * e), s2 = A(p, sc * e); /* q @ k^T, + mask */
   F(p, &s1);
-  uint32_t s32 = A(p, sc * s->sm); /* softmax (fp32 unless GPT-2's in half) */
-  F(p, &s2);
+  if (s->arch->attn_sinks) return sink_scores(s, s2, rk, rv);
+  /* softmax (fp32 unless GPT-2's in half): softmax(x, dtype=float32) on
+   * half scores converts them first, a copy gone when it returns (aten
+   * SoftMax.cpp); `softmax(...).to(dtype)` is one statement, so the scores
+   * stay referenced until the cast exists (GPT-2 casts in a statement of
+   * its own: no cast there), as the training replay has it */
+  uint32_t up = e < s->sm ? A(p, sc * s->sm) : NONE;
+  uint32_t s32 = A(p, sc * s->sm);
+  F(p, &up);
   uint32_t sh = e < s->sm ? A(p, sc * e) : NONE; /* .to(dtype) */
+  F(p, &s2);
   F(p, &s32);
   uint32_t o = A(p, T * a * d * e);
   F(p, &sh);
@@ -125,12 +159,21 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
   if (arch->fused_qkv) {
     qkv = A(p, T * (a + 2 * g) * d * e);
     q = k = v = NONE; /* views of it */
+  } else if (arch->qk_norm) {
+    /* Qwen3: q_norm(q_proj(x)), then k's, then v_proj; each projection
+     * goes once its norm exists (modeling_qwen3.py Qwen3Attention) */
+    uint32_t qp = A(p, T * a * d * e);
+    q = norm(p, arch, T * a * d, e);
+    F(p, &qp);
+    uint32_t kp = A(p, T * g * d * e);
+    k = norm(p, arch, T * g * d, e);
+    F(p, &kp);
+    v = A(p, T * g * d * e);
   } else {
     q = A(p, T * a * d * e);
     k = A(p, T * g * d * e);
     v = A(p, T * g * d * e);
   }
-  F(p, &n1);
   if (vl__rope_layer(arch, (uint64_t)(lc - s->lc))) { /* apply_rotary_pos_emb returns both, then
                                                           the old ones go */
     uint32_t qe = rotary(p, T * a * d * e), ke = rotary(p, T * g * d * e);
@@ -146,12 +189,23 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
   lc->v = A(p, T * g * d * s->kvb);
   F(p, &k);
   F(p, &v);
-  uint32_t o = s->job->attention == VL_ATTN_EAGER ? eager_scores(s) : A(p, T * a * d * e);
-  uint32_t o2 = A(p, T * a * d * e); /* transpose(1, 2).contiguous() */
-  F(p, &o);
+  const bool eager = s->job->attention == VL_ATTN_EAGER;
+  uint32_t o = eager ? eager_scores(s) : A(p, T * a * d * e);
+  /* transpose(1, 2).contiguous(): a copy, except where SDPA's kernel wrote
+   * its output in q's layout and q is a rotated view of the projection
+   * (the rotary's elementwise ops keep its (B, s, heads, d) strides; the
+   * meta trace of Llama's generate() has no copy); q joined by torch.cat
+   * is contiguous as (B, heads, s, d) */
+  if (eager || !vl__rope_layer(arch, (uint64_t)(lc - s->lc)) || arch->rope_cat) {
+    uint32_t o2 = A(p, T * a * d * e);
+    F(p, &o);
+    o = o2;
+  }
   uint32_t op = A(p, T * s->h * e);
-  F(p, &o2);
-  F(p, &q); /* the attention's locals, at its return */
+  F(p, &o);
+  F(p, &q); /* the attention's locals, at its return; the layer's norm output
+             * (its hidden_states) with them */
+  F(p, &n1);
   F(p, &qkv);
   return op;
 }
@@ -223,32 +277,62 @@ static uint32_t plain_mlp(struct gen *s) {
 
 /* prefill: the embeddings, the rotary tables, eager's 4-D causal mask,
  * every layer, the final norm and the last position's logits */
+/* the rotary embedding's cos and sin (B x s x d in the activations'
+ * dtype), made in fp32 first: freqs = inv_freq @ position_ids (the
+ * prompt's first matmul, which gives cuBLAS its workspace), cat(freqs,
+ * freqs), cos() and sin() each times attention_scaling, then cast
+ * (modeling_llama.py LlamaRotaryEmbedding.forward; the meta trace of
+ * generate() lists them in this order) */
+static void rotary_tables(struct gen *s, uint32_t *cos, uint32_t *sin) {
+  struct prog *p = &s->p;
+  const uint64_t n = s->T * s->d;
+  uint32_t freqs = A(p, n / 2 * 4);
+  (void)A(p, s->workspace);
+  uint32_t emb = A(p, n * 4), c0 = A(p, n * 4), c1 = A(p, n * 4);
+  F(p, &c0);
+  uint32_t s0 = A(p, n * 4), s1 = A(p, n * 4);
+  F(p, &s0);
+  *cos = A(p, n * s->e);
+  *sin = A(p, n * s->e);
+  F(p, &freqs);
+  F(p, &emb);
+  F(p, &c1);
+  F(p, &s1);
+}
+
 static void prefill(struct gen *s) {
   struct prog *p = &s->p;
   const struct vl_arch *arch = s->arch;
   const uint64_t T = s->T, h = s->h, e = s->e, r = s->r;
-  uint32_t hs = A(p, T * h * r); /* the embeddings' output */
+  /* the embeddings' output: the model's forward keeps it as inputs_embeds
+   * until the stack returns, and each layer's input while the layer runs
+   * (the loop's hidden_states; modeling_llama.py LlamaModel.forward: the
+   * meta trace of generate() frees them there) */
+  uint32_t emb = A(p, T * h * r), hs = emb;
   uint32_t cos = NONE, sin = NONE, mask = NONE;
   if (arch->rotary_pct > 0) {
-    cos = A(p, T * s->d * e);
-    sin = A(p, T * s->d * e);
+    rotary_tables(s, &cos, &sin);
+  } else {
+    (void)A(p, s->workspace); /* the first matmul's */
   }
   if (s->job->attention == VL_ATTN_EAGER) mask = A(p, s->B * s->P * s->P * e);
   for (uint64_t l = 0; l < arch->layers && !p->failed; l++) {
     uint32_t op = prefill_attention(s, &s->lc[l], norm(p, arch, T * h, e));
     uint32_t h1 = A(p, T * h * r); /* residual + attention */
     F(p, &op);
-    F(p, &hs);
     uint32_t n2 = norm(p, arch, T * h, e);
     uint32_t mo = arch->experts ? moe_mlp(s) : arch->gated_mlp ? gated_mlp(s) : plain_mlp(s);
     F(p, &n2);
-    hs = A(p, T * h * r); /* residual + MLP */
+    uint32_t out = A(p, T * h * r); /* residual + MLP */
     F(p, &h1);
     F(p, &mo);
+    if (hs != emb) F(p, &hs);
+    hs = out;
   }
   F(p, &mask);
   uint32_t fn = norm(p, arch, T * h, e);
   F(p, &hs);
+  F(p, &emb);
   logits(s, s->B * s->V, &fn);
   F(p, &cos);
   F(p, &sin);
@@ -312,14 +396,15 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
     vl_cache_destroy(s.p.c);
     return vl__fail(err, VL_ENOMEM, "out of memory");
   }
-  /* the weights, tensor by tensor, and the cuBLAS workspace */
+  /* the weights, tensor by tensor (cuBLAS's workspace comes with the
+   * prompt's first matmul) */
   for (int i = 0; i < inv->n && !s.p.failed; i++) {
     const struct vl_tensor *w = &inv->t[i];
     uint64_t one = vl__tp_split(w, t, w->rows * w->cols);
     for (uint64_t k = 0; k < w->count && !s.p.failed; k++)
       (void)A(&s.p, one * wb);
   }
-  (void)A(&s.p, workspace);
+  s.workspace = workspace;
   prefill(&s);
   decode(&s);
   vl_cache_stats(s.p.c, out);
