@@ -132,6 +132,39 @@ static void newer_decoders(void **state) {
   assert_int_equal(a.sliding_layers, 12);
 }
 
+/* A type nobody described: its experts read under the MoE keys of the
+ * described types, or refused without the experts a token goes to */
+static void generic_experts(void **state) {
+  (void)state;
+  struct vl_arch a;
+  struct vl_err err = {""};
+  const char *base = "{\"model_type\": \"newmoe\", \"vocab_size\": 1000, \"hidden_size\": 64, "
+                     "\"num_hidden_layers\": 4, \"num_attention_heads\": 4, "
+                     "\"intermediate_size\": 256, ";
+  char text[512];
+  snprintf(text, sizeof text,
+           "%s\"moe_num_experts\": 8, \"moe_k\": 2, "
+           "\"moe_intermediate_size\": 32, \"moe_num_shared_experts\": 2, "
+           "\"moe_layer_start_index\": 1}",
+           base);
+  assert_int_equal(parse(text, &a, &err), VL_OK);
+  assert_true(a.approximate);
+  assert_int_equal(a.experts, 8);
+  assert_int_equal(a.experts_per_token, 2);
+  assert_int_equal(a.moe_intermediate, 32);
+  assert_int_equal(a.shared_intermediate, 64);
+  assert_int_equal(a.dense_layers, 1);
+  snprintf(text, sizeof text,
+           "%s\"num_experts\": 16384, \"num_experts_per_tok\": 64, "
+           "\"is_moe\": false}",
+           base);
+  assert_int_equal(parse(text, &a, &err), VL_OK);
+  assert_int_equal(a.experts, 0);
+  snprintf(text, sizeof text, "%s\"num_local_experts\": 8}", base);
+  assert_int_equal(parse(text, &a, &err), VL_EKEY);
+  assert_non_null(strstr(err.msg, "num_experts_per_tok"));
+}
+
 static void malformed_json_names_line_and_column(void **state) {
   (void)state;
   struct vl_arch a;
@@ -237,7 +270,7 @@ int main(void) {
       cmocka_unit_test(llama_2_7b),          cmocka_unit_test(defaults_follow_transformers),
       cmocka_unit_test(odd_shapes),          cmocka_unit_test(malformed_json_names_line_and_column),
       cmocka_unit_test(unknown_and_missing), cmocka_unit_test(wrong_types_and_absurd_sizes),
-      cmocka_unit_test(newer_decoders),
+      cmocka_unit_test(newer_decoders),      cmocka_unit_test(generic_experts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
