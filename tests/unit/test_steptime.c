@@ -223,6 +223,58 @@ static void one_op(void **state) {
   assert_close(p.ops, 103, 1e-12, "pass: every op's dispatch");
 }
 
+/* The tables hold device time only: kernels.py's times carried each call's
+ * dispatch (28-32 us for every F.linear up to 128 x 1,024 x 1,024 on the
+ * H100), which bench/time/distill.py takes off, leaving the smallest
+ * measured shape its KERNEL_MIN_S (3 us). So the grid's quickest GEMM
+ * takes 3 us, the smallest shape (and one below the grid) a few; Qwen2-0.5B's q projection over
+ * 8,192 tokens (13 GFLOP) takes its FLOPs at a tensor-core rate, under the dispatch the table used
+ * to hold; the smallest attention forward likewise. */
+static void device_time_only(void **state) {
+  (void)state;
+  struct vl_time_card h100, h200;
+  vl_time_card_init(&h100, vl_catalog_find(&cat, "h100-80gb"), false);
+  vl_time_card_init(&h200, vl_catalog_find(&cat, "h200"), false);
+  struct vl_op tiny = {
+      .kind = VL_OP_GEMM, .layout = VL_GEMM_FWD, .m = 128, .n = 64, .k = 64, .count = 1};
+  /* the grid's quickest forward GEMM is left 3 us; the smallest shape
+   * within a few us of it (the H200 measured 34-44 us for those shapes) */
+  const struct vl_time_card *cards[] = {&h100, &h200};
+  for (int c = 0; c < 2; c++) {
+    const struct vl_kt_card *k = cards[c]->tables;
+    double least = 1;
+    for (int i = 0; i < 5; i++)
+      for (int n = 0; n < 5; n++)
+        for (int kk = 0; kk < 5; kk++)
+          least =
+              fmin(least, 2 * vl_kt_m[i] * vl_kt_nk[n] * vl_kt_nk[kk] / k->gemm[0][0][i][n][kk]);
+    assert_close(least, 3e-6, 1e-3, "the quickest GEMM of the grid");
+    assert_true(vl_op_device_s(cards[c], &tiny) < 10e-6); /* was 30-38 us */
+  }
+  struct vl_op lora = tiny;
+  lora.m = 16, lora.n = 16, lora.k = 16;
+  assert_close(vl_op_device_s(&h100, &lora), vl_op_device_s(&h100, &tiny), 1e-12,
+               "below the grid: the smallest shape's time");
+  struct vl_op q = {
+      .kind = VL_OP_GEMM, .layout = VL_GEMM_FWD, .m = 8192, .n = 896, .k = 896, .count = 1};
+  double qs = vl_op_device_s(&h100, &q);
+  printf("  8192 x 896 x 896 bf16 on h100: %.1f us, %.0f TFLOP/s\n", 1e6 * qs,
+         vl_op_flops(&q) / qs / 1e12);
+  assert_true(qs < 28e-6 && vl_op_flops(&q) / qs > 300e12 && vl_op_flops(&q) / qs < 800e12);
+  struct vl_op at = {.kind = VL_OP_ATTENTION,
+                     .kernel = "default",
+                     .half = true,
+                     .bs = 16,
+                     .heads = 12,
+                     .q_len = 128,
+                     .kv_len = 128,
+                     .dqk = 64,
+                     .dv = 64,
+                     .count = 1};
+  double as = vl_op_device_s(&h100, &at);
+  assert_true(as >= 3e-6 && as < 6e-6); /* was 30 us */
+}
+
 /* A trace's op lines priced: the last step with a forward and an
  * optimizer step; the passes' max(device, host); the optimizer's row;
  * tokens from the step line; no op lines: an error that says why. */
@@ -277,6 +329,6 @@ int main(void) {
       cmocka_unit_test(gemm_bound),     cmocka_unit_test(fp32_without_tf32),
       cmocka_unit_test(step_structure), cmocka_unit_test(cards_and_shares),
       cmocka_unit_test(unaligned_head), cmocka_unit_test(one_op),
-      cmocka_unit_test(traced_step)};
+      cmocka_unit_test(traced_step),    cmocka_unit_test(device_time_only)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
