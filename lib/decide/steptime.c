@@ -45,6 +45,8 @@ struct ctx {
   bool unaligned_ok;          /* the GEMMs being priced are outside the layers and without a bias:
                                * where the align1 rates were measured (gemm()) */
   double conv_flops;          /* a micro-batch's convolutions, forward (ResNet's MFU) */
+  struct vl_time_pass *tail;  /* where a layer's forward ops after its last saved tensor go
+                               * (not recomputed: recompute_tail()), or NULL */
 };
 
 /* a stretch of ops (struct vl_time_pass): device seconds by kind, host
@@ -373,9 +375,13 @@ static void layer_ops(struct ctx *c, struct seg *f, struct seg *b, double bs, do
   }
   if (cross) attn_kernel(c, f, b, bs, q_len, kv_len, heads, dqk, dv, false, 0, count);
   mem2(c, f, b, EW, T * heads * dv * 2 * e, count); /* the output made contiguous */
-  /* residual adds; dropout on each branch */
-  mem2(c, f, b, EW, T * h * 3 * r, (cross ? 3 : 2) * count);
-  if (a->resid_scaled) mem2(c, f, b, EW, T * h * 2 * e, 2 * count);
+  /* residual adds; dropout on each branch (the MLP's add, and its branch's
+   * scaling, after the layer's last saved tensor: recompute_tail) */
+  struct seg *last = c->tail ? c->tail : f;
+  mem2(c, f, b, EW, T * h * 3 * r, (cross ? 2 : 1) * count);
+  mem2(c, last, b, EW, T * h * 3 * r, count);
+  if (a->resid_scaled) mem2(c, f, b, EW, T * h * 2 * e, count);
+  if (a->resid_scaled) mem2(c, last, b, EW, T * h * 2 * e, count);
   dropout(c, f, b, a->hidden_dropout, T * h, e, 2 * count);
   /* the MLP's activation (a dense layer; MoE layers: moe_ops) */
   double dense = a->experts ? (double)a->dense_layers / (double)a->layers : 1;
@@ -461,6 +467,14 @@ static void resnet(struct ctx *c, struct seg *f, struct seg *b, double bs) {
   }
 }
 
+/* a dense MLP's output projection, by the inventory's names (params.c) */
+static bool mlp_out(const char *name) {
+  static const char *const names[] = {"down_proj", "dense_4h_to_h", "fc2", "c_proj", "mlp.c_proj"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(name, names[i])) return true;
+  return false;
+}
+
 static bool expert_tensor(const struct vl_tensor *t) {
   return !strcmp(t->name, "w1") || !strcmp(t->name, "w2") || !strcmp(t->name, "w3");
 }
@@ -507,18 +521,23 @@ static void linears(struct ctx *c, const struct vl_inventory *inv, double T, str
       if (t->kind == VL_T_HEAD) m = (double)j->batch; /* the classifier sees one row an image */
     }
     struct seg *f = layer ? lf : hf, *b = layer ? lb : hb;
+    bool lora = j->lora_rank && layer && vl__lora_is_target(a, j, t->name);
+    /* the MLP's output projection is a layer's last GEMM: not recomputed
+     * (recompute_tail), and under LoRA neither is B, which runs after the
+     * frozen product and A, whose input and output B's backward keeps */
+    struct seg *last = c->tail && layer && mlp_out(t->name) ? c->tail : f;
     c->unaligned_ok = t->kind == VL_T_HEAD ? !head_biased : !layer;
-    linear(c, f, b, c->fp32, m, (double)t->cols, (double)t->rows / tp, n, base);
+    linear(c, lora ? f : last, b, c->fp32, m, (double)t->cols, (double)t->rows / tp, n, base);
     c->unaligned_ok = false;
-    if (j->lora_rank && layer && vl__lora_is_target(a, j, t->name)) {
+    if (lora) {
       bool fp32 = !c->pol.autocast;
-      linear(c, f, b, fp32, m, (double)t->cols, rank, n, true);
-      linear(c, f, b, fp32, m, rank, (double)t->rows / tp, n, true);
       double ab = c->pol.autocast ? c->e : 4, out = m * (double)t->rows / tp;
       if (ab != c->e) mem2(c, f, b, CAST, m * (double)t->cols * (c->e + ab), n);
-      mem2(c, f, b, EW, out * 2 * ab, n);          /* * scaling */
-      mem2(c, f, b, EW, out * (c->e + 2 * ab), n); /* + the frozen output */
-      if (ab != c->e) mem2(c, f, b, CAST, out * (ab + c->e), n);
+      linear(c, f, b, fp32, m, (double)t->cols, rank, n, true);
+      linear(c, last, b, fp32, m, rank, (double)t->rows / tp, n, true);
+      mem2(c, last, b, EW, out * 2 * ab, n);          /* * scaling */
+      mem2(c, last, b, EW, out * (c->e + 2 * ab), n); /* + the frozen output */
+      if (ab != c->e) mem2(c, last, b, CAST, out * (ab + c->e), n);
     }
   }
   /* a tied head is the embedding's matrix (trained with it) */
@@ -805,16 +824,34 @@ static vl_status check(const struct vl_job *j, const struct vl_gpu *g, struct vl
   return VL_OK;
 }
 
-/* the forward, the backward and the head of one micro-batch, as stretches */
+/* the forward, the backward and the head of one micro-batch, as stretches;
+ * lt: the layers' forward ops the recomputation skips */
 struct micro {
-  struct seg ef, eb, lf, lb, hf, hb;
+  struct seg ef, eb, lf, lt, lb, hf, hb;
 };
+
+/* Non-reentrant checkpointing stops recomputing a layer once it has
+ * recomputed every tensor backward keeps (torch/utils/checkpoint.py,
+ * _StopRecomputationError, early stop on by default): the ops after the
+ * layer's last saved tensor are not run again. In a pre-norm decoder
+ * layer with no dropout on its branches those are the MLP's output
+ * projection (its input is what its backward keeps) and the residual add
+ * after it; a post-norm layer's closing norm, a dropout's mask and a
+ * sandwich norm all keep what follows, and an MoE layer's weighted sum
+ * keeps the experts' output. Seen in traced steps: Qwen2-0.5B's
+ * recomputation runs every linear of a layer but down_proj
+ * (tests/python/stack/test_trace_time.py, qwen2_ckpt). */
+static bool recompute_tail(const struct vl_arch *a, const struct vl_job *j) {
+  return j->checkpointing == VL_CKPT_FULL && a->causal && !a->enc_layers && !a->post_norm &&
+         !a->sandwich_norm && a->hidden_dropout == 0;
+}
 
 static void micro_batch(struct ctx *c, const struct vl_inventory *inv, struct micro *m) {
   const struct vl_arch *a = c->a;
   const struct vl_job *j = c->j;
   double bs = (double)j->batch, q = (double)j->seq, pp = (double)j->pp;
   memset(m, 0, sizeof *m);
+  c->tail = recompute_tail(a, j) ? &m->lt : NULL;
   if (a->family == VL_FAM_RESNET) {
     resnet(c, &m->lf, &m->lb, bs);
     linears(c, inv, bs, &m->lf, &m->lb, &m->hf, &m->hb);
@@ -855,14 +892,18 @@ vl_status vl_step_time(const struct vl_arch *a, const struct vl_job *j, const st
   card_scales(&c, g, t);
   struct micro m;
   micro_batch(&c, &inv, &m);
-  struct seg *fw[] = {&m.ef, &m.lf, &m.hf}, *bw[] = {&m.hb, &m.lb, &m.eb};
+  struct seg *fw[] = {&m.ef, &m.lf, &m.lt, &m.hf}, *bw[] = {&m.hb, &m.lb, &m.eb};
+  for (int i = 0; i < 4; i++)
+    seg_host(fw[i], VL_KT_HOST_OP);
   for (int i = 0; i < 3; i++)
-    seg_host(fw[i], VL_KT_HOST_OP), seg_host(bw[i], VL_KT_HOST_OP);
+    seg_host(bw[i], VL_KT_HOST_OP);
   double acc = (double)j->grad_accum;
   bool ckpt = j->checkpointing == VL_CKPT_FULL, approx = false;
   struct seg fsum = {0}, bsum = {0}, rsum = {0};
+  for (int i = 0; i < 4; i++)
+    seg_sum(&fsum, fw[i]);
   for (int i = 0; i < 3; i++)
-    seg_sum(&fsum, fw[i]), seg_sum(&bsum, bw[i]);
+    seg_sum(&bsum, bw[i]);
   if (ckpt) seg_sum(&rsum, &m.lf);
   vl_time_passes(t, &fsum, &bsum, ckpt ? &rsum : NULL, acc);
   double elems, tensors;

@@ -101,6 +101,38 @@ static void step_structure(void **state) {
   assert_true(tl.optimizer_s < 0.1 * tf.optimizer_s);
 }
 
+/* Non-reentrant checkpointing stops recomputing a layer after its last
+ * saved tensor: Qwen2-0.5B's recomputation runs no down_proj (24 layers of
+ * an 8,192 x 896 x 4,864 forward GEMM) and one residual add less. With
+ * dropout on the residual branches its mask keeps what follows, and the
+ * whole forward runs again. */
+static void recompute_early_stop(void **state) {
+  (void)state;
+  struct vl_arch a, d;
+  tu_arch("data/models/qwen2-0.5b.json", &a);
+  d = a;
+  d.hidden_dropout = 0.1;
+  struct vl_job j = job(VL_PREC_BF16, 4, 2048);
+  j.checkpointing = VL_CKPT_FULL;
+  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
+  struct vl_step_time stop, all;
+  struct vl_err err = {""};
+  assert_int_equal(vl_step_time(&a, &j, g, &stop, &err), VL_OK);
+  assert_int_equal(vl_step_time(&d, &j, g, &all, &err), VL_OK);
+  struct vl_time_card c;
+  vl_time_card_init(&c, g, false);
+  struct vl_op down = {
+      .kind = VL_OP_GEMM, .layout = VL_GEMM_FWD, .m = 8192, .n = 896, .k = 4864, .count = 24};
+  assert_close(all.kind_s[VL_TK_MATMUL] - stop.kind_s[VL_TK_MATMUL], vl_op_device_s(&c, &down),
+               1e-9, "the recomputation skips down_proj");
+  assert_true(stop.ops < all.ops);
+  struct vl_job n = j;
+  n.checkpointing = VL_CKPT_NONE;
+  struct vl_step_time none;
+  assert_int_equal(vl_step_time(&a, &n, g, &none, &err), VL_OK);
+  assert_true(stop.kind_s[VL_TK_MATMUL] > none.kind_s[VL_TK_MATMUL]);
+}
+
 /* Tensor parallelism divides each matmul; a card never measured is the
  * H100 scaled by its datasheet ratios and says so; bf16 on a card without
  * it is refused naming both. */
@@ -326,9 +358,10 @@ static void traced_step(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(gemm_bound),     cmocka_unit_test(fp32_without_tf32),
-      cmocka_unit_test(step_structure), cmocka_unit_test(cards_and_shares),
-      cmocka_unit_test(unaligned_head), cmocka_unit_test(one_op),
-      cmocka_unit_test(traced_step),    cmocka_unit_test(device_time_only)};
+      cmocka_unit_test(gemm_bound),          cmocka_unit_test(fp32_without_tf32),
+      cmocka_unit_test(step_structure),      cmocka_unit_test(cards_and_shares),
+      cmocka_unit_test(unaligned_head),      cmocka_unit_test(one_op),
+      cmocka_unit_test(traced_step),         cmocka_unit_test(device_time_only),
+      cmocka_unit_test(recompute_early_stop)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
