@@ -125,6 +125,14 @@ static double gemm_s(const struct vl_time_card *c, const struct vl_op *op) {
   if (odd && kc->unaligned[layout] > 0) rate = fmin(rate, kc->unaligned[layout] * c->s16);
   double least =
       2.0 * vl_kt_m[0] * vl_kt_nk[0] * vl_kt_nk[0] / (kc->gemm[fp32][layout][0][0][0] * scale);
+  /* and never under its bytes at the card's bandwidth: a thin GEMM (a
+   * LoRA adapter's rank of 16, below the grid's 64, priced at the edge's
+   * rate) still reads its whole input once. The grid's thin rows are
+   * memory-bound so: 32,768 x 64 x 4,096 takes 87.5 us on the H100 once
+   * the dispatch is off, its 554 MB at the add kernel's bandwidth 91 us */
+  double b = op->batch > 1 ? op->batch : 1, rows = m / b, el = op->fp32 ? 4 : 2;
+  double bytes = b * (rows * k + k * n + rows * n) * el;
+  least = fmax(least, bytes / (kc->bw_add * c->sbw));
   return count * fmax(2.0 * m * n * k / rate, least);
 }
 

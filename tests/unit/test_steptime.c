@@ -307,6 +307,28 @@ static void device_time_only(void **state) {
   assert_true(as >= 3e-6 && as < 6e-6); /* was 30 us */
 }
 
+/* A GEMM takes at least its bytes (both operands and the result, once)
+ * at the card's bandwidth: a LoRA adapter's A over 8,192 tokens of 4,096
+ * (rank 16, below the grid, priced at the rate of its edge of 64) reads
+ * 64 MiB of input, about 21 us on the H100, where its FLOPs at the edge's
+ * rate take a few. */
+static void gemm_reads_its_bytes(void **state) {
+  (void)state;
+  struct vl_time_card h100;
+  vl_time_card_init(&h100, vl_catalog_find(&cat, "h100-80gb"), false);
+  const struct vl_kt_card *k = h100.tables;
+  struct vl_op a = {
+      .kind = VL_OP_GEMM, .layout = VL_GEMM_FWD, .m = 8192, .n = 16, .k = 4096, .count = 2};
+  double bytes = (8192.0 * 4096 + 4096.0 * 16 + 8192.0 * 16) * 2;
+  assert_close(vl_op_device_s(&h100, &a), 2 * bytes / k->bw_add, 1e-12, "a thin GEMM's bytes");
+  struct vl_op f = a;
+  f.fp32 = true;
+  assert_close(vl_op_device_s(&h100, &f), 2 * 2 * bytes / k->bw_add, 1e-12, "fp32: twice");
+  struct vl_op sq = {
+      .kind = VL_OP_GEMM, .layout = VL_GEMM_FWD, .m = 8192, .n = 4096, .k = 4096, .count = 1};
+  assert_true(vl_op_device_s(&h100, &sq) > 1.5 * (8192.0 * 4096 * 3 * 2) / k->bw_add);
+}
+
 /* A trace's op lines priced: the last step with a forward and an
  * optimizer step; the passes' max(device, host); the optimizer's row;
  * tokens from the step line; no op lines: an error that says why. */
@@ -358,10 +380,10 @@ static void traced_step(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(gemm_bound),          cmocka_unit_test(fp32_without_tf32),
-      cmocka_unit_test(step_structure),      cmocka_unit_test(cards_and_shares),
-      cmocka_unit_test(unaligned_head),      cmocka_unit_test(one_op),
-      cmocka_unit_test(traced_step),         cmocka_unit_test(device_time_only),
-      cmocka_unit_test(recompute_early_stop)};
+      cmocka_unit_test(gemm_bound),           cmocka_unit_test(fp32_without_tf32),
+      cmocka_unit_test(step_structure),       cmocka_unit_test(cards_and_shares),
+      cmocka_unit_test(unaligned_head),       cmocka_unit_test(one_op),
+      cmocka_unit_test(traced_step),          cmocka_unit_test(device_time_only),
+      cmocka_unit_test(recompute_early_stop), cmocka_unit_test(gemm_reads_its_bytes)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
