@@ -167,17 +167,25 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
     S_cached = vl__round_up(S, job->kv_block_tokens);
     P_cached = vl__round_up(P, job->kv_block_tokens);
   }
-  /* the cache of the prompt (prefill), then of every token (decode) */
+  /* the cache of the prompt (prefill), then of every token (decode); MLA
+   * caches its compressed latent and the shared rotary key, one "head" of
+   * c + r a token (modeling_deepseek_v3.py: past_key_values.update(kv_nope,
+   * k_rot) before expand_kv) */
   struct vl__def kv = {VL_LINE_KV_CACHE,
                        "KV cache",
-                       arch->causal ? "2 * L * g * d * k * S * B" : "0 (an encoder keeps no cache)",
-                       "2 L H_kv d_head S B bytes; Kwon et al. 2023 (PagedAttention)",
+                       !arch->causal ? "0 (an encoder keeps no cache)"
+                       : arch->mla   ? "L * (c + r) * k * S * B"
+                                     : "2 * L * g * d * k * S * B",
+                       arch->mla ? "MLA's latent cache (DeepSeek-AI 2024, arXiv 2405.04434 2.1.2)"
+                                 : "2 L H_kv d_head S B bytes; Kwon et al. 2023 (PagedAttention)",
                        {{"L", L},
                         {"g", g_loc, "heads"},
                         {"d", d},
                         {"k", kvb, "bytes"},
                         {"S", P_cached, "tokens"},
-                        {"B", B}}};
+                        {"B", B},
+                        {"c", arch->kv_lora_rank},
+                        {"r", arch->qk_rope_dim}}};
   const uint64_t kv_prompt = vl__def_value(&ck, &kv);
   kv.in[4].n = S_cached;
   const uint64_t kv_full = vl__note(bill, &ck, &kv);

@@ -148,6 +148,61 @@ static uint32_t eager_scores(struct gen *s) {
   return o;
 }
 
+/* MLA's keys and values from the cached latent of S tokens: kv_b_proj on
+ * it, and the keys joined with the shared rotary key into a new tensor
+ * (the values are a view of the projection); both live to the attention's
+ * return (modeling_deepseek_v3.py expand_kv) */
+static void mla_expand(struct gen *s, uint64_t rows, uint32_t *kvp, uint32_t *key) {
+  const struct vl_arch *A_ = s->arch;
+  *kvp = A(&s->p, rows * s->a * (A_->qk_nope_dim + A_->v_head_dim) * s->e);
+  *key = A(&s->p, rows * s->a * (A_->qk_nope_dim + A_->qk_rope_dim) * s->e);
+}
+
+/* MLA in prefill (modeling_deepseek_v3.py DeepseekV3Attention): q through
+ * its low rank and norm, the compressed latent and its norm, rotary on q's
+ * and the shared key's rotary parts, the latent and the rotary key copied
+ * into the cache, q joined from its parts, the keys and values expanded
+ * from the cache, SDPA, its transposed copy, o_proj */
+static uint32_t mla_prefill_attention(struct gen *s, struct layer_cache *lc, uint32_t n1) {
+  struct prog *p = &s->p;
+  const struct vl_arch *arch = s->arch;
+  const uint64_t T = s->T, a = s->a, e = s->e;
+  const uint64_t c = arch->kv_lora_rank, rd = arch->qk_rope_dim, qd = arch->qk_nope_dim + rd;
+  uint32_t q;
+  if (arch->q_lora_rank) {
+    uint32_t qa = A(p, T * arch->q_lora_rank * e);
+    uint32_t qn = norm(p, arch, T * arch->q_lora_rank, e);
+    F(p, &qa);
+    q = A(p, T * a * qd * e);
+    F(p, &qn);
+  } else {
+    q = A(p, T * a * qd * e);
+  }
+  uint32_t kva = A(p, T * (c + rd) * e);
+  uint32_t kvn = norm(p, arch, T * c, e);
+  uint32_t qr = rotary(p, T * a * rd * e), kr = rotary(p, T * rd * e);
+  lc->k = A(p, T * c * s->kvb);
+  lc->v = A(p, T * rd * s->kvb);
+  F(p, &kvn);
+  F(p, &kr);
+  uint32_t qs = A(p, T * a * qd * e); /* torch.cat((q_pass, q_rot)) */
+  F(p, &qr);
+  uint32_t kvp, key;
+  mla_expand(s, T, &kvp, &key);
+  uint32_t o = A(p, T * a * arch->v_head_dim * e);
+  uint32_t o2 = A(p, T * a * arch->v_head_dim * e); /* transpose(1, 2).contiguous() */
+  F(p, &o);
+  uint32_t op = A(p, T * s->h * e);
+  F(p, &o2);
+  F(p, &key);
+  F(p, &kvp);
+  F(p, &qs);
+  F(p, &q);
+  F(p, &kva);
+  F(p, &n1);
+  return op;
+}
+
 /* a layer's attention in prefill, from its norm's output n1 (freed here) to
  * the output projection's, which it returns; the key and the value go into
  * the layer's cache */
@@ -155,6 +210,7 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
   struct prog *p = &s->p;
   const struct vl_arch *arch = s->arch;
   const uint64_t T = s->T, a = s->a, g = s->g, d = s->d, e = s->e;
+  if (arch->mla) return mla_prefill_attention(s, lc, n1);
   uint32_t q, k, v, qkv = NONE;
   if (arch->fused_qkv) {
     qkv = A(p, T * (a + 2 * g) * d * e);
@@ -210,10 +266,11 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
   return op;
 }
 
-/* act(gate) * up, then down, on T tokens; returns down's output */
-static uint32_t gated_mlp_on(struct gen *s, uint64_t T) {
+/* act(gate) * up, then down, on T tokens of an MLP of width I; returns
+ * down's output */
+static uint32_t gated_mlp_on(struct gen *s, uint64_t T, uint64_t I) {
   struct prog *p = &s->p;
-  const uint64_t TI = T * s->I, e = s->e;
+  const uint64_t TI = T * I, e = s->e;
   uint32_t gt = A(p, TI * e), ag = A(p, TI * e);
   F(p, &gt);
   uint32_t up = A(p, TI * e), pr = A(p, TI * e);
@@ -224,24 +281,70 @@ static uint32_t gated_mlp_on(struct gen *s, uint64_t T) {
   return mo;
 }
 
-static uint32_t gated_mlp(struct gen *s) { return gated_mlp_on(s, s->T); }
+static uint32_t gated_mlp(struct gen *s) { return gated_mlp_on(s, s->T, s->I); }
 
-/* MixtralSparseMoeBlock: the experts in turn, each a gated MLP on its
- * tokens; returns final_hidden_states (index_add_ into it) */
+/* transformers 5's experts as grouped matmuls over the S = T * k rows
+ * sorted by expert (integrations/moe.py grouped_mm_experts_forward): the
+ * gathered rows, gate_up's output and its masked_fill, act(gate) * up, the
+ * down projection and its masked_fill, the product with the fp32 routing
+ * weights (fp32), its rows put back in order, their sum over k (fp32) and
+ * its cast; the meta trace of DeepSeek-V3's generate() in this order */
+static uint32_t grouped_experts(struct gen *s, uint64_t I) {
+  struct prog *p = &s->p;
+  const uint64_t k = s->arch->experts_per_token ? s->arch->experts_per_token : 1;
+  const uint64_t S = s->T * k, h = s->h, e = s->e;
+  uint32_t rows = A(p, S * h * e);
+  uint32_t gu = A(p, S * 2 * I * e), gm = A(p, S * 2 * I * e);
+  F(p, &gu);
+  uint32_t act = A(p, S * I * e), pr = A(p, S * I * e);
+  F(p, &act);
+  F(p, &gm);
+  uint32_t dn = A(p, S * h * e);
+  F(p, &pr);
+  uint32_t dm = A(p, S * h * e);
+  F(p, &dn);
+  uint32_t w32 = A(p, S * h * 4), back = A(p, S * h * 4);
+  F(p, &w32);
+  uint32_t sum = A(p, s->T * h * 4), out = A(p, s->T * h * e);
+  F(p, &rows);
+  F(p, &dm);
+  F(p, &back);
+  F(p, &sum);
+  return out;
+}
+
+/* the sparse MoE block: the shared experts on every token (DeepSeek,
+ * Qwen2-MoE), then the routed experts in turn, each a gated MLP of
+ * moe_intermediate_size on its tokens; returns final_hidden_states
+ * (index_add_ into it; transformers 5's experts loop) */
 static uint32_t moe_mlp(struct gen *s) {
   struct prog *p = &s->p;
   const struct vl_arch *arch = s->arch;
-  const uint64_t h = s->h, e = s->e;
+  const uint64_t h = s->h, e = s->e, t = s->job->tp ? s->job->tp : 1;
+  const uint64_t I =
+      vl__div_ceil(arch->moe_intermediate ? arch->moe_intermediate : arch->intermediate, t);
   uint64_t Te =
       vl__div_ceil(s->T * (arch->experts_per_token ? arch->experts_per_token : 1), arch->experts);
-  uint32_t mo = A(p, s->T * h * e);
-  for (uint64_t x = 0; x < arch->experts && !p->failed; x++) {
-    uint32_t cur = A(p, Te * h * e);
-    uint32_t dn = gated_mlp_on(s, Te);
-    uint32_t wt = A(p, Te * h * e); /* * routing weight */
-    F(p, &dn);
-    F(p, &wt);
-    F(p, &cur);
+  uint32_t mo;
+  if (arch->gate_clamp) { /* gpt-oss: GptOssExperts' own loop over the experts hit */
+    mo = A(p, s->T * h * e);
+    for (uint64_t x = 0; x < arch->experts && !p->failed; x++) {
+      uint32_t cur = A(p, Te * h * e);
+      uint32_t dn = gated_mlp_on(s, Te, I);
+      uint32_t wt = A(p, Te * h * e); /* * routing weight */
+      F(p, &dn);
+      F(p, &wt);
+      F(p, &cur);
+    }
+  } else {
+    mo = grouped_experts(s, I);
+  }
+  if (arch->shared_intermediate) { /* + shared_experts(residuals) */
+    uint32_t sh = gated_mlp_on(s, s->T, vl__div_ceil(arch->shared_intermediate, t));
+    uint32_t sum = A(p, s->T * h * e);
+    F(p, &mo);
+    F(p, &sh);
+    mo = sum;
   }
   return mo;
 }
@@ -321,7 +424,8 @@ static void prefill(struct gen *s) {
     uint32_t h1 = A(p, T * h * r); /* residual + attention */
     F(p, &op);
     uint32_t n2 = norm(p, arch, T * h, e);
-    uint32_t mo = arch->experts ? moe_mlp(s) : arch->gated_mlp ? gated_mlp(s) : plain_mlp(s);
+    const bool sparse = arch->experts && l >= arch->dense_layers;
+    uint32_t mo = sparse ? moe_mlp(s) : arch->gated_mlp ? gated_mlp(s) : plain_mlp(s);
     F(p, &n2);
     uint32_t out = A(p, T * h * r); /* residual + MLP */
     F(p, &h1);
@@ -349,15 +453,26 @@ static void decode(struct gen *s) {
   uint64_t stride = 1;
   while (steps / stride * (layers ? layers : 1) * 4 > (1ull << 12))
     stride *= 2;
+  const struct vl_arch *arch = s->arch;
   for (uint64_t st = stride; st <= steps && !p->failed; st += stride) {
-    uint64_t kvs = s->B * s->g * s->d * (s->P + st) * s->kvb;
+    const uint64_t rows = s->B * (s->P + st);
+    /* MLA caches the latent and the rotary key, and expands both into
+     * every head's keys and values at every layer of every step */
+    uint64_t kb = arch->mla ? rows * arch->kv_lora_rank * s->kvb : rows * s->g * s->d * s->kvb;
+    uint64_t vb = arch->mla ? rows * arch->qk_rope_dim * s->kvb : kb;
     for (uint64_t l = 0; l < layers && !p->failed; l++) {
-      uint32_t nk = A(p, kvs);
+      uint32_t nk = A(p, kb);
       F(p, &s->lc[l].k);
       s->lc[l].k = nk;
-      uint32_t nv = A(p, kvs);
+      uint32_t nv = A(p, vb);
       F(p, &s->lc[l].v);
       s->lc[l].v = nv;
+      if (arch->mla) {
+        uint32_t kvp, key;
+        mla_expand(s, rows, &kvp, &key);
+        F(p, &key);
+        F(p, &kvp);
+      }
     }
     uint32_t none = NONE;
     logits(s, s->B * s->V, &none);
