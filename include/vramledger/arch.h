@@ -125,23 +125,26 @@ struct vl_arch {
                            2, OLMoE) */
   unsigned sandwich_norm : 1; /* Gemma 2/3: norms before and after attention and MLP (4 a layer) */
   unsigned post_norm : 1;     /* OLMo 2: norms after attention and MLP only, none before */
-  unsigned shared_norm : 1;   /* one norm feeds attention and MLP (Phi, Falcon parallel_attn) */
-  unsigned head_bias : 1;     /* the LM head has a bias (Phi) */
-  unsigned embed_scaled : 1;  /* the embeddings are multiplied (Gemma sqrt(h), Granite) */
-  unsigned resid_scaled : 1;  /* Granite: residual branches multiplied before the add */
-  unsigned logits_scaled : 1; /* Granite: logits divided by logits_scaling */
-  unsigned shared_gate : 1;   /* Qwen2-MoE: sigmoid gate on the shared expert */
-  unsigned mla : 1;           /* DeepSeek-V2 multi-head latent attention */
-  unsigned rel_bias : 1;      /* T5: relative position bias added to the scores */
-  unsigned attn_sinks : 1;    /* gpt-oss: a learned sink logit a head joins the scores
-                                 (eager attention only) */
-  unsigned expert_bias : 1;   /* gpt-oss: the router and every expert's projections have biases */
-  unsigned gate_clamp : 1;    /* gpt-oss: the experts' clamped GLU on interleaved gate/up */
-  double attn_softcap;        /* Gemma 2: tanh cap on the attention scores (0: none) */
-  double final_softcap;       /* Gemma 2: tanh cap on the logits (0: none) */
-  uint64_t sliding_window;    /* tokens a sliding-window layer sees (0: none) */
-  uint64_t sliding_layers;    /* how many layers slide */
-  uint64_t global_every;      /* ModernBERT: every n-th layer is global, the rest slide */
+  unsigned norm_fp32_weight : 1; /* RMSNorm multiplies by its weight in fp32, then casts (Gemma's
+                                    1 + weight, OLMo 2) */
+  unsigned rope_cast_back : 1;   /* rotary's output cast back to q's and k's dtype (OLMo 2) */
+  unsigned shared_norm : 1;      /* one norm feeds attention and MLP (Phi, Falcon parallel_attn) */
+  unsigned head_bias : 1;        /* the LM head has a bias (Phi) */
+  unsigned embed_scaled : 1;     /* the embeddings are multiplied (Gemma sqrt(h), Granite) */
+  unsigned resid_scaled : 1;     /* Granite: residual branches multiplied before the add */
+  unsigned logits_scaled : 1;    /* Granite: logits divided by logits_scaling */
+  unsigned shared_gate : 1;      /* Qwen2-MoE: sigmoid gate on the shared expert */
+  unsigned mla : 1;              /* DeepSeek-V2 multi-head latent attention */
+  unsigned rel_bias : 1;         /* T5: relative position bias added to the scores */
+  unsigned attn_sinks : 1;       /* gpt-oss: a learned sink logit a head joins the scores
+                                    (eager attention only) */
+  unsigned expert_bias : 1; /* gpt-oss: the router and every expert's projections have biases */
+  unsigned gate_clamp : 1;  /* gpt-oss: the experts' clamped GLU on interleaved gate/up */
+  double attn_softcap;      /* Gemma 2: tanh cap on the attention scores (0: none) */
+  double final_softcap;     /* Gemma 2: tanh cap on the logits (0: none) */
+  uint64_t sliding_window;  /* tokens a sliding-window layer sees (0: none) */
+  uint64_t sliding_layers;  /* how many layers slide */
+  uint64_t global_every;    /* ModernBERT: every n-th layer is global, the rest slide */
   /* layers without rotary positions (NoPE): nope_layers of them spread over
    * the stack (SmolLM3 no_rope_layers), or with nope_global the layers that
    * do not slide (EXAONE-4's global layers) */

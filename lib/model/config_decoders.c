@@ -292,7 +292,7 @@ vl_status vl__parts_mixtral(struct vl__reader *r, struct vl_arch *a) {
 /* Gemma: embeddings scaled by sqrt(h) */
 vl_status vl__parts_gemma(struct vl__reader *r, struct vl_arch *a) {
   (void)r;
-  a->embed_scaled = 1;
+  a->embed_scaled = a->norm_fp32_weight = 1; /* GemmaRMSNorm: x * (1 + weight) in fp32 */
   return VL_OK;
 }
 
@@ -327,7 +327,7 @@ vl_status vl__parts_qwen2_moe(struct vl__reader *r, struct vl_arch *a) {
  * which adds q/k norms) */
 static vl_status gemma2_like(struct vl__reader *r, struct vl_arch *a, bool three) {
   TRY(bias_key(r, a, "attention_bias", 0));
-  a->sandwich_norm = a->embed_scaled = 1;
+  a->sandwich_norm = a->embed_scaled = a->norm_fp32_weight = 1;
   a->qk_norm = three;
   TRY(vl__get_num(r, "attn_logit_softcapping", three ? 0.0 : 50.0, &a->attn_softcap));
   TRY(vl__get_num(r, "final_logit_softcapping", three ? 0.0 : 30.0, &a->final_softcap));
@@ -347,6 +347,8 @@ vl_status vl__parts_gemma3(struct vl__reader *r, struct vl_arch *a) {
 /* OLMo 2: q/k norms over all heads, norms after attention and MLP only */
 vl_status vl__parts_olmo2(struct vl__reader *r, struct vl_arch *a) {
   a->qk_norm = 2, a->post_norm = 1;
+  /* Olmo2RMSNorm: (weight * x.float()).to(dtype); q_embed.to(q_type) */
+  a->norm_fp32_weight = a->rope_cast_back = 1;
   return bias_key(r, a, "attention_bias", 0);
 }
 

@@ -47,10 +47,7 @@ static inline uint64_t vl__softmax_bytes(const struct vl_arch *a, bool autocast,
 /* RMSNorms that multiply by their weight in fp32 and cast after: Gemma's
  * (1 + weight) (GemmaRMSNorm, Gemma2RMSNorm, Gemma3RMSNorm) and OLMo 2's
  * (Olmo2RMSNorm: (weight * x.float()).to(dtype)), transformers 5.17 */
-static inline bool vl__norm_weight_fp32(const struct vl_arch *a) {
-  return a->family == VL_FAM_GEMMA || a->family == VL_FAM_GEMMA2 || a->family == VL_FAM_GEMMA3 ||
-         a->family == VL_FAM_OLMO2;
-}
+static inline bool vl__norm_weight_fp32(const struct vl_arch *a) { return a->norm_fp32_weight; }
 
 /* Is layer l one of the n of L spread over the stack (the layers where
  * l * n / L steps: every other of L for n = L / 2)? Where the layers of a

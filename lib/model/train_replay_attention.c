@@ -187,7 +187,7 @@ static void rope_qk(struct run *R, struct qkv *s) {
   uint32_t q = s->q, k = s->k, q32, k32;
   q32 = rope(R, q, T * a * d);
   k32 = rope(R, k, T * g * d);
-  if (arch->family == VL_FAM_OLMO2) {
+  if (arch->rope_cast_back) {
     /* OLMo 2's apply_rotary_pos_emb casts back to q's and k's dtype
      * (modeling_olmo2.py: q_embed.to(q_type)): the cache copies and the
      * attention get them in that dtype (olmo2-1b-amp-adamw's peak,
