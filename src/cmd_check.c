@@ -1,10 +1,8 @@
 /* vramledger check: the CI gate. A job's configuration against its
  * Training Resource Commitment; exit 3 naming each drift. docs/cmd/check.md. */
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -14,45 +12,7 @@
 #include "vramledger/record.h"
 #include "vramledger/render.h"
 
-#define MAX_ITEMS 96
 #define MAX_CONFIG_DRIFTS 32
-
-static const char fix_setting[] =
-    "set it back, or commit the new configuration (vramledger commit --force) and have the "
-    "commitment reviewed";
-static const char fix_hardware[] =
-    "run on the committed hardware, or commit for this one (vramledger commit --gpu NAME --force) "
-    "and have the commitment reviewed";
-static const char fix_margin[] =
-    "keep the committed margin, or commit with this one (vramledger commit --margin PCT --force) "
-    "and have the commitment reviewed";
-static const char fix_run_hardware[] =
-    "the run was measured on other hardware: measure on the committed hardware, or commit for "
-    "the run's (vramledger commit --force)";
-
-struct gate {
-  struct vl_check_item items[MAX_ITEMS];
-  int n;
-};
-
-/* s into dst[n], cut to fit (a field or value too long for the table) */
-static void put(char *dst, size_t n, const char *s) {
-  size_t k = strnlen(s, n - 1);
-  memcpy(dst, s, k);
-  dst[k] = '\0';
-}
-
-static struct vl_check_item *add(struct gate *g, enum vl_check_kind kind, const char *field,
-                                 const char *committed, const char *now, const char *action) {
-  if (g->n == MAX_ITEMS) return NULL;
-  struct vl_check_item *it = &g->items[g->n++];
-  it->kind = kind;
-  put(it->d.field, sizeof it->d.field, field);
-  put(it->d.committed, sizeof it->d.committed, committed);
-  put(it->d.now, sizeof it->d.now, now);
-  put(it->action, sizeof it->action, action);
-  return it;
-}
 
 /* Was flag given (as "--flag V" or "--flag=V")? */
 static bool given(int argc, const char **argv, const char *flag) {
@@ -102,33 +62,28 @@ static int current_model(const char *commitment, const struct vl_commitment *c, 
   return rc;
 }
 
-/* The model by what it is: its canonical config against the committed
- * one, key by key; for a commitment written before model_config, its
- * model_type and parameter count. */
-static int compare_model(struct gate *g, const char *commitment, const struct vl_commitment *c,
-                         const struct cli_model *m, const struct vl_arch *arch, uint64_t params,
-                         const char *model_flag) {
-  char fix[320 + sizeof m->path];
-  snprintf(fix, sizeof fix,
-           "restore it in '%s', or commit this config (vramledger commit --force) and have the "
-           "commitment reviewed",
-           m->path);
+/* What the gate compares the model by (vl_check_compute): for a
+ * commitment with a copy of its config, the config's digest and, when it
+ * differs, its keys against the copy's (into keys[MAX_CONFIG_DRIFTS]); for
+ * one without, a note on stderr. */
+static int model_now(const char *commitment, const struct vl_commitment *c,
+                     const struct cli_model *m, const struct vl_arch *arch, uint64_t params,
+                     const char *model_flag, char *sha, struct vl_drift *keys,
+                     struct vl_check_model *out) {
+  *out = (struct vl_check_model){.file = m->path,
+                                 .model_type = arch->model_type,
+                                 .params = params,
+                                 .model_flag = model_flag,
+                                 .sha256 = sha,
+                                 .keys = keys,
+                                 .n_keys_given = MAX_CONFIG_DRIFTS};
   if (!c->has_identity) {
     fprintf(stderr,
             "vramledger: note: '%s' names its model ('%s') but holds no copy of its config: "
             "compared by model_type and parameter count only; commit again to record it\n",
             commitment, c->model);
-    char a[32], b[32];
-    if (c->model_type[0] && strcmp(c->model_type, arch->model_type))
-      add(g, VL_CHECK_MODEL, "model_type", c->model_type, arch->model_type, fix);
-    snprintf(a, sizeof a, "%llu", (unsigned long long)c->params);
-    snprintf(b, sizeof b, "%llu", (unsigned long long)params);
-    if (c->params && c->params != params) add(g, VL_CHECK_MODEL, "parameter count", a, b, fix);
-    if (!c->model_type[0] && !c->params && model_flag && strcmp(model_flag, c->model))
-      add(g, VL_CHECK_SETTING, "model", c->model, model_flag, fix_setting);
     return 0;
   }
-  char sha[VL_SHA256_HEX];
   struct vl_err err = {""};
   if (vl_config_sha256(m->text, m->len, sha, &err) != VL_OK) {
     cli_error("cannot use '%s': %s", m->path, err.msg);
@@ -138,41 +93,27 @@ static int compare_model(struct gate *g, const char *commitment, const struct vl
   size_t len = 0;
   char *text = cli_read_file(commitment, &len);
   if (!text) return VL_EXIT_ERROR;
-  struct vl_drift d[MAX_CONFIG_DRIFTS];
-  int nd = 0;
-  vl_status s =
-      vl_commitment_config_diff(text, len, m->text, m->len, d, MAX_CONFIG_DRIFTS, &nd, &err);
+  vl_status s = vl_commitment_config_diff(text, len, m->text, m->len, keys, MAX_CONFIG_DRIFTS,
+                                          &out->n_keys, &err);
   vl_free(text);
-  if (s == VL_EKEY || (s == VL_OK && nd == 0)) { /* no copy to name the keys by */
-    add(g, VL_CHECK_MODEL, "sha256", c->config_sha256, sha, fix);
-  } else if (s != VL_OK) {
+  if (s != VL_OK && s != VL_EKEY) {
     cli_error("cannot compare '%s' with the commitment's config: %s", m->path, err.msg);
     return VL_EXIT_ERROR;
   }
-  for (int i = 0; s == VL_OK && i < nd && i < MAX_CONFIG_DRIFTS; i++)
-    add(g, VL_CHECK_MODEL, d[i].field, d[i].committed, d[i].now, fix);
-  if (nd > MAX_CONFIG_DRIFTS) {
-    char more[32];
-    snprintf(more, sizeof more, "%d more keys", nd - MAX_CONFIG_DRIFTS);
-    add(g, VL_CHECK_MODEL, "...", "", more, fix);
-  }
-  char a[32], b[32];
-  snprintf(a, sizeof a, "%llu", (unsigned long long)c->params);
-  snprintf(b, sizeof b, "%llu", (unsigned long long)params);
-  if (c->params && c->params != params) add(g, VL_CHECK_MODEL, "parameter count", a, b, fix);
+  out->keys_known = s == VL_OK;
   return 0;
 }
 
-/* A run's GPUs against the committed ones. */
-static int compare_run_hardware(struct gate *g, const char *run, const struct vl_commitment *c,
-                                const char *catalog) {
+/* The GPUs a run ran on, and the catalog that names the committed card
+ * (cat: the caller releases it, also on failure). */
+static int run_hardware(const char *run, const struct vl_commitment *c, const char *catalog,
+                        struct vl_catalog *cat, struct vl_run_hw *hw) {
   struct est ce;
   est_init(&ce);
   ce.gpu = c->gpu;
   ce.catalog = catalog;
-  struct vl_catalog cat;
   const struct vl_gpu *card;
-  int rc = est_gpu(&ce, &cat, &card);
+  int rc = est_gpu(&ce, cat, &card);
   if (rc) {
     cli_hint("the commitment's card '%s' is not in the catalog: give the one it was committed "
              "with (--catalog FILE)",
@@ -181,21 +122,9 @@ static int compare_run_hardware(struct gate *g, const char *run, const struct vl
   }
   struct vl_record r;
   char rp[PATH_MAX];
-  if ((rc = cli_load_record(run, &r, rp, sizeof rp))) {
-    vl_catalog_release(&cat);
-    return rc;
-  }
-  struct vl_run_hw hw;
-  vl_run_hw_read(&r, &hw);
+  if ((rc = cli_load_record(run, &r, rp, sizeof rp))) return rc;
+  vl_run_hw_read(&r, hw);
   vl_record_release(&r);
-  struct vl_drift d[2];
-  int nd = vl_commitment_hw_diff(c->gpu, c->gpu_memory_bytes, c->gpus, &cat, &hw, d, 2);
-  for (int i = 0; i < nd; i++) {
-    char field[sizeof d[i].field + 16];
-    snprintf(field, sizeof field, "the run's %.80s", d[i].field);
-    add(g, VL_CHECK_HARDWARE, field, d[i].committed, d[i].now, fix_run_hardware);
-  }
-  vl_catalog_release(&cat);
   return 0;
 }
 
@@ -322,64 +251,37 @@ int cmd_check(int argc, const char **argv) {
   struct cli_model m;
   if ((rc = current_model(val[0], &c, e.model, &arch, &m))) return rc;
   struct vl_bill *bill = NULL;
-  struct vl_catalog cat = {0};
-  static struct gate g; /* large: not on the stack */
-  g.n = 0;
+  struct vl_catalog cat = {0}, run_cat = {0};
+  static struct vl_check g; /* large: not on the stack */
   struct vl_err err = {""};
-  const struct vl_gpu *billed = NULL, *card = NULL;
+  const struct vl_gpu *billed = NULL;
   if ((rc = billed_card(&e, val[0], &c, &cat, &billed))) goto out;
-  if (e.gpu) card = billed; /* what the job runs on now, against the committed card */
   if (est_bill(&arch, &e.job, billed, &bill, &err) != VL_OK) {
     cli_error("cannot estimate the job: %s", err.msg);
     rc = VL_EXIT_ERROR;
     goto out;
   }
-  if ((rc = compare_model(&g, val[0], &c, &m, &arch, bill->params, e.model))) goto out;
-
-  struct vl_drift d[48];
-  int nd = vl_commitment_diff(&c, &e.job, d, 48);
-  for (int i = 0; i < nd && i < 48; i++)
-    add(&g, VL_CHECK_SETTING, d[i].field, d[i].committed, d[i].now, fix_setting);
-
-  /* the hardware: --gpu and --margin say what the job runs on now */
-  uint64_t card_bytes = card ? card->memory_bytes : c.gpu_memory_bytes;
-  const char *card_name = card ? card->name : c.gpu;
-  if (card && !(vl_catalog_find(&cat, c.gpu) == card || strcasecmp(card->name, c.gpu) == 0))
-    add(&g, VL_CHECK_HARDWARE, "gpu", c.gpu, card->name, fix_hardware);
-  double margin = given(argc, argv, "--margin") ? e.margin : c.margin;
-  if (fabs(margin - c.margin) > 1e-9) {
-    char a[32], b[32];
-    snprintf(a, sizeof a, "%g %%", c.margin * 100);
-    snprintf(b, sizeof b, "%g %%", margin * 100);
-    add(&g, VL_CHECK_HARDWARE, "margin", a, b, fix_margin);
-  }
-
-  /* does the job as it is still fit the card? */
-  char action[320];
-  vl_commitment_peak_action(&e.job, bill, card_bytes, action, sizeof action);
-  double usable = (double)card_bytes * (1.0 - margin), G = (double)(1ull << 30);
-  double need = (double)vl_bill_budget_bytes(bill);
-  if (need > usable) {
-    char a[128], b[128];
-    snprintf(a, sizeof a, "%.2f GiB on %s with %g %% kept free", usable / G, card_name,
-             margin * 100);
-    snprintf(b, sizeof b, "%.2f GiB per GPU%s", need / G,
-             need > (double)bill->total_bytes ? " in its worse outcome" : "");
-    add(&g, VL_CHECK_BUDGET, "memory per GPU", a, b, action);
-  }
+  char sha[VL_SHA256_HEX];
+  struct vl_drift keys[MAX_CONFIG_DRIFTS];
+  struct vl_check_model mv;
+  if ((rc = model_now(val[0], &c, &m, &arch, bill->params, e.model, sha, keys, &mv))) goto out;
+  /* --gpu and --margin say what the job runs on now */
+  struct vl_check_job jv = {.job = &e.job,
+                            .bill = bill,
+                            .card = e.gpu ? billed : NULL,
+                            .cat = &cat,
+                            .margin = given(argc, argv, "--margin") ? e.margin : c.margin};
+  struct vl_run_hw hw;
   if (val[2]) {
-    uint64_t mp = 0, mc = 0;
+    uint64_t cuda_peak = 0;
     char rec[PATH_MAX];
-    if ((rc = cli_run_peaks(val[2], &mp, &mc, NULL, rec, sizeof rec))) goto out;
-    if ((rc = compare_run_hardware(&g, val[2], &c, e.catalog))) goto out;
-    double budget = (double)vl_commitment_budget_bytes(&c);
-    if ((double)mp > c.peak_trigger * budget) {
-      char a[128], b[64];
-      snprintf(a, sizeof a, "%.0f %% of the committed %.2f GiB", c.peak_trigger * 100, budget / G);
-      snprintf(b, sizeof b, "%.2f GiB", (double)mp / G);
-      add(&g, VL_CHECK_TRIGGER, "measured peak", a, b, action);
-    }
+    if ((rc = cli_run_peaks(val[2], &jv.run_peak_bytes, &cuda_peak, NULL, rec, sizeof rec)))
+      goto out;
+    if ((rc = run_hardware(val[2], &c, e.catalog, &run_cat, &hw))) goto out;
+    jv.run_hw = &hw;
+    jv.run_cat = &run_cat;
   }
+  vl_check_compute(&c, &mv, &jv, &g);
   struct vl_check_view v = {val[0], m.path, g.items, g.n, autos[0] ? autos : NULL};
   if (vl_render_check(stdout, e.fmt, &v) != 0) {
     rc = VL_EXIT_ERROR;
@@ -390,5 +292,6 @@ out:
   vl_free(bill);
   vl_free(m.text);
   vl_catalog_release(&cat);
+  vl_catalog_release(&run_cat);
   return rc;
 }

@@ -192,6 +192,50 @@ struct vl_check_item {
   char action[320]; /* what to do */
 };
 
+/* The gate's problems, in the order shown. Large (about 64 KiB): the
+ * caller keeps it off the stack. */
+#define VL_CHECK_MAX_ITEMS 96
+struct vl_check {
+  struct vl_check_item items[VL_CHECK_MAX_ITEMS];
+  int n;
+};
+
+/* The job's model now, as the caller read it. */
+struct vl_check_model {
+  const char *file;       /* the config.json read (named in what to do) */
+  const char *model_type; /* its model_type */
+  uint64_t params;        /* its parameter count */
+  const char *model_flag; /* --model as given; NULL: the commitment's own model */
+  /* with the commitment's copy of its config (has_identity): */
+  const char *sha256;          /* the config's canonical digest (vl_config_sha256) */
+  bool keys_known;             /* keys[] compared (vl_commitment_config_diff gave VL_OK);
+                                  false: no copy to name keys by */
+  const struct vl_drift *keys; /* the keys that differ, the first n_keys_given */
+  int n_keys, n_keys_given;    /* all that differ; how many keys[] holds */
+};
+
+/* The job now, billed, and the run measured, as the caller read them. */
+struct vl_check_job {
+  const struct vl_job *job;
+  const struct vl_bill *bill;   /* the job billed on its card (vl_bill_compute) */
+  const struct vl_gpu *card;    /* the card it runs on now (--gpu); NULL: the committed */
+  const struct vl_catalog *cat; /* the catalog card is from */
+  double margin;                /* the margin now, a fraction (--margin, else committed) */
+  /* --run: NULL without a run */
+  const struct vl_run_hw *run_hw;   /* the GPUs it ran on (vl_run_hw_read) */
+  const struct vl_catalog *run_cat; /* the catalog naming the committed card */
+  uint64_t run_peak_bytes;          /* its peak process memory per GPU (NVML) */
+};
+
+/*! The CI gate: the model (by its config's keys, or by model_type and
+ * parameter count for a commitment without a copy of it), each setting of
+ * the baseline, the card and margin, whether the job still fits the card,
+ * and with a run its GPUs and its peak against the peak trigger, into
+ * *out in that order, each with what to do; at most VL_CHECK_MAX_ITEMS
+ * (pure). out->n 0: the job matches its commitment. */
+void vl_check_compute(const struct vl_commitment *c, const struct vl_check_model *m,
+                      const struct vl_check_job *j, struct vl_check *out);
+
 struct vl_check_view {
   const char *commitment; /* the commitment file, as given */
   const char *model_file; /* the config.json read for the model, or NULL */

@@ -1,4 +1,5 @@
-/* lib/decide/commitment.c: reading a commitment, a job's settings, drift. */
+/* lib/decide/commitment.c and check.c: reading a commitment, a job's
+ * settings, drift, the gate. */
 #include <jansson.h>
 
 #include "testutil.h"
@@ -457,6 +458,46 @@ static void run_hardware(void **state) {
   vl_catalog_release(&cat);
 }
 
+/* The gate (vl_check_compute): nothing against the job as committed; then
+ * one problem a rule, in the order shown: hardware, budget, the run. */
+static void gate_rules(void **state) {
+  (void)state;
+  size_t len = 0;
+  char *text = tu_read("tests/data/commitments/llama3-8b-lora.json", &len);
+  struct vl_commitment c;
+  struct vl_err err = {""};
+  assert_int_equal(vl_commitment_parse(text, len, &c, &err), VL_OK);
+  free(text);
+  static struct vl_bill b;
+  memset(&b, 0, sizeof b);
+  const uint64_t G = 1ull << 30;
+  b.total_bytes = 10 * G;
+  struct vl_check_model m = {.file = "config.json",
+                             .model_type = c.model_type,
+                             .params = c.params,
+                             .sha256 = c.config_sha256};
+  struct vl_check_job j = {.job = &c.job, .bill = &b, .margin = c.margin};
+  static struct vl_check g;
+  vl_check_compute(&c, &m, &j, &g);
+  assert_int_equal(g.n, 0);
+  j.margin = c.margin + 0.05;
+  b.total_bytes = 200 * G;   /* over the committed 80 GiB card */
+  struct vl_run_hw hw = {0}; /* a record naming no GPU: nothing to compare */
+  j.run_hw = &hw;
+  j.run_peak_bytes = 2 * vl_commitment_budget_bytes(&c);
+  vl_check_compute(&c, &m, &j, &g);
+  assert_int_equal(g.n, 3);
+  assert_int_equal(g.items[0].kind, VL_CHECK_HARDWARE);
+  assert_string_equal(g.items[0].d.field, "margin");
+  assert_string_equal(g.items[0].d.committed, "10 %");
+  assert_string_equal(g.items[0].d.now, "15 %");
+  assert_int_equal(g.items[1].kind, VL_CHECK_BUDGET);
+  assert_string_equal(g.items[1].d.now, "200.00 GiB per GPU");
+  assert_true(g.items[1].action[0]);
+  assert_int_equal(g.items[2].kind, VL_CHECK_TRIGGER);
+  assert_string_equal(g.items[2].d.field, "measured peak");
+}
+
 /* The fallback is the next rung of the decision tree for this job, never
  * one it already stands on. */
 static void fallback_fits_the_job(void **state) {
@@ -602,6 +643,7 @@ int main(void) {
                                      cmocka_unit_test(fallback_fits_the_job),
                                      cmocka_unit_test(old_and_new_commitments),
                                      cmocka_unit_test(settings_targets_whole),
-                                     cmocka_unit_test(check_json_not_checked_whole)};
+                                     cmocka_unit_test(check_json_not_checked_whole),
+                                     cmocka_unit_test(gate_rules)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
