@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "../util/internal.h"
-#include "../model/internal.h"
+#include "../model/policy.h"
 #include "../model/pytorch_constants.h"
 #include "vramledger/alloc.h"
 #include "vramledger/plan.h"

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "../util/internal.h"
-#include "../model/internal.h"
+#include "../model/policy.h"
 #include "../model/kernel_tables.h"
 #include "vramledger/steptime.h"
 
