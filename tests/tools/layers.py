@@ -14,8 +14,9 @@ which layer each public header belongs to. Two checks:
 - includes: each #include "..." of lib/<layer>/ and of include/vramledger/
   is an edge to the header's layer (a public header by TABLE, lib/<other>/
   by its folder, a file beside the includer by its own), which TABLE must
-  allow; and no public header includes itself again through others (an
-  include circle).
+  allow; a layer's internal.h is its own (lib/util's aside, which every
+  layer shares); and no public header includes itself again through others
+  (an include circle).
 
 Each refusal names the file, the header or symbol, and the two layers."""
 import os
@@ -98,7 +99,10 @@ def include_edges(src, uses, owner):
             graph[rel[len("include/"):]] = [i for i in incs if i.startswith("vramledger/")]
         for inc in incs:
             b = header_layer(inc, layer, owner)
-            if b == "?":
+            if b not in (layer, "util") and inc.endswith("/internal.h"):
+                bad.append("%s includes %s, which is for lib/%s alone (include a header of "
+                           "its meant for the others)" % (rel, inc, b))
+            elif b == "?":
                 bad.append("%s includes %s, which tests/tools/layers.txt does not name" % (rel, inc))
             elif b not in uses[layer]:
                 bad.append("%s (%s) includes %s (%s)" % (rel, layer, inc, b))
