@@ -60,6 +60,18 @@ static void default_seq(struct est *e, const struct vl_arch *arch) {
           (unsigned long long)e->job.seq, arch->model_type);
 }
 
+/* A model with attention sinks (gpt-oss) runs eagerly: transformers has no
+ * SDPA path for them (modeling_gpt_oss.py: _supports_sdpa = False), so the
+ * job is estimated, echoed and dry-run as eager, said on stderr */
+static void eager_only(struct est *e, const struct vl_arch *arch) {
+  if (!arch->attn_sinks || e->job.attention == VL_ATTN_EAGER) return;
+  e->job.attention = VL_ATTN_EAGER;
+  fprintf(stderr,
+          "vramledger: %s runs eager attention: transformers has no SDPA path for its "
+          "attention sinks\n",
+          arch->model_type);
+}
+
 /* --dry-run given: refuse what it cannot express. @return 0 or VL_EXIT_USAGE. */
 static int check_dry_run(const struct est *e) {
   char why[256];
@@ -123,6 +135,7 @@ int cmd_estimate(int argc, const char **argv) {
   if ((rc = dry_run_model(&e, dry, &arch, &dm))) return rc;
   if (dm.formula && (rc = est_shape(&e, &arch))) return rc;
   default_seq(&e, &arch);
+  eager_only(&e, &arch);
   if (dm.formula) est_target_seq(&e, &arch);
   struct vl_catalog cat;
   const struct vl_gpu *gpu;
