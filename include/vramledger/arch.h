@@ -150,6 +150,9 @@ struct vl_arch {
    * do not slide (EXAONE-4's global layers) */
   uint64_t nope_layers;
   unsigned nope_global : 1;
+  /* bytes of the buffers that are not parameters but go to the GPU with the
+   * model (GPT-BigCode's causal mask: max_positions^2 bools) */
+  uint64_t buffer_bytes;
   /* MoE (experts > 0): routed experts of moe_intermediate, shared experts of
    * shared_intermediate in all, dense_layers layers with a dense MLP of
    * intermediate instead (DeepSeek first_k_dense_replace, Qwen

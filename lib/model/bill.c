@@ -395,12 +395,21 @@ static void stage_states(struct train_stage *ts) {
   const uint64_t opt_shard = job->zero >= 1 ? ts->dp : 1, grad_shard = job->zero >= 2 ? ts->dp : 1;
   ts->tr_opt = vl__div_ceil(ts->tr, opt_shard); /* optimizer shard */
   ts->gb = vl__grad_elem_bytes(job, &ts->pol);
+  /* buffers that go to the GPU with the model (GPT-BigCode's mask) sit
+   * beside the weights, unsharded */
+  const bool buf = ts->arch->buffer_bytes > 0;
   struct vl__def w = {
       VL_LINE_PARAMETERS,
       "parameters",
-      job->lora_rank ? "(weights + P_train * 4 (fp32 adapters)) / shard" : "weights / shard",
-      "Rajbhandari et al. 2019 (arXiv 1910.02054); QLoRA NF4: bitsandbytes",
-      {{"weights", ts->st.weight_bytes, "bytes"}, {"P_train", ts->tr}, {"shard", ts->w_shard}}};
+      job->lora_rank ? (buf ? "(weights + P_train * 4 (fp32 adapters)) / shard + buffers"
+                            : "(weights + P_train * 4 (fp32 adapters)) / shard")
+                     : (buf ? "weights / shard + buffers" : "weights / shard"),
+      buf ? "Rajbhandari et al. 2019 (arXiv 1910.02054); buffers: modeling_gpt_bigcode.py"
+          : "Rajbhandari et al. 2019 (arXiv 1910.02054); QLoRA NF4: bitsandbytes",
+      {{"weights", ts->st.weight_bytes, "bytes"},
+       {"P_train", ts->tr},
+       {"shard", ts->w_shard},
+       {"buffers", ts->arch->buffer_bytes, "bytes"}}};
   /* mixed precision: 2 + 2 + 4 master; ZeRO-1 shards the master copy */
   struct vl__def m = {VL_LINE_MASTER,
                       "fp32 master weights",

@@ -56,6 +56,10 @@ vl_status vl__read_gpt2(struct vl__reader *r, struct vl_arch *a) {
      * (modeling_gpt_bigcode.py); softmax in fp32 (attention_softmax_in_fp32) */
     TRY(vl__get_bool(r, "multi_query", 1, &mq));
     a->kv_heads = mq ? 1 : a->heads;
+    /* GPTBigCodeModel.bias: torch.tril of max_positions^2 bools, a buffer
+     * (persistent=False) that model.to(device) moves with the weights
+     * (modeling_gpt_bigcode.py; 64 MiB at StarCoder's 8,192 positions) */
+    a->buffer_bytes = a->max_positions * a->max_positions; /* at most 2^52: MAX_POS */
   }
   TRY(vl__get_prob(r, "attn_pdrop", 0.1, &a->attn_dropout));
   TRY(vl__get_prob(r, "resid_pdrop", 0.1, &a->hidden_dropout));

@@ -153,12 +153,17 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   const uint64_t a_loc = vl__div_ceil(arch->heads, t), g_loc = vl__div_ceil(arch->kv_heads, t);
   const uint64_t I_loc = vl__div_ceil(arch->intermediate, t), V_loc = vl__div_ceil(arch->vocab, t);
   const uint64_t elems = weight_elems(inv, job, &ck);
+  const bool buf = arch->buffer_bytes > 0; /* GPT-BigCode's mask, beside the weights */
   uint64_t W = vl__note(bill, &ck,
                         &(struct vl__def){VL_LINE_PARAMETERS,
                                           "weights",
-                                          "P_gpu * w",
-                                          "parameters x bytes per element",
-                                          {{"P_gpu", elems}, {"w", pol.weight, "bytes"}}});
+                                          buf ? "P_gpu * w + buffers" : "P_gpu * w",
+                                          buf ? "parameters x bytes per element; buffers: "
+                                                "modeling_gpt_bigcode.py"
+                                              : "parameters x bytes per element",
+                                          {{"P_gpu", elems},
+                                           {"w", pol.weight, "bytes"},
+                                           {"buffers", arch->buffer_bytes, "bytes"}}});
 
   /* KV cache, per token of one sequence: 2 * L * g * d * bytes */
   const uint64_t kvb = job->kv_bytes ? job->kv_bytes : e; /* fp8/int8 caches: 1 */

@@ -519,6 +519,7 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
     for (uint64_t k = 0; k < w->count && !s.p.failed; k++)
       (void)A(&s.p, one * wb);
   }
+  if (arch->buffer_bytes) (void)A(&s.p, arch->buffer_bytes); /* buffers that go with the model */
   s.workspace = workspace;
   prefill(&s);
   decode(&s);

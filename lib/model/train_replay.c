@@ -158,6 +158,7 @@ static void load_model(struct loop *lp) {
   const struct vl_arch *arch = R->arch;
   const struct vl__train_sizes *z = R->z;
   vl__tr_model_wide(&R->p, arch, lp->inv, z->wb, 1, &lp->model);
+  if (arch->buffer_bytes) vl__tr_block(&R->p, arch->buffer_bytes, &lp->model); /* its buffers */
   /* a vision model's pixel_values, held by the loop (in the weights'
    * dtype, as measure.py makes them) */
   lp->pixels = lp->vision ? A(&R->p, z->B * arch->channels * z->side * z->side * z->wb) : NONE;
