@@ -62,19 +62,26 @@ static vl_status bias_key(struct vl__reader *r, struct vl_arch *a, const char *k
 
 /* Routed experts: num_experts (or another key) of moe_intermediate_size,
  * top-k num_experts_per_tok. */
-static vl_status experts(struct vl__reader *r, struct vl_arch *a, const char *key, uint64_t dn,
-                         uint64_t dk, uint64_t dwidth) {
+static vl_status experts_keyed(struct vl__reader *r, struct vl_arch *a, const char *key,
+                               const char *kkey, uint64_t dn, uint64_t dk, uint64_t dwidth) {
   TRY(vl__get_u64(r, key, dn, 0, MAX_EXPERTS, &a->experts));
-  if (!vl__has(r, "num_experts_per_tok") && dk == 0 && a->experts)
+  if (!vl__has(r, kkey) && dk == 0 && a->experts)
     return vl__fail(r->err, VL_EKEY,
-                    "key 'num_experts_per_tok' is missing or null: the experts each token "
-                    "goes to are needed for the activations");
-  TRY(vl__get_u64(r, "num_experts_per_tok", dk, 1, MAX_EXPERTS, &a->experts_per_token));
+                    "key '%s' is missing or null: the experts each token goes to are needed "
+                    "for the activations",
+                    kkey);
+  TRY(vl__get_u64(r, kkey, dk, 1, MAX_EXPERTS, &a->experts_per_token));
   TRY(vl__get_u64(r, "moe_intermediate_size", dwidth, 1, MAX_WIDTH, &a->moe_intermediate));
   if (a->experts && a->experts_per_token > a->experts)
-    return vl__fail(r->err, VL_ERANGE, "num_experts_per_tok %llu exceeds %s %llu",
+    return vl__fail(r->err, VL_ERANGE, "%s %llu exceeds %s %llu", kkey,
                     (unsigned long long)a->experts_per_token, key, (unsigned long long)a->experts);
   return VL_OK;
+}
+
+/* the usual per-token key, num_experts_per_tok */
+static vl_status experts(struct vl__reader *r, struct vl_arch *a, const char *key, uint64_t dn,
+                         uint64_t dk, uint64_t dwidth) {
+  return experts_keyed(r, a, key, "num_experts_per_tok", dn, dk, dwidth);
 }
 
 /* Qwen2-MoE / Qwen3-MoE: a layer is sparse unless listed in mlp_only_layers
@@ -456,8 +463,8 @@ vl_status vl__parts_gpt_oss(struct vl__reader *r, struct vl_arch *a) {
  * (shared_expert_intermediate_size, or n_shared_experts /
  * moe_num_shared_experts experts of that width) and the dense layers before
  * the first sparse one (first_k_dense_replace, moe_layer_start_index).
- * Read as a dense decoder, such a model's experts were missing: -58 to
- * -78 % of the dry run's peak (bench/results/generic-decoder). */
+ * Read as a dense decoder, such a model's experts were missing: -31 to
+ * -88 % of the dry run's peak (bench/results/generic-decoder). */
 static vl_status generic_parts(struct vl__reader *r, struct vl_arch *a) {
   static const char *const n_keys[] = {"num_local_experts", "num_experts", "n_routed_experts",
                                        "moe_num_experts"};
@@ -472,14 +479,7 @@ static vl_status generic_parts(struct vl__reader *r, struct vl_arch *a) {
   uint64_t n = 0, shared = 0, dense = 0;
   if (nk) TRY(vl__get_u64(r, nk, 0, 0, MAX_EXPERTS, &n));
   if (n < 2) return VL_OK; /* one expert or none: a dense MLP */
-  if (!kk)
-    return vl__fail(r->err, VL_EKEY,
-                    "key '%s' names %llu experts, but no 'num_experts_per_tok' says how many "
-                    "a token goes to; set it, or measure the job with `vramledger trace`",
-                    nk, (unsigned long long)n);
-  a->experts = n;
-  TRY(vl__get_u64(r, kk, 1, 1, n, &a->experts_per_token));
-  TRY(vl__get_u64(r, "moe_intermediate_size", a->intermediate, 1, MAX_WIDTH, &a->moe_intermediate));
+  TRY(experts_keyed(r, a, nk, kk ? kk : "num_experts_per_tok", n, 0, a->intermediate));
   const char *sk = first_key(r, s_keys, 2), *dk = first_key(r, d_keys, 2);
   if (vl__has(r, "shared_expert_intermediate_size")) {
     TRY(vl__get_u64(r, "shared_expert_intermediate_size", 0, 0, MAX_WIDTH,

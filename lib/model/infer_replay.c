@@ -153,9 +153,9 @@ static uint32_t eager_scores(struct gen *s) {
  * (the values are a view of the projection); both live to the attention's
  * return (modeling_deepseek_v3.py expand_kv) */
 static void mla_expand(struct gen *s, uint64_t rows, uint32_t *kvp, uint32_t *key) {
-  const struct vl_arch *A_ = s->arch;
-  *kvp = A(&s->p, rows * s->a * (A_->qk_nope_dim + A_->v_head_dim) * s->e);
-  *key = A(&s->p, rows * s->a * (A_->qk_nope_dim + A_->qk_rope_dim) * s->e);
+  const struct vl_arch *m = s->arch;
+  *kvp = A(&s->p, rows * s->a * (m->qk_nope_dim + m->v_head_dim) * s->e);
+  *key = A(&s->p, rows * s->a * (m->qk_nope_dim + m->qk_rope_dim) * s->e);
 }
 
 /* MLA in prefill (modeling_deepseek_v3.py DeepseekV3Attention): q through
@@ -211,6 +211,7 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
   const struct vl_arch *arch = s->arch;
   const uint64_t T = s->T, a = s->a, g = s->g, d = s->d, e = s->e;
   if (arch->mla) return mla_prefill_attention(s, lc, n1);
+  const bool rope = vl__rope_layer(arch, (uint64_t)(lc - s->lc));
   uint32_t q, k, v, qkv = NONE;
   if (arch->fused_qkv) {
     qkv = A(p, T * (a + 2 * g) * d * e);
@@ -230,7 +231,7 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
     k = A(p, T * g * d * e);
     v = A(p, T * g * d * e);
   }
-  if (vl__rope_layer(arch, (uint64_t)(lc - s->lc))) { /* apply_rotary_pos_emb returns both, then
+  if (rope) { /* apply_rotary_pos_emb returns both, then
                                                           the old ones go */
     uint32_t qe = rotary(p, T * a * d * e), ke = rotary(p, T * g * d * e);
     F(p, &q);
@@ -252,7 +253,7 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
    * (the rotary's elementwise ops keep its (B, s, heads, d) strides; the
    * meta trace of Llama's generate() has no copy); q joined by torch.cat
    * is contiguous as (B, heads, s, d) */
-  if (eager || !vl__rope_layer(arch, (uint64_t)(lc - s->lc)) || arch->rope_cat) {
+  if (eager || !rope || arch->rope_cat) {
     uint32_t o2 = A(p, T * a * d * e);
     F(p, &o);
     o = o2;
