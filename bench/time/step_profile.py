@@ -29,11 +29,24 @@ for line in open(sys.argv[1]):
         m.train()
         params = [p for p in m.parameters() if p.requires_grad]
         o = measure.optimizer(params, c["optimizer"], c["optimizer_impl"])
-        ids = torch.randint(0, cfg.vocab_size, (c["batch"], c["seq"]), device="cuda")
+        kind = measure.family(cfg.model_type)
+        if kind == "vision":  # measure.py's inputs: the image side, labels per image
+            side = int(c.get("image_size") or c["seq"])
+            inputs = {"pixel_values": torch.randn((c["batch"], cfg.num_channels, side, side), device="cuda",
+                                                  dtype=measure.weight_dtype(c["precision"])),
+                      "labels": torch.randint(0, cfg.num_labels, (c["batch"],), device="cuda")}
+            if getattr(cfg, "image_size", None) not in (None, side):
+                inputs["interpolate_pos_encoding"] = True
+        else:
+            ids = torch.randint(0, cfg.vocab_size, (c["batch"], c["seq"]), device="cuda")
+            inputs = {"input_ids": ids, "labels": ids}
+            if kind == "seq2seq":  # the decoder's own tokens
+                tseq = int(c.get("target_seq") or c["seq"])
+                inputs["labels"] = torch.randint(0, cfg.vocab_size, (c["batch"], tseq), device="cuda")
         amp = c["precision"].startswith("amp-")
         def step():
             with torch.autocast("cuda", dtype=torch.bfloat16) if amp else contextlib.nullcontext():
-                loss = m(input_ids=ids, labels=ids).loss
+                loss = m(**inputs).loss
             loss.backward()
             o.step()
             o.zero_grad(set_to_none=True)
