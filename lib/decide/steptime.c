@@ -181,6 +181,14 @@ static void mem(struct ctx *c, struct seg *s, enum mem kind, double bytes, doubl
   s->ops += count;
 }
 
+/* a kernel inside an op already counted (its dispatch is that op's):
+ * device time only */
+static void kernel_in(struct ctx *c, struct seg *s, enum mem kind, double bytes, double count) {
+  double ops = s->ops;
+  mem(c, s, kind, bytes, count);
+  s->ops = ops;
+}
+
 /* the same op in forward (f) and its backward (b: the gradient read, the
  * saved input read, the input's gradient written: twice the bytes) */
 static void mem2(struct ctx *c, struct seg *f, struct seg *b, enum mem kind, double bytes,
@@ -438,41 +446,88 @@ static void moe_ops(struct ctx *c, struct seg *f, struct seg *b, double T, doubl
 /* ResNet (modeling_resnet.py): each convolution an implicit GEMM of
  * (images x out side^2) rows, out channels, in x k x k inner, with its
  * BatchNorm (training: statistics, then normalise) and ReLU; the stem's 7x7
- * stride 2 and max pool take the side to a quarter; each later stage halves it */
+ * stride 2 and max pool take the side to a quarter; each later stage halves
+ * it, in its first block's 3x3 and shortcut (downsample_in_bottleneck off,
+ * transformers' default: the block's first 1x1 runs at the input's side).
+ *
+ * Measured on the H100 (bench/results/vision-kernels/profile.json, resnet-50
+ * bf16, 16 images of 224 and 512 pixels), what runs beside the GEMMs:
+ * - BatchNorm on NCHW tensors is ATen's own kernels, a block per channel:
+ *   the statistics (one read of the map) ran at 0.19-0.21 of a norm's
+ *   bandwidth, the backward (map and gradient read, gradient written) at
+ *   0.25-0.27; the normalisation itself at a norm's;
+ * - cuDNN runs a k x k or strided convolution in NHWC: its input and
+ *   output are transposed there and back (nchwToNhwcKernel,
+ *   nhwcToNchwKernel) in the forward, the input's gradient and the
+ *   weight's; 1 x 1 convolutions of stride 1 run as GEMMs on NCHW as is. */
+#define BN_STATS_EFF 0.2
+#define BN_BACKWARD_EFF 0.26
+
 static void conv(struct ctx *c, struct seg *f, struct seg *b, double bs, double side, double cin,
-                 double cout, double k) {
-  double rows = bs * side * side, e = c->e;
+                 double cout, double k, double stride, bool grad_in) {
+  double rows = bs * side * side, e = c->e, x = rows * cout * e;
   linear(c, f, b, c->fp32, rows, cin * k * k, cout, 1, true);
   c->conv_flops += 2 * rows * cin * k * k * cout;
-  mem2(c, f, b, NORM, rows * cout * 3 * e, 1); /* batch_norm: stats, normalise */
+  mem(c, f, NORM, x / BN_STATS_EFF, 1);        /* batch_norm: statistics, */
+  kernel_in(c, f, NORM, 2 * x, 1);             /* then normalise */
+  mem(c, b, NORM, 3 * x / BN_BACKWARD_EFF, 1); /* its backward */
   mem2(c, f, b, EW, rows * cout * 2 * e, 1);   /* relu */
   if (c->pol.autocast) mem2(c, f, b, CAST, rows * cin * 6, 1);
+  if (k > 1 || stride > 1) {
+    double moved = 2 * (rows * stride * stride * cin + rows * cout) * e;
+    kernel_in(c, f, CAST, moved, 1);
+    kernel_in(c, b, CAST, moved, grad_in ? 2 : 1);
+  }
 }
 
 static void resnet(struct ctx *c, struct seg *f, struct seg *b, double bs) {
   const struct vl_arch *a = c->a;
   double side = (double)vl_job_image_side(a, c->j) / 2; /* the image side after the stem */
-  conv(c, f, b, bs, side, (double)a->channels, (double)a->stem_width, 7);
+  conv(c, f, b, bs, side, (double)a->channels, (double)a->stem_width, 7, 2, false);
   side /= 2;
   double in = (double)a->stem_width;
   for (uint64_t s = 0; s < a->stages; s++) {
-    double out = (double)a->stage_width[s];
-    if (s > 0 || a->stride_first) side = fmax(1, side / 2);
+    double out = (double)a->stage_width[s], r = out / 4;
+    double stride = s > 0 || a->stride_first ? 2 : 1;
     for (uint64_t l = 0; l < a->stage_depth[s]; l++) {
-      double cin = l ? out : in;
-      if (!l) conv(c, f, b, bs, side, cin, out, 1);
+      double cin = l ? out : in, st = l ? 1 : stride, to = fmax(1, side / st);
+      if (!l) conv(c, f, b, bs, to, cin, out, 1, st, true); /* the shortcut */
       if (a->bottleneck) {
-        conv(c, f, b, bs, side, cin, out / 4, 1);
-        conv(c, f, b, bs, side, out / 4, out / 4, 3);
-        conv(c, f, b, bs, side, out / 4, out, 1);
+        conv(c, f, b, bs, side, cin, r, 1, 1, true);
+        conv(c, f, b, bs, to, r, r, 3, st, true);
+        conv(c, f, b, bs, to, r, out, 1, 1, true);
       } else {
-        conv(c, f, b, bs, side, cin, out, 3);
-        conv(c, f, b, bs, side, out, out, 3);
+        conv(c, f, b, bs, to, cin, out, 3, st, true);
+        conv(c, f, b, bs, to, out, out, 3, 1, true);
       }
+      side = to;
       mem2(c, f, b, EW, bs * side * side * out * 3 * c->e, 1); /* the residual add */
     }
     in = out;
   }
+}
+
+/* A ViT at an image side other than its config's interpolates its position
+ * table, (1, h, g, g) to (1, h, G, G) bicubic (modeling_vit.py
+ * ViTEmbeddings.interpolate_pos_encoding). PyTorch gives each of the G^2
+ * output pixels one thread that walks the h channels: forward 16 taps a
+ * channel, backward 16 atomic adds a channel into the g^2 input pixels every
+ * thread shares (aten/src/ATen/native/cuda/UpSampleBicubic2d.cu,
+ * upsample_bicubic2d_backward_out_frame). Its time is that serial chain, not
+ * bytes: on the H100, h = 768, bf16, 14 -> 24 patches, 2.32 ms forward and
+ * 24.5 ms backward, 40 % of the step (bench/results/vision-kernels/
+ * profile.json). Latency, not bandwidth or FLOPs: not scaled by card. */
+#define BICUBIC_TAP_S (2.32148e-3 / (768.0 * 16))
+#define BICUBIC_ATOMIC_S (24.538104e-3 / (768.0 * 16))
+
+static void vit_interpolation(struct ctx *c, struct seg *f, struct seg *b) {
+  const struct vl_arch *a = c->a;
+  if (!a->patch_size || !a->image_size || vl_job_image_side(a, c->j) == a->image_size) return;
+  double taps = (double)a->hidden * 16;
+  f->k[VL_TK_MEMORY] += taps * BICUBIC_TAP_S;
+  b->k[VL_TK_MEMORY] += taps * BICUBIC_ATOMIC_S;
+  f->ops += 1;
+  b->ops += 1;
 }
 
 /* a dense MLP's output projection, by the inventory's names (params.c) */
@@ -868,6 +923,7 @@ static void micro_batch(struct ctx *c, const struct vl_inventory *inv, struct mi
   if (a->family == VL_FAM_VIT && a->patch_size) { /* the patches and the [CLS] token */
     double p = (double)vl_job_image_side(a, j) / (double)a->patch_size;
     q = p * p + 1;
+    vit_interpolation(c, &m->ef, &m->eb);
   }
   double T = bs * q;
   /* an encoder-decoder's decoder runs its own tokens (--target-seq) */
