@@ -140,6 +140,8 @@ struct vl_arch {
                                     (eager attention only) */
   unsigned expert_bias : 1; /* gpt-oss: the router and every expert's projections have biases */
   unsigned gate_clamp : 1;  /* gpt-oss: the experts' clamped GLU on interleaved gate/up */
+  unsigned router_fp32 : 2; /* the routing weights stay float32 (1: Mixtral's router; 2:
+                               DeepSeek-V2/V3's, which also casts its input to float32) */
   double attn_softcap;      /* Gemma 2: tanh cap on the attention scores (0: none) */
   double final_softcap;     /* Gemma 2: tanh cap on the logits (0: none) */
   uint64_t sliding_window;  /* tokens a sliding-window layer sees (0: none) */

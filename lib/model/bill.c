@@ -929,7 +929,7 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
       !ts->mg && !ts->ds && (ts->dp == 1 || ddp_replay) && job->tp == 1 &&
       !(job->lora_rank && layer_linears > VL__MAX_LAYER_LINEARS) && job->pp == 1 &&
       (job->zero == 0 || ddp_replay) && job->offload == VL_OFFLOAD_NONE && !job->qlora &&
-      !(job->lora_rank && (ts->pol.master || arch->experts)) &&
+      !(job->lora_rank && (ts->pol.master || (arch->experts && ts->pol.autocast))) &&
       (job->grad_accum <= 1 || (ts->dp == 1 && job->loop == VL_LOOP_PLAIN)) &&
       !job->grads_persist && job->optimizer != VL_OPT_ADAM8BIT && !job->analytic_only;
   if (arch->family == VL_FAM_RESNET && !ts->replayable)
@@ -990,6 +990,7 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
     for (int i = 0; i < inv->n && job->lora_rank; i++) {
       const struct vl_tensor *t = &inv->t[i];
       if (t->kind != VL_T_LINEAR || !t->per_layer) continue;
+      z.lin[z.n_lin].name = t->name;
       z.lin[z.n_lin].out = t->rows;
       z.lin[z.n_lin].in = t->cols;
       z.lin[z.n_lin++].adapted = lo->target[i];

@@ -166,6 +166,7 @@ static vl_status deepseek(struct vl__reader *r, struct vl_arch *a,
   int ab = 0;
   TRY(vl__get_bool(r, "attention_bias", 0, &ab));
   a->qkv_bias = (unsigned)ab; /* q_a_proj and kv_a_proj_with_mqa only */
+  a->router_fp32 = 2; /* DeepseekV2/V3TopkRouter: F.linear(x.float(), W.float()), weights kept */
   return VL_OK;
 }
 
@@ -290,6 +291,7 @@ vl_status vl__parts_mistral(struct vl__reader *r, struct vl_arch *a) {
 vl_status vl__parts_mixtral(struct vl__reader *r, struct vl_arch *a) {
   TRY(every_layer_slides(r, a, 0));
   TRY(experts(r, a, "num_local_experts", 8, 2, a->intermediate));
+  a->router_fp32 = 1; /* modeling_mixtral.py MixtralTopKRouter: softmax(logits.float()) kept */
   if (!a->experts)
     return vl__fail(r->err, VL_ERANGE, "key 'num_local_experts': 0 is out of range [1, %llu]",
                     (unsigned long long)MAX_EXPERTS);

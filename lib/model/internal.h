@@ -113,7 +113,7 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
 /* A training step's allocations replayed through the caching-allocator
  * model (train_replay.c): three steps of one GPU's loop as measure.py runs
  * it, blocks over 1 MiB. */
-#define VL__MAX_LAYER_LINEARS 8
+#define VL__MAX_LAYER_LINEARS 16
 struct vl__train_sizes {
   uint64_t B, P, T, h, I, V; /* batch, sequence, tokens, hidden, MLP width, vocabulary */
   uint64_t Pd;               /* an encoder-decoder's decoder tokens a sequence (else P) */
@@ -143,6 +143,7 @@ struct vl__train_sizes {
    * states of rank 0's share of the parameters */
   uint64_t zero1_ranks;
   struct {
+    const char *name; /* the inventory's (params.c) */
     uint64_t out, in;
     bool adapted;
   } lin[VL__MAX_LAYER_LINEARS];

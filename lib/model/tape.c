@@ -88,7 +88,8 @@ uint32_t tape_op(struct tape *tp, const struct tape_op *op) {
   if (!tp->grad || !rg) return out;
   if (!grow(tp->p, (void **)&tp->n, &tp->capn, tp->nn, sizeof *tp->n)) return out;
   struct tape_node *n = &tp->n[tp->nn++];
-  *n = (struct tape_node){.out = out, .tmp = op->tmp, .pass = op->pass, .mm = op->mm};
+  *n = (struct tape_node){
+      .out = out, .tmp = op->tmp, .pass = op->pass, .mm = op->mm, .tmp_first = op->tmp_first};
   for (int i = 0; i < TAPE_IN; i++)
     if (op->in[i] && tp->t[op->in[i]].rg) n->in[n->nin++] = op->in[i];
   for (int i = 0; i < TAPE_SAVED; i++)
@@ -132,7 +133,8 @@ void tape_backward(struct tape *tp, uint32_t from) {
     uint32_t g = tp->t[n.out].grad;
     if (!g) continue; /* nothing flowed back to it */
     tp->t[n.out].grad = 0;
-    uint32_t gin[TAPE_IN] = {0};
+    uint32_t gin[TAPE_IN] = {0}, early = NONE;
+    if (n.tmp && n.tmp_first) early = A(tp->p, n.tmp);
     for (int i = 0; i < n.nin; i++) {
       uint64_t b = tp->t[n.in[i]].bytes;
       if (n.pass == TAPE_SLICES)
@@ -143,7 +145,9 @@ void tape_backward(struct tape *tp, uint32_t from) {
         gin[i] = tape_new(tp, b);
       if (n.mm && tp->ws == NONE && tp->ws_bytes) tp->ws = A(tp->p, tp->ws_bytes);
     }
-    if (n.tmp) {
+    if (n.tmp && n.tmp_first) {
+      F(tp->p, &early);
+    } else if (n.tmp) {
       uint32_t t = A(tp->p, n.tmp);
       F(tp->p, &t);
     }

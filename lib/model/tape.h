@@ -37,6 +37,7 @@ struct tape_node {
   uint8_t nin, nsaved;
   uint8_t pass; /* TAPE_ADD, TAPE_SLICES or 0 (tape_op) */
   bool mm;
+  bool tmp_first; /* the temporary is made before the inputs' gradients */
 };
 
 /* the gradient of parameter `leaf` (the allocator model's handle, `bytes`)
@@ -98,6 +99,8 @@ struct tape_op {
   uint8_t pass;
   bool save_out; /* it saves its own output (softmax, SDPA, tanh) */
   bool mm;
+  bool tmp_first; /* its backward makes tmp first and frees it after the
+                   * gradients (index's zeros, then index_put_'s result) */
 };
 uint32_t tape_op(struct tape *tp, const struct tape_op *op);
 /* back-propagate the nodes recorded from `from` on, the last first; the
