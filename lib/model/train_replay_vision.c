@@ -3,12 +3,37 @@
  * (its layers are an encoder's: train_replay_encoder.c). */
 #include "train_replay.h"
 
+/* cuDNN's workspace for a convolution of kernel k and stride st, in output
+ * bytes: with benchmark off, the first plan cuDNN's heuristics give is run
+ * with the workspace it asks for, taken through the caching allocator and
+ * freed when the call returns (aten/src/ATen/native/cudnn/Conv_v8.cpp).
+ * Medians over ResNet-50's 460 shapes at 64-512 pixels and 8-64 images on
+ * the H100 (bench/results/vision-kernels/conv.jsonl; the forward's, and the
+ * larger of the backward's two, the input's and the weight's gradient):
+ * 16-bit and TF32 alike within 10-20 %, 1x1 of stride 1 none forward and
+ * 0.64 of its output backward (0.01 to 32 times: cuDNN's split-K plans) */
+struct conv_ws {
+  uint64_t k, st;
+  double fwd, bwd; /* bytes a byte of output */
+};
+static const struct conv_ws conv_ws_16[] = {
+    {1, 1, 0, 0.64}, {1, 2, 3.0, 3.0}, {3, 1, 2.05, 2.31}, {3, 2, 5.18, 5.38}, {7, 2, 1.5, 1.68}};
+static const struct conv_ws conv_ws_32[] = {
+    {1, 1, 0, 0.64}, {1, 2, 3.0, 3.06}, {3, 1, 2.16, 2.72}, {3, 2, 5.36, 6.13}, {7, 2, 1.19, 1.31}};
+
+static const struct conv_ws *workspace_of(uint64_t k, uint64_t st, uint64_t e) {
+  const struct conv_ws *t = e == 4 ? conv_ws_32 : conv_ws_16;
+  for (size_t i = 0; i < sizeof conv_ws_16 / sizeof conv_ws_16[0]; i++)
+    if (t[i].k == k && t[i].st == st) return &t[i];
+  return NULL; /* a shape ResNet does not have: none */
+}
+
 /* a convolution (autocast: in its dtype) of x into out_elems elements,
  * its batch norm (saves its input: the convolution's output; its own
  * output goes on), and a ReLU that saves its output, or none (relu false:
  * the output returned as the norm's) (modeling_resnet.py ResNetConvLayer) */
 static uint32_t conv_bn(struct run *R, uint32_t x, uint64_t xb, uint64_t out_elems, uint64_t in_ch,
-                        uint64_t out_ch, uint64_t k, bool relu) {
+                        uint64_t out_ch, uint64_t k, uint64_t st, bool relu) {
   const uint64_t e = R->z->e, wb = R->z->wb;
   uint32_t w = base_param(R, out_ch * in_ch * k * k * wb);
   const bool trained = R->tp.t[w].rg;
@@ -20,10 +45,14 @@ static uint32_t conv_bn(struct run *R, uint32_t x, uint64_t xb, uint64_t out_ele
     if (xb != e)
       in = cast = op(R, (struct tape_op){.out_bytes = R->tp.t[x].bytes / xb * e, .in = {x}});
   }
+  const struct conv_ws *ws = workspace_of(k, st, e);
+  const double ob = (double)(out_elems * e);
   uint32_t c = op(R, (struct tape_op){.out_bytes = out_elems * e,
                                       .in = {in, w},
                                       .saved = {in, R->z->autocast ? w : 0},
+                                      .tmp = ws ? (uint64_t)(ws->bwd * ob) : 0,
                                       .mm = true});
+  if (ws && ws->fwd > 0) vl__tr_block(&R->p, (uint64_t)(ws->fwd * ob), NULL);
   rel(R, cast);
   if (!trained) rel(R, wc);
   uint32_t bn = op(R, (struct tape_op){.out_bytes = out_elems * e, .in = {c}, .saved = {c}});
@@ -46,7 +75,7 @@ static uint32_t resnet(struct run *R, uint32_t px, uint64_t pxb) {
   const uint64_t B = R->z->B, e = R->z->e;
   uint64_t side = vl__div_ceil(R->z->side, 2); /* 7x7, stride 2, padding 3 */
   uint32_t x =
-      conv_bn(R, px, pxb, B * A->stem_width * side * side, A->channels, A->stem_width, 7, true);
+      conv_bn(R, px, pxb, B * A->stem_width * side * side, A->channels, A->stem_width, 7, 2, true);
   side = vl__div_ceil(side, 2); /* the max pool: 3x3, stride 2, padding 1 */
   uint32_t idx = tape_new(&R->tp, B * A->stem_width * side * side * 8);
   uint32_t mp =
@@ -65,19 +94,19 @@ static uint32_t resnet(struct run *R, uint32_t px, uint64_t pxb) {
       uint32_t res = tape_ref(&R->tp, x);
       if (!l && (cin != out || str != 1)) {
         rel(R, res);
-        res = conv_bn(R, x, e, B * out * so * so, cin, out, 1, false);
+        res = conv_bn(R, x, e, B * out * so * so, cin, out, 1, str, false);
       }
       uint32_t y;
       if (A->bottleneck) {
         const uint64_t red = out / 4;
-        uint32_t a = conv_bn(R, x, e, B * red * side * side, cin, red, 1, true);
-        uint32_t b = conv_bn(R, a, e, B * red * so * so, red, red, 3, true);
+        uint32_t a = conv_bn(R, x, e, B * red * side * side, cin, red, 1, 1, true);
+        uint32_t b = conv_bn(R, a, e, B * red * so * so, red, red, 3, str, true);
         rel(R, a);
-        y = conv_bn(R, b, e, B * out * so * so, red, out, 1, false);
+        y = conv_bn(R, b, e, B * out * so * so, red, out, 1, 1, false);
         rel(R, b);
       } else {
-        uint32_t a = conv_bn(R, x, e, B * out * so * so, cin, out, 3, true);
-        y = conv_bn(R, a, e, B * out * so * so, out, out, 3, false);
+        uint32_t a = conv_bn(R, x, e, B * out * so * so, cin, out, 3, str, true);
+        y = conv_bn(R, a, e, B * out * so * so, out, out, 3, 1, false);
         rel(R, a);
       }
       rel(R, x);
