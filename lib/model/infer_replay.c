@@ -287,9 +287,10 @@ static uint32_t gated_mlp(struct gen *s) { return gated_mlp_on(s, s->T, s->I); }
 /* transformers 5's experts as grouped matmuls over the S = T * k rows
  * sorted by expert (integrations/moe.py grouped_mm_experts_forward): the
  * gathered rows, gate_up's output and its masked_fill, act(gate) * up, the
- * down projection and its masked_fill, the product with the fp32 routing
- * weights (fp32), its rows put back in order, their sum over k (fp32) and
- * its cast; the meta trace of DeepSeek-V3's generate() in this order */
+ * down projection and its masked_fill, the product with the routing
+ * weights (fp32 where the router keeps them so: Mixtral, DeepSeek), its rows
+ * put back in order, their sum over k and its cast back; the meta trace of
+ * DeepSeek-V3's generate() in this order */
 static uint32_t grouped_experts(struct gen *s, uint64_t I) {
   struct prog *p = &s->p;
   const uint64_t k = s->arch->experts_per_token ? s->arch->experts_per_token : 1;
@@ -304,14 +305,42 @@ static uint32_t grouped_experts(struct gen *s, uint64_t I) {
   F(p, &pr);
   uint32_t dm = A(p, S * h * e);
   F(p, &dn);
-  uint32_t w32 = A(p, S * h * 4), back = A(p, S * h * 4);
-  F(p, &w32);
-  uint32_t sum = A(p, s->T * h * 4), out = A(p, s->T * h * e);
+  const uint64_t wb = s->arch->router_fp32 ? 4 : e; /* the routing weights' dtype */
+  uint32_t wo = A(p, S * h * wb), back = A(p, S * h * wb);
+  F(p, &wo);
+  uint32_t sum = A(p, s->T * h * wb), out = wb != e ? A(p, s->T * h * e) : sum;
   F(p, &rows);
   F(p, &dm);
   F(p, &back);
-  F(p, &sum);
+  if (out != sum) F(p, &sum);
   return out;
+}
+
+/* a decoding step's routed experts: generate() swaps grouped_mm for
+ * batched_mm while it decodes (generation/utils.py
+ * _optimize_model_for_decode), which gathers each (token, expert) pair's
+ * own copy of its expert's weights (integrations/moe.py
+ * batched_mm_experts_forward: gate_up_proj[expert_ids], S x 2I x h, then
+ * down_proj[expert_ids] made before the first goes) and multiplies them in
+ * one bmm each; the meta trace of DeepSeek-V3's generate() in this order */
+static void batched_experts(struct gen *s, uint64_t I) {
+  struct prog *p = &s->p;
+  const uint64_t k = s->arch->experts_per_token ? s->arch->experts_per_token : 1;
+  const uint64_t S = s->B * k, h = s->h, e = s->e, wb = s->arch->router_fp32 ? 4 : e;
+  uint32_t rows = A(p, S * h * e), ids = A(p, S * 8);
+  uint32_t wgu = A(p, S * 2 * I * h * e), gu = A(p, S * 2 * I * e);
+  uint32_t ag = A(p, S * I * e), act = A(p, S * I * e);
+  F(p, &ag);
+  F(p, &gu);
+  uint32_t wd = A(p, S * h * I * e);
+  F(p, &wgu);
+  uint32_t dn = A(p, S * h * e);
+  F(p, &act);
+  uint32_t wo = A(p, S * h * wb), sum = A(p, s->B * h * wb),
+           out = wb != e ? A(p, s->B * h * e) : NONE;
+  uint32_t done[] = {rows, ids, wd, dn, wo, sum, out};
+  for (size_t i = 0; i < sizeof done / sizeof done[0]; i++)
+    F(p, &done[i]);
 }
 
 /* the sparse MoE block: the shared experts on every token (DeepSeek,
@@ -474,6 +503,8 @@ static void decode(struct gen *s) {
         F(p, &key);
         F(p, &kvp);
       }
+      if (arch->experts && !arch->gate_clamp && l >= arch->dense_layers) /* (gpt-oss: its loop) */
+        batched_experts(s, vl__div_ceil(arch->moe_intermediate, s->job->tp ? s->job->tp : 1));
     }
     uint32_t none = NONE;
     logits(s, s->B * s->V, &none);
@@ -516,8 +547,14 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
    * prompt's first matmul) */
   for (int i = 0; i < inv->n && !s.p.failed; i++) {
     const struct vl_tensor *w = &inv->t[i];
-    uint64_t one = vl__tp_split(w, t, w->rows * w->cols);
-    for (uint64_t k = 0; k < w->count && !s.p.failed; k++)
+    uint64_t one = vl__tp_split(w, t, w->rows * w->cols), n = w->count;
+    uint64_t fused = vl__expert_part(arch, w), sparse = arch->layers - arch->dense_layers;
+    if (fused == UINT64_MAX) continue; /* w3: in w1's gate_up_proj */
+    if (fused && sparse) {             /* a sparse layer's experts: one 3-D parameter */
+      one *= fused * (n / sparse);
+      n = sparse;
+    }
+    for (uint64_t k = 0; k < n && !s.p.failed; k++)
       (void)A(&s.p, one * wb);
   }
   if (arch->buffer_bytes) (void)A(&s.p, arch->buffer_bytes); /* buffers that go with the model */

@@ -27,6 +27,13 @@ static inline bool vl__rope_layer(const struct vl_arch *a, uint64_t l) {
   return !a->nope_layers || !vl__spread_layer(l, a->nope_layers, a->layers);
 }
 
+/* A layer's routed experts as transformers 5 holds them (params.c): how
+ * many of inventory tensor t's matrices one of its two 3-D parameters holds
+ * an expert (w1: gate and up, 2, gate_up_proj; w2: 1, down_proj; gpt-oss's
+ * expert biases 1), UINT64_MAX for w3 (inside w1's), 0 for a tensor of its
+ * own */
+uint64_t vl__expert_part(const struct vl_arch *arch, const struct vl_tensor *t);
+
 /* A term defined by its formula (formula.c has the grammar): its line,
  * name, formula and source, and the inputs its formula may name (a NULL
  * name ends them; the term shows those it names). An input is whole (n,

@@ -470,3 +470,17 @@ uint64_t vl__tp_split(const struct vl_tensor *t, uint64_t tp, uint64_t elems) {
     return vl__div_ceil(elems, tp);
   return elems;
 }
+
+/* transformers 5 holds a layer's routed experts as two 3-D parameters,
+ * gate_up_proj (E, 2w, h) and down_proj (E, h, w) (modeling_qwen3_moe.py
+ * Qwen3MoeExperts; modeling_olmoe.py, modeling_mixtral.py,
+ * modeling_deepseek_v3.py alike), where the inventory counts each expert's
+ * w1, w3 and w2 (moe() above) */
+uint64_t vl__expert_part(const struct vl_arch *arch, const struct vl_tensor *t) {
+  if (!arch->experts || !t->per_layer) return 0;
+  if (!strcmp(t->name, "w1")) return 2;
+  if (!strcmp(t->name, "w2") || !strcmp(t->name, "gate_up_proj_bias") ||
+      !strcmp(t->name, "down_proj_bias"))
+    return 1; /* (gpt-oss's biases: one (E, out) parameter each) */
+  return !strcmp(t->name, "w3") ? UINT64_MAX : 0;
+}

@@ -57,19 +57,6 @@ void vl__tr_block(struct prog *p, uint64_t bytes, struct list *l) {
     F(p, &h);
 }
 
-/* transformers 5 holds a layer's routed experts as two 3-D parameters,
- * gate_up_proj (E, 2w, h) and down_proj (E, h, w) (modeling_qwen3_moe.py
- * Qwen3MoeExperts, modeling_olmoe.py, modeling_mixtral.py alike), where the
- * inventory counts each expert's w1, w3 and w2 (params.c): how many of t's
- * matrices one of those parameters holds an expert (w1: gate and up, 2; w2:
- * 1; w3: 0, inside w1's), or 0 for a tensor of its own */
-static uint64_t expert_part(const struct vl_arch *arch, const struct vl_tensor *t) {
-  if (!arch->experts || !t->per_layer) return 0;
-  if (!strcmp(t->name, "w1")) return 2;
-  if (!strcmp(t->name, "w2")) return 1;
-  return !strcmp(t->name, "w3") ? UINT64_MAX : 0;
-}
-
 /* one block of elems * bytes per tensor, `times` over, for the tensors of
  * layer `w` (or outside the layers), in the inventory's order; onto l
  * (NULL: made and freed at once). A tied head is the embedding matrix: it
@@ -78,7 +65,7 @@ static void per_tensor(struct prog *p, const struct vl_arch *arch, const struct 
                        int w, uint64_t bytes, unsigned times, struct list *l) {
   for (int i = 0; i < inv->n && !p->failed; i++) {
     const struct vl_tensor *t = &inv->t[i];
-    uint64_t fused = expert_part(arch, t);
+    uint64_t fused = vl__expert_part(arch, t);
     if (fused == UINT64_MAX) continue; /* w3: in w1's gate_up_proj */
     if (fused) {                       /* a sparse layer's routed experts: one 3-D parameter */
       uint64_t sparse = arch->layers - arch->dense_layers;
