@@ -34,6 +34,9 @@ struct vl_step_time {
   char source[96];              /* where the card's figures come from */
   bool derived;                 /* the card was not measured: scaled from one that was */
   bool approximate;             /* parts priced by a rule, not an op list (say which in note) */
+  bool host_bound;              /* the host's dispatch takes longer than the device: the step
+                                 * is the host's, which differed 10-70 % between two hosts
+                                 * of one card type (docs/model.md 13.1) */
   char note[160];
 };
 

@@ -1015,6 +1015,7 @@ vl_status vl_step_time(const struct vl_arch *a, const struct vl_job *j, const st
   double peak = (fp16_policy(j->precision) && g->fp16_tflops > 0 ? g->fp16_tflops : g->bf16_tflops);
   t->mfu = t->step_s > 0 && peak > 0 ? t->model_flops / t->step_s / (peak * 1e12) : 0;
   t->approximate = approx || a->approximate;
+  t->host_bound = t->host_s > t->gpu_s;
   if (approx)
     snprintf(t->note, sizeof t->note, "the %s step is priced as AdamW's (not measured)",
              vl_optimizer_name(j->optimizer));

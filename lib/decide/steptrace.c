@@ -280,6 +280,7 @@ vl_status vl_trace_step_time(const char *text, size_t len, const struct vl_gpu *
   double peak = sc.fp16 && g->fp16_tflops > 0 ? g->fp16_tflops : g->bf16_tflops;
   t->mfu = t->step_s > 0 && peak > 0 ? t->model_flops / t->step_s / (peak * 1e12) : 0;
   t->approximate = approx || !out->optimizer[0];
+  t->host_bound = t->host_s > t->gpu_s;
   if (!out->optimizer[0])
     snprintf(t->note, sizeof t->note, "no optimizer step was traced: the step has no update");
   else if (approx)

@@ -86,9 +86,10 @@ static void time_text(FILE *o, const struct vl_estimate_view *v) {
   fprintf(o, ", optimizer %.3f s); %s %s/s, MFU %.2f\n", t->optimizer_s,
           vl_fmt_int(s1, sizeof s1, (uint64_t)(t->tokens_per_s + 0.5)),
           vl_arch_is_conv(v->arch) ? "images" : "tokens", t->mfu);
-  fprintf(o, "    (%s%s%s)\n", t->source, t->approximate ? "; approximate: " : "",
-          t->approximate ? (t->note[0] ? t->note : "the model type is read as a generic decoder")
-                         : "");
+  fprintf(
+      o, "    (%s%s%s%s)\n", t->source, t->approximate ? "; approximate: " : "",
+      t->approximate ? (t->note[0] ? t->note : "the model type is read as a generic decoder") : "",
+      t->host_bound ? "; host-bound: the CPU's dispatch sets it, +-40 % from host to host" : "");
 }
 
 static void time_explain(FILE *o, const struct vl_step_time *t) {
@@ -398,6 +399,7 @@ void vl__time_json(json_t *r, const struct vl_step_time *t) {
   json_object_set_new(x, "source", vl__json_str(t->source));
   json_object_set_new(x, "derived", json_boolean(t->derived));
   json_object_set_new(x, "approximate", json_boolean(t->approximate));
+  json_object_set_new(x, "host_bound", json_boolean(t->host_bound));
   if (t->note[0]) json_object_set_new(x, "note", vl__json_str(t->note));
   json_object_set_new(r, "time", x);
 }
