@@ -13,6 +13,7 @@
  * Shapes: b micro-batch, s sequence, h hidden, a heads, g kv heads, d head
  * dim, I MLP width, V vocabulary, t tensor-parallel size. */
 #include "internal.h"
+#include "terms.h"
 
 /* Tokens whose h-sized tensors live on this GPU: all of them, or 1/t with
  * sequence parallelism. */
@@ -59,19 +60,16 @@ static uint64_t hf_norm(const struct hf *x) {
    * history, bench/results/replay-histories/raw.jsonl:part2-histories) */
   /* (Gemma's norm multiplies in fp32 and casts after: its saved
    * normalised tensor is fp32; modeling_gemma.py GemmaRMSNorm) */
-  return vl__note(bill, ck,
-                  &(struct vl__def){VL_LINE_ACTIVATIONS,
-                                    "norm (each of 2 per layer)",
-                                    !arch->rms_norm ? "T*h*n (input) + T*8 (mean, rstd)"
-                                    : sh->lora_rank
-                                        ? "T*h*4 (fp32 input) + T*4 (rstd)"
-                                        : "T*h*4 (fp32 input) + T*4 (rstd) + T*h*r (normalised)",
-                                    "transformers RMSNorm/LayerNorm forward; autocast fp32 ops",
-                                    {{"T", Tr, "tokens"},
-                                     {"h", sh->h},
-                                     {"n", pol->autocast ? 4 : r, "bytes"},
-                                     {"r", vl__norm_weight_fp32(arch) ? 4 : r, "bytes"}},
-                                    .detail = true});
+  return vl__note_norm(bill, ck,
+                       !arch->rms_norm ? VL__T_NORM_LAYER_NORM
+                       : sh->lora_rank ? VL__T_NORM_RMS_FROZEN
+                                       : VL__T_NORM_RMS,
+                       &(struct vl__in_norm){
+                           .T = Tr,
+                           .h = sh->h,
+                           .n = pol->autocast ? 4 : r,
+                           .r = vl__norm_weight_fp32(arch) ? 4 : r,
+                       });
 }
 
 /* attention: projections' inputs, q/k/v, scores, o's input, masks */
@@ -116,23 +114,13 @@ static uint64_t hf_attention(const struct hf *x) {
        * the probabilities are cast, dropout keeps a bool mask, and the PV
        * matmul saves dropout's output (the cast copy itself is freed);
        * without dropout the PV matmul saves the cast copy */
-      scores =
-          vl__note(bill, ck,
-                   &(struct vl__def){VL_LINE_ACTIVATIONS,
-                                     job->attention == VL_ATTN_EAGER
-                                         ? "attention scores (eager, per layer)"
-                                         : "attention scores (SDPA math backend: fp32, "
-                                           "grouped KV heads)",
-                                     arch->attn_dropout > 0 ? "b*a*s*s*(sm + 1 + e) (dropout)"
-                                     : e != sm              ? "b*a*s*s*(sm + e)"
-                                                            : "b*a*s*s*sm",
-                                     "transformers eager_attention_forward: b*heads*s*s scores",
-                                     {{"b", sh->b},
-                                      {"a", a_loc, "heads"},
-                                      {"s", sh->s, "tokens"},
-                                      {"sm", sm, "bytes (softmax output)"},
-                                      {"e", e, "bytes"}},
-                                     .detail = true});
+      const bool eager = job->attention == VL_ATTN_EAGER;
+      scores = vl__note_scores(
+          bill, ck,
+          arch->attn_dropout > 0 ? (eager ? VL__T_SCORES_EAGER_DROPOUT : VL__T_SCORES_MATH_DROPOUT)
+          : e != sm              ? (eager ? VL__T_SCORES_EAGER_CAST : VL__T_SCORES_MATH_CAST)
+                                 : (eager ? VL__T_SCORES_EAGER : VL__T_SCORES_MATH),
+          &(struct vl__in_scores){.b = sh->b, .a = a_loc, .s = sh->s, .sm = sm, .e = e});
     } else {
       /* SDPA flash / memory-efficient: output and log-sum-exp (fp32) */
       scores = vl__add(ck, vl__mul4(ck, T, a_loc, sh->d, e),
@@ -214,37 +202,23 @@ static void hf_layer(const struct hf *x, uint64_t norm, uint64_t attn, uint64_t 
    * is saved and shared (the *_in_saved flags above). */
   uint64_t casts = 0;
   if (sh->lora_rank) {
-    struct vl__def copies = {
-        VL_LINE_ACTIVATIONS,
-        "LoRA adapters' input copies (per layer)",
-        "T * widths * cb",
-        "peft tuners/lora/layer.py Linear.forward (x.to(adapter dtype)); autocast",
-        {{"T", T, "tokens"},
-         {"widths", sh->lora_in, "(the adapted linears' inputs, summed)"},
-         {"cb", vl__lora_input_copy_bytes(pol), "bytes (fp32 copy, or autocast's half)"}},
-        .detail = true};
-    casts = vl__def_value(ck, &copies);
-    if (casts) vl__note(bill, ck, &copies);
+    const struct vl__in_lora_copies copies = {
+        .T = T, .widths = sh->lora_in, .cb = vl__lora_input_copy_bytes(pol)};
+    casts = vl__value_lora_copies(ck, VL__T_LORA_COPIES, &copies);
+    if (casts) vl__note_lora_copies(bill, ck, VL__T_LORA_COPIES, &copies);
     act->attn = vl__add(ck, act->attn, casts); /* in the layer's parts: with the projections */
   }
-  act->layer = vl__note(
-      bill, ck,
-      &(struct vl__def){VL_LINE_ACTIVATIONS,
-                        "one layer, saved for backward",
-                        sh->lora_rank ? "2*norm + attention + mlp + T*R*e*n (lora_A outputs) + "
-                                        "copies (adapters' input copies)"
-                                      : "2*norm + attention (inputs, q/k/v, scores, o input, "
-                                        "masks) + mlp",
-                        "transformers modeling files; autograd saved tensors",
-                        {{"norm", norm, "bytes"},
-                         {"attention", attn, "bytes"},
-                         {"mlp", mlp, "bytes"},
-                         {"T", T, "tokens"},
-                         {"R", sh->lora_rank, "(rank)"},
-                         {"e", e, "bytes"},
-                         {"n", job->n_lora_targets ? (uint64_t)job->n_lora_targets : 2, "targets"},
-                         {"copies", casts, "bytes"}},
-                        .detail = true});
+  act->layer = vl__note_layer(bill, ck, sh->lora_rank ? VL__T_LAYER_LORA : VL__T_LAYER,
+                              &(struct vl__in_layer){
+                                  .norm = norm,
+                                  .attention = attn,
+                                  .mlp = mlp,
+                                  .T = T,
+                                  .R = sh->lora_rank,
+                                  .e = e,
+                                  .n = job->n_lora_targets ? (uint64_t)job->n_lora_targets : 2,
+                                  .copies = casts,
+                              });
 }
 
 /* what a layer keeps under recomputation, its temporaries, the embeddings */
@@ -290,21 +264,9 @@ static void hf_head(const struct hf *x, uint64_t norm, struct vl__act *act) {
   uint64_t logits = vl__mul3(ck, T, V_loc, e);
   uint64_t logp = vl__mul3(ck, T, V_loc, 4);
   /* (an encoder's MLM transform: dense + GELU + LayerNorm) */
-  act->head = vl__note(
-      bill, ck,
-      &(struct vl__def){VL_LINE_ACTIVATIONS,
-                        "logits and loss",
-                        arch->causal ? "norm + T*h*e (head input) + (T*V*e (logits) + T*V*4 (fp32 "
-                                       "log_softmax))"
-                                     : "norm + T*h*e (head input) + (T*V*e (logits) + T*V*4 (fp32 "
-                                       "log_softmax)) + T*h*e*3 (MLM transform)",
-                        "transformers ForCausalLMLoss (logits.float()); F.cross_entropy",
-                        {{"norm", norm, "bytes"},
-                         {"T", T, "tokens"},
-                         {"h", sh->h},
-                         {"e", e, "bytes"},
-                         {"V", V_loc}},
-                        .detail = true});
+  act->head =
+      vl__note_head(bill, ck, arch->causal ? VL__T_HEAD : VL__T_HEAD_MLM,
+                    &(struct vl__in_head){.norm = norm, .T = T, .h = sh->h, .e = e, .V = V_loc});
   act->logits = logits;
   act->head_fwd_tmp = e == 4 ? 0 : logp; /* the fp32 copy of the logits */
   /* nll backward's dense gradient and log_softmax backward's, both fp32,
@@ -322,7 +284,7 @@ static void hf_head(const struct hf *x, uint64_t norm, struct vl__act *act) {
 void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const struct vl__policy *pol,
                 const struct vl__shape *sh, struct vl_bill *bill, struct vl__ck *ck,
                 struct vl__act *act) {
-  struct hf x = {arch, job, pol, sh, bill, ck};
+  struct hf x = {.arch = arch, .job = job, .pol = pol, .sh = sh, .bill = bill, .ck = ck};
   x.T = sh->b * sh->s;
   x.Tr = tokens_rep(sh);
   x.t = sh->tp;
@@ -379,27 +341,19 @@ void vl__act_megatron(const struct vl_arch *arch, const struct vl_job *job,
   double per_sbh = sh->sp ? lin / (double)t : 10.0 + (lin - 10.0) / (double)t;
   /* the s^2 term where the scores are kept (5as^2b/t; t divides a) */
   const bool quad = job->attention == VL_ATTN_EAGER && job->checkpointing == VL_CKPT_NONE;
-  struct vl__def d = {VL_LINE_ACTIVATIONS,
-                      "one layer (Korthikanti Table 2)",
-                      quad ? "s*b*h*k + 5*a*s^2*b/t" : "s*b*h*k",
-                      "Korthikanti et al. 2022 (arXiv 2205.05198) Table 2",
-                      {{"s", s, "tokens"},
-                       {"b", b},
-                       {"h", h},
-                       VL__REAL("k", per_sbh,
-                                sh->sp ? "bytes an s*b*h element: (18 + 4*I/h)/t"
-                                       : "bytes an s*b*h element: "
-                                         "10 + (8 + 4*I/h)/t"),
-                       {"a", sh->a, "heads"},
-                       {"t", t}},
-                      .detail = true};
-  act->layer = vl__note(bill, ck, &d);
-  if (job->checkpointing == VL_CKPT_FULL) {
-    d.name = "kept per layer (full recomputation)";
-    d.formula = sh->sp ? "2*(s*b*h)/t" : "2*(s*b*h)";
-    act->layer_kept = vl__note(bill, ck, &d);
+  /* two groups of the same inputs: k's unit says how the case computes it */
+  const bool full = job->checkpointing == VL_CKPT_FULL;
+  if (sh->sp) {
+    const struct vl__in_megatron_sp d = {.s = s, .b = b, .h = h, .k = per_sbh, .a = sh->a, .t = t};
+    act->layer = vl__note_megatron_sp(
+        bill, ck, quad ? VL__T_MEGATRON_SP_LAYER_SCORES : VL__T_MEGATRON_SP_LAYER, &d);
+    act->layer_kept =
+        full ? vl__note_megatron_sp(bill, ck, VL__T_MEGATRON_SP_KEPT, &d) : act->layer;
   } else {
-    act->layer_kept = act->layer;
+    const struct vl__in_megatron d = {.s = s, .b = b, .h = h, .k = per_sbh, .a = sh->a, .t = t};
+    act->layer =
+        vl__note_megatron(bill, ck, quad ? VL__T_MEGATRON_LAYER_SCORES : VL__T_MEGATRON_LAYER, &d);
+    act->layer_kept = full ? vl__note_megatron(bill, ck, VL__T_MEGATRON_KEPT, &d) : act->layer;
   }
   act->layer_fwd_tmp = 0;
   act->layer_bwd_tmp = 0;
@@ -459,28 +413,12 @@ void vl__act_conv(const struct vl_arch *arch, const struct vl_job *job,
     in = out;
   }
 #undef MAP
-  act->embed = vl__note(
-      bill, ck,
-      &(struct vl__def){VL_LINE_ACTIVATIONS,
-                        "feature maps saved for backward",
-                        "B * (maps * e + pool * 8)",
-                        "modeling_resnet.py (convolution outputs saved by their batch norms, "
-                        "ReLU outputs, the max pool's indices)",
-                        {{"B", B, "images"},
-                         {"maps", maps, "elements an image (channels x side^2, summed)"},
-                         {"e", e, "bytes"},
-                         {"pool", idx, "int64 indices an image"}},
-                        .detail = true});
-  act->head = vl__note(bill, ck,
-                       &(struct vl__def){VL_LINE_ACTIVATIONS,
-                                         "pooled features, logits and loss",
-                                         "B * (C * e + V * e + V * 4)",
-                                         "ResNetForImageClassification; F.cross_entropy",
-                                         {{"B", B, "images"},
-                                          {"C", in, "channels"},
-                                          {"e", e, "bytes"},
-                                          {"V", arch->labels, "labels"}},
-                                         .detail = true});
+  act->embed =
+      vl__note_conv_maps(bill, ck, VL__T_CONV_MAPS,
+                         &(struct vl__in_conv_maps){.B = B, .maps = maps, .e = e, .pool = idx});
+  act->head =
+      vl__note_conv_head(bill, ck, VL__T_CONV_HEAD,
+                         &(struct vl__in_conv_head){.B = B, .C = in, .e = e, .V = arch->labels});
   act->layer = act->layer_kept = act->norm = act->attn = act->mlp = 0;
   /* a batch norm's output before its ReLU; backward: a map's gradient and
    * its input's */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "terms.h"
 #include "vramledger/alloc.h"
 #include "vramledger/caching.h"
 #include "pytorch_constants.h"
@@ -262,26 +263,23 @@ static unsigned full_states(enum vl_optimizer o) {
 
 /* The optimizer states of the trainable elements tr over shard ranks, per
  * PyTorch's optimizers (Rajbhandari et al. 2019 for the bytes). */
-static void optimizer_def(const struct vl_job *job, const struct vl__policy *pol,
-                          const struct states *st, uint64_t shard, struct vl__def *d) {
-  *d = (struct vl__def){
-      VL_LINE_OPTIMIZER,
-      "optimizer states",
-      "P_train / shard * s * n",
-      "PyTorch optimizers: SGD 0, momentum/Lion 4, Adam 8, 8-bit Adam 2, Adafactor rows+cols",
-      {{"P_train", st->trainable_elems},
-       {"shard", shard},
-       {"s", job->lora_rank ? VL__ADAPTER_BYTES : pol->state, "bytes"},
-       {"n", full_states(job->optimizer), "states"},
-       /* Adafactor: a row and a column vector per matrix */
-       {"F", st->trainable_elems ? st->factored_elems : 0, "(factored elements)"}}};
+static enum vl__term optimizer_def(const struct vl_job *job, const struct vl__policy *pol,
+                                   const struct states *st, uint64_t shard,
+                                   struct vl__in_optimizer *in) {
+  *in = (struct vl__in_optimizer){
+      .P_train = st->trainable_elems,
+      .shard = shard,
+      .s = job->lora_rank ? VL__ADAPTER_BYTES : pol->state,
+      .n = full_states(job->optimizer),
+      /* Adafactor: a row and a column vector per matrix */
+      .F = st->trainable_elems ? st->factored_elems : 0,
+  };
   if (job->optimizer == VL_OPT_ADAFACTOR)
-    d->formula = vl__div_ceil(st->trainable_elems, shard) == st->trainable_elems
-                     ? "F * s"
-                     : "F / shard * s";       /* F * (P_train / shard) / P_train overflows 64 bits
-                                                at DeepSeek-V3's size */
-  else if (job->optimizer == VL_OPT_ADAM8BIT) /* bitsandbytes */
-    d->formula = "P_train / shard * 2.00390625 (two 8-bit states, an fp32 absmax a 2048 block)";
+    return vl__div_ceil(st->trainable_elems, shard) == st->trainable_elems
+               ? VL__T_OPTIMIZER_ADAFACTOR
+               : VL__T_OPTIMIZER_ADAFACTOR_SHARDED;
+  if (job->optimizer == VL_OPT_ADAM8BIT) return VL__T_OPTIMIZER_ADAM8BIT; /* bitsandbytes */
+  return VL__T_OPTIMIZER_STATES;
 }
 
 struct phase_comp {
@@ -293,12 +291,6 @@ static uint64_t comp_alloc(const struct phase_comp *p) {
   for (int l = 0; l < VL_LINE_COUNT; l++)
     if (vl_line_in_allocated((enum vl_line)l)) s += p->line[l];
   return s;
-}
-
-/* a state moved to host memory: its term is a zero on this GPU */
-static const struct vl__def *on_gpu(struct vl__def *d, bool offloaded) {
-  if (offloaded) d->formula = "0 (offloaded to host memory)";
-  return d;
 }
 
 /* DDP: bucket copies of every gradient. PyTorch's ZeRO-1 is DDP with a
@@ -374,11 +366,6 @@ struct train_stage {
   enum vl_phase peak;
 };
 
-/* Records a term defined by its formula (formula.c) and returns its bytes. */
-static uint64_t note(struct train_stage *ts, const struct vl__def *d) {
-  return vl__note(ts->bill, &ts->ck, d);
-}
-
 /* model states: weights, master copy, gradients, optimizer states, what
  * offloading moves to the host */
 static void stage_states(struct train_stage *ts) {
@@ -398,43 +385,29 @@ static void stage_states(struct train_stage *ts) {
   /* buffers that go to the GPU with the model (GPT-BigCode's mask) sit
    * beside the weights, unsharded */
   const bool buf = ts->arch->buffer_bytes > 0;
-  struct vl__def w = {
-      VL_LINE_PARAMETERS,
-      "parameters",
-      job->lora_rank ? (buf ? "(weights + P_train * 4 (fp32 adapters)) / shard + buffers"
-                            : "(weights + P_train * 4 (fp32 adapters)) / shard")
-                     : (buf ? "weights / shard + buffers" : "weights / shard"),
-      buf ? "Rajbhandari et al. 2019 (arXiv 1910.02054); buffers: modeling_gpt_bigcode.py"
-          : "Rajbhandari et al. 2019 (arXiv 1910.02054); QLoRA NF4: bitsandbytes",
-      {{"weights", ts->st.weight_bytes, "bytes"},
-       {"P_train", ts->tr},
-       {"shard", ts->w_shard},
-       {"buffers", ts->arch->buffer_bytes, "bytes"}}};
+  const struct vl__in_parameters w = {ts->st.weight_bytes, ts->tr, ts->w_shard,
+                                      ts->arch->buffer_bytes};
+  const enum vl__term w_term = job->lora_rank
+                                   ? (buf ? VL__T_PARAMETERS_LORA_BUFFERS : VL__T_PARAMETERS_LORA)
+                                   : (buf ? VL__T_PARAMETERS_BUFFERS : VL__T_PARAMETERS);
   /* mixed precision: 2 + 2 + 4 master; ZeRO-1 shards the master copy */
-  struct vl__def m = {VL_LINE_MASTER,
-                      "fp32 master weights",
-                      "P_train / shard * 4",
-                      "mixed precision 2 + 2 + 4 master (arXiv 1910.02054); ZeRO-1 shards it",
-                      {{"P_train", ts->tr}, {"shard", opt_shard}}};
+  const struct vl__in_master m = {ts->tr, opt_shard};
   /* DeepSpeed keeps an fp32 gradient partition for the optimizer. ZeRO-3
    * reduce-scatters half gradients straight into it: 18 B/param over N in
    * all (estimate_zero3_model_states_mem_needs); ZeRO-2 keeps a half
    * partition too (2P + 18P/N) */
   const bool ds_part = ts->ds && ts->mixed;
-  struct vl__def g = {
-      VL_LINE_GRADIENTS,
-      "gradients",
-      !ds_part         ? "P_train / shard * g"
-      : job->zero >= 3 ? "P_train / N * 4 (fp32 partition)"
-                       : "P_train / shard * g + P_train / N * 4 (fp32 partition)",
-      ts->mg ? "Megatron-LM fp32 main_grad" : "arXiv 1910.02054; ZeRO-2 shards them",
-      {{"P_train", ts->tr}, {"shard", grad_shard}, {"g", ts->gb, "bytes"}, {"N", ts->dp}}};
-  struct vl__def o;
-  optimizer_def(job, &ts->pol, &ts->st, opt_shard, &o);
-  ts->W_sharded = vl__def_value(ck, &w);
-  ts->M = ts->mixed ? vl__def_value(ck, &m) : 0;
-  ts->G = vl__def_value(ck, &g);
-  ts->O = vl__def_value(ck, &o);
+  const struct vl__in_gradients g = {ts->tr, grad_shard, ts->gb, ts->dp};
+  const enum vl__term g_term =
+      ds_part  ? (job->zero >= 3 ? VL__T_GRADIENTS_DS_ZERO3 : VL__T_GRADIENTS_DS)
+      : ts->mg ? VL__T_GRADIENTS_MEGATRON
+               : VL__T_GRADIENTS;
+  struct vl__in_optimizer o;
+  const enum vl__term o_term = optimizer_def(job, &ts->pol, &ts->st, opt_shard, &o);
+  ts->W_sharded = vl__value_parameters(ck, w_term, &w);
+  ts->M = ts->mixed ? vl__value_master(ck, VL__T_MASTER, &m) : 0;
+  ts->G = vl__value_gradients(ck, g_term, &g);
+  ts->O = vl__value_optimizer(ck, o_term, &o);
   ts->host = 0;
   const bool off = job->offload != VL_OFFLOAD_NONE, off_full = job->offload == VL_OFFLOAD_FULL;
   if (off) {
@@ -451,10 +424,16 @@ static void stage_states(struct train_stage *ts) {
    * overflow 64 bits for 100B-parameter models) */
   ts->G_layer = ts->tr ? vl__scale(ck, ts->G, (double)ts->st.layer_trainable / (double)ts->tr) : 0;
   ts->G_head = ts->tr ? vl__scale(ck, ts->G, (double)ts->st.head_trainable / (double)ts->tr) : 0;
-  note(ts, on_gpu(&w, off_full));
-  if (ts->mixed) note(ts, on_gpu(&m, off));
-  note(ts, on_gpu(&g, off && ts->ds));
-  note(ts, on_gpu(&o, off));
+  /* a state moved to host memory: its term is a zero on this GPU */
+  struct vl_bill *bill = ts->bill;
+  vl__note_parameters(bill, ck,
+                      !off_full ? w_term
+                      : buf     ? VL__T_PARAMETERS_BUFFERS_OFFLOADED
+                                : VL__T_PARAMETERS_OFFLOADED,
+                      &w);
+  if (ts->mixed) vl__note_master(bill, ck, off ? VL__T_MASTER_OFFLOADED : VL__T_MASTER, &m);
+  vl__note_gradients(bill, ck, off && ts->ds ? VL__T_GRADIENTS_OFFLOADED : g_term, &g);
+  vl__note_optimizer(bill, ck, off ? VL__T_OPTIMIZER_OFFLOADED : o_term, &o);
 }
 
 /* activations kept at the end of the forward */
@@ -530,36 +509,29 @@ static void stage_activations(struct train_stage *ts) {
      * over one micro-batch's bill, 3 x logits = 0.31 GB, bench/results/
      * unseen-sets/part4-pp) */
     uint64_t kept =
-        note(ts, &(struct vl__def){
-                     VL_LINE_ACTIVATIONS,
-                     "pipeline: earlier micro-batches' outputs",
-                     "logits * (micro_batches - 1)",
-                     "torch.distributed.pipelining (output chunks merged)",
-                     {{"logits", ts->act.logits, "bytes"}, {"micro_batches", job->grad_accum}}});
+        vl__note_pipeline_outputs(bill, ck, VL__T_PIPELINE_OUTPUTS,
+                                  &(struct vl__in_pipeline_outputs){
+                                      .logits = ts->act.logits, .micro_batches = job->grad_accum});
     ts->A_head = vl__add(ck, ts->A_head, kept);
   }
   if (vl_arch_is_conv(arch)) { /* no layers of tokens: the feature maps, then the head */
-    ts->A = note(ts, &(struct vl__def){VL_LINE_ACTIVATIONS,
-                                       "activations (end of forward)",
-                                       "feature_maps * in_flight + head",
-                                       "activations.c vl__act_conv (modeling_resnet.py)",
-                                       {{"feature_maps", ts->act.embed, "bytes"},
-                                        {"in_flight", ts->in_flight},
-                                        {"head", ts->A_head, "bytes"}}});
+    ts->A = vl__note_conv_activations(bill, ck, VL__T_CONV_ACTIVATIONS,
+                                      &(struct vl__in_conv_activations){
+                                          .feature_maps = ts->act.embed,
+                                          .in_flight = ts->in_flight,
+                                          .head = ts->A_head,
+                                      });
     ts->recompute = 0;
     return;
   }
-  ts->A = note(ts, &(struct vl__def){
-                       VL_LINE_ACTIVATIONS,
-                       "activations (end of forward)",
-                       "L_stage * per_layer * in_flight + embeddings + head",
-                       ts->mg ? "Korthikanti et al. 2022; Megatron-LM theoretical_memory_usage.py"
-                              : "activations.c (transformers modules)",
-                       {{"L_stage", ts->Ls},
-                        {"per_layer", ts->act.layer_kept, "bytes"},
-                        {"in_flight", ts->in_flight},
-                        {"embeddings", ts->A_embed, "bytes"},
-                        {"head", ts->A_head, "bytes"}}});
+  ts->A = vl__note_activations(bill, ck, ts->mg ? VL__T_ACTIVATIONS_MEGATRON : VL__T_ACTIVATIONS,
+                               &(struct vl__in_activations){
+                                   .L_stage = ts->Ls,
+                                   .per_layer = ts->act.layer_kept,
+                                   .in_flight = ts->in_flight,
+                                   .embeddings = ts->A_embed,
+                                   .head = ts->A_head,
+                               });
   ts->recompute =
       job->checkpointing == VL_CKPT_FULL ? vl__sub0(ts->act.layer, ts->act.layer_kept) : 0;
 }
@@ -581,18 +553,17 @@ static void stage_autocast(struct train_stage *ts) {
      * layers' MLP casts live at the peak, bench/results/
      * parallel-calibration/part4-peaks/fsdp-full-ll.json) */
     const bool tied = arch->causal && arch->tie_embeddings && ts->last;
-    C = note(ts, &(struct vl__def){VL_LINE_AUTOCAST,
-                                   "autocast weight copies",
-                                   job->zero >= 3 && ts->ds
-                                       ? "min(P_layer, P_matmul) * 4 (two half copies)"
-                                   : tied ? "(P_matmul + V * h / t (the tied head)) * 2"
-                                          : "P_matmul * 2",
-                                   "PyTorch autocast weight cast cache (autocast_mode.cpp)",
-                                   {{"P_matmul", ts->st.linear_elems},
-                                    {"P_layer", ts->st.layer_elems},
-                                    {"V", arch->vocab},
-                                    {"h", arch->embed_proj_dim},
-                                    {"t", job->tp}}});
+    C = vl__note_autocast(ts->bill, &ts->ck,
+                          job->zero >= 3 && ts->ds ? VL__T_AUTOCAST_DS_ZERO3
+                          : tied                   ? VL__T_AUTOCAST_TIED
+                                                   : VL__T_AUTOCAST,
+                          &(struct vl__in_autocast){
+                              .P_matmul = ts->st.linear_elems,
+                              .P_layer = ts->st.layer_elems,
+                              .V = arch->vocab,
+                              .h = arch->embed_proj_dim,
+                              .t = job->tp,
+                          });
     ts->C_layer = ts->Ls ? C / (ts->Ls + 1) : 0;
   }
   ts->C_ckpt = job->checkpointing == VL_CKPT_FULL ? 0 : C; /* not saved when recomputed */
@@ -614,25 +585,19 @@ static void stage_temporaries(struct train_stage *ts) {
                     (job->optimizer == VL_OPT_ADAM || job->optimizer == VL_OPT_ADAMW ||
                      job->optimizer == VL_OPT_LION || job->optimizer == VL_OPT_ADAFACTOR);
   const bool each = ts->impl == VL_IMPL_FORLOOP && job->optimizer != VL_OPT_SGD;
-  ts->T_opt = note(
-      ts,
-      &(struct vl__def){
-          VL_LINE_TRANSIENT,
-          "optimizer step temporaries",
-          list && job->offload != VL_OFFLOAD_NONE ? "0 (the step runs on the host)"
-          : list                                  ? "P_shard * s (one state-sized list)"
-          : each ? "min(largest, P_shard) * s (one tensor's, for-loop)"
-                 : "0 (fused, or no state-sized temporaries)",
-          "torch/optim/adam.py _multi_tensor_adam (exp_avg_sq_sqrt)",
-          {{"largest", ts->st.largest_elems}, {"P_shard", ts->tr_opt}, {"s", ts->sb, "bytes"}}});
+  struct vl_bill *bill = ts->bill;
+  struct vl__ck *ck = &ts->ck;
+  ts->T_opt = vl__note_step(
+      bill, ck,
+      list && job->offload != VL_OFFLOAD_NONE ? VL__T_STEP_HOST
+      : list                                  ? VL__T_STEP_LIST
+      : each                                  ? VL__T_STEP_FORLOOP
+                                              : VL__T_STEP_FUSED,
+      &(struct vl__in_step){.largest = ts->st.largest_elems, .P_shard = ts->tr_opt, .s = ts->sb});
   ts->gathered = ts->gathered_bwd = 0;
   if (job->zero >= 3 && ts->ds) { /* DeepSpeed: 4 bytes an element of the largest tensor */
-    ts->gathered = ts->gathered_bwd =
-        note(ts, &(struct vl__def){VL_LINE_TRANSIENT,
-                                   "ZeRO-3 gathered parameters",
-                                   "largest * 4",
-                                   "DeepSpeed estimate_zero3_model_states_mem_needs",
-                                   {{"largest", ts->st.largest_elems}}});
+    ts->gathered = ts->gathered_bwd = vl__note_ds_gathered(
+        bill, ck, VL__T_DS_GATHERED, &(struct vl__in_ds_gathered){.largest = ts->st.largest_elems});
   } else if (job->zero >= 3) {
     /* FSDP: the current and the prefetched unit, one unit's unsharded
      * gradients in backward, and the root unit (embeddings, final norm,
@@ -640,36 +605,26 @@ static void stage_temporaries(struct train_stage *ts) {
      * forward's start and keeps until its backward ends (measured: its
      * 524,296,192-byte flat parameter live at TinyLlama's peak,
      * bench/results/parallel-calibration/raw.jsonl:part4-peaks/fsdp-full-ll.json) */
-    const char *src = "PyTorch FSDP (one unit gathered, one prefetched, the root unit)";
-    ts->gathered = note(ts, &(struct vl__def){VL_LINE_TRANSIENT,
-                                              "FSDP gathered parameters in forward",
-                                              "(P_layer * 2 + (P - P_layer * L_stage) (root)) * w",
-                                              src,
-                                              {{"P_layer", ts->st.layer_elems},
-                                               {"P", ts->st.weights_elems},
-                                               {"L_stage", ts->Ls},
-                                               {"w", ts->pol.weight, "bytes"}},
-                                              .detail = true});
-    ts->gathered_bwd =
-        note(ts, &(struct vl__def){VL_LINE_TRANSIENT,
-                                   "ZeRO-3 gathered parameters",
-                                   "forward + P_layer * g (one unit's gradients, in backward)",
-                                   src,
-                                   {{"forward", ts->gathered, "bytes"},
-                                    {"P_layer", ts->st.layer_elems},
-                                    {"g", ts->gb, "bytes"}}});
+    ts->gathered = vl__note_fsdp_gathered(bill, ck, VL__T_FSDP_GATHERED,
+                                          &(struct vl__in_fsdp_gathered){
+                                              .P_layer = ts->st.layer_elems,
+                                              .P = ts->st.weights_elems,
+                                              .L_stage = ts->Ls,
+                                              .w = ts->pol.weight,
+                                          });
+    ts->gathered_bwd = vl__note_fsdp_gathered_bwd(
+        bill, ck, VL__T_FSDP_GATHERED_BWD,
+        &(struct vl__in_fsdp_gathered_bwd){
+            .forward = ts->gathered, .P_layer = ts->st.layer_elems, .g = ts->gb});
   } else if (ts->fsdp_grad_op) {
     /* FSDP SHARD_GRAD_OP keeps the sharded fp32 parameters (the optimizer's)
      * and, from each unit's forward until the backward ends, the unit's
      * gathered copy: the whole model once more in forward and backward
      * (measured on 2 H200s: TinyLlama -10.2 % without it, bench/results/
      * parallel-calibration/part1-dp/dp.jsonl) */
-    ts->gathered = ts->gathered_bwd = note(
-        ts, &(struct vl__def){VL_LINE_TRANSIENT,
-                              "FSDP gathered parameters (shard-grad-op)",
-                              job->lora_rank ? "weights + P_train * 4 (fp32 adapters)" : "weights",
-                              "PyTorch FSDP SHARD_GRAD_OP",
-                              {{"weights", ts->st.weight_bytes, "bytes"}, {"P_train", ts->tr}}});
+    ts->gathered = ts->gathered_bwd = vl__note_fsdp_grad_op(
+        bill, ck, job->lora_rank ? VL__T_FSDP_GRAD_OP_LORA : VL__T_FSDP_GRAD_OP,
+        &(struct vl__in_fsdp_grad_op){.weights = ts->st.weight_bytes, .P_train = ts->tr});
   }
   /* bitsandbytes dequantises a 4-bit weight into the compute dtype before
    * its matmul, one linear at a time: the activations' dtype, 2 B under
@@ -677,29 +632,23 @@ static void stage_temporaries(struct train_stage *ts) {
   ts->qlora_tmp = 0;
   if (job->qlora)
     ts->qlora_tmp =
-        note(ts, &(struct vl__def){
-                     VL_LINE_TRANSIENT,
-                     "QLoRA dequantised weight",
-                     "largest_linear * act",
-                     "bitsandbytes autograd/_functions.py, MatMul4Bit.forward: "
-                     "dequantize_4bit(B, quant_state).to(A.dtype)",
-                     {{"largest_linear", ts->st.largest_linear}, {"act", ts->pol.act, "bytes"}}});
+        vl__note_qlora_dequant(bill, ck, VL__T_QLORA_DEQUANT,
+                               &(struct vl__in_qlora_dequant){
+                                   .largest_linear = ts->st.largest_linear, .act = ts->pol.act});
 }
 
 /* communication buffers, CUDA context and cuBLAS workspaces */
 static void stage_comm(struct train_stage *ts) {
   const struct vl_job *job = ts->job;
   const struct vl_overheads *ov = ts->ov;
+  struct vl_bill *bill = ts->bill;
+  struct vl__ck *ck = &ts->ck;
   ts->comm = 0;
-  uint64_t ranks = vl__mul3(&ts->ck, job->dp, job->tp, job->pp);
+  uint64_t ranks = vl__mul3(ck, job->dp, job->tp, job->pp);
   if (ddp_buckets(job)) {
     /* DDP buckets copy every gradient (gradient_as_bucket_view=False) */
-    ts->comm = note(
-        ts, &(struct vl__def){VL_LINE_COMM,
-                              "DDP gradient buckets",
-                              "G (bucket copies)",
-                              "torch/nn/parallel/distributed.py (gradient_as_bucket_view=False)",
-                              {{"G", ts->G, "bytes"}}});
+    const struct vl__in_ddp_buckets G = {.G = ts->G};
+    ts->comm = vl__note_ddp_buckets(bill, ck, VL__T_DDP_BUCKETS, &G);
     /* DDP rebuilds its buckets after the first step; the first ones were
      * the first step's all-reduce inputs, which ProcessGroupNCCL keeps until
      * its watchdog (every 100 ms) has seen them finish and a later
@@ -710,47 +659,24 @@ static void stage_comm(struct train_stage *ts) {
      * bench/results/ddp-rebuild/). With static_graph=True usually kept (GPT-2 8
      * of 8, Qwen2-0.5B 2 of 4: unseen-sets/part2-ddp): summed then. The bill is
      * the more common outcome, bill->other the other one. */
-    struct vl__def first = {VL_LINE_COMM,
-                            "DDP first buckets kept into step 2",
-                            "G",
-                            "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
-                            "bench/results/unseen-sets/raw.jsonl: part2-ddp, "
-                            "bench/results/ddp-rebuild/)",
-                            {{"G", ts->G, "bytes"}}};
-    if (!job->ddp_static_graph) {
-      first.name = "DDP first buckets if kept into step 2";
-      first.formula = "G (not summed: the other outcome)";
-      first.source = "DDP _rebuild_buckets; ProcessGroupNCCL's stash (measured: "
-                     "bench/results/nccl-run/raw.jsonl: part7, bench/results/ddp-rebuild/)";
-      first.detail = true;
-    }
-    uint64_t kept = note(ts, &first);
-    if (job->ddp_static_graph) ts->comm = vl__add(&ts->ck, ts->comm, kept);
+    uint64_t kept = vl__note_ddp_buckets(
+        bill, ck, job->ddp_static_graph ? VL__T_DDP_FIRST_KEPT : VL__T_DDP_FIRST_IF_KEPT, &G);
+    if (job->ddp_static_graph) ts->comm = vl__add(ck, ts->comm, kept);
   } else if (ts->dp > 1 && ts->ds && job->zero <= 2) {
-    ts->comm = note(ts, &(struct vl__def){VL_LINE_COMM,
-                                          "ZeRO reduce bucket",
-                                          "min(bucket * g, P_train * g)",
-                                          "DeepSpeed reduce_bucket_size default 5e8",
-                                          {{"bucket", VL_DS_REDUCE_BUCKET_ELEMS},
-                                           {"P_train", ts->tr},
-                                           {"g", ts->pol.grad, "bytes"}}});
+    ts->comm = vl__note_zero_bucket(
+        bill, ck, VL__T_ZERO_BUCKET,
+        &(struct vl__in_zero_bucket){
+            .bucket = VL_DS_REDUCE_BUCKET_ELEMS, .P_train = ts->tr, .g = ts->pol.grad});
   } else if (ts->dp > 1 && job->zero >= 1 && !ts->mg) {
-    ts->comm =
-        note(ts, &(struct vl__def){VL_LINE_COMM,
-                                   "FSDP reduce-scatter buffer",
-                                   "P_layer * g (one unit)",
-                                   "PyTorch FSDP",
-                                   {{"P_layer", ts->st.layer_elems}, {"g", ts->gb, "bytes"}}});
+    ts->comm = vl__note_fsdp_reduce(
+        bill, ck, VL__T_FSDP_REDUCE,
+        &(struct vl__in_fsdp_reduce){.P_layer = ts->st.layer_elems, .g = ts->gb});
   }
-  ts->ctx =
-      note(ts, &(struct vl__def){VL_LINE_CONTEXT,
-                                 "CUDA context + libraries",
-                                 "context + nccl (NCCL's buffers and context when ranks > 1)",
-                                 ranks > 1 ? "data/reference/h200-torch-2.11/calibration.json; "
-                                             "bench/results/ddp-rebuild/per-gpu-overhead.txt"
-                                           : "data/reference/h200-torch-2.11/calibration.json",
-                                 {{"context", vl_context_bytes(ov, job), "bytes"},
-                                  {"nccl", ranks > 1 ? ov->nccl_bytes : 0, "bytes"}}});
+  ts->ctx = vl__note_context(bill, ck, ranks > 1 ? VL__T_CONTEXT_RANKS : VL__T_CONTEXT,
+                             &(struct vl__in_context){
+                                 .context = vl_context_bytes(ov, job),
+                                 .nccl = ranks > 1 ? ov->nccl_bytes : 0,
+                             });
   /* one cuBLAS handle, and its workspace, per thread that runs matmuls
    * (CublasHandlePool.cpp keys them by handle and stream): the forward's
    * and, once a backward ran, autograd's backward thread; both live through
@@ -759,14 +685,12 @@ static void stage_comm(struct train_stage *ts) {
    * vl_overheads_for_gpu); a separate cuBLASLt workspace (ROCm) is one more
    * a thread */
   const uint64_t lt = ov->cublaslt_workspace_bytes;
-  ts->ws =
-      note(ts, &(struct vl__def){VL_LINE_WORKSPACE,
-                                 "cuBLAS workspaces",
-                                 lt ? "threads * (workspace + cublaslt)" : "threads * workspace",
-                                 "bench/results/probe/unexplained.json",
-                                 {{"threads", vl_workspace_threads(job)},
-                                  {"workspace", ov->cublas_workspace_bytes, "bytes"},
-                                  {"cublaslt", lt, "bytes"}}});
+  ts->ws = vl__note_workspaces(bill, ck, lt ? VL__T_WORKSPACES_LT : VL__T_WORKSPACES,
+                               &(struct vl__in_workspaces){
+                                   .threads = vl_workspace_threads(job),
+                                   .workspace = ov->cublas_workspace_bytes,
+                                   .cublaslt = lt,
+                               });
 }
 
 /* each phase's lines: forward, backward (its four points), optimizer step */
@@ -821,15 +745,10 @@ static void stage_phases(struct train_stage *ts) {
   if (arch->causal && arch->tie_embeddings && ts->first && ts->last && !job->lora_rank &&
       !job->qlora) {
     /* in the weights' dtype: a hook's fp32 main gradient comes after */
-    tied_sum = note(
-        ts, &(struct vl__def){VL_LINE_TRANSIENT,
-                              "tied embedding's two gradients summed",
-                              "2 * (V * h / t) * w",
-                              "torch/csrc/autograd/input_buffer.cpp; bench/results/unseen-sets",
-                              {{"V", arch->vocab},
-                               {"h", arch->embed_proj_dim},
-                               {"t", job->tp},
-                               {"w", ts->pol.weight, "bytes"}}});
+    tied_sum = vl__note_tied_grads(
+        ts->bill, ck, VL__T_TIED_GRADS,
+        &(struct vl__in_tied_grads){
+            .V = arch->vocab, .h = arch->embed_proj_dim, .t = job->tp, .w = ts->pol.weight});
   }
   /* the model output (its logits) lives until the loop drops it */
   uint64_t out_held = ts->last && !job->drop_outputs ? ts->act.logits : 0;
@@ -882,12 +801,8 @@ static void stage_phases(struct train_stage *ts) {
   /* Megatron's 5 % temporaries ride on the activations */
   if (ts->act.misc_fraction > 0) {
     uint64_t misc =
-        note(ts, &(struct vl__def){
-                     VL_LINE_TRANSIENT,
-                     "miscellaneous temporaries",
-                     "activations * f",
-                     "Megatron-LM theoretical_memory_usage.py (overhead_factor 1.05)",
-                     {{"activations", ts->A, "bytes"}, VL__REAL("f", ts->act.misc_fraction, "")}});
+        vl__note_misc(ts->bill, ck, VL__T_MISC,
+                      &(struct vl__in_misc){.activations = ts->A, .f = ts->act.misc_fraction});
     f->line[VL_LINE_TRANSIENT] = vl__add(ck, f->line[VL_LINE_TRANSIENT], misc);
   }
 }
@@ -1004,7 +919,7 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
 
 /* the analytic reserve of phase p: a churn fraction of what comes and
  * goes, and the persistent tensors' segment rounding */
-static void reserve_def(struct train_stage *ts, int p, struct vl__def *d) {
+static void reserve_def(struct train_stage *ts, int p, struct vl__in_reserve *d) {
   const struct vl_job *job = ts->job;
   const uint64_t *line = ts->ph[p].line;
   /* weights' rounding, and the same for gradients and each fp32 copy of
@@ -1012,34 +927,29 @@ static void reserve_def(struct train_stage *ts, int p, struct vl__def *d) {
   uint64_t seg_waste = job->zero >= 3 ? vl__div_ceil(ts->st.seg_waste, ts->dp) : ts->st.seg_waste;
   if (!job->lora_rank && line[VL_LINE_GRADIENTS]) seg_waste = vl__mul(&ts->ck, seg_waste, 2);
   if (ts->expandable) seg_waste = 0; /* pages are mapped as needed: no per-segment rounding */
-  *d = (struct vl__def){VL_LINE_RESERVE,
-                        "allocator reserve",
-                        "churn * (activations + (temporaries + autocast)) + rounding",
-                        "PyTorch CUDACachingAllocator (512 B blocks, 2/20 MiB segments); "
-                        "churn to be calibrated",
-                        {VL__REAL("churn", ts->churn_frac, ""),
-                         {"activations", line[VL_LINE_ACTIVATIONS], "bytes"},
-                         {"temporaries", line[VL_LINE_TRANSIENT], "bytes"},
-                         {"autocast", line[VL_LINE_AUTOCAST], "bytes"},
-                         {"rounding", seg_waste, "bytes"}}};
+  *d = (struct vl__in_reserve){
+      .churn = ts->churn_frac,
+      .activations = line[VL_LINE_ACTIVATIONS],
+      .temporaries = line[VL_LINE_TRANSIENT],
+      .autocast = line[VL_LINE_AUTOCAST],
+      .rounding = seg_waste,
+  };
 }
 
 /* the allocator reserve of each phase and the peak phase */
 static void stage_reserve(struct train_stage *ts) {
   struct vl__ck *ck = &ts->ck;
-  struct vl__def replayed = {
-      VL_LINE_RESERVE,
-      "allocator reserve",
-      "replay_reserved - replay_allocated (the replay's peaks)",
-      "three steps' allocations through the caching-allocator model (train_replay.c)",
-      {{"replay_reserved", ts->rs.peak_reserved, "bytes"},
-       {"replay_allocated", ts->rs.peak_allocated, "bytes"}}};
-  const uint64_t replay_reserve = vl__def_value(ck, &replayed);
+  const struct vl__in_replay_reserve replayed = {
+      .replay_reserved = ts->rs.peak_reserved,
+      .replay_allocated = ts->rs.peak_allocated,
+  };
+  const uint64_t replay_reserve = vl__value_replay_reserve(ck, VL__T_REPLAY_RESERVE, &replayed);
   ts->peak = VL_PH_FORWARD;
   for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++) {
-    struct vl__def d;
+    struct vl__in_reserve d;
     if (!ts->replayable) reserve_def(ts, p, &d);
-    ts->ph[p].line[VL_LINE_RESERVE] = ts->replayable ? replay_reserve : vl__def_value(ck, &d);
+    ts->ph[p].line[VL_LINE_RESERVE] =
+        ts->replayable ? replay_reserve : vl__value_reserve(ck, VL__T_RESERVE, &d);
     if (comp_alloc(&ts->ph[p]) > comp_alloc(&ts->ph[ts->peak])) ts->peak = (enum vl_phase)p;
   }
   if (ts->replayable && ts->rs.peak_allocated) {
@@ -1061,21 +971,16 @@ static void stage_reserve(struct train_stage *ts) {
       }
     }
     const bool above = want >= analytic;
-    note(ts,
-         &(struct vl__def){
-             VL_LINE_ACTIVATIONS,
-             above ? "op-by-op replay above the lines (added)"
-                   : "op-by-op replay below the lines (taken off)",
-             above ? "replay_allocated - analytic" : "analytic - replay_allocated",
-             "the training replay (train_replay.c, tape.c): its peak allocated is the estimate's",
-             {{"replay_allocated", want, "bytes"}, {"analytic", analytic, "bytes"}}});
+    vl__note_replay_gap(
+        ts->bill, ck, above ? VL__T_REPLAY_ABOVE : VL__T_REPLAY_BELOW,
+        &(struct vl__in_replay_gap){.replay_allocated = want, .analytic = analytic});
   }
   if (ts->replayable) {
-    note(ts, &replayed);
+    vl__note_replay_reserve(ts->bill, ck, VL__T_REPLAY_RESERVE, &replayed);
   } else {
-    struct vl__def d;
+    struct vl__in_reserve d;
     reserve_def(ts, ts->peak, &d);
-    note(ts, &d);
+    vl__note_reserve(ts->bill, ck, VL__T_RESERVE, &d);
   }
 }
 
@@ -1145,7 +1050,7 @@ static vl_status train_stage(const struct vl_arch *arch, const struct vl_invento
  * (micro-batches in flight) and the last (the LM head and logits) needs
  * more */
 /* A bill emptied: everything before its terms (n_terms 0); the terms are
- * written whole as they are recorded (formula.c), so the 96 slots (52 KiB)
+ * written whole as they are recorded (terms.c), so the 96 slots (52 KiB)
  * are not cleared each time: a plan estimates 10^5 jobs, some twice. */
 static void bill_clear(struct vl_bill *b) { memset(b, 0, offsetof(struct vl_bill, terms)); }
 

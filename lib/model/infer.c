@@ -6,6 +6,7 @@
  * (vLLM) round each sequence up to whole blocks. */
 
 #include "internal.h"
+#include "terms.h"
 #include "vramledger/caching.h"
 
 /* the elements this GPU stores (tensor parallelism splits the matmuls) */
@@ -37,34 +38,22 @@ static vl_status infer_reserve(const struct vl_arch *arch, const struct vl_inven
                                    vl_workspace_threads(job) * vl_workspace_thread_bytes(ov),
                                    job->allocator == VL_ALLOC_EXPANDABLE, &st, err);
     if (s != VL_OK) return s;
-    line_pre[VL_LINE_RESERVE] = line_dec[VL_LINE_RESERVE] = vl__note(
-        bill, ck,
-        &(struct vl__def){VL_LINE_RESERVE,
-                          "allocator reserve",
-                          "replay_reserved - replay_allocated (generate()'s allocations replayed)",
-                          "PyTorch CUDACachingAllocator.cpp; transformers cache_utils.py "
-                          "(bench/results/generate-reserve)",
-                          {{"replay_reserved", st.peak_reserved, "bytes"},
-                           {"replay_allocated", st.peak_allocated, "bytes"}}});
+    line_pre[VL_LINE_RESERVE] = line_dec[VL_LINE_RESERVE] = vl__note_replay_reserve(
+        bill, ck, VL__T_REPLAY_RESERVE_GENERATE,
+        &(struct vl__in_replay_reserve){.replay_reserved = st.peak_reserved,
+                                        .replay_allocated = st.peak_allocated});
     *replay_allocated = st.peak_allocated;
     return VL_OK;
   }
-  struct vl__def d = {
-      VL_LINE_RESERVE,
-      "allocator reserve",
-      "prefill * churn",
-      "data/reference/h200-torch-2.11/calibration.json",
-      {{"prefill", line_pre[VL_LINE_ACTIVATIONS], "bytes"},
-       {"decode", line_dec[VL_LINE_TRANSIENT], "bytes"},
-       VL__REAL("churn",
-                job->allocator == VL_ALLOC_EXPANDABLE ? ov->allocator_churn_expandable
-                                                      : ov->allocator_churn,
-                "")}};
-  line_pre[VL_LINE_RESERVE] = vl__def_value(ck, &d);
-  d.formula = "decode * churn";
-  line_dec[VL_LINE_RESERVE] = vl__def_value(ck, &d);
-  d.formula = "max(prefill * churn, decode * churn) (the larger phase's)";
-  vl__note(bill, ck, &d);
+  const struct vl__in_reserve_generate d = {
+      .prefill = line_pre[VL_LINE_ACTIVATIONS],
+      .decode = line_dec[VL_LINE_TRANSIENT],
+      .churn = job->allocator == VL_ALLOC_EXPANDABLE ? ov->allocator_churn_expandable
+                                                     : ov->allocator_churn,
+  };
+  line_pre[VL_LINE_RESERVE] = vl__value_reserve_generate(ck, VL__T_RESERVE_PREFILL, &d);
+  line_dec[VL_LINE_RESERVE] = vl__value_reserve_generate(ck, VL__T_RESERVE_DECODE, &d);
+  vl__note_reserve_generate(bill, ck, VL__T_RESERVE_GENERATE, &d);
   return VL_OK;
 }
 
@@ -91,15 +80,12 @@ static void infer_replay_peak(struct vl_bill *bill, struct vl__ck *ck, const str
     }
   }
   const bool above = want >= analytic;
-  vl__note(
-      bill, ck,
-      &(struct vl__def){grow[peak],
-                        above ? "op-by-op replay above the lines (added)"
-                              : "op-by-op replay below the lines (taken off)",
-                        above ? "replay_allocated - analytic" : "analytic - replay_allocated",
-                        "the generate() replay (infer_replay.c): its peak allocated is the "
-                        "estimate's",
-                        {{"replay_allocated", want, "bytes"}, {"analytic", analytic, "bytes"}}});
+  /* on the line that grows: prefill's activations, decode's transient */
+  static const enum vl__term gap[2][2] = {
+      {VL__T_GENERATE_REPLAY_BELOW_PREFILL, VL__T_GENERATE_REPLAY_ABOVE_PREFILL},
+      {VL__T_GENERATE_REPLAY_BELOW_DECODE, VL__T_GENERATE_REPLAY_ABOVE_DECODE}};
+  vl__note_replay_gap(bill, ck, gap[peak][above],
+                      &(struct vl__in_replay_gap){.replay_allocated = want, .analytic = analytic});
 }
 
 /* the bill from the two phases' lines: the peak phase's, and each line's
@@ -154,16 +140,9 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   const uint64_t I_loc = vl__div_ceil(arch->intermediate, t), V_loc = vl__div_ceil(arch->vocab, t);
   const uint64_t elems = weight_elems(inv, job, &ck);
   const bool buf = arch->buffer_bytes > 0; /* GPT-BigCode's mask, beside the weights */
-  uint64_t W = vl__note(bill, &ck,
-                        &(struct vl__def){VL_LINE_PARAMETERS,
-                                          "weights",
-                                          buf ? "P_gpu * w + buffers" : "P_gpu * w",
-                                          buf ? "parameters x bytes per element; buffers: "
-                                                "modeling_gpt_bigcode.py"
-                                              : "parameters x bytes per element",
-                                          {{"P_gpu", elems},
-                                           {"w", pol.weight, "bytes"},
-                                           {"buffers", arch->buffer_bytes, "bytes"}}});
+  uint64_t W = vl__note_weights(
+      bill, &ck, buf ? VL__T_WEIGHTS_BUFFERS : VL__T_WEIGHTS,
+      &(struct vl__in_weights){.P_gpu = elems, .w = pol.weight, .buffers = arch->buffer_bytes});
 
   /* KV cache, per token of one sequence: 2 * L * g * d * bytes */
   const uint64_t kvb = job->kv_bytes ? job->kv_bytes : e; /* fp8/int8 caches: 1 */
@@ -176,24 +155,21 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
    * caches its compressed latent and the shared rotary key, one "head" of
    * c + r a token (modeling_deepseek_v3.py: past_key_values.update(kv_nope,
    * k_rot) before expand_kv) */
-  struct vl__def kv = {VL_LINE_KV_CACHE,
-                       "KV cache",
-                       !arch->causal ? "0 (an encoder keeps no cache)"
-                       : arch->mla   ? "L * (c + r) * k * S * B"
-                                     : "2 * L * g * d * k * S * B",
-                       arch->mla ? "MLA's latent cache (DeepSeek-AI 2024, arXiv 2405.04434 2.1.2)"
-                                 : "2 L H_kv d_head S B bytes; Kwon et al. 2023 (PagedAttention)",
-                       {{"L", L},
-                        {"g", g_loc, "heads"},
-                        {"d", d},
-                        {"k", kvb, "bytes"},
-                        {"S", P_cached, "tokens"},
-                        {"B", B},
-                        {"c", arch->kv_lora_rank},
-                        {"r", arch->qk_rope_dim}}};
-  const uint64_t kv_prompt = vl__def_value(&ck, &kv);
-  kv.in[4].n = S_cached;
-  const uint64_t kv_full = vl__note(bill, &ck, &kv);
+  const enum vl__term kv_term =
+      !arch->causal ? (arch->mla ? VL__T_KV_CACHE_ENCODER_MLA : VL__T_KV_CACHE_ENCODER)
+      : arch->mla   ? VL__T_KV_CACHE_MLA
+                    : VL__T_KV_CACHE;
+  struct vl__in_kv_cache kv = {.L = L,
+                               .g = g_loc,
+                               .d = d,
+                               .k = kvb,
+                               .S = P_cached,
+                               .B = B,
+                               .c = arch->kv_lora_rank,
+                               .r = arch->qk_rope_dim};
+  const uint64_t kv_prompt = vl__value_kv_cache(&ck, kv_term, &kv);
+  kv.S = S_cached;
+  const uint64_t kv_full = vl__note_kv_cache(bill, &ck, kv_term, &kv);
 
   /* prefill: one layer's live intermediates, no autograd */
   uint64_t T = vl__mul(&ck, B, P);
@@ -210,64 +186,43 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   if (arch->experts) mlp = vl__mul(&ck, mlp, arch->experts_per_token);
   uint64_t logits_rows = arch->causal ? B : T; /* generate keeps the last position */
   uint64_t logits = vl__mul3(&ck, logits_rows, V_loc, e + 4);
-  uint64_t prefill =
-      vl__note(bill, &ck,
-               &(struct vl__def){VL_LINE_ACTIVATIONS,
-                                 "prefill activations (one layer live)",
-                                 "hidden + max(qkv + scores, mlp) + logits",
-                                 "transformers generate(): no autograd, logits_to_keep=1",
-                                 {{"hidden", hid, "bytes (2 x T x h)"},
-                                  {"qkv", qkv, "bytes"},
-                                  {"scores", attn, "bytes"},
-                                  {"mlp", mlp, "bytes"},
-                                  {"logits", logits, "bytes"}}});
+  uint64_t prefill = vl__note_prefill(
+      bill, &ck, VL__T_PREFILL,
+      &(struct vl__in_prefill){
+          .hidden = hid, .qkv = qkv, .scores = attn, .mlp = mlp, .logits = logits});
 
   /* decode: one token per sequence against S cached positions */
   /* the hidden states, the larger of attention's scores and the MLP, the
    * logits and their fp32 probabilities; a contiguous cache grows by
    * torch.cat of one layer's K or V */
   const bool grows = job->kv_layout == VL_KV_CONTIGUOUS && job->new_tokens;
-  const uint64_t decode =
-      vl__note(bill, &ck,
-               &(struct vl__def){VL_LINE_TRANSIENT,
-                                 "decode step + cache growth",
-                                 grows ? "B*h*r*2 + max(B*a*S*(4 + e), B*I*e*3) + B*V*(e + 8) + "
-                                         "g*d*(S*B)*k (torch.cat)"
-                                       : "B*h*r*2 + max(B*a*S*(4 + e), B*I*e*3) + B*V*(e + 8)",
-                                 "transformers DynamicCache.update (torch.cat)",
-                                 {{"B", B},
-                                  {"h", arch->hidden},
-                                  {"r", r, "bytes"},
-                                  {"a", a_loc, "heads"},
-                                  {"S", S, "tokens"},
-                                  {"e", e, "bytes"},
-                                  {"I", I_loc},
-                                  {"V", V_loc},
-                                  {"g", g_loc, "heads"},
-                                  {"d", d},
-                                  {"k", kvb, "bytes"}}});
+  const uint64_t decode = vl__note_decode(bill, &ck, grows ? VL__T_DECODE_GROWS : VL__T_DECODE,
+                                          &(struct vl__in_decode){
+                                              .B = B,
+                                              .h = arch->hidden,
+                                              .r = r,
+                                              .a = a_loc,
+                                              .S = S,
+                                              .e = e,
+                                              .I = I_loc,
+                                              .V = V_loc,
+                                              .g = g_loc,
+                                              .d = d,
+                                              .k = kvb,
+                                          });
 
   uint64_t ranks = vl__mul(&ck, job->tp, job->pp);
-  uint64_t ctx = vl__note(bill, &ck,
-                          &(struct vl__def){VL_LINE_CONTEXT,
-                                            "CUDA context + libraries (generate() only)",
-                                            "context + nccl (when ranks > 1)",
-                                            "data/reference/h200-torch-2.11/calibration.json "
-                                            "(generate() runs)",
-                                            {{"context", vl_context_bytes(ov, job), "bytes"},
-                                             {"nccl", ranks > 1 ? ov->nccl_bytes : 0, "bytes"}}});
+  uint64_t ctx = vl__note_context(bill, &ck, VL__T_CONTEXT_GENERATE,
+                                  &(struct vl__in_context){
+                                      .context = vl_context_bytes(ov, job),
+                                      .nccl = ranks > 1 ? ov->nccl_bytes : 0,
+                                  });
   /* generate() runs its matmuls on one thread: one handle's workspaces (the
    * card's, and ROCm's separate cuBLASLt one: precision.c) */
   const uint64_t lt = ov->cublaslt_workspace_bytes;
-  const uint64_t ws =
-      vl__note(bill, &ck,
-               &(struct vl__def){VL_LINE_WORKSPACE,
-                                 "cuBLAS workspace",
-                                 lt ? "workspace + cublaslt (one thread: no backward)"
-                                    : "workspace (one: no backward thread)",
-                                 "data/reference/h200-torch-2.11/basics.json",
-                                 {{"workspace", ov->cublas_workspace_bytes, "bytes"},
-                                  {"cublaslt", lt, "bytes"}}});
+  const uint64_t ws = vl__note_workspaces(
+      bill, &ck, lt ? VL__T_WORKSPACE_GENERATE_LT : VL__T_WORKSPACE_GENERATE,
+      &(struct vl__in_workspaces){.workspace = ov->cublas_workspace_bytes, .cublaslt = lt});
 
   uint64_t line_pre[VL_LINE_COUNT] = {0}, line_dec[VL_LINE_COUNT] = {0};
   line_pre[VL_LINE_PARAMETERS] = line_dec[VL_LINE_PARAMETERS] = W;

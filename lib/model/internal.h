@@ -34,38 +34,8 @@ static inline bool vl__rope_layer(const struct vl_arch *a, uint64_t l) {
  * own */
 uint64_t vl__expert_part(const struct vl_arch *arch, const struct vl_tensor *t);
 
-/* A term defined by its formula (formula.c has the grammar): its line,
- * name, formula and source, and the inputs its formula may name (a NULL
- * name ends them; the term shows those it names). An input is whole (n,
- * with its unit), or a real factor: VL__REAL("churn", 0.13, ""). */
-struct vl__in {
-  const char *name;
-  uint64_t n;
-  const char *unit; /* NULL: none */
-  bool real;
-  double x;
-};
-#define VL__REAL(name, x, unit)                                                                    \
-  { (name), 0, (unit), true, (x) }
-struct vl__def {
-  enum vl_line line;
-  const char *name, *formula, *source; /* literals (vl__formula_eval's cache) */
-  struct vl__in in[VL_TERM_INPUTS];
-  bool detail; /* explains a part of another term; not summed */
-};
-/* The bytes of d's formula over its inputs, in checked arithmetic: an
- * overflow, or a formula that does not parse or names an input it is not
- * given, sets ck->overflow (the bill then fails; never a wrong number). */
-uint64_t vl__def_value(struct vl__ck *ck, const struct vl__def *d);
-/* Records d as a term of b and returns its bytes (vl__def_value). */
-uint64_t vl__note(struct vl_bill *b, struct vl__ck *ck, const struct vl__def *d);
-/* formula over in[0..n_in) into *bytes; used: bit i set for each input it
- * names. @return false (ck->overflow set, *bytes 0) for a formula that
- * does not parse, names an unknown input or ends real. The formula and the
- * inputs' names are string literals (or text that never changes while the
- * program runs): its compiled form is cached by their addresses. */
-bool vl__formula_eval(const char *formula, const struct vl_input *in, int n_in, struct vl__ck *ck,
-                      uint64_t *bytes, unsigned *used);
+/* The terms of the bill (their formulas, compiled from terms.def) are in
+ * terms.h. */
 
 /* Activation model of one micro-batch on this GPU. All bytes. */
 struct vl__act {
