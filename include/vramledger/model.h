@@ -223,8 +223,8 @@ struct vl_input {
  * a part of another term and are not summed. The formula is the term's
  * definition: its bytes are that expression evaluated over in[] (whole,
  * or real where real is set), and nothing else; in[] holds the inputs it
- * names (lib/model/formula.c, the grammar; docs/architecture.md, how to
- * add a term). */
+ * names (lib/model/terms.def, the table; cmake/terms_gen.c, the grammar;
+ * docs/architecture.md, how to add a term). */
 struct vl_term {
   enum vl_line line;
   const char *name;

@@ -34,9 +34,9 @@ struct vl__term_row {
 };
 
 /* The bytes of row r over in (its group g's struct), in checked
- * arithmetic: an overflow, a NaN factor, or in of another group than r's,
- * sets ck->overflow and gives 0 (the bill then fails; never a wrong
- * number). */
+ * arithmetic: an overflow sets ck->overflow (the bill then fails; never a
+ * wrong number), and so do a NaN factor and an in of another group than
+ * r's, which give 0. */
 uint64_t vl__term_value(struct vl__ck *ck, const struct vl__term_row *r, unsigned g,
                         const void *in);
 /* Records r over in as a term of b and returns its bytes (vl__term_value). */

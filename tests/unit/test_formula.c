@@ -1,15 +1,24 @@
-/* lib/model/formula.c: a term's formula is its definition. Every term of
- * every bundled model's bill, under job shapes of training, LoRA, ZeRO,
- * FSDP, DeepSpeed, Megatron, pipelines and inference, must give its bytes
- * when its formula is evaluated over the inputs it shows, by an evaluator
- * of this file's own (written apart from formula.c, in 128-bit integers),
- * and show only inputs its formula names. */
+/* lib/model/terms.def, compiled by cmake/terms_gen.c: a term's formula is
+ * its definition. The generated code keeps the grammar's operations and
+ * overflows (a table of this file's own, test_terms.def, through the same
+ * generator, and the generator's refusals); and every term of every bundled
+ * model's bill, under job shapes of training, LoRA, ZeRO, FSDP, DeepSpeed,
+ * Megatron, pipelines and inference, must give its bytes when its formula
+ * is evaluated over the inputs it shows, by an evaluator of this file's own
+ * (written apart from the generator, in 128-bit integers), and show only
+ * inputs its formula names. */
 #include <dirent.h>
+#include <math.h>
+#include <spawn.h>
+#include <sys/wait.h>
 
 #include "testutil.h"
-#include "model/internal.h"
+#include "model/terms.h"
+#include "test_terms_table.h"
 
-/* ---- a reference evaluator, independent of formula.c ---- */
+extern char **environ;
+
+/* ---- a reference evaluator, independent of the generator ---- */
 
 struct ref {
   const char *p;
@@ -150,70 +159,122 @@ static const char *ref_eval(const struct vl_term *t, uint64_t *bytes) {
   return NULL;
 }
 
-/* ---- the evaluator itself ---- */
+/* ---- the generated code of the grammar's own table ---- */
 
-static uint64_t eval(const char *f, bool *ok) {
-  const struct vl_input in[] = {
-      {"P", 10, "", 10, false},
-      {"N", 3, "", 3, false},
-      {"g", 2, "bytes", 2, false},
-      {"f", 0.25, "", 0, true},
-      {"big", 1e19, "", 10000000000000000000ull, false},
-  };
+static const struct test_in_grammar grammar_in = {10, 3, 2, 0.25, 10000000000000000000ull};
+
+static uint64_t eval(enum test_term t, const struct test_in_grammar *in, bool *ok) {
   struct vl__ck ck = {false};
-  uint64_t bytes;
-  unsigned used;
-  *ok = vl__formula_eval(f, in, 5, &ck, &bytes, &used) && !ck.overflow;
+  uint64_t bytes = test_value_grammar(&ck, t, in);
+  *ok = !ck.overflow;
   return bytes;
 }
 
 static void grammar(void **state) {
   (void)state;
   static const struct {
-    const char *f;
+    enum test_term t;
     uint64_t want;
   } good[] = {
-      {"P / N * g", 8},                  /* ceil(10/3) * 2, left to right */
-      {"P * g / N", 7},                  /* ceil(20/3) */
-      {"P + N * g", 16},                 /* precedence */
-      {"(P + N) * g", 26},               /* grouping */
-      {"N - P", 0},                      /* never below zero */
-      {"max(P, N * 4) + min(P, g)", 14}, /* functions */
-      {"N^2 * g", 18},                   /* powers */
-      {"P * f", 3},                      /* 2.5 rounded to nearest */
-      {"P * 0.05 (five percent)", 1},    /* 0.5 rounds up */
-      {"5e8", 500000000},                /* a whole literal with an exponent */
-      {"2e12 / P", 200000000000},
-      {"P (the elements) * g (bytes (each))", 20}, /* notes, nested */
-      {"0 (nothing)", 0},
+      {TEST_T_LEFT_TO_RIGHT, 8},           /* P / N * g: ceil(10/3) * 2 */
+      {TEST_T_CEILING, 7},                 /* P * g / N: ceil(20/3) */
+      {TEST_T_PRECEDENCE, 16},             /* P + N * g */
+      {TEST_T_GROUPING, 26},               /* (P + N) * g */
+      {TEST_T_FLOOR_ZERO, 0},              /* N - P: never below zero */
+      {TEST_T_FUNCTIONS, 14},              /* max(P, N * 4) + min(P, g) */
+      {TEST_T_POWERS, 18},                 /* N^2 * g */
+      {TEST_T_REAL_INPUT, 3},              /* P * f: 2.5 rounded to nearest */
+      {TEST_T_REAL_LITERAL, 1},            /* P * 0.05: 0.5 rounds up */
+      {TEST_T_REALS_FIRST, 2},             /* f * f * P * g: (0.0625 * 10 -> 1) * 2 */
+      {TEST_T_EXPONENT, 500000000},        /* 5e8 */
+      {TEST_T_EXPONENT_DIV, 200000000000}, /* 2e12 / P */
+      {TEST_T_NOTES, 20},                  /* notes, nested */
+      {TEST_T_ZERO, 0},                    /* 0 (nothing) */
+      {TEST_T_LONG_ONE, 20 * 30 + 78},     /* 20 products and 12 literals */
   };
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     bool ok;
-    uint64_t got = eval(good[i].f, &ok);
-    printf("  %-40s = %llu\n", good[i].f, (unsigned long long)got);
+    uint64_t got = eval(good[i].t, &grammar_in, &ok);
+    printf("  %-40s = %llu\n", test_terms[good[i].t].formula, (unsigned long long)got);
     assert_true(ok);
     assert_int_equal(got, good[i].want);
   }
-  /* not a formula, an unknown name, a real result, an overflow */
-  static const char *const bad[] = {"P *", "P + q",  "f",  "P * f * f + f", "big * g",
-                                    "P g", "max(P)", "(P", "P (unclosed"};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+  /* an overflow sets it and gives 0, never a wrapped number */
+  static const enum test_term over[] = {TEST_T_OVERFLOW, TEST_T_OVERFLOW_ADD,
+                                        TEST_T_OVERFLOW_POWER};
+  for (size_t i = 0; i < sizeof over / sizeof over[0]; i++) {
     bool ok;
-    eval(bad[i], &ok);
-    printf("  refused: %s\n", bad[i]);
+    uint64_t got = eval(over[i], &grammar_in, &ok);
+    printf("  overflows: %s (%llu)\n", test_terms[over[i]].formula, (unsigned long long)got);
     assert_false(ok);
   }
-  /* three times the longest formula of the bill (43 operations, 4
-   * literals) is evaluated whole, and a program the same text gives twice
-   * (compiled once, cached) gives the same */
-  static const char long_one[] =
-      "P*N + P*N + P*N + P*N + P*N + P*N + P*N + P*N + P*N + P*N + P*N + P*N + P*N + P*N + "
-      "P*N + P*N + P*N + P*N + P*N + P*N + 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11 + 12";
-  for (int k = 0; k < 2; k++) {
-    bool ok;
-    assert_int_equal(eval(long_one, &ok), 20 * 30 + 78);
-    assert_true(ok);
+  /* a factor that is not a number, and a struct of another group */
+  struct test_in_grammar nan_in = grammar_in;
+  nan_in.f = NAN;
+  bool ok;
+  assert_int_equal(eval(TEST_T_REAL_INPUT, &nan_in, &ok), 0);
+  assert_false(ok);
+  struct vl__ck ck = {false};
+  assert_int_equal(
+      vl__term_value(&ck, &test_terms[TEST_T_CEILING], TEST_G_GRAMMAR + 1, &grammar_in), 0);
+  assert_true(ck.overflow);
+}
+
+/* a term shows the inputs its formula names, in its group's order */
+static void record(void **state) {
+  (void)state;
+  struct vl_bill *b = calloc(1, sizeof *b);
+  assert_non_null(b);
+  struct vl__ck ck = {false};
+  assert_int_equal(test_note_grammar(b, &ck, TEST_T_REALS_FIRST, &grammar_in), 2);
+  assert_int_equal(test_note_grammar(b, &ck, TEST_T_ZERO, &grammar_in), 0);
+  assert_false(ck.overflow);
+  assert_int_equal(b->n_terms, 2);
+  const struct vl_term *t = &b->terms[0];
+  assert_string_equal(t->formula, "f * f * P * g");
+  assert_string_equal(t->name, "reals multiplied first");
+  assert_int_equal(t->line, VL_LINE_TRANSIENT);
+  assert_false(t->detail);
+  assert_int_equal(t->bytes, 2);
+  assert_int_equal(t->n_in, 3);
+  assert_string_equal(t->in[0].name, "P");
+  assert_int_equal(t->in[0].whole, 10);
+  assert_string_equal(t->in[1].name, "g");
+  assert_string_equal(t->in[1].unit, "bytes");
+  assert_string_equal(t->in[2].name, "f");
+  assert_true(t->in[2].real);
+  assert_true(t->in[2].value == 0.25);
+  assert_true(b->terms[1].detail);
+  assert_int_equal(b->terms[1].n_in, 0);
+  free(b);
+}
+
+/* what the generator refuses at build time: not a formula, an unknown
+ * name, a real result or a real where a whole number is needed, a literal
+ * that overflows */
+static void refused(void **state) {
+  (void)state;
+  static const char *const bad[] = {
+      "P *", "P + q",       "f",   "P * f * f + f", "P g",       "max(P)",
+      "(P",  "P (unclosed", "f^2", "P / f",         "max(f, P)", "P * 99999999999999999999",
+      "P^9", "P * 1.5e3",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *argv[] = {(char *)VL_TERMS_GEN, (char *)"check", (char *)"grammar", (char *)bad[i], NULL};
+    pid_t pid;
+    int st;
+    assert_int_equal(posix_spawn(&pid, VL_TERMS_GEN, NULL, NULL, argv, environ), 0);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    printf("  refused: %s\n", bad[i]);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
   }
+  char *argv[] = {(char *)VL_TERMS_GEN, (char *)"check", (char *)"grammar", (char *)"P / N * g",
+                  NULL};
+  pid_t pid;
+  int st;
+  assert_int_equal(posix_spawn(&pid, VL_TERMS_GEN, NULL, NULL, argv, environ), 0);
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 /* ---- every term of every bundled model ---- */
@@ -486,6 +547,8 @@ static void every_term_is_its_formula(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(grammar),
+      cmocka_unit_test(record),
+      cmocka_unit_test(refused),
       cmocka_unit_test(every_term_is_its_formula),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
