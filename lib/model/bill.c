@@ -385,19 +385,22 @@ static void stage_states(struct train_stage *ts) {
   /* buffers that go to the GPU with the model (GPT-BigCode's mask) sit
    * beside the weights, unsharded */
   const bool buf = ts->arch->buffer_bytes > 0;
-  const struct vl__in_parameters w = {ts->st.weight_bytes, ts->tr, ts->w_shard,
-                                      ts->arch->buffer_bytes};
+  const struct vl__in_parameters w = {.weights = ts->st.weight_bytes,
+                                      .P_train = ts->tr,
+                                      .shard = ts->w_shard,
+                                      .buffers = ts->arch->buffer_bytes};
   const enum vl__term w_term = job->lora_rank
                                    ? (buf ? VL__T_PARAMETERS_LORA_BUFFERS : VL__T_PARAMETERS_LORA)
                                    : (buf ? VL__T_PARAMETERS_BUFFERS : VL__T_PARAMETERS);
   /* mixed precision: 2 + 2 + 4 master; ZeRO-1 shards the master copy */
-  const struct vl__in_master m = {ts->tr, opt_shard};
+  const struct vl__in_master m = {.P_train = ts->tr, .shard = opt_shard};
   /* DeepSpeed keeps an fp32 gradient partition for the optimizer. ZeRO-3
    * reduce-scatters half gradients straight into it: 18 B/param over N in
    * all (estimate_zero3_model_states_mem_needs); ZeRO-2 keeps a half
    * partition too (2P + 18P/N) */
   const bool ds_part = ts->ds && ts->mixed;
-  const struct vl__in_gradients g = {ts->tr, grad_shard, ts->gb, ts->dp};
+  const struct vl__in_gradients g = {
+      .P_train = ts->tr, .shard = grad_shard, .g = ts->gb, .N = ts->dp};
   const enum vl__term g_term =
       ds_part  ? (job->zero >= 3 ? VL__T_GRADIENTS_DS_ZERO3 : VL__T_GRADIENTS_DS)
       : ts->mg ? VL__T_GRADIENTS_MEGATRON
