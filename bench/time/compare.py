@@ -11,6 +11,9 @@ used before (6ND, 4ND with LoRA, +2ND recomputed, over the card's dense
 16-bit peak x 0.40) beside it."""
 import json, os, statistics, subprocess, sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from raw import text_of  # noqa: E402  a results file, or its line of its folder's raw.jsonl
+
 def vision(model):
     """a ViT's or a CNN's config: its side is --image-size, not --seq"""
     path = model if model.endswith(".json") else os.path.join("data", "models", model + ".json")
@@ -44,7 +47,7 @@ def main():
     exe, card, files = args[0], args[1], args[2:]
     rows = []
     for path in files:
-        d = json.load(open(path))
+        d = json.loads(text_of(path))
         for r in d["runs"]:
             m = r.get("measured") or {}
             meas = m.get("step_median_s") or m.get("step_s")

@@ -40,7 +40,7 @@ import json, sys
 
 # a latency-bound kernel's device time, what the smallest measured shape is
 # left with (seconds): the order of a launch's device-side latency on
-# Hopper; the shortest kernels of bench/results/step-time/profile/ average
+# Hopper; the shortest kernels of bench/results/step-time/raw.jsonl:profile/ average
 # 4.4 us (small copies). From 2 to 5 us the suite's median error moves by
 # under 0.3 points (bench/results/step-time/README.md)
 KERNEL_MIN_S = 3e-6

@@ -6,11 +6,14 @@ hide the host) against the ops `vramledger estimate` counts for them
 pairwise slopes; robust to the odd model whose Python costs more).
 
   python3 bench/time/host_fit.py VRAMLEDGER HOST.json"""
-import json, statistics, subprocess, sys
+import json, os, statistics, subprocess, sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from raw import text_of  # noqa: E402  a results file, or its line of its folder's raw.jsonl
 
 exe, path = sys.argv[1], sys.argv[2]
 ratios, xs, ys = [], [], []
-for r in json.load(open(path))["runs"]:
+for r in json.loads(text_of(path))["runs"]:
     m = (r.get("measured") or {}).get("step_median_s")
     if not m:
         continue

@@ -28,6 +28,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 measure = os.path.join(here, "..", "..", "python", "vramledger", "measure.py")
 sys.path.insert(0, here)
 from compare import flags as estimate_flags  # noqa: E402  (estimate's flags, as compare.py gives them)
+from compare import text_of  # noqa: E402  a results file, or its line of its folder's raw.jsonl
 FIELDS = ("model", "precision", "optimizer", "optimizer_impl", "attention", "checkpointing", "batch", "seq",
           "grad_accum", "lora", "lora_targets", "target_seq", "image_size")
 
@@ -75,7 +76,7 @@ def main():
     rows = []
     raw = open(opts["raw"], "a") if "raw" in opts else None
     for path in files:
-        for r in json.load(open(path))["runs"]:
+        for r in json.loads(text_of(path))["runs"]:
             m = (r.get("measured") or {})
             meas = m.get("step_median_s") or m.get("step_s")
             if names is not None and r["name"] not in names:

@@ -12,6 +12,9 @@ with the rest, then without (kernels only), for the two lines.
 (TRACES_DIR: bench/time/trace_compare.py --traces of the same runs)"""
 import json, os, statistics, subprocess, sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from raw import text_of  # noqa: E402  a results file, or its line of its folder's raw.jsonl
+
 exe, path, traces = sys.argv[1:4]
 RECOMPUTE_HOST = 15.9 / 8.6
 
@@ -24,7 +27,7 @@ def theil_sen(xs, ys):
 
 
 xs, ks, ys = [], [], []
-for r in json.load(open(path))["runs"]:
+for r in json.loads(text_of(path))["runs"]:
     m = (r.get("measured") or {}).get("step_median_s")
     t = os.path.join(traces, r["name"] + ".trace")
     if not m or not os.path.exists(t):

@@ -112,7 +112,7 @@ static double gemm_s(const struct vl_time_card *c, const struct vl_op *op) {
   /* a 16-bit GEMM whose leading dimensions are not multiples of 8
    * elements (16 bytes) cannot take cuBLAS's aligned tensor-core kernels:
    * GPT-2's 50,257-token head runs at a sixth of its aligned twin
-   * (bench/results/step-time/align/, F.linear without a bias). Applied
+   * (bench/results/step-time/raw.jsonl:align/, F.linear without a bias). Applied
    * where it was measured, the GEMMs outside the layers without a bias
    * (unaligned_ok): the heads of BERT-like models, with a bias and
    * 30,522 tokens, show no such loss in their measured steps */
@@ -755,7 +755,7 @@ void vl_time_passes(struct vl_step_time *t, const struct vl_time_pass *fwd,
    * saved-tensor hooks and its Python run around it (torch/utils/
    * checkpoint.py, non-reentrant). Profiled on the H100, BERT-large under
    * AMP, host-bound: 8.6 us an aten call without checkpointing, 15.9 us an
-   * added call with it (bench/results/step-time/profile/profile-ckpt.json) */
+   * added call with it (bench/results/step-time/raw.jsonl:profile/profile-ckpt.json) */
   r.host *= RECOMPUTE_HOST;
   double fg = seg_gpu(fwd), bg = seg_gpu(bwd), rg = seg_gpu(&r);
   t->forward_s = times * fmax(fg, fwd->host);

@@ -14,7 +14,7 @@
 #include "vramledger/steptime.h"
 
 /* host seconds a traced ATen op costs: the tiny models' measured steps on
- * the H200 (bench/results/step-time/h200/host/host.json, 21 runs, all
+ * the H200 (bench/results/step-time/raw.jsonl:h200/host/host.json, 21 runs, all
  * host) against the ops the tracer counted for the same jobs, Theil-Sen
  * (bench/time/trace_host_fit.py; bench/results/step-time/trace/
  * host-fit.txt): 16.7 us an op, 2.1 ms a step (estimate's fit: 2.65 ms,

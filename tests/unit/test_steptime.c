@@ -176,7 +176,7 @@ static void unaligned_head(void **state) {
   a.vocab = 50256;
   assert_int_equal(vl_step_time(&a, &j, g, &even, NULL), VL_OK);
   /* the head's three GEMMs: at most 143 TFLOP/s unaligned, 600 or more
-   * aligned (bench/results/step-time/align/) */
+   * aligned (bench/results/step-time/raw.jsonl:align/) */
   double head = 3 * 2.0 * 8 * 1024 * 768 * 50257.0;
   printf("  gpt2 matmuls: vocab 50257 %.4f s, 50256 %.4f s\n", odd.kind_s[VL_TK_MATMUL],
          even.kind_s[VL_TK_MATMUL]);
