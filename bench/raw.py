@@ -139,7 +139,7 @@ def archived(folder):
 
 def unpack(folder, dest, everything=False):
     head, entries = read(folder)
-    if head is None:
+    if head is None and not everything:
         raise SystemExit("raw.py: %s has no raw.jsonl" % folder)
     for e in entries:
         p = os.path.join(dest, e["file"])

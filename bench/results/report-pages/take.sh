@@ -1,7 +1,8 @@
 #!/bin/sh
 # The screenshots of this folder: each page at 1400 and 760 pixels wide in
 # headless Chromium (a 6000-pixel window), cut 24 pixels under the page's
-# last non-white row, 256 colours (crop.py). Run from the repository's root, so the
+# last non-white row, 256 colours (crop.py); the 760-pixel ones are committed
+# to git only (bench/ARCHIVE.md). Run from the repository's root, so the
 # pages name their records by relative paths.
 # usage: sh bench/results/report-pages/take.sh BUILD/vramledger
 set -eu
