@@ -29,6 +29,7 @@ measure = os.path.join(here, "..", "..", "python", "vramledger", "measure.py")
 sys.path.insert(0, here)
 from compare import flags as estimate_flags  # noqa: E402  (estimate's flags, as compare.py gives them)
 from compare import text_of  # noqa: E402  a results file, or its line of its folder's raw.jsonl
+from host_fit import write_configs  # noqa: E402  the tiny models' configs (bench/configs/host.jsonl)
 FIELDS = ("model", "precision", "optimizer", "optimizer_impl", "attention", "checkpointing", "batch", "seq",
           "grad_accum", "lora", "lora_targets", "target_seq", "image_size")
 
@@ -73,6 +74,7 @@ def estimated(r):
 
 
 def main():
+    write_configs()
     rows = []
     raw = open(opts["raw"], "a") if "raw" in opts else None
     for path in files:
