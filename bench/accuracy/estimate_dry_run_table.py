@@ -3,7 +3,7 @@
 bench/configs/estimate-dry-run.txt, the peaks of DIR/NAME.json (the
 estimate's JSON, its "dry_run" object; an automatic dry run for a model
 type the formula does not describe) beside the peak the H200 measured for
-the same job: DIR/NAME.measured.json when bench/gpu/estimate-dry-run.sh
+the same job: DIR/NAME.measured.json when bench/gpu/run.sh estimate-dry-run
 measured it, else measure.py's records (bench/accuracy/dry_run_table.py's lists).
 Prints a Markdown table and a summary; --json writes the rows.
 

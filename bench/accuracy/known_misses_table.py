@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The estimator's known misses against the H200: for each entry of
 bench/configs/known-misses.json, the measured peaks (DIR/NAME.measured.json,
-bench/gpu/known-misses.sh; the committed ones in data/reference/h200-torch-2.11/), the dry run's (DIR/NAME.dry.json, `vramledger
+bench/gpu/run.sh known-misses; the committed ones in data/reference/h200-torch-2.11/), the dry run's (DIR/NAME.dry.json, `vramledger
 trace` on meta or CPU) and the formula's (`vramledger estimate`, run now
 with VL). Prints a Markdown table.
   python3 bench/accuracy/known_misses_table.py DIR [--vl build/vramledger]"""

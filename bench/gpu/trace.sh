@@ -1,5 +1,9 @@
 #!/bin/bash
-# Does the allocator model replay the allocator's own history exactly, and how close is a CPU dry run to the GPU?
+# The allocator model's question (bench/results/trace/): its suites.
+# bench/gpu/run.sh SUITE [ARGS] runs suite_SUITE below (VL_SUITE names it;
+# without it, suite_trace).
+#
+# suite trace: Does the allocator model replay the allocator's own history exactly, and how close is a CPU dry run to the GPU?
 #   bench/gpu/run.sh trace
 # GPU evidence for the allocation replay and a real `vramledger
 # sweep` of two models, on the H200, in one device call.
@@ -14,6 +18,25 @@
 # Meanwhile two sweeps run (GPT-2 eager, Llama-shaped SDPA; 12 points each).
 # Writes $OUT/summary.jsonl (one line per configuration), $OUT/env.txt,
 # $OUT/details.tar.xz (every JSON, log and history trace), $OUT/sweeps.tar.xz.
+#
+# suite trace-meta: How close is a dry run on meta tensors to the H200, and how long does a 70B shape take?
+#   bench/gpu/run.sh trace-meta
+# Evidence for dry runs on meta tensors: the configurations of
+# bench/gpu/trace.sh that meta can run (no autocast on meta), traced with
+# the job on meta tensors; compared with the H200 measurements of
+# bench/results/trace/ (same script, same versions). And
+# Llama-2-70B's shape, bf16, on meta: what no CPU could hold. Needs
+# build-rel/ (carry). Writes $OUT/meta.jsonl and $OUT/meta.tar.xz.
+#
+# suite trace-batch: How close is a dry run at one micro-batch replayed at others (`trace --batch`) to the H200?
+#   bench/gpu/run.sh trace-batch
+# GPU evidence for `vramledger trace --batch`: a CPU dry run at
+# one micro-batch, replayed at others, against the same job measured on the
+# H200 at those batches. Needs build-rel/ (carry). Writes $OUT/batch.jsonl
+# (one line per configuration: the dry run's replays and the GPU's
+# max_memory_allocated/reserved at each batch) and $OUT/batch.tar.xz.
+
+suite_trace() {
 set -u
 . bench/gpu/env.sh
 export PYTHONPATH=$PWD/python
@@ -114,3 +137,105 @@ PY
 cd $W && tar cJf "$o/details.tar.xz" --exclude='sweep-*' --exclude='record.jsonl' . 2>/dev/null
 tar cJf "$o/sweeps.tar.xz" sweep-* 2>/dev/null
 ls -la "$o"
+}
+
+suite_trace_meta() {
+set -u
+. bench/gpu/env.sh
+export PYTHONPATH=$PWD/python CUDA_VISIBLE_DEVICES=
+W=/tmp/wm
+rm -rf $W; mkdir -p $W
+CONFIGS=${META_CONFIGS:-"gpt2-fp32|--model gpt2 --precision fp32
+gpt2-bf16|--model gpt2 --precision bf16
+gpt2-fp32-sgd|--model gpt2 --precision fp32 --opt sgd --batch 8
+gpt2-fp32-loop|--model gpt2 --precision fp32 --opt adamw-loop
+llama-fp32|--model llama --precision fp32 --batch 2
+llama-bf16-ckpt|--model llama --precision bf16 --ckpt --seq 512
+bert-fp32-adam|--model bert --precision fp32 --opt adam
+mlp-fp32|--model mlp --precision fp32 --batch 256
+mlp-bf16-ckpt|--model mlp --precision bf16 --ckpt --batch 512
+llama70b-bf16-ckpt|--model llama70b --precision bf16 --ckpt --batch 1 --seq 4096"}
+n=0
+while IFS='|' read -r name args; do
+  if [ $n -ge 5 ]; then wait -n; n=$((n - 1)); fi
+  ( s=$(date +%s.%N)
+    OMP_NUM_THREADS=2 timeout 300 $vl trace --out $W/$name --format json ${META_GPU:---gpu h200} -- \
+        python3 bench/gpu/jobs/trace_job.py --device meta --steps 2 $args > $W/$name.json 2> $W/$name.log
+    echo "$s $(date +%s.%N)" > $W/$name.time ) &
+  n=$((n + 1))
+done <<< "$CONFIGS"
+wait
+python3 - "$W" "$CONFIGS" > $o/meta.jsonl <<'PY'
+import json, sys
+W, configs = sys.argv[1], sys.argv[2]
+for line in configs.splitlines():
+    name, args = line.split("|")
+    try:
+        r = json.loads(open("%s/%s.json" % (W, name)).read())
+    except Exception as e:
+        r = {"error": str(e)}
+    t0, t1 = (float(x) for x in open("%s/%s.time" % (W, name)).read().split())
+    print(json.dumps({"name": name, "args": args, "seconds": round(t1 - t0, 1), "trace": r}))
+PY
+cd $W && for d in */; do xz -T2 $d/alloc.trace 2>/dev/null; rm -f $d/record.jsonl; done
+tar cJf $o/meta.tar.xz . 2>/dev/null
+ls -la $o
+}
+
+suite_trace_batch() {
+set -u
+. bench/gpu/env.sh
+export PYTHONPATH=$PWD/python
+W=/tmp/wb
+rm -rf $W; mkdir -p $W
+# NAME|BATCHES (the first is traced)|ARGS
+CONFIGS="gpt2-amp|3,6,12|--model gpt2 --precision amp-bf16 --seq 200
+gpt2-amp-eager|3,6,12|--model gpt2 --precision amp-bf16 --attn eager --seq 200
+gpt2-fp32-sgd|3,6,12|--model gpt2 --precision fp32 --opt sgd --seq 200
+llama-amp|3,6,12|--model llama --precision amp-bf16 --seq 200
+bert-fp32-adam|3,6,12|--model bert --precision fp32 --opt adam --seq 200
+mlp-fp32|33,66,132|--model mlp --precision fp32
+mlp-amp-ckpt|33,66,132|--model mlp --precision amp-bf16 --ckpt"
+(
+  while IFS='|' read -r name batches args; do
+    for b in ${batches//,/ }; do
+      python3 bench/gpu/jobs/trace_job.py --device cuda --steps 2 --batch $b $args 2>/dev/null | tail -1 > $W/$name-gpu-$b.json
+    done
+  done <<< "$CONFIGS"
+  touch $W/gpu.done
+) &
+(
+  n=0
+  while IFS='|' read -r name batches args; do
+    first=${batches%%,*} rest=${batches#*,}
+    if [ $n -ge 4 ]; then wait -n; n=$((n - 1)); fi
+    CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=4 $vl trace --out $W/$name-cpu --format json --batch $rest -- \
+        python3 bench/gpu/jobs/trace_job.py --device cpu --steps 2 --batch $first $args > $W/$name-cpu.json 2> $W/$name-cpu.log &
+    n=$((n + 1))
+  done <<< "$CONFIGS"
+  wait
+  touch $W/cpu.done
+) &
+t=0
+while [ $t -lt ${LIMIT:-400} ] && ! { [ -f $W/gpu.done ] && [ -f $W/cpu.done ]; }; do sleep 5; t=$((t + 5)); done
+echo "waited $t s" > $o/env.txt
+python3 - "$W" "$CONFIGS" > $o/batch.jsonl <<'PY'
+import json, sys
+W, configs = sys.argv[1], sys.argv[2]
+def load(p):
+    try:
+        return json.loads(open(p).read())
+    except Exception as e:
+        return {"error": str(e)}
+for line in configs.splitlines():
+    name, batches, args = line.split("|")
+    gpu = {b: load("%s/%s-gpu-%s.json" % (W, name, b)) for b in batches.split(",")}
+    print(json.dumps({"name": name, "args": args, "gpu": gpu, "cpu": load("%s/%s-cpu.json" % (W, name))}))
+PY
+cd $W && for d in *-cpu; do xz -T2 $d/alloc.trace 2>/dev/null; rm -f $d/record.jsonl; done
+tar cJf $o/batch.tar.xz . 2>/dev/null
+ls -la $o
+}
+
+suite=${VL_SUITE:-trace}
+"suite_${suite//-/_}" "$@"
