@@ -11,7 +11,26 @@ made when the traces were at hand). Prints a Markdown
 table and a summary; --json writes the rows.
 
   python3 bench/accuracy/dry_run_table.py DIR [--vl build/vramledger] [--measured FILE] [--json OUT]
+
+By its first argument, also:
+
+  estimate: `vramledger estimate --dry-run` against the H200: for each entry
+    of bench/configs/estimate-dry-run.txt, the peaks of DIR/NAME.json (the
+    estimate's JSON, its "dry_run" object; an automatic dry run for a model
+    type the formula does not describe) beside the peak the H200 measured for
+    the same job: DIR/NAME.measured.json when bench/gpu/run.sh
+    estimate-dry-run measured it, else measure.py's records
+    (bench/accuracy/dry_run_table.py's lists). Prints a Markdown table and a
+    summary; --json writes the rows.
+  known-misses: The estimator's known misses against the H200: for each entry
+    of bench/configs/known-misses.json, the measured peaks
+    (DIR/NAME.measured.json, bench/gpu/run.sh known-misses; the committed ones
+    in data/reference/h200-torch-2.11/), the dry run's (DIR/NAME.dry.json,
+    `vramledger trace` on meta or CPU) and the formula's (`vramledger
+    estimate`, run now with VL). Prints a Markdown table. python3
+    bench/accuracy/dry_run_table.py known-misses DIR [--vl build/vramledger]
 """
+import sys
 import argparse
 import json
 import os
@@ -120,5 +139,135 @@ def main():
             json.dump(rows, g, indent=1)
 
 
+def mode_estimate():
+    """`vramledger estimate --dry-run` against the H200: for each entry of
+    bench/configs/estimate-dry-run.txt, the peaks of DIR/NAME.json (the
+    estimate's JSON, its "dry_run" object; an automatic dry run for a model
+    type the formula does not describe) beside the peak the H200 measured for
+    the same job: DIR/NAME.measured.json when bench/gpu/run.sh estimate-dry-run
+    measured it, else measure.py's records (bench/accuracy/dry_run_table.py's lists).
+    Prints a Markdown table and a summary; --json writes the rows.
+
+      python3 bench/accuracy/dry_run_table.py estimate DIR [--json OUT]"""
+
+    from dry_run_table import OTHER, ROOT, measured, pct
+
+
+    def entries():
+        for line in open(os.path.join(ROOT, "bench", "configs", "estimate-dry-run.txt")):
+            if line.strip() and not line.startswith("#"):
+                yield line.split()[0]
+
+
+    def row(d, name, known):
+        r = {"name": name}
+        try:
+            est = json.load(open(os.path.join(d, name + ".json")))
+        except (OSError, ValueError) as ex:
+            return dict(r, error="no estimate: %s" % ex)
+        m = os.path.join(d, name + ".measured.json")
+        if os.path.exists(m):
+            run = json.load(open(m))["runs"][0]
+            meas = run.get("measured") if not run.get("error") else None
+        else:
+            meas = known.get(name)
+        dr = est.get("dry_run") or {}
+        r.update(automatic=dr.get("automatic"), approximate=est.get("approximate"), seconds=dr.get("seconds"),
+                 dry_alloc=dr.get("peak_allocated_bytes"), dry_reserved=dr.get("peak_reserved_bytes"),
+                 formula_alloc=est.get("peak_allocated_bytes"))
+        if not meas:
+            return dict(r, error="no measurement")
+        r.update(measured_alloc=meas["peak_allocated"], measured_reserved=meas["peak_reserved"],
+                 err_alloc=pct(r["dry_alloc"], meas["peak_allocated"]),
+                 err_reserved=pct(r["dry_reserved"], meas["peak_reserved"]),
+                 err_formula=pct(r["formula_alloc"], meas["peak_allocated"]))
+        return r
+
+
+    def main():
+        ap = argparse.ArgumentParser()
+        ap.add_argument("dir")
+        ap.add_argument("--json")
+        a = ap.parse_args()
+        known = measured(OTHER)
+        rows = [row(a.dir, n, known) for n in entries()]
+        print("| entry | how | measured alloc GiB | dry run GiB | error | reserved error | formula error | seconds |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        g = 2.0 ** 30
+        for r in rows:
+            if r.get("error"):
+                print("| %s | %s | | | | | | |" % (r["name"], r["error"]))
+                continue
+            how = "automatic (type not described)" if r["automatic"] else "--dry-run"
+            print("| %s | %s | %.2f | %.2f | %+.1f %% | %+.1f %% | %+.1f %% | %.0f |" % (
+                r["name"], how, r["measured_alloc"] / g, r["dry_alloc"] / g, r["err_alloc"], r["err_reserved"],
+                r["err_formula"], r["seconds"]))
+        ok = [r for r in rows if not r.get("error")]
+        errs = [abs(r["err_alloc"]) for r in ok]
+        print("\n%d of %d entries ran; peak allocated |error| median %.1f %%, worst %.1f %%; peak reserved worst %.1f %%"
+              % (len(ok), len(rows), statistics.median(errs) if errs else 0, max(errs, default=0),
+                 max((abs(r["err_reserved"]) for r in ok), default=0)))
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(rows, f, indent=1)
+                f.write("\n")
+
+
+    if __name__ == "__main__":
+        main()
+
+
+def mode_known_misses():
+    """The estimator's known misses against the H200: for each entry of
+    bench/configs/known-misses.json, the measured peaks (DIR/NAME.measured.json,
+    bench/gpu/run.sh known-misses; the committed ones in data/reference/h200-torch-2.11/), the dry run's (DIR/NAME.dry.json, `vramledger
+    trace` on meta or CPU) and the formula's (`vramledger estimate`, run now
+    with VL). Prints a Markdown table.
+      python3 bench/accuracy/dry_run_table.py known-misses DIR [--vl build/vramledger]"""
+
+    from dry_run_table import OTHER, ROOT, measured, pct
+
+    G = float(1 << 30)
+
+
+    def flags(c):
+        a = ["--model", c["model"], "--batch", str(c["batch"]), "--seq", str(c["seq"]), "--precision",
+             c["precision"], "--attention", c["attention"]]
+        if c["task"] == "infer":
+            return a + ["--task", "infer", "--new-tokens", str(c["new_tokens"])]
+        return a + ["--optimizer", c["optimizer"], "--optimizer-impl", c["optimizer_impl"], "--checkpointing",
+                    c["checkpointing"]]
+
+
+    def main():
+        ap = argparse.ArgumentParser()
+        ap.add_argument("dir")
+        ap.add_argument("--vl", default=os.path.join(ROOT, "build", "vramledger"))
+        a = ap.parse_args()
+        print("| entry | measured alloc / reserved GiB | dry run alloc, reserved | formula alloc, reserved |")
+        print("|---|---:|---:|---:|")
+        committed = measured(OTHER)
+        for c in json.load(open(os.path.join(ROOT, "bench", "configs", "known-misses.json"))):
+            n = c["name"]
+            mp = os.path.join(a.dir, n + ".measured.json")
+            m = json.load(open(mp))["runs"][0]["measured"] if os.path.exists(mp) else committed[n]
+            r = json.load(open(os.path.join(a.dir, n + ".dry.json")))["replays"][0]
+            e = json.loads(subprocess.run([a.vl, "estimate"] + flags(c) + ["--format", "json"],
+                                          capture_output=True, text=True).stdout)
+            ma, mr = m["peak_allocated"], m["peak_reserved"]
+            print("| %s | %.2f / %.2f | %+.1f %%, %+.1f %% | %+.1f %%, %+.1f %% |" % (
+                n, ma / G, mr / G, pct(r["peak_allocated_bytes"], ma), pct(r["peak_reserved_bytes"], mr),
+                pct(e["peak_allocated_bytes"], ma), pct(e["peak_reserved_bytes"], mr)))
+
+
+    if __name__ == "__main__":
+        main()
+
+
+MODES = {"estimate": mode_estimate, "known-misses": mode_known_misses}
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] in MODES:
+        MODES[sys.argv.pop(1)]()
+        sys.exit(0)
     main()

@@ -37,7 +37,7 @@
 # The estimator's known misses, measured on the H200 and dry-run on its
 # CPUs: each entry of bench/configs/known-misses.json measured by measure.py
 # (GPU) and traced by `vramledger trace` on meta (or CPU for autocast), for
-# bench/accuracy/known_misses_table.py. Writes OUT/known-misses/.
+# bench/accuracy/dry_run_table.py known-misses. Writes OUT/known-misses/.
 
 suite_dry_run() {
 set -u
