@@ -8,7 +8,13 @@ files (step_median_s where the run timed several steps, else step_s).
 Prints one row a run and the summary (median and worst |error|, how many
 within 10 % and 25 %), and the same for the constant-MFU rule the planner
 used before (6ND, 4ND with LoRA, +2ND recomputed, over the card's dense
-16-bit peak x 0.40) beside it."""
+16-bit peak x 0.40) beside it.
+
+By its first argument, also:
+
+  readme: Regenerate the tables of bench/results/step-time/README.md (the
+    summary rows and the per-run tables) from compare.py's output.
+"""
 import json, os, statistics, subprocess, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -97,5 +103,60 @@ def main():
         print(summary("constant MFU 0.40", olds))
 
 
+# the result files of 231 H200 training runs measured before the step-time
+# model existed (single step after two warm-ups): the summary's "earlier" row
+EARLIER_H200 = [
+    "data/reference/h200-torch-2.11/unseen-measured.json",
+    "data/reference/h200-torch-2.11/other-measured.json",
+    "data/reference/h200-torch-2.11/calibration.json",
+    "data/reference/h200-torch-2.11/types-measured.json",
+    "data/reference/h200-torch-2.11/types-unseen-measured.json",
+]
+
+
+def mode_readme():
+    """Regenerate the tables of bench/results/step-time/README.md (the summary
+    rows and the per-run tables) from compare.py's output.
+
+      python3 bench/time/compare.py readme VRAMLEDGER"""
+    import re, subprocess, sys
+
+    exe = sys.argv[1]
+    here = "bench/results/step-time/"
+
+
+    def run(card, *files, md=True):
+        return subprocess.run([sys.executable, "bench/time/compare.py", exe, card, *files] + (["--md"] if md else []),
+                              capture_output=True, text=True, check=True).stdout
+
+
+    h100 = run("h100-80gb", here + "h100-a/steps.json")
+    h200 = run("h200", here + "h200/steps.json")
+    earlier = run("h200", *EARLIER_H200, md=False)
+    rows = []
+    for card, t, setname in (("H100", h100, "time.jsonl"), ("H200", h200, "time.jsonl"), ("H200", earlier, "earlier")):
+        n = re.search(r"(\d+) runs on", t).group(1)
+        a = re.search(r"priced kernel by kernel: \|error\| median ([\d.]+) %, worst ([\d.]+) %; (\d+)/\d+ within 10 %, "
+                      r"(\d+)/\d+ within 25 %", t)
+        b = re.search(r"constant MFU 0.40: \|error\| median ([\d.]+) %, worst ([\d.]+) %", t)
+        rows.append("| %s | %s | %s | %s %% | %s %% | %s | %s | %s %%, %s %% |" % (setname, card, n, *a.groups(), *b.groups()))
+        print(rows[-1])
+    p = here + "README.md"
+    s = open(p).read()
+    head = "|---|---|---:|---:|---:|---:|---:|---|\n"
+    i = s.index(head) + len(head)
+    s = s[:i] + "\n".join(rows) + s[s.index("\n\n", i):]
+    k = s.index("## H100\n\n") + len("## H100\n\n")
+    s = s[:k] + h100[:h100.index("\n\n")] + s[s.index("\n\n## H200"):]
+    k = s.index("## H200\n\n") + len("## H200\n\n")
+    s = s[:k] + h200[:h200.index("\n\n")] + "\n"
+    open(p, "w").write(s)
+
+
+MODES = {"readme": mode_readme}
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] in MODES:
+        MODES[sys.argv.pop(1)]()
+        sys.exit(0)
     main()

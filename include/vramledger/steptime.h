@@ -183,7 +183,7 @@ vl_status vl_trace_step_time(const char *text, size_t len, const struct vl_gpu *
 
 /*! The host's seconds to dispatch one traced ATen op (a view included),
  * fitted on the same tiny models' steps as vl_time_host_op_s is for an op
- * estimate enumerates (bench/time/trace_host_fit.py). */
+ * estimate enumerates (bench/time/host_fit.py traces). */
 double vl_trace_host_op_s(void);
 
 #endif

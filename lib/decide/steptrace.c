@@ -16,7 +16,7 @@
 /* host seconds a traced ATen op costs: the tiny models' measured steps on
  * the H200 (bench/results/step-time/raw.jsonl:h200/host/host.json, 21 runs, all
  * host) against the ops the tracer counted for the same jobs, Theil-Sen
- * (bench/time/trace_host_fit.py; bench/results/step-time/trace/
+ * (bench/time/host_fit.py traces; bench/results/step-time/trace/
  * host-fit.txt): 16.7 us an op, 2.1 ms a step (estimate's fit: 2.65 ms,
  * VL_KT_HOST_STEP, used for both); median residual 12.6 %, worst 33.6 %.
  * Views and empty tensors are dispatched ops too: the line through the
