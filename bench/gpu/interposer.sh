@@ -11,7 +11,7 @@
 #
 # suite spike: Do the sampler (at 10 ms) and the interposer's peak both catch a 2 GiB allocation held for 50 ms?
 #   bench/gpu/run.sh spike
-# bench/gpu/jobs/spike.py under `vramledger run --interval-ms 10`; writes
+# bench/gpu/jobs/workloads.py spike under `vramledger run --interval-ms 10`; writes
 # $OUT/spike_report.json and spike_record.jsonl (bench/results/run-interposer/,
 # generate-reserve/part4/). Needs build-rel/ (carry).
 #
@@ -65,13 +65,13 @@ python3 -c "import torch;print('torch', torch.__version__, 'cuda', torch.version
 # 1. interposer live bytes vs torch.cuda.memory_reserved(), three allocators
 for conf in "" "expandable_segments:True" "backend:cudaMallocAsync"; do
   PYTORCH_CUDA_ALLOC_CONF=$conf $vl run --quiet --out "/tmp/rec-$(echo "$conf" | tr -c 'a-zA-Z' _)" -- \
-    python3 bench/gpu/jobs/interposer_check.py >> "$o/interposer.jsonl" 2>>"$o/errors.txt"
+    python3 bench/gpu/jobs/workloads.py interposer-check >> "$o/interposer.jsonl" 2>>"$o/errors.txt"
 done
 
 # 2. overhead on a GPT-2 training loop, interleaved, IP_REPS repeats each way
 for i in $(seq "${IP_REPS:-5}"); do
-  echo "{\"with\": false, \"r\": $(python3 bench/gpu/jobs/gpt2_loop.py 40 2>>"$o/errors.txt")}" >> "$o/overhead.jsonl"
-  echo "{\"with\": true, \"r\": $($vl run --quiet --out /tmp/ovh-$i -- python3 bench/gpu/jobs/gpt2_loop.py 40 2>>"$o/errors.txt")}" >> "$o/overhead.jsonl"
+  echo "{\"with\": false, \"r\": $(python3 bench/gpu/jobs/workloads.py gpt2-loop 40 2>>"$o/errors.txt")}" >> "$o/overhead.jsonl"
+  echo "{\"with\": true, \"r\": $($vl run --quiet --out /tmp/ovh-$i -- python3 bench/gpu/jobs/workloads.py gpt2-loop 40 2>>"$o/errors.txt")}" >> "$o/overhead.jsonl"
 done
 
 # 3. cudaMalloc/cudaFree pairs with and without the interposer
@@ -89,7 +89,7 @@ subprocess.run(sys.argv[1:])
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
 print('{\"user_s\": %.3f, \"sys_s\": %.3f, \"wall_s\": %.3f}' % (r.ru_utime, r.ru_stime, time.time() - t))
 " $vl run --quiet --interval-ms 10 --out /tmp/idle -- sleep 10 > "$o/sampler.json"
-$vl run --quiet --interval-ms 10 --out /tmp/spike -- python3 bench/gpu/jobs/spike.py
+$vl run --quiet --interval-ms 10 --out /tmp/spike -- python3 bench/gpu/jobs/workloads.py spike
 $vl report /tmp/spike --format json > "$o/spike_report.json"
 cp /tmp/spike/record.jsonl "$o/spike_record.jsonl"
 $vl report "/tmp/rec-_" --format json > "$o/interposer_default_report.json" 2>/dev/null
@@ -102,7 +102,7 @@ set -u
 mkdir -p "$o"
 record_env "$o/env-spike.txt"
 rm -rf /tmp/spike
-$vl run --quiet --interval-ms 10 --out /tmp/spike -- python3 bench/gpu/jobs/spike.py
+$vl run --quiet --interval-ms 10 --out /tmp/spike -- python3 bench/gpu/jobs/workloads.py spike
 $vl report /tmp/spike --format json > "$o/spike_report.json"
 cp /tmp/spike/record.jsonl "$o/spike_record.jsonl"
 }

@@ -8,7 +8,7 @@
 #   (bench/results/parallel-calibration/).
 # peaks: what is live at the peak (bench/gpu/jobs/job_common.py summary()) where the
 #   estimate missed, and the TP job under `vramledger run`.
-# nccl: the interposer under NCCL (bench/gpu/jobs/scatter_job.py and the TP
+# nccl: the interposer under NCCL (bench/gpu/jobs/workloads.py scatter and the TP
 #   job under `vramledger run`, with the probe), GPT-2 DDP three times with
 #   its live set at the peak (its peak differs between runs by one fp32 copy
 #   of the parameters), and with NGPU=4 or 8 the DDP/FSDP/TP jobs on all
@@ -79,7 +79,7 @@ if [ "$what" = nccl ]; then
   n=${NGPU:-2} ll=bench/configs/tinyllama-1.1b.json
   export PYTHONFAULTHANDLER=1
   rm -rf /tmp/r6 /tmp/peaks6; mkdir -p /tmp/r6 /tmp/peaks6
-  $vl run --quiet --out /tmp/r6/scatter -- $tr --nproc-per-node $n bench/gpu/jobs/scatter_job.py \
+  $vl run --quiet --out /tmp/r6/scatter -- $tr --nproc-per-node $n bench/gpu/jobs/workloads.py scatter \
       > "$o/scatter.txt" 2>&1; echo "rc $?" >> "$o/scatter.txt"
   $vl run --quiet --out /tmp/r6/tp -- $tr --nproc-per-node $n bench/gpu/jobs/tp_job.py --config $ll \
       2>>"$o/errors-nccl.txt" | grep '^{' | sed 's/"mode": "tp"/"mode": "tp-under-vl-run"/' >> "$o/runs6.jsonl"

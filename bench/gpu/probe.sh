@@ -10,11 +10,11 @@
 # first: the bill on HF models (every step sampled), results with and
 #   without the probe, torch.compile, DDP, an OOM with --snapshot.
 # bit-exact: what holds the bytes the categories do not name
-#   (bench/gpu/jobs/probe_unexplained.py), results bit-exact with and
+#   (bench/gpu/jobs/unnamed_blocks.py unexplained), results bit-exact with and
 #   without the probe, step-time overhead, interleaved runs.
 # bill: the bill of twelve configurations, an OOM with --snapshot, and the
 #   overhead, with the report and doctor of each run.
-# unnamed: the blocks the probe leaves unnamed (bench/gpu/jobs/probe_unnamed.py)
+# unnamed: the blocks the probe leaves unnamed (bench/gpu/jobs/unnamed_blocks.py unnamed)
 #   and the overhead again.
 # defaults: the bill with PyTorch's defaults (no deterministic algorithms).
 # Writes $OUT/jobs-NAME.jsonl (the jobs' own figures, one line per run, with
@@ -98,7 +98,7 @@ elif [ "$what" = defaults ]; then
   done
 elif [ "$what" = unnamed ]; then
   for m in "llama amp-bf16" "bert bf16" "gpt2 amp-bf16 ckpt"; do
-    python3 bench/gpu/jobs/probe_unnamed.py $m >> "$o/unnamed-$what.jsonl" 2>>"$o/errors-$what.txt"
+    python3 bench/gpu/jobs/unnamed_blocks.py unnamed $m >> "$o/unnamed-$what.jsonl" 2>>"$o/errors-$what.txt"
   done
   for i in 1 2 3 4; do
     job gpt2-ovh-probe -- --model gpt2 --precision amp-bf16 --steps 100
@@ -125,7 +125,7 @@ elif [ "$what" = first ]; then
   job gpt2-ddp-noprobe --no-probe -- --model gpt2 --precision amp-bf16 --ddp --steps 6
   job gpt2-oom --snapshot -- --model gpt2 --precision amp-bf16 --oom --steps 2
 elif [ "$what" = bit-exact ]; then
-  python3 bench/gpu/jobs/probe_unexplained.py > "$o/unexplained.json" 2>>"$o/errors-$what.txt"
+  python3 bench/gpu/jobs/unnamed_blocks.py unexplained > "$o/unexplained.json" 2>>"$o/errors-$what.txt"
   export VRAMLEDGER_PROBE_EVERY=1
   job gpt2-amp -- --model gpt2 --precision amp-bf16 --steps 6
   job gpt2-amp-ckpt -- --model gpt2 --precision amp-bf16 --ckpt --steps 6
@@ -182,7 +182,7 @@ if [ "$what" = commitment ]; then
   # 1a. interposer vs memory_reserved(), three allocators
   for conf in "" "expandable_segments:True" "backend:cudaMallocAsync"; do
     PYTORCH_CUDA_ALLOC_CONF=$conf $vl run --quiet --out "/tmp/rec-$(echo "$conf" | tr -c 'a-zA-Z' _)" -- \
-      python3 bench/gpu/jobs/interposer_check.py >> "$o/interposer.jsonl" 2>>"$o/errors-commitment.txt"
+      python3 bench/gpu/jobs/workloads.py interposer-check >> "$o/interposer.jsonl" 2>>"$o/errors-commitment.txt"
   done
   # 1b. a plain CUDA C program's pool against the interposer
   # (the shared runtime, as PyTorch loads it; and nvcc's default, the static one)
@@ -192,7 +192,7 @@ if [ "$what" = commitment ]; then
   done
   # 1c. the sampler's cost; 1d. a 50 ms spike at 10 ms
   VL_SUITE=sampler-cost bash bench/gpu/interposer.sh > "$o/sampler_cost.jsonl" 2>>"$o/errors-commitment.txt"
-  $vl run --quiet --interval-ms 10 --out /tmp/spike -- python3 bench/gpu/jobs/spike.py
+  $vl run --quiet --interval-ms 10 --out /tmp/spike -- python3 bench/gpu/jobs/workloads.py spike
   $vl report /tmp/spike --format json > "$o/spike_report.json" 2>>"$o/errors-commitment.txt"
   # 9a. plan -> commit --plan -> run under the commitment -> audit
   $vl plan --model llama-2-7b --precision bf16 --optimizer adamw --seq 2048 --global-batch 16 \

@@ -106,9 +106,9 @@ cpu_one() { # NAME ARGS...: step 3
 ) &
 if [ "${SWEEPS:-1}" = 1 ]; then
   ( $vl sweep --grid batch=1,2,4,8 --grid seq=256,512,1024 --out $W/sweep-gpt2 -- \
-      python3 bench/gpu/jobs/train_point.py --batch {batch} --seq {seq} > $W/sweep-gpt2.txt 2>&1
+      python3 bench/gpu/jobs/sweep_jobs.py point --batch {batch} --seq {seq} > $W/sweep-gpt2.txt 2>&1
     $vl sweep --grid batch=1,2,4,8 --grid seq=256,512,1024 --out $W/sweep-llama -- \
-      python3 bench/gpu/jobs/train_point.py --model llama --batch {batch} --seq {seq} > $W/sweep-llama.txt 2>&1 ) &
+      python3 bench/gpu/jobs/sweep_jobs.py point --model llama --batch {batch} --seq {seq} > $W/sweep-llama.txt 2>&1 ) &
 fi
 t=0
 while [ $t -lt $LIMIT ]; do

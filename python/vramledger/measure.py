@@ -120,7 +120,7 @@ class Dev:
     def generator(self):
         """inputs are drawn on the GPU measured, on the CPU for a dry run"""
         if self.name == "cuda" and not self.cuda:
-            return None  # fake CUDA tensors (bench/gpu/jobs/memtracker_job.py): no generator for them
+            return None  # fake CUDA tensors (bench/gpu/jobs/dry_run.py memtracker): no generator for them
         return torch.Generator(device="cuda" if self.cuda else "cpu").manual_seed(0)
 
     def inputs(self, t):

@@ -546,7 +546,7 @@ def _meta_sdpa_as_cuda(torch, q, k, v, args, kwargs):
     """On meta tensors, scaled_dot_product_attention through the meta
     function of the kernel CUDA would choose (measured on an H200 with
     PyTorch 2.11 for every head layout, mask and dtype transformers passes:
-    bench/results/dry-run/raw.jsonl:sdpa-backends.jsonl, bench/gpu/jobs/sdpa_backends.py):
+    bench/results/dry-run/raw.jsonl:sdpa-backends.jsonl, bench/gpu/jobs/tracer_checks.py sdpa-backends):
     - bf16/fp16: cuDNN attention, grouped heads (enable_gqa) included, with
       or without a mask; a boolean mask becomes an additive bias of its
       shape in the query's dtype (kept for backward). It keeps its output
@@ -890,7 +890,7 @@ def _reused_operand(torch, tr, func, args, kwargs):
     metadata holds its base (torch/csrc/autograd/variable.h, ViewInfo), so
     its storage has two owners; a weight's gradient through TBackward (any
     nn.Linear used twice, tied embeddings) is one, and is summed out of
-    place (bench/gpu/jobs/inplace_check.py, bench/results/dry-run/raw.jsonl:reserved/
+    place (bench/gpu/jobs/tracer_checks.py inplace, bench/results/dry-run/raw.jsonl:reserved/
     in-place/). None when not such an op."""
     if torch.is_grad_enabled() or not _called_by_the_engine(sys._getframe(2)):
         return None

@@ -3,7 +3,7 @@
 with `vramledger trace` on its device (meta or cpu): the same job
 (python/vramledger/measure.py) the H200 measured, with its model built from
 the bundled config on that device. With --memtracker, PyTorch's MemTracker
-under FakeTensorMode runs the same entries (bench/gpu/jobs/memtracker_job.py), the
+under FakeTensorMode runs the same entries (bench/gpu/jobs/dry_run.py memtracker), the
 peer to compare with. Writes OUT/dry-run.jsonl (one line per entry: the
 trace's JSON, its exit status, seconds, the end of its stderr),
 OUT/memtracker.jsonl and OUT/traces.tar.xz (each alloc.trace, to replay
@@ -12,6 +12,15 @@ measurements.
 
   python3 bench/gpu/jobs/dry_run.py OUT [--entries FILE | --configs JSONL] [--jobs N] [--only NAME,...] [--memtracker]
 Needs build-rel/vramledger (or VL) and transformers, peft.
+
+By its first argument, also:
+
+  memtracker: The peer of `vramledger trace` on a dry run: PyTorch's
+    MemTracker (torch.distributed._tools.mem_tracker) under FakeTensorMode, on
+    one entry of measure.py's suites (the same job the H200 measured and the
+    tracer dry-runs). Needs a PyTorch built with CUDA (fake CUDA tensors), no
+    GPU memory used. Prints one JSON line: the tracker's peak per device
+    (bytes), or the error.
 """
 import argparse
 import concurrent.futures as cf
@@ -86,7 +95,7 @@ def trace_one(vl, work, name, device):
 def memtracker_one(name):
     t0 = time.time()
     try:
-        p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gpu", "jobs", "memtracker_job.py"), name],
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gpu", "jobs", "dry_run.py"), "memtracker", name],
                            capture_output=True, text=True, timeout=400,
                            env=dict(os.environ, OMP_NUM_THREADS="1"))
         r = json.loads(p.stdout.strip().splitlines()[-1])
@@ -137,5 +146,66 @@ def main():
                 t.add(p, arcname=n + ".trace")
 
 
+def mode_memtracker():
+    """The peer of `vramledger trace` on a dry run: PyTorch's MemTracker
+    (torch.distributed._tools.mem_tracker) under FakeTensorMode, on one entry of
+    measure.py's suites (the same job the H200 measured and the tracer dry-runs).
+    Needs a PyTorch built with CUDA (fake CUDA tensors), no GPU memory used.
+    Prints one JSON line: the tracker's peak per device (bytes), or the error.
+
+      python3 bench/gpu/jobs/dry_run.py memtracker NAME [--data DIR]"""
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python", "vramledger"))
+    import measure  # noqa: E402
+    import torch  # noqa: E402
+
+
+    def main():
+        ap = argparse.ArgumentParser()
+        ap.add_argument("name")
+        ap.add_argument("--data", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "data"))
+        a = ap.parse_args()
+        todo = [c for c in measure.CALIBRATION + measure.TYPES if c["name"] == a.name]
+        unseen = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "types-unseen.jsonl")
+        for line in open(unseen):
+            if json.loads(line)["name"] == a.name:
+                todo.append(measure.entry_of_config(json.loads(line)))
+        if not todo:
+            sys.exit("memtracker_job: no entry %r in measure.py's suites" % a.name)
+        c = todo[0]
+        measure.DEV = measure.Dev("cuda", measures=False)
+        out = {"name": a.name, "torch": torch.__version__}
+        t0 = time.time()
+        try:
+            from torch._subclasses.fake_tensor import FakeTensorMode
+            from torch.distributed._tools.mem_tracker import MemTracker
+            with FakeTensorMode(allow_non_fake_inputs=True):
+                mt = MemTracker()
+                zero_grad = torch.optim.Optimizer.zero_grad
+
+                def zero_grad_then_reset(self, *args, **kwargs):  # one step's module stats at a time
+                    zero_grad(self, *args, **kwargs)
+                    mt.reset_mod_stats()
+                torch.optim.Optimizer.zero_grad = zero_grad_then_reset
+                with mt:
+                    (measure.run_train if c["task"] == "train" else measure.run_infer)(c, a.data)
+                snap = mt.get_tracker_snapshot("peak")
+            out["peak"] = {str(dev): int(v.get("Total", 0)) if isinstance(v, dict) else None
+                           for dev, v in snap.items()}
+        except Exception as ex:  # the peer's failure is a result of the comparison
+            out["error"] = ("%s: %s" % (type(ex).__name__, ex))[:400]
+        out["seconds"] = round(time.time() - t0, 1)
+        print(json.dumps(out))
+
+
+    if __name__ == "__main__":
+        main()
+
+
+MODES = {"memtracker": mode_memtracker}
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] in MODES:
+        MODES[sys.argv.pop(1)]()
+        sys.exit(0)
     main()

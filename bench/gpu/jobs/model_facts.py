@@ -7,6 +7,19 @@ configuration sources of the installed transformers (for reading).
 
 Models are built on the meta device: no GPU memory, no weights.
 Usage: python3 bench/gpu/jobs/model_facts.py OUT_DIR
+
+By its first argument, also:
+
+  param-count: Count parameters of every bundled and test config with Hugging
+    Face transformers, as PyTorch sees them: sum(p.numel() for p in
+    model.parameters()) (tied weights counted once). Models are built on the
+    meta device, so a 405B model needs no memory. Writes one JSON object to
+    the path given as argv[1].
+  basics: Orientation figures for the overhead lines of the bill, on a real
+    GPU: CUDA context size (NVML process memory after the first allocation
+    minus what PyTorch reserved), cuBLAS workspace (allocated bytes that
+    appear on the first matmul), and the caching allocator's rounding of a few
+    request sizes. Writes JSON to argv[1].
 """
 import datetime, glob, inspect, json, os, platform, sys, tarfile
 
@@ -108,5 +121,129 @@ def main():
           [k for k, v in res["defaults_built"].items() if "error" in v])
 
 
+def mode_param_count():
+    """Count parameters of every bundled and test config with Hugging Face
+    transformers, as PyTorch sees them: sum(p.numel() for p in model.parameters())
+    (tied weights counted once). Models are built on the meta device, so a 405B
+    model needs no memory. Writes one JSON object to the path given as argv[1].
+
+    Run on the GPU machine (transformers is not on the development machine):
+        python3 bench/gpu/jobs/model_facts.py param-count $OUT/param_counts.json"""
+    import datetime, glob, json, platform, sys
+
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
+
+
+    def count(path):
+        with open(path) as f:
+            d = json.load(f)
+        mt = d.pop("model_type")
+        d.pop("architectures", None)
+        cfg = AutoConfig.for_model(mt, **d)
+        cls = AutoModelForMaskedLM if mt == "bert" else AutoModelForCausalLM
+        with torch.device("meta"):
+            model = cls.from_config(cfg)
+        n = sum(p.numel() for p in model.parameters())
+        shapes = {}
+        for name, p in model.named_parameters():
+            shapes[name] = list(p.shape)
+        return {"class": type(model).__name__, "params": n,
+                "largest_tensor": max(p.numel() for p in model.parameters()),
+                "tensors": len(shapes)}
+
+
+    def main():
+        out = {"date": datetime.datetime.utcnow().isoformat() + "Z",
+               "host": platform.node(),
+               "python": platform.python_version(),
+               "torch": torch.__version__,
+               "transformers": transformers.__version__,
+               "cuda": torch.version.cuda,
+               "method": "sum(p.numel() for p in model.parameters()), model built on meta device "
+                         "with AutoModelForCausalLM (AutoModelForMaskedLM for bert) from the config",
+               "counts": {}}
+        paths = sorted(glob.glob("data/models/*.json")) + sorted(glob.glob("tests/data/configs/*.json"))
+        for p in paths:
+            try:
+                out["counts"][p] = count(p)
+            except Exception as e:  # record, do not hide
+                out["counts"][p] = {"error": repr(e)}
+            print(p, out["counts"][p], flush=True)
+        with open(sys.argv[1], "w") as f:
+            json.dump(out, f, indent=1, sort_keys=True)
+            f.write("\n")
+
+
+    if __name__ == "__main__":
+        main()
+
+
+def mode_basics():
+    """Orientation figures for the overhead lines of the bill, on a real GPU:
+    CUDA context size (NVML process memory after the first allocation minus what
+    PyTorch reserved), cuBLAS workspace (allocated bytes that appear on the first
+    matmul), and the caching allocator's rounding of a few request sizes.
+    Writes JSON to argv[1]."""
+    import datetime, json, os, sys
+
+
+    def nvml_proc_used():
+        try:
+            import pynvml
+        except ImportError:
+            return None
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        pid = os.getpid()
+        for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
+            if p.pid == pid:
+                return p.usedGpuMemory
+        return None
+
+
+    def main():
+        r = {"date": datetime.datetime.utcnow().isoformat() + "Z", "torch": torch.__version__,
+             "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(0)}
+        free0, total = torch.cuda.mem_get_info()
+        r["device_total_bytes"] = total
+        x = torch.empty(1, device="cuda")
+        torch.cuda.synchronize()
+        r["after_first_alloc"] = {"allocated": torch.cuda.memory_allocated(),
+                                  "reserved": torch.cuda.memory_reserved(),
+                                  "nvml_process": nvml_proc_used()}
+        a = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
+        before = torch.cuda.memory_allocated()
+        b = a @ a
+        torch.cuda.synchronize()
+        r["after_first_bf16_matmul"] = {"allocated_delta": torch.cuda.memory_allocated() - before - b.numel() * 2,
+                                        "reserved": torch.cuda.memory_reserved(),
+                                        "nvml_process": nvml_proc_used()}
+        rounding = {}
+        for n in [1, 511, 513, 1 << 20, (1 << 20) + 1, 5 << 20, 11 << 20, 100 << 20]:
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+            s0 = torch.cuda.memory_stats()
+            t = torch.empty(n, dtype=torch.uint8, device="cuda")
+            s1 = torch.cuda.memory_stats()
+            rounding[str(n)] = {"allocated_delta": s1["allocated_bytes.all.current"] - s0["allocated_bytes.all.current"],
+                                "reserved_delta": s1["reserved_bytes.all.current"] - s0["reserved_bytes.all.current"]}
+            del t
+        r["rounding"] = rounding
+        with open(sys.argv[1], "w") as f:
+            json.dump(r, f, indent=1, sort_keys=True)
+            f.write("\n")
+        print(json.dumps(r, indent=1))
+        del x  # the first allocation: live through every figure above
+
+
+    if __name__ == "__main__":
+        main()
+
+
+MODES = {"param-count": mode_param_count, "basics": mode_basics}
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] in MODES:
+        MODES[sys.argv.pop(1)]()
+        sys.exit(0)
     main()

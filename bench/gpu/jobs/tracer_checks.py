@@ -1,0 +1,570 @@
+#!/usr/bin/env python3
+"""Checks of the tracer's rules against what a job really allocates
+(bench/results/dry-run/), one by its first argument:
+
+  accumulate: Does the tracer's in-place rule for second gradients fire on
+    this torch? tests/python/job_accumulate.py traced with the rule on and off
+    (the allocations of each), and what the rule sees at each candidate op:
+    grad mode, the frame below the dispatch mode, the operand's layout.
+  inplace: Does the tracer make in place exactly the sums autograd makes in
+    place? For small versions (2 layers) of bundled models, one training step
+    runs on CUDA three ways, the allocator's history on with its stacks (C++
+    and Python): - plain: autograd sums in place where input_buffer.cpp's
+    can_accumulate_inplace allows; - under a bare TorchDispatchMode: every sum
+    is out of place there (isTensorSubclassLike), so the blocks it takes
+    beyond the plain run's (bare - plain, by size) are the sums the plain run
+    made in place; - under vramledger's tracer: the sums its rule wrote in
+    place (_Trace.in_place returning True), by size and by what their operands
+    looked like (shape, dtype, a view or not). The rule is right when in_place
+    = bare - plain, size for size (both sides, their differences, and the
+    plain run's own blocks of a size the rule wrote in place beyond them, with
+    their stacks). One JSON line a model.
+  sdpa-backends: Which kernel scaled_dot_product_attention runs on this CUDA
+    device, and what it allocates, for the head layouts, masks and dtypes
+    transformers passes: the rules vramledger trace's meta path follows
+    (python/vramledger/tracer.py, _meta_sdpa_as_cuda). One JSON line per case:
+    the ATen attention ops the call reached (forward and backward), and the
+    peak allocated above the inputs in the forward and in the backward
+    (bytes).
+  alloc-counts: How many blocks does the caching allocator hand out in the
+    step the suites measure? For each NAME (an entry of measure.py's suites),
+    the job python/vramledger/measure.py runs, with the allocator's count of
+    allocations (torch.cuda.memory_stats()["allocation.all.allocated"],
+    cumulative) read at the mark `measure` (the start of the measured step)
+    and after the step: their difference is the number of blocks the step
+    took. Against it, a trace's lines after its mark `measure` say how many
+    the dry run writes for the same step (python3
+    bench/gpu/jobs/tracer_checks.py alloc-counts --trace FILE). One JSON line per NAME.
+  dispatch-mode: Does a TorchDispatchMode change what a job allocates on CUDA?
+    A small DeBERTa-v3 (2 layers, AMP bf16, batch 8 x 512) runs forward and
+    backward three ways: plain, under a mode that only calls each op, and
+    under vramledger's tracer; each with the allocator's history on, C++ and
+    Python stacks kept. Prints one JSON line a way: allocations, bytes, and
+    for the allocations the plain run does not make, their innermost C++
+    frames.
+"""
+import sys
+
+
+def mode_accumulate():
+    """Does the tracer's in-place rule for second gradients fire on this
+    torch? tests/python/job_accumulate.py traced with the rule on and off
+    (the allocations of each), and what the rule sees at each candidate op:
+    grad mode, the frame below the dispatch mode, the operand's layout.
+
+      python3 bench/gpu/jobs/tracer_checks.py accumulate"""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
+    JOB = os.path.join(ROOT, "tests", "python", "job_accumulate.py")
+    PROBE = r'''
+    import sys, torch
+    sys.path.insert(0, sys.argv[1])
+    from vramledger import tracer
+    seen = []
+    orig = tracer._reused_operand
+    def look(torch_, tr, func, args, kwargs):
+        f = sys._getframe(2)
+        chain = []
+        while f is not None and len(chain) < 4:
+            chain.append("%s:%s" % (f.f_code.co_filename.split("site-packages/")[-1], f.f_code.co_name))
+            f = f.f_back
+        r = orig(torch_, tr, func, args, kwargs)
+        seen.append({"op": str(func), "grad": torch_.is_grad_enabled(), "frames": chain,
+                     "contiguous": args[0].is_contiguous(), "key_live": r is not None})
+        return r
+    tracer._reused_operand = look
+    tracer.install(torch, "/tmp/acc_probe.trace")
+    lin = torch.nn.Linear(256, 256, bias=False, device="meta")
+    x = torch.empty(512, 256, device="meta", requires_grad=True)
+    h = lin(x)
+    y = h * 3 + lin(h) * 2
+    (y * y).sum().backward()
+    tracer.uninstall()
+    import json
+    print(json.dumps(seen))
+    '''
+
+
+    def main():
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+        out = {}
+        for rule in ("on", "off"):
+            subprocess.run([sys.executable, JOB, "/tmp/acc_%s.trace" % rule, rule], env=env, check=True)
+            with open("/tmp/acc_%s.trace" % rule) as f:
+                out[rule] = sum(1 for l in f if l[:1] in "ab")
+        p = subprocess.run([sys.executable, "-c", PROBE, os.path.join(ROOT, "python")], env=env,
+                           capture_output=True, text=True)
+        out["candidates"] = json.loads(p.stdout) if p.returncode == 0 else p.stderr[-2000:]
+        print(json.dumps(out, indent=1))
+
+
+    if __name__ == "__main__":
+        main()
+
+
+def mode_inplace():
+    """Does the tracer make in place exactly the sums autograd makes in place?
+    For small versions (2 layers) of bundled models, one training step runs on
+    CUDA three ways, the allocator's history on with its stacks (C++ and Python):
+    - plain: autograd sums in place where input_buffer.cpp's
+      can_accumulate_inplace allows;
+    - under a bare TorchDispatchMode: every sum is out of place there
+      (isTensorSubclassLike), so the blocks it takes beyond the plain run's
+      (bare - plain, by size) are the sums the plain run made in place;
+    - under vramledger's tracer: the sums its rule wrote in place
+      (_Trace.in_place returning True), by size and by what their operands
+      looked like (shape, dtype, a view or not).
+    The rule is right when in_place = bare - plain, size for size (both
+    sides, their differences, and the plain run's own blocks of a size the
+    rule wrote in place beyond them, with their stacks). One JSON line a model.
+
+      python3 bench/gpu/jobs/tracer_checks.py inplace NAME[:ckpt]..."""
+    import collections
+    import json
+    import os
+    import sys
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+
+
+    def _block(n):
+        """the caching allocator's rounding of a request (CUDACachingAllocator.cpp round_size:
+        512 B multiples), the size its history shows"""
+        return max(512, (n + 511) // 512 * 512)
+
+
+    class Bare(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+
+    def model(name, ckpt):
+        import transformers
+        d = json.load(open(os.path.join(ROOT, "data", "models", name + ".json")))
+        mt = d.pop("model_type")
+        for k in ("architectures", "torch_dtype", "dtype"):
+            d.pop(k, None)
+        d["num_hidden_layers"] = 2
+        cfg = transformers.AutoConfig.for_model(mt, **d)
+        torch.manual_seed(0)
+        cls = transformers.AutoModelForMaskedLM if mt in ("deberta-v2", "bert", "roberta") else \
+            transformers.AutoModelForCausalLM
+        with torch.device("cuda"):
+            m = cls.from_config(cfg, dtype=torch.bfloat16, attn_implementation="eager" if mt == "deberta-v2" else "sdpa")
+        if ckpt:
+            m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            m.config.use_cache = False
+        m.train()
+        return m, cfg
+
+
+    def step(m, ids):
+        m(input_ids=ids, labels=ids).loss.backward()
+        m.zero_grad(set_to_none=True)
+
+
+    def allocs(m, ids, mode):
+        torch.cuda.synchronize()
+        torch.cuda.memory._record_memory_history(max_entries=400000, context="alloc", stacks="all")
+        if mode is None:
+            step(m, ids)
+        else:
+            with mode:
+                step(m, ids)
+        torch.cuda.synchronize()
+        snap = torch.cuda.memory._snapshot()
+        torch.cuda.memory._record_memory_history(enabled=None)
+        return [e for e in snap["device_traces"][0] if e["action"] == "alloc"]
+
+
+    def top(e, n=6):
+        """the innermost frames that name the op and the caller"""
+        skip = ("c10::", "CUDACachingAllocator", "torch::unwind", "CapturedTraceback", "_Py", "PyObject",
+                "pybind11", "at::_ops::", "empty", "c10::impl", "Dispatcher", "KernelFunction", "record_memory")
+        out = []
+        for f in e.get("frames", []):
+            name = f.get("name", "")
+            if not any(k in name for k in skip):
+                out.append(name[:100])
+            if len(out) == n:
+                break
+        return out
+
+
+    def main():
+        from vramledger import tracer
+        fired = []
+        orig = tracer._Trace.in_place
+        seen = {}  # storage key -> what the operand looked like at its sum
+        reused = tracer._reused_operand
+
+        def look(torch_, tr, func, args, kwargs):
+            k = reused(torch_, tr, func, args, kwargs)
+            if k is not None:
+                x, y = args[0], args[1] if len(args) > 1 else None
+                seen[k] = {"op": str(func), "shape": list(x.shape), "dtype": str(x.dtype).split(".")[-1],
+                           "x_view": x._is_view(), "x_whole": x.untyped_storage().nbytes() == x.nbytes,
+                           "y_view": bool(isinstance(y, torch.Tensor) and y._is_view()),
+                           "param_shape": tuple(x.shape) in shapes}
+            return k
+        tracer._reused_operand = look
+
+        class Sys:  # sys for the tracer, with _reused_operand's frames seen past `look`
+            def __getattr__(self, name):
+                return getattr(sys, name)
+
+            @staticmethod
+            def _getframe(n=0):
+                if sys._getframe(1).f_code is reused.__code__:
+                    return sys._getframe(n + 2)
+                return sys._getframe(n + 1)
+        tracer.sys = Sys()
+
+        def counted(self, k):
+            e = self.live.get(k)
+            r = orig(self, k)
+            if r:
+                fired.append(e[2] if e else -1)
+                kinds[json.dumps(seen.get(k), sort_keys=True)] += 1
+            return r
+        tracer._Trace.in_place = counted
+        for arg in sys.argv[1:]:
+            name, _, opt = arg.partition(":")
+            m, cfg = model(name, opt == "ckpt")
+            shapes = {tuple(p.shape) for p in m.parameters()}
+            kinds = collections.Counter()
+            ids = torch.randint(0, cfg.vocab_size, (2, 512), device="cuda")
+            step(m, ids)  # warm: workspaces
+            plain = allocs(m, ids, None)
+            bare = allocs(m, ids, Bare())
+            del fired[:]
+            tracer.install(torch, "/tmp/inplace_check.trace")
+            try:
+                step(m, ids)
+            finally:
+                tracer.uninstall()
+            extra = collections.Counter(int(e["size"]) for e in bare) - \
+                collections.Counter(int(e["size"]) for e in plain)
+            sizes = collections.Counter()
+            for n in fired:  # the block the caching allocator would give that tensor
+                sizes[_block(n)] += 1
+            left = dict(extra)
+            shown = []
+            for e in bare:
+                if left.get(int(e["size"]), 0) > 0:
+                    left[int(e["size"])] -= 1
+                    shown.append({"size": int(e["size"]), "frames": top(e)})
+            print(json.dumps({"model": arg, "plain_allocations": len(plain), "bare_allocations": len(bare),
+                              "tracer_in_place": len(fired), "expected_in_place": len(bare) - len(plain),
+                              "bare_extra_sizes": {str(k): v for k, v in sorted(extra.items())},
+                              "tracer_in_place_sizes": {str(k): v for k, v in sorted(sizes.items())},
+                              "fired_not_extra": {str(k): v for k, v in sorted((sizes - extra).items())},
+                              "extra_not_fired": {str(k): v for k, v in sorted((extra - sizes).items())},
+                              "bare_extra": shown,
+                              "tracer_in_place_kinds": [[json.loads(a), n] for a, n in sorted(kinds.items())],
+                              # the plain run's own blocks of the sizes the rule wrote in place
+                              # but the plain run did not: where they come from
+                              "plain_of_fired_not_extra": [{"size": int(e["size"]), "frames": top(e, 14)}
+                                                           for e in plain if int(e["size"]) in
+                                                           (sizes - extra)][:8]}), flush=True)
+            del m
+            torch.cuda.empty_cache()
+
+
+    if __name__ == "__main__":
+        main()
+
+
+def mode_sdpa_backends():
+    """Which kernel scaled_dot_product_attention runs on this CUDA device, and
+    what it allocates, for the head layouts, masks and dtypes transformers
+    passes: the rules vramledger trace's meta path follows
+    (python/vramledger/tracer.py, _meta_sdpa_as_cuda). One JSON line per case:
+    the ATen attention ops the call reached (forward and backward), and the
+    peak allocated above the inputs in the forward and in the backward (bytes).
+
+      python3 bench/gpu/jobs/tracer_checks.py sdpa-backends > sdpa.jsonl"""
+    import itertools
+    import json
+
+    import torch
+    import torch.nn.functional as F
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    OPS = ("flash", "efficient", "cudnn", "math", "bmm", "softmax", "matmul", "repeat_interleave", "expand")
+
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            n = func.overloadpacket.__name__
+            if any(k in n for k in OPS) and n not in self.seen:
+                self.seen.append(n)
+            return func(*args, **(kwargs or {}))
+
+
+    def case(dtype, hq, hkv, d, sq, sk, mask, causal, gqa, grad, b=2):
+        dev = "cuda"
+        q = torch.randn(b, hq, sq, d, device=dev, dtype=dtype, requires_grad=grad)
+        k = torch.randn(b, hkv, sk, d, device=dev, dtype=dtype, requires_grad=grad)
+        v = torch.randn(b, hkv, sk, d, device=dev, dtype=dtype, requires_grad=grad)
+        m = None
+        if mask == "bool":
+            m = torch.ones(b, 1, sq, sk, device=dev, dtype=torch.bool).tril(sk - sq)
+        elif mask == "float":
+            m = torch.zeros(b, 1, sq, sk, device=dev, dtype=dtype)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        fwd, bwd = Ops(), Ops()
+        out = {"dtype": str(dtype).replace("torch.", ""), "hq": hq, "hkv": hkv, "d": d, "sq": sq, "sk": sk,
+               "b": b, "mask": mask, "causal": causal, "enable_gqa": gqa, "grad": grad}
+        try:
+            with fwd:
+                o = F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=causal, enable_gqa=gqa)
+            torch.cuda.synchronize()
+            out["fwd_ops"] = fwd.seen
+            out["fwd_peak"] = torch.cuda.max_memory_allocated() - base
+            out["fwd_kept"] = torch.cuda.memory_allocated() - base
+            out["out_bytes"] = o.numel() * o.element_size()
+            if grad:
+                g = torch.ones_like(o)
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+                base2 = torch.cuda.memory_allocated()
+                with bwd:
+                    o.backward(g)
+                torch.cuda.synchronize()
+                out["bwd_ops"] = bwd.seen
+                out["bwd_peak"] = torch.cuda.max_memory_allocated() - base2
+        except Exception as ex:
+            out["error"] = ("%s: %s" % (type(ex).__name__, ex))[:300]
+        print(json.dumps(out), flush=True)
+
+
+    def main():
+        print(json.dumps({"torch": torch.__version__, "device": torch.cuda.get_device_name(0),
+                          "capability": torch.cuda.get_device_capability(0)}))
+        for dtype, (hq, hkv), d, mask, grad in itertools.product(
+                (torch.bfloat16, torch.float16, torch.float32), ((16, 16), (16, 4), (16, 1)), (64, 128, 256),
+                ("none", "bool", "float"), (True, False)):
+            for gqa in ((False,) if hq == hkv else (True,)):
+                causal = mask == "none"
+                case(dtype, hq, hkv, d, 512, 512, None if mask == "none" else mask, causal, gqa, grad)
+        # generate(): one new query against a cache, with and without a mask
+        for dtype, (hq, hkv), mask in itertools.product((torch.bfloat16, torch.float32), ((16, 16), (16, 4)),
+                                                        ("none", "bool")):
+            for sq in (1, 7):
+                case(dtype, hq, hkv, 128, sq, 1024, None if mask == "none" else mask, False, hq != hkv, False)
+        # no causal flag and no mask (encoders)
+        for dtype in (torch.bfloat16, torch.float32):
+            case(dtype, 12, 12, 64, 512, 512, None, False, False, True)
+
+
+    if __name__ == "__main__":
+        main()
+
+
+def mode_alloc_counts():
+    """How many blocks does the caching allocator hand out in the step the
+    suites measure? For each NAME (an entry of measure.py's suites), the job
+    python/vramledger/measure.py runs, with the allocator's count of
+    allocations (torch.cuda.memory_stats()["allocation.all.allocated"],
+    cumulative) read at the mark `measure` (the start of the measured step)
+    and after the step: their difference is the number of blocks the step
+    took. Against it, a trace's lines after its mark `measure` say how many
+    the dry run writes for the same step (python3 bench/gpu/jobs/tracer_checks.py alloc-counts
+    --trace FILE). One JSON line per NAME.
+
+        python3 bench/gpu/jobs/tracer_checks.py alloc-counts NAME...
+        python3 bench/gpu/jobs/tracer_checks.py alloc-counts --trace FILE..."""
+    import json
+    import os
+    import sys
+
+
+    def trace_counts(path):
+        """(allocations, frees) a trace writes after its mark `measure`, the
+        GPU's side only: a meta trace's cpu lines are the job's own CPU
+        tensors; a CPU trace's are all the GPU's"""
+        meta = any(" meta " in line for line in open(path))
+        on, a, f = False, 0, 0
+        for line in open(path):
+            w = line.split()
+            if not w:
+                continue
+            if w[0] == "m" and w[1:2] == ["measure"]:
+                on = True
+            elif on and w[0] in ("a", "b") and len(w) > 3 and not (meta and w[3] == "cpu"):
+                a += 1
+            elif on and w[0] == "f":
+                f += 1
+        return a, f
+
+
+    def main():
+        if sys.argv[1:2] == ["--trace"]:
+            for p in sys.argv[2:]:
+                a, f = trace_counts(p)
+                print(json.dumps({"trace": os.path.basename(p), "allocations": a, "frees": f}))
+            return
+        import torch
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+        from vramledger import measure
+        data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "data")
+        by_name = {c["name"]: c for c in measure.CALIBRATION + measure.TYPES}
+        seen = {}
+
+        def mark(self, name):
+            seen[name] = torch.cuda.memory_stats().get("allocation.all.allocated", 0)
+        measure.Dev.mark = mark
+        measure.DEV = measure.Dev("cuda")
+        for name in sys.argv[1:]:
+            seen.clear()
+            torch.cuda.empty_cache()
+            rec = measure.run_train(by_name[name], data)
+            end = torch.cuda.memory_stats().get("allocation.all.allocated", 0)
+            print(json.dumps({"name": name, "step_allocations": end - seen["measure"],
+                              "peak_reserved": rec.get("peak_reserved"),
+                              "peak_allocated": rec.get("peak_allocated")}), flush=True)
+            torch.cuda.empty_cache()
+
+
+    if __name__ == "__main__":
+        main()
+
+
+def mode_dispatch_mode():
+    """Does a TorchDispatchMode change what a job allocates on CUDA? A small
+    DeBERTa-v3 (2 layers, AMP bf16, batch 8 x 512) runs forward and backward
+    three ways: plain, under a mode that only calls each op, and under
+    vramledger's tracer; each with the allocator's history on, C++ and Python
+    stacks kept. Prints one JSON line a way: allocations, bytes, and for the
+    allocations the plain run does not make, their innermost C++ frames.
+
+      python3 bench/gpu/jobs/tracer_checks.py dispatch-mode [EVENTS.json] > OUT.jsonl
+    EVENTS.json: every allocation and free of each way, with its frames."""
+    import collections
+    import json
+    import os
+    import sys
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+
+
+    class Bare(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+
+    def model():
+        from transformers import DebertaV2Config, DebertaV2ForMaskedLM
+        c = DebertaV2Config(hidden_size=768, num_hidden_layers=2, num_attention_heads=12,
+                            intermediate_size=3072, vocab_size=32000, relative_attention=True,
+                            pos_att_type=["p2c", "c2p"], max_relative_positions=-1, position_buckets=256,
+                            norm_rel_ebd="layer_norm", share_att_key=True, position_biased_input=False)
+        torch.manual_seed(0)
+        return DebertaV2ForMaskedLM(c).cuda()
+
+
+    def step(m, ids):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            out = m(input_ids=ids, labels=ids)
+        out.loss.backward()
+
+
+    def events(m, ids, mode):
+        step(m, ids)  # warm: workspaces, autocast
+        m.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        torch.cuda.memory._record_memory_history(max_entries=200000, context="alloc", stacks="all")
+        if mode is None:
+            step(m, ids)
+        else:
+            with mode:
+                step(m, ids)
+        torch.cuda.synchronize()
+        snap = torch.cuda.memory._snapshot()
+        torch.cuda.memory._record_memory_history(enabled=None)
+        m.zero_grad(set_to_none=True)
+        return [e for e in snap["device_traces"][0] if e["action"] in ("alloc", "free_completed")]
+
+
+    SKIP = ("c10::cuda", "CUDACachingAllocator", "record_memory", "gather_with_cpp", "torch::unwind",
+            "torch::CapturedTraceback", "_PyEval", "PyObject_", "pybind11", "empty_", "empty(", "detail::",
+            "resize", "wrapper_CUDA", "c10::impl::", "c10::Dispatcher", "c10::BoxedKernel", "c10::KernelFunction",
+            "at::_ops::", "_PyObject", "PyVectorcall", "cfunction", "method_vectorcall")
+
+
+    def frames(e, n=10):
+        """the innermost frames that say which op and which caller (C++ then Python)"""
+        out = []
+        for f in e.get("frames", []):
+            name = f.get("name", "")
+            if any(k in name for k in SKIP):
+                continue
+            fn = f.get("filename", "")
+            out.append((name[:90] + (" @" + os.path.basename(fn) + ":" + str(f.get("line")) if fn.endswith(".py") else "")))
+            if len(out) == n:
+                break
+        return out
+
+
+    def main():
+        m = model()
+        ids = torch.randint(0, 32000, (8, 512), device="cuda")
+        plain = events(m, ids, None)
+        ways = {"plain": plain, "bare-mode": events(m, ids, Bare())}
+        try:
+            from vramledger import tracer
+            tracer.install(torch, "/tmp/dispatch_mode_allocs.trace")
+            ways["tracer"] = events(m, ids, None)
+            tracer.uninstall()
+        except Exception as ex:  # the tracer's own failure is a result too
+            ways["tracer"] = []
+            sys.stderr.write("tracer: %r\n" % ex)
+        if len(sys.argv) > 1:  # every event, with its frames, for an alignment of the ways
+            with open(sys.argv[1], "w") as f:
+                json.dump({name: [[e["action"][0], int(e["size"]), e.get("addr"), frames(e)] for e in ev]
+                           for name, ev in ways.items()}, f)
+        ways = {k: [e for e in v if e["action"] == "alloc"] for k, v in ways.items()}
+        plain = ways["plain"]
+        base = collections.Counter(int(e["size"]) for e in plain)
+        for name, ev in ways.items():
+            extra = collections.Counter(int(e["size"]) for e in ev) - base
+            shown = []
+            left = dict(extra)
+            for e in ev:
+                s = int(e["size"])
+                if left.get(s, 0) > 0 and s >= 1 << 20:
+                    left[s] -= 1
+                    shown.append({"size": s, "frames": frames(e)})
+            print(json.dumps({"way": name, "allocations": len(ev), "bytes": sum(int(e["size"]) for e in ev),
+                              "extra_sizes": {str(k): v for k, v in sorted(extra.items())},
+                              "extra_large": shown[:12]}))
+
+
+    if __name__ == "__main__":
+        main()
+
+
+MODES = {"accumulate": mode_accumulate, "inplace": mode_inplace, "sdpa-backends": mode_sdpa_backends, "alloc-counts": mode_alloc_counts, "dispatch-mode": mode_dispatch_mode}
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in MODES:
+        sys.exit("usage: %s accumulate|inplace|sdpa-backends|alloc-counts|dispatch-mode [ARGS...]" % sys.argv[0])
+    MODES[sys.argv.pop(1)]()
