@@ -1,5 +1,5 @@
 #!/bin/bash
-# The dry run's question (bench/results/dry-run/, dry-run-unseen/): its suites.
+# The dry run's question (bench/results/dry-run/): its suites.
 # bench/gpu/run.sh SUITE [ARGS] runs suite_SUITE below (VL_SUITE names it;
 # without it, suite_dry_run).
 #
