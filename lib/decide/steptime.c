@@ -450,7 +450,7 @@ static void moe_ops(struct ctx *c, struct seg *f, struct seg *b, double T, doubl
  * it, in its first block's 3x3 and shortcut (downsample_in_bottleneck off,
  * transformers' default: the block's first 1x1 runs at the input's side).
  *
- * Measured on the H100 (bench/results/vision-kernels/raw.jsonl:profile.json, resnet-50
+ * Measured on the H100 (bench/results/step-time/raw.jsonl:vision-kernels/profile.json, resnet-50
  * bf16, 16 images of 224 and 512 pixels), what runs beside the GEMMs:
  * - BatchNorm on NCHW tensors is ATen's own kernels, a block per channel:
  *   the statistics (one read of the map) ran at 0.19-0.21 of a norm's
@@ -515,8 +515,8 @@ static void resnet(struct ctx *c, struct seg *f, struct seg *b, double bs) {
  * thread shares (aten/src/ATen/native/cuda/UpSampleBicubic2d.cu,
  * upsample_bicubic2d_backward_out_frame). Its time is that serial chain, not
  * bytes: on the H100, h = 768, bf16, 14 -> 24 patches, 2.32 ms forward and
- * 24.5 ms backward, 40 % of the step (bench/results/vision-kernels/
- * raw.jsonl:profile.json). Latency, not bandwidth or FLOPs: not scaled by card. */
+ * 24.5 ms backward, 40 % of the step (bench/results/step-time/
+ * raw.jsonl:vision-kernels/profile.json). Latency, not bandwidth or FLOPs: not scaled by card. */
 #define BICUBIC_TAP_S (2.32148e-3 / (768.0 * 16))
 #define BICUBIC_ATOMIC_S (24.538104e-3 / (768.0 * 16))
 
