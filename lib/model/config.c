@@ -30,7 +30,7 @@ const char *vl_arch_supported(void) { return VL_MODEL_TYPES(VL__TYPE_NAME_) + 2;
 const char *vl_arch_approximate(const struct vl_arch *a) {
   /* the spread of that reading over the causal-LM types of transformers
    * 5.17 it does not describe, against their dry runs on meta tensors
-   * (bench/results/generic-decoder: 19 types, full training and LoRA) */
+   * (bench/results/model-types, generic decoder: 19 types, full training and LoRA) */
   return a->approximate ? "is read as a generic Llama-like decoder (it is not described): on 19 "
                           "undescribed types that reading's peak was -15 to +30 % from the dry "
                           "run's (median 2 %); --dry-run builds the model itself"

@@ -466,7 +466,8 @@ vl_status vl__parts_gpt_oss(struct vl__reader *r, struct vl_arch *a) {
  * moe_num_shared_experts experts of that width) and the dense layers before
  * the first sparse one (first_k_dense_replace, moe_layer_start_index).
  * Read as a dense decoder, such a model's experts were missing: -31 to
- * -88 % of the dry run's peak (bench/results/generic-decoder). */
+ * -88 % of the dry run's peak (bench/results/model-types,
+ * generic decoder). */
 static vl_status generic_parts(struct vl__reader *r, struct vl_arch *a) {
   static const char *const n_keys[] = {"num_local_experts", "num_experts", "n_routed_experts",
                                        "moe_num_experts"};
