@@ -6,7 +6,7 @@ fit/), by their first argument:
     --batch x --seq, AMP bf16, AdamW foreach, eager attention (so memory grows
     with seq^2); or with --model llama a Llama-shaped model (8 layers, hidden
     1024, GQA 16/4, vocab 32000) with SDPA. Prints PyTorch's peaks as JSON.
-    Run under `vramledger sweep` (bench/results/sweep-fit/).
+    Run under `vramledger sweep` (bench/results/trace/).
   grid: A real sweep for `vramledger fit`: for one model and settings, train
     steps over a batch x seq grid in one process (the model is built once),
     and write CSV rows batch,seq,peak_bytes,status (peak allocated over the
@@ -20,7 +20,7 @@ def mode_point():
     --batch x --seq, AMP bf16, AdamW foreach, eager attention (so memory grows
     with seq^2); or with --model llama a Llama-shaped model (8 layers, hidden
     1024, GQA 16/4, vocab 32000) with SDPA. Prints PyTorch's peaks as JSON. Run under `vramledger sweep`
-    (bench/results/sweep-fit/)."""
+    (bench/results/trace/)."""
     import argparse, json, os, sys
 
     import torch
