@@ -71,7 +71,7 @@ static void settings(json_t *o, struct vl_measured_run *r) {
     refuse(r, "grad_accum must be 1 or more", "0");
     return;
   }
-  /* data parallelism (bench/accuracy/ddp_measured.py): ranks, ZeRO stage, DDP's
+  /* data parallelism (bench/accuracy/ddp_outcomes.py measured): ranks, ZeRO stage, DDP's
    * static_graph, and a loop that keeps only the loss */
   if (json_object_get(o, "dp")) j->dp = get_u(o, "dp");
   if (!j->dp) {

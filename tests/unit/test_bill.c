@@ -355,7 +355,7 @@ static void ddp_second_bucket_copy_other_outcome(void **state) {
  * Qwen2-0.5B; synchronising, pausing and asynchronous loops;
  * static_graph; ZeRO-1; GPT-2 medium and TinyLlama written down before
  * they were measured; 2026-11-29 and 2026-11-30: 106 ranks,
- * bench/accuracy/ddp_measured.py) lies
+ * bench/accuracy/ddp_outcomes.py measured) lies
  * within 1 % of one of the estimate's two outcomes, as validate judges it;
  * both outcomes occur, and the larger outcome's reservation covers every
  * rank's within 2 %. */
