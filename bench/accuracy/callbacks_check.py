@@ -1,4 +1,4 @@
-"""Compare the metrics bench/gpu/jobs/callbacks_job.py logged with the run's record:
+"""Compare the metrics bench/gpu/jobs/workloads.py callbacks logged with the run's record:
 each logged step's peak allocated/reserved is the record's `step` event's.
   python3 bench/accuracy/callbacks_check.py LOGGED.json RECORD.jsonl  -> one JSON line"""
 import json

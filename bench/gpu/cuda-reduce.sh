@@ -1,7 +1,7 @@
 #!/bin/bash
 # Are the scratch blocks of ATen's CUDA reductions the sizes vramledger.cuda_reduce computes?
 #   bench/gpu/run.sh cuda-reduce
-# bench/gpu/jobs/cuda_reduce_check.py: 2,040 sums, means, amaxes and norms,
+# bench/gpu/jobs/tracer_checks.py cuda-reduce: 2,040 sums, means, amaxes and norms,
 # each run once with the allocator's history on, against the model for
 # this device (its SMs and threads per SM). Writes $OUT/check.jsonl (one
 # line a case) and env.txt (bench/results/cuda-reduce/).
@@ -9,4 +9,4 @@ set -u
 . bench/gpu/env.sh
 mkdir -p "$o"
 record_env "$o/env.txt"
-python3 bench/gpu/jobs/cuda_reduce_check.py > "$o/check.jsonl"
+python3 bench/gpu/jobs/tracer_checks.py cuda-reduce > "$o/check.jsonl"

@@ -10,11 +10,11 @@
 # first: the bill on HF models (every step sampled), results with and
 #   without the probe, torch.compile, DDP, an OOM with --snapshot.
 # bit-exact: what holds the bytes the categories do not name
-#   (bench/gpu/jobs/unnamed_blocks.py unexplained), results bit-exact with and
+#   (bench/gpu/jobs/workloads.py unexplained), results bit-exact with and
 #   without the probe, step-time overhead, interleaved runs.
 # bill: the bill of twelve configurations, an OOM with --snapshot, and the
 #   overhead, with the report and doctor of each run.
-# unnamed: the blocks the probe leaves unnamed (bench/gpu/jobs/unnamed_blocks.py unnamed)
+# unnamed: the blocks the probe leaves unnamed (bench/gpu/jobs/workloads.py unnamed)
 #   and the overhead again.
 # defaults: the bill with PyTorch's defaults (no deterministic algorithms).
 # Writes $OUT/jobs-NAME.jsonl (the jobs' own figures, one line per run, with
@@ -98,7 +98,7 @@ elif [ "$what" = defaults ]; then
   done
 elif [ "$what" = unnamed ]; then
   for m in "llama amp-bf16" "bert bf16" "gpt2 amp-bf16 ckpt"; do
-    python3 bench/gpu/jobs/unnamed_blocks.py unnamed $m >> "$o/unnamed-$what.jsonl" 2>>"$o/errors-$what.txt"
+    python3 bench/gpu/jobs/workloads.py unnamed $m >> "$o/unnamed-$what.jsonl" 2>>"$o/errors-$what.txt"
   done
   for i in 1 2 3 4; do
     job gpt2-ovh-probe -- --model gpt2 --precision amp-bf16 --steps 100
@@ -125,7 +125,7 @@ elif [ "$what" = first ]; then
   job gpt2-ddp-noprobe --no-probe -- --model gpt2 --precision amp-bf16 --ddp --steps 6
   job gpt2-oom --snapshot -- --model gpt2 --precision amp-bf16 --oom --steps 2
 elif [ "$what" = bit-exact ]; then
-  python3 bench/gpu/jobs/unnamed_blocks.py unexplained > "$o/unexplained.json" 2>>"$o/errors-$what.txt"
+  python3 bench/gpu/jobs/workloads.py unexplained > "$o/unexplained.json" 2>>"$o/errors-$what.txt"
   export VRAMLEDGER_PROBE_EVERY=1
   job gpt2-amp -- --model gpt2 --precision amp-bf16 --steps 6
   job gpt2-amp-ckpt -- --model gpt2 --precision amp-bf16 --ckpt --steps 6
@@ -241,8 +241,8 @@ if [ "$what" = unnamed ]; then
     VRAMLEDGER_PROBE=0 python3 bench/gpu/jobs/probe_job.py --model $mm --precision $pr --steps 4 --unnamed-out "$o/unnamed-$mm-plain.json" > /dev/null 2>>"$o/errors-unnamed.txt"
   done
   for loop in trainer lightning; do
-    ledger "loop-$loop" "/tmp/rec2/loop-$loop" unnamed python3 bench/gpu/jobs/loops_job.py --loop $loop
-    plain=$(VRAMLEDGER_PROBE=0 python3 bench/gpu/jobs/loops_job.py --loop $loop 2>>"$o/errors-unnamed.txt" | tail -1)
+    ledger "loop-$loop" "/tmp/rec2/loop-$loop" unnamed python3 bench/gpu/jobs/workloads.py loops --loop $loop
+    plain=$(VRAMLEDGER_PROBE=0 python3 bench/gpu/jobs/workloads.py loops --loop $loop 2>>"$o/errors-unnamed.txt" | tail -1)
     echo "{\"run\": \"loop-$loop-plain\", \"job\": ${plain:-null}}" >> "$o/jobs-unnamed.jsonl"
   done
   tar -C /tmp -cJf "$o/records-unnamed.tar.xz" rec2 2>>"$o/errors-unnamed.txt"
@@ -263,7 +263,7 @@ if [ "$what" = ledger ]; then
     ledger "$n-$name" "/tmp/rec3/$n-$name" ledger python3 bench/gpu/jobs/probe_job.py $args
   done
   for loop in trainer lightning; do
-    ledger "loop-$loop" "/tmp/rec3/loop-$loop" ledger python3 bench/gpu/jobs/loops_job.py --loop $loop
+    ledger "loop-$loop" "/tmp/rec3/loop-$loop" ledger python3 bench/gpu/jobs/workloads.py loops --loop $loop
   done
   nvcc -O2 -o /tmp/pool_check_static bench/gpu/jobs/pool_check.cu 2>>"$o/errors-ledger.txt"
   LD_DEBUG=bindings LD_PRELOAD=$VRAMLEDGER_PRELOAD /tmp/pool_check_static 2>&1 >/dev/null \

@@ -16,7 +16,7 @@
 # the model types, written before they were measured), each measured by
 # measure.py --config in a process of its own; then, beside them, what is
 # live at the peak of the types suite's runs that the estimator misses
-# (bench/gpu/jobs/type_peaks.py). On the GPU machine, from the repository root.
+# (bench/gpu/jobs/model_facts.py type-peaks). On the GPU machine, from the repository root.
 
 suite_types() {
 set -euo pipefail
@@ -48,7 +48,7 @@ head["runs"] = runs
 json.dump(head, open(out + "/types-unseen-measured.json", "w"), indent=1)
 PY
 rm -rf "$OUT/unseen"
-python3 bench/gpu/jobs/type_peaks.py "$OUT/type-peaks.json" "$@"
+python3 bench/gpu/jobs/model_facts.py type-peaks "$OUT/type-peaks.json" "$@"
 }
 
 suite=${VL_SUITE:-types}

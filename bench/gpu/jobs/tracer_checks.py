@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Checks of the tracer's rules against what a job really allocates
-(bench/results/dry-run/), one by its first argument:
+"""Checks of the tracer's rules and of the allocator's models against what a
+job really allocates (bench/results/dry-run/, trace/, cuda-reduce/), one by
+its first argument:
 
   accumulate: Does the tracer's in-place rule for second gradients fire on
     this torch? tests/python/job_accumulate.py traced with the rule on and off
@@ -42,6 +43,20 @@
     Python stacks kept. Prints one JSON line a way: allocations, bytes, and
     for the allocations the plain run does not make, their innermost C++
     frames.
+  snapshot: memory_viz files on the H200: `vramledger run --snapshot-at
+    peak|exit` of a small GPT-2 training job (the probe's dumps of
+    torch.cuda.memory._snapshot()), and `vramledger trace --replay
+    --snapshot` of the same job's trace; each loaded by PyTorch's own
+    torch.cuda._memory_viz (segment_plot and trace_plot: the pages
+    pytorch.org/memory_viz draws), the run's dumps also read back by the C
+    side through `python -m vramledger.history` and replayed.   python3
+    bench/gpu/jobs/tracer_checks.py snapshot VL OUT   -> OUT/snapshot-check.json
+  cuda-reduce: Are the scratch blocks of ATen's CUDA reductions what
+    vramledger.cuda_reduce says? Each case (an op, a shape, the dimensions
+    reduced, a dtype, contiguous or transposed) runs once on the GPU with
+    the caching allocator's history on; every block the op takes beyond its
+    result is its scratch. One JSON line a case: the blocks seen, the blocks
+    predicted for this device (its SMs and threads per SM), match or not.
 """
 import sys
 
@@ -562,9 +577,177 @@ def mode_dispatch_mode():
         main()
 
 
-MODES = {"accumulate": mode_accumulate, "inplace": mode_inplace, "sdpa-backends": mode_sdpa_backends, "alloc-counts": mode_alloc_counts, "dispatch-mode": mode_dispatch_mode}
+def mode_snapshot():
+    """memory_viz files on the H200: `vramledger run --snapshot-at peak|exit` of a
+    small GPT-2 training job (the probe's dumps of torch.cuda.memory._snapshot()),
+    and `vramledger trace --replay --snapshot` of the same job's trace; each
+    loaded by PyTorch's own torch.cuda._memory_viz (segment_plot and trace_plot:
+    the pages pytorch.org/memory_viz draws), the run's dumps also read back by
+    the C side through `python -m vramledger.history` and replayed.
+      python3 bench/gpu/jobs/tracer_checks.py snapshot VL OUT   -> OUT/snapshot-check.json"""
+    import glob
+    import json
+    import os
+    import pickle
+    import subprocess
+
+    import torch.cuda._memory_viz as mv
+
+    vl, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    job = [sys.executable, "-c", """
+    import torch, transformers
+    torch.manual_seed(0)
+    m = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=2, n_embd=256, n_head=4, vocab_size=4096)).cuda()
+    o = torch.optim.AdamW(m.parameters())
+    for i in range(4):
+        x = torch.randint(0, 4096, (8, 128), device='cuda')
+        m(input_ids=x, labels=x).loss.backward(); o.step(); o.zero_grad(set_to_none=True)
+    print(torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved())
+    """]
+    res = {}
+    for at in ("peak", "exit"):
+        d = os.path.join("/tmp", "snap-" + at)
+        p = subprocess.run([vl, "run", "--quiet", "--out", d, "--snapshot-at", at, "--"] + job,
+                           capture_output=True, text=True)
+        files = sorted(glob.glob(os.path.join(d, "*_snapshot_pid*.pickle")))
+        r = {"rc": p.returncode, "stdout": p.stdout.strip(), "files": [os.path.basename(f) for f in files]}
+        if files:
+            snap = pickle.load(open(files[-1], "rb"))
+            r["segments"] = len(snap["segments"])
+            r["segment_plot_bytes"] = len(mv.segment_plot(snap))
+            r["trace_plot_bytes"] = len(mv.trace_plot(snap))
+            h = subprocess.run([sys.executable, "-m", "vramledger.history", files[-1]], capture_output=True,
+                               text=True)
+            r["history"] = h.stderr.strip()[-400:]
+            tr = os.path.join(out, at + ".hist.trace")
+            open(tr, "w").write(h.stdout)
+            rp = subprocess.run([vl, "trace", "--replay", tr, "--format", "json"], capture_output=True, text=True)
+            r["replay"] = json.loads(rp.stdout)["replays"][0] if rp.returncode == 0 else rp.stderr[-300:]
+            os.remove(tr)
+        res["run-" + at] = r
+    # the trace of the same job, and its replay as a snapshot
+    d = "/tmp/snap-trace"
+    p = subprocess.run([vl, "trace", "--out", d, "--format", "json"] + ["--"] + job, capture_output=True, text=True)
+    snapf = os.path.join(out, "trace-replay.pickle")
+    rp = subprocess.run([vl, "trace", "--replay", os.path.join(d, "alloc.trace"), "--format", "json",
+                         "--snapshot", snapf], capture_output=True, text=True)
+    r = {"rc": rp.returncode, "stderr": rp.stderr[-300:]}
+    if rp.returncode == 0:
+        snap = pickle.load(open(snapf, "rb"))
+        r["segments"] = len(snap["segments"])
+        r["replay"] = json.loads(rp.stdout)["replays"][0]
+        r["segment_plot_bytes"] = len(mv.segment_plot(snap))
+        r["trace_plot_bytes"] = len(mv.trace_plot(snap))
+    res["trace-snapshot"] = r
+    json.dump(res, open(os.path.join(out, "snapshot-check.json"), "w"), indent=1)
+    print(json.dumps(res)[:3000])
+
+
+def mode_cuda_reduce():
+    """Are the scratch blocks of ATen's CUDA reductions what
+    vramledger.cuda_reduce says? Each case (an op, a shape, the dimensions
+    reduced, a dtype, contiguous or transposed) runs once on the GPU with the
+    caching allocator's history on; every block the op takes beyond its
+    result is its scratch. One JSON line a case: the blocks seen, the blocks
+    predicted for this device (its SMs and threads per SM), match or not.
+
+      python3 bench/gpu/jobs/tracer_checks.py cuda-reduce > OUT.jsonl"""
+    import itertools
+    import json
+    import os
+
+    import torch
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+    from vramledger import cuda_reduce  # noqa: E402
+
+    P = torch.cuda.get_device_properties(0)
+    SMS, TPS = P.multi_processor_count, P.max_threads_per_multi_processor
+    OPS = {
+        "sum": lambda x, d: x.sum(d),
+        "mean": lambda x, d: x.mean(d),
+        "amax": lambda x, d: x.amax(d),
+        "norm": lambda x, d: torch.linalg.vector_norm(x, dim=d),
+    }
+    DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+    def seen(op, x, dims):
+        torch.cuda.synchronize()
+        torch.cuda.memory._record_memory_history(max_entries=1000)
+        y = OPS[op](x, dims)
+        torch.cuda.synchronize()
+        snap = torch.cuda.memory._snapshot()
+        torch.cuda.memory._record_memory_history(enabled=None)
+        ev = [e for e in snap["device_traces"][0] if e["action"] == "alloc"]
+        del y
+        return [int(e["size"]) for e in ev[1:]]  # the first is the result
+
+
+    def predicted(op, x, dims):
+        acc = x.element_size() if op == "amax" else 4
+        red = {d % x.dim() for d in dims}
+        return cuda_reduce.transients(list(x.shape), list(x.stride()), red, acc, x.element_size(), SMS, TPS)
+
+
+    def cases():
+        rows = (1, 7, 64, 512, 2048, 8192, 16384)
+        cols = (3, 256, 768, 3072, 12288, 50257)
+        for m, n, op, dt in itertools.product(rows, cols, OPS, DTYPES):
+            for dims, t in (((0,), False), ((1,), False), ((0, 1), False), ((0,), True)):
+                yield op, dt, (m, n), dims, t
+        for b, s, h in ((2, 1024, 4096), (8, 512, 768), (4, 2048, 3072)):
+            for op in ("sum", "mean"):
+                yield op, "bf16", (b, s, h), (0, 1), False
+                yield op, "fp32", (b, s, h), (0, 1), False
+                yield op, "bf16", (b, s, h), (2,), False
+                yield op, "bf16", (b, s, h), (0, 2), False
+
+
+    def main():
+        bad = 0
+        for op, dt, shape, dims, transposed in cases():
+            x = torch.randn(shape, device="cuda", dtype=DTYPES[dt])
+            if transposed:
+                x = x.t()
+            got, want = seen(op, x, dims), predicted(op, x, dims)
+            bad += got != want
+            print(json.dumps({"op": op, "dtype": dt, "shape": list(x.shape), "stride": list(x.stride()),
+                              "dims": list(dims), "seen": got, "predicted": want, "match": got == want}))
+            del x
+        # a Linear layer's bias gradient in autograd: the column sum over batch x sequence
+        lin = torch.nn.Linear(3072, 12288, device="cuda", dtype=torch.bfloat16)
+        x = torch.randn(1, 2048, 3072, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        y = lin(x)
+        g = torch.randn_like(y)
+        torch.cuda.synchronize()
+        torch.cuda.memory._record_memory_history(max_entries=1000)
+        y.backward(g)
+        torch.cuda.synchronize()
+        snap = torch.cuda.memory._snapshot()
+        torch.cuda.memory._record_memory_history(enabled=None)
+        sizes = [int(e["size"]) for e in snap["device_traces"][0] if e["action"] == "alloc"]
+        print(json.dumps({"op": "linear-backward", "shape": [1, 2048, 3072, 12288], "seen_all": sizes,
+                          "predicted_scratch": cuda_reduce.transients([2048, 12288], [12288, 1], {0}, 4, 2, SMS, TPS)}))
+        sys.stderr.write("device %s: %d SMs, %d threads/SM; %d mismatches\n" % (P.name, SMS, TPS, bad))
+
+
+    if __name__ == "__main__":
+        main()
+
+
+MODES = {
+    "accumulate": mode_accumulate,
+    "inplace": mode_inplace,
+    "sdpa-backends": mode_sdpa_backends,
+    "alloc-counts": mode_alloc_counts,
+    "dispatch-mode": mode_dispatch_mode,
+    "snapshot": mode_snapshot,
+    "cuda-reduce": mode_cuda_reduce,
+}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in MODES:
-        sys.exit("usage: %s accumulate|inplace|sdpa-backends|alloc-counts|dispatch-mode [ARGS...]" % sys.argv[0])
+        sys.exit("usage: %s accumulate|inplace|sdpa-backends|alloc-counts|dispatch-mode|snapshot|cuda-reduce [ARGS...]" % sys.argv[0])
     MODES[sys.argv.pop(1)]()

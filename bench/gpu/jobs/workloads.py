@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Small GPU workloads the suites run under `vramledger run`
-(bench/gpu/interposer.sh, probe.sh, parallel.sh), one by its first argument:
+"""GPU jobs the suites run, most under `vramledger run` (bench/gpu/interposer.sh,
+probe.sh, parallel.sh): small workloads, the loops people run, the training
+callbacks, the blocks the probe leaves unnamed; one by its first argument:
 
   spike: A 2 GiB allocation held for 50 ms in the middle of a quiet second:
     the sampler (at 10 ms) and the interposer's peak must both see it.
@@ -16,6 +17,33 @@
     with torch.cuda.memory_reserved(). One allocator mode per process, chosen
     by PYTORCH_CUDA_ALLOC_CONF (default, expandable_segments:True,
     backend:cudaMallocAsync). Prints one JSON line per quiet point.
+  loops: GPT-2 (random init, batch 8 x 512, bf16 autocast, AdamW) trained
+    for --steps optimizer steps by a framework's own loop, for the probe:
+    --loop trainer (Hugging Face Trainer, through accelerate) or lightning
+    (Lightning's automatic optimisation: forward and backward inside
+    optimizer.step(closure)). The job knows nothing of vramledger. Prints
+    its own figures as one JSON line: max_memory_allocated, the parameter
+    and optimizer-state bytes (numel x element size), its losses.
+  callbacks: vramledger's training callbacks with the real trainers, on a
+    GPU: a small GPT-2 trained 6 steps by transformers' Trainer
+    (TrainerCallback) or by Lightning (LightningCallback), under `vramledger
+    run`; the callback's logged metrics are written to OUT, for
+    bench/accuracy/callbacks_check.py to compare with the run's record.
+    vramledger run --out DIR -- python3 bench/gpu/jobs/workloads.py callbacks
+    hf|lightning OUT
+  unexplained: What holds the bytes the probe's categories do not name?
+    GPT-2 (AMP bf16, SDPA, AdamW foreach, batch 8 x 512), PyTorch's
+    allocation history on; after the second step's backward, every live
+    block of the caching allocator that is not a parameter, gradient or
+    optimizer-state storage is listed with its size and the Python frames
+    that allocated it. No probe.
+  unnamed: What the probe's categories leave unnamed, block by block. The
+    probe runs in-process (every step sampled); after step 2's forward and
+    after its backward, every live block of PyTorch's caching allocator that
+    is not a storage the probe named (parameters, gradients, optimizer
+    state, saved tensors, outputs) is listed with its size and allocating
+    frames. usage: workloads.py unnamed MODEL PRECISION [ckpt]   (models of
+    probe_job.py)
 """
 import sys
 
@@ -144,9 +172,268 @@ def mode_interposer_check():
         main()
 
 
-MODES = {"spike": mode_spike, "gpt2-loop": mode_gpt2_loop, "scatter": mode_scatter, "interposer-check": mode_interposer_check}
+def mode_loops():
+    """GPT-2 (random init, batch 8 x 512, bf16 autocast, AdamW) trained for
+    --steps optimizer steps by a framework's own loop, for the probe:
+    --loop trainer (Hugging Face Trainer, through accelerate) or lightning
+    (Lightning's automatic optimisation: forward and backward inside
+    optimizer.step(closure)). The job knows nothing of vramledger. Prints its
+    own figures as one JSON line: max_memory_allocated, the parameter and
+    optimizer-state bytes (numel x element size), its losses."""
+    import argparse, json, time
+
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--loop", required=True, choices=["trainer", "lightning"])
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=512)
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    cfg = GPT2Config()
+
+
+    class Ids(torch.utils.data.Dataset):
+        def __len__(self):
+            return a.batch * a.steps
+
+        def __getitem__(self, i):
+            g = torch.Generator().manual_seed(i)
+            x = torch.randint(0, cfg.vocab_size, (a.seq,), generator=g)
+            return {"input_ids": x, "labels": x}
+
+
+    nbytes = lambda ts: sum(t.numel() * t.element_size() for t in ts)
+    losses = []
+    t0 = time.time()
+    if a.loop == "trainer":
+        from transformers import Trainer, TrainerCallback, TrainingArguments
+        model = GPT2LMHeadModel(cfg)
+
+        class Keep(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kw):
+                if logs and "loss" in logs:
+                    losses.append(logs["loss"])
+        args = TrainingArguments(output_dir="/tmp/vl-loops-trainer", max_steps=a.steps,
+                                 per_device_train_batch_size=a.batch, bf16=True, logging_steps=1,
+                                 save_strategy="no", report_to=[], dataloader_num_workers=0,
+                                 optim="adamw_torch", learning_rate=1e-4, disable_tqdm=True)
+        tr = Trainer(model=model, args=args, train_dataset=Ids(), callbacks=[Keep()])
+        tr.train()
+        opt = tr.optimizer
+        opt = getattr(opt, "optimizer", opt)  # accelerate's wrapper
+    else:
+        import lightning as L
+
+        class Module(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.m = GPT2LMHeadModel(cfg)
+
+            def training_step(self, batch, i):
+                loss = self.m(**batch).loss
+                losses.append(loss.item())
+                return loss
+
+            def configure_optimizers(self):
+                return torch.optim.AdamW(self.parameters(), lr=1e-4, foreach=True)
+        lm = Module()
+        tr = L.Trainer(max_steps=a.steps, accelerator="gpu", devices=1, precision="bf16-mixed",
+                       logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                       enable_model_summary=False)
+        tr.fit(lm, torch.utils.data.DataLoader(Ids(), batch_size=a.batch))
+        model = lm.m
+        opt = tr.optimizers[0]
+    torch.cuda.synchronize()
+    print(json.dumps({
+        "loop": a.loop, "steps": a.steps, "batch": a.batch, "seq": a.seq, "losses": losses,
+        "parameters": nbytes(list(model.parameters()) + list(model.buffers())),
+        "optimizer_states": nbytes([v for s in opt.state.values() for v in s.values()
+                                    if torch.is_tensor(v) and v.is_cuda]),
+        "max_memory_allocated": torch.cuda.max_memory_allocated(),
+        "wall_s": time.time() - t0, "torch": torch.__version__}))
+
+
+def mode_callbacks():
+    """vramledger's training callbacks with the real trainers, on a GPU: a small
+    GPT-2 trained 6 steps by transformers' Trainer (TrainerCallback) or by
+    Lightning (LightningCallback), under `vramledger run`; the callback's
+    logged metrics are written to OUT, for bench/accuracy/callbacks_check.py to compare
+    with the run's record.
+      vramledger run --out DIR -- python3 bench/gpu/jobs/workloads.py callbacks hf|lightning OUT"""
+    import json
+
+    import torch
+    import transformers
+
+    from vramledger.callbacks import LightningCallback, TrainerCallback
+
+    mode, out = sys.argv[1], sys.argv[2]
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=256, n_head=4, vocab_size=4096, n_positions=256)
+    model = transformers.GPT2LMHeadModel(cfg)
+    data = [torch.randint(0, 4096, (128,)) for _ in range(64)]
+    logged = []
+
+
+    def keep(metrics, step):
+        logged.append([step, metrics])
+
+
+    if mode == "hf":
+        ds = [{"input_ids": x, "labels": x} for x in data]
+        args = transformers.TrainingArguments(output_dir="/tmp/vl-cb-hf", per_device_train_batch_size=8,
+                                              max_steps=6, logging_steps=1, report_to=[], bf16=True,
+                                              save_strategy="no")
+        transformers.Trainer(model=model.cuda(), args=args, train_dataset=ds,
+                             callbacks=[TrainerCallback(writers=[keep])]).train()
+    else:
+        import lightning as L
+
+        class Module(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.m = model
+
+            def training_step(self, batch, i):
+                return self.m(input_ids=batch, labels=batch).loss
+
+            def configure_optimizers(self):
+                return torch.optim.AdamW(self.parameters(), lr=1e-4)
+
+        class Logger(L.pytorch.loggers.Logger):
+            name, version = "keep", 0
+
+            def log_metrics(self, metrics, step):
+                if any(k.startswith("vramledger/") for k in metrics):
+                    keep(metrics, step)
+
+            def log_hyperparams(self, *a, **k):
+                pass
+
+        loader = torch.utils.data.DataLoader(torch.stack(data), batch_size=8)
+        L.Trainer(max_steps=6, precision="bf16-mixed", logger=Logger(), enable_checkpointing=False,
+                  enable_progress_bar=False, callbacks=[LightningCallback()]).fit(Module(), loader)
+    with open(out, "w") as f:
+        json.dump(logged, f)
+
+
+def mode_unexplained():
+    """What holds the bytes the probe's categories do not name? GPT-2 (AMP
+    bf16, SDPA, AdamW foreach, batch 8 x 512), PyTorch's allocation history on;
+    after the second step's backward, every live block of the caching
+    allocator that is not a parameter, gradient or optimizer-state storage is
+    listed with its size and the Python frames that allocated it. No probe."""
+    import json
+    import torch
+    from transformers import GPT2Config, AutoModelForCausalLM
+
+    from job_common import known_storages, unknown_blocks
+
+    torch.manual_seed(0)
+    torch.cuda.memory._record_memory_history(max_entries=200000, stacks="python")
+    with torch.device("cuda"):
+        m = AutoModelForCausalLM.from_config(GPT2Config(attn_implementation="sdpa"))
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4, foreach=True)
+    ids = torch.randint(0, 50257, (8, 512), device="cuda")
+    out = {}
+    for step in range(2):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = m(input_ids=ids, labels=ids).loss
+        loss.backward()
+        if step == 1:
+            rest = unknown_blocks(torch, known_storages(torch, m, opt, ids))
+            out = {"memory_allocated": torch.cuda.memory_allocated(),
+                   "named_bytes": None, "unnamed_blocks": len(rest),
+                   "unnamed_bytes": sum(r["bytes"] for r in rest), "top": rest[:15],
+                   "torch": torch.__version__}
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    print(json.dumps(out))
+
+
+def mode_unnamed():
+    """What the probe's categories leave unnamed, block by block. The probe runs
+    in-process (every step sampled); after step 2's forward and after its
+    backward, every live block of PyTorch's caching allocator that is not a
+    storage the probe named (parameters, gradients, optimizer state, saved
+    tensors, outputs) is listed with its size and allocating frames.
+    usage: workloads.py unnamed MODEL PRECISION [ckpt]   (models of probe_job.py)"""
+    import json
+    import os
+
+    import torch
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+    os.environ["VRAMLEDGER_PROBE_EVERY"] = "1"
+    from vramledger import probe  # noqa: E402
+    from job_common import unknown_blocks  # noqa: E402
+
+    model_name, prec = sys.argv[1], sys.argv[2]
+    ckpt = len(sys.argv) > 3 and sys.argv[3] == "ckpt"
+    open("/tmp/unnamed.jsonl", "w").close()
+    p = probe.install(torch, "/tmp/unnamed.jsonl")
+    torch.cuda.memory._record_memory_history(max_entries=300000, stacks="python")
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, BertConfig, GPT2Config, LlamaConfig  # noqa: E402
+
+    torch.manual_seed(0)
+    cfg = {"gpt2": GPT2Config(), "bert": BertConfig(),
+           "llama": LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+                                num_attention_heads=16, num_key_value_heads=4, vocab_size=32000)}[model_name]
+    with torch.device("cuda"):
+        m = (AutoModelForMaskedLM if model_name == "bert" else AutoModelForCausalLM).from_config(cfg)
+    if prec == "bf16":
+        m.to(torch.bfloat16)
+    if ckpt:
+        m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4, foreach=True)
+    ids = torch.randint(0, cfg.vocab_size, (8, 512), device="cuda")
+
+
+    def unnamed(where):
+        b = p.bill()
+        known = set(p.param_keys)
+        for key in ("states", "grads"):
+            known |= p.cache[key][1]
+        known |= {k for ref, k, n, kind in p.saved if ref() is not None}
+        known |= {k for ref, k, n in p.outputs if ref() is not None}
+        known.add(ids.untyped_storage().data_ptr())
+        rest = unknown_blocks(torch, known, frames=6, skip=("vramledger",))
+        return {"where": where, "allocated": torch.cuda.memory_allocated(), "bill": b,
+                "unnamed_bytes": sum(r["bytes"] for r in rest), "blocks": len(rest), "top": rest[:12]}
+
+
+    out = []
+    for step in range(2):
+        if prec == "amp-bf16":
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = m(input_ids=ids, labels=ids).loss
+        else:
+            loss = m(input_ids=ids, labels=ids).loss
+        if step == 1:
+            out.append(unnamed("after forward"))
+        loss.backward()
+        if step == 1:
+            out.append(unnamed("after backward"))
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    print(json.dumps({"model": model_name, "precision": prec, "ckpt": ckpt, "at": out}))
+
+
+MODES = {
+    "spike": mode_spike,
+    "gpt2-loop": mode_gpt2_loop,
+    "scatter": mode_scatter,
+    "interposer-check": mode_interposer_check,
+    "loops": mode_loops,
+    "callbacks": mode_callbacks,
+    "unexplained": mode_unexplained,
+    "unnamed": mode_unnamed,
+}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in MODES:
-        sys.exit("usage: %s spike|gpt2-loop|scatter|interposer-check [ARGS...]" % sys.argv[0])
+        sys.exit("usage: %s spike|gpt2-loop|scatter|interposer-check|loops|callbacks|unexplained|unnamed [ARGS...]" % sys.argv[0])
     MODES[sys.argv.pop(1)]()
