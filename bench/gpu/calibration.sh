@@ -1,11 +1,24 @@
 #!/bin/bash
-# How close is the estimator on the calibration set (each configuration in a process of its own, 2 GPUs)?
+# The calibration set's question and the measured constants beside it (bench/results/calibration/, cuda-reduce/): its suites.
+# bench/gpu/run.sh SUITE [ARGS] runs suite_SUITE below (VL_SUITE names it;
+# without it, suite_calibration).
+#
+# suite calibration: How close is the estimator on the calibration set (each configuration in a process of its own, 2 GPUs)?
 #   bench/gpu/run.sh calibration
 # The calibration suite of python/vramledger/measure.py, half on each GPU
 # ($OUT/cal-a.json, cal-b.json: bench/results/calibration/
 # calibration-isolated.json is the two merged), then how long `vramledger
 # validate --quick` takes ($OUT/cal-time.txt, validate-quick.txt).
 # Needs build-rel/ (carry).
+#
+# suite cuda-reduce: Are the scratch blocks of ATen's CUDA reductions the sizes vramledger.cuda_reduce computes?
+#   bench/gpu/run.sh cuda-reduce
+# bench/gpu/jobs/tracer_checks.py cuda-reduce: 2,040 sums, means, amaxes and norms,
+# each run once with the allocator's history on, against the model for
+# this device (its SMs and threads per SM). Writes $OUT/check.jsonl (one
+# line a case) and env.txt (bench/results/cuda-reduce/).
+
+suite_calibration() {
 set -u
 . bench/gpu/env.sh
 mkdir -p "$o"
@@ -28,3 +41,15 @@ cp /tmp/vq/*.json "$o/" 2>/dev/null
 tail -c 20000 "$o/cal-a.log" > "$o/cal-a-tail.log"; tail -c 20000 "$o/cal-b.log" > "$o/cal-b-tail.log"
 rm -f "$o/cal-a.log" "$o/cal-b.log"
 ls -la "$o"
+}
+
+suite_cuda_reduce() {
+set -u
+. bench/gpu/env.sh
+mkdir -p "$o"
+record_env "$o/env.txt"
+python3 bench/gpu/jobs/tracer_checks.py cuda-reduce > "$o/check.jsonl"
+}
+
+suite=${VL_SUITE:-calibration}
+"suite_${suite//-/_}" "$@"

@@ -12,7 +12,7 @@
 set -eu
 cd "$(dirname "$0")/../.."
 # SUITE=FILE: the suites that are a function of their question's file
-shared="dry-run-unseen=dry-run estimate-dry-run=dry-run known-misses=dry-run
+shared="cuda-reduce=calibration histories=trace dry-run-unseen=dry-run estimate-dry-run=dry-run known-misses=dry-run
 trace-meta=trace trace-batch=trace types-unseen=types ddp-rebuild=ddp
 probe-boundaries=probe spike=interposer preload-table=interposer
 sampler-cost=interposer gc-timing=interposer perturb=interposer"
