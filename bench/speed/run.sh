@@ -5,7 +5,7 @@
 # Each runs in a subshell of its own, from the directory it was started in
 # unless it changes to the repository root itself; the C and Python
 # programs some of them run (caching_bench.c, tick_floor.c, preload_table.c,
-# dry_run_job.py, probe_cost_job.py) are beside this file.
+# jobs.py dry-run, jobs.py probe-cost) are beside this file.
 here=$(cd "$(dirname "$0")" && pwd)
 
 # --- estimate
@@ -352,7 +352,7 @@ cd "$here/../.."
 py=${1:-$PWD/python}
 d=$(mktemp -d)
 PATH=/usr/bin:$PATH VRAMLEDGER_PYTHON_DIR=$py VRAMLEDGER_DATA=$PWD/data \
-  build/vramledger run --quiet --no-preload --out "$d/r" -- /usr/bin/python3 bench/speed/probe_cost_job.py
+  build/vramledger run --quiet --no-preload --out "$d/r" -- /usr/bin/python3 bench/speed/jobs.py probe-cost
 /usr/bin/python3 - "$d/r/record.jsonl" <<'PY'
 import json, statistics, sys
 st = [json.loads(l) for l in open(sys.argv[1]) if '"type":"step"' in l]
@@ -366,7 +366,7 @@ rm -rf "$d"
 
 # --- dry-run
 # How long does a meta dry run of a 7B model take on this machine?
-# bench/speed/dry_run_job.py (Llama-2-7B's shape in plain PyTorch, bf16, AdamW,
+# bench/speed/jobs.py dry-run (Llama-2-7B's shape in plain PyTorch, bf16, AdamW,
 # 2 steps, batch 1 x 2048) under `vramledger trace` on meta tensors; prints
 # the wall time, the peak memory of the whole dry run (RSS) and the replay.
 # Usage: bench/speed/run.sh dry-run [VRAMLEDGER] [PYTHON]
@@ -377,7 +377,7 @@ py=${2:-python3}
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 /usr/bin/time -f "wall %e s, max RSS %M KiB" "$vl" trace --out "$d/run" --gpu h200 --format json -- \
-  "$py" "$here/dry_run_job.py" > "$d/out.json" 2> "$d/err"
+  "$py" "$here/jobs.py" dry-run > "$d/out.json" 2> "$d/err"
 tail -1 "$d/err"
 "$py" -c "import json,sys; d=json.load(open(sys.argv[1])); r=d['replays'][0]; print('events', d['events'], 'complete', d['complete'], 'peak allocated %.2f GiB, reserved %.2f GiB' % (r['peak_allocated_bytes']/2**30, r['peak_reserved_bytes']/2**30))" "$d/out.json"
 )
