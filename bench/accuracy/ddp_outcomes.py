@@ -7,19 +7,19 @@ step 2, whichever the bill is not).
   bench/accuracy/ddp_outcomes.py BIN [FILE.jsonl ...]
 
 Without files it reads the committed whole-job results of
-bench/gpu/jobs/multi_gpu_job.py (2026-11-29 and -30). Prints one row per distinct
+bench/gpu/jobs/parallel_jobs.py data (2026-11-29 and -30). Prints one row per distinct
 (job, measured peak) with its count, the nearer outcome and the error to
 it, then the totals.
 
 By its first argument, also:
 
-  trials: Summary of bench/gpu/jobs/ddp_rebuild_trials.py's lines: per
+  trials: Summary of bench/gpu/jobs/parallel_jobs.py rebuild-trials's lines: per
     setting, how many rank trials kept DDP's first buckets at the rebuild
     (jump_b over half the gradient bytes), the gap from the first step's
     backward to the second step (median, min, max; sync and host loops), and
     the prediction 1 - gap / 100 ms (NCCL's watchdog looks every 100 ms) at
     the median gap.
-  measured: The whole-job DDP runs of bench/gpu/jobs/multi_gpu_job.py (one
+  measured: The whole-job DDP runs of bench/gpu/jobs/parallel_jobs.py data (one
     JSON line per rank) as a measured file `vramledger validate --measured`
     reads: one run per rank, with dp, ZeRO-1 (DDP with a
     ZeroRedundancyOptimizer), static_graph and the loop's kept outputs as
@@ -46,11 +46,11 @@ FILES = [
     R + "ddp-rebuild/part6-zero1/zero1.jsonl",
     R + "ddp-rebuild/part7-ddp-replay-unseen/ddp-replay-unseen.jsonl",
 ]
-# multi_gpu_job.py modes that are plain DDP as far as the estimate goes:
+# parallel_jobs.py data modes that are plain DDP as far as the estimate goes:
 # ddp-avoid-record-streams set TORCH_NCCL_AVOID_RECORD_STREAMS=1, which is
 # what PyTorch 2.11 does anyway (measured: =0 changes nothing either)
 PLAIN = {"ddp", "ddp-default", "ddp-avoid-record-streams"}
-# multi_gpu_job.py's model names -> bundled models or config files
+# parallel_jobs.py data's model names -> bundled models or config files
 MODELS = {"qwen2-0.5b.json": "qwen2-0.5b", "tinyllama-1.1b.json": "bench/configs/tinyllama-1.1b.json"}
 
 
@@ -110,7 +110,7 @@ def main():
 
 
 def mode_trials():
-    """Summary of bench/gpu/jobs/ddp_rebuild_trials.py's lines: per setting, how many rank
+    """Summary of bench/gpu/jobs/parallel_jobs.py rebuild-trials's lines: per setting, how many rank
     trials kept DDP's first buckets at the rebuild (jump_b over half the
     gradient bytes), the gap from the first step's backward to the second step
     (median, min, max; sync and host loops), and the prediction
@@ -145,7 +145,7 @@ def mode_trials():
 
 
 def mode_measured():
-    """The whole-job DDP runs of bench/gpu/jobs/multi_gpu_job.py (one JSON line per rank)
+    """The whole-job DDP runs of bench/gpu/jobs/parallel_jobs.py data (one JSON line per rank)
     as a measured file `vramledger validate --measured` reads: one run per
     rank, with dp, ZeRO-1 (DDP with a ZeroRedundancyOptimizer), static_graph
     and the loop's kept outputs as settings.
@@ -154,7 +154,7 @@ def mode_measured():
 
     Without files: the committed whole-job results of 2026-11-29 and -30 (the same
     list bench/accuracy/ddp_outcomes.py reads). The runs record no NVML figure
-    (multi_gpu_job.py reads only the allocator), so validate compares peak
+    (parallel_jobs.py data reads only the allocator), so validate compares peak
     allocated and reserved."""
 
     MODELS = {"gpt2": "gpt2", "gpt2-medium": "gpt2-medium", "qwen2-0.5b.json": "qwen2-0.5b",

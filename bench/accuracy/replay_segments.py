@@ -6,7 +6,7 @@
     /tmp/blog/vramledger estimate ARGS... 2> replay.log > /dev/null
     python3 bench/accuracy/replay_segments.py HISTORY_DIR replay.log
 
-HISTORY_DIR: a run of bench/gpu/jobs/alloc_history.py (its segments.json: every
+HISTORY_DIR: a run of bench/gpu/jobs/tracer_checks.py history (its segments.json: every
 segment the allocator took from the driver, the request that made it and
 the bytes allocated before). replay.log: the developer build's stderr,
 whose `# segment SIZE for REQUEST allocated BEFORE` lines (lib/model/prog.h)

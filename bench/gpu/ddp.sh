@@ -14,11 +14,11 @@
 #   bench/gpu/run.sh ddp-rebuild NAME, NAME one of (bench/results/ddp-rebuild/partN-NAME/ but for
 #   the last three):
 # trials (two GPUs): DDP's bucket rebuild, trial by trial
-#   (bench/gpu/jobs/ddp_rebuild_trials.py): GPT-2 with a synchronizing loop and
+#   (bench/gpu/jobs/parallel_jobs.py rebuild-trials): GPT-2 with a synchronizing loop and
 #   0/20/50/100 ms after each step, a loop that only copies its batch from
 #   the host, and an asynchronous one; the same with
 #   TORCH_NCCL_AVOID_RECORD_STREAMS=0; Qwen2-0.5B; then whole jobs
-#   (bench/gpu/jobs/multi_gpu_job.py) with an asynchronous loop, for the estimate.
+#   (bench/gpu/jobs/parallel_jobs.py data) with an asynchronous loop, for the estimate.
 # vl-run (two GPUs): GPT-2 DDP under `vramledger run` (doctor VL-D015 on
 #   real records) and whole jobs with 0.1 s once after the first step.
 # under-run (two GPUs): pipeline stages and FSDP under `vramledger run`
@@ -48,11 +48,11 @@ set -u
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } > $o/multi-env.txt
 for mode in ddp fsdp-full fsdp-grad-op; do
   for n in 1 2; do
-    torchrun --standalone --nproc-per-node $n bench/gpu/jobs/multi_gpu_job.py --mode $mode 2>>$o/multi-err.txt \
+    torchrun --standalone --nproc-per-node $n bench/gpu/jobs/parallel_jobs.py data --mode $mode 2>>$o/multi-err.txt \
         | grep '^{' >> $o/multi.jsonl
   done
 done
-$vl run --quiet --out /tmp/ddp-run -- torchrun --standalone --nproc-per-node 2 bench/gpu/jobs/multi_gpu_job.py --mode ddp \
+$vl run --quiet --out /tmp/ddp-run -- torchrun --standalone --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py data --mode ddp \
     2>>$o/multi-err.txt | grep '^{' | sed 's/"mode": "ddp"/"mode": "ddp-under-vl-run"/' >> $o/multi.jsonl
 $vl report /tmp/ddp-run --format json > $o/ddp-report.json 2>>$o/multi-err.txt
 $vl doctor /tmp/ddp-run --format json > $o/ddp-doctor.json 2>>$o/multi-err.txt
@@ -74,22 +74,22 @@ record_env "$o/env-$what.txt"
 tr="torchrun --standalone --nproc-per-node 2"
 if [ "$what" = trials ]; then
   t0=$(date +%s)
-  timeout 240 $tr bench/gpu/jobs/ddp_rebuild_trials.py --trials ${TRIALS:-16} \
+  timeout 240 $tr bench/gpu/jobs/parallel_jobs.py rebuild-trials --trials ${TRIALS:-16} \
       --loops sync:0,sync:0.02,sync:0.05,sync:0.1,host:0,async:0 \
       2>>"$o/errors-trials.txt" | grep '^{' >> "$o/trials.jsonl"
   echo "gpt2 trials $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
-  TORCH_NCCL_AVOID_RECORD_STREAMS=0 timeout 90 $tr bench/gpu/jobs/ddp_rebuild_trials.py \
+  TORCH_NCCL_AVOID_RECORD_STREAMS=0 timeout 90 $tr bench/gpu/jobs/parallel_jobs.py rebuild-trials \
       --trials ${TRIALS2:-10} --loops sync:0,async:0 --tag TORCH_NCCL_AVOID_RECORD_STREAMS=0 \
       2>>"$o/errors-trials.txt" | grep '^{' >> "$o/trials.jsonl"
   echo "env trials $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
-  timeout 120 $tr bench/gpu/jobs/ddp_rebuild_trials.py --config data/models/qwen2-0.5b.json \
+  timeout 120 $tr bench/gpu/jobs/parallel_jobs.py rebuild-trials --config data/models/qwen2-0.5b.json \
       --trials ${TRIALS3:-6} --loops sync:0,host:0,async:0 \
       2>>"$o/errors-trials.txt" | grep '^{' >> "$o/trials.jsonl"
   echo "qwen trials $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
   for i in 1 2 3; do
-    timeout 60 $tr bench/gpu/jobs/multi_gpu_job.py --mode ddp --async-loop 2>>"$o/errors-trials.txt" |
+    timeout 60 $tr bench/gpu/jobs/parallel_jobs.py data --mode ddp --async-loop 2>>"$o/errors-trials.txt" |
         grep '^{' >> "$o/jobs.jsonl"
-    timeout 60 $tr bench/gpu/jobs/multi_gpu_job.py --mode ddp --async-loop --config data/models/qwen2-0.5b.json \
+    timeout 60 $tr bench/gpu/jobs/parallel_jobs.py data --mode ddp --async-loop --config data/models/qwen2-0.5b.json \
         2>>"$o/errors-trials.txt" | grep '^{' >> "$o/jobs.jsonl"
   done
   echo "jobs $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
@@ -102,7 +102,7 @@ if [ "$what" = vl-run ]; then
   t0=$(date +%s)
   for i in 1 2 3 4; do
     rm -rf /tmp/ddp-run$i
-    timeout 90 $vl run --quiet --out /tmp/ddp-run$i -- $tr bench/gpu/jobs/multi_gpu_job.py --mode ddp --steps 6 \
+    timeout 90 $vl run --quiet --out /tmp/ddp-run$i -- $tr bench/gpu/jobs/parallel_jobs.py data --mode ddp --steps 6 \
         2>>"$o/errors-vl-run.txt" | grep '^{' >> "$o/ddp-vl-run.jsonl"
     $vl doctor /tmp/ddp-run$i --format json > /tmp/ddp-run$i/doctor.json 2>>"$o/errors-vl-run.txt"
     $vl report /tmp/ddp-run$i --format json > /tmp/ddp-run$i/report.json 2>>"$o/errors-vl-run.txt"
@@ -110,7 +110,7 @@ if [ "$what" = vl-run ]; then
   echo "vl runs $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
   tar cJf "$o/ddp-runs.tar.xz" -C /tmp ddp-run1 ddp-run2 ddp-run3 ddp-run4
   for i in 1 2 3 4; do
-    timeout 60 $tr bench/gpu/jobs/multi_gpu_job.py --mode ddp --pause-first 0.1 2>>"$o/errors-vl-run.txt" |
+    timeout 60 $tr bench/gpu/jobs/parallel_jobs.py data --mode ddp --pause-first 0.1 2>>"$o/errors-vl-run.txt" |
         grep '^{' >> "$o/jobs-pause-first.jsonl"
   done
   echo "pause-first jobs $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
@@ -118,8 +118,8 @@ if [ "$what" = vl-run ]; then
 fi
 if [ "$what" = under-run ]; then
   t0=$(date +%s)
-  for job in "pp bench/gpu/jobs/pp_job.py --steps 6" "fsdp bench/gpu/jobs/multi_gpu_job.py --mode fsdp-full --steps 6" \
-             "zero2 bench/gpu/jobs/multi_gpu_job.py --mode fsdp-grad-op --steps 6"; do
+  for job in "pp bench/gpu/jobs/parallel_jobs.py pipeline --steps 6" "fsdp bench/gpu/jobs/parallel_jobs.py data --mode fsdp-full --steps 6" \
+             "zero2 bench/gpu/jobs/parallel_jobs.py data --mode fsdp-grad-op --steps 6"; do
     set -- $job; name=$1; shift
     rm -rf /tmp/run-$name
     timeout 120 $vl run --quiet --out /tmp/run-$name -- $tr "$@" 2>>"$o/errors-under-run.txt" |
@@ -131,10 +131,10 @@ if [ "$what" = under-run ]; then
   tar cJf "$o/runs.tar.xz" -C /tmp run-pp run-fsdp run-zero2
   echo "under run $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
   for i in 1 2 3 4; do
-    timeout 90 $tr bench/gpu/jobs/multi_gpu_job.py --mode ddp --steps 40 2>>"$o/errors-under-run.txt" |
+    timeout 90 $tr bench/gpu/jobs/parallel_jobs.py data --mode ddp --steps 40 2>>"$o/errors-under-run.txt" |
         grep '^{' | sed 's/^{/{"under": "bare", /' >> "$o/overhead.jsonl"
     rm -rf /tmp/ovh
-    timeout 90 $vl run --quiet --out /tmp/ovh -- $tr bench/gpu/jobs/multi_gpu_job.py --mode ddp --steps 40 \
+    timeout 90 $vl run --quiet --out /tmp/ovh -- $tr bench/gpu/jobs/parallel_jobs.py data --mode ddp --steps 40 \
         2>>"$o/errors-under-run.txt" | grep '^{' | sed 's/^{/{"under": "vl run", /' >> "$o/overhead.jsonl"
   done
   echo "overhead $(( $(date +%s) - t0 )) s" >> "$o/times.txt"
@@ -143,7 +143,7 @@ fi
 if [ "$what" = pp-histories ]; then
   mkdir -p /tmp/pph
   for sch in gpipe 1f1b; do
-    timeout 120 $tr bench/gpu/jobs/pp_job.py --schedule $sch --steps 4 --history /tmp/pph/pp-$sch.json \
+    timeout 120 $tr bench/gpu/jobs/parallel_jobs.py pipeline --schedule $sch --steps 4 --history /tmp/pph/pp-$sch.json \
         2>>"$o/errors-pp-histories.txt" | grep '^{' >> "$o/pp-hist.jsonl"
   done
   tar cJf "$o/pp-histories.tar.xz" -C /tmp pph
@@ -151,7 +151,7 @@ if [ "$what" = pp-histories ]; then
 fi
 if [ "$what" = pp-unseen ]; then
   while read -r m sch b mic seq; do
-    timeout 120 $tr bench/gpu/jobs/pp_job.py --model "$m" --schedule "$sch" --batch "$b" --micro "$mic" \
+    timeout 120 $tr bench/gpu/jobs/parallel_jobs.py pipeline --model "$m" --schedule "$sch" --batch "$b" --micro "$mic" \
         --seq "$seq" --steps 4 2>>"$o/errors-pp-unseen.txt" | grep '^{' >> "$o/pp5.jsonl"
   done <<'RUNS'
 gpt2-medium gpipe 8 4 512
@@ -163,8 +163,8 @@ RUNS
 fi
 if [ "$what" = zero1 ]; then
   for i in 1 2 3; do
-    timeout 90 $tr bench/gpu/jobs/multi_gpu_job.py --mode zero1 2>>"$o/errors-zero1.txt" | grep '^{' >> "$o/zero1.jsonl"
-    timeout 90 $tr bench/gpu/jobs/multi_gpu_job.py --mode zero1 --config data/models/qwen2-0.5b.json \
+    timeout 90 $tr bench/gpu/jobs/parallel_jobs.py data --mode zero1 2>>"$o/errors-zero1.txt" | grep '^{' >> "$o/zero1.jsonl"
+    timeout 90 $tr bench/gpu/jobs/parallel_jobs.py data --mode zero1 --config data/models/qwen2-0.5b.json \
         2>>"$o/errors-zero1.txt" | grep '^{' >> "$o/zero1.jsonl"
   done
   tail -c 20000 "$o/errors-zero1.txt" > "$o/errors-zero1-tail.txt"; rm -f "$o/errors-zero1.txt"
@@ -172,7 +172,7 @@ fi
 if [ "$what" = replay-unseen ]; then
   while read -r mode m b s rest; do
     # shellcheck disable=SC2086
-    timeout 100 $tr bench/gpu/jobs/multi_gpu_job.py --mode "$mode" $rest --batch "$b" --seq "$s" \
+    timeout 100 $tr bench/gpu/jobs/parallel_jobs.py data --mode "$mode" $rest --batch "$b" --seq "$s" \
         2>>"$o/errors-replay-unseen.txt" | grep '^{' >> "$o/ddp-replay-unseen.jsonl"
   done <<'RUNS'
 ddp gpt2-medium 4 1024 --model gpt2-medium
@@ -185,7 +185,7 @@ fi
 if [ "$what" = static-graph ]; then
   for i in 1 2 3 4; do
     for m in ddp ddp-static ddp-bucket-view; do
-      torchrun --standalone --nproc-per-node 2 bench/gpu/jobs/multi_gpu_job.py --mode $m 2>>"$o/errors-static-graph.txt" |
+      torchrun --standalone --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py data --mode $m 2>>"$o/errors-static-graph.txt" |
           grep '^{' >> "$o/ddp-static.jsonl"
     done
   done
@@ -198,7 +198,7 @@ if [ "$what" = pause ]; then
   # the tensors it keeps for the allocator's safety when it sees them done)
   for i in 1 2 3 4; do
     for p in 0 0.3; do
-      torchrun --standalone --nproc-per-node 2 bench/gpu/jobs/multi_gpu_job.py --mode ddp --pause $p 2>>"$o/errors-pause.txt" |
+      torchrun --standalone --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py data --mode ddp --pause $p 2>>"$o/errors-pause.txt" |
           grep '^{' >> "$o/ddp-pause.jsonl"
     done
   done
@@ -209,9 +209,9 @@ if [ "$what" = record-streams ]; then
   # rebuild or only in the second backward): four runs as they are and four
   # with NCCL's record_stream off (TORCH_NCCL_AVOID_RECORD_STREAMS=1)
   for i in 1 2 3 4; do
-    $tr --nproc-per-node 2 bench/gpu/jobs/multi_gpu_job.py --mode ddp 2>>"$o/errors-record-streams.txt" |
+    $tr --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py data --mode ddp 2>>"$o/errors-record-streams.txt" |
         grep '^{' | sed 's/"mode": "ddp"/"mode": "ddp-default"/' >> "$o/ddp-record-streams.jsonl"
-    TORCH_NCCL_AVOID_RECORD_STREAMS=1 $tr --nproc-per-node 2 bench/gpu/jobs/multi_gpu_job.py --mode ddp \
+    TORCH_NCCL_AVOID_RECORD_STREAMS=1 $tr --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py data --mode ddp \
         2>>"$o/errors-record-streams.txt" | grep '^{' | sed 's/"mode": "ddp"/"mode": "ddp-avoid-record-streams"/' >> "$o/ddp-record-streams.jsonl"
   done
   tail -c 8000 "$o/errors-record-streams.txt" > "$o/errors-record-streams-tail.txt"; rm -f "$o/errors-record-streams.txt"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # How close is the estimate on tensor, data and pipeline parallel jobs (2 or more GPUs)?
 #   bench/gpu/run.sh parallel NAME, NAME one of:
-# tp-dp: tensor parallelism (bench/gpu/jobs/tp_job.py: TinyLlama-1.1B's
+# tp-dp: tensor parallelism (bench/gpu/jobs/parallel_jobs.py tensor: TinyLlama-1.1B's
 #   and Qwen2-0.5B's shapes, TP 1 and 2, precisions, eager/SDPA,
 #   checkpointing), one TP job under `vramledger run` (record, report,
 #   doctor), DDP/FSDP on Qwen2-0.5B (1 and 2 GPUs) and TinyLlama (2 GPUs)
@@ -16,7 +16,7 @@
 # tp-probe: the probe on the TP job, GPT-2 DDP's two peaks with every rank's
 #   history from before the model is built, one allocator history, and how
 #   long `validate --quick` takes (bench/results/nccl-run/raw.jsonl:part7/).
-# pp: pipeline parallelism (bench/gpu/jobs/pp_job.py: GPT-2 and GPT-2
+# pp: pipeline parallelism (bench/gpu/jobs/parallel_jobs.py pipeline: GPT-2 and GPT-2
 #   medium over 2 stages, 1F1B and GPipe; bench/results/unseen-sets/).
 # Needs build-rel/ (carry). Results under $OUT.
 set -u
@@ -32,24 +32,24 @@ tr="torchrun --standalone"
 if [ "$what" = tp-dp ]; then
   ll=bench/configs/tinyllama-1.1b.json qw=bench/configs/qwen2-0.5b-untied.json
   tp() { $tr --nproc-per-node "$@" 2>>"$o/errors-tp-dp.txt" | grep '^{' >> "$o/tp.jsonl"; }
-  tp 1 bench/gpu/jobs/tp_job.py --config $ll
-  tp 2 bench/gpu/jobs/tp_job.py --config $ll
-  tp 2 bench/gpu/jobs/tp_job.py --config $ll --attention eager --batch 2
-  tp 2 bench/gpu/jobs/tp_job.py --config $ll --checkpointing full --batch 8
-  tp 2 bench/gpu/jobs/tp_job.py --config $ll --precision bf16
-  tp 2 bench/gpu/jobs/tp_job.py --config $ll --precision fp32 --batch 2
-  tp 1 bench/gpu/jobs/tp_job.py --config $qw
-  tp 2 bench/gpu/jobs/tp_job.py --config $qw
-  $vl run --quiet --out /tmp/tp-run -- $tr --nproc-per-node 2 bench/gpu/jobs/tp_job.py --config $ll \
+  tp 1 bench/gpu/jobs/parallel_jobs.py tensor --config $ll
+  tp 2 bench/gpu/jobs/parallel_jobs.py tensor --config $ll
+  tp 2 bench/gpu/jobs/parallel_jobs.py tensor --config $ll --attention eager --batch 2
+  tp 2 bench/gpu/jobs/parallel_jobs.py tensor --config $ll --checkpointing full --batch 8
+  tp 2 bench/gpu/jobs/parallel_jobs.py tensor --config $ll --precision bf16
+  tp 2 bench/gpu/jobs/parallel_jobs.py tensor --config $ll --precision fp32 --batch 2
+  tp 1 bench/gpu/jobs/parallel_jobs.py tensor --config $qw
+  tp 2 bench/gpu/jobs/parallel_jobs.py tensor --config $qw
+  $vl run --quiet --out /tmp/tp-run -- $tr --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py tensor --config $ll \
       2>>"$o/errors-tp-dp.txt" | grep '^{' | sed 's/"mode": "tp"/"mode": "tp-under-vl-run"/' >> "$o/tp.jsonl"
   $vl report /tmp/tp-run --format json > "$o/tp-report.json" 2>>"$o/errors-tp-dp.txt"
   $vl doctor /tmp/tp-run --format json > "$o/tp-doctor.json" 2>>"$o/errors-tp-dp.txt"
   for mode in ${DP_MODES-ddp fsdp-full fsdp-grad-op}; do
     for n in 1 2; do
-      $tr --nproc-per-node $n bench/gpu/jobs/multi_gpu_job.py --mode $mode --config data/models/qwen2-0.5b.json \
+      $tr --nproc-per-node $n bench/gpu/jobs/parallel_jobs.py data --mode $mode --config data/models/qwen2-0.5b.json \
           --batch 4 --seq 1024 --steps 8 2>>"$o/errors-tp-dp.txt" | grep '^{' >> "$o/dp.jsonl"
     done
-    $tr --nproc-per-node 2 bench/gpu/jobs/multi_gpu_job.py --mode $mode --config $ll --batch 4 --seq 1024 \
+    $tr --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py data --mode $mode --config $ll --batch 4 --seq 1024 \
         --steps 8 2>>"$o/errors-tp-dp.txt" | grep '^{' >> "$o/dp.jsonl"
   done
   tail -c 30000 "$o/errors-tp-dp.txt" > "$o/errors-tp-dp-tail.txt"; rm -f "$o/errors-tp-dp.txt"
@@ -60,18 +60,18 @@ if [ "$what" = peaks ]; then
   # controls that agree (TP amp, DDP); the TP job under `vramledger run`
   ll=bench/configs/tinyllama-1.1b.json qw=bench/configs/qwen2-0.5b-untied.json
   rm -rf /tmp/tp-run
-  $vl run --quiet --out /tmp/tp-run -- $tr --nproc-per-node 2 bench/gpu/jobs/tp_job.py --config $ll \
+  $vl run --quiet --out /tmp/tp-run -- $tr --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py tensor --config $ll \
       2>>"$o/errors-peaks.txt" | grep '^{' | sed 's/"mode": "tp"/"mode": "tp-under-vl-run"/' >> "$o/peaks.jsonl"
   $vl report /tmp/tp-run --format json > "$o/tp-report.json" 2>>"$o/errors-peaks.txt"
   $vl doctor /tmp/tp-run --format json > "$o/tp-doctor.json" 2>>"$o/errors-peaks.txt"
   run() { h=$1; shift; $tr "$@" --history /tmp/peaks/$h.json 2>>"$o/errors-peaks.txt" | grep '^{' >> "$o/peaks.jsonl"; }
   mkdir -p /tmp/peaks
-  run tp2-fp32 --nproc-per-node 2 bench/gpu/jobs/tp_job.py --config $ll --precision fp32 --batch 2
-  run tp1-qwen --nproc-per-node 1 bench/gpu/jobs/tp_job.py --config $qw
-  run fsdp-full-ll --nproc-per-node 2 bench/gpu/jobs/multi_gpu_job.py --mode fsdp-full --config $ll --batch 4 --seq 1024 --steps 5
-  run tp2-amp --nproc-per-node 2 bench/gpu/jobs/tp_job.py --config $ll
-  run ddp-ll --nproc-per-node 2 bench/gpu/jobs/multi_gpu_job.py --mode ddp --config $ll --batch 4 --seq 1024 --steps 5
-  run fsdp-full-qw --nproc-per-node 2 bench/gpu/jobs/multi_gpu_job.py --mode fsdp-full --config data/models/qwen2-0.5b.json --batch 4 --seq 1024 --steps 5
+  run tp2-fp32 --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py tensor --config $ll --precision fp32 --batch 2
+  run tp1-qwen --nproc-per-node 1 bench/gpu/jobs/parallel_jobs.py tensor --config $qw
+  run fsdp-full-ll --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py data --mode fsdp-full --config $ll --batch 4 --seq 1024 --steps 5
+  run tp2-amp --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py tensor --config $ll
+  run ddp-ll --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py data --mode ddp --config $ll --batch 4 --seq 1024 --steps 5
+  run fsdp-full-qw --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py data --mode fsdp-full --config data/models/qwen2-0.5b.json --batch 4 --seq 1024 --steps 5
   tar -C /tmp/peaks -cJf "$o/peaks.tar.xz" .
   tail -c 20000 "$o/errors-peaks.txt" > "$o/errors-peaks-tail.txt"; rm -f "$o/errors-peaks.txt"
 fi
@@ -81,20 +81,20 @@ if [ "$what" = nccl ]; then
   rm -rf /tmp/r6 /tmp/peaks6; mkdir -p /tmp/r6 /tmp/peaks6
   $vl run --quiet --out /tmp/r6/scatter -- $tr --nproc-per-node $n bench/gpu/jobs/workloads.py scatter \
       > "$o/scatter.txt" 2>&1; echo "rc $?" >> "$o/scatter.txt"
-  $vl run --quiet --out /tmp/r6/tp -- $tr --nproc-per-node $n bench/gpu/jobs/tp_job.py --config $ll \
+  $vl run --quiet --out /tmp/r6/tp -- $tr --nproc-per-node $n bench/gpu/jobs/parallel_jobs.py tensor --config $ll \
       2>>"$o/errors-nccl.txt" | grep '^{' | sed 's/"mode": "tp"/"mode": "tp-under-vl-run"/' >> "$o/runs6.jsonl"
   $vl report /tmp/r6/tp --format json > "$o/tp-report.json" 2>>"$o/errors-nccl.txt"
   $vl doctor /tmp/r6/tp --format json > "$o/tp-doctor.json" 2>>"$o/errors-nccl.txt"
   for i in 1 2 3; do
-    $tr --nproc-per-node 2 bench/gpu/jobs/multi_gpu_job.py --mode ddp --history /tmp/peaks6/ddp-gpt2-$i.json \
+    $tr --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py data --mode ddp --history /tmp/peaks6/ddp-gpt2-$i.json \
         2>>"$o/errors-nccl.txt" | grep '^{' >> "$o/runs6.jsonl"
   done
   if [ "$n" -gt 2 ]; then
     for mode in ddp fsdp-full fsdp-grad-op; do
-      $tr --nproc-per-node $n bench/gpu/jobs/multi_gpu_job.py --mode $mode --config $ll --batch 4 --seq 1024 \
+      $tr --nproc-per-node $n bench/gpu/jobs/parallel_jobs.py data --mode $mode --config $ll --batch 4 --seq 1024 \
           --steps 8 2>>"$o/errors-nccl.txt" | grep '^{' >> "$o/runs6.jsonl"
     done
-    $tr --nproc-per-node $n bench/gpu/jobs/tp_job.py --config $ll 2>>"$o/errors-nccl.txt" | grep '^{' >> "$o/runs6.jsonl"
+    $tr --nproc-per-node $n bench/gpu/jobs/parallel_jobs.py tensor --config $ll 2>>"$o/errors-nccl.txt" | grep '^{' >> "$o/runs6.jsonl"
   fi
   tar -C /tmp/peaks6 -cJf "$o/peaks6.tar.xz" .
   tail -c 20000 "$o/errors-nccl.txt" > "$o/errors-nccl-tail.txt"; rm -f "$o/errors-nccl.txt"
@@ -107,16 +107,16 @@ if [ "$what" = tp-probe ]; then
   ll=bench/configs/tinyllama-1.1b.json
   export PYTHONFAULTHANDLER=1 PYTHONPATH=$PWD/python
   rm -rf /tmp/r7 /tmp/peaks7 /tmp/hist7 /tmp/vq; mkdir -p /tmp/r7 /tmp/peaks7
-  $vl run --quiet --out /tmp/r7/tp -- $tr --nproc-per-node 2 bench/gpu/jobs/tp_job.py --config $ll \
+  $vl run --quiet --out /tmp/r7/tp -- $tr --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py tensor --config $ll \
       2>>"$o/errors-tp-probe.txt" | grep '^{' | sed 's/"mode": "tp"/"mode": "tp-under-vl-run"/' >> "$o/runs7.jsonl"
   $vl report /tmp/r7/tp --format json > /tmp/peaks7/tp-report.json 2>>"$o/errors-tp-probe.txt"
   $vl report /tmp/r7/tp > /tmp/peaks7/tp-report.txt 2>>"$o/errors-tp-probe.txt"
   $vl doctor /tmp/r7/tp --format json > /tmp/peaks7/tp-doctor.json 2>>"$o/errors-tp-probe.txt"
   for i in 1 2 3 4 5; do
-    $tr --nproc-per-node 2 bench/gpu/jobs/multi_gpu_job.py --mode ddp --history /tmp/peaks7/ddp-gpt2-$i.json \
+    $tr --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py data --mode ddp --history /tmp/peaks7/ddp-gpt2-$i.json \
         --history-all 2>>"$o/errors-tp-probe.txt" | grep '^{' >> "$o/runs7.jsonl"
   done
-  CUDA_VISIBLE_DEVICES=0 python3 bench/gpu/jobs/alloc_history.py /tmp/hist7 gpt2l-amp-adamw-ckpt \
+  CUDA_VISIBLE_DEVICES=0 python3 bench/gpu/jobs/tracer_checks.py history /tmp/hist7 gpt2l-amp-adamw-ckpt \
       >> "$o/runs7.jsonl" 2>>"$o/errors-tp-probe.txt"
   d=/tmp/hist7/gpt2l-amp-adamw-ckpt
   python3 -m vramledger.history $d/hist.pickle > $d/hist.trace 2> $d/hist.info &&
@@ -132,7 +132,7 @@ fi
 if [ "$what" = pp ]; then
   for args in "--model gpt2 --schedule 1f1b --batch 8 --micro 4" "--model gpt2 --schedule gpipe --batch 8 --micro 4" \
       "--model gpt2-medium --schedule 1f1b --batch 16 --micro 8" "--model gpt2-medium --schedule gpipe --batch 16 --micro 8"; do
-    torchrun --standalone --nproc-per-node 2 bench/gpu/jobs/pp_job.py $args --seq 512 2>>"$o/errors-pp.txt" |
+    torchrun --standalone --nproc-per-node 2 bench/gpu/jobs/parallel_jobs.py pipeline $args --seq 512 2>>"$o/errors-pp.txt" |
         grep '^{' >> "$o/pp.jsonl"
   done
   tail -c 8000 "$o/errors-pp.txt" > "$o/errors-pp-tail.txt"; rm -f "$o/errors-pp.txt"

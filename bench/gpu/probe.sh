@@ -56,7 +56,7 @@ job() { # job NAME [run flags] -- job args
   while [ "$1" != "--" ]; do flags="$flags $1"; shift; done
   shift
   d=$recs/$what-$n-$name
-  line=$($vl run --quiet $flags --out "$d" -- python3 bench/gpu/jobs/probe_job.py "$@" 2>>"$o/errors-$what.txt")
+  line=$($vl run --quiet $flags --out "$d" -- python3 bench/gpu/jobs/workloads.py probe "$@" 2>>"$o/errors-$what.txt")
   echo "{\"run\": \"$what-$n-$name\", \"flags\": \"$flags\", \"job\": ${line:-null}}" >> "$o/jobs-$what.jsonl"
 }
 report() { # the report of the last job, one JSON line, into reports-$what.jsonl
@@ -232,13 +232,13 @@ if [ "$what" = unnamed ]; then
       "llama-amp|--model llama --precision amp-bf16" "llama-bf16-ckpt|--model llama --precision bf16 --ckpt" \
       "bert-bf16|--model bert --precision bf16" "gpt2-ddp|--model gpt2 --precision amp-bf16 --ddp"; do
     n=$((n + 1)); name=${spec%%|*}; args=${spec#*|}
-    ledger "$n-$name" "/tmp/rec2/$n-$name" unnamed python3 bench/gpu/jobs/probe_job.py $args
+    ledger "$n-$name" "/tmp/rec2/$n-$name" unnamed python3 bench/gpu/jobs/workloads.py probe $args
   done
   for m in "llama|amp-bf16" "bert|bf16"; do
     mm=${m%%|*}; pr=${m#*|}
-    $vl run --quiet --out /tmp/rec2/unnamed-$mm -- python3 bench/gpu/jobs/probe_job.py --model $mm --precision $pr --steps 4 --unnamed-out "$o/unnamed-$mm-probe.json" > /dev/null 2>>"$o/errors-unnamed.txt"
+    $vl run --quiet --out /tmp/rec2/unnamed-$mm -- python3 bench/gpu/jobs/workloads.py probe --model $mm --precision $pr --steps 4 --unnamed-out "$o/unnamed-$mm-probe.json" > /dev/null 2>>"$o/errors-unnamed.txt"
     report_line "unnamed-$mm" "/tmp/rec2/unnamed-$mm" unnamed
-    VRAMLEDGER_PROBE=0 python3 bench/gpu/jobs/probe_job.py --model $mm --precision $pr --steps 4 --unnamed-out "$o/unnamed-$mm-plain.json" > /dev/null 2>>"$o/errors-unnamed.txt"
+    VRAMLEDGER_PROBE=0 python3 bench/gpu/jobs/workloads.py probe --model $mm --precision $pr --steps 4 --unnamed-out "$o/unnamed-$mm-plain.json" > /dev/null 2>>"$o/errors-unnamed.txt"
   done
   for loop in trainer lightning; do
     ledger "loop-$loop" "/tmp/rec2/loop-$loop" unnamed python3 bench/gpu/jobs/workloads.py loops --loop $loop
@@ -260,7 +260,7 @@ if [ "$what" = ledger ]; then
       "bert-amp|--model bert --precision amp-bf16" "bert-bf16|--model bert --precision bf16" \
       "gpt2-ddp|--model gpt2 --precision amp-bf16 --ddp"; do
     n=$((n + 1)); name=${spec%%|*}; args=${spec#*|}
-    ledger "$n-$name" "/tmp/rec3/$n-$name" ledger python3 bench/gpu/jobs/probe_job.py $args
+    ledger "$n-$name" "/tmp/rec3/$n-$name" ledger python3 bench/gpu/jobs/workloads.py probe $args
   done
   for loop in trainer lightning; do
     ledger "loop-$loop" "/tmp/rec3/loop-$loop" ledger python3 bench/gpu/jobs/workloads.py loops --loop $loop

@@ -7,7 +7,7 @@
 #   bench/gpu/run.sh trace
 # GPU evidence for the allocation replay and a real `vramledger
 # sweep` of two models, on the H200, in one device call.
-# Needs build-rel/ (carry). For every configuration of bench/gpu/jobs/trace_job.py:
+# Needs build-rel/ (carry). For every configuration of bench/gpu/jobs/tracer_checks.py trace:
 #   1. the job on the GPU under `vramledger trace` (the tracer on CUDA), with
 #      the caching allocator's own history recorded (--history): its
 #      max_memory_allocated/reserved are the measurement;
@@ -39,7 +39,7 @@
 # suite histories: Does the allocator model replay the caching allocator's own history of a run to the byte, and what is live at its peak?
 #   bench/gpu/run.sh histories NAME...
 # NAME: a run of measure.py's suites or of bench/configs/unseen*.jsonl.
-# Each is measured by bench/gpu/jobs/alloc_history.py with PyTorch's
+# Each is measured by bench/gpu/jobs/tracer_checks.py history with PyTorch's
 # allocation history on (one process each; the names alternate over GPUs 0
 # and 1 when two are visible); its large events and the Python lines that
 # made them summarised by bench/gpu/jobs/job_common.py summary() (large.json); the
@@ -87,7 +87,7 @@ gpu_one() { # NAME ARGS...: steps 1 and 2
   case " $GPU_ONLY " in *" all "*|*" $name "*) ;; *) return ;; esac
   hist="--history $d/hist.pickle"
   case " $NO_HISTORY " in *" $name "*) hist="" ;; esac
-  $vl trace --out $d/gpu-run --format json -- python3 bench/gpu/jobs/trace_job.py --device cuda --steps 2 \
+  $vl trace --out $d/gpu-run --format json -- python3 bench/gpu/jobs/tracer_checks.py trace --device cuda --steps 2 \
       $hist "$@" > $d/gpu-trace.json 2> $d/gpu.log
   grep '^{"device"' $d/gpu.log > $d/job.json
   [ -n "$hist" ] && python3 -m vramledger.history $d/hist.pickle > $d/hist.trace 2> $d/hist.info &&
@@ -98,7 +98,7 @@ gpu_one() { # NAME ARGS...: steps 1 and 2
 cpu_one() { # NAME ARGS...: step 3
   name=$1; shift; d=$W/$name; mkdir -p $d
   CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=4 $vl trace --out $d/cpu-run --format json -- \
-      python3 bench/gpu/jobs/trace_job.py --device cpu --steps 2 "$@" > $d/cpu-trace.json 2> $d/cpu.log
+      python3 bench/gpu/jobs/tracer_checks.py trace --device cpu --steps 2 "$@" > $d/cpu-trace.json 2> $d/cpu.log
   grep '^{"device"' $d/cpu.log > $d/cpujob.json
   xz -T1 $d/cpu-run/alloc.trace
 }
@@ -173,7 +173,7 @@ while IFS='|' read -r name args; do
   if [ $n -ge 5 ]; then wait -n; n=$((n - 1)); fi
   ( s=$(date +%s.%N)
     OMP_NUM_THREADS=2 timeout 300 $vl trace --out $W/$name --format json ${META_GPU:---gpu h200} -- \
-        python3 bench/gpu/jobs/trace_job.py --device meta --steps 2 $args > $W/$name.json 2> $W/$name.log
+        python3 bench/gpu/jobs/tracer_checks.py trace --device meta --steps 2 $args > $W/$name.json 2> $W/$name.log
     echo "$s $(date +%s.%N)" > $W/$name.time ) &
   n=$((n + 1))
 done <<< "$CONFIGS"
@@ -212,7 +212,7 @@ mlp-amp-ckpt|33,66,132|--model mlp --precision amp-bf16 --ckpt"
 (
   while IFS='|' read -r name batches args; do
     for b in ${batches//,/ }; do
-      python3 bench/gpu/jobs/trace_job.py --device cuda --steps 2 --batch $b $args 2>/dev/null | tail -1 > $W/$name-gpu-$b.json
+      python3 bench/gpu/jobs/tracer_checks.py trace --device cuda --steps 2 --batch $b $args 2>/dev/null | tail -1 > $W/$name-gpu-$b.json
     done
   done <<< "$CONFIGS"
   touch $W/gpu.done
@@ -223,7 +223,7 @@ mlp-amp-ckpt|33,66,132|--model mlp --precision amp-bf16 --ckpt"
     first=${batches%%,*} rest=${batches#*,}
     if [ $n -ge 4 ]; then wait -n; n=$((n - 1)); fi
     CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=4 $vl trace --out $W/$name-cpu --format json --batch $rest -- \
-        python3 bench/gpu/jobs/trace_job.py --device cpu --steps 2 --batch $first $args > $W/$name-cpu.json 2> $W/$name-cpu.log &
+        python3 bench/gpu/jobs/tracer_checks.py trace --device cpu --steps 2 --batch $first $args > $W/$name-cpu.json 2> $W/$name-cpu.log &
     n=$((n + 1))
   done <<< "$CONFIGS"
   wait
@@ -263,7 +263,7 @@ ngpu=$(nvidia-smi -L | wc -l)
 hist() { # GPU NAME...
   g=$1; shift
   for n in "$@"; do
-    CUDA_VISIBLE_DEVICES=$g python3 bench/gpu/jobs/alloc_history.py $h $n >> "$o/history-$g.txt" 2>>"$o/errors-histories.txt"
+    CUDA_VISIBLE_DEVICES=$g python3 bench/gpu/jobs/tracer_checks.py history $h $n >> "$o/history-$g.txt" 2>>"$o/errors-histories.txt"
     d=$h/$n
     python3 -c "import pickle, json, sys; sys.path.insert(0, 'bench/gpu/jobs'); from job_common import summary; json.dump(summary(pickle.load(open('$d/hist.pickle', 'rb'))), open('$d/large.json', 'w'), indent=1)" 2>>"$o/errors-histories.txt"
     python3 -m vramledger.history $d/hist.pickle > $d/hist.trace 2> $d/hist.info &&

@@ -283,7 +283,7 @@ static void fsdp_gathers_what_it_shards(void **state) {
   assert_true(z3ds.line_max[VL_LINE_AUTOCAST] * 8 < dp.line_max[VL_LINE_AUTOCAST]);
 }
 
-/* The GPT-2 DDP job measured on 2 H200s (bench/gpu/jobs/multi_gpu_job.py: AMP,
+/* The GPT-2 DDP job measured on 2 H200s (bench/gpu/jobs/parallel_jobs.py data: AMP,
  * AdamW, 4 x 512, a loop that keeps only the loss). */
 static void gpt2_ddp_job(struct vl_job *j) {
   vl_job_init(j);
@@ -487,7 +487,8 @@ static void two_h200_runs_within_seven_percent(void **state) {
     j.dp = runs[i].dp;
     j.zero = runs[i].zero;
     j.sp = runs[i].sp;
-    /* bench/gpu/jobs/multi_gpu_job.py keeps only the loss; bench/gpu/jobs/tp_job.py the logits */
+    /* bench/gpu/jobs/parallel_jobs.py data keeps only the loss; parallel_jobs.py tensor
+     * the logits */
     j.drop_outputs = runs[i].dp > 1;
     struct vl_bill b;
     tu_bill(&archs[runs[i].model], &j, &b);
@@ -495,7 +496,7 @@ static void two_h200_runs_within_seven_percent(void **state) {
   }
 }
 
-/* Pipeline parallelism on 2 H200s (bench/gpu/jobs/pp_job.py: GPT-2 and GPT-2
+/* Pipeline parallelism on 2 H200s (bench/gpu/jobs/parallel_jobs.py pipeline: GPT-2 and GPT-2
  * medium split into two stages by torch.distributed.pipelining, bf16,
  * AdamW, 512 tokens a sequence; bench/results/unseen-sets/
  * part4-pp/pp8.jsonl): each stage's max_memory_allocated() in bytes against
@@ -642,7 +643,7 @@ static const struct {
      "segment of the fp32 logits, two more are made; the dry run of the same job is +3.3 %"},
 };
 
-/* The loops people run (bench/results/loops/, bench/gpu/jobs/loops_measure.py on
+/* The loops people run (bench/results/loops/, bench/gpu/jobs/workloads.py loops-measure on
  * one H200: GPT-2 and Qwen2-0.5B, bf16 autocast, three steps): each
  * --loop within 2 % of max_memory_allocated; they differ by up to 12 %. */
 static void loops_against_the_h200(void **state) {

@@ -206,7 +206,7 @@ static void doctor_rules(void **state) {
 }
 
 /* DDP's first buckets kept into step 2 on one rank of two, a real record
- * (GPT-2, AMP, AdamW, 4 x 512, bench/gpu/jobs/multi_gpu_job.py --mode ddp --steps 6
+ * (GPT-2, AMP, AdamW, 4 x 512, bench/gpu/jobs/parallel_jobs.py data --mode ddp --steps 6
  * under `vramledger run` on 2 H200s:
  * bench/results/ddp-rebuild/raw.jsonl:part2-ddp-vl-run/, run 2; its ranks'
  * max_memory_allocated() 5,777,105,920 and 5,279,681,024 B): found on rank 1 with the parameters'
@@ -274,7 +274,7 @@ static void ddp_first_buckets_on_h200(void **state) {
 }
 
 /* Pipeline stages under `vramledger run` (GPT-2, 1F1B over 2 H200s, 8 x
- * 512 in 4 micro-batches, bf16, AdamW: bench/gpu/jobs/pp_job.py; bench/results/
+ * 512 in 4 micro-batches, bf16, AdamW: bench/gpu/jobs/parallel_jobs.py pipeline; bench/results/
  * ddp-rebuild/part3-under-run/): the last stage keeps every
  * micro-batch's logits, so the ranks are apart, and the doctor names the
  * part of the bill that sets them apart and the pipeline's fix. */
@@ -288,7 +288,7 @@ static void pipeline_stages_side_by_side(void **state) {
   assert_int_equal(f.ddp_kept_ranks, 0);
   const struct vl_fw_rank *s0 = f.ranks[0].rank == 0 ? &f.ranks[0] : &f.ranks[1];
   const struct vl_fw_rank *s1 = s0 == &f.ranks[0] ? &f.ranks[1] : &f.ranks[0];
-  /* each rank's own max_memory_allocated() (pp_job.py's lines) */
+  /* each rank's own max_memory_allocated() (parallel_jobs.py pipeline's lines) */
   assert_int_equal(s0->peak_allocated, 1326458880ull);
   assert_int_equal(s1->peak_allocated, 2041814016ull);
   assert_true(s0->has_bill && s1->has_bill);

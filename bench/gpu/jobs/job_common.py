@@ -1,8 +1,8 @@
 """What the bench jobs share: the torchrun process's rank, a model config
-from a config.json, the live set at rank 0's peak (multi_gpu_job.py,
-tp_job.py, pp_job.py); what is live at the peak of allocated memory by the
+from a config.json, the live set at rank 0's peak (parallel_jobs.py data,
+parallel_jobs.py tensor, parallel_jobs.py pipeline); what is live at the peak of allocated memory by the
 Python line that allocated it (summary, frame_list: bench/gpu/run.sh histories,
-alloc_history.py, model_facts.py type-peaks); the live blocks no known storage
+tracer_checks.py history, model_facts.py type-peaks); the live blocks no known storage
 explains (known_storages, unknown_blocks: the probe jobs)."""
 import json
 import os

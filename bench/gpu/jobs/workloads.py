@@ -43,7 +43,17 @@ callbacks, the blocks the probe leaves unnamed; one by its first argument:
     is not a storage the probe named (parameters, gradients, optimizer
     state, saved tensors, outputs) is listed with its size and allocating
     frames. usage: workloads.py unnamed MODEL PRECISION [ckpt]   (models of
-    probe_job.py)
+    workloads.py probe)
+  probe: A Hugging Face training job for the probe's GPU evidence. It knows
+    nothing of vramledger: `vramledger run` attaches the probe.
+  loops-measure: What the training loops people run keep alive: one bundled
+    config (random weights) trained for --steps optimizer steps by a plain
+    loop, the Hugging Face Trainer (its own defaults: optimizer,
+    max_grad_norm, outputs), Lightning's automatic optimization (precision
+    "bf16-mixed") and accelerate (mixed_precision "bf16",
+    accelerator.backward), each in a process of its own; prints one JSON
+    line per loop: torch's max_memory_allocated and max_memory_reserved over
+    the run, the Trainer's optim and max_grad_norm.
 """
 import sys
 
@@ -360,7 +370,7 @@ def mode_unnamed():
     backward, every live block of PyTorch's caching allocator that is not a
     storage the probe named (parameters, gradients, optimizer state, saved
     tensors, outputs) is listed with its size and allocating frames.
-    usage: workloads.py unnamed MODEL PRECISION [ckpt]   (models of probe_job.py)"""
+    usage: workloads.py unnamed MODEL PRECISION [ckpt]   (models of workloads.py probe)"""
     import json
     import os
 
@@ -422,6 +432,265 @@ def mode_unnamed():
     print(json.dumps({"model": model_name, "precision": prec, "ckpt": ckpt, "at": out}))
 
 
+def mode_probe():
+    """A Hugging Face training job for the probe's GPU evidence. It
+    knows nothing of vramledger: `vramledger run` attaches the probe.
+
+    Prints one JSON line: the tensors' bytes counted independently of the probe
+    (numel x element size over parameters and buffers, .grad, optimizer state)
+    right after the last optimizer step, the job's own view of
+    max_memory_allocated/max_memory_reserved, the losses (bit-exact equality
+    with and without the probe), and the median step time (CUDA-synchronised,
+    steps after the third).
+
+      --model gpt2|llama|bert  --precision amp-bf16|bf16  [--ckpt] [--lora 16]
+      [--compile] [--ddp] [--batch 8 --seq 512 --steps 10] [--oom]"""
+    import argparse
+    import json
+    import os
+    import statistics
+    import time
+
+    import torch
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="gpt2")
+    ap.add_argument("--precision", default="amp-bf16")
+    ap.add_argument("--ckpt", action="store_true")
+    ap.add_argument("--lora", type=int, default=0)
+    ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--ddp", action="store_true")
+    ap.add_argument("--attn", default="sdpa")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=512)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--oom", action="store_true", help="ask for too much and report the error")
+    ap.add_argument("--unnamed-out", help="after the last step, list every live block that is not a "
+                    "parameter, buffer, gradient, optimizer state or the input (allocation history "
+                    "on: python frames) into this JSON file")
+    a = ap.parse_args()
+
+    if not os.environ.get("PROBE_JOB_NONDETERMINISTIC"):  # bit-exact comparisons
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.manual_seed(0)
+    if a.unnamed_out:
+        torch.cuda.memory._record_memory_history(max_entries=500000, stacks="python")
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, BertConfig, GPT2Config, LlamaConfig
+
+    if a.model == "gpt2":
+        cfg = GPT2Config(attn_implementation=a.attn)
+        targets = ["c_attn"]
+    elif a.model == "llama":
+        cfg = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+                          num_attention_heads=16, num_key_value_heads=4, vocab_size=32000,
+                          max_position_embeddings=4096, attn_implementation=a.attn)
+        targets = ["q_proj", "v_proj"]
+    elif a.model == "bert":
+        cfg = BertConfig(attn_implementation=a.attn)
+        targets = ["query", "value"]
+    else:
+        sys.exit("unknown model " + a.model)
+    with torch.device("cuda"):
+        if a.model == "bert":
+            model = AutoModelForMaskedLM.from_config(cfg)
+        else:
+            model = AutoModelForCausalLM.from_config(cfg)
+    if a.precision == "bf16":
+        model.to(torch.bfloat16)
+    if a.ckpt:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if a.lora:
+        from peft import LoraConfig, get_peft_model
+        model = get_peft_model(model, LoraConfig(r=a.lora, lora_alpha=2 * a.lora,
+                                                 target_modules=targets, lora_dropout=0.0))
+    train = model
+    if a.ddp:
+        import torch.distributed as dist
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29511")
+        dist.init_process_group("nccl", rank=0, world_size=1)
+        train = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0])
+    if a.compile:
+        train = torch.compile(train)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-4, foreach=True)
+    V = cfg.vocab_size
+    batch = a.batch * (64 if a.oom else 1)
+    ids = torch.randint(0, V, (batch, a.seq), device="cuda")
+    losses, times = [], []
+    err = None
+    try:
+        for step in range(a.steps):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            if a.precision == "amp-bf16":
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    loss = train(input_ids=ids, labels=ids).loss
+            else:
+                loss = train(input_ids=ids, labels=ids).loss
+            loss.backward()
+            opt.step()
+            last = step == a.steps - 1
+            if last:
+                torch.cuda.synchronize()
+                nbytes = lambda ts: sum(t.numel() * t.element_size() for t in ts)
+                tensor_bytes = {
+                    "parameters": nbytes(list(model.parameters()) + list(model.buffers())),
+                    "gradients": nbytes([p.grad for p in model.parameters() if p.grad is not None]),
+                    "optimizer_states": nbytes([v for s in opt.state.values() for v in s.values()
+                                                if torch.is_tensor(v) and v.is_cuda]),
+                }
+            opt.zero_grad(set_to_none=True)
+            losses.append(loss.item())
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+    except torch.cuda.OutOfMemoryError:
+        err = "OutOfMemoryError"
+    if a.unnamed_out:
+        torch.cuda.synchronize()
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from job_common import known_storages, unknown_blocks
+        rest = unknown_blocks(torch, known_storages(torch, model, opt, ids))
+        with open(a.unnamed_out, "w") as f:
+            json.dump({"model": a.model, "precision": a.precision, "probe": "VRAMLEDGER_PROBE" not in os.environ
+                       or os.environ["VRAMLEDGER_PROBE"] != "0",
+                       "allocated": torch.cuda.memory_allocated(),
+                       "unnamed_bytes": sum(r["bytes"] for r in rest), "blocks": len(rest),
+                       "top": rest[:30]}, f, indent=1)
+    print(json.dumps({
+        "model": a.model, "precision": a.precision, "ckpt": a.ckpt, "lora": a.lora,
+        "compile": a.compile, "ddp": a.ddp, "batch": batch, "seq": a.seq, "error": err,
+        "losses": losses, "step_s_median": statistics.median(times[3:]) if len(times) > 4 else None,
+        "tensor_bytes": None if err else tensor_bytes,
+        "max_memory_allocated": torch.cuda.max_memory_allocated(),
+        "max_memory_reserved": torch.cuda.max_memory_reserved(),
+        "torch": torch.__version__}))
+    if a.ddp:
+        torch.distributed.destroy_process_group()
+
+
+def mode_loops_measure():
+    """What the training loops people run keep alive: one bundled config
+    (random weights) trained for --steps optimizer steps by a plain loop, the
+    Hugging Face Trainer (its own defaults: optimizer, max_grad_norm, outputs),
+    Lightning's automatic optimization (precision "bf16-mixed") and
+    accelerate (mixed_precision "bf16", accelerator.backward), each in a
+    process of its own; prints one JSON line per loop: torch's
+    max_memory_allocated and max_memory_reserved over the run, the Trainer's
+    optim and max_grad_norm.
+
+        python3 bench/gpu/jobs/workloads.py loops-measure OUT.json MODEL BATCH SEQ [--steps N]"""
+    import json, os, subprocess, sys, time
+
+    HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+    def child(loop, model, batch, seq, steps):
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM
+        with open(os.path.join(HERE, "..", "..", "..", "data", "models", model + ".json")) as f:
+            d = json.load(f)
+        mt = d.pop("model_type")
+        for k in ("architectures", "torch_dtype", "dtype"):
+            d.pop(k, None)
+        cfg = AutoConfig.for_model(mt, **d)
+        torch.manual_seed(0)
+
+        class Ids(torch.utils.data.Dataset):
+            def __len__(self):
+                return batch * steps
+
+            def __getitem__(self, i):
+                g = torch.Generator().manual_seed(i)
+                x = torch.randint(0, cfg.vocab_size, (seq,), generator=g)
+                return {"input_ids": x, "labels": x}
+
+        rec = {"loop": loop, "model": model, "batch": batch, "seq": seq, "steps": steps}
+        if loop == "plain":
+            m = AutoModelForCausalLM.from_config(cfg).cuda().train()
+            opt = torch.optim.AdamW(m.parameters(), lr=1e-5, foreach=True)
+            dl = torch.utils.data.DataLoader(Ids(), batch_size=batch)
+            for b in dl:
+                b = {k: v.cuda() for k, v in b.items()}
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    out = m(**b)
+                out.loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                del out
+        elif loop == "trainer":
+            from transformers import Trainer, TrainingArguments
+            m = AutoModelForCausalLM.from_config(cfg)
+            args = TrainingArguments(output_dir="/tmp/vl-loops-trainer", max_steps=steps,
+                                     per_device_train_batch_size=batch, bf16=True, logging_steps=1,
+                                     save_strategy="no", report_to=[], dataloader_num_workers=0,
+                                     learning_rate=1e-5, disable_tqdm=True)
+            rec.update(optim=str(args.optim), max_grad_norm=args.max_grad_norm)
+            Trainer(model=m, args=args, train_dataset=Ids()).train()
+        elif loop == "lightning":
+            import lightning as L
+
+            class Module(L.LightningModule):
+                def __init__(self):
+                    super().__init__()
+                    self.m = AutoModelForCausalLM.from_config(cfg)
+
+                def training_step(self, b, i):
+                    return self.m(**b).loss
+
+                def configure_optimizers(self):
+                    return torch.optim.AdamW(self.parameters(), lr=1e-5, foreach=True)
+            L.Trainer(max_steps=steps, accelerator="gpu", devices=1, precision="bf16-mixed",
+                      logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                      enable_model_summary=False).fit(Module(),
+                                                      torch.utils.data.DataLoader(Ids(), batch_size=batch))
+        elif loop == "accelerate":
+            from accelerate import Accelerator
+            acc = Accelerator(mixed_precision="bf16")
+            m = AutoModelForCausalLM.from_config(cfg)
+            opt = torch.optim.AdamW(m.parameters(), lr=1e-5, foreach=True)
+            m, opt, dl = acc.prepare(m, opt, torch.utils.data.DataLoader(Ids(), batch_size=batch))
+            m.train()
+            for b in dl:
+                out = m(**b)
+                acc.backward(out.loss)
+                opt.step()
+                opt.zero_grad()
+        torch.cuda.synchronize()
+        rec.update(max_memory_allocated=torch.cuda.max_memory_allocated(),
+                   max_memory_reserved=torch.cuda.max_memory_reserved(), torch=torch.__version__)
+        print("RESULT " + json.dumps(rec), flush=True)
+
+
+    def main():
+        if sys.argv[1] == "--child":
+            child(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
+            return
+        out, model, batch, seq = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+        steps = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 3
+        recs = []
+        if os.path.exists(out):
+            with open(out) as f:
+                recs = json.load(f)["runs"]
+        for loop in ("plain", "trainer", "lightning", "accelerate"):
+            t0 = time.time()
+            p = subprocess.run([sys.executable, __file__, "loops-measure", "--child", loop, model, str(batch), str(seq),
+                                str(steps)], capture_output=True, text=True)
+            line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+            r = json.loads(line[-1][7:]) if line else {"loop": loop, "model": model, "batch": batch,
+                                                         "seq": seq, "error": p.stderr[-800:]}
+            r["wall_s"] = round(time.time() - t0, 1)
+            print(json.dumps(r), flush=True)
+            recs.append(r)
+            with open(out, "w") as f:
+                json.dump({"runs": recs}, f, indent=1)
+
+
+    if __name__ == "__main__":
+        main()
+
+
 MODES = {
     "spike": mode_spike,
     "gpt2-loop": mode_gpt2_loop,
@@ -431,9 +700,11 @@ MODES = {
     "callbacks": mode_callbacks,
     "unexplained": mode_unexplained,
     "unnamed": mode_unnamed,
+    "probe": mode_probe,
+    "loops-measure": mode_loops_measure,
 }
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in MODES:
-        sys.exit("usage: %s spike|gpt2-loop|scatter|interposer-check|loops|callbacks|unexplained|unnamed [ARGS...]" % sys.argv[0])
+        sys.exit("usage: %s spike|gpt2-loop|scatter|interposer-check|loops|callbacks|unexplained|unnamed|probe|loops-measure [ARGS...]" % sys.argv[0])
     MODES[sys.argv.pop(1)]()
