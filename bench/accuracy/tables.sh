@@ -4,7 +4,7 @@
 #   markers): `vramledger validate --results` of
 #   data/reference/h200-torch-2.11/calibration-isolated.json;
 # - the model types (the list item of model-types/, its other shapes too):
-#   bench/accuracy/types_table.py over their measurements,
+#   bench/accuracy/compare.py types-table over their measurements,
 #   data/reference/h200-torch-2.11/types-measured.json and
 #   types-unseen-measured.json.
 # - bench/results/model-types/validate.txt and validate-unseen.txt: `vramledger validate --results`
@@ -23,7 +23,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$bin" validate --results $ref/types-measured.json >"$tmp/validate.txt" || [ $? = 3 ]
 "$bin" validate --results $ref/types-unseen-measured.json >"$tmp/validate-unseen.txt" ||
   [ $? = 3 ]
-python3 bench/accuracy/types_table.py "$bin" $ref/types-measured.json \
+python3 bench/accuracy/compare.py types-table "$bin" $ref/types-measured.json \
   $ref/types-unseen-measured.json >"$tmp/types.md"
 python3 - "$tmp" <<'PY'
 import re, sys
