@@ -5,7 +5,10 @@ torch.profiler after three warm-up steps; per run the CUDA time by kernel
 (top 25), the kernel count, the step's wall time and the host's time in
 aten ops.
 
-  PYTHONPATH=python python3 bench/time/step_profile.py CONFIGS.jsonl OUT.json"""
+  PYTHONPATH=python python3 bench/time/step_profile.py CONFIGS.jsonl OUT.json [--set=NAME]
+
+--set=NAME: only the lines whose "set" is NAME (bench/configs/time-profile.jsonl:
+steps, ckpt, vision)."""
 import contextlib, json, sys, time
 import torch
 sys.path.insert(0, "python")
@@ -13,8 +16,9 @@ from vramledger import measure  # noqa: E402
 
 measure.DEV = measure.Dev("cuda")
 out = []
+only = [x.split("=", 1)[1] for x in sys.argv[3:] if x.startswith("--set=")]
 for line in open(sys.argv[1]):
-    if not line.strip():
+    if not line.strip() or (only and json.loads(line).get("set") != only[0]):
         continue
     c = measure.entry_of_config(json.loads(line))
     rec = {"name": c["name"]}
