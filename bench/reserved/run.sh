@@ -26,7 +26,7 @@ suites | histories)
     mkdir -p "$o/history"
     while IFS= read -r line; do
       n=$(printf '%s' "$line" | python3 -c "import json, sys; print(json.load(sys.stdin)['name'])")
-      timeout 120 python3 bench/reserved/history.py "$o/history/$n.jsonl.gz" "$line" >> "$o/history/log.txt" 2>&1
+      timeout 120 python3 bench/reserved/jobs.py history "$o/history/$n.jsonl.gz" "$line" >> "$o/history/log.txt" 2>&1
     done < "${2:-bench/configs/reserved-history.jsonl}" ;;
   esac
   exit 0 ;;
