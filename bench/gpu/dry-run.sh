@@ -28,7 +28,7 @@
 # Every line of bench/configs/estimate-dry-run.txt is estimated on the CPUs
 # (CUDA_VISIBLE_DEVICES= : meta tensors, no GPU); the entries marked
 # "measure" are also measured on the GPU by measure.py with the same job
-# (bench/configs/estimate-dry-run.json holds their --config JSON). Writes
+# (its "#measure JSON" lines hold their --config JSON). Writes
 # OUT/estimate-dry-run/{NAME.json,NAME.err,NAME.measured.json,env.txt}.
 #   bench/gpu/run.sh estimate-dry-run   (on the device, from the repository root)
 #
@@ -91,7 +91,7 @@ done; wait; } &
 python3 - "$d" <<'P'
 import json, subprocess, sys
 d = sys.argv[1]
-for c in json.load(open("bench/configs/estimate-dry-run.json")):
+for c in [json.loads(l[len("#measure "):]) for l in open("bench/configs/estimate-dry-run.txt") if l.startswith("#measure ")]:
     subprocess.run([sys.executable, "python/vramledger/measure.py", "%s/%s.measured.json" % (d, c["name"]),
                     "--config", json.dumps(c)], capture_output=True)
 P
