@@ -28,7 +28,7 @@ callbacks, the blocks the probe leaves unnamed; one by its first argument:
     GPU: a small GPT-2 trained 6 steps by transformers' Trainer
     (TrainerCallback) or by Lightning (LightningCallback), under `vramledger
     run`; the callback's logged metrics are written to OUT, for
-    bench/accuracy/callbacks_check.py to compare with the run's record.
+    bench/accuracy/compare.py callbacks to compare with the run's record.
     vramledger run --out DIR -- python3 bench/gpu/jobs/workloads.py callbacks
     hf|lightning OUT
   unexplained: What holds the bytes the probe's categories do not name?
@@ -270,7 +270,7 @@ def mode_callbacks():
     """vramledger's training callbacks with the real trainers, on a GPU: a small
     GPT-2 trained 6 steps by transformers' Trainer (TrainerCallback) or by
     Lightning (LightningCallback), under `vramledger run`; the callback's
-    logged metrics are written to OUT, for bench/accuracy/callbacks_check.py to compare
+    logged metrics are written to OUT, for bench/accuracy/compare.py callbacks to compare
     with the run's record.
       vramledger run --out DIR -- python3 bench/gpu/jobs/workloads.py callbacks hf|lightning OUT"""
     import json
