@@ -19,6 +19,8 @@ By its first argument, also:
     logged with the run's record: each logged step's peak allocated/reserved
     is the record's `step` event's; one JSON line
     (compare.py callbacks LOGGED.json RECORD.jsonl).
+  shapes: formula vs dry run for the encoder-decoder and vision shapes of
+    bench/configs/vision-seq2seq.jsonl (bench/results/shapes-vision-seq2seq/).
 """
 import json, subprocess, sys
 
@@ -164,9 +166,55 @@ def mode_callbacks():
                       len(logged) == len(steps), "rows": rows}))
 
 
+def mode_shapes():
+    """Formula vs dry run (meta tensors) for the shapes of
+    bench/configs/vision-seq2seq.jsonl: encoder-decoders at --target-seq 32,
+    128, 512 over a 512-token source, ResNet-50 and ViT-base at several
+    --image-size. One dry run at a time; writes
+    bench/results/shapes-vision-seq2seq/results.csv.
+
+      python3 bench/accuracy/compare.py shapes [BUILD_DIR]"""
+    import os
+    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    bin = os.path.join(sys.argv[1] if len(sys.argv) > 1 else "build", "vramledger")
+    if not os.environ.get("VRAMLEDGER_PYTHON"):
+        os.environ["VRAMLEDGER_PYTHON"] = subprocess.run(["scripts/pyenv.sh"], capture_output=True, text=True,
+                                                         check=True).stdout.strip()
+    out = open("bench/results/shapes-vision-seq2seq/results.csv", "w")
+    out.write("name,formula_allocated,dry_run_allocated,allocated_pct,formula_reserved,dry_run_reserved,"
+              "reserved_pct,approximate\n")
+    for line in open("bench/configs/vision-seq2seq.jsonl"):
+        c = json.loads(line)
+        args = [bin, "estimate", "--model", c["model"], "--precision", c["precision"],
+                "--optimizer", c["optimizer"], "--optimizer-impl", c["optimizer_impl"],
+                "--attention", c["attention"], "--checkpointing", c["checkpointing"],
+                "--batch", str(c["batch"])]
+        if c.get("image_size"):
+            args += ["--image-size", str(c["image_size"])]
+        else:
+            args += ["--seq", str(c["seq"])]
+        if c.get("target_seq"):
+            args += ["--target-seq", str(c["target_seq"])]
+        p = subprocess.run(args + ["--dry-run", "--format", "json"], capture_output=True, text=True)
+        if p.returncode != 0:
+            out.write("%s,error,,,,,,\n" % c["name"])
+            sys.stderr.write(p.stderr)
+            continue
+        d = json.loads(p.stdout)
+        r = d["dry_run"]
+        pct = r["formula_vs_dry_run_pct"]
+        out.write("%s,%d,%d,%+.1f,%d,%d,%+.1f,%s\n" % (
+            c["name"], d["peak_allocated_bytes"], r["peak_allocated_bytes"], pct["peak_allocated"],
+            d["peak_reserved_bytes"], r["peak_reserved_bytes"], pct["peak_reserved"],
+            "yes" if d.get("approximate") else "no"))
+        out.flush()
+    out.close()
+
+
 MODES = {
     "types-table": mode_types_table,
     "callbacks": mode_callbacks,
+    "shapes": mode_shapes,
 }
 
 if __name__ == "__main__":
