@@ -24,6 +24,8 @@ By its first argument, also:
     backward and optimizer.step), a recomputed op at 15.9 / 8.6 of one
     (lib/decide/steptime.c RECOMPUTE_HOST); views and empty tensors counted
     with the rest, then without (kernels only), for the two lines.
+  tables: lib/model/kernel_tables.h again from the measured kernel tables
+    and this fit (python3 bench/time/host_fit.py tables [VRAMLEDGER]).
 """
 import json, os, statistics, subprocess, sys
 
@@ -122,7 +124,30 @@ def mode_traces():
               % (label, s, c, 100 * statistics.median(res), 100 * max(res)))
 
 
-MODES = {"traces": mode_traces}
+def mode_tables():
+    """Regenerate lib/model/kernel_tables.h from the measured datasets
+    (data/reference/*/kernels.json, attention.json) and the host fit:
+    distill.py's tables with this fit's host seconds an op and a step,
+    clang-formatted.
+
+      python3 bench/time/host_fit.py tables [VRAMLEDGER]   (default build/vramledger)"""
+    import re
+    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    exe = sys.argv[1] if len(sys.argv) > 1 else "build/vramledger"
+    fit = subprocess.run([sys.executable, "bench/time/host_fit.py", exe,
+                          "bench/results/step-time/h200/host/host.json"],
+                         capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+    op, step = re.match(r"Theil-Sen: (\S+) s an op, (\S+) s a step", fit).groups()
+    with open("lib/model/kernel_tables.h", "w") as f:
+        subprocess.run([sys.executable, "bench/time/distill.py", op, step,
+                        "h100-80gb=data/reference/h100-torch-2.11/kernels.json"
+                        "+data/reference/h100-torch-2.11/attention.json",
+                        "h200=data/reference/h200-torch-2.11/kernels.json"], stdout=f, check=True)
+    print("lib/model/kernel_tables.h: host %s s an op, %s s a step" % (op, step))
+    subprocess.run(["clang-format", "-i", "lib/model/kernel_tables.h"], check=True)
+
+
+MODES = {"traces": mode_traces, "tables": mode_tables}
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] in MODES:
