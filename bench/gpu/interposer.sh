@@ -75,10 +75,10 @@ for i in $(seq "${IP_REPS:-5}"); do
 done
 
 # 3. cudaMalloc/cudaFree pairs with and without the interposer
-nvcc -O2 -o /tmp/alloc_bench bench/gpu/jobs/alloc_bench.cu 2>>"$o/errors.txt"
+nvcc -O2 -o /tmp/alloc_bench bench/gpu/jobs/cuda_checks.cu 2>>"$o/errors.txt"
 for i in 1 2 3; do
-  echo "{\"preload\": false, \"r\": $(/tmp/alloc_bench 1000000)}" >> "$o/alloc_bench.jsonl"
-  echo "{\"preload\": true, \"r\": $(LD_PRELOAD=$VRAMLEDGER_PRELOAD /tmp/alloc_bench 1000000)}" >> "$o/alloc_bench.jsonl"
+  echo "{\"preload\": false, \"r\": $(/tmp/alloc_bench alloc-bench 1000000)}" >> "$o/alloc_bench.jsonl"
+  echo "{\"preload\": true, \"r\": $(LD_PRELOAD=$VRAMLEDGER_PRELOAD /tmp/alloc_bench alloc-bench 1000000)}" >> "$o/alloc_bench.jsonl"
 done
 
 # 4. the sampler's own cost at 100 Hz, and a 50 ms spike caught

@@ -187,8 +187,8 @@ if [ "$what" = commitment ]; then
   # 1b. a plain CUDA C program's pool against the interposer
   # (the shared runtime, as PyTorch loads it; and nvcc's default, the static one)
   for rt in shared static; do
-    nvcc -O2 -cudart $rt -o /tmp/pool_check_$rt bench/gpu/jobs/pool_check.cu 2>>"$o/errors-commitment.txt"
-    LD_PRELOAD=$VRAMLEDGER_PRELOAD /tmp/pool_check_$rt | sed "s/^{/{\"cudart\": \"$rt\", /" >> "$o/pool_check.jsonl" 2>>"$o/errors-commitment.txt"
+    nvcc -O2 -cudart $rt -o /tmp/pool_check_$rt bench/gpu/jobs/cuda_checks.cu 2>>"$o/errors-commitment.txt"
+    LD_PRELOAD=$VRAMLEDGER_PRELOAD /tmp/pool_check_$rt pool-check | sed "s/^{/{\"cudart\": \"$rt\", /" >> "$o/pool_check.jsonl" 2>>"$o/errors-commitment.txt"
   done
   # 1c. the sampler's cost; 1d. a 50 ms spike at 10 ms
   VL_SUITE=sampler-cost bash bench/gpu/interposer.sh > "$o/sampler_cost.jsonl" 2>>"$o/errors-commitment.txt"
@@ -265,8 +265,8 @@ if [ "$what" = ledger ]; then
   for loop in trainer lightning; do
     ledger "loop-$loop" "/tmp/rec3/loop-$loop" ledger python3 bench/gpu/jobs/workloads.py loops --loop $loop
   done
-  nvcc -O2 -o /tmp/pool_check_static bench/gpu/jobs/pool_check.cu 2>>"$o/errors-ledger.txt"
-  LD_DEBUG=bindings LD_PRELOAD=$VRAMLEDGER_PRELOAD /tmp/pool_check_static 2>&1 >/dev/null \
+  nvcc -O2 -o /tmp/pool_check_static bench/gpu/jobs/cuda_checks.cu 2>>"$o/errors-ledger.txt"
+  LD_DEBUG=bindings LD_PRELOAD=$VRAMLEDGER_PRELOAD /tmp/pool_check_static pool-check 2>&1 >/dev/null \
     | grep -E "symbol .(dlsym|dlvsym|dlopen|cuGetProcAddress|__libc_dlsym)" | sort | uniq -c | head -40 > "$o/static_cudart_bindings.txt"
   tar -C /tmp -cJf "$o/records-ledger.tar.xz" rec3 2>>"$o/errors-ledger.txt"
 fi

@@ -1,13 +1,42 @@
-// The interposer's live bytes against a plain CUDA C program's own
-// bookkeeping of its stream-ordered pool: at each quiet point the program
-// reads cudaMemPoolAttrReservedMemCurrent of the device's pool (what it
-// holds from the driver) and vl_preload_counts() (the interposer, when
-// preloaded), and prints one JSON line. Pool left at its default release
-// threshold (0) first, then at the maximum, as PyTorch sets it.
+// Two plain CUDA programs for the interposer, one by its first argument
+// (built with nvcc by bench/gpu/interposer.sh and probe.sh):
+//
+//   cuda_checks alloc-bench [N]
+//   Allocation-heavy micro-benchmark for the interposer: N cudaMalloc/cudaFree
+//   pairs of a few sizes; prints ns per pair. Run with and without
+//   LD_PRELOAD=libvramledger-preload.so (bench/gpu/interposer.sh).
+//
+//   cuda_checks pool-check
+//   The interposer's live bytes against a plain CUDA C program's own
+//   bookkeeping of its stream-ordered pool: at each quiet point the program
+//   reads cudaMemPoolAttrReservedMemCurrent of the device's pool (what it
+//   holds from the driver) and vl_preload_counts() (the interposer, when
+//   preloaded), and prints one JSON line. Pool left at its default release
+//   threshold (0) first, then at the maximum, as PyTorch sets it.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <stdint.h>
-#include <stdio.h>
+
+static int alloc_bench(long n) {
+  void *warm;
+  cudaMalloc(&warm, 1 << 20);
+  cudaFree(warm);
+  static const size_t sizes[] = {512, 4096, 1 << 20, 2 << 20};
+  auto t0 = std::chrono::steady_clock::now();
+  for (long i = 0; i < n; i++) {
+    void *p;
+    if (cudaMalloc(&p, sizes[i & 3]) != cudaSuccess) return 1;
+    if (cudaFree(p) != cudaSuccess) return 1;
+  }
+  auto t1 = std::chrono::steady_clock::now();
+  double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / (double)n;
+  printf("{\"pairs\": %ld, \"ns_per_pair\": %.1f}\n", n, ns);
+  return 0;
+}
 
 typedef void (*counts_fn)(uint64_t *, uint64_t *);
 
@@ -23,7 +52,7 @@ static void point(const char *tag, cudaMemPool_t pool, counts_fn counts) {
          (long long)live - (long long)reserved);
 }
 
-int main(void) {
+static int pool_check(void) {
   counts_fn counts = (counts_fn)dlsym(RTLD_DEFAULT, "vl_preload_counts");
   printf("{\"point\": \"start\", \"interposer_found\": %s}\n", counts ? "true" : "false");
   cudaFree(0);
@@ -83,4 +112,12 @@ int main(void) {
          "\"diff\": %lld}\n",
          (unsigned long long)live, (long long)live);
   return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "alloc-bench") == 0)
+    return alloc_bench(argc > 2 ? atol(argv[2]) : 1000000);
+  if (argc > 1 && strcmp(argv[1], "pool-check") == 0) return pool_check();
+  fprintf(stderr, "usage: %s alloc-bench [N] | pool-check\n", argv[0]);
+  return 2;
 }
