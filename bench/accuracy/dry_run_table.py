@@ -150,7 +150,6 @@ def mode_estimate():
 
       python3 bench/accuracy/dry_run_table.py estimate DIR [--json OUT]"""
 
-    from dry_run_table import OTHER, ROOT, measured, pct
 
 
     def entries():
@@ -225,7 +224,6 @@ def mode_known_misses():
     with VL). Prints a Markdown table.
       python3 bench/accuracy/dry_run_table.py known-misses DIR [--vl build/vramledger]"""
 
-    from dry_run_table import OTHER, ROOT, measured, pct
 
     G = float(1 << 30)
 
