@@ -862,9 +862,9 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
   if (arch->family == VL_FAM_RESNET && ts->replayable)
     bill->approximate =
         "is replayed op by op, cuDNN's convolution workspaces at their median size for each "
-        "kernel and stride (bench/results/vision-kernels/conv.jsonl): on an H100 its peak "
-        "allocated was within 3.1 % and its peak reserved 4 to 7 % above the estimate at 64 to "
-        "512 pixels (resnet-50, batch 16, bf16; bench/results/reserved/)";
+        "kernel and stride (bench/results/step-time/raw.jsonl:vision-kernels/conv.jsonl): on "
+        "an H100 its peak allocated was within 3.1 % and its peak reserved 4 to 7 % above the "
+        "estimate at 64 to 512 pixels (resnet-50, batch 16, bf16; bench/results/reserved/)";
   if (arch->family == VL_FAM_BART && ts->replayable && vl_job_target_seq(arch, job) < job->seq)
     bill->approximate = "is replayed op by op, but with a target shorter than the source its "
                         "peak allocated was 2.2 to 2.5 % above the dry run's (bart-base, batch "

@@ -8,8 +8,9 @@
  * with the workspace it asks for, taken through the caching allocator and
  * freed when the call returns (aten/src/ATen/native/cudnn/Conv_v8.cpp).
  * Medians over ResNet-50's 460 shapes at 64-512 pixels and 8-64 images on
- * the H100 (bench/results/vision-kernels/conv.jsonl; the forward's, and the
- * larger of the backward's two, the input's and the weight's gradient):
+ * the H100 (bench/results/step-time/raw.jsonl:vision-kernels/conv.jsonl; the
+ * forward's, and the larger of the backward's two, the input's and the
+ * weight's gradient):
  * 16-bit and TF32 alike within 10-20 %, 1x1 of stride 1 none forward and
  * 0.64 of its output backward (0.01 to 32 times: cuDNN's split-K plans) */
 struct conv_ws {
