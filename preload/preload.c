@@ -88,7 +88,8 @@ static __thread int depth; /* > 0 inside a runtime call: its driver calls are no
  * The table is SHARDS tables, a pointer's shard chosen by its hash's top
  * bits (the slot within by its low bits), each with its own lock: threads that allocate at once
  * wait for each other only when their pointers share a shard (one lock took a fifth of the calls of
- * 8 threads to the futex on the H200 host, bench/results/preload-table/). */
+ * 8 threads to the futex on the H200 host, bench/results/run-interposer/raw.jsonl:preload-table/).
+ */
 struct entry {
   uint64_t key, size;
   uint32_t lib; /* who asked: an index into libs[] */
