@@ -74,6 +74,36 @@ static int mfu_from_run(const char *run, const struct vl_arch *arch, const struc
   return 0;
 }
 
+/* the cards to search: those LIST names (--gpu or --gpus), or the whole
+ * catalog without one; *cards is the caller's to vl_free, NULL on failure */
+static int plan_cards(const struct vl_catalog *cat, const char *list, struct vl_gpu **cards,
+                      size_t *n) {
+  *cards = vl_calloc(cat->n + 1, sizeof **cards);
+  const struct vl_gpu **named = vl_calloc(cat->n + 1, sizeof *named);
+  *n = 0;
+  if (!*cards || !named) {
+    vl_free(*cards);
+    vl_free(named);
+    *cards = NULL;
+    cli_error("out of memory");
+    return VL_EXIT_ERROR;
+  }
+  int rc = 0;
+  if (!list) {
+    for (size_t i = 0; i < cat->n; i++)
+      (*cards)[(*n)++] = cat->gpus[i];
+  } else if ((rc = est_gpu_list(cat, list, named, cat->n, n)) == 0) {
+    for (size_t i = 0; i < *n; i++)
+      (*cards)[i] = *named[i];
+  }
+  vl_free(named);
+  if (rc) {
+    vl_free(*cards);
+    *cards = NULL;
+  }
+  return rc;
+}
+
 int cmd_plan(int argc, const char **argv) {
   static const char *const names[] = {"--tokens",
                                       "--global-batch",
@@ -166,26 +196,9 @@ int cmd_plan(int argc, const char **argv) {
     vl_catalog_release(&cat);
     return rc;
   }
-  struct vl_gpu *cards = vl_calloc(cat.n + 1, sizeof *cards);
-  const struct vl_gpu **named = vl_calloc(cat.n + 1, sizeof *named);
-  size_t nc = 0;
-  if (!cards || !named) {
-    vl_free(cards);
-    vl_free(named);
-    vl_catalog_release(&cat);
-    cli_error("out of memory");
-    return VL_EXIT_ERROR;
-  }
-  if (!gl) {
-    for (size_t i = 0; i < cat.n; i++)
-      cards[nc++] = cat.gpus[i];
-  } else if ((rc = est_gpu_list(&cat, gl, named, cat.n, &nc)) == 0) {
-    for (size_t i = 0; i < nc; i++)
-      cards[i] = *named[i];
-  }
-  vl_free(named);
-  if (rc) {
-    vl_free(cards);
+  struct vl_gpu *cards;
+  size_t nc;
+  if ((rc = plan_cards(&cat, gl, &cards, &nc))) {
     vl_catalog_release(&cat);
     return rc;
   }

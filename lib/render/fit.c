@@ -56,65 +56,70 @@ static json_t *fit_json(const struct vl_term_spec *t, size_t nt, const struct vl
   return e;
 }
 
+/* the fit as JSON (vramledger.fit/1) */
+static int render_fit_json(FILE *o, const struct vl_fit_view *v) {
+  const struct vl_fit_result *r = v->fit;
+  const struct vl_points *p = v->pts;
+  json_t *root = json_object(), *coef = json_object(), *ci = json_object(), *pred = json_array();
+  json_object_set_new(root, "schema", vl__json_str("vramledger.fit/1"));
+  json_object_set_new(root, "source", vl__json_str(v->source));
+  json_object_set_new(root, "points", U(p->n));
+  json_object_set_new(root, "skipped", U(p->skipped));
+  json_t *vars = json_array(), *terms = json_array();
+  for (size_t k = 0; k < p->nvars; k++)
+    json_array_append_new(vars, vl__json_str(p->var[k]));
+  for (size_t k = 0; k < v->n_terms; k++)
+    json_array_append_new(terms, vl__json_str(v->terms[k].name));
+  json_object_set_new(root, "variables", vars);
+  json_object_set_new(root, "terms", terms);
+  for (size_t k = 0; k < v->n_terms; k++) {
+    json_object_set_new(coef, v->terms[k].name, json_real(r->coef[k]));
+    json_object_set_new(ci, v->terms[k].name, json_real(r->ci95[k]));
+  }
+  json_object_set_new(root, "coefficients", coef);
+  json_object_set_new(root, "ci95", ci);
+  json_object_set_new(root, "r2", json_real(r->r2));
+  json_object_set_new(root, "sigma_bytes", json_real(r->sigma));
+  json_object_set_new(root, "loo_rel_rms", json_real(r->loo_rel_rms));
+  json_object_set_new(root, "loo_rel_max", json_real(r->loo_rel_max));
+  if (v->fit_opt) {
+    json_t *bp = json_object();
+    json_object_set_new(bp, "fwd_bwd", fit_json(v->terms, v->n_terms, r));
+    json_object_set_new(bp, "optimizer", fit_json(v->opt_terms, v->n_opt_terms, v->fit_opt));
+    json_object_set_new(bp, "max_rel_error", json_real(v->phase_rel_max));
+    json_object_set_new(root, "by_phase", bp);
+  }
+  for (size_t i = 0; i < v->n_predict; i++) {
+    const struct vl_fit_prediction *q = &v->predictions[i];
+    const double *x = q->x;
+    double hw = q->half_width, lin = q->linear, quad = q->quadratic, y = q->y;
+    json_t *e = json_object();
+    for (size_t k = 0; k < p->nvars; k++)
+      json_object_set_new(e, p->var[k], json_real(x[k]));
+    json_object_set_new(e, "peak_bytes", D(y));
+    json_object_set_new(e, "low_bytes", D(y - hw));
+    json_object_set_new(e, "high_bytes", D(y + hw));
+    json_object_set_new(e, "linear_bytes", D(lin));
+    json_object_set_new(e, "quadratic_bytes", D(quad));
+    if (v->phase) json_object_set_new(e, "phase", vl__json_str(v->phase[i]));
+    if (v->estimate) {
+      json_object_set_new(e, "estimate_bytes", D(q->estimate));
+      json_object_set_new(e, "disagree", json_boolean(q->disagree));
+    }
+    json_array_append_new(pred, e);
+  }
+  json_object_set_new(root, "predictions", pred);
+  if (v->estimate) json_object_set_new(root, "estimator", estimator_json(v));
+  int rc = json_dumpf(root, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
+  json_decref(root);
+  fputc('\n', o);
+  return rc == 0 && !ferror(o) ? 0 : -1;
+}
+
 int vl_render_fit(FILE *o, enum vl_format fmt, const struct vl_fit_view *v) {
   const struct vl_fit_result *r = v->fit;
   const struct vl_points *p = v->pts;
-  if (fmt == VL_FMT_JSON) {
-    json_t *root = json_object(), *coef = json_object(), *ci = json_object(), *pred = json_array();
-    json_object_set_new(root, "schema", vl__json_str("vramledger.fit/1"));
-    json_object_set_new(root, "source", vl__json_str(v->source));
-    json_object_set_new(root, "points", U(p->n));
-    json_object_set_new(root, "skipped", U(p->skipped));
-    json_t *vars = json_array(), *terms = json_array();
-    for (size_t k = 0; k < p->nvars; k++)
-      json_array_append_new(vars, vl__json_str(p->var[k]));
-    for (size_t k = 0; k < v->n_terms; k++)
-      json_array_append_new(terms, vl__json_str(v->terms[k].name));
-    json_object_set_new(root, "variables", vars);
-    json_object_set_new(root, "terms", terms);
-    for (size_t k = 0; k < v->n_terms; k++) {
-      json_object_set_new(coef, v->terms[k].name, json_real(r->coef[k]));
-      json_object_set_new(ci, v->terms[k].name, json_real(r->ci95[k]));
-    }
-    json_object_set_new(root, "coefficients", coef);
-    json_object_set_new(root, "ci95", ci);
-    json_object_set_new(root, "r2", json_real(r->r2));
-    json_object_set_new(root, "sigma_bytes", json_real(r->sigma));
-    json_object_set_new(root, "loo_rel_rms", json_real(r->loo_rel_rms));
-    json_object_set_new(root, "loo_rel_max", json_real(r->loo_rel_max));
-    if (v->fit_opt) {
-      json_t *bp = json_object();
-      json_object_set_new(bp, "fwd_bwd", fit_json(v->terms, v->n_terms, r));
-      json_object_set_new(bp, "optimizer", fit_json(v->opt_terms, v->n_opt_terms, v->fit_opt));
-      json_object_set_new(bp, "max_rel_error", json_real(v->phase_rel_max));
-      json_object_set_new(root, "by_phase", bp);
-    }
-    for (size_t i = 0; i < v->n_predict; i++) {
-      const struct vl_fit_prediction *q = &v->predictions[i];
-      const double *x = q->x;
-      double hw = q->half_width, lin = q->linear, quad = q->quadratic, y = q->y;
-      json_t *e = json_object();
-      for (size_t k = 0; k < p->nvars; k++)
-        json_object_set_new(e, p->var[k], json_real(x[k]));
-      json_object_set_new(e, "peak_bytes", D(y));
-      json_object_set_new(e, "low_bytes", D(y - hw));
-      json_object_set_new(e, "high_bytes", D(y + hw));
-      json_object_set_new(e, "linear_bytes", D(lin));
-      json_object_set_new(e, "quadratic_bytes", D(quad));
-      if (v->phase) json_object_set_new(e, "phase", vl__json_str(v->phase[i]));
-      if (v->estimate) {
-        json_object_set_new(e, "estimate_bytes", D(q->estimate));
-        json_object_set_new(e, "disagree", json_boolean(q->disagree));
-      }
-      json_array_append_new(pred, e);
-    }
-    json_object_set_new(root, "predictions", pred);
-    if (v->estimate) json_object_set_new(root, "estimator", estimator_json(v));
-    int rc = json_dumpf(root, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
-    json_decref(root);
-    fputc('\n', o);
-    return rc == 0 && !ferror(o) ? 0 : -1;
-  }
+  if (fmt == VL_FMT_JSON) return render_fit_json(o, v);
   bool md = fmt == VL_FMT_MD;
   fprintf(o, "%s%s fitted on %zu points of ",
           md ? "## Fit: " : "fit: ", v->fit_opt ? "the forward/backward peak" : "peak_bytes", p->n);
