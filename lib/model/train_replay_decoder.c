@@ -156,11 +156,6 @@ static uint32_t branch_out(struct run *R, uint32_t y) {
   return y;
 }
 
-/* the MoE block on n2 (T x h): the shared expert(s) on every token (and
- * Qwen2-MoE's sigmoid gate), then each routed expert on its share of the
- * tokens: the rows gathered (hidden_states[token_idx]), its MLP, the
- * product with the routing weights (saved: the weights need its gradient),
- * index_add_ into the output (modeling_qwen3_moe.py Qwen3MoeExperts) */
 static uint32_t grouped_experts(struct run *R, uint32_t n2, uint64_t nb, uint32_t mo, bool stop);
 
 /* the layer's next linear is the inventory's `name` (LoRA's targets are
@@ -171,6 +166,14 @@ static void seek_linear(struct run *R, const char *name) {
     if (!strcmp(R->z->lin[i].name, name)) R->lin = i;
 }
 
+/* the MoE block on n2 (T x h): the shared expert(s) on every token (and
+ * Qwen2-MoE's sigmoid gate), then the routed experts as transformers 5
+ * runs them (grouped_experts); under autocast (where its grouped GEMMs
+ * would run in the weights' fp32) each routed expert on its share of the
+ * tokens: the rows gathered (hidden_states[token_idx]), its MLP, the
+ * product with the routing weights (saved: the weights need its gradient),
+ * index_add_ into the output (the loop of transformers 4's
+ * modeling_qwen3_moe.py Qwen3MoeSparseMoeBlock) */
 static uint32_t experts(struct run *R, uint32_t n2, uint64_t nb, bool stop) {
   const struct vl_arch *arch = R->arch;
   const uint64_t T = R->T, h = R->z->h, e = R->z->e;
