@@ -16,14 +16,8 @@ this fit before it estimates, trace_compare.py before it traces.
 
 By its first argument, also:
 
-  traces: Host seconds per traced ATen op: the tiny models' measured steps
-    (bench/time/run.sh --host: no kernel long enough to hide the host) against the
-    ops `vramledger trace` counts for the same jobs, a line through them by
-    Theil-Sen (as host_fit.py fits estimate's own op count). The ops are those
-    dispatched in the passes priced op by op (forward, backward, between
-    backward and optimizer.step), a recomputed op at 15.9 / 8.6 of one
-    (lib/decide/steptime.c RECOMPUTE_HOST); views and empty tensors counted
-    with the rest, then without (kernels only), for the two lines.
+  traces: host seconds per traced ATen op, the same fit over the ops
+    `vramledger trace` counts (mode_traces says how).
   tables: lib/model/kernel_tables.h again from the measured kernel tables
     and this fit (python3 bench/time/host_fit.py tables [VRAMLEDGER]).
 """

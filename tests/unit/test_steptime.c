@@ -386,12 +386,55 @@ static void traced_step(void **state) {
   assert_non_null(strstr(err.msg, "# op"));
 }
 
+/* A ViT at another image side pays its position table's bicubic
+ * interpolation: h x 16 taps forward and as many atomic adds backward, a
+ * latency chain the H100 ran in 2.3 and 24.5 ms at h = 768 (the
+ * step-time profiles' vision section); the same ViT whose config has that
+ * side pays nothing more. */
+static void vit_interpolation(void **state) {
+  (void)state;
+  struct vl_arch a, native;
+  tu_arch("data/models/vit-base-patch16-224.json", &a);
+  native = a;
+  native.image_size = 384;
+  struct vl_job j = job(VL_PREC_BF16, 16, 384);
+  j.image_size = 384;
+  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
+  struct vl_step_time ti, tn;
+  struct vl_err err = {""};
+  assert_int_equal(vl_step_time(&a, &j, g, &ti, &err), VL_OK);
+  assert_int_equal(vl_step_time(&native, &j, g, &tn, &err), VL_OK);
+  assert_close(ti.kind_s[VL_TK_MEMORY] - tn.kind_s[VL_TK_MEMORY], 2.32148e-3 + 24.538104e-3, 1e-9,
+               "the interpolation, forward and backward");
+  assert_true(ti.backward_s - tn.backward_s > 0.02);
+}
+
+/* ResNet's BatchNorm on NCHW maps runs far below a norm kernel's
+ * bandwidth: at 512 pixels (16 images, bf16) its memory-bound kernels alone
+ * take more than the 16.7 ms BatchNorm took on the H100; a step whose host
+ * dispatch outlasts its device time says it is host-bound (the same
+ * ResNet at 64 pixels), a GPU-bound one does not */
+static void resnet_and_host_bound(void **state) {
+  (void)state;
+  struct vl_job small = job(VL_PREC_BF16, 16, 64), large = job(VL_PREC_BF16, 16, 512);
+  small.image_size = 64;
+  large.image_size = 512;
+  struct vl_step_time ts = timed("data/models/resnet-50.json", &small, "h100-80gb");
+  struct vl_step_time tl = timed("data/models/resnet-50.json", &large, "h100-80gb");
+  printf("  resnet-50 bf16 x16: 64 px %.4f s (host %.4f), 512 px %.4f s (memory %.4f)\n", ts.step_s,
+         ts.host_s, tl.step_s, tl.kind_s[VL_TK_MEMORY]);
+  assert_true(tl.kind_s[VL_TK_MEMORY] > 0.0167);
+  assert_true(ts.host_bound && ts.host_s > ts.gpu_s);
+  assert_false(tl.host_bound);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(gemm_bound),           cmocka_unit_test(fp32_without_tf32),
       cmocka_unit_test(step_structure),       cmocka_unit_test(cards_and_shares),
       cmocka_unit_test(unaligned_head),       cmocka_unit_test(one_op),
       cmocka_unit_test(traced_step),          cmocka_unit_test(device_time_only),
-      cmocka_unit_test(recompute_early_stop), cmocka_unit_test(gemm_reads_its_bytes)};
+      cmocka_unit_test(recompute_early_stop), cmocka_unit_test(gemm_reads_its_bytes),
+      cmocka_unit_test(vit_interpolation),    cmocka_unit_test(resnet_and_host_bound)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
