@@ -133,8 +133,12 @@ def mode_readme():
     h100 = run("h100-80gb", here + "h100-a/steps.json")
     h200 = run("h200", here + "h200/steps.json")
     earlier = run("h200", *EARLIER_H200, md=False)
+    # the same suite on the H100 again: the same lease (b), a later lease twice (c, d)
+    again = [("H100 (%s)" % x, run("h100-80gb", here + "h100-%s/steps.json" % x, md=False), "time.jsonl")
+             for x in "bcd"]
     rows = []
-    for card, t, setname in (("H100", h100, "time.jsonl"), ("H200", h200, "time.jsonl"), ("H200", earlier, "earlier")):
+    for card, t, setname in [("H100 (a)", h100, "time.jsonl")] + again + [
+            ("H200", h200, "time.jsonl"), ("H200", earlier, "earlier")]:
         n = re.search(r"(\d+) runs on", t).group(1)
         a = re.search(r"priced kernel by kernel: \|error\| median ([\d.]+) %, worst ([\d.]+) %; (\d+)/\d+ within 10 %, "
                       r"(\d+)/\d+ within 25 %", t)

@@ -101,7 +101,7 @@ w("  size_t n_attn;")
 w("  double bw_add, bw_cast, bw_norm, bw_softmax; /* bytes/s */")
 w("  const struct vl_kt_opt *opt;")
 w("  size_t n_opt;")
-w("  double unaligned[3]; /* 16-bit GEMMs with a dimension not a multiple of 8: FLOP/s by layout */")
+w("  double unaligned[2][3]; /* 16-bit GEMMs with a dimension not a multiple of 8, [odd, even]: FLOP/s by layout */")
 w("};")
 w("/* host seconds an enumerated op costs (tiny models: bench/time/host_fit.py) */")
 w("#define VL_KT_HOST_OP %.4g" % host_op)
@@ -117,6 +117,11 @@ for name, path in cards:
             if r["kernel"] == base and d and b:
                 rows.append(dict(r, kernel="default", fwd_s=r["fwd_s"] * d["fwd_s"] / b["fwd_s"],
                                  fwd_bwd_s=r["fwd_bwd_s"] * d["fwd_bwd_s"] / b["fwd_bwd_s"]))
+    if not any(r["kernel"] == "cudnn" for r in rows):
+        # cuDNN's SDPA (what SDPA picks for 16-bit inputs on sm90: every
+        # profiled step ran it) measured on the first card only: the same
+        # kernels on the same SMs, its rows taken as they are
+        rows += [dict(r) for kk, r in first.items() if kk[0] == "cudnn"]
     w("static const struct vl_kt_attn vl_kt_attn_%s[] = {" % ident)
     least, best = {}, {}
     for r in rows:
@@ -153,17 +158,20 @@ for name, path in cards:
             e, c = min(cands, key=lambda ec: max(abs(ec[0] * n + ec[1] * t - s) / s for n, t, s in pts))
         w('  {"%s", "%s", %.4g, %.4g},' % (o, i, e, max(c, 0.0)))
     w("};")
-# 16-bit GEMMs with a dimension off the multiple of 8 (cuBLAS's align1
-# kernels): the median rate by layout over the shapes measured (an
-# align.json beside the first card's kernels.json; the same silicon for the
-# others measured here)
+# 16-bit GEMMs with a dimension off the multiple of 8: cuBLAS's align1
+# kernels where it is odd (GPT-2's 50,257 tokens, RoBERTa's 50,265), align2
+# where it is even (BERT's 30,522, DeBERTa-v3's 128,100), with a bias or
+# not: the median rate by layout over the shapes measured (an align.json
+# beside the first card's kernels.json; the same silicon for the others
+# measured here)
 align_path = cards[0][1].split("+")[0].replace("kernels.json", "align.json")
-unaligned = [0.0, 0.0, 0.0]
+unaligned = [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
 try:
     rows = [r for r in json.load(open(align_path))["align"] if r["dtype"] != "fp32" and r["n"] % 8]
-    for i, lay in enumerate(("fwd_s", "dgrad_s", "wgrad_s")):
-        v = sorted(2.0 * r["m"] * r["n"] * r["k"] / r[lay] for r in rows)
-        unaligned[i] = v[len(v) // 2]
+    for a, sel in enumerate((lambda n: n % 2, lambda n: n % 2 == 0)):
+        for i, lay in enumerate(("fwd_s", "dgrad_s", "wgrad_s")):
+            v = sorted(2.0 * r["m"] * r["n"] * r["k"] / r[lay] for r in rows if sel(r["n"]))
+            unaligned[a][i] = v[len(v) // 2]
 except OSError:
     pass
 out_cards = []
@@ -198,10 +206,11 @@ for name, path in cards:
         g.append(" },")
     g.append("}")
     out_cards.append('  {"%s", "%s", "%s", "%s",\n%s,\n   vl_kt_attn_%s, sizeof vl_kt_attn_%s / sizeof vl_kt_attn_%s[0],\n'
-                     '   %.4g, %.4g, %.4g, %.4g,\n   vl_kt_opt_%s, sizeof vl_kt_opt_%s / sizeof vl_kt_opt_%s[0],\n   {%s}},'
+                     '   %.4g, %.4g, %.4g, %.4g,\n   vl_kt_opt_%s, sizeof vl_kt_opt_%s / sizeof vl_kt_opt_%s[0],\n   {{%s}, {%s}}},'
                      % (name, k["device"], path, k["date"][:10], "\n".join(g), ident, ident, ident,
                         mb["add_bf16"], mb["cast_bf16_fp32"], mb["layer_norm_bf16"], mb["softmax_bf16"],
-                        ident, ident, ident, ", ".join("%.4g" % x for x in unaligned)))
+                        ident, ident, ident, ", ".join("%.4g" % x for x in unaligned[0]),
+                        ", ".join("%.4g" % x for x in unaligned[1])))
 w("static const struct vl_kt_card vl_kt_cards[] = {")
 out += out_cards
 w("};")

@@ -89,6 +89,42 @@ def align():
                 g = torch.randn(M, N, device=dev, dtype=t)
                 out.append({"dtype": dt, "m": M, "n": N, "k": K, "fwd_s": timed(lambda: F.linear(x, w)),
                             "dgrad_s": timed(lambda: g @ w), "wgrad_s": timed(lambda: g.t() @ x)})
+    return out + align_classes()
+
+
+def align_classes():
+    """16-bit GEMMs by the largest power of two (up to 8) dividing N: the
+    heads of BERT (30,522 tokens: 2), RoBERTa (50,265: 1), DeBERTa-v3
+    (128,100: 4), with the head's bias (F.linear with a bias: addmm) and
+    without, beside the aligned twin (N rounded down to 8)"""
+    out = []
+    for M, K in ((4096, 768), (4096, 1024), (16384, 768)):
+        for N in (30522, 30520, 50265, 50264, 128100, 128096):
+            x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
+            w = torch.randn(N, K, device=dev, dtype=torch.bfloat16)
+            b = torch.randn(N, device=dev, dtype=torch.bfloat16)
+            g = torch.randn(M, N, device=dev, dtype=torch.bfloat16)
+            out.append({"dtype": "bf16", "m": M, "n": N, "k": K, "align": N & -N if N % 8 else 8,
+                        "fwd_s": timed(lambda: F.linear(x, w)), "fwd_bias_s": timed(lambda: F.linear(x, w, b)),
+                        "dgrad_s": timed(lambda: g @ w), "wgrad_s": timed(lambda: g.t() @ x)})
+    return out
+
+
+def scatter():
+    """torch.gather's backward (a scatter-add into zeros) and its forward
+    over DeBERTa's relative-position scores: B*H x S x 2k, index S x S
+    expanded over B*H (modeling_deberta_v2.py disentangled_attention_bias)"""
+    out = []
+    for bh, s, span in ((96, 512, 256), (192, 512, 256), (96, 1024, 256), (96, 256, 128)):
+        for dt in ("bf16", "fp32"):
+            src = torch.randn(bh, s, 2 * span, device=dev, dtype=DT[dt], requires_grad=True)
+            idx = torch.randint(0, 2 * span, (1, s, s), device=dev).expand(bh, s, s)
+            y = torch.gather(src, -1, idx)
+            gy = torch.randn_like(y)
+            out.append({"dtype": dt, "bh": bh, "s": s, "span2": 2 * span, "elements": bh * s * s,
+                        "gather_s": timed(lambda: torch.gather(src, -1, idx)),
+                        "scatter_add_s": timed(lambda: torch.zeros_like(src).scatter_add_(-1, idx, gy)),
+                        "zeros_s": timed(lambda: torch.zeros_like(src))})
     return out
 
 
@@ -216,7 +252,7 @@ def main():
            "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
            "cpu": platform.processor(), "sms": torch.cuda.get_device_properties(0).multi_processor_count}
     parts = (("launch", launch), ("memory_bound", memory_bound), ("optimizers", optimizers),
-             ("attention", attention), ("gemm", gemms), ("align", align))
+             ("attention", attention), ("gemm", gemms), ("align", align), ("scatter", scatter))
     only = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")]
     for name, fn in parts:
         if only and name not in only[0].split(","):

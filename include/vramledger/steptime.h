@@ -64,6 +64,7 @@ struct vl_time_card {
   double s16, s32, sbw; /* this card against the measured one: 16-bit, fp32, bandwidth */
   char source[96];      /* where the figures come from */
   bool derived;         /* not measured: scaled from a card that was */
+  bool cudnn_sdpa;      /* SDPA runs cuDNN's attention for 16-bit inputs (compute capability 9+) */
 };
 
 /*! The card g as ops are priced on it; fp16: the job's 16-bit dtype is
@@ -94,7 +95,6 @@ struct vl_op {
   double m, n, k, batch; /* batch 0 is 1 */
   bool fp32;             /* fp32 operands: CUDA cores, or tensor cores' TF32 when tf32 */
   bool tf32;             /* torch.backends.cuda.matmul.allow_tf32 (off by default) */
-  bool unaligned_ok;     /* a 16-bit dimension off 8 elements takes the measured unaligned rate */
   /* VL_OP_ATTENTION: the forward or the backward kernel of bs x heads
    * (q_len x kv_len) scores, head sizes dqk (query, key) and dv (value) */
   const char *kernel; /* the kernel's rows: "default" (SDPA's choice), "cudnn", "flash",
@@ -110,7 +110,7 @@ struct vl_op {
 /*! Device seconds of op (all op->count runs) on card c, by the measured
  * tables: a GEMM by its shape, dtype and layout (log-trilinear between the
  * grid's points, never under the grid's smallest GEMM's time; a 16-bit
- * dimension off 8 elements at the unaligned rate where unaligned_ok; TF32
+ * dimension off 8 elements at the measured align1 or align2 rate; TF32
  * at half the 16-bit rate, the datasheets' dense ratio); attention by its
  * kernel's measured rate at that sequence length (the backward: the
  * forward-and-backward's time less the forward's, at least 2.5 forwards);
@@ -138,11 +138,37 @@ struct vl_time_pass {
 void vl_time_pass_add(struct vl_time_pass *p, const struct vl_time_card *c, const struct vl_op *op,
                       enum vl_time_kind kind);
 
-/*! The step's passes into t (its forward_s, backward_s, recompute_s,
- * kind_s, gpu_s, host_s, ops): each pass takes the longer of its device
- * and host time (the host runs ahead of the GPU), the recomputation's ops
- * inside the backward's at 1.85 times a forward op's host cost, `times`
- * micro-batches alike. The passes' host must be set (ops x the host cost). */
+/* The host issues a step's ops in order and runs ahead of the GPU (kernel
+ * launches are asynchronous; no sync inside a step): a stretch of ops
+ * starts on the GPU once the host has issued its first op and the GPU is
+ * done with what came before, and ends no sooner than the host issues its
+ * last. gpu_at, host_at: when each is done so far. The launch queue's
+ * bound (1,024 kernels) is not modelled. */
+struct vl_time_pipe {
+  double gpu_at, host_at;
+};
+
+/*! Issue a stretch of `gpu` device and `host` host seconds on p. */
+void vl_time_issue(struct vl_time_pipe *p, double gpu, double host);
+
+/*! How much dearer the host finds a recomputed op than a forward op
+ * (non-reentrant checkpointing's hooks): 1.85. */
+double vl_time_recompute_host(void);
+
+/*! t's forward_s, backward_s, recompute_s, kind_s, gpu_s, host_s and ops
+ * from the passes (rec: NULL without checkpointing; its host already
+ * dearer), `times` micro-batches, whose forward and backward took fwd_s
+ * and back_s as issued. */
+void vl_time_phases(struct vl_step_time *t, const struct vl_time_pass *fwd,
+                    const struct vl_time_pass *bwd, const struct vl_time_pass *rec, double fwd_s,
+                    double back_s, double times);
+
+/*! The step's passes into t (vl_time_phases): forward, then backward with
+ * the recomputation (or NULL) inside it, each a stretch issued on one
+ * vl_time_pipe, `times` micro-batches back to back (no sync between them:
+ * backward() on each, one step), the recomputation's host at
+ * vl_time_recompute_host() a forward op's. The passes' host must be set
+ * (ops x the host cost). */
 void vl_time_passes(struct vl_step_time *t, const struct vl_time_pass *fwd,
                     const struct vl_time_pass *bwd, const struct vl_time_pass *rec, double times);
 

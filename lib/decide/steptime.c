@@ -13,6 +13,7 @@
  * (forward; backward with its recomputation) takes the longer of its
  * device time and its dispatch time. */
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,8 +30,11 @@
 
 enum { FWD, DGRAD, WGRAD };
 
-/* host time of a recomputed op against a forward op's: 15.9 / 8.6 us
- * (below, micro-batch) */
+/* a recomputed op costs the host more than a forward op: the checkpoint's
+ * saved-tensor hooks and its Python run around it (torch/utils/
+ * checkpoint.py, non-reentrant). Profiled on the H100, BERT-large under
+ * AMP, host-bound: 8.6 us an aten call without checkpointing, 15.9 us an
+ * added call with it (bench/results/step-time/raw.jsonl:profile/profile-ckpt.json) */
 #define RECOMPUTE_HOST (15.9 / 8.6)
 
 struct ctx {
@@ -42,8 +46,6 @@ struct ctx {
   bool fp32;                  /* matmuls in fp32 (no autocast, fp32 weights) */
   double e, r;                /* activation and residual-stream bytes an element */
   enum vl_time_kind mem_kind; /* where memory-bound ops are booked (the loss's apart) */
-  bool unaligned_ok;          /* the GEMMs being priced are outside the layers and without a bias:
-                               * where the align1 rates were measured (gemm()) */
   double conv_flops;          /* a micro-batch's convolutions, forward (ResNet's MFU) */
   struct vl_time_pass *tail;  /* where a layer's forward ops after its last saved tensor go
                                * (not recomputed: recompute_tail()), or NULL */
@@ -111,18 +113,21 @@ static double gemm_s(const struct vl_time_card *c, const struct vl_op *op) {
   bool fp32 = op->fp32 && !op->tf32; /* TF32 runs on the tensor cores: the 16-bit table */
   /* a 16-bit GEMM whose leading dimensions are not multiples of 8
    * elements (16 bytes) cannot take cuBLAS's aligned tensor-core kernels:
-   * GPT-2's 50,257-token head runs at a sixth of its aligned twin
-   * (bench/results/step-time/raw.jsonl:align/, F.linear without a bias). Applied
-   * where it was measured, the GEMMs outside the layers without a bias
-   * (unaligned_ok): the heads of BERT-like models, with a bias and
-   * 30,522 tokens, show no such loss in their measured steps */
-  bool odd =
-      !op->fp32 && op->unaligned_ok && (off8(n) || off8(k) || (layout == VL_GEMM_WGRAD && off8(m)));
+   * it runs align1 kernels where one is odd (GPT-2's 50,257-token head at
+   * a sixth of its aligned twin), align2 where both are even (BERT's
+   * 30,522, DeBERTa-v3's 128,100: about a third), with a bias or not
+   * (bench/results/step-time/raw.jsonl:align/, the heads' kernels in
+   * profile/profile.json). The leading dimensions: a linear's in and out
+   * features, n and k here but for the weight's gradient (out x in, over
+   * the tokens) */
+  double d1 = n, d2 = layout == VL_GEMM_WGRAD ? m : k;
+  bool off = !op->fp32 && (off8(d1) || off8(d2));
+  const double *slow = kc->unaligned[fmod(d1, 2) != 0 || fmod(d2, 2) != 0 ? 0 : 1];
   double scale = fp32 ? c->s32 : op->fp32 ? c->s16 * TF32_OF_BF16 : c->s16;
   double rate =
       gemm_rate(kc, fp32, layout, fmax(m, vl_kt_m[0]), fmax(n, vl_kt_nk[0]), fmax(k, vl_kt_nk[0])) *
       scale;
-  if (odd && kc->unaligned[layout] > 0) rate = fmin(rate, kc->unaligned[layout] * c->s16);
+  if (off && slow[layout] > 0) rate = fmin(rate, slow[layout] * c->s16);
   double least =
       2.0 * vl_kt_m[0] * vl_kt_nk[0] * vl_kt_nk[0] / (kc->gemm[fp32][layout][0][0][0] * scale);
   /* and never under its bytes at the card's bandwidth: a thin GEMM (a
@@ -141,7 +146,6 @@ static void gemm(struct ctx *c, struct seg *s, int layout, bool fp32, double m, 
   struct vl_op op = {.kind = VL_OP_GEMM,
                      .layout = (enum vl_gemm_layout)layout,
                      .fp32 = fp32,
-                     .unaligned_ok = c->unaligned_ok,
                      .m = m,
                      .n = n,
                      .k = k,
@@ -256,6 +260,14 @@ static double attn_s(const struct vl_time_card *c, const struct vl_op *op) {
   if (!has_kernel(kc, kern) || (strcmp(kern, "default") && !has_rows(kc, kern, half)))
     kern = "default";
   if (!has_kernel(kc, kern)) kern = half && dqk <= 256 ? "flash" : "efficient";
+  /* SDPA's own choice for 16-bit inputs on sm90 and later is cuDNN's
+   * attention (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp:
+   * cuDNN first in the priority order there; every profiled step,
+   * bench/results/step-time/raw.jsonl:profile/, ran its kernels); the
+   * "default" rows at short lengths timed something slower (a 512-token
+   * forward+backward at a fifth of cuDNN's) */
+  if (half && !strcmp(kern, "default") && c->cudnn_sdpa && has_rows(kc, "cudnn", true))
+    kern = "cudnn";
   const char *dt = half ? "bf16" : "fp32";
   double d = dqk <= 96 ? 64 : 128, span = kv_len;
   if (op->window > 0 && op->window < kv_len) span = op->window;
@@ -553,8 +565,6 @@ static void linears(struct ctx *c, const struct vl_inventory *inv, double T, str
   const struct vl_job *j = c->j;
   double tp = (double)j->tp, pp = (double)j->pp, rank = (double)j->lora_rank;
   bool base = !j->lora_rank;
-  /* encoders' masked-LM decoders carry a bias (modeling_bert.py BertLMPredictionHead) */
-  bool head_biased = a->head_bias || !a->causal;
   /* an encoder-decoder: T the encoder's tokens; its decoder's stack (the
    * inventory's second "q" on: params.c seq2seq), head and loss run the
    * decoder's Td, its cross-attention's k and v (half of the decoder's)
@@ -589,9 +599,7 @@ static void linears(struct ctx *c, const struct vl_inventory *inv, double T, str
      * (recompute_tail), and under LoRA neither is B, which runs after the
      * frozen product and A, whose input and output B's backward keeps */
     struct seg *last = c->tail && layer && mlp_out(t->name) ? c->tail : f;
-    c->unaligned_ok = t->kind == VL_T_HEAD ? !head_biased : !layer;
     linear(c, lora ? f : last, b, c->fp32, m, (double)t->cols, (double)t->rows / tp, n, base);
-    c->unaligned_ok = false;
     if (lora) {
       bool fp32 = !c->pol.autocast;
       double ab = c->pol.autocast ? c->e : 4, out = m * (double)t->rows / tp;
@@ -604,11 +612,9 @@ static void linears(struct ctx *c, const struct vl_inventory *inv, double T, str
     }
   }
   /* a tied head is the embedding's matrix (trained with it) */
-  c->unaligned_ok = !head_biased;
   if (a->tie_embeddings && a->vocab && a->family != VL_FAM_VIT && a->family != VL_FAM_RESNET)
     linear(c, hf, hb, c->fp32, a->enc_layers ? Td : T, (double)a->hidden, (double)a->vocab / tp, 1,
            base);
-  c->unaligned_ok = false;
 }
 
 /* embeddings: the gather (and learned positions, token types), the
@@ -742,32 +748,52 @@ static void seg_add(struct vl_step_time *t, const struct seg *s, double times) {
   t->ops += (uint64_t)(times * s->ops + 0.5);
 }
 
+void vl_time_issue(struct vl_time_pipe *p, double gpu, double host) {
+  double start = fmax(p->gpu_at, p->host_at);
+  p->host_at += host;
+  p->gpu_at = fmax(start + gpu, p->host_at);
+}
+
+double vl_time_recompute_host(void) { return RECOMPUTE_HOST; }
+
+void vl_time_phases(struct vl_step_time *t, const struct vl_time_pass *fwd,
+                    const struct vl_time_pass *bwd, const struct vl_time_pass *rec, double fwd_s,
+                    double back_s, double times) {
+  double fg = seg_gpu(fwd), bg = seg_gpu(bwd), rg = rec ? seg_gpu(rec) : 0;
+  seg_add(t, fwd, times);
+  seg_add(t, bwd, times);
+  if (rec) seg_add(t, rec, times);
+  t->forward_s = fwd_s;
+  /* the recomputation's share of the backward pass, by its device or host time */
+  double rh = rec ? rec->host : 0;
+  double rshare = bg + rg > bwd->host + rh ? rg / (bg + rg) : rh / (bwd->host + rh);
+  t->recompute_s = rec ? back_s * rshare : 0;
+  t->backward_s = back_s - t->recompute_s;
+  t->kind_s[VL_TK_HOST] = fwd_s + back_s - times * (fg + bg + rg); /* the GPU waits */
+}
+
+/* micro-batches issued back to back (no sync between them: measure.py's
+ * and the usual accumulation loop call backward() on each and step once);
+ * past MICRO_EXACT of them each adds what the last one did */
+#define MICRO_EXACT 64
+
 void vl_time_passes(struct vl_step_time *t, const struct vl_time_pass *fwd,
                     const struct vl_time_pass *bwd, const struct vl_time_pass *rec, double times) {
   struct vl_time_pass none = {0}, r = rec ? *rec : none;
-  bool ckpt = rec != NULL;
-  /* The host runs ahead of the GPU by up to a launch queue's worth of
-   * kernels (1,024): a pass with no sync in it takes the longer of its
-   * device time and its dispatch time, the host's stretches hidden behind
-   * the GPU's and the other way round. Forward, backward (with the
-   * recomputation inside it) each so. */
-  /* a recomputed op costs the host more than a forward op: the checkpoint's
-   * saved-tensor hooks and its Python run around it (torch/utils/
-   * checkpoint.py, non-reentrant). Profiled on the H100, BERT-large under
-   * AMP, host-bound: 8.6 us an aten call without checkpointing, 15.9 us an
-   * added call with it (bench/results/step-time/raw.jsonl:profile/profile-ckpt.json) */
   r.host *= RECOMPUTE_HOST;
-  double fg = seg_gpu(fwd), bg = seg_gpu(bwd), rg = seg_gpu(&r);
-  t->forward_s = times * fmax(fg, fwd->host);
-  double back = times * fmax(bg + rg, bwd->host + r.host);
-  /* the recomputation's share of the backward pass, by its device or host time */
-  double rshare = bg + rg > bwd->host + r.host ? rg / (bg + rg) : r.host / (bwd->host + r.host);
-  t->recompute_s = ckpt ? back * rshare : 0;
-  t->backward_s = back - t->recompute_s;
-  seg_add(t, fwd, times);
-  seg_add(t, bwd, times);
-  if (ckpt) seg_add(t, &r, times);
-  t->kind_s[VL_TK_HOST] = t->forward_s + back - times * (fg + bg + rg); /* the GPU waits */
+  struct vl_time_pipe pipe = {0};
+  double fwd_s = 0, back_s = 0, fwd_last = 0, back_last = 0;
+  int n = times < MICRO_EXACT ? (int)times : MICRO_EXACT;
+  for (int m = 0; m < n; m++) {
+    double g0 = pipe.gpu_at;
+    vl_time_issue(&pipe, seg_gpu(fwd), fwd->host);
+    double g1 = pipe.gpu_at;
+    vl_time_issue(&pipe, seg_gpu(bwd) + seg_gpu(&r), bwd->host + r.host);
+    fwd_last = g1 - g0, back_last = pipe.gpu_at - g1;
+    fwd_s += fwd_last, back_s += back_last;
+  }
+  fwd_s += (times - n) * fwd_last, back_s += (times - n) * back_last;
+  vl_time_phases(t, fwd, bwd, rec ? &r : NULL, fwd_s, back_s, times);
 }
 
 void vl_time_pass_add(struct vl_time_pass *p, const struct vl_time_card *c, const struct vl_op *op,
@@ -816,6 +842,7 @@ static bool fp16_policy(enum vl_precision p) {
 void vl_time_card_init(struct vl_time_card *c, const struct vl_gpu *g, bool fp16) {
   memset(c, 0, sizeof *c);
   c->s16 = c->s32 = c->sbw = 1;
+  c->cudnn_sdpa = strtol(g->compute_capability, NULL, 10) >= 9; /* "gfx942" gives 0 */
   const struct vl_kt_card *k = measured(g);
   if (k) {
     c->tables = k;

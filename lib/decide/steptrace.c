@@ -2,7 +2,7 @@
  * step"): the ops the tracer counted for one step of the job itself
  * (python/vramledger/optrace.py: "# op", "# optimizer", "# step" lines of
  * alloc.trace), each priced by vl_op_device_s as estimate prices the ops it
- * enumerates, the passes combined by vl_time_passes, the optimizer by its
+ * enumerates, issued in order on one vl_time_pipe, the optimizer by its
  * measured row (vl_time_optimizer_s). */
 #include <math.h>
 #include <stdio.h>
@@ -112,7 +112,6 @@ static bool op_of(const char *s, const char *end, struct vl_op *op, enum vl_time
     op->batch = field(s, end, "batch", 1);
     op->fp32 = !is_half(dt);
     op->tf32 = !strcmp(dt, "tf32");
-    op->unaligned_ok = field(s, end, "bias", 0) == 0;
   } else if (!strcmp(w, "attn")) {
     op->kind = VL_OP_ATTENTION;
     *kind = VL_TK_ATTENTION;
@@ -220,6 +219,11 @@ vl_status vl_trace_step_time(const char *text, size_t len, const struct vl_gpu *
   const char *lim = text + len;
   bool approx = false;
   double opt_s = 0;
+  /* the forward's and the backward's ops issued in order as the host
+   * dispatches them (vl_time_issue); spans[0]: forward, [1]: backward */
+  struct vl_time_pipe pipe = {0};
+  double spans[2] = {0, 0}, mark = 0;
+  int in = -1;
   for (const char *s = text; s < lim;) {
     const char *e = memchr(s, '\n', (size_t)(lim - s));
     if (!e) e = lim;
@@ -232,6 +236,15 @@ vl_status vl_trace_step_time(const char *text, size_t len, const struct vl_gpu *
       uint64_t st;
       if (op_of(s, e, &op, &kind, &count, &ph, &st, name, sizeof name) && st == step) {
         vl_time_pass_add(&pass[ph], &card, &op, kind);
+        if (ph <= P_RECOMPUTE) {
+          int now = ph == P_FORWARD ? 0 : 1;
+          if (now != in) {
+            if (in >= 0) spans[in] += pipe.gpu_at - mark;
+            mark = pipe.gpu_at, in = now;
+          }
+          double h = count * TRACE_HOST_OP * (ph == P_RECOMPUTE ? vl_time_recompute_host() : 1);
+          vl_time_issue(&pipe, vl_op_device_s(&card, &op), h);
+        }
         flops[ph] += count * vl_op_flops(&op);
         out->phase_ops[ph] += count;
         if (op.kind != VL_OP_DISPATCH && ph <= P_PRESTEP) out->kernels += count;
@@ -255,12 +268,15 @@ vl_status vl_trace_step_time(const char *text, size_t len, const struct vl_gpu *
     }
     s = e + 1;
   }
+  if (in >= 0) spans[in] += pipe.gpu_at - mark;
   double host = TRACE_HOST_OP;
   for (int p = 0; p < P_COUNT; p++)
     pass[p].host = pass[p].ops * host;
+  pass[P_RECOMPUTE].host *= vl_time_recompute_host();
   bool ckpt = pass[P_RECOMPUTE].ops > 0;
   /* the micro-batches of the step are in the passes already: one step's ops */
-  vl_time_passes(t, &pass[P_FORWARD], &pass[P_BACKWARD], ckpt ? &pass[P_RECOMPUTE] : NULL, 1);
+  vl_time_phases(t, &pass[P_FORWARD], &pass[P_BACKWARD], ckpt ? &pass[P_RECOMPUTE] : NULL, spans[0],
+                 spans[1], 1);
   /* between backward and the step (clipping, the scaler's unscale): a
    * stretch of its own; optimizer.step's kernels: its measured row */
   const struct vl_time_pass *pre = &pass[P_PRESTEP];

@@ -26,7 +26,8 @@ struct vl_kt_card {
   double bw_add, bw_cast, bw_norm, bw_softmax; /* bytes/s */
   const struct vl_kt_opt *opt;
   size_t n_opt;
-  double unaligned[3]; /* 16-bit GEMMs with a dimension not a multiple of 8: FLOP/s by layout */
+  double unaligned[2][3]; /* 16-bit GEMMs with a dimension not a multiple of 8, [odd, even]: FLOP/s
+                             by layout */
 };
 /* host seconds an enumerated op costs (tiny models: bench/time/host_fit.py) */
 #define VL_KT_HOST_OP 3.975e-05
@@ -271,6 +272,22 @@ static const struct vl_kt_attn vl_kt_attn_h200[] = {
     {"default", "fp32", 64, false, 128, 192, 4.563e+13, 3.146e+13},
     {"default", "fp32", 64, true, 2048, 32, 2.737e+13, 2.635e+13},
     {"default", "fp32", 64, false, 2048, 32, 3.475e+13, 3.358e+13},
+    {"cudnn", "bf16", 64, true, 512, 96, 2.895e+14, 3.543e+14},
+    {"cudnn", "bf16", 64, false, 512, 96, 5.159e+14, 4.186e+14},
+    {"cudnn", "bf16", 64, true, 1024, 64, 3.148e+14, 3.646e+14},
+    {"cudnn", "bf16", 64, false, 1024, 64, 4.765e+14, 4.107e+14},
+    {"cudnn", "bf16", 128, true, 2048, 64, 5.095e+14, 3.78e+14},
+    {"cudnn", "bf16", 128, false, 2048, 64, 6.157e+14, 4.891e+14},
+    {"cudnn", "bf16", 128, true, 4096, 32, 5.131e+14, 4.289e+14},
+    {"cudnn", "bf16", 128, false, 4096, 32, 6.157e+14, 5.215e+14},
+    {"cudnn", "bf16", 128, true, 8192, 32, 5.64e+14, 4.948e+14},
+    {"cudnn", "bf16", 128, false, 8192, 32, 6.157e+14, 5.449e+14},
+    {"cudnn", "bf16", 64, true, 1024, 48, 2.657e+14, 3.436e+14},
+    {"cudnn", "bf16", 64, false, 1024, 48, 4.577e+14, 4.066e+14},
+    {"cudnn", "bf16", 64, true, 128, 192, 1.097e+14, 1.458e+14},
+    {"cudnn", "bf16", 64, false, 128, 192, 2.684e+14, 3.449e+14},
+    {"cudnn", "bf16", 64, true, 2048, 32, 3.382e+14, 3.416e+14},
+    {"cudnn", "bf16", 64, false, 2048, 32, 4.716e+14, 4.097e+14},
 };
 static const struct vl_kt_opt vl_kt_opt_h200[] = {
     {"adamw", "foreach", 1.983e-11, 7.595e-06},
@@ -521,7 +538,7 @@ static const struct vl_kt_card vl_kt_cards[] = {
      1.288e+12,
      vl_kt_opt_h100_80gb,
      sizeof vl_kt_opt_h100_80gb / sizeof vl_kt_opt_h100_80gb[0],
-     {9.211e+13, 1.35e+14, 1.45e+14}},
+     {{8.916e+13, 1.366e+14, 1.459e+14}, {2.117e+14, 2.471e+14, 2.715e+14}}},
     {"h200",
      "NVIDIA H200",
      "data/reference/h200-torch-2.11/kernels.json",
@@ -762,6 +779,6 @@ static const struct vl_kt_card vl_kt_cards[] = {
      1.294e+12,
      vl_kt_opt_h200,
      sizeof vl_kt_opt_h200 / sizeof vl_kt_opt_h200[0],
-     {9.211e+13, 1.35e+14, 1.45e+14}},
+     {{8.916e+13, 1.366e+14, 1.459e+14}, {2.117e+14, 2.471e+14, 2.715e+14}}},
 };
 #endif
