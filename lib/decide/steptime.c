@@ -295,6 +295,32 @@ static double attn_s(const struct vl_time_card *c, const struct vl_op *op) {
   return op->backward ? count * fmax(tfb - tf, 2.5 * tf) : count * tf;
 }
 
+/* DeBERTa's disentangled attention (modeling_deberta_v2.py
+ * disentangled_attention_bias): c2p and p2c (those the config's
+ * pos_att_type names) each a batched matmul against
+ * the 2k relative-position rows, torch.gather of the n = bh x q x kv
+ * scores from it, / scale and + into the scores. gather's backward is a
+ * scatter-add of atomic adds into zeros: measured on the H100 over those
+ * shapes at 14.5 ps an element, the gather at 3.5, whatever the dtype
+ * (bench/results/step-time/raw.jsonl:h100-c/align.json "scatter"); the
+ * same silicon on the H200, a derived card by its bandwidth */
+#define GATHER_S_EL 3.5e-12
+#define SCATTER_ADD_S_EL 14.5e-12
+
+static void rel_terms(struct ctx *c, struct seg *f, struct seg *b, double bh, double q_len,
+                      double dqk, double n, double count) {
+  unsigned att = c->a->rel_att;
+  double e = c->e, rows = (double)c->a->rel_embed_rows, terms = ((att & 1) + (att >> 1)) * count;
+  gemm(c, f, FWD, c->fp32, bh * q_len, rows, dqk, terms);
+  gemm(c, b, DGRAD, c->fp32, bh * q_len, dqk, rows, 2 * terms);
+  f->k[c->mem_kind] += terms * n * GATHER_S_EL / c->card.sbw;
+  b->k[c->mem_kind] += terms * n * SCATTER_ADD_S_EL / c->card.sbw;
+  f->ops += terms, b->ops += terms;
+  kernel_in(c, b, EW, bh * q_len * rows * e, terms); /* the zeros scattered into */
+  mem(c, f, EW, n * 5 * e, terms);                   /* / scale, + into the scores */
+  mem(c, b, EW, n * 2 * e, terms);                   /* / scale's backward */
+}
+
 /* the attention kernel of one layer: q_len x kv_len per head, a query
  * heads of dqk (dv for values), batch bs. SDPA picks flash for 16-bit
  * inputs with head size <= 256 and no bias; memory-efficient otherwise
@@ -349,11 +375,7 @@ static void attn_kernel(struct ctx *c, struct seg *f, struct seg *b, double bs, 
   mem2(c, f, b, SOFTMAX, n * (e + sm), count);
   if (sm != e) mem2(c, f, b, CAST, n * (sm + e), count);
   dropout(c, f, b, a->attn_dropout, n, e, count);
-  if (a->family == VL_FAM_DEBERTA_V2) { /* c2p and p2c: two more score-sized terms */
-    gemm(c, f, FWD, c->fp32, bh * q_len, 2 * kv_len, dqk, 2 * count);
-    gemm(c, b, DGRAD, c->fp32, bh * q_len, dqk, 2 * kv_len, 4 * count);
-    mem2(c, f, b, EW, n * 8 * e, 2 * count); /* gathers and adds */
-  }
+  if (a->family == VL_FAM_DEBERTA_V2) rel_terms(c, f, b, bh, q_len, dqk, n, count);
 }
 
 /* a view, transpose or other op that only costs its dispatch */

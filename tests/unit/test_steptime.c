@@ -192,6 +192,30 @@ static void stream_pipeline(void **state) {
   assert_close(t.gpu_s, 3 * 5e-3, 1e-12, "device time adds up");
 }
 
+/* DeBERTa's c2p and p2c terms: torch.gather of every score and its
+ * backward, a scatter-add of atomic adds, at the rates measured on the
+ * H100 (3.5 and 14.5 ps an element), besides their matmuls */
+static void deberta_gathers(void **state) {
+  (void)state;
+  struct vl_arch a, none;
+  tu_arch("data/models/deberta-v3-base.json", &a);
+  none = a;
+  none.rel_att = 0;
+  struct vl_job j = job(VL_PREC_AMP_BF16, 8, 512);
+  j.attention = VL_ATTN_EAGER;
+  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
+  struct vl_step_time t, t0;
+  assert_int_equal(vl_step_time(&a, &j, g, &t, NULL), VL_OK);
+  assert_int_equal(vl_step_time(&none, &j, g, &t0, NULL), VL_OK);
+  double n = 8.0 * 12 * 512 * 512, gathers = 12 * 2 * n * (3.5e-12 + 14.5e-12);
+  double d = t.kind_s[VL_TK_MEMORY] - t0.kind_s[VL_TK_MEMORY];
+  printf("  deberta-v3-base c2p+p2c: %.2f ms memory-bound, %.2f ms of it gathers\n", d * 1e3,
+         gathers * 1e3);
+  assert_true(d > gathers && d < 1.5 * gathers);
+  assert_true(t.kind_s[VL_TK_MATMUL] + t.kind_s[VL_TK_ATTENTION] >
+              t0.kind_s[VL_TK_MATMUL] + t0.kind_s[VL_TK_ATTENTION]);
+}
+
 /* GPT-2's 50,257-token head is off cuBLAS's 8-element alignment: the same
  * model with 50,256 tokens runs its head several times faster */
 static void unaligned_head(void **state) {
@@ -468,18 +492,13 @@ static void resnet_and_host_bound(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(gemm_bound),
-                                     cmocka_unit_test(fp32_without_tf32),
-                                     cmocka_unit_test(step_structure),
-                                     cmocka_unit_test(cards_and_shares),
-                                     cmocka_unit_test(stream_pipeline),
-                                     cmocka_unit_test(unaligned_head),
-                                     cmocka_unit_test(one_op),
-                                     cmocka_unit_test(traced_step),
-                                     cmocka_unit_test(device_time_only),
-                                     cmocka_unit_test(recompute_early_stop),
-                                     cmocka_unit_test(gemm_reads_its_bytes),
-                                     cmocka_unit_test(vit_interpolation),
-                                     cmocka_unit_test(resnet_and_host_bound)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(gemm_bound),           cmocka_unit_test(fp32_without_tf32),
+      cmocka_unit_test(step_structure),       cmocka_unit_test(cards_and_shares),
+      cmocka_unit_test(stream_pipeline),      cmocka_unit_test(deberta_gathers),
+      cmocka_unit_test(unaligned_head),       cmocka_unit_test(one_op),
+      cmocka_unit_test(traced_step),          cmocka_unit_test(device_time_only),
+      cmocka_unit_test(recompute_early_stop), cmocka_unit_test(gemm_reads_its_bytes),
+      cmocka_unit_test(vit_interpolation),    cmocka_unit_test(resnet_and_host_bound)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
