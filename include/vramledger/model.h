@@ -299,4 +299,12 @@ vl_status vl_bill_compute(const struct vl_arch *arch, const struct vl_job *job,
                           const struct vl_overheads *ov, struct vl_bill *bill,
                           struct vl_err *err) VL_MUST_USE;
 
+/*! The refusals vl_bill_compute makes before it bills, with its messages:
+ * the job's limits and settings, the model's parameter inventory, the LoRA
+ * targets, what generate() takes. Not the bill's own overflow (a product
+ * past 64 bits), which only billing finds. No replay: microseconds.
+ * @return VL_OK where vl_bill_compute gets past them, else its status. */
+vl_status vl_bill_check(const struct vl_arch *arch, const struct vl_job *job,
+                        struct vl_err *err) VL_MUST_USE;
+
 #endif

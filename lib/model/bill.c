@@ -1115,14 +1115,14 @@ void vl_job_apply_loop(const struct vl_job *in, struct vl_job *out) {
   out->grads_to_backward = in->loop == VL_LOOP_LIGHTNING;
 }
 
-vl_status vl_bill_compute(const struct vl_arch *arch, const struct vl_job *job,
-                          const struct vl_overheads *ov, struct vl_bill *bill, struct vl_err *err) {
-  bill_clear(bill);
-  bill->task = job->task;
-  struct vl_job vj = *job;
+/* The job as it is billed (*vj): the loop's defaults, a vision model's
+ * tokens, a seq2seq decoder's length, attention sinks run eagerly. */
+static const struct vl_job *billed_job(const struct vl_arch *arch, const struct vl_job *job,
+                                       struct vl_job *vj) {
+  *vj = *job;
   if (job->loop != VL_LOOP_PLAIN && job->task == VL_TASK_TRAIN) {
-    vl_job_apply_loop(job, &vj);
-    job = &vj;
+    vl_job_apply_loop(job, vj);
+    job = vj;
   }
   /* a vision model's input is its image, side x side pixels (--image-size,
    * else the config's image_size); a ViT's tokens are its patches and the
@@ -1130,23 +1130,44 @@ vl_status vl_bill_compute(const struct vl_arch *arch, const struct vl_job *job,
    * config's interpolates the position embeddings:
    * interpolate_pos_encoding); a ResNet's one row a sample */
   if (vl_arch_is_vision(arch)) {
-    vj.image_size = vl_job_image_side(arch, job);
+    vj->image_size = vl_job_image_side(arch, job);
     if (arch->family == VL_FAM_VIT && arch->patch_size) {
-      uint64_t side = vj.image_size / arch->patch_size;
-      vj.seq = side * side + 1;
+      uint64_t side = vj->image_size / arch->patch_size;
+      vj->seq = side * side + 1;
     }
-    job = &vj;
+    job = vj;
   }
   if (vl_arch_is_seq2seq(arch)) { /* the decoder's tokens: --target-seq, else --seq */
-    vj.target_seq = vl_job_target_seq(arch, job);
-    job = &vj;
+    vj->target_seq = vl_job_target_seq(arch, job);
+    job = vj;
   }
   /* attention sinks run eagerly: transformers has no SDPA path for them
    * (modeling_gpt_oss.py GptOssPreTrainedModel: _supports_sdpa = False) */
   if (arch->attn_sinks && job->attention != VL_ATTN_EAGER) {
-    vj.attention = VL_ATTN_EAGER;
-    job = &vj;
+    vj->attention = VL_ATTN_EAGER;
+    job = vj;
   }
+  return job;
+}
+
+vl_status vl_bill_check(const struct vl_arch *arch, const struct vl_job *job, struct vl_err *err) {
+  struct vl_job vj;
+  struct vl_inventory inv;
+  job = billed_job(arch, job, &vj);
+  vl_status s = check_job(arch, job, err);
+  if (s == VL_OK) s = vl_inventory_build(arch, &inv, err);
+  if (s != VL_OK) return s;
+  if (job->task == VL_TASK_INFER) return vl__infer_check(arch, job, err);
+  struct lora lo;
+  return resolve_lora(arch, &inv, job, &lo, err);
+}
+
+vl_status vl_bill_compute(const struct vl_arch *arch, const struct vl_job *job,
+                          const struct vl_overheads *ov, struct vl_bill *bill, struct vl_err *err) {
+  bill_clear(bill);
+  bill->task = job->task;
+  struct vl_job vj;
+  job = billed_job(arch, job, &vj);
   vl_status s = check_job(arch, job, err);
   if (s != VL_OK) return s;
   struct vl_inventory inv;

@@ -115,12 +115,9 @@ static void infer_peak(const struct vl_job *job, const uint64_t *line_pre, const
   bill->total_bytes = bill->peak_reserved_bytes + ctx;
 }
 
-vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *inv,
-                         const struct vl_job *job, const struct vl_overheads *ov,
-                         struct vl_bill *bill, struct vl_err *err) {
-  struct vl__ck ck = {false};
-  struct vl__policy pol;
-  vl__policy_get(job->precision, &pol);
+/* what generate() of this model and job refuses before anything is billed */
+vl_status vl__infer_check(const struct vl_arch *arch, const struct vl_job *job,
+                          struct vl_err *err) {
   if (arch->enc_layers && job->new_tokens)
     return vl__fail(err, VL_ECONFLICT,
                     "generate() of an encoder-decoder (%s) is not modelled yet; measure it "
@@ -133,6 +130,17 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
                     arch->model_type);
   if (job->kv_layout == VL_KV_PAGED && (job->kv_block_tokens == 0 || job->kv_block_tokens > 4096))
     return vl__fail(err, VL_ERANGE, "--kv-block must be between 1 and 4096 tokens");
+  return VL_OK;
+}
+
+vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *inv,
+                         const struct vl_job *job, const struct vl_overheads *ov,
+                         struct vl_bill *bill, struct vl_err *err) {
+  vl_status s = vl__infer_check(arch, job, err);
+  if (s != VL_OK) return s;
+  struct vl__ck ck = {false};
+  struct vl__policy pol;
+  vl__policy_get(job->precision, &pol);
   const uint64_t B = job->batch, P = job->seq, S = job->seq + job->new_tokens;
   const uint64_t e = pol.act, r = pol.resid, t = job->tp;
   const uint64_t L = arch->layers, d = arch->head_dim;
@@ -233,8 +241,8 @@ vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *
   line_dec[VL_LINE_KV_CACHE] = kv_full;
   line_dec[VL_LINE_TRANSIENT] = decode;
   uint64_t replay_allocated = 0;
-  vl_status s = infer_reserve(arch, inv, job, ov, &pol, kvb, bill, &ck, line_pre, line_dec,
-                              &replay_allocated, err);
+  s = infer_reserve(arch, inv, job, ov, &pol, kvb, bill, &ck, line_pre, line_dec, &replay_allocated,
+                    err);
   if (s != VL_OK) return s;
   if (replay_allocated) infer_replay_peak(bill, &ck, job, replay_allocated, line_pre, line_dec);
   if (ck.overflow)

@@ -130,6 +130,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
                            const struct vl__train_sizes *z, struct vl_cache_stats *out,
                            struct vl_err *err);
 /* Inference bill. */
+vl_status vl__infer_check(const struct vl_arch *arch, const struct vl_job *job, struct vl_err *err);
 vl_status vl__bill_infer(const struct vl_arch *arch, const struct vl_inventory *inv,
                          const struct vl_job *job, const struct vl_overheads *ov,
                          struct vl_bill *bill, struct vl_err *err);
