@@ -39,6 +39,32 @@ struct vl_vary {
  * a Llama-3-8B LoRA one about 2.4 ms: bench/results/speed/README.md#sensitivity) */
 #define VL_SENS_ESTIMATES 1024
 
+/* Where the draws hold more distinct jobs than a pass may estimate, each
+ * draw's total and step are interpolated (multilinearly) between exact
+ * estimates on a lattice over the continuous inputs drawn, one lattice a
+ * precision x attention pair drawn; refusals are decided for each draw
+ * (vl_bill_check), and a fixed number of draws are estimated exactly to
+ * measure the surface's error (docs/cmd/sensitivity.md). */
+#define VL_SENS_SURFACE_DIMS 4 /* seq, batch, hidden, layers */
+#define VL_SENS_CHECKS 64      /* draws a surface is checked on */
+#define VL_SENS_TOLERANCE 0.5  /* percent of the exact a surface is refined to */
+struct vl_sens_surface {
+  bool used;
+  int n_dims;
+  enum vl_vary_var var[VL_SENS_SURFACE_DIMS];
+  int nodes[VL_SENS_SURFACE_DIMS]; /* lattice points along each input */
+  int combos;                      /* precision x attention pairs: one lattice each */
+  uint64_t lattice;                /* the lattice's points: exact estimates */
+  uint64_t exact_draws;            /* draws estimated exactly: a corner of their cell refused */
+  uint64_t checked;                /* draws estimated exactly to check the surface */
+  uint64_t max_error_bytes;        /* the largest |interpolated - exact| total of those */
+  double max_error_pct;            /* the same in percent of the exact */
+  double max_error_time_pct;       /* the step's; 0 where no step is priced */
+  int refinements;                 /* times the lattice was made finer along one input */
+  bool short_of_estimates;         /* above the tolerance, and a finer lattice would pass
+                                    * max_estimates */
+};
+
 struct vl_sens_query {
   const struct vl_arch *arch;
   struct vl_job job;
@@ -70,6 +96,9 @@ struct vl_sens_result {
   /* distinct jobs among all the samples: the estimates a pass over every
    * draw makes (--estimates to give); 0 when it could not be counted */
   uint64_t distinct;
+  /* used: more distinct jobs than max_estimates, every draw evaluated on
+   * the surface (drawn == samples unless refused corners took the rest) */
+  struct vl_sens_surface surface;
   char refused_why[256];             /* the first refusal's message; "" when none */
   uint64_t p50, p95, p99, min, max;  /* total bytes (the process on one GPU), estimated draws */
   double p_exceed[VL_SENS_MAX_GPUS]; /* P(total > card x (1 - margin)) among estimated draws */
@@ -97,8 +126,9 @@ struct vl_sens_result {
   struct {
     const char *name;
     uint64_t p95;
-    double p_exceed;        /* on gpus[0], among its estimated draws */
-    uint64_t drawn, failed; /* the same first draws as the base's (common random numbers) */
+    double p_exceed;                /* on gpus[0], among its estimated draws */
+    uint64_t drawn, failed;         /* the same first draws as the base's (common random numbers) */
+    struct vl_sens_surface surface; /* used: its draws on its own surface */
   } fallback[VL_SENS_FALLBACKS];
 };
 
@@ -141,9 +171,12 @@ vl_status vl_vary_parse(const char *spec, bool normal, struct vl_vary *v,
 
 /*! Draw q->samples configurations (seeded mt19937), estimate each (with
  * the full estimator, memoised per distinct job, or q->fit at the draw's
- * batch and seq), summarise. With the estimator a pass stops at the first
- * draw that would need more than max_estimates distinct estimates: the
- * result is then of the first r->drawn draws (an unbiased sample of them).
+ * batch and seq), summarise. With the estimator, where the draws hold more
+ * distinct jobs than max_estimates, every draw is evaluated on a response
+ * surface of at most max_estimates exact estimates (r->surface); where
+ * even the smallest surface and its check do not fit, a pass stops at the
+ * first draw that would need more than max_estimates distinct estimates:
+ * the result is then of the first r->drawn draws (an unbiased sample).
  * @return VL_OK, VL_EINVAL (nothing could be estimated; with a fit, a
  * variable it does not know, varied or fitted), VL_ENOMEM. */
 vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_overheads *ov,

@@ -1,5 +1,9 @@
 /* Monte Carlo over the inputs of the estimate. GSL's
- * mt19937 with the caller's seed: the same seed gives the same draws. */
+ * mt19937 with the caller's seed: the same seed gives the same draws.
+ * Each distinct drawn job is estimated once; where the draws hold more
+ * than a pass may estimate, they are evaluated on a response surface of
+ * exact estimates, checked against exact estimates of some draws ("The
+ * response surface" below). */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -297,6 +301,15 @@ static void time_draw(const struct vl_sens_query *q, const struct vl_job *j, dou
   if (q->budget_usd > 0 && hours * gpus * q->gpus[0]->usd_per_hour > q->budget_usd) tm->over++;
 }
 
+/* a pass's totals and times sorted, for their percentiles */
+static void sort_outcome(uint64_t *totals, uint64_t n, struct times *tm) {
+  qsort(totals, n, sizeof *totals, cmp_u64);
+  if (tm) {
+    qsort(tm->steps, tm->n, sizeof *tm->steps, cmp_double);
+    qsort(tm->hours, tm->n, sizeof *tm->hours, cmp_double);
+  }
+}
+
 static struct outcome draw(const struct vl_sens_query *q, const struct vl_job *base,
                            const struct vl_overheads *ov, uint64_t n, uint64_t budget,
                            uint64_t *totals, struct vl_bill *bill, char *why, size_t why_len,
@@ -330,19 +343,123 @@ static struct outcome draw(const struct vl_sens_query *q, const struct vl_job *b
   o.estimates = ps.estimates;
   vl_free(ps.memo);
   gsl_rng_free(rng);
-  qsort(totals, o.estimated, sizeof *totals, cmp_u64);
-  if (tm) {
-    qsort(tm->steps, tm->n, sizeof *tm->steps, cmp_double);
-    qsort(tm->hours, tm->n, sizeof *tm->hours, cmp_double);
-  }
+  sort_outcome(totals, o.estimated, tm);
   return o;
 }
 
-/* How many distinct jobs the first n draws hold: the estimates a pass
- * over all of them makes. The draws alone, nothing estimated (the cost of
- * the memo's hashing). 0 when it cannot be told (more than 2^22 draws, out
+/* A key of what a draw's job differs from its base in: every field
+ * apply() sets. It splits the draws as the memo's job_key does (the rest
+ * of the architecture and job is the base's), hashing 72 bytes instead
+ * of some 850. */
+static void draw_key(const struct vl_arch *a, const struct vl_job *j, uint64_t *k1, uint64_t *k2) {
+  const uint64_t f[] = {j->seq,
+                        j->batch,
+                        a->layers,
+                        a->hidden,
+                        a->intermediate,
+                        a->embed_proj_dim,
+                        a->head_dim,
+                        (uint64_t)j->precision,
+                        (uint64_t)j->attention};
+  uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
+  vl__hash2(f, sizeof f, &h1, &h2);
+  vl__memo_keys(h1, h2, k1, k2);
+}
+
+/* ---- The response surface ----
+ * Where the draws hold more distinct jobs than a pass may estimate (three
+ * spreads over an 8B model: 50,430 in 10^5 draws), each draw's total and
+ * step are interpolated between exact estimates on a lattice: along each
+ * continuous input drawn (seq, batch, hidden, layers) points from its
+ * lowest to its highest drawn value, whole numbers (hidden: multiples of
+ * the heads, as apply() keeps it); one lattice for each precision x
+ * attention pair drawn. Parameters grow as hidden^2 and activations as
+ * hidden x seq, so a piecewise-linear surface on a few points is close;
+ * the caching allocator's rounding adds steps. The surface is checked on
+ * VL_SENS_CHECKS draws estimated exactly and made finer, along the input
+ * whose lattice bends most, until within the tolerance or the estimates
+ * run out. */
+#define SURF_NODES 33 /* most points along one input */
+#define SURF_START 5  /* points along each input at first */
+#define SURF_COMBOS 64
+#define SURF_CANDIDATES (2 * VL_SENS_CHECKS)
+
+static const enum vl_vary_var surf_vars[VL_SENS_SURFACE_DIMS] = {VL_VARY_SEQ, VL_VARY_BATCH,
+                                                                 VL_VARY_HIDDEN, VL_VARY_LAYERS};
+
+/* What the draws span (count_distinct fills it): each continuous input's
+ * lowest and highest value, the precision x attention pairs, and the
+ * draws that are candidates for the check (their index and job). */
+struct span {
+  uint64_t lo[VL_SENS_SURFACE_DIMS], hi[VL_SENS_SURFACE_DIMS];
+  int combos, combo[SURF_COMBOS][2];
+  bool combos_over; /* more pairs than SURF_COMBOS */
+  int n_cand;
+  uint64_t cand_at[SURF_CANDIDATES];
+  struct vl_arch cand_a[SURF_CANDIDATES];
+  struct vl_job cand_j[SURF_CANDIDATES];
+};
+
+/* A lattice point's exact estimate: its total, its step (0: not priced), refused. */
+struct corner {
+  uint64_t total;
+  double step;
+  bool ok;
+};
+
+struct surface {
+  int dims;
+  int var[VL_SENS_SURFACE_DIMS]; /* index into surf_vars */
+  uint64_t unit[VL_SENS_SURFACE_DIMS], base[VL_SENS_SURFACE_DIMS];
+  int n[VL_SENS_SURFACE_DIMS];
+  uint64_t node[VL_SENS_SURFACE_DIMS][SURF_NODES];
+  const struct span *sp;
+  size_t points;     /* a lattice's: the product of n[] */
+  struct corner *at; /* combos x points */
+};
+
+static void span_add(struct span *sp, const struct vl_arch *a, const struct vl_job *j, bool first) {
+  for (int d = 0; d < VL_SENS_SURFACE_DIMS; d++) {
+    uint64_t x = (uint64_t)input_at(surf_vars[d], a, j);
+    if (first || x < sp->lo[d]) sp->lo[d] = x;
+    if (first || x > sp->hi[d]) sp->hi[d] = x;
+  }
+  int c = 0;
+  while (c < sp->combos &&
+         (sp->combo[c][0] != (int)j->precision || sp->combo[c][1] != (int)j->attention))
+    c++;
+  if (c < sp->combos) return;
+  if (c == SURF_COMBOS) {
+    sp->combos_over = true;
+    return;
+  }
+  sp->combo[c][0] = (int)j->precision;
+  sp->combo[c][1] = (int)j->attention;
+  sp->combos++;
+}
+
+/* the draws to check the surface on: SURF_CANDIDATES indices below n from
+ * the generator seeded with seed + 1, sorted (repeats are dropped) */
+static int check_candidates(uint64_t seed, uint64_t n, uint64_t *at) {
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  if (!rng) return 0;
+  gsl_rng_set(rng, (unsigned long)(seed + 1));
+  for (int i = 0; i < SURF_CANDIDATES; i++)
+    at[i] = gsl_rng_uniform_int(rng, (unsigned long)vl__min(n, 1ul << 31));
+  gsl_rng_free(rng);
+  qsort(at, SURF_CANDIDATES, sizeof *at, cmp_u64);
+  int k = 0;
+  for (int i = 0; i < SURF_CANDIDATES; i++)
+    if (!k || at[i] != at[k - 1]) at[k++] = at[i];
+  return k;
+}
+
+/* How many distinct jobs the first n draws from base hold: the estimates
+ * a pass over all of them makes. The draws alone, nothing estimated. With
+ * sp, what they span. 0 when it cannot be told (more than 2^22 draws, out
  * of memory). */
-static uint64_t count_distinct(const struct vl_sens_query *q, uint64_t n) {
+static uint64_t count_distinct(const struct vl_sens_query *q, const struct vl_job *base, uint64_t n,
+                               struct span *sp) {
   if (n > (1u << 22)) return 0;
   uint64_t slots = 1;
   while (slots < 2 * n)
@@ -356,13 +473,22 @@ static uint64_t count_distinct(const struct vl_sens_query *q, uint64_t n) {
     return 0;
   }
   gsl_rng_set(rng, (unsigned long)q->seed);
+  uint64_t cand[SURF_CANDIDATES];
+  int n_cand = sp ? check_candidates(q->seed, n, cand) : 0, next = 0;
+  if (sp) sp->combos = sp->n_cand = 0, sp->combos_over = false;
   uint64_t distinct = 0;
   for (uint64_t d = 0; d < n; d++) {
     struct vl_arch a = *q->arch;
-    struct vl_job j = q->job;
+    struct vl_job j = *base;
     draw_one(q, rng, &a, &j);
+    if (sp) span_add(sp, &a, &j, d == 0);
+    for (; next < n_cand && cand[next] == d; next++) {
+      sp->cand_at[sp->n_cand] = d;
+      sp->cand_a[sp->n_cand] = a;
+      sp->cand_j[sp->n_cand++] = j;
+    }
     uint64_t h1, h2, i;
-    job_key(&a, &j, &h1, &h2);
+    draw_key(&a, &j, &h1, &h2);
     for (i = h1 & (slots - 1); set[i].h1 && (set[i].h1 != h1 || set[i].h2 != h2);
          i = (i + 1) & (slots - 1))
       ;
@@ -374,6 +500,371 @@ static uint64_t count_distinct(const struct vl_sens_query *q, uint64_t n) {
   gsl_rng_free(rng);
   vl_free(set);
   return distinct;
+}
+
+/* up to k points from lo to hi, evenly spaced on multiples of unit from
+ * lo (every value where there are no more than k); their number */
+static int spaced(uint64_t lo, uint64_t hi, uint64_t unit, int k, uint64_t *node) {
+  uint64_t steps = (hi - lo) / unit;
+  if (steps + 1 <= (uint64_t)k) k = (int)steps + 1;
+  int m = 0;
+  for (int i = 0; i < k; i++) {
+    uint64_t x = k == 1 ? lo : lo + (uint64_t)llround((double)steps * i / (k - 1)) * unit;
+    if (!m || x != node[m - 1]) node[m++] = x;
+  }
+  return m;
+}
+
+/* the lattice's points a precision x attention pair: the product of n[] */
+static size_t surf_points(const struct surface *s) {
+  size_t p = 1;
+  for (int d = 0; d < s->dims; d++)
+    p *= (size_t)s->n[d];
+  return p;
+}
+
+/* The lattice over what sp spans, SURF_START points an input at first,
+ * fewer where that many would not leave `room` estimates (at least 2 an
+ * input). false: not even that fits. */
+static bool surf_init(const struct vl_sens_query *q, const struct vl_job *base,
+                      const struct span *sp, uint64_t room, struct surface *s) {
+  memset(s, 0, sizeof *s);
+  s->sp = sp;
+  for (int k = 0; k < VL_SENS_SURFACE_DIMS; k++) {
+    bool varied = false;
+    for (int v = 0; v < q->n_vary; v++)
+      varied |= q->vary[v].var == surf_vars[k];
+    if (!varied) continue;
+    int d = s->dims++;
+    s->var[d] = k;
+    s->unit[d] = surf_vars[k] == VL_VARY_HIDDEN && q->arch->heads ? q->arch->heads : 1;
+    s->base[d] = (uint64_t)input_at(surf_vars[k], q->arch, base);
+  }
+  for (int start = SURF_START; start >= 2; start--) {
+    for (int d = 0; d < s->dims; d++)
+      s->n[d] = spaced(sp->lo[s->var[d]], sp->hi[s->var[d]], s->unit[d], start, s->node[d]);
+    s->points = surf_points(s);
+    if ((uint64_t)sp->combos * s->points <= room) return true;
+  }
+  return false;
+}
+
+/* the job at lattice point p (a flat index) of pair c */
+static void surf_job(const struct vl_sens_query *q, const struct vl_job *base,
+                     const struct surface *s, size_t p, int c, struct vl_arch *a,
+                     struct vl_job *j) {
+  *a = *q->arch;
+  *j = *base;
+  for (int d = 0; d < s->dims; d++) {
+    uint64_t x = s->node[d][p % (size_t)s->n[d]];
+    p /= (size_t)s->n[d];
+    struct vl_vary v = {.var = surf_vars[s->var[d]]};
+    apply(&v, (double)x / (double)s->base[d], 0, a, j); /* sets x itself */
+  }
+  j->precision = (enum vl_precision)s->sp->combo[c][0];
+  j->attention = (enum vl_attention)s->sp->combo[c][1];
+}
+
+/* every lattice point estimated (the pass's memo keeps those of a coarser
+ * lattice); false: the estimates ran out */
+static bool surf_fill(const struct vl_sens_query *q, const struct vl_job *base,
+                      const struct vl_overheads *ov, struct vl_bill *bill, struct pass *ps,
+                      struct surface *s) {
+  vl_free(s->at);
+  s->points = surf_points(s);
+  s->at = vl_calloc((size_t)s->sp->combos * s->points, sizeof *s->at);
+  if (!s->at) return false;
+  for (int c = 0; c < s->sp->combos; c++)
+    for (size_t p = 0; p < s->points; p++) {
+      struct vl_arch a;
+      struct vl_job j;
+      surf_job(q, base, s, p, c, &a, &j);
+      struct corner *k = &s->at[(size_t)c * s->points + p];
+      enum got g = peak_memo(q, &a, &j, ov, bill, ps, &k->total, &k->step);
+      if (g == GOT_OVER_BUDGET) return false;
+      k->ok = g == GOT_PEAK;
+    }
+  return true;
+}
+
+/* the pair of a drawn job; -1: not drawn (cannot be: every pair is spanned) */
+static int surf_combo(const struct surface *s, const struct vl_job *j) {
+  for (int c = 0; c < s->sp->combos; c++)
+    if (s->sp->combo[c][0] == (int)j->precision && s->sp->combo[c][1] == (int)j->attention)
+      return c;
+  return -1;
+}
+
+enum interp { INTERP_OK, INTERP_REFUSED_CORNER, INTERP_OUTSIDE };
+
+/* A drawn job's total and step, multilinear between the corners of its
+ * cell; *step 0 where a corner is not priced. A corner of weight 0 is not
+ * looked at (a draw on a face needs only that face). */
+static enum interp surf_eval(const struct surface *s, const struct vl_arch *a,
+                             const struct vl_job *j, double *total, double *step) {
+  int c = surf_combo(s, j);
+  if (c < 0) return INTERP_OUTSIDE;
+  size_t lo[VL_SENS_SURFACE_DIMS], stride[VL_SENS_SURFACE_DIMS];
+  double t[VL_SENS_SURFACE_DIMS];
+  size_t st = 1;
+  for (int d = 0; d < s->dims; d++) {
+    double x = input_at(surf_vars[s->var[d]], a, j);
+    const uint64_t *nd = s->node[d];
+    int n = s->n[d], k = 0;
+    if (x < (double)nd[0] || x > (double)nd[n - 1]) return INTERP_OUTSIDE;
+    while (k + 2 < n && x >= (double)nd[k + 1])
+      k++;
+    lo[d] = (size_t)k;
+    t[d] = n == 1 ? 0 : (x - (double)nd[k]) / (double)(nd[k + 1] - nd[k]);
+    stride[d] = st;
+    st *= (size_t)n;
+  }
+  const struct corner *at = &s->at[(size_t)c * s->points];
+  double y = 0, z = 0;
+  bool priced = true;
+  for (unsigned m = 0; m < 1u << s->dims; m++) {
+    double w = 1;
+    size_t p = 0;
+    for (int d = 0; d < s->dims; d++) {
+      bool up = m >> d & 1u;
+      w *= up ? t[d] : 1 - t[d];
+      p += (lo[d] + up) * stride[d];
+    }
+    if (w == 0) continue;
+    if (!at[p].ok) return INTERP_REFUSED_CORNER;
+    y += w * (double)at[p].total;
+    z += w * at[p].step;
+    priced &= at[p].step > 0;
+  }
+  *total = y;
+  *step = priced ? z : 0;
+  return INTERP_OK;
+}
+
+/* The check: up to VL_SENS_CHECKS of the candidate draws that the
+ * estimator takes and the surface covers, each estimated exactly. */
+struct checks {
+  int n;
+  int cand[VL_SENS_CHECKS]; /* index into the span's candidates */
+  uint64_t exact[VL_SENS_CHECKS];
+  double exact_step[VL_SENS_CHECKS];
+};
+
+static bool check_pick(const struct vl_sens_query *q, const struct vl_overheads *ov,
+                       struct vl_bill *bill, struct pass *ps, const struct surface *s,
+                       struct checks *ck) {
+  ck->n = 0;
+  const struct span *sp = s->sp;
+  for (int i = 0; i < sp->n_cand && ck->n < VL_SENS_CHECKS; i++) {
+    double y, z;
+    if (vl_bill_check(&sp->cand_a[i], &sp->cand_j[i], NULL) != VL_OK ||
+        surf_eval(s, &sp->cand_a[i], &sp->cand_j[i], &y, &z) != INTERP_OK)
+      continue;
+    int k = ck->n;
+    enum got g = peak_memo(q, &sp->cand_a[i], &sp->cand_j[i], ov, bill, ps, &ck->exact[k],
+                           &ck->exact_step[k]);
+    if (g == GOT_OVER_BUDGET) return false;
+    if (g == GOT_PEAK) ck->cand[ck->n++] = i;
+  }
+  return true;
+}
+
+/* the checked draws' largest error on the surface as it is now */
+static void check_errors(const struct surface *s, const struct checks *ck,
+                         struct vl_sens_surface *out) {
+  out->max_error_bytes = 0;
+  out->max_error_pct = out->max_error_time_pct = 0;
+  for (int i = 0; i < ck->n; i++) {
+    const struct span *sp = s->sp;
+    double y, z;
+    if (surf_eval(s, &sp->cand_a[ck->cand[i]], &sp->cand_j[ck->cand[i]], &y, &z) != INTERP_OK)
+      continue; /* a finer lattice put a refused point at its corner */
+    double e = fabs(y - (double)ck->exact[i]);
+    out->max_error_bytes = vl__max(out->max_error_bytes, (uint64_t)llround(e));
+    out->max_error_pct = fmax(out->max_error_pct, 100 * e / (double)ck->exact[i]);
+    if (z > 0 && ck->exact_step[i] > 0)
+      out->max_error_time_pct =
+          fmax(out->max_error_time_pct, 100 * fabs(z - ck->exact_step[i]) / ck->exact_step[i]);
+  }
+  out->checked = (uint64_t)ck->n;
+}
+
+/* How much the lattice bends along input d: the largest second difference
+ * of its totals and steps along d, relative to the middle point's (a
+ * linear interpolation's error is about an eighth of it). Two points: the
+ * change from one to the other, which a finer lattice may show to bend. */
+static double surf_bend(const struct surface *s, int d) {
+  size_t stride = 1;
+  for (int e = 0; e < d; e++)
+    stride *= (size_t)s->n[e];
+  double worst = 0;
+  for (size_t c = 0; c < (size_t)s->sp->combos; c++)
+    for (size_t p = 0; p < s->points; p++) {
+      size_t k = p / stride % (size_t)s->n[d];
+      const struct corner *m = &s->at[c * s->points + p];
+      if (s->n[d] == 2 && k == 0) {
+        const struct corner *b = m + stride;
+        if (m->ok && b->ok && m->total)
+          worst = fmax(worst, fabs((double)b->total - (double)m->total) / (double)m->total);
+        continue;
+      }
+      if (k == 0 || k + 1 == (size_t)s->n[d]) continue;
+      const struct corner *a = m - stride, *b = m + stride;
+      if (!a->ok || !m->ok || !b->ok || !m->total) continue;
+      worst = fmax(worst, fabs((double)a->total - 2.0 * (double)m->total + (double)b->total) /
+                              (double)m->total);
+      if (m->step > 0) worst = fmax(worst, fabs(a->step - 2.0 * m->step + b->step) / m->step);
+    }
+  return worst;
+}
+
+/* The input to make finer: of those not tried and with values between
+ * their points left, the one whose lattice bends most; -1: none. */
+static int surf_pick(const struct surface *s, unsigned tried) {
+  int best = -1;
+  double most = -1;
+  for (int d = 0; d < s->dims; d++) {
+    if (tried >> d & 1u) continue;
+    uint64_t values = (s->sp->hi[s->var[d]] - s->sp->lo[s->var[d]]) / s->unit[d] + 1;
+    if ((uint64_t)s->n[d] >= values || 2 * s->n[d] - 1 > SURF_NODES) continue;
+    double b = surf_bend(s, d);
+    if (b > most) most = b, best = d;
+  }
+  return best;
+}
+
+/* input d made finer: a point between each two (on its unit), kept */
+static void surf_refine(struct surface *s, int d) {
+  uint64_t node[SURF_NODES];
+  int m = 0;
+  for (int k = 0; k < s->n[d]; k++) {
+    node[m++] = s->node[d][k];
+    if (k + 1 == s->n[d]) break;
+    uint64_t lo = s->node[d][k], hi = s->node[d][k + 1];
+    uint64_t mid = lo + (hi - lo) / s->unit[d] / 2 * s->unit[d];
+    if (mid > lo) node[m++] = mid;
+  }
+  memcpy(s->node[d], node, (size_t)m * sizeof *node);
+  s->n[d] = m;
+}
+
+/* The surface over what sp spans, checked and, with refine, made finer
+ * along each input once at most (twice the points), the input whose
+ * lattice bends most first, until within the tolerance or the estimates
+ * run out. A piecewise-linear surface's error falls as the square of the
+ * spacing where the estimate is smooth; what is left after that is mostly
+ * the estimator's own steps (the caching allocator's rounding, a peak
+ * moving from one phase to another), which only a lattice of every value
+ * would resolve: --estimates as many as the distinct jobs estimates every
+ * draw. false: not even the smallest surface and its check fit. */
+static bool surf_build(const struct vl_sens_query *q, const struct vl_job *base,
+                       const struct vl_overheads *ov, struct vl_bill *bill, struct pass *ps,
+                       bool refine, struct surface *s, struct vl_sens_surface *out) {
+  const struct span *sp = s->sp;
+  uint64_t room = ps->budget > VL_SENS_CHECKS ? ps->budget - VL_SENS_CHECKS : 0;
+  struct checks ck;
+  if (sp->combos_over || !surf_init(q, base, sp, room, s) || !surf_fill(q, base, ov, bill, ps, s) ||
+      !check_pick(q, ov, bill, ps, s, &ck))
+    return false;
+  unsigned tried = 0; /* inputs made finer */
+  for (;;) {
+    check_errors(s, &ck, out);
+    double err = fmax(out->max_error_pct, out->max_error_time_pct);
+    int d = err <= VL_SENS_TOLERANCE || !refine ? -1 : surf_pick(s, tried);
+    if (d < 0) break;
+    tried |= 1u << d;
+    struct surface finer = *s;
+    finer.at = NULL;
+    surf_refine(&finer, d);
+    uint64_t more = (uint64_t)sp->combos * (surf_points(&finer) - s->points);
+    if (ps->estimates + more > ps->budget || !surf_fill(q, base, ov, bill, ps, &finer)) {
+      out->short_of_estimates = true;
+      vl_free(finer.at);
+      break;
+    }
+    vl_free(s->at);
+    *s = finer;
+    out->refinements++;
+  }
+  out->used = true;
+  out->n_dims = s->dims;
+  for (int d = 0; d < s->dims; d++)
+    out->var[d] = surf_vars[s->var[d]], out->nodes[d] = s->n[d];
+  out->combos = sp->combos;
+  out->lattice = (uint64_t)sp->combos * s->points;
+  return true;
+}
+
+/* One draw on the surface: refused where the estimator's checks refuse
+ * it (vl_bill_check: exactly, for this draw); else interpolated, or
+ * estimated exactly where a corner of its cell is refused (a bill past 64
+ * bits or 2^53 bytes: the totals grow with every input, so a draw whose
+ * cell's corners all pass passes too). */
+static enum got surf_draw(const struct vl_sens_query *q, const struct vl_arch *a,
+                          const struct vl_job *j, const struct vl_overheads *ov,
+                          struct vl_bill *bill, struct pass *ps, const struct surface *s,
+                          uint64_t *out, double *step, bool *exact) {
+  struct vl_err e = {""};
+  *exact = false;
+  if (vl_bill_check(a, j, &e) != VL_OK) {
+    if (ps->why && !*ps->why) snprintf(ps->why, ps->why_len, "%s", e.msg);
+    return GOT_REFUSED;
+  }
+  double y;
+  if (surf_eval(s, a, j, &y, step) == INTERP_OK && y <= (double)EXACT_MAX) {
+    *out = (uint64_t)llround(y);
+    if (!(*step > 0)) *step = step_of(q, a, j);
+    return GOT_PEAK;
+  }
+  *exact = true;
+  return peak_memo(q, a, j, ov, bill, ps, out, step);
+}
+
+/* One pass over the first n draws from base on a surface (draw()'s
+ * outcome, totals and times). false: no surface fits the budget, and
+ * draw() is the pass. */
+static bool surf_pass(const struct vl_sens_query *q, const struct vl_job *base,
+                      const struct vl_overheads *ov, uint64_t n, uint64_t budget,
+                      const struct span *sp, uint64_t *totals, struct vl_bill *bill, char *why,
+                      size_t why_len, struct times *tm, bool refine, struct outcome *o,
+                      struct vl_sens_surface *out) {
+  memset(out, 0, sizeof *out);
+  *o = (struct outcome){.lo = UINT64_MAX};
+  uint64_t slots = memo_slots(budget);
+  struct pass ps = {
+      .memo = vl_calloc(slots, sizeof(struct memo)), .slots = slots, .budget = budget};
+  struct surface s = {.sp = sp};
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  bool built = rng && surf_build(q, base, ov, bill, &ps, refine, &s, out);
+  if (built) {
+    gsl_rng_set(rng, (unsigned long)q->seed);
+    ps.why = why;
+    ps.why_len = why_len;
+    for (; o->drawn < n; o->drawn++) {
+      struct vl_arch a = *q->arch;
+      struct vl_job j = *base;
+      draw_one(q, rng, &a, &j);
+      double step = 0;
+      bool exact;
+      enum got g = surf_draw(q, &a, &j, ov, bill, &ps, &s, &totals[o->estimated], &step, &exact);
+      if (g == GOT_OVER_BUDGET) break;
+      if (g == GOT_REFUSED) {
+        o->refused++;
+        continue;
+      }
+      out->exact_draws += exact;
+      time_draw(q, &j, step, tm);
+      uint64_t y = totals[o->estimated++];
+      if (y < o->lo) o->lo = y, o->lo_at = input_at(q->vary[0].var, &a, &j);
+      if (y > o->hi) o->hi = y, o->hi_at = input_at(q->vary[0].var, &a, &j);
+    }
+    o->estimates = ps.estimates;
+    sort_outcome(totals, o->estimated, tm);
+  }
+  vl_free(s.at);
+  vl_free(ps.memo);
+  if (rng) gsl_rng_free(rng);
+  return built;
 }
 
 static uint64_t pct(const uint64_t *t, uint64_t n, double p) {
@@ -506,7 +997,8 @@ static void tornado(const struct vl_sens_query *q, const struct vl_overheads *ov
 /* Fallbacks when the first card is at risk (> 5 %): each on the base's
  * first draws (at most 20,000), with a quarter of the estimate budget. */
 static void fallbacks(const struct vl_sens_query *q, const struct vl_overheads *ov, uint64_t budget,
-                      uint64_t *t, struct vl_bill *bill, struct vl_sens_result *r) {
+                      uint64_t *t, struct vl_bill *bill, struct span *sp,
+                      struct vl_sens_result *r) {
   static const char *const names[VL_SENS_FALLBACKS] = {
       "activation checkpointing", "half the micro-batch, twice the accumulation",
       "FlashAttention (sdpa)", "the next ZeRO stage"};
@@ -522,9 +1014,15 @@ static void fallbacks(const struct vl_sens_query *q, const struct vl_overheads *
     if (f == 1) j.batch /= 2, j.grad_accum *= 2;
     if (f == 2) j.attention = VL_ATTN_SDPA;
     if (f == 3) j.zero++;
-    struct outcome o = draw(q, &j, ov, m, vl__max(1, budget / 4), t, bill, NULL, 0, NULL);
+    uint64_t quarter = vl__max(1, budget / 4);
+    struct outcome o;
+    struct vl_sens_surface fs = {0};
+    if (!(sp && count_distinct(q, &j, m, sp) > quarter &&
+          surf_pass(q, &j, ov, m, quarter, sp, t, bill, NULL, 0, NULL, false, &o, &fs)))
+      o = draw(q, &j, ov, m, quarter, t, bill, NULL, 0, NULL);
     if (!o.estimated) continue;
     int i = r->n_fallbacks++;
+    r->fallback[i].surface = fs;
     r->fallback[i].name = names[f];
     r->fallback[i].p95 = pct(t, o.estimated, 0.95);
     r->fallback[i].p_exceed =
@@ -573,8 +1071,15 @@ vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_over
     return vl__fail(err, VL_ENOMEM, "out of memory for %llu samples",
                     (unsigned long long)q->samples);
   }
-  struct outcome o = draw(q, &q->job, ov, q->samples, budget, t, bill, r->refused_why,
-                          sizeof r->refused_why, timing ? &tm : NULL);
+  /* more distinct jobs than the budget: the draws on a surface */
+  struct span *sp = q->fit ? NULL : vl_malloc(sizeof *sp);
+  uint64_t distinct = sp ? count_distinct(q, &q->job, q->samples, sp) : 0;
+  struct outcome o;
+  if (!(distinct > budget &&
+        surf_pass(q, &q->job, ov, q->samples, budget, sp, t, bill, r->refused_why,
+                  sizeof r->refused_why, timing ? &tm : NULL, true, &o, &r->surface)))
+    o = draw(q, &q->job, ov, q->samples, budget, t, bill, r->refused_why, sizeof r->refused_why,
+             timing ? &tm : NULL);
   time_summary(&tm, r);
   vl_free(tm.steps);
   vl_free(tm.hours);
@@ -582,7 +1087,9 @@ vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_over
   r->failed = o.refused;
   r->estimates = o.estimates;
   /* stopped at the limit: what estimating every draw would take */
-  r->distinct = o.drawn < q->samples ? count_distinct(q, q->samples) : o.estimates;
+  r->distinct = r->surface.used || o.drawn < q->samples
+                    ? (distinct ? distinct : count_distinct(q, &q->job, q->samples, NULL))
+                    : o.estimates;
   uint64_t n = o.estimated;
   if (!n) {
     struct vl_err why = {""};
@@ -590,6 +1097,7 @@ vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_over
     if (!q->fit && peak(q, q->arch, &q->job, ov, bill, &base, why.msg, sizeof why.msg))
       snprintf(why.msg, sizeof why.msg, "the base job can be, its variations cannot: %s",
                r->refused_why);
+    vl_free(sp);
     vl_free(t);
     vl_free(bill);
     return vl__fail(err, VL_EINVAL, "none of the %llu draws could be %s: %s",
@@ -614,7 +1122,8 @@ vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_over
     if (o.lo < r->tornado[0].low) r->tornado[0].low = o.lo, r->tornado[0].low_at = o.lo_at;
     if (o.hi > r->tornado[0].high) r->tornado[0].high = o.hi, r->tornado[0].high_at = o.hi_at;
   }
-  if (q->n_gpus && r->p_exceed[0] > 0.05) fallbacks(q, ov, budget, t, bill, r);
+  if (q->n_gpus && r->p_exceed[0] > 0.05) fallbacks(q, ov, budget, t, bill, sp, r);
+  vl_free(sp);
   vl_free(t);
   vl_free(bill);
   return VL_OK;

@@ -62,6 +62,33 @@ static json_t *tornado_json(const struct vl_sens_result *r) {
   return tor;
 }
 
+/* the check's errors within the tolerance the surface is refined to */
+static bool within(const struct vl_sens_surface *s) {
+  return s->max_error_pct <= VL_SENS_TOLERANCE && s->max_error_time_pct <= VL_SENS_TOLERANCE;
+}
+
+/* a surface's lattice and check, or null where the draws were estimated */
+static json_t *surface_json(const struct vl_sens_surface *s) {
+  if (!s->used) return json_null();
+  json_t *e = json_object(), *lat = json_object(), *err = json_object();
+  for (int d = 0; d < s->n_dims; d++)
+    json_object_set_new(lat, vl_vary_name(s->var[d]), json_integer(s->nodes[d]));
+  json_object_set_new(lat, "precision_attention_pairs", json_integer(s->combos));
+  json_object_set_new(e, "lattice", lat);
+  json_object_set_new(e, "lattice_estimates", U(s->lattice));
+  json_object_set_new(e, "exact_draws", U(s->exact_draws));
+  json_object_set_new(e, "checked", U(s->checked));
+  json_object_set_new(e, "max_error_bytes", U(s->max_error_bytes));
+  json_object_set_new(err, "memory", json_real(s->max_error_pct));
+  json_object_set_new(err, "time", json_real(s->max_error_time_pct));
+  json_object_set_new(e, "max_error_pct", err);
+  json_object_set_new(e, "tolerance_pct", json_real(VL_SENS_TOLERANCE));
+  json_object_set_new(e, "within_tolerance", json_boolean(within(s)));
+  json_object_set_new(e, "refinements", json_integer(s->refinements));
+  json_object_set_new(e, "short_of_estimates", json_boolean(s->short_of_estimates));
+  return e;
+}
+
 static json_t *fallbacks_json(const struct vl_sens_result *r) {
   json_t *fb = json_array();
   for (int i = 0; i < r->n_fallbacks; i++) {
@@ -71,6 +98,8 @@ static json_t *fallbacks_json(const struct vl_sens_result *r) {
     json_object_set_new(e, "p_exceed", json_real(r->fallback[i].p_exceed));
     json_object_set_new(e, "drawn", U(r->fallback[i].drawn));
     json_object_set_new(e, "failed", U(r->fallback[i].failed));
+    if (r->fallback[i].surface.used)
+      json_object_set_new(e, "surface", surface_json(&r->fallback[i].surface));
     json_array_append_new(fb, e);
   }
   return fb;
@@ -126,8 +155,12 @@ static int as_json(FILE *o, const struct vl_sens_query *q, const struct vl_sens_
   if (r->failed) json_object_set_new(root, "refused_why", vl__json_str(r->refused_why));
   json_object_set_new(root, "estimates", U(r->estimates));
   json_object_set_new(root, "distinct_jobs", r->distinct ? U(r->distinct) : json_null());
-  json_object_set_new(root, "evaluator", vl__json_str(q->fit ? "fit" : "estimator"));
+  json_object_set_new(root, "evaluator",
+                      vl__json_str(q->fit            ? "fit"
+                                   : r->surface.used ? "surface"
+                                                     : "estimator"));
   if (q->fit) json_object_set_new(root, "fit", vl__json_str(q->fit_source));
+  if (r->surface.used) json_object_set_new(root, "surface", surface_json(&r->surface));
   for (int i = 0; i < q->n_vary; i++) {
     json_t *e = json_object();
     json_object_set_new(e, "var", vl__json_str(vl_vary_name(q->vary[i].var)));
@@ -180,26 +213,27 @@ static int as_json(FILE *o, const struct vl_sens_query *q, const struct vl_sens_
   return rc == 0 && !ferror(o) ? 0 : -1;
 }
 
-/* what was drawn, how each draw was evaluated, the distributions */
-static void header_lines(FILE *o, bool md, const struct vl_sens_query *q,
-                         const struct vl_sens_result *r) {
+/* a surface's lattice, "seq 5 x hidden 5 x 2 precision/attention pairs" */
+static void lattice_text(FILE *o, const struct vl_sens_surface *s) {
+  for (int d = 0; d < s->n_dims; d++)
+    fprintf(o, "%s%s %d", d ? " x " : "", vl_vary_name(s->var[d]), s->nodes[d]);
+  if (s->combos > 1)
+    fprintf(o, "%s%d precision/attention pairs", s->n_dims ? " x " : "", s->combos);
+}
+
+/* a surface's check: "64 draws checked exactly: largest error ..." */
+static void check_text(FILE *o, const struct vl_sens_surface *s, bool timed) {
+  fprintf(o, "%llu draws checked exactly: largest error %.2f %% (%.1f MiB) of the memory",
+          (unsigned long long)s->checked, s->max_error_pct, (double)s->max_error_bytes / 1048576.0);
+  if (timed) fprintf(o, ", %.2f %% of the step time", s->max_error_time_pct);
+}
+
+/* the limit's line, and each input's distribution */
+static void distributions(FILE *o, bool md, const struct vl_sens_query *q,
+                          const struct vl_sens_result *r) {
   char d[128];
   const char *b = md ? "- " : "  ";
-  fprintf(o, "%s%llu draws (seed %llu)",
-          md ? "## Sensitivity: " : "sensitivity: ", (unsigned long long)r->samples,
-          (unsigned long long)r->seed);
-  if (q->fit) {
-    fputs(", each evaluated with the fit ", o);
-    vl__text(o, q->fit_source, md);
-  } else if (r->drawn == r->samples)
-    fprintf(o, ", each estimated (%llu distinct jobs)", (unsigned long long)r->estimates);
-  else
-    fprintf(o,
-            ": the first %llu estimated, where the limit of %llu distinct jobs was reached "
-            "(--estimates)",
-            (unsigned long long)r->drawn, (unsigned long long)r->estimates);
-  fprintf(o, "\n%s", md ? "\n" : "");
-  if (!q->fit && r->drawn < r->samples && r->distinct)
+  if (!q->fit && !r->surface.used && r->drawn < r->samples && r->distinct)
     fprintf(o,
             "%sthe %llu draws hold %llu distinct jobs, each a full estimate with its replay: "
             "--estimates %llu estimates every draw (docs/cmd/sensitivity.md has the time an "
@@ -209,6 +243,62 @@ static void header_lines(FILE *o, bool md, const struct vl_sens_query *q,
   for (int i = 0; i < q->n_vary; i++)
     fprintf(o, "%s%s: %s\n", b, vl_vary_name(q->vary[i].var), dist_name(&q->vary[i], d, sizeof d));
   fputc('\n', o);
+}
+
+/* the first line's end and the lines after it, for draws on a surface */
+static void surface_lines(FILE *o, bool md, const struct vl_sens_query *q,
+                          const struct vl_sens_result *r) {
+  const struct vl_sens_surface *s = &r->surface;
+  const char *b = md ? "- " : "  ";
+  if (r->drawn == r->samples)
+    fprintf(o, ", interpolated between %llu exact estimates (lattice ",
+            (unsigned long long)s->lattice);
+  else
+    fprintf(o, ": the first %llu interpolated between %llu exact estimates (lattice ",
+            (unsigned long long)r->drawn, (unsigned long long)s->lattice);
+  lattice_text(o, s);
+  fprintf(o, ")\n%s%s", md ? "\n" : "", b);
+  check_text(o, s, r->timed);
+  if (!within(s) && s->short_of_estimates)
+    fprintf(o, "; above the tolerance of %g %%, and a finer lattice needs more than --estimates",
+            VL_SENS_TOLERANCE);
+  else if (!within(s))
+    fprintf(o,
+            "; above the tolerance of %g %% with the lattice made finer along each input: the "
+            "estimates themselves are not smooth there (the caching allocator's rounding)",
+            VL_SENS_TOLERANCE);
+  fprintf(o,
+          "\n%sthe %llu draws hold %llu distinct jobs, more than --estimates %llu: each draw's "
+          "process memory and step time are interpolated between the lattice's estimates, "
+          "refusals decided for each draw%s; --estimates %llu estimates every draw exactly\n%s",
+          b, (unsigned long long)r->samples, (unsigned long long)r->distinct,
+          (unsigned long long)(q->max_estimates ? q->max_estimates : VL_SENS_ESTIMATES),
+          s->exact_draws ? " (a draw by a refused lattice point estimated exactly)" : "",
+          (unsigned long long)r->distinct, md ? "\n" : "");
+}
+
+/* what was drawn, how each draw was evaluated, the distributions */
+static void header_lines(FILE *o, bool md, const struct vl_sens_query *q,
+                         const struct vl_sens_result *r) {
+  fprintf(o, "%s%llu draws (seed %llu)",
+          md ? "## Sensitivity: " : "sensitivity: ", (unsigned long long)r->samples,
+          (unsigned long long)r->seed);
+  if (q->fit) {
+    fputs(", each evaluated with the fit ", o);
+    vl__text(o, q->fit_source, md);
+  } else if (r->surface.used) {
+    surface_lines(o, md, q, r);
+    distributions(o, md, q, r);
+    return;
+  } else if (r->drawn == r->samples)
+    fprintf(o, ", each estimated (%llu distinct jobs)", (unsigned long long)r->estimates);
+  else
+    fprintf(o,
+            ": the first %llu estimated, where the limit of %llu distinct jobs was reached "
+            "(--estimates)",
+            (unsigned long long)r->drawn, (unsigned long long)r->estimates);
+  fprintf(o, "\n%s", md ? "\n" : "");
+  distributions(o, md, q, r);
 }
 
 /* the percentiles of the peak and each card's chance of running out */
@@ -291,6 +381,11 @@ static void fallback_lines(FILE *o, bool md, const struct vl_sens_result *r) {
               (unsigned long long)r->fallback[i].drawn);
       if (r->fallback[i].failed)
         fprintf(o, ", %llu refused", (unsigned long long)r->fallback[i].failed);
+      const struct vl_sens_surface *s = &r->fallback[i].surface;
+      if (s->used) {
+        fprintf(o, "; interpolated between %llu exact estimates, ", (unsigned long long)s->lattice);
+        check_text(o, s, false);
+      }
       fprintf(o, ")\n");
     }
   }

@@ -157,8 +157,10 @@ static void draws_are_estimates_refusals_counted(void **state) {
   assert_true(r.p_exceed[0] == 1.0 && r.p_exceed_refused[0] == 1.0);
 }
 
-/* A pass stopped by --estimates says how many distinct jobs all the draws
- * hold, and that many estimates take every draw. */
+/* Draws that hold more distinct jobs than --estimates are all evaluated,
+ * on a surface, and say how many distinct jobs they hold; that many
+ * estimates take every draw exactly; where not even the smallest surface
+ * and its check fit, a pass stops at the limit. */
 static void limit_counts_distinct_jobs(void **state) {
   (void)state;
   struct vl_arch a;
@@ -180,18 +182,72 @@ static void limit_counts_distinct_jobs(void **state) {
   struct vl_sens_result r;
   struct vl_err err = {""};
   assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
-  assert_true(r.drawn < q.samples);
+  assert_true(r.surface.used);
+  assert_int_equal(r.drawn, q.samples);
+  assert_true(r.estimates <= q.max_estimates);
   uint64_t d = r.distinct;
   assert_true(d > 100 && d <= q.samples);
   q.max_estimates = d;
   assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
+  assert_false(r.surface.used);
   assert_int_equal(r.drawn, q.samples);
   assert_int_equal(r.estimates, d);
   assert_int_equal(r.distinct, d);
-  q.max_estimates = d - 1; /* one fewer stops short */
+  q.max_estimates = d - 1; /* one fewer: the surface */
   assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
-  assert_true(r.drawn < q.samples);
+  assert_true(r.surface.used);
+  assert_int_equal(r.drawn, q.samples);
   assert_int_equal(r.distinct, d);
+  q.max_estimates = 50; /* a 2 x 2 lattice and its check do not fit: the first draws */
+  assert_int_equal(vl_sensitivity_run(&q, &ov, &r, &err), VL_OK);
+  assert_false(r.surface.used);
+  assert_true(r.drawn < q.samples);
+  assert_int_equal(r.estimates, 50);
+}
+
+/* The surface against every draw estimated exactly (GPT-2, sequence
+ * ±20 % at 1024 tokens, past its 1024 positions half the time, and
+ * hidden ±15 %): the same draws refused, with the same first reason (the
+ * refusals are the estimator's own, for each draw); interpolated draws
+ * next to a refused lattice point estimated exactly; each percentile of
+ * the interpolated totals within twice the largest error the check
+ * measured of the exact ones (every draw within e moves no order
+ * statistic by more than e); the same for the step time. */
+static void surface_against_exact(void **state) {
+  (void)state;
+  struct vl_gpu g = {.name = "test", .memory_bytes = 80ull << 30};
+  struct fixture f;
+  fixture_init(&f, "data/models/gpt2.json", 200, 9, &g);
+  f.q.job.batch = 2;
+  f.q.job.seq = 1024;
+  f.q.vary[0] = (struct vl_vary){.var = VL_VARY_SEQ, .dist = VL_DIST_UNIFORM, .pct = 0.2};
+  f.q.vary[1] = (struct vl_vary){.var = VL_VARY_HIDDEN, .dist = VL_DIST_UNIFORM, .pct = 0.15};
+  f.q.n_vary = 2;
+  f.q.max_estimates = 100;
+  struct vl_sens_result s, x;
+  assert_int_equal(vl_sensitivity_run(&f.q, &f.ov, &s, &f.err), VL_OK);
+  assert_true(s.surface.used);
+  assert_int_equal(s.drawn, f.q.samples);
+  assert_true(s.surface.checked > 0 && s.surface.checked <= VL_SENS_CHECKS);
+  assert_true(s.surface.exact_draws > 0);
+  assert_true(s.estimates <= f.q.max_estimates);
+  f.q.max_estimates = s.distinct;
+  assert_int_equal(vl_sensitivity_run(&f.q, &f.ov, &x, &f.err), VL_OK);
+  assert_false(x.surface.used);
+  assert_int_equal(x.drawn, f.q.samples);
+  assert_int_equal(s.failed, x.failed);
+  assert_true(x.failed > 50 && x.failed < 150);
+  assert_string_equal(s.refused_why, x.refused_why);
+  double e = 2.0 * (double)s.surface.max_error_bytes;
+  const uint64_t ps[][2] = {{s.p50, x.p50}, {s.p95, x.p95}, {s.p99, x.p99}};
+  for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+    fprintf(stderr, "percentile %zu: surface %llu, exact %llu, 2 x checked error %.0f\n", i,
+            (unsigned long long)ps[i][0], (unsigned long long)ps[i][1], e);
+    assert_true(fabs((double)ps[i][0] - (double)ps[i][1]) <= e);
+  }
+  assert_true(s.timed && x.timed);
+  double et = 2.0 * s.surface.max_error_time_pct / 100 * x.step_p95;
+  assert_true(fabs(s.step_p50 - x.step_p50) <= et && fabs(s.step_p95 - x.step_p95) <= et);
 }
 
 /* The gate (vl_sens_judge): a probability at its threshold passes, one
@@ -242,9 +298,11 @@ static void sensitivity_gate(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(seeded_and_consistent), cmocka_unit_test(replayed_job_is_its_estimate),
-      cmocka_unit_test(draws_are_estimates_refusals_counted),
-      cmocka_unit_test(limit_counts_distinct_jobs), cmocka_unit_test(sensitivity_gate)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(seeded_and_consistent),
+                                     cmocka_unit_test(replayed_job_is_its_estimate),
+                                     cmocka_unit_test(draws_are_estimates_refusals_counted),
+                                     cmocka_unit_test(limit_counts_distinct_jobs),
+                                     cmocka_unit_test(surface_against_exact),
+                                     cmocka_unit_test(sensitivity_gate)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
