@@ -66,30 +66,41 @@ PY
 )
 
 # --- sensitivity
-# Speed of `vramledger sensitivity` (the target: 10^5 samples under 1 s), every
-# draw estimated by the estimator (memoised per distinct job, at most
-# --estimates distinct jobs a pass), fallbacks included: GPT-2 with one
-# spread (every draw estimated) and the Llama-3-8B LoRA query with three
-# (the estimate limit reached).
+# Speed of `vramledger sensitivity` (the target: 10^5 samples under 1 s),
+# fallbacks included: GPT-2 with one spread (every draw estimated), the
+# Llama-3-8B LoRA query with three spreads and Llama-2-7B full fine-tuning
+# with two and a budget (more distinct jobs than --estimates: the draws on
+# the response surface, checked against exact estimates).
+#   VL_BIN=build-rel/vramledger [VL_BIN_BEFORE=old/vramledger] bench/speed/run.sh sensitivity
 sensitivity() (
 set -eu
 cd "$here/../.."
 bin=${VL_BIN:-build-rel/vramledger}
 q1="sensitivity --model gpt2 --batch 8 --seq 1024 --vary seq=±20% --gpus h100-80gb,l4 --samples 100000"
 q2="sensitivity --model llama-3-8b --precision bf16 --lora-rank 16 --batch 4 --seq 2048 --vary seq=±20% --vary hidden=±15% --vary precision=bf16,fp32 --gpus a100-80gb,h100-80gb,h200 --samples 100000"
-echo "| query | draws taken | distinct jobs estimated | user s (best of 3) |"
-echo "|---|---:|---:|---:|"
-for q in "$q1" "$q2"; do
-  # shellcheck disable=SC2086
-  info=$($bin $q --format json | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['drawn'], d['estimates'])")
-  best=
-  for _ in 1 2 3; do
+q3="sensitivity --model llama-2-7b --batch 4 --seq 2048 --vary seq=±20% --vary hidden=±15% --gpu h100 --budget 100 --tokens 1000000000"
+echo "| binary | query | draws taken | evaluator | estimates | check's largest error, memory / time % | user s (best of 3) |"
+echo "|---|---|---:|---|---:|---|---:|"
+for b in ${VL_BIN_BEFORE:-} "$bin"; do
+  name=after
+  [ "$b" = "$bin" ] || name=before
+  for q in "$q1" "$q2" "$q3"; do
     # shellcheck disable=SC2086
-    t=$( { /usr/bin/time -f %U $bin $q >/dev/null; } 2>&1 )
-    best=$(python3 -c "print(min(float(x) for x in '$t $best'.split()))")
+    info=$("$b" $q --format json | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+s = d.get('surface')
+e = '%.2f / %.2f' % (s['max_error_pct']['memory'], s['max_error_pct']['time']) if s else '-'
+print(d['drawn'], d['evaluator'], d['estimates'], e.replace(' ', '_'))")
+    best=
+    for _ in 1 2 3; do
+      # shellcheck disable=SC2086
+      t=$( { /usr/bin/time -f %U "$b" $q >/dev/null; } 2>&1 )
+      best=$(python3 -c "print(min(float(x) for x in '$t $best'.split()))")
+    done
+    set -- $info
+    echo "| $name | \`$q\` | $1 | $2 | $3 | $(echo "$4" | tr _ ' ') | $best |"
   done
-  set -- $info
-  echo "| \`$q\` | $1 | $2 | $best |"
 done
 )
 
