@@ -214,11 +214,19 @@ static int as_json(FILE *o, const struct vl_sens_query *q, const struct vl_sens_
 }
 
 /* a surface's lattice, "seq 5 x hidden 5 x 2 precision/attention pairs" */
-static void lattice_text(FILE *o, const struct vl_sens_surface *s) {
+static void lattice_text(FILE *o, const struct vl_sens_query *q, const struct vl_sens_surface *s) {
   for (int d = 0; d < s->n_dims; d++)
     fprintf(o, "%s%s %d", d ? " x " : "", vl_vary_name(s->var[d]), s->nodes[d]);
+  bool prec = false, attn = false;
+  for (int v = 0; v < q->n_vary; v++) {
+    prec |= q->vary[v].var == VL_VARY_PRECISION;
+    attn |= q->vary[v].var == VL_VARY_ATTENTION;
+  }
   if (s->combos > 1)
-    fprintf(o, "%s%d precision/attention pairs", s->n_dims ? " x " : "", s->combos);
+    fprintf(o, "%s%d %s", s->n_dims ? " x " : "", s->combos,
+            prec && attn ? "precision/attention pairs"
+            : prec       ? "precisions"
+                         : "attention implementations");
 }
 
 /* a surface's check: "64 draws checked exactly: largest error ..." */
@@ -256,7 +264,7 @@ static void surface_lines(FILE *o, bool md, const struct vl_sens_query *q,
   else
     fprintf(o, ": the first %llu interpolated between %llu exact estimates (lattice ",
             (unsigned long long)r->drawn, (unsigned long long)s->lattice);
-  lattice_text(o, s);
+  lattice_text(o, q, s);
   fprintf(o, ")\n%s%s", md ? "\n" : "", b);
   check_text(o, s, r->timed);
   if (!within(s) && s->short_of_estimates)
