@@ -159,35 +159,58 @@ static void qlora_dequantises_into_the_compute_dtype(void **state) {
   }
 }
 
-static void conflicts_are_refused(void **state) {
-  (void)state;
+/* vl_bill_compute refuses j with status s, and vl_bill_check (what it
+ * refuses before it bills, sensitivity's check of every draw) refuses it
+ * alike, with the same message */
+static void refused_alike(const struct vl_arch *a, const struct vl_job *j, vl_status s,
+                          const char *says) {
   struct vl_overheads ov;
   vl_overheads_default(&ov);
   struct vl_bill b;
-  struct vl_err err = {""};
+  struct vl_err e1 = {""}, e2 = {""};
+  assert_int_equal(vl_bill_compute(a, j, &ov, &b, &e1), s);
+  assert_int_equal(vl_bill_check(a, j, &e2), s);
+  assert_string_equal(e1.msg, e2.msg);
+  if (says) assert_non_null(strstr(e1.msg, says));
+}
+
+static void conflicts_are_refused(void **state) {
+  (void)state;
   struct vl_job j;
   vl_job_init(&j);
+  assert_int_equal(vl_bill_check(&llama7b, &j, NULL), VL_OK);
   j.zero = 3;
-  assert_int_equal(vl_bill_compute(&llama7b, &j, &ov, &b, &err), VL_ECONFLICT);
-  assert_non_null(strstr(err.msg, "--dp"));
+  refused_alike(&llama7b, &j, VL_ECONFLICT, "--dp");
   vl_job_init(&j);
   j.sp = true;
-  assert_int_equal(vl_bill_compute(&llama7b, &j, &ov, &b, &err), VL_ECONFLICT);
+  refused_alike(&llama7b, &j, VL_ECONFLICT, NULL);
   vl_job_init(&j);
   j.tp = 3;
-  assert_int_equal(vl_bill_compute(&llama7b, &j, &ov, &b, &err), VL_ECONFLICT);
+  refused_alike(&llama7b, &j, VL_ECONFLICT, NULL);
   vl_job_init(&j);
   j.pp = 64;
-  assert_int_equal(vl_bill_compute(&llama7b, &j, &ov, &b, &err), VL_ECONFLICT);
+  refused_alike(&llama7b, &j, VL_ECONFLICT, NULL);
   vl_job_init(&j);
   j.seq = 1025; /* GPT-2 has 1024 learned positions */
-  assert_int_equal(vl_bill_compute(&gpt2, &j, &ov, &b, &err), VL_ECONFLICT);
+  refused_alike(&gpt2, &j, VL_ECONFLICT, "1024");
+  j.seq = 1024;
+  assert_int_equal(vl_bill_check(&gpt2, &j, NULL), VL_OK);
   vl_job_init(&j);
   j.qlora = true;
-  assert_int_equal(vl_bill_compute(&llama7b, &j, &ov, &b, &err), VL_ECONFLICT);
+  refused_alike(&llama7b, &j, VL_ECONFLICT, NULL);
   vl_job_init(&j);
   j.batch = 0;
-  assert_int_equal(vl_bill_compute(&llama7b, &j, &ov, &b, &err), VL_ERANGE);
+  refused_alike(&llama7b, &j, VL_ERANGE, NULL);
+  vl_job_init(&j);
+  j.lora_rank = 8;
+  j.lora_targets[0] = "nonsense";
+  j.n_lora_targets = 1;
+  refused_alike(&llama7b, &j, VL_EINVAL, "nonsense");
+  vl_job_init(&j);
+  j.task = VL_TASK_INFER;
+  j.kv_layout = VL_KV_PAGED;
+  j.kv_block_tokens = 0;
+  refused_alike(&llama7b, &j, VL_ERANGE, "--kv-block");
 }
 
 static void overflow_is_an_error_not_a_number(void **state) {
