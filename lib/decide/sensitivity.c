@@ -389,13 +389,12 @@ static const enum vl_vary_var surf_vars[VL_SENS_SURFACE_DIMS] = {VL_VARY_SEQ, VL
 
 /* What the draws span (count_distinct fills it): each continuous input's
  * lowest and highest value, the precision x attention pairs, and the
- * draws that are candidates for the check (their index and job). */
+ * draws that are candidates for the check (their jobs, in draw order). */
 struct span {
   uint64_t lo[VL_SENS_SURFACE_DIMS], hi[VL_SENS_SURFACE_DIMS];
   int combos, combo[SURF_COMBOS][2];
   bool combos_over; /* more pairs than SURF_COMBOS */
   int n_cand;
-  uint64_t cand_at[SURF_CANDIDATES];
   struct vl_arch cand_a[SURF_CANDIDATES];
   struct vl_job cand_j[SURF_CANDIDATES];
 };
@@ -483,7 +482,6 @@ static uint64_t count_distinct(const struct vl_sens_query *q, const struct vl_jo
     draw_one(q, rng, &a, &j);
     if (sp) span_add(sp, &a, &j, d == 0);
     for (; next < n_cand && cand[next] == d; next++) {
-      sp->cand_at[sp->n_cand] = d;
       sp->cand_a[sp->n_cand] = a;
       sp->cand_j[sp->n_cand++] = j;
     }
