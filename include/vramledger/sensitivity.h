@@ -34,9 +34,10 @@ struct vl_vary {
 #define VL_SENS_MAX_VARY 8
 #define VL_SENS_MAX_GPUS 16
 #define VL_SENS_FALLBACKS 4
-/* full estimates of distinct drawn jobs one pass may make when
- * vl_sens_query.max_estimates is 0 (a GPT-2 estimate takes about 0.2 ms,
- * a Llama-3-8B LoRA one about 2.4 ms: bench/results/speed/README.md#sensitivity) */
+/* full estimates one pass may make when vl_sens_query.max_estimates is
+ * 0; draws holding more distinct jobs go on a surface of at most that many
+ * (a GPT-2 estimate takes about 0.2 ms, a Llama-3-8B LoRA one about 2 ms:
+ * bench/results/speed/README.md#sensitivity) */
 #define VL_SENS_ESTIMATES 1024
 
 /* Where the draws hold more distinct jobs than a pass may estimate, each
@@ -76,7 +77,7 @@ struct vl_sens_query {
   double margin;
   const struct vl_fitted *fit; /* evaluate draws with a fitted formula, not the estimator */
   const char *fit_source;      /* its file, for the report */
-  uint64_t max_estimates;      /* distinct jobs estimated per pass; 0: VL_SENS_ESTIMATES */
+  uint64_t max_estimates;      /* full estimates per pass; 0: VL_SENS_ESTIMATES */
   /* for the report: each card's CUDA context as the estimates hold it
    * (vl_context_carry), one per gpus[]; NULL: not said */
   const struct vl_context_carry *carry;
