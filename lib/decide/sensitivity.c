@@ -521,9 +521,91 @@ static size_t surf_points(const struct surface *s) {
   return p;
 }
 
+/* the job at lattice point p (a flat index) of pair c, with input od at
+ * ox instead where od >= 0 */
+static void surf_job_at(const struct vl_sens_query *q, const struct vl_job *base,
+                        const struct surface *s, size_t p, int c, int od, uint64_t ox,
+                        struct vl_arch *a, struct vl_job *j) {
+  *a = *q->arch;
+  *j = *base;
+  for (int d = 0; d < s->dims; d++) {
+    uint64_t x = d == od ? ox : s->node[d][p % (size_t)s->n[d]];
+    p /= (size_t)s->n[d];
+    struct vl_vary v = {.var = surf_vars[s->var[d]]};
+    apply(&v, (double)x / (double)s->base[d], 0, a, j); /* sets x itself */
+  }
+  j->precision = (enum vl_precision)s->sp->combo[c][0];
+  j->attention = (enum vl_attention)s->sp->combo[c][1];
+}
+
+static void surf_job(const struct vl_sens_query *q, const struct vl_job *base,
+                     const struct surface *s, size_t p, int c, struct vl_arch *a,
+                     struct vl_job *j) {
+  surf_job_at(q, base, s, p, c, -1, 0, a, j);
+}
+
+/* Whether the estimator's checks take the job at lattice point p of pair c
+ * with input d at x instead (vl_bill_check: microseconds, no estimate). */
+static bool takes(const struct vl_sens_query *q, const struct vl_job *base, const struct surface *s,
+                  size_t p, int c, int d, uint64_t x) {
+  struct vl_arch a;
+  struct vl_job j;
+  surf_job_at(q, base, s, p, c, d, x, &a, &j);
+  return vl_bill_check(&a, &j, NULL) == VL_OK;
+}
+
+/* Where the estimator's checks begin to refuse along input d (a model's
+ * learned positions), between two points of a line of the lattice: the
+ * value next to it on the accepted side (bisection on the input's unit),
+ * so that a cell ends where the refusals begin and no corner of the cells
+ * before it is refused. 0: no change of verdict between them. */
+static uint64_t edge(const struct vl_sens_query *q, const struct vl_job *base,
+                     const struct surface *s, size_t p, int c, int d, int k) {
+  uint64_t lo = s->node[d][k], hi = s->node[d][k + 1], u = s->unit[d];
+  bool at_lo = takes(q, base, s, p, c, d, lo);
+  if (at_lo == takes(q, base, s, p, c, d, hi)) return 0;
+  while (hi - lo > u) {
+    uint64_t mid = lo + (hi - lo) / u / 2 * u;
+    if (takes(q, base, s, p, c, d, mid) == at_lo)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return at_lo ? lo : hi;
+}
+
+/* Each input's points joined by the edges of the refusals along it, on
+ * every line of the lattice (at most SURF_NODES points an input). */
+static void surf_edges(const struct vl_sens_query *q, const struct vl_job *base,
+                       struct surface *s) {
+  for (int d = 0; d < s->dims; d++) {
+    size_t stride = 1, points = surf_points(s);
+    for (int e = 0; e < d; e++)
+      stride *= (size_t)s->n[e];
+    uint64_t node[2 * SURF_NODES];
+    int m = s->n[d];
+    memcpy(node, s->node[d], (size_t)m * sizeof *node);
+    for (int c = 0; c < s->sp->combos; c++)
+      for (size_t p = 0; p < points; p++) {
+        if (p / stride % (size_t)s->n[d]) continue; /* a line starts at its first point */
+        for (int k = 0; k + 1 < s->n[d] && m < 2 * SURF_NODES; k++) {
+          uint64_t x = edge(q, base, s, p, c, d, k);
+          bool known = !x;
+          for (int i = 0; i < m && !known; i++)
+            known = node[i] == x;
+          if (!known) node[m++] = x;
+        }
+      }
+    qsort(node, (size_t)m, sizeof *node, cmp_u64);
+    s->n[d] = m < SURF_NODES ? m : SURF_NODES;
+    memcpy(s->node[d], node, (size_t)s->n[d] * sizeof *node);
+  }
+  s->points = surf_points(s);
+}
+
 /* The lattice over what sp spans, SURF_START points an input at first,
  * fewer where that many would not leave `room` estimates (at least 2 an
- * input). false: not even that fits. */
+ * input), and the refusals' edges. false: not even that fits. */
 static bool surf_init(const struct vl_sens_query *q, const struct vl_job *base,
                       const struct span *sp, uint64_t room, struct surface *s) {
   memset(s, 0, sizeof *s);
@@ -542,25 +624,10 @@ static bool surf_init(const struct vl_sens_query *q, const struct vl_job *base,
     for (int d = 0; d < s->dims; d++)
       s->n[d] = spaced(sp->lo[s->var[d]], sp->hi[s->var[d]], s->unit[d], start, s->node[d]);
     s->points = surf_points(s);
+    surf_edges(q, base, s);
     if ((uint64_t)sp->combos * s->points <= room) return true;
   }
   return false;
-}
-
-/* the job at lattice point p (a flat index) of pair c */
-static void surf_job(const struct vl_sens_query *q, const struct vl_job *base,
-                     const struct surface *s, size_t p, int c, struct vl_arch *a,
-                     struct vl_job *j) {
-  *a = *q->arch;
-  *j = *base;
-  for (int d = 0; d < s->dims; d++) {
-    uint64_t x = s->node[d][p % (size_t)s->n[d]];
-    p /= (size_t)s->n[d];
-    struct vl_vary v = {.var = surf_vars[s->var[d]]};
-    apply(&v, (double)x / (double)s->base[d], 0, a, j); /* sets x itself */
-  }
-  j->precision = (enum vl_precision)s->sp->combo[c][0];
-  j->attention = (enum vl_attention)s->sp->combo[c][1];
 }
 
 /* every lattice point estimated (the pass's memo keeps those of a coarser
