@@ -133,9 +133,9 @@ def mode_readme():
     h100 = run("h100-80gb", here + "h100-a/steps.json")
     h200 = run("h200", here + "h200/steps.json")
     earlier = run("h200", *EARLIER_H200, md=False)
-    # the same suite on the H100 again: the same lease (b), a later lease twice (c, d)
+    # the same suite on the H100 again: the same lease (b), a later lease twice (c, d), a third (e)
     again = [("H100 (%s)" % x, run("h100-80gb", here + "h100-%s/steps.json" % x, md=False), "time.jsonl")
-             for x in "bcd"]
+             for x in "bcde"]
     rows = []
     for card, t, setname in [("H100 (a)", h100, "time.jsonl")] + again + [
             ("H200", h200, "time.jsonl"), ("H200", earlier, "earlier")]:
