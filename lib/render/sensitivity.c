@@ -273,7 +273,8 @@ static void surface_lines(FILE *o, bool md, const struct vl_sens_query *q,
   else if (!within(s))
     fprintf(o,
             "; above the tolerance of %g %% with the lattice made finer along each input: the "
-            "estimates themselves are not smooth there (the caching allocator's rounding)",
+            "estimates themselves are not smooth there (the caching allocator's reserve jumps "
+            "where a block stops fitting a cached segment)",
             VL_SENS_TOLERANCE);
   fprintf(o,
           "\n%sthe %llu draws hold %llu distinct jobs, more than --estimates %llu: each draw's "
