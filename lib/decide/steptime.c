@@ -453,6 +453,15 @@ static void layer_ops(struct ctx *c, struct seg *f, struct seg *b, double bs, do
   dropout(c, f, b, a->act_dropout, n, e, dense * count);
 }
 
+/* A masked_fill by a (rows, 1) mask or a product by a (rows, 1) weight is
+ * a broadcast: ATen runs its unvectorised elementwise kernel
+ * (elementwise_kernel<128, 4>), which moved the bytes 2.3 times slower
+ * than the vectorised add in the MoE steps profiled on the H100 (OLMoE,
+ * LoRA, 2 x 1,024 tokens: 96 masked_fill kernels over 64 MiB tensors, 101
+ * us each, 9.7 ms of the step; bench/results/step-time/raw.jsonl:
+ * h100-c/moe-profile.json) */
+#define BROADCAST_EW 2.3
+
 /* the routed experts of `count` MoE layers, as transformers 5 runs them by
  * default (experts_implementation "grouped_mm", integrations/moe.py
  * grouped_mm_experts_forward): the router's softmax and top-k, the S = T k
@@ -463,17 +472,19 @@ static void moe_ops(struct ctx *c, struct seg *f, struct seg *b, double T, doubl
   const struct vl_arch *a = c->a;
   double E = (double)a->experts, k = (double)a->experts_per_token, e = c->e;
   double h = (double)a->hidden, S = T * k, w = (double)a->moe_intermediate;
-  mem2(c, f, b, SOFTMAX, T * E * 8, count);        /* router softmax (fp32) */
-  mem2(c, f, b, EW, T * E * 4, 3 * count);         /* topk, normalise, to(dtype) */
-  mem2(c, f, b, EW, S * 16, 4 * count);            /* sort, histc, cumsum, clamp */
-  views(f, b, 6 * count);                          /* reshapes, chunk, empty_like, arange */
-  mem2(c, f, b, EW, S * h * 2 * e, 2 * count);     /* gather the pairs; masked_fill */
-  mem2(c, f, b, EW, S * 2 * w * 2 * e, count);     /* masked_fill of gate_up's output */
-  mem2(c, f, b, EW, S * w * 5 * e, count);         /* act(gate) * up */
-  mem2(c, f, b, EW, S * h * 2 * e, count);         /* masked_fill of down's output */
-  mem2(c, f, b, EW, S * h * 3 * e, count);         /* * routing weight */
-  mem2(c, f, b, EW, S * h * 2 * e, 2 * count);     /* inverse permutation, gather back */
-  mem2(c, f, b, EW, S * h * e + T * h * e, count); /* sum over k */
+  mem2(c, f, b, SOFTMAX, T * E * 8, count); /* router softmax (fp32) */
+  mem2(c, f, b, EW, T * E * 4, 3 * count);  /* topk, normalise, to(dtype) */
+  mem2(c, f, b, EW, S * 16, 4 * count);     /* sort, histc, cumsum, clamp */
+  views(f, b, 6 * count);                   /* reshapes, chunk, empty_like, arange */
+  double bc = BROADCAST_EW;
+  mem2(c, f, b, EW, S * h * 2 * e, count);          /* gather the pairs */
+  mem2(c, f, b, EW, bc * S * h * 2 * e, count);     /* masked_fill */
+  mem2(c, f, b, EW, bc * S * 2 * w * 2 * e, count); /* masked_fill of gate_up's output */
+  mem2(c, f, b, EW, S * w * 5 * e, count);          /* act(gate) * up */
+  mem2(c, f, b, EW, bc * S * h * 2 * e, count);     /* masked_fill of down's output */
+  mem2(c, f, b, EW, bc * S * h * 3 * e, count);     /* * routing weight */
+  mem2(c, f, b, EW, S * h * 2 * e, 2 * count);      /* inverse permutation, gather back */
+  mem2(c, f, b, EW, S * h * e + T * h * e, count);  /* sum over k */
   if (a->shared_gate) mem2(c, f, b, EW, T * h * 3 * e, 2 * count);
 }
 
