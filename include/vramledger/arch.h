@@ -123,8 +123,13 @@ struct vl_arch {
   unsigned approximate : 1; /* model_type unknown: read as a generic decoder */
   unsigned qk_norm : 2; /* RMSNorm on q and k: 1 per head (Qwen3, Gemma 3), 2 over all heads (OLMo
                            2, OLMoE) */
-  unsigned sandwich_norm : 1; /* Gemma 2/3: norms before and after attention and MLP (4 a layer) */
-  unsigned post_norm : 1;     /* OLMo 2: norms after attention and MLP only, none before */
+  unsigned sandwich_norm : 1;  /* Gemma 2/3: norms before and after attention and MLP (4 a layer) */
+  unsigned post_norm : 1;      /* OLMo 2: norms after attention and MLP only, none before */
+  unsigned pos_local : 1;      /* OPTDecoder: the learned positions and project_in's output are
+                                  its locals, summed after the causal mask, no dropout */
+  unsigned q_scaled : 1;       /* q_proj's output times head_dim^-0.5, a new tensor (OPT) */
+  unsigned norm_after_add : 1; /* OPT-350m (do_layer_norm_before false): each norm after its
+                                  residual add, BERT's layer */
   unsigned norm_fp32_weight : 1; /* RMSNorm multiplies by its weight in fp32, then casts (Gemma's
                                     1 + weight, OLMo 2) */
   unsigned rope_cast_back : 1;   /* rotary's output cast back to q's and k's dtype (OLMo 2) */
@@ -207,9 +212,9 @@ static inline int vl_arch_is_conv(const struct vl_arch *a) { return a->stages > 
 /* Encoder-decoders: an encoder's tokens (seq), a decoder's (target_seq) */
 static inline int vl_arch_is_seq2seq(const struct vl_arch *a) { return a->enc_layers > 0; }
 
-/* BERT-style layers: the norm after each residual add (post-LN) */
+/* BERT-style layers (and OPT-350m's): the norm after each residual add (post-LN) */
 static inline int vl_arch_post_ln(const struct vl_arch *a) {
-  return a->family == VL_FAM_BERT || a->family == VL_FAM_ROBERTA ||
+  return a->norm_after_add || a->family == VL_FAM_BERT || a->family == VL_FAM_ROBERTA ||
          a->family == VL_FAM_DISTILBERT || a->family == VL_FAM_DEBERTA_V2;
 }
 

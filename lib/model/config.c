@@ -116,9 +116,12 @@ vl_status vl__read_opt(struct vl__reader *r, struct vl_arch *a) {
   a->norm_affine = (unsigned)affine;
   /* OPTDecoder: final_layer_norm only when do_layer_norm_before and not removed */
   a->final_norm = (unsigned)(before && !removefinal);
+  a->norm_after_add = (unsigned)!before; /* OPTDecoderLayer: "350m applies layer norm AFTER" */
+  a->pos_local = 1;
+  a->q_scaled = 1; /* OPTAttention.forward: self.q_proj(hidden_states) * self.scaling */
   TRY(vl__get_prob(r, "dropout", 0.1, &a->hidden_dropout));
   TRY(vl__get_prob(r, "attention_dropout", 0.0, &a->attn_dropout));
-  a->embed_dropout = a->hidden_dropout;
+  /* (OPTDecoder.forward: no dropout on the embeddings' sum) */
   a->pos_offset = 2; /* OPTLearnedPositionalEmbedding: offset 2 */
   const char *act = "relu";
   TRY(vl__get_str(r, "activation_function", "relu", &act));

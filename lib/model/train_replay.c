@@ -147,7 +147,16 @@ struct pass {
   bool mlm_amp;       /* an encoder's loss under autocast, in half precision */
   uint64_t lb;        /* the loss's bytes an element */
   uint32_t logp, n32; /* log_softmax's output; (mlm_amp) nll_loss's fp32 copy */
+  uint32_t pos, proj; /* OPT: the positions' and project_in's outputs, Python's until the
+                         decoder returns (0: none) */
 };
+
+/* the token embeddings' width: OPT's word_embed_proj_dim (project_in
+ * widens them to the hidden size, project_out narrows the last layer's
+ * output for the head), else the hidden size */
+static uint64_t embed_width(const struct vl_arch *arch, const struct vl__train_sizes *z) {
+  return arch->embed_proj_dim ? arch->embed_proj_dim : z->h;
+}
 
 /* the model, tensor by tensor, then the fp32 master copy (mixed-*). A
  * tied head is built as a matrix of its own and dropped when transformers
@@ -163,7 +172,7 @@ static void load_model(struct loop *lp) {
    * dtype, as measure.py makes them) */
   lp->pixels = lp->vision ? A(&R->p, z->B * arch->channels * z->side * z->side * z->wb) : NONE;
   if (lp->tied) {
-    uint32_t untied = A(&R->p, z->V * z->h * z->wb);
+    uint32_t untied = A(&R->p, z->V * embed_width(arch, z) * z->wb);
     F(&R->p, &untied);
   }
   if (z->mb) vl__tr_model_wide(&R->p, arch, lp->inv, z->mb, 1, &lp->model);
@@ -204,17 +213,39 @@ static void rebuild_buckets(struct loop *lp) {
 
 /* ---- forward (under autocast) ---- */
 
+/* OPTDecoder after its causal mask: the learned positions' output,
+ * project_in of the token embeddings x (taken over; where the widths
+ * differ), their sum, the first layer's input. The positions and the
+ * projection stay Python's locals until the decoder returns, the
+ * projection's input saved for its weight's gradient (modeling_opt.py
+ * OPTDecoder.forward: no dropout on the sum; s-opt350-bf16-adamw-eager-
+ * ckpt-b16s2048's meta trace) */
+static uint32_t opt_positions(struct run *R, uint32_t x, struct pass *f) {
+  const struct vl__train_sizes *z = R->z;
+  const uint64_t Th = z->T * z->h, p = embed_width(R->arch, z);
+  f->pos = tape_new(&R->tp, Th * z->r);
+  if (p != z->h) {
+    R->lin = 1u << 30; /* no LoRA adapter on the projections */
+    f->proj = vl__tr_linear_w(R, base_param(R, z->h * p * z->wb), x, z->r, z->T, p, z->h, false);
+    rel(R, x);
+  } else {
+    f->proj = x;
+  }
+  return op(R, (struct tape_op){.out_bytes = Th * z->r, .in = {f->proj, f->pos}, .pass = TAPE_ADD});
+}
+
 /* the embeddings, then the layers (an encoder-decoder's two stacks) */
 static void forward(struct loop *lp, struct pass *f) {
   struct run *R = &lp->R;
   const struct vl_arch *arch = R->arch;
   const struct vl__train_sizes *z = R->z;
   const uint64_t L = arch->layers, Th = z->T * z->h, e = z->e;
-  R->tp.grad = !z->ckpt;
+  /* OPT's embeddings run outside every checkpoint, with autograd */
+  R->tp.grad = !z->ckpt || arch->pos_local;
   R->T = z->T, R->P = R->Pk = z->P; /* (the decoder of an encoder-decoder sets its own) */
   /* the embeddings' output (frozen under LoRA: it needs no gradient) */
   /* (vision: the pixels, which the loop holds, instead) */
-  const uint64_t eb = lp->vision ? 0 : Th * z->r;
+  const uint64_t eb = lp->vision ? 0 : z->T * embed_width(arch, z) * z->r;
   f->x0 = base_trained(R) ? tape_new(&R->tp, eb) : tape_const(&R->tp, eb);
   uint32_t x = vl__tr_encoder_embeddings(R, tape_ref(&R->tp, f->x0));
   x = vl__tr_dropout(R, x, arch->embed_dropout);
@@ -234,6 +265,8 @@ static void forward(struct loop *lp, struct pass *f) {
    * decoder's, target x target) */
   const uint64_t Pm = arch->enc_layers ? z->Pd : z->P;
   f->mask = z->eager && arch->causal ? A(&R->p, z->B * Pm * Pm * vl__max(z->wb, e)) : NONE;
+  if (arch->pos_local) x = opt_positions(R, x, f);
+  R->tp.grad = !z->ckpt;
   f->x0d = 0; /* an encoder-decoder's decoder embeddings */
   if (arch->enc_layers) x = vl__tr_seq2seq(R, x, &f->x0d);
   for (uint64_t l = 0; l < L && !arch->enc_layers && !arch->stages && !R->p.failed; l++) {
@@ -291,13 +324,22 @@ static void head_forward(struct loop *lp, struct pass *f) {
     rel(R, f->x);
   }
   fn = vl__tr_mlm_transform(R, fn, &nb);
-  uint32_t head = base_param(R, z->V * z->h * z->wb);
+  const uint64_t hw = embed_width(arch, z); /* the head's input width */
+  if (hw != z->h) {                         /* OPT's project_out, the decoder's last op */
+    R->lin = 1u << 30;
+    uint32_t po =
+        vl__tr_linear_w(R, base_param(R, hw * z->h * z->wb), fn, nb, z->T, z->h, hw, false);
+    rel(R, fn);
+    fn = po;
+  }
+  rel(R, f->proj); /* the decoder returns: its locals go */
+  rel(R, f->pos);
+  uint32_t head = base_param(R, z->V * hw * z->wb);
   R->tied_leaf = lp->tied && base_trained(R) ? head : 0;
   R->tied_grad = NONE;
-  uint32_t cls = lp->vision ? tape_view(&R->tp, fn, rows_out * z->h * nb) : tape_ref(&R->tp, fn);
+  uint32_t cls = lp->vision ? tape_view(&R->tp, fn, rows_out * hw * nb) : tape_ref(&R->tp, fn);
   rel(R, fn);
-  f->logits =
-      vl__tr_linear_w(R, head, cls, nb, rows_out, z->h, z->V, arch->head_bias || lp->vision);
+  f->logits = vl__tr_linear_w(R, head, cls, nb, rows_out, hw, z->V, arch->head_bias || lp->vision);
   rel(R, cls);
   f->logits = logits_out(R, f->logits);
   loss_forward(lp, f);
@@ -309,7 +351,12 @@ static void head_forward(struct loop *lp, struct pass *f) {
     rel(R, f->logits);
   }
   vl__tr_uncache(R); /* autocast exits: its cache goes (saved copies stay) */
-  F(&R->p, &f->mask);
+  /* the decoder's local mask goes as it returns; but a checkpoint keeps
+   * its layer's arguments, the mask among them, to its recomputation: the
+   * first layer's, at the end of the backward (the meta traces of
+   * s-opt350-bf16-adamw-eager-ckpt-b16s2048 and y-mistral7b-bf16-sgd-
+   * eager-ckpt-b1s2048: masking_utils.py:604's block) */
+  if (!z->ckpt) F(&R->p, &f->mask);
   if (z->drop_outputs) drop_output(R, f->logits); /* the loop keeps only the loss */
 }
 
@@ -371,10 +418,18 @@ static void layers_backward(struct loop *lp, struct pass *f) {
     rel(R, y);
     if (l + 1 < L) rel(R, kept[l + 1]);
   }
-  if (z->ckpt) { /* the first checkpoint's input holds the last gradient */
+  if (z->ckpt && R->tp.nn) {
+    /* nodes left: OPT's embeddings, recorded outside the checkpoints; the
+     * first layer's input gradient flows into them */
+    rel(R, kept[0]);
+    F(&R->p, &f->mask);
+    tape_backward(&R->tp, 0);
+    tape_truncate(&R->tp, 0);
+  } else if (z->ckpt) { /* the first checkpoint's input holds the last gradient */
     uint32_t gk = R->tp.t[kept[0]].grad;
     R->tp.t[kept[0]].grad = 0;
     rel(R, kept[0]);
+    F(&R->p, &f->mask);
     rel(R, gk);
   } else {
     tape_backward(&R->tp, 0);
@@ -390,6 +445,10 @@ static void embedding_grads(struct loop *lp, struct pass *f) {
    * have used it */
   uint32_t g0 = R->tp.t[f->x0].grad, g0d = f->x0d ? R->tp.t[f->x0d].grad : 0;
   R->tp.t[f->x0].grad = 0;
+  if (f->pos) { /* OPT's positions: their embedding's backward needs only the indices */
+    rel(R, R->tp.t[f->pos].grad);
+    R->tp.t[f->pos].grad = 0;
+  }
   if (f->x0d) R->tp.t[f->x0d].grad = 0;
   /* the embeddings' gradients. A tied matrix's two meet at its
    * AccumulateGrad node: the head's waited in its input buffer, the sum

@@ -153,6 +153,21 @@ struct qkv {
   uint32_t q, k, v, q32, k32, qkv;
 };
 
+/* x.view(B, s, heads, d).transpose(1, 2) of a linear's output x (taken
+ * over) as eager attention's matmul sees it: with more than one sequence
+ * its batch and heads fold into bmm's batch only by a copy, which
+ * contiguous() makes (aten LinearAlgebra.cpp _matmul_impl: reshape), so
+ * it is a view of x; one sequence folds as a view, and SDPA's kernels take
+ * the strides as they are: x itself (OPT's eager q, k and v:
+ * s-opt350-bf16-adamw-eager-ckpt-b16s2048's meta trace, modeling_opt.py:84
+ * and :91) */
+static uint32_t heads_view(struct run *R, uint32_t x) {
+  if (!R->z->eager || R->z->B == 1) return x;
+  uint32_t v = tape_view(&R->tp, x, R->tp.t[x].bytes);
+  rel(R, x);
+  return v;
+}
+
 /* q, k and v of n1 (T x h, nb bytes an element): the fused projection's
  * views, MLA's, or three linears (cross-attention: k and v of the
  * encoder's output) */
@@ -173,8 +188,14 @@ static void project(struct run *R, uint32_t n1, uint64_t nb, struct qkv *s) {
     const uint32_t src = R->kv_src ? R->kv_src : n1;
     const uint64_t sb = R->kv_src ? R->kv_srcb : nb, Tk = R->z->B * R->Pk;
     q = vl__tr_linear(R, n1, nb, T, h, a * d, arch->qkv_bias);
+    if (arch->q_scaled) {
+      uint32_t qs = op(R, (struct tape_op){.out_bytes = R->tp.t[q].bytes, .in = {q}});
+      rel(R, q);
+      q = qs;
+    }
     k = vl__tr_linear(R, src, sb, Tk, h, g * d, arch->qkv_bias);
     v = vl__tr_linear(R, src, sb, Tk, h, g * d, arch->qkv_bias);
+    q = heads_view(R, q), k = heads_view(R, k), v = heads_view(R, v);
   }
   *s = (struct qkv){.q = q, .k = k, .v = v, .qkv = qkv};
 }
