@@ -107,7 +107,11 @@ uint32_t vl__tr_mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint
     rel(R, gate);
     uint32_t up = vl__tr_linear(R, n2, nb, rows, h, I, arch->mlp_bias);
     ab = vl__max(gb, e);
-    act = op(R, (struct tape_op){.out_bytes = rows * I * ab, .in = {ag, up}, .saved = {ag, up}});
+    /* act * up: MulBackward0 makes the second factor's gradient first, so
+     * up_proj, the later node, frees the block made first (y-mistral7b-
+     * bf16-sgd-eager-ckpt-b1s2048's meta trace; the fused branch above
+     * lists them in that order too) */
+    act = op(R, (struct tape_op){.out_bytes = rows * I * ab, .in = {up, ag}, .saved = {ag, up}});
     rel(R, ag);
     rel(R, up);
   } else {
