@@ -771,7 +771,7 @@ static void seg_sum(struct seg *to, const struct seg *s) {
 }
 
 /* a pass's device time by kind, its host time and ops, `times` over (the
- * time the GPU waits on the host is booked per pass by the caller) */
+ * time the GPU waits on the host is booked by vl_time_phases) */
 static void seg_add(struct vl_step_time *t, const struct seg *s, double times) {
   double gpu = seg_gpu(s);
   for (int i = 0; i < VL_TK_COUNT; i++)
