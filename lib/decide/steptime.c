@@ -264,8 +264,9 @@ static double attn_s(const struct vl_time_card *c, const struct vl_op *op) {
    * attention (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp:
    * cuDNN first in the priority order there; every profiled step,
    * bench/results/step-time/raw.jsonl:profile/, ran its kernels); the
-   * "default" rows at short lengths timed something slower (a 512-token
-   * forward+backward at a fifth of cuDNN's) */
+   * "default" rows at 512 tokens timed something slower (a forward+backward
+   * of 372 us against cuDNN's 167, kernels.py's timing: a fifth of its rate
+   * once the dispatch is off) */
   if (half && !strcmp(kern, "default") && c->cudnn_sdpa && has_rows(kc, "cudnn", true))
     kern = "cudnn";
   const char *dt = half ? "bf16" : "fp32";

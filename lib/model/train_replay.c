@@ -225,7 +225,6 @@ static uint32_t opt_positions(struct run *R, uint32_t x, struct pass *f) {
   const uint64_t Th = z->T * z->h, p = embed_width(R->arch, z);
   f->pos = tape_new(&R->tp, Th * z->r);
   if (p != z->h) {
-    R->lin = 1u << 30; /* no LoRA adapter on the projections */
     f->proj = vl__tr_linear_w(R, base_param(R, z->h * p * z->wb), x, z->r, z->T, p, z->h, false);
     rel(R, x);
   } else {
@@ -326,7 +325,6 @@ static void head_forward(struct loop *lp, struct pass *f) {
   fn = vl__tr_mlm_transform(R, fn, &nb);
   const uint64_t hw = embed_width(arch, z); /* the head's input width */
   if (hw != z->h) {                         /* OPT's project_out, the decoder's last op */
-    R->lin = 1u << 30;
     uint32_t po =
         vl__tr_linear_w(R, base_param(R, hw * z->h * z->wb), fn, nb, z->T, z->h, hw, false);
     rel(R, fn);

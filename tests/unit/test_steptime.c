@@ -23,13 +23,19 @@ static int teardown(void **state) {
   return 0;
 }
 
+/* job j of architecture a on the catalog's card gpu */
+static struct vl_step_time timed_arch(const struct vl_arch *a, const struct vl_job *j,
+                                      const char *gpu) {
+  struct vl_step_time t;
+  struct vl_err err = {""};
+  assert_int_equal(vl_step_time(a, j, vl_catalog_find(&cat, gpu), &t, &err), VL_OK);
+  return t;
+}
+
 static struct vl_step_time timed(const char *config, const struct vl_job *j, const char *gpu) {
   struct vl_arch a;
   tu_arch(config, &a);
-  struct vl_step_time t;
-  struct vl_err err = {""};
-  assert_int_equal(vl_step_time(&a, j, vl_catalog_find(&cat, gpu), &t, &err), VL_OK);
-  return t;
+  return timed_arch(&a, j, gpu);
 }
 
 static struct vl_job job(enum vl_precision p, uint64_t batch, uint64_t seq) {
@@ -118,13 +124,9 @@ static void recompute_early_stop(void **state) {
   d.hidden_dropout = 0.1;
   struct vl_job j = job(VL_PREC_BF16, 4, 2048);
   j.checkpointing = VL_CKPT_FULL;
-  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
-  struct vl_step_time stop, all;
-  struct vl_err err = {""};
-  assert_int_equal(vl_step_time(&a, &j, g, &stop, &err), VL_OK);
-  assert_int_equal(vl_step_time(&d, &j, g, &all, &err), VL_OK);
+  struct vl_step_time stop = timed_arch(&a, &j, "h100-80gb"), all = timed_arch(&d, &j, "h100-80gb");
   struct vl_time_card c;
-  vl_time_card_init(&c, g, false);
+  vl_time_card_init(&c, vl_catalog_find(&cat, "h100-80gb"), false);
   struct vl_op down = {
       .kind = VL_OP_GEMM, .layout = VL_GEMM_FWD, .m = 8192, .n = 896, .k = 4864, .count = 24};
   assert_close(all.kind_s[VL_TK_MATMUL] - stop.kind_s[VL_TK_MATMUL], vl_op_device_s(&c, &down),
@@ -132,8 +134,7 @@ static void recompute_early_stop(void **state) {
   assert_true(stop.ops < all.ops);
   struct vl_job n = j;
   n.checkpointing = VL_CKPT_NONE;
-  struct vl_step_time none;
-  assert_int_equal(vl_step_time(&a, &n, g, &none, &err), VL_OK);
+  struct vl_step_time none = timed_arch(&a, &n, "h100-80gb");
   assert_true(stop.kind_s[VL_TK_MATMUL] > none.kind_s[VL_TK_MATMUL]);
 }
 
@@ -203,10 +204,7 @@ static void deberta_gathers(void **state) {
   none.rel_att = 0;
   struct vl_job j = job(VL_PREC_AMP_BF16, 8, 512);
   j.attention = VL_ATTN_EAGER;
-  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
-  struct vl_step_time t, t0;
-  assert_int_equal(vl_step_time(&a, &j, g, &t, NULL), VL_OK);
-  assert_int_equal(vl_step_time(&none, &j, g, &t0, NULL), VL_OK);
+  struct vl_step_time t = timed_arch(&a, &j, "h100-80gb"), t0 = timed_arch(&none, &j, "h100-80gb");
   double n = 8.0 * 12 * 512 * 512, gathers = 12 * 2 * n * (3.5e-12 + 14.5e-12);
   double d = t.kind_s[VL_TK_MEMORY] - t0.kind_s[VL_TK_MEMORY];
   printf("  deberta-v3-base c2p+p2c: %.2f ms memory-bound, %.2f ms of it gathers\n", d * 1e3,
@@ -223,11 +221,9 @@ static void unaligned_head(void **state) {
   struct vl_arch a;
   tu_arch("data/models/gpt2.json", &a);
   struct vl_job j = job(VL_PREC_BF16, 8, 1024);
-  struct vl_step_time odd, even;
-  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
-  assert_int_equal(vl_step_time(&a, &j, g, &odd, NULL), VL_OK);
+  struct vl_step_time odd = timed_arch(&a, &j, "h100-80gb");
   a.vocab = 50256;
-  assert_int_equal(vl_step_time(&a, &j, g, &even, NULL), VL_OK);
+  struct vl_step_time even = timed_arch(&a, &j, "h100-80gb");
   /* the head's three GEMMs: at most 146 TFLOP/s unaligned, 600 or more
    * aligned (bench/results/step-time/raw.jsonl:align/) */
   double head = 3 * 2.0 * 8 * 1024 * 768 * 50257.0;
@@ -401,7 +397,9 @@ static void gemm_reads_its_bytes(void **state) {
 }
 
 /* A trace's op lines priced: the last step with a forward and an
- * optimizer step; the passes' max(device, host); the optimizer's row;
+ * optimizer step; its ops issued in order on the host's and the GPU's
+ * clocks (here the forward's GEMMs, then views: the larger of their device
+ * and host time); the optimizer's row;
  * tokens from the step line; no op lines: an error that says why. */
 static void traced_step(void **state) {
   (void)state;
@@ -462,11 +460,8 @@ static void vit_interpolation(void **state) {
   native.image_size = 384;
   struct vl_job j = job(VL_PREC_BF16, 16, 384);
   j.image_size = 384;
-  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
-  struct vl_step_time ti, tn;
-  struct vl_err err = {""};
-  assert_int_equal(vl_step_time(&a, &j, g, &ti, &err), VL_OK);
-  assert_int_equal(vl_step_time(&native, &j, g, &tn, &err), VL_OK);
+  struct vl_step_time ti = timed_arch(&a, &j, "h100-80gb"),
+                      tn = timed_arch(&native, &j, "h100-80gb");
   assert_close(ti.kind_s[VL_TK_MEMORY] - tn.kind_s[VL_TK_MEMORY], 2.32148e-3 + 24.538104e-3, 1e-9,
                "the interpolation, forward and backward");
   assert_true(ti.backward_s - tn.backward_s > 0.02);
