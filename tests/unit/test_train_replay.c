@@ -1,0 +1,276 @@
+/* lib/model/train_replay*.c: the training step replayed through the
+ * caching-allocator model, called directly (vl__train_replay) on bundled
+ * configs of each family the bill replays. The peaks are pinned from the
+ * build that wrote this test (each pin says its job), and the mechanisms
+ * are checked against what PyTorch does whatever the pin: AdamW's step
+ * holds weights, gradients and two states at once; LoRA keeps no gradient
+ * or state for a frozen weight; checkpointing keeps a layer's input only;
+ * eager attention materialises the scores SDPA does not; the allocator
+ * reserves whole 2 MiB pages (c10/cuda/CUDACachingAllocator.cpp,
+ * kRoundLarge and kSmallBuffer). */
+#include "testutil.h"
+#include "model/internal.h"
+#include "model/policy.h"
+#include "vramledger/caching.h"
+
+#define M (1ull << 20)
+
+struct fixture {
+  struct vl_arch a;
+  struct vl_inventory inv;
+  struct vl__train_sizes z;
+};
+
+/* the sizes bill.c gives the replay for one GPU, amp-bf16, AdamW
+ * (foreach), SDPA, no checkpointing: fp32 weights, gradients and two fp32
+ * states, bf16 matmul activations and an fp32 residual stream */
+static void load(struct fixture *f, const char *config, uint64_t batch, uint64_t seq) {
+  tu_arch(config, &f->a);
+  struct vl_err err = {""};
+  assert_int_equal(vl_inventory_build(&f->a, &f->inv, &err), VL_OK);
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl__policy pol;
+  vl__policy_get(VL_PREC_AMP_BF16, &pol);
+  bool vision = vl_arch_is_vision(&f->a);
+  f->z = (struct vl__train_sizes){
+      .B = batch,
+      .P = seq,
+      .T = batch * seq,
+      .Pd = seq,
+      .side = f->a.image_size,
+      .h = f->a.hidden,
+      .I = f->a.intermediate,
+      .V = vision ? f->a.labels : f->a.vocab,
+      .wb = pol.weight,
+      .gb = pol.grad,
+      .mb = pol.master,
+      .sb = pol.state,
+      .states = 2,
+      .impl = VL_IMPL_FOREACH,
+      .step_temp = true,
+      .autocast = pol.autocast,
+      .e = pol.act,
+      .r = pol.resid,
+      .workspace = vl_workspace_thread_bytes(&ov),
+      .sms = ov.sm_count,
+      .tps = ov.threads_per_sm,
+      .ab = VL__ADAPTER_BYTES,
+  };
+}
+
+static struct vl_cache_stats run(const struct fixture *f) {
+  struct vl_cache_stats s;
+  struct vl_err err = {""};
+  vl_status rc = vl__train_replay(&f->a, &f->inv, &f->z, &s, &err);
+  if (rc != VL_OK) fprintf(stderr, "replay: %s\n", err.msg);
+  assert_int_equal(rc, VL_OK);
+  /* whatever the job: a whole step ends with nothing but the model, its
+   * states and the allocator's segments; reserved covers allocated, in
+   * whole 2 MiB pages (kRoundLarge; the small pool's segments are
+   * kSmallBuffer, 2 MiB) */
+  assert_true(s.peak_reserved >= s.peak_allocated);
+  assert_int_equal(s.peak_reserved % (2 * M), 0);
+  return s;
+}
+
+/* LoRA on every linear of a layer, as bill.c lists them (all-linear) */
+static void lora_all_linear(struct fixture *f, uint64_t rank) {
+  f->z.lora_rank = rank;
+  f->z.n_lin = 0;
+  for (int i = 0; i < f->inv.n; i++) {
+    const struct vl_tensor *t = &f->inv.t[i];
+    if (t->kind != VL_T_LINEAR || !t->per_layer) continue;
+    assert_true(f->z.n_lin < VL__MAX_LAYER_LINEARS);
+    f->z.lin[f->z.n_lin].name = t->name;
+    f->z.lin[f->z.n_lin].out = t->rows;
+    f->z.lin[f->z.n_lin].in = t->cols;
+    f->z.lin[f->z.n_lin++].adapted = true;
+  }
+}
+
+/* One job per family the bill replays, batch 2 x 128 tokens (a vision
+ * model: its config's image side), amp-bf16 AdamW. The peaks are this
+ * replay's as of commit ea74862 (printed by this test); a change to any
+ * family's ops moves its row, and the change's commit says why. T5 runs
+ * eager, as the bill replays it (SDPA would take its position bias as a
+ * mask). */
+static const struct pin {
+  const char *config;
+  bool eager;
+  uint64_t peak_allocated, peak_reserved;
+} pins[] = {
+    {"data/models/gpt2.json", false, 2606776832u, 2971664384u},         /* decoder, tied head */
+    {"data/models/qwen2-0.5b.json", false, 10058397696u, 11215568896u}, /* GQA, rotary */
+    {"data/models/bert-base-uncased.json", false, 2284593152u, 2617245696u},    /* encoder */
+    {"data/models/t5-base.json", true, 4586855424u, 5274337280u},               /* seq2seq */
+    {"data/models/bart-base.json", false, 2898133504u, 3353346048u},            /* seq2seq */
+    {"data/models/vit-base-patch16-224.json", false, 1802577920u, 2065694720u}, /* patches */
+    {"data/models/resnet-50.json", false, 588768256u, 635437056u},              /* convolutions */
+    {"data/models/olmoe-1b-7b.json", false, 138595106816u, 142486798336u}, /* MoE, 64 experts */
+};
+
+static void each_family_pinned(void **state) {
+  (void)state;
+  static struct fixture f;
+  for (size_t i = 0; i < sizeof pins / sizeof pins[0]; i++) {
+    load(&f, pins[i].config, 2, 128);
+    f.z.eager = pins[i].eager;
+    struct vl_cache_stats s = run(&f);
+    printf("  %-40s allocated %llu reserved %llu\n", pins[i].config,
+           (unsigned long long)s.peak_allocated, (unsigned long long)s.peak_reserved);
+    assert_int_equal(s.peak_allocated, pins[i].peak_allocated);
+    assert_int_equal(s.peak_reserved, pins[i].peak_reserved);
+    /* AdamW's step holds every weight, its gradient and two states, fp32
+     * each: 16 bytes a parameter at least */
+    assert_true(s.peak_allocated >= 16 * f.inv.total);
+  }
+}
+
+/* the bill's peak allocated for a replayed job is the replay's own */
+static void bill_takes_the_replays_peak(void **state) {
+  (void)state;
+  static struct fixture f;
+  load(&f, "data/models/gpt2.json", 2, 128);
+  struct vl_cache_stats s = run(&f);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.batch = 2;
+  j.seq = 128;
+  struct vl_bill *b = calloc(1, sizeof *b);
+  assert_non_null(b);
+  tu_bill(&f.a, &j, b);
+  assert_int_equal(b->peak_allocated_bytes, s.peak_allocated);
+  free(b);
+}
+
+/* the optimizer's states: AdamW's two fp32 states are 8 bytes a parameter
+ * over a step without them (states 0), the rounding of each tensor's
+ * block (512 B) aside */
+static void adamw_states_are_eight_bytes_a_parameter(void **state) {
+  (void)state;
+  static struct fixture f;
+  load(&f, "data/models/gpt2.json", 1, 16);
+  uint64_t adam = run(&f).peak_allocated;
+  f.z.states = 0;
+  uint64_t none = run(&f).peak_allocated;
+  assert_close(adam - none, 8.0 * (double)f.inv.total, 0.005, "AdamW - no states");
+}
+
+/* LoRA freezes the base: no gradient (4 B) and no AdamW state (8 B) for a
+ * frozen weight, so at a few tokens the peak falls by 12 bytes a base
+ * parameter at least; a gradient kept for the frozen weights would leave
+ * it 4 bytes short */
+static void lora_keeps_nothing_for_frozen_weights(void **state) {
+  (void)state;
+  static struct fixture f;
+  load(&f, "data/models/gpt2.json", 1, 16);
+  uint64_t full = run(&f).peak_allocated;
+  lora_all_linear(&f, 8);
+  uint64_t lora = run(&f).peak_allocated;
+  printf("  full %llu lora %llu (params %llu)\n", (unsigned long long)full,
+         (unsigned long long)lora, (unsigned long long)f.inv.total);
+  assert_true(lora >= 4 * f.inv.total); /* the fp32 base weights stay */
+  assert_true(full - lora >= 12 * f.inv.total);
+  assert_true(full - lora < 16 * f.inv.total);
+}
+
+/* the peak grows with the batch, checkpointed or not; checkpointing keeps
+ * only each layer's input, so it lowers the peak, the more the larger the
+ * batch; eager attention saves each layer's fp32 probabilities
+ * (softmax's output under autocast) that SDPA never makes */
+static void batch_checkpointing_and_attention(void **state) {
+  (void)state;
+  static struct fixture f;
+  uint64_t last = 0, last_ckpt = 0, last_saving = 0;
+  for (uint64_t B = 1; B <= 16; B *= 2) {
+    load(&f, "data/models/gpt2.json", B, 512);
+    uint64_t plain = run(&f).peak_allocated;
+    f.z.ckpt = true;
+    uint64_t ckpt = run(&f).peak_allocated;
+    f.z.ckpt = false;
+    f.z.eager = true;
+    uint64_t eager = run(&f).peak_allocated;
+    printf("  batch %2llu: %llu, checkpointed %llu, eager %llu\n", (unsigned long long)B,
+           (unsigned long long)plain, (unsigned long long)ckpt, (unsigned long long)eager);
+    assert_true(plain > last);
+    assert_true(ckpt > last_ckpt);
+    assert_true(ckpt < plain);
+    assert_true(plain - ckpt > last_saving);
+    uint64_t probs = f.a.layers * B * f.a.heads * 512 * 512 * 4;
+    assert_true(eager >= plain + probs);
+    last = plain, last_ckpt = ckpt, last_saving = plain - ckpt;
+  }
+}
+
+/* DDP (gradient_as_bucket_view=False) copies every gradient into its
+ * buckets: one more fp32 copy of the parameters; gradient accumulation
+ * keeps .grad through the next micro-batch's forward: at most one set of
+ * gradients more, and the largest tensor's new gradient before
+ * AccumulateGrad adds it in place */
+static void ddp_buckets_and_accumulation(void **state) {
+  (void)state;
+  static struct fixture f;
+  for (uint64_t B = 1; B <= 8; B *= 8) {
+    load(&f, "data/models/gpt2.json", B, 512);
+    uint64_t plain = run(&f).peak_allocated;
+    f.z.ddp = true;
+    uint64_t ddp = run(&f).peak_allocated;
+    f.z.ddp = false;
+    f.z.accum = 2;
+    uint64_t accum = run(&f).peak_allocated;
+    assert_close(ddp - plain, 4.0 * (double)f.inv.total, 0.01, "DDP's buckets");
+    assert_true(accum >= plain);
+    assert_true(accum - plain <= 4 * (f.inv.total + f.inv.largest));
+  }
+}
+
+/* expandable segments map 2 MiB pages as needed: reserved stays in pages
+ * and above allocated (run() checks), and the blocks are the same, so the
+ * peak allocated moves only by where blocks land */
+static void expandable_segments(void **state) {
+  (void)state;
+  static struct fixture f;
+  load(&f, "data/models/gpt2.json", 4, 512);
+  struct vl_cache_stats plain = run(&f);
+  f.z.expandable = true;
+  struct vl_cache_stats exp = run(&f);
+  assert_close(exp.peak_allocated, plain.peak_allocated, 0.01, "expandable's peak allocated");
+  /* the second step's re-carving of the first step's blocks costs whole
+   * segments without it (train_replay.c's header): here 255 MiB */
+  assert_true(exp.peak_reserved < plain.peak_reserved);
+}
+
+/* a failed allocation inside the replay is an error, with its message */
+static void out_of_memory_is_said(void **state) {
+  (void)state;
+  static struct fixture f;
+  load(&f, "data/models/gpt2.json", 1, 16);
+  struct vl_cache_stats s;
+  struct vl_err err = {""};
+  unsigned long before = vl_alloc_calls();
+  run(&f);
+  unsigned long n = vl_alloc_calls() - before;
+  printf("  %lu allocations\n", n);
+  assert_true(n > 2);
+  /* the last allocations are the loop's own, freed at its end */
+  vl_alloc_fail_at(n / 2);
+  vl_status rc = vl__train_replay(&f.a, &f.inv, &f.z, &s, &err);
+  vl_alloc_fail_at(0);
+  assert_int_equal(rc, VL_ENOMEM);
+  assert_non_null(strstr(err.msg, "out of memory"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(each_family_pinned),
+      cmocka_unit_test(bill_takes_the_replays_peak),
+      cmocka_unit_test(adamw_states_are_eight_bytes_a_parameter),
+      cmocka_unit_test(lora_keeps_nothing_for_frozen_weights),
+      cmocka_unit_test(batch_checkpointing_and_attention),
+      cmocka_unit_test(ddp_buckets_and_accumulation),
+      cmocka_unit_test(expandable_segments),
+      cmocka_unit_test(out_of_memory_is_said),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
