@@ -1,11 +1,14 @@
 /* lib/util/alloc.c: every allocation can fail, and the library says so
  * instead of crashing or leaking (curl's torture tests).
  *
- * Every reader (a config.json, the GPU catalog and its prices, run records
- * parsed and streamed, a commitment and what check reads beside it, a
- * DeepSpeed config, measured results, fitted formulas and points, an
- * allocation trace, a fine-tuning recipe) and the bill (training with its
- * replay, generation with its replay, a pipeline stage) runs once to count
+ * Every reader (a config.json of each reader family, the GPU catalog and
+ * its prices, run records parsed and streamed, a commitment and what check
+ * reads beside it, a DeepSpeed config, measured results, fitted formulas,
+ * points and terms, an allocation trace, the step tracer's op lines, a
+ * fine-tuning recipe, sensitivity's --vary) and the bill (training with
+ * its replay for each replayed family, LoRA and MoE, generation with its
+ * replay, a pipeline stage), with what calls it (estimate's step time and
+ * --max-batch search) runs once to count
  * its allocations, then once per allocation with that one failing: each
  * run must answer with an error (never a pass built on a lost allocation)
  * or, where the library or jansson takes another path, with the answer of
@@ -16,7 +19,8 @@
  * malloc, and jansson 2.14 (Debian's) crashes in json_loadb's clean-up
  * (json_delete of a half-built object) when one of them fails, which is
  * not ours to test (a standalone loop over json_loadb alone does it). A
- * reader whose every allocation is jansson's is marked so in the table,
+ * reader whose every allocation is jansson's (or that allocates nothing:
+ * sensitivity's --vary) is marked so in the table,
  * and the mark is checked: once it allocates on its own, its allocations
  * are failed like the others'. */
 #include "testutil.h"
@@ -26,6 +30,8 @@
 #include "vramledger/validate.h"
 #include "vramledger/record.h"
 #include "vramledger/regress.h"
+#include "vramledger/sensitivity.h"
+#include "vramledger/steptime.h"
 
 #include "recipe.h"
 
@@ -36,7 +42,7 @@ struct torture {
   const char *name;
   const char *file; /* relative to the source tree; NULL: none */
   vl_status (*run)(const char *text, size_t len, uint64_t *answer);
-  bool jansson_only; /* all its allocations are jansson's: none to fail */
+  bool none_to_fail; /* all its allocations are jansson's, or it has none */
 };
 
 static vl_status t_config(const char *text, size_t len, uint64_t *answer) {
@@ -257,10 +263,151 @@ static vl_status t_bill_pipeline(const char *text, size_t len, uint64_t *answer)
   return bill_of("data/models/llama-2-7b.json", pipeline, answer);
 }
 
+/* a card of the bundled catalog, by value (the catalog released) */
+static vl_status card(const char *name, struct vl_gpu *g) {
+  size_t clen = 0;
+  char *cat = tu_read("data/gpus.json", &clen);
+  struct vl_catalog c;
+  struct vl_err err = {""};
+  vl_status s = cat ? vl_catalog_parse(cat, clen, &c, &err) : VL_EIO;
+  free(cat);
+  if (s != VL_OK) return s;
+  const struct vl_gpu *found = vl_catalog_find(&c, name);
+  assert_non_null(found);
+  *g = *found;
+  vl_catalog_release(&c);
+  return VL_OK;
+}
+
+/* trace --gpu: the tracer's op lines priced on a card */
+static vl_status t_steptrace(const char *text, size_t len, uint64_t *answer) {
+  struct vl_gpu g;
+  vl_status s = card("h100-80gb", &g);
+  if (s != VL_OK) return s;
+  struct vl_trace_time t;
+  struct vl_err err = {""};
+  s = vl_trace_step_time(text, len, &g, &t, &err);
+  if (s == VL_OK) *answer = (uint64_t)(t.time.step_s * 1e9);
+  return s;
+}
+
+/* fit --terms: the terms over the points' variables */
+static vl_status t_terms(const char *text, size_t len, uint64_t *answer) {
+  struct vl_points p;
+  struct vl_err err = {""};
+  vl_status s = vl_points_parse(text, len, NULL, 0, &p, &err);
+  if (s != VL_OK) return s;
+  struct vl_term_spec terms[VL_FIT_MAX_TERMS];
+  size_t n = 0;
+  s = vl_terms_parse("1,batch,seq,batch*seq", &p, terms, &n, &err);
+  vl_points_release(&p);
+  if (s == VL_OK) *answer = n;
+  return s;
+}
+
+/* sensitivity --vary */
+static vl_status t_vary(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  struct vl_vary v;
+  struct vl_err err = {""};
+  vl_status s = vl_vary_parse("precision=bf16,fp16,amp-bf16", false, &v, &err);
+  if (s == VL_OK) *answer = (uint64_t)v.n_values;
+  return s;
+}
+
+/* estimate's step time (its kernel tables are compiled in: none to read) */
+static vl_status t_step_time(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  struct vl_arch a;
+  tu_arch("data/models/qwen2-0.5b.json", &a);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.batch = 4;
+  j.seq = 512;
+  struct vl_gpu g;
+  vl_status s = card("h100-80gb", &g);
+  if (s != VL_OK) return s;
+  struct vl_step_time t;
+  struct vl_err err = {""};
+  s = vl_step_time(&a, &j, &g, &t, &err);
+  if (s == VL_OK) *answer = (uint64_t)(t.step_s * 1e9);
+  return s;
+}
+
+/* estimate --max-batch: bills until the card is full */
+static vl_status t_search(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  struct vl_arch a;
+  tu_arch("data/models/gpt2.json", &a);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.seq = 1024;
+  struct vl_gpu g;
+  vl_status s = card("l4", &g);
+  if (s != VL_OK) return s;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_bill *b = calloc(1, sizeof *b);
+  assert_non_null(b);
+  uint64_t best = 0;
+  struct vl_err err = {""};
+  s = vl_search_max(&a, &j, &ov, &g, 0.0, VL_SEARCH_BATCH, &best, b, &err);
+  if (s == VL_OK) *answer = best * 1000003u + b->peak_allocated_bytes;
+  free(b);
+  return s;
+}
+
+static void moe(struct vl_job *j) { j->batch = 1; }
+static void lora(struct vl_job *j) {
+  j->lora_rank = 16;
+  j->lora_targets[0] = "all-linear";
+  j->n_lora_targets = 1;
+}
+static void eager(struct vl_job *j) { j->attention = VL_ATTN_EAGER; }
+
+static vl_status t_bill_moe(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  return bill_of("data/models/olmoe-1b-7b.json", moe, answer);
+}
+static vl_status t_bill_mla(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  return bill_of("data/models/deepseek-v2-lite.json", moe, answer);
+}
+static vl_status t_bill_lora(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  return bill_of("data/models/qwen2-0.5b.json", lora, answer);
+}
+static vl_status t_bill_encoder(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  return bill_of("data/models/bert-base-uncased.json", one_gpu, answer);
+}
+static vl_status t_bill_t5(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  return bill_of("data/models/t5-base.json", eager, answer);
+}
+static vl_status t_bill_bart(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  return bill_of("data/models/bart-base.json", one_gpu, answer);
+}
+static vl_status t_bill_vit(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  return bill_of("data/models/vit-base-patch16-224.json", one_gpu, answer);
+}
+static vl_status t_bill_resnet(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  return bill_of("data/models/resnet-50.json", one_gpu, answer);
+}
+
 static const struct torture readers[] = {
     {"config (mixtral)", "data/models/mixtral-8x7b.json", t_config, true},
     {"config (t5)", "data/models/t5-base.json", t_config, true},
     {"config (resnet)", "data/models/resnet-50.json", t_config, true},
+    {"config (llama: decoder)", "data/models/llama-3-8b.json", t_config, true},
+    {"config (deepseek-v2: MLA, MoE)", "data/models/deepseek-v2-lite.json", t_config, true},
+    {"config (bert: encoder)", "data/models/bert-base-uncased.json", t_config, true},
+    {"config (bart: seq2seq)", "data/models/bart-base.json", t_config, true},
+    {"config (vit: vision)", "data/models/vit-base-patch16-224.json", t_config, true},
+    {"config (gpt2)", "data/models/gpt2.json", t_config, true},
     {"catalog", "data/gpus.json", t_catalog, false},
     {"prices", "tests/fuzz/corpus_prices/example.json", t_prices, false},
     {"record", "tests/data/records/sample.jsonl", t_record, false},
@@ -273,6 +420,9 @@ static const struct torture readers[] = {
     {"fitted", "tests/data/fit/gpt2-eager-h200.fit.json", t_fitted, true},
     {"points", "tests/data/fit/gpt2-eager-h200.csv", t_points, false},
     {"trace", "tests/data/traces/batch.trace", t_trace, false},
+    {"step trace (trace --gpu)", "tests/data/traces/custom-ops.trace", t_steptrace, false},
+    {"fit's terms", "tests/data/fit/gpt2-eager-h200.csv", t_terms, false},
+    {"sensitivity's --vary", NULL, t_vary, true},
     {"recipe (axolotl, its deepspeed file)", "tests/data/recipes/qlora-zero2.yml", t_recipe, false},
     {"recipe (torchtune)", "tests/data/recipes/8B_lora_single_device.yaml", t_recipe, false},
     {"recipe (trl)", "tests/data/recipes/sft_config.json", t_recipe, false},
@@ -283,6 +433,16 @@ static const struct torture readers[] = {
     {"bill (training, checkpointed, replayed)", NULL, t_bill_train_ckpt, false},
     {"bill (generation, replayed)", NULL, t_bill_infer, false},
     {"bill (pipeline stage)", NULL, t_bill_pipeline, false},
+    {"bill (MoE, replayed)", NULL, t_bill_moe, false},
+    {"bill (MLA and MoE, replayed)", NULL, t_bill_mla, false},
+    {"bill (LoRA all-linear, replayed)", NULL, t_bill_lora, false},
+    {"bill (encoder, replayed)", NULL, t_bill_encoder, false},
+    {"bill (t5 eager, replayed)", NULL, t_bill_t5, false},
+    {"bill (bart, replayed)", NULL, t_bill_bart, false},
+    {"bill (vit, replayed)", NULL, t_bill_vit, false},
+    {"bill (resnet, replayed)", NULL, t_bill_resnet, false},
+    {"step time (estimate on a card)", NULL, t_step_time, false},
+    {"max batch (estimate --max-batch)", NULL, t_search, false},
 };
 
 /* At most this many runs a reader: past it, a stride over its allocations
@@ -302,9 +462,9 @@ static void torture(const struct torture *t) {
   vl_status s = t->run(text, len, &want);
   unsigned long n = vl_alloc_calls() - before;
   if (s != VL_OK) fail_msg("%s: %s without a failed allocation", t->name, vl_strerror(s));
-  if (t->jansson_only) {
-    if (n) fail_msg("%s: %lu allocations of its own: take its jansson_only mark off", t->name, n);
-    printf("  %-40s no allocation but jansson's\n", t->name);
+  if (t->none_to_fail) {
+    if (n) fail_msg("%s: %lu allocations of its own: take its none_to_fail mark off", t->name, n);
+    printf("  %-40s no allocation of its own\n", t->name);
     free(text);
     return;
   }
