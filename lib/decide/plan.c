@@ -283,9 +283,10 @@ static double pp_comm_s(const struct vl_arch *a, const struct vl_job *j, double 
  * overlap_comm); under accumulation only the last micro-batch's backward
  * synchronises (DDP no_sync), so that backward is what hides it. */
 /* one GPU's step priced kernel by kernel (lib/decide/steptime.c), memoised
- * by job and card: false when it cannot be priced */
+ * by job and card: false when it cannot be priced, or (VL_ENOMEM in *st)
+ * when memory ran out pricing it */
 static bool priced(struct search *S, const struct vl_gpu *g, const struct vl_job *j, double *step,
-                   double *backward) {
+                   double *backward, vl_status *st) {
   uint64_t h1 = 0x9e3779b97f4a7c15ull, h2 = 0xc2b2ae3d27d4eb4full, k1, k2;
   vl__hash2(j, sizeof *j, &h1, &h2);
   vl__hash2(&g, sizeof g, &h1, &h2);
@@ -297,7 +298,12 @@ static bool priced(struct search *S, const struct vl_gpu *g, const struct vl_job
   }
   if (!m->h1) {
     struct vl_step_time t;
-    m->ok = vl_step_time(S->q->arch, j, g, &t, NULL) == VL_OK;
+    vl_status ts = vl_step_time(S->q->arch, j, g, &t, NULL);
+    if (ts == VL_ENOMEM) { /* not a step that cannot be priced: not kept */
+      *st = ts;
+      return false;
+    }
+    m->ok = ts == VL_OK;
     m->step_s = t.step_s;
     m->backward_s = t.backward_s + t.recompute_s;
     if (m != &one) m->h1 = k1, m->h2 = k2;
@@ -307,16 +313,18 @@ static bool priced(struct search *S, const struct vl_gpu *g, const struct vl_job
 }
 
 static void step_time(struct search *S, const struct vl_gpu *g, unsigned count,
-                      const struct vl_job *j, uint64_t trainable, struct vl_plan_candidate *c) {
+                      const struct vl_job *j, uint64_t trainable, struct vl_plan_candidate *c,
+                      vl_status *st) {
   const struct vl_plan_query *q = S->q;
   double f = flops_factor(j);
   double compute, last_backward, step, backward;
-  if (!q->mfu_given && priced(S, g, j, &step, &backward)) {
+  if (!q->mfu_given && priced(S, g, j, &step, &backward, st)) {
     /* the per-GPU step: its micro-batches, its share of the layers and of
      * each matmul (tp), the optimizer */
     compute = step;
     last_backward = backward / (double)j->grad_accum;
   } else {
+    if (*st != VL_OK) return;
     compute = f * S->P * S->tokens_per_step / ((double)count * peak_tflops(g, j) * 1e12 * q->mfu);
     /* backward of one micro-batch: all but the forward's 2N of fN a token
      * (recomputation runs inside backward) */
@@ -389,7 +397,12 @@ static bool consider(struct search *S, const struct vl_plan_candidate *pick, vl_
   struct bill_memo one = {0}, *m = memo_slot(S, j, &ov, &k1, &k2);
   if (!m) m = &one; /* estimated, not kept */
   if (!m->h1) {
-    m->ok = vl_bill_compute(q->arch, j, &ov, S->bill, NULL) == VL_OK;
+    vl_status bs = vl_bill_compute(q->arch, j, &ov, S->bill, NULL);
+    if (bs == VL_ENOMEM) { /* not a job that cannot be estimated: not kept */
+      *st = bs;
+      return false;
+    }
+    m->ok = bs == VL_OK;
     m->budget = vl_bill_budget_bytes(S->bill);
     m->host = S->bill->host_bytes;
     m->trainable = S->bill->trainable_params;
@@ -421,7 +434,8 @@ static bool consider(struct search *S, const struct vl_plan_candidate *pick, vl_
   c->context_edge = vl_fit_near_edge(&fit, c->context_range_bytes);
   c->host_bytes = m->host;
   c->memory_share = (double)c->peak_bytes_per_gpu / (double)g->memory_bytes;
-  step_time(S, g, count, j, m->trainable, c);
+  step_time(S, g, count, j, m->trainable, c, st);
+  if (*st != VL_OK) return false;
   c->efficiency = c->compute_s / c->step_s;
   c->hours = (double)r->steps * c->step_s / 3600.0;
   c->cost_usd = c->hours * count * g->usd_per_hour;
@@ -520,14 +534,16 @@ static void comm_trace(const struct vl_plan_candidate *b, char *line, size_t n) 
 
 /* The decision tree (a training-memory budget: model states, activations,
  * a 10-15 % fragmentation reserve) behind the best candidate, r->c[0];
- * Pq the weights a QLoRA base quantises. */
-static void decision_trace(const struct vl_plan_query *q, const struct vl_overheads *ov, double Pq,
-                           struct vl_plan_result *r) {
+ * Pq the weights a QLoRA base quantises. None when the job of one
+ * sequence cannot be estimated; VL_ENOMEM when memory runs out. */
+static vl_status decision_trace(const struct vl_plan_query *q, const struct vl_overheads *ov,
+                                double Pq, struct vl_plan_result *r) {
   const struct vl_plan_candidate *b = &r->c[0];
   struct vl_job j = q->base;
   j.batch = 1;
   struct vl_bill *one = vl_malloc(sizeof *one);
-  if (one && vl_bill_compute(q->arch, &j, ov, one, NULL) == VL_OK) {
+  vl_status st = one ? vl_bill_compute(q->arch, &j, ov, one, NULL) : VL_ENOMEM;
+  if (st == VL_OK) {
     double card = (double)b->gpu->memory_bytes, G = (double)(1ull << 30);
     double states = (double)(one->line_max[VL_LINE_PARAMETERS] + one->line_max[VL_LINE_MASTER] +
                              one->line_max[VL_LINE_GRADIENTS] + one->line_max[VL_LINE_OPTIMIZER]);
@@ -584,6 +600,7 @@ static void decision_trace(const struct vl_plan_query *q, const struct vl_overhe
     r->n_trace = n;
   }
   vl_free(one);
+  return st == VL_ENOMEM ? st : VL_OK;
 }
 
 vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overheads *ov,
@@ -702,7 +719,10 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
     return VL_OK;
   }
 
-  decision_trace(q, ov, S.Pq, r);
+  if (decision_trace(q, ov, S.Pq, r) != VL_OK) {
+    vl_plan_release(r);
+    return vl__fail(err, VL_ENOMEM, "out of memory planning");
+  }
   return VL_OK;
 }
 

@@ -8,7 +8,7 @@
  * fine-tuning recipe, sensitivity's --vary) and the bill (training with
  * its replay for each replayed family, LoRA and MoE, generation with its
  * replay, a pipeline stage), with what calls it (estimate's step time and
- * --max-batch search) runs once to count
+ * --max-batch search, plan) runs once to count
  * its allocations, then once per allocation with that one failing: each
  * run must answer with an error (never a pass built on a lost allocation)
  * or, where the library or jansson takes another path, with the answer of
@@ -30,6 +30,7 @@
 #include "vramledger/validate.h"
 #include "vramledger/record.h"
 #include "vramledger/regress.h"
+#include "vramledger/plan.h"
 #include "vramledger/sensitivity.h"
 #include "vramledger/steptime.h"
 
@@ -357,6 +358,38 @@ static vl_status t_search(const char *text, size_t len, uint64_t *answer) {
   return s;
 }
 
+/* plan: GPT-2 priced over two cards */
+static vl_status t_plan(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  struct vl_arch a;
+  tu_arch("data/models/gpt2.json", &a);
+  struct vl_gpu gpus[2];
+  vl_status s = card("h100-80gb", &gpus[0]);
+  if (s == VL_OK) s = card("l4", &gpus[1]);
+  if (s != VL_OK) return s;
+  struct vl_plan_query q;
+  vl_plan_query_init(&q);
+  q.arch = &a;
+  q.base.seq = 1024;
+  q.tokens = 1000000;
+  q.global_batch = 16;
+  q.gpus = gpus;
+  q.n_gpus = 2;
+  q.max_gpus = 2;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_plan_result r;
+  struct vl_err err = {""};
+  s = vl_plan_search(&q, &ov, &r, &err);
+  if (s != VL_OK) return s;
+  /* the candidates, their hours (each step priced) and the decision tree */
+  *answer = r.n * 1000003u + r.n_trace;
+  for (size_t i = 0; i < r.n; i++)
+    *answer += (uint64_t)(r.c[i].hours * 1e6);
+  vl_plan_release(&r);
+  return VL_OK;
+}
+
 static void moe(struct vl_job *j) { j->batch = 1; }
 static void lora(struct vl_job *j) {
   j->lora_rank = 16;
@@ -443,6 +476,7 @@ static const struct torture readers[] = {
     {"bill (resnet, replayed)", NULL, t_bill_resnet, false},
     {"step time (estimate on a card)", NULL, t_step_time, false},
     {"max batch (estimate --max-batch)", NULL, t_search, false},
+    {"plan", NULL, t_plan, false},
 };
 
 /* At most this many runs a reader: past it, a stride over its allocations
