@@ -52,14 +52,16 @@ static uint64_t hash(const char *s, size_t n) {
   return h;
 }
 
-/* The index of module name s[0..n), added when new; 0 on failure. */
-static uint32_t intern(struct vl_trace *t, const char *s, size_t n) {
-  if (n == 0) return 0;
+/* The index of module name s[0..n) into *out, added when new (0: no
+ * name); false when out of memory. */
+static bool intern(struct vl_trace *t, const char *s, size_t n, uint32_t *out) {
+  *out = 0;
+  if (n == 0) return true;
   if (n > 95) n = 95;
   if (t->n_modules * 2 >= t->index_cap) { /* grow and rehash */
     size_t cap = t->index_cap ? t->index_cap * 2 : 1024;
     uint32_t *ix = vl_calloc(cap, sizeof *ix);
-    if (!ix) return 0;
+    if (!ix) return false;
     for (size_t m = 1; m < t->n_modules; m++) {
       size_t k = hash(t->modules[m], strlen(t->modules[m])) & (cap - 1);
       while (ix[k])
@@ -73,22 +75,26 @@ static uint32_t intern(struct vl_trace *t, const char *s, size_t n) {
   size_t k = hash(s, n) & (t->index_cap - 1);
   while (t->module_index[k]) {
     const char *m = t->modules[t->module_index[k]];
-    if (strlen(m) == n && !memcmp(m, s, n)) return t->module_index[k];
+    if (strlen(m) == n && !memcmp(m, s, n)) {
+      *out = t->module_index[k];
+      return true;
+    }
     k = (k + 1) & (t->index_cap - 1);
   }
   if (t->n_modules == 0) { /* [0] is "no module" */
     t->modules = vl_calloc(64, sizeof *t->modules);
-    if (!t->modules) return 0;
+    if (!t->modules) return false;
     t->n_modules = 1;
   } else if ((t->n_modules & (t->n_modules - 1)) == 0 && t->n_modules >= 64) {
     void *q = vl_realloc(t->modules, t->n_modules * 2 * sizeof *t->modules);
-    if (!q) return 0;
+    if (!q) return false;
     t->modules = q;
   }
   memcpy(t->modules[t->n_modules], s, n);
   t->modules[t->n_modules][n] = '\0';
   t->module_index[k] = (uint32_t)t->n_modules;
-  return (uint32_t)t->n_modules++;
+  *out = (uint32_t)t->n_modules++;
+  return true;
 }
 
 /* The parser's place in the text and the arrays' capacities. */
@@ -167,20 +173,23 @@ static vl_status mark_line(struct parser *p, struct vl_trace_ev *e, const char *
 }
 
 /* An allocation's words after its device, space-separated: the module (the
- * first word without a key), dtype=T, at=FILE:LINE. */
-static void alloc_words(struct vl_trace *t, struct vl_trace_ev *e, const char *w, const char *lim) {
-  while (w && w < lim) {
+ * first word without a key), dtype=T, at=FILE:LINE. false when out of
+ * memory. */
+static bool alloc_words(struct vl_trace *t, struct vl_trace_ev *e, const char *w, const char *lim) {
+  bool ok = true;
+  while (ok && w && w < lim) {
     w++;
     const char *end = memchr(w, ' ', (size_t)(lim - w));
     size_t wl = (size_t)((end ? end : lim) - w);
     if (wl > 6 && !memcmp(w, "dtype=", 6))
-      e->dtype = intern(t, w + 6, wl - 6);
+      ok = intern(t, w + 6, wl - 6, &e->dtype);
     else if (wl > 3 && !memcmp(w, "at=", 3))
-      e->at = intern(t, w + 3, wl - 3);
+      ok = intern(t, w + 3, wl - 3, &e->at);
     else if (wl && !e->module)
-      e->module = intern(t, w, wl);
+      ok = intern(t, w, wl, &e->module);
     w = end;
   }
+  return ok;
 }
 
 /* "a ID BYTES DEVICE [words]", "b ..." (grows with the batch), "f ID". */
@@ -205,7 +214,7 @@ static vl_status alloc_line(struct parser *p, struct vl_trace_ev *e, const char 
     e->kind = VL_TR_ALLOC;
     e->batch = s[0] == 'b';
     e->bytes = bytes;
-    alloc_words(p->t, e, sp, lim);
+    if (!alloc_words(p->t, e, sp, lim)) return vl__fail(p->err, VL_ENOMEM, "out of memory");
     p->t->per_device[e->device]++;
   }
   if (e->id > p->t->max_id) p->t->max_id = e->id;

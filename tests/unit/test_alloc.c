@@ -4,7 +4,8 @@
  * Every reader (a config.json of each reader family, the GPU catalog and
  * its prices, run records parsed and streamed, a commitment and what check
  * reads beside it, a DeepSpeed config, measured results, fitted formulas,
- * points and terms, an allocation trace, the step tracer's op lines, a
+ * points and terms, an allocation trace (replayed, scaled, its snapshot
+ * and what is live at its peak), the step tracer's op lines, a
  * fine-tuning recipe, sensitivity's --vary) and the bill (training with
  * its replay for each replayed family, LoRA and MoE, generation with its
  * replay, a pipeline stage), with what calls it (estimate's step time and
@@ -183,6 +184,32 @@ static vl_status t_trace(const char *text, size_t len, uint64_t *answer) {
   struct vl_replay r;
   s = vl_trace_replay(&t, -1, &conf, &r);
   if (s == VL_OK) *answer = r.peak_allocated + r.peak_reserved;
+  vl_trace_release(&t);
+  return s;
+}
+
+/* trace --snapshot and what is live at the peak (trace's report), on the
+ * trace scaled to another batch */
+static vl_status t_trace_views(const char *text, size_t len, uint64_t *answer) {
+  struct vl_trace t;
+  struct vl_err err = {""};
+  vl_status s = vl_trace_parse(text, len, &t, &err);
+  if (s != VL_OK) return s;
+  struct vl_cache_conf conf = {0, 0, 0, false};
+  struct vl_replay r;
+  s = vl_trace_replay_scaled(&t, -1, &conf, 2.0, &r);
+  struct vl_snapshot snap;
+  if (s == VL_OK) s = vl_trace_snapshot(&t, -1, &conf, 2.0, r.peak_event, &snap);
+  if (s == VL_OK) {
+    *answer = r.peak_allocated + snap.n_segs * 7u + snap.n_blocks * 11u + snap.n_ev * 13u;
+    vl_snapshot_release(&snap);
+    struct vl_live_at l;
+    s = vl_trace_live_at(&t, -1, 2.0, r.peak_event, &l);
+    if (s == VL_OK) {
+      *answer += l.bytes + l.n_mark * 17u + l.n_module * 19u;
+      vl_trace_live_release(&l);
+    }
+  }
   vl_trace_release(&t);
   return s;
 }
@@ -453,6 +480,8 @@ static const struct torture readers[] = {
     {"fitted", "tests/data/fit/gpt2-eager-h200.fit.json", t_fitted, true},
     {"points", "tests/data/fit/gpt2-eager-h200.csv", t_points, false},
     {"trace", "tests/data/traces/batch.trace", t_trace, false},
+    {"trace scaled: snapshot, live at the peak", "tests/data/traces/where.trace", t_trace_views,
+     false},
     {"step trace (trace --gpu)", "tests/data/traces/custom-ops.trace", t_steptrace, false},
     {"fit's terms", "tests/data/fit/gpt2-eager-h200.csv", t_terms, false},
     {"sensitivity's --vary", NULL, t_vary, true},
