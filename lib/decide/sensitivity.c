@@ -104,10 +104,11 @@ static void apply(const struct vl_vary *v, double f, int value, struct vl_arch *
 
 /* The peak of one configuration: the estimator's total, replay and all,
  * or the fit at the job's batch and seq (the fit's variables are checked
- * to be those). A refusal's message goes to why when why is empty. */
+ * to be those). A refusal's message goes to why when why is empty; memory
+ * running out is no refusal: false, and *oom set. */
 static bool peak(const struct vl_sens_query *q, const struct vl_arch *a, const struct vl_job *j,
                  const struct vl_overheads *ov, struct vl_bill *bill, uint64_t *out, char *why,
-                 size_t why_len) {
+                 size_t why_len, bool *oom) {
   if (q->fit) {
     double x[VL_FIT_MAX_VARS] = {0};
     for (size_t k = 0; k < q->fit->vars.nvars; k++)
@@ -124,8 +125,10 @@ static bool peak(const struct vl_sens_query *q, const struct vl_arch *a, const s
     return true;
   }
   struct vl_err e = {""};
-  if (vl_bill_compute(a, j, ov, bill, &e) != VL_OK) {
-    if (why && !*why) snprintf(why, why_len, "%s", e.msg);
+  vl_status st = vl_bill_compute(a, j, ov, bill, &e);
+  if (st == VL_ENOMEM) *oom = true;
+  if (st != VL_OK) {
+    if (why && !*why && st != VL_ENOMEM) snprintf(why, why_len, "%s", e.msg);
     return false;
   }
   *out = vl_bill_budget_bytes(bill); /* DDP: the larger of its two outcomes */
@@ -159,22 +162,26 @@ struct memo {
 /* One pass: its memo, the full estimates it made and may make (budget 0:
  * no limit, for a fit), and where the first refusal's message goes. */
 struct pass {
-  struct memo *memo; /* NULL (out of memory): no memo */
+  struct memo *memo; /* NULL: out of memory (the pass refuses to run without) */
   uint64_t slots;    /* the memo's, a power of two */
   uint64_t estimates, budget;
   char *why;
   size_t why_len;
+  bool oom; /* memory ran out: the pass stopped (as at its budget), its outcome void */
 };
 
+/* GOT_OVER_BUDGET also where memory ran out (ps->oom): the pass stops */
 enum got { GOT_PEAK, GOT_REFUSED, GOT_OVER_BUDGET };
 
 /* the draw's step on gpus[0] (seconds; 0 where it cannot be priced: a fit,
  * no card, not training) */
 static double step_of(const struct vl_sens_query *q, const struct vl_arch *a,
-                      const struct vl_job *j) {
+                      const struct vl_job *j, bool *oom) {
   struct vl_step_time t;
   if (q->fit || !q->n_gpus || j->task != VL_TASK_TRAIN) return 0;
-  return vl_step_time(a, j, q->gpus[0], &t, NULL) == VL_OK ? t.step_s : 0;
+  vl_status st = vl_step_time(a, j, q->gpus[0], &t, NULL);
+  if (st == VL_ENOMEM) *oom = true;
+  return st == VL_OK ? t.step_s : 0;
 }
 
 static enum got estimate(const struct vl_sens_query *q, const struct vl_arch *a,
@@ -182,8 +189,9 @@ static enum got estimate(const struct vl_sens_query *q, const struct vl_arch *a,
                          struct vl_bill *bill, struct pass *ps, uint64_t *out, double *step) {
   if (ps->budget && ps->estimates >= ps->budget) return GOT_OVER_BUDGET;
   ps->estimates++;
-  bool ok = peak(q, a, j, ov, bill, out, ps->why, ps->why_len);
-  *step = ok ? step_of(q, a, j) : 0;
+  bool ok = peak(q, a, j, ov, bill, out, ps->why, ps->why_len, &ps->oom);
+  *step = ok ? step_of(q, a, j, &ps->oom) : 0;
+  if (ps->oom) return GOT_OVER_BUDGET;
   return ok ? GOT_PEAK : GOT_REFUSED;
 }
 
@@ -271,6 +279,7 @@ struct times {
 };
 
 struct outcome {
+  bool oom; /* memory ran out: nothing else holds */
   uint64_t drawn, refused, estimated, estimates;
   uint64_t lo, hi;     /* the lowest and highest estimated draw */
   double lo_at, hi_at; /* the first input's value there */
@@ -316,14 +325,21 @@ static struct outcome draw(const struct vl_sens_query *q, const struct vl_job *b
                            struct times *tm) {
   struct outcome o = {.lo = UINT64_MAX};
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-  if (!rng) return o;
-  gsl_rng_set(rng, (unsigned long)q->seed);
   uint64_t slots = memo_slots(q->fit ? 0 : budget);
   struct pass ps = {.memo = vl_calloc(slots, sizeof(struct memo)),
                     .slots = slots,
                     .budget = q->fit ? 0 : budget,
                     .why = why,
                     .why_len = why_len};
+  /* without its memo a pass estimates a job again at the budget's cost:
+   * fewer draws, another answer */
+  if (!rng || !ps.memo) {
+    if (rng) gsl_rng_free(rng);
+    vl_free(ps.memo);
+    o.oom = true;
+    return o;
+  }
+  gsl_rng_set(rng, (unsigned long)q->seed);
   for (; o.drawn < n; o.drawn++) {
     struct vl_arch a = *q->arch;
     struct vl_job j = *base;
@@ -341,6 +357,7 @@ static struct outcome draw(const struct vl_sens_query *q, const struct vl_job *b
     if (y > o.hi) o.hi = y, o.hi_at = input_at(q->vary[0].var, &a, &j);
   }
   o.estimates = ps.estimates;
+  o.oom = ps.oom;
   vl_free(ps.memo);
   gsl_rng_free(rng);
   sort_outcome(totals, o.estimated, tm);
@@ -457,10 +474,10 @@ static int check_candidates(uint64_t seed, uint64_t n, uint64_t *at) {
 
 /* How many distinct jobs the first n draws from base hold: the estimates
  * a pass over all of them makes. The draws alone, nothing estimated. With
- * sp, what they span. 0 when it cannot be told (more than 2^22 draws, out
- * of memory). */
+ * sp, what they span. 0 when it cannot be told (more than 2^22 draws, or
+ * out of memory: *oom set). */
 static uint64_t count_distinct(const struct vl_sens_query *q, const struct vl_job *base, uint64_t n,
-                               struct span *sp) {
+                               struct span *sp, bool *oom) {
   if (n > (1u << 22)) return 0;
   uint64_t slots = 1;
   while (slots < 2 * n)
@@ -471,6 +488,7 @@ static uint64_t count_distinct(const struct vl_sens_query *q, const struct vl_jo
   gsl_rng *rng = set ? gsl_rng_alloc(gsl_rng_mt19937) : NULL;
   if (!rng) {
     vl_free(set);
+    *oom = true;
     return 0;
   }
   gsl_rng_set(rng, (unsigned long)q->seed);
@@ -640,7 +658,10 @@ static bool surf_fill(const struct vl_sens_query *q, const struct vl_job *base,
   vl_free(s->at);
   s->points = surf_points(s);
   s->at = vl_calloc((size_t)s->sp->combos * s->points, sizeof *s->at);
-  if (!s->at) return false;
+  if (!s->at) {
+    ps->oom = true;
+    return false;
+  }
   for (int c = 0; c < s->sp->combos; c++)
     for (size_t p = 0; p < s->points; p++) {
       struct vl_arch a;
@@ -881,8 +902,8 @@ static enum got surf_draw(const struct vl_sens_query *q, const struct vl_arch *a
   double y;
   if (surf_eval(s, a, j, &y, step) == INTERP_OK && y <= (double)EXACT_MAX) {
     *out = (uint64_t)llround(y);
-    if (!(*step > 0)) *step = step_of(q, a, j);
-    return GOT_PEAK;
+    if (!(*step > 0)) *step = step_of(q, a, j, &ps->oom);
+    return ps->oom ? GOT_OVER_BUDGET : GOT_PEAK;
   }
   *exact = true;
   return peak_memo(q, a, j, ov, bill, ps, out, step);
@@ -890,7 +911,7 @@ static enum got surf_draw(const struct vl_sens_query *q, const struct vl_arch *a
 
 /* One pass over the first n draws from base on a surface (draw()'s
  * outcome, totals and times). false: no surface fits the budget, and
- * draw() is the pass. */
+ * draw() is the pass; true with o->oom where memory ran out. */
 static bool surf_pass(const struct vl_sens_query *q, const struct vl_job *base,
                       const struct vl_overheads *ov, uint64_t n, uint64_t budget,
                       const struct span *sp, uint64_t *totals, struct vl_bill *bill, char *why,
@@ -903,7 +924,8 @@ static bool surf_pass(const struct vl_sens_query *q, const struct vl_job *base,
       .memo = vl_calloc(slots, sizeof(struct memo)), .slots = slots, .budget = budget};
   struct surface s = {.sp = sp};
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-  bool built = rng && surf_build(q, base, ov, bill, &ps, refine, &s, out);
+  ps.oom = !rng || !ps.memo; /* without its memo, estimates are spent again */
+  bool built = !ps.oom && surf_build(q, base, ov, bill, &ps, refine, &s, out);
   if (built) {
     gsl_rng_set(rng, (unsigned long)q->seed);
     ps.why = why;
@@ -929,10 +951,11 @@ static bool surf_pass(const struct vl_sens_query *q, const struct vl_job *base,
     o->estimates = ps.estimates;
     sort_outcome(totals, o->estimated, tm);
   }
+  o->oom = ps.oom;
   vl_free(s.at);
   vl_free(ps.memo);
   if (rng) gsl_rng_free(rng);
-  return built;
+  return built || o->oom;
 }
 
 static uint64_t pct(const uint64_t *t, uint64_t n, double p) {
@@ -987,17 +1010,17 @@ static uint64_t count_over(const uint64_t *t, uint64_t n, const struct vl_gpu *g
  * any of them). */
 static bool tornado_end(const struct vl_sens_query *q, const struct vl_vary *x, double end,
                         const struct vl_overheads *ov, struct vl_bill *bill, uint64_t *y,
-                        double *at, bool *cut) {
+                        double *at, bool *cut, bool *oom) {
   struct vl_arch a = *q->arch;
   struct vl_job j = q->job;
   apply(x, end, 0, &a, &j);
   *cut = false;
-  if (peak(q, &a, &j, ov, bill, y, NULL, 0)) {
+  if (peak(q, &a, &j, ov, bill, y, NULL, 0, oom)) {
     *at = input_at(x->var, &a, &j);
     return true;
   }
   double ok = 1.0, bad = end;
-  if (!peak(q, q->arch, &q->job, ov, bill, y, NULL, 0)) return false;
+  if (*oom || !peak(q, q->arch, &q->job, ov, bill, y, NULL, 0, oom)) return false;
   *at = input_at(x->var, q->arch, &q->job);
   for (int i = 0; i < 20; i++) {
     double mid = 0.5 * (ok + bad);
@@ -1005,7 +1028,7 @@ static bool tornado_end(const struct vl_sens_query *q, const struct vl_vary *x, 
     struct vl_job jm = q->job;
     apply(x, mid, 0, &am, &jm);
     uint64_t ym;
-    if (peak(q, &am, &jm, ov, bill, &ym, NULL, 0)) {
+    if (peak(q, &am, &jm, ov, bill, &ym, NULL, 0, oom)) {
       ok = mid;
       *y = ym;
       *at = input_at(x->var, &am, &jm);
@@ -1020,7 +1043,7 @@ static bool tornado_end(const struct vl_sens_query *q, const struct vl_vary *x, 
 /* The tornado: each input at its ends (a discrete one at each of its
  * values), the others at the base; largest swing first. */
 static void tornado(const struct vl_sens_query *q, const struct vl_overheads *ov,
-                    struct vl_bill *bill, struct vl_sens_result *r) {
+                    struct vl_bill *bill, struct vl_sens_result *r, bool *oom) {
   for (int v = 0; v < q->n_vary; v++) {
     const struct vl_vary *x = &q->vary[v];
     __typeof__(r->tornado[0]) t = {.var = x->var, .low = UINT64_MAX};
@@ -1031,7 +1054,7 @@ static void tornado(const struct vl_sens_query *q, const struct vl_overheads *ov
         struct vl_job j = q->job;
         apply(x, 1.0, x->values[e], &a, &j);
         uint64_t y;
-        if (!peak(q, &a, &j, ov, bill, &y, NULL, 0)) continue;
+        if (!peak(q, &a, &j, ov, bill, &y, NULL, 0, oom)) continue;
         if (y < t.low) t.low = y, t.low_at = x->values[e];
         if (y >= t.high) t.high = y, t.high_at = x->values[e];
         any = true;
@@ -1040,8 +1063,8 @@ static void tornado(const struct vl_sens_query *q, const struct vl_overheads *ov
       uint64_t y[2];
       double at[2];
       bool cut[2], ok[2];
-      ok[0] = tornado_end(q, x, fmax(0.01, 1.0 - x->pct), ov, bill, &y[0], &at[0], &cut[0]);
-      ok[1] = tornado_end(q, x, 1.0 + x->pct, ov, bill, &y[1], &at[1], &cut[1]);
+      ok[0] = tornado_end(q, x, fmax(0.01, 1.0 - x->pct), ov, bill, &y[0], &at[0], &cut[0], oom);
+      ok[1] = tornado_end(q, x, 1.0 + x->pct, ov, bill, &y[1], &at[1], &cut[1], oom);
       for (int e = 0; e < 2; e++) {
         if (!ok[e]) continue;
         if (y[e] < t.low) t.low = y[e], t.low_at = at[e], t.low_cut = cut[e];
@@ -1065,8 +1088,8 @@ static void tornado(const struct vl_sens_query *q, const struct vl_overheads *ov
 /* Fallbacks when the first card is at risk (> 5 %): each on the base's
  * first draws (at most 20,000), with a quarter of the estimate budget. */
 static void fallbacks(const struct vl_sens_query *q, const struct vl_overheads *ov, uint64_t budget,
-                      uint64_t *t, struct vl_bill *bill, struct span *sp,
-                      struct vl_sens_result *r) {
+                      uint64_t *t, struct vl_bill *bill, struct span *sp, struct vl_sens_result *r,
+                      bool *oom) {
   static const char *const names[VL_SENS_FALLBACKS] = {
       "activation checkpointing", "half the micro-batch, twice the accumulation",
       "FlashAttention (sdpa)", "the next ZeRO stage"};
@@ -1085,9 +1108,14 @@ static void fallbacks(const struct vl_sens_query *q, const struct vl_overheads *
     uint64_t quarter = vl__max(1, budget / 4);
     struct outcome o;
     struct vl_sens_surface fs = {0};
-    if (!(sp && count_distinct(q, &j, m, sp) > quarter &&
+    if (!(sp && count_distinct(q, &j, m, sp, oom) > quarter &&
           surf_pass(q, &j, ov, m, quarter, sp, t, bill, NULL, 0, NULL, false, &o, &fs)))
-      o = draw(q, &j, ov, m, quarter, t, bill, NULL, 0, NULL);
+      o = *oom ? (struct outcome){.oom = true}
+               : draw(q, &j, ov, m, quarter, t, bill, NULL, 0, NULL);
+    if (o.oom) {
+      *oom = true;
+      return;
+    }
     if (!o.estimated) continue;
     int i = r->n_fallbacks++;
     r->fallback[i].surface = fs;
@@ -1141,33 +1169,42 @@ vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_over
   }
   /* more distinct jobs than the budget: the draws on a surface */
   struct span *sp = q->fit ? NULL : vl_malloc(sizeof *sp);
-  uint64_t distinct = sp ? count_distinct(q, &q->job, q->samples, sp) : 0;
-  struct outcome o;
-  if (!(distinct > budget &&
-        surf_pass(q, &q->job, ov, q->samples, budget, sp, t, bill, r->refused_why,
-                  sizeof r->refused_why, timing ? &tm : NULL, true, &o, &r->surface)))
+  bool oom = !q->fit && !sp; /* memory ran out anywhere: nothing holds */
+  uint64_t distinct = sp ? count_distinct(q, &q->job, q->samples, sp, &oom) : 0;
+  struct outcome o = {.oom = true};
+  if (!oom && !(distinct > budget &&
+                surf_pass(q, &q->job, ov, q->samples, budget, sp, t, bill, r->refused_why,
+                          sizeof r->refused_why, timing ? &tm : NULL, true, &o, &r->surface)))
     o = draw(q, &q->job, ov, q->samples, budget, t, bill, r->refused_why, sizeof r->refused_why,
              timing ? &tm : NULL);
   time_summary(&tm, r);
   vl_free(tm.steps);
   vl_free(tm.hours);
+  oom |= o.oom;
+  if (oom) {
+    vl_free(sp);
+    vl_free(t);
+    vl_free(bill);
+    return vl__fail(err, VL_ENOMEM, "out of memory");
+  }
   r->drawn = o.drawn;
   r->failed = o.refused;
   r->estimates = o.estimates;
   /* stopped at the limit: what estimating every draw would take */
   r->distinct = r->surface.used || o.drawn < q->samples
-                    ? (distinct ? distinct : count_distinct(q, &q->job, q->samples, NULL))
+                    ? (distinct ? distinct : count_distinct(q, &q->job, q->samples, NULL, &oom))
                     : o.estimates;
   uint64_t n = o.estimated;
   if (!n) {
     struct vl_err why = {""};
     uint64_t base = 0;
-    if (!q->fit && peak(q, q->arch, &q->job, ov, bill, &base, why.msg, sizeof why.msg))
+    if (!q->fit && peak(q, q->arch, &q->job, ov, bill, &base, why.msg, sizeof why.msg, &oom))
       snprintf(why.msg, sizeof why.msg, "the base job can be, its variations cannot: %s",
                r->refused_why);
     vl_free(sp);
     vl_free(t);
     vl_free(bill);
+    if (oom) return vl__fail(err, VL_ENOMEM, "out of memory");
     return vl__fail(err, VL_EINVAL, "none of the %llu draws could be %s: %s",
                     (unsigned long long)o.drawn, q->fit ? "evaluated" : "estimated",
                     q->fit ? "the fit gives no positive peak there" : why.msg);
@@ -1182,7 +1219,7 @@ vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_over
     r->p_exceed[g] = (double)over / (double)n;
     r->p_exceed_refused[g] = (double)(over + o.refused) / (double)o.drawn;
   }
-  tornado(q, ov, bill, r);
+  tornado(q, ov, bill, r, &oom);
   /* one spread: its draws are that input alone at other values, so its bar
    * holds them all (the allocator's rounding makes the peak not quite
    * monotone: GPT-2, batch 8, holds 6 MB more at 613 tokens than at 614) */
@@ -1190,10 +1227,11 @@ vl_status vl_sensitivity_run(const struct vl_sens_query *q, const struct vl_over
     if (o.lo < r->tornado[0].low) r->tornado[0].low = o.lo, r->tornado[0].low_at = o.lo_at;
     if (o.hi > r->tornado[0].high) r->tornado[0].high = o.hi, r->tornado[0].high_at = o.hi_at;
   }
-  if (q->n_gpus && r->p_exceed[0] > 0.05) fallbacks(q, ov, budget, t, bill, sp, r);
+  if (!oom && q->n_gpus && r->p_exceed[0] > 0.05) fallbacks(q, ov, budget, t, bill, sp, r, &oom);
   vl_free(sp);
   vl_free(t);
   vl_free(bill);
+  if (oom) return vl__fail(err, VL_ENOMEM, "out of memory");
   return VL_OK;
 }
 

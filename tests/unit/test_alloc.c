@@ -9,7 +9,7 @@
  * fine-tuning recipe, sensitivity's --vary) and the bill (training with
  * its replay for each replayed family, LoRA and MoE, generation with its
  * replay, a pipeline stage), with what calls it (estimate's step time and
- * --max-batch search, plan) runs once to count
+ * --max-batch search, plan, sensitivity) runs once to count
  * its allocations, then once per allocation with that one failing: each
  * run must answer with an error (never a pass built on a lost allocation)
  * or, where the library or jansson takes another path, with the answer of
@@ -424,6 +424,32 @@ static vl_status t_plan(const char *text, size_t len, uint64_t *answer) {
   return VL_OK;
 }
 
+/* sensitivity: GPT-2 with its sequence drawn, each draw's bill replayed */
+static vl_status t_sensitivity(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  struct vl_sens_query q;
+  memset(&q, 0, sizeof q);
+  struct vl_arch a;
+  tu_arch("data/models/gpt2.json", &a);
+  q.arch = &a;
+  vl_job_init(&q.job);
+  q.job.seq = 512;
+  q.samples = 24;
+  q.seed = 7;
+  q.max_estimates = 6; /* the first draws, then the surface: both paths */
+  q.vary[0] = (struct vl_vary){.var = VL_VARY_SEQ, .dist = VL_DIST_UNIFORM, .pct = 0.2};
+  q.n_vary = 1;
+  struct vl_overheads ov;
+  vl_overheads_default(&ov);
+  struct vl_sens_result *r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  struct vl_err err = {""};
+  vl_status s = vl_sensitivity_run(&q, &ov, r, &err);
+  if (s == VL_OK) *answer = r->drawn * 1000003u + r->failed * 1009u + r->estimates + r->p95;
+  free(r);
+  return s;
+}
+
 static void moe(struct vl_job *j) { j->batch = 1; }
 static void lora(struct vl_job *j) {
   j->lora_rank = 16;
@@ -513,6 +539,7 @@ static const struct torture readers[] = {
     {"step time (estimate on a card)", NULL, t_step_time, false},
     {"max batch (estimate --max-batch)", NULL, t_search, false},
     {"plan", NULL, t_plan, false},
+    {"sensitivity", NULL, t_sensitivity, false},
 };
 
 /* At most this many runs a reader: past it, a stride over its allocations
