@@ -325,6 +325,26 @@ static vl_status t_steptrace(const char *text, size_t len, uint64_t *answer) {
   return s;
 }
 
+/* fit over several CSVs: the second's points appended to the first's */
+static vl_status t_points_append(const char *text, size_t len, uint64_t *answer) {
+  struct vl_points a, b;
+  struct vl_err err = {""};
+  vl_status s = vl_points_parse(text, len, NULL, 0, &a, &err);
+  if (s != VL_OK) return s;
+  s = vl_points_parse(text, len, NULL, 0, &b, &err);
+  if (s == VL_OK) {
+    s = vl_points_append(&a, &b, &err);
+    vl_points_release(&b);
+  }
+  if (s == VL_OK) {
+    *answer = a.n * 31u + a.nvars;
+    for (size_t i = 0; i < a.n; i++)
+      *answer += (uint64_t)a.y[i] + (uint64_t)a.x[i * VL_FIT_MAX_VARS];
+  }
+  vl_points_release(&a);
+  return s;
+}
+
 /* fit --terms: the terms over the points' variables */
 static vl_status t_terms(const char *text, size_t len, uint64_t *answer) {
   struct vl_points p;
@@ -517,6 +537,7 @@ static const struct torture readers[] = {
      false},
     {"step trace (trace --gpu)", "tests/data/traces/custom-ops.trace", t_steptrace, false},
     {"fit's terms", "tests/data/fit/gpt2-eager-h200.csv", t_terms, false},
+    {"points appended", "tests/data/fit/gpt2-eager-h200.csv", t_points_append, false},
     {"sensitivity's --vary", NULL, t_vary, true},
     {"recipe (axolotl, its deepspeed file)", "tests/data/recipes/qlora-zero2.yml", t_recipe, false},
     {"recipe (torchtune)", "tests/data/recipes/8B_lora_single_device.yaml", t_recipe, false},
