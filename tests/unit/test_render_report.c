@@ -4,7 +4,9 @@
  * it), summarised and analysed as `report` does, rendered as JSON (the
  * peaks the summary's and the probe's, the samples and marks counted),
  * text and Markdown (the layers' rows in GiB), Chrome trace JSON (a counter
- * event per sample) and HTML (one closed page whose charts' JSON parses). */
+ * event per sample) and HTML (one closed page whose charts' JSON parses);
+ * with an estimate beside it (report --estimate), each line's estimate,
+ * measure and difference. */
 #include "render_capture.h"
 #include "vramledger/probe.h"
 #include "vramledger/record.h"
@@ -132,12 +134,58 @@ static void html_page(void **state) {
   free(text);
 }
 
+/* report --estimate: GPT-2's bill for the probed job (batch and sequence
+ * of no importance here) beside the probe's lines; each line's difference
+ * is estimate - measured, as the JSON says */
+static void against_an_estimate(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/gpt2.json", &a);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.batch = 4;
+  j.seq = 512;
+  struct vl_bill *b = calloc(1, sizeof *b);
+  assert_non_null(b);
+  tu_bill(&a, &j, b);
+  struct vl_probe_compare cmp;
+  vl_probe_compare(&fw, b, &cmp);
+  assert_true(cmp.present);
+  /* the estimate's peak allocated is the bill's */
+  assert_int_equal(cmp.estimate[VL_CMP_LINES - 1], b->peak_allocated_bytes);
+  struct vl_report_view v = view;
+  v.cmp = &cmp;
+  char *text = NULL;
+  RC_CAPTURE(text, vl_render_report(rc_f, VL_REP_JSON, &v));
+  json_t *root = rc_json(text);
+  json_t *c = json_object_get(root, "estimate_vs_measured");
+  assert_true(json_is_object(c));
+  json_t *pk = json_object_get(c, "peak_allocated_bytes");
+  assert_int_equal(rc_num(pk, "estimate"), b->peak_allocated_bytes);
+  assert_int_equal(rc_num(pk, "measured"), cmp.measured[VL_CMP_LINES - 1]);
+  assert_int_equal(rc_num(pk, "difference"),
+                   (double)b->peak_allocated_bytes - (double)cmp.measured[VL_CMP_LINES - 1]);
+  json_t *par = json_object_get(c, "parameters");
+  assert_int_equal(rc_num(par, "estimate"), cmp.estimate[0]);
+  assert_int_equal(rc_num(par, "measured"), cmp.measured[0]);
+  json_decref(root);
+  free(text);
+  /* the HTML's framework section says the probe's version and steps */
+  RC_CAPTURE(text, vl_render_report(rc_f, VL_REP_HTML, &v));
+  assert_non_null(strstr(text, "<h2>Framework layer (PyTorch probe)</h2>"));
+  char want[96];
+  snprintf(want, sizeof want, ", %u process%s with the probe, %u steps", fw.n_ranks,
+           fw.n_ranks == 1 ? "" : "es", fw.n_steps);
+  if (!strstr(text, want)) fail_msg("no '%s' in the page", want);
+  free(text);
+  free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(json_peaks_and_counts),
-      cmocka_unit_test(text_and_markdown_rows),
-      cmocka_unit_test(chrome_trace),
-      cmocka_unit_test(html_page),
+      cmocka_unit_test(json_peaks_and_counts), cmocka_unit_test(text_and_markdown_rows),
+      cmocka_unit_test(chrome_trace),          cmocka_unit_test(html_page),
+      cmocka_unit_test(against_an_estimate),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
