@@ -150,11 +150,16 @@ for card in "" "--gpu a100-80gb"; do
     has "$tmp/out" "\"current\": \"$gib GiB per GPU\""
 done
 
-# run on the fake GPU holding what was committed, then audit
+# run on the fake GPU holding what was committed, then audit; the job
+# holds it until a sample of the record has it (60 s at most), not for a
+# time a busy machine may sample nothing in
 total=$(sed -n 's/^ *"total_bytes": \([0-9]*\),*$/\1/p' plan/commitment.json | head -1)
 : >"$tmp/procs"
 FAKE_NVML_PROCS="$tmp/procs" "$vl" run --out "$tmp/run" --interval-ms 10 --quiet -- \
-  sh -c "echo \$\$ $total >>'$tmp/procs'; sleep 0.5"
+  sh -c "echo \$\$ $total >>'$tmp/procs'; i=0
+    until grep -q '\"tree_bytes\":$total,' '$tmp/run/record.jsonl' || [ \$i -ge 1200 ]; do
+      sleep 0.05; i=\$((i + 1))
+    done"
 check "run on the fake GPU" [ $? = 0 ]
 (cd "$tmp/elsewhere" && "$vl" audit --commitment "$repo/plan/commitment.json" --run "$tmp/run" \
   --catalog "$repo/gpus.json" >"$tmp/out")

@@ -225,9 +225,14 @@ check "1 ms: a second process's blip is report's driver-allocated peak" \
 # a sampler stopped for longer than the rings hold (512 ms) while the
 # job allocates every 0.1 ms: the samples go on from the bytes at its
 # wake-ups, and a note says so once
+# (stopped once its first sample is written, 60 s at most: the job runs)
 "$vl" run --out "$tmp/late" --interval-ms 1 --quiet -- "$prog" churn 2.5 &
 vlpid=$!
-sleep 0.4
+i=0
+until grep -q '"type":"sample"' "$tmp/late/record.jsonl" 2>/dev/null || [ $i -ge 1200 ]; do
+  sleep 0.05
+  i=$((i + 1))
+done
 kill -STOP $vlpid
 sleep 1.5
 kill -CONT $vlpid
@@ -275,10 +280,13 @@ check "guard: the trigger is recorded once" [ "$(grep -c '"type":"trigger"' "$tm
 check "guard: the fallback file is left for the job" grep -q peak_over_commitment "$tmp/guard/fallback"
 check "guard: stderr says so" grep -q "trigger: the job holds" "$tmp/err"
 : >"$tmp/procs"
-"$vl" run --out "$tmp/guardpy" --interval-ms 10 --quiet --commitment "$dir/../data/commitments/guard-256mib.json" -- sh -c "'$prog' hold 64 1.0 '$tmp/procs' & sleep 0.6; python3 -c \"import sys; sys.path.insert(0, '$pydir'); import vramledger; sys.exit(0 if vramledger.fallback_requested() else 5)\"; st=\$?; wait; exit \$st"
+# the job holds until the trigger's fallback file is there (60 s at most),
+# then asks, then ends what holds
+"$vl" run --out "$tmp/guardpy" --interval-ms 10 --quiet --commitment "$dir/../data/commitments/guard-256mib.json" -- sh -c "'$prog' hold 64 60 '$tmp/procs' & h=\$!; i=0; until [ -e '$tmp/guardpy/fallback' ] || [ \$i -ge 1200 ]; do sleep 0.05; i=\$((i + 1)); done; python3 -c \"import sys; sys.path.insert(0, '$pydir'); import vramledger; sys.exit(0 if vramledger.fallback_requested() else 5)\"; st=\$?; kill \$h; wait; exit \$st"
 check "guard: vramledger.fallback_requested() sees it" [ $? = 0 ]
 : >"$tmp/procs"
-"$vl" run --out "$tmp/guardsig" --interval-ms 10 --quiet --commitment "$dir/../data/commitments/guard-256mib.json" --trigger-signal USR1 -- sh -c "trap 'echo got > $tmp/sig' USR1; '$prog' hold 64 1.0 '$tmp/procs' & wait; wait" 2>/dev/null
+# (what holds is ended when the signal comes, 60 s at most)
+"$vl" run --out "$tmp/guardsig" --interval-ms 10 --quiet --commitment "$dir/../data/commitments/guard-256mib.json" --trigger-signal USR1 -- sh -c "trap 'echo got > $tmp/sig; kill \$h' USR1; '$prog' hold 64 60 '$tmp/procs' & h=\$!; wait; wait" 2>/dev/null
 check "guard: --trigger-signal USR1 reaches the job" grep -q got "$tmp/sig"
 "$vl" run --quiet --trigger-signal USR1 -- true 2>/dev/null
 check "guard: --trigger-signal without a commitment is refused" [ $? = 2 ]

@@ -44,13 +44,19 @@ check "textfile: up per GPU" grep -q '^vramledger_gpu_up{gpu="1",uuid="GPU-fake-
 check "textfile: no temporary left" sh -c "! ls '$tmp' | grep -q tmp"
 
 # serve NAME ARGS...: start `watch ARGS` in the background, wait for the
-# port it says on stderr; $pid and $port for the checks that follow
+# port it says on stderr and for its second reading of GPU 0 (the first is
+# published then); $pid and $port for the checks that follow
 serve() {
   : >"$tmp/err" # emptied here: the background shell may empty it after the loop below reads it
+  rm -f "$tmp/reads" # this watch's readings, from 1
   "$vl" watch --interval-ms 50 --procfs "$tmp/proc" "$@" 2>"$tmp/err" &
   pid=$!
   port=$(watch_port "$tmp/err")
-  sleep 0.2
+  i=0
+  while [ "$(cat "$tmp/reads" 2>/dev/null || echo 0)" -lt 2 ] && [ $i -lt 1200 ]; do
+    sleep 0.05
+    i=$((i + 1))
+  done
 }
 
 serve --prometheus-port 0
@@ -89,13 +95,13 @@ check "an address not this machine's: said, with the fix" \
   sh -c "grep -q 'cannot listen on 192.0.2.1:9400' '$tmp/notmine' && grep -q \"hint: '192.0.2.1' is none of this machine's addresses\" '$tmp/notmine'"
 
 # The most since the previous scrape. reads: GPU 0's readings so far (the
-# fake counts them); wait_reads N waits for N more (10 s at most). A
+# fake counts them); wait_reads N waits for N more (60 s at most). A
 # reading is published before the next one is made, so two more readings
 # mean an exposition made after the first of them is served.
 reads() { cat "$tmp/reads" 2>/dev/null || echo 0; }
 wait_reads() {
   want=$(($(reads) + $1)) i=0
-  while [ "$(reads)" -lt "$want" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+  while [ "$(reads)" -lt "$want" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
 }
 gpu0='{gpu="0",uuid="GPU-fake-0000",name="Fake GPU 0"}'
 serve --interval-ms 10 --prometheus-port 0
@@ -103,7 +109,7 @@ serve --interval-ms 10 --prometheus-port 0
 wait_reads 2
 echo "$((3 << 30)) 0" >"$tmp/spike" # one reading of GPU 0 says 3 GiB more
 i=0
-while [ -e "$tmp/spike" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+while [ -e "$tmp/spike" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
 check "spike: the fake NVML gave it" [ ! -e "$tmp/spike" ]
 # and process 4343, listed by NVML for a while, then gone
 echo "4343 536870912 0" >>"$tmp/procs"
@@ -126,7 +132,7 @@ check "the next scrape: the process gone is gone" sh -c "! grep -q 'pid=\"4343\"
 "$http" "$port" /metrics >"$tmp/m3"
 echo "$((3 << 30)) 0" >"$tmp/spike"
 i=0
-while [ -e "$tmp/spike" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+while [ -e "$tmp/spike" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
 wait_reads 2
 "$http" -X HEAD "$port" /metrics >/dev/null
 "$http" "$port" /metrics >"$tmp/m4"
