@@ -6,8 +6,8 @@ run, logs, env.txt, JSON Lines of trials). They are kept as one JSON Lines
 file beside the folder's README.md, one line a file:
 
   {"format": "vramledger.bench-raw/1", "folder": ...}        the first line
-  {"file": "part1/x.json", "sha256": ..., "bytes": N, "json": {...}}
-  {"file": "part1/x.jsonl", "sha256": ..., "bytes": N, "jsonl": [{...}, ...]}
+  {"file": "tp/x.json", "sha256": ..., "bytes": N, "json": {...}}
+  {"file": "tp/x.jsonl", "sha256": ..., "bytes": N, "jsonl": [{...}, ...]}
   {"file": "env.txt", "sha256": ..., "bytes": N, "text": "..."}
 
 sha256 and bytes are those of the file as the suite wrote it. A .json or
@@ -26,7 +26,7 @@ The table scripts of bench/accuracy/ read folders of files:
   python3 bench/raw.py list bench/results/Q          (file, bytes, sha256)
 
 A script reads one packed file by its old path with text_of():
-  text_of("bench/results/nccl-run/part7/runs7.jsonl")
+  text_of("bench/results/nccl-run/probe-tp-ddp/runs7.jsonl")
 """
 import hashlib
 import json
@@ -120,20 +120,31 @@ def text_of(path):
 
 def archived(folder):
     """(file, sha256, commit, path) of the folder's files kept in git only,
-    and of the folders merged into it (file under their name)"""
+    and of the folders merged into it (file under their name, its part
+    folder under its new name: ARCHIVE.md's "Folders renamed")"""
     here = os.path.dirname(os.path.abspath(__file__))
     folder = folder.rstrip("/")
-    rows, merged, section = {}, {folder: ""}, None
+    rows, merged, section, renamed = {}, {folder: ""}, None, []
     with open(os.path.join(here, "ARCHIVE.md")) as f:
         for line in f:
             if line.startswith("## "):
                 section = line[3:].split("/ (")[0].strip()
+            elif section == "Folders renamed" and line.startswith("| `"):
+                cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+                if cells[0] == folder.split("/")[-1]:
+                    renamed.append((cells[1], cells[2]))
             elif section and line.startswith("| `"):
                 cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
                 rows.setdefault(section, []).append(cells)
                 if cells[0] == "README.md" and cells[4] == folder.split("/")[-1] + "/README.md":
                     merged[section] = section.split("/")[-1] + "/"
-    return [(prefix + c[0], c[2], c[3], "%s/%s" % (sec, c[0]))
+
+    def now(rel):
+        for was, new in renamed:
+            if rel.startswith(was):
+                return new + rel[len(was):]
+        return rel
+    return [(now(prefix + c[0]), c[2], c[3], "%s/%s" % (sec, c[0]))
             for sec, prefix in merged.items() for c in rows.get(sec, []) if c[4] == "git"]
 
 

@@ -36,15 +36,15 @@ from raw import text_of  # noqa: E402  the results files packed in raw.jsonl
 
 R = "bench/results/"
 FILES = [
-    R + "nccl-run/part6-nccl-fix/runs6.jsonl",
-    R + "nccl-run/part7/runs7.jsonl",
-    R + "nccl-run/part10-ddp/ddp10.jsonl",
-    R + "unseen-sets/part2-ddp/ddp8.jsonl",
-    R + "unseen-sets/part2-ddp/ddp8-qwen.jsonl",
-    R + "replay-histories/part8-ddp-pause/ddp-pause.jsonl",
-    R + "ddp-rebuild/part1-ddp-rebuild/jobs.jsonl",
-    R + "ddp-rebuild/part6-zero1/zero1.jsonl",
-    R + "ddp-rebuild/part7-ddp-replay-unseen/ddp-replay-unseen.jsonl",
+    R + "nccl-run/nccl-interposer/runs6.jsonl",
+    R + "nccl-run/probe-tp-ddp/runs7.jsonl",
+    R + "nccl-run/ddp-record-stream/ddp10.jsonl",
+    R + "unseen-sets/ddp-two-peaks/ddp8.jsonl",
+    R + "unseen-sets/ddp-two-peaks/ddp8-qwen.jsonl",
+    R + "replay-histories/ddp-pause/ddp-pause.jsonl",
+    R + "ddp-rebuild/first-bucket-trials/jobs.jsonl",
+    R + "ddp-rebuild/zero1/zero1.jsonl",
+    R + "ddp-rebuild/ddp-replay-unseen/ddp-replay-unseen.jsonl",
 ]
 # parallel_jobs.py data modes that are plain DDP as far as the estimate goes:
 # ddp-avoid-record-streams set TORCH_NCCL_AVOID_RECORD_STREAMS=1, which is

@@ -54,14 +54,14 @@ def dp_estimate(r):
 out, worst = [], {}
 print("| job | model | GPUs | rank | settings | measured peak allocated (MiB) | estimate (MiB) | error |")
 print("|---|---|---:|---:|---|---:|---:|---:|")
-for r in rows(os.path.join(d, "part1-tp", "tp.jsonl")):
+for r in rows(os.path.join(d, "tp", "tp.jsonl")):
     e = estimate(r["config"], batch=r["batch"], seq=r["seq"], tp=r["world"],
                  precision=r["precision"], attention=r["attention"],
                  checkpointing=r["checkpointing"])
     out.append(("tp", r["config"], r["world"], r["rank"],
                 "%s %s ckpt=%s b%d s%d" % (r["precision"], r["attention"], r["checkpointing"],
                                            r["batch"], r["seq"]), r["max_allocated"], e))
-sources = [os.path.join(d, "part1-dp", "dp.jsonl")]
+sources = [os.path.join(d, "dp-fsdp", "dp.jsonl")]
 if gpt2:
     sources.append(os.path.join(gpt2, "multi.jsonl"))
 for src in sources:

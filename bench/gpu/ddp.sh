@@ -34,11 +34,11 @@
 #   (ddp-replay-predictions.txt written before), to judge it.
 # static-graph: GPT-2 DDP's two peaks, four runs each as it is, with
 #   static_graph=True (DDP never rebuilds its buckets) and with
-#   gradient_as_bucket_view=True (bench/results/unseen-sets/raw.jsonl:part2-ddp/).
+#   gradient_as_bucket_view=True (bench/results/unseen-sets/raw.jsonl:ddp-two-peaks/).
 # pause: GPT-2 DDP alternately without and with 0.3 s after each step
-#   (bench/results/replay-histories/raw.jsonl:part8-ddp-pause/).
+#   (bench/results/replay-histories/raw.jsonl:ddp-pause/).
 # record-streams: GPT-2 DDP's two peaks, four runs as they are and four
-#   with TORCH_NCCL_AVOID_RECORD_STREAMS=1 (bench/results/nccl-run/raw.jsonl:part10-ddp/).
+#   with TORCH_NCCL_AVOID_RECORD_STREAMS=1 (bench/results/nccl-run/raw.jsonl:ddp-record-stream/).
 # Needs build-rel/ (carry). Results under $OUT.
 
 suite_ddp() {

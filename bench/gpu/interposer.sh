@@ -13,7 +13,7 @@
 #   bench/gpu/run.sh spike
 # bench/gpu/jobs/workloads.py spike under `vramledger run --interval-ms 10`; writes
 # $OUT/spike_report.json and spike_record.jsonl (bench/results/run-interposer/,
-# generate-reserve/part4/). Needs build-rel/ (carry).
+# generate-reserve/sampler-spike/). Needs build-rel/ (carry).
 #
 # suite preload-table: How long can an allocation wait in the interposer with 8 threads on this host's cores?
 #   bench/gpu/run.sh preload-table [OTHER_PRELOAD.so ...]   (PT_PAIRS, PT_BURST: pairs a

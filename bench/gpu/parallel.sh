@@ -12,10 +12,10 @@
 #   job under `vramledger run`, with the probe), GPT-2 DDP three times with
 #   its live set at the peak (its peak differs between runs by one fp32 copy
 #   of the parameters), and with NGPU=4 or 8 the DDP/FSDP/TP jobs on all
-#   GPUs (bench/results/nccl-run/raw.jsonl:part6-nccl-fix/).
+#   GPUs (bench/results/nccl-run/raw.jsonl:nccl-interposer/).
 # tp-probe: the probe on the TP job, GPT-2 DDP's two peaks with every rank's
 #   history from before the model is built, one allocator history, and how
-#   long `validate --quick` takes (bench/results/nccl-run/raw.jsonl:part7/).
+#   long `validate --quick` takes (bench/results/nccl-run/raw.jsonl:probe-tp-ddp/).
 # pp: pipeline parallelism (bench/gpu/jobs/parallel_jobs.py pipeline: GPT-2 and GPT-2
 #   medium over 2 stages, 1F1B and GPipe; bench/results/unseen-sets/).
 # Needs build-rel/ (carry). Results under $OUT.

@@ -57,7 +57,7 @@ static uint64_t hf_norm(const struct hf *x) {
    * dtype for the weight multiply. */
   /* the normalised tensor is saved for the weight's gradient: not where
    * the weight is frozen (LoRA; y-qwen05-bf16-lora16-adamw-b8s2048's
-   * history, bench/results/replay-histories/raw.jsonl:part2-histories) */
+   * history, bench/results/replay-histories/raw.jsonl:unseen5-worst-histories) */
   /* (Gemma's norm multiplies in fp32 and casts after: its saved
    * normalised tensor is fp32; modeling_gemma.py GemmaRMSNorm) */
   return vl__note_norm(bill, ck,
@@ -88,7 +88,7 @@ static uint64_t hf_attention(const struct hf *x) {
    * the sequence (PyTorch's PrepareModuleInput before attention and MLP, the
    * head's ColwiseParallel) and save that: T tokens, not T/t (measured on 2
    * H200s: TinyLlama TP 2 + SP -5.4 % with T/t, bench/results/
-   * nccl-run/part11-sp/sp.jsonl) */
+   * nccl-run/tp-sp/sp.jsonl) */
   uint64_t attn = 0;
   if (sh->attn_in_saved) attn = vl__add(ck, attn, vl__mul4(ck, T, sh->h, e, attn_copies));
   /* q, k, v as the attention kernel keeps them. Eager attention repeats k
@@ -277,7 +277,7 @@ static void hf_head(const struct hf *x, uint64_t norm, struct vl__act *act) {
    * loss_parallel: its backward holds three fp32 T x V/t tensors beside the
    * saved log-probabilities, not two (torch/distributed/tensor/parallel/
    * loss.py _nll_loss_and_log_softmax_backward; measured on 2 H200s,
-   * bench/results/parallel-calibration/raw.jsonl:part4-peaks/tp2-amp.json) */
+   * bench/results/parallel-calibration/raw.jsonl:live-at-peak/tp2-amp.json) */
   act->loss_bwd_tmp = vl__mul(ck, logp, t > 1 ? 3 : 2);
 }
 
@@ -298,7 +298,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * heads, as transformers passes enable_gqa=True without a mask and
    * neither flash (half only) nor memory-efficient attention (no GQA) takes
    * that (measured: TinyLlama fp32 on 2 H200s, b*a*s^2*4 per layer at the
-   * peak, bench/results/parallel-calibration/raw.jsonl:part4-peaks/tp2-fp32.json). */
+   * peak, bench/results/parallel-calibration/raw.jsonl:live-at-peak/tp2-fp32.json). */
   x.math = job->attention == VL_ATTN_EAGER || (x.e == 4 && sh->g < sh->a);
   x.sm = vl__softmax_bytes(arch, pol->autocast, x.e); /* probabilities' bytes */
   /* Inputs of trainable projections. Under autocast the normalised input
@@ -306,7 +306,7 @@ void vl__act_hf(const struct vl_arch *arch, const struct vl_job *job, const stru
    * copy: q, k and v three copies unless fused into one matmul (GPT-2,
    * GPT-NeoX, Phi-3), a gated MLP's gate and up two unless fused (Phi-3)
    * (measured: five T x h half copies a layer on TinyLlama, bench/results/
-   * parallel-calibration/part4-peaks/tp2-amp.json; Qwen2-0.5B's AMP
+   * parallel-calibration/live-at-peak/tp2-amp.json; Qwen2-0.5B's AMP
    * runs -2.2 and -1.8 % without it, +0.1 and -0.4 % with). Counted for
    * RMSNorm models only: BERT and OPT's LayerNorm runs agree without it
    * (BERT +3.0 %, +6.8 % with it; not understood; the three variants in

@@ -487,7 +487,7 @@ static void stage_activations(struct train_stage *ts) {
   /* micro-batches whose activations a stage holds at once. 1F1B: the
    * first stage min(pp, micro-batches), the others one; GPipe runs every
    * forward before any backward: every stage holds them all (measured,
-   * GPT-2 over 2 H200s: bench/results/unseen-sets/raw.jsonl:part4-pp) */
+   * GPT-2 over 2 H200s: bench/results/unseen-sets/raw.jsonl:pp-stages) */
   const uint64_t micro = vl__max(job->grad_accum, 1);
   ts->in_flight = job->pp > 1 && job->pp_gpipe ? micro : ts->first ? vl__min(job->pp, micro) : 1;
   if (vl_arch_is_conv(arch))
@@ -510,7 +510,7 @@ static void stage_activations(struct train_stage *ts) {
      * micro-batch (the logits) until the step merges them (measured,
      * GPT-2 over 2 H200s, 1F1B, 4 micro-batches: the last stage 0.32 GB
      * over one micro-batch's bill, 3 x logits = 0.31 GB, bench/results/
-     * unseen-sets/part4-pp) */
+     * unseen-sets/pp-stages) */
     uint64_t kept =
         vl__note_pipeline_outputs(bill, ck, VL__T_PIPELINE_OUTPUTS,
                                   &(struct vl__in_pipeline_outputs){
@@ -554,7 +554,7 @@ static void stage_autocast(struct train_stage *ts) {
      * after FSDP frees the gathered fp32 weights: the whole model's half
      * copy, as without sharding (measured on 2 H200s: TinyLlama, all 22
      * layers' MLP casts live at the peak, bench/results/
-     * parallel-calibration/part4-peaks/fsdp-full-ll.json) */
+     * parallel-calibration/live-at-peak/fsdp-full-ll.json) */
     const bool tied = arch->causal && arch->tie_embeddings && ts->last;
     C = vl__note_autocast(ts->bill, &ts->ck,
                           job->zero >= 3 && ts->ds ? VL__T_AUTOCAST_DS_ZERO3
@@ -607,7 +607,7 @@ static void stage_temporaries(struct train_stage *ts) {
      * head: what is outside the layers), which FSDP gathers at the
      * forward's start and keeps until its backward ends (measured: its
      * 524,296,192-byte flat parameter live at TinyLlama's peak,
-     * bench/results/parallel-calibration/raw.jsonl:part4-peaks/fsdp-full-ll.json) */
+     * bench/results/parallel-calibration/raw.jsonl:live-at-peak/fsdp-full-ll.json) */
     ts->gathered = vl__note_fsdp_gathered(bill, ck, VL__T_FSDP_GATHERED,
                                           &(struct vl__in_fsdp_gathered){
                                               .P_layer = ts->st.layer_elems,
@@ -624,7 +624,7 @@ static void stage_temporaries(struct train_stage *ts) {
      * and, from each unit's forward until the backward ends, the unit's
      * gathered copy: the whole model once more in forward and backward
      * (measured on 2 H200s: TinyLlama -10.2 % without it, bench/results/
-     * parallel-calibration/part1-dp/dp.jsonl) */
+     * parallel-calibration/dp-fsdp/dp.jsonl) */
     ts->gathered = ts->gathered_bwd = vl__note_fsdp_grad_op(
         bill, ck, job->lora_rank ? VL__T_FSDP_GRAD_OP_LORA : VL__T_FSDP_GRAD_OP,
         &(struct vl__in_fsdp_grad_op){.weights = ts->st.weight_bytes, .P_train = ts->tr});
@@ -660,7 +660,7 @@ static void stage_comm(struct train_stage *ts) {
      * then holds G more (GPT-2 on 2 H200s, 192 trials: 1 - gap / 100 ms;
      * whole jobs 21 of 66 rank peaks:
      * bench/results/ddp-rebuild/). With static_graph=True usually kept (GPT-2 8
-     * of 8, Qwen2-0.5B 2 of 4: unseen-sets/part2-ddp): summed then. The bill is
+     * of 8, Qwen2-0.5B 2 of 4: unseen-sets/ddp-two-peaks): summed then. The bill is
      * the more common outcome, bill->other the other one. */
     uint64_t kept = vl__note_ddp_buckets(
         bill, ck, job->ddp_static_graph ? VL__T_DDP_FIRST_KEPT : VL__T_DDP_FIRST_IF_KEPT, &G);
@@ -707,7 +707,7 @@ static void stage_phases(struct train_stage *ts) {
    * A holds them all) no gradient of the step exists yet (GPT-2 over 2
    * H200s: both stages' live sets at their peaks hold every micro-batch's
    * activations and no gradient; estimated with them +9.0 / +5.4 %:
-   * bench/results/ddp-rebuild/raw.jsonl:part4-pp-histories) */
+   * bench/results/ddp-rebuild/raw.jsonl:pp-histories) */
   const bool gpipe = job->pp > 1 && job->pp_gpipe;
   bool persist = job->grads_persist || (job->grad_accum > 1 && !gpipe);
   memset(ts->ph, 0, sizeof ts->ph);
@@ -743,7 +743,7 @@ static void stage_phases(struct train_stage *ts) {
    * and the two are summed out of place (torch/csrc/autograd/
    * input_buffer.cpp) before the sum becomes .grad: two more matrices at
    * the end of the backward (Gemma-7B: 2.93 GiB over the gradients,
-   * bench/results/unseen-sets/raw.jsonl:part1-unseen3) */
+   * bench/results/unseen-sets/raw.jsonl:unseen3) */
   uint64_t tied_sum = 0;
   if (arch->causal && arch->tie_embeddings && ts->first && ts->last && !job->lora_rank &&
       !job->qlora) {
@@ -762,7 +762,7 @@ static void stage_phases(struct train_stage *ts) {
    * before the layers: the head and final norm, on the last stage; a
    * pipeline's first stage meets its embeddings only after its layers
    * (GPT-2 GPipe stage 0 +4.8 % with them at the top layer, +0.3 % without:
-   * bench/results/ddp-rebuild/raw.jsonl:part4-pp-histories) */
+   * bench/results/ddp-rebuild/raw.jsonl:pp-histories) */
   const uint64_t G_top = ts->last ? ts->G_head : 0;
   struct {
     uint64_t act, cast, grads, tmp;

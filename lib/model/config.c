@@ -68,7 +68,7 @@ vl_status vl__read_gpt2(struct vl__reader *r, struct vl_arch *a) {
   a->norm_affine = a->learned_pos = a->final_norm = a->fused_qkv = a->causal = 1;
   /* eager_attention_forward calls F.softmax(x) without dtype=float32 (the
    * other families pass it): half scores give half probabilities
-   * (transformers 5.17 modeling_gpt2.py, replay-histories part2-histories/
+   * (transformers 5.17 modeling_gpt2.py, replay-histories unseen5-worst-histories/
    * tf-sources.txt) */
   a->softmax_native = a->family == VL_FAM_GPT2;
   /* "gelu_new" (the default) is transformers' NewGELUActivation, written

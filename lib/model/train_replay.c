@@ -10,14 +10,14 @@
  * carved up by the gradients and by the optimizer states that the first
  * step creates lazily, so the second step makes them anew; on the H200
  * reserved exceeded allocated by up to 17 GiB this way (bench/results/
- * nccl-run/part3-train-histories: the allocator's own
+ * nccl-run/train-histories: the allocator's own
  * histories, which the allocator model replays to the byte). Where those
  * states land depends on every free block of the right size, so each
  * layer is written op by op as transformers runs it (modeling_llama.py and
  * its copies, modeling_gpt2.py, modeling_gpt_neox.py, modeling_opt.py,
  * sdpa_attention.py), its tensors kept by the nodes that save them and its
  * backward made by the autograd model of tape.c: the histories of
- * bench/results/nccl-run/raw.jsonl:part9-histories show a
+ * bench/results/nccl-run/raw.jsonl:gemma2b-miss-histories show a
  * checkpointed layer's forward is the same sequence as prefill's (no
  * cache), its recomputation stops after the last tensor the backward
  * needs (non-reentrant checkpoint's early stop), and its backward
@@ -253,7 +253,7 @@ static void forward(struct loop *lp, struct pass *f) {
     /* Gemma scales the embeddings by sqrt(h) (Granite by
      * embedding_multiplier): a new tensor, the
      * unscaled one freed at once (
-     * bench/results/replay-histories/raw.jsonl:part4-unseen6/embed-probe.txt: allocations
+     * bench/results/replay-histories/raw.jsonl:unseen6/embed-probe.txt: allocations
      * #0, #1, #3) */
     uint32_t xs = op(R, (struct tape_op){.out_bytes = Th * z->r, .in = {x}});
     rel(R, x);
@@ -523,8 +523,8 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   if (vl_cache_new(&conf, &R->p.c) != VL_OK) return vl__fail(err, VL_ENOMEM, "out of memory");
   /* autograd's thread makes its cuBLAS workspace at its first matmul, the
    * head's, after the head's weight gradient (Gemma-2B's and Pythia-1.4B's
-   * histories: bench/results/nccl-run/raw.jsonl:part9-histories,
-   * part3-train-histories) */
+   * histories: bench/results/nccl-run/raw.jsonl:gemma2b-miss-histories,
+   * train-histories) */
   R->tp =
       (struct tape){.p = &R->p, .ws_bytes = z->workspace, .ws = NONE, .on_grad = on_leaf, .ctx = R};
   R->T = z->T;

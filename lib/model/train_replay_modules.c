@@ -43,7 +43,7 @@ uint32_t vl__tr_linear_w(struct run *R, uint32_t w, uint32_t x, uint64_t xb, uin
  * in_f, xb bytes): x cast to the adapters' dtype (fp32), lora_B(lora_A(x))
  * * scaling added to y, the sum cast back to y's dtype (peft 0.21
  * tuners/lora/layer.py Linear.forward:
- * bench/results/replay-histories/raw.jsonl:part3-lora-histories/peft-sources.txt;
+ * bench/results/replay-histories/raw.jsonl:lora-histories/peft-sources.txt;
  * lora_dropout 0) */
 static uint32_t lora(struct run *R, uint32_t y, uint32_t x, uint64_t xb, uint64_t rows,
                      uint64_t in_f, uint64_t out_f) {

@@ -160,7 +160,7 @@ void vl__tr_flat_groups(struct prog *p, const uint64_t *v, size_t n, uint64_t b,
  * bucket for every gradient: not a static graph, so the first step's
  * bucket is unlimited (GPT-2 on 2 H200s: 270,938,112 and 226,821,120 B,
  * then 497,759,232 B, every rank's allocator history: bench/results/
- * nccl-run/part7/) */
+ * nccl-run/probe-tp-ddp/) */
 void vl__tr_ddp_init(struct prog *p, const uint64_t *v, size_t n, const struct vl__train_sizes *z,
                      struct list *buckets) {
   vl__tr_flat_groups(p, v, n, z->wb, false, VL_PT_DDP_BROADCAST_BUCKET, NULL);

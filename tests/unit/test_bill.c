@@ -358,7 +358,7 @@ static void ddp_second_bucket_copy_other_outcome(void **state) {
   assert_int_equal(d.other.total_bytes, s.total_bytes);
   assert_int_equal(vl_bill_budget_bytes(&d), vl_bill_budget_bytes(&s));
   /* the measured peaks of both (every rank of 4 static runs 5,776,707,072
-   * B: unseen-sets/part2-ddp/ddp8.jsonl; freed: 5,279,681,024 B) */
+   * B: unseen-sets/ddp-two-peaks/ddp8.jsonl; freed: 5,279,681,024 B) */
   assert_close(s.peak_allocated_bytes, 5776707072.0, 0.02, "gpt2 ddp static_graph");
   assert_close(d.peak_allocated_bytes, 5279681024.0, 0.02, "gpt2 ddp, buckets freed");
 
@@ -435,7 +435,7 @@ static void ddp_whole_jobs_either_outcome(void **state) {
 
 /* A rank's process total against NVML's per-GPU peak under `vramledger
  * run` (GPT-2 DDP, AMP, AdamW, 4 x 512, 2 H200s:
- * bench/results/ddp-rebuild/per-gpu-overhead.txt, part2-ddp-vl-run): runs 3 and 4
+ * bench/results/ddp-rebuild/per-gpu-overhead.txt, ddp-under-run): runs 3 and 4
  * freed DDP's first buckets, 7,428,112,384 B; runs 1 and 2 kept them,
  * 7,751,073,792 B. Both outcomes within 1 % (with 256 MiB for NCCL both
  * were 7.9 and 8.4 % short). */
@@ -450,8 +450,8 @@ static void ddp_rank_total_against_nvml(void **state) {
 }
 
 /* Every rank of the 2-GPU runs on the H200 (
- * bench/results/parallel-calibration/: part1-tp/tp.jsonl, part1-dp/dp.jsonl;
- * nccl-run/part11-sp; max_memory_allocated in bytes) against the estimate of the
+ * bench/results/parallel-calibration/: tp/tp.jsonl, dp-fsdp/dp.jsonl;
+ * nccl-run/tp-sp; max_memory_allocated in bytes) against the estimate of the
  * same job: within 7 % (all agree within 4.3 %; the ranks of one run read the same). */
 static void two_h200_runs_within_seven_percent(void **state) {
   (void)state;
@@ -492,7 +492,7 @@ static void two_h200_runs_within_seven_percent(void **state) {
        18662435840.0, false},
       {"Qwen FSDP grad-op b4", 1, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 1, 2, 2,
        20034375168.0, false},
-      /* sequence parallelism (nccl-run, part11-sp/sp.jsonl) */
+      /* sequence parallelism (nccl-run, tp-sp/sp.jsonl) */
       {"TP2+SP amp b4", 0, VL_PREC_AMP_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 2, 0, 1, 14753633792.0,
        true},
       {"TP2+SP bf16 b4", 0, VL_PREC_BF16, VL_ATTN_SDPA, VL_CKPT_NONE, 4, 2, 0, 1, 8961009152.0,
@@ -522,7 +522,7 @@ static void two_h200_runs_within_seven_percent(void **state) {
 /* Pipeline parallelism on 2 H200s (bench/gpu/jobs/parallel_jobs.py pipeline: GPT-2 and GPT-2
  * medium split into two stages by torch.distributed.pipelining, bf16,
  * AdamW, 512 tokens a sequence; bench/results/unseen-sets/
- * part4-pp/pp8.jsonl): each stage's max_memory_allocated() in bytes against
+ * pp-stages/pp8.jsonl): each stage's max_memory_allocated() in bytes against
  * the bill's first and last stage, the bill itself the heavier (the last). */
 static void pipeline_stages_on_two_h200s(void **state) {
   (void)state;
@@ -585,18 +585,18 @@ static const struct {
      * blocks) missed by -20.4 % (nccl-run) */
     {UNSEEN, "v-qwen05-bf16-sgdm-ckpt-b32s1024"},
     /* Gemma-7B's loss block, found once Gemma's scaled embeddings were
-     * replayed (-9.5 -> -0.4 %; replay-histories part4-unseen6/embed-probe.txt)
+     * replayed (-9.5 -> -0.4 %; replay-histories unseen6/embed-probe.txt)
      */
     {UNSEEN, "w-gemma7b-bf16-sgd-ckpt-b2s2048"},
     {UNSEEN, "w-gpt2-ampfp16-sgd-b32s1024"},
     /* the fourth set's two misses (-18.4, -14.7 %), found in their
      * histories: eager's weights held by the layer, the gate's output
-     * freed early (unseen-sets part3-unseen4, part5-histories) */
+     * freed early (unseen-sets unseen4, unseen4-miss-histories) */
     {UNSEEN, "x-qwen05-amp-adamw-eager-ckpt-b8s2048"},
     {UNSEEN, "x-gemma2b-bf16-sgdm-ckpt-b8s1024"},
     /* the fifth set's GPT-2 in bf16 eager, +17.4 % while every softmax
      * was fp32: GPT-2's is in the scores' dtype (replay-histories
-     * part2-histories) */
+     * unseen5-worst-histories) */
     {UNSEEN, "y-gpt2m-bf16-adamw-eager-b8s1024"},
     /* fp32 with grouped KV heads: SDPA's math backend replayed (+5.6 %
      * when it ran as memory-efficient attention) */

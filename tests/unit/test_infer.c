@@ -55,7 +55,7 @@ static void decode_can_be_the_peak(void **state) {
 /* The allocator's reserve for generate() from the replay of its
  * allocations, against the H200: Llama-2-7B, bf16, batch 8 x 512 + 128
  * tokens reserved 17,779,654,656 B at most (max_memory_reserved) with
- * 16,235,029,504 B allocated (bench/results/generate-reserve/raw.jsonl:part2):
+ * 16,235,029,504 B allocated (bench/results/generate-reserve/raw.jsonl:generate-replay-speed):
  * 1.44 GiB beyond the blocks, one MLP segment a layer in prefill and the
  * caches' growth. The old churn factor gave 0.5 GiB. */
 static void generate_reserve_is_replayed(void **state) {

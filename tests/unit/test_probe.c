@@ -208,7 +208,7 @@ static void doctor_rules(void **state) {
 /* DDP's first buckets kept into step 2 on one rank of two, a real record
  * (GPT-2, AMP, AdamW, 4 x 512, bench/gpu/jobs/parallel_jobs.py data --mode ddp --steps 6
  * under `vramledger run` on 2 H200s:
- * bench/results/ddp-rebuild/raw.jsonl:part2-ddp-vl-run/, run 2; its ranks'
+ * bench/results/ddp-rebuild/raw.jsonl:ddp-under-run/, run 2; its ranks'
  * max_memory_allocated() 5,777,105,920 and 5,279,681,024 B): found on rank 1 with the parameters'
  * bytes, a doctor finding of its own, and no imbalance, since that is all
  * that sets the ranks apart. */
@@ -275,7 +275,7 @@ static void ddp_first_buckets_on_h200(void **state) {
 
 /* Pipeline stages under `vramledger run` (GPT-2, 1F1B over 2 H200s, 8 x
  * 512 in 4 micro-batches, bf16, AdamW: bench/gpu/jobs/parallel_jobs.py pipeline; bench/results/
- * ddp-rebuild/part3-under-run/): the last stage keeps every
+ * ddp-rebuild/pp-fsdp-under-run/): the last stage keeps every
  * micro-batch's logits, so the ranks are apart, and the doctor names the
  * part of the bill that sets them apart and the pipeline's fix. */
 static void pipeline_stages_side_by_side(void **state) {
