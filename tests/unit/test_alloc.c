@@ -3,17 +3,17 @@
  *
  * Every reader (a config.json of each reader family, the GPU catalog and
  * its prices, run records parsed and streamed, a commitment and what check
- * reads beside it, a DeepSpeed config, measured results, fitted formulas,
- * points and terms, an allocation trace (replayed, scaled, its snapshot
- * and what is live at its peak), the step tracer's op lines, a
- * fine-tuning recipe, sensitivity's --vary) and the bill (training with
- * its replay for each replayed family, LoRA and MoE, generation with its
- * replay, a pipeline stage), with what calls it (estimate's step time and
- * --max-batch search, plan, sensitivity) runs once to count
- * its allocations, then once per allocation with that one failing: each
- * run must answer with an error (never a pass built on a lost allocation)
- * or, where the library or jansson takes another path, with the answer of
- * the run where nothing failed. Under the sanitizer build (VL_SANITIZE)
+ * reads beside it, a DeepSpeed config, measured results and validate's
+ * summaries of them, fitted formulas, points and terms, an allocation trace
+ * (replayed, scaled, its snapshot and what is live at its peak), the step
+ * tracer's op lines, a fine-tuning recipe, sensitivity's --vary) and the
+ * bill (training with its replay for each replayed family, LoRA and MoE,
+ * generation with its replay, a pipeline stage), with what calls it
+ * (estimate's step time and --max-batch search, plan, sensitivity) runs
+ * once to count its allocations, then once per allocation with that one
+ * failing: each run must answer with an error (never a pass built on a
+ * lost allocation) or, where the library or jansson takes another path,
+ * with the answer of the run where nothing failed. Under the sanitizer build (VL_SANITIZE)
  * LeakSanitizer and ASan see every error path these runs take.
  *
  * Jansson's own allocations are not failed: the library leaves them to
@@ -157,6 +157,33 @@ static vl_status t_measured(const char *text, size_t len, uint64_t *answer) {
   *answer = m.n;
   vl_measured_release(&m);
   return VL_OK;
+}
+
+/* validate: the measured runs' rows summarised (each set, the step times) */
+static vl_status t_validate_summary(const char *text, size_t len, uint64_t *answer) {
+  struct vl_measured m;
+  struct vl_err err = {""};
+  vl_status s = vl_measured_parse(text, len, &m, &err);
+  if (s != VL_OK) return s;
+  struct vl_compare_row *rows = calloc(m.n + 1, sizeof *rows);
+  assert_non_null(rows);
+  for (size_t i = 0; i < m.n; i++)
+    rows[i] = (struct vl_compare_row){.run = &m.runs[i],
+                                      .estimated = true,
+                                      .err_allocated = (double)i - 2.5,
+                                      .err_total = 1.5 * (double)i,
+                                      .err_step = 10.0 - (double)i};
+  struct vl_compare_summary cal, hold;
+  struct vl_time_summary ts;
+  s = vl_compare_summarize(rows, m.n, false, 5.0, 7.0, &cal);
+  if (s == VL_OK) s = vl_compare_summarize(rows, m.n, true, 5.0, 7.0, &hold);
+  if (s == VL_OK) s = vl_compare_time_summarize(rows, m.n, 25.0, &ts);
+  if (s == VL_OK)
+    *answer = (uint64_t)(cal.n * 1000 + hold.n * 100 + ts.n) * 1000003u +
+              (uint64_t)(cal.median_allocated * 1000 + hold.max_total * 1000 + ts.median * 1000);
+  free(rows);
+  vl_measured_release(&m);
+  return s;
 }
 
 static vl_status t_fitted(const char *text, size_t len, uint64_t *answer) {
@@ -530,6 +557,7 @@ static const struct torture readers[] = {
      t_check, false},
     {"deepspeed", "tests/data/deepspeed/zero3-offload.json", t_deepspeed, true},
     {"measured", "tests/data/measured/h200-within.json", t_measured, false},
+    {"validate's summaries", "tests/data/measured/h200-subset.json", t_validate_summary, false},
     {"fitted", "tests/data/fit/gpt2-eager-h200.fit.json", t_fitted, true},
     {"points", "tests/data/fit/gpt2-eager-h200.csv", t_points, false},
     {"trace", "tests/data/traces/batch.trace", t_trace, false},
