@@ -14,7 +14,7 @@ import re, subprocess, sys
 
 TABLES = ["data/reference/h200-torch-2.11/calibration-isolated.json",
           "data/reference/h200-torch-2.11/unseen-measured.json",
-          "bench/results/calibration/expandable-segments.json",
+          "data/reference/h200-torch-2.11/expandable-segments.json",
           "data/reference/h200-torch-2.11/ddp-measured.json"]
 
 

@@ -34,7 +34,7 @@ static const struct vl__calibration rows[VL_CAL_COUNT] = {
      * adds 161 MB more (not counted). Was 256 MiB (4 MiB NCCL_BUFFSIZE x 2
      * directions x 16 channels x 2 ring peers), -0.56 GiB a rank. */
     [VL_CAL_NCCL] = {"nccl_bytes", 876609536.0, "bytes",
-                     "bench/results/ddp-rebuild/per-gpu-overhead.txt",
+                     "data/reference/h200-torch-2.11/per-gpu-overhead.txt",
                      "NVML's per-GPU peak - the rank's max_memory_reserved on the four GPT-2 DDP "
                      "runs over 2 H200s (1,681,915,904 B on each), less cuda_context_bytes"},
     /* they size the partials of ATen's CUDA reductions (Reduce.cuh), a
@@ -54,7 +54,7 @@ static const struct vl__calibration rows[VL_CAL_COUNT] = {
                       "data/reference/h200-torch-2.11/calibration.json",
                       "fitted: the value that fits most of its runs (bench/accuracy/compare.py)"},
     [VL_CAL_CHURN_EXPANDABLE] = {"allocator_churn_expandable", 0.02, "fraction",
-                                 "bench/results/calibration/expandable-segments.json",
+                                 "data/reference/h200-torch-2.11/expandable-segments.json",
                                  "chosen within the 0.2-3 % measured on the runs that fragment "
                                  "most"},
 };

@@ -111,7 +111,7 @@ uint64_t vl_job_target_seq(const struct vl_arch *arch, const struct vl_job *job)
 uint64_t vl_context_bytes(const struct vl_overheads *o, const struct vl_job *job) {
   /* generate() alone loads fewer kernels; with expandable segments its
    * process holds as much as a training one (0.756 GiB on both generate()
-   * runs of bench/results/calibration/expandable-segments.json) */
+   * runs of data/reference/h200-torch-2.11/expandable-segments.json) */
   bool gen = job->task == VL_TASK_INFER && job->allocator != VL_ALLOC_EXPANDABLE;
   return gen ? o->cuda_context_infer_bytes : o->cuda_context_bytes;
 }

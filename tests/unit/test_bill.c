@@ -435,7 +435,7 @@ static void ddp_whole_jobs_either_outcome(void **state) {
 
 /* A rank's process total against NVML's per-GPU peak under `vramledger
  * run` (GPT-2 DDP, AMP, AdamW, 4 x 512, 2 H200s:
- * bench/results/ddp-rebuild/per-gpu-overhead.txt, ddp-under-run): runs 3 and 4
+ * data/reference/h200-torch-2.11/per-gpu-overhead.txt, ddp-under-run): runs 3 and 4
  * freed DDP's first buckets, 7,428,112,384 B; runs 1 and 2 kept them,
  * 7,751,073,792 B. Both outcomes within 1 % (with 256 MiB for NCCL both
  * were 7.9 and 8.4 % short). */

@@ -116,7 +116,7 @@ static void infer_context_is_the_median_of_the_generate_runs(void **state) {
 
 static void nccl_is_the_ddp_overhead_less_the_context(void **state) {
   (void)state;
-  const char *ds = "bench/results/ddp-rebuild/per-gpu-overhead.txt";
+  const char *ds = "data/reference/h200-torch-2.11/per-gpu-overhead.txt";
   size_t len;
   char *text = tu_read(ds, &len);
   assert_non_null(text);
@@ -166,7 +166,7 @@ static void churn_fractions_are_pinned(void **state) {
   expect_row(VL_CAL_CHURN, "allocator_churn", 0.05,
              "data/reference/h200-torch-2.11/calibration.json");
   expect_row(VL_CAL_CHURN_EXPANDABLE, "allocator_churn_expandable", 0.02,
-             "bench/results/calibration/expandable-segments.json");
+             "data/reference/h200-torch-2.11/expandable-segments.json");
 }
 
 static void defaults_read_the_table(void **state) {
