@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "guard.h"
 #include "commands.h"
+#include "measure/record_schema.h"
 #include "util/internal.h"
 #include "vramledger/alloc.h"
 #include "vramledger/commitment.h"
@@ -402,9 +403,9 @@ static void pull(struct run *r, json_t *e) {
 
 static json_t *trigger_event(uint64_t t, const char *name) {
   json_t *e = json_object();
-  json_object_set_new(e, "type", json_string("trigger"));
-  json_object_set_new(e, "t_ns", json_integer((json_int_t)t));
-  json_object_set_new(e, "trigger", json_string(name));
+  json_object_set_new(e, VL_RF(trigger, type), json_string(VL_RT(trigger)));
+  json_object_set_new(e, VL_RF(trigger, t_ns), json_integer((json_int_t)t));
+  json_object_set_new(e, VL_RF(trigger, trigger), json_string(name));
   return e;
 }
 
@@ -412,8 +413,8 @@ static json_t *trigger_event(uint64_t t, const char *name) {
 static void fire(void *ctx, uint64_t t, uint64_t bytes) {
   struct run *r = ctx;
   json_t *e = trigger_event(t, "peak_over_commitment");
-  json_object_set_new(e, "bytes", json_integer((json_int_t)bytes));
-  json_object_set_new(e, "threshold_bytes", json_integer((json_int_t)r->guard));
+  json_object_set_new(e, VL_RF(trigger, bytes), json_integer((json_int_t)bytes));
+  json_object_set_new(e, VL_RF(trigger, threshold_bytes), json_integer((json_int_t)r->guard));
   pull(r, e);
   fprintf(stderr,
           "vramledger: trigger: the job holds %.2f GiB on one GPU, over the %.2f GiB that %s "
@@ -435,8 +436,8 @@ static bool poll_tput(void *ctx, double *tps) {
 static void fire_tput(void *ctx, uint64_t t, double tps) {
   struct run *r = ctx;
   json_t *e = trigger_event(t, "throughput_under_sla");
-  json_object_set_new(e, "tokens_per_s", json_real(tps));
-  json_object_set_new(e, "threshold_tokens_per_s", json_real(r->tput_floor));
+  json_object_set_new(e, VL_RF(trigger, tokens_per_s), json_real(tps));
+  json_object_set_new(e, VL_RF(trigger, threshold_tokens_per_s), json_real(r->tput_floor));
   pull(r, e);
   fprintf(stderr,
           "vramledger: trigger: the job makes %.0f tokens/s, under the %.0f that %s allows; "
@@ -501,13 +502,13 @@ static void on_left(void *ctx, uint64_t t, const pid_t *pids, unsigned n, unsign
   child_pid = 0; /* reaped: its pid may be another process's now */
   if (!found) return;
   json_t *e = json_object(), *jp = json_array();
-  json_object_set_new(e, "type", json_string("descendants"));
-  json_object_set_new(e, "t_ns", json_integer((json_int_t)t));
-  json_object_set_new(e, "procs", json_integer(total));
+  json_object_set_new(e, VL_RF(descendants, type), json_string(VL_RT(descendants)));
+  json_object_set_new(e, VL_RF(descendants, t_ns), json_integer((json_int_t)t));
+  json_object_set_new(e, VL_RF(descendants, procs), json_integer(total));
   for (unsigned i = 0; i < n; i++)
     json_array_append_new(jp, json_integer(pids[i]));
-  json_object_set_new(e, "pids", jp);
-  json_object_set_new(e, "waited", json_boolean(!r->o.no_wait));
+  json_object_set_new(e, VL_RF(descendants, pids), jp);
+  json_object_set_new(e, VL_RF(descendants, waited), json_boolean(!r->o.no_wait));
   if (put(r, e, NULL) != VL_OK) {
     /* the record's gap line says it */
   }
@@ -683,7 +684,7 @@ static void find_parts(struct run *r, json_t *meta) {
   r->pre = cli_preload_path();
   r->use_preload = !r->o.no_preload && access(r->pre, R_OK) == 0;
   snprintf(why, sizeof why, "missing: %s", r->pre);
-  json_object_set_new(meta, "interposer",
+  json_object_set_new(meta, VL_RF(meta, interposer),
                       json_string(r->o.no_preload  ? "off"
                                   : r->use_preload ? "on"
                                                    : why));
@@ -692,11 +693,15 @@ static void find_parts(struct run *r, json_t *meta) {
             "vramledger: warning: the interposer '%s' is missing: the record has no "
             "driver-allocated layer; reinstall vramledger or set VRAMLEDGER_PRELOAD\n",
             r->pre);
-  json_object_set_new(meta, "counters", json_string(r->ctr_state)); /* map_counters said it */
+  json_object_set_new(meta, VL_RF(meta, counters),
+                      json_string(r->ctr_state)); /* map_counters said it */
   snprintf(site, sizeof site, "%s/site/sitecustomize.py", cli_python_dir());
   bool probe = access(site, R_OK) == 0;
   snprintf(why, sizeof why, "missing: %s", site);
-  json_object_set_new(meta, "probe", json_string(r->o.no_probe ? "off" : probe ? "on" : why));
+  json_object_set_new(meta, VL_RF(meta, probe),
+                      json_string(r->o.no_probe ? "off"
+                                  : probe       ? "on"
+                                                : why));
   if (!r->o.no_probe && !probe)
     fprintf(stderr,
             "vramledger: warning: the PyTorch probe '%s' is missing: a PyTorch job's record "
@@ -827,41 +832,41 @@ static json_t *meta_event(uint64_t start_ns, const struct timespec *wall, const 
                           struct vl_nvml *nv, const struct vl_gpu_sample *gs, const unsigned *vis,
                           unsigned n_vis) {
   json_t *meta = json_object();
-  json_object_set_new(meta, "type", json_string("meta"));
-  json_object_set_new(meta, "schema", json_string(VL_RECORD_SCHEMA));
-  json_object_set_new(meta, "t_ns", json_integer((json_int_t)start_ns));
-  json_object_set_new(meta, "start_unix_ms",
+  json_object_set_new(meta, VL_RF(meta, type), json_string(VL_RT(meta)));
+  json_object_set_new(meta, VL_RF(meta, schema), json_string(VL_RECORD_SCHEMA));
+  json_object_set_new(meta, VL_RF(meta, t_ns), json_integer((json_int_t)start_ns));
+  json_object_set_new(meta, VL_RF(meta, start_unix_ms),
                       json_integer((json_int_t)wall->tv_sec * 1000 + wall->tv_nsec / 1000000));
   json_t *jc = json_array();
   char red[256];
   for (int i = 0; i < cmd_argc; i++) /* secrets redacted: docs/record.md */
     json_array_append_new(
         jc, json_string(cli_redact_arg(i ? cmd[i - 1] : NULL, cmd[i], red, sizeof red)));
-  json_object_set_new(meta, "command", jc);
+  json_object_set_new(meta, VL_RF(meta, command), jc);
   char host[256] = "";
   gethostname(host, sizeof host - 1);
-  json_object_set_new(meta, "host", json_string(host));
-  json_object_set_new(meta, "interval_ms", json_integer((json_int_t)interval_ms));
-  json_object_set_new(meta, "nvml", json_string(nvml_state));
-  json_object_set_new(meta, "driver", json_string(vl_nvml_driver(nv)));
+  json_object_set_new(meta, VL_RF(meta, host), json_string(host));
+  json_object_set_new(meta, VL_RF(meta, interval_ms), json_integer((json_int_t)interval_ms));
+  json_object_set_new(meta, VL_RF(meta, nvml), json_string(nvml_state));
+  json_object_set_new(meta, VL_RF(meta, driver), json_string(vl_nvml_driver(nv)));
   if (vl_nvml_cuda_driver(nv)) {
     char cuda[16];
     snprintf(cuda, sizeof cuda, "%d.%d", vl_nvml_cuda_driver(nv) / 1000,
              vl_nvml_cuda_driver(nv) % 1000 / 10);
-    json_object_set_new(meta, "cuda_driver", json_string(cuda));
+    json_object_set_new(meta, VL_RF(meta, cuda_driver), json_string(cuda));
   }
   json_t *jg = json_array();
   for (unsigned k = 0; k < n_vis; k++) {
     const struct vl_gpu_sample *g = &gs[vis[k]];
     json_t *e = json_object();
-    json_object_set_new(e, "index", json_integer(vis[k]));
-    json_object_set_new(e, "name", json_string(g->name));
-    json_object_set_new(e, "uuid", json_string(g->uuid));
-    json_object_set_new(e, "total_bytes", json_integer((json_int_t)g->total_bytes));
+    json_object_set_new(e, VL_RF(meta_gpus, index), json_integer(vis[k]));
+    json_object_set_new(e, VL_RF(meta_gpus, name), json_string(g->name));
+    json_object_set_new(e, VL_RF(meta_gpus, uuid), json_string(g->uuid));
+    json_object_set_new(e, VL_RF(meta_gpus, total_bytes), json_integer((json_int_t)g->total_bytes));
     json_array_append_new(jg, e);
   }
-  json_object_set_new(meta, "gpus", jg);
-  json_object_set_new(meta, "vramledger", json_string(VL_VERSION));
+  json_object_set_new(meta, VL_RF(meta, gpus), jg);
+  json_object_set_new(meta, VL_RF(meta, vramledger), json_string(VL_VERSION));
   return meta;
 }
 
@@ -1092,10 +1097,10 @@ static int exec_failed(struct run *r, int exec_errno) {
   sentinel_stop();
   cli_error("cannot run '%s': %s", r->cmd[0], strerror(exec_errno));
   json_t *ex = json_object();
-  json_object_set_new(ex, "type", json_string("exit"));
-  json_object_set_new(ex, "t_ns", json_integer((json_int_t)vl_monotonic_ns()));
-  json_object_set_new(ex, "status", json_integer(exec_errno == ENOENT ? 127 : 126));
-  json_object_set_new(ex, "error", json_string(strerror(exec_errno)));
+  json_object_set_new(ex, VL_RF(exit, type), json_string(VL_RT(exit)));
+  json_object_set_new(ex, VL_RF(exit, t_ns), json_integer((json_int_t)vl_monotonic_ns()));
+  json_object_set_new(ex, VL_RF(exit, status), json_integer(exec_errno == ENOENT ? 127 : 126));
+  json_object_set_new(ex, VL_RF(exit, error), json_string(strerror(exec_errno)));
   if (put(r, ex, NULL) != VL_OK) {
     /* the message above says it */
   }
@@ -1171,16 +1176,17 @@ static void put_lost(struct run *r) {
               r->rec_path, (unsigned long long)rec_lost);
   if (!lost && !rec_lost) return;
   json_t *e = json_object();
-  json_object_set_new(e, "type", json_string("lost"));
-  json_object_set_new(e, "t_ns", json_integer((json_int_t)vl_monotonic_ns()));
+  json_object_set_new(e, VL_RF(lost, type), json_string(VL_RT(lost)));
+  json_object_set_new(e, VL_RF(lost, t_ns), json_integer((json_int_t)vl_monotonic_ns()));
   json_object_set_new(
-      e, "no_slot_procs",
+      e, VL_RF(lost, no_slot_procs),
       json_integer((json_int_t)__atomic_load_n(&r->ctr->no_slot, __ATOMIC_RELAXED)));
   json_object_set_new(
-      e, "uncounted_allocs",
+      e, VL_RF(lost, uncounted_allocs),
       json_integer((json_int_t)__atomic_load_n(&r->ctr->uncounted, __ATOMIC_RELAXED)));
-  json_object_set_new(e, "slots", json_integer(VL_COUNTERS_SLOTS));
-  if (rec_lost) json_object_set_new(e, "record_lost_bytes", json_integer((json_int_t)rec_lost));
+  json_object_set_new(e, VL_RF(lost, slots), json_integer(VL_COUNTERS_SLOTS));
+  if (rec_lost)
+    json_object_set_new(e, VL_RF(lost, record_lost_bytes), json_integer((json_int_t)rec_lost));
   if (put(r, e, NULL) != VL_OK) {
     /* the job's stderr said it */
   }

@@ -7,6 +7,7 @@
 #include "../util/internal.h"
 #include "vramledger/alloc.h"
 #include "probe_events.h"
+#include "record_schema.h"
 
 const char *const vl_bill_part_names[VL_BILL_N] = {
     "parameters",       "gradients", "optimizer_states", "activations",
@@ -111,11 +112,11 @@ bool vl__rec_sample_implausible(struct vl_record *r, size_t line, const struct v
 
 /* A bill object; activations null = not tracked (torch.compile). */
 static bool bill(json_t *o, uint64_t out[VL_BILL_N], bool *acts_known) {
-  json_t *b = json_object_get(o, "bill");
+  json_t *b = json_object_get(o, VL_RF(phase, bill)); /* oom.bill alike */
   if (!json_is_object(b)) return false;
   for (int i = 0; i < VL_BILL_N; i++)
     out[i] = vl__rec_u(b, vl_bill_part_names[i]);
-  if (acts_known) *acts_known = json_is_integer(json_object_get(b, "activations"));
+  if (acts_known) *acts_known = json_is_integer(json_object_get(b, VL_RF(bill, activations)));
   return true;
 }
 
@@ -142,28 +143,28 @@ vl_status vl__probe_event(json_t *o, const char *type, struct vl_record *r,
                           struct vl__probe_caps *caps, size_t line, struct vl_err *err,
                           bool *handled) {
   *handled = true;
-  if (strcmp(type, "phase") == 0) {
+  if (strcmp(type, VL_RT(phase)) == 0) {
     if (vl__rec_grow((void **)&r->phases, &caps->phases, r->n_phases, sizeof *r->phases, 1u << 24))
       return vl__fail(err, VL_ENOMEM, "line %zu: too many phase events", line);
     struct vl_rec_phase *p = &r->phases[r->n_phases++];
     memset(p, 0, sizeof *p);
-    p->t_ns = vl__rec_u(o, "t_ns");
+    p->t_ns = vl__rec_u(o, VL_RF(phase, t_ns));
     p->t0_ns = vl__rec_u(o, "t0_ns");
-    p->pid = (unsigned)vl__rec_u(o, "pid");
-    p->rank = (unsigned)vl__rec_u(o, "rank");
-    p->step = (unsigned)vl__rec_u(o, "step");
-    vl__rec_str(p->phase, sizeof p->phase, o, "phase");
-    p->has_alloc = json_is_integer(json_object_get(o, "allocated"));
-    p->allocated = vl__rec_u(o, "allocated");
-    p->reserved = vl__rec_u(o, "reserved");
-    p->active = vl__rec_u(o, "active");
-    p->inactive_split = vl__rec_u(o, "inactive_split");
-    p->has_requested = json_is_integer(json_object_get(o, "requested"));
-    p->requested = vl__rec_u(o, "requested");
-    p->peak_allocated = vl__rec_u(o, "peak_allocated");
-    p->peak_reserved = vl__rec_u(o, "peak_reserved");
-    p->alloc_retries = vl__rec_u(o, "alloc_retries");
-    p->ooms = vl__rec_u(o, "ooms");
+    p->pid = (unsigned)vl__rec_u(o, VL_RF(phase, pid));
+    p->rank = (unsigned)vl__rec_u(o, VL_RF(phase, rank));
+    p->step = (unsigned)vl__rec_u(o, VL_RF(phase, step));
+    vl__rec_str(p->phase, sizeof p->phase, o, VL_RF(phase, phase));
+    p->has_alloc = json_is_integer(json_object_get(o, VL_RF(phase, allocated)));
+    p->allocated = vl__rec_u(o, VL_RF(phase, allocated));
+    p->reserved = vl__rec_u(o, VL_RF(phase, reserved));
+    p->active = vl__rec_u(o, VL_RF(phase, active));
+    p->inactive_split = vl__rec_u(o, VL_RF(phase, inactive_split));
+    p->has_requested = json_is_integer(json_object_get(o, VL_RF(phase, requested)));
+    p->requested = vl__rec_u(o, VL_RF(phase, requested));
+    p->peak_allocated = vl__rec_u(o, VL_RF(phase, peak_allocated));
+    p->peak_reserved = vl__rec_u(o, VL_RF(phase, peak_reserved));
+    p->alloc_retries = vl__rec_u(o, VL_RF(phase, alloc_retries));
+    p->ooms = vl__rec_u(o, VL_RF(phase, ooms));
     p->has_bill = bill(o, p->bill, &p->acts_known);
     uint64_t card = torch_bound(r, p->pid);
     if (vl__rec_implausible(r, line, "a phase's PyTorch reserved bytes",
@@ -171,28 +172,28 @@ vl_status vl__probe_event(json_t *o, const char *type, struct vl_record *r,
         vl__rec_implausible(r, line, "a phase's PyTorch allocated bytes",
                             vl__max(p->allocated, p->peak_allocated), card, "the card (NVML)"))
       r->n_phases--; /* damaged data: not a peak */
-  } else if (strcmp(type, "step") == 0) {
+  } else if (strcmp(type, VL_RT(step)) == 0) {
     if (vl__rec_grow((void **)&r->steps, &caps->steps, r->n_steps, sizeof *r->steps, 1u << 22))
       return vl__fail(err, VL_ENOMEM, "line %zu: too many step events", line);
     struct vl_rec_step *s = &r->steps[r->n_steps++];
     memset(s, 0, sizeof *s);
-    s->t_ns = vl__rec_u(o, "t_ns");
-    s->time_ns = vl__rec_u(o, "time_ns");
-    s->tokens = vl__rec_u(o, "tokens");
-    s->samples = vl__rec_u(o, "samples");
-    s->probe_ns = vl__rec_u(o, "probe_ns");
-    s->pid = (unsigned)vl__rec_u(o, "pid");
-    s->rank = (unsigned)vl__rec_u(o, "rank");
-    s->step = (unsigned)vl__rec_u(o, "step");
-    s->micro_batches = (unsigned)vl__rec_u(o, "micro_batches");
-    s->sampled = json_is_true(json_object_get(o, "sampled"));
-    s->has_peak = json_is_integer(json_object_get(o, "peak_allocated"));
-    s->peak_allocated = vl__rec_u(o, "peak_allocated");
-    s->peak_reserved = vl__rec_u(o, "peak_reserved");
-    vl__rec_str(s->peak_phase, sizeof s->peak_phase, o, "peak_phase");
-    s->has_end = json_is_integer(json_object_get(o, "allocated"));
-    s->allocated = vl__rec_u(o, "allocated");
-    s->reserved = vl__rec_u(o, "reserved");
+    s->t_ns = vl__rec_u(o, VL_RF(step, t_ns));
+    s->time_ns = vl__rec_u(o, VL_RF(step, time_ns));
+    s->tokens = vl__rec_u(o, VL_RF(step, tokens));
+    s->samples = vl__rec_u(o, VL_RF(step, samples));
+    s->probe_ns = vl__rec_u(o, VL_RF(step, probe_ns));
+    s->pid = (unsigned)vl__rec_u(o, VL_RF(step, pid));
+    s->rank = (unsigned)vl__rec_u(o, VL_RF(step, rank));
+    s->step = (unsigned)vl__rec_u(o, VL_RF(step, step));
+    s->micro_batches = (unsigned)vl__rec_u(o, VL_RF(step, micro_batches));
+    s->sampled = json_is_true(json_object_get(o, VL_RF(step, sampled)));
+    s->has_peak = json_is_integer(json_object_get(o, VL_RF(step, peak_allocated)));
+    s->peak_allocated = vl__rec_u(o, VL_RF(step, peak_allocated));
+    s->peak_reserved = vl__rec_u(o, VL_RF(step, peak_reserved));
+    vl__rec_str(s->peak_phase, sizeof s->peak_phase, o, VL_RF(step, peak_phase));
+    s->has_end = json_is_integer(json_object_get(o, VL_RF(step, allocated)));
+    s->allocated = vl__rec_u(o, VL_RF(step, allocated));
+    s->reserved = vl__rec_u(o, VL_RF(step, reserved));
     uint64_t card = torch_bound(r, s->pid);
     if (vl__rec_implausible(r, line, "a step's PyTorch reserved bytes",
                             vl__max(s->reserved, s->peak_reserved), card, "the card (NVML)") ||
@@ -205,7 +206,7 @@ vl_status vl__probe_event(json_t *o, const char *type, struct vl_record *r,
     size_t k;
     json_t *ph;
     const struct vl_rec_step copy = *s;
-    json_array_foreach(json_object_get(o, "phases"), k, ph) {
+    json_array_foreach(json_object_get(o, VL_RF(step, phases)), k, ph) {
       json_t *nm = json_array_get(ph, 0), *a = json_array_get(ph, 1), *b = json_array_get(ph, 2);
       if (!json_is_string(nm) || !json_is_integer(a) || !json_is_integer(b)) continue;
       if (vl__rec_grow((void **)&r->phases, &caps->phases, r->n_phases, sizeof *r->phases,
@@ -223,47 +224,48 @@ vl_status vl__probe_event(json_t *o, const char *type, struct vl_record *r,
     }
     size_t i;
     json_t *m;
-    json_array_foreach(json_object_get(o, "modules"), i, m) {
+    json_array_foreach(json_object_get(o, VL_RF(step, modules)), i, m) {
       if (s->n_modules >= VL_REC_TOP_MODULES) break;
-      vl__rec_str(s->modules[s->n_modules].name, sizeof s->modules[0].name, m, "name");
-      s->modules[s->n_modules++].saved_bytes = vl__rec_u(m, "saved_bytes");
+      vl__rec_str(s->modules[s->n_modules].name, sizeof s->modules[0].name, m,
+                  VL_RF(step_modules, name));
+      s->modules[s->n_modules++].saved_bytes = vl__rec_u(m, VL_RF(step_modules, saved_bytes));
     }
-  } else if (strcmp(type, "oom") == 0) {
+  } else if (strcmp(type, VL_RT(oom)) == 0) {
     if (vl__rec_grow((void **)&r->ooms, &caps->ooms, r->n_ooms, sizeof *r->ooms, 1u << 16))
       return vl__fail(err, VL_ENOMEM, "line %zu: too many oom events", line);
     struct vl_rec_oom *x = &r->ooms[r->n_ooms++];
     memset(x, 0, sizeof *x);
-    x->t_ns = vl__rec_u(o, "t_ns");
-    x->pid = (unsigned)vl__rec_u(o, "pid");
-    x->rank = (unsigned)vl__rec_u(o, "rank");
-    x->step = (unsigned)vl__rec_u(o, "step");
-    vl__rec_str(x->phase, sizeof x->phase, o, "phase");
-    x->request_bytes = vl__rec_u(o, "request_bytes");
-    x->device_allocated_bytes = vl__rec_u(o, "device_allocated_bytes");
-    x->device_free_bytes = vl__rec_u(o, "device_free_bytes");
+    x->t_ns = vl__rec_u(o, VL_RF(oom, t_ns));
+    x->pid = (unsigned)vl__rec_u(o, VL_RF(oom, pid));
+    x->rank = (unsigned)vl__rec_u(o, VL_RF(oom, rank));
+    x->step = (unsigned)vl__rec_u(o, VL_RF(oom, step));
+    vl__rec_str(x->phase, sizeof x->phase, o, VL_RF(oom, phase));
+    x->request_bytes = vl__rec_u(o, VL_RF(oom, request_bytes));
+    x->device_allocated_bytes = vl__rec_u(o, VL_RF(oom, device_allocated_bytes));
+    x->device_free_bytes = vl__rec_u(o, VL_RF(oom, device_free_bytes));
     x->has_bill = bill(o, x->bill, NULL);
-    vl__rec_str(x->snapshot, sizeof x->snapshot, o, "snapshot");
-  } else if (strcmp(type, "probe") == 0) {
-    struct vl_rec_probe *p = probe_of(r, (unsigned)vl__rec_u(o, "pid"));
+    vl__rec_str(x->snapshot, sizeof x->snapshot, o, VL_RF(oom, snapshot));
+  } else if (strcmp(type, VL_RT(probe)) == 0) {
+    struct vl_rec_probe *p = probe_of(r, (unsigned)vl__rec_u(o, VL_RF(probe, pid)));
     if (p) {
-      p->rank = (unsigned)vl__rec_u(o, "rank");
-      p->local_rank = (unsigned)vl__rec_u(o, "local_rank");
-      p->world_size = (unsigned)vl__rec_u(o, "world_size");
-      p->sample_every = (unsigned)vl__rec_u(o, "sample_every");
-      p->cuda = json_is_true(json_object_get(o, "cuda"));
-      vl__rec_str(p->torch, sizeof p->torch, o, "torch");
+      p->rank = (unsigned)vl__rec_u(o, VL_RF(probe, rank));
+      p->local_rank = (unsigned)vl__rec_u(o, VL_RF(probe, local_rank));
+      p->world_size = (unsigned)vl__rec_u(o, VL_RF(probe, world_size));
+      p->sample_every = (unsigned)vl__rec_u(o, VL_RF(probe, sample_every));
+      p->cuda = json_is_true(json_object_get(o, VL_RF(probe, cuda)));
+      vl__rec_str(p->torch, sizeof p->torch, o, VL_RF(probe, torch));
     }
-  } else if (strcmp(type, "device") == 0) {
-    struct vl_rec_probe *p = probe_of(r, (unsigned)vl__rec_u(o, "pid"));
+  } else if (strcmp(type, VL_RT(device)) == 0) {
+    struct vl_rec_probe *p = probe_of(r, (unsigned)vl__rec_u(o, VL_RF(device, pid)));
     if (p) {
       p->cuda = true;
-      vl__rec_str(p->device_name, sizeof p->device_name, o, "name");
-      vl__rec_str(p->capability, sizeof p->capability, o, "capability");
-      p->cublas_workspace_bytes = vl__rec_u(o, "cublas_workspace_bytes");
+      vl__rec_str(p->device_name, sizeof p->device_name, o, VL_RF(device, name));
+      vl__rec_str(p->capability, sizeof p->capability, o, VL_RF(device, capability));
+      p->cublas_workspace_bytes = vl__rec_u(o, VL_RF(device, cublas_workspace_bytes));
     }
-  } else if (strcmp(type, "note") == 0) {
+  } else if (strcmp(type, VL_RT(note)) == 0) {
     char text[256];
-    vl__rec_str(text, sizeof text, o, "text");
+    vl__rec_str(text, sizeof text, o, VL_RF(note, text));
     if (strncmp(text, "probe stopped", 13) == 0 && !r->probe_note[0])
       snprintf(r->probe_note, sizeof r->probe_note, "%s", text);
     *handled = false; /* record.c may want notes too */

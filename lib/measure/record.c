@@ -17,6 +17,7 @@
 #include "vramledger/record.h"
 #include "probe_events.h"
 #include "record_read.h"
+#include "record_schema.h"
 
 #define MAX_SAMPLES (1u << 24) /* 466 hours at 100 ms, 46 at 10 ms; 4.6 GiB of samples */
 #define MAX_PIDS 256
@@ -53,20 +54,20 @@ static void alloc_libs(json_t *libs, struct alloc_state *as, unsigned k, struct 
 }
 
 static vl_status meta(json_t *o, struct vl_record *r, size_t line, struct vl_err *err) {
-  vl__rec_str(r->schema, sizeof r->schema, o, "schema");
+  vl__rec_str(r->schema, sizeof r->schema, o, VL_RF(meta, schema));
   if (strncmp(r->schema, "vramledger.run/", 15) != 0)
     return vl__fail(err, VL_EKEY, "line %zu: not a vramledger run record (schema '%s')", line,
                     r->schema);
   if (strcmp(r->schema, VL_RECORD_SCHEMA) != 0)
     return vl__fail(err, VL_EKEY, "line %zu: record schema '%s'; this vramledger reads '%s'", line,
                     r->schema, VL_RECORD_SCHEMA);
-  vl__rec_str(r->host, sizeof r->host, o, "host");
-  vl__rec_str(r->driver, sizeof r->driver, o, "driver");
-  vl__rec_str(r->nvml, sizeof r->nvml, o, "nvml");
-  r->start_ns = vl__rec_u(o, "t_ns");
-  r->start_unix_ms = vl__rec_u(o, "start_unix_ms");
-  r->interval_ms = vl__rec_u(o, "interval_ms");
-  json_t *cmd = json_object_get(o, "command");
+  vl__rec_str(r->host, sizeof r->host, o, VL_RF(meta, host));
+  vl__rec_str(r->driver, sizeof r->driver, o, VL_RF(meta, driver));
+  vl__rec_str(r->nvml, sizeof r->nvml, o, VL_RF(meta, nvml));
+  r->start_ns = vl__rec_u(o, VL_RF(meta, t_ns));
+  r->start_unix_ms = vl__rec_u(o, VL_RF(meta, start_unix_ms));
+  r->interval_ms = vl__rec_u(o, VL_RF(meta, interval_ms));
+  json_t *cmd = json_object_get(o, VL_RF(meta, command));
   size_t i, used = 0;
   json_t *a;
   json_array_foreach(cmd, i, a) {
@@ -78,14 +79,14 @@ static vl_status meta(json_t *o, struct vl_record *r, size_t line, struct vl_err
   }
   vl__utf8_copy(r->command, sizeof r->command, r->command); /* an argument cut to fit */
   vl__rec_clean(r->command);
-  json_t *gpus = json_object_get(o, "gpus");
+  json_t *gpus = json_object_get(o, VL_RF(meta, gpus));
   json_array_foreach(gpus, i, a) {
     if (i >= VL_RECORD_MAX_GPUS) break;
     struct vl_rec_gpu *g = &r->gpus[i];
-    g->index = (unsigned)vl__rec_u(a, "index");
-    vl__rec_str(g->name, sizeof g->name, a, "name");
-    vl__rec_str(g->uuid, sizeof g->uuid, a, "uuid");
-    g->total_bytes = vl__rec_u(a, "total_bytes");
+    g->index = (unsigned)vl__rec_u(a, VL_RF(meta_gpus, index));
+    vl__rec_str(g->name, sizeof g->name, a, VL_RF(meta_gpus, name));
+    vl__rec_str(g->uuid, sizeof g->uuid, a, VL_RF(meta_gpus, uuid));
+    g->total_bytes = vl__rec_u(a, VL_RF(meta_gpus, total_bytes));
     r->n_gpus = (unsigned)i + 1;
   }
   return VL_OK;
@@ -233,21 +234,21 @@ static void take_sample(void *ctx, const char *k, size_t kn, char kind, uint64_t
                         size_t n, const char *at) {
   struct sample_scan *m = ctx;
   uint64_t v = kind == 'i' ? u : 0;
-  if (key_is(k, kn, "type"))
+  if (key_is(k, kn, VL_RF(sample, type)))
     m->is_sample = kind == 's' && n == 6 && memcmp(b, "sample", 6) == 0;
-  else if (key_is(k, kn, "gpus"))
+  else if (key_is(k, kn, VL_RF(sample, gpus)))
     m->gpus = kind == 'a' ? at : NULL;
-  else if (key_is(k, kn, "t_ns"))
+  else if (key_is(k, kn, VL_RF(sample, t_ns)))
     m->t_ns = v;
-  else if (key_is(k, kn, "tree_bytes"))
+  else if (key_is(k, kn, VL_RF(sample, tree_bytes)))
     m->tree_bytes = v;
-  else if (key_is(k, kn, "other_bytes"))
+  else if (key_is(k, kn, VL_RF(sample, other_bytes)))
     m->other_bytes = v;
-  else if (key_is(k, kn, "cuda_alloc_bytes"))
+  else if (key_is(k, kn, VL_RF(sample, cuda_alloc_bytes)))
     m->cuda_alloc_bytes = v;
-  else if (key_is(k, kn, "cuda_alloc_max_bytes"))
+  else if (key_is(k, kn, VL_RF(sample, cuda_alloc_max_bytes)))
     m->cuda_alloc_max_bytes = v;
-  else if (key_is(k, kn, "tree_procs"))
+  else if (key_is(k, kn, VL_RF(sample, tree_procs)))
     m->tree_procs = v;
 }
 
@@ -260,11 +261,11 @@ static void take_gpu(void *ctx, const char *k, size_t kn, char kind, uint64_t u,
   (void)b, (void)n, (void)at;
   struct gpu_scan *g = ctx;
   uint64_t v = kind == 'i' ? u : 0;
-  if (key_is(k, kn, "i"))
+  if (key_is(k, kn, VL_RF(sample_gpus, i)))
     g->i = v;
-  else if (key_is(k, kn, "used"))
+  else if (key_is(k, kn, VL_RF(sample_gpus, used)))
     g->used = v;
-  else if (key_is(k, kn, "tree"))
+  else if (key_is(k, kn, VL_RF(sample_gpus, tree)))
     g->tree = v;
 }
 
@@ -315,13 +316,13 @@ static void put_scanned(const struct sample_scan *m, const char *end, struct vl_
 /* A descendants line: the first says when the command exited; a later one
  * names processes those started, found once they had ended */
 static void descendants(json_t *o, struct vl_record *r) {
-  if (r->desc_events++ == 0) r->desc_t_ns = vl__rec_u(o, "t_ns");
-  uint64_t procs = vl__rec_u(o, "procs");
+  if (r->desc_events++ == 0) r->desc_t_ns = vl__rec_u(o, VL_RF(descendants, t_ns));
+  uint64_t procs = vl__rec_u(o, VL_RF(descendants, procs));
   r->desc_procs = (unsigned)vl__min((uint64_t)r->desc_procs + procs, UINT_MAX);
-  r->desc_waited = json_is_true(json_object_get(o, "waited"));
+  r->desc_waited = json_is_true(json_object_get(o, VL_RF(descendants, waited)));
   size_t i;
   json_t *p;
-  json_array_foreach(json_object_get(o, "pids"), i, p) {
+  json_array_foreach(json_object_get(o, VL_RF(descendants, pids)), i, p) {
     if (r->n_desc_pids == VL_REC_MAX_DESC_PIDS) break;
     if (json_is_integer(p) && json_integer_value(p) > 0 && json_integer_value(p) <= INT_MAX)
       r->desc_pids[r->n_desc_pids++] = (unsigned)json_integer_value(p);
@@ -334,78 +335,80 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
   bool probe_event = false;
   vl_status pst = vl__probe_event(o, type, r, pc, line, err, &probe_event);
   if (probe_event) return pst;
-  if (strcmp(type, "sample") == 0) {
+  if (strcmp(type, VL_RT(sample)) == 0) {
     struct vl_rec_sample *s = NULL;
     vl_status st = new_sample(r, cap_s, line, &s, err);
     if (st != VL_OK) return st;
-    s->t_ns = vl__rec_u(o, "t_ns");
-    s->tree_bytes = vl__rec_u(o, "tree_bytes");
-    s->other_bytes = vl__rec_u(o, "other_bytes");
-    s->cuda_alloc_bytes = vl__rec_u(o, "cuda_alloc_bytes");
-    s->cuda_alloc_max_bytes = vl__max(s->cuda_alloc_bytes, vl__rec_u(o, "cuda_alloc_max_bytes"));
-    s->tree_procs = (unsigned)vl__rec_u(o, "tree_procs");
+    s->t_ns = vl__rec_u(o, VL_RF(sample, t_ns));
+    s->tree_bytes = vl__rec_u(o, VL_RF(sample, tree_bytes));
+    s->other_bytes = vl__rec_u(o, VL_RF(sample, other_bytes));
+    s->cuda_alloc_bytes = vl__rec_u(o, VL_RF(sample, cuda_alloc_bytes));
+    s->cuda_alloc_max_bytes =
+        vl__max(s->cuda_alloc_bytes, vl__rec_u(o, VL_RF(sample, cuda_alloc_max_bytes)));
+    s->tree_procs = (unsigned)vl__rec_u(o, VL_RF(sample, tree_procs));
     size_t i;
     json_t *g;
-    json_array_foreach(json_object_get(o, "gpus"), i, g) {
-      unsigned k = (unsigned)vl__rec_u(g, "i");
+    json_array_foreach(json_object_get(o, VL_RF(sample, gpus)), i, g) {
+      unsigned k = (unsigned)vl__rec_u(g, VL_RF(sample_gpus, i));
       if (k >= VL_RECORD_MAX_GPUS) continue;
-      s->gpu_used[k] = vl__rec_u(g, "used");
-      s->gpu_tree[k] = vl__rec_u(g, "tree");
+      s->gpu_used[k] = vl__rec_u(g, VL_RF(sample_gpus, used));
+      s->gpu_tree[k] = vl__rec_u(g, VL_RF(sample_gpus, tree));
     }
     if (vl__rec_sample_implausible(r, line, s)) r->n_samples--; /* damaged data: skipped */
-  } else if (strcmp(type, "mark") == 0) {
+  } else if (strcmp(type, VL_RT(mark)) == 0) {
     if (vl__rec_grow((void **)&r->marks, cap_m, r->n_marks, sizeof *r->marks, 1u << 22))
       return vl__fail(err, VL_ENOMEM, "line %zu: too many marks", line);
     struct vl_rec_mark *m = &r->marks[r->n_marks++];
-    m->t_ns = vl__rec_u(o, "t_ns");
-    m->pid = (unsigned)vl__rec_u(o, "pid");
-    vl__rec_str(m->name, sizeof m->name, o, "name");
-  } else if (strcmp(type, "alloc") == 0) {
-    if (vl__rec_implausible(r, line, "an alloc event's live bytes", vl__rec_u(o, "live"),
-                            VL_REC_DRIVER_MAX, VL_REC_DRIVER_OF) ||
-        vl__rec_implausible(r, line, "an alloc event's peak bytes", vl__rec_u(o, "peak"),
-                            VL_REC_DRIVER_MAX, VL_REC_DRIVER_OF))
+    m->t_ns = vl__rec_u(o, VL_RF(mark, t_ns));
+    m->pid = (unsigned)vl__rec_u(o, VL_RF(mark, pid));
+    vl__rec_str(m->name, sizeof m->name, o, VL_RF(mark, name));
+  } else if (strcmp(type, VL_RT(alloc)) == 0) {
+    if (vl__rec_implausible(r, line, "an alloc event's live bytes",
+                            vl__rec_u(o, VL_RF(alloc, live)), VL_REC_DRIVER_MAX,
+                            VL_REC_DRIVER_OF) ||
+        vl__rec_implausible(r, line, "an alloc event's peak bytes",
+                            vl__rec_u(o, VL_RF(alloc, peak)), VL_REC_DRIVER_MAX, VL_REC_DRIVER_OF))
       return VL_OK; /* damaged data: skipped */
-    unsigned pid = (unsigned)vl__rec_u(o, "pid");
+    unsigned pid = (unsigned)vl__rec_u(o, VL_RF(alloc, pid));
     unsigned k = 0;
     while (k < as->n && as->pid[k] != pid)
       k++;
     if (k == as->n && as->n < MAX_PIDS) as->pid[as->n++] = pid;
-    if (k < MAX_PIDS) as->live[k] = vl__rec_u(o, "live");
-    json_t *libs = json_object_get(o, "libs");
+    if (k < MAX_PIDS) as->live[k] = vl__rec_u(o, VL_RF(alloc, live));
+    json_t *libs = json_object_get(o, VL_RF(alloc, libs));
     if (k < MAX_PIDS && json_is_object(libs)) alloc_libs(libs, as, k, r);
     uint64_t sum = 0;
     for (unsigned i = 0; i < as->n; i++)
       sum += as->live[i];
-    uint64_t peak = vl__rec_u(o, "peak");
+    uint64_t peak = vl__rec_u(o, VL_RF(alloc, peak));
     if (sum > r->alloc_peak_bytes) r->alloc_peak_bytes = sum;
     if (peak > r->alloc_peak_bytes && as->n == 1) r->alloc_peak_bytes = peak;
     r->alloc_pids = as->n;
-  } else if (strcmp(type, "gap") == 0) {
+  } else if (strcmp(type, VL_RT(gap)) == 0) {
     r->gaps++;
-    uint64_t lost = vl__rec_u(o, "lost_bytes");
+    uint64_t lost = vl__rec_u(o, VL_RF(gap, lost_bytes));
     r->gap_bytes += lost;
-    const char *why = json_string_value(json_object_get(o, "error"));
+    const char *why = json_string_value(json_object_get(o, VL_RF(gap, error)));
     if (lost && why && (!strcmp(why, strerror(ENOSPC)) || !strcmp(why, strerror(EDQUOT))))
       r->disk_full = true;
-  } else if (strcmp(type, "lost") == 0) {
-    r->lost_no_slot_procs = (unsigned)vl__rec_u(o, "no_slot_procs");
-    r->lost_slots = (unsigned)vl__rec_u(o, "slots");
-    r->lost_uncounted = vl__rec_u(o, "uncounted_allocs");
-    uint64_t rec = vl__rec_u(o, "record_lost_bytes"); /* the job's lines: one more gap */
+  } else if (strcmp(type, VL_RT(lost)) == 0) {
+    r->lost_no_slot_procs = (unsigned)vl__rec_u(o, VL_RF(lost, no_slot_procs));
+    r->lost_slots = (unsigned)vl__rec_u(o, VL_RF(lost, slots));
+    r->lost_uncounted = vl__rec_u(o, VL_RF(lost, uncounted_allocs));
+    uint64_t rec = vl__rec_u(o, VL_RF(lost, record_lost_bytes)); /* the job's lines: one more gap */
     if (rec) {
       r->gaps++;
       r->gap_bytes += rec;
     }
-  } else if (strcmp(type, "descendants") == 0) {
+  } else if (strcmp(type, VL_RT(descendants)) == 0) {
     descendants(o, r);
-  } else if (strcmp(type, "exit") == 0) {
+  } else if (strcmp(type, VL_RT(exit)) == 0) {
     r->exited = true;
-    json_t *st = json_object_get(o, "status");
+    json_t *st = json_object_get(o, VL_RF(exit, status));
     r->exit_status = json_is_integer(st) ? (int)json_integer_value(st) : -1;
-    r->end_ns = vl__rec_u(o, "t_ns");
-    r->exit_samples = vl__rec_u(o, "samples");
-    r->desc_left = (unsigned)vl__min(vl__rec_u(o, "descendants_left"), UINT_MAX);
+    r->end_ns = vl__rec_u(o, VL_RF(exit, t_ns));
+    r->exit_samples = vl__rec_u(o, VL_RF(exit, samples));
+    r->desc_left = (unsigned)vl__min(vl__rec_u(o, VL_RF(exit, descendants_left)), UINT_MAX);
   }
   return VL_OK; /* unknown types are skipped: newer writers may add some */
 }
@@ -481,17 +484,17 @@ static vl_status parse_line(struct parse *p, const char *start, size_t n, bool l
     p->bad = p->line;
     return VL_OK;
   }
-  json_t *t = json_object_get(o, "type");
+  json_t *t = json_object_get(o, VL_RF(meta, type));
   const char *type = json_is_string(t) ? json_string_value(t) : "";
   vl_status st;
   if (!p->have_meta) {
-    if (strcmp(type, "meta") != 0) {
+    if (strcmp(type, VL_RT(meta)) != 0) {
       st = vl__fail(err, VL_EKEY, "line %zu: a record starts with its 'meta' line", p->line);
     } else {
       st = meta(o, p->r, p->line, err);
       p->have_meta = true;
     }
-  } else if (is_gap && !closing && vl__rec_u(o, "lost_bytes") == 0) {
+  } else if (is_gap && !closing && vl__rec_u(o, VL_RF(gap, lost_bytes)) == 0) {
     st = VL_OK; /* it closed a line in flight, not a cut one (line_end.h): no gap */
   } else {
     st = event(o, type, p->r, &p->cap_s, &p->cap_m, &p->as, &p->pc, p->line, err);

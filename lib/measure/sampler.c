@@ -22,6 +22,7 @@
 #include "../util/internal.h"
 #include "line_end.h"
 #include "msbuckets.h"
+#include "record_schema.h"
 #include "vramledger/alloc.h"
 #include "vramledger/counters.h"
 #include "vramledger/nvml.h"
@@ -445,9 +446,9 @@ static void nvml_read(struct vl_sampler *s) {
           gtree += b;
           v->tree_procs++;
           json_t *e = json_object();
-          json_object_set_new(e, "pid", json_integer(ps[i].pid));
-          json_object_set_new(e, "gpu", json_integer(s->vis[k]));
-          json_object_set_new(e, "bytes", json_integer((json_int_t)b));
+          json_object_set_new(e, VL_RF(sample_procs, pid), json_integer(ps[i].pid));
+          json_object_set_new(e, VL_RF(sample_procs, gpu), json_integer(s->vis[k]));
+          json_object_set_new(e, VL_RF(sample_procs, bytes), json_integer((json_int_t)b));
           json_array_append_new(procs, e);
         } else {
           v->other += b;
@@ -457,10 +458,11 @@ static void nvml_read(struct vl_sampler *s) {
     v->tree += gtree;
     if (gtree > v->gpu_max) v->gpu_max = gtree;
     json_t *e = json_object();
-    json_object_set_new(e, "i", json_integer(s->vis[k]));
-    json_object_set_new(e, "used", json_integer((json_int_t)g.used_bytes));
-    json_object_set_new(e, "tree", json_integer((json_int_t)gtree));
-    if (g.util_gpu_pct != UINT32_MAX) json_object_set_new(e, "util", json_integer(g.util_gpu_pct));
+    json_object_set_new(e, VL_RF(sample_gpus, i), json_integer(s->vis[k]));
+    json_object_set_new(e, VL_RF(sample_gpus, used), json_integer((json_int_t)g.used_bytes));
+    json_object_set_new(e, VL_RF(sample_gpus, tree), json_integer((json_int_t)gtree));
+    if (g.util_gpu_pct != UINT32_MAX)
+      json_object_set_new(e, VL_RF(sample_gpus, util), json_integer(g.util_gpu_pct));
     json_array_append_new(gpus, e);
   }
   v->gpus = json_dumps(gpus, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -597,9 +599,9 @@ static void ms_say_lost(struct vl_sampler *s, uint32_t pid, uint64_t ms, bool la
            "such a process's bytes is what it held when the sampler woke (every %u ms)",
            pid, why, VL_SAMPLER_WAKE_MS);
   json_t *e = json_object();
-  json_object_set_new(e, "type", json_string("note"));
-  json_object_set_new(e, "t_ns", json_integer((json_int_t)(ms * 1000000ull)));
-  json_object_set_new(e, "text", json_string(text));
+  json_object_set_new(e, VL_RF(note, type), json_string(VL_RT(note)));
+  json_object_set_new(e, VL_RF(note, t_ns), json_integer((json_int_t)(ms * 1000000ull)));
+  json_object_set_new(e, VL_RF(note, text), json_string(text));
   char *json = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(e);
   struct vl_err err;
@@ -840,21 +842,24 @@ void vl_sampler_finish(struct vl_sampler *s) {
 vl_status vl_sampler_put_exit(const struct vl_sampler *s, int code, struct vl_err *err) {
   json_t *ex = json_object();
   uint64_t end = vl_monotonic_ns();
-  json_object_set_new(ex, "type", json_string("exit"));
-  json_object_set_new(ex, "t_ns", json_integer((json_int_t)end));
-  json_object_set_new(ex, "status", json_integer(code));
-  if (WIFSIGNALED(s->status)) json_object_set_new(ex, "signal", json_integer(WTERMSIG(s->status)));
+  json_object_set_new(ex, VL_RF(exit, type), json_string(VL_RT(exit)));
+  json_object_set_new(ex, VL_RF(exit, t_ns), json_integer((json_int_t)end));
+  json_object_set_new(ex, VL_RF(exit, status), json_integer(code));
+  if (WIFSIGNALED(s->status))
+    json_object_set_new(ex, VL_RF(exit, signal), json_integer(WTERMSIG(s->status)));
   if (s->left_seen)
-    json_object_set_new(ex, "descendants_left", json_integer((json_int_t)s->left_total));
-  json_object_set_new(ex, "wall_ns", json_integer((json_int_t)(end - s->start_ns)));
+    json_object_set_new(ex, VL_RF(exit, descendants_left), json_integer((json_int_t)s->left_total));
+  json_object_set_new(ex, VL_RF(exit, wall_ns), json_integer((json_int_t)(end - s->start_ns)));
   uint64_t cpu = self_cpu_ns();
-  json_object_set_new(ex, "sampler_cpu_ns", json_integer((json_int_t)cpu));
-  json_object_set_new(ex, "sampling_cpu_ns", json_integer((json_int_t)(cpu - s->loop_cpu0)));
-  json_object_set_new(ex, "sampling_wall_ns", json_integer((json_int_t)(s->loop_end - s->loop_t0)));
-  json_object_set_new(ex, "samples", json_integer((json_int_t)s->n_samples));
-  json_object_set_new(ex, "sampling_wakes", json_integer((json_int_t)s->n_wakes));
-  json_object_set_new(ex, "nvml_reads", json_integer((json_int_t)s->nvv.reads));
-  json_object_set_new(ex, "nvml_cpu_ns", json_integer((json_int_t)s->nvv.cpu_ns));
+  json_object_set_new(ex, VL_RF(exit, sampler_cpu_ns), json_integer((json_int_t)cpu));
+  json_object_set_new(ex, VL_RF(exit, sampling_cpu_ns),
+                      json_integer((json_int_t)(cpu - s->loop_cpu0)));
+  json_object_set_new(ex, VL_RF(exit, sampling_wall_ns),
+                      json_integer((json_int_t)(s->loop_end - s->loop_t0)));
+  json_object_set_new(ex, VL_RF(exit, samples), json_integer((json_int_t)s->n_samples));
+  json_object_set_new(ex, VL_RF(exit, sampling_wakes), json_integer((json_int_t)s->n_wakes));
+  json_object_set_new(ex, VL_RF(exit, nvml_reads), json_integer((json_int_t)s->nvv.reads));
+  json_object_set_new(ex, VL_RF(exit, nvml_cpu_ns), json_integer((json_int_t)s->nvv.cpu_ns));
   char *json = json_dumps(ex, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(ex);
   vl_status st = vl_record_writer_put(s->out, json, err);
