@@ -4,7 +4,7 @@
 # layers of a record, sweep, trace, estimate --dry-run (faults, signals
 # and kills are tests/faults/run.sh's).
 set -u
-vl=$1 prog=$2 fake=$3 preload=$4 stub=$5
+vl=$1 prog=$2 fake=$3 preload=$4 stub=$5 record_check=$6
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export VRAMLEDGER_NVML_LIB="$fake" VRAMLEDGER_PRELOAD="$preload" LD_LIBRARY_PATH="$stub"
@@ -81,6 +81,8 @@ check "a job's end ends a long tick" [ "$rc.$((took < 20))" = 4.1 ]
 "$vl" run --out "$tmp/missing" --quiet -- /nonexistent/command 2>"$tmp/err"
 check "missing command gives 127" [ $? = 127 ]
 check "missing command is named" grep -q "cannot run '/nonexistent/command'" "$tmp/err"
+check "its record as the schema says (lib/measure/record_schema.def)" \
+  "$record_check" "$tmp/missing/record.jsonl"
 
 
 # the layers: fake NVML sees the program's process with 64 MiB + 500 MiB,
@@ -96,6 +98,8 @@ check "the fake GPU is named" sh -c "'$vl' report '$tmp/hold' --format json | gr
 check "the mark is recorded" grep -q '"name":"holding"' "$tmp/hold/record.jsonl"
 check "the CUDA driver version is recorded" grep -q '"cuda_driver":"13.0"' "$tmp/hold/record.jsonl"
 check "samples every 10 ms" sh -c "[ \$(grep -c '\"type\":\"sample\"' '$tmp/hold/record.jsonl') -ge 20 ]"
+check "every line as the schema says (lib/measure/record_schema.def)" \
+  "$record_check" "$tmp/hold/record.jsonl" "$tmp/exit7/record.jsonl"
 "$vl" report "$tmp/hold" --format trace >"$tmp/trace.json"
 check "trace is Chrome trace JSON" grep -q '"traceEvents"' "$tmp/trace.json"
 
