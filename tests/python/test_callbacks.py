@@ -11,6 +11,8 @@ import sys
 import tempfile
 import unittest
 
+import record_schema
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PY = os.path.join(ROOT, "python")
@@ -42,6 +44,9 @@ class Callbacks(unittest.TestCase):
             cls.logged = json.load(f)
         with open(cls.record) as f:
             cls.events = [json.loads(line) for line in f]
+        for n, e in enumerate(cls.events, 1):  # as the record's schema says
+            why = record_schema.check(e)
+            assert why is None, "%s: line %d: %s" % (cls.record, n, why)
 
     def steps(self):
         return [e for e in self.events if e.get("type") == "step"]

@@ -12,6 +12,8 @@ import sys
 import tempfile
 import unittest
 
+import record_schema
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 VL = sys.argv.pop(1) if len(sys.argv) > 1 else "vramledger"
 PY = sys.executable
@@ -34,8 +36,16 @@ def run(*args, env=None, flags=()):
 
 
 def read(path):
+    """The record's events, each checked against the record's schema
+    (lib/measure/record_schema.def): the probe's fields, their JSON types,
+    and those it always writes."""
     with open(path) as f:
-        return [json.loads(line) for line in f]
+        events = [json.loads(line) for line in f]
+    for n, e in enumerate(events, 1):
+        why = record_schema.check(e)
+        if why:
+            raise AssertionError("%s: line %d: %s" % (path, n, why))
+    return events
 
 
 def of(events, t):
