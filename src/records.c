@@ -32,14 +32,16 @@ int cli_load_record(const char *run, struct vl_record *rec, char *path, size_t p
   if (rec->damaged) /* docs/record.md: skipped, the rest read */
     fprintf(stderr,
             "vramledger: warning: the record '%s': %u line%s could not be read and %s skipped "
-            "(line %zu: %s)\n",
+            "(line %zu%s%s: %s)\n",
             path, rec->damaged, rec->damaged == 1 ? "" : "s", rec->damaged == 1 ? "was" : "were",
-            rec->damaged_line, rec->damaged_why);
+            rec->damaged_line, rec->damaged_file[0] ? " of " : "", rec->damaged_file,
+            rec->damaged_why);
   if (rec->implausible) /* past the card's memory: damaged data, skipped */
     fprintf(stderr,
-            "vramledger: warning: the record '%s': line %zu: %s: damaged data, left out (%u "
+            "vramledger: warning: the record '%s': line %zu%s%s: %s: damaged data, left out (%u "
             "event%s in all)\n",
-            path, rec->implausible_line, rec->implausible_what, rec->implausible,
+            path, rec->implausible_line, rec->implausible_file[0] ? " of " : "",
+            rec->implausible_file, rec->implausible_what, rec->implausible,
             rec->implausible == 1 ? "" : "s");
   return 0;
 }

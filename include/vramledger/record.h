@@ -27,7 +27,10 @@
 #include "vramledger/run_hw.h"
 #include "vramledger/status.h"
 
-#define VL_RECORD_SCHEMA "vramledger.run/1"
+/* what `run` writes: its lines in the record's own file and one stream a
+ * writer (docs/record.md, "Streams"); readers read /1 too (one file) */
+#define VL_RECORD_SCHEMA "vramledger.run/2"
+#define VL_RECORD_SCHEMA_1 "vramledger.run/1"
 #define VL_RECORD_MAX_GPUS 16
 
 struct vl_rec_gpu {
@@ -174,6 +177,7 @@ struct vl_record {
   unsigned damaged;
   size_t damaged_line;
   char damaged_why[96];
+  char damaged_file[64]; /* its stream ("record.d/probe.7.jsonl"); "": the record's own file */
   /* the "lost" event: what the interposer could not count */
   unsigned lost_no_slot_procs; /* processes that allocated with every counter slot taken */
   unsigned lost_slots;         /* the slots there were */
@@ -193,6 +197,7 @@ struct vl_record {
   unsigned implausible;
   size_t implausible_line;
   char implausible_what[192];
+  char implausible_file[64]; /* its stream, as damaged_file */
 };
 
 /*! Parse a record held in text[0..len). A cut last line is tolerated
@@ -209,6 +214,11 @@ vl_status vl_record_parse(const char *text, size_t len, struct vl_record *rec,
 #define VL_RECORD_MAX_LINE (64u << 20)
 vl_status vl_record_read(const char *path, struct vl_record *rec, struct vl_err *err) VL_MUST_USE;
 void vl_record_release(struct vl_record *rec);
+/*! The streams folder of the record at path (docs/record.md, "Streams"):
+ * path without its ".jsonl", and ".d" ("run/record.jsonl" ->
+ * "run/record.d"), into dir[0..n). vl_record_read merges the "*.jsonl"
+ * files there with the record's own file. */
+void vl_record_streams_dir(const char *path, char *dir, size_t n);
 
 /* What the record says, ready for a report. */
 struct vl_run_summary {

@@ -1,4 +1,5 @@
 /* Reader of run records (schema vramledger.run/1) and their summary. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -58,9 +59,10 @@ static vl_status meta(json_t *o, struct vl_record *r, size_t line, struct vl_err
   if (strncmp(r->schema, "vramledger.run/", 15) != 0)
     return vl__fail(err, VL_EKEY, "line %zu: not a vramledger run record (schema '%s')", line,
                     r->schema);
-  if (strcmp(r->schema, VL_RECORD_SCHEMA) != 0)
-    return vl__fail(err, VL_EKEY, "line %zu: record schema '%s'; this vramledger reads '%s'", line,
-                    r->schema, VL_RECORD_SCHEMA);
+  if (strcmp(r->schema, VL_RECORD_SCHEMA) != 0 && strcmp(r->schema, VL_RECORD_SCHEMA_1) != 0)
+    return vl__fail(err, VL_EKEY,
+                    "line %zu: record schema '%s'; this vramledger reads '%s' and '%s'", line,
+                    r->schema, VL_RECORD_SCHEMA_1, VL_RECORD_SCHEMA);
   vl__rec_str(r->host, sizeof r->host, o, VL_RF(meta, host));
   vl__rec_str(r->driver, sizeof r->driver, o, VL_RF(meta, driver));
   vl__rec_str(r->nvml, sizeof r->nvml, o, VL_RF(meta, nvml));
@@ -414,16 +416,30 @@ static vl_status event(json_t *o, const char *type, struct vl_record *r, size_t 
 }
 
 /* The reader across lines: a record is read a line at a time, from memory
- * or streamed from its file, so its size is bounded by what it holds (the
+ * or streamed from its files, so its size is bounded by what it holds (the
  * caps on samples, marks and the probe's events), not by its text. */
 struct parse {
   struct vl_record *r;
-  size_t cap_s, cap_m, line;
+  size_t cap_s, cap_m;
   struct vl__probe_caps pc;
   struct alloc_state as;
-  bool have_meta, done;
+  bool have_meta;
+};
+
+/* One stream of a record (docs/record.md, "Streams"): the record's own
+ * file, or one writer's file in its streams folder. Its next whole line
+ * waits in buf[ls, ls + ln) with its t_ns, for the merge by time. */
+struct stream {
+  int fd;
+  char *buf;
+  size_t cap, have, from, scan; /* buf[from, have): not handed out; [scan, have): unsearched */
+  bool eof, ready, last, done, timed;
+  size_t ls, ln;     /* the next line */
+  uint64_t t;        /* its t_ns: the line before's when it says none */
+  size_t line;       /* lines handed out */
   size_t bad;        /* a line that was not an object, 0: none; a gap line must follow */
   char bad_msg[160]; /* what was wrong with it */
+  char name[64];     /* "": the record's own file; else "record.d/probe.7.jsonl" */
 };
 
 static void parse_init(struct parse *p, struct vl_record *r) {
@@ -435,78 +451,92 @@ static void parse_init(struct parse *p, struct vl_record *r) {
 /* The bad line no gap line closed (not UTF-8, not JSON: a writer's bug or
  * a stray write): skipped and counted, the first one named (finding
  * "damaged"), the rest of the record read. */
-static void damaged(struct parse *p) {
+static void damaged(struct parse *p, const struct stream *s) {
   struct vl_record *r = p->r;
   if (r->damaged++ == 0) {
-    r->damaged_line = p->bad;
-    vl__utf8_copy(r->damaged_why, sizeof r->damaged_why, p->bad_msg);
+    r->damaged_line = s->bad;
+    vl__utf8_copy(r->damaged_why, sizeof r->damaged_why, s->bad_msg);
+    snprintf(r->damaged_file, sizeof r->damaged_file, "%s", s->name);
   }
 }
 
-/* One line, its newline left out (last: none followed it). */
-static vl_status parse_line(struct parse *p, const char *start, size_t n, bool last,
-                            struct vl_err *err) {
-  p->line++;
-  if (p->bad && n == 0) return VL_OK; /* an empty line between: the gap may follow */
-  static const char gap[] = "{\"type\":\"gap\"";
-  bool is_gap = n >= sizeof gap - 1 && memcmp(start, gap, sizeof gap - 1) == 0;
-  bool closing = p->bad != 0;
-  if (p->bad) { /* a line cut by a failed write: the writer's gap line follows it */
-    if (!is_gap) damaged(p);
-    p->bad = 0;
-  }
-  if (n == 0) return VL_OK;
-  static const char sample[] = "{\"type\":\"sample\"";
-  struct sample_scan m;
-  if (vl__record_scan && p->have_meta && n > sizeof sample &&
-      memcmp(start, sample, sizeof sample - 1) == 0 && scan_sample(start, n, &m)) {
-    struct vl_rec_sample *s = NULL;
-    vl_status st = new_sample(p->r, &p->cap_s, p->line, &s, err);
-    if (st == VL_OK) put_scanned(&m, start + n, s);
-    if (st == VL_OK && vl__rec_sample_implausible(p->r, p->line, s)) p->r->n_samples--;
-    return st;
-  }
-  json_error_t jerr;
-  json_t *o = json_loadb(start, n, 0, &jerr);
-  if (!o || !json_is_object(o)) {
-    if (last) { /* the last line, cut by a crash: everything before it stands */
-      json_decref(o);
-      p->r->truncated = true;
-      p->done = true;
-      return VL_OK;
-    }
-    snprintf(p->bad_msg, sizeof p->bad_msg, "%s", o ? "expected a JSON object" : jerr.text);
-    vl__utf8_copy(p->bad_msg, sizeof p->bad_msg, p->bad_msg); /* jansson quotes the line */
-    vl__rec_clean(p->bad_msg);
+/* A line that is no JSON object: the meta line's fault is the record's;
+ * the last line was cut by a crash (everything before it stands); any
+ * other waits for the gap line that may follow it. */
+static vl_status not_an_object(struct parse *p, struct stream *s, json_t *o,
+                               const json_error_t *jerr, bool last, struct vl_err *err) {
+  if (last) {
     json_decref(o);
-    if (!p->have_meta) /* the meta line: nothing after it can be read */
-      return vl__fail(err, VL_EPARSE, "line %zu: %s", p->line, p->bad_msg);
-    p->bad = p->line;
+    p->r->truncated = true;
+    s->done = true;
     return VL_OK;
   }
-  json_t *t = json_object_get(o, VL_RF(meta, type));
-  const char *type = json_is_string(t) ? json_string_value(t) : "";
-  vl_status st;
-  if (!p->have_meta) {
-    if (strcmp(type, VL_RT(meta)) != 0) {
-      st = vl__fail(err, VL_EKEY, "line %zu: a record starts with its 'meta' line", p->line);
-    } else {
-      st = meta(o, p->r, p->line, err);
-      p->have_meta = true;
-    }
-  } else if (is_gap && !closing && vl__rec_u(o, VL_RF(gap, lost_bytes)) == 0) {
-    st = VL_OK; /* it closed a line in flight, not a cut one (line_end.h): no gap */
-  } else {
-    st = event(o, type, p->r, &p->cap_s, &p->cap_m, &p->as, &p->pc, p->line, err);
-  }
+  snprintf(s->bad_msg, sizeof s->bad_msg, "%s", o ? "expected a JSON object" : jerr->text);
+  vl__utf8_copy(s->bad_msg, sizeof s->bad_msg, s->bad_msg); /* jansson quotes the line */
+  vl__rec_clean(s->bad_msg);
   json_decref(o);
+  if (!p->have_meta) /* the meta line: nothing after it can be read */
+    return vl__fail(err, VL_EPARSE, "line %zu: %s", s->line, s->bad_msg);
+  s->bad = s->line;
+  return VL_OK;
+}
+
+/* One line of stream s, its newline left out (last: none followed it). */
+static vl_status parse_line(struct parse *p, struct stream *s, const char *start, size_t n,
+                            bool last, struct vl_err *err) {
+  s->line++;
+  if (s->bad && n == 0) return VL_OK; /* an empty line between: the gap may follow */
+  static const char gap[] = "{\"type\":\"gap\"";
+  bool is_gap = n >= sizeof gap - 1 && memcmp(start, gap, sizeof gap - 1) == 0;
+  bool closing = s->bad != 0;
+  if (s->bad) { /* a line cut by a failed write: the writer's gap line follows it */
+    if (!is_gap) damaged(p, s);
+    s->bad = 0;
+  }
+  if (n == 0) return VL_OK;
+  unsigned implausible = p->r->implausible;
+  vl_status st = VL_OK;
+  static const char sample[] = "{\"type\":\"sample\"";
+  struct sample_scan m;
+  json_t *o = NULL;
+  if (vl__record_scan && p->have_meta && n > sizeof sample &&
+      memcmp(start, sample, sizeof sample - 1) == 0 && scan_sample(start, n, &m)) {
+    struct vl_rec_sample *x = NULL;
+    st = new_sample(p->r, &p->cap_s, s->line, &x, err);
+    if (st == VL_OK) put_scanned(&m, start + n, x);
+    if (st == VL_OK && vl__rec_sample_implausible(p->r, s->line, x)) p->r->n_samples--;
+  } else {
+    json_error_t jerr;
+    o = json_loadb(start, n, 0, &jerr);
+    if (!o || !json_is_object(o)) return not_an_object(p, s, o, &jerr, last, err);
+    json_t *t = json_object_get(o, VL_RF(meta, type));
+    const char *type = json_is_string(t) ? json_string_value(t) : "";
+    if (!p->have_meta) {
+      if (strcmp(type, VL_RT(meta)) != 0) {
+        st = vl__fail(err, VL_EKEY, "line %zu: a record starts with its 'meta' line", s->line);
+      } else {
+        st = meta(o, p->r, s->line, err);
+        p->have_meta = true;
+      }
+    } else if (is_gap && !closing && vl__rec_u(o, VL_RF(gap, lost_bytes)) == 0) {
+      st = VL_OK; /* it closed a line in flight, not a cut one (line_end.h): no gap */
+    } else {
+      st = event(o, type, p->r, &p->cap_s, &p->cap_m, &p->as, &p->pc, s->line, err);
+    }
+    json_decref(o);
+  }
+  if (!implausible && p->r->implausible) /* the first: where it is */
+    snprintf(p->r->implausible_file, sizeof p->r->implausible_file, "%s", s->name);
   return st;
 }
 
-static vl_status parse_end(struct parse *p, vl_status st, struct vl_err *err) {
+static vl_status parse_end(struct parse *p, struct stream *s, size_t n, vl_status st,
+                           struct vl_err *err) {
   struct vl_record *r = p->r;
-  r->lines = p->line;
-  if (st == VL_OK && p->bad) damaged(p);
+  for (size_t i = 0; i < n; i++) {
+    r->lines += s[i].line;
+    if (st == VL_OK && s[i].bad) damaged(p, &s[i]);
+  }
   if (st == VL_OK && !p->have_meta)
     st = vl__fail(err, VL_EKEY, "the record is empty (no 'meta' line)");
   if (st != VL_OK) vl_record_release(r);
@@ -515,93 +545,250 @@ static vl_status parse_end(struct parse *p, vl_status st, struct vl_err *err) {
 
 vl_status vl_record_parse(const char *text, size_t len, struct vl_record *r, struct vl_err *err) {
   struct parse *p = vl_malloc(sizeof *p);
-  if (!p) {
+  struct stream *s = vl_calloc(1, sizeof *s);
+  if (!p || !s) {
+    vl_free(p);
+    vl_free(s);
     memset(r, 0, sizeof *r);
     return vl__fail(err, VL_ENOMEM, "out of memory");
   }
   parse_init(p, r);
   vl_status st = VL_OK;
-  for (size_t pos = 0; pos < len && st == VL_OK && !p->done;) {
+  for (size_t pos = 0; pos < len && st == VL_OK && !s->done;) {
     const char *start = text + pos;
     const char *nl = memchr(start, '\n', len - pos);
     size_t n = nl ? (size_t)(nl - start) : len - pos;
     pos += n + (nl ? 1 : 0);
-    st = parse_line(p, start, n, !nl, err);
+    st = parse_line(p, s, start, n, !nl, err);
   }
-  st = parse_end(p, st, err);
+  st = parse_end(p, s, 1, st, err);
+  vl_free(s);
   vl_free(p);
   return st;
 }
 
-/* The file is read in pieces of READ_PIECE; a line may hold up to
- * VL_RECORD_MAX_LINE bytes (the longest a writer makes is a sample line,
- * a few KiB with 16 GPUs and 256 processes). */
-#define READ_PIECE (1u << 20)
-
-vl_status vl__record_read_fd(int fd, size_t piece, struct vl_record *r, struct vl_err *err) {
-  memset(r, 0, sizeof *r);
-  struct parse *p = vl_malloc(sizeof *p);
-  size_t cap = piece ? piece : 1, have = 0; /* buf[0..have): a line's start and what follows */
-  char *buf = vl_malloc(cap);
-  if (!p || !buf) {
-    vl_free(p);
-    vl_free(buf);
-    return vl__fail(err, VL_ENOMEM, "out of memory");
+/* A line's t_ns, for the merge: the first "t_ns" member's digits (every
+ * writer puts it second); prev when the line has none (a damaged line
+ * stays where its stream had it). */
+static uint64_t line_t_ns(const char *l, size_t n, uint64_t prev) {
+  static const char key[] = "\"t_ns\":";
+  const size_t k = sizeof key - 1;
+  for (size_t i = 0; i + k < n; i++) {
+    if (l[i] != '"' || memcmp(l + i, key, k) != 0) continue;
+    uint64_t v = 0;
+    size_t d = i + k, nd = 0;
+    for (; d < n && l[d] >= '0' && l[d] <= '9' && nd < 19; d++, nd++)
+      v = v * 10 + (uint64_t)(l[d] - '0');
+    return nd ? v : prev;
   }
-  parse_init(p, r);
-  vl_status st = VL_OK;
-  bool eof = false;
-  while (st == VL_OK && !p->done && !eof) {
-    if (have == cap) { /* one line fills the buffer: a larger one, up to the cap */
-      if (cap >= VL_RECORD_MAX_LINE) {
-        st = vl__fail(err, VL_ERANGE, "line %zu: longer than %u MiB (not a record?)", p->line + 1,
-                      VL_RECORD_MAX_LINE >> 20);
-        break;
-      }
-      char *nb = vl_realloc(buf, cap * 2);
-      if (!nb) {
-        st = vl__fail(err, VL_ENOMEM, "out of memory");
-        break;
-      }
-      buf = nb;
-      cap *= 2;
-    }
-    ssize_t got = read(fd, buf + have, cap - have);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      st = vl__fail(err, VL_EIO, "%s", strerror(errno));
+  return prev;
+}
+
+/* The stream's next whole line made ready (s->ready), or s->done at its
+ * end; the buffer doubles for a line longer than it, up to
+ * VL_RECORD_MAX_LINE. @return VL_OK, VL_EIO, VL_ERANGE or VL_ENOMEM */
+static vl_status stream_next(struct stream *s, struct vl_err *err) {
+  while (!s->ready && !s->done) {
+    const char *nl = s->have > s->scan ? memchr(s->buf + s->scan, '\n', s->have - s->scan) : NULL;
+    if (nl || (s->eof && s->have > s->from)) {
+      s->ls = s->from;
+      s->ln = (nl ? (size_t)(nl - s->buf) : s->have) - s->from;
+      s->last = !nl;
+      s->from = s->scan = s->ls + s->ln + (nl ? 1 : 0);
+      s->ready = true;
       break;
     }
-    eof = got == 0;
-    size_t scan = have, from = 0;
-    have += (size_t)got;
-    for (const char *nl; st == VL_OK && !p->done && (nl = memchr(buf + scan, '\n', have - scan));) {
-      size_t end = (size_t)(nl - buf);
-      st = parse_line(p, buf + from, end - from, false, err);
-      from = scan = end + 1;
+    if (s->eof) {
+      s->done = true;
+      break;
     }
-    if (st == VL_OK && !p->done && eof && have > from)
-      st = parse_line(p, buf + from, have - from, true, err);
-    memmove(buf, buf + from, have - from);
-    have -= from;
+    s->scan = s->have;
+    if (s->from) { /* what was handed out is let go */
+      memmove(s->buf, s->buf + s->from, s->have - s->from);
+      s->have -= s->from;
+      s->scan -= s->from;
+      s->from = 0;
+    }
+    if (s->have == s->cap) { /* one line fills the buffer: a larger one, up to the cap */
+      if (s->cap >= VL_RECORD_MAX_LINE)
+        return vl__fail(err, VL_ERANGE, "%s%sline %zu: longer than %u MiB (not a record?)", s->name,
+                        s->name[0] ? ": " : "", s->line + 1, VL_RECORD_MAX_LINE >> 20);
+      char *nb = vl_realloc(s->buf, s->cap * 2);
+      if (!nb) return vl__fail(err, VL_ENOMEM, "out of memory");
+      s->buf = nb;
+      s->cap *= 2;
+    }
+    ssize_t got = read(s->fd, s->buf + s->have, s->cap - s->have);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0)
+      return vl__fail(err, VL_EIO, "%s%s%s", s->name, s->name[0] ? ": " : "", strerror(errno));
+    s->eof = got == 0;
+    s->have += (size_t)got;
   }
-  vl_free(buf);
-  st = parse_end(p, st, err);
+  if (s->ready && s->timed) s->t = line_t_ns(s->buf + s->ls, s->ln, s->t);
+  return VL_OK;
+}
+
+/* The streams' lines, merged by t_ns: the next line read is always the
+ * earliest of the streams' next lines (ties: the record's own file, then
+ * the streams by name), each stream's own order kept. The meta line, the
+ * record's own file's first, goes first. */
+static vl_status merge_streams(struct parse *p, struct stream *s, size_t n, struct vl_err *err) {
+  for (size_t i = 0; i < n; i++)
+    s[i].timed = n > 1; /* one stream: its order as it is */
+  vl_status st = VL_OK;
+  while (st == VL_OK) {
+    struct stream *pick = NULL;
+    for (size_t i = 0; i < n && st == VL_OK && (i == 0 || p->have_meta); i++) {
+      st = stream_next(&s[i], err);
+      if (s[i].ready && (!pick || s[i].t < pick->t)) pick = &s[i];
+    }
+    if (st != VL_OK || !pick) break;
+    pick->ready = false;
+    st = parse_line(p, pick, pick->buf + pick->ls, pick->ln, pick->last, err);
+  }
+  return st;
+}
+
+/* The record's own file is read in pieces of READ_PIECE, each stream in
+ * pieces of STREAM_PIECE (a run may have a stream a process); a line may
+ * hold up to VL_RECORD_MAX_LINE bytes (the longest a writer makes is a
+ * sample line, a few KiB with 16 GPUs and 256 processes). */
+#define READ_PIECE (1u << 20)
+#define STREAM_PIECE (64u << 10)
+
+/* The record of open descriptors fd[0..n) (fd[0] its own file; names[i]
+ * for messages, "" for fd[0]), each read piece bytes at a time, merged. */
+static vl_status read_fds(const int *fd, char (*names)[64], size_t n, size_t piece,
+                          struct vl_record *r, struct vl_err *err) {
+  memset(r, 0, sizeof *r);
+  struct parse *p = vl_malloc(sizeof *p);
+  struct stream *s = vl_calloc(n, sizeof *s);
+  vl_status st = p && s ? VL_OK : vl__fail(err, VL_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n && st == VL_OK; i++) {
+    s[i].fd = fd[i];
+    s[i].cap = i == 0 ? (piece ? piece : 1) : STREAM_PIECE;
+    s[i].buf = vl_malloc(s[i].cap);
+    snprintf(s[i].name, sizeof s[i].name, "%s", names ? names[i] : "");
+    if (!s[i].buf) st = vl__fail(err, VL_ENOMEM, "out of memory");
+  }
+  if (st != VL_OK) {
+    for (size_t i = 0; s && i < n; i++)
+      vl_free(s[i].buf);
+    vl_free(s);
+    vl_free(p);
+    return st;
+  }
+  parse_init(p, r);
+  st = merge_streams(p, s, n, err);
+  st = parse_end(p, s, n, st, err);
+  for (size_t i = 0; i < n; i++)
+    vl_free(s[i].buf);
+  vl_free(s);
   vl_free(p);
   return st;
+}
+
+vl_status vl__record_read_fd(int fd, size_t piece, struct vl_record *r, struct vl_err *err) {
+  return read_fds(&fd, NULL, 1, piece, r, err);
+}
+
+void vl_record_streams_dir(const char *path, char *dir, size_t n) {
+  static const char ext[] = ".jsonl";
+  size_t len = strlen(path), e = sizeof ext - 1;
+  if (len > e && strcmp(path + len - e, ext) == 0) len -= e;
+  snprintf(dir, n, "%.*s.d", (int)len, path);
+}
+
+#define MAX_STREAMS 1024
+
+static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
+
+/* A stream's file name: WRITER.PID.jsonl, as the writers make them (no
+ * dot file, nothing else the folder may hold). */
+static bool stream_name(const char *name) {
+  size_t n = strlen(name);
+  return name[0] != '.' && n > 6 && n < 48 && strcmp(name + n - 6, ".jsonl") == 0;
+}
+
+/* The names of the streams in dir, sorted, into names[0..*n) (as the
+ * messages say them: "record.d/probe.7.jsonl"); none without the folder. */
+static vl_status list_streams(const char *dir, char (*names)[64], size_t *n, struct vl_err *err) {
+  *n = 0;
+  DIR *d = opendir(dir);
+  if (!d) {
+    if (errno == ENOENT || errno == ENOTDIR) return VL_OK; /* no streams (a record of /1) */
+    return vl__fail(err, VL_EIO, "its streams folder '%s': %s", dir, strerror(errno));
+  }
+  vl_status st = VL_OK;
+  for (struct dirent *e; st == VL_OK && (e = readdir(d));) {
+    if (!stream_name(e->d_name)) continue;
+    if (*n == MAX_STREAMS)
+      st = vl__fail(err, VL_ERANGE,
+                    "its streams folder '%s' holds more than %d streams, the most "
+                    "read at once",
+                    dir, MAX_STREAMS);
+    else
+      snprintf(names[(*n)++], sizeof names[0], "%s", e->d_name);
+  }
+  closedir(d);
+  qsort(names, *n, sizeof names[0], cmp_name);
+  return st;
+}
+
+/* The streams named in names[1..n) opened into fd[1..n), their names made
+ * the ones the messages say ("record.d/probe.7.jsonl"). */
+static vl_status open_streams(const char *dir, int *fd, char (*names)[64], size_t n,
+                              struct vl_err *err) {
+  const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+  for (size_t i = 1; i < n; i++) {
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%.*s/%s", PATH_MAX - 1, dir, names[i]);
+    fd[i] = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd[i] < 0)
+      return vl__fail(err, VL_EIO, "its stream '%s': %s%s", path, strerror(errno),
+                      errno == EMFILE ? " (raise the limit of open files: ulimit -n)" : "");
+    char shown[80]; /* base cut to 15 bytes, the name under 48 (stream_name): it fits in 64 */
+    int k = snprintf(shown, sizeof shown, "%.15s/%s", base, names[i]);
+    size_t len = k > 0 && (size_t)k < sizeof names[i] ? (size_t)k : 0;
+    memcpy(names[i], shown, len);
+    names[i][len] = '\0';
+  }
+  return VL_OK;
 }
 
 vl_status vl_record_read(const char *path, struct vl_record *r, struct vl_err *err) {
   memset(r, 0, sizeof *r);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return vl__fail(err, VL_EIO, "%s", strerror(errno));
+  int fd0 = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd0 < 0) return vl__fail(err, VL_EIO, "%s", strerror(errno));
   struct stat sb;
-  if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-    close(fd);
+  if (fstat(fd0, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    close(fd0);
     return vl__fail(err, VL_EIO, "it is a directory");
   }
-  vl_status st = vl__record_read_fd(fd, READ_PIECE, r, err);
-  close(fd);
+  char dir[PATH_MAX];
+  vl_record_streams_dir(path, dir, sizeof dir);
+  char(*names)[64] = vl_calloc(MAX_STREAMS + 1, sizeof *names);
+  int *fd = vl_calloc(MAX_STREAMS + 1, sizeof *fd);
+  size_t n = 0;
+  vl_status st = names && fd ? list_streams(dir, names + 1, &n, err)
+                             : vl__fail(err, VL_ENOMEM, "out of memory");
+  n++; /* the record's own file first */
+  if (fd) {
+    for (size_t i = 0; i < n; i++)
+      fd[i] = -1;
+    fd[0] = fd0;
+  }
+  if (st == VL_OK) st = open_streams(dir, fd, names, n, err);
+  if (st == VL_OK) {
+    names[0][0] = '\0';
+    st = read_fds(fd, names, n, READ_PIECE, r, err);
+  }
+  for (size_t i = 0; fd && i < n; i++)
+    if (fd[i] >= 0) close(fd[i]);
+  if (!fd) close(fd0);
+  vl_free(fd);
+  vl_free(names);
   return st;
 }
 
@@ -724,15 +911,16 @@ void vl_record_summarize(const struct vl_record *r, struct vl_run_summary *s, st
   if (r->gaps) gap_finding(r, f, nf);
   if (r->damaged)
     add_finding(f, nf, "damaged",
-                "%u line%s of the record could not be read and %s skipped (line %zu: %s): "
+                "%u line%s of the record could not be read and %s skipped (line %zu%s%s: %s): "
                 "the numbers around %s may miss an event",
                 r->damaged, r->damaged == 1 ? "" : "s", r->damaged == 1 ? "was" : "were",
-                r->damaged_line, r->damaged_why, r->damaged == 1 ? "it" : "them");
+                r->damaged_line, r->damaged_file[0] ? " of " : "", r->damaged_file, r->damaged_why,
+                r->damaged == 1 ? "it" : "them");
   if (r->implausible)
     add_finding(f, nf, "implausible",
-                "line %zu: %s: damaged data, left out of the peaks (%u event%s in all)",
-                r->implausible_line, r->implausible_what, r->implausible,
-                r->implausible == 1 ? "" : "s");
+                "line %zu%s%s: %s: damaged data, left out of the peaks (%u event%s in all)",
+                r->implausible_line, r->implausible_file[0] ? " of " : "", r->implausible_file,
+                r->implausible_what, r->implausible, r->implausible == 1 ? "" : "s");
   if (r->lost_no_slot_procs)
     add_finding(f, nf, "no-slot",
                 "%u process%s of the job allocated GPU memory after all %u counter slots were "

@@ -73,10 +73,14 @@ static int report_json(FILE *out, const struct vl_report_view *v) {
   if (r->damaged) { /* lines skipped (docs/record.md); only then, as descendants */
     json_object_set_new(o, "damaged_lines", U(r->damaged));
     json_object_set_new(o, "first_damaged_line", U(r->damaged_line));
+    if (r->damaged_file[0]) /* a stream's: only then, older reports as they were */
+      json_object_set_new(o, "first_damaged_file", vl__json_str(r->damaged_file));
   }
   if (r->implausible) { /* values past the card: damaged data, skipped */
     json_object_set_new(o, "implausible_events", U(r->implausible));
     json_object_set_new(o, "first_implausible_line", U(r->implausible_line));
+    if (r->implausible_file[0])
+      json_object_set_new(o, "first_implausible_file", vl__json_str(r->implausible_file));
   }
   if (r->desc_events || r->desc_left) /* only then: older reports stay as they were */
     json_object_set_new(o, "descendants", descendants_json(r));

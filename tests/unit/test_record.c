@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <jansson.h>
 #include <unistd.h>
 
@@ -82,7 +83,7 @@ static void damaged_records(void **state) {
   assert_int_equal(r.damaged_line, 6);
   assert_true(r.n_samples > 5);
   vl_record_release(&r);
-  assert_int_equal(parse_file("tests/data/records/schema2.jsonl", &r, &err), VL_EKEY);
+  assert_int_equal(parse_file("tests/data/records/schema3.jsonl", &r, &err), VL_EKEY);
   assert_int_equal(parse_file("tests/data/records/nometa.jsonl", &r, &err), VL_EKEY);
   assert_int_equal(vl_record_parse("", 0, &r, &err), VL_EKEY);
   /* a steady job: no finding */
@@ -337,7 +338,7 @@ static void streamed_pieces(void **state) {
                                       "tests/data/records/truncated.jsonl",
                                       "tests/data/records/garbage.jsonl",
                                       "tests/data/records/nometa.jsonl",
-                                      "tests/data/records/schema2.jsonl",
+                                      "tests/data/records/schema3.jsonl",
                                       "tests/data/records/h200-spike.jsonl",
                                       "tests/data/records/probe-synthetic.jsonl",
                                       "tests/data/records/h200-gpt2-probe.jsonl",
@@ -605,6 +606,81 @@ static void overlong_line(void **state) {
   assert_string_equal(err.msg, "line 2: longer than 64 MiB (not a record?)");
 }
 
+static void put_file(const char *dir, const char *name, const char *text) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* A record of schema /2: the record's own file and one stream a writer
+ * (docs/record.md, "Streams"), read as one, merged by t_ns. Read one file
+ * after another, the processes' live bytes would never add up to 150 and
+ * the marks would come a before b. */
+static void streams_merged(void **state) {
+  (void)state;
+  char dir[] = "/tmp/vl-test-streams-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char sub[600], rec[600];
+  snprintf(sub, sizeof sub, "%s/record.d", dir);
+  snprintf(rec, sizeof rec, "%s/record.jsonl", dir);
+  assert_int_equal(mkdir(sub, 0700), 0);
+  put_file(
+      dir, "record.jsonl",
+      "{\"type\":\"meta\",\"schema\":\"vramledger.run/2\",\"t_ns\":1,\"nvml\":\"ok\"}\n"
+      "{\"type\":\"sample\",\"t_ns\":10,\"tree_bytes\":1,\"tree_procs\":1,\"cuda_alloc_bytes\":0}\n"
+      "{\"type\":\"sample\",\"t_ns\":70,\"tree_bytes\":2,\"tree_procs\":1,\"cuda_alloc_bytes\":0}\n"
+      "{\"type\":\"exit\",\"t_ns\":200,\"status\":0}\n");
+  put_file(sub, "interposer.11.jsonl",
+           "{\"type\":\"alloc\",\"t_ns\":15,\"pid\":11,\"live\":100,\"peak\":100}\n"
+           "{\"type\":\"mark\",\"t_ns\":35,\"pid\":11,\"name\":\"a\"}\n"
+           "{\"type\":\"alloc\",\"t_ns\":55,\"pid\":11,\"live\":0,\"peak\":100}\n");
+  put_file(sub, "interposer.12.jsonl",
+           "{\"type\":\"mark\",\"t_ns\":25,\"pid\":12,\"name\":\"b\"}\n"
+           "{not json\n"
+           "{\"type\":\"alloc\",\"t_ns\":45,\"pid\":12,\"live\":50,\"peak\":50}\n"
+           "{\"type\":\"alloc\",\"t_ns\":65,\"pid\":12,\"live\":0,\"peak\":50}\n"
+           "{\"type\":\"mark\",\"t_ns\":66,\"pid\":12,\"na");
+  put_file(sub, ".probe.13.jsonl.tmp",
+           "{\"type\":\"mark\",\"t_ns\":5,\"pid\":13,\"name\":\"x\"}\n");
+  put_file(sub, "notes.txt", "not a stream\n");
+  struct vl_record r;
+  struct vl_err err = {""};
+  assert_int_equal(vl_record_read(rec, &r, &err), VL_OK);
+  assert_int_equal(r.n_marks, 2);
+  assert_string_equal(r.marks[0].name, "b");
+  assert_string_equal(r.marks[1].name, "a");
+  assert_int_equal(r.alloc_peak_bytes, 150);
+  assert_int_equal(r.n_samples, 2);
+  assert_true(r.exited);
+  assert_true(r.truncated); /* a stream's last line, cut */
+  assert_int_equal(r.damaged, 1);
+  assert_int_equal(r.damaged_line, 2);
+  assert_string_equal(r.damaged_file, "record.d/interposer.12.jsonl");
+  assert_int_equal(r.lines, 4 + 3 + 5);
+  vl_record_release(&r);
+  /* the record's own file read alone (vl_record_parse, a copy of it): the
+   * streams' events are not there */
+  static char text[4096];
+  FILE *f = fopen(rec, "rb");
+  assert_non_null(f);
+  size_t len = fread(text, 1, sizeof text, f);
+  fclose(f);
+  assert_int_equal(vl_record_parse(text, len, &r, &err), VL_OK);
+  assert_int_equal(r.n_marks, 0);
+  vl_record_release(&r);
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+  char sdir[64];
+  vl_record_streams_dir("run/record.jsonl", sdir, sizeof sdir);
+  assert_string_equal(sdir, "run/record.d");
+  vl_record_streams_dir("mine.log", sdir, sizeof sdir);
+  assert_string_equal(sdir, "mine.log.d");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(sample_record),
                                      cmocka_unit_test(damaged_records),
@@ -618,6 +694,7 @@ int main(void) {
                                      cmocka_unit_test(line_end),
                                      cmocka_unit_test(most_between_samples),
                                      cmocka_unit_test(damaged_line_skipped),
-                                     cmocka_unit_test(strings_cut_whole)};
+                                     cmocka_unit_test(strings_cut_whole),
+                                     cmocka_unit_test(streams_merged)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
