@@ -37,7 +37,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lib/measure/line_end.h"
 #include "../lib/measure/msbuckets.h"
 #include "vramledger/counters.h"
 
@@ -705,31 +704,52 @@ static void pools_synced(void) {
 
 /* ---- the record -------------------------------------------------------- */
 
-/* The record's file, to tell it from another that got its descriptor: a
- * job that closes the descriptors it inherited and opens files of its own
- * may be given the same number (daemons do). */
-static char record_path[4096];
+/* Each process writes its own stream of the record, STREAMS/interposer.
+ * PID.jsonl (VRAMLEDGER_STREAMS, the folder `run` made; docs/record.md,
+ * "Streams"): no other process writes that file, so no other writer can
+ * cut our lines, nor we theirs. It is opened at the process's first line
+ * (a process that neither allocates nor marks leaves no file), once; a
+ * forked child opens its own (after_fork_child). The file is told from
+ * another that got its descriptor: a job that closes the descriptors it
+ * inherited and opens files of its own may be given the same number
+ * (daemons do). */
+static char streams_dir[4096];
 static dev_t record_dev;
 static ino_t record_ino;
+static atomic_bool record_cut; /* a line of ours went out cut: closed by the next write */
 
-/* record_fd, opened again when its number no longer refers to the record
- * (the number is the job's now: it is left alone). */
+/* record_fd, opened when its number does not refer to our stream (not
+ * yet, or no longer: the number is the job's now, and left alone). A file
+ * there already (the same PID before an exec, or reused) that ends inside
+ * a line has it closed by our first write. */
 static bool record_ok(void) {
   struct stat st;
   if (record_fd >= 0 && fstat(record_fd, &st) == 0 && st.st_dev == record_dev &&
       st.st_ino == record_ino)
     return true;
-  /* read too: the last byte says whether another writer was cut */
-  int fd = open(record_path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (!streams_dir[0]) return false;
+  char path[sizeof streams_dir + 64];
+  int k = snprintf(path, sizeof path, "%s/interposer.%d.jsonl", streams_dir, (int)getpid());
+  if (k <= 0 || (size_t)k >= sizeof path) return false;
+  int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0 || fstat(fd, &st) != 0) {
     if (fd >= 0) close(fd);
-    record_fd = -1;
     return false;
   }
-  record_fd = fd;
-  record_dev = st.st_dev;
+  char last = '\n';
+  if (st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n')
+    atomic_store(&record_cut, true);
+  record_dev = st.st_dev; /* the same file whichever thread opens it */
   record_ino = st.st_ino;
-  return true;
+  /* two threads' first lines at once (the flusher's, a mark): one
+   * descriptor stays, with no lock (a fork mid-way must not leave one held) */
+  int was = __atomic_load_n(&record_fd, __ATOMIC_ACQUIRE);
+  if (!__atomic_compare_exchange_n(&record_fd, &was, fd, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    close(fd);
+    return true; /* another thread's, just opened */
+  }
+  return true; /* a number before (the job's now, it closed ours) is left alone */
 }
 
 /* A line that does not go out whole (a full disk, ulimit -f: a short
@@ -737,21 +757,21 @@ static bool record_ok(void) {
  * A write past `ulimit -f` raises SIGXFSZ in the writing thread, which
  * would kill the job for a line of ours: it is blocked across the write
  * and taken back when the write raised it (a SIGXFSZ of the job's own,
- * already pending, is left). A record that ends inside a line (another
- * writer's, cut by a full disk) gets a newline and a gap line first, in
- * the same write: our line is never fused with the cut one (docs/record.md,
- * "gap"). */
+ * already pending, is left). After a cut line of ours, the next write
+ * begins with a newline and a gap line over it, in the same write: the
+ * next line is never fused with the cut one (docs/record.md, "gap"; its
+ * bytes are in the counters' record_lost_bytes). */
 static void write_line(const char *line, int len) {
-  if (!record_path[0] || len <= 0) return;
+  if (!streams_dir[0] || len <= 0) return;
   int saved = errno;
   ssize_t w = -1;
   char gap[128];
   struct iovec iov[2] = {{NULL, 0}, {(void *)line, (size_t)len}};
-  static off_t held; /* lib/measure/line_end.h */
-  if (record_ok() && vl__line_end_open(record_fd, &held) == 1) {
+  bool cut = record_ok() && atomic_exchange(&record_cut, false);
+  if (cut) {
     int k = snprintf(gap, sizeof gap,
                      "\n{\"type\":\"gap\",\"t_ns\":%llu,\"lost_bytes\":0,\"error\":\"a line cut "
-                     "by another writer\"}\n",
+                     "by a failed write\"}\n",
                      (unsigned long long)now_ns());
     if (k > 0 && (size_t)k < sizeof gap) iov[0] = (struct iovec){gap, (size_t)k};
   }
@@ -762,8 +782,7 @@ static void write_line(const char *line, int len) {
     sigaddset(&xfsz, SIGXFSZ);
     pthread_sigmask(SIG_BLOCK, &xfsz, &keep);
     bool had = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
-    do { /* one write per line, the gap line with it: O_APPEND keeps lines of
-          * several writers whole */
+    do { /* one write per line, the gap line with it */
       w = iov[0].iov_len ? writev(record_fd, iov, 2) : write(record_fd, line, (size_t)len);
     } while (w < 0 && errno == EINTR);
     if (w < 0 && errno == EFBIG && !had) {
@@ -772,6 +791,8 @@ static void write_line(const char *line, int len) {
     }
     pthread_sigmask(SIG_SETMASK, &keep, NULL);
   }
+  if (w > 0 && w < n) atomic_store(&record_cut, true);
+  if (w != n && cut && w <= 0) atomic_store(&record_cut, true); /* still open */
   if (w != n && counters)
     __atomic_add_fetch(&counters->record_lost_bytes, (uint64_t)len, __ATOMIC_RELAXED);
   errno = saved; /* the job's errno is its own */
@@ -814,11 +835,11 @@ static void *flusher(void *arg) {
 }
 
 static void on_exit_flush(void) {
-  if (record_fd >= 0 && __atomic_load_n(&slot->allocs, __ATOMIC_RELAXED)) flush_counters();
+  if (streams_dir[0] && __atomic_load_n(&slot->allocs, __ATOMIC_RELAXED)) flush_counters();
 }
 
 static void start_flusher(void) {
-  if (record_fd < 0) return;
+  if (!streams_dir[0]) return;
   pthread_t t;
   pthread_attr_t a;
   pthread_attr_init(&a);
@@ -852,6 +873,11 @@ static void after_fork_child(void) {
   for (unsigned i = 0; i < CALLER_CACHE; i++) /* library indices of the parent's */
     atomic_store_explicit(&callers[i], 0, memory_order_relaxed);
   atomic_store(&flusher_started, 0);
+  /* the parent's stream is the parent's: the child opens its own (its
+   * PID) at its first line */
+  if (record_fd >= 0) close(record_fd);
+  record_fd = -1;
+  atomic_store(&record_cut, false);
 }
 
 /* The counters file at path (open at fd) is len bytes or more, each page
@@ -906,11 +932,8 @@ __attribute__((constructor)) static void init(void) {
   }
   const char *tr = getenv("VRAMLEDGER_PRELOAD_TRACE");
   trace_calls = tr && *tr == '1';
-  const char *r = getenv("VRAMLEDGER_RECORD");
-  if (r && *r && strlen(r) < sizeof record_path) {
-    memcpy(record_path, r, strlen(r) + 1);
-    record_ok();
-  }
+  const char *r = getenv("VRAMLEDGER_STREAMS"); /* the stream is opened at the first line */
+  if (r && *r && strlen(r) < sizeof streams_dir) memcpy(streams_dir, r, strlen(r) + 1);
   pthread_atfork(NULL, NULL, after_fork_child);
   atexit(on_exit_flush);
 }

@@ -114,6 +114,8 @@ struct run {
   struct timespec wall;
   char dir[PATH_MAX];
   char rec_path[PATH_MAX + 32], ctr_path[PATH_MAX + 32], fb_path[PATH_MAX + 32];
+  char streams[PATH_MAX + 32]; /* the record's streams folder: one file a writer of the job */
+  bool streams_made;
   struct vl_record_writer out;
   struct tput_watch tw;
   struct vl_counters *ctr;       /* or NULL */
@@ -427,7 +429,7 @@ static void fire(void *ctx, uint64_t t, uint64_t bytes) {
  * the record; false when the record cannot be read back. */
 static bool poll_tput(void *ctx, double *tps) {
   struct run *r = ctx;
-  if (r->tw.fd < 0) return false;
+  if (!r->tw.dir[0]) return false;
   tput_poll(&r->tw, tps);
   return true;
 }
@@ -943,6 +945,8 @@ static void go_unrecorded(struct run *r, const char *what, const char *why) {
     close(r->out.fd);
     unlink(r->rec_path);
   }
+  if (r->streams_made) rmdir(r->streams);
+  r->streams_made = false;
   if (r->dir_made) rmdir(r->dir);
   r->out.fd = open("/dev/null", O_WRONLY | O_APPEND | O_CLOEXEC);
   r->no_record = true;
@@ -950,8 +954,27 @@ static void go_unrecorded(struct run *r, const char *what, const char *why) {
   r->tput_floor = 0;
 }
 
-/* The run directory (0700, files 0600), the record (never overwritten)
- * and the interposer's counters. */
+/* The record's streams folder (docs/record.md, "Streams"), new, 0700:
+ * each process of the job writes its interposer's and its probe's lines
+ * into files of its own there (VRAMLEDGER_STREAMS), so no two processes
+ * write one file. A disk with no room: the job runs unrecorded. */
+static int open_streams(struct run *r) {
+  vl_record_streams_dir(r->rec_path, r->streams, sizeof r->streams);
+  if (mkdir(r->streams, 0700) == 0) {
+    r->streams_made = true;
+    return 0;
+  }
+  if (disk_fault(errno)) {
+    go_unrecorded(r, r->streams, strerror(errno));
+    return 0;
+  }
+  say_not_created(r->streams);
+  if (errno == EEXIST) cli_hint("give a new --out directory; a record is never overwritten");
+  return VL_EXIT_ERROR;
+}
+
+/* The run directory (0700, files 0600), the record (never overwritten),
+ * its streams folder and the interposer's counters. */
 static int open_record(struct run *r) {
   r->start_ns = vl_monotonic_ns();
   clock_gettime(CLOCK_REALTIME, &r->wall);
@@ -1001,7 +1024,7 @@ static int open_record(struct run *r) {
   snprintf(r->rec_path, sizeof r->rec_path, "%s/record.jsonl", r->dir);
   snprintf(r->ctr_path, sizeof r->ctr_path, "%s/counters", r->dir);
   snprintf(r->fb_path, sizeof r->fb_path, "%s/fallback", r->dir);
-  r->out.fd = open_private(r->rec_path, O_RDWR | O_APPEND); /* its last byte read back */
+  r->out.fd = open_private(r->rec_path, O_WRONLY | O_APPEND);
   if (r->out.fd < 0 && disk_fault(errno)) {
     go_unrecorded(r, r->rec_path, strerror(errno));
     return 0;
@@ -1011,6 +1034,7 @@ static int open_record(struct run *r) {
     if (errno == EEXIST) cli_hint("give a new --out directory; a record is never overwritten");
     return VL_EXIT_ERROR;
   }
+  if (open_streams(r) != 0) return VL_EXIT_ERROR;
   bool refused = false;
   r->ctr = map_counters(r, &refused);
   if (refused) return VL_EXIT_ERROR;
@@ -1043,8 +1067,7 @@ static int open_nvml(struct run *r) {
   }
   fputs(r->ctr_warn, stderr);
   r->reserve_fd = reserve_room(r->dir); /* the first line in, room kept for the last */
-  if (r->tput_floor > 0 && tput_open(&r->tw, r->rec_path) != 0)
-    cli_hint("cannot read '%s' back: the throughput trigger is off", r->rec_path);
+  if (r->tput_floor > 0) tput_open(&r->tw, r->streams); /* the probe's steps, as they come */
   return 0;
 }
 
@@ -1067,6 +1090,7 @@ static void job_env(const struct run *r) {
     }
   }
   setenv("VRAMLEDGER_RECORD", r->rec_path, 1);
+  setenv("VRAMLEDGER_STREAMS", r->streams, 1);
   if (r->ctr) setenv("VRAMLEDGER_COUNTERS", r->ctr_path, 1);
   setenv("VRAMLEDGER_RUN_DIR", r->dir, 1);
   if (r->guard || r->tput_floor > 0) setenv("VRAMLEDGER_FALLBACK_FILE", r->fb_path, 1);
@@ -1255,7 +1279,7 @@ static int finish(struct run *r, struct vl_sampler *sm) {
 }
 
 int cmd_run(int argc, const char **argv) {
-  struct run r = {.o = {.interval_ms = 100}, .out = {.fd = -1}, .tw = {.fd = -1}, .reserve_fd = -1};
+  struct run r = {.o = {.interval_ms = 100}, .out = {.fd = -1}, .reserve_fd = -1};
   bool help = false;
   int rc;
   /* under `ulimit -f` a write past the limit fails with EFBIG (and is

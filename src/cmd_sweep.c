@@ -1,5 +1,6 @@
 /* vramledger sweep: run a command over a grid of values, each point under
  * `vramledger run`, and tabulate what each point took. docs/cmd/sweep.md. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -236,10 +237,40 @@ static void plan_grid(struct sweep *s) {
     s->total *= (size_t)s->g.n_values[k];
 }
 
+/* An older interrupted record's streams folder, removed: the files of its
+ * writers (a streams folder holds no other). @return 0, or -1 (errno). */
+static int remove_streams(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return errno == ENOENT ? 0 : -1;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char f[PATH_MAX + 300];
+    snprintf(f, sizeof f, "%.4000s/%s", dir, e->d_name);
+    unlink(f);
+  }
+  closedir(d);
+  return rmdir(dir);
+}
+
+/* The interrupted record's streams (record.d) moved with it, to the
+ * folder of record.interrupted.jsonl (record.interrupted.d), which reads
+ * as one record. @return 0, or -1 said. */
+static int keep_streams(const char *rec, const char *old) {
+  char from[PATH_MAX], to[PATH_MAX];
+  vl_record_streams_dir(rec, from, sizeof from);
+  vl_record_streams_dir(old, to, sizeof to);
+  if (remove_streams(to) != 0 || (rename(from, to) != 0 && errno != ENOENT)) {
+    cli_error("cannot move the interrupted record's streams '%s' aside: %s", from, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
 /* Run repeat r of the point in DIR, or take its complete record from an
  * earlier sweep (resume). A record without its exit event is of a point
- * that was interrupted: it is kept as record.interrupted.jsonl (replacing
- * an older one) and the point runs again (`run` creates its files new).
+ * that was interrupted: it is kept as record.interrupted.jsonl with its
+ * streams (replacing an older one) and the point runs again (`run`
+ * creates its files new).
  * Returns the command's exit status, or -1 when DIR cannot be created or
  * the interrupted record moved. */
 static int run_or_resume(const struct sweep *s, const struct point *pt, const char *dir,
@@ -257,6 +288,7 @@ static int run_or_resume(const struct sweep *s, const struct point *pt, const ch
       cli_error("cannot move the interrupted record '%s' aside: %s", rec, strerror(errno));
       return -1;
     }
+    if (keep_streams(rec, old) != 0) return -1;
     static const char *const parts[] = {"counters", "fallback"}; /* run's other files */
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
       snprintf(part, sizeof part, "%.4000s/%s", dir, parts[i]);

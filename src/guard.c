@@ -2,27 +2,67 @@
 #define _GNU_SOURCE /* memmem */
 #include "guard.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-int tput_open(struct tput_watch *w, const char *path) {
+#include "vramledger/alloc.h"
+
+void tput_open(struct tput_watch *w, const char *dir) {
   memset(w, 0, sizeof *w);
-  w->fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (w->fd < 0) return -1;
-  if (lseek(w->fd, 0, SEEK_END) < 0) {
-    close(w->fd);
-    w->fd = -1;
-    return -1;
-  }
-  return 0;
+  snprintf(w->dir, sizeof w->dir, "%s", dir);
 }
 
 void tput_close(struct tput_watch *w) {
-  if (w->fd >= 0) close(w->fd);
-  w->fd = -1;
+  for (size_t i = 0; i < w->n_streams; i++) {
+    close(w->streams[i]->fd);
+    vl_free(w->streams[i]);
+  }
+  w->n_streams = 0;
+  w->dir[0] = '\0';
+}
+
+static bool is_probe_stream(const char *name) {
+  size_t n = strlen(name);
+  return strncmp(name, "probe.", 6) == 0 && n > 12 && n < 48 && strcmp(name + n - 6, ".jsonl") == 0;
+}
+
+/* The probe streams not yet open, opened (a process's stream appears at
+ * its first event). */
+static void list_streams(struct tput_watch *w) {
+  DIR *d = opendir(w->dir);
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d)) && w->n_streams < GUARD_STREAMS;) {
+    if (!is_probe_stream(e->d_name)) continue;
+    size_t k = 0;
+    while (k < w->n_streams && strcmp(w->streams[k]->name, e->d_name) != 0)
+      k++;
+    if (k < w->n_streams) continue;
+    char path[4096 + 64];
+    snprintf(path, sizeof path, "%s/%s", w->dir, e->d_name);
+    struct tput_stream *s = vl_malloc(sizeof *s);
+    int fd = s ? open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (fd < 0) {
+      vl_free(s);
+      continue;
+    }
+    s->fd = fd;
+    snprintf(s->name, sizeof s->name, "%s", e->d_name);
+    s->rest_len = 0;
+    w->streams[w->n_streams++] = s;
+  }
+  closedir(d);
+}
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static int cmp(const void *a, const void *b) {
@@ -92,14 +132,30 @@ double tput_rate(const struct tput_watch *w) {
   return med * (double)(w->npids ? w->npids : 1);
 }
 
-void tput_poll(struct tput_watch *w, double *job_tps) {
-  *job_tps = 0;
-  if (w->fd < 0) return;
+/* What stream s has appended since, its whole lines read: its kept bytes
+ * go through the watch's buffer as tput_feed's do. */
+static void poll_stream(struct tput_watch *w, struct tput_stream *s) {
+  memcpy(w->buf, s->rest, s->rest_len);
+  w->len = w->scanned = s->rest_len;
   for (;;) {
-    ssize_t r = read(w->fd, w->buf + w->len, sizeof w->buf - w->len);
+    ssize_t r = read(s->fd, w->buf + w->len, sizeof w->buf - w->len);
     if (r <= 0) break;
     w->len += (size_t)r;
     scan(w);
   }
+  memcpy(s->rest, w->buf, w->len);
+  s->rest_len = w->len;
+}
+
+void tput_poll(struct tput_watch *w, double *job_tps) {
+  *job_tps = 0;
+  if (!w->dir[0]) return;
+  uint64_t now = mono_ns();
+  if (!w->listed_ns || now - w->listed_ns >= GUARD_LIST_NS) {
+    list_streams(w);
+    w->listed_ns = now;
+  }
+  for (size_t i = 0; i < w->n_streams; i++)
+    poll_stream(w, w->streams[i]);
   *job_tps = tput_rate(w);
 }

@@ -1,10 +1,14 @@
-/* vramledger: the run record (schema vramledger.run/1).
+/* vramledger: the run record (schema vramledger.run/2; /1 read too).
  *
  * JSON Lines, one event per line, every event stamped with CLOCK_MONOTONIC
  * nanoseconds (one clock for the sampler, the interposer and the probe).
- * Writers append whole lines with single write() calls on an O_APPEND file,
- * so several processes can share it and a crash leaves every line before
- * the last intact. Event types:
+ * The record's own file (record.jsonl) has one writer, `run`; each process
+ * of the job writes its own stream in the record's streams folder
+ * (record.d/interposer.PID.jsonl, record.d/probe.PID.jsonl), so no writer
+ * can cut another's lines; readers merge them by t_ns. Each writer appends
+ * whole lines with single write() calls, so a crash leaves every line
+ * before its last intact. Fields: lib/measure/record_schema.def. Event
+ * types:
  *   meta   the command, host, GPUs, driver, sampling interval (first line)
  *   sample NVML per GPU, the job's process tree, the interposer's counters
  *   alloc  an interposed process's live/peak driver-allocated bytes

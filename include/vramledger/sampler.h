@@ -46,19 +46,17 @@ uint64_t vl_monotonic_ns(void);
 #define VL_SAMPLE_FLUSH_NS 100000000ull
 /* A write that fails (ENOSPC, EIO, EFBIG under `ulimit -f`) loses the
  * lines it did not write whole (those of a batch before a short write's
- * end stand): the next write that goes out starts with a newline when the
- * file ends inside a line, ours or another writer's (a cut line is never
- * fused with the next), then a "gap" line saying how many bytes were lost
- * and why (docs/record.md). */
+ * end stand): the next write that goes out starts with a newline when a
+ * line of ours was cut (a cut line is never fused with the next), then a
+ * "gap" line saying how many bytes were lost and why (docs/record.md). The
+ * writer is its file's only one (the job's processes write their own
+ * streams). */
 struct vl_record_writer {
-  int fd;              /* the record, opened O_RDWR | O_APPEND by the caller, who closes it */
+  int fd;              /* the record, opened O_WRONLY | O_APPEND by the caller, who closes it */
   uint64_t lost_bytes; /* lost in all: the caller says so once */
   uint64_t gap_bytes;  /* lost since the last "gap" line went out */
   int err;             /* the last failed write's errno */
-  bool cut;            /* part of a line of ours went out last (for a
-                        * file that cannot be read back) */
-  off_t open_held;     /* the size the record was last found ending open at
-                        * (lib/measure/line_end.h) */
+  bool cut;            /* part of a line of ours went out last */
   size_t sample_len;
   char sample_buf[1 << 16];
 };

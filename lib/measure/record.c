@@ -519,7 +519,7 @@ static vl_status parse_line(struct parse *p, struct stream *s, const char *start
         p->have_meta = true;
       }
     } else if (is_gap && !closing && vl__rec_u(o, VL_RF(gap, lost_bytes)) == 0) {
-      st = VL_OK; /* it closed a line in flight, not a cut one (line_end.h): no gap */
+      st = VL_OK; /* it closed a line in flight, not a cut one (a record of /1): no gap */
     } else {
       st = event(o, type, p->r, &p->cap_s, &p->cap_m, &p->as, &p->pc, s->line, err);
     }

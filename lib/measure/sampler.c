@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "../util/internal.h"
-#include "line_end.h"
 #include "msbuckets.h"
 #include "record_schema.h"
 #include "vramledger/alloc.h"
@@ -66,20 +65,18 @@ static size_t write_some(int fd, const char *buf, size_t n, int *err) {
   return done;
 }
 
-/* One write of whole lines, after the gap line owed (see the writer). */
+/* One write of whole lines, after the gap line owed (see the writer).
+ * The record's own file has one writer, `run` (the job's processes write
+ * their own streams: docs/record.md, "Streams"), so the file ends inside a
+ * line only where a write of ours was cut (w->cut). */
 static int put_line(struct vl_record_writer *w, const char *line, size_t n) {
   int err = 0;
-  int e = vl__line_end_open(w->fd, &w->open_held); /* ours, or another writer's (line_end.h) */
-  bool open_line = e < 0 ? w->cut : e == 1;
-  if (w->gap_bytes || open_line) {
-    /* a line cut by another writer: its bytes are that writer's to say
-     * (the interposer's go into the lost event); this gap closes it */
+  if (w->gap_bytes) {
     char gap[256];
     int g = snprintf(gap, sizeof gap,
                      "%s{\"type\":\"gap\",\"t_ns\":%llu,\"lost_bytes\":%llu,\"error\":\"%s\"}\n",
-                     open_line ? "\n" : "", (unsigned long long)vl_monotonic_ns(),
-                     (unsigned long long)w->gap_bytes,
-                     w->gap_bytes ? strerror(w->err) : "a line cut by another writer");
+                     w->cut ? "\n" : "", (unsigned long long)vl_monotonic_ns(),
+                     (unsigned long long)w->gap_bytes, strerror(w->err));
     size_t done = write_some(w->fd, gap, (size_t)g, &err);
     if (done != (size_t)g) {
       if (done) w->cut = true;

@@ -2,8 +2,9 @@
 
 Attached by sitecustomize (python/site) as soon as the job imports torch, or
 by vramledger.attach(). It writes, into the record of `vramledger run`
-(VRAMLEDGER_RECORD, JSON Lines on an O_APPEND file, one os.write per line,
-CLOCK_MONOTONIC nanoseconds like every other writer):
+(JSON Lines in the process's own stream of the record, VRAMLEDGER_STREAMS/
+probe.PID.jsonl, one os.write per line, CLOCK_MONOTONIC nanoseconds like
+every other writer; docs/record.md):
 
   probe   once: versions, device, rank, the sampling period
   phase   one per phase interval of every step: forward, loss (forward end to
@@ -67,8 +68,16 @@ _state = None
 
 
 class _Writer:
-    """The record's events, appended; each one also goes to the listeners
-    (vramledger.callbacks: the trainers' callbacks), in this process.
+    """The process's events, appended to a file only it writes; each one
+    also goes to the listeners (vramledger.callbacks: the trainers'
+    callbacks), in this process.
+
+    Under `vramledger run` that file is the process's stream of the record,
+    VRAMLEDGER_STREAMS/probe.PID.jsonl (docs/record.md, "Streams"); outside
+    run (attach(record=PATH)) it is PATH itself for the process that starts
+    the record (it writes the meta line and, at exit, the exit line), and
+    the PATH's stream for any other. No other process writes the file, so
+    no other writer can cut the probe's lines, nor the probe theirs.
 
     A write that fails (ENOSPC, EDQUOT, EFBIG past `ulimit -f`) or goes
     out short never raises into the job and never stops the probe: the
@@ -78,34 +87,37 @@ class _Writer:
     said once on stderr; the next write that goes out begins with a
     newline when part of a line went out (the cut line stands alone),
     then the gap line with the bytes and events lost since the last one,
-    their time range and the last write's error. Every write first looks
-    at the record's end: another writer's cut line is closed before the
-    probe's line goes out (closing_first)."""
+    their time range and the last write's error."""
 
-    def __init__(self, path, create=False):
-        flags = os.O_APPEND | os.O_CLOEXEC
+    def __init__(self, path, create=False, stream=False):
+        """create: start the record at path (its meta line) when it is
+        empty; stream: the process's own stream at path, made new or
+        appended to (the same PID before an exec)."""
+        flags = os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT if create or stream else 0)
         self.path = path
         self.owner = False  # this process started the record: its exit line is ours
-        # read too where the file lets us: after a loss of its own the
-        # writer reads the record's last byte, as lib/measure/line_end.h
+        # read too where the file lets us: a stream that ends inside a line
+        # (an earlier process of this PID cut by a full disk) is closed first
         try:
-            fd = os.open(path, flags | os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
-            self.readable = True
+            fd = os.open(path, flags | os.O_RDWR | (os.O_NOFOLLOW if stream else 0), 0o600)
+            readable = True
         except PermissionError:
-            fd = os.open(path, flags | os.O_WRONLY | (os.O_CREAT if create else 0), 0o600)
-            self.readable = False
+            fd = os.open(path, flags | os.O_WRONLY | (os.O_NOFOLLOW if stream else 0), 0o600)
+            readable = False
         self.fd = fd
         self.pid = os.getpid()
         self.listeners = []
         self.lost_bytes = self.lost_events = 0  # not written whole, over the process's life
         self.gap_bytes = self.gap_events = 0  # of those, since the last gap line
         self.gap_t0 = 0  # the first of those lost (CLOCK_MONOTONIC ns)
-        self.open_held = -1  # the size the record was last found ending open at
         self.err = 0  # the last failed write's errno
-        self.cut = False  # part of a line of ours went out, not closed since
+        self.cut = False  # the file ends inside a line: closed before the next line
         self.said = False  # the first loss said on stderr
         self.xfsz = _xfsz_kills()
-        if create and os.fstat(fd).st_size == 0:  # attach(record=...) outside `vramledger run`
+        size = os.fstat(fd).st_size
+        if stream and readable and size and os.pread(fd, 1, size - 1) != b"\n":
+            self.cut = True
+        if create and not stream and size == 0:  # attach(record=...) outside `vramledger run`
             meta = (json.dumps(_meta_outside_run(), separators=(",", ":")) + "\n").encode()
             done, err = self.write_some(meta)
             if done != len(meta):  # a record without its meta line is none: start none
@@ -119,12 +131,11 @@ class _Writer:
         if os.getpid() != self.pid:  # a forked worker: not ours to report
             return
         line = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
-        if self.gap_bytes:
+        if self.gap_bytes or self.cut:
             self.put_after_gap(line)
         else:  # the common case: one write(), whole, the rest of a short one after it
-            buf = self.closing_first(line)
-            done, err = self.write_some(buf)
-            if done != len(buf):
+            done, err = self.write_some(line)
+            if done != len(line):
                 self.lose(line, done, err)
         for f in self.listeners:  # every event, written or not
             try:
@@ -190,44 +201,10 @@ class _Writer:
             except (OSError, ValueError):  # stderr closed or full too
                 pass
 
-    def ends_open(self):
-        """Does the record end inside a line (ours or another writer's)?
-        None when it cannot be read back (opened write-only). A line
-        another writer is writing now looks open while the kernel copies
-        it a page at a time: looked at again until the size stands for
-        1 ms, as lib/measure/line_end.h does."""
-        if not self.readable:
-            return None
-        seen = -1
-        try:
-            for _ in range(8):
-                size = os.fstat(self.fd).st_size
-                if size == 0 or os.pread(self.fd, 1, size - 1) == b"\n":
-                    return False
-                if size in (seen, self.open_held):  # the hold paid once a size
-                    self.open_held = size
-                    return True
-                seen = size
-                time.sleep(0.001)
-            self.open_held = seen
-            return True
-        except OSError:
-            return None
-
-    def closing_first(self, line):
-        """line, after a newline and a gap line over nothing when the
-        record ends inside another writer's line (cut by a full disk just
-        before room came back), as every writer begins its write
-        (docs/record.md, "gap"): the probe's line never fuses with it."""
-        if not self.ends_open():  # False, or None: cannot be read back
-            return line
-        gap = {"type": "gap", "t_ns": _now(), "lost_bytes": 0,
-               "error": "a line cut by another writer", "pid": self.pid, "writer": "probe"}
-        return b"\n" + (json.dumps(gap, separators=(",", ":")) + "\n").encode() + line
-
     def put_after_gap(self, line):
-        """A write after a loss: the gap line first, as sampler.c's put_line()."""
-        if self.gap_bytes and not self.put_gap():
+        """A write after a loss (or on a stream found cut): the gap line
+        first, as sampler.c's put_line()."""
+        if not self.put_gap():
             self.lose(line, 0, self.err)
             return
         done, err = self.write_some(line)
@@ -235,15 +212,16 @@ class _Writer:
             self.lose(line, done, err)
 
     def put_gap(self):
-        """The gap line owed, after a newline when the record ends inside
-        a line. @return whether it went out whole."""
-        open_line = self.ends_open()
-        if open_line is None:
-            open_line = self.cut
-        gap = {"type": "gap", "t_ns": _now(), "lost_bytes": self.gap_bytes,
-               "error": os.strerror(self.err), "lost_events": self.gap_events,
-               "t0_ns": self.gap_t0, "pid": self.pid, "writer": "probe"}
-        buf = (("\n" if open_line else "") + json.dumps(gap, separators=(",", ":")) + "\n").encode()
+        """The gap line owed, after a newline when the file ends inside a
+        line. @return whether it went out whole."""
+        if self.gap_bytes:
+            gap = {"type": "gap", "t_ns": _now(), "lost_bytes": self.gap_bytes,
+                   "error": os.strerror(self.err), "lost_events": self.gap_events,
+                   "t0_ns": self.gap_t0, "pid": self.pid, "writer": "probe"}
+        else:  # a stream found ending inside a line: closed, over nothing of ours
+            gap = {"type": "gap", "t_ns": _now(), "lost_bytes": 0,
+                   "error": "a line cut by a failed write", "pid": self.pid, "writer": "probe"}
+        buf = (("\n" if self.cut else "") + json.dumps(gap, separators=(",", ":")) + "\n").encode()
         done, err = self.write_some(buf)
         if done != len(buf):
             if done:
@@ -270,6 +248,32 @@ class _Writer:
                                 "a 'gap' line marks where"))
         except (OSError, ValueError):
             pass
+
+
+def _stream_path(record):
+    """This process's stream of the record at `record` (docs/record.md,
+    "Streams"): VRAMLEDGER_STREAMS/probe.PID.jsonl under `vramledger run`,
+    else in the record's streams folder (the record's path without its
+    .jsonl, and .d: vl_record_streams_dir), made 0700 when missing."""
+    d = os.environ.get("VRAMLEDGER_STREAMS")
+    if not d or os.environ.get("VRAMLEDGER_RECORD") != record:
+        d = (record[:-6] if record.endswith(".jsonl") else record) + ".d"
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            pass
+    return os.path.join(d, "probe.%d.jsonl" % os.getpid())
+
+
+def _open_writer(record, path):
+    """The writer of this process: the record itself when attach(record=)
+    starts it (outside run), else the process's own stream of it."""
+    if record:
+        w = _Writer(record, create=True)
+        if w.owner:
+            return w
+        os.close(w.fd)  # another process's record: ours is a stream of it
+    return _Writer(_stream_path(path), stream=True)
 
 
 def _fix(err):
@@ -305,7 +309,7 @@ def _meta_outside_run():
     outside `vramledger run`): what `vramledger report` needs to read it
     (docs/record.md); no NVML samples, no interposer."""
     import socket
-    return {"type": "meta", "schema": "vramledger.run/1", "t_ns": _now(),
+    return {"type": "meta", "schema": "vramledger.run/2", "t_ns": _now(),
             "start_unix_ms": int(time.time() * 1000), "command": list(sys.argv) or ["python"],
             "host": socket.gethostname(), "interval_ms": 0,
             "nvml": "not sampled: the probe was attached by vramledger.attach() outside "
@@ -617,7 +621,7 @@ def install(torch=None, record=None):
     except ValueError:
         every = 100
     try:
-        w = _Writer(path, create=bool(record))
+        w = _open_writer(record, path)
     except OSError as ex:  # never into the job: say it, and run on without the probe
         sys.stderr.write("vramledger: the probe cannot write the record '%s': %s; the job runs "
                          "without it\n" % (path, ex.strerror or ex))

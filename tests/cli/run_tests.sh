@@ -95,11 +95,23 @@ check "peak process bytes (NVML)" json "$tmp/hold" process_bytes 591396864
 check "peak driver-allocated bytes (interposer)" json "$tmp/hold" cuda_alloc_bytes 67108864
 check "context bytes = process - allocated" json "$tmp/hold" context_bytes 524288000
 check "the fake GPU is named" sh -c "'$vl' report '$tmp/hold' --format json | grep -q 'Fake GPU 0'"
-check "the mark is recorded" grep -q '"name":"holding"' "$tmp/hold/record.jsonl"
+check "the mark is recorded, in the process's own stream" \
+  sh -c "grep -q '\"name\":\"holding\"' '$tmp/hold/record.d/'interposer.*.jsonl &&
+    ! grep -q '\"type\":\"mark\"' '$tmp/hold/record.jsonl'"
 check "the CUDA driver version is recorded" grep -q '"cuda_driver":"13.0"' "$tmp/hold/record.jsonl"
 check "samples every 10 ms" sh -c "[ \$(grep -c '\"type\":\"sample\"' '$tmp/hold/record.jsonl') -ge 20 ]"
 check "every line as the schema says (lib/measure/record_schema.def)" \
-  "$record_check" "$tmp/hold/record.jsonl" "$tmp/exit7/record.jsonl"
+  "$record_check" "$tmp/hold/record.jsonl" "$tmp/hold/record.d/"*.jsonl "$tmp/exit7/record.jsonl"
+# two processes stamping marks as fast as they can, at once: each writes its
+# own stream (no line of one can cut or split the other's), and the record
+# reads back every mark, in time order (docs/record.md, "Streams")
+"$vl" run --out "$tmp/marks" --quiet -- "$prog" marks 20000
+check "two writers at once: the job succeeds" [ $? = 0 ]
+check "two writers at once: a stream each, every line whole and as the schema says" \
+  sh -c "[ \$(ls '$tmp/marks/record.d' | wc -l) = 2 ] &&
+    '$record_check' '$tmp/marks/record.d/'*.jsonl"
+check "two writers at once: every mark read back, in time order" \
+  "$record_check" --marks 40001 "$tmp/marks/record.jsonl"
 "$vl" report "$tmp/hold" --format trace >"$tmp/trace.json"
 check "trace is Chrome trace JSON" grep -q '"traceEvents"' "$tmp/trace.json"
 
@@ -135,8 +147,9 @@ check "left: the status is the job's, not its child's" [ $? = 3 ]
 check "left: the wait is said" grep -q "waiting for 1 process the job left (PID [0-9]*; the job exited with status 3)" "$tmp/err"
 check "left: the record names it" grep -q '"type":"descendants","t_ns":[0-9]*,"procs":1,"pids":\[[0-9]*\],"waited":true}' "$tmp/left/record.jsonl"
 check "left: after the job's exit, its samples: its allocation, its NVML memory, until it ends" python3 -c "
-import json, sys
-ev = [json.loads(l) for l in open('$tmp/left/record.jsonl') if l.strip()]
+import glob, json, sys
+ev = [json.loads(l) for f in glob.glob('$tmp/left/record.jsonl') + glob.glob('$tmp/left/record.d/*.jsonl') for l in open(f) if l.strip()]
+ev.sort(key=lambda e: e['t_ns'])
 d = next(e for e in ev if e['type'] == 'descendants')
 after = [e for e in ev if e['type'] == 'sample' and e['t_ns'] > d['t_ns']]
 pid = d['pids'][0]
@@ -273,7 +286,7 @@ check "sweep resumes: nothing run again" sh -c "! grep -q 'sweep point' '$tmp/er
 pydir=$(cd "$(dirname "$0")/../../python" && pwd)
 "$vl" run --out "$tmp/pymark" --quiet -- python3 -c "import sys; sys.path.insert(0, '$pydir'); import vramledger
 for i in range(4): vramledger.mark('step')"
-check "python: vramledger.mark() stamps the record" [ "$(grep -c '"name":"step"' "$tmp/pymark/record.jsonl")" = 4 ]
+check "python: vramledger.mark() stamps the record" [ "$(cat "$tmp/pymark/record.jsonl" "$tmp/pymark/record.d/"*.jsonl | grep -c '"name":"step"')" = 4 ]
 python3 -c "import sys; sys.path.insert(0, '$pydir'); import vramledger; vramledger.mark('step')"
 check "python: vramledger.mark() outside run does nothing" [ $? = 0 ]
 # the runtime guard: 64 MiB + 500 MiB of context pass 105 % of a 256 MiB commitment

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """What a run record holds, for the fault cases' assertions, read line by
 line with nothing skipped silently: a line that is not a JSON object is
-counted as cut.
+counted as cut. The record is its own file and its streams (RECORD's
+folder record.d: docs/record.md, "Streams"): the own file's lines first,
+then each stream's; last-type is the own file's last line.
 
 Usage: record.py RECORD WHAT, WHAT one of
   samples        the sample lines that read
@@ -9,7 +11,7 @@ Usage: record.py RECORD WHAT, WHAT one of
   exit-status    the exit event's status ("none": no exit event)
   last-type      the last line's type
   gaps           the gap lines that say bytes were lost
-  closings       the gap lines that close a line cut by another writer
+  closings       the gap lines that close a cut line and lost nothing
   gap-bytes      the bytes the gap lines say were lost
   lost-record    the lost event's record_lost_bytes (0: none)
   cut            lines that are not a JSON object
@@ -22,7 +24,15 @@ Usage: record.py RECORD WHAT, WHAT one of
   alloc-peak     the most of the samples' cuda_alloc_bytes and cuda_alloc_max_bytes
 """
 import json
+import os
 import sys
+
+
+def files(path):
+    """The record's own file, then its streams by name."""
+    d = (path[:-6] if path.endswith(".jsonl") else path) + ".d"
+    names = sorted(n for n in os.listdir(d) if n.endswith(".jsonl")) if os.path.isdir(d) else []
+    return [path] + [os.path.join(d, n) for n in names]
 
 
 def lines(path):
@@ -40,7 +50,8 @@ def lines(path):
 
 def main():
     path, what = sys.argv[1], sys.argv[2]
-    evs = list(lines(path))
+    own = list(lines(path))
+    evs = [e for f in files(path) for e in lines(f)]
     good = [e for e in evs if e is not None]
     if what == "samples":
         print(sum(e.get("type") == "sample" for e in good))
@@ -51,7 +62,7 @@ def main():
         ex = [e for e in good if e.get("type") == "exit"]
         print(ex[-1].get("status") if ex else "none")
     elif what == "last-type":
-        print(evs[-1].get("type") if evs and evs[-1] else "cut")
+        print(own[-1].get("type") if own and own[-1] else "cut")
     elif what == "gaps":
         print(sum(e.get("type") == "gap" and e.get("lost_bytes", 0) > 0 for e in good))
     elif what == "closings":

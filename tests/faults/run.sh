@@ -26,6 +26,8 @@ export VRAMLEDGER_NVML_LIB="$fake" VRAMLEDGER_PRELOAD="$pre" LD_LIBRARY_PATH="$s
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" # the full disk before ASan's
 exe=$(basename "$vl")
 rec() { python3 "$here/record.py" "$@"; }
+# all RECORD: the record's own file and its streams (docs/record.md, "Streams")
+all() { cat "$1" "${1%.jsonl}.d/"*.jsonl 2>/dev/null; }
 . "$here/../cli/watch_port.sh" # watch_port ERRFILE
 
 # Waits on events, not on the clock: each waits for something the case can
@@ -180,11 +182,12 @@ fi
 
 if want enospc-job; then
   # every writer of the record on the full disk (the interposer in the
-  # job too), room again once the job says so
+  # job too: two processes' streams past the size with their marks), room
+  # again once the job says so
   begin enospc-job
   full job FAULT_FULL_AT=1200 FAULT_FULL_ROOM="$tmp/job.room" \
     "$vl" run --out "$tmp/job" --interval-ms 10 --quiet -- \
-    sh -c "'$prog' hold 8 0.5 && : >'$tmp/job.room' && sleep 0.3 && exit 9"
+    sh -c "'$prog' marks 40 && '$prog' hold 8 0.5 && : >'$tmp/job.room' && sleep 0.3 && exit 9"
   r=$tmp/job/record.jsonl
   expect "the job's status (9)" eq "$st" 9
   expect "the interposer's lines refused" [ "$(logged job refused 6)" -gt 0 ]
@@ -196,8 +199,8 @@ if want enospc-job; then
 fi
 
 if want enospc-others; then
-  # the disk full for vramledger alone, never room again: the job's lines
-  # after vramledger's cut one close it first
+  # the disk full for vramledger alone, never room again: its cut line
+  # ends its file, and the job's lines go on in their own streams
   begin enospc-others
   full others FAULT_FULL_AT=4096 FAULT_FULL_PARTIAL=1 FAULT_FULL_EXE="$exe" \
     "$vl" run --out "$tmp/others" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.5 && exit 10"
@@ -211,16 +214,17 @@ if want enospc-others; then
 fi
 
 if want enospc-job-cut; then
-  # the job's interposer cut by the full disk, room again after: the
-  # record goes on past its cut line, which the lost event counts
+  # the job's interposer cut by the full disk (its stream past the size
+  # with its marks), room again after: its stream goes on past its cut
+  # line, which the lost event counts
   begin enospc-job-cut
   full jobcut FAULT_FULL_AT=1500 FAULT_FULL_PARTIAL=1 FAULT_FULL_REFUSE=1 FAULT_FULL_EXE=preload_test \
-    "$vl" run --out "$tmp/jobcut" --interval-ms 10 --quiet -- sh -c "'$prog' hold 8 0.5 && exit 11"
+    "$vl" run --out "$tmp/jobcut" --interval-ms 10 --quiet -- sh -c "'$prog' marks 40 solo && exit 11"
   r=$tmp/jobcut/record.jsonl
   expect "the job's status (11)" eq "$st" 11
   expect "the job's line cut" eq "$(awk '$3 == "cut"' "$tmp/jobcut.log" | wc -l)" 1
   expect "the record says its bytes" eq "$(rec "$r" lost-record)" "$(logged job "cut refused gap" 6)"
-  expect "vramledger's next line closes the cut one" [ "$(rec "$r" closings)" -ge 1 ]
+  expect "the interposer's next line closes its cut one" [ "$(rec "$r" closings)" -ge 1 ]
   expect "the cut line stands alone" eq "$(rec "$r" cut)" 1
   expect "the record reads to its exit" sh -c "'$vl' report '$tmp/jobcut' --format json | grep -q '\"exit_status\": 11'"
   end
@@ -248,7 +252,7 @@ if want probe-enospc; then
     expect "its bytes the ones not written" \
       eq "$(rec "$r" probe-gap-bytes)" "$(logged "$pexe" "cut refused" 6)"
     expect "the probe on to the last step, never stopped" \
-      eq "$(grep -c '"type":"step".*"step":5,' "$r") $(grep -c 'probe stopped' "$r")" "1 0"
+      eq "$(all "$r" | grep -c '"type":"step".*"step":5,') $(all "$r" | grep -c 'probe stopped')" "1 0"
     expect "said once on the job's stderr" eq "$(grep -c 'the probe cannot write' "$tmp/probe.err")" 1
   else
     echo "  probe-enospc: left out (no Python with torch in FAULT_TORCH_PYTHON)" >&2
@@ -272,7 +276,7 @@ if want ulimit-f; then
   # by the record: vramledger and the job's interposer live on (the
   # SIGXFSZ of their writes is theirs to ignore), the loss is said
   begin ulimit-f
-  sh -c "ulimit -f 40; exec '$vl' run --out '$tmp/fsz' --interval-ms 1 --quiet -- sh -c \"'$prog' hold 8 0.5 && exit 3\"" \
+  sh -c "ulimit -f 40; exec '$vl' run --out '$tmp/fsz' --interval-ms 1 --quiet -- sh -c \"'$prog' marks 400 solo && '$prog' hold 8 0.5 && exit 3\"" \
     2>"$tmp/fsz.err"
   st=$?
   r=$tmp/fsz/record.jsonl
@@ -629,10 +633,10 @@ if want job-moves; then
   begin job-moves
   (cd "$tmp" && "$vl" run --out rel --quiet -- sh -c "cd / && '$prog' hold 1 0.1 && exit 12")
   expect "cd: the job's status (12)" eq "$?" 12
-  expect "cd: its interposer still writes the record" grep -q '"name":"holding"' "$tmp/rel/record.jsonl"
+  expect "cd: its interposer still writes the record" sh -c "cat '$tmp/rel/record.d/'*.jsonl | grep -q '\"name\":\"holding\"'"
   "$vl" run --out "$tmp/cfd" --quiet -- "$prog" closefds "$tmp/cfd-file"
   expect "closed fds: its own file stays its own" eq "$?" 0
-  expect "closed fds: the mark reaches the record" grep -q '"name":"after-close"' "$tmp/cfd/record.jsonl"
+  expect "closed fds: the mark reaches the record" sh -c "cat '$tmp/cfd/record.d/'*.jsonl | grep -q '\"name\":\"after-close\"'"
   VRAMLEDGER_NVML_LIB=/nonexistent "$vl" run --out "$tmp/slots" --quiet -- "$table" slots-child 300 50 \
     >"$tmp/slots.out" 2>"$tmp/slots.err"
   expect "350 processes: the job's status (0)" eq "$?" 0

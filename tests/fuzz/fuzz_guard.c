@@ -19,7 +19,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size -= 2;
   static struct tput_watch w;
   memset(&w, 0, sizeof w);
-  w.fd = -1;
   for (size_t t = 0; t < times; t++)
     for (size_t at = 0; at < size; at += chunk)
       tput_feed(&w, (const char *)data + at, size - at < chunk ? size - at : chunk);

@@ -17,6 +17,12 @@
  *                          samples, and in no process's own peak
  *   preload_test churn SECONDS
  *                          allocate and free 1 MiB over and over, SECONDS long
+ *   preload_test marks N [solo]
+ *                          two processes (this one and a forked child) each
+ *                          stamp N marks as fast as they can, at once: the
+ *                          record's streams keep every line whole (one
+ *                          writer a file) and read back in time order;
+ *                          solo: this process alone
  *   preload_test closefds FILE
  *                          close every inherited descriptor, open FILE (it
  *                          gets the record's number), stamp a mark: FILE
@@ -127,6 +133,21 @@ int main(int argc, char **argv) {
     waitpid(c, &st, 0);
     struct timespec ts = {0, 400 * 1000 * 1000};
     nanosleep(&ts, NULL);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+  }
+  if (strcmp(mode, "marks") == 0 && argc > 2) {
+    long n = strtol(argv[2], NULL, 10);
+    mark_fn mark = (mark_fn)dlsym(RTLD_DEFAULT, "vl_mark");
+    CHECK(mark);
+    mark("first"); /* the parent's stream open before the fork */
+    pid_t c = argc > 3 && strcmp(argv[3], "solo") == 0 ? 1 : fork();
+    CHECK(c >= 0);
+    for (long i = 0; i < n; i++)
+      mark(c == 0 ? "child" : "parent");
+    if (c == 0) _exit(0);
+    if (c == 1) return 0; /* solo: no child */
+    int st;
+    waitpid(c, &st, 0);
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
   }
   if (strcmp(mode, "closefds") == 0 && argc > 2) {

@@ -96,3 +96,33 @@ def check(event, writer=None):
     if writer is None and len(SCHEMA[obj]["writers"]) == 1:
         writer = SCHEMA[obj]["writers"][0]
     return _check_obj(event, obj, writer, t)
+
+
+def streams_dir(record):
+    """The record's streams folder, as vl_record_streams_dir names it."""
+    return (record[:-6] if record.endswith(".jsonl") else record) + ".d"
+
+
+def read_record(record, check_events=True):
+    """A record's events as vramledger reads it (lib/measure/record.c): its
+    own file and its streams (docs/record.md, "Streams"), merged by t_ns,
+    each stream's order kept; each event checked against the table first.
+    @return the events; raises AssertionError naming the file and line of
+    the first event the table refuses"""
+    import heapq
+    import json
+    files = [record]
+    d = streams_dir(record)
+    if os.path.isdir(d):
+        files += [os.path.join(d, n) for n in sorted(os.listdir(d))
+                  if n.endswith(".jsonl") and not n.startswith(".")]
+    streams = []
+    for path in files:
+        with open(path, "rb") as f:
+            events = [json.loads(line.decode("utf-8")) for line in f if line.strip()]
+        for n, e in enumerate(events, 1):
+            why = check(e) if check_events else None
+            if why:
+                raise AssertionError("%s: line %d: %s" % (path, n, why))
+        streams.append(events)
+    return list(heapq.merge(*streams, key=lambda e: e.get("t_ns", 0)))

@@ -42,11 +42,7 @@ class Callbacks(unittest.TestCase):
         assert p.returncode == 0, p.stderr
         with open(out) as f:
             cls.logged = json.load(f)
-        with open(cls.record) as f:
-            cls.events = [json.loads(line) for line in f]
-        for n, e in enumerate(cls.events, 1):  # as the record's schema says
-            why = record_schema.check(e)
-            assert why is None, "%s: line %d: %s" % (cls.record, n, why)
+        cls.events = record_schema.read_record(cls.record)  # checked against the schema
 
     def steps(self):
         return [e for e in self.events if e.get("type") == "step"]

@@ -36,16 +36,10 @@ def run(*args, env=None, flags=()):
 
 
 def read(path):
-    """The record's events, each checked against the record's schema
-    (lib/measure/record_schema.def): the probe's fields, their JSON types,
-    and those it always writes."""
-    with open(path) as f:
-        events = [json.loads(line) for line in f]
-    for n, e in enumerate(events, 1):
-        why = record_schema.check(e)
-        if why:
-            raise AssertionError("%s: line %d: %s" % (path, n, why))
-    return events
+    """The record's events, its own file and its streams merged by t_ns,
+    each checked against the record's schema (lib/measure/record_schema.def):
+    the probe's fields, their JSON types, and those it always writes."""
+    return record_schema.read_record(path)
 
 
 def of(events, t):
@@ -264,8 +258,7 @@ class Marks(unittest.TestCase):
             out = subprocess.run([VL, "run", "--quiet", *flags, "--out", d + "/r", "--", PY, "-c",
                                   job], env=e, capture_output=True, text=True, timeout=120)
             self.assertEqual(out.returncode, 0, out.stderr)
-            with open(d + "/r/record.jsonl", "rb") as f:
-                ev = [json.loads(line.decode("utf-8")) for line in f if line.strip()]
+            ev = read(d + "/r/record.jsonl")
             names = [m["name"] for m in of(ev, "mark")]
             self.assertEqual(names, ["\u00e9" * 31, "a?b?c"], flags)
             rep = subprocess.run([VL, "report", d + "/r"], capture_output=True, text=True)
@@ -1061,31 +1054,34 @@ class FullDisk(unittest.TestCase):
         self.assertGreater(int(said.group(2)), res["lost_bytes"])
         self.assertEqual(rep.returncode, 0, rep.stderr)
 
-    def test_a_line_another_writer_cut(self):
-        """The record ends inside another writer's line (its disk was full
-        a moment ago): the probe's next write closes it with a newline and
-        a gap line over nothing, as run and the interposer do, and its own
-        line stands whole; the write after that is plain"""
+    def test_a_stream_found_cut(self):
+        """The process's stream ends inside a line when it opens it (an
+        earlier process of its PID, before an exec, cut by a full disk):
+        the probe's first write closes it with a newline and a gap line
+        over nothing of its own, and its line stands whole; the write after
+        that is plain. No other process writes the stream, so the probe
+        never looks at its end again."""
         sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
         from vramledger import probe
         d = tempfile.mkdtemp(prefix="vl-cut-")
-        path = d + "/run.jsonl"
+        path = d + "/probe.7.jsonl"
         with open(path, "wb") as f:
-            f.write(b'{"type":"meta"}\n{"type":"sample","t_ns":12')
-        w = probe._Writer(path)
+            f.write(b'{"type":"mark","t_ns":5,"pid":7,"name":"a"}\n{"type":"phase","t_ns":12')
+        w = probe._Writer(path, stream=True)
         w.put({"type": "phase", "t_ns": 20, "name": "forward"})
         w.put({"type": "phase", "t_ns": 30, "name": "backward"})
         lines = open(path, "rb").read().decode().split("\n")
         shutil.rmtree(d)
         self.assertEqual(len(lines), 6, lines)
-        self.assertEqual(lines[:2], ['{"type":"meta"}', '{"type":"sample","t_ns":12'])
+        self.assertEqual(lines[1], '{"type":"phase","t_ns":12')
         gap = json.loads(lines[2])
         self.assertEqual((gap["type"], gap["lost_bytes"], gap["error"], gap["writer"]),
-                         ("gap", 0, "a line cut by another writer", "probe"))
+                         ("gap", 0, "a line cut by a failed write", "probe"))
+        self.assertIsNone(record_schema.check(gap))
         self.assertEqual(json.loads(lines[3])["name"], "forward")
         self.assertEqual(json.loads(lines[4])["name"], "backward")
         self.assertEqual(lines[5], "")
-        self.assertEqual((w.lost_events, w.gap_bytes), (0, 0))
+        self.assertEqual((w.lost_events, w.gap_bytes, w.cut), (0, 0, False))
 
     def test_meta_line_refused(self):
         """attach(record=) on a full disk: no record rather than one

@@ -8,7 +8,6 @@
 #include <jansson.h>
 #include <unistd.h>
 
-#include "measure/line_end.h"
 #include "measure/record_read.h"
 #include "vramledger/record.h"
 #include "vramledger/sampler.h"
@@ -432,9 +431,10 @@ static void strings_cut_whole(void **state) {
   vl_record_release(&r);
 }
 
-/* A gap line that lost nothing counts only where it closed a cut line: a
- * writer that found another's line in flight (lib/measure/line_end.h) and
- * closed it needlessly leaves an empty line and a gap line over nothing. */
+/* A gap line that lost nothing counts only where it closed a cut line: in
+ * a record of /1, whose writers shared one file, a writer that found
+ * another's line in flight and closed it needlessly left an empty line and
+ * a gap line over nothing (records of /2 have one writer a file). */
 static void closed_in_flight(void **state) {
   (void)state;
   static const char meta[] = "{\"type\":\"meta\",\"schema\":\"vramledger.run/1\",\"t_ns\":0}\n";
@@ -511,33 +511,6 @@ static void disk_full(void **state) {
   finding_text(&r, "gap", said, sizeof said);
   assert_non_null(strstr(said, "writes failed (a full disk or a file size limit)"));
   vl_record_release(&r);
-}
-
-/* line_end.h: empty, closed, open (a size that stands), write-only */
-static void line_end(void **state) {
-  (void)state;
-  char path[] = "/tmp/vl-test-record-XXXXXX";
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  off_t held = 0;
-  assert_int_equal(vl__line_end_open(fd, &held), 0);
-  assert_int_equal(write(fd, "{}\n", 3), 3);
-  assert_int_equal(vl__line_end_open(fd, &held), 0);
-  assert_int_equal(write(fd, "{\"ty", 4), 4);
-  assert_int_equal(vl__line_end_open(fd, &held), 1);
-  assert_int_equal(held, 7); /* the hold paid at 7 bytes: open there at once */
-  assert_int_equal(vl__line_end_open(fd, &held), 1);
-  assert_int_equal(write(fd, "pe", 2), 2); /* it grew, still open: held again, at 9 */
-  assert_int_equal(vl__line_end_open(fd, &held), 1);
-  assert_int_equal(held, 9);
-  assert_int_equal(write(fd, "\n", 1), 1);
-  assert_int_equal(vl__line_end_open(fd, &held), 0);
-  int wo = open(path, O_WRONLY | O_APPEND);
-  assert_true(wo >= 0);
-  assert_int_equal(vl__line_end_open(wo, &held), -1);
-  close(wo);
-  close(fd);
-  unlink(path);
 }
 
 /* cuda_alloc_max_bytes, the most between two samples (docs/record.md): the
@@ -691,7 +664,6 @@ int main(void) {
                                      cmocka_unit_test(descendants),
                                      cmocka_unit_test(closed_in_flight),
                                      cmocka_unit_test(disk_full),
-                                     cmocka_unit_test(line_end),
                                      cmocka_unit_test(most_between_samples),
                                      cmocka_unit_test(damaged_line_skipped),
                                      cmocka_unit_test(strings_cut_whole),
