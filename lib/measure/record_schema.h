@@ -57,10 +57,15 @@ struct vl__rec_field_row {
 extern const struct vl__rec_obj_row vl__rec_objs[VL_RO_N];
 extern const struct vl__rec_field_row vl__rec_fields[VL_RF_N];
 
-/* A field's name, from the table: VL_RF(sample, tree_bytes) */
-#define VL_RF(obj, f) (vl__rec_fields[VL_RF_##obj##__##f].name)
-/* An event's type, from the table: VL_RT(sample) */
-#define VL_RT(obj) (vl__rec_objs[VL_RO_##obj].path)
+/* A field's name: VL_RF(sample, tree_bytes) is "tree_bytes", the name of
+ * the table's row (vl__rec_fields[VL_RF_sample__tree_bytes].name, both
+ * spelled from the row's identifier), and a field the table lacks does
+ * not compile. A string literal, not a look-up: the sample scanner's
+ * compares stay constants (lib/measure/record.c). */
+#define VL_RF(obj, f) ((void)VL_RF_##obj##__##f, #f)
+/* An event's type: VL_RT(sample) is "sample" (an event's path is its id:
+ * tests/unit/test_record_schema.c) */
+#define VL_RT(obj) ((void)VL_RO_##obj, #obj)
 
 /* Does the comma list writers name writer? */
 bool vl__rec_writes(const char *writers, const char *writer);

@@ -121,6 +121,19 @@ static void bill_names_are_the_tables(void **state) {
   assert_int_equal(k, VL_BILL_N);
 }
 
+/* VL_RF and VL_RT spell the table's names: an event's path is its id,
+ * each row's name the name VL_RF gives */
+static void names_are_the_tables(void **state) {
+  (void)state;
+  for (int o = 0; o < VL_RO_N; o++)
+    if (!strchr(vl__rec_objs[o].path, '.'))
+      assert_string_equal(vl__rec_objs[o].path, vl__rec_objs[o].id);
+  assert_string_equal(VL_RT(sample), vl__rec_objs[VL_RO_sample].path);
+  assert_string_equal(VL_RF(sample, tree_bytes), vl__rec_fields[VL_RF_sample__tree_bytes].name);
+  assert_string_equal(VL_RF(step_modules, saved_bytes),
+                      vl__rec_fields[VL_RF_step_modules__saved_bytes].name);
+}
+
 static bool check(const char *line, const char *writer, char *why, size_t n) {
   json_error_t jerr;
   json_t *o = json_loads(line, 0, &jerr);
@@ -173,6 +186,7 @@ int main(void) {
       cmocka_unit_test(doc_tables_are_the_schemas),
       cmocka_unit_test(doc_prose_names_every_field),
       cmocka_unit_test(bill_names_are_the_tables),
+      cmocka_unit_test(names_are_the_tables),
       cmocka_unit_test(events_checked),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
