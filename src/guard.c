@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "measure/record_schema.h"
 #include "vramledger/alloc.h"
 
 void tput_open(struct tput_watch *w, const char *dir) {
@@ -74,11 +75,11 @@ static void step(struct tput_watch *w, const char *line, size_t n) {
   if (!memmem(line, n, "\"type\":\"step\"", 13)) return;
   json_t *o = json_loadb(line, n, 0, NULL);
   if (!o) return;
-  json_int_t pid = json_integer_value(json_object_get(o, "pid"));
-  json_int_t rank = json_integer_value(json_object_get(o, "rank"));
-  json_int_t stepno = json_integer_value(json_object_get(o, "step"));
-  json_int_t tokens = json_integer_value(json_object_get(o, "tokens"));
-  json_int_t ns = json_integer_value(json_object_get(o, "time_ns"));
+  json_int_t pid = json_integer_value(json_object_get(o, VL_RF(step, pid)));
+  json_int_t rank = json_integer_value(json_object_get(o, VL_RF(step, rank)));
+  json_int_t stepno = json_integer_value(json_object_get(o, VL_RF(step, step)));
+  json_int_t tokens = json_integer_value(json_object_get(o, VL_RF(step, tokens)));
+  json_int_t ns = json_integer_value(json_object_get(o, VL_RF(step, time_ns)));
   json_decref(o);
   size_t k = 0;
   while (k < w->npids && w->pids[k] != (unsigned)pid)
