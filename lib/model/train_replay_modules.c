@@ -52,7 +52,6 @@ static uint32_t lora(struct run *R, uint32_t y, uint32_t x, uint64_t xb, uint64_
   uint32_t xa = xb != ab ? op(R, (struct tape_op){.out_bytes = rows * in_f * ab, .in = {x}})
                          : tape_ref(&R->tp, x);
   uint32_t la = vl__tr_linear_w(R, tape_leaf(&R->tp, r * in_f * ab), xa, ab, rows, in_f, r, false);
-  rel(R, xa);
   const uint64_t lb = R->tp.t[la].bytes / (rows * r);
   uint32_t b = vl__tr_linear_w(R, tape_leaf(&R->tp, out_f * r * ab), la, lb, rows, r, out_f, false);
   rel(R, la);
@@ -60,9 +59,12 @@ static uint32_t lora(struct run *R, uint32_t y, uint32_t x, uint64_t xb, uint64_
   rel(R, b);
   const uint64_t sb = vl__max(yb, R->tp.t[sc].bytes / (rows * out_f)); /* type promotion */
   uint32_t sum = join(R, rows * out_f * sb, y, sc, TAPE_ADD);
-  if (sb == yb) return sum;
-  uint32_t out = op(R, (struct tape_op){.out_bytes = rows * out_f * yb, .in = {sum}});
-  rel(R, sum);
+  uint32_t out = sum;
+  if (sb != yb) {
+    out = op(R, (struct tape_op){.out_bytes = rows * out_f * yb, .in = {sum}});
+    rel(R, sum);
+  }
+  rel(R, xa); /* forward's local x, the cast input: held to its return */
   return out;
 }
 
