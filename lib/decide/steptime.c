@@ -20,6 +20,7 @@
 #include "../util/internal.h"
 #include "../model/policy.h"
 #include "../model/kernel_tables.h"
+#include "../model/lp.h"
 #include "vramledger/steptime.h"
 
 /* the measured card: H100 SXM 80GB datasheet (dense bf16 989.4 TFLOP/s,
@@ -385,6 +386,28 @@ static void views(struct seg *f, struct seg *b, double n) {
   b->ops += n;
 }
 
+/* the memory-bound kernels of a layer program (lp.h) over n elements
+ * (rows x the MLP's width), `dense` x `count` times: each op at the bytes
+ * it prices, a run of alike kernels priced together; its linears are the
+ * inventory's (linears()) but for the input's cast autocast adds */
+static void mlp_ops(struct ctx *c, const struct lp *p, struct seg *f, struct seg *b, double n,
+                    double dense, double count) {
+  static const enum mem cls[] = {[LP_PRICE_EW] = EW, [LP_PRICE_CAST] = CAST};
+  for (unsigned i = LP_FIRST; i <= p->n;) {
+    const struct lp_op *o = &p->op[i];
+    unsigned k = 1;
+    if (o->price == LP_UNPRICED) {
+      i++;
+      continue;
+    }
+    while (i + k <= p->n && p->op[i + k].kind == o->kind && p->op[i + k].price == o->price &&
+           p->op[i + k].bytes == o->bytes)
+      k++;
+    mem2(c, f, b, cls[o->price], n * o->bytes, k * dense * count);
+    i += k;
+  }
+}
+
 /* the memory-bound ops of `count` transformer layers over T tokens (bs
  * sequences of q_len, attending to kv_len), and their attention kernel;
  * cross: a decoder layer's cross-attention too (T5, BART) */
@@ -395,13 +418,15 @@ static void layer_ops(struct ctx *c, struct seg *f, struct seg *b, double bs, do
   double heads = (double)a->heads / tp, kvh = (double)(a->kv_heads ? a->kv_heads : a->heads) / tp;
   double d = (double)a->head_dim, dqk = d, dv = d;
   if (a->mla) dqk = (double)(a->qk_nope_dim + a->qk_rope_dim), dv = (double)a->v_head_dim;
+  struct lp mlp;
+  vl__lp_mlp(&mlp, a, c->pol.autocast, (unsigned)c->pol.act, false);
   double norms = a->shared_norm ? 1 : a->sandwich_norm ? 4 : 2;
   if (cross) norms += 1;
   norm(c, f, b, T, h, norms * count);
   if (a->qk_norm) norm(c, f, b, T, (heads + kvh) * dqk, count);
   /* autocast casts each linear's fp32 input on its own (not cached) */
   if (c->pol.autocast) {
-    double ins = (a->fused_qkv ? 1 : 3) + (a->gated_mlp && !a->fused_gate_up ? 2 : 1);
+    double ins = (a->fused_qkv ? 1 : 3) + (double)vl__lp_input_linears(&mlp);
     mem2(c, f, b, CAST, T * h * 6, ins * count);
   }
   views(f, b, 8 * count); /* q, k, v: view and transpose; the output's transpose and view */
@@ -434,24 +459,9 @@ static void layer_ops(struct ctx *c, struct seg *f, struct seg *b, double bs, do
   if (a->resid_scaled) mem2(c, f, b, EW, T * h * 2 * e, count);
   if (a->resid_scaled) mem2(c, last, b, EW, T * h * 2 * e, count);
   dropout(c, f, b, a->hidden_dropout, T * h, e, 2 * count);
-  /* the MLP's activation (a dense layer; MoE layers: moe_ops) */
+  /* the MLP's kernels (a dense layer; MoE layers: moe_ops) */
   double dense = a->experts ? (double)a->dense_layers / (double)a->layers : 1;
-  double n = T * (double)a->intermediate / tp;
-  if (a->gated_mlp) {
-    mem2(c, f, b, EW, n * 2 * e, dense * count); /* act(gate) */
-    mem2(c, f, b, EW, n * 3 * e, dense * count); /* * up */
-  } else if (a->gelu_python) {
-    /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (activations.py
-     * NewGELUActivation); under autocast pow is on the float32 list
-     * (PyTorch's autocast op reference), so the chain runs in fp32 and the
-     * next linear casts its input back */
-    double ge = c->pol.autocast ? 4 : e;
-    mem2(c, f, b, EW, n * 2.5 * ge, 7 * dense * count);
-    if (c->pol.autocast) mem2(c, f, b, CAST, n * (4 + e), dense * count);
-  } else {
-    mem2(c, f, b, EW, n * 2 * e, dense * count);
-  }
-  dropout(c, f, b, a->act_dropout, n, e, dense * count);
+  mlp_ops(c, &mlp, f, b, T * (double)a->intermediate / tp, dense, count);
 }
 
 /* A masked_fill by a (rows, 1) mask or a product by a (rows, 1) weight is

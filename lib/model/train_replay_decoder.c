@@ -3,143 +3,46 @@
  * its MLP (plain, gated, GPT-2's Python GELU) and its MoE block. */
 #include <string.h>
 
+#include "lp.h"
 #include "train_replay.h"
 
-/* 0.5*x*(1+tanh(c*(x+0.044715*x^3))) of fc (TI bytes; activations.py
- * NewGELUActivation, GPT-2's and T5 v1.1's gelu_new): autocast runs pow
- * in fp32, so everything after it is fp32 (w-gpt2-ampfp16-sgd-b32s1024's
- * history); *ab: the output's bytes an element */
-static uint32_t gelu_new(struct run *R, uint32_t fc, uint64_t TI, uint64_t *ab) {
-  const uint64_t e = R->z->e, TIw = TI / e * (R->z->autocast ? 4 : e);
-  *ab = R->z->autocast ? 4 : e;
-  uint32_t half = op(R, (struct tape_op){.out_bytes = TI, .in = {fc}});
-  /* pow casts its input to fp32 first and saves the copy */
-  uint32_t x = R->z->autocast && e < 4 ? op(R, (struct tape_op){.out_bytes = TIw, .in = {fc}})
-                                       : tape_ref(&R->tp, fc);
-  uint32_t cube = op(R, (struct tape_op){.out_bytes = TIw, .in = {x}, .saved = {x}});
-  rel(R, x);
-  uint32_t sc = op(R, (struct tape_op){.out_bytes = TIw, .in = {cube}});
-  rel(R, cube);
-  uint32_t s = op(R, (struct tape_op){.out_bytes = TIw, .in = {fc, sc}, .pass = TAPE_ADD});
-  rel(R, sc);
-  uint32_t c = op(R, (struct tape_op){.out_bytes = TIw, .in = {s}});
-  rel(R, s);
-  uint32_t th = op(R, (struct tape_op){.out_bytes = TIw, .in = {c}, .save_out = true});
-  rel(R, c);
-  uint32_t one = op(R, (struct tape_op){.out_bytes = TIw, .in = {th}, .pass = TAPE_ADD});
-  rel(R, th);
-  uint32_t act = op(R, (struct tape_op){.out_bytes = TIw, .in = {half, one}, .saved = {half, one}});
-  rel(R, half);
-  rel(R, one);
-  return act;
-}
-
-/* a projection of the MLP; gpt-oss's experts add their bias after the
- * matmul (x @ gate_up_proj[i] + gate_up_proj_bias[i]): the product is a
- * tensor of its own, gone once the sum exists (modeling_gpt_oss.py
- * GptOssExperts.forward) */
-static uint32_t expert_linear(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t in_f,
-                              uint64_t out_f, bool moe) {
-  if (!moe || !R->arch->expert_bias)
-    return vl__tr_linear(R, x, xb, rows, in_f, out_f, R->arch->mlp_bias);
-  uint32_t p = vl__tr_linear(R, x, xb, rows, in_f, out_f, false);
-  uint32_t y = op(R, (struct tape_op){.out_bytes = R->tp.t[p].bytes, .in = {p}});
-  rel(R, p);
-  return y;
-}
-
-/* gpt-oss's experts' GLU (GptOssExperts._apply_gate): gate and up are the
- * even and odd columns of gate_up, each clamped (clamp saves its input, so
- * gate_up lives to the backward), glu = gate * sigmoid(gate * alpha),
- * (up + 1) * glu; each product saves both factors */
-static uint32_t clamped_glu(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint64_t I) {
-  const uint64_t TI = rows * I * R->z->e;
-  uint32_t gu = expert_linear(R, n2, nb, rows, R->z->h, 2 * I, true);
-  uint32_t gate = tape_view(&R->tp, gu, TI), up = tape_view(&R->tp, gu, TI);
-  rel(R, gu);
-  uint32_t gc = op(R, (struct tape_op){.out_bytes = TI, .in = {gate}, .saved = {gate}});
-  uint32_t uc = op(R, (struct tape_op){.out_bytes = TI, .in = {up}, .saved = {up}});
-  rel(R, gate);
-  rel(R, up);
-  uint32_t ga = op(R, (struct tape_op){.out_bytes = TI, .in = {gc}});
-  uint32_t sg = op(R, (struct tape_op){.out_bytes = TI, .in = {ga}, .save_out = true});
-  rel(R, ga);
-  uint32_t glu = op(R, (struct tape_op){.out_bytes = TI, .in = {gc, sg}, .saved = {gc, sg}});
-  rel(R, gc);
-  rel(R, sg);
-  uint32_t u1 = op(R, (struct tape_op){.out_bytes = TI, .in = {uc}});
-  rel(R, uc);
-  uint32_t act = op(R, (struct tape_op){.out_bytes = TI, .in = {u1, glu}, .saved = {u1, glu}});
-  rel(R, u1);
-  rel(R, glu);
-  return act;
-}
-
 /* the MLP of width I on rows x h (n2, nb bytes an element); moe: an
- * expert of transformers 5 (one 3-D gate_up_proj) */
+ * expert of transformers 5 (one 3-D gate_up_proj): its layer program
+ * (lp_mlp.c) issued op by op as tape ops, each tensor let go where the
+ * program says */
 uint32_t vl__tr_mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint64_t I, bool moe,
                     bool stop) {
-  const struct vl_arch *arch = R->arch;
-  const uint64_t e = R->z->e, h = R->z->h, TI = rows * I * e;
-  uint32_t act;
-  uint64_t ab = e; /* the activation's bytes an element */
-  if (moe && arch->gate_clamp) {
-    act = clamped_glu(R, n2, nb, rows, I);
-  } else if (arch->gated_mlp &&
-             (arch->fused_gate_up ||
-              moe)) { /* Phi-3, GLM, transformers 5's experts: gate_up_proj, then chunk(2) */
-    uint32_t gu = vl__tr_linear(R, n2, nb, rows, h, 2 * I, arch->mlp_bias);
-    uint32_t gate = tape_view(&R->tp, gu, TI), up = tape_view(&R->tp, gu, TI);
-    rel(R, gu);
-    uint32_t ag = op(R, (struct tape_op){.out_bytes = TI, .in = {gate}, .saved = {gate}});
-    act = op(R, (struct tape_op){.out_bytes = TI, .in = {up, ag}, .saved = {up, ag}});
-    rel(R, gate);
-    rel(R, ag);
-    rel(R, up);
-  } else if (arch->gated_mlp) {
-    /* down(act(gate(x)) * up(x)): the gate's output is a temporary gone
-     * once act has it (Gemma-2B's history) */
-    uint32_t gate = vl__tr_linear(R, n2, nb, rows, h, I, arch->mlp_bias);
-    uint64_t gb = e; /* (T5 v1.1's gated-gelu: gelu_new, T5DenseGatedActDense) */
-    uint32_t ag = arch->gelu_python
-                      ? gelu_new(R, gate, TI, &gb)
-                      : op(R, (struct tape_op){.out_bytes = TI, .in = {gate}, .saved = {gate}});
-    rel(R, gate);
-    uint32_t up = vl__tr_linear(R, n2, nb, rows, h, I, arch->mlp_bias);
-    ab = vl__max(gb, e);
-    /* act * up: MulBackward0 makes the second factor's gradient first, so
-     * up_proj, the later node, frees the block made first (y-mistral7b-
-     * bf16-sgd-eager-ckpt-b1s2048's meta trace; the fused branch above
-     * lists them in that order too) */
-    act = op(R, (struct tape_op){.out_bytes = rows * I * ab, .in = {up, ag}, .saved = {ag, up}});
-    rel(R, ag);
-    rel(R, up);
-  } else {
-    uint32_t fc = vl__tr_linear(R, n2, nb, rows, h, I, arch->mlp_bias);
-    if (arch->relu_act) {
-      act = op(R, (struct tape_op){.out_bytes = TI, .in = {fc}, .save_out = true});
-    } else if (arch->gelu_python) {
-      act = gelu_new(R, fc, TI, &ab);
-    } else {
-      act = op(R, (struct tape_op){.out_bytes = TI, .in = {fc}, .saved = {fc}});
+  struct lp p;
+  vl__lp_mlp(&p, R->arch, R->z->autocast, (unsigned)R->z->e, moe);
+  uint32_t t[LP_MAX] = {0}; /* the program's tensors on the tape */
+  uint64_t b[LP_MAX] = {0}; /* their bytes an element */
+  t[LP_IN] = n2, b[LP_IN] = nb;
+  for (unsigned i = LP_FIRST; i <= p.n; i++) {
+    const struct lp_op *o = &p.op[i];
+    const uint32_t x = t[o->in[0]];
+    const uint64_t bytes = rows * vl__lp_cols(o->cols, I, R->z->h) * o->ob;
+    b[i] = o->ob;
+    switch (o->kind) {
+    case LP_LINEAR:
+      /* a checkpoint's recomputation stops here */
+      if (o->stop && stop) R->tp.no_alloc = true;
+      t[i] = vl__tr_linear(R, x, b[o->in[0]], rows, vl__lp_cols(o->in_cols, I, R->z->h),
+                           vl__lp_cols(o->cols, I, R->z->h), o->bias);
+      break;
+    case LP_VIEW: t[i] = tape_view(&R->tp, x, bytes); break;
+    case LP_REF: t[i] = tape_ref(&R->tp, x); break;
+    case LP_DROPOUT: t[i] = vl__tr_dropout(R, x, R->arch->act_dropout); break;
+    default:
+      t[i] = op(R, (struct tape_op){.out_bytes = bytes,
+                                    .in = {x, t[o->in[1]]},
+                                    .saved = {t[o->saved[0]], t[o->saved[1]]},
+                                    .pass = o->pass,
+                                    .save_out = o->save_out});
     }
-    rel(R, fc);
+    for (int d = 0; d < 3 && o->drop[d]; d++)
+      rel(R, t[o->drop[d]]);
   }
-  if (arch->act_dropout > 0) act = vl__tr_dropout(R, act, arch->act_dropout);
-  if (arch->family == VL_FAM_T5 && R->z->autocast && ab < 4) {
-    /* T5DenseActDense casts to wo's dtype, fp32 under autocast, and wo's
-     * autocast casts back (its copy saved) */
-    uint32_t c = op(R, (struct tape_op){.out_bytes = R->tp.t[act].bytes / ab * 4, .in = {act}});
-    rel(R, act);
-    act = c;
-    ab = 4;
-  }
-  /* a checkpoint's recomputation stops here: the last tensor its backward
-   * needs is the down projection's input */
-  if (stop) R->tp.no_alloc = true;
-  uint32_t y = expert_linear(R, act, ab, rows, I, h, moe);
-  rel(R, act);
-  return y;
+  return t[p.n];
 }
 
 /* a residual branch's output y before the add: Gemma 2/3's and OLMo 2's

@@ -1,0 +1,186 @@
+/* The dense MLP kinds as a layer program (lp.h): plain (GELU, ReLU),
+ * GPT-2's GELU written in Python, gated (SwiGLU, GeGLU; gate_up fused or
+ * two linears), gpt-oss's experts' clamped GLU; dropout on the
+ * activation; T5's cast before wo. The replay (train_replay_decoder.c)
+ * issues these ops, the time model (steptime.c) prices them.
+ *
+ * What the time model prices is the op's `bytes`; where it prices a run of
+ * ops as fewer kernels than the tape holds, the lines say so. */
+#include <string.h>
+
+#include "lp.h"
+#include "tape.h"
+
+static uint8_t emit(struct lp *p, struct lp_op o) {
+  p->op[++p->n] = o;
+  return p->n;
+}
+
+/* Python lets go of x after the last op */
+static void then_drop(struct lp *p, uint8_t x) {
+  uint8_t *d = p->op[p->n].drop;
+  for (int i = 0; i < 3; i++)
+    if (!d[i]) {
+      d[i] = x;
+      return;
+    }
+}
+
+#define OP(...) emit(p, (struct lp_op){__VA_ARGS__})
+
+/* 0.5*x*(1+tanh(c*(x+0.044715*x^3))) of fc (activations.py
+ * NewGELUActivation, GPT-2's and T5 v1.1's gelu_new): autocast runs pow in
+ * fp32, so everything after it is fp32 (w-gpt2-ampfp16-sgd-b32s1024's
+ * history). The time model prices the chain as seven kernels of 2.5 bytes
+ * an element of its dtype (the tape's eight ops: 18; 0.5*x and pow's cast
+ * left out), or (gated: T5 v1.1's gated-gelu) as one act(gate) of 2e. */
+static uint8_t gelu_new(struct lp *p, uint8_t fc, bool gated) {
+  const uint8_t e = p->e, w = p->autocast ? 4 : e;
+  const uint8_t pr = gated ? LP_UNPRICED : LP_PRICE_EW;
+  const double wb = gated ? 0 : 2.5 * w;
+  uint8_t half = OP(.kind = LP_EW, .in = {fc}, .ob = e);     /* 0.5*x        (rows, I) */
+  uint8_t x = p->autocast && e < 4                           /* pow casts its input to */
+                  ? OP(.kind = LP_CAST, .in = {fc}, .ob = 4) /* fp32 first, the copy   */
+                  : OP(.kind = LP_REF, .in = {fc}, .ob = e); /* saved                  */
+  uint8_t cube = OP(.kind = LP_EW, .in = {x}, .ob = w, .saved = {x}, .drop = {x}, /* x^3 */
+                    .price = pr, .bytes = wb);
+  uint8_t sc = OP(.kind = LP_EW, .in = {cube}, .ob = w, .drop = {cube}, /* 0.044715*x^3 */
+                  .price = pr, .bytes = wb);
+  uint8_t s = OP(.kind = LP_EW, .in = {fc, sc}, .ob = w, .pass = TAPE_ADD, .drop = {sc}, /* x+ */
+                 .price = pr, .bytes = wb);
+  uint8_t c = OP(.kind = LP_EW, .in = {s}, .ob = w, .drop = {s}, /* sqrt(2/pi)*( )  */
+                 .price = pr, .bytes = wb);
+  uint8_t th = OP(.kind = LP_EW, .in = {c}, .ob = w, .save_out = true, .drop = {c}, /* tanh */
+                  .price = pr, .bytes = wb);
+  uint8_t one = OP(.kind = LP_EW, .in = {th}, .ob = w, .pass = TAPE_ADD, .drop = {th}, /* 1+ */
+                   .price = pr, .bytes = wb);
+  return OP(.kind = LP_EW, .in = {half, one}, .ob = w, .saved = {half, one}, /* half*( ) */
+            .drop = {half, one}, .price = LP_PRICE_EW, .bytes = gated ? 2.0 * e : wb);
+}
+
+/* a projection of the MLP (rows, in_c) -> (rows, out_c); gpt-oss's experts
+ * add their bias after the matmul (x @ gate_up_proj[i] +
+ * gate_up_proj_bias[i]): the product is a tensor of its own, gone once the
+ * sum exists (modeling_gpt_oss.py GptOssExperts.forward) */
+static uint8_t linear(struct lp *p, const struct vl_arch *arch, uint8_t x, uint8_t in_c,
+                      uint8_t out_c, bool moe, struct lp_op extra) {
+  extra.kind = LP_LINEAR, extra.in[0] = x, extra.cols = out_c, extra.in_cols = in_c;
+  extra.ob = p->e;
+  if (!moe || !arch->expert_bias) {
+    extra.bias = arch->mlp_bias;
+    return emit(p, extra);
+  }
+  uint8_t y = emit(p, extra);
+  return OP(.kind = LP_EW, .in = {y}, .cols = out_c, .ob = p->e, .drop = {y}); /* + bias */
+}
+
+/* gpt-oss's experts' GLU (GptOssExperts._apply_gate): gate and up are the
+ * even and odd columns of gate_up, each clamped (clamp saves its input, so
+ * gate_up lives to the backward), glu = gate * sigmoid(gate * alpha),
+ * (up + 1) * glu; each product saves both factors. Priced by moe_ops. */
+static uint8_t clamped_glu(struct lp *p, const struct vl_arch *arch) {
+  const uint8_t e = p->e;
+  uint8_t gu = linear(p, arch, LP_IN, LP_COLS_H, LP_COLS_2I, true, (struct lp_op){0});
+  uint8_t gate = OP(.kind = LP_VIEW, .in = {gu}, .ob = e);                /* (rows, I) */
+  uint8_t up = OP(.kind = LP_VIEW, .in = {gu}, .ob = e, .drop = {gu});    /* (rows, I) */
+  uint8_t gc = OP(.kind = LP_EW, .in = {gate}, .ob = e, .saved = {gate}); /* clamp */
+  uint8_t uc = OP(.kind = LP_EW, .in = {up}, .ob = e, .saved = {up}, .drop = {gate, up});
+  uint8_t ga = OP(.kind = LP_EW, .in = {gc}, .ob = e);                                 /* * alpha */
+  uint8_t sg = OP(.kind = LP_EW, .in = {ga}, .ob = e, .save_out = true, .drop = {ga}); /* sig */
+  uint8_t glu = OP(.kind = LP_EW, .in = {gc, sg}, .ob = e, .saved = {gc, sg}, .drop = {gc, sg});
+  uint8_t u1 = OP(.kind = LP_EW, .in = {uc}, .ob = e, .drop = {uc}); /* up + 1 */
+  return OP(.kind = LP_EW, .in = {u1, glu}, .ob = e, .saved = {u1, glu}, .drop = {u1, glu});
+}
+
+void vl__lp_mlp(struct lp *p, const struct vl_arch *arch, bool autocast, unsigned e, bool moe) {
+  memset(p, 0, sizeof *p);
+  p->e = (uint8_t)e, p->autocast = autocast, p->n = LP_IN;
+  p->op[LP_IN] = (struct lp_op){.kind = LP_INPUT, .cols = LP_COLS_H};
+  const double ew2 = 2.0 * e, ew3 = 3.0 * e;
+  const struct lp_op none = {0};
+  uint8_t act, ab = p->e; /* the activation, its bytes an element */
+  bool down_cast = false; /* the time model prices the down projection's input cast */
+  if (moe && arch->gate_clamp) {
+    act = clamped_glu(p, arch);
+  } else if (arch->gated_mlp && (arch->fused_gate_up || moe)) {
+    /* Phi-3, GLM, transformers 5's experts: gate_up_proj, then chunk(2) */
+    uint8_t gu = OP(.kind = LP_LINEAR, .in = {LP_IN}, .in_cols = LP_COLS_H, .cols = LP_COLS_2I,
+                    .ob = p->e, .bias = arch->mlp_bias);
+    uint8_t gate = OP(.kind = LP_VIEW, .in = {gu}, .ob = p->e);               /* (rows, I) */
+    uint8_t up = OP(.kind = LP_VIEW, .in = {gu}, .ob = p->e, .drop = {gu});   /* (rows, I) */
+    uint8_t ag = OP(.kind = LP_EW, .in = {gate}, .ob = p->e, .saved = {gate}, /* act(gate) */
+                    .price = LP_PRICE_EW, .bytes = ew2);
+    act = OP(.kind = LP_EW, .in = {up, ag}, .ob = p->e, .saved = {up, ag}, /* * up */
+             .drop = {gate, ag, up}, .price = LP_PRICE_EW, .bytes = ew3);
+  } else if (arch->gated_mlp) {
+    /* down(act(gate(x)) * up(x)): the gate's output is a temporary gone
+     * once act has it (Gemma-2B's history) */
+    uint8_t gate = OP(.kind = LP_LINEAR, .in = {LP_IN}, .in_cols = LP_COLS_H, .ob = p->e,
+                      .bias = arch->mlp_bias);
+    /* (T5 v1.1's gated-gelu: gelu_new, T5DenseGatedActDense) */
+    uint8_t ag = arch->gelu_python ? gelu_new(p, gate, true)
+                                   : OP(.kind = LP_EW, .in = {gate}, .ob = p->e, .saved = {gate},
+                                        .price = LP_PRICE_EW, .bytes = ew2);
+    then_drop(p, gate);
+    uint8_t up = OP(.kind = LP_LINEAR, .in = {LP_IN}, .in_cols = LP_COLS_H, .ob = p->e,
+                    .bias = arch->mlp_bias);
+    ab = p->op[ag].ob > p->e ? p->op[ag].ob : p->e;
+    /* act * up: MulBackward0 makes the second factor's gradient first, so
+     * up_proj, the later node, frees the block made first (y-mistral7b-
+     * bf16-sgd-eager-ckpt-b1s2048's meta trace; the fused branch above
+     * lists them in that order too) */
+    act = OP(.kind = LP_EW, .in = {up, ag}, .ob = ab, .saved = {ag, up}, .drop = {ag, up},
+             .price = LP_PRICE_EW, .bytes = ew3);
+  } else {
+    uint8_t fc = OP(.kind = LP_LINEAR, .in = {LP_IN}, .in_cols = LP_COLS_H, .ob = p->e,
+                    .bias = arch->mlp_bias);
+    if (arch->relu_act) {
+      act = OP(.kind = LP_EW, .in = {fc}, .ob = p->e, .save_out = true, .price = LP_PRICE_EW,
+               .bytes = ew2);
+    } else if (arch->gelu_python) {
+      act = gelu_new(p, fc, false);
+      ab = p->op[act].ob;
+      down_cast = autocast; /* the next linear casts the fp32 chain back */
+    } else {
+      act = OP(.kind = LP_EW, .in = {fc}, .ob = p->e, .saved = {fc}, .price = LP_PRICE_EW,
+               .bytes = ew2);
+    }
+    then_drop(p, fc);
+  }
+  if (arch->act_dropout > 0) /* (its bytes: the activations' dtype) */
+    act = OP(.kind = LP_DROPOUT, .in = {act}, .ob = ab, .price = LP_PRICE_EW, .bytes = 2.0 * e + 1);
+  if (arch->family == VL_FAM_T5 && autocast && ab < 4) {
+    /* T5DenseActDense casts to wo's dtype, fp32 under autocast, and wo's
+     * autocast casts back (its copy saved); not priced */
+    act = OP(.kind = LP_CAST, .in = {act}, .ob = 4, .drop = {act});
+  }
+  /* a checkpoint's recomputation stops at the down projection: the last
+   * tensor its backward needs is its input */
+  struct lp_op down = none;
+  down.stop = true;
+  if (down_cast) down.price = LP_PRICE_CAST, down.bytes = 4.0 + e;
+  linear(p, arch, act, LP_COLS_I, LP_COLS_H, moe, down); /* (rows, h) */
+  then_drop(p, act);
+}
+
+static double cols(unsigned c, double I, double h) {
+  return c == LP_COLS_H ? h : c == LP_COLS_2I ? 2 * I : I;
+}
+
+double vl__lp_flops(const struct lp_op *o, double rows, double I, double h) {
+  double out = rows * cols(o->cols, I, h);
+  switch (o->kind) {
+  case LP_LINEAR: return 2 * out * cols(o->in_cols, I, h);
+  case LP_EW:
+  case LP_CAST:
+  case LP_DROPOUT: return out;
+  default: return 0;
+  }
+}
+
+unsigned vl__lp_input_linears(const struct lp *p) {
+  unsigned k = 0;
+  for (unsigned i = LP_FIRST; i <= p->n; i++)
+    k += p->op[i].kind == LP_LINEAR && p->op[i].in[0] == LP_IN;
+  return k;
+}
