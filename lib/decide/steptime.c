@@ -390,7 +390,7 @@ static void views(struct seg *f, struct seg *b, double n) {
  * (rows x the MLP's width), `dense` x `count` times: each op at the bytes
  * it prices, a run of alike kernels priced together; its linears are the
  * inventory's (linears()) but for the input's cast autocast adds */
-static void mlp_ops(struct ctx *c, const struct lp *p, struct seg *f, struct seg *b, double n,
+static void lp_kernels(struct ctx *c, const struct lp *p, struct seg *f, struct seg *b, double n,
                     double dense, double count) {
   static const enum mem cls[] = {[LP_PRICE_EW] = EW, [LP_PRICE_CAST] = CAST};
   for (unsigned i = LP_FIRST; i <= p->n;) {
@@ -461,7 +461,7 @@ static void layer_ops(struct ctx *c, struct seg *f, struct seg *b, double bs, do
   dropout(c, f, b, a->hidden_dropout, T * h, e, 2 * count);
   /* the MLP's kernels (a dense layer; MoE layers: moe_ops) */
   double dense = a->experts ? (double)a->dense_layers / (double)a->layers : 1;
-  mlp_ops(c, &mlp, f, b, T * (double)a->intermediate / tp, dense, count);
+  lp_kernels(c, &mlp, f, b, T * (double)a->intermediate / tp, dense, count);
 }
 
 /* A masked_fill by a (rows, 1) mask or a product by a (rows, 1) weight is

@@ -4,7 +4,7 @@
  * what it makes, what its backward keeps, when Python lets go of each
  * tensor, its FLOPs and the bytes it moves. The consumers walk the same
  * lines: the training replay issues them as tape ops (train_replay_decoder.c
- * vl__tr_mlp), the time model prices them (steptime.c mlp_ops). A new part
+ * vl__tr_mlp), the time model prices them (steptime.c lp_kernels). A new part
  * is a new emitter beside vl__lp_mlp; docs/architecture.md, "Layer
  * programs".
  *

@@ -92,74 +92,80 @@ static uint8_t clamped_glu(struct lp *p, const struct vl_arch *arch) {
   return OP(.kind = LP_EW, .in = {u1, glu}, .ob = e, .saved = {u1, glu}, .drop = {u1, glu});
 }
 
+/* Phi-3, GLM, transformers 5's experts: gate_up_proj, then chunk(2) */
+static uint8_t gated_fused(struct lp *p, const struct vl_arch *arch) {
+  const uint8_t e = p->e;
+  uint8_t gu = linear(p, arch, LP_IN, LP_COLS_H, LP_COLS_2I, false, (struct lp_op){0});
+  uint8_t gate = OP(.kind = LP_VIEW, .in = {gu}, .ob = e);               /* (rows, I) */
+  uint8_t up = OP(.kind = LP_VIEW, .in = {gu}, .ob = e, .drop = {gu});   /* (rows, I) */
+  uint8_t ag = OP(.kind = LP_EW, .in = {gate}, .ob = e, .saved = {gate}, /* act(gate) */
+                  .price = LP_PRICE_EW, .bytes = 2.0 * e);
+  return OP(.kind = LP_EW, .in = {up, ag}, .ob = e, .saved = {up, ag}, /* * up */
+            .drop = {gate, ag, up}, .price = LP_PRICE_EW, .bytes = 3.0 * e);
+}
+
+/* down(act(gate(x)) * up(x)): the gate's output is a temporary gone once
+ * act has it (Gemma-2B's history); T5 v1.1's gated-gelu runs gelu_new
+ * (T5DenseGatedActDense), fp32 under autocast, and so is the product */
+static uint8_t gated(struct lp *p, const struct vl_arch *arch) {
+  const uint8_t e = p->e;
+  uint8_t gate = linear(p, arch, LP_IN, LP_COLS_H, LP_COLS_I, false, (struct lp_op){0});
+  uint8_t ag = arch->gelu_python ? gelu_new(p, gate, true)
+                                 : OP(.kind = LP_EW, .in = {gate}, .ob = e, .saved = {gate},
+                                      .price = LP_PRICE_EW, .bytes = 2.0 * e); /* act(gate) */
+  then_drop(p, gate);
+  uint8_t up = linear(p, arch, LP_IN, LP_COLS_H, LP_COLS_I, false, (struct lp_op){0});
+  /* act * up: MulBackward0 makes the second factor's gradient first, so
+   * up_proj, the later node, frees the block made first (y-mistral7b-
+   * bf16-sgd-eager-ckpt-b1s2048's meta trace; the fused kind lists them in
+   * that order too) */
+  return OP(.kind = LP_EW, .in = {up, ag}, .ob = p->op[ag].ob > e ? p->op[ag].ob : e,
+            .saved = {ag, up}, .drop = {ag, up}, .price = LP_PRICE_EW, .bytes = 3.0 * e);
+}
+
+/* fc, its activation: ReLU (keeps its output), GPT-2's Python GELU, or
+ * one GELU kernel (keeps its input) */
+static uint8_t plain(struct lp *p, const struct vl_arch *arch) {
+  const uint8_t e = p->e;
+  uint8_t fc = linear(p, arch, LP_IN, LP_COLS_H, LP_COLS_I, false, (struct lp_op){0});
+  uint8_t act;
+  if (arch->relu_act)
+    act = OP(.kind = LP_EW, .in = {fc}, .ob = e, .save_out = true, /* relu */
+             .price = LP_PRICE_EW, .bytes = 2.0 * e);
+  else if (arch->gelu_python)
+    act = gelu_new(p, fc, false);
+  else
+    act = OP(.kind = LP_EW, .in = {fc}, .ob = e, .saved = {fc}, /* gelu */
+             .price = LP_PRICE_EW, .bytes = 2.0 * e);
+  then_drop(p, fc);
+  return act;
+}
+
 void vl__lp_mlp(struct lp *p, const struct vl_arch *arch, bool autocast, unsigned e, bool moe) {
   memset(p, 0, sizeof *p);
   p->e = (uint8_t)e, p->autocast = autocast, p->n = LP_IN;
   p->op[LP_IN] = (struct lp_op){.kind = LP_INPUT, .cols = LP_COLS_H};
-  const double ew2 = 2.0 * e, ew3 = 3.0 * e;
-  const struct lp_op none = {0};
-  uint8_t act, ab = p->e; /* the activation, its bytes an element */
-  bool down_cast = false; /* the time model prices the down projection's input cast */
-  if (moe && arch->gate_clamp) {
-    act = clamped_glu(p, arch);
-  } else if (arch->gated_mlp && (arch->fused_gate_up || moe)) {
-    /* Phi-3, GLM, transformers 5's experts: gate_up_proj, then chunk(2) */
-    uint8_t gu = OP(.kind = LP_LINEAR, .in = {LP_IN}, .in_cols = LP_COLS_H, .cols = LP_COLS_2I,
-                    .ob = p->e, .bias = arch->mlp_bias);
-    uint8_t gate = OP(.kind = LP_VIEW, .in = {gu}, .ob = p->e);               /* (rows, I) */
-    uint8_t up = OP(.kind = LP_VIEW, .in = {gu}, .ob = p->e, .drop = {gu});   /* (rows, I) */
-    uint8_t ag = OP(.kind = LP_EW, .in = {gate}, .ob = p->e, .saved = {gate}, /* act(gate) */
-                    .price = LP_PRICE_EW, .bytes = ew2);
-    act = OP(.kind = LP_EW, .in = {up, ag}, .ob = p->e, .saved = {up, ag}, /* * up */
-             .drop = {gate, ag, up}, .price = LP_PRICE_EW, .bytes = ew3);
-  } else if (arch->gated_mlp) {
-    /* down(act(gate(x)) * up(x)): the gate's output is a temporary gone
-     * once act has it (Gemma-2B's history) */
-    uint8_t gate = OP(.kind = LP_LINEAR, .in = {LP_IN}, .in_cols = LP_COLS_H, .ob = p->e,
-                      .bias = arch->mlp_bias);
-    /* (T5 v1.1's gated-gelu: gelu_new, T5DenseGatedActDense) */
-    uint8_t ag = arch->gelu_python ? gelu_new(p, gate, true)
-                                   : OP(.kind = LP_EW, .in = {gate}, .ob = p->e, .saved = {gate},
-                                        .price = LP_PRICE_EW, .bytes = ew2);
-    then_drop(p, gate);
-    uint8_t up = OP(.kind = LP_LINEAR, .in = {LP_IN}, .in_cols = LP_COLS_H, .ob = p->e,
-                    .bias = arch->mlp_bias);
-    ab = p->op[ag].ob > p->e ? p->op[ag].ob : p->e;
-    /* act * up: MulBackward0 makes the second factor's gradient first, so
-     * up_proj, the later node, frees the block made first (y-mistral7b-
-     * bf16-sgd-eager-ckpt-b1s2048's meta trace; the fused branch above
-     * lists them in that order too) */
-    act = OP(.kind = LP_EW, .in = {up, ag}, .ob = ab, .saved = {ag, up}, .drop = {ag, up},
-             .price = LP_PRICE_EW, .bytes = ew3);
-  } else {
-    uint8_t fc = OP(.kind = LP_LINEAR, .in = {LP_IN}, .in_cols = LP_COLS_H, .ob = p->e,
-                    .bias = arch->mlp_bias);
-    if (arch->relu_act) {
-      act = OP(.kind = LP_EW, .in = {fc}, .ob = p->e, .save_out = true, .price = LP_PRICE_EW,
-               .bytes = ew2);
-    } else if (arch->gelu_python) {
-      act = gelu_new(p, fc, false);
-      ab = p->op[act].ob;
-      down_cast = autocast; /* the next linear casts the fp32 chain back */
-    } else {
-      act = OP(.kind = LP_EW, .in = {fc}, .ob = p->e, .saved = {fc}, .price = LP_PRICE_EW,
-               .bytes = ew2);
-    }
-    then_drop(p, fc);
-  }
-  if (arch->act_dropout > 0) /* (its bytes: the activations' dtype) */
+  uint8_t act = moe && arch->gate_clamp                           ? clamped_glu(p, arch)
+                : arch->gated_mlp && (arch->fused_gate_up || moe) ? gated_fused(p, arch)
+                : arch->gated_mlp                                 ? gated(p, arch)
+                                                                  : plain(p, arch);
+  const uint8_t ab = p->op[act].ob; /* the activation's bytes an element */
+  if (arch->act_dropout > 0)        /* (priced in the activations' dtype) */
     act = OP(.kind = LP_DROPOUT, .in = {act}, .ob = ab, .price = LP_PRICE_EW, .bytes = 2.0 * e + 1);
   if (arch->family == VL_FAM_T5 && autocast && ab < 4) {
     /* T5DenseActDense casts to wo's dtype, fp32 under autocast, and wo's
      * autocast casts back (its copy saved); not priced */
     act = OP(.kind = LP_CAST, .in = {act}, .ob = 4, .drop = {act});
   }
-  /* a checkpoint's recomputation stops at the down projection: the last
-   * tensor its backward needs is its input */
-  struct lp_op down = none;
-  down.stop = true;
-  if (down_cast) down.price = LP_PRICE_CAST, down.bytes = 4.0 + e;
-  linear(p, arch, act, LP_COLS_I, LP_COLS_H, moe, down); /* (rows, h) */
+  /* the down projection (rows, h); a checkpoint's recomputation stops
+   * before it: the last tensor its backward needs is its input. GPT-2's
+   * chain is fp32 under autocast (pow is on autocast's float32 list:
+   * PyTorch's autocast op reference) and the time model prices its cast
+   * back to the activations' dtype there; the others' casts it does not */
+  struct lp_op down = {.stop = true};
+  if (autocast && !arch->gated_mlp && !arch->relu_act && arch->gelu_python && !moe)
+    down.price = LP_PRICE_CAST, down.bytes = 4.0 + e;
+  linear(p, arch, act, LP_COLS_I, LP_COLS_H, moe, down);
   then_drop(p, act);
 }
 
