@@ -6,8 +6,6 @@
  *
  * What the time model prices is the op's `bytes`; where it prices a run of
  * ops as fewer kernels than the tape holds, the lines say so. */
-#include <string.h>
-
 #include "lp.h"
 #include "tape.h"
 
@@ -142,8 +140,9 @@ static uint8_t plain(struct lp *p, const struct vl_arch *arch) {
 }
 
 void vl__lp_mlp(struct lp *p, const struct vl_arch *arch, bool autocast, unsigned e, bool moe) {
-  memset(p, 0, sizeof *p);
+  /* (each op is written whole: no clearing of the array, built per configuration) */
   p->e = (uint8_t)e, p->autocast = autocast, p->n = LP_IN;
+  p->op[0] = (struct lp_op){0};
   p->op[LP_IN] = (struct lp_op){.kind = LP_INPUT, .cols = LP_COLS_H};
   uint8_t act = moe && arch->gate_clamp                           ? clamped_glu(p, arch)
                 : arch->gated_mlp && (arch->fused_gate_up || moe) ? gated_fused(p, arch)
