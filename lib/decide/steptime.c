@@ -391,7 +391,7 @@ static void views(struct seg *f, struct seg *b, double n) {
  * it prices, a run of alike kernels priced together; its linears are the
  * inventory's (linears()) but for the input's cast autocast adds */
 static void lp_kernels(struct ctx *c, const struct lp *p, struct seg *f, struct seg *b, double n,
-                    double dense, double count) {
+                       double dense, double count) {
   static const enum mem cls[] = {[LP_PRICE_EW] = EW, [LP_PRICE_CAST] = CAST};
   for (unsigned i = LP_FIRST; i <= p->n;) {
     const struct lp_op *o = &p->op[i];
