@@ -20,7 +20,7 @@
 
 #include "vramledger/arch.h"
 
-#define LP_MAX 32 /* ops a program holds (the longest MLP: 22) */
+#define LP_MAX 32 /* 0 (none), the input and the ops (the longest MLP: 14) */
 #define LP_IN 1   /* the part's input */
 #define LP_FIRST 2
 

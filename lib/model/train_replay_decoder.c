@@ -1,6 +1,7 @@
 /* The training replay's pre-norm layer (train_replay.h): a decoder's, and
  * the encoder layers of the same shape (T5's encoder, ModernBERT), with
- * its MLP (plain, gated, GPT-2's Python GELU) and its MoE block. */
+ * its MLP (lp_mlp.c's layer program, issued as tape ops) and its MoE
+ * block. */
 #include <string.h>
 
 #include "lp.h"
