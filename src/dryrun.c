@@ -200,6 +200,25 @@ static int read_spelled(const char *model, struct vl_arch *arch, struct dry_mode
   return 0;
 }
 
+/* LoRA without --lora-targets: the targets the estimate takes (PEFT's
+ * default for the type), given to the traced job too, so that both
+ * describe one job (measure.py would otherwise take PEFT's mapping, or
+ * fail on a type PEFT has no default for) */
+static void default_targets(const struct vl_job *j, const struct vl_arch *arch,
+                            struct dry_model *dm) {
+  if (!j->lora_rank || j->n_lora_targets) return;
+  const char *names[4];
+  bool peft;
+  int n = vl_lora_default_targets(arch, names, &peft);
+  size_t o = 0;
+  for (int i = 0; i < n; i++) {
+    int w = snprintf(dm->lora_default + o, sizeof dm->lora_default - o, "%s%s", i ? "," : "",
+                     names[i]);
+    if (w < 0 || (size_t)w >= sizeof dm->lora_default - o) break;
+    o += (size_t)w;
+  }
+}
+
 int dry_run_model(const struct est *e, bool want, struct vl_arch *arch, struct dry_model *dm) {
   memset(dm, 0, sizeof *dm);
   char where[PATH_MAX], bundled[64];
@@ -214,6 +233,7 @@ int dry_run_model(const struct est *e, bool want, struct vl_arch *arch, struct d
     snprintf(dm->path, sizeof dm->path, "%s", m.path);
     snprintf(dm->model_type, sizeof dm->model_type, "%s", arch->model_type);
     dm->unknown = !described(arch->model_type);
+    default_targets(&e->job, arch, dm);
   }
   dm->run = want;
   if (want || !dm->unknown) return 0;
@@ -264,7 +284,7 @@ int dry_run_model(const struct est *e, bool want, struct vl_arch *arch, struct d
 
 /* measure.py's --config: the fields of its suite entries (entry_of_config).
  * The caller frees the result with free(). */
-static char *job_config(const struct est *e, const char *model) {
+static char *job_config(const struct est *e, const struct dry_model *dm, const char *model) {
   const struct vl_job *j = &e->job;
   json_t *c = json_object();
   json_object_set_new(c, "name", json_string("estimate-dry-run"));
@@ -290,6 +310,8 @@ static char *job_config(const struct est *e, const char *model) {
       char t[512];
       vl_job_lora_targets(j, t, sizeof t);
       json_object_set_new(c, "lora_targets", json_string(t));
+    } else if (j->lora_rank && dm->lora_default[0]) {
+      json_object_set_new(c, "lora_targets", json_string(dm->lora_default));
     }
   }
   char *s = json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -465,7 +487,7 @@ int dry_run_run(const struct est *e, const struct dry_model *dm, struct dry_run 
   snprintf(res, sizeof res, "%.3000s/measure.json", dir);
   snprintf(so, sizeof so, "%.3000s/trace.json", dir);
   snprintf(se, sizeof se, "%.3000s/messages.txt", dir);
-  char *config = job_config(e, model);
+  char *config = job_config(e, dm, model);
   /* --gpu: the replay runs out of that card's memory as the GPU would (a
    * card of another --catalog: trace reads the bundled one, so not there) */
   const char *gpu = e->gpu && !e->catalog ? e->gpu : NULL;
@@ -633,7 +655,7 @@ static int json_out(FILE *out, const struct dry_view *v, const struct vl_fit *fi
     json_object_set_new(m, "name", json_string(cli_model_name(v->e->model, name, sizeof name)));
     json_object_set_new(m, "model_type", json_string(v->dm->model_type));
     json_object_set_new(root, "model", m);
-    char *config = job_config(v->e, v->dm->path);
+    char *config = job_config(v->e, v->dm, v->dm->path);
     json_t *s = config ? json_loads(config, 0, NULL) : NULL;
     free(config);
     if (s) json_object_del(s, "name");

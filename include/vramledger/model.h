@@ -281,6 +281,12 @@ struct vl_bill {
  * given; Lightning: outputs dropped, gradients zeroed just before the
  * backward). vl_bill_compute applies it itself. */
 void vl_job_apply_loop(const struct vl_job *in, struct vl_job *out);
+/*! The LoRA targets a LoraConfig without target_modules takes on this
+ * model type: PEFT's default (peft 0.21 utils/constants.py), *peft true;
+ * where PEFT has none (LoraConfig then asks for them) the type's query and
+ * value projections, *peft false. Up to 4 names into names[] (the
+ * inventory's, static strings). @return how many. */
+int vl_lora_default_targets(const struct vl_arch *arch, const char **names, bool *peft);
 /*! The job's LoRA target modules as one comma-separated string in buf
  * (n bytes, cut to fit; "" for PEFT's default). */
 void vl_job_lora_targets(const struct vl_job *j, char *buf, size_t n);

@@ -27,26 +27,97 @@ struct lora {
   int n_targets;
 };
 
-static const char *default_targets(enum vl_family f, const char **second) {
-  *second = NULL;
-  switch (f) {
-  case VL_FAM_GPT2: return "c_attn";
-  case VL_FAM_GPT_NEOX: return "query_key_value";
-  case VL_FAM_PHI3: return "qkv_proj";
-  case VL_FAM_BERT: *second = "value"; return "query";
-  default: *second = "v_proj"; return "q_proj";
+/* PEFT's target_modules when a LoraConfig names none (peft 0.21
+ * utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING),
+ * in this inventory's names (DeBERTa-v2's query_proj is `query` here). A
+ * type it has no default for, where LoraConfig asks for target_modules,
+ * takes its query and value projections (Phi-3's fused qkv_proj). */
+static const struct {
+  const char *type;
+  const char *names[4];
+} peft_defaults[] = {
+    {"gpt2", {"c_attn"}},
+    {"gpt_bigcode", {"c_attn"}},
+    {"gpt_neox", {"query_key_value"}},
+    {"falcon", {"query_key_value"}},
+    {"phi", {"q_proj", "v_proj", "fc1", "fc2"}},
+    {"bert", {"query", "value"}},
+    {"roberta", {"query", "value"}},
+    {"deberta-v2", {"query", "value"}},
+    {"t5", {"q", "v"}},
+    {"bart", {"q_proj", "v_proj"}},
+    {"llama", {"q_proj", "v_proj"}},
+    {"mistral", {"q_proj", "v_proj"}},
+    {"mixtral", {"q_proj", "v_proj"}},
+    {"gemma", {"q_proj", "v_proj"}},
+    {"gemma2", {"q_proj", "v_proj"}},
+    {"gemma3_text", {"q_proj", "v_proj"}},
+    {"opt", {"q_proj", "v_proj"}},
+    {"qwen2", {"q_proj", "v_proj"}},
+    {"qwen3", {"q_proj", "v_proj"}},
+    {"stablelm", {"q_proj", "v_proj"}},
+};
+
+int vl_lora_default_targets(const struct vl_arch *arch, const char **names, bool *peft) {
+  for (size_t i = 0; i < sizeof peft_defaults / sizeof peft_defaults[0]; i++) {
+    if (strcmp(peft_defaults[i].type, arch->model_type) != 0) continue;
+    int n = 0;
+    while (n < 4 && peft_defaults[i].names[n]) {
+      names[n] = peft_defaults[i].names[n];
+      n++;
+    }
+    *peft = true;
+    return n;
   }
+  *peft = false;
+  if (arch->family == VL_FAM_PHI3) {
+    names[0] = "qkv_proj";
+    return 1;
+  }
+  const bool encoder = arch->family == VL_FAM_DISTILBERT || arch->family == VL_FAM_MODERNBERT ||
+                       arch->family == VL_FAM_VIT;
+  names[0] = encoder ? "query" : "q_proj";
+  names[1] = encoder ? "value" : "v_proj";
+  return 2;
+}
+
+/* transformers' own module names where this inventory calls the linear
+ * by BERT's (modeling_deberta_v2.py query_proj, modeling_distilbert.py
+ * q_lin ... ffn.lin2): a target given either way finds it */
+static const char *inventory_name(const struct vl_arch *arch, const char *name) {
+  static const struct {
+    const char *type, *hf, *ours;
+  } alias[] = {
+      {"deberta-v2", "query_proj", "query"},    {"deberta-v2", "key_proj", "key"},
+      {"deberta-v2", "value_proj", "value"},    {"distilbert", "q_lin", "query"},
+      {"distilbert", "k_lin", "key"},           {"distilbert", "v_lin", "value"},
+      {"distilbert", "out_lin", "attention.output.dense"},
+      {"distilbert", "lin1", "intermediate.dense"},
+      {"distilbert", "lin2", "output.dense"},
+  };
+  for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+    if (!strcmp(alias[i].type, arch->model_type) && !strcmp(alias[i].hf, name)) return alias[i].ours;
+  return name;
+}
+
+/* the job's target names, or the type's default: n of them in names[] */
+static int target_names(const struct vl_arch *arch, const struct vl_job *job, const char **names) {
+  if (job->n_lora_targets == 0) {
+    bool peft;
+    return vl_lora_default_targets(arch, names, &peft);
+  }
+  int n = 0;
+  for (int i = 0; i < job->n_lora_targets && i < VL_MAX_LORA_TARGETS; i++)
+    names[n++] = inventory_name(arch, job->lora_targets[i]);
+  return n;
 }
 
 bool vl__lora_is_target(const struct vl_arch *arch, const struct vl_job *job, const char *name) {
   if (!job->lora_rank) return false;
-  if (job->n_lora_targets == 0) {
-    const char *second, *first = default_targets(arch->family, &second);
-    return !strcmp(name, first) || (second && !strcmp(name, second));
-  }
-  for (int i = 0; i < job->n_lora_targets && i < VL_MAX_LORA_TARGETS; i++)
-    if (!strcmp(job->lora_targets[i], "all-linear") ? strcmp(name, "gate") != 0
-                                                    : !strcmp(job->lora_targets[i], name))
+  const char *names[VL_MAX_LORA_TARGETS + 4];
+  const int n = target_names(arch, job, names);
+  for (int i = 0; i < n; i++)
+    if (!strcmp(names[i], "all-linear") ? strcmp(name, "gate") != 0 : !strcmp(names[i], name))
       return true;
   return false;
 }
@@ -55,16 +126,8 @@ static vl_status resolve_lora(const struct vl_arch *arch, const struct vl_invent
                               const struct vl_job *job, struct lora *lo, struct vl_err *err) {
   memset(lo, 0, sizeof *lo);
   if (!job->lora_rank) return VL_OK;
-  const char *names[VL_MAX_LORA_TARGETS + 2];
-  int n = 0;
-  if (job->n_lora_targets == 0) {
-    const char *second;
-    names[n++] = default_targets(arch->family, &second);
-    if (second) names[n++] = second;
-  } else {
-    for (int i = 0; i < job->n_lora_targets && i < VL_MAX_LORA_TARGETS; i++)
-      names[n++] = job->lora_targets[i];
-  }
+  const char *names[VL_MAX_LORA_TARGETS + 4];
+  const int n = target_names(arch, job, names);
   struct vl__ck ck = {false};
   for (int k = 0; k < n; k++) {
     bool all = strcmp(names[k], "all-linear") == 0, found = false;

@@ -925,12 +925,65 @@ static void sm_count_is_the_cards(void **state) {
   vl_catalog_release(&cat);
 }
 
+/* LoRA without target_modules takes PEFT's default for the type (peft 0.21
+ * utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING):
+ * Phi's q_proj, v_proj, fc1, fc2; Falcon's fused query_key_value; Phi-3
+ * has none in PEFT (LoraConfig asks), its fused qkv_proj assumed. A target
+ * given by transformers' own module name finds the linear this inventory
+ * names as BERT's (DeBERTa-v2's query_proj, DistilBERT's q_lin, ffn.lin1). */
+static void lora_default_targets_are_peft_s(void **state) {
+  (void)state;
+  struct vl_arch a;
+  const char *names[4];
+  bool peft;
+  tu_arch("data/models/phi-2.json", &a);
+  assert_int_equal(vl_lora_default_targets(&a, names, &peft), 4);
+  assert_true(peft);
+  assert_string_equal(names[2], "fc1");
+  struct vl_job j;
+  vl_job_init(&j);
+  j.lora_rank = 8;
+  j.seq = 512; /* within every model's positions */
+  struct vl_bill b;
+  tu_bill(&a, &j, &b);
+  /* q, v: 8 x (2560 + 2560); fc1, fc2: 8 x (2560 + 10240), 32 layers */
+  assert_int_equal(b.trainable_params, 32ull * 8 * (2 * 5120 + 2 * 12800));
+  tu_arch("data/models/falcon-7b.json", &a);
+  assert_int_equal(vl_lora_default_targets(&a, names, &peft), 1);
+  assert_string_equal(names[0], "query_key_value");
+  tu_bill(&a, &j, &b); /* was refused: Falcon has no q_proj */
+  /* query_key_value: 4544 -> 71 x 64 + 2 x 64 = 4672; 8 x (4544 + 4672) */
+  assert_int_equal(b.trainable_params, 32ull * 8 * (4544 + 4672));
+  tu_arch("data/models/phi-3-mini.json", &a);
+  assert_int_equal(vl_lora_default_targets(&a, names, &peft), 1);
+  assert_false(peft);
+  assert_string_equal(names[0], "qkv_proj");
+  struct vl_bill hf, ours;
+  tu_arch("data/models/deberta-v3-base.json", &a);
+  j.lora_targets[0] = "query_proj";
+  j.lora_targets[1] = "value_proj";
+  j.n_lora_targets = 2;
+  tu_bill(&a, &j, &hf);
+  j.lora_targets[0] = "query";
+  j.lora_targets[1] = "value";
+  tu_bill(&a, &j, &ours);
+  assert_int_equal(hf.trainable_params, ours.trainable_params);
+  assert_int_equal(hf.peak_allocated_bytes, ours.peak_allocated_bytes);
+  tu_arch("data/models/distilbert-base-uncased.json", &a);
+  j.lora_targets[0] = "lin1";
+  j.n_lora_targets = 1;
+  tu_bill(&a, &j, &hf);
+  /* intermediate.dense: 8 x (768 + 3072), 6 layers */
+  assert_int_equal(hf.trainable_params, 6ull * 8 * (768 + 3072));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(bytes_per_parameter_by_precision),
       cmocka_unit_test(ledger_adds_up),
       cmocka_unit_test(activations_respond_to_settings),
       cmocka_unit_test(lora_trains_only_adapters),
+      cmocka_unit_test(lora_default_targets_are_peft_s),
       cmocka_unit_test(qlora_stores_four_bits),
       cmocka_unit_test(qlora_dequantises_into_the_compute_dtype),
       cmocka_unit_test(conflicts_are_refused),
