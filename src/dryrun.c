@@ -212,8 +212,8 @@ static void default_targets(const struct vl_job *j, const struct vl_arch *arch,
   int n = vl_lora_default_targets(arch, names, &peft);
   size_t o = 0;
   for (int i = 0; i < n; i++) {
-    int w = snprintf(dm->lora_default + o, sizeof dm->lora_default - o, "%s%s", i ? "," : "",
-                     names[i]);
+    int w =
+        snprintf(dm->lora_default + o, sizeof dm->lora_default - o, "%s%s", i ? "," : "", names[i]);
     if (w < 0 || (size_t)w >= sizeof dm->lora_default - o) break;
     o += (size_t)w;
   }

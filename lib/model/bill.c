@@ -88,15 +88,19 @@ static const char *inventory_name(const struct vl_arch *arch, const char *name) 
   static const struct {
     const char *type, *hf, *ours;
   } alias[] = {
-      {"deberta-v2", "query_proj", "query"},    {"deberta-v2", "key_proj", "key"},
-      {"deberta-v2", "value_proj", "value"},    {"distilbert", "q_lin", "query"},
-      {"distilbert", "k_lin", "key"},           {"distilbert", "v_lin", "value"},
+      {"deberta-v2", "query_proj", "query"},
+      {"deberta-v2", "key_proj", "key"},
+      {"deberta-v2", "value_proj", "value"},
+      {"distilbert", "q_lin", "query"},
+      {"distilbert", "k_lin", "key"},
+      {"distilbert", "v_lin", "value"},
       {"distilbert", "out_lin", "attention.output.dense"},
       {"distilbert", "lin1", "intermediate.dense"},
       {"distilbert", "lin2", "output.dense"},
   };
   for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
-    if (!strcmp(alias[i].type, arch->model_type) && !strcmp(alias[i].hf, name)) return alias[i].ours;
+    if (!strcmp(alias[i].type, arch->model_type) && !strcmp(alias[i].hf, name))
+      return alias[i].ours;
   return name;
 }
 
