@@ -67,41 +67,7 @@ static const struct row {
      ""},
 };
 
-/* the rows name every model type this file's readers read */
-#define TYPE_READER_(id, name, read, parts, defaults) {name, #read},
-static const struct { const char *name, *reader; } types[] = {VL_MODEL_TYPES(TYPE_READER_)};
-#undef TYPE_READER_
-
-static void every_type_has_its_row(void **state) {
-  (void)state;
-  size_t mine = 0;
-  for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-    if (!is_mine(types[t].reader)) continue;
-    mine++;
-    size_t i = 0;
-    while (i < sizeof rows / sizeof rows[0] && strcmp(rows[i].model_type, types[t].name))
-      i++;
-    if (i == sizeof rows / sizeof rows[0]) fail_msg("model type %s has no row", types[t].name);
-  }
-  assert_int_equal(mine, sizeof rows / sizeof rows[0]);
-}
-
-static void each_reader_reads_its_keys(void **state) {
-  (void)state;
-  char read[4096], refused[4096];
-  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-    struct vl_arch a;
-    tu_arch(rows[i].file, &a);
-    assert_string_equal(a.model_type, rows[i].model_type);
-    ck_keys_read(rows[i].file, read, sizeof read);
-    if (strcmp(read, rows[i].read))
-      fail_msg("%s reads:\n  %s\nnot:\n  %s", rows[i].file, read, rows[i].read);
-    ck_keys_required(rows[i].file, read, refused, sizeof refused);
-    if (strcmp(refused, rows[i].refused_removed))
-      fail_msg("%s refuses without:\n  %s\nnot:\n  %s", rows[i].file, refused,
-               rows[i].refused_removed);
-  }
-}
+#include "config_rows.h"
 
 /* what the readers take from the configs (the keys named, data/models/) */
 static void shapes_as_the_configs_say(void **state) {
