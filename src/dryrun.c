@@ -200,21 +200,26 @@ static int read_spelled(const char *model, struct vl_arch *arch, struct dry_mode
   return 0;
 }
 
-/* LoRA without --lora-targets: the targets the estimate takes (PEFT's
- * default for the type), given to the traced job too, so that both
- * describe one job (measure.py would otherwise take PEFT's mapping, or
- * fail on a type PEFT has no default for) */
-static void default_targets(const struct vl_job *j, const struct vl_arch *arch,
-                            struct dry_model *dm) {
-  if (!j->lora_rank || j->n_lora_targets) return;
-  const char *names[4];
+/* A LoRA job's targets as the traced job names them: --lora-targets, or
+ * without it the targets the estimate takes (PEFT's default for the type),
+ * so that both describe one job (measure.py would otherwise take PEFT's
+ * mapping, or fail on a type PEFT has no default for), each by
+ * transformers' module name (PEFT matches those: DistilBERT's q_lin, not
+ * the inventory's query) */
+static void traced_targets(const struct vl_job *j, const struct vl_arch *arch,
+                           struct dry_model *dm) {
+  if (!j->lora_rank) return;
+  const char *names[VL_MAX_LORA_TARGETS + 4];
   bool peft;
-  int n = vl_lora_default_targets(arch, names, &peft);
+  int n = j->n_lora_targets;
+  for (int i = 0; i < n && i < VL_MAX_LORA_TARGETS; i++)
+    names[i] = j->lora_targets[i];
+  if (!n) n = vl_lora_default_targets(arch, names, &peft);
   size_t o = 0;
   for (int i = 0; i < n; i++) {
-    int w =
-        snprintf(dm->lora_default + o, sizeof dm->lora_default - o, "%s%s", i ? "," : "", names[i]);
-    if (w < 0 || (size_t)w >= sizeof dm->lora_default - o) break;
+    int w = snprintf(dm->lora_targets + o, sizeof dm->lora_targets - o, "%s%s", i ? "," : "",
+                     vl_lora_module_name(arch, names[i]));
+    if (w < 0 || (size_t)w >= sizeof dm->lora_targets - o) break;
     o += (size_t)w;
   }
 }
@@ -233,7 +238,7 @@ int dry_run_model(const struct est *e, bool want, struct vl_arch *arch, struct d
     snprintf(dm->path, sizeof dm->path, "%s", m.path);
     snprintf(dm->model_type, sizeof dm->model_type, "%s", arch->model_type);
     dm->unknown = !described(arch->model_type);
-    default_targets(&e->job, arch, dm);
+    traced_targets(&e->job, arch, dm);
   }
   dm->run = want;
   if (want || !dm->unknown) return 0;
@@ -306,13 +311,11 @@ static char *job_config(const struct est *e, const struct dry_model *dm, const c
     json_object_set_new(c, "checkpointing", json_string(vl_ckpt_name(j->checkpointing)));
     json_object_set_new(c, "grad_accum", json_integer((json_int_t)j->grad_accum));
     json_object_set_new(c, "lora", json_integer((json_int_t)j->lora_rank));
-    if (j->lora_rank && j->n_lora_targets) {
-      char t[512];
-      vl_job_lora_targets(j, t, sizeof t);
-      json_object_set_new(c, "lora_targets", json_string(t));
-    } else if (j->lora_rank && dm->lora_default[0]) {
-      json_object_set_new(c, "lora_targets", json_string(dm->lora_default));
-    }
+    char t[512];
+    vl_job_lora_targets(j, t, sizeof t); /* a type the estimator does not read: as given */
+    if (j->lora_rank && (dm->lora_targets[0] || t[0]))
+      json_object_set_new(c, "lora_targets",
+                          json_string(dm->lora_targets[0] ? dm->lora_targets : t));
   }
   char *s = json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(c);

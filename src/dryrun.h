@@ -22,7 +22,7 @@ struct dry_model {
   char why_no_formula[512]; /* the reader's message, when !formula */
   bool run;                 /* a dry run is to be made */
   bool automatic;           /* ... because the type is unknown, not --dry-run */
-  char lora_default[128];   /* LoRA without --lora-targets: the type's default, traced */
+  char lora_targets[512];   /* a LoRA job's targets, by transformers' names (traced_targets) */
 };
 
 /* What a dry run found: the replay's peaks from the mark 'measure' (the

@@ -287,6 +287,10 @@ void vl_job_apply_loop(const struct vl_job *in, struct vl_job *out);
  * value projections, *peft false. Up to 4 names into names[] (the
  * inventory's, static strings). @return how many. */
 int vl_lora_default_targets(const struct vl_arch *arch, const char **names, bool *peft);
+/*! transformers' module name of the linear this inventory calls `name`
+ * (DeBERTa-v2's query_proj for query, DistilBERT's q_lin), the name
+ * a LoraConfig's target_modules takes; `name` itself where they agree. */
+const char *vl_lora_module_name(const struct vl_arch *arch, const char *name);
 /*! The job's LoRA target modules as one comma-separated string in buf
  * (n bytes, cut to fit; "" for PEFT's default). */
 void vl_job_lora_targets(const struct vl_job *j, char *buf, size_t n);

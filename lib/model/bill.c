@@ -31,7 +31,8 @@ struct lora {
  * utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING),
  * in this inventory's names (DeBERTa-v2's query_proj is `query` here). A
  * type it has no default for, where LoraConfig asks for target_modules,
- * takes its query and value projections (Phi-3's fused qkv_proj). */
+ * takes its query and value projections (Phi-3's and ModernBERT's fused
+ * qkv_proj, Wqkv). */
 static const struct {
   const char *type;
   const char *names[4];
@@ -70,37 +71,45 @@ int vl_lora_default_targets(const struct vl_arch *arch, const char **names, bool
     return n;
   }
   *peft = false;
-  if (arch->family == VL_FAM_PHI3) {
-    names[0] = "qkv_proj";
+  if (arch->family == VL_FAM_PHI3 || arch->family == VL_FAM_MODERNBERT) {
+    names[0] = arch->family == VL_FAM_PHI3 ? "qkv_proj" : "Wqkv"; /* fused */
     return 1;
   }
-  const bool encoder = arch->family == VL_FAM_DISTILBERT || arch->family == VL_FAM_MODERNBERT ||
-                       arch->family == VL_FAM_VIT;
+  const bool encoder = arch->family == VL_FAM_DISTILBERT;
   names[0] = encoder ? "query" : "q_proj";
   names[1] = encoder ? "value" : "v_proj";
   return 2;
 }
 
 /* transformers' own module names where this inventory calls the linear
- * by BERT's (modeling_deberta_v2.py query_proj, modeling_distilbert.py
- * q_lin ... ffn.lin2): a target given either way finds it */
+ * otherwise: DeBERTa-v2's and DistilBERT's by BERT's names
+ * (transformers 5.17 modeling_deberta_v2.py query_proj,
+ * modeling_distilbert.py q_lin ... ffn.lin2) */
+static const struct {
+  const char *type, *hf, *ours;
+} alias[] = {
+    {"deberta-v2", "query_proj", "query"},
+    {"deberta-v2", "key_proj", "key"},
+    {"deberta-v2", "value_proj", "value"},
+    {"distilbert", "q_lin", "query"},
+    {"distilbert", "k_lin", "key"},
+    {"distilbert", "v_lin", "value"},
+    {"distilbert", "out_lin", "attention.output.dense"},
+    {"distilbert", "lin1", "intermediate.dense"},
+    {"distilbert", "lin2", "output.dense"},
+};
+
 static const char *inventory_name(const struct vl_arch *arch, const char *name) {
-  static const struct {
-    const char *type, *hf, *ours;
-  } alias[] = {
-      {"deberta-v2", "query_proj", "query"},
-      {"deberta-v2", "key_proj", "key"},
-      {"deberta-v2", "value_proj", "value"},
-      {"distilbert", "q_lin", "query"},
-      {"distilbert", "k_lin", "key"},
-      {"distilbert", "v_lin", "value"},
-      {"distilbert", "out_lin", "attention.output.dense"},
-      {"distilbert", "lin1", "intermediate.dense"},
-      {"distilbert", "lin2", "output.dense"},
-  };
   for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
     if (!strcmp(alias[i].type, arch->model_type) && !strcmp(alias[i].hf, name))
       return alias[i].ours;
+  return name;
+}
+
+const char *vl_lora_module_name(const struct vl_arch *arch, const char *name) {
+  for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+    if (!strcmp(alias[i].type, arch->model_type) && !strcmp(alias[i].ours, name))
+      return alias[i].hf;
   return name;
 }
 

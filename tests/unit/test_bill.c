@@ -975,6 +975,12 @@ static void lora_default_targets_are_peft_s(void **state) {
   tu_bill(&a, &j, &hf);
   /* intermediate.dense: 8 x (768 + 3072), 6 layers */
   assert_int_equal(hf.trainable_params, 6ull * 8 * (768 + 3072));
+  /* the name a LoraConfig (and so the dry run) gives PEFT */
+  assert_string_equal(vl_lora_module_name(&a, "query"), "q_lin");
+  assert_string_equal(vl_lora_module_name(&a, "lin1"), "lin1");
+  tu_arch("data/models/modernbert-base.json", &a);
+  assert_int_equal(vl_lora_default_targets(&a, names, &peft), 1);
+  assert_string_equal(names[0], "Wqkv"); /* fused; PEFT has no default */
 }
 
 int main(void) {
