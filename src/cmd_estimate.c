@@ -60,16 +60,14 @@ static void default_seq(struct est *e, const struct vl_arch *arch) {
           (unsigned long long)e->job.seq, arch->model_type);
 }
 
-/* A model with attention sinks (gpt-oss) runs eagerly: transformers has no
- * SDPA path for them (modeling_gpt_oss.py: _supports_sdpa = False), so the
- * job is estimated, echoed and dry-run as eager, said on stderr */
+/* A model transformers has no SDPA path for (gpt-oss's attention sinks,
+ * DeBERTa-v2) runs eagerly (vl_arch_eager_only), so the job is estimated,
+ * echoed and dry-run as eager, said on stderr */
 static void eager_only(struct est *e, const struct vl_arch *arch) {
-  if (!arch->attn_sinks || e->job.attention == VL_ATTN_EAGER) return;
+  if (!vl_arch_eager_only(arch) || e->job.attention == VL_ATTN_EAGER) return;
   e->job.attention = VL_ATTN_EAGER;
-  fprintf(stderr,
-          "vramledger: %s runs eager attention: transformers has no SDPA path for its "
-          "attention sinks\n",
-          arch->model_type);
+  fprintf(stderr, "vramledger: %s runs eager attention: transformers has no SDPA path for %s\n",
+          arch->model_type, arch->attn_sinks ? "its attention sinks" : "it");
 }
 
 /* --dry-run given: refuse what it cannot express. @return 0 or VL_EXIT_USAGE. */

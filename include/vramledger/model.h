@@ -291,6 +291,10 @@ int vl_lora_default_targets(const struct vl_arch *arch, const char **names, bool
  * (DeBERTa-v2's query_proj for query, DistilBERT's q_lin), the name
  * a LoraConfig's target_modules takes; `name` itself where they agree. */
 const char *vl_lora_module_name(const struct vl_arch *arch, const char *name);
+/*! Does transformers 5.17 run this type's attention eagerly whatever is
+ * asked (no SDPA path: gpt-oss's sinks, DeBERTa-v2)? The bill then
+ * estimates eager attention. */
+bool vl_arch_eager_only(const struct vl_arch *arch);
 /*! The job's LoRA target modules as one comma-separated string in buf
  * (n bytes, cut to fit; "" for PEFT's default). */
 void vl_job_lora_targets(const struct vl_job *j, char *buf, size_t n);

@@ -1193,6 +1193,10 @@ void vl_job_apply_loop(const struct vl_job *in, struct vl_job *out) {
 
 /* The job as it is billed (*vj): the loop's defaults, a vision model's
  * tokens, a seq2seq decoder's length, attention sinks run eagerly. */
+bool vl_arch_eager_only(const struct vl_arch *arch) {
+  return arch->attn_sinks || arch->family == VL_FAM_DEBERTA_V2;
+}
+
 static const struct vl_job *billed_job(const struct vl_arch *arch, const struct vl_job *job,
                                        struct vl_job *vj) {
   *vj = *job;
@@ -1217,9 +1221,12 @@ static const struct vl_job *billed_job(const struct vl_arch *arch, const struct 
     vj->target_seq = vl_job_target_seq(arch, job);
     job = vj;
   }
-  /* attention sinks run eagerly: transformers has no SDPA path for them
-   * (modeling_gpt_oss.py GptOssPreTrainedModel: _supports_sdpa = False) */
-  if (arch->attn_sinks && job->attention != VL_ATTN_EAGER) {
+  /* a type transformers has no SDPA path for runs eagerly, whatever was
+   * asked (from_pretrained picks "eager"): attention sinks
+   * (modeling_gpt_oss.py GptOssPreTrainedModel: _supports_sdpa = False) and
+   * DeBERTa-v2's disentangled attention (modeling_deberta_v2.py: no
+   * _supports_sdpa, PreTrainedModel's False) */
+  if (vl_arch_eager_only(arch) && job->attention != VL_ATTN_EAGER) {
     vj->attention = VL_ATTN_EAGER;
     job = vj;
   }

@@ -983,6 +983,28 @@ static void lora_default_targets_are_peft_s(void **state) {
   assert_string_equal(names[0], "Wqkv"); /* fused; PEFT has no default */
 }
 
+/* DeBERTa-v2 has no SDPA path in transformers 5.17 (modeling_deberta_v2.py
+ * sets no _supports_sdpa: PreTrainedModel's False), so from_pretrained
+ * runs it eagerly whatever is asked: the bill of an SDPA job is the eager
+ * one's (its scores and probabilities held), not 35 % less */
+static void deberta_runs_eager(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/deberta-v3-base.json", &a);
+  assert_true(vl_arch_eager_only(&a));
+  struct vl_job j;
+  vl_job_init(&j);
+  j.batch = 16;
+  j.seq = 512;
+  struct vl_bill sdpa, eager;
+  tu_bill(&a, &j, &sdpa);
+  j.attention = VL_ATTN_EAGER;
+  tu_bill(&a, &j, &eager);
+  assert_int_equal(sdpa.peak_allocated_bytes, eager.peak_allocated_bytes);
+  tu_arch("data/models/bert-base-uncased.json", &a);
+  assert_false(vl_arch_eager_only(&a));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(bytes_per_parameter_by_precision),
@@ -990,6 +1012,7 @@ int main(void) {
       cmocka_unit_test(activations_respond_to_settings),
       cmocka_unit_test(lora_trains_only_adapters),
       cmocka_unit_test(lora_default_targets_are_peft_s),
+      cmocka_unit_test(deberta_runs_eager),
       cmocka_unit_test(qlora_stores_four_bits),
       cmocka_unit_test(qlora_dequantises_into_the_compute_dtype),
       cmocka_unit_test(conflicts_are_refused),
