@@ -198,10 +198,10 @@ vl_status vl__read_vision(struct vl__reader *r, struct vl_arch *a) {
 }
 
 vl_status vl__read_encoder(struct vl__reader *r, struct vl_arch *a) {
-  /* their eager attention calls softmax without dtype=float32 (BERT's
-   * too, modeling_bert.py eager_attention_forward; its calibration runs
-   * were fitted with fp32 probabilities: not changed yet) */
-  a->softmax_native = a->family != VL_FAM_MODERNBERT && a->family != VL_FAM_BERT;
+  /* their eager attention calls softmax without dtype=float32
+   * (modeling_bert.py, modeling_roberta.py eager_attention_forward): in
+   * the scores' dtype, fp32 under autocast (softmax is on its fp32 list) */
+  a->softmax_native = a->family != VL_FAM_MODERNBERT;
   switch (a->family) {
   case VL_FAM_BERT:
   case VL_FAM_ROBERTA: TRY(bert_like(r, a)); break;

@@ -1029,6 +1029,28 @@ static void t5_sdpa_replayed_as_eager(void **state) {
   assert_null(eager.approximate);
 }
 
+/* BERT's eager attention (transformers 5.17 modeling_bert.py
+ * eager_attention_forward) calls softmax in the scores' dtype, as RoBERTa's
+ * does: under pure bf16 every layer keeps half probabilities, not fp32
+ * ones (fp32 only under autocast, whose list has softmax). bert-base bf16
+ * eager 16 x 512 peaks at 8,411,492,864 B in `vramledger trace` of that job
+ * on meta tensors (python/vramledger/measure.py --device meta); with fp32
+ * probabilities the bill said 14 % more. */
+static void bert_softmax_in_half(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/bert-base-uncased.json", &a);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.precision = VL_PREC_BF16;
+  j.attention = VL_ATTN_EAGER;
+  j.batch = 16;
+  j.seq = 512;
+  struct vl_bill b;
+  tu_bill(&a, &j, &b);
+  assert_close((double)b.peak_allocated_bytes, 8411492864.0, 0.005, "bert-base bf16 eager");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(bytes_per_parameter_by_precision),
@@ -1038,6 +1060,7 @@ int main(void) {
       cmocka_unit_test(lora_default_targets_are_peft_s),
       cmocka_unit_test(deberta_runs_eager),
       cmocka_unit_test(t5_sdpa_replayed_as_eager),
+      cmocka_unit_test(bert_softmax_in_half),
       cmocka_unit_test(qlora_stores_four_bits),
       cmocka_unit_test(qlora_dequantises_into_the_compute_dtype),
       cmocka_unit_test(conflicts_are_refused),
