@@ -56,19 +56,17 @@ static int gates_ready(const struct vl_sens_query *q, const struct vl_sens_resul
   return 0;
 }
 
-int cmd_sensitivity(int argc, const char **argv) {
-  struct vl_sens_query q;
-  memset(&q, 0, sizeof q);
-  q.samples = 100000;
-  q.seed = 1;
-  const char *rest[256], *vary[VL_SENS_MAX_VARY], *gpus = NULL, *dist = "uniform", *fit = NULL;
-  int n = 0, nv = 0, rc;
-  struct vl_sens_verdict gate;
-  memset(&gate, 0, sizeof gate);
-  if (argc > 255) {
-    cli_error("too many arguments");
-    return VL_EXIT_USAGE;
-  }
+/* sensitivity's own flags, "--flag V" or "--flag=V" as the estimate
+ * flags are spelt; the rest, estimate's, into f->rest. @return 0 or an
+ * exit code (said). */
+struct own_flags {
+  const char *rest[256], *vary[VL_SENS_MAX_VARY], *gpus, *dist, *fit;
+  int n, nv;
+};
+
+static int own_flags(int argc, const char **argv, struct vl_sens_query *q,
+                     struct vl_sens_verdict *g, struct own_flags *f) {
+  int rc;
   static const char *const own[] = {"--vary",
                                     "--samples",
                                     "--seed",
@@ -94,7 +92,7 @@ int cmd_sensitivity(int argc, const char **argv) {
       }
     }
     if (!a) {
-      rest[n++] = argv[i];
+      f->rest[f->n++] = argv[i];
       continue;
     }
     if (!v && i + 1 >= argc) {
@@ -103,39 +101,97 @@ int cmd_sensitivity(int argc, const char **argv) {
     }
     if (!v) v = argv[++i];
     if (!strcmp(a, "--vary")) {
-      if (nv == VL_SENS_MAX_VARY) {
+      if (f->nv == VL_SENS_MAX_VARY) {
         cli_error("at most %d --vary", VL_SENS_MAX_VARY);
         return VL_EXIT_USAGE;
       }
-      vary[nv++] = v;
+      f->vary[f->nv++] = v;
     } else if (!strcmp(a, "--samples")) {
-      if ((rc = cli_u64("samples", v, 1, 100000000, &q.samples))) return rc;
+      if ((rc = cli_u64("samples", v, 1, 100000000, &q->samples))) return rc;
     } else if (!strcmp(a, "--seed")) {
-      if ((rc = cli_u64("seed", v, 0, UINT32_MAX, &q.seed))) return rc;
+      if ((rc = cli_u64("seed", v, 0, UINT32_MAX, &q->seed))) return rc;
     } else if (!strcmp(a, "--estimates")) {
-      if ((rc = cli_u64("estimates", v, 1, 10000000, &q.max_estimates))) return rc;
+      if ((rc = cli_u64("estimates", v, 1, 10000000, &q->max_estimates))) return rc;
     } else if (!strcmp(a, "--tokens")) {
-      if ((rc = cli_u64("tokens", v, 1, UINT64_C(1) << 60, &q.tokens))) return rc;
+      if ((rc = cli_u64("tokens", v, 1, UINT64_C(1) << 60, &q->tokens))) return rc;
     } else if (!strcmp(a, "--deadline-hours")) {
-      if ((rc = cli_double("deadline-hours", v, 1e-6, 1e9, &q.deadline_hours))) return rc;
+      if ((rc = cli_double("deadline-hours", v, 1e-6, 1e9, &q->deadline_hours))) return rc;
     } else if (!strcmp(a, "--budget")) {
-      if ((rc = cli_double("budget", v, 1e-6, 1e15, &q.budget_usd))) return rc;
+      if ((rc = cli_double("budget", v, 1e-6, 1e15, &q->budget_usd))) return rc;
     } else if (!strcmp(a, "--fail-above")) {
-      if ((rc = parse_gate("fail-above", v, &gate, VL_SENS_GATE_OOM))) return rc;
+      if ((rc = parse_gate("fail-above", v, g, VL_SENS_GATE_OOM))) return rc;
     } else if (!strcmp(a, "--fail-above-budget")) {
-      if ((rc = parse_gate("fail-above-budget", v, &gate, VL_SENS_GATE_BUDGET))) return rc;
+      if ((rc = parse_gate("fail-above-budget", v, g, VL_SENS_GATE_BUDGET))) return rc;
     } else if (!strcmp(a, "--fail-above-deadline")) {
-      if ((rc = parse_gate("fail-above-deadline", v, &gate, VL_SENS_GATE_DEADLINE))) return rc;
+      if ((rc = parse_gate("fail-above-deadline", v, g, VL_SENS_GATE_DEADLINE))) return rc;
     } else if (!strcmp(a, "--gpus")) { /* --gpu's alias */
-      gpus = v;
+      f->gpus = v;
     } else if (!strcmp(a, "--fit")) {
-      fit = v;
+      f->fit = v;
     } else {
       static const char *const d[] = {"uniform", "normal", NULL};
       if (cli_choice("dist", v, d) < 0) return VL_EXIT_USAGE;
-      dist = v;
+      f->dist = v;
     }
   }
+  return 0;
+}
+
+/* --fit FIT.json read into *fitted, the query's fit. @return 0 or an
+ * exit code (said). */
+static int read_fit(const char *fit, struct vl_fitted *fitted, struct vl_sens_query *q) {
+  size_t len = 0;
+  char *text = cli_read_file(fit, &len);
+  if (!text) return VL_EXIT_ERROR;
+  struct vl_err ferr = {""};
+  vl_status fs = vl_fitted_parse(text, len, fitted, &ferr);
+  vl_free(text);
+  if (fs != VL_OK) {
+    cli_error("cannot read the fit '%s': %s", fit, ferr.msg);
+    cli_hint("make it with: vramledger fit --csv sweep.csv --format json > FIT.json");
+    return VL_EXIT_ERROR;
+  }
+  q->fit = fitted;
+  q->fit_source = fit;
+  return 0;
+}
+
+/* the thresholds' flags that need others. @return 0 or VL_EXIT_USAGE (said). */
+static int thresholds_given(const struct vl_sens_query *q, const struct vl_sens_verdict *g) {
+  if ((q->deadline_hours > 0 || q->budget_usd > 0) && !q->tokens) {
+    cli_error(
+        "--deadline-hours and --budget need --tokens N (the training tokens the hours are for)");
+    return VL_EXIT_USAGE;
+  }
+  if (g->given[VL_SENS_GATE_BUDGET] && !q->budget_usd) {
+    cli_error("--fail-above-budget needs --budget USD (and --tokens N): the budget whose "
+              "P(over) it holds");
+    return VL_EXIT_USAGE;
+  }
+  if (g->given[VL_SENS_GATE_DEADLINE] && !q->deadline_hours) {
+    cli_error("--fail-above-deadline needs --deadline-hours H (and --tokens N): the deadline "
+              "whose P(past) it holds");
+    return VL_EXIT_USAGE;
+  }
+  return 0;
+}
+
+int cmd_sensitivity(int argc, const char **argv) {
+  struct vl_sens_query q;
+  memset(&q, 0, sizeof q);
+  q.samples = 100000;
+  q.seed = 1;
+  int rc;
+  struct vl_sens_verdict gate;
+  memset(&gate, 0, sizeof gate);
+  if (argc > 255) {
+    cli_error("too many arguments");
+    return VL_EXIT_USAGE;
+  }
+  struct own_flags f = {.dist = "uniform"};
+  if ((rc = own_flags(argc, argv, &q, &gate, &f))) return rc;
+  const char **rest = f.rest, **vary = f.vary, *gpus = f.gpus, *dist = f.dist, *fit = f.fit;
+  int n = f.n, nv = f.nv;
   struct est e;
   est_init(&e);
   if ((rc = est_parse(n, rest, &e))) return rc;
@@ -160,36 +216,8 @@ int cmd_sensitivity(int argc, const char **argv) {
   q.arch = &arch;
   q.job = e.job;
   struct vl_fitted fitted;
-  if (fit) {
-    size_t len = 0;
-    char *text = cli_read_file(fit, &len);
-    if (!text) return VL_EXIT_ERROR;
-    struct vl_err ferr = {""};
-    vl_status fs = vl_fitted_parse(text, len, &fitted, &ferr);
-    vl_free(text);
-    if (fs != VL_OK) {
-      cli_error("cannot read the fit '%s': %s", fit, ferr.msg);
-      cli_hint("make it with: vramledger fit --csv sweep.csv --format json > FIT.json");
-      return VL_EXIT_ERROR;
-    }
-    q.fit = &fitted;
-    q.fit_source = fit;
-  }
-  if ((q.deadline_hours > 0 || q.budget_usd > 0) && !q.tokens) {
-    cli_error(
-        "--deadline-hours and --budget need --tokens N (the training tokens the hours are for)");
-    return VL_EXIT_USAGE;
-  }
-  if (gate.given[VL_SENS_GATE_BUDGET] && !q.budget_usd) {
-    cli_error("--fail-above-budget needs --budget USD (and --tokens N): the budget whose "
-              "P(over) it holds");
-    return VL_EXIT_USAGE;
-  }
-  if (gate.given[VL_SENS_GATE_DEADLINE] && !q.deadline_hours) {
-    cli_error("--fail-above-deadline needs --deadline-hours H (and --tokens N): the deadline "
-              "whose P(past) it holds");
-    return VL_EXIT_USAGE;
-  }
+  if (fit && (rc = read_fit(fit, &fitted, &q))) return rc;
+  if ((rc = thresholds_given(&q, &gate))) return rc;
   if (gpus && e.gpu) {
     cli_error("give the cards once: --gpus is --gpu's alias (--gpu %s,%s)", e.gpu, gpus);
     return VL_EXIT_USAGE;

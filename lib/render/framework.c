@@ -186,33 +186,108 @@ static double step_error_pct(const struct vl_probe_compare *c) {
   return 100.0 * (c->est_step_s - c->measured_step_s) / c->measured_step_s;
 }
 
+/* report --estimate's comparison, line by line and the step time */
+static json_t *cmp_json(const struct vl_probe_compare *cmp) {
+  json_t *c = json_object();
+  for (int i = 0; i < VL_CMP_LINES; i++) {
+    json_t *x = json_object();
+    json_object_set_new(x, "measured", U(cmp->measured[i]));
+    json_object_set_new(x, "estimate", U(cmp->estimate[i]));
+    json_object_set_new(x, "difference",
+                        json_integer((json_int_t)cmp->estimate[i] - (json_int_t)cmp->measured[i]));
+    json_object_set_new(c, cmp_key[i], x);
+  }
+  json_object_set_new(c, "estimate_peak_phase", vl__json_str(cmp->estimate_phase));
+  if (cmp->est_step_s > 0 && cmp->measured_step_s > 0) {
+    json_t *t = json_object();
+    json_object_set_new(t, "card", vl__json_str(cmp->card));
+    json_object_set_new(t, "estimate_seconds", json_real(cmp->est_step_s));
+    json_object_set_new(t, "estimate_forward_seconds", json_real(cmp->est_forward_s));
+    json_object_set_new(t, "estimate_backward_seconds", json_real(cmp->est_backward_s));
+    json_object_set_new(t, "estimate_optimizer_seconds", json_real(cmp->est_optimizer_s));
+    json_object_set_new(t, "measured_median_seconds", json_real(cmp->measured_step_s));
+    json_object_set_new(t, "error_pct", json_real(step_error_pct(cmp)));
+    json_object_set_new(c, "step_time", t);
+  }
+  return c;
+}
+
+/* the ladder at the peaks and the gaps between its layers */
+static json_t *ladder_json(const struct vl_probe_layer *f) {
+  json_t *l = json_object();
+  json_object_set_new(l, "process_bytes", U(f->ladder[0]));
+  json_object_set_new(l, "driver_allocated_bytes", U(f->ladder[1]));
+  json_object_set_new(l, "reserved_bytes", U(f->ladder[2]));
+  json_object_set_new(l, "allocated_bytes", U(f->ladder[3]));
+  json_object_set_new(l, "ranks_summed", U(f->ladder_ranks));
+  json_object_set_new(l, "context_and_other_bytes", U(f->gap_context));
+  json_object_set_new(l, "outside_pytorch_bytes", U(f->gap_outside));
+  json_object_set_new(l, "cached_free_bytes", U(f->gap_cached));
+  json_object_set_new(l, "fragmented_bytes", U(f->gap_fragmented));
+  json_t *libs = json_object();
+  for (unsigned i = 0; i < f->n_outside; i++)
+    json_object_set_new(libs, f->outside[i].name, U(f->outside[i].bytes));
+  json_object_set_new(l, "outside_by_library", libs);
+  return l;
+}
+
+/* each rank's peaks and bill */
+static json_t *ranks_json(const struct vl_probe_layer *f) {
+  json_t *rk = json_array();
+  for (unsigned i = 0; i < f->n_rank_peaks; i++) {
+    json_t *m = json_object();
+    json_object_set_new(m, "rank", json_integer(f->ranks[i].rank));
+    json_object_set_new(m, "pid", json_integer(f->ranks[i].pid));
+    /* a CPU job has no allocator to read: null, not 0 */
+    json_object_set_new(m, "peak_allocated_bytes",
+                        f->cuda ? U(f->ranks[i].peak_allocated) : json_null());
+    json_object_set_new(m, "peak_reserved_bytes",
+                        f->cuda ? U(f->ranks[i].peak_reserved) : json_null());
+    json_object_set_new(m, "peak_named_bytes", U(f->ranks[i].peak_named));
+    json_object_set_new(m, "ddp_step2_extra_bytes", U(f->ranks[i].ddp_step2_extra));
+    if (f->ranks[i].has_bill) {
+      json_t *rb = json_object();
+      for (int l = 0; l < LINES; l++)
+        json_object_set_new(rb, line_key[l], U(rank_line_bytes(&f->ranks[i], l)));
+      json_object_set_new(rb, "step", json_integer(f->ranks[i].bill_step));
+      json_object_set_new(rb, "phase", vl__json_str(f->ranks[i].bill_phase));
+      json_object_set_new(m, "bill", rb);
+    }
+    json_array_append_new(rk, m);
+  }
+  return rk;
+}
+
+/* the main process's steps */
+static json_t *steps_json(const struct vl_probe_layer *f, const struct vl_record *r) {
+  json_t *steps = json_array();
+  for (size_t i = 0; i < r->n_steps; i++) {
+    const struct vl_rec_step *s = &r->steps[i];
+    if (s->pid != f->main_pid) continue;
+    json_t *x = json_object();
+    json_object_set_new(x, "step", json_integer(s->step));
+    json_object_set_new(x, "time_s", json_real((double)s->time_ns * 1e-9));
+    json_object_set_new(x, "tokens", s->tokens ? U(s->tokens) : json_null());
+    json_object_set_new(x, "tokens_per_s",
+                        s->time_ns && s->tokens
+                            ? json_real((double)s->tokens / ((double)s->time_ns * 1e-9))
+                            : json_null());
+    json_object_set_new(x, "micro_batches", json_integer(s->micro_batches));
+    json_object_set_new(x, "peak_allocated_bytes",
+                        s->has_peak ? U(s->peak_allocated) : json_null());
+    json_object_set_new(x, "peak_reserved_bytes", s->has_peak ? U(s->peak_reserved) : json_null());
+    json_object_set_new(x, "peak_phase",
+                        s->has_peak && s->peak_phase[0] ? vl__json_str(s->peak_phase)
+                                                        : json_null());
+    json_object_set_new(x, "sampled", json_boolean(s->sampled));
+    json_array_append_new(steps, x);
+  }
+  return steps;
+}
+
 void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const struct vl_record *r,
                  const struct vl_probe_compare *cmp) {
-  if (cmp && cmp->present) {
-    json_t *c = json_object();
-    for (int i = 0; i < VL_CMP_LINES; i++) {
-      json_t *x = json_object();
-      json_object_set_new(x, "measured", U(cmp->measured[i]));
-      json_object_set_new(x, "estimate", U(cmp->estimate[i]));
-      json_object_set_new(
-          x, "difference",
-          json_integer((json_int_t)cmp->estimate[i] - (json_int_t)cmp->measured[i]));
-      json_object_set_new(c, cmp_key[i], x);
-    }
-    json_object_set_new(c, "estimate_peak_phase", vl__json_str(cmp->estimate_phase));
-    if (cmp->est_step_s > 0 && cmp->measured_step_s > 0) {
-      json_t *t = json_object();
-      json_object_set_new(t, "card", vl__json_str(cmp->card));
-      json_object_set_new(t, "estimate_seconds", json_real(cmp->est_step_s));
-      json_object_set_new(t, "estimate_forward_seconds", json_real(cmp->est_forward_s));
-      json_object_set_new(t, "estimate_backward_seconds", json_real(cmp->est_backward_s));
-      json_object_set_new(t, "estimate_optimizer_seconds", json_real(cmp->est_optimizer_s));
-      json_object_set_new(t, "measured_median_seconds", json_real(cmp->measured_step_s));
-      json_object_set_new(t, "error_pct", json_real(step_error_pct(cmp)));
-      json_object_set_new(c, "step_time", t);
-    }
-    json_object_set_new(o, "estimate_vs_measured", c);
-  }
+  if (cmp && cmp->present) json_object_set_new(o, "estimate_vs_measured", cmp_json(cmp));
   json_object_set_new(o, "framework", json_boolean(f->present));
   if (!f->present) {
     json_object_set_new(o, "bill", json_null());
@@ -264,23 +339,7 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
   json_object_set_new(fw, "growth_bytes_per_step", json_real(f->growth_bytes_per_step));
   json_object_set_new(fw, "alloc_retries", U(f->alloc_retries));
   json_object_set_new(fw, "ooms", U(f->ooms));
-  if (f->has_ladder) {
-    json_t *l = json_object();
-    json_object_set_new(l, "process_bytes", U(f->ladder[0]));
-    json_object_set_new(l, "driver_allocated_bytes", U(f->ladder[1]));
-    json_object_set_new(l, "reserved_bytes", U(f->ladder[2]));
-    json_object_set_new(l, "allocated_bytes", U(f->ladder[3]));
-    json_object_set_new(l, "ranks_summed", U(f->ladder_ranks));
-    json_object_set_new(l, "context_and_other_bytes", U(f->gap_context));
-    json_object_set_new(l, "outside_pytorch_bytes", U(f->gap_outside));
-    json_object_set_new(l, "cached_free_bytes", U(f->gap_cached));
-    json_object_set_new(l, "fragmented_bytes", U(f->gap_fragmented));
-    json_t *libs = json_object();
-    for (unsigned i = 0; i < f->n_outside; i++)
-      json_object_set_new(libs, f->outside[i].name, U(f->outside[i].bytes));
-    json_object_set_new(l, "outside_by_library", libs);
-    json_object_set_new(fw, "ladder", l);
-  }
+  if (f->has_ladder) json_object_set_new(fw, "ladder", ladder_json(f));
   json_t *mods = json_array();
   for (unsigned i = 0; i < f->n_modules; i++) {
     json_t *m = json_object();
@@ -289,29 +348,7 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
     json_array_append_new(mods, m);
   }
   json_object_set_new(fw, "top_modules", mods);
-  json_t *rk = json_array();
-  for (unsigned i = 0; i < f->n_rank_peaks; i++) {
-    json_t *m = json_object();
-    json_object_set_new(m, "rank", json_integer(f->ranks[i].rank));
-    json_object_set_new(m, "pid", json_integer(f->ranks[i].pid));
-    /* a CPU job has no allocator to read: null, not 0 */
-    json_object_set_new(m, "peak_allocated_bytes",
-                        f->cuda ? U(f->ranks[i].peak_allocated) : json_null());
-    json_object_set_new(m, "peak_reserved_bytes",
-                        f->cuda ? U(f->ranks[i].peak_reserved) : json_null());
-    json_object_set_new(m, "peak_named_bytes", U(f->ranks[i].peak_named));
-    json_object_set_new(m, "ddp_step2_extra_bytes", U(f->ranks[i].ddp_step2_extra));
-    if (f->ranks[i].has_bill) {
-      json_t *rb = json_object();
-      for (int l = 0; l < LINES; l++)
-        json_object_set_new(rb, line_key[l], U(rank_line_bytes(&f->ranks[i], l)));
-      json_object_set_new(rb, "step", json_integer(f->ranks[i].bill_step));
-      json_object_set_new(rb, "phase", vl__json_str(f->ranks[i].bill_phase));
-      json_object_set_new(m, "bill", rb);
-    }
-    json_array_append_new(rk, m);
-  }
-  json_object_set_new(fw, "ranks_peaks", rk);
+  json_object_set_new(fw, "ranks_peaks", ranks_json(f));
   json_object_set_new(fw, "rank_imbalance", json_real(f->rank_imbalance));
   json_object_set_new(fw, "steady_rank_imbalance", json_real(f->steady_rank_imbalance));
   if (f->oom) {
@@ -325,29 +362,7 @@ void vl__fw_json(json_t *o, json_t *peak, const struct vl_probe_layer *f, const 
     json_object_set_new(fw, "oom", x);
   }
   json_object_set_new(o, "framework_layer", fw);
-  json_t *steps = json_array();
-  for (size_t i = 0; i < r->n_steps; i++) {
-    const struct vl_rec_step *s = &r->steps[i];
-    if (s->pid != f->main_pid) continue;
-    json_t *x = json_object();
-    json_object_set_new(x, "step", json_integer(s->step));
-    json_object_set_new(x, "time_s", json_real((double)s->time_ns * 1e-9));
-    json_object_set_new(x, "tokens", s->tokens ? U(s->tokens) : json_null());
-    json_object_set_new(x, "tokens_per_s",
-                        s->time_ns && s->tokens
-                            ? json_real((double)s->tokens / ((double)s->time_ns * 1e-9))
-                            : json_null());
-    json_object_set_new(x, "micro_batches", json_integer(s->micro_batches));
-    json_object_set_new(x, "peak_allocated_bytes",
-                        s->has_peak ? U(s->peak_allocated) : json_null());
-    json_object_set_new(x, "peak_reserved_bytes", s->has_peak ? U(s->peak_reserved) : json_null());
-    json_object_set_new(x, "peak_phase",
-                        s->has_peak && s->peak_phase[0] ? vl__json_str(s->peak_phase)
-                                                        : json_null());
-    json_object_set_new(x, "sampled", json_boolean(s->sampled));
-    json_array_append_new(steps, x);
-  }
-  json_object_set_new(o, "steps", steps);
+  json_object_set_new(o, "steps", steps_json(f, r));
 }
 
 /* a signed difference in the unit that reads best ("+0.366 GiB",
@@ -424,9 +439,136 @@ static void cmp_text(FILE *o, const struct vl_probe_compare *c, bool cuda, bool 
   cmp_time_text(o, c, md);
 }
 
+/* the probe's bill at the peak, the estimate's beside it, every boundary's ledger and the modules
+ * that saved most */
+static void fw_bill_text(FILE *o, const struct vl_probe_layer *f,
+                         const struct vl_probe_compare *cmp, bool md) {
+  char sz[32];
+  const char *b = md ? "- " : "  ";
+  const struct vl_fw_rank *self = NULL; /* with several ranks: whose bill this is */
+  for (unsigned k = 0; f->n_rank_peaks > 1 && k < f->n_rank_peaks; k++)
+    if (f->ranks[k].pid == f->main_pid) self = &f->ranks[k];
+  if (f->cuda && self) {
+    fprintf(o,
+            "\n%sthe bill at rank %u's peak (each rank's below): %.2f GiB allocated, step %u, in ",
+            b, self->rank, GIB(f->peak_allocated), f->bill_step);
+    vl__text(o, f->bill_phase, md);
+    fputs(" (categories at its ", o);
+    vl__text(o, f->bill_taken_at, md);
+    fputs(")\n\n", o);
+  } else if (f->cuda) {
+    fprintf(o, "\n%sthe bill at the peak: %.2f GiB allocated, step %u, in ", b,
+            GIB(f->peak_allocated), f->bill_step);
+    vl__text(o, f->bill_phase, md);
+    fputs(" (categories at its ", o);
+    vl__text(o, f->bill_taken_at, md);
+    fputs(")\n\n", o);
+  } else {
+    fprintf(o, "\n%sthe bill at its largest boundary (no allocator on the CPU): step %u, after ", b,
+            f->bill_step);
+    vl__text(o, f->bill_phase, md);
+    fputs("\n\n", o);
+  }
+  vl__fw_bill_lines(o, f, md);
+  if (cmp && cmp->present) cmp_text(o, cmp, f->cuda, md);
+  if (f->n_ledger) {
+    fprintf(o,
+            "\n%severy boundary of step %u: named + cuBLAS workspaces + the allocator's "
+            "rounding vs memory_allocated() (worst unnamed %.2f %%)\n",
+            b, f->bill_step, 100 * f->worst_unnamed_share);
+    if (md)
+      fprintf(o, "\n| after | allocated GiB | named GiB | workspaces GiB | rounding MiB | "
+                 "unnamed MiB |\n|---|---:|---:|---:|---:|---:|\n");
+    for (unsigned i = 0; i < f->n_ledger; i++) {
+      const struct vl_fw_boundary *e = &f->ledger[i];
+      const char *fmt = md ? " | %.3f | %.3f | %.3f | %.1f | %.1f |\n"
+                           : " allocated %8.3f GiB  named %8.3f GiB  workspaces "
+                             "%6.3f GiB  rounding %6.1f MiB  unnamed %8.1f MiB\n";
+      fputs(md ? "| " : "    ", o);
+      vl__text_pad(o, e->phase, md ? 0 : 10, md);
+      fprintf(o, fmt, GIB(e->allocated), GIB(e->named), GIB(e->cublas_workspaces), MIB(e->rounding),
+              MIB(e->unnamed));
+    }
+  }
+  if (f->n_modules) {
+    fprintf(o, "\n%smodules that saved the most for backward (step %u):\n", b, f->bill_step);
+    for (unsigned i = 0; i < f->n_modules && i < 5; i++) {
+      fprintf(o, "%s  ", md ? "  -" : "  ");
+      vl__text_pad(o, f->modules[i].name, 40, md);
+      fprintf(o, " %13s\n", size_str(sz, sizeof sz, f->modules[i].saved_bytes));
+    }
+  }
+}
+
+/* the ladder at the peaks: process, driver, reserved, allocated and the gaps between */
+static void fw_ladder_text(FILE *o, const struct vl_probe_layer *f, bool md) {
+  char sz[32];
+  const char *b = md ? "- " : "  ";
+  fprintf(o, "\n%sthe ladder at the peaks", b);
+  if (f->ladder_ranks > 1)
+    fprintf(o, " (every rank: reserved and allocated are the %u ranks' peaks summed)",
+            f->ladder_ranks);
+  fputs(":\n", o);
+  if (md) fprintf(o, "\n| layer | GiB | the gap to the next | GiB |\n|---|---:|---|---:|\n");
+  static const char *const lname[4] = {"process (NVML)", "driver-allocated (interposer)",
+                                       "reserved (PyTorch cache)", "allocated (tensors)"};
+  const uint64_t gap[4] = {f->gap_context, f->gap_outside, f->gap_cached, 0};
+  static const char *const gname[4] = {"CUDA context, kernels, libraries' handles",
+                                       "allocations outside PyTorch's allocator",
+                                       "cached free blocks", ""};
+  for (int i = 0; i < 4; i++) {
+    if (i < 2 && f->ladder[i] == 0) { /* no NVML, no interposer */
+      const char *why = i == 0 ? "not sampled" : "not measured";
+      fprintf(o, md ? "| %s | %s | | |\n" : "    %-32s %s\n", lname[i], why);
+      continue;
+    }
+    if (md)
+      fprintf(o, "| %s | %.2f | %s | %.2f |\n", lname[i], GIB(f->ladder[i]), gname[i], GIB(gap[i]));
+    else if (i < 3)
+      fprintf(o, "    %-32s %8.2f GiB   - %-42s %6.2f GiB\n", lname[i], GIB(f->ladder[i]), gname[i],
+              GIB(gap[i]));
+    else
+      fprintf(o, "    %-32s %8.2f GiB\n", lname[i], GIB(f->ladder[i]));
+  }
+  fprintf(o, "%sof the cached free blocks, %.2f GiB are inactive split blocks (fragmentation)\n",
+          md ? "\n" : "    ", GIB(f->gap_fragmented));
+  if (f->n_outside) {
+    fprintf(o,
+            "%sasked of the driver by other libraries (the most each held):", md ? "\n" : "    ");
+    for (unsigned i = 0; i < f->n_outside; i++) {
+      fprintf(o, "%s ", i ? "," : "");
+      vl__text(o, f->outside[i].name, md);
+      fprintf(o, " %s", size_str(sz, sizeof sz, f->outside[i].bytes));
+    }
+    fputs("\n", o);
+  }
+}
+
+/* each rank's peak, how far apart, their bills */
+static void fw_ranks_text(FILE *o, const struct vl_probe_layer *f, bool md) {
+  char sz[32], sz2[32];
+  const char *b = md ? "- " : "  ";
+  fprintf(o, "\n%sranks (%s):\n", b,
+          f->cuda ? "peak allocated" : "the most named at a boundary; no allocator on the CPU");
+  for (unsigned i = 0; i < f->n_rank_peaks; i++) {
+    const struct vl_fw_rank *x = &f->ranks[i];
+    fprintf(o, "%s  rank %-3u pid %-8u %13s", md ? "  -" : "  ", x->rank, x->pid,
+            size_str(sz, sizeof sz, f->cuda ? x->peak_allocated : x->peak_named));
+    if (x->ddp_step2_extra)
+      fprintf(o, "  in step 2: DDP's first buckets kept (+%s; later steps %s)",
+              size_str(sz, sizeof sz, x->ddp_step2_extra),
+              size_str(sz2, sizeof sz2, x->steady_peak_allocated));
+    fputs("\n", o);
+  }
+  fprintf(o, "%s  %.1f %% apart", md ? "  -" : "  ", 100 * f->rank_imbalance);
+  if (f->ddp_kept_ranks)
+    fprintf(o, "; %.1f %% without DDP's first buckets in step 2", 100 * f->steady_rank_imbalance);
+  fputs("\n", o);
+  rank_bills_text(o, f, md);
+}
+
 void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_compare *cmp,
                  bool md) {
-  char sz[32], sz2[32];
   const char *b = md ? "- " : "  ";
   if (!f->present) {
     fprintf(o,
@@ -453,121 +595,9 @@ void vl__fw_text(FILE *o, const struct vl_probe_layer *f, const struct vl_probe_
             "%sloading the model: %.2f GiB allocated before the first forward; the first "
             "forward added %.2f GiB\n",
             b, GIB(f->load_bytes), GIB(f->first_forward_bytes));
-  if (f->has_bill) {
-    const struct vl_fw_rank *self = NULL; /* with several ranks: whose bill this is */
-    for (unsigned k = 0; f->n_rank_peaks > 1 && k < f->n_rank_peaks; k++)
-      if (f->ranks[k].pid == f->main_pid) self = &f->ranks[k];
-    if (f->cuda && self) {
-      fprintf(
-          o, "\n%sthe bill at rank %u's peak (each rank's below): %.2f GiB allocated, step %u, in ",
-          b, self->rank, GIB(f->peak_allocated), f->bill_step);
-      vl__text(o, f->bill_phase, md);
-      fputs(" (categories at its ", o);
-      vl__text(o, f->bill_taken_at, md);
-      fputs(")\n\n", o);
-    } else if (f->cuda) {
-      fprintf(o, "\n%sthe bill at the peak: %.2f GiB allocated, step %u, in ", b,
-              GIB(f->peak_allocated), f->bill_step);
-      vl__text(o, f->bill_phase, md);
-      fputs(" (categories at its ", o);
-      vl__text(o, f->bill_taken_at, md);
-      fputs(")\n\n", o);
-    } else {
-      fprintf(o, "\n%sthe bill at its largest boundary (no allocator on the CPU): step %u, after ",
-              b, f->bill_step);
-      vl__text(o, f->bill_phase, md);
-      fputs("\n\n", o);
-    }
-    vl__fw_bill_lines(o, f, md);
-    if (cmp && cmp->present) cmp_text(o, cmp, f->cuda, md);
-    if (f->n_ledger) {
-      fprintf(o,
-              "\n%severy boundary of step %u: named + cuBLAS workspaces + the allocator's "
-              "rounding vs memory_allocated() (worst unnamed %.2f %%)\n",
-              b, f->bill_step, 100 * f->worst_unnamed_share);
-      if (md)
-        fprintf(o, "\n| after | allocated GiB | named GiB | workspaces GiB | rounding MiB | "
-                   "unnamed MiB |\n|---|---:|---:|---:|---:|---:|\n");
-      for (unsigned i = 0; i < f->n_ledger; i++) {
-        const struct vl_fw_boundary *e = &f->ledger[i];
-        const char *fmt = md ? " | %.3f | %.3f | %.3f | %.1f | %.1f |\n"
-                             : " allocated %8.3f GiB  named %8.3f GiB  workspaces "
-                               "%6.3f GiB  rounding %6.1f MiB  unnamed %8.1f MiB\n";
-        fputs(md ? "| " : "    ", o);
-        vl__text_pad(o, e->phase, md ? 0 : 10, md);
-        fprintf(o, fmt, GIB(e->allocated), GIB(e->named), GIB(e->cublas_workspaces),
-                MIB(e->rounding), MIB(e->unnamed));
-      }
-    }
-    if (f->n_modules) {
-      fprintf(o, "\n%smodules that saved the most for backward (step %u):\n", b, f->bill_step);
-      for (unsigned i = 0; i < f->n_modules && i < 5; i++) {
-        fprintf(o, "%s  ", md ? "  -" : "  ");
-        vl__text_pad(o, f->modules[i].name, 40, md);
-        fprintf(o, " %13s\n", size_str(sz, sizeof sz, f->modules[i].saved_bytes));
-      }
-    }
-  }
-  if (f->has_ladder) {
-    fprintf(o, "\n%sthe ladder at the peaks", b);
-    if (f->ladder_ranks > 1)
-      fprintf(o, " (every rank: reserved and allocated are the %u ranks' peaks summed)",
-              f->ladder_ranks);
-    fputs(":\n", o);
-    if (md) fprintf(o, "\n| layer | GiB | the gap to the next | GiB |\n|---|---:|---|---:|\n");
-    static const char *const lname[4] = {"process (NVML)", "driver-allocated (interposer)",
-                                         "reserved (PyTorch cache)", "allocated (tensors)"};
-    const uint64_t gap[4] = {f->gap_context, f->gap_outside, f->gap_cached, 0};
-    static const char *const gname[4] = {"CUDA context, kernels, libraries' handles",
-                                         "allocations outside PyTorch's allocator",
-                                         "cached free blocks", ""};
-    for (int i = 0; i < 4; i++) {
-      if (i < 2 && f->ladder[i] == 0) { /* no NVML, no interposer */
-        const char *why = i == 0 ? "not sampled" : "not measured";
-        fprintf(o, md ? "| %s | %s | | |\n" : "    %-32s %s\n", lname[i], why);
-        continue;
-      }
-      if (md)
-        fprintf(o, "| %s | %.2f | %s | %.2f |\n", lname[i], GIB(f->ladder[i]), gname[i],
-                GIB(gap[i]));
-      else if (i < 3)
-        fprintf(o, "    %-32s %8.2f GiB   - %-42s %6.2f GiB\n", lname[i], GIB(f->ladder[i]),
-                gname[i], GIB(gap[i]));
-      else
-        fprintf(o, "    %-32s %8.2f GiB\n", lname[i], GIB(f->ladder[i]));
-    }
-    fprintf(o, "%sof the cached free blocks, %.2f GiB are inactive split blocks (fragmentation)\n",
-            md ? "\n" : "    ", GIB(f->gap_fragmented));
-    if (f->n_outside) {
-      fprintf(o,
-              "%sasked of the driver by other libraries (the most each held):", md ? "\n" : "    ");
-      for (unsigned i = 0; i < f->n_outside; i++) {
-        fprintf(o, "%s ", i ? "," : "");
-        vl__text(o, f->outside[i].name, md);
-        fprintf(o, " %s", size_str(sz, sizeof sz, f->outside[i].bytes));
-      }
-      fputs("\n", o);
-    }
-  }
-  if (f->n_rank_peaks > 1) {
-    fprintf(o, "\n%sranks (%s):\n", b,
-            f->cuda ? "peak allocated" : "the most named at a boundary; no allocator on the CPU");
-    for (unsigned i = 0; i < f->n_rank_peaks; i++) {
-      const struct vl_fw_rank *x = &f->ranks[i];
-      fprintf(o, "%s  rank %-3u pid %-8u %13s", md ? "  -" : "  ", x->rank, x->pid,
-              size_str(sz, sizeof sz, f->cuda ? x->peak_allocated : x->peak_named));
-      if (x->ddp_step2_extra)
-        fprintf(o, "  in step 2: DDP's first buckets kept (+%s; later steps %s)",
-                size_str(sz, sizeof sz, x->ddp_step2_extra),
-                size_str(sz2, sizeof sz2, x->steady_peak_allocated));
-      fputs("\n", o);
-    }
-    fprintf(o, "%s  %.1f %% apart", md ? "  -" : "  ", 100 * f->rank_imbalance);
-    if (f->ddp_kept_ranks)
-      fprintf(o, "; %.1f %% without DDP's first buckets in step 2", 100 * f->steady_rank_imbalance);
-    fputs("\n", o);
-    rank_bills_text(o, f, md);
-  }
+  if (f->has_bill) fw_bill_text(o, f, cmp, md);
+  if (f->has_ladder) fw_ladder_text(o, f, md);
+  if (f->n_rank_peaks > 1) fw_ranks_text(o, f, md);
   if (f->growth_steps >= 3)
     fprintf(o,
             "\n%sgrowth: %+.1f MiB per step in what is allocated after each step (steps 4 on, %u "
