@@ -973,6 +973,9 @@ static void lora_default_targets_are_peft_s(void **state) {
   j.lora_targets[0] = "lin1";
   j.n_lora_targets = 1;
   tu_bill(&a, &j, &hf);
+  /* an encoder's LoRA job is not replayed: approximate, and it says by how much */
+  assert_non_null(hf.approximate);
+  assert_non_null(strstr(hf.approximate, "17 to 47 %"));
   /* intermediate.dense: 8 x (768 + 3072), 6 layers */
   assert_int_equal(hf.trainable_params, 6ull * 8 * (768 + 3072));
   /* the name a LoraConfig (and so the dry run) gives PEFT */
