@@ -986,6 +986,21 @@ static void lora_default_targets_are_peft_s(void **state) {
   assert_string_equal(names[0], "Wqkv"); /* fused; PEFT has no default */
 }
 
+/* the bill of config's job under SDPA and under eager attention */
+static void sdpa_and_eager(const char *config, enum vl_precision prec, uint64_t batch, uint64_t seq,
+                           struct vl_bill *sdpa, struct vl_bill *eager) {
+  struct vl_arch a;
+  tu_arch(config, &a);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.precision = prec;
+  j.batch = batch;
+  j.seq = seq;
+  tu_bill(&a, &j, sdpa);
+  j.attention = VL_ATTN_EAGER;
+  tu_bill(&a, &j, eager);
+}
+
 /* DeBERTa-v2 has no SDPA path in transformers 5.17 (modeling_deberta_v2.py
  * sets no _supports_sdpa: PreTrainedModel's False), so from_pretrained
  * runs it eagerly whatever is asked: the bill of an SDPA job is the eager
@@ -995,14 +1010,8 @@ static void deberta_runs_eager(void **state) {
   struct vl_arch a;
   tu_arch("data/models/deberta-v3-base.json", &a);
   assert_true(vl_arch_eager_only(&a));
-  struct vl_job j;
-  vl_job_init(&j);
-  j.batch = 16;
-  j.seq = 512;
   struct vl_bill sdpa, eager;
-  tu_bill(&a, &j, &sdpa);
-  j.attention = VL_ATTN_EAGER;
-  tu_bill(&a, &j, &eager);
+  sdpa_and_eager("data/models/deberta-v3-base.json", VL_PREC_AMP_BF16, 16, 512, &sdpa, &eager);
   assert_int_equal(sdpa.peak_allocated_bytes, eager.peak_allocated_bytes);
   tu_arch("data/models/bert-base-uncased.json", &a);
   assert_false(vl_arch_eager_only(&a));
@@ -1015,17 +1024,8 @@ static void deberta_runs_eager(void **state) {
  * meta. Replayed as eager now (15 % over it), and said approximate. */
 static void t5_sdpa_replayed_as_eager(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("data/models/t5-base.json", &a);
-  struct vl_job j;
-  vl_job_init(&j);
-  j.precision = VL_PREC_BF16;
-  j.batch = 8;
-  j.seq = 512;
   struct vl_bill sdpa, eager;
-  tu_bill(&a, &j, &sdpa);
-  j.attention = VL_ATTN_EAGER;
-  tu_bill(&a, &j, &eager);
+  sdpa_and_eager("data/models/t5-base.json", VL_PREC_BF16, 8, 512, &sdpa, &eager);
   assert_int_equal(sdpa.peak_allocated_bytes, eager.peak_allocated_bytes);
   assert_non_null(sdpa.approximate);
   assert_non_null(strstr(sdpa.approximate, "math path"));
