@@ -49,6 +49,8 @@ struct run {
                           (tape tensor; 0: none) */
   uint32_t tied_grad;  /* its gradient, waiting for the embedding's (handle) */
   unsigned lin;        /* the layer's linears made so far (LoRA's targets) */
+  bool stop_in_linear; /* a checkpoint's recomputation ends in the next linear */
+  bool stop_at_mm;     /* ... at the next matmul's saving its inputs */
   uint32_t out32;      /* accelerate's fp32 copy of the output's logits (NONE: none) */
   bool accumulating;   /* a micro-batch after the first: gradients add into .grad */
 };

@@ -25,8 +25,8 @@ uint32_t vl__tr_mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint
     b[i] = o->ob;
     switch (o->kind) {
     case LP_LINEAR:
-      /* a checkpoint's recomputation stops here */
-      if (o->stop && stop) R->tp.no_alloc = true;
+      /* a checkpoint's recomputation stops in it (vl__tr_linear) */
+      if (o->stop && stop) R->stop_in_linear = true;
       t[i] = vl__tr_linear(R, x, b[o->in[0]], rows, vl__lp_cols(o->in_cols, I, R->z->h),
                            vl__lp_cols(o->cols, I, R->z->h), o->bias);
       break;

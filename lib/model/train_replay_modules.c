@@ -26,6 +26,10 @@ uint32_t vl__tr_linear_w(struct run *R, uint32_t w, uint32_t x, uint64_t xb, uin
     w = wc;
     if (xb != e) in = cast = op(R, (struct tape_op){.out_bytes = rows * in_f * e, .in = {x}});
   }
+  /* a checkpoint's recomputation ends as the matmul saves its inputs
+   * (autograd packs them before the kernel runs: the casts above are
+   * made, the output is not) */
+  if (R->stop_at_mm) R->stop_at_mm = false, R->tp.no_alloc = true;
   /* mm's derivative makes the weight's gradient first, addmm's the input's */
   const uint64_t scratch =
       bias && trained ? vl__column_sum_scratch(rows, out_f, e, 4, R->z->sms, R->z->tps) : 0;
@@ -51,8 +55,11 @@ static uint32_t lora(struct run *R, uint32_t y, uint32_t x, uint64_t xb, uint64_
   const uint64_t yb = R->tp.t[y].bytes / (rows * out_f);
   uint32_t xa = xb != ab ? op(R, (struct tape_op){.out_bytes = rows * in_f * ab, .in = {x}})
                          : tape_ref(&R->tp, x);
+  const bool stop = R->stop_at_mm; /* at lora_B's, the layer's last saved tensors */
+  R->stop_at_mm = false;
   uint32_t la = vl__tr_linear_w(R, tape_leaf(&R->tp, r * in_f * ab), xa, ab, rows, in_f, r, false);
   const uint64_t lb = R->tp.t[la].bytes / (rows * r);
+  R->stop_at_mm = stop;
   uint32_t b = vl__tr_linear_w(R, tape_leaf(&R->tp, out_f * r * ab), la, lb, rows, r, out_f, false);
   rel(R, la);
   uint32_t sc = op(R, (struct tape_op){.out_bytes = R->tp.t[b].bytes, .in = {b}}); /* * scaling */
@@ -74,9 +81,19 @@ uint32_t vl__tr_linear(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, ui
                        uint64_t out_f, bool bias) {
   const struct vl__train_sizes *z = R->z;
   const unsigned k = R->lin++;
+  const bool adapted = k < z->n_lin && z->lin[k].adapted;
+  /* a checkpoint's recomputation that ends in this linear ends as its
+   * last matmul saves its inputs: the base's, or its adapter's lora_B
+   * (torch/utils/checkpoint.py: non-reentrant checkpoint's early stop
+   * raises once the recomputation has packed as many tensors as the
+   * forward did) */
+  R->stop_at_mm = R->stop_in_linear && !adapted;
   uint32_t y =
       vl__tr_linear_w(R, base_param(R, in_f * out_f * z->wb), x, xb, rows, in_f, out_f, bias);
-  if (k < z->n_lin && z->lin[k].adapted) y = lora(R, y, x, xb, rows, in_f, out_f);
+  R->stop_at_mm = R->stop_in_linear && adapted;
+  R->stop_in_linear = false;
+  if (adapted) y = lora(R, y, x, xb, rows, in_f, out_f);
+  R->stop_at_mm = false;
   return y;
 }
 
