@@ -14,7 +14,8 @@
 /* Every model type described, one row each; the enum below, the list of
  * supported types and the readers' table (lib/model/config.c) are generated
  * from it:
- *   X(ID, "model_type", READ, PARTS, (V, h, I, L, a, g, positions, d, tie))
+ *   X(ID, "model_type", READ, PARTS, (V, h, I, L, a, g, positions, d, tie), ATTN,
+ *     (PEFT's default LoRA targets))
  * READ names the reader of the type's keys, vl__read_READ
  * (lib/model/config*.c). `decoder` reads the keys every Llama-like decoder
  * has, with the row's defaults (transformers 5.17 configuration_<type>.py:
@@ -23,50 +24,58 @@
  * max_position_embeddings, head_dim (0: h/a), tie_word_embeddings), then
  * PARTS, vl__parts_PARTS (lib/model/config_decoders.c), reads the parts the
  * type adds to the Llama block. The other readers read their own keys and
- * defaults (PARTS none, defaults unused). */
+ * defaults (PARTS none, defaults unused). ATTN: `sdpa` where transformers
+ * runs the type under SDPA when asked, `eager` where it has no SDPA path
+ * (5.17: DeBERTa-v2's modeling file has none; gpt-oss's sinks run in
+ * eager_attention_forward only), so the job is estimated eager whatever
+ * --attention says. The last column: the modules PEFT adapts when a
+ * LoraConfig names none (peft 0.21 utils/constants.py
+ * TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING), in the inventory's
+ * names (DeBERTa-v2's query_proj is `query` there); (NULL) where PEFT has
+ * no default and asks for target_modules. */
 /* clang-format off */
-#define VL_MODEL_TYPES(X)                                                                   \
-  X(LLAMA,       "llama",       decoder, llama,       (32000, 4096, 11008, 32, 32, 0, 2048, 0, 0))    \
-  X(MISTRAL,     "mistral",     decoder, mistral,     (32000, 4096, 14336, 32, 32, 8, 131072, 0, 0))  \
-  X(MIXTRAL,     "mixtral",     decoder, mixtral,     (32000, 4096, 14336, 32, 32, 8, 131072, 0, 0))  \
-  X(QWEN2,       "qwen2",       decoder, qwen2,       (151936, 4096, 22016, 32, 32, 0, 32768, 0, 0))  \
-  X(QWEN2_MOE,   "qwen2_moe",   decoder, qwen2_moe,   (151936, 2048, 5632, 24, 16, 0, 32768, 0, 0))   \
-  X(QWEN3,       "qwen3",       decoder, qwen3,       (151936, 4096, 22016, 32, 32, 0, 32768, 128, 0))\
-  X(QWEN3_MOE,   "qwen3_moe",   decoder, qwen3_moe,   (151936, 2048, 6144, 24, 32, 4, 32768, 0, 0))   \
-  X(GEMMA,       "gemma",       decoder, gemma,       (256000, 3072, 24576, 28, 16, 0, 8192, 256, 1)) \
-  X(GEMMA2,      "gemma2",      decoder, gemma2,      (256000, 2304, 9216, 26, 8, 4, 8192, 256, 1))   \
-  X(GEMMA3,      "gemma3_text", decoder, gemma3,      (262208, 2304, 9216, 26, 8, 4, 131072, 256, 1)) \
-  X(PHI,         "phi",         decoder, phi,         (51200, 2048, 8192, 24, 32, 0, 2048, 0, 0))     \
-  X(PHI3,        "phi3",        decoder, phi3,        (32064, 3072, 8192, 32, 32, 0, 4096, 0, 0))     \
-  X(OLMO2,       "olmo2",       decoder, olmo2,       (50304, 4096, 11008, 32, 32, 0, 2048, 0, 0))    \
-  X(OLMOE,       "olmoe",       decoder, olmoe,       (50304, 2048, 2048, 16, 16, 0, 4096, 0, 0))     \
-  X(GRANITE,     "granite",     decoder, granite,     (32000, 4096, 11008, 32, 32, 0, 2048, 0, 0))    \
-  X(STARCODER2,  "starcoder2",  decoder, starcoder2,  (49152, 3072, 12288, 30, 24, 2, 4096, 0, 1))    \
-  X(FALCON,      "falcon",      falcon,  none,        (0))                                            \
-  X(GPT_BIGCODE, "gpt_bigcode", gpt2,    none,        (0))                                            \
-  X(GPT2,        "gpt2",        gpt2,    none,        (0))                                            \
-  X(GPT_NEOX,    "gpt_neox",    neox,    none,        (0))                                            \
-  X(OPT,         "opt",         opt,     none,        (0))                                            \
-  X(STABLELM,    "stablelm",    decoder, stablelm,    (50304, 2560, 6912, 32, 32, 0, 4096, 0, 0))     \
-  X(GLM,         "glm",         decoder, glm,         (151552, 4096, 13696, 40, 32, 2, 131072, 128, 0))\
-  X(DEEPSEEK_V2, "deepseek_v2", decoder, deepseek_v2, (102400, 4096, 11008, 32, 32, 0, 2048, 0, 0))   \
-  X(DEEPSEEK_V3, "deepseek_v3", decoder, deepseek_v3, (129280, 7168, 18432, 61, 128, 128, 4096, 64, 0)) \
-  X(GLM4,        "glm4",        decoder, glm4,        (151552, 4096, 13696, 40, 32, 2, 131072, 128, 0))\
-  X(SMOLLM3,     "smollm3",     decoder, smollm3,     (128256, 2048, 11008, 36, 16, 4, 32768, 0, 1))  \
-  X(GPT_OSS,     "gpt_oss",     decoder, gpt_oss,     (201088, 2880, 2880, 36, 64, 8, 131072, 64, 0)) \
-  X(EXAONE4,     "exaone4",     decoder, exaone4,     (102400, 4096, 16384, 32, 32, 0, 2048, 0, 0))   \
-  X(BERT,        "bert",        encoder, none,        (0))                                            \
-  X(ROBERTA,     "roberta",     encoder, none,        (0))                                            \
-  X(DISTILBERT,  "distilbert",  encoder, none,        (0))                                            \
-  X(DEBERTA_V2,  "deberta-v2",  encoder, none,        (0))                                            \
-  X(MODERNBERT,  "modernbert",  encoder, none,        (0))                                            \
-  X(T5,          "t5",          seq2seq, none,        (0))                                            \
-  X(BART,        "bart",        seq2seq, none,        (0))                                            \
-  X(VIT,         "vit",         vision,  none,        (0))                                            \
-  X(RESNET,      "resnet",      vision,  none,        (0))
+#define VL_MODEL_TYPES(X)                                                                                                                   \
+  X(LLAMA,       "llama",       decoder, llama,       (32000, 4096, 11008, 32, 32, 0, 2048, 0, 0), sdpa, ("q_proj", "v_proj"))              \
+  X(MISTRAL,     "mistral",     decoder, mistral,     (32000, 4096, 14336, 32, 32, 8, 131072, 0, 0), sdpa, ("q_proj", "v_proj"))            \
+  X(MIXTRAL,     "mixtral",     decoder, mixtral,     (32000, 4096, 14336, 32, 32, 8, 131072, 0, 0), sdpa, ("q_proj", "v_proj"))            \
+  X(QWEN2,       "qwen2",       decoder, qwen2,       (151936, 4096, 22016, 32, 32, 0, 32768, 0, 0), sdpa, ("q_proj", "v_proj"))            \
+  X(QWEN2_MOE,   "qwen2_moe",   decoder, qwen2_moe,   (151936, 2048, 5632, 24, 16, 0, 32768, 0, 0), sdpa, (NULL))                           \
+  X(QWEN3,       "qwen3",       decoder, qwen3,       (151936, 4096, 22016, 32, 32, 0, 32768, 128, 0), sdpa, ("q_proj", "v_proj"))          \
+  X(QWEN3_MOE,   "qwen3_moe",   decoder, qwen3_moe,   (151936, 2048, 6144, 24, 32, 4, 32768, 0, 0), sdpa, (NULL))                           \
+  X(GEMMA,       "gemma",       decoder, gemma,       (256000, 3072, 24576, 28, 16, 0, 8192, 256, 1), sdpa, ("q_proj", "v_proj"))           \
+  X(GEMMA2,      "gemma2",      decoder, gemma2,      (256000, 2304, 9216, 26, 8, 4, 8192, 256, 1), sdpa, ("q_proj", "v_proj"))             \
+  X(GEMMA3,      "gemma3_text", decoder, gemma3,      (262208, 2304, 9216, 26, 8, 4, 131072, 256, 1), sdpa, ("q_proj", "v_proj"))           \
+  X(PHI,         "phi",         decoder, phi,         (51200, 2048, 8192, 24, 32, 0, 2048, 0, 0), sdpa, ("q_proj", "v_proj", "fc1", "fc2")) \
+  X(PHI3,        "phi3",        decoder, phi3,        (32064, 3072, 8192, 32, 32, 0, 4096, 0, 0), sdpa, (NULL))                             \
+  X(OLMO2,       "olmo2",       decoder, olmo2,       (50304, 4096, 11008, 32, 32, 0, 2048, 0, 0), sdpa, (NULL))                            \
+  X(OLMOE,       "olmoe",       decoder, olmoe,       (50304, 2048, 2048, 16, 16, 0, 4096, 0, 0), sdpa, (NULL))                             \
+  X(GRANITE,     "granite",     decoder, granite,     (32000, 4096, 11008, 32, 32, 0, 2048, 0, 0), sdpa, (NULL))                            \
+  X(STARCODER2,  "starcoder2",  decoder, starcoder2,  (49152, 3072, 12288, 30, 24, 2, 4096, 0, 1), sdpa, (NULL))                            \
+  X(FALCON,      "falcon",      falcon,  none,        (0), sdpa, ("query_key_value"))                                                       \
+  X(GPT_BIGCODE, "gpt_bigcode", gpt2,    none,        (0), sdpa, ("c_attn"))                                                                \
+  X(GPT2,        "gpt2",        gpt2,    none,        (0), sdpa, ("c_attn"))                                                                \
+  X(GPT_NEOX,    "gpt_neox",    neox,    none,        (0), sdpa, ("query_key_value"))                                                       \
+  X(OPT,         "opt",         opt,     none,        (0), sdpa, ("q_proj", "v_proj"))                                                      \
+  X(STABLELM,    "stablelm",    decoder, stablelm,    (50304, 2560, 6912, 32, 32, 0, 4096, 0, 0), sdpa, ("q_proj", "v_proj"))               \
+  X(GLM,         "glm",         decoder, glm,         (151552, 4096, 13696, 40, 32, 2, 131072, 128, 0), sdpa, (NULL))                       \
+  X(DEEPSEEK_V2, "deepseek_v2", decoder, deepseek_v2, (102400, 4096, 11008, 32, 32, 0, 2048, 0, 0), sdpa, (NULL))                           \
+  X(DEEPSEEK_V3, "deepseek_v3", decoder, deepseek_v3, (129280, 7168, 18432, 61, 128, 128, 4096, 64, 0), sdpa, (NULL))                       \
+  X(GLM4,        "glm4",        decoder, glm4,        (151552, 4096, 13696, 40, 32, 2, 131072, 128, 0), sdpa, (NULL))                       \
+  X(SMOLLM3,     "smollm3",     decoder, smollm3,     (128256, 2048, 11008, 36, 16, 4, 32768, 0, 1), sdpa, (NULL))                          \
+  X(GPT_OSS,     "gpt_oss",     decoder, gpt_oss,     (201088, 2880, 2880, 36, 64, 8, 131072, 64, 0), eager, (NULL))                        \
+  X(EXAONE4,     "exaone4",     decoder, exaone4,     (102400, 4096, 16384, 32, 32, 0, 2048, 0, 0), sdpa, (NULL))                           \
+  X(BERT,        "bert",        encoder, none,        (0), sdpa, ("query", "value"))                                                        \
+  X(ROBERTA,     "roberta",     encoder, none,        (0), sdpa, ("query", "value"))                                                        \
+  X(DISTILBERT,  "distilbert",  encoder, none,        (0), sdpa, (NULL))                                                                    \
+  X(DEBERTA_V2,  "deberta-v2",  encoder, none,        (0), eager, ("query", "value"))                                                       \
+  X(MODERNBERT,  "modernbert",  encoder, none,        (0), sdpa, (NULL))                                                                    \
+  X(T5,          "t5",          seq2seq, none,        (0), sdpa, ("q", "v"))                                                                \
+  X(BART,        "bart",        seq2seq, none,        (0), sdpa, ("q_proj", "v_proj"))                                                      \
+  X(VIT,         "vit",         vision,  none,        (0), sdpa, (NULL))                                                                    \
+  X(RESNET,      "resnet",      vision,  none,        (0), sdpa, (NULL))
 /* clang-format on */
 
-#define VL_FAMILY_ENUM_(id, name, read, parts, defaults) VL_FAM_##id,
+#define VL_FAMILY_ENUM_(id, name, read, parts, defaults, attn, peft) VL_FAM_##id,
 enum vl_family {
   VL_MODEL_TYPES(VL_FAMILY_ENUM_)
   /* a model_type nobody described: its usual keys read as a Llama-like
@@ -143,6 +152,8 @@ struct vl_arch {
   unsigned rel_bias : 1;         /* T5: relative position bias added to the scores */
   unsigned attn_sinks : 1;       /* gpt-oss: a learned sink logit a head joins the scores
                                     (eager attention only) */
+  unsigned eager_only : 1;       /* transformers runs the type's attention eagerly only (its
+                                    row's ATTN) */
   unsigned expert_bias : 1; /* gpt-oss: the router and every expert's projections have biases */
   unsigned gate_clamp : 1;  /* gpt-oss: the experts' clamped GLU on interleaved gate/up */
   unsigned router_fp32 : 2; /* the routing weights stay float32 (1: Mixtral's router; 2:

@@ -27,50 +27,19 @@ struct lora {
   int n_targets;
 };
 
-/* PEFT's target_modules when a LoraConfig names none (peft 0.21
- * utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING),
- * in this inventory's names (DeBERTa-v2's query_proj is `query` here). A
- * type it has no default for, where LoraConfig asks for target_modules,
- * takes its query and value projections (Phi-3's and ModernBERT's fused
- * qkv_proj, Wqkv). */
-static const struct {
-  const char *type;
-  const char *names[4];
-} peft_defaults[] = {
-    {"gpt2", {"c_attn"}},
-    {"gpt_bigcode", {"c_attn"}},
-    {"gpt_neox", {"query_key_value"}},
-    {"falcon", {"query_key_value"}},
-    {"phi", {"q_proj", "v_proj", "fc1", "fc2"}},
-    {"bert", {"query", "value"}},
-    {"roberta", {"query", "value"}},
-    {"deberta-v2", {"query", "value"}},
-    {"t5", {"q", "v"}},
-    {"bart", {"q_proj", "v_proj"}},
-    {"llama", {"q_proj", "v_proj"}},
-    {"mistral", {"q_proj", "v_proj"}},
-    {"mixtral", {"q_proj", "v_proj"}},
-    {"gemma", {"q_proj", "v_proj"}},
-    {"gemma2", {"q_proj", "v_proj"}},
-    {"gemma3_text", {"q_proj", "v_proj"}},
-    {"opt", {"q_proj", "v_proj"}},
-    {"qwen2", {"q_proj", "v_proj"}},
-    {"qwen3", {"q_proj", "v_proj"}},
-    {"stablelm", {"q_proj", "v_proj"}},
-};
-
+/* PEFT's target_modules when a LoraConfig names none: the type's row
+ * (include/vramledger/arch.h). A type it has no default for, where
+ * LoraConfig asks for target_modules, takes its query and value
+ * projections (Phi-3's and ModernBERT's fused qkv_proj, Wqkv). */
 int vl_lora_default_targets(const struct vl_arch *arch, const char **names, bool *peft) {
-  for (size_t i = 0; i < sizeof peft_defaults / sizeof peft_defaults[0]; i++) {
-    if (strcmp(peft_defaults[i].type, arch->model_type) != 0) continue;
-    int n = 0;
-    while (n < 4 && peft_defaults[i].names[n]) {
-      names[n] = peft_defaults[i].names[n];
-      n++;
-    }
-    *peft = true;
-    return n;
+  const char *const *row = vl__peft_targets(arch->family);
+  int n = 0;
+  while (row && n < 4 && row[n]) {
+    names[n] = row[n];
+    n++;
   }
-  *peft = false;
+  *peft = n > 0;
+  if (n) return n;
   if (arch->family == VL_FAM_PHI3 || arch->family == VL_FAM_MODERNBERT) {
     names[0] = arch->family == VL_FAM_PHI3 ? "qkv_proj" : "Wqkv"; /* fused */
     return 1;
@@ -1211,9 +1180,7 @@ void vl_job_apply_loop(const struct vl_job *in, struct vl_job *out) {
 
 /* The job as it is billed (*vj): the loop's defaults, a vision model's
  * tokens, a seq2seq decoder's length, attention sinks run eagerly. */
-bool vl_arch_eager_only(const struct vl_arch *arch) {
-  return arch->attn_sinks || arch->family == VL_FAM_DEBERTA_V2;
-}
+bool vl_arch_eager_only(const struct vl_arch *arch) { return arch->eager_only; }
 
 static const struct vl_job *billed_job(const struct vl_arch *arch, const struct vl_job *job,
                                        struct vl_job *vj) {

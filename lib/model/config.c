@@ -15,15 +15,24 @@
 /* The rows of VL_MODEL_TYPES (include/vramledger/arch.h). */
 #define VL__DEFAULTS_(...)                                                                         \
   { __VA_ARGS__ }
-#define VL__TYPE_ROW_(id, name, read, parts, defaults)                                             \
-  {name, VL_FAM_##id, vl__read_##read, vl__parts_##parts, VL__DEFAULTS_ defaults},
+#define VL__ATTN_sdpa false
+#define VL__ATTN_eager true
+#define VL__TYPE_ROW_(id, name, read, parts, defaults, attn, peft)                                 \
+  {name,                                                                                           \
+   VL_FAM_##id,                                                                                    \
+   vl__read_##read,                                                                                \
+   vl__parts_##parts,                                                                              \
+   VL__DEFAULTS_ defaults,                                                                         \
+   VL__ATTN_##attn,                                                                                \
+   {VL__PEFT_ peft}},
+#define VL__PEFT_(...) __VA_ARGS__
 static const struct vl__type types[] = {VL_MODEL_TYPES(VL__TYPE_ROW_)};
 #undef VL__TYPE_ROW_
 
 #define N_TYPES (sizeof types / sizeof types[0])
 
 /* "llama, mistral, ...": the model_type column, joined at compile time */
-#define VL__TYPE_NAME_(id, name, read, parts, defaults) ", " name
+#define VL__TYPE_NAME_(id, name, read, parts, defaults, attn, peft) ", " name
 const char *vl_arch_supported(void) { return VL_MODEL_TYPES(VL__TYPE_NAME_) + 2; }
 #undef VL__TYPE_NAME_
 
@@ -35,6 +44,12 @@ const char *vl_arch_approximate(const struct vl_arch *a) {
                           "undescribed types that reading's peak was -15 to +30 % from the dry "
                           "run's (median 2 %); --dry-run builds the model itself"
                         : NULL;
+}
+
+const char *const *vl__peft_targets(enum vl_family f) {
+  for (size_t i = 0; i < N_TYPES; i++)
+    if (types[i].family == f) return types[i].peft;
+  return NULL;
 }
 
 const char *vl_arch_family_name(enum vl_family f) {
@@ -208,6 +223,7 @@ vl_status vl_arch_from_json(const char *text, size_t len, struct vl_arch *out, s
   } else {
     r.type = &types[i];
     a.family = types[i].family;
+    a.eager_only = types[i].eager_only;
     s = types[i].read(&r, &a);
   }
   if (s == VL_OK && a.heads % a.kv_heads)

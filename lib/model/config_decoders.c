@@ -17,7 +17,9 @@ const struct vl__type vl__generic_type = {"",
                                           VL_FAM_GENERIC,
                                           vl__read_decoder,
                                           generic_parts,
-                                          {32000, 4096, 11008, 32, 32, 0, 2048, 0, 0}};
+                                          {32000, 4096, 11008, 32, 32, 0, 2048, 0, 0},
+                                          false,
+                                          {NULL}};
 
 /* The first of keys the config sets (not null), or NULL */
 static const char *first_key(struct vl__reader *r, const char *const *keys, size_t n) {

@@ -83,12 +83,14 @@ struct vl__type {
   enum vl_family family;
   vl__arch_reader read, parts;
   struct vl__decoder_defaults d;
+  bool eager_only;     /* transformers has no SDPA path for the type */
+  const char *peft[4]; /* PEFT's default LoRA targets (NULL: none) */
 };
 
 /* The readers and parts the table names: vl__read_<READ> (config.c,
  * config_decoders.c, config_encoders.c) and vl__parts_<PARTS>
  * (config_decoders.c). A reader finds its row in r->type. */
-#define VL__TYPE_DECLARE_(id, name, read, parts, defaults)                                         \
+#define VL__TYPE_DECLARE_(id, name, read, parts, defaults, attn, peft)                             \
   vl_status vl__read_##read(struct vl__reader *r, struct vl_arch *a);                              \
   vl_status vl__parts_##parts(struct vl__reader *r, struct vl_arch *a);
 VL_MODEL_TYPES(VL__TYPE_DECLARE_)

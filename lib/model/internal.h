@@ -11,6 +11,10 @@
  * (Olmo2RMSNorm: (weight * x.float()).to(dtype)), transformers 5.17 */
 static inline bool vl__norm_weight_fp32(const struct vl_arch *a) { return a->norm_fp32_weight; }
 
+/* PEFT's default LoRA targets of a type's row (config.c; NULL-ended, or
+ * NULL: the row has none) */
+const char *const *vl__peft_targets(enum vl_family f);
+
 /* Is layer l one of the n of L spread over the stack (the layers where
  * l * n / L steps: every other of L for n = L / 2)? Where the layers of a
  * kind are changes when, not how much, the replays hold. */

@@ -6,7 +6,7 @@
 #define VL_TEST_CONFIG_ROWS_H
 
 /* the rows name every model type the file's readers read */
-#define TYPE_READER_(id, name, read, parts, defaults) {name, #read},
+#define TYPE_READER_(id, name, read, parts, defaults, attn, peft) {name, #read},
 static const struct { const char *name, *reader; } types[] = {VL_MODEL_TYPES(TYPE_READER_)};
 #undef TYPE_READER_
 
