@@ -66,6 +66,12 @@ static const struct {
     {"distilbert", "out_lin", "attention.output.dense"},
     {"distilbert", "lin1", "intermediate.dense"},
     {"distilbert", "lin2", "output.dense"},
+    {"bart", "q_proj", "q"},
+    {"bart", "k_proj", "k"},
+    {"bart", "v_proj", "v"},
+    {"bart", "out_proj", "o"},
+    {"bart", "fc1", "wi"},
+    {"bart", "fc2", "wo"},
 };
 
 static const char *inventory_name(const struct vl_arch *arch, const char *name) {
@@ -86,7 +92,10 @@ const char *vl_lora_module_name(const struct vl_arch *arch, const char *name) {
 static int target_names(const struct vl_arch *arch, const struct vl_job *job, const char **names) {
   if (job->n_lora_targets == 0) {
     bool peft;
-    return vl_lora_default_targets(arch, names, &peft);
+    int n = vl_lora_default_targets(arch, names, &peft);
+    for (int i = 0; i < n; i++) /* (BART's q_proj is `q` here) */
+      names[i] = inventory_name(arch, names[i]);
+    return n;
   }
   int n = 0;
   for (int i = 0; i < job->n_lora_targets && i < VL_MAX_LORA_TARGETS; i++)
@@ -880,10 +889,10 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
    * their buckets and rank 0's share of the states replayed; not with LoRA
    * or a master copy (not measured) */
   const bool ddp_replay = ts->dp > 1 && ddp_buckets(job) && !job->lora_rank && !ts->pol.master;
-  /* T5 and BART: full training without checkpointing, T5 under eager
-   * attention (SDPA would take its position bias as a mask) */
-  const bool seq2seq_replayed =
-      arch->enc_layers && !job->lora_rank && job->checkpointing == VL_CKPT_NONE;
+  /* T5 and BART: full training or LoRA, with or without checkpointing
+   * (train_replay_seq2seq.c); T5 under eager attention (SDPA takes its
+   * position bias as a mask) */
+  const bool seq2seq_replayed = arch->enc_layers;
   ts->replayable =
       !ck->overflow &&
       (arch->causal || (vl_arch_replays_encoder(arch) && !job->lora_rank) || seq2seq_replayed ||
@@ -905,9 +914,8 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
                         "run's on meta tensors (bert-large, distilbert-base, bf16, 16 x 512; "
                         "--dry-run traces the job itself)";
   if (arch->enc_layers && !ts->replayable)
-    bill->approximate = "is replayed for full training without checkpointing only (T5: "
-                        "under eager attention); this job's activations are read as an "
-                        "encoder's of the decoder's depth";
+    bill->approximate = "is replayed op by op for one GPU's loop; this job's activations are "
+                        "read as an encoder's of the decoder's depth";
   /* replayed, with the gaps the dry runs on meta tensors measured
    * (bench/results/shapes-vision-seq2seq/) */
   if (arch->family == VL_FAM_RESNET && ts->replayable)
@@ -927,10 +935,6 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
                         "meta tensors (t5-base, bf16, 8 x 512 with 512 and 64 target tokens, 16 x "
                         "256, 4 x 1,024 with 128 "
                         "target tokens; --dry-run traces the job itself)";
-  if (arch->family == VL_FAM_BART && ts->replayable && vl_job_target_seq(arch, job) < job->seq)
-    bill->approximate = "is replayed op by op, but with a target shorter than the source its "
-                        "peak allocated was 2.2 to 2.5 % above the dry run's (bart-base, batch "
-                        "4 x 512 source tokens, 32 and 128 target tokens, bf16; 0.1 % at 512)";
   if (ts->replayable) {
     const bool t5_math = arch->family == VL_FAM_T5 && job->attention != VL_ATTN_EAGER;
     struct vl__train_sizes z = {
@@ -975,6 +979,7 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
       z.lin[z.n_lin].name = t->name;
       z.lin[z.n_lin].out = t->rows;
       z.lin[z.n_lin].in = t->cols;
+      z.lin[z.n_lin].count = t->count;
       z.lin[z.n_lin++].adapted = lo->target[i];
     }
     vl_status rc = vl__train_replay(arch, inv, &z, &ts->rs, err);

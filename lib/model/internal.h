@@ -126,6 +126,8 @@ struct vl__train_sizes {
   struct {
     const char *name; /* the inventory's (params.c) */
     uint64_t out, in;
+    uint64_t count; /* its copies in the model (an encoder-decoder's q: one a layer of the
+                       encoder, two of the decoder) */
     bool adapted;
   } lin[VL__MAX_LAYER_LINEARS];
   unsigned n_lin;

@@ -239,8 +239,9 @@ static void forward(struct loop *lp, struct pass *f) {
   const struct vl_arch *arch = R->arch;
   const struct vl__train_sizes *z = R->z;
   const uint64_t L = arch->layers, Th = z->T * z->h, e = z->e;
-  /* OPT's embeddings run outside every checkpoint, with autograd */
-  R->tp.grad = !z->ckpt || arch->pos_local;
+  /* OPT's and an encoder-decoder's embeddings run outside every
+   * checkpoint, with autograd */
+  R->tp.grad = !z->ckpt || arch->pos_local || arch->enc_layers;
   R->T = z->T, R->P = R->Pk = z->P; /* (the decoder of an encoder-decoder sets its own) */
   /* the embeddings' output (frozen under LoRA: it needs no gradient) */
   /* (vision: the pixels, which the loop holds, instead) */
@@ -267,7 +268,7 @@ static void forward(struct loop *lp, struct pass *f) {
   if (arch->pos_local) x = opt_positions(R, x, f);
   R->tp.grad = !z->ckpt;
   f->x0d = 0; /* an encoder-decoder's decoder embeddings */
-  if (arch->enc_layers) x = vl__tr_seq2seq(R, x, &f->x0d);
+  if (arch->enc_layers) x = vl__tr_seq2seq(R, x, &f->x0d, lp->kept);
   for (uint64_t l = 0; l < L && !arch->enc_layers && !arch->stages && !R->p.failed; l++) {
     if (z->ckpt) lp->kept[l] = tape_ref(&R->tp, x); /* the checkpoint keeps its input */
     R->l = l;
@@ -400,7 +401,8 @@ static void layers_backward(struct loop *lp, struct pass *f) {
   const struct vl__train_sizes *z = R->z;
   const uint64_t L = arch->layers;
   uint32_t *kept = lp->kept;
-  for (uint64_t l = L; z->ckpt && l-- > 0 && !R->p.failed;) {
+  if (z->ckpt && arch->enc_layers) vl__tr_seq2seq_backward(R, kept, f->x);
+  for (uint64_t l = L; z->ckpt && !arch->enc_layers && l-- > 0 && !R->p.failed;) {
     /* the layer's forward again, with autograd, then its backward; the
      * gradient of its output is the next layer's input's */
     uint32_t next = l + 1 < L ? kept[l + 1] : f->x;
@@ -539,7 +541,8 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
   lp.rows_out = lp.vision ? z->B : arch->enc_layers ? z->B * z->Pd : z->T;
   lp.TV = lp.rows_out * z->V;
   lp.tied = arch->tie_embeddings && (arch->causal || !lp.vision);
-  lp.kept = vl_calloc(arch->layers + 1, sizeof *lp.kept); /* checkpoints' inputs */
+  /* checkpoints' inputs (an encoder-decoder's: both stacks') */
+  lp.kept = vl_calloc(arch->layers + arch->enc_layers + 1, sizeof *lp.kept);
   if (!lp.kept) {
     vl_cache_destroy(R->p.c);
     return vl__fail(err, VL_ENOMEM, "out of memory");

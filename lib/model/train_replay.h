@@ -53,6 +53,15 @@ struct run {
   bool stop_at_mm;     /* ... at the next matmul's saving its inputs */
   uint32_t out32;      /* accelerate's fp32 copy of the output's logits (NONE: none) */
   bool accumulating;   /* a micro-batch after the first: gradients add into .grad */
+  /* an encoder-decoder under checkpointing: the first node recorded
+   * between its stacks, the encoder's last layer's output, the decoder's
+   * cross-attention source (the checkpoints keep it) */
+  uint32_t s2s_mid, enc_last, enc;
+  uint64_t encb;
+  /* T5's position biases (1 x heads x queries x keys): the encoder's, the
+   * decoder's, its cross-attention's zeros (0: not made yet); bias_re: a
+   * checkpoint's recomputation of a stack's first layer makes them again */
+  uint32_t bias[3], bias_re[3];
 };
 
 static inline uint32_t op(struct run *R, struct tape_op o) { return tape_op(&R->tp, &o); }
@@ -160,8 +169,21 @@ uint32_t vl__tr_mlm_transform(struct run *R, uint32_t x, uint64_t *xb);
 /* ---- train_replay_seq2seq.c ---- */
 
 /* an encoder-decoder's encoder on x (taken over), then its decoder: the
- * decoder's output; *x0d: the decoder's embedding output */
-uint32_t vl__tr_seq2seq(struct run *R, uint32_t x, uint32_t *x0d);
+ * decoder's output; *x0d: the decoder's embedding output; kept (under
+ * checkpointing): each layer's input, the encoder's first */
+uint32_t vl__tr_seq2seq(struct run *R, uint32_t x, uint32_t *x0d, uint32_t *kept);
+/* under checkpointing, the backward of both stacks from the decoder's
+ * output out: each decoder layer recomputed, then the nodes between the
+ * stacks, then each encoder layer; the encoder's first input's gradient is
+ * left pending */
+void vl__tr_seq2seq_backward(struct run *R, uint32_t *kept, uint32_t out);
+
+/* T5's position bias of the attention being run: made by each stack's
+ * first layer (again by its recomputation); 0 elsewhere */
+void vl__tr_t5_bias(struct run *R);
+static inline uint32_t t5_bias(const struct run *R) {
+  return R->arch->rel_bias ? R->bias[R->kv_src ? 2 : R->causal] : 0;
+}
 
 /* ---- train_replay_vision.c ---- */
 

@@ -316,8 +316,15 @@ static uint32_t eager(struct run *R, const struct qkv *s, uint32_t *held) {
   const uint64_t me = vl__max(R->z->wb, e);
   uint32_t s2 = s1;                  /* encoders without padding get no mask */
   if (R->causal || arch->rel_bias) { /* the causal mask; T5's position bias */
-    s2 = op(R, (struct tape_op){.out_bytes = sc * me, .in = {s1}, .pass = TAPE_ADD});
+    s2 = op(R, (struct tape_op){.out_bytes = sc * me, .in = {s1, t5_bias(R)}, .pass = TAPE_ADD});
     rel(R, s1);
+  }
+  if (arch->rel_bias && R->causal && !R->kv_src) {
+    /* T5's decoder adds its causal mask after the bias, a second sum
+     * (modeling_t5.py eager_attention_forward) */
+    uint32_t s3 = op(R, (struct tape_op){.out_bytes = sc * me, .in = {s2}, .pass = TAPE_ADD});
+    rel(R, s2);
+    s2 = s3;
   }
   const uint64_t sm = vl__softmax_bytes(arch, R->z->autocast, e);
   /* gpt-oss: the softmax runs on the scores joined with each head's sink
@@ -557,7 +564,10 @@ uint32_t vl__tr_attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
   s.q = qk_norm(R, s.q, a);
   s.k = qk_norm(R, s.k, g);
   if (vl__rope_layer(arch, R->l) && !arch->mla && !R->kv_src) rope_qk(R, &s);
-  if (!R->z->ckpt && R->causal) cache_kv(R, &s);
+  /* (BartForConditionalGeneration turns the cache off when given labels:
+   * modeling_bart.py, "use_cache ... changed to False") */
+  if (!R->z->ckpt && R->causal && arch->family != VL_FAM_BART) cache_kv(R, &s);
+  if (arch->rel_bias && R->l == 0) vl__tr_t5_bias(R); /* after the cache's update */
   if (arch->rel_att) deberta_copies(R, &s);
   uint32_t o;
   if (R->z->eager)

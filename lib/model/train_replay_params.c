@@ -91,13 +91,18 @@ void vl__tr_model_wide(struct prog *p, const struct vl_arch *arch, const struct 
 
 /* LoRA's adapters, layer by layer (lora_A, lora_B of each target), one
  * block of `bytes` an element each, `times` over; onto l (NULL: made and
- * freed at once) */
+ * freed at once). An encoder-decoder's linears come as often as the
+ * inventory counts them (both stacks', cross-attention's) */
 void vl__tr_adapters(struct prog *p, const struct vl_arch *arch, const struct vl__train_sizes *z,
                      uint64_t bytes, unsigned times, struct list *l) {
-  for (uint64_t k = 0; k < arch->layers && !p->failed; k++)
+  uint64_t L = arch->layers;
+  for (unsigned i = 0; arch->enc_layers && i < z->n_lin; i++)
+    L = vl__max(L, z->lin[i].count);
+  for (uint64_t k = 0; k < L && !p->failed; k++)
     for (unsigned i = 0; i < z->n_lin; i++)
       for (unsigned j = 0; z->lin[i].adapted && j < 2 * times; j++)
-        vl__tr_block(p, z->lora_rank * (j % 2 ? z->lin[i].out : z->lin[i].in) * bytes, l);
+        if (!arch->enc_layers || k < z->lin[i].count)
+          vl__tr_block(p, z->lora_rank * (j % 2 ? z->lin[i].out : z->lin[i].in) * bytes, l);
 }
 
 /* what the optimizer updates: every parameter, or LoRA's adapters */
