@@ -890,8 +890,7 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
    * or a master copy (not measured) */
   const bool ddp_replay = ts->dp > 1 && ddp_buckets(job) && !job->lora_rank && !ts->pol.master;
   /* T5 and BART: full training or LoRA, with or without checkpointing
-   * (train_replay_seq2seq.c); T5 under eager attention (SDPA takes its
-   * position bias as a mask) */
+   * (train_replay_seq2seq.c; T5 under SDPA: its math path) */
   const bool seq2seq_replayed = arch->enc_layers;
   ts->replayable =
       !ck->overflow &&
@@ -924,19 +923,7 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
         "kernel and stride (bench/results/step-time/raw.jsonl:vision-kernels/conv.jsonl): on "
         "an H100 its peak allocated was within 3.1 % and its peak reserved 4 to 7 % above the "
         "estimate at 64 to 512 pixels (resnet-50, batch 16, bf16; bench/results/reserved/)";
-  /* T5 under SDPA: its position bias goes in as the mask, which no fused
-   * kernel takes with half inputs, so the math path runs (fp32) and keeps
-   * each layer's probabilities, as eager attention does: replayed as eager,
-   * the gap said */
-  if (arch->family == VL_FAM_T5 && ts->replayable && job->attention != VL_ATTN_EAGER)
-    bill->approximate = "runs SDPA's math path for its position bias (the probabilities of every "
-                        "layer held, in fp32), replayed as eager attention, which holds them in "
-                        "half beside: its peak allocated was 4 to 15 % above the dry run's on "
-                        "meta tensors (t5-base, bf16, 8 x 512 with 512 and 64 target tokens, 16 x "
-                        "256, 4 x 1,024 with 128 "
-                        "target tokens; --dry-run traces the job itself)";
   if (ts->replayable) {
-    const bool t5_math = arch->family == VL_FAM_T5 && job->attention != VL_ATTN_EAGER;
     struct vl__train_sizes z = {
         .B = job->batch,
         .P = job->seq,
@@ -956,7 +943,7 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
         .step_temp = ts->T_opt > 0,
         .autocast = ts->pol.autocast,
         .ckpt = job->checkpointing == VL_CKPT_FULL,
-        .eager = job->attention == VL_ATTN_EAGER || t5_math,
+        .eager = job->attention == VL_ATTN_EAGER,
         .e = ts->pol.act,
         .r = ts->pol.resid,
         .workspace = vl_workspace_thread_bytes(ov),

@@ -184,6 +184,9 @@ void vl__tr_t5_bias(struct run *R);
 static inline uint32_t t5_bias(const struct run *R) {
   return R->arch->rel_bias ? R->bias[R->kv_src ? 2 : R->causal] : 0;
 }
+/* T5's attention under SDPA, on its position bias as the mask: PyTorch's
+ * math backend; its output (B x s x heads x d, contiguous) */
+uint32_t vl__tr_t5_sdpa(struct run *R, uint32_t q, uint32_t k, uint32_t v);
 
 /* ---- train_replay_vision.c ---- */
 

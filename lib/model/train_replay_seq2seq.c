@@ -295,3 +295,71 @@ void vl__tr_t5_bias(struct run *R) {
   rel(R, keep[0]);
   rel(R, keep[1]);
 }
+
+/* a copy of x (a transposed view) where bmm cannot fold it as a view: with
+ * more than one sequence (aten LinearAlgebra.cpp _matmul_impl: reshape),
+ * as sdpa_math_mqa's (train_replay_attention.c); else x itself */
+static uint32_t folded(struct run *R, uint32_t x, bool contiguous) {
+  if (contiguous || R->z->B == 1) return tape_ref(&R->tp, x);
+  return op(R, (struct tape_op){.out_bytes = R->tp.t[x].bytes, .in = {x}});
+}
+
+/* T5 under SDPA: transformers hands its position bias to SDPA as the mask
+ * (integrations/sdpa_attention.py create_position_bias_mask: the bias
+ * itself, or for the decoder's causal self-attention torch.where of the
+ * causal pattern, bias and the dtype's minimum), and with half inputs and
+ * a mask that requires grad PyTorch runs the math backend (fp32 inputs
+ * take the memory-efficient kernel: the meta traces of t5-base fp32 and
+ * bf16), which upcasts half inputs to fp32 (aten/src/ATen/native/transformers/attention.cpp
+ * _scaled_dot_product_attention_math): q * scale (a local to its
+ * return), k^T * scale (a temporary), each copied where bmm cannot fold
+ * it, the scores, plus the mask (out of place), softmax (saved), the
+ * probabilities cast back (its second output, made first, freed by the
+ * caller), v copied likewise, their product, cast back. q, k, v of the
+ * decoder's self-attention are the cache's contiguous copies without
+ * checkpointing. The cross-attention's zeros require grad only under
+ * checkpointing; without, the memory-efficient kernel takes them. Read off
+ * the meta trace of t5-base's step (bf16, 8 x 512 / 128) */
+uint32_t vl__tr_t5_sdpa(struct run *R, uint32_t q, uint32_t k, uint32_t v) {
+  const uint64_t T = R->T, Tk = R->z->B * R->Pk, a = R->a, d = R->d, e = R->z->e;
+  const uint64_t sc = R->z->B * a * R->P * R->Pk;
+  const bool cached = !R->z->ckpt && R->causal; /* (cache_kv's copies) */
+  uint32_t mask = t5_bias(R);
+  if (R->causal && !R->kv_src) /* torch.where(causal, bias, min): the bias's size */
+    mask = op(R, (struct tape_op){.out_bytes = R->tp.t[mask].bytes, .in = {mask}});
+  else
+    mask = tape_ref(&R->tp, mask);
+  uint32_t q32 =
+      e < 4 ? op(R, (struct tape_op){.out_bytes = T * a * d * 4, .in = {q}}) : tape_ref(&R->tp, q);
+  uint32_t k32 =
+      e < 4 ? op(R, (struct tape_op){.out_bytes = Tk * a * d * 4, .in = {k}}) : tape_ref(&R->tp, k);
+  uint32_t v32 =
+      e < 4 ? op(R, (struct tape_op){.out_bytes = Tk * a * d * 4, .in = {v}}) : tape_ref(&R->tp, v);
+  uint32_t qs = op(R, (struct tape_op){.out_bytes = T * a * d * 4, .in = {q32}});
+  uint32_t ks = op(R, (struct tape_op){.out_bytes = Tk * a * d * 4, .in = {k32}});
+  uint32_t qc = folded(R, qs, false), kc = folded(R, ks, cached);
+  uint32_t s0 = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {qc, kc}, .saved = {qc, kc}});
+  rel(R, qc);
+  rel(R, kc);
+  rel(R, ks);
+  uint32_t s1 = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s0, mask}, .pass = TAPE_ADD});
+  rel(R, s0);
+  uint32_t p = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s1}, .save_out = true});
+  rel(R, s1);
+  uint32_t w = e < 4 ? op(R, (struct tape_op){.out_bytes = sc * e, .in = {p}}) : 0;
+  uint32_t vc = folded(R, v32, cached);
+  uint32_t o32 =
+      op(R, (struct tape_op){.out_bytes = T * a * d * 4, .in = {p, vc}, .saved = {p, vc}});
+  rel(R, p);
+  rel(R, vc);
+  uint32_t oh = e < 4 ? op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {o32}})
+                      : tape_ref(&R->tp, o32);
+  rel(R, o32);
+  uint32_t done[] = {qs, v32, k32, q32, w, mask};
+  for (size_t i = 0; i < sizeof done / sizeof done[0]; i++)
+    rel(R, done[i]);
+  /* transformers' attn_output.transpose(1, 2).contiguous() */
+  uint32_t o = op(R, (struct tape_op){.out_bytes = T * a * d * e, .in = {oh}});
+  rel(R, oh);
+  return o;
+}
