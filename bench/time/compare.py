@@ -136,9 +136,11 @@ def mode_readme():
     # the same suite on the H100 again: the same lease (b), a later lease twice (c, d), a third (e)
     again = [("H100 (%s)" % x, run("h100-80gb", here + "h100-%s/steps.json" % x, md=False), "time.jsonl")
              for x in "bcde"]
+    # the H200 again, a later lease (b)
+    h200b = run("h200", here + "h200-b/steps.json", md=False)
     rows = []
     for card, t, setname in [("H100 (a)", h100, "time.jsonl")] + again + [
-            ("H200", h200, "time.jsonl"), ("H200", earlier, "earlier")]:
+            ("H200", h200, "time.jsonl"), ("H200 (b)", h200b, "time.jsonl"), ("H200", earlier, "earlier")]:
         n = re.search(r"(\d+) runs on", t).group(1)
         a = re.search(r"priced kernel by kernel: \|error\| median ([\d.]+) %, worst ([\d.]+) %; (\d+)/\d+ within 10 %, "
                       r"(\d+)/\d+ within 25 %", t)
