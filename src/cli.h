@@ -126,7 +126,8 @@ struct cli_run {
   char path[4096];
 };
 /*! cli_load_record, then vl_record_summarize, vl_probe_analyze and
- * vl_probe_ladder. Release with vl_record_release(&run->rec). */
+ * vl_probe_ladder. Release with vl_record_release(&run->rec). On failure
+ * prints the error, returns an exit code (the record released). */
 int cli_load_run(const char *run, struct cli_run *out);
 /*! Peak process and driver-allocated bytes (and duration) of a run. */
 int cli_run_peaks(const char *run, uint64_t *process, uint64_t *cuda, double *duration_s,

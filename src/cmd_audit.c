@@ -68,12 +68,17 @@ static int read_run(const char *run, struct vl_audit_run *r, char *rec_path, siz
   vl_run_hw_read(&rec, &r->hw);
   static struct vl_probe_layer fw; /* large: not on the stack */
   memset(&fw, 0, sizeof fw);
-  vl_probe_analyze(&rec, &fw);
+  vl_status s = vl_probe_analyze(&rec, &fw);
+  if (s == VL_OK) s = vl_record_mark_median_s(&rec, "step", &r->step_s);
+  if (s != VL_OK) {
+    cli_error("cannot analyse the record '%s': %s", path, vl_strerror(s));
+    vl_record_release(&rec);
+    return VL_EXIT_ERROR;
+  }
   r->probe = fw.has_bill;
   r->params_bytes = fw.has_bill ? fw.bill[VL_BILL_PARAMETERS] : 0;
   r->probe_tokens_per_s = fw.tokens_per_s;
   r->probe_ranks = fw.n_ranks;
-  r->step_s = vl_record_mark_median_s(&rec, "step");
   vl_record_release(&rec);
   return 0;
 }

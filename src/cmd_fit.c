@@ -270,6 +270,29 @@ static int estimates(const struct fo *f, const struct vl_points *pts, struct vl_
   return 0;
 }
 
+/* v's curves along its axis, for the plot (with --by-phase the larger of
+ * the two fits), into *curves, the caller's to vl_free. @return 0, or
+ * VL_EXIT_ERROR (said): never a plot of the first fit alone, or of none. */
+static int fit_curves(const struct fo *f, struct vl_fit_view *v, struct vl_fit_curve **curves) {
+  *curves = vl_calloc(VL_FIT_MAX_CURVES, sizeof **curves);
+  vl_status s = *curves ? VL_OK : VL_ENOMEM;
+  if (s == VL_OK && v->fit_opt)
+    s = vl_fit_curves_larger(v->pts, v->fit, v->terms, v->n_terms, v->fit_opt, v->opt_terms,
+                             v->n_opt_terms, v->predictions, v->n_predict, v->axis, *curves,
+                             VL_FIT_MAX_CURVES, &v->n_curves);
+  else if (s == VL_OK)
+    v->n_curves = vl_fit_curves(v->pts, v->fit, v->terms, v->n_terms, v->predictions, v->n_predict,
+                                v->axis, *curves, VL_FIT_MAX_CURVES);
+  if (s != VL_OK) {
+    cli_error("cannot draw the fit of '%s': %s", f->label, vl_strerror(s));
+    vl_free(*curves);
+    *curves = NULL;
+    return VL_EXIT_ERROR;
+  }
+  v->curves = *curves;
+  return 0;
+}
+
 int cmd_fit(int argc, const char **argv) {
   struct fo f = {0};
   int rc = parse(argc, argv, &f);
@@ -364,13 +387,6 @@ int cmd_fit(int argc, const char **argv) {
       size_t axis = 0;
       for (size_t k = 0; k < pts.nvars; k++)
         if (!strcmp(pts.var[k], "seq")) axis = k;
-      struct vl_fit_curve *curves = vl_calloc(VL_FIT_MAX_CURVES, sizeof *curves);
-      size_t n_curves =
-          !curves      ? 0
-          : f.by_phase ? vl_fit_curves_larger(&pts, &r, t, nt, &ro, to, nto, px,
-                                              (size_t)f.n_predict, axis, curves, VL_FIT_MAX_CURVES)
-                       : vl_fit_curves(&pts, &r, t, nt, px, (size_t)f.n_predict, axis, curves,
-                                       VL_FIT_MAX_CURVES);
       struct vl_fit_est_summary su = {0};
       if (est) vl_fit_est_summarize(&pts, est, &su);
       struct vl_fit_view v = {.pts = &pts,
@@ -384,8 +400,6 @@ int cmd_fit(int argc, const char **argv) {
                               .est_summary = &su,
                               .model = f.e.model,
                               .measure = f.compare ? f.compare : measures[0],
-                              .curves = curves,
-                              .n_curves = n_curves,
                               .axis = axis,
                               .fit_opt = f.by_phase ? &ro : NULL,
                               .opt_terms = to,
@@ -393,8 +407,11 @@ int cmd_fit(int argc, const char **argv) {
                               .phase = f.by_phase ? phase : NULL,
                               .phase_rel_max = phase_rel_max};
       static const enum vl_format map[] = {VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD};
-      int w = f.fmt == 3 ? vl_render_fit_html(stdout, &v) : vl_render_fit(stdout, map[f.fmt], &v);
-      rc = w == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
+      struct vl_fit_curve *curves = NULL;
+      if (!(rc = fit_curves(&f, &v, &curves))) {
+        int w = f.fmt == 3 ? vl_render_fit_html(stdout, &v) : vl_render_fit(stdout, map[f.fmt], &v);
+        rc = w == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
+      }
       vl_free(curves);
     }
     vl_free(est);

@@ -44,7 +44,12 @@ static int mfu_from_run(const char *run, const struct vl_arch *arch, const struc
   int rc = cli_load_record(run, &rec, path, sizeof path);
   if (rc) return rc;
   struct vl_probe_layer f;
-  vl_probe_analyze(&rec, &f);
+  vl_status s = vl_probe_analyze(&rec, &f);
+  if (s != VL_OK) {
+    cli_error("--run %s: cannot analyse the record: %s", path, vl_strerror(s));
+    vl_record_release(&rec);
+    return VL_EXIT_ERROR;
+  }
   const char *device = f.device[0] ? f.device : rec.n_gpus ? rec.gpus[0].name : "";
   const struct vl_gpu *g = device[0] ? vl_catalog_match_device(cat, device) : NULL;
   double tps = f.tokens_per_s;

@@ -168,8 +168,12 @@ int cmd_report(int argc, const char **argv) {
                              rr->path, &rr->fw,  bill ? &cmp : NULL};
   static const enum vl_report_format map[] = {VL_REP_TEXT, VL_REP_JSON, VL_REP_MD, VL_REP_TRACE,
                                               VL_REP_HTML};
-  rc = vl_render_report(stdout, map[r.fmt], &v) == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
-  if (rc) cli_error("cannot write the output");
+  int w = vl_render_report(stdout, map[r.fmt], &v);
+  rc = w == 0 ? VL_EXIT_OK : VL_EXIT_ERROR;
+  if (w == -2)
+    cli_error("cannot draw the report of '%s': %s", rr->path, vl_strerror(VL_ENOMEM));
+  else if (w)
+    cli_error("cannot write the output");
   vl_record_release(&rr->rec);
   free(rr);
   vl_free(bill);

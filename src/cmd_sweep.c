@@ -306,13 +306,22 @@ static int run_or_resume(const struct sweep *s, const struct point *pt, const ch
 }
 
 /* The probe's steps (median step time, measured tokens) and peaks when it
- * ran; else the job's "step" stamps, as audit measures them. */
-static void add_rates(struct point *pt, const char *dir, char *path, size_t path_len) {
+ * ran; else the job's "step" stamps, as audit measures them. @return 0,
+ * or an exit code (said): never a row without them when they were there. */
+static int add_rates(struct point *pt, const char *dir, char *path, size_t path_len) {
   struct vl_record rcd;
-  if (cli_load_record(dir, &rcd, path, path_len) != 0) return;
+  int rc = cli_load_record(dir, &rcd, path, path_len);
+  if (rc) return rc;
   struct vl_probe_layer fw;
-  vl_probe_analyze(&rcd, &fw);
-  double step_s = fw.step_s_median > 0 ? fw.step_s_median : vl_record_mark_median_s(&rcd, "step");
+  double step_s = 0;
+  vl_status s = vl_probe_analyze(&rcd, &fw);
+  if (s == VL_OK) step_s = fw.step_s_median;
+  if (s == VL_OK && !(step_s > 0)) s = vl_record_mark_median_s(&rcd, "step", &step_s);
+  if (s != VL_OK) {
+    cli_error("cannot analyse the record '%s': %s", path, vl_strerror(s));
+    vl_record_release(&rcd);
+    return VL_EXIT_ERROR;
+  }
   if (step_s > 0) pt->rate += 1.0 / step_s, pt->rated++;
   if (fw.tokens_per_s > 0) pt->tok_rate += fw.tokens_per_s, pt->tok_rated++;
   if (fw.peak_allocated > pt->alloc_peak) pt->alloc_peak = fw.peak_allocated;
@@ -320,6 +329,7 @@ static void add_rates(struct point *pt, const char *dir, char *path, size_t path
   if (fw.peak_fwd_bwd > pt->fwd_bwd_peak) pt->fwd_bwd_peak = fw.peak_fwd_bwd;
   if (fw.peak_optimizer > pt->optimizer_peak) pt->optimizer_peak = fw.peak_optimizer;
   vl_record_release(&rcd);
+  return 0;
 }
 
 /* Repeat r of the point: run it (or resume it), then add what it took. */
@@ -346,8 +356,7 @@ static int measure_repeat(struct sweep *s, struct point *pt, uint64_t r) {
   pt->hi = mp > pt->hi ? mp : pt->hi;
   pt->cuda = mc > pt->cuda ? mc : pt->cuda;
   pt->secs += d / (double)s->repeat;
-  if (!code) add_rates(pt, dir, path, sizeof path);
-  return 0;
+  return code ? 0 : add_rates(pt, dir, path, sizeof path);
 }
 
 /* The point's row in sweep.csv and in the table. */

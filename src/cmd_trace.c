@@ -458,9 +458,13 @@ static int replay_and_show(const struct tr *t, const struct vl_trace *tr, const 
   struct vl_trace_view v = {trace,     dev,  tr,           job_rc, p.names, r,    p.n,
                             p.batches, NULL, t->from_mark, &live,  NULL,    NULL, 0};
   struct cli_run *run = NULL; /* the probe's bill of the job, from its record */
-  if (dir && (run = calloc(1, sizeof *run)) != NULL && cli_load_run(dir, run) != 0) {
+  int lrc = 0;
+  if (dir && (run = calloc(1, sizeof *run)) == NULL) cli_error("out of memory");
+  if (dir && (!run || (lrc = cli_load_run(dir, run)) != 0)) { /* said */
     free(run);
-    run = NULL;
+    vl_trace_live_release(&live);
+    cli_hint("the trace is kept: vramledger trace --replay %s", trace);
+    return job_rc ? job_rc : lrc ? lrc : VL_EXIT_ERROR;
   }
   if (run) v.fw = &run->fw;
   struct vl_trace_time tt; /* --gpu: the traced step's time */

@@ -84,7 +84,12 @@ int cli_load_run(const char *run, struct cli_run *r) {
   if (rc) return rc;
   r->n_findings = 0;
   vl_record_summarize(&r->rec, &r->sum, r->findings, &r->n_findings);
-  vl_probe_analyze(&r->rec, &r->fw);
+  vl_status s = vl_probe_analyze(&r->rec, &r->fw);
+  if (s != VL_OK) {
+    cli_error("cannot analyse the record '%s': %s", r->path, vl_strerror(s));
+    vl_record_release(&r->rec);
+    return VL_EXIT_ERROR;
+  }
   vl_probe_ladder(&r->fw, &r->sum);
   return 0;
 }

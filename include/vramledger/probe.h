@@ -135,8 +135,9 @@ struct vl_probe_layer {
 };
 
 /*! Analyse the probe's events of a record (pure). f->present is false when
- * the record has none. */
-void vl_probe_analyze(const struct vl_record *rec, struct vl_probe_layer *f);
+ * the record has none. @return VL_OK, or VL_ENOMEM: *f is then zeroed
+ * (present false), never a layer with its bill or step times missing. */
+vl_status vl_probe_analyze(const struct vl_record *rec, struct vl_probe_layer *f) VL_MUST_USE;
 
 /* The measured bill beside the estimate for the same settings, line by
  * line (report --estimate; vl_probe_compare in vramledger/render.h fills

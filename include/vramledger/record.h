@@ -251,10 +251,12 @@ struct vl_finding {
 void vl_record_summarize(const struct vl_record *rec, struct vl_run_summary *s,
                          struct vl_finding *findings, int *n_findings);
 
-/*! The median time between consecutive stamps of `name`, seconds (0 when
- * fewer than two): a steady step time that start-up and a slow first step
- * do not move. */
-double vl_record_mark_median_s(const struct vl_record *rec, const char *name);
+/*! The median time between consecutive stamps of `name`, seconds, into
+ * *median_s (0 when fewer than two): a steady step time that start-up and
+ * a slow first step do not move. @return VL_OK, or VL_ENOMEM (*median_s
+ * 0 then: not "too few stamps", a failure the caller reports). */
+vl_status vl_record_mark_median_s(const struct vl_record *rec, const char *name,
+                                  double *median_s) VL_MUST_USE;
 
 /*! The GPUs a record's job ran on (the meta event's list, narrowed to those
  * the samples show it holding memory on). count 0: the record names none

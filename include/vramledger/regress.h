@@ -120,12 +120,15 @@ size_t vl_terms_without_squares(const struct vl_term_spec *t, size_t nt, struct 
  * won: "forward/backward" (the first) or "optimizer" (the second). */
 const char *vl_fit_take_larger(const struct vl_fit_result *ro, const struct vl_term_spec *to,
                                size_t nto, struct vl_fit_prediction *q);
-/*! vl_fit_curves of the larger of the two fits (same grids). */
-size_t vl_fit_curves_larger(const struct vl_points *p, const struct vl_fit_result *r,
-                            const struct vl_term_spec *t, size_t nt, const struct vl_fit_result *ro,
-                            const struct vl_term_spec *to, size_t nto,
-                            const struct vl_fit_prediction *pred, size_t n_pred, size_t axis,
-                            struct vl_fit_curve *c, size_t max);
+/*! vl_fit_curves of the larger of the two fits (same grids), their count
+ * in *n_curves. @return VL_OK, or VL_ENOMEM (*n_curves 0: never the first
+ * fit's curves alone). */
+vl_status vl_fit_curves_larger(const struct vl_points *p, const struct vl_fit_result *r,
+                               const struct vl_term_spec *t, size_t nt,
+                               const struct vl_fit_result *ro, const struct vl_term_spec *to,
+                               size_t nto, const struct vl_fit_prediction *pred, size_t n_pred,
+                               size_t axis, struct vl_fit_curve *c, size_t max,
+                               size_t *n_curves) VL_MUST_USE;
 /*! The largest |larger of the two fits - y| / y over the points. */
 double vl_fit_larger_max_rel(const struct vl_points *p, const struct vl_fit_result *r,
                              const struct vl_term_spec *t, size_t nt,

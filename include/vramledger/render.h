@@ -90,7 +90,8 @@ void vl_probe_compare(const struct vl_probe_layer *f, const struct vl_bill *b,
 
 /*! Write the run report; VL_REP_TRACE is Chrome/Perfetto trace JSON;
  * VL_REP_HTML one self-contained page with an SVG timeline.
- * @return 0, or -1 on a write error. */
+ * @return 0, -1 on a write error, or -2 when memory ran out (VL_REP_HTML:
+ * nothing written then, never a timeline with marks left out). */
 int vl_render_report(FILE *out, enum vl_report_format fmt, const struct vl_report_view *v);
 
 struct vl_gpu_sample;

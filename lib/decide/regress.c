@@ -600,18 +600,20 @@ double vl_fit_larger_max_rel(const struct vl_points *p, const struct vl_fit_resu
   return worst;
 }
 
-size_t vl_fit_curves_larger(const struct vl_points *p, const struct vl_fit_result *r,
-                            const struct vl_term_spec *t, size_t nt, const struct vl_fit_result *ro,
-                            const struct vl_term_spec *to, size_t nto,
-                            const struct vl_fit_prediction *pred, size_t n_pred, size_t axis,
-                            struct vl_fit_curve *c, size_t max) {
-  size_t n = vl_fit_curves(p, r, t, nt, pred, n_pred, axis, c, max);
+vl_status vl_fit_curves_larger(const struct vl_points *p, const struct vl_fit_result *r,
+                               const struct vl_term_spec *t, size_t nt,
+                               const struct vl_fit_result *ro, const struct vl_term_spec *to,
+                               size_t nto, const struct vl_fit_prediction *pred, size_t n_pred,
+                               size_t axis, struct vl_fit_curve *c, size_t max, size_t *n_curves) {
+  *n_curves = 0;
   struct vl_fit_curve *o = vl_calloc(max ? max : 1, sizeof *o);
-  if (!o) return n;
+  if (!o) return VL_ENOMEM;
+  size_t n = vl_fit_curves(p, r, t, nt, pred, n_pred, axis, c, max);
   size_t m = vl_fit_curves(p, ro, to, nto, pred, n_pred, axis, o, max);
   for (size_t k = 0; k < n && k < m; k++) /* the same grids: the larger of the two */
     for (size_t i = 0; i < c[k].n && i < o[k].n; i++)
       c[k].y[i] = fmax(c[k].y[i], o[k].y[i]);
   vl_free(o);
-  return n;
+  *n_curves = n;
+  return VL_OK;
 }

@@ -241,14 +241,14 @@ static void one_bill(const struct vl_record *r, unsigned pid, bool cuda,
   o->transient = vl__sub0(peak_bytes, named(o->bill) + o->workspaces);
 }
 
-static void bill(const struct vl_record *r, struct vl_probe_layer *f, const struct vl_rec_step *s,
-                 uint64_t ws) {
+static vl_status bill(const struct vl_record *r, struct vl_probe_layer *f,
+                      const struct vl_rec_step *s, uint64_t ws) {
   struct one_bill *o = vl_malloc(sizeof *o);
-  if (!o) return;
+  if (!o) return VL_ENOMEM;
   one_bill(r, f->main_pid, f->cuda, s, ws, o);
   if (!o->has) {
     vl_free(o);
-    return;
+    return VL_OK;
   }
   f->has_bill = true;
   f->bill_step = s->step;
@@ -282,12 +282,13 @@ static void bill(const struct vl_record *r, struct vl_probe_layer *f, const stru
   f->n_modules = s->n_modules;
   memcpy(f->modules, s->modules, sizeof f->modules);
   vl_free(o);
+  return VL_OK;
 }
 
 /* every rank's own bill at the peak of its billed step */
-static void rank_bills(const struct vl_record *r, struct vl_probe_layer *f, uint64_t ws) {
+static vl_status rank_bills(const struct vl_record *r, struct vl_probe_layer *f, uint64_t ws) {
   struct one_bill *o = vl_malloc(sizeof *o);
-  if (!o) return;
+  if (!o) return VL_ENOMEM;
   for (unsigned k = 0; k < f->n_rank_peaks; k++) {
     struct vl_fw_rank *x = &f->ranks[k];
     const struct vl_rec_step *s = billed_step(r, x->pid);
@@ -302,6 +303,7 @@ static void rank_bills(const struct vl_record *r, struct vl_probe_layer *f, uint
     x->transient = o->transient;
   }
   vl_free(o);
+  return VL_OK;
 }
 
 static void growth(const struct vl_record *r, struct vl_probe_layer *f) {
@@ -332,9 +334,8 @@ static void growth(const struct vl_record *r, struct vl_probe_layer *f) {
   }
 }
 
-void vl_probe_analyze(const struct vl_record *r, struct vl_probe_layer *f) {
-  memset(f, 0, sizeof *f);
-  if (r->n_probes == 0 && r->n_phases == 0) return;
+static vl_status analyze(const struct vl_record *r, struct vl_probe_layer *f) {
+  if (r->n_probes == 0 && r->n_phases == 0) return VL_OK;
   f->present = true;
   for (unsigned i = 0; i < r->n_alloc_libs && f->n_outside < 8; i++)
     if (strncmp(r->alloc_libs[i].name, "libc10_cuda", 11) != 0 && r->alloc_libs[i].peak) {
@@ -386,9 +387,9 @@ void vl_probe_analyze(const struct vl_record *r, struct vl_probe_layer *f) {
       f->first_forward_bytes = vl__sub0(p->allocated, f->load_bytes);
   }
 
-  double *buf = r->n_steps ? vl_malloc(5 * r->n_steps * sizeof *buf) : NULL;
-  if (buf) {
-    memset(buf, 0, 5 * r->n_steps * sizeof *buf);
+  if (r->n_steps) {
+    double *buf = vl_calloc(5 * r->n_steps, sizeof *buf);
+    if (!buf) return VL_ENOMEM;
     timing(r, f, buf);
     vl_free(buf);
   }
@@ -415,14 +416,14 @@ void vl_probe_analyze(const struct vl_record *r, struct vl_probe_layer *f) {
     if (group && p->peak_allocated > *group) *group = p->peak_allocated;
   }
   const struct vl_rec_step *s = billed_step(r, f->main_pid);
-  if (s) bill(r, f, s, ws);
+  if (s && bill(r, f, s, ws) != VL_OK) return VL_ENOMEM;
   if (!f->peak_phase[0] && f->has_bill) { /* no allocator counters (CPU) */
     snprintf(f->peak_phase, sizeof f->peak_phase, "%s", f->bill_phase);
     f->peak_step = f->bill_step;
   }
   growth(r, f);
   ranks(r, f);
-  if (f->n_rank_peaks > 1) rank_bills(r, f, ws);
+  if (f->n_rank_peaks > 1 && rank_bills(r, f, ws) != VL_OK) return VL_ENOMEM;
   if (f->cuda && f->has_bill)
     ddp_first_buckets(r, f);
   else
@@ -431,6 +432,14 @@ void vl_probe_analyze(const struct vl_record *r, struct vl_probe_layer *f) {
     f->oom = true;
     f->first_oom = r->ooms[0];
   }
+  return VL_OK;
+}
+
+vl_status vl_probe_analyze(const struct vl_record *r, struct vl_probe_layer *f) {
+  memset(f, 0, sizeof *f);
+  vl_status s = analyze(r, f);
+  if (s != VL_OK) memset(f, 0, sizeof *f); /* no layer rather than one with parts missing */
+  return s;
 }
 
 void vl_probe_ladder(struct vl_probe_layer *f, const struct vl_run_summary *s) {

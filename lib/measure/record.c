@@ -942,13 +942,14 @@ static int cmp_u64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-double vl_record_mark_median_s(const struct vl_record *rec, const char *name) {
+vl_status vl_record_mark_median_s(const struct vl_record *rec, const char *name, double *median_s) {
+  *median_s = 0;
   size_t n = 0;
   for (size_t i = 0; i < rec->n_marks; i++)
     n += !strcmp(rec->marks[i].name, name);
-  if (n < 2) return 0;
+  if (n < 2) return VL_OK;
   uint64_t *t = vl_malloc(n * sizeof *t);
-  if (!t) return 0;
+  if (!t) return VL_ENOMEM;
   size_t k = 0;
   for (size_t i = 0; i < rec->n_marks; i++)
     if (!strcmp(rec->marks[i].name, name)) t[k++] = rec->marks[i].t_ns;
@@ -959,5 +960,6 @@ double vl_record_mark_median_s(const struct vl_record *rec, const char *name) {
   size_t m = n - 1;
   double med = m % 2 ? (double)t[m / 2] : ((double)t[m / 2 - 1] + (double)t[m / 2]) / 2;
   vl_free(t);
-  return med * 1e-9;
+  *median_s = med * 1e-9;
+  return VL_OK;
 }

@@ -81,16 +81,20 @@ static void bands(json_t *c, const struct vl_record *r, const struct vl_probe_la
 }
 
 /* A rank's intervals with allocator counters, in time order: its phases,
- * and the steps that have a peak but no phase with counters. The caller
- * frees *out with vl_free. */
-static size_t spans(const struct vl_record *r, unsigned pid, struct span **out) {
+ * and the steps that have a peak but no phase with counters, *n_out of
+ * them. The caller frees *out with vl_free. @return VL_OK or VL_ENOMEM
+ * (none then: never some of them). */
+static vl_status spans(const struct vl_record *r, unsigned pid, struct span **out, size_t *n_out) {
   size_t n = 0, n_counted = 0, cap = r->n_phases + r->n_steps;
-  struct span *s = cap ? vl_malloc(cap * sizeof *s) : NULL;
+  *out = NULL;
+  *n_out = 0;
+  if (!cap) return VL_OK;
+  struct span *s = vl_malloc(cap * sizeof *s);
   unsigned *counted = r->n_phases ? vl_malloc(r->n_phases * sizeof *counted) : NULL;
-  *out = s;
   if (!s || (r->n_phases && !counted)) {
+    vl_free(s);
     vl_free(counted);
-    return 0;
+    return VL_ENOMEM;
   }
   for (size_t k = 0; k < r->n_phases; k++) {
     const struct vl_rec_phase *p = &r->phases[k];
@@ -107,7 +111,9 @@ static size_t spans(const struct vl_record *r, unsigned pid, struct span **out) 
   }
   vl_free(counted);
   qsort(s, n, sizeof *s, by_t0);
-  return n;
+  *out = s;
+  *n_out = n;
+  return VL_OK;
 }
 
 enum { MAX_RANK_CURVES = 8 };
@@ -206,12 +212,15 @@ struct mark {
 
 /* Place each span's maxima; spans of one of BUCKETS intervals of the run
  * merged first (the most of each kept), so a long run's page stays small
- * and its peak is kept. Returns how many marks; *out freed with vl_free. */
-static size_t place_marks(const struct timeline *tl, const struct span *sp, size_t n, int under,
-                          double end, struct mark **out) {
-  struct mark *m = n ? vl_malloc(n * sizeof *m) : NULL;
-  *out = m;
-  if (!m) return 0;
+ * and its peak is kept. *n_out marks into *out, freed with vl_free.
+ * @return VL_OK or VL_ENOMEM (no marks then: never fewer). */
+static vl_status place_marks(const struct timeline *tl, const struct span *sp, size_t n, int under,
+                             double end, struct mark **out, size_t *n_out) {
+  *out = NULL;
+  *n_out = 0;
+  if (!n) return VL_OK;
+  struct mark *m = vl_malloc(n * sizeof *m);
+  if (!m) return VL_ENOMEM;
   double width = end / BUCKETS;
   size_t k = 0;
   for (size_t i = 0; i < n;) {
@@ -228,7 +237,9 @@ static size_t place_marks(const struct timeline *tl, const struct span *sp, size
                            x.reserved};
     i = j;
   }
-  return k;
+  *out = m;
+  *n_out = k;
+  return VL_OK;
 }
 
 /* The probe's ranks drawn, in rank order: the first MAX_RANK_CURVES and
@@ -326,11 +337,12 @@ static void sampled_series(struct timeline *tl) {
   }
 }
 
-/* The samples, min/max decimated, with every sample a mark stands on. */
-static void sample_rows(struct timeline *tl, const bool *need) {
+/* The samples, min/max decimated, with every sample a mark stands on.
+ * @return VL_OK or VL_ENOMEM (no rows then). */
+static vl_status sample_rows(struct timeline *tl, const bool *need) {
   const struct vl_record *r = tl->r;
   size_t *keep = vl_malloc(r->n_samples * sizeof *keep);
-  if (!keep) return;
+  if (!keep) return VL_ENOMEM;
   struct decimate d = {tl};
   size_t m =
       vl__minmax_keep(r->n_samples, dec_t, dec_y, 2 + (int)tl->n_gpu_curves, &d, BUCKETS, keep);
@@ -351,6 +363,7 @@ static void sample_rows(struct timeline *tl, const bool *need) {
                     (double)x->gpu_tree[tl->gpu_of_curve[g]]);
   }
   vl_free(keep);
+  return VL_OK;
 }
 
 /* The samples where the record's two system layers disagree: the
@@ -380,11 +393,13 @@ struct rank_series {
   size_t n_mk;
 };
 
-/* The ranks drawn and their intervals; returns how many. */
-static unsigned rank_series_init(const struct vl_record *r, const struct vl_probe_layer *f,
-                                 struct rank_series rs[MAX_RANK_CURVES]) {
+/* The ranks drawn (*n_out) and their intervals. @return VL_OK or
+ * VL_ENOMEM; either way the caller frees each one's sp and mk. */
+static vl_status rank_series_init(const struct vl_record *r, const struct vl_probe_layer *f,
+                                  struct rank_series rs[MAX_RANK_CURVES], unsigned *n_out) {
   unsigned idx[MAX_RANK_CURVES], peak_k = 0, n = 0;
-  if (!f || !f->present || !f->cuda) return 0;
+  *n_out = 0;
+  if (!f || !f->present || !f->cuda) return VL_OK;
   if (f->n_rank_peaks) {
     n = ranks_drawn(f, idx, &peak_k);
     for (unsigned j = 0; j < n; j++) {
@@ -397,9 +412,10 @@ static unsigned rank_series_init(const struct vl_record *r, const struct vl_prob
   } else { /* one process, no per-rank peaks */
     rs[n++] = (struct rank_series){.pid = f->main_pid, .rank = -1, .peak = f->peak_allocated};
   }
+  *n_out = n;
   for (unsigned j = 0; j < n; j++)
-    rs[j].n_sp = spans(r, rs[j].pid, &rs[j].sp);
-  return n;
+    if (spans(r, rs[j].pid, &rs[j].sp, &rs[j].n_sp) != VL_OK) return VL_ENOMEM;
+  return VL_OK;
 }
 
 /* A rank's reserved and allocated series, the most in each phase as a
@@ -440,20 +456,100 @@ static void rank_series_draw(struct timeline *tl, const struct rank_series *x, b
                    several ? "peak allocated, the rank that peaks" : "peak allocated");
 }
 
-static void run_chart(FILE *o, const struct vl_record *r, const struct vl_run_summary *s,
-                      const struct vl_probe_layer *f) {
+/* The chart filled: the samples' series, each rank's marks (where each
+ * stands, then the samples, those included), the phase bands, the job's
+ * own marks. @return VL_OK or VL_ENOMEM: a chart with marks or samples
+ * left out is never drawn. */
+static vl_status chart_fill(struct timeline *tl, struct rank_series *rs, unsigned n_ranks,
+                            size_t n_all, double end) {
+  const struct vl_record *r = tl->r;
+  const struct vl_run_summary *s = tl->s;
+  if (r->n_samples) sampled_series(tl);
+  for (unsigned j = 0; j < n_ranks; j++)
+    rank_series_add(tl, &rs[j], j);
+  vl_status st = VL_OK;
+  bool *need = NULL;
+  if (r->n_samples) {
+    need = vl_calloc(r->n_samples, sizeof *need);
+    tl->row_of_sample = vl_calloc(r->n_samples, sizeof *tl->row_of_sample);
+    if (!need || !tl->row_of_sample) st = VL_ENOMEM;
+  }
+  for (unsigned j = 0; st == VL_OK && j < n_ranks; j++) {
+    st = place_marks(tl, rs[j].sp, rs[j].n_sp, rs[j].under, end, &rs[j].mk, &rs[j].n_mk);
+    for (size_t i = 0; need && i < rs[j].n_mk; i++)
+      if (rs[j].mk[i].sample != SIZE_MAX) need[rs[j].mk[i].sample] = true;
+  }
+  if (st == VL_OK && r->n_samples) st = sample_rows(tl, need);
+  if (st == VL_OK && r->n_samples) {
+    vl__chart_peak(tl->c, tl->nvml, (double)s->peak_process_t_ns * 1e-9,
+                   (double)s->peak_process_bytes, "peak process memory");
+    disagreements(tl);
+  }
+  vl_free(need);
+  for (unsigned j = 0; st == VL_OK && j < n_ranks; j++)
+    rank_series_draw(tl, &rs[j], n_ranks > 1);
+  vl_free(tl->row_of_sample);
+  tl->row_of_sample = NULL;
+  if (st != VL_OK) return st;
+  if (n_all) {
+    bands(tl->c, r, tl->f);
+    zoom(tl->c, r, end);
+  }
+  json_object_set_new(tl->c, "end", json_real(end));
+  if (r->n_marks) { /* the job's own marks: dashed lines, named on hover */
+    json_t *marks = json_array();
+    for (size_t i = 0; i < r->n_marks && i < 500; i++)
+      json_array_append_new(marks,
+                            json_pack("[f,s]", vl__since_s(r, r->marks[i].t_ns), r->marks[i].name));
+    json_object_set_new(tl->c, "marks", marks);
+  }
+  return VL_OK;
+}
+
+/* The memory-over-time chart, built whole before the page is written. */
+struct run_chart {
+  json_t *c;    /* NULL: not drawn (no samples and no allocator counters) */
+  bool counted; /* reserved and allocated drawn (the probe's counters) */
+  bool several; /* one curve per rank */
+};
+
+/* @return VL_OK, or VL_ENOMEM (out->c NULL then). */
+static vl_status chart_build(const struct vl_record *r, const struct vl_run_summary *s,
+                             const struct vl_probe_layer *f, struct run_chart *out) {
+  *out = (struct run_chart){NULL, false, false};
   struct timeline tl = {r, s, f, NULL, -1, -1, {0}, 0, {0}, NULL};
   for (unsigned g = 0; g < VL_RECORD_MAX_GPUS; g++)
     tl.gpu_nvml[g] = -1;
   struct rank_series rs[MAX_RANK_CURVES];
-  unsigned n_ranks = rank_series_init(r, f, rs);
+  unsigned n_ranks = 0;
+  vl_status st = rank_series_init(r, f, rs, &n_ranks);
   size_t n_all = 0;
   for (unsigned j = 0; j < n_ranks; j++)
     n_all += rs[j].n_sp;
-  bool several = n_ranks > 1;
-  if (!r->n_samples && !n_all) {
+  if (st == VL_OK && (r->n_samples || n_all)) {
+    double end = (double)s->duration_ns * 1e-9;
     for (unsigned j = 0; j < n_ranks; j++)
-      vl_free(rs[j].sp);
+      for (size_t i = 0; i < rs[j].n_sp; i++)
+        end = fmax(end, vl__since_s(r, rs[j].sp[i].t1_ns));
+    if (!(end > 0)) end = 1;
+    tl.c = vl__chart_new("lines", "time from the start", "time", "memory", "bytes");
+    st = chart_fill(&tl, rs, n_ranks, n_all, end);
+    if (st == VL_OK)
+      *out = (struct run_chart){tl.c, n_all > 0, n_ranks > 1};
+    else
+      json_decref(tl.c);
+  }
+  for (unsigned j = 0; j < n_ranks; j++) {
+    vl_free(rs[j].mk);
+    vl_free(rs[j].sp);
+  }
+  return st;
+}
+
+/* The chart (stolen) and its caption, or why it is not drawn. */
+static void run_chart(FILE *o, const struct vl_record *r, const struct vl_probe_layer *f,
+                      const struct run_chart *ch) {
+  if (!ch->c) {
     fputs("<h2>Memory over time</h2>\n<p id=\"vl-no-timeline\">Not drawn: the record has no "
           "samples (process memory and driver-allocated were not sampled) and no allocator "
           "counters (reserved and allocated were not measured",
@@ -462,50 +558,8 @@ static void run_chart(FILE *o, const struct vl_record *r, const struct vl_run_su
     fputs(").</p>\n", o);
     return;
   }
-  double end = (double)s->duration_ns * 1e-9;
-  for (unsigned j = 0; j < n_ranks; j++)
-    for (size_t i = 0; i < rs[j].n_sp; i++)
-      end = fmax(end, vl__since_s(r, rs[j].sp[i].t1_ns));
-  if (!(end > 0)) end = 1;
-  tl.c = vl__chart_new("lines", "time from the start", "time", "memory", "bytes");
-  if (r->n_samples) sampled_series(&tl);
-  for (unsigned j = 0; j < n_ranks; j++)
-    rank_series_add(&tl, &rs[j], j);
-  /* where each mark stands, then the samples (those included) */
-  bool *need = r->n_samples ? vl_calloc(r->n_samples, sizeof *need) : NULL;
-  tl.row_of_sample = r->n_samples ? vl_calloc(r->n_samples, sizeof *tl.row_of_sample) : NULL;
-  for (unsigned j = 0; j < n_ranks; j++) {
-    rs[j].n_mk = place_marks(&tl, rs[j].sp, rs[j].n_sp, rs[j].under, end, &rs[j].mk);
-    for (size_t i = 0; need && i < rs[j].n_mk; i++)
-      if (rs[j].mk[i].sample != SIZE_MAX) need[rs[j].mk[i].sample] = true;
-  }
-  if (r->n_samples && tl.row_of_sample) {
-    sample_rows(&tl, need);
-    vl__chart_peak(tl.c, tl.nvml, (double)s->peak_process_t_ns * 1e-9,
-                   (double)s->peak_process_bytes, "peak process memory");
-    disagreements(&tl);
-  }
-  vl_free(need);
-  for (unsigned j = 0; j < n_ranks; j++) {
-    rank_series_draw(&tl, &rs[j], several);
-    vl_free(rs[j].mk);
-    vl_free(rs[j].sp);
-  }
-  vl_free(tl.row_of_sample);
-  if (n_all) {
-    bands(tl.c, r, f);
-    zoom(tl.c, r, end);
-  }
-  json_object_set_new(tl.c, "end", json_real(end));
-  if (r->n_marks) { /* the job's own marks: dashed lines, named on hover */
-    json_t *marks = json_array();
-    for (size_t i = 0; i < r->n_marks && i < 500; i++)
-      json_array_append_new(marks,
-                            json_pack("[f,s]", vl__since_s(r, r->marks[i].t_ns), r->marks[i].name));
-    json_object_set_new(tl.c, "marks", marks);
-  }
   fputs("<h2>Memory over time</h2>\n", o);
-  vl__html_chart(o, "memory over time", tl.c, 380);
+  vl__html_chart(o, "memory over time", ch->c, 380);
   fputs("<p class=\"vl-caption\">", o);
   if (r->n_samples)
     fprintf(o,
@@ -515,14 +569,14 @@ static void run_chart(FILE *o, const struct vl_record *r, const struct vl_run_su
             BUCKETS);
   else
     fputs("Process memory (NVML) and driver-allocated: not sampled in this record. ", o);
-  if (n_all)
+  if (ch->counted)
     fputs("Reserved and allocated are the most PyTorch counted in each phase (or step), a mark "
           "each: the most of an interval, not held all of it. A mark stands at the first sample "
           "from the phase's start whose NVML reading of its GPU holds the reserved bytes (NVML "
           "is read at most every 100 ms: up to that long after the phase's end), or at the "
           "phase's end without samples. ",
           o);
-  if (several) fputs("One curve per rank; the rank that peaks is drawn thicker. ", o);
+  if (ch->several) fputs("One curve per rank; the rank that peaks is drawn thicker. ", o);
   fputs("Drag across the chart or the strip under it to zoom, double-click to zoom out.</p>\n", o);
 }
 
@@ -580,11 +634,14 @@ static void libraries(FILE *o, const struct vl_record *r) {
 }
 
 /* One self-contained page: everything the text report says (report.c),
- * the ladder as a stacked bar, every layer over time on one chart. */
+ * the ladder as a stacked bar, every layer over time on one chart. The
+ * chart is built first: out of memory, nothing is written (-2). */
 int vl__report_html(FILE *o, const struct vl_report_view *v) {
   const struct vl_record *r = v->rec;
   const struct vl_run_summary *s = v->sum;
   const struct vl_probe_layer *f = v->fw;
+  struct run_chart chart;
+  if (chart_build(r, s, f, &chart) != VL_OK) return -2;
   vl__html_head(o, "vramledger run");
   fputs("<h1>Run: ", o);
   vl__html_text(o, r->command);
@@ -642,7 +699,7 @@ int vl__report_html(FILE *o, const struct vl_report_view *v) {
   libraries(o, r);
   if (vl__run_nvml_sampled(r))
     fprintf(o, "<p>Peak process memory at %.1f s.</p>\n", (double)s->peak_process_t_ns * 1e-9);
-  run_chart(o, r, s, f);
+  run_chart(o, r, f, &chart);
   if (f) vl__fw_html(o, f, v->cmp);
   vl__html_foot(o);
   return ferror(o) ? -1 : 0;

@@ -153,8 +153,8 @@ void vl__run_left_words(const struct vl_record *r, char *buf, size_t n);
 /* "exit status 0" or "no exit line (the run was killed)" */
 void vl__run_end_words(const struct vl_record *r, char *buf, size_t n);
 
-/* The run report as one HTML page (lib/render/html_run.c). @return 0, or
- * -1 on a write error. */
+/* The run report as one HTML page (lib/render/html_run.c). @return 0, -1
+ * on a write error, or -2 out of memory (nothing written). */
 struct vl_report_view;
 int vl__report_html(FILE *o, const struct vl_report_view *v);
 /* The framework layer's parts of the run report (lib/render/framework.c). */

@@ -25,8 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   vl_record_summarize(&r, &s, f, &n);
   struct vl_probe_layer *fw = malloc(sizeof *fw);
   struct vl_bill *b = calloc(1, sizeof *b);
-  if (fw && b) {
-    vl_probe_analyze(&r, fw);
+  if (fw && b && vl_probe_analyze(&r, fw) == VL_OK) {
     vl_probe_ladder(fw, &s);
     struct vl_probe_compare c;
     vl_probe_compare(fw, b, &c);

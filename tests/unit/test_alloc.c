@@ -9,8 +9,10 @@
  * tracer's op lines, a fine-tuning recipe, sensitivity's --vary) and the
  * bill (training with its replay for each replayed family, LoRA and MoE,
  * generation with its replay, a pipeline stage), with what calls it
- * (estimate's step time and --max-batch search, plan, sensitivity) runs
- * once to count its allocations, then once per allocation with that one
+ * (estimate's step time and --max-batch search, plan, sensitivity), and
+ * what analyses and draws a run record (the probe's layer, the step time
+ * from the job's stamps, the HTML run page) or a fit (--by-phase's curves)
+ * runs once to count its allocations, then once per allocation with that one
  * failing: each run must answer with an error (never a pass built on a
  * lost allocation) or, where the library or jansson takes another path,
  * with the answer of the run where nothing failed. Under the sanitizer build (VL_SANITIZE)
@@ -34,9 +36,12 @@
 #include "vramledger/record.h"
 #include "vramledger/regress.h"
 #include "vramledger/plan.h"
+#include "vramledger/probe.h"
+#include "vramledger/render.h"
 #include "vramledger/sensitivity.h"
 #include "vramledger/steptime.h"
 
+#include "cli.h"
 #include "recipe.h"
 
 /* One reader's run over one input: VL_OK or its error; *answer is a
@@ -497,6 +502,160 @@ static vl_status t_sensitivity(const char *text, size_t len, uint64_t *answer) {
   return s;
 }
 
+/* Records read once, before the loop: their own reader is tortured above
+ * ("record"); what reads them below is what the loop fails. A two-rank DDP
+ * run (a bill per rank, samples of both GPUs) and one with the job's marks. */
+static struct vl_record ddp_rec, marks_rec;
+
+static void load_records(void) {
+  static const struct {
+    const char *file;
+    struct vl_record *rec;
+  } recs[] = {{"tests/data/records/h200x2-gpt2-ddp-kept-rank1.jsonl", &ddp_rec},
+              {"tests/data/records/sample.jsonl", &marks_rec}};
+  for (size_t i = 0; i < sizeof recs / sizeof recs[0]; i++) {
+    size_t len = 0;
+    char *text = tu_read(recs[i].file, &len);
+    struct vl_err err = {""};
+    if (!text || vl_record_parse(text, len, recs[i].rec, &err) != VL_OK)
+      fail_msg("cannot read %s: %s", recs[i].file, err.msg);
+    free(text);
+  }
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211u;
+  return h;
+}
+
+/* the probe's layer (report, doctor, audit, sweep, plan --run): a failed
+ * allocation once left the bill, the ranks' bills or the step times out
+ * and answered as if the run had none */
+static vl_status t_probe(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  struct vl_probe_layer *f = calloc(1, sizeof *f);
+  assert_non_null(f);
+  vl_status s = vl_probe_analyze(&ddp_rec, f);
+  if (s == VL_OK) {
+    assert_true(f->has_bill && f->n_rank_peaks > 1 && f->ranks[1].has_bill && f->step_s_median > 0);
+    uint64_t h = fnv(14695981039346656037u, f->bill, sizeof f->bill);
+    h = fnv(h, &f->transient, sizeof f->transient);
+    h = fnv(h, &f->n_ledger, sizeof f->n_ledger);
+    h = fnv(h, &f->step_s_median, sizeof f->step_s_median);
+    h = fnv(h, &f->tokens_per_s, sizeof f->tokens_per_s);
+    h = fnv(h, &f->peak_allocated, sizeof f->peak_allocated);
+    for (unsigned k = 0; k < f->n_rank_peaks; k++) {
+      h = fnv(h, &f->ranks[k].has_bill, sizeof f->ranks[k].has_bill);
+      h = fnv(h, f->ranks[k].bill, sizeof f->ranks[k].bill);
+      h = fnv(h, &f->ranks[k].transient, sizeof f->ranks[k].transient);
+    }
+    *answer = h;
+  }
+  free(f);
+  return s;
+}
+
+/* what report, doctor and trace read of a run (src/records.c): the record
+ * streamed, summarised, the probe's layer; an error said and an exit code,
+ * never a run without its bill */
+static vl_status t_load_run(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  struct cli_run *run = calloc(1, sizeof *run);
+  assert_non_null(run);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/tests/data/records/h200x2-gpt2-ddp-kept-rank1.jsonl",
+           VL_SOURCE_DIR);
+  int rc = cli_load_run(path, run);
+  if (!rc) {
+    assert_true(run->fw.has_bill && run->fw.ranks[1].has_bill && run->fw.has_ladder);
+    *answer = fnv(run->rec.n_samples + run->rec.n_phases * 7u + (uint64_t)run->n_findings * 11u,
+                  run->fw.bill, sizeof run->fw.bill);
+    *answer = fnv(*answer, run->fw.ladder, sizeof run->fw.ladder);
+    vl_record_release(&run->rec);
+  }
+  free(run);
+  return rc ? VL_ENOMEM : VL_OK;
+}
+
+/* audit's and sweep's step time from the job's stamps: 0 once stood for a
+ * failed allocation, read as "too few stamps" */
+static vl_status t_mark_median(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  double med = -1;
+  vl_status s = vl_record_mark_median_s(&marks_rec, "forward", &med);
+  if (s == VL_OK) *answer = (uint64_t)(med * 1e9);
+  return s;
+}
+
+/* report --format html: the page whole (each rank's reserved and allocated
+ * marks on the timeline, the samples they stand on), or nothing and
+ * VL_ENOMEM; fewer marks were once drawn */
+static vl_status t_report_html(const char *text, size_t len, uint64_t *answer) {
+  (void)text, (void)len;
+  struct vl_run_summary sum;
+  struct vl_finding findings[VL_MAX_FINDINGS];
+  int nf = 0;
+  vl_record_summarize(&ddp_rec, &sum, findings, &nf);
+  struct vl_probe_layer *f = calloc(1, sizeof *f);
+  assert_non_null(f);
+  vl_status s = vl_probe_analyze(&ddp_rec, f);
+  char *page = NULL;
+  size_t n = 0;
+  if (s == VL_OK) {
+    vl_probe_ladder(f, &sum);
+    struct vl_report_view v = {&ddp_rec, &sum, findings, nf, "run.jsonl", f, NULL};
+    FILE *o = open_memstream(&page, &n);
+    assert_non_null(o);
+    int w = vl_render_report(o, VL_REP_HTML, &v);
+    assert_int_equal(fclose(o), 0);
+    s = w == 0 ? VL_OK : w == -2 ? VL_ENOMEM : VL_EIO;
+    if (s == VL_ENOMEM && n) fail_msg("out of memory, and %zu bytes of the page written", n);
+    if (s == VL_OK) *answer = fnv(14695981039346656037u, page, n);
+  }
+  free(page);
+  free(f);
+  return s;
+}
+
+/* fit --by-phase's curves: the larger of the two fits; the first fit's
+ * alone were once drawn when an allocation failed */
+static vl_status t_curves_larger(const char *text, size_t len, uint64_t *answer) {
+  struct vl_points p;
+  struct vl_err err = {""};
+  vl_status s = vl_points_parse(text, len, NULL, 0, &p, &err);
+  if (s != VL_OK) return s;
+  struct vl_term_spec t[VL_FIT_MAX_TERMS], to[VL_FIT_MAX_TERMS];
+  size_t nt = 0, nto = 0, n = 0, axis = 0;
+  for (size_t k = 0; k < p.nvars; k++)
+    if (!strcmp(p.var[k], "seq")) axis = k;
+  struct vl_fit_result r, ro;
+  s = vl_terms_parse("const,b,bs,bs2", &p, t, &nt, &err);
+  if (s == VL_OK) nto = vl_terms_without_squares(t, nt, to);
+  if (s == VL_OK) s = vl_fit_points(&p, t, nt, &r, &err);
+  if (s == VL_OK) s = vl_fit_points(&p, to, nto, &ro, &err);
+  struct vl_fit_curve *c = calloc(2 * VL_FIT_MAX_CURVES, sizeof *c), *first = c + VL_FIT_MAX_CURVES;
+  assert_non_null(c);
+  if (s == VL_OK)
+    s = vl_fit_curves_larger(&p, &r, t, nt, &ro, to, nto, NULL, 0, axis, c, VL_FIT_MAX_CURVES, &n);
+  if (s == VL_OK) {
+    /* the second fit is above the first somewhere: its curves are not the first's */
+    size_t m = vl_fit_curves(&p, &r, t, nt, NULL, 0, axis, first, VL_FIT_MAX_CURVES);
+    assert_int_equal(m, n);
+    bool above = false;
+    for (size_t k = 0; k < n; k++)
+      for (size_t i = 0; i < c[k].n; i++)
+        above |= c[k].y[i] > first[k].y[i];
+    assert_true(above);
+    *answer = n;
+    for (size_t k = 0; k < n; k++)
+      *answer = fnv(*answer, c[k].y, c[k].n * sizeof c[k].y[0]);
+  }
+  free(c);
+  vl_points_release(&p);
+  return s;
+}
+
 static void moe(struct vl_job *j) { j->batch = 1; }
 static void lora(struct vl_job *j) {
   j->lora_rank = 16;
@@ -589,6 +748,11 @@ static const struct torture readers[] = {
     {"max batch (estimate --max-batch)", NULL, t_search, false},
     {"plan", NULL, t_plan, false},
     {"sensitivity", NULL, t_sensitivity, false},
+    {"probe's layer (two ranks, their bills)", NULL, t_probe, false},
+    {"a run read (report, doctor, trace)", NULL, t_load_run, false},
+    {"step time from the job's stamps", NULL, t_mark_median, false},
+    {"run page (report --format html)", NULL, t_report_html, false},
+    {"fit --by-phase's curves", "tests/data/fit/gpt2-eager-h200.csv", t_curves_larger, false},
 };
 
 /* At most this many runs a reader: past it, a stride over its allocations
@@ -648,8 +812,11 @@ static void torture(const struct torture *t) {
 
 static void every_reader_survives_every_failed_allocation(void **state) {
   (void)state;
+  load_records();
   for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++)
     torture(&readers[i]);
+  vl_record_release(&ddp_rec);
+  vl_record_release(&marks_rec);
 }
 
 int main(void) {

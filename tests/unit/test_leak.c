@@ -28,7 +28,7 @@ static bool load(const char *rel, struct loaded *x) {
   free(text);
   if (st != VL_OK) return false; /* a damaged record the reader refuses */
   vl_record_summarize(&x->r, &x->s, x->f, &x->nf);
-  vl_probe_analyze(&x->r, &x->fw);
+  assert_int_equal(vl_probe_analyze(&x->r, &x->fw), VL_OK);
   vl_probe_ladder(&x->fw, &x->s);
   return true;
 }

@@ -52,7 +52,7 @@ static void bill_at_the_peak(void **state) {
   struct vl_record r;
   load(&r);
   struct vl_probe_layer f;
-  vl_probe_analyze(&r, &f);
+  assert_int_equal(vl_probe_analyze(&r, &f), VL_OK);
   assert_true(f.present && f.cuda);
   assert_int_equal(f.main_pid, 10);
   assert_int_equal(f.n_ranks, 2);
@@ -132,7 +132,7 @@ static void no_probe(void **state) {
   struct vl_record r;
   load_file("tests/data/records/sample.jsonl", &r);
   struct vl_probe_layer f;
-  vl_probe_analyze(&r, &f);
+  assert_int_equal(vl_probe_analyze(&r, &f), VL_OK);
   assert_false(f.present);
   assert_false(f.has_bill);
   vl_record_release(&r);
@@ -217,7 +217,7 @@ static void ddp_first_buckets_on_h200(void **state) {
   struct vl_record r;
   load_file("tests/data/records/h200x2-gpt2-ddp-kept-rank1.jsonl", &r);
   struct vl_probe_layer f;
-  vl_probe_analyze(&r, &f);
+  assert_int_equal(vl_probe_analyze(&r, &f), VL_OK);
   assert_int_equal(f.n_rank_peaks, 2);
   assert_int_equal(f.ddp_kept_ranks, 1);
   const uint64_t params = f.bill[VL_BILL_PARAMETERS];
@@ -267,7 +267,7 @@ static void ddp_first_buckets_on_h200(void **state) {
   for (size_t i = 0; i < r.n_steps; i++)
     if (r.steps[i].rank == 1 && r.steps[i].step == 2)
       r.steps[i].peak_allocated = 5279681024ull + params / 2;
-  vl_probe_analyze(&r, &f);
+  assert_int_equal(vl_probe_analyze(&r, &f), VL_OK);
   assert_int_equal(f.ddp_kept_ranks, 0);
   assert_false(found(d, vl_doctor(&r, &s, &f, d), VL_D_DDP_FIRST_BUCKETS));
   vl_record_release(&r);
@@ -283,7 +283,7 @@ static void pipeline_stages_side_by_side(void **state) {
   struct vl_record r;
   load_file("tests/data/records/h200x2-gpt2-pp-1f1b.jsonl", &r);
   struct vl_probe_layer f;
-  vl_probe_analyze(&r, &f);
+  assert_int_equal(vl_probe_analyze(&r, &f), VL_OK);
   assert_int_equal(f.n_rank_peaks, 2);
   assert_int_equal(f.ddp_kept_ranks, 0);
   const struct vl_fw_rank *s0 = f.ranks[0].rank == 0 ? &f.ranks[0] : &f.ranks[1];

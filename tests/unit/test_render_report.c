@@ -27,7 +27,7 @@ static int setup(void **state) {
   if (!text || vl_record_parse(text, len, &rec, &err) != VL_OK) return -1;
   free(text);
   vl_record_summarize(&rec, &sum, findings, &nf);
-  vl_probe_analyze(&rec, &fw);
+  if (vl_probe_analyze(&rec, &fw) != VL_OK) return -1;
   vl_probe_ladder(&fw, &sum);
   view = (struct vl_report_view){.rec = &rec,
                                  .sum = &sum,
