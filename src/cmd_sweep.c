@@ -412,11 +412,14 @@ static int run_grid_point(struct sweep *s, size_t p) {
   }
   bool used[GRID_MAX_VARS] = {false};
   char buf[WORD_MAX];
-  for (int i = 0; i < s->cmd_n; i++) {
-    (void)grid_substitute(s->cmd[i], &s->g, pt.at, buf, sizeof buf, used); /* checked to fit */
-    pt.av[i] = strdup(buf);
-  }
   int rc = 0;
+  for (int i = 0; i < s->cmd_n && !rc; i++) {
+    (void)grid_substitute(s->cmd[i], &s->g, pt.at, buf, sizeof buf, used); /* checked to fit */
+    if (!(pt.av[i] = strdup(buf))) { /* a NULL would end the command there */
+      cli_error("out of memory");
+      rc = VL_EXIT_ERROR;
+    }
+  }
   for (uint64_t r = 0; r < s->repeat && !rc; r++)
     rc = measure_repeat(s, &pt, r);
   if (!rc) write_point(s, &pt);
