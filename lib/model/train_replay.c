@@ -171,10 +171,20 @@ static void load_model(struct loop *lp) {
   /* a vision model's pixel_values, held by the loop (in the weights'
    * dtype, as measure.py makes them) */
   lp->pixels = lp->vision ? A(&R->p, z->B * arch->channels * z->side * z->side * z->wb) : NONE;
+  /* an encoder-decoder's stacks make their own embed_tokens too (T5Stack,
+   * BartEncoder, BartDecoder), which tying replaces by the shared matrix:
+   * BartModel's freed before the head is made, T5's with the head's, after
+   * it (the meta traces of bart-base's and t5-base's loads) */
+  uint32_t stacks[2] = {NONE, NONE};
+  for (int i = 0; i < 2 && arch->enc_layers && lp->tied; i++)
+    stacks[i] = A(&R->p, z->V * z->h * z->wb);
+  if (arch->family == VL_FAM_BART) F(&R->p, &stacks[1]), F(&R->p, &stacks[0]);
   if (lp->tied) {
     uint32_t untied = A(&R->p, z->V * embed_width(arch, z) * z->wb);
     F(&R->p, &untied);
   }
+  F(&R->p, &stacks[0]);
+  F(&R->p, &stacks[1]);
   if (z->mb) vl__tr_model_wide(&R->p, arch, lp->inv, z->mb, 1, &lp->model);
   if (z->lora_rank) vl__tr_adapters(&R->p, arch, z, z->ab, 1, &lp->model); /* get_peft_model */
 }
@@ -246,7 +256,10 @@ static void forward(struct loop *lp, struct pass *f) {
   /* the embeddings' output (frozen under LoRA: it needs no gradient) */
   /* (vision: the pixels, which the loop holds, instead) */
   const uint64_t eb = lp->vision ? 0 : z->T * embed_width(arch, z) * z->r;
-  f->x0 = base_trained(R) ? tape_new(&R->tp, eb) : tape_const(&R->tp, eb);
+  /* (an encoder-decoder's under checkpointing requires grad whatever is
+   * trained: gradient_checkpointing_enable calls enable_input_require_grads,
+   * modeling_utils.py; vl__tr_inputs_grad) */
+  f->x0 = base_trained(R) || vl__tr_inputs_grad(R) ? tape_new(&R->tp, eb) : tape_const(&R->tp, eb);
   uint32_t x = vl__tr_encoder_embeddings(R, tape_ref(&R->tp, f->x0));
   x = vl__tr_dropout(R, x, arch->embed_dropout);
   rel(R, f->x0);

@@ -184,6 +184,21 @@ void vl__tr_t5_bias(struct run *R);
 static inline uint32_t t5_bias(const struct run *R) {
   return R->arch->rel_bias ? R->bias[R->kv_src ? 2 : R->causal] : 0;
 }
+/* transformers 5's gradient_checkpointing_enable makes the input
+ * embeddings' output require grad (enable_input_require_grads,
+ * modeling_utils.py), which matters where the embeddings are frozen
+ * (LoRA): an encoder-decoder's two lookups then record what follows them
+ * and take their gradient (decoders: not replayed so) */
+static inline bool vl__tr_inputs_grad(const struct run *R) {
+  return R->z->ckpt && R->arch->enc_layers;
+}
+/* T5 under SDPA takes the math backend where its mask, the position bias,
+ * requires grad with half inputs: self-attention's under full training
+ * (LoRA freezes relative_attention_bias: a fused kernel takes it), the
+ * cross-attention's zeros under checkpointing */
+static inline bool vl__tr_t5_math(const struct run *R) {
+  return R->arch->rel_bias && R->z->e < 4 && (R->kv_src ? R->z->ckpt : base_trained(R));
+}
 /* T5's attention under SDPA, on its position bias as the mask: PyTorch's
  * math backend; its output (B x s x heads x d, contiguous) */
 uint32_t vl__tr_t5_sdpa(struct run *R, uint32_t q, uint32_t k, uint32_t v);

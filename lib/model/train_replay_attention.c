@@ -572,7 +572,7 @@ uint32_t vl__tr_attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
   uint32_t o;
   if (R->z->eager)
     o = eager(R, &s, held);
-  else if (arch->rel_bias && e < 4 && (!R->kv_src || R->z->ckpt))
+  else if (vl__tr_t5_math(R))
     o = vl__tr_t5_sdpa(R, s.q, s.k, s.v); /* T5: its bias as a half mask */
   else if (e == 4 && g < a)
     o = sdpa_math_gqa(R, &s);

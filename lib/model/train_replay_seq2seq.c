@@ -144,7 +144,7 @@ uint32_t vl__tr_seq2seq(struct run *R, uint32_t x, uint32_t *x0d, uint32_t *kept
     *x0d = op(R, (struct tape_op){.out_bytes = Tdhr, .in = {R->dec_leaf}});
     rel(R, R->dec_leaf);
   } else {
-    *x0d = tape_const(&R->tp, Tdhr);
+    *x0d = vl__tr_inputs_grad(R) ? tape_new(&R->tp, Tdhr) : tape_const(&R->tp, Tdhr);
   }
   uint32_t y =
       vl__tr_dropout(R, vl__tr_encoder_embeddings(R, tape_ref(&R->tp, *x0d)), arch->embed_dropout);
@@ -318,7 +318,9 @@ static uint32_t folded(struct run *R, uint32_t x, bool contiguous) {
  * caller), v copied likewise, their product, cast back. q, k, v of the
  * decoder's self-attention are the cache's contiguous copies without
  * checkpointing. The cross-attention's zeros require grad only under
- * checkpointing; without, the memory-efficient kernel takes them. Read off
+ * checkpointing, the bias only where relative_attention_bias trains (not
+ * under LoRA); where neither, a fused kernel takes them (vl__tr_t5_math,
+ * the meta traces of t5-base with LoRA). Read off
  * the meta trace of t5-base's step (bf16, 8 x 512 / 128) */
 uint32_t vl__tr_t5_sdpa(struct run *R, uint32_t q, uint32_t k, uint32_t v) {
   const uint64_t T = R->T, Tk = R->z->B * R->Pk, a = R->a, d = R->d, e = R->z->e;
