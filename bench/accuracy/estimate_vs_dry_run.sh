@@ -26,7 +26,24 @@ t5-base|--precision bf16 --batch 16 --seq 256
 bench/configs/flan-t5-base.json|--precision bf16 --batch 8 --seq 512 --target-seq 128
 bert-base-uncased|--precision bf16 --batch 16 --seq 512 --attention eager
 bert-large-uncased|--precision bf16 --batch 8 --seq 512 --attention eager
+bert-base-uncased|--precision bf16 --batch 16 --seq 512 --lora-rank 16
+bert-base-uncased|--precision bf16 --batch 8 --seq 128 --lora-rank 16
+bert-base-uncased|--precision fp32 --batch 16 --seq 512 --lora-rank 16
+bert-base-uncased|--precision bf16 --batch 16 --seq 512 --lora-rank 16 --lora-targets all-linear
+bert-base-uncased|--precision bf16 --batch 16 --seq 512 --lora-rank 16 --checkpointing full
 bert-large-uncased|--precision bf16 --batch 16 --seq 512 --lora-rank 16
+bert-large-uncased|--precision fp32 --batch 4 --seq 512 --lora-rank 16
+roberta-base|--precision bf16 --batch 16 --seq 512 --lora-rank 16
+roberta-base|--precision fp32 --batch 16 --seq 512 --lora-rank 16
+roberta-base|--precision bf16 --batch 4 --seq 512 --lora-rank 16 --lora-targets all-linear
+roberta-base|--precision bf16 --batch 16 --seq 512 --lora-rank 16 --checkpointing full
 distilbert-base-uncased|--precision bf16 --batch 16 --seq 512 --lora-rank 16
+distilbert-base-uncased|--precision fp32 --batch 8 --seq 128 --lora-rank 16
+distilbert-base-uncased|--precision bf16 --batch 16 --seq 512
+modernbert-base|--precision bf16 --batch 16 --seq 512 --lora-rank 16
+modernbert-base|--precision bf16 --batch 4 --seq 512 --lora-rank 16
+modernbert-base|--precision fp32 --batch 16 --seq 512 --lora-rank 16
+deberta-v3-base|--precision bf16 --batch 16 --seq 512 --lora-rank 16
+deberta-v3-base|--precision bf16 --batch 8 --seq 128 --lora-rank 16
 deberta-v3-base|--precision bf16 --batch 16 --seq 512
 JOBS

@@ -263,6 +263,10 @@ static void forward(struct loop *lp, struct pass *f) {
   uint32_t x = vl__tr_encoder_embeddings(R, tape_ref(&R->tp, f->x0));
   x = vl__tr_dropout(R, x, arch->embed_dropout);
   rel(R, f->x0);
+  for (int i = 0; i < 2; i++) { /* the embeddings return: their lookups go */
+    rel(R, R->emb[i]);
+    R->emb[i] = 0;
+  }
   if (arch->embed_scaled) {
     /* Gemma scales the embeddings by sqrt(h) (Granite by
      * embedding_multiplier): a new tensor, the
@@ -287,6 +291,8 @@ static void forward(struct loop *lp, struct pass *f) {
     R->l = l;
     x = vl_arch_post_ln(arch) ? vl__tr_post_ln_layer(R, x, false) : vl__tr_layer(R, x, false);
   }
+  rel(R, R->enc_in); /* BertModel.forward returns: its embedding_output goes */
+  R->enc_in = 0;
   f->x = x;
 }
 
@@ -355,6 +361,8 @@ static void head_forward(struct loop *lp, struct pass *f) {
   rel(R, cls);
   f->logits = logits_out(R, f->logits);
   loss_forward(lp, f);
+  rel(R, R->seq_out); /* a masked LM's forward returns: its sequence_output goes */
+  R->seq_out = 0;
   if (z->outputs_fp32 && e < 4) {
     /* accelerate's convert_outputs_to_fp32 (mixed precision): the model's
      * output carries an fp32 copy of the logits; the half ones, saved by
@@ -576,14 +584,17 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
         f = (struct pass){0};
       }
       R->accumulating = k > 0;
+      PROG_LOG("m forward %d\n", step + 1); /* the marks of measure.py's trace */
       forward(&lp, &f);
       head_forward(&lp, &f);
+      PROG_LOG("m backward %d\n", step + 1);
       loss_backward(&lp, &f);
       vl__tr_drop(&R->p, &lp.old); /* the first all-reduce: kept first buckets go */
       layers_backward(&lp, &f);
       embedding_grads(&lp, &f);
     }
     R->accumulating = false;
+    PROG_LOG("m optimizer %d\n", step + 1);
     optimizer_step(&lp, step);
     if (!z->grads_late) vl__tr_drop(&R->p, &R->grads); /* zero_grad(set_to_none=True) */
     if (!z->drop_outputs) drop_output(R, f.logits);    /* del out */

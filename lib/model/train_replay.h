@@ -62,6 +62,14 @@ struct run {
    * decoder's, its cross-attention's zeros (0: not made yet); bias_re: a
    * checkpoint's recomputation of a stack's first layer makes them again */
   uint32_t bias[3], bias_re[3];
+  /* Python's references that outlive their use where no node saves the
+   * tensor (LoRA's frozen linears save no input): */
+  bool keep_act;    /* vl__tr_mlp hands its down projection's input to act */
+  uint32_t act;     /* BERT's intermediate_output, held to the layer's end (tape tensor) */
+  uint32_t enc_in;  /* an encoder's embedding output, held to its last layer (tape tensor) */
+  uint32_t seq_out; /* a masked LM's sequence_output, held to its loss (tape tensor) */
+  uint32_t emb[2];  /* an encoder's embedding lookups beside the words' (token types,
+                       positions), held to the embeddings' return (tape tensors) */
 };
 
 static inline uint32_t op(struct run *R, struct tape_op o) { return tape_op(&R->tp, &o); }

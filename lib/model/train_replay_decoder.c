@@ -27,6 +27,7 @@ uint32_t vl__tr_mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint
     case LP_LINEAR:
       /* a checkpoint's recomputation stops in it (vl__tr_linear) */
       if (o->stop && stop) R->stop_in_linear = true;
+      if (i == p.n && R->keep_act) R->act = tape_ref(&R->tp, x); /* the caller's */
       t[i] = vl__tr_linear(R, x, b[o->in[0]], rows, vl__lp_cols(o->in_cols, I, R->z->h),
                            vl__lp_cols(o->cols, I, R->z->h), o->bias);
       break;
