@@ -202,27 +202,64 @@ static void mem2(struct ctx *c, struct seg *f, struct seg *b, enum mem kind, dou
   mem(c, b, kind, 2 * bytes, count);
 }
 
-/* a norm over rows x width: nn.LayerNorm is one fused kernel (input read,
- * output written; under autocast its output is fp32); the RMSNorms of
- * transformers' modeling files are Python: to(fp32), pow, mean, rsqrt,
- * mul, to(dtype), weight mul (modeling_llama.py LlamaRMSNorm.forward) */
+/* one priced line of a layer program, `times` x its kernels */
+static void lp_price(struct ctx *c, const struct lp_op *o, struct seg *f, struct seg *b,
+                     const double *n, double times) {
+  static const enum mem cls[] = {[LP_PRICE_EW] = EW,
+                                 [LP_PRICE_CAST] = CAST,
+                                 [LP_PRICE_NORM] = NORM,
+                                 [LP_PRICE_SOFTMAX] = SOFTMAX};
+  const double el = n[o->pcols] * o->bytes;
+  if (o->fwd_only)
+    mem(c, f, cls[o->price], el, times * (o->times ? o->times : 1));
+  else if (o->times > 1)
+    mem2(c, f, b, cls[o->price], el, times * o->times);
+  else
+    mem2(c, f, b, cls[o->price], el, times);
+}
+
+/* the memory-bound kernels of a layer program (lp.h), n[c] the elements
+ * of rows x c columns (enum lp_cols), `dense` x `count` times: each op at
+ * the bytes it prices on the elements it names, a run of alike kernels
+ * priced together, a line marked late after the one that follows; its
+ * linears are the inventory's (linears()) but for the input's cast
+ * autocast adds */
+static void lp_kernels(struct ctx *c, const struct lp *p, struct seg *f, struct seg *b,
+                       const double *n, double dense, double count) {
+  for (unsigned i = LP_FIRST; i <= p->n;) {
+    const struct lp_op *o = &p->op[i];
+    unsigned k = 1;
+    if (o->price == LP_UNPRICED) {
+      i++;
+      continue;
+    }
+    while (i + k <= p->n && p->op[i + k].kind == o->kind && p->op[i + k].price == o->price &&
+           p->op[i + k].bytes == o->bytes && p->op[i + k].pcols == o->pcols &&
+           p->op[i + k].times == o->times && p->op[i + k].fwd_only == o->fwd_only &&
+           p->op[i + k].late == o->late)
+      k++;
+    if (o->late && i + k <= p->n) { /* the line after the run first */
+      if (p->op[i + k].price) lp_price(c, &p->op[i + k], f, b, n, dense * count);
+      lp_price(c, o, f, b, n, k * dense * count);
+      i += k + 1;
+      continue;
+    }
+    lp_price(c, o, f, b, n, k * dense * count);
+    i += k;
+  }
+}
+
+/* a norm over rows x width: its layer program's priced lines (lp_norm.c:
+ * nn.LayerNorm one fused kernel, under autocast its output fp32; the
+ * RMSNorms of transformers' modeling files Python: to(fp32), pow, mean,
+ * rsqrt, mul, to(dtype), weight mul, modeling_llama.py
+ * LlamaRMSNorm.forward), its input the residual stream's dtype */
 static void norm(struct ctx *c, struct seg *f, struct seg *b, double rows, double width,
                  double count) {
-  double x = rows * width;
-  if (c->a->rms_norm) {
-    double in = c->r;
-    if (in != 4) mem2(c, f, b, CAST, x * (in + 4), count); /* to(float32) */
-    mem2(c, f, b, EW, x * 8, count);                       /* pow(2) */
-    mem2(c, f, b, NORM, x * 4, count);                     /* mean(-1) */
-    mem(c, f, EW, rows * 8, 2 * count);                    /* + eps, rsqrt */
-    mem2(c, f, b, EW, x * 12, count);                      /* x * rsqrt */
-    double out = c->pol.autocast ? 4 : c->r;
-    if (out != 4) mem2(c, f, b, CAST, x * (4 + out), count); /* to(input dtype) */
-    mem2(c, f, b, EW, x * 2 * out, count);                   /* weight * x */
-  } else {
-    double out = c->pol.autocast ? 4 : c->r;
-    mem2(c, f, b, NORM, x * (c->r + out), count);
-  }
+  struct lp p;
+  vl__lp_norm(&p, c->a, c->pol.autocast, (unsigned)c->pol.resid, (unsigned)c->pol.weight);
+  const double n[LP_COLS_N] = {[LP_COLS_H] = rows * width, [LP_COLS_ROW] = rows};
+  lp_kernels(c, &p, f, b, n, 1, count);
 }
 
 /* dropout of p > 0 on n elements of `bytes` each: one kernel writing the
@@ -372,11 +409,12 @@ static void attn_kernel(struct ctx *c, struct seg *f, struct seg *b, double bs, 
   gemm(c, &bb, DGRAD, f32, bh * q_len, dqk, kv_len, 2); /* dq, dk */
   f->k[VL_TK_ATTENTION] += count * seg_gpu(&ff), b->k[VL_TK_ATTENTION] += count * seg_gpu(&bb);
   f->ops += 3 * count, b->ops += 3 * count;
-  if (a->rel_bias || causal || math32) mem2(c, f, b, EW, n * 3 * e, count); /* + mask or bias */
-  if (a->attn_softcap > 0) mem2(c, f, b, EW, n * 6 * e, 3 * count);         /* / cap, tanh, * cap */
-  mem2(c, f, b, SOFTMAX, n * (e + sm), count);
-  if (sm != e) mem2(c, f, b, CAST, n * (sm + e), count);
-  dropout(c, f, b, a->attn_dropout, n, e, count);
+  /* the mask or bias added, the soft cap, softmax, the cast back, dropout:
+   * the scores' program (lp_attention.c), priced on the scores' elements */
+  struct lp p;
+  vl__lp_scores(&p, a, a->rel_bias || causal || math32, false, (unsigned)e, (unsigned)e,
+                (unsigned)sm, (unsigned)e);
+  lp_kernels(c, &p, f, b, (const double[LP_COLS_N]){[LP_COLS_H] = n}, 1, count);
   if (a->family == VL_FAM_DEBERTA_V2) rel_terms(c, f, b, bh, q_len, dqk, n, count);
 }
 
@@ -384,28 +422,6 @@ static void attn_kernel(struct ctx *c, struct seg *f, struct seg *b, double bs, 
 static void views(struct seg *f, struct seg *b, double n) {
   f->ops += n;
   b->ops += n;
-}
-
-/* the memory-bound kernels of a layer program (lp.h) over n elements
- * (rows x the MLP's width), `dense` x `count` times: each op at the bytes
- * it prices, a run of alike kernels priced together; its linears are the
- * inventory's (linears()) but for the input's cast autocast adds */
-static void lp_kernels(struct ctx *c, const struct lp *p, struct seg *f, struct seg *b, double n,
-                       double dense, double count) {
-  static const enum mem cls[] = {[LP_PRICE_EW] = EW, [LP_PRICE_CAST] = CAST};
-  for (unsigned i = LP_FIRST; i <= p->n;) {
-    const struct lp_op *o = &p->op[i];
-    unsigned k = 1;
-    if (o->price == LP_UNPRICED) {
-      i++;
-      continue;
-    }
-    while (i + k <= p->n && p->op[i + k].kind == o->kind && p->op[i + k].price == o->price &&
-           p->op[i + k].bytes == o->bytes)
-      k++;
-    mem2(c, f, b, cls[o->price], n * o->bytes, k * dense * count);
-    i += k;
-  }
 }
 
 /* the memory-bound ops of `count` transformer layers over T tokens (bs
@@ -424,9 +440,14 @@ static void layer_ops(struct ctx *c, struct seg *f, struct seg *b, double bs, do
   if (cross) norms += 1;
   norm(c, f, b, T, h, norms * count);
   if (a->qk_norm) norm(c, f, b, T, (heads + kvh) * dqk, count);
-  /* autocast casts each linear's fp32 input on its own (not cached) */
+  /* autocast casts each linear's fp32 input on its own (not cached): the
+   * q, k, v program's and the MLP's linears on the layer's input
+   * (DeepSeek-V2's latent attention, not a program yet: three) */
   if (c->pol.autocast) {
-    double ins = (a->fused_qkv ? 1 : 3) + (double)vl__lp_input_linears(&mlp);
+    struct lp qkv;
+    vl__lp_qkv(&qkv, a, (unsigned)c->pol.act, false, false);
+    double ins =
+        (a->mla ? 3 : (double)vl__lp_input_linears(&qkv)) + (double)vl__lp_input_linears(&mlp);
     mem2(c, f, b, CAST, T * h * 6, ins * count);
   }
   views(f, b, 8 * count); /* q, k, v: view and transpose; the output's transpose and view */
@@ -434,9 +455,10 @@ static void layer_ops(struct ctx *c, struct seg *f, struct seg *b, double bs, do
     /* q * cos + rotate_half(q) * sin, rotate_half = cat(-x2, x1), q and k
      * (modeling_llama.py apply_rotary_pos_emb) */
     double n = T * (heads + kvh) * dqk * a->rotary_pct;
-    mem2(c, f, b, EW, n * 3 * e, 3 * count); /* two muls, the add */
-    mem2(c, f, b, EW, n * 2 * e, 2 * count); /* neg, cat */
-    views(f, b, 4 * count);                  /* the slices */
+    struct lp rope; /* its program's priced lines (lp_attention.c): two muls, the add; neg, cat */
+    vl__lp_rope(&rope, (unsigned)e, (unsigned)e, false);
+    lp_kernels(c, &rope, f, b, (const double[LP_COLS_N]){[LP_COLS_I] = n}, 1, count);
+    views(f, b, 4 * count); /* the slices */
   }
   double window = a->sliding_window && a->sliding_layers ? (double)a->sliding_window : 0;
   double slide = window > 0 ? (double)a->sliding_layers / (double)a->layers : 0;
@@ -461,7 +483,9 @@ static void layer_ops(struct ctx *c, struct seg *f, struct seg *b, double bs, do
   dropout(c, f, b, a->hidden_dropout, T * h, e, 2 * count);
   /* the MLP's kernels (a dense layer; MoE layers: moe_ops) */
   double dense = a->experts ? (double)a->dense_layers / (double)a->layers : 1;
-  lp_kernels(c, &mlp, f, b, T * (double)a->intermediate / tp, dense, count);
+  lp_kernels(c, &mlp, f, b,
+             (const double[LP_COLS_N]){[LP_COLS_I] = T * (double)a->intermediate / tp}, dense,
+             count);
 }
 
 /* A masked_fill by a (rows, 1) mask or a product by a (rows, 1) weight is

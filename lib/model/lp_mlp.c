@@ -9,20 +9,8 @@
 #include "lp.h"
 #include "tape.h"
 
-static uint8_t emit(struct lp *p, struct lp_op o) {
-  p->op[++p->n] = o;
-  return p->n;
-}
-
-/* Python lets go of x after the last op */
-static void then_drop(struct lp *p, uint8_t x) {
-  uint8_t *d = p->op[p->n].drop;
-  for (int i = 0; i < 3; i++)
-    if (!d[i]) {
-      d[i] = x;
-      return;
-    }
-}
+static uint8_t emit(struct lp *p, struct lp_op o) { return vl__lp_emit(p, o); }
+static void then_drop(struct lp *p, uint8_t x) { vl__lp_then_drop(p, x); }
 
 #define OP(...) emit(p, (struct lp_op){__VA_ARGS__})
 
@@ -141,16 +129,16 @@ static uint8_t plain(struct lp *p, const struct vl_arch *arch) {
 
 void vl__lp_mlp(struct lp *p, const struct vl_arch *arch, bool autocast, unsigned e, bool moe) {
   /* (each op is written whole: no clearing of the array, built per configuration) */
-  p->e = (uint8_t)e, p->autocast = autocast, p->n = LP_IN;
-  p->op[0] = (struct lp_op){0};
-  p->op[LP_IN] = (struct lp_op){.kind = LP_INPUT, .cols = LP_COLS_H};
+  vl__lp_begin(p, e, autocast, LP_COLS_H);
   uint8_t act = moe && arch->gate_clamp                           ? clamped_glu(p, arch)
                 : arch->gated_mlp && (arch->fused_gate_up || moe) ? gated_fused(p, arch)
                 : arch->gated_mlp                                 ? gated(p, arch)
                                                                   : plain(p, arch);
   const uint8_t ab = p->op[act].ob; /* the activation's bytes an element */
-  if (arch->act_dropout > 0)        /* (priced in the activations' dtype) */
-    act = OP(.kind = LP_DROPOUT, .in = {act}, .ob = ab, .price = LP_PRICE_EW, .bytes = 2.0 * e + 1);
+  if (arch->act_dropout > 0)        /* (priced in the activations' dtype; its mask a byte an element
+                                     * of that dtype's bytes: an fp32 activation's two under half) */
+    act = OP(.kind = LP_DROPOUT, .in = {act}, .ob = ab, .maskb = (uint8_t)(ab / e),
+             .price = LP_PRICE_EW, .bytes = 2.0 * e + 1);
   if (arch->family == VL_FAM_T5 && autocast && ab < 4) {
     /* T5DenseActDense casts to wo's dtype, fp32 under autocast, and wo's
      * autocast casts back (its copy saved); not priced */
@@ -166,26 +154,4 @@ void vl__lp_mlp(struct lp *p, const struct vl_arch *arch, bool autocast, unsigne
     down.price = LP_PRICE_CAST, down.bytes = 4.0 + e;
   linear(p, arch, act, LP_COLS_I, LP_COLS_H, moe, down);
   then_drop(p, act);
-}
-
-static double cols(unsigned c, double I, double h) {
-  return c == LP_COLS_H ? h : c == LP_COLS_2I ? 2 * I : I;
-}
-
-double vl__lp_flops(const struct lp_op *o, double rows, double I, double h) {
-  double out = rows * cols(o->cols, I, h);
-  switch (o->kind) {
-  case LP_LINEAR: return 2 * out * cols(o->in_cols, I, h);
-  case LP_EW:
-  case LP_CAST:
-  case LP_DROPOUT: return out;
-  default: return 0;
-  }
-}
-
-unsigned vl__lp_input_linears(const struct lp *p) {
-  unsigned k = 0;
-  for (unsigned i = LP_FIRST; i <= p->n; i++)
-    k += p->op[i].kind == LP_LINEAR && p->op[i].in[0] == LP_IN;
-  return k;
 }

@@ -7,7 +7,9 @@
  *                             tensors, LoRA's adapters, optimizer states,
  *                             DDP's buckets, ZeRO-1's share
  *   train_replay_modules.c    the modules every family uses: linear (and
- *                             LoRA on it), the norms, dropout
+ *                             LoRA on it), dropout
+ *   train_replay_lp.c         the layer programs' interpreter (lp.h); the
+ *                             norms (lp_norm.c)
  *   train_replay_attention.c  attention: q/k/v (fused, MLA, cross), rotary,
  *                             the KV cache copies, eager, SDPA's kernels
  *   train_replay_decoder.c    the pre-norm layer, its MLP and MoE experts
@@ -127,7 +129,7 @@ void vl__tr_ddp_init(struct prog *p, const uint64_t *v, size_t n, const struct v
  * returns how many, SIZE_MAX when out of memory */
 size_t vl__tr_zero1_share(const uint64_t *v, size_t n, uint64_t ranks, size_t *mine);
 
-/* ---- train_replay_modules.c: linear, norms, dropout ---- */
+/* ---- train_replay_modules.c: linear, dropout ---- */
 
 /* x (rows x in_f, xb bytes an element) through a linear whose weight is
  * the parameter w; its output */
@@ -139,14 +141,25 @@ uint32_t vl__tr_linear(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, ui
                        uint64_t out_f, bool bias);
 /* autocast exits (or a recomputation ends): its cached copies go */
 void vl__tr_uncache(struct run *R);
+/* dropout of x (taken over) with probability prob (0: x itself) */
+uint32_t vl__tr_dropout(struct run *R, uint32_t x, double prob);
+
+/* ---- train_replay_lp.c: layer programs ---- */
+
+struct lp;
+struct lp_dims;
+/* p (lp.h) over x (rows x its input's columns, xb bytes an element), d its
+ * sizes; stop: a checkpoint's recomputation ends at the line marked so;
+ * its last tensor; tensors (NULL: not wanted, else LP_MAX of them) each
+ * of its tensors, for the caller to take those p->out and p->held name */
+uint32_t vl__tr_lp(struct run *R, const struct lp *p, uint32_t x, uint64_t xb,
+                   const struct lp_dims *d, bool stop, uint32_t *tensors);
 /* a norm over `width` of x (rows x width, xb bytes an element); *ob: its
  * output's bytes an element */
 uint32_t vl__tr_norm_w(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t width,
                        uint64_t *ob);
 /* a norm of x (T x h) */
 uint32_t vl__tr_norm(struct run *R, uint32_t x, uint64_t xb, uint64_t *ob);
-/* dropout of x (taken over) with probability prob (0: x itself) */
-uint32_t vl__tr_dropout(struct run *R, uint32_t x, double prob);
 
 /* ---- train_replay_attention.c ---- */
 

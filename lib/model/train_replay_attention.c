@@ -3,7 +3,10 @@
  * attention to an encoder's output), q/k norms, rotary, the KV cache's
  * copies, DeBERTa's disentangled scores, and the kernels: eager, SDPA's
  * math backend (fp32 grouped heads; Falcon's multi-query), flash or
- * memory-efficient SDPA; then o_proj. */
+ * memory-efficient SDPA; then o_proj. q, k and v (but MLA's), rotary, the
+ * q/k norms and eager attention's scores to weights are layer programs
+ * (lp_attention.c, lp_norm.c) run by vl__tr_lp; the rest is written here. */
+#include "lp.h"
 #include "train_replay.h"
 
 /* q/k norms (Qwen3, Gemma 3 per head; OLMo 2, OLMoE over all heads) on
@@ -18,35 +21,22 @@ static uint32_t qk_norm(struct run *R, uint32_t x, uint64_t heads) {
   return y;
 }
 
-/* q * cos + rotate_half(q) * sin (rotate_half: cat(-x2, x1)) on n elements
- * of x (the activations' dtype); cos and sin have the residual stream's
- * dtype (the rotary embedding's output is cast to its input's, the
- * hidden states: fp32 under autocast), so the products and the sum are in
- * the wider of the two (the AMP histories: qwen05-amp-adamw-sdpa,
- * pythia160-ampfp16-adamw) */
-static uint32_t rotary(struct run *R, uint32_t x, uint64_t n) {
+/* rotary on n elements of x (its dtype's; not let go of), on all of them
+ * or (part: GPT-NeoX's rotary_pct) on the first rotary_pct: its program
+ * (lp_attention.c vl__lp_rope), the products in the wider of x's dtype
+ * and the residual stream's, which cos and sin have */
+static uint32_t rotary_part(struct run *R, uint32_t x, uint64_t n, bool part) {
   const uint64_t e = R->tp.t[x].bytes / n, w = vl__max(R->z->r, e);
-  uint32_t t1 = op(R, (struct tape_op){.out_bytes = n * w, .in = {x}});
-  uint32_t x1 = tape_view(&R->tp, x, n / 2 * e), x2 = tape_view(&R->tp, x, n / 2 * e);
-  uint32_t neg = op(R, (struct tape_op){.out_bytes = n / 2 * e, .in = {x2}});
-  rel(R, x2);
-  uint32_t cat = join(R, n * e, neg, x1, TAPE_SLICES);
-  uint32_t t3 = op(R, (struct tape_op){.out_bytes = n * w, .in = {cat}});
-  rel(R, cat);
-  return join(R, n * w, t1, t3, TAPE_ADD);
+  const uint64_t nr = part ? (uint64_t)((double)n * R->arch->rotary_pct) / 2 * 2 : n;
+  struct lp p;
+  vl__lp_rope(&p, (unsigned)e, (unsigned)w, part);
+  return vl__tr_lp(R, &p, x, e, &(struct lp_dims){.rows = 1, .I = nr, .h = n}, false, NULL);
 }
-
-/* rotary on the first rotary_pct of each head (GPT-NeoX), the rest
- * concatenated back (in the wider dtype); n elements */
+static uint32_t rotary(struct run *R, uint32_t x, uint64_t n) {
+  return rotary_part(R, x, n, false);
+}
 static uint32_t rope(struct run *R, uint32_t x, uint64_t n) {
-  double pct = R->arch->rotary_pct;
-  if (pct >= 1) return rotary(R, x, n);
-  const uint64_t e = R->tp.t[x].bytes / n, w = vl__max(R->z->r, e);
-  uint64_t nr = (uint64_t)((double)n * pct) / 2 * 2;
-  uint32_t xr = tape_view(&R->tp, x, nr * e), xp = tape_view(&R->tp, x, (n - nr) * e);
-  uint32_t r = rotary(R, xr, nr);
-  rel(R, xr);
-  return join(R, n * w, r, xp, TAPE_SLICES);
+  return rotary_part(R, x, n, R->arch->rotary_pct < 1);
 }
 
 /* autocast's cast of an attention input to the activations' dtype (a new
@@ -153,51 +143,28 @@ struct qkv {
   uint32_t q, k, v, q32, k32, qkv;
 };
 
-/* x.view(B, s, heads, d).transpose(1, 2) of a linear's output x (taken
- * over) as eager attention's matmul sees it: with more than one sequence
- * its batch and heads fold into bmm's batch only by a copy, which
- * contiguous() makes (aten LinearAlgebra.cpp _matmul_impl: reshape), so
- * it is a view of x; one sequence folds as a view, and SDPA's kernels take
- * the strides as they are: x itself (OPT's eager q, k and v:
- * s-opt350-bf16-adamw-eager-ckpt-b16s2048's meta trace, modeling_opt.py:84
- * and :91) */
-static uint32_t heads_view(struct run *R, uint32_t x) {
-  if (!R->z->eager || R->z->B == 1) return x;
-  uint32_t v = tape_view(&R->tp, x, R->tp.t[x].bytes);
-  rel(R, x);
-  return v;
-}
-
-/* q, k and v of n1 (T x h, nb bytes an element): the fused projection's
- * views, MLA's, or three linears (cross-attention: k and v of the
- * encoder's output) */
+/* q, k and v of n1 (T x h, nb bytes an element): MLA's, or their
+ * program's (lp_attention.c vl__lp_qkv: the fused projection's views, or
+ * three linears; cross-attention: k and v of the encoder's output) */
 static void project(struct run *R, uint32_t n1, uint64_t nb, struct qkv *s) {
   const struct vl_arch *arch = R->arch;
-  const uint64_t T = R->T, a = R->a, g = R->g, d = R->d, e = R->z->e, h = R->z->h;
-  uint32_t q, k, v, qkv = 0;
-  if (arch->fused_qkv) { /* the fused output stays a local until the attention returns */
-    qkv = vl__tr_linear(R, n1, nb, T, h, (a + 2 * g) * d, arch->qkv_bias);
-    q = tape_view(&R->tp, qkv, T * a * d * e);
-    k = tape_view(&R->tp, qkv, T * g * d * e);
-    v = tape_view(&R->tp, qkv, T * g * d * e);
-  } else if (arch->mla) {
-    mla_qkv(R, n1, nb, &q, &k, &v);
-  } else {
-    /* cross-attention: k and v of the encoder's output, its tokens
-     * (B x Pk: --seq), the queries the decoder's (--target-seq) */
-    const uint32_t src = R->kv_src ? R->kv_src : n1;
-    const uint64_t sb = R->kv_src ? R->kv_srcb : nb, Tk = R->z->B * R->Pk;
-    q = vl__tr_linear(R, n1, nb, T, h, a * d, arch->qkv_bias);
-    if (arch->q_scaled) {
-      uint32_t qs = op(R, (struct tape_op){.out_bytes = R->tp.t[q].bytes, .in = {q}});
-      rel(R, q);
-      q = qs;
-    }
-    k = vl__tr_linear(R, src, sb, Tk, h, g * d, arch->qkv_bias);
-    v = vl__tr_linear(R, src, sb, Tk, h, g * d, arch->qkv_bias);
-    q = heads_view(R, q), k = heads_view(R, k), v = heads_view(R, v);
+  if (arch->mla) {
+    *s = (struct qkv){0};
+    mla_qkv(R, n1, nb, &s->q, &s->k, &s->v);
+    return;
   }
-  *s = (struct qkv){.q = q, .k = k, .v = v, .qkv = qkv};
+  struct lp p;
+  vl__lp_qkv(&p, arch, (unsigned)R->z->e, R->kv_src != 0, R->z->eager && R->z->B != 1);
+  const struct lp_dims d = {.rows = R->T,
+                            .rows_k = R->z->B * R->Pk,
+                            .I = R->a * R->d,
+                            .J = R->g * R->d,
+                            .h = R->z->h,
+                            .in2 = R->kv_src,
+                            .in2b = R->kv_srcb};
+  uint32_t t[LP_MAX];
+  vl__tr_lp(R, &p, n1, nb, &d, false, t);
+  *s = (struct qkv){.q = t[p.out[0]], .k = t[p.out[1]], .v = t[p.out[2]], .qkv = t[p.held]};
 }
 
 /* rotary on q and k (GPT-NeoX's on a part of each head): s->q32 and
@@ -301,80 +268,20 @@ static uint32_t eager(struct run *R, const struct qkv *s, uint32_t *held) {
   uint32_t s1 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s0}});
   s1 = disentangled(R, s1, q);
   rel(R, s0);
-  if (arch->attn_softcap > 0) {
-    /* Gemma 2: scores / cap, tanh (saves its output), * cap
-     * (modeling_gemma2.py eager_attention_forward) */
-    uint32_t c0 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s1}});
-    rel(R, s1);
-    uint32_t c1 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {c0}, .save_out = true});
-    rel(R, c0);
-    s1 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {c1}});
-    rel(R, c1);
-  }
-  /* the 4-D mask has the model's dtype: fp32 under autocast, so the sum
-   * is fp32 (x-qwen05-amp-adamw-eager-ckpt-b8s2048's history) */
-  const uint64_t me = vl__max(R->z->wb, e);
-  uint32_t s2 = s1;                  /* encoders without padding get no mask */
-  if (R->causal || arch->rel_bias) { /* the causal mask; T5's position bias */
-    s2 = op(R, (struct tape_op){.out_bytes = sc * me, .in = {s1, t5_bias(R)}, .pass = TAPE_ADD});
-    rel(R, s1);
-  }
-  if (arch->rel_bias && R->causal && !R->kv_src) {
-    /* T5's decoder adds its causal mask after the bias, a second sum
-     * (modeling_t5.py eager_attention_forward) */
-    uint32_t s3 = op(R, (struct tape_op){.out_bytes = sc * me, .in = {s2}, .pass = TAPE_ADD});
-    rel(R, s2);
-    s2 = s3;
-  }
+  /* .to(query.dtype) (GPT-2: .type(value.dtype)) */
   const uint64_t sm = vl__softmax_bytes(arch, R->z->autocast, e);
-  /* gpt-oss: the softmax runs on the scores joined with each head's sink
-   * logit, less their row maximum (its indices saved for the backward);
-   * the joined logits stay referenced until the function returns, the
-   * scores until the probabilities' cast (modeling_gpt_oss.py
-   * eager_attention_forward) */
-  uint32_t sx = s2, joined = 0;
-  const uint64_t scx = arch->attn_sinks ? R->z->B * a * R->P * (R->Pk + 1) : sc;
-  if (arch->attn_sinks) {
-    const uint64_t xb = R->tp.t[s2].bytes / sc;
-    uint32_t cat = op(R, (struct tape_op){.out_bytes = scx * xb, .in = {s2}});
-    uint32_t mx =
-        op(R, (struct tape_op){
-                  .out_bytes = R->z->B * a * R->P * (xb + 8), .in = {cat}, .save_out = true});
-    sx = joined = op(R, (struct tape_op){.out_bytes = scx * xb, .in = {cat, mx}});
-    rel(R, cat);
-    rel(R, mx);
-  }
-  /* softmax(x, dtype=float32) on half scores converts them first
-   * (aten SoftMax.cpp softmax: input.toType(dtype)), a copy freed when it
-   * returns (opt13-bf16-adam-eager's allocator history: 128 MiB a layer,
-   * bench/results/reserved/history) */
-  const uint64_t s2b = R->tp.t[sx].bytes;
-  uint32_t up = s2b < scx * sm ? op(R, (struct tape_op){.out_bytes = scx * sm, .in = {sx}}) : 0;
-  uint32_t s32 =
-      op(R, (struct tape_op){.out_bytes = scx * sm, .in = {up ? up : sx}, .save_out = true});
-  if (up) rel(R, up);
-  /* `attn_weights = softmax(attn_weights, dtype=float32).to(dtype)`: the
-   * scores stay referenced until the cast is made (one statement); GPT-2
-   * casts in a statement of its own, so its scores go first */
-  if (arch->softmax_native && !arch->attn_sinks) rel(R, s2);
-  /* .to(query.dtype) (GPT-2: .type(value.dtype)): a no-op where that is
-   * the probabilities' dtype (rotary's fp32 query under autocast; GPT-2's
-   * half softmax without autocast) */
   const uint64_t tb = arch->softmax_native ? R->tp.t[v].bytes / (T * g * R->dv)
                       : q32                ? R->tp.t[q32].bytes / (T * a * d)
                                            : e;
-  uint32_t sh =
-      tb < sm ? op(R, (struct tape_op){.out_bytes = sc * tb, .in = {s32}}) : tape_ref(&R->tp, s32);
-  if (!arch->softmax_native || arch->attn_sinks) rel(R, s2);
-  rel(R, s32);
-  if (arch->attn_dropout > 0) {
-    uint32_t mask = tape_new(&R->tp, sc);
-    uint32_t dr =
-        op(R, (struct tape_op){.out_bytes = R->tp.t[sh].bytes, .in = {sh}, .saved = {mask}});
-    rel(R, mask);
-    rel(R, sh);
-    sh = dr;
-  }
+  /* the soft cap, the mask (the causal one; T5's position bias: encoders
+   * without padding get none), softmax, the cast, dropout: lp_attention.c */
+  struct lp p;
+  vl__lp_scores(&p, arch, R->causal || arch->rel_bias, arch->rel_bias && R->causal && !R->kv_src,
+                (unsigned)e, (unsigned)vl__max(R->z->wb, e), (unsigned)sm, (unsigned)tb);
+  const struct lp_dims ds = {.rows = R->z->B * a * R->P, .h = R->Pk, .in2 = t5_bias(R)};
+  uint32_t t[LP_MAX];
+  uint32_t sh = vl__tr_lp(R, &p, s1, e, &ds, false, t);
+  const uint32_t joined = t[p.held];
   /* the weights are returned with the output: the decoder layer holds
    * them until it returns (Qwen2's eager history: the fp32 scores live
    * through the MLP); under autocast the matmul casts them */

@@ -9,42 +9,13 @@
 
 /* the MLP of width I on rows x h (n2, nb bytes an element); moe: an
  * expert of transformers 5 (one 3-D gate_up_proj): its layer program
- * (lp_mlp.c) issued op by op as tape ops, each tensor let go where the
- * program says */
+ * (lp_mlp.c) run by vl__tr_lp */
 uint32_t vl__tr_mlp(struct run *R, uint32_t n2, uint64_t nb, uint64_t rows, uint64_t I, bool moe,
                     bool stop) {
   struct lp p;
   vl__lp_mlp(&p, R->arch, R->z->autocast, (unsigned)R->z->e, moe);
-  uint32_t t[LP_MAX] = {0}; /* the program's tensors on the tape */
-  uint64_t b[LP_MAX] = {0}; /* their bytes an element */
-  t[LP_IN] = n2, b[LP_IN] = nb;
-  for (unsigned i = LP_FIRST; i <= p.n; i++) {
-    const struct lp_op *o = &p.op[i];
-    const uint32_t x = t[o->in[0]];
-    const uint64_t bytes = rows * vl__lp_cols(o->cols, I, R->z->h) * o->ob;
-    b[i] = o->ob;
-    switch (o->kind) {
-    case LP_LINEAR:
-      /* a checkpoint's recomputation stops in it (vl__tr_linear) */
-      if (o->stop && stop) R->stop_in_linear = true;
-      if (i == p.n && R->keep_act) R->act = tape_ref(&R->tp, x); /* the caller's */
-      t[i] = vl__tr_linear(R, x, b[o->in[0]], rows, vl__lp_cols(o->in_cols, I, R->z->h),
-                           vl__lp_cols(o->cols, I, R->z->h), o->bias);
-      break;
-    case LP_VIEW: t[i] = tape_view(&R->tp, x, bytes); break;
-    case LP_REF: t[i] = tape_ref(&R->tp, x); break;
-    case LP_DROPOUT: t[i] = vl__tr_dropout(R, x, R->arch->act_dropout); break;
-    default:
-      t[i] = op(R, (struct tape_op){.out_bytes = bytes,
-                                    .in = {x, t[o->in[1]]},
-                                    .saved = {t[o->saved[0]], t[o->saved[1]]},
-                                    .pass = o->pass,
-                                    .save_out = o->save_out});
-    }
-    for (int d = 0; d < 3 && o->drop[d]; d++)
-      rel(R, t[o->drop[d]]);
-  }
-  return t[p.n];
+  return vl__tr_lp(R, &p, n2, nb, &(struct lp_dims){.rows = rows, .I = I, .h = R->z->h}, stop,
+                   NULL);
 }
 
 /* a residual branch's output y before the add: Gemma 2/3's and OLMo 2's

@@ -1,6 +1,6 @@
 /* The modules of the training replay that every family uses
- * (train_replay.h): a linear under autocast and PEFT's LoRA on it, the
- * norms (LayerNorm, RMSNorm and its fp32-weight kinds), dropout. */
+ * (train_replay.h): a linear under autocast and PEFT's LoRA on it,
+ * dropout (the norms: lp_norm.c's program, run by train_replay_lp.c). */
 #include "train_replay.h"
 
 /* x (rows x in_f, xb bytes an element) through a linear of in_f -> out_f
@@ -102,62 +102,6 @@ void vl__tr_uncache(struct run *R) {
   for (size_t i = 0; i < R->cached.n; i++)
     rel(R, R->cached.h[i]);
   R->cached.n = 0;
-}
-
-/* a norm over `width` of x (rows x width, xb bytes an element); *ob: its
- * output's */
-uint32_t vl__tr_norm_w(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t width,
-                       uint64_t *ob) {
-  const uint64_t Th = rows * width, wb = R->z->wb;
-  if (!R->arch->rms_norm) { /* F.layer_norm: fp32 under autocast */
-    *ob = R->z->autocast ? 4 : xb;
-    return op(R, (struct tape_op){.out_bytes = Th * *ob, .in = {x}, .saved = {x}});
-  }
-  /* RMSNorm: x.float(); pow(2).mean(-1); rsqrt; x * rsqrt; .to(dtype); weight * */
-  uint32_t x32 =
-      xb < 4 ? op(R, (struct tape_op){.out_bytes = Th * 4, .in = {x}}) : tape_ref(&R->tp, x);
-  uint32_t sq = op(R, (struct tape_op){.out_bytes = Th * 4, .in = {x32}, .saved = {x32}});
-  uint32_t var = op(R, (struct tape_op){.out_bytes = rows * 4, .in = {sq}});
-  rel(R, sq);
-  uint32_t rs = op(R, (struct tape_op){.out_bytes = rows * 4, .in = {var}, .save_out = true});
-  rel(R, var);
-  /* (T5LayerNorm multiplies the input itself, not its fp32 copy, by the
-   * rsqrt: the product saves the half input, modeling_t5.py) */
-  const uint32_t xm = R->arch->family == VL_FAM_T5 ? x : x32;
-  uint32_t y32 = op(
-      R, (struct tape_op){.out_bytes = Th * 4, .in = {xm, rs}, .saved = {xm, rs}, .tmp = Th * 4});
-  rel(R, x32);
-  rel(R, rs);
-  if (vl__norm_weight_fp32(R->arch)) {
-    /* GemmaRMSNorm: (x * rsqrt) * (1 + weight.float()) in fp32, then
-     * type_as(x) (transformers 5.17 modeling_gemma.py) */
-    *ob = xb;
-    uint32_t o32 = op(
-        R,
-        (struct tape_op){.out_bytes = Th * 4, .in = {y32}, .saved = {base_trained(R) ? y32 : 0}});
-    rel(R, y32);
-    if (xb == 4) return o32;
-    uint32_t out = op(R, (struct tape_op){.out_bytes = Th * xb, .in = {o32}});
-    rel(R, o32);
-    return out;
-  }
-  uint32_t yh =
-      xb < 4 ? op(R, (struct tape_op){.out_bytes = Th * xb, .in = {y32}}) : tape_ref(&R->tp, y32);
-  *ob = vl__max(wb, xb);
-  /* weight * x saves x for the weight's gradient: not where the weight
-   * is frozen (LoRA; y-qwen05-bf16-lora16-adamw-b8s2048's history) */
-  uint32_t out = op(R, (struct tape_op){.out_bytes = Th * *ob,
-                                        .in = {yh},
-                                        .saved = {base_trained(R) ? yh : 0},
-                                        .tmp = Th * *ob});
-  rel(R, yh);
-  rel(R, y32);
-  return out;
-}
-
-/* a norm of x (T x h) */
-uint32_t vl__tr_norm(struct run *R, uint32_t x, uint64_t xb, uint64_t *ob) {
-  return vl__tr_norm_w(R, x, xb, R->T, R->z->h, ob);
 }
 
 /* dropout in training: a bool mask (saved) and the output */

@@ -1,7 +1,8 @@
-/* Layer programs (lib/model/lp.h, lp_mlp.c): each dense MLP kind's ops,
- * what they save and their FLOPs; the training replay issuing exactly the
- * program's ops and keeping exactly what it says is saved; the time model
- * pricing exactly the program's priced bytes. */
+/* Layer programs (lib/model/lp.h, lp_mlp.c, lp_norm.c): each dense MLP
+ * kind's and each norm's ops, what they save and their FLOPs; the training
+ * replay issuing exactly the program's ops and keeping exactly what it
+ * says is saved; the time model pricing exactly the program's priced
+ * bytes. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -87,7 +88,7 @@ static void each_kind(void **state) {
       const struct lp_op *o = &p.op[i];
       if (o->kind != LP_LINEAR) continue;
       double want = 2.0 * ROWS * cols(o->in_cols) * cols(o->cols);
-      assert_true(vl__lp_flops(o, ROWS, I, H) == want);
+      assert_true(vl__lp_flops(o, &(struct lp_dims){.rows = ROWS, .I = I, .h = H}) == want);
       in_out += cols(o->in_cols) * cols(o->cols);
       /* its input is the part's, or an op's before it */
       assert_true(o->in[0] == LP_IN || o->in[0] < i);
@@ -223,12 +224,337 @@ static void time_model_prices_the_program(void **state) {
   vl_catalog_release(&cat);
 }
 
+/* a bare replay of one part: the run, its input x of rows x h */
+struct bare {
+  struct vl_arch a;
+  struct vl__train_sizes z;
+  struct run R;
+};
+static void bare_begin(struct bare *b, const char *config, uint64_t e, bool autocast, bool lora) {
+  tu_arch(config, &b->a);
+  b->z = (struct vl__train_sizes){
+      .h = H, .e = E, .wb = e, .r = e, .autocast = autocast, .lora_rank = lora ? 8 : 0};
+  struct vl_cache_conf conf = {0};
+  b->R = (struct run){.arch = &b->a, .z = &b->z, .out32 = NONE};
+  assert_int_equal(vl_cache_new(&conf, &b->R.p.c), VL_OK);
+  b->R.tp = (struct tape){.p = &b->R.p, .ws = NONE, .grad = true};
+}
+static double bare_allocated(struct bare *b) {
+  struct vl_cache_stats s;
+  vl_cache_stats(b->R.p.c, &s);
+  return (double)s.allocated;
+}
+static void bare_end(struct bare *b) {
+  tape_free(&b->R.tp);
+  vl_free(b->R.cached.h);
+  vl_cache_destroy(b->R.p.c);
+}
+
+struct norm_kind {
+  const char *name, *config;
+  unsigned xb; /* the input's bytes an element (the weight's too) */
+  bool autocast;
+  unsigned ops, ob;       /* ops, the output's bytes an element */
+  double kept, kept_lora; /* bytes kept an element of rows x h beside the input and the output
+                           * (the rsqrt's rows x 4 apart) */
+};
+
+/* each norm's program: its ops, its output's dtype, and what the replay
+ * keeps once it has run (the input and output, what the lines save:
+ * LayerNorm its input; Llama's fp32 copy and the product's half input,
+ * not kept for a frozen weight; Gemma's and OLMo 2's fp32 product's
+ * input) */
+static const struct norm_kind norms[] = {
+    {"LayerNorm", "data/models/bert-base-uncased.json", 2, false, 1, 2, 0, 0},
+    {"LayerNorm, autocast", "data/models/bert-base-uncased.json", 4, true, 1, 4, 0, 0},
+    {"Llama RMSNorm, bf16", "data/models/llama-3-8b.json", 2, false, 7, 2, 4 + 2, 4},
+    {"Llama RMSNorm, fp32", "data/models/llama-3-8b.json", 4, false, 7, 4, 4, 0},
+    {"Llama RMSNorm, q/k under autocast", "data/models/qwen3-0.6b.json", 2, true, 7, 4, 4 + 2, 4},
+    {"Gemma RMSNorm (1 + w), bf16", "data/models/gemma-2b.json", 2, false, 7, 2, 4 + 4, 4},
+    {"Gemma RMSNorm (1 + w), fp32", "data/models/gemma-2b.json", 4, false, 6, 4, 4, 0},
+    {"OLMo 2 RMSNorm, bf16", "data/models/olmo-2-1b.json", 2, false, 7, 2, 4 + 4, 4},
+    {"T5 RMSNorm, bf16", "data/models/t5-base.json", 2, false, 7, 2, 4 + 2, 4},
+};
+
+static void each_norm(void **state) {
+  (void)state;
+  for (size_t k = 0; k < sizeof norms / sizeof norms[0]; k++) {
+    const struct norm_kind *c = &norms[k];
+    for (int lora = 0; lora <= 1; lora++) {
+      struct bare b;
+      bare_begin(&b, c->config, c->xb, c->autocast, lora);
+      /* (a q/k norm's input is the activations': half under autocast) */
+      b.z.wb = c->autocast ? 4 : c->xb;
+      struct lp p;
+      vl__lp_norm(&p, &b.a, c->autocast, c->xb, (unsigned)b.z.wb);
+      uint32_t x = tape_new(&b.R.tp, (uint64_t)ROWS * H * c->xb);
+      uint64_t ob = 0;
+      uint32_t y = vl__tr_norm_w(&b.R, x, c->xb, ROWS, H, &ob);
+      double rows = b.a.rms_norm ? ROWS * 4.0 : 0; /* the rsqrt, kept for its backward */
+      double want = ROWS * H * (c->xb + c->ob + (lora ? c->kept_lora : c->kept)) + rows;
+      printf("%-36s %s %u ops, kept %g\n", c->name, lora ? "LoRA" : "    ", p.n - LP_IN,
+             (bare_allocated(&b) - rows) / (ROWS * H) - c->xb - c->ob);
+      assert_int_equal(p.n - LP_IN, c->ops);
+      assert_int_equal(ob, c->ob);
+      assert_int_equal(p.op[p.n].ob, c->ob);
+      assert_true((double)b.R.tp.t[y].bytes == (double)ROWS * H * c->ob);
+      assert_true(bare_allocated(&b) == want);
+      /* T5 multiplies the rsqrt by its input itself */
+      if (b.a.rms_norm)
+        for (unsigned i = LP_FIRST; i <= p.n; i++)
+          if (p.op[i].in[1] && p.op[p.op[i].in[1]].cols == LP_COLS_ROW)
+            assert_int_equal(p.op[i].in[0] == LP_IN, b.a.family == VL_FAM_T5);
+      bare_end(&b);
+    }
+  }
+}
+
+/* the time model's norms are the program's priced lines: the final norm
+ * adds one norm over T x h, its lines at their bytes over the card's
+ * bandwidth, once forward and (but the rsqrt's) twice backward */
+static void time_model_prices_the_norm(void **state) {
+  (void)state;
+  struct vl_catalog cat;
+  assert_int_equal(tu_catalog(&cat), 0);
+  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
+  struct vl_time_card card;
+  vl_time_card_init(&card, g, false);
+  const struct vl_kt_card *kt = card.tables;
+  const double bw[] = {[LP_PRICE_EW] = kt->bw_add,
+                       [LP_PRICE_CAST] = kt->bw_cast,
+                       [LP_PRICE_NORM] = kt->bw_norm,
+                       [LP_PRICE_SOFTMAX] = kt->bw_softmax};
+  const char *configs[] = {"data/models/llama-3-8b.json", "data/models/gemma-2b.json",
+                           "data/models/gpt2.json", "data/models/olmo-2-1b.json"};
+  for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++) {
+    for (int prec = VL_PREC_FP32; prec <= VL_PREC_BF16; prec++) {
+      struct vl_arch a;
+      tu_arch(configs[k], &a);
+      struct vl_job j;
+      vl_job_init(&j);
+      j.precision = (enum vl_precision)prec, j.batch = 2, j.seq = 128;
+      struct vl_step_time t1, t0;
+      struct vl_err err = {""};
+      a.final_norm = true;
+      assert_int_equal(vl_step_time(&a, &j, g, &t1, &err), VL_OK);
+      a.final_norm = false;
+      assert_int_equal(vl_step_time(&a, &j, g, &t0, &err), VL_OK);
+      const bool autocast = prec == VL_PREC_AMP_BF16 || prec == VL_PREC_AMP_FP16;
+      const unsigned r = prec == VL_PREC_BF16 || prec == VL_PREC_FP16 ? 2 : 4;
+      struct lp p;
+      vl__lp_norm(&p, &a, autocast, r, r);
+      const double T = (double)(j.batch * j.seq);
+      double want = 0;
+      for (unsigned i = LP_FIRST; i <= p.n; i++) {
+        const struct lp_op *o = &p.op[i];
+        if (!o->price) continue;
+        double n = o->pcols == LP_COLS_ROW ? T : T * (double)a.hidden;
+        want += (o->fwd_only ? 1 : 3) * (o->times ? o->times : 1) * n * o->bytes / bw[o->price];
+      }
+      double got = t1.kind_s[VL_TK_MEMORY] - t0.kind_s[VL_TK_MEMORY];
+      printf("%-32s %d: %.6g s, priced %.6g s\n", configs[k], prec, got, want);
+      assert_true(fabs(got - want) <= 1e-9 * want);
+    }
+  }
+  vl_catalog_release(&cat);
+}
+
+/* the time a program's priced lines take on n[] elements, forward once
+ * and backward twice but a forward-only line's */
+static double priced_s(const struct lp *p, const double *n, const struct vl_kt_card *kt) {
+  const double bw[] = {[LP_PRICE_EW] = kt->bw_add,
+                       [LP_PRICE_CAST] = kt->bw_cast,
+                       [LP_PRICE_NORM] = kt->bw_norm,
+                       [LP_PRICE_SOFTMAX] = kt->bw_softmax};
+  double s = 0;
+  for (unsigned i = LP_FIRST; i <= p->n; i++) {
+    const struct lp_op *o = &p->op[i];
+    if (o->price)
+      s +=
+          (o->fwd_only ? 1 : 3) * (o->times ? o->times : 1) * n[o->pcols] * o->bytes / bw[o->price];
+  }
+  return s;
+}
+
+struct scores_kind {
+  const char *name, *config;
+  bool masked;
+  unsigned e, sm, tb; /* the scores', softmax's and the weights' bytes an element */
+  unsigned ops;
+  double kept; /* bytes kept an element of rows x keys, the output among them */
+};
+
+/* eager attention's scores to weights: the ops, and what the replay keeps
+ * once they ran (softmax's output, the weights, tanh's output, dropout's
+ * mask, gpt-oss's joined logits and row maxima) */
+static const struct scores_kind scores[] = {
+    {"Llama bf16: mask, fp32 softmax, cast", "data/models/llama-3-8b.json", true, 2, 4, 2, 4,
+     4 + 2},
+    {"Llama autocast: fp32 query, no cast", "data/models/llama-3-8b.json", true, 2, 4, 4, 4, 4},
+    {"GPT-2 bf16: half softmax, dropout", "data/models/gpt2.json", true, 2, 2, 2, 4, 2 + 2 + 1},
+    {"Gemma 2 bf16: soft cap", "data/models/gemma-2-2b.json", true, 2, 4, 2, 7, 2 + 4 + 2},
+    {"BERT bf16: no mask, dropout", "data/models/bert-base-uncased.json", false, 2, 2, 2, 3,
+     2 + 2 + 1},
+};
+
+static void scores_program(void **state) {
+  (void)state;
+  enum { Q = 64, K = 64 }; /* rows: batch x heads x queries; keys */
+  for (size_t k = 0; k < sizeof scores / sizeof scores[0]; k++) {
+    const struct scores_kind *c = &scores[k];
+    struct bare b;
+    bare_begin(&b, c->config, c->e, false, false);
+    struct lp p;
+    vl__lp_scores(&p, &b.a, c->masked, false, c->e, c->e, c->sm, c->tb);
+    uint32_t s = tape_new(&b.R.tp, (uint64_t)Q * K * c->e), t[LP_MAX];
+    uint32_t w = vl__tr_lp(&b.R, &p, s, c->e, &(struct lp_dims){.rows = Q, .h = K}, false, t);
+    const uint32_t held = t[p.held];
+    printf("%-40s %u ops, kept %g\n", c->name, p.n - LP_IN, bare_allocated(&b) / (Q * K));
+    assert_int_equal(p.n - LP_IN, c->ops);
+    assert_int_equal(held, 0);
+    assert_true(bare_allocated(&b) == c->kept * Q * K);
+    rel(&b.R, w);
+    bare_end(&b);
+  }
+  /* gpt-oss: the sink column joined, the row maxima (value and index) kept
+   * to the backward, the joined logits held for the caller (512 rows: the
+   * blocks whole multiples of the allocator's 512 bytes) */
+  struct bare b;
+  bare_begin(&b, "data/models/gpt-oss-20b.json", 2, false, false);
+  struct lp p;
+  vl__lp_scores(&p, &b.a, true, false, 2, 2, 4, 2);
+  uint32_t s = tape_new(&b.R.tp, (uint64_t)512 * 64 * 2), t[LP_MAX];
+  vl__tr_lp(&b.R, &p, s, 2, &(struct lp_dims){.rows = 512, .h = 64}, false, t);
+  const uint32_t held = t[p.held];
+  assert_true(held != 0);
+  assert_true((double)b.R.tp.t[held].bytes == 512.0 * 65 * 2);
+  assert_true(bare_allocated(&b) == 512.0 * (65 * 2 + 10 + 65 * 4 + 64 * 2));
+  bare_end(&b);
+}
+
+/* the time model prices eager attention's scores and rotary from the
+ * programs: Gemma 2's soft cap and dropout on the scores, and rotary on
+ * half of each head against all of it, move the memory time by the
+ * programs' priced lines */
+static void time_model_prices_attention(void **state) {
+  (void)state;
+  struct vl_catalog cat;
+  assert_int_equal(tu_catalog(&cat), 0);
+  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
+  struct vl_time_card card;
+  vl_time_card_init(&card, g, false);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.precision = VL_PREC_BF16, j.batch = 2, j.seq = 128, j.attention = VL_ATTN_EAGER;
+  struct vl_err err = {""};
+  struct vl_step_time t0, t1;
+  struct vl_arch a;
+  tu_arch("data/models/gemma-2-2b.json", &a);
+  a.attn_dropout = 0, a.attn_softcap = 0;
+  assert_int_equal(vl_step_time(&a, &j, g, &t0, &err), VL_OK);
+  struct lp p0, p1;
+  vl__lp_scores(&p0, &a, true, false, 2, 2, 4, 2);
+  a.attn_dropout = 0.1, a.attn_softcap = 50;
+  assert_int_equal(vl_step_time(&a, &j, g, &t1, &err), VL_OK);
+  vl__lp_scores(&p1, &a, true, false, 2, 2, 4, 2);
+  const double n = (double)(j.batch * a.heads * j.seq * j.seq);
+  const double ns[LP_COLS_N] = {[LP_COLS_H] = n};
+  double want = (priced_s(&p1, ns, card.tables) - priced_s(&p0, ns, card.tables)) * a.layers;
+  double got = t1.kind_s[VL_TK_MEMORY] - t0.kind_s[VL_TK_MEMORY];
+  printf("scores: soft cap and dropout %.6g s, priced %.6g s\n", got, want);
+  assert_true(want > 0 && fabs(got - want) <= 1e-9 * want);
+  /* rotary: its priced lines per element rotated */
+  tu_arch("data/models/llama-3-8b.json", &a);
+  a.rotary_pct = 1;
+  assert_int_equal(vl_step_time(&a, &j, g, &t1, &err), VL_OK);
+  a.rotary_pct = 0.5;
+  assert_int_equal(vl_step_time(&a, &j, g, &t0, &err), VL_OK);
+  struct lp r;
+  vl__lp_rope(&r, 2, 2, false);
+  const double rot = (double)(j.batch * j.seq) * (double)(a.heads + a.kv_heads) * a.head_dim / 2;
+  want = priced_s(&r, (const double[LP_COLS_N]){[LP_COLS_I] = rot}, card.tables) * a.layers;
+  got = t1.kind_s[VL_TK_MEMORY] - t0.kind_s[VL_TK_MEMORY];
+  printf("rotary on half of each head: %.6g s, priced %.6g s\n", got, want);
+  assert_true(want > 0 && fabs(got - want) <= 1e-9 * want);
+  vl_catalog_release(&cat);
+}
+
+/* rotary on a bare tape: what stays is its input and output (the
+ * products save nothing the program does not say: cos and sin are the
+ * model's); partial rotary's output is the whole, in the wider dtype */
+static void rope_program(void **state) {
+  (void)state;
+  for (int part = 0; part <= 1; part++) {
+    struct bare b;
+    bare_begin(&b, "data/models/pythia-160m.json", 2, true, false);
+    const uint64_t n = 4096, nr = part ? 1024 : n;
+    struct lp p;
+    vl__lp_rope(&p, 2, 4, part);
+    uint32_t x = tape_new(&b.R.tp, n * 2);
+    uint32_t y =
+        vl__tr_lp(&b.R, &p, x, 2, &(struct lp_dims){.rows = 1, .I = nr, .h = n}, false, NULL);
+    printf("rotary%s: %u ops\n", part ? " on a part" : "", p.n - LP_IN);
+    assert_int_equal(p.n - LP_IN, part ? 10 : 7);
+    assert_true((double)b.R.tp.t[y].bytes == n * 4.0);
+    assert_true(bare_allocated(&b) == n * 2.0 + n * 4.0);
+    bare_end(&b);
+  }
+}
+
+/* q, k and v: the fused projection's views and its output held for the
+ * caller; three linears (OPT's q scaled, cross-attention's k and v of the
+ * second input on the keys' rows); eager's head views; the time model's
+ * count of the input's casts */
+static void qkv_program(void **state) {
+  (void)state;
+  struct {
+    const char *config;
+    bool cross, split;
+    unsigned ops, input_linears;
+    bool held;
+  } qkv_kinds[] = {
+      {"data/models/gpt2.json", false, true, 4, 1, true},
+      {"data/models/llama-3-8b.json", false, false, 3, 3, false},
+      {"data/models/llama-3-8b.json", false, true, 6, 3, false},
+      {"data/models/opt-125m.json", false, false, 4, 3, false},
+      {"data/models/bart-base.json", true, true, 7, 1, false},
+  };
+  for (size_t k = 0; k < sizeof qkv_kinds / sizeof qkv_kinds[0]; k++) {
+    struct bare b;
+    bare_begin(&b, qkv_kinds[k].config, E, false, false);
+    b.a.qkv_bias = 0;
+    struct lp p;
+    vl__lp_qkv(&p, &b.a, E, qkv_kinds[k].cross, qkv_kinds[k].split);
+    printf("%-28s cross %d split %d: %u ops\n", qkv_kinds[k].config, qkv_kinds[k].cross,
+           qkv_kinds[k].split, p.n - LP_IN);
+    assert_int_equal(p.n - LP_IN, qkv_kinds[k].ops);
+    assert_int_equal(vl__lp_input_linears(&p), qkv_kinds[k].input_linears);
+    assert_int_equal(p.held != 0, qkv_kinds[k].held);
+    const uint64_t T = 256, Tk = qkv_kinds[k].cross ? 512 : T, a = 8, g = 2, dh = 64;
+    b.R.kv_src = qkv_kinds[k].cross ? tape_new(&b.R.tp, Tk * H * E) : 0, b.R.kv_srcb = E;
+    uint32_t x = tape_new(&b.R.tp, T * H * E), t[LP_MAX];
+    const struct lp_dims d = {.rows = T, .rows_k = Tk, .I = a * dh, .J = g * dh, .h = H};
+    vl__tr_lp(&b.R, &p, x, E, &d, false, t);
+    assert_true((double)b.R.tp.t[t[p.out[0]]].bytes == (double)T * a * dh * E);
+    assert_true((double)b.R.tp.t[t[p.out[1]]].bytes == (double)Tk * g * dh * E);
+    assert_true((double)b.R.tp.t[t[p.out[2]]].bytes == (double)Tk * g * dh * E);
+    if (p.held) assert_true((double)b.R.tp.t[t[p.held]].bytes == (double)T * (a + 2 * g) * dh * E);
+    bare_end(&b);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(each_kind),
       cmocka_unit_test(dropout_on_the_activation),
       cmocka_unit_test(replay_issues_the_program),
       cmocka_unit_test(time_model_prices_the_program),
+      cmocka_unit_test(each_norm),
+      cmocka_unit_test(time_model_prices_the_norm),
+      cmocka_unit_test(scores_program),
+      cmocka_unit_test(qkv_program),
+      cmocka_unit_test(rope_program),
+      cmocka_unit_test(time_model_prices_attention),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

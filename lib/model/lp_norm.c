@@ -1,0 +1,90 @@
+/* The norms as a layer program (lp.h): nn.LayerNorm (one fused kernel)
+ * and the RMSNorms transformers writes in Python: Llama's (the input
+ * upcast to fp32, the weight's product in its dtype), Gemma's (1 + w) in
+ * fp32, T5's (the rsqrt times the half input). One program serves every
+ * place a layer normalises: the layer's input norms, Gemma 2/3's and
+ * OLMo 2's norms after a branch, Qwen3's and OLMo 2's q/k norms (rows the
+ * heads' or the tokens', h the head's or every head's width), the final
+ * norm. The replay (train_replay_lp.c) issues these ops over rows x h, the
+ * time model (steptime.c norm) prices them.
+ *
+ * The time model prices every norm as reading the residual stream's dtype
+ * (a post-norm's and a q/k norm's input is the activations'); it is built
+ * with xb = the residual's bytes there, the replay with the input's. */
+#include "internal.h"
+#include "lp.h"
+
+#define OP(...) vl__lp_emit(p, (struct lp_op){__VA_ARGS__})
+
+/* nn.LayerNorm: one kernel, its output fp32 under autocast (layer_norm is
+ * on autocast's float32 list); its backward keeps its input (and the
+ * row statistics, rows x 8 bytes: not counted) */
+static void layer_norm(struct lp *p, unsigned xb) {
+  const uint8_t ob = (uint8_t)(p->autocast ? 4 : xb);
+  OP(.kind = LP_EW, .in = {LP_IN}, .cols = LP_COLS_H, .ob = ob, .saved = {LP_IN},
+     .price = LP_PRICE_NORM, .pcols = LP_COLS_H, .bytes = xb + ob);
+}
+
+/* the weight's product and the cast back to the input's dtype of y32,
+ * (x * rsqrt) in fp32: Llama's casts first and multiplies in the weight's
+ * dtype (LlamaRMSNorm.forward: weight * hidden_states.to(input_dtype));
+ * Gemma's multiplies by (1 + weight.float()) in fp32, then type_as(x)
+ * (transformers 5.17 modeling_gemma.py GemmaRMSNorm; OLMo 2's weight * x
+ * in fp32, then .to(input_dtype)). The time model prices both as Llama's:
+ * the cast (4 + xb), then the product at 2 ob bytes (Gemma's is fp32 in
+ * and out: 8), so Gemma's product is priced late, after its cast */
+static void rms_weight(struct lp *p, const struct vl_arch *arch, unsigned xb, unsigned wb,
+                       uint8_t y32) {
+  if (vl__norm_weight_fp32(arch)) {
+    uint8_t o32 = OP(.kind = LP_EW, .in = {y32}, .cols = LP_COLS_H, .ob = 4, .saved = {y32},
+                     .wsave = true, .drop = {y32}, .price = LP_PRICE_EW, .pcols = LP_COLS_H,
+                     .late = xb < 4, .bytes = 2.0 * xb); /* * (1 + w)  (rows, h) fp32 */
+    if (xb < 4)
+      OP(.kind = LP_CAST, .in = {o32}, .cols = LP_COLS_H, .ob = (uint8_t)xb, .drop = {o32},
+         .price = LP_PRICE_CAST, .pcols = LP_COLS_H, .bytes = 4.0 + xb); /* type_as(x) */
+    return;
+  }
+  const uint8_t ob = (uint8_t)(wb > xb ? wb : xb);
+  uint8_t yh = xb < 4 ? OP(.kind = LP_CAST, .in = {y32}, .cols = LP_COLS_H, .ob = (uint8_t)xb,
+                           .price = LP_PRICE_CAST, .pcols = LP_COLS_H, .bytes = 4.0 + xb)
+                      : OP(.kind = LP_REF, .in = {y32}, .cols = LP_COLS_H, .ob = 4); /* .to() */
+  /* weight * x saves x for the weight's gradient: not where the weight is
+   * frozen (LoRA; y-qwen05-bf16-lora16-adamw-b8s2048's history) */
+  OP(.kind = LP_EW, .in = {yh}, .cols = LP_COLS_H, .ob = ob, .saved = {yh}, .wsave = true,
+     .tmpb = ob, .drop = {yh, y32}, .price = LP_PRICE_EW, .pcols = LP_COLS_H,
+     .bytes = 2.0 * ob); /* weight *  (rows, h) */
+}
+
+/* RMSNorm: x.float(); pow(2).mean(-1, keepdim); rsqrt(+ eps); x * rsqrt;
+ * then the weight (modeling_llama.py LlamaRMSNorm.forward). The time
+ * model prices + eps and rsqrt as two forward kernels of a row's 8 bytes;
+ * the replay makes one tensor of them (var + eps's rows x 4 bytes are not
+ * made there) */
+static void rms_norm(struct lp *p, const struct vl_arch *arch, unsigned xb, unsigned wb) {
+  uint8_t x32 = xb < 4 ? OP(.kind = LP_CAST, .in = {LP_IN}, .cols = LP_COLS_H, .ob = 4,
+                            .price = LP_PRICE_CAST, .pcols = LP_COLS_H, .bytes = xb + 4.0)
+                       : OP(.kind = LP_REF, .in = {LP_IN}, .cols = LP_COLS_H, .ob = 4);
+  uint8_t sq = OP(.kind = LP_EW, .in = {x32}, .cols = LP_COLS_H, .ob = 4, .saved = {x32}, /* pow */
+                  .price = LP_PRICE_EW, .pcols = LP_COLS_H, .bytes = 8);
+  uint8_t var = OP(.kind = LP_EW, .in = {sq}, .cols = LP_COLS_ROW, .ob = 4, .drop = {sq}, /* mean */
+                   .price = LP_PRICE_NORM, .pcols = LP_COLS_H, .bytes = 4);
+  uint8_t rs = OP(.kind = LP_EW, .in = {var}, .cols = LP_COLS_ROW, .ob = 4, .save_out = true,
+                  .drop = {var}, .price = LP_PRICE_EW, .pcols = LP_COLS_ROW, .times = 2,
+                  .fwd_only = true, .bytes = 8); /* + eps, rsqrt  (rows, 1) */
+  /* T5LayerNorm multiplies the input itself, not its fp32 copy, by the
+   * rsqrt: the product saves the half input (modeling_t5.py) */
+  const uint8_t xm = arch->family == VL_FAM_T5 ? LP_IN : x32;
+  uint8_t y32 = OP(.kind = LP_EW, .in = {xm, rs}, .cols = LP_COLS_H, .ob = 4, .saved = {xm, rs},
+                   .tmpb = 4, .drop = {x32, rs}, .price = LP_PRICE_EW, .pcols = LP_COLS_H,
+                   .bytes = 12); /* x * rsqrt  (rows, h) fp32 */
+  rms_weight(p, arch, xb, wb, y32);
+}
+
+void vl__lp_norm(struct lp *p, const struct vl_arch *arch, bool autocast, unsigned xb,
+                 unsigned wb) {
+  vl__lp_begin(p, xb, autocast, LP_COLS_H);
+  if (arch->rms_norm)
+    rms_norm(p, arch, xb, wb);
+  else
+    layer_norm(p, xb);
+}
