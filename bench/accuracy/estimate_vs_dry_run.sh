@@ -24,6 +24,17 @@ t5-base|--precision bf16 --batch 8 --seq 512 --target-seq 64
 t5-base|--precision bf16 --batch 4 --seq 1024 --target-seq 128
 t5-base|--precision bf16 --batch 16 --seq 256
 bench/configs/flan-t5-base.json|--precision bf16 --batch 8 --seq 512 --target-seq 128
+t5-base|--precision bf16 --batch 8 --seq 512 --target-seq 128 --checkpointing full
+t5-base|--precision bf16 --batch 4 --seq 1024 --target-seq 64 --checkpointing full
+t5-base|--precision fp32 --batch 4 --seq 1024 --target-seq 64 --checkpointing full
+bench/configs/flan-t5-base.json|--precision fp32 --batch 8 --seq 512 --target-seq 128 --checkpointing full
+t5-base|--precision bf16 --batch 8 --seq 512 --target-seq 128 --lora-rank 16
+t5-base|--precision bf16 --batch 4 --seq 1024 --target-seq 64 --lora-rank 16
+t5-base|--precision bf16 --batch 8 --seq 512 --target-seq 128 --lora-rank 16 --checkpointing full
+bart-base|--precision bf16 --batch 8 --seq 512 --target-seq 128 --checkpointing full
+bart-base|--precision bf16 --batch 4 --seq 512 --target-seq 32
+bart-base|--precision bf16 --batch 8 --seq 512 --target-seq 128 --lora-rank 16
+bart-base|--precision bf16 --batch 8 --seq 512 --target-seq 128 --lora-rank 16 --checkpointing full
 bert-base-uncased|--precision bf16 --batch 16 --seq 512 --attention eager
 bert-large-uncased|--precision bf16 --batch 8 --seq 512 --attention eager
 bert-base-uncased|--precision bf16 --batch 16 --seq 512 --lora-rank 16
