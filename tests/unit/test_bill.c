@@ -1024,14 +1024,17 @@ static void deberta_runs_eager(void **state) {
  * half copy of the probabilities as eager keeps): replayed so, t5-base
  * bf16 8 x 512 is within 0.2 % of its dry run on meta (10,137,544,704 B);
  * replayed as eager it was 14.8 % above, read as an encoder's activations
- * 54 % under */
+ * 54 % under. A real run held more than the dry run (an H200, 8 x 512 with
+ * 128 target tokens: 21 % above the estimate), so the bill says so with
+ * that gap; eager's says nothing */
 static void t5_sdpa_math_path(void **state) {
   (void)state;
   struct vl_bill sdpa, eager;
   sdpa_and_eager("data/models/t5-base.json", VL_PREC_BF16, 8, 512, &sdpa, &eager);
   assert_close((double)sdpa.peak_allocated_bytes, 10137544704.0, 0.01, "t5-base bf16 SDPA");
   assert_true(sdpa.peak_allocated_bytes < eager.peak_allocated_bytes);
-  assert_null(sdpa.approximate);
+  assert_non_null(sdpa.approximate);
+  assert_non_null(strstr(sdpa.approximate, "an H200 held more"));
   assert_null(eager.approximate);
 }
 
