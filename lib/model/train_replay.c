@@ -432,11 +432,7 @@ static void layers_backward(struct loop *lp, struct pass *f) {
     uint32_t y = vl_arch_post_ln(arch) ? vl__tr_post_ln_layer(R, tape_ref(&R->tp, kept[l]), true)
                                        : vl__tr_layer(R, tape_ref(&R->tp, kept[l]), true);
     vl__tr_uncache(R);
-    R->tp.t[y].grad = R->tp.t[next].grad;
-    R->tp.t[next].grad = 0;
-    tape_backward(&R->tp, from);
-    tape_truncate(&R->tp, from);
-    rel(R, y);
+    vl__tr_layer_backward(R, y, next, from);
     if (l + 1 < L) rel(R, kept[l + 1]);
   }
   if (z->ckpt && R->tp.nn) {

@@ -85,6 +85,17 @@ static inline uint32_t base_param(struct run *R, uint64_t bytes) {
 }
 static inline void rel(struct run *R, uint32_t x) { tape_drop(&R->tp, x); }
 
+/* a checkpointed layer's backward: its recomputed output y takes the
+ * gradient pending on the checkpoint's output `next`, the nodes recorded
+ * since `from` run and are dropped, y goes */
+static inline void vl__tr_layer_backward(struct run *R, uint32_t y, uint32_t next, uint32_t from) {
+  R->tp.t[y].grad = R->tp.t[next].grad;
+  R->tp.t[next].grad = 0;
+  tape_backward(&R->tp, from);
+  tape_truncate(&R->tp, from);
+  rel(R, y);
+}
+
 /* a and b joined into `bytes` (an add: TAPE_ADD; a cat: TAPE_SLICES);
  * Python lets go of both */
 static inline uint32_t join(struct run *R, uint64_t bytes, uint32_t a, uint32_t b, uint8_t pass) {
@@ -198,6 +209,8 @@ uint32_t vl__tr_seq2seq(struct run *R, uint32_t x, uint32_t *x0d, uint32_t *kept
  * stacks, then each encoder layer; the encoder's first input's gradient is
  * left pending */
 void vl__tr_seq2seq_backward(struct run *R, uint32_t *kept, uint32_t out);
+
+/* ---- train_replay_t5.c ---- */
 
 /* T5's position bias of the attention being run: made by each stack's
  * first layer (again by its recomputation); 0 elsewhere */
