@@ -942,17 +942,9 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
                         "bf16: +14 to +15 % at 16 x 512, 8 x 1,024 and 4 x 2,048, within 0.1 % at "
                         "8 x 128 and 4 x 512; on an H200 +14.2 % at 16 x 1,024; --dry-run traces "
                         "the job itself)";
-  /* replayed, with the gaps real runs measured (bench/results/reserved/
-   * lora-seq2seq-h200/): T5's self-attention under SDPA where its position
-   * bias trains, with half inputs; an encoder-decoder's LoRA under
-   * autocast, which the dry run on meta cannot trace */
-  if (arch->family == VL_FAM_T5 && ts->replayable && job->attention != VL_ATTN_EAGER &&
-      ts->pol.act < 4 && !job->lora_rank)
-    bill->approximate = "is replayed op by op, its attention under SDPA as PyTorch's math path "
-                        "(the dry run's on meta tensors within 1 %), but an H200 held more: peak "
-                        "allocated 21 % and peak reserved 20 % above the estimate (t5-base, "
-                        "bf16, 8 x 512 with 128 target tokens; eager attention was within 0.5 % "
-                        "on an H100 at 4 x 512)";
+  /* replayed, with the gap a real run measured (bench/results/reserved/
+   * lora-seq2seq-h200/): an encoder-decoder's LoRA under autocast, which
+   * the dry run on meta cannot trace */
   if (arch->enc_layers && ts->replayable && job->lora_rank && ts->pol.autocast)
     bill->approximate = "is replayed op by op, but with LoRA under autocast (which the dry run on "
                         "meta tensors cannot trace) an H200 held more: peak allocated 9 % and "

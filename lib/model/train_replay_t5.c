@@ -134,6 +134,18 @@ uint32_t vl__tr_t5_sdpa(struct run *R, uint32_t q, uint32_t k, uint32_t v) {
   rel(R, s0);
   uint32_t p = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s1}, .save_out = true});
   rel(R, s1);
+  if (R->arch->attn_dropout > 0) {
+    /* training: the math path's at::dropout of the probabilities
+     * (transformers passes T5's dropout_rate as dropout_p), CUDA's fused
+     * kernel: its mask (a byte a score, saved) and an fp32 output the
+     * product with v saves (an H200's history of t5-base bf16 8 x 512:
+     * 24 and 96 MiB a layer, bench/results/reserved/lora-seq2seq-h200/) */
+    uint32_t keep = tape_new(&R->tp, sc);
+    uint32_t pd = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {p}, .saved = {keep}});
+    rel(R, keep);
+    rel(R, p);
+    p = pd;
+  }
   uint32_t w = e < 4 ? op(R, (struct tape_op){.out_bytes = sc * e, .in = {p}}) : 0;
   uint32_t vc = folded(R, v32, cached);
   uint32_t o32 =
