@@ -175,6 +175,15 @@ static void replay_issues_the_program(void **state) {
   }
 }
 
+/* the bundled catalog's H100 and its time card (its kernel tables) */
+static const struct vl_gpu *h100(struct vl_catalog *cat, struct vl_time_card *card) {
+  assert_int_equal(tu_catalog(cat), 0);
+  const struct vl_gpu *g = vl_catalog_find(cat, "h100-80gb");
+  assert_non_null(g);
+  vl_time_card_init(card, g, false);
+  return g;
+}
+
 /* the time model's MLP kernels are the program's priced lines: widening
  * the MLP adds, per layer, its priced bytes over the card's bandwidth for
  * each class, once forward and twice backward (its GEMMs are matmul time,
@@ -182,10 +191,8 @@ static void replay_issues_the_program(void **state) {
 static void time_model_prices_the_program(void **state) {
   (void)state;
   struct vl_catalog cat;
-  assert_int_equal(tu_catalog(&cat), 0);
-  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
   struct vl_time_card card;
-  vl_time_card_init(&card, g, false);
+  const struct vl_gpu *g = h100(&cat, &card);
   const struct vl_kt_card *kt = card.tables;
   const double bw[] = {[LP_PRICE_EW] = kt->bw_add, [LP_PRICE_CAST] = kt->bw_cast};
   const char *configs[] = {"data/models/llama-3-8b.json", "data/models/phi-3-mini.json",
@@ -315,10 +322,8 @@ static void each_norm(void **state) {
 static void time_model_prices_the_norm(void **state) {
   (void)state;
   struct vl_catalog cat;
-  assert_int_equal(tu_catalog(&cat), 0);
-  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
   struct vl_time_card card;
-  vl_time_card_init(&card, g, false);
+  const struct vl_gpu *g = h100(&cat, &card);
   const struct vl_kt_card *kt = card.tables;
   const double bw[] = {[LP_PRICE_EW] = kt->bw_add,
                        [LP_PRICE_CAST] = kt->bw_cast,
@@ -439,10 +444,8 @@ static void scores_program(void **state) {
 static void time_model_prices_attention(void **state) {
   (void)state;
   struct vl_catalog cat;
-  assert_int_equal(tu_catalog(&cat), 0);
-  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
   struct vl_time_card card;
-  vl_time_card_init(&card, g, false);
+  const struct vl_gpu *g = h100(&cat, &card);
   struct vl_job j;
   vl_job_init(&j);
   j.precision = VL_PREC_BF16, j.batch = 2, j.seq = 128, j.attention = VL_ATTN_EAGER;
