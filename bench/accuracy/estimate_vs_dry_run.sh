@@ -18,6 +18,7 @@ print('%-28s %-62s est %7.3f / %7.3f  dry %7.3f / %7.3f GiB  %+6.2f / %+6.2f %%'
     echo "$model $args: failed"
 done <<'JOBS'
 phi-3-mini|--precision bf16 --lora-rank 8 --lora-targets all-linear --checkpointing full --batch 4 --seq 2048
+bench/configs/llama-2-7b-3l-v512.json|--precision amp-bf16 --lora-rank 8 --lora-targets all-linear --checkpointing full --batch 2 --seq 1024
 phi-2|--precision bf16 --lora-rank 16 --batch 2 --seq 2048
 t5-base|--precision bf16 --batch 8 --seq 512
 t5-base|--precision bf16 --batch 8 --seq 512 --target-seq 64

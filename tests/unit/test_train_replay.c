@@ -296,7 +296,8 @@ static void lora_input_cast_held_to_return(void **state) {
  * autocast after the casts it makes for that matmul (the frozen down
  * projection's half weight), with LoRA on that linear after its adapter's
  * fp32 input copy and lora_A. Llama-2-7B's shapes cut to 3 layers and a
- * 512-token vocabulary, so the peak falls in a layer's recomputation:
+ * 512-token vocabulary (bench/configs/llama-2-7b-3l-v512.json), so the
+ * peak falls in a layer's recomputation:
  * amp-bf16, LoRA rank 8 on every linear, 2 x 1,024 tokens; `vramledger
  * estimate --dry-run` of that job (PyTorch 2.13 on the CPU under autocast)
  * peaks at 3,680,792,576 B allocated. Stopped before the down projection,
@@ -304,11 +305,7 @@ static void lora_input_cast_held_to_return(void **state) {
 static void recomputation_ends_at_the_last_saved_tensor(void **state) {
   (void)state;
   static struct fixture f;
-  load_prec(&f, "data/models/llama-2-7b.json", 2, 1024, VL_PREC_AMP_BF16);
-  f.a.layers = 3;
-  f.a.vocab = f.z.V = 512;
-  struct vl_err err = {""};
-  assert_int_equal(vl_inventory_build(&f.a, &f.inv, &err), VL_OK);
+  load_prec(&f, "bench/configs/llama-2-7b-3l-v512.json", 2, 1024, VL_PREC_AMP_BF16);
   lora_all_linear(&f, 8);
   f.z.ckpt = true;
   struct vl_cache_stats s = run(&f);
