@@ -142,6 +142,7 @@ struct vl_arch {
   unsigned norm_fp32_weight : 1; /* RMSNorm multiplies by its weight in fp32, then casts (Gemma's
                                     1 + weight, OLMo 2) */
   unsigned rope_cast_back : 1;   /* rotary's output cast back to q's and k's dtype (OLMo 2) */
+  unsigned rope_upcast : 1;      /* rotary on q.float() and k.float() (ModernBERT) */
   unsigned shared_norm : 1;      /* one norm feeds attention and MLP (Phi, Falcon parallel_attn) */
   unsigned head_bias : 1;        /* the LM head has a bias (Phi) */
   unsigned embed_scaled : 1;     /* the embeddings are multiplied (Gemma sqrt(h), Granite) */

@@ -933,15 +933,6 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
         "kernel and stride (bench/results/step-time/raw.jsonl:vision-kernels/conv.jsonl): on "
         "an H100 its peak allocated was within 3.1 % and its peak reserved 4 to 7 % above the "
         "estimate at 64 to 512 pixels (resnet-50, batch 16, bf16; bench/results/reserved/)";
-  /* ModernBERT with LoRA in half precision: replayed, its loss's fp32
-   * blocks (ForMaskedLMLoss upcasts) sharing segments otherwise than the
-   * dry run's */
-  if (arch->family == VL_FAM_MODERNBERT && ts->replayable && job->lora_rank && ts->pol.act < 4)
-    bill->approximate = "is replayed op by op, but with LoRA in half precision its peak reserved "
-                        "was up to 15 % above the dry run's on meta tensors (modernbert-base, "
-                        "bf16: +14 to +15 % at 16 x 512, 8 x 1,024 and 4 x 2,048, within 0.1 % at "
-                        "8 x 128 and 4 x 512; on an H200 +14.2 % at 16 x 1,024; --dry-run traces "
-                        "the job itself)";
   /* replayed, with the gap a real run measured (bench/results/reserved/
    * lora-seq2seq-h200/): an encoder-decoder's LoRA under autocast, which
    * the dry run on meta cannot trace */

@@ -114,6 +114,9 @@ static vl_status modernbert(struct vl__reader *r, struct vl_arch *a) {
   a->norm_nobias = (unsigned)!nb; /* LayerNorm(bias=False): a weight only */
   a->norm_affine = a->gated_mlp = a->fused_qkv = a->fused_gate_up = a->final_norm = 1;
   a->rotary_pct = 1.0;
+  /* apply_rotary_pos_emb: (q.float() * cos) + (rotate_half(q.float()) *
+   * sin), then q_embed.to(original_dtype) (modeling_modernbert.py) */
+  a->rope_upcast = a->rope_cast_back = 1;
   int tie = 1;
   TRY(vl__get_bool(r, "tie_word_embeddings", 1, &tie));
   a->tie_embeddings = (unsigned)tie;

@@ -127,6 +127,11 @@ void vl__lp_qkv(struct lp *p, const struct vl_arch *arch, unsigned e, bool cross
  * the products in w bytes (the wider of x's and the residual's dtype) */
 void vl__lp_rope(struct lp *p, unsigned e, unsigned w, bool part);
 
+/* ModernBERT's rotary: on x.float() (I elements of e bytes), two copies
+ * of it made; its output in fp32. Not priced by the time model yet
+ * (steptime.c prices vl__lp_rope's lines) */
+void vl__lp_rope_upcast(struct lp *p, unsigned e);
+
 /* for the emitters: p begun (its input rows x in_cols), an op appended
  * (its index), Python letting go of x after the last op */
 static inline void vl__lp_begin(struct lp *p, unsigned e, bool autocast, uint8_t in_cols) {

@@ -171,6 +171,30 @@ static uint8_t rotary(struct lp *p, uint8_t x, unsigned e, unsigned w) {
             .drop = {t1, t3}); /* +  (I) */
 }
 
+/* ModernBERT's rotary on x (LP_IN: I elements, e bytes an element; not
+ * let go of): (q.float() * cos) + (rotate_half(q.float()) * sin), each
+ * q.float() a copy of its own in fp32, the first let go of once
+ * multiplied, the second once rotate_half's cat returns
+ * (modeling_modernbert.py apply_rotary_pos_emb; the dry run on meta of
+ * modernbert-base: four fp32 blocks of q's elements and one of half of
+ * them a head of q and of k). Its output: I elements in fp32 */
+void vl__lp_rope_upcast(struct lp *p, unsigned e) {
+  vl__lp_begin(p, e, false, LP_COLS_I);
+  const uint8_t f = 4, up = e < 4 ? LP_CAST : LP_REF; /* (fp32's q.float(): q itself) */
+  uint8_t xa = OP(.kind = up, .in = {LP_IN}, .cols = LP_COLS_I, .ob = f); /* q.float() */
+  uint8_t t1 = OP(.kind = LP_EW, .in = {xa}, .cols = LP_COLS_I, .ob = f, .drop = {xa}); /* * cos */
+  uint8_t xb = OP(.kind = up, .in = {LP_IN}, .cols = LP_COLS_I, .ob = f); /* q.float() */
+  uint8_t x1 = OP(.kind = LP_VIEW, .in = {xb}, .cols = LP_COLS_I2, .ob = f);
+  uint8_t x2 = OP(.kind = LP_VIEW, .in = {xb}, .cols = LP_COLS_I2, .ob = f);
+  uint8_t neg = OP(.kind = LP_EW, .in = {x2}, .cols = LP_COLS_I2, .ob = f, .drop = {x2}); /* -x2 */
+  uint8_t cat = OP(.kind = LP_EW, .in = {neg, x1}, .cols = LP_COLS_I, .ob = f, .pass = TAPE_SLICES,
+                   .drop = {neg, x1, xb}); /* cat(-x2, x1) */
+  uint8_t t3 =
+      OP(.kind = LP_EW, .in = {cat}, .cols = LP_COLS_I, .ob = f, .drop = {cat}); /* * sin */
+  OP(.kind = LP_EW, .in = {t1, t3}, .cols = LP_COLS_I, .ob = f, .pass = TAPE_ADD,
+     .drop = {t1, t3}); /* +  (I) */
+}
+
 /* rotary on x (LP_IN: h elements, e bytes an element; not let go of): on
  * all of it, or (part: GPT-NeoX's rotary_pct) on its first I elements, the
  * rest concatenated back in the wider dtype (w bytes) (modeling_llama.py

@@ -70,6 +70,7 @@ struct run {
   uint32_t act;     /* BERT's intermediate_output, held to the layer's end (tape tensor) */
   uint32_t enc_in;  /* an encoder's embedding output, held to its last layer (tape tensor) */
   uint32_t seq_out; /* a masked LM's sequence_output, held to its loss (tape tensor) */
+  uint32_t mb_in;   /* ModernBERT's embedding output, held past the final norm (tape tensor) */
   uint32_t emb[2];  /* an encoder's embedding lookups beside the words' (token types,
                        positions), held to the embeddings' return (tape tensors) */
 };

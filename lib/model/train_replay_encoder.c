@@ -122,6 +122,8 @@ uint32_t vl__tr_encoder_embeddings(struct run *R, uint32_t x) {
  * its input), LayerNorm (BertPredictionHeadTransform, RobertaLMHead,
  * DistilBERT's vocab_transform, ModernBertPredictionHead); x taken over */
 uint32_t vl__tr_mlm_transform(struct run *R, uint32_t x, uint64_t *xb) {
+  rel(R, R->mb_in); /* ModernBertModel.forward returns (train_replay_decoder.c) */
+  R->mb_in = 0;
   if (R->arch->causal || R->arch->family == VL_FAM_VIT || R->arch->stages) return x;
   const uint64_t T = R->T, h = R->z->h, e = R->z->e;
   if (R->arch->enc_layers) {

@@ -504,6 +504,28 @@ static void rope_program(void **state) {
   }
 }
 
+/* ModernBERT's rotary: q.float() made twice, each let go of once used;
+ * what stays is the input and the fp32 output; in fp32 q.float() is q
+ * itself (no block) */
+static void rope_upcast_program(void **state) {
+  (void)state;
+  for (unsigned e = 2; e <= 4; e += 2) {
+    struct bare b;
+    bare_begin(&b, "data/models/modernbert-base.json", e, false, false);
+    const uint64_t n = 4096;
+    struct lp p;
+    vl__lp_rope_upcast(&p, e);
+    assert_int_equal(p.n - LP_IN, 9);
+    assert_int_equal(p.op[LP_IN + 1].kind, e < 4 ? LP_CAST : LP_REF);
+    uint32_t x = tape_new(&b.R.tp, n * e);
+    uint32_t y =
+        vl__tr_lp(&b.R, &p, x, e, &(struct lp_dims){.rows = 1, .I = n, .h = n}, false, NULL);
+    assert_true((double)b.R.tp.t[y].bytes == n * 4.0);
+    assert_true(bare_allocated(&b) == n * (double)e + n * 4.0);
+    bare_end(&b);
+  }
+}
+
 /* q, k and v: the fused projection's views and its output held for the
  * caller; three linears (OPT's q scaled, cross-attention's k and v of the
  * second input on the keys' rows); eager's head views; the time model's
@@ -557,6 +579,7 @@ int main(void) {
       cmocka_unit_test(scores_program),
       cmocka_unit_test(qkv_program),
       cmocka_unit_test(rope_program),
+      cmocka_unit_test(rope_upcast_program),
       cmocka_unit_test(time_model_prices_attention),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
