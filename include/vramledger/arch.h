@@ -137,6 +137,10 @@ struct vl_arch {
   unsigned pos_local : 1;      /* OPTDecoder: the learned positions and project_in's output are
                                   its locals, summed after the causal mask, no dropout */
   unsigned q_scaled : 1;       /* q_proj's output times head_dim^-0.5, a new tensor (OPT) */
+  unsigned layer_inline : 1;   /* OPTDecoderLayer: the dropouts and fc1/fc2 written in the layer,
+                                  each result rebinding hidden_states: the attention's norm output
+                                  goes as self_attn returns (before the dropout), the MLP's after
+                                  fc1 */
   unsigned norm_after_add : 1; /* OPT-350m (do_layer_norm_before false): each norm after its
                                   residual add, BERT's layer */
   unsigned norm_fp32_weight : 1; /* RMSNorm multiplies by its weight in fp32, then casts (Gemma's

@@ -134,6 +134,7 @@ vl_status vl__read_opt(struct vl__reader *r, struct vl_arch *a) {
   a->norm_after_add = (unsigned)!before; /* OPTDecoderLayer: "350m applies layer norm AFTER" */
   a->pos_local = 1;
   a->q_scaled = 1; /* OPTAttention.forward: self.q_proj(hidden_states) * self.scaling */
+  a->layer_inline = (unsigned)before; /* (350m: the MLP's input is the residual too) */
   TRY(vl__get_prob(r, "dropout", 0.1, &a->hidden_dropout));
   TRY(vl__get_prob(r, "attention_dropout", 0.0, &a->attn_dropout));
   /* (OPTDecoder.forward: no dropout on the embeddings' sum) */

@@ -114,6 +114,9 @@ static uint8_t gated(struct lp *p, const struct vl_arch *arch) {
 static uint8_t plain(struct lp *p, const struct vl_arch *arch) {
   const uint8_t e = p->e;
   uint8_t fc = linear(p, arch, LP_IN, LP_COLS_H, LP_COLS_I, false, (struct lp_op){0});
+  /* OPTDecoderLayer: hidden_states = self.fc1(hidden_states) lets go of
+   * the norm's output (the caller's reference, taken over) */
+  if (arch->layer_inline) then_drop(p, LP_IN);
   uint8_t act;
   if (arch->relu_act)
     act = OP(.kind = LP_EW, .in = {fc}, .ob = e, .save_out = true, /* relu */

@@ -358,9 +358,14 @@ static void head_forward(struct loop *lp, struct pass *f) {
   uint32_t cls = lp->vision ? tape_view(&R->tp, fn, rows_out * hw * nb) : tape_ref(&R->tp, fn);
   rel(R, fn);
   f->logits = vl__tr_linear_w(R, head, cls, nb, rows_out, hw, z->V, arch->head_bias || lp->vision);
-  rel(R, cls);
   f->logits = logits_out(R, f->logits);
   loss_forward(lp, f);
+  /* the loss is the forward's (labels given): its hidden_states =
+   * outputs.last_hidden_state, the head's input, goes as it returns
+   * (modeling_llama.py LlamaForCausalLM.forward, modeling_opt.py
+   * OPTForCausalLM.forward: outputs[0]; OPT-1.3B AMP LoRA's history,
+   * bench/results/reserved/breadth/) */
+  rel(R, cls);
   rel(R, R->seq_out); /* a masked LM's forward returns: its sequence_output goes */
   R->seq_out = 0;
   if (z->outputs_fp32 && e < 4) {

@@ -222,9 +222,12 @@ uint32_t vl__tr_layer(struct run *R, uint32_t x, bool stop) {
   uint32_t n1 = ident ? tape_ref(&R->tp, x) : vl__tr_norm(R, x, r, &nb), held = 0;
   if (ident) nb = r;
   const uint64_t n1b = nb;
-  uint32_t at = vl__tr_dropout(R, vl__tr_attention(R, n1, nb, &held), arch->hidden_dropout);
+  uint32_t at = vl__tr_attention(R, n1, nb, &held);
+  /* OPT rebinds hidden_states to self_attn's output before its dropout */
+  if (arch->layer_inline) rel(R, n1);
+  at = vl__tr_dropout(R, at, arch->hidden_dropout);
   at = branch_out(R, at); /* Gemma 2/3, OLMo 2 post-norm; Granite's multiplier */
-  if (!arch->shared_norm) rel(R, n1);
+  if (!arch->shared_norm && !arch->layer_inline) rel(R, n1);
   uint32_t h1 = x;
   if (!arch->parallel_residual) {
     h1 = op(R, (struct tape_op){.out_bytes = T * h * r, .in = {x, at}, .pass = TAPE_ADD});
@@ -249,7 +252,7 @@ uint32_t vl__tr_layer(struct run *R, uint32_t x, bool stop) {
   } else {
     mo = vl__tr_mlp(R, n2, nb, T, R->z->I, false, stop);
   }
-  rel(R, n2);
+  if (sparse || !arch->layer_inline) rel(R, n2); /* (else fc1 let go of it) */
   mo = branch_out(R, vl__tr_dropout(R, mo, arch->hidden_dropout));
   uint32_t sum = 0; /* parallel: (mlp + attn) + x, the temporaries go after */
   if (arch->parallel_residual)

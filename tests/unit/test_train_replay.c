@@ -315,6 +315,25 @@ static void recomputation_ends_at_the_last_saved_tensor(void **state) {
   assert_true(fabs((double)s.peak_allocated / traced - 1) < 0.02);
 }
 
+/* OPTDecoderLayer writes its dropouts and fc1/fc2 in the layer, each
+ * result rebinding hidden_states: the attention's norm output goes as
+ * self_attn returns (before the dropout), the MLP's norm output right
+ * after fc1 (modeling_opt.py). OPT-1.3B, amp-bf16, AdamW (foreach), 8 x
+ * 1,024 tokens: an H200 reserved 38,373,687,296 B
+ * (data/reference/h200-torch-2.11/unseen-measured.json,
+ * u-opt13-amp-adamw-b8s1024); released after the MLP and the dropout, the
+ * replay reserved 4.2 % more. */
+static void opt_layer_lets_go_of_its_norms_early(void **state) {
+  (void)state;
+  static struct fixture f;
+  load(&f, "data/models/opt-1.3b.json", 8, 1024);
+  struct vl_cache_stats s = run(&f);
+  const double measured = 38373687296.0;
+  printf("  opt-1.3b amp: reserved %llu (measured %.0f)\n", (unsigned long long)s.peak_reserved,
+         measured);
+  assert_true(fabs((double)s.peak_reserved / measured - 1) < 0.01);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(each_family_pinned),
@@ -327,6 +346,7 @@ int main(void) {
       cmocka_unit_test(out_of_memory_is_said),
       cmocka_unit_test(lora_input_cast_held_to_return),
       cmocka_unit_test(recomputation_ends_at_the_last_saved_tensor),
+      cmocka_unit_test(opt_layer_lets_go_of_its_norms_early),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
