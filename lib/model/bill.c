@@ -895,10 +895,13 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
   /* an encoder with LoRA, whose frozen linears save no input: Python's
    * references keep its tensors (train_replay_encoder.c); within 0.7 % of
    * the dry runs' peak allocated on meta tensors (BERT, RoBERTa, DistilBERT,
-   * ModernBERT; bench/results/dry-run/estimate-vs-dry-run.txt). Not
-   * DeBERTa-v2 (its disentangled attention through LoRA's query_proj, on
-   * the relative embeddings too, is not replayed) nor ViT */
-  const bool encoder_lora = arch->family != VL_FAM_VIT && arch->family != VL_FAM_DEBERTA_V2;
+   * ModernBERT; bench/results/dry-run/estimate-vs-dry-run.txt); DeBERTa-v3
+   * where its attention is train_replay_deberta.c's (query_proj's and
+   * key_proj's adapters on the relative embeddings too; share_att_key, not
+   * under autocast: vl__tr_deberta_replayed); not ViT */
+  const bool deberta_lora = !arch->rel_pos_proj && !ts->pol.autocast;
+  const bool encoder_lora =
+      arch->family != VL_FAM_VIT && (arch->family != VL_FAM_DEBERTA_V2 || deberta_lora);
   ts->replayable =
       !ck->overflow &&
       (arch->causal || (vl_arch_replays_encoder(arch) && (!job->lora_rank || encoder_lora)) ||
@@ -918,9 +921,10 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
     bill->approximate = "is replayed for full training only; with LoRA its activations are "
                         "read analytically";
   if (arch->family == VL_FAM_DEBERTA_V2 && job->lora_rank && !ts->replayable)
-    bill->approximate = "is replayed for full training only; with LoRA its activations are "
-                        "read analytically, and its peak allocated was 12 to 20 % above the dry "
-                        "run's on meta tensors (deberta-v3-base, bf16, 8 x 128 to 16 x 512; "
+    bill->approximate = "is replayed with LoRA in fp32 and half precision only (DeBERTa-v3); "
+                        "under autocast or with pos_key_proj its activations are read "
+                        "analytically, which was 12 to 20 % above the dry run's peak allocated "
+                        "on meta tensors in bf16 (deberta-v3-base, 8 x 128 to 16 x 512; "
                         "--dry-run traces the job itself)";
   if (arch->enc_layers && !ts->replayable)
     bill->approximate = "is replayed op by op for one GPU's loop; this job's activations are "

@@ -40,6 +40,13 @@ uint32_t tape_leaf(struct tape *tp, uint64_t bytes) {
   return x;
 }
 
+uint32_t tape_again(struct tape *tp, uint32_t leaf) {
+  const bool rg = tp->t[leaf].rg;
+  uint32_t x = tape_leaf(tp, tp->t[leaf].bytes);
+  if (x) tp->t[x].rg = rg, tp->t[x].again = true;
+  return x;
+}
+
 uint32_t tape_frozen(struct tape *tp, uint64_t bytes) {
   uint32_t x = tape_leaf(tp, bytes);
   if (x) tp->t[x].rg = false;
@@ -101,6 +108,10 @@ uint32_t tape_op(struct tape *tp, const struct tape_op *op) {
 /* a gradient g arrives for x: the first is kept, a second is summed out of
  * place; a view's goes into its base's gradient (one base-sized buffer) */
 static void arrive(struct tape *tp, uint32_t x, uint32_t g) {
+  if (tp->t[x].leaf && tp->t[x].again) { /* summed into the other use's */
+    tape_drop(tp, g);
+    return;
+  }
   if (tp->t[x].leaf) { /* AccumulateGrad: .grad takes the block */
     uint32_t h = tp->t[g].h;
     tp->t[g].h = NONE;

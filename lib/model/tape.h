@@ -27,6 +27,7 @@ struct tape_tensor {
   uint32_t base;  /* a view: the tensor whose storage it shows (0: none) */
   bool leaf;      /* a parameter: its gradient is handed to on_grad */
   bool rg;        /* requires grad: a trained parameter or what one made */
+  bool again;     /* a parameter's second use (tape_again) */
 };
 
 struct tape_node {
@@ -73,6 +74,11 @@ struct tape {
 uint32_t tape_new(struct tape *tp, uint64_t bytes);
 /* a parameter of `bytes` (its storage is not the tape's) */
 uint32_t tape_leaf(struct tape *tp, uint64_t bytes);
+/* parameter `leaf` used a second time (DeBERTa's query_proj on the
+ * relative embeddings): its gradient there is summed into the other
+ * use's before AccumulateGrad takes one (InputBuffer::accumulate), so it
+ * goes as it arrives */
+uint32_t tape_again(struct tape *tp, uint32_t leaf);
 /* a frozen parameter (requires_grad=False: LoRA's base) */
 uint32_t tape_frozen(struct tape *tp, uint64_t bytes);
 /* a new tensor that needs no gradient (a frozen embedding's output) */

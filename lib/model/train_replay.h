@@ -15,6 +15,7 @@
  *   train_replay_decoder.c    the pre-norm layer, its MLP and MoE experts
  *   train_replay_encoder.c    BERT-like encoders: embeddings, the post-norm
  *                             layer, the masked-LM head's transform
+ *   train_replay_deberta.c    DeBERTa-v3's disentangled self-attention
  *   train_replay_seq2seq.c    T5 and BART: the encoder, then the decoder
  *                             with cross-attention
  *   train_replay_vision.c     ViT's patches, ResNet's convolutions */
@@ -151,6 +152,10 @@ uint32_t vl__tr_linear_w(struct run *R, uint32_t w, uint32_t x, uint64_t xb, uin
  * adapter on it where it is a target) */
 uint32_t vl__tr_linear(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t in_f,
                        uint64_t out_f, bool bias);
+/* the layer's k-th linear (z->lin[k]) with its weight w on x (rows x
+ * in_f, xb bytes): LoRA's adapter where it is a target */
+uint32_t vl__tr_linear_k(struct run *R, uint32_t w, unsigned k, uint32_t x, uint64_t xb,
+                         uint64_t rows, uint64_t in_f, uint64_t out_f, bool bias);
 /* autocast exits (or a recomputation ends): its cached copies go */
 void vl__tr_uncache(struct run *R);
 /* dropout of x (taken over) with probability prob (0: x itself) */
@@ -178,6 +183,18 @@ uint32_t vl__tr_norm(struct run *R, uint32_t x, uint64_t xb, uint64_t *ob);
 /* the attention on n1 (T x h, nb bytes an element): its o_proj's output;
  * *held: what it returns beside it (eager's weights, 0 for SDPA) */
 uint32_t vl__tr_attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *held);
+/* train_replay_deberta.c: DeBERTa-v3's self-attention on x (T x h, xb
+ * bytes an element); its context (T x h), before attention.output */
+uint32_t vl__tr_deberta_self(struct run *R, uint32_t x, uint64_t xb);
+/* whether the job's DeBERTa attention is that: DeBERTa-v3's
+ * (share_att_key), not under autocast. Under autocast the earlier
+ * description stays (disentangled() in train_replay_attention.c): with
+ * this one deberta3-amp-adamw-eager's measured reserve went from -2.2 to
+ * -12.5 % (its allocated +1.3 to +0.2 %); an H200 reserved 3 GiB over
+ * its peak allocated there, which neither replays */
+static inline bool vl__tr_deberta_replayed(const struct run *R) {
+  return R->arch->rel_att && !R->arch->rel_pos_proj && !R->z->autocast;
+}
 
 /* ---- train_replay_decoder.c ---- */
 

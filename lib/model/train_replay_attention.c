@@ -476,6 +476,13 @@ static uint32_t sdpa(struct run *R, const struct qkv *s) {
 uint32_t vl__tr_attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *held) {
   const struct vl_arch *arch = R->arch;
   const uint64_t T = R->T, a = R->a, g = R->g, e = R->z->e, h = R->z->h;
+  if (vl__tr_deberta_replayed(R)) {
+    /* DeBERTa-v3 (share_att_key): train_replay_deberta.c. Its context is
+     * DebertaV2Attention.forward's until it returns (*held) */
+    uint32_t o = vl__tr_deberta_self(R, n1, nb);
+    *held = o;
+    return vl__tr_linear(R, o, e, T, h, h, arch->o_bias);
+  }
   struct qkv s;
   project(R, n1, nb, &s);
   s.q = qk_norm(R, s.q, a);

@@ -42,6 +42,10 @@ uint32_t vl__tr_post_ln_layer(struct run *R, uint32_t x, bool stop) {
   uint32_t h1 = vl__tr_norm(R, s1, r, &nb);
   rel(R, s1);
   if (bert) rel(R, at);
+  if (vl__tr_deberta_replayed(R)) { /* DebertaV2Attention returns: its context goes */
+    rel(R, held);
+    held = 0;
+  }
   R->keep_act = bert && !distil;
   uint32_t mo =
       vl__tr_dropout(R, vl__tr_mlp(R, h1, nb, T, R->z->I, false, stop), arch->hidden_dropout);

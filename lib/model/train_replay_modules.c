@@ -79,8 +79,17 @@ static uint32_t lora(struct run *R, uint32_t y, uint32_t x, uint64_t xb, uint64_
  * under LoRA, with its adapter where it is a target) */
 uint32_t vl__tr_linear(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t in_f,
                        uint64_t out_f, bool bias) {
-  const struct vl__train_sizes *z = R->z;
   const unsigned k = R->lin++;
+  return vl__tr_linear_k(R, base_param(R, in_f * out_f * R->z->wb), k, x, xb, rows, in_f, out_f,
+                         bias);
+}
+
+/* a layer's k-th linear, its weight w, on x: its adapter where it is a
+ * target (a module run on a second input: DeBERTa's query_proj and
+ * key_proj on the relative embeddings, whose PEFT adapter runs there too) */
+uint32_t vl__tr_linear_k(struct run *R, uint32_t w, unsigned k, uint32_t x, uint64_t xb,
+                         uint64_t rows, uint64_t in_f, uint64_t out_f, bool bias) {
+  const struct vl__train_sizes *z = R->z;
   const bool adapted = k < z->n_lin && z->lin[k].adapted;
   /* a checkpoint's recomputation that ends in this linear ends as its
    * last matmul saves its inputs: the base's, or its adapter's lora_B
@@ -88,8 +97,7 @@ uint32_t vl__tr_linear(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, ui
    * raises once the recomputation has packed as many tensors as the
    * forward did) */
   R->stop_at_mm = R->stop_in_linear && !adapted;
-  uint32_t y =
-      vl__tr_linear_w(R, base_param(R, in_f * out_f * z->wb), x, xb, rows, in_f, out_f, bias);
+  uint32_t y = vl__tr_linear_w(R, w, x, xb, rows, in_f, out_f, bias);
   R->stop_at_mm = R->stop_in_linear && adapted;
   R->stop_in_linear = false;
   if (adapted) y = lora(R, y, x, xb, rows, in_f, out_f);

@@ -153,6 +153,31 @@ static void leaf_gradients_and_the_workspace(void **state) {
   teardown(&f);
 }
 
+/* a parameter's second use (tape_again: DeBERTa's query_proj and key_proj
+ * on the relative embeddings) hands no gradient of its own: autograd sums
+ * it into the first use's (InputBuffer::accumulate) before AccumulateGrad
+ * takes one; the second use's goes as it arrives */
+static void second_use_of_a_parameter(void **state) {
+  (void)state;
+  struct fix f;
+  setup(&f, true);
+  uint32_t w = tape_leaf(&f.tp, 6 * M), x = tape_new(&f.tp, 4 * M);
+  struct tape_op o = {.out_bytes = 2 * M, .in = {w, x}, .saved = {x}, .mm = true};
+  uint32_t y = tape_op(&f.tp, &o);
+  uint32_t w2 = tape_again(&f.tp, w);
+  assert_true(f.tp.t[w2].rg && f.tp.t[w2].leaf);
+  struct tape_op o2 = {.out_bytes = 2 * M, .in = {y, w2}, .saved = {y}, .mm = true};
+  uint32_t z = tape_op(&f.tp, &o2);
+  tape_drop(&f.tp, x);
+  f.tp.t[z].grad = tape_new(&f.tp, 2 * M);
+  tape_backward(&f.tp, 0);
+  assert_int_equal(f.leaf_grads, 1);
+  assert_int_equal(f.leaf_bytes, 6 * M);
+  /* left: y and z (Python holds them), x's gradient */
+  assert_int_equal(allocated(&f), 2 * M + 2 * M + 4 * M);
+  teardown(&f);
+}
+
 /* LoRA's frozen base: an op none of whose inputs requires grad records no
  * node and keeps nothing it would save; where one input does, the node
  * lists only that one, and the backward makes no gradient for the rest */
@@ -331,6 +356,7 @@ int main(void) {
       cmocka_unit_test(second_gradient_summed_out_of_place),
       cmocka_unit_test(views_fill_one_base_sized_gradient),
       cmocka_unit_test(leaf_gradients_and_the_workspace),
+      cmocka_unit_test(second_use_of_a_parameter),
       cmocka_unit_test(column_sum_scratch_as_on_the_h200),
       cmocka_unit_test(bias_scratch_is_the_cards),
       cmocka_unit_test(zero1_share_is_the_greedy_rule),

@@ -26,8 +26,6 @@ VISION = {"vit-base-patch16-224", "resnet-50"}
 # known gaps of the formula against the dry run (percent of the dry run's
 # peak allocated), each within 2 points
 KNOWN = {
-    # DeBERTa-v2: the disentangled attention's position terms, read as two more score tensors
-    "deberta-v3-base": 5.9,
     # (T5 under SDPA: PyTorch's math path with its dropout of the
     # probabilities, which the dry run on meta leaves out: within 2 points at
     # 2 x 128, +0.6 %; over it at 512 tokens, where an H200 agrees with the
