@@ -796,14 +796,18 @@ static void stage_phases(struct train_stage *ts) {
    * head's waits in the node's input buffer, the embedding's comes last
    * and the two are summed out of place (torch/csrc/autograd/
    * input_buffer.cpp) before the sum becomes .grad: two more matrices at
-   * the end of the backward (Gemma-7B: 2.93 GiB over the gradients,
-   * bench/results/unseen-sets/raw.jsonl:unseen3) */
+   * the end of the backward (Gemma-7B bf16: 2.93 GiB over the gradients,
+   * bench/results/unseen-sets/raw.jsonl:unseen3); under autocast of fp32
+   * weights the head's arrives through the cast's backward, a tensor
+   * nothing else holds, and the embedding's is added into it: one more
+   * (Gemma-7B AMP, x-gemma7b-amp-sgd-ckpt-b1s1024) */
   uint64_t tied_sum = 0;
   if (arch->causal && arch->tie_embeddings && ts->first && ts->last && !job->lora_rank &&
       !job->qlora) {
     /* in the weights' dtype: a hook's fp32 main gradient comes after */
+    const bool inplace = ts->pol.autocast && ts->pol.weight > ts->pol.act;
     tied_sum = vl__note_tied_grads(
-        ts->bill, ck, VL__T_TIED_GRADS,
+        ts->bill, ck, inplace ? VL__T_TIED_GRADS_INPLACE : VL__T_TIED_GRADS,
         &(struct vl__in_tied_grads){
             .V = arch->vocab, .h = arch->embed_proj_dim, .t = job->tp, .w = ts->pol.weight});
   }

@@ -474,15 +474,21 @@ static void embedding_grads(struct loop *lp, struct pass *f) {
   if (f->x0d) R->tp.t[f->x0d].grad = 0;
   /* the embeddings' gradients. A tied matrix's two meet at its
    * AccumulateGrad node: the head's waited in its input buffer, the sum
-   * (out of place) becomes .grad (torch/csrc/autograd/input_buffer.cpp) */
+   * becomes .grad (torch/csrc/autograd/input_buffer.cpp accumulate): out
+   * of place where the head's gradient is the matmul's; in place where it
+   * is autocast's cast's backward (ToCopyBackward0: a fresh tensor nothing
+   * else holds, can_accumulate_inplace). The traces of Llama-3.2-3B's
+   * shapes at two layers, checkpointed: three fp32 tables at once in bf16
+   * and fp32 on meta, two under amp-bf16 on the CPU */
+  const bool inplace = z->autocast && z->wb > z->e;
   for (int i = 0; i < inv->n && !R->p.failed && base_trained(R); i++) {
     const struct vl_tensor *t = &inv->t[i];
     if (t->kind != VL_T_EMBED) continue;
     if ((lp->tied || R->tied_grad != NONE) && t->rows == z->V) { /* (or a decoder's, waiting) */
       uint64_t b = t->rows * t->cols * z->wb;
-      uint32_t g = A(&R->p, b), s = A(&R->p, b);
+      uint32_t g = A(&R->p, b), s = inplace && R->tied_grad != NONE ? R->tied_grad : A(&R->p, b);
       F(&R->p, &g);
-      F(&R->p, &R->tied_grad);
+      if (s != R->tied_grad) F(&R->p, &R->tied_grad);
       grad(R, s, b);
     } else {
       for (uint64_t k = 0; k < t->count; k++)

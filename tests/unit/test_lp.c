@@ -95,13 +95,15 @@ static void each_kind(void **state) {
     }
     /* the MLP's weights: h x I each (gate_up: two of them) */
     assert_true(in_out == (a.gated_mlp || c->moe ? 3.0 : 2.0) * H * I);
-    /* every tensor made is let go of once, but the output */
+    /* every tensor made is let go of once, but the output; the part's
+     * input only where the layer rebinds it after fc1 (OPT) */
     unsigned drops[LP_MAX] = {0};
     for (unsigned i = LP_FIRST; i <= p.n; i++)
       for (int d = 0; d < 3 && p.op[i].drop[d]; d++) {
-        assert_true(p.op[i].drop[d] >= LP_FIRST && p.op[i].drop[d] < i);
+        assert_true(p.op[i].drop[d] >= LP_IN && p.op[i].drop[d] < i);
         drops[p.op[i].drop[d]]++;
       }
+    assert_int_equal(drops[LP_IN], a.layer_inline);
     for (unsigned i = LP_FIRST; i < p.n; i++)
       assert_int_equal(drops[i] + (p.op[i + 1].kind == LP_DROPOUT && p.op[i + 1].in[0] == i), 1);
     assert_int_equal(drops[p.n], 0);

@@ -107,9 +107,9 @@ static const struct pin {
   bool eager;
   uint64_t peak_allocated, peak_reserved;
 } pins[] = {
-    {"data/models/gpt2.json", false, 2606776832u, 2971664384u},         /* decoder, tied head */
-    {"data/models/qwen2-0.5b.json", false, 10058397696u, 11215568896u}, /* GQA, rotary */
-    {"data/models/bert-base-uncased.json", false, 2284593152u, 2617245696u},    /* encoder */
+    {"data/models/gpt2.json", false, 2606776832u, 2858418176u},         /* decoder, tied head */
+    {"data/models/qwen2-0.5b.json", false, 10058397696u, 10764681216u}, /* GQA, rotary */
+    {"data/models/bert-base-uncased.json", false, 2284593152u, 2522873856u},    /* encoder */
     {"data/models/t5-base.json", true, 4583185408u, 5289017344u},               /* seq2seq */
     {"data/models/bart-base.json", false, 2891845120u, 3175088128u},            /* seq2seq */
     {"data/models/vit-base-patch16-224.json", false, 1802577920u, 2065694720u}, /* patches */
@@ -334,6 +334,36 @@ static void opt_layer_lets_go_of_its_norms_early(void **state) {
   assert_true(fabs((double)s.peak_reserved / measured - 1) < 0.01);
 }
 
+/* A tied embedding's two gradients meet in its AccumulateGrad node's
+ * input buffer (torch/csrc/autograd/input_buffer.cpp accumulate): under
+ * autocast the head's arrives through the weight cast's backward, a fresh
+ * tensor, and the embedding's is added into it in place; a third
+ * vocabulary-sized fp32 table is never made. Gemma-7B, amp-bf16, plain
+ * SGD, checkpointed, 1 x 1,024 tokens: an H200 peaked at 72,051,165,696 B
+ * allocated (data/reference/h200-torch-2.11/unseen-measured.json,
+ * x-gemma7b-amp-sgd-ckpt-b1s1024); summed out of place, the replay was
+ * 4.4 % over. */
+static void tied_gradients_meet_in_place_under_autocast(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/gemma-7b.json", &a);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.batch = 1;
+  j.seq = 1024;
+  j.precision = VL_PREC_AMP_BF16;
+  j.optimizer = VL_OPT_SGD;
+  j.checkpointing = VL_CKPT_FULL;
+  struct vl_bill *b = calloc(1, sizeof *b);
+  assert_non_null(b);
+  tu_bill(&a, &j, b);
+  const double measured = 72051165696.0;
+  printf("  gemma-7b amp sgd ckpt: allocated %llu (measured %.0f)\n",
+         (unsigned long long)b->peak_allocated_bytes, measured);
+  assert_true(fabs((double)b->peak_allocated_bytes / measured - 1) < 0.005);
+  free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(each_family_pinned),
@@ -347,6 +377,7 @@ int main(void) {
       cmocka_unit_test(lora_input_cast_held_to_return),
       cmocka_unit_test(recomputation_ends_at_the_last_saved_tensor),
       cmocka_unit_test(opt_layer_lets_go_of_its_norms_early),
+      cmocka_unit_test(tied_gradients_meet_in_place_under_autocast),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
