@@ -105,8 +105,8 @@ int cmd_estimate(int argc, const char **argv) {
     return VL_EXIT_ERROR;
   }
   int n = 0;
-  bool dry = false;
-  dry_run_take_flag(argc, argv, args, &n, &dry);
+  bool dry = false, no_dry = false;
+  dry_run_take_flag(argc, argv, args, &n, &dry, &no_dry);
   struct est e;
   est_init(&e);
   int rc = est_parse(n, args, &e);
@@ -126,11 +126,16 @@ int cmd_estimate(int argc, const char **argv) {
               e.search == 1 ? "max-batch" : "max-seq");
     return VL_EXIT_USAGE;
   }
+  if (dry && no_dry) {
+    cli_error("--dry-run and --no-dry-run ask for opposite things");
+    cli_hint("give one: --dry-run traces the job, --no-dry-run keeps the formula alone");
+    return VL_EXIT_USAGE;
+  }
   if (dry && (rc = check_dry_run(&e))) return rc;
 
   struct vl_arch arch;
   struct dry_model dm;
-  if ((rc = dry_run_model(&e, dry, &arch, &dm))) return rc;
+  if ((rc = dry_run_model(&e, dry, no_dry, &arch, &dm))) return rc;
   if (dm.formula && (rc = est_shape(&e, &arch))) return rc;
   default_seq(&e, &arch);
   eager_only(&e, &arch);

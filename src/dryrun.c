@@ -24,12 +24,15 @@
 #include "vramledger/alloc.h"
 #include "vramledger/model.h"
 
-void dry_run_take_flag(int argc, const char **argv, const char **rest, int *n, bool *dry) {
+void dry_run_take_flag(int argc, const char **argv, const char **rest, int *n, bool *dry,
+                       bool *no_dry) {
   *n = 0;
-  *dry = false;
+  *dry = *no_dry = false;
   for (int i = 0; i < argc; i++) {
     if (i > 0 && strcmp(argv[i], "--dry-run") == 0)
       *dry = true;
+    else if (i > 0 && strcmp(argv[i], "--no-dry-run") == 0)
+      *no_dry = true;
     else
       rest[(*n)++] = argv[i];
   }
@@ -224,7 +227,8 @@ static void traced_targets(const struct vl_job *j, const struct vl_arch *arch,
   }
 }
 
-int dry_run_model(const struct est *e, bool want, struct vl_arch *arch, struct dry_model *dm) {
+int dry_run_model(const struct est *e, bool want, bool refused, struct vl_arch *arch,
+                  struct dry_model *dm) {
   memset(dm, 0, sizeof *dm);
   char where[PATH_MAX], bundled[64];
   int rc = cli_locate_model(e->model, where, sizeof where, bundled, sizeof bundled);
@@ -242,6 +246,18 @@ int dry_run_model(const struct est *e, bool want, struct vl_arch *arch, struct d
   }
   dm->run = want;
   if (want || !dm->unknown) return 0;
+  if (refused) { /* --no-dry-run: the formula, whatever is installed */
+    if (!dm->formula) {
+      cli_error("cannot use '%s': %s", dm->path, dm->why_no_formula);
+      cli_hint("only a dry run can describe it: drop --no-dry-run");
+      return VL_EXIT_ERROR;
+    }
+    fprintf(stderr,
+            "vramledger: note: model_type '%s' is not described, so the estimate is approximate "
+            "(--no-dry-run: no dry run)\n",
+            dm->model_type);
+    return 0;
+  }
 
   /* a model_type nobody described: transformers knows it, if it is there.
    * On its own only on meta tensors: autocast's dry run computes on the

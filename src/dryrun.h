@@ -35,9 +35,11 @@ struct dry_run {
   bool oom;           /* the replay ran out of --gpu's memory */
 };
 
-/*! Take --dry-run out of argv: the rest go to rest[0..*n) (rest[0] =
- * argv[0]; rest holds argc entries). *dry says whether it was there. */
-void dry_run_take_flag(int argc, const char **argv, const char **rest, int *n, bool *dry);
+/*! Take --dry-run and --no-dry-run out of argv: the rest go to
+ * rest[0..*n) (rest[0] = argv[0]; rest holds argc entries). *dry and
+ * *no_dry say whether each was there. */
+void dry_run_take_flag(int argc, const char **argv, const char **rest, int *n, bool *dry,
+                       bool *no_dry);
 
 /*! The first setting of e's job a dry run cannot express (measure.py runs
  * a plain loop on one GPU): its flag, with why[] saying what the dry run
@@ -47,9 +49,11 @@ const char *dry_run_unsupported(const struct est *e, char *why, size_t n);
 /*! Read --model for the formula (into *arch) and decide whether a dry run
  * is made: with want (--dry-run), or on its own for a model_type the
  * estimator does not describe when the Python has torch and transformers
- * (said on stderr; when it has not, a note points to --dry-run). Prints
- * what is wrong. @return 0 or an exit code. */
-int dry_run_model(const struct est *e, bool want, struct vl_arch *arch, struct dry_model *dm);
+ * (said on stderr; when it has not, a note points to --dry-run), unless
+ * refused (--no-dry-run: the formula alone, said). Prints what is wrong.
+ * @return 0 or an exit code. */
+int dry_run_model(const struct est *e, bool want, bool refused, struct vl_arch *arch,
+                  struct dry_model *dm);
 
 /*! Run the dry run of e's job on dm's config: `vramledger trace` of
  * measure.py in a temporary folder, removed afterwards. A job that fails
