@@ -3,10 +3,11 @@
 (docs/model.md, "Time"): GEMM throughput over shapes and dtypes in the
 three layouts a linear runs (forward x @ W^T, the input's gradient g @ W,
 the weight's gradient g^T @ x), memory-bound kernels by bytes moved, SDPA's
-kernels (flash, memory-efficient) forward and backward, the host's cost of
+kernels (flash, memory-efficient) forward and backward (and under an explicit
+mask: "masked"), the host's cost of
 one eager op with and without autograd, and the optimizers' steps.
 
-  python3 bench/time/kernels.py OUT.json [--only=attention,gemm,...]
+  python3 bench/time/kernels.py OUT.json [--only=attention,masked,gemm,...]
 
 SDPA is timed as PyTorch picks its kernel by default (what a user's model
 gets: cuDNN attention for 16-bit inputs on Hopper with PyTorch 2.11) and
@@ -247,12 +248,53 @@ def optimizers():
     return out
 
 
+def masked():
+    """SDPA with an explicit boolean mask, as transformers hands one where it
+    cannot say is_causal (masking_utils.py sdpa_mask: a sliding-window layer
+    whose keys reach its window, padding): the (b, 1, q, kv) causal pattern,
+    or its sliding window of s/2 keys; with dropout 0 and 0.1 (training's
+    attention_dropout). The default backend, and the kernels the profiler
+    sees it run (which backend SDPA picked)."""
+    from torch.profiler import profile, ProfilerActivity
+    out = []
+    for dt in ("bf16", "fp32"):
+        for (b, h, s, d) in [(1, 32, 2048, 128), (1, 32, 4096, 128), (1, 32, 8192, 128),
+                             (4, 16, 1024, 64), (2, 32, 2048, 64)]:
+            i = torch.arange(s, device=dev)
+            for pattern in ("causal", "window"):
+                m = i[None, :] <= i[:, None]
+                if pattern == "window":
+                    m = m & (i[:, None] - i[None, :] < s // 2)
+                mask = m[None, None].expand(b, 1, s, s)
+                for p in (0.0, 0.1):
+                    q, k, v = (torch.randn(b, h, s, d, device=dev, dtype=DT[dt], requires_grad=True)
+                               for _ in range(3))
+                    f = lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # noqa: E731
+                    row = {"kernel": "masked", "pattern": pattern, "dropout": p, "dtype": dt, "b": b,
+                           "h": h, "s": s, "d": d}
+                    try:
+                        fw = timed(f)
+                        go = torch.randn_like(f())
+                        fb = timed(lambda: torch.autograd.grad(f(), (q, k, v), go))
+                        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                            torch.autograd.grad(f(), (q, k, v), go)
+                            torch.cuda.synchronize()
+                        names = sorted({e.name[:80] for e in prof.events()
+                                        if e.device_type == torch.autograd.DeviceType.CUDA})
+                        row.update(fwd_s=fw, fwd_bwd_s=fb, kernels=names[:12])
+                    except RuntimeError as ex:
+                        row["error"] = str(ex)[:200]
+                    out.append(row)
+                    del q, k, v
+    return out
+
+
 def main():
     res = {"schema": "vramledger.kernels/1", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
            "cpu": platform.processor(), "sms": torch.cuda.get_device_properties(0).multi_processor_count}
     parts = (("launch", launch), ("memory_bound", memory_bound), ("optimizers", optimizers),
-             ("attention", attention), ("gemm", gemms), ("align", align), ("scatter", scatter))
+             ("attention", attention), ("masked", masked), ("gemm", gemms), ("align", align), ("scatter", scatter))
     only = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")]
     for name, fn in parts:
         if only and name not in only[0].split(","):
