@@ -17,6 +17,10 @@ static vl_status bert_like(struct vl__reader *r, struct vl_arch *a) {
   TRY(vl__get_prob(r, "hidden_dropout_prob", 0.1, &a->hidden_dropout));
   a->embed_dropout = a->hidden_dropout;
   a->qkv_bias = a->o_bias = a->mlp_bias = 1;
+  /* the masked-LM decoder is nn.Linear(h, V) with a bias (addmm: its
+   * backward makes the input's gradient first; BertLMPredictionHead,
+   * RobertaLMHead) */
+  a->head_bias = 1;
   a->norm_affine = a->learned_pos = 1;
   return VL_OK;
 }
@@ -32,6 +36,7 @@ static vl_status distilbert(struct vl__reader *r, struct vl_arch *a) {
   a->embed_dropout = a->hidden_dropout;
   a->type_vocab = 0;
   a->qkv_bias = a->o_bias = a->mlp_bias = 1;
+  a->head_bias = 1; /* vocab_projector: nn.Linear(dim, vocab_size) */
   a->norm_affine = a->learned_pos = 1;
   return VL_OK;
 }
@@ -79,6 +84,7 @@ static vl_status deberta(struct vl__reader *r, struct vl_arch *a) {
     if (!share) a->rel_pos_proj = a->rel_att;
   }
   a->qkv_bias = a->o_bias = a->mlp_bias = 1;
+  a->head_bias = 1; /* DebertaV2LMPredictionHead's decoder: nn.Linear(h, V) */
   a->norm_affine = 1;
   return VL_OK;
 }
