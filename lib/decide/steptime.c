@@ -212,6 +212,8 @@ static void lp_price(struct ctx *c, const struct lp_op *o, struct seg *f, struct
   const double el = n[o->pcols] * o->bytes;
   if (o->fwd_only)
     mem(c, f, cls[o->price], el, times * (o->times ? o->times : 1));
+  else if (o->bwd_only)
+    mem(c, b, cls[o->price], el, times * (o->times ? o->times : 1));
   else if (o->times > 1)
     mem2(c, f, b, cls[o->price], el, times * o->times);
   else
@@ -236,7 +238,7 @@ static void lp_kernels(struct ctx *c, const struct lp *p, struct seg *f, struct 
     while (i + k <= p->n && p->op[i + k].kind == o->kind && p->op[i + k].price == o->price &&
            p->op[i + k].bytes == o->bytes && p->op[i + k].pcols == o->pcols &&
            p->op[i + k].times == o->times && p->op[i + k].fwd_only == o->fwd_only &&
-           p->op[i + k].late == o->late)
+           p->op[i + k].bwd_only == o->bwd_only && p->op[i + k].late == o->late)
       k++;
     if (o->late && i + k <= p->n) { /* the line after the run first */
       if (p->op[i + k].price) lp_price(c, &p->op[i + k], f, b, n, dense * count);
@@ -685,40 +687,33 @@ static void linears(struct ctx *c, const struct vl_inventory *inv, double T, str
            base);
 }
 
-/* embeddings: the gather (and learned positions, token types), the
- * scaling, dropout; backward: embedding_dense_backward zeroes the table's
- * gradient and scatters the tokens' into it */
+/* embeddings: their program's priced lines (lp_embed.c: the gather of
+ * each table, h wide, and their sums; the scaling, dropout; backward,
+ * where the table trains: embedding_dense_backward zeroes the table's
+ * gradient, V x h its LP_COLS_V, and scatters the tokens' into it) */
 static void embeddings(struct ctx *c, struct seg *f, struct seg *b, double T) {
   const struct vl_arch *a = c->a;
-  double h = (double)a->hidden, wb = (double)c->pol.weight, tables = 1;
-  if (a->learned_pos) tables++;
-  if (a->type_vocab) tables++;
-  mem(c, f, EW, T * h * 2 * wb, tables);
-  if (tables > 1) mem(c, f, EW, T * h * 3 * c->r, tables - 1);
-  if (a->embed_scaled) mem2(c, f, b, EW, T * h * 2 * c->r, 1);
-  dropout(c, f, b, a->embed_dropout, T * h, c->r, 1);
-  if (!c->j->lora_rank) {
-    double gb = (double)c->pol.grad;
-    mem(c, b, EW, (double)a->vocab / (double)c->j->tp * h * gb, 1); /* zeros */
-    mem(c, b, EW, T * h * (4 + 2 * gb), 4);                         /* sort, scatter-add */
-  }
+  const double h = (double)a->hidden;
+  struct lp p;
+  vl__lp_embed(&p, a, c->pol.autocast, (unsigned)c->e, (unsigned)c->r, (unsigned)c->pol.weight,
+               (unsigned)c->pol.grad, !c->j->lora_rank, false);
+  const double n[LP_COLS_N] = {
+      [LP_COLS_H] = T * h, [LP_COLS_V] = (double)a->vocab / (double)c->j->tp * h};
+  lp_kernels(c, &p, f, b, n, 1, 1);
 }
 
-/* the loss over the vocabulary: transformers' ForCausalLMLoss upcasts the
- * logits to fp32, cross_entropy = log_softmax + nll_loss; backward: the
- * nll gradient (zeros and a scatter), log_softmax's, the cast's
- * (loss/loss_utils.py) */
+/* the head's memory-bound kernels over T rows: its program's priced lines
+ * (lp_head.c: Gemma 2's soft cap, Granite's scaling; the loss over the
+ * vocabulary, transformers' ForCausalLMLoss: the logits' upcast to fp32,
+ * log_softmax, nll_loss; backward: the cast's, nll_loss's zeros and
+ * scatter, log_softmax's), booked as the loss's */
 static void loss(struct ctx *c, struct seg *f, struct seg *b, double T) {
-  const struct vl_arch *a = c->a;
-  double n = T * (double)a->vocab / (double)c->j->tp, e = c->e;
+  struct lp p;
+  vl__lp_head(&p, c->a, c->pol.autocast, (unsigned)c->e, (unsigned)c->r);
+  const double n[LP_COLS_N] = {
+      [LP_COLS_V] = T * (double)c->a->vocab / (double)c->j->tp, [LP_COLS_ROW] = T};
   c->mem_kind = VL_TK_LOSS;
-  if (a->final_softcap > 0) mem2(c, f, b, EW, n * 2 * e, 3); /* / cap, tanh, * cap */
-  if (a->logits_scaled) mem2(c, f, b, EW, n * 2 * e, 1);
-  if (e != 4) mem(c, f, CAST, n * (e + 4), 1), mem(c, b, CAST, n * (4 + e), 1);
-  mem(c, f, SOFTMAX, n * 8, 1);  /* log_softmax */
-  mem(c, f, EW, T * 8, 2);       /* nll_loss, the mean */
-  mem(c, b, EW, n * 4, 2);       /* nll_loss_backward: zeros, scatter */
-  mem(c, b, SOFTMAX, n * 12, 1); /* log_softmax_backward */
+  lp_kernels(c, &p, f, b, n, 1, 1);
   c->mem_kind = VL_TK_MEMORY;
 }
 

@@ -40,6 +40,16 @@ enum lp_kind {
   LP_CAST,    /* a dtype conversion kernel */
   LP_DROPOUT, /* native_dropout: the output and a byte mask its backward keeps;
                * takes in[0] over (nothing to drop) */
+  LP_GATHER,  /* an embedding lookup (F.embedding), a new tensor: the words'
+               * (wsave) requires grad where the table trains or the inputs
+               * do, or is a node of the caller's table (struct lp_dims w:
+               * an encoder-decoder's decoder's); the others' gradients need
+               * only the indices (none) */
+  LP_LOSS,    /* a tensor of the loss (cross_entropy's casts, log_softmax,
+               * nll_loss), which the replay keeps off autograd's tape: made
+               * in the forward (no gradient flows through the tape), each
+               * line's input's gradient made walking the lines back
+               * (vl__tr_lp_loss_backward); nll_loss's scalar: ob 0, none */
 };
 
 /* an output's columns, rows being the consumer's */
@@ -53,6 +63,8 @@ enum lp_cols {
   LP_COLS_HMI, /* h - I */
   LP_COLS_J,   /* attention: the keys' and values' heads x head size */
   LP_COLS_IJJ, /* I + 2 J: a fused q, k, v projection */
+  LP_COLS_V,   /* the head's outputs: the vocabulary (a classifier's labels);
+                * the embeddings' backward: the table's elements, V x h */
   LP_COLS_N
 };
 
@@ -78,6 +90,11 @@ struct lp_op {
   uint8_t pcols;    /* the elements its price counts: rows x pcols (enum lp_cols) */
   uint8_t times;    /* kernels the time model prices on this line (0: one) */
   bool fwd_only;    /* priced in the forward alone */
+  bool bwd_only;    /* priced in the backward alone, at its bytes (once): a kernel
+                     * of the backward the forward has not; the replay makes no
+                     * tensor of it */
+  bool unmade;      /* priced, but the replay makes no tensor of it (where the
+                     * consumers disagree: the line says why) */
   bool krows;       /* its rows are the keys' (cross-attention's k and v) */
   bool late;        /* the time model prices it (a run of alike lines: the run)
                      * after the line that follows */
@@ -105,6 +122,9 @@ void vl__lp_mlp(struct lp *p, const struct vl_arch *arch, bool autocast, unsigne
  * of the half input) into *p; xb: its input's bytes an element, wb: the
  * weight's; its output's: p->op[p->n].ob */
 void vl__lp_norm(struct lp *p, const struct vl_arch *arch, bool autocast, unsigned xb, unsigned wb);
+/* the same appended to p, over its tensor x (not let go of); its output */
+uint8_t vl__lp_norm_of(struct lp *p, const struct vl_arch *arch, uint8_t x, unsigned xb,
+                       unsigned wb);
 
 /* eager attention's scaled scores (rows x h: rows = batch x heads x
  * queries, h = keys; e bytes an element) to the weights it returns:
@@ -132,6 +152,26 @@ void vl__lp_rope(struct lp *p, unsigned e, unsigned w, bool part);
  * (steptime.c prices vl__lp_rope's lines) */
 void vl__lp_rope_upcast(struct lp *p, unsigned e);
 
+/* the embeddings of arch (lp_embed.c): the words' lookup (rows x I, I the
+ * table's width; r bytes an element, the residual stream's), an encoder's
+ * lookups and sums and its norm (wb: its weight's bytes), dropout (its mask
+ * a byte an element of e bytes), the scaling; where the table trains, the
+ * time model's lines for its backward (gb: the gradient's bytes; LP_COLS_V:
+ * the table's elements). p->out[0]: the output, [1]: the words' lookup, let
+ * go of at the embeddings' return unless held (an encoder-decoder's
+ * decoder's, to its backward) */
+void vl__lp_embed(struct lp *p, const struct vl_arch *arch, bool autocast, unsigned e, unsigned r,
+                  unsigned wb, unsigned gb, bool trained, bool held);
+
+/* the head of arch (lp_head.c) from its input (xb bytes an element: the
+ * final norm's output; a vision model's: its first row a sample, h its
+ * width), the logits rows x V in e bytes an element: the linear (its
+ * weight the caller's, struct lp_dims w), Gemma 2's final soft cap,
+ * Granite's scaling, BART's final_logits_bias, then the loss
+ * (cross_entropy: the upcast, log_softmax, nll_loss) and the lines the
+ * time model prices for its backward; p->out[0]: the logits */
+void vl__lp_head(struct lp *p, const struct vl_arch *arch, bool autocast, unsigned e, unsigned xb);
+
 /* for the emitters: p begun (its input rows x in_cols), an op appended
  * (its index), Python letting go of x after the last op */
 static inline void vl__lp_begin(struct lp *p, unsigned e, bool autocast, uint8_t in_cols) {
@@ -156,11 +196,14 @@ static inline void vl__lp_then_drop(struct lp *p, uint8_t x) {
 /* a program's sizes: its rows (rows_k: the keys', for lines marked
  * krows) and the columns I, J and h name */
 struct lp_dims {
-  uint64_t rows, rows_k, I, J, h;
+  uint64_t rows, rows_k, I, J, h, V;
   uint32_t in2;  /* the part's second input (its LP_INPUT line; a tape tensor of
                   * the replay's): cross-attention's encoder output, T5's
                   * position bias */
   uint64_t in2b; /* its bytes an element */
+  uint32_t w;    /* the weight of the part's linears where the caller made it (a
+                  * tape tensor: the head's, a tied one the embedding's); 0:
+                  * each its own (vl__tr_linear: LoRA's adapter on it) */
 };
 
 /* the columns c (enum lp_cols) of d */
@@ -175,6 +218,7 @@ static inline uint64_t vl__lp_cols(unsigned c, const struct lp_dims *d) {
   case LP_COLS_HMI: return h - I;
   case LP_COLS_J: return d->J;
   case LP_COLS_IJJ: return I + 2 * d->J;
+  case LP_COLS_V: return d->V;
   default: return I;
   }
 }

@@ -19,10 +19,10 @@
 /* nn.LayerNorm: one kernel, its output fp32 under autocast (layer_norm is
  * on autocast's float32 list); its backward keeps its input (and the
  * row statistics, rows x 8 bytes: not counted) */
-static void layer_norm(struct lp *p, unsigned xb) {
+static void layer_norm(struct lp *p, uint8_t x, unsigned xb) {
   const uint8_t ob = (uint8_t)(p->autocast ? 4 : xb);
-  OP(.kind = LP_EW, .in = {LP_IN}, .cols = LP_COLS_H, .ob = ob, .saved = {LP_IN},
-     .price = LP_PRICE_NORM, .pcols = LP_COLS_H, .bytes = xb + ob);
+  OP(.kind = LP_EW, .in = {x}, .cols = LP_COLS_H, .ob = ob, .saved = {x}, .price = LP_PRICE_NORM,
+     .pcols = LP_COLS_H, .bytes = xb + ob);
 }
 
 /* the weight's product and the cast back to the input's dtype of y32,
@@ -60,10 +60,11 @@ static void rms_weight(struct lp *p, const struct vl_arch *arch, unsigned xb, un
  * model prices + eps and rsqrt as two forward kernels of a row's 8 bytes;
  * the replay makes one tensor of them (var + eps's rows x 4 bytes are not
  * made there) */
-static void rms_norm(struct lp *p, const struct vl_arch *arch, unsigned xb, unsigned wb) {
-  uint8_t x32 = xb < 4 ? OP(.kind = LP_CAST, .in = {LP_IN}, .cols = LP_COLS_H, .ob = 4,
+static void rms_norm(struct lp *p, const struct vl_arch *arch, uint8_t x, unsigned xb,
+                     unsigned wb) {
+  uint8_t x32 = xb < 4 ? OP(.kind = LP_CAST, .in = {x}, .cols = LP_COLS_H, .ob = 4,
                             .price = LP_PRICE_CAST, .pcols = LP_COLS_H, .bytes = xb + 4.0)
-                       : OP(.kind = LP_REF, .in = {LP_IN}, .cols = LP_COLS_H, .ob = 4);
+                       : OP(.kind = LP_REF, .in = {x}, .cols = LP_COLS_H, .ob = 4);
   uint8_t sq = OP(.kind = LP_EW, .in = {x32}, .cols = LP_COLS_H, .ob = 4, .saved = {x32}, /* pow */
                   .price = LP_PRICE_EW, .pcols = LP_COLS_H, .bytes = 8);
   uint8_t var = OP(.kind = LP_EW, .in = {sq}, .cols = LP_COLS_ROW, .ob = 4, .drop = {sq}, /* mean */
@@ -73,18 +74,24 @@ static void rms_norm(struct lp *p, const struct vl_arch *arch, unsigned xb, unsi
                   .fwd_only = true, .bytes = 8); /* + eps, rsqrt  (rows, 1) */
   /* T5LayerNorm multiplies the input itself, not its fp32 copy, by the
    * rsqrt: the product saves the half input (modeling_t5.py) */
-  const uint8_t xm = arch->family == VL_FAM_T5 ? LP_IN : x32;
+  const uint8_t xm = arch->family == VL_FAM_T5 ? x : x32;
   uint8_t y32 = OP(.kind = LP_EW, .in = {xm, rs}, .cols = LP_COLS_H, .ob = 4, .saved = {xm, rs},
                    .tmpb = 4, .drop = {x32, rs}, .price = LP_PRICE_EW, .pcols = LP_COLS_H,
                    .bytes = 12); /* x * rsqrt  (rows, h) fp32 */
   rms_weight(p, arch, xb, wb, y32);
 }
 
+uint8_t vl__lp_norm_of(struct lp *p, const struct vl_arch *arch, uint8_t x, unsigned xb,
+                       unsigned wb) {
+  if (arch->rms_norm)
+    rms_norm(p, arch, x, xb, wb);
+  else
+    layer_norm(p, x, xb);
+  return p->n;
+}
+
 void vl__lp_norm(struct lp *p, const struct vl_arch *arch, bool autocast, unsigned xb,
                  unsigned wb) {
   vl__lp_begin(p, xb, autocast, LP_COLS_H);
-  if (arch->rms_norm)
-    rms_norm(p, arch, xb, wb);
-  else
-    layer_norm(p, xb);
+  vl__lp_norm_of(p, arch, LP_IN, xb, wb);
 }

@@ -32,6 +32,7 @@
  * bench/results/reserved/). This file is the step; the modules and the layers
  * of each family are in the files train_replay.h lists. */
 #include "train_replay.h"
+#include "lp.h"
 #include "pytorch_constants.h"
 #include "vramledger/alloc.h"
 
@@ -85,27 +86,6 @@ static void on_leaf(void *ctx, uint32_t leaf, uint32_t h, uint64_t bytes) {
   grad(R, h, bytes);
 }
 
-/* what the head does to its logits: Gemma 2's final softcapping (/ cap,
- * tanh saving its output, * cap; modeling_gemma2.py Gemma2ForCausalLM),
- * Granite's / logits_scaling: new tensors of the logits' size */
-static uint32_t logits_out(struct run *R, uint32_t lg) {
-  const uint64_t n = R->tp.t[lg].bytes;
-  if (R->arch->final_softcap > 0) {
-    uint32_t c0 = op(R, (struct tape_op){.out_bytes = n, .in = {lg}});
-    rel(R, lg);
-    uint32_t c1 = op(R, (struct tape_op){.out_bytes = n, .in = {c0}, .save_out = true});
-    rel(R, c0);
-    lg = op(R, (struct tape_op){.out_bytes = n, .in = {c1}});
-    rel(R, c1);
-  } else if (R->arch->logits_scaled || R->arch->family == VL_FAM_BART) {
-    /* (BART: + final_logits_bias) */
-    uint32_t c = op(R, (struct tape_op){.out_bytes = n, .in = {lg}});
-    rel(R, lg);
-    lg = c;
-  }
-  return lg;
-}
-
 /* the model output goes: its logits and the KV cache it holds */
 static void drop_output(struct run *R, uint32_t logits) {
   if (R->out32 != NONE)
@@ -144,11 +124,10 @@ struct pass {
   uint32_t mask;      /* the 4-D causal mask (NONE: none) */
   uint32_t head_from; /* the head's first node */
   uint32_t logits;
-  bool mlm_amp;       /* an encoder's loss under autocast, in half precision */
-  uint64_t lb;        /* the loss's bytes an element */
-  uint32_t logp, n32; /* log_softmax's output; (mlm_amp) nll_loss's fp32 copy */
-  uint32_t pos, proj; /* OPT: the positions' and project_in's outputs, Python's until the
-                         decoder returns (0: none) */
+  struct lp head;      /* the head and its loss (lp_head.c) */
+  uint32_t ht[LP_MAX]; /* their tensors */
+  uint32_t pos, proj;  /* OPT: the positions' and project_in's outputs, Python's until the
+                          decoder returns (0: none) */
 };
 
 /* the token embeddings' width: OPT's word_embed_proj_dim (project_in
@@ -243,40 +222,31 @@ static uint32_t opt_positions(struct run *R, uint32_t x, struct pass *f) {
   return op(R, (struct tape_op){.out_bytes = Th * z->r, .in = {f->proj, f->pos}, .pass = TAPE_ADD});
 }
 
+/* a vision model's input: no lookup (x0: a tensor of no bytes; the
+ * pixels, which the loop holds, instead), its patches or convolutions
+ * (train_replay_vision.c), dropout */
+static uint32_t vision_input(struct run *R, uint32_t *x0) {
+  *x0 = base_trained(R) || vl__tr_inputs_grad(R) ? tape_new(&R->tp, 0) : tape_const(&R->tp, 0);
+  uint32_t x = vl__tr_vision_embeddings(R, tape_ref(&R->tp, *x0));
+  x = vl__tr_dropout(R, x, R->arch->embed_dropout);
+  rel(R, *x0);
+  return x;
+}
+
 /* the embeddings, then the layers (an encoder-decoder's two stacks) */
 static void forward(struct loop *lp, struct pass *f) {
   struct run *R = &lp->R;
   const struct vl_arch *arch = R->arch;
   const struct vl__train_sizes *z = R->z;
-  const uint64_t L = arch->layers, Th = z->T * z->h, e = z->e;
+  const uint64_t L = arch->layers, e = z->e;
   /* OPT's and an encoder-decoder's embeddings run outside every
    * checkpoint, with autograd */
   R->tp.grad = !z->ckpt || arch->pos_local || arch->enc_layers;
   R->T = z->T, R->P = R->Pk = z->P; /* (the decoder of an encoder-decoder sets its own) */
-  /* the embeddings' output (frozen under LoRA: it needs no gradient) */
-  /* (vision: the pixels, which the loop holds, instead) */
-  const uint64_t eb = lp->vision ? 0 : z->T * embed_width(arch, z) * z->r;
-  /* (an encoder-decoder's under checkpointing requires grad whatever is
-   * trained: gradient_checkpointing_enable calls enable_input_require_grads,
-   * modeling_utils.py; vl__tr_inputs_grad) */
-  f->x0 = base_trained(R) || vl__tr_inputs_grad(R) ? tape_new(&R->tp, eb) : tape_const(&R->tp, eb);
-  uint32_t x = vl__tr_encoder_embeddings(R, tape_ref(&R->tp, f->x0));
-  x = vl__tr_dropout(R, x, arch->embed_dropout);
-  rel(R, f->x0);
-  for (int i = 0; i < 2; i++) { /* the embeddings return: their lookups go */
-    rel(R, R->emb[i]);
-    R->emb[i] = 0;
-  }
-  if (arch->embed_scaled) {
-    /* Gemma scales the embeddings by sqrt(h) (Granite by
-     * embedding_multiplier): a new tensor, the
-     * unscaled one freed at once (
-     * bench/results/replay-histories/raw.jsonl:unseen6/embed-probe.txt: allocations
-     * #0, #1, #3) */
-    uint32_t xs = op(R, (struct tape_op){.out_bytes = Th * z->r, .in = {x}});
-    rel(R, x);
-    x = xs;
-  }
+  /* the embeddings (lp_embed.c; the words' lookup frozen under LoRA: it
+   * needs no gradient) or a vision model's input */
+  uint32_t x = lp->vision ? vision_input(R, &f->x0)
+                          : vl__tr_embed(R, 0, false, embed_width(arch, z), &f->x0);
   if (lp->ws1 == NONE) lp->ws1 = A(&R->p, z->workspace);
   /* the 4-D causal mask, in the model's dtype (an encoder-decoder's: its
    * decoder's, target x target) */
@@ -296,39 +266,9 @@ static void forward(struct loop *lp, struct pass *f) {
   f->x = x;
 }
 
-/* the loss. ForCausalLMLoss upcasts the logits (logits.float()):
- * log_softmax and nll_loss in fp32, log_softmax's output saved. An
- * encoder's CrossEntropyLoss runs log_softmax in the logits' dtype
- * (saved) and, under autocast, nll_loss on its fp32 list casts that to
- * fp32 (the copy saved by nll_loss); backward: nll's dense gradient, its
- * cast back, log_softmax's backward in the logits' dtype (RoBERTa AMP's
- * allocator history, bench/results/model-types/raw.jsonl:
- * model-types-unseen/type-peaks-large.json: events 10642-10817) */
-static void loss_forward(struct loop *lp, struct pass *f) {
-  struct run *R = &lp->R;
-  const struct vl_arch *arch = R->arch;
-  const struct vl__train_sizes *z = R->z;
-  const uint64_t TV = lp->TV, e = z->e;
-  /* (ModernBERT's masked LM calls transformers' ForMaskedLMLoss, which
-   * upcasts as the causal loss does: loss_utils.py) */
-  const bool upcast = arch->causal || arch->family == VL_FAM_MODERNBERT;
-  f->mlm_amp = !upcast && z->autocast && e < 4;
-  f->lb = upcast || z->autocast ? 4 : e;
-  uint32_t up = NONE;
-  f->n32 = NONE;
-  if (f->mlm_amp) {
-    f->logp = A(&R->p, TV * e);
-    f->n32 = A(&R->p, TV * 4);
-  } else {
-    up = e < f->lb ? A(&R->p, TV * f->lb) : NONE;
-    f->logp = A(&R->p, TV * f->lb);
-    F(&R->p, &up);
-  }
-}
-
-/* the head: the final norm, the head (a tied one is the embedding
- * matrix), the logits (held by the output), the loss: ForCausalLMLoss's
- * fp32 upcast, log_softmax's output; then autocast exits */
+/* the head: the final norm, the head's program (lp_head.c: its linear, a
+ * tied one the embedding matrix; the logits, held by the output; the
+ * loss); then autocast exits */
 static void head_forward(struct loop *lp, struct pass *f) {
   struct run *R = &lp->R;
   const struct vl_arch *arch = R->arch;
@@ -355,17 +295,10 @@ static void head_forward(struct loop *lp, struct pass *f) {
   uint32_t head = base_param(R, z->V * hw * z->wb);
   R->tied_leaf = lp->tied && base_trained(R) ? head : 0;
   R->tied_grad = NONE;
-  uint32_t cls = lp->vision ? tape_view(&R->tp, fn, rows_out * hw * nb) : tape_ref(&R->tp, fn);
-  rel(R, fn);
-  f->logits = vl__tr_linear_w(R, head, cls, nb, rows_out, hw, z->V, arch->head_bias || lp->vision);
-  f->logits = logits_out(R, f->logits);
-  loss_forward(lp, f);
-  /* the loss is the forward's (labels given): its hidden_states =
-   * outputs.last_hidden_state, the head's input, goes as it returns
-   * (modeling_llama.py LlamaForCausalLM.forward, modeling_opt.py
-   * OPTForCausalLM.forward: outputs[0]; OPT-1.3B AMP LoRA's history,
-   * bench/results/reserved/breadth/) */
-  rel(R, cls);
+  vl__lp_head(&f->head, arch, z->autocast, (unsigned)e, (unsigned)nb);
+  const struct lp_dims d = {.rows = rows_out, .h = hw, .V = z->V, .w = head};
+  vl__tr_lp(R, &f->head, fn, nb, &d, false, f->ht);
+  f->logits = f->ht[f->head.out[0]];
   rel(R, R->seq_out); /* a masked LM's forward returns: its sequence_output goes */
   R->seq_out = 0;
   if (z->outputs_fp32 && e < 4) {
@@ -391,29 +324,8 @@ static void head_forward(struct loop *lp, struct pass *f) {
 static void loss_backward(struct loop *lp, struct pass *f) {
   struct run *R = &lp->R;
   const struct vl__train_sizes *z = R->z;
-  const uint64_t TV = lp->TV, e = z->e;
   if (z->grads_late) vl__tr_drop(&R->p, &R->grads); /* Lightning's closure: zero_grad() */
-  uint32_t gl;
-  if (f->mlm_amp) {
-    uint32_t g1 = A(&R->p, TV * 4);
-    F(&R->p, &f->n32);
-    uint32_t gh = A(&R->p, TV * e);
-    F(&R->p, &g1);
-    gl = tape_new(&R->tp, TV * e);
-    F(&R->p, &gh);
-    F(&R->p, &f->logp);
-  } else {
-    /* nll's dense gradient and log_softmax's, both fp32, then the cast
-     * of the latter to the logits' dtype */
-    uint32_t g1 = A(&R->p, TV * f->lb), g2 = tape_new(&R->tp, TV * f->lb);
-    F(&R->p, &g1);
-    F(&R->p, &f->logp);
-    gl = g2;
-    if (e < f->lb) {
-      gl = tape_new(&R->tp, TV * e);
-      rel(R, g2);
-    }
-  }
+  const uint32_t gl = vl__tr_lp_loss_backward(R, &f->head, f->ht); /* (tape_new moves tp.t) */
   R->tp.t[f->logits].grad = gl;
   tape_backward(&R->tp, f->head_from);
   tape_truncate(&R->tp, f->head_from);

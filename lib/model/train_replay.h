@@ -9,11 +9,11 @@
  *   train_replay_modules.c    the modules every family uses: linear (and
  *                             LoRA on it), dropout
  *   train_replay_lp.c         the layer programs' interpreter (lp.h); the
- *                             norms (lp_norm.c)
+ *                             norms (lp_norm.c), the embeddings (lp_embed.c)
  *   train_replay_attention.c  attention: q/k/v (fused, MLA, cross), rotary,
  *                             the KV cache copies, eager, SDPA's kernels
  *   train_replay_decoder.c    the pre-norm layer, its MLP and MoE experts
- *   train_replay_encoder.c    BERT-like encoders: embeddings, the post-norm
+ *   train_replay_encoder.c    BERT-like encoders: the post-norm
  *                             layer, the masked-LM head's transform
  *   train_replay_deberta.c    DeBERTa-v3's disentangled self-attention
  *   train_replay_seq2seq.c    T5 and BART: the encoder, then the decoder
@@ -72,8 +72,6 @@ struct run {
   uint32_t enc_in;  /* an encoder's embedding output, held to its last layer (tape tensor) */
   uint32_t seq_out; /* a masked LM's sequence_output, held to its loss (tape tensor) */
   uint32_t mb_in;   /* ModernBERT's embedding output, held past the final norm (tape tensor) */
-  uint32_t emb[2];  /* an encoder's embedding lookups beside the words' (token types,
-                       positions), held to the embeddings' return (tape tensors) */
 };
 
 static inline uint32_t op(struct run *R, struct tape_op o) { return tape_op(&R->tp, &o); }
@@ -171,6 +169,14 @@ struct lp_dims;
  * of its tensors, for the caller to take those p->out and p->held name */
 uint32_t vl__tr_lp(struct run *R, const struct lp *p, uint32_t x, uint64_t xb,
                    const struct lp_dims *d, bool stop, uint32_t *tensors);
+/* the backward of p's loss lines (lp.h LP_LOSS), t its tensors from
+ * vl__tr_lp: their gradients; returns the logits' (pending) */
+uint32_t vl__tr_lp_loss_backward(struct run *R, const struct lp *p, const uint32_t *t);
+/* the token embeddings of R->T tokens (lp_embed.c), the words' table
+ * `width` wide, their lookup a node of w (0: none; an encoder-decoder's
+ * decoder's: the shared matrix); held: the caller keeps the words' lookup
+ * (*x0) past their return; the output */
+uint32_t vl__tr_embed(struct run *R, uint32_t w, bool held, uint64_t width, uint32_t *x0);
 /* a norm over `width` of x (rows x width, xb bytes an element); *ob: its
  * output's bytes an element */
 uint32_t vl__tr_norm_w(struct run *R, uint32_t x, uint64_t xb, uint64_t rows, uint64_t width,
@@ -209,9 +215,6 @@ uint32_t vl__tr_layer(struct run *R, uint32_t x, bool stop);
 
 /* a BERT-style post-norm layer on x, taken over; its output */
 uint32_t vl__tr_post_ln_layer(struct run *R, uint32_t x, bool stop);
-/* what an encoder's embeddings add to the word embeddings x (taken over);
- * decoders: x itself */
-uint32_t vl__tr_encoder_embeddings(struct run *R, uint32_t x);
 /* the masked-LM head's transform of x (taken over; *xb its bytes an
  * element, updated); other heads: x itself */
 uint32_t vl__tr_mlm_transform(struct run *R, uint32_t x, uint64_t *xb);

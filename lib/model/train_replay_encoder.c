@@ -1,7 +1,7 @@
 /* The training replay of BERT-like encoders (train_replay.h): BERT,
- * RoBERTa, DistilBERT, DeBERTa-v2, ModernBERT. Their embeddings' sums and
- * norm, the post-norm layer (BART's encoder has it too), the masked-LM
- * head's transform (and T5's tied-head scaling where the head begins). */
+ * RoBERTa, DistilBERT, DeBERTa-v2, ModernBERT. The post-norm layer (BART's
+ * encoder has it too), the masked-LM head's transform (and T5's tied-head
+ * scaling where the head begins); their embeddings: lp_embed.c. */
 #include "train_replay.h"
 
 /* a BERT-style encoder layer, the norms after the residual adds:
@@ -73,53 +73,6 @@ uint32_t vl__tr_post_ln_layer(struct run *R, uint32_t x, bool stop) {
     rel(R, x);
   R->tp.no_alloc = false;
   return out;
-}
-
-/* an embedding lookup beside the words' (of `bytes`; 0: none made),
- * added to x (taken over); the lookup is held to the embeddings' return
- * (R->emb) */
-static uint32_t add_lookup(struct run *R, uint32_t x, uint64_t bytes, int k) {
-  R->emb[k] = tape_const(&R->tp, bytes); /* (its weight's gradient needs only the indices) */
-  uint32_t y = op(R, (struct tape_op){.out_bytes = R->tp.t[x].bytes, .in = {x}, .pass = TAPE_ADD});
-  rel(R, x);
-  return y;
-}
-
-/* what an encoder's embeddings add to the word embeddings x (T x h): the
- * token types' and the learned positions' lookups and sums, then a
- * LayerNorm (BertEmbeddings, DistilBERT's, ModernBERT's norm); a ViT's and
- * a ResNet's: train_replay_vision.c. Decoders: x itself. The lookups are
- * the embeddings' locals, held to their return: the token types' of the
- * (batch, seq) ids (BERT's buffer expanded; DeBERTa-v2's zeros), the
- * positions' of the buffer's (1, seq) slice, RoBERTa's of (batch, seq)
- * ids made from input_ids; DeBERTa-v2 without position_biased_input makes
- * zeros_like(inputs_embeds) instead (modeling_bert.py BertEmbeddings,
- * modeling_roberta.py, modeling_distilbert.py Embeddings,
- * modeling_deberta_v2.py DebertaV2Embeddings; transformers 5.17) */
-uint32_t vl__tr_encoder_embeddings(struct run *R, uint32_t x) {
-  const struct vl_arch *arch = R->arch;
-  if (arch->causal || arch->family == VL_FAM_T5) return x;
-  if (arch->family == VL_FAM_RESNET || arch->family == VL_FAM_VIT)
-    return vl__tr_vision_embeddings(R, x);
-  const uint64_t r = R->z->r, Th = R->T * R->z->h * r, Ph = R->z->P * R->z->h * r;
-  const bool deberta = arch->family == VL_FAM_DEBERTA_V2;
-  const bool pos = arch->learned_pos && arch->family != VL_FAM_MODERNBERT;
-  const bool lookups = vl_arch_replays_encoder(arch); /* (BART's: its sum alone) */
-  const uint64_t pb = !lookups ? 0 : arch->family == VL_FAM_ROBERTA ? Th : Ph;
-  int k = 0;
-  if (deberta && !pos) R->emb[k++] = tape_const(&R->tp, Th); /* zeros_like(inputs_embeds) */
-  if (deberta && pos) x = add_lookup(R, x, pb, k++);
-  if (arch->type_vocab > 0) x = add_lookup(R, x, lookups ? Th : 0, k++);
-  if (!deberta && pos) x = add_lookup(R, x, pb, k++);
-  uint64_t ob;
-  uint32_t n = vl__tr_norm(R, x, r, &ob);
-  rel(R, x);
-  if (deberta) { /* DebertaV2Embeddings: * mask */
-    uint32_t m = op(R, (struct tape_op){.out_bytes = R->tp.t[n].bytes, .in = {n}});
-    rel(R, n);
-    n = m;
-  }
-  return n;
 }
 
 /* the masked-LM head's transform before the decoder: dense, GELU (saves

@@ -132,22 +132,14 @@ uint32_t vl__tr_seq2seq(struct run *R, uint32_t x, uint32_t *x0d, uint32_t *kept
     enc = vl__tr_dropout(R, n, arch->hidden_dropout);
   }
   stack(R, true);
-  const uint64_t Tdhr = R->T * R->z->h * R->z->r;
   /* the decoder looks its tokens up in the shared embedding: that lookup's
    * dense gradient (V x h) comes when the decoder's backward is done, and
    * the matrix's AccumulateGrad input buffer holds it (summed with a tied
    * head's) through the encoder's backward (train_replay.c on_leaf;
    * torch/csrc/autograd/input_buffer.cpp) */
-  R->dec_leaf = 0;
-  if (base_trained(R)) {
-    R->dec_leaf = tape_leaf(&R->tp, R->z->V * R->z->h * R->z->wb);
-    *x0d = op(R, (struct tape_op){.out_bytes = Tdhr, .in = {R->dec_leaf}});
-    rel(R, R->dec_leaf);
-  } else {
-    *x0d = vl__tr_inputs_grad(R) ? tape_new(&R->tp, Tdhr) : tape_const(&R->tp, Tdhr);
-  }
-  uint32_t y =
-      vl__tr_dropout(R, vl__tr_encoder_embeddings(R, tape_ref(&R->tp, *x0d)), arch->embed_dropout);
+  R->dec_leaf = base_trained(R) ? tape_leaf(&R->tp, R->z->V * R->z->h * R->z->wb) : 0;
+  uint32_t y = vl__tr_embed(R, R->dec_leaf, true, R->z->h, x0d);
+  rel(R, R->dec_leaf);
   R->tp.grad = !ck;
   for (uint64_t l = 0; l < arch->layers && !R->p.failed; l++) {
     R->l = l;

@@ -1,8 +1,8 @@
-/* Layer programs (lib/model/lp.h, lp_mlp.c, lp_norm.c): each dense MLP
- * kind's and each norm's ops, what they save and their FLOPs; the training
- * replay issuing exactly the program's ops and keeping exactly what it
- * says is saved; the time model pricing exactly the program's priced
- * bytes. */
+/* Layer programs (lib/model/lp.h, lp_mlp.c, lp_norm.c, lp_attention.c,
+ * lp_head.c, lp_embed.c): each part's ops, what they save and their
+ * FLOPs; the training replay issuing exactly the program's ops and
+ * keeping exactly what it says is saved; the time model pricing exactly
+ * the program's priced bytes. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -377,8 +377,8 @@ static double priced_s(const struct lp *p, const double *n, const struct vl_kt_c
   for (unsigned i = LP_FIRST; i <= p->n; i++) {
     const struct lp_op *o = &p->op[i];
     if (o->price)
-      s +=
-          (o->fwd_only ? 1 : 3) * (o->times ? o->times : 1) * n[o->pcols] * o->bytes / bw[o->price];
+      s += (o->fwd_only || o->bwd_only ? 1 : 3) * (o->times ? o->times : 1) * n[o->pcols] *
+           o->bytes / bw[o->price];
   }
   return s;
 }
@@ -570,6 +570,167 @@ static void qkv_program(void **state) {
   }
 }
 
+/* the head's program: its lines (the linear; Gemma 2's soft cap; the
+ * loss: the upcast where the replay makes it, log_softmax, an encoder's
+ * fp32 copy for nll_loss under autocast, nll_loss; the backward's priced
+ * lines), the tensors the replay makes of the loss, and what its forward
+ * keeps beside the logits (log_softmax's output, the copy, tanh's output),
+ * all let go of by the loss's backward, which leaves the logits' gradient */
+struct head_kind {
+  const char *name, *config;
+  unsigned e;
+  bool autocast;
+  unsigned ops, loss_made;
+  double kept, node; /* bytes an element of rows x V: the loss's, the tape's nodes' */
+};
+static const struct head_kind heads[] = {
+    {"Llama bf16: the upcast", "data/models/llama-3-8b.json", 2, false, 8, 3, 4, 0},
+    {"Llama fp32: no cast", "data/models/llama-3-8b.json", 4, false, 6, 2, 4, 0},
+    {"Gemma 2 bf16: soft cap", "data/models/gemma-2-2b.json", 2, false, 11, 3, 4, 2},
+    {"BERT bf16: log_softmax in bf16", "data/models/bert-base-uncased.json", 2, false, 8, 2, 2, 0},
+    {"BERT autocast: nll_loss's copy", "data/models/bert-base-uncased.json", 2, true, 9, 3, 2 + 4,
+     0},
+};
+
+static void head_program(void **state) {
+  (void)state;
+  enum { V = 4096 };
+  for (size_t k = 0; k < sizeof heads / sizeof heads[0]; k++) {
+    const struct head_kind *c = &heads[k];
+    struct bare b;
+    bare_begin(&b, c->config, c->e, c->autocast, false);
+    struct lp p;
+    vl__lp_head(&p, &b.a, c->autocast, c->e, c->e);
+    unsigned made = 0;
+    for (unsigned i = LP_FIRST; i <= p.n; i++)
+      made += p.op[i].kind == LP_LOSS && !p.op[i].bwd_only && !p.op[i].unmade;
+    assert_int_equal(p.n - LP_IN, c->ops);
+    assert_int_equal(made, c->loss_made);
+    assert_int_equal(count(&p, LP_LINEAR), 1);
+    uint32_t x = tape_new(&b.R.tp, ROWS * H * c->e), w = tape_leaf(&b.R.tp, (uint64_t)V * H * c->e);
+    const double before = bare_allocated(&b);
+    uint32_t t[LP_MAX];
+    const struct lp_dims d = {.rows = ROWS, .h = H, .V = V, .w = w};
+    vl__tr_lp(&b.R, &p, x, c->e, &d, false, t);
+    /* (autocast: the weight's half copy the linear keeps) */
+    const double copy = c->autocast ? (double)V * H * 2 : 0, logits = (double)ROWS * V * c->e;
+    const double kept = bare_allocated(&b) - before - copy - logits - c->node * ROWS * V;
+    printf("%-34s %2u ops, kept %g\n", c->name, p.n - LP_IN, kept / (ROWS * V));
+    assert_true(kept == c->kept * ROWS * V);
+    /* the backward: the logits' gradient alone stays */
+    uint32_t gl = vl__tr_lp_loss_backward(&b.R, &p, t);
+    assert_true(b.R.tp.t[gl].bytes == logits);
+    assert_true(bare_allocated(&b) - before - copy - logits - c->node * ROWS * V == logits);
+    bare_end(&b);
+  }
+}
+
+/* the time model's loss is the head program's priced lines on the
+ * logits: forward and backward, each line once where it is priced in one
+ * of them (the cast's backward, nll_loss's and log_softmax's are lines of
+ * their own) */
+static void time_model_prices_the_head(void **state) {
+  (void)state;
+  struct vl_catalog cat;
+  struct vl_time_card card;
+  const struct vl_gpu *g = h100(&cat, &card);
+  const char *configs[] = {"data/models/llama-3-8b.json", "data/models/gemma-2-2b.json",
+                           "data/models/granite-3.0-2b.json", "data/models/bert-base-uncased.json"};
+  for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++) {
+    for (int prec = VL_PREC_FP32; prec <= VL_PREC_BF16; prec += VL_PREC_BF16) {
+      struct vl_arch a;
+      tu_arch(configs[k], &a);
+      struct vl_job j;
+      vl_job_init(&j);
+      j.precision = (enum vl_precision)prec, j.batch = 2, j.seq = 128;
+      struct vl_step_time t;
+      struct vl_err err = {""};
+      assert_int_equal(vl_step_time(&a, &j, g, &t, &err), VL_OK);
+      struct lp p;
+      const unsigned e = prec == VL_PREC_FP32 ? 4 : 2;
+      vl__lp_head(&p, &a, false, e, e);
+      const double T = (double)(j.batch * j.seq);
+      const double n[LP_COLS_N] = {[LP_COLS_V] = T * (double)a.vocab, [LP_COLS_ROW] = T};
+      const double want = priced_s(&p, n, card.tables), got = t.kind_s[VL_TK_LOSS];
+      printf("%-36s %d: loss %.6g s, priced %.6g s\n", configs[k], prec, got, want);
+      assert_true(want > 0 && fabs(got - want) <= 1e-9 * want);
+    }
+  }
+  vl_catalog_release(&cat);
+}
+
+/* the embeddings' program: its lines (the words' lookup and Python's name
+ * for it; an encoder's lookups, sums and LayerNorm; GPT-2's sum the
+ * replay does not make; dropout; Gemma's scaling; the backward's priced
+ * lines where the table trains) and what the replay keeps once they
+ * return: the output, dropout's mask, the norm's saved input (the output
+ * alone where LoRA freezes the table) */
+struct embed_kind {
+  const char *name, *config;
+  unsigned ops;
+  double kept; /* bytes an element of rows x h */
+};
+static const struct embed_kind embeds[] = {
+    {"Llama: the lookup", "data/models/llama-3-8b.json", 4, 2},
+    {"Gemma: scaled", "data/models/gemma-2b.json", 5, 2},
+    {"GPT-2: positions, dropout", "data/models/gpt2.json", 6, 2 + 1},
+    {"BERT: token types, positions, LayerNorm", "data/models/bert-base-uncased.json", 10,
+     2 + 2 + 1},
+};
+
+static void embed_program(void **state) {
+  (void)state;
+  for (size_t k = 0; k < sizeof embeds / sizeof embeds[0]; k++) {
+    const struct embed_kind *c = &embeds[k];
+    for (int lora = 0; lora < 2; lora++) {
+      struct bare b;
+      bare_begin(&b, c->config, E, false, lora);
+      struct lp p;
+      vl__lp_embed(&p, &b.a, false, E, E, E, E, !lora, false);
+      assert_int_equal(p.n - LP_IN, c->ops - (lora ? 2 : 0));
+      assert_int_equal(p.op[LP_FIRST].kind, LP_GATHER);
+      uint32_t t[LP_MAX];
+      const struct lp_dims d = {.rows = ROWS, .rows_k = ROWS / 2, .I = H, .h = H};
+      vl__tr_lp(&b.R, &p, 0, 0, &d, false, t);
+      const double kept = bare_allocated(&b);
+      printf("%-40s %2u ops, kept %g\n", c->name, p.n - LP_IN, kept / (ROWS * H));
+      /* (under LoRA the lookup needs no gradient: no node keeps anything) */
+      assert_true(kept == (lora ? E : c->kept) * ROWS * H);
+      assert_true(b.R.tp.t[t[p.out[0]]].bytes == (double)ROWS * H * E);
+      bare_end(&b);
+    }
+  }
+}
+
+/* the time model's embeddings are the program's priced lines: dropout and
+ * the scaling move the memory time by theirs */
+static void time_model_prices_the_embeddings(void **state) {
+  (void)state;
+  struct vl_catalog cat;
+  struct vl_time_card card;
+  const struct vl_gpu *g = h100(&cat, &card);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.precision = VL_PREC_BF16, j.batch = 2, j.seq = 128;
+  struct vl_err err = {""};
+  struct vl_step_time t0, t1;
+  struct vl_arch a;
+  tu_arch("data/models/llama-3-8b.json", &a);
+  assert_int_equal(vl_step_time(&a, &j, g, &t0, &err), VL_OK);
+  struct lp p0, p1;
+  vl__lp_embed(&p0, &a, false, 2, 2, 2, 2, true, false);
+  a.embed_dropout = 0.1, a.embed_scaled = 1;
+  assert_int_equal(vl_step_time(&a, &j, g, &t1, &err), VL_OK);
+  vl__lp_embed(&p1, &a, false, 2, 2, 2, 2, true, false);
+  const double T = (double)(j.batch * j.seq), h = (double)a.hidden;
+  const double n[LP_COLS_N] = {[LP_COLS_H] = T * h, [LP_COLS_V] = (double)a.vocab * h};
+  double want = priced_s(&p1, n, card.tables) - priced_s(&p0, n, card.tables);
+  double got = t1.kind_s[VL_TK_MEMORY] - t0.kind_s[VL_TK_MEMORY];
+  printf("embeddings: dropout and scaling %.6g s, priced %.6g s\n", got, want);
+  assert_true(want > 0 && fabs(got - want) <= 1e-9 * want);
+  vl_catalog_release(&cat);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(each_kind),
@@ -583,6 +744,10 @@ int main(void) {
       cmocka_unit_test(rope_program),
       cmocka_unit_test(rope_upcast_program),
       cmocka_unit_test(time_model_prices_attention),
+      cmocka_unit_test(head_program),
+      cmocka_unit_test(time_model_prices_the_head),
+      cmocka_unit_test(embed_program),
+      cmocka_unit_test(time_model_prices_the_embeddings),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
