@@ -195,9 +195,12 @@ uint32_t vl__tr_deberta_self(struct run *R, uint32_t x, uint64_t xb);
 /* whether the job's DeBERTa attention is that: DeBERTa-v3's
  * (share_att_key), not under autocast. Under autocast the earlier
  * description stays (disentangled() in train_replay_attention.c): with
- * this one deberta3-amp-adamw-eager's measured reserve went from -2.2 to
- * -12.5 % (its allocated +1.3 to +0.2 %); an H200 reserved 3 GiB over
- * its peak allocated there, which neither replays */
+ * this one deberta3-amp-adamw-eager (8 x 512) went from -2.2 to -12.5 %
+ * reserved (allocated +1.4 to +0.2 %): the H200 held 2.9 GB of inactive
+ * split blocks at its peak, which neither replays, though this one
+ * agrees with the CPU dry runs at 2 x 384, 2 x 512 and 4 x 256 within
+ * 0.2 % reserved (the earlier one: -1.8 to +7 %) and moves
+ * du-deberta3-amp-adamw-eager-b4s384 from +3.7 to +0.1 % */
 static inline bool vl__tr_deberta_replayed(const struct run *R) {
   return R->arch->rel_att && !R->arch->rel_pos_proj && !R->z->autocast;
 }
