@@ -285,6 +285,24 @@ static bool has_rows(const struct vl_kt_card *k, const char *kern, bool half) {
   return false;
 }
 
+/* the kernel SDPA runs for op's "default" where the card's tables can say
+ * better (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp
+ * select_sdp_backend: cuDNN first on sm90 and later, then flash, then
+ * memory-efficient): cuDNN takes an attn_mask and a dropout_p that is a
+ * multiple of 1/16 (check_cudnn_dropout: 0.1 is not); flash takes no
+ * attn_mask (check_for_attn_mask); the memory-efficient kernel either */
+static const char *sdpa_pick(const struct vl_time_card *c, const struct vl_op *op,
+                             const char *kern) {
+  const struct vl_kt_card *kc = c->tables;
+  if (strcmp(kern, "default")) return kern;
+  const bool cudnn = op->half && c->cudnn_sdpa && has_rows(kc, "cudnn", true);
+  const bool sixteenths = op->dropout * 16.0 == floor(op->dropout * 16.0);
+  if (cudnn && sixteenths) return "cudnn";
+  if (op->masked) return has_rows(kc, "efficient", op->half) ? "efficient" : kern;
+  if (cudnn && op->dqk <= 256 && has_rows(kc, "flash", true)) return "flash";
+  return kern;
+}
+
 /* one fused attention kernel, forward or backward: its FLOPs at the rate
  * measured for its kernel, dtype, head size (64 up to 96, else 128) and
  * mask, log-linear between the sequence lengths measured. SDPA's choice
@@ -307,12 +325,13 @@ static double attn_s(const struct vl_time_card *c, const struct vl_op *op) {
    * "default" rows at 512 tokens timed something slower (a forward+backward
    * of 372 us against cuDNN's 167, kernels.py's timing: a fifth of its rate
    * once the dispatch is off) */
-  if (half && !strcmp(kern, "default") && c->cudnn_sdpa && has_rows(kc, "cudnn", true))
-    kern = "cudnn";
+  kern = sdpa_pick(c, op, kern);
   const char *dt = half ? "bf16" : "fp32";
   double d = dqk <= 96 ? 64 : 128, span = kv_len;
-  if (op->window > 0 && op->window < kv_len) span = op->window;
-  /* the kernel skips the blocks a causal mask or a window leaves out */
+  if (!op->masked && op->window > 0 && op->window < kv_len) span = op->window;
+  /* the kernel skips the blocks a causal mask or a window leaves out; under
+   * an explicit mask (an additive bias to the kernel) it computes every key */
+  causal = causal && !op->masked;
   double keys = causal && span == kv_len ? span / 2 : span;
   double bh = op->bs * op->heads, fl = 2.0 * bh * q_len * keys * (dqk + dv);
   /* the measured rate at this sequence length (log-linear between the
@@ -391,6 +410,12 @@ static void attn_kernel(struct ctx *c, struct seg *f, struct seg *b, double bs, 
                        .dqk = dqk,
                        .dv = dv,
                        .window = window,
+                       /* transformers hands SDPA a mask where a sliding
+                        * window reaches the keys (masking_utils.py
+                        * _ignore_causal_mask_sdpa: kv_length <
+                        * local_attention_size skips it) */
+                       .masked = window > 0 && kv_len >= window,
+                       .dropout = c->j->task == VL_TASK_TRAIN ? a->attn_dropout : 0,
                        .count = count};
     f->k[VL_TK_ATTENTION] += attn_s(&c->card, &op);
     op.backward = true;

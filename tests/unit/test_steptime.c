@@ -314,6 +314,49 @@ static void one_op(void **state) {
   assert_close(p.ops, 103, 1e-12, "pass: every op's dispatch");
 }
 
+/* SDPA's pick (sdp_utils.cpp select_sdp_backend on sm90, cuDNN > 9.15:
+ * cuDNN, flash, memory-efficient): cuDNN refuses a dropout_p that is not a
+ * multiple of 1/16 (0.1: GPT-2's, BERT's, StarCoder2's), flash refuses an
+ * attn_mask, which transformers hands it where a sliding window reaches
+ * the keys; under a mask every key is computed. StarCoder2-3B LoRA
+ * checkpointed at 8,192 tokens (window 4,096, attention dropout 0.1) took
+ * 0.98 s on an H100 where a cuDNN kernel over the window was priced at
+ * 0.46 s (bench/results/reserved/breadth/). */
+static void sdpa_backend_pick(void **state) {
+  (void)state;
+  struct vl_time_card h100;
+  vl_time_card_init(&h100, vl_catalog_find(&cat, "h100-80gb"), false);
+  struct vl_op at = {.kind = VL_OP_ATTENTION,
+                     .kernel = "default",
+                     .half = true,
+                     .causal = true,
+                     .bs = 1,
+                     .heads = 24,
+                     .q_len = 8192,
+                     .kv_len = 8192,
+                     .dqk = 128,
+                     .dv = 128,
+                     .count = 1};
+  struct vl_op cudnn = at, flash = at, eff = at;
+  cudnn.kernel = "cudnn", flash.kernel = "flash", eff.kernel = "efficient";
+  double c = vl_op_device_s(&h100, &cudnn);
+  assert_close(vl_op_device_s(&h100, &at), c, 1e-15, "no dropout, no mask: cuDNN");
+  at.dropout = 0.125;
+  assert_close(vl_op_device_s(&h100, &at), c, 1e-15, "1/8 is in sixteenths: cuDNN");
+  at.dropout = 0.1;
+  assert_close(vl_op_device_s(&h100, &at), vl_op_device_s(&h100, &flash), 1e-15,
+               "0.1 without a mask: flash");
+  at.masked = true, at.window = 4096;
+  eff.causal = false;
+  assert_close(vl_op_device_s(&h100, &at), vl_op_device_s(&h100, &eff), 1e-15,
+               "0.1 under a mask: memory-efficient over every key");
+  assert_true(vl_op_device_s(&h100, &at) > 4 * c);
+  at.dropout = 0;
+  cudnn.causal = false;
+  assert_close(vl_op_device_s(&h100, &at), vl_op_device_s(&h100, &cudnn), 1e-15,
+               "a mask without dropout: cuDNN over every key");
+}
+
 /* The tables hold device time only: kernels.py's times carried each call's
  * dispatch (28-32 us for every F.linear up to 128 x 1,024 x 1,024 on the
  * H100), which bench/time/distill.py takes off, leaving the smallest
@@ -492,8 +535,9 @@ int main(void) {
       cmocka_unit_test(step_structure),       cmocka_unit_test(cards_and_shares),
       cmocka_unit_test(stream_pipeline),      cmocka_unit_test(deberta_gathers),
       cmocka_unit_test(unaligned_head),       cmocka_unit_test(one_op),
-      cmocka_unit_test(traced_step),          cmocka_unit_test(device_time_only),
-      cmocka_unit_test(recompute_early_stop), cmocka_unit_test(gemm_reads_its_bytes),
-      cmocka_unit_test(vit_interpolation),    cmocka_unit_test(resnet_and_host_bound)};
+      cmocka_unit_test(sdpa_backend_pick),    cmocka_unit_test(traced_step),
+      cmocka_unit_test(device_time_only),     cmocka_unit_test(recompute_early_stop),
+      cmocka_unit_test(gemm_reads_its_bytes), cmocka_unit_test(vit_interpolation),
+      cmocka_unit_test(resnet_and_host_bound)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
