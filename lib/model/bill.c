@@ -941,14 +941,6 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
         "kernel and stride (bench/results/step-time/raw.jsonl:vision-kernels/conv.jsonl): on "
         "an H100 its peak allocated was within 3.1 % and its peak reserved 4 to 7 % above the "
         "estimate at 64 to 512 pixels (resnet-50, batch 16, bf16; bench/results/reserved/)";
-  /* replayed, with the gap a real run measured (bench/results/reserved/
-   * lora-seq2seq-h200/): an encoder-decoder's LoRA under autocast, which
-   * the dry run on meta cannot trace */
-  if (arch->enc_layers && ts->replayable && job->lora_rank && ts->pol.autocast)
-    bill->approximate = "is replayed op by op, but with LoRA under autocast (which the dry run on "
-                        "meta tensors cannot trace) an H200 held more: peak allocated 9 % and "
-                        "peak reserved 12 % above the estimate (bart-base, amp-bf16, 16 x 512 "
-                        "with 128 target tokens)";
   if (ts->replayable) {
     struct vl__train_sizes z = {
         .B = job->batch,
