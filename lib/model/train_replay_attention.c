@@ -199,8 +199,10 @@ static void rope_qk(struct run *R, struct qkv *s) {
   }
   rel(R, q);
   rel(R, k);
-  q = to_act(R, q32, T * a * d);
+  /* (autocast casts an op's arguments as C++ evaluates the wrapped call's
+   * arguments, the last first: k's before q's, Gemma-2B AMP's history) */
   k = to_act(R, k32, T * g * d);
+  q = to_act(R, q32, T * a * d);
   s->q = q, s->k = k, s->q32 = q32, s->k32 = k32;
 }
 
@@ -505,6 +507,14 @@ uint32_t vl__tr_attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
   else {
     if (g > 1 && g < a && window_masked(R)) expand_kv(R, &s);
     o = sdpa(R, &s);
+    if (s.q32) {
+      /* autocast's casts of rotated q and k are the kernel's arguments
+       * only: what it does not save goes as it returns (a checkpoint's
+       * forward, under no_grad: Gemma-2B AMP LoRA's history) */
+      rel(R, s.q);
+      rel(R, s.k);
+      s.q = s.k = 0;
+    }
     if (arch->rope_cat && e == 2) {
       /* q joined by torch.cat is contiguous as (B, heads, s, d), and cuDNN
        * attention writes its output in q's layout: transformers'
@@ -520,11 +530,14 @@ uint32_t vl__tr_attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
   }
   uint32_t y = vl__tr_linear(R, o, e, T, a * R->dv, h, arch->o_bias);
   rel(R, o);
+  /* the attention returns: its locals go in the order Python made them
+   * (the code object's co_varnames): query_states (rotary's output where
+   * it was rebound), key_states, value_states (Gemma-2B AMP's history) */
   rel(R, s.q);
-  rel(R, s.k);
-  rel(R, s.v);
   rel(R, s.q32);
+  rel(R, s.k);
   rel(R, s.k32);
+  rel(R, s.v);
   rel(R, s.qkv);
   return y;
 }
