@@ -251,11 +251,16 @@ static inline bool vl__tr_inputs_grad(const struct run *R) {
   return R->z->ckpt && R->arch->enc_layers;
 }
 /* T5 under SDPA takes the math backend where its mask, the position bias,
- * requires grad with half inputs: self-attention's under full training
- * (LoRA freezes relative_attention_bias: a fused kernel takes it), the
- * cross-attention's zeros under checkpointing */
+ * requires grad with half inputs: self-attention's under full training,
+ * the cross-attention's zeros under checkpointing; and, whatever requires
+ * grad, where the mask's last dimension is not contiguous, which no fused
+ * kernel takes (sdp_utils.cpp check_last_dim_stride_equals_1_dense): the
+ * encoder's bias, relative_attention_bias(...).permute([2, 0, 1]) itself
+ * (the decoder's is summed with its causal mask, a new tensor) */
 static inline bool vl__tr_t5_math(const struct run *R) {
-  return R->arch->rel_bias && R->z->e < 4 && (R->kv_src ? R->z->ckpt : base_trained(R));
+  if (!R->arch->rel_bias || R->z->e >= 4) return false;
+  if (!R->kv_src && !R->causal) return true;
+  return R->kv_src ? R->z->ckpt : base_trained(R);
 }
 /* T5's attention under SDPA, on its position bias as the mask: PyTorch's
  * math backend; its output (B x s x heads x d, contiguous) */
