@@ -423,6 +423,9 @@ class TraceAsCuda(unittest.TestCase):
     def test_cuda_paths(self):
         sizes, stdout = self.sizes("cuda")
         self.assertIn(37000, sizes)  # the fused kernel's one-byte mask
+        # made before the output, as CUDA's kernel allocates them (Dropout.cu)
+        i = sizes.index(37000)
+        self.assertEqual(sizes[i - 1:i + 2], [148000, 37000, 148000])  # the input, mask, output
         self.assertIn(164000, sizes)  # pow in float32, as CUDA autocast runs it
         self.assertIn("pow dtype torch.float32", stdout)
 
