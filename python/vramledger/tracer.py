@@ -479,6 +479,7 @@ def _cpu_takes_cuda_defaults(torch):
     dry run's numbers change; its allocations are the GPU's."""
     _cpu_foreach_as_cuda(torch)
     _cpu_dropout_as_cuda(torch)
+    _meta_dropout_as_cuda(torch)
     _cpu_autocast_as_cuda(torch)
 
 
@@ -513,8 +514,10 @@ def _cpu_dropout_as_cuda(torch):
     input's dtype, four times that in fp32). scaled_dot_product_attention
     with dropout: CUDA's flash and memory-efficient kernels keep only the
     output and the log-sum-exp, the CPU falls back to the math path (the
-    whole attention matrix, saved); the dry run calls it without dropout,
-    which takes the CPU's own flash kernel (CUDA's saved tensors)."""
+    whole attention matrix, saved); a CPU dry run calls it without dropout,
+    which takes the CPU's own flash kernel (CUDA's saved tensors). On meta
+    tensors SDPA takes the kernel CUDA would (_meta_sdpa_as_cuda), its
+    math path with CUDA's dropout (_meta_dropout_as_cuda)."""
     try:
         F = torch.nn.functional
         dropout, sdpa = F.dropout, getattr(F, "scaled_dot_product_attention", None)
@@ -528,7 +531,7 @@ def _cpu_dropout_as_cuda(torch):
         if sdpa is not None:
             def attention(query, key, value, *args, **kwargs):
                 if query.device.type == "meta":
-                    out = _meta_sdpa_as_cuda(torch, query, key, value, args, kwargs)
+                    out = _meta_sdpa_as_cuda(torch, sdpa, query, key, value, args, kwargs)
                     if out is not None:
                         return out
                 if query.device.type in ("cpu", "meta"):
@@ -542,21 +545,27 @@ def _cpu_dropout_as_cuda(torch):
         pass
 
 
-def _meta_sdpa_as_cuda(torch, q, k, v, args, kwargs):
-    """On meta tensors, scaled_dot_product_attention through the meta
-    function of the kernel CUDA would choose (measured on an H200 with
-    PyTorch 2.11 for every head layout, mask and dtype transformers passes:
-    bench/results/dry-run/raw.jsonl:sdpa-backends.jsonl, bench/gpu/jobs/tracer_checks.py sdpa-backends):
-    - bf16/fp16: cuDNN attention, grouped heads (enable_gqa) included, with
-      or without a mask; a boolean mask becomes an additive bias of its
-      shape in the query's dtype (kept for backward). It keeps its output
-      and the log-sum-exp (fp32, one per query and head).
-    - fp32 with as many key/value heads as query heads: memory-efficient
-      attention (a boolean mask becomes an fp32 bias).
-    - fp32 with grouped heads: the math path (None here: PyTorch's own
-      decomposition on meta, which materialises the scores as CUDA does).
+def _meta_sdpa_as_cuda(torch, sdpa, q, k, v, args, kwargs):
+    """On meta tensors, scaled_dot_product_attention through the kernel
+    CUDA would choose (_cuda_sdpa_backend), its meta function:
+    - cuDNN attention and flash attention keep their output and the
+      log-sum-exp (fp32, one per query and head); cuDNN takes a mask, a
+      boolean one as an additive bias of its shape in the query's dtype
+      (kept for backward);
+    - memory-efficient attention likewise, a boolean mask as a bias of the
+      query's dtype;
+    - the math path: PyTorch's own on meta (scaled_dot_product_attention
+      on meta tensors runs it: attention.cpp's _fused_sdp_choice_meta),
+      with its dropout of the probabilities as CUDA runs it (at::dropout,
+      CUDA's fused kernel: _meta_dropout_as_cuda), in its dtype (fp32 for
+      half inputs, which it upcasts).
     Each kernel keeps what it keeps for backward; dropout stays inside the
-    kernel. None where no kernel applies: the caller's path then."""
+    fused kernels. Measured on an H200 with PyTorch 2.11 for every head
+    layout, mask and dtype transformers passes without dropout
+    (bench/results/dry-run/raw.jsonl:sdpa-backends.jsonl, bench/gpu/jobs/
+    tracer_checks.py sdpa-backends); T5's math path with its dropout in an
+    H200's allocator history (bench/results/reserved/encoder-histories-h200/).
+    None where no kernel applies: the caller's path then."""
     names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
     p = dict(zip(names, args))
     p.update(kwargs)
@@ -567,20 +576,123 @@ def _meta_sdpa_as_cuda(torch, q, k, v, args, kwargs):
     grouped = k.shape[1] != q.shape[1] or v.shape[1] != q.shape[1]
     if grouped and (not gqa or q.shape[1] % k.shape[1] or k.shape[1] != v.shape[1]):
         return None  # an error on CUDA too: PyTorch's own path says so
-    half = q.dtype in (torch.float16, torch.bfloat16)
-    if grouped and not half:
-        return None
+    backend = _cuda_sdpa_backend(torch, q, k, v, mask, drop, causal, gqa)
+    if backend == "math":
+        return sdpa(q, k, v, *args, **kwargs)  # dropout_p as given
     if mask is not None and mask.dtype == torch.bool:  # the kernels take an additive bias
         mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device)
-    grad = q.requires_grad or k.requires_grad or v.requires_grad
+    grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
     ops = torch.ops.aten
     try:
-        if half:
+        if backend == "cudnn":
             return _meta_cudnn(torch, q, k, v, mask, grad, drop, causal, scale)
+        if backend == "flash":
+            return ops._scaled_dot_product_flash_attention(q, k, v, drop, causal, False, scale=scale)[0]
         return ops._scaled_dot_product_efficient_attention(q, k, v, mask, grad, drop, causal,
                                                            scale=scale)[0]
     except Exception:
         return None
+
+
+def _cuda_sdpa_backend(torch, q, k, v, mask, drop, causal, gqa):
+    """"cudnn", "flash", "efficient" or "math": the first whose constraints
+    these dense 4-d inputs meet, in the order CUDA's select_sdp_backend
+    tries them on an H100 or H200 with cuDNN past 9.15 (aten/src/ATen/
+    native/transformers/cuda/sdp_utils.cpp: priority_order puts cuDNN
+    first, check_prefer_cudnn_attention; the H200's PyTorch 2.11 picked it
+    wherever it applies, bench/results/dry-run/raw.jsonl:sdpa-backends.jsonl).
+    Each test names the check of sdp_utils.cpp (can_use_cudnn_attention,
+    can_use_flash_attention, can_use_mem_efficient_attention) or of
+    sdp_utils_cpp.h it stands for."""
+    half = q.dtype in (torch.float16, torch.bfloat16)
+    dtype = q.dtype == k.dtype == v.dtype  # check_tensor_dtype
+    dqk, dk, dv = q.shape[-1], k.shape[-1], v.shape[-1]
+    sq, sk = q.shape[-2], k.shape[-2]
+    hq, hk, hv = q.shape[1], k.shape[1], v.shape[1]
+    if q.shape[0] != k.shape[0] or q.shape[0] != v.shape[0] or 0 in (sq, sk):
+        return "math"  # check_batch_size_and_num_heads_dense, check_nonzero_sequence_lengths_dense
+    same_heads = hq == hk == hv
+    # check_last_dim_stride_equals_1_dense: q, k, v and (on the GPU) the
+    # mask; T5's position bias, a permuted view, fails it on every kernel
+    # (modeling_t5.py compute_bias: stride(-1) = heads)
+    mask_ok = mask is None or mask.stride(-1) == 1
+    unit = all(t.stride(-1) == 1 for t in (q, k, v)) and mask_ok
+    unit_or_single = (unit or dqk == 1) and mask_ok  # <ignore_singleton_dim=true>
+    grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    if half and dtype and unit_or_single and _cudnn_takes(q, v, mask, drop, gqa, grad):
+        return "cudnn"
+    heads = same_heads or (gqa and hk == hv and hq % hk == 0)  # check_grouped_query_attention
+    if half and dtype and unit_or_single and heads and mask is None and dqk == dk == dv <= 256 \
+            and not (causal and sq != sk):  # check_for_attn_mask, check_head_dim_size_flash,
+        return "flash"  # check_flash_causal_non_square_seqlens
+    align = 8 if half else 4  # minimum_gemm_alignment (sm80 and later, tensor cores)
+    if dtype and q.dtype in (torch.float32, torch.float16, torch.bfloat16) and unit and same_heads \
+            and dqk == dk and dqk % align == 0 and dv % align == 0 \
+            and all(t.storage_offset() % align == 0 for t in (q, k, v)):
+        # check_head_dim_size_mem_efficient, check_data_ptr_alignment_mem_efficient;
+        # grouped heads: the math path on the H200's 2.11 (sdpa-backends.jsonl, fp32)
+        return "efficient"
+    return "math"
+
+
+def _cudnn_takes(q, v, mask, drop, gqa, grad):
+    """can_use_cudnn_attention's checks past dtype and strides (sm90)."""
+    hq, hv = q.shape[1], v.shape[1]
+    if mask is not None:
+        if mask.requires_grad:  # check_attn_mask_shape: no gradient for the mask
+            return False
+        ms = mask.shape
+        if ms[-2] not in (1, q.shape[-2]) or ms[-1] not in (1, v.shape[-2]):
+            return False
+        if mask.dim() == 4 and (ms[0] not in (1, q.shape[0]) or ms[1] not in (1, hq)):
+            return False
+        if mask.dim() not in (2, 4):
+            return False
+    if drop * 16 != int(drop * 16):  # check_cudnn_dropout: multiples of 1/16 only
+        return False
+    if not (hq == hv or (gqa and hq % hv == 0)):  # (k's heads are v's: the caller's check)
+        return False  # check_batch_size_and_num_heads_dense<gqa, not the same k and v heads>
+    dqk, dv, sq, sk = q.shape[-1], v.shape[-1], q.shape[-2], v.shape[-2]
+    if dqk > 256 or dv > 256 or dqk % 8 or dv % 8 or sk == 1 or (drop and sq == 1):
+        return False  # check_cudnn_tensor_shapes (sm90: head dims to 256)
+    # check_cudnn_d256_bprop_head_dim: the backward's head dims
+    return not grad or (dqk <= 128 and dv <= 128) or (dqk, dv) in ((192, 128), (256, 256))
+
+
+def _meta_dropout_as_cuda(torch):
+    """at::dropout on meta tensors as on CUDA tensors (aten/src/ATen/
+    native/Dropout.cpp dropout: in training with 0 < p < 1 and elements,
+    is_fused_kernel_acceptable takes native_dropout, CUDA's fused kernel:
+    a one-byte mask saved; meta takes the composite's bernoulli mask of
+    the input's dtype and a product). C++ composites call it so, SDPA's math
+    path among them (attention.cpp _scaled_dot_product_attention_math:
+    at::dropout of the probabilities). A kernel at the AutogradMeta key.
+    Returns True when registered."""
+    lib = getattr(torch, "library", None)
+    packet = getattr(torch.ops.aten, "dropout", None)
+    if lib is None or not hasattr(lib, "Library") or packet is None or \
+            not hasattr(packet.default, "decompose"):
+        return False
+    aten = torch.ops.aten
+    native, alias, composite = aten.native_dropout.default, aten.alias.default, packet.default.decompose
+
+    def dropout(input, p, train):
+        if not train or p == 0 or input.numel() == 0:
+            # the composite returns the input itself (_dropout_impl), which a
+            # kernel here may not (it would come back a copy): a view of it
+            return alias(input)
+        if p < 1:
+            return native(input, p, True)[0]
+        return composite(input, p, train)  # p = 1: input * 0, its own tensor
+    try:
+        L = lib.Library("aten", "IMPL")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            L.impl("dropout", dropout, "AutogradMeta")
+    except Exception:
+        return False
+    _libs.append(L)  # unregistered with the AutocastCPU kernels (uninstall)
+    return True
 
 
 _cudnn_ok = [False]  # cuDNN attention's meta functions run forward and backward (install)

@@ -436,6 +436,44 @@ class TraceAsCuda(unittest.TestCase):
         self.assertIn("pow dtype torch.bfloat16", stdout)
 
 
+class SdpaAsCuda(unittest.TestCase):
+    """On meta tensors scaled_dot_product_attention takes the kernel CUDA's
+    select_sdp_backend would (tracer._cuda_sdpa_backend: cuDNN, flash,
+    memory-efficient, math), and on the math path drops out the
+    probabilities as CUDA does (tests/python/job_sdpa.py)."""
+
+    def test_backends_and_the_math_paths_dropout(self):
+        d = tempfile.mkdtemp(prefix="vl-trace-sdpa-")
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        out = subprocess.run([VL, "trace", "--out", d + "/t", "--", PY, os.path.join(HERE, "job_sdpa.py")],
+                             env=e, capture_output=True, text=True, timeout=120)
+        got = json.loads(([l for l in out.stdout.splitlines() if l.startswith("{")] + ["{}"])[0])
+        if "skip" in got:  # (a trace with no allocation: refused)
+            shutil.rmtree(d)
+            self.skipTest("PyTorch %s: no SDPA math path to follow" % got["skip"])
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(got, {
+            "t5 bf16": "math", "t5 fp32": "math",  # the bias's last stride is 4, not 1
+            "causal bf16": "cudnn", "causal bf16 dropout 0.1": "flash",  # cuDNN: 1/16ths only
+            "causal bf16 dropout 0.125": "cudnn", "padding mask bf16 dropout 0.1": "efficient",
+            "mask that trains bf16": "efficient", "padding mask fp32 dropout 0.1": "efficient",
+            "grouped bf16 dropout 0.1": "flash", "grouped fp32 dropout 0.1": "math"})
+        with open(d + "/t/alloc.trace") as f:
+            lines = [l.split() for l in f if l.startswith(("a ", "b "))]
+        shutil.rmtree(d)
+        big = [(int(w[2]), [x[6:] for x in w if x.startswith("dtype=")][0]) for w in lines
+               if int(w[2]) >= 49152 and any(x.startswith("dtype=") for x in w)]
+        n = 3 * 4 * 64 * 64  # the scores
+        # the math path's dropout (CUDA's fused kernel): the mask, then the
+        # fp32 output, after the fp32 scores and their softmax
+        i = big.index((n, "bool"))
+        self.assertEqual(big[i - 1:i + 2], [(4 * n, "float32"), (n, "bool"), (4 * n, "float32")])
+        self.assertEqual(big.count((n, "bool")), 1)
+        small = [int(w[2]) for w in lines if int(w[2]) in (343, 1372)]
+        self.assertEqual(small, [1372, 343, 1372])  # x; the training dropout's mask, output
+
+
 class ReduceScratch(unittest.TestCase):
     """The scratch blocks of ATen's CUDA reductions (Reduce.cuh's global
     reduce), as vramledger.cuda_reduce sizes them and the tracer writes

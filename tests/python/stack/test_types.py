@@ -27,9 +27,9 @@ VISION = {"vit-base-patch16-224", "resnet-50"}
 # peak allocated), each within 2 points
 KNOWN = {
     # (T5 under SDPA: PyTorch's math path with its dropout of the
-    # probabilities, which the dry run on meta leaves out: within 2 points at
-    # 2 x 128, +0.6 %; over it at 512 tokens, where an H200 agrees with the
-    # estimate: bench/results/reserved/lora-seq2seq-h200/)
+    # probabilities, which the dry run on meta follows CUDA in since
+    # tracer.py's _cuda_sdpa_backend: +0.6 % at 2 x 128 before, as at 512
+    # tokens, where an H200 agrees: bench/results/reserved/lora-seq2seq-h200/)
 }
 TOLERANCE = 2.0
 
