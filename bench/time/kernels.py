@@ -285,7 +285,6 @@ def masked():
                     except RuntimeError as ex:
                         row["error"] = str(ex)[:200]
                     out.append(row)
-                    del q, k, v
     return out
 
 
