@@ -15,12 +15,14 @@
  * 1 MiB or less (the small pool, its own 2 MiB segments) are left out. */
 #include "internal.h"
 #include "vramledger/alloc.h"
+#include "lp.h"
 #include "prog.h"
 
-/* a norm of T rows: RMSNorm upcasts to fp32 (x.float(), x * rsqrt(var),
- * .to(dtype), * weight); LayerNorm writes its output */
-static uint32_t norm(struct prog *p, const struct vl_arch *arch, uint64_t Th, uint64_t e) {
-  if (!arch->rms_norm) return A(p, Th * e);
+/* Gemma's and OLMo 2's RMSNorm as this replay has written it: the weight's
+ * product in the activations' dtype (the program, lp_norm.c, multiplies
+ * (1 + w) in fp32 before the cast back: a change of the figures of its
+ * own) */
+static uint32_t norm_fp32_weight(struct prog *p, uint64_t Th, uint64_t e) {
   uint32_t x32 = e < 4 ? A(p, Th * 4) : NONE;
   uint32_t sq = A(p, Th * 4); /* pow(2), then mean */
   F(p, &sq);
@@ -31,6 +33,18 @@ static uint32_t norm(struct prog *p, const struct vl_arch *arch, uint64_t Th, ui
   F(p, &yh);
   F(p, &y32);
   return out;
+}
+
+/* a norm of rows x width (its program, lp_norm.c), the input and the
+ * weight in the activations' dtype, outside autocast; its output */
+static uint32_t norm(struct prog *p, const struct vl_arch *arch, uint64_t rows, uint64_t width,
+                     uint64_t e) {
+  if (arch->rms_norm && vl__norm_weight_fp32(arch) && e < 4)
+    return norm_fp32_weight(p, rows * width, e);
+  struct lp l;
+  uint32_t x = NONE;
+  vl__lp_norm(&l, arch, false, (unsigned)e, (unsigned)e);
+  return vl__inf_lp(p, &l, &x, &(struct lp_dims){.rows = rows, .h = width}, NULL);
 }
 
 /* q * cos + rotate_half(q) * sin (rotate_half: cat(-x2, x1)) */
@@ -171,7 +185,7 @@ static uint32_t mla_prefill_attention(struct gen *s, struct layer_cache *lc, uin
   uint32_t q;
   if (arch->q_lora_rank) {
     uint32_t qa = A(p, T * arch->q_lora_rank * e);
-    uint32_t qn = norm(p, arch, T * arch->q_lora_rank, e);
+    uint32_t qn = norm(p, arch, T, arch->q_lora_rank, e);
     F(p, &qa);
     q = A(p, T * a * qd * e);
     F(p, &qn);
@@ -179,7 +193,7 @@ static uint32_t mla_prefill_attention(struct gen *s, struct layer_cache *lc, uin
     q = A(p, T * a * qd * e);
   }
   uint32_t kva = A(p, T * (c + rd) * e);
-  uint32_t kvn = norm(p, arch, T * c, e);
+  uint32_t kvn = norm(p, arch, T, c, e);
   uint32_t qr = rotary(p, T * a * rd * e), kr = rotary(p, T * rd * e);
   lc->k = A(p, T * c * s->kvb);
   lc->v = A(p, T * rd * s->kvb);
@@ -220,10 +234,10 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
     /* Qwen3: q_norm(q_proj(x)), then k's, then v_proj; each projection
      * goes once its norm exists (modeling_qwen3.py Qwen3Attention) */
     uint32_t qp = A(p, T * a * d * e);
-    q = norm(p, arch, T * a * d, e);
+    q = norm(p, arch, T * a, d, e);
     F(p, &qp);
     uint32_t kp = A(p, T * g * d * e);
-    k = norm(p, arch, T * g * d, e);
+    k = norm(p, arch, T * g, d, e);
     F(p, &kp);
     v = A(p, T * g * d * e);
   } else {
@@ -281,8 +295,6 @@ static uint32_t gated_mlp_on(struct gen *s, uint64_t T, uint64_t I) {
   F(p, &pr);
   return mo;
 }
-
-static uint32_t gated_mlp(struct gen *s) { return gated_mlp_on(s, s->T, s->I); }
 
 /* transformers 5's experts as grouped matmuls over the S = T * k rows
  * sorted by expert (integrations/moe.py grouped_mm_experts_forward): the
@@ -379,33 +391,31 @@ static uint32_t moe_mlp(struct gen *s) {
   return mo;
 }
 
-/* fc, the activation (GPT-2's gelu_new in Python: each step a tensor), the
- * projection; returns the projection's output */
-static uint32_t plain_mlp(struct gen *s) {
+/* OPT's fc1, ReLU, fc2 as this replay has written them: the norm's
+ * output kept to the MLP's end (the program, lp_mlp.c, lets go of it at
+ * fc1 as OPTDecoderLayer does: a change of the figures of its own) */
+static uint32_t inline_mlp(struct gen *s) {
   struct prog *p = &s->p;
-  const uint64_t TI = s->T * s->I, e = s->e;
-  uint32_t fc = A(p, TI * e), act;
-  if (s->arch->gelu_python) { /* 0.5*x*(1+tanh(c*(x+0.044715*x^3))) */
-    uint32_t half = A(p, TI * e), cube = A(p, TI * e), sc = A(p, TI * e);
-    F(p, &cube);
-    uint32_t st = A(p, TI * e);
-    F(p, &sc);
-    uint32_t c = A(p, TI * e);
-    F(p, &st);
-    uint32_t th = A(p, TI * e);
-    F(p, &c);
-    uint32_t one = A(p, TI * e);
-    F(p, &th);
-    act = A(p, TI * e);
-    F(p, &half);
-    F(p, &one);
-  } else {
-    act = A(p, TI * e);
-  }
+  uint32_t fc = A(p, s->T * s->I * s->e), act = A(p, s->T * s->I * s->e);
   F(p, &fc);
-  uint32_t mo = A(p, s->T * s->h * e);
+  uint32_t mo = A(p, s->T * s->h * s->e);
   F(p, &act);
   return mo;
+}
+
+/* a dense layer's MLP on the norm's output n2 (the caller's): its program
+ * (lp_mlp.c) outside autocast; a fused gate_up_proj (Phi-3, GLM) as two
+ * linears, as this replay has written it (the program's chunk of one
+ * 2I-wide projection is a change of the figures of its own); returns the
+ * down projection's output */
+static uint32_t dense_mlp(struct gen *s, uint32_t n2) {
+  const struct vl_arch *arch = s->arch;
+  if (arch->gated_mlp && arch->fused_gate_up) return gated_mlp_on(s, s->T, s->I);
+  if (arch->layer_inline) return inline_mlp(s);
+  struct lp l;
+  vl__lp_mlp(&l, arch, false, (unsigned)s->e, false);
+  const struct lp_dims d = {.rows = s->T, .I = s->I, .h = s->h};
+  return vl__inf_lp(&s->p, &l, &n2, &d, NULL);
 }
 
 /* prefill: the embeddings, the rotary tables, eager's 4-D causal mask,
@@ -450,12 +460,12 @@ static void prefill(struct gen *s) {
   }
   if (s->job->attention == VL_ATTN_EAGER) mask = A(p, s->B * s->P * s->P * e);
   for (uint64_t l = 0; l < arch->layers && !p->failed; l++) {
-    uint32_t op = prefill_attention(s, &s->lc[l], norm(p, arch, T * h, e));
+    uint32_t op = prefill_attention(s, &s->lc[l], norm(p, arch, T, h, e));
     uint32_t h1 = A(p, T * h * r); /* residual + attention */
     F(p, &op);
-    uint32_t n2 = norm(p, arch, T * h, e);
+    uint32_t n2 = norm(p, arch, T, h, e);
     const bool sparse = arch->experts && l >= arch->dense_layers;
-    uint32_t mo = sparse ? moe_mlp(s) : arch->gated_mlp ? gated_mlp(s) : plain_mlp(s);
+    uint32_t mo = sparse ? moe_mlp(s) : dense_mlp(s, n2);
     F(p, &n2);
     uint32_t out = A(p, T * h * r); /* residual + MLP */
     F(p, &h1);
@@ -464,7 +474,7 @@ static void prefill(struct gen *s) {
     hs = out;
   }
   F(p, &mask);
-  uint32_t fn = norm(p, arch, T * h, e);
+  uint32_t fn = norm(p, arch, T, h, e);
   F(p, &hs);
   F(p, &emb);
   logits(s, s->B * s->V, &fn);

@@ -10,6 +10,7 @@
 #include "testutil.h"
 #include "model/kernel_tables.h"
 #include "model/lp.h"
+#include "model/prog.h"
 #include "model/train_replay.h"
 #include "vramledger/catalog.h"
 #include "vramledger/steptime.h"
@@ -731,6 +732,51 @@ static void time_model_prices_the_embeddings(void **state) {
   vl_catalog_release(&cat);
 }
 
+/* generate()'s replay runs the same programs under no_grad
+ * (infer_lp.c): nothing saved, so once a part has run only its input and
+ * its output stay, and its peak is the most its live names hold at once
+ * (in rows x the columns of E bytes beside the input: SwiGLU's act(gate),
+ * up and their product; GPT-2's chain fc, 0.5*x, its last two steps'
+ * and the result; Llama's RMSNorm two fp32 copies, then its product's
+ * fp32 input, the cast and the output) */
+static void inference_runs_the_program(void **state) {
+  (void)state;
+  static const struct {
+    const char *config;
+    bool norm;
+    double peak; /* rows x I (a norm's: rows x h) elements of E bytes */
+  } cases[] = {{"data/models/llama-3-8b.json", false, 3},
+               {"data/models/gpt2.json", false, 4},
+               {"data/models/opt-125m.json", false, 2},
+               {"data/models/llama-3-8b.json", true, 4}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    struct vl_arch a;
+    tu_arch(cases[k].config, &a);
+    a.layer_inline = 0;
+    struct lp p;
+    if (cases[k].norm)
+      vl__lp_norm(&p, &a, false, E, E);
+    else
+      vl__lp_mlp(&p, &a, false, E, false);
+    struct prog pr = {NULL, false};
+    struct vl_cache_conf conf = {0};
+    assert_int_equal(vl_cache_new(&conf, &pr.c), VL_OK);
+    const uint64_t in = (uint64_t)ROWS * H * E;
+    uint32_t x = A(&pr, in);
+    const struct lp_dims d = {.rows = ROWS, .I = I, .h = H};
+    uint32_t y = vl__inf_lp(&pr, &p, &x, &d, NULL);
+    struct vl_cache_stats st;
+    vl_cache_stats(pr.c, &st);
+    const double w = cases[k].norm ? H : I;
+    printf("%-32s %s peak %g\n", cases[k].config, cases[k].norm ? "norm" : "MLP ",
+           (double)(st.peak_allocated - in) / (ROWS * w * E));
+    assert_true(x != NONE && y != NONE);
+    assert_true((double)st.allocated == 2.0 * in); /* the input, the output */
+    assert_true((double)(st.peak_allocated - in) == cases[k].peak * ROWS * w * E);
+    vl_cache_destroy(pr.c);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(each_kind),
@@ -748,6 +794,7 @@ int main(void) {
       cmocka_unit_test(time_model_prices_the_head),
       cmocka_unit_test(embed_program),
       cmocka_unit_test(time_model_prices_the_embeddings),
+      cmocka_unit_test(inference_runs_the_program),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
