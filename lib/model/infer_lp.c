@@ -70,6 +70,6 @@ uint32_t vl__inf_lp(struct prog *pr, const struct lp *p, uint32_t *x, const stru
   *x = n.h[LP_IN]; /* NONE where the program let go of it */
   if (tensors)
     for (unsigned i = 0; i < LP_MAX; i++)
-      tensors[i] = n.live[i] ? n.h[n.root[i]] : NONE;
+      tensors[i] = n.live[i] && n.root[i] == i ? n.h[i] : NONE;
   return n.h[n.root[p->n]];
 }

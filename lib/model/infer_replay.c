@@ -47,16 +47,16 @@ static uint32_t norm(struct prog *p, const struct vl_arch *arch, uint64_t rows, 
   return vl__inf_lp(p, &l, &x, &(struct lp_dims){.rows = rows, .h = width}, NULL);
 }
 
-/* q * cos + rotate_half(q) * sin (rotate_half: cat(-x2, x1)) */
-static uint32_t rotary(struct prog *p, uint64_t n) {
-  uint32_t t1 = A(p, n), neg = A(p, n / 2), t2 = A(p, n); /* q * cos; -x2; cat */
-  F(p, &neg);
-  uint32_t t3 = A(p, n);
-  F(p, &t2);
-  uint32_t out = A(p, n);
-  F(p, &t1);
-  F(p, &t3);
-  return out;
+/* rotary on rows x width (its program, lp_attention.c vl__lp_rope: q *
+ * cos + rotate_half(q) * sin), the products in the activations' dtype;
+ * GPT-NeoX's and Phi-2's partial rotary rotate every element here, as
+ * this replay has written it (the program's part is a change of the
+ * figures of its own) */
+static uint32_t rotary(struct prog *p, uint64_t rows, uint64_t width, uint64_t e) {
+  struct lp l;
+  uint32_t x = NONE;
+  vl__lp_rope(&l, (unsigned)e, (unsigned)e, false);
+  return vl__inf_lp(p, &l, &x, &(struct lp_dims){.rows = rows, .I = width}, NULL);
 }
 
 struct layer_cache {
@@ -194,7 +194,7 @@ static uint32_t mla_prefill_attention(struct gen *s, struct layer_cache *lc, uin
   }
   uint32_t kva = A(p, T * (c + rd) * e);
   uint32_t kvn = norm(p, arch, T, c, e);
-  uint32_t qr = rotary(p, T * a * rd * e), kr = rotary(p, T * rd * e);
+  uint32_t qr = rotary(p, T, a * rd, e), kr = rotary(p, T, rd, e);
   lc->k = A(p, T * c * s->kvb);
   lc->v = A(p, T * rd * s->kvb);
   F(p, &kvn);
@@ -217,6 +217,21 @@ static uint32_t mla_prefill_attention(struct gen *s, struct layer_cache *lc, uin
   return op;
 }
 
+/* q, k and v of n1 (the program, lp_attention.c vl__lp_qkv: three
+ * linears, or the fused projection's views, NONE here, with *qkv the
+ * projection, which the attention holds to its return) */
+static void qkv_program(struct gen *s, uint32_t n1, uint32_t *q, uint32_t *k, uint32_t *v,
+                        uint32_t *qkv) {
+  struct lp l;
+  uint32_t t[LP_MAX];
+  vl__lp_qkv(&l, s->arch, (unsigned)s->e, false, false);
+  const struct lp_dims d = {
+      .rows = s->T, .rows_k = s->T, .I = s->a * s->d, .J = s->g * s->d, .h = s->h};
+  vl__inf_lp(&s->p, &l, &n1, &d, t);
+  *q = t[l.out[0]], *k = t[l.out[1]], *v = t[l.out[2]];
+  *qkv = l.held ? t[l.held] : NONE;
+}
+
 /* a layer's attention in prefill, from its norm's output n1 (freed here) to
  * the output projection's, which it returns; the key and the value go into
  * the layer's cache */
@@ -227,10 +242,7 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
   if (arch->mla) return mla_prefill_attention(s, lc, n1);
   const bool rope = vl__rope_layer(arch, (uint64_t)(lc - s->lc));
   uint32_t q, k, v, qkv = NONE;
-  if (arch->fused_qkv) {
-    qkv = A(p, T * (a + 2 * g) * d * e);
-    q = k = v = NONE; /* views of it */
-  } else if (arch->qk_norm) {
+  if (arch->qk_norm) {
     /* Qwen3: q_norm(q_proj(x)), then k's, then v_proj; each projection
      * goes once its norm exists (modeling_qwen3.py Qwen3Attention) */
     uint32_t qp = A(p, T * a * d * e);
@@ -240,14 +252,17 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
     k = norm(p, arch, T * g, d, e);
     F(p, &kp);
     v = A(p, T * g * d * e);
-  } else {
+  } else if (arch->q_scaled) { /* OPT's q * scaling is not made here (the program's is a
+                                * change of the figures of its own) */
     q = A(p, T * a * d * e);
     k = A(p, T * g * d * e);
     v = A(p, T * g * d * e);
+  } else {
+    qkv_program(s, n1, &q, &k, &v, &qkv);
   }
   if (rope) { /* apply_rotary_pos_emb returns both, then
                                                           the old ones go */
-    uint32_t qe = rotary(p, T * a * d * e), ke = rotary(p, T * g * d * e);
+    uint32_t qe = rotary(p, T, a * d, e), ke = rotary(p, T, g * d, e);
     F(p, &q);
     F(p, &k);
     q = qe;

@@ -62,7 +62,8 @@ static inline void F(struct prog *p, uint32_t *h) {
 /* the layer program p (lp.h) run as a forward under no_grad on *x (its
  * input, the caller's: NONE afterwards where p let go of it), d its sizes;
  * the block of its last tensor, the caller's to free; tensors (NULL: not
- * wanted) each of its names' blocks, NONE where gone (infer_lp.c) */
+ * wanted) the block of each name the program has not let go of, NONE for
+ * a view or a reference (its base's block is the base's) (infer_lp.c) */
 struct lp;
 struct lp_dims;
 uint32_t vl__inf_lp(struct prog *pr, const struct lp *p, uint32_t *x, const struct lp_dims *d,

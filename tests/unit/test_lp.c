@@ -743,19 +743,22 @@ static void inference_runs_the_program(void **state) {
   (void)state;
   static const struct {
     const char *config;
-    bool norm;
+    int part;    /* 0: the MLP, 1: the norm, 2: rotary */
     double peak; /* rows x I (a norm's: rows x h) elements of E bytes */
-  } cases[] = {{"data/models/llama-3-8b.json", false, 3},
-               {"data/models/gpt2.json", false, 4},
-               {"data/models/opt-125m.json", false, 2},
-               {"data/models/llama-3-8b.json", true, 4}};
+  } cases[] = {{"data/models/llama-3-8b.json", 0, 3},
+               {"data/models/gpt2.json", 0, 4},
+               {"data/models/opt-125m.json", 0, 2},
+               {"data/models/llama-3-8b.json", 1, 4},
+               {"data/models/llama-3-8b.json", 2, 3}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     struct vl_arch a;
     tu_arch(cases[k].config, &a);
     a.layer_inline = 0;
     struct lp p;
-    if (cases[k].norm)
+    if (cases[k].part == 1)
       vl__lp_norm(&p, &a, false, E, E);
+    else if (cases[k].part == 2)
+      vl__lp_rope(&p, E, E, false);
     else
       vl__lp_mlp(&p, &a, false, E, false);
     struct prog pr = {NULL, false};
@@ -767,14 +770,33 @@ static void inference_runs_the_program(void **state) {
     uint32_t y = vl__inf_lp(&pr, &p, &x, &d, NULL);
     struct vl_cache_stats st;
     vl_cache_stats(pr.c, &st);
-    const double w = cases[k].norm ? H : I;
-    printf("%-32s %s peak %g\n", cases[k].config, cases[k].norm ? "norm" : "MLP ",
+    const double w = cases[k].part == 1 ? H : I;
+    printf("%-32s part %d peak %g\n", cases[k].config, cases[k].part,
            (double)(st.peak_allocated - in) / (ROWS * w * E));
     assert_true(x != NONE && y != NONE);
-    assert_true((double)st.allocated == 2.0 * in); /* the input, the output */
+    assert_true((double)st.allocated == in + tensor_bytes(&p, p.n)); /* the input, the output */
     assert_true((double)(st.peak_allocated - in) == cases[k].peak * ROWS * w * E);
     vl_cache_destroy(pr.c);
   }
+  /* a fused q, k, v projection: q, k and v its views (no block of their
+   * own), the projection the block the caller holds */
+  struct vl_arch a;
+  tu_arch("data/models/phi-3-mini.json", &a);
+  struct lp p;
+  vl__lp_qkv(&p, &a, E, false, false);
+  struct prog pr = {NULL, false};
+  struct vl_cache_conf conf = {0};
+  assert_int_equal(vl_cache_new(&conf, &pr.c), VL_OK);
+  uint32_t x = NONE, t[LP_MAX];
+  const struct lp_dims d = {.rows = ROWS, .rows_k = ROWS, .I = I, .J = I / 4, .h = H};
+  vl__inf_lp(&pr, &p, &x, &d, t);
+  struct vl_cache_stats st;
+  vl_cache_stats(pr.c, &st);
+  for (int i = 0; i < 3; i++)
+    assert_true(t[p.out[i]] == NONE);
+  assert_true(p.held && t[p.held] != NONE);
+  assert_true((double)st.allocated == (double)ROWS * (I + 2 * (I / 4)) * E);
+  vl_cache_destroy(pr.c);
 }
 
 int main(void) {
