@@ -250,18 +250,15 @@ static inline uint32_t t5_bias(const struct run *R) {
 static inline bool vl__tr_inputs_grad(const struct run *R) {
   return R->z->ckpt && R->arch->enc_layers;
 }
-/* T5 under SDPA takes the math backend where its mask, the position bias,
- * requires grad with half inputs: self-attention's under full training,
- * the cross-attention's zeros under checkpointing; and, whatever requires
- * grad, where the mask's last dimension is not contiguous, which no fused
- * kernel takes (sdp_utils.cpp check_last_dim_stride_equals_1_dense): the
- * encoder's bias, relative_attention_bias(...).permute([2, 0, 1]) itself
- * (the decoder's is summed with its causal mask, a new tensor) */
-static inline bool vl__tr_t5_math(const struct run *R) {
-  if (!R->arch->rel_bias || R->z->e >= 4) return false;
-  if (!R->kv_src && !R->causal) return true;
-  return R->kv_src ? R->z->ckpt : base_trained(R);
-}
+/* T5 under SDPA: its self-attention's mask is its position bias,
+ * relative_attention_bias(...).permute([2, 0, 1]) (the decoder's passed
+ * through torch.where with the causal pattern, which keeps that layout),
+ * whose last dimension is not contiguous: no fused kernel takes it
+ * (sdp_utils.cpp check_last_dim_stride_equals_1_dense) and the math
+ * backend runs, in any dtype, trained or frozen. The cross-attention's
+ * mask (zeros) is contiguous: the memory-efficient kernel, which takes a
+ * mask that requires grad */
+static inline bool vl__tr_t5_math(const struct run *R) { return R->arch->rel_bias && !R->kv_src; }
 /* T5's attention under SDPA, on its position bias as the mask: PyTorch's
  * math backend; its output (B x s x heads x d, contiguous) */
 uint32_t vl__tr_t5_sdpa(struct run *R, uint32_t q, uint32_t k, uint32_t v);
