@@ -335,6 +335,32 @@ static void opt_layer_lets_go_of_its_norms_early(void **state) {
   assert_true(fabs((double)s.peak_reserved / measured - 1) < 0.01);
 }
 
+/* the bill of config's amp-bf16, checkpointed job of batch x seq under
+ * optimizer (impl), against a measured peak (allocated, or reserved):
+ * within tol */
+static void against_measured(const char *config, uint64_t batch, uint64_t seq,
+                             enum vl_optimizer optimizer, enum vl_opt_impl impl, bool reserved,
+                             double measured, double tol) {
+  struct vl_arch a;
+  tu_arch(config, &a);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.batch = batch;
+  j.seq = seq;
+  j.precision = VL_PREC_AMP_BF16;
+  j.optimizer = optimizer;
+  j.opt_impl = impl;
+  j.checkpointing = VL_CKPT_FULL;
+  struct vl_bill *b = calloc(1, sizeof *b);
+  assert_non_null(b);
+  tu_bill(&a, &j, b);
+  const uint64_t got = reserved ? b->peak_reserved_bytes : b->peak_allocated_bytes;
+  printf("  %s: %s %llu (measured %.0f)\n", config, reserved ? "reserved" : "allocated",
+         (unsigned long long)got, measured);
+  free(b);
+  assert_true(fabs((double)got / measured - 1) < tol);
+}
+
 /* A tied embedding's two gradients meet in its AccumulateGrad node's
  * input buffer (torch/csrc/autograd/input_buffer.cpp accumulate): under
  * autocast the head's arrives through the weight cast's backward, a fresh
@@ -346,23 +372,8 @@ static void opt_layer_lets_go_of_its_norms_early(void **state) {
  * 4.4 % over. */
 static void tied_gradients_meet_in_place_under_autocast(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("data/models/gemma-7b.json", &a);
-  struct vl_job j;
-  vl_job_init(&j);
-  j.batch = 1;
-  j.seq = 1024;
-  j.precision = VL_PREC_AMP_BF16;
-  j.optimizer = VL_OPT_SGD;
-  j.checkpointing = VL_CKPT_FULL;
-  struct vl_bill *b = calloc(1, sizeof *b);
-  assert_non_null(b);
-  tu_bill(&a, &j, b);
-  const double measured = 72051165696.0;
-  printf("  gemma-7b amp sgd ckpt: allocated %llu (measured %.0f)\n",
-         (unsigned long long)b->peak_allocated_bytes, measured);
-  assert_true(fabs((double)b->peak_allocated_bytes / measured - 1) < 0.005);
-  free(b);
+  against_measured("data/models/gemma-7b.json", 1, 1024, VL_OPT_SGD, VL_IMPL_FOREACH, false,
+                   72051165696.0, 0.005);
 }
 
 /* Autocast casts rotated q and k for SDPA as it calls the kernel (k's
@@ -375,24 +386,8 @@ static void tied_gradients_meet_in_place_under_autocast(void **state) {
  * attention's return, the replay reserved 3.7 % more. */
 static void autocast_casts_go_with_the_kernel(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("bench/configs/llama-3.2-3b.json", &a);
-  struct vl_job j;
-  vl_job_init(&j);
-  j.batch = 4;
-  j.seq = 1024;
-  j.precision = VL_PREC_AMP_BF16;
-  j.optimizer = VL_OPT_ADAMW;
-  j.opt_impl = VL_IMPL_FUSED;
-  j.checkpointing = VL_CKPT_FULL;
-  struct vl_bill *b = calloc(1, sizeof *b);
-  assert_non_null(b);
-  tu_bill(&a, &j, b);
-  const double measured = 57461964800.0;
-  printf("  llama-3.2-3b amp fused ckpt: reserved %llu (measured %.0f)\n",
-         (unsigned long long)b->peak_reserved_bytes, measured);
-  assert_true(fabs((double)b->peak_reserved_bytes / measured - 1) < 0.01);
-  free(b);
+  against_measured("bench/configs/llama-3.2-3b.json", 4, 1024, VL_OPT_ADAMW, VL_IMPL_FUSED, true,
+                   57461964800.0, 0.01);
 }
 
 int main(void) {
