@@ -311,6 +311,33 @@ static uint32_t gated_mlp_on(struct gen *s, uint64_t T, uint64_t I) {
   return mo;
 }
 
+/* OPT's fc1, ReLU, fc2 as this replay has written them: the norm's
+ * output kept to the MLP's end (the program, lp_mlp.c, lets go of it at
+ * fc1 as OPTDecoderLayer does: a change of the figures of its own) */
+static uint32_t inline_mlp(struct gen *s) {
+  struct prog *p = &s->p;
+  uint32_t fc = A(p, s->T * s->I * s->e), act = A(p, s->T * s->I * s->e);
+  F(p, &fc);
+  uint32_t mo = A(p, s->T * s->h * s->e);
+  F(p, &act);
+  return mo;
+}
+
+/* a dense MLP of width I on the norm's output n2 (the caller's), a MoE
+ * block's shared experts too: its program (lp_mlp.c) outside autocast; a
+ * fused gate_up_proj (Phi-3, GLM) as two linears, as this replay has
+ * written it (the program's chunk of one 2I-wide projection is a change
+ * of the figures of its own); returns the down projection's output */
+static uint32_t dense_mlp(struct gen *s, uint32_t n2, uint64_t I) {
+  const struct vl_arch *arch = s->arch;
+  if (arch->gated_mlp && arch->fused_gate_up) return gated_mlp_on(s, s->T, I);
+  if (arch->layer_inline) return inline_mlp(s);
+  struct lp l;
+  vl__lp_mlp(&l, arch, false, (unsigned)s->e, false);
+  const struct lp_dims d = {.rows = s->T, .I = I, .h = s->h};
+  return vl__inf_lp(&s->p, &l, &n2, &d, NULL);
+}
+
 /* transformers 5's experts as grouped matmuls over the S = T * k rows
  * sorted by expert (integrations/moe.py grouped_mm_experts_forward): the
  * gathered rows, gate_up's output and its masked_fill, act(gate) * up, the
@@ -374,7 +401,7 @@ static void batched_experts(struct gen *s, uint64_t I) {
  * Qwen2-MoE), then the routed experts in turn, each a gated MLP of
  * moe_intermediate_size on its tokens; returns final_hidden_states
  * (index_add_ into it; transformers 5's experts loop) */
-static uint32_t moe_mlp(struct gen *s) {
+static uint32_t moe_mlp(struct gen *s, uint32_t n2) {
   struct prog *p = &s->p;
   const struct vl_arch *arch = s->arch;
   const uint64_t h = s->h, e = s->e, t = s->job->tp ? s->job->tp : 1;
@@ -397,40 +424,13 @@ static uint32_t moe_mlp(struct gen *s) {
     mo = grouped_experts(s, I);
   }
   if (arch->shared_intermediate) { /* + shared_experts(residuals) */
-    uint32_t sh = gated_mlp_on(s, s->T, vl__div_ceil(arch->shared_intermediate, t));
+    uint32_t sh = dense_mlp(s, n2, vl__div_ceil(arch->shared_intermediate, t));
     uint32_t sum = A(p, s->T * h * e);
     F(p, &mo);
     F(p, &sh);
     mo = sum;
   }
   return mo;
-}
-
-/* OPT's fc1, ReLU, fc2 as this replay has written them: the norm's
- * output kept to the MLP's end (the program, lp_mlp.c, lets go of it at
- * fc1 as OPTDecoderLayer does: a change of the figures of its own) */
-static uint32_t inline_mlp(struct gen *s) {
-  struct prog *p = &s->p;
-  uint32_t fc = A(p, s->T * s->I * s->e), act = A(p, s->T * s->I * s->e);
-  F(p, &fc);
-  uint32_t mo = A(p, s->T * s->h * s->e);
-  F(p, &act);
-  return mo;
-}
-
-/* a dense layer's MLP on the norm's output n2 (the caller's): its program
- * (lp_mlp.c) outside autocast; a fused gate_up_proj (Phi-3, GLM) as two
- * linears, as this replay has written it (the program's chunk of one
- * 2I-wide projection is a change of the figures of its own); returns the
- * down projection's output */
-static uint32_t dense_mlp(struct gen *s, uint32_t n2) {
-  const struct vl_arch *arch = s->arch;
-  if (arch->gated_mlp && arch->fused_gate_up) return gated_mlp_on(s, s->T, s->I);
-  if (arch->layer_inline) return inline_mlp(s);
-  struct lp l;
-  vl__lp_mlp(&l, arch, false, (unsigned)s->e, false);
-  const struct lp_dims d = {.rows = s->T, .I = s->I, .h = s->h};
-  return vl__inf_lp(&s->p, &l, &n2, &d, NULL);
 }
 
 /* prefill: the embeddings, the rotary tables, eager's 4-D causal mask,
@@ -480,7 +480,7 @@ static void prefill(struct gen *s) {
     F(p, &op);
     uint32_t n2 = norm(p, arch, T, h, e);
     const bool sparse = arch->experts && l >= arch->dense_layers;
-    uint32_t mo = sparse ? moe_mlp(s) : dense_mlp(s, n2);
+    uint32_t mo = sparse ? moe_mlp(s, n2) : dense_mlp(s, n2, s->I);
     F(p, &n2);
     uint32_t out = A(p, T * h * r); /* residual + MLP */
     F(p, &h1);
