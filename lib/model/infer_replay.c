@@ -18,35 +18,6 @@
 #include "lp.h"
 #include "prog.h"
 
-/* Gemma's and OLMo 2's RMSNorm as this replay has written it: the weight's
- * product in the activations' dtype (the program, lp_norm.c, multiplies
- * (1 + w) in fp32 before the cast back: a change of the figures of its
- * own) */
-static uint32_t norm_fp32_weight(struct prog *p, uint64_t Th, uint64_t e) {
-  uint32_t x32 = e < 4 ? A(p, Th * 4) : NONE;
-  uint32_t sq = A(p, Th * 4); /* pow(2), then mean */
-  F(p, &sq);
-  uint32_t y32 = A(p, Th * 4);
-  F(p, &x32);
-  uint32_t yh = e < 4 ? A(p, Th * e) : NONE;
-  uint32_t out = A(p, Th * e);
-  F(p, &yh);
-  F(p, &y32);
-  return out;
-}
-
-/* a norm of rows x width (its program, lp_norm.c), the input and the
- * weight in the activations' dtype, outside autocast; its output */
-static uint32_t norm(struct prog *p, const struct vl_arch *arch, uint64_t rows, uint64_t width,
-                     uint64_t e) {
-  if (arch->rms_norm && vl__norm_weight_fp32(arch) && e < 4)
-    return norm_fp32_weight(p, rows * width, e);
-  struct lp l;
-  uint32_t x = NONE;
-  vl__lp_norm(&l, arch, false, (unsigned)e, (unsigned)e);
-  return vl__inf_lp(p, &l, &x, &(struct lp_dims){.rows = rows, .h = width}, NULL);
-}
-
 /* rotary on rows x width (its program, lp_attention.c vl__lp_rope: q *
  * cos + rotate_half(q) * sin), the products in the activations' dtype;
  * GPT-NeoX's and Phi-2's partial rotary rotate every element here, as
@@ -72,12 +43,34 @@ struct gen {
   struct prog p;
   const struct vl_arch *arch;
   const struct vl_job *job;
+  struct vl_arch la; /* arch as its programs are written here (replayed) */
   uint64_t B, P, a, g, d, h, I, V, T;
   uint64_t e, r, kvb, sm; /* activation, residual, cache and softmax element bytes */
   uint64_t workspace;     /* cuBLAS's, made at the prompt's first matmul */
   struct layer_cache *lc;
   uint32_t next_logits, scores;
 };
+
+/* a norm of rows x width (its program, lp_norm.c), the input and the
+ * weight in the activations' dtype, outside autocast; its output */
+static uint32_t norm(struct gen *s, uint64_t rows, uint64_t width) {
+  struct lp l;
+  uint32_t x = NONE;
+  vl__lp_norm(&l, &s->la, false, (unsigned)s->e, (unsigned)s->e);
+  return vl__inf_lp(&s->p, &l, &x, &(struct lp_dims){.rows = rows, .h = width}, NULL);
+}
+
+/* arch as this replay writes its parts' programs, where it has not taken
+ * up the program's own lines yet (each a change of the figures of its
+ * own): Gemma's and OLMo 2's RMSNorm multiplying by the weight in the
+ * activations' dtype (Llama's), OPT's fc1 not letting go of the norm's
+ * output and its q unscaled, a fused gate_up_proj (Phi-3, GLM) as two
+ * linears */
+static struct vl_arch replayed(const struct vl_arch *arch) {
+  struct vl_arch a = *arch;
+  a.norm_fp32_weight = a.layer_inline = a.q_scaled = a.fused_gate_up = 0;
+  return a;
+}
 
 /* A token's logits and their processing in _sample: the last position's
  * logits (logits_to_keep=1; then `input`, the head's input, goes), the
@@ -185,7 +178,7 @@ static uint32_t mla_prefill_attention(struct gen *s, struct layer_cache *lc, uin
   uint32_t q;
   if (arch->q_lora_rank) {
     uint32_t qa = A(p, T * arch->q_lora_rank * e);
-    uint32_t qn = norm(p, arch, T, arch->q_lora_rank, e);
+    uint32_t qn = norm(s, T, arch->q_lora_rank);
     F(p, &qa);
     q = A(p, T * a * qd * e);
     F(p, &qn);
@@ -193,7 +186,7 @@ static uint32_t mla_prefill_attention(struct gen *s, struct layer_cache *lc, uin
     q = A(p, T * a * qd * e);
   }
   uint32_t kva = A(p, T * (c + rd) * e);
-  uint32_t kvn = norm(p, arch, T, c, e);
+  uint32_t kvn = norm(s, T, c);
   uint32_t qr = rotary(p, T, a * rd, e), kr = rotary(p, T, rd, e);
   lc->k = A(p, T * c * s->kvb);
   lc->v = A(p, T * rd * s->kvb);
@@ -224,7 +217,7 @@ static void qkv_program(struct gen *s, uint32_t n1, uint32_t *q, uint32_t *k, ui
                         uint32_t *qkv) {
   struct lp l;
   uint32_t t[LP_MAX];
-  vl__lp_qkv(&l, s->arch, (unsigned)s->e, false, false);
+  vl__lp_qkv(&l, &s->la, (unsigned)s->e, false, false);
   const struct lp_dims d = {
       .rows = s->T, .rows_k = s->T, .I = s->a * s->d, .J = s->g * s->d, .h = s->h};
   vl__inf_lp(&s->p, &l, &n1, &d, t);
@@ -246,16 +239,11 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
     /* Qwen3: q_norm(q_proj(x)), then k's, then v_proj; each projection
      * goes once its norm exists (modeling_qwen3.py Qwen3Attention) */
     uint32_t qp = A(p, T * a * d * e);
-    q = norm(p, arch, T * a, d, e);
+    q = norm(s, T * a, d);
     F(p, &qp);
     uint32_t kp = A(p, T * g * d * e);
-    k = norm(p, arch, T * g, d, e);
+    k = norm(s, T * g, d);
     F(p, &kp);
-    v = A(p, T * g * d * e);
-  } else if (arch->q_scaled) { /* OPT's q * scaling is not made here (the program's is a
-                                * change of the figures of its own) */
-    q = A(p, T * a * d * e);
-    k = A(p, T * g * d * e);
     v = A(p, T * g * d * e);
   } else {
     qkv_program(s, n1, &q, &k, &v, &qkv);
@@ -296,45 +284,14 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
   return op;
 }
 
-/* act(gate) * up, then down, on T tokens of an MLP of width I; returns
- * down's output */
-static uint32_t gated_mlp_on(struct gen *s, uint64_t T, uint64_t I) {
-  struct prog *p = &s->p;
-  const uint64_t TI = T * I, e = s->e;
-  uint32_t gt = A(p, TI * e), ag = A(p, TI * e);
-  F(p, &gt);
-  uint32_t up = A(p, TI * e), pr = A(p, TI * e);
-  F(p, &ag);
-  F(p, &up);
-  uint32_t mo = A(p, T * s->h * e);
-  F(p, &pr);
-  return mo;
-}
-
-/* OPT's fc1, ReLU, fc2 as this replay has written them: the norm's
- * output kept to the MLP's end (the program, lp_mlp.c, lets go of it at
- * fc1 as OPTDecoderLayer does: a change of the figures of its own) */
-static uint32_t inline_mlp(struct gen *s) {
-  struct prog *p = &s->p;
-  uint32_t fc = A(p, s->T * s->I * s->e), act = A(p, s->T * s->I * s->e);
-  F(p, &fc);
-  uint32_t mo = A(p, s->T * s->h * s->e);
-  F(p, &act);
-  return mo;
-}
-
-/* a dense MLP of width I on the norm's output n2 (the caller's), a MoE
- * block's shared experts too: its program (lp_mlp.c) outside autocast; a
- * fused gate_up_proj (Phi-3, GLM) as two linears, as this replay has
- * written it (the program's chunk of one 2I-wide projection is a change
- * of the figures of its own); returns the down projection's output */
-static uint32_t dense_mlp(struct gen *s, uint32_t n2, uint64_t I) {
-  const struct vl_arch *arch = s->arch;
-  if (arch->gated_mlp && arch->fused_gate_up) return gated_mlp_on(s, s->T, I);
-  if (arch->layer_inline) return inline_mlp(s);
+/* a dense MLP of width I on `rows` rows of the norm's output n2 (the
+ * caller's), a MoE block's shared experts and gpt-oss's experts too: its
+ * program (lp_mlp.c) outside autocast; returns the down projection's
+ * output */
+static uint32_t dense_mlp(struct gen *s, uint32_t n2, uint64_t rows, uint64_t I) {
   struct lp l;
-  vl__lp_mlp(&l, arch, false, (unsigned)s->e, false);
-  const struct lp_dims d = {.rows = s->T, .I = I, .h = s->h};
+  vl__lp_mlp(&l, &s->la, false, (unsigned)s->e, false);
+  const struct lp_dims d = {.rows = rows, .I = I, .h = s->h};
   return vl__inf_lp(&s->p, &l, &n2, &d, NULL);
 }
 
@@ -414,7 +371,7 @@ static uint32_t moe_mlp(struct gen *s, uint32_t n2) {
     mo = A(p, s->T * h * e);
     for (uint64_t x = 0; x < arch->experts && !p->failed; x++) {
       uint32_t cur = A(p, Te * h * e);
-      uint32_t dn = gated_mlp_on(s, Te, I);
+      uint32_t dn = dense_mlp(s, NONE, Te, I);
       uint32_t wt = A(p, Te * h * e); /* * routing weight */
       F(p, &dn);
       F(p, &wt);
@@ -424,7 +381,7 @@ static uint32_t moe_mlp(struct gen *s, uint32_t n2) {
     mo = grouped_experts(s, I);
   }
   if (arch->shared_intermediate) { /* + shared_experts(residuals) */
-    uint32_t sh = dense_mlp(s, n2, vl__div_ceil(arch->shared_intermediate, t));
+    uint32_t sh = dense_mlp(s, n2, s->T, vl__div_ceil(arch->shared_intermediate, t));
     uint32_t sum = A(p, s->T * h * e);
     F(p, &mo);
     F(p, &sh);
@@ -475,12 +432,12 @@ static void prefill(struct gen *s) {
   }
   if (s->job->attention == VL_ATTN_EAGER) mask = A(p, s->B * s->P * s->P * e);
   for (uint64_t l = 0; l < arch->layers && !p->failed; l++) {
-    uint32_t op = prefill_attention(s, &s->lc[l], norm(p, arch, T, h, e));
+    uint32_t op = prefill_attention(s, &s->lc[l], norm(s, T, h));
     uint32_t h1 = A(p, T * h * r); /* residual + attention */
     F(p, &op);
-    uint32_t n2 = norm(p, arch, T, h, e);
+    uint32_t n2 = norm(s, T, h);
     const bool sparse = arch->experts && l >= arch->dense_layers;
-    uint32_t mo = sparse ? moe_mlp(s, n2) : dense_mlp(s, n2, s->I);
+    uint32_t mo = sparse ? moe_mlp(s, n2) : dense_mlp(s, n2, T, s->I);
     F(p, &n2);
     uint32_t out = A(p, T * h * r); /* residual + MLP */
     F(p, &h1);
@@ -489,7 +446,7 @@ static void prefill(struct gen *s) {
     hs = out;
   }
   F(p, &mask);
-  uint32_t fn = norm(p, arch, T, h, e);
+  uint32_t fn = norm(s, T, h);
   F(p, &hs);
   F(p, &emb);
   logits(s, s->B * s->V, &fn);
@@ -562,6 +519,7 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
                   .r = r,
                   .kvb = kvb,
                   .sm = vl__softmax_bytes(arch, pol.autocast, e)};
+  s.la = replayed(arch);
   if (vl_cache_new(&conf, &s.p.c) != VL_OK) return vl__fail(err, VL_ENOMEM, "out of memory");
   s.lc = vl_calloc(arch->layers ? arch->layers : 1, sizeof *s.lc);
   if (!s.lc) {
