@@ -101,8 +101,8 @@ struct vl_op {
                        * "efficient"; a name the card lacks: "default" */
   bool backward, half, causal;
   double bs, heads, q_len, kv_len, dqk, dv;
-  double window;  /* a sliding window shorter than kv_len; 0: none */
-  bool masked;    /* an explicit attn_mask (no is_causal): every key computed */
+  double window;  /* a sliding window (0: none); where the keys reach it transformers
+                   * hands SDPA an explicit mask, under which every key is computed */
   double dropout; /* dropout_p (training's attention dropout) */
   /* VL_OP_MEMORY */
   enum vl_mem_class mem;

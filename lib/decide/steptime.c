@@ -285,6 +285,13 @@ static bool has_rows(const struct vl_kt_card *k, const char *kern, bool half) {
   return false;
 }
 
+/* transformers hands SDPA an explicit mask where a sliding window reaches
+ * the keys (masking_utils.py _ignore_causal_mask_sdpa: kv_length <
+ * local_attention_size skips it) */
+static bool sdpa_masked(const struct vl_op *op) {
+  return op->window > 0 && op->kv_len >= op->window;
+}
+
 /* the kernel SDPA runs for op's "default" where the card's tables can say
  * better (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp
  * select_sdp_backend: cuDNN first on sm90 and later, then flash, then
@@ -298,7 +305,7 @@ static const char *sdpa_pick(const struct vl_time_card *c, const struct vl_op *o
   const bool cudnn = op->half && c->cudnn_sdpa && has_rows(kc, "cudnn", true);
   const bool sixteenths = op->dropout * 16.0 == floor(op->dropout * 16.0);
   if (cudnn && sixteenths) return "cudnn";
-  if (op->masked) return has_rows(kc, "efficient", op->half) ? "efficient" : kern;
+  if (sdpa_masked(op)) return has_rows(kc, "efficient", op->half) ? "efficient" : kern;
   if (cudnn && op->dqk <= 256 && has_rows(kc, "flash", true)) return "flash";
   return kern;
 }
@@ -327,12 +334,11 @@ static double attn_s(const struct vl_time_card *c, const struct vl_op *op) {
    * once the dispatch is off) */
   kern = sdpa_pick(c, op, kern);
   const char *dt = half ? "bf16" : "fp32";
-  double d = dqk <= 96 ? 64 : 128, span = kv_len;
-  if (!op->masked && op->window > 0 && op->window < kv_len) span = op->window;
-  /* the kernel skips the blocks a causal mask or a window leaves out; under
-   * an explicit mask (an additive bias to the kernel) it computes every key */
-  causal = causal && !op->masked;
-  double keys = causal && span == kv_len ? span / 2 : span;
+  double d = dqk <= 96 ? 64 : 128;
+  /* the kernel skips the blocks a causal mask leaves out; under an
+   * explicit mask (an additive bias to the kernel) it computes every key */
+  causal = causal && !sdpa_masked(op);
+  double keys = causal ? kv_len / 2 : kv_len;
   double bh = op->bs * op->heads, fl = 2.0 * bh * q_len * keys * (dqk + dv);
   /* the measured rate at this sequence length (log-linear between the
    * lengths measured for this kernel, dtype, head size and mask) */
@@ -410,11 +416,6 @@ static void attn_kernel(struct ctx *c, struct seg *f, struct seg *b, double bs, 
                        .dqk = dqk,
                        .dv = dv,
                        .window = window,
-                       /* transformers hands SDPA a mask where a sliding
-                        * window reaches the keys (masking_utils.py
-                        * _ignore_causal_mask_sdpa: kv_length <
-                        * local_attention_size skips it) */
-                       .masked = window > 0 && kv_len >= window,
                        .dropout = c->j->task == VL_TASK_TRAIN ? a->attn_dropout : 0,
                        .count = count};
     f->k[VL_TK_ATTENTION] += attn_s(&c->card, &op);

@@ -93,27 +93,24 @@ static uint32_t folded(struct run *R, uint32_t x, bool contiguous) {
 /* T5 under SDPA: transformers hands its position bias to SDPA as the mask
  * (integrations/sdpa_attention.py create_position_bias_mask: the bias
  * itself, or for the decoder's causal self-attention torch.where of the
- * causal pattern, bias and the dtype's minimum), and with half inputs and
- * a mask that requires grad PyTorch runs the math backend (fp32 inputs
- * take the memory-efficient kernel: the meta traces of t5-base fp32 and
- * bf16), which upcasts half inputs to fp32 (aten/src/ATen/native/transformers/attention.cpp
+ * causal pattern, bias and the dtype's minimum), which no fused kernel
+ * takes for the self-attention (vl__tr_t5_math says when): PyTorch's math
+ * backend, which upcasts half inputs to fp32
+ * (aten/src/ATen/native/transformers/attention.cpp
  * _scaled_dot_product_attention_math): q * scale (a local to its
  * return), k^T * scale (a temporary), each copied where bmm cannot fold
  * it, the scores, plus the mask (out of place), softmax (saved), the
  * probabilities cast back (its second output, made first, freed by the
  * caller), v copied likewise, their product, cast back. q, k, v of the
  * decoder's self-attention are the cache's contiguous copies without
- * checkpointing. The cross-attention's zeros require grad only under
- * checkpointing, the bias only where relative_attention_bias trains (not
- * under LoRA); where neither, a fused kernel takes them (vl__tr_t5_math,
- * the meta traces of t5-base with LoRA). Read off
- * the meta trace of t5-base's step (bf16, 8 x 512 / 128) */
+ * checkpointing. Read off the meta trace of t5-base's step (bf16, 8 x
+ * 512 / 128) */
 uint32_t vl__tr_t5_sdpa(struct run *R, uint32_t q, uint32_t k, uint32_t v) {
   const uint64_t T = R->T, Tk = R->z->B * R->Pk, a = R->a, d = R->d, e = R->z->e;
   const uint64_t sc = R->z->B * a * R->P * R->Pk;
   const bool cached = !R->z->ckpt && R->causal; /* (cache_kv's copies) */
   uint32_t mask = t5_bias(R);
-  if (R->causal && !R->kv_src) /* torch.where(causal, bias, min): the bias's size */
+  if (R->causal) /* torch.where(causal, bias, min): the bias's size */
     mask = op(R, (struct tape_op){.out_bytes = R->tp.t[mask].bytes, .in = {mask}});
   else
     mask = tape_ref(&R->tp, mask);
