@@ -95,8 +95,12 @@ uint32_t tape_op(struct tape *tp, const struct tape_op *op) {
   if (!tp->grad || !rg) return out;
   if (!grow(tp->p, (void **)&tp->n, &tp->capn, tp->nn, sizeof *tp->n)) return out;
   struct tape_node *n = &tp->n[tp->nn++];
-  *n = (struct tape_node){
-      .out = out, .tmp = op->tmp, .pass = op->pass, .mm = op->mm, .tmp_first = op->tmp_first};
+  *n = (struct tape_node){.out = out,
+                          .tmp = op->tmp,
+                          .pass = op->pass,
+                          .mm = op->mm,
+                          .tmp_first = op->tmp_first,
+                          .cast = op->cast};
   for (int i = 0; i < TAPE_IN; i++)
     if (op->in[i] && tp->t[op->in[i]].rg) n->in[n->nin++] = op->in[i];
   for (int i = 0; i < TAPE_SAVED; i++)
@@ -132,6 +136,11 @@ static void arrive(struct tape *tp, uint32_t x, uint32_t g) {
     tp->t[x].grad = g;
     return;
   }
+  const struct tape_tensor *old = &tp->t[tp->t[x].grad];
+  if (old->copied && old->refs == 1) { /* old_var.add_(var) */
+    tape_drop(tp, g);
+    return;
+  }
   uint32_t sum = tape_new(tp, tp->t[x].bytes);
   tape_drop(tp, tp->t[x].grad);
   tape_drop(tp, g);
@@ -152,8 +161,8 @@ void tape_backward(struct tape *tp, uint32_t from) {
         gin[i] = tape_view(tp, g, b);
       else if (n.pass == TAPE_ADD && b == tp->t[g].bytes)
         gin[i] = tape_ref(tp, g);
-      else
-        gin[i] = tape_new(tp, b);
+      else if ((gin[i] = tape_new(tp, b)) && n.cast)
+        tp->t[gin[i]].copied = true;
       if (n.mm && tp->ws == NONE && tp->ws_bytes) tp->ws = A(tp->p, tp->ws_bytes);
     }
     if (n.tmp && n.tmp_first) {

@@ -28,6 +28,7 @@ struct tape_tensor {
   bool leaf;      /* a parameter: its gradient is handed to on_grad */
   bool rg;        /* requires grad: a trained parameter or what one made */
   bool again;     /* a parameter's second use (tape_again) */
+  bool copied;    /* a cast's gradient: a fresh copy nothing else holds */
 };
 
 struct tape_node {
@@ -39,6 +40,7 @@ struct tape_node {
   uint8_t pass; /* TAPE_ADD, TAPE_SLICES or 0 (tape_op) */
   bool mm;
   bool tmp_first; /* the temporary is made before the inputs' gradients */
+  bool cast;      /* a dtype cast: its input's gradient is a copy */
 };
 
 /* the gradient of parameter `leaf` (the allocator model's handle, `bytes`)
@@ -107,6 +109,7 @@ struct tape_op {
   bool mm;
   bool tmp_first; /* its backward makes tmp first and frees it after the
                    * gradients (index's zeros, then index_put_'s result) */
+  bool cast;      /* a dtype cast (autocast's, .to()): ToCopyBackward0 */
 };
 uint32_t tape_op(struct tape *tp, const struct tape_op *op);
 /* back-propagate the nodes recorded from `from` on, the last first; the

@@ -8,7 +8,8 @@
  * (a node: its backward copies the gradient to the fp32 parameter's;
  * cached for a trained leaf, made anew at each call for a frozen one:
  * autocast_mode.cpp caches leaves that require grad), then the input's
- * cast (each linear casts its own: not cached). The input is saved for
+ * cast (each linear casts its own: not cached; its gradient, a fresh
+ * copy, takes the other casts' in place: tape.h). The input is saved for
  * the weight's gradient, so only where the weight is trained; the weight
  * (its half copy) for the input's. The output has the weight's dtype
  * (autocast's without it). A trained bias's gradient is the output
@@ -24,7 +25,8 @@ uint32_t vl__tr_linear_w(struct run *R, uint32_t w, uint32_t x, uint64_t xb, uin
     wc = op(R, (struct tape_op){.out_bytes = in_f * out_f * 2, .in = {w}});
     if (trained) vl__tr_push(&R->p, &R->cached, wc);
     w = wc;
-    if (xb != e) in = cast = op(R, (struct tape_op){.out_bytes = rows * in_f * e, .in = {x}});
+    if (xb != e)
+      in = cast = op(R, (struct tape_op){.out_bytes = rows * in_f * e, .in = {x}, .cast = true});
   }
   /* a checkpoint's recomputation ends as the matmul saves its inputs
    * (autograd packs them before the kernel runs: the casts above are

@@ -106,6 +106,33 @@ static void second_gradient_summed_out_of_place(void **state) {
   teardown(&f);
 }
 
+/* an fp32 tensor cast twice (autocast: each linear casts its own input):
+ * the first cast's gradient is a fresh fp32 copy nothing else holds, so
+ * the second is added into it in place (input_buffer.cpp accumulate,
+ * can_accumulate_inplace): two of x's size at most, never a third */
+static void cast_gradient_takes_the_second_in_place(void **state) {
+  (void)state;
+  struct fix f;
+  setup(&f, true);
+  uint32_t x = tape_new(&f.tp, 8 * M);
+  struct tape_op c = {.out_bytes = 4 * M, .in = {x}, .cast = true};
+  uint32_t y1 = tape_op(&f.tp, &c), y2 = tape_op(&f.tp, &c);
+  tape_drop(&f.tp, x);
+  f.tp.t[y1].grad = tape_new(&f.tp, 4 * M);
+  f.tp.t[y2].grad = tape_new(&f.tp, 4 * M);
+  tape_drop(&f.tp, y1);
+  tape_drop(&f.tp, y2);
+  tape_backward(&f.tp, 0);
+  struct vl_cache_stats s;
+  vl_cache_stats(f.p.c, &s);
+  assert_int_equal(s.allocated, 8 * M); /* x's one gradient */
+  /* x with the casts' outputs, or their two gradients: 16 MiB; then y2's
+   * copy (8) beside them: 20; out of place, y1's copy beside y2's and
+   * the sum beside both: 24 */
+  assert_int_equal(s.peak_allocated, 20 * M);
+  teardown(&f);
+}
+
 /* gradients of views land in one buffer of the base's size, views of a
  * view in the first view's base */
 static void views_fill_one_base_sized_gradient(void **state) {
@@ -354,6 +381,7 @@ int main(void) {
       cmocka_unit_test(frozen_inputs_take_no_gradient),
       cmocka_unit_test(saved_tensor_lives_until_its_backward),
       cmocka_unit_test(second_gradient_summed_out_of_place),
+      cmocka_unit_test(cast_gradient_takes_the_second_in_place),
       cmocka_unit_test(views_fill_one_base_sized_gradient),
       cmocka_unit_test(leaf_gradients_and_the_workspace),
       cmocka_unit_test(second_use_of_a_parameter),
