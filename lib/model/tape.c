@@ -147,6 +147,11 @@ static void arrive(struct tape *tp, uint32_t x, uint32_t g) {
   tp->t[x].grad = sum;
 }
 
+void tape_also_saves(struct tape *tp, uint32_t out, uint32_t x) {
+  struct tape_node *n = tp->nn ? &tp->n[tp->nn - 1] : NULL;
+  if (n && out && n->out == out && n->nsaved < TAPE_SAVED) n->saved[n->nsaved++] = tape_ref(tp, x);
+}
+
 void tape_backward(struct tape *tp, uint32_t from) {
   for (uint32_t k = tp->nn; k-- > from && !tp->p->failed;) {
     struct tape_node n = tp->n[k]; /* tape_new may move tp->t, not tp->n */

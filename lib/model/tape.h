@@ -112,6 +112,9 @@ struct tape_op {
   bool cast;      /* a dtype cast (autocast's, .to()): ToCopyBackward0 */
 };
 uint32_t tape_op(struct tape *tp, const struct tape_op *op);
+/* the last node, the one that made out, also saves x: a second output it
+ * keeps for its backward (SDPA's log-sum-exp, made after its output) */
+void tape_also_saves(struct tape *tp, uint32_t out, uint32_t x);
 /* back-propagate the nodes recorded from `from` on, the last first; the
  * gradient of each node's output must be pending on it */
 void tape_backward(struct tape *tp, uint32_t from);

@@ -477,6 +477,12 @@ static uint32_t sdpa(struct run *R, const struct qkv *s) {
                                       .saved = {q, k, v, m},
                                       .save_out = true,
                                       .tmp = acc * T * a * d * 4 + T * a * 4});
+  /* its second output, the rows' log-sum-exp in fp32 (b x heads x s),
+   * saved: 1 MiB a layer at 8 x 1,024 tokens and 32 heads, the small
+   * pool's (OPT-1.3B AMP LoRA's history: S2 a1 after the output) */
+  uint32_t lse = tape_new(&R->tp, T * a * 4);
+  tape_also_saves(&R->tp, o, lse);
+  rel(R, lse);
   rel(R, m);
   return o;
 }

@@ -133,6 +133,26 @@ static void cast_gradient_takes_the_second_in_place(void **state) {
   teardown(&f);
 }
 
+/* a second output the node keeps (SDPA's log-sum-exp, made after its
+ * output) lives past Python's reference until the node's backward */
+static void second_output_kept_to_the_backward(void **state) {
+  (void)state;
+  struct fix f;
+  setup(&f, true);
+  uint32_t x = tape_new(&f.tp, 8 * M);
+  uint32_t y = op1(&f, 4 * M, x, 0);
+  uint32_t lse = tape_new(&f.tp, 2 * M);
+  tape_also_saves(&f.tp, y, lse);
+  tape_drop(&f.tp, lse);
+  tape_drop(&f.tp, x);
+  assert_int_equal(allocated(&f), 6 * M); /* y and its kept second output */
+  tape_drop(&f.tp, y);
+  f.tp.t[y].grad = tape_new(&f.tp, 4 * M);
+  tape_backward(&f.tp, 0);
+  assert_int_equal(allocated(&f), 8 * M); /* x's gradient alone */
+  teardown(&f);
+}
+
 /* gradients of views land in one buffer of the base's size, views of a
  * view in the first view's base */
 static void views_fill_one_base_sized_gradient(void **state) {
@@ -382,6 +402,7 @@ int main(void) {
       cmocka_unit_test(saved_tensor_lives_until_its_backward),
       cmocka_unit_test(second_gradient_summed_out_of_place),
       cmocka_unit_test(cast_gradient_takes_the_second_in_place),
+      cmocka_unit_test(second_output_kept_to_the_backward),
       cmocka_unit_test(views_fill_one_base_sized_gradient),
       cmocka_unit_test(leaf_gradients_and_the_workspace),
       cmocka_unit_test(second_use_of_a_parameter),
