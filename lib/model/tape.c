@@ -102,7 +102,8 @@ uint32_t tape_op(struct tape *tp, const struct tape_op *op) {
                           .tmp_first = op->tmp_first,
                           .cast = op->cast};
   for (int i = 0; i < TAPE_IN; i++)
-    if (op->in[i] && tp->t[op->in[i]].rg) n->in[n->nin++] = op->in[i];
+    if (op->in[i] && tp->t[op->in[i]].rg)
+      n->tmp_in[n->nin] = op->tmp_in[i], n->in[n->nin++] = op->in[i];
   for (int i = 0; i < TAPE_SAVED; i++)
     if (op->saved[i]) n->saved[n->nsaved++] = tape_ref(tp, op->saved[i]);
   if (op->save_out && n->nsaved < TAPE_SAVED) n->saved[n->nsaved++] = tape_ref(tp, out);
@@ -169,6 +170,10 @@ void tape_backward(struct tape *tp, uint32_t from) {
       else if ((gin[i] = tape_new(tp, b)) && n.cast)
         tp->t[gin[i]].copied = true;
       if (n.mm && tp->ws == NONE && tp->ws_bytes) tp->ws = A(tp->p, tp->ws_bytes);
+      if (n.tmp_in[i]) {
+        uint32_t t = A(tp->p, n.tmp_in[i]);
+        F(tp->p, &t);
+      }
     }
     if (n.tmp && n.tmp_first) {
       F(tp->p, &early);

@@ -36,6 +36,7 @@ struct tape_node {
   uint32_t in[TAPE_IN];       /* inputs that need a gradient */
   uint32_t saved[TAPE_SAVED]; /* tensors saved for backward */
   uint64_t tmp;               /* one backward temporary, bytes (0: none) */
+  uint64_t tmp_in[TAPE_IN];   /* a scratch made and freed after each gradient */
   uint8_t nin, nsaved;
   uint8_t pass; /* TAPE_ADD, TAPE_SLICES or 0 (tape_op) */
   bool mm;
@@ -104,6 +105,9 @@ struct tape_op {
   uint32_t in[TAPE_IN];
   uint32_t saved[TAPE_SAVED];
   uint64_t tmp;
+  /* a scratch made and freed right after in[i]'s gradient (cuDNN's
+   * workspaces of a convolution's input and weight gradients) */
+  uint64_t tmp_in[TAPE_IN];
   uint8_t pass;
   bool save_out; /* it saves its own output (softmax, SDPA, tanh) */
   bool mm;

@@ -1,18 +1,25 @@
 /* The training replay of vision models (train_replay.h): ResNet's
  * convolutions, batch norms and residual blocks; ViT's patch embedding
  * (its layers are an encoder's: train_replay_encoder.c). */
+#include <math.h>
+
+#include "conv_tables.h"
 #include "train_replay.h"
 
-/* cuDNN's workspace for a convolution of kernel k and stride st, in output
- * bytes: with benchmark off, the first plan cuDNN's heuristics give is run
- * with the workspace it asks for, taken through the caching allocator and
- * freed when the call returns (aten/src/ATen/native/cudnn/Conv_v8.cpp).
- * Medians over ResNet-50's 460 shapes at 64-512 pixels and 8-64 images on
- * the H100 (bench/results/step-time/raw.jsonl:vision-kernels/conv.jsonl; the
- * forward's, and the larger of the backward's two, the input's and the
- * weight's gradient):
- * 16-bit and TF32 alike within 10-20 %, 1x1 of stride 1 none forward and
- * 0.64 of its output backward (0.01 to 32 times: cuDNN's split-K plans) */
+/* cuDNN's workspace for a convolution: with benchmark off, the first plan
+ * cuDNN's heuristics give is run with the workspace it asks for, taken
+ * through the caching allocator and freed when the call returns
+ * (aten/src/ATen/native/cudnn/Conv_v8.cpp). The heuristics pick by shape:
+ * a 1x1 of stride 1 asks for none forward at 56 x 56 and 37 MiB at 14 x 14
+ * with 1,024 channels (64 images), its backward's split-K plans 0.01 to 32
+ * times its output. So a shape cuDNN was measured on takes its own
+ * (conv_tables.h, data/reference/h100-torch-2.11/conv-workspace.json:
+ * ResNet-50's 23 shapes at 8-64 images of 64-512 pixels), between the
+ * measured sizes linear in the log of the output's rows, the nearest
+ * outside them; another shape the medians over those of its kernel and
+ * stride, in output bytes (the forward's, and the larger of the
+ * backward's two, the input's and the weight's gradient): 16-bit and
+ * TF32 alike within 10-20 % */
 struct conv_ws {
   uint64_t k, st;
   double fwd, bwd; /* bytes a byte of output */
@@ -27,6 +34,31 @@ static const struct conv_ws *workspace_of(uint64_t k, uint64_t st, uint64_t e) {
   for (size_t i = 0; i < sizeof conv_ws_16 / sizeof conv_ws_16[0]; i++)
     if (t[i].k == k && t[i].st == st) return &t[i];
   return NULL; /* a shape ResNet does not have: none */
+}
+
+/* the workspaces of a k x k convolution of stride st, cin -> cout
+ * channels, `rows` output rows, e bytes an element (conv_tables.h): its
+ * forward's, its input gradient's, its weight gradient's; false where
+ * that shape was never measured */
+static bool measured_ws(uint64_t k, uint64_t st, uint64_t cin, uint64_t cout, uint64_t e,
+                        double rows, double ws[3]) {
+  const struct vl_conv_ws_row *lo = NULL, *hi = NULL;
+  for (size_t i = 0; i < sizeof vl_conv_ws_rows / sizeof vl_conv_ws_rows[0]; i++) {
+    const struct vl_conv_ws_row *r = &vl_conv_ws_rows[i];
+    if (r->k != k || r->st != st || r->cin != cin || r->cout != cout || r->bytes != e) continue;
+    if (r->rows <= rows && (!lo || r->rows > lo->rows)) lo = r;
+    if (r->rows >= rows && (!hi || r->rows < hi->rows)) hi = r;
+  }
+  if (!lo && !hi) return false;
+  if (!lo) lo = hi;
+  if (!hi) hi = lo;
+  const double w =
+      hi->rows > lo->rows ? log(rows / lo->rows) / log((double)hi->rows / lo->rows) : 0;
+  const double l[3] = {(double)lo->fwd, (double)lo->dgrad, (double)lo->wgrad};
+  const double h[3] = {(double)hi->fwd, (double)hi->dgrad, (double)hi->wgrad};
+  for (int i = 0; i < 3; i++)
+    ws[i] = l[i] + w * (h[i] - l[i]);
+  return true;
 }
 
 /* a convolution (autocast: in its dtype) of x into out_elems elements,
@@ -46,14 +78,18 @@ static uint32_t conv_bn(struct run *R, uint32_t x, uint64_t xb, uint64_t out_ele
     if (xb != e)
       in = cast = op(R, (struct tape_op){.out_bytes = R->tp.t[x].bytes / xb * e, .in = {x}});
   }
+  /* the forward's, the input gradient's and the weight gradient's (the
+   * medians: all the backward's on the weight's) */
   const struct conv_ws *ws = workspace_of(k, st, e);
   const double ob = (double)(out_elems * e);
+  double s[3] = {ws ? ws->fwd * ob : 0, 0, ws ? ws->bwd * ob : 0};
+  measured_ws(k, st, in_ch, out_ch, e, (double)(out_elems / out_ch), s);
   uint32_t c = op(R, (struct tape_op){.out_bytes = out_elems * e,
                                       .in = {in, w},
                                       .saved = {in, R->z->autocast ? w : 0},
-                                      .tmp = ws ? (uint64_t)(ws->bwd * ob) : 0,
+                                      .tmp_in = {(uint64_t)s[1], (uint64_t)s[2]},
                                       .mm = true});
-  if (ws && ws->fwd > 0) vl__tr_block(&R->p, (uint64_t)(ws->fwd * ob), NULL);
+  if (s[0] > 0) vl__tr_block(&R->p, (uint64_t)s[0], NULL);
   rel(R, cast);
   if (!trained) rel(R, wc);
   uint32_t bn = op(R, (struct tape_op){.out_bytes = out_elems * e, .in = {c}, .saved = {c}});
@@ -64,13 +100,36 @@ static uint32_t conv_bn(struct run *R, uint32_t x, uint64_t xb, uint64_t out_ele
   return y;
 }
 
+/* `y += res` (an in-place add: y's block is the sum's, nothing new) */
+static uint32_t add_into(struct run *R, uint32_t y, uint32_t res) {
+  uint32_t sum = op(R, (struct tape_op){.out_bytes = 0, .in = {y, res}, .pass = TAPE_ADD});
+  if (sum) {
+    R->tp.t[sum].h = R->tp.t[y].h, R->tp.t[sum].bytes = R->tp.t[y].bytes;
+    R->tp.t[y].h = NONE;
+  }
+  rel(R, y);
+  return sum;
+}
+
+/* max_pool2d_with_indices over x into `elems` elements: its output, then
+ * its int64 indices, both kept with x for the backward (the order the H200
+ * history of ResNet-50 AMP shows: a24.5 a98 at 64 x 224 pixels,
+ * bench/results/reserved/raw.jsonl:history-resnet/) */
+static uint32_t max_pool(struct run *R, uint32_t x, uint64_t elems) {
+  uint32_t mp = op(R, (struct tape_op){.out_bytes = elems * R->z->e, .in = {x}, .saved = {x}});
+  uint32_t idx = tape_new(&R->tp, elems * 8);
+  tape_also_saves(&R->tp, mp, idx);
+  rel(R, idx);
+  return mp;
+}
+
 /* ResNet on the pixels: the stem (7x7 convolution of stride 2, max pool
  * of stride 2 saving its int64 indices), the stages of blocks (a
  * bottleneck's 1x1, 3x3 with the stage's stride, 1x1; a basic block's two
- * 3x3), the shortcut where the width or the stride changes, the residual
- * added in place, the ReLU after it; the average pool: B x width
- * (modeling_resnet.py ResNetEmbeddings, ResNetBottleNeckLayer,
- * ResNetBasicLayer) */
+ * 3x3), then the shortcut where the width or the stride changes, the
+ * residual added in place into the layer's output, the ReLU after it; the
+ * average pool: B x width (modeling_resnet.py ResNetEmbeddings,
+ * ResNetBottleNeckLayer, ResNetBasicLayer) */
 static uint32_t resnet(struct run *R, uint32_t px, uint64_t pxb) {
   const struct vl_arch *A = R->arch;
   const uint64_t B = R->z->B, e = R->z->e;
@@ -78,11 +137,7 @@ static uint32_t resnet(struct run *R, uint32_t px, uint64_t pxb) {
   uint32_t x =
       conv_bn(R, px, pxb, B * A->stem_width * side * side, A->channels, A->stem_width, 7, 2, true);
   side = vl__div_ceil(side, 2); /* the max pool: 3x3, stride 2, padding 1 */
-  uint32_t idx = tape_new(&R->tp, B * A->stem_width * side * side * 8);
-  uint32_t mp =
-      op(R, (struct tape_op){
-                .out_bytes = B * A->stem_width * side * side * e, .in = {x}, .saved = {x, idx}});
-  rel(R, idx);
+  uint32_t mp = max_pool(R, x, B * A->stem_width * side * side);
   rel(R, x);
   x = mp;
   uint64_t in = A->stem_width;
@@ -92,11 +147,6 @@ static uint32_t resnet(struct run *R, uint32_t px, uint64_t pxb) {
       /* (3x3 of padding 1 and 1x1 of padding 0 at stride 2 both give
        * ceil(side / 2)) */
       const uint64_t cin = l ? out : in, str = l ? 1 : st, so = vl__div_ceil(side, str);
-      uint32_t res = tape_ref(&R->tp, x);
-      if (!l && (cin != out || str != 1)) {
-        rel(R, res);
-        res = conv_bn(R, x, e, B * out * so * so, cin, out, 1, str, false);
-      }
       uint32_t y;
       if (A->bottleneck) {
         const uint64_t red = out / 4;
@@ -110,11 +160,16 @@ static uint32_t resnet(struct run *R, uint32_t px, uint64_t pxb) {
         y = conv_bn(R, a, e, B * out * so * so, out, out, 3, 1, false);
         rel(R, a);
       }
+      /* the shortcut after the layer (ResNetBottleNeckLayer.forward) */
+      const uint32_t res = !l && (cin != out || str != 1)
+                               ? conv_bn(R, x, e, B * out * so * so, cin, out, 1, str, false)
+                               : tape_ref(&R->tp, x);
       rel(R, x);
-      uint32_t sum = join(R, B * out * so * so * e, y, res, TAPE_ADD);
+      uint32_t sum = add_into(R, y, res);
       x = op(R,
              (struct tape_op){.out_bytes = B * out * so * so * e, .in = {sum}, .save_out = true});
       rel(R, sum);
+      rel(R, res); /* `residual`, to the block's return */
       if (!l) side = so;
     }
     in = out;
