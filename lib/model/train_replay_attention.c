@@ -175,12 +175,43 @@ static void project(struct run *R, uint32_t n1, uint64_t nb, struct qkv *s) {
 
 /* rotary on q and k (GPT-NeoX's on a part of each head): s->q32 and
  * s->k32 in the wider dtype, s->q and s->k their casts for the attention */
+/* partial rotary (GPT-NeoX's rotary_pct, Phi's and StableLM's
+ * partial_rotary_factor): q's and k's first parts rotated, q's then k's,
+ * and only then each joined to its rest by torch.cat, q's first
+ * (apply_rotary_pos_emb of modeling_gpt_neox.py, modeling_phi.py); the
+ * joined tensors in the wider of the parts' dtypes */
+static void rope_parts(struct run *R, uint32_t q, uint32_t k, uint32_t *q32, uint32_t *k32) {
+  const uint64_t T = R->T, d = R->d, e = R->tp.t[q].bytes / (T * R->a * d);
+  const uint64_t dr = (uint64_t)((double)d * R->arch->rotary_pct) / 2 * 2;
+  const uint64_t nq = T * R->a, nk = T * R->g;
+  uint32_t qr = tape_view(&R->tp, q, nq * dr * e), qp = tape_view(&R->tp, q, nq * (d - dr) * e);
+  uint32_t kr = tape_view(&R->tp, k, nk * dr * e), kp = tape_view(&R->tp, k, nk * (d - dr) * e);
+  uint32_t qe = rotary(R, qr, nq * dr), ke = rotary(R, kr, nk * dr);
+  rel(R, qr);
+  rel(R, kr);
+  const uint64_t w = R->tp.t[qe].bytes / (nq * dr);
+  *q32 = join(R, nq * d * w, qe, qp, TAPE_SLICES);
+  *k32 = join(R, nk * d * w, ke, kp, TAPE_SLICES);
+}
+
+/* use_cache's DynamicCache takes the layer's keys and values (a causal
+ * stack's, without checkpointing; BartForConditionalGeneration turns the
+ * cache off when given labels: modeling_bart.py, "use_cache ... changed
+ * to False") */
+static bool kv_cached(const struct run *R) {
+  return !R->z->ckpt && R->causal && R->arch->family != VL_FAM_BART;
+}
+
 static void rope_qk(struct run *R, struct qkv *s) {
   const struct vl_arch *arch = R->arch;
   const uint64_t T = R->T, a = R->a, g = R->g, d = R->d;
   uint32_t q = s->q, k = s->k, q32, k32;
-  q32 = rope(R, q, T * a * d);
-  k32 = rope(R, k, T * g * d);
+  if (arch->rotary_pct < 1) {
+    rope_parts(R, q, k, &q32, &k32);
+  } else {
+    q32 = rope(R, q, T * a * d);
+    k32 = rope(R, k, T * g * d);
+  }
   if (arch->rope_cast_back && !(arch->rope_upcast && R->z->autocast)) {
     /* OLMo 2's apply_rotary_pos_emb casts back to q's and k's dtype
      * (modeling_olmo2.py: q_embed.to(q_type)): the cache copies and the
@@ -199,6 +230,10 @@ static void rope_qk(struct run *R, struct qkv *s) {
   }
   rel(R, q);
   rel(R, k);
+  if (kv_cached(R)) { /* cast at the kernel's call, after the cache (cache_kv) */
+    s->q = q32, s->k = k32, s->q32 = s->k32 = 0;
+    return;
+  }
   /* (autocast casts an op's arguments as C++ evaluates the wrapped call's
    * arguments, the last first: k's before q's, Gemma-2B AMP's history) */
   k = to_act(R, k32, T * g * d);
@@ -226,12 +261,17 @@ static void cache_kv(struct run *R, struct qkv *s) {
   rel(R, k);
   rel(R, k32);
   rel(R, v);
-  k32 = 0;
-  k = to_act(R, kc, T * g * d);
+  /* autocast casts the kernel's arguments at its call, the last first:
+   * v, k, then q (rotated q and k wait in their own dtype: rope_qk;
+   * pythia14-amp-adamw-sdpa's history, the cache's copies a32 a32 before
+   * the casts) */
   v = to_act(R, vc, T * g * R->dv);
+  k = to_act(R, kc, T * g * d);
+  uint32_t q32 = s->q, q = to_act(R, q32, R->T * R->a * d);
+  if (q == q32) rel(R, q32), q32 = 0; /* no cast: one reference */
   rel(R, kc);
   rel(R, vc);
-  s->k = k, s->v = v, s->k32 = k32;
+  s->q = q, s->q32 = q32, s->k = k, s->v = v, s->k32 = 0;
 }
 
 /* DeBERTa's copies of q, k and v */
@@ -504,9 +544,7 @@ uint32_t vl__tr_attention(struct run *R, uint32_t n1, uint64_t nb, uint32_t *hel
   s.q = qk_norm(R, s.q, a);
   s.k = qk_norm(R, s.k, g);
   if (vl__rope_layer(arch, R->l) && !arch->mla && !R->kv_src) rope_qk(R, &s);
-  /* (BartForConditionalGeneration turns the cache off when given labels:
-   * modeling_bart.py, "use_cache ... changed to False") */
-  if (!R->z->ckpt && R->causal && arch->family != VL_FAM_BART) cache_kv(R, &s);
+  if (kv_cached(R)) cache_kv(R, &s);
   if (arch->rel_bias && R->l == 0) vl__tr_t5_bias(R); /* after the cache's update */
   if (arch->rel_att) deberta_copies(R, &s);
   uint32_t o;
