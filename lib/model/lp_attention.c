@@ -128,9 +128,14 @@ void vl__lp_scores(struct lp *p, const struct vl_arch *arch, bool masked, bool m
    * scores stay referenced until the cast is made (one statement); GPT-2
    * casts in a statement of its own, so its scores go first */
   const bool first = arch->softmax_native && !arch->attn_sinks;
-  uint8_t s32 =
-      OP(.kind = LP_EW, .in = {up ? up : x}, .cols = xc, .ob = (uint8_t)sm, .save_out = true,
-         .price = LP_PRICE_SOFTMAX, .pcols = LP_COLS_H, .bytes = (double)e + sm);
+  /* its backward on CUDA makes the input's gradient, then `tmp = grad *
+   * output` of the same size, freed as it returns (aten/src/ATen/native/
+   * cuda/SoftMax.cu softmax_backward_cuda_out; OPT-1.3B bf16 eager's
+   * history: a third fp32 block of the scores' size a layer, unseen by a
+   * dry run on meta) */
+  uint8_t s32 = OP(.kind = LP_EW, .in = {up ? up : x}, .cols = xc, .ob = (uint8_t)sm,
+                   .save_out = true, .tmpb = (uint8_t)sm, .price = LP_PRICE_SOFTMAX,
+                   .pcols = LP_COLS_H, .bytes = (double)e + sm);
   if (up) vl__lp_then_drop(p, up);
   if (first) vl__lp_then_drop(p, s2);
   /* .to(query.dtype): a no-op where that is the probabilities' dtype
