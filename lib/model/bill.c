@@ -937,10 +937,11 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
    * (bench/results/shapes-vision-seq2seq/) */
   if (arch->family == VL_FAM_RESNET && ts->replayable)
     bill->approximate =
-        "is replayed op by op, cuDNN's convolution workspaces at their median size for each "
-        "kernel and stride (bench/results/step-time/raw.jsonl:vision-kernels/conv.jsonl): on "
-        "an H100 its peak allocated was within 3.1 % and its peak reserved 4 to 7 % above the "
-        "estimate at 64 to 512 pixels (resnet-50, batch 16, bf16; bench/results/reserved/)";
+        "is replayed op by op, cuDNN's convolution workspaces as measured for ResNet-50's "
+        "shapes (data/reference/h100-torch-2.11/conv-workspace.json), other shapes' at the "
+        "median for their kernel and stride: resnet-50's peak reserved within 0.6 % of six "
+        "runs at 16 to 64 images of 64 to 512 pixels on an H100 and an H200, but 4.1 % under "
+        "at 16 x 224 (bench/results/reserved/)";
   /* T5 under SDPA (its position bias a mask: the math path) with
    * checkpointing: a real run held more than the replay and the dry run on
    * meta tensors both show (bench/results/reserved/breadth/) */
