@@ -506,12 +506,14 @@ static uint32_t sdpa(struct run *R, const struct qkv *s) {
     m = tape_new(&R->tp, R->z->B * R->z->P * R->z->P * e);
   /* its backward's scratch beside the three gradients: dq accumulated in
    * fp32 and the rows' softmax statistics; cuDNN's and flash's kernels
-   * (16-bit, no mask: sdp_utils.cpp's choice) keep dq alone in fp32
-   * (OPT-1.3B AMP LoRA's and Pythia-1.4B AMP's histories: 64 + 1 MiB and
-   * 32 + 0.25 MiB a layer, bench/results/reserved/raw.jsonl:
-   * history-sdpa-backward/), the memory-efficient kernel's (a mask, fp32)
-   * a second fp32 buffer */
-  const uint64_t acc = e == 2 && !m ? 1 : 2;
+   * (16-bit, no mask: sdp_utils.cpp's choice) keep dq alone in fp32 up to
+   * a head size of 128 (OPT-1.3B AMP LoRA's and Pythia-1.4B AMP's
+   * histories, heads of 64 and 128: 64 + 1 MiB and 32 + 0.25 MiB a layer,
+   * bench/results/reserved/raw.jsonl:history-sdpa-backward/); the
+   * memory-efficient kernel's (a mask, fp32) and heads of 256 (Gemma-2B
+   * AMP's history: 128 MiB a layer at 4 x 2,048 tokens, 8 heads) a second
+   * fp32 buffer */
+  const uint64_t acc = e == 2 && !m && d <= 128 ? 1 : 2;
   uint32_t o = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e,
                                       .in = {q, k, v},
                                       .saved = {q, k, v, m},
