@@ -1091,12 +1091,18 @@ static void seq2seq_checkpointing_replayed(void **state) {
  * each stack's first layer, added to every layer's scores, its gradient
  * summed over them) is held through the step: at 4 x 1,024 tokens the
  * checkpointed replay was 1.1 % under its dry run (2,427,314,176 B) without
- * it */
+ * it. The replay also makes softmax's CUDA temporary (SoftMax.cu: grad *
+ * output, the fp32 scores' size), which the dry run on meta cannot see: it
+ * may stand above the dry run by at most that block */
 static void t5_position_bias_held(void **state) {
   (void)state;
   struct vl_bill b;
   seq2seq_bill("data/models/t5-base.json", 4, 1024, 64, VL_ATTN_EAGER, VL_CKPT_FULL, 0, &b);
-  assert_close((double)b.peak_allocated_bytes, 2427314176.0, 0.008, "t5-base 4 x 1024");
+  const double traced = 2427314176.0, scores = 4.0 * 12 * 1024 * 1024 * 4;
+  printf("  t5-base 4 x 1024: allocated %llu (dry run %.0f)\n",
+         (unsigned long long)b.peak_allocated_bytes, traced);
+  assert_true((double)b.peak_allocated_bytes > traced * (1 - 0.008));
+  assert_true((double)b.peak_allocated_bytes < traced + scores);
 }
 
 /* LoRA on T5 and BART (PEFT's default targets: q, v; q_proj, v_proj, which

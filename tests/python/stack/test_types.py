@@ -26,6 +26,11 @@ VISION = {"vit-base-patch16-224", "resnet-50"}
 # known gaps of the formula against the dry run (percent of the dry run's
 # peak allocated), each within 2 points
 KNOWN = {
+    # cuDNN's convolution workspaces by shape (data/reference/h100-torch-2.11/
+    # conv-workspace.json), blocks a run on CUDA takes and a dry run on meta
+    # cannot see: at 2 images of 224 pixels the backward's, by the weight's
+    # gradient of the third stage's 1x1 convolutions, are at the peak
+    "resnet-50": 2.6,
     # (T5 under SDPA: PyTorch's math path with its dropout of the
     # probabilities, which the dry run on meta follows CUDA in since
     # tracer.py's _cuda_sdpa_backend: +0.6 % at 2 x 128 before, as at 512
