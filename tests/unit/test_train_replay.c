@@ -335,14 +335,27 @@ static void opt_layer_lets_go_of_its_norms_early(void **state) {
   assert_true(fabs((double)s.peak_reserved / measured - 1) < 0.01);
 }
 
-/* the bill of config's checkpointed job of batch x seq in precision prec
- * under optimizer (impl), against a measured peak (allocated, or
+/* the bill of config's job j against a measured peak (allocated, or
  * reserved): within tol */
+static void job_against_measured(const char *config, const struct vl_job *j, bool reserved,
+                                 double measured, double tol) {
+  struct vl_arch a;
+  tu_arch(config, &a);
+  struct vl_bill *b = calloc(1, sizeof *b);
+  assert_non_null(b);
+  tu_bill(&a, j, b);
+  const uint64_t got = reserved ? b->peak_reserved_bytes : b->peak_allocated_bytes;
+  printf("  %s: %s %llu (measured %.0f)\n", config, reserved ? "reserved" : "allocated",
+         (unsigned long long)got, measured);
+  free(b);
+  assert_true(fabs((double)got / measured - 1) < tol);
+}
+
+/* the same for config's checkpointed job of batch x seq in precision prec
+ * under optimizer (impl) */
 static void against_measured(const char *config, uint64_t batch, uint64_t seq,
                              enum vl_precision prec, enum vl_optimizer optimizer,
                              enum vl_opt_impl impl, bool reserved, double measured, double tol) {
-  struct vl_arch a;
-  tu_arch(config, &a);
   struct vl_job j;
   vl_job_init(&j);
   j.batch = batch;
@@ -351,14 +364,7 @@ static void against_measured(const char *config, uint64_t batch, uint64_t seq,
   j.optimizer = optimizer;
   j.opt_impl = impl;
   j.checkpointing = VL_CKPT_FULL;
-  struct vl_bill *b = calloc(1, sizeof *b);
-  assert_non_null(b);
-  tu_bill(&a, &j, b);
-  const uint64_t got = reserved ? b->peak_reserved_bytes : b->peak_allocated_bytes;
-  printf("  %s: %s %llu (measured %.0f)\n", config, reserved ? "reserved" : "allocated",
-         (unsigned long long)got, measured);
-  free(b);
-  assert_true(fabs((double)got / measured - 1) < tol);
+  job_against_measured(config, &j, reserved, measured, tol);
 }
 
 /* A tied embedding's two gradients meet in its AccumulateGrad node's
@@ -427,8 +433,6 @@ static void partial_rotary_rotates_both_then_joins(void **state) {
  * replay was 1.7 % under. */
 static void softmax_backward_makes_a_product(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("data/models/mistral-7b.json", &a);
   struct vl_job j;
   vl_job_init(&j);
   j.batch = 1;
@@ -437,13 +441,7 @@ static void softmax_backward_makes_a_product(void **state) {
   j.optimizer = VL_OPT_SGD;
   j.attention = VL_ATTN_EAGER;
   j.checkpointing = VL_CKPT_FULL;
-  struct vl_bill *b = calloc(1, sizeof *b);
-  assert_non_null(b);
-  tu_bill(&a, &j, b);
-  printf("  mistral-7b bf16 eager ckpt: allocated %llu (measured 31160584192)\n",
-         (unsigned long long)b->peak_allocated_bytes);
-  assert_true(fabs((double)b->peak_allocated_bytes / 31160584192.0 - 1) < 0.005);
-  free(b);
+  job_against_measured("data/models/mistral-7b.json", &j, false, 31160584192.0, 0.005);
 }
 
 /* ResNet-50's convolutions take cuDNN's workspaces by their shape, two in
@@ -454,21 +452,13 @@ static void softmax_backward_makes_a_product(void **state) {
  * kernel, the replay reserved 3.2 % less. */
 static void resnet_workspaces_by_shape(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("data/models/resnet-50.json", &a);
   struct vl_job j;
   vl_job_init(&j);
   j.batch = 64;
   j.image_size = 224;
   j.precision = VL_PREC_AMP_BF16;
   j.optimizer = VL_OPT_SGD_MOMENTUM;
-  struct vl_bill *b = calloc(1, sizeof *b);
-  assert_non_null(b);
-  tu_bill(&a, &j, b);
-  printf("  resnet-50 amp 64 x 224: reserved %llu (measured 3808428032)\n",
-         (unsigned long long)b->peak_reserved_bytes);
-  assert_true(fabs((double)b->peak_reserved_bytes / 3808428032.0 - 1) < 0.01);
-  free(b);
+  job_against_measured("data/models/resnet-50.json", &j, true, 3808428032.0, 0.01);
 }
 
 int main(void) {
