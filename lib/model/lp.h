@@ -86,6 +86,13 @@ struct lp_op {
   bool wsave;       /* what it saves is for a weight's gradient: nothing where
                      * the weight is frozen (LoRA) */
   uint8_t tmpb;     /* its backward's temporary: bytes an element of its output */
+  bool tmp_first;   /* its backward makes the temporary before the gradients
+                     * and frees it after them (tape.h) */
+  uint8_t wideb;    /* in[0]'s gradient made first in wideb bytes an element of
+                     * the output, then cast (tape.h wide_in; 0: none) */
+  bool wsum;        /* the weight's gradient is that temporary summed over the
+                     * rows: a CUDA reduction whose partials the replay makes
+                     * while the temporary is held (cuda_reduce.c) */
   uint8_t maskb;    /* LP_DROPOUT: its mask's bytes an element of rows x pcols */
   uint8_t pcols;    /* the elements its price counts: rows x pcols (enum lp_cols) */
   uint8_t times;    /* kernels the time model prices on this line (0: one) */

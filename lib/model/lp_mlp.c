@@ -92,8 +92,11 @@ static uint8_t gated_fused(struct lp *p, const struct vl_arch *arch) {
 
 /* down(act(gate(x)) * up(x)): the gate's output is a temporary gone once
  * act has it (Gemma-2B's history); T5 v1.1's gated-gelu runs gelu_new
- * (T5DenseGatedActDense), fp32 under autocast, and so is the product */
-static uint8_t gated(struct lp *p, const struct vl_arch *arch) {
+ * (T5DenseGatedActDense), fp32 under autocast, and so is the product.
+ * T5's hidden_gelu and hidden_linear are locals to the return, after wo
+ * (modeling_t5.py T5DenseGatedActDense.forward; flan-t5-base's meta
+ * trace): *keep, for the caller to let go of then (0: none) */
+static uint8_t gated(struct lp *p, const struct vl_arch *arch, uint8_t keep[2]) {
   const uint8_t e = p->e;
   uint8_t gate = linear(p, arch, LP_IN, LP_COLS_H, LP_COLS_I, false, (struct lp_op){0});
   uint8_t ag = arch->gelu_python ? gelu_new(p, gate, true)
@@ -105,8 +108,11 @@ static uint8_t gated(struct lp *p, const struct vl_arch *arch) {
    * up_proj, the later node, frees the block made first (y-mistral7b-
    * bf16-sgd-eager-ckpt-b1s2048's meta trace; the fused kind lists them in
    * that order too) */
+  const bool t5 = arch->family == VL_FAM_T5;
+  keep[0] = t5 ? ag : 0, keep[1] = t5 ? up : 0;
   return OP(.kind = LP_EW, .in = {up, ag}, .ob = p->op[ag].ob > e ? p->op[ag].ob : e,
-            .saved = {ag, up}, .drop = {ag, up}, .price = LP_PRICE_EW, .bytes = 3.0 * e);
+            .saved = {ag, up}, .drop = {t5 ? 0 : ag, t5 ? 0 : up}, .price = LP_PRICE_EW,
+            .bytes = 3.0 * e);
 }
 
 /* fc, its activation: ReLU (keeps its output), GPT-2's Python GELU, or
@@ -133,9 +139,10 @@ static uint8_t plain(struct lp *p, const struct vl_arch *arch) {
 void vl__lp_mlp(struct lp *p, const struct vl_arch *arch, bool autocast, unsigned e, bool moe) {
   /* (each op is written whole: no clearing of the array, built per configuration) */
   vl__lp_begin(p, e, autocast, LP_COLS_H);
+  uint8_t keep[2] = {0, 0};
   uint8_t act = moe && arch->gate_clamp                           ? clamped_glu(p, arch)
                 : arch->gated_mlp && (arch->fused_gate_up || moe) ? gated_fused(p, arch)
-                : arch->gated_mlp                                 ? gated(p, arch)
+                : arch->gated_mlp                                 ? gated(p, arch, keep)
                                                                   : plain(p, arch);
   const uint8_t ab = p->op[act].ob; /* the activation's bytes an element */
   if (arch->act_dropout > 0)        /* (priced in the activations' dtype; its mask a byte an element
@@ -157,4 +164,6 @@ void vl__lp_mlp(struct lp *p, const struct vl_arch *arch, bool autocast, unsigne
     down.price = LP_PRICE_CAST, down.bytes = 4.0 + e;
   linear(p, arch, act, LP_COLS_I, LP_COLS_H, moe, down);
   then_drop(p, act);
+  for (int i = 0; i < 2; i++)
+    if (keep[i]) then_drop(p, keep[i]);
 }

@@ -72,18 +72,59 @@ static void rms_norm(struct lp *p, const struct vl_arch *arch, uint8_t x, unsign
   uint8_t rs = OP(.kind = LP_EW, .in = {var}, .cols = LP_COLS_ROW, .ob = 4, .save_out = true,
                   .drop = {var}, .price = LP_PRICE_EW, .pcols = LP_COLS_ROW, .times = 2,
                   .fwd_only = true, .bytes = 8); /* + eps, rsqrt  (rows, 1) */
-  /* T5LayerNorm multiplies the input itself, not its fp32 copy, by the
-   * rsqrt: the product saves the half input (modeling_t5.py) */
-  const uint8_t xm = arch->family == VL_FAM_T5 ? x : x32;
-  uint8_t y32 = OP(.kind = LP_EW, .in = {xm, rs}, .cols = LP_COLS_H, .ob = 4, .saved = {xm, rs},
+  uint8_t y32 = OP(.kind = LP_EW, .in = {x32, rs}, .cols = LP_COLS_H, .ob = 4, .saved = {x32, rs},
                    .tmpb = 4, .drop = {x32, rs}, .price = LP_PRICE_EW, .pcols = LP_COLS_H,
                    .bytes = 12); /* x * rsqrt  (rows, h) fp32 */
   rms_weight(p, arch, xb, wb, y32);
 }
 
+/* T5LayerNorm (modeling_t5.py T5LayerNorm.forward), its lines as the time
+ * model prices RMSNorm's, its tensors let go where Python does:
+ * x.to(float32) is a temporary of pow (which saves it), the variance a
+ * local to the return; variance + eps a temporary of rsqrt, the rsqrt one
+ * of the product, which multiplies the half input itself (and saves it);
+ * hidden_states rebound to the cast frees the fp32 product before the
+ * weight's product (t5-base's meta trace: modeling_t5.py:65-72) */
+static void t5_norm(struct lp *p, uint8_t x, unsigned xb, unsigned wb) {
+  uint8_t x32 = xb < 4 ? OP(.kind = LP_CAST, .in = {x}, .cols = LP_COLS_H, .ob = 4,
+                            .price = LP_PRICE_CAST, .pcols = LP_COLS_H, .bytes = xb + 4.0)
+                       : OP(.kind = LP_REF, .in = {x}, .cols = LP_COLS_H, .ob = 4);
+  /* pow's backward: self.pow(1), * 2, then grad * that (the temporaries
+   * around the gradient: tmp_first, wideb) */
+  uint8_t sq = OP(.kind = LP_EW, .in = {x32}, .cols = LP_COLS_H, .ob = 4, .saved = {x32}, .tmpb = 4,
+                  .tmp_first = true, .wideb = 4, .drop = {x32}, .price = LP_PRICE_EW,
+                  .pcols = LP_COLS_H, .bytes = 8);
+  /* pow */                                                                               /* pow */
+  uint8_t var = OP(.kind = LP_EW, .in = {sq}, .cols = LP_COLS_ROW, .ob = 4, .drop = {sq}, /* mean */
+                   .price = LP_PRICE_NORM, .pcols = LP_COLS_H, .bytes = 4);
+  uint8_t ve = OP(.kind = LP_EW, .in = {var}, .cols = LP_COLS_ROW, .ob = 4); /* + eps (unpriced) */
+  uint8_t rs = OP(.kind = LP_EW, .in = {ve}, .cols = LP_COLS_ROW, .ob = 4, .save_out = true,
+                  .drop = {ve}, .price = LP_PRICE_EW, .pcols = LP_COLS_ROW, .times = 2,
+                  .fwd_only = true, .bytes = 8); /* rsqrt  (rows, 1) */
+  /* x * rsqrt's backward: grad * x (fp32, summed over the row into the
+   * rsqrt's gradient after) and grad * rsqrt in fp32, cast to x's dtype */
+  uint8_t y32 = OP(.kind = LP_EW, .in = {x, rs}, .cols = LP_COLS_H, .ob = 4, .saved = {x, rs},
+                   .tmpb = 4, .tmp_first = true, .wideb = xb < 4 ? 4 : 0, .drop = {rs},
+                   .price = LP_PRICE_EW, .pcols = LP_COLS_H, .bytes = 12);
+  /* x * rsqrt (rows, h) fp32 */ /* x * rsqrt  (rows, h) fp32 */
+  const uint8_t ob = (uint8_t)(wb > xb ? wb : xb);
+  uint8_t yh =
+      xb < 4 ? OP(.kind = LP_CAST, .in = {y32}, .cols = LP_COLS_H, .ob = (uint8_t)xb, .drop = {y32},
+                  .price = LP_PRICE_CAST, .pcols = LP_COLS_H, .bytes = 4.0 + xb)
+             : OP(.kind = LP_REF, .in = {y32}, .cols = LP_COLS_H, .ob = 4, .drop = {y32});
+  /* its weight's gradient, (grad * hidden_states) summed over the rows:
+   * Reduce.cuh's partials beside that product (the meta trace's
+   * cuda_reduce blocks: 24 MiB a norm at t5-base's 4,096 rows) */
+  OP(.kind = LP_EW, .in = {yh}, .cols = LP_COLS_H, .ob = ob, .saved = {yh}, .wsave = true,
+     .tmpb = ob, .wsum = true, .drop = {yh, var}, .price = LP_PRICE_EW, .pcols = LP_COLS_H,
+     .bytes = 2.0 * ob); /* weight *  (rows, h) */
+}
+
 uint8_t vl__lp_norm_of(struct lp *p, const struct vl_arch *arch, uint8_t x, unsigned xb,
                        unsigned wb) {
-  if (arch->rms_norm)
+  if (arch->family == VL_FAM_T5)
+    t5_norm(p, x, xb, wb);
+  else if (arch->rms_norm)
     rms_norm(p, arch, x, xb, wb);
   else
     layer_norm(p, x, xb);

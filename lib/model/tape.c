@@ -97,13 +97,15 @@ uint32_t tape_op(struct tape *tp, const struct tape_op *op) {
   struct tape_node *n = &tp->n[tp->nn++];
   *n = (struct tape_node){.out = out,
                           .tmp = op->tmp,
+                          .tmp2 = op->tmp2,
                           .pass = op->pass,
                           .mm = op->mm,
                           .tmp_first = op->tmp_first,
                           .cast = op->cast};
   for (int i = 0; i < TAPE_IN; i++)
     if (op->in[i] && tp->t[op->in[i]].rg)
-      n->tmp_in[n->nin] = op->tmp_in[i], n->in[n->nin++] = op->in[i];
+      n->tmp_in[n->nin] = op->tmp_in[i], n->wide_in[n->nin] = op->wide_in[i],
+      n->in[n->nin++] = op->in[i];
   for (int i = 0; i < TAPE_SAVED; i++)
     if (op->saved[i]) n->saved[n->nsaved++] = tape_ref(tp, op->saved[i]);
   if (op->save_out && n->nsaved < TAPE_SAVED) n->saved[n->nsaved++] = tape_ref(tp, out);
@@ -163,12 +165,14 @@ void tape_backward(struct tape *tp, uint32_t from) {
     if (n.tmp && n.tmp_first) early = A(tp->p, n.tmp);
     for (int i = 0; i < n.nin; i++) {
       uint64_t b = tp->t[n.in[i]].bytes;
+      uint32_t wide = n.wide_in[i] ? A(tp->p, n.wide_in[i]) : NONE;
       if (n.pass == TAPE_SLICES)
         gin[i] = tape_view(tp, g, b);
       else if (n.pass == TAPE_ADD && b == tp->t[g].bytes)
         gin[i] = tape_ref(tp, g);
-      else if ((gin[i] = tape_new(tp, b)) && n.cast)
+      else if ((gin[i] = tape_new(tp, b)) && (n.cast || n.wide_in[i]))
         tp->t[gin[i]].copied = true;
+      F(tp->p, &wide);
       if (n.mm && tp->ws == NONE && tp->ws_bytes) tp->ws = A(tp->p, tp->ws_bytes);
       if (n.tmp_in[i]) {
         uint32_t t = A(tp->p, n.tmp_in[i]);
@@ -179,6 +183,10 @@ void tape_backward(struct tape *tp, uint32_t from) {
       F(tp->p, &early);
     } else if (n.tmp) {
       uint32_t t = A(tp->p, n.tmp);
+      if (n.tmp2) {
+        uint32_t t2 = A(tp->p, n.tmp2);
+        F(tp->p, &t2);
+      }
       F(tp->p, &t);
     }
     for (int i = 0; i < n.nsaved; i++)

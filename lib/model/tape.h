@@ -36,7 +36,9 @@ struct tape_node {
   uint32_t in[TAPE_IN];       /* inputs that need a gradient */
   uint32_t saved[TAPE_SAVED]; /* tensors saved for backward */
   uint64_t tmp;               /* one backward temporary, bytes (0: none) */
+  uint64_t tmp2;              /* a scratch made and freed while tmp is held */
   uint64_t tmp_in[TAPE_IN];   /* a scratch made and freed after each gradient */
+  uint64_t wide_in[TAPE_IN];  /* each gradient first made wider, then cast */
   uint8_t nin, nsaved;
   uint8_t pass; /* TAPE_ADD, TAPE_SLICES or 0 (tape_op) */
   bool mm;
@@ -105,9 +107,17 @@ struct tape_op {
   uint32_t in[TAPE_IN];
   uint32_t saved[TAPE_SAVED];
   uint64_t tmp;
+  /* a scratch made and freed while tmp is held: the partials of tmp's
+   * reduction (a weight's gradient summed over the rows, cuda_reduce.c) */
+  uint64_t tmp2;
   /* a scratch made and freed right after in[i]'s gradient (cuDNN's
    * workspaces of a convolution's input and weight gradients) */
   uint64_t tmp_in[TAPE_IN];
+  /* in[i]'s gradient made first in `wide_in[i]` bytes (the op's dtype,
+   * or a factor of it), then cast to in[i]'s: the wide one goes once the
+   * cast exists, which is a fresh copy a second gradient is summed into
+   * in place (engine.cpp validate_outputs, input_buffer.cpp accumulate) */
+  uint64_t wide_in[TAPE_IN];
   uint8_t pass;
   bool save_out; /* it saves its own output (softmax, SDPA, tanh) */
   bool mm;

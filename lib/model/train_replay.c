@@ -245,8 +245,12 @@ static void forward(struct loop *lp, struct pass *f) {
   R->T = z->T, R->P = R->Pk = z->P; /* (the decoder of an encoder-decoder sets its own) */
   /* the embeddings (lp_embed.c; the words' lookup frozen under LoRA: it
    * needs no gradient) or a vision model's input */
-  uint32_t x = lp->vision ? vision_input(R, &f->x0)
-                          : vl__tr_embed(R, 0, false, embed_width(arch, z), &f->x0);
+  /* T5Stack.forward's inputs_embeds is a local to its return (the
+   * encoder's, after final_layer_norm and dropout: train_replay_seq2seq.c) */
+  const bool t5 = arch->family == VL_FAM_T5;
+  uint32_t x =
+      lp->vision ? vision_input(R, &f->x0) : vl__tr_embed(R, 0, t5, embed_width(arch, z), &f->x0);
+  if (t5) R->enc_in = f->x0;
   if (lp->ws1 == NONE) lp->ws1 = A(&R->p, z->workspace);
   /* the 4-D causal mask, in the model's dtype (an encoder-decoder's: its
    * decoder's, target x target) */

@@ -70,6 +70,7 @@ struct run {
   bool keep_act;    /* vl__tr_mlp hands its down projection's input to act */
   uint32_t act;     /* BERT's intermediate_output, held to the layer's end (tape tensor) */
   uint32_t enc_in;  /* an encoder's embedding output, held to its last layer (tape tensor) */
+  uint32_t dec_in;  /* T5's decoder's embedding output, held to its stack's return (tape tensor) */
   uint32_t seq_out; /* a masked LM's sequence_output, held to its loss (tape tensor) */
   uint32_t mb_in;   /* ModernBERT's embedding output, held past the final norm (tape tensor) */
 };

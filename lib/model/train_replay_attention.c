@@ -312,10 +312,15 @@ static uint32_t eager(struct run *R, const struct qkv *s, uint32_t *held) {
    * copied them) becomes a contiguous copy, which is what it saves, so
    * the fused output is freed when the attention returns
    * (y-gpt2m-bf16-adamw-eager-b8s1024's history: modeling_gpt2.py:58) */
+  /* T5: the copies are matmul's temporaries, each made at its matmul and
+   * gone as it returns unless bmm saved it (aten LinearAlgebra.cpp
+   * _matmul_impl; t5-base's meta trace: modeling_t5.py:159, 170) */
+  const bool at_mm = arch->family == VL_FAM_T5;
   uint32_t rq = contiguous(R, q);
   make_contiguous(R, &rk);
-  make_contiguous(R, &rv);
+  if (!at_mm) make_contiguous(R, &rv);
   uint32_t s0 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {rq, rk}, .saved = {rq, rk}});
+  if (at_mm) rel(R, rk), rk = 0; /* (the later temporary first) */
   rel(R, rq);
   uint32_t s1 = op(R, (struct tape_op){.out_bytes = sc * e, .in = {s0}});
   s1 = disentangled(R, s1, q);
@@ -339,6 +344,7 @@ static uint32_t eager(struct run *R, const struct qkv *s, uint32_t *held) {
    * through the MLP); under autocast the matmul casts them */
   *held = sh;
   uint32_t shc = to_act(R, sh, sc);
+  if (at_mm) make_contiguous(R, &rv);
   uint32_t o4 =
       op(R, (struct tape_op){.out_bytes = T * a * R->dv * e, .in = {shc, rv}, .saved = {shc, rv}});
   rel(R, shc);

@@ -84,10 +84,17 @@ uint32_t vl__tr_mlm_transform(struct run *R, uint32_t x, uint64_t *xb) {
   if (R->arch->causal || R->arch->family == VL_FAM_VIT || R->arch->stages) return x;
   const uint64_t T = R->T, h = R->z->h, e = R->z->e;
   if (R->arch->enc_layers) {
-    if (R->arch->family != VL_FAM_T5 || !R->arch->scale_decoder_outputs) return x;
+    if (R->arch->family != VL_FAM_T5) return x;
+    /* the decoder's T5Stack.forward: its final dropout (the final norm is
+     * the caller's), then it returns and its inputs_embeds goes (t5-base's
+     * meta trace: modeling_t5.py:745) */
+    x = vl__tr_dropout(R, x, R->arch->hidden_dropout);
+    rel(R, R->dec_in); /* (embedding_grads' later release of it is a no-op) */
+    R->dec_in = 0;
+    if (!R->arch->scale_decoder_outputs) return x;
     /* T5 v1.0: sequence_output * d_model^-0.5 (modeling_t5.py) */
     uint32_t sc = op(R, (struct tape_op){.out_bytes = R->tp.t[x].bytes, .in = {x}});
-    rel(R, x);
+    R->seq_out = x; /* decoder_outputs[0], the model's local: to its loss */
     return sc;
   }
   R->lin = 1u << 30; /* no LoRA adapter on the head */

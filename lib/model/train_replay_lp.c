@@ -74,7 +74,13 @@ uint32_t vl__tr_lp(struct run *R, const struct lp *p, uint32_t x, uint64_t xb,
                                     .saved = {keep ? t[o->saved[0]] : 0, keep ? t[o->saved[1]] : 0},
                                     .pass = o->pass,
                                     .save_out = o->save_out,
-                                    .tmp = elems * o->tmpb});
+                                    .tmp = elems * o->tmpb,
+                                    .tmp_first = o->tmp_first,
+                                    .wide_in = {elems * o->wideb},
+                                    .tmp2 = o->wsum && keep ? vl__column_sum_scratch(
+                                                                  rows, vl__lp_cols(o->cols, d),
+                                                                  o->tmpb, 4, R->z->sms, R->z->tps)
+                                                            : 0});
     }
     let_go(R, o, t);
   }

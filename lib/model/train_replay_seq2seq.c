@@ -24,69 +24,103 @@ static uint32_t branch_in(struct run *R, uint32_t x, bool post, uint64_t *nb) {
   return vl__tr_norm(R, x, R->z->r, nb);
 }
 
+/* T5's residual branch y on x (T5LayerSelfAttention, T5LayerCrossAttention,
+ * T5LayerFF .forward: hidden_states + self.dropout(y)): the sum is made
+ * before dropout's output goes (a temporary), then y (rebound, or a local
+ * to the return), the sublayer's normed input n at its return (0: none),
+ * then x as the block rebinds hidden_states to the sum (t5-base's meta
+ * trace, modeling_t5.py:140, 400, 431). stop: a checkpoint's
+ * recomputation, which ends at the dropout's mask, the layer's last saved
+ * tensor: the sum is not made (torch/utils/checkpoint.py, non-reentrant
+ * early stop) */
+static uint32_t t5_add(struct run *R, uint32_t x, uint32_t y, uint32_t n, bool stop) {
+  const uint64_t Thr = R->T * R->z->h * R->z->r;
+  uint32_t yk = tape_ref(&R->tp, y);
+  uint32_t d = vl__tr_dropout(R, y, R->arch->hidden_dropout);
+  if (stop) R->tp.no_alloc = true;
+  uint32_t s = op(R, (struct tape_op){.out_bytes = Thr, .in = {x, d}, .pass = TAPE_ADD});
+  rel(R, d);
+  rel(R, yk);
+  rel(R, n);
+  rel(R, x);
+  return s;
+}
+
+/* a T5Block (modeling_t5.py T5Block.forward) on x, taken over: its
+ * self-attention, in the decoder its cross-attention to enc, its
+ * T5LayerFF, each a residual branch (t5_add). Each attention's weights
+ * are the block's `_` (the tuple's third item): the self-attention's
+ * until the cross-attention's replace them, the last until the block
+ * returns. stop: a checkpoint's recomputation (t5_add; without dropout
+ * it ends at wo's input, vl__tr_mlp) */
+static uint32_t t5_block(struct run *R, uint32_t x, uint32_t enc, uint64_t encb, bool stop) {
+  const bool early = stop && R->arch->hidden_dropout <= 0;
+  uint32_t held = 0, held2 = 0;
+  uint64_t nb;
+  R->lin = 0;
+  uint32_t n1 = vl__tr_norm(R, x, R->z->r, &nb);
+  uint32_t at = vl__tr_attention(R, n1, nb, &held);
+  uint32_t h = t5_add(R, x, at, n1, false);
+  if (R->causal) { /* the decoder's cross-attention */
+    uint32_t n2 = vl__tr_norm(R, h, R->z->r, &nb);
+    R->kv_src = enc, R->kv_srcb = encb, R->Pk = R->z->P;
+    R->lin = 0;
+    uint32_t ct = vl__tr_attention(R, n2, nb, &held2);
+    R->kv_src = 0, R->Pk = R->z->Pd;
+    h = t5_add(R, h, ct, n2, false);
+    rel(R, held);
+    held = held2;
+  }
+  uint32_t n3 = vl__tr_norm(R, h, R->z->r, &nb);
+  uint32_t mo = vl__tr_mlp(R, n3, nb, R->T, R->z->I, false, early);
+  rel(R, n3);
+  uint32_t out = t5_add(R, h, mo, 0, stop && !early);
+  rel(R, held);
+  R->tp.no_alloc = false;
+  return out;
+}
+
 /* a decoder layer of an encoder-decoder: self-attention, cross-attention
- * to the encoder's output enc, the MLP, each a residual branch (T5:
- * T5LayerSelfAttention, T5LayerCrossAttention, T5LayerFF, pre-norm; BART:
- * self_attn, encoder_attn, fc1/fc2, each followed by its LayerNorm).
- * stop: a checkpoint's recomputation, which ends at the last tensor the
- * backward needs (torch/utils/checkpoint.py, non-reentrant early stop):
- * T5's is the MLP's dropout mask (or, without dropout, its wo's input),
- * the residual add after it not made; BART's the final LayerNorm's
- * statistics, the whole layer made again */
+ * to the encoder's output enc, the MLP, each a residual branch (T5's
+ * T5Block: t5_block; BART's self_attn, encoder_attn, fc1/fc2, each
+ * followed by its LayerNorm). stop: a checkpoint's recomputation, which
+ * ends at the last tensor the backward needs (torch/utils/checkpoint.py,
+ * non-reentrant early stop): BART's the final LayerNorm's statistics, the
+ * whole layer made again */
 static uint32_t xdec_layer(struct run *R, uint32_t x, uint32_t enc, uint64_t encb, bool stop) {
-  const bool post = R->arch->family == VL_FAM_BART;
-  const double pd = R->arch->hidden_dropout;
+  if (R->arch->family == VL_FAM_T5) return t5_block(R, x, enc, encb, stop);
   uint32_t held = 0, held2 = 0;
   uint64_t nb;
   /* LoRA's targets: the inventory counts the decoder's linears with the
    * encoder's, q, k, v, o naming both attentions' (params.c
    * seq2seq_stack) */
   R->lin = 0;
-  uint32_t n1 = branch_in(R, x, post, &nb);
+  uint32_t n1 = branch_in(R, x, true, &nb);
   uint32_t at = vl__tr_attention(R, n1, nb, &held);
   rel(R, n1);
-  uint32_t h1 = add_branch(R, x, at, post, &nb);
-  uint32_t n2 = branch_in(R, h1, post, &nb);
+  uint32_t h1 = add_branch(R, x, at, true, &nb);
+  uint32_t n2 = branch_in(R, h1, true, &nb);
   R->kv_src = enc, R->kv_srcb = encb, R->Pk = R->z->P;
   R->lin = 0;
   uint32_t ct = vl__tr_attention(R, n2, nb, &held2);
   R->kv_src = 0, R->Pk = R->z->Pd;
   rel(R, n2);
-  uint32_t h2 = add_branch(R, h1, ct, post, &nb);
-  uint32_t n3 = branch_in(R, h2, post, &nb);
-  const bool early = stop && !post;
-  uint32_t mo = vl__tr_mlp(R, n3, nb, R->T, R->z->I, false, early && pd == 0);
+  uint32_t h2 = add_branch(R, h1, ct, true, &nb);
+  uint32_t n3 = branch_in(R, h2, true, &nb);
+  uint32_t mo = vl__tr_mlp(R, n3, nb, R->T, R->z->I, false, false);
   rel(R, n3);
-  if (early && pd > 0) mo = vl__tr_dropout(R, mo, pd), R->tp.no_alloc = true;
-  uint32_t out = add_branch(R, h2, mo, post && !early, &nb);
+  uint32_t out = add_branch(R, h2, mo, true, &nb);
   rel(R, held);
   rel(R, held2);
   R->tp.no_alloc = false;
   return out;
 }
 
-/* an encoder layer: BART's post-norm one, T5's pre-norm T5Block (stop: as
+/* an encoder layer: BART's post-norm one, T5's T5Block (stop: as
  * xdec_layer's) */
 static uint32_t enc_layer(struct run *R, uint32_t x, bool stop) {
   if (R->arch->family == VL_FAM_BART) return vl__tr_post_ln_layer(R, x, false);
-  if (!stop) return vl__tr_layer(R, x, false);
-  /* T5's recomputation: the MLP's dropout is its last saved tensor */
-  const double pd = R->arch->hidden_dropout;
-  uint32_t held = 0;
-  uint64_t nb;
-  R->lin = 0;
-  uint32_t n1 = vl__tr_norm(R, x, R->z->r, &nb);
-  uint32_t at = vl__tr_attention(R, n1, nb, &held);
-  rel(R, n1);
-  uint32_t h1 = add_branch(R, x, at, false, &nb);
-  uint32_t n2 = vl__tr_norm(R, h1, R->z->r, &nb);
-  uint32_t mo = vl__tr_mlp(R, n2, nb, R->T, R->z->I, false, pd == 0);
-  rel(R, n2);
-  if (pd > 0) mo = vl__tr_dropout(R, mo, pd), R->tp.no_alloc = true;
-  uint32_t out = add_branch(R, h1, mo, false, &nb);
-  rel(R, held);
-  R->tp.no_alloc = false;
-  return out;
+  return t5_block(R, x, 0, 0, stop);
 }
 
 /* the stack's shapes: the encoder's tokens, or the decoder's own
@@ -130,6 +164,8 @@ uint32_t vl__tr_seq2seq(struct run *R, uint32_t x, uint32_t *x0d, uint32_t *kept
     uint32_t n = vl__tr_norm(R, x, R->z->r, &encb);
     rel(R, x);
     enc = vl__tr_dropout(R, n, arch->hidden_dropout);
+    rel(R, R->enc_in); /* T5Stack.forward returns: its inputs_embeds goes */
+    R->enc_in = 0;
   }
   stack(R, true);
   /* the decoder looks its tokens up in the shared embedding: that lookup's
@@ -139,6 +175,8 @@ uint32_t vl__tr_seq2seq(struct run *R, uint32_t x, uint32_t *x0d, uint32_t *kept
    * torch/csrc/autograd/input_buffer.cpp) */
   R->dec_leaf = base_trained(R) ? tape_leaf(&R->tp, R->z->V * R->z->h * R->z->wb) : 0;
   uint32_t y = vl__tr_embed(R, R->dec_leaf, true, R->z->h, x0d);
+  if (arch->family == VL_FAM_T5)
+    R->dec_in = *x0d; /* to the stack's return (vl__tr_mlm_transform) */
   rel(R, R->dec_leaf);
   R->tp.grad = !ck;
   for (uint64_t l = 0; l < arch->layers && !R->p.failed; l++) {

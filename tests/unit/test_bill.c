@@ -1073,13 +1073,19 @@ static void seq2seq_bill(const char *config, uint64_t batch, uint64_t seq, uint6
  * recomputation; read analytically the bill was 23 % (T5) and 44 % (BART)
  * above the dry runs on meta tensors. The peaks below are those dry runs'
  * (`estimate --dry-run`, eager, bf16, 8 x 512 source and 128 target
- * tokens) */
+ * tokens; T5's of PyTorch 2.13 + transformers 5.x: 2,499,022,336 and
+ * 2,644,508,672 B). T5's reserved within 3 %: with T5's lifetimes
+ * (T5LayerNorm's temporaries, the residual sums made before the
+ * branches go, inputs_embeds to the stack's return, matmul's copies, the
+ * norms' weight-gradient reductions) it is -2.4 %, before them -5.2 %;
+ * what is left differs in the attention's backward (softmax's CUDA
+ * temporary, which the meta trace cannot see, among it) */
 static void seq2seq_checkpointing_replayed(void **state) {
   (void)state;
   struct vl_bill b;
   seq2seq_bill("data/models/t5-base.json", 8, 512, 128, VL_ATTN_EAGER, VL_CKPT_FULL, 0, &b);
-  assert_close((double)b.peak_allocated_bytes, 2497973760.0, 0.01, "t5-base checkpointed");
-  assert_close((double)b.peak_reserved_bytes, 2564816896.0, 0.05, "t5-base checkpointed");
+  assert_close((double)b.peak_allocated_bytes, 2499022336.0, 0.01, "t5-base checkpointed");
+  assert_close((double)b.peak_reserved_bytes, 2644508672.0, 0.03, "t5-base checkpointed");
   assert_null(b.approximate);
   seq2seq_bill("data/models/bart-base.json", 8, 512, 128, VL_ATTN_EAGER, VL_CKPT_FULL, 0, &b);
   assert_close((double)b.peak_allocated_bytes, 1648222208.0, 0.015, "bart-base checkpointed");
