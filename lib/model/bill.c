@@ -949,8 +949,8 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
       job->checkpointing == VL_CKPT_FULL)
     bill->approximate = "is replayed op by op, but under SDPA with checkpointing an H100 held "
                         "more than this replay and the dry run on meta tensors show: peak "
-                        "allocated 6 % and peak reserved 10 % above the estimate (t5-base, bf16, "
-                        "8 x 1,024 with 256 target tokens; eager is replayed within 2.1 %)";
+                        "allocated 6 % and peak reserved 9 % above the estimate (t5-base, bf16, "
+                        "8 x 1,024 with 256 target tokens; eager is replayed within 1.9 %)";
   if (ts->replayable) {
     struct vl__train_sizes z = {
         .B = job->batch,
