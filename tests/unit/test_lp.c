@@ -440,6 +440,21 @@ static void scores_program(void **state) {
   bare_end(&b);
 }
 
+/* a's memory-bound seconds of job j's step on card g (steptime.c) */
+static double memory_s(const struct vl_arch *a, const struct vl_job *j, const struct vl_gpu *g) {
+  struct vl_err err = {""};
+  struct vl_step_time t;
+  assert_int_equal(vl_step_time(a, j, g, &t, &err), VL_OK);
+  return t.kind_s[VL_TK_MEMORY];
+}
+
+/* the time model moved by got seconds where the programs' priced lines
+ * moved by want */
+static void moved_as_priced(const char *what, double got, double want) {
+  printf("%s %.6g s, priced %.6g s\n", what, got, want);
+  assert_true(want > 0 && fabs(got - want) <= 1e-9 * want);
+}
+
 /* the time model prices eager attention's scores and rotary from the
  * programs: Gemma 2's soft cap and dropout on the scores, and rotary on
  * half of each head against all of it, move the memory time by the
@@ -452,36 +467,31 @@ static void time_model_prices_attention(void **state) {
   struct vl_job j;
   vl_job_init(&j);
   j.precision = VL_PREC_BF16, j.batch = 2, j.seq = 128, j.attention = VL_ATTN_EAGER;
-  struct vl_err err = {""};
-  struct vl_step_time t0, t1;
   struct vl_arch a;
   tu_arch("data/models/gemma-2-2b.json", &a);
   a.attn_dropout = 0, a.attn_softcap = 0;
-  assert_int_equal(vl_step_time(&a, &j, g, &t0, &err), VL_OK);
+  double got = -memory_s(&a, &j, g);
   struct lp p0, p1;
   vl__lp_scores(&p0, &a, true, false, 2, 2, 4, 2);
   a.attn_dropout = 0.1, a.attn_softcap = 50;
-  assert_int_equal(vl_step_time(&a, &j, g, &t1, &err), VL_OK);
+  got += memory_s(&a, &j, g);
   vl__lp_scores(&p1, &a, true, false, 2, 2, 4, 2);
   const double n = (double)(j.batch * a.heads * j.seq * j.seq);
   const double ns[LP_COLS_N] = {[LP_COLS_H] = n};
-  double want = (priced_s(&p1, ns, card.tables) - priced_s(&p0, ns, card.tables)) * a.layers;
-  double got = t1.kind_s[VL_TK_MEMORY] - t0.kind_s[VL_TK_MEMORY];
-  printf("scores: soft cap and dropout %.6g s, priced %.6g s\n", got, want);
-  assert_true(want > 0 && fabs(got - want) <= 1e-9 * want);
+  moved_as_priced("scores: soft cap and dropout", got,
+                  (priced_s(&p1, ns, card.tables) - priced_s(&p0, ns, card.tables)) * a.layers);
   /* rotary: its priced lines per element rotated */
   tu_arch("data/models/llama-3-8b.json", &a);
   a.rotary_pct = 1;
-  assert_int_equal(vl_step_time(&a, &j, g, &t1, &err), VL_OK);
+  got = memory_s(&a, &j, g);
   a.rotary_pct = 0.5;
-  assert_int_equal(vl_step_time(&a, &j, g, &t0, &err), VL_OK);
+  got -= memory_s(&a, &j, g);
   struct lp r;
   vl__lp_rope(&r, 2, 2, false);
   const double rot = (double)(j.batch * j.seq) * (double)(a.heads + a.kv_heads) * a.head_dim / 2;
-  want = priced_s(&r, (const double[LP_COLS_N]){[LP_COLS_I] = rot}, card.tables) * a.layers;
-  got = t1.kind_s[VL_TK_MEMORY] - t0.kind_s[VL_TK_MEMORY];
-  printf("rotary on half of each head: %.6g s, priced %.6g s\n", got, want);
-  assert_true(want > 0 && fabs(got - want) <= 1e-9 * want);
+  moved_as_priced("rotary on half of each head:", got,
+                  priced_s(&r, (const double[LP_COLS_N]){[LP_COLS_I] = rot}, card.tables) *
+                      a.layers);
   vl_catalog_release(&cat);
 }
 
@@ -713,22 +723,18 @@ static void time_model_prices_the_embeddings(void **state) {
   struct vl_job j;
   vl_job_init(&j);
   j.precision = VL_PREC_BF16, j.batch = 2, j.seq = 128;
-  struct vl_err err = {""};
-  struct vl_step_time t0, t1;
   struct vl_arch a;
   tu_arch("data/models/llama-3-8b.json", &a);
-  assert_int_equal(vl_step_time(&a, &j, g, &t0, &err), VL_OK);
+  double got = -memory_s(&a, &j, g);
   struct lp p0, p1;
   vl__lp_embed(&p0, &a, false, 2, 2, 2, 2, true, false);
   a.embed_dropout = 0.1, a.embed_scaled = 1;
-  assert_int_equal(vl_step_time(&a, &j, g, &t1, &err), VL_OK);
+  got += memory_s(&a, &j, g);
   vl__lp_embed(&p1, &a, false, 2, 2, 2, 2, true, false);
   const double T = (double)(j.batch * j.seq), h = (double)a.hidden;
   const double n[LP_COLS_N] = {[LP_COLS_H] = T * h, [LP_COLS_V] = (double)a.vocab * h};
-  double want = priced_s(&p1, n, card.tables) - priced_s(&p0, n, card.tables);
-  double got = t1.kind_s[VL_TK_MEMORY] - t0.kind_s[VL_TK_MEMORY];
-  printf("embeddings: dropout and scaling %.6g s, priced %.6g s\n", got, want);
-  assert_true(want > 0 && fabs(got - want) <= 1e-9 * want);
+  moved_as_priced("embeddings: dropout and scaling", got,
+                  priced_s(&p1, n, card.tables) - priced_s(&p0, n, card.tables));
   vl_catalog_release(&cat);
 }
 
