@@ -1187,6 +1187,22 @@ static void seq2seq_stack_embeddings_at_load(void **state) {
   assert_close((double)b.peak_reserved_bytes, 5203034112.0, 0.035, "flan-t5-base fp32 reserved");
 }
 
+/* the bill of config's job of batch x seq in precision prec, attention
+ * attn, LoRA of rank lora (0: full training), AdamW, no checkpointing */
+static void encoder_bill(const char *config, enum vl_precision prec, enum vl_attention attn,
+                         uint64_t batch, uint64_t seq, uint64_t lora, struct vl_bill *b) {
+  struct vl_arch a;
+  tu_arch(config, &a);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.precision = prec;
+  j.attention = attn;
+  j.batch = batch;
+  j.seq = seq;
+  j.lora_rank = lora;
+  tu_bill(&a, &j, b);
+}
+
 /* BERT's eager attention (transformers 5.17 modeling_bert.py
  * eager_attention_forward) calls softmax in the scores' dtype, as RoBERTa's
  * does: under pure bf16 every layer keeps half probabilities, not fp32
@@ -1196,16 +1212,8 @@ static void seq2seq_stack_embeddings_at_load(void **state) {
  * probabilities the bill said 14 % more. */
 static void bert_softmax_in_half(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("data/models/bert-base-uncased.json", &a);
-  struct vl_job j;
-  vl_job_init(&j);
-  j.precision = VL_PREC_BF16;
-  j.attention = VL_ATTN_EAGER;
-  j.batch = 16;
-  j.seq = 512;
   struct vl_bill b;
-  tu_bill(&a, &j, &b);
+  encoder_bill("data/models/bert-base-uncased.json", VL_PREC_BF16, VL_ATTN_EAGER, 16, 512, 0, &b);
   assert_close((double)b.peak_allocated_bytes, 8411492864.0, 0.005, "bert-base bf16 eager");
 }
 
@@ -1229,16 +1237,8 @@ static void encoder_lora_replayed(void **state) {
       {"data/models/bert-large-uncased.json", 8871504896.0, 9577693184.0},
   };
   for (size_t i = 0; i < sizeof dry / sizeof dry[0]; i++) {
-    struct vl_arch a;
-    tu_arch(dry[i].config, &a);
-    struct vl_job j;
-    vl_job_init(&j);
-    j.precision = VL_PREC_BF16;
-    j.batch = 16;
-    j.seq = 512;
-    j.lora_rank = 16;
     struct vl_bill b;
-    tu_bill(&a, &j, &b);
+    encoder_bill(dry[i].config, VL_PREC_BF16, VL_ATTN_SDPA, 16, 512, 16, &b);
     assert_null(b.approximate);
     assert_close((double)b.peak_allocated_bytes, dry[i].allocated, 0.01, dry[i].config);
     assert_close((double)b.peak_reserved_bytes, dry[i].reserved, 0.01, dry[i].config);
@@ -1258,13 +1258,8 @@ static void mlm_decoder_has_a_bias(void **state) {
   struct vl_arch a;
   tu_arch("data/models/roberta-base.json", &a);
   assert_true(a.head_bias);
-  struct vl_job j;
-  vl_job_init(&j);
-  j.precision = VL_PREC_AMP_BF16;
-  j.batch = 8;
-  j.seq = 256;
   struct vl_bill b;
-  tu_bill(&a, &j, &b);
+  encoder_bill("data/models/roberta-base.json", VL_PREC_AMP_BF16, VL_ATTN_SDPA, 8, 256, 0, &b);
   assert_close((double)b.peak_allocated_bytes, 3908095488.0, 0.005, "roberta amp allocated");
   assert_close((double)b.peak_reserved_bytes, 3944742912.0, 0.005, "roberta amp reserved");
 }
@@ -1291,17 +1286,9 @@ static void deberta_disentangled(void **state) {
       {16, 256, 0, 9093916672.0, 9428795392.0},
   };
   for (size_t i = 0; i < sizeof dry / sizeof dry[0]; i++) {
-    struct vl_arch a;
-    tu_arch("data/models/deberta-v3-base.json", &a);
-    struct vl_job j;
-    vl_job_init(&j);
-    j.precision = VL_PREC_BF16;
-    j.attention = VL_ATTN_EAGER;
-    j.batch = dry[i].batch;
-    j.seq = dry[i].seq;
-    j.lora_rank = dry[i].rank;
     struct vl_bill b;
-    tu_bill(&a, &j, &b);
+    encoder_bill("data/models/deberta-v3-base.json", VL_PREC_BF16, VL_ATTN_EAGER, dry[i].batch,
+                 dry[i].seq, dry[i].rank, &b);
     assert_null(b.approximate);
     assert_close((double)b.peak_allocated_bytes, dry[i].allocated, 0.01, "deberta allocated");
     assert_close((double)b.peak_reserved_bytes, dry[i].reserved, 0.01, "deberta reserved");
@@ -1331,16 +1318,9 @@ static void modernbert_layers(void **state) {
       {VL_PREC_FP32, 8, 512, 0, 9822803968.0, 11127488512.0},
   };
   for (size_t i = 0; i < sizeof dry / sizeof dry[0]; i++) {
-    struct vl_arch a;
-    tu_arch("data/models/modernbert-base.json", &a);
-    struct vl_job j;
-    vl_job_init(&j);
-    j.precision = dry[i].prec;
-    j.batch = dry[i].batch;
-    j.seq = dry[i].seq;
-    j.lora_rank = dry[i].rank;
     struct vl_bill b;
-    tu_bill(&a, &j, &b);
+    encoder_bill("data/models/modernbert-base.json", dry[i].prec, VL_ATTN_SDPA, dry[i].batch,
+                 dry[i].seq, dry[i].rank, &b);
     assert_null(b.approximate);
     assert_close((double)b.peak_allocated_bytes, dry[i].allocated, 0.005, "modernbert allocated");
     assert_close((double)b.peak_reserved_bytes, dry[i].reserved, 0.005, "modernbert reserved");
@@ -1354,15 +1334,9 @@ static void modernbert_layers(void **state) {
  * (meta tensors) */
 static void distilbert_attention_output_without_dropout(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("data/models/distilbert-base-uncased.json", &a);
-  struct vl_job j;
-  vl_job_init(&j);
-  j.precision = VL_PREC_BF16;
-  j.batch = 16;
-  j.seq = 512;
   struct vl_bill b;
-  tu_bill(&a, &j, &b);
+  encoder_bill("data/models/distilbert-base-uncased.json", VL_PREC_BF16, VL_ATTN_SDPA, 16, 512, 0,
+               &b);
   assert_close((double)b.peak_allocated_bytes, 3801713152.0, 0.003, "distilbert-base bf16");
 }
 
