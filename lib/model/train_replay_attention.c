@@ -21,13 +21,12 @@ static uint32_t qk_norm(struct run *R, uint32_t x, uint64_t heads) {
   return y;
 }
 
-/* rotary on n elements of x (its dtype's; not let go of), on all of them
- * or (part: GPT-NeoX's rotary_pct) on the first rotary_pct: its program
- * (lp_attention.c vl__lp_rope), the products in the wider of x's dtype
- * and the residual stream's, which cos and sin have */
-static uint32_t rotary_part(struct run *R, uint32_t x, uint64_t n, bool part) {
+/* rotary on all n elements of x (its dtype's; not let go of; a partial
+ * rotary's part: rope_parts): its program (lp_attention.c vl__lp_rope),
+ * the products in the wider of x's dtype and the residual stream's, which
+ * cos and sin have */
+static uint32_t rotary(struct run *R, uint32_t x, uint64_t n) {
   const uint64_t e = R->tp.t[x].bytes / n, w = vl__max(R->z->r, e);
-  const uint64_t nr = part ? (uint64_t)((double)n * R->arch->rotary_pct) / 2 * 2 : n;
   struct lp p;
   /* (under autocast the program of the other types: the CPU dry run of
    * modernbert-base amp-bf16 2 x 1,024 reserved 3.9 % less than the
@@ -35,14 +34,8 @@ static uint32_t rotary_part(struct run *R, uint32_t x, uint64_t n, bool part) {
   if (R->arch->rope_upcast && !R->z->autocast)
     vl__lp_rope_upcast(&p, (unsigned)e);
   else
-    vl__lp_rope(&p, (unsigned)e, (unsigned)w, part);
-  return vl__tr_lp(R, &p, x, e, &(struct lp_dims){.rows = 1, .I = nr, .h = n}, false, NULL);
-}
-static uint32_t rotary(struct run *R, uint32_t x, uint64_t n) {
-  return rotary_part(R, x, n, false);
-}
-static uint32_t rope(struct run *R, uint32_t x, uint64_t n) {
-  return rotary_part(R, x, n, R->arch->rotary_pct < 1);
+    vl__lp_rope(&p, (unsigned)e, (unsigned)w, false);
+  return vl__tr_lp(R, &p, x, e, &(struct lp_dims){.rows = 1, .I = n, .h = n}, false, NULL);
 }
 
 /* autocast's cast of an attention input to the activations' dtype (a new
@@ -209,8 +202,8 @@ static void rope_qk(struct run *R, struct qkv *s) {
   if (arch->rotary_pct < 1) {
     rope_parts(R, q, k, &q32, &k32);
   } else {
-    q32 = rope(R, q, T * a * d);
-    k32 = rope(R, k, T * g * d);
+    q32 = rotary(R, q, T * a * d);
+    k32 = rotary(R, k, T * g * d);
   }
   if (arch->rope_cast_back && !(arch->rope_upcast && R->z->autocast)) {
     /* OLMo 2's apply_rotary_pos_emb casts back to q's and k's dtype
