@@ -363,7 +363,13 @@ def run_train(c, datadir):
     rec = {}
     timed = int(c.get("time_steps", 0))  # steps after the measured one, each timed alone
     times = []
+    # the host's own time in forward and in backward() of each timed step:
+    # no sync inside, so while the host issues faster than the GPU runs it
+    # is the Python, dispatch and launch cost of that pass alone (the
+    # autograd engine's backward is C++; forward is the model's Python)
+    host_fw, host_bw = [], []
     for step in range(3 + timed):
+        hf = hb = 0.0
         meas = step == 2
         DEV.sync()
         t1 = time.perf_counter()
@@ -375,14 +381,18 @@ def run_train(c, datadir):
         for k in range(accum):  # gradient accumulation: micro-batches, one step
             if k:
                 del out, loss
+            th = time.perf_counter()
             with torch.autocast(DEV.name, dtype=amp_dtype) if amp else contextlib.nullcontext():
                 out = m(**inputs)
             loss = out.loss
+            hf += time.perf_counter() - th
             if meas:
                 DEV.sync()
                 rec["after_forward"] = DEV.allocated()
                 rec["peak_forward"] = _max(rec.get("peak_forward"), DEV.peak(True))
+            th = time.perf_counter()
             (scaler.scale(loss) if scaler else loss).backward()
+            hb += time.perf_counter() - th
             if meas:
                 DEV.sync()
                 rec["after_backward"] = DEV.allocated()
@@ -412,10 +422,14 @@ def run_train(c, datadir):
                 rec["nvml_process"] = nvml_used()
         elif step > 2:
             times.append(time.perf_counter() - t1)
+            host_fw.append(hf)
+            host_bw.append(hb)
         del out, loss
     if times:  # steps with no resets or reads between phases: the step time a user sees
         rec["step_times_s"] = times
         rec["step_median_s"] = sorted(times)[len(times) // 2]
+        rec["host_forward_median_s"] = sorted(host_fw)[len(host_fw) // 2]
+        rec["host_backward_median_s"] = sorted(host_bw)[len(host_bw) // 2]
     rec["peak_allocated"] = _max(_max(rec["peak_forward"], rec["peak_backward"]), rec["peak_optimizer"])
     rec.update(params=n_params, trainable_params=n_train)
     if kind == "vision":
