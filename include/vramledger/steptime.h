@@ -85,7 +85,23 @@ enum vl_op_kind {
 enum vl_gemm_layout { VL_GEMM_FWD, VL_GEMM_DGRAD, VL_GEMM_WGRAD };
 
 /* the measured bandwidth class of a memory-bound op */
-enum vl_mem_class { VL_MEM_ELEMENTWISE, VL_MEM_CAST, VL_MEM_NORM, VL_MEM_SOFTMAX };
+/* BATCHNORM: BatchNorm's forward over NCHW (statistics, then the
+ * normalisation), BATCHNORM_BWD its backward: by the bytes the op reads
+ * and writes, at the rates ATen's per-channel kernels run (steptime.c
+ * BN_STATS_EFF, BN_BACKWARD_EFF). BICUBIC, BICUBIC_BWD: bicubic
+ * upsampling, a serial chain of taps per output pixel over the `planes`
+ * (batch x channels), priced by that chain's latency (steptime.c
+ * BICUBIC_TAP_S), not by bytes. */
+enum vl_mem_class {
+  VL_MEM_ELEMENTWISE,
+  VL_MEM_CAST,
+  VL_MEM_NORM,
+  VL_MEM_SOFTMAX,
+  VL_MEM_BATCHNORM,
+  VL_MEM_BATCHNORM_BWD,
+  VL_MEM_BICUBIC,
+  VL_MEM_BICUBIC_BWD
+};
 
 struct vl_op {
   enum vl_op_kind kind;
@@ -106,7 +122,8 @@ struct vl_op {
   double dropout; /* dropout_p (training's attention dropout) */
   /* VL_OP_MEMORY */
   enum vl_mem_class mem;
-  double bytes; /* read + written, one run */
+  double bytes;  /* read + written, one run */
+  double planes; /* VL_MEM_BICUBIC*: batch x channels */
 };
 
 /*! Device seconds of op (all op->count runs) on card c, by the measured

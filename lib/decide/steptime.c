@@ -172,9 +172,39 @@ enum mem {
   SOFTMAX = VL_MEM_SOFTMAX
 };
 
+/* A ViT at an image side other than its config's interpolates its position
+ * table, (1, h, g, g) to (1, h, G, G) bicubic (modeling_vit.py
+ * ViTEmbeddings.interpolate_pos_encoding). PyTorch gives each of the G^2
+ * output pixels one thread that walks the h channels: forward 16 taps a
+ * channel, backward 16 atomic adds a channel into the g^2 input pixels every
+ * thread shares (aten/src/ATen/native/cuda/UpSampleBicubic2d.cu,
+ * upsample_bicubic2d_backward_out_frame). Its time is that serial chain, not
+ * bytes: on the H100, h = 768, bf16, 14 -> 24 patches, 2.32 ms forward and
+ * 24.5 ms backward, 40 % of the step (bench/results/step-time/
+ * raw.jsonl:vision-kernels/profile.json). Latency, not bandwidth or FLOPs: not scaled by card. */
+#define BICUBIC_TAP_S (2.32148e-3 / (768.0 * 16))
+#define BICUBIC_ATOMIC_S (24.538104e-3 / (768.0 * 16))
+
+/* BatchNorm by the bytes its op moves (forward: the map read and the output
+ * written, 2x; backward: the gradient and the map read, the input's gradient
+ * written, 3x), at the rates of the estimate's resnet() below: the
+ * statistics' read at BN_STATS_EFF and the normalisation at a norm's, 7x of
+ * a norm's time for 2x moved; the backward at BN_BACKWARD_EFF */
+#define BN_STATS_EFF 0.2
+#define BN_BACKWARD_EFF 0.26
+#define BN_FORWARD_EFF (2.0 / (1.0 / BN_STATS_EFF + 2.0))
+
 static double mem_s(const struct vl_time_card *c, const struct vl_op *op) {
   const struct vl_kt_card *k = c->tables;
-  const double bw[] = {k->bw_add, k->bw_cast, k->bw_norm, k->bw_softmax};
+  if (op->mem == VL_MEM_BICUBIC || op->mem == VL_MEM_BICUBIC_BWD)
+    return op->count * op->planes * 16 *
+           (op->mem == VL_MEM_BICUBIC ? BICUBIC_TAP_S : BICUBIC_ATOMIC_S);
+  const double bw[] = {k->bw_add,
+                       k->bw_cast,
+                       k->bw_norm,
+                       k->bw_softmax,
+                       k->bw_norm * BN_FORWARD_EFF,
+                       k->bw_norm * BN_BACKWARD_EFF};
   return op->count * op->bytes / (bw[op->mem] * c->sbw);
 }
 
@@ -568,9 +598,6 @@ static void moe_ops(struct ctx *c, struct seg *f, struct seg *b, double T, doubl
  *   output are transposed there and back (nchwToNhwcKernel,
  *   nhwcToNchwKernel) in the forward, the input's gradient and the
  *   weight's; 1 x 1 convolutions of stride 1 run as GEMMs on NCHW as is. */
-#define BN_STATS_EFF 0.2
-#define BN_BACKWARD_EFF 0.26
-
 static void conv(struct ctx *c, struct seg *f, struct seg *b, double bs, double side, double cin,
                  double cout, double k, double stride, bool grad_in) {
   double rows = bs * side * side, e = c->e, x = rows * cout * e;
@@ -614,19 +641,6 @@ static void resnet(struct ctx *c, struct seg *f, struct seg *b, double bs) {
     in = out;
   }
 }
-
-/* A ViT at an image side other than its config's interpolates its position
- * table, (1, h, g, g) to (1, h, G, G) bicubic (modeling_vit.py
- * ViTEmbeddings.interpolate_pos_encoding). PyTorch gives each of the G^2
- * output pixels one thread that walks the h channels: forward 16 taps a
- * channel, backward 16 atomic adds a channel into the g^2 input pixels every
- * thread shares (aten/src/ATen/native/cuda/UpSampleBicubic2d.cu,
- * upsample_bicubic2d_backward_out_frame). Its time is that serial chain, not
- * bytes: on the H100, h = 768, bf16, 14 -> 24 patches, 2.32 ms forward and
- * 24.5 ms backward, 40 % of the step (bench/results/step-time/
- * raw.jsonl:vision-kernels/profile.json). Latency, not bandwidth or FLOPs: not scaled by card. */
-#define BICUBIC_TAP_S (2.32148e-3 / (768.0 * 16))
-#define BICUBIC_ATOMIC_S (24.538104e-3 / (768.0 * 16))
 
 static void vit_interpolation(struct ctx *c, struct seg *f, struct seg *b) {
   const struct vl_arch *a = c->a;

@@ -135,12 +135,17 @@ static bool op_of(const char *s, const char *end, struct vl_op *op, enum vl_time
     op->kind = VL_OP_MEMORY;
     word(s, end, "class", v, sizeof v);
     *kind = !strcmp(v, "loss") ? VL_TK_LOSS : VL_TK_MEMORY;
-    op->mem = !strcmp(v, "cast")      ? VL_MEM_CAST
-              : !strcmp(v, "norm")    ? VL_MEM_NORM
-              : !strcmp(v, "softmax") ? VL_MEM_SOFTMAX
-              : !strcmp(v, "loss")    ? VL_MEM_SOFTMAX
-                                      : VL_MEM_ELEMENTWISE;
+    op->mem = !strcmp(v, "cast")          ? VL_MEM_CAST
+              : !strcmp(v, "norm")        ? VL_MEM_NORM
+              : !strcmp(v, "softmax")     ? VL_MEM_SOFTMAX
+              : !strcmp(v, "loss")        ? VL_MEM_SOFTMAX
+              : !strcmp(v, "bnorm")       ? VL_MEM_BATCHNORM
+              : !strcmp(v, "bnorm_bwd")   ? VL_MEM_BATCHNORM_BWD
+              : !strcmp(v, "bicubic")     ? VL_MEM_BICUBIC
+              : !strcmp(v, "bicubic_bwd") ? VL_MEM_BICUBIC_BWD
+                                          : VL_MEM_ELEMENTWISE;
     op->bytes = field(s, end, "bytes", 0);
+    op->planes = field(s, end, "planes", 0);
   } else {
     op->kind = VL_OP_DISPATCH;
     *kind = VL_TK_MEMORY;
@@ -235,18 +240,24 @@ vl_status vl_trace_step_time(const char *text, size_t len, const struct vl_gpu *
       int ph;
       uint64_t st;
       if (op_of(s, e, &op, &kind, &count, &ph, &st, name, sizeof name) && st == step) {
+        /* inner=1: a kernel of the op on the line before (cuDNN's layout
+         * transposes around a convolution): device time, no dispatch */
+        const bool inner = field(s, e, "inner", 0) != 0;
         vl_time_pass_add(&pass[ph], &card, &op, kind);
+        if (inner) pass[ph].ops -= count;
         if (ph <= P_RECOMPUTE) {
           int now = ph == P_FORWARD ? 0 : 1;
           if (now != in) {
             if (in >= 0) spans[in] += pipe.gpu_at - mark;
             mark = pipe.gpu_at, in = now;
           }
-          double h = count * TRACE_HOST_OP * (ph == P_RECOMPUTE ? vl_time_recompute_host() : 1);
+          double h =
+              inner ? 0
+                    : count * TRACE_HOST_OP * (ph == P_RECOMPUTE ? vl_time_recompute_host() : 1);
           vl_time_issue(&pipe, vl_op_device_s(&card, &op), h);
         }
         flops[ph] += count * vl_op_flops(&op);
-        out->phase_ops[ph] += count;
+        if (!inner) out->phase_ops[ph] += count;
         if (op.kind != VL_OP_DISPATCH && ph <= P_PRESTEP) out->kernels += count;
       }
     } else if (e - s > 12 && !memcmp(s, "# optimizer ", 12) && nth(s, e, 2, w, sizeof w) &&

@@ -8,7 +8,7 @@ and at the end the trace gets one comment line per key (the replay skips
     # op STEP PHASE COUNT gemm NAME layout=L m=M n=N k=K batch=B dtype=T bias=0|1
     # op STEP PHASE COUNT attn NAME kernel=K pass=fwd|bwd b=B h=H sq=S skv=S dqk=D dv=D
                                causal=0|1 dropout=P mask=0|1 dtype=T
-    # op STEP PHASE COUNT mem NAME class=C bytes=N numel=N dtype=T
+    # op STEP PHASE COUNT mem NAME class=C bytes=N numel=N dtype=T [planes=N] [inner=1]
     # op STEP PHASE COUNT view NAME      (no kernel: a view, an empty tensor, a transfer)
     # optimizer STEP NAME IMPL elems=N tensors=N w=B g=B st=B states=N
     # step STEP tokens=N samples=N micro=N
@@ -22,8 +22,11 @@ steps: zero_grad, data; not priced). STEP is the probe's step (1, 2, ...).
 
 A GEMM's layout is read from its operands' strides as a linear runs them:
 fwd x @ W^T (B transposed), dgrad g @ W (neither), wgrad g^T @ x (A
-transposed); M, N, K are C = A B's, B its batch (bmm). A memory op's bytes
-are its tensors' (inputs read, outputs written: numel x element size)."""
+transposed); M, N, K are C = A B's, B its batch (bmm). A 2-d convolution
+is its implicit GEMMs (conv()), with cuDNN's layout transposes as inner=1
+mem lines: kernels of the same op, no dispatch of their own. A memory op's
+bytes are its tensors' (inputs read, outputs written: numel x element
+size); BatchNorm and bicubic upsampling have classes of their own."""
 import os
 import threading
 
@@ -54,6 +57,16 @@ _NORMS = {"native_layer_norm", "native_layer_norm_backward", "native_batch_norm"
           "amin", "_batch_norm_with_update", "batch_norm_backward", "cudnn_batch_norm",
           "cudnn_batch_norm_backward"}
 _SOFTMAX = {"_softmax", "_softmax_backward_data"}
+_CONVS = {"convolution", "convolution_backward"}
+# bicubic upsampling (a ViT's position table at another image side): each
+# output pixel's thread walks every plane (UpSampleBicubic2d.cu)
+_BICUBIC = {"upsample_bicubic2d": "bicubic", "upsample_bicubic2d_backward": "bicubic_bwd"}
+# BatchNorm (training) runs ATen's per-channel kernels on NCHW maps, slower
+# than a norm's rows (steptime.c BN_STATS_EFF): its own classes
+_BATCHNORMS = {"native_batch_norm": "bnorm", "_native_batch_norm_legit": "bnorm",
+               "_batch_norm_with_update": "bnorm", "cudnn_batch_norm": "bnorm",
+               "native_batch_norm_backward": "bnorm_bwd", "batch_norm_backward": "bnorm_bwd",
+               "cudnn_batch_norm_backward": "bnorm_bwd"}
 _LOSS = {"_log_softmax", "_log_softmax_backward_data", "nll_loss_forward", "nll_loss_backward",
          "nll_loss2d_forward", "nll_loss2d_backward"}
 _CASTS = {"_to_copy", "copy_", "to", "_to_dtype"}
@@ -165,15 +178,18 @@ class OpLog:
             line = self.describe(func, args, kwargs, out)
         except Exception:
             return
-        if line is None:
-            return
-        k = (step, phase, line)
-        self.counts[k] = self.counts.get(k, 0) + 1
+        for ln in ([line] if isinstance(line, str) else line or ()):
+            k = (step, phase, ln)
+            self.counts[k] = self.counts.get(k, 0) + 1
 
     def describe(self, func, args, kwargs, out):
         name = func.overloadpacket.__name__
         if name in _ATTN:
             return self.attention(func, name, args, kwargs)
+        if name in _CONVS:
+            c = self.conv(name, args, out)
+            if c is not None:
+                return c
         if name in _GEMMS:
             g = self.gemm(name, args)
             if g is not None:
@@ -190,7 +206,9 @@ class OpLog:
         nbytes = sum(t.numel() * t.element_size() for t in ins + outs)
         numel = max((t.numel() for t in outs), default=0) or max((t.numel() for t in ins), default=0)
         cls = "ew"
-        if name in _NORMS:
+        if name in _BATCHNORMS:
+            cls = _BATCHNORMS[name]
+        elif name in _NORMS:
             cls = "norm"
         elif name in _SOFTMAX:
             cls = "softmax"
@@ -201,6 +219,11 @@ class OpLog:
         elif name in _CASTS and len(ins) >= 2 and ins[0].dtype != ins[1].dtype:
             cls = "cast"  # copy_(dst, src) across dtypes
         dt = _dtype(outs[0] if outs else ins[0]) if (outs or ins) else "-"
+        if name in _BICUBIC:  # its time is a chain of taps over the planes, not its bytes
+            x = outs[0] if name.endswith("_backward") else ins[0]
+            if x.dim() == 4:
+                return "mem %s class=%s bytes=%d numel=%d dtype=%s planes=%d" % (
+                    name, _BICUBIC[name], nbytes, numel, dt, x.shape[0] * x.shape[1])
         return "mem %s class=%s bytes=%d numel=%d dtype=%s" % (name, cls, nbytes, numel, dt)
 
     def gemm(self, name, args):
@@ -238,6 +261,43 @@ class OpLog:
             bias = True  # a biased linear's backward: priced as its forward (docs/model.md)
         return "gemm %s layout=%s m=%d n=%d k=%d batch=%d dtype=%s bias=%d" % (
             name, layout, m, n, k, batch, dt, 1 if bias else 0)
+
+    def conv(self, name, args, out):
+        """A 2-d convolution as cuDNN runs it: an implicit GEMM of the
+        output's pixels (m = N Ho Wo) by the output channels (n) over the
+        input channels of a window (k = Cin / groups x kh x kw), its backward
+        the input's (dgrad) and the weight's (wgrad) GEMMs as a linear's
+        (the estimate's conv(), lib/decide/steptime.c); a window wider than
+        1 or a stride runs in NHWC, the input and output transposed there
+        and back around each GEMM (class=cast, inner=1: kernels of this
+        op). None for what is not a 2-d convolution."""
+        bwd = name == "convolution_backward"
+        x, w = (args[1], args[2]) if bwd else (args[0], args[1])
+        y = args[0] if bwd else out
+        if not all(hasattr(t, "dim") and t.dim() == 4 for t in (x, w, y)):
+            return None
+        stride, transposed, groups = (args[4], args[7], args[9]) if bwd else (args[3], args[6], args[8])
+        if transposed:
+            return None
+        g = max(1, int(groups))
+        n_, cin, cout = y.shape[0], x.shape[1], y.shape[1]
+        rows, k = n_ * y.shape[2] * y.shape[3], cin // g * w.shape[2] * w.shape[3]
+        dt = _dtype(x)
+        if dt == "float32" and self.tf32():
+            dt = "tf32"
+        gemm = "gemm %s layout=%%s m=%%d n=%%d k=%%d batch=%d dtype=%s bias=0" % (name, g, dt)
+        wide = w.shape[2] * w.shape[3] > 1 or any(int(v) > 1 for v in stride)
+        moved = 2 * (x.numel() + y.numel()) * x.element_size()
+        nhwc = "mem %s class=cast bytes=%d numel=%d dtype=%s inner=1" % (name, moved, y.numel(), _dtype(x))
+        if not bwd:
+            return [gemm % ("fwd", rows, cout // g, k)] + ([nhwc] if wide else [])
+        mask = list(args[10]) if len(args) > 10 else [True, True, False]
+        lines = []
+        if mask[0]:
+            lines += [gemm % ("dgrad", rows, k, cout // g)] + ([nhwc] if wide else [])
+        if mask[1]:
+            lines += [gemm % ("wgrad", cout // g, k, rows)] + ([nhwc] if wide else [])
+        return lines or None
 
     def tf32(self):
         try:

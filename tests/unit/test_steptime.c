@@ -490,6 +490,49 @@ static void traced_step(void **state) {
   assert_non_null(strstr(err.msg, "# op"));
 }
 
+/* A convolution net's trace: a convolution is a GEMM line (the op's one
+ * dispatch) and cuDNN's NHWC transposes around it inner=1 lines (device
+ * time, no dispatch); BatchNorm's classes run slower than a norm's rows
+ * on the same bytes; bicubic upsampling costs its chain of taps over the
+ * planes, whatever its bytes. */
+static void traced_conv_lines(void **state) {
+  (void)state;
+  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
+  const char *text = "# step 1 tokens=2 samples=2 micro=1\n"
+                     "# optimizer 1 sgd foreach elems=1000 tensors=2 w=2 g=2 st=2 states=0\n"
+                     "# op 1 forward 1 gemm convolution layout=fwd m=100352 n=64 k=576 batch=1 "
+                     "dtype=bfloat16 bias=0\n"
+                     "# op 1 forward 1 mem convolution class=cast bytes=25690112 numel=6422528 "
+                     "dtype=bfloat16 inner=1\n";
+  struct vl_trace_time tt;
+  struct vl_err err = {""};
+  assert_int_equal(vl_trace_step_time(text, strlen(text), g, &tt, &err), VL_OK);
+  struct vl_time_card c;
+  vl_time_card_init(&c, g, false);
+  struct vl_op conv = {
+      .kind = VL_OP_GEMM, .layout = VL_GEMM_FWD, .m = 100352, .n = 64, .k = 576, .count = 1};
+  struct vl_op nhwc = {.kind = VL_OP_MEMORY, .mem = VL_MEM_CAST, .bytes = 25690112, .count = 1};
+  assert_close(tt.time.kind_s[VL_TK_MATMUL] + tt.time.kind_s[VL_TK_MEMORY],
+               vl_op_device_s(&c, &conv) + vl_op_device_s(&c, &nhwc), 1e-12,
+               "the GEMM and its transposes on the device");
+  assert_close(tt.time.host_s, vl_trace_host_op_s(), 1e-12, "one dispatch");
+  assert_close(tt.phase_ops[0], 1, 0, "one op in the forward");
+  assert_close(tt.kernels, 2, 0, "two kernels");
+  struct vl_op bn = {.kind = VL_OP_MEMORY, .mem = VL_MEM_BATCHNORM, .bytes = 1e8, .count = 1};
+  struct vl_op bnb = bn, norm = bn, cubic = bn, cubic2;
+  bnb.mem = VL_MEM_BATCHNORM_BWD, norm.mem = VL_MEM_NORM;
+  /* the statistics' read at 0.2 of a norm's rate, then the normalisation:
+   * 7 map-sizes of a norm's time for the 2 the op moves */
+  assert_close(vl_op_device_s(&c, &bn), 3.5 * vl_op_device_s(&c, &norm), 1e-12, "batch norm");
+  assert_close(vl_op_device_s(&c, &bnb), vl_op_device_s(&c, &norm) / 0.26, 1e-12, "its backward");
+  cubic.mem = VL_MEM_BICUBIC, cubic.planes = 768;
+  cubic2 = cubic, cubic2.bytes = 1e3;
+  assert_close(vl_op_device_s(&c, &cubic), 2.32148e-3, 1e-9, "ViT-base's table, 14 -> 24 patches");
+  assert_close(vl_op_device_s(&c, &cubic2), vl_op_device_s(&c, &cubic), 0, "not by bytes");
+  cubic.mem = VL_MEM_BICUBIC_BWD;
+  assert_close(vl_op_device_s(&c, &cubic), 24.538104e-3, 1e-9, "its atomic adds backward");
+}
+
 /* A ViT at another image side pays its position table's bicubic
  * interpolation: h x 16 taps forward and as many atomic adds backward, a
  * latency chain the H100 ran in 2.3 and 24.5 ms at h = 768 (the
@@ -536,8 +579,8 @@ int main(void) {
       cmocka_unit_test(stream_pipeline),      cmocka_unit_test(deberta_gathers),
       cmocka_unit_test(unaligned_head),       cmocka_unit_test(one_op),
       cmocka_unit_test(sdpa_backend_pick),    cmocka_unit_test(traced_step),
-      cmocka_unit_test(device_time_only),     cmocka_unit_test(recompute_early_stop),
-      cmocka_unit_test(gemm_reads_its_bytes), cmocka_unit_test(vit_interpolation),
-      cmocka_unit_test(resnet_and_host_bound)};
+      cmocka_unit_test(traced_conv_lines),    cmocka_unit_test(device_time_only),
+      cmocka_unit_test(recompute_early_stop), cmocka_unit_test(gemm_reads_its_bytes),
+      cmocka_unit_test(vit_interpolation),    cmocka_unit_test(resnet_and_host_bound)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
