@@ -18,6 +18,8 @@ By its first argument, also:
 
   traces: host seconds per traced ATen op, the same fit over the ops
     `vramledger trace` counts (mode_traces says how).
+  isolated: host seconds per traced ATen op from full-size runs each in a
+    process of its own (mode_isolated says how; steptrace.c's constant).
   tables: lib/model/kernel_tables.h again from the measured kernel tables
     and this fit (python3 bench/time/host_fit.py tables [VRAMLEDGER]).
 """
@@ -118,6 +120,37 @@ def mode_traces():
               % (label, s, c, 100 * statistics.median(res), 100 * max(res)))
 
 
+def mode_isolated():
+    """Host seconds per traced ATen op from full-size runs each measured in
+    a process of its own, as a user's job runs (bench/reserved/run.sh), not
+    from the tiny models run one after another in one process, whose cost
+    an op climbed with the order (38-45 us for the first, 70-85 us for the
+    last three of bench/results/step-time/raw.jsonl:h200/host/). Each row
+    of bench/time/trace_compare.py --raw whose priced device time is under
+    0.4 of its measured step is host-bound: its host seconds an op are the
+    measured step less the optimizer's phase (its row and the step's fixed
+    host cost) over the traced ops; the median of those rows over every
+    file given (both cards' hosts) is the constant (steptrace.c
+    TRACE_HOST_OP).
+
+      python3 bench/time/host_fit.py isolated RAW.jsonl...
+    (bench/results/step-time/trace/isolated-h100.jsonl, isolated-h200.jsonl)"""
+    per = []
+    for path in sys.argv[1:]:
+        for line in text_of(path).splitlines():
+            r = json.loads(line) if line.strip() else {}
+            if not r.get("trace_s") or not r.get("ops"):
+                continue
+            device = sum(v for k, v in r["kind_seconds"].items() if k != "host")
+            if device < 0.4 * r["measured_s"]:
+                us = 1e6 * (r["measured_s"] - r["phase_seconds"]["optimizer"]) / r["ops"]
+                per.append(us)
+                print("%-44s %.4f s measured, %.4f s on the device, %6d ops: %.1f us an op" % (
+                    r["name"], r["measured_s"], device, r["ops"], us))
+    print("median %.3g s an op over %d host-bound runs (%.1f-%.1f us)" % (
+        1e-6 * statistics.median(per), len(per), min(per), max(per)))
+
+
 def mode_tables():
     """Regenerate lib/model/kernel_tables.h from the measured datasets
     (data/reference/*/kernels.json, attention.json) and the host fit:
@@ -141,7 +174,7 @@ def mode_tables():
     subprocess.run(["clang-format", "-i", "lib/model/kernel_tables.h"], check=True)
 
 
-MODES = {"traces": mode_traces, "tables": mode_tables}
+MODES = {"traces": mode_traces, "isolated": mode_isolated, "tables": mode_tables}
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] in MODES:
