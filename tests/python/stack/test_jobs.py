@@ -35,7 +35,26 @@ def trace(kind, device, tmp):
         kind, device, peak, job["floor_bytes"])
     print("%s on %s: peak allocated %d B (model states at least %d B), caveats %s"
           % (kind, device, peak, job["floor_bytes"], t["caveats"]))
+    if kind == "convnet":
+        convnet_ops(os.path.join(run, "alloc.trace"), device)
     return peak
+
+
+def convnet_ops(path, device):
+    """the trace's op lines of a conv net (optrace.py conv()): each
+    convolution an implicit GEMM forward and, backward, the weight's and
+    (but for the first, whose input needs none) the input's; the two
+    3 x 3 ones' NHWC transposes as inner=1 lines (identical lines are one
+    line with a count); BatchNorm in its own classes"""
+    ops = [ln.split(" ", 5)[5] for ln in open(path) if ln.startswith("# op 3 ")]
+    def have(*words):
+        return sum(1 for o in ops if all(w in o for w in words))
+    assert have("gemm convolution layout=fwd") == 2, (device, ops)
+    assert have("gemm convolution_backward layout=wgrad") == 2, (device, ops)
+    assert have("gemm convolution_backward layout=dgrad") == 1, (device, ops)
+    assert have("mem convolution ", "class=cast", "inner=1") == 2, (device, ops)
+    assert have("mem convolution_backward ", "class=cast", "inner=1") == 2, (device, ops)
+    assert have("class=bnorm ") >= 1 and have("class=bnorm_bwd") >= 1, (device, ops)
 
 
 def main():
