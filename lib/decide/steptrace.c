@@ -19,13 +19,15 @@
  * MLA LoRA, on both cards; bench/time/host_fit.py isolated over
  * bench/results/step-time/trace/isolated-h100.jsonl and isolated-h200.jsonl):
  * 13.4 us an op, 7.9-16.0 us (the H100 lease's host 7.9 us for T5, the
- * H200's 11-14 us). It was 16.7 us, fitted on tiny models run one after
- * another in one process, whose cost an op climbed with the order
- * (bench/results/step-time/raw.jsonl:h200/host/host.json: 38-45 us for the
- * first, 70-85 us for the last three, an estimate's op). Views and empty
- * tensors are dispatched ops too. Smaller than VL_KT_HOST_OP, an op
- * estimate enumerates: the tracer sees every ATen call, estimate one op
- * for several */
+ * H200's 11-14 us). It was 16.7 us, fitted on tiny models (hidden 64,
+ * 16 tokens) run one after another in one process
+ * (bench/results/step-time/raw.jsonl:h200/host/host.json), whose cost an
+ * op climbed with the order; full-size jobs run again each alone were not
+ * faster than in one process (bench/results/step-time/README.md, "One
+ * process a job"): the tiny models' ATen calls cost more than a full-size
+ * job's. Views and empty tensors are dispatched ops too. Smaller than
+ * VL_KT_HOST_OP, an op estimate enumerates: the tracer sees every ATen
+ * call, estimate one op for several */
 #define TRACE_HOST_OP 1.34e-05
 
 double vl_trace_host_op_s(void) { return TRACE_HOST_OP; }
