@@ -85,6 +85,11 @@ def main():
                 continue
             if r.get("task", "train") != "train" or not meas or r.get("error"):
                 continue
+            # a config path a results file holds relative to its own folder
+            # (bench/results/reserved/h100/: ../../../configs/flan-t5-base.json)
+            beside = os.path.join(os.path.dirname(path), r["model"])
+            if r["model"].endswith(".json") and not os.path.exists(r["model"]) and os.path.exists(beside):
+                r = dict(r, model=os.path.normpath(beside))
             t, dev = traced(r)
             est = estimated(r)
             row = {"name": r["name"], "measured_s": meas, "estimate_s": est, "device": dev,
