@@ -169,7 +169,9 @@ enum mem {
   EW = VL_MEM_ELEMENTWISE,
   CAST = VL_MEM_CAST,
   NORM = VL_MEM_NORM,
-  SOFTMAX = VL_MEM_SOFTMAX
+  SOFTMAX = VL_MEM_SOFTMAX,
+  BNORM = VL_MEM_BATCHNORM,
+  BNORM_BWD = VL_MEM_BATCHNORM_BWD
 };
 
 /* A ViT at an image side other than its config's interpolates its position
@@ -603,10 +605,9 @@ static void conv(struct ctx *c, struct seg *f, struct seg *b, double bs, double 
   double rows = bs * side * side, e = c->e, x = rows * cout * e;
   linear(c, f, b, c->fp32, rows, cin * k * k, cout, 1, true);
   c->conv_flops += 2 * rows * cin * k * k * cout;
-  mem(c, f, NORM, x / BN_STATS_EFF, 1);        /* batch_norm: statistics, */
-  kernel_in(c, f, NORM, 2 * x, 1);             /* then normalise */
-  mem(c, b, NORM, 3 * x / BN_BACKWARD_EFF, 1); /* its backward */
-  mem2(c, f, b, EW, rows * cout * 2 * e, 1);   /* relu */
+  mem(c, f, BNORM, 2 * x, 1);                /* batch_norm: statistics, then normalise */
+  mem(c, b, BNORM_BWD, 3 * x, 1);            /* its backward */
+  mem2(c, f, b, EW, rows * cout * 2 * e, 1); /* relu */
   if (c->pol.autocast) mem2(c, f, b, CAST, rows * cin * 6, 1);
   if (k > 1 || stride > 1) {
     double moved = 2 * (rows * stride * stride * cin + rows * cout) * e;
@@ -645,9 +646,11 @@ static void resnet(struct ctx *c, struct seg *f, struct seg *b, double bs) {
 static void vit_interpolation(struct ctx *c, struct seg *f, struct seg *b) {
   const struct vl_arch *a = c->a;
   if (!a->patch_size || !a->image_size || vl_job_image_side(a, c->j) == a->image_size) return;
-  double taps = (double)a->hidden * 16;
-  f->k[VL_TK_MEMORY] += taps * BICUBIC_TAP_S;
-  b->k[VL_TK_MEMORY] += taps * BICUBIC_ATOMIC_S;
+  struct vl_op op = {
+      .kind = VL_OP_MEMORY, .mem = VL_MEM_BICUBIC, .planes = (double)a->hidden, .count = 1};
+  f->k[VL_TK_MEMORY] += mem_s(&c->card, &op);
+  op.mem = VL_MEM_BICUBIC_BWD;
+  b->k[VL_TK_MEMORY] += mem_s(&c->card, &op);
   f->ops += 1;
   b->ops += 1;
 }
