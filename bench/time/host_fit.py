@@ -123,9 +123,9 @@ def mode_traces():
 def mode_isolated():
     """Host seconds per traced ATen op from full-size runs each measured in
     a process of its own, as a user's job runs (bench/reserved/run.sh), not
-    from the tiny models run one after another in one process, whose cost
-    an op climbed with the order (38-45 us for the first, 70-85 us for the
-    last three of bench/results/step-time/raw.jsonl:h200/host/). Each row
+    from the tiny models, whose calls cost more (mode_traces; full-size jobs
+    run alone were no faster than in one process: bench/results/step-time/
+    README.md, "One process a job"). Each row
     of bench/time/trace_compare.py --raw whose priced device time is under
     0.4 of its measured step is host-bound: its host seconds an op are the
     measured step less the optimizer's phase (its row and the step's fixed

@@ -365,8 +365,7 @@ def run_train(c, datadir):
     times = []
     # the host's own time in forward and in backward() of each timed step:
     # no sync inside, so while the host issues faster than the GPU runs it
-    # is the Python, dispatch and launch cost of that pass alone (the
-    # autograd engine's backward is C++; forward is the model's Python)
+    # is the Python, dispatch and launch cost of that pass alone
     host_fw, host_bw = [], []
     for step in range(3 + timed):
         hf = hb = 0.0

@@ -439,6 +439,13 @@ static void gemm_reads_its_bytes(void **state) {
   assert_true(vl_op_device_s(&h100, &sq) > 1.5 * (8192.0 * 4096 * 3 * 2) / k->bw_add);
 }
 
+/* trace text priced on the H100 into *tt (VL_OK asserted) */
+static void traced_h100(const char *text, struct vl_trace_time *tt) {
+  struct vl_err err = {""};
+  assert_int_equal(
+      vl_trace_step_time(text, strlen(text), vl_catalog_find(&cat, "h100-80gb"), tt, &err), VL_OK);
+}
+
 /* A trace's op lines priced: the last step with a forward and an
  * optimizer step; its ops issued in order on the host's and the GPU's
  * clocks (here the forward's GEMMs, then views: the larger of their device
@@ -462,8 +469,7 @@ static void traced_step(void **state) {
                      "# op 3 forward 7 view t\n"
                      "# op 3 other 7 view t";
   struct vl_trace_time tt;
-  struct vl_err err = {""};
-  assert_int_equal(vl_trace_step_time(text, strlen(text), g, &tt, &err), VL_OK);
+  traced_h100(text, &tt);
   assert_int_equal(tt.step, 2); /* step 3 has no optimizer step */
   assert_true(tt.complete);
   assert_int_equal(tt.steps, 3);
@@ -485,6 +491,7 @@ static void traced_step(void **state) {
   assert_close(tt.time.model_flops, 30 * 2.0 * 4096 * 4096 * 4096, 1e-6, "the gemms' flops");
   assert_close(tt.kernels, 35, 0, "kernels of the priced passes");
   assert_true(tt.time.tokens_per_s > 0);
+  struct vl_err err = {""};
   const char *none = "a 1 1024 meta\nf 1\n";
   assert_int_equal(vl_trace_step_time(none, strlen(none), g, &tt, &err), VL_ENOTFOUND);
   assert_non_null(strstr(err.msg, "# op"));
@@ -497,7 +504,6 @@ static void traced_step(void **state) {
  * planes, whatever its bytes. */
 static void traced_conv_lines(void **state) {
   (void)state;
-  const struct vl_gpu *g = vl_catalog_find(&cat, "h100-80gb");
   const char *text = "# step 1 tokens=2 samples=2 micro=1\n"
                      "# optimizer 1 sgd foreach elems=1000 tensors=2 w=2 g=2 st=2 states=0\n"
                      "# op 1 forward 1 gemm convolution layout=fwd m=100352 n=64 k=576 batch=1 "
@@ -505,10 +511,9 @@ static void traced_conv_lines(void **state) {
                      "# op 1 forward 1 mem convolution class=cast bytes=25690112 numel=6422528 "
                      "dtype=bfloat16 inner=1\n";
   struct vl_trace_time tt;
-  struct vl_err err = {""};
-  assert_int_equal(vl_trace_step_time(text, strlen(text), g, &tt, &err), VL_OK);
+  traced_h100(text, &tt);
   struct vl_time_card c;
-  vl_time_card_init(&c, g, false);
+  vl_time_card_init(&c, vl_catalog_find(&cat, "h100-80gb"), false);
   struct vl_op conv = {
       .kind = VL_OP_GEMM, .layout = VL_GEMM_FWD, .m = 100352, .n = 64, .k = 576, .count = 1};
   struct vl_op nhwc = {.kind = VL_OP_MEMORY, .mem = VL_MEM_CAST, .bytes = 25690112, .count = 1};
