@@ -76,7 +76,7 @@ them: model, precision, optimizer, optimizer_impl, attention,
 checkpointing, batch, seq, grad_accum, lora; also target_seq for seq2seq,
 image_size for vision)
 """
-import argparse, contextlib, datetime, gc, json, os, platform, re, sys, time, traceback
+import argparse, contextlib, datetime, gc, importlib.metadata, json, os, platform, re, sys, time, traceback
 
 import torch
 
@@ -580,9 +580,12 @@ def main():
            "device": torch.cuda.get_device_name(0) if DEV.cuda else a.device,
            "device_total_bytes": torch.cuda.mem_get_info()[1] if DEV.cuda else None, "suite": a.suite,
            "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "runs": []}
+    # versions from the installed metadata: importing peft to read its
+    # __version__ costs seconds (it imports accelerate and every tuner) in a
+    # run that may never use it
     for mod in ("peft", "bitsandbytes"):
         try:
-            res[mod] = __import__(mod).__version__
+            res[mod] = importlib.metadata.version(mod)
         except Exception:
             res[mod] = None
     try:
