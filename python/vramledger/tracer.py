@@ -695,26 +695,12 @@ def _meta_dropout_as_cuda(torch):
     return True
 
 
-# cuDNN attention's meta functions run forward and backward: None until the
-# first cuDNN call on meta asks (_meta_cudnn). Tried there, not at install: the
-# try imports torch._dynamo and compiles PyTorch's Python references, 3 s of a
-# traced job's start that a job on the CPU never needs
-_cudnn_ok = [None]
+_cudnn_ok = [False]  # cuDNN attention's meta functions run forward and backward (install)
 
 
 def _meta_cudnn_works(torch):
     """Do cuDNN attention's meta functions run, forward and backward, with
-    grouped heads? Tried with the tracer's dispatch mode off: its tensors
-    are no job's."""
-    try:
-        from torch.utils._python_dispatch import _disable_current_modes
-        with _disable_current_modes():
-            return _meta_cudnn_try(torch)
-    except Exception:
-        return False
-
-
-def _meta_cudnn_try(torch):
+    grouped heads? (Tried once, before the tracer starts.)"""
     try:
         t = torch.empty((1, 2, 4, 8), dtype=torch.bfloat16, device="meta", requires_grad=True)
         u = torch.empty((1, 1, 4, 8), dtype=torch.bfloat16, device="meta", requires_grad=True)
@@ -731,8 +717,6 @@ def _meta_cudnn(torch, q, k, v, bias, grad, drop, causal, scale):
     the same (output and log-sum-exp) and takes grouped heads, for a call
     without a bias."""
     ops = torch.ops.aten
-    if _cudnn_ok[0] is None:
-        _cudnn_ok[0] = _meta_cudnn_works(torch)
     if _cudnn_ok[0]:
         return ops._scaled_dot_product_cudnn_attention(q, k, v, bias, grad, drop, causal, False,
                                                        scale=scale)[0]
@@ -1072,6 +1056,7 @@ def install(torch, path):
     tr = _Trace(path, torch)
     if os.environ.get("VRAMLEDGER_TRACE_AS", "cuda") == "cuda":
         _cpu_takes_cuda_defaults(torch)
+        _cudnn_ok[0] = _meta_cudnn_works(torch)
     aten = torch.ops.aten
     matmuls = set(getattr(aten, n) for n in _MATMULS if hasattr(aten, n))
     reductions = {getattr(aten, n): n for n in _REDUCTIONS if hasattr(aten, n)}
@@ -1173,7 +1158,7 @@ def uninstall():
         if hasattr(L, "_destroy"):
             L._destroy()
         del L  # torch < 2.3: unregistered when collected
-    _cudnn_ok[0] = None
+    _cudnn_ok[0] = False
     tr.ops.remove()
     import atexit
     atexit.unregister(tr.close)
