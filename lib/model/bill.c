@@ -942,15 +942,6 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
         "median for their kernel and stride: resnet-50's peak reserved within 0.6 % of six "
         "runs at 16 to 64 images of 64 to 512 pixels on an H100 and an H200, but 4.1 % under "
         "at 16 x 224 (bench/results/reserved/)";
-  /* T5 under SDPA (its position bias a mask: the math path) with
-   * checkpointing: a real run held more than the replay and the dry run on
-   * meta tensors both show (bench/results/reserved/breadth/) */
-  if (arch->rel_bias && ts->replayable && job->attention == VL_ATTN_SDPA &&
-      job->checkpointing == VL_CKPT_FULL)
-    bill->approximate = "is replayed op by op, but under SDPA with checkpointing an H100 held "
-                        "more than this replay and the dry run on meta tensors show: peak "
-                        "allocated 6 % and peak reserved 9 % above the estimate (t5-base, bf16, "
-                        "8 x 1,024 with 256 target tokens; eager is replayed within 1.9 %)";
   if (ts->replayable) {
     struct vl__train_sizes z = {
         .B = job->batch,

@@ -263,6 +263,20 @@ static inline bool vl__tr_t5_math(const struct run *R) { return R->arch->rel_bia
 /* T5's attention under SDPA, on its position bias as the mask: PyTorch's
  * math backend; its output (B x s x heads x d, contiguous) */
 uint32_t vl__tr_t5_sdpa(struct run *R, uint32_t q, uint32_t k, uint32_t v);
+/* The math backend's softmax is _safe_softmax (rows wholly masked give 0,
+ * not NaN): beside softmax's output it makes scores.eq(-inf), a bool per
+ * score, and its all() over each row, both freed before the op goes on
+ * (aten/src/ATen/native/SoftMax.cpp _safe_softmax; measured on an H100:
+ * Falcon-7B's 142 MiB mask per layer at batch 2 x 1024, 71 heads,
+ * bench/results/reserved/history). Its backward allocates the scores'
+ * gradient and one temporary of the same size (.tmp at the call). */
+static inline void vl__tr_safe_softmax_masks(struct run *R, uint32_t scores, uint64_t sc) {
+  uint32_t masked = op(R, (struct tape_op){.out_bytes = sc, .in = {scores}});
+  uint32_t rows = op(R, (struct tape_op){.out_bytes = sc / R->Pk, .in = {masked}});
+  rel(R, rows);
+  rel(R, masked);
+}
+
 
 /* ---- train_replay_vision.c ---- */
 

@@ -350,20 +350,6 @@ static uint32_t eager(struct run *R, const struct qkv *s, uint32_t *held) {
   return o;
 }
 
-/* The math backend's softmax is _safe_softmax (rows wholly masked give 0,
- * not NaN): beside softmax's output it makes scores.eq(-inf), a bool per
- * score, and its all() over each row, both freed before the op goes on
- * (aten/src/ATen/native/SoftMax.cpp _safe_softmax; measured on an H100:
- * Falcon-7B's 142 MiB mask per layer at batch 2 x 1024, 71 heads,
- * bench/results/reserved/history). Its backward allocates the scores'
- * gradient and one temporary of the same size (.tmp at the call). */
-static void safe_softmax_masks(struct run *R, uint32_t scores, uint64_t sc) {
-  uint32_t masked = op(R, (struct tape_op){.out_bytes = sc, .in = {scores}});
-  uint32_t rows = op(R, (struct tape_op){.out_bytes = sc / R->Pk, .in = {masked}});
-  rel(R, rows);
-  rel(R, masked);
-}
-
 /* SDPA's math backend with grouped key/value heads in fp32; its output */
 static uint32_t sdpa_math_gqa(struct run *R, const struct qkv *s) {
   const uint64_t T = R->T, a = R->a, d = R->d, e = R->z->e;
@@ -386,7 +372,7 @@ static uint32_t sdpa_math_gqa(struct run *R, const struct qkv *s) {
   rel(R, ks);
   uint32_t pr =
       op(R, (struct tape_op){.out_bytes = sc * e, .in = {s0}, .save_out = true, .tmp = sc * e});
-  safe_softmax_masks(R, s0, sc);
+  vl__tr_safe_softmax_masks(R, s0, sc);
   rel(R, s0);
   uint32_t o4 = op(R, (struct tape_op){.out_bytes = Tad, .in = {pr, vr}, .saved = {pr, vr}});
   rel(R, pr);
@@ -435,7 +421,7 @@ static uint32_t sdpa_math_mqa(struct run *R, const struct qkv *s) {
   rel(R, ks);
   uint32_t pr =
       op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s0}, .save_out = true, .tmp = sc * 4});
-  safe_softmax_masks(R, s0, sc);
+  vl__tr_safe_softmax_masks(R, s0, sc);
   rel(R, s0);
   /* the math op's second output, the weights cast back to the inputs'
    * dtype (attn.to(origin_dtype)), lives until the op returns */

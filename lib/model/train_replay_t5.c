@@ -99,12 +99,18 @@ static uint32_t folded(struct run *R, uint32_t x, bool contiguous) {
  * (aten/src/ATen/native/transformers/attention.cpp
  * _scaled_dot_product_attention_math): q * scale (a local to its
  * return), k^T * scale (a temporary), each copied where bmm cannot fold
- * it, the scores, plus the mask (out of place), softmax (saved), the
- * probabilities cast back (its second output, made first, freed by the
- * caller), v copied likewise, their product, cast back. q, k, v of the
- * decoder's self-attention are the cache's contiguous copies without
+ * it, the scores, plus the mask (out of place, as on meta tensors, which
+ * are subclass-like; CUDA's attn.add_(mask) is in place: a transient of
+ * the scores' size in forward, where the step's peak is not),
+ * _safe_softmax (saved; its isneginf() and all() masks, and in backward
+ * softmax_backward_cuda_out's tmp = grad * output of the scores' size),
+ * the probabilities cast back (its second output, made first, freed by
+ * the caller), v copied likewise, their product, cast back. q, k, v of
+ * the decoder's self-attention are the cache's contiguous copies without
  * checkpointing. Read off the meta trace of t5-base's step (bf16, 8 x
- * 512 / 128) */
+ * 512 / 128) and an H100's allocator history of t5-base bf16 SDPA
+ * checkpointed at 8 x 1024 / 256 (bench/results/reserved/raw.jsonl:
+ * history-t5-sdpa/) */
 uint32_t vl__tr_t5_sdpa(struct run *R, uint32_t q, uint32_t k, uint32_t v) {
   const uint64_t T = R->T, Tk = R->z->B * R->Pk, a = R->a, d = R->d, e = R->z->e;
   const uint64_t sc = R->z->B * a * R->P * R->Pk;
@@ -129,7 +135,9 @@ uint32_t vl__tr_t5_sdpa(struct run *R, uint32_t q, uint32_t k, uint32_t v) {
   rel(R, ks);
   uint32_t s1 = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s0, mask}, .pass = TAPE_ADD});
   rel(R, s0);
-  uint32_t p = op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s1}, .save_out = true});
+  uint32_t p =
+      op(R, (struct tape_op){.out_bytes = sc * 4, .in = {s1}, .save_out = true, .tmp = sc * 4});
+  vl__tr_safe_softmax_masks(R, s1, sc);
   rel(R, s1);
   if (R->arch->attn_dropout > 0) {
     /* training: the math path's at::dropout of the probabilities
