@@ -415,6 +415,14 @@ class _Trace:
         for i in reversed(ids):
             self.f.write("f %d\n" % i)
 
+    def transients(self, dev, sizes):
+        """Blocks a CUDA kernel takes and frees before it returns, unseen
+        by the dispatch mode: an allocation each after the result, freed
+        in reverse order."""
+        ids = [self.alloc(n, dev) for n in sizes]
+        for i in reversed(ids):
+            self.f.write("f %d\n" % i)
+
     def device_sms(self, t):
         """(SMs, threads per SM) of the device the trace stands for."""
         if t.device.type == "cuda":
@@ -1087,6 +1095,28 @@ def install(torch, path):
     tr.reusers = {getattr(aten, n).default if n == "scatter_add" else getattr(aten, n).Tensor
                   for n in ("add", "scatter_add") if hasattr(aten, n)}
 
+    softmax_bwd = getattr(getattr(aten, "_softmax_backward_data", None), "default", None)
+    safe_softmax = getattr(getattr(aten, "_safe_softmax", None), "default", None)
+
+    def softmax_transients(func, args, kwargs, out):
+        """What CUDA's softmax kernels take beyond their result (each an
+        H100 profile of PyTorch 2.11 and t5-base's allocator history,
+        bench/results/reserved/raw.jsonl:history-t5-sdpa/): the backward's
+        tmp = grad * output, the gradient's size (cuda/SoftMax.cu
+        softmax_backward_cuda_out); _safe_softmax's isneginf() (a bool a
+        score), its all() over the rows and the zero it writes where a
+        row is all -inf (attention.cpp _safe_softmax; the math SDPA path's
+        softmax), a composite run below the dispatch mode. [] otherwise"""
+        if func is softmax_bwd:
+            g = args[0]
+            return [g.numel() * g.element_size()]
+        if func is safe_softmax:
+            x = args[0]
+            d = args[1] if len(args) > 1 else kwargs.get("dim", -1)
+            rows = x.numel() // max(1, x.shape[d]) if x.dim() else 1
+            return [x.numel(), rows, out.element_size()]
+        return []
+
     class Mode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -1105,6 +1135,8 @@ def install(torch, path):
                     tr.matmul(out)
                 elif func.overloadpacket in reductions and as_cuda(out):
                     tr.reduce_scratch(func, args, kwargs, out)
+                elif func in (softmax_bwd, safe_softmax) and as_cuda(out):
+                    tr.transients(out.device.type, softmax_transients(func, args, kwargs, out))
             elif isinstance(out, (tuple, list)):
                 if func is dropout_op and len(out) == 2 and as_cuda(out[0]):
                     out_seen = (out[1], out[0])  # CUDA's mask first (_dropout_order)
