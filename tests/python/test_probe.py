@@ -474,6 +474,48 @@ class SdpaAsCuda(unittest.TestCase):
         self.assertEqual(small, [1372, 343, 1372])  # x; the training dropout's mask, output
 
 
+class SoftmaxScratch(unittest.TestCase):
+    """What CUDA's softmax kernels take beyond their result, below the
+    dispatch mode (cuda/SoftMax.cu softmax_backward_cuda_out's tmp = grad *
+    output; attention.cpp _safe_softmax's isneginf, all and zero), written
+    by the tracer after the result, freed at once (t5-base under SDPA:
+    bench/results/reserved/raw.jsonl:history-t5-sdpa/)."""
+
+    def trace(self, job):
+        d = tempfile.mkdtemp(prefix="vl-trace-softmax-")
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        out = subprocess.run([VL, "trace", "--out", d + "/t", "--", PY, "-c", job],
+                             env=e, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(d + "/t/alloc.trace") as f:
+            lines = [l.split() for l in f if l[0] in "abf"]
+        shutil.rmtree(d)
+        return lines
+
+    def test_backward_tmp(self):
+        lines = self.trace("import torch\n"
+                           "x = torch.empty(2, 4, 64, 64, device='meta', requires_grad=True)\n"
+                           "torch.softmax(x, -1).backward(torch.empty(2, 4, 64, 64, device='meta'))\n")
+        n = str(2 * 4 * 64 * 64 * 4)
+        allocs = [i for i, l in enumerate(lines) if l[0] in "ab" and l[2] == n]
+        # x, the output, the incoming gradient, the input's gradient, then tmp
+        self.assertEqual(len(allocs), 5, lines)
+        tmp = lines[allocs[-1]][1]
+        self.assertEqual(lines[allocs[-1] + 1], ["f", tmp])
+
+    def test_safe_softmax_masks(self):
+        lines = self.trace("import torch\n"
+                           "f = getattr(torch.ops.aten, '_safe_softmax', None)\n"
+                           "x = torch.empty(2, 4, 64, 32, device='meta')\n"
+                           "y = f(x, -1) if f is not None else None\n")
+        sizes = [l[2] for l in lines if l[0] in "ab"]
+        if len(sizes) < 2:
+            self.skipTest("this PyTorch has no _safe_softmax")  # torch < 2.5
+        # x, the output, then isneginf (a byte a score), all over rows, the zero
+        self.assertEqual(sizes[2:5], [str(2 * 4 * 64 * 32), str(2 * 4 * 64), "4"], lines)
+
+
 class ReduceScratch(unittest.TestCase):
     """The scratch blocks of ATen's CUDA reductions (Reduce.cuh's global
     reduce), as vramledger.cuda_reduce sizes them and the tracer writes
