@@ -277,7 +277,6 @@ static inline void vl__tr_safe_softmax_masks(struct run *R, uint32_t scores, uin
   rel(R, masked);
 }
 
-
 /* ---- train_replay_vision.c ---- */
 
 /* a ViT's or ResNet's embeddings of the pixels in place of x (taken over) */
