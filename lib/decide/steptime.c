@@ -327,16 +327,19 @@ static bool sdpa_masked(const struct vl_op *op) {
 /* the kernel SDPA runs for op's "default" where the card's tables can say
  * better (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp
  * select_sdp_backend: cuDNN first on sm90 and later, then flash, then
- * memory-efficient): cuDNN takes an attn_mask and a dropout_p that is a
- * multiple of 1/16 (check_cudnn_dropout: 0.1 is not); flash takes no
- * attn_mask (check_for_attn_mask); the memory-efficient kernel either */
+ * memory-efficient): cuDNN takes an attn_mask and training's dropout
+ * (PyTorch 2.11 on an H100 picks it for dropout 0.1: bench/results/
+ * dry-run/raw.jsonl:sdpa-choice-h100/), but its rows are timed without
+ * dropout, which costs it 1.2 to 1.7 times (step-time/raw.jsonl:
+ * h100-isolated-b/masked.json): a dropout is priced at flash's rows (no
+ * attn_mask: check_for_attn_mask) or the memory-efficient kernel's,
+ * which come out near that */
 static const char *sdpa_pick(const struct vl_time_card *c, const struct vl_op *op,
                              const char *kern) {
   const struct vl_kt_card *kc = c->tables;
   if (strcmp(kern, "default")) return kern;
   const bool cudnn = op->half && c->cudnn_sdpa && has_rows(kc, "cudnn", true);
-  const bool sixteenths = op->dropout * 16.0 == floor(op->dropout * 16.0);
-  if (cudnn && sixteenths) return "cudnn";
+  if (cudnn && op->dropout == 0) return "cudnn";
   if (sdpa_masked(op)) return has_rows(kc, "efficient", op->half) ? "efficient" : kern;
   if (cudnn && op->dqk <= 256 && has_rows(kc, "flash", true)) return "flash";
   return kern;

@@ -27,6 +27,13 @@ its first argument:
     the ATen attention ops the call reached (forward and backward), and the
     peak allocated above the inputs in the forward and in the backward
     (bytes).
+  sdpa-choice: SDPA's backend as this CUDA device's PyTorch picks it
+    (torch._fused_sdp_choice) over a grid of dtypes, head layouts (equal,
+    grouped, one key head), head sizes, lengths, masks (none, bool, float,
+    float requiring grad), dropout (0, 0.1, 0.125), is_causal and
+    requires_grad; with --rule, the tracer's _cuda_sdpa_backend on meta
+    tensors of the same grid (runs on any machine). One JSON file:
+      python3 bench/gpu/jobs/tracer_checks.py sdpa-choice OUT.json [--rule]
   alloc-counts: How many blocks does the caching allocator hand out in the
     step the suites measure? For each NAME (an entry of measure.py's suites),
     the job python/vramledger/measure.py runs, with the allocator's count of
@@ -1016,10 +1023,55 @@ def mode_history():
         main()
 
 
+def mode_sdpa_choice():
+    """SDPA's backend as this device's PyTorch picks it, or (--rule) as the
+    tracer's rule picks it on meta tensors, over one grid (module doc)."""
+    import itertools
+    import json
+    import os
+
+    import torch
+    rule = "--rule" in sys.argv
+    if rule:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                        "python"))
+        from vramledger import tracer
+    # torch.nn.attention.SDPBackend's values (sdp_utils.h SDPBackend)
+    names = {0: "math", 1: "flash", 2: "efficient", 3: "cudnn", 4: "overrideable"}
+    dev = "meta" if rule else "cuda"
+    rows = []
+    for dt, (hq, hk), d, s, mk, drop, causal, rg in itertools.product(
+            ("bf16", "fp16", "fp32"), ((16, 16), (16, 2), (16, 1)), (64, 128, 256), (128, 1024),
+            ("none", "bool", "float", "float_grad"), (0.0, 0.1, 0.125), (False, True), (True, False)):
+        if mk != "none" and causal:
+            continue
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dt]
+        q = torch.empty(2, hq, s, d, device=dev, dtype=dtype, requires_grad=rg)
+        k = torch.empty(2, hk, s, d, device=dev, dtype=dtype, requires_grad=rg)
+        v = torch.empty(2, hk, s, d, device=dev, dtype=dtype, requires_grad=rg)
+        m = None
+        if mk == "bool":
+            m = torch.ones(2, 1, s, s, device=dev, dtype=torch.bool)
+        elif mk.startswith("float"):
+            m = torch.zeros(2, 1, s, s, device=dev, dtype=dtype, requires_grad=mk == "float_grad")
+        if rule:
+            r = tracer._cuda_sdpa_backend(torch, q, k, v, m, drop, causal, hq != hk)
+        else:
+            r = names.get(int(torch._fused_sdp_choice(q, k, v, m, drop, causal, scale=None,
+                                                      enable_gqa=hq != hk)))
+        rows.append([dt, hq, hk, d, s, mk, drop, causal, rg, r])
+    out = {"torch": torch.__version__, "rows": rows}
+    if not rule:
+        out.update(cudnn=torch.backends.cudnn.version(), device=torch.cuda.get_device_name(0))
+    with open(sys.argv[1], "w") as f:
+        json.dump(out, f)
+
+
 MODES = {
     "accumulate": mode_accumulate,
     "inplace": mode_inplace,
     "sdpa-backends": mode_sdpa_backends,
+    "sdpa-choice": mode_sdpa_choice,
     "alloc-counts": mode_alloc_counts,
     "dispatch-mode": mode_dispatch_mode,
     "snapshot": mode_snapshot,
@@ -1030,5 +1082,5 @@ MODES = {
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in MODES:
-        sys.exit("usage: %s accumulate|inplace|sdpa-backends|alloc-counts|dispatch-mode|snapshot|cuda-reduce|trace|history [ARGS...]" % sys.argv[0])
+        sys.exit("usage: %s accumulate|inplace|sdpa-backends|sdpa-choice|alloc-counts|dispatch-mode|snapshot|cuda-reduce|trace|history [ARGS...]" % sys.argv[0])
     MODES[sys.argv.pop(1)]()
