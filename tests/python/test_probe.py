@@ -476,6 +476,21 @@ class SdpaAsCuda(unittest.TestCase):
         self.assertEqual(small, [1372, 343, 1372])  # x; the training dropout's mask, output
 
 
+def traced_lines(test, job, kinds="abf"):
+    """`vramledger trace` of the Python source job: its alloc.trace lines
+    of those kinds (a, b: allocations; f: frees), split"""
+    d = tempfile.mkdtemp(prefix="vl-trace-lines-")
+    e = dict(os.environ)
+    e.pop("PYTHONPATH", None)
+    out = subprocess.run([VL, "trace", "--out", d + "/t", "--", PY, "-c", job],
+                         env=e, capture_output=True, text=True, timeout=120)
+    test.assertEqual(out.returncode, 0, out.stderr)
+    with open(d + "/t/alloc.trace") as f:
+        lines = [l.split() for l in f if l[0] in kinds]
+    shutil.rmtree(d)
+    return lines
+
+
 class SoftmaxScratch(unittest.TestCase):
     """What CUDA's softmax kernels take beyond their result, below the
     dispatch mode (cuda/SoftMax.cu softmax_backward_cuda_out's tmp = grad *
@@ -483,22 +498,10 @@ class SoftmaxScratch(unittest.TestCase):
     by the tracer after the result, freed at once (t5-base under SDPA:
     bench/results/reserved/raw.jsonl:history-t5-sdpa/)."""
 
-    def trace(self, job):
-        d = tempfile.mkdtemp(prefix="vl-trace-softmax-")
-        e = dict(os.environ)
-        e.pop("PYTHONPATH", None)
-        out = subprocess.run([VL, "trace", "--out", d + "/t", "--", PY, "-c", job],
-                             env=e, capture_output=True, text=True, timeout=120)
-        self.assertEqual(out.returncode, 0, out.stderr)
-        with open(d + "/t/alloc.trace") as f:
-            lines = [l.split() for l in f if l[0] in "abf"]
-        shutil.rmtree(d)
-        return lines
-
     def test_backward_tmp(self):
-        lines = self.trace("import torch\n"
-                           "x = torch.empty(2, 4, 64, 64, device='meta', requires_grad=True)\n"
-                           "torch.softmax(x, -1).backward(torch.empty(2, 4, 64, 64, device='meta'))\n")
+        lines = traced_lines(self, "import torch\n"
+                             "x = torch.empty(2, 4, 64, 64, device='meta', requires_grad=True)\n"
+                             "torch.softmax(x, -1).backward(torch.empty(2, 4, 64, 64, device='meta'))\n")
         n = str(2 * 4 * 64 * 64 * 4)
         allocs = [i for i, l in enumerate(lines) if l[0] in "ab" and l[2] == n]
         # x, the output, the incoming gradient, the input's gradient, then tmp
@@ -507,10 +510,10 @@ class SoftmaxScratch(unittest.TestCase):
         self.assertEqual(lines[allocs[-1] + 1], ["f", tmp])
 
     def test_safe_softmax_masks(self):
-        lines = self.trace("import torch\n"
-                           "f = getattr(torch.ops.aten, '_safe_softmax', None)\n"
-                           "x = torch.empty(2, 4, 64, 32, device='meta')\n"
-                           "y = f(x, -1) if f is not None else None\n")
+        lines = traced_lines(self, "import torch\n"
+                             "f = getattr(torch.ops.aten, '_safe_softmax', None)\n"
+                             "x = torch.empty(2, 4, 64, 32, device='meta')\n"
+                             "y = f(x, -1) if f is not None else None\n")
         sizes = [l[2] for l in lines if l[0] in "ab"]
         if len(sizes) < 2:
             self.skipTest("this PyTorch has no _safe_softmax")  # torch < 2.5
@@ -587,19 +590,10 @@ class ReduceScratch(unittest.TestCase):
         self.assertEqual(sizes[i + 1:i + 3], [str(n) for n in want], out.stderr)
 
     def test_traced_after_the_result(self):
-        d = tempfile.mkdtemp(prefix="vl-trace-reduce-")
-        e = dict(os.environ)
-        e.pop("PYTHONPATH", None)
-        job = ("import torch\n"
-               "x = torch.empty(2048, 12288, dtype=torch.bfloat16, device='meta')\n"
-               "y = x.sum(0)\n"
-               "z = x.sum(1)\n")
-        out = subprocess.run([VL, "trace", "--out", d + "/t", "--", PY, "-c", job],
-                             env=e, capture_output=True, text=True, timeout=120)
-        self.assertEqual(out.returncode, 0, out.stderr)
-        with open(d + "/t/alloc.trace") as f:
-            lines = [l.split() for l in f if l[0] in "af"]
-        shutil.rmtree(d)
+        lines = traced_lines(self, "import torch\n"
+                             "x = torch.empty(2048, 12288, dtype=torch.bfloat16, device='meta')\n"
+                             "y = x.sum(0)\n"
+                             "z = x.sum(1)\n", "af")
         sizes = [l[2] for l in lines if l[0] == "a"]
         i = sizes.index("24576")  # the column sum's result, then its scratch, freed at once
         self.assertEqual(sizes[i + 1:i + 3], ["138412032", "384"])
