@@ -411,15 +411,13 @@ class _Trace:
             sizes = _reduce_scratch(self, func, args, kwargs, out)
         except Exception:  # an argument layout this does not know: no scratch said
             return
-        ids = [self.alloc(n, out.device.type, "cuda_reduce") for n in sizes]
-        for i in reversed(ids):
-            self.f.write("f %d\n" % i)
+        self.transients(out.device.type, sizes, "cuda_reduce")
 
-    def transients(self, dev, sizes):
+    def transients(self, dev, sizes, module=None):
         """Blocks a CUDA kernel takes and frees before it returns, unseen
         by the dispatch mode: an allocation each after the result, freed
         in reverse order."""
-        ids = [self.alloc(n, dev) for n in sizes]
+        ids = [self.alloc(n, dev, module) for n in sizes]
         for i in reversed(ids):
             self.f.write("f %d\n" % i)
 
