@@ -150,6 +150,8 @@ struct vl_arch {
   unsigned shared_norm : 1;      /* one norm feeds attention and MLP (Phi, Falcon parallel_attn) */
   unsigned head_bias : 1;        /* the LM head has a bias (Phi) */
   unsigned embed_scaled : 1;     /* the embeddings are multiplied (Gemma sqrt(h), Granite) */
+  unsigned embed_scale_own : 1;  /* ... by the embedding module itself (Gemma's
+                                    GemmaTextScaledWordEmbedding; Granite's model multiplies) */
   unsigned resid_scaled : 1;     /* Granite: residual branches multiplied before the add */
   unsigned logits_scaled : 1;    /* Granite: logits divided by logits_scaling */
   unsigned shared_gate : 1;      /* Qwen2-MoE: sigmoid gate on the shared expert */

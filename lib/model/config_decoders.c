@@ -304,6 +304,7 @@ vl_status vl__parts_mixtral(struct vl__reader *r, struct vl_arch *a) {
 vl_status vl__parts_gemma(struct vl__reader *r, struct vl_arch *a) {
   (void)r;
   a->embed_scaled = a->norm_fp32_weight = 1; /* GemmaRMSNorm: x * (1 + weight) in fp32 */
+  a->embed_scale_own = 1; /* GemmaTextScaledWordEmbedding (modeling_gemma.py) */
   return VL_OK;
 }
 
@@ -339,6 +340,7 @@ vl_status vl__parts_qwen2_moe(struct vl__reader *r, struct vl_arch *a) {
 static vl_status gemma2_like(struct vl__reader *r, struct vl_arch *a, bool three) {
   TRY(bias_key(r, a, "attention_bias", 0));
   a->sandwich_norm = a->embed_scaled = a->norm_fp32_weight = 1;
+  a->embed_scale_own = 1; /* Gemma2/3TextScaledWordEmbedding */
   a->qk_norm = three;
   TRY(vl__get_num(r, "attn_logit_softcapping", three ? 0.0 : 50.0, &a->attn_softcap));
   TRY(vl__get_num(r, "final_logit_softcapping", three ? 0.0 : 30.0, &a->final_softcap));

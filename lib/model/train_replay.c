@@ -97,6 +97,16 @@ static void drop_output(struct run *R, uint32_t logits) {
   R->kv.n = 0;
 }
 
+/* the loop lets go of the loss, and the graph goes: the input embeddings'
+ * leaf and its .grad with it (vl__tr_inputs_leaf; measure.py: del out,
+ * loss), then every tensor of the step */
+static void drop_graph(struct run *R) {
+  rel(R, R->in_leaf);
+  rel(R, R->in_grad);
+  R->in_leaf = R->in_grad = 0;
+  tape_reset(&R->tp);
+}
+
 /* the loop's state beside the replay's: what lives through its steps */
 struct loop {
   struct run R;
@@ -366,6 +376,7 @@ static void layers_backward(struct loop *lp, struct pass *f) {
   } else if (z->ckpt) { /* the first checkpoint's input holds the last gradient */
     uint32_t gk = R->tp.t[kept[0]].grad;
     R->tp.t[kept[0]].grad = 0;
+    if (kept[0] == R->in_leaf) R->in_grad = gk, gk = 0; /* AccumulateGrad: its .grad */
     rel(R, kept[0]);
     F(&R->p, &f->mask);
     rel(R, gk);
@@ -383,6 +394,7 @@ static void embedding_grads(struct loop *lp, struct pass *f) {
    * have used it */
   uint32_t g0 = R->tp.t[f->x0].grad, g0d = f->x0d ? R->tp.t[f->x0d].grad : 0;
   R->tp.t[f->x0].grad = 0;
+  if (g0 && f->x0 == R->in_leaf) R->in_grad = g0, g0 = 0; /* AccumulateGrad: its .grad */
   if (f->pos) { /* OPT's positions: their embedding's backward needs only the indices */
     rel(R, R->tp.t[f->pos].grad);
     R->tp.t[f->pos].grad = 0;
@@ -503,7 +515,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     for (uint64_t k = 0; k < vl__max(z->accum, 1) && !R->p.failed; k++) {
       if (k) {
         if (!z->drop_outputs) drop_output(R, f.logits);
-        tape_reset(&R->tp);
+        drop_graph(R);
         f = (struct pass){0};
       }
       R->accumulating = k > 0;
@@ -521,7 +533,7 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
     optimizer_step(&lp, step);
     if (!z->grads_late) vl__tr_drop(&R->p, &R->grads); /* zero_grad(set_to_none=True) */
     if (!z->drop_outputs) drop_output(R, f.logits);    /* del out */
-    tape_reset(&R->tp);                                /* every tensor of the step is gone */
+    drop_graph(R);
   }
   F(&R->p, &lp.pixels);
   vl_cache_stats(R->p.c, out);

@@ -73,6 +73,9 @@ struct run {
   uint32_t dec_in;  /* T5's decoder's embedding output, held to its stack's return (tape tensor) */
   uint32_t seq_out; /* a masked LM's sequence_output, held to its loss (tape tensor) */
   uint32_t mb_in;   /* ModernBERT's embedding output, held past the final norm (tape tensor) */
+  /* the input embeddings' output made a leaf (vl__tr_inputs_leaf) and its
+   * .grad, held by the graph until the loss goes (tape tensors; 0: none) */
+  uint32_t in_leaf, in_grad;
 };
 
 static inline uint32_t op(struct run *R, struct tape_op o) { return tape_op(&R->tp, &o); }
@@ -245,11 +248,20 @@ static inline uint32_t t5_bias(const struct run *R) {
 }
 /* transformers 5's gradient_checkpointing_enable makes the input
  * embeddings' output require grad (enable_input_require_grads,
- * modeling_utils.py), which matters where the embeddings are frozen
- * (LoRA): an encoder-decoder's two lookups then record what follows them
- * and take their gradient (decoders: not replayed so) */
+ * modeling_utils.py, for every model whose main input is input_ids; PEFT's
+ * _prepare_model_for_gradient_checkpointing does the same), which matters
+ * where the embeddings are frozen (LoRA): the output is then a leaf that
+ * requires grad, what follows it outside the checkpoints is recorded, and
+ * the first layer's backward makes its input's gradient. An
+ * encoder-decoder's lookups are replayed so under any training */
 static inline bool vl__tr_inputs_grad(const struct run *R) {
-  return R->z->ckpt && R->arch->enc_layers;
+  return R->z->ckpt && (R->arch->enc_layers || (!base_trained(R) && !vl_arch_is_vision(R->arch)));
+}
+/* ... and where that output is a leaf of a decoder or an encoder, its
+ * AccumulateGrad node holds it, and its gradient as .grad, until the loop
+ * lets go of the loss (vl__tr_embed: R->in_leaf, R->in_grad) */
+static inline bool vl__tr_inputs_leaf(const struct run *R) {
+  return vl__tr_inputs_grad(R) && !base_trained(R) && !R->arch->enc_layers;
 }
 /* T5 under SDPA: its self-attention's mask is its position bias,
  * relative_attention_bias(...).permute([2, 0, 1]) (the decoder's passed
