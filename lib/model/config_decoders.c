@@ -304,7 +304,7 @@ vl_status vl__parts_mixtral(struct vl__reader *r, struct vl_arch *a) {
 vl_status vl__parts_gemma(struct vl__reader *r, struct vl_arch *a) {
   (void)r;
   a->embed_scaled = a->norm_fp32_weight = 1; /* GemmaRMSNorm: x * (1 + weight) in fp32 */
-  a->embed_scale_own = 1; /* GemmaTextScaledWordEmbedding (modeling_gemma.py) */
+  a->embed_scale_own = 1;                    /* GemmaTextScaledWordEmbedding (modeling_gemma.py) */
   return VL_OK;
 }
 
