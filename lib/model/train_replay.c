@@ -250,8 +250,10 @@ static void forward(struct loop *lp, struct pass *f) {
   const struct vl__train_sizes *z = R->z;
   const uint64_t L = arch->layers, e = z->e;
   /* OPT's and an encoder-decoder's embeddings run outside every
-   * checkpoint, with autograd */
-  R->tp.grad = !z->ckpt || arch->pos_local || arch->enc_layers;
+   * checkpoint, with autograd; so does what follows a frozen lookup made a
+   * leaf (vl__tr_inputs_leaf), but Gemma's scaling, the module's own */
+  R->tp.grad = !z->ckpt || arch->pos_local || arch->enc_layers ||
+               (vl__tr_inputs_leaf(R) && !arch->embed_scale_own);
   R->T = z->T, R->P = R->Pk = z->P; /* (the decoder of an encoder-decoder sets its own) */
   /* the embeddings (lp_embed.c; the words' lookup frozen under LoRA: it
    * needs no gradient) or a vision model's input */

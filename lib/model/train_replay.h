@@ -261,7 +261,7 @@ static inline bool vl__tr_inputs_grad(const struct run *R) {
  * AccumulateGrad node holds it, and its gradient as .grad, until the loop
  * lets go of the loss (vl__tr_embed: R->in_leaf, R->in_grad) */
 static inline bool vl__tr_inputs_leaf(const struct run *R) {
-  return vl__tr_inputs_grad(R) && !base_trained(R) && !R->arch->enc_layers;
+  return vl__tr_inputs_grad(R) && !R->arch->enc_layers;
 }
 /* T5 under SDPA: its self-attention's mask is its position bias,
  * relative_attention_bias(...).permute([2, 0, 1]) (the decoder's passed

@@ -125,16 +125,13 @@ uint32_t vl__tr_embed(struct run *R, uint32_t w, bool held, uint64_t width, uint
   vl__lp_embed(&p, R->arch, z->autocast, (unsigned)z->e, (unsigned)z->r, (unsigned)z->wb,
                (unsigned)z->gb, base_trained(R), held);
   const struct lp_dims d = {.rows = R->T, .rows_k = R->P, .I = width, .h = z->h, .w = w};
-  /* the hook's output a leaf (vl__tr_inputs_leaf): the words' lookup, what
-   * follows it recorded; or Gemma's scaled lookup, the module's own
-   * output, made with nothing recorded (the unscaled one goes at once) */
-  const bool leaf = vl__tr_inputs_leaf(R), own = R->arch->embed_scale_own;
-  const bool grad = R->tp.grad;
-  if (leaf && !own) R->tp.grad = true;
   vl__tr_lp(R, &p, 0, 0, &d, false, t);
-  R->tp.grad = grad;
   *x0 = t[p.out[1]];
-  if (leaf) {
+  /* the hook's output a leaf (vl__tr_inputs_leaf): the words' lookup (what
+   * follows it recorded: forward() in train_replay.c), or Gemma's scaled
+   * lookup, the module's own output (the unscaled one goes at once) */
+  if (vl__tr_inputs_leaf(R)) {
+    const bool own = R->arch->embed_scale_own;
     const uint32_t y = t[p.out[own ? 0 : 1]];
     R->tp.t[y].rg = true;
     R->in_leaf = tape_ref(&R->tp, y);
