@@ -541,8 +541,9 @@ vl_status vl_cache_malloc(struct vl_cache *c, uint64_t req, uint32_t *handle) {
   *handle = (uint32_t)x;
 /* a developer's build: where each block lands (bench/accuracy/replay_segments.py) */
 #ifdef VL_PROG_LOG
-  fprintf(stderr, "# land %llu in segment %u of %llu\n", (unsigned long long)size, bx->seg,
-          (unsigned long long)c->s[bx->seg].size);
+  fprintf(stderr, "# land %llu in segment %u of %llu at %llu\n", (unsigned long long)size, bx->seg,
+          (unsigned long long)c->s[bx->seg].size,
+          (unsigned long long)(bx->addr - c->b[c->s[bx->seg].first].addr));
 #endif
   return VL_OK;
 }

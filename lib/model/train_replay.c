@@ -138,6 +138,7 @@ struct pass {
   uint32_t ht[LP_MAX]; /* their tensors */
   uint32_t pos, proj;  /* OPT: the positions' and project_in's outputs, Python's until the
                           decoder returns (0: none) */
+  uint32_t rope[4];    /* the rotary tables: cos and sin, a pair a layer type (NONE: none) */
 };
 
 /* the token embeddings' width: OPT's word_embed_proj_dim (project_in
@@ -243,6 +244,55 @@ static uint32_t vision_input(struct run *R, uint32_t *x0) {
   return x;
 }
 
+/* the rotary embedding's cos and sin (1 x s x rotary dims: position_ids
+ * is the model's cache_position.unsqueeze(0)), made once a forward before
+ * the layers with autocast off (modeling_llama.py LlamaRotaryEmbedding.
+ * forward): position_ids as fp32, freqs = inv_freq @ it (fp32; the step's
+ * first matmul, which gives cuBLAS its workspace), cat(freqs, freqs),
+ * cos() and sin() each times attention_scaling (a new tensor each), cast
+ * to the hidden states' dtype (no copy where they are fp32, as under
+ * autocast). Gemma-3 and ModernBERT make a pair for each layer type
+ * (sliding, full). The checkpoints (or the rotary's muls, which save them)
+ * hold them to the backward's end. The H100's allocator history of Gemma-2B
+ * LoRA checkpointed (bench/results/reserved/raw.jsonl:histories-addr-h100/)
+ * has them at these places: 2 MiB blocks of the large pool, between the
+ * first layer's tensors. */
+static void rope_tables(struct loop *lp, struct pass *f) {
+  struct run *R = &lp->R;
+  const struct vl_arch *arch = R->arch;
+  const struct vl__train_sizes *z = R->z;
+  for (int k = 0; k < 4; k++)
+    f->rope[k] = NONE;
+  if (arch->rotary_pct <= 0 && !arch->qk_rope_dim) return;
+  const uint64_t dr =
+      arch->qk_rope_dim ? arch->qk_rope_dim : (uint64_t)((double)R->d * arch->rotary_pct);
+  const uint64_t n = z->P * dr, r = z->r;
+  const bool two = (arch->family == VL_FAM_GEMMA3 || arch->family == VL_FAM_MODERNBERT) &&
+                   arch->sliding_layers && arch->sliding_layers < arch->layers;
+  for (int k = 0; k < (two ? 2 : 1); k++) {
+    uint32_t pos = A(&R->p, z->P * 4), freqs = A(&R->p, n / 2 * 4);
+    if (lp->ws1 == NONE) lp->ws1 = A(&R->p, z->workspace);
+    uint32_t emb = A(&R->p, n * 4), c0 = A(&R->p, n * 4), c = A(&R->p, n * 4);
+    F(&R->p, &c0);
+    uint32_t s0 = A(&R->p, n * 4), s = A(&R->p, n * 4);
+    F(&R->p, &s0);
+    f->rope[2 * k] = r < 4 ? A(&R->p, n * r) : c;
+    f->rope[2 * k + 1] = r < 4 ? A(&R->p, n * r) : s;
+    F(&R->p, &pos);
+    F(&R->p, &freqs);
+    F(&R->p, &emb);
+    if (r < 4) {
+      F(&R->p, &c);
+      F(&R->p, &s);
+    }
+  }
+}
+
+static void drop_rope(struct run *R, struct pass *f) {
+  for (int k = 0; k < 4; k++)
+    F(&R->p, &f->rope[k]);
+}
+
 /* the embeddings, then the layers (an encoder-decoder's two stacks) */
 static void forward(struct loop *lp, struct pass *f) {
   struct run *R = &lp->R;
@@ -263,6 +313,7 @@ static void forward(struct loop *lp, struct pass *f) {
   uint32_t x =
       lp->vision ? vision_input(R, &f->x0) : vl__tr_embed(R, 0, t5, embed_width(arch, z), &f->x0);
   if (t5) R->enc_in = f->x0;
+  rope_tables(lp, f);
   if (lp->ws1 == NONE) lp->ws1 = A(&R->p, z->workspace);
   /* the 4-D causal mask, in the model's dtype (an encoder-decoder's: its
    * decoder's, target x target) */
@@ -375,15 +426,18 @@ static void layers_backward(struct loop *lp, struct pass *f) {
     F(&R->p, &f->mask);
     tape_backward(&R->tp, 0);
     tape_truncate(&R->tp, 0);
+    drop_rope(R, f);
   } else if (z->ckpt) { /* the first checkpoint's input holds the last gradient */
     uint32_t gk = R->tp.t[kept[0]].grad;
     R->tp.t[kept[0]].grad = 0;
     if (kept[0] == R->in_leaf) R->in_grad = gk, gk = 0; /* AccumulateGrad: its .grad */
     rel(R, kept[0]);
     F(&R->p, &f->mask);
+    drop_rope(R, f);
     rel(R, gk);
   } else {
     tape_backward(&R->tp, 0);
+    drop_rope(R, f);
   }
 }
 

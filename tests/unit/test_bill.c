@@ -1190,6 +1190,36 @@ static void checkpointing_frozen_embeddings_leaf(void **state) {
   assert_close((double)b.peak_reserved_bytes, 9695133696.0, 0.008, "bert-large LoRA reserved");
 }
 
+/* The rotary embedding's cos and sin: 2 MiB fp32 blocks of the large pool
+ * (1 x 2,048 x 256 each under autocast), made before the first layer and
+ * held by every checkpoint to the backward's end. Small, but they sit
+ * between the first layer's tensors, and where everything after them
+ * lands follows from where they do. Gemma-2B AMP LoRA 8 on every linear,
+ * checkpointed, 4 x 2,048: the H100 and the H200 each reserved
+ * 50,604,277,760 B at the peak (bench/results/reserved/raw.jsonl:
+ * histories-addr-h100/), the second step's tied-head cast (1,000 MiB)
+ * pushing its logits into an 8,000 MiB segment and the fp32 logits into a
+ * fourth; without the tables the replay found the cast another place and
+ * reserved 16.6 % less */
+static void rotary_tables_place_the_second_step(void **state) {
+  (void)state;
+  struct vl_arch a;
+  tu_arch("data/models/gemma-2b.json", &a);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.precision = VL_PREC_AMP_BF16;
+  j.batch = 4;
+  j.seq = 2048;
+  j.lora_rank = 8;
+  j.n_lora_targets = 1;
+  j.lora_targets[0] = "all-linear";
+  j.checkpointing = VL_CKPT_FULL;
+  struct vl_bill b;
+  tu_bill(&a, &j, &b);
+  assert_close((double)b.peak_allocated_bytes, 41897561088.0, 0.001, "gemma-2b LoRA allocated");
+  assert_close((double)b.peak_reserved_bytes, 50604277760.0, 0.005, "gemma-2b LoRA reserved");
+}
+
 /* T5's encoder hands SDPA its position bias as the mask, and that bias is
  * relative_attention_bias(...).permute([2, 0, 1]): its last dimension is
  * not contiguous, which no fused kernel takes (sdp_utils.cpp
@@ -1401,6 +1431,7 @@ int main(void) {
       cmocka_unit_test(bart_keeps_no_cache),
       cmocka_unit_test(checkpointing_inputs_require_grad),
       cmocka_unit_test(checkpointing_frozen_embeddings_leaf),
+      cmocka_unit_test(rotary_tables_place_the_second_step),
       cmocka_unit_test(t5_lora_sdpa_encoder_math),
       cmocka_unit_test(seq2seq_stack_embeddings_at_load),
       cmocka_unit_test(bert_softmax_in_half),
