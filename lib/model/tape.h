@@ -63,6 +63,10 @@ struct tape {
    * matmul (after the first gradient of the first matmul node) */
   uint64_t ws_bytes;
   uint32_t ws;
+  /* the forward's thread makes its own, of fws_bytes, at its first matmul,
+   * after that matmul's output */
+  uint64_t fws_bytes;
+  uint32_t fws;
   struct tape_tensor *t; /* t[0] is no tensor: all zero */
   /* t while the first array cannot be had (the replay has failed): the
    * readers of t[x] then see no tensor, never a null array */
@@ -121,6 +125,7 @@ struct tape_op {
   uint8_t pass;
   bool save_out; /* it saves its own output (softmax, SDPA, tanh) */
   bool mm;
+  bool conv;      /* the matmul is cuDNN's convolution: no cuBLAS workspace */
   bool tmp_first; /* its backward makes tmp first and frees it after the
                    * gradients (index's zeros, then index_put_'s result) */
   bool cast;      /* a dtype cast (autocast's, .to()): ToCopyBackward0 */

@@ -118,7 +118,6 @@ struct loop {
   struct list model, states, tmp; /* the weights; the optimizer's states, its temporaries */
   uint32_t *kept;                 /* checkpoints' inputs */
   uint32_t pixels;                /* a vision model's pixel_values, held by the loop */
-  uint32_t ws1;                   /* the forward's cuBLAS workspace */
   /* DDP and ZeRO-1: every parameter's elements, in the model's order;
    * rank 0's share of them (indices); the buckets, the first step's once
    * rebuilt */
@@ -271,7 +270,7 @@ static void rope_tables(struct loop *lp, struct pass *f) {
                    arch->sliding_layers && arch->sliding_layers < arch->layers;
   for (int k = 0; k < (two ? 2 : 1); k++) {
     uint32_t pos = A(&R->p, z->P * 4), freqs = A(&R->p, n / 2 * 4);
-    if (lp->ws1 == NONE) lp->ws1 = A(&R->p, z->workspace);
+    if (R->tp.fws == NONE) R->tp.fws = A(&R->p, z->workspace);
     uint32_t emb = A(&R->p, n * 4), c0 = A(&R->p, n * 4), c = A(&R->p, n * 4);
     F(&R->p, &c0);
     uint32_t s0 = A(&R->p, n * 4), s = A(&R->p, n * 4);
@@ -314,7 +313,6 @@ static void forward(struct loop *lp, struct pass *f) {
       lp->vision ? vision_input(R, &f->x0) : vl__tr_embed(R, 0, t5, embed_width(arch, z), &f->x0);
   if (t5) R->enc_in = f->x0;
   rope_tables(lp, f);
-  if (lp->ws1 == NONE) lp->ws1 = A(&R->p, z->workspace);
   /* the 4-D causal mask, in the model's dtype (an encoder-decoder's: its
    * decoder's, target x target) */
   const uint64_t Pm = arch->enc_layers ? z->Pd : z->P;
@@ -531,16 +529,20 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
                            const struct vl__train_sizes *z, struct vl_cache_stats *out,
                            struct vl_err *err) {
   struct vl_cache_conf conf = {0, 0, 0, z->expandable};
-  struct loop lp = {
-      .R = {.p = {NULL, false}, .arch = arch, .z = z, .out32 = NONE}, .inv = inv, .ws1 = NONE};
+  struct loop lp = {.R = {.p = {NULL, false}, .arch = arch, .z = z, .out32 = NONE}, .inv = inv};
   struct run *R = &lp.R;
   if (vl_cache_new(&conf, &R->p.c) != VL_OK) return vl__fail(err, VL_ENOMEM, "out of memory");
   /* autograd's thread makes its cuBLAS workspace at its first matmul, the
    * head's, after the head's weight gradient (Gemma-2B's and Pythia-1.4B's
    * histories: bench/results/nccl-run/raw.jsonl:gemma2b-miss-histories,
    * train-histories) */
-  R->tp =
-      (struct tape){.p = &R->p, .ws_bytes = z->workspace, .ws = NONE, .on_grad = on_leaf, .ctx = R};
+  R->tp = (struct tape){.p = &R->p,
+                        .ws_bytes = z->workspace,
+                        .ws = NONE,
+                        .fws_bytes = z->workspace,
+                        .fws = NONE,
+                        .on_grad = on_leaf,
+                        .ctx = R};
   R->T = z->T;
   R->a = arch->heads;
   R->g = arch->kv_heads ? arch->kv_heads : arch->heads;

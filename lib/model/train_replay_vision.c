@@ -88,7 +88,8 @@ static uint32_t conv_bn(struct run *R, uint32_t x, uint64_t xb, uint64_t out_ele
                                       .in = {in, w},
                                       .saved = {in, R->z->autocast ? w : 0},
                                       .tmp_in = {(uint64_t)s[1], (uint64_t)s[2]},
-                                      .mm = true});
+                                      .mm = true,
+                                      .conv = true});
   if (s[0] > 0) vl__tr_block(&R->p, (uint64_t)s[0], NULL);
   rel(R, cast);
   if (!trained) rel(R, wc);
