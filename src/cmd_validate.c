@@ -47,13 +47,13 @@ static void device_overheads(const struct vl_catalog *cat, const char *device,
 }
 
 /* The run's step priced on the results' card (docs/model.md 13.1): the
- * row's step columns, or none for a run not timed, not training, or on a
- * card the catalog does not know. */
+ * row's step columns, or none for a run not timed, not training, timed
+ * while the host ran other work, or on a card the catalog does not know. */
 static void time_row(struct vl_compare_row *r, const struct vl_arch *arch,
                      const struct vl_gpu *card) {
   r->err_step = NAN;
   const struct vl_measured_run *x = r->run;
-  if (!card || x->job.task != VL_TASK_TRAIN || !(x->step_s > 0)) return;
+  if (!card || x->job.task != VL_TASK_TRAIN || !(x->step_s > 0) || x->host_shared) return;
   struct vl_step_time t;
   if (vl_step_time(arch, &x->job, card, &t, NULL) != VL_OK) return;
   r->est_step_s = t.step_s;

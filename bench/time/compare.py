@@ -59,6 +59,8 @@ def main():
             meas = m.get("step_median_s") or m.get("step_s")
             if r.get("task", "train") != "train" or not meas or r.get("error"):
                 continue
+            if r.get("host_shared"):  # timed beside other work on its host: as validate, not compared
+                continue
             if r["model"].endswith(".json"):  # from the results file's folder, as validate reads it
                 here = os.path.normpath(os.path.join(os.path.dirname(path), r["model"]))
                 r = dict(r, model=here if os.path.exists(here) else r["model"])

@@ -25,6 +25,8 @@ struct vl_measured_run {
   double step_s;          /* the step's time: step_median_s, else step_s; 0: not timed */
   bool shared_process;    /* measured after other runs in one process: its reserved and
                              process memory hold what they left cached (not compared) */
+  bool host_shared;       /* timed while other work ran on the host ("host_shared"): its
+                             step time is not a user's (not compared) */
 };
 
 struct vl_measured {

@@ -144,6 +144,7 @@ vl_status vl_measured_parse(const char *text, size_t len, struct vl_measured *m,
     copy_str(r->model, sizeof r->model, json_object_get(o, "model"));
     r->holdout = json_is_true(json_object_get(o, "holdout"));
     r->shared_process = shared && i > 0;
+    r->host_shared = json_is_true(json_object_get(o, "host_shared"));
     r->ok = true;
     settings(o, r);
     if (expandable) r->job.allocator = VL_ALLOC_EXPANDABLE;

@@ -97,14 +97,22 @@ static void text(FILE *o, const struct vl_validate_view *v, bool md) {
             "one process (\"in_process\"): a block an earlier run left cached pins its segment "
             "in the later run's reservation\n\n",
             md ? "" : "  ", shared, shared == 1 ? "" : "s");
+  int host = 0;
+  for (size_t i = 0; i < v->n; i++)
+    host += v->rows[i].estimated && v->rows[i].run->host_shared && v->rows[i].run->step_s > 0;
+  if (host)
+    fprintf(o,
+            "%sstep time not compared for %d run%s timed while other work ran on the host "
+            "(\"host_shared\"): a host-bound step waits on the CPU it shares\n\n",
+            md ? "" : "  ", host, host == 1 ? "" : "s");
   summary_line(o, "calibration set", v->calibration, v, md ? "- " : "  ");
   summary_line(o, "hold-out set", v->holdout, v, md ? "- " : "  ");
   if (v->time)
     fprintf(o,
-            "%sstep time priced on %s against the measured step: %d runs; |error| median %.1f %%, "
+            "%sstep time priced on %s against the measured step: %d run%s; |error| median %.1f %%, "
             "max %.1f %%, %d/%d within %.0f %%%s\n",
-            md ? "- " : "  ", v->time_card, v->time->n, v->time->median, v->time->max,
-            v->time->within, v->time->n, v->tol_time,
+            md ? "- " : "  ", v->time_card, v->time->n, v->time->n == 1 ? "" : "s", v->time->median,
+            v->time->max, v->time->within, v->time->n, v->tol_time,
             v->time_gate ? "" : " (not a gate: --time-tolerance makes it one)");
   if (v->beyond)
     fprintf(o,
@@ -163,6 +171,7 @@ int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_v
     } else {
       json_object_set_new(e, "other_outcome", json_boolean(x->other_outcome));
       json_object_set_new(e, "shared_process", json_boolean(x->run->shared_process));
+      json_object_set_new(e, "host_shared", json_boolean(x->run->host_shared));
       json_object_set_new(e, "estimate_allocated_bytes", U(x->est_allocated));
       json_object_set_new(e, "measured_allocated_bytes", U(x->run->peak_allocated));
       json_object_set_new(e, "error_allocated_pct", num_or_null(x->err_allocated));
