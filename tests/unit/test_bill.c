@@ -1193,6 +1193,23 @@ static void checkpointing_frozen_embeddings_leaf(void **state) {
   assert_close((double)b.peak_reserved_bytes, 9695133696.0, 0.008, "bert-large LoRA reserved");
 }
 
+/* an AMP (bf16) LoRA job of rank 8 on `model`: PEFT's default targets, or
+ * every linear; checkpointed or not */
+static void amp_lora8_bill(const char *model, uint64_t batch, uint64_t seq, bool all_linear,
+                           bool ckpt, struct vl_bill *b) {
+  struct vl_arch a;
+  tu_arch(model, &a);
+  struct vl_job j;
+  vl_job_init(&j);
+  j.precision = VL_PREC_AMP_BF16;
+  j.batch = batch;
+  j.seq = seq;
+  j.lora_rank = 8;
+  if (all_linear) j.n_lora_targets = 1, j.lora_targets[0] = "all-linear";
+  if (ckpt) j.checkpointing = VL_CKPT_FULL;
+  tu_bill(&a, &j, b);
+}
+
 /* The rotary embedding's cos and sin: 2 MiB fp32 blocks of the large pool
  * (1 x 2,048 x 256 each under autocast), made before the first layer and
  * held by every checkpoint to the backward's end. Small, but they sit
@@ -1206,19 +1223,8 @@ static void checkpointing_frozen_embeddings_leaf(void **state) {
  * reserved 16.6 % less */
 static void rotary_tables_place_the_second_step(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("data/models/gemma-2b.json", &a);
-  struct vl_job j;
-  vl_job_init(&j);
-  j.precision = VL_PREC_AMP_BF16;
-  j.batch = 4;
-  j.seq = 2048;
-  j.lora_rank = 8;
-  j.n_lora_targets = 1;
-  j.lora_targets[0] = "all-linear";
-  j.checkpointing = VL_CKPT_FULL;
   struct vl_bill b;
-  tu_bill(&a, &j, &b);
+  amp_lora8_bill("data/models/gemma-2b.json", 4, 2048, true, true, &b);
   assert_close((double)b.peak_allocated_bytes, 41897561088.0, 0.001, "gemma-2b LoRA allocated");
   assert_close((double)b.peak_reserved_bytes, 50604277760.0, 0.005, "gemma-2b LoRA reserved");
 }
@@ -1233,16 +1239,8 @@ static void rotary_tables_place_the_second_step(void **state) {
  * embeddings the replay reserved 5.6 % less */
 static void forward_workspace_at_first_matmul(void **state) {
   (void)state;
-  struct vl_arch a;
-  tu_arch("data/models/opt-1.3b.json", &a);
-  struct vl_job j;
-  vl_job_init(&j);
-  j.precision = VL_PREC_AMP_BF16;
-  j.batch = 8;
-  j.seq = 1024;
-  j.lora_rank = 8;
   struct vl_bill b;
-  tu_bill(&a, &j, &b);
+  amp_lora8_bill("data/models/opt-1.3b.json", 8, 1024, false, false, &b);
   assert_close((double)b.peak_allocated_bytes, 25832842240.0, 0.006, "opt-1.3b LoRA allocated");
   assert_close((double)b.peak_reserved_bytes, 27724349440.0, 0.01, "opt-1.3b LoRA reserved");
 }
