@@ -49,9 +49,12 @@ static void rms_weight(struct lp *p, const struct vl_arch *arch, unsigned xb, un
                            .price = LP_PRICE_CAST, .pcols = LP_COLS_H, .bytes = 4.0 + xb)
                       : OP(.kind = LP_REF, .in = {y32}, .cols = LP_COLS_H, .ob = 4); /* .to() */
   /* weight * x saves x for the weight's gradient: not where the weight is
-   * frozen (LoRA; y-qwen05-bf16-lora16-adamw-b8s2048's history) */
+   * frozen (LoRA; y-qwen05-bf16-lora16-adamw-b8s2048's history); that
+   * gradient is grad * x summed over the rows, Reduce.cuh's partials
+   * beside the product (Llama-3-8B's H100 history: 132 MiB a norm at
+   * 8,192 rows of 4,096, bench/results/reserved/raw.jsonl:histories-addr-h100/) */
   OP(.kind = LP_EW, .in = {yh}, .cols = LP_COLS_H, .ob = ob, .saved = {yh}, .wsave = true,
-     .tmpb = ob, .drop = {yh, y32}, .price = LP_PRICE_EW, .pcols = LP_COLS_H,
+     .tmpb = ob, .wsum = true, .drop = {yh, y32}, .price = LP_PRICE_EW, .pcols = LP_COLS_H,
      .bytes = 2.0 * ob); /* weight *  (rows, h) */
 }
 

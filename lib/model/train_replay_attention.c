@@ -500,9 +500,13 @@ static uint32_t sdpa(struct run *R, const struct qkv *s) {
    * histories, heads of 64 and 128: 64 + 1 MiB and 32 + 0.25 MiB a layer,
    * bench/results/reserved/raw.jsonl:history-sdpa-backward/); the
    * memory-efficient kernel's (a mask, fp32) and heads of 256 (Gemma-2B
-   * AMP's history: 128 MiB a layer at 4 x 2,048 tokens, 8 heads) a second
-   * fp32 buffer */
-  const uint64_t acc = e == 2 && !m && d <= 128 ? 1 : 2;
+   * AMP's history: 128 MiB a layer at 4 x 2,048 tokens, 8 heads) and
+   * grouped key/value heads not expanded (Llama-3-8B's H100 history: 257
+   * MiB a layer at 4 x 2,048 tokens, 32 heads over 8,
+   * bench/results/reserved/raw.jsonl:histories-addr-h100/) a second fp32
+   * buffer */
+  const bool gqa = R->tp.t[k].bytes < T * a * d * e; /* fewer key heads, not expanded */
+  const uint64_t acc = e == 2 && !m && d <= 128 && !gqa ? 1 : 2;
   uint32_t o = op(R, (struct tape_op){.out_bytes = T * a * R->dv * e,
                                       .in = {q, k, v},
                                       .saved = {q, k, v, m},
