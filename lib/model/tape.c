@@ -85,14 +85,17 @@ void tape_drop(struct tape *tp, uint32_t x) {
   }
 }
 
+void tape_forward_workspace(struct tape *tp) {
+  if (tp->fws == NONE && tp->ws_bytes && !tp->no_alloc) tp->fws = A(tp->p, tp->ws_bytes);
+}
+
 uint32_t tape_op(struct tape *tp, const struct tape_op *op) {
   uint32_t out = tape_new(tp, op->out_bytes);
   if (!out) return out;
   /* at::mm allocates the output, then the thread's cuBLAS handle, made at
    * its first use, takes its workspace (CUDABlas.cpp, getCurrentCUDABlasHandle):
    * OPT-1.3B's history has q_proj's output, then the 32 MiB block */
-  if (op->mm && !op->conv && tp->fws == NONE && tp->fws_bytes && !tp->no_alloc)
-    tp->fws = A(tp->p, tp->fws_bytes);
+  if (op->mm && !op->conv) tape_forward_workspace(tp);
   bool rg = false;
   for (int i = 0; i < TAPE_IN; i++)
     rg = rg || (op->in[i] && tp->t[op->in[i]].rg);

@@ -63,9 +63,8 @@ struct tape {
    * matmul (after the first gradient of the first matmul node) */
   uint64_t ws_bytes;
   uint32_t ws;
-  /* the forward's thread makes its own, of fws_bytes, at its first matmul,
-   * after that matmul's output */
-  uint64_t fws_bytes;
+  /* the forward's thread makes its own, of ws_bytes too, at its first
+   * matmul, after that matmul's output (tape_forward_workspace) */
   uint32_t fws;
   struct tape_tensor *t; /* t[0] is no tensor: all zero */
   /* t while the first array cannot be had (the replay has failed): the
@@ -131,6 +130,8 @@ struct tape_op {
   bool cast;      /* a dtype cast (autocast's, .to()): ToCopyBackward0 */
 };
 uint32_t tape_op(struct tape *tp, const struct tape_op *op);
+/* the forward's thread's cuBLAS workspace, made at its first matmul (once) */
+void tape_forward_workspace(struct tape *tp);
 /* the last node, the one that made out, also saves x: a second output it
  * keeps for its backward (SDPA's log-sum-exp, made after its output) */
 void tape_also_saves(struct tape *tp, uint32_t out, uint32_t x);

@@ -270,7 +270,7 @@ static void rope_tables(struct loop *lp, struct pass *f) {
                    arch->sliding_layers && arch->sliding_layers < arch->layers;
   for (int k = 0; k < (two ? 2 : 1); k++) {
     uint32_t pos = A(&R->p, z->P * 4), freqs = A(&R->p, n / 2 * 4);
-    if (R->tp.fws == NONE) R->tp.fws = A(&R->p, z->workspace);
+    tape_forward_workspace(&R->tp);
     uint32_t emb = A(&R->p, n * 4), c0 = A(&R->p, n * 4), c = A(&R->p, n * 4);
     F(&R->p, &c0);
     uint32_t s0 = A(&R->p, n * 4), s = A(&R->p, n * 4);
@@ -285,11 +285,6 @@ static void rope_tables(struct loop *lp, struct pass *f) {
       F(&R->p, &s);
     }
   }
-}
-
-static void drop_rope(struct run *R, struct pass *f) {
-  for (int k = 0; k < 4; k++)
-    F(&R->p, &f->rope[k]);
 }
 
 /* the embeddings, then the layers (an encoder-decoder's two stacks) */
@@ -424,19 +419,18 @@ static void layers_backward(struct loop *lp, struct pass *f) {
     F(&R->p, &f->mask);
     tape_backward(&R->tp, 0);
     tape_truncate(&R->tp, 0);
-    drop_rope(R, f);
   } else if (z->ckpt) { /* the first checkpoint's input holds the last gradient */
     uint32_t gk = R->tp.t[kept[0]].grad;
     R->tp.t[kept[0]].grad = 0;
     if (kept[0] == R->in_leaf) R->in_grad = gk, gk = 0; /* AccumulateGrad: its .grad */
     rel(R, kept[0]);
     F(&R->p, &f->mask);
-    drop_rope(R, f);
     rel(R, gk);
   } else {
     tape_backward(&R->tp, 0);
-    drop_rope(R, f);
   }
+  for (int k = 0; k < 4; k++) /* the rotary tables */
+    F(&R->p, &f->rope[k]);
 }
 
 /* the embeddings' gradients, then their output's gradient goes */
@@ -536,13 +530,8 @@ vl_status vl__train_replay(const struct vl_arch *arch, const struct vl_inventory
    * head's, after the head's weight gradient (Gemma-2B's and Pythia-1.4B's
    * histories: bench/results/nccl-run/raw.jsonl:gemma2b-miss-histories,
    * train-histories) */
-  R->tp = (struct tape){.p = &R->p,
-                        .ws_bytes = z->workspace,
-                        .ws = NONE,
-                        .fws_bytes = z->workspace,
-                        .fws = NONE,
-                        .on_grad = on_leaf,
-                        .ctx = R};
+  R->tp = (struct tape){
+      .p = &R->p, .ws_bytes = z->workspace, .ws = NONE, .fws = NONE, .on_grad = on_leaf, .ctx = R};
   R->T = z->T;
   R->a = arch->heads;
   R->g = arch->kv_heads ? arch->kv_heads : arch->heads;
