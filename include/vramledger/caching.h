@@ -48,6 +48,16 @@ void vl_cache_free(struct vl_cache *c, uint32_t handle);
 /*! torch.cuda.empty_cache(): return every wholly free segment. */
 void vl_cache_empty(struct vl_cache *c);
 void vl_cache_reset_peaks(struct vl_cache *c);
+/*! Two 64-bit hashes of everything the allocator's next calls depend on:
+ * its segments in the order made, their blocks in address order (a live
+ * block's handle and requested bytes, a wholly free segment's rank by when
+ * it was freed), the next segment's address. Equal digests: the same calls
+ * take the same blocks (the free trees' shape, which differs, decides no
+ * block). */
+void vl_cache_digest(const struct vl_cache *c, uint64_t out[2]);
+/*! Count the event counters' growth since `since` `times` more (a cycle of
+ * calls from a state its end returns to, run once and not repeated). */
+void vl_cache_repeat(struct vl_cache *c, const struct vl_cache_stats *since, uint64_t times);
 /*! The device addresses the driver gave the allocator's segments, in the
  * order it made them (an allocator history's segment_alloc events): among
  * free blocks of one size the allocator takes the lowest address, so the

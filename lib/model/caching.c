@@ -623,6 +623,63 @@ void vl_cache_reset_peaks(struct vl_cache *c) {
 
 void vl_cache_stats(const struct vl_cache *c, struct vl_cache_stats *s) { *s = c->st; }
 
+static void mix(uint64_t d[2], uint64_t v) {
+  /* two lanes of splitmix64's finaliser, seeded apart */
+  for (int i = 0; i < 2; i++) {
+    uint64_t z = d[i] ^ (v + 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1));
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    d[i] = z ^ (z >> 31);
+  }
+}
+
+/* a wholly free segment's place among them by when it was freed: what
+ * release_free_segments reads of the clock */
+static uint64_t free_rank(const struct vl_cache *c, int32_t x) {
+  uint64_t r = 0;
+  for (uint32_t i = 0; i < c->ns; i++) {
+    const struct blk *f = &c->b[c->s[i].first];
+    if (c->s[i].live && !f->allocated && f->next == NONE && f->freed_at < c->b[x].freed_at) r++;
+  }
+  return r;
+}
+
+void vl_cache_digest(const struct vl_cache *c, uint64_t out[2]) {
+  uint64_t d[2] = {0, 0};
+  mix(d, c->low_addr);
+  mix(d, c->plan_i);
+  for (int pool = 0; pool < 2; pool++)
+    mix(d, (uint64_t)(int64_t)c->grow_seg[pool]);
+  for (uint32_t i = 0; i < c->ns; i++) {
+    const struct seg *s = &c->s[i];
+    if (!s->live) continue;
+    mix(d, i);
+    mix(d, s->pool);
+    mix(d, s->size);
+    for (int32_t x = s->first; x != NONE; x = c->b[x].next) {
+      const struct blk *b = &c->b[x];
+      mix(d, b->addr);
+      mix(d, b->size);
+      if (b->allocated) { /* whose it is: the handle the caller frees it by */
+        mix(d, (uint64_t)x);
+        mix(d, b->requested);
+      } else {
+        mix(d, b->prev == NONE && b->next == NONE ? free_rank(c, x) : UINT64_MAX);
+      }
+    }
+  }
+  out[0] = d[0];
+  out[1] = d[1];
+}
+
+void vl_cache_repeat(struct vl_cache *c, const struct vl_cache_stats *since, uint64_t times) {
+  struct vl_cache_stats *s = &c->st;
+  s->cuda_mallocs += times * (s->cuda_mallocs - since->cuda_mallocs);
+  s->cuda_frees += times * (s->cuda_frees - since->cuda_frees);
+  s->alloc_retries += times * (s->alloc_retries - since->alloc_retries);
+  s->ooms += times * (s->ooms - since->ooms);
+}
+
 static uint32_t tree_count(const struct vl_cache *c, int32_t x, int32_t parent, unsigned k,
                            bool *ok) {
   if (x == NONE) return 0;

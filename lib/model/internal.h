@@ -117,9 +117,10 @@ struct vl__train_sizes {
    * step's buckets live into the second step's backward (the other
    * outcome of the rebuild); drop_outputs: the loop keeps only the loss */
   bool ddp, ddp_kept, drop_outputs;
-  bool grads_late;   /* Lightning: the last step's .grad set to None just before the backward */
-  uint64_t accum;    /* micro-batches a step (gradient accumulation; 0 or 1: one) */
-  bool outputs_fp32; /* accelerate: the output's logits converted to fp32 */
+  bool grads_late; /* Lightning: the last step's .grad set to None just before the backward */
+  uint64_t accum;  /* micro-batches a step (gradient accumulation; 0 or 1: one) */
+  bool every_micro_batch; /* replay each, none counted as a repeat (tests: skip_repeats) */
+  bool outputs_fp32;      /* accelerate: the output's logits converted to fp32 */
   /* ZeRO-1 over zero1_ranks (0: none; set with ddp): a ZeroRedundancyOptimizer holds the
    * states of rank 0's share of the parameters */
   uint64_t zero1_ranks;

@@ -233,6 +233,32 @@ static void ddp_buckets_and_accumulation(void **state) {
   }
 }
 
+/* accumulation's micro-batches that start where the one before started
+ * are counted, not replayed (train_replay.c, skip_repeats): every figure
+ * of the allocator the same as replaying each, over jobs whose micro-batch
+ * comes back to where it started and ones it may not (DDP's buckets,
+ * expandable segments, LoRA checkpointed, eager attention) */
+static void repeated_micro_batches_counted(void **state) {
+  (void)state;
+  static struct fixture f;
+  for (int job = 0; job < 5; job++) {
+    load(&f, job < 3 ? "data/models/gpt2.json" : "data/models/qwen2-0.5b.json", 2, 256);
+    f.z.accum = 7;
+    f.z.ddp = job == 1;
+    f.z.expandable = job == 2;
+    if (job == 3) {
+      lora_all_linear(&f, 8);
+      f.z.ckpt = true;
+    }
+    f.z.eager = job == 4;
+    struct vl_cache_stats skip = run(&f);
+    f.z.every_micro_batch = true;
+    struct vl_cache_stats each = run(&f);
+    f.z.every_micro_batch = false;
+    assert_memory_equal(&skip, &each, sizeof skip);
+  }
+}
+
 /* expandable segments map 2 MiB pages as needed: reserved stays in pages
  * and above allocated (run() checks), and the blocks are the same, so the
  * peak allocated moves only by where blocks land */
@@ -469,6 +495,7 @@ int main(void) {
       cmocka_unit_test(lora_keeps_nothing_for_frozen_weights),
       cmocka_unit_test(batch_checkpointing_and_attention),
       cmocka_unit_test(ddp_buckets_and_accumulation),
+      cmocka_unit_test(repeated_micro_batches_counted),
       cmocka_unit_test(expandable_segments),
       cmocka_unit_test(out_of_memory_is_said),
       cmocka_unit_test(lora_input_cast_held_to_return),
