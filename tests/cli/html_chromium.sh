@@ -10,8 +10,8 @@
 # does not name it. A page passes when
 # every chart says ok and nothing reached the console. Two generated
 # records check the thinning: an hour of samples with a one-sample spike,
-# and 5,000 probed steps with one step's peak. A screenshot of each page is
-# kept in ARTIFACTS. usage: html_chromium.sh VRAMLEDGER DATA_DIR ARTIFACTS
+# and 5,000 probed steps with one step's peak. Each page, its DOM and, for a
+# page that fails, its screenshot are kept in ARTIFACTS. usage: html_chromium.sh VRAMLEDGER DATA_DIR ARTIFACTS
 # VL_HTML_NO_BROWSER=1 (the sanitizer build's ctest): every page rendered
 # by this build, the records' markup checked in the HTML, no browser: its
 # measures do not depend on how the program was compiled
@@ -25,7 +25,7 @@ mkdir -p "$art"
   { echo "chromium is not installed (scripts/deps.sh installs it)"; exit 1; }
 fail=0
 flags="--headless --no-sandbox --disable-gpu --hide-scrollbars --virtual-time-budget=5000"
-page() { # NAME WIDTH HEIGHT ARGS...: render, screenshot, measure
+page() { # NAME WIDTH HEIGHT ARGS...: render, measure (a failed page: its screenshot)
   name=$1 w=$2 h=$3
   shift 3
   "$bin" "$@" --format html >"$art/$name.html" || { echo "FAIL $name: vramledger $*"; fail=1; return; }
@@ -37,14 +37,12 @@ page() { # NAME WIDTH HEIGHT ARGS...: render, screenshot, measure
   url="file://$(cd "$art" && pwd)/$name.html"
   # shellcheck disable=SC2086
   timeout 60 chromium $flags --window-size="$w,$h" --enable-logging=stderr --v=0 \
-    --screenshot="$art/$name.png" "$url" >/dev/null 2>"$art/$name.log"
-  # shellcheck disable=SC2086
-  timeout 60 chromium $flags --window-size="$w,$h" --dump-dom "$url" 2>/dev/null >"$art/$name.dom"
+    --dump-dom "$url" 2>"$art/$name.log" >"$art/$name.dom"
   charts=$(grep -c '<figure class="vl-chart" data-name=' "$art/$name.html")
   sed -n '/<pre id="vl-check"/,/<\/pre>/p' "$art/$name.dom" | sed 's/<[^>]*>//g' | grep . >"$art/$name.check"
   ok=$(grep -c '^ok ' "$art/$name.check")
-  if [ ! -s "$art/$name.png" ]; then
-    echo "FAIL $name: no screenshot"; fail=1
+  if [ ! -s "$art/$name.dom" ]; then
+    echo "FAIL $name: Chromium gave no page (its log: $art/$name.log)"; fail=1
   elif grep -q '^bad' "$art/$name.check"; then
     echo "FAIL $name:"; grep '^bad' "$art/$name.check"; fail=1
   elif [ "$ok" != "$charts" ]; then
@@ -52,9 +50,14 @@ page() { # NAME WIDTH HEIGHT ARGS...: render, screenshot, measure
   elif grep -E "CONSOLE|Uncaught" "$art/$name.log" | grep -v "dbus" | grep -q .; then
     echo "FAIL $name: console errors"; grep -E "CONSOLE|Uncaught" "$art/$name.log"; fail=1
   else
-    echo "ok   $name: $charts charts, screenshot $art/$name.png"
+    echo "ok   $name: $charts charts"
     sed 's/^/       /' "$art/$name.check"
+    return
   fi
+  # a failed page's screenshot, to see what the measures saw
+  # shellcheck disable=SC2086
+  timeout 60 chromium $flags --window-size="$w,$h" --screenshot="$art/$name.png" "$url" \
+    >/dev/null 2>&1 && echo "       screenshot $art/$name.png"
 }
 want_charts() { # NAME N: the page has N charts
   n=$(grep -c '<figure class="vl-chart" data-name=' "$art/$1.html" 2>/dev/null)
