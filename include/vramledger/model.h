@@ -238,6 +238,12 @@ struct vl_term {
 
 #define VL_MAX_TERMS 96
 
+/*! The most a count or byte count in an estimate may be: 2^53, exact in
+ * the double of any JSON reader (8 PiB in bytes, past any machine). The
+ * renderers refuse a bill past it (vl_bill_representable), so the bill
+ * does not replay one. */
+#define VL_EXACT_MAX (1ull << 53)
+
 struct vl_bill {
   enum vl_task task;
   uint64_t params;                  /* sum(p.numel()) of the whole model */

@@ -265,11 +265,8 @@ int vl_render_sensitivity(FILE *out, enum vl_format fmt, const struct vl_sens_qu
 /*! Write the validate report. @return 0, or -1 on a write error. */
 int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_view *v);
 
-/*! The most a count or byte count in an estimate may be: 2^53, exact in
- * the double of any JSON reader (8 PiB in bytes, past any machine). */
-#define VL_EXACT_MAX (1ull << 53)
 /*! VL_OK when every count and byte count of the bill is at most
- * VL_EXACT_MAX; else VL_ERANGE, err naming the first past it (its JSON
+ * VL_EXACT_MAX (vramledger/model.h); else VL_ERANGE, err naming the first past it (its JSON
  * field and what it is) and saying the configuration is beyond what can
  * be represented. Commands check it before they render a bill. */
 vl_status vl_bill_representable(const struct vl_bill *b, struct vl_err *err) VL_MUST_USE;

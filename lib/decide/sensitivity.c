@@ -16,10 +16,6 @@
 #include "vramledger/sensitivity.h"
 #include "vramledger/steptime.h"
 
-/* the most a draw's bytes may be: 2^53, exact in any JSON reader's double
- * (estimate's bound, VL_EXACT_MAX in vramledger/render.h) */
-#define EXACT_MAX (1ull << 53)
-
 const char *vl_vary_name(enum vl_vary_var v) {
   static const char *const n[] = {"seq", "batch", "hidden", "layers", "precision", "attention"};
   return (unsigned)v < VL_VARY_COUNT ? n[v] : "?";
@@ -114,7 +110,7 @@ static bool peak(const struct vl_sens_query *q, const struct vl_arch *a, const s
     for (size_t k = 0; k < q->fit->vars.nvars; k++)
       x[k] = (double)(!strcmp(q->fit->vars.var[k], "batch") ? j->batch : j->seq);
     double y = vl_fitted_eval(q->fit, x);
-    if (!(y > 0 && y <= (double)EXACT_MAX)) {
+    if (!(y > 0 && y <= (double)VL_EXACT_MAX)) {
       if (why && !*why)
         snprintf(why, why_len,
                  y > 0 ? "the fit gives a peak past 2^53 bytes, beyond what can be represented"
@@ -132,7 +128,7 @@ static bool peak(const struct vl_sens_query *q, const struct vl_arch *a, const s
     return false;
   }
   *out = vl_bill_budget_bytes(bill); /* DDP: the larger of its two outcomes */
-  if (*out > EXACT_MAX) {            /* as estimate refuses it: no number printed inexact */
+  if (*out > VL_EXACT_MAX) {         /* as estimate refuses it: no number printed inexact */
     if (why && !*why)
       snprintf(why, why_len,
                "the configuration is beyond what can be represented: %llu bytes, past 2^53",
@@ -900,7 +896,7 @@ static enum got surf_draw(const struct vl_sens_query *q, const struct vl_arch *a
     return GOT_REFUSED;
   }
   double y;
-  if (surf_eval(s, a, j, &y, step) == INTERP_OK && y <= (double)EXACT_MAX) {
+  if (surf_eval(s, a, j, &y, step) == INTERP_OK && y <= (double)VL_EXACT_MAX) {
     *out = (uint64_t)llround(y);
     if (!(*step > 0)) *step = step_of(q, a, j, &ps->oom);
     return ps->oom ? GOT_OVER_BUDGET : GOT_PEAK;

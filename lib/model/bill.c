@@ -906,14 +906,14 @@ static vl_status stage_replay(struct train_stage *ts, struct vl_err *err) {
   const bool deberta_lora = !arch->rel_pos_proj && !ts->pol.autocast;
   const bool encoder_lora =
       arch->family != VL_FAM_VIT && (arch->family != VL_FAM_DEBERTA_V2 || deberta_lora);
-  /* a job whose analytic peak is past 2^53 bytes is refused by every
-   * renderer (VL_EXACT_MAX): a replay of its layers (ten thousand, in
+  /* a job whose analytic peak is past VL_EXACT_MAX is refused by every
+   * renderer: a replay of its layers (ten thousand, in
    * tests/data/configs/huge-llama.json) would cost a second for nothing */
   uint64_t analytic = 0;
   for (int p = VL_PH_FORWARD; p <= VL_PH_OPTIMIZER; p++)
     analytic = vl__max(analytic, comp_alloc(&ts->ph[p]));
   ts->replayable =
-      !ck->overflow && analytic <= 1ull << 53 &&
+      !ck->overflow && analytic <= VL_EXACT_MAX &&
       (arch->causal || (vl_arch_replays_encoder(arch) && (!job->lora_rank || encoder_lora)) ||
        seq2seq_replayed ||
        (arch->family == VL_FAM_RESNET && !job->lora_rank && job->checkpointing == VL_CKPT_NONE)) &&
