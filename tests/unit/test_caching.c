@@ -239,6 +239,39 @@ static void driver_addresses_break_ties(void **state) {
   assert_int_equal(vl_trace_parse("s x 5\n", 6, &t, &err), VL_EPARSE);
 }
 
+/* vl_cache_digest: a cycle of calls that ends where it began gives the
+ * digest it began with (what lets the training replay count repeated
+ * micro-batches instead of replaying them), one more live block changes
+ * it; vl_cache_repeat counts the cycle's events again */
+static void digest_and_repeat(void **state) {
+  (void)state;
+  struct vl_cache *c = mk(0, 0, 0, false);
+  uint32_t w = A(c, 20 * MB);
+  uint64_t before[2], d1[2], d2[2], more[2];
+  vl_cache_digest(c, before);
+  for (int cycle = 0; cycle < 2; cycle++) { /* a block made and let go */
+    vl_cache_free(c, A(c, 30 * MB));
+    vl_cache_digest(c, cycle ? d2 : d1);
+  }
+  assert_memory_equal(d1, d2, sizeof d1);
+  assert_memory_not_equal(before, d1, sizeof d1); /* the first cycle made a segment */
+  uint32_t x = A(c, 1 * MB);
+  vl_cache_digest(c, more);
+  assert_memory_not_equal(more, d2, sizeof d2);
+  vl_cache_free(c, x);
+  /* a cycle that makes and returns a segment (empty_cache), counted 3 more times */
+  vl_cache_empty(c);
+  struct vl_cache_stats since = S(c);
+  vl_cache_free(c, A(c, 64 * MB));
+  vl_cache_empty(c);
+  vl_cache_repeat(c, &since, 3);
+  assert_int_equal(S(c).cuda_mallocs - since.cuda_mallocs, 4);
+  assert_int_equal(S(c).cuda_frees - since.cuda_frees, 4);
+  assert_int_equal(S(c).reserved, since.reserved);
+  vl_cache_free(c, w);
+  vl_cache_destroy(c);
+}
+
 static void trace_parse_and_replay(void **state) {
   (void)state;
   const char *text =
@@ -524,6 +557,7 @@ int main(void) {
                                      cmocka_unit_test(gc_threshold),
                                      cmocka_unit_test(books_balance),
                                      cmocka_unit_test(driver_addresses_break_ties),
+                                     cmocka_unit_test(digest_and_repeat),
                                      cmocka_unit_test(trace_parse_and_replay),
                                      cmocka_unit_test(trace_empty_cache),
                                      cmocka_unit_test(trace_batch_fields_meta),
