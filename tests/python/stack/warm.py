@@ -149,7 +149,7 @@ def serve(path):
     import transformers
     transformers.AutoModelForCausalLM  # the auto classes' lazy modules
     base_pp = [p for p in os.environ.get("PYTHONPATH", "").split(":") if p]
-    base_path = [p for p in sys.path[1:]]
+    base_path = sys.path[1:]
     try:
         os.unlink(path)
     except FileNotFoundError:
