@@ -21,6 +21,7 @@ sys.path.insert(0, PY)
 import vramledger  # noqa: E402
 
 VL = os.environ.get("VRAMLEDGER_BIN", "vramledger")
+JOB_PY = os.environ.get("VL_JOB_PYTHON", sys.executable)  # the stack's: warm.py's client
 GIB = float(1 << 30)
 
 
@@ -28,7 +29,7 @@ def job(script, *args, env=None):
     e = dict(os.environ, PYTHONPATH=PY, VRAMLEDGER_PROBE_EVERY="100")
     e.pop("VRAMLEDGER_RECORD", None)
     e.update(env or {})
-    return subprocess.run([sys.executable, os.path.join(HERE, script)] + list(args), env=e,
+    return subprocess.run([JOB_PY, os.path.join(HERE, script)] + list(args), env=e,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -89,7 +90,7 @@ class Callbacks(unittest.TestCase):
         for body, want in (("import sys; sys.exit(3)", 3), ("raise RuntimeError('x')", 1),
                            ("pass", 0)):
             rec = os.path.join(self.tmp, "exit%d.jsonl" % want)
-            p = subprocess.run([sys.executable, "-c", "import vramledger; vramledger.attach(record=%r)\n"
+            p = subprocess.run([JOB_PY, "-c", "import vramledger; vramledger.attach(record=%r)\n"
                                 "%s" % (rec, body)], env=e, capture_output=True, text=True, timeout=60)
             self.assertEqual(p.returncode, want, p.stderr)
             with open(rec) as f:

@@ -16,19 +16,23 @@ import record_schema
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VL = sys.argv.pop(1) if len(sys.argv) > 1 else "vramledger"
-PY = sys.executable
+COLD = sys.executable
+# the jobs' Python: the stack's tests name the warm server's client
+# (tests/python/warm.py), where the probe attaches to a torch already
+# imported; the attachment tests' two jobs start a Python of their own
+PY = os.environ.get("VL_JOB_PYTHON", COLD)
 B = 8
 P = (32 * 64 + 64 + 64 * 16 + 16) * 4  # parameter bytes of the job's model
 NT = 4  # parameter tensors
 
 
-def run(*args, env=None, flags=()):
+def run(*args, env=None, flags=(), py=PY):
     d = tempfile.mkdtemp(prefix="vl-probe-")
     e = dict(os.environ)
     e.pop("PYTHONPATH", None)
     e.update(env or {})
     out = subprocess.run([VL, "run", "--quiet", "--no-preload", *flags, "--out", d + "/r", "--",
-                          PY, os.path.join(HERE, "job_train.py"), *args],
+                          py, os.path.join(HERE, "job_train.py"), *args],
                          env=e, capture_output=True, text=True, timeout=120)
     events = read(d + "/r/record.jsonl")
     shutil.rmtree(d)
@@ -53,8 +57,8 @@ def billed(events, phase):
 class Probe(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.sgd = run("sgd-momentum", "1", "4")
-        cls.adam = run("adam", "2", "3")
+        cls.sgd = run("sgd-momentum", "1", "4", py=COLD)
+        cls.adam = run("adam", "2", "3", py=COLD)
 
     def test_attaches_without_code_change(self):
         out, ev = self.sgd

@@ -1,13 +1,16 @@
-"""A warm Python for the stack's tests: torch, transformers, peft and
-Lightning imported once, each job a fork of that process.
+"""A warm Python for the tests whose jobs each start one: torch (and
+transformers, peft, accelerate and Lightning where installed) imported
+once, each job a fork of that process.
 
-Importing the stack takes 8 s of CPU on a 2-core machine, longer than most
-of the dry runs the stack tests make (an 8-layer model on meta tensors):
-forty-odd tests would spend most of their time importing. The tests run
-their jobs exactly as before (`vramledger estimate --dry-run`, `vramledger
-trace -- PYTHON job.py`); only the Python they name is this file's client,
-which hands its argv, environment, working directory and file descriptors
-to the server, and exits as the forked job exits.
+Importing the stack takes 8 s of CPU on a 2-core machine (torch 2.13 alone
+4 s, Debian's torch 1.13 2 s), longer than most of the jobs the tests run
+(an 8-layer model's dry run on meta tensors, three steps of a small model
+under `vramledger run`): a hundred-odd jobs would spend most of their time
+importing. The tests run their jobs exactly as before (`vramledger
+estimate --dry-run`, `vramledger trace -- PYTHON job.py`, `vramledger run
+-- PYTHON job.py`); only the Python they name is this file's client, which
+hands its argv, environment, working directory and file descriptors to the
+server, and exits as the forked job exits.
 
 The job in the fork sees what a fresh interpreter would: sys.argv, sys.path
 (its script's folder, then $PYTHONPATH, then the server's own entries), the
@@ -15,9 +18,10 @@ environment, and a sitecustomize imported anew from $PYTHONPATH (vramledger
 run's probe attaches to the torch already imported, as its sitecustomize
 does for any job that imported torch first). What a fresh interpreter would
 not share: modules imported by the server, read once with the server's
-environment.
+environment; and its exit tears no module down (`_exit`: threads joined,
+atexit handlers run, open files flushed).
 
-  warm.py serve SOCKET            the server (run under the stack's Python)
+  warm.py serve SOCKET            the server (run under the Python it stands for)
   warm.py start SOCKET PYTHON     start the server as a daemon, wait till it listens
   warm.py stop SOCKET             stop it and every job it forked
   warm.py run ARGS...             the client: $VL_WARM_SOCKET, else exec $VL_WARM_PYTHON
@@ -123,10 +127,34 @@ def _job(req, fds, base_path, base_pp):
     except SystemExit as e:
         code = e.code
     except BaseException:
-        import traceback
-        traceback.print_exc()
+        sys.excepthook(*sys.exc_info())  # as the interpreter reports an uncaught exception
         code = 1
-    sys.exit(code)  # the interpreter's own exit: atexit handlers, flushed streams
+    _exit(code)
+
+
+def _exit(code):
+    """the interpreter's exit less its teardown of every module: non-daemon
+    threads joined, atexit handlers run (the probe's and the tracer's last
+    lines are written there), the job's open files and the standard streams
+    flushed, then os._exit. A full exit in a fork of the server takes 2 s of
+    CPU (tearing down torch's modules copies the pages the fork shares)."""
+    import atexit
+    import gc
+    import io
+    threading._shutdown()
+    atexit._run_exitfuncs()
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    for f in [o for o in gc.get_objects() if isinstance(o, io.IOBase)] + [sys.stdout, sys.stderr]:
+        try:
+            if not f.closed and f.writable():
+                f.flush()
+        except Exception:
+            pass
+    os._exit(code & 0xFF)
 
 
 def _wait(conn, pid):
@@ -145,9 +173,12 @@ def _wait(conn, pid):
 
 def serve(path):
     for name in PRELOAD:
-        __import__(name)
-    import transformers
-    transformers.AutoModelForCausalLM  # the auto classes' lazy modules
+        try:
+            __import__(name)
+        except ImportError:
+            continue  # a Python with torch alone (Debian's python3-torch)
+        if name == "transformers":
+            sys.modules[name].AutoModelForCausalLM  # the auto classes' lazy modules
     base_pp = [p for p in os.environ.get("PYTHONPATH", "").split(":") if p]
     base_path = sys.path[1:]
     try:
@@ -159,6 +190,8 @@ def serve(path):
     ls.listen(64)
     ls.settimeout(IDLE_S)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    import gc
+    gc.freeze()  # the server's objects out of the jobs' collections: their pages stay shared
     while True:
         try:
             conn, _ = ls.accept()
