@@ -13,12 +13,13 @@ MODEL@tN gives an encoder-decoder N target tokens (--target-seq) over its
 128-token source; MODEL@iN a vision model an image of side N (--image-size;
 ViT: its position embeddings interpolated).
 
-A config deeper than 8 layers is cut to 8 (its per-layer lists with it):
-every type's pattern of layer kinds repeats within 8 (Gemma-3's five
-sliding layers to one global, EXAONE-4's and SmolLM3's four, ModernBERT's
-three, DeepSeek-V3's three dense layers before its MoE), the layers' ops
-are the same at any depth, and a 61-layer dry run on meta costs three times
-an 8-layer one.
+A config is cut to 4 layers, or to the period of its pattern of layer
+kinds where that is longer, with its per-layer lists (Gemma-3's five
+sliding layers to one global: 6; EXAONE-4's and SmolLM3's four; ModernBERT's
+three; DeepSeek-V3's three dense layers before its first MoE: 4): the
+layers' ops are the same at any depth, so every kind of layer is traced,
+and a 61-layer dry run on meta costs three times an 8-layer one, an
+8-layer one 1.5 times a 4-layer one.
 
 usage: test_types.py MODEL[@tN|@iN]   ($VRAMLEDGER_BIN, $VRAMLEDGER_PYTHON set by ctest)"""
 import json
@@ -45,24 +46,45 @@ KNOWN = {
     # tokens, where an H200 agrees: bench/results/reserved/lora-seq2seq-h200/)
 }
 TOLERANCE = 2.0
-LAYERS = 8
+LAYERS = 4
 DEPTH_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "num_decoder_layers", "encoder_layers",
               "decoder_layers")
 
 
+def period(kinds):
+    """the shortest repeat of a list of layer kinds"""
+    return next(p for p in range(1, len(kinds) + 1) if all(k == kinds[i % p] for i, k in enumerate(kinds)))
+
+
+def depth(cfg):
+    """layers enough to hold each kind of layer the config's pattern has"""
+    need = [LAYERS]
+    if isinstance(cfg.get("layer_types"), list) and cfg["layer_types"]:
+        need.append(period(cfg["layer_types"]))
+    for key, extra in (("sliding_window_pattern", 0), ("global_attn_every_n_layers", 0),
+                       ("no_rope_layer_interval", 0), ("first_k_dense_replace", 1)):
+        v = cfg.get(key)
+        if isinstance(v, int) and not isinstance(v, bool):
+            need.append(v + extra)
+        elif isinstance(v, str):
+            need.append(len(v) + extra)  # EXAONE-4's "LLLG"
+    return max(need)
+
+
 def shallow(model, tmp):
-    """the bundled config's path, or a copy cut to LAYERS layers in tmp"""
+    """the bundled config's path, or a copy cut to depth(config) layers in tmp"""
     path = os.path.join(os.environ.get("VRAMLEDGER_DATA", ""), "models", model + ".json")
     with open(path) as f:
         cfg = json.load(f)
-    deep = {k: cfg[k] for k in DEPTH_KEYS if isinstance(cfg.get(k), int) and cfg[k] > LAYERS}
+    cut = depth(cfg)
+    deep = {k: cfg[k] for k in DEPTH_KEYS if isinstance(cfg.get(k), int) and cfg[k] > cut}
     if not deep:
         return model
     for k, n in deep.items():
-        cfg[k] = LAYERS
+        cfg[k] = cut
         for key, v in cfg.items():  # layer_types and its likes: one entry a layer
             if isinstance(v, list) and len(v) == n:
-                cfg[key] = v[:LAYERS]
+                cfg[key] = v[:cut]
     out = os.path.join(tmp, model + ".json")
     with open(out, "w") as f:
         json.dump(cfg, f)
