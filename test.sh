@@ -3,8 +3,9 @@
 # CMakeLists.txt's default RelWithDebInfo) with warnings as errors, and
 # every ctest test on it (the Python ones on Debian's torch 1.13 and on the
 # stack of tests/python/stack/requirements.txt, built once by
-# scripts/pyenv.sh and cached), then every test but the stack's again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, and the formatting check.
+# scripts/pyenv.sh and cached), then every test but the stack's and those of
+# no compiled code (label `once`) again under AddressSanitizer +
+# UndefinedBehaviorSanitizer, and the formatting check.
 set -eu
 cd "$(dirname "$0")"
 scripts/deps.sh
@@ -22,7 +23,7 @@ echo "== ASan + UBSan build and test"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DVL_WERROR=ON -DVL_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE stack
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE 'stack|once'
 
 echo "== clang-format"
 files=$(git ls-files '*.c' '*.h' 2>/dev/null || find lib src include tests -name '*.[ch]')

@@ -22,6 +22,7 @@ from vramledger import dryrun, tracer
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 VL = os.environ.get("VRAMLEDGER_BIN", "vramledger")
+JOB_PY = os.environ.get("VL_JOB_PYTHON", sys.executable)  # a job's Python: ctest names warm.py's client
 B = 8
 SHAPES = [(64, 32), (64,), (16, 64), (16,)]  # the model's parameters
 
@@ -326,7 +327,7 @@ class Refused(Work):
                "    print('refused:', e)\n")
         e = dict(os.environ)
         e.pop("PYTHONPATH", None)
-        p = subprocess.run([VL, "trace", "--out", self.path("t"), "--", sys.executable, "-c", job],
+        p = subprocess.run([VL, "trace", "--out", self.path("t"), "--", JOB_PY, "-c", job],
                            env=e, capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("refused: vramledger.dry_run: this process runs under `vramledger trace`",
@@ -363,7 +364,7 @@ class Doc(Work):
         with open(os.path.join(ROOT, "docs", "python.md")) as f:
             code = re.search(r"```python\n(.*?)```", f.read(), re.S).group(1)
         e = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-        p = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True,
+        p = subprocess.run([JOB_PY, "-c", code], env=e, capture_output=True, text=True,
                            timeout=120, cwd=self.dir)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertRegex(p.stdout, r"peak allocated \d+\.\d{3} GiB")
