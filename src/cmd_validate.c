@@ -228,7 +228,6 @@ int cmd_validate(int argc, const char **argv) {
   if ((rc = est_catalog(NULL, &cat))) goto out;
   have_cat = true;
   device_overheads(&cat, m.device, &ov, &card);
-  int beyond = 0;
   for (size_t i = 0; i < m.n; i++) {
     struct vl_compare_row *r = &rows[i];
     r->run = &m.runs[i];
@@ -254,11 +253,9 @@ int cmd_validate(int argc, const char **argv) {
     }
     vl_compare_fill(r, bill);
     time_row(r, &arch, card);
-    if (fabs(r->err_allocated) > v.tol ||
-        (!isnan(r->err_total) && fabs(r->err_total) > v.tol_total) ||
-        (v.time_gate && !isnan(r->err_step) && fabs(r->err_step) > v.tol_time))
-      beyond++;
   }
+  struct vl_compare_tally tally;
+  vl_compare_tally(rows, m.n, v.tol, v.tol_total, v.tol_time, v.time_gate, &tally);
   struct vl_compare_summary cal, hold;
   struct vl_time_summary ts;
   if (vl_compare_summarize(rows, m.n, false, v.tol, v.tol_total, &cal) != VL_OK ||
@@ -276,7 +273,7 @@ int cmd_validate(int argc, const char **argv) {
                                   v.tol,
                                   v.tol_total,
                                   results,
-                                  beyond,
+                                  &tally,
                                   ts.n ? &ts : NULL,
                                   card ? card->name : NULL,
                                   v.tol_time,
@@ -305,7 +302,7 @@ int cmd_validate(int argc, const char **argv) {
     cli_error("no run of '%s' could be compared", results);
     rc = VL_EXIT_ERROR;
   } else {
-    rc = beyond ? VL_EXIT_NOFIT : VL_EXIT_OK;
+    rc = tally.beyond ? VL_EXIT_NOFIT : VL_EXIT_OK;
   }
 out:
   if (have_cat) vl_catalog_release(&cat);

@@ -46,6 +46,7 @@ enum vl_format { VL_FMT_TEXT, VL_FMT_JSON, VL_FMT_MD };
 struct vl_measured;
 struct vl_compare_row;
 struct vl_compare_summary;
+struct vl_compare_tally;
 
 /* Everything a validate report shows. */
 struct vl_validate_view {
@@ -53,13 +54,13 @@ struct vl_validate_view {
   const struct vl_compare_row *rows;
   size_t n;
   const struct vl_compare_summary *calibration, *holdout;
-  double tol_allocated, tol_total;    /* percent */
-  const char *source;                 /* the results file */
-  int beyond;                         /* rows beyond a tolerance */
-  const struct vl_time_summary *time; /* step time, predicted vs measured; NULL: no card */
-  const char *time_card;              /* the card the steps were priced on */
-  double tol_time;                    /* percent */
-  bool time_gate;                     /* --time-tolerance given: time counts in beyond */
+  double tol_allocated, tol_total;      /* percent */
+  const char *source;                   /* the results file */
+  const struct vl_compare_tally *tally; /* rows beyond a tolerance, rows not compared */
+  const struct vl_time_summary *time;   /* step time, predicted vs measured; NULL: no card */
+  const char *time_card;                /* the card the steps were priced on */
+  double tol_time;                      /* percent */
+  bool time_gate;                       /* --time-tolerance given: time counts in tally->beyond */
 };
 
 struct vl_record;

@@ -75,6 +75,21 @@ struct vl_compare_summary {
   int other_outcome; /* rows judged against the job's other outcome */
 };
 
+/* What a validate report says of its rows as a whole */
+struct vl_compare_tally {
+  int beyond;         /* estimated rows beyond a tolerance (step time only under time_gate) */
+  int shared_process; /* estimated rows measured after others in one process: reserved
+                       * and process memory not compared */
+  int host_shared;    /* estimated, timed rows timed while other work ran on the host:
+                       * step time not compared */
+};
+
+/*! Count the rows beyond the tolerances (percent; step time counts only
+ * under time_gate) and those whose memory or time was not compared. */
+void vl_compare_tally(const struct vl_compare_row *rows, size_t n, double tol_allocated,
+                      double tol_total, double tol_time, bool time_gate,
+                      struct vl_compare_tally *t);
+
 /*! Summarise the timed rows of both sets against tol (percent). */
 vl_status vl_compare_time_summarize(const struct vl_compare_row *rows, size_t n, double tol,
                                     struct vl_time_summary *s) VL_MUST_USE;

@@ -92,3 +92,18 @@ vl_status vl_compare_time_summarize(const struct vl_compare_row *rows, size_t n,
   vl_free(e);
   return VL_OK;
 }
+
+void vl_compare_tally(const struct vl_compare_row *rows, size_t n, double tol_allocated,
+                      double tol_total, double tol_time, bool time_gate,
+                      struct vl_compare_tally *t) {
+  memset(t, 0, sizeof *t);
+  for (size_t i = 0; i < n; i++) {
+    const struct vl_compare_row *r = &rows[i];
+    if (!r->estimated) continue;
+    t->beyond += fabs(r->err_allocated) > tol_allocated ||
+                 (!isnan(r->err_total) && fabs(r->err_total) > tol_total) ||
+                 (time_gate && !isnan(r->err_step) && fabs(r->err_step) > tol_time);
+    t->shared_process += r->run->shared_process;
+    t->host_shared += r->run->host_shared && r->run->step_s > 0;
+  }
+}

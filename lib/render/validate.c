@@ -88,18 +88,13 @@ static void text(FILE *o, const struct vl_validate_view *v, bool md) {
               md ? "" : "  ");
       break;
     }
-  int shared = 0;
-  for (size_t i = 0; i < v->n; i++)
-    shared += v->rows[i].estimated && v->rows[i].run->shared_process;
+  int shared = v->tally->shared_process, host = v->tally->host_shared;
   if (shared)
     fprintf(o,
             "%sreserved and process memory not compared for %d run%s measured after others in "
             "one process (\"in_process\"): a block an earlier run left cached pins its segment "
             "in the later run's reservation\n\n",
             md ? "" : "  ", shared, shared == 1 ? "" : "s");
-  int host = 0;
-  for (size_t i = 0; i < v->n; i++)
-    host += v->rows[i].estimated && v->rows[i].run->host_shared && v->rows[i].run->step_s > 0;
   if (host)
     fprintf(o,
             "%sstep time not compared for %d run%s timed while other work ran on the host "
@@ -114,12 +109,12 @@ static void text(FILE *o, const struct vl_validate_view *v, bool md) {
             md ? "- " : "  ", v->time_card, v->time->n, v->time->n == 1 ? "" : "s", v->time->median,
             v->time->max, v->time->within, v->time->n, v->tol_time,
             v->time_gate ? "" : " (not a gate: --time-tolerance makes it one)");
-  if (v->beyond)
+  if (v->tally->beyond)
     fprintf(o,
             "%s%d run%s beyond tolerance (peak allocated %.0f %%, process total %.0f %%): the "
             "estimator is off on this stack\n",
-            md ? "\n**" : "  ", v->beyond, v->beyond == 1 ? "" : "s", v->tol_allocated,
-            v->tol_total);
+            md ? "\n**" : "  ", v->tally->beyond, v->tally->beyond == 1 ? "" : "s",
+            v->tol_allocated, v->tol_total);
   else
     fprintf(o, "%severy run within tolerance (peak allocated %.0f %%, process total %.0f %%)\n",
             md ? "\n" : "  ", v->tol_allocated, v->tol_total);
@@ -157,8 +152,8 @@ int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_v
   json_object_set_new(r, "source", vl__json_str(v->source));
   json_object_set_new(r, "tolerance_allocated_pct", json_real(v->tol_allocated));
   json_object_set_new(r, "tolerance_total_pct", json_real(v->tol_total));
-  json_object_set_new(r, "verdict", vl__json_str(v->beyond ? "fail" : "pass"));
-  json_object_set_new(r, "beyond", json_integer(v->beyond));
+  json_object_set_new(r, "verdict", vl__json_str(v->tally->beyond ? "fail" : "pass"));
+  json_object_set_new(r, "beyond", json_integer(v->tally->beyond));
   json_t *rows = json_array();
   for (size_t i = 0; i < v->n; i++) {
     const struct vl_compare_row *x = &v->rows[i];
@@ -203,7 +198,7 @@ int vl_render_validate(FILE *out, enum vl_format fmt, const struct vl_validate_v
     json_object_set_new(t, "gate", json_boolean(v->time_gate));
     json_object_set_new(r, "step_time", t);
   }
-  json_object_set_new(r, "beyond_tolerance", json_integer(v->beyond));
+  json_object_set_new(r, "beyond_tolerance", json_integer(v->tally->beyond));
   int rc = json_dumpf(r, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(4));
   json_decref(r);
   fputc('\n', out);

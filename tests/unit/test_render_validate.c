@@ -14,6 +14,7 @@ static struct vl_measured m;
 static struct vl_compare_row rows[3];
 static struct vl_compare_summary cal, hold;
 static struct vl_validate_view view;
+static struct vl_compare_tally tally;
 
 static int setup(void **state) {
   (void)state;
@@ -62,7 +63,8 @@ static int setup(void **state) {
                                    .tol_allocated = 5.0,
                                    .tol_total = 7.0,
                                    .source = "results/h200.json",
-                                   .beyond = 1};
+                                   .tally = &tally};
+  vl_compare_tally(rows, 3, 5.0, 7.0, 10.0, false, &tally);
   return 0;
 }
 
@@ -119,7 +121,8 @@ static void text_rows_and_verdict(void **state) {
   assert_non_null(strstr(text, "1 run beyond tolerance (peak allocated 5 %, process total 7 %)"));
   free(text);
   struct vl_validate_view pass = view;
-  pass.beyond = 0;
+  struct vl_compare_tally none = {0};
+  pass.tally = &none;
   RC_CAPTURE(text, vl_render_validate(rc_f, VL_FMT_MD, &pass));
   assert_int_equal(strncmp(text, "## estimate vs measured on NVIDIA H200", 38), 0);
   assert_int_equal(rc_lines_starting(text, "| "), 1 + 3);
@@ -128,10 +131,45 @@ static void text_rows_and_verdict(void **state) {
   free(text);
 }
 
+/* the tally counts estimated rows only; a step time beyond its tolerance
+ * counts under the time gate alone; what was not compared is said */
+static void tally_of_the_rows(void **state) {
+  (void)state;
+  assert_int_equal(tally.beyond, 1);
+  assert_int_equal(tally.shared_process + tally.host_shared, 0);
+  struct vl_measured_run r[3];
+  struct vl_compare_row w[3];
+  memcpy(r, runs, sizeof r);
+  memcpy(w, rows, sizeof w);
+  for (int i = 0; i < 3; i++)
+    w[i].run = &r[i];
+  r[0].shared_process = true;
+  r[1].host_shared = true, r[1].step_s = 0.5;
+  r[2].shared_process = r[2].host_shared = true, r[2].step_s = 0.5; /* not estimated */
+  w[0].err_step = 30.0;
+  struct vl_compare_tally t;
+  vl_compare_tally(w, 3, 5.0, 7.0, 10.0, false, &t);
+  assert_int_equal(t.beyond, 1);
+  assert_int_equal(t.shared_process, 1);
+  assert_int_equal(t.host_shared, 1);
+  vl_compare_tally(w, 3, 5.0, 7.0, 10.0, true, &t);
+  assert_int_equal(t.beyond, 2);
+  vl_compare_tally(w, 3, 25.0, 7.0, 10.0, false, &t);
+  assert_int_equal(t.beyond, 0);
+  struct vl_validate_view v = view;
+  v.rows = w, v.tally = &t;
+  char *text = NULL;
+  RC_CAPTURE(text, vl_render_validate(rc_f, VL_FMT_TEXT, &v));
+  assert_non_null(strstr(text, "reserved and process memory not compared for 1 run measured"));
+  assert_non_null(strstr(text, "step time not compared for 1 run timed while other work ran"));
+  free(text);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(json_rows_as_given),
       cmocka_unit_test(text_rows_and_verdict),
+      cmocka_unit_test(tally_of_the_rows),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
