@@ -3,7 +3,7 @@
 set -eu
 need=""
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in gcc make cmake pkg-config libjansson-dev libcmocka-dev libgsl-dev libmicrohttpd-dev libyaml-dev clang-format python3-torch pyflakes3 python3-venv python3-pip python3-setuptools man-db chromium libjs-dygraphs; do
+for p in gcc make ninja-build cmake pkg-config libjansson-dev libcmocka-dev libgsl-dev libmicrohttpd-dev libyaml-dev clang-format python3-torch pyflakes3 python3-venv python3-pip python3-setuptools man-db chromium libjs-dygraphs; do
   have "$p" || need="$need $p"
 done
 [ -z "$need" ] && exit 0
