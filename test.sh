@@ -17,14 +17,24 @@ echo "== the Python stack (tests/python/stack/requirements.txt)"
 stack=$(scripts/pyenv.sh)
 echo "$stack"
 
-echo "== build (-Werror) and test"
+echo "== build (-Werror) and test, the ASan + UBSan build beside the tests"
 cmake -S . -B build $(generator build) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVL_WERROR=ON -DVL_STACK_PYTHON="$stack" >/dev/null
 cmake --build build -j"$jobs"
+# the sanitizers' build fills the cores the tests leave idle (their waits,
+# the tests run alone); its output is shown if it fails
+cmake -S . -B build-asan $(generator build-asan) -DCMAKE_BUILD_TYPE=Debug -DVL_WERROR=ON -DVL_SANITIZE=ON >/dev/null
+setsid sh -c 'cmake --build build-asan -j"$1" >build-asan/build.log 2>&1; echo $? >build-asan/build.rc' \
+  sh "$jobs" &
+asan=$!
+trap 'kill -TERM -"$asan" 2>/dev/null || :' EXIT # its process group, should a test fail
 ctest --test-dir build --output-on-failure -j"$jobs"
 
-echo "== ASan + UBSan build and test"
-cmake -S . -B build-asan $(generator build-asan) -DCMAKE_BUILD_TYPE=Debug -DVL_WERROR=ON -DVL_SANITIZE=ON >/dev/null
-cmake --build build-asan -j"$jobs"
+echo "== ASan + UBSan test"
+wait $asan
+if [ "$(cat build-asan/build.rc)" != 0 ]; then
+  cat build-asan/build.log
+  exit 1
+fi
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE 'stack|once'
 
