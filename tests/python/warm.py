@@ -4,7 +4,7 @@ once, each job a fork of that process.
 
 Importing the stack takes 8 s of CPU on a 2-core machine (torch 2.13 alone
 4 s, Debian's torch 1.13 2 s), longer than most of the jobs the tests run
-(an 8-layer model's dry run on meta tensors, three steps of a small model
+(a 4-layer model's dry run on meta tensors, three steps of a small model
 under `vramledger run`): a hundred-odd jobs would spend most of their time
 importing. The tests run their jobs exactly as before (`vramledger
 estimate --dry-run`, `vramledger trace -- PYTHON job.py`, `vramledger run
