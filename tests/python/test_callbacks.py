@@ -21,7 +21,7 @@ sys.path.insert(0, PY)
 import vramledger  # noqa: E402
 
 VL = os.environ.get("VRAMLEDGER_BIN", "vramledger")
-JOB_PY = os.environ.get("VL_JOB_PYTHON", sys.executable)  # the stack's: warm.py's client
+JOB_PY = os.environ.get("VL_JOB_PYTHON", sys.executable)  # a job's Python: ctest names warm.py's client
 GIB = float(1 << 30)
 
 
