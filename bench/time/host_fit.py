@@ -151,6 +151,106 @@ def mode_isolated():
         1e-6 * statistics.median(per), len(per), min(per), max(per)))
 
 
+# The measured sets whose jobs each ran in a process of its own (bench/reserved/run.sh
+# or measure.py --config, one job a process), by the card whose machine ran them
+HOST_SETS = [
+    ("h100-80gb", "bench/results/reserved/h100/reserved.json"),
+    ("h100-80gb", "bench/results/reserved/h100/vision-seq2seq.json"),
+    ("h100-80gb", "bench/results/reserved/moe-lora/moe-lora.json"),
+    ("h100-80gb", "bench/results/reserved/breadth/breadth.json"),
+    ("h100-80gb", "bench/results/reserved/new-types/new-types.json"),
+    ("h100-80gb", "data/reference/h100-torch-2.11/retimed-measured.json"),
+    ("h200", "bench/results/reserved/lora-seq2seq-h200/lora-seq2seq.json"),
+    ("h200", "data/reference/h200-torch-2.11/calibration-isolated.json"),
+    ("h200", "data/reference/h200-torch-2.11/types-measured.json"),
+    ("h200", "data/reference/h200-torch-2.11/types-unseen-measured.json"),
+    ("h200", "data/reference/h200-torch-2.11/unseen-measured.json"),
+    ("h200", "data/reference/h200-torch-2.11/other-measured.json"),
+    ("h200", "data/reference/h200-torch-2.11/calibration.json"),
+] + [("h100-80gb", "bench/results/step-time/h100-%s/steps.json" % x) for x in "abcde"] + [
+    ("h200", "bench/results/step-time/h200/steps.json"), ("h200", "bench/results/step-time/h200-b/steps.json")]
+# the traced jobs of those sets (bench/results/step-time/trace/README.md)
+TRACE_SETS = [("h100-80gb", "bench/results/step-time/trace/isolated-h100.jsonl"),
+              ("h200", "bench/results/step-time/trace/isolated-h200.jsonl")]
+HOSTS_OUT = "bench/results/step-time/hosts.json"
+
+
+def mode_hosts():
+    """Host seconds an op, set by set and card by card: the jobs of
+    HOST_SETS (full size; a run timed while its host traced other jobs,
+    `host_shared`, left out) whose estimated device time is under 0.4 of
+    the measured step are host-bound; each gives the measured step less
+    estimate's optimizer phase (its row and the step's fixed host cost) over
+    estimate's host ops (time.host_seconds / VL_KT_HOST_OP: the ops it
+    enumerates, a recomputed one at RECOMPUTE_HOST); the same over
+    TRACE_SETS' rows with the ATen ops `vramledger trace` counted
+    (mode_isolated's rows). Writes HOSTS_OUT: every row, the median of
+    each set (a set is one lease's machine), of each card and of all
+    (packed into the folder's raw.jsonl: bench/raw.py pack).
+
+      python3 bench/time/host_fit.py hosts VRAMLEDGER"""
+    import re
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from compare import flags  # noqa: E402
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    exe = os.path.abspath(sys.argv[1])
+    tables = open(os.path.join(root, "lib/model/kernel_tables.h")).read()
+    host_op = float(re.search(r"#define VL_KT_HOST_OP (\S+)", tables).group(1))
+    rows = []
+    for card, path in HOST_SETS:
+        d = json.loads(text_of(os.path.join(root, path)))
+        for r in d["runs"] if isinstance(d, dict) else d:
+            m = r.get("measured") or {}
+            meas = m.get("step_median_s") or m.get("step_s")
+            if r.get("task", "train") != "train" or not meas or r.get("error") or r.get("host_shared"):
+                continue
+            here = os.path.join(root, os.path.dirname(path))  # a packed set's folder may not exist
+            p = subprocess.run([exe, "estimate", *flags(r), "--gpu", card, "--format", "json"],
+                               capture_output=True, text=True, cwd=here if os.path.isdir(here) else root)
+            if p.returncode:
+                continue
+            e = json.loads(p.stdout)
+            t, opt = e["time"], e["phase_seconds"]["optimizer"]
+            ops = t["host_seconds"] / host_op
+            if t["gpu_seconds"] - opt < 0.4 * (meas - opt):
+                rows.append({"card": card, "set": path, "name": r["name"], "measured_s": meas,
+                             "device_s": round(t["gpu_seconds"] - opt, 6), "optimizer_s": opt,
+                             "ops": round(ops, 1), "us_an_op": round(1e6 * (meas - opt) / ops, 2)})
+    aten = []
+    for card, path in TRACE_SETS:
+        for line in text_of(os.path.join(root, path)).splitlines():
+            r = json.loads(line) if line.strip() else {}
+            if not r.get("trace_s") or not r.get("ops"):
+                continue
+            device = sum(v for k, v in r["kind_seconds"].items() if k != "host")
+            if device < 0.4 * r["measured_s"]:
+                opt = r["phase_seconds"]["optimizer"]
+                aten.append({"card": card, "set": path, "name": r["name"], "measured_s": r["measured_s"],
+                             "device_s": round(device, 6), "optimizer_s": opt, "ops": r["ops"],
+                             "us_an_op": round(1e6 * (r["measured_s"] - opt) / r["ops"], 2)})
+
+    def medians(rs):
+        by = {}
+        for x in rs:
+            by.setdefault(x["card"], {}).setdefault(x["set"], []).append(x["us_an_op"])
+        return {"all": round(statistics.median(x["us_an_op"] for x in rs), 2),
+                "by_card": {c: round(statistics.median(v for vs in sets.values() for v in vs), 2)
+                            for c, sets in by.items()},
+                "by_set": {k: {"runs": len(v), "median": round(statistics.median(v), 2)}
+                           for sets in by.values() for k, v in sets.items()}}
+    res = {"method": "bench/time/host_fit.py hosts: host-bound jobs (estimated device time under 0.4 of "
+                     "the measured step); (measured step - optimizer phase) / host ops, us an op",
+           "estimate_host_op_us": 1e6 * host_op, "estimate": medians(rows), "trace": medians(aten),
+           "estimate_rows": rows, "trace_rows": aten}
+    with open(os.path.join(root, HOSTS_OUT), "w") as f:
+        json.dump(res, f, indent=1)
+        f.write("\n")
+    for k in ("estimate", "trace"):
+        print(k, json.dumps({x: res[k][x] for x in ("all", "by_card")}))
+        for sname, v in res[k]["by_set"].items():
+            print("   %-58s %2d runs, median %.1f us an op" % (sname, v["runs"], v["median"]))
+
+
 def mode_tables():
     """Regenerate lib/model/kernel_tables.h from the measured datasets
     (data/reference/*/kernels.json, attention.json) and the host fit:
@@ -174,7 +274,7 @@ def mode_tables():
     subprocess.run(["clang-format", "-i", "lib/model/kernel_tables.h"], check=True)
 
 
-MODES = {"traces": mode_traces, "isolated": mode_isolated, "tables": mode_tables}
+MODES = {"traces": mode_traces, "isolated": mode_isolated, "hosts": mode_hosts, "tables": mode_tables}
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] in MODES:
