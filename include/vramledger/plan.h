@@ -64,6 +64,8 @@ struct vl_plan_candidate {
   double efficiency;                /* compute-only time / step time */
   double hours, cost_usd, net_value_usd;
   bool pareto, meets_deadline, within_budget;
+  unsigned tier; /* its rank's value tier: plans whose net value is within 1 % of the best of
+                  * their tier share it (0: the best's); the faster ranks first within one */
 };
 
 #define VL_PLAN_TRACE 8

@@ -71,28 +71,45 @@ static int dims(const struct vl_plan_candidate *c) {
   return (c->tp > 1) + (c->pp > 1) + (c->dp > 1);
 }
 
-/* a value's 1 % bin: net values (negative costs) whose ratio is within 1 %
- * share one */
-static long value_bin(double v) {
-  if (v == 0) return 0;
-  double b = floor(log(fabs(v)) / log(1.01));
-  return v > 0 ? (long)b + (1L << 40) : -(long)b - (1L << 40);
+static bool admissible(const struct vl_plan_candidate *c) {
+  return c->meets_deadline && c->within_budget;
+}
+
+/* by value alone: admissible first, then the higher net value */
+static int by_value(const void *x, const void *y) {
+  const struct vl_plan_candidate *a = x, *b = y;
+  if (admissible(a) != admissible(b)) return admissible(a) ? -1 : 1;
+  if (a->net_value_usd != b->net_value_usd) return a->net_value_usd > b->net_value_usd ? -1 : 1;
+  return 0;
+}
+
+/* Values within 1 % are one value: sorted by value, each plan joins the
+ * tier of the best plan above it while its net value is within 1 % of that
+ * one's, else opens the next (a budget owner pays the same for the hours
+ * saved, so the faster plan wins among them). Tiers are anchored at their
+ * best, not fixed bins: $13.27 and $13.30 share a tier wherever they fall. */
+static void value_tiers(struct vl_plan_candidate *c, size_t n) {
+  qsort(c, n, sizeof *c, by_value);
+  unsigned tier = 0;
+  for (size_t i = 0, anchor = 0; i < n; i++) {
+    double a = c[anchor].net_value_usd;
+    bool joins = i > 0 && admissible(&c[i]) == admissible(&c[anchor]) &&
+                 fabs(a - c[i].net_value_usd) <= 0.01 * fabs(a);
+    if (i > 0 && !joins) tier++, anchor = i;
+    c[i].tier = tier;
+  }
 }
 
 /* Best first: meets the deadline and budget, then the least cost (or cost +
- * time x value) within 1 %, then the faster, then the exact value, then the
- * simpler plan: fewer GPUs, fewer parallel dimensions, a lower ZeRO stage,
- * states on the GPU, a 16-bit base, no recomputation, the smaller
- * micro-batch. */
+ * time x value) within 1 % (value_tiers), then the faster, then the exact
+ * value, then the simpler plan: fewer GPUs, fewer parallel dimensions, a
+ * lower ZeRO stage, states on the GPU, a 16-bit base, no recomputation,
+ * the smaller micro-batch. */
 static int by_rank(const void *x, const void *y) {
   const struct vl_plan_candidate *a = x, *b = y;
   double ka = a->net_value_usd, kb = b->net_value_usd; /* higher is better */
-  bool oa = a->meets_deadline && a->within_budget, ob = b->meets_deadline && b->within_budget;
-  if (oa != ob) return oa ? -1 : 1;
-  /* values within 1 % are one value: the faster plan wins among them (a
-   * budget owner pays the same for the hours saved) */
-  long ba = value_bin(ka), bb = value_bin(kb);
-  if (ba != bb) return ba > bb ? -1 : 1;
+  /* admissible plans come first in the tiers (value_tiers) */
+  if (a->tier != b->tier) return a->tier < b->tier ? -1 : 1;
   if (a->hours != b->hours) return a->hours < b->hours ? -1 : 1;
   if (ka != kb) return ka > kb ? -1 : 1;
 #define SIMPLER(e)                                                                                 \
@@ -588,15 +605,23 @@ static vl_status decision_trace(const struct vl_plan_query *q, const struct vl_o
                q->qlora_slowdown > 0 ? "the measured factor (--qlora-slowdown)"
                                      : "at least their HBM traffic (a lower bound)");
     if (b->tp > 1 || b->dp_comm_s > 0) comm_trace(b, r->trace[n++], 256);
-    char hours[32], usd[32];
+    char hours[32], usd[32], why[96];
+    const char *rule = q->value_per_hour > 0 ? "least cost + time x value" : "least cost";
+    double top = b->net_value_usd; /* the tier's best value (value_tiers) */
+    for (size_t i = 1; i < r->n && r->c[i].tier == b->tier; i++)
+      top = fmax(top, r->c[i].net_value_usd);
+    if (top > b->net_value_usd)
+      snprintf(why, sizeof why, "the fastest within 1 %% of the %s, %+.2f %%", rule,
+               100.0 * (top - b->net_value_usd) / fabs(top));
+    else
+      snprintf(why, sizeof why, "%s", rule);
     snprintf(r->trace[n++], 256,
              "chosen: %u x %s, tp %u, dp %u, ZeRO-%u, %s checkpointing, micro-batch %llu x %llu "
              "accumulation: %s, %s (%s)",
              b->count, b->gpu->name, b->tp, b->dp, b->zero, vl_ckpt_name(b->checkpointing),
              (unsigned long long)b->micro_batch, (unsigned long long)b->grad_accum,
              vl_plan_hours_text(b->hours, hours, sizeof hours),
-             vl_plan_usd_text(b->cost_usd, usd, sizeof usd),
-             q->value_per_hour > 0 ? "least cost + time x value" : "least cost");
+             vl_plan_usd_text(b->cost_usd, usd, sizeof usd), why);
     r->n_trace = n;
   }
   vl_free(one);
@@ -697,6 +722,7 @@ vl_status vl_plan_search(const struct vl_plan_query *q, const struct vl_overhead
     cheapest_faster = fmin(cheapest_faster, cheapest_here);
     i = k;
   }
+  value_tiers(r->c, r->n);
   qsort(r->c, r->n, sizeof *r->c, by_rank);
   /* the FLOPs of the best's job, by the rule its time uses */
   if (r->n) {
