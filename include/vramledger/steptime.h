@@ -100,7 +100,11 @@ enum vl_mem_class {
   VL_MEM_BATCHNORM,
   VL_MEM_BATCHNORM_BWD,
   VL_MEM_BICUBIC,
-  VL_MEM_BICUBIC_BWD
+  VL_MEM_BICUBIC_BWD,
+  VL_MEM_BROADCAST,     /* an elementwise op with a broadcast operand: ATen's unvectorised kernel */
+  VL_MEM_STRIDED,       /* an elementwise op on a strided view (rotary's halves: neg, cat) */
+  VL_MEM_LOGSOFTMAX,    /* the loss's log_softmax over the vocabulary */
+  VL_MEM_LOGSOFTMAX_BWD /* its backward */
 };
 
 struct vl_op {

@@ -171,7 +171,11 @@ enum mem {
   NORM = VL_MEM_NORM,
   SOFTMAX = VL_MEM_SOFTMAX,
   BNORM = VL_MEM_BATCHNORM,
-  BNORM_BWD = VL_MEM_BATCHNORM_BWD
+  BNORM_BWD = VL_MEM_BATCHNORM_BWD,
+  BCAST = VL_MEM_BROADCAST,
+  STRIDED = VL_MEM_STRIDED,
+  LOGSOFTMAX = VL_MEM_LOGSOFTMAX,
+  LOGSOFTMAX_BWD = VL_MEM_LOGSOFTMAX_BWD
 };
 
 /* A ViT at an image side other than its config's interpolates its position
@@ -196,6 +200,28 @@ enum mem {
 #define BN_BACKWARD_EFF 0.26
 #define BN_FORWARD_EFF (2.0 / (1.0 / BN_STATS_EFF + 2.0))
 
+/* What whole training steps' profiles show each kind of memory-bound op
+ * reaching (bench/time/op_rates.py: the device time torch.profiler gave
+ * each ATen op of a step against the bytes the trace of the same step
+ * counts for it; bench/results/step-time/README.md, "Memory-bound ops in
+ * whole steps"; 5 runs on the H100, 3 on the H200):
+ * - a product by a broadcast operand (RMSNorm's x * rsqrt and weight * x,
+ *   rotary's * cos and * sin: an operand of stride 0) is not contiguous,
+ *   so TensorIterator runs the unvectorised elementwise_kernel: 1.6-1.8
+ *   TB/s on both cards (median 1.7), where the vectorised add of the
+ *   tables moves 3.1 (H100) and 4.3 TB/s (H200);
+ * - rotate_half's neg and cat on the strided halves of the rows, and their
+ *   backward's slice_backward: 0.8-1.5 TB/s on both (cat 0.82, neg 1.5,
+ *   slice_backward 1.2);
+ * - log_softmax over the vocabulary: 1.20 and, backward, 1.75 times the
+ *   softmax row's bandwidth (H100: 1.54 and 2.25 TB/s; Qwen2-0.5B,
+ *   GPT-2). Not scaled by card: the same SMs (an unmeasured card: by its
+ *   bandwidth, as every memory-bound op) */
+#define BCAST_BPS 1.7e12
+#define STRIDED_BPS 1.2e12
+#define LOGSOFTMAX_EFF 1.20
+#define LOGSOFTMAX_BWD_EFF 1.75
+
 static double mem_s(const struct vl_time_card *c, const struct vl_op *op) {
   const struct vl_kt_card *k = c->tables;
   if (op->mem == VL_MEM_BICUBIC || op->mem == VL_MEM_BICUBIC_BWD)
@@ -206,7 +232,13 @@ static double mem_s(const struct vl_time_card *c, const struct vl_op *op) {
                        k->bw_norm,
                        k->bw_softmax,
                        k->bw_norm * BN_FORWARD_EFF,
-                       k->bw_norm * BN_BACKWARD_EFF};
+                       k->bw_norm * BN_BACKWARD_EFF,
+                       0,
+                       0,
+                       BCAST_BPS,
+                       STRIDED_BPS,
+                       k->bw_softmax * LOGSOFTMAX_EFF,
+                       k->bw_softmax * LOGSOFTMAX_BWD_EFF};
   return op->count * op->bytes / (bw[op->mem] * c->sbw);
 }
 
@@ -240,7 +272,11 @@ static void lp_price(struct ctx *c, const struct lp_op *o, struct seg *f, struct
   static const enum mem cls[] = {[LP_PRICE_EW] = EW,
                                  [LP_PRICE_CAST] = CAST,
                                  [LP_PRICE_NORM] = NORM,
-                                 [LP_PRICE_SOFTMAX] = SOFTMAX};
+                                 [LP_PRICE_SOFTMAX] = SOFTMAX,
+                                 [LP_PRICE_BCAST] = BCAST,
+                                 [LP_PRICE_STRIDED] = STRIDED,
+                                 [LP_PRICE_LOGSOFTMAX] = LOGSOFTMAX,
+                                 [LP_PRICE_LOGSOFTMAX_BWD] = LOGSOFTMAX_BWD};
   const double el = n[o->pcols] * o->bytes;
   if (o->fwd_only)
     mem(c, f, cls[o->price], el, times * (o->times ? o->times : 1));

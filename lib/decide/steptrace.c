@@ -139,16 +139,20 @@ static bool op_of(const char *s, const char *end, struct vl_op *op, enum vl_time
   } else if (!strcmp(w, "mem")) {
     op->kind = VL_OP_MEMORY;
     word(s, end, "class", v, sizeof v);
-    *kind = !strcmp(v, "loss") ? VL_TK_LOSS : VL_TK_MEMORY;
-    op->mem = !strcmp(v, "cast")          ? VL_MEM_CAST
-              : !strcmp(v, "norm")        ? VL_MEM_NORM
-              : !strcmp(v, "softmax")     ? VL_MEM_SOFTMAX
-              : !strcmp(v, "loss")        ? VL_MEM_SOFTMAX
-              : !strcmp(v, "bnorm")       ? VL_MEM_BATCHNORM
-              : !strcmp(v, "bnorm_bwd")   ? VL_MEM_BATCHNORM_BWD
-              : !strcmp(v, "bicubic")     ? VL_MEM_BICUBIC
-              : !strcmp(v, "bicubic_bwd") ? VL_MEM_BICUBIC_BWD
-                                          : VL_MEM_ELEMENTWISE;
+    *kind = !strcmp(v, "loss") || !strncmp(v, "logsoftmax", 10) ? VL_TK_LOSS : VL_TK_MEMORY;
+    op->mem = !strcmp(v, "cast")             ? VL_MEM_CAST
+              : !strcmp(v, "norm")           ? VL_MEM_NORM
+              : !strcmp(v, "softmax")        ? VL_MEM_SOFTMAX
+              : !strcmp(v, "loss")           ? VL_MEM_SOFTMAX
+              : !strcmp(v, "logsoftmax")     ? VL_MEM_LOGSOFTMAX
+              : !strcmp(v, "logsoftmax_bwd") ? VL_MEM_LOGSOFTMAX_BWD
+              : !strcmp(v, "bcast")          ? VL_MEM_BROADCAST
+              : !strcmp(v, "strided")        ? VL_MEM_STRIDED
+              : !strcmp(v, "bnorm")          ? VL_MEM_BATCHNORM
+              : !strcmp(v, "bnorm_bwd")      ? VL_MEM_BATCHNORM_BWD
+              : !strcmp(v, "bicubic")        ? VL_MEM_BICUBIC
+              : !strcmp(v, "bicubic_bwd")    ? VL_MEM_BICUBIC_BWD
+                                             : VL_MEM_ELEMENTWISE;
     op->bytes = field(s, end, "bytes", 0);
     op->planes = field(s, end, "planes", 0);
   } else {

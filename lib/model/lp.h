@@ -69,7 +69,17 @@ enum lp_cols {
 };
 
 /* how the time model prices an op's kernel (steptime.c's mem classes) */
-enum lp_price { LP_UNPRICED, LP_PRICE_EW, LP_PRICE_CAST, LP_PRICE_NORM, LP_PRICE_SOFTMAX };
+enum lp_price {
+  LP_UNPRICED,
+  LP_PRICE_EW,
+  LP_PRICE_CAST,
+  LP_PRICE_NORM,
+  LP_PRICE_SOFTMAX,
+  LP_PRICE_BCAST,   /* a product by a broadcast operand (a row's statistic, the weight, cos/sin) */
+  LP_PRICE_STRIDED, /* on a strided half of the rows (rotate_half's neg and cat) */
+  LP_PRICE_LOGSOFTMAX, /* the loss's log_softmax, forward; its backward: _BWD */
+  LP_PRICE_LOGSOFTMAX_BWD
+};
 
 struct lp_op {
   uint8_t kind;     /* enum lp_kind */

@@ -162,18 +162,24 @@ void vl__lp_scores(struct lp *p, const struct vl_arch *arch, bool masked, bool m
  * element, -x2 and cat as one of two of 2 e, in the activations' dtype */
 static uint8_t rotary(struct lp *p, uint8_t x, unsigned e, unsigned w) {
   const uint8_t eb = (uint8_t)e, wb = (uint8_t)w;
-  uint8_t t1 = OP(.kind = LP_EW, .in = {x}, .cols = LP_COLS_I, .ob = wb, .price = LP_PRICE_EW,
-                  .times = 3, .bytes = 3.0 * e); /* x * cos  (I) */
+  /* the products by cos and sin broadcast them over the heads (ATen's
+   * unvectorised kernel); rotate_half's neg and cat read strided halves */
+  uint8_t t1 = OP(.kind = LP_EW, .in = {x}, .cols = LP_COLS_I, .ob = wb, .price = LP_PRICE_BCAST,
+                  .pcols = LP_COLS_I, .bytes = 3.0 * e); /* x * cos  (I) */
   uint8_t x1 = OP(.kind = LP_VIEW, .in = {x}, .cols = LP_COLS_I2, .ob = eb);
   uint8_t x2 = OP(.kind = LP_VIEW, .in = {x}, .cols = LP_COLS_I2, .ob = eb);
-  uint8_t neg = OP(.kind = LP_EW, .in = {x2}, .cols = LP_COLS_I2, .ob = eb, .drop = {x2},
-                   .price = LP_PRICE_EW, .times = 2, .bytes = 2.0 * e); /* -x2  (I / 2) */
+  uint8_t neg =
+      OP(.kind = LP_EW, .in = {x2}, .cols = LP_COLS_I2, .ob = eb, .drop = {x2},
+         .price = LP_PRICE_STRIDED, .pcols = LP_COLS_I2, .bytes = 2.0 * e); /* -x2  (I / 2) */
   uint8_t cat = OP(.kind = LP_EW, .in = {neg, x1}, .cols = LP_COLS_I, .ob = eb, .pass = TAPE_SLICES,
-                   .drop = {neg, x1}); /* cat(-x2, x1)  (I) */
-  uint8_t t3 = OP(.kind = LP_EW, .in = {cat}, .cols = LP_COLS_I, .ob = wb,
-                  .drop = {cat}); /* rotate_half(x) * sin  (I) */
+                   .drop = {neg, x1}, .price = LP_PRICE_STRIDED, .pcols = LP_COLS_I,
+                   .bytes = 2.0 * e); /* cat(-x2, x1)  (I) */
+  uint8_t t3 = OP(.kind = LP_EW, .in = {cat}, .cols = LP_COLS_I, .ob = wb, .drop = {cat},
+                  .price = LP_PRICE_BCAST, .pcols = LP_COLS_I,
+                  .bytes = 3.0 * e); /* rotate_half(x) * sin  (I) */
   return OP(.kind = LP_EW, .in = {t1, t3}, .cols = LP_COLS_I, .ob = wb, .pass = TAPE_ADD,
-            .drop = {t1, t3}); /* +  (I) */
+            .drop = {t1, t3}, .price = LP_PRICE_EW, .pcols = LP_COLS_I,
+            .bytes = 3.0 * e); /* + (I) */
 }
 
 /* ModernBERT's rotary on x (LP_IN: I elements, e bytes an element; not

@@ -68,7 +68,7 @@ static void loss(struct lp *p, const struct vl_arch *arch, uint8_t lg, uint8_t i
             .price = LP_PRICE_CAST, .pcols = LP_COLS_V, .fwd_only = true, .bytes = e + 4.0);
   if (made) x = up;
   uint8_t ls = OP(.kind = LP_LOSS, .in = {x}, .cols = LP_COLS_V, .ob = mlm_amp ? e : lb,
-                  .save_out = true, .drop = {made ? up : 0}, .price = LP_PRICE_SOFTMAX,
+                  .save_out = true, .drop = {made ? up : 0}, .price = LP_PRICE_LOGSOFTMAX,
                   .pcols = LP_COLS_V, .fwd_only = true, .bytes = 8); /* log_softmax */
   /* nll_loss's fp32 copy of half log-probabilities under autocast */
   const uint8_t n32 = mlm_amp ? OP(.kind = LP_LOSS, .in = {ls}, .cols = LP_COLS_V, .ob = 4) : 0;
@@ -84,9 +84,9 @@ static void loss(struct lp *p, const struct vl_arch *arch, uint8_t lg, uint8_t i
   if (e != 4) /* the cast's backward */
     OP(.kind = LP_LOSS, .bwd_only = true, .price = LP_PRICE_CAST, .pcols = LP_COLS_V,
        .bytes = 4.0 + e);
-  OP(.kind = LP_LOSS, .bwd_only = true, .price = LP_PRICE_EW, .pcols = LP_COLS_V, .times = 2,
-     .bytes = 4); /* nll_loss_backward: zeros, scatter */
-  OP(.kind = LP_LOSS, .bwd_only = true, .price = LP_PRICE_SOFTMAX, .pcols = LP_COLS_V,
+  OP(.kind = LP_LOSS, .bwd_only = true, .price = LP_PRICE_EW, .pcols = LP_COLS_V,
+     .bytes = 4); /* nll_loss_backward: zeros written (then one value a row scattered) */
+  OP(.kind = LP_LOSS, .bwd_only = true, .price = LP_PRICE_LOGSOFTMAX_BWD, .pcols = LP_COLS_V,
      .bytes = 12); /* log_softmax_backward */
 }
 

@@ -37,7 +37,7 @@ static void rms_weight(struct lp *p, const struct vl_arch *arch, unsigned xb, un
                        uint8_t y32) {
   if (vl__norm_weight_fp32(arch)) {
     uint8_t o32 = OP(.kind = LP_EW, .in = {y32}, .cols = LP_COLS_H, .ob = 4, .saved = {y32},
-                     .wsave = true, .drop = {y32}, .price = LP_PRICE_EW, .pcols = LP_COLS_H,
+                     .wsave = true, .drop = {y32}, .price = LP_PRICE_BCAST, .pcols = LP_COLS_H,
                      .late = xb < 4, .bytes = 2.0 * xb); /* * (1 + w)  (rows, h) fp32 */
     if (xb < 4)
       OP(.kind = LP_CAST, .in = {o32}, .cols = LP_COLS_H, .ob = (uint8_t)xb, .drop = {o32},
@@ -54,7 +54,7 @@ static void rms_weight(struct lp *p, const struct vl_arch *arch, unsigned xb, un
    * beside the product (Llama-3-8B's H100 history: 132 MiB a norm at
    * 8,192 rows of 4,096, bench/results/reserved/raw.jsonl:histories-addr-h100/) */
   OP(.kind = LP_EW, .in = {yh}, .cols = LP_COLS_H, .ob = ob, .saved = {yh}, .wsave = true,
-     .tmpb = ob, .wsum = true, .drop = {yh, y32}, .price = LP_PRICE_EW, .pcols = LP_COLS_H,
+     .tmpb = ob, .wsum = true, .drop = {yh, y32}, .price = LP_PRICE_BCAST, .pcols = LP_COLS_H,
      .bytes = 2.0 * ob); /* weight *  (rows, h) */
 }
 
@@ -76,7 +76,7 @@ static void rms_norm(struct lp *p, const struct vl_arch *arch, uint8_t x, unsign
                   .drop = {var}, .price = LP_PRICE_EW, .pcols = LP_COLS_ROW, .times = 2,
                   .fwd_only = true, .bytes = 8); /* + eps, rsqrt  (rows, 1) */
   uint8_t y32 = OP(.kind = LP_EW, .in = {x32, rs}, .cols = LP_COLS_H, .ob = 4, .saved = {x32, rs},
-                   .tmpb = 4, .drop = {x32, rs}, .price = LP_PRICE_EW, .pcols = LP_COLS_H,
+                   .tmpb = 4, .drop = {x32, rs}, .price = LP_PRICE_BCAST, .pcols = LP_COLS_H,
                    .bytes = 12); /* x * rsqrt  (rows, h) fp32 */
   rms_weight(p, arch, xb, wb, y32);
 }
@@ -108,7 +108,7 @@ static void t5_norm(struct lp *p, uint8_t x, unsigned xb, unsigned wb) {
    * rsqrt's gradient after) and grad * rsqrt in fp32, cast to x's dtype */
   uint8_t y32 = OP(.kind = LP_EW, .in = {x, rs}, .cols = LP_COLS_H, .ob = 4, .saved = {x, rs},
                    .tmpb = 4, .tmp_first = true, .wideb = xb < 4 ? 4 : 0, .drop = {rs},
-                   .price = LP_PRICE_EW, .pcols = LP_COLS_H, .bytes = 12);
+                   .price = LP_PRICE_BCAST, .pcols = LP_COLS_H, .bytes = 12);
   /* x * rsqrt (rows, h) fp32 */ /* x * rsqrt  (rows, h) fp32 */
   const uint8_t ob = (uint8_t)(wb > xb ? wb : xb);
   uint8_t yh =
@@ -119,7 +119,7 @@ static void t5_norm(struct lp *p, uint8_t x, unsigned xb, unsigned wb) {
    * Reduce.cuh's partials beside that product (the meta trace's
    * cuda_reduce blocks: 24 MiB a norm at t5-base's 4,096 rows) */
   OP(.kind = LP_EW, .in = {yh}, .cols = LP_COLS_H, .ob = ob, .saved = {yh}, .wsave = true,
-     .tmpb = ob, .wsum = true, .drop = {yh, var}, .price = LP_PRICE_EW, .pcols = LP_COLS_H,
+     .tmpb = ob, .wsum = true, .drop = {yh, var}, .price = LP_PRICE_BCAST, .pcols = LP_COLS_H,
      .bytes = 2.0 * ob); /* weight *  (rows, h) */
 }
 

@@ -70,8 +70,58 @@ _BATCHNORMS = {"native_batch_norm": "bnorm", "_native_batch_norm_legit": "bnorm"
 _LOSS = {"_log_softmax", "_log_softmax_backward_data", "nll_loss_forward", "nll_loss_backward",
          "nll_loss2d_forward", "nll_loss2d_backward"}
 _CASTS = {"_to_copy", "copy_", "to", "_to_dtype"}
+# the loss's log_softmax over the vocabulary, forward and backward: classes
+# of their own (steptime.c LOGSOFTMAX_EFF)
+_LOG_SOFTMAX = {"_log_softmax": "logsoftmax", "_log_softmax_backward_data": "logsoftmax_bwd"}
+# nll_loss reads one log-probability a row, not the row: its forward
+# gathers them, its backward writes zeros of its input's size and scatters
+# one gradient a row (aten/src/ATen/native/cuda/Loss.cu
+# nll_loss_forward_out_cuda_template, nll_loss_backward_out_cuda_template:
+# grad_input.zero_() first). Their bytes: the targets, the values gathered or
+# scattered and what they write; the backward a fill by its bytes (class ew)
+_NLL = {"nll_loss_forward": "loss", "nll_loss2d_forward": "loss",
+        "nll_loss_backward": "ew", "nll_loss2d_backward": "ew"}
+# writes into a strided slice of its output (zeros, then the gradient copied
+# into the slice): rotate_half's backward
+_STRIDED = {"slice_backward"}
+# pointwise ops whose operands broadcast to the output's shape (the others:
+# concatenations, gathers, the optimizer's foreach lists take smaller
+# inputs by design)
+_POINTWISE = {"mul", "div", "add", "sub", "rsub", "where", "masked_fill", "mul_", "div_", "add_", "sub_",
+              "masked_fill_", "maximum", "minimum", "pow", "addcmul", "addcdiv", "lerp"}
 _PHASES = {"forward": "forward", "loss": "forward", "backward": "backward",
            "pre_step": "prestep", "optimizer": "optimizer"}
+
+
+def _nll_bytes(ins, outs):
+    """nll_loss's bytes: its targets (the integer tensor) read, a value a
+    target gathered or scattered, its outputs written"""
+    target = next((t for t in ins if not t.dtype.is_floating_point), None)
+    if target is None:
+        return sum(t.numel() * t.element_size() for t in ins + outs)
+    values = max((t.element_size() for t in ins if t.dtype.is_floating_point), default=4)
+    return (target.numel() * (target.element_size() + values)
+            + sum(t.numel() * t.element_size() for t in outs))
+
+
+def _ew_class(name, ins, numel):
+    """an elementwise op's class: TensorIterator vectorises only when every
+    operand is contiguous and full-sized (aten/src/ATen/native/cuda/
+    CUDALoops.cuh: gpu_kernel_impl's contiguous path, else the unvectorised
+    elementwise_kernel). A floating operand broadcast (more than one element,
+    fewer than the output's: a row's statistic, a weight, cos and sin) is
+    "bcast"; a non-contiguous operand, or a copy into a strided slice, is
+    "strided" (steptime.c BCAST_BPS, STRIDED_BPS)"""
+    if name in _STRIDED:
+        return "strided"
+    if name.startswith("_foreach"):
+        return "ew"
+    fl = [t for t in ins if t.dtype.is_floating_point]
+    if name in _POINTWISE and any(1 < t.numel() < numel for t in fl):
+        return "bcast"
+    if any(t.numel() == numel and not t.is_contiguous() for t in fl):
+        return "strided"
+    return "ew"
 
 
 def _tensors(a, out):
@@ -206,7 +256,11 @@ class OpLog:
         nbytes = sum(t.numel() * t.element_size() for t in ins + outs)
         numel = max((t.numel() for t in outs), default=0) or max((t.numel() for t in ins), default=0)
         cls = "ew"
-        if name in _BATCHNORMS:
+        if name in _NLL:
+            nbytes, cls = _nll_bytes(ins, outs), _NLL[name]
+        elif name in _LOG_SOFTMAX:
+            cls = _LOG_SOFTMAX[name]
+        elif name in _BATCHNORMS:
             cls = _BATCHNORMS[name]
         elif name in _NORMS:
             cls = "norm"
@@ -218,6 +272,8 @@ class OpLog:
             cls = "cast"
         elif name in _CASTS and len(ins) >= 2 and ins[0].dtype != ins[1].dtype:
             cls = "cast"  # copy_(dst, src) across dtypes
+        else:
+            cls = _ew_class(name, ins, numel)
         dt = _dtype(outs[0] if outs else ins[0]) if (outs or ins) else "-"
         if name in _BICUBIC:  # its time is a chain of taps over the planes, not its bytes
             x = outs[0] if name.endswith("_backward") else ins[0]

@@ -543,6 +543,52 @@ static void traced_conv_lines(void **state) {
   assert_close(vl_op_device_s(&c, &cubic), 24.538104e-3, 1e-9, "its atomic adds backward");
 }
 
+/* The memory-bound classes whole steps' profiles gave (steptime.c
+ * BCAST_BPS): a product by a broadcast operand and an op on strided halves
+ * move their bytes at the same rate on the H100 and the H200 (ATen's
+ * unvectorised kernel, not the card's bandwidth), slower than the
+ * vectorised add; log_softmax at 1.20 and 1.75 times the softmax row's
+ * rate; a trace's line of each class is priced as that class. */
+static void profiled_classes(void **state) {
+  (void)state;
+  struct vl_time_card h100, h200;
+  vl_time_card_init(&h100, vl_catalog_find(&cat, "h100-80gb"), false);
+  vl_time_card_init(&h200, vl_catalog_find(&cat, "h200"), false);
+  struct vl_op op = {.kind = VL_OP_MEMORY, .bytes = 1.7e9, .count = 1};
+  const enum vl_mem_class same[] = {VL_MEM_BROADCAST, VL_MEM_STRIDED};
+  for (size_t i = 0; i < 2; i++) {
+    op.mem = same[i];
+    double s = vl_op_device_s(&h100, &op);
+    assert_close(vl_op_device_s(&h200, &op), s, 1e-12, "the same rate on both cards");
+    struct vl_op add = op;
+    add.mem = VL_MEM_ELEMENTWISE;
+    assert_true(s > 1.5 * vl_op_device_s(&h100, &add));
+    assert_true(s > 2 * vl_op_device_s(&h200, &add));
+  }
+  op.mem = VL_MEM_BROADCAST;
+  assert_close(vl_op_device_s(&h100, &op), 1e-3, 1e-9, "1.7 TB/s");
+  struct vl_op sm = op, ls = op, lsb = op;
+  sm.mem = VL_MEM_SOFTMAX, ls.mem = VL_MEM_LOGSOFTMAX, lsb.mem = VL_MEM_LOGSOFTMAX_BWD;
+  assert_close(vl_op_device_s(&h100, &ls), vl_op_device_s(&h100, &sm) / 1.20, 1e-12, "log_softmax");
+  assert_close(vl_op_device_s(&h100, &lsb), vl_op_device_s(&h100, &sm) / 1.75, 1e-12, "backward");
+  const char *text =
+      "# step 1 tokens=2 samples=2 micro=1\n"
+      "# optimizer 1 sgd foreach elems=1000 tensors=2 w=2 g=2 st=2 states=0\n"
+      "# op 1 forward 1 mem mul class=bcast bytes=1700000000 numel=1 dtype=bfloat16\n"
+      "# op 1 forward 1 mem cat class=strided bytes=1700000000 numel=1 "
+      "dtype=bfloat16\n"
+      "# op 1 forward 1 mem _log_softmax class=logsoftmax bytes=1700000000 numel=1 "
+      "dtype=float32\n";
+  struct vl_trace_time tt;
+  traced_h100(text, &tt);
+  struct vl_op st = op;
+  st.mem = VL_MEM_STRIDED;
+  assert_close(tt.time.kind_s[VL_TK_MEMORY],
+               vl_op_device_s(&h100, &op) + vl_op_device_s(&h100, &st), 1e-12,
+               "the trace's classes");
+  assert_close(tt.time.kind_s[VL_TK_LOSS], vl_op_device_s(&h100, &ls), 1e-12, "the loss's");
+}
+
 /* A ViT at another image side pays its position table's bicubic
  * interpolation: h x 16 taps forward and as many atomic adds backward, a
  * latency chain the H100 ran in 2.3 and 24.5 ms at h = 768 (the
@@ -591,6 +637,7 @@ int main(void) {
       cmocka_unit_test(sdpa_backend_pick),    cmocka_unit_test(traced_step),
       cmocka_unit_test(traced_conv_lines),    cmocka_unit_test(device_time_only),
       cmocka_unit_test(recompute_early_stop), cmocka_unit_test(gemm_reads_its_bytes),
-      cmocka_unit_test(vit_interpolation),    cmocka_unit_test(resnet_and_host_bound)};
+      cmocka_unit_test(vit_interpolation),    cmocka_unit_test(resnet_and_host_bound),
+      cmocka_unit_test(profiled_classes)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -37,6 +37,8 @@ def trace(kind, device, tmp):
           % (kind, device, peak, job["floor_bytes"], t["caveats"]))
     if kind == "convnet":
         convnet_ops(os.path.join(run, "alloc.trace"), device)
+    if kind == "encoder_lm":
+        loss_ops(os.path.join(run, "alloc.trace"), device)
     return peak
 
 
@@ -55,6 +57,25 @@ def convnet_ops(path, device):
     assert have("mem convolution ", "class=cast", "inner=1") == 2, (device, ops)
     assert have("mem convolution_backward ", "class=cast", "inner=1") == 2, (device, ops)
     assert have("class=bnorm ") >= 1 and have("class=bnorm_bwd") >= 1, (device, ops)
+
+
+def loss_ops(path, device):
+    """cross_entropy's kernels (optrace.py): log_softmax and its backward in
+    classes of their own; nll_loss's backward writes zeros of the
+    log-probabilities' size and scatters a value a row, reading nothing of
+    that size (its bytes the gradient's and the targets', a fill: class
+    ew), its forward gathers a value a row"""
+    lines = [ln.split() for ln in open(path) if ln.startswith("# op ")]
+    def mem(name):
+        got = [dict(w.split("=", 1) for w in x[7:] if "=" in w) for x in lines if x[5] == "mem" and x[6] == name]
+        assert got, (device, name, "no line")
+        return got[0]
+    assert mem("_log_softmax")["class"] == "logsoftmax", (device, mem("_log_softmax"))
+    assert mem("_log_softmax_backward_data")["class"] == "logsoftmax_bwd", device
+    b = mem("nll_loss_backward")
+    grad = int(b["numel"]) * 4
+    assert b["class"] == "ew" and grad <= int(b["bytes"]) < 1.1 * grad, (device, b)
+    assert int(mem("nll_loss_forward")["bytes"]) < 0.1 * grad, device
 
 
 def main():

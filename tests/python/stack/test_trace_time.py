@@ -35,13 +35,17 @@ CASES = {
     # run in one process). The step is held to 20 % (-17.3 % now; measured
     # alone on the H200, Qwen2-0.5B eager checkpointed at 8 x 1,024: trace
     # -5.4 %, estimate -17.0 %, bench/results/step-time/trace/
-    # isolated-h200.jsonl), the kernels to 5 %
+    # isolated-h200.jsonl), the device time to 5 % (-1.7 %)
     "qwen2_ckpt": {"model": "qwen2-0.5b", "precision": "bf16", "optimizer": "adamw",
                    "optimizer_impl": "foreach", "attention": "sdpa", "checkpointing": "full",
                    "batch": 4, "seq": 2048},
 }
 TOLERANCE = 0.05
-STEP_TOLERANCE = {"qwen2_ckpt": 0.20}
+# Qwen2-0.5B's forward is the host's in estimate (1,142 enumerated ops at
+# 39.8 us, 45 ms) and the device's in the trace (1,918 ATen calls at 13.4
+# us, 26 ms, under the forward's kernels): its step is held to 10 % (-7.3 %
+# now), its device time to 5 % (-0.9 %)
+STEP_TOLERANCE = {"qwen2_ckpt": 0.20, "qwen2_bf16": 0.10}
 CARD = "h100-80gb"
 
 
@@ -79,10 +83,15 @@ def main():
     if abs(ts / es - 1) > tol:
         sys.exit("%s: trace's step %.4f s is %+.1f %% from estimate's %.4f s (tolerance %.0f %%)"
                  % (case, ts, 100 * (ts / es - 1), es, 100 * tol))
-    # the same kernels: the matmuls' time within the tolerance too
-    tm, em = t["time"]["kind_seconds"]["matmul"], est["time"]["kind_seconds"]["matmul"]
-    if abs(tm / em - 1) > TOLERANCE:
-        sys.exit("%s: trace's matmuls %.4f s are %+.1f %% from estimate's %.4f s" % (case, tm, 100 * (tm / em - 1), em))
+    # the same kernels: the matmuls' time and the whole device time (every
+    # kind but the host's) within the tolerance too
+    tk, ek = t["time"]["kind_seconds"], est["time"]["kind_seconds"]
+    for what, tm, em in (("matmuls", tk["matmul"], ek["matmul"]),
+                         ("device time", sum(v for k, v in tk.items() if k != "host"),
+                          sum(v for k, v in ek.items() if k != "host"))):
+        if abs(tm / em - 1) > TOLERANCE:
+            sys.exit("%s: trace's %s %.4f s are %+.1f %% from estimate's %.4f s"
+                     % (case, what, tm, 100 * (tm / em - 1), em))
 
 
 if __name__ == "__main__":
