@@ -187,6 +187,23 @@ static const struct vl_gpu *h100(struct vl_catalog *cat, struct vl_time_card *ca
   return g;
 }
 
+/* the device seconds of a program's priced line o over `elements`, `times`
+ * over: its bytes at its class's rate (steptime.c mem_s) */
+static double line_s(const struct vl_time_card *c, const struct lp_op *o, double elements,
+                     double times) {
+  static const enum vl_mem_class cls[] = {[LP_PRICE_EW] = VL_MEM_ELEMENTWISE,
+                                          [LP_PRICE_CAST] = VL_MEM_CAST,
+                                          [LP_PRICE_NORM] = VL_MEM_NORM,
+                                          [LP_PRICE_SOFTMAX] = VL_MEM_SOFTMAX,
+                                          [LP_PRICE_BCAST] = VL_MEM_BROADCAST,
+                                          [LP_PRICE_STRIDED] = VL_MEM_STRIDED,
+                                          [LP_PRICE_LOGSOFTMAX] = VL_MEM_LOGSOFTMAX,
+                                          [LP_PRICE_LOGSOFTMAX_BWD] = VL_MEM_LOGSOFTMAX_BWD};
+  assert_true(o->price < sizeof cls / sizeof cls[0]);
+  const struct vl_op line = {
+      .kind = VL_OP_MEMORY, .mem = cls[o->price], .bytes = elements * o->bytes, .count = times};
+  return vl_op_device_s(c, &line);
+}
 /* the time model's MLP kernels are the program's priced lines: widening
  * the MLP adds, per layer, its priced bytes over the card's bandwidth for
  * each class, once forward and twice backward (its GEMMs are matmul time,
@@ -196,8 +213,6 @@ static void time_model_prices_the_program(void **state) {
   struct vl_catalog cat;
   struct vl_time_card card;
   const struct vl_gpu *g = h100(&cat, &card);
-  const struct vl_kt_card *kt = card.tables;
-  const double bw[] = {[LP_PRICE_EW] = kt->bw_add, [LP_PRICE_CAST] = kt->bw_cast};
   const char *configs[] = {"data/models/llama-3-8b.json", "data/models/phi-3-mini.json",
                            "data/models/gpt2.json", "data/models/opt-125m.json",
                            "data/models/bart-base.json"};
@@ -222,7 +237,7 @@ static void time_model_prices_the_program(void **state) {
       vl__lp_mlp(&p, &a, autocast, e, false);
       double per_el = 0;
       for (unsigned i = LP_FIRST; i <= p.n; i++)
-        if (p.op[i].price) per_el += p.op[i].bytes / bw[p.op[i].price];
+        if (p.op[i].price) per_el += line_s(&card, &p.op[i], 1, 1);
       /* (an encoder-decoder: both stacks, the decoder on as many tokens) */
       double layers = (double)(a.layers + a.enc_layers);
       double want = 3 * per_el * (double)(j.batch * j.seq * I1) * layers;
@@ -320,18 +335,15 @@ static void each_norm(void **state) {
 }
 
 /* the time model's norms are the program's priced lines: the final norm
- * adds one norm over T x h, its lines at their bytes over the card's
- * bandwidth, once forward and (but the rsqrt's) twice backward */
+ * adds one norm over T x h, its lines at their bytes at their class's rate
+ * (the broadcast products at the profiles', the others at the card's
+ * bandwidth of their kind), once forward and (but the rsqrt's) twice
+ * backward */
 static void time_model_prices_the_norm(void **state) {
   (void)state;
   struct vl_catalog cat;
   struct vl_time_card card;
   const struct vl_gpu *g = h100(&cat, &card);
-  const struct vl_kt_card *kt = card.tables;
-  const double bw[] = {[LP_PRICE_EW] = kt->bw_add,
-                       [LP_PRICE_CAST] = kt->bw_cast,
-                       [LP_PRICE_NORM] = kt->bw_norm,
-                       [LP_PRICE_SOFTMAX] = kt->bw_softmax};
   const char *configs[] = {"data/models/llama-3-8b.json", "data/models/gemma-2b.json",
                            "data/models/gpt2.json", "data/models/olmo-2-1b.json"};
   for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++) {
@@ -357,7 +369,7 @@ static void time_model_prices_the_norm(void **state) {
         const struct lp_op *o = &p.op[i];
         if (!o->price) continue;
         double n = o->pcols == LP_COLS_ROW ? T : T * (double)a.hidden;
-        want += (o->fwd_only ? 1 : 3) * (o->times ? o->times : 1) * n * o->bytes / bw[o->price];
+        want += line_s(&card, o, n, (o->fwd_only ? 1 : 3) * (o->times ? o->times : 1));
       }
       double got = t1.kind_s[VL_TK_MEMORY] - t0.kind_s[VL_TK_MEMORY];
       printf("%-32s %d: %.6g s, priced %.6g s\n", configs[k], prec, got, want);
@@ -369,17 +381,13 @@ static void time_model_prices_the_norm(void **state) {
 
 /* the time a program's priced lines take on n[] elements, forward once
  * and backward twice but a forward-only line's */
-static double priced_s(const struct lp *p, const double *n, const struct vl_kt_card *kt) {
-  const double bw[] = {[LP_PRICE_EW] = kt->bw_add,
-                       [LP_PRICE_CAST] = kt->bw_cast,
-                       [LP_PRICE_NORM] = kt->bw_norm,
-                       [LP_PRICE_SOFTMAX] = kt->bw_softmax};
+static double priced_s(const struct lp *p, const double *n, const struct vl_time_card *c) {
   double s = 0;
   for (unsigned i = LP_FIRST; i <= p->n; i++) {
     const struct lp_op *o = &p->op[i];
     if (o->price)
-      s += (o->fwd_only || o->bwd_only ? 1 : 3) * (o->times ? o->times : 1) * n[o->pcols] *
-           o->bytes / bw[o->price];
+      s += line_s(c, o, n[o->pcols],
+                  (o->fwd_only || o->bwd_only ? 1 : 3) * (o->times ? o->times : 1));
   }
   return s;
 }
@@ -479,7 +487,7 @@ static void time_model_prices_attention(void **state) {
   const double n = (double)(j.batch * a.heads * j.seq * j.seq);
   const double ns[LP_COLS_N] = {[LP_COLS_H] = n};
   moved_as_priced("scores: soft cap and dropout", got,
-                  (priced_s(&p1, ns, card.tables) - priced_s(&p0, ns, card.tables)) * a.layers);
+                  (priced_s(&p1, ns, &card) - priced_s(&p0, ns, &card)) * a.layers);
   /* rotary: its priced lines per element rotated */
   tu_arch("data/models/llama-3-8b.json", &a);
   a.rotary_pct = 1;
@@ -490,8 +498,7 @@ static void time_model_prices_attention(void **state) {
   vl__lp_rope(&r, 2, 2, false);
   const double rot = (double)(j.batch * j.seq) * (double)(a.heads + a.kv_heads) * a.head_dim / 2;
   moved_as_priced("rotary on half of each head:", got,
-                  priced_s(&r, (const double[LP_COLS_N]){[LP_COLS_I] = rot}, card.tables) *
-                      a.layers);
+                  priced_s(&r, (const double[LP_COLS_N]){[LP_COLS_I] = rot}, &card) * a.layers);
   vl_catalog_release(&cat);
 }
 
@@ -662,7 +669,7 @@ static void time_model_prices_the_head(void **state) {
       vl__lp_head(&p, &a, false, e, e);
       const double T = (double)(j.batch * j.seq);
       const double n[LP_COLS_N] = {[LP_COLS_V] = T * (double)a.vocab, [LP_COLS_ROW] = T};
-      const double want = priced_s(&p, n, card.tables), got = t.kind_s[VL_TK_LOSS];
+      const double want = priced_s(&p, n, &card), got = t.kind_s[VL_TK_LOSS];
       printf("%-36s %d: loss %.6g s, priced %.6g s\n", configs[k], prec, got, want);
       assert_true(want > 0 && fabs(got - want) <= 1e-9 * want);
     }
@@ -734,7 +741,7 @@ static void time_model_prices_the_embeddings(void **state) {
   const double T = (double)(j.batch * j.seq), h = (double)a.hidden;
   const double n[LP_COLS_N] = {[LP_COLS_H] = T * h, [LP_COLS_V] = (double)a.vocab * h};
   moved_as_priced("embeddings: dropout and scaling", got,
-                  priced_s(&p1, n, card.tables) - priced_s(&p0, n, card.tables));
+                  priced_s(&p1, n, &card) - priced_s(&p0, n, &card));
   vl_catalog_release(&cat);
 }
 
