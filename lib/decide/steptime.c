@@ -227,18 +227,16 @@ static double mem_s(const struct vl_time_card *c, const struct vl_op *op) {
   if (op->mem == VL_MEM_BICUBIC || op->mem == VL_MEM_BICUBIC_BWD)
     return op->count * op->planes * 16 *
            (op->mem == VL_MEM_BICUBIC ? BICUBIC_TAP_S : BICUBIC_ATOMIC_S);
-  const double bw[] = {k->bw_add,
-                       k->bw_cast,
-                       k->bw_norm,
-                       k->bw_softmax,
-                       k->bw_norm * BN_FORWARD_EFF,
-                       k->bw_norm * BN_BACKWARD_EFF,
-                       0,
-                       0,
-                       BCAST_BPS,
-                       STRIDED_BPS,
-                       k->bw_softmax * LOGSOFTMAX_EFF,
-                       k->bw_softmax * LOGSOFTMAX_BWD_EFF};
+  const double bw[] = {[VL_MEM_ELEMENTWISE] = k->bw_add,
+                       [VL_MEM_CAST] = k->bw_cast,
+                       [VL_MEM_NORM] = k->bw_norm,
+                       [VL_MEM_SOFTMAX] = k->bw_softmax,
+                       [VL_MEM_BATCHNORM] = k->bw_norm * BN_FORWARD_EFF,
+                       [VL_MEM_BATCHNORM_BWD] = k->bw_norm * BN_BACKWARD_EFF,
+                       [VL_MEM_BROADCAST] = BCAST_BPS,
+                       [VL_MEM_STRIDED] = STRIDED_BPS,
+                       [VL_MEM_LOGSOFTMAX] = k->bw_softmax * LOGSOFTMAX_EFF,
+                       [VL_MEM_LOGSOFTMAX_BWD] = k->bw_softmax * LOGSOFTMAX_BWD_EFF};
   return op->count * op->bytes / (bw[op->mem] * c->sbw);
 }
 
