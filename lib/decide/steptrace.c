@@ -36,6 +36,33 @@ enum phase { P_FORWARD, P_BACKWARD, P_RECOMPUTE, P_PRESTEP, P_OPTIMIZER, P_OTHER
 static const char *const phase_names[] = {"forward", "backward",  "recompute",
                                           "prestep", "optimizer", "other"};
 
+/* the tracer's memory-bound classes (optrace.py): how each is priced and
+ * which kind of --explain it is booked to; a class not listed is ew */
+static const struct {
+  const char *name;
+  enum vl_mem_class mem;
+  enum vl_time_kind kind;
+} mem_classes[] = {
+    {"cast", VL_MEM_CAST, VL_TK_MEMORY},
+    {"norm", VL_MEM_NORM, VL_TK_MEMORY},
+    {"softmax", VL_MEM_SOFTMAX, VL_TK_MEMORY},
+    {"loss", VL_MEM_SOFTMAX, VL_TK_LOSS},
+    {"logsoftmax", VL_MEM_LOGSOFTMAX, VL_TK_LOSS},
+    {"logsoftmax_bwd", VL_MEM_LOGSOFTMAX_BWD, VL_TK_LOSS},
+    {"bcast", VL_MEM_BROADCAST, VL_TK_MEMORY},
+    {"strided", VL_MEM_STRIDED, VL_TK_MEMORY},
+    {"bnorm", VL_MEM_BATCHNORM, VL_TK_MEMORY},
+    {"bnorm_bwd", VL_MEM_BATCHNORM_BWD, VL_TK_MEMORY},
+    {"bicubic", VL_MEM_BICUBIC, VL_TK_MEMORY},
+    {"bicubic_bwd", VL_MEM_BICUBIC_BWD, VL_TK_MEMORY},
+};
+
+static void mem_class(const char *name, enum vl_mem_class *mem, enum vl_time_kind *kind) {
+  *mem = VL_MEM_ELEMENTWISE, *kind = VL_TK_MEMORY;
+  for (size_t i = 0; i < sizeof mem_classes / sizeof mem_classes[0]; i++)
+    if (!strcmp(name, mem_classes[i].name)) *mem = mem_classes[i].mem, *kind = mem_classes[i].kind;
+}
+
 /* a line's field "key=value" as a word into buf; "" when absent */
 static void word(const char *s, const char *end, const char *key, char *buf, size_t n) {
   size_t kn = strlen(key);
@@ -139,20 +166,7 @@ static bool op_of(const char *s, const char *end, struct vl_op *op, enum vl_time
   } else if (!strcmp(w, "mem")) {
     op->kind = VL_OP_MEMORY;
     word(s, end, "class", v, sizeof v);
-    *kind = !strcmp(v, "loss") || !strncmp(v, "logsoftmax", 10) ? VL_TK_LOSS : VL_TK_MEMORY;
-    op->mem = !strcmp(v, "cast")             ? VL_MEM_CAST
-              : !strcmp(v, "norm")           ? VL_MEM_NORM
-              : !strcmp(v, "softmax")        ? VL_MEM_SOFTMAX
-              : !strcmp(v, "loss")           ? VL_MEM_SOFTMAX
-              : !strcmp(v, "logsoftmax")     ? VL_MEM_LOGSOFTMAX
-              : !strcmp(v, "logsoftmax_bwd") ? VL_MEM_LOGSOFTMAX_BWD
-              : !strcmp(v, "bcast")          ? VL_MEM_BROADCAST
-              : !strcmp(v, "strided")        ? VL_MEM_STRIDED
-              : !strcmp(v, "bnorm")          ? VL_MEM_BATCHNORM
-              : !strcmp(v, "bnorm_bwd")      ? VL_MEM_BATCHNORM_BWD
-              : !strcmp(v, "bicubic")        ? VL_MEM_BICUBIC
-              : !strcmp(v, "bicubic_bwd")    ? VL_MEM_BICUBIC_BWD
-                                             : VL_MEM_ELEMENTWISE;
+    mem_class(v, &op->mem, kind);
     op->bytes = field(s, end, "bytes", 0);
     op->planes = field(s, end, "planes", 0);
   } else {

@@ -158,8 +158,9 @@ void vl__lp_scores(struct lp *p, const struct vl_arch *arch, bool masked, bool m
  * the hidden states: fp32 under autocast), so the products and the sum
  * are in the wider of the two, w bytes (the AMP histories:
  * qwen05-amp-adamw-sdpa, pythia160-ampfp16-adamw). The time model prices
- * the products and the sum as one line of three kernels of 3 e bytes an
- * element, -x2 and cat as one of two of 2 e, in the activations' dtype */
+ * each line at 3 e bytes an element (the products by cos and sin as
+ * broadcasts, the sum as a plain elementwise kernel) and -x2 and cat at
+ * 2 e on the strided halves, in the activations' dtype */
 static uint8_t rotary(struct lp *p, uint8_t x, unsigned e, unsigned w) {
   const uint8_t eb = (uint8_t)e, wb = (uint8_t)w;
   /* the products by cos and sin broadcast them over the heads (ATen's

@@ -67,8 +67,6 @@ _BATCHNORMS = {"native_batch_norm": "bnorm", "_native_batch_norm_legit": "bnorm"
                "_batch_norm_with_update": "bnorm", "cudnn_batch_norm": "bnorm",
                "native_batch_norm_backward": "bnorm_bwd", "batch_norm_backward": "bnorm_bwd",
                "cudnn_batch_norm_backward": "bnorm_bwd"}
-_LOSS = {"_log_softmax", "_log_softmax_backward_data", "nll_loss_forward", "nll_loss_backward",
-         "nll_loss2d_forward", "nll_loss2d_backward"}
 _CASTS = {"_to_copy", "copy_", "to", "_to_dtype"}
 # the loss's log_softmax over the vocabulary, forward and backward: classes
 # of their own (steptime.c LOGSOFTMAX_EFF)
@@ -266,8 +264,6 @@ class OpLog:
             cls = "norm"
         elif name in _SOFTMAX:
             cls = "softmax"
-        elif name in _LOSS:
-            cls = "loss"
         elif name in _CASTS and ins and outs and ins[0].dtype != outs[0].dtype:
             cls = "cast"
         elif name in _CASTS and len(ins) >= 2 and ins[0].dtype != ins[1].dtype:
