@@ -120,6 +120,23 @@ def mode_traces():
               % (label, s, c, 100 * statistics.median(res), 100 * max(res)))
 
 
+def host_bound_traces(text):
+    """the host-bound rows of bench/time/trace_compare.py --raw output
+    (priced device time under 0.4 of the measured step), each with its
+    host seconds an op: the measured step less the optimizer's phase over
+    the traced ops"""
+    for line in text.splitlines():
+        r = json.loads(line) if line.strip() else {}
+        if not r.get("trace_s") or not r.get("ops"):
+            continue
+        device = sum(v for k, v in r["kind_seconds"].items() if k != "host")
+        if device < 0.4 * r["measured_s"]:
+            opt = r["phase_seconds"]["optimizer"]
+            yield {"name": r["name"], "measured_s": r["measured_s"], "device_s": round(device, 6),
+                   "optimizer_s": opt, "ops": r["ops"],
+                   "us_an_op": round(1e6 * (r["measured_s"] - opt) / r["ops"], 2)}
+
+
 def mode_isolated():
     """Host seconds per traced ATen op from full-size runs each measured in
     a process of its own, as a user's job runs (bench/reserved/run.sh), not
@@ -137,16 +154,10 @@ def mode_isolated():
     (bench/results/step-time/trace/isolated-h100.jsonl, isolated-h200.jsonl)"""
     per = []
     for path in sys.argv[1:]:
-        for line in text_of(path).splitlines():
-            r = json.loads(line) if line.strip() else {}
-            if not r.get("trace_s") or not r.get("ops"):
-                continue
-            device = sum(v for k, v in r["kind_seconds"].items() if k != "host")
-            if device < 0.4 * r["measured_s"]:
-                us = 1e6 * (r["measured_s"] - r["phase_seconds"]["optimizer"]) / r["ops"]
-                per.append(us)
-                print("%-44s %.4f s measured, %.4f s on the device, %6d ops: %.1f us an op" % (
-                    r["name"], r["measured_s"], device, r["ops"], us))
+        for r in host_bound_traces(text_of(path)):
+            per.append(r["us_an_op"])
+            print("%-44s %.4f s measured, %.4f s on the device, %6d ops: %.1f us an op" % (
+                r["name"], r["measured_s"], r["device_s"], r["ops"], r["us_an_op"]))
     print("median %.3g s an op over %d host-bound runs (%.1f-%.1f us)" % (
         1e-6 * statistics.median(per), len(per), min(per), max(per)))
 
@@ -218,16 +229,7 @@ def mode_hosts():
                              "ops": round(ops, 1), "us_an_op": round(1e6 * (meas - opt) / ops, 2)})
     aten = []
     for card, path in TRACE_SETS:
-        for line in text_of(os.path.join(root, path)).splitlines():
-            r = json.loads(line) if line.strip() else {}
-            if not r.get("trace_s") or not r.get("ops"):
-                continue
-            device = sum(v for k, v in r["kind_seconds"].items() if k != "host")
-            if device < 0.4 * r["measured_s"]:
-                opt = r["phase_seconds"]["optimizer"]
-                aten.append({"card": card, "set": path, "name": r["name"], "measured_s": r["measured_s"],
-                             "device_s": round(device, 6), "optimizer_s": opt, "ops": r["ops"],
-                             "us_an_op": round(1e6 * (r["measured_s"] - opt) / r["ops"], 2)})
+        aten += [dict(r, card=card, set=path) for r in host_bound_traces(text_of(os.path.join(root, path)))]
 
     def medians(rs):
         by = {}
