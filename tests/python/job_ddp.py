@@ -2,10 +2,13 @@
 the batch, so its activations are twice rank 0's. Launched by the test with
 RANK/WORLD_SIZE/MASTER_* set (torchrun of Debian's torch 1.13 fails on
 Python 3.11)."""
+import datetime
+
 import torch
 import torch.distributed as dist
 
-dist.init_process_group("gloo")
+# a rank whose peer never comes fails in a minute instead of waiting half an hour
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
 r = dist.get_rank()
 torch.manual_seed(0)
 m = torch.nn.parallel.DistributedDataParallel(

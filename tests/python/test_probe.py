@@ -290,18 +290,45 @@ class TraceNames(unittest.TestCase):
         self.assertEqual(lines, ["a 1 512 cpu x?f_1_y", "m m?f 1"])
 
 
+def free_port():
+    """A TCP port on the loopback no one listens on now (the kernel's pick)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_ranks(d, job, tries=3):
+    """Two ranks of `job` under one `vramledger run`. Each try takes a port
+    the kernel gave free; another process may still take it before rank 0's
+    store binds it, and then rank 1 waits for a store that never comes: a
+    try that fails or outlives its time is killed, group and all, and the
+    next takes a new port. A fault of the probe fails every try."""
+    e = dict(os.environ)
+    e.pop("PYTHONPATH", None)
+    for _ in range(tries):
+        shutil.rmtree(d + "/r", ignore_errors=True)
+        script = ("export MASTER_ADDR=127.0.0.1 MASTER_PORT=%d WORLD_SIZE=2; "
+                  "RANK=0 LOCAL_RANK=0 %s %s & RANK=1 LOCAL_RANK=1 %s %s & wait"
+                  % (free_port(), PY, job, PY, job))
+        p = subprocess.Popen([VL, "run", "--quiet", "--no-preload", "--out", d + "/r", "--", "sh",
+                              "-c", script], env=e, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            err = p.communicate(timeout=120)[1]
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 9)
+            err = p.communicate()[1] + "\n(killed after 120 s)"
+        if p.returncode == 0:
+            break
+    return p.returncode, err
+
+
 class Ranks(unittest.TestCase):
     def test_two_ranks_in_one_record(self):
         d = tempfile.mkdtemp(prefix="vl-ddp-")
-        job = os.path.join(HERE, "job_ddp.py")
-        script = ("export MASTER_ADDR=127.0.0.1 MASTER_PORT=%d WORLD_SIZE=2; "
-                  "RANK=0 LOCAL_RANK=0 %s %s & RANK=1 LOCAL_RANK=1 %s %s & wait"
-                  % (29500 + os.getpid() % 400, PY, job, PY, job))
-        e = dict(os.environ)
-        e.pop("PYTHONPATH", None)
-        out = subprocess.run([VL, "run", "--quiet", "--no-preload", "--out", d + "/r", "--", "sh",
-                              "-c", script], env=e, capture_output=True, text=True, timeout=120)
-        self.assertEqual(out.returncode, 0, out.stderr)
+        rc, err = run_ranks(d, os.path.join(HERE, "job_ddp.py"))
+        self.assertEqual(rc, 0, err)
         ev = read(d + "/r/record.jsonl")
         self.assertEqual(sorted(p["rank"] for p in of(ev, "probe")), [0, 1])
         self.assertEqual(sorted({s["rank"] for s in of(ev, "step")}), [0, 1])
