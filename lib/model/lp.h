@@ -90,6 +90,10 @@ struct lp_op {
   uint8_t drop[3];  /* Python lets go of these after it, in order */
   uint8_t pass;     /* its gradient passes through (tape.h TAPE_ADD) */
   uint8_t price;    /* enum lp_price; a linear: its input's cast (autocast) */
+  bool slice;       /* LP_VIEW: a slice (x[..., a:b]) or a transpose that a
+                     * reshape copies, whose backward allocates a gradient
+                     * of in[0]'s size (tape.h tape_slice); else a piece of
+                     * a split or chunk, whose gradients join in one */
   bool save_out;    /* its backward keeps its own output (tanh, sigmoid, relu) */
   bool bias;        /* LP_LINEAR: with a bias */
   bool stop;        /* a checkpoint's recomputation ends before it */
@@ -155,9 +159,13 @@ void vl__lp_scores(struct lp *p, const struct vl_arch *arch, bool masked, bool m
  * fused projection's views (held: the fused output, a local until the
  * attention returns) or three linears (cross: k and v of the second
  * input, the keys' rows), q scaled (OPT), split: each made a
- * view as eager attention's matmul sees it; p->out: q, k, v. Not
+ * view as eager attention's matmul sees it; transposed: q and k each
+ * x.view(B, s, heads, d).transpose(1, 2) as rotary gets them, a slice
+ * whose gradient (rotary's slices' zero tensors, heads first) a reshape
+ * copies back to the projection's rows; p->out: q, k, v. Not
  * DeepSeek-V2's latent attention (the replay's mla_qkv) */
-void vl__lp_qkv(struct lp *p, const struct vl_arch *arch, unsigned e, bool cross, bool split);
+void vl__lp_qkv(struct lp *p, const struct vl_arch *arch, unsigned e, bool cross, bool split,
+                bool transposed);
 
 /* rotary (q * cos + rotate_half(q) * sin) on x, h elements of e bytes:
  * on all of them, or (part) on its first I, the rest concatenated back;

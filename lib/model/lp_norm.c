@@ -69,7 +69,8 @@ static void rms_norm(struct lp *p, const struct vl_arch *arch, uint8_t x, unsign
                             .price = LP_PRICE_CAST, .pcols = LP_COLS_H, .bytes = xb + 4.0)
                        : OP(.kind = LP_REF, .in = {x}, .cols = LP_COLS_H, .ob = 4);
   uint8_t sq = OP(.kind = LP_EW, .in = {x32}, .cols = LP_COLS_H, .ob = 4, .saved = {x32}, /* pow */
-                  .price = LP_PRICE_EW, .pcols = LP_COLS_H, .bytes = 8);
+                  .tmpb = 4, .tmp_first = true, .wideb = 4, .price = LP_PRICE_EW,
+                  .pcols = LP_COLS_H, .bytes = 8);
   uint8_t var = OP(.kind = LP_EW, .in = {sq}, .cols = LP_COLS_ROW, .ob = 4, .drop = {sq}, /* mean */
                    .price = LP_PRICE_NORM, .pcols = LP_COLS_H, .bytes = 4);
   uint8_t rs = OP(.kind = LP_EW, .in = {var}, .cols = LP_COLS_ROW, .ob = 4, .save_out = true,

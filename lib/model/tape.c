@@ -77,6 +77,15 @@ uint32_t tape_view(struct tape *tp, uint32_t base, uint64_t bytes) {
   return x;
 }
 
+uint32_t tape_slice(struct tape *tp, uint32_t in, uint64_t bytes) {
+  uint32_t x = tape_view(tp, in, bytes);
+  if (!x || !tp->grad || !tp->t[in].rg) return x;
+  if (!grow(tp->p, (void **)&tp->n, &tp->capn, tp->nn, sizeof *tp->n)) return x;
+  tp->t[x].sliced = true;
+  tp->n[tp->nn++] = (struct tape_node){.out = x, .in = {in}, .nin = 1};
+  return x;
+}
+
 void tape_drop(struct tape *tp, uint32_t x) {
   while (x && x < tp->nt && tp->t[x].refs) {
     if (--tp->t[x].refs) return;
@@ -108,6 +117,7 @@ uint32_t tape_op(struct tape *tp, const struct tape_op *op) {
                           .tmp2 = op->tmp2,
                           .pass = op->pass,
                           .mm = op->mm,
+                          .conv = op->conv,
                           .tmp_first = op->tmp_first,
                           .cast = op->cast};
   for (int i = 0; i < TAPE_IN; i++)
@@ -120,8 +130,12 @@ uint32_t tape_op(struct tape *tp, const struct tape_op *op) {
   return out;
 }
 
-/* a gradient g arrives for x: the first is kept, a second is summed out of
- * place; a view's goes into its base's gradient (one base-sized buffer) */
+/* a gradient g arrives for x: the first is kept; a second is summed into
+ * it in place where nothing else holds it, neither a view nor a gradient
+ * that keeps a base, else out of place (input_buffer.cpp accumulate and
+ * can_accumulate_inplace: use_count and storage use_count both one); a
+ * view's (but a slice's, which has a node of its own) goes into its
+ * base's gradient (one base-sized buffer) */
 static void arrive(struct tape *tp, uint32_t x, uint32_t g) {
   if (tp->t[x].leaf && tp->t[x].again) { /* summed into the other use's */
     tape_drop(tp, g);
@@ -135,7 +149,7 @@ static void arrive(struct tape *tp, uint32_t x, uint32_t g) {
     return;
   }
   uint32_t base = tp->t[x].base;
-  if (base) {
+  if (base && !tp->t[x].sliced) {
     if (!tp->t[base].grad) { /* tape_new may move tp->t: its result first */
       uint32_t bg = tape_new(tp, tp->t[base].bytes);
       tp->t[base].grad = bg;
@@ -148,11 +162,11 @@ static void arrive(struct tape *tp, uint32_t x, uint32_t g) {
     return;
   }
   const struct tape_tensor *old = &tp->t[tp->t[x].grad];
-  if (old->copied && old->refs == 1) { /* old_var.add_(var) */
+  if (old->refs == 1 && !old->base && !old->reshaped) { /* old_var.add_(var) */
     tape_drop(tp, g);
     return;
   }
-  uint32_t sum = tape_new(tp, tp->t[x].bytes);
+  uint32_t sum = tape_new(tp, tp->t[x].bytes); /* old_var + var */
   tape_drop(tp, tp->t[x].grad);
   tape_drop(tp, g);
   tp->t[x].grad = sum;
@@ -178,8 +192,8 @@ void tape_backward(struct tape *tp, uint32_t from) {
         gin[i] = tape_view(tp, g, b);
       else if (n.pass == TAPE_ADD && b == tp->t[g].bytes)
         gin[i] = tape_ref(tp, g);
-      else if ((gin[i] = tape_new(tp, b)) && (n.cast || n.wide_in[i]))
-        tp->t[gin[i]].copied = true;
+      else if ((gin[i] = tape_new(tp, b)) && n.mm && !n.conv && !n.cast && !n.wide_in[i])
+        tp->t[gin[i]].reshaped = true;
       F(tp->p, &wide);
       if (n.mm && tp->ws == NONE && tp->ws_bytes) tp->ws = A(tp->p, tp->ws_bytes);
       if (n.tmp_in[i]) {

@@ -8,7 +8,8 @@
  * order (a linear without bias: the weight's first, mm's derivative; with
  * bias, addmm's: the input's first), then its backward's temporary; then
  * its saved tensors and its output's gradient are released; an input's
- * second gradient is summed out of place (InputBuffer::accumulate); a
+ * second gradient is summed into the first in place where nothing else
+ * holds that, else out of place (InputBuffer::accumulate); a
  * parameter's (a leaf's) gradient is handed over (AccumulateGrad steals
  * it as .grad). The allocations go through the caching-allocator model
  * (prog.h). */
@@ -28,7 +29,11 @@ struct tape_tensor {
   bool leaf;      /* a parameter: its gradient is handed to on_grad */
   bool rg;        /* requires grad: a trained parameter or what one made */
   bool again;     /* a parameter's second use (tape_again) */
-  bool copied;    /* a cast's gradient: a fresh copy nothing else holds */
+  /* a matmul's gradient of its input: the folded 2-d gradient reshaped
+   * back, a view that keeps its base (LinearAlgebra.cpp _matmul_impl;
+   * ViewBackward), so a second gradient is summed out of place */
+  bool reshaped;
+  bool sliced; /* a view with a backward node of its own (tape_slice) */
 };
 
 struct tape_node {
@@ -42,6 +47,7 @@ struct tape_node {
   uint8_t nin, nsaved;
   uint8_t pass; /* TAPE_ADD, TAPE_SLICES or 0 (tape_op) */
   bool mm;
+  bool conv;      /* a convolution: its input's gradient is cuDNN's own */
   bool tmp_first; /* the temporary is made before the inputs' gradients */
   bool cast;      /* a dtype cast: its input's gradient is a copy */
 };
@@ -95,6 +101,12 @@ uint32_t tape_const(struct tape *tp, uint64_t bytes);
  * gradient lands in one base-sized gradient of base (SplitBackward,
  * slicing) */
 uint32_t tape_view(struct tape *tp, uint32_t base, uint64_t bytes);
+/* a slice of `in` (x[..., a:b], or a transpose that a reshape will copy):
+ * a view of it whose backward is a node of its own, SliceBackward's: a
+ * zero tensor of in's size the gradient is copied into, which arrives at
+ * in (FunctionsManual.cpp slice_backward; a copy of the same size for the
+ * transpose) */
+uint32_t tape_slice(struct tape *tp, uint32_t in, uint64_t bytes);
 /* Python takes another reference to x (a no-op cast returns x itself) */
 uint32_t tape_ref(struct tape *tp, uint32_t x);
 /* Python lets go of x (0: nothing) */

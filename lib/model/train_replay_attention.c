@@ -153,7 +153,9 @@ static void project(struct run *R, uint32_t n1, uint64_t nb, struct qkv *s) {
     return;
   }
   struct lp p;
-  vl__lp_qkv(&p, arch, (unsigned)R->z->e, R->kv_src != 0, R->z->eager && R->z->B != 1);
+  const bool cross = R->kv_src != 0, split = R->z->eager && R->z->B != 1;
+  vl__lp_qkv(&p, arch, (unsigned)R->z->e, cross, split,
+             !cross && !split && !arch->fused_qkv && vl__rope_layer(arch, R->l));
   const struct lp_dims d = {.rows = R->T,
                             .rows_k = R->z->B * R->Pk,
                             .I = R->a * R->d,
@@ -177,8 +179,8 @@ static void rope_parts(struct run *R, uint32_t q, uint32_t k, uint32_t *q32, uin
   const uint64_t T = R->T, d = R->d, e = R->tp.t[q].bytes / (T * R->a * d);
   const uint64_t dr = (uint64_t)((double)d * R->arch->rotary_pct) / 2 * 2;
   const uint64_t nq = T * R->a, nk = T * R->g;
-  uint32_t qr = tape_view(&R->tp, q, nq * dr * e), qp = tape_view(&R->tp, q, nq * (d - dr) * e);
-  uint32_t kr = tape_view(&R->tp, k, nk * dr * e), kp = tape_view(&R->tp, k, nk * (d - dr) * e);
+  uint32_t qr = tape_slice(&R->tp, q, nq * dr * e), qp = tape_slice(&R->tp, q, nq * (d - dr) * e);
+  uint32_t kr = tape_slice(&R->tp, k, nk * dr * e), kp = tape_slice(&R->tp, k, nk * (d - dr) * e);
   uint32_t qe = rotary(R, qr, nq * dr), ke = rotary(R, kr, nk * dr);
   rel(R, qr);
   rel(R, kr);

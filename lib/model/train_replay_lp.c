@@ -59,7 +59,9 @@ uint32_t vl__tr_lp(struct run *R, const struct lp *p, uint32_t x, uint64_t xb,
       t[i] = bytes ? tape_const(&R->tp, bytes) : 0;
       break;
     case LP_INPUT: /* the part's second input */ t[i] = d->in2, b[i] = d->in2b; continue;
-    case LP_VIEW: t[i] = tape_view(&R->tp, in, bytes); break;
+    case LP_VIEW:
+      t[i] = o->slice ? tape_slice(&R->tp, in, bytes) : tape_view(&R->tp, in, bytes);
+      break;
     case LP_REF: t[i] = tape_ref(&R->tp, in); break;
     case LP_DROPOUT: { /* native_dropout: its mask saved; takes its input over */
       uint32_t mask = tape_new(&R->tp, rows * vl__lp_cols(o->pcols, d) * o->maskb);

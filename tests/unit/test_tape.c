@@ -86,9 +86,10 @@ static void saved_tensor_lives_until_its_backward(void **state) {
   teardown(&f);
 }
 
-/* a tensor used twice gets two gradients: the second is summed out of
- * place (one more block while both live), then one remains */
-static void second_gradient_summed_out_of_place(void **state) {
+/* a tensor used twice gets two gradients: the second is added into the
+ * first in place where nothing else holds it (input_buffer.cpp
+ * accumulate, can_accumulate_inplace), then one remains */
+static void second_gradient_summed_in_place(void **state) {
   (void)state;
   struct fix f;
   setup(&f, true);
@@ -100,9 +101,54 @@ static void second_gradient_summed_out_of_place(void **state) {
   struct vl_cache_stats s;
   vl_cache_stats(f.p.c, &s);
   assert_int_equal(s.allocated, 8 * M); /* x's one gradient */
-  /* y2's node: x's first gradient, then y2's goes; y1's: the second, y1's
-   * goes, their sum: three of x's size at once */
+  /* y2's node: x's first gradient, then y2's goes; y1's: the second
+   * beside it and y1's, which goes; the second is added and goes */
+  assert_int_equal(s.peak_allocated, 2 * 8 * M + 2 * M);
+  teardown(&f);
+}
+
+/* a matmul's gradient of its input is a reshape of the folded product,
+ * a view that keeps its base: the second is summed out of place (one more
+ * block while both live) */
+static void reshaped_gradient_summed_out_of_place(void **state) {
+  (void)state;
+  struct fix f;
+  setup(&f, true);
+  uint32_t x = tape_new(&f.tp, 8 * M);
+  struct tape_op mm = {.out_bytes = 2 * M, .in = {x}, .mm = true};
+  uint32_t y1 = tape_op(&f.tp, &mm), y2 = tape_op(&f.tp, &mm);
+  tape_drop(&f.tp, x);
+  backward_from(&f, y1, y2);
+  struct vl_cache_stats s;
+  vl_cache_stats(f.p.c, &s);
+  assert_int_equal(s.allocated, 8 * M);
+  /* the two gradients and their sum: three of x's size at once */
   assert_int_equal(s.peak_allocated, 3 * 8 * M);
+  teardown(&f);
+}
+
+/* two slices of x (x[..., :h], x[..., h:]): each slice's backward makes a
+ * zero tensor of x's size (slice_backward), the second added into the
+ * first in place */
+static void slices_each_make_a_gradient_of_the_input(void **state) {
+  (void)state;
+  struct fix f;
+  setup(&f, true);
+  uint32_t x = tape_new(&f.tp, 8 * M);
+  uint32_t s1 = tape_slice(&f.tp, x, 4 * M), s2 = tape_slice(&f.tp, x, 4 * M);
+  uint32_t y1 = op1(&f, 2 * M, s1, 0), y2 = op1(&f, 2 * M, s2, 0);
+  tape_drop(&f.tp, x);
+  assert_int_equal(allocated(&f), 12 * M); /* the slices keep x's storage */
+  tape_drop(&f.tp, s1);
+  tape_drop(&f.tp, s2);
+  assert_int_equal(allocated(&f), 4 * M); /* y1 and y2 */
+  backward_from(&f, y1, y2);
+  struct vl_cache_stats s;
+  vl_cache_stats(f.p.c, &s);
+  assert_int_equal(s.allocated, 8 * M); /* x's one gradient */
+  /* the slices' gradients (4 + 4), then s2's node makes x's first (8) and
+   * s2's goes; s1's makes the second (8) beside s1's (4): 20 */
+  assert_int_equal(s.peak_allocated, 20 * M);
   teardown(&f);
 }
 
@@ -400,7 +446,9 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(frozen_inputs_take_no_gradient),
       cmocka_unit_test(saved_tensor_lives_until_its_backward),
-      cmocka_unit_test(second_gradient_summed_out_of_place),
+      cmocka_unit_test(second_gradient_summed_in_place),
+      cmocka_unit_test(reshaped_gradient_summed_out_of_place),
+      cmocka_unit_test(slices_each_make_a_gradient_of_the_input),
       cmocka_unit_test(cast_gradient_takes_the_second_in_place),
       cmocka_unit_test(second_output_kept_to_the_backward),
       cmocka_unit_test(views_fill_one_base_sized_gradient),
