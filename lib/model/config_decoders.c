@@ -278,7 +278,7 @@ vl_status vl__parts_qwen2(struct vl__reader *r, struct vl_arch *a) {
 vl_status vl__parts_phi3(struct vl__reader *r, struct vl_arch *a) {
   TRY(vl__get_prob(r, "resid_pdrop", 0.0, &a->hidden_dropout));
   TRY(vl__get_prob(r, "embd_pdrop", 0.0, &a->embed_dropout));
-  a->fused_qkv = a->fused_gate_up = 1;
+  a->fused_qkv = a->fused_gate_up = a->qkv_sliced = 1;
   a->rope_cat = 1; /* modeling_phi3.py apply_rotary_pos_emb: torch.cat([rotated, pass]) */
   return every_layer_slides(r, a, 0);
 }

@@ -92,8 +92,11 @@ struct lp_op {
   uint8_t price;    /* enum lp_price; a linear: its input's cast (autocast) */
   bool slice;       /* LP_VIEW: a slice (x[..., a:b]) or a transpose that a
                      * reshape copies, whose backward allocates a gradient
-                     * of in[0]'s size (tape.h tape_slice); else a piece of
-                     * a split or chunk, whose gradients join in one */
+                     * of in[0]'s size (tape.h tape_slice) */
+  bool piece;       /* LP_VIEW: a piece of a split or chunk, whose gradients
+                     * SplitBackward joins (tape.h tape_piece); neither: a
+                     * view whose gradient is copied into one of in[0]'s
+                     * size as it arrives (tape_view) */
   bool save_out;    /* its backward keeps its own output (tanh, sigmoid, relu) */
   bool bias;        /* LP_LINEAR: with a bias */
   bool stop;        /* a checkpoint's recomputation ends before it */

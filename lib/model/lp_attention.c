@@ -37,9 +37,18 @@ void vl__lp_qkv(struct lp *p, const struct vl_arch *arch, unsigned e, bool cross
     struct lp_op f = lin;
     f.cols = LP_COLS_IJJ;
     uint8_t qkv = vl__lp_emit(p, f); /* (rows, (a + 2g) d) */
-    p->out[0] = OP(.kind = LP_VIEW, .in = {qkv}, .cols = LP_COLS_I, .ob = eb);
-    p->out[1] = OP(.kind = LP_VIEW, .in = {qkv}, .cols = LP_COLS_J, .ob = eb);
-    p->out[2] = OP(.kind = LP_VIEW, .in = {qkv}, .cols = LP_COLS_J, .ob = eb);
+    /* GPT-2's split, NeoX's chunk, ModernBERT's unbind: pieces; Phi-3's
+     * slices, q's and k's then transposed for rotary */
+    const bool sl = arch->qkv_sliced, pc = !sl;
+    p->out[0] =
+        OP(.kind = LP_VIEW, .in = {qkv}, .cols = LP_COLS_I, .ob = eb, .slice = sl, .piece = pc);
+    p->out[1] =
+        OP(.kind = LP_VIEW, .in = {qkv}, .cols = LP_COLS_J, .ob = eb, .slice = sl, .piece = pc);
+    p->out[2] =
+        OP(.kind = LP_VIEW, .in = {qkv}, .cols = LP_COLS_J, .ob = eb, .slice = sl, .piece = pc);
+    for (int i = 0; i < 2 && transposed && sl; i++)
+      p->out[i] = OP(.kind = LP_VIEW, .in = {p->out[i]}, .cols = i ? LP_COLS_J : LP_COLS_I,
+                     .ob = eb, .slice = true, .drop = {p->out[i]});
     p->held = qkv;
     return;
   }

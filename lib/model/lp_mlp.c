@@ -67,8 +67,9 @@ static uint8_t linear(struct lp *p, const struct vl_arch *arch, uint8_t x, uint8
 static uint8_t clamped_glu(struct lp *p, const struct vl_arch *arch) {
   const uint8_t e = p->e;
   uint8_t gu = linear(p, arch, LP_IN, LP_COLS_H, LP_COLS_2I, true, (struct lp_op){0});
-  uint8_t gate = OP(.kind = LP_VIEW, .in = {gu}, .ob = e);                /* (rows, I) */
-  uint8_t up = OP(.kind = LP_VIEW, .in = {gu}, .ob = e, .drop = {gu});    /* (rows, I) */
+  /* gate_up[..., ::2], gate_up[..., 1::2]: slices */
+  uint8_t gate = OP(.kind = LP_VIEW, .in = {gu}, .ob = e, .slice = true); /* (rows, I) */
+  uint8_t up = OP(.kind = LP_VIEW, .in = {gu}, .ob = e, .slice = true, .drop = {gu});
   uint8_t gc = OP(.kind = LP_EW, .in = {gate}, .ob = e, .saved = {gate}); /* clamp */
   uint8_t uc = OP(.kind = LP_EW, .in = {up}, .ob = e, .saved = {up}, .drop = {gate, up});
   uint8_t ga = OP(.kind = LP_EW, .in = {gc}, .ob = e);                                 /* * alpha */
@@ -82,8 +83,8 @@ static uint8_t clamped_glu(struct lp *p, const struct vl_arch *arch) {
 static uint8_t gated_fused(struct lp *p, const struct vl_arch *arch) {
   const uint8_t e = p->e;
   uint8_t gu = linear(p, arch, LP_IN, LP_COLS_H, LP_COLS_2I, false, (struct lp_op){0});
-  uint8_t gate = OP(.kind = LP_VIEW, .in = {gu}, .ob = e);               /* (rows, I) */
-  uint8_t up = OP(.kind = LP_VIEW, .in = {gu}, .ob = e, .drop = {gu});   /* (rows, I) */
+  uint8_t gate = OP(.kind = LP_VIEW, .in = {gu}, .ob = e, .piece = true); /* (rows, I) */
+  uint8_t up = OP(.kind = LP_VIEW, .in = {gu}, .ob = e, .piece = true, .drop = {gu});
   uint8_t ag = OP(.kind = LP_EW, .in = {gate}, .ob = e, .saved = {gate}, /* act(gate) */
                   .price = LP_PRICE_EW, .bytes = 2.0 * e);
   return OP(.kind = LP_EW, .in = {up, ag}, .ob = e, .saved = {up, ag}, /* * up */

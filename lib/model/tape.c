@@ -86,6 +86,16 @@ uint32_t tape_slice(struct tape *tp, uint32_t in, uint64_t bytes) {
   return x;
 }
 
+uint32_t tape_piece(struct tape *tp, uint32_t base, uint64_t bytes) {
+  uint32_t x = tape_view(tp, base, bytes);
+  if (!x || !tp->grad || !tp->t[x].rg) return x;
+  struct tape_tensor *b = &tp->t[tp->t[x].base];
+  if (b->leaf) return x;
+  tp->t[x].next = b->pieces;
+  b->pieces = x;
+  return x;
+}
+
 void tape_drop(struct tape *tp, uint32_t x) {
   while (x && x < tp->nt && tp->t[x].refs) {
     if (--tp->t[x].refs) return;
@@ -130,6 +140,22 @@ uint32_t tape_op(struct tape *tp, const struct tape_op *op) {
   return out;
 }
 
+static void arrive(struct tape *tp, uint32_t x, uint32_t g);
+
+/* SplitBackward on base's pieces' gradients: their cat, of base's size,
+ * then they go; the cat arrives at base */
+static void join(struct tape *tp, uint32_t base) {
+  uint32_t bg = 0;
+  for (uint32_t x = tp->t[base].pieces; x; x = tp->t[x].next)
+    if (tp->t[x].grad && !bg) bg = tape_new(tp, tp->t[base].bytes);
+  for (uint32_t x = tp->t[base].pieces; x; x = tp->t[x].next) {
+    tape_drop(tp, tp->t[x].grad);
+    tp->t[x].grad = 0;
+  }
+  tp->t[base].pieces = 0;
+  if (bg) arrive(tp, base, bg);
+}
+
 /* a gradient g arrives for x: the first is kept; a second is summed into
  * it in place where nothing else holds it, neither a view nor a gradient
  * that keeps a base, else out of place (input_buffer.cpp accumulate and
@@ -149,7 +175,7 @@ static void arrive(struct tape *tp, uint32_t x, uint32_t g) {
     return;
   }
   uint32_t base = tp->t[x].base;
-  if (base && !tp->t[x].sliced) {
+  if (base && !tp->t[x].sliced && !tp->t[base].pieces) {
     if (!tp->t[base].grad) { /* tape_new may move tp->t: its result first */
       uint32_t bg = tape_new(tp, tp->t[base].bytes);
       tp->t[base].grad = bg;
@@ -180,6 +206,7 @@ void tape_also_saves(struct tape *tp, uint32_t out, uint32_t x) {
 void tape_backward(struct tape *tp, uint32_t from) {
   for (uint32_t k = tp->nn; k-- > from && !tp->p->failed;) {
     struct tape_node n = tp->n[k]; /* tape_new may move tp->t, not tp->n */
+    if (tp->t[n.out].pieces) join(tp, n.out);
     uint32_t g = tp->t[n.out].grad;
     if (!g) continue; /* nothing flowed back to it */
     tp->t[n.out].grad = 0;

@@ -34,6 +34,10 @@ struct tape_tensor {
    * ViewBackward), so a second gradient is summed out of place */
   bool reshaped;
   bool sliced; /* a view with a backward node of its own (tape_slice) */
+  /* a base split into pieces (tape_piece): its first piece, each piece
+   * the next; a piece takes its gradients as any tensor does, and
+   * SplitBackward joins them in one of the base's size */
+  uint32_t pieces, next;
 };
 
 struct tape_node {
@@ -107,6 +111,12 @@ uint32_t tape_view(struct tape *tp, uint32_t base, uint64_t bytes);
  * in (FunctionsManual.cpp slice_backward; a copy of the same size for the
  * transpose) */
 uint32_t tape_slice(struct tape *tp, uint32_t in, uint64_t bytes);
+/* a piece of `base` (split, chunk, unbind: x.split(n, -1)): a view that
+ * takes its gradients as any tensor does; they are joined in one of
+ * base's size (SplitBackward's cat, then the pieces' go) right before
+ * base's own node, where the engine runs SplitBackward once every piece's
+ * gradient is in (a piece of a parameter: the view's way of tape_view) */
+uint32_t tape_piece(struct tape *tp, uint32_t base, uint64_t bytes);
 /* Python takes another reference to x (a no-op cast returns x itself) */
 uint32_t tape_ref(struct tape *tp, uint32_t x);
 /* Python lets go of x (0: nothing) */

@@ -81,16 +81,16 @@ static void mla_qkv(struct run *R, uint32_t n1, uint64_t nb, uint32_t *q, uint32
     qf = vl__tr_linear(R, n1, nb, T, h, a * d, false);
   }
   uint32_t kva = vl__tr_linear(R, n1, nb, T, h, c + rope_d, A->qkv_bias);
-  uint32_t kvc = tape_view(&R->tp, kva, T * c * e), kr = tape_view(&R->tp, kva, T * rope_d * e);
+  uint32_t kvc = tape_piece(&R->tp, kva, T * c * e), kr = tape_piece(&R->tp, kva, T * rope_d * e);
   uint32_t kvn = vl__tr_norm_w(R, kvc, e, T, c, &ob);
   rel(R, kvc);
   uint32_t kvb = vl__tr_linear(R, kvn, ob, T, c, a * (nope + dv), false);
   rel(R, kvn);
-  uint32_t kp = tape_view(&R->tp, kvb, T * a * nope * e);
-  *v = tape_view(&R->tp, kvb, T * a * dv * e);
+  uint32_t kp = tape_piece(&R->tp, kvb, T * a * nope * e);
+  *v = tape_piece(&R->tp, kvb, T * a * dv * e);
   rel(R, kvb);
-  uint32_t qp = tape_view(&R->tp, qf, T * a * nope * e),
-           qr = tape_view(&R->tp, qf, T * a * rope_d * e);
+  uint32_t qp = tape_piece(&R->tp, qf, T * a * nope * e),
+           qr = tape_piece(&R->tp, qf, T * a * rope_d * e);
   rel(R, qf);
   uint32_t qr2 = rotary(R, qr, T * a * rope_d), kr2 = rotary(R, kr, T * rope_d);
   rel(R, qr);
@@ -155,7 +155,8 @@ static void project(struct run *R, uint32_t n1, uint64_t nb, struct qkv *s) {
   struct lp p;
   const bool cross = R->kv_src != 0, split = R->z->eager && R->z->B != 1;
   vl__lp_qkv(&p, arch, (unsigned)R->z->e, cross, split,
-             !cross && !split && !arch->fused_qkv && vl__rope_layer(arch, R->l));
+             !cross && !split && (!arch->fused_qkv || arch->qkv_sliced) &&
+                 vl__rope_layer(arch, R->l));
   const struct lp_dims d = {.rows = R->T,
                             .rows_k = R->z->B * R->Pk,
                             .I = R->a * R->d,

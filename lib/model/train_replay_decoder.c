@@ -152,7 +152,7 @@ static uint32_t grouped_experts(struct run *R, uint32_t n2, uint64_t nb, uint32_
                                        .tmp_first = true});
   uint32_t gm = op(R, (struct tape_op){.out_bytes = S * 2 * I * e, .in = {gu}, .saved = {mask}});
   rel(R, gu);
-  uint32_t gate = tape_view(&R->tp, gm, S * I * e), up = tape_view(&R->tp, gm, S * I * e);
+  uint32_t gate = tape_piece(&R->tp, gm, S * I * e), up = tape_piece(&R->tp, gm, S * I * e);
   rel(R, gm);
   uint32_t ag = op(R, (struct tape_op){.out_bytes = S * I * e, .in = {gate}, .saved = {gate}});
   uint32_t act = op(R, (struct tape_op){.out_bytes = S * I * e, .in = {up, ag}, .saved = {up, ag}});

@@ -60,7 +60,9 @@ uint32_t vl__tr_lp(struct run *R, const struct lp *p, uint32_t x, uint64_t xb,
       break;
     case LP_INPUT: /* the part's second input */ t[i] = d->in2, b[i] = d->in2b; continue;
     case LP_VIEW:
-      t[i] = o->slice ? tape_slice(&R->tp, in, bytes) : tape_view(&R->tp, in, bytes);
+      t[i] = o->slice   ? tape_slice(&R->tp, in, bytes)
+             : o->piece ? tape_piece(&R->tp, in, bytes)
+                        : tape_view(&R->tp, in, bytes);
       break;
     case LP_REF: t[i] = tape_ref(&R->tp, in); break;
     case LP_DROPOUT: { /* native_dropout: its mask saved; takes its input over */

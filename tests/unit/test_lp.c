@@ -156,8 +156,9 @@ static void replay_issues_the_program(void **state) {
     double keep = 2.0 * ROWS * H * E;
     for (unsigned i = LP_FIRST; i <= p.n; i++) {
       const struct lp_op *o = &p.op[i];
-      kernels +=
-          o->kind == LP_LINEAR || o->kind == LP_EW || o->kind == LP_CAST || o->kind == LP_DROPOUT;
+      /* a node each (a slice: slice_backward's) */
+      kernels += o->kind == LP_LINEAR || o->kind == LP_EW || o->kind == LP_CAST ||
+                 o->kind == LP_DROPOUT || (o->kind == LP_VIEW && o->slice);
       if (o->kind == LP_LINEAR && o->in[0] != LP_IN) kept[storage(&p, o->in[0])] = true;
       for (int d = 0; d < 2; d++)
         if (o->saved[d]) kept[storage(&p, o->saved[d])] = true;

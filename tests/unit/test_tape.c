@@ -152,6 +152,40 @@ static void slices_each_make_a_gradient_of_the_input(void **state) {
   teardown(&f);
 }
 
+/* x.split(2): the pieces take their gradients as any tensor; their join
+ * (SplitBackward's cat, x's size) is made right before x's own node, and
+ * then they go */
+static void pieces_join_before_their_base_node(void **state) {
+  (void)state;
+  struct fix f;
+  setup(&f, true);
+  uint32_t w = tape_new(&f.tp, 8 * M);
+  uint32_t x = op1(&f, 8 * M, w, 0);
+  uint32_t p1 = tape_piece(&f.tp, x, 4 * M), p2 = tape_piece(&f.tp, x, 4 * M);
+  uint32_t y1 = op1(&f, 2 * M, p1, 0), y2 = op1(&f, 2 * M, p2, 0);
+  tape_drop(&f.tp, w);
+  tape_drop(&f.tp, x);
+  tape_drop(&f.tp, p1);
+  tape_drop(&f.tp, p2);
+  tape_drop(&f.tp, y1);
+  tape_drop(&f.tp, y2);
+  f.tp.t[y1].grad = tape_new(&f.tp, 2 * M);
+  f.tp.t[y2].grad = tape_new(&f.tp, 2 * M);
+  tape_backward(&f.tp, 1);                /* y2's and y1's nodes */
+  assert_int_equal(allocated(&f), 8 * M); /* the pieces' two gradients */
+  assert_int_not_equal(f.tp.t[p1].grad, 0);
+  assert_int_equal(f.tp.t[x].grad, 0);
+  vl_cache_reset_peaks(f.p.c);
+  tape_backward(&f.tp, 0); /* the join, then x's node */
+  struct vl_cache_stats s;
+  vl_cache_stats(f.p.c, &s);
+  assert_int_equal(s.allocated, 8 * M); /* w's gradient */
+  /* the join (8) beside the pieces' (4 + 4); then w's (8) beside x's */
+  assert_int_equal(s.peak_allocated, 16 * M);
+  assert_int_equal(f.tp.t[p1].grad, 0);
+  teardown(&f);
+}
+
 /* an fp32 tensor cast twice (autocast: each linear casts its own input):
  * the first cast's gradient is a fresh fp32 copy nothing else holds, so
  * the second is added into it in place (input_buffer.cpp accumulate,
@@ -449,6 +483,7 @@ int main(void) {
       cmocka_unit_test(second_gradient_summed_in_place),
       cmocka_unit_test(reshaped_gradient_summed_out_of_place),
       cmocka_unit_test(slices_each_make_a_gradient_of_the_input),
+      cmocka_unit_test(pieces_join_before_their_base_node),
       cmocka_unit_test(cast_gradient_takes_the_second_in_place),
       cmocka_unit_test(second_output_kept_to_the_backward),
       cmocka_unit_test(views_fill_one_base_sized_gradient),
