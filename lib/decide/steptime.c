@@ -775,7 +775,7 @@ static void embeddings(struct ctx *c, struct seg *f, struct seg *b, double T) {
   const struct vl_arch *a = c->a;
   const double h = (double)a->hidden;
   struct lp p;
-  vl__lp_embed(&p, a, c->pol.autocast, (unsigned)c->e, (unsigned)c->r, (unsigned)c->pol.weight,
+  vl__lp_embed(&p, a, c->pol.autocast, (unsigned)c->r, (unsigned)c->pol.weight,
                (unsigned)c->pol.grad, !c->j->lora_rank, false);
   const double n[LP_COLS_N] = {
       [LP_COLS_H] = T * h, [LP_COLS_V] = (double)a->vocab / (double)c->j->tp * h};

@@ -183,13 +183,13 @@ void vl__lp_rope_upcast(struct lp *p, unsigned e);
 /* the embeddings of arch (lp_embed.c): the words' lookup (rows x I, I the
  * table's width; r bytes an element, the residual stream's), an encoder's
  * lookups and sums and its norm (wb: its weight's bytes), dropout (its mask
- * a byte an element of e bytes), the scaling; where the table trains, the
+ * a byte an element), the scaling; where the table trains, the
  * time model's lines for its backward (gb: the gradient's bytes; LP_COLS_V:
  * the table's elements). p->out[0]: the output, [1]: the words' lookup, let
  * go of at the embeddings' return unless held (an encoder-decoder's
  * decoder's, to its backward) */
-void vl__lp_embed(struct lp *p, const struct vl_arch *arch, bool autocast, unsigned e, unsigned r,
-                  unsigned wb, unsigned gb, bool trained, bool held);
+void vl__lp_embed(struct lp *p, const struct vl_arch *arch, bool autocast, unsigned r, unsigned wb,
+                  unsigned gb, bool trained, bool held);
 
 /* the head of arch (lp_head.c) from its input (xb bytes an element: the
  * final norm's output; a vision model's: its first row a sample, h its

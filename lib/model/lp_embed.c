@@ -76,8 +76,8 @@ static uint8_t encoder_part(struct lp *p, const struct vl_arch *arch, uint8_t x,
   return n;
 }
 
-void vl__lp_embed(struct lp *p, const struct vl_arch *arch, bool autocast, unsigned e, unsigned r,
-                  unsigned wb, unsigned gb, bool trained, bool held) {
+void vl__lp_embed(struct lp *p, const struct vl_arch *arch, bool autocast, unsigned r, unsigned wb,
+                  unsigned gb, bool trained, bool held) {
   vl__lp_begin(p, r, autocast, LP_COLS_I);
   /* the words' lookup (rows x the table's width, OPT's word_embed_proj_dim),
    * a node of the caller's table where it gives one (struct lp_dims w); the
@@ -97,11 +97,10 @@ void vl__lp_embed(struct lp *p, const struct vl_arch *arch, bool autocast, unsig
     OP(.kind = LP_EW, .in = {x}, .cols = LP_COLS_H, .ob = (uint8_t)r, .unmade = true,
        .price = LP_PRICE_EW, .pcols = LP_COLS_H, .times = (uint8_t)(tables(arch) - 1),
        .fwd_only = true, .bytes = 3.0 * r);
-  if (arch->embed_dropout > 0) { /* its mask a byte an element of the activations' dtype */
+  if (arch->embed_dropout > 0) { /* its mask a byte an element (bool), whatever x's dtype */
     const uint8_t ob = p->op[x].ob;
-    x = OP(.kind = LP_DROPOUT, .in = {x}, .cols = p->op[x].cols, .ob = ob,
-           .maskb = (uint8_t)(ob / e), .price = LP_PRICE_EW, .pcols = LP_COLS_H,
-           .bytes = 2.0 * r + 1);
+    x = OP(.kind = LP_DROPOUT, .in = {x}, .cols = p->op[x].cols, .ob = ob, .maskb = 1,
+           .price = LP_PRICE_EW, .pcols = LP_COLS_H, .bytes = 2.0 * r + 1);
   }
   if (!held) vl__lp_then_drop(p, words); /* the embeddings return: the lookups go */
   vl__lp_then_drop(p, lk[0]);

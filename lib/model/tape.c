@@ -67,11 +67,13 @@ uint32_t tape_ref(struct tape *tp, uint32_t x) {
 }
 
 uint32_t tape_view(struct tape *tp, uint32_t base, uint64_t bytes) {
+  const uint32_t up = base;
   while (base && base < tp->nt && tp->t[base].base) /* a view of a view shows the first's base */
     base = tp->t[base].base;
   uint32_t x = make(tp, bytes, false);
   if (x) {
     tp->t[x].base = tape_ref(tp, base);
+    tp->t[x].up = up;
     tp->t[x].rg = tp->t[base].rg;
   }
   return x;
@@ -92,6 +94,7 @@ uint32_t tape_piece(struct tape *tp, uint32_t base, uint64_t bytes) {
   struct tape_tensor *b = &tp->t[tp->t[x].base];
   if (b->leaf) return x;
   tp->t[x].next = b->pieces;
+  tp->t[x].piece = true;
   b->pieces = x;
   return x;
 }
@@ -175,7 +178,8 @@ static void arrive(struct tape *tp, uint32_t x, uint32_t g) {
     return;
   }
   uint32_t base = tp->t[x].base;
-  if (base && !tp->t[x].sliced && !tp->t[base].pieces) {
+  if (base && !tp->t[x].sliced && !tp->t[x].piece) {
+    if (tp->t[tp->t[x].up].piece) base = tp->t[x].up; /* a view of a piece: the piece's */
     if (!tp->t[base].grad) { /* tape_new may move tp->t: its result first */
       uint32_t bg = tape_new(tp, tp->t[base].bytes);
       tp->t[base].grad = bg;

@@ -38,6 +38,8 @@ struct tape_tensor {
    * the next; a piece takes its gradients as any tensor does, and
    * SplitBackward joins them in one of the base's size */
   uint32_t pieces, next;
+  bool piece;  /* one of those pieces */
+  uint32_t up; /* a view: the tensor it was made of (base: that one's base) */
 };
 
 struct tape_node {

@@ -160,8 +160,11 @@ uint32_t vl__tr_linear_k(struct run *R, uint32_t w, unsigned k, uint32_t x, uint
                          uint64_t rows, uint64_t in_f, uint64_t out_f, bool bias);
 /* autocast exits (or a recomputation ends): its cached copies go */
 void vl__tr_uncache(struct run *R);
-/* dropout of x (taken over) with probability prob (0: x itself) */
+/* dropout of x (taken over, in the activations' dtype) with probability
+ * prob (0: x itself) */
 uint32_t vl__tr_dropout(struct run *R, uint32_t x, double prob);
+/* the same on x of xb bytes an element (the mask a byte an element) */
+uint32_t vl__tr_dropout_of(struct run *R, uint32_t x, double prob, uint64_t xb);
 
 /* ---- train_replay_lp.c: layer programs ---- */
 

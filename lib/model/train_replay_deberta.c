@@ -113,7 +113,7 @@ uint32_t vl__tr_deberta_self(struct run *R, uint32_t x, uint64_t xb) {
   /* pos_dropout on the encoder's relative embeddings (its LayerNorm's
    * output, the residual stream's dtype; not traced to its parameter) */
   uint32_t pe = tape_const(&R->tp, A->rel_embed_rows * h * R->z->r);
-  pe = vl__tr_dropout(R, pe, A->hidden_dropout);
+  pe = vl__tr_dropout_of(R, pe, A->hidden_dropout, R->z->r);
   uint32_t ra = bias(R, q, k, wq, wk, k0, pe);
   rel(R, pe);
   uint32_t s1 = op(R, (struct tape_op){.out_bytes = sc, .in = {s0, ra}, .pass = TAPE_ADD});

@@ -88,7 +88,7 @@ uint32_t vl__tr_mlm_transform(struct run *R, uint32_t x, uint64_t *xb) {
     /* the decoder's T5Stack.forward: its final dropout (the final norm is
      * the caller's), then it returns and its inputs_embeds goes (t5-base's
      * meta trace: modeling_t5.py:745) */
-    x = vl__tr_dropout(R, x, R->arch->hidden_dropout);
+    x = vl__tr_dropout_of(R, x, R->arch->hidden_dropout, R->z->r);
     rel(R, R->dec_in); /* (embedding_grads' later release of it is a no-op) */
     R->dec_in = 0;
     if (!R->arch->scale_decoder_outputs) return x;

@@ -126,8 +126,8 @@ uint32_t vl__tr_embed(struct run *R, uint32_t w, bool held, uint64_t width, uint
   const struct vl__train_sizes *z = R->z;
   struct lp p;
   uint32_t t[LP_MAX];
-  vl__lp_embed(&p, R->arch, z->autocast, (unsigned)z->e, (unsigned)z->r, (unsigned)z->wb,
-               (unsigned)z->gb, base_trained(R), held);
+  vl__lp_embed(&p, R->arch, z->autocast, (unsigned)z->r, (unsigned)z->wb, (unsigned)z->gb,
+               base_trained(R), held);
   const struct lp_dims d = {.rows = R->T, .rows_k = R->P, .I = width, .h = z->h, .w = w};
   vl__tr_lp(R, &p, 0, 0, &d, false, t);
   *x0 = t[p.out[1]];

@@ -115,12 +115,16 @@ void vl__tr_uncache(struct run *R) {
 }
 
 /* dropout in training: a bool mask (saved) and the output */
-uint32_t vl__tr_dropout(struct run *R, uint32_t x, double prob) {
+uint32_t vl__tr_dropout_of(struct run *R, uint32_t x, double prob, uint64_t xb) {
   if (prob <= 0) return x;
-  uint64_t n = R->tp.t[x].bytes; /* of the activations' dtype; the mask a byte an element */
-  uint32_t mask = tape_new(&R->tp, n / R->z->e);
+  uint64_t n = R->tp.t[x].bytes; /* the mask a byte (bool) an element */
+  uint32_t mask = tape_new(&R->tp, n / xb);
   uint32_t y = op(R, (struct tape_op){.out_bytes = n, .in = {x}, .saved = {mask}});
   rel(R, mask);
   rel(R, x);
   return y;
+}
+
+uint32_t vl__tr_dropout(struct run *R, uint32_t x, double prob) {
+  return vl__tr_dropout_of(R, x, prob, R->z->e);
 }

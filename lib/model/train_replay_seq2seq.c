@@ -163,7 +163,7 @@ uint32_t vl__tr_seq2seq(struct run *R, uint32_t x, uint32_t *x0d, uint32_t *kept
   if (arch->family == VL_FAM_T5) { /* the encoder's final_layer_norm and its dropout */
     uint32_t n = vl__tr_norm(R, x, R->z->r, &encb);
     rel(R, x);
-    enc = vl__tr_dropout(R, n, arch->hidden_dropout);
+    enc = vl__tr_dropout_of(R, n, arch->hidden_dropout, encb);
     rel(R, R->enc_in); /* T5Stack.forward returns: its inputs_embeds goes */
     R->enc_in = 0;
   }

@@ -705,7 +705,7 @@ static void embed_program(void **state) {
       struct bare b;
       bare_begin(&b, c->config, E, false, lora);
       struct lp p;
-      vl__lp_embed(&p, &b.a, false, E, E, E, E, !lora, false);
+      vl__lp_embed(&p, &b.a, false, E, E, E, !lora, false);
       assert_int_equal(p.n - LP_IN, c->ops - (lora ? 2 : 0));
       assert_int_equal(p.op[LP_FIRST].kind, LP_GATHER);
       uint32_t t[LP_MAX];
@@ -735,10 +735,10 @@ static void time_model_prices_the_embeddings(void **state) {
   tu_arch("data/models/llama-3-8b.json", &a);
   double got = -memory_s(&a, &j, g);
   struct lp p0, p1;
-  vl__lp_embed(&p0, &a, false, 2, 2, 2, 2, true, false);
+  vl__lp_embed(&p0, &a, false, 2, 2, 2, true, false);
   a.embed_dropout = 0.1, a.embed_scaled = 1;
   got += memory_s(&a, &j, g);
-  vl__lp_embed(&p1, &a, false, 2, 2, 2, 2, true, false);
+  vl__lp_embed(&p1, &a, false, 2, 2, 2, true, false);
   const double T = (double)(j.batch * j.seq), h = (double)a.hidden;
   const double n[LP_COLS_N] = {[LP_COLS_H] = T * h, [LP_COLS_V] = (double)a.vocab * h};
   moved_as_priced("embeddings: dropout and scaling", got,
