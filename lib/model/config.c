@@ -111,7 +111,7 @@ vl_status vl__read_neox(struct vl__reader *r, struct vl_arch *a) {
   TRY(vl__get_prob(r, rp ? "partial_rotary_factor" : "rotary_pct", 0.25, &a->rotary_pct));
   TRY(vl__get_prob(r, "attention_dropout", 0.0, &a->attn_dropout));
   TRY(vl__get_prob(r, "hidden_dropout", 0.0, &a->hidden_dropout));
-  a->norm_affine = a->final_norm = a->fused_qkv = a->causal = 1;
+  a->norm_affine = a->final_norm = a->fused_qkv = a->qkv_heads_first = a->causal = 1;
   a->rope_cat = 1; /* modeling_gpt_neox.py apply_rotary_pos_emb: torch.cat([q_embed, q_pass]) */
   return VL_OK;
 }

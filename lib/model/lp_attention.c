@@ -28,7 +28,7 @@
  * and :91). The time model counts autocast's casts of the input from the
  * linears reading LP_IN (vl__lp_input_linears) */
 void vl__lp_qkv(struct lp *p, const struct vl_arch *arch, unsigned e, bool cross, bool split,
-                bool transposed) {
+                bool train, bool transposed) {
   vl__lp_begin(p, e, false, LP_COLS_H);
   const uint8_t eb = (uint8_t)e;
   const struct lp_op lin = {
@@ -37,6 +37,11 @@ void vl__lp_qkv(struct lp *p, const struct vl_arch *arch, unsigned e, bool cross
     struct lp_op f = lin;
     f.cols = LP_COLS_IJJ;
     uint8_t qkv = vl__lp_emit(p, f); /* (rows, (a + 2g) d) */
+    /* NeoX's .view(B, s, heads, 3 d).transpose(1, 2) before the chunk: the
+     * pieces' joined gradient, heads first, copied back to rows */
+    const uint8_t whole = qkv;
+    if (train && arch->qkv_heads_first)
+      qkv = OP(.kind = LP_VIEW, .in = {qkv}, .cols = LP_COLS_IJJ, .ob = eb, .slice = true);
     /* GPT-2's split, NeoX's chunk, ModernBERT's unbind: pieces; Phi-3's
      * slices, q's and k's then transposed for rotary */
     const bool sl = arch->qkv_sliced, pc = !sl;
@@ -49,7 +54,8 @@ void vl__lp_qkv(struct lp *p, const struct vl_arch *arch, unsigned e, bool cross
     for (int i = 0; i < 2 && transposed && sl; i++)
       p->out[i] = OP(.kind = LP_VIEW, .in = {p->out[i]}, .cols = i ? LP_COLS_J : LP_COLS_I,
                      .ob = eb, .slice = true, .drop = {p->out[i]});
-    p->held = qkv;
+    if (qkv != whole) vl__lp_then_drop(p, qkv);
+    p->held = whole;
     return;
   }
   const uint8_t src = cross ? OP(.kind = LP_INPUT) : LP_IN;

@@ -91,7 +91,7 @@ uint32_t tape_slice(struct tape *tp, uint32_t in, uint64_t bytes) {
 uint32_t tape_piece(struct tape *tp, uint32_t base, uint64_t bytes) {
   uint32_t x = tape_view(tp, base, bytes);
   if (!x || !tp->grad || !tp->t[x].rg) return x;
-  struct tape_tensor *b = &tp->t[tp->t[x].base];
+  struct tape_tensor *b = &tp->t[base]; /* (a view's pieces are the view's) */
   if (b->leaf) return x;
   tp->t[x].next = b->pieces;
   tp->t[x].piece = true;
