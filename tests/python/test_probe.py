@@ -299,29 +299,37 @@ def free_port():
 
 
 def run_ranks(d, job, tries=3):
-    """Two ranks of `job` under one `vramledger run`. Each try takes a port
-    the kernel gave free; another process may still take it before rank 0's
-    store binds it, and then rank 1 waits for a store that never comes: a
-    try that fails or outlives its time is killed, group and all, and the
-    next takes a new port. A fault of the probe fails every try."""
+    """Two ranks of `job` under one `vramledger run`, each a Python of its
+    own: a fork of the warm server (a process that imported torch, with
+    threads) can hang in gloo's rendezvous, holding the test's pipes. Each
+    try takes a port the kernel gave free (another process may still take
+    it before rank 0's store binds it); one that fails or outlives its time
+    is killed, group and all, and the next takes a new port. The run's
+    output goes to a file, so nothing a hung rank holds can block the test.
+    A fault of the probe fails every try."""
     e = dict(os.environ)
     e.pop("PYTHONPATH", None)
+    rc, err = 1, ""
     for _ in range(tries):
         shutil.rmtree(d + "/r", ignore_errors=True)
         script = ("export MASTER_ADDR=127.0.0.1 MASTER_PORT=%d WORLD_SIZE=2; "
                   "RANK=0 LOCAL_RANK=0 %s %s & RANK=1 LOCAL_RANK=1 %s %s & wait"
-                  % (free_port(), PY, job, PY, job))
-        p = subprocess.Popen([VL, "run", "--quiet", "--no-preload", "--out", d + "/r", "--", "sh",
-                              "-c", script], env=e, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            err = p.communicate(timeout=120)[1]
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, 9)
-            err = p.communicate()[1] + "\n(killed after 120 s)"
-        if p.returncode == 0:
+                  % (free_port(), COLD, job, COLD, job))
+        with open(d + "/out.txt", "w+") as out:
+            p = subprocess.Popen([VL, "run", "--quiet", "--no-preload", "--out", d + "/r", "--",
+                                  "sh", "-c", script], env=e, stdout=out, stderr=out,
+                                 start_new_session=True)
+            try:
+                rc = p.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, 9)
+                rc = p.wait()
+                out.write("\n(killed after 120 s)")
+            out.seek(0)
+            err = out.read()
+        if rc == 0:
             break
-    return p.returncode, err
+    return rc, err
 
 
 class Ranks(unittest.TestCase):
