@@ -49,7 +49,27 @@ struct gen {
   uint64_t workspace;     /* cuBLAS's, made at the prompt's first matmul */
   struct layer_cache *lc;
   uint32_t next_logits, scores;
+  /* eager attention's weights, which the decoder layer holds until it
+   * returns (its self_attn_weights) */
+  uint32_t weights;
 };
+
+/* apply_rotary_pos_emb of heads heads of d: rotary on all of each, or
+ * where the model joins the rotated part to the rest with torch.cat (Phi,
+ * Phi-3, NeoX, StableLM, GLM; rope_cat), on each head's first dr of d and
+ * then the cat, a new tensor even when nothing is left to join (phi-3-mini's
+ * meta trace of generate(): a q-sized copy after q's rotary,
+ * modeling_phi3.py:195) */
+static uint32_t rope_heads(struct gen *s, uint64_t heads) {
+  const struct vl_arch *arch = s->arch;
+  if (!arch->rope_cat) return rotary(&s->p, s->T, heads * s->d, s->e);
+  const uint64_t dr = (uint64_t)((double)s->d * arch->rotary_pct) / 2 * 2;
+  struct lp l;
+  uint32_t x = NONE;
+  vl__lp_rope(&l, (unsigned)s->e, (unsigned)s->e, true);
+  return vl__inf_lp(&s->p, &l, &x,
+                    &(struct lp_dims){.rows = s->T, .I = heads * dr, .h = heads * s->d}, NULL);
+}
 
 /* a norm of rows x width (its program, lp_norm.c), the input and the
  * weight in the activations' dtype, outside autocast; its output */
@@ -68,7 +88,7 @@ static uint32_t norm(struct gen *s, uint64_t rows, uint64_t width) {
  * linears */
 static struct vl_arch replayed(const struct vl_arch *arch) {
   struct vl_arch a = *arch;
-  a.norm_fp32_weight = a.layer_inline = a.q_scaled = a.fused_gate_up = 0;
+  a.norm_fp32_weight = a.layer_inline = a.q_scaled = 0;
   return a;
 }
 
@@ -134,7 +154,12 @@ static uint32_t eager_scores(struct gen *s) {
     rv = A(p, T * a * d * e);
   }
   uint64_t sc = s->B * a * s->P * s->P;
-  uint32_t s1 = A(p, sc * e), s2 = A(p, sc * e); /* q @ k^T, + mask */
+  /* matmul(q, k^T) * scaling, + mask: a new tensor each, the one before
+   * gone (eager_attention_forward; phi-3-mini's meta trace of generate():
+   * three score-sized blocks made, two freed, modeling_phi3.py:158) */
+  uint32_t s0 = A(p, sc * e), s1 = A(p, sc * e);
+  F(p, &s0);
+  uint32_t s2 = A(p, sc * e);
   F(p, &s1);
   if (s->arch->attn_sinks) return sink_scores(s, s2, rk, rv);
   /* softmax (fp32 unless GPT-2's in half): softmax(x, dtype=float32) on
@@ -146,10 +171,18 @@ static uint32_t eager_scores(struct gen *s) {
   uint32_t s32 = A(p, sc * s->sm);
   F(p, &up);
   uint32_t sh = e < s->sm ? A(p, sc * e) : NONE; /* .to(dtype) */
-  F(p, &s2);
-  F(p, &s32);
+  /* the statement's fp32 temporary goes, then the scores it rebinds; the
+   * weights are the layer's (phi-3-mini's meta trace of generate(): the
+   * 256 MiB weights go as the layer returns) */
+  if (sh != NONE) {
+    F(p, &s32);
+    F(p, &s2);
+    s->weights = sh;
+  } else {
+    F(p, &s2);
+    s->weights = s32;
+  }
   uint32_t o = A(p, T * a * d * e);
-  F(p, &sh);
   F(p, &rk);
   F(p, &rv);
   return o;
@@ -250,7 +283,7 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
   }
   if (rope) { /* apply_rotary_pos_emb returns both, then
                                                           the old ones go */
-    uint32_t qe = rotary(p, T, a * d, e), ke = rotary(p, T, g * d, e);
+    uint32_t qe = rope_heads(s, a), ke = rope_heads(s, g);
     F(p, &q);
     F(p, &k);
     q = qe;
@@ -277,10 +310,10 @@ static uint32_t prefill_attention(struct gen *s, struct layer_cache *lc, uint32_
   }
   uint32_t op = A(p, T * s->h * e);
   F(p, &o);
-  F(p, &q); /* the attention's locals, at its return; the layer's norm output
-             * (its hidden_states) with them */
+  F(p, &qkv); /* the attention's locals, at its return; the layer's norm output
+               * (its hidden_states) with them (phi-3-mini's meta trace) */
+  F(p, &q);
   F(p, &n1);
-  F(p, &qkv);
   return op;
 }
 
@@ -442,6 +475,7 @@ static void prefill(struct gen *s) {
     uint32_t out = A(p, T * h * r); /* residual + MLP */
     F(p, &h1);
     F(p, &mo);
+    F(p, &s->weights); /* the layer returns */
     if (hs != emb) F(p, &hs);
     hs = out;
   }
@@ -504,6 +538,7 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
   struct gen s = {.p = {NULL, false},
                   .next_logits = NONE,
                   .scores = NONE,
+                  .weights = NONE,
                   .arch = arch,
                   .job = job,
                   .B = job->batch,
