@@ -463,7 +463,14 @@ static void prefill(struct gen *s) {
   } else {
     (void)A(p, s->workspace); /* the first matmul's */
   }
-  if (s->job->attention == VL_ATTN_EAGER) mask = A(p, s->B * s->P * s->P * e);
+  if (s->job->attention == VL_ATTN_EAGER) {
+    /* masking_utils.py builds it as a bool B x s x s first, then
+     * torch.where's in the model's dtype; the bool goes after (phi-3-mini's
+     * meta trace of generate(): masking_utils.py:57, :604) */
+    uint32_t mb = A(p, s->B * s->P * s->P);
+    mask = A(p, s->B * s->P * s->P * e);
+    F(p, &mb);
+  }
   for (uint64_t l = 0; l < arch->layers && !p->failed; l++) {
     uint32_t op = prefill_attention(s, &s->lc[l], norm(s, T, h));
     uint32_t h1 = A(p, T * h * r); /* residual + attention */
