@@ -120,6 +120,7 @@ struct vl_arch {
   unsigned fused_qkv : 1;         /* one qkv matrix (GPT-2, NeoX, Phi-3) */
   unsigned qkv_sliced : 1;        /* q, k, v sliced off it, not split (Phi-3: qkv[..., :pos]) */
   unsigned qkv_heads_first : 1;   /* split after .view(..., heads, 3 d).transpose(1, 2) (NeoX) */
+  unsigned eos : 1;               /* an eos_token_id: generate()'s min-length processors run */
   unsigned rope_cat : 1;          /* q and k rotated then joined with torch.cat (partial rotary:
                                      NeoX, Phi, StableLM, GLM; Phi-3 always): q reaches the
                                      attention contiguous as (B, heads, s, d) */

@@ -191,6 +191,18 @@ static const char *json_why(const char *text, char *out, size_t n) {
   return out;
 }
 
+/* whether the type's configuration class has an eos_token_id of its own
+ * (transformers 5.17 configuration_<type>.py: every described type but
+ * these, whose default is None) */
+static bool eos_by_default(enum vl_family f) {
+  static const enum vl_family none[] = {
+      VL_FAM_QWEN2, VL_FAM_QWEN2_MOE,  VL_FAM_QWEN3,      VL_FAM_QWEN3_MOE, VL_FAM_GPT_OSS,
+      VL_FAM_BERT,  VL_FAM_DISTILBERT, VL_FAM_DEBERTA_V2, VL_FAM_VIT,       VL_FAM_RESNET};
+  for (size_t k = 0; k < sizeof none / sizeof none[0]; k++)
+    if (none[k] == f) return false;
+  return true;
+}
+
 vl_status vl_arch_from_json(const char *text, size_t len, struct vl_arch *out, struct vl_err *err) {
   json_error_t jerr;
   char why[sizeof jerr.text + 16];
@@ -232,6 +244,12 @@ vl_status vl_arch_from_json(const char *text, size_t len, struct vl_arch *out, s
                  "num_attention_heads %llu is not a multiple of num_key_value_heads %llu",
                  (unsigned long long)a.heads, (unsigned long long)a.kv_heads);
   if (s == VL_OK && a.embed_proj_dim == 0) a.embed_proj_dim = a.hidden;
+  /* generate()'s MinLength processors need an end-of-sequence token
+   * (generation/utils.py _get_logits_processor: _eos_token_tensor): the
+   * config's eos_token_id, else its class's default */
+  json_t *eos = json_object_get(root, "eos_token_id");
+  a.eos = eos ? !json_is_null(eos) && !(json_is_array(eos) && json_array_size(eos) == 0)
+              : i < N_TYPES && eos_by_default(a.family);
   if (s == VL_OK) *out = a;
 done:
   json_decref(root);

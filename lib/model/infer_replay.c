@@ -108,6 +108,11 @@ static void logits(struct gen *s, uint64_t rows_vocab, uint32_t *input) {
   uint32_t nl = A(p, rows_vocab * 4);
   F(p, &s->next_logits);
   s->next_logits = nl;
+  if (!s->arch->eos) { /* no processor: the scores are the logits themselves
+                        * (qwen2-0.5b's config has no eos_token_id: its meta trace) */
+    F(p, &lg);
+    return;
+  }
   uint32_t c1 = A(p, rows_vocab * 4), w1 = A(p, rows_vocab * 4);
   F(p, &c1);
   uint32_t c2 = A(p, rows_vocab * 4), w2 = A(p, rows_vocab * 4);
@@ -490,9 +495,9 @@ static void prefill(struct gen *s) {
   uint32_t fn = norm(s, T, h);
   F(p, &hs);
   F(p, &emb);
+  F(p, &cos); /* the model's forward returns (position_embeddings) before */
+  F(p, &sin); /* the head runs (qwen2-0.5b's meta trace of generate()) */
   logits(s, s->B * s->V, &fn);
-  F(p, &cos);
-  F(p, &sin);
 }
 
 /* decode: each step's cache growth (torch.cat: the new block, then the
@@ -534,6 +539,56 @@ static void decode(struct gen *s) {
   }
 }
 
+/* n tensors of w (split under tensor parallelism t), wb bytes an element */
+static void make_weights(struct gen *s, const struct vl_tensor *w, uint64_t n, uint64_t wb,
+                         uint64_t t) {
+  const uint64_t one = vl__tp_split(w, t, w->rows * w->cols);
+  for (uint64_t k = 0; k < n && !s->p.failed; k++)
+    (void)A(&s->p, one * wb);
+}
+
+/* a dense model's weights made as its modules are: the tensors before the
+ * layers', each layer's own, then the rest; false (nothing made) where a
+ * per-layer tensor's count is not a whole number a layer */
+static bool weights_by_layer(struct gen *s, const struct vl_inventory *inv, uint64_t wb,
+                             uint64_t t) {
+  const uint64_t L = s->arch->layers;
+  int first = -1;
+  for (int i = 0; i < inv->n; i++)
+    if (inv->t[i].per_layer) {
+      if (!L || inv->t[i].count % L) return false;
+      if (first < 0) first = i;
+    }
+  if (first < 0) return false;
+  for (int i = 0; i < first; i++)
+    make_weights(s, &inv->t[i], inv->t[i].count, wb, t);
+  for (uint64_t l = 0; l < L; l++)
+    for (int i = first; i < inv->n; i++)
+      if (inv->t[i].per_layer) make_weights(s, &inv->t[i], inv->t[i].count / L, wb, t);
+  for (int i = first; i < inv->n; i++)
+    if (!inv->t[i].per_layer) make_weights(s, &inv->t[i], inv->t[i].count, wb, t);
+  return true;
+}
+
+/* the weights tensor kind by tensor kind (a sparse layer's experts: one
+ * 3-D parameter) */
+static void weights_by_tensor(struct gen *s, const struct vl_inventory *inv, uint64_t wb,
+                              uint64_t t) {
+  const struct vl_arch *arch = s->arch;
+  for (int i = 0; i < inv->n && !s->p.failed; i++) {
+    const struct vl_tensor *w = &inv->t[i];
+    uint64_t one = vl__tp_split(w, t, w->rows * w->cols), n = w->count;
+    uint64_t fused = vl__expert_part(arch, w), sparse = arch->layers - arch->dense_layers;
+    if (fused == UINT64_MAX) continue; /* w3: in w1's gate_up_proj */
+    if (fused && sparse) {
+      one *= fused * (n / sparse);
+      n = sparse;
+    }
+    for (uint64_t k = 0; k < n && !s->p.failed; k++)
+      (void)A(&s->p, one * wb);
+  }
+}
+
 vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory *inv,
                            const struct vl_job *job, uint64_t wb, uint64_t e, uint64_t r,
                            uint64_t kvb, uint64_t workspace, bool expandable,
@@ -568,20 +623,12 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
     vl_cache_destroy(s.p.c);
     return vl__fail(err, VL_ENOMEM, "out of memory");
   }
-  /* the weights, tensor by tensor (cuBLAS's workspace comes with the
-   * prompt's first matmul) */
-  for (int i = 0; i < inv->n && !s.p.failed; i++) {
-    const struct vl_tensor *w = &inv->t[i];
-    uint64_t one = vl__tp_split(w, t, w->rows * w->cols), n = w->count;
-    uint64_t fused = vl__expert_part(arch, w), sparse = arch->layers - arch->dense_layers;
-    if (fused == UINT64_MAX) continue; /* w3: in w1's gate_up_proj */
-    if (fused && sparse) {             /* a sparse layer's experts: one 3-D parameter */
-      one *= fused * (n / sparse);
-      n = sparse;
-    }
-    for (uint64_t k = 0; k < n && !s.p.failed; k++)
-      (void)A(&s.p, one * wb);
-  }
+  /* the weights (cuBLAS's workspace comes with the prompt's first matmul):
+   * a dense model's layer by layer, as its modules are made (its blocks of
+   * 1 to 10 MiB share the large pool's 20 MiB segments in that order, and
+   * the cache's blocks fill what they leave: qwen2-0.5b's meta trace of
+   * generate()) */
+  if (arch->experts || !weights_by_layer(&s, inv, wb, t)) weights_by_tensor(&s, inv, wb, t);
   if (arch->buffer_bytes) (void)A(&s.p, arch->buffer_bytes); /* buffers that go with the model */
   s.workspace = workspace;
   prefill(&s);
