@@ -82,13 +82,10 @@ static uint32_t norm(struct gen *s, uint64_t rows, uint64_t width) {
 
 /* arch as this replay writes its parts' programs, where it has not taken
  * up the program's own lines yet (each a change of the figures of its
- * own): Gemma's and OLMo 2's RMSNorm multiplying by the weight in the
- * activations' dtype (Llama's), OPT's fc1 not letting go of the norm's
- * output and its q unscaled, a fused gate_up_proj (Phi-3, GLM) as two
- * linears */
+ * own): OPT's fc1 not letting go of the norm's output and its q unscaled */
 static struct vl_arch replayed(const struct vl_arch *arch) {
   struct vl_arch a = *arch;
-  a.norm_fp32_weight = a.layer_inline = a.q_scaled = 0;
+  a.layer_inline = a.q_scaled = 0;
   return a;
 }
 
@@ -453,6 +450,18 @@ static void rotary_tables(struct gen *s, uint32_t *cos, uint32_t *sin) {
   F(p, &s1);
 }
 
+/* a residual branch's output y before the add (taken over): Gemma 2/3's
+ * and OLMo 2's norm after it (gemma-2-2b's meta trace of generate(): its
+ * fp32 blocks, the cast, then y goes), Granite's residual_multiplier (a
+ * new tensor) */
+static uint32_t branch_out(struct gen *s, uint32_t y) {
+  const struct vl_arch *arch = s->arch;
+  if (!arch->sandwich_norm && !arch->post_norm && !arch->resid_scaled) return y;
+  uint32_t n = arch->resid_scaled ? A(&s->p, s->T * s->h * s->e) : norm(s, s->T, s->h);
+  F(&s->p, &y);
+  return n;
+}
+
 static void prefill(struct gen *s) {
   struct prog *p = &s->p;
   const struct vl_arch *arch = s->arch;
@@ -461,8 +470,15 @@ static void prefill(struct gen *s) {
    * until the stack returns, and each layer's input while the layer runs
    * (the loop's hidden_states; modeling_llama.py LlamaModel.forward: the
    * meta trace of generate() frees them there) */
-  uint32_t emb = A(p, T * h * r), hs = emb;
-  uint32_t cos = NONE, sin = NONE, mask = NONE;
+  uint32_t emb = A(p, T * h * r);
+  if (arch->embed_scaled) { /* Gemma's * sqrt(h), Granite's multiplier: the
+                             * product; the lookup goes (gemma-2-2b's meta
+                             * trace of generate()) */
+    uint32_t sc = A(p, T * h * r);
+    F(p, &emb);
+    emb = sc;
+  }
+  uint32_t hs = emb, cos = NONE, sin = NONE, mask = NONE;
   if (arch->rotary_pct > 0) {
     rotary_tables(s, &cos, &sin);
   } else {
@@ -477,12 +493,12 @@ static void prefill(struct gen *s) {
     F(p, &mb);
   }
   for (uint64_t l = 0; l < arch->layers && !p->failed; l++) {
-    uint32_t op = prefill_attention(s, &s->lc[l], norm(s, T, h));
+    uint32_t op = branch_out(s, prefill_attention(s, &s->lc[l], norm(s, T, h)));
     uint32_t h1 = A(p, T * h * r); /* residual + attention */
     F(p, &op);
     uint32_t n2 = norm(s, T, h);
     const bool sparse = arch->experts && l >= arch->dense_layers;
-    uint32_t mo = sparse ? moe_mlp(s, n2) : dense_mlp(s, n2, T, s->I);
+    uint32_t mo = branch_out(s, sparse ? moe_mlp(s, n2) : dense_mlp(s, n2, T, s->I));
     F(p, &n2);
     uint32_t out = A(p, T * h * r); /* residual + MLP */
     F(p, &h1);
