@@ -492,11 +492,14 @@ static void prefill(struct gen *s) {
     mask = A(p, s->B * s->P * s->P * e);
     F(p, &mb);
   }
+  /* OLMo 2 norms after each branch only: the branch reads the layer's
+   * input itself (NONE: no block of the branch's own) */
+  const bool pre = !arch->post_norm;
   for (uint64_t l = 0; l < arch->layers && !p->failed; l++) {
-    uint32_t op = branch_out(s, prefill_attention(s, &s->lc[l], norm(s, T, h)));
+    uint32_t op = branch_out(s, prefill_attention(s, &s->lc[l], pre ? norm(s, T, h) : NONE));
     uint32_t h1 = A(p, T * h * r); /* residual + attention */
     F(p, &op);
-    uint32_t n2 = norm(s, T, h);
+    uint32_t n2 = pre ? norm(s, T, h) : NONE;
     const bool sparse = arch->experts && l >= arch->dense_layers;
     uint32_t mo = branch_out(s, sparse ? moe_mlp(s, n2) : dense_mlp(s, n2, T, s->I));
     F(p, &n2);
