@@ -78,7 +78,10 @@ uint32_t vl__tr_lp(struct run *R, const struct lp *p, uint32_t x, uint64_t xb,
                                     .saved = {keep ? t[o->saved[0]] : 0, keep ? t[o->saved[1]] : 0},
                                     .pass = o->pass,
                                     .save_out = o->save_out,
-                                    .tmp = elems * o->tmpb,
+                                    /* a frozen weight's gradient (its product
+                                     * and column sum) is not made: phi-3-mini
+                                     * LoRA's meta trace */
+                                    .tmp = o->wsum && !keep ? 0 : elems * o->tmpb,
                                     .tmp_first = o->tmp_first,
                                     .wide_in = {elems * o->wideb},
                                     .tmp2 = o->wsum && keep ? vl__column_sum_scratch(
