@@ -566,27 +566,15 @@ static void make_weights(struct gen *s, const struct vl_tensor *w, uint64_t n, u
     (void)A(&s->p, one * wb);
 }
 
-/* a dense model's weights made as its modules are: the tensors before the
- * layers', each layer's own, then the rest; false (nothing made) where a
- * per-layer tensor's count is not a whole number a layer */
-static bool weights_by_layer(struct gen *s, const struct vl_inventory *inv, uint64_t wb,
+/* a dense model's weights made as its modules are (vl__count_in): the
+ * embeddings, each layer's own, then the rest */
+static void weights_by_layer(struct gen *s, const struct vl_inventory *inv, uint64_t wb,
                              uint64_t t) {
-  const uint64_t L = s->arch->layers;
-  int first = -1;
-  for (int i = 0; i < inv->n; i++)
-    if (inv->t[i].per_layer) {
-      if (!L || inv->t[i].count % L) return false;
-      if (first < 0) first = i;
-    }
-  if (first < 0) return false;
-  for (int i = 0; i < first; i++)
-    make_weights(s, &inv->t[i], inv->t[i].count, wb, t);
-  for (uint64_t l = 0; l < L; l++)
-    for (int i = first; i < inv->n; i++)
-      if (inv->t[i].per_layer) make_weights(s, &inv->t[i], inv->t[i].count / L, wb, t);
-  for (int i = first; i < inv->n; i++)
-    if (!inv->t[i].per_layer) make_weights(s, &inv->t[i], inv->t[i].count, wb, t);
-  return true;
+  const int L = (int)s->arch->layers;
+  for (int w = VL_BEFORE_LAYERS; w <= L; w++)
+    for (int i = 0; i < inv->n; i++)
+      make_weights(s, &inv->t[i], vl__count_in(s->arch, &inv->t[i], w < L ? w : VL_AFTER_LAYERS),
+                   wb, t);
 }
 
 /* the weights tensor kind by tensor kind (a sparse layer's experts: one
@@ -647,7 +635,10 @@ vl_status vl__infer_replay(const struct vl_arch *arch, const struct vl_inventory
    * 1 to 10 MiB share the large pool's 20 MiB segments in that order, and
    * the cache's blocks fill what they leave: qwen2-0.5b's meta trace of
    * generate()) */
-  if (arch->experts || !weights_by_layer(&s, inv, wb, t)) weights_by_tensor(&s, inv, wb, t);
+  if (arch->experts)
+    weights_by_tensor(&s, inv, wb, t);
+  else
+    weights_by_layer(&s, inv, wb, t);
   if (arch->buffer_bytes) (void)A(&s.p, arch->buffer_bytes); /* buffers that go with the model */
   s.workspace = workspace;
   prefill(&s);

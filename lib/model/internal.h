@@ -37,6 +37,12 @@ static inline bool vl__rope_layer(const struct vl_arch *a, uint64_t l) {
  * expert biases 1), UINT64_MAX for w3 (inside w1's), 0 for a tensor of its
  * own */
 uint64_t vl__expert_part(const struct vl_arch *arch, const struct vl_tensor *t);
+/* how many tensors of inventory entry t belong to layer w, or, outside
+ * the layers, to VL_BEFORE_LAYERS (the embeddings) or VL_AFTER_LAYERS
+ * (final norm, head): the order the model's modules are made in, which
+ * both replays allocate the weights in */
+enum { VL_BEFORE_LAYERS = -1, VL_AFTER_LAYERS = -2 };
+uint64_t vl__count_in(const struct vl_arch *arch, const struct vl_tensor *t, int w);
 
 /* The terms of the bill (their formulas, compiled from terms.def) are in
  * terms.h. */

@@ -471,6 +471,16 @@ uint64_t vl__tp_split(const struct vl_tensor *t, uint64_t tp, uint64_t elems) {
   return elems;
 }
 
+uint64_t vl__count_in(const struct vl_arch *arch, const struct vl_tensor *t, int w) {
+  /* spread evenly, the remainder over the layers so that they sum to the
+   * count (tensors in some layers only: MoE beside dense layers) */
+  if (t->per_layer)
+    return w >= 0 && arch->layers
+               ? t->count * (uint64_t)(w + 1) / arch->layers - t->count * (uint64_t)w / arch->layers
+               : 0;
+  return w == (t->kind == VL_T_EMBED ? VL_BEFORE_LAYERS : VL_AFTER_LAYERS) ? t->count : 0;
+}
+
 /* transformers 5 holds a layer's routed experts as two 3-D parameters,
  * gate_up_proj (E, 2w, h) and down_proj (E, h, w) (modeling_qwen3_moe.py
  * Qwen3MoeExperts; modeling_olmoe.py, modeling_mixtral.py,

@@ -34,20 +34,6 @@ void vl__tr_drop(struct prog *p, struct list *l) {
   }
 }
 
-enum where { BEFORE = -1, AFTER = -2 }; /* outside the layers: embeddings; final norm, head */
-
-/* how many tensors of inventory entry t belong to layer w (or, w < 0, to
- * the part outside the layers where t lies) */
-static uint64_t count_in(const struct vl_arch *arch, const struct vl_tensor *t, int w) {
-  /* spread evenly, the remainder over the layers so that they sum to the
-   * count (tensors in some layers only: MoE beside dense layers) */
-  if (t->per_layer)
-    return w >= 0 && arch->layers
-               ? t->count * (uint64_t)(w + 1) / arch->layers - t->count * (uint64_t)w / arch->layers
-               : 0;
-  return w == (t->kind == VL_T_EMBED ? BEFORE : AFTER) ? t->count : 0;
-}
-
 /* a block of `bytes` onto l, or (l NULL) made and freed at once */
 void vl__tr_block(struct prog *p, uint64_t bytes, struct list *l) {
   uint32_t h = A(p, bytes);
@@ -74,7 +60,7 @@ static void per_tensor(struct prog *p, const struct vl_arch *arch, const struct 
         vl__tr_block(p, fused * n * t->rows * t->cols * bytes, l);
       continue;
     }
-    for (uint64_t k = 0, n = count_in(arch, t, w); k < n; k++)
+    for (uint64_t k = 0, n = vl__count_in(arch, t, w); k < n; k++)
       for (unsigned j = 0; j < times; j++)
         vl__tr_block(p, t->rows * t->cols * bytes, l);
   }
@@ -83,10 +69,10 @@ static void per_tensor(struct prog *p, const struct vl_arch *arch, const struct 
 /* every tensor of the model, in order */
 void vl__tr_model_wide(struct prog *p, const struct vl_arch *arch, const struct vl_inventory *inv,
                        uint64_t bytes, unsigned times, struct list *l) {
-  per_tensor(p, arch, inv, BEFORE, bytes, times, l);
+  per_tensor(p, arch, inv, VL_BEFORE_LAYERS, bytes, times, l);
   for (uint64_t k = 0; k < arch->layers; k++)
     per_tensor(p, arch, inv, (int)k, bytes, times, l);
-  per_tensor(p, arch, inv, AFTER, bytes, times, l);
+  per_tensor(p, arch, inv, VL_AFTER_LAYERS, bytes, times, l);
 }
 
 /* LoRA's adapters, layer by layer (lora_A, lora_B of each target), one
@@ -122,11 +108,11 @@ size_t vl__tr_param_elems(const struct vl_arch *arch, const struct vl_inventory 
                           uint64_t **out) {
   size_t n = 0, cap = 0;
   uint64_t *v = NULL;
-  for (int w = BEFORE; w < (int)arch->layers + 1; w++) {
-    int where = w == (int)arch->layers ? AFTER : w;
+  for (int w = VL_BEFORE_LAYERS; w < (int)arch->layers + 1; w++) {
+    int where = w == (int)arch->layers ? VL_AFTER_LAYERS : w;
     for (int i = 0; i < inv->n; i++) {
       const struct vl_tensor *t = &inv->t[i];
-      for (uint64_t k = 0, c = count_in(arch, t, where); k < c; k++) {
+      for (uint64_t k = 0, c = vl__count_in(arch, t, where); k < c; k++) {
         if (n == cap) {
           cap = cap ? 2 * cap : 256;
           uint64_t *x = vl_realloc(v, cap * sizeof *x);
