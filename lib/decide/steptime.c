@@ -542,7 +542,7 @@ static void layer_ops(struct ctx *c, struct seg *f, struct seg *b, double bs, do
    * (DeepSeek-V2's latent attention, not a program yet: three) */
   if (c->pol.autocast) {
     struct lp qkv;
-    vl__lp_qkv(&qkv, a, (unsigned)c->pol.act, false, false, false, false);
+    vl__lp_qkv(&qkv, a, (unsigned)c->pol.act, false, false, false);
     double ins =
         (a->mla ? 3 : (double)vl__lp_input_linears(&qkv)) + (double)vl__lp_input_linears(&mlp);
     mem2(c, f, b, CAST, T * h * 6, ins * count);

@@ -252,7 +252,7 @@ static void qkv_program(struct gen *s, uint32_t n1, uint32_t *q, uint32_t *k, ui
                         uint32_t *qkv) {
   struct lp l;
   uint32_t t[LP_MAX];
-  vl__lp_qkv(&l, &s->la, (unsigned)s->e, false, false, false, false);
+  vl__lp_qkv(&l, &s->la, (unsigned)s->e, false, false, false);
   const struct lp_dims d = {
       .rows = s->T, .rows_k = s->T, .I = s->a * s->d, .J = s->g * s->d, .h = s->h};
   vl__inf_lp(&s->p, &l, &n1, &d, t);

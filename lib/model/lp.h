@@ -162,15 +162,15 @@ void vl__lp_scores(struct lp *p, const struct vl_arch *arch, bool masked, bool m
  * fused projection's views (held: the fused output, a local until the
  * attention returns) or three linears (cross: k and v of the second
  * input, the keys' rows), q scaled (OPT), split: each made a
- * view as eager attention's matmul sees it; train: the training replay's
- * (NeoX's heads-first view of the fused projection, whose gradient a
- * reshape copies); transposed: q and k each
+ * view as eager attention's matmul sees it (NeoX's fused projection is
+ * first viewed heads first, a slice whose joined gradient a reshape
+ * copies back to rows); transposed: q and k each
  * x.view(B, s, heads, d).transpose(1, 2) as rotary gets them, a slice
  * whose gradient (rotary's slices' zero tensors, heads first) a reshape
  * copies back to the projection's rows; p->out: q, k, v. Not
  * DeepSeek-V2's latent attention (the replay's mla_qkv) */
 void vl__lp_qkv(struct lp *p, const struct vl_arch *arch, unsigned e, bool cross, bool split,
-                bool train, bool transposed);
+                bool transposed);
 
 /* rotary (q * cos + rotate_half(q) * sin) on x, h elements of e bytes:
  * on all of them, or (part) on its first I, the rest concatenated back;

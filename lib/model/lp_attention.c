@@ -28,7 +28,7 @@
  * and :91). The time model counts autocast's casts of the input from the
  * linears reading LP_IN (vl__lp_input_linears) */
 void vl__lp_qkv(struct lp *p, const struct vl_arch *arch, unsigned e, bool cross, bool split,
-                bool train, bool transposed) {
+                bool transposed) {
   vl__lp_begin(p, e, false, LP_COLS_H);
   const uint8_t eb = (uint8_t)e;
   const struct lp_op lin = {
@@ -40,7 +40,7 @@ void vl__lp_qkv(struct lp *p, const struct vl_arch *arch, unsigned e, bool cross
     /* NeoX's .view(B, s, heads, 3 d).transpose(1, 2) before the chunk: the
      * pieces' joined gradient, heads first, copied back to rows */
     const uint8_t whole = qkv;
-    if (train && arch->qkv_heads_first)
+    if (arch->qkv_heads_first)
       qkv = OP(.kind = LP_VIEW, .in = {qkv}, .cols = LP_COLS_IJJ, .ob = eb, .slice = true);
     /* GPT-2's split, NeoX's chunk, ModernBERT's unbind: pieces; Phi-3's
      * slices, q's and k's then transposed for rotary */

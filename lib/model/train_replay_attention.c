@@ -154,7 +154,7 @@ static void project(struct run *R, uint32_t n1, uint64_t nb, struct qkv *s) {
   }
   struct lp p;
   const bool cross = R->kv_src != 0, split = R->z->eager && R->z->B != 1;
-  vl__lp_qkv(&p, arch, (unsigned)R->z->e, cross, split, true,
+  vl__lp_qkv(&p, arch, (unsigned)R->z->e, cross, split,
              !cross && !split && (!arch->fused_qkv || arch->qkv_sliced) &&
                  vl__rope_layer(arch, R->l));
   const struct lp_dims d = {.rows = R->T,

@@ -570,7 +570,7 @@ static void qkv_program(void **state) {
     bare_begin(&b, qkv_kinds[k].config, E, false, false);
     b.a.qkv_bias = 0;
     struct lp p;
-    vl__lp_qkv(&p, &b.a, E, qkv_kinds[k].cross, qkv_kinds[k].split, false, false);
+    vl__lp_qkv(&p, &b.a, E, qkv_kinds[k].cross, qkv_kinds[k].split, false);
     printf("%-28s cross %d split %d: %u ops\n", qkv_kinds[k].config, qkv_kinds[k].cross,
            qkv_kinds[k].split, p.n - LP_IN);
     assert_int_equal(p.n - LP_IN, qkv_kinds[k].ops);
@@ -797,7 +797,7 @@ static void inference_runs_the_program(void **state) {
   struct vl_arch a;
   tu_arch("data/models/phi-3-mini.json", &a);
   struct lp p;
-  vl__lp_qkv(&p, &a, E, false, false, false, false);
+  vl__lp_qkv(&p, &a, E, false, false, false);
   struct prog pr = {NULL, false};
   struct vl_cache_conf conf = {0};
   assert_int_equal(vl_cache_new(&conf, &pr.c), VL_OK);
