@@ -148,9 +148,10 @@ static void arrive(struct tape *tp, uint32_t x, uint32_t g);
 /* SplitBackward on base's pieces' gradients: their cat, of base's size,
  * then they go; the cat arrives at base */
 static void join(struct tape *tp, uint32_t base) {
-  uint32_t bg = 0;
+  bool any = false;
   for (uint32_t x = tp->t[base].pieces; x; x = tp->t[x].next)
-    if (tp->t[x].grad && !bg) bg = tape_new(tp, tp->t[base].bytes);
+    any = any || tp->t[x].grad;
+  const uint32_t bg = any ? tape_new(tp, tp->t[base].bytes) : 0;
   for (uint32_t x = tp->t[base].pieces; x; x = tp->t[x].next) {
     tape_drop(tp, tp->t[x].grad);
     tp->t[x].grad = 0;

@@ -103,9 +103,10 @@ uint32_t tape_again(struct tape *tp, uint32_t leaf);
 uint32_t tape_frozen(struct tape *tp, uint64_t bytes);
 /* a new tensor that needs no gradient (a frozen embedding's output) */
 uint32_t tape_const(struct tape *tp, uint64_t bytes);
-/* a view of `base` (no storage of its own; it keeps base alive); its
- * gradient lands in one base-sized gradient of base (SplitBackward,
- * slicing) */
+/* a view of `base` (no storage of its own; it keeps base alive): a
+ * reshape, or what a backward hands on (cat's pieces); its gradient lands
+ * in one base-sized gradient of base (a piece's view: the piece's). Slices
+ * and a split's pieces: tape_slice, tape_piece */
 uint32_t tape_view(struct tape *tp, uint32_t base, uint64_t bytes);
 /* a slice of `in` (x[..., a:b], or a transpose that a reshape will copy):
  * a view of it whose backward is a node of its own, SliceBackward's: a
